@@ -1,0 +1,99 @@
+/* apply.c - fe_apply(): the path from an op call to its result. */
+#include <stdio.h>
+#include <string.h>
+
+#include "fe.h"
+
+static tj_tensor *op_error(ir_op op, tj_tensor *const *in, int nin, const char *reason)
+{
+    char head[512];
+    rt_describe_inputs(ir_ops[op].name, in, nin, head, sizeof head);
+    rt_error("%s: %s", head, reason);
+    return NULL;
+}
+
+static tj_tensor *run_eager(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
+                            const ir_type *ty)
+{
+    if (ir_ops[op].kind == IR_VIEW) {
+        tj_tensor *v = rt_view_op(op, in[0], a, ty);
+        if (v || rt_has_error())
+            return v;
+        /* A reshape the strides cannot express: copy, then view. */
+        tj_tensor *c = rt_tensor_of(&(ir_type){in[0]->dtype, in[0]->ndim, false, {0}});
+        if (!c)
+            return NULL;
+        memcpy(c->shape, in[0]->shape, sizeof c->shape);
+        rt_contiguous_strides(c->ndim, c->shape, c->strides);
+        tj_tensor *src = in[0];
+        if (rt_kernels[OP_copy](OP_copy, c, &src, 1, NULL) != 0) {
+            tj_release(c);
+            return NULL;
+        }
+        v = rt_view_op(op, c, a, ty);
+        tj_release(c);
+        return v;
+    }
+    tj_tensor *out = rt_tensor_of(ty);
+    if (!out)
+        return NULL;
+    if (rt_kernels[op](op, out, in, nin, a) != 0) {
+        tj_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+tj_tensor *fe_apply(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a)
+{
+    const ir_opinfo *info = &ir_ops[op];
+    ir_type types[16], *tp[16];
+    if (nin > 16)
+        return op_error(op, in, 0, "more than 16 inputs");
+    for (int k = 0; k < nin; k++) {
+        if (!in[k]) {
+            if (k < info->nmin) {
+                if (!rt_has_error())
+                    rt_error("%s: input %d is NULL", info->name, k);
+                return NULL;
+            }
+            tp[k] = NULL;
+            continue;
+        }
+        rt_type_of(in[k], &types[k]);
+        tp[k] = &types[k];
+    }
+    ir_type out;
+    char reason[256];
+    ir_attrs none;
+    if (!a) {
+        memset(&none, 0, sizeof none);
+        a = &none;
+    }
+    if (ir_infer(op, (const ir_type *const *)tp, nin, a, &out, reason, sizeof reason) != 0)
+        return op_error(op, in, nin, reason);
+    tj_tensor *r = run_eager(op, in, nin, a, &out);
+    if (!r) {
+        /* Kernel messages carry the reason; prefix the op and shapes. */
+        char why[512];
+        snprintf(why, sizeof why, "%s", tj_last_error());
+        return op_error(op, in, nin, why[0] ? why : "failed");
+    }
+    return rt_own(r);
+}
+
+tj_tensor *fe_wrap_scalar(double v, const tj_tensor *like)
+{
+    bool integral = v == (double)(int64_t)v;
+    bool int_like = like && !ir_dtype_is_float(like->dtype);
+    tj_dtype dt = integral && int_like ? TJ_I64 : TJ_F64;
+    tj_tensor *t = rt_tensor_new(dt, 0, NULL);
+    if (!t)
+        return NULL;
+    if (dt == TJ_I64)
+        *(int64_t *)t->storage->data = (int64_t)v;
+    else
+        *(double *)t->storage->data = v;
+    t->weak = true;
+    return rt_own(t);
+}

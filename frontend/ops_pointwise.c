@@ -1,0 +1,55 @@
+/* ops_pointwise.c - public entry points of the pointwise ops, generated from
+ * the UNARY and BINARY rows of ops.def, plus the ternary and cast ops. */
+#include <math.h>
+
+#include "fe.h"
+
+#define UNARY(name, rule, decomp, f32, f64, i) \
+    tj_tensor *tj_##name(tj_tensor *x) { return fe_apply(OP_##name, &x, 1, NULL); }
+#define BINARY(name, rule, decomp, f32, f64, i) \
+    tj_tensor *tj_##name(tj_tensor *a, tj_tensor *b) \
+    { \
+        tj_tensor *in[2] = {a, b}; \
+        return fe_apply(OP_##name, in, 2, NULL); \
+    } \
+    tj_tensor *tj_##name##_s(tj_tensor *a, double b) \
+    { \
+        if (!a) \
+            return fe_apply(OP_##name, &a, 1, NULL); \
+        tj_tensor *in[2] = {a, fe_wrap_scalar(b, a)}; \
+        return fe_apply(OP_##name, in, 2, NULL); \
+    }
+#include "../ir/ops.def"
+
+tj_tensor *tj_where(tj_tensor *cond, tj_tensor *a, tj_tensor *b)
+{
+    tj_tensor *in[3] = {cond, a, b};
+    return fe_apply(OP_where, in, 3, NULL);
+}
+
+tj_tensor *tj_lerp(tj_tensor *a, tj_tensor *b, tj_tensor *w)
+{
+    tj_tensor *in[3] = {a, b, w};
+    return fe_apply(OP_lerp, in, 3, NULL);
+}
+
+tj_tensor *tj_lerp_s(tj_tensor *a, tj_tensor *b, double w)
+{
+    tj_tensor *in[3] = {a, b, a && b ? fe_wrap_scalar(w, NULL) : NULL};
+    return fe_apply(OP_lerp, in, 3, NULL);
+}
+
+tj_tensor *tj_clamp(tj_tensor *x, double lo, double hi)
+{
+    ir_attrs at = {0};
+    ir_attr_float(&at.a[0], lo);
+    ir_attr_float(&at.a[1], hi);
+    return fe_apply(OP_clamp, &x, 1, &at);
+}
+
+tj_tensor *tj_cast(tj_tensor *x, tj_dtype dt)
+{
+    ir_attrs at = {0};
+    ir_attr_int(&at.a[0], dt);
+    return fe_apply(OP_cast, &x, 1, &at);
+}

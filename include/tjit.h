@@ -1,0 +1,274 @@
+/* tjit.h - the one public header of tjit, a tracing JIT for tensor programs.
+ *
+ * A model is an ordinary C function over the eager tensor API below. Every op
+ * returns a new tensor (or a view sharing storage), or NULL on bad input with
+ * a message in tj_last_error(). An op given NULL returns NULL, so a chain of
+ * calls needs one check at its end.
+ *
+ * Memory: a tensor returned by an op belongs to the innermost open scope of
+ * the calling thread and is released when that scope ends; with no scope open
+ * the caller owns it and must tj_release() it. tj_keep() lets a tensor outlive
+ * its scope (the caller then releases it). Tensors made by the creation
+ * functions (tj_zeros, tj_from_data, tj_load_npy, ...) follow the same rule.
+ *
+ *   #include <tjit.h>
+ *
+ *   static tj_tensor *mlp(tj_tensor *x, tj_tensor *w1, tj_tensor *b1) {
+ *       return tj_gelu_tanh(tj_linear(x, w1, b1));
+ *   }
+ *
+ *   int main(void) {
+ *       tj_manual_seed(0);
+ *       tj_tensor *w1 = tj_randn(TJ_F32, 2, (int64_t[]){2048, 1024}); // owned
+ *       tj_tensor *b1 = tj_zeros(TJ_F32, 1, (int64_t[]){2048});
+ *       tj_scope_begin();
+ *       tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){256, 1024});
+ *       tj_tensor *y = mlp(x, w1, b1);              // x, y freed by scope end
+ *       if (!y) fprintf(stderr, "%s\n", tj_last_error());
+ *       else tj_save_npy(y, "y.npy");
+ *       tj_scope_end();
+ *       tj_release(w1); tj_release(b1);
+ *   }
+ *
+ * Conventions: dims may be negative (counted from the end); a list of dims
+ * with count 0 means "all dims"; shapes are int64_t arrays of at most
+ * TJ_MAX_DIMS entries. Binary ops broadcast like NumPy and promote dtypes like
+ * PyTorch; the _s variants take a double scalar that promotes like a Python
+ * number (it never widens a tensor of the same category).
+ */
+#ifndef TJIT_H
+#define TJIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TJ_MAX_DIMS 8
+#define TJ_VERSION "0.1.0"
+
+typedef enum tj_dtype {
+#define DTYPE(ID, name, ctype, size, cat) TJ_##ID,
+#include "../ir/dtypes.def"
+#undef DTYPE
+    TJ_NUM_DTYPES
+} tj_dtype;
+
+typedef struct tj_tensor tj_tensor;
+
+/* ---- errors ------------------------------------------------------------ */
+const char *tj_last_error(void);   /* message of the last failure on this thread, "" if none */
+void tj_clear_error(void);
+
+/* ---- dtypes ------------------------------------------------------------ */
+const char *tj_dtype_name(tj_dtype dt);   /* "f32", ...; "?" when out of range */
+size_t tj_dtype_size(tj_dtype dt);
+
+/* ---- lifetime ---------------------------------------------------------- */
+void tj_scope_begin(void);
+void tj_scope_end(void);
+tj_tensor *tj_keep(tj_tensor *t);     /* retain so it outlives the scope; caller releases */
+tj_tensor *tj_retain(tj_tensor *t);
+void tj_release(tj_tensor *t);        /* NULL is fine */
+
+/* ---- inspection -------------------------------------------------------- */
+tj_dtype tj_dtype_of(const tj_tensor *t);
+int tj_ndim(const tj_tensor *t);
+int64_t tj_size(const tj_tensor *t, int dim);      /* dim may be negative */
+const int64_t *tj_shape(const tj_tensor *t);
+const int64_t *tj_strides(const tj_tensor *t);     /* in elements */
+int64_t tj_offset(const tj_tensor *t);             /* storage offset, elements */
+int64_t tj_numel(const tj_tensor *t);
+bool tj_is_contiguous(const tj_tensor *t);
+void *tj_data(tj_tensor *t);        /* first element; NULL (with error) while tracing */
+double tj_item(tj_tensor *t);       /* value of a one-element tensor as double; NAN on error */
+/* Element at a multi-index as double (for tests and tools). */
+double tj_get(const tj_tensor *t, const int64_t *index);
+/* Writes a short description ("f32[2,3]") into buf; returns buf. */
+char *tj_describe(const tj_tensor *t, char *buf, size_t n);
+
+/* ---- creation ---------------------------------------------------------- */
+tj_tensor *tj_empty(tj_dtype dt, int ndim, const int64_t *shape);
+tj_tensor *tj_zeros(tj_dtype dt, int ndim, const int64_t *shape);
+tj_tensor *tj_ones(tj_dtype dt, int ndim, const int64_t *shape);
+tj_tensor *tj_full(tj_dtype dt, int ndim, const int64_t *shape, double value);
+tj_tensor *tj_arange(tj_dtype dt, double start, double end, double step);
+tj_tensor *tj_scalar(tj_dtype dt, double value);   /* 0-dim tensor */
+/* Copies ndim/shape and numel*size bytes of contiguous data. */
+tj_tensor *tj_from_data(tj_dtype dt, int ndim, const int64_t *shape, const void *data);
+
+/* ---- random (counter-based Philox 4x32-10; same values for any thread count) */
+void tj_manual_seed(uint64_t seed);
+tj_tensor *tj_rand(tj_dtype dt, int ndim, const int64_t *shape);    /* U[0,1) */
+tj_tensor *tj_randn(tj_dtype dt, int ndim, const int64_t *shape);   /* N(0,1) */
+
+/* ---- .npy I/O ---------------------------------------------------------- */
+tj_tensor *tj_load_npy(const char *path);
+int tj_save_npy(tj_tensor *t, const char *path);   /* 0 on success, -1 with error */
+
+/* ---- views (share storage) and copies ----------------------------------- */
+tj_tensor *tj_reshape(tj_tensor *x, int ndim, const int64_t *shape);  /* one -1 allowed; copies if strides forbid a view */
+tj_tensor *tj_view(tj_tensor *x, int ndim, const int64_t *shape);     /* like reshape, error if a copy is needed */
+tj_tensor *tj_permute(tj_tensor *x, const int *perm);                  /* perm has ndim entries */
+tj_tensor *tj_transpose(tj_tensor *x, int dim0, int dim1);
+tj_tensor *tj_slice(tj_tensor *x, int dim, int64_t start, int64_t end, int64_t step); /* Python slice rules, step > 0 */
+tj_tensor *tj_expand(tj_tensor *x, int ndim, const int64_t *shape);   /* -1 keeps a dim */
+tj_tensor *tj_broadcast_to(tj_tensor *x, int ndim, const int64_t *shape);
+tj_tensor *tj_squeeze(tj_tensor *x, const int *dims, int ndims);       /* ndims 0: all size-1 dims */
+tj_tensor *tj_unsqueeze(tj_tensor *x, int dim);
+tj_tensor *tj_flatten(tj_tensor *x, int start_dim, int end_dim);
+tj_tensor *tj_contiguous(tj_tensor *x);   /* x itself (retained into scope) when already contiguous */
+tj_tensor *tj_clone(tj_tensor *x);        /* always a fresh contiguous copy */
+tj_tensor *tj_cast(tj_tensor *x, tj_dtype dt);
+int tj_copy_(tj_tensor *dst, tj_tensor *src);   /* in place, src broadcast to dst; 0 or -1 */
+
+/* ---- pointwise unary --------------------------------------------------- */
+/* Float math (exp, sin, ...) on integer or bool input computes in f32. */
+tj_tensor *tj_abs(tj_tensor *x);
+tj_tensor *tj_neg(tj_tensor *x);
+tj_tensor *tj_sign(tj_tensor *x);
+tj_tensor *tj_exp(tj_tensor *x);
+tj_tensor *tj_exp2(tj_tensor *x);
+tj_tensor *tj_expm1(tj_tensor *x);
+tj_tensor *tj_log(tj_tensor *x);
+tj_tensor *tj_log2(tj_tensor *x);
+tj_tensor *tj_log10(tj_tensor *x);
+tj_tensor *tj_log1p(tj_tensor *x);
+tj_tensor *tj_sqrt(tj_tensor *x);
+tj_tensor *tj_rsqrt(tj_tensor *x);
+tj_tensor *tj_reciprocal(tj_tensor *x);
+tj_tensor *tj_square(tj_tensor *x);
+tj_tensor *tj_sin(tj_tensor *x);
+tj_tensor *tj_cos(tj_tensor *x);
+tj_tensor *tj_tan(tj_tensor *x);
+tj_tensor *tj_asin(tj_tensor *x);
+tj_tensor *tj_acos(tj_tensor *x);
+tj_tensor *tj_atan(tj_tensor *x);
+tj_tensor *tj_sinh(tj_tensor *x);
+tj_tensor *tj_cosh(tj_tensor *x);
+tj_tensor *tj_tanh(tj_tensor *x);
+tj_tensor *tj_asinh(tj_tensor *x);
+tj_tensor *tj_acosh(tj_tensor *x);
+tj_tensor *tj_atanh(tj_tensor *x);
+tj_tensor *tj_erf(tj_tensor *x);
+tj_tensor *tj_erfc(tj_tensor *x);
+tj_tensor *tj_sigmoid(tj_tensor *x);
+tj_tensor *tj_relu(tj_tensor *x);
+tj_tensor *tj_silu(tj_tensor *x);
+tj_tensor *tj_softplus(tj_tensor *x);      /* beta 1, threshold 20 */
+tj_tensor *tj_floor(tj_tensor *x);
+tj_tensor *tj_ceil(tj_tensor *x);
+tj_tensor *tj_round(tj_tensor *x);         /* half to even */
+tj_tensor *tj_trunc(tj_tensor *x);
+tj_tensor *tj_isnan(tj_tensor *x);
+tj_tensor *tj_isinf(tj_tensor *x);
+tj_tensor *tj_isfinite(tj_tensor *x);
+tj_tensor *tj_logical_not(tj_tensor *x);
+tj_tensor *tj_bitwise_not(tj_tensor *x);
+
+tj_tensor *tj_gelu(tj_tensor *x);          /* x * Phi(x), the erf form */
+tj_tensor *tj_gelu_tanh(tj_tensor *x);     /* the tanh approximation */
+
+/* ---- pointwise binary (tensor-tensor, and tensor-scalar as _s) ----------- */
+#define TJ_BINARY_DECL(name) \
+    tj_tensor *tj_##name(tj_tensor *a, tj_tensor *b); \
+    tj_tensor *tj_##name##_s(tj_tensor *a, double b);
+TJ_BINARY_DECL(add)
+TJ_BINARY_DECL(sub)
+TJ_BINARY_DECL(mul)
+TJ_BINARY_DECL(div)         /* true division: integers give f32 */
+TJ_BINARY_DECL(pow)
+TJ_BINARY_DECL(maximum)
+TJ_BINARY_DECL(minimum)
+TJ_BINARY_DECL(atan2)
+TJ_BINARY_DECL(fmod)        /* sign of dividend (C fmod) */
+TJ_BINARY_DECL(remainder)   /* sign of divisor (Python %) */
+TJ_BINARY_DECL(eq)
+TJ_BINARY_DECL(ne)
+TJ_BINARY_DECL(lt)
+TJ_BINARY_DECL(le)
+TJ_BINARY_DECL(gt)
+TJ_BINARY_DECL(ge)
+TJ_BINARY_DECL(logical_and)
+TJ_BINARY_DECL(logical_or)
+TJ_BINARY_DECL(logical_xor)
+TJ_BINARY_DECL(bitwise_and)
+TJ_BINARY_DECL(bitwise_or)
+TJ_BINARY_DECL(bitwise_xor)
+#undef TJ_BINARY_DECL
+
+/* ---- ternary ----------------------------------------------------------- */
+tj_tensor *tj_where(tj_tensor *cond, tj_tensor *a, tj_tensor *b);
+tj_tensor *tj_clamp(tj_tensor *x, double lo, double hi);   /* -INFINITY / INFINITY for none */
+tj_tensor *tj_lerp(tj_tensor *a, tj_tensor *b, tj_tensor *w);   /* a + w*(b-a) */
+tj_tensor *tj_lerp_s(tj_tensor *a, tj_tensor *b, double w);
+
+/* ---- reductions (dims, ndims: ndims 0 means every dim) ------------------- */
+tj_tensor *tj_sum(tj_tensor *x, const int *dims, int ndims, bool keepdim);
+tj_tensor *tj_mean(tj_tensor *x, const int *dims, int ndims, bool keepdim);
+tj_tensor *tj_prod(tj_tensor *x, const int *dims, int ndims, bool keepdim);
+tj_tensor *tj_amax(tj_tensor *x, const int *dims, int ndims, bool keepdim);
+tj_tensor *tj_amin(tj_tensor *x, const int *dims, int ndims, bool keepdim);
+tj_tensor *tj_logsumexp(tj_tensor *x, const int *dims, int ndims, bool keepdim);
+tj_tensor *tj_all(tj_tensor *x, const int *dims, int ndims, bool keepdim);
+tj_tensor *tj_any(tj_tensor *x, const int *dims, int ndims, bool keepdim);
+tj_tensor *tj_var(tj_tensor *x, const int *dims, int ndims, int64_t correction, bool keepdim);
+tj_tensor *tj_std(tj_tensor *x, const int *dims, int ndims, int64_t correction, bool keepdim);
+#define TJ_ALL_DIMS INT32_MIN   /* argmax/argmin over the flattened tensor */
+tj_tensor *tj_argmax(tj_tensor *x, int dim, bool keepdim);
+tj_tensor *tj_argmin(tj_tensor *x, int dim, bool keepdim);
+
+/* ---- contractions ------------------------------------------------------ */
+tj_tensor *tj_matmul(tj_tensor *a, tj_tensor *b);                 /* torch.matmul rules */
+tj_tensor *tj_linear(tj_tensor *x, tj_tensor *w, tj_tensor *b);   /* x @ w^T + b; w [out,in]; b may be NULL */
+/* x [N,C,H,W], w [O,C/groups,KH,KW], b [O] or NULL */
+tj_tensor *tj_conv2d(tj_tensor *x, tj_tensor *w, tj_tensor *b, const int64_t stride[2],
+                     const int64_t padding[2], const int64_t dilation[2], int64_t groups);
+
+/* ---- neural-network ops ------------------------------------------------ */
+tj_tensor *tj_softmax(tj_tensor *x, int dim);
+tj_tensor *tj_log_softmax(tj_tensor *x, int dim);
+/* Normalizes over the last `ndims` dims; w, b may be NULL. */
+tj_tensor *tj_layer_norm(tj_tensor *x, int ndims, tj_tensor *w, tj_tensor *b, double eps);
+tj_tensor *tj_rms_norm(tj_tensor *x, int ndims, tj_tensor *w, double eps);
+/* Eval mode: x [N,C,...], running mean/var [C]; w, b may be NULL. */
+tj_tensor *tj_batch_norm(tj_tensor *x, tj_tensor *mean, tj_tensor *var, tj_tensor *w,
+                         tj_tensor *b, double eps);
+tj_tensor *tj_max_pool2d(tj_tensor *x, const int64_t kernel[2], const int64_t stride[2],
+                         const int64_t padding[2], const int64_t dilation[2]);
+tj_tensor *tj_avg_pool2d(tj_tensor *x, const int64_t kernel[2], const int64_t stride[2],
+                         const int64_t padding[2], bool count_include_pad);
+tj_tensor *tj_embedding(tj_tensor *weight, tj_tensor *indices);
+/* Training: zeroes with probability p, scales the rest by 1/(1-p), draws from the
+ * global generator. Not training: returns x. */
+tj_tensor *tj_dropout(tj_tensor *x, double p, bool training);
+/* q [...,L,E], k [...,S,E], v [...,S,Ev]; mask bool (true = attend) or float (added),
+ * broadcastable to [...,L,S], or NULL; scale <= 0 means 1/sqrt(E). */
+tj_tensor *tj_scaled_dot_product_attention(tj_tensor *q, tj_tensor *k, tj_tensor *v,
+                                           tj_tensor *mask, bool causal, double scale);
+/* logits [N,C], target int64 [N] of class indices; mean over N. */
+tj_tensor *tj_cross_entropy(tj_tensor *logits, tj_tensor *target);
+
+/* ---- data movement ----------------------------------------------------- */
+tj_tensor *tj_cat(tj_tensor *const *xs, int n, int dim);
+tj_tensor *tj_stack(tj_tensor *const *xs, int n, int dim);
+/* Splits into pieces of `size` along dim (the last may be smaller); writes up to
+ * max pointers to out and returns the number of pieces, or -1 on error. */
+int tj_split(tj_tensor *x, int64_t size, int dim, tj_tensor **out, int max);
+tj_tensor *tj_gather(tj_tensor *x, int dim, tj_tensor *index);
+tj_tensor *tj_index_select(tj_tensor *x, int dim, tj_tensor *index);
+/* pads: (before, after) pairs starting from the LAST dim, like torch.nn.functional.pad. */
+tj_tensor *tj_pad(tj_tensor *x, const int64_t *pads, int npairs, double value);
+tj_tensor *tj_flip(tj_tensor *x, const int *dims, int ndims);
+
+/* ---- runtime ----------------------------------------------------------- */
+int tj_num_threads(void);
+void tj_set_num_threads(int n);   /* also sets OpenBLAS's count */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TJIT_H */

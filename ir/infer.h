@@ -1,0 +1,38 @@
+/* infer.h - internal to ir/: the per-op shape/dtype rule functions.
+ *
+ * Every OP row of ops.def has a rule ir_infer_<name>() in one of the
+ * ir/infer_*.c files (a missing one is a link error); UNARY and BINARY rows
+ * share ir_infer_unary() and ir_infer_binary(). ir_infer() dispatches.
+ * Inputs beyond the op's nmin may be NULL; the dispatcher has already checked
+ * the input count, that present inputs have supported dtypes and that
+ * mandatory ones are present.
+ */
+#ifndef TJ_IR_INFER_H
+#define TJ_IR_INFER_H
+
+#include "ir.h"
+
+#define IR_INFER_ARGS \
+    ir_op op, const ir_type *const *in, int nin, const ir_attrs *a, ir_type *out, char *err, \
+        size_t nerr
+
+typedef int (*ir_infer_fn)(IR_INFER_ARGS);
+
+#define OP(name, kind, nmin, nmax, decomp, attrs) int ir_infer_##name(IR_INFER_ARGS);
+#define UNARY(name, rule, decomp, f32, f64, i)
+#define BINARY(name, rule, decomp, f32, f64, i)
+#include "ops.def"
+int ir_infer_unary(IR_INFER_ARGS);
+int ir_infer_binary(IR_INFER_ARGS);
+
+/* Writes the formatted reason to err and returns -1. */
+int ir_fail(char *err, size_t nerr, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Sets out to dtype with in's shape. */
+void ir_set(ir_type *out, tj_dtype dtype, int ndim, const int64_t *shape);
+
+/* Normalizes and validates a list of dims (no repeats) into a bitmask;
+ * an empty list selects every dim. Returns -1 with err set on a bad dim. */
+int ir_dims_mask(const ir_attr *dims, int ndim, uint32_t *mask, char *err, size_t nerr);
+
+#endif

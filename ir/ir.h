@@ -1,0 +1,128 @@
+/* ir.h - the IR layer's vocabulary: dtypes, value types, the op enum and its
+ * descriptor table (generated from ops.def), attributes, and the shape/dtype
+ * rules (ir_infer) shared by eager execution and tracing.
+ *
+ * The ir layer depends on nothing but the public header's plain types.
+ */
+#ifndef TJ_IR_H
+#define TJ_IR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../include/tjit.h"
+
+/* ---- dtypes --------------------------------------------------------------- */
+typedef enum { IR_CAT_BOOL, IR_CAT_INT, IR_CAT_FLOAT, IR_CAT_COMPLEX } ir_category;
+
+ir_category ir_dtype_category(tj_dtype dt);
+bool ir_dtype_valid(tj_dtype dt);                /* in the enum range */
+bool ir_dtype_supported(tj_dtype dt);            /* has kernels: f32 f64 i32 i64 bool u8 */
+bool ir_dtype_is_float(tj_dtype dt);
+tj_dtype ir_dtype_from_name(const char *name);   /* TJ_NUM_DTYPES when unknown */
+
+/* ---- value types ---------------------------------------------------------- */
+/* The type of a value: dtype and shape. weak marks a wrapped scalar (from the
+ * _s ops): in promotion it counts by category only, like a Python number. */
+typedef struct ir_type {
+    tj_dtype dtype;
+    int ndim;
+    bool weak;
+    int64_t shape[TJ_MAX_DIMS];
+} ir_type;
+
+int64_t ir_type_numel(const ir_type *t);
+bool ir_type_equal(const ir_type *a, const ir_type *b);
+/* "f32[2,3]" into buf (at least 96 bytes fits any type); returns buf. */
+char *ir_type_str(const ir_type *t, char *buf, size_t n);
+
+/* PyTorch's result_type over 1..n operands (weak ones by category only). */
+tj_dtype ir_promote(const ir_type *const *ts, int n);
+/* NumPy broadcast of a and b into out; false when incompatible. */
+bool ir_broadcast(const ir_type *a, const ir_type *b, int *ndim, int64_t *shape);
+/* Normalizes dim in [-ndim, ndim) to [0, ndim); -1 when out of range.
+ * For ndim 0, dims -1 and 0 are accepted and map to 0 (PyTorch's rule). */
+int ir_norm_dim(int64_t dim, int ndim);
+
+/* ---- ops ------------------------------------------------------------------ */
+typedef enum ir_op {
+#define OP(name, kind, nmin, nmax, decomp, attrs) OP_##name,
+#include "ops.def"
+    IR_NUM_OPS
+} ir_op;
+
+typedef enum {
+    IR_UNARY, IR_BINARY, IR_TERNARY, IR_POINTWISE, IR_REDUCE, IR_VIEW, IR_MOVE,
+    IR_CONTRACT, IR_NN, IR_CREATE, IR_RANDOM
+} ir_kind;
+
+/* Dtype rules of the pointwise rows (column `rule` of UNARY/BINARY). */
+typedef enum {
+    IR_RULE_NONE,
+    IR_RULE_SAME,     /* numeric in, same dtype out; bool rejected */
+    IR_RULE_FLOAT,    /* float math: int/bool computes and returns f32 (binary: promoted, then float) */
+    IR_RULE_ROUND,    /* floats rounded; integers returned unchanged; bool rejected */
+    IR_RULE_PRED,     /* -> bool (isnan, ...) */
+    IR_RULE_LOGICAL,  /* any dtype, nonzero is true -> bool */
+    IR_RULE_BITWISE,  /* integers and bool only, promoted */
+    IR_RULE_ARITH,    /* promoted */
+    IR_RULE_SUB,      /* promoted, bool rejected */
+    IR_RULE_TRUEDIV,  /* promoted, then int/bool -> f32 */
+    IR_RULE_CMP       /* computed in the promoted dtype -> bool */
+} ir_rule;
+
+typedef enum { IR_ATTR_INT, IR_ATTR_INTS, IR_ATTR_BOOL, IR_ATTR_FLOAT, IR_ATTR_DTYPE } ir_attr_kind;
+
+#define IR_MAX_ATTRS 4
+#define IR_MAX_LIST (2 * TJ_MAX_DIMS)
+
+typedef struct ir_attr_desc {
+    const char *name;
+    ir_attr_kind kind;
+} ir_attr_desc;
+
+typedef struct ir_opinfo {
+    const char *name;
+    ir_kind kind;
+    int nmin, nmax;       /* nmax -1: variadic */
+    bool prim;            /* false: composite (decomposed by passes) */
+    ir_rule rule;         /* pointwise rows; IR_RULE_NONE otherwise */
+    int nattrs;
+    ir_attr_desc attrs[IR_MAX_ATTRS];
+} ir_opinfo;
+
+extern const ir_opinfo ir_ops[IR_NUM_OPS];
+const char *ir_kind_name(ir_kind k);
+ir_op ir_op_from_name(const char *name);   /* IR_NUM_OPS when unknown */
+
+/* One attribute value: i[0] holds INT, BOOL and DTYPE; i[0..n) holds INTS;
+ * f holds FLOAT. Attributes sit in the op's schema order. */
+typedef struct ir_attr {
+    int n;
+    int64_t i[IR_MAX_LIST];
+    double f;
+} ir_attr;
+
+typedef struct ir_attrs {
+    ir_attr a[IR_MAX_ATTRS];
+} ir_attrs;
+
+/* Small constructors used by the frontend to fill attributes. */
+void ir_attr_int(ir_attr *a, int64_t v);
+void ir_attr_float(ir_attr *a, double v);
+void ir_attr_ints(ir_attr *a, const int64_t *v, int n);
+void ir_attr_dims(ir_attr *a, const int *v, int n);
+
+/* ---- shape and dtype rules ------------------------------------------------ */
+/* Computes the result type of op on inputs in[0..nin) (NULL for an absent
+ * optional input). Returns 0, or -1 with the reason (no op name, no shapes:
+ * the caller adds those) written to err. Never touches data. */
+int ir_infer(ir_op op, const ir_type *const *in, int nin, const ir_attrs *a, ir_type *out,
+             char *err, size_t nerr);
+
+/* The dtype the pointwise op computes in (e.g. f32 for exp on i64, the
+ * promoted type for eq); for other kinds, the result dtype. */
+tj_dtype ir_compute_dtype(ir_op op, const ir_type *const *in, int nin);
+
+#endif /* TJ_IR_H */

@@ -1,0 +1,126 @@
+/* types.c - dtype facts from dtypes.def, value types, promotion, broadcasting. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ir.h"
+
+static const struct {
+    const char *name;
+    size_t size;
+    ir_category cat;
+} dtypes[TJ_NUM_DTYPES] = {
+#define DTYPE(ID, dname, ctype, dsize, dcat) [TJ_##ID] = {#dname, dsize, IR_CAT_##dcat},
+#include "dtypes.def"
+#undef DTYPE
+};
+
+bool ir_dtype_valid(tj_dtype dt) { return (unsigned)dt < TJ_NUM_DTYPES; }
+
+const char *tj_dtype_name(tj_dtype dt) { return ir_dtype_valid(dt) ? dtypes[dt].name : "?"; }
+
+size_t tj_dtype_size(tj_dtype dt) { return ir_dtype_valid(dt) ? dtypes[dt].size : 0; }
+
+ir_category ir_dtype_category(tj_dtype dt) { return dtypes[dt].cat; }
+
+bool ir_dtype_is_float(tj_dtype dt) { return ir_dtype_valid(dt) && dtypes[dt].cat == IR_CAT_FLOAT; }
+
+bool ir_dtype_supported(tj_dtype dt)
+{
+    return dt == TJ_F32 || dt == TJ_F64 || dt == TJ_I32 || dt == TJ_I64 || dt == TJ_BOOL ||
+           dt == TJ_U8;
+}
+
+tj_dtype ir_dtype_from_name(const char *name)
+{
+    for (int d = 0; d < TJ_NUM_DTYPES; d++)
+        if (strcmp(dtypes[d].name, name) == 0)
+            return (tj_dtype)d;
+    return TJ_NUM_DTYPES;
+}
+
+int64_t ir_type_numel(const ir_type *t)
+{
+    int64_t n = 1;
+    for (int d = 0; d < t->ndim; d++)
+        n *= t->shape[d];
+    return n;
+}
+
+bool ir_type_equal(const ir_type *a, const ir_type *b)
+{
+    if (a->dtype != b->dtype || a->ndim != b->ndim)
+        return false;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d])
+            return false;
+    return true;
+}
+
+char *ir_type_str(const ir_type *t, char *buf, size_t n)
+{
+    size_t k = (size_t)snprintf(buf, n, "%s[", tj_dtype_name(t->dtype));
+    for (int d = 0; d < t->ndim && k < n; d++)
+        k += (size_t)snprintf(buf + k, n - k, d ? ",%lld" : "%lld", (long long)t->shape[d]);
+    if (k < n)
+        snprintf(buf + k, n - k, "]");
+    return buf;
+}
+
+/* Within a category the dtype enum is ordered narrow to wide, except that u8
+ * and i32/i64 follow PyTorch: u8 with a signed int gives the signed one (or
+ * i16, which we lack; i32 stands in for it). */
+static tj_dtype promote2(tj_dtype a, tj_dtype b)
+{
+    if (a == b)
+        return a;
+    ir_category ca = dtypes[a].cat, cb = dtypes[b].cat;
+    if (ca != cb)
+        return ca > cb ? a : b;
+    return a > b ? a : b;
+}
+
+tj_dtype ir_promote(const ir_type *const *ts, int n)
+{
+    /* PyTorch: dimensioned tensors, then 0-dim tensors, then wrapped numbers
+     * take part only when their category is higher than all before. */
+    tj_dtype tier[3] = {TJ_NUM_DTYPES, TJ_NUM_DTYPES, TJ_NUM_DTYPES};
+    for (int k = 0; k < n; k++) {
+        if (!ts[k])
+            continue;
+        int t = ts[k]->weak ? 2 : ts[k]->ndim == 0 ? 1 : 0;
+        tier[t] = tier[t] == TJ_NUM_DTYPES ? ts[k]->dtype : promote2(tier[t], ts[k]->dtype);
+    }
+    tj_dtype r = tier[0];
+    for (int t = 1; t < 3; t++) {
+        if (tier[t] == TJ_NUM_DTYPES)
+            continue;
+        if (r == TJ_NUM_DTYPES)
+            r = tier[t];
+        else if (dtypes[tier[t]].cat > dtypes[r].cat)
+            /* a wrapped float joins an int tensor as the default float, f32 */
+            r = t == 2 ? (dtypes[tier[t]].cat == IR_CAT_FLOAT ? TJ_F32 : tier[t]) : tier[t];
+    }
+    return r;
+}
+
+bool ir_broadcast(const ir_type *a, const ir_type *b, int *ndim, int64_t *shape)
+{
+    int n = a->ndim > b->ndim ? a->ndim : b->ndim;
+    for (int d = 0; d < n; d++) {
+        int da = d - (n - a->ndim), db = d - (n - b->ndim);
+        int64_t sa = da >= 0 ? a->shape[da] : 1, sb = db >= 0 ? b->shape[db] : 1;
+        if (sa != sb && sa != 1 && sb != 1)
+            return false;
+        shape[d] = sa == 1 ? sb : sa;
+    }
+    *ndim = n;
+    return true;
+}
+
+int ir_norm_dim(int64_t dim, int ndim)
+{
+    int n = ndim == 0 ? 1 : ndim;
+    if (dim < -n || dim >= n)
+        return -1;
+    return (int)(dim < 0 ? dim + n : dim);
+}

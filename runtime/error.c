@@ -1,0 +1,35 @@
+/* error.c - the thread-local error message behind tj_last_error(). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rt.h"
+
+static _Thread_local char err_msg[1024];
+
+const char *tj_last_error(void) { return err_msg; }
+
+void tj_clear_error(void) { err_msg[0] = '\0'; }
+
+bool rt_has_error(void) { return err_msg[0] != '\0'; }
+
+void rt_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err_msg, sizeof err_msg, fmt, ap);
+    va_end(ap);
+}
+
+char *rt_describe_inputs(const char *name, tj_tensor *const *in, int nin, char *buf, size_t n)
+{
+    size_t k = (size_t)snprintf(buf, n, "%s(", name);
+    for (int i = 0; i < nin && k < n; i++) {
+        char t[128];
+        k += (size_t)snprintf(buf + k, n - k, "%s%s", i ? ", " : "",
+                              in[i] ? tj_describe(in[i], t, sizeof t) : "none");
+    }
+    if (k < n)
+        snprintf(buf + k, n - k, ")");
+    return buf;
+}

@@ -1,0 +1,20 @@
+/* kernels.c - the eager kernel table, one entry per row of ops.def. */
+#include "kernels.h"
+
+#define RT_K_UNARY(name) rt_k_unary
+#define RT_K_BINARY(name) rt_k_binary
+#define RT_K_VIEW(name) NULL
+#define RT_K_OTHER(name) rt_k_##name
+#define RT_K_TERNARY RT_K_OTHER
+#define RT_K_POINTWISE RT_K_OTHER
+#define RT_K_REDUCE RT_K_OTHER
+#define RT_K_MOVE RT_K_OTHER
+#define RT_K_CONTRACT RT_K_OTHER
+#define RT_K_NN RT_K_OTHER
+#define RT_K_CREATE RT_K_OTHER
+#define RT_K_RANDOM RT_K_OTHER
+
+const rt_kernel_fn rt_kernels[IR_NUM_OPS] = {
+#define OP(name, kind, nmin, nmax, decomp, attrs) [OP_##name] = RT_K_##kind(name),
+#include "../ir/ops.def"
+};

@@ -1,0 +1,96 @@
+/* rt.h - the runtime layer's internal interface: tensor and storage structs,
+ * the allocator, the thread pool, errors, and the eager kernel table.
+ *
+ * The runtime depends on ir/ (op ids, types) only. Kernels never see scopes:
+ * the frontend allocates each output (contiguous, of the type ir_infer gave),
+ * calls the op's kernel, and hands the result to the caller's scope.
+ */
+#ifndef TJ_RT_H
+#define TJ_RT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../include/tjit.h"
+#include "../ir/ir.h"
+
+/* ---- storage and tensors ---------------------------------------------------- */
+typedef struct rt_storage {
+    atomic_int refs;
+    size_t nbytes;
+    void *data;        /* 64-byte aligned, from rt_alloc */
+} rt_storage;
+
+struct tj_tensor {
+    atomic_int refs;
+    tj_dtype dtype;
+    int ndim;
+    bool weak;                      /* wrapped scalar from an _s op */
+    int64_t shape[TJ_MAX_DIMS];
+    int64_t strides[TJ_MAX_DIMS];   /* in elements; 0 for broadcast dims */
+    int64_t offset;                 /* into storage, in elements */
+    rt_storage *storage;            /* NULL only for symbolic tensors */
+    void *sym;                      /* tracing: the graph value; NULL when concrete */
+};
+
+/* New contiguous tensor, uninitialized, refs 1, in no scope. NULL (error set)
+ * when the size overflows or memory runs out. */
+tj_tensor *rt_tensor_new(tj_dtype dt, int ndim, const int64_t *shape);
+tj_tensor *rt_tensor_of(const ir_type *t);
+/* A view of base's storage (retained), refs 1, in no scope. */
+tj_tensor *rt_tensor_view(const tj_tensor *base, int ndim, const int64_t *shape,
+                          const int64_t *strides, int64_t offset);
+/* Hands a fresh tensor (refs 1) to the innermost scope of this thread, or to
+ * the caller when no scope is open. Returns t. */
+tj_tensor *rt_own(tj_tensor *t);
+void rt_type_of(const tj_tensor *t, ir_type *out);
+
+static inline void *rt_ptr(const tj_tensor *t)
+{
+    return (char *)t->storage->data + t->offset * (int64_t)tj_dtype_size(t->dtype);
+}
+void rt_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
+bool rt_is_contiguous(const tj_tensor *t);
+/* Element k (in row-major order of t's shape) converted to double. */
+double rt_load_f64(const tj_tensor *t, const int64_t *index);
+
+/* ---- errors (thread-local, error.c) ------------------------------------------ */
+void rt_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+bool rt_has_error(void);
+/* "name(f32[2,3], i64[4])" into buf, for messages; returns buf. */
+char *rt_describe_inputs(const char *name, tj_tensor *const *in, int nin, char *buf, size_t n);
+
+/* ---- allocation (alloc.c) ------------------------------------------------------ */
+/* 64-byte aligned; large blocks are cached by size class and reused.
+ * NULL with an error recorded when memory runs out. */
+void *rt_alloc(size_t nbytes);
+void rt_free(void *p, size_t nbytes);
+/* Frees every cached block (tests, tools, shutdown). */
+void rt_alloc_trim(void);
+
+/* ---- threads (pool.c) ------------------------------------------------------------ */
+typedef void (*rt_range_fn)(void *ctx, int64_t begin, int64_t end);
+/* Runs fn over [0, n) in chunks of at least `grain` items, split across the
+ * pool (the calling thread takes part); serial when n <= grain or one thread.
+ * Returns when every chunk is done. Safe to call from any thread; a nested
+ * call from inside a pool task runs serially. */
+void rt_parallel_for(int64_t n, int64_t grain, rt_range_fn fn, void *ctx);
+int rt_threads(void);
+
+/* ---- eager kernels ------------------------------------------------------------------ */
+/* Writes op(in) into out, which is allocated, contiguous and of the inferred
+ * type. Inputs may be non-contiguous, broadcast (stride 0) or of any dtype the
+ * op's rule accepts. Returns 0, or -1 with an error recorded (data-dependent
+ * failures: index out of range and the like). */
+typedef int (*rt_kernel_fn)(ir_op op, tj_tensor *out, tj_tensor *const *in, int nin,
+                            const ir_attrs *a);
+
+/* One entry per op, NULL for view ops (runtime/views.c makes those). */
+extern const rt_kernel_fn rt_kernels[IR_NUM_OPS];
+
+/* A view op applied to x; NULL without an error when a reshape needs a copy. */
+tj_tensor *rt_view_op(ir_op op, tj_tensor *x, const ir_attrs *a, const ir_type *out);
+
+#endif /* TJ_RT_H */

@@ -1,0 +1,320 @@
+/* tensor.c - tensor handles: creation, views, reference counts, scopes
+ * (autorelease pools) and the inspection functions of the public API. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt.h"
+
+/* ---- storage ----------------------------------------------------------------- */
+
+static rt_storage *storage_new(size_t nbytes)
+{
+    rt_storage *s = malloc(sizeof *s);
+    if (!s) {
+        rt_error("out of memory allocating a storage header");
+        return NULL;
+    }
+    s->data = rt_alloc(nbytes);
+    if (!s->data) {
+        free(s);
+        return NULL;
+    }
+    atomic_init(&s->refs, 1);
+    s->nbytes = nbytes;
+    return s;
+}
+
+static void storage_release(rt_storage *s)
+{
+    if (s && atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1) {
+        rt_free(s->data, s->nbytes);
+        free(s);
+    }
+}
+
+/* ---- tensors ------------------------------------------------------------------- */
+
+void rt_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides)
+{
+    int64_t s = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        strides[d] = s;
+        s *= shape[d] > 0 ? shape[d] : 1;
+    }
+}
+
+static tj_tensor *header_new(tj_dtype dt, int ndim, const int64_t *shape)
+{
+    tj_tensor *t = calloc(1, sizeof *t);
+    if (!t) {
+        rt_error("out of memory allocating a tensor header");
+        return NULL;
+    }
+    atomic_init(&t->refs, 1);
+    t->dtype = dt;
+    t->ndim = ndim;
+    memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
+    return t;
+}
+
+tj_tensor *rt_tensor_new(tj_dtype dt, int ndim, const int64_t *shape)
+{
+    size_t bytes = tj_dtype_size(dt);
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] < 0) {
+            rt_error("negative size %lld in dim %d", (long long)shape[d], d);
+            return NULL;
+        }
+        if (__builtin_mul_overflow(bytes, (size_t)shape[d], &bytes)) {
+            rt_error("tensor size overflows");
+            return NULL;
+        }
+    }
+    tj_tensor *t = header_new(dt, ndim, shape);
+    if (!t)
+        return NULL;
+    rt_contiguous_strides(ndim, shape, t->strides);
+    t->storage = storage_new(bytes);
+    if (!t->storage) {
+        free(t);
+        return NULL;
+    }
+    return t;
+}
+
+tj_tensor *rt_tensor_of(const ir_type *ty)
+{
+    tj_tensor *t = rt_tensor_new(ty->dtype, ty->ndim, ty->shape);
+    if (t)
+        t->weak = ty->weak;
+    return t;
+}
+
+tj_tensor *rt_tensor_view(const tj_tensor *base, int ndim, const int64_t *shape,
+                          const int64_t *strides, int64_t offset)
+{
+    tj_tensor *t = header_new(base->dtype, ndim, shape);
+    if (!t)
+        return NULL;
+    memcpy(t->strides, strides, (size_t)ndim * sizeof *strides);
+    t->offset = offset;
+    t->storage = base->storage;
+    if (t->storage)
+        atomic_fetch_add_explicit(&t->storage->refs, 1, memory_order_relaxed);
+    return t;
+}
+
+void rt_type_of(const tj_tensor *t, ir_type *out)
+{
+    out->dtype = t->dtype;
+    out->ndim = t->ndim;
+    out->weak = t->weak;
+    memcpy(out->shape, t->shape, (size_t)t->ndim * sizeof *t->shape);
+}
+
+bool rt_is_contiguous(const tj_tensor *t)
+{
+    int64_t s = 1;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        if (t->shape[d] != 1 && t->strides[d] != s)
+            return false;
+        s *= t->shape[d];
+    }
+    return true;
+}
+
+tj_tensor *tj_retain(tj_tensor *t)
+{
+    if (t)
+        atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
+    return t;
+}
+
+void tj_release(tj_tensor *t)
+{
+    if (t && atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) == 1) {
+        storage_release(t->storage);
+        free(t);
+    }
+}
+
+/* ---- scopes ---------------------------------------------------------------------- */
+
+typedef struct scope {
+    tj_tensor **items;
+    size_t n, cap;
+    struct scope *prev;
+} scope;
+
+static _Thread_local scope *scope_top;
+
+void tj_scope_begin(void)
+{
+    scope *s = calloc(1, sizeof *s);
+    if (!s) {
+        /* Without a scope the tensors go to the caller; keep working. */
+        rt_error("out of memory opening a scope");
+        return;
+    }
+    s->prev = scope_top;
+    scope_top = s;
+}
+
+void tj_scope_end(void)
+{
+    scope *s = scope_top;
+    if (!s)
+        return;
+    scope_top = s->prev;
+    for (size_t k = 0; k < s->n; k++)
+        tj_release(s->items[k]);
+    free(s->items);
+    free(s);
+}
+
+tj_tensor *rt_own(tj_tensor *t)
+{
+    scope *s = scope_top;
+    if (!t || !s)
+        return t;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 64;
+        tj_tensor **items = realloc(s->items, cap * sizeof *items);
+        if (!items) {
+            rt_error("out of memory growing a scope");
+            tj_release(t);
+            return NULL;
+        }
+        s->items = items;
+        s->cap = cap;
+    }
+    s->items[s->n++] = t;
+    return t;
+}
+
+tj_tensor *tj_keep(tj_tensor *t) { return tj_retain(t); }
+
+/* ---- inspection ---------------------------------------------------------------------- */
+
+tj_dtype tj_dtype_of(const tj_tensor *t) { return t ? t->dtype : TJ_NUM_DTYPES; }
+
+int tj_ndim(const tj_tensor *t) { return t ? t->ndim : -1; }
+
+int64_t tj_size(const tj_tensor *t, int dim)
+{
+    if (!t)
+        return -1;
+    int d = ir_norm_dim(dim, t->ndim);
+    if (d < 0 || t->ndim == 0) {
+        char b[96];
+        rt_error("size: dim %d out of range for %s", dim, tj_describe(t, b, sizeof b));
+        return -1;
+    }
+    return t->shape[d];
+}
+
+const int64_t *tj_shape(const tj_tensor *t) { return t ? t->shape : NULL; }
+
+const int64_t *tj_strides(const tj_tensor *t) { return t ? t->strides : NULL; }
+
+int64_t tj_offset(const tj_tensor *t) { return t ? t->offset : -1; }
+
+int64_t tj_numel(const tj_tensor *t)
+{
+    if (!t)
+        return -1;
+    int64_t n = 1;
+    for (int d = 0; d < t->ndim; d++)
+        n *= t->shape[d];
+    return n;
+}
+
+bool tj_is_contiguous(const tj_tensor *t) { return t && rt_is_contiguous(t); }
+
+void *tj_data(tj_tensor *t)
+{
+    if (!t)
+        return NULL;
+    if (!t->storage) {
+        rt_error("data: the tensor is symbolic (being traced) and has no values yet");
+        return NULL;
+    }
+    return rt_ptr(t);
+}
+
+char *tj_describe(const tj_tensor *t, char *buf, size_t n)
+{
+    if (!t) {
+        snprintf(buf, n, "none");
+        return buf;
+    }
+    ir_type ty;
+    rt_type_of(t, &ty);
+    return ir_type_str(&ty, buf, n);
+}
+
+double rt_load_f64(const tj_tensor *t, const int64_t *index)
+{
+    int64_t off = t->offset;
+    for (int d = 0; d < t->ndim; d++)
+        off += index[d] * t->strides[d];
+    const char *p = (const char *)t->storage->data + off * (int64_t)tj_dtype_size(t->dtype);
+    switch (t->dtype) {
+    case TJ_F32: return *(const float *)p;
+    case TJ_F64: return *(const double *)p;
+    case TJ_I32: return *(const int32_t *)p;
+    case TJ_I64: return (double)*(const int64_t *)p;
+    case TJ_BOOL:
+    case TJ_U8: return *(const uint8_t *)p;
+    default: return NAN;
+    }
+}
+
+double tj_get(const tj_tensor *t, const int64_t *index)
+{
+    if (!t)
+        return NAN;
+    if (!t->storage) {
+        rt_error("get: the tensor is symbolic (being traced) and has no values yet");
+        return NAN;
+    }
+    for (int d = 0; d < t->ndim; d++) {
+        if (index[d] < 0 || index[d] >= t->shape[d]) {
+            char b[96];
+            rt_error("get: index %lld out of range for dim %d of %s", (long long)index[d], d,
+                     tj_describe(t, b, sizeof b));
+            return NAN;
+        }
+    }
+    return rt_load_f64(t, index);
+}
+
+double tj_item(tj_tensor *t)
+{
+    if (!t)
+        return NAN;
+    if (tj_numel(t) != 1) {
+        char b[96];
+        rt_error("item: needs a tensor with one element, got %s", tj_describe(t, b, sizeof b));
+        return NAN;
+    }
+    int64_t zero[TJ_MAX_DIMS] = {0};
+    return tj_get(t, zero);
+}
+
+tj_tensor *tj_from_data(tj_dtype dt, int ndim, const int64_t *shape, const void *data)
+{
+    if (!ir_dtype_supported(dt) || ndim < 0 || ndim > TJ_MAX_DIMS || (ndim && !shape) ||
+        !data) {
+        rt_error("from_data: bad arguments (dtype %s, %d dims%s)", tj_dtype_name(dt), ndim,
+                 data ? "" : ", data is NULL");
+        return NULL;
+    }
+    tj_tensor *t = rt_tensor_new(dt, ndim, shape);
+    if (!t)
+        return NULL;
+    memcpy(t->storage->data, data, t->storage->nbytes);
+    return rt_own(t);
+}

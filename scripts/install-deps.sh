@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# install-deps.sh - installs exactly what tjit's build and tests need, with
+# apt-get, on Debian 12. Does nothing when everything is present; when not
+# root, prints the command to run instead.
+#
+#   llvm-19-dev      LLVM 19 C API (ORC LLJIT, new pass manager) for codegen
+#   libopenblas-dev  GEMM (loaded at run time with its AVX-512 kernels when the CPU has them)
+#   libcmocka-dev    the test suites
+#   make, gcc        the build
+set -euo pipefail
+
+pkgs=(make gcc llvm-19-dev libopenblas-dev libcmocka-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+cmd="apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+    echo "tjit: missing packages: ${missing[*]}" >&2
+    echo "tjit: run as root:  sudo sh -c '$cmd'" >&2
+    exit 1
+fi
+echo "tjit: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null 2>&1 ||
+    { apt-get update >/dev/null && apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null; }
