@@ -40,7 +40,7 @@ TOOL_OBJS := $(TOOL_SRCS:%.c=$(BUILD)/obj/%.o) $(BENCH_SRCS:%.c=$(BUILD)/obj/%.o
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 TEST_UTIL_OBJS := $(TEST_UTIL:%.c=$(BUILD)/obj/%.o)
 
-.PHONY: all test asan bench bench-compare docs deps clean check-tests
+.PHONY: all test asan bench bench-compare docs deps clean check-tests golden
 all: $(BUILD)/libtjit.a $(BUILD)/libtjit.so $(BUILD)/tjit
 
 $(BUILD)/obj/%.o: %.c
@@ -86,3 +86,8 @@ clean:
 	rm -rf build build-asan
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# Regenerates tests/golden/ with PyTorch (Debian's python3-torch); not run by CI.
+golden:
+	@for f in scripts/golden/[a-z]*.py; do \
+	    case $$f in */common.py) continue;; esac; /usr/bin/python3 $$f || exit 1; done

@@ -1,0 +1,35 @@
+/* tool.c - the `tjit` command-line tool: dispatches subcommands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "../ir/ir.h"
+#include "tool.h"
+
+static const tool_cmd cmds[] = {
+    {"ops", "list the op table (--markdown: docs/ops.md)", tool_ops},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: tjit COMMAND [ARGS]   (tjit COMMAND --help for details)\n\ncommands:\n");
+    for (size_t k = 0; k < sizeof cmds / sizeof *cmds; k++)
+        fprintf(f, "  %-8s %s\n", cmds[k].name, cmds[k].help);
+    fprintf(f, "  --version\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("tjit %s\n", TJ_VERSION);
+        return 0;
+    }
+    for (size_t k = 0; k < sizeof cmds / sizeof *cmds; k++)
+        if (!strcmp(argv[1], cmds[k].name))
+            return cmds[k].run(argc - 1, argv + 1);
+    fprintf(stderr, "tjit: unknown command '%s' (try tjit --help)\n", argv[1]);
+    return 2;
+}

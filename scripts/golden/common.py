@@ -1,0 +1,34 @@
+"""common.py - shared by the golden-data generators (scripts/golden/<family>.py).
+
+Each generator makes inputs with a fixed seed, runs PyTorch (Debian's
+python3-torch, run with /usr/bin/python3) and saves inputs and expected
+outputs as .npy under tests/golden/<family>/. Keep arrays small: the whole
+golden set stays within a few MB.
+"""
+import os
+
+import numpy as np
+import torch
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "golden")
+
+
+class Family:
+    def __init__(self, name, seed=0):
+        self.dir = os.path.join(ROOT, name)
+        os.makedirs(self.dir, exist_ok=True)
+        for f in os.listdir(self.dir):
+            if f.endswith(".npy"):
+                os.remove(os.path.join(self.dir, f))
+        torch.manual_seed(seed)
+        self.count = 0
+
+    def save(self, name, t):
+        """Saves a tensor (or array) as <family>/<name>.npy, C order, little endian."""
+        a = t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
+        np.save(os.path.join(self.dir, name + ".npy"), np.ascontiguousarray(a))
+        self.count += 1
+
+    def done(self):
+        total = sum(os.path.getsize(os.path.join(self.dir, f)) for f in os.listdir(self.dir))
+        print(f"{os.path.basename(self.dir)}: {self.count} files, {total / 1024:.0f} KiB")

@@ -1,0 +1,126 @@
+/* util.c - shared test helpers (see util.h). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "util.h"
+
+tj_tensor *tu_golden(const char *family, const char *name)
+{
+    const char *dir = getenv("TJ_GOLDEN_DIR");
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s/%s.npy", dir ? dir : "tests/golden", family, name);
+    tj_tensor *t = tj_load_npy(path);
+    if (!t)
+        fail_msg("cannot load golden %s: %s", path, tj_last_error());
+    return t;
+}
+
+static bool next_index(int ndim, const int64_t *shape, int64_t *idx)
+{
+    for (int d = ndim - 1; d >= 0; d--) {
+        if (++idx[d] < shape[d])
+            return true;
+        idx[d] = 0;
+    }
+    return false;
+}
+
+static void fmt_index(int ndim, const int64_t *idx, char *buf, size_t n)
+{
+    size_t k = (size_t)snprintf(buf, n, "[");
+    for (int d = 0; d < ndim && k < n; d++)
+        k += (size_t)snprintf(buf + k, n - k, d ? ",%lld" : "%lld", (long long)idx[d]);
+    if (k < n)
+        snprintf(buf + k, n - k, "]");
+}
+
+static void compare(tj_tensor *got, tj_tensor *want, double rtol, double atol, bool same_dtype)
+{
+    char g[128], w[128];
+    if (!got)
+        fail_msg("result is NULL: %s", tj_last_error());
+    if (!want)
+        fail_msg("expected tensor is NULL: %s", tj_last_error());
+    tj_describe(got, g, sizeof g);
+    tj_describe(want, w, sizeof w);
+    bool shape_ok = tj_ndim(got) == tj_ndim(want);
+    for (int d = 0; shape_ok && d < tj_ndim(got); d++)
+        shape_ok = tj_shape(got)[d] == tj_shape(want)[d];
+    if (!shape_ok || (same_dtype && tj_dtype_of(got) != tj_dtype_of(want)))
+        fail_msg("got %s, expected %s", g, w);
+    if (tj_numel(got) == 0)
+        return;
+    int64_t idx[TJ_MAX_DIMS] = {0};
+    do {
+        double a = tj_get(got, idx), b = tj_get(want, idx);
+        bool ok = (isnan(a) && isnan(b)) || a == b || fabs(a - b) <= atol + rtol * fabs(b);
+        if (!ok) {
+            char at[128];
+            fmt_index(tj_ndim(got), idx, at, sizeof at);
+            fail_msg("%s vs %s: at %s got %.9g, expected %.9g (diff %.3g, rtol %g, atol %g)", g,
+                     w, at, a, b, fabs(a - b), rtol, atol);
+        }
+    } while (next_index(tj_ndim(got), tj_shape(got), idx));
+}
+
+void tu_assert_close(tj_tensor *got, tj_tensor *want, double rtol, double atol)
+{
+    compare(got, want, rtol, atol, true);
+}
+
+void tu_assert_close_any(tj_tensor *got, tj_tensor *want, double rtol, double atol)
+{
+    compare(got, want, rtol, atol, false);
+}
+
+void tu_assert_error(const tj_tensor *got, ...)
+{
+    if (got)
+        fail_msg("expected an error, got a tensor");
+    const char *msg = tj_last_error();
+    if (!msg[0])
+        fail_msg("expected an error message, got none");
+    va_list ap;
+    va_start(ap, got);
+    for (const char *s; (s = va_arg(ap, const char *));) {
+        if (!strstr(msg, s)) {
+            va_end(ap);
+            fail_msg("error message \"%s\" lacks \"%s\"", msg, s);
+        }
+    }
+    va_end(ap);
+    tj_clear_error();
+}
+
+tj_tensor *tu_tensor(tj_dtype dt, int ndim, const int64_t *shape, const double *values)
+{
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++)
+        n *= shape[d];
+    tj_tensor *t = tj_from_data(TJ_F64, ndim, shape, values);
+    assert_non_null(t);
+    (void)n;
+    return dt == TJ_F64 ? t : tj_cast(t, dt);
+}
+
+int tu_scope_setup(void **state)
+{
+    (void)state;
+    tj_clear_error();
+    tj_scope_begin();
+    return 0;
+}
+
+int tu_scope_teardown(void **state)
+{
+    (void)state;
+    tj_scope_end();
+    return 0;
+}
