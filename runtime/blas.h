@@ -1,0 +1,29 @@
+/* blas.h - the bridge to OpenBLAS, loaded at run time (runtime/blas.c).
+ *
+ * OpenBLAS is dlopen()ed on first use so that, on a CPU with AVX-512 and no
+ * OPENBLAS_CORETYPE set by the user, it can be told to use its AVX-512
+ * ("SkylakeX") kernels before it initializes (Debian's build otherwise picks
+ * its AVX2 "Haswell" kernels on CPUs it does not know).
+ */
+#ifndef TJ_RT_BLAS_H
+#define TJ_RT_BLAS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Row-major C = alpha * op(A) @ op(B) + beta * C; lda/ldb/ldc in elements.
+ * Return 0, or -1 with an error recorded when OpenBLAS cannot be loaded. */
+int rt_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+             const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+             int64_t ldc);
+int rt_dgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
+             const double *a, int64_t lda, const double *b, int64_t ldb, double beta,
+             double *c, int64_t ldc);
+
+/* Keeps OpenBLAS's thread count equal to the runtime pool's (pool.c calls it). */
+void rt_blas_set_threads(int n);
+
+/* "SkylakeX" etc.: the core OpenBLAS runs with, or NULL when not loaded. */
+const char *rt_blas_core(void);
+
+#endif
