@@ -42,6 +42,9 @@ tj_tensor *rt_tensor_of(const ir_type *t);
 /* A view of base's storage (retained), refs 1, in no scope. */
 tj_tensor *rt_tensor_view(const tj_tensor *base, int ndim, const int64_t *shape,
                           const int64_t *strides, int64_t offset);
+/* A tensor without storage standing for a traced value (sym), with the
+ * concrete example type ty; refs 1, in no scope. */
+tj_tensor *rt_tensor_symbolic(const ir_type *ty, void *sym);
 /* Hands a fresh tensor (refs 1) to the innermost scope of this thread, or to
  * the caller when no scope is open. Returns t. */
 tj_tensor *rt_own(tj_tensor *t);
@@ -66,9 +69,12 @@ char *rt_describe_inputs(const char *name, tj_tensor *const *in, int nin, char *
 /* 64-byte aligned; large blocks are cached by size class and reused.
  * NULL with an error recorded when memory runs out. */
 void *rt_alloc(size_t nbytes);
+/* nbytes must be the size given to rt_alloc (it picks the cache's size class). */
 void rt_free(void *p, size_t nbytes);
 /* Frees every cached block (tests, tools, shutdown). */
 void rt_alloc_trim(void);
+/* Bytes currently held by the cache (tests, tools). */
+size_t rt_alloc_cached_bytes(void);
 
 /* ---- threads (pool.c) ------------------------------------------------------------ */
 typedef void (*rt_range_fn)(void *ctx, int64_t begin, int64_t end);
@@ -90,7 +96,10 @@ typedef int (*rt_kernel_fn)(ir_op op, tj_tensor *out, tj_tensor *const *in, int 
 /* One entry per op, NULL for view ops (runtime/views.c makes those). */
 extern const rt_kernel_fn rt_kernels[IR_NUM_OPS];
 
-/* A view op applied to x; NULL without an error when a reshape needs a copy. */
-tj_tensor *rt_view_op(ir_op op, tj_tensor *x, const ir_attrs *a, const ir_type *out);
+/* A view op applied to x (refs 1, in no scope). NULL with *need_copy set when
+ * a reshape's strides cannot express the new shape (the caller copies x and
+ * retries); NULL with an error otherwise. */
+tj_tensor *rt_view_op(ir_op op, tj_tensor *x, const ir_attrs *a, const ir_type *out,
+                      bool *need_copy);
 
 #endif /* TJ_RT_H */

@@ -55,7 +55,8 @@ static tj_tensor *header_new(tj_dtype dt, int ndim, const int64_t *shape)
     atomic_init(&t->refs, 1);
     t->dtype = dt;
     t->ndim = ndim;
-    memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
+    if (ndim)
+        memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
     return t;
 }
 
@@ -98,11 +99,23 @@ tj_tensor *rt_tensor_view(const tj_tensor *base, int ndim, const int64_t *shape,
     tj_tensor *t = header_new(base->dtype, ndim, shape);
     if (!t)
         return NULL;
-    memcpy(t->strides, strides, (size_t)ndim * sizeof *strides);
+    if (ndim)
+        memcpy(t->strides, strides, (size_t)ndim * sizeof *strides);
     t->offset = offset;
     t->storage = base->storage;
     if (t->storage)
         atomic_fetch_add_explicit(&t->storage->refs, 1, memory_order_relaxed);
+    return t;
+}
+
+tj_tensor *rt_tensor_symbolic(const ir_type *ty, void *sym)
+{
+    tj_tensor *t = header_new(ty->dtype, ty->ndim, ty->shape);
+    if (!t)
+        return NULL;
+    rt_contiguous_strides(ty->ndim, ty->shape, t->strides);
+    t->weak = ty->weak;
+    t->sym = sym;
     return t;
 }
 
@@ -111,7 +124,8 @@ void rt_type_of(const tj_tensor *t, ir_type *out)
     out->dtype = t->dtype;
     out->ndim = t->ndim;
     out->weak = t->weak;
-    memcpy(out->shape, t->shape, (size_t)t->ndim * sizeof *t->shape);
+    if (t->ndim)
+        memcpy(out->shape, t->shape, (size_t)t->ndim * sizeof *t->shape);
 }
 
 bool rt_is_contiguous(const tj_tensor *t)
@@ -202,20 +216,6 @@ tj_dtype tj_dtype_of(const tj_tensor *t) { return t ? t->dtype : TJ_NUM_DTYPES; 
 
 int tj_ndim(const tj_tensor *t) { return t ? t->ndim : -1; }
 
-int64_t tj_size(const tj_tensor *t, int dim)
-{
-    if (!t)
-        return -1;
-    int d = ir_norm_dim(dim, t->ndim);
-    if (d < 0 || t->ndim == 0) {
-        char b[96];
-        rt_error("size: dim %d out of range for %s", dim, tj_describe(t, b, sizeof b));
-        return -1;
-    }
-    return t->shape[d];
-}
-
-const int64_t *tj_shape(const tj_tensor *t) { return t ? t->shape : NULL; }
 
 const int64_t *tj_strides(const tj_tensor *t) { return t ? t->strides : NULL; }
 
@@ -232,17 +232,6 @@ int64_t tj_numel(const tj_tensor *t)
 }
 
 bool tj_is_contiguous(const tj_tensor *t) { return t && rt_is_contiguous(t); }
-
-void *tj_data(tj_tensor *t)
-{
-    if (!t)
-        return NULL;
-    if (!t->storage) {
-        rt_error("data: the tensor is symbolic (being traced) and has no values yet");
-        return NULL;
-    }
-    return rt_ptr(t);
-}
 
 char *tj_describe(const tj_tensor *t, char *buf, size_t n)
 {
@@ -270,38 +259,6 @@ double rt_load_f64(const tj_tensor *t, const int64_t *index)
     case TJ_U8: return *(const uint8_t *)p;
     default: return NAN;
     }
-}
-
-double tj_get(const tj_tensor *t, const int64_t *index)
-{
-    if (!t)
-        return NAN;
-    if (!t->storage) {
-        rt_error("get: the tensor is symbolic (being traced) and has no values yet");
-        return NAN;
-    }
-    for (int d = 0; d < t->ndim; d++) {
-        if (index[d] < 0 || index[d] >= t->shape[d]) {
-            char b[96];
-            rt_error("get: index %lld out of range for dim %d of %s", (long long)index[d], d,
-                     tj_describe(t, b, sizeof b));
-            return NAN;
-        }
-    }
-    return rt_load_f64(t, index);
-}
-
-double tj_item(tj_tensor *t)
-{
-    if (!t)
-        return NAN;
-    if (tj_numel(t) != 1) {
-        char b[96];
-        rt_error("item: needs a tensor with one element, got %s", tj_describe(t, b, sizeof b));
-        return NAN;
-    }
-    int64_t zero[TJ_MAX_DIMS] = {0};
-    return tj_get(t, zero);
 }
 
 tj_tensor *tj_from_data(tj_dtype dt, int ndim, const int64_t *shape, const void *data)
