@@ -4,8 +4,10 @@
 #   make test         install deps if missing, build, run every cmocka suite
 #   make asan         the same suites under -fsanitize=address,undefined
 #   make bench        install deps if missing, build, run the benchmark suite
+#   make bench-compare  the suite against PyTorch eager (BENCH_ARGS="P1 --threads 2")
 #   make docs         regenerate docs/ops.md from ir/ops.def
 #   make deps         scripts/install-deps.sh
+#   make fuzz         fuzz the text IR parser (clang, libFuzzer) for FUZZ_TIME seconds
 #
 # Variables: LLVM_CONFIG (default: llvm-config-19 or /usr/lib/llvm-19/bin/llvm-config),
 # BUILD (output dir), CC, EXTRA_CFLAGS, EXTRA_LDFLAGS.
@@ -69,7 +71,7 @@ test: deps
 	@$(MAKE) --no-print-directory check-tests
 
 check-tests: all $(TEST_BINS)
-	@bash scripts/run-tests.sh $(TEST_BINS)
+	@TJ_BUILD=$(BUILD) bash scripts/run-tests.sh $(TEST_BINS)
 
 asan: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
@@ -78,6 +80,10 @@ asan: deps
 
 bench: deps all
 	$(BUILD)/tjit bench
+
+# tjit eager vs PyTorch eager, side by side (markdown on stdout, for docs/perf.md).
+bench-compare: deps all
+	@BUILD=$(BUILD) bash scripts/bench-compare.sh $(BENCH_ARGS)
 
 docs: $(BUILD)/tjit
 	$(BUILD)/tjit ops --markdown > docs/ops.md
@@ -91,3 +97,31 @@ clean:
 golden:
 	@for f in scripts/golden/[a-z]*.py; do \
 	    case $$f in */common.py) continue;; esac; /usr/bin/python3 $$f || exit 1; done
+
+# Fuzzes the text IR parser: clang + libFuzzer with ASan and UBSan, built from
+# the ir/ sources alone, seeded with tests/ir/*.tir and a dictionary made from
+# ops.def and dtypes.def. Runs FUZZ_TIME seconds; crash inputs go to $(BUILD)/fuzz/.
+.PHONY: fuzz
+FUZZ_CC ?= clang
+FUZZ_TIME ?= 60
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Wno-unused-parameter -Iinclude \
+               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+IR_SRCS := $(wildcard ir/*.c)
+
+$(BUILD)/fuzz/parse_fuzz: fuzz/parse_fuzz.c $(IR_SRCS) $(wildcard ir/*.h ir/*.def include/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) fuzz/parse_fuzz.c $(IR_SRCS) -o $@ -lm
+
+$(BUILD)/fuzz/tir.dict: ir/ops.def ir/dtypes.def
+	@mkdir -p $(dir $@)
+	@{ for w in graph return param weak none true false inf -inf nan s0 s1 '//'; do \
+	    echo "\"$$w\""; done; \
+	  sed -n 's/^\(UNARY\|BINARY\|OP\)(\([a-z0-9_]*\),.*/"\2"/p' ir/ops.def; \
+	  grep -o 'A([a-z_]*' ir/ops.def | sed 's/A(\(.*\)/"\1="/' | sort -u; \
+	  sed -n 's/^DTYPE([A-Z0-9]*, *\([a-z0-9]*\),.*/"\1"/p' ir/dtypes.def; } > $@
+
+fuzz: $(BUILD)/fuzz/parse_fuzz $(BUILD)/fuzz/tir.dict
+	@mkdir -p $(BUILD)/fuzz/corpus
+	$(BUILD)/fuzz/parse_fuzz -max_total_time=$(FUZZ_TIME) -dict=$(BUILD)/fuzz/tir.dict \
+	    -max_len=8192 -timeout=10 -print_final_stats=1 -artifact_prefix=$(BUILD)/fuzz/ \
+	    $(BUILD)/fuzz/corpus tests/ir
