@@ -12,12 +12,13 @@ static tj_tensor *op_error(ir_op op, tj_tensor *const *in, int nin, const char *
     return NULL;
 }
 
-static tj_tensor *run_eager(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
-                            const ir_type *ty)
+tj_tensor *fe_eager(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
+                    const ir_type *ty)
 {
     if (ir_ops[op].kind == IR_VIEW) {
-        tj_tensor *v = rt_view_op(op, in[0], a, ty);
-        if (v || rt_has_error())
+        bool need_copy = false;
+        tj_tensor *v = rt_view_op(op, in[0], a, ty, &need_copy);
+        if (v || !need_copy)
             return v;
         /* A reshape the strides cannot express: copy, then view. */
         tj_tensor *c = rt_tensor_of(&(ir_type){in[0]->dtype, in[0]->ndim, false, {0}});
@@ -30,7 +31,7 @@ static tj_tensor *run_eager(ir_op op, tj_tensor *const *in, int nin, const ir_at
             tj_release(c);
             return NULL;
         }
-        v = rt_view_op(op, c, a, ty);
+        v = rt_view_op(op, c, a, ty, &need_copy);
         tj_release(c);
         return v;
     }
@@ -70,9 +71,12 @@ tj_tensor *fe_apply(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a)
         memset(&none, 0, sizeof none);
         a = &none;
     }
+    fe_trace *tr = fe_trace_current();
+    if (tr)
+        return fe_trace_apply(tr, op, in, nin, a);
     if (ir_infer(op, (const ir_type *const *)tp, nin, a, &out, reason, sizeof reason) != 0)
         return op_error(op, in, nin, reason);
-    tj_tensor *r = run_eager(op, in, nin, a, &out);
+    tj_tensor *r = fe_eager(op, in, nin, a, &out);
     if (!r) {
         /* Kernel messages carry the reason; prefix the op and shapes. */
         char why[512];
@@ -86,14 +90,8 @@ tj_tensor *fe_wrap_scalar(double v, const tj_tensor *like)
 {
     bool integral = v == (double)(int64_t)v;
     bool int_like = like && !ir_dtype_is_float(like->dtype);
-    tj_dtype dt = integral && int_like ? TJ_I64 : TJ_F64;
-    tj_tensor *t = rt_tensor_new(dt, 0, NULL);
-    if (!t)
-        return NULL;
-    if (dt == TJ_I64)
-        *(int64_t *)t->storage->data = (int64_t)v;
-    else
-        *(double *)t->storage->data = v;
-    t->weak = true;
-    return rt_own(t);
+    ir_attrs at = {0};
+    ir_attr_float(&at.a[0], v);
+    ir_attr_int(&at.a[1], integral && int_like ? TJ_I64 : TJ_F64);
+    return fe_apply(OP_scalar, NULL, 0, &at);
 }

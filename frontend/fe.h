@@ -16,6 +16,29 @@
  * keeps the error that produced it. */
 tj_tensor *fe_apply(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a);
 
+/* Runs op on concrete inputs whose result type ty was already inferred: makes
+ * the view (copying first when a reshape needs it) or runs the eager kernel.
+ * Returns a tensor with refs 1 in no scope, or NULL with the kernel's error. */
+tj_tensor *fe_eager(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
+                    const ir_type *ty);
+
+/* ---- tracing (trace.c) ------------------------------------------------------ */
+typedef struct fe_trace fe_trace;
+
+/* The trace this thread is recording, or NULL (ops then run eagerly). */
+fe_trace *fe_trace_current(void);
+/* Records op as a graph node (concrete inputs become params) and returns a
+ * symbolic tensor for it in the current scope; NULL with the same message
+ * eager execution would give when the op's rule rejects the inputs. */
+tj_tensor *fe_trace_apply(fe_trace *tr, ir_op op, tj_tensor *const *in, int nin,
+                          const ir_attrs *a);
+/* Called by API functions that need values (tj_item, tj_data, ...): when t is
+ * symbolic, records a graph break naming what (the call) and returns true. */
+bool fe_trace_needs_values(const tj_tensor *t, const char *what);
+/* Called when user code reads the shape of a traced tensor; a dynamic dim
+ * read this way is specialized (the trace is redone with it static). */
+void fe_trace_shape_read(const tj_tensor *t);
+
 /* A wrapped scalar (weak type) for the _s ops: i64 for integral values
  * combined with integer tensors, else f64. Owned by the current scope. */
 tj_tensor *fe_wrap_scalar(double v, const tj_tensor *like);

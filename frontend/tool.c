@@ -7,6 +7,9 @@
 
 static const tool_cmd cmds[] = {
     {"ops", "list the op table (--markdown: docs/ops.md)", tool_ops},
+    {"run", "run a text graph (.tir) on .npy or random inputs", tool_run},
+    {"opt", "run passes on a text graph and print the result", tool_opt},
+    {"bench", "run the benchmark suite (eager; --json: one JSON object per case)", tool_bench},
 };
 
 static void usage(FILE *f)

@@ -9,5 +9,19 @@ typedef struct tool_cmd {
 } tool_cmd;
 
 int tool_ops(int argc, char **argv);
+int tool_run(int argc, char **argv);
+int tool_opt(int argc, char **argv);
+int tool_bench(int argc, char **argv);   /* tool_bench.c */
+
+/* tool_util.c */
+#include <stdbool.h>
+#include <stddef.h>
+#include "../ir/graph.h"
+/* The whole file ("-": stdin), malloc'd; NULL after a one-line message. */
+char *tool_read_file(const char *path, size_t *len);
+/* The graph in a .tir file; NULL after printing the parse error. */
+ir_graph *tool_parse_file(const char *path);
+/* Whether arg is "name=VALUE"; sets *value. */
+bool tool_flag(const char *arg, const char *name, const char **value);
 
 #endif

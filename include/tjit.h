@@ -264,6 +264,33 @@ tj_tensor *tj_index_select(tj_tensor *x, int dim, tj_tensor *index);
 tj_tensor *tj_pad(tj_tensor *x, const int64_t *pads, int npairs, double value);
 tj_tensor *tj_flip(tj_tensor *x, const int *dims, int ndims);
 
+/* ---- compile: trace a model function into a graph ------------------------ */
+/* A model: computes one tensor from args[0..nargs) with the ops above. Tensors
+ * it reaches through ctx (weights) are captured by reference: an in-place
+ * update (tj_copy_) is seen by the next call. Per-layer weights of a model
+ * that calls one compiled function for N identical layers should be passed as
+ * args, so that one trace serves every layer (regional compilation). */
+typedef tj_tensor *(*tj_model_fn)(void *ctx, tj_tensor *const *args, int nargs);
+
+typedef struct tj_compile_options {
+    const char *name;        /* for dumps and tj_explain; default "model" */
+    int recompile_limit;     /* graphs kept before falling back to eager; 0: 8 */
+    bool no_dynamic;         /* never make a changing dim symbolic */
+} tj_compile_options;
+
+typedef struct tj_compiled tj_compiled;
+
+/* A handle that traces fn on its first call with each new input signature and
+ * runs the recorded graph afterwards, behind guards. opts may be NULL. */
+tj_compiled *tj_compile(tj_model_fn fn, void *ctx, const tj_compile_options *opts);
+/* Calls the compiled model: returns what fn would return (owned by the current
+ * scope), or NULL with an error. Results always equal eager ones. */
+tj_tensor *tj_call(tj_compiled *c, tj_tensor *const *args, int nargs);
+void tj_compiled_free(tj_compiled *c);
+/* Graphs captured, node counts, guards, recompiles and the guard that failed,
+ * graph breaks with reasons. malloc'd; the caller frees it. */
+char *tj_explain(const tj_compiled *c);
+
 /* ---- runtime ----------------------------------------------------------- */
 int tj_num_threads(void);
 void tj_set_num_threads(int n);   /* also sets OpenBLAS's count */

@@ -154,3 +154,15 @@ int ir_infer_binary(IR_INFER_ARGS)
     out->weak = in[0]->weak && in[1]->weak;
     return 0;
 }
+
+/* scalar: the wrapped number of a tensor-scalar op (tj_add_s, ...): a 0-dim
+ * value whose type is weak, so it promotes like a Python number. */
+int ir_infer_scalar(IR_INFER_ARGS)
+{
+    tj_dtype dt = (tj_dtype)a->a[1].i[0];
+    if (dt != TJ_I64 && dt != TJ_F64 && dt != TJ_BOOL)
+        return ir_fail(err, nerr, "a wrapped scalar is i64, f64 or bool, not %s", tj_dtype_name(dt));
+    ir_set(out, dt, 0, NULL);
+    out->weak = true;
+    return 0;
+}

@@ -18,3 +18,14 @@ const rt_kernel_fn rt_kernels[IR_NUM_OPS] = {
 #define OP(name, kind, nmin, nmax, decomp, attrs) [OP_##name] = RT_K_##kind(name),
 #include "../ir/ops.def"
 };
+
+int rt_k_scalar(RT_KERNEL_ARGS)
+{
+    double v = a->a[0].f;
+    switch (out->dtype) {
+    case TJ_I64: *(int64_t *)rt_ptr(out) = (int64_t)v; break;
+    case TJ_BOOL: *(uint8_t *)rt_ptr(out) = v != 0; break;
+    default: *(double *)rt_ptr(out) = v; break;
+    }
+    return 0;
+}

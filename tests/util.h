@@ -24,7 +24,7 @@ void tu_assert_close_any(tj_tensor *got, tj_tensor *want, double rtol, double at
 
 /* Fails the test unless got is NULL and tj_last_error() contains every one of
  * the NULL-terminated substrings; then clears the error. */
-void tu_assert_error(const tj_tensor *got, ...);
+void tu_assert_error(const void *got, ...);
 
 /* A tensor from a literal list of doubles, cast to dt (current scope). */
 tj_tensor *tu_tensor(tj_dtype dt, int ndim, const int64_t *shape, const double *values);

@@ -1,0 +1,534 @@
+/* compile.c - tj_compile: the per-function cache of traced graphs behind
+ * guards, automatic dynamic dims, graph breaks, the recompile limit, and
+ * tj_explain.
+ *
+ *   tj_call(c, args)
+ *     tracing already?     run fn inline: the outer trace records its ops
+ *     an entry's guards pass?  graph: run it (fe_exec) | eager entry: run fn
+ *     else limit reached?  run fn eagerly (logged once)
+ *     else trace a new entry: dims that changed against an earlier entry
+ *          become symbolic (one graph then serves all their sizes); a graph
+ *          break makes the entry eager for its signature
+ *
+ * Guards of an entry: per argument dtype, rank, each static dim's size (a
+ * symbolic dim: any size >= 2, equal wherever the same symbol appears), and
+ * the layout (contiguous, or the exact strides). Captured tensors are held by
+ * reference (retained) and guarded on dtype and shape.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dump.h"
+#include "exec.h"
+#include "trace.h"
+
+#define FE_MAX_ARGS 64
+#define FE_MAX_SYMS (FE_MAX_ARGS * TJ_MAX_DIMS)
+
+typedef struct guard {
+    tj_dtype dtype;
+    int ndim;
+    bool contiguous;
+    int64_t shape[TJ_MAX_DIMS];     /* IR_SYM(k) for a symbolic dim */
+    int64_t strides[TJ_MAX_DIMS];   /* checked when not contiguous */
+} guard;
+
+typedef struct entry {
+    int nargs;
+    guard *args;
+    ir_graph *g;            /* NULL: this signature runs eagerly */
+    char *eager_why;        /* the graph break that made it eager */
+    tj_tensor **caps;       /* captured tensors (retained): g->inputs[nargs + k] */
+    guard *cap_guards;
+    int ncaps;
+    int *last_use;
+    int nsyms;
+    atomic_ulong calls;
+} entry;
+
+struct tj_compiled {
+    tj_model_fn fn;
+    void *ctx;
+    char name[64];
+    int limit;
+    bool no_dynamic, dyn_disabled;
+    pthread_mutex_t lock;
+    entry **entries;
+    int nentries, cap;
+    uint32_t dyn[FE_MAX_ARGS];   /* dims marked dynamic, per argument */
+    char **log;                  /* recompiles and limit events, for explain */
+    int nlog, logcap;
+    bool limit_logged;
+    atomic_ulong calls, eager_calls;
+};
+
+/* ---- guards ------------------------------------------------------------------ */
+
+static void guard_of(const tj_tensor *t, guard *g)
+{
+    g->dtype = t->dtype;
+    g->ndim = t->ndim;
+    g->contiguous = rt_is_contiguous(t);
+    for (int d = 0; d < t->ndim; d++) {
+        g->shape[d] = t->shape[d];
+        g->strides[d] = t->strides[d];
+    }
+}
+
+static bool fail(char *why, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static bool fail(char *why, size_t n, const char *fmt, ...)
+{
+    if (why) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, n, fmt, ap);
+        va_end(ap);
+    }
+    return false;
+}
+
+/* Whether t passes g; symval holds the sizes bound to symbols so far; *passed
+ * counts the checks that held (to find the closest entry for messages). */
+static bool guard_check(const guard *g, const tj_tensor *t, const char *what, int64_t *symval,
+                        char *why, size_t n, int *passed)
+{
+    if (t->dtype != g->dtype)
+        return fail(why, n, "%s: dtype is %s, the guard expects %s", what,
+                    tj_dtype_name(t->dtype), tj_dtype_name(g->dtype));
+    if (t->ndim != g->ndim)
+        return fail(why, n, "%s: %d dims, the guard expects %d", what, t->ndim, g->ndim);
+    *passed += 2;
+    for (int d = 0; d < g->ndim; d++, ++*passed) {
+        int64_t v = t->shape[d], s = g->shape[d];
+        if (!IR_IS_SYM(s)) {
+            if (v != s)
+                return fail(why, n, "%s: dim %d is %lld, the guard expects %lld", what, d,
+                            (long long)v, (long long)s);
+            continue;
+        }
+        int64_t k = IR_SYM_INDEX(s);
+        if (v < 2)
+            return fail(why, n, "%s: dim %d is %lld, symbolic s%lld needs >= 2", what, d,
+                        (long long)v, (long long)k);
+        if (symval[k] >= 0 && symval[k] != v)
+            return fail(why, n, "%s: dim %d is %lld, but s%lld is %lld here", what, d,
+                        (long long)v, (long long)k, (long long)symval[k]);
+        symval[k] = v;
+    }
+    if (g->contiguous) {
+        if (!rt_is_contiguous(t))
+            return fail(why, n, "%s: not contiguous, the guard expects contiguous", what);
+    } else {
+        for (int d = 0; d < g->ndim; d++)
+            if (t->shape[d] > 1 && t->strides[d] != g->strides[d])
+                return fail(why, n, "%s: stride %d is %lld, the guard expects %lld", what, d,
+                            (long long)t->strides[d], (long long)g->strides[d]);
+    }
+    ++*passed;
+    return true;
+}
+
+static bool entry_check(const entry *e, tj_tensor *const *args, int nargs, char *why, size_t n,
+                        int *passed)
+{
+    *passed = 0;
+    if (nargs != e->nargs)
+        return fail(why, n, "%d args, the guard expects %d", nargs, e->nargs);
+    int64_t symval[FE_MAX_SYMS];
+    for (int k = 0; k < e->nsyms; k++)
+        symval[k] = -1;
+    char what[32];
+    for (int k = 0; k < nargs; k++) {
+        snprintf(what, sizeof what, "arg %d", k);
+        if (!guard_check(&e->args[k], args[k], what, symval, why, n, passed))
+            return false;
+    }
+    for (int k = 0; k < e->ncaps; k++) {
+        snprintf(what, sizeof what, "captured tensor %d", k);
+        if (!guard_check(&e->cap_guards[k], e->caps[k], what, symval, why, n, passed))
+            return false;
+    }
+    return true;
+}
+
+/* ---- entries ------------------------------------------------------------------ */
+
+static void entry_free(entry *e)
+{
+    if (!e)
+        return;
+    for (int k = 0; k < e->ncaps; k++)
+        tj_release(e->caps[k]);
+    free(e->caps);
+    free(e->cap_guards);
+    free(e->args);
+    free(e->last_use);
+    free(e->eager_why);
+    ir_graph_free(e->g);
+    free(e);
+}
+
+static void logf_(tj_compiled *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void logf_(tj_compiled *c, const char *fmt, ...)
+{
+    char buf[640];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (c->nlog == c->logcap) {
+        int cap = c->logcap ? 2 * c->logcap : 8;
+        char **l = realloc(c->log, (size_t)cap * sizeof *l);
+        if (!l)
+            return;
+        c->log = l;
+        c->logcap = cap;
+    }
+    char *s = strdup(buf);
+    if (s)
+        c->log[c->nlog++] = s;
+}
+
+/* Guards for a new entry: dims marked dynamic (and >= 2) become symbols;
+ * equal sizes share a symbol (duck sizing), so x[s0] + y[s0] stays valid. */
+static int make_guards(tj_compiled *c, tj_tensor *const *args, int nargs, bool dynamic,
+                       entry *e)
+{
+    int64_t symsize[FE_MAX_SYMS];
+    e->nsyms = 0;
+    for (int k = 0; k < nargs; k++) {
+        guard *g = &e->args[k];
+        guard_of(args[k], g);
+        for (int d = 0; dynamic && d < g->ndim; d++) {
+            if (!(c->dyn[k] >> d & 1) || g->shape[d] < 2)
+                continue;
+            int s = 0;
+            while (s < e->nsyms && symsize[s] != g->shape[d])
+                s++;
+            if (s == e->nsyms)
+                symsize[e->nsyms++] = g->shape[d];
+            g->shape[d] = IR_SYM(s);
+        }
+        if (dynamic && c->dyn[k] && !rt_is_contiguous(args[k]))
+            return -1;   /* non-contiguous dynamic args stay static */
+    }
+    return 0;
+}
+
+static void dump_graph(const tj_compiled *c, const ir_graph *g)
+{
+    if (!fe_dump_enabled(NULL, "graph"))
+        return;
+    char *text = ir_print(g, NULL);
+    if (text)
+        fe_dump_text("graph", c->name, text);
+    free(text);
+}
+
+/* Runs fn on symbolic args and returns the new entry, or NULL when fn failed
+ * without a graph break (the caller runs it eagerly to report the error). */
+static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, bool dynamic)
+{
+    entry *e = calloc(1, sizeof *e);
+    if (!e || !(e->args = calloc((size_t)nargs + 1, sizeof *e->args))) {
+        free(e);
+        rt_error("out of memory tracing %s", c->name);
+        return NULL;
+    }
+    e->nargs = nargs;
+    if (make_guards(c, args, nargs, dynamic, e) != 0) {
+        entry_free(e);
+        return trace_entry(c, args, nargs, false);
+    }
+    fe_trace *tr = fe_trace_begin(c->name);
+    if (!tr) {
+        entry_free(e);
+        rt_error("out of memory tracing %s", c->name);
+        return NULL;
+    }
+    tj_tensor *sargs[FE_MAX_ARGS];
+    tj_scope_begin();
+    bool ok = true;
+    for (int k = 0; k < nargs && ok; k++) {
+        ir_type sym = {args[k]->dtype, args[k]->ndim, false, {0}}, ex;
+        memcpy(sym.shape, e->args[k].shape, sizeof sym.shape);
+        rt_type_of(args[k], &ex);
+        char name[16];
+        snprintf(name, sizeof name, "x%d", k);
+        ir_node *n = ir_graph_input(tr->g, name, &sym, false);
+        ok = n && (sargs[k] = fe_trace_arg(tr, n, &ex));
+    }
+    tj_tensor *out = ok ? c->fn(c->ctx, sargs, nargs) : NULL;
+    ir_node *on = out && !tr->brk[0] && !tr->failed ? fe_trace_value(tr, out) : NULL;
+    tj_scope_end();
+
+    if (tr->dyn_read && dynamic && !tr->brk[0]) {
+        /* The model used a symbolic size as a number: trace it static. */
+        logf_(c, "the model reads the size of a dynamic dim; dims stay static");
+        c->dyn_disabled = true;
+        fe_trace_end(tr);
+        entry_free(e);
+        return trace_entry(c, args, nargs, false);
+    }
+    if (tr->brk[0]) {
+        e->eager_why = strdup(tr->brk);
+    } else if (!on || ir_graph_set_outputs(tr->g, &on, 1) != 0) {
+        fe_trace_end(tr);
+        entry_free(e);
+        return NULL;
+    } else {
+        char err[512];
+        if (ir_verify(tr->g, err, sizeof err) != 0) {
+            /* A tracer bug, not the user's: keep the call correct. */
+            e->eager_why = strdup(err);
+        } else {
+            e->g = tr->g;
+            tr->g = NULL;
+            e->caps = tr->caps;
+            e->ncaps = tr->ncaps;
+            tr->caps = NULL;
+            e->cap_guards = calloc((size_t)e->ncaps + 1, sizeof *e->cap_guards);
+            e->last_use = fe_exec_last_use(e->g);
+            for (int k = 0; e->cap_guards && k < e->ncaps; k++)
+                guard_of(e->caps[k], &e->cap_guards[k]);
+            if (!e->cap_guards || !e->last_use) {
+                fe_trace_end(tr);
+                entry_free(e);
+                rt_error("out of memory tracing %s", c->name);
+                return NULL;
+            }
+            dump_graph(c, e->g);
+        }
+    }
+    fe_trace_end(tr);
+    return e;
+}
+
+/* Marks dims that differ from an earlier entry's as dynamic (sticky). */
+static void mark_dynamic(tj_compiled *c, tj_tensor *const *args, int nargs)
+{
+    if (c->no_dynamic || c->dyn_disabled)
+        return;
+    for (int i = 0; i < c->nentries; i++) {
+        const entry *e = c->entries[i];
+        if (e->nargs != nargs)
+            continue;
+        for (int k = 0; k < nargs; k++) {
+            const guard *g = &e->args[k];
+            if (g->dtype != args[k]->dtype || g->ndim != args[k]->ndim)
+                continue;
+            for (int d = 0; d < g->ndim; d++)
+                if (!IR_IS_SYM(g->shape[d]) && g->shape[d] != args[k]->shape[d] &&
+                    args[k]->shape[d] >= 2)
+                    c->dyn[k] |= 1u << d;
+        }
+    }
+}
+
+/* The entry whose guards pass, or NULL with why set to the guard that failed
+ * in the closest entry (the one that passed the most checks). */
+static entry *find_entry(tj_compiled *c, tj_tensor *const *args, int nargs, char *why, size_t n)
+{
+    int best = -1;
+    for (int i = c->nentries - 1; i >= 0; i--) {
+        char w[400];
+        int passed;
+        if (entry_check(c->entries[i], args, nargs, w, sizeof w, &passed))
+            return c->entries[i];
+        if (passed > best) {
+            best = passed;
+            snprintf(why, n, "%s", w);
+        }
+    }
+    return NULL;
+}
+
+/* Looks up or makes the entry for args; NULL: run eagerly. */
+static entry *lookup(tj_compiled *c, tj_tensor *const *args, int nargs)
+{
+    char why[400] = "";
+    pthread_mutex_lock(&c->lock);
+    entry *e = find_entry(c, args, nargs, why, sizeof why);
+    if (!e && c->nentries >= c->limit) {
+        if (!c->limit_logged)
+            logf_(c, "recompile limit (%d) reached: calls that match no graph run eagerly "
+                     "(last guard failure: %s)", c->limit, why);
+        c->limit_logged = true;
+    } else if (!e) {
+        mark_dynamic(c, args, nargs);
+        bool dynamic = !c->no_dynamic && !c->dyn_disabled;
+        e = trace_entry(c, args, nargs, dynamic);
+        if (e && c->nentries == c->cap) {
+            int cap = c->cap ? 2 * c->cap : 4;
+            entry **l = realloc(c->entries, (size_t)cap * sizeof *l);
+            if (!l) {
+                entry_free(e);
+                e = NULL;
+            } else {
+                c->entries = l;
+                c->cap = cap;
+            }
+        }
+        if (e) {
+            c->entries[c->nentries++] = e;
+            if (c->nentries == 1)
+                logf_(c, "graph %d: first call", c->nentries);
+            else
+                logf_(c, "graph %d: recompiled because %s", c->nentries, why);
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
+    return e;
+}
+
+/* ---- public API ------------------------------------------------------------------ */
+
+tj_compiled *tj_compile(tj_model_fn fn, void *ctx, const tj_compile_options *opts)
+{
+    if (!fn) {
+        rt_error("tj_compile: the model function is NULL");
+        return NULL;
+    }
+    tj_compiled *c = calloc(1, sizeof *c);
+    if (!c) {
+        rt_error("tj_compile: out of memory");
+        return NULL;
+    }
+    c->fn = fn;
+    c->ctx = ctx;
+    const char *name = opts && opts->name ? opts->name : "model";
+    if (!ir_name_valid(name, strlen(name)) || strlen(name) >= sizeof c->name) {
+        free(c);
+        rt_error("tj_compile: name \"%s\" is not an identifier of at most %zu characters", name,
+                 sizeof c->name - 1);
+        return NULL;
+    }
+    strcpy(c->name, name);
+    c->limit = opts && opts->recompile_limit > 0 ? opts->recompile_limit : 8;
+    c->no_dynamic = opts && opts->no_dynamic;
+    pthread_mutex_init(&c->lock, NULL);
+    return c;
+}
+
+void tj_compiled_free(tj_compiled *c)
+{
+    if (!c)
+        return;
+    for (int i = 0; i < c->nentries; i++)
+        entry_free(c->entries[i]);
+    free(c->entries);
+    for (int i = 0; i < c->nlog; i++)
+        free(c->log[i]);
+    free(c->log);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
+tj_tensor *tj_call(tj_compiled *c, tj_tensor *const *args, int nargs)
+{
+    if (!c) {
+        rt_error("tj_call: the compiled handle is NULL");
+        return NULL;
+    }
+    if (nargs < 0 || nargs > FE_MAX_ARGS || (nargs && !args)) {
+        rt_error("tj_call(%s): %d args (at most %d)", c->name, nargs, FE_MAX_ARGS);
+        return NULL;
+    }
+    for (int k = 0; k < nargs; k++)
+        if (!args[k]) {
+            if (!rt_has_error())
+                rt_error("tj_call(%s): arg %d is NULL", c->name, k);
+            return NULL;
+        }
+    if (fe_trace_current())
+        return c->fn(c->ctx, args, nargs);   /* inlined into the outer trace */
+    atomic_fetch_add(&c->calls, 1);
+    entry *e = lookup(c, args, nargs);
+    if (e)
+        atomic_fetch_add(&e->calls, 1);
+    if (!e || !e->g) {
+        atomic_fetch_add(&c->eager_calls, 1);
+        return c->fn(c->ctx, args, nargs);
+    }
+    tj_tensor *in[FE_MAX_ARGS + 256];
+    tj_tensor **inputs = e->g->ninputs <= (int)(sizeof in / sizeof *in)
+                             ? in
+                             : malloc((size_t)e->g->ninputs * sizeof *inputs);
+    if (!inputs) {
+        rt_error("tj_call(%s): out of memory", c->name);
+        return NULL;
+    }
+    for (int k = 0; k < nargs; k++)
+        inputs[k] = args[k];
+    for (int k = 0; k < e->ncaps; k++)
+        inputs[nargs + k] = e->caps[k];
+    tj_tensor *r = NULL;
+    int rc = fe_exec(e->g, inputs, e->last_use, &r);
+    if (inputs != in)
+        free(inputs);
+    return rc == 0 ? rt_own(r) : NULL;
+}
+
+static void explain_guards(FILE *f, const entry *e)
+{
+    for (int k = 0; k < e->nargs; k++) {
+        const guard *g = &e->args[k];
+        ir_type t = {g->dtype, g->ndim, false, {0}};
+        memcpy(t.shape, g->shape, sizeof t.shape);
+        char b[IR_TYPE_BUF];
+        fprintf(f, "    guard arg %d: %s %s\n", k, ir_type_fmt(&t, b, sizeof b),
+                g->contiguous ? "contiguous" : "strided");
+    }
+    for (int k = 0; k < e->ncaps; k++) {
+        char b[IR_TYPE_BUF];
+        fprintf(f, "    guard captured tensor %d (by reference): %s\n", k,
+                tj_describe(e->caps[k], b, sizeof b));
+    }
+}
+
+char *tj_explain(const tj_compiled *c)
+{
+    if (!c) {
+        rt_error("tj_explain: the compiled handle is NULL");
+        return NULL;
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) {
+        rt_error("tj_explain: out of memory");
+        return NULL;
+    }
+    tj_compiled *m = (tj_compiled *)c;
+    pthread_mutex_lock(&m->lock);
+    int graphs = 0, breaks = 0;
+    for (int i = 0; i < c->nentries; i++)
+        c->entries[i]->g ? graphs++ : breaks++;
+    fprintf(f, "compiled %s: %lu calls, %d graph%s captured, %d graph break%s, %lu eager calls\n",
+            c->name, (unsigned long)atomic_load(&m->calls), graphs, graphs == 1 ? "" : "s",
+            breaks, breaks == 1 ? "" : "s", (unsigned long)atomic_load(&m->eager_calls));
+    for (int i = 0; i < c->nentries; i++) {
+        const entry *e = c->entries[i];
+        if (e->g)
+            fprintf(f, "  graph %d: %d nodes, %d inputs (%d captured), %d symbolic dim%s, %lu calls\n",
+                    i + 1, e->g->nnodes, e->g->ninputs, e->ncaps, e->nsyms,
+                    e->nsyms == 1 ? "" : "s", (unsigned long)atomic_load(&m->entries[i]->calls));
+        else
+            fprintf(f, "  graph break %d: %s; %lu calls ran eagerly\n", i + 1, e->eager_why,
+                    (unsigned long)atomic_load(&m->entries[i]->calls));
+        explain_guards(f, e);
+    }
+    if (c->nlog)
+        fprintf(f, "  log:\n");
+    for (int i = 0; i < c->nlog; i++)
+        fprintf(f, "    %s\n", c->log[i]);
+    pthread_mutex_unlock(&m->lock);
+    fclose(f);
+    return buf;
+}

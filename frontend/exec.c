@@ -1,0 +1,103 @@
+/* exec.c - the graph executor: runs a graph node by node with the eager
+ * kernels. It is the reference for compiled code and the fallback for ops
+ * without a lowering.
+ *
+ * Each node's concrete type is recomputed from its inputs' concrete types
+ * (ir_infer), so one graph with symbolic dims runs at any size its guards
+ * admit. A value is released right after its last use.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "exec.h"
+
+static int slot(const ir_graph *g, const ir_node *n)
+{
+    return ir_node_is_input(n) ? n->id : g->ninputs + n->id;
+}
+
+int *fe_exec_last_use(const ir_graph *g)
+{
+    int n = g->ninputs + g->nnodes;
+    int *last = malloc((size_t)(n ? n : 1) * sizeof *last);
+    if (!last)
+        return NULL;
+    for (int k = 0; k < n; k++)
+        last[k] = -1;
+    for (int k = 0; k < g->nnodes; k++)
+        for (int j = 0; j < g->nodes[k]->nin; j++)
+            if (g->nodes[k]->in[j])
+                last[slot(g, g->nodes[k]->in[j])] = k;
+    for (int k = 0; k < g->noutputs; k++)
+        last[slot(g, g->outputs[k])] = g->nnodes;   /* outputs live to the end */
+    return last;
+}
+
+static tj_tensor *run_node(const ir_graph *g, const ir_node *n, tj_tensor **vals)
+{
+    tj_tensor *in[16];
+    ir_type ty[16], out;
+    const ir_type *tp[16];
+    for (int j = 0; j < n->nin; j++) {
+        in[j] = n->in[j] ? vals[slot(g, n->in[j])] : NULL;
+        tp[j] = NULL;
+        if (in[j]) {
+            rt_type_of(in[j], &ty[j]);
+            tp[j] = &ty[j];
+        }
+    }
+    ir_attrs a;
+    ir_node_attrs(n, &a);
+    char reason[256], head[512];
+    if (ir_infer(n->op, tp, n->nin, &a, &out, reason, sizeof reason) != 0) {
+        rt_describe_inputs(ir_ops[n->op].name, in, n->nin, head, sizeof head);
+        rt_error("%s: %s (node %%%d of graph @%s)", head, reason, n->id, g->name);
+        return NULL;
+    }
+    tj_tensor *r = fe_eager(n->op, in, n->nin, &a, &out);
+    if (!r) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", tj_last_error());
+        rt_describe_inputs(ir_ops[n->op].name, in, n->nin, head, sizeof head);
+        rt_error("%s: %s (node %%%d of graph @%s)", head, why, n->id, g->name);
+    }
+    return r;
+}
+
+int fe_exec(const ir_graph *g, tj_tensor *const *inputs, const int *last_use, tj_tensor **outs)
+{
+    int nslots = g->ninputs + g->nnodes;
+    tj_tensor *stack_vals[256];
+    tj_tensor **vals = nslots <= 256 ? stack_vals : calloc((size_t)nslots, sizeof *vals);
+    if (!vals) {
+        rt_error("out of memory running graph @%s", g->name);
+        return -1;
+    }
+    for (int k = 0; k < g->ninputs; k++)
+        vals[k] = inputs[k];
+    int k = 0;
+    for (; k < g->nnodes; k++) {
+        const ir_node *n = g->nodes[k];
+        if (!(vals[g->ninputs + k] = run_node(g, n, vals)))
+            break;
+        for (int j = 0; j < n->nin; j++) {
+            const ir_node *in = n->in[j];
+            if (in && !ir_node_is_input(in) && last_use[slot(g, in)] == k) {
+                tj_release(vals[slot(g, in)]);
+                vals[slot(g, in)] = NULL;
+            }
+        }
+        if (last_use[g->ninputs + k] < 0) {   /* dead node: free at once */
+            tj_release(vals[g->ninputs + k]);
+            vals[g->ninputs + k] = NULL;
+        }
+    }
+    if (k == g->nnodes)
+        for (int j = 0; j < g->noutputs; j++)
+            outs[j] = tj_retain(vals[slot(g, g->outputs[j])]);
+    for (int j = 0; j < k; j++)
+        tj_release(vals[g->ninputs + j]);
+    if (vals != stack_vals)
+        free(vals);
+    return k == g->nnodes ? 0 : -1;
+}

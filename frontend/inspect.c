@@ -1,0 +1,68 @@
+/* inspect.c - public functions that read a tensor's shape or values. While a
+ * model is traced its tensors are symbolic: reading values is a graph break
+ * (the call then runs eagerly), reading a dynamic dim specializes it. */
+#include <math.h>
+#include <stdio.h>
+
+#include "fe.h"
+
+int64_t tj_size(const tj_tensor *t, int dim)
+{
+    if (!t)
+        return -1;
+    fe_trace_shape_read(t);
+    int d = ir_norm_dim(dim, t->ndim);
+    if (d < 0 || t->ndim == 0) {
+        char b[96];
+        rt_error("size: dim %d out of range for %s", dim, tj_describe(t, b, sizeof b));
+        return -1;
+    }
+    return t->shape[d];
+}
+
+const int64_t *tj_shape(const tj_tensor *t)
+{
+    fe_trace_shape_read(t);
+    return t ? t->shape : NULL;
+}
+
+void *tj_data(tj_tensor *t)
+{
+    if (!t)
+        return NULL;
+    if (fe_trace_needs_values(t, "tj_data"))
+        return NULL;
+    return rt_ptr(t);
+}
+
+double tj_get(const tj_tensor *t, const int64_t *index)
+{
+    if (!t)
+        return NAN;
+    if (fe_trace_needs_values(t, "tj_get"))
+        return NAN;
+    for (int d = 0; d < t->ndim; d++) {
+        if (index[d] < 0 || index[d] >= t->shape[d]) {
+            char b[96];
+            rt_error("get: index %lld out of range for dim %d of %s", (long long)index[d], d,
+                     tj_describe(t, b, sizeof b));
+            return NAN;
+        }
+    }
+    return rt_load_f64(t, index);
+}
+
+double tj_item(tj_tensor *t)
+{
+    if (!t)
+        return NAN;
+    if (fe_trace_needs_values(t, "tj_item"))
+        return NAN;
+    if (tj_numel(t) != 1) {
+        char b[96];
+        rt_error("item: needs a tensor with one element, got %s", tj_describe(t, b, sizeof b));
+        return NAN;
+    }
+    int64_t zero[TJ_MAX_DIMS] = {0};
+    return tj_get(t, zero);
+}

@@ -1,0 +1,181 @@
+/* tool_run.c - `tjit run FILE.tir`: runs a text graph on .npy inputs (or
+ * random ones) and prints or saves its outputs. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../passes/pass.h"
+#include "dump.h"
+#include "exec.h"
+#include "tool.h"
+
+#define MAX_IN 256
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tjit run FILE.tir [--in A.npy ...] [--out DIR] [--dump-ir=STAGES] [--eager]\n"
+            "               [--seed N]\n"
+            "  Runs the graph in FILE. Inputs (params included) come from the --in files in\n"
+            "  the graph's input order; without --in they are random (normal floats, integers\n"
+            "  in 0..9, random bools) from --seed (default 0). Outputs are saved as\n"
+            "  DIR/out0.npy ... with --out, else summarized on stdout.\n"
+            "  --dump-ir=graph  print the graph after the passes (stages: graph)\n"
+            "  --eager          run the graph as parsed, node by node with the eager kernels\n"
+            "                   (default: the compile pipeline first; today it runs dce and\n"
+            "                   the same executor)\n");
+}
+
+static tj_tensor *random_input(const ir_node *in)
+{
+    char b[IR_TYPE_BUF];
+    for (int d = 0; d < in->type.ndim; d++)
+        if (IR_IS_SYM(in->type.shape[d])) {
+            fprintf(stderr, "tjit run: input %%%s has type %s with symbolic dims: give it with --in\n",
+                    in->name, ir_type_fmt(&in->type, b, sizeof b));
+            return NULL;
+        }
+    const ir_type *t = &in->type;
+    if (ir_dtype_is_float(t->dtype))
+        return tj_randn(t->dtype, t->ndim, t->shape);
+    tj_tensor *u = tj_rand(TJ_F32, t->ndim, t->shape);
+    if (t->dtype == TJ_BOOL)
+        return tj_lt_s(u, 0.5);
+    return tj_cast(tj_floor(tj_mul_s(u, 10)), t->dtype);
+}
+
+static void summarize(int k, tj_tensor *t)
+{
+    char b[128];
+    int64_t n = tj_numel(t);
+    printf("out%d: %s", k, tj_describe(t, b, sizeof b));
+    if (n > 0) {
+        tj_tensor *f = tj_cast(t, TJ_F64);
+        double mean = tj_item(tj_mean(f, NULL, 0, false));
+        double lo = tj_item(tj_amin(f, NULL, 0, false)), hi = tj_item(tj_amax(f, NULL, 0, false));
+        printf("  mean %.6g  min %.6g  max %.6g", mean, lo, hi);
+    }
+    printf("\n");
+}
+
+static int save_outputs(const char *dir, tj_tensor **outs, int n)
+{
+    for (int k = 0; k < n; k++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/out%d.npy", dir, k);
+        if (tj_save_npy(outs[k], path) != 0) {
+            fprintf(stderr, "tjit run: %s\n", tj_last_error());
+            return 1;
+        }
+        printf("wrote %s\n", path);
+    }
+    return 0;
+}
+
+static int run(ir_graph *g, const char **in_files, int nin, const char *out_dir)
+{
+    if (nin && nin != g->ninputs) {
+        fprintf(stderr, "tjit run: the graph has %d inputs, %d --in files given\n", g->ninputs, nin);
+        return 1;
+    }
+    tj_tensor *inputs[MAX_IN], *outs[64];
+    if (g->ninputs > MAX_IN || g->noutputs > 64) {
+        fprintf(stderr, "tjit run: at most %d inputs and 64 outputs\n", MAX_IN);
+        return 1;
+    }
+    for (int k = 0; k < g->ninputs; k++) {
+        inputs[k] = nin ? tj_load_npy(in_files[k]) : random_input(g->inputs[k]);
+        if (!inputs[k]) {
+            if (tj_last_error()[0])
+                fprintf(stderr, "tjit run: %s\n", tj_last_error());
+            return 1;
+        }
+    }
+    int *last = fe_exec_last_use(g);
+    int rc = last ? fe_exec(g, inputs, last, outs) : -1;
+    free(last);
+    if (rc != 0) {
+        fprintf(stderr, "tjit run: %s\n", tj_last_error());
+        return 1;
+    }
+    for (int k = 0; k < g->noutputs; k++)
+        rt_own(outs[k]);
+    if (out_dir)
+        return save_outputs(out_dir, outs, g->noutputs);
+    for (int k = 0; k < g->noutputs; k++)
+        summarize(k, outs[k]);
+    return 0;
+}
+
+int tool_run(int argc, char **argv)
+{
+    const char *file = NULL, *out_dir = NULL, *dump = NULL, *v;
+    const char *in_files[MAX_IN];
+    int nin = 0;
+    bool eager = false;
+    uint64_t seed = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--in") || !strcmp(argv[i], "--out") ||
+                   !strcmp(argv[i], "--seed")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "tjit run: %s needs a value\n", argv[i]);
+                return 2;
+            }
+            const char *flag = argv[i++];
+            if (!strcmp(flag, "--out"))
+                out_dir = argv[i];
+            else if (!strcmp(flag, "--seed"))
+                seed = strtoull(argv[i], NULL, 10);
+            else if (nin < MAX_IN)
+                in_files[nin++] = argv[i];
+        } else if (tool_flag(argv[i], "--dump-ir", &v)) {
+            dump = v;
+        } else if (!strcmp(argv[i], "--eager")) {
+            eager = true;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "tjit run: unknown flag '%s' (tjit run --help)\n", argv[i]);
+            return 2;
+        } else if (file) {
+            fprintf(stderr, "tjit run: one graph file only ('%s' and '%s')\n", file, argv[i]);
+            return 2;
+        } else {
+            file = argv[i];
+        }
+    }
+    if (!file) {
+        fprintf(stderr, "tjit run: no graph file (tjit run --help)\n");
+        return 2;
+    }
+    ir_graph *g = tool_parse_file(file);
+    if (!g)
+        return 1;
+    if (!eager) {
+        char err[1024];
+        ir_graph *h = ps_run_pipeline(g, "dce", &(ps_options){.verify = true}, err, sizeof err);
+        if (!h) {
+            fprintf(stderr, "tjit run: %s\n", err);
+            ir_graph_free(g);
+            return 1;
+        }
+        if (h != g) {
+            ir_graph_free(g);
+            g = h;
+        }
+    }
+    if (fe_dump_enabled(dump ? dump : "", "graph")) {
+        char *text = ir_print(g, NULL);
+        if (text)
+            fe_dump_text("graph", g->name, text);
+        free(text);
+    }
+    tj_manual_seed(seed);
+    tj_scope_begin();
+    int rc = run(g, in_files, nin, out_dir);
+    tj_scope_end();
+    ir_graph_free(g);
+    return rc;
+}

@@ -1,0 +1,179 @@
+/* trace.c - recording ops into a graph while a compiled model is traced.
+ *
+ * fe_apply hands every op to fe_trace_apply when this thread has a current
+ * trace. The op is checked twice: with the concrete example types of this
+ * call (so a bad call fails with exactly the message eager gives) and as a
+ * graph node (whose type may carry symbolic dims). The result is a symbolic
+ * tensor: no storage, the example shape, and the node in t->sym.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace.h"
+
+static _Thread_local fe_trace *current;
+
+fe_trace *fe_trace_current(void) { return current; }
+
+fe_trace *fe_trace_begin(const char *name)
+{
+    if (current)
+        return NULL;
+    fe_trace *tr = calloc(1, sizeof *tr);
+    if (!tr)
+        return NULL;
+    tr->g = ir_graph_new(name);
+    if (!tr->g) {
+        free(tr);
+        return NULL;
+    }
+    current = tr;
+    return tr;
+}
+
+void fe_trace_end(fe_trace *tr)
+{
+    if (!tr)
+        return;
+    if (current == tr)
+        current = NULL;
+    if (tr->caps)
+        for (int k = 0; k < tr->ncaps; k++)
+            tj_release(tr->caps[k]);
+    free(tr->caps);
+    free(tr->cap_nodes);
+    ir_graph_free(tr->g);
+    free(tr);
+}
+
+tj_tensor *fe_trace_arg(fe_trace *tr, ir_node *n, const ir_type *ex)
+{
+    (void)tr;
+    return rt_own(rt_tensor_symbolic(ex, n));
+}
+
+static void trace_break(fe_trace *tr, const char *fmt, const char *what)
+{
+    if (tr->brk[0])
+        return;
+    char where[160];
+    if (tr->nops)
+        snprintf(where, sizeof where, " (after %d op%s, the last %s)", tr->nops,
+                 tr->nops == 1 ? "" : "s", ir_ops[tr->last_op].name);
+    else
+        snprintf(where, sizeof where, " (before any op)");
+    char msg[320];
+    snprintf(msg, sizeof msg, fmt, what);
+    snprintf(tr->brk, sizeof tr->brk, "%s%s", msg, where);
+}
+
+static ir_node *capture(fe_trace *tr, tj_tensor *x)
+{
+    for (int k = 0; k < tr->ncaps; k++)
+        if (tr->caps[k] == x)
+            return tr->cap_nodes[k];
+    if (tr->ncaps == tr->cap_cap) {
+        int cap = tr->cap_cap ? 2 * tr->cap_cap : 16;
+        tj_tensor **c = realloc(tr->caps, (size_t)cap * sizeof *c);
+        if (c)
+            tr->caps = c;
+        ir_node **n = realloc(tr->cap_nodes, (size_t)cap * sizeof *n);
+        if (n)
+            tr->cap_nodes = n;
+        if (!c || !n) {
+            rt_error("out of memory while tracing");
+            return NULL;
+        }
+        tr->cap_cap = cap;
+    }
+    ir_type ty;
+    rt_type_of(x, &ty);
+    ir_node *n = ir_graph_input(tr->g, NULL, &ty, true);
+    if (!n) {
+        rt_error("tracing: %s", ir_graph_error(tr->g));
+        return NULL;
+    }
+    tr->caps[tr->ncaps] = tj_retain(x);
+    tr->cap_nodes[tr->ncaps++] = n;
+    return n;
+}
+
+ir_node *fe_trace_value(fe_trace *tr, tj_tensor *x)
+{
+    if (!x->sym)
+        return capture(tr, x);
+    ir_node *n = x->sym;
+    /* A symbolic tensor of another trace (kept past its compile) is no value here. */
+    bool mine = ir_node_is_input(n) ? n->id < tr->g->ninputs && tr->g->inputs[n->id] == n
+                                    : n->id < tr->g->nnodes && tr->g->nodes[n->id] == n;
+    if (!mine) {
+        rt_error("tracing: a tensor from an earlier trace was used (symbolic tensors do not "
+                 "outlive the call that traced them)");
+        return NULL;
+    }
+    return n;
+}
+
+tj_tensor *fe_trace_apply(fe_trace *tr, ir_op op, tj_tensor *const *in, int nin,
+                          const ir_attrs *a)
+{
+    if (ir_ops[op].kind == IR_RANDOM || op == OP_dropout)
+        trace_break(tr, "random op %s (random ops are not traced yet)", ir_ops[op].name);
+
+    /* The example types: the same rule and message as eager. */
+    ir_type ex[16], out;
+    const ir_type *tp[16];
+    ir_node *nodes[16];
+    for (int k = 0; k < nin; k++) {
+        tp[k] = NULL;
+        nodes[k] = NULL;
+        if (!in[k])
+            continue;
+        rt_type_of(in[k], &ex[k]);
+        tp[k] = &ex[k];
+    }
+    char reason[256];
+    if (ir_infer(op, tp, nin, a, &out, reason, sizeof reason) != 0) {
+        char head[512];
+        rt_describe_inputs(ir_ops[op].name, in, nin, head, sizeof head);
+        rt_error("%s: %s", head, reason);
+        return NULL;
+    }
+    for (int k = 0; k < nin; k++)
+        if (in[k] && !(nodes[k] = fe_trace_value(tr, in[k]))) {
+            tr->failed = true;
+            return NULL;
+        }
+    ir_node *n = ir_graph_add(tr->g, op, nodes, nin, a);
+    if (!n) {
+        /* The example types passed, so the symbolic ones (dynamic dims) did not. */
+        rt_error("tracing: %s", ir_graph_error(tr->g));
+        tr->failed = true;
+        return NULL;
+    }
+    tr->nops++;
+    tr->last_op = op;
+    return rt_own(rt_tensor_symbolic(&out, n));
+}
+
+bool fe_trace_needs_values(const tj_tensor *t, const char *what)
+{
+    if (!t || !t->sym)
+        return false;
+    fe_trace *tr = current;
+    if (tr)
+        trace_break(tr, "%s reads the values of a traced tensor", what);
+    rt_error("%s: the tensor is being traced and has no values yet", what);
+    return true;
+}
+
+void fe_trace_shape_read(const tj_tensor *t)
+{
+    if (!t || !t->sym || !current)
+        return;
+    const ir_node *n = t->sym;
+    for (int d = 0; d < n->type.ndim; d++)
+        if (IR_IS_SYM(n->type.shape[d]))
+            current->dyn_read = true;
+}

@@ -1,0 +1,51 @@
+/* pass.h - graph passes and the pass manager.
+ *
+ * A pass maps a graph to a new graph (graphs are append-only and hash-consed,
+ * so a pass rebuilds: it re-adds the nodes it keeps, rewritten, into a fresh
+ * graph, and identical nodes merge on the way). The pass manager runs a named
+ * pipeline ("dce,cse"), verifies the graph after every pass when asked (debug
+ * and test builds, and `tjit opt`), and can dump the graph after any pass.
+ */
+#ifndef TJ_PASSES_PASS_H
+#define TJ_PASSES_PASS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "../ir/graph.h"
+
+/* Returns the rewritten graph (a new one, or g itself when nothing changed),
+ * or NULL with a message in err. g stays owned by the caller. */
+typedef ir_graph *(*ps_pass_fn)(ir_graph *g, char *err, size_t nerr);
+
+typedef struct ps_pass {
+    const char *name;
+    const char *help;
+    ps_pass_fn run;
+} ps_pass;
+
+/* The registered passes, NULL-terminated. */
+extern const ps_pass ps_passes[];
+const ps_pass *ps_pass_find(const char *name);
+
+typedef struct ps_options {
+    bool verify;              /* ir_verify after each pass */
+    const char *dump_after;   /* comma list of pass names (or "all") to print to stderr */
+} ps_options;
+
+/* Runs the comma-separated pipeline on g. Returns the final graph (which may
+ * be g itself; every intermediate graph is freed), or NULL with "pass NAME:
+ * message" in err; g is never freed. */
+ir_graph *ps_run_pipeline(ir_graph *g, const char *pipeline, const ps_options *opt, char *err,
+                          size_t nerr);
+
+/* Copies g into a new graph keeping only the nodes `keep` marks (indexed by
+ * node id; NULL keeps all) and re-adding each through ir_graph_add, so
+ * identical nodes merge. Inputs are all kept, in order. NULL on error. */
+ir_graph *ps_rebuild(const ir_graph *g, const bool *keep, char *err, size_t nerr);
+
+/* The passes (one file each, registered in pm.c). */
+ir_graph *ps_dce(ir_graph *g, char *err, size_t nerr);
+ir_graph *ps_cse(ir_graph *g, char *err, size_t nerr);
+
+#endif

@@ -1,0 +1,126 @@
+/* pm.c - the pass manager: the pass registry, pipelines, and ps_rebuild. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pass.h"
+
+const ps_pass ps_passes[] = {
+    {"dce", "drop nodes no output depends on", ps_dce},
+    {"cse", "merge identical nodes (rebuilds through hash-consing)", ps_cse},
+    {NULL, NULL, NULL},
+};
+
+const ps_pass *ps_pass_find(const char *name)
+{
+    for (const ps_pass *p = ps_passes; p->name; p++)
+        if (!strcmp(p->name, name))
+            return p;
+    return NULL;
+}
+
+ir_graph *ps_rebuild(const ir_graph *g, const bool *keep, char *err, size_t nerr)
+{
+    ir_graph *h = ir_graph_new(g->name);
+    ir_node **map = calloc((size_t)g->ninputs + (size_t)g->nnodes + 1, sizeof *map);
+    if (!h || !map) {
+        ir_graph_free(h);
+        free(map);
+        snprintf(err, nerr, "out of memory");
+        return NULL;
+    }
+#define SLOT(n) (ir_node_is_input(n) ? (n)->id : g->ninputs + (n)->id)
+    for (int k = 0; k < g->ninputs; k++) {
+        const ir_node *in = g->inputs[k];
+        if (!(map[k] = ir_graph_input(h, in->name, &in->type, in->param)))
+            goto fail;
+    }
+    for (int k = 0; k < g->nnodes; k++) {
+        const ir_node *n = g->nodes[k];
+        if (keep && !keep[k])
+            continue;
+        ir_node *in[64];
+        for (int j = 0; j < n->nin; j++)
+            in[j] = n->in[j] ? map[SLOT(n->in[j])] : NULL;
+        ir_attrs a;
+        ir_node_attrs(n, &a);
+        if (!(map[g->ninputs + k] = ir_graph_add(h, n->op, in, n->nin, &a)))
+            goto fail;
+    }
+    ir_node *outs[64];
+    for (int k = 0; k < g->noutputs && k < 64; k++)
+        outs[k] = map[SLOT(g->outputs[k])];
+    if (ir_graph_set_outputs(h, outs, g->noutputs < 64 ? g->noutputs : 64) != 0)
+        goto fail;
+#undef SLOT
+    free(map);
+    return h;
+fail:
+    snprintf(err, nerr, "%s", ir_graph_error(h));
+    ir_graph_free(h);
+    free(map);
+    return NULL;
+}
+
+static bool list_has(const char *list, const char *name)
+{
+    if (!list)
+        return false;
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if ((len == n && !strncmp(p, name, n)) || (len == 3 && !strncmp(p, "all", 3)))
+            return true;
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    return false;
+}
+
+ir_graph *ps_run_pipeline(ir_graph *g, const char *pipeline, const ps_options *opt, char *err,
+                          size_t nerr)
+{
+    ir_graph *cur = g;
+    const char *p = pipeline ? pipeline : "";
+    while (*p) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        char name[64];
+        if (len == 0 || len >= sizeof name) {
+            snprintf(err, nerr, "bad pass name in pipeline \"%s\"", pipeline);
+            goto fail;
+        }
+        memcpy(name, p, len);
+        name[len] = '\0';
+        const ps_pass *pass = ps_pass_find(name);
+        if (!pass) {
+            snprintf(err, nerr, "unknown pass \"%s\" (tjit opt --list-passes)", name);
+            goto fail;
+        }
+        char why[512] = "";
+        ir_graph *next = pass->run(cur, why, sizeof why);
+        if (!next) {
+            snprintf(err, nerr, "pass %s: %s", name, why);
+            goto fail;
+        }
+        if (next != cur && cur != g)
+            ir_graph_free(cur);
+        cur = next;
+        if (opt && opt->verify && ir_verify(cur, why, sizeof why) != 0) {
+            snprintf(err, nerr, "pass %s produced an invalid graph: %s", name, why);
+            goto fail;
+        }
+        if (opt && list_has(opt->dump_after, name)) {
+            fprintf(stderr, "// ---- after pass %s ----\n", name);
+            ir_print_file(cur, stderr);
+        }
+        p = e ? e + 1 : p + len;
+    }
+    return cur;
+fail:
+    if (cur != g)
+        ir_graph_free(cur);
+    return NULL;
+}

@@ -1,0 +1,277 @@
+/* test_trace.c - tracing and tj_compile: weights by reference, guards,
+ * recompiles and their limit, dynamic dims, graph breaks, regional
+ * compilation, inlined nested calls, errors, explain and dumps. Compiled
+ * results are always compared with eager ones. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "util.h"
+
+static tj_tensor *randn2(tj_dtype dt, int64_t a, int64_t b)
+{
+    return tj_randn(dt, 2, (int64_t[]){a, b});
+}
+
+static void assert_explain_has(tj_compiled *c, const char *what)
+{
+    char *text = tj_explain(c);
+    assert_non_null(text);
+    if (!strstr(text, what))
+        fail_msg("explain lacks \"%s\":\n%s", what, text);
+    free(text);
+}
+
+/* y = tanh(x) * w + sum(x, dim 1, keepdim) */
+static tj_tensor *model_weighted(void *ctx, tj_tensor *const *args, int nargs)
+{
+    (void)nargs;
+    tj_tensor *w = ctx;
+    return tj_add(tj_mul(tj_tanh(args[0]), w), tj_sum(args[0], (int[]){1}, 1, true));
+}
+
+static void test_weights_by_reference(void **state)
+{
+    (void)state;
+    tj_manual_seed(1);
+    tj_tensor *w = tj_keep(randn2(TJ_F32, 4, 8));
+    tj_compiled *c = tj_compile(model_weighted, w, &(tj_compile_options){.name = "weighted"});
+    assert_non_null(c);
+    tj_tensor *x = randn2(TJ_F32, 4, 8);
+    tu_assert_close(tj_call(c, &x, 1), model_weighted(w, &x, 1), 1e-6, 1e-6);
+    /* An in-place update of the weight is seen by the next call. */
+    assert_int_equal(tj_copy_(w, tj_full(TJ_F32, 0, NULL, 3.0)), 0);
+    tj_tensor *y = tj_call(c, &x, 1);
+    tu_assert_close(y, model_weighted(w, &x, 1), 1e-6, 1e-6);
+    assert_explain_has(c, "1 graph captured");
+    assert_explain_has(c, "captured tensor 0 (by reference): f32[4,8]");
+    tj_compiled_free(c);
+    tj_release(w);
+}
+
+static tj_tensor *model_pointwise(void *ctx, tj_tensor *const *args, int nargs)
+{
+    (void)ctx;
+    (void)nargs;
+    return tj_add_s(tj_mul(tj_sigmoid(args[0]), args[0]), 0.5);
+}
+
+static void test_guard_hit_and_miss(void **state)
+{
+    (void)state;
+    tj_compiled *c = tj_compile(model_pointwise, NULL, &(tj_compile_options){.no_dynamic = true});
+    tj_tensor *x = randn2(TJ_F32, 3, 5);
+    for (int k = 0; k < 3; k++)
+        tu_assert_close(tj_call(c, &x, 1), model_pointwise(NULL, &x, 1), 0, 0);
+    assert_explain_has(c, "3 calls, 1 graph captured");
+    tj_tensor *xd = tj_cast(x, TJ_F64);
+    tu_assert_close(tj_call(c, &xd, 1), model_pointwise(NULL, &xd, 1), 0, 0);
+    assert_explain_has(c, "recompiled because arg 0: dtype is f64, the guard expects f32");
+    tj_tensor *xt = tj_transpose(randn2(TJ_F32, 5, 3), 0, 1);   /* same shape, strided */
+    tu_assert_close(tj_call(c, &xt, 1), model_pointwise(NULL, &xt, 1), 0, 0);
+    assert_explain_has(c, "not contiguous, the guard expects contiguous");
+    assert_explain_has(c, "3 graphs captured");
+    tj_compiled_free(c);
+}
+
+static void test_recompile_limit(void **state)
+{
+    (void)state;
+    tj_compiled *c = tj_compile(model_pointwise, NULL,
+                                &(tj_compile_options){.recompile_limit = 2, .no_dynamic = true});
+    for (int n = 2; n < 7; n++) {
+        tj_tensor *x = randn2(TJ_F32, n, 3);
+        tu_assert_close(tj_call(c, &x, 1), model_pointwise(NULL, &x, 1), 0, 0);
+    }
+    assert_explain_has(c, "2 graphs captured");
+    assert_explain_has(c, "recompile limit (2) reached");
+    assert_explain_has(c, "3 eager calls");
+    tj_compiled_free(c);
+}
+
+/* Pointwise, a reduction and a matmul: one graph for every batch size. */
+static tj_tensor *model_dynamic(void *ctx, tj_tensor *const *args, int nargs)
+{
+    (void)nargs;
+    tj_tensor *h = tj_matmul(tj_relu(args[0]), ctx);
+    return tj_sub(h, tj_mean(h, (int[]){-1}, 1, true));
+}
+
+static void test_dynamic_dim(void **state)
+{
+    (void)state;
+    tj_tensor *w = tj_keep(randn2(TJ_F32, 8, 6));
+    tj_compiled *c = tj_compile(model_dynamic, w, NULL);
+    int64_t sizes[] = {4, 6, 10, 7, 3};
+    for (int k = 0; k < 5; k++) {
+        tj_tensor *x = randn2(TJ_F32, sizes[k], 8);
+        tu_assert_close(tj_call(c, &x, 1), model_dynamic(w, &x, 1), 1e-5, 1e-5);
+    }
+    assert_explain_has(c, "2 graphs captured");
+    assert_explain_has(c, "1 symbolic dim, 4 calls");
+    assert_explain_has(c, "guard arg 0: f32[s0,8]");
+    tj_compiled_free(c);
+    tj_release(w);
+}
+
+/* Reads a size to build a shape: the dynamic dim is specialized. */
+static tj_tensor *model_reads_size(void *ctx, tj_tensor *const *args, int nargs)
+{
+    (void)ctx;
+    (void)nargs;
+    int64_t n = tj_size(args[0], 0);
+    return tj_reshape(tj_exp(args[0]), 1, (int64_t[]){n * tj_size(args[0], 1)});
+}
+
+static void test_dynamic_read_specializes(void **state)
+{
+    (void)state;
+    tj_compiled *c = tj_compile(model_reads_size, NULL, NULL);
+    for (int n = 2; n < 6; n++) {
+        tj_tensor *x = randn2(TJ_F32, n, 3);
+        tu_assert_close(tj_call(c, &x, 1), model_reads_size(NULL, &x, 1), 0, 0);
+    }
+    assert_explain_has(c, "reads the size of a dynamic dim");
+    assert_explain_has(c, "4 graphs captured");
+    tj_compiled_free(c);
+}
+
+/* Reads a value: a graph break, the call runs eagerly and still matches. */
+static tj_tensor *model_breaks(void *ctx, tj_tensor *const *args, int nargs)
+{
+    (void)ctx;
+    (void)nargs;
+    double m = tj_item(tj_amax(args[0], NULL, 0, false));
+    return tj_div_s(args[0], m);
+}
+
+static void test_graph_break(void **state)
+{
+    (void)state;
+    tj_compiled *c = tj_compile(model_breaks, NULL, &(tj_compile_options){.name = "breaks"});
+    tj_tensor *x = randn2(TJ_F32, 3, 4);
+    for (int k = 0; k < 2; k++) {
+        tj_tensor *y = tj_call(c, &x, 1);
+        tu_assert_close(y, model_breaks(NULL, &x, 1), 0, 0);
+    }
+    assert_explain_has(c, "0 graphs captured, 1 graph break");
+    assert_explain_has(c, "tj_item reads the values of a traced tensor (after 1 op, the last amax)");
+    assert_explain_has(c, "2 eager calls");
+    tj_compiled_free(c);
+}
+
+/* One layer, called for 4 layers with their own weights: one trace. */
+static tj_tensor *layer(void *ctx, tj_tensor *const *args, int nargs)
+{
+    (void)ctx;
+    (void)nargs;
+    return tj_gelu_tanh(tj_linear(args[0], args[1], args[2]));
+}
+
+static void test_regional_compilation(void **state)
+{
+    (void)state;
+    tj_compiled *c = tj_compile(layer, NULL, &(tj_compile_options){.name = "layer"});
+    tj_tensor *x = randn2(TJ_F32, 4, 16), *xe = x;
+    for (int l = 0; l < 4; l++) {
+        tj_tensor *w = randn2(TJ_F32, 16, 16), *b = tj_randn(TJ_F32, 1, (int64_t[]){16});
+        x = tj_call(c, (tj_tensor *[]){x, w, b}, 3);
+        xe = layer(NULL, (tj_tensor *[]){xe, w, b}, 3);
+        tu_assert_close(x, xe, 1e-5, 1e-5);
+    }
+    assert_explain_has(c, "4 calls, 1 graph captured");
+    tj_compiled_free(c);
+}
+
+static tj_tensor *model_outer(void *ctx, tj_tensor *const *args, int nargs)
+{
+    return tj_exp(tj_call(ctx, args, nargs));
+}
+
+static void test_nested_call_is_inlined(void **state)
+{
+    (void)state;
+    tj_compiled *inner = tj_compile(model_pointwise, NULL, &(tj_compile_options){.name = "inner"});
+    tj_compiled *outer = tj_compile(model_outer, inner, &(tj_compile_options){.name = "outer"});
+    tj_tensor *x = randn2(TJ_F32, 2, 3);
+    for (int k = 0; k < 2; k++)
+        tu_assert_close(tj_call(outer, &x, 1), tj_exp(model_pointwise(NULL, &x, 1)), 0, 0);
+    assert_explain_has(outer, "graph 1: 5 nodes");   /* sigmoid mul scalar add exp */
+    assert_explain_has(inner, "compiled inner: 0 calls");
+    tu_assert_error(tj_compile(NULL, NULL, NULL), "tj_compile", "NULL", NULL);
+    tj_compiled_free(outer);
+    tj_compiled_free(inner);
+}
+
+static tj_tensor *model_error(void *ctx, tj_tensor *const *args, int nargs)
+{
+    (void)ctx;
+    (void)nargs;
+    return tj_matmul(args[0], args[0]);
+}
+
+static void test_errors_match_eager(void **state)
+{
+    (void)state;
+    tj_compiled *c = tj_compile(model_error, NULL, NULL);
+    tj_tensor *x = randn2(TJ_F32, 2, 3);
+    assert_null(model_error(NULL, &x, 1));
+    char eager[512];
+    snprintf(eager, sizeof eager, "%s", tj_last_error());
+    tj_clear_error();
+    tj_tensor *y = tj_call(c, &x, 1);
+    assert_null(y);
+    assert_string_equal(tj_last_error(), eager);
+    tj_clear_error();
+    tu_assert_error(tj_call(c, (tj_tensor *[]){NULL}, 1), "tj_call", "arg 0 is NULL", NULL);
+    tu_assert_error(tj_call(NULL, &x, 1), "tj_call", "NULL", NULL);
+    tu_assert_error(tj_compile(model_error, NULL, &(tj_compile_options){.name = "bad name"}),
+                    "not an identifier", NULL);
+    assert_null(tj_explain(NULL));
+    tj_clear_error();
+    tj_compiled_free(c);
+}
+
+static void test_dump_graph(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/tjit-dump-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    setenv("TJIT_DUMP", "graph", 1);
+    setenv("TJIT_DUMP_DIR", dir, 1);
+    tj_compiled *c = tj_compile(model_pointwise, NULL, &(tj_compile_options){.name = "dumped"});
+    tj_tensor *x = randn2(TJ_F32, 2, 3);
+    assert_non_null(tj_call(c, &x, 1));
+    unsetenv("TJIT_DUMP");
+    unsetenv("TJIT_DUMP_DIR");
+    char cmd[256], line[256] = "";
+    snprintf(cmd, sizeof cmd, "cat %s/*-dumped.graph.tir | head -1", dir);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    assert_non_null(fgets(line, sizeof line, p));
+    pclose(p);
+    assert_non_null(strstr(line, "graph @dumped(%x0: f32[2,3])"));
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+    tj_compiled_free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
+        T(test_weights_by_reference), T(test_guard_hit_and_miss),  T(test_recompile_limit),
+        T(test_dynamic_dim),          T(test_dynamic_read_specializes), T(test_graph_break),
+        T(test_regional_compilation), T(test_nested_call_is_inlined), T(test_errors_match_eager),
+        T(test_dump_graph),
+#undef T
+    };
+    return cmocka_run_group_tests_name("trace", tests, NULL, NULL);
+}
