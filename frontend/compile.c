@@ -47,6 +47,7 @@ typedef struct entry {
     int ncaps;
     int *last_use;
     int nsyms;
+    int64_t *symval;        /* the traced size of each symbol (duck sizing) */
     atomic_ulong calls;
 } entry;
 
@@ -169,6 +170,7 @@ static void entry_free(entry *e)
     free(e->args);
     free(e->last_use);
     free(e->eager_why);
+    free(e->symval);
     ir_graph_free(e->g);
     free(e);
 }
@@ -196,7 +198,8 @@ static void logf_(tj_compiled *c, const char *fmt, ...)
 }
 
 /* Guards for a new entry: dims marked dynamic (and >= 2) become symbols;
- * equal sizes share a symbol (duck sizing), so x[s0] + y[s0] stays valid. */
+ * equal sizes share a symbol (duck sizing), so x[s0] + y[s0] stays valid.
+ * Returns 0, 1 when the entry must be static instead, -1 out of memory. */
 static int make_guards(tj_compiled *c, tj_tensor *const *args, int nargs, bool dynamic,
                        entry *e)
 {
@@ -216,8 +219,12 @@ static int make_guards(tj_compiled *c, tj_tensor *const *args, int nargs, bool d
             g->shape[d] = IR_SYM(s);
         }
         if (dynamic && c->dyn[k] && !rt_is_contiguous(args[k]))
-            return -1;   /* non-contiguous dynamic args stay static */
+            return 1;   /* non-contiguous dynamic args stay static */
     }
+    e->symval = malloc(((size_t)e->nsyms + 1) * sizeof *e->symval);
+    if (!e->symval)
+        return -1;
+    memcpy(e->symval, symsize, (size_t)e->nsyms * sizeof *symsize);
     return 0;
 }
 
@@ -242,9 +249,13 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
         return NULL;
     }
     e->nargs = nargs;
-    if (make_guards(c, args, nargs, dynamic, e) != 0) {
+    int rc = make_guards(c, args, nargs, dynamic, e);
+    if (rc != 0) {
         entry_free(e);
-        return trace_entry(c, args, nargs, false);
+        if (rc > 0)
+            return trace_entry(c, args, nargs, false);
+        rt_error("out of memory tracing %s", c->name);
+        return NULL;
     }
     fe_trace *tr = fe_trace_begin(c->name);
     if (!tr) {
@@ -252,6 +263,8 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
         rt_error("out of memory tracing %s", c->name);
         return NULL;
     }
+    tr->symval = e->symval;
+    tr->nsyms = e->nsyms;
     tj_tensor *sargs[FE_MAX_ARGS];
     tj_scope_begin();
     bool ok = true;
@@ -268,9 +281,11 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
     ir_node *on = out && !tr->brk[0] && !tr->failed ? fe_trace_value(tr, out) : NULL;
     tj_scope_end();
 
-    if (tr->dyn_read && dynamic && !tr->brk[0]) {
-        /* The model used a symbolic size as a number: trace it static. */
-        logf_(c, "the model reads the size of a dynamic dim; dims stay static");
+    if ((tr->dyn_read || tr->dyn_unsupported) && dynamic && e->nsyms && !tr->brk[0]) {
+        /* The model used a symbolic size as a number, or an op's rule cannot
+         * follow symbolic dims: trace it static. */
+        logf_(c, tr->dyn_read ? "the model reads the size of a dynamic dim; dims stay static"
+                              : "an op cannot follow symbolic dims yet; dims stay static");
         c->dyn_disabled = true;
         fe_trace_end(tr);
         entry_free(e);

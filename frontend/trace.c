@@ -115,6 +115,21 @@ ir_node *fe_trace_value(fe_trace *tr, tj_tensor *x)
     return n;
 }
 
+/* Whether the node type sym describes the example type ex of this call:
+ * static dims equal, symbolic dims equal to their symbol's size. */
+static bool symbolic_agrees(const fe_trace *tr, const ir_type *sym, const ir_type *ex)
+{
+    if (sym->ndim != ex->ndim || sym->dtype != ex->dtype)
+        return false;
+    for (int d = 0; d < sym->ndim; d++) {
+        int64_t s = sym->shape[d];
+        if (!IR_IS_SYM(s) ? s != ex->shape[d]
+                          : IR_SYM_INDEX(s) >= tr->nsyms || tr->symval[IR_SYM_INDEX(s)] != ex->shape[d])
+            return false;
+    }
+    return true;
+}
+
 tj_tensor *fe_trace_apply(fe_trace *tr, ir_op op, tj_tensor *const *in, int nin,
                           const ir_attrs *a)
 {
@@ -149,7 +164,13 @@ tj_tensor *fe_trace_apply(fe_trace *tr, ir_op op, tj_tensor *const *in, int nin,
     if (!n) {
         /* The example types passed, so the symbolic ones (dynamic dims) did not. */
         rt_error("tracing: %s", ir_graph_error(tr->g));
-        tr->failed = true;
+        tr->dyn_unsupported = true;
+        return NULL;
+    }
+    if (!symbolic_agrees(tr, &n->type, &out)) {
+        /* The rule computed a size it cannot know for a symbolic dim. */
+        tr->dyn_unsupported = true;
+        rt_error("tracing: %s cannot follow symbolic dims yet", ir_ops[op].name);
         return NULL;
     }
     tr->nops++;

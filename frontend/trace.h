@@ -21,6 +21,9 @@ struct fe_trace {
     ir_op last_op;
     char brk[512];         /* the first graph break, "" if none */
     bool dyn_read;         /* the model read the size of a symbolic dim */
+    bool dyn_unsupported;  /* an op's rule could not follow a symbolic dim */
+    const int64_t *symval; /* this call's size of each symbol (set by the caller) */
+    int nsyms;
     bool failed;           /* out of memory or a graph error */
 };
 

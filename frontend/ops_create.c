@@ -1,0 +1,86 @@
+/* ops_create.c - public entry points of the creation and random ops: empty,
+ * zeros, ones, full, scalar (all the full op), arange, manual_seed, rand,
+ * randn. A random op reserves its counters from the global generator here and
+ * records (seed, offset) in its attributes, so a traced graph replays a draw
+ * exactly and the kernel's values do not depend on the thread count. */
+#include "fe.h"
+#include "../runtime/random.h"
+
+static tj_tensor *full(tj_dtype dt, int ndim, const int64_t *shape, double value)
+{
+    ir_attrs at = {0};
+    if (ndim < 0 || ndim > IR_MAX_LIST || (ndim > 0 && !shape))
+        at.a[0].n = -1;   /* the rule rejects it with a message */
+    else
+        ir_attr_ints(&at.a[0], shape, ndim);
+    ir_attr_float(&at.a[1], value);
+    ir_attr_int(&at.a[2], dt);
+    return fe_apply(OP_full, NULL, 0, &at);
+}
+
+/* Uninitialized memory is never handed out: empty is zeros. */
+tj_tensor *tj_empty(tj_dtype dt, int ndim, const int64_t *shape)
+{
+    return full(dt, ndim, shape, 0);
+}
+
+tj_tensor *tj_zeros(tj_dtype dt, int ndim, const int64_t *shape)
+{
+    return full(dt, ndim, shape, 0);
+}
+
+tj_tensor *tj_ones(tj_dtype dt, int ndim, const int64_t *shape)
+{
+    return full(dt, ndim, shape, 1);
+}
+
+tj_tensor *tj_full(tj_dtype dt, int ndim, const int64_t *shape, double value)
+{
+    return full(dt, ndim, shape, value);
+}
+
+tj_tensor *tj_scalar(tj_dtype dt, double value) { return full(dt, 0, NULL, value); }
+
+tj_tensor *tj_arange(tj_dtype dt, double start, double end, double step)
+{
+    ir_attrs at = {0};
+    ir_attr_float(&at.a[0], start);
+    ir_attr_float(&at.a[1], end);
+    ir_attr_float(&at.a[2], step);
+    ir_attr_int(&at.a[3], dt);
+    return fe_apply(OP_arange, NULL, 0, &at);
+}
+
+void tj_manual_seed(uint64_t seed) { rt_rng_seed(seed); }
+
+/* Counters are reserved only for a request the rule accepts, so a failed
+ * call leaves the generator where it was. */
+static tj_tensor *draw(ir_op op, tj_dtype dt, int ndim, const int64_t *shape)
+{
+    ir_attrs at = {0};
+    if (ndim < 0 || ndim > IR_MAX_LIST || (ndim > 0 && !shape))
+        at.a[0].n = -1;
+    else
+        ir_attr_ints(&at.a[0], shape, ndim);
+    ir_attr_int(&at.a[1], dt);
+    ir_attr_int(&at.a[2], 0);
+    ir_attr_int(&at.a[3], 0);
+    ir_type ty;
+    char why[8];
+    if (ir_infer(op, NULL, 0, &at, &ty, why, sizeof why) == 0) {
+        uint64_t seed, offset = rt_rng_reserve((uint64_t)ir_type_numel(&ty), &seed);
+        ir_attr_int(&at.a[2], (int64_t)seed);
+        ir_attr_int(&at.a[3], (int64_t)offset);
+    }
+    return fe_apply(op, NULL, 0, &at);
+}
+
+tj_tensor *tj_rand(tj_dtype dt, int ndim, const int64_t *shape)
+{
+    return draw(OP_rand, dt, ndim, shape);
+}
+
+tj_tensor *tj_randn(tj_dtype dt, int ndim, const int64_t *shape)
+{
+    return draw(OP_randn, dt, ndim, shape);
+}

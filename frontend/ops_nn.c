@@ -1,0 +1,57 @@
+/* ops_nn.c - public entry points of embedding, dropout, scaled dot-product
+ * attention and cross_entropy: they fill the attributes and call fe_apply.
+ *
+ * Dropout in training draws its mask from the global generator: it reserves
+ * numel(x) counters (rt_rng_reserve) and passes (seed, offset) as attributes,
+ * so the op is a pure function of its attributes (and traceable). Not
+ * training, or p == 0, it is the identity and returns x itself.
+ */
+#include "../runtime/random.h"
+#include "fe.h"
+
+tj_tensor *tj_embedding(tj_tensor *weight, tj_tensor *indices)
+{
+    tj_tensor *in[2] = {weight, indices};
+    return fe_apply(OP_embedding, in, 2, NULL);
+}
+
+tj_tensor *tj_dropout(tj_tensor *x, double p, bool training)
+{
+    ir_attrs at = {0};
+    ir_attr_float(&at.a[0], p);
+    ir_attr_int(&at.a[1], 0);
+    ir_attr_int(&at.a[2], 0);
+    if (x && (!training || p == 0)) {
+        /* The identity, once the rule accepts x and p: x retained into the
+         * scope, so the caller owns the result like any op's. */
+        ir_type t, out;
+        rt_type_of(x, &t);
+        const ir_type *tp = &t;
+        char why[256];
+        if (ir_infer(OP_dropout, &tp, 1, &at, &out, why, sizeof why) == 0)
+            return rt_own(tj_retain(x));
+        return fe_apply(OP_dropout, &x, 1, &at);   /* reports the rule's error */
+    }
+    if (x) {
+        uint64_t seed, offset = rt_rng_reserve((uint64_t)tj_numel(x), &seed);
+        ir_attr_int(&at.a[1], (int64_t)seed);
+        ir_attr_int(&at.a[2], (int64_t)offset);
+    }
+    return fe_apply(OP_dropout, &x, 1, &at);
+}
+
+tj_tensor *tj_scaled_dot_product_attention(tj_tensor *q, tj_tensor *k, tj_tensor *v,
+                                           tj_tensor *mask, bool causal, double scale)
+{
+    ir_attrs at = {0};
+    ir_attr_int(&at.a[0], causal);
+    ir_attr_float(&at.a[1], scale);
+    tj_tensor *in[4] = {q, k, v, mask};
+    return fe_apply(OP_sdpa, in, mask ? 4 : 3, &at);
+}
+
+tj_tensor *tj_cross_entropy(tj_tensor *logits, tj_tensor *target)
+{
+    tj_tensor *in[2] = {logits, target};
+    return fe_apply(OP_cross_entropy, in, 2, NULL);
+}

@@ -1,0 +1,147 @@
+/* tool_bench.c - `tjit bench`: runs the benchmark suite (benchmarks/suite.c)
+ * on the eager path and prints a table, or one JSON object per case. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../benchmarks/bench.h"
+#include "tool.h"
+
+static void bench_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tjit bench [CASE...] [--json] [--threads N] [--iters N] [--min-time SEC]\n"
+            "                  [--save DIR] [--list] [--help]\n"
+            "  Runs the cases of the benchmark suite (default: all) on the eager path and\n"
+            "  prints per case the median and minimum ms per iteration, the first call,\n"
+            "  the iterations, threads and peak memory (resident-set growth during one call).\n"
+            "  CASE      an id (P1) or a name (softmax); --list shows them\n"
+            "  --json    one JSON object per case and line (fields of shared/bench/SUITE.md;\n"
+            "            those that need tj_compile are null for now)\n"
+            "  --threads N   runtime and BLAS threads (default: TJIT_NUM_THREADS or the cores)\n"
+            "  --iters N     timed iterations; without --min-time, exactly N (quick runs)\n"
+            "  --min-time S  time at least S seconds (default: 1 s, with at least 10 iters)\n"
+            "  --save DIR    write each case's inputs, weights and first result as .npy\n"
+            "                (<id>.arg<k>.npy, <id>.out.npy) for benchmarks/pytorch/suite.py --check\n"
+            "Progress goes to stderr. Exit 0 when every case ran or was skipped, 1 when one\n"
+            "failed, 2 on bad arguments.\n");
+}
+
+/* A positive int from a flag's value, or -1. */
+static int parse_count(const char *s)
+{
+    char *end;
+    errno = 0;
+    long v = s ? strtol(s, &end, 10) : -1;
+    if (!s || errno || end == s || *end || v < 1 || v > 1000000)
+        return -1;
+    return (int)v;
+}
+
+static double parse_seconds(const char *s)
+{
+    char *end;
+    double v = s ? strtod(s, &end) : -1;
+    if (!s || end == s || *end || !(v >= 0 && v <= 3600))
+        return -1;
+    return v;
+}
+
+static int bad(const char *what, const char *arg)
+{
+    fprintf(stderr, "tjit bench: %s '%s' (try tjit bench --help)\n", what, arg ? arg : "(none)");
+    return 2;
+}
+
+static void list_cases(void)
+{
+    for (int k = 0; k < bench_ncases; k++) {
+        const bench_case *c = &bench_cases[k];
+        printf("%-3s %-10s %s", c->id, c->name, c->work);
+        if (c->skip)
+            printf("  [skipped: %s]", c->skip);
+        printf("\n");
+    }
+}
+
+#define BENCH_MAX_CHOSEN 64
+
+typedef struct bench_cli {
+    bool json;
+    int threads;
+    bench_opts opts;
+    int ncases;
+    const bench_case *cases[BENCH_MAX_CHOSEN];
+} bench_cli;
+
+/* Fills cli from argv; returns -1 to go on, else the exit code. */
+static int parse(int argc, char **argv, bench_cli *cli)
+{
+    bool iters_set = false, time_set = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            bench_usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--list")) {
+            list_cases();
+            return 0;
+        } else if (!strcmp(a, "--json"))
+            cli->json = true;
+        else if (!strcmp(a, "--threads")) {
+            if ((cli->threads = parse_count(v)) < 0)
+                return bad("--threads needs a positive count, not", v);
+            i++;
+        } else if (!strcmp(a, "--iters")) {
+            if ((cli->opts.iters = parse_count(v)) < 0)
+                return bad("--iters needs a positive count, not", v);
+            iters_set = true, i++;
+        } else if (!strcmp(a, "--min-time")) {
+            if ((cli->opts.min_time = parse_seconds(v)) < 0)
+                return bad("--min-time needs seconds in [0, 3600], not", v);
+            time_set = true, i++;
+        } else if (!strcmp(a, "--save")) {
+            if (!v)
+                return bad("--save needs a directory, not", v);
+            cli->opts.save_dir = v, i++;
+        } else if (a[0] == '-')
+            return bad("unknown flag", a);
+        else if (!bench_find(a)) {
+            fprintf(stderr, "tjit bench: unknown case '%s' (cases: P1..P%d or their names; "
+                            "tjit bench --list)\n", a, bench_ncases);
+            return 2;
+        } else if (cli->ncases < BENCH_MAX_CHOSEN)
+            cli->cases[cli->ncases++] = bench_find(a);
+    }
+    if (iters_set && !time_set)
+        cli->opts.min_time = 0;
+    return -1;
+}
+
+int tool_bench(int argc, char **argv)
+{
+    bench_cli cli = {.opts = {.iters = 10, .min_time = 1.0}};
+    int rc = parse(argc, argv, &cli);
+    if (rc >= 0)
+        return rc;
+    if (cli.ncases == 0)
+        for (int k = 0; k < bench_ncases && k < BENCH_MAX_CHOSEN; k++)
+            cli.cases[cli.ncases++] = &bench_cases[k];
+    if (cli.threads > 0)
+        tj_set_num_threads(cli.threads);
+    if (!cli.json)
+        bench_print_table_head(stdout);
+    bool failed = false;
+    for (int k = 0; k < cli.ncases; k++) {
+        bench_result r;
+        bench_run(cli.cases[k], &cli.opts, stderr, &r);
+        failed |= r.status == BENCH_FAILED;
+        if (cli.json)
+            bench_print_json(stdout, &r);
+        else
+            bench_print_table_row(stdout, &r);
+        fflush(stdout);
+    }
+    return failed ? 1 : 0;
+}
