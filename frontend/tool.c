@@ -9,6 +9,7 @@ static const tool_cmd cmds[] = {
     {"ops", "list the op table (--markdown: docs/ops.md)", tool_ops},
     {"run", "run a text graph (.tir) on .npy or random inputs", tool_run},
     {"opt", "run passes on a text graph and print the result", tool_opt},
+    {"explain", "compile suite cases and show graphs, guards, recompiles, breaks", tool_explain},
     {"bench", "run the benchmark suite (eager; --json: one JSON object per case)", tool_bench},
 };
 

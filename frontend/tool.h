@@ -11,6 +11,7 @@ typedef struct tool_cmd {
 int tool_ops(int argc, char **argv);
 int tool_run(int argc, char **argv);
 int tool_opt(int argc, char **argv);
+int tool_explain(int argc, char **argv);
 int tool_bench(int argc, char **argv);   /* tool_bench.c */
 
 /* tool_util.c */

@@ -1,0 +1,96 @@
+/* tool_explain.c - `tjit explain [CASE...]`: compiles benchmark suite cases
+ * with tj_compile, calls each a few times, checks the compiled result against
+ * eager, and prints tj_explain: graphs, node counts, guards, recompiles and
+ * graph breaks. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../benchmarks/suite.h"
+#include "tool.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: tjit explain [CASE...] [--calls N]\n"
+               "  Compiles each suite case (default: all; see tjit bench --help for the\n"
+               "  list), calls it N times (default 2), compares with eager and prints what\n"
+               "  tj_explain() reports: graphs captured, node counts, guards, recompiles\n"
+               "  with the guard that failed, and graph breaks with their reasons.\n");
+}
+
+static double max_abs_diff(tj_tensor *a, tj_tensor *b)
+{
+    tj_tensor *d = tj_amax(tj_abs(tj_sub(tj_cast(a, TJ_F64), tj_cast(b, TJ_F64))), NULL, 0, false);
+    return d ? tj_item(d) : NAN;
+}
+
+static int explain_case(const bench_case *bc, int calls)
+{
+    if (bc->skip) {
+        printf("%s %s: skipped: %s\n\n", bc->id, bc->name, bc->skip);
+        return 0;
+    }
+    bench_args a = {0};
+    int rc = 1;
+    tj_scope_begin();
+    tj_compiled *c = NULL;
+    if (bc->setup(&a) != 0) {
+        fprintf(stderr, "tjit explain: %s: setup failed: %s\n", bc->id, tj_last_error());
+        goto out;
+    }
+    c = tj_compile(bc->run, &a, &(tj_compile_options){.name = bc->name});
+    tj_tensor *y = NULL;
+    for (int k = 0; k < calls; k++)
+        y = tj_call(c, a.t, a.ninputs);
+    tj_tensor *e = bc->run(&a, a.t, a.ninputs);
+    if (!y || !e) {
+        fprintf(stderr, "tjit explain: %s: %s\n", bc->id, tj_last_error());
+        goto out;
+    }
+    char *text = tj_explain(c);
+    printf("%s %s (%s)\n%smax abs diff compiled vs eager: %.3g\n\n", bc->id, bc->name, bc->work,
+           text ? text : "", max_abs_diff(y, e));
+    free(text);
+    rc = 0;
+out:
+    tj_compiled_free(c);
+    tj_scope_end();
+    if (bc->teardown)
+        bc->teardown(&a);
+    return rc;
+}
+
+int tool_explain(int argc, char **argv)
+{
+    int calls = 2, ncases = 0;
+    const bench_case *cases[64];
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--calls")) {
+            if (i + 1 >= argc || (calls = atoi(argv[++i])) < 1) {
+                fprintf(stderr, "tjit explain: --calls needs a count >= 1\n");
+                return 2;
+            }
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "tjit explain: unknown flag '%s' (tjit explain --help)\n", argv[i]);
+            return 2;
+        } else if (!(cases[ncases] = bench_find(argv[i]))) {
+            fprintf(stderr, "tjit explain: unknown case '%s' (tjit bench --help lists them)\n",
+                    argv[i]);
+            return 2;
+        } else if (++ncases == 64) {
+            fprintf(stderr, "tjit explain: too many cases\n");
+            return 2;
+        }
+    }
+    if (!ncases)
+        for (int k = 0; k < bench_ncases && k < 64; k++)
+            cases[ncases++] = &bench_cases[k];
+    int rc = 0;
+    for (int k = 0; k < ncases; k++)
+        rc |= explain_case(cases[k], calls);
+    return rc;
+}
