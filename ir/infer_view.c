@@ -1,33 +1,157 @@
-/* infer_view.c - shape/dtype rules: reshape, permute, slice, expand, squeeze, unsqueeze (to be written). */
+/* infer_view.c - shape/dtype rules of the view ops: reshape, permute, slice,
+ * expand, squeeze, unsqueeze. Each keeps the input dtype; the runtime
+ * (runtime/views.c) turns the result shape into strides over shared storage. */
 #include "infer.h"
+
+/* A list attribute with n entries outside [0, max] (the frontend marks a bad
+ * or NULL list with n = -1) is rejected here, once for every view op. */
+static int check_list(const ir_attr *l, int max, const char *what, char *err, size_t nerr)
+{
+    if (l->n < 0 || l->n > max)
+        return ir_fail(err, nerr, "%s has %d entries (expected 0..%d)", what, l->n, max);
+    return 0;
+}
+
+/* Python slice clamping of one bound against a dim of size n. */
+static int64_t clamp_bound(int64_t v, int64_t n)
+{
+    if (v < 0)
+        v = v < -n ? 0 : v + n;
+    return v > n ? n : v;
+}
 
 int ir_infer_reshape(IR_INFER_ARGS)
 {
-    return ir_fail(err, nerr, "not implemented yet");
+    const ir_attr *s = &a->a[0];
+    if (check_list(s, TJ_MAX_DIMS, "shape", err, nerr))
+        return -1;
+    int infer = -1;
+    int64_t known = 1, shape[TJ_MAX_DIMS];
+    for (int d = 0; d < s->n; d++) {
+        shape[d] = s->i[d];
+        if (s->i[d] == -1) {
+            if (infer >= 0)
+                return ir_fail(err, nerr, "only one dim may be -1 (dims %d and %d are)", infer, d);
+            infer = d;
+        } else if (s->i[d] < 0) {
+            return ir_fail(err, nerr, "invalid size %lld in dim %d", (long long)s->i[d], d);
+        } else if (__builtin_mul_overflow(known, s->i[d], &known)) {
+            return ir_fail(err, nerr, "shape size overflows");
+        }
+    }
+    int64_t numel = ir_type_numel(in[0]);
+    if (infer >= 0) {
+        if (known == 0)
+            return ir_fail(err, nerr, "the -1 in dim %d is ambiguous with a zero-size dim", infer);
+        if (numel % known != 0)
+            return ir_fail(err, nerr, "%lld elements cannot take a shape with a -1 and %lld others",
+                           (long long)numel, (long long)known);
+        shape[infer] = numel / known;
+    } else if (known != numel) {
+        return ir_fail(err, nerr, "shape has %lld elements, input has %lld", (long long)known,
+                       (long long)numel);
+    }
+    ir_set(out, in[0]->dtype, s->n, shape);
+    return 0;
 }
 
 int ir_infer_permute(IR_INFER_ARGS)
 {
-    return ir_fail(err, nerr, "not implemented yet");
+    const ir_attr *p = &a->a[0];
+    int ndim = in[0]->ndim;
+    if (p->n != ndim)
+        return ir_fail(err, nerr, "perm has %d entries, input has %d dims", p->n, ndim);
+    int64_t shape[TJ_MAX_DIMS];
+    uint32_t seen = 0;
+    for (int k = 0; k < ndim; k++) {
+        int d = ir_norm_dim(p->i[k], ndim);
+        if (d < 0)
+            return ir_fail(err, nerr, "perm entry %lld out of range for %d dims",
+                           (long long)p->i[k], ndim);
+        if (seen & (1u << d))
+            return ir_fail(err, nerr, "perm repeats dim %d", d);
+        seen |= 1u << d;
+        shape[k] = in[0]->shape[d];
+    }
+    ir_set(out, in[0]->dtype, ndim, shape);
+    return 0;
 }
 
 int ir_infer_slice(IR_INFER_ARGS)
 {
-    return ir_fail(err, nerr, "not implemented yet");
+    int ndim = in[0]->ndim;
+    int64_t step = a->a[3].i[0];
+    if (ndim == 0)
+        return ir_fail(err, nerr, "cannot slice a 0-dim tensor");
+    int d = ir_norm_dim(a->a[0].i[0], ndim);
+    if (d < 0)
+        return ir_fail(err, nerr, "dim %lld out of range for %d dims", (long long)a->a[0].i[0],
+                       ndim);
+    if (step <= 0)
+        return ir_fail(err, nerr, "step must be positive, got %lld", (long long)step);
+    int64_t n = in[0]->shape[d];
+    int64_t start = clamp_bound(a->a[1].i[0], n), end = clamp_bound(a->a[2].i[0], n);
+    ir_set(out, in[0]->dtype, ndim, in[0]->shape);
+    out->shape[d] = end > start ? (end - start - 1) / step + 1 : 0;
+    return 0;
 }
 
 int ir_infer_expand(IR_INFER_ARGS)
 {
-    return ir_fail(err, nerr, "not implemented yet");
+    const ir_attr *s = &a->a[0];
+    int ndim = in[0]->ndim;
+    if (check_list(s, TJ_MAX_DIMS, "shape", err, nerr))
+        return -1;
+    if (s->n < ndim)
+        return ir_fail(err, nerr, "shape has %d dims, fewer than the input's %d", s->n, ndim);
+    int64_t shape[TJ_MAX_DIMS];
+    int lead = s->n - ndim;
+    for (int d = 0; d < s->n; d++) {
+        int64_t want = s->i[d], have = d >= lead ? in[0]->shape[d - lead] : 1;
+        if (want == -1 && d < lead)
+            return ir_fail(err, nerr, "size -1 is not allowed in new leading dim %d", d);
+        if (want < -1)
+            return ir_fail(err, nerr, "invalid size %lld in dim %d", (long long)want, d);
+        if (want == -1)
+            want = have;
+        if (want != have && have != 1)
+            return ir_fail(err, nerr, "size %lld in dim %d must match the existing size %lld",
+                           (long long)want, d, (long long)have);
+        shape[d] = want;
+    }
+    ir_set(out, in[0]->dtype, s->n, shape);
+    return 0;
 }
 
 int ir_infer_squeeze(IR_INFER_ARGS)
 {
-    return ir_fail(err, nerr, "not implemented yet");
+    int ndim = in[0]->ndim;
+    uint32_t mask;
+    if (check_list(&a->a[0], TJ_MAX_DIMS, "dims", err, nerr) ||
+        ir_dims_mask(&a->a[0], ndim, &mask, err, nerr))
+        return -1;
+    int64_t shape[TJ_MAX_DIMS];
+    int n = 0;
+    for (int d = 0; d < ndim; d++)
+        if (!((mask >> d) & 1) || in[0]->shape[d] != 1)
+            shape[n++] = in[0]->shape[d];
+    ir_set(out, in[0]->dtype, n, shape);
+    return 0;
 }
 
 int ir_infer_unsqueeze(IR_INFER_ARGS)
 {
-    return ir_fail(err, nerr, "not implemented yet");
+    int ndim = in[0]->ndim;
+    int64_t dim = a->a[0].i[0];
+    if (ndim >= TJ_MAX_DIMS)
+        return ir_fail(err, nerr, "the result would have more than %d dims", TJ_MAX_DIMS);
+    if (dim < -ndim - 1 || dim > ndim)
+        return ir_fail(err, nerr, "dim %lld out of range [%d, %d]", (long long)dim, -ndim - 1,
+                       ndim);
+    int d = (int)(dim < 0 ? dim + ndim + 1 : dim);
+    int64_t shape[TJ_MAX_DIMS];
+    for (int k = 0, j = 0; k <= ndim; k++)
+        shape[k] = k == d ? 1 : in[0]->shape[j++];
+    ir_set(out, in[0]->dtype, ndim + 1, shape);
+    return 0;
 }
-

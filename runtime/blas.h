@@ -23,7 +23,15 @@ int rt_dgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double
 /* Keeps OpenBLAS's thread count equal to the runtime pool's (pool.c calls it). */
 void rt_blas_set_threads(int n);
 
-/* "SkylakeX" etc.: the core OpenBLAS runs with, or NULL when not loaded. */
+/* For kernels that call GEMM from inside rt_parallel_for chunks: OpenBLAS
+ * runs single-threaded between begin and end (when the pool has more than one
+ * thread), so the pool's threads and OpenBLAS's do not oversubscribe the
+ * cores. Process-wide; calls nest. */
+void rt_blas_serial_begin(void);
+void rt_blas_serial_end(void);
+
+/* "SkylakeX" etc.: the core OpenBLAS runs with (loading it if needed), or NULL
+ * with an error recorded when it cannot be loaded. */
 const char *rt_blas_core(void);
 
 #endif

@@ -1,21 +1,615 @@
-/* k_conv.c - eager kernels: conv2d, max_pool2d, avg_pool2d (to be written). */
+/* k_conv.c - eager kernels of conv2d, max_pool2d and avg_pool2d.
+ *
+ * conv2d, general case: im2col + GEMM, in tiles of output rows sized so a
+ * tile's columns stay in L2. A tile (image n, group g, rows r0..r1) builds
+ * cols [C/g*KH*KW, pixels] and runs out[n, g's channels, pixels] =
+ * W_g [O/g, C/g*KH*KW] @ cols, with the bias preloaded into the output and
+ * the GEMM accumulating onto it. 1x1 convolutions with stride 1 and no
+ * padding skip im2col: the image is the column matrix. Depthwise-style
+ * groups (one input channel per group) use a direct kernel instead, since a
+ * GEMM with K = KH*KW and M = O/g is all overhead.
+ *
+ * Pools and the direct conv work a plane at a time, a row of output at a
+ * time: for each kernel tap, the output row's valid range is updated from the
+ * input row with one vectorizable strided loop (no per-element bounds test).
+ * Inputs may have any strides; planes are split across the thread pool.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "../ir/window2d.h"
+#include "blas.h"
+#include "contract.h"
 #include "kernels.h"
 
-int rt_k_conv2d(RT_KERNEL_ARGS)
+#define CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+
+/* The geometry of one 2-D window op on a strided input. */
+typedef struct geom {
+    ir_window2d w;
+    int64_t n, c, h, wd;        /* input: images, channels, height, width */
+    int64_t oh, ow;             /* output height, width */
+    int64_t xs[4];              /* input strides n, c, h, w (n: 0 when 3-D) */
+} geom;
+
+static void geom_of(ir_op op, const ir_attrs *a, const tj_tensor *x, const tj_tensor *out,
+                    const int64_t *conv_kernel, geom *g)
 {
-    rt_error("not implemented yet");
-    return -1;
+    ir_window2d_of(op, a, conv_kernel, &g->w, NULL, 0);   /* checked by the rule */
+    int b = x->ndim == 4;
+    g->n = b ? x->shape[0] : 1;
+    g->c = x->shape[b];
+    g->h = x->shape[b + 1];
+    g->wd = x->shape[b + 2];
+    g->oh = out->shape[out->ndim - 2];
+    g->ow = out->shape[out->ndim - 1];
+    g->xs[0] = b ? x->strides[0] : 0;
+    for (int d = 0; d < 3; d++)
+        g->xs[d + 1] = x->strides[b + d];
+}
+
+/* Output columns [lo, hi) whose tap at offset `off` (input col = ow*s + off)
+ * falls inside [0, n). */
+static void valid_range(int64_t off, int64_t s, int64_t n, int64_t out, int64_t *lo,
+                        int64_t *hi)
+{
+    int64_t l = off >= 0 ? 0 : (-off + s - 1) / s;
+    int64_t h = n - 1 - off < 0 ? 0 : (n - 1 - off) / s + 1;
+    *lo = l < out ? l : out;
+    *hi = h < out ? h : out;
+    if (*hi < *lo)
+        *hi = *lo;
+}
+
+/* The input row of output row oh's tap kh, or -1 when it is padding. */
+static int64_t tap_row(const geom *g, int64_t oh, int64_t kh)
+{
+    int64_t ih = oh * g->w.stride[0] - g->w.padding[0] + kh * g->w.dilation[0];
+    return ih >= 0 && ih < g->h ? ih : -1;
+}
+
+/* ---- row primitives (y[j] op= x[j * st]); inlined into the target_clones
+ * plane functions below, where they vectorize ------------------------------ */
+
+/* Runs LOOP (which reads the stride as s_) with s_ a constant 1 or 2 where
+ * it is, so the common strides vectorize without gathers. */
+#define BY_STRIDE(st, LOOP)           \
+    do {                              \
+        if ((st) == 1) {              \
+            const int64_t s_ = 1;     \
+            LOOP;                     \
+        } else if ((st) == 2) {       \
+            const int64_t s_ = 2;     \
+            LOOP;                     \
+        } else {                      \
+            const int64_t s_ = (st);  \
+            LOOP;                     \
+        }                             \
+    } while (0)
+
+#define MAX_ROW(T)                                                                         \
+    static inline void max_row_##T(T *restrict y, const T *restrict x, int64_t st,         \
+                                   int64_t n)                                              \
+    {                                                                                      \
+        BY_STRIDE(st, for (int64_t j = 0; j < n; j++) {                                    \
+            T v = x[j * s_];                                                               \
+            y[j] = (v > y[j] || v != v) ? v : y[j];                                        \
+        });                                                                                \
+    }
+#define ADD_ROW(T)                                                                         \
+    static inline void add_row_##T(T *restrict y, const T *restrict x, int64_t st,         \
+                                   int64_t n)                                              \
+    {                                                                                      \
+        BY_STRIDE(st, for (int64_t j = 0; j < n; j++) y[j] = (T)(y[j] + x[j * s_]));       \
+    }
+#define MADD_ROW(T)                                                                        \
+    static inline void madd_row_##T(T *restrict y, const T *restrict x, int64_t st, T w,   \
+                                    int64_t n)                                             \
+    {                                                                                      \
+        BY_STRIDE(st, for (int64_t j = 0; j < n; j++) y[j] = (T)(y[j] + w * x[j * s_]));   \
+    }
+MAX_ROW(float)
+MAX_ROW(double)
+ADD_ROW(float)
+ADD_ROW(double)
+ADD_ROW(uint64_t)
+MADD_ROW(float)
+MADD_ROW(double)
+MADD_ROW(uint8_t)
+MADD_ROW(uint32_t)
+MADD_ROW(uint64_t)
+#undef MAX_ROW
+#undef ADD_ROW
+#undef MADD_ROW
+
+/* ---- the tap walk shared by the pools and the direct conv ------------------------ */
+
+/* For every output row `oh` of the plane at yp (input plane at xp): runs INIT
+ * (with yr, the output row), then BODY once per kernel tap (kh, kw) that
+ * touches the input, then FINISH. BODY sees xr (the input element under
+ * output column lo), st (input stride between output columns) and [lo, hi),
+ * the output columns whose tap lies inside the input (padding is skipped). */
+#define FOR_TAPS(T, g, xp, yp, INIT, BODY, FINISH)                                          \
+    do {                                                                                    \
+        int64_t st = (g)->w.stride[1] * (g)->xs[3];                                         \
+        for (int64_t oh = 0; oh < (g)->oh; oh++) {                                          \
+            T *yr = (yp) + oh * (g)->ow;                                                    \
+            INIT;                                                                           \
+            for (int64_t kh = 0; kh < (g)->w.kernel[0]; kh++) {                             \
+                int64_t ih = tap_row(g, oh, kh);                                            \
+                if (ih < 0)                                                                 \
+                    continue;                                                               \
+                for (int64_t kw = 0; kw < (g)->w.kernel[1]; kw++) {                         \
+                    int64_t off = kw * (g)->w.dilation[1] - (g)->w.padding[1], lo, hi;      \
+                    valid_range(off, (g)->w.stride[1], (g)->wd, (g)->ow, &lo, &hi);         \
+                    const T *xr =                                                           \
+                        (xp) + ih * (g)->xs[2] + (lo * (g)->w.stride[1] + off) * (g)->xs[3]; \
+                    BODY;                                                                   \
+                }                                                                           \
+            }                                                                               \
+            FINISH;                                                                         \
+        }                                                                                   \
+    } while (0)
+
+/* ---- pools ----------------------------------------------------------------------- */
+
+typedef struct pool_job {
+    geom g;
+    const char *x;
+    char *y;
+} pool_job;
+
+/* Plane p (= image * C + channel) of the input and the output. */
+#define POOL_PLANES(T, j, p)                                                             \
+    const T *xp = (const T *)(j)->x + ((p) / (j)->g.c) * (j)->g.xs[0] +                  \
+                  ((p) % (j)->g.c) * (j)->g.xs[1];                                       \
+    T *yp = (T *)(j)->y + (p) * (j)->g.oh * (j)->g.ow
+
+#define MAX_PLANES(T)                                                                    \
+    CLONES static void max_planes_##T(void *ctx, int64_t p0, int64_t p1)                 \
+    {                                                                                    \
+        const pool_job *j = ctx;                                                         \
+        const geom *g = &j->g;                                                           \
+        for (int64_t p = p0; p < p1; p++) {                                              \
+            POOL_PLANES(T, j, p);                                                        \
+            FOR_TAPS(T, g, xp, yp, for (int64_t q = 0; q < g->ow; q++) yr[q] = -(T)INFINITY, \
+                     max_row_##T(yr + lo, xr, st, hi - lo), (void)0);                    \
+        }                                                                                \
+    }
+MAX_PLANES(float)
+MAX_PLANES(double)
+#undef MAX_PLANES
+
+/* avg_pool2d's divisor along dim d for output index o (PyTorch's rule: the
+ * window clipped to the padded input, or to the input itself). */
+static int64_t avg_count(const ir_window2d *w, int d, int64_t o, int64_t n)
+{
+    int64_t start = o * w->stride[d] - w->padding[d];
+    int64_t end = start + w->kernel[d];
+    if (end > n + w->padding[d])
+        end = n + w->padding[d];
+    if (!w->count_include_pad) {
+        start = start < 0 ? 0 : start;
+        end = end < n ? end : n;
+    }
+    return end - start;
+}
+
+/* Sums in A (the unsigned twin for i64, so overflow wraps), then divides
+ * (integers truncate toward zero, like PyTorch). */
+#define AVG_PLANES(T, A)                                                                 \
+    CLONES static void avg_planes_##T(void *ctx, int64_t p0, int64_t p1)                 \
+    {                                                                                    \
+        const pool_job *j = ctx;                                                         \
+        const geom *g = &j->g;                                                           \
+        for (int64_t p = p0; p < p1; p++) {                                              \
+            POOL_PLANES(T, j, p);                                                        \
+            FOR_TAPS(T, g, xp, yp, memset(yr, 0, (size_t)g->ow * sizeof(T)),             \
+                     add_row_##A((A *)yr + lo, (const A *)xr, st, hi - lo), {            \
+                         int64_t hc = avg_count(&g->w, 0, oh, g->h);                     \
+                         for (int64_t q = 0; q < g->ow; q++)                             \
+                             yr[q] = yr[q] / (T)(hc * avg_count(&g->w, 1, q, g->wd));    \
+                     });                                                                 \
+        }                                                                                \
+    }
+AVG_PLANES(float, float)
+AVG_PLANES(double, double)
+AVG_PLANES(int64_t, uint64_t)
+#undef AVG_PLANES
+
+/* Planes per chunk: about 32K tap updates. */
+static int64_t plane_grain(const geom *g, int64_t taps)
+{
+    int64_t work = g->oh * g->ow * (taps > 0 ? taps : 1);
+    return 32768 / (work > 0 ? work : 1) + 1;
 }
 
 int rt_k_max_pool2d(RT_KERNEL_ARGS)
 {
-    rt_error("not implemented yet");
-    return -1;
+    pool_job j = {.x = rt_ptr(in[0]), .y = rt_ptr(out)};
+    geom_of(op, a, in[0], out, NULL, &j.g);
+    rt_parallel_for(j.g.n * j.g.c, plane_grain(&j.g, j.g.w.kernel[0] * j.g.w.kernel[1]),
+                    out->dtype == TJ_F32 ? max_planes_float : max_planes_double, &j);
+    return 0;
 }
 
 int rt_k_avg_pool2d(RT_KERNEL_ARGS)
 {
-    rt_error("not implemented yet");
-    return -1;
+    pool_job j = {.x = rt_ptr(in[0]), .y = rt_ptr(out)};
+    geom_of(op, a, in[0], out, NULL, &j.g);
+    rt_range_fn fn = out->dtype == TJ_F32   ? avg_planes_float
+                     : out->dtype == TJ_F64 ? avg_planes_double
+                                            : avg_planes_int64_t;
+    rt_parallel_for(j.g.n * j.g.c, plane_grain(&j.g, j.g.w.kernel[0] * j.g.w.kernel[1]), fn,
+                    &j);
+    return 0;
 }
 
+/* ---- conv2d: shared ----------------------------------------------------------------- */
+
+typedef struct conv_job {
+    geom g;
+    tj_dtype dt;
+    size_t es;
+    const char *x;
+    const char *wt;             /* weight, contiguous [O, C/g*KH*KW] */
+    const char *bias;           /* NULL or [O], stride bstride */
+    int64_t bstride;
+    char *y;                    /* output, contiguous [N, O, OH, OW] */
+    int64_t o, groups, cg, og, kdim;
+    int64_t rows;               /* output rows per tile */
+    int64_t tiles;              /* tiles per (image, group) */
+    char *xpad;                 /* shifted GEMMs: the padded input [N, C, hp, wp] */
+    int64_t hp, wp;
+    const char *wtap;           /* shifted GEMMs: the weight as [KH*KW, O, C/g] */
+    atomic_int failed;
+} conv_job;
+
+/* Fills n output values with the bias of channel o (zero without bias). */
+static void fill_bias(const conv_job *j, char *y, int64_t o, int64_t n)
+{
+    if (!j->bias) {
+        memset(y, 0, (size_t)n * j->es);
+        return;
+    }
+    const char *b = j->bias + o * j->bstride * (int64_t)j->es;
+    for (int64_t k = 0; k < n; k++)
+        memcpy(y + (size_t)k * j->es, b, j->es);
+}
+
+/* ---- conv2d: direct kernel (one input channel per group) ------------------------------- */
+
+/* Output plane p = image * O + channel o reads input channel o / (O/groups). */
+#define DIRECT_PLANES(T, A)                                                              \
+    CLONES static void direct_planes_##T(void *ctx, int64_t p0, int64_t p1)              \
+    {                                                                                    \
+        const conv_job *j = ctx;                                                         \
+        const geom *g = &j->g;                                                           \
+        for (int64_t p = p0; p < p1; p++) {                                              \
+            int64_t n = p / j->o, o = p % j->o;                                          \
+            const A *wk = (const A *)j->wt + o * g->w.kernel[0] * g->w.kernel[1];        \
+            const A *xp = (const A *)j->x + n * g->xs[0] + (o / j->og) * g->xs[1];       \
+            A *yp = (A *)j->y + p * g->oh * g->ow;                                       \
+            fill_bias(j, (char *)yp, o, g->oh * g->ow);                                  \
+            FOR_TAPS(A, g, xp, yp, (void)0,                                              \
+                     madd_row_##A(yr + lo, xr, st, wk[kh * g->w.kernel[1] + kw], hi - lo), \
+                     (void)0);                                                           \
+        }                                                                                \
+    }
+DIRECT_PLANES(f32, float)
+DIRECT_PLANES(f64, double)
+DIRECT_PLANES(u8, uint8_t)
+DIRECT_PLANES(i32, uint32_t)
+DIRECT_PLANES(i64, uint64_t)
+#undef DIRECT_PLANES
+
+static rt_range_fn direct_fn(tj_dtype dt)
+{
+    switch (dt) {
+    case TJ_F32: return direct_planes_f32;
+    case TJ_F64: return direct_planes_f64;
+    case TJ_U8: return direct_planes_u8;
+    case TJ_I32: return direct_planes_i32;
+    default: return direct_planes_i64;
+    }
+}
+
+/* ---- conv2d: im2col + GEMM ------------------------------------------------------------ */
+
+/* Whether the image itself is the column matrix (1x1, stride 1, no padding,
+ * rows of the image contiguous with each other). */
+static bool is_pointwise(const geom *g)
+{
+    const ir_window2d *w = &g->w;
+    return w->kernel[0] == 1 && w->kernel[1] == 1 && w->stride[0] == 1 && w->stride[1] == 1 &&
+           w->padding[0] == 0 && w->padding[1] == 0 &&
+           (g->h == 1 || g->xs[2] == g->wd * g->xs[3]);
+}
+
+/* cols[(c*KH + kh)*KW + kw][pixel] for channels c0.. of image n, output
+ * rows r0..r1 (a row-major [kdim, (r1-r0)*OW] matrix). Elements are moved
+ * as unsigned integers of their size. */
+#define IM2COL(U)                                                                          \
+    CLONES static void im2col_##U(const conv_job *j, U *cols, int64_t n, int64_t c0,       \
+                                  int64_t r0, int64_t r1)                                  \
+    {                                                                                      \
+        const geom *g = &j->g;                                                             \
+        int64_t np = (r1 - r0) * g->ow, st = g->w.stride[1] * g->xs[3];                    \
+        for (int64_t c = 0; c < j->cg; c++) {                                              \
+            const U *xp = (const U *)j->x + n * g->xs[0] + (c0 + c) * g->xs[1];            \
+            for (int64_t kh = 0; kh < g->w.kernel[0]; kh++)                                \
+                for (int64_t kw = 0; kw < g->w.kernel[1]; kw++) {                          \
+                    U *d = cols + ((c * g->w.kernel[0] + kh) * g->w.kernel[1] + kw) * np;  \
+                    int64_t off = kw * g->w.dilation[1] - g->w.padding[1], lo, hi;         \
+                    valid_range(off, g->w.stride[1], g->wd, g->ow, &lo, &hi);              \
+                    for (int64_t oh = r0; oh < r1; oh++, d += g->ow) {                     \
+                        int64_t ih = tap_row(g, oh, kh);                                   \
+                        if (ih < 0) {                                                      \
+                            memset(d, 0, (size_t)g->ow * sizeof(U));                       \
+                            continue;                                                      \
+                        }                                                                  \
+                        const U *s = xp + ih * g->xs[2] + (lo * g->w.stride[1] + off) *    \
+                                                              g->xs[3];                    \
+                        for (int64_t q = 0; q < lo; q++)                                   \
+                            d[q] = 0;                                                      \
+                        U *dl = d + lo;                                                    \
+                        BY_STRIDE(st, for (int64_t q = 0; q < hi - lo; q++) dl[q] = s[q * s_]); \
+                        for (int64_t q = hi; q < g->ow; q++)                               \
+                            d[q] = 0;                                                      \
+                    }                                                                      \
+                }                                                                          \
+        }                                                                                  \
+    }
+IM2COL(uint8_t)
+IM2COL(uint32_t)
+IM2COL(uint64_t)
+#undef IM2COL
+
+static void im2col(const conv_job *j, void *cols, int64_t n, int64_t c0, int64_t r0, int64_t r1)
+{
+    if (j->es == 4)
+        im2col_uint32_t(j, cols, n, c0, r0, r1);
+    else if (j->es == 8)
+        im2col_uint64_t(j, cols, n, c0, r0, r1);
+    else
+        im2col_uint8_t(j, cols, n, c0, r0, r1);
+}
+
+/* Runs tiles t0..t1 (t = (n * groups + g) * tiles + tile) with one cols buffer. */
+static void conv_tiles(void *ctx, int64_t t0, int64_t t1)
+{
+    conv_job *j = ctx;
+    const geom *g = &j->g;
+    bool direct = is_pointwise(g);
+    size_t cbytes = direct ? 0 : (size_t)(j->kdim * j->rows * g->ow) * j->es;
+    char *cols = cbytes ? rt_alloc(cbytes) : NULL;
+    if (cbytes && !cols) {
+        atomic_store(&j->failed, 1);
+        return;
+    }
+    int64_t ohw = g->oh * g->ow;
+    for (int64_t t = t0; t < t1 && !atomic_load(&j->failed); t++) {
+        int64_t tile = t % j->tiles, grp = (t / j->tiles) % j->groups;
+        int64_t n = t / (j->tiles * j->groups);
+        int64_t r0 = tile * j->rows, r1 = r0 + j->rows < g->oh ? r0 + j->rows : g->oh;
+        int64_t np = (r1 - r0) * g->ow, o0 = grp * j->og;
+        char *y = j->y + ((n * j->o + o0) * ohw + r0 * g->ow) * (int64_t)j->es;
+        for (int64_t o = 0; o < j->og; o++)
+            fill_bias(j, y + o * ohw * (int64_t)j->es, o0 + o, np);
+        rt_mat b;
+        if (direct)
+            b = (rt_mat){j->x + (n * g->xs[0] + grp * j->cg * g->xs[1] + r0 * g->xs[2]) *
+                                    (int64_t)j->es,
+                         g->xs[1], g->xs[3]};
+        else {
+            im2col(j, cols, n, grp * j->cg, r0, r1);
+            b = (rt_mat){cols, np, 1};
+        }
+        rt_mat w = {j->wt + o0 * j->kdim * (int64_t)j->es, j->kdim, 1};
+        if (rt_gemm(j->dt, j->og, np, j->kdim, w, b, true, y, ohw))
+            atomic_store(&j->failed, 1);
+    }
+    if (cols)
+        rt_free(cols, cbytes);
+}
+
+/* ---- conv2d: shifted GEMMs (stride 1) ------------------------------------------------ */
+
+/* With stride 1, the column matrix of kernel tap (kh, kw) needs no im2col:
+ * on a zero-padded copy of the image [C, Hp, Wp], output pixel (oh, ow) of
+ * tap (kh, kw) reads element (oh + kh*dh) * Wp + ow + kw*dw, so over a grid of
+ * OH x Wp "pixels" (Wp - OW of them per row are junk and dropped) the tap's
+ * columns are the padded image shifted by a constant: a plain strided matrix
+ * [C/g, pixels] that BLAS reads in place. The output grid accumulates
+ * W_tap [O/g, C/g] @ shifted image over the KH*KW taps (bias preloaded), then
+ * its valid columns are copied out. */
+
+#define PAD_PLANES(U)                                                                      \
+    CLONES static void pad_planes_##U(void *ctx, int64_t p0, int64_t p1)                   \
+    {                                                                                      \
+        const conv_job *j = ctx;                                                           \
+        const geom *g = &j->g;                                                             \
+        int64_t ph = g->w.padding[0], pw = g->w.padding[1];                                \
+        for (int64_t p = p0; p < p1; p++) {                                                \
+            const U *xp = (const U *)j->x + (p / g->c) * g->xs[0] + (p % g->c) * g->xs[1]; \
+            U *d = (U *)j->xpad + p * j->hp * j->wp;                                       \
+            for (int64_t r = 0; r < j->hp; r++, d += j->wp) {                              \
+                if (r < ph || r >= ph + g->h) {                                            \
+                    memset(d, 0, (size_t)j->wp * sizeof(U));                               \
+                    continue;                                                              \
+                }                                                                          \
+                const U *s = xp + (r - ph) * g->xs[2];                                     \
+                U *dl = d + pw;                                                            \
+                for (int64_t q = 0; q < pw; q++)                                           \
+                    d[q] = 0;                                                              \
+                BY_STRIDE(g->xs[3], for (int64_t q = 0; q < g->wd; q++) dl[q] = s[q * s_]); \
+                for (int64_t q = pw + g->wd; q < j->wp; q++)                               \
+                    d[q] = 0;                                                              \
+            }                                                                              \
+        }                                                                                  \
+    }
+PAD_PLANES(uint8_t)
+PAD_PLANES(uint32_t)
+PAD_PLANES(uint64_t)
+#undef PAD_PLANES
+
+/* Runs shifted-GEMM tiles t0..t1 (numbered like conv_tiles) with one grid. */
+static void shifted_tiles(void *ctx, int64_t t0, int64_t t1)
+{
+    conv_job *j = ctx;
+    const geom *g = &j->g;
+    int64_t es = (int64_t)j->es, kh_n = g->w.kernel[0], kw_n = g->w.kernel[1];
+    size_t gbytes = (size_t)(j->og * j->rows * j->wp * es);
+    char *grid = rt_alloc(gbytes);
+    if (!grid) {
+        atomic_store(&j->failed, 1);
+        return;
+    }
+    for (int64_t t = t0; t < t1 && !atomic_load(&j->failed); t++) {
+        int64_t tile = t % j->tiles, grp = (t / j->tiles) % j->groups;
+        int64_t n = t / (j->tiles * j->groups);
+        int64_t r0 = tile * j->rows, r1 = r0 + j->rows < g->oh ? r0 + j->rows : g->oh;
+        int64_t np = (r1 - r0) * j->wp, o0 = grp * j->og;
+        for (int64_t o = 0; o < j->og; o++)
+            fill_bias(j, grid + o * np * es, o0 + o, np);
+        const char *img = j->xpad + (n * g->c + grp * j->cg) * j->hp * j->wp * es;
+        for (int64_t tap = 0; tap < kh_n * kw_n; tap++) {
+            int64_t shift = (r0 + tap / kw_n * g->w.dilation[0]) * j->wp +
+                            tap % kw_n * g->w.dilation[1];
+            rt_mat w = {j->wtap + (tap * j->o + o0) * j->cg * es, j->cg, 1};
+            rt_mat b = {img + shift * es, j->hp * j->wp, 1};
+            if (rt_gemm(j->dt, j->og, np, j->cg, w, b, true, grid, np))
+                atomic_store(&j->failed, 1);
+        }
+        for (int64_t o = 0; o < j->og; o++)
+            for (int64_t r = r0; r < r1; r++)
+                memcpy(j->y + (((n * j->o + o0 + o) * g->oh + r) * g->ow) * es,
+                       grid + (o * np + (r - r0) * j->wp) * es, (size_t)(g->ow * es));
+    }
+    rt_free(grid, gbytes);
+}
+
+/* ---- conv2d: dispatch ------------------------------------------------------------------ */
+
+/* Output rows per tile: a tile's buffer (row_bytes per output row) holds
+ * about RT_CONV_TILE_BYTES, and every thread gets at least one tile. */
+#define RT_CONV_TILE_BYTES ((int64_t)512 << 10)
+
+static int64_t tile_rows(const conv_job *j, int64_t row_bytes)
+{
+    const geom *g = &j->g;
+    int64_t r = row_bytes > 0 ? RT_CONV_TILE_BYTES / row_bytes : g->oh;
+    if (r < 1)
+        r = 1;
+    int64_t threads = rt_threads();
+    int64_t per_image = (threads + g->n * j->groups - 1) / (g->n * j->groups);
+    if (per_image > 1 && g->oh / per_image < r)
+        r = (g->oh + per_image - 1) / per_image;
+    return r < g->oh ? r : g->oh;
+}
+
+/* Runs tiles of `rows` output rows through fn on the pool, OpenBLAS
+ * single-threaded inside (the tiles are the parallelism). */
+static void run_tiles(conv_job *j, int64_t rows, rt_range_fn fn)
+{
+    j->rows = rows;
+    j->tiles = (j->g.oh + rows - 1) / rows;
+    rt_blas_serial_begin();
+    rt_parallel_for(j->g.n * j->groups * j->tiles, 1, fn, j);
+    rt_blas_serial_end();
+}
+
+/* Shifted GEMMs pay off once each tap's GEMM has a reasonable inner size. */
+#define RT_SHIFT_MIN_CG 16
+
+static bool use_shifted(const conv_job *j)
+{
+    const ir_window2d *w = &j->g.w;
+    return w->stride[0] == 1 && w->stride[1] == 1 && j->cg >= RT_SHIFT_MIN_CG &&
+           !is_pointwise(&j->g);
+}
+
+static int conv_shifted(conv_job *j, const tj_tensor *w)
+{
+    const geom *g = &j->g;
+    int64_t es = (int64_t)j->es, khw = w->shape[2] * w->shape[3];
+    j->hp = g->h + 2 * g->w.padding[0];
+    j->wp = g->wd + 2 * g->w.padding[1];
+    /* The last tap of the last plane reads (KW-1)*dw junk elements past it. */
+    int64_t slack = (w->shape[3] - 1) * g->w.dilation[1];
+    size_t pbytes = (size_t)((g->n * g->c * j->hp * j->wp + slack) * es);
+    size_t wbytes = (size_t)(khw * j->o * j->cg * es);
+    char *xpad = rt_alloc(pbytes), *wtap = rt_alloc(wbytes);
+    if (!xpad || !wtap) {
+        if (xpad)
+            rt_free(xpad, pbytes);
+        if (wtap)
+            rt_free(wtap, wbytes);
+        return -1;
+    }
+    rt_copy_strided(wtap, 4, (int64_t[]){w->shape[2], w->shape[3], j->o, j->cg}, rt_ptr(w), 4,
+                    (int64_t[]){w->shape[2], w->shape[3], j->o, j->cg},
+                    (int64_t[]){w->strides[2], w->strides[3], w->strides[0], w->strides[1]},
+                    j->es);
+    memset(xpad + (pbytes - (size_t)(slack * es)), 0, (size_t)(slack * es));
+    j->xpad = xpad;
+    j->wtap = wtap;
+    rt_range_fn pad = es == 4 ? pad_planes_uint32_t : es == 8 ? pad_planes_uint64_t
+                                                              : pad_planes_uint8_t;
+    rt_parallel_for(g->n * g->c, 32768 / (j->hp * j->wp) + 1, pad, j);
+    run_tiles(j, tile_rows(j, (j->og > j->cg ? j->og : j->cg) * j->wp * es), shifted_tiles);
+    rt_free(xpad, pbytes);
+    rt_free(wtap, wbytes);
+    return 0;
+}
+
+int rt_k_conv2d(RT_KERNEL_ARGS)
+{
+    tj_tensor *x = in[0], *w = in[1], *bias = nin > 2 ? in[2] : NULL;
+    conv_job j = {.dt = out->dtype, .es = tj_dtype_size(out->dtype), .x = rt_ptr(x),
+                  .y = rt_ptr(out)};
+    geom_of(op, a, x, out, &w->shape[2], &j.g);
+    if (j.g.n == 0)
+        return 0;
+    j.o = w->shape[0];
+    j.groups = j.g.w.groups;
+    j.cg = w->shape[1];
+    j.og = j.o / j.groups;
+    j.kdim = j.cg * w->shape[2] * w->shape[3];
+    if (bias) {
+        j.bias = rt_ptr(bias);
+        j.bstride = bias->strides[0];
+    }
+    atomic_init(&j.failed, 0);
+    bool direct = j.cg == 1;
+    /* Load OpenBLAS here: an error recorded on a pool thread would be lost. */
+    if (!direct && ir_dtype_is_float(j.dt) && !rt_blas_core())
+        return -1;
+    int r = 0;
+    if (!direct && use_shifted(&j)) {
+        r = conv_shifted(&j, w);
+    } else {
+        size_t wbytes = (size_t)(j.o * j.kdim) * j.es;
+        void *wpack = NULL;
+        if (rt_is_contiguous(w)) {
+            j.wt = rt_ptr(w);
+        } else if ((wpack = rt_alloc(wbytes))) {
+            rt_copy_strided(wpack, w->ndim, w->shape, rt_ptr(w), w->ndim, w->shape,
+                            w->strides, j.es);
+            j.wt = wpack;
+        } else {
+            return -1;
+        }
+        if (direct) {
+            rt_parallel_for(j.g.n * j.o, plane_grain(&j.g, j.kdim), direct_fn(j.dt), &j);
+        } else {
+            int64_t row = is_pointwise(&j.g) ? 0 : j.kdim * j.g.ow * (int64_t)j.es;
+            run_tiles(&j, tile_rows(&j, row), conv_tiles);
+        }
+        if (wpack)
+            rt_free(wpack, wbytes);
+    }
+    if (r == 0 && atomic_load(&j.failed))
+        rt_error("out of memory for the convolution's buffers");
+    return r || atomic_load(&j.failed) ? -1 : 0;
+}

@@ -1,15 +1,398 @@
-/* k_matmul.c - eager kernels: matmul, linear (to be written). */
+/* k_matmul.c - eager kernels of matmul and linear, and the GEMM they share
+ * with conv2d (rt_gemm, see contract.h).
+ *
+ * f32 and f64 go to OpenBLAS (runtime/blas.c). An operand whose last two
+ * dims are contiguous or transposed-contiguous is passed as it is (a
+ * transposed one by BLAS's trans flag); only operands whose strides BLAS
+ * cannot express are packed, once per call. Batches that share the right
+ * operand and whose rows are evenly strided fold into one GEMM
+ * ([B,M,K] @ [K,N] is one [B*M,K] @ [K,N]); other batches loop over GEMM
+ * calls. Integer dtypes use a blocked kernel here.
+ */
+#include <string.h>
+#include <stdlib.h>
+
+#include "blas.h"
+#include "contract.h"
 #include "kernels.h"
 
-int rt_k_matmul(RT_KERNEL_ARGS)
+/* ---- strided copy ------------------------------------------------------------- */
+
+static void copy_row(char *dst, const char *src, int64_t n, int64_t st, size_t es)
 {
-    rt_error("not implemented yet");
-    return -1;
+    if (st == 1) {
+        memcpy(dst, src, (size_t)n * es);
+        return;
+    }
+    for (int64_t j = 0; j < n; j++)
+        memcpy(dst + (size_t)j * es, src + j * st * (int64_t)es, es);
 }
 
+void rt_copy_strided(void *dst, int ndim, const int64_t *shape, const void *src, int sndim,
+                     const int64_t *sshape, const int64_t *sstrides, size_t esize)
+{
+    int64_t st[TJ_MAX_DIMS], idx[TJ_MAX_DIMS] = {0}, rows = 1;
+    for (int d = 0; d < ndim; d++) {
+        int sd = d - (ndim - sndim);
+        st[d] = sd >= 0 && sshape[sd] != 1 ? sstrides[sd] : 0;
+        if (shape[d] == 0)
+            return;
+    }
+    if (ndim == 0) {
+        memcpy(dst, src, esize);
+        return;
+    }
+    for (int d = 0; d < ndim - 1; d++)
+        rows *= shape[d];
+    int64_t n = shape[ndim - 1];
+    char *out = dst;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t off = 0;
+        for (int d = 0; d < ndim - 1; d++)
+            off += idx[d] * st[d];
+        copy_row(out + (size_t)(r * n) * esize, (const char *)src + off * (int64_t)esize, n,
+                 st[ndim - 1], esize);
+        for (int d = ndim - 2; d >= 0 && ++idx[d] == shape[d]; d--)
+            idx[d] = 0;
+    }
+}
+
+/* A contiguous copy of t's data (its own shape) in a fresh rt_alloc block. */
+static void *pack_tensor(const tj_tensor *t, int64_t strides[TJ_MAX_DIMS], size_t *nbytes)
+{
+    size_t es = tj_dtype_size(t->dtype);
+    int64_t n = 1;
+    for (int d = 0; d < t->ndim; d++)
+        n *= t->shape[d];
+    *nbytes = (size_t)n * es;
+    void *p = rt_alloc(*nbytes);
+    if (!p)
+        return NULL;
+    rt_copy_strided(p, t->ndim, t->shape, rt_ptr(t), t->ndim, t->shape, t->strides, es);
+    rt_contiguous_strides(t->ndim, t->shape, strides);
+    return p;
+}
+
+/* ---- GEMM --------------------------------------------------------------------- */
+
+static int64_t max1(int64_t v) { return v > 1 ? v : 1; }
+
+static void release(void *p, size_t nbytes)
+{
+    if (p)
+        rt_free(p, nbytes);
+}
+
+/* How BLAS can read a rows x cols matrix with strides (rs, cs): as is
+ * (trans false) or transposed-contiguous (trans true), with leading dim ld. */
+static bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool *trans,
+                        int64_t *ld)
+{
+    if ((cs == 1 || cols == 1) && (rows == 1 || rs >= max1(cols))) {
+        *trans = false;
+        *ld = rows == 1 ? max1(cols) : rs;
+        return true;
+    }
+    if ((rs == 1 || rows == 1) && (cols == 1 || cs >= max1(rows))) {
+        *trans = true;
+        *ld = cols == 1 ? max1(rows) : cs;
+        return true;
+    }
+    return false;
+}
+
+/* Whether rt_gemm reads this operand without packing it. */
+static bool gemm_direct(tj_dtype dt, bool left, int64_t rows, int64_t cols, int64_t rs,
+                        int64_t cs)
+{
+    bool t;
+    int64_t ld;
+    if (dt == TJ_F32 || dt == TJ_F64)
+        return blas_layout(rows, cols, rs, cs, &t, &ld);
+    return left || cs == 1 || cols == 1;   /* the integer kernel streams rows of B */
+}
+
+static void *pack_mat(tj_dtype dt, int64_t rows, int64_t cols, rt_mat *m)
+{
+    size_t es = tj_dtype_size(dt);
+    void *p = rt_alloc((size_t)(rows * cols) * es);
+    if (!p)
+        return NULL;
+    rt_copy_strided(p, 2, (int64_t[]){rows, cols}, m->p, 2, (int64_t[]){rows, cols},
+                    (int64_t[]){m->rs, m->cs}, es);
+    *m = (rt_mat){p, cols, 1};
+    return p;
+}
+
+static int gemm_blas(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b,
+                     bool acc, void *c, int64_t ldc)
+{
+    bool ta = false, tb = false;
+    int64_t lda = 1, ldb = 1;
+    if (k > 0) {
+        blas_layout(m, k, a.rs, a.cs, &ta, &lda);
+        blas_layout(k, n, b.rs, b.cs, &tb, &ldb);
+    }
+    if (dt == TJ_F32)
+        return rt_sgemm(ta, tb, m, n, k, 1.0f, a.p, lda, b.p, ldb, acc ? 1.0f : 0.0f, c, ldc);
+    return rt_dgemm(ta, tb, m, n, k, 1.0, a.p, lda, b.p, ldb, acc ? 1.0 : 0.0, c, ldc);
+}
+
+/* Integer GEMM: rows of C accumulate a[i,k] * (row k of B), in column blocks
+ * that stay in cache. Signed types compute in their unsigned twin, so
+ * overflow wraps (defined) like PyTorch's. */
+#define INT_AXPY(U)                                                                          \
+    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) static void \
+    axpy_##U(U *restrict c, const U *restrict b, U a, int64_t n)                             \
+    {                                                                                        \
+        for (int64_t j = 0; j < n; j++)                                                      \
+            c[j] = (U)(c[j] + a * b[j]);                                                     \
+    }
+INT_AXPY(uint8_t)
+INT_AXPY(uint32_t)
+INT_AXPY(uint64_t)
+#undef INT_AXPY
+
+typedef struct int_gemm {
+    int64_t n, k;
+    rt_mat a, b;
+    bool acc;
+    void *c;
+    int64_t ldc;
+} int_gemm;
+
+enum { INT_NB = 1024 };   /* column block */
+
+#define INT_ROWS(U)                                                                         \
+    static void rows_##U(void *ctx, int64_t i0, int64_t i1)                                 \
+    {                                                                                       \
+        const int_gemm *g = ctx;                                                            \
+        const U *a = g->a.p, *b = g->b.p;                                                   \
+        for (int64_t j0 = 0; j0 < g->n; j0 += INT_NB) {                                     \
+            int64_t nb = g->n - j0 < INT_NB ? g->n - j0 : INT_NB;                           \
+            for (int64_t i = i0; i < i1; i++) {                                             \
+                U *c = (U *)g->c + i * g->ldc + j0;                                         \
+                if (!g->acc)                                                                \
+                    memset(c, 0, (size_t)nb * sizeof(U));                                   \
+                for (int64_t kk = 0; kk < g->k; kk++)                                       \
+                    axpy_##U(c, b + kk * g->b.rs + j0, a[i * g->a.rs + kk * g->a.cs], nb);  \
+            }                                                                               \
+        }                                                                                   \
+    }
+INT_ROWS(uint8_t)
+INT_ROWS(uint32_t)
+INT_ROWS(uint64_t)
+#undef INT_ROWS
+
+static int gemm_int(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b,
+                    bool acc, void *c, int64_t ldc)
+{
+    void *pb = NULL;
+    if (n == 1)
+        b.cs = 1;   /* one column: its stride is never used */
+    if (b.cs != 1 && !(pb = pack_mat(dt, k, n, &b)))
+        return -1;
+    int_gemm g = {n, k, a, b, acc, c, ldc};
+    int64_t grain = 32768 / max1(n * max1(k)) + 1;
+    rt_range_fn fn = dt == TJ_U8 ? rows_uint8_t : dt == TJ_I32 ? rows_uint32_t : rows_uint64_t;
+    rt_parallel_for(m, grain, fn, &g);
+    release(pb, (size_t)(k * n) * tj_dtype_size(dt));
+    return 0;
+}
+
+int rt_gemm(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b, bool accumulate,
+            void *c, int64_t ldc)
+{
+    if (m == 0 || n == 0)
+        return 0;
+    if (dt != TJ_F32 && dt != TJ_F64)
+        return gemm_int(dt, m, n, k, a, b, accumulate, c, ldc);
+    void *pa = NULL, *pb = NULL;
+    int r = -1;
+    if (k > 0 && !gemm_direct(dt, true, m, k, a.rs, a.cs) && !(pa = pack_mat(dt, m, k, &a)))
+        goto done;
+    if (k > 0 && !gemm_direct(dt, false, k, n, b.rs, b.cs) && !(pb = pack_mat(dt, k, n, &b)))
+        goto done;
+    r = gemm_blas(dt, m, n, k, a, b, accumulate, c, ldc);
+done:
+    release(pa, (size_t)(m * k) * tj_dtype_size(dt));
+    release(pb, (size_t)(k * n) * tj_dtype_size(dt));
+    return r;
+}
+
+/* ---- matmul ------------------------------------------------------------------- */
+
+/* One operand of a (batched) matmul: its matrix dims and per-batch strides,
+ * aligned to the output's batch dims (0 where it broadcasts). */
+typedef struct mm_side {
+    const char *p;
+    int64_t rows, cols, rs, cs;
+    int64_t bs[TJ_MAX_DIMS];
+    void *packed;
+    size_t nbytes;
+} mm_side;
+
+/* x is the left operand (1-D: one row) or the right one (1-D: one column). */
+static int side_init(mm_side *s, const tj_tensor *t, bool left, int nb, const int64_t *bshape)
+{
+    int64_t st[TJ_MAX_DIMS];
+    memcpy(st, t->strides, sizeof st);
+    s->packed = NULL;
+    s->p = rt_ptr(t);
+    int nd = t->ndim;
+    for (int pass = 0; pass < 2; pass++) {
+        if (nd == 1) {
+            s->rows = left ? 1 : t->shape[0];
+            s->cols = left ? t->shape[0] : 1;
+            s->rs = left ? 0 : st[0];
+            s->cs = left ? st[0] : 0;
+        } else {
+            s->rows = t->shape[nd - 2];
+            s->cols = t->shape[nd - 1];
+            s->rs = st[nd - 2];
+            s->cs = st[nd - 1];
+        }
+        if (pass == 1 || gemm_direct(t->dtype, left, s->rows, s->cols, s->rs, s->cs))
+            break;
+        if (!(s->packed = pack_tensor(t, st, &s->nbytes)))
+            return -1;
+        s->p = s->packed;
+    }
+    int tb = nd > 2 ? nd - 2 : 0;
+    for (int d = 0; d < nb; d++) {
+        int td = d - (nb - tb);
+        s->bs[d] = td >= 0 && t->shape[td] != 1 ? st[td] : 0;
+    }
+    return 0;
+}
+
+/* When the right operand is shared by all batches and the left one's batch
+ * dims and rows step evenly, the whole product is one GEMM with more rows:
+ * returns the row stride then, or INT64_MIN. */
+static int64_t fold_rows(const mm_side *x, const mm_side *y, int nb, const int64_t *bshape)
+{
+    int64_t size[TJ_MAX_DIMS + 1], str[TJ_MAX_DIMS + 1];
+    int n = 0;
+    for (int d = 0; d < nb; d++) {
+        if (y->bs[d] != 0 && bshape[d] != 1)
+            return INT64_MIN;
+        if (bshape[d] != 1) {
+            size[n] = bshape[d];
+            str[n++] = x->bs[d];
+        }
+    }
+    if (x->rows != 1) {
+        size[n] = x->rows;
+        str[n++] = x->rs;
+    }
+    for (int i = 0; i + 1 < n; i++)
+        if (str[i] != size[i + 1] * str[i + 1])
+            return INT64_MIN;
+    return n ? str[n - 1] : x->cols;
+}
+
+typedef struct mm_job {
+    const mm_side *x, *y;
+    int nb;
+    const int64_t *bshape;
+    bool acc;
+    tj_dtype dt;
+    char *out;
+    atomic_int failed;
+} mm_job;
+
+/* GEMMs of batches b0..b1. */
+static void mm_range(void *ctx, int64_t b0, int64_t b1)
+{
+    mm_job *j = ctx;
+    const mm_side *x = j->x, *y = j->y;
+    int64_t es = (int64_t)tj_dtype_size(j->dt), m = x->rows, n = y->cols, k = x->cols;
+    for (int64_t bi = b0; bi < b1; bi++) {
+        int64_t ox = 0, oy = 0, rest = bi;
+        for (int d = j->nb - 1; d >= 0; d--) {
+            int64_t i = rest % j->bshape[d];
+            rest /= j->bshape[d];
+            ox += i * x->bs[d];
+            oy += i * y->bs[d];
+        }
+        if (rt_gemm(j->dt, m, n, k, (rt_mat){x->p + ox * es, x->rs, x->cs},
+                    (rt_mat){y->p + oy * es, y->rs, y->cs}, j->acc, j->out + bi * m * n * es, n))
+            atomic_store(&j->failed, 1);
+    }
+}
+
+/* Batches whose GEMMs are smaller than this (m*n*k) run in parallel on the
+ * pool, each GEMM single-threaded; larger ones run one after the other with
+ * OpenBLAS's own threads. */
+#define RT_MM_SMALL ((int64_t)1 << 24)
+
+static int matmul_batches(tj_tensor *out, mm_side *x, mm_side *y, int nb,
+                          const int64_t *bshape, bool acc)
+{
+    tj_dtype dt = out->dtype;
+    int64_t m = x->rows, n = y->cols, k = x->cols, nbatch = 1;
+    for (int d = 0; d < nb; d++)
+        nbatch *= bshape[d];
+    int64_t frs = fold_rows(x, y, nb, bshape);
+    if (frs != INT64_MIN)
+        return rt_gemm(dt, nbatch * m, n, k, (rt_mat){x->p, frs, x->cs},
+                       (rt_mat){y->p, y->rs, y->cs}, acc, rt_ptr(out), n);
+    mm_job j = {.x = x, .y = y, .nb = nb, .bshape = bshape, .acc = acc, .dt = dt,
+                .out = rt_ptr(out)};
+    atomic_init(&j.failed, 0);
+    bool blas = dt == TJ_F32 || dt == TJ_F64;
+    if (nbatch > 1 && rt_threads() > 1 && m * n * k < RT_MM_SMALL && !getenv("TJ_MM_SERIAL")) {
+        /* Load OpenBLAS here: an error recorded on a pool thread would be lost. */
+        if (blas && !rt_blas_core())
+            return -1;
+        if (blas)
+            rt_blas_serial_begin();
+        rt_parallel_for(nbatch, 1, mm_range, &j);
+        if (blas)
+            rt_blas_serial_end();
+    } else {
+        mm_range(&j, 0, nbatch);
+    }
+    return atomic_load(&j.failed) ? -1 : 0;
+}
+
+/* out = a @ b (+ out when acc), torch.matmul's rules (out has the inferred shape). */
+static int contract(tj_tensor *out, const tj_tensor *a, const tj_tensor *b, bool acc)
+{
+    int nb = out->ndim - (a->ndim >= 2) - (b->ndim >= 2);
+    mm_side x, y;
+    x.packed = y.packed = NULL;
+    int r = -1;
+    if (side_init(&x, a, true, nb, out->shape) || side_init(&y, b, false, nb, out->shape))
+        goto done;
+    r = matmul_batches(out, &x, &y, nb, out->shape, acc);
+done:
+    release(x.packed, x.nbytes);
+    release(y.packed, y.nbytes);
+    return r;
+}
+
+int rt_k_matmul(RT_KERNEL_ARGS) { return contract(out, in[0], in[1], false); }
+
+/* ---- linear ------------------------------------------------------------------- */
+
+/* x @ w^T + b: w^T is a transposed view (BLAS reads it by its trans flag);
+ * x's leading dims fold into the rows of one GEMM. The bias is broadcast
+ * into the output first and the GEMM accumulates onto it (beta 1), so the
+ * bias costs no extra pass. */
 int rt_k_linear(RT_KERNEL_ARGS)
 {
-    rt_error("not implemented yet");
-    return -1;
+    tj_tensor *x = in[0], *w = in[1], *bias = nin > 2 ? in[2] : NULL;
+    tj_tensor *wt = w->ndim == 2 ? rt_tensor_view(w, 2, (int64_t[]){w->shape[1], w->shape[0]},
+                                                  (int64_t[]){w->strides[1], w->strides[0]},
+                                                  w->offset)
+                                 : tj_retain(w);
+    if (!wt)
+        return -1;
+    if (bias)
+        rt_copy_strided(rt_ptr(out), out->ndim, out->shape, rt_ptr(bias), bias->ndim,
+                        bias->shape, bias->strides, tj_dtype_size(out->dtype));
+    int r = contract(out, x, wt, bias != NULL);
+    tj_release(wt);
+    return r;
 }
-

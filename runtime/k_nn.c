@@ -1,27 +1,583 @@
-/* k_nn.c - eager kernels: embedding, dropout, sdpa, cross_entropy (to be written). */
+/* k_nn.c - eager kernels of the neural-network composites:
+ *
+ *   embedding      out[..., :] = weight[indices[...], :]      (row gather)
+ *   dropout        out[i] = u(seed, offset+i) >= p ? x[i] / (1-p) : 0
+ *                  (u: Philox uniform of x's dtype; dropped elements are exactly 0)
+ *   sdpa           softmax(q k^T * scale + mask) v, blocked over query rows
+ *   cross_entropy  mean over rows of logsumexp(x[n,:]) - x[n, target[n]]
+ *
+ * sdpa, for each (batch, block of SDPA_BQ query rows): S = scale * q k^T with
+ * BLAS into a per-thread scratch, the mask (or the causal triangle) applied,
+ * a row softmax, then O = P v with BLAS. A causal block only multiplies the
+ * keys it can see (0 .. its last row), which halves the work. Blocks run in
+ * parallel on the pool with OpenBLAS held to one thread meanwhile: concurrent
+ * multi-threaded OpenBLAS calls from two pool threads oversubscribe the cores
+ * and measured 10x slower, one big batched loop on the caller letting OpenBLAS
+ * thread each small GEMM measured 2x slower (P5 shape, 2 cores).
+ */
+#include <math.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "blas.h"
+#include "iter.h"
+#include "k_rows.h"
 #include "kernels.h"
+#include "random.h"
+#include "vmath.h"
+
+/* ---- strided access --------------------------------------------------------------- */
+
+static int64_t numel_of(const tj_tensor *t)
+{
+    int64_t n = 1;
+    for (int d = 0; d < t->ndim; d++)
+        n *= t->shape[d];
+    return n;
+}
+
+/* Walks a tensor's elements in row-major order; off is in elements from the
+ * start of the storage. */
+typedef struct walk {
+    const tj_tensor *t;
+    int64_t idx[TJ_MAX_DIMS];
+    int64_t off;
+} walk;
+
+static void walk_init(walk *w, const tj_tensor *t, int64_t flat)
+{
+    w->t = t;
+    w->off = t->offset;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        int64_t s = t->shape[d] > 0 ? t->shape[d] : 1;
+        w->idx[d] = flat % s;
+        flat /= s;
+        w->off += w->idx[d] * t->strides[d];
+    }
+}
+
+static inline void walk_next(walk *w)
+{
+    const tj_tensor *t = w->t;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        w->off += t->strides[d];
+        if (++w->idx[d] < t->shape[d])
+            return;
+        w->off -= t->strides[d] * t->shape[d];
+        w->idx[d] = 0;
+    }
+}
+
+/* Element at storage offset off of an i32 or i64 tensor. */
+static inline int64_t index_at(const tj_tensor *t, int64_t off)
+{
+    const void *p = t->storage->data;
+    return t->dtype == TJ_I64 ? ((const int64_t *)p)[off] : ((const int32_t *)p)[off];
+}
+
+/* Copies n elements of a float tensor, starting at row-major position w,
+ * densely into dst. */
+static void gather_elems(walk *w, void *dst, int64_t n)
+{
+    const void *src = w->t->storage->data;
+    for (int64_t i = 0; i < n; i++, walk_next(w)) {
+        if (w->t->dtype == TJ_F32)
+            ((float *)dst)[i] = ((const float *)src)[w->off];
+        else
+            ((double *)dst)[i] = ((const double *)src)[w->off];
+    }
+}
+
+/* A new contiguous copy of a float tensor t (refs 1, in no scope). */
+static tj_tensor *dense_copy(const tj_tensor *t)
+{
+    tj_tensor *c = rt_tensor_new(t->dtype, t->ndim, t->shape);
+    if (!c)
+        return NULL;
+    walk w;
+    walk_init(&w, t, 0);
+    gather_elems(&w, c->storage->data, numel_of(t));
+    return c;
+}
+
+/* Reads every index of t (i32/i64) into rows, checking 0 <= index < limit. */
+static int load_indices(const tj_tensor *t, int64_t *rows, int64_t n, int64_t limit,
+                        const char *what, const char *limit_name)
+{
+    walk w;
+    walk_init(&w, t, 0);
+    for (int64_t i = 0; i < n; i++, walk_next(&w)) {
+        int64_t r = index_at(t, w.off);
+        if (r < 0 || r >= limit) {
+            rt_error("%s %lld is out of range for %s = %lld", what, (long long)r, limit_name,
+                     (long long)limit);
+            return -1;
+        }
+        rows[i] = r;
+    }
+    return 0;
+}
+
+/* ---- embedding ------------------------------------------------------------------------ */
+
+typedef struct emb_ctx {
+    const tj_tensor *w;
+    const int64_t *rows;
+    char *out;
+    int64_t d;
+    size_t es;
+} emb_ctx;
+
+static void emb_range(void *p, int64_t b, int64_t e)
+{
+    const emb_ctx *c = p;
+    const tj_tensor *w = c->w;
+    const char *base = w->storage->data;
+    int64_t s0 = w->strides[0], s1 = w->strides[1], d = c->d;
+    for (int64_t i = b; i < e; i++) {
+        char *dst = c->out + (size_t)(i * d) * c->es;
+        int64_t off = w->offset + c->rows[i] * s0;
+        if (s1 == 1 || d <= 1) {
+            memcpy(dst, base + (size_t)off * c->es, (size_t)d * c->es);
+            continue;
+        }
+        for (int64_t j = 0; j < d; j++, off += s1) {
+            if (w->dtype == TJ_F32)
+                ((float *)dst)[j] = ((const float *)base)[off];
+            else
+                ((double *)dst)[j] = ((const double *)base)[off];
+        }
+    }
+}
 
 int rt_k_embedding(RT_KERNEL_ARGS)
 {
-    rt_error("not implemented yet");
-    return -1;
+    (void)op, (void)nin, (void)a;
+    const tj_tensor *w = in[0], *idx = in[1];
+    int64_t n = numel_of(idx), d = w->shape[1];
+    size_t nbytes = (size_t)(n > 0 ? n : 1) * sizeof(int64_t);
+    int64_t *rows = rt_alloc(nbytes);
+    if (!rows)
+        return -1;
+    if (load_indices(idx, rows, n, w->shape[0], "index", "V") != 0) {
+        rt_free(rows, nbytes);
+        return -1;
+    }
+    emb_ctx c = {w, rows, rt_ptr(out), d, tj_dtype_size(w->dtype)};
+    rt_parallel_for(n, RT_GRAIN / (d > 0 ? d : 1) + 1, emb_range, &c);
+    rt_free(rows, nbytes);
+    return 0;
+}
+
+/* ---- dropout -------------------------------------------------------------------------- */
+
+#define DROP_BLOCK 512
+
+typedef struct drop_ctx {
+    const tj_tensor *x;
+    void *out;
+    double p;
+    uint64_t seed, offset;
+    bool dense;
+} drop_ctx;
+
+RT_CLONES static void drop_f32(float *restrict o, const float *restrict x,
+                               const float *restrict u, int64_t n, float p, float scale)
+{
+    for (int64_t j = 0; j < n; j++)
+        o[j] = u[j] >= p ? x[j] * scale : 0.0f;
+}
+
+RT_CLONES static void drop_f64(double *restrict o, const double *restrict x,
+                               const double *restrict u, int64_t n, double p, double scale)
+{
+    for (int64_t j = 0; j < n; j++)
+        o[j] = u[j] >= p ? x[j] * scale : 0.0;
+}
+
+static void drop_range(void *ctx, int64_t b, int64_t e)
+{
+    const drop_ctx *c = ctx;
+    bool f32 = c->x->dtype == TJ_F32;
+    size_t es = f32 ? 4 : 8;
+    double scale = c->p < 1 ? 1.0 / (1.0 - c->p) : 0.0;
+    union {
+        float f[DROP_BLOCK];
+        double d[DROP_BLOCK];
+    } u, xs;
+    walk w;
+    walk_init(&w, c->x, c->dense ? 0 : b);
+    for (int64_t i = b; i < e; i += DROP_BLOCK) {
+        int64_t m = e - i < DROP_BLOCK ? e - i : DROP_BLOCK;
+        const void *xp = (const char *)rt_ptr(c->x) + (size_t)i * es;
+        if (!c->dense) {
+            gather_elems(&w, &xs, m);
+            xp = &xs;
+        }
+        void *op = (char *)c->out + (size_t)i * es;
+        if (f32) {
+            rt_philox_uniform_f32(c->seed, c->offset + (uint64_t)i, u.f, m);
+            drop_f32(op, xp, u.f, m, (float)c->p, (float)scale);
+        } else {
+            rt_philox_uniform_f64(c->seed, c->offset + (uint64_t)i, u.d, m);
+            drop_f64(op, xp, u.d, m, c->p, scale);
+        }
+    }
 }
 
 int rt_k_dropout(RT_KERNEL_ARGS)
 {
-    rt_error("not implemented yet");
-    return -1;
+    (void)op, (void)nin;
+    drop_ctx c = {in[0], rt_ptr(out), a->a[0].f, (uint64_t)a->a[1].i[0], (uint64_t)a->a[2].i[0],
+                  rt_is_contiguous(in[0])};
+    rt_parallel_for(numel_of(in[0]), RT_GRAIN, drop_range, &c);
+    return 0;
 }
 
-int rt_k_sdpa(RT_KERNEL_ARGS)
+/* ---- cross_entropy ---------------------------------------------------------------------- */
+
+typedef struct ce_ctx {
+    const tj_tensor *x;      /* [N, C] with unit column stride */
+    const int64_t *target;
+    double *loss;            /* per row */
+} ce_ctx;
+
+/* logsumexp of a row: max + log(sum(exp(x - max))), sums in double blocks. */
+RT_CLONES static double lse_f32(const float *restrict x, int64_t n)
 {
-    rt_error("not implemented yet");
-    return -1;
+    float mx = rt_row_max_f32(x, n);
+    return (double)mx + log(rt_row_expsum_f32(x, n, mx));
+}
+
+RT_CLONES static double lse_f64(const double *restrict x, int64_t n)
+{
+    double mx = rt_row_max_f64(x, n);
+    return mx + log(rt_row_expsum_f64(x, n, mx));
+}
+
+static void ce_range(void *p, int64_t b, int64_t e)
+{
+    const ce_ctx *c = p;
+    const tj_tensor *x = c->x;
+    int64_t ncls = x->shape[1];
+    for (int64_t i = b; i < e; i++) {
+        int64_t off = i * x->strides[0], t = c->target[i];
+        if (x->dtype == TJ_F32) {
+            const float *row = (const float *)rt_ptr(x) + off;
+            c->loss[i] = lse_f32(row, ncls) - row[t];
+        } else {
+            const double *row = (const double *)rt_ptr(x) + off;
+            c->loss[i] = lse_f64(row, ncls) - row[t];
+        }
+    }
 }
 
 int rt_k_cross_entropy(RT_KERNEL_ARGS)
 {
-    rt_error("not implemented yet");
-    return -1;
+    (void)op, (void)nin, (void)a;
+    tj_tensor *x = in[0], *copy = NULL;
+    int64_t n = x->shape[0], ncls = x->shape[1];
+    size_t nbytes = (size_t)(n > 0 ? n : 1) * 2 * sizeof(double);
+    double *buf = rt_alloc(nbytes);
+    if (!buf)
+        return -1;
+    int64_t *target = (int64_t *)(buf + (n > 0 ? n : 1));
+    int rc = load_indices(in[1], target, n, ncls, "target", "the class count C");
+    if (rc == 0 && ncls > 1 && x->strides[1] != 1) {
+        copy = dense_copy(x);
+        rc = copy ? 0 : -1;
+        x = copy ? copy : x;
+    }
+    if (rc == 0) {
+        ce_ctx c = {x, target, buf};
+        rt_parallel_for(n, RT_GRAIN / (ncls > 0 ? ncls : 1) + 1, ce_range, &c);
+        double s = 0;
+        for (int64_t i = 0; i < n; i++)
+            s += buf[i];
+        double mean = n > 0 ? s / (double)n : NAN;
+        if (out->dtype == TJ_F32)
+            *(float *)rt_ptr(out) = (float)mean;
+        else
+            *(double *)rt_ptr(out) = mean;
+    }
+    tj_release(copy);
+    rt_free(buf, nbytes);
+    return rc;
 }
 
+/* ---- vector reductions for sdpa's short rows (k_rows.h's 64-lane sums are
+ * tuned for long rows and measured 1.5x slower on rows of 256) ---------------- */
+
+typedef float rt_v16f __attribute__((vector_size(64)));
+typedef int32_t rt_v16i __attribute__((vector_size(64)));
+
+/* Max of x[0..n); NaN elements are skipped (the exp of the row makes them NaN again). */
+static inline float vmax_f32(const float *restrict x, int64_t n)
+{
+    rt_v16f m = (rt_v16f){0} - INFINITY;
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        rt_v16f a;
+        memcpy(&a, x + j, sizeof a);
+        rt_v16i gt = a > m;
+        m = (rt_v16f)((gt & (rt_v16i)a) | (~gt & (rt_v16i)m));
+    }
+    float r = -INFINITY;
+    for (int l = 0; l < 16; l++)
+        r = m[l] > r ? m[l] : r;
+    for (; j < n; j++)
+        r = x[j] > r ? x[j] : r;
+    return r;
+}
+
+static inline float vsum_f32(const float *restrict x, int64_t n)
+{
+    rt_v16f s = {0};
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        rt_v16f a;
+        memcpy(&a, x + j, sizeof a);
+        s += a;
+    }
+    float r = 0;
+    for (int l = 0; l < 16; l++)
+        r += s[l];
+    for (; j < n; j++)
+        r += x[j];
+    return r;
+}
+
+/* ---- sdpa ------------------------------------------------------------------------------- */
+
+#define SDPA_BQ 64   /* query rows per block (measured best of 32..256 on P5) */
+
+/* q, k, v or mask seen through the output's batch dims [..., rows, cols]:
+ * broadcast dims have stride 0; strides in elements. */
+typedef struct sdpa_mat {
+    const char *base;
+    int64_t bstride[TJ_MAX_DIMS];
+    int64_t rs, cs;
+} sdpa_mat;
+
+typedef struct sdpa_ctx {
+    tj_dtype dt;
+    size_t es;
+    int nb;                      /* batch dims of the output */
+    const int64_t *bshape;
+    int64_t l, s, e, ev, nblk;
+    double scale;
+    bool causal, has_mask, mask_bool;
+    sdpa_mat q, k, v, m;
+    char *out;
+    atomic_bool failed;
+} sdpa_ctx;
+
+/* Aligns t's dims to the right of [batch (nb dims), rows, cols]. */
+static void mat_of(sdpa_mat *m, const tj_tensor *t, int nb)
+{
+    int lead = nb + 2 - t->ndim;
+    int64_t st[TJ_MAX_DIMS + 2];
+    for (int d = 0; d < nb + 2; d++) {
+        int td = d - lead;
+        st[d] = td >= 0 && t->shape[td] != 1 ? t->strides[td] : 0;
+    }
+    m->base = rt_ptr(t);
+    memcpy(m->bstride, st, (size_t)nb * sizeof *st);
+    m->rs = st[nb];
+    m->cs = st[nb + 1];
+}
+
+/* Whether BLAS can read m as a [rows, cols] matrix in place (unit column
+ * stride, rows apart by at least cols); sets a valid leading dim when so. */
+static bool mat_blas_ok(sdpa_mat *m, int64_t rows, int64_t cols)
+{
+    int64_t ld = cols > 1 ? cols : 1;
+    if (cols > 1 && m->cs != 1)
+        return false;
+    if (rows <= 1)
+        m->rs = ld;
+    return m->rs >= ld;
+}
+
+static int64_t mat_offset(const sdpa_mat *m, const sdpa_ctx *c, int64_t bi)
+{
+    int64_t off = 0;
+    for (int d = c->nb - 1; d >= 0; d--) {
+        off += (bi % c->bshape[d]) * m->bstride[d];
+        bi /= c->bshape[d];
+    }
+    return off;
+}
+
+static int gemm(const sdpa_ctx *c, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
+                const void *a, int64_t lda, const void *b, int64_t ldb, void *out, int64_t ldc)
+{
+    if (c->dt == TJ_F32)
+        return rt_sgemm(false, trans_b, m, n, k, (float)alpha, a, lda, b, ldb, 0.0f, out, ldc);
+    return rt_dgemm(false, trans_b, m, n, k, alpha, a, lda, b, ldb, 0.0, out, ldc);
+}
+
+/* Masks one score row: bool false -> -inf, float mask added. */
+#define SDPA_MASK_ROW(T)                                                                   \
+    static void mask_row_##T(T *restrict s, const void *mp, int64_t ms, int64_t n, bool b)  \
+    {                                                                                      \
+        if (b) {                                                                           \
+            const uint8_t *m = mp;                                                         \
+            for (int64_t j = 0; j < n; j++)                                                \
+                s[j] = m[j * ms] ? s[j] : (T)-INFINITY;                                    \
+        } else {                                                                           \
+            const T *m = mp;                                                               \
+            for (int64_t j = 0; j < n; j++)                                                \
+                s[j] += m[j * ms];                                                         \
+        }                                                                                  \
+    }
+SDPA_MASK_ROW(float)
+SDPA_MASK_ROW(double)
+#undef SDPA_MASK_ROW
+
+/* Softmax over s[0..valid); s[valid..n) (keys a causal row cannot see) -> 0.
+ * A row with every score -inf gives NaN, like the formula. */
+RT_CLONES static void softmax_row_f32(float *restrict s, int64_t valid, int64_t n)
+{
+    float mx = vmax_f32(s, valid);
+    for (int64_t j = 0; j < valid; j++)
+        s[j] = vm_exp_f32(s[j] - mx);
+    float k = 1.0f / vsum_f32(s, valid);
+    for (int64_t j = 0; j < valid; j++)
+        s[j] *= k;
+    for (int64_t j = valid; j < n; j++)
+        s[j] = 0;
+}
+
+static void softmax_row_f64(double *s, int64_t valid, int64_t n)
+{
+    double mx = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < valid; j++)
+        mx = s[j] > mx ? s[j] : mx;
+    for (int64_t j = 0; j < valid; j++) {
+        s[j] = exp(s[j] - mx);
+        sum += s[j];
+    }
+    for (int64_t j = 0; j < valid; j++)
+        s[j] /= sum;
+    memset(s + valid, 0, (size_t)(n - valid) * sizeof *s);
+}
+
+/* Mask and softmax of the m x kend scores of query rows i0.. */
+static void sdpa_softmax(const sdpa_ctx *c, void *scores, int64_t m, int64_t kend, int64_t i0,
+                         int64_t mask_off)
+{
+    size_t mes = c->mask_bool ? 1 : c->es;
+    for (int64_t r = 0; r < m; r++) {
+        int64_t i = i0 + r, valid = c->causal ? (i + 1 < kend ? i + 1 : kend) : kend;
+        const void *mrow = c->m.base + (size_t)(mask_off + i * c->m.rs) * mes;
+        if (c->dt == TJ_F32) {
+            float *row = (float *)scores + r * kend;
+            if (c->has_mask)
+                mask_row_float(row, mrow, c->m.cs, kend, c->mask_bool);
+            softmax_row_f32(row, valid, kend);
+        } else {
+            double *row = (double *)scores + r * kend;
+            if (c->has_mask)
+                mask_row_double(row, mrow, c->m.cs, kend, c->mask_bool);
+            softmax_row_f64(row, valid, kend);
+        }
+    }
+}
+
+/* Task t: batch t / nblk, query block chosen so that consecutive tasks pair
+ * a cheap causal block with an expensive one (even split across threads). */
+static int sdpa_task(const sdpa_ctx *c, int64_t t, void *scores)
+{
+    int64_t bi = t / c->nblk, j = t % c->nblk;
+    int64_t blk = j % 2 == 0 ? j / 2 : c->nblk - 1 - j / 2;
+    int64_t i0 = blk * SDPA_BQ, m = c->l - i0 < SDPA_BQ ? c->l - i0 : SDPA_BQ;
+    int64_t kend = c->causal ? (i0 + m < c->s ? i0 + m : c->s) : c->s;
+    size_t es = c->es;
+    const char *q = c->q.base + (size_t)(mat_offset(&c->q, c, bi) + i0 * c->q.rs) * es;
+    const char *k = c->k.base + (size_t)mat_offset(&c->k, c, bi) * es;
+    const char *v = c->v.base + (size_t)mat_offset(&c->v, c, bi) * es;
+    char *o = c->out + (size_t)((bi * c->l + i0) * c->ev) * es;
+    if (gemm(c, true, m, kend, c->e, c->scale, q, c->q.rs, k, c->k.rs, scores, kend) != 0)
+        return -1;
+    sdpa_softmax(c, scores, m, kend, i0, c->has_mask ? mat_offset(&c->m, c, bi) : 0);
+    return gemm(c, false, m, c->ev, kend, 1.0, scores, kend, v, c->v.rs, o, c->ev);
+}
+
+static void sdpa_range(void *p, int64_t b, int64_t e)
+{
+    sdpa_ctx *c = p;
+    size_t nbytes = (size_t)(SDPA_BQ * (c->s > 0 ? c->s : 1)) * c->es;
+    void *scores = rt_alloc(nbytes);
+    int rc = scores ? 0 : -1;
+    for (int64_t t = b; t < e && rc == 0; t++)
+        rc = sdpa_task(c, t, scores);
+    if (rc != 0)
+        atomic_store(&c->failed, true);
+    rt_free(scores, nbytes);
+}
+
+/* Reads t in place when BLAS can, else through a dense copy kept in *copy. */
+static int sdpa_input(sdpa_mat *m, const tj_tensor *t, int nb, tj_tensor **copy)
+{
+    int64_t rows = t->shape[t->ndim - 2], cols = t->shape[t->ndim - 1];
+    mat_of(m, t, nb);
+    if (mat_blas_ok(m, rows, cols))
+        return 0;
+    *copy = dense_copy(t);
+    if (!*copy)
+        return -1;
+    mat_of(m, *copy, nb);
+    mat_blas_ok(m, rows, cols);
+    return 0;
+}
+
+/* Runs every task: on the pool with OpenBLAS single-threaded, or on the
+ * caller (letting OpenBLAS thread) when there is too little to split. */
+static void sdpa_run(sdpa_ctx *c, int64_t ntask)
+{
+    int64_t work = SDPA_BQ * (c->s + 1) * (c->e + c->ev + 1);
+    int64_t grain = 1 + (1 << 18) / work;
+    bool par = rt_threads() > 1 && ntask >= 2 * grain;
+    if (par)
+        rt_blas_set_threads(1);
+    rt_parallel_for(ntask, grain, sdpa_range, c);
+    if (par)
+        rt_blas_set_threads(rt_threads());
+}
+
+int rt_k_sdpa(RT_KERNEL_ARGS)
+{
+    (void)op;
+    tj_tensor *q = in[0], *k = in[1], *v = in[2], *mask = nin > 3 ? in[3] : NULL;
+    tj_tensor *copies[3] = {NULL, NULL, NULL};
+    sdpa_ctx c = {.dt = q->dtype, .es = tj_dtype_size(q->dtype), .nb = out->ndim - 2,
+                  .bshape = out->shape, .l = q->shape[q->ndim - 2], .s = k->shape[k->ndim - 2],
+                  .e = q->shape[q->ndim - 1], .ev = v->shape[v->ndim - 1],
+                  .causal = a->a[0].i[0] != 0, .has_mask = mask != NULL,
+                  .mask_bool = mask && mask->dtype == TJ_BOOL, .out = rt_ptr(out)};
+    c.nblk = (c.l + SDPA_BQ - 1) / SDPA_BQ;
+    c.scale = a->a[1].f > 0 ? a->a[1].f : 1.0 / sqrt((double)c.e);
+    atomic_init(&c.failed, false);
+    int64_t nbatch = 1;
+    for (int d = 0; d < c.nb; d++)
+        nbatch *= c.bshape[d];
+    if (numel_of(out) == 0)
+        return 0;
+    int rc = rt_blas_core() ? 0 : -1;
+    if (rc == 0)
+        rc = sdpa_input(&c.q, q, c.nb, &copies[0]) | sdpa_input(&c.k, k, c.nb, &copies[1]) |
+             sdpa_input(&c.v, v, c.nb, &copies[2]);
+    if (mask)
+        mat_of(&c.m, mask, c.nb);
+    if (rc == 0) {
+        sdpa_run(&c, nbatch * c.nblk);
+        if (atomic_load(&c.failed)) {
+            rt_error("out of memory or BLAS failure in a worker thread");
+            rc = -1;
+        }
+    }
+    for (int i = 0; i < 3; i++)
+        tj_release(copies[i]);
+    return rc;
+}

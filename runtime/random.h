@@ -10,6 +10,12 @@
 
 #include <stdint.h>
 
+/* Sets the global generator's seed and resets its offset to 0. */
+void rt_rng_seed(uint64_t seed);
+
+/* One Philox 4x32-10 block (the Random123 function), for known-answer tests. */
+void rt_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
+
 /* Reserves n consecutive counters of the global generator; returns the first
  * and stores the current seed. Thread-safe. */
 uint64_t rt_rng_reserve(uint64_t n, uint64_t *seed);

@@ -1,0 +1,307 @@
+#!/usr/bin/python3
+"""suite.py - the benchmark suite (shared/bench/SUITE.md) in PyTorch eager, the
+reference tjit's `tjit bench` is compared with (scripts/bench-compare.sh).
+
+Same cases, same argument order and same timing rules as benchmarks/suite.c
+and benchmarks/bench.c: inputs random normal from a fixed seed, weights random
+normal scaled by 1/sqrt(fan_in); a first call (its resident-memory growth is
+the peak), a warm-up, then iterations until both --iters and --min-time are
+reached; the median is the result. P1-P6 run under torch.inference_mode();
+P7 is a full training step with autograd.
+
+    /usr/bin/python3 benchmarks/pytorch/suite.py [CASE...] [--json] [--threads N]
+        [--iters N] [--min-time S] [--check DIR] [--blas-core auto|default|NAME]
+
+--check DIR loads the inputs, weights and result `tjit bench --save DIR` wrote
+and reports max |tjit - torch| per case (check_max_abs_diff).
+Run it with Debian's /usr/bin/python3 (python3-torch).
+"""
+import argparse
+import ctypes
+import gc
+import json
+import os
+import statistics
+import sys
+import time
+
+SEED = 0
+MAX_ITERS = 100000
+WARMUP_FRACTION = 0.2
+
+
+def cpu_has_avx512():
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((l for l in f if l.startswith("flags")), "").split()
+    except OSError:
+        return False
+    return all(x in flags for x in ("avx512f", "avx512bw", "avx512vl", "avx512dq"))
+
+
+def set_blas_core(choice):
+    """OpenBLAS reads OPENBLAS_CORETYPE when it loads, so this runs before
+    `import torch`. auto mirrors runtime/blas.c: its AVX-512 kernels where the
+    CPU has AVX-512 and the user set nothing; default leaves OpenBLAS alone."""
+    if choice == "auto":
+        if "OPENBLAS_CORETYPE" not in os.environ and cpu_has_avx512():
+            os.environ["OPENBLAS_CORETYPE"] = "SkylakeX"
+    elif choice != "default":
+        os.environ["OPENBLAS_CORETYPE"] = choice
+
+
+def build_cases(torch):
+    F = torch.nn.functional
+
+    def randn(*shape):
+        return torch.randn(*shape, dtype=torch.float32)
+
+    def weight(shape, fan_in):
+        return randn(*shape) / fan_in ** 0.5
+
+    def variance(c):   # bn running variance, U[0.5, 1.5)
+        return torch.rand(c) + 0.5
+
+    def p1(x):
+        return torch.tanh(x) * torch.sigmoid(1.702 * x) + 0.5 * x
+
+    def p2(x):
+        return torch.softmax(x, -1)
+
+    def p3(x, w, b):
+        return F.layer_norm(x, (x.shape[-1],), w, b, 1e-5)
+
+    def p4(x, w1, b1, w2, b2, lw, lb):
+        h = F.gelu(F.linear(x, w1, b1), approximate="tanh")
+        y = F.linear(h, w2, b2) + x
+        return F.layer_norm(y, (y.shape[-1],), lw, lb, 1e-5)
+
+    def p5(q, k, v):
+        # torch 1.13 has no public scaled_dot_product_attention: its math form.
+        s = (q @ k.transpose(-2, -1)) * 0.125
+        L, S = s.shape[-2], s.shape[-1]
+        masked = torch.ones(L, S, dtype=torch.bool).triu(1)
+        return torch.softmax(s.masked_fill(masked, float("-inf")), -1) @ v
+
+    def conv_bn(x, w, m, v, g, b):
+        return F.batch_norm(F.conv2d(x, w, None, 1, 1), m, v, g, b, False, 0.0, 1e-5)
+
+    def p6(x, *w):
+        h = torch.relu(conv_bn(x, *w[0:5]))
+        return torch.relu(conv_bn(h, *w[5:10]) + x)
+
+    def p7(x, labels, w1, b1, w2, b2, w3, b3):
+        params = [w1, b1, w2, b2, w3, b3]
+        with torch.enable_grad():
+            h = torch.relu(F.linear(x, w1, b1))
+            h = torch.relu(F.linear(h, w2, b2))
+            loss = F.cross_entropy(F.linear(h, w3, b3), labels)
+            grads = torch.autograd.grad(loss, params)
+        with torch.no_grad():
+            for p, g in zip(params, grads):
+                p.sub_(0.01 * g)
+        return loss.detach()
+
+    def conv_bn_weights():
+        return [weight((64, 64, 3, 3), 576), weight((64,), 1), variance(64),
+                weight((64,), 1), weight((64,), 1)]
+
+    def p7_setup():
+        x = randn(128, 784)
+        labels = torch.randint(0, 10, (128,), dtype=torch.int64)
+        ws = [weight((512, 784), 784), weight((512,), 784), weight((512, 512), 512),
+              weight((512,), 512), weight((10, 512), 512), weight((10,), 512)]
+        return [x, labels] + [w.requires_grad_() for w in ws]
+
+    return [
+        ("P1", "pointwise", lambda: [randn(4194304)], p1),
+        ("P2", "softmax", lambda: [randn(2048, 1024)], p2),
+        ("P3", "layernorm", lambda: [randn(4096, 1024), weight((1024,), 1),
+                                     weight((1024,), 1)], p3),
+        ("P4", "mlp", lambda: [randn(256, 1024), weight((2048, 1024), 1024),
+                               weight((2048,), 1024), weight((1024, 2048), 2048),
+                               weight((1024,), 2048), weight((1024,), 1),
+                               weight((1024,), 1)], p4),
+        ("P5", "attention", lambda: [randn(4, 8, 256, 64) for _ in range(3)], p5),
+        ("P6", "conv", lambda: [randn(8, 64, 56, 56)] + conv_bn_weights() + conv_bn_weights(),
+         p6),
+        ("P7", "train_mlp", p7_setup, p7),
+    ]
+
+
+# ---- peak memory: growth of the resident set (Linux /proc) ------------------
+def status_bytes(field):
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def peak_reset():
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        return None
+    return status_bytes("VmRSS")
+
+
+def peak_since(base):
+    hwm = status_bytes("VmHWM") if base is not None else None
+    return None if hwm is None else max(hwm - base, 0)
+
+
+# ---- running a case -----------------------------------------------------------
+def timed(model, args):
+    t0 = time.perf_counter()
+    y = model(*args)
+    del y
+    return (time.perf_counter() - t0) * 1e3
+
+
+def measure(model, args, iters, min_time):
+    start, warm = time.perf_counter(), min_time * WARMUP_FRACTION
+    while time.perf_counter() - start < warm:
+        timed(model, args)
+    ts, total = [], 0.0
+    while len(ts) < MAX_ITERS and (len(ts) < iters or total < min_time * 1e3):
+        ts.append(timed(model, args))
+        total += ts[-1]
+    return ts
+
+
+def load_tjit_case(torch, check_dir, cid):
+    """(args, expected) that `tjit bench --save` wrote, or None."""
+    import numpy as np
+    path = lambda tail: os.path.join(check_dir, f"{cid}.{tail}.npy")
+    if not os.path.exists(path("out")):
+        return None
+    args, k = [], 0
+    while os.path.exists(path(f"arg{k}")):
+        args.append(torch.from_numpy(np.load(path(f"arg{k}"))))
+        k += 1
+    return args, torch.from_numpy(np.load(path("out")))
+
+
+def run_case(torch, case, opts):
+    cid, name, setup, model = case
+    rec = {"case": cid, "name": name, "system": "pytorch", "status": "ok", "error": None,
+           "eager_ms": None, "eager_min_ms": None, "eager_first_ms": None, "iters": 0,
+           "compiled_ms": None, "speedup": None, "first_call_cold_ms": None,
+           "first_call_warm_ms": None, "kernels": None, "peak_bytes": None,
+           "max_abs_diff": None, "threads": torch.get_num_threads()}
+    grad = torch.enable_grad() if cid == "P7" else torch.inference_mode()
+    try:
+        with grad:
+            torch.manual_seed(SEED)
+            args = setup()
+            base = peak_reset()
+            t0 = time.perf_counter()
+            y = model(*args)
+            rec["eager_first_ms"] = (time.perf_counter() - t0) * 1e3
+            rec["peak_bytes"] = peak_since(base)
+            del y
+            if opts.check:
+                rec["check_max_abs_diff"] = check(torch, opts.check, cid, model)
+            ts = measure(model, args, opts.iters, opts.min_time)
+    except Exception as e:   # report and go on, like tjit bench
+        rec.update(status="failed", error=f"{type(e).__name__}: {e}")
+        return rec
+    rec.update(eager_ms=statistics.median(ts), eager_min_ms=min(ts), iters=len(ts))
+    return rec
+
+
+def check(torch, check_dir, cid, model):
+    loaded = load_tjit_case(torch, check_dir, cid)
+    if loaded is None:
+        return None
+    args, want = loaded
+    got = model(*args)
+    if got.shape != want.shape:
+        return float("inf")
+    return float((got.double() - want.double()).abs().max())
+
+
+# ---- output --------------------------------------------------------------------------
+def print_table_row(r, out):
+    if r["status"] != "ok":
+        print(f"{r['case']:<4} {r['name']:<10} {'-':>10} {'-':>10} {'-':>10} {'-':>6} "
+              f"{r['threads']:>7} {'-':>9}  FAILED: {r['error']}", file=out)
+        return
+    peak = "-" if r["peak_bytes"] is None else f"{r['peak_bytes'] / 1048576:.1f}"
+    print(f"{r['case']:<4} {r['name']:<10} {r['eager_ms']:>10.3f} {r['eager_min_ms']:>10.3f} "
+          f"{r['eager_first_ms']:>10.3f} {r['iters']:>6} {r['threads']:>7} {peak:>9}  ok",
+          file=out)
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description="The tjit benchmark suite in PyTorch eager.")
+    ap.add_argument("cases", nargs="*", help="ids (P1) or names (softmax); default all")
+    ap.add_argument("--json", action="store_true", help="one JSON object per case and line")
+    ap.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    ap.add_argument("--iters", type=int, default=None,
+                    help="timed iterations; without --min-time exactly N")
+    ap.add_argument("--min-time", type=float, default=None,
+                    help="time at least S seconds (default 1, with at least 10 iters)")
+    ap.add_argument("--check", metavar="DIR",
+                    help="compare with the results `tjit bench --save DIR` wrote")
+    ap.add_argument("--blas-core", default="auto",
+                    help="OPENBLAS_CORETYPE: auto (as tjit: SkylakeX on AVX-512), default, "
+                         "or a core name")
+    opts = ap.parse_args(argv)
+    if opts.threads < 1 or (opts.iters is not None and opts.iters < 1) or \
+            (opts.min_time is not None and opts.min_time < 0):
+        ap.error("--threads and --iters need a positive count, --min-time seconds >= 0")
+    if opts.iters is not None and opts.min_time is None:
+        opts.min_time = 0.0
+    opts.iters = 10 if opts.iters is None else opts.iters
+    opts.min_time = 1.0 if opts.min_time is None else opts.min_time
+    return opts
+
+
+def main(argv):
+    opts = parse_args(argv)
+    set_blas_core(opts.blas_core)
+    try:
+        import torch
+    except ImportError:
+        print("suite.py: PyTorch is missing: apt-get install python3-torch "
+              "(and run with /usr/bin/python3)", file=sys.stderr)
+        return 2
+    torch.set_num_threads(opts.threads)
+    cases = build_cases(torch)
+    by_key = {k.lower(): c for c in cases for k in c[:2]}
+    chosen = []
+    for s in opts.cases:
+        if s.lower() not in by_key:
+            print(f"suite.py: unknown case '{s}' (cases: P1..P{len(cases)} or their names)",
+                  file=sys.stderr)
+            return 2
+        chosen.append(by_key[s.lower()])
+    failed = False
+    if not opts.json:
+        print(f"{'case':<4} {'name':<10} {'eager ms':>10} {'min ms':>10} {'first ms':>10} "
+              f"{'iters':>6} {'threads':>7} {'peak MB':>9}  status")
+    for case in chosen or cases:
+        print(f"{case[0]} {case[1]:<10} (pytorch) running", file=sys.stderr)
+        r = run_case(torch, case, opts)
+        r["blas_core"] = os.environ.get("OPENBLAS_CORETYPE", "default")
+        r["torch_version"] = torch.__version__
+        failed |= r["status"] != "ok"
+        if r["status"] != "ok":
+            print(f"{r['case']} {r['name']:<10} FAILED: {r['error']}", file=sys.stderr)
+        if opts.json:
+            print(json.dumps(r), flush=True)
+        else:
+            print_table_row(r, sys.stdout)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

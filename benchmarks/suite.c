@@ -1,0 +1,192 @@
+/* suite.c - the cases of the benchmark suite (see suite.h and
+ * shared/bench/SUITE.md): setup, model and teardown of P1-P7, written over
+ * the public API the way a user would write them. All float32. */
+#include <math.h>
+#include <strings.h>
+
+#include "suite.h"
+
+/* ---- making inputs and weights ------------------------------------------- */
+
+/* Keeps t (made in setup's scope) in args; a NULL t is remembered as a
+ * failure by setup_done(). */
+static tj_tensor *add_arg(bench_args *a, tj_tensor *t)
+{
+    if (a->n < BENCH_MAX_ARGS)
+        a->t[a->n++] = t ? tj_keep(t) : NULL;
+    return t;
+}
+
+static void input(bench_args *a, int ndim, const int64_t *shape)
+{
+    add_arg(a, tj_randn(TJ_F32, ndim, shape));
+    a->ninputs = a->n;
+}
+
+/* Random normal scaled by 1/sqrt(fan_in). */
+static void weight(bench_args *a, int ndim, const int64_t *shape, double fan_in)
+{
+    add_arg(a, tj_mul_s(tj_randn(TJ_F32, ndim, shape), 1.0 / sqrt(fan_in)));
+}
+
+/* Running variance of a batch norm: U[0.5, 1.5), away from zero. */
+static void variance(bench_args *a, int64_t c)
+{
+    add_arg(a, tj_add_s(tj_rand(TJ_F32, 1, (int64_t[]){c}), 0.5));
+}
+
+static int setup_done(const bench_args *a)
+{
+    for (int k = 0; k < a->n; k++)
+        if (!a->t[k])
+            return -1;
+    return a->n > 0 ? 0 : -1;
+}
+
+/* The weights of a case, from a model's ctx. */
+static tj_tensor *const *weights(void *ctx)
+{
+    const bench_args *a = ctx;
+    return a->t + a->ninputs;
+}
+
+static void teardown(bench_args *a)
+{
+    for (int k = 0; k < a->n; k++)
+        tj_release(a->t[k]);
+    a->n = a->ninputs = 0;
+}
+
+/* ---- P1 pointwise: y = tanh(x) * sigmoid(1.702 x) + 0.5 x ----------------- */
+static int p1_setup(bench_args *a)
+{
+    input(a, 1, (int64_t[]){4194304});
+    return setup_done(a);
+}
+
+static tj_tensor *p1_run(void *ctx, tj_tensor *const *in, int n)
+{
+    tj_tensor *x = in[0];
+    return tj_add(tj_mul(tj_tanh(x), tj_sigmoid(tj_mul_s(x, 1.702))), tj_mul_s(x, 0.5));
+}
+
+/* ---- P2 softmax over the last dim ---------------------------------------- */
+static int p2_setup(bench_args *a)
+{
+    input(a, 2, (int64_t[]){2048, 1024});
+    return setup_done(a);
+}
+
+static tj_tensor *p2_run(void *ctx, tj_tensor *const *in, int n)
+{
+    return tj_softmax(in[0], -1);
+}
+
+/* ---- P3 layer norm over the last dim: input x; weights w, b ---------------- */
+static int p3_setup(bench_args *a)
+{
+    input(a, 2, (int64_t[]){4096, 1024});
+    weight(a, 1, (int64_t[]){1024}, 1);
+    weight(a, 1, (int64_t[]){1024}, 1);
+    return setup_done(a);
+}
+
+static tj_tensor *p3_run(void *ctx, tj_tensor *const *in, int n)
+{
+    tj_tensor *const *w = weights(ctx);
+    return tj_layer_norm(in[0], 1, w[0], w[1], 1e-5);
+}
+
+/* ---- P4 mlp: input x; weights w1, b1, w2, b2, ln_w, ln_b ------------------- */
+static int p4_setup(bench_args *a)
+{
+    input(a, 2, (int64_t[]){256, 1024});
+    weight(a, 2, (int64_t[]){2048, 1024}, 1024);   /* linear weights are [out, in] */
+    weight(a, 1, (int64_t[]){2048}, 1024);
+    weight(a, 2, (int64_t[]){1024, 2048}, 2048);
+    weight(a, 1, (int64_t[]){1024}, 2048);
+    weight(a, 1, (int64_t[]){1024}, 1);
+    weight(a, 1, (int64_t[]){1024}, 1);
+    return setup_done(a);
+}
+
+static tj_tensor *p4_run(void *ctx, tj_tensor *const *in, int n)
+{
+    tj_tensor *const *w = weights(ctx), *x = in[0];
+    tj_tensor *h = tj_gelu_tanh(tj_linear(x, w[0], w[1]));
+    return tj_layer_norm(tj_add(tj_linear(h, w[2], w[3]), x), 1, w[4], w[5], 1e-5);
+}
+
+/* ---- P5 attention: q, k, v; causal, scale 1/8 ----------------------------- */
+static int p5_setup(bench_args *a)
+{
+    for (int k = 0; k < 3; k++)
+        input(a, 4, (int64_t[]){4, 8, 256, 64});
+    return setup_done(a);
+}
+
+static tj_tensor *p5_run(void *ctx, tj_tensor *const *in, int n)
+{
+    return tj_scaled_dot_product_attention(in[0], in[1], in[2], NULL, true, 0.125);
+}
+
+/* ---- P6 conv: ResNet basic block, eval mode -------------------------------
+ * input x; weights per conv: weight, bn running mean, running var, bn weight, bn bias */
+static void conv_bn_weights(bench_args *a)
+{
+    weight(a, 4, (int64_t[]){64, 64, 3, 3}, 64 * 3 * 3);
+    weight(a, 1, (int64_t[]){64}, 1);
+    variance(a, 64);
+    weight(a, 1, (int64_t[]){64}, 1);
+    weight(a, 1, (int64_t[]){64}, 1);
+}
+
+static int p6_setup(bench_args *a)
+{
+    input(a, 4, (int64_t[]){8, 64, 56, 56});
+    conv_bn_weights(a);
+    conv_bn_weights(a);
+    return setup_done(a);
+}
+
+/* bn(conv3x3(x)): stride 1, pad 1, no bias; w = weight, mean, var, gamma, beta. */
+static tj_tensor *conv_bn(tj_tensor *x, tj_tensor *const *w)
+{
+    static const int64_t one[2] = {1, 1};
+    tj_tensor *y = tj_conv2d(x, w[0], NULL, one, one, one, 1);
+    return tj_batch_norm(y, w[1], w[2], w[3], w[4], 1e-5);
+}
+
+static tj_tensor *p6_run(void *ctx, tj_tensor *const *in, int n)
+{
+    tj_tensor *const *w = weights(ctx), *x = in[0];
+    tj_tensor *h = tj_relu(conv_bn(x, w));
+    return tj_relu(tj_add(conv_bn(h, w + 5), x));
+}
+
+/* ---- the table ------------------------------------------------------------ */
+const bench_case bench_cases[] = {
+    {"P1", "pointwise", "x f32[4194304]; tanh(x) * sigmoid(1.702*x) + 0.5*x", p1_setup, p1_run,
+     teardown, NULL},
+    {"P2", "softmax", "x f32[2048,1024]; softmax over the last dim", p2_setup, p2_run, teardown,
+     NULL},
+    {"P3", "layernorm", "x f32[4096,1024], w,b f32[1024]; layer_norm, eps 1e-5", p3_setup, p3_run,
+     teardown, NULL},
+    {"P4", "mlp", "x f32[256,1024]; layer_norm(linear(gelu_tanh(linear(x))) + x), 1024-2048-1024",
+     p4_setup, p4_run, teardown, NULL},
+    {"P5", "attention", "q,k,v f32[4,8,256,64]; causal sdpa, scale 1/8", p5_setup, p5_run,
+     teardown, NULL},
+    {"P6", "conv", "x f32[8,64,56,56]; ResNet basic block (conv3x3 64->64, bn, relu), eval",
+     p6_setup, p6_run, teardown, NULL},
+    {"P7", "train_mlp", "x f32[128,784]; MLP 784-512-512-10, cross-entropy, one SGD step",
+     NULL, NULL, NULL, "needs autograd (not implemented yet)"},
+};
+const int bench_ncases = (int)(sizeof bench_cases / sizeof *bench_cases);
+
+const bench_case *bench_find(const char *s)
+{
+    for (int k = 0; k < bench_ncases; k++)
+        if (!strcasecmp(s, bench_cases[k].id) || !strcasecmp(s, bench_cases[k].name))
+            return &bench_cases[k];
+    return NULL;
+}

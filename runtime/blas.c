@@ -1,0 +1,183 @@
+/* blas.c - the bridge to OpenBLAS (see blas.h): loads libopenblas.so.0 with
+ * dlopen on first use, after telling it to use its AVX-512 kernels when the
+ * CPU has them, and forwards row-major GEMM calls to its CBLAS interface.
+ *
+ * Why dlopen: OpenBLAS picks its kernels from OPENBLAS_CORETYPE when it
+ * initializes. Debian's 0.3.21 does not know recent CPUs (Zen 5, Emerald
+ * Rapids) and falls back to AVX2 "Haswell" or even SSE3 "Prescott" kernels,
+ * 2-5x slower than its AVX-512 "SkylakeX" ones. libtjit therefore never links
+ * -lopenblas: the library is loaded here, after the variable is set.
+ */
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "blas.h"
+#include "rt.h"
+
+enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
+
+typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float *, int,
+                         const float *, int, float, float *, int);
+typedef void (*dgemm_fn)(int, int, int, int, int, int, double, const double *, int,
+                         const double *, int, double, double *, int);
+
+static struct {
+    pthread_once_t once;
+    void *lib;
+    sgemm_fn sgemm;
+    dgemm_fn dgemm;
+    void (*set_threads)(int);
+    char *(*corename)(void);
+    char why[256];            /* the load failure, reported on every call */
+} blas = {.once = PTHREAD_ONCE_INIT};
+
+static atomic_int want_threads;   /* 0: not set yet, the pool's count applies */
+static atomic_int serial_depth;   /* open rt_blas_serial_begin() calls */
+static atomic_bool loaded;        /* blas.lib and the symbols are set */
+
+static bool cpu_has_avx512(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+}
+
+static void blas_load(void)
+{
+    if (cpu_has_avx512() && !getenv("OPENBLAS_CORETYPE"))
+        setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
+    void *lib = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        snprintf(blas.why, sizeof blas.why,
+                 "OpenBLAS (libopenblas.so.0) not found: install libopenblas0 or run "
+                 "scripts/install-deps.sh");
+        return;
+    }
+    blas.sgemm = (sgemm_fn)dlsym(lib, "cblas_sgemm");
+    blas.dgemm = (dgemm_fn)dlsym(lib, "cblas_dgemm");
+    blas.set_threads = (void (*)(int))dlsym(lib, "openblas_set_num_threads");
+    blas.corename = (char *(*)(void))dlsym(lib, "openblas_get_corename");
+    if (!blas.sgemm || !blas.dgemm) {
+        snprintf(blas.why, sizeof blas.why,
+                 "libopenblas.so.0 lacks cblas_sgemm/cblas_dgemm: install libopenblas0 or "
+                 "run scripts/install-deps.sh");
+        dlclose(lib);
+        blas.sgemm = NULL;
+        blas.dgemm = NULL;
+        return;
+    }
+    blas.lib = lib;
+    atomic_store(&loaded, true);
+    int n = atomic_load(&want_threads);
+    if (blas.set_threads)
+        blas.set_threads(n > 0 ? n : rt_threads());
+}
+
+/* Loads OpenBLAS once; false with the reason recorded when it is missing. */
+static bool blas_ready(void)
+{
+    pthread_once(&blas.once, blas_load);
+    if (!blas.lib) {
+        rt_error("%s", blas.why);
+        return false;
+    }
+    return true;
+}
+
+void rt_blas_set_threads(int n)
+{
+    if (n < 1)
+        n = 1;
+    if (atomic_exchange(&want_threads, n) == n)
+        return;
+    /* Applied now if loaded, else by blas_load: both sides store, then load
+     * the other's flag (sequentially consistent), so one of them applies it. */
+    if (atomic_load(&loaded) && blas.set_threads && atomic_load(&serial_depth) == 0)
+        blas.set_threads(n);
+}
+
+void rt_blas_serial_begin(void)
+{
+    if (atomic_fetch_add(&serial_depth, 1) == 0 && rt_threads() > 1 && atomic_load(&loaded) &&
+        blas.set_threads)
+        blas.set_threads(1);
+}
+
+void rt_blas_serial_end(void)
+{
+    if (atomic_fetch_sub(&serial_depth, 1) == 1 && atomic_load(&loaded) && blas.set_threads) {
+        int n = atomic_load(&want_threads);
+        blas.set_threads(n > 0 ? n : rt_threads());
+    }
+}
+
+const char *rt_blas_core(void)
+{
+    if (!blas_ready())
+        return NULL;
+    return blas.corename ? blas.corename() : "unknown";
+}
+
+/* CBLAS takes int sizes: larger problems are refused with a clear message. */
+static bool fits_int(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc)
+{
+    if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX ||
+        ldc > INT_MAX) {
+        rt_error("matrix dimension exceeds the BLAS limit of %d", INT_MAX);
+        return false;
+    }
+    return true;
+}
+
+/* C = beta * C for an empty inner dimension (BLAS would reject lda = 0);
+ * beta 0 writes zeros without reading C, as BLAS does. */
+#define SCALE_C(T)                                                                  \
+    static void scale_##T(int64_t m, int64_t n, T beta, T *c, int64_t ldc)          \
+    {                                                                               \
+        for (int64_t i = 0; i < m; i++)                                             \
+            for (int64_t j = 0; j < n; j++)                                         \
+                c[i * ldc + j] = beta == 0 ? (T)0 : beta * c[i * ldc + j];          \
+    }
+SCALE_C(float)
+SCALE_C(double)
+#undef SCALE_C
+
+int rt_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+             const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+             int64_t ldc)
+{
+    if (m == 0 || n == 0)
+        return 0;
+    if (k == 0) {
+        scale_float(m, n, beta, c, ldc);
+        return 0;
+    }
+    if (!blas_ready() || !fits_int(m, n, k, lda, ldb, ldc))
+        return -1;
+    blas.sgemm(CBLAS_ROW_MAJOR, trans_a ? CBLAS_TRANS : CBLAS_NO_TRANS,
+               trans_b ? CBLAS_TRANS : CBLAS_NO_TRANS, (int)m, (int)n, (int)k, alpha, a,
+               (int)lda, b, (int)ldb, beta, c, (int)ldc);
+    return 0;
+}
+
+int rt_dgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
+             const double *a, int64_t lda, const double *b, int64_t ldb, double beta,
+             double *c, int64_t ldc)
+{
+    if (m == 0 || n == 0)
+        return 0;
+    if (k == 0) {
+        scale_double(m, n, beta, c, ldc);
+        return 0;
+    }
+    if (!blas_ready() || !fits_int(m, n, k, lda, ldb, ldc))
+        return -1;
+    blas.dgemm(CBLAS_ROW_MAJOR, trans_a ? CBLAS_TRANS : CBLAS_NO_TRANS,
+               trans_b ? CBLAS_TRANS : CBLAS_NO_TRANS, (int)m, (int)n, (int)k, alpha, a,
+               (int)lda, b, (int)ldb, beta, c, (int)ldc);
+    return 0;
+}

@@ -1,0 +1,146 @@
+/* k_rows.h - row primitives shared by the reduction and normalization kernels
+ * (k_reduce.c, k_norm.c): sums, extrema and sums of exp / squared deviations
+ * over one contiguous row of f32 or f64.
+ *
+ * Every function is always inlined and has no target attribute: the kernel
+ * files call them from their own target_clones functions, where they vectorize (zmm with x86-64-v4). Sums keep LN independent partial sums in the
+ * row's type (several vector registers, reassociated), fold them pairwise, and
+ * add blocks of RT_ROW_BLOCK elements into a double: each lane adds at most
+ * RT_ROW_BLOCK / LN values in float, so float sums stay close to PyTorch's
+ * cascade sum (the last 16 lanes and the tail add up in order). Extrema
+ * propagate NaN like torch.amax.
+ */
+#ifndef TJ_RT_K_ROWS_H
+#define TJ_RT_K_ROWS_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "vmath.h"
+
+/* Forced inline: a copy compiled for the baseline target would not vectorize. */
+#define RT_ROW_INLINE static inline __attribute__((always_inline))
+
+#define RT_ROW_BLOCK 4096
+#define RT_LN_f32 64
+#define RT_LN_f64 32
+
+/* Sum over row x[0..n) of EXPR (an expression of the element `v`, of type A)
+ * in lanes of A into the double `total`, blocked as described above. */
+#define RT_LANE_SUM(T, A, LN, x, n, EXPR, total) \
+    do { \
+        for (int64_t b_ = 0; b_ < (n); b_ += RT_ROW_BLOCK) { \
+            int64_t m_ = (n) - b_ < RT_ROW_BLOCK ? (n) - b_ : RT_ROW_BLOCK; \
+            const T *xb_ = (x) + b_; \
+            A acc_[LN] = {0}; \
+            int64_t i_ = 0; \
+            for (; i_ + (LN) <= m_; i_ += (LN)) \
+                for (int l_ = 0; l_ < (LN); l_++) { \
+                    A v = xb_[i_ + l_]; \
+                    acc_[l_] += (EXPR); \
+                } \
+            for (; i_ + 16 <= m_; i_ += 16) \
+                for (int l_ = 0; l_ < 16; l_++) { \
+                    A v = xb_[i_ + l_]; \
+                    acc_[l_] += (EXPR); \
+                } \
+            A tail_ = 0; \
+            for (; i_ < m_; i_++) { \
+                A v = xb_[i_]; \
+                tail_ += (EXPR); \
+            } \
+            for (int w_ = (LN) / 2; w_ >= 16; w_ /= 2) \
+                for (int l_ = 0; l_ < w_; l_++) \
+                    acc_[l_] += acc_[l_ + w_]; \
+            for (int l_ = 0; l_ < 16; l_++) \
+                tail_ += acc_[l_]; \
+            (total) += (double)tail_; \
+        } \
+    } while (0)
+
+/* Max (CMP >) or min (CMP <) of x[0..n), n >= 1; NaN wins. The NaN test sits
+ * off the compare chain: each lane keeps a sticky NaN (nan_) beside its
+ * extreme, so the loop carries one compare-select per vector. */
+#define RT_EXT_PICK(CMP, a, b) (((b) CMP (a) || (b) != (b)) ? (b) : (a))
+#define RT_LANE_EXT(T, LN, x, n, CMP, out) \
+    do { \
+        T acc_[LN], nan_[LN]; \
+        for (int l_ = 0; l_ < (LN); l_++) \
+            acc_[l_] = (x)[0], nan_[l_] = 0; \
+        int64_t i_ = 0; \
+        for (; i_ + (LN) <= (n); i_ += (LN)) \
+            for (int l_ = 0; l_ < (LN); l_++) { \
+                T v = (x)[i_ + l_]; \
+                acc_[l_] = v CMP acc_[l_] ? v : acc_[l_]; \
+                nan_[l_] = v != v ? v : nan_[l_]; \
+            } \
+        for (; i_ + 16 <= (n); i_ += 16) \
+            for (int l_ = 0; l_ < 16; l_++) \
+                acc_[l_] = RT_EXT_PICK(CMP, acc_[l_], (x)[i_ + l_]); \
+        for (int l_ = 0; i_ < (n); i_++, l_++) \
+            acc_[l_] = RT_EXT_PICK(CMP, acc_[l_], (x)[i_]); \
+        for (int l_ = 0; l_ < (LN); l_++) \
+            acc_[l_] = nan_[l_] != nan_[l_] ? nan_[l_] : acc_[l_]; \
+        for (int w_ = (LN) / 2; w_ >= 16; w_ /= 2) \
+            for (int l_ = 0; l_ < w_; l_++) \
+                acc_[l_] = RT_EXT_PICK(CMP, acc_[l_], acc_[l_ + w_]); \
+        T r_ = acc_[0]; \
+        for (int l_ = 1; l_ < 16; l_++) \
+            r_ = RT_EXT_PICK(CMP, r_, acc_[l_]); \
+        (out) = r_; \
+    } while (0)
+
+#define RT_ROWS_DEFINE(T, S, EXP) \
+    RT_ROW_INLINE double rt_row_sum_##S(const T *restrict x, int64_t n) \
+    { \
+        double t = 0; \
+        RT_LANE_SUM(T, T, RT_LN_##S, x, n, v, t); \
+        return t; \
+    } \
+    /* sum of (x - mean)^2 */ \
+    RT_ROW_INLINE double rt_row_sqdev_##S(const T *restrict x, int64_t n, T mean) \
+    { \
+        double t = 0; \
+        RT_LANE_SUM(T, T, RT_LN_##S, x, n, (v - mean) * (v - mean), t); \
+        return t; \
+    } \
+    /* sum of exp(x - shift) */ \
+    RT_ROW_INLINE double rt_row_expsum_##S(const T *restrict x, int64_t n, T shift) \
+    { \
+        double t = 0; \
+        RT_LANE_SUM(T, T, RT_LN_##S, x, n, EXP(v - shift), t); \
+        return t; \
+    } \
+    RT_ROW_INLINE T rt_row_max_##S(const T *restrict x, int64_t n) \
+    { \
+        T r; \
+        RT_LANE_EXT(T, RT_LN_##S, x, n, >, r); \
+        return r; \
+    } \
+    RT_ROW_INLINE T rt_row_min_##S(const T *restrict x, int64_t n) \
+    { \
+        T r; \
+        RT_LANE_EXT(T, RT_LN_##S, x, n, <, r); \
+        return r; \
+    }
+
+RT_ROWS_DEFINE(float, f32, vm_exp_f32)
+RT_ROWS_DEFINE(double, f64, exp)
+
+/* f32 rows summed in double lanes (var and std, like PyTorch's double
+ * accumulation there: no overflow for values near FLT_MAX). */
+RT_ROW_INLINE double rt_row_sum_d_f32(const float *restrict x, int64_t n)
+{
+    double t = 0;
+    RT_LANE_SUM(float, double, RT_LN_f64, x, n, v, t);
+    return t;
+}
+
+RT_ROW_INLINE double rt_row_sqdev_d_f32(const float *restrict x, int64_t n, double mean)
+{
+    double t = 0;
+    RT_LANE_SUM(float, double, RT_LN_f64, x, n, (v - mean) * (v - mean), t);
+    return t;
+}
+
+#endif

@@ -1,0 +1,186 @@
+/* random.c - Philox 4x32-10 (Salmon et al., "Parallel random numbers: as easy
+ * as 1, 2, 3", SC'11; the Random123 reference) and the global generator.
+ *
+ * Element i of a draw at (seed, offset) is computed from one Philox block:
+ * counter = offset + i (64 bits, words 0 and 1; words 2 and 3 zero), key =
+ * seed (low word, high word). So a value depends only on (seed, counter): any
+ * split of the range over threads gives the same tensor, and draws at
+ * different offsets never share a block.
+ *   uniform f32: the top 24 bits of word 0, times 2^-24          -> [0, 1)
+ *   uniform f64: the top 53 bits of words 0 (high) and 1 (low), times 2^-53
+ *   normal: Box-Muller, sqrt(-2 ln(1 - u1)) * cos(2 pi u2), u1 from words 0
+ *           (and 1 for f64), u2 from word 1 (f32) or words 2 and 3 (f64);
+ *           f32 computes in float with runtime/vmath.h (|z| <= 5.77, the
+ *           limit of a 24-bit u1), f64 in double with libm.
+ * Blocks are made BATCH at a time in lane arrays, so the rounds vectorize.
+ */
+#include <math.h>
+#include <stdatomic.h>
+
+#include "iter.h"
+#include "random.h"
+#include "vmath.h"
+
+#define PHILOX_M0 0xD2511F53u
+#define PHILOX_M1 0xCD9E8D57u
+#define PHILOX_W0 0x9E3779B9u
+#define PHILOX_W1 0xBB67AE85u
+#define BATCH 64
+
+/* ---- the global generator -------------------------------------------------- */
+
+static _Atomic uint64_t rng_seed;     /* 0 at process start */
+static _Atomic uint64_t rng_offset;
+
+void rt_rng_seed(uint64_t seed)
+{
+    atomic_store(&rng_seed, seed);
+    atomic_store(&rng_offset, 0);
+}
+
+uint64_t rt_rng_reserve(uint64_t n, uint64_t *seed)
+{
+    *seed = atomic_load(&rng_seed);
+    return atomic_fetch_add(&rng_offset, n);
+}
+
+/* ---- Philox ----------------------------------------------------------------- */
+
+void rt_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4])
+{
+    uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3], k0 = key[0], k1 = key[1];
+    for (int r = 0; r < 10; r++) {
+        uint64_t p0 = (uint64_t)PHILOX_M0 * c0, p1 = (uint64_t)PHILOX_M1 * c2;
+        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+        c0 = n0;
+        c1 = (uint32_t)p1;
+        c2 = n2;
+        c3 = (uint32_t)p0;
+        k0 += PHILOX_W0;
+        k1 += PHILOX_W1;
+    }
+    out[0] = c0;
+    out[1] = c1;
+    out[2] = c2;
+    out[3] = c3;
+}
+
+/* Blocks for counters first .. first+n-1 (n <= BATCH) into lane arrays w[0..3]. */
+RT_CLONES static void philox_batch(uint64_t seed, uint64_t first, int n, uint32_t w[4][BATCH])
+{
+    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+    uint32_t *restrict c0 = w[0], *restrict c1 = w[1], *restrict c2 = w[2], *restrict c3 = w[3];
+    for (int j = 0; j < BATCH; j++) {
+        uint64_t c = first + (uint64_t)(j < n ? j : 0);
+        c0[j] = (uint32_t)c;
+        c1[j] = (uint32_t)(c >> 32);
+        c2[j] = 0;
+        c3[j] = 0;
+    }
+    for (int r = 0; r < 10; r++) {
+        for (int j = 0; j < BATCH; j++) {
+            uint64_t p0 = (uint64_t)PHILOX_M0 * c0[j], p1 = (uint64_t)PHILOX_M1 * c2[j];
+            uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1[j] ^ k0;
+            uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3[j] ^ k1;
+            c0[j] = n0;
+            c1[j] = (uint32_t)p1;
+            c2[j] = n2;
+            c3[j] = (uint32_t)p0;
+        }
+        k0 += PHILOX_W0;
+        k1 += PHILOX_W1;
+    }
+}
+
+/* ---- distributions ------------------------------------------------------------ */
+
+static inline float u24(uint32_t w) { return (float)(w >> 8) * 0x1p-24f; }
+
+static inline double u53(uint32_t hi, uint32_t lo)
+{
+    return (double)((((uint64_t)hi << 32) | lo) >> 11) * 0x1p-53;
+}
+
+void rt_philox_uniform_f32(uint64_t seed, uint64_t offset, float *out, int64_t n)
+{
+    uint32_t w[4][BATCH];
+    for (int64_t i = 0; i < n; i += BATCH) {
+        int m = n - i < BATCH ? (int)(n - i) : BATCH;
+        philox_batch(seed, offset + (uint64_t)i, m, w);
+        for (int j = 0; j < m; j++)
+            out[i + j] = u24(w[0][j]);
+    }
+}
+
+void rt_philox_uniform_f64(uint64_t seed, uint64_t offset, double *out, int64_t n)
+{
+    uint32_t w[4][BATCH];
+    for (int64_t i = 0; i < n; i += BATCH) {
+        int m = n - i < BATCH ? (int)(n - i) : BATCH;
+        philox_batch(seed, offset + (uint64_t)i, m, w);
+        for (int j = 0; j < m; j++)
+            out[i + j] = u53(w[0][j], w[1][j]);
+    }
+}
+
+/* Box-Muller: 1 - u1 lies in (0, 1], so the log is finite. f32 uses the
+ * branch-free vmath formulas so the loop vectorizes; f64 uses libm. */
+/* cos(2 pi u) for u in [0, 1) (a multiple of 2^-24): the reduction to
+ * r in [-pi/4, pi/4] and a quadrant is exact, then vmath's polynomials. */
+static inline float cos_2pi_f32(float u)
+{
+    float w = 4.0f * (u - vm_rint_small_f32(u));   /* [-2, 2] quarter turns */
+    float q = vm_rint_small_f32(w);
+    float r = (w - q) * 1.57079632679489662f;
+    float s = vm_sinr_f32(r), c = vm_cosr_f32(r);
+    int32_t k = (int32_t)q & 3;                     /* cos(k pi/2 + r) */
+    float y = (k & 1) ? s : c;
+    return (k == 1 || k == 2) ? -y : y;
+}
+
+/* log(x) for x in [2^-24, 1]: vm_log_f32 without its special cases (NaN,
+ * inf, 0, negatives), which this domain never meets and whose selects keep
+ * gcc 12 from vectorizing the loop. */
+static inline float log_unit_f32(float x)
+{
+    vm_logparts_f32 s = vm_log_split_f32(x);
+    return s.e * -2.12194440e-4f + s.c + s.f + s.e * 0.693359375f;
+}
+
+static inline float box_muller_f32(float u1, float u2)
+{
+    return vm_sqrt_f32(-2.0f * log_unit_f32(1.0f - u1)) * cos_2pi_f32(u2);
+}
+
+static inline double box_muller_f64(double u1, double u2)
+{
+    return sqrt(-2.0 * log(1.0 - u1)) * cos(2.0 * M_PI * u2);
+}
+
+RT_CLONES static void normal_f32_batch(const uint32_t *restrict w0, const uint32_t *restrict w1,
+                                    float *restrict out, int m)
+{
+    for (int j = 0; j < m; j++)
+        out[j] = box_muller_f32(u24(w0[j]), u24(w1[j]));
+}
+
+void rt_philox_normal_f32(uint64_t seed, uint64_t offset, float *out, int64_t n)
+{
+    uint32_t w[4][BATCH];
+    for (int64_t i = 0; i < n; i += BATCH) {
+        int m = n - i < BATCH ? (int)(n - i) : BATCH;
+        philox_batch(seed, offset + (uint64_t)i, m, w);
+        normal_f32_batch(w[0], w[1], out + i, m);
+    }
+}
+
+void rt_philox_normal_f64(uint64_t seed, uint64_t offset, double *out, int64_t n)
+{
+    uint32_t w[4][BATCH];
+    for (int64_t i = 0; i < n; i += BATCH) {
+        int m = n - i < BATCH ? (int)(n - i) : BATCH;
+        philox_batch(seed, offset + (uint64_t)i, m, w);
+        for (int j = 0; j < m; j++)
+            out[i + j] = box_muller_f64(u53(w[0][j], w[1][j]), u53(w[2][j], w[3][j]));
+    }
+}

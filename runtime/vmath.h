@@ -1,0 +1,780 @@
+/* vmath.h - the scalar formulas of the pointwise ops (the f32/f64/int columns
+ * of the UNARY and BINARY rows of ir/ops.def name these).
+ *
+ * Every function is `static inline`, plain C11 with no intrinsics, and the f32
+ * transcendentals call no libm: range reduction, a minimax polynomial and 2^n
+ * made from exponent bits. Special cases (NaN, +-inf, overflow, underflow) are
+ * handled with selects rather than branches, so a loop over any of them
+ * vectorizes with gcc (AVX-512 with the kernels' target_clones), and the same
+ * header can be compiled by clang into the LLVM bitcode the JIT inlines.
+ * No fmaf: under -std=c11 gcc does not contract, and a libm fmaf would be slow
+ * on the baseline target; reductions use Cody-Waite splits instead.
+ *
+ * Accuracy: the bound above each f32 function is the max error in ulp against
+ * the correctly rounded result (libm in double, rounded), measured by
+ * tests/test_vmath.c over a dense sweep of its range; that test asserts it.
+ */
+#ifndef TJ_VMATH_H
+#define TJ_VMATH_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ---- bits ------------------------------------------------------------------ */
+static inline uint32_t vm_bits_f32(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static inline float vm_from_bits_f32(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* |x| with the sign of s. */
+static inline float vm_copysign_f32(float x, float s)
+{
+    return vm_from_bits_f32((vm_bits_f32(x) & 0x7fffffffu) | (vm_bits_f32(s) & 0x80000000u));
+}
+
+/* exact */
+static inline float vm_abs_f32(float x) { return vm_from_bits_f32(vm_bits_f32(x) & 0x7fffffffu); }
+
+/* 2^n for n in [-126, 127], from exponent bits. */
+static inline float vm_pow2i_f32(int32_t n)
+{
+    return vm_from_bits_f32((uint32_t)(n + 127) << 23);
+}
+
+/* Round to nearest even, for |v| < 2^22 (float) or 2^51 (double). */
+static inline float vm_rint_small_f32(float v) { return (v + 12582912.0f) - 12582912.0f; }
+static inline double vm_rint_small_f64(double v)
+{
+    return (v + 6755399441055744.0) - 6755399441055744.0;
+}
+
+/* 2^n for n in [-1022, 1023]. */
+static inline double vm_pow2i_f64(int64_t n)
+{
+    uint64_t u = (uint64_t)(n + 1023) << 52;
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+
+/* ---- exp family ---------------------------------------------------------------- */
+/* e^r for r in [-ln2/2, ln2/2] (Cephes expf polynomial). */
+static inline float vm_expr_f32(float r)
+{
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    return p * (r * r) + r + 1.0f;
+}
+
+/* e^x * 2^k for small k >= -2: x = n ln2 + r, n rounded with the 1.5*2^23
+ * trick, ln2 split Cody-Waite style, and 2^(n+k) applied in two halves so
+ * results that overflow a single scale factor, or are denormal, stay right.
+ * NaN passes through; overflow gives inf, underflow 0. */
+static inline float vm_expk_f32(float x, int32_t k)
+{
+    float xc = x > 90.0f ? 90.0f : x;
+    xc = xc < -104.0f ? -104.0f : xc;
+    float t = xc * 1.44269504088896341f + 12582912.0f;
+    float n = t - 12582912.0f;
+    int32_t ni = (int32_t)(vm_bits_f32(t) - 0x4b400000u) + k;
+    float r = xc - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    int32_t n1 = ni >> 1;
+    return vm_expr_f32(r) * vm_pow2i_f32(n1) * vm_pow2i_f32(ni - n1);
+}
+
+/* max 1.0 ulp on [-104, 89]; inf, 0 and NaN exact. */
+static inline float vm_exp_f32(float x) { return vm_expk_f32(x, 0); }
+
+/* max 1.0 ulp on [-151, 129]: 2^x = 2^n 2^r, r in [-1/2, 1/2], degree-6 fit. */
+static inline float vm_exp2_f32(float x)
+{
+    float xc = x > 130.0f ? 130.0f : x;
+    xc = xc < -151.0f ? -151.0f : xc;
+    float t = xc + 12582912.0f;
+    float r = xc - (t - 12582912.0f);
+    int32_t ni = (int32_t)(vm_bits_f32(t) - 0x4b400000u);
+    float p = 1.5345808060e-04f;
+    p = p * r + 1.3399930904e-03f;
+    p = p * r + 9.6184890717e-03f;
+    p = p * r + 5.5503286421e-02f;
+    p = p * r + 2.4022646248e-01f;
+    p = p * r + 6.9314718246e-01f;
+    p = p * r + 1.0f;
+    int32_t n1 = ni >> 1;
+    return p * vm_pow2i_f32(n1) * vm_pow2i_f32(ni - n1);
+}
+
+/* max 1.0 ulp on [-18, 89]. expm1(x) = 2^n expm1(r) + (2^n - 1), computed as
+ * 2 (s expm1(r) + (s - 1/2)) with s = 2^(n-1), so no step overflows early. */
+static inline float vm_expm1_f32(float x)
+{
+    float xc = x > 89.0f ? 89.0f : x;
+    xc = xc < -18.0f ? -18.0f : xc;
+    float t = xc * 1.44269504088896341f + 12582912.0f;
+    float n = t - 12582912.0f;
+    int32_t ni = (int32_t)(vm_bits_f32(t) - 0x4b400000u);
+    float r = xc - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9861945475e-04f;
+    p = p * r + 1.3926153770e-03f;
+    p = p * r + 8.3333458751e-03f;
+    p = p * r + 4.1666556150e-02f;
+    p = p * r + 1.6666667163e-01f;
+    float em = p * (r * r * r) + r * r * 0.5f + r;
+    float s = vm_pow2i_f32(ni - 1);
+    float y = 2.0f * (s * em + (s - 0.5f));
+    y = x > 88.8f ? INFINITY : y;
+    y = x < -17.4f ? -1.0f : y;
+    return x == 0.0f ? x : y;     /* keeps -0 */
+}
+
+/* ---- log family ------------------------------------------------------------------ */
+/* Splits x > 0 (normal or denormal) into x = 2^e (1 + f), f in [sqrt(1/2)-1, sqrt(2)-1),
+ * and returns log(1 + f) - f, the small correction (Cephes logf polynomial). */
+typedef struct { float f, c, e; } vm_logparts_f32;
+
+static inline vm_logparts_f32 vm_log_split_f32(float x)
+{
+    int tiny = x < 1.17549435e-38f;
+    float xs = tiny ? x * 8388608.0f : x;
+    uint32_t u = vm_bits_f32(xs);
+    int32_t e = (int32_t)(u >> 23) - 126 - (tiny ? 23 : 0);
+    float m = vm_from_bits_f32((u & 0x007fffffu) | 0x3f000000u);   /* [0.5, 1) */
+    int lo = m < 0.707106781186547524f;
+    e = lo ? e - 1 : e;
+    float f = (lo ? m + m : m) - 1.0f;
+    float z = f * f;
+    float p = 7.0376836292e-2f;
+    p = p * f - 1.1514610310e-1f;
+    p = p * f + 1.1676998740e-1f;
+    p = p * f - 1.2420140846e-1f;
+    p = p * f + 1.4249322787e-1f;
+    p = p * f - 1.6668057665e-1f;
+    p = p * f + 2.0000714765e-1f;
+    p = p * f - 2.4999993993e-1f;
+    p = p * f + 3.3333331174e-1f;
+    vm_logparts_f32 r = {f, p * f * z - 0.5f * z, (float)e};
+    return r;
+}
+
+/* The IEEE special cases shared by the logs: x < 0 -> NaN, 0 -> -inf, inf, NaN. */
+static inline float vm_log_special_f32(float x, float y)
+{
+    y = x < 0.0f ? NAN : y;
+    y = x == 0.0f ? -INFINITY : y;
+    y = x == INFINITY ? INFINITY : y;
+    return x != x ? x : y;
+}
+
+/* max 1.0 ulp on (0, inf), denormals included. */
+static inline float vm_log_f32(float x)
+{
+    vm_logparts_f32 s = vm_log_split_f32(x);
+    float y = s.e * -2.12194440e-4f + s.c + s.f + s.e * 0.693359375f;
+    return vm_log_special_f32(x, y);
+}
+
+/* max 1.5 ulp on (0, inf). */
+static inline float vm_log2_f32(float x)
+{
+    vm_logparts_f32 s = vm_log_split_f32(x);
+    float l = s.c * 1.44269504088896341f + s.f * 0.44269504088896341f + s.f;
+    return vm_log_special_f32(x, l + s.e);
+}
+
+/* max 2.0 ulp on (0, inf). */
+static inline float vm_log10_f32(float x)
+{
+    vm_logparts_f32 s = vm_log_split_f32(x);
+    float y = (s.c + s.f) * 0.434294481903251828f + s.e * 7.90315020e-7f + s.e * 0.30102920532f;
+    return vm_log_special_f32(x, y);
+}
+
+/* max 2.0 ulp on (-1, inf): log(u) * x / (u - 1), u = 1 + x, which cancels
+ * the rounding of u. */
+static inline float vm_log1p_f32(float x)
+{
+    float u = 1.0f + x;
+    float m = u - 1.0f;
+    float y = vm_log_f32(u) * (x / m);
+    y = m == 0.0f ? x : y;
+    return x == INFINITY ? x : y;
+}
+
+/* exact (IEEE sqrt; with -fno-math-errno gcc emits the instruction, no call). */
+static inline float vm_sqrt_f32(float x) { return sqrtf(x); }
+
+/* ---- trigonometric ------------------------------------------------------------------- */
+/* 2/pi in 24-bit chunks: 2/pi = sum_k vm_2opi[k] 2^(-24(k+1)). */
+static const double vm_2opi[10] = {10680707.0, 7228996.0,  1387004.0,  2578385.0,  16069853.0,
+                                   12639074.0, 9804092.0,  4427841.0,  16666979.0, 11263675.0};
+
+static inline void vm_two_sum_f64(double a, double b, double *s, double *e)
+{
+    *s = a + b;
+    double bb = *s - a;
+    *e = (a - (*s - bb)) + (b - bb);
+}
+
+typedef struct { float r; int32_t q; } vm_quadrant_f32;
+
+/* Payne-Hanek reduction of a = |x| (any float): a = (q + f) pi/2, f in [-1/2, 1/2].
+ * a*2/pi mod 4 is summed exactly from the four 24-bit chunks of 2/pi that
+ * matter at a's exponent (the earlier ones give multiples of 4), each product
+ * exact in double; the fraction keeps ~2^-70 absolute accuracy, enough for
+ * the closest float to a multiple of pi/2. Returns r = f pi/2 and q mod 4. */
+static inline vm_quadrant_f32 vm_rem_pio2_f32(float a)
+{
+    uint32_t u = vm_bits_f32(a);
+    int32_t eb = (int32_t)(u >> 23);
+    double m = (double)(int32_t)((u & 0x007fffffu) | (eb ? 0x00800000u : 0u));
+    int32_t ex = (eb ? eb : 1) - 150;                 /* a = m 2^ex */
+    int32_t k0 = ex >= 2 ? (ex - 2) / 24 : 0;
+    int32_t s0 = ex - 24 * k0 - 24;
+    double t0 = m * vm_2opi[k0] * vm_pow2i_f64(s0);
+    double t1 = m * vm_2opi[k0 + 1] * vm_pow2i_f64(s0 - 24);
+    double t2 = m * vm_2opi[k0 + 2] * vm_pow2i_f64(s0 - 48);
+    double t3 = m * vm_2opi[k0 + 3] * vm_pow2i_f64(s0 - 72);
+    t0 -= 4.0 * vm_rint_small_f64(t0 * 0.25);
+    t1 -= 4.0 * vm_rint_small_f64(t1 * 0.25);
+    double j0 = vm_rint_small_f64(t0), j1 = vm_rint_small_f64(t1);
+    double s, e1, e2;
+    vm_two_sum_f64(t0 - j0, t1 - j1, &s, &e1);
+    vm_two_sum_f64(s, t2, &s, &e2);
+    double j2 = vm_rint_small_f64(s);
+    double f = (s - j2) + (e1 + e2 + t3);
+    vm_quadrant_f32 r = {(float)(f * 1.5707963267948966), (int32_t)(j0 + j1 + j2) & 3};
+    return r;
+}
+
+/* sin and cos of r in [-pi/4, pi/4] (Cephes sinf/cosf polynomials). */
+static inline float vm_sinr_f32(float r)
+{
+    float z = r * r;
+    return ((-1.9515295891e-4f * z + 8.3321608736e-3f) * z - 1.6666654611e-1f) * z * r + r;
+}
+
+static inline float vm_cosr_f32(float r)
+{
+    float z = r * r;
+    float y = ((2.443315711809948e-5f * z - 1.388731625493765e-3f) * z + 4.166664568298827e-2f);
+    return y * z * z - 0.5f * z + 1.0f;
+}
+
+/* max 1.0 ulp for every finite float (exact reduction); inf, NaN -> NaN. */
+static inline float vm_sin_f32(float x)
+{
+    float a = vm_abs_f32(x);
+    vm_quadrant_f32 q = vm_rem_pio2_f32(a);
+    float s = vm_sinr_f32(q.r), c = vm_cosr_f32(q.r);
+    float y = (q.q & 1) ? c : s;
+    y = (q.q & 2) ? -y : y;
+    y = vm_from_bits_f32(vm_bits_f32(y) ^ (vm_bits_f32(x) & 0x80000000u));
+    return a < INFINITY ? y : x - x;
+}
+
+/* max 1.0 ulp for every finite float; inf, NaN -> NaN. */
+static inline float vm_cos_f32(float x)
+{
+    float a = vm_abs_f32(x);
+    vm_quadrant_f32 q = vm_rem_pio2_f32(a);
+    float s = vm_sinr_f32(q.r), c = vm_cosr_f32(q.r);
+    float y = (q.q & 1) ? -s : c;
+    y = (q.q & 2) ? -y : y;
+    return a < INFINITY ? y : x - x;
+}
+
+/* max 2.0 ulp for every finite float; inf, NaN -> NaN. */
+static inline float vm_tan_f32(float x)
+{
+    float a = vm_abs_f32(x);
+    vm_quadrant_f32 q = vm_rem_pio2_f32(a);
+    float z = q.r * q.r;
+    float p = 9.38540185543e-3f;
+    p = p * z + 3.11992232697e-3f;
+    p = p * z + 2.44301354525e-2f;
+    p = p * z + 5.34112807005e-2f;
+    p = p * z + 1.33387994085e-1f;
+    p = p * z + 3.33331568548e-1f;
+    float t = p * z * q.r + q.r;
+    t = (q.q & 1) ? -1.0f / t : t;
+    t = vm_from_bits_f32(vm_bits_f32(t) ^ (vm_bits_f32(x) & 0x80000000u));
+    return a < INFINITY ? t : x - x;
+}
+
+/* asin of s in [0, 1/2] (Cephes asinf polynomial). */
+static inline float vm_asinr_f32(float s)
+{
+    float z = s * s;
+    float p = 4.2163199048e-2f;
+    p = p * z + 2.4181311049e-2f;
+    p = p * z + 4.5470025998e-2f;
+    p = p * z + 7.4953002686e-2f;
+    p = p * z + 1.6666752422e-1f;
+    return p * z * s + s;
+}
+
+/* max 1.5 ulp on [-1, 1]; |x| > 1 -> NaN. Above 1/2: pi/2 - 2 asin(sqrt((1-|x|)/2)). */
+static inline float vm_asin_f32(float x)
+{
+    float a = vm_abs_f32(x);
+    int big = a > 0.5f;
+    float s = big ? vm_sqrt_f32(0.5f * (1.0f - a)) : a;
+    float p = vm_asinr_f32(s);
+    float y = big ? (1.57079637050628662f - 2.0f * p) - 4.37113900018624283e-8f : p;
+    return vm_copysign_f32(y, x);
+}
+
+/* max 1.5 ulp on [-1, 1]; |x| > 1 -> NaN. */
+static inline float vm_acos_f32(float x)
+{
+    float a = vm_abs_f32(x);
+    int big = a > 0.5f;
+    float s = big ? vm_sqrt_f32(0.5f * (1.0f - a)) : a;
+    float p = vm_asinr_f32(s);
+    p = x < 0.0f ? -p : p;              /* asin(s) with x's sign */
+    float pio2 = 1.57079637050628662f, pio2_lo = -4.37113900018624283e-8f;
+    float small = (pio2 - p) + pio2_lo;
+    float pos = 2.0f * p;
+    float neg = (2.0f * pio2 + 2.0f * p) + 2.0f * pio2_lo;
+    float y = big ? (x < 0.0f ? neg : pos) : small;
+    return y;
+}
+
+/* atan of t in [0, 1]: above tan(pi/8), atan(t) = pi/4 + atan((t-1)/(t+1))
+ * (Cephes atanf polynomial). */
+static inline float vm_atan01_f32(float t)
+{
+    int mid = t > 0.414213562373095f;
+    float u = mid ? (t - 1.0f) / (t + 1.0f) : t;
+    float z = u * u;
+    float p = 8.05374449538e-2f;
+    p = p * z - 1.38776856032e-1f;
+    p = p * z + 1.99777106478e-1f;
+    p = p * z - 3.33329491539e-1f;
+    float y = p * z * u + u;
+    return mid ? (0.785398185253143311f + y) - 2.18556950009312142e-8f : y;
+}
+
+/* pi/2 - y, with pi/2 split for accuracy. */
+static inline float vm_pio2_minus_f32(float y)
+{
+    return (1.57079637050628662f - y) - 4.37113900018624283e-8f;
+}
+
+/* max 1.5 ulp on R; +-inf -> +-pi/2. */
+static inline float vm_atan_f32(float x)
+{
+    float a = vm_abs_f32(x);
+    int big = a > 1.0f;
+    float y = vm_atan01_f32(big ? 1.0f / a : a);
+    y = big ? vm_pio2_minus_f32(y) : y;
+    return vm_copysign_f32(y, x);
+}
+
+/* max 2.0 ulp on R^2, with IEEE atan2's signed zeros and infinities. */
+static inline float vm_atan2_f32(float y, float x)
+{
+    float ax = vm_abs_f32(x), ay = vm_abs_f32(y);
+    float lo = ax < ay ? ax : ay, hi = ax < ay ? ay : ax;
+    float t = lo / hi;
+    t = hi == 0.0f ? 0.0f : t;                          /* 0/0 */
+    t = lo == INFINITY ? 1.0f : t;                      /* inf/inf */
+    t = (x != x || y != y) ? x + y : t;
+    float a = vm_atan01_f32(t);
+    a = ay > ax ? vm_pio2_minus_f32(a) : a;
+    a = vm_bits_f32(x) >> 31 ? (3.14159274101257324f - a) - 8.74227800037248566e-8f : a;
+    return vm_copysign_f32(a, y);
+}
+
+/* ---- hyperbolic ------------------------------------------------------------------- */
+/* max 2.0 ulp on R: small |x| a polynomial (Cephes sinhf), else h - 1/(4h), h = e^|x|/2. */
+static inline float vm_sinh_f32(float x)
+{
+    float a = vm_abs_f32(x);
+    float z = x * x;
+    float small = ((2.03721912945e-4f * z + 8.33028376239e-3f) * z + 1.66667160211e-1f) * z * x + x;
+    float h = vm_expk_f32(a, -1);
+    float big = vm_copysign_f32(h - 0.25f / h, x);
+    return a <= 1.0f ? small : big;
+}
+
+/* max 1.5 ulp on R. */
+static inline float vm_cosh_f32(float x)
+{
+    float h = vm_expk_f32(vm_abs_f32(x), -1);
+    return h + 0.25f / h;
+}
+
+/* max 2.0 ulp on R: |x| < 0.625 a polynomial (Cephes tanhf), else 1 - 2/(e^2|x| + 1). */
+static inline float vm_tanh_f32(float x)
+{
+    float a = vm_abs_f32(x);
+    float z = x * x;
+    float p = -5.70498872745e-3f;
+    p = p * z + 2.06390887954e-2f;
+    p = p * z - 5.37397155531e-2f;
+    p = p * z + 1.33314422036e-1f;
+    p = p * z - 3.33332819422e-1f;
+    float small = p * z * x + x;
+    float big = vm_copysign_f32(1.0f - 2.0f / (vm_exp_f32(2.0f * a) + 1.0f), x);
+    return a < 0.625f ? small : big;
+}
+
+/* max 2.5 ulp on R: log1p(a + a^2/(1 + sqrt(1 + a^2))), large |a| log(a) + ln2. */
+static inline float vm_asinh_f32(float x)
+{
+    float a = vm_abs_f32(x);
+    float a2 = a * a;
+    float small = vm_log1p_f32(a + a2 / (1.0f + vm_sqrt_f32(1.0f + a2)));
+    float big = vm_log_f32(a) + 0.693147180559945309f;
+    return vm_copysign_f32(a > 4096.0f ? big : small, x);
+}
+
+/* max 2.5 ulp on [1, inf): log1p((x-1) + sqrt((x-1)(x+1))); x < 1 -> NaN. */
+static inline float vm_acosh_f32(float x)
+{
+    float d = x - 1.0f;
+    float small = vm_log1p_f32(d + vm_sqrt_f32(d * (x + 1.0f)));
+    float big = vm_log_f32(x) + 0.693147180559945309f;
+    return x > 4096.0f ? big : small;
+}
+
+/* max 2.5 ulp on (-1, 1): log1p(2a/(1-a))/2; +-1 -> +-inf, |x| > 1 -> NaN. */
+static inline float vm_atanh_f32(float x)
+{
+    float a = vm_abs_f32(x);
+    return vm_copysign_f32(0.5f * vm_log1p_f32((a + a) / (1.0f - a)), x);
+}
+
+/* ---- erf ------------------------------------------------------------------------ */
+/* erf(x)/x = P(x^2) on |x| <= 1 (Cephes erff polynomial). */
+static inline float vm_erf_small_f32(float x)
+{
+    float z = x * x;
+    float p = 7.853861353153693e-5f;
+    p = p * z - 8.010193625184903e-4f;
+    p = p * z + 5.188327685732524e-3f;
+    p = p * z - 2.685381193529856e-2f;
+    p = p * z + 1.128358514861418e-1f;
+    p = p * z - 3.761262582423300e-1f;
+    p = p * z + 1.128379165726710f;
+    return p * x;
+}
+
+/* x^2 = h + l exactly (Dekker's product with a 12-bit split, no fma). */
+static inline void vm_square2_f32(float x, float *h, float *l)
+{
+    float xh = vm_from_bits_f32(vm_bits_f32(x) & 0xfffff000u), xl = x - xh;
+    *h = x * x;
+    *l = ((xh * xh - *h) + 2.0f * xh * xl) + xl * xl;
+}
+
+/* erfc(a) for a in [1/2, inf), given a^2 = sh + sl exactly: e^(-a^2) g(t) / (1 + 2a)
+ * with t = (a-2)/(a+2) (Shepherd & Laframboise's form; g fit here to relative
+ * 2^-26). The exact a^2 keeps e^(-a^2) at full precision up to the underflow. */
+static inline float vm_erfc_core_f32(float a, float sh, float sl)
+{
+    a = a > 10.5f ? 10.5f : a;
+    float t = (a - 2.0f) / (a + 2.0f);
+    float g = -2.276376617e-04f;
+    g = g * t - 1.265981584e-03f;
+    g = g * t + 1.148580108e-03f;
+    g = g * t + 8.659420535e-03f;
+    g = g * t - 8.006330580e-03f;
+    g = g * t - 5.421130359e-02f;
+    g = g * t + 1.640488207e-01f;
+    g = g * t - 1.660308242e-01f;
+    g = g * t - 9.276376665e-02f;
+    g = g * t + 1.276978374e+00f;
+    float e = sh > 112.0f ? 0.0f : vm_exp_f32(-sh) * (1.0f - sl);   /* also a = inf */
+    return e * g / (1.0f + 2.0f * a);
+}
+
+static inline float vm_erfc_big_f32(float a)
+{
+    float sh, sl;
+    vm_square2_f32(a, &sh, &sl);
+    return vm_erfc_core_f32(a, sh, sl);
+}
+
+/* max 1.5 ulp on R. */
+static inline float vm_erf_f32(float x)
+{
+    float a = vm_abs_f32(x);
+    float big = vm_copysign_f32(1.0f - vm_erfc_big_f32(a), x);
+    return a < 1.0f ? vm_erf_small_f32(x) : big;
+}
+
+/* max 3.0 ulp on R (values down to the denormals near 10.05). */
+static inline float vm_erfc_f32(float x)
+{
+    float a = vm_abs_f32(x);
+    float c = vm_erfc_big_f32(a);
+    float y = x < 0.0f ? 2.0f - c : c;
+    return a < 0.5f ? 1.0f - vm_erf_small_f32(x) : y;
+}
+
+/* ---- activations ------------------------------------------------------------------ */
+/* max 2.0 ulp on R: 1/(1 + e^-x), or e^x/(1 + e^x) for x < 0 (no overflow). */
+static inline float vm_sigmoid_f32(float x)
+{
+    float e = vm_exp_f32(-vm_abs_f32(x));
+    float s = 1.0f / (1.0f + e);
+    return x < 0.0f ? e * s : s;
+}
+static inline double vm_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+/* exact; NaN stays NaN, -0 stays -0 (like torch). */
+static inline float vm_relu_f32(float x) { return x < 0.0f ? 0.0f : x; }
+
+/* max 3.0 ulp on R: x Phi(x) = x erfc(-x/sqrt2) / 2, no cancellation for x < 0;
+ * a^2 = x^2/2 is formed exactly from x, so large negative x stays accurate. */
+static inline float vm_gelu_f32(float x)
+{
+    float a = x * -0.707106781186547524f;
+    float sh, sl;
+    vm_square2_f32(x, &sh, &sl);
+    float big = vm_erfc_core_f32(vm_abs_f32(a), 0.5f * sh, 0.5f * sl);
+    float c = a < 0.0f ? 2.0f - big : big;
+    c = vm_abs_f32(a) < 0.5f ? 1.0f - vm_erf_small_f32(a) : c;
+    return 0.5f * x * c;
+}
+static inline double vm_gelu_f64(double x) { return 0.5 * x * erfc(x * -0.70710678118654752440); }
+
+/* max 3.0 ulp on R: x (1 + tanh u) / 2 = x / (1 + e^(-2u)), u = sqrt(2/pi)(x + 0.044715 x^3). */
+static inline float vm_gelu_tanh_f32(float x)
+{
+    float u = 0.797884560802865356f * (x + 0.044715f * x * x * x);
+    return x / (1.0f + vm_exp_f32(-2.0f * u));
+}
+static inline double vm_gelu_tanh_f64(double x)
+{
+    double u = 0.79788456080286535588 * (x + 0.044715 * x * x * x);
+    return x / (1.0 + exp(-2.0 * u));
+}
+
+/* max 2.0 ulp on R: x sigmoid(x). */
+static inline float vm_silu_f32(float x)
+{
+    float e = vm_exp_f32(-vm_abs_f32(x));
+    float s = x / (1.0f + e);
+    return x < 0.0f ? e * s : s;
+}
+static inline double vm_silu_f64(double x) { return x / (1.0 + exp(-x)); }
+
+/* max 2.0 ulp on R: x > 20 ? x : log1p(e^x) (torch's beta 1, threshold 20). */
+static inline float vm_softplus_f32(float x)
+{
+    return x > 20.0f ? x : vm_log1p_f32(vm_exp_f32(x));
+}
+static inline double vm_softplus_f64(double x) { return x > 20.0 ? x : log1p(exp(x)); }
+
+/* ---- rounding and classification (exact) ---------------------------------------------- */
+/* |x| rounded half to even when |x| < 2^23 (larger floats are integers). */
+static inline float vm_rint_abs_f32(float a)
+{
+    return a < 8388608.0f ? (a + 8388608.0f) - 8388608.0f : a;
+}
+
+static inline float vm_round_f32(float x) { return vm_copysign_f32(vm_rint_abs_f32(vm_abs_f32(x)), x); }
+
+static inline float vm_trunc_abs_f32(float a)
+{
+    float r = vm_rint_abs_f32(a);
+    return r > a ? r - 1.0f : r;
+}
+
+static inline float vm_trunc_f32(float x) { return vm_copysign_f32(vm_trunc_abs_f32(vm_abs_f32(x)), x); }
+
+static inline float vm_floor_f32(float x)
+{
+    float a = vm_abs_f32(x);
+    float r = vm_rint_abs_f32(a);
+    float up = r < a ? r + 1.0f : r;             /* ceil(|x|) */
+    float dn = r > a ? r - 1.0f : r;             /* floor(|x|) */
+    return vm_copysign_f32(x < 0.0f ? up : dn, x);
+}
+
+static inline float vm_ceil_f32(float x)
+{
+    float a = vm_abs_f32(x);
+    float r = vm_rint_abs_f32(a);
+    float up = r < a ? r + 1.0f : r;
+    float dn = r > a ? r - 1.0f : r;
+    return vm_copysign_f32(x < 0.0f ? dn : up, x);
+}
+
+static inline float vm_sign_f32(float x) { return (float)((x > 0.0f) - (x < 0.0f)); }
+static inline double vm_sign_f64(double x) { return (double)((x > 0.0) - (x < 0.0)); }
+
+static inline int vm_isinf_f32(float x) { return (vm_bits_f32(x) & 0x7fffffffu) == 0x7f800000u; }
+static inline int vm_isfinite_f32(float x) { return (vm_bits_f32(x) & 0x7f800000u) != 0x7f800000u; }
+
+/* ---- binary ------------------------------------------------------------------------- */
+/* torch.maximum / minimum: NaN in either operand gives NaN. */
+static inline float vm_max_f32(float a, float b)
+{
+    float m = a < b ? b : a;
+    m = b != b ? b : m;
+    return a != a ? a : m;
+}
+static inline float vm_min_f32(float a, float b)
+{
+    float m = b < a ? b : a;
+    m = b != b ? b : m;
+    return a != a ? a : m;
+}
+static inline double vm_max_f64(double a, double b)
+{
+    double m = a < b ? b : a;
+    m = b != b ? b : m;
+    return a != a ? a : m;
+}
+static inline double vm_min_f64(double a, double b)
+{
+    double m = b < a ? b : a;
+    m = b != b ? b : m;
+    return a != a ? a : m;
+}
+
+/* ln|x| in double to ~2^-40 relative (for pow): x = 2^e m, m in [sqrt(1/2), sqrt(2)),
+ * log m = 2 atanh(s), s = (m-1)/(m+1), an odd series to s^13. */
+static inline double vm_log_pow_f64(float x)
+{
+    uint32_t u = vm_bits_f32(x) & 0x7fffffffu;
+    int tiny = u < 0x00800000u;
+    float xs = tiny ? vm_from_bits_f32(u) * 8388608.0f : vm_from_bits_f32(u);
+    u = vm_bits_f32(xs);
+    int32_t e = (int32_t)(u >> 23) - 127 - (tiny ? 23 : 0);
+    double m = (double)vm_from_bits_f32((u & 0x007fffffu) | 0x3f800000u);   /* [1, 2) */
+    int hi = m > 1.41421356237309505;
+    m = hi ? m * 0.5 : m;
+    e = hi ? e + 1 : e;
+    double s = (m - 1.0) / (m + 1.0), z = s * s;
+    double p = 1.0 / 13;
+    p = p * z + 1.0 / 11;
+    p = p * z + 1.0 / 9;
+    p = p * z + 1.0 / 7;
+    p = p * z + 1.0 / 5;
+    p = p * z + 1.0 / 3;
+    p = p * z + 1.0;
+    return 2.0 * s * p + e * 0.693147180559945309;
+}
+
+/* e^v as float, v in double (for pow): v = n ln2 + r, degree-10 Taylor in double. */
+static inline float vm_exp_pow_f64(double v)
+{
+    double vc = v > 90.0 ? 90.0 : v;
+    vc = vc < -104.0 ? -104.0 : vc;
+    double n = vm_rint_small_f64(vc * 1.4426950408889634);
+    double r = vc - n * 0.693147180559945286;
+    r = r - n * 2.319046813846299558e-17;
+    double p = 1.0 / 3628800;
+    p = p * r + 1.0 / 362880;
+    p = p * r + 1.0 / 40320;
+    p = p * r + 1.0 / 5040;
+    p = p * r + 1.0 / 720;
+    p = p * r + 1.0 / 120;
+    p = p * r + 1.0 / 24;
+    p = p * r + 1.0 / 6;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    float y = (float)(p * vm_pow2i_f64((int64_t)n));
+    y = v > 89.0 ? INFINITY : y;
+    return v != v ? (float)v : y;
+}
+
+/* max 1.0 ulp (x^y = e^(y ln|x|) evaluated in double); C99 pow's special cases:
+ * x^0 = 1 and 1^y = 1 even for NaN, (-1)^+-inf = 1, negative x with a non-integer
+ * y is NaN, and odd integer y keeps the sign of x. */
+static inline float vm_pow_f32(float x, float y)
+{
+    float ay = vm_abs_f32(y);
+    int yint = vm_trunc_f32(y) == y;
+    float yh = ay < 16777216.0f ? y * 0.5f : 0.0f;
+    int yodd = yint && vm_trunc_f32(yh) != yh;
+    float r = vm_exp_pow_f64((double)y * vm_log_pow_f64(x));
+    r = (vm_bits_f32(x) >> 31) && yodd ? -r : r;
+    r = x < 0.0f && !yint && ay < INFINITY ? NAN : r;
+    r = vm_abs_f32(x) == 1.0f && ay == INFINITY ? 1.0f : r;
+    r = x == 1.0f || y == 0.0f ? 1.0f : r;
+    return r;
+}
+
+/* C fmod (exact, sign of x): |x| is reduced by |y| 2^s in at most 13 exact steps of
+ * at least 23 bits of quotient each, in double; y = 0 or x = inf -> NaN. */
+static inline float vm_fmod_f32(float x, float y)
+{
+    float ay = vm_abs_f32(y);
+    double a = vm_abs_f32(x), b = ay;
+    int32_t eb = (int32_t)(vm_bits_f32(ay) >> 23);
+    for (int k = 0; k < 13; k++) {
+        float af = (float)a;
+        int32_t ea = (int32_t)(vm_bits_f32(af) >> 23);
+        int32_t s = ea - eb - 23;
+        s = s < 0 ? 0 : s;
+        s = s > 300 ? 300 : s;
+        double bs = b * vm_pow2i_f64(s);
+        double q = a / bs;
+        double t = vm_rint_small_f64(q);
+        t = t > q ? t - 1.0 : t;
+        t = q < 4503599627370496.0 ? t : q;
+        a = a - t * bs;
+    }
+    float r = vm_copysign_f32((float)a, x);
+    return ay == INFINITY && x - x == 0.0f ? x : r;
+}
+
+/* Python's % on floats (torch.remainder): fmod, moved to the sign of y. */
+static inline float vm_remainder_f32(float x, float y)
+{
+    float m = vm_fmod_f32(x, y);
+    return m != 0.0f && ((m < 0.0f) != (y < 0.0f)) ? m + y : m;
+}
+static inline double vm_remainder_f64(double x, double y)
+{
+    double m = fmod(x, y);
+    return m != 0.0 && ((m < 0.0) != (y < 0.0)) ? m + y : m;
+}
+
+/* Integer power (wraps like the machine type after truncation; a negative
+ * exponent gives 0 except for bases 1 and -1, like torch). */
+static inline int64_t vm_ipow(int64_t a, int64_t b)
+{
+    if (b < 0)
+        return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+    uint64_t r = 1, x = (uint64_t)a;
+    for (uint64_t e = (uint64_t)b; e; e >>= 1) {
+        r = (e & 1) ? r * x : r;
+        x *= x;
+    }
+    return (int64_t)r;
+}
+
+/* Integer Python % (sign of the divisor); divisor 0 gives 0. */
+static inline int64_t vm_iremainder(int64_t a, int64_t b)
+{
+    if (b == 0 || b == -1)
+        return 0;
+    int64_t m = a % b;
+    return m != 0 && ((m < 0) != (b < 0)) ? m + b : m;
+}
+
+#endif /* TJ_VMATH_H */

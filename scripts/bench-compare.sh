@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# bench-compare.sh - tjit eager vs PyTorch eager on the benchmark suite, side by side.
+#
+#   scripts/bench-compare.sh [CASE...] [--threads N] [--iters N] [--min-time S] [--rounds R]
+#   make bench-compare [BENCH_ARGS="..."]
+#
+# Builds tjit, runs `tjit bench --json --save DIR` and then
+# benchmarks/pytorch/suite.py --json --check DIR (Debian's /usr/bin/python3 with
+# python3-torch) with the same threads (default: nproc) and options, and prints
+# a table with the ratio tjit/PyTorch per case and max |tjit - torch| of the
+# results on the same inputs: plain text on stderr, markdown on stdout (the
+# table of docs/perf.md). --rounds R repeats both runs R times, alternating,
+# and keeps each case's best median (a shared machine's load comes and goes).
+# Exit 1 when PyTorch is missing or a run fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=/usr/bin/python3
+BUILD=${BUILD:-build}
+TJIT=${TJIT:-$BUILD/tjit}   # the tjit binary to measure
+
+if ! "$PY" -c 'import torch' 2>/dev/null; then
+    echo "bench-compare: PyTorch is missing for $PY; install it with:" >&2
+    echo "    sudo apt-get install python3-torch" >&2
+    exit 1
+fi
+
+threads=$(nproc) rounds=1
+cases=() opts=()
+while [ $# -gt 0 ]; do
+    case $1 in
+    --threads) threads=${2:?--threads needs a count}; shift 2 ;;
+    --rounds) rounds=${2:?--rounds needs a count}; shift 2 ;;
+    --iters | --min-time) opts+=("$1" "${2:?$1 needs a value}"); shift 2 ;;
+    -h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "bench-compare: unknown flag '$1'" >&2; exit 2 ;;
+    *) cases+=("$1"); shift ;;
+    esac
+done
+
+make -s all >&2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+trc=0 prc=0
+for ((round = 1; round <= rounds; round++)); do
+    echo "== round $round/$rounds: tjit bench (threads $threads)" >&2
+    rc=0
+    "$TJIT" bench --json --threads "$threads" --save "$tmp" ${opts[@]+"${opts[@]}"} \
+        ${cases[@]+"${cases[@]}"} >>"$tmp/tjit.jsonl" || rc=$?
+    [ $rc -le 1 ] || { echo "bench-compare: tjit bench exited with $rc" >&2; exit 1; }
+    trc=$((trc | rc))
+    echo "== round $round/$rounds: PyTorch eager (threads $threads)" >&2
+    rc=0
+    "$PY" benchmarks/pytorch/suite.py --json --threads "$threads" --check "$tmp" \
+        ${opts[@]+"${opts[@]}"} ${cases[@]+"${cases[@]}"} >>"$tmp/torch.jsonl" || rc=$?
+    [ $rc -le 1 ] || { echo "bench-compare: suite.py exited with $rc" >&2; exit 1; }
+    prc=$((prc | rc))
+done
+
+"$PY" - "$tmp/tjit.jsonl" "$tmp/torch.jsonl" "$rounds" <<'EOF'
+import datetime, json, os, subprocess, sys
+
+def load(path):
+    """Per case, the record with the best median over the rounds."""
+    best = {}
+    with open(path) as f:
+        for r in map(json.loads, filter(str.strip, f)):
+            old = best.get(r["case"])
+            if old is None or (r["status"] == "ok" and (old["status"] != "ok" or
+                                                        r["eager_ms"] < old["eager_ms"])):
+                best[r["case"]] = r
+    return best
+
+tj, pt = load(sys.argv[1]), load(sys.argv[2])
+
+def lscpu(field):
+    out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    return next((l.split(":", 1)[1].strip() for l in out.splitlines()
+                 if l.startswith(field + ":")), "?")
+
+def ms(r):
+    return f"{r['eager_ms']:.3f}" if r and r["status"] == "ok" else "-"
+
+def mb(r):
+    return f"{r['peak_bytes'] / 1048576:.1f}" if r and r.get("peak_bytes") is not None else "-"
+
+rows = []
+for case in sorted(set(tj) | set(pt), key=lambda c: int(c[1:])):
+    t, p = tj.get(case), pt.get(case)
+    both = t and p and t["status"] == "ok" and p["status"] == "ok"
+    ratio = t["eager_ms"] / p["eager_ms"] if both else None
+    diff = p.get("check_max_abs_diff") if p else None
+    if t and t["status"] != "ok":
+        note = f"tjit {t['status']}: {t['error']}"
+    elif p and p["status"] != "ok":
+        note = f"pytorch {p['status']}: {p['error']}"
+    else:
+        note = "slower than 1.5x" if ratio and ratio > 1.5 else "ok"
+    rows.append([case, (t or p)["name"], ms(t), ms(p),
+                 f"{ratio:.2f}" if ratio else "-", mb(t), mb(p),
+                 f"{diff:.2e}" if diff is not None else "-", note])
+
+head = ["case", "name", "tjit ms", "pytorch ms", "tjit/pytorch", "tjit peak MB",
+        "pytorch peak MB", "max abs diff", "status"]
+widths = [max(len(str(r[k])) for r in rows + [head]) for k in range(len(head))]
+for r in [head] + rows:
+    print("  ".join(str(v).ljust(w) for v, w in zip(r, widths)).rstrip(), file=sys.stderr)
+sys.stderr.flush()
+
+any_pt = next(iter(pt.values()), {})
+threads = next((r["threads"] for r in list(tj.values()) + list(pt.values())), "?")
+print(f"Measured {datetime.date.today().isoformat()} on {lscpu('Model name')}, "
+      f"{lscpu('Core(s) per socket')} cores x {lscpu('Socket(s)')} socket(s), "
+      f"{lscpu('CPU(s)')} hardware threads; {threads} threads for both; "
+      f"PyTorch {any_pt.get('torch_version', '?')} eager "
+      f"(OPENBLAS_CORETYPE={any_pt.get('blas_core', '?')}). "
+      f"Median ms per iteration, steady state (best of {sys.argv[3]} round(s)); peak MB is the resident-set growth "
+      "during one call; max abs diff is |tjit - torch| on the same inputs.\n")
+print("| " + " | ".join(head) + " |")
+print("|" + "---|" * len(head))
+for r in rows:
+    print("| " + " | ".join(str(v).replace("|", "\\|") for v in r) + " |")
+EOF
+[ $trc -eq 0 ] && [ $prc -eq 0 ]

@@ -1,0 +1,450 @@
+/* test_contract.c - matmul, linear, conv2d, max_pool2d and avg_pool2d against
+ * PyTorch (golden data from scripts/golden/contract.py), on contiguous and
+ * non-contiguous operands, every dtype they take, empty shapes, and every
+ * error path of their rules. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../ir/window2d.h"
+#include "../runtime/blas.h"
+#include "util.h"
+
+/* ---- helpers ------------------------------------------------------------------------- */
+
+static tj_tensor *in(const char *c, const char *name)
+{
+    char b[128];
+    snprintf(b, sizeof b, "%s_%s", c, name);
+    return tu_golden("contract", b);
+}
+
+static void check(const char *c, tj_tensor *got, double tol)
+{
+    tj_tensor *want = in(c, "out");
+    /* The golden writer stores 0-D results as [1] (np.ascontiguousarray). */
+    if (got && tj_ndim(got) == 0)
+        want = tj_reshape(want, 0, NULL);
+    tu_assert_close(got, want, tol, tol);
+}
+
+static tj_tensor *zeros(tj_dtype dt, int ndim, ...)
+{
+    int64_t shape[TJ_MAX_DIMS];
+    va_list ap;
+    va_start(ap, ndim);
+    for (int d = 0; d < ndim; d++)
+        shape[d] = va_arg(ap, int64_t);
+    va_end(ap);
+    tj_tensor *t = tj_zeros(dt, ndim, shape);
+    assert_non_null(t);
+    return t;
+}
+
+#define Z(dt, ...) zeros(dt, (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), __VA_ARGS__)
+#define F32(...) Z(TJ_F32, __VA_ARGS__)
+
+static const int64_t P11[2] = {1, 1}, S11[2] = {1, 1}, D11[2] = {1, 1};
+
+/* ---- matmul --------------------------------------------------------------------------- */
+
+static void test_matmul_ranks(void **state)
+{
+    (void)state;
+    static const char *cases[] = {"mm_1_1", "mm_1_2", "mm_2_1",  "mm_2_2",   "mm_3_2",
+                                  "mm_2_3", "mm_1_3", "mm_3_1",  "mm_bcast", "mm_4_4",
+                                  "mm_big", "mm_f64", "mm_k0",   "mm_m0"};
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
+        check(cases[k], tj_matmul(in(cases[k], "a"), in(cases[k], "b")), 1e-5);
+}
+
+static void test_matmul_ints(void **state)
+{
+    (void)state;
+    static const char *cases[] = {"mm_i64", "mm_i64_1_1", "mm_u8", "mm_k0_i64"};
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
+        check(cases[k], tj_matmul(in(cases[k], "a"), in(cases[k], "b")), 0);
+    /* a @ b.T on i32: the transposed right operand is packed */
+    tj_tensor *bt = tj_transpose(in("mm_i32_t", "b"), 0, 1);
+    check("mm_i32_t", tj_matmul(in("mm_i32_t", "a"), bt), 0);
+}
+
+static void test_matmul_views(void **state)
+{
+    (void)state;
+    /* transposed operands go to BLAS by flag */
+    tj_tensor *at = tj_transpose(in("mm_tt", "a"), 0, 1);
+    tj_tensor *bt = tj_transpose(in("mm_tt", "b"), 0, 1);
+    assert_false(tj_is_contiguous(at));
+    check("mm_tt", tj_matmul(at, bt), 1e-5);
+    check("mm_btt", tj_matmul(tj_transpose(in("mm_btt", "a"), 1, 2),
+                              tj_transpose(in("mm_btt", "b"), 1, 2)), 1e-5);
+    /* strided slices: packed */
+    tj_tensor *as = tj_slice(in("mm_slice", "a"), 1, 0, 8, 2);
+    tj_tensor *bs = tj_slice(tj_slice(in("mm_slice", "b"), 0, 0, 8, 2), 1, 1, 6, 1);
+    check("mm_slice", tj_matmul(as, bs), 1e-5);
+    /* a stride-0 batch dim */
+    tj_tensor *ae = tj_expand(in("mm_expand", "a"), 3, (int64_t[]){2, 3, 4});
+    check("mm_expand", tj_matmul(ae, in("mm_expand", "b")), 1e-5);
+}
+
+static void test_matmul_extremes(void **state)
+{
+    (void)state;
+    check("mm_ext", tj_matmul(in("mm_ext", "a"), in("mm_ext", "b")), 1e-6);
+}
+
+static void test_matmul_errors(void **state)
+{
+    (void)state;
+    tu_assert_error(tj_matmul(F32(2, 3), tj_zeros(TJ_F32, 0, NULL)), "matmul(f32[2,3], f32[])",
+                    "at least 1 dim", "0-D", NULL);
+    tu_assert_error(tj_matmul(F32(2, 3), Z(TJ_F64, 3, 2)), "matmul(f32[2,3], f64[3,2])",
+                    "same dtype", "f32 and f64", NULL);
+    tu_assert_error(tj_matmul(Z(TJ_BOOL, 2, 3), Z(TJ_BOOL, 3, 2)), "matmul(bool[2,3]",
+                    "not defined for bool", NULL);
+    tu_assert_error(tj_matmul(F32(2, 3), F32(4, 2)), "matmul(f32[2,3], f32[4,2])",
+                    "inner dimensions differ: 3", "vs 4", NULL);
+    tu_assert_error(tj_matmul(F32(3), F32(4)), "matmul(f32[3], f32[4])",
+                    "inner dimensions differ: 3", "vs 4", NULL);
+    tu_assert_error(tj_matmul(F32(2, 2, 3), F32(3, 3, 2)), "matmul(f32[2,2,3], f32[3,3,2])",
+                    "batch dims [2] and [3] cannot be broadcast", NULL);
+    assert_null(tj_matmul(NULL, F32(2)));
+    tj_clear_error();
+}
+
+/* ---- linear --------------------------------------------------------------------------- */
+
+static void test_linear(void **state)
+{
+    (void)state;
+    static const char *with_bias[] = {"lin_bias", "lin_x1", "lin_w1b", "lin_b2", "lin_k0",
+                                      "lin_f64"};
+    for (size_t k = 0; k < sizeof with_bias / sizeof *with_bias; k++) {
+        const char *c = with_bias[k];
+        check(c, tj_linear(in(c, "x"), in(c, "w"), in(c, "b")), 1e-5);
+    }
+    check("lin_nobias", tj_linear(in("lin_nobias", "x"), in("lin_nobias", "w"), NULL), 1e-5);
+    check("lin_w1", tj_linear(in("lin_w1", "x"), in("lin_w1", "w"), NULL), 1e-5);
+    check("lin_i64", tj_linear(in("lin_i64", "x"), in("lin_i64", "w"), in("lin_i64", "b")), 0);
+}
+
+static void test_linear_views(void **state)
+{
+    (void)state;
+    tj_tensor *x = tj_transpose(in("lin_views", "x"), 0, 1);
+    tj_tensor *w = tj_transpose(in("lin_views", "wt"), 0, 1);
+    check("lin_views", tj_linear(x, w, in("lin_views", "b")), 1e-5);
+    tj_tensor *xp = tj_slice(tj_permute(in("lin_nofold", "x"), (int[]){1, 0, 2}), 0, 0, 8, 2);
+    check("lin_nofold", tj_linear(xp, in("lin_nofold", "w"), in("lin_nofold", "b")), 1e-5);
+}
+
+static void test_linear_errors(void **state)
+{
+    (void)state;
+    tu_assert_error(tj_linear(tj_zeros(TJ_F32, 0, NULL), F32(3, 4), NULL),
+                    "linear(f32[], f32[3,4])",
+                    "at least 1 dim", NULL);
+    tu_assert_error(tj_linear(F32(2, 4), F32(2, 3, 4), NULL), "linear(f32[2,4], f32[2,3,4])",
+                    "weight must be 2-D", "got 3-D", NULL);
+    tu_assert_error(tj_linear(F32(2, 4), F32(3, 4), Z(TJ_F64, 3)),
+                    "linear(f32[2,4], f32[3,4], f64[3])", "same dtype", "f32 and f64", NULL);
+    tu_assert_error(tj_linear(Z(TJ_BOOL, 2, 4), Z(TJ_BOOL, 3, 4), NULL), "not defined for bool",
+                    NULL);
+    tu_assert_error(tj_linear(F32(2, 4), F32(3, 5), NULL), "linear(f32[2,4], f32[3,5])",
+                    "input has 4 features", "weight expects 5", NULL);
+    tu_assert_error(tj_linear(F32(2, 4), F32(3, 4), F32(5)), "linear(f32[2,4], f32[3,4], f32[5])",
+                    "bias [5] does not broadcast to the output [2,3]", NULL);
+    tu_assert_error(tj_linear(F32(2, 4), F32(3, 4), F32(1, 2, 3)), "bias [1,2,3]", NULL);
+}
+
+/* ---- conv2d ----------------------------------------------------------------------------- */
+
+typedef struct conv_case {
+    const char *name;
+    int64_t stride[2], padding[2], dilation[2], groups;
+    bool bias;
+} conv_case;
+
+static tj_tensor *run_conv(const conv_case *c, tj_tensor *x, tj_tensor *w)
+{
+    return tj_conv2d(x, w, c->bias ? in(c->name, "b") : NULL, c->stride, c->padding,
+                     c->dilation, c->groups);
+}
+
+static void test_conv2d(void **state)
+{
+    (void)state;
+    static const conv_case cases[] = {
+        {"conv_basic", {1, 1}, {0, 0}, {1, 1}, 1, true},
+        {"conv_nobias", {1, 1}, {0, 0}, {1, 1}, 1, false},
+        {"conv_spd", {2, 1}, {1, 2}, {2, 1}, 1, true},
+        {"conv_groups", {1, 1}, {1, 1}, {1, 1}, 2, true},
+        {"conv_dw", {2, 2}, {1, 1}, {1, 1}, 4, true},
+        {"conv_dw_mult", {1, 1}, {1, 0}, {1, 2}, 4, false},
+        {"conv_1x1", {1, 1}, {0, 0}, {1, 1}, 1, true},
+        {"conv_1x1_s2", {2, 2}, {0, 0}, {1, 1}, 1, true},
+        {"conv_3d", {1, 1}, {1, 1}, {1, 1}, 1, true},
+        {"conv_tiles", {1, 1}, {1, 1}, {1, 1}, 1, true},
+        {"conv_f64", {1, 1}, {1, 1}, {1, 1}, 2, true},
+        {"conv_i64", {2, 2}, {1, 1}, {1, 1}, 1, true},
+        {"conv_dw_i64", {1, 1}, {1, 1}, {1, 1}, 2, false},
+        {"conv_shift", {1, 1}, {1, 1}, {1, 1}, 1, true},
+        {"conv_shift_gd", {1, 1}, {2, 1}, {2, 1}, 2, true},
+        {"conv_shift_1x1p", {1, 1}, {1, 1}, {1, 1}, 1, false},
+        {"conv_shift_f64", {1, 1}, {1, 1}, {1, 1}, 1, false},
+        {"conv_shift_i64", {1, 1}, {1, 1}, {1, 1}, 1, true},
+        {"conv_c0", {1, 1}, {0, 0}, {1, 1}, 1, true},
+        {"conv_n0", {1, 1}, {0, 0}, {1, 1}, 1, true},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        const conv_case *c = &cases[k];
+        tj_tensor *got = run_conv(c, in(c->name, "x"), in(c->name, "w"));
+        if (!got)
+            fail_msg("%s: %s", c->name, tj_last_error());
+        check(c->name, got, 1e-5);
+    }
+}
+
+static void test_conv2d_threads(void **state)
+{
+    (void)state;
+    /* The tiled paths (im2col, shifted GEMMs) with 1 and 2 threads: tiles
+     * split the image rows. */
+    int before = tj_num_threads();
+    static const conv_case cases[] = {
+        {"conv_tiles", {1, 1}, {1, 1}, {1, 1}, 1, true},
+        {"conv_shift_gd", {1, 1}, {2, 1}, {2, 1}, 2, true},
+    };
+    for (int t = 1; t <= 2; t++) {
+        tj_set_num_threads(t);
+        for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
+            check(cases[k].name, run_conv(&cases[k], in(cases[k].name, "x"),
+                                          in(cases[k].name, "w")), 1e-5);
+    }
+    tj_set_num_threads(before);
+}
+
+static void test_conv2d_defaults_and_views(void **state)
+{
+    (void)state;
+    /* NULL stride/padding/dilation mean 1, 0, 1 */
+    check("conv_basic", tj_conv2d(in("conv_basic", "x"), in("conv_basic", "w"),
+                                  in("conv_basic", "b"), NULL, NULL, NULL, 1), 1e-5);
+    tj_tensor *x = tj_permute(in("conv_nhwc", "x"), (int[]){0, 3, 1, 2});
+    check("conv_nhwc", tj_conv2d(x, in("conv_nhwc", "w"), in("conv_nhwc", "b"), S11, P11, D11, 1),
+          1e-5);
+    x = tj_permute(in("conv_nhwc_1x1", "x"), (int[]){0, 3, 1, 2});
+    check("conv_nhwc_1x1", tj_conv2d(x, in("conv_nhwc_1x1", "w"), NULL, NULL, NULL, NULL, 1),
+          1e-5);
+    x = tj_permute(in("conv_shift_nhwc", "x"), (int[]){0, 3, 1, 2});
+    check("conv_shift_nhwc",
+          tj_conv2d(x, in("conv_shift_nhwc", "w"), NULL, S11, P11, D11, 1), 1e-5);
+    tj_tensor *w = tj_permute(in("conv_wview", "wt"), (int[]){3, 0, 1, 2});
+    check("conv_wview", tj_conv2d(in("conv_wview", "x"), w, NULL, S11, P11, D11, 1), 1e-5);
+}
+
+static void test_conv2d_errors(void **state)
+{
+    (void)state;
+    tj_tensor *x = F32(1, 4, 5, 5), *w = F32(2, 4, 3, 3);
+    tu_assert_error(tj_conv2d(F32(4, 5), w, NULL, NULL, NULL, NULL, 1),
+                    "conv2d(f32[4,5], f32[2,4,3,3])", "input must be 3-D", "got 2-D", NULL);
+    tu_assert_error(tj_conv2d(F32(1, 4, 0, 5), w, NULL, NULL, NULL, NULL, 1),
+                    "conv2d(f32[1,4,0,5]", "empty spatial dim", NULL);
+    tu_assert_error(tj_conv2d(x, F32(2, 4, 3), NULL, NULL, NULL, NULL, 1),
+                    "conv2d(f32[1,4,5,5], f32[2,4,3])", "weight must be 4-D", NULL);
+    tu_assert_error(tj_conv2d(x, Z(TJ_F64, 2, 4, 3, 3), NULL, NULL, NULL, NULL, 1),
+                    "same dtype", "f32 and f64", NULL);
+    tu_assert_error(tj_conv2d(Z(TJ_BOOL, 1, 4, 5, 5), Z(TJ_BOOL, 2, 4, 3, 3), NULL, NULL, NULL,
+                              NULL, 1), "not defined for bool", NULL);
+    tu_assert_error(tj_conv2d(x, w, NULL, NULL, NULL, NULL, 0), "groups must be positive, got 0",
+                    NULL);
+    tu_assert_error(tj_conv2d(x, F32(3, 2, 3, 3), NULL, NULL, NULL, NULL, 2),
+                    "conv2d(f32[1,4,5,5], f32[3,2,3,3])",
+                    "output channels 3 are not divisible by groups 2", NULL);
+    tu_assert_error(tj_conv2d(x, F32(0, 4, 3, 3), NULL, NULL, NULL, NULL, 1),
+                    "weight has 0 output channels", NULL);
+    tu_assert_error(tj_conv2d(x, F32(2, 3, 3, 3), NULL, NULL, NULL, NULL, 1),
+                    "input has 4 channels, weight expects 3 (3 per group x 1 groups)", NULL);
+    tu_assert_error(tj_conv2d(x, w, F32(3), NULL, NULL, NULL, 1),
+                    "conv2d(f32[1,4,5,5], f32[2,4,3,3], f32[3])",
+                    "bias must be 1-D with 2 elements, got [3]", NULL);
+    tu_assert_error(tj_conv2d(x, F32(2, 4, 6, 6), NULL, NULL, NULL, NULL, 1),
+                    "kernel 6x6 (dilated 6x6) is larger than the padded input 5x5", NULL);
+    tu_assert_error(tj_conv2d(x, w, NULL, NULL, (int64_t[]){0, 1}, (int64_t[]){3, 1}, 1),
+                    "kernel 3x3 (dilated 7x3) is larger than the padded input 5x7", NULL);
+    tu_assert_error(tj_conv2d(x, w, NULL, (int64_t[]){0, 1}, NULL, NULL, 1),
+                    "stride must be positive, got [0, 1]", NULL);
+    tu_assert_error(tj_conv2d(x, w, NULL, (int64_t[]){-1, 1}, NULL, NULL, 1),
+                    "stride must be positive, got [-1, 1]", NULL);
+    tu_assert_error(tj_conv2d(x, w, NULL, NULL, (int64_t[]){0, -1}, NULL, 1),
+                    "padding must be non-negative, got [0, -1]", NULL);
+    tu_assert_error(tj_conv2d(x, w, NULL, NULL, NULL, (int64_t[]){1, 0}, 1),
+                    "dilation must be positive, got [1, 0]", NULL);
+    tu_assert_error(tj_conv2d(x, w, NULL, (int64_t[]){(int64_t)1 << 40, 1}, NULL, NULL, 1),
+                    "stride [1099511627776, 1] is too large", NULL);
+    tu_assert_error(tj_conv2d(x, F32(2, 4, 0, 3), NULL, NULL, NULL, NULL, 1),
+                    "kernel size must be positive, got [0, 3]", NULL);
+    assert_null(tj_conv2d(x, NULL, NULL, NULL, NULL, NULL, 1));
+    tj_clear_error();
+}
+
+/* ---- pools ------------------------------------------------------------------------------ */
+
+typedef struct pool_case {
+    const char *name;
+    int64_t k[2], s[2], p[2], d[2];
+    bool avg, cip, transpose;
+} pool_case;
+
+static void test_pools(void **state)
+{
+    (void)state;
+    static const pool_case cases[] = {
+        {"max_k2", {2, 2}, {2, 2}, {0, 0}, {1, 1}, false, false, false},
+        {"max_k3s2p1", {3, 3}, {2, 2}, {1, 1}, {1, 1}, false, false, false},
+        {"max_dil", {3, 3}, {1, 1}, {1, 1}, {2, 2}, false, false, false},
+        {"max_rect", {2, 3}, {1, 2}, {1, 1}, {2, 1}, false, false, false},
+        {"max_3d", {2, 2}, {1, 1}, {0, 0}, {1, 1}, false, false, false},
+        {"max_f64", {3, 3}, {2, 2}, {1, 1}, {1, 1}, false, false, false},
+        {"max_ext", {2, 2}, {1, 1}, {0, 0}, {1, 1}, false, false, false},
+        {"max_tr", {3, 3}, {2, 2}, {1, 1}, {1, 1}, false, false, true},
+        {"avg_k2", {2, 2}, {2, 2}, {0, 0}, {1, 1}, true, true, false},
+        {"avg_pad_in", {3, 3}, {2, 2}, {1, 1}, {1, 1}, true, true, false},
+        {"avg_pad_ex", {3, 3}, {2, 2}, {1, 1}, {1, 1}, true, false, false},
+        {"avg_rect", {3, 2}, {2, 1}, {1, 1}, {1, 1}, true, false, false},
+        {"avg_rect_in", {3, 2}, {2, 1}, {1, 1}, {1, 1}, true, true, false},
+        {"avg_f64", {2, 2}, {1, 1}, {1, 1}, {1, 1}, true, true, false},
+        {"avg_i64", {3, 3}, {2, 2}, {1, 1}, {1, 1}, true, true, false},
+        {"avg_tr", {2, 2}, {1, 1}, {1, 1}, {1, 1}, true, false, true},
+        {"pool_n0_max", {2, 2}, {2, 2}, {0, 0}, {1, 1}, false, false, false},
+        {"pool_n0_avg", {2, 2}, {2, 2}, {0, 0}, {1, 1}, true, true, false},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        const pool_case *c = &cases[k];
+        tj_tensor *x = in(c->name, "x");
+        if (c->transpose)
+            x = tj_transpose(x, 2, 3);
+        tj_tensor *got = c->avg ? tj_avg_pool2d(x, c->k, c->s, c->p, c->cip)
+                                : tj_max_pool2d(x, c->k, c->s, c->p, c->d);
+        if (!got)
+            fail_msg("%s: %s", c->name, tj_last_error());
+        check(c->name, got, 1e-6);
+    }
+}
+
+static void test_pool_defaults(void **state)
+{
+    (void)state;
+    /* NULL stride means the kernel; NULL padding 0; NULL dilation 1 */
+    check("max_k2", tj_max_pool2d(in("max_k2", "x"), (int64_t[]){2, 2}, NULL, NULL, NULL), 0);
+    check("avg_k2", tj_avg_pool2d(in("avg_k2", "x"), (int64_t[]){2, 2}, NULL, NULL, true), 1e-6);
+}
+
+static void test_pool_errors(void **state)
+{
+    (void)state;
+    tj_tensor *x = F32(1, 2, 5, 5);
+    const int64_t k3[2] = {3, 3};
+    tu_assert_error(tj_max_pool2d(Z(TJ_I64, 1, 2, 5, 5), k3, NULL, NULL, NULL),
+                    "max_pool2d(i64[1,2,5,5])", "not defined for i64 (needs f32 or f64)", NULL);
+    tu_assert_error(tj_avg_pool2d(Z(TJ_I32, 1, 2, 5, 5), k3, NULL, NULL, true),
+                    "avg_pool2d(i32[1,2,5,5])", "not defined for i32 (needs f32 or f64 or i64)",
+                    NULL);
+    tu_assert_error(tj_max_pool2d(F32(5, 5), k3, NULL, NULL, NULL), "max_pool2d(f32[5,5])",
+                    "input must be 3-D [C,H,W] or 4-D [N,C,H,W], got 2-D", NULL);
+    tu_assert_error(tj_avg_pool2d(F32(1, 0, 5, 5), k3, NULL, NULL, true),
+                    "avg_pool2d(f32[1,0,5,5])",
+                    "input has 0 channels", NULL);
+    tu_assert_error(tj_max_pool2d(F32(1, 2, 5, 0), k3, NULL, NULL, NULL), "empty spatial dim",
+                    NULL);
+    tu_assert_error(tj_max_pool2d(x, NULL, NULL, NULL, NULL), "max_pool2d(f32[1,2,5,5])",
+                    "kernel size is missing", NULL);
+    tu_assert_error(tj_avg_pool2d(x, (int64_t[]){0, 2}, NULL, NULL, true),
+                    "kernel size must be positive, got [0, 2]", NULL);
+    tu_assert_error(tj_max_pool2d(x, k3, (int64_t[]){0, 0}, NULL, NULL),
+                    "stride must be positive, got [0, 0]", NULL);
+    tu_assert_error(tj_max_pool2d(x, k3, NULL, (int64_t[]){2, 2}, NULL),
+                    "padding [2, 2] exceeds half the kernel size [3, 3]", NULL);
+    tu_assert_error(tj_avg_pool2d(x, k3, NULL, (int64_t[]){-1, 0}, true),
+                    "padding must be non-negative, got [-1, 0]", NULL);
+    tu_assert_error(tj_max_pool2d(x, k3, NULL, NULL, (int64_t[]){0, 1}),
+                    "dilation must be positive, got [0, 1]", NULL);
+    tu_assert_error(tj_max_pool2d(x, (int64_t[]){6, 6}, NULL, NULL, NULL),
+                    "max_pool2d(f32[1,2,5,5])",
+                    "kernel 6x6 (dilated 6x6) is larger than the padded input 5x5", NULL);
+    tu_assert_error(tj_max_pool2d(x, k3, NULL, NULL, (int64_t[]){3, 1}),
+                    "kernel 3x3 (dilated 7x3) is larger than the padded input 5x5", NULL);
+    assert_null(tj_avg_pool2d(NULL, k3, NULL, NULL, true));
+    tj_clear_error();
+}
+
+/* Attribute lists from text IR may hold 0, 1 or 2 values (not more). */
+static void test_window_attrs(void **state)
+{
+    (void)state;
+    ir_attrs a = {0};
+    ir_window2d w;
+    char err[128];
+    ir_attr_ints(&a.a[0], (int64_t[]){3}, 1);
+    assert_int_equal(ir_window2d_of(OP_max_pool2d, &a, NULL, &w, err, sizeof err), 0);
+    assert_true(w.kernel[0] == 3 && w.kernel[1] == 3 && w.stride[0] == 3 && w.stride[1] == 3);
+    assert_true(w.padding[0] == 0 && w.dilation[1] == 1 && w.groups == 1);
+    assert_true(ir_window2d_of(OP_avg_pool2d, &a, NULL, &w, err, sizeof err) == 0 &&
+                w.count_include_pad);
+    ir_attr_ints(&a.a[1], (int64_t[]){1, 2, 3}, 3);
+    assert_int_equal(ir_window2d_of(OP_max_pool2d, &a, NULL, &w, err, sizeof err), -1);
+    assert_non_null(strstr(err, "stride needs 1 or 2 values, got 3"));
+    ir_attrs c = {0};
+    assert_int_equal(ir_window2d_of(OP_conv2d, &c, (int64_t[]){3, 2}, &w, err, sizeof err), 0);
+    assert_true(w.kernel[1] == 2 && w.stride[0] == 1 && w.groups == 1);
+}
+
+/* ---- BLAS bridge ---------------------------------------------------------------------------- */
+
+static void test_blas_bridge(void **state)
+{
+    (void)state;
+    const char *core = rt_blas_core();
+    assert_non_null(core);
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
+        const char *env = getenv("OPENBLAS_CORETYPE");
+        assert_non_null(env);   /* set by the bridge unless the user had set it */
+    }
+    /* k = 0 scales C by beta without calling BLAS */
+    float c[4] = {1, 2, 3, 4};
+    assert_int_equal(rt_sgemm(false, false, 2, 2, 0, 1.0f, c, 1, c, 1, 1.0f, c, 2), 0);
+    assert_true(c[0] == 1 && c[3] == 4);
+    assert_int_equal(rt_sgemm(false, false, 2, 2, 0, 1.0f, c, 1, c, 1, 0.0f, c, 2), 0);
+    assert_true(c[0] == 0 && c[3] == 0);
+    /* thread count changes before and after load are accepted */
+    rt_blas_set_threads(1);
+    rt_blas_set_threads(tj_num_threads());
+    double a[6] = {1, 2, 3, 4, 5, 6}, r[4];
+    assert_int_equal(rt_dgemm(false, true, 2, 2, 3, 1.0, a, 3, a, 3, 0.0, r, 2), 0);
+    assert_true(r[0] == 14 && r[1] == 32 && r[2] == 32 && r[3] == 77);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
+        T(test_matmul_ranks),     T(test_matmul_ints),   T(test_matmul_views),
+        T(test_matmul_extremes),  T(test_matmul_errors), T(test_linear),
+        T(test_linear_views),     T(test_linear_errors), T(test_conv2d),
+        T(test_conv2d_threads),   T(test_conv2d_defaults_and_views),
+        T(test_conv2d_errors),    T(test_pools),         T(test_pool_defaults),
+        T(test_pool_errors),      T(test_window_attrs),  T(test_blas_bridge),
+#undef T
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
