@@ -189,6 +189,16 @@ bool fe_trace_needs_values(const tj_tensor *t, const char *what)
     return true;
 }
 
+bool fe_trace_side_effect(const char *what)
+{
+    fe_trace *tr = current;
+    if (!tr)
+        return false;
+    trace_break(tr, "%s writes in place (side effects are not traced)", what);
+    rt_error("%s: in-place writes are not traced", what);
+    return true;
+}
+
 void fe_trace_shape_read(const tj_tensor *t)
 {
     if (!t || !t->sym || !current)
