@@ -21,11 +21,11 @@ tj_tensor *fe_eager(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
         if (v || !need_copy)
             return v;
         /* A reshape the strides cannot express: copy, then view. */
-        tj_tensor *c = rt_tensor_of(&(ir_type){in[0]->dtype, in[0]->ndim, false, {0}});
+        ir_type ct;
+        rt_type_of(in[0], &ct);
+        tj_tensor *c = rt_tensor_of(&ct);
         if (!c)
             return NULL;
-        memcpy(c->shape, in[0]->shape, sizeof c->shape);
-        rt_contiguous_strides(c->ndim, c->shape, c->strides);
         tj_tensor *src = in[0];
         if (rt_kernels[OP_copy](OP_copy, c, &src, 1, NULL) != 0) {
             tj_release(c);

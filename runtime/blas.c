@@ -7,6 +7,7 @@
  * Rapids) and falls back to AVX2 "Haswell" or even SSE3 "Prescott" kernels,
  * 2-5x slower than its AVX-512 "SkylakeX" ones. libtjit therefore never links
  * -lopenblas: the library is loaded here, after the variable is set.
+ * TJIT_OPENBLAS=path loads another OpenBLAS build instead.
  */
 #include <dlfcn.h>
 #include <limits.h>
@@ -46,15 +47,27 @@ static bool cpu_has_avx512(void)
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
 }
 
+/* The library: libopenblas.so.0, or the file TJIT_OPENBLAS names (another
+ * OpenBLAS build, say one that knows the CPU). */
+static const char *blas_name(bool *custom)
+{
+    const char *env = getenv("TJIT_OPENBLAS");
+    *custom = env && *env;
+    return *custom ? env : "libopenblas.so.0";
+}
+
 static void blas_load(void)
 {
     if (cpu_has_avx512() && !getenv("OPENBLAS_CORETYPE"))
         setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
-    void *lib = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+    bool custom;
+    const char *name = blas_name(&custom);
+    void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         snprintf(blas.why, sizeof blas.why,
-                 "OpenBLAS (libopenblas.so.0) not found: install libopenblas0 or run "
-                 "scripts/install-deps.sh");
+                 "OpenBLAS (%s%s) not found: install libopenblas0 or run "
+                 "scripts/install-deps.sh",
+                 name, custom ? ", from TJIT_OPENBLAS" : "");
         return;
     }
     blas.sgemm = (sgemm_fn)dlsym(lib, "cblas_sgemm");
@@ -63,8 +76,9 @@ static void blas_load(void)
     blas.corename = (char *(*)(void))dlsym(lib, "openblas_get_corename");
     if (!blas.sgemm || !blas.dgemm) {
         snprintf(blas.why, sizeof blas.why,
-                 "libopenblas.so.0 lacks cblas_sgemm/cblas_dgemm: install libopenblas0 or "
-                 "run scripts/install-deps.sh");
+                 "%s lacks cblas_sgemm/cblas_dgemm: install libopenblas0 or run "
+                 "scripts/install-deps.sh",
+                 name);
         dlclose(lib);
         blas.sgemm = NULL;
         blas.dgemm = NULL;

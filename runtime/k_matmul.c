@@ -10,7 +10,6 @@
  * calls. Integer dtypes use a blocked kernel here.
  */
 #include <string.h>
-#include <stdlib.h>
 
 #include "blas.h"
 #include "contract.h"
@@ -341,7 +340,7 @@ static int matmul_batches(tj_tensor *out, mm_side *x, mm_side *y, int nb,
                 .out = rt_ptr(out)};
     atomic_init(&j.failed, 0);
     bool blas = dt == TJ_F32 || dt == TJ_F64;
-    if (nbatch > 1 && rt_threads() > 1 && m * n * k < RT_MM_SMALL && !getenv("TJ_MM_SERIAL")) {
+    if (nbatch > 1 && rt_threads() > 1 && m * n * k < RT_MM_SMALL) {
         /* Load OpenBLAS here: an error recorded on a pool thread would be lost. */
         if (blas && !rt_blas_core())
             return -1;

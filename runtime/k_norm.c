@@ -3,7 +3,7 @@
  *
  * A non-contiguous input is first copied to a contiguous one (like PyTorch).
  * softmax over the last dim works row by row: one pass for the max, one for
- * exp (stored) and their sum, one to scale; rows split across threads. Over
+ * exp (stored) and its sum, one to scale; rows split across threads. Over
  * another dim, blocks of up to CB columns of the [outer, D, inner] layout run
  * the same passes vectorized across the columns. layer_norm and rms_norm
  * normalize rows of the flattened last `ndims` dims: mean, then the sum of
@@ -58,9 +58,9 @@ typedef struct smx {
                 y[i] = x[i] - m - ls; \
             return; \
         } \
-        for (int64_t i = 0; i < n; i++) \
-            y[i] = EXP(x[i] - m); \
-        T inv = (T)(1.0 / rt_row_sum_##S(y, n)); \
+        double s = 0; \
+        RT_LANE_SUM(T, T, RT_LN_##S, x, n, (y[k_] = EXP(v - m)), s); \
+        T inv = (T)(1.0 / s); \
         for (int64_t i = 0; i < n; i++) \
             y[i] *= inv; \
     } \

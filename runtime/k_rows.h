@@ -25,28 +25,31 @@
 #define RT_LN_f32 64
 #define RT_LN_f64 32
 
-/* Sum over row x[0..n) of EXPR (an expression of the element `v`, of type A)
- * in lanes of A into the double `total`, blocked as described above. */
+/* Sum over row x[0..n) of EXPR (an expression of the element `v`, of type A,
+ * and of its index `k_`) in lanes of A into the double `total`, blocked as
+ * described above. */
 #define RT_LANE_SUM(T, A, LN, x, n, EXPR, total) \
     do { \
         for (int64_t b_ = 0; b_ < (n); b_ += RT_ROW_BLOCK) { \
             int64_t m_ = (n) - b_ < RT_ROW_BLOCK ? (n) - b_ : RT_ROW_BLOCK; \
-            const T *xb_ = (x) + b_; \
             A acc_[LN] = {0}; \
             int64_t i_ = 0; \
             for (; i_ + (LN) <= m_; i_ += (LN)) \
                 for (int l_ = 0; l_ < (LN); l_++) { \
-                    A v = xb_[i_ + l_]; \
+                    int64_t k_ = b_ + i_ + l_; \
+                    A v = (x)[k_]; \
                     acc_[l_] += (EXPR); \
                 } \
             for (; i_ + 16 <= m_; i_ += 16) \
                 for (int l_ = 0; l_ < 16; l_++) { \
-                    A v = xb_[i_ + l_]; \
+                    int64_t k_ = b_ + i_ + l_; \
+                    A v = (x)[k_]; \
                     acc_[l_] += (EXPR); \
                 } \
             A tail_ = 0; \
             for (; i_ < m_; i_++) { \
-                A v = xb_[i_]; \
+                int64_t k_ = b_ + i_; \
+                A v = (x)[k_]; \
                 tail_ += (EXPR); \
             } \
             for (int w_ = (LN) / 2; w_ >= 16; w_ /= 2) \
@@ -58,10 +61,14 @@
         } \
     } while (0)
 
-/* Max (CMP >) or min (CMP <) of x[0..n), n >= 1; NaN wins. The NaN test sits
- * off the compare chain: each lane keeps a sticky NaN (nan_) beside its
- * extreme, so the loop carries one compare-select per vector. */
-#define RT_EXT_PICK(CMP, a, b) (((b) CMP (a) || (b) != (b)) ? (b) : (a))
+/* Max (CMP >) or min (CMP <) of x[0..n), n >= 1; NaN wins. Each lane keeps a
+ * sticky NaN (nan_) beside its extreme, so the compare-selects (vmaxps) and
+ * the folds stay free of NaN tests and branches. */
+#define RT_EXT_STEP(CMP, acc, nan, v) \
+    do { \
+        (acc) = (v) CMP (acc) ? (v) : (acc); \
+        (nan) = (v) != (v) ? (v) : (nan); \
+    } while (0)
 #define RT_LANE_EXT(T, LN, x, n, CMP, out) \
     do { \
         T acc_[LN], nan_[LN]; \
@@ -69,25 +76,20 @@
             acc_[l_] = (x)[0], nan_[l_] = 0; \
         int64_t i_ = 0; \
         for (; i_ + (LN) <= (n); i_ += (LN)) \
-            for (int l_ = 0; l_ < (LN); l_++) { \
-                T v = (x)[i_ + l_]; \
-                acc_[l_] = v CMP acc_[l_] ? v : acc_[l_]; \
-                nan_[l_] = v != v ? v : nan_[l_]; \
-            } \
+            for (int l_ = 0; l_ < (LN); l_++) \
+                RT_EXT_STEP(CMP, acc_[l_], nan_[l_], (x)[i_ + l_]); \
         for (; i_ + 16 <= (n); i_ += 16) \
             for (int l_ = 0; l_ < 16; l_++) \
-                acc_[l_] = RT_EXT_PICK(CMP, acc_[l_], (x)[i_ + l_]); \
+                RT_EXT_STEP(CMP, acc_[l_], nan_[l_], (x)[i_ + l_]); \
         for (int l_ = 0; i_ < (n); i_++, l_++) \
-            acc_[l_] = RT_EXT_PICK(CMP, acc_[l_], (x)[i_]); \
+            RT_EXT_STEP(CMP, acc_[l_], nan_[l_], (x)[i_]); \
+        int nan_any_ = 0; \
         for (int l_ = 0; l_ < (LN); l_++) \
-            acc_[l_] = nan_[l_] != nan_[l_] ? nan_[l_] : acc_[l_]; \
-        for (int w_ = (LN) / 2; w_ >= 16; w_ /= 2) \
+            nan_any_ |= nan_[l_] != nan_[l_]; \
+        for (int w_ = (LN) / 2; w_ > 0; w_ /= 2) \
             for (int l_ = 0; l_ < w_; l_++) \
-                acc_[l_] = RT_EXT_PICK(CMP, acc_[l_], acc_[l_ + w_]); \
-        T r_ = acc_[0]; \
-        for (int l_ = 1; l_ < 16; l_++) \
-            r_ = RT_EXT_PICK(CMP, r_, acc_[l_]); \
-        (out) = r_; \
+                acc_[l_] = acc_[l_ + w_] CMP acc_[l_] ? acc_[l_ + w_] : acc_[l_]; \
+        (out) = nan_any_ ? (T)NAN : acc_[0]; \
     } while (0)
 
 #define RT_ROWS_DEFINE(T, S, EXP) \

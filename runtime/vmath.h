@@ -234,10 +234,11 @@ static inline void vm_two_sum_f64(double a, double b, double *s, double *e)
 typedef struct { float r; int32_t q; } vm_quadrant_f32;
 
 /* Payne-Hanek reduction of a = |x| (any float): a = (q + f) pi/2, f in [-1/2, 1/2].
- * a*2/pi mod 4 is summed exactly from the four 24-bit chunks of 2/pi that
- * matter at a's exponent (the earlier ones give multiples of 4), each product
- * exact in double; the fraction keeps ~2^-70 absolute accuracy, enough for
- * the closest float to a multiple of pi/2. Returns r = f pi/2 and q mod 4. */
+ * a*2/pi mod 4 is summed from the five 24-bit chunks of 2/pi that matter at
+ * a's exponent (the earlier ones give multiples of 4), each product exact in
+ * double, the leading ones with exact two-sums; the fraction keeps ~2^-70
+ * absolute accuracy, enough for the float closest to a multiple of pi/2.
+ * Returns r = f pi/2 and q mod 4. */
 static inline vm_quadrant_f32 vm_rem_pio2_f32(float a)
 {
     uint32_t u = vm_bits_f32(a);
@@ -250,6 +251,7 @@ static inline vm_quadrant_f32 vm_rem_pio2_f32(float a)
     double t1 = m * vm_2opi[k0 + 1] * vm_pow2i_f64(s0 - 24);
     double t2 = m * vm_2opi[k0 + 2] * vm_pow2i_f64(s0 - 48);
     double t3 = m * vm_2opi[k0 + 3] * vm_pow2i_f64(s0 - 72);
+    double t4 = m * vm_2opi[k0 + 4] * vm_pow2i_f64(s0 - 96);
     t0 -= 4.0 * vm_rint_small_f64(t0 * 0.25);
     t1 -= 4.0 * vm_rint_small_f64(t1 * 0.25);
     double j0 = vm_rint_small_f64(t0), j1 = vm_rint_small_f64(t1);
@@ -257,7 +259,7 @@ static inline vm_quadrant_f32 vm_rem_pio2_f32(float a)
     vm_two_sum_f64(t0 - j0, t1 - j1, &s, &e1);
     vm_two_sum_f64(s, t2, &s, &e2);
     double j2 = vm_rint_small_f64(s);
-    double f = (s - j2) + (e1 + e2 + t3);
+    double f = (s - j2) + (e1 + e2 + (t3 + t4));
     vm_quadrant_f32 r = {(float)(f * 1.5707963267948966), (int32_t)(j0 + j1 + j2) & 3};
     return r;
 }

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -201,6 +203,7 @@ static void test_conv2d(void **state)
         {"conv_shift_1x1p", {1, 1}, {1, 1}, {1, 1}, 1, false},
         {"conv_shift_f64", {1, 1}, {1, 1}, {1, 1}, 1, false},
         {"conv_shift_i64", {1, 1}, {1, 1}, {1, 1}, 1, true},
+        {"conv_noshift", {1, 1}, {1, 1}, {1, 1}, 1, true},
         {"conv_c0", {1, 1}, {0, 0}, {1, 1}, 1, true},
         {"conv_n0", {1, 1}, {0, 0}, {1, 1}, 1, true},
     };
@@ -434,8 +437,67 @@ static void test_blas_bridge(void **state)
     assert_true(r[0] == 14 && r[1] == 32 && r[2] == 32 && r[3] == 77);
 }
 
-int main(void)
+/* Run in a child process (a fresh OpenBLAS state) with TJIT_OPENBLAS naming
+ * a missing library, then one without CBLAS: the ops that need BLAS fail
+ * with the reason, integer matmul still works. Exit status 0 when all is as
+ * expected. */
+static int child_without_blas(void)
 {
+    tj_scope_begin();
+    const char *why = getenv("TJ_EXPECT");
+    tj_tensor *a = tj_ones(TJ_F32, 2, (int64_t[]){2, 3});
+    tj_tensor *b = tj_ones(TJ_F32, 2, (int64_t[]){3, 2});
+    tj_tensor *ab[3] = {tj_matmul(a, b), NULL, NULL};
+    int bad = ab[0] || !strstr(tj_last_error(), "matmul(f32[2,3], f32[3,2]): ") ||
+              !strstr(tj_last_error(), why);
+    tj_tensor *ba = tj_ones(TJ_F32, 3, (int64_t[]){4, 2, 3});
+    ab[1] = tj_matmul(ba, tj_ones(TJ_F32, 3, (int64_t[]){4, 3, 2}));   /* parallel batches */
+    bad |= ab[1] || !strstr(tj_last_error(), why);
+    ab[2] = tj_conv2d(tj_ones(TJ_F32, 4, (int64_t[]){1, 2, 4, 4}),
+                      tj_ones(TJ_F32, 4, (int64_t[]){3, 2, 3, 3}), NULL, NULL, NULL, NULL, 1);
+    bad |= ab[2] || !strstr(tj_last_error(), "conv2d(f32[1,2,4,4], f32[3,2,3,3]): ") ||
+           !strstr(tj_last_error(), why);
+    bad |= rt_blas_core() != NULL;
+    tj_tensor *i = tj_ones(TJ_I64, 2, (int64_t[]){2, 2});
+    bad |= tj_matmul(i, i) == NULL;
+    if (bad)
+        fprintf(stderr, "unexpected: %s\n", tj_last_error());
+    tj_scope_end();
+    return bad;
+}
+
+static void run_child(const char *lib, const char *expect)
+{
+    char *argv[] = {"test_contract", "--no-blas", NULL};
+    char e1[512], e2[512];
+    snprintf(e1, sizeof e1, "TJIT_OPENBLAS=%s", lib);
+    snprintf(e2, sizeof e2, "TJ_EXPECT=%s", expect);
+    char *envp[] = {e1, e2, "TJIT_NUM_THREADS=2", NULL};
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        execve("/proc/self/exe", argv, envp);
+        _exit(127);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void test_blas_missing(void **state)
+{
+    (void)state;
+    run_child("/nonexistent/libopenblas.so.0",
+              "OpenBLAS (/nonexistent/libopenblas.so.0, from TJIT_OPENBLAS) not found: install "
+              "libopenblas0 or run scripts/install-deps.sh");
+    run_child("libm.so.6", "libm.so.6 lacks cblas_sgemm/cblas_dgemm");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--no-blas") == 0)
+        return child_without_blas();
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_matmul_ranks),     T(test_matmul_ints),   T(test_matmul_views),
@@ -444,6 +506,7 @@ int main(void)
         T(test_conv2d_threads),   T(test_conv2d_defaults_and_views),
         T(test_conv2d_errors),    T(test_pools),         T(test_pool_defaults),
         T(test_pool_errors),      T(test_window_attrs),  T(test_blas_bridge),
+        T(test_blas_missing),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

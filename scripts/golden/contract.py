@@ -120,18 +120,21 @@ case("conv_dw_i64", conv(1, 1, 1, 2), x=rnd(1, 2, 4, 4, dtype=torch.int64),
      w=rnd(2, 1, 3, 3, dtype=torch.int64))
 # no input channels: the sum over them is empty, so the result is the bias
 # (PyTorch 1.13 returns a [2,0,2,2] tensor here instead; tjit keeps O channels)
-# 16+ input channels per group with stride 1: the shifted-GEMM path
-case("conv_shift", conv(1, 1), x=rnd(2, 16, 6, 5), w=rnd(4, 16, 3, 3), b=rnd(4))
+# 16+ input channels per group, stride 1, at most 1/8 of the padded width
+# dropped (Wp - OW <= Wp / 8): the shifted-GEMM path
+case("conv_shift", conv(1, 1), x=rnd(2, 16, 5, 14), w=rnd(4, 16, 3, 3), b=rnd(4))
 case("conv_shift_gd", conv(1, (2, 1), (2, 1), 2), x=rnd(1, 32, 7, 6), w=rnd(6, 16, 3, 2),
      b=rnd(6))
 case("conv_shift_1x1p", conv(1, 1), x=rnd(1, 16, 4, 4), w=rnd(3, 16, 1, 1))
-case("conv_shift_f64", conv(1, 1), x=rnd(1, 16, 5, 5, dtype=torch.float64),
+case("conv_shift_f64", conv(1, 1), x=rnd(1, 16, 5, 14, dtype=torch.float64),
      w=rnd(2, 16, 3, 3, dtype=torch.float64))
-case("conv_shift_i64", conv(1, 1), x=rnd(1, 16, 4, 5, dtype=torch.int64),
+case("conv_shift_i64", conv(1, 1), x=rnd(1, 16, 4, 14, dtype=torch.int64),
      w=rnd(3, 16, 3, 3, dtype=torch.int64), b=rnd(3, dtype=torch.int64))
-# input given as x.permute(0, 3, 1, 2) of NHWC storage x [1,5,6,16]
+# input given as x.permute(0, 3, 1, 2) of NHWC storage x [1,5,14,16]
 case("conv_shift_nhwc", lambda x, w: F.conv2d(x.permute(0, 3, 1, 2), w, None, 1, 1),
-     x=rnd(1, 5, 6, 16), w=rnd(3, 16, 3, 3))
+     x=rnd(1, 5, 14, 16), w=rnd(3, 16, 3, 3))
+# the same with 7 columns: too much of the padded width is dropped, im2col instead
+case("conv_noshift", conv(1, 1), x=rnd(1, 16, 5, 7), w=rnd(3, 16, 3, 3), b=rnd(3))
 case("conv_c0", lambda x, w, b: b.reshape(1, 3, 1, 1).expand(2, 3, 2, 2),
      x=rnd(2, 0, 4, 4), w=rnd(3, 0, 3, 3), b=rnd(3))
 case("conv_n0", conv(), x=rnd(0, 2, 4, 4), w=rnd(3, 2, 3, 3), b=rnd(3))
