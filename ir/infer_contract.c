@@ -63,8 +63,9 @@ int ir_infer_matmul(IR_INFER_ARGS)
     int64_t kx = x->shape[x->ndim - 1];
     int64_t ky = y->ndim == 1 ? y->shape[0] : y->shape[y->ndim - 2];
     if (kx != ky)
-        return ir_fail(err, nerr, "inner dimensions differ: %lld (last of a) vs %lld (%s of b)",
-                       (long long)kx, (long long)ky, y->ndim == 1 ? "only" : "second-to-last");
+        return ir_fail(err, nerr,
+                       "inner dimensions differ: a has %lld (dim -1), b has %lld (dim %d)",
+                       (long long)kx, (long long)ky, y->ndim == 1 ? 0 : -2);
     /* Batch dims: all but the last two (one for a 1-D operand). */
     ir_type bx = *x, by = *y;
     bx.ndim = x->ndim > 2 ? x->ndim - 2 : 0;

@@ -158,6 +158,82 @@ MADD_ROW(uint64_t)
         }                                                                                   \
     } while (0)
 
+/* ---- stride-1 planes on a padded grid ------------------------------------------------- */
+
+/* With stride 1 a plane is done on a padded grid: the input plane is copied
+ * into pad [Hp, Wp] with the padding value around it, the output computed on
+ * a grid [OH, Wp] (the last Wp - OW columns of each row are junk), and every
+ * kernel tap becomes one long vectorized loop over the whole grid,
+ * grid[q] op= pad[q + kh*dh*Wp + kw*dw], instead of OH short rows. The last
+ * taps read (KW-1)*dw elements past the padded plane: slack. */
+typedef struct grid_geom {
+    int64_t hp, wp, npad, ngrid;   /* npad includes the slack */
+} grid_geom;
+
+static grid_geom grid_of(const geom *g)
+{
+    grid_geom r;
+    r.hp = g->h + 2 * g->w.padding[0];
+    r.wp = g->wd + 2 * g->w.padding[1];
+    r.npad = r.hp * r.wp + (g->w.kernel[1] - 1) * g->w.dilation[1];
+    r.ngrid = g->oh * r.wp;
+    return r;
+}
+
+/* A per-chunk buffer for pad and grid, or NULL for the row-at-a-time path
+ * (stride > 1, or no memory: that path needs none). */
+static void *grid_alloc(const geom *g, size_t es, size_t *nbytes)
+{
+    if (g->w.stride[0] != 1 || g->w.stride[1] != 1)
+        return NULL;
+    grid_geom gg = grid_of(g);
+    *nbytes = (size_t)(gg.npad + gg.ngrid) * es;
+    return rt_alloc(*nbytes);
+}
+
+#define PAD_PLANE(T)                                                                       \
+    static inline void pad_plane_##T(const geom *g, const grid_geom *gg, const T *xp,      \
+                                     T *pad, T v)                                          \
+    {                                                                                      \
+        int64_t ph = g->w.padding[0], pw = g->w.padding[1];                                \
+        for (int64_t q = 0; q < ph * gg->wp; q++)                                          \
+            pad[q] = v;                                                                    \
+        for (int64_t r = 0; r < g->h; r++) {                                               \
+            T *d = pad + (r + ph) * gg->wp;                                                \
+            const T *s = xp + r * g->xs[2];                                                \
+            for (int64_t q = 0; q < pw; q++)                                               \
+                d[q] = v;                                                                  \
+            T *dl = d + pw;                                                                \
+            BY_STRIDE(g->xs[3], for (int64_t q = 0; q < g->wd; q++) dl[q] = s[q * s_]);    \
+            for (int64_t q = pw + g->wd; q < gg->wp; q++)                                  \
+                d[q] = v;                                                                  \
+        }                                                                                  \
+        for (int64_t q = (ph + g->h) * gg->wp; q < gg->npad; q++)                          \
+            pad[q] = v;                                                                    \
+    }
+PAD_PLANE(float)
+PAD_PLANE(double)
+PAD_PLANE(uint8_t)
+PAD_PLANE(uint32_t)
+PAD_PLANE(uint64_t)
+#undef PAD_PLANE
+
+/* Pads plane xp into buf with v, initializes the grid with INIT (over q),
+ * then runs TAP(grid, s, n) for every kernel tap, s being the shifted pad. */
+#define GRID_TAPS(T, g, gg, xp, buf, v, INIT, TAP)                                         \
+    do {                                                                                   \
+        T *pad_ = (buf), *grid = pad_ + (gg).npad;                                         \
+        pad_plane_##T(g, &(gg), xp, pad_, v);                                              \
+        for (int64_t q = 0; q < (gg).ngrid; q++)                                           \
+            INIT;                                                                          \
+        for (int64_t kh = 0; kh < (g)->w.kernel[0]; kh++)                                  \
+            for (int64_t kw = 0; kw < (g)->w.kernel[1]; kw++) {                            \
+                const T *s = pad_ + kh * (g)->w.dilation[0] * (gg).wp +                    \
+                             kw * (g)->w.dilation[1];                                      \
+                TAP;                                                                       \
+            }                                                                              \
+    } while (0)
+
 /* ---- pools ----------------------------------------------------------------------- */
 
 typedef struct pool_job {
@@ -177,11 +253,24 @@ typedef struct pool_job {
     {                                                                                    \
         const pool_job *j = ctx;                                                         \
         const geom *g = &j->g;                                                           \
+        grid_geom gg = grid_of(g);                                                       \
+        size_t nb = 0;                                                                   \
+        T *buf = grid_alloc(g, sizeof(T), &nb), ninf = -(T)INFINITY;                     \
         for (int64_t p = p0; p < p1; p++) {                                              \
             POOL_PLANES(T, j, p);                                                        \
-            FOR_TAPS(T, g, xp, yp, for (int64_t q = 0; q < g->ow; q++) yr[q] = -(T)INFINITY, \
-                     max_row_##T(yr + lo, xr, st, hi - lo), (void)0);                    \
+            if (!buf) {                                                                  \
+                FOR_TAPS(T, g, xp, yp, for (int64_t q = 0; q < g->ow; q++) yr[q] = ninf, \
+                         max_row_##T(yr + lo, xr, st, hi - lo), (void)0);                \
+                continue;                                                                \
+            }                                                                            \
+            GRID_TAPS(T, g, gg, xp, buf, ninf, grid[q] = ninf,                           \
+                      max_row_##T(grid, s, 1, gg.ngrid));                                \
+            for (int64_t oh = 0; oh < g->oh; oh++)                                       \
+                memcpy(yp + oh * g->ow, buf + gg.npad + oh * gg.wp,                      \
+                       (size_t)g->ow * sizeof(T));                                       \
         }                                                                                \
+        if (buf)                                                                         \
+            rt_free(buf, nb);                                                            \
     }
 MAX_PLANES(float)
 MAX_PLANES(double)
@@ -202,6 +291,14 @@ static int64_t avg_count(const ir_window2d *w, int d, int64_t o, int64_t n)
     return end - start;
 }
 
+/* Output row oh from its sums yr (in place), divided by the window counts. */
+#define AVG_DIVIDE(T, g, dst, src, oh)                                                   \
+    do {                                                                                 \
+        int64_t hc_ = avg_count(&(g)->w, 0, oh, (g)->h);                                 \
+        for (int64_t q = 0; q < (g)->ow; q++)                                            \
+            (dst)[q] = (src)[q] / (T)(hc_ * avg_count(&(g)->w, 1, q, (g)->wd));          \
+    } while (0)
+
 /* Sums in A (the unsigned twin for i64, so overflow wraps), then divides
  * (integers truncate toward zero, like PyTorch). */
 #define AVG_PLANES(T, A)                                                                 \
@@ -209,15 +306,25 @@ static int64_t avg_count(const ir_window2d *w, int d, int64_t o, int64_t n)
     {                                                                                    \
         const pool_job *j = ctx;                                                         \
         const geom *g = &j->g;                                                           \
+        grid_geom gg = grid_of(g);                                                       \
+        size_t nb = 0;                                                                   \
+        A *buf = grid_alloc(g, sizeof(A), &nb);                                          \
         for (int64_t p = p0; p < p1; p++) {                                              \
             POOL_PLANES(T, j, p);                                                        \
-            FOR_TAPS(T, g, xp, yp, memset(yr, 0, (size_t)g->ow * sizeof(T)),             \
-                     add_row_##A((A *)yr + lo, (const A *)xr, st, hi - lo), {            \
-                         int64_t hc = avg_count(&g->w, 0, oh, g->h);                     \
-                         for (int64_t q = 0; q < g->ow; q++)                             \
-                             yr[q] = yr[q] / (T)(hc * avg_count(&g->w, 1, q, g->wd));    \
-                     });                                                                 \
+            if (!buf) {                                                                  \
+                FOR_TAPS(T, g, xp, yp, memset(yr, 0, (size_t)g->ow * sizeof(T)),         \
+                         add_row_##A((A *)yr + lo, (const A *)xr, st, hi - lo),          \
+                         AVG_DIVIDE(T, g, yr, yr, oh));                                  \
+                continue;                                                                \
+            }                                                                            \
+            GRID_TAPS(A, g, gg, (const A *)xp, buf, 0, grid[q] = 0,                      \
+                      add_row_##A(grid, s, 1, gg.ngrid));                                \
+            const T *sums = (const T *)(buf + gg.npad);                                  \
+            for (int64_t oh = 0; oh < g->oh; oh++)                                       \
+                AVG_DIVIDE(T, g, yp + oh * g->ow, sums + oh * gg.wp, oh);                \
         }                                                                                \
+        if (buf)                                                                         \
+            rt_free(buf, nb);                                                            \
     }
 AVG_PLANES(float, float)
 AVG_PLANES(double, double)
@@ -306,16 +413,31 @@ static void fill_bias(const conv_job *j, char *y, int64_t o, int64_t n)
     {                                                                                    \
         const conv_job *j = ctx;                                                         \
         const geom *g = &j->g;                                                           \
+        grid_geom gg = grid_of(g);                                                       \
+        size_t nb = 0;                                                                   \
+        A *buf = grid_alloc(g, sizeof(A), &nb);                                          \
         for (int64_t p = p0; p < p1; p++) {                                              \
             int64_t n = p / j->o, o = p % j->o;                                          \
             const A *wk = (const A *)j->wt + o * g->w.kernel[0] * g->w.kernel[1];        \
             const A *xp = (const A *)j->x + n * g->xs[0] + (o / j->og) * g->xs[1];       \
             A *yp = (A *)j->y + p * g->oh * g->ow;                                       \
-            fill_bias(j, (char *)yp, o, g->oh * g->ow);                                  \
-            FOR_TAPS(A, g, xp, yp, (void)0,                                              \
-                     madd_row_##A(yr + lo, xr, st, wk[kh * g->w.kernel[1] + kw], hi - lo), \
-                     (void)0);                                                           \
+            if (!buf) {                                                                  \
+                fill_bias(j, (char *)yp, o, g->oh * g->ow);                              \
+                FOR_TAPS(A, g, xp, yp, (void)0,                                          \
+                         madd_row_##A(yr + lo, xr, st, wk[kh * g->w.kernel[1] + kw],     \
+                                      hi - lo),                                          \
+                         (void)0);                                                       \
+                continue;                                                                \
+            }                                                                            \
+            fill_bias(j, (char *)(buf + gg.npad), o, gg.ngrid);                          \
+            GRID_TAPS(A, g, gg, xp, buf, 0, (void)0,                                     \
+                      madd_row_##A(grid, s, 1, wk[kh * g->w.kernel[1] + kw], gg.ngrid)); \
+            for (int64_t oh = 0; oh < g->oh; oh++)                                       \
+                memcpy(yp + oh * g->ow, buf + gg.npad + oh * gg.wp,                      \
+                       (size_t)g->ow * sizeof(A));                                       \
         }                                                                                \
+        if (buf)                                                                         \
+            rt_free(buf, nb);                                                            \
     }
 DIRECT_PLANES(f32, float)
 DIRECT_PLANES(f64, double)

@@ -135,6 +135,16 @@ case("conv_shift_nhwc", lambda x, w: F.conv2d(x.permute(0, 3, 1, 2), w, None, 1,
      x=rnd(1, 5, 14, 16), w=rnd(3, 16, 3, 3))
 # the same with 7 columns: too much of the padded width is dropped, im2col instead
 case("conv_noshift", conv(1, 1), x=rnd(1, 16, 5, 7), w=rnd(3, 16, 3, 3), b=rnd(3))
+# small-integer dtypes (u8 wraps mod 256 like PyTorch): direct (grid and row
+# paths), im2col and shifted
+case("conv_dw_u8", conv(1, 1, 1, 2), x=rnd(1, 2, 4, 5, dtype=torch.uint8),
+     w=rnd(2, 1, 3, 3, dtype=torch.uint8))
+case("conv_dw_i32", conv(2, 1, 1, 2), x=rnd(1, 2, 5, 5, dtype=torch.int32),
+     w=rnd(4, 1, 3, 3, dtype=torch.int32), b=rnd(4, dtype=torch.int32))
+case("conv_u8", conv(2, 1), x=rnd(1, 3, 5, 5, dtype=torch.uint8),
+     w=rnd(2, 3, 3, 3, dtype=torch.uint8), b=rnd(2, dtype=torch.uint8))
+case("conv_shift_u8", conv(1, 1), x=rnd(1, 16, 3, 14, dtype=torch.uint8),
+     w=rnd(2, 16, 3, 3, dtype=torch.uint8))
 case("conv_c0", lambda x, w, b: b.reshape(1, 3, 1, 1).expand(2, 3, 2, 2),
      x=rnd(2, 0, 4, 4), w=rnd(3, 0, 3, 3), b=rnd(3))
 case("conv_n0", conv(), x=rnd(0, 2, 4, 4), w=rnd(3, 2, 3, 3), b=rnd(3))
