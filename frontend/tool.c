@@ -11,6 +11,7 @@ static const tool_cmd cmds[] = {
     {"opt", "run passes on a text graph and print the result", tool_opt},
     {"explain", "compile suite cases and show graphs, guards, recompiles, breaks", tool_explain},
     {"bench", "run the benchmark suite (eager; --json: one JSON object per case)", tool_bench},
+    {"stream", "STREAM-triad memory bandwidth through the thread pool", tool_stream},
 };
 
 static void usage(FILE *f)

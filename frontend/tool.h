@@ -13,6 +13,7 @@ int tool_run(int argc, char **argv);
 int tool_opt(int argc, char **argv);
 int tool_explain(int argc, char **argv);
 int tool_bench(int argc, char **argv);   /* tool_bench.c */
+int tool_stream(int argc, char **argv);  /* tool_stream.c */
 
 /* tool_util.c */
 #include <stdbool.h>

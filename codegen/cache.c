@@ -1,0 +1,634 @@
+/* cache.c - the kernel cache (cache.h): object code by key, in a bounded
+ * in-memory LRU and in a directory of files.
+ *
+ *   get:  memory (hash table + LRU list) -> disk file <dir>/<hex>.o, verified
+ *         -> miss.  A disk hit is copied into memory.
+ *   put:  memory, then disk: write <dir>/.<hex>.<pid>.<n>.tmp, rename to <hex>.o.
+ *
+ * A disk file is a 120-byte header and the payload (the object file as LLVM
+ * emitted it). Header, all integers little-endian:
+ *     0  magic "TJITOBJ\n"          8  format version (u32)   12  header size (u32)
+ *    16  the key, 64 hex digits    80  payload length (u64)   88  SHA-256 of the payload
+ * Every byte of it is checked on read; a file that fails is removed (if it is
+ * still the same file) and counted as corrupt and as a miss.
+ *
+ * Locking: one mutex per cache guards the memory layer, the statistics and the
+ * directory state; file I/O runs outside it. Concurrent puts of one key each
+ * write their own temp file, and rename makes one of them win whole.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm/Config/llvm-config.h>
+
+#include "cache.h"
+#include "sha256.h"
+
+#define CG_MAGIC "TJITOBJ\n"
+#define CG_FORMAT 1u
+#define CG_HEADER 120
+#define CG_MAX_OBJECT ((uint64_t)1 << 30)   /* a longer payload field is corrupt */
+#define CG_BUCKETS 1024
+
+/* ---- keys ---------------------------------------------------------------------- */
+
+static pthread_once_t host_once = PTHREAD_ONCE_INIT;
+static cg_key_env host_env;
+
+/* A malloc'd copy of an LLVM message (disposed), or of "unknown". */
+static char *llvm_string(char *msg)
+{
+    char *s = strdup(msg ? msg : "unknown");
+    if (msg)
+        LLVMDisposeMessage(msg);
+    return s ? s : (char *)"unknown";
+}
+
+static void host_init(void)
+{
+    static char version[96];
+    unsigned major = 0, minor = 0, patch = 0;
+    LLVMGetVersion(&major, &minor, &patch);
+    snprintf(version, sizeof version, "%u.%u.%u (built with %s)", major, minor, patch,
+             LLVM_VERSION_STRING);
+    host_env.cpu = llvm_string(LLVMGetHostCPUName());
+    host_env.features = llvm_string(LLVMGetHostCPUFeatures());
+    host_env.llvm_version = version;
+    host_env.codegen_version = CG_CODEGEN_VERSION;
+}
+
+const cg_key_env *cg_key_env_host(void)
+{
+    pthread_once(&host_once, host_init);
+    return &host_env;
+}
+
+/* A field: its length (u64, little-endian) then its bytes, so no two
+ * different field lists hash the same byte string. */
+static void hash_field(cg_sha256_ctx *s, const void *p, size_t len)
+{
+    uint8_t n[8];
+    for (int k = 0; k < 8; k++)
+        n[k] = (uint8_t)((uint64_t)len >> (8 * k));
+    cg_sha256_update(s, n, 8);
+    cg_sha256_update(s, p, len);
+}
+
+static void hash_str(cg_sha256_ctx *s, const char *str)
+{
+    str = str ? str : "";
+    hash_field(s, str, strlen(str));
+}
+
+void cg_key_make_env(const char *kernel_ir, size_t len, const cg_key_env *env, cg_key *out)
+{
+    char version[24];
+    uint8_t digest[32];
+    cg_sha256_ctx s;
+    snprintf(version, sizeof version, "%d", env->codegen_version);
+    cg_sha256_init(&s);
+    hash_str(&s, "tjit kernel key 1");
+    hash_str(&s, version);
+    hash_str(&s, env->llvm_version);
+    hash_str(&s, env->cpu);
+    hash_str(&s, env->features);
+    hash_field(&s, kernel_ir ? kernel_ir : "", kernel_ir ? len : 0);
+    cg_sha256_final(&s, digest);
+    cg_sha256_hex(digest, out->hex);
+}
+
+void cg_key_make(const char *kernel_ir, size_t len, cg_key *out)
+{
+    cg_key_make_env(kernel_ir, len, cg_key_env_host(), out);
+}
+
+/* ---- the cache object ---------------------------------------------------------------- */
+
+typedef struct cg_entry {
+    char hex[64];
+    uint8_t *obj;
+    size_t len;
+    struct cg_entry *hnext;              /* bucket chain */
+    struct cg_entry *prev, *next;        /* LRU list, most recent first */
+} cg_entry;
+
+typedef enum { DISK_OFF, DISK_UNCHECKED, DISK_READY } disk_state;
+
+struct cg_cache {
+    pthread_mutex_t mu;
+    char *dir;                  /* NULL: memory only from the start */
+    disk_state disk;
+    bool warned;
+    bool fsync;
+    atomic_uint tmp_seq;        /* unique temp names within the process */
+    cg_entry *buckets[CG_BUCKETS];
+    cg_entry lru;               /* sentinel */
+    size_t mem_bytes, mem_limit;
+    cg_cache_stats st;
+};
+
+static bool env_is(const char *name, const char *value)
+{
+    const char *v = getenv(name);
+    return v && !strcmp(v, value);
+}
+
+cg_cache *cg_cache_new(const char *dir)
+{
+    cg_cache *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    if (dir && *dir && !env_is("TJIT_CACHE", "0") && !(c->dir = strdup(dir))) {
+        free(c);
+        return NULL;
+    }
+    pthread_mutex_init(&c->mu, NULL);
+    c->disk = c->dir ? DISK_UNCHECKED : DISK_OFF;
+    c->fsync = env_is("TJIT_CACHE_FSYNC", "1");
+    c->lru.prev = c->lru.next = &c->lru;
+    c->mem_limit = CG_CACHE_MEM_LIMIT;
+    return c;
+}
+
+/* The bucket of a key: its first three hex digits. */
+static size_t bucket_of(const char *hex)
+{
+    size_t b = 0;
+    for (int k = 0; k < 3; k++)
+        b = b * 16 + (size_t)(hex[k] <= '9' ? hex[k] - '0' : hex[k] - 'a' + 10);
+    return b % CG_BUCKETS;
+}
+
+static void entry_drop(cg_cache *c, cg_entry *e)
+{
+    cg_entry **p = &c->buckets[bucket_of(e->hex)];
+    while (*p != e)
+        p = &(*p)->hnext;
+    *p = e->hnext;
+    e->prev->next = e->next;
+    e->next->prev = e->prev;
+    c->mem_bytes -= e->len;
+    free(e->obj);
+    free(e);
+}
+
+void cg_cache_free(cg_cache *c)
+{
+    if (!c)
+        return;
+    for (cg_entry *e = c->lru.next, *n; e != &c->lru; e = n) {
+        n = e->next;
+        free(e->obj);
+        free(e);
+    }
+    pthread_mutex_destroy(&c->mu);
+    free(c->dir);
+    free(c);
+}
+
+/* The default directory: $TJIT_CACHE_DIR, $XDG_CACHE_HOME/tjit, ~/.cache/tjit. */
+static char *default_dir(void)
+{
+    const char *v = getenv("TJIT_CACHE_DIR");
+    if (v && *v)
+        return strdup(v);
+    char buf[4096];
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (!(home && *home)) {
+        struct passwd *pw = getpwuid(getuid());
+        home = pw ? pw->pw_dir : NULL;
+    }
+    if (xdg && *xdg && xdg[0] == '/')
+        snprintf(buf, sizeof buf, "%s/tjit", xdg);
+    else if (home && *home)
+        snprintf(buf, sizeof buf, "%s/.cache/tjit", home);
+    else
+        return NULL;
+    return strdup(buf);
+}
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static cg_cache *global_cache;
+
+static void global_init(void)
+{
+    char *dir = env_is("TJIT_CACHE", "0") ? NULL : default_dir();
+    global_cache = cg_cache_new(dir);
+    free(dir);
+}
+
+cg_cache *cg_cache_global(void)
+{
+    pthread_once(&global_once, global_init);
+    return global_cache;
+}
+
+/* ---- memory layer (callers hold c->mu) ------------------------------------------------- */
+
+static cg_entry *mem_find(cg_cache *c, const cg_key *k)
+{
+    for (cg_entry *e = c->buckets[bucket_of(k->hex)]; e; e = e->hnext)
+        if (!memcmp(e->hex, k->hex, 64))
+            return e;
+    return NULL;
+}
+
+static void lru_front(cg_cache *c, cg_entry *e)
+{
+    e->next = c->lru.next;
+    e->prev = &c->lru;
+    e->next->prev = e;
+    c->lru.next = e;
+}
+
+/* Drops least recently used entries until the bound holds. */
+static void mem_evict(cg_cache *c)
+{
+    while (c->mem_bytes > c->mem_limit && c->lru.prev != &c->lru) {
+        entry_drop(c, c->lru.prev);
+        c->st.evictions++;
+    }
+}
+
+/* Takes ownership of obj (a malloc'd copy of len bytes), replacing an older
+ * entry of the key; false (obj freed) when it is larger than the whole bound
+ * or memory ran out. */
+static bool mem_insert(cg_cache *c, const cg_key *k, uint8_t *obj, size_t len)
+{
+    cg_entry *e = mem_find(c, k);
+    if (e)
+        entry_drop(c, e);
+    if (len > c->mem_limit || !(e = malloc(sizeof *e))) {
+        free(obj);
+        return false;
+    }
+    memcpy(e->hex, k->hex, 64);
+    e->obj = obj;
+    e->len = len;
+    size_t b = bucket_of(k->hex);
+    e->hnext = c->buckets[b];
+    c->buckets[b] = e;
+    lru_front(c, e);
+    c->mem_bytes += len;
+    mem_evict(c);
+    return true;
+}
+
+/* ---- the directory (callers hold c->mu) ------------------------------------------------ */
+
+/* Prints the one warning of this cache and turns its disk layer off. */
+static void disk_fail(cg_cache *c, const char *what, int err)
+{
+    if (!c->warned)
+        fprintf(stderr, "tjit: warning: kernel cache directory '%s': %s%s%s; compiled kernels "
+                "are cached in memory only\n", c->dir, what, err ? ": " : "", err ? strerror(err) : "");
+    c->warned = true;
+    c->disk = DISK_OFF;
+}
+
+/* mkdir -p with mode 0700 for every directory it creates. */
+static int mkdir_parents(const char *dir)
+{
+    char *p = strdup(dir);
+    if (!p)
+        return -1;
+    int rc = 0;
+    for (char *s = p + 1; rc == 0; s++) {
+        if (*s && *s != '/')
+            continue;
+        char end = *s;
+        *s = 0;
+        if (mkdir(p, 0700) && errno != EEXIST)
+            rc = -1;
+        *s = end;
+        if (!end)
+            break;
+    }
+    int err = errno;
+    free(p);
+    errno = err;
+    return rc;
+}
+
+/* Whether the disk layer can be used now; create: make the directory when it
+ * is missing (a get only looks). Object code from a directory another user
+ * could write would be run as ours, so such a directory is refused. */
+static bool disk_ready(cg_cache *c, bool create)
+{
+    if (c->disk != DISK_UNCHECKED)
+        return c->disk == DISK_READY;
+    struct stat st;
+    if (stat(c->dir, &st) && errno == ENOENT && !create)
+        return false;
+    if (create && mkdir_parents(c->dir) && errno != EEXIST) {
+        disk_fail(c, "cannot be created", errno);
+        return false;
+    }
+    if (stat(c->dir, &st))
+        disk_fail(c, "cannot be read", errno);
+    else if (!S_ISDIR(st.st_mode))
+        disk_fail(c, "is not a directory", 0);
+    else if (st.st_uid != geteuid())
+        disk_fail(c, "belongs to another user", 0);
+    else if (st.st_mode & 022)
+        disk_fail(c, "is writable by group or others (chmod 0700 it)", 0);
+    else
+        c->disk = DISK_READY;
+    return c->disk == DISK_READY;
+}
+
+/* ---- disk files (no lock held) ------------------------------------------------------- */
+
+static char *entry_path(const char *dir, const cg_key *k)
+{
+    size_t n = strlen(dir) + 64 + 4;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%.64s.o", dir, k->hex);
+    return p;
+}
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+    for (int k = 0; k < 4; k++)
+        p[k] = (uint8_t)(v >> (8 * k));
+}
+
+static void put_u64(uint8_t *p, uint64_t v)
+{
+    for (int k = 0; k < 8; k++)
+        p[k] = (uint8_t)(v >> (8 * k));
+}
+
+static uint64_t get_le(const uint8_t *p, int n)
+{
+    uint64_t v = 0;
+    for (int k = n - 1; k >= 0; k--)
+        v = v << 8 | p[k];
+    return v;
+}
+
+static void header_make(uint8_t h[CG_HEADER], const cg_key *k, const void *obj, size_t len)
+{
+    memcpy(h, CG_MAGIC, 8);
+    put_u32(h + 8, CG_FORMAT);
+    put_u32(h + 12, CG_HEADER);
+    memcpy(h + 16, k->hex, 64);
+    put_u64(h + 80, len);
+    cg_sha256(obj, len, h + 88);
+}
+
+/* Whether header h fits key k and a file of fsize bytes. */
+static bool header_ok(const uint8_t h[CG_HEADER], const cg_key *k, uint64_t fsize)
+{
+    uint64_t len = get_le(h + 80, 8);
+    return !memcmp(h, CG_MAGIC, 8) && get_le(h + 8, 4) == CG_FORMAT &&
+           get_le(h + 12, 4) == CG_HEADER && !memcmp(h + 16, k->hex, 64) &&
+           len <= CG_MAX_OBJECT && len + CG_HEADER == fsize && len > 0;
+}
+
+static bool read_all(int fd, void *buf, size_t n)
+{
+    for (uint8_t *p = buf; n;) {
+        ssize_t r = read(fd, p, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return false;
+        p += r, n -= (size_t)r;
+    }
+    return true;
+}
+
+static bool write_all(int fd, const void *buf, size_t n)
+{
+    for (const uint8_t *p = buf; n;) {
+        ssize_t r = write(fd, p, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            if (r == 0)
+                errno = EIO;
+            return false;
+        }
+        p += r, n -= (size_t)r;
+    }
+    return true;
+}
+
+/* 1: a verified hit (*obj malloc'd); 0: no such file (or out of memory);
+ * -1: the file is bad (*st says which file it was). */
+static int disk_read(const char *path, const cg_key *k, uint8_t **obj, size_t *len, struct stat *st)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    uint8_t h[CG_HEADER], digest[32];
+    int rc = -1;
+    *obj = NULL;
+    if (fstat(fd, st) || !S_ISREG(st->st_mode) || st->st_size < CG_HEADER ||
+        !read_all(fd, h, CG_HEADER) || !header_ok(h, k, (uint64_t)st->st_size))
+        goto done;
+    *len = (size_t)get_le(h + 80, 8);
+    if (!(*obj = malloc(*len))) {
+        rc = 0;
+        goto done;
+    }
+    if (!read_all(fd, *obj, *len))
+        goto done;
+    cg_sha256(*obj, *len, digest);
+    rc = memcmp(digest, h + 88, 32) ? -1 : 1;
+done:
+    close(fd);
+    if (rc != 1) {
+        free(*obj);
+        *obj = NULL;
+    }
+    return rc;
+}
+
+/* Removes path if it is still the file that was found bad (a put may have
+ * renamed a good one over it since). */
+static void remove_bad(const char *path, const struct stat *bad)
+{
+    struct stat now;
+    if (!stat(path, &now) && now.st_dev == bad->st_dev && now.st_ino == bad->st_ino)
+        unlink(path);
+}
+
+/* Writes a temp file and renames it over the entry. 0, or -1 with errno. */
+static int disk_write(cg_cache *c, const cg_key *k, const void *obj, size_t len)
+{
+    char *path = entry_path(c->dir, k);
+    size_t n = strlen(c->dir) + 64 + 48;
+    char *tmp = malloc(n);
+    int rc = -1, err = ENOMEM;
+    if (!path || !tmp)
+        goto done;
+    snprintf(tmp, n, "%s/.%.64s.%ld.%u.tmp", c->dir, k->hex, (long)getpid(),
+             atomic_fetch_add(&c->tmp_seq, 1));
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        err = errno;
+        goto done;
+    }
+    uint8_t h[CG_HEADER];
+    header_make(h, k, obj, len);
+    bool ok = write_all(fd, h, CG_HEADER) && write_all(fd, obj, len) && (!c->fsync || !fsync(fd));
+    err = errno;
+    if (close(fd) && ok)
+        ok = false, err = errno;
+    if (ok && !rename(tmp, path))
+        rc = 0;
+    else {
+        err = ok ? errno : err;
+        unlink(tmp);
+    }
+done:
+    free(path);
+    free(tmp);
+    errno = err;
+    return rc;
+}
+
+/* ---- the interface --------------------------------------------------------------------- */
+
+static bool key_ok(const cg_key *k)
+{
+    if (!k || k->hex[64])
+        return false;
+    for (int i = 0; i < 64; i++)
+        if (!((k->hex[i] >= '0' && k->hex[i] <= '9') || (k->hex[i] >= 'a' && k->hex[i] <= 'f')))
+            return false;
+    return true;
+}
+
+static void *dup_bytes(const void *p, size_t n)
+{
+    void *q = malloc(n);
+    return q ? memcpy(q, p, n) : NULL;
+}
+
+/* A disk hit or miss: statistics, and the hit copied into memory. */
+static void note_disk(cg_cache *c, const cg_key *k, int r, const void *obj, size_t len)
+{
+    pthread_mutex_lock(&c->mu);
+    if (r == 1) {
+        c->st.disk_hits++;
+        uint8_t *copy = dup_bytes(obj, len);
+        if (copy)
+            mem_insert(c, k, copy, len);
+    } else {
+        c->st.corrupt += r < 0;
+        c->st.misses++;
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+int cg_cache_get(cg_cache *c, const cg_key *k, void **obj, size_t *len)
+{
+    if (!c || !obj || !len)
+        return -1;
+    *obj = NULL;
+    *len = 0;
+    pthread_mutex_lock(&c->mu);
+    cg_entry *e = key_ok(k) ? mem_find(c, k) : NULL;
+    if (e && (*obj = dup_bytes(e->obj, e->len))) {
+        *len = e->len;
+        e->prev->next = e->next;     /* to the front of the LRU list */
+        e->next->prev = e->prev;
+        lru_front(c, e);
+        c->st.mem_hits++;
+        pthread_mutex_unlock(&c->mu);
+        return 0;
+    }
+    bool disk = !e && key_ok(k) && disk_ready(c, false);
+    pthread_mutex_unlock(&c->mu);
+    int r = 0;
+    char *path = disk ? entry_path(c->dir, k) : NULL;
+    struct stat st;
+    uint8_t *bytes = NULL;
+    if (path && (r = disk_read(path, k, &bytes, len, &st)) < 0)
+        remove_bad(path, &st);
+    free(path);
+    note_disk(c, k, r, bytes, *len);
+    if (r != 1) {
+        *len = 0;
+        return -1;
+    }
+    *obj = bytes;
+    return 0;
+}
+
+int cg_cache_put(cg_cache *c, const cg_key *k, const void *obj, size_t len)
+{
+    if (!c || !key_ok(k) || !obj || !len)
+        return -1;
+    uint8_t *copy = dup_bytes(obj, len);
+    pthread_mutex_lock(&c->mu);
+    bool in_mem = copy && mem_insert(c, k, copy, len);
+    bool disk = disk_ready(c, true);
+    pthread_mutex_unlock(&c->mu);
+    if (!disk)
+        return in_mem ? 0 : -1;
+    int rc = disk_write(c, k, obj, len);
+    int err = errno;
+    pthread_mutex_lock(&c->mu);
+    if (rc && err == ENOENT) {        /* the directory was removed: make it again */
+        c->disk = DISK_UNCHECKED;
+        if (disk_ready(c, true)) {
+            pthread_mutex_unlock(&c->mu);
+            rc = disk_write(c, k, obj, len);
+            err = errno;
+            pthread_mutex_lock(&c->mu);
+        }
+    }
+    if (!rc)
+        c->st.writes += CG_HEADER + len;
+    else if (c->disk == DISK_READY)
+        disk_fail(c, "a file cannot be written", err);
+    pthread_mutex_unlock(&c->mu);
+    return in_mem || !rc ? 0 : -1;
+}
+
+void cg_cache_stats_get(cg_cache *c, cg_cache_stats *s)
+{
+    memset(s, 0, sizeof *s);
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->mu);
+    *s = c->st;
+    s->mem_bytes = c->mem_bytes;
+    pthread_mutex_unlock(&c->mu);
+}
+
+void cg_cache_set_mem_limit(cg_cache *c, size_t bytes)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->mu);
+    c->mem_limit = bytes;
+    mem_evict(c);
+    pthread_mutex_unlock(&c->mu);
+}
+
+const char *cg_cache_dir(cg_cache *c)
+{
+    if (!c)
+        return NULL;
+    pthread_mutex_lock(&c->mu);
+    const char *d = c->disk != DISK_OFF ? c->dir : NULL;
+    pthread_mutex_unlock(&c->mu);
+    return d;
+}

@@ -1,0 +1,752 @@
+/* test_cache.c - the kernel cache (codegen/cache.c) and its SHA-256: FIPS
+ * test vectors, key stability and sensitivity, memory and disk round trips,
+ * a second cache on the same directory (a new process), corrupt, truncated
+ * and misplaced files, unusable directories, TJIT_CACHE=0, the LRU bound and
+ * concurrent use. Each test gets a fresh mkdtemp directory, removed after. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "../codegen/cache.h"
+#include "../codegen/sha256.h"
+#include "util.h"
+
+#define HDR 120   /* the disk header's size (cache.c) */
+
+typedef struct fixture {
+    char root[64];     /* the temp directory */
+    char dir[128];     /* root/cache: the cache directory of most tests */
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    if (!f)
+        return -1;
+    strcpy(f->root, "/tmp/tjit-cache-test-XXXXXX");
+    if (!mkdtemp(f->root))
+        return -1;
+    snprintf(f->dir, sizeof f->dir, "%s/cache", f->root);
+    *state = f;
+    return tu_scope_setup(NULL);
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    return remove(path);
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    chmod(f->root, 0700);
+    nftw(f->root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    free(f);
+    return tu_scope_teardown(NULL);
+}
+
+/* ---- helpers --------------------------------------------------------------------- */
+
+static cg_key key_of(const char *ir)
+{
+    cg_key k;
+    cg_key_make(ir, strlen(ir), &k);
+    return k;
+}
+
+static char *path_of(const fixture *f, const cg_key *k, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s/%s.o", f->dir, k->hex);
+    return buf;
+}
+
+static int count_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    return n;
+}
+
+static bool exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+static void assert_hit(cg_cache *c, const cg_key *k, const void *want, size_t n)
+{
+    void *obj = (void *)1;
+    size_t len = 1;
+    assert_int_equal(cg_cache_get(c, k, &obj, &len), 0);
+    assert_int_equal(len, n);
+    assert_memory_equal(obj, want, n);
+    free(obj);
+}
+
+static void assert_miss(cg_cache *c, const cg_key *k)
+{
+    void *obj = (void *)1;
+    size_t len = 1;
+    assert_int_equal(cg_cache_get(c, k, &obj, &len), -1);
+    assert_null(obj);
+    assert_int_equal(len, 0);
+}
+
+static cg_cache_stats stats(cg_cache *c)
+{
+    cg_cache_stats s;
+    cg_cache_stats_get(c, &s);
+    return s;
+}
+
+/* Overwrites one byte of a file at offset off with its complement. */
+static void flip_byte(const char *path, long off)
+{
+    FILE *fp = fopen(path, "r+b");
+    assert_non_null(fp);
+    assert_int_equal(fseek(fp, off, SEEK_SET), 0);
+    int ch = fgetc(fp);
+    assert_true(ch != EOF);
+    assert_int_equal(fseek(fp, off, SEEK_SET), 0);
+    fputc(~ch & 0xff, fp);
+    assert_int_equal(fclose(fp), 0);
+}
+
+/* Runs fn(c) with stderr sent to a file; returns what was written (malloc'd). */
+static char *capture_stderr(void (*fn)(cg_cache *, const fixture *), cg_cache *c, const fixture *f)
+{
+    char path[160];
+    snprintf(path, sizeof path, "%s/stderr.txt", f->root);
+    fflush(stderr);
+    int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(saved >= 0 && fd >= 0);
+    dup2(fd, 2);
+    close(fd);
+    fn(c, f);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    FILE *fp = fopen(path, "rb");
+    assert_non_null(fp);
+    char *text = calloc(1, 4096);
+    assert_non_null(text);
+    size_t n = fread(text, 1, 4095, fp);
+    text[n] = 0;
+    fclose(fp);
+    unlink(path);
+    return text;
+}
+
+static int count_substr(const char *s, const char *sub)
+{
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, sub)); p += strlen(sub))
+        n++;
+    return n;
+}
+
+static const char OBJ[] = "\x7f" "ELF pretend object code \x00\x01\x02 with bytes";
+static const char OBJ2[] = "a different object, somewhat longer than the first one";
+
+/* ---- SHA-256 ------------------------------------------------------------------- */
+
+static void expect_sha(const void *data, size_t len, const char *want)
+{
+    uint8_t d[32];
+    char hex[65];
+    cg_sha256(data, len, d);
+    cg_sha256_hex(d, hex);
+    assert_string_equal(hex, want);
+}
+
+/* FIPS 180-2 appendix B (B.1, B.2, B.3) and the empty message. */
+static void test_sha256_vectors(void **state)
+{
+    expect_sha("abc", 3, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    expect_sha("", 0, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    const char *b2 = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    expect_sha(b2, strlen(b2), "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    /* B.3: a million 'a', fed in uneven pieces through the incremental calls. */
+    char chunk[997];
+    memset(chunk, 'a', sizeof chunk);
+    cg_sha256_ctx s;
+    cg_sha256_init(&s);
+    size_t left = 1000000;
+    for (size_t piece = 1; left; piece = piece % 900 + 13) {
+        size_t n = piece < left ? piece : left;
+        cg_sha256_update(&s, chunk, n);
+        left -= n;
+    }
+    uint8_t d[32];
+    char hex[65];
+    cg_sha256_final(&s, d);
+    cg_sha256_hex(d, hex);
+    assert_string_equal(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+/* Every length around the padding boundaries, split at every point, gives the
+ * one-shot digest. */
+static void test_sha256_splits(void **state)
+{
+    uint8_t msg[160], whole[32], parts[32];
+    for (size_t k = 0; k < sizeof msg; k++)
+        msg[k] = (uint8_t)(k * 37 + 11);
+    for (size_t len = 0; len <= sizeof msg; len++) {
+        cg_sha256(msg, len, whole);
+        for (size_t cut = 0; cut <= len; cut += 7) {
+            cg_sha256_ctx s;
+            cg_sha256_init(&s);
+            cg_sha256_update(&s, msg, cut);
+            cg_sha256_update(&s, msg + cut, len - cut);
+            cg_sha256_final(&s, parts);
+            assert_memory_equal(whole, parts, 32);
+        }
+    }
+}
+
+/* ---- keys ---------------------------------------------------------------------- */
+
+static void test_key_stable(void **state)
+{
+    const char *ir = "graph(%a: f32[4]) { %b = exp(%a) return %b }";
+    cg_key k1 = key_of(ir), k2 = key_of(ir), k3;
+    assert_string_equal(k1.hex, k2.hex);
+    assert_int_equal(strlen(k1.hex), 64);
+    assert_int_equal(strspn(k1.hex, "0123456789abcdef"), 64);
+    cg_key_make_env(ir, strlen(ir), cg_key_env_host(), &k3);
+    assert_string_equal(k1.hex, k3.hex);
+    const cg_key_env *h = cg_key_env_host();
+    assert_true(h->cpu[0] && h->llvm_version[0]);
+    assert_non_null(strstr(h->llvm_version, "19."));
+    assert_int_equal(h->codegen_version, CG_CODEGEN_VERSION);
+}
+
+static void test_key_sensitive(void **state)
+{
+    const char *ir = "graph(%a: f32[4]) { %b = exp(%a) return %b }";
+    size_t n = strlen(ir);
+    cg_key base = key_of(ir), k;
+    cg_key_make(ir, n - 1, &k);                    /* a prefix of the text */
+    assert_string_not_equal(base.hex, k.hex);
+    k = key_of("graph(%a: f32[5]) { %b = exp(%a) return %b }");
+    assert_string_not_equal(base.hex, k.hex);
+    k = key_of("");
+    assert_string_not_equal(base.hex, k.hex);
+
+    cg_key_env e = *cg_key_env_host();
+    e.codegen_version = CG_CODEGEN_VERSION + 1;
+    cg_key_make_env(ir, n, &e, &k);
+    assert_string_not_equal(base.hex, k.hex);
+    e = *cg_key_env_host();
+    e.cpu = "znver5";
+    cg_key_make_env(ir, n, &e, &k);
+    assert_string_not_equal(base.hex, k.hex);
+    e = *cg_key_env_host();
+    e.features = "+avx2,-avx512f";
+    cg_key_make_env(ir, n, &e, &k);
+    assert_string_not_equal(base.hex, k.hex);
+    e = *cg_key_env_host();
+    e.llvm_version = "20.1.0";
+    cg_key_make_env(ir, n, &e, &k);
+    assert_string_not_equal(base.hex, k.hex);
+    /* Fields are length-prefixed: moving a character across a boundary counts. */
+    cg_key a, b;
+    cg_key_env e1 = {"ab", "c", "19", 1}, e2 = {"a", "bc", "19", 1};
+    cg_key_make_env("x", 1, &e1, &a);
+    cg_key_make_env("x", 1, &e2, &b);
+    assert_string_not_equal(a.hex, b.hex);
+}
+
+/* ---- memory and disk round trips -------------------------------------------------- */
+
+static void test_memory_round_trip(void **state)
+{
+    cg_cache *c = cg_cache_new(NULL);
+    assert_non_null(c);
+    cg_key k = key_of("memory");
+    assert_miss(c, &k);
+    assert_int_equal(cg_cache_put(c, &k, OBJ, sizeof OBJ), 0);
+    assert_hit(c, &k, OBJ, sizeof OBJ);
+    /* The caller's copy is its own. */
+    void *obj;
+    size_t len;
+    assert_int_equal(cg_cache_get(c, &k, &obj, &len), 0);
+    memset(obj, 0, len);
+    free(obj);
+    assert_hit(c, &k, OBJ, sizeof OBJ);
+    /* A second put replaces the bytes. */
+    assert_int_equal(cg_cache_put(c, &k, OBJ2, sizeof OBJ2), 0);
+    assert_hit(c, &k, OBJ2, sizeof OBJ2);
+    cg_cache_stats s = stats(c);
+    assert_int_equal(s.mem_hits, 4);
+    assert_int_equal(s.misses, 1);
+    assert_int_equal(s.disk_hits, 0);
+    assert_int_equal(s.writes, 0);
+    assert_int_equal(s.mem_bytes, sizeof OBJ2);
+    assert_null(cg_cache_dir(c));
+    cg_cache_free(c);
+}
+
+static void test_disk_round_trip(void **state)
+{
+    fixture *f = *state;
+    cg_cache *a = cg_cache_new(f->dir);
+    cg_key k = key_of("disk");
+    assert_miss(a, &k);
+    assert_false(exists(f->dir));                  /* a get does not create it */
+    assert_int_equal(cg_cache_put(a, &k, OBJ, sizeof OBJ), 0);
+    assert_string_equal(cg_cache_dir(a), f->dir);
+    char path[256];
+    struct stat st;
+    assert_int_equal(stat(path_of(f, &k, path, sizeof path), &st), 0);
+    assert_int_equal(st.st_size, HDR + sizeof OBJ);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    assert_int_equal(count_files(f->dir), 1);      /* no temp file left */
+    assert_int_equal(stats(a).writes, HDR + sizeof OBJ);
+    assert_hit(a, &k, OBJ, sizeof OBJ);
+    assert_int_equal(stats(a).mem_hits, 1);
+    cg_cache_free(a);
+
+    /* A new cache on the directory: a new process. */
+    cg_cache *b = cg_cache_new(f->dir);
+    assert_hit(b, &k, OBJ, sizeof OBJ);
+    assert_hit(b, &k, OBJ, sizeof OBJ);
+    cg_cache_stats s = stats(b);
+    assert_int_equal(s.disk_hits, 1);
+    assert_int_equal(s.mem_hits, 1);
+    assert_int_equal(s.misses, 0);
+    assert_int_equal(s.corrupt, 0);
+    /* A put over the entry replaces the file. */
+    assert_int_equal(cg_cache_put(b, &k, OBJ2, sizeof OBJ2), 0);
+    cg_cache_free(b);
+    cg_cache *c = cg_cache_new(f->dir);
+    assert_hit(c, &k, OBJ2, sizeof OBJ2);
+    cg_cache_free(c);
+}
+
+static void test_fsync_option(void **state)
+{
+    fixture *f = *state;
+    setenv("TJIT_CACHE_FSYNC", "1", 1);
+    cg_cache *c = cg_cache_new(f->dir);
+    unsetenv("TJIT_CACHE_FSYNC");
+    cg_key k = key_of("fsync");
+    assert_int_equal(cg_cache_put(c, &k, OBJ, sizeof OBJ), 0);
+    cg_cache_free(c);
+    c = cg_cache_new(f->dir);
+    assert_hit(c, &k, OBJ, sizeof OBJ);
+    assert_int_equal(stats(c).disk_hits, 1);
+    cg_cache_free(c);
+}
+
+static void test_dir_created_with_parents(void **state)
+{
+    fixture *f = *state;
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/a/b/c/", f->root);
+    cg_cache *c = cg_cache_new(dir);
+    cg_key k = key_of("parents");
+    assert_int_equal(cg_cache_put(c, &k, OBJ, sizeof OBJ), 0);
+    struct stat st;
+    snprintf(dir, sizeof dir, "%s/a/b/c", f->root);
+    assert_int_equal(stat(dir, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(st.st_mode & 0777, 0700);
+    snprintf(dir, sizeof dir, "%s/a", f->root);
+    assert_int_equal(stat(dir, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    assert_int_equal(count_files(dir), 1);
+    cg_cache_free(c);
+}
+
+/* The directory removed while the cache runs: the next put makes it again. */
+static void test_dir_removed_then_put(void **state)
+{
+    fixture *f = *state;
+    cg_cache *c = cg_cache_new(f->dir);
+    cg_key k1 = key_of("one"), k2 = key_of("two");
+    char path[256];
+    assert_int_equal(cg_cache_put(c, &k1, OBJ, sizeof OBJ), 0);
+    assert_int_equal(unlink(path_of(f, &k1, path, sizeof path)), 0);
+    assert_int_equal(rmdir(f->dir), 0);
+    assert_int_equal(cg_cache_put(c, &k2, OBJ2, sizeof OBJ2), 0);
+    assert_true(exists(path_of(f, &k2, path, sizeof path)));
+    assert_string_equal(cg_cache_dir(c), f->dir);
+    cg_cache_free(c);
+}
+
+/* ---- bad files --------------------------------------------------------------------- */
+
+/* Writes OBJ under key k with a fresh cache; returns the file's path in buf. */
+static char *put_fresh(const fixture *f, const cg_key *k, char *buf, size_t n)
+{
+    cg_cache *c = cg_cache_new(f->dir);
+    assert_int_equal(cg_cache_put(c, k, OBJ, sizeof OBJ), 0);
+    cg_cache_free(c);
+    return path_of(f, k, buf, n);
+}
+
+/* A fresh cache finds the entry bad: a miss, counted, the file removed; a put
+ * then replaces it. */
+static void expect_corrupt(const fixture *f, const cg_key *k, const char *path)
+{
+    cg_cache *c = cg_cache_new(f->dir);
+    assert_miss(c, k);
+    cg_cache_stats s = stats(c);
+    assert_int_equal(s.corrupt, 1);
+    assert_int_equal(s.misses, 1);
+    assert_int_equal(s.disk_hits, 0);
+    assert_false(exists(path));
+    assert_int_equal(cg_cache_put(c, k, OBJ, sizeof OBJ), 0);
+    cg_cache_free(c);
+    c = cg_cache_new(f->dir);
+    assert_hit(c, k, OBJ, sizeof OBJ);
+    assert_int_equal(stats(c).corrupt, 0);
+    cg_cache_free(c);
+}
+
+static void test_corrupt_payload(void **state)
+{
+    fixture *f = *state;
+    cg_key k = key_of("corrupt payload");
+    char path[256];
+    put_fresh(f, &k, path, sizeof path);
+    flip_byte(path, HDR + 5);
+    expect_corrupt(f, &k, path);
+    flip_byte(path, HDR + sizeof OBJ - 1);         /* the last byte */
+    expect_corrupt(f, &k, path);
+}
+
+/* Each field of the header: magic, format, header size, key, length, checksum. */
+static void test_corrupt_header(void **state)
+{
+    fixture *f = *state;
+    static const long offsets[] = {0, 7, 8, 12, 16, 79, 80, 87, 88, 119};
+    cg_key k = key_of("corrupt header");
+    char path[256];
+    for (size_t i = 0; i < sizeof offsets / sizeof *offsets; i++) {
+        put_fresh(f, &k, path, sizeof path);
+        flip_byte(path, offsets[i]);
+        expect_corrupt(f, &k, path);
+    }
+}
+
+static void test_truncated(void **state)
+{
+    fixture *f = *state;
+    static const off_t sizes[] = {HDR + sizeof OBJ - 1, HDR + 1, HDR, HDR - 1, 10, 0};
+    cg_key k = key_of("truncated");
+    char path[256];
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        put_fresh(f, &k, path, sizeof path);
+        assert_int_equal(truncate(path, sizes[i]), 0);
+        expect_corrupt(f, &k, path);
+    }
+    /* Bytes appended after the payload are just as bad. */
+    put_fresh(f, &k, path, sizeof path);
+    FILE *fp = fopen(path, "ab");
+    fputs("junk", fp);
+    fclose(fp);
+    expect_corrupt(f, &k, path);
+}
+
+/* A file renamed onto another key's name: its header names the wrong key. */
+static void test_other_key(void **state)
+{
+    fixture *f = *state;
+    cg_key k1 = key_of("first kernel"), k2 = key_of("second kernel");
+    char p1[256], p2[256];
+    put_fresh(f, &k1, p1, sizeof p1);
+    put_fresh(f, &k2, p2, sizeof p2);
+    assert_int_equal(rename(p1, p2), 0);
+    cg_cache *c = cg_cache_new(f->dir);
+    assert_miss(c, &k2);
+    assert_miss(c, &k1);                           /* gone: a plain miss */
+    cg_cache_stats s = stats(c);
+    assert_int_equal(s.corrupt, 1);
+    assert_int_equal(s.misses, 2);
+    assert_false(exists(p2));
+    cg_cache_free(c);
+    /* An entry for another CPU is another key: written under its own name. */
+    cg_key_env e = *cg_key_env_host();
+    e.cpu = "some-other-cpu";
+    cg_key k3;
+    cg_key_make_env("first kernel", 12, &e, &k3);
+    assert_string_not_equal(k3.hex, k1.hex);
+}
+
+/* ---- unusable directories and TJIT_CACHE=0 ----------------------------------------- */
+
+static void put_twice_and_get(cg_cache *c, const fixture *f)
+{
+    cg_key k1 = key_of("k1"), k2 = key_of("k2");
+    assert_int_equal(cg_cache_put(c, &k1, OBJ, sizeof OBJ), 0);
+    assert_int_equal(cg_cache_put(c, &k2, OBJ2, sizeof OBJ2), 0);
+    assert_hit(c, &k1, OBJ, sizeof OBJ);
+    assert_hit(c, &k2, OBJ2, sizeof OBJ2);
+    assert_miss(c, &(cg_key){0});                  /* an empty key: never on disk */
+}
+
+/* A directory that can never be made (under a regular file): works as root too. */
+static void test_unwritable_dir(void **state)
+{
+    fixture *f = *state;
+    char file[160], dir[200];
+    snprintf(file, sizeof file, "%s/file.txt", f->root);
+    FILE *fp = fopen(file, "w");
+    fclose(fp);
+    snprintf(dir, sizeof dir, "%s/sub", file);
+    cg_cache *c = cg_cache_new(dir);
+    char *err = capture_stderr(put_twice_and_get, c, f);
+    assert_int_equal(count_substr(err, "warning"), 1);
+    assert_non_null(strstr(err, dir));
+    assert_non_null(strstr(err, "memory only"));
+    assert_null(cg_cache_dir(c));
+    assert_int_equal(stats(c).writes, 0);
+    free(err);
+    /* Still quiet afterwards. */
+    err = capture_stderr(put_twice_and_get, c, f);
+    assert_string_equal(err, "");
+    free(err);
+    cg_cache_free(c);
+}
+
+/* A directory others can write is refused (their object code would run as ours). */
+static void test_insecure_dir(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(mkdir(f->dir, 0700), 0);
+    assert_int_equal(chmod(f->dir, 0777), 0);
+    cg_cache *c = cg_cache_new(f->dir);
+    char *err = capture_stderr(put_twice_and_get, c, f);
+    assert_int_equal(count_substr(err, "warning"), 1);
+    assert_non_null(strstr(err, "writable by group or others"));
+    assert_int_equal(count_files(f->dir), 0);
+    free(err);
+    cg_cache_free(c);
+}
+
+static void test_cache_env_off(void **state)
+{
+    fixture *f = *state;
+    setenv("TJIT_CACHE", "0", 1);
+    cg_cache *c = cg_cache_new(f->dir);
+    char *err = capture_stderr(put_twice_and_get, c, f);
+    assert_string_equal(err, "");
+    free(err);
+    assert_false(exists(f->dir));
+    assert_null(cg_cache_dir(c));
+    cg_cache_free(c);
+
+    /* The process-wide cache, made now, honours it too. */
+    char gdir[200];
+    snprintf(gdir, sizeof gdir, "%s/global", f->root);
+    setenv("TJIT_CACHE_DIR", gdir, 1);
+    cg_cache *g = cg_cache_global();
+    assert_non_null(g);
+    assert_ptr_equal(g, cg_cache_global());
+    cg_key k = key_of("global");
+    assert_int_equal(cg_cache_put(g, &k, OBJ, sizeof OBJ), 0);
+    assert_hit(g, &k, OBJ, sizeof OBJ);
+    assert_false(exists(gdir));
+    assert_null(cg_cache_dir(g));
+    unsetenv("TJIT_CACHE");
+    unsetenv("TJIT_CACHE_DIR");
+
+    /* Any other value keeps the disk layer. */
+    setenv("TJIT_CACHE", "1", 1);
+    c = cg_cache_new(f->dir);
+    assert_int_equal(cg_cache_put(c, &k, OBJ, sizeof OBJ), 0);
+    assert_int_equal(count_files(f->dir), 1);
+    cg_cache_free(c);
+    unsetenv("TJIT_CACHE");
+}
+
+static void test_bad_args(void **state)
+{
+    fixture *f = *state;
+    cg_cache *c = cg_cache_new(f->dir);
+    cg_key k = key_of("args"), bad;
+    void *obj;
+    size_t len;
+    assert_int_equal(cg_cache_put(NULL, &k, OBJ, sizeof OBJ), -1);
+    assert_int_equal(cg_cache_put(c, NULL, OBJ, sizeof OBJ), -1);
+    assert_int_equal(cg_cache_put(c, &k, NULL, 4), -1);
+    assert_int_equal(cg_cache_put(c, &k, OBJ, 0), -1);
+    memset(bad.hex, 0, sizeof bad.hex);
+    strcpy(bad.hex, "../../../../../../../../../../../../../../../../../../etc/passwd");
+    assert_int_equal(cg_cache_put(c, &bad, OBJ, sizeof OBJ), -1);
+    bad = k;
+    bad.hex[3] = 'A';                             /* upper case is not a key */
+    assert_int_equal(cg_cache_put(c, &bad, OBJ, sizeof OBJ), -1);
+    assert_int_equal(cg_cache_get(NULL, &k, &obj, &len), -1);
+    assert_int_equal(cg_cache_get(c, NULL, &obj, &len), -1);
+    assert_null(obj);
+    assert_int_equal(cg_cache_get(c, &k, NULL, &len), -1);
+    assert_int_equal(count_files(f->root), 0);
+    cg_cache_stats s;
+    cg_cache_stats_get(NULL, &s);
+    assert_int_equal(s.misses, 0);
+    assert_null(cg_cache_dir(NULL));
+    cg_cache_free(NULL);
+    cg_cache_free(c);
+}
+
+/* ---- the memory bound ---------------------------------------------------------------- */
+
+static void test_lru_bound(void **state)
+{
+    cg_cache *c = cg_cache_new(NULL);
+    static char a[1000], b[1000], d[1000], big[5000];
+    memset(a, 'a', sizeof a);
+    memset(b, 'b', sizeof b);
+    memset(d, 'd', sizeof d);
+    cg_key ka = key_of("a"), kb = key_of("b"), kd = key_of("d"), kbig = key_of("big");
+    cg_cache_set_mem_limit(c, 2500);
+    assert_int_equal(cg_cache_put(c, &ka, a, sizeof a), 0);
+    assert_int_equal(cg_cache_put(c, &kb, b, sizeof b), 0);
+    assert_hit(c, &ka, a, sizeof a);               /* a is now the most recent */
+    assert_int_equal(cg_cache_put(c, &kd, d, sizeof d), 0);
+    assert_miss(c, &kb);                           /* b was least recent */
+    assert_hit(c, &ka, a, sizeof a);
+    assert_hit(c, &kd, d, sizeof d);
+    cg_cache_stats s = stats(c);
+    assert_int_equal(s.evictions, 1);
+    assert_int_equal(s.mem_bytes, 2000);
+    /* Larger than the bound and no disk: stored nowhere. */
+    assert_int_equal(cg_cache_put(c, &kbig, big, sizeof big), -1);
+    assert_miss(c, &kbig);
+    assert_int_equal(stats(c).mem_bytes, 2000);
+    /* Lowering the bound evicts at once. */
+    cg_cache_set_mem_limit(c, 1500);
+    assert_int_equal(stats(c).mem_bytes, 1000);
+    assert_hit(c, &kd, d, sizeof d);
+    cg_cache_set_mem_limit(c, 0);
+    assert_int_equal(stats(c).mem_bytes, 0);
+    assert_miss(c, &kd);
+    cg_cache_free(c);
+}
+
+/* With a disk layer an entry evicted from memory is read back from disk. */
+static void test_lru_then_disk(void **state)
+{
+    fixture *f = *state;
+    cg_cache *c = cg_cache_new(f->dir);
+    cg_cache_set_mem_limit(c, sizeof OBJ);
+    cg_key k1 = key_of("evicted"), k2 = key_of("kept");
+    assert_int_equal(cg_cache_put(c, &k1, OBJ, sizeof OBJ), 0);
+    assert_int_equal(cg_cache_put(c, &k2, OBJ, sizeof OBJ), 0);
+    assert_hit(c, &k1, OBJ, sizeof OBJ);
+    assert_int_equal(stats(c).disk_hits, 1);
+    assert_hit(c, &k1, OBJ, sizeof OBJ);
+    assert_int_equal(stats(c).mem_hits, 1);
+    cg_cache_free(c);
+}
+
+/* ---- threads ---------------------------------------------------------------------------- */
+
+#define NKEYS 24
+#define ITERS 400
+
+typedef struct worker {
+    cg_cache *c;
+    int seed;
+    int bad;                  /* wrong bytes returned */
+    int hits;
+} worker;
+
+static size_t payload(int key, char *buf)
+{
+    size_t n = 100 + (size_t)key * 37;
+    for (size_t i = 0; i < n; i++)
+        buf[i] = (char)(key * 31 + (int)i);
+    return n;
+}
+
+static void *work(void *arg)
+{
+    worker *w = arg;
+    unsigned r = (unsigned)w->seed;
+    char want[2000];
+    for (int it = 0; it < ITERS; it++) {
+        r = r * 1103515245u + 12345u;
+        int key = (int)(r >> 16) % NKEYS;
+        char name[32];
+        snprintf(name, sizeof name, "kernel %d", key);
+        cg_key k = key_of(name);
+        size_t n = payload(key, want);
+        void *obj;
+        size_t len;
+        if (cg_cache_get(w->c, &k, &obj, &len) == 0) {
+            w->hits++;
+            w->bad += len != n || memcmp(obj, want, n);
+            free(obj);
+        } else if (cg_cache_put(w->c, &k, want, n)) {
+            w->bad++;
+        }
+    }
+    return NULL;
+}
+
+/* Two threads on one cache (small memory bound: evictions and disk reads), then
+ * two threads each with its own cache on one directory (two processes). */
+static void test_concurrent(void **state)
+{
+    fixture *f = *state;
+    cg_cache *shared = cg_cache_new(f->dir);
+    cg_cache_set_mem_limit(shared, 3000);
+    cg_cache *own[2] = {cg_cache_new(f->dir), cg_cache_new(f->dir)};
+    for (int round = 0; round < 2; round++) {
+        worker w[2] = {{round ? own[0] : shared, 1, 0, 0}, {round ? own[1] : shared, 2, 0, 0}};
+        pthread_t t[2];
+        for (int i = 0; i < 2; i++)
+            assert_int_equal(pthread_create(&t[i], NULL, work, &w[i]), 0);
+        for (int i = 0; i < 2; i++)
+            pthread_join(t[i], NULL);
+        assert_int_equal(w[0].bad + w[1].bad, 0);
+        assert_true(w[0].hits + w[1].hits > ITERS);
+    }
+    cg_cache *all[3] = {shared, own[0], own[1]};
+    for (int i = 0; i < 3; i++) {
+        cg_cache_stats s = stats(all[i]);
+        assert_int_equal(s.corrupt, 0);
+        assert_true(s.mem_hits + s.disk_hits > 0);
+        cg_cache_free(all[i]);
+    }
+    assert_int_equal(count_files(f->dir), NKEYS);  /* every key, no temp files */
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+int main(void)
+{
+    unsetenv("TJIT_CACHE");
+    unsetenv("TJIT_CACHE_FSYNC");
+    const struct CMUnitTest tests[] = {
+        T(test_sha256_vectors),   T(test_sha256_splits),        T(test_key_stable),
+        T(test_key_sensitive),    T(test_memory_round_trip),    T(test_disk_round_trip),
+        T(test_fsync_option),     T(test_dir_created_with_parents), T(test_dir_removed_then_put),
+        T(test_corrupt_payload),  T(test_corrupt_header),       T(test_truncated),
+        T(test_other_key),        T(test_unwritable_dir),       T(test_insecure_dir),
+        T(test_cache_env_off),    T(test_bad_args),             T(test_lru_bound),
+        T(test_lru_then_disk),    T(test_concurrent),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
