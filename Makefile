@@ -24,9 +24,13 @@ LLVM_LDFLAGS := $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) \
 WARN := -Wall -Wextra -Werror -Wmissing-prototypes -Wstrict-prototypes -Wshadow=local \
         -Wno-unused-parameter
 OPT ?= -O3 -g
-# -fno-math-errno lets sqrt and rounding vectorize; no -ffast-math: NaN and Inf
-# semantics are kept. Kernels with target_clones get AVX-512 with 512-bit vectors.
-CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -fPIC -fno-math-errno \
+# -fno-math-errno lets sqrt and rounding vectorize; -fno-trapping-math (clang's
+# default) lets gcc if-convert the selects of runtime/vmath.h, so loops calling
+# it vectorize (FP exception flags are not part of our semantics); no
+# -ffast-math: NaN and Inf semantics are kept. -fwrapv: integer kernels wrap on
+# overflow like PyTorch's (and like the JIT's bitcode), instead of being UB.
+# Kernels with target_clones get AVX-512 with 512-bit vectors.
+CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -fPIC -fno-math-errno -fno-trapping-math -fwrapv \
               -mprefer-vector-width=512 -pthread -Iinclude $(EXTRA_CFLAGS)
 LDLIBS := $(LLVM_LDFLAGS) -lm -ldl -pthread $(EXTRA_LDFLAGS)
 
@@ -48,6 +52,19 @@ all: $(BUILD)/libtjit.a $(BUILD)/libtjit.so $(BUILD)/tjit
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(if $(filter codegen/%,$<),$(LLVM_CFLAGS)) -MMD -MP -c $< -o $@
+
+# The pointwise formulas as LLVM bitcode for the JIT (codegen/formulas/pw.c says
+# why and how), embedded by codegen/bitcode.c. Needs clang-19 (scripts/install-deps.sh);
+# without it the library still builds, and compiled graphs run on the eager executor.
+CLANG_BC ?= $(firstword $(wildcard /usr/bin/clang-19 /usr/lib/llvm-19/bin/clang))
+BC_FLAGS := -std=c11 -O2 -fno-math-errno -ffp-contract=off -fwrapv -w -emit-llvm
+ifneq ($(CLANG_BC),)
+$(BUILD)/codegen/pw.bc: codegen/formulas/pw.c
+	@mkdir -p $(dir $@) $(BUILD)/obj/codegen
+	$(CLANG_BC) $(BC_FLAGS) -MMD -MP -MT $@ -MF $(BUILD)/obj/codegen/pw.bc.d -c $< -o $@
+$(BUILD)/obj/codegen/bitcode.o: $(BUILD)/codegen/pw.bc
+$(BUILD)/obj/codegen/bitcode.o: CFLAGS_ALL += -DCG_BITCODE_PATH='"$(BUILD)/codegen/pw.bc"'
+endif
 
 $(BUILD)/libtjit.a: $(LIB_OBJS)
 	@mkdir -p $(dir $@)

@@ -150,6 +150,10 @@ int ir_infer_binary(IR_INFER_ARGS)
     tj_dtype p = ir_promote(in, nin);
     if (check_rule(rule, p, err, nerr))
         return -1;
+    /* PyTorch: subtraction with any bool operand is an error, even when the
+     * other operand promotes the pair to a number. */
+    if (rule == IR_RULE_SUB && (in[0]->dtype == TJ_BOOL || in[1]->dtype == TJ_BOOL))
+        return ir_fail(err, nerr, "not defined for bool");
     ir_set(out, result_for(rule, compute_for(rule, p)), ndim, shape);
     out->weak = in[0]->weak && in[1]->weak;
     return 0;

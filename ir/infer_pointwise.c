@@ -27,12 +27,14 @@ int ir_infer_where(IR_INFER_ARGS)
     return 0;
 }
 
-/* lerp(a, b, w): floating point only, all three broadcast and promoted. */
+/* lerp(a, b, w): floating-point inputs only, all three broadcast and promoted. */
 int ir_infer_lerp(IR_INFER_ARGS)
 {
+    for (int k = 0; k < 3; k++)
+        if (!ir_dtype_is_float(in[k]->dtype))
+            return ir_fail(err, nerr, "needs floating-point inputs, got %s",
+                           tj_dtype_name(in[k]->dtype));
     tj_dtype dt = ir_promote(in, 3);
-    if (!ir_dtype_is_float(dt))
-        return ir_fail(err, nerr, "needs floating-point inputs, got %s", tj_dtype_name(dt));
     if (broadcast_all(in, 3, out, err, nerr))
         return -1;
     out->dtype = dt;

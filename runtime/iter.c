@@ -24,7 +24,8 @@ static int check_broadcast(const tj_tensor *out, const tj_tensor *t)
     if (ok)
         return 0;
     char a[96], b[96];
-    rt_error("cannot broadcast %s to %s", tj_describe(t, a, sizeof a), tj_describe(out, b, sizeof b));
+    rt_error("cannot broadcast %s to %s", tj_describe(t, a, sizeof a),
+             tj_describe(out, b, sizeof b));
     return -1;
 }
 

@@ -86,7 +86,8 @@ typedef void (*u_loop)(void *restrict o, const void *restrict x, int64_t n);
 typedef void (*b_loop)(void *restrict o, const void *restrict a, const void *restrict b, int64_t n);
 enum { VV, VS, SV, NVAR };   /* binary operand layouts: vector or scalar */
 
-#define U_GEN(D, name, rule, f32, f64, i) U_LOOP(D, name, RES_##rule(D), rule, PICK_##D(f32, f64, i))
+#define U_GEN(D, name, rule, f32, f64, i) \
+    U_LOOP(D, name, RES_##rule(D), rule, PICK_##D(f32, f64, i))
 #define U_LOOP(D, name, R, rule, expr) \
     RT_CLONES static void u_##name##_##D(void *restrict o_, const void *restrict x_, int64_t n) \
     { \
@@ -99,7 +100,8 @@ enum { VV, VS, SV, NVAR };   /* binary operand layouts: vector or scalar */
         } \
     }
 
-#define B_GEN(D, name, rule, f32, f64, i) B_LOOPS(D, name, RES_##rule(D), rule, PICK_##D(f32, f64, i))
+#define B_GEN(D, name, rule, f32, f64, i) \
+    B_LOOPS(D, name, RES_##rule(D), rule, PICK_##D(f32, f64, i))
 #define B_LOOPS(D, name, R, rule, expr) \
     B_LOOP(D, name, R, rule, expr, vv, pa[k], pb[k]) \
     B_LOOP(D, name, R, rule, expr, vs, pa[k], pb[0]) \
