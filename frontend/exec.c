@@ -33,11 +33,18 @@ int *fe_exec_last_use(const ir_graph *g)
     return last;
 }
 
+#define EXEC_MAX_IN 256
+
 static tj_tensor *run_node(const ir_graph *g, const ir_node *n, tj_tensor **vals)
 {
-    tj_tensor *in[16];
-    ir_type ty[16], out;
-    const ir_type *tp[16];
+    tj_tensor *in[EXEC_MAX_IN];
+    ir_type ty[EXEC_MAX_IN], out;
+    const ir_type *tp[EXEC_MAX_IN];
+    if (n->nin > EXEC_MAX_IN) {
+        rt_error("%s: %d inputs (the executor takes at most %d) (node %%%d of graph @%s)",
+                 ir_ops[n->op].name, n->nin, EXEC_MAX_IN, n->id, g->name);
+        return NULL;
+    }
     for (int j = 0; j < n->nin; j++) {
         in[j] = n->in[j] ? vals[slot(g, n->in[j])] : NULL;
         tp[j] = NULL;

@@ -47,5 +47,7 @@ ir_graph *ps_rebuild(const ir_graph *g, const bool *keep, char *err, size_t nerr
 /* The passes (one file each, registered in pm.c). */
 ir_graph *ps_dce(ir_graph *g, char *err, size_t nerr);
 ir_graph *ps_cse(ir_graph *g, char *err, size_t nerr);
+ir_graph *ps_decompose(ir_graph *g, char *err, size_t nerr);   /* decompose.c */
+ir_graph *ps_simplify(ir_graph *g, char *err, size_t nerr);    /* simplify.c */
 
 #endif

@@ -8,6 +8,8 @@
 const ps_pass ps_passes[] = {
     {"dce", "drop nodes no output depends on", ps_dce},
     {"cse", "merge identical nodes (rebuilds through hash-consing)", ps_cse},
+    {"decompose", "rewrite composite ops (softmax, layer_norm, ...) into primitives", ps_decompose},
+    {"simplify", "fold constants, algebraic identities, view/cast cleanups, dce", ps_simplify},
     {NULL, NULL, NULL},
 };
 
@@ -39,22 +41,36 @@ ir_graph *ps_rebuild(const ir_graph *g, const bool *keep, char *err, size_t nerr
         const ir_node *n = g->nodes[k];
         if (keep && !keep[k])
             continue;
-        ir_node *in[64];
+        ir_node *small[64], **in = small;   /* a cat may have more inputs */
+        if (n->nin > 64 && !(in = malloc((size_t)n->nin * sizeof *in)))
+            goto oom;
         for (int j = 0; j < n->nin; j++)
             in[j] = n->in[j] ? map[SLOT(n->in[j])] : NULL;
         ir_attrs a;
         ir_node_attrs(n, &a);
-        if (!(map[g->ninputs + k] = ir_graph_add(h, n->op, in, n->nin, &a)))
+        map[g->ninputs + k] = ir_graph_add(h, n->op, in, n->nin, &a);
+        if (in != small)
+            free(in);
+        if (!map[g->ninputs + k])
             goto fail;
     }
-    ir_node *outs[64];
-    for (int k = 0; k < g->noutputs && k < 64; k++)
+    ir_node **outs = malloc(((size_t)g->noutputs + 1) * sizeof *outs);
+    if (!outs)
+        goto oom;
+    for (int k = 0; k < g->noutputs; k++)
         outs[k] = map[SLOT(g->outputs[k])];
-    if (ir_graph_set_outputs(h, outs, g->noutputs < 64 ? g->noutputs : 64) != 0)
+    int rc = ir_graph_set_outputs(h, outs, g->noutputs);
+    free(outs);
+    if (rc != 0)
         goto fail;
 #undef SLOT
     free(map);
     return h;
+oom:
+    snprintf(err, nerr, "out of memory");
+    ir_graph_free(h);
+    free(map);
+    return NULL;
 fail:
     snprintf(err, nerr, "%s", ir_graph_error(h));
     ir_graph_free(h);

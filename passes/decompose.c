@@ -1,0 +1,505 @@
+/* decompose.c - the decompose pass: rewrites every composite op (a COMP row of
+ * ir/ops.def, ir_ops[op].prim == false) into primitive ops, PrimTorch-style.
+ *
+ * Each composite row `name` has its decomposition ps_decomp_<name>() below;
+ * the table `decomps` is generated from ops.def, so a COMP row without one is
+ * a compile error ("used but never defined"). A decomposition gets the
+ * original node (type, attributes) and its inputs already rebuilt, and builds
+ * the replacement with the builder of build.h. It may use other composites
+ * (layer_norm uses mean, sdpa uses softmax): the pass rebuilds the graph
+ * until no composite is left, at most MAX_ROUNDS times.
+ *
+ * The decompositions compute what the eager kernels compute (runtime/k_*.c),
+ * in the same order where it matters, so decomposed and eager results agree
+ * to a few ulp: softmax, log_softmax and logsumexp subtract the max first;
+ * layer_norm uses var (correction 0); constants are weak `scalar`s so type
+ * promotion matches the eager _s ops. Symbolic dims survive: broadcasting
+ * replaces expand, and a count over a symbolic dim is computed in the graph.
+ * What cannot be expressed with symbolic dims (flattening the indices of
+ * embedding, the random mask of dropout, the causal mask of sdpa) fails with
+ * a message. The list with each formula is in docs/passes.md.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../ir/infer.h"
+#include "rewrite.h"
+
+enum { MAX_ROUNDS = 8 };
+
+#define PS_DECOMP_ARGS ps_builder *b, const ir_node *n, const ir_attrs *a, ir_node *const *in
+typedef ir_node *(*decomp_fn)(PS_DECOMP_ARGS);
+
+/* One prototype per COMP row. */
+#define DECOMP_PRIM(name)
+#define DECOMP_COMP(name) static ir_node *ps_decomp_##name(PS_DECOMP_ARGS);
+#define OP(name, kind, nmin, nmax, decomp, attrs) DECOMP_##decomp(name)
+#define UNARY(name, rule, decomp, f32, f64, i) DECOMP_##decomp(name)
+#define BINARY(name, rule, decomp, f32, f64, i) DECOMP_##decomp(name)
+#include "../ir/ops.def"
+#undef DECOMP_COMP
+
+/* ---- helpers --------------------------------------------------------------------- */
+
+static ir_node *b_lt_s(ps_builder *b, ir_node *x, double v) { return b_bin_s(b, OP_lt, x, v); }
+
+/* The reduced dims of a dims attribute as a bitmask over ndim dims. */
+static uint32_t dims_mask(const ir_attr *dims, int ndim)
+{
+    uint32_t mask = 0;
+    char why[128];
+    if (ir_dims_mask(dims, ndim, &mask, why, sizeof why) != 0)
+        return 0;   /* cannot happen: the node passed its shape rule */
+    return mask;
+}
+
+/* The dims [from, ndim) as a list; returns its length. */
+static int tail_dims(int from, int ndim, int64_t *dims)
+{
+    int n = 0;
+    for (int d = from; d < ndim; d++)
+        dims[n++] = d;
+    return n;
+}
+
+static bool has_symbol(const ir_type *t)
+{
+    for (int d = 0; d < t->ndim; d++)
+        if (IR_IS_SYM(t->shape[d]))
+            return true;
+    return false;
+}
+
+/* The number of elements a reduction over `mask` of x combines: a wrapped
+ * number when those dims are static; else an i64 tensor counting them (the
+ * sum of ones shaped like x) with the reduction's result shape. */
+static ir_node *count_of(ps_builder *b, ir_node *x, uint32_t mask, bool keepdim)
+{
+    if (!x)
+        return NULL;
+    int64_t count = 1, dims[TJ_MAX_DIMS];
+    int nd = 0;
+    bool sym = false;
+    for (int d = 0; d < x->type.ndim; d++) {
+        if (!(mask & (1u << d)))
+            continue;
+        dims[nd++] = d;
+        if (IR_IS_SYM(x->type.shape[d]))
+            sym = true;
+        else
+            count *= x->type.shape[d];
+    }
+    if (!sym)
+        return ps_b_scalar(b, (double)count, TJ_I64);
+    ir_node *one = ps_b_scalar(b, 1, TJ_I64);
+    return b_sum(b, b_where(b, x, one, one), dims, nd, keepdim);
+}
+
+/* True when a dim of x in mask is statically empty. */
+static bool reduces_empty(const ir_node *x, uint32_t mask)
+{
+    for (int d = 0; d < x->type.ndim; d++)
+        if ((mask & (1u << d)) && x->type.shape[d] == 0)
+            return true;
+    return false;
+}
+
+/* x unsqueezed at the end k times ([C] -> [C,1,1] for k = 2). */
+static ir_node *trailing_ones(ps_builder *b, ir_node *x, int k)
+{
+    for (int j = 0; j < k && x; j++)
+        x = ps_b_unsqueeze(b, x, -1);
+    return x;
+}
+
+/* An op with one dim attribute (softmax, log_softmax, gather, ...). */
+static ir_node *b_dim_op(ps_builder *b, ir_op op, ir_node *const *in, int nin, int64_t dim)
+{
+    ir_attrs at;
+    memset(&at, 0, sizeof at);
+    ir_attr_int(&at.a[0], dim);
+    return ps_b_op(b, op, in, nin, &at);
+}
+
+/* arange(0, n) of i64. */
+static ir_node *b_iota(ps_builder *b, int64_t n)
+{
+    ir_attrs at;
+    memset(&at, 0, sizeof at);
+    ir_attr_float(&at.a[0], 0);
+    ir_attr_float(&at.a[1], (double)n);
+    ir_attr_float(&at.a[2], 1);
+    ir_attr_int(&at.a[3], TJ_I64);
+    return ps_b_op(b, OP_arange, NULL, 0, &at);
+}
+
+/* ---- pointwise -------------------------------------------------------------------- */
+
+/* square(x) = x * x */
+static ir_node *ps_decomp_square(PS_DECOMP_ARGS) { return b_mul(b, in[0], in[0]); }
+
+/* The f64 kernels of sigmoid and silu use exp(-x) (libm), the f32 ones
+ * exp(-|x|) with a select, which never overflows; each decomposition mirrors
+ * its kernel so the results agree bit for bit. */
+static bool f64_formula(const ir_node *x) { return x && x->type.dtype == TJ_F64; }
+
+/* sigmoid(x) = x < 0 ? e * s : s with e = exp(-|x|), s = 1 / (1 + e);
+ * f64: 1 / (1 + exp(-x)) */
+static ir_node *ps_decomp_sigmoid(PS_DECOMP_ARGS)
+{
+    ir_node *x = ps_b_float(b, in[0]);
+    if (f64_formula(x))
+        return b_un(b, OP_reciprocal, b_add_s(b, b_exp(b, b_neg(b, x)), 1));
+    ir_node *e = b_exp(b, b_neg(b, b_un(b, OP_abs, x)));
+    ir_node *s = b_un(b, OP_reciprocal, b_add_s(b, e, 1));
+    return b_where(b, b_lt_s(b, x, 0), b_mul(b, e, s), s);
+}
+
+/* relu(x) = x < 0 ? 0 : x (NaN and -0 pass through) */
+static ir_node *ps_decomp_relu(PS_DECOMP_ARGS)
+{
+    return b_where_sx(b, b_lt_s(b, in[0], 0), 0, in[0]);
+}
+
+/* gelu(x) = x/2 * erfc(-x / sqrt(2)) */
+static ir_node *ps_decomp_gelu(PS_DECOMP_ARGS)
+{
+    ir_node *x = ps_b_float(b, in[0]);
+    ir_node *c = b_un(b, OP_erfc, b_mul_s(b, x, -0.70710678118654752440));
+    return b_mul(b, b_mul_s(b, x, 0.5), c);
+}
+
+/* gelu_tanh(x) = x / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3) */
+static ir_node *ps_decomp_gelu_tanh(PS_DECOMP_ARGS)
+{
+    ir_node *x = ps_b_float(b, in[0]);
+    ir_node *x3 = b_mul(b, b_mul(b, b_mul_s(b, x, 0.044715), x), x);
+    ir_node *u = b_mul_s(b, b_add(b, x, x3), 0.79788456080286535588);
+    return b_div(b, x, b_add_s(b, b_exp(b, b_mul_s(b, u, -2.0)), 1));
+}
+
+/* silu(x) = x < 0 ? e * s : s with e = exp(-|x|), s = x / (1 + e);
+ * f64: x / (1 + exp(-x)) */
+static ir_node *ps_decomp_silu(PS_DECOMP_ARGS)
+{
+    ir_node *x = ps_b_float(b, in[0]);
+    if (f64_formula(x))
+        return b_div(b, x, b_add_s(b, b_exp(b, b_neg(b, x)), 1));
+    ir_node *e = b_exp(b, b_neg(b, b_un(b, OP_abs, x)));
+    ir_node *s = b_div(b, x, b_add_s(b, e, 1));
+    return b_where(b, b_lt_s(b, x, 0), b_mul(b, e, s), s);
+}
+
+/* softplus(x) = x > 20 ? x : log1p(exp(x)) */
+static ir_node *ps_decomp_softplus(PS_DECOMP_ARGS)
+{
+    ir_node *x = ps_b_float(b, in[0]);
+    ir_node *soft = b_un(b, OP_log1p, b_exp(b, x));
+    return b_where(b, b_bin_s(b, OP_gt, x, 20), x, soft);
+}
+
+/* lerp(a, b, w) = w < 1/2 ? a + w (b - a) : b - (b - a)(1 - w), in the result dtype */
+static ir_node *ps_decomp_lerp(PS_DECOMP_ARGS)
+{
+    tj_dtype dt = n->type.dtype;
+    ir_node *x = ps_b_cast(b, in[0], dt), *y = ps_b_cast(b, in[1], dt);
+    ir_node *w = ps_b_cast(b, in[2], dt), *d = b_sub(b, y, x);
+    ir_node *lo = b_add(b, x, b_mul(b, w, d));
+    ir_node *hi = b_sub(b, y, b_mul(b, d, b_rsub_s(b, 1, w)));
+    return b_where(b, b_lt_s(b, w, 0.5), lo, hi);
+}
+
+/* The integer bound of clamp as the kernel computes it: the integers inside
+ * [lo, hi] cut to the type's range; NaN is no bound. */
+static int64_t int_bound(double v, bool lower, int64_t tmin, int64_t tmax)
+{
+    if (v != v)
+        return lower ? tmin : tmax;
+    double r = lower ? ceil(v) : floor(v);
+    return r <= (double)tmin ? tmin : r >= (double)tmax ? tmax : (int64_t)r;
+}
+
+/* clamp(x, lo, hi) = minimum(maximum(x, lo), hi); an infinite (float) or
+ * out-of-range (integer) bound is left out, as it changes nothing. */
+static ir_node *ps_decomp_clamp(PS_DECOMP_ARGS)
+{
+    ir_node *x = in[0];
+    tj_dtype dt = x->type.dtype;
+    double lo = a->a[0].f, hi = a->a[1].f;
+    if (ir_dtype_is_float(dt)) {
+        if (lo != -INFINITY)
+            x = b_bin_s(b, OP_maximum, x, lo);
+        if (hi != INFINITY)
+            x = b_bin_s(b, OP_minimum, x, hi);
+        return x;
+    }
+    int64_t tmin = dt == TJ_U8 ? 0 : dt == TJ_I32 ? INT32_MIN : INT64_MIN;
+    int64_t tmax = dt == TJ_U8 ? UINT8_MAX : dt == TJ_I32 ? INT32_MAX : INT64_MAX;
+    int64_t l = int_bound(lo, true, tmin, tmax), h = int_bound(hi, false, tmin, tmax);
+    if (l != tmin)
+        x = b_bin(b, OP_maximum, x, ps_b_scalar(b, (double)l, TJ_I64));
+    if (h != tmax)
+        x = b_bin(b, OP_minimum, x, ps_b_scalar(b, (double)h, TJ_I64));
+    return x;
+}
+
+/* ---- reductions ------------------------------------------------------------------- */
+
+/* mean(x, dims) = sum(x, dims) / count */
+static ir_node *ps_decomp_mean(PS_DECOMP_ARGS)
+{
+    bool keep = a->a[1].i[0] != 0;
+    uint32_t mask = dims_mask(&a->a[0], in[0]->type.ndim);
+    ir_node *s = b_sum(b, in[0], a->a[0].i, a->a[0].n, keep);
+    return b_div(b, s, count_of(b, in[0], mask, keep));
+}
+
+/* logsumexp(x, dims) = log(sum(exp(x - m))) + m, m = amax(x) (0 where infinite) */
+static ir_node *ps_decomp_logsumexp(PS_DECOMP_ARGS)
+{
+    ir_node *x = ps_b_float(b, in[0]);
+    const int64_t *dims = a->a[0].i;
+    int nd = a->a[0].n;
+    bool keep = a->a[1].i[0] != 0;
+    uint32_t mask = dims_mask(&a->a[0], in[0]->type.ndim);
+    if (reduces_empty(in[0], mask))   /* amax has no identity; the result is -inf */
+        return b_add_s(b, b_sum(b, x, dims, nd, keep), -INFINITY);
+    ir_node *m = b_amax(b, x, dims, nd, true);
+    m = b_where_sx(b, b_un(b, OP_isinf, m), 0, m);
+    ir_node *s = b_sum(b, b_exp(b, b_sub(b, x, m)), dims, nd, keep);
+    return b_add(b, b_log(b, s), keep ? m : ps_b_squeeze(b, m, dims, nd));
+}
+
+/* std = sqrt(var) */
+static ir_node *ps_decomp_std(PS_DECOMP_ARGS)
+{
+    return b_un(b, OP_sqrt, ps_b_var(b, in[0], a->a[0].i, a->a[0].n, a->a[1].i[0],
+                                     a->a[2].i[0] != 0));
+}
+
+/* ---- contractions ------------------------------------------------------------------- */
+
+/* linear(x, w, bias) = x @ w^T + bias */
+static ir_node *ps_decomp_linear(PS_DECOMP_ARGS)
+{
+    ir_node *w = in[1]->type.ndim == 2 ? ps_b_transpose_last2(b, in[1]) : in[1];
+    ir_node *y = b_matmul(b, in[0], w);
+    return n->nin > 2 && in[2] ? b_add(b, y, in[2]) : y;
+}
+
+/* ---- normalizations ----------------------------------------------------------------- */
+
+/* The normalized dim of softmax-like ops; -1 when that dim is empty. */
+static int softmax_dim(const ir_node *x, const ir_attrs *a)
+{
+    int d = ir_norm_dim(a->a[0].i[0], x->type.ndim);
+    return x->type.ndim > 0 && x->type.shape[d] == 0 ? -1 : d;
+}
+
+/* softmax(x, d) = e * (1 / sum(e, d)), e = exp(x - amax(x, d)): one division
+ * per row, as the kernel does */
+static ir_node *ps_decomp_softmax(PS_DECOMP_ARGS)
+{
+    int64_t d = softmax_dim(in[0], a);
+    if (d < 0)
+        return in[0];   /* empty along d: nothing to compute */
+    ir_node *e = b_exp(b, b_sub(b, in[0], b_amax(b, in[0], &d, 1, true)));
+    return b_mul(b, e, b_un(b, OP_reciprocal, b_sum(b, e, &d, 1, true)));
+}
+
+/* log_softmax(x, d) = (x - m) - log(sum(exp(x - m), d)), m = amax(x, d) */
+static ir_node *ps_decomp_log_softmax(PS_DECOMP_ARGS)
+{
+    int64_t d = softmax_dim(in[0], a);
+    if (d < 0)
+        return in[0];
+    ir_node *xm = b_sub(b, in[0], b_amax(b, in[0], &d, 1, true));
+    return b_sub(b, xm, b_log(b, b_sum(b, b_exp(b, xm), &d, 1, true)));
+}
+
+/* layer_norm = (x - mean) * rsqrt(var + eps) * w + bias over the last ndims dims */
+static ir_node *ps_decomp_layer_norm(PS_DECOMP_ARGS)
+{
+    ir_node *x = in[0];
+    int64_t dims[TJ_MAX_DIMS];
+    int nd = tail_dims(x->type.ndim - (int)a->a[0].i[0], x->type.ndim, dims);
+    ir_node *mu = b_mean(b, x, dims, nd, true);
+    ir_node *r = b_un(b, OP_rsqrt, b_add_s(b, ps_b_var(b, x, dims, nd, 0, true), a->a[1].f));
+    ir_node *y = b_mul(b, b_sub(b, x, mu), r);
+    if (n->nin > 1 && in[1])
+        y = b_mul(b, y, in[1]);
+    if (n->nin > 2 && in[2])
+        y = b_add(b, y, in[2]);
+    return y;
+}
+
+/* rms_norm = x * rsqrt(mean(x^2) + eps) * w over the last ndims dims */
+static ir_node *ps_decomp_rms_norm(PS_DECOMP_ARGS)
+{
+    ir_node *x = in[0];
+    int64_t dims[TJ_MAX_DIMS];
+    int nd = tail_dims(x->type.ndim - (int)a->a[0].i[0], x->type.ndim, dims);
+    ir_node *ms = b_mean(b, b_un(b, OP_square, x), dims, nd, true);
+    ir_node *y = b_mul(b, x, b_un(b, OP_rsqrt, b_add_s(b, ms, a->a[1].f)));
+    return n->nin > 1 && in[1] ? b_mul(b, y, in[1]) : y;
+}
+
+/* batch_norm (eval) = x * alpha + beta per channel (dim 1), with
+ * alpha = w / sqrt(var + eps) and beta = bias - mean * alpha */
+static ir_node *ps_decomp_batch_norm(PS_DECOMP_ARGS)
+{
+    ir_node *x = in[0], *mean = in[1], *var = in[2];
+    ir_node *w = n->nin > 3 ? in[3] : NULL, *bias = n->nin > 4 ? in[4] : NULL;
+    ir_node *sd = b_add_s(b, var, a->a[0].f);
+    ir_node *alpha = w ? b_div(b, w, b_un(b, OP_sqrt, sd)) : b_un(b, OP_rsqrt, sd);
+    ir_node *ma = b_mul(b, mean, alpha);
+    ir_node *beta = bias ? b_sub(b, bias, ma) : b_neg(b, ma);
+    int k = x->type.ndim - 2;   /* spatial dims after C */
+    return b_add(b, b_mul(b, x, trailing_ones(b, alpha, k)), trailing_ones(b, beta, k));
+}
+
+/* ---- neural-network ops ------------------------------------------------------------ */
+
+/* embedding(w, idx) = index_select(w, 0, idx) over the flattened indices */
+static ir_node *ps_decomp_embedding(PS_DECOMP_ARGS)
+{
+    ir_node *w = in[0], *idx = in[1];
+    int k = idx->type.ndim;
+    if (k == 1)
+        return b_dim_op(b, OP_index_select, (ir_node *[]){w, idx}, 2, 0);
+    if (k == 0)
+        return ps_b_squeeze(b, b_dim_op(b, OP_index_select, (ir_node *[]){w, idx}, 2, 0),
+                            (int64_t[]){0}, 1);
+    if (has_symbol(&idx->type))
+        return ps_b_fail(b, "indices with %d dims and a symbolic dim cannot be flattened "
+                            "(the shape rules cannot compute a symbolic size yet)", k);
+    int64_t shape[TJ_MAX_DIMS];
+    memcpy(shape, idx->type.shape, (size_t)k * sizeof *shape);
+    shape[k] = IR_IS_SYM(w->type.shape[1]) ? -1 : w->type.shape[1];
+    ir_node *flat = ps_b_reshape(b, idx, (int64_t[]){-1}, 1);
+    ir_node *rows = b_dim_op(b, OP_index_select, (ir_node *[]){w, flat}, 2, 0);
+    return ps_b_reshape(b, rows, shape, k + 1);
+}
+
+/* dropout(x) = rand(seed, offset) >= p ? x / (1 - p) : 0, the draw of the eager kernel */
+static ir_node *ps_decomp_dropout(PS_DECOMP_ARGS)
+{
+    ir_node *x = in[0];
+    double p = a->a[0].f;
+    if (p == 0)
+        return x;
+    if (has_symbol(&x->type))
+        return ps_b_fail(b, "the random mask needs a static shape");
+    ir_attrs at;
+    memset(&at, 0, sizeof at);
+    ir_attr_ints(&at.a[0], x->type.shape, x->type.ndim);
+    ir_attr_int(&at.a[1], x->type.dtype);
+    ir_attr_int(&at.a[2], a->a[1].i[0]);
+    ir_attr_int(&at.a[3], a->a[2].i[0]);
+    ir_node *u = ps_b_op(b, OP_rand, NULL, 0, &at);
+    ir_node *keep = b_bin_s(b, OP_ge, u, p);
+    return b_where_xs(b, keep, b_mul_s(b, x, p < 1 ? 1.0 / (1.0 - p) : 0.0), 0);
+}
+
+/* sdpa(q, k, v, mask) = softmax(q @ k^T * scale, masked) @ v */
+static ir_node *ps_decomp_sdpa(PS_DECOMP_ARGS)
+{
+    ir_node *q = in[0], *k = in[1], *v = in[2], *mask = n->nin > 3 ? in[3] : NULL;
+    int64_t e = q->type.shape[q->type.ndim - 1];
+    ir_node *s = b_matmul(b, q, ps_b_transpose_last2(b, k));
+    if (a->a[1].f > 0)
+        s = b_mul_s(b, s, a->a[1].f);
+    else if (!IR_IS_SYM(e))
+        s = b_mul_s(b, s, 1.0 / sqrt((double)e));
+    else   /* 1/sqrt(E) of a symbolic E, counted in the graph */
+        s = b_mul(b, s, b_un(b, OP_rsqrt, ps_b_cast(b, count_of(b, q, 1u << (q->type.ndim - 1),
+                                                                 true), q->type.dtype)));
+    if (mask && mask->type.dtype == TJ_BOOL)
+        s = b_where_xs(b, mask, s, -INFINITY);
+    else if (mask)
+        s = b_add(b, s, mask);
+    if (a->a[0].i[0]) {
+        int64_t l = q->type.shape[q->type.ndim - 2], sk = k->type.shape[k->type.ndim - 2];
+        if (IR_IS_SYM(l) || IR_IS_SYM(sk))
+            return ps_b_fail(b, "the causal mask needs static sequence lengths");
+        ir_node *vis = b_bin(b, OP_ge, ps_b_unsqueeze(b, b_iota(b, l), 1), b_iota(b, sk));
+        s = b_where_xs(b, vis, s, -INFINITY);
+    }
+    return b_matmul(b, b_dim_op(b, OP_softmax, &s, 1, -1), v);
+}
+
+/* cross_entropy(x, t) = -mean(gather(log_softmax(x, 1), 1, t[:, None])) */
+static ir_node *ps_decomp_cross_entropy(PS_DECOMP_ARGS)
+{
+    ir_node *ls = b_dim_op(b, OP_log_softmax, &in[0], 1, 1);
+    ir_node *idx = ps_b_unsqueeze(b, ps_b_cast(b, in[1], TJ_I64), 1);
+    ir_node *picked = b_dim_op(b, OP_gather, (ir_node *[]){ls, idx}, 2, 1);
+    return b_neg(b, b_mean(b, picked, NULL, 0, false));
+}
+
+/* ---- the pass ------------------------------------------------------------------------ */
+
+static const decomp_fn decomps[IR_NUM_OPS] = {
+#define DECOMP_COMP(name) [OP_##name] = ps_decomp_##name,
+#define OP(name, kind, nmin, nmax, decomp, attrs) DECOMP_##decomp(name)
+#define UNARY(name, rule, decomp, f32, f64, i) DECOMP_##decomp(name)
+#define BINARY(name, rule, decomp, f32, f64, i) DECOMP_##decomp(name)
+#include "../ir/ops.def"
+#undef DECOMP_COMP
+};
+
+bool ps_has_decomposition(ir_op op) { return (unsigned)op < IR_NUM_OPS && decomps[op]; }
+
+static ir_node *decompose_node(ps_builder *b, const ir_node *n, ir_node *const *in, void *ctx)
+{
+    (void)ctx;
+    ir_attrs a;
+    ir_node_attrs(n, &a);
+    if (ir_ops[n->op].prim)
+        return ps_b_op(b, n->op, in, n->nin, &a);
+    ir_node *r = decomps[n->op](b, n, &a, in);
+    if (!r || ir_type_same(&r->type, &n->type))
+        return r;
+    bool same_shape = r->type.ndim == n->type.ndim &&
+                      !memcmp(r->type.shape, n->type.shape,
+                              (size_t)n->type.ndim * sizeof *n->type.shape);
+    if (same_shape)   /* e.g. a weak result, or a dtype the prims promote differently */
+        return ps_b_cast(b, r, n->type.dtype);
+    char t1[IR_TYPE_BUF], t2[IR_TYPE_BUF];
+    return ps_b_fail(b, "the decomposition gave %s instead of %s",
+                     ir_type_fmt(&r->type, t1, sizeof t1), ir_type_fmt(&n->type, t2, sizeof t2));
+}
+
+static const ir_node *first_composite(const ir_graph *g)
+{
+    for (int k = 0; k < g->nnodes; k++)
+        if (!ir_ops[g->nodes[k]->op].prim)
+            return g->nodes[k];
+    return NULL;
+}
+
+ir_graph *ps_decompose(ir_graph *g, char *err, size_t nerr)
+{
+    ir_graph *cur = g;
+    for (int round = 0;; round++) {
+        const ir_node *c = first_composite(cur);
+        if (!c)
+            return cur;
+        if (round == MAX_ROUNDS) {
+            snprintf(err, nerr, "%s still present after %d rounds (decompositions that loop?)",
+                     ir_ops[c->op].name, MAX_ROUNDS);
+            break;
+        }
+        ir_graph *next = ps_rebuild_with(cur, decompose_node, NULL, err, nerr);
+        if (cur != g)
+            ir_graph_free(cur);
+        if (!next)
+            return NULL;
+        cur = next;
+    }
+    if (cur != g)
+        ir_graph_free(cur);
+    return NULL;
+}

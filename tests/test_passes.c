@@ -1,0 +1,714 @@
+/* test_passes.c - the decompose and simplify passes (passes/decompose.c,
+ * passes/simplify.c) and the rewrite driver (passes/rewrite.c).
+ *
+ * Every composite op of ops.def has cases below (a test fails when one has
+ * none): each case is a small text graph; it is decomposed and simplified,
+ * verified, checked to hold no composite, and run with the graph executor on
+ * random inputs next to the original graph, whose composite runs its eager
+ * kernel. The two must agree tightly (f32: 1e-5 relative), which proves each
+ * decomposition against the eager kernels. Folding cases run constant graphs
+ * before and after simplify and must agree bit for bit. Error cases: unknown
+ * passes, decompositions that symbolic dims forbid, rule tables that never
+ * reach a fixed point or change a type.
+ *
+ * Input names pick the random values: idx* integers in [0, 3), pos* floats in
+ * [0.5, 1.5), other floats N(0, 1), other integers in [-5, 5] ([0, 10] for
+ * u8), bools fair coins. Symbolic dim sK runs with size 5 + K.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../frontend/exec.h"
+#include "../passes/rewrite.h"
+#include "util.h"
+
+#define G(sig, body) "graph @t(" sig ") {\n" body "\n}\n"
+
+/* ---- helpers ------------------------------------------------------------------- */
+
+static ir_graph *parse(const char *src)
+{
+    char err[1024];
+    ir_graph *g = ir_parse(src, strlen(src), "case", err, sizeof err);
+    if (!g)
+        fail_msg("%s\n%s", err, src);
+    return g;
+}
+
+static char *show(const ir_graph *g)
+{
+    char *s = ir_print(g, NULL);
+    assert_non_null(s);
+    return s;
+}
+
+static uint64_t rng_state = 88172645463325252ull;
+
+static double uniform(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (double)(rng_state >> 11) * 0x1p-53;
+}
+
+/* A random tensor for graph input n (see the header for the conventions). */
+static tj_tensor *make_input(const ir_node *n)
+{
+    int64_t shape[TJ_MAX_DIMS], numel = 1;
+    for (int d = 0; d < n->type.ndim; d++) {
+        int64_t s = n->type.shape[d];
+        shape[d] = IR_IS_SYM(s) ? 5 + IR_SYM_INDEX(s) : s;
+        numel *= shape[d];
+    }
+    tj_dtype dt = n->type.dtype;
+    bool idx = !strncmp(n->name, "idx", 3), pos = !strncmp(n->name, "pos", 3);
+    bool ext = !strncmp(n->name, "ext", 3);
+    if (ir_dtype_is_float(dt) && !pos && !ext)
+        return tj_randn(dt, n->type.ndim, shape);
+    static const double extremes[] = {0.0, -0.0, 1e30, -1e30, INFINITY, -INFINITY, NAN, 1e-40,
+                                      88.5, -100, 20.5, -3.5, 1e-3, 7};
+    double *v = malloc((size_t)(numel ? numel : 1) * sizeof *v);
+    assert_non_null(v);
+    for (int64_t k = 0; k < numel; k++) {
+        double u = uniform();
+        v[k] = ext ? extremes[k % (int64_t)(sizeof extremes / sizeof *extremes)]
+               : pos ? 0.5 + u : idx ? floor(3 * u) : dt == TJ_BOOL ? (u < 0.5)
+               : dt == TJ_U8 ? floor(11 * u) : floor(11 * u) - 5;
+    }
+    tj_tensor *t = tu_tensor(dt, n->type.ndim, shape, v);
+    free(v);
+    return t;
+}
+
+/* Runs g on inputs; outs get g->noutputs tensors (the caller releases them). */
+static void run(const ir_graph *g, tj_tensor **inputs, tj_tensor **outs)
+{
+    int *last = fe_exec_last_use(g);
+    assert_non_null(last);
+    int rc = fe_exec(g, inputs, last, outs);
+    free(last);
+    if (rc != 0) {
+        char *s = show(g);
+        fail_msg("running the graph failed: %s\n%s", tj_last_error(), s);
+    }
+}
+
+static const ir_node *first_composite(const ir_graph *g)
+{
+    for (int k = 0; k < g->nnodes; k++)
+        if (!ir_ops[g->nodes[k]->op].prim)
+            return g->nodes[k];
+    return NULL;
+}
+
+static ir_graph *pipeline(ir_graph *g, const char *passes)
+{
+    char err[1024];
+    ps_options opt = {.verify = true};
+    ir_graph *h = ps_run_pipeline(g, passes, &opt, err, sizeof err);
+    if (!h) {
+        char *s = show(g);
+        fail_msg("%s\n%s", err, s);
+    }
+    return h;
+}
+
+/* Outputs of g and h on the same inputs agree within rtol/atol by dtype
+ * (exactly when exact). */
+static void compare_runs(const ir_graph *g, const ir_graph *h, bool exact)
+{
+    tj_tensor *inputs[16], *want[8], *got[8];
+    assert_true(g->ninputs <= 16 && g->noutputs <= 8);
+    for (int k = 0; k < g->ninputs; k++)
+        inputs[k] = make_input(g->inputs[k]);
+    run(g, inputs, want);
+    run(h, inputs, got);
+    for (int k = 0; k < g->noutputs; k++) {
+        tj_dtype dt = tj_dtype_of(want[k]);
+        double rtol = exact ? 0 : dt == TJ_F32 ? 1e-5 : dt == TJ_F64 ? 1e-12 : 0;
+        tu_assert_close(got[k], want[k], rtol, rtol / 10);
+        tj_release(got[k]);
+        tj_release(want[k]);
+    }
+}
+
+/* decompose + simplify: verified, no composite left, same results as eager. */
+static void check_decomposition(const char *src)
+{
+    ir_graph *g = parse(src);
+    ir_graph *h = pipeline(g, "decompose,simplify");
+    char err[512];
+    if (ir_verify(h, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    const ir_node *c = first_composite(h);
+    if (c)
+        fail_msg("%s is left after decompose", ir_ops[c->op].name);
+    compare_runs(g, h, false);
+    if (h != g)
+        ir_graph_free(h);
+    ir_graph_free(g);
+}
+
+/* ---- every composite op -------------------------------------------------------------- */
+
+static const char *const composite_cases[] = {
+    /* pointwise */
+    G("%x: f32[3,4]", "%0 = square %x : f32[3,4]\n return %0"),
+    G("%x: i32[3,4], %y: u8[5]", "%0 = square %x : i32[3,4]\n %1 = square %y : u8[5]\n"
+                                 " return %0, %1"),
+    G("%x: f32[2]", "%w = scalar {value=1.5, dtype=f64} : f64[] weak\n"
+                    " %0 = square %w : f64[]\n %1 = relu %w : f64[]\n %2 = sigmoid %w : f64[]\n"
+                    " %3 = mul %x, %0 : f32[2]\n return %0, %1, %2, %3"),
+    G("%x: f32[3,4], %y: f64[2,5]", "%0 = sigmoid %x : f32[3,4]\n %1 = sigmoid %y : f64[2,5]\n"
+                                    " return %0, %1"),
+    G("%x: i64[6], %b: bool[4]", "%0 = sigmoid %x : f32[6]\n %1 = sigmoid %b : f32[4]\n"
+                                 " return %0, %1"),
+    G("%x: f32[3,4], %i: i64[7], %u: u8[5], %y: f64[s0,3]",
+      "%0 = relu %x : f32[3,4]\n %1 = relu %i : i64[7]\n %2 = relu %u : u8[5]\n"
+      " %3 = relu %y : f64[s0,3]\n return %0, %1, %2, %3"),
+    G("%x: f32[3,4], %y: f64[4], %i: i32[5]",
+      "%0 = gelu %x : f32[3,4]\n %1 = gelu %y : f64[4]\n %2 = gelu %i : f32[5]\n"
+      " return %0, %1, %2"),
+    G("%x: f32[3,4], %y: f64[4]",
+      "%0 = gelu_tanh %x : f32[3,4]\n %1 = gelu_tanh %y : f64[4]\n return %0, %1"),
+    G("%x: f32[3,4], %y: f64[s0]",
+      "%0 = silu %x : f32[3,4]\n %1 = silu %y : f64[s0]\n return %0, %1"),
+    G("%x: f32[3,4], %y: f64[6]",
+      "%k = scalar {value=15, dtype=i64} : i64[] weak\n %s = mul %x, %k : f32[3,4]\n"
+      " %0 = softplus %s : f32[3,4]\n %1 = softplus %y : f64[6]\n return %0, %1"),
+    G("%a: f32[3,4], %b: f32[4], %w: f32[3,1]", "%0 = lerp %a, %b, %w : f32[3,4]\n return %0"),
+    G("%a: f32[3], %b: f64[3], %w: f32[]", "%0 = lerp %a, %b, %w : f64[3]\n return %0"),
+    G("%x: f32[3,4], %y: f64[5]",
+      "%0 = clamp %x {min=-0.5, max=0.5} : f32[3,4]\n %1 = clamp %x {min=-inf, max=0.3} : "
+      "f32[3,4]\n %2 = clamp %y {min=nan, max=1} : f64[5]\n %3 = clamp %y {min=-inf, max=inf} "
+      ": f64[5]\n return %0, %1, %2, %3"),
+    G("%i: i32[4,3], %u: u8[6], %l: i64[5]",
+      "%0 = clamp %i {min=-2.5, max=3} : i32[4,3]\n %1 = clamp %u {min=2, max=300} : u8[6]\n"
+      " %2 = clamp %l {min=-inf, max=inf} : i64[5]\n %3 = clamp %l {min=nan, max=-1} : i64[5]\n"
+      " return %0, %1, %2, %3"),
+    /* reductions */
+    G("%x: f32[3,4,5]", "%0 = mean %x {dims=[1], keepdim=false} : f32[3,5]\n"
+                        " %1 = mean %x {dims=[], keepdim=true} : f32[1,1,1]\n"
+                        " %2 = mean %x {dims=[0,-1], keepdim=false} : f32[4]\n return %0, %1, %2"),
+    G("%x: f64[s0,4], %y: f32[s0,4], %e: f32[3,0]",
+      "%0 = mean %x {dims=[0], keepdim=false} : f64[4]\n"
+      " %1 = mean %y {dims=[1], keepdim=true} : f32[s0,1]\n"
+      " %2 = mean %y {dims=[], keepdim=false} : f32[]\n"
+      " %3 = mean %e {dims=[1], keepdim=false} : f32[3]\n return %0, %1, %2, %3"),
+    G("%x: f32[3,4,5], %i: i64[3,4]",
+      "%0 = logsumexp %x {dims=[-1], keepdim=false} : f32[3,4]\n"
+      " %1 = logsumexp %x {dims=[0,2], keepdim=true} : f32[1,4,1]\n"
+      " %2 = logsumexp %i {dims=[1], keepdim=false} : f32[3]\n"
+      " %3 = logsumexp %x {dims=[], keepdim=false} : f32[]\n return %0, %1, %2, %3"),
+    G("%e: f32[3,0], %y: f64[s0,4]",
+      "%0 = logsumexp %e {dims=[1], keepdim=false} : f32[3]\n"
+      " %1 = logsumexp %y {dims=[0], keepdim=true} : f64[1,4]\n return %0, %1"),
+    G("%x: f32[3,4,5], %y: f64[6]",
+      "%0 = std %x {dims=[1], correction=1, keepdim=false} : f32[3,5]\n"
+      " %1 = std %y {dims=[], correction=0, keepdim=true} : f64[1]\n return %0, %1"),
+    /* contractions */
+    G("%x: f32[3,5], %w: f32[4,5], %b: f32[4]", "%0 = linear %x, %w, %b : f32[3,4]\n return %0"),
+    G("%x: f32[2,3,5], %w: f32[4,5], %v: f32[5]",
+      "%0 = linear %x, %w : f32[2,3,4]\n %1 = linear %x, %v : f32[2,3]\n return %0, %1"),
+    G("%x: f64[s0,5], %w: f64[4,5], %b: f64[1]", "%0 = linear %x, %w, %b : f64[s0,4]\n return %0"),
+    /* normalizations */
+    G("%x: f32[3,4,5]", "%0 = softmax %x {dim=1} : f32[3,4,5]\n"
+                        " %1 = softmax %x {dim=-1} : f32[3,4,5]\n return %0, %1"),
+    G("%x: f64[s0,6], %e: f32[3,0], %z: f32[]",
+      "%0 = softmax %x {dim=1} : f64[s0,6]\n %1 = softmax %e {dim=1} : f32[3,0]\n"
+      " %2 = softmax %z {dim=0} : f32[]\n %3 = log_softmax %z {dim=-1} : f32[]\n"
+      " return %0, %1, %2, %3"),
+    G("%x: f32[3,4,5], %y: f64[2,7]",
+      "%0 = log_softmax %x {dim=0} : f32[3,4,5]\n %1 = log_softmax %y {dim=-1} : f64[2,7]\n"
+      " return %0, %1"),
+    G("%x: f32[3,4,5], %w: f32[4,5], %b: f32[4,5]",
+      "%0 = layer_norm %x, %w, %b {ndims=2, eps=1e-05} : f32[3,4,5]\n return %0"),
+    G("%x: f32[3,5], %b: f32[5], %y: f64[s0,8]",
+      "%0 = layer_norm %x, none, %b {ndims=1, eps=1e-05} : f32[3,5]\n"
+      " %1 = layer_norm %y {ndims=1, eps=1e-06} : f64[s0,8]\n"
+      " %2 = layer_norm %x {ndims=2, eps=0.001} : f32[3,5]\n return %0, %1, %2"),
+    G("%x: f32[3,4,5], %w: f32[5], %y: f64[2,6]",
+      "%0 = rms_norm %x, %w {ndims=1, eps=1e-06} : f32[3,4,5]\n"
+      " %1 = rms_norm %y {ndims=2, eps=1e-05} : f64[2,6]\n return %0, %1"),
+    G("%x: f32[2,3,4,4], %m: f32[3], %posv: f32[3], %w: f32[3], %b: f32[3]",
+      "%0 = batch_norm %x, %m, %posv, %w, %b {eps=1e-05} : f32[2,3,4,4]\n return %0"),
+    G("%x: f32[5,3], %m: f32[3], %posv: f32[3], %y: f64[2,3,5], %md: f64[3], %posvd: f64[3], "
+      "%w: f64[3], %b: f64[3]",
+      "%0 = batch_norm %x, %m, %posv {eps=0.001} : f32[5,3]\n"
+      " %1 = batch_norm %y, %md, %posvd, %w {eps=1e-05} : f64[2,3,5]\n"
+      " %2 = batch_norm %y, %md, %posvd, none, %b {eps=1e-05} : f64[2,3,5]\n return %0, %1, %2"),
+    /* neural-network ops */
+    G("%w: f32[10,4], %idx: i64[5], %idx2: i32[2,3], %idx0: i64[]",
+      "%0 = embedding %w, %idx : f32[5,4]\n %1 = embedding %w, %idx2 : f32[2,3,4]\n"
+      " %2 = embedding %w, %idx0 : f32[4]\n return %0, %1, %2"),
+    G("%w: f32[10,s0], %idx: i64[2,3]", "%0 = embedding %w, %idx : f32[2,3,s0]\n return %0"),
+    G("%x: f32[4,8], %y: f64[3,5]",
+      "%0 = dropout %x {p=0.5, seed=42, offset=7} : f32[4,8]\n"
+      " %1 = dropout %y {p=0.2, seed=1, offset=0} : f64[3,5]\n"
+      " %2 = dropout %x {p=0, seed=3, offset=0} : f32[4,8]\n"
+      " %3 = dropout %x {p=1, seed=3, offset=0} : f32[4,8]\n return %0, %1, %2, %3"),
+    G("%q: f32[2,4,8], %k: f32[2,6,8], %v: f32[2,6,5]",
+      "%0 = sdpa %q, %k, %v {causal=false, scale=0} : f32[2,4,5]\n"
+      " %1 = sdpa %q, %k, %v {causal=true, scale=0.3} : f32[2,4,5]\n return %0, %1"),
+    G("%q: f32[2,4,8], %k: f32[2,6,8], %v: f32[2,6,5], %mb: bool[4,6], %mf: f32[2,4,6]",
+      "%0 = sdpa %q, %k, %v, %mb {causal=false, scale=0} : f32[2,4,5]\n"
+      " %1 = sdpa %q, %k, %v, %mf {causal=false, scale=0} : f32[2,4,5]\n return %0, %1"),
+    G("%q: f32[2,1,4,8], %k: f32[1,3,6,8], %v: f32[3,6,5]",
+      "%0 = sdpa %q, %k, %v {causal=true, scale=0} : f32[2,3,4,5]\n return %0"),
+    G("%q: f64[s0,3,4], %k: f64[s0,5,4], %v: f64[5,2], %qe: f32[3,s1], %ke: f32[5,s1], "
+      "%ve: f32[5,2]",
+      "%0 = sdpa %q, %k, %v {causal=true, scale=0} : f64[s0,3,2]\n"
+      " %1 = sdpa %qe, %ke, %ve {causal=false, scale=0} : f32[3,2]\n return %0, %1"),
+    G("%x: f32[5,4], %idx: i64[5], %y: f64[3,6], %idx2: i32[3]",
+      "%0 = cross_entropy %x, %idx : f32[]\n %1 = cross_entropy %y, %idx2 : f64[]\n"
+      " return %0, %1"),
+    G("%x: f32[s0,4], %idx: i64[s0]", "%0 = cross_entropy %x, %idx : f32[]\n return %0"),
+    /* extreme values: 0, -0, +-1e30, +-inf, nan, a denormal, ... */
+    G("%ext: f32[14], %extd: f64[14]",
+      "%0 = sigmoid %ext : f32[14]\n %1 = relu %ext : f32[14]\n %2 = gelu_tanh %ext : f32[14]\n"
+      " %3 = silu %ext : f32[14]\n %4 = softplus %ext : f32[14]\n"
+      " %5 = clamp %ext {min=-1, max=1} : f32[14]\n %6 = square %extd : f64[14]\n"
+      " %7 = gelu %extd : f64[14]\n return %0, %1, %2, %3, %4, %5, %6, %7"),
+    G("%ext: f32[14], %extd: f64[14]",
+      "%0 = gelu %ext : f32[14]\n %1 = sigmoid %extd : f64[14]\n %2 = silu %extd : f64[14]\n"
+      " %3 = softplus %extd : f64[14]\n %4 = gelu_tanh %extd : f64[14]\n"
+      " %5 = mean %ext {dims=[], keepdim=false} : f32[]\n return %0, %1, %2, %3, %4, %5"),
+    G("%ext: f32[2,7], %extd: f64[7,2]",
+      "%0 = softmax %ext {dim=1} : f32[2,7]\n %1 = log_softmax %extd {dim=0} : f64[7,2]\n"
+      " %2 = logsumexp %ext {dims=[1], keepdim=false} : f32[2]\n"
+      " %3 = logsumexp %extd {dims=[0], keepdim=true} : f64[1,2]\n return %0, %1, %2, %3"),
+};
+
+static void test_every_composite_decomposes(void **state)
+{
+    (void)state;
+    bool covered[IR_NUM_OPS] = {false};
+    tj_manual_seed(1234);
+    for (size_t c = 0; c < sizeof composite_cases / sizeof *composite_cases; c++) {
+        ir_graph *g = parse(composite_cases[c]);
+        for (int k = 0; k < g->nnodes; k++)
+            covered[g->nodes[k]->op] = true;
+        ir_graph_free(g);
+        check_decomposition(composite_cases[c]);
+    }
+    int n = 0;
+    for (int op = 0; op < IR_NUM_OPS; op++) {
+        if (ir_ops[op].prim)
+            continue;
+        n++;
+        if (!covered[op])
+            fail_msg("composite %s has no case in test_passes.c", ir_ops[op].name);
+        assert_true(ps_has_decomposition((ir_op)op));
+    }
+    printf("note: %d composite ops decomposed and checked against eager\n", n);
+}
+
+static void test_prims_have_no_decomposition(void **state)
+{
+    (void)state;
+    for (int op = 0; op < IR_NUM_OPS; op++)
+        assert_int_equal(ps_has_decomposition((ir_op)op), !ir_ops[op].prim);
+    assert_false(ps_has_decomposition(IR_NUM_OPS));
+}
+
+/* The exact prim graph of one decomposition. */
+static void expect_graph(const char *src, const char *passes, const char *want)
+{
+    ir_graph *g = parse(src);
+    ir_graph *h = pipeline(g, passes);
+    char *got = show(h);
+    if (strcmp(got, want) != 0)
+        fail_msg("got:\n%s\nwant:\n%s", got, want);
+    free(got);
+    if (h != g)
+        ir_graph_free(h);
+    ir_graph_free(g);
+}
+
+static void test_softmax_graph(void **state)
+{
+    (void)state;
+    expect_graph(G("%x: f32[2,3]", "%0 = softmax %x {dim=-1} : f32[2,3]\n return %0"),
+                 "decompose",
+                 "graph @t(%x: f32[2,3]) {\n"
+                 "  %0 = amax %x {dims=[1], keepdim=true} : f32[2,1]\n"
+                 "  %1 = sub %x, %0 : f32[2,3]\n"
+                 "  %2 = exp %1 : f32[2,3]\n"
+                 "  %3 = sum %2 {dims=[1], keepdim=true} : f32[2,1]\n"
+                 "  %4 = reciprocal %3 : f32[2,1]\n"
+                 "  %5 = mul %2, %4 : f32[2,3]\n"
+                 "  return %5\n"
+                 "}\n");
+}
+
+/* A weak result is made strong again: square(weak) is f64[], not f64[] weak. */
+static void test_weak_result_is_cast(void **state)
+{
+    (void)state;
+    expect_graph(G("", "%w = scalar {value=2, dtype=f64} : f64[] weak\n"
+                       " %0 = square %w : f64[]\n return %0"),
+                 "decompose",
+                 "graph @t() {\n"
+                 "  %0 = scalar {value=2, dtype=f64} : f64[] weak\n"
+                 "  %1 = mul %0, %0 : f64[] weak\n"
+                 "  %2 = cast %1 {dtype=f64} : f64[]\n"
+                 "  return %2\n"
+                 "}\n");
+    expect_graph(G("", "%w = scalar {value=2, dtype=f64} : f64[] weak\n"
+                       " %0 = square %w : f64[]\n return %0"),
+                 "decompose,simplify",
+                 "graph @t() {\n"
+                 "  %0 = full {shape=[], value=4, dtype=f64} : f64[]\n"
+                 "  return %0\n"
+                 "}\n");
+}
+
+/* Symbolic dims survive: the count of a mean over s0 is computed in the graph. */
+static void test_symbolic_mean(void **state)
+{
+    (void)state;
+    expect_graph(G("%x: f32[s0,4]", "%0 = mean %x {dims=[0], keepdim=false} : f32[4]\n return %0"),
+                 "decompose",
+                 "graph @t(%x: f32[s0,4]) {\n"
+                 "  %0 = sum %x {dims=[0], keepdim=false} : f32[4]\n"
+                 "  %1 = scalar {value=1, dtype=i64} : i64[] weak\n"
+                 "  %2 = where %x, %1, %1 : i64[s0,4]\n"
+                 "  %3 = sum %2 {dims=[0], keepdim=false} : i64[4]\n"
+                 "  %4 = div %0, %3 : f32[4]\n"
+                 "  return %4\n"
+                 "}\n");
+}
+
+static void test_prim_graph_is_unchanged(void **state)
+{
+    (void)state;
+    ir_graph *g = parse(G("%x: f32[4]", "%0 = exp %x : f32[4]\n return %0"));
+    char err[256];
+    assert_ptr_equal(ps_decompose(g, err, sizeof err), g);
+    assert_ptr_equal(ps_simplify(g, err, sizeof err), g);
+    ir_graph_free(g);
+}
+
+static void expect_pipeline_error(const char *src, const char *passes, const char *want)
+{
+    ir_graph *g = parse(src);
+    char err[1024] = "";
+    ps_options opt = {.verify = true};
+    ir_graph *h = ps_run_pipeline(g, passes, &opt, err, sizeof err);
+    if (h) {
+        char *s = show(h);
+        fail_msg("expected an error containing \"%s\", got a graph:\n%s", want, s);
+    }
+    if (!strstr(err, want))
+        fail_msg("error \"%s\" lacks \"%s\"", err, want);
+    ir_graph_free(g);
+}
+
+static void test_decompose_errors(void **state)
+{
+    (void)state;
+    expect_pipeline_error(G("%x: f32[4]", "%0 = neg %x : f32[4]\n return %0"),
+                          "decompose,nosuch", "unknown pass \"nosuch\"");
+    expect_pipeline_error(G("%w: f32[10,4], %i: i64[s0,3]",
+                            "%0 = embedding %w, %i : f32[s0,3,4]\n return %0"),
+                          "decompose",
+                          "pass decompose: %0 = embedding: indices with 2 dims and a symbolic dim");
+    expect_pipeline_error(G("%x: f32[s0,3]",
+                            "%0 = dropout %x {p=0.5, seed=1, offset=0} : f32[s0,3]\n return %0"),
+                          "decompose", "dropout: the random mask needs a static shape");
+    expect_pipeline_error(G("%q: f32[s0,4], %k: f32[6,4], %v: f32[6,2]",
+                            "%0 = sdpa %q, %k, %v {causal=true, scale=0} : f32[s0,2]\n return %0"),
+                          "decompose", "sdpa: the causal mask needs static sequence lengths");
+}
+
+/* ---- simplify: folding agrees with eager bit for bit ---------------------------------- */
+
+static const char *const fold_cases[] = {
+    G("", "%a = full {shape=[2], value=0.7, dtype=f32} : f32[2]\n"
+          " %0 = exp %a : f32[2]\n %1 = sin %a : f32[2]\n %2 = tanh %a : f32[2]\n"
+          " %3 = erf %a : f32[2]\n %4 = sigmoid %a : f32[2]\n %5 = log1p %a : f32[2]\n"
+          " %6 = rsqrt %a : f32[2]\n %7 = gelu %a : f32[2]\n return %0, %1, %2, %3, %4, %5, %6, %7"),
+    G("", "%a = full {shape=[3], value=-1.3, dtype=f64} : f64[3]\n"
+          " %b = scalar {value=0.1, dtype=f64} : f64[] weak\n"
+          " %0 = exp %a : f64[3]\n %1 = atan2 %a, %b : f64[3]\n %2 = pow %a, %b : f64[3]\n"
+          " %3 = remainder %a, %b : f64[3]\n %4 = div %a, %b : f64[3]\n %5 = round %a : f64[3]\n"
+          " return %0, %1, %2, %3, %4, %5"),
+    G("", "%a = full {shape=[2], value=7, dtype=i32} : i32[2]\n"
+          " %b = scalar {value=-3, dtype=i64} : i64[] weak\n"
+          " %0 = remainder %a, %b : i32[2]\n %1 = fmod %a, %b : i32[2]\n"
+          " %2 = pow %a, %b : i32[2]\n %3 = div %a, %b : f32[2]\n %4 = sub %b, %a : i32[2]\n"
+          " %5 = bitwise_and %a, %b : i32[2]\n %6 = neg %a : i32[2]\n %7 = abs %b : i64[]\n"
+          " return %0, %1, %2, %3, %4, %5, %6, %7"),
+    G("", "%u = full {shape=[2], value=3, dtype=u8} : u8[2]\n"
+          " %s = scalar {value=5, dtype=i64} : i64[] weak\n"
+          " %m = scalar {value=-1, dtype=i64} : i64[] weak\n"
+          " %t = full {shape=[], value=1, dtype=bool} : bool[]\n"
+          " %0 = sub %u, %s : u8[2]\n %1 = lt %u, %m : bool[2]\n %2 = neg %u : u8[2]\n"
+          " %3 = bitwise_not %t : bool[]\n %4 = logical_xor %t, %u : bool[2]\n"
+          " %5 = add %t, %t : bool[]\n %6 = mul %u, %u : u8[2]\n %7 = isfinite %u : bool[2]\n"
+          " return %0, %1, %2, %3, %4, %5, %6, %7"),
+    G("", "%a = full {shape=[2], value=300.7, dtype=f32} : f32[2]\n"
+          " %n = full {shape=[2], value=nan, dtype=f32} : f32[2]\n"
+          " %h = full {shape=[2], value=-1e+30, dtype=f64} : f64[2]\n"
+          " %0 = cast %a {dtype=u8} : u8[2]\n %1 = cast %a {dtype=i32} : i32[2]\n"
+          " %2 = cast %a {dtype=bool} : bool[2]\n %3 = cast %n {dtype=i32} : i32[2]\n"
+          " %4 = cast %h {dtype=i64} : i64[2]\n %5 = cast %h {dtype=f32} : f32[2]\n"
+          " %6 = cast %n {dtype=i64} : i64[2]\n return %0, %1, %2, %3, %4, %5, %6"),
+    G("%x: f32[2,3], %y: f32[3]",
+      "%t = scalar {value=1, dtype=bool} : bool[] weak\n"
+      " %f = full {shape=[3], value=0, dtype=bool} : bool[3]\n"
+      " %0 = where %t, %x, %y : f32[2,3]\n %1 = where %f, %x, %y : f32[2,3]\n"
+      " %i = scalar {value=3, dtype=i64} : i64[] weak\n %2 = where %t, %i, %y : f32[3]\n"
+      " return %0, %1, %2"),
+};
+
+static bool all_constant(const ir_graph *g)
+{
+    for (int k = 0; k < g->nnodes; k++)
+        if (g->nodes[k]->op != OP_scalar && g->nodes[k]->op != OP_full &&
+            g->nodes[k]->op != OP_expand && g->nodes[k]->op != OP_cast)
+            return false;
+    return true;
+}
+
+static void test_fold_matches_eager(void **state)
+{
+    (void)state;
+    for (size_t c = 0; c < sizeof fold_cases / sizeof *fold_cases; c++) {
+        ir_graph *g = parse(fold_cases[c]);
+        ir_graph *h = pipeline(g, "simplify");
+        if (!all_constant(h)) {
+            char *s = show(h);
+            fail_msg("case %zu did not fold:\n%s", c, s);
+        }
+        compare_runs(g, h, true);
+        if (h != g)
+            ir_graph_free(h);
+        ir_graph_free(g);
+    }
+}
+
+/* An i64 result beyond 2^53 does not fit the double attribute: not folded. */
+static void test_fold_refuses_inexact(void **state)
+{
+    (void)state;
+    const char *src = G("", "%a = full {shape=[1], value=3037000499, dtype=i64} : i64[1]\n"
+                            " %0 = mul %a, %a : i64[1]\n return %0");
+    ir_graph *g = parse(src);
+    ir_graph *h = pipeline(g, "simplify");
+    assert_ptr_equal(h, g);
+    ir_graph_free(g);
+}
+
+/* Identities keep the node's exact type: a bool * 1 becomes a cast to i64, x * 1
+ * with a bigger constant becomes an expand; a weak x + 0 stays when the
+ * result would be strong, and float x * 0 and x + 0.0 are left alone. */
+static void test_algebra_types(void **state)
+{
+    (void)state;
+    const char *src =
+        G("%x: f32[3], %b: bool[3], %i: i32[3]",
+          "%one = scalar {value=1, dtype=i64} : i64[] weak\n"
+          " %zero = scalar {value=0, dtype=i64} : i64[] weak\n"
+          " %ones = full {shape=[2,3], value=1, dtype=f32} : f32[2,3]\n"
+          " %0 = mul %b, %one : i64[3]\n %1 = mul %x, %ones : f32[2,3]\n"
+          " %2 = mul %x, %zero : f32[3]\n %3 = add %x, %zero : f32[3]\n"
+          " %4 = mul %i, %zero : i32[3]\n %5 = div %i, %one : f32[3]\n"
+          " return %0, %1, %2, %3, %4, %5");
+    expect_graph(src, "simplify",
+                 "graph @t(%x: f32[3], %b: bool[3], %i: i32[3]) {\n"
+                 "  %0 = scalar {value=0, dtype=i64} : i64[] weak\n"
+                 "  %1 = cast %b {dtype=i64} : i64[3]\n"
+                 "  %2 = expand %x {shape=[2,-1]} : f32[2,3]\n"
+                 "  %3 = mul %x, %0 : f32[3]\n"
+                 "  %4 = add %x, %0 : f32[3]\n"
+                 "  %5 = full {shape=[3], value=0, dtype=i32} : i32[3]\n"
+                 "  %6 = cast %i {dtype=f32} : f32[3]\n"
+                 "  return %1, %2, %3, %4, %5, %6\n"
+                 "}\n");
+    ir_graph *g = parse(src);
+    ir_graph *h = pipeline(g, "simplify");
+    compare_runs(g, h, true);
+    ir_graph_free(h);
+    ir_graph_free(g);
+}
+
+/* ---- the rule driver --------------------------------------------------------------------- */
+
+/* exp(x) -> exp(-(-x)) unless x is a neg: neg-neg undoes it in the next sweep. */
+static ir_node *rule_hide(ps_builder *b, ir_node *n)
+{
+    if (n->in[0]->op == OP_neg)
+        return NULL;
+    return b_exp(b, b_neg(b, b_neg(b, n->in[0])));
+}
+
+/* neg(x) -> neg(neg(neg(x))): the replacement matches again at once. */
+static ir_node *rule_grow(ps_builder *b, ir_node *n) { return b_neg(b, b_neg(b, n)); }
+
+/* exp(x) -> x: another type for an integer x. */
+static ir_node *rule_bad_type(ps_builder *b, ir_node *n)
+{
+    (void)b;
+    return n->in[0];
+}
+
+/* Builds something invalid: the rule does not match, nothing fails. */
+static ir_node *rule_cannot_build(ps_builder *b, ir_node *n)
+{
+    return ps_b_reshape(b, n, (int64_t[]){7}, 1);
+}
+
+static ir_node *neg_neg_of_table(ps_builder *b, ir_node *n)
+{
+    for (int k = 0; k < ps_simplify_nrules; k++)
+        if (!strcmp(ps_simplify_rules[k].name, "neg-neg"))
+            return ps_simplify_rules[k].fn(b, n);
+    fail_msg("simplify has no neg-neg rule");
+    return NULL;
+}
+
+static void expect_rewrite_error(const char *src, const ps_rule *rules, int n, const char *want)
+{
+    ir_graph *g = parse(src);
+    char err[1024] = "";
+    ps_rewrite_opts o = {.pass = "test", .max_sweeps = 5, .max_per_node = 10};
+    ir_graph *h = ps_rewrite(g, rules, n, &o, err, sizeof err);
+    assert_null(h);
+    if (!strstr(err, want))
+        fail_msg("error \"%s\" lacks \"%s\"", err, want);
+    ir_graph_free(g);
+}
+
+static void test_driver_bounds(void **state)
+{
+    (void)state;
+    const char *src = G("%x: f32[4]", "%0 = exp %x : f32[4]\n return %0");
+    const ps_rule sweep_loop[] = {{"neg-neg", OP_neg, neg_neg_of_table},
+                                  {"hide", OP_exp, rule_hide}};
+    expect_rewrite_error(src, sweep_loop, 2, "no fixed point after 5 sweeps (rule ");
+    const ps_rule grow[] = {{"grow", OP_neg, rule_grow}};
+    expect_rewrite_error(G("%x: f32[4]", "%0 = neg %x : f32[4]\n return %0"), grow, 1,
+                         "%0 = neg: no fixed point: rule grow still rewrites one node after 10");
+    const ps_rule bad[] = {{"bad-type", OP_exp, rule_bad_type}};
+    expect_rewrite_error(G("%x: i32[4]", "%0 = exp %x : f32[4]\n return %0"), bad, 1,
+                         "rule bad-type changed the type from f32[4] to i32[4]");
+}
+
+static void test_driver_rule_that_cannot_build(void **state)
+{
+    (void)state;
+    ir_graph *g = parse(G("%x: f32[4]", "%0 = exp %x : f32[4]\n return %0"));
+    const ps_rule rules[] = {{"cannot-build", OP_exp, rule_cannot_build}};
+    char err[512] = "", *buf = NULL;
+    size_t len = 0;
+    FILE *log = open_memstream(&buf, &len);
+    assert_non_null(log);
+    ps_rewrite_opts o = {.pass = "test", .log = log};
+    ir_graph *h = ps_rewrite(g, rules, 1, &o, err, sizeof err);
+    fclose(log);
+    assert_ptr_equal(h, g);
+    if (!strstr(buf, "test: sweep 1: cannot-build did not apply: reshape(f32[4]): shape has 7"))
+        fail_msg("log: %s", buf);
+    free(buf);
+    ir_graph_free(g);
+}
+
+/* The log names each rule where it fires, and sums up. */
+static void test_driver_log(void **state)
+{
+    (void)state;
+    ir_graph *g = parse(G("%x: f32[4]", "%0 = neg %x : f32[4]\n %1 = neg %0 : f32[4]\n"
+                                        " %2 = exp %1 : f32[4]\n return %2"));
+    char err[512] = "", *buf = NULL;
+    size_t len = 0;
+    FILE *log = open_memstream(&buf, &len);
+    assert_non_null(log);
+    ps_rewrite_opts o = {.pass = "simplify", .log = log};
+    ir_graph *h = ps_rewrite(g, ps_simplify_rules, ps_simplify_nrules, &o, err, sizeof err);
+    fclose(log);
+    assert_non_null(h);
+    assert_int_equal(h->nnodes, 1);
+    assert_non_null(strstr(buf, "simplify: sweep 1: neg-neg: neg %0 : f32[4] -> %x\n"));
+    assert_non_null(strstr(buf, "simplify: 2 sweeps, 1 rewrite (neg-neg 1)\n"));
+    free(buf);
+    ir_graph_free(h);
+    ir_graph_free(g);
+}
+
+static ir_node *hook_fail(ps_builder *b, const ir_node *old, ir_node *const *in, void *ctx)
+{
+    (void)old, (void)in;
+    return ctx ? ps_b_fail(b, "%s", (const char *)ctx) : NULL;
+}
+
+/* A hook's failure names the node: with the builder's message, or a generic one. */
+static void test_rebuild_hook_errors(void **state)
+{
+    (void)state;
+    ir_graph *g = parse(G("%x: f32[4]", "%0 = exp %x : f32[4]\n return %0"));
+    char err[256] = "";
+    assert_null(ps_rebuild_with(g, hook_fail, "no memory today", err, sizeof err));
+    assert_string_equal(err, "%0 = exp: no memory today");
+    assert_null(ps_rebuild_with(g, hook_fail, NULL, err, sizeof err));
+    assert_string_equal(err, "%0 = exp: rewrite failed");
+    ir_graph_free(g);
+}
+
+/* A cat of more inputs than the rebuild keeps on its stack. */
+static void test_long_cat(void **state)
+{
+    (void)state;
+    ir_graph *g = ir_graph_new("cat");
+    ir_type t = {TJ_F32, 1, false, {2}};
+    ir_node *x = ir_graph_input(g, "x", &t, false), *in[70];
+    for (int k = 0; k < 70; k++)
+        in[k] = x;
+    ir_attrs a;
+    memset(&a, 0, sizeof a);
+    ir_attr_int(&a.a[0], 0);
+    ir_node *c = ir_graph_add(g, OP_cat, in, 70, &a);
+    assert_non_null(c);
+    ir_node *n = ir_graph_add(g, OP_neg, (ir_node *[]){ir_graph_add(g, OP_neg, &c, 1, NULL)}, 1,
+                              NULL);
+    assert_int_equal(ir_graph_set_outputs(g, &n, 1), 0);
+    ir_graph *h = pipeline(g, "decompose,simplify");
+    assert_int_equal(h->nnodes, 1);
+    assert_int_equal(h->outputs[0]->op, OP_cat);
+    assert_int_equal(h->outputs[0]->nin, 70);
+    ir_graph_free(h);
+    ir_graph_free(g);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
+        T(test_every_composite_decomposes),
+        T(test_prims_have_no_decomposition),
+        T(test_softmax_graph),
+        T(test_weak_result_is_cast),
+        T(test_symbolic_mean),
+        T(test_prim_graph_is_unchanged),
+        T(test_decompose_errors),
+        T(test_fold_matches_eager),
+        T(test_fold_refuses_inexact),
+        T(test_algebra_types),
+        T(test_driver_bounds),
+        T(test_driver_rule_that_cannot_build),
+        T(test_driver_log),
+        T(test_rebuild_hook_errors),
+        T(test_long_cat),
+#undef T
+    };
+    return cmocka_run_group_tests_name("passes", tests, NULL, NULL);
+}
