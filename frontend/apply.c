@@ -48,9 +48,12 @@ tj_tensor *fe_eager(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
 tj_tensor *fe_apply(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a)
 {
     const ir_opinfo *info = &ir_ops[op];
-    ir_type types[16], *tp[16];
-    if (nin > 16)
-        return op_error(op, in, 0, "more than 16 inputs");
+    ir_type types[FE_MAX_INPUTS], *tp[FE_MAX_INPUTS];
+    if (nin > FE_MAX_INPUTS) {
+        char why[64];
+        snprintf(why, sizeof why, "more than %d inputs", FE_MAX_INPUTS);
+        return op_error(op, in, 0, why);
+    }
     for (int k = 0; k < nin; k++) {
         if (!in[k]) {
             if (k < info->nmin) {

@@ -11,6 +11,9 @@
 #include "../ir/ir.h"
 #include "../runtime/rt.h"
 
+/* The most inputs one op takes (cat of many tensors). */
+#define FE_MAX_INPUTS 256
+
 /* Returns the result, owned by the current scope, or NULL with an error
  * "name(f32[2,3], ...): reason". A NULL mandatory input returns NULL and
  * keeps the error that produced it. */

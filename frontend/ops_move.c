@@ -25,7 +25,7 @@ tj_tensor *tj_cat(tj_tensor *const *xs, int n, int dim)
 /* torch.stack: every tensor of the same shape, joined along a new dim. */
 tj_tensor *tj_stack(tj_tensor *const *xs, int n, int dim)
 {
-    enum { MAX = 16 };
+    enum { MAX = FE_MAX_INPUTS };
     char head[512];
     if (n < 1 || n > MAX || !xs) {
         rt_error("stack(): needs 1 to %d tensors, got %d", MAX, n);

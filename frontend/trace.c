@@ -137,9 +137,9 @@ tj_tensor *fe_trace_apply(fe_trace *tr, ir_op op, tj_tensor *const *in, int nin,
         trace_break(tr, "random op %s (random ops are not traced yet)", ir_ops[op].name);
 
     /* The example types: the same rule and message as eager. */
-    ir_type ex[16], out;
-    const ir_type *tp[16];
-    ir_node *nodes[16];
+    ir_type ex[FE_MAX_INPUTS], out;
+    const ir_type *tp[FE_MAX_INPUTS];
+    ir_node *nodes[FE_MAX_INPUTS];
     for (int k = 0; k < nin; k++) {
         tp[k] = NULL;
         nodes[k] = NULL;
