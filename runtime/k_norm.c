@@ -64,11 +64,12 @@ typedef struct smx {
         for (int64_t i = 0; i < n; i++) \
             y[i] *= inv; \
     } \
-    /* w columns j of rows d (stride st): softmax over d for each j. */ \
+    /* w columns j of rows d (stride st): softmax over d for each j; sums \
+     * in T over chunks of 64 rows, chunks added in double. */ \
     RT_CLONES static void softmax_cols_##S(const T *restrict x, T *restrict y, int64_t D, \
                                            int64_t st, int64_t w, bool lg) \
     { \
-        T m[CB], f[CB]; \
+        T m[CB], acc[CB], f[CB]; \
         double s[CB]; \
         for (int64_t j = 0; j < w; j++) \
             m[j] = x[j], s[j] = 0; \
@@ -77,22 +78,28 @@ typedef struct smx {
                 T v = x[d * st + j]; \
                 m[j] = (v > m[j] || v != v) ? v : m[j]; \
             } \
-        for (int64_t d = 0; d < D; d++) \
-            for (int64_t j = 0; j < w; j++) { \
-                T e = EXP(x[d * st + j] - m[j]); \
-                s[j] += e; \
-                if (!lg) \
+        for (int64_t d0 = 0; d0 < D; d0 += 64) { \
+            for (int64_t j = 0; j < w; j++) \
+                acc[j] = 0; \
+            for (int64_t d = d0; d < D && d < d0 + 64; d++) \
+                for (int64_t j = 0; j < w; j++) { \
+                    T e = EXP(x[d * st + j] - m[j]); \
                     y[d * st + j] = e; \
-            } \
+                    acc[j] += e; \
+                } \
+            for (int64_t j = 0; j < w; j++) \
+                s[j] += acc[j]; \
+        } \
         for (int64_t j = 0; j < w; j++) \
             f[j] = lg ? (T)log(s[j]) : (T)(1.0 / s[j]); \
-        for (int64_t d = 0; d < D; d++) \
-            for (int64_t j = 0; j < w; j++) { \
-                if (lg) \
+        if (lg) \
+            for (int64_t d = 0; d < D; d++) \
+                for (int64_t j = 0; j < w; j++) \
                     y[d * st + j] = x[d * st + j] - m[j] - f[j]; \
-                else \
+        else \
+            for (int64_t d = 0; d < D; d++) \
+                for (int64_t j = 0; j < w; j++) \
                     y[d * st + j] *= f[j]; \
-            } \
     }
 SOFTMAX_DEFINE(float, f32, vm_exp_f32)
 SOFTMAX_DEFINE(double, f64, exp)
@@ -158,33 +165,13 @@ typedef struct lnorm {
     bool rms, f64;
 } lnorm;
 
-/* Mean and sum of squared deviations of a row (rms: of x itself, mean 0). A
- * f32 row whose statistics overflow float is redone in double, so values
- * near FLT_MAX still normalize (PyTorch's float path gives NaN there). */
-#define ROW_MOMENTS_DEFINE(T, S, ESCAPE) \
-    RT_ROW_INLINE void moments_##S(const T *restrict x, int64_t n, bool rms, double *mean, \
-                                   double *m2) \
-    { \
-        *mean = rms ? 0 : rt_row_sum_##S(x, n) / (double)n; \
-        T m = (T)*mean; \
-        double dm = *mean - m; \
-        *m2 = rt_row_sqdev_##S(x, n, m) - (double)n * dm * dm; \
-        if (ESCAPE && !(isfinite(*mean) && isfinite(*m2))) { \
-            *mean = rms ? 0 : rt_row_sum_d_f32((const float *)x, n) / (double)n; \
-            *m2 = rt_row_sqdev_d_f32((const float *)x, n, *mean); \
-        } \
-        *m2 = *m2 > 0 || *m2 != *m2 ? *m2 : 0; \
-    }
-ROW_MOMENTS_DEFINE(float, f32, 1)
-ROW_MOMENTS_DEFINE(double, f64, 0)
-
 #define LAYER_NORM_DEFINE(T, S) \
     RT_CLONES static void layer_norm_row_##S(const T *restrict x, T *restrict y, int64_t n, \
                                              const T *restrict w, const T *restrict b, \
                                              double eps) \
     { \
         double mean, m2; \
-        moments_##S(x, n, false, &mean, &m2); \
+        rt_row_moments_##S(x, n, false, &mean, &m2); \
         T m = (T)mean, r = (T)(1.0 / sqrt(m2 / (double)n + eps)); \
         if (w && b) \
             for (int64_t i = 0; i < n; i++) \
@@ -204,7 +191,7 @@ ROW_MOMENTS_DEFINE(double, f64, 0)
                                            const T *restrict w, double eps) \
     { \
         double mean, m2; \
-        moments_##S(x, n, true, &mean, &m2); \
+        rt_row_moments_##S(x, n, true, &mean, &m2); \
         T r = (T)(1.0 / sqrt(m2 / (double)n + eps)); \
         if (w) \
             for (int64_t i = 0; i < n; i++) \

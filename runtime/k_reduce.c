@@ -6,20 +6,24 @@
  * with each other merge (R dims are first sorted by stride, except for argmax
  * and argmin, whose index is row-major over the reduced dims). Two strategies:
  *
- *   inner  the R space's innermost dim is unit-stride: every output element
- *          reduces its segments with the lane-parallel row primitives of
- *          k_rows.h; strided segments are gathered into a buffer first.
- *   outer  a kept dim is unit-stride (say, reducing the leading dim): a block
- *          of up to RB output columns accumulates whole rows, one R index at
- *          a time, vectorized across the columns.
+ *   inner  the R space's innermost dim is unit-stride and long: every output
+ *          element reduces its segments with the lane-parallel row primitives
+ *          of k_rows.h; strided segments are gathered into a buffer first.
+ *          One row per output and a plain op (sum, mean, prod, amax, amin):
+ *          rows go in batches straight to the outputs (inner_rows).
+ *   outer  else, when a kept dim has a smaller stride (reducing a leading dim,
+ *          or a short last dim): a block of up to RB outputs along that dim
+ *          accumulates one R index at a time, vectorized across the block.
  *
  * Work is a list of units (an output element or a column block, times a few
  * parts of R when outputs are too few to keep threads busy) run through
  * rt_parallel_for. The split depends on shapes only, so results do not depend
  * on the thread count. Partial results are `rst` records that combine in index
  * order (argmax keeps the first maximum; NaN wins like in PyTorch).
- * Integer and bool inputs are first converted to a dense i64 copy (f32 for
- * logsumexp, f32 0/1 for all/any); only f32, f64 and i64 have kernels.
+ * f32 sums and var keep float lanes blocked into double (k_rows.h); var
+ * redoes a row in double when float overflows. Integer and bool inputs are
+ * first converted to a dense i64 copy (f32 for logsumexp, f32 0/1 for
+ * all/any); only f32, f64 and i64 have kernels.
  */
 #include <math.h>
 #include <string.h>
@@ -30,7 +34,11 @@
 
 #define CLONES RT_CLONES
 
-enum { GATHER = 1024, RB = 256, ROWCHUNK = 64, FIND = 64 };
+/* GATHER: strided segment chunk; RB: outer block; ROWCHUNK: outer rows summed
+ * in the input's type before adding into double; PARTS: units wanted when R
+ * must be split; INNER_MIN: the shortest unit-stride segment worth the inner
+ * strategy (measured: below it, outputs cost more than their rows). */
+enum { GATHER = 1024, RB = 1024, ROWCHUNK = 64, PARTS = 16, INNER_MIN = 48 };
 
 typedef enum { K_SUM, K_PROD, K_MAX, K_MIN, K_LSE, K_VAR, K_ARGMAX, K_ARGMIN } rkind;
 typedef enum { E_F32, E_F64, E_I64 } relt;
@@ -60,7 +68,8 @@ typedef struct red {
     int64_t rsize[TJ_MAX_DIMS], rstr[TJ_MAX_DIMS];
     int64_t rcount;       /* elements reduced into each output */
     bool outer;
-    int64_t J, jout, nblk; /* outer: unit-stride kept dim, its output stride, blocks */
+    int64_t J, js, jout;  /* outer: the vectorized kept dim: size, input and output strides */
+    int64_t bw, nblk;     /* its blocks: width (<= RB) and count */
     int64_t tasks, parts;
     rst *scratch;         /* parts > 1: [task][part][RB or 1] partials */
 } red;
@@ -205,60 +214,108 @@ static void combine(const red *r, rst *s, const rst *t)
     }
 }
 
-static void store(const red *r, int64_t k, double v, int64_t iv)
+/* Stores v[j] (float results) or iv[j] (integer and bool results) to output
+ * elements k0 + j * ks, j < w; the array the output dtype does not use may be
+ * NULL. */
+CLONES static void store_block(const red *r, const double *v, const int64_t *iv, int64_t w,
+                               int64_t k0, int64_t ks)
 {
+    char *o = r->out;
     switch (r->odt) {
-    case TJ_F32: ((float *)r->out)[k] = (float)v; break;
-    case TJ_F64: ((double *)r->out)[k] = v; break;
-    case TJ_I64: ((int64_t *)r->out)[k] = iv; break;
-    case TJ_I32: ((int32_t *)r->out)[k] = (int32_t)iv; break;
-    case TJ_U8: ((uint8_t *)r->out)[k] = (uint8_t)iv; break;
-    case TJ_BOOL: ((uint8_t *)r->out)[k] = iv != 0; break;
+    case TJ_F32:
+        for (int64_t j = 0; j < w; j++)
+            ((float *)o)[k0 + j * ks] = (float)v[j];
+        break;
+    case TJ_F64:
+        for (int64_t j = 0; j < w; j++)
+            ((double *)o)[k0 + j * ks] = v[j];
+        break;
+    case TJ_I64:
+        for (int64_t j = 0; j < w; j++)
+            ((int64_t *)o)[k0 + j * ks] = iv[j];
+        break;
+    case TJ_I32:
+        for (int64_t j = 0; j < w; j++)
+            ((int32_t *)o)[k0 + j * ks] = (int32_t)iv[j];
+        break;
+    case TJ_U8:
+        for (int64_t j = 0; j < w; j++)
+            ((uint8_t *)o)[k0 + j * ks] = (uint8_t)iv[j];
+        break;
+    case TJ_BOOL:
+        for (int64_t j = 0; j < w; j++)
+            ((uint8_t *)o)[k0 + j * ks] = iv[j] != 0;
+        break;
     default: break;
     }
 }
 
-/* Writes the final value of s to output element k. */
-static void finish(const red *r, const rst *s, int64_t k)
+/* Writes the final values of st[0..w) to output elements k0 + j * ks. */
+static void finish_block(const red *r, const rst *st, int64_t w, int64_t k0, int64_t ks)
 {
+    double v[RB];
+    int64_t iv[RB];
     switch (r->op) {
-    case OP_mean: store(r, k, s->a / (double)r->rcount, 0); break;
-    case OP_all:
-    case OP_any: store(r, k, 0, s->a != 0); break;
-    case OP_logsumexp: store(r, k, log(s->b) + s->a, 0); break;
-    case OP_var:
-    case OP_std: {
-        double den = (double)s->i - (double)r->correction;
-        double v = s->b / (den > 0 ? den : 0);
-        store(r, k, r->op == OP_std ? sqrt(v) : v, 0);
+    case OP_mean:
+        for (int64_t j = 0; j < w; j++)
+            v[j] = st[j].a / (double)r->rcount;
+        store_block(r, v, NULL, w, k0, ks);
         break;
-    }
-    case OP_argmax:
-    case OP_argmin: store(r, k, 0, s->i); break;
-    default: store(r, k, s->a, s->i); break;
+    case OP_all:
+    case OP_any:
+        for (int64_t j = 0; j < w; j++)
+            iv[j] = st[j].a != 0;
+        store_block(r, NULL, iv, w, k0, ks);
+        break;
+    case OP_logsumexp:
+        for (int64_t j = 0; j < w; j++)
+            v[j] = log(st[j].b) + st[j].a;
+        store_block(r, v, NULL, w, k0, ks);
+        break;
+    case OP_var:
+    case OP_std:
+        for (int64_t j = 0; j < w; j++) {
+            double den = (double)st[j].i - (double)r->correction;
+            v[j] = st[j].b / (den > 0 ? den : 0);
+            v[j] = r->op == OP_std ? sqrt(v[j]) : v[j];
+        }
+        store_block(r, v, NULL, w, k0, ks);
+        break;
+    default:   /* sum prod amax amin: a (float) or i (i64); argmax argmin: i */
+        for (int64_t j = 0; j < w; j++)
+            v[j] = st[j].a, iv[j] = st[j].i;
+        store_block(r, v, iv, w, k0, ks);
+        break;
     }
 }
 
+static void finish(const red *r, const rst *s, int64_t k) { finish_block(r, s, 1, k, 0); }
+
 /* ---- segment kernels: one contiguous run x[0..n), n >= 1 ----------------------- */
 
-/* First index of m in x (of a NaN when m is NaN), scanning FIND at a time. */
+/* First index of m in x (of a NaN when m is NaN): a branch-free min over
+ * candidate int32 indices in blocks of 2^30, which vectorizes (the row is in
+ * L1 after the max pass). */
 #define FIND_DEFINE(T, S) \
     RT_ROW_INLINE int64_t find_##S(const T *restrict x, int64_t n, T m) \
     { \
-        for (int64_t b = 0; b < n; b += FIND) { \
-            int64_t e = min64(b + FIND, n); \
-            int hit = 0; \
+        for (int64_t b = 0; b < n; b += 1 << 30) { \
+            const T *xb = x + b; \
+            int32_t len = (int32_t)min64(n - b, 1 << 30), best = len; \
             if (m != m) \
-                for (int64_t i = b; i < e; i++) \
-                    hit |= x[i] != x[i]; \
+                for (int32_t i = 0; i < len; i++) { \
+                    int32_t c = xb[i] != xb[i] ? i : len; \
+                    best = c < best ? c : best; \
+                } \
             else \
-                for (int64_t i = b; i < e; i++) \
-                    hit |= x[i] == m; \
-            for (int64_t i = b; hit && i < e; i++) \
-                if (m != m ? x[i] != x[i] : x[i] == m) \
-                    return i; \
+                for (int32_t i = 0; i < len; i++) { \
+                    int32_t c = xb[i] == m ? i : len; \
+                    best = c < best ? c : best; \
+                } \
+            if (best < len) \
+                return b + best; \
         } \
-        return 0; \
+        return n; \
     }
 FIND_DEFINE(float, f32)
 FIND_DEFINE(double, f64)
@@ -290,12 +347,6 @@ FIND_DEFINE(int64_t, i64)
 PROD_DEFINE(float, f32)
 PROD_DEFINE(double, f64)
 
-/* var and std accumulate f32 in double (no overflow near FLT_MAX, like torch). */
-#define VAR_SUM_f32 rt_row_sum_d_f32
-#define VAR_SQDEV_f32 rt_row_sqdev_d_f32
-#define VAR_SUM_f64 rt_row_sum_f64
-#define VAR_SQDEV_f64 rt_row_sqdev_f64
-
 #define SEG_FLOAT_DEFINE(T, S) \
     CLONES static rst seg_##S(rkind k, const T *restrict x, int64_t n) \
     { \
@@ -312,8 +363,7 @@ PROD_DEFINE(double, f64)
             break; \
         } \
         case K_VAR: \
-            r.a = VAR_SUM_##S(x, n) / (double)n; \
-            r.b = VAR_SQDEV_##S(x, n, r.a); \
+            rt_row_moments_##S(x, n, false, &r.a, &r.b); \
             r.i = n; \
             break; \
         case K_ARGMAX: \
@@ -424,12 +474,71 @@ static rst inner_range(const red *r, int64_t xoff, int64_t lo, int64_t hi)
     return s;
 }
 
+/* Ops whose value comes straight from one float accumulator. */
+static bool direct_op(ir_op op)
+{
+    return op == OP_sum || op == OP_mean || op == OP_prod || op == OP_amax || op == OP_amin;
+}
+
+/* One contiguous row of L elements per output (at base + off[j]), a direct op:
+ * the values of cnt outputs into v, with no partial records. */
+#define ROWS_DEFINE(T, S) \
+    CLONES static void rows_direct_##S(const red *r, const T *base, const int64_t *off, \
+                                       int64_t cnt, int64_t L, double *v) \
+    { \
+        switch (r->kind) { \
+        case K_SUM: \
+            for (int64_t j = 0; j < cnt; j++) \
+                v[j] = rt_row_sum_##S(base + off[j], L); \
+            break; \
+        case K_PROD: \
+            for (int64_t j = 0; j < cnt; j++) \
+                v[j] = prod_##S(base + off[j], L); \
+            break; \
+        case K_MAX: \
+            for (int64_t j = 0; j < cnt; j++) \
+                v[j] = rt_row_max_##S(base + off[j], L); \
+            break; \
+        default: \
+            for (int64_t j = 0; j < cnt; j++) \
+                v[j] = rt_row_min_##S(base + off[j], L); \
+            break; \
+        } \
+        if (r->op == OP_mean) \
+            for (int64_t j = 0; j < cnt; j++) \
+                v[j] /= (double)L; \
+    }
+ROWS_DEFINE(float, f32)
+ROWS_DEFINE(double, f64)
+
+/* Outputs [u0, u1) that are each one contiguous row: batches of RB. */
+static void inner_rows(const red *r, it *o, int64_t u0, int64_t u1)
+{
+    double v[RB];
+    int64_t off[RB], L = r->rcount;
+    for (int64_t u = u0; u < u1;) {
+        int64_t cnt = min64(RB, u1 - u);
+        for (int64_t j = 0; j < cnt; j++, it_next(o))
+            off[j] = o->off;
+        if (r->elt == E_F32)
+            rows_direct_f32(r, (const float *)r->x, off, cnt, L, v);
+        else
+            rows_direct_f64(r, (const double *)r->x, off, cnt, L, v);
+        store_block(r, v, NULL, cnt, u, 1);
+        u += cnt;
+    }
+}
+
 static void inner_units(void *ctx, int64_t u0, int64_t u1)
 {
     const red *r = ctx;
     int64_t P = r->parts, task = u0 / P;
     it o;
     it_init(&o, r->no, r->osize, r->ostr, task);
+    if (P == 1 && r->nr == 1 && r->rstr[0] == 1 && r->elt != E_I64 && direct_op(r->op)) {
+        inner_rows(r, &o, u0, u1);
+        return;
+    }
     for (int64_t u = u0; u < u1; u++) {
         if (u / P != task) {
             task = u / P;
@@ -446,12 +555,14 @@ static void inner_units(void *ctx, int64_t u0, int64_t u1)
 
 /* ---- outer strategy (f32, f64) ------------------------------------------------------ */
 
-/* Rows [lo, hi) of the R space, each w contiguous columns at x + offset(row). */
+/* Rows [lo, hi) of the R space, each w columns at x + offset(row) with stride
+ * r->js (1 in the common case: gcc versions the loops for a unit stride). */
 #define OUTER_DEFINE(T, S) \
     RT_ROW_INLINE void osum_##S(const red *r, const T *x, int64_t lo, int64_t hi, int64_t w, \
                                 const T *mean, double *tot) \
     { \
         it ri; \
+        const int64_t js = r->js; \
         it_init(&ri, r->nr, r->rsize, r->rstr, lo); \
         for (int64_t j = 0; j < w; j++) \
             tot[j] = 0; \
@@ -464,10 +575,10 @@ static void inner_units(void *ctx, int64_t u0, int64_t u1)
                 const T *row = x + ri.off; \
                 if (!mean) \
                     for (int64_t j = 0; j < w; j++) \
-                        acc[j] += row[j]; \
+                        acc[j] += row[j * js]; \
                 else \
                     for (int64_t j = 0; j < w; j++) \
-                        acc[j] += RT_EXP_##S(row[j] - mean[j]); \
+                        acc[j] += RT_EXP_##S(row[j * js] - mean[j]); \
             } \
             for (int64_t j = 0; j < w; j++) \
                 tot[j] += acc[j]; \
@@ -479,6 +590,7 @@ static void inner_units(void *ctx, int64_t u0, int64_t u1)
     { \
         double acc[RB]; \
         it ri; \
+        const int64_t js = r->js; \
         for (int pass = 0; pass < 2; pass++) { \
             it_init(&ri, r->nr, r->rsize, r->rstr, lo); \
             for (int64_t j = 0; j < w; j++) \
@@ -487,10 +599,12 @@ static void inner_units(void *ctx, int64_t u0, int64_t u1)
                 const T *row = x + ri.off; \
                 if (pass == 0) \
                     for (int64_t j = 0; j < w; j++) \
-                        acc[j] += row[j]; \
+                        acc[j] += row[j * js]; \
                 else \
-                    for (int64_t j = 0; j < w; j++) \
-                        acc[j] += (row[j] - st[j].a) * (row[j] - st[j].a); \
+                    for (int64_t j = 0; j < w; j++) { \
+                        double d = row[j * js] - st[j].a; \
+                        acc[j] += d * d; \
+                    } \
             } \
             for (int64_t j = 0; j < w; j++) { \
                 if (pass == 0) \
@@ -504,13 +618,14 @@ static void inner_units(void *ctx, int64_t u0, int64_t u1)
                                  double *tot) \
     { \
         it ri; \
+        const int64_t js = r->js; \
         it_init(&ri, r->nr, r->rsize, r->rstr, lo); \
         T acc[RB]; \
         for (int64_t j = 0; j < w; j++) \
             acc[j] = 1; \
         for (int64_t q = lo; q < hi; q++, it_next(&ri)) \
             for (int64_t j = 0; j < w; j++) \
-                acc[j] *= x[ri.off + j]; \
+                acc[j] *= x[ri.off + j * js]; \
         for (int64_t j = 0; j < w; j++) \
             tot[j] = acc[j]; \
     } \
@@ -518,33 +633,39 @@ static void inner_units(void *ctx, int64_t u0, int64_t u1)
                                 bool max, T init, T *acc) \
     { \
         it ri; \
+        const int64_t js = r->js; \
         it_init(&ri, r->nr, r->rsize, r->rstr, lo); \
         for (int64_t j = 0; j < w; j++) \
             acc[j] = init; \
         for (int64_t q = lo; q < hi; q++, it_next(&ri)) { \
             const T *row = x + ri.off; \
             if (max) \
-                for (int64_t j = 0; j < w; j++) \
-                    acc[j] = (row[j] > acc[j] || row[j] != row[j]) ? row[j] : acc[j]; \
+                for (int64_t j = 0; j < w; j++) { \
+                    T v = row[j * js]; \
+                    acc[j] = (v > acc[j] || v != v) ? v : acc[j]; \
+                } \
             else \
-                for (int64_t j = 0; j < w; j++) \
-                    acc[j] = (row[j] < acc[j] || row[j] != row[j]) ? row[j] : acc[j]; \
+                for (int64_t j = 0; j < w; j++) { \
+                    T v = row[j * js]; \
+                    acc[j] = (v < acc[j] || v != v) ? v : acc[j]; \
+                } \
         } \
     } \
     RT_ROW_INLINE void oarg_##S(const red *r, const T *x, int64_t lo, int64_t hi, int64_t w, \
                                 rst *st) \
     { \
         it ri; \
+        const int64_t js = r->js; \
         it_init(&ri, r->nr, r->rsize, r->rstr, lo); \
         T bv[RB]; \
         int64_t bi[RB]; \
         for (int64_t j = 0; j < w; j++) \
-            bv[j] = x[ri.off + j], bi[j] = lo; \
+            bv[j] = x[ri.off + j * js], bi[j] = lo; \
         bool max = r->kind == K_ARGMAX; \
         for (int64_t q = lo; q < hi; q++, it_next(&ri)) { \
             const T *row = x + ri.off; \
             for (int64_t j = 0; j < w; j++) { \
-                T v = row[j]; \
+                T v = row[j * js]; \
                 bool better = (max ? v > bv[j] : v < bv[j]) || (v != v && bv[j] == bv[j]); \
                 bv[j] = better ? v : bv[j]; \
                 bi[j] = better ? q : bi[j]; \
@@ -592,34 +713,118 @@ static void inner_units(void *ctx, int64_t u0, int64_t u1)
         case K_ARGMAX: \
         case K_ARGMIN: oarg_##S(r, x, lo, hi, w, st); break; \
         } \
+    } \
+    /* The final values of sum, mean, prod, amax, amin over all of R. */ \
+    CLONES static void outer_direct_##S(const red *r, const T *x, int64_t w, double *v) \
+    { \
+        T m[RB]; \
+        switch (r->kind) { \
+        case K_SUM: \
+            osum_##S(r, x, 0, r->rcount, w, NULL, v); \
+            if (r->op == OP_mean) \
+                for (int64_t j = 0; j < w; j++) \
+                    v[j] /= (double)r->rcount; \
+            break; \
+        case K_PROD: oprod_##S(r, x, 0, r->rcount, w, v); break; \
+        default: \
+            oext_##S(r, x, 0, r->rcount, w, r->kind == K_MAX, \
+                     r->kind == K_MAX ? -INFINITY : INFINITY, m); \
+            for (int64_t j = 0; j < w; j++) \
+                v[j] = m[j]; \
+            break; \
+        } \
     }
 #define RT_EXP_f32 vm_exp_f32
 #define RT_EXP_f64 exp
 OUTER_DEFINE(float, f32)
 OUTER_DEFINE(double, f64)
 
+/* i64 rows (sum and prod wrap like torch; no var or logsumexp on integers). */
+CLONES static void outer_i64(const red *r, const int64_t *x, int64_t lo, int64_t hi, int64_t w,
+                             rst *st)
+{
+    uint64_t acc[RB];
+    int64_t bi[RB];
+    const int64_t js = r->js;
+    rkind k = r->kind;
+    it ri;
+    it_init(&ri, r->nr, r->rsize, r->rstr, lo);
+    for (int64_t j = 0; j < w; j++) {
+        acc[j] = k == K_SUM ? 0 : k == K_PROD ? 1 : (uint64_t)(hi > lo ? x[ri.off + j * js] : 0);
+        bi[j] = lo;
+    }
+    for (int64_t q = lo; q < hi; q++, it_next(&ri)) {
+        const int64_t *row = x + ri.off;
+        switch (k) {
+        case K_SUM:
+            for (int64_t j = 0; j < w; j++)
+                acc[j] += (uint64_t)row[j * js];
+            break;
+        case K_PROD:
+            for (int64_t j = 0; j < w; j++)
+                acc[j] *= (uint64_t)row[j * js];
+            break;
+        case K_MAX:
+        case K_MIN:
+            for (int64_t j = 0; j < w; j++) {
+                int64_t v = row[j * js], a = (int64_t)acc[j];
+                acc[j] = (uint64_t)((k == K_MAX ? v > a : v < a) ? v : a);
+            }
+            break;
+        default:   /* argmax, argmin: strictly better wins, so the first stays */
+            for (int64_t j = 0; j < w; j++) {
+                int64_t v = row[j * js], a = (int64_t)acc[j];
+                bool better = k == K_ARGMAX ? v > a : v < a;
+                acc[j] = better ? (uint64_t)v : acc[j];
+                bi[j] = better ? q : bi[j];
+            }
+            break;
+        }
+    }
+    rst id = identity(r);
+    for (int64_t j = 0; j < w; j++) {
+        st[j] = id;
+        if (hi <= lo)
+            continue;
+        if (k == K_ARGMAX || k == K_ARGMIN)
+            st[j].j = (int64_t)acc[j], st[j].i = bi[j];
+        else
+            st[j].i = (int64_t)acc[j];
+    }
+}
+
 static void outer_units(void *ctx, int64_t u0, int64_t u1)
 {
     const red *r = ctx;
     int64_t P = r->parts;
+    bool direct = direct_op(r->op);
     rst st[RB];
     for (int64_t u = u0; u < u1; u++) {
-        int64_t task = u / P, p = u % P, o = task / r->nblk, j0 = task % r->nblk * RB;
-        int64_t w = min64(RB, r->J - j0), lo = r->rcount * p / P, hi = r->rcount * (p + 1) / P;
+        int64_t task = u / P, p = u % P, o = task / r->nblk, j0 = task % r->nblk * r->bw;
+        int64_t w = min64(r->bw, r->J - j0), lo = r->rcount * p / P, hi = r->rcount * (p + 1) / P;
         it oi, oo;
         it_init(&oi, r->no, r->osize, r->ostr, o);
         it_init(&oo, r->no, r->osize, r->oout, o);
-        const char *x = r->x + (oi.off + j0) * (int64_t)r->esz;
+        const char *x = r->x + (oi.off + j0 * r->js) * (int64_t)r->esz;
+        if (P == 1 && direct && r->elt != E_I64) {   /* values straight out */
+            double v[RB];
+            if (r->elt == E_F32)
+                outer_direct_f32(r, (const float *)x, w, v);
+            else
+                outer_direct_f64(r, (const double *)x, w, v);
+            store_block(r, v, NULL, w, oo.off + j0 * r->jout, r->jout);
+            continue;
+        }
         if (r->elt == E_F32)
             outer_f32(r, (const float *)x, lo, hi, w, st);
-        else
+        else if (r->elt == E_F64)
             outer_f64(r, (const double *)x, lo, hi, w, st);
-        for (int64_t j = 0; j < w; j++) {
-            if (P == 1)
-                finish(r, &st[j], oo.off + (j0 + j) * r->jout);
-            else
-                r->scratch[u * RB + j] = st[j];
-        }
+        else
+            outer_i64(r, (const int64_t *)x, lo, hi, w, st);
+        if (P == 1)
+            finish_block(r, st, w, oo.off + j0 * r->jout, r->jout);
+        else
+            memcpy(r->scratch + u * RB, st, (size_t)w * sizeof *st);
     }
 }
 
@@ -635,15 +840,14 @@ static void merge_parts(red *r)
             finish(r, &s, task);
             continue;
         }
-        int64_t o = task / r->nblk, j0 = task % r->nblk * RB, w = min64(RB, r->J - j0);
+        int64_t o = task / r->nblk, j0 = task % r->nblk * r->bw, w = min64(r->bw, r->J - j0);
+        rst *s = r->scratch + task * P * RB;   /* part 0 accumulates the others */
         it oo;
         it_init(&oo, r->no, r->osize, r->oout, o);
-        for (int64_t j = 0; j < w; j++) {
-            rst s = r->scratch[task * P * RB + j];
-            for (int64_t p = 1; p < P; p++)
-                combine(r, &s, &r->scratch[(task * P + p) * RB + j]);
-            finish(r, &s, oo.off + (j0 + j) * r->jout);
-        }
+        for (int64_t p = 1; p < P; p++)
+            for (int64_t j = 0; j < w; j++)
+                combine(r, &s[j], &s[p * RB + j]);
+        finish_block(r, s, w, oo.off + j0 * r->jout, r->jout);
     }
 }
 
@@ -714,28 +918,34 @@ static void split_dims(red *r, const tj_tensor *x, uint32_t mask)
 /* Chooses the strategy, the units and the parts of R. */
 static void choose(red *r)
 {
-    bool inner_fast = r->nr > 0 && r->rstr[r->nr - 1] == 1 && r->rsize[r->nr - 1] >= 16;
+    /* Vectorize along the innermost R dim when it is unit-stride and long,
+     * else along the kept dim of smallest stride when that is smaller. */
+    int64_t L = r->nr ? r->rsize[r->nr - 1] : 1, Ls = r->nr ? r->rstr[r->nr - 1] : INT64_MAX;
     int jd = -1;
-    for (int d = 0; d < r->no && jd < 0; d++)
-        if (r->ostr[d] == 1 && r->osize[d] >= 16)
+    for (int d = 0; d < r->no; d++)
+        if (r->osize[d] >= 8 && (jd < 0 || r->ostr[d] < r->ostr[jd]))
             jd = d;
-    r->outer = r->elt != E_I64 && !inner_fast && jd >= 0 && r->rcount > 0;
+    bool inner_fast = Ls == 1 && L >= INNER_MIN;
+    r->outer = r->rcount > 0 && !inner_fast && jd >= 0 && (r->ostr[jd] < Ls || Ls == 1);
     int64_t per = r->rcount;
     r->tasks = r->nout;
     if (r->outer) {
-        r->J = r->osize[jd], r->jout = r->oout[jd];
+        r->J = r->osize[jd], r->js = r->ostr[jd], r->jout = r->oout[jd];
         for (int d = jd; d + 1 < r->no; d++) {
             r->osize[d] = r->osize[d + 1], r->ostr[d] = r->ostr[d + 1];
             r->oout[d] = r->oout[d + 1];
         }
         r->no--;
-        r->nblk = (r->J + RB - 1) / RB;
+        /* a strided block spans w * js elements: keep that within L1 */
+        r->bw = r->js == 1 ? RB : min64(RB, 64 + 8192 / r->js);
+        r->nblk = (r->J + r->bw - 1) / r->bw;
         r->tasks = r->nout / r->J * r->nblk;
-        per = r->rcount * min64(r->J, RB);
+        per = r->rcount * min64(r->J, r->bw);
     }
+    /* Few tasks with much work each: split R so that about PARTS units exist. */
     r->parts = 1;
-    if (r->tasks < 8 && per >= 65536)
-        r->parts = min64(min64(32, per / 32768), r->rcount > 0 ? r->rcount : 1);
+    if (r->tasks < PARTS && per >= 65536)
+        r->parts = min64(min64((PARTS + r->tasks - 1) / r->tasks, per / 32768), r->rcount);
 }
 
 /* ---- entry ----------------------------------------------------------------------------- */

@@ -3,7 +3,8 @@
  * over one contiguous row of f32 or f64.
  *
  * Every function is always inlined and has no target attribute: the kernel
- * files call them from their own target_clones functions, where they vectorize (zmm with x86-64-v4). Sums keep LN independent partial sums in the
+ * files call them from their own target_clones functions, where they
+ * vectorize (zmm with x86-64-v4). Sums keep LN independent partial sums in the
  * row's type (several vector registers, reassociated), fold them pairwise, and
  * add blocks of RT_ROW_BLOCK elements into a double: each lane adds at most
  * RT_ROW_BLOCK / LN values in float, so float sums stay close to PyTorch's
@@ -14,6 +15,7 @@
 #define TJ_RT_K_ROWS_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "vmath.h"
@@ -52,7 +54,7 @@
                 A v = (x)[k_]; \
                 tail_ += (EXPR); \
             } \
-            for (int w_ = (LN) / 2; w_ >= 16; w_ /= 2) \
+            for (int w_ = m_ >= (LN) ? (LN) / 2 : 0; w_ >= 16; w_ /= 2) \
                 for (int l_ = 0; l_ < w_; l_++) \
                     acc_[l_] += acc_[l_ + w_]; \
             for (int l_ = 0; l_ < 16; l_++) \
@@ -83,10 +85,10 @@
                 RT_EXT_STEP(CMP, acc_[l_], nan_[l_], (x)[i_ + l_]); \
         for (int l_ = 0; i_ < (n); i_++, l_++) \
             RT_EXT_STEP(CMP, acc_[l_], nan_[l_], (x)[i_]); \
-        int nan_any_ = 0; \
-        for (int l_ = 0; l_ < (LN); l_++) \
+        int nan_any_ = 0, lanes_ = (n) >= (LN) ? (LN) : 16; /* short rows: 16 lanes used */ \
+        for (int l_ = 0; l_ < lanes_; l_++) \
             nan_any_ |= nan_[l_] != nan_[l_]; \
-        for (int w_ = (LN) / 2; w_ > 0; w_ /= 2) \
+        for (int w_ = lanes_ / 2; w_ > 0; w_ /= 2) \
             for (int l_ = 0; l_ < w_; l_++) \
                 acc_[l_] = acc_[l_ + w_] CMP acc_[l_] ? acc_[l_ + w_] : acc_[l_]; \
         (out) = nan_any_ ? (T)NAN : acc_[0]; \
@@ -129,8 +131,7 @@
 RT_ROWS_DEFINE(float, f32, vm_exp_f32)
 RT_ROWS_DEFINE(double, f64, exp)
 
-/* f32 rows summed in double lanes (var and std, like PyTorch's double
- * accumulation there: no overflow for values near FLT_MAX). */
+/* f32 rows summed in double lanes (the overflow escape of the moments below). */
 RT_ROW_INLINE double rt_row_sum_d_f32(const float *restrict x, int64_t n)
 {
     double t = 0;
@@ -144,5 +145,26 @@ RT_ROW_INLINE double rt_row_sqdev_d_f32(const float *restrict x, int64_t n, doub
     RT_LANE_SUM(float, double, RT_LN_f64, x, n, (v - mean) * (v - mean), t);
     return t;
 }
+
+/* Mean and sum of squared deviations (M2) of a row (rms: about 0, mean 0),
+ * in the row's type, the M2 corrected for rounding the mean to T. A f32 row
+ * whose statistics overflow float is redone in double lanes, so values near
+ * FLT_MAX still give finite results (var, layer_norm). */
+#define RT_ROW_MOMENTS_DEFINE(T, S, ESCAPE) \
+    RT_ROW_INLINE void rt_row_moments_##S(const T *restrict x, int64_t n, bool rms, \
+                                          double *mean, double *m2) \
+    { \
+        *mean = rms ? 0 : rt_row_sum_##S(x, n) / (double)n; \
+        T m = (T)*mean; \
+        double dm = *mean - m; \
+        *m2 = rt_row_sqdev_##S(x, n, m) - (double)n * dm * dm; \
+        if (ESCAPE && !(isfinite(*mean) && isfinite(*m2))) { \
+            *mean = rms ? 0 : rt_row_sum_d_f32((const float *)x, n) / (double)n; \
+            *m2 = rt_row_sqdev_d_f32((const float *)x, n, *mean); \
+        } \
+        *m2 = *m2 > 0 || *m2 != *m2 ? *m2 : 0; \
+    }
+RT_ROW_MOMENTS_DEFINE(float, f32, 1)
+RT_ROW_MOMENTS_DEFINE(double, f64, 0)
 
 #endif

@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "../ir/ir.h"
+#include "../frontend/fe.h"
 #include "util.h"
 
 /* ---- golden cases ------------------------------------------------------------------- */
@@ -236,6 +236,7 @@ static void test_large_shapes(void **state)
     check_big(5000, 40);
     check_big(300, 1000);
     check_big(1000, 300);
+    check_big(100, 2500);
 }
 
 static void test_large_full(void **state)
@@ -383,20 +384,16 @@ static void test_errors_empty(void **state)
     assert_int_equal(tj_numel(tj_amax(z, (int[]){1}, 1, false)), 0);
 }
 
-/* argmax with two dims cannot come from tj_argmax; the rule still rejects it. */
+/* argmax with two dims cannot come from tj_argmax; the op path still rejects
+ * it (as it would a traced or parsed graph's node). */
 static void test_errors_arg_two_dims(void **state)
 {
     (void)state;
-    ir_type x = {TJ_F32, 2, false, {2, 3}};
-    const ir_type *in[1] = {&x};
+    tj_tensor *x = tj_zeros(TJ_F32, 2, (int64_t[]){2, 3});
     ir_attrs at = {0};
     ir_attr_dims(&at.a[0], (int[]){0, 1}, 2);
-    ir_type out;
-    char err[128];
-    assert_int_equal(ir_infer(OP_argmax, in, 1, &at, &out, err, sizeof err), -1);
-    assert_non_null(strstr(err, "one dim"));
-    assert_int_equal(ir_infer(OP_argmin, in, 1, &at, &out, err, sizeof err), -1);
-    assert_non_null(strstr(err, "one dim"));
+    tu_assert_error(fe_apply(OP_argmax, &x, 1, &at), "argmax(f32[2,3])", "one dim", NULL);
+    tu_assert_error(fe_apply(OP_argmin, &x, 1, &at), "argmin(f32[2,3])", "one dim", NULL);
 }
 
 static void test_errors_null(void **state)
