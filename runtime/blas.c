@@ -116,6 +116,9 @@ void rt_blas_set_threads(int n)
 
 void rt_blas_serial_begin(void)
 {
+    /* Load now, so the count applies to the GEMMs about to run in parallel. */
+    if (!atomic_load(&loaded))
+        (void)rt_blas_core();
     if (atomic_fetch_add(&serial_depth, 1) == 0 && rt_threads() > 1 && atomic_load(&loaded) &&
         blas.set_threads)
         blas.set_threads(1);

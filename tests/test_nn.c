@@ -16,6 +16,10 @@
 
 static tj_tensor *G(const char *name) { return tu_golden("nn", name); }
 
+/* Small literal tensors (tj_from_data only: no other op family involved). */
+static tj_tensor *i64s(int64_t n, const int64_t *v) { return tj_from_data(TJ_I64, 1, &n, v); }
+static tj_tensor *i32s(int64_t n, const int32_t *v) { return tj_from_data(TJ_I32, 1, &n, v); }
+
 /* A golden scalar: numpy saves 0-dim arrays as [1]; view it as 0-dim. */
 static tj_tensor *G0(const char *name) { return tj_reshape(G(name), 0, NULL); }
 
@@ -96,9 +100,9 @@ static void test_embedding_errors(void **state)
     int64_t eight[8] = {1, 1, 1, 1, 1, 1, 1, 2};
     tu_assert_error(tj_embedding(w, tj_zeros(TJ_I64, 8, eight)),
                     "embedding(f32[10,4], i64[1,1,1,1,1,1,1,2])", "more than 8 dims", NULL);
-    tu_assert_error(tj_embedding(w, tu_tensor(TJ_I64, 1, (int64_t[]){3}, (double[]){1, 10, 2})),
+    tu_assert_error(tj_embedding(w, i64s(3, (int64_t[]){1, 10, 2})),
                     "embedding(f32[10,4], i64[3])", "index 10 is out of range", "V = 10", NULL);
-    tu_assert_error(tj_embedding(w, tu_tensor(TJ_I32, 1, (int64_t[]){2}, (double[]){-1, 0})),
+    tu_assert_error(tj_embedding(w, i32s(2, (int32_t[]){-1, 0})),
                     "embedding(f32[10,4], i32[2])", "index -1", "V = 10", NULL);
     assert_null(tj_embedding(NULL, idx));
     assert_null(tj_embedding(w, NULL));
@@ -186,8 +190,8 @@ static void test_sdpa_fully_masked_row(void **state)
 {
     (void)state;
     /* a query that may attend no key gets NaN, like the formula */
-    double m[2 * 3] = {1, 0, 1, 0, 0, 0};
-    tj_tensor *mask = tj_cast(tu_tensor(TJ_F64, 2, (int64_t[]){2, 3}, m), TJ_BOOL);
+    uint8_t m[2 * 3] = {1, 0, 1, 0, 0, 0};
+    tj_tensor *mask = tj_from_data(TJ_BOOL, 2, (int64_t[]){2, 3}, m);
     tj_tensor *q = tj_ones(TJ_F32, 2, (int64_t[]){2, 4});
     tj_tensor *kv = tj_arange(TJ_F32, 0, 12, 1);
     tj_tensor *k = tj_reshape(kv, 2, (int64_t[]){3, 4});
@@ -288,7 +292,10 @@ static void test_sdpa_extreme(void **state)
 {
     (void)state;
     /* scores in the hundreds: the max-shifted softmax stays finite and exact */
-    tj_tensor *q = tj_reshape(tj_mul_s(G("sdpa_basic_q"), 30), 3, (int64_t[]){6, 5, 8});
+    tj_tensor *q = tj_clone(tj_reshape(G("sdpa_basic_q"), 3, (int64_t[]){6, 5, 8}));
+    float *qp = tj_data(q);
+    for (int64_t i = 0; i < tj_numel(q); i++)
+        qp[i] *= 30;
     tj_tensor *k = tj_reshape(G("sdpa_basic_k"), 3, (int64_t[]){6, 7, 8});
     tj_tensor *v = tj_reshape(G("sdpa_basic_v"), 3, (int64_t[]){6, 7, 6});
     check_large(q, k, v, NULL, false, 0, tj_num_threads());
@@ -305,7 +312,7 @@ static void test_sdpa_errors(void **state)
 {
     (void)state;
     tj_tensor *q = G("sdpa_basic_q"), *k = G("sdpa_basic_k"), *v = G("sdpa_basic_v");
-    tj_tensor *v64 = tj_cast(v, TJ_F64);
+    tj_tensor *v64 = tj_ones(TJ_F64, 4, (int64_t[]){2, 3, 7, 6});
     tu_assert_error(tj_scaled_dot_product_attention(tj_ones(TJ_F32, 1, (int64_t[]){8}), k, v,
                                                     NULL, false, 0),
                     "sdpa(f32[8], f32[2,3,7,8], f32[2,3,7,6])", "at least 2 dims", NULL);
@@ -397,12 +404,10 @@ static void test_cross_entropy_errors(void **state)
                     "cross_entropy(f32[6,5], f32[6])", "class indices", NULL);
     tu_assert_error(tj_cross_entropy(x, tj_ones(TJ_I64, 1, (int64_t[]){4})),
                     "cross_entropy(f32[6,5], i64[4])", "N of logits (6) and target (4)", NULL);
-    double bad[6] = {0, 1, 5, 0, 0, 0};
-    tu_assert_error(tj_cross_entropy(x, tu_tensor(TJ_I64, 1, (int64_t[]){6}, bad)),
+    tu_assert_error(tj_cross_entropy(x, i64s(6, (int64_t[]){0, 1, 5, 0, 0, 0})),
                     "cross_entropy(f32[6,5], i64[6])", "target 5 is out of range",
                     "class count C = 5", NULL);
-    bad[2] = -2;
-    tu_assert_error(tj_cross_entropy(x, tu_tensor(TJ_I32, 1, (int64_t[]){6}, bad)),
+    tu_assert_error(tj_cross_entropy(x, i32s(6, (int32_t[]){0, 1, -2, 0, 0, 0})),
                     "cross_entropy(f32[6,5], i32[6])", "target -2", NULL);
     assert_null(tj_cross_entropy(NULL, t));
     assert_null(tj_cross_entropy(x, NULL));
@@ -413,7 +418,7 @@ static void test_cross_entropy_errors(void **state)
 
 static tj_tensor *ramp(tj_dtype dt, int64_t n)
 {
-    return tj_add_s(tj_arange(dt, 0, (double)n, 1), 1);   /* 1, 2, ..., n: no zeros */
+    return tj_arange(dt, 1, (double)n + 1, 1);   /* 1, 2, ..., n: no zeros */
 }
 
 static void test_dropout_matches_rand(void **state)
@@ -456,7 +461,11 @@ static void test_dropout_deterministic(void **state)
     tj_tensor *a2 = tj_dropout(x, 0.5, true);
     tu_assert_close(a2, a, 0, 0);
     tu_assert_close(d, b, 0, 0);
-    assert_true(tj_item(tj_all(tj_eq(a, b), NULL, 0, false)) == 0);
+    const float *ap = tj_data(a), *bp = tj_data(b);
+    int64_t same = 0;
+    for (int64_t i = 0; i < tj_numel(a); i++)
+        same += ap[i] == bp[i];
+    assert_true(same < tj_numel(a) * 6 / 10);   /* ~half agree by chance (both 0 or both kept) */
 }
 
 static void test_dropout_fraction_and_scale(void **state)
@@ -521,8 +530,8 @@ static void test_dropout_f64_strided_nan(void **state)
     tu_assert_close(y, yc, 0, 0);
     assert_int_equal(tj_dtype_of(y), TJ_F64);
     /* dropped NaN and inf elements are exactly 0; kept ones stay NaN/inf */
-    double v[4] = {NAN, INFINITY, NAN, -INFINITY};
-    tj_tensor *s = tu_tensor(TJ_F32, 1, (int64_t[]){4}, v);
+    float v[4] = {NAN, INFINITY, NAN, -INFINITY};
+    tj_tensor *s = tj_from_data(TJ_F32, 1, (int64_t[]){4}, v);
     tj_tensor *z = tj_dropout(s, 1, true);
     for (int64_t i = 0; i < 4; i++)
         assert_true(tj_get(z, &i) == 0);
