@@ -24,9 +24,10 @@ class Family:
         self.count = 0
 
     def save(self, name, t):
-        """Saves a tensor (or array) as <family>/<name>.npy, C order, little endian."""
+        """Saves a tensor (or array) as <family>/<name>.npy, C order, little endian.
+        0-dim arrays keep their shape (np.ascontiguousarray would make them 1-dim)."""
         a = t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
-        np.save(os.path.join(self.dir, name + ".npy"), np.ascontiguousarray(a))
+        np.save(os.path.join(self.dir, name + ".npy"), a.copy(order="C"))
         self.count += 1
 
     def done(self):

@@ -10,9 +10,6 @@ Creation: torch.arange for every dtype.
 
 Run with /usr/bin/python3 (Debian's python3-torch).
 """
-import os
-
-import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -23,13 +20,7 @@ MAX = 2**62
 
 
 def save(name, t):
-    """g.save, except that a 0-dim tensor stays 0-dim (np.ascontiguousarray,
-    which g.save applies, makes it 1-dim)."""
-    if t.dim() == 0:
-        np.save(os.path.join(g.dir, name + ".npy"), t.numpy())
-        g.count += 1
-    else:
-        g.save(name, t)
+    g.save(name, t)
 
 
 def view_case(name, v):

@@ -20,7 +20,6 @@ import math
 import os
 import re
 
-import numpy as np
 import torch
 
 from common import Family
@@ -45,11 +44,7 @@ RULE = dict(UNARY + BINARY)
 
 def add_input(name, t):
     inputs[name] = t
-    if t.dim() == 0:   # Family.save's np.ascontiguousarray makes 0-dim arrays 1-dim
-        np.save(os.path.join(g.dir, "in_" + name + ".npy"), t.numpy())
-        g.count += 1
-    else:
-        g.save("in_" + name, t)
+    g.save("in_" + name, t)
 
 
 def view(t, v):
