@@ -24,16 +24,6 @@ typedef struct gcase {
     long off;
 } gcase;
 
-static int parse_shape(const char *s, int64_t *v)
-{
-    int n = 0;
-    if (!strcmp(s, "-"))
-        return 0;
-    for (char *end; *s && n < TJ_MAX_DIMS; s = *end ? end + 1 : end)
-        v[n++] = strtoll(s, &end, 10);
-    return n;
-}
-
 static tj_tensor *load(const char *name)
 {
     char b[32];
@@ -43,26 +33,9 @@ static tj_tensor *load(const char *name)
     return tu_golden("norm", b);
 }
 
-/* The view named by v of x (see norm.py). */
-static tj_tensor *make_view(tj_tensor *x, const char *v)
-{
-    int nd = tj_ndim(x), perm[TJ_MAX_DIMS];
-    switch (v[0]) {
-    case 'p':
-        for (int d = 0; d < nd; d++)
-            perm[d] = nd - 1 - d;
-        return tj_permute(x, perm);
-    case 's': return tj_slice(x, 1, 1, tj_size(x, 1), 2);
-    case 'e': return tj_expand(tj_slice(x, 1, 0, 1, 1), nd, tj_shape(x));
-    case 't': return tj_transpose(x, -1, -2);
-    case '0': return tj_reshape(x, 0, NULL);
-    default: return x;
-    }
-}
-
 static tj_tensor *run_op(const gcase *c)
 {
-    tj_tensor *x = make_view(load(c->x), c->view);
+    tj_tensor *x = tu_view(load(c->x), c->view[0]);
     tj_tensor *w = load(c->p[0]), *b = load(c->p[1]), *m = load(c->p[2]), *v = load(c->p[3]);
     int arg = atoi(c->arg);
     double eps = atof(c->eps);
@@ -76,27 +49,13 @@ static tj_tensor *run_op(const gcase *c)
     return NULL;
 }
 
-static bool all_close(tj_tensor *got, tj_tensor *want, double tol)
-{
-    int64_t n = tj_numel(want);
-    if (tj_numel(got) != n)
-        return false;
-    tj_tensor *g = tj_reshape(got, 1, &n), *w = tj_reshape(want, 1, &n);
-    for (int64_t i = 0; i < n; i++) {
-        double a = tj_get(g, &i), b = tj_get(w, &i);
-        if (!(a == b || (isnan(a) && isnan(b)) || fabs(a - b) <= tol + tol * fabs(b)))
-            return false;
-    }
-    return true;
-}
-
 static void check_case(const gcase *c, tj_tensor *want_all)
 {
     tj_tensor *got = run_op(c);
     if (!got)
         fail_msg("%s %s %s %s: %s", c->op, c->x, c->view, c->arg, tj_last_error());
     int64_t shape[TJ_MAX_DIMS], n = 1;
-    int nd = parse_shape(c->shape, shape);
+    int nd = tu_parse_ints(c->shape, shape);
     for (int d = 0; d < nd; d++)
         n *= shape[d];
     tj_tensor *want = tj_reshape(tj_slice(want_all, 0, c->off, c->off + n, 1), nd, shape);
@@ -104,7 +63,7 @@ static void check_case(const gcase *c, tj_tensor *want_all)
         fail_msg("%s %s: dtype %s, expected %s", c->op, c->x, tj_dtype_name(tj_dtype_of(got)),
                  c->dt);
     double tol = strcmp(c->dt, "f64") ? 1e-5 : 1e-12;
-    if (!all_close(got, want, tol))
+    if (!tu_all_close(got, want, tol))
         print_error("case: %s %s %s %s eps %s\n", c->op, c->x, c->view, c->arg, c->eps);
     tu_assert_close_any(got, want, tol, tol);
 }

@@ -28,35 +28,10 @@ typedef struct gcase {
     long off;
 } gcase;
 
-static int parse_ints(const char *s, int64_t *v)
-{
-    int n = 0;
-    if (!strcmp(s, "all") || !strcmp(s, "-"))
-        return 0;
-    for (char *end; *s && n < TJ_MAX_DIMS; s = *end ? end + 1 : end)
-        v[n++] = strtoll(s, &end, 10);
-    return n;
-}
-
-/* The view named by v of the loaded input x (see reduce.py). */
-static tj_tensor *make_view(tj_tensor *x, const char *v)
-{
-    int nd = tj_ndim(x), perm[TJ_MAX_DIMS];
-    switch (v[0]) {
-    case 'p':
-        for (int d = 0; d < nd; d++)
-            perm[d] = nd - 1 - d;
-        return tj_permute(x, perm);
-    case 's': return tj_slice(x, 1, 1, tj_size(x, 1), 2);
-    case 'e': return tj_expand(tj_slice(x, 1, 0, 1, 1), nd, tj_shape(x));
-    default: return x;
-    }
-}
-
 static tj_tensor *run_op(const gcase *c, tj_tensor *x)
 {
     int64_t d64[TJ_MAX_DIMS];
-    int dims[TJ_MAX_DIMS], nd = parse_ints(c->dims, d64);
+    int dims[TJ_MAX_DIMS], nd = tu_parse_ints(c->dims, d64);
     for (int k = 0; k < nd; k++)
         dims[k] = (int)d64[k];
     bool kd = c->keep != 0;
@@ -78,32 +53,17 @@ static tj_tensor *run_op(const gcase *c, tj_tensor *x)
     return NULL;
 }
 
-/* Same shapes assumed; the detailed report comes from tu_assert_close_any. */
-static bool all_close(tj_tensor *got, tj_tensor *want, double tol)
-{
-    int64_t n = tj_numel(want);
-    if (tj_numel(got) != n)
-        return false;
-    tj_tensor *g = tj_reshape(got, 1, &n), *w = tj_reshape(want, 1, &n);
-    for (int64_t i = 0; i < n; i++) {
-        double a = tj_get(g, &i), b = tj_get(w, &i);
-        if (!(a == b || (isnan(a) && isnan(b)) || fabs(a - b) <= tol + tol * fabs(b)))
-            return false;
-    }
-    return true;
-}
-
 static void check_case(const gcase *c, tj_tensor *want_all)
 {
     char name[32];
     snprintf(name, sizeof name, "in_%s", c->inp);
-    tj_tensor *x = make_view(tu_golden("reduce", name), c->view);
+    tj_tensor *x = tu_view(tu_golden("reduce", name), c->view[0]);
     assert_non_null(x);
     tj_tensor *got = run_op(c, x);
     if (!got)
         fail_msg("%s %s %s %s: %s", c->op, c->inp, c->view, c->dims, tj_last_error());
     int64_t shape[TJ_MAX_DIMS], n = 1;
-    int nd = parse_ints(c->shape, shape);
+    int nd = tu_parse_ints(c->shape, shape);
     for (int d = 0; d < nd; d++)
         n *= shape[d];
     tj_tensor *want = tj_reshape(tj_slice(want_all, 0, c->off, c->off + n, 1), nd, shape);
@@ -112,7 +72,7 @@ static void check_case(const gcase *c, tj_tensor *want_all)
                  c->dt);
     bool f64 = !strcmp(c->dt, "f64"), f32 = !strcmp(c->dt, "f32");
     double tol = f64 ? 1e-12 : f32 ? 1e-5 : 0;
-    if (!all_close(got, want, tol))
+    if (!tu_all_close(got, want, tol))
         print_error("case: %s %s %s %s k%d c%s\n", c->op, c->inp, c->view, c->dims, c->keep,
                     c->corr);
     tu_assert_close_any(got, want, tol, tol);

@@ -110,6 +110,46 @@ tj_tensor *tu_tensor(tj_dtype dt, int ndim, const int64_t *shape, const double *
     return dt == TJ_F64 ? t : tj_cast(t, dt);
 }
 
+int tu_parse_ints(const char *s, int64_t *v)
+{
+    int n = 0;
+    if (!strcmp(s, "all") || !strcmp(s, "-"))
+        return 0;
+    for (char *end; *s && n < TJ_MAX_DIMS; s = *end ? end + 1 : end)
+        v[n++] = strtoll(s, &end, 10);
+    return n;
+}
+
+tj_tensor *tu_view(tj_tensor *x, char kind)
+{
+    int nd = tj_ndim(x), perm[TJ_MAX_DIMS];
+    switch (kind) {
+    case 'p':
+        for (int d = 0; d < nd; d++)
+            perm[d] = nd - 1 - d;
+        return tj_permute(x, perm);
+    case 's': return tj_slice(x, 1, 1, tj_size(x, 1), 2);
+    case 'e': return tj_expand(tj_slice(x, 1, 0, 1, 1), nd, tj_shape(x));
+    case 't': return tj_transpose(x, -1, -2);
+    case '0': return tj_reshape(x, 0, NULL);
+    default: return x;
+    }
+}
+
+bool tu_all_close(tj_tensor *got, tj_tensor *want, double tol)
+{
+    int64_t n = tj_numel(want);
+    if (tj_numel(got) != n)
+        return false;
+    tj_tensor *g = tj_reshape(got, 1, &n), *w = tj_reshape(want, 1, &n);
+    for (int64_t i = 0; i < n; i++) {
+        double a = tj_get(g, &i), b = tj_get(w, &i);
+        if (!(a == b || (isnan(a) && isnan(b)) || fabs(a - b) <= tol + tol * fabs(b)))
+            return false;
+    }
+    return true;
+}
+
 int tu_scope_setup(void **state)
 {
     (void)state;

@@ -29,6 +29,20 @@ void tu_assert_error(const void *got, ...);
 /* A tensor from a literal list of doubles, cast to dt (current scope). */
 tj_tensor *tu_tensor(tj_dtype dt, int ndim, const int64_t *shape, const double *values);
 
+/* Golden case lists (tests/golden/<family>/cases.txt): a comma-separated
+ * list of integers into v (at most TJ_MAX_DIMS); "-" and "all" are empty. */
+int tu_parse_ints(const char *s, int64_t *v);
+
+/* The view of x a case names (the golden scripts build the same view in
+ * PyTorch): 'p' all dims reversed, 's' dim 1 sliced 1::2, 'e' dim 1 expanded
+ * from its first entry, 't' last two dims swapped, '0' reshaped to 0 dims,
+ * anything else x itself. */
+tj_tensor *tu_view(tj_tensor *x, char kind);
+
+/* Whether got and want hold the same values elementwise (NaN equals NaN,
+ * |a - b| <= tol * (1 + |b|)), in row-major order, whatever their shapes. */
+bool tu_all_close(tj_tensor *got, tj_tensor *want, double tol);
+
 /* cmocka group setup/teardown that open and close a scope around each test. */
 int tu_scope_setup(void **state);
 int tu_scope_teardown(void **state);

@@ -33,3 +33,22 @@ class Family:
     def done(self):
         total = sum(os.path.getsize(os.path.join(self.dir, f)) for f in os.listdir(self.dir))
         print(f"{os.path.basename(self.dir)}: {self.count} files, {total / 1024:.0f} KiB")
+
+
+def view(t, kind):
+    """The view of t a case names; tests/util.c (tu_view) builds the same one:
+    'p' all dims reversed, 's' dim 1 sliced 1::2, 'e' dim 1 expanded from its
+    first entry, 't' last two dims swapped, '0' reshaped to 0 dims, 'c' t."""
+    if kind == "p":
+        return t.permute(*reversed(range(t.dim())))
+    if kind == "s":
+        return t[:, 1::2]
+    if kind == "e":
+        return t[:, :1].expand(t.shape)
+    if kind == "t":
+        return t.transpose(-1, -2)
+    if kind == "0":
+        return t.reshape(())
+    if kind == "c":
+        return t
+    raise ValueError(kind)

@@ -21,7 +21,7 @@ import os
 import torch
 import torch.nn.functional as F
 
-from common import Family
+from common import Family, view
 
 g = Family("norm")
 lines = []
@@ -33,22 +33,6 @@ DT = {torch.float32: "f32", torch.float64: "f64"}
 def add_input(name, t):
     inputs[name] = t
     g.save("in_" + name, t)
-
-
-def view(t, v):
-    if v == "c":
-        return t
-    if v == "p":
-        return t.permute(*reversed(range(t.dim())))
-    if v == "s":
-        return t[:, 1::2]
-    if v == "e":
-        return t[:, :1].expand(t.shape)
-    if v == "t":
-        return t.transpose(-1, -2)
-    if v == "0":
-        return t.reshape(())
-    raise ValueError(v)
 
 
 def rms_norm(x, n, w, eps):

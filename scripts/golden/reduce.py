@@ -17,7 +17,7 @@ import os
 
 import torch
 
-from common import Family
+from common import Family, view
 
 g = Family("reduce")
 lines = []
@@ -30,18 +30,6 @@ DT = {torch.float32: "f32", torch.float64: "f64", torch.int64: "i64", torch.int3
 def add_input(name, t):
     inputs[name] = t
     g.save("in_" + name, t)
-
-
-def view(t, v):
-    if v == "c":
-        return t
-    if v == "p":
-        return t.permute(*reversed(range(t.dim())))
-    if v == "s":
-        return t[:, 1::2]
-    if v == "e":
-        return t[:, :1].expand(t.shape)
-    raise ValueError(v)
 
 
 def run(op, x, dims, keep, corr):
