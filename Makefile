@@ -46,6 +46,7 @@ TOOL_OBJS := $(TOOL_SRCS:%.c=$(BUILD)/obj/%.o) $(BENCH_SRCS:%.c=$(BUILD)/obj/%.o
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 TEST_UTIL_OBJS := $(TEST_UTIL:%.c=$(BUILD)/obj/%.o)
 
+.SECONDARY:
 .PHONY: all test asan bench bench-compare docs deps clean check-tests golden
 all: $(BUILD)/libtjit.a $(BUILD)/libtjit.so $(BUILD)/tjit
 
