@@ -24,6 +24,7 @@
 
 #include "dump.h"
 #include "exec.h"
+#include "plan.h"
 #include "trace.h"
 
 #define FE_MAX_ARGS 64
@@ -48,6 +49,7 @@ typedef struct entry {
     int *last_use;
     int nsyms;
     int64_t *symval;        /* the traced size of each symbol (duck sizing) */
+    fe_plan_set *plans;     /* compiled kernels (plan.h); NULL: graph executor */
     atomic_ulong calls;
 } entry;
 
@@ -171,6 +173,7 @@ static void entry_free(entry *e)
     free(e->last_use);
     free(e->eager_why);
     free(e->symval);
+    fe_plans_free(e->plans);
     ir_graph_free(e->g);
     free(e);
 }
@@ -310,6 +313,7 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
             tr->caps = NULL;
             e->cap_guards = calloc((size_t)e->ncaps + 1, sizeof *e->cap_guards);
             e->last_use = fe_exec_last_use(e->g);
+            e->plans = fe_plans_new(e->g, c->name);
             for (int k = 0; e->cap_guards && k < e->ncaps; k++)
                 guard_of(e->caps[k], &e->cap_guards[k]);
             if (!e->cap_guards || !e->last_use) {
@@ -484,7 +488,9 @@ tj_tensor *tj_call(tj_compiled *c, tj_tensor *const *args, int nargs)
     for (int k = 0; k < e->ncaps; k++)
         inputs[nargs + k] = e->caps[k];
     tj_tensor *r = NULL;
-    int rc = fe_exec(e->g, inputs, e->last_use, &r);
+    int rc = fe_plans_run(e->plans, inputs, &r);   /* 1: not compiled, use the executor */
+    if (rc > 0)
+        rc = fe_exec(e->g, inputs, e->last_use, &r);
     if (inputs != in)
         free(inputs);
     return rc == 0 ? rt_own(r) : NULL;
@@ -505,6 +511,18 @@ static void explain_guards(FILE *f, const entry *e)
         fprintf(f, "    guard captured tensor %d (by reference): %s\n", k,
                 tj_describe(e->caps[k], b, sizeof b));
     }
+}
+
+static void explain_plan(FILE *f, const entry *e)
+{
+    fe_plan_info pi = {0};
+    if (e->plans)
+        fe_plans_info(e->plans, &pi);
+    if (pi.compiled)
+        fprintf(f, "    compiled: %d kernel%s, %d eager call%s per call (built in %.1f ms)\n", pi.kernels,
+                pi.kernels == 1 ? "" : "s", pi.eager_calls, pi.eager_calls == 1 ? "" : "s", pi.compile_ms);
+    else if (pi.why[0])
+        fprintf(f, "    graph executor: %s\n", pi.why);
 }
 
 char *tj_explain(const tj_compiled *c)
@@ -537,6 +555,7 @@ char *tj_explain(const tj_compiled *c)
         else
             fprintf(f, "  graph break %d: %s; %lu calls ran eagerly\n", i + 1, e->eager_why,
                     (unsigned long)atomic_load(&m->entries[i]->calls));
+        explain_plan(f, e);
         explain_guards(f, e);
     }
     if (c->nlog)

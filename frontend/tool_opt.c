@@ -2,17 +2,20 @@
  * and prints the result, like mlir-opt. The graph is verified after every
  * pass. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "../passes/fuse.h"
 #include "../passes/pass.h"
 #include "tool.h"
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: tjit opt FILE.tir --passes=P1,P2,... [--emit=graph] [--dump-after=P|all]\n"
+    fprintf(f, "usage: tjit opt FILE.tir --passes=P1,P2,... [--emit=graph|fused] [--dump-after=P|all]\n"
                "       tjit opt --list-passes\n"
                "  Parses FILE (\"-\": stdin), runs the passes in order, verifying the graph\n"
-               "  after each, and prints the resulting graph to stdout.\n");
+               "  after each, and prints the resulting graph to stdout (--emit=fused: how\n"
+               "  it is split into kernels and eager calls, passes/fuse.h).\n");
 }
 
 static int list_passes(void)
@@ -20,6 +23,21 @@ static int list_passes(void)
     for (const ps_pass *p = ps_passes; p->name; p++)
         printf("%-10s %s\n", p->name, p->help);
     return 0;
+}
+
+static int print_fused(const ir_graph *g)
+{
+    char err[256];
+    ps_fusion *f = ps_fuse(g, err, sizeof err);
+    char *text = f ? ps_fusion_print(f) : NULL;
+    int rc = text ? 0 : 1;
+    if (text)
+        fputs(text, stdout);
+    else
+        fprintf(stderr, "tjit opt: %s\n", f ? "out of memory" : err);
+    free(text);
+    ps_fusion_free(f);
+    return rc;
 }
 
 int tool_opt(int argc, char **argv)
@@ -51,8 +69,8 @@ int tool_opt(int argc, char **argv)
         fprintf(stderr, "tjit opt: no input file (tjit opt --help)\n");
         return 2;
     }
-    if (strcmp(emit, "graph") != 0) {
-        fprintf(stderr, "tjit opt: unknown stage '%s' for --emit (stages: graph)\n", emit);
+    if (strcmp(emit, "graph") != 0 && strcmp(emit, "fused") != 0) {
+        fprintf(stderr, "tjit opt: unknown stage '%s' for --emit (stages: graph, fused)\n", emit);
         return 2;
     }
     ir_graph *g = tool_parse_file(file);
@@ -66,7 +84,7 @@ int tool_opt(int argc, char **argv)
         ir_graph_free(g);
         return 1;
     }
-    int rc = ir_print_file(h, stdout) == 0 ? 0 : 1;
+    int rc = !strcmp(emit, "fused") ? print_fused(h) : ir_print_file(h, stdout) == 0 ? 0 : 1;
     if (h != g)
         ir_graph_free(h);
     ir_graph_free(g);

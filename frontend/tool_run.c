@@ -8,6 +8,7 @@
 #include "../passes/pass.h"
 #include "dump.h"
 #include "exec.h"
+#include "plan.h"
 #include "tool.h"
 
 #define MAX_IN 256
@@ -21,10 +22,10 @@ static void usage(FILE *f)
             "  the graph's input order; without --in they are random (normal floats, integers\n"
             "  in 0..9, random bools) from --seed (default 0). Outputs are saved as\n"
             "  DIR/out0.npy ... with --out, else summarized on stdout.\n"
-            "  --dump-ir=graph  print the graph after the passes (stages: graph)\n"
+            "  --dump-ir=STAGES print compile stages (graph,prims,fused,kernels,llvm,asm)\n"
             "  --eager          run the graph as parsed, node by node with the eager kernels\n"
-            "                   (default: the compile pipeline first; today it runs dce and\n"
-            "                   the same executor)\n");
+            "                   (default: compiled: fused kernels and eager calls, or the\n"
+            "                   graph executor when TJIT_BACKEND=eager)\n");
 }
 
 static tj_tensor *random_input(const ir_node *in)
@@ -73,7 +74,7 @@ static int save_outputs(const char *dir, tj_tensor **outs, int n)
     return 0;
 }
 
-static int run(ir_graph *g, const char **in_files, int nin, const char *out_dir)
+static int run(ir_graph *g, const char **in_files, int nin, const char *out_dir, bool eager)
 {
     if (nin && nin != g->ninputs) {
         fprintf(stderr, "tjit run: the graph has %d inputs, %d --in files given\n", g->ninputs, nin);
@@ -92,8 +93,12 @@ static int run(ir_graph *g, const char **in_files, int nin, const char *out_dir)
             return 1;
         }
     }
-    int *last = fe_exec_last_use(g);
-    int rc = last ? fe_exec(g, inputs, last, outs) : -1;
+    fe_plan_set *ps = eager ? NULL : fe_plans_new(g, g->name);
+    int rc = fe_plans_run(ps, inputs, outs);   /* 1: not compiled, use the executor */
+    fe_plans_free(ps);
+    int *last = rc > 0 ? fe_exec_last_use(g) : NULL;
+    if (rc > 0)
+        rc = last ? fe_exec(g, inputs, last, outs) : -1;
     free(last);
     if (rc != 0) {
         fprintf(stderr, "tjit run: %s\n", tj_last_error());
@@ -172,9 +177,11 @@ int tool_run(int argc, char **argv)
             fe_dump_text("graph", g->name, text);
         free(text);
     }
+    if (dump)
+        setenv("TJIT_DUMP", dump, 1);   /* the later stages are dumped by the plan */
     tj_manual_seed(seed);
     tj_scope_begin();
-    int rc = run(g, in_files, nin, out_dir);
+    int rc = run(g, in_files, nin, out_dir, eager);
     tj_scope_end();
     ir_graph_free(g);
     return rc;

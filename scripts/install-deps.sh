@@ -4,12 +4,14 @@
 # root, prints the command to run instead.
 #
 #   llvm-19-dev      LLVM 19 C API (ORC LLJIT, new pass manager) for codegen
+#   clang-19         compiles the pointwise formulas (runtime/vmath.h, ops.def) to the
+#                    LLVM bitcode the JIT inlines, so compiled == eager to the last ulp
 #   libopenblas-dev  GEMM (loaded at run time with its AVX-512 kernels when the CPU has them)
 #   libcmocka-dev    the test suites
 #   make, gcc        the build
 set -euo pipefail
 
-pkgs=(make gcc llvm-19-dev libopenblas-dev libcmocka-dev)
+pkgs=(make gcc llvm-19-dev clang-19 libopenblas-dev libcmocka-dev)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

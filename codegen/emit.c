@@ -1,0 +1,745 @@
+/* emit.c - one cg_kernel -> LLVM IR through the C API -> an object file.
+ *
+ *   cg_kernel --build IR--> module M: @fname (the ABI wrapper) + @fname.body
+ *                           (noalias), calling formulas it declares
+ *   formula bitcode (pw.c, embedded) --lazy load--> module S (same context):
+ *       drop the tj_pw_* functions M does not call, link S into M (only
+ *       what is left is deserialized)
+ *   verify -> formulas internal + alwaysinline -> default<O3> (host TM)
+ *   -> object file (and, on request, optimized IR text and assembly)
+ *
+ * The body, for tiles [begin, end) (kernel.h has the sz layout):
+ *
+ *   for t in [begin, end):
+ *     row = t / NB; j0 = (t % NB) * B; j1 = min(j0 + B, N)     (ROWS: 0, N)
+ *     row -> outer index (i_0 .. i_{n-1}); p_k = bufs[k] + sum_d i_d * stride[k][d]
+ *     each stage, in order:
+ *       reduce: acc = init; for j in [j0, j1): acc = acc (+|*|max|min) v(j)
+ *       store:  for j in [j0, j1): p_k[j * inner_k] = v(j)  for each stored value
+ *     row stores: p_k[0] = v
+ *
+ * v(j) is the value DAG emitted inside the loop (memoized per loop); LICM
+ * hoists what does not depend on j (constants, reduction results, loads of
+ * broadcast buffers). Reductions carry the `reassoc` flag so they vectorize;
+ * max/min use llvm.maximum/minimum (NaN wins, like torch.amax). Pointwise
+ * math never gets fast-math flags: the formulas must round exactly as the
+ * eager kernels do (no contraction into FMA either).
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/BitReader.h>
+#include <llvm-c/Core.h>
+#include <llvm-c/DebugInfo.h>
+#include <llvm-c/Linker.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include "emit.h"
+
+/* ---- LLVM setup ------------------------------------------------------------------- */
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static int init_rc;
+
+static void init_llvm(void)
+{
+    init_rc = LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter() ||
+              LLVMInitializeNativeAsmParser();
+}
+
+int cg_llvm_init(char *err, size_t nerr)
+{
+    pthread_once(&init_once, init_llvm);
+    if (init_rc) {
+        snprintf(err, nerr, "LLVM has no native target");
+        return -1;
+    }
+    return 0;
+}
+
+LLVMTargetMachineRef cg_tm_create(char *err, size_t nerr)
+{
+    if (cg_llvm_init(err, nerr))
+        return NULL;
+    char *triple = LLVMGetDefaultTargetTriple(), *msg = NULL;
+    char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
+    LLVMTargetRef target;
+    LLVMTargetMachineRef tm = NULL;
+    if (LLVMGetTargetFromTriple(triple, &target, &msg)) {
+        snprintf(err, nerr, "no target for %s: %s", triple, msg ? msg : "?");
+        LLVMDisposeMessage(msg);
+    } else {
+        tm = LLVMCreateTargetMachine(target, triple, cpu, features, LLVMCodeGenLevelAggressive,
+                                     LLVMRelocPIC, LLVMCodeModelSmall);
+        if (!tm)
+            snprintf(err, nerr, "cannot create a target machine for %s", cpu);
+    }
+    LLVMDisposeMessage(triple);
+    LLVMDisposeMessage(cpu);
+    LLVMDisposeMessage(features);
+    return tm;
+}
+
+/* One host target machine per thread (a TargetMachine is not thread-safe),
+ * disposed when its thread exits. */
+static pthread_key_t tm_key;
+static pthread_once_t tm_once = PTHREAD_ONCE_INIT;
+
+static void tm_dispose(void *tm) { LLVMDisposeTargetMachine(tm); }
+static void tm_key_init(void) { pthread_key_create(&tm_key, tm_dispose); }
+
+static LLVMTargetMachineRef host_tm(char *err, size_t nerr)
+{
+    pthread_once(&tm_once, tm_key_init);
+    LLVMTargetMachineRef tm = pthread_getspecific(tm_key);
+    if (!tm && (tm = cg_tm_create(err, nerr)))
+        pthread_setspecific(tm_key, tm);
+    return tm;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* ---- the emitter's state ------------------------------------------------------------- */
+
+typedef struct loopctx {
+    LLVMValueRef j;            /* the inner index (i64) */
+    LLVMValueRef *memo;        /* per instruction, NULL until emitted */
+} loopctx;
+
+typedef struct em {
+    const cg_kernel *k;
+    LLVMContextRef C;
+    LLVMModuleRef M;
+    LLVMModuleRef S;           /* the formula bitcode, lazily loaded */
+    LLVMBuilderRef B;
+    LLVMValueRef fn;           /* the body */
+    LLVMTypeRef i8, i64, f32, f64, ptr;
+    LLVMValueRef sz;           /* the sz argument */
+    LLVMValueRef p[CG_MAX_BUFS];       /* row base pointer of each buffer */
+    LLVMValueRef istride[CG_MAX_BUFS]; /* inner stride (strided buffers) */
+    LLVMValueRef red[CG_MAX_STAGES];   /* reduction results of this row */
+    LLVMValueRef N;                    /* the inner extent */
+    char *err;
+    size_t nerr;
+    bool failed;
+} em;
+
+static void fail(em *e, const char *what, const char *detail)
+{
+    if (!e->failed)
+        snprintf(e->err, e->nerr, "%s%s%s", what, detail ? ": " : "", detail ? detail : "");
+    e->failed = true;
+}
+
+static LLVMTypeRef ty_of(em *e, tj_dtype dt)
+{
+    switch (dt) {
+    case TJ_F32: return e->f32;
+    case TJ_F64: return e->f64;
+    case TJ_I32: return LLVMInt32TypeInContext(e->C);
+    case TJ_I64: return e->i64;
+    default: return e->i8;   /* u8, bool */
+    }
+}
+
+/* The dtype suffix of the formula functions in pw.c. */
+static const char *dt_suffix(tj_dtype dt)
+{
+    switch (dt) {
+    case TJ_F32: return "F32";
+    case TJ_F64: return "F64";
+    case TJ_I32: return "I32";
+    case TJ_I64: return "I64";
+    case TJ_U8: return "U8";
+    default: return "BOOL";
+    }
+}
+
+static bool is_signed_int(tj_dtype dt) { return dt == TJ_I32 || dt == TJ_I64; }
+
+static LLVMValueRef c64(em *e, int64_t v) { return LLVMConstInt(e->i64, (unsigned long long)v, 1); }
+
+static LLVMValueRef sz_at(em *e, int idx, const char *name)
+{
+    LLVMValueRef g = LLVMBuildInBoundsGEP2(e->B, e->i64, e->sz, (LLVMValueRef[]){c64(e, idx)}, 1, "");
+    return LLVMBuildLoad2(e->B, e->i64, g, name);
+}
+
+/* ---- conversions (the C conversions of the eager kernels) ----------------------------- */
+
+/* v of dtype `from` to dtype `to`. Float -> integer is never asked for (fuse.c
+ * keeps such casts eager). */
+static LLVMValueRef convert(em *e, LLVMValueRef v, tj_dtype from, tj_dtype to)
+{
+    if (from == to)
+        return v;
+    LLVMTypeRef t = ty_of(e, to);
+    bool ff = ir_dtype_is_float(from), tf = ir_dtype_is_float(to);
+    if (to == TJ_BOOL) {
+        LLVMValueRef nz = ff ? LLVMBuildFCmp(e->B, LLVMRealUNE, v, LLVMConstReal(ty_of(e, from), 0), "")
+                             : LLVMBuildICmp(e->B, LLVMIntNE, v, LLVMConstInt(ty_of(e, from), 0, 0), "");
+        return LLVMBuildZExt(e->B, nz, e->i8, "");
+    }
+    if (ff && tf)
+        return LLVMBuildFPCast(e->B, v, t, "");
+    if (tf)
+        return is_signed_int(from) ? LLVMBuildSIToFP(e->B, v, t, "") : LLVMBuildUIToFP(e->B, v, t, "");
+    if (ff) {
+        fail(e, "float to integer conversion is not lowered", NULL);
+        return LLVMGetUndef(t);
+    }
+    return LLVMBuildIntCast2(e->B, v, t, is_signed_int(from), "");
+}
+
+/* The widened result of a formula (double for float compute dtypes, i64 for
+ * integer ones) stored as dt, like the eager kernels' STORE. */
+static LLVMValueRef narrow(em *e, LLVMValueRef v, const cg_inst *in)
+{
+    bool wide_float = ir_dtype_is_float(in->cdt);
+    if (in->dt == TJ_BOOL && !wide_float && ir_ops[in->op].rule == IR_RULE_BITWISE)
+        return LLVMBuildTrunc(e->B, LLVMBuildAnd(e->B, v, c64(e, 1), ""), e->i8, "");
+    return convert(e, v, wide_float ? TJ_F64 : TJ_I64, in->dt);
+}
+
+/* ---- values ----------------------------------------------------------------------------- */
+
+static LLVMValueRef value(em *e, loopctx *L, int i);
+
+static LLVMValueRef emit_load(em *e, loopctx *L, const cg_inst *in)
+{
+    int b = in->buf, cls = e->k->bufs[b].inner;
+    LLVMTypeRef t = ty_of(e, in->dt);
+    LLVMValueRef idx = cls == 0 ? c64(e, 0) : cls == 1 ? L->j : LLVMBuildMul(e->B, L->j, e->istride[b], "");
+    LLVMValueRef a = LLVMBuildInBoundsGEP2(e->B, t, e->p[b], &idx, 1, "");
+    return LLVMBuildLoad2(e->B, t, a, "");
+}
+
+static LLVMValueRef emit_call(em *e, loopctx *L, const cg_inst *in)
+{
+    char name[96];
+    snprintf(name, sizeof name, "tj_pw_%s_%s", ir_ops[in->op].name, dt_suffix(in->cdt));
+    LLVMValueRef f = LLVMGetNamedFunction(e->M, name);
+    if (!f) {   /* declared here, defined by S when linked */
+        LLVMValueRef fs = LLVMGetNamedFunction(e->S, name);
+        if (!fs) {
+            fail(e, "no formula in the bitcode", name);
+            return LLVMGetUndef(ty_of(e, in->dt));
+        }
+        f = LLVMAddFunction(e->M, name, LLVMGlobalGetValueType(fs));
+    }
+    LLVMTypeRef ft = LLVMGlobalGetValueType(f);
+    int n = ir_ops[in->op].nmin;
+    LLVMValueRef args[2];
+    for (int j = 0; j < n; j++)
+        args[j] = value(e, L, in->a[j]);
+    LLVMValueRef r = LLVMBuildCall2(e->B, ft, f, args, (unsigned)n, "");
+    return narrow(e, r, in);
+}
+
+static LLVMValueRef value(em *e, loopctx *L, int i)
+{
+    if (L->memo[i])
+        return L->memo[i];
+    const cg_inst *in = &e->k->inst[i];
+    LLVMValueRef v = NULL;
+    switch (in->k) {
+    case CG_LOAD: v = emit_load(e, L, in); break;
+    case CG_CONST:
+        v = ir_dtype_is_float(in->dt) ? LLVMConstReal(ty_of(e, in->dt), in->c)
+                                      : LLVMConstInt(ty_of(e, in->dt), (unsigned long long)(int64_t)in->c,
+                                                     is_signed_int(in->dt));
+        if (in->dt == TJ_BOOL)
+            v = LLVMConstInt(e->i8, in->c != 0, 0);
+        break;
+    case CG_CVT: v = convert(e, value(e, L, in->a[0]), e->k->inst[in->a[0]].dt, in->dt); break;
+    case CG_CALL: v = emit_call(e, L, in); break;
+    case CG_WHERE: {
+        LLVMValueRef c = value(e, L, in->a[0]);
+        LLVMValueRef a = value(e, L, in->a[1]), b = value(e, L, in->a[2]);
+        v = LLVMBuildSelect(e->B, LLVMBuildICmp(e->B, LLVMIntNE, c, LLVMConstInt(e->i8, 0, 0), ""), a, b, "");
+        break;
+    }
+    case CG_ROWLEN: v = e->N; break;
+    case CG_RED:
+        v = e->red[in->stage];
+        if (!v) {
+            fail(e, "a reduction result is used before its stage", NULL);
+            v = LLVMGetUndef(ty_of(e, in->dt));
+        }
+        break;
+    }
+    return L->memo[i] = v;
+}
+
+/* ---- loops ------------------------------------------------------------------------------ */
+
+/* An inner loop j in [j0, j1), built between loop_open and loop_close.
+ * Reduction stages pass init/next so a phi carries the accumulator. */
+typedef struct loop {
+    LLVMBasicBlockRef pre, body, exit;
+    LLVMValueRef j, acc;
+    unsigned interleave;   /* > 0: llvm.loop.interleave.count */
+} loop;
+
+static void loop_open(em *e, loop *lp, LLVMValueRef j0, LLVMValueRef j1, LLVMValueRef init)
+{
+    lp->pre = LLVMGetInsertBlock(e->B);
+    lp->body = LLVMAppendBasicBlockInContext(e->C, e->fn, "loop");
+    lp->exit = LLVMAppendBasicBlockInContext(e->C, e->fn, "done");
+    LLVMBuildCondBr(e->B, LLVMBuildICmp(e->B, LLVMIntSLT, j0, j1, ""), lp->body, lp->exit);
+    LLVMPositionBuilderAtEnd(e->B, lp->body);
+    lp->j = LLVMBuildPhi(e->B, e->i64, "j");
+    LLVMAddIncoming(lp->j, &j0, &lp->pre, 1);
+    lp->acc = NULL;
+    lp->interleave = 0;
+    if (init) {
+        lp->acc = LLVMBuildPhi(e->B, LLVMTypeOf(init), "acc");
+        LLVMAddIncoming(lp->acc, &init, &lp->pre, 1);
+    }
+}
+
+/* !llvm.loop !{self, !{"llvm.loop.interleave.count", i32 n}} on a latch. */
+static void loop_hint(em *e, LLVMValueRef br, unsigned n)
+{
+    const char *key = "llvm.loop.interleave.count";
+    LLVMMetadataRef count[2] = {LLVMMDStringInContext2(e->C, key, strlen(key)),
+                                LLVMValueAsMetadata(LLVMConstInt(LLVMInt32TypeInContext(e->C), n, 0))};
+    LLVMMetadataRef self = LLVMTemporaryMDNode(e->C, NULL, 0);
+    LLVMMetadataRef ops[2] = {self, LLVMMDNodeInContext2(e->C, count, 2)};
+    LLVMMetadataRef md = LLVMMDNodeInContext2(e->C, ops, 2);
+    LLVMMetadataReplaceAllUsesWith(self, md);   /* ownership: the temporary node is freed */
+    LLVMSetMetadata(br, LLVMGetMDKindIDInContext(e->C, "llvm.loop", 9), LLVMMetadataAsValue(e->C, md));
+}
+
+/* Closes the loop; returns the accumulator after it (init when empty). */
+static LLVMValueRef loop_close(em *e, loop *lp, LLVMValueRef j1, LLVMValueRef init,
+                               LLVMValueRef acc_next)
+{
+    LLVMBasicBlockRef last = LLVMGetInsertBlock(e->B);
+    LLVMValueRef jn = LLVMBuildAdd(e->B, lp->j, c64(e, 1), "");
+    LLVMAddIncoming(lp->j, &jn, &last, 1);
+    if (lp->acc)
+        LLVMAddIncoming(lp->acc, &acc_next, &last, 1);
+    LLVMValueRef br = LLVMBuildCondBr(e->B, LLVMBuildICmp(e->B, LLVMIntSLT, jn, j1, ""), lp->body, lp->exit);
+    if (lp->interleave)
+        loop_hint(e, br, lp->interleave);
+    LLVMPositionBuilderAtEnd(e->B, lp->exit);
+    if (!lp->acc)
+        return NULL;
+    LLVMValueRef r = LLVMBuildPhi(e->B, LLVMTypeOf(init), "red");
+    LLVMAddIncoming(r, &init, &lp->pre, 1);
+    LLVMAddIncoming(r, &acc_next, &last, 1);
+    return r;
+}
+
+static LLVMValueRef intrinsic(em *e, const char *name, LLVMTypeRef t)
+{
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    return LLVMGetIntrinsicDeclaration(e->M, id, &t, 1);
+}
+
+static LLVMValueRef combine(em *e, cg_red red, LLVMValueRef acc, LLVMValueRef v)
+{
+    LLVMTypeRef t = LLVMTypeOf(v);
+    LLVMValueRef r;
+    switch (red) {
+    case CG_SUM: r = LLVMBuildFAdd(e->B, acc, v, ""); break;
+    case CG_PROD: r = LLVMBuildFMul(e->B, acc, v, ""); break;
+    default: {
+        LLVMValueRef f = intrinsic(e, red == CG_MAX ? "llvm.maximum" : "llvm.minimum", t);
+        LLVMTypeRef ft = LLVMFunctionType(t, (LLVMTypeRef[]){t, t}, 2, 0);
+        return LLVMBuildCall2(e->B, ft, f, (LLVMValueRef[]){acc, v}, 2, "");
+    }
+    }
+    LLVMSetFastMathFlags(r, LLVMFastMathAllowReassoc);
+    return r;
+}
+
+static LLVMValueRef red_init(em *e, cg_red red, LLVMTypeRef t)
+{
+    double v = red == CG_SUM ? 0.0 : red == CG_PROD ? 1.0 : red == CG_MAX ? -INFINITY : INFINITY;
+    return LLVMConstReal(t, v);
+}
+
+static void emit_stage(em *e, const cg_stage *st, int s, LLVMValueRef j0, LLVMValueRef j1,
+                       LLVMValueRef *memo)
+{
+    memset(memo, 0, sizeof(LLVMValueRef) * (size_t)e->k->ninst);
+    loop lp;
+    LLVMValueRef init = st->reduce ? red_init(e, st->red, ty_of(e, e->k->inst[st->val].dt)) : NULL;
+    loop_open(e, &lp, j0, j1, init);
+    /* pointwise tiles: 4 vectors in flight hide the latency of long formula
+     * chains (P1: 17% faster than LLVM's own choice of 1) */
+    lp.interleave = e->k->kind == CG_TILES ? 4 : 0;
+    loopctx L = {lp.j, memo};
+    LLVMValueRef next = NULL;
+    if (st->reduce)
+        next = combine(e, st->red, lp.acc, value(e, &L, st->val));
+    for (int k = 0; k < st->nst; k++) {
+        int b = st->st_buf[k], cls = e->k->bufs[b].inner;
+        LLVMValueRef v = value(e, &L, st->st_val[k]);
+        LLVMValueRef idx = cls == 0 ? c64(e, 0) : cls == 1 ? lp.j : LLVMBuildMul(e->B, lp.j, e->istride[b], "");
+        LLVMBuildStore(e->B, v, LLVMBuildInBoundsGEP2(e->B, LLVMTypeOf(v), e->p[b], &idx, 1, ""));
+    }
+    LLVMValueRef r = loop_close(e, &lp, j1, init, next);
+    if (st->reduce)
+        e->red[s] = r;
+}
+
+static void emit_row_stores(em *e, LLVMValueRef *memo)
+{
+    memset(memo, 0, sizeof(LLVMValueRef) * (size_t)e->k->ninst);
+    loopctx L = {c64(e, 0), memo};
+    for (int k = 0; k < e->k->nrow; k++) {
+        LLVMValueRef v = value(e, &L, e->k->row_val[k]);
+        LLVMBuildStore(e->B, v, e->p[e->k->row_buf[k]]);
+    }
+}
+
+/* The tile: row pointers, then the stages. */
+static void emit_tile(em *e, LLVMValueRef t, LLVMValueRef N, LLVMValueRef Bw, LLVMValueRef NB,
+                      LLVMValueRef *args, LLVMValueRef *memo)
+{
+    const cg_kernel *k = e->k;
+    LLVMValueRef row = t, j0 = c64(e, 0), j1 = N;
+    if (k->kind == CG_TILES) {
+        row = LLVMBuildUDiv(e->B, t, NB, "row");
+        j0 = LLVMBuildMul(e->B, LLVMBuildSub(e->B, t, LLVMBuildMul(e->B, row, NB, ""), ""), Bw, "j0");
+        LLVMValueRef end = LLVMBuildAdd(e->B, j0, Bw, "");
+        j1 = LLVMBuildSelect(e->B, LLVMBuildICmp(e->B, LLVMIntSLT, end, N, ""), end, N, "j1");
+    }
+    LLVMValueRef idx[CG_MAX_OUTER], r = row;
+    for (int d = k->nouter - 1; d >= 0; d--) {
+        if (d == 0) {
+            idx[d] = r;
+            break;
+        }
+        LLVMValueRef n = sz_at(e, 3 + d, "");
+        idx[d] = LLVMBuildURem(e->B, r, n, "");
+        r = LLVMBuildUDiv(e->B, r, n, "");
+    }
+    for (int b = 0; b < k->nbufs; b++) {
+        LLVMValueRef off = c64(e, 0);
+        for (int d = 0; d < k->nouter; d++)
+            off = LLVMBuildAdd(e->B, off, LLVMBuildMul(e->B, idx[d], sz_at(e, CG_SZ_STRIDE(k, b, d), ""), ""), "");
+        e->p[b] = LLVMBuildInBoundsGEP2(e->B, ty_of(e, k->bufs[b].dt), args[b], &off, 1, "");
+        e->istride[b] = k->bufs[b].inner == CG_STRIDED ? sz_at(e, CG_SZ_STRIDE(k, b, k->nouter), "") : NULL;
+    }
+    memset(e->red, 0, sizeof e->red);
+    for (int s = 0; s < k->nstages && !e->failed; s++)
+        emit_stage(e, &k->stages[s], s, j0, j1, memo);
+    emit_row_stores(e, memo);
+}
+
+/* ---- functions ------------------------------------------------------------------------------ */
+
+static void add_attr(em *e, LLVMValueRef f, LLVMAttributeIndex at, const char *name)
+{
+    unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+    LLVMAddAttributeAtIndex(f, at, LLVMCreateEnumAttribute(e->C, kind, 0));
+}
+
+static void add_str_attr(em *e, LLVMValueRef f, const char *key, const char *val)
+{
+    LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                            LLVMCreateStringAttribute(e->C, key, (unsigned)strlen(key), val,
+                                                      (unsigned)strlen(val)));
+}
+
+static void host_attrs(em *e, LLVMValueRef f, LLVMTargetMachineRef tm)
+{
+    char *cpu = LLVMGetTargetMachineCPU(tm), *feat = LLVMGetTargetMachineFeatureString(tm);
+    add_str_attr(e, f, "target-cpu", cpu);
+    add_str_attr(e, f, "target-features", feat);
+    add_str_attr(e, f, "prefer-vector-width", "512");
+    add_str_attr(e, f, "min-legal-vector-width", "512");
+    add_attr(e, f, LLVMAttributeFunctionIndex, "nounwind");
+    LLVMDisposeMessage(cpu);
+    LLVMDisposeMessage(feat);
+}
+
+/* body(ptr noalias b0, ..., i64 begin, i64 end, ptr sz) */
+static LLVMValueRef build_body(em *e, const char *fname, LLVMTargetMachineRef tm)
+{
+    const cg_kernel *k = e->k;
+    int np = k->nbufs + 3;
+    LLVMTypeRef pt[CG_MAX_BUFS + 3];
+    for (int b = 0; b < k->nbufs; b++)
+        pt[b] = e->ptr;
+    pt[k->nbufs] = e->i64;
+    pt[k->nbufs + 1] = e->i64;
+    pt[k->nbufs + 2] = e->ptr;
+    char name[160];
+    snprintf(name, sizeof name, "%s.body", fname);
+    LLVMValueRef f = LLVMAddFunction(e->M, name, LLVMFunctionType(LLVMVoidTypeInContext(e->C), pt, (unsigned)np, 0));
+    LLVMSetLinkage(f, LLVMInternalLinkage);
+    host_attrs(e, f, tm);
+    add_attr(e, f, LLVMAttributeFunctionIndex, "noinline");
+    for (int b = 0; b < k->nbufs; b++) {
+        add_attr(e, f, (unsigned)b + 1, "noalias");
+        add_attr(e, f, (unsigned)b + 1, "nocapture");
+        if (!k->bufs[b].out)
+            add_attr(e, f, (unsigned)b + 1, "readonly");
+    }
+    add_attr(e, f, (unsigned)np, "noalias");
+    add_attr(e, f, (unsigned)np, "nocapture");
+    add_attr(e, f, (unsigned)np, "readonly");
+    e->fn = f;
+    LLVMValueRef args[CG_MAX_BUFS];
+    for (int b = 0; b < k->nbufs; b++)
+        args[b] = LLVMGetParam(f, (unsigned)b);
+    LLVMValueRef begin = LLVMGetParam(f, (unsigned)k->nbufs), end = LLVMGetParam(f, (unsigned)k->nbufs + 1);
+    e->sz = LLVMGetParam(f, (unsigned)k->nbufs + 2);
+
+    LLVMPositionBuilderAtEnd(e->B, LLVMAppendBasicBlockInContext(e->C, f, "entry"));
+    LLVMValueRef N = sz_at(e, 0, "N"), Bw = sz_at(e, 1, "B"), NB = sz_at(e, 2, "NB");
+    e->N = N;
+    loop tl;
+    loop_open(e, &tl, begin, end, NULL);
+    LLVMValueRef *memo = calloc((size_t)k->ninst + 1, sizeof *memo);
+    if (!memo) {
+        fail(e, "out of memory", NULL);
+        return f;
+    }
+    emit_tile(e, tl.j, N, Bw, NB, args, memo);
+    free(memo);
+    loop_close(e, &tl, end, NULL, NULL);
+    LLVMBuildRetVoid(e->B);
+    return f;
+}
+
+/* fname(ptr bufs, i64 begin, i64 end, ptr sz): loads the buffer pointers. */
+static void build_wrapper(em *e, const char *fname, LLVMValueRef body)
+{
+    const cg_kernel *k = e->k;
+    LLVMTypeRef pt[4] = {e->ptr, e->i64, e->i64, e->ptr};
+    LLVMValueRef f = LLVMAddFunction(e->M, fname, LLVMFunctionType(LLVMVoidTypeInContext(e->C), pt, 4, 0));
+    add_attr(e, f, LLVMAttributeFunctionIndex, "nounwind");
+    LLVMPositionBuilderAtEnd(e->B, LLVMAppendBasicBlockInContext(e->C, f, "entry"));
+    LLVMValueRef args[CG_MAX_BUFS + 3];
+    for (int b = 0; b < k->nbufs; b++) {
+        LLVMValueRef g = LLVMBuildInBoundsGEP2(e->B, e->ptr, LLVMGetParam(f, 0), (LLVMValueRef[]){c64(e, b)}, 1, "");
+        args[b] = LLVMBuildLoad2(e->B, e->ptr, g, "");
+    }
+    args[k->nbufs] = LLVMGetParam(f, 1);
+    args[k->nbufs + 1] = LLVMGetParam(f, 2);
+    args[k->nbufs + 2] = LLVMGetParam(f, 3);
+    LLVMBuildCall2(e->B, LLVMGlobalGetValueType(body), body, args, (unsigned)k->nbufs + 3, "");
+    LLVMBuildRetVoid(e->B);
+}
+
+/* The formula functions: internal and always inlined; unused ones are
+ * dropped by O3. Their own target attributes give way to the host's. */
+static void prepare_formulas(em *e, LLVMTargetMachineRef tm, LLVMValueRef keep)
+{
+    unsigned noinl = LLVMGetEnumAttributeKindForName("noinline", 8);
+    unsigned optnone = LLVMGetEnumAttributeKindForName("optnone", 7);
+    for (LLVMValueRef f = LLVMGetFirstFunction(e->M); f; f = LLVMGetNextFunction(f)) {
+        if (f == keep || LLVMIsDeclaration(f) || f == e->fn)
+            continue;
+        LLVMSetLinkage(f, LLVMInternalLinkage);
+        LLVMRemoveEnumAttributeAtIndex(f, LLVMAttributeFunctionIndex, noinl);
+        LLVMRemoveEnumAttributeAtIndex(f, LLVMAttributeFunctionIndex, optnone);
+        LLVMRemoveStringAttributeAtIndex(f, LLVMAttributeFunctionIndex, "target-cpu", 10);
+        LLVMRemoveStringAttributeAtIndex(f, LLVMAttributeFunctionIndex, "target-features", 15);
+        LLVMRemoveStringAttributeAtIndex(f, LLVMAttributeFunctionIndex, "tune-cpu", 8);
+        host_attrs(e, f, tm);
+        add_attr(e, f, LLVMAttributeFunctionIndex, "alwaysinline");
+    }
+}
+
+/* ---- driver -------------------------------------------------------------------------------- */
+
+/* The formula module, lazily: function bodies are read when linked. */
+static LLVMModuleRef load_formulas(LLVMContextRef C, char *err, size_t nerr)
+{
+    size_t len;
+    const void *bc = cg_formulas_bitcode(&len);
+    if (!len) {
+        snprintf(err, nerr, "no formula bitcode: the library was built without clang-19");
+        return NULL;
+    }
+    LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRange(bc, len, "pw.bc", 0);
+    LLVMModuleRef S = NULL;
+    if (LLVMGetBitcodeModuleInContext2(C, mb, &S) || !S) {   /* ownership: mb -> S on success */
+        snprintf(err, nerr, "cannot read the formula bitcode");
+        LLVMDisposeMemoryBuffer(mb);
+        return NULL;
+    }
+    return S;
+}
+
+/* Links into M the formulas it calls: the others are deleted from S first,
+ * unread; internal helpers come along only when referenced. S is consumed. */
+static int link_formulas(em *e)
+{
+    LLVMValueRef next;
+    for (LLVMValueRef f = LLVMGetFirstFunction(e->S); f; f = next) {
+        next = LLVMGetNextFunction(f);
+        size_t n;
+        const char *name = LLVMGetValueName2(f, &n);
+        if (n > 6 && !strncmp(name, "tj_pw_", 6) && !LLVMGetNamedFunction(e->M, name))
+            LLVMDeleteFunction(f);
+    }
+    LLVMSetModuleDataLayout(e->S, LLVMGetModuleDataLayout(e->M));
+    LLVMSetTarget(e->S, LLVMGetTarget(e->M));
+    bool bad = LLVMLinkModules2(e->M, e->S);   /* ownership: S is destroyed */
+    e->S = NULL;
+    if (bad)
+        fail(e, "cannot link the formula bitcode", NULL);
+    return bad ? -1 : 0;
+}
+
+static char *take_buffer(LLVMMemoryBufferRef mb, size_t *len)
+{
+    size_t n = LLVMGetBufferSize(mb);
+    char *p = malloc(n + 1);
+    if (p) {
+        memcpy(p, LLVMGetBufferStart(mb), n);
+        p[n] = '\0';
+        if (len)
+            *len = n;
+    }
+    LLVMDisposeMemoryBuffer(mb);
+    return p;
+}
+
+static int emit_file(LLVMTargetMachineRef tm, LLVMModuleRef M, LLVMCodeGenFileType type, char **out,
+                     size_t *len, char *err, size_t nerr)
+{
+    char *msg = NULL;
+    LLVMMemoryBufferRef mb = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(tm, M, type, &msg, &mb)) {
+        snprintf(err, nerr, "code generation failed: %s", msg ? msg : "?");
+        LLVMDisposeMessage(msg);
+        return -1;
+    }
+    *out = take_buffer(mb, len);
+    if (!*out) {
+        snprintf(err, nerr, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+static int optimize(LLVMModuleRef M, LLVMTargetMachineRef tm, char *err, size_t nerr)
+{
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
+    LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
+    LLVMPassBuilderOptionsSetLoopInterleaving(po, 1);
+    LLVMPassBuilderOptionsSetLoopUnrolling(po, 1);
+    LLVMErrorRef pe = LLVMRunPasses(M, "default<O3>", tm, po);
+    LLVMDisposePassBuilderOptions(po);
+    if (pe) {
+        char *m = LLVMGetErrorMessage(pe);
+        snprintf(err, nerr, "optimization failed: %s", m);
+        LLVMDisposeErrorMessage(m);
+        return -1;
+    }
+    return 0;
+}
+
+static int build_module(em *e, const char *fname, LLVMTargetMachineRef tm)
+{
+    LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
+    char *triple = LLVMGetTargetMachineTriple(tm);
+    LLVMSetModuleDataLayout(e->M, dl);
+    LLVMSetTarget(e->M, triple);
+    LLVMDisposeMessage(triple);
+    LLVMDisposeTargetData(dl);
+    e->i8 = LLVMInt8TypeInContext(e->C);
+    e->i64 = LLVMInt64TypeInContext(e->C);
+    e->f32 = LLVMFloatTypeInContext(e->C);
+    e->f64 = LLVMDoubleTypeInContext(e->C);
+    e->ptr = LLVMPointerTypeInContext(e->C, 0);
+    e->B = LLVMCreateBuilderInContext(e->C);
+    LLVMValueRef body = build_body(e, fname, tm);
+    build_wrapper(e, fname, body);
+    LLVMDisposeBuilder(e->B);
+    if (e->failed || link_formulas(e))
+        return -1;
+    char *msg = NULL;
+    if (LLVMVerifyModule(e->M, LLVMReturnStatusAction, &msg)) {
+        fail(e, "invalid LLVM IR", msg);
+        LLVMDisposeMessage(msg);
+        return -1;
+    }
+    LLVMDisposeMessage(msg);
+    prepare_formulas(e, tm, LLVMGetNamedFunction(e->M, fname));
+    return 0;
+}
+
+int cg_emit(const cg_kernel *k, const char *fname, unsigned flags, cg_object *out, char *err,
+            size_t nerr)
+{
+    memset(out, 0, sizeof *out);
+    if (cg_kernel_check(k, err, nerr))
+        return -1;
+    LLVMTargetMachineRef tm = host_tm(err, nerr);
+    if (!tm)
+        return -1;
+    double t0 = now_ms();
+    LLVMContextRef C = LLVMContextCreate();
+    em e = {.k = k, .C = C, .err = err, .nerr = nerr};
+    int rc = -1;
+    if (!(e.S = load_formulas(C, err, nerr)))
+        goto done;
+    e.M = LLVMModuleCreateWithNameInContext(fname, C);
+    if (build_module(&e, fname, tm))
+        goto done;
+    double t1 = now_ms();
+    if (optimize(e.M, tm, err, nerr))
+        goto done;
+    double t2 = now_ms();
+    if (flags & CG_EMIT_LLVM) {
+        char *s = LLVMPrintModuleToString(e.M);
+        out->llvm = strdup(s);
+        LLVMDisposeMessage(s);
+    }
+    if (flags & CG_EMIT_ASM) {
+        LLVMModuleRef copy = LLVMCloneModule(e.M);
+        size_t n;
+        int r = emit_file(tm, copy, LLVMAssemblyFile, &out->asm_text, &n, err, nerr);
+        LLVMDisposeModule(copy);
+        if (r)
+            goto done;
+    }
+    char *obj = NULL;
+    if (emit_file(tm, e.M, LLVMObjectFile, &obj, &out->len, err, nerr))
+        goto done;
+    out->obj = obj;
+    out->ms_build = t1 - t0;
+    out->ms_opt = t2 - t1;
+    out->ms_codegen = now_ms() - t2;
+    rc = 0;
+done:
+    if (e.S)
+        LLVMDisposeModule(e.S);
+    if (e.M)
+        LLVMDisposeModule(e.M);
+    LLVMContextDispose(C);
+    if (rc)
+        cg_object_free(out);
+    return rc;
+}
+
+void cg_object_free(cg_object *o)
+{
+    free(o->obj);
+    free(o->llvm);
+    free(o->asm_text);
+    memset(o, 0, sizeof *o);
+}

@@ -1,0 +1,315 @@
+/* jit.c - the code generator's entry point: a cg_kernel in, a function
+ * pointer out, through the kernel cache and the process-wide LLJIT.
+ *
+ * The whole pipeline of a compiled graph, and where each step lives
+ * ([stage] is what TJIT_DUMP=stage prints):
+ *
+ *   traced graph                                    ir/graph.h
+ *        |  decompose, simplify, dce                passes/          [prims]
+ *        v
+ *   prim graph
+ *        |  ps_fuse                                 passes/fuse.c    [fused]
+ *        v
+ *   groups: kernel (pointwise | rows), eager call, view, constant
+ *        |  cg_lower, at the call's sizes           codegen/lower.c
+ *        v
+ *   cg_kernel + launch data (sz, tiles)             codegen/kernel.h [kernels]
+ *        |  text -> key                             codegen/cache.h
+ *        |  loaded in this process? -----------------------------------+
+ *        |  in the cache (memory, disk)? --- object ---+               |
+ *        |  cg_emit: IR, formulas linked, O3, object   | codegen/emit.c| [llvm, asm]
+ *        v                                             v               |
+ *   object --> cg_cache_put --> LLJIT: add, look up (this file)        |
+ *        v                                                             v
+ *   void tjk_<key>(char **bufs, int64_t begin, int64_t end, const int64_t *sz)
+ *        |  launched over tiles with rt_parallel_for, in order with
+ *        v  the eager calls                         frontend/plan.c
+ *   outputs
+ *
+ * Kernels of one graph compile in parallel on the runtime pool, each on its
+ * own LLVM context and target machine; adding objects to the LLJIT and
+ * looking symbols up happen under one mutex (two threads adding to one LLJIT
+ * crash, shared/notes/LLVM.md). The LLJIT is made on first use; JIT session
+ * errors go to the failing call's message instead of stderr.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <llvm-c/Core.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+
+#include "../runtime/rt.h"
+#include "emit.h"
+#include "jit.h"
+#include "sha256.h"
+
+typedef struct loaded {
+    char name[72];
+    cg_kernel_fn fn;
+    LLVMOrcResourceTrackerRef rt;
+} loaded;
+
+static struct {
+    pthread_once_t once;
+    pthread_mutex_t mu;
+    LLVMOrcLLJITRef jit;
+    char init_err[320];
+    char formulas[65];        /* SHA-256 of the formula bitcode */
+    loaded *tab;
+    int n, cap;
+    cg_jit_stats stats;
+} J = {.once = PTHREAD_ONCE_INIT, .mu = PTHREAD_MUTEX_INITIALIZER};
+
+static __thread char tls_session_err[256];
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void error_msg(LLVMErrorRef e, char *out, size_t n)
+{
+    char *m = LLVMGetErrorMessage(e);   /* consumes e */
+    snprintf(out, n, "%s", m);
+    LLVMDisposeErrorMessage(m);
+}
+
+static void report(void *ctx, LLVMErrorRef e)
+{
+    (void)ctx;
+    error_msg(e, tls_session_err, sizeof tls_session_err);
+}
+
+static void jit_init(void)
+{
+    char err[256] = "";
+    size_t len;
+    const void *bc = cg_formulas_bitcode(&len);
+    if (!len) {
+        snprintf(J.init_err, sizeof J.init_err,
+                 "no formula bitcode: the library was built without clang-19");
+        return;
+    }
+    uint8_t d[32];
+    cg_sha256(bc, len, d);
+    cg_sha256_hex(d, J.formulas);
+    LLVMTargetMachineRef tm = cg_tm_create(err, sizeof err);
+    if (!tm) {
+        snprintf(J.init_err, sizeof J.init_err, "%s", err);
+        return;
+    }
+    LLVMOrcLLJITBuilderRef b = LLVMOrcCreateLLJITBuilder();
+    /* ownership: tm -> the JTMB -> the builder -> the LLJIT */
+    LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(b, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm));
+    LLVMErrorRef e = LLVMOrcCreateLLJIT(&J.jit, b);
+    if (e) {
+        error_msg(e, err, sizeof err);
+        snprintf(J.init_err, sizeof J.init_err, "cannot create the LLJIT: %.256s", err);
+        J.jit = NULL;
+        return;
+    }
+    LLVMOrcExecutionSessionSetErrorReporter(LLVMOrcLLJITGetExecutionSession(J.jit), report, NULL);
+}
+
+bool cg_jit_available(char *err, size_t nerr)
+{
+    pthread_once(&J.once, jit_init);
+    if (!J.jit && err)
+        snprintf(err, nerr, "%s", J.init_err);
+    return J.jit != NULL;
+}
+
+/* ---- the loaded-kernel table (under J.mu) -------------------------------------------- */
+
+static cg_kernel_fn find_loaded(const char *name)
+{
+    for (int i = 0; i < J.n; i++)
+        if (!strcmp(J.tab[i].name, name))
+            return J.tab[i].fn;
+    return NULL;
+}
+
+/* Adds an object defining `name` to the JIT (or finds name already loaded);
+ * takes a copy of the bytes. */
+static cg_kernel_fn add_object(const char *name, const void *obj, size_t len, char *err, size_t nerr)
+{
+    pthread_mutex_lock(&J.mu);
+    cg_kernel_fn fn = find_loaded(name);
+    if (fn)
+        goto out;
+    if (J.n == J.cap) {
+        int cap = J.cap ? 2 * J.cap : 64;
+        loaded *t = realloc(J.tab, (size_t)cap * sizeof *t);
+        if (!t)
+            goto out;
+        J.tab = t;
+        J.cap = cap;
+    }
+    LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(J.jit);
+    LLVMOrcResourceTrackerRef rt = LLVMOrcJITDylibCreateResourceTracker(jd);
+    /* ownership: the buffer goes to the JIT */
+    LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRangeCopy(obj, len, name);
+    LLVMErrorRef e = LLVMOrcLLJITAddObjectFileWithRT(J.jit, rt, mb);
+    LLVMOrcExecutorAddress addr = 0;
+    tls_session_err[0] = '\0';
+    if (!e)
+        e = LLVMOrcLLJITLookup(J.jit, &addr, name);
+    if (e || !addr) {
+        if (e)
+            error_msg(e, err, nerr);
+        else
+            snprintf(err, nerr, "symbol %s not found", name);
+        if (tls_session_err[0])
+            snprintf(err, nerr, "%s", tls_session_err);
+        LLVMErrorRef r = LLVMOrcResourceTrackerRemove(rt);
+        if (r)
+            LLVMConsumeError(r);
+        LLVMOrcReleaseResourceTracker(rt);
+        goto out;
+    }
+    fn = (cg_kernel_fn)(uintptr_t)addr;
+    loaded *l = &J.tab[J.n++];
+    snprintf(l->name, sizeof l->name, "%s", name);
+    l->fn = fn;
+    l->rt = rt;
+out:
+    pthread_mutex_unlock(&J.mu);
+    if (!fn && !err[0])
+        snprintf(err, nerr, "out of memory");
+    return fn;
+}
+
+/* ---- getting a kernel ------------------------------------------------------------------ */
+
+static void count(cg_origin o, double ms)
+{
+    pthread_mutex_lock(&J.mu);
+    if (o == CG_FROM_COMPILE) {
+        J.stats.compiled++;
+        J.stats.ms_compile += ms;
+    } else if (o == CG_FROM_CACHE) {
+        J.stats.from_cache++;
+    } else {
+        J.stats.reused++;
+    }
+    pthread_mutex_unlock(&J.mu);
+}
+
+/* The key of k: its text (with a fixed name), the formula bitcode's hash and
+ * the emitter's version (cache.h adds the CPU, LLVM and CG_CODEGEN_VERSION). */
+static int key_of(const cg_kernel *k, cg_compiled *out, cg_key *key)
+{
+    out->text = cg_kernel_text(k, "k");
+    if (!out->text) {
+        snprintf(out->err, sizeof out->err, "out of memory");
+        return -1;
+    }
+    char *keyed = NULL;
+    if (asprintf(&keyed, "formulas %s\nemit %d\n%s", J.formulas, CG_EMIT_VERSION, out->text) < 0) {
+        snprintf(out->err, sizeof out->err, "out of memory");
+        return -1;
+    }
+    cg_key_make(keyed, strlen(keyed), key);
+    free(keyed);
+    snprintf(out->name, sizeof out->name, "tjk_%s", key->hex);
+    return 0;
+}
+
+static int compile_new(const cg_kernel *k, cg_cache *cache, const cg_key *key, unsigned flags,
+                       cg_compiled *out)
+{
+    cg_object o;
+    if (cg_emit(k, out->name, flags, &o, out->err, sizeof out->err))
+        return -1;
+    cg_cache_put(cache, key, o.obj, o.len);   /* stored nowhere: still usable now */
+    out->fn = add_object(out->name, o.obj, o.len, out->err, sizeof out->err);
+    out->llvm = o.llvm;
+    out->asm_text = o.asm_text;
+    out->ms_opt = o.ms_opt;
+    out->ms_codegen = o.ms_codegen;
+    o.llvm = o.asm_text = NULL;
+    cg_object_free(&o);
+    out->origin = CG_FROM_COMPILE;
+    return out->fn ? 0 : -1;
+}
+
+int cg_jit_get(const cg_kernel *k, cg_cache *cache, unsigned flags, cg_compiled *out)
+{
+    memset(out, 0, sizeof *out);
+    double t0 = now_ms();
+    if (!cg_jit_available(out->err, sizeof out->err))
+        return -1;
+    if (!cache)
+        cache = cg_cache_global();
+    cg_key key;
+    if (key_of(k, out, &key))
+        return -1;
+    int rc = 0;
+    if (!(flags & (CG_EMIT_LLVM | CG_EMIT_ASM))) {
+        pthread_mutex_lock(&J.mu);
+        out->fn = find_loaded(out->name);
+        pthread_mutex_unlock(&J.mu);
+        out->origin = CG_FROM_LOADED;
+        void *obj = NULL;
+        size_t len = 0;
+        if (!out->fn && cg_cache_get(cache, &key, &obj, &len) == 0) {
+            out->fn = add_object(out->name, obj, len, out->err, sizeof out->err);
+            out->origin = CG_FROM_CACHE;
+            free(obj);
+        }
+    }
+    if (!out->fn)
+        rc = compile_new(k, cache, &key, flags, out);
+    out->ms = now_ms() - t0;
+    if (rc == 0)
+        count(out->origin, out->ms);
+    return rc;
+}
+
+typedef struct {
+    const cg_kernel *const *ks;
+    cg_cache *cache;
+    unsigned flags;
+    cg_compiled *outs;
+} all_ctx;
+
+static void get_range(void *ctx, int64_t b, int64_t e)
+{
+    all_ctx *c = ctx;
+    for (int64_t i = b; i < e; i++)
+        cg_jit_get(c->ks[i], c->cache, c->flags, &c->outs[i]);
+}
+
+int cg_jit_get_all(const cg_kernel *const *ks, int n, cg_cache *cache, unsigned flags,
+                   cg_compiled *outs)
+{
+    all_ctx c = {ks, cache, flags, outs};
+    cg_jit_available(NULL, 0);   /* make the LLJIT before the threads race to */
+    rt_parallel_for(n, 1, get_range, &c);
+    int failed = 0;
+    for (int i = 0; i < n; i++)
+        failed += outs[i].fn == NULL;
+    return failed;
+}
+
+void cg_compiled_clear(cg_compiled *c)
+{
+    free(c->text);
+    free(c->llvm);
+    free(c->asm_text);
+    memset(c, 0, sizeof *c);
+}
+
+void cg_jit_stats_get(cg_jit_stats *s)
+{
+    pthread_mutex_lock(&J.mu);
+    *s = J.stats;
+    pthread_mutex_unlock(&J.mu);
+}

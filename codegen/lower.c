@@ -1,0 +1,451 @@
+/* lower.c - a fused group at concrete sizes -> cg_kernel + launch data.
+ *
+ *   domain D (fuse.h) ----------------------------------------------+
+ *   nodes: formula calls, where, casts, constants, reductions (stages)  |
+ *   operands from outside: loads, strides per domain dim <-- geometry   |
+ *   stored nodes: stores (full) or row stores (row values)              |
+ *                                                                       v
+ *   domain dims -> kernel dims: drop size-1 dims, merge neighbours whose
+ *   strides line up in every buffer (pointwise: all dims, the last one
+ *   inner; rows: outer and reduced dims apart, the reduced ones must become
+ *   one inner dim) -> stride classes (0, 1, strided) and the sz array.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lower.h"
+
+typedef struct lw {
+    const cg_lower_in *in;
+    const ps_group *gr;
+    cg_launch *out;
+    int r;                             /* domain rank */
+    int64_t dom[TJ_MAX_DIMS];          /* concrete domain sizes */
+    int64_t dstr[CG_MAX_BUFS][TJ_MAX_DIMS];   /* per buffer: strides per domain dim */
+    int memo_n;
+    int *memo;                         /* per node id: instruction, -1 */
+    char *err;
+    size_t nerr;
+    bool failed;
+} lw;
+
+static int fail(lw *L, const char *fmt, const char *detail)
+{
+    if (!L->failed)
+        snprintf(L->err, L->nerr, fmt, detail ? detail : "");
+    L->failed = true;
+    return -1;
+}
+
+static int slot_of(const ir_graph *g, const ir_node *n)
+{
+    return ir_node_is_input(n) ? n->id : g->ninputs + n->id;
+}
+
+static bool is_member(const lw *L, const ir_node *n)
+{
+    return n && !ir_node_is_input(n) && L->in->f->group_of[n->id] == (int)(L->gr - L->in->f->groups);
+}
+
+static const ir_node *chain_end(const ir_node *n)
+{
+    while (!ir_node_is_input(n) && ir_ops[n->op].kind == IR_VIEW)
+        n = n->in[0];
+    return n;
+}
+
+/* ---- buffers ------------------------------------------------------------------------- */
+
+/* The buffer for value `slot` read (or written) at map m over its dims. */
+static int buffer(lw *L, int slot, const signed char *m, tj_dtype dt, bool out)
+{
+    const cg_geom *ge = &L->in->geom[slot];
+    const ir_type *t = &L->in->types[slot];
+    if (ge->base < 0)
+        return fail(L, "a value read by the kernel is not in memory%s", NULL);
+    int64_t s[TJ_MAX_DIMS] = {0};
+    for (int d = 0; d < t->ndim; d++)
+        if (m[d] >= 0 && t->shape[d] != 1)
+            s[(int)m[d]] += ge->strides[d];
+    cg_launch *o = L->out;
+    for (int b = 0; !out && b < o->k.nbufs; b++)
+        if (!o->k.bufs[b].out && o->args[b].base == ge->base && o->args[b].offset == ge->offset &&
+            o->k.bufs[b].dt == dt && !memcmp(L->dstr[b], s, sizeof s))
+            return b;
+    int b = cg_add_buf(&o->k, dt, out, 1);
+    if (b < 0)
+        return fail(L, "too many buffers%s", NULL);
+    o->args[b] = (cg_arg){ge->base, ge->offset};
+    memcpy(L->dstr[b], s, sizeof s);
+    o->nargs = o->k.nbufs;
+    return b;
+}
+
+/* ---- values ---------------------------------------------------------------------------- */
+
+static int val(lw *L, const ir_node *n);
+
+/* Operand j of n as an instruction, read at the index n's map implies. */
+static int operand(lw *L, const ir_node *n, int j)
+{
+    const ir_node *o = n->in[j];
+    const ir_node *end = chain_end(o);
+    if (is_member(L, end))
+        return val(L, end);
+    if (!ir_node_is_input(end) && (end->op == OP_scalar || end->op == OP_full))   /* inlined */
+        return cg_add_const(&L->out->k, end->type.dtype, end->op == OP_scalar ? end->attrs[0].f : end->attrs[1].f);
+    const ir_graph *g = L->in->g;
+    signed char m[TJ_MAX_DIMS];
+    memset(m, -1, sizeof m);
+    const signed char *mn = L->in->f->map[n->id];
+    if (ir_ops[n->op].kind == IR_REDUCE) {
+        for (int d = 0; d < o->type.ndim; d++)
+            m[d] = (signed char)d;
+    } else {
+        int lead = n->type.ndim - o->type.ndim;
+        for (int d = 0; d < o->type.ndim; d++)
+            m[d] = o->type.shape[d] == 1 && n->type.shape[d + lead] != 1 ? -1 : mn[d + lead];
+    }
+    int slot = slot_of(g, o);
+    int b = buffer(L, slot, m, L->in->types[slot].dtype, false);
+    return b < 0 ? -1 : cg_add_load(&L->out->k, b);
+}
+
+/* Whether instruction i varies along the inner (reduced) dims of a ROWS
+ * kernel: it reads a buffer with a nonzero stride there. */
+static bool inner_dep(const lw *L, int i)
+{
+    const cg_kernel *k = &L->out->k;
+    const cg_inst *in = &k->inst[i];
+    if (in->k == CG_LOAD) {
+        for (int d = L->r - L->gr->nred; d < L->r; d++)
+            if (L->dom[d] != 1 && L->dstr[in->buf][d] != 0)
+                return true;
+        return false;
+    }
+    int nops = in->k == CG_CVT ? 1 : in->k == CG_WHERE ? 3 : in->k == CG_CALL ? ir_ops[in->op].nmin : 0;
+    for (int j = 0; j < nops; j++)
+        if (inner_dep(L, in->a[j]))
+            return true;
+    return false;
+}
+
+static int call(lw *L, const ir_node *n, ir_op op, const int *a, int na)
+{
+    const ir_type *tp[2] = {&n->in[0]->type, na > 1 ? &n->in[1]->type : NULL};
+    tj_dtype cd = ir_compute_dtype(op, tp, na);
+    cg_inst ci = {.k = CG_CALL, .dt = n->type.dtype, .op = op, .cdt = cd};
+    for (int j = 0; j < na; j++)
+        ci.a[j] = cg_add_cvt(&L->out->k, a[j], cd);
+    /* x / r with r constant along the row: x * (1 / r), one division per
+     * row instead of per element, as the eager softmax does (<= 1 ulp) */
+    if (op == OP_div && L->gr->kind == PS_KERNEL_ROWS && ir_dtype_is_float(cd) && cd == ci.dt &&
+        inner_dep(L, ci.a[0]) && !inner_dep(L, ci.a[1])) {
+        int r = cg_add_inst(&L->out->k, &(cg_inst){.k = CG_CALL, .dt = cd, .op = OP_reciprocal, .cdt = cd,
+                                                   .a = {ci.a[1]}});
+        ci.op = OP_mul;
+        ci.a[1] = r;
+    }
+    return cg_add_inst(&L->out->k, &ci);
+}
+
+static int clamp(lw *L, const ir_node *n, int x)
+{
+    cg_kernel *k = &L->out->k;
+    tj_dtype dt = n->type.dtype;
+    int lo = cg_add_cvt(k, cg_add_const(k, TJ_F64, n->attrs[0].f), dt);
+    int hi = cg_add_cvt(k, cg_add_const(k, TJ_F64, n->attrs[1].f), dt);
+    x = cg_add_cvt(k, x, dt);
+    int m = cg_add_inst(k, &(cg_inst){.k = CG_CALL, .dt = dt, .op = OP_maximum, .cdt = dt, .a = {x, lo}});
+    return cg_add_inst(k, &(cg_inst){.k = CG_CALL, .dt = dt, .op = OP_minimum, .cdt = dt, .a = {m, hi}});
+}
+
+static int formula(lw *L, ir_op op, tj_dtype dt, int a, int b)
+{
+    return cg_add_inst(&L->out->k, &(cg_inst){.k = CG_CALL, .dt = dt, .op = op, .cdt = dt, .a = {a, b}});
+}
+
+/* var over the row, two passes like the eager kernel: mean = sum(x) / N,
+ * m2 = sum((x - mean)^2), var = m2 / max(N - correction, 0) (in the input's
+ * float dtype; the eager kernel accumulates f32 rows in double). */
+static int variance(lw *L, const ir_node *n, int x)
+{
+    cg_kernel *k = &L->out->k;
+    tj_dtype dt = n->type.dtype;
+    int len = cg_add_cvt(k, cg_add_inst(k, &(cg_inst){.k = CG_ROWLEN, .dt = TJ_I64}), dt);
+    int mean = formula(L, OP_div, dt, cg_add_reduce(k, CG_SUM, x), len);
+    int d = formula(L, OP_sub, dt, x, mean);
+    int m2 = cg_add_reduce(k, CG_SUM, formula(L, OP_mul, dt, d, d));
+    int corr = cg_add_cvt(k, cg_add_const(k, TJ_I64, (double)n->attrs[1].i[0]), dt);
+    int den = formula(L, OP_maximum, dt, formula(L, OP_sub, dt, len, corr), cg_add_const(k, dt, 0));
+    return formula(L, OP_div, dt, m2, den);
+}
+
+static int reduce(lw *L, const ir_node *n, int x)
+{
+    x = cg_add_cvt(&L->out->k, x, n->type.dtype);
+    if (n->op == OP_var)
+        return variance(L, n, x);
+    cg_red r = n->op == OP_sum ? CG_SUM : n->op == OP_prod ? CG_PROD : n->op == OP_amax ? CG_MAX : CG_MIN;
+    if (L->dom[L->r - 1] == 0 && (r == CG_MAX || r == CG_MIN))
+        return fail(L, "%s of an empty row (the eager kernel reports it)", ir_ops[n->op].name);
+    return cg_add_reduce(&L->out->k, r, x);
+}
+
+static int val(lw *L, const ir_node *n)
+{
+    if (L->memo[n->id] >= 0)
+        return L->memo[n->id];
+    cg_kernel *k = &L->out->k;
+    int a[3] = {-1, -1, -1}, v = -1;
+    for (int j = 0; j < n->nin && j < 3 && !L->failed; j++)
+        a[j] = operand(L, n, j);
+    if (L->failed)
+        return -1;
+    switch (ir_ops[n->op].kind) {
+    case IR_UNARY:
+    case IR_BINARY: v = call(L, n, n->op, a, n->nin); break;
+    case IR_TERNARY: /* where */
+        v = cg_add_inst(k, &(cg_inst){.k = CG_WHERE, .dt = n->type.dtype,
+                                      .a = {cg_add_cvt(k, a[0], TJ_BOOL), cg_add_cvt(k, a[1], n->type.dtype),
+                                            cg_add_cvt(k, a[2], n->type.dtype)}});
+        break;
+    case IR_POINTWISE: v = n->op == OP_cast ? cg_add_cvt(k, a[0], n->type.dtype) : clamp(L, n, a[0]); break;
+    case IR_CREATE:
+        v = cg_add_const(k, n->type.dtype, n->op == OP_scalar ? n->attrs[0].f : n->attrs[1].f);
+        break;
+    case IR_REDUCE: v = reduce(L, n, a[0]); break;
+    default: return fail(L, "%s has no lowering", ir_ops[n->op].name);
+    }
+    if (v < 0)
+        return fail(L, "the kernel is too large%s", NULL);
+    return L->memo[n->id] = v;
+}
+
+/* ---- kernel dims ------------------------------------------------------------------------ */
+
+/* Merges domain dims [lo, hi) that line up in every buffer into runs;
+ * writes run sizes and per-buffer strides; returns the number of runs. */
+static int merge_dims(lw *L, int lo, int hi, int64_t *size, int64_t (*str)[TJ_MAX_DIMS])
+{
+    int nb = L->out->k.nbufs, n = 0;
+    for (int d = lo; d < hi; d++) {
+        if (L->dom[d] == 1)
+            continue;
+        bool merge = n > 0;
+        for (int b = 0; merge && b < nb; b++)
+            merge = str[b][n - 1] == L->dstr[b][d] * L->dom[d];
+        if (merge) {
+            size[n - 1] *= L->dom[d];
+            for (int b = 0; b < nb; b++)
+                str[b][n - 1] = L->dstr[b][d];
+            continue;
+        }
+        size[n] = L->dom[d];
+        for (int b = 0; b < nb; b++)
+            str[b][n] = L->dstr[b][d];
+        n++;
+    }
+    return n;
+}
+
+static int kernel_dims(lw *L)
+{
+    cg_launch *o = L->out;
+    cg_kernel *k = &o->k;
+    int nb = k->nbufs, split = k->kind == CG_ROWS ? L->r - L->gr->nred : L->r;
+    int64_t osz[TJ_MAX_DIMS], isz[TJ_MAX_DIMS], ostr[CG_MAX_BUFS][TJ_MAX_DIMS], istr[CG_MAX_BUFS][TJ_MAX_DIMS];
+    int no = merge_dims(L, 0, split, osz, ostr);
+    int ni = merge_dims(L, split, L->r, isz, istr);
+    if (k->kind == CG_TILES && ni == 0 && no > 0) {   /* the last run is the inner one */
+        isz[0] = osz[--no];
+        for (int b = 0; b < nb; b++)
+            istr[b][0] = ostr[b][no];
+        ni = 1;
+    }
+    if (ni > 1)
+        return fail(L, "the reduced dims are not contiguous in memory%s", NULL);
+    if (ni == 0) {
+        isz[0] = 1;
+        for (int b = 0; b < nb; b++)
+            istr[b][0] = 0;
+    }
+    k->nouter = no;
+    int64_t N = isz[0], rows = 1;
+    for (int d = 0; d < no; d++)
+        rows *= osz[d];
+    int64_t B = k->kind == CG_ROWS || N <= 65536 ? N : 16384;
+    int64_t NB = B > 0 ? (N + B - 1) / B : 0;
+    o->sz[0] = N;
+    o->sz[1] = B;
+    o->sz[2] = NB;
+    for (int d = 0; d < no; d++)
+        o->sz[3 + d] = osz[d];
+    for (int b = 0; b < nb; b++) {
+        for (int d = 0; d < no; d++)
+            o->sz[CG_SZ_STRIDE(k, b, d)] = ostr[b][d];
+        int64_t s = istr[b][0];
+        o->sz[CG_SZ_STRIDE(k, b, no)] = s;
+        k->bufs[b].inner = s == 0 ? 0 : s == 1 ? 1 : CG_STRIDED;
+    }
+    o->ntiles = N == 0 ? 0 : rows * NB;
+    int64_t per = B > 0 ? B : 1;
+    o->grain = per >= 32768 ? 1 : 32768 / per;
+    return 0;
+}
+
+/* ---- driver ------------------------------------------------------------------------------ */
+
+/* Whether a node of a ROWS group varies along the reduced (inner) dims. */
+static bool uses_inner(const lw *L, const ir_node *n)
+{
+    const signed char *m = L->in->f->map[n->id];
+    for (int d = 0; d < n->type.ndim; d++)
+        if (m[d] >= L->r - L->gr->nred && L->dom[(int)m[d]] != 1)
+            return true;
+    return false;
+}
+
+/* ---- caching a reduced value in an output row ---------------------------------------- */
+
+/* Calls that cost more than a few instructions. */
+static bool expensive(const cg_kernel *k, int i, int depth)
+{
+    const cg_inst *in = &k->inst[i];
+    static const ir_op cheap[] = {OP_add, OP_sub, OP_mul, OP_neg, OP_abs, OP_maximum, OP_minimum};
+    int nops = in->k == CG_CVT ? 1 : in->k == CG_WHERE ? 3 : in->k == CG_CALL ? ir_ops[in->op].nmin : 0;
+    if (in->k == CG_CALL) {
+        bool c = false;
+        for (size_t j = 0; j < sizeof cheap / sizeof *cheap; j++)
+            c = c || in->op == cheap[j];
+        if (!c)
+            return true;
+    }
+    for (int j = 0; j < nops && depth < 64; j++)
+        if (expensive(k, in->a[j], depth + 1))
+            return true;
+    return false;
+}
+
+/* i with every use of `from` replaced by `to` (new instructions as needed). */
+static int subst(cg_kernel *k, int i, int from, int to, int *memo)
+{
+    if (i == from)
+        return to;
+    if (memo[i] >= 0)
+        return memo[i];
+    cg_inst in = k->inst[i];
+    int nops = in.k == CG_CVT ? 1 : in.k == CG_WHERE ? 3 : in.k == CG_CALL ? ir_ops[in.op].nmin : 0;
+    bool changed = false;
+    for (int j = 0; j < nops; j++) {
+        int a = subst(k, in.a[j], from, to, memo);
+        changed = changed || a != in.a[j];
+        in.a[j] = a;
+    }
+    return memo[i] = changed ? cg_add_inst(k, &in) : i;
+}
+
+static bool uses_inst(const cg_kernel *k, int i, int what)
+{
+    if (i == what)
+        return true;
+    const cg_inst *in = &k->inst[i];
+    int nops = in->k == CG_CVT ? 1 : in->k == CG_WHERE ? 3 : in->k == CG_CALL ? ir_ops[in->op].nmin : 0;
+    for (int j = 0; j < nops; j++)
+        if (in->a[j] >= what && uses_inst(k, in->a[j], what))
+            return true;
+    return false;
+}
+
+/* A full value v stored to buffer b after the reductions that reuses an
+ * expensive value a reduction stage computed (softmax: exp(x - max) in the
+ * sum and again in the division): that stage also stores it into b's row,
+ * and v reads it back instead of computing it again. Returns the value to
+ * store after the reductions, or -1 when the stage's store is all. */
+static int cache_in_row(lw *L, int v, int b)
+{
+    cg_kernel *k = &L->out->k;
+    for (int s = k->nstages - 1; s >= 0; s--) {
+        const cg_stage *st = &k->stages[s];
+        if (!st->reduce || k->inst[st->val].dt != k->bufs[b].dt || !expensive(k, st->val, 0) ||
+            !uses_inst(k, v, st->val))
+            continue;
+        if (cg_stage_store(k, s, st->val, b))
+            return v;
+        if (v == st->val)
+            return -1;
+        int memo[CG_MAX_INSTS];
+        for (int i = 0; i < CG_MAX_INSTS; i++)
+            memo[i] = -1;
+        int w = subst(k, v, st->val, cg_add_load(k, b), memo);
+        return w >= 0 ? w : v;
+    }
+    return v;
+}
+
+/* ---- stores ------------------------------------------------------------------------------- */
+
+/* Values of the stored nodes first (that creates every reduction stage, in
+ * dependence order), then their stores: full values after the last stage,
+ * row values once per row. */
+static int stores(lw *L)
+{
+    const ps_fusion *f = L->in->f;
+    const ir_graph *g = L->in->g;
+    int vals[CG_MAX_BUFS], n = 0;
+    for (int i = 0; i < L->gr->nnodes; i++) {
+        const ir_node *nd = g->nodes[L->gr->nodes[i]];
+        if (!f->stored[nd->id])
+            continue;
+        if (n == CG_MAX_BUFS)
+            return fail(L, "too many stores%s", NULL);
+        vals[n++] = val(L, nd);
+    }
+    if (L->failed)
+        return -1;
+    n = 0;
+    for (int i = 0; i < L->gr->nnodes; i++) {
+        const ir_node *nd = g->nodes[L->gr->nodes[i]];
+        if (!f->stored[nd->id])
+            continue;
+        int slot = slot_of(g, nd);
+        int b = buffer(L, slot, f->map[nd->id], nd->type.dtype, true);
+        if (b < 0)
+            return -1;
+        L->out->store_slot[L->out->nstore++] = slot;
+        int v = vals[n++];
+        bool row = L->gr->kind == PS_KERNEL_ROWS && !uses_inner(L, nd);
+        if (!row && L->gr->kind == PS_KERNEL_ROWS && (v = cache_in_row(L, v, b)) < 0)
+            continue;
+        if (row ? cg_add_row_store(&L->out->k, v, b) : cg_add_store(&L->out->k, v, b))
+            return fail(L, "too many stores%s", NULL);
+    }
+    return 0;
+}
+
+int cg_lower(const cg_lower_in *in, int gi, cg_launch *out, char *err, size_t nerr)
+{
+    const ps_group *gr = &in->f->groups[gi];
+    int *memo = malloc(sizeof(int) * ((size_t)in->g->nnodes + 1));
+    if (!memo) {
+        snprintf(err, nerr, "out of memory");
+        return -1;
+    }
+    lw L = {.in = in, .gr = gr, .out = out, .memo = memo, .err = err, .nerr = nerr};
+    for (int k = 0; k < in->g->nnodes; k++)
+        memo[k] = -1;
+    memset(out, 0, sizeof *out);
+    cg_kernel_init(&out->k, gr->kind == PS_KERNEL_ROWS ? CG_ROWS : CG_TILES, 0);
+    const ir_node *dn = in->g->nodes[gr->dom_node];
+    const ir_type *dt = &in->types[slot_of(in->g, gr->dom_input ? dn->in[0] : dn)];
+    L.r = dt->ndim;
+    memcpy(L.dom, dt->shape, sizeof L.dom);
+    int rc = stores(&L) || kernel_dims(&L) ? -1 : 0;
+    if (rc == 0) {
+        cg_kernel_compact(&out->k);
+        rc = cg_kernel_check(&out->k, err, nerr);
+    }
+    free(memo);
+    return rc;
+}

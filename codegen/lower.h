@@ -1,0 +1,53 @@
+/* lower.h - a fused group (passes/fuse.h) at concrete sizes -> a cg_kernel
+ * and how to launch it (lower.c).
+ *
+ * Values are numbered like the graph executor's slots: graph inputs first
+ * (0 .. ninputs-1), then node k at ninputs + k. The caller (the plan) gives
+ * each value's concrete type and, for values that live in memory (inputs,
+ * outputs of earlier steps, views of those), where: a base slot, an element
+ * offset from the base tensor's element 0, and strides in elements.
+ */
+#ifndef TJ_CG_LOWER_H
+#define TJ_CG_LOWER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../passes/fuse.h"
+#include "kernel.h"
+
+typedef struct cg_geom {
+    int base;                          /* slot of the tensor it lives in; -1: not in memory */
+    int64_t offset;                    /* elements from the base's element 0 */
+    int64_t strides[TJ_MAX_DIMS];      /* elements */
+} cg_geom;
+
+typedef struct cg_lower_in {
+    const ir_graph *g;
+    const ps_fusion *f;
+    const ir_type *types;              /* per slot: the concrete type */
+    const cg_geom *geom;               /* per slot */
+} cg_lower_in;
+
+/* Buffer k of a launch: bufs[k] = data of slot `base` + offset elements. */
+typedef struct cg_arg {
+    int base;
+    int64_t offset;
+} cg_arg;
+
+typedef struct cg_launch {
+    cg_kernel k;
+    int nargs;
+    cg_arg args[CG_MAX_BUFS];
+    int nstore;                        /* nodes the kernel writes: their slots */
+    int store_slot[CG_MAX_BUFS];
+    int64_t sz[3 + CG_MAX_OUTER + CG_MAX_BUFS * (CG_MAX_OUTER + 1)];
+    int64_t ntiles, grain;             /* for rt_parallel_for */
+} cg_launch;
+
+/* Lowers kernel group gi of in->f. The geometry of every stored node of the
+ * group must be given (contiguous buffers the caller allocates). 0, or -1
+ * with the reason in err (the caller then runs the group's nodes eagerly). */
+int cg_lower(const cg_lower_in *in, int gi, cg_launch *out, char *err, size_t nerr);
+
+#endif

@@ -1,0 +1,673 @@
+/* plan.c - a captured graph run as compiled kernels and eager calls (plan.h).
+ *
+ *   traced graph --decompose,simplify,dce--> prims          TJIT_DUMP=prims
+ *                --ps_fuse--> groups                          fused
+ *   per input signature (shapes, strides):
+ *     concrete types (ir_infer); where each value lives (geometry)
+ *     groups in order -> steps: kernel | eager call | view
+ *       kernel: cg_lower -> cg_jit_get_all (parallel, cached)  kernels, llvm, asm
+ *       a group that cannot be lowered or compiled runs its nodes eagerly
+ *   run: allocate the outputs of each step, launch or call it, release each
+ *        value after its last use (a memory planner reusing buffers by
+ *        lifetime is a later step)
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../codegen/jit.h"
+#include "../codegen/lower.h"
+#include "../passes/fuse.h"
+#include "../passes/pass.h"
+#include "dump.h"
+#include "plan.h"
+
+#define FE_MAX_PLANS 8
+
+typedef enum { S_KERNEL, S_EAGER, S_VIEW } skind;
+
+typedef struct step {
+    skind kind;
+    int node;             /* EAGER, VIEW */
+    int group;
+    cg_launch *launch;    /* KERNEL */
+    cg_kernel_fn fn;
+} step;
+
+typedef struct fe_plan {
+    int ninputs, nslots;
+    ir_type *types;       /* per slot, concrete */
+    int64_t (*in_strides)[TJ_MAX_DIMS];
+    cg_geom *geom;
+    step *steps;
+    int nsteps;
+    int *last_use;        /* per slot: the last step that reads it */
+    int *rel_start, *rel; /* per step: the slots to release after it */
+    int kernels, eager;
+    double compile_ms;
+} fe_plan;
+
+struct fe_plan_set {
+    pthread_mutex_t mu;
+    const ir_graph *src;
+    char name[64];
+    bool prepared, unavailable;
+    char why[512];
+    ir_graph *prims;
+    ps_fusion *fusion;
+    fe_plan *plans[FE_MAX_PLANS];
+    int nplans;
+    fe_plan_info info;
+};
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+bool fe_backend_llvm(void)
+{
+    const char *b = getenv("TJIT_BACKEND");
+    return !b || strcmp(b, "eager") != 0;
+}
+
+static int slot_of(const ir_graph *g, const ir_node *n)
+{
+    return ir_node_is_input(n) ? n->id : g->ninputs + n->id;
+}
+
+/* ---- the plan set ------------------------------------------------------------------------ */
+
+fe_plan_set *fe_plans_new(const ir_graph *g, const char *name)
+{
+    fe_plan_set *ps = calloc(1, sizeof *ps);
+    if (!ps)
+        return NULL;
+    pthread_mutex_init(&ps->mu, NULL);
+    ps->src = g;
+    snprintf(ps->name, sizeof ps->name, "%s", name);
+    return ps;
+}
+
+static void plan_free(fe_plan *p)
+{
+    if (!p)
+        return;
+    for (int i = 0; i < p->nsteps; i++)
+        free(p->steps[i].launch);
+    free(p->steps);
+    free(p->types);
+    free(p->in_strides);
+    free(p->geom);
+    free(p->last_use);
+    free(p->rel_start);
+    free(p->rel);
+    free(p);
+}
+
+void fe_plans_free(fe_plan_set *ps)
+{
+    if (!ps)
+        return;
+    for (int i = 0; i < ps->nplans; i++)
+        plan_free(ps->plans[i]);
+    ps_fusion_free(ps->fusion);
+    if (ps->prims != ps->src)
+        ir_graph_free(ps->prims);
+    pthread_mutex_destroy(&ps->mu);
+    free(ps);
+}
+
+static void dump_text(const fe_plan_set *ps, const char *stage, const char *text)
+{
+    if (text && fe_dump_enabled(NULL, stage))
+        fe_dump_text(stage, ps->name, text);
+}
+
+/* Passes and fusion, once per set. */
+static void prepare(fe_plan_set *ps)
+{
+    ps->prepared = true;
+    if (!cg_jit_available(ps->why, sizeof ps->why)) {
+        ps->unavailable = true;
+        return;
+    }
+    const char *pipeline = ps_pass_find("decompose") && ps_pass_find("simplify")
+                               ? "decompose,simplify,dce" : "dce";
+    char err[512];
+    ps->prims = ps_run_pipeline((ir_graph *)ps->src, pipeline, &(ps_options){0}, err, sizeof err);
+    if (!ps->prims) {
+        snprintf(ps->why, sizeof ps->why, "%s", err);
+        ps->unavailable = true;
+        return;
+    }
+    if (fe_dump_enabled(NULL, "prims")) {
+        char *t = ir_print(ps->prims, NULL);
+        dump_text(ps, "prims", t);
+        free(t);
+    }
+    ps->fusion = ps_fuse(ps->prims, err, sizeof err);
+    if (!ps->fusion) {
+        snprintf(ps->why, sizeof ps->why, "%s", err);
+        ps->unavailable = true;
+        return;
+    }
+    if (fe_dump_enabled(NULL, "fused")) {
+        char *t = ps_fusion_print(ps->fusion);
+        dump_text(ps, "fused", t);
+        free(t);
+    }
+}
+
+/* ---- building a plan ------------------------------------------------------------------------ */
+
+typedef struct builder {
+    const ir_graph *g;
+    const ps_fusion *f;
+    fe_plan *p;
+    int cap;
+    bool *force_eager;    /* per group */
+    bool *done;           /* per slot: has a producing step */
+    bool failed;
+} builder;
+
+static step *add_step(builder *b, skind kind, int node, int group)
+{
+    fe_plan *p = b->p;
+    if (p->nsteps == b->cap) {
+        int cap = b->cap ? 2 * b->cap : 32;
+        step *s = realloc(p->steps, (size_t)cap * sizeof *s);
+        if (!s) {
+            b->failed = true;
+            return NULL;
+        }
+        p->steps = s;
+        b->cap = cap;
+    }
+    step *s = &p->steps[p->nsteps++];
+    *s = (step){kind, node, group, NULL, NULL};
+    return s;
+}
+
+static void contiguous_geom(fe_plan *p, int slot)
+{
+    cg_geom *ge = &p->geom[slot];
+    ge->base = slot;
+    ge->offset = 0;
+    rt_contiguous_strides(p->types[slot].ndim, p->types[slot].shape, ge->strides);
+}
+
+/* The geometry of view node v from its input's: the runtime's own view
+ * arithmetic on a tensor header without storage. */
+static void view_geom(builder *b, const ir_node *v)
+{
+    fe_plan *p = b->p;
+    int in = slot_of(b->g, v->in[0]), out = slot_of(b->g, v);
+    const cg_geom *gi = &p->geom[in];
+    p->geom[out].base = -1;
+    if (gi->base < 0)
+        return;
+    tj_tensor x = {.refs = 1, .dtype = p->types[in].dtype, .ndim = p->types[in].ndim, .offset = gi->offset};
+    memcpy(x.shape, p->types[in].shape, sizeof x.shape);
+    memcpy(x.strides, gi->strides, sizeof x.strides);
+    ir_attrs a;
+    ir_node_attrs(v, &a);
+    bool copy = false;
+    tj_tensor *t = rt_view_op(v->op, &x, &a, &p->types[out], &copy);
+    if (!t) {   /* a reshape that needs a copy: an eager step makes it */
+        contiguous_geom(p, out);
+        add_step(b, S_EAGER, v->id, b->f->group_of[v->id]);
+        b->done[out] = true;
+        return;
+    }
+    p->geom[out] = (cg_geom){gi->base, t->offset, {0}};
+    memcpy(p->geom[out].strides, t->strides, sizeof t->strides);
+    tj_release(t);
+    add_step(b, S_VIEW, v->id, b->f->group_of[v->id]);
+    b->done[out] = true;
+}
+
+static void eager_node(builder *b, int k)
+{
+    int slot = b->g->ninputs + k;
+    if (b->done[slot])
+        return;
+    if (ir_ops[b->g->nodes[k]->op].kind == IR_VIEW) {
+        view_geom(b, b->g->nodes[k]);
+        return;
+    }
+    contiguous_geom(b->p, slot);
+    add_step(b, S_EAGER, k, b->f->group_of[k]);
+    b->done[slot] = true;
+}
+
+static const ir_node *chain_end(const ir_node *n)
+{
+    while (!ir_node_is_input(n) && ir_ops[n->op].kind == IR_VIEW)
+        n = n->in[0];
+    return n;
+}
+
+/* A kernel group run node by node: its members and the views between them. */
+static void eager_group(builder *b, int gi)
+{
+    for (int k = 0; k < b->g->nnodes; k++) {
+        const ir_node *n = b->g->nodes[k];
+        const ir_node *e = chain_end(n);
+        if (b->f->group_of[k] == gi || (!ir_node_is_input(e) && b->f->group_of[e->id] == gi))
+            eager_node(b, k);
+    }
+}
+
+static void kernel_group(builder *b, int gi)
+{
+    const ps_group *gr = &b->f->groups[gi];
+    if (b->force_eager[gi]) {
+        eager_group(b, gi);
+        return;
+    }
+    int nstored = 0;
+    for (int i = 0; i < gr->nnodes; i++)
+        if (b->f->stored[gr->nodes[i]]) {
+            contiguous_geom(b->p, b->g->ninputs + gr->nodes[i]);
+            nstored++;
+        }
+    if (nstored == 0)   /* nothing reads it (dead code the passes left) */
+        return;
+    cg_launch *l = malloc(sizeof *l);
+    char err[256];
+    cg_lower_in in = {b->g, b->f, b->p->types, b->p->geom};
+    if (!l || cg_lower(&in, gi, l, err, sizeof err)) {
+        free(l);
+        b->force_eager[gi] = true;
+        eager_group(b, gi);
+        return;
+    }
+    step *s = add_step(b, S_KERNEL, -1, gi);
+    if (!s) {
+        free(l);
+        return;
+    }
+    s->launch = l;
+    for (int i = 0; i < gr->nnodes; i++)
+        b->done[b->g->ninputs + gr->nodes[i]] = true;
+}
+
+static void build_steps(builder *b)
+{
+    for (int gi = 0; gi < b->f->ngroups && !b->failed; gi++) {
+        const ps_group *gr = &b->f->groups[gi];
+        switch (gr->kind) {
+        case PS_VIEW:
+            if (!b->done[b->g->ninputs + gr->nodes[0]])
+                view_geom(b, b->g->nodes[gr->nodes[0]]);
+            break;
+        case PS_EAGER:
+        case PS_CONST: eager_node(b, gr->nodes[0]); break;
+        default: kernel_group(b, gi); break;
+        }
+    }
+}
+
+/* Drops view steps nobody needs as a tensor, then sets last uses. */
+static void finish_steps(builder *b)
+{
+    fe_plan *p = b->p;
+    bool *need = calloc((size_t)p->nslots + 1, sizeof *need);
+    if (!need) {
+        b->failed = true;
+        return;
+    }
+    for (int k = 0; k < b->g->noutputs; k++)
+        need[slot_of(b->g, b->g->outputs[k])] = true;
+    for (int i = p->nsteps - 1; i >= 0; i--) {
+        step *s = &p->steps[i];
+        if (s->kind == S_KERNEL) {
+            for (int a = 0; a < s->launch->nargs; a++)
+                need[s->launch->args[a].base] = true;
+            continue;
+        }
+        const ir_node *n = b->g->nodes[s->node];
+        bool optional = s->kind == S_VIEW || ir_ops[n->op].kind == IR_CREATE;
+        if (optional && !need[slot_of(b->g, n)]) {
+            s->node = -1;   /* dropped: views and constants nobody needs as a tensor */
+            continue;
+        }
+        for (int j = 0; j < n->nin; j++)
+            if (n->in[j])
+                need[slot_of(b->g, n->in[j])] = true;
+    }
+    free(need);
+    int w = 0;
+    for (int i = 0; i < p->nsteps; i++)
+        if (!(p->steps[i].kind != S_KERNEL && p->steps[i].node < 0))
+            p->steps[w++] = p->steps[i];
+    p->nsteps = w;
+    for (int s = 0; s < p->nslots; s++)
+        p->last_use[s] = -1;
+    for (int i = 0; i < p->nsteps; i++) {
+        const step *s = &p->steps[i];
+        if (s->kind == S_KERNEL) {
+            for (int a = 0; a < s->launch->nargs; a++)
+                p->last_use[s->launch->args[a].base] = i;
+            continue;
+        }
+        const ir_node *n = b->g->nodes[s->node];
+        for (int j = 0; j < n->nin; j++)
+            if (n->in[j])
+                p->last_use[slot_of(b->g, n->in[j])] = i;
+    }
+    for (int k = 0; k < b->g->noutputs; k++)
+        p->last_use[slot_of(b->g, b->g->outputs[k])] = p->nsteps;
+    p->rel_start = calloc((size_t)p->nsteps + 2, sizeof(int));
+    p->rel = calloc((size_t)p->nslots + 1, sizeof(int));
+    if (!p->rel_start || !p->rel) {
+        b->failed = true;
+        return;
+    }
+    for (int k = b->g->ninputs; k < p->nslots; k++)
+        if (p->last_use[k] >= 0 && p->last_use[k] < p->nsteps)
+            p->rel_start[p->last_use[k] + 1]++;
+    for (int i = 0; i < p->nsteps; i++)
+        p->rel_start[i + 1] += p->rel_start[i];
+    int *fill = calloc((size_t)p->nsteps + 1, sizeof(int));
+    if (!fill) {
+        b->failed = true;
+        return;
+    }
+    for (int k = b->g->ninputs; k < p->nslots; k++)
+        if (p->last_use[k] >= 0 && p->last_use[k] < p->nsteps)
+            p->rel[p->rel_start[p->last_use[k]] + fill[p->last_use[k]]++] = k;
+    free(fill);
+    p->kernels = p->eager = 0;
+    for (int i = 0; i < p->nsteps; i++) {
+        p->kernels += p->steps[i].kind == S_KERNEL;
+        p->eager += p->steps[i].kind == S_EAGER;
+    }
+}
+
+/* Concrete types of every slot (the example's), like the graph executor. */
+static int infer_types(const ir_graph *g, fe_plan *p, tj_tensor *const *inputs)
+{
+    for (int k = 0; k < g->ninputs; k++) {
+        rt_type_of(inputs[k], &p->types[k]);
+        memcpy(p->in_strides[k], inputs[k]->strides, sizeof p->in_strides[k]);
+        p->geom[k] = (cg_geom){k, 0, {0}};
+        memcpy(p->geom[k].strides, inputs[k]->strides, sizeof inputs[k]->strides);
+    }
+    for (int k = 0; k < g->nnodes; k++) {
+        const ir_node *n = g->nodes[k];
+        const ir_type *tp[64];
+        for (int j = 0; j < n->nin && j < 64; j++)
+            tp[j] = n->in[j] ? &p->types[slot_of(g, n->in[j])] : NULL;
+        ir_attrs a;
+        ir_node_attrs(n, &a);
+        char why[256];
+        if (n->nin > 64 || ir_infer(n->op, tp, n->nin, &a, &p->types[g->ninputs + k], why, sizeof why))
+            return -1;
+        p->geom[g->ninputs + k].base = -1;
+    }
+    return 0;
+}
+
+static unsigned dump_flags(void)
+{
+    return (fe_dump_enabled(NULL, "llvm") ? CG_EMIT_LLVM : 0u) |
+           (fe_dump_enabled(NULL, "asm") ? CG_EMIT_ASM : 0u);
+}
+
+static void dump_kernel(const fe_plan_set *ps, const cg_launch *l, const cg_compiled *c)
+{
+    if (fe_dump_enabled(NULL, "kernels")) {
+        char *t = cg_kernel_text(&l->k, c->name);
+        dump_text(ps, "kernels", t);
+        free(t);
+    }
+    dump_text(ps, "llvm", c->llvm);
+    dump_text(ps, "asm", c->asm_text);
+}
+
+/* Compiles every kernel step; a kernel that fails marks its group eager.
+ * Returns the number that failed. */
+static int compile_steps(fe_plan_set *ps, builder *b)
+{
+    fe_plan *p = b->p;
+    const cg_kernel **ks = malloc(sizeof *ks * ((size_t)p->nsteps + 1));
+    int *at = malloc(sizeof *at * ((size_t)p->nsteps + 1)), n = 0;
+    cg_compiled *cs = calloc((size_t)p->nsteps + 1, sizeof *cs);
+    if (!ks || !at || !cs) {
+        free(ks), free(at), free(cs);
+        b->failed = true;
+        return 0;
+    }
+    for (int i = 0; i < p->nsteps; i++)
+        if (p->steps[i].kind == S_KERNEL) {
+            at[n] = i;
+            ks[n++] = &p->steps[i].launch->k;
+        }
+    int failed = cg_jit_get_all(ks, n, NULL, dump_flags(), cs);
+    for (int j = 0; j < n; j++) {
+        step *s = &p->steps[at[j]];
+        s->fn = cs[j].fn;
+        if (!s->fn)
+            b->force_eager[s->group] = true;
+        else
+            dump_kernel(ps, s->launch, &cs[j]);
+        cg_compiled_clear(&cs[j]);
+    }
+    free(ks), free(at), free(cs);
+    return failed;
+}
+
+static fe_plan *plan_alloc(const ir_graph *g)
+{
+    fe_plan *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->ninputs = g->ninputs;
+    p->nslots = g->ninputs + g->nnodes;
+    size_t n = (size_t)p->nslots + 1;
+    p->types = calloc(n, sizeof *p->types);
+    p->in_strides = calloc((size_t)g->ninputs + 1, sizeof *p->in_strides);
+    p->geom = calloc(n, sizeof *p->geom);
+    p->last_use = calloc(n, sizeof *p->last_use);
+    if (!p->types || !p->in_strides || !p->geom || !p->last_use) {
+        plan_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+static void reset_steps(fe_plan *p)
+{
+    for (int i = 0; i < p->nsteps; i++)
+        free(p->steps[i].launch);
+    free(p->steps);
+    p->steps = NULL;
+    p->nsteps = 0;
+}
+
+/* Builds the plan for these inputs; NULL when the graph executor should run
+ * this call instead. */
+static fe_plan *plan_build(fe_plan_set *ps, tj_tensor *const *inputs)
+{
+    double t0 = now_ms();
+    const ir_graph *g = ps->prims;
+    fe_plan *p = plan_alloc(g);
+    builder b = {g, ps->fusion, p, 0, NULL, NULL, false};
+    if (!p || infer_types(g, p, inputs) ||
+        !(b.force_eager = calloc((size_t)ps->fusion->ngroups + 1, sizeof(bool))) ||
+        !(b.done = calloc((size_t)p->nslots + 1, sizeof(bool))))
+        goto fail;
+    for (int round = 0; round < 2; round++) {
+        reset_steps(p);
+        b.cap = 0;
+        memset(b.done, 0, sizeof(bool) * (size_t)p->nslots);
+        for (int k = g->ninputs; k < p->nslots; k++)
+            p->geom[k].base = -1;
+        build_steps(&b);
+        if (b.failed)
+            goto fail;
+        if (compile_steps(ps, &b) == 0)
+            break;
+    }
+    for (int i = 0; i < p->nsteps; i++)
+        if (p->steps[i].kind == S_KERNEL && !p->steps[i].fn)
+            goto fail;
+    finish_steps(&b);
+    if (b.failed)
+        goto fail;
+    p->compile_ms = now_ms() - t0;
+    free(b.force_eager);
+    free(b.done);
+    return p;
+fail:
+    free(b.force_eager);
+    free(b.done);
+    plan_free(p);
+    return NULL;
+}
+
+static bool plan_matches(const fe_plan *p, tj_tensor *const *inputs)
+{
+    for (int k = 0; k < p->ninputs; k++) {
+        const tj_tensor *t = inputs[k];
+        const ir_type *ty = &p->types[k];
+        if (t->dtype != ty->dtype || t->ndim != ty->ndim ||
+            memcmp(t->shape, ty->shape, sizeof(int64_t) * (size_t)t->ndim) ||
+            memcmp(t->strides, p->in_strides[k], sizeof(int64_t) * (size_t)t->ndim))
+            return false;
+    }
+    return true;
+}
+
+/* ---- running a plan --------------------------------------------------------------------------- */
+
+typedef struct launch_ctx {
+    cg_kernel_fn fn;
+    char **bufs;
+    const int64_t *sz;
+} launch_ctx;
+
+static void launch_range(void *c_, int64_t b, int64_t e)
+{
+    const launch_ctx *c = c_;
+    c->fn(c->bufs, b, e, c->sz);
+}
+
+static int run_kernel(const fe_plan *p, const step *s, tj_tensor **vals)
+{
+    const cg_launch *l = s->launch;
+    for (int k = 0; k < l->nstore; k++)
+        if (!(vals[l->store_slot[k]] = rt_tensor_of(&p->types[l->store_slot[k]])))
+            return -1;
+    char *bufs[CG_MAX_BUFS];
+    for (int a = 0; a < l->nargs; a++) {
+        const tj_tensor *t = vals[l->args[a].base];
+        bufs[a] = (char *)rt_ptr(t) + l->args[a].offset * (int64_t)tj_dtype_size(t->dtype);
+    }
+    if (l->ntiles <= l->grain) {
+        if (l->ntiles > 0)
+            s->fn(bufs, 0, l->ntiles, l->sz);
+        return 0;
+    }
+    launch_ctx c = {s->fn, bufs, l->sz};
+    rt_parallel_for(l->ntiles, l->grain, launch_range, &c);
+    return 0;
+}
+
+static int run_node(const ir_graph *g, const fe_plan *p, const ir_node *n, tj_tensor **vals)
+{
+    tj_tensor *in[64];
+    for (int j = 0; j < n->nin && j < 64; j++)
+        in[j] = n->in[j] ? vals[slot_of(g, n->in[j])] : NULL;
+    ir_attrs a;
+    ir_node_attrs(n, &a);
+    int slot = g->ninputs + n->id;
+    if ((vals[slot] = fe_eager(n->op, in, n->nin, &a, &p->types[slot])))
+        return 0;
+    char why[512], head[512];
+    snprintf(why, sizeof why, "%s", tj_last_error());
+    rt_describe_inputs(ir_ops[n->op].name, in, n->nin, head, sizeof head);
+    rt_error("%s: %s (node %%%d of graph @%s)", head, why, n->id, g->name);
+    return -1;
+}
+
+static int plan_run(const ir_graph *g, const fe_plan *p, tj_tensor *const *inputs, tj_tensor **outs)
+{
+    tj_tensor *stack_vals[256];
+    tj_tensor **vals = p->nslots <= 256 ? stack_vals : malloc(sizeof *vals * (size_t)p->nslots);
+    if (!vals) {
+        rt_error("out of memory running graph @%s", g->name);
+        return -1;
+    }
+    memset(vals, 0, sizeof *vals * (size_t)p->nslots);
+    for (int k = 0; k < g->ninputs; k++)
+        vals[k] = inputs[k];
+    int rc = 0;
+    for (int i = 0; i < p->nsteps && rc == 0; i++) {
+        const step *s = &p->steps[i];
+        rc = s->kind == S_KERNEL ? run_kernel(p, s, vals) : run_node(g, p, g->nodes[s->node], vals);
+        for (int r = p->rel_start[i]; r < p->rel_start[i + 1] && rc == 0; r++) {
+            tj_release(vals[p->rel[r]]);
+            vals[p->rel[r]] = NULL;
+        }
+    }
+    if (rc == 0)
+        for (int j = 0; j < g->noutputs; j++)
+            outs[j] = tj_retain(vals[slot_of(g, g->outputs[j])]);
+    for (int k = g->ninputs; k < p->nslots; k++)
+        tj_release(vals[k]);
+    if (vals != stack_vals)
+        free(vals);
+    return rc;
+}
+
+/* ---- entry points --------------------------------------------------------------------------------- */
+
+int fe_plans_run(fe_plan_set *ps, tj_tensor *const *inputs, tj_tensor **outs)
+{
+    if (!ps || !fe_backend_llvm())
+        return 1;
+    pthread_mutex_lock(&ps->mu);
+    if (!ps->prepared)
+        prepare(ps);
+    if (ps->unavailable) {
+        ps->info.compiled = false;
+        snprintf(ps->info.why, sizeof ps->info.why, "%s", ps->why);
+        pthread_mutex_unlock(&ps->mu);
+        return 1;
+    }
+    fe_plan *p = NULL;
+    for (int i = 0; i < ps->nplans && !p; i++)
+        if (plan_matches(ps->plans[i], inputs))
+            p = ps->plans[i];
+    bool temp = false;
+    if (!p) {
+        p = plan_build(ps, inputs);
+        if (p && ps->nplans < FE_MAX_PLANS)
+            ps->plans[ps->nplans++] = p;
+        else
+            temp = p != NULL;
+        if (p)
+            ps->info = (fe_plan_info){p->kernels, p->eager, p->compile_ms, true, ""};
+    }
+    pthread_mutex_unlock(&ps->mu);
+    if (!p)
+        return 1;
+    int rc = plan_run(ps->prims, p, inputs, outs);
+    if (temp)
+        plan_free(p);
+    return rc;
+}
+
+void fe_plans_info(fe_plan_set *ps, fe_plan_info *out)
+{
+    pthread_mutex_lock(&ps->mu);
+    *out = ps->info;
+    pthread_mutex_unlock(&ps->mu);
+}

@@ -1,0 +1,49 @@
+/* plan.h - internal to the frontend: running a captured graph as compiled
+ * kernels plus eager calls (plan.c).
+ *
+ * A plan set belongs to one compiled entry (one traced graph). On the first
+ * call it decomposes and simplifies the graph and fuses it (passes/fuse.h);
+ * per concrete input signature (shapes and strides) it builds a plan: the
+ * steps in order (kernel launches, eager calls, views), every kernel lowered
+ * and compiled (codegen/, kernels of one graph in parallel, through the
+ * kernel cache). One kernel serves every size: a new size lowers again and
+ * finds its kernels already loaded.
+ *
+ * TJIT_BACKEND=eager runs graphs on the graph executor (exec.c) instead;
+ * llvm (the default) uses plans when the JIT is available.
+ */
+#ifndef TJ_FE_PLAN_H
+#define TJ_FE_PLAN_H
+
+#include <stdbool.h>
+
+#include "../ir/graph.h"
+#include "fe.h"
+
+typedef struct fe_plan_set fe_plan_set;
+
+/* A plan set for graph g (borrowed: it must outlive the set) named name.
+ * Cheap: the work happens on the first run. NULL when out of memory. */
+fe_plan_set *fe_plans_new(const ir_graph *g, const char *name);
+void fe_plans_free(fe_plan_set *ps);
+
+/* Runs g on inputs[0..g->ninputs) as compiled code: outs get g's outputs
+ * (refs 1, in no scope). Returns 0; -1 with an error set (an op failed);
+ * 1 when compiled code is not used for this call (TJIT_BACKEND=eager, no
+ * JIT) and the caller should run the graph executor. Thread-safe. */
+int fe_plans_run(fe_plan_set *ps, tj_tensor *const *inputs, tj_tensor **outs);
+
+/* Whether TJIT_BACKEND selects the compiled backend (unset: yes). */
+bool fe_backend_llvm(void);
+
+/* What the last plan built holds (for explain and bench): kernels launched
+ * per call, eager calls, and the ms its first call spent compiling. */
+typedef struct fe_plan_info {
+    int kernels, eager_calls;
+    double compile_ms;
+    bool compiled;         /* false: the set runs on the graph executor */
+    char why[512];         /* ... because */
+} fe_plan_info;
+void fe_plans_info(fe_plan_set *ps, fe_plan_info *out);
+
+#endif

@@ -1,0 +1,801 @@
+/* test_codegen.c - compiled graphs (fusion, LLVM kernels, plans) against the
+ * eager kernels.
+ *
+ * Every pointwise row of ops.def, compiled alone, must give the eager result
+ * bit for bit (the kernels inline the same formulas, codegen/formulas/pw.c;
+ * NaN matches any NaN), in every dtype its rule accepts, on large and odd
+ * sizes, broadcast and strided inputs. Composite rows are decomposed first;
+ * their results stay within a few ulp. Reductions, softmax and layer_norm
+ * agree within float rounding. Also: the fallbacks (eager calls inside a
+ * plan, groups that cannot be lowered), views, dynamic sizes, the backend
+ * switch, dumps, the kernel cache across processes, the asm of P1 (zmm), and
+ * the error paths, random graphs (views, reductions, norms, cat) against
+ * eager, and threads sharing a plan. Kernels are cached under
+ * $TJ_BUILD/kernel-cache.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "../codegen/jit.h"
+#include "../frontend/fe.h"
+#include "util.h"
+
+static const char *self_path;
+
+/* ---- helpers ------------------------------------------------------------------------- */
+
+typedef struct opctx {
+    ir_op op;
+    ir_attrs a;
+} opctx;
+
+static tj_tensor *model_op(void *ctx, tj_tensor *const *args, int nargs)
+{
+    opctx *c = ctx;
+    return fe_apply(c->op, args, nargs, &c->a);
+}
+
+/* Distance in ulp of two floats of one dtype (0 when both NaN). */
+static double ulps(double a, double b, tj_dtype dt)
+{
+    if (a != a && b != b)
+        return 0;
+    if (a == b)
+        return 0;
+    if (a != a || b != b || isinf(a) || isinf(b))
+        return INFINITY;
+    double m = fmax(fabs(a), fabs(b));
+    double ulp = dt == TJ_F32 ? ldexp(1.0, ilogb((float)m) - 23) : ldexp(1.0, ilogb(m) - 52);
+    if (dt == TJ_F32 && m < 1.17549435e-38)
+        ulp = ldexp(1.0, -149);
+    return fabs(a - b) / ulp;
+}
+
+/* Fails unless got and want match element by element within max_ulp or
+ * within rtol * |want| + atol (floats; NaN matches NaN), or exactly (other
+ * dtypes). max_ulp 0 (and no rtol, atol): bit for bit, -0 apart from 0. */
+static void assert_near(tj_tensor *got, tj_tensor *want, double max_ulp, double rtol, double atol,
+                        const char *what)
+{
+    assert_non_null(got);
+    assert_non_null(want);
+    if (tj_dtype_of(got) != tj_dtype_of(want) || tj_ndim(got) != tj_ndim(want) ||
+        memcmp(tj_shape(got), tj_shape(want), sizeof(int64_t) * (size_t)tj_ndim(got)))
+        fail_msg("%s: result type differs", what);
+    tj_tensor *g = tj_contiguous(got), *w = tj_contiguous(want);
+    tj_dtype dt = tj_dtype_of(g);
+    int64_t n = tj_numel(g);
+    const char *pg = tj_data(g), *pw = tj_data(w);
+    for (int64_t i = 0; i < n; i++) {
+        double a, b;
+        if (dt == TJ_F32)
+            a = ((const float *)pg)[i], b = ((const float *)pw)[i];
+        else if (dt == TJ_F64)
+            a = ((const double *)pg)[i], b = ((const double *)pw)[i];
+        else {
+            size_t es = tj_dtype_size(dt);
+            if (memcmp(pg + (size_t)i * es, pw + (size_t)i * es, es))
+                fail_msg("%s: element %lld differs", what, (long long)i);
+            continue;
+        }
+        double u = ulps(a, b, dt);
+        bool exact = max_ulp == 0 && rtol == 0 && atol == 0;
+        bool ok = u <= max_ulp || (u < INFINITY && fabs(a - b) <= rtol * fabs(b) + atol);
+        if (!ok || (exact && a == 0 && signbit(a) != signbit(b)))
+            fail_msg("%s: element %lld is %.9g, eager %.9g (%.1f ulp)", what, (long long)i, a, b, u);
+    }
+}
+
+/* Runs model on args compiled and eagerly and compares. */
+static void assert_match(tj_tensor *got, tj_tensor *want, double max_ulp, const char *what)
+{
+    assert_near(got, want, max_ulp, 0, 0, what);
+}
+
+static void assert_explain(tj_compiled *c, const char *what);
+
+/* Runs model on args compiled and eagerly and compares; expect: a line the
+ * compiled entry's explain must hold (NULL: any). */
+static void compare_x(tj_model_fn fn, void *ctx, tj_tensor **args, int nargs, double max_ulp,
+                      const char *expect, const char *what)
+{
+    tj_tensor *want = fn(ctx, args, nargs);
+    assert_non_null(want);
+    tj_compiled *c = tj_compile(fn, ctx, &(tj_compile_options){.name = "t"});
+    tj_tensor *got = tj_call(c, args, nargs);
+    if (!got)
+        fail_msg("%s: %s", what, tj_last_error());
+    /* composite rows: decomposed into prims, a few ulp off (more in the far
+     * tails of gelu, where the decomposition loses relative accuracy) */
+    assert_near(got, want, max_ulp, max_ulp ? 1e-4 : 0, 0, what);
+    if (expect)
+        assert_explain(c, expect);
+    tj_compiled_free(c);
+}
+
+static void compare(tj_model_fn fn, void *ctx, tj_tensor **args, int nargs, double max_ulp,
+                    const char *what)
+{
+    compare_x(fn, ctx, args, nargs, max_ulp, NULL, what);
+}
+
+#define ONE_KERNEL "compiled: 1 kernel, 0 eager calls"
+
+/* n values of dtype dt spread over a range, with specials every 97th. */
+static tj_tensor *values(tj_dtype dt, int64_t n, double scale)
+{
+    static const double special[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 1e-40, 1e30, -1e30,
+                                     88.7, -103.0, 1.0, -1.0, 0.5, 1e-7, 3.0, -0.625};
+    double *v = malloc(sizeof *v * (size_t)(n > 0 ? n : 1));
+    assert_non_null(v);
+    bool flt = dt == TJ_F32 || dt == TJ_F64;
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t h = (uint64_t)i * 2654435761u % 20001;
+        double x = ((double)h - 10000.0) / 10000.0 * scale;
+        if (flt && i % 97 == 5)
+            x = special[(i / 97) % (sizeof special / sizeof *special)];
+        if (!flt)
+            x = dt == TJ_BOOL ? (double)(h & 1) : dt == TJ_U8 ? (double)(h % 200) : floor(x * 5);
+        v[i] = x;
+    }
+    tj_tensor *t = tj_cast(tj_from_data(TJ_F64, 1, (int64_t[]){n}, v), dt);
+    free(v);
+    return t;
+}
+
+static int kernels_compiled(void)
+{
+    cg_jit_stats s;
+    cg_jit_stats_get(&s);
+    return (int)s.compiled;
+}
+
+static void assert_explain(tj_compiled *c, const char *what)
+{
+    char *t = tj_explain(c);
+    assert_non_null(t);
+    if (!strstr(t, what))
+        fail_msg("explain lacks \"%s\":\n%s", what, t);
+    free(t);
+}
+
+/* ---- pointwise rows ------------------------------------------------------------------------- */
+
+static const ir_op unary_ops[] = {
+#define UNARY(name, rule, decomp, f32, f64, i) OP_##name,
+#include "../ir/ops.def"
+};
+static const ir_op binary_ops[] = {
+#define BINARY(name, rule, decomp, f32, f64, i) OP_##name,
+#include "../ir/ops.def"
+};
+
+static const tj_dtype all_dtypes[] = {TJ_F32, TJ_F64, TJ_I32, TJ_I64, TJ_U8, TJ_BOOL};
+
+/* Composite rows are decomposed into prims: a few ulp from the fused formula. */
+static double tolerance(ir_op op) { return ir_ops[op].prim ? 0 : 8; }
+
+static void check_unary(ir_op op, tj_dtype dt, int64_t n, bool strided)
+{
+    opctx c = {.op = op};
+    tj_tensor *x = values(dt, strided ? 2 * n : n, 12);
+    if (strided)
+        x = tj_slice(x, 0, 1, 2 * n, 2);
+    tj_tensor *probe = model_op(&c, &x, 1);
+    if (!probe) {   /* the rule rejects this dtype */
+        tj_clear_error();
+        return;
+    }
+    char what[96];
+    snprintf(what, sizeof what, "%s(%s[%lld]%s)", ir_ops[op].name, tj_dtype_name(dt), (long long)n,
+             strided ? " strided" : "");
+    compare_x(model_op, &c, &x, 1, tolerance(op), ONE_KERNEL, what);
+}
+
+static void test_unary_all(void **state)
+{
+    for (size_t k = 0; k < sizeof unary_ops / sizeof *unary_ops; k++)
+        for (size_t d = 0; d < sizeof all_dtypes / sizeof *all_dtypes; d++) {
+            tj_scope_begin();
+            check_unary(unary_ops[k], all_dtypes[d], 1000003, false);
+            tj_scope_end();
+        }
+}
+
+/* Odd sizes and a strided input reuse each kernel (one per structure). */
+static void test_unary_sizes_strided(void **state)
+{
+    static const ir_op ops[] = {OP_exp, OP_tanh, OP_log1p, OP_sin, OP_erf, OP_abs, OP_isnan};
+    static const int64_t sizes[] = {1, 7, 1000};
+    for (size_t k = 0; k < sizeof ops / sizeof *ops; k++)
+        for (int d = 0; d < 2; d++)
+            for (size_t s = 0; s < 3; s++) {
+                tj_scope_begin();
+                check_unary(ops[k], d ? TJ_F64 : TJ_F32, sizes[s], false);
+                check_unary(ops[k], d ? TJ_F64 : TJ_F32, sizes[s], true);
+                tj_scope_end();
+            }
+}
+
+static void check_binary(ir_op op, tj_dtype da, tj_dtype db, int layout)
+{
+    opctx c = {.op = op};
+    int64_t R = 67, C = 129;
+    tj_tensor *a = tj_reshape(values(da, R * C, 6), 2, (int64_t[]){R, C});
+    tj_tensor *b;
+    switch (layout) {
+    case 0: b = tj_reshape(values(db, C, 3), 2, (int64_t[]){1, C}); break;          /* broadcast row */
+    case 1: b = tj_transpose(tj_reshape(values(db, R * C, 3), 2, (int64_t[]){C, R}), 0, 1); break;
+    default: b = tj_reshape(values(db, R, 3), 2, (int64_t[]){R, 1}); break;         /* broadcast column */
+    }
+    tj_tensor *args[2] = {a, b};
+    tj_tensor *probe = model_op(&c, args, 2);
+    if (!probe) {
+        tj_clear_error();
+        return;
+    }
+    char what[96];
+    snprintf(what, sizeof what, "%s(%s, %s) layout %d", ir_ops[op].name, tj_dtype_name(da),
+             tj_dtype_name(db), layout);
+    compare_x(model_op, &c, args, 2, tolerance(op), ONE_KERNEL, what);
+}
+
+static void test_binary_all(void **state)
+{
+    for (size_t k = 0; k < sizeof binary_ops / sizeof *binary_ops; k++)
+        for (size_t d = 0; d < sizeof all_dtypes / sizeof *all_dtypes; d++) {
+            tj_scope_begin();
+            check_binary(binary_ops[k], all_dtypes[d], all_dtypes[d], (int)(k % 3));
+            tj_scope_end();
+        }
+}
+
+/* Mixed dtypes (promotion inside the kernel) and wrapped scalars. */
+static tj_tensor *model_scalars(void *ctx, tj_tensor *const *a, int n)
+{
+    tj_tensor *x = a[0];
+    return tj_add(tj_mul_s(tj_sub_s(x, 0.25), 1.702), tj_pow_s(tj_abs(x), 1.5));
+}
+
+static void test_binary_mixed_and_scalars(void **state)
+{
+    check_binary(OP_add, TJ_F32, TJ_F64, 0);
+    check_binary(OP_mul, TJ_I32, TJ_F32, 1);
+    check_binary(OP_div, TJ_I64, TJ_I32, 2);
+    check_binary(OP_lt, TJ_F64, TJ_I64, 0);
+    check_binary(OP_logical_and, TJ_BOOL, TJ_F32, 2);
+    check_binary(OP_bitwise_xor, TJ_U8, TJ_I32, 1);
+    tj_tensor *x = values(TJ_F32, 4099, 4);
+    compare(model_scalars, NULL, &x, 1, 0, "scalars");
+    x = values(TJ_I32, 513, 4);
+    compare(model_scalars, NULL, &x, 1, 0, "scalars on i32");
+}
+
+/* ---- where, cast, clamp -------------------------------------------------------------------------- */
+
+static tj_tensor *model_where(void *ctx, tj_tensor *const *a, int n)
+{
+    return tj_where(tj_gt_s(a[1], 0), tj_exp(a[0]), tj_neg(a[0]));
+}
+
+static tj_tensor *model_cast(void *ctx, tj_tensor *const *a, int n)
+{
+    return tj_cast(tj_add_s(a[0], 1), *(tj_dtype *)ctx);
+}
+
+static tj_tensor *model_clamp(void *ctx, tj_tensor *const *a, int n)
+{
+    return tj_clamp(tj_mul_s(a[0], 2), -1.5, 2.25);
+}
+
+static void test_where_cast_clamp(void **state)
+{
+    tj_tensor *args[2] = {tj_reshape(values(TJ_F32, 63 * 65, 5), 2, (int64_t[]){63, 65}),
+                          tj_reshape(values(TJ_F64, 63, 1), 2, (int64_t[]){63, 1})};
+    compare_x(model_where, NULL, args, 2, 0, ONE_KERNEL, "where");
+    for (size_t s = 0; s < sizeof all_dtypes / sizeof *all_dtypes; s++)
+        for (size_t d = 0; d < sizeof all_dtypes / sizeof *all_dtypes; d++) {
+            tj_dtype to = all_dtypes[d];
+            tj_tensor *x = values(all_dtypes[s], 1001, 50);
+            char what[64];
+            snprintf(what, sizeof what, "cast %s -> %s", tj_dtype_name(all_dtypes[s]), tj_dtype_name(to));
+            bool lowered = !(ir_dtype_is_float(all_dtypes[s]) && !ir_dtype_is_float(to));
+            if (all_dtypes[s] != TJ_BOOL)   /* bool + 1 is rejected */
+                compare_x(model_cast, &to, &x, 1, 0, lowered ? ONE_KERNEL : "1 eager call", what);
+        }
+    tj_tensor *x = values(TJ_F32, 999, 3);
+    compare_x(model_clamp, NULL, &x, 1, 0, ONE_KERNEL, "clamp f32");
+    x = values(TJ_F64, 999, 3);
+    compare_x(model_clamp, NULL, &x, 1, 0, ONE_KERNEL, "clamp f64");
+    x = values(TJ_I32, 999, 3);
+    compare_x(model_clamp, NULL, &x, 1, 0, ONE_KERNEL, "clamp i32 (decomposed: maximum, minimum)");
+}
+
+/* ---- reductions, softmax, layer_norm ----------------------------------------------------------- */
+
+typedef struct redctx {
+    int kind;   /* 0 sum 1 amax 2 amin 3 mean 4 var 5 prod */
+    int ndims;
+    bool keep;
+} redctx;
+
+static tj_tensor *model_reduce(void *ctx, tj_tensor *const *a, int n)
+{
+    const redctx *r = ctx;
+    int dims[2] = {-1, -2};
+    tj_tensor *x = tj_mul_s(a[0], 0.5);
+    switch (r->kind) {
+    case 0: return tj_sum(x, dims, r->ndims, r->keep);
+    case 1: return tj_amax(x, dims, r->ndims, r->keep);
+    case 2: return tj_amin(x, dims, r->ndims, r->keep);
+    case 3: return tj_mean(x, dims, r->ndims, r->keep);
+    case 4: return tj_var(x, dims, r->ndims, 1, r->keep);
+    default: return tj_prod(tj_add_s(tj_mul_s(x, 0.01), 1), dims, r->ndims, r->keep);
+    }
+}
+
+static void check_close(tj_model_fn fn, void *ctx, tj_tensor **args, int n, double rtol, double atol,
+                        const char *expect, const char *what)
+{
+    tj_tensor *want = fn(ctx, args, n);
+    tj_compiled *c = tj_compile(fn, ctx, &(tj_compile_options){.name = "t"});
+    tj_tensor *got = tj_call(c, args, n);
+    if (!got)
+        fail_msg("%s: %s", what, tj_last_error());
+    assert_near(got, want, 0, rtol, atol, what);
+    if (expect)
+        assert_explain(c, expect);
+    tj_compiled_free(c);
+}
+
+static void test_reductions(void **state)
+{
+    for (int kind = 0; kind < 6; kind++)
+        for (int nd = 1; nd <= 2; nd++)
+            for (int keep = 0; keep < 2; keep++)
+                for (int d = 0; d < 2; d++) {
+                    tj_scope_begin();
+                    redctx r = {kind, nd, keep};
+                    tj_dtype dt = d ? TJ_F64 : TJ_F32;
+                    tj_tensor *x = tj_randn(dt, 3, (int64_t[]){5, 37, 101});   /* no +-1e30 to cancel */
+                    char what[64];
+                    snprintf(what, sizeof what, "reduction %d over %d dims, keepdim %d, %s", kind, nd, keep,
+                             tj_dtype_name(dt));
+                    check_close(model_reduce, &r, &x, 1, 1e-5, 1e-5, "compiled: 1 kernel", what);
+                    tj_scope_end();
+                }
+}
+
+static tj_tensor *model_amax_nan(void *ctx, tj_tensor *const *a, int n)
+{
+    return tj_add(tj_amax(a[0], (int[]){1}, 1, true), tj_amin(a[0], (int[]){1}, 1, true));
+}
+
+static void test_reduction_specials(void **state)
+{
+    double v[12] = {1, NAN, 3, -2, INFINITY, 5, 0, -0.0, 7, 8, -INFINITY, 1};
+    tj_tensor *x = tj_from_data(TJ_F64, 2, (int64_t[]){3, 4}, v);
+    check_close(model_amax_nan, NULL, &x, 1, 0, 0, NULL, "amax with NaN and inf");
+    x = tj_cast(x, TJ_F32);
+    check_close(model_amax_nan, NULL, &x, 1, 0, 0, NULL, "amax f32 with NaN and inf");
+    /* over a non-innermost dim: an eager call; over dims that do not merge: the
+     * group falls back to eager calls */
+    redctx r = {0, 1, false};
+    tj_tensor *y = tj_permute(tj_reshape(values(TJ_F32, 6 * 8 * 10, 2), 3, (int64_t[]){6, 8, 10}),
+                              (int[]){0, 2, 1});
+    r.ndims = 2;
+    check_close(model_reduce, &r, &y, 1, 1e-5, 1e-5, NULL, "sum over dims that do not merge");
+}
+
+static tj_tensor *model_softmax(void *ctx, tj_tensor *const *a, int n) { return tj_softmax(a[0], -1); }
+static tj_tensor *model_log_softmax(void *ctx, tj_tensor *const *a, int n)
+{
+    return tj_log_softmax(a[0], -1);
+}
+static tj_tensor *model_layer_norm(void *ctx, tj_tensor *const *a, int n)
+{
+    return tj_layer_norm(a[0], 1, a[1], a[2], 1e-5);
+}
+
+static void test_softmax_layer_norm(void **state)
+{
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){129, 1000});
+    check_close(model_softmax, NULL, &x, 1, 1e-5, 1e-7, "compiled: 1 kernel, 0 eager calls", "softmax");
+    check_close(model_log_softmax, NULL, &x, 1, 1e-5, 1e-5, "compiled: 1 kernel", "log_softmax");
+    tj_tensor *xd = tj_cast(x, TJ_F64);
+    check_close(model_softmax, NULL, &xd, 1, 1e-12, 1e-15, "compiled: 1 kernel, 0 eager calls", "softmax f64");
+    tj_tensor *args[3] = {tj_randn(TJ_F32, 2, (int64_t[]){77, 1024}), tj_randn(TJ_F32, 1, (int64_t[]){1024}),
+                          tj_randn(TJ_F32, 1, (int64_t[]){1024})};
+    check_close(model_layer_norm, NULL, args, 3, 1e-4, 1e-5, "compiled: 1 kernel, 0 eager calls", "layer_norm");
+    args[0] = tj_transpose(tj_randn(TJ_F32, 2, (int64_t[]){1024, 33}), 0, 1);   /* strided rows */
+    check_close(model_layer_norm, NULL, args, 3, 1e-4, 1e-5, NULL, "layer_norm of a transposed input");
+}
+
+/* ---- plans: eager calls, views, outputs, sizes, backend ------------------------------------------ */
+
+static tj_tensor *model_mlp(void *ctx, tj_tensor *const *a, int n)
+{
+    tj_tensor *h = tj_gelu_tanh(tj_linear(a[0], a[1], a[2]));
+    return tj_add(tj_mul_s(h, 0.5), tj_sum(h, (int[]){0}, 1, true));
+}
+
+static tj_tensor *model_views(void *ctx, tj_tensor *const *a, int n)
+{
+    tj_tensor *t = tj_transpose(a[0], 0, 1);                     /* [C, R] */
+    tj_tensor *e = tj_exp(tj_mul_s(t, 0.1));
+    tj_tensor *s = tj_slice(e, 0, 1, tj_size(e, 0), 3);         /* every third row */
+    tj_tensor *r = tj_reshape(s, 1, (int64_t[]){-1});              /* needs a copy */
+    tj_tensor *u = tj_unsqueeze(tj_expand(tj_unsqueeze(a[1], 0), 2, (int64_t[]){tj_size(s, 0), tj_size(s, 1)}), 0);
+    return tj_add(tj_reshape(r, 3, (int64_t[]){1, tj_size(s, 0), tj_size(s, 1)}), u);
+}
+
+static tj_tensor *model_transposed_out(void *ctx, tj_tensor *const *a, int n)
+{
+    return tj_transpose(tj_tanh(a[0]), 0, 1);
+}
+
+static tj_tensor *model_identity(void *ctx, tj_tensor *const *a, int n) { return a[0]; }
+
+static void test_plan_eager_calls_and_views(void **state)
+{
+    tj_tensor *args[3] = {tj_randn(TJ_F32, 2, (int64_t[]){33, 64}), tj_randn(TJ_F32, 2, (int64_t[]){48, 64}),
+                          tj_randn(TJ_F32, 1, (int64_t[]){48})};
+    check_close(model_mlp, NULL, args, 3, 1e-5, 1e-5, "eager call", "matmul + pointwise + sum");
+    tj_tensor *v[2] = {tj_randn(TJ_F32, 2, (int64_t[]){10, 30}), tj_randn(TJ_F32, 1, (int64_t[]){10})};
+    compare(model_views, NULL, v, 2, 0, "views");
+    compare(model_transposed_out, NULL, v, 1, 0, "a view as the result");
+    compare(model_identity, NULL, v, 1, 0, "an input as the result");
+    tj_tensor *e = tj_zeros(TJ_F32, 2, (int64_t[]){0, 5});
+    compare(model_transposed_out, NULL, &e, 1, 0, "empty");
+}
+
+static tj_tensor *model_rowwise(void *ctx, tj_tensor *const *a, int n)
+{
+    return tj_sub(tj_exp(a[0]), tj_sum(a[0], (int[]){-1}, 1, true));
+}
+
+/* One graph with a symbolic dim serves every size; its kernels compile once. */
+static void test_dynamic_sizes_reuse_kernels(void **state)
+{
+    tj_compiled *c = tj_compile(model_rowwise, NULL, &(tj_compile_options){.name = "dyn"});
+    int before = -1;
+    for (int64_t rows = 3; rows <= 300; rows *= 3) {
+        tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){rows, 17});
+        tj_tensor *got = tj_call(c, &x, 1);
+        assert_near(got, model_rowwise(NULL, &x, 1), 0, 1e-5, 1e-5, "rowwise");
+        if (rows == 27)
+            before = kernels_compiled();
+    }
+    assert_int_equal(kernels_compiled(), before);   /* sizes 81 and 243 compiled nothing */
+    tj_compiled_free(c);
+}
+
+static void test_backend_eager(void **state)
+{
+    setenv("TJIT_BACKEND", "eager", 1);
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){5, 1000});
+    tj_compiled *c = tj_compile(model_rowwise, NULL, &(tj_compile_options){.name = "be"});
+    int before = kernels_compiled();
+    tj_tensor *got = tj_call(c, &x, 1);
+    unsetenv("TJIT_BACKEND");
+    tu_assert_close(got, model_rowwise(NULL, &x, 1), 0, 0);
+    assert_int_equal(kernels_compiled(), before);
+    char *t = tj_explain(c);
+    assert_null(strstr(t, "compiled:"));
+    free(t);
+    tj_compiled_free(c);
+}
+
+static tj_tensor *model_gather(void *ctx, tj_tensor *const *a, int n)
+{
+    return tj_exp(tj_gather(tj_tanh(a[0]), 1, a[1]));
+}
+
+/* An eager call that fails inside a plan reports like the graph executor. */
+static void test_plan_runtime_error(void **state)
+{
+    tj_tensor *args[2] = {tj_randn(TJ_F32, 2, (int64_t[]){3, 4}),
+                          tj_from_data(TJ_I64, 2, (int64_t[]){3, 1}, (int64_t[]){0, 1, 2})};
+    tj_compiled *c = tj_compile(model_gather, NULL, &(tj_compile_options){.name = "g"});
+    tu_assert_close(tj_call(c, args, 2), model_gather(NULL, args, 2), 0, 0);
+    args[1] = tj_from_data(TJ_I64, 2, (int64_t[]){3, 1}, (int64_t[]){0, 9, 2});
+    tu_assert_error(tj_call(c, args, 2), "gather", "out of range", "graph @g", NULL);
+    tj_compiled_free(c);
+}
+
+static void test_dumps(void **state)
+{
+    char dir[] = "/tmp/tjit-dump-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    setenv("TJIT_DUMP", "prims,fused,kernels,llvm,asm", 1);
+    setenv("TJIT_DUMP_DIR", dir, 1);
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){4, 8});
+    tj_compiled *c = tj_compile(model_softmax, NULL, &(tj_compile_options){.name = "dumped"});
+    assert_non_null(tj_call(c, &x, 1));
+    unsetenv("TJIT_DUMP");
+    unsetenv("TJIT_DUMP_DIR");
+    tj_compiled_free(c);
+    char cmd[512], out[256] = "";
+    snprintf(cmd, sizeof cmd, "cd %s && grep -l 'reduce max' *kernels.tir && grep -c zmm *asm.tir && "
+             "grep -l 'define void @tjk_' *llvm.tir && grep -l 'kernel 0 rows' *fused.tir && "
+             "grep -l amax *prims.tir; rm -rf %s", dir, dir);
+    FILE *p = popen(cmd, "r");
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    assert_int_equal(pclose(p), 0);
+    assert_non_null(strstr(out, "dumped.kernels.tir"));
+}
+
+/* ---- random graphs ------------------------------------------------------------------------------ */
+
+static unsigned rng_state;
+
+static int rnd(int n)
+{
+    rng_state = rng_state * 1103515245u + 12345u;
+    return (int)((rng_state >> 16) % (unsigned)n);
+}
+
+static bool is_2d(tj_tensor *a) { return tj_ndim(a) == 2 && tj_size(a, 0) > 1 && tj_size(a, 1) > 1; }
+
+/* A random chain over x [13,37] (maybe transposed), c [13,1], r [37]:
+ * pointwise ops with broadcasting, row reductions, softmax, layer_norm,
+ * transposes around a pointwise op, reshapes, slices and cat. */
+static tj_tensor *model_random(void *ctx, tj_tensor *const *in, int n)
+{
+    rng_state = *(unsigned *)ctx;
+    tj_tensor *v[40] = {in[0], in[1], in[2]};
+    int nv = 3, steps = 3 + rnd(10);
+    for (int s = 0; s < steps; s++) {
+        tj_tensor *a = v[rnd(nv)], *b = v[rnd(nv)], *r;
+        bool full = tj_ndim(a) == 2 && tj_size(a, 0) == 13 && tj_size(a, 1) == 37;
+        switch (rnd(12)) {
+        case 0: r = tj_tanh(a); break;
+        case 1: r = tj_exp(tj_mul_s(a, 0.1)); break;
+        case 2: r = tj_add(a, b); break;
+        case 3: r = tj_mul(a, b); break;
+        case 4: r = tj_maximum(a, tj_neg(b)); break;
+        case 5: r = is_2d(a) ? tj_sum(a, (int[]){1}, 1, true) : tj_abs(a); break;
+        case 6: r = is_2d(a) ? tj_unsqueeze(tj_amax(a, (int[]){1}, 1, false), 1) : tj_sin(a); break;
+        case 7: r = is_2d(a) ? tj_transpose(tj_sigmoid(tj_transpose(a, 0, 1)), 0, 1) : tj_sub(a, b); break;
+        case 8: r = is_2d(a) ? tj_softmax(a, -1) : tj_where(tj_gt_s(a, 0), a, b); break;
+        case 9: r = is_2d(a) ? tj_layer_norm(a, 1, NULL, NULL, 1e-5) : tj_square(a); break;
+        case 10:
+            r = full ? tj_reshape(tj_exp(tj_reshape(tj_mul_s(a, 0.1), 1, (int64_t[]){13 * 37})), 2,
+                                  (int64_t[]){13, 37})
+                     : tj_relu(a);
+            break;
+        default:
+            r = full ? tj_cat((tj_tensor *[]){tj_slice(tj_tanh(a), 1, 0, 20, 1), tj_slice(a, 1, 20, 37, 1)}, 2, 1)
+                     : tj_atan(a);
+            break;
+        }
+        v[nv++] = r;
+    }
+    tj_tensor *out = tj_add(v[nv - 1], v[rnd(nv)]);
+    return tj_add(out, tj_zeros(TJ_F64, 2, (int64_t[]){13, 37}));
+}
+
+static void test_random_graphs(void **state)
+{
+    for (unsigned seed = 1; seed <= 120; seed++) {
+        tj_scope_begin();
+        tj_tensor *x = seed % 2 ? tj_randn(TJ_F64, 2, (int64_t[]){13, 37})
+                                : tj_transpose(tj_randn(TJ_F64, 2, (int64_t[]){37, 13}), 0, 1);
+        tj_tensor *in[3] = {x, tj_randn(TJ_F64, 2, (int64_t[]){13, 1}), tj_randn(TJ_F64, 1, (int64_t[]){37})};
+        unsigned s = seed * 7919u;
+        char what[32];
+        snprintf(what, sizeof what, "random graph %u", seed);
+        check_close(model_random, &s, in, 3, 1e-9, 1e-9, "compiled:", what);
+        tj_scope_end();
+    }
+}
+
+/* ---- threads ------------------------------------------------------------------------------------ */
+
+typedef struct call_arg {
+    tj_compiled *c;
+    tj_tensor *x;
+    tj_tensor *out;
+} call_arg;
+
+static void *call_thread(void *p)
+{
+    call_arg *a = p;
+    tj_scope_begin();
+    tj_tensor *y = tj_call(a->c, &a->x, 1);
+    a->out = y ? tj_keep(y) : NULL;
+    tj_scope_end();
+    return NULL;
+}
+
+/* Two threads make the first call at once: one builds the plan, both run it. */
+static void test_threads_share_a_plan(void **state)
+{
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){300, 301});
+    tj_compiled *c = tj_compile(model_softmax, NULL, &(tj_compile_options){.name = "mt"});
+    call_arg a[2] = {{c, x, NULL}, {c, x, NULL}};
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, call_thread, &a[i]), 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    tj_tensor *want = model_softmax(NULL, &x, 1);
+    for (int i = 0; i < 2; i++) {
+        assert_near(a[i].out, want, 0, 1e-5, 1e-8, "threads");
+        tj_release(a[i].out);
+    }
+    assert_explain(c, "compiled: 1 kernel, 0 eager calls");
+    tj_compiled_free(c);
+}
+
+/* ---- hand-built kernels: the cache across processes, asm, errors ------------------------------ */
+
+/* P1's kernel: y = tanh(x) * sigmoid(c * x) + 0.5 x, built directly. */
+static void p1_kernel(cg_kernel *k, double c)
+{
+    cg_kernel_init(k, CG_TILES, 0);
+    int bx = cg_add_buf(k, TJ_F32, false, 1), by = cg_add_buf(k, TJ_F32, true, 1);
+    int x = cg_add_load(k, bx);
+    int h = cg_add_cvt(k, cg_add_const(k, TJ_F64, 0.5), TJ_F32);
+    int s = cg_add_cvt(k, cg_add_const(k, TJ_F64, c), TJ_F32);
+#define CALL(o, p, q) cg_add_inst(k, &(cg_inst){.k = CG_CALL, .dt = TJ_F32, .op = o, .cdt = TJ_F32, .a = {p, q}})
+    int y = CALL(OP_add, CALL(OP_mul, CALL(OP_tanh, x, 0), CALL(OP_sigmoid, CALL(OP_mul, x, s), 0)),
+                 CALL(OP_mul, x, h));
+#undef CALL
+    cg_add_store(k, y, by);
+}
+
+static void run_p1(cg_kernel_fn fn, double c)
+{
+    enum { N = 70001 };
+    float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+    for (int i = 0; i < N; i++)
+        x[i] = (float)(i - N / 2) / 3000.0f;
+    int64_t sz[5] = {N, N, 1, 1, 1};
+    fn((char *[]){(char *)x, (char *)y}, 0, 1, sz);
+    tj_tensor *xt = tj_from_data(TJ_F32, 1, (int64_t[]){N}, x);
+    tj_tensor *want = tj_add(tj_mul(tj_tanh(xt), tj_sigmoid(tj_mul_s(xt, c))), tj_mul_s(xt, 0.5));
+    assert_match(tj_from_data(TJ_F32, 1, (int64_t[]){N}, y), want, 0, "hand-built P1 kernel");
+    free(x);
+    free(y);
+}
+
+/* Compiled in a child process (a fresh cache, a fresh JIT), loaded here
+ * from the disk cache. */
+static void test_kernel_cache_across_processes(void **state)
+{
+    char dir[] = "/tmp/tjit-cache-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    double c = 1.0 + (double)(getpid() % 1000) / 1024.0;   /* a kernel new to both caches */
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s --compile-child %s %.17g", self_path, dir, c);
+    assert_int_equal(system(cmd), 0);
+    cg_cache *cache = cg_cache_new(dir);
+    cg_kernel k;
+    p1_kernel(&k, c);
+    cg_compiled out;
+    assert_int_equal(cg_jit_get(&k, cache, 0, &out), 0);
+    assert_int_equal(out.origin, CG_FROM_CACHE);
+    cg_cache_stats st;
+    cg_cache_stats_get(cache, &st);
+    assert_int_equal(st.disk_hits, 1);
+    run_p1(out.fn, c);
+    cg_compiled_clear(&out);
+    assert_int_equal(cg_jit_get(&k, cache, 0, &out), 0);   /* now loaded in this process */
+    assert_int_equal(out.origin, CG_FROM_LOADED);
+    cg_compiled_clear(&out);
+    cg_cache_free(cache);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static int compile_child(const char *dir, const char *cs)
+{
+    double c = strtod(cs, NULL);
+    cg_cache *cache = cg_cache_new(dir);
+    cg_kernel k;
+    p1_kernel(&k, c);
+    cg_compiled out;
+    int rc = cg_jit_get(&k, cache, 0, &out) || out.origin != CG_FROM_COMPILE;
+    cg_compiled_clear(&out);
+    cg_cache_free(cache);
+    return rc;
+}
+
+static void test_p1_asm_uses_zmm(void **state)
+{
+    cg_kernel k;
+    p1_kernel(&k, 1.702);
+    cg_compiled out;
+    cg_cache *mem = cg_cache_new(NULL);
+    assert_int_equal(cg_jit_get(&k, mem, CG_EMIT_ASM | CG_EMIT_LLVM, &out), 0);
+    cg_cache_free(mem);
+    assert_non_null(out.asm_text);
+    assert_non_null(strstr(out.asm_text, "zmm"));
+    assert_non_null(strstr(out.asm_text, "vmulps"));
+    assert_null(strstr(out.asm_text, "call"));           /* every formula inlined */
+    assert_non_null(strstr(out.llvm, "noalias"));
+    run_p1(out.fn, 1.702);
+    cg_compiled_clear(&out);
+}
+
+static void test_kernel_errors(void **state)
+{
+    cg_kernel k;
+    cg_compiled out;
+    cg_kernel_init(&k, CG_TILES, 0);
+    int b = cg_add_buf(&k, TJ_F32, true, 1);
+    cg_add_store(&k, cg_add_inst(&k, &(cg_inst){.k = CG_CVT, .dt = TJ_F32, .a = {5}}), b);
+    assert_int_equal(cg_jit_get(&k, NULL, 0, &out), -1);
+    assert_non_null(strstr(out.err, "operand not defined"));
+    cg_compiled_clear(&out);
+
+    cg_kernel_init(&k, CG_TILES, 0);
+    int in = cg_add_buf(&k, TJ_F32, false, 1), o = cg_add_buf(&k, TJ_I32, true, 1);
+    cg_add_store(&k, cg_add_cvt(&k, cg_add_load(&k, in), TJ_I32), o);
+    assert_int_equal(cg_jit_get(&k, NULL, 0, &out), -1);
+    assert_non_null(strstr(out.err, "float to integer"));
+    cg_compiled_clear(&out);
+
+    cg_kernel_init(&k, CG_TILES, 0);
+    in = cg_add_buf(&k, TJ_F32, false, 1);
+    o = cg_add_buf(&k, TJ_F32, true, 1);
+    int r = cg_add_reduce(&k, CG_SUM, cg_add_load(&k, in));
+    cg_add_store(&k, r, o);
+    assert_int_equal(cg_jit_get(&k, NULL, 0, &out), -1);   /* reductions need a rows kernel */
+    assert_non_null(strstr(out.err, "reduction"));
+    cg_compiled_clear(&out);
+}
+
+static void test_skipped(void **state) { skip(); }
+
+int main(int argc, char **argv)
+{
+    self_path = argv[0];
+    if (argc == 4 && !strcmp(argv[1], "--compile-child"))
+        return compile_child(argv[2], argv[3]);
+    char cache[512];
+    const char *build = getenv("TJ_BUILD") ? getenv("TJ_BUILD") : "build";
+    snprintf(cache, sizeof cache, "%s/kernel-cache", build);
+    setenv("TJIT_CACHE_DIR", cache, 0);
+    const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
+        T(test_unary_all),
+        T(test_unary_sizes_strided),
+        T(test_binary_all),
+        T(test_binary_mixed_and_scalars),
+        T(test_where_cast_clamp),
+        T(test_reductions),
+        T(test_reduction_specials),
+        T(test_softmax_layer_norm),
+        T(test_plan_eager_calls_and_views),
+        T(test_dynamic_sizes_reuse_kernels),
+        T(test_backend_eager),
+        T(test_plan_runtime_error),
+        T(test_dumps),
+        T(test_random_graphs),
+        T(test_threads_share_a_plan),
+        T(test_kernel_cache_across_processes),
+        T(test_p1_asm_uses_zmm),
+        T(test_kernel_errors),
+#undef T
+    };
+    char why[512];
+    if (!cg_jit_available(why, sizeof why)) {   /* a build without clang-19 */
+        const struct CMUnitTest none[] = {cmocka_unit_test(test_skipped)};
+        fprintf(stderr, "codegen: no JIT (%s); compiled graphs run on the graph executor\n", why);
+        return cmocka_run_group_tests_name("codegen", none, NULL, NULL);
+    }
+    return cmocka_run_group_tests_name("codegen", tests, NULL, NULL);
+}
