@@ -25,7 +25,7 @@ WARN := -Wall -Wextra -Werror -Wmissing-prototypes -Wstrict-prototypes -Wshadow=
         -Wno-unused-parameter
 OPT ?= -O3 -g
 # -fno-math-errno lets sqrt and rounding vectorize; -fno-trapping-math (clang's
-# default) lets gcc if-convert the selects of runtime/vmath.h, so loops calling
+# default) lets gcc if-convert the selects of ir/vmath.h, so loops calling
 # it vectorize (FP exception flags are not part of our semantics); no
 # -ffast-math: NaN and Inf semantics are kept. -fwrapv: integer kernels wrap on
 # overflow like PyTorch's (and like the JIT's bitcode), instead of being UB.

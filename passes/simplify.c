@@ -28,7 +28,7 @@
  *                  i32 -> i64/f64, f32 -> f64 (i64 -> f64 and i32 -> f32 round)
  *
  * Folding computes with the same scalar formulas as the eager kernels (the
- * f32/f64/int columns of ops.def, runtime/vmath.h), in the dtype the kernel
+ * f32/f64/int columns of ops.def, ir/vmath.h), in the dtype the kernel
  * computes in, with the kernels' conversions, so a folded constant is the
  * value the eager op would produce. Whatever cannot be represented exactly
  * (an i64 beyond 2^53 in the double attribute, a weak f32, a symbolic shape)
@@ -40,7 +40,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../runtime/vmath.h"
+#include "../ir/vmath.h"
 #include "rewrite.h"
 
 /* ---- constants ------------------------------------------------------------------- */

@@ -25,7 +25,7 @@
 #include "k_rows.h"
 #include "kernels.h"
 #include "random.h"
-#include "vmath.h"
+#include "../ir/vmath.h"
 
 /* ---- strided access --------------------------------------------------------------- */
 

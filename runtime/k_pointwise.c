@@ -4,7 +4,7 @@
  * The loops of the UNARY/BINARY rows are generated from the rows themselves:
  * for each compute dtype the row's rule allows, one contiguous loop (binary:
  * also vector-scalar and scalar-vector) whose body is the row's f32, f64 or
- * int formula (runtime/vmath.h), cloned for AVX-512/AVX2. Tables indexed by
+ * int formula (ir/vmath.h), cloned for AVX-512/AVX2. Tables indexed by
  * [op][dtype] dispatch them. The iterator (iter.h) broadcasts and coalesces;
  * a row that is strided, or whose dtype differs from the compute dtype (mixed
  * inputs), is converted block by block into a stack buffer first.
@@ -14,7 +14,7 @@
 
 #include "iter.h"
 #include "kernels.h"
-#include "vmath.h"
+#include "../ir/vmath.h"
 
 #pragma GCC diagnostic ignored "-Wtype-limits"   /* int formulas on u8: x < 0 */
 

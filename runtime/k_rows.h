@@ -18,7 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "vmath.h"
+#include "../ir/vmath.h"
 
 /* Forced inline: a copy compiled for the baseline target would not vectorize. */
 #define RT_ROW_INLINE static inline __attribute__((always_inline))

@@ -10,7 +10,7 @@
  *   uniform f64: the top 53 bits of words 0 (high) and 1 (low), times 2^-53
  *   normal: Box-Muller, sqrt(-2 ln(1 - u1)) * cos(2 pi u2), u1 from words 0
  *           (and 1 for f64), u2 from word 1 (f32) or words 2 and 3 (f64);
- *           f32 computes in float with runtime/vmath.h (|z| <= 5.77, the
+ *           f32 computes in float with ir/vmath.h (|z| <= 5.77, the
  *           limit of a 24-bit u1), f64 in double with libm.
  * Blocks are made BATCH at a time in lane arrays, so the rounds vectorize.
  */
@@ -19,7 +19,7 @@
 
 #include "iter.h"
 #include "random.h"
-#include "vmath.h"
+#include "../ir/vmath.h"
 
 #define PHILOX_M0 0xD2511F53u
 #define PHILOX_M1 0xCD9E8D57u

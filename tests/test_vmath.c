@@ -1,4 +1,4 @@
-/* test_vmath.c - accuracy of runtime/vmath.h. Each f32 formula is compared
+/* test_vmath.c - accuracy of ir/vmath.h. Each f32 formula is compared
  * with libm in double over a sweep of its range (every k-th float in order,
  * so every binade is covered, plus a linear sweep of the central part) and
  * its error in ulp of the float result must stay within the bound stated in
@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "../runtime/vmath.h"
+#include "../ir/vmath.h"
 #include "util.h"
 
 /* ---- measuring --------------------------------------------------------------------- */

@@ -6,7 +6,7 @@
  * links it into the kernel module and inlines the functions it calls, so a
  * compiled kernel evaluates exactly the formulas the eager kernels do
  * (runtime/k_pointwise.c): the f32, f64 and int columns of the UNARY and
- * BINARY rows of ir/ops.def over runtime/vmath.h. One source of truth.
+ * BINARY rows of ir/ops.def over ir/vmath.h. One source of truth.
  *
  * For every row and every compute dtype D, one function
  *
@@ -28,7 +28,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "../../runtime/vmath.h"
+#include "../../ir/vmath.h"
 
 #define PW_F32 float
 #define PW_F64 double

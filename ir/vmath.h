@@ -1,4 +1,5 @@
-/* vmath.h - the scalar formulas of the pointwise ops (the f32/f64/int columns
+/* vmath.h - the scalar formulas of the pointwise ops, part of the op table
+ * (in ir/ so that the runtime, the passes and the JIT share them: the f32/f64/int columns
  * of the UNARY and BINARY rows of ir/ops.def name these; the softmax, norm
  * and random kernels use some of them too).
  *
