@@ -128,6 +128,12 @@ static void dump_text(const fe_plan_set *ps, const char *stage, const char *text
         fe_dump_text(stage, ps->name, text);
 }
 
+#ifdef NDEBUG
+#define PLAN_VERIFY false
+#else
+#define PLAN_VERIFY true
+#endif
+
 /* Passes and fusion, once per set. */
 static void prepare(fe_plan_set *ps)
 {
@@ -139,7 +145,9 @@ static void prepare(fe_plan_set *ps)
     const char *pipeline = ps_pass_find("decompose") && ps_pass_find("simplify")
                                ? "decompose,simplify,dce" : "dce";
     char err[512];
-    ps->prims = ps_run_pipeline((ir_graph *)ps->src, pipeline, &(ps_options){0}, err, sizeof err);
+    /* Debug and test builds (no NDEBUG) verify the graph after every pass. */
+    ps_options opt = {.verify = PLAN_VERIFY};
+    ps->prims = ps_run_pipeline((ir_graph *)ps->src, pipeline, &opt, err, sizeof err);
     if (!ps->prims) {
         snprintf(ps->why, sizeof ps->why, "%s", err);
         ps->unavailable = true;
