@@ -679,7 +679,7 @@ static void test_kernel_cache_across_processes(void **state)
     assert_non_null(mkdtemp(dir));
     double c = 1.0 + (double)(getpid() % 1000) / 1024.0;   /* a kernel new to both caches */
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s --compile-child %s %.17g", self_path, dir, c);
+    snprintf(cmd, sizeof cmd, "%s --jit-child %s %.17g compile", self_path, dir, c);
     assert_int_equal(system(cmd), 0);
     cg_cache *cache = cg_cache_new(dir);
     cg_kernel k;
@@ -700,17 +700,85 @@ static void test_kernel_cache_across_processes(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
-static int compile_child(const char *dir, const char *cs)
+/* Runs P1's kernel y = f(x) on a fixed x and compares it with the eager ops,
+ * bit for bit; 0 when equal (for child processes: no cmocka asserts). */
+static int p1_matches_eager(cg_kernel_fn fn, double c)
+{
+    enum { N = 4099 };
+    static float x[N], y[N];
+    for (int i = 0; i < N; i++)
+        x[i] = (float)(i - N / 2) / 300.0f;
+    int64_t sz[5] = {N, N, 1, 1, 1};
+    fn((char *[]){(char *)x, (char *)y}, 0, 1, sz);
+    tj_scope_begin();
+    tj_tensor *xt = tj_from_data(TJ_F32, 1, (int64_t[]){N}, x);
+    tj_tensor *want = tj_add(tj_mul(tj_tanh(xt), tj_sigmoid(tj_mul_s(xt, c))), tj_mul_s(xt, 0.5));
+    const float *w = want ? tj_data(want) : NULL;
+    int bad = !w;
+    for (int i = 0; w && i < N; i++)
+        bad |= memcmp(&w[i], &y[i], sizeof y[i]) != 0;
+    tj_scope_end();
+    return bad;
+}
+
+/* A child process: gets P1's kernel (constant c) through a fresh cache on dir
+ * and a fresh JIT; exits 0 when it came from `expect` ("compile" or "cache")
+ * and computes what eager computes. */
+static int jit_child(const char *dir, const char *cs, const char *expect)
 {
     double c = strtod(cs, NULL);
     cg_cache *cache = cg_cache_new(dir);
     cg_kernel k;
     p1_kernel(&k, c);
     cg_compiled out;
-    int rc = cg_jit_get(&k, cache, 0, &out) || out.origin != CG_FROM_COMPILE;
-    cg_compiled_clear(&out);
+    cg_origin want = !strcmp(expect, "cache") ? CG_FROM_CACHE : CG_FROM_COMPILE;
+    int rc = cg_jit_get(&k, cache, 0, &out);
+    if (rc == 0) {
+        rc = out.origin != want || p1_matches_eager(out.fn, c);
+        cg_compiled_clear(&out);
+    }
     cg_cache_free(cache);
     return rc;
+}
+
+static void run_child(const char *dir, double c, const char *expect)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s --jit-child %s %.17g %s", self_path, dir, c, expect);
+    if (system(cmd) != 0)
+        fail_msg("`%s` failed", cmd);
+}
+
+/* Damages the one cache entry in dir: flips a payload byte, or truncates it. */
+static void damage_entry(const char *dir, bool truncate_it)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             truncate_it ? "f=$(ls %s/*.o) && truncate -s 100 \"$f\""
+                         : "f=$(ls %s/*.o) && printf '\\377' | dd of=\"$f\" bs=1 seek=400 "
+                           "conv=notrunc status=none",
+             dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* A corrupt or truncated entry is detected and recompiled, results stay
+ * right, and the entry is replaced (the next process loads it again). */
+static void test_kernel_cache_damage(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/tjit-cache-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    double c = 2.0 + (double)(getpid() % 1000) / 1024.0;   /* a kernel new to every cache */
+    run_child(dir, c, "compile");
+    run_child(dir, c, "cache");
+    for (int t = 0; t < 2; t++) {
+        damage_entry(dir, t == 1);
+        run_child(dir, c, "compile");   /* detected, ignored, recompiled, replaced */
+        run_child(dir, c, "cache");
+    }
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
 }
 
 static void test_p1_asm_uses_zmm(void **state)
@@ -763,8 +831,8 @@ static void test_skipped(void **state) { skip(); }
 int main(int argc, char **argv)
 {
     self_path = argv[0];
-    if (argc == 4 && !strcmp(argv[1], "--compile-child"))
-        return compile_child(argv[2], argv[3]);
+    if (argc == 5 && !strcmp(argv[1], "--jit-child"))
+        return jit_child(argv[2], argv[3], argv[4]);
     char cache[512];
     const char *build = getenv("TJ_BUILD") ? getenv("TJ_BUILD") : "build";
     snprintf(cache, sizeof cache, "%s/kernel-cache", build);
@@ -786,7 +854,7 @@ int main(int argc, char **argv)
         T(test_dumps),
         T(test_random_graphs),
         T(test_threads_share_a_plan),
-        T(test_kernel_cache_across_processes),
+        T(test_kernel_cache_across_processes), T(test_kernel_cache_damage),
         T(test_p1_asm_uses_zmm),
         T(test_kernel_errors),
 #undef T
