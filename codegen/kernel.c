@@ -196,8 +196,7 @@ static int check_inst(const cg_kernel *k, int i, char *err, size_t n)
     if (in->k == CG_WHERE && (k->inst[in->a[0]].dt != TJ_BOOL || k->inst[in->a[1]].dt != in->dt ||
                               k->inst[in->a[2]].dt != in->dt))
         return bad(err, n, "where operands of the wrong dtype", i);
-    if (in->k == CG_LOAD && (in->buf < 0 || in->buf >= k->nbufs || (k->bufs[in->buf].out && k->kind != CG_ROWS) ||
-                             k->bufs[in->buf].dt != in->dt))
+    if (in->k == CG_LOAD && (in->buf < 0 || in->buf >= k->nbufs || k->bufs[in->buf].dt != in->dt))
         return bad(err, n, "load of a bad buffer", i);
     if (in->k == CG_RED && (in->stage < 0 || in->stage >= k->nstages || !k->stages[in->stage].reduce))
         return bad(err, n, "red of a stage that is not a reduction", i);

@@ -23,7 +23,10 @@
  * (loads) or written (stores), and an inner stride class fixed at compile
  * time: 1 (contiguous: vector loads), 0 (broadcast along the inner dim) or
  * CG_STRIDED (a runtime stride: gathers). A row buffer of a ROWS kernel has
- * class 0.
+ * class 0. An output buffer may also be loaded: a kernel that writes its
+ * result in place over an input it reads at the same index (the plan's
+ * memory planner, codegen/lower.h cg_launch_alias) loads the input from the
+ * output buffer, each element before it is overwritten.
  *
  * Values: SSA instructions over scalars of a dtype, evaluated per element of
  * the inner loop of the stage that uses them (LLVM hoists what is invariant):
@@ -140,8 +143,7 @@ void cg_kernel_compact(cg_kernel *k);
 
 /* Checks the invariants emit.c relies on (operands defined earlier, dtypes of
  * where/red/loads consistent, stores to output buffers, reductions only in
- * ROWS kernels, loads of output buffers only there). 0, or -1 with the
- * reason in err. */
+ * ROWS kernels). 0, or -1 with the reason in err. */
 int cg_kernel_check(const cg_kernel *k, char *err, size_t nerr);
 
 /* ---- text form --------------------------------------------------------------- */

@@ -449,3 +449,92 @@ int cg_lower(const cg_lower_in *in, int gi, cg_launch *out, char *err, size_t ne
     free(memo);
     return rc;
 }
+
+/* ---- in place ------------------------------------------------------------------------- */
+
+/* Whether instruction i depends on a load of buffer `buf`. */
+static bool loads_buf(const cg_kernel *k, int i, int buf, int depth)
+{
+    const cg_inst *in = &k->inst[i];
+    if (in->k == CG_LOAD)
+        return in->buf == buf;
+    int nops = in->k == CG_CVT ? 1 : in->k == CG_WHERE ? 3 : in->k == CG_CALL ? ir_ops[in->op].nmin : 0;
+    for (int j = 0; j < nops && depth < 256; j++)
+        if (loads_buf(k, in->a[j], buf, depth + 1))
+            return true;
+    return false;
+}
+
+/* Whether every element of bi is loaded before bo's element is stored over
+ * it: emit.c evaluates a stage's reduction first, then each stored value
+ * followed by its store, each load once per element and stage. So bi may be
+ * read by stages up to the first one that stores bo, there only by its
+ * reduction and the values stored up to bo's (a later value reuses that
+ * load), and not at all after it. */
+static bool alias_order_ok(const cg_kernel *k, int bi, int bo)
+{
+    int sf = -1, kf = -1;
+    for (int s = 0; s < k->nstages && sf < 0; s++)
+        for (int j = 0; j < k->stages[s].nst && sf < 0; j++)
+            if (k->stages[s].st_buf[j] == bo)
+                sf = s, kf = j;
+    if (sf < 0)
+        return false;
+    for (int s = sf; s < k->nstages; s++) {
+        const cg_stage *st = &k->stages[s];
+        bool before = s == sf && st->reduce && loads_buf(k, st->val, bi, 0);
+        if (s > sf && st->reduce && loads_buf(k, st->val, bi, 0))
+            return false;
+        for (int j = 0; j < st->nst; j++) {
+            bool uses = loads_buf(k, st->st_val[j], bi, 0);
+            if (s == sf && j <= kf)
+                before = before || uses;
+            else if (uses && !(s == sf && before))
+                return false;
+        }
+    }
+    for (int j = 0; j < k->nrow; j++)
+        if (k->row_buf[j] == bo || loads_buf(k, k->row_val[j], bi, 0))
+            return false;
+    return true;
+}
+
+bool cg_launch_can_alias(const cg_launch *l, int bi, int bo)
+{
+    const cg_kernel *k = &l->k;
+    if (bi < 0 || bo < 0 || bi >= k->nbufs || bo >= k->nbufs || k->bufs[bi].out || !k->bufs[bo].out ||
+        k->bufs[bi].dt != k->bufs[bo].dt || k->bufs[bi].inner != k->bufs[bo].inner)
+        return false;
+    for (int d = 0; d <= k->nouter; d++)
+        if (l->sz[CG_SZ_STRIDE(k, bi, d)] != l->sz[CG_SZ_STRIDE(k, bo, d)])
+            return false;
+    return alias_order_ok(k, bi, bo);
+}
+
+void cg_launch_alias(cg_launch *l, int bi, int bo)
+{
+    cg_kernel *k = &l->k;
+    int64_t sz[sizeof l->sz / sizeof *l->sz];
+    memcpy(sz, l->sz, sizeof sz);
+    for (int i = 0; i < k->ninst; i++)
+        if (k->inst[i].k == CG_LOAD && k->inst[i].buf == bi)
+            k->inst[i].buf = bo;
+    /* drop buffer bi: renumber the ones after it */
+    for (int i = 0; i < k->ninst; i++)
+        if (k->inst[i].k == CG_LOAD && k->inst[i].buf > bi)
+            k->inst[i].buf--;
+    for (int s = 0; s < k->nstages; s++)
+        for (int j = 0; j < k->stages[s].nst; j++)
+            k->stages[s].st_buf[j] -= k->stages[s].st_buf[j] > bi;
+    for (int j = 0; j < k->nrow; j++)
+        k->row_buf[j] -= k->row_buf[j] > bi;
+    int nb = k->nbufs;
+    for (int b = bi; b + 1 < nb; b++) {
+        k->bufs[b] = k->bufs[b + 1];
+        l->args[b] = l->args[b + 1];
+    }
+    k->nbufs = l->nargs = nb - 1;
+    for (int b = 0; b < k->nbufs; b++)
+        for (int d = 0; d <= k->nouter; d++)
+            l->sz[CG_SZ_STRIDE(k, b, d)] = sz[3 + k->nouter + (b + (b >= bi)) * (k->nouter + 1) + d];
+}

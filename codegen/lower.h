@@ -10,6 +10,7 @@
 #ifndef TJ_CG_LOWER_H
 #define TJ_CG_LOWER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,5 +50,14 @@ typedef struct cg_launch {
  * group must be given (contiguous buffers the caller allocates). 0, or -1
  * with the reason in err (the caller then runs the group's nodes eagerly). */
 int cg_lower(const cg_lower_in *in, int gi, cg_launch *out, char *err, size_t nerr);
+
+/* In place: whether the kernel may store output buffer bo over input buffer
+ * bi (the caller makes them one memory): same dtype, the same element of
+ * each at every index, and no element of bi read after bo's element is
+ * stored (emit.c's order within and across stages). */
+bool cg_launch_can_alias(const cg_launch *l, int bi, int bo);
+/* Makes it so: loads of bi read bo, and bi is dropped (the buffers after it
+ * move down one). The kernel's text (and key) changes. */
+void cg_launch_alias(cg_launch *l, int bi, int bo);
 
 #endif

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compile.h"
 #include "dump.h"
 #include "exec.h"
 #include "plan.h"
@@ -523,6 +524,28 @@ static void explain_plan(FILE *f, const entry *e)
                 pi.kernels == 1 ? "" : "s", pi.eager_calls, pi.eager_calls == 1 ? "" : "s", pi.compile_ms);
     else if (pi.why[0])
         fprintf(f, "    graph executor: %s\n", pi.why);
+}
+
+int fe_compiled_info_get(const tj_compiled *c, fe_compiled_info *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!c)
+        return -1;
+    tj_compiled *m = (tj_compiled *)c;
+    pthread_mutex_lock(&m->lock);
+    out->calls = atomic_load(&m->calls);
+    out->eager_calls = atomic_load(&m->eager_calls);
+    const entry *last = NULL;
+    for (int i = 0; i < c->nentries; i++) {
+        const entry *e = c->entries[i];
+        e->g ? out->graphs++ : out->breaks++;
+        if (e->g)
+            last = e;
+    }
+    if (last && last->plans)
+        fe_plans_info(last->plans, &out->plan);
+    pthread_mutex_unlock(&m->lock);
+    return 0;
 }
 
 char *tj_explain(const tj_compiled *c)

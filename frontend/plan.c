@@ -7,9 +7,13 @@
  *     groups in order -> steps: kernel | eager call | view
  *       kernel: cg_lower -> cg_jit_get_all (parallel, cached)  kernels, llvm, asm
  *       a group that cannot be lowered or compiled runs its nodes eagerly
- *   run: allocate the outputs of each step, launch or call it, release each
- *        value after its last use (a memory planner reusing buffers by
- *        lifetime is a later step)
+ *     blocked regions: a GEMM and its epilogue block by block  plan_block.c
+ *     in place: kernels that can store over a dying input       plan_mem.c
+ *     buffers: lifetimes, places in one arena per call          plan_mem.c
+ *                                                               TJIT_DUMP=plan
+ *   run: take the call's arena; each step writes its buffers (eager kernels
+ *        too), a region runs its blocks in parallel; outputs get their own
+ *        memory, handed to the caller
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -17,37 +21,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "../codegen/jit.h"
-#include "../codegen/lower.h"
-#include "../passes/fuse.h"
 #include "../passes/pass.h"
 #include "dump.h"
-#include "plan.h"
+#include "plan_int.h"
 
 #define FE_MAX_PLANS 8
-
-typedef enum { S_KERNEL, S_EAGER, S_VIEW } skind;
-
-typedef struct step {
-    skind kind;
-    int node;             /* EAGER, VIEW */
-    int group;
-    cg_launch *launch;    /* KERNEL */
-    cg_kernel_fn fn;
-} step;
-
-typedef struct fe_plan {
-    int ninputs, nslots;
-    ir_type *types;       /* per slot, concrete */
-    int64_t (*in_strides)[TJ_MAX_DIMS];
-    cg_geom *geom;
-    step *steps;
-    int nsteps;
-    int *last_use;        /* per slot: the last step that reads it */
-    int *rel_start, *rel; /* per step: the slots to release after it */
-    int kernels, eager;
-    double compile_ms;
-} fe_plan;
 
 struct fe_plan_set {
     pthread_mutex_t mu;
@@ -60,6 +38,7 @@ struct fe_plan_set {
     fe_plan *plans[FE_MAX_PLANS];
     int nplans;
     fe_plan_info info;
+    fe_plan_mem mem;
 };
 
 static double now_ms(void)
@@ -106,6 +85,7 @@ static void plan_free(fe_plan *p)
     free(p->last_use);
     free(p->rel_start);
     free(p->rel);
+    fe_mem_free(p);
     free(p);
 }
 
@@ -173,16 +153,6 @@ static void prepare(fe_plan_set *ps)
 
 /* ---- building a plan ------------------------------------------------------------------------ */
 
-typedef struct builder {
-    const ir_graph *g;
-    const ps_fusion *f;
-    fe_plan *p;
-    int cap;
-    bool *force_eager;    /* per group */
-    bool *done;           /* per slot: has a producing step */
-    bool failed;
-} builder;
-
 static step *add_step(builder *b, skind kind, int node, int group)
 {
     fe_plan *p = b->p;
@@ -197,7 +167,7 @@ static step *add_step(builder *b, skind kind, int node, int group)
         b->cap = cap;
     }
     step *s = &p->steps[p->nsteps++];
-    *s = (step){kind, node, group, NULL, NULL};
+    *s = (step){kind, node, group, NULL, NULL, -1, 0, {{0}}};
     return s;
 }
 
@@ -322,7 +292,7 @@ static void build_steps(builder *b)
 }
 
 /* Drops view steps nobody needs as a tensor, then sets last uses. */
-static void finish_steps(builder *b)
+static void drop_steps(builder *b)
 {
     fe_plan *p = b->p;
     bool *need = calloc((size_t)p->nslots + 1, sizeof *need);
@@ -355,22 +325,16 @@ static void finish_steps(builder *b)
         if (!(p->steps[i].kind != S_KERNEL && p->steps[i].node < 0))
             p->steps[w++] = p->steps[i];
     p->nsteps = w;
-    for (int s = 0; s < p->nslots; s++)
-        p->last_use[s] = -1;
-    for (int i = 0; i < p->nsteps; i++) {
-        const step *s = &p->steps[i];
-        if (s->kind == S_KERNEL) {
-            for (int a = 0; a < s->launch->nargs; a++)
-                p->last_use[s->launch->args[a].base] = i;
-            continue;
-        }
-        const ir_node *n = b->g->nodes[s->node];
-        for (int j = 0; j < n->nin; j++)
-            if (n->in[j])
-                p->last_use[slot_of(b->g, n->in[j])] = i;
+}
+
+/* Last uses, the releases after each step, and the memory plan. */
+static void finish_steps(builder *b)
+{
+    fe_plan *p = b->p;
+    if (fe_mem_plan(b->g, p)) {
+        b->failed = true;
+        return;
     }
-    for (int k = 0; k < b->g->noutputs; k++)
-        p->last_use[slot_of(b->g, b->g->outputs[k])] = p->nsteps;
     p->rel_start = calloc((size_t)p->nsteps + 2, sizeof(int));
     p->rel = calloc((size_t)p->nslots + 1, sizeof(int));
     if (!p->rel_start || !p->rel) {
@@ -518,7 +482,9 @@ static fe_plan *plan_build(fe_plan_set *ps, tj_tensor *const *inputs)
         for (int k = g->ninputs; k < p->nslots; k++)
             p->geom[k].base = -1;
         build_steps(&b);
-        if (b.failed)
+        if (!b.failed)
+            drop_steps(&b);
+        if (b.failed || fe_block_regions(&b) || fe_mem_inplace(g, p))
             goto fail;
         if (compile_steps(ps, &b) == 0)
             break;
@@ -530,6 +496,11 @@ static fe_plan *plan_build(fe_plan_set *ps, tj_tensor *const *inputs)
     if (b.failed)
         goto fail;
     p->compile_ms = now_ms() - t0;
+    if (fe_dump_enabled(NULL, "plan")) {
+        char *t = fe_mem_print(g, p);
+        dump_text(ps, "plan", t);
+        free(t);
+    }
     free(b.force_eager);
     free(b.done);
     return p;
@@ -567,11 +538,11 @@ static void launch_range(void *c_, int64_t b, int64_t e)
     c->fn(c->bufs, b, e, c->sz);
 }
 
-static int run_kernel(const fe_plan *p, const step *s, tj_tensor **vals)
+static int run_kernel(const fe_plan *p, const step *s, tj_tensor **vals, fe_call_mem *m)
 {
     const cg_launch *l = s->launch;
     for (int k = 0; k < l->nstore; k++)
-        if (!(vals[l->store_slot[k]] = rt_tensor_of(&p->types[l->store_slot[k]])))
+        if (!(vals[l->store_slot[k]] = fe_mem_tensor(p, m, l->store_slot[k])))
             return -1;
     char *bufs[CG_MAX_BUFS];
     for (int a = 0; a < l->nargs; a++) {
@@ -588,7 +559,9 @@ static int run_kernel(const fe_plan *p, const step *s, tj_tensor **vals)
     return 0;
 }
 
-static int run_node(const ir_graph *g, const fe_plan *p, const ir_node *n, tj_tensor **vals)
+/* Node n by its eager kernel, into its planned buffer (views, and reshapes
+ * that copy, by fe_eager). */
+static int run_node(const ir_graph *g, const fe_plan *p, const ir_node *n, tj_tensor **vals, fe_call_mem *m)
 {
     tj_tensor *in[64];
     for (int j = 0; j < n->nin && j < 64; j++)
@@ -596,8 +569,15 @@ static int run_node(const ir_graph *g, const fe_plan *p, const ir_node *n, tj_te
     ir_attrs a;
     ir_node_attrs(n, &a);
     int slot = g->ninputs + n->id;
-    if ((vals[slot] = fe_eager(n->op, in, n->nin, &a, &p->types[slot])))
-        return 0;
+    if (p->buf_of[slot] < 0) {
+        if ((vals[slot] = fe_eager(n->op, in, n->nin, &a, &p->types[slot])))
+            return 0;
+    } else if ((vals[slot] = fe_mem_tensor(p, m, slot))) {
+        if (rt_kernels[n->op](n->op, vals[slot], in, n->nin, &a) == 0)
+            return 0;
+        tj_release(vals[slot]);
+        vals[slot] = NULL;
+    }
     char why[512], head[512];
     snprintf(why, sizeof why, "%s", tj_last_error());
     rt_describe_inputs(ir_ops[n->op].name, in, n->nin, head, sizeof head);
@@ -616,10 +596,14 @@ static int plan_run(const ir_graph *g, const fe_plan *p, tj_tensor *const *input
     memset(vals, 0, sizeof *vals * (size_t)p->nslots);
     for (int k = 0; k < g->ninputs; k++)
         vals[k] = inputs[k];
-    int rc = 0;
+    fe_call_mem m;
+    int rc = fe_mem_begin(p, &m);
     for (int i = 0; i < p->nsteps && rc == 0; i++) {
         const step *s = &p->steps[i];
-        rc = s->kind == S_KERNEL ? run_kernel(p, s, vals) : run_node(g, p, g->nodes[s->node], vals);
+        if (s->region >= 0)   /* a region runs whole at its first step */
+            rc = p->regions[s->region].first == i ? fe_block_run(g, p, s->region, vals, &m) : 0;
+        else
+            rc = s->kind == S_KERNEL ? run_kernel(p, s, vals, &m) : run_node(g, p, g->nodes[s->node], vals, &m);
         for (int r = p->rel_start[i]; r < p->rel_start[i + 1] && rc == 0; r++) {
             tj_release(vals[p->rel[r]]);
             vals[p->rel[r]] = NULL;
@@ -630,6 +614,7 @@ static int plan_run(const ir_graph *g, const fe_plan *p, tj_tensor *const *input
             outs[j] = tj_retain(vals[slot_of(g, g->outputs[j])]);
     for (int k = g->ninputs; k < p->nslots; k++)
         tj_release(vals[k]);
+    fe_mem_end(p, &m);
     if (vals != stack_vals)
         free(vals);
     return rc;
@@ -661,8 +646,10 @@ int fe_plans_run(fe_plan_set *ps, tj_tensor *const *inputs, tj_tensor **outs)
             ps->plans[ps->nplans++] = p;
         else
             temp = p != NULL;
-        if (p)
+        if (p) {
             ps->info = (fe_plan_info){p->kernels, p->eager, p->compile_ms, true, ""};
+            ps->mem = p->mem;
+        }
     }
     pthread_mutex_unlock(&ps->mu);
     if (!p)
@@ -677,5 +664,12 @@ void fe_plans_info(fe_plan_set *ps, fe_plan_info *out)
 {
     pthread_mutex_lock(&ps->mu);
     *out = ps->info;
+    pthread_mutex_unlock(&ps->mu);
+}
+
+void fe_plans_mem(fe_plan_set *ps, fe_plan_mem *out)
+{
+    pthread_mutex_lock(&ps->mu);
+    *out = ps->mem;
     pthread_mutex_unlock(&ps->mu);
 }

@@ -6,8 +6,9 @@
  * per concrete input signature (shapes and strides) it builds a plan: the
  * steps in order (kernel launches, eager calls, views), every kernel lowered
  * and compiled (codegen/, kernels of one graph in parallel, through the
- * kernel cache). One kernel serves every size: a new size lowers again and
- * finds its kernels already loaded.
+ * kernel cache), blocked regions and its memory plan (plan_int.h). One
+ * kernel serves every size: a new size lowers again and finds its kernels
+ * already loaded.
  *
  * TJIT_BACKEND=eager runs graphs on the graph executor (exec.c) instead;
  * llvm (the default) uses plans when the JIT is available.
@@ -45,5 +46,22 @@ typedef struct fe_plan_info {
     char why[512];         /* ... because */
 } fe_plan_info;
 void fe_plans_info(fe_plan_set *ps, fe_plan_info *out);
+
+/* The memory plan of the last plan built (plan_mem.c). Per call, a plan
+ * takes one arena block (rt_alloc, so cached: a steady-state call allocates
+ * no fresh memory) for its intermediates, placed by lifetime; outputs (and
+ * what they view) get their own allocations, owned by the caller; blocked
+ * regions take block-sized scratch per thread. */
+typedef struct fe_plan_mem {
+    int64_t arena_bytes;     /* intermediates, reused by lifetime */
+    int64_t own_bytes;       /* outputs */
+    int64_t scratch_bytes;   /* blocked regions: every thread's scratch */
+    int64_t peak_bytes;      /* the sum: the most a call holds at once */
+    int64_t live_bound;      /* the most bytes of intermediates live at one step: no
+                              * placement of them does better than this */
+    int64_t unplanned_bytes; /* every materialized value on its own (no reuse) */
+    int buffers, in_place, regions;
+} fe_plan_mem;
+void fe_plans_mem(fe_plan_set *ps, fe_plan_mem *out);
 
 #endif

@@ -1,5 +1,7 @@
 /* tool_bench.c - `tjit bench`: runs the benchmark suite (benchmarks/suite.c)
- * on the eager path and prints a table, or one JSON object per case. */
+ * eagerly and compiled and prints a table, or one JSON object per case; with
+ * the internal --first-call CASE, the child process that times a first
+ * compiled call (benchmarks/bench.c starts it). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,18 +14,27 @@ static void bench_usage(FILE *f)
 {
     fprintf(f,
             "usage: tjit bench [CASE...] [--json] [--threads N] [--iters N] [--min-time SEC]\n"
-            "                  [--save DIR] [--list] [--help]\n"
-            "  Runs the cases of the benchmark suite (default: all) on the eager path and\n"
-            "  prints per case the median and minimum ms per iteration, the first call,\n"
-            "  the iterations, threads and peak memory (resident-set growth during one call).\n"
+            "                  [--eager] [--save DIR] [--list] [--help]\n"
+            "  Runs the cases of the benchmark suite (default: all) eagerly and compiled\n"
+            "  (tj_compile + tj_call) and prints per case: the median ms per iteration of\n"
+            "  both (steady state, after a warm-up) and the speedup; the first compiled call\n"
+            "  (trace + compile + run) in a new process with an empty kernel cache (cold ms)\n"
+            "  and in another on the same cache directory (warm ms); kernels per call\n"
+            "  (fused kernels + eager calls); peak memory of each path (resident-set growth\n"
+            "  during one call: eager's first, compiled's first after compiling); the max\n"
+            "  abs difference compiled vs eager (a case fails above 1e-4 x max(1, |eager|));\n"
+            "  threads. A closing line gives the geometric-mean speedup.\n"
             "  CASE      an id (P1) or a name (softmax); --list shows them\n"
-            "  --json    one JSON object per case and line (fields of shared/bench/SUITE.md;\n"
-            "            those that need tj_compile are null for now)\n"
+            "  --json    one JSON object per case and line (fields of shared/bench/SUITE.md,\n"
+            "            null when unknown); the closing line goes to stderr\n"
             "  --threads N   runtime and BLAS threads (default: TJIT_NUM_THREADS or the cores)\n"
             "  --iters N     timed iterations; without --min-time, exactly N (quick runs)\n"
-            "  --min-time S  time at least S seconds (default: 1 s, with at least 10 iters)\n"
-            "  --save DIR    write each case's inputs, weights and first result as .npy\n"
-            "                (<id>.arg<k>.npy, <id>.out.npy) for benchmarks/pytorch/suite.py --check\n"
+            "  --min-time S  time at least S seconds per path (default: 1 s, at least 10 iters)\n"
+            "  --eager       the eager path only (no tj_compile, no first-call processes)\n"
+            "  --save DIR    write each case's inputs, weights and first eager result as\n"
+            "                .npy (<id>.arg<k>.npy, <id>.out.npy) for benchmarks/pytorch/suite.py\n"
+            "  --first-call CASE  internal: what the first-call processes run (set up CASE,\n"
+            "                time tj_compile and the first tj_call, print the ms on stdout)\n"
             "Progress goes to stderr. Exit 0 when every case ran or was skipped, 1 when one\n"
             "failed, 2 on bad arguments.\n");
 }
@@ -69,6 +80,7 @@ static void list_cases(void)
 
 typedef struct bench_cli {
     bool json;
+    const bench_case *first_call;   /* --first-call CASE: the child mode */
     int threads;
     bench_opts opts;
     int ncases;
@@ -89,6 +101,13 @@ static int parse(int argc, char **argv, bench_cli *cli)
             return 0;
         } else if (!strcmp(a, "--json"))
             cli->json = true;
+        else if (!strcmp(a, "--eager"))
+            cli->opts.eager_only = true;
+        else if (!strcmp(a, "--first-call")) {
+            if (!v || !(cli->first_call = bench_find(v)))
+                return bad("--first-call needs a case, not", v);
+            i++;
+        }
         else if (!strcmp(a, "--threads")) {
             if ((cli->threads = parse_count(v)) < 0)
                 return bad("--threads needs a positive count, not", v);
@@ -125,23 +144,34 @@ int tool_bench(int argc, char **argv)
     int rc = parse(argc, argv, &cli);
     if (rc >= 0)
         return rc;
+    if (cli.threads > 0)
+        tj_set_num_threads(cli.threads);
+    if (cli.first_call)
+        return bench_first_call_child(cli.first_call);
     if (cli.ncases == 0)
         for (int k = 0; k < bench_ncases && k < BENCH_MAX_CHOSEN; k++)
             cli.cases[cli.ncases++] = &bench_cases[k];
-    if (cli.threads > 0)
-        tj_set_num_threads(cli.threads);
-    if (!cli.json)
-        bench_print_table_head(stdout);
-    bool failed = false;
-    for (int k = 0; k < cli.ncases; k++) {
-        bench_result r;
-        bench_run(cli.cases[k], &cli.opts, stderr, &r);
-        failed |= r.status == BENCH_FAILED;
-        if (cli.json)
-            bench_print_json(stdout, &r);
-        else
-            bench_print_table_row(stdout, &r);
+    bench_result *rs = calloc((size_t)cli.ncases, sizeof *rs);
+    if (!rs) {
+        fprintf(stderr, "tjit bench: out of memory\n");
+        return 1;
+    }
+    if (!cli.json) {
+        bench_print_table_head(stdout, tj_num_threads());
         fflush(stdout);
     }
+    bool failed = false;
+    for (int k = 0; k < cli.ncases; k++) {
+        bench_run(cli.cases[k], &cli.opts, stderr, &rs[k]);
+        failed |= rs[k].status == BENCH_FAILED;
+        if (cli.json)
+            bench_print_json(stdout, &rs[k]);
+        else
+            bench_print_table_row(stdout, &rs[k]);
+        fflush(stdout);
+    }
+    if (!cli.opts.eager_only)
+        bench_print_summary(cli.json ? stderr : stdout, rs, cli.ncases);
+    free(rs);
     return failed ? 1 : 0;
 }

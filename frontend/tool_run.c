@@ -22,7 +22,7 @@ static void usage(FILE *f)
             "  the graph's input order; without --in they are random (normal floats, integers\n"
             "  in 0..9, random bools) from --seed (default 0). Outputs are saved as\n"
             "  DIR/out0.npy ... with --out, else summarized on stdout.\n"
-            "  --dump-ir=STAGES print compile stages (graph,prims,fused,kernels,llvm,asm)\n"
+            "  --dump-ir=STAGES print compile stages (graph,prims,fused,kernels,llvm,asm,plan)\n"
             "  --eager          run the graph as parsed, node by node with the eager kernels\n"
             "                   (default: compiled: fused kernels and eager calls, or the\n"
             "                   graph executor when TJIT_BACKEND=eager)\n");

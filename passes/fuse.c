@@ -787,6 +787,110 @@ static int build_groups(fz *F, ps_fusion *f, uinfo *u)
     return rc;
 }
 
+/* ---- epilogues ------------------------------------------------------------------------------ */
+
+/* Whether consumer c reads m (one of its operands) at c's own index: m has
+ * the domain's shape and c's map is the identity on m's dims. */
+static bool reads_at_own_index(const fz *F, const ps_fusion *f, const ir_node *c, const ir_node *m)
+{
+    if (F->cls[c->id] == C_RED)
+        return true;   /* a reduction reads its input at the domain's index */
+    if (c->type.ndim != m->type.ndim)
+        return false;
+    for (int d = 0; d < m->type.ndim; d++)
+        if (m->type.shape[d] != 1 && f->map[c->id][d] != d)
+            return false;
+    return true;
+}
+
+/* The kernel group whose epilogue eager node m can be, or -1 (see fuse.h);
+ * *first gets the first member reading m. When a kernel reads m but cannot
+ * be its epilogue, why says so. */
+static int epilogue_group(const fz *F, const ps_fusion *f, const ir_node *m, int *first, char *why, size_t nw)
+{
+    why[0] = '\0';
+    if ((m->op != OP_matmul && m->op != OP_conv2d) || !ir_dtype_is_float(m->type.dtype) ||
+        F->cstart[m->id] == F->cstart[m->id + 1])
+        return -1;
+    int g = -1;
+    for (int c = F->cstart[m->id]; c < F->cstart[m->id + 1] && g < 0; c++) {
+        const ps_group *gc = &f->groups[f->group_of[F->cons[c]]];
+        if (gc->kind == PS_KERNEL_PW || gc->kind == PS_KERNEL_ROWS)
+            g = f->group_of[F->cons[c]];
+    }
+    if (g < 0)
+        return -1;   /* no kernel reads it */
+    const ps_group *gr = &f->groups[g];
+    const ir_node *dn = F->g->nodes[gr->dom_node];
+    if (F->is_out[m->id])
+        snprintf(why, nw, "no epilogue: it is a result of the graph");
+    else if (gr->epilogue_of >= 0)
+        snprintf(why, nw, "no epilogue: its kernel finishes another result");
+    else if (!same_shape(gr->dom_input ? &dn->in[0]->type : &dn->type, &m->type))
+        snprintf(why, nw, "no epilogue: the kernel reading it has another shape");
+    if (why[0])
+        return -1;
+    *first = F->n;
+    for (int c = F->cstart[m->id]; c < F->cstart[m->id + 1]; c++) {
+        const ir_node *u = F->g->nodes[F->cons[c]];
+        if (f->group_of[u->id] != g) {
+            snprintf(why, nw, "no epilogue: %%%d %s reads it outside the kernel", u->id, opname(u));
+            return -1;
+        }
+        if (!reads_at_own_index(F, f, u, m)) {
+            snprintf(why, nw, "no epilogue: %%%d %s reads it at another index", u->id, opname(u));
+            return -1;
+        }
+        if (u->id < *first)
+            *first = u->id;
+    }
+    return g;
+}
+
+/* Moves group `from` to just before group `to` (from < to; nothing between
+ * them reads it) and renumbers. */
+static void move_group_before(ps_fusion *f, int from, int to)
+{
+    ps_group moved = f->groups[from];
+    memmove(&f->groups[from], &f->groups[from + 1], sizeof *f->groups * (size_t)(to - 1 - from));
+    f->groups[to - 1] = moved;
+    for (int gi = from; gi < to; gi++)
+        for (int i = 0; i < f->groups[gi].nnodes; i++)
+            f->group_of[f->groups[gi].nodes[i]] = gi;
+}
+
+/* Marks each matmul or conv2d that a kernel group finishes and places it
+ * right before that group. (Moves renumber groups: a group is known by a
+ * member (epilogue_of holds the eager node's id until the end.) */
+static void find_epilogues(fz *F, ps_fusion *f)
+{
+    for (int gi = 0; gi < f->ngroups; gi++)
+        f->groups[gi].epilogue = f->groups[gi].epilogue_of = -1;
+    char why[160];
+    for (int k = 0; k < F->n; k++) {
+        const ir_node *m = F->g->nodes[k];
+        int first, g = F->cls[k] == C_OTHER ? epilogue_group(F, f, m, &first, why, sizeof why) : -1;
+        if (g < 0) {
+            if (F->cls[k] == C_OTHER && why[0])
+                add_reason(F, "%%%d %s: %s", k, opname(m), why);
+            continue;
+        }
+        if (f->group_of[k] != g - 1)
+            move_group_before(f, f->group_of[k], g);
+        f->groups[f->group_of[first]].epilogue_of = k;
+        add_reason(F, "%%%d %s: epilogue of %%%d %s", first, opname(F->g->nodes[first]), k, opname(m));
+    }
+    for (int gi = 0; gi < f->ngroups; gi++) {
+        ps_group *gr = &f->groups[gi];
+        if (gr->kind != PS_KERNEL_PW && gr->kind != PS_KERNEL_ROWS)
+            continue;
+        if (gr->epilogue_of >= 0) {
+            gr->epilogue_of = f->group_of[gr->epilogue_of];
+            f->groups[gr->epilogue_of].epilogue = gi;
+        }
+    }
+}
+
 ps_fusion *ps_fuse(const ir_graph *g, char *err, size_t nerr)
 {
     ps_fusion *f = calloc(1, sizeof *f);
@@ -811,6 +915,7 @@ ps_fusion *ps_fuse(const ir_graph *g, char *err, size_t nerr)
     }
     if (build_groups(&F, f, u))
         goto oom;
+    find_epilogues(&F, f);
     fz_free(&F);
     free(u);
     return f;
@@ -876,6 +981,10 @@ static void print_group(FILE *o, const ps_fusion *f, int i)
         for (int j = 0; j < gr->nnodes; j++)
             if (f->stored[gr->nodes[j]])
                 fprintf(o, " %%%d", gr->nodes[j]);
+        if (gr->epilogue_of >= 0) {
+            const ir_node *m = f->g->nodes[f->groups[gr->epilogue_of].nodes[0]];
+            fprintf(o, "; epilogue of %%%d %s", m->id, ir_ops[m->op].name);
+        }
     }
     fprintf(o, "\n");
 }

@@ -16,6 +16,20 @@
  *   PS_CONST        a scalar or full constant: kernels inline its value; it
  *                   is made only when an eager call or the result needs it.
  *
+ * Epilogues: a kernel group that is the only reader of a matmul or conv2d
+ * output, reads it at its own index (the group's domain is that output's
+ * shape), and that output is not the graph's result: the kernel finishes
+ * that output. The eager group is placed right before it and the plan runs
+ * the two as one step (the GEMM, then the kernel over the output while it is
+ * in cache, in place where it can; frontend/plan.h).
+ *
+ * Epilogues: a kernel group that is the only reader of a matmul or conv2d
+ * output, reads it at its own index (the group's domain is that output's
+ * shape) and is not the graph's result, finishes that output: the eager group
+ * is placed right before it, and the plan runs the two as one step (the GEMM,
+ * then the kernel over the output while it is in cache, in place where it
+ * can; frontend/plan.h).
+ *
  * Within a kernel group every node is evaluated at one index map from the
  * group's domain: for each of the node's dims, the domain dim it follows or
  * -1 (a broadcast dim, index 0). Nodes are either full (every domain dim of
@@ -43,6 +57,8 @@ typedef struct ps_group {
     int dom_node;        /* kernels: the domain is this node's shape ... */
     bool dom_input;      /* ... or its input 0's (ROWS: the reduced tensor) */
     int nred;            /* ROWS: how many trailing domain dims are reduced */
+    int epilogue;        /* EAGER (matmul, conv2d): its epilogue kernel group, or -1 */
+    int epilogue_of;     /* kernel: the eager group whose output it finishes, or -1 */
 } ps_group;
 
 typedef struct ps_fusion {
@@ -65,6 +81,12 @@ void ps_fusion_free(ps_fusion *f);
  *   fused @softmax: 1 kernel, 0 eager calls {
  *     kernel 0 rows f32[2048,1024] reduce 1: %0 amax, %1 sub, %2 exp, %3 sum, %4 div; stores %4
  *   }
+ *
+ * An epilogue says so at the end of its line and in a reason line:
+ *
+ *     eager 2: %1 matmul
+ *     kernel 3 pointwise f32[256,2048]: %2 add, ...; stores %15; epilogue of %1 matmul
+ *   // %2 add: epilogue of %1 matmul
  */
 char *ps_fusion_print(const ps_fusion *f);
 

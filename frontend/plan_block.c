@@ -1,0 +1,507 @@
+/* plan_block.c - blocked regions: GEMMs and their epilogues run block by
+ * block, each block's GEMM output finished while it is in cache
+ * (plan_int.h, fe_region).
+ *
+ *   head    an eager matmul or conv2d (f32/f64) whose output splits along
+ *           leading dims into blocks:
+ *             matmul with a GEMM per batch (its right operand has batches):
+ *               one batch per block
+ *             matmul sharing its right operand across rows: `chunk` rows of
+ *               one batch per block, only when that operand is small (each
+ *               block's GEMM packs it again: FE_SHARED_MAX)
+ *             conv2d: one image per block
+ *   then    its epilogue kernel (passes/fuse.h) on the block's tiles; another
+ *           matmul or conv2d reading the last value as its sliced (left)
+ *           operand, then its epilogue; ... A step in between that reads
+ *           nothing the region makes moves before the head.
+ *
+ * Run: the blocks in parallel (rt_parallel_for, grain 1) with OpenBLAS serial
+ * inside (rt_blas_serial_begin/end); each block calls the eager kernels on
+ * slices (tensor headers over the block's part of each value) and the
+ * epilogue kernels on the tiles that cover the block. A value no step after
+ * the region reads lives in per-thread scratch, one block's part at a time
+ * (FE_SCRATCH, plan_mem.c): a kernel addresses it as if it were whole, from a
+ * base pointer moved back by the block's offset.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../runtime/blas.h"
+#include "plan_int.h"
+
+#define FE_SHARED_MAX ((int64_t)2 << 20)   /* bytes of a right operand every block packs */
+#define FE_BLOCK_OUT ((int64_t)64 << 10)    /* target bytes of a block of GEMM output rows */
+#define FE_BLOCK_ROWS 64                    /* GEMM rows per block, at least */
+#define FE_LOOKAHEAD 64                     /* steps scanned past a region's last step */
+
+static int64_t numel(const ir_type *t)
+{
+    int64_t n = 1;
+    for (int d = 0; d < t->ndim; d++)
+        n *= t->shape[d];
+    return n;
+}
+
+static const ir_node *chain_end(const ir_node *n)
+{
+    while (!ir_node_is_input(n) && ir_ops[n->op].kind == IR_VIEW)
+        n = n->in[0];
+    return n;
+}
+
+static bool blas_dtype(tj_dtype dt) { return dt == TJ_F32 || dt == TJ_F64; }
+
+/* ---- forming regions ------------------------------------------------------------------------ */
+
+typedef struct former {
+    builder *b;
+    bool *produced;        /* per slot: made by the region being formed */
+} former;
+
+static const ir_type *type_of(const former *F, const ir_node *n)
+{
+    return &F->b->p->types[fe_slot_of(F->b->g, n)];
+}
+
+/* Whether node n reads a value of the region (through views too). */
+static bool node_reads(const former *F, const ir_node *n)
+{
+    for (int j = 0; j < n->nin; j++)
+        if (n->in[j] && F->produced[fe_slot_of(F->b->g, chain_end(n->in[j]))])
+            return true;
+    return false;
+}
+
+static bool step_reads(const former *F, const step *s)
+{
+    if (s->kind != S_KERNEL)
+        return node_reads(F, F->b->g->nodes[s->node]);
+    for (int a = 0; a < s->launch->nargs; a++)
+        if (F->produced[s->launch->args[a].base])
+            return true;
+    return false;
+}
+
+/* Rows per block of GEMMs with m rows of n columns (es bytes) in nbatch
+ * batches: at least FE_BLOCK_ROWS (each block packs its right operand again),
+ * about FE_BLOCK_OUT bytes of output, and blocks for every thread. */
+static int64_t block_rows(int64_t m, int64_t n, size_t es, int64_t nbatch)
+{
+    int64_t want = 2 * (int64_t)rt_threads(), rb = FE_BLOCK_OUT / (n * (int64_t)es + 1);
+    if (rb < FE_BLOCK_ROWS)
+        rb = FE_BLOCK_ROWS;
+    if (nbatch * ((m + rb - 1) / rb) < want) {   /* enough blocks for the threads */
+        rb = (m * nbatch + want - 1) / want;
+        rb = (rb + 15) / 16 * 16;
+    }
+    return rb < m ? rb : m;
+}
+
+/* The slices of a matmul's operands for block dims [0, nd) of its output. */
+static void matmul_slices(const ir_type *a, const ir_type *b, const ir_type *o, int nd, step *s)
+{
+    int nb = o->ndim - 2;
+    for (int d = 0; d < nd; d++) {
+        int ad = d < nb ? d - (nb - (a->ndim - 2)) : a->ndim - 2;
+        int bd = d < nb ? d - (nb - (b->ndim - 2)) : -1;
+        s->slice[0][d] = (signed char)(ad >= 0 && a->shape[ad] != 1 ? ad : -1);
+        s->slice[1][d] = (signed char)(bd >= 0 && b->shape[bd] != 1 ? bd : -1);
+    }
+}
+
+/* Whether the part of b each block's GEMM reads (and packs) is small enough
+ * to be packed again by the blocks that share it. */
+static bool shared_ok(const step *s, const fe_region *rg, const ir_type *b)
+{
+    bool shared = false;
+    int64_t bytes = numel(b) * (int64_t)tj_dtype_size(b->dtype);
+    for (int d = 0; d < rg->nd; d++) {
+        int bd = s->slice[1][d];
+        if (bd >= 0)
+            bytes /= b->shape[bd];
+        else
+            shared = shared || (d == rg->nd - 1 ? rg->chunk < rg->size[d] : rg->size[d] > 1);
+    }
+    return !shared || bytes <= FE_SHARED_MAX;
+}
+
+static void set_space(fe_region *rg, const ir_type *o, int nd, int64_t chunk)
+{
+    rg->nd = nd;
+    rg->nq = 1;
+    for (int d = 0; d < nd; d++) {
+        rg->size[d] = o->shape[d];
+        rg->nq *= o->shape[d];
+    }
+    rg->chunk = chunk;
+    rg->nblocks = rg->nq / o->shape[nd - 1] * ((o->shape[nd - 1] + chunk - 1) / chunk);
+}
+
+/* The block space of a region headed by matmul n (step s): blocks of rows
+ * when the right operand's part is small, else whole batches. */
+static bool matmul_space(const former *F, const ir_node *n, step *s, fe_region *rg)
+{
+    const ir_type *a = type_of(F, n->in[0]), *b = type_of(F, n->in[1]), *o = type_of(F, n);
+    if (a->ndim < 2 || b->ndim < 2)
+        return false;
+    int nb = o->ndim - 2;
+    int64_t nbatch = 1;
+    for (int d = 0; d < nb; d++)
+        nbatch *= o->shape[d];
+    set_space(rg, o, nb + 1, block_rows(o->shape[nb], o->shape[nb + 1], tj_dtype_size(o->dtype), nbatch));
+    matmul_slices(a, b, o, rg->nd, s);
+    if (rg->nblocks >= 2 && shared_ok(s, rg, b))
+        return true;
+    if (nb == 0 || nbatch < 2 || nbatch < rt_threads())
+        return false;
+    set_space(rg, o, nb, 1);   /* a batch per block */
+    memset(s->slice, -1, sizeof s->slice);
+    matmul_slices(a, b, o, rg->nd, s);
+    return shared_ok(s, rg, b);
+}
+
+/* The block space a region headed by eager step s gets, and s's slices. */
+static bool head_space(const former *F, step *s, fe_region *rg)
+{
+    const ir_node *n = F->b->g->nodes[s->node];
+    const ir_type *o = type_of(F, n);
+    memset(s->slice, -1, sizeof s->slice);
+    if (!blas_dtype(o->dtype) || numel(o) == 0)
+        return false;
+    if (n->op == OP_conv2d) {
+        if (o->ndim != 4 || type_of(F, n->in[0])->ndim != 4 || o->shape[0] < 2)
+            return false;
+        set_space(rg, o, 1, 1);
+        s->slice[0][0] = 0;
+        return true;
+    }
+    return n->op == OP_matmul && matmul_space(F, n, s, rg);
+}
+
+/* Whether eager step s can continue the region: a matmul or conv2d reading
+ * a value of the region (directly) as its sliced operand, nothing else of it. */
+static bool chain_ok(const former *F, step *s, const fe_region *rg)
+{
+    const ir_node *n = F->b->g->nodes[s->node];
+    const ir_type *o = type_of(F, n);
+    memset(s->slice, -1, sizeof s->slice);
+    if ((n->op != OP_matmul && n->op != OP_conv2d) || !blas_dtype(o->dtype) ||
+        !F->produced[fe_slot_of(F->b->g, n->in[0])])
+        return false;
+    for (int j = 1; j < n->nin; j++)
+        if (n->in[j] && F->produced[fe_slot_of(F->b->g, chain_end(n->in[j]))])
+            return false;
+    if (o->ndim < rg->nd)
+        return false;
+    for (int d = 0; d < rg->nd; d++)
+        if (o->shape[d] != rg->size[d])
+            return false;
+    if (n->op == OP_conv2d) {
+        s->slice[0][0] = 0;
+        return rg->nd == 1 && o->ndim == 4;
+    }
+    const ir_type *a = type_of(F, n->in[0]), *b = type_of(F, n->in[1]);
+    if (a->ndim != o->ndim || b->ndim < 2 || rg->nd - 1 > o->ndim - 2)
+        return false;
+    matmul_slices(a, b, o, rg->nd, s);
+    return shared_ok(s, rg, b);
+}
+
+/* Tiles per block unit of launch l over a domain cut into nq units; when
+ * tiles cross units, a pointwise launch's tile width is cut to fit (*B).
+ * -1 when the tiles cannot follow the units. */
+static int64_t tiles_per_unit(const cg_launch *l, int64_t nq, int64_t *B)
+{
+    int64_t N = l->sz[0], NB = l->sz[2];
+    *B = l->sz[1];
+    if (l->ntiles == 0 || NB == 0 || l->ntiles % NB)
+        return -1;
+    int64_t rows = l->ntiles / NB, e = rows * N;
+    if (e % nq)
+        return -1;
+    int64_t u = e / nq;
+    if (u % N == 0)
+        return u / N * NB;
+    if (l->k.kind == CG_ROWS || N % u)
+        return -1;
+    for (*B = u; *B > 65536 && *B % 2 == 0;)
+        *B /= 2;
+    return u / *B;
+}
+
+/* Whether kernel step s is the epilogue of eager step e and can run per block. */
+static bool epilogue_ok(const former *F, const step *s, const step *e, const fe_region *rg)
+{
+    const ps_fusion *f = F->b->f;
+    int eslot = fe_slot_of(F->b->g, F->b->g->nodes[e->node]);
+    if (!s->launch || f->groups[s->group].epilogue_of != e->group)
+        return false;
+    for (int a = 0; a < s->launch->nargs; a++) {
+        const cg_arg *ar = &s->launch->args[a];
+        if (!s->launch->k.bufs[a].out && F->produced[ar->base] && (ar->base != eslot || ar->offset != 0))
+            return false;
+    }
+    int64_t B;
+    return tiles_per_unit(s->launch, rg->nq, &B) > 0;
+}
+
+/* Moves the steps hoist[0..nh) to just before step `head` (all are after it). */
+static void hoist_steps(fe_plan *p, int head, const int *hoist, int nh)
+{
+    for (int k = 0; k < nh; k++) {
+        step moved = p->steps[hoist[k]];
+        memmove(&p->steps[head + k + 1], &p->steps[head + k], sizeof *p->steps * (size_t)(hoist[k] - head - k));
+        p->steps[head + k] = moved;
+    }
+}
+
+static int add_region(fe_plan *p, const fe_region *rg)
+{
+    fe_region *r = realloc(p->regions, sizeof *r * ((size_t)p->nregions + 1));
+    if (!r)
+        return -1;
+    p->regions = r;
+    r[p->nregions] = *rg;
+    return p->nregions++;
+}
+
+/* Tries a region headed by step i; returns its last step, or i. */
+static int form_one(former *F, int i, int *hoist)
+{
+    fe_plan *p = F->b->p;
+    fe_region rg;
+    if (p->steps[i].kind != S_EAGER || !head_space(F, &p->steps[i], &rg))
+        return i;
+    memset(F->produced, 0, sizeof(bool) * (size_t)p->nslots);
+    F->produced[fe_slot_of(F->b->g, F->b->g->nodes[p->steps[i].node])] = true;
+    int last = i, nh = 0, nh_used = 0, eager = i;
+    for (int t = i + 1; t < p->nsteps && t - last <= FE_LOOKAHEAD; t++) {
+        step *s = &p->steps[t];
+        if (!step_reads(F, s)) {
+            hoist[nh++] = t;
+            continue;
+        }
+        if (s->kind == S_KERNEL && eager >= 0 && epilogue_ok(F, s, &p->steps[eager], &rg)) {
+            for (int k = 0; k < s->launch->nstore; k++)
+                F->produced[s->launch->store_slot[k]] = true;
+            eager = -1;
+        } else if (s->kind == S_EAGER && chain_ok(F, s, &rg)) {
+            F->produced[fe_slot_of(F->b->g, F->b->g->nodes[s->node])] = true;
+            eager = t;
+        } else {
+            break;
+        }
+        last = t;
+        nh_used = nh;
+    }
+    if (last == i)
+        return i;
+    rg.first = i + nh_used;
+    rg.last = last;
+    hoist_steps(p, i, hoist, nh_used);
+    int r = add_region(p, &rg);
+    if (r < 0)
+        return -1;
+    for (int t = rg.first; t <= rg.last; t++) {
+        step *s = &p->steps[t];
+        s->region = r;
+        if (s->kind != S_KERNEL)
+            continue;
+        int64_t B, tq = tiles_per_unit(s->launch, rg.nq, &B);
+        cg_launch *l = s->launch;
+        if (B != l->sz[1]) {   /* narrower tiles that stop at block edges */
+            int64_t rows = l->ntiles / l->sz[2];
+            l->sz[1] = B;
+            l->sz[2] = l->sz[0] / B;
+            l->ntiles = rows * l->sz[2];
+        }
+        s->tq = tq;
+    }
+    return rg.last;
+}
+
+int fe_block_regions(builder *b)
+{
+    fe_plan *p = b->p;
+    free(p->regions);
+    p->regions = NULL;
+    p->nregions = 0;
+    for (int i = 0; i < p->nsteps; i++)
+        p->steps[i].region = -1;
+    const char *env = getenv("TJIT_BLOCKS");
+    if (env && strcmp(env, "0") == 0)   /* off: every step runs whole (tests, measuring) */
+        return 0;
+    former F = {b, calloc((size_t)p->nslots + 1, sizeof(bool))};
+    int *hoist = malloc(sizeof(int) * ((size_t)p->nsteps + 1));
+    int rc = F.produced && hoist ? 0 : -1;
+    for (int i = 0; i < p->nsteps && rc == 0; i++) {
+        int last = form_one(&F, i, hoist);
+        if (last < 0)
+            rc = -1;
+        else
+            i = last;
+    }
+    free(F.produced);
+    free(hoist);
+    return rc;
+}
+
+/* ---- running a region ------------------------------------------------------------------------ */
+
+typedef struct region_ctx {
+    const ir_graph *g;
+    const fe_plan *p;
+    const fe_region *rg;
+    tj_tensor **vals;
+    atomic_int failed;
+    int fail_step;
+    char msg[512];
+} region_ctx;
+
+/* One block: its units [q0, q1) and the index of each block dim (the last
+ * one: where its chunk starts). */
+typedef struct blk {
+    int64_t q0, q1, idx[TJ_MAX_DIMS], len;
+    char *scratch;
+} blk;
+
+static void block_of(const fe_region *rg, int64_t b, blk *k)
+{
+    int64_t last = rg->size[rg->nd - 1], nchunks = (last + rg->chunk - 1) / rg->chunk;
+    int64_t pre = b / nchunks, r0 = b % nchunks * rg->chunk;
+    k->len = last - r0 < rg->chunk ? last - r0 : rg->chunk;
+    k->idx[rg->nd - 1] = r0;
+    for (int d = rg->nd - 2; d >= 0; d--) {
+        k->idx[d] = pre % rg->size[d];
+        pre /= rg->size[d];
+    }
+    pre = b / nchunks;
+    k->q0 = pre * last + r0;
+    k->q1 = k->q0 + k->len;
+}
+
+/* Where slot s would start if it were whole: its buffer, or for a value in
+ * scratch, the block's part moved back by the block's offset. */
+static char *whole_base(const region_ctx *c, int s, const blk *k)
+{
+    const fe_plan *p = c->p;
+    int b = s >= p->ninputs ? p->buf_of[s] : -1;
+    if (b >= 0 && p->bufs[b].where == FE_SCRATCH) {
+        int64_t per_unit = numel(&p->types[s]) / c->rg->nq;
+        return k->scratch + p->bufs[b].offset - k->q0 * per_unit * (int64_t)tj_dtype_size(p->types[s].dtype);
+    }
+    return rt_ptr(c->vals[s]);
+}
+
+static int run_kernel_block(const region_ctx *c, const step *s, const blk *k)
+{
+    const cg_launch *l = s->launch;
+    char *bufs[CG_MAX_BUFS];
+    for (int a = 0; a < l->nargs; a++) {
+        int base = l->args[a].base;
+        bufs[a] = whole_base(c, base, k) + l->args[a].offset * (int64_t)tj_dtype_size(c->p->types[base].dtype);
+    }
+    s->fn(bufs, k->q0 * s->tq, k->q1 * s->tq, l->sz);
+    return 0;
+}
+
+/* A header for the block's slice of slot `slot` (sl: the dim each block dim
+ * cuts, -1 none) over stack storage st. */
+static void slice_header(const region_ctx *c, int slot, const signed char *sl, const blk *k, tj_tensor *h,
+                         rt_storage *st)
+{
+    const fe_plan *p = c->p;
+    const ir_type *ty = &p->types[slot];
+    const tj_tensor *t = c->vals[slot];
+    memset(h, 0, sizeof *h);
+    atomic_init(&h->refs, 1);
+    h->dtype = ty->dtype;
+    h->ndim = ty->ndim;
+    h->weak = ty->weak;
+    memcpy(h->shape, ty->shape, sizeof h->shape);
+    if (t)
+        memcpy(h->strides, t->strides, sizeof h->strides);
+    else
+        rt_contiguous_strides(ty->ndim, ty->shape, h->strides);
+    char *ptr = whole_base(c, slot, k);
+    for (int d = 0; d < c->rg->nd; d++) {
+        if (sl[d] < 0)
+            continue;
+        ptr += k->idx[d] * h->strides[sl[d]] * (int64_t)tj_dtype_size(ty->dtype);
+        h->shape[sl[d]] = d == c->rg->nd - 1 ? k->len : 1;
+    }
+    atomic_init(&st->refs, 1);
+    st->nbytes = 0;
+    st->data = ptr;
+    h->storage = st;
+}
+
+static int run_eager_block(const region_ctx *c, const step *s, const blk *k)
+{
+    const ir_node *n = c->g->nodes[s->node];
+    tj_tensor h[4], *in[3] = {NULL, NULL, NULL};
+    rt_storage st[4];
+    signed char out_sl[TJ_MAX_DIMS];
+    for (int d = 0; d < TJ_MAX_DIMS; d++)
+        out_sl[d] = (signed char)(d < c->rg->nd ? d : -1);
+    for (int j = 0; j < n->nin && j < 3; j++)
+        if (n->in[j]) {
+            slice_header(c, fe_slot_of(c->g, n->in[j]), s->slice[j], k, &h[j], &st[j]);
+            in[j] = &h[j];
+        }
+    slice_header(c, fe_slot_of(c->g, n), out_sl, k, &h[3], &st[3]);
+    ir_attrs a;
+    ir_node_attrs(n, &a);
+    return rt_kernels[n->op](n->op, &h[3], in, n->nin, &a);
+}
+
+static void region_chunk(void *c_, int64_t b0, int64_t b1)
+{
+    region_ctx *c = c_;
+    blk k = {0};
+    size_t sb = (size_t)c->rg->scratch_bytes;
+    if (sb && !(k.scratch = rt_alloc(sb))) {
+        if (atomic_exchange(&c->failed, 1) == 0)
+            snprintf(c->msg, sizeof c->msg, "out of memory allocating %zu bytes of block scratch", sb);
+        return;
+    }
+    for (int64_t b = b0; b < b1 && !atomic_load(&c->failed); b++) {
+        block_of(c->rg, b, &k);
+        for (int i = c->rg->first; i <= c->rg->last; i++) {
+            const step *s = &c->p->steps[i];
+            if ((s->kind == S_KERNEL ? run_kernel_block(c, s, &k) : run_eager_block(c, s, &k)) == 0)
+                continue;
+            if (atomic_exchange(&c->failed, 1) == 0) {
+                snprintf(c->msg, sizeof c->msg, "%s", tj_last_error());
+                c->fail_step = i;
+            }
+            break;
+        }
+    }
+    rt_free(k.scratch, sb);
+}
+
+int fe_block_run(const ir_graph *g, const fe_plan *p, int r, tj_tensor **vals, fe_call_mem *m)
+{
+    const fe_region *rg = &p->regions[r];
+    for (int s = g->ninputs; s < p->nslots; s++)   /* what outlives the region: whole */
+        if (p->def[s] >= rg->first && p->def[s] <= rg->last && p->bufs[p->buf_of[s]].where != FE_SCRATCH &&
+            !(vals[s] = fe_mem_tensor(p, m, s)))
+            return -1;
+    if (!rt_blas_core())   /* loaded here: an error on a pool thread would be lost */
+        return -1;
+    region_ctx c = {g, p, rg, vals, 0, -1, ""};
+    atomic_init(&c.failed, 0);
+    rt_blas_serial_begin();
+    rt_parallel_for(rg->nblocks, 1, region_chunk, &c);
+    rt_blas_serial_end();
+    if (!atomic_load(&c.failed))
+        return 0;
+    const step *s = c.fail_step >= 0 ? &p->steps[c.fail_step] : NULL;
+    if (s && s->kind == S_EAGER)
+        rt_error("%s: %s (node %%%d of graph @%s)", ir_ops[g->nodes[s->node]->op].name, c.msg, s->node, g->name);
+    else
+        rt_error("%s (graph @%s)", c.msg, g->name);
+    return -1;
+}

@@ -1,0 +1,502 @@
+/* plan_mem.c - where a plan's values live during a call (plan_int.h).
+ *
+ *   steps --lifetimes--> per materialized slot: the step writing it and the
+ *            last step reading it or a view of it (graph outputs: past the end)
+ *         --in place (before the kernels compile)--> a kernel storing a value
+ *            of the dtype, size and index of an input that dies at that
+ *            kernel writes it over that input (cg_launch_alias): one buffer
+ *         --buffers--> the slots writing one memory: FE_OWN when a graph
+ *            output lives in it (the caller gets it), FE_SCRATCH when a
+ *            blocked region keeps it to itself (plan_block.c), else FE_ARENA
+ *         --placement--> arena offsets, greedy by size with best fit among
+ *            the buffers whose lifetimes overlap (like TFLite's arena planner
+ *            and ggml-alloc); 64-byte aligned
+ *   call: one rt_alloc block for the arena (rt_alloc caches large blocks, so
+ *         a steady-state call gets no fresh memory); each slot's tensor is a
+ *         contiguous header at offset 0 of a storage header over its buffer's
+ *         bytes (some eager kernels write storage->data directly)
+ *
+ * Graph inputs are never written; outputs never share memory with anything
+ * but what they were computed in place over.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan_int.h"
+
+static int64_t align64(int64_t n) { return (n + 63) / 64 * 64; }
+
+static int64_t numel(const ir_type *t)
+{
+    int64_t n = 1;
+    for (int d = 0; d < t->ndim; d++)
+        n *= t->shape[d];
+    return n;
+}
+
+static int64_t slot_bytes(const fe_plan *p, int s)
+{
+    return numel(&p->types[s]) * (int64_t)tj_dtype_size(p->types[s].dtype);
+}
+
+/* ---- lifetimes ------------------------------------------------------------------------------ */
+
+static void read_slot(fe_plan *p, int slot, int i)
+{
+    if (slot >= 0 && p->last_use[slot] < i)
+        p->last_use[slot] = i;
+}
+
+int fe_mem_lifetimes(const ir_graph *g, fe_plan *p)
+{
+    size_t n = (size_t)p->nslots + 1;
+    if ((!p->owner && !(p->owner = malloc(n * sizeof(int)))) || (!p->def && !(p->def = malloc(n * sizeof(int)))) ||
+        (!p->unplanned && !(p->unplanned = malloc(n * sizeof(bool)))) ||
+        (!p->inplace_of && !(p->inplace_of = malloc(n * sizeof(int)))))
+        return -1;
+    for (int s = 0; s < p->nslots; s++) {
+        p->last_use[s] = p->def[s] = -1;
+        p->unplanned[s] = false;
+    }
+    for (int i = 0; i < p->nsteps; i++) {
+        const step *s = &p->steps[i];
+        if (s->kind == S_KERNEL) {
+            for (int a = 0; a < s->launch->nargs; a++)
+                read_slot(p, s->launch->args[a].base, i);
+            for (int k = 0; k < s->launch->nstore; k++)
+                p->def[s->launch->store_slot[k]] = i;
+            continue;
+        }
+        const ir_node *nd = g->nodes[s->node];
+        for (int j = 0; j < nd->nin; j++)
+            if (nd->in[j])
+                read_slot(p, fe_slot_of(g, nd->in[j]), i);
+        if (s->kind == S_EAGER) {
+            int slot = fe_slot_of(g, nd);
+            p->def[slot] = i;
+            p->unplanned[slot] = ir_ops[nd->op].kind == IR_VIEW;
+        }
+    }
+    for (int k = 0; k < g->noutputs; k++)
+        p->last_use[fe_slot_of(g, g->outputs[k])] = p->nsteps;
+    for (int s = 0; s < p->nslots; s++) {
+        const ir_node *nd = s < g->ninputs ? NULL : g->nodes[s - g->ninputs];
+        if (!nd || p->def[s] >= 0)
+            p->owner[s] = s;
+        else if (ir_ops[nd->op].kind == IR_VIEW)
+            p->owner[s] = p->owner[fe_slot_of(g, nd->in[0])];
+        else
+            p->owner[s] = -1;
+    }
+    return 0;
+}
+
+/* Per owner slot: the last step reading it or a view of it. malloc'd. */
+static int *owner_last(const fe_plan *p)
+{
+    int *ol = malloc(sizeof(int) * ((size_t)p->nslots + 1));
+    if (!ol)
+        return NULL;
+    for (int s = 0; s < p->nslots; s++)
+        ol[s] = -1;
+    for (int s = 0; s < p->nslots; s++)
+        if (p->owner[s] >= 0 && ol[p->owner[s]] < p->last_use[s])
+            ol[p->owner[s]] = p->last_use[s];
+    return ol;
+}
+
+/* ---- in place ------------------------------------------------------------------------------- */
+
+/* The kernel buffer that stores slot s. */
+static int store_buf(const cg_launch *l, int s)
+{
+    for (int a = 0; a < l->nargs; a++)
+        if (l->k.bufs[a].out && l->args[a].base == s)
+            return a;
+    return -1;
+}
+
+/* An input buffer of l that dies at step i and that slot s may take over. */
+static int dying_input(const ir_graph *g, const fe_plan *p, const cg_launch *l, int i, int s, const int *ol,
+                       const bool *taken)
+{
+    int bo = store_buf(l, s);
+    for (int bi = 0; bi < l->nargs && bo >= 0; bi++) {
+        int x = l->args[bi].base;
+        if (l->k.bufs[bi].out || x < g->ninputs || p->owner[x] != x || p->def[x] < 0 || p->unplanned[x] ||
+            ol[x] != i || taken[x] || l->args[bi].offset != 0 || p->types[x].dtype != p->types[s].dtype ||
+            numel(&p->types[x]) != numel(&p->types[s]))
+            continue;
+        bool alone = true;
+        for (int a = 0; a < l->nargs; a++)
+            alone = alone && (a == bi || l->args[a].base != x);
+        if (alone && cg_launch_can_alias(l, bi, bo))
+            return bi;
+    }
+    return -1;
+}
+
+int fe_mem_inplace(const ir_graph *g, fe_plan *p)
+{
+    if (fe_mem_lifetimes(g, p))
+        return -1;
+    int *ol = owner_last(p);
+    bool *taken = calloc((size_t)p->nslots + 1, sizeof(bool));
+    if (!ol || !taken) {
+        free(ol), free(taken);
+        return -1;
+    }
+    for (int s = 0; s < p->nslots; s++)
+        p->inplace_of[s] = -1;
+    for (int k = 0; k < g->noutputs; k++)
+        if (p->owner[fe_slot_of(g, g->outputs[k])] >= 0)
+            ol[p->owner[fe_slot_of(g, g->outputs[k])]] = p->nsteps;
+    for (int i = 0; i < p->nsteps; i++) {
+        cg_launch *l = p->steps[i].launch;
+        for (int k = 0; p->steps[i].kind == S_KERNEL && k < l->nstore; k++) {
+            int s = l->store_slot[k], bi = dying_input(g, p, l, i, s, ol, taken);
+            if (bi < 0)
+                continue;
+            int x = l->args[bi].base;
+            cg_launch_alias(l, bi, store_buf(l, s));
+            p->inplace_of[s] = x;
+            taken[x] = true;
+        }
+    }
+    free(ol);
+    free(taken);
+    return 0;
+}
+
+/* ---- buffers and their places ---------------------------------------------------------------- */
+
+static int new_buf(fe_plan *p, int64_t bytes, int first)
+{
+    fe_buf *nb = realloc(p->bufs, sizeof *nb * ((size_t)p->nbufs + 1));
+    if (!nb)
+        return -1;
+    p->bufs = nb;
+    nb[p->nbufs] = (fe_buf){align64(bytes), 0, first, first, FE_ARENA, -1};
+    return p->nbufs++;
+}
+
+/* One buffer per materialized slot, or the buffer of the slot it is written over. */
+static int make_bufs(const ir_graph *g, fe_plan *p, const int *ol)
+{
+    for (int s = 0; s < p->nslots; s++)
+        p->buf_of[s] = -1;
+    p->nbufs = 0;
+    p->mem = (fe_plan_mem){0};
+    for (int i = 0; i < p->nsteps; i++)
+        for (int s = g->ninputs; s < p->nslots; s++) {
+            if (p->def[s] != i || p->unplanned[s])
+                continue;
+            int x = p->inplace_of[s], b = x >= 0 ? p->buf_of[x] : -1;
+            if (b < 0 && (b = new_buf(p, slot_bytes(p, s), i)) < 0)
+                return -1;
+            p->buf_of[s] = b;
+            if (p->bufs[b].last < ol[s])
+                p->bufs[b].last = ol[s];
+            p->mem.unplanned_bytes += align64(slot_bytes(p, s));
+            p->mem.in_place += x >= 0;
+        }
+    for (int k = 0; k < g->noutputs; k++) {
+        int o = p->owner[fe_slot_of(g, g->outputs[k])];
+        if (o >= 0 && p->buf_of[o] >= 0)
+            p->bufs[p->buf_of[o]].where = FE_OWN;
+    }
+    return 0;
+}
+
+/* Places buffer b at the best-fitting gap among the placed buffers ids[0..n)
+ * whose lifetimes overlap b's, else after them all. */
+static void place_one(fe_buf *bufs, int b, const int *ids, int n, int *tmp)
+{
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (bufs[ids[i]].first <= bufs[b].last && bufs[b].first <= bufs[ids[i]].last)
+            tmp[m++] = ids[i];
+    for (int i = 1; i < m; i++)   /* by offset */
+        for (int j = i; j > 0 && bufs[tmp[j - 1]].offset > bufs[tmp[j]].offset; j--) {
+            int t = tmp[j];
+            tmp[j] = tmp[j - 1];
+            tmp[j - 1] = t;
+        }
+    int64_t end = 0, best = -1, best_gap = INT64_MAX;
+    for (int i = 0; i < m; i++) {
+        int64_t gap = bufs[tmp[i]].offset - end;
+        if (gap >= bufs[b].bytes && gap < best_gap) {
+            best = end;
+            best_gap = gap;
+        }
+        if (bufs[tmp[i]].offset + bufs[tmp[i]].bytes > end)
+            end = bufs[tmp[i]].offset + bufs[tmp[i]].bytes;
+    }
+    bufs[b].offset = best >= 0 ? best : end;
+}
+
+static int place_arena(fe_plan *p)
+{
+    int *ids = malloc(sizeof(int) * ((size_t)p->nbufs + 1)), *tmp = malloc(sizeof(int) * ((size_t)p->nbufs + 1)), n = 0;
+    if (!ids || !tmp) {
+        free(ids), free(tmp);
+        return -1;
+    }
+    for (int b = 0; b < p->nbufs; b++)
+        if (p->bufs[b].where == FE_ARENA)
+            ids[n++] = b;
+    for (int i = 1; i < n; i++)   /* largest first; earlier first among equals */
+        for (int j = i; j > 0; j--) {
+            const fe_buf *a = &p->bufs[ids[j - 1]], *c = &p->bufs[ids[j]];
+            if (a->bytes > c->bytes || (a->bytes == c->bytes && a->first <= c->first))
+                break;
+            int t = ids[j];
+            ids[j] = ids[j - 1];
+            ids[j - 1] = t;
+        }
+    for (int i = 0; i < n; i++) {
+        place_one(p->bufs, ids[i], ids, i, tmp);
+        const fe_buf *b = &p->bufs[ids[i]];
+        if (b->offset + b->bytes > p->mem.arena_bytes)
+            p->mem.arena_bytes = b->offset + b->bytes;
+    }
+    free(ids);
+    free(tmp);
+    return 0;
+}
+
+static void stats(fe_plan *p)
+{
+    for (int i = 0; i < p->nsteps; i++) {
+        int64_t live = 0;
+        for (int b = 0; b < p->nbufs; b++)
+            if (p->bufs[b].where == FE_ARENA && p->bufs[b].first <= i && i <= p->bufs[b].last)
+                live += p->bufs[b].bytes;
+        if (live > p->mem.live_bound)
+            p->mem.live_bound = live;
+    }
+    for (int b = 0; b < p->nbufs; b++)
+        if (p->bufs[b].where == FE_OWN)
+            p->mem.own_bytes += p->bufs[b].bytes;
+    int threads = rt_threads();
+    for (int r = 0; r < p->nregions; r++) {
+        int64_t chunks = p->regions[r].nblocks < threads ? p->regions[r].nblocks : threads;
+        p->mem.scratch_bytes += chunks * p->regions[r].scratch_bytes;
+    }
+    p->mem.buffers = p->nbufs;
+    p->mem.regions = p->nregions;
+    p->mem.peak_bytes = p->mem.arena_bytes + p->mem.own_bytes + p->mem.scratch_bytes;
+}
+
+/* Whether slot s's dims [0, nd) are region r's block dims. */
+static bool blocked_like(const fe_plan *p, const fe_region *r, int s)
+{
+    if (p->types[s].ndim < r->nd)
+        return false;
+    for (int d = 0; d < r->nd; d++)
+        if (p->types[s].shape[d] != r->size[d])
+            return false;
+    return true;
+}
+
+/* Buffers written and read only inside a blocked region live in its
+ * per-thread scratch, a block's part at a time. */
+static void scratch_bufs(const ir_graph *g, fe_plan *p)
+{
+    for (int r = 0; r < p->nregions; r++) {
+        fe_region *rg = &p->regions[r];
+        rg->scratch_bytes = 0;
+        for (int b = 0; b < p->nbufs; b++) {
+            fe_buf *bf = &p->bufs[b];
+            bool ok = bf->where == FE_ARENA && bf->first >= rg->first && bf->last <= rg->last;
+            int64_t blk = 0;
+            for (int s = g->ninputs; s < p->nslots && ok; s++)
+                if (p->buf_of[s] == b) {
+                    ok = blocked_like(p, rg, s);
+                    int64_t bytes = align64(slot_bytes(p, s) / rg->nq * rg->chunk);
+                    blk = bytes > blk ? bytes : blk;
+                }
+            if (!ok)
+                continue;
+            bf->where = FE_SCRATCH;
+            bf->region = r;
+            bf->offset = rg->scratch_bytes;
+            bf->bytes = blk;
+            rg->scratch_bytes += blk;
+        }
+    }
+}
+
+int fe_mem_plan(const ir_graph *g, fe_plan *p)
+{
+    size_t n = (size_t)p->nslots + 1;
+    if (!p->buf_of && !(p->buf_of = malloc(n * sizeof(int))))
+        return -1;
+    int *ol = fe_mem_lifetimes(g, p) ? NULL : owner_last(p);
+    if (!ol || make_bufs(g, p, ol)) {
+        free(ol);
+        return -1;
+    }
+    free(ol);
+    scratch_bufs(g, p);
+    if (place_arena(p))
+        return -1;
+    stats(p);
+    return 0;
+}
+
+void fe_mem_free(fe_plan *p)
+{
+    free(p->owner);
+    free(p->def);
+    free(p->unplanned);
+    free(p->inplace_of);
+    free(p->buf_of);
+    free(p->bufs);
+    free(p->regions);
+}
+
+/* ---- one call -------------------------------------------------------------------------------------- */
+
+int fe_mem_begin(const fe_plan *p, fe_call_mem *m)
+{
+    *m = (fe_call_mem){0};
+    if (p->nbufs == 0)
+        return 0;
+    m->hdr = calloc((size_t)p->nbufs, sizeof *m->hdr);
+    m->own = calloc((size_t)p->nbufs, sizeof *m->own);
+    if (!m->hdr || !m->own || (p->mem.arena_bytes > 0 && !(m->arena = rt_alloc((size_t)p->mem.arena_bytes)))) {
+        free(m->hdr);
+        free(m->own);
+        *m = (fe_call_mem){0};
+        if (!rt_has_error())
+            rt_error("out of memory");
+        return -1;
+    }
+    for (int b = 0; b < p->nbufs; b++) {
+        atomic_init(&m->hdr[b].refs, 1);
+        m->hdr[b].nbytes = (size_t)p->bufs[b].bytes;
+        m->hdr[b].data = p->bufs[b].where == FE_ARENA ? m->arena + p->bufs[b].offset : NULL;
+    }
+    return 0;
+}
+
+/* A contiguous tensor of type ty at the start of storage st (retained). */
+static tj_tensor *header_over(const ir_type *ty, rt_storage *st)
+{
+    tj_tensor *t = calloc(1, sizeof *t);
+    if (!t) {
+        rt_error("out of memory allocating a tensor header");
+        return NULL;
+    }
+    atomic_init(&t->refs, 1);
+    t->dtype = ty->dtype;
+    t->ndim = ty->ndim;
+    t->weak = ty->weak;
+    memcpy(t->shape, ty->shape, sizeof(int64_t) * (size_t)ty->ndim);
+    rt_contiguous_strides(ty->ndim, ty->shape, t->strides);
+    t->storage = st;
+    atomic_fetch_add_explicit(&st->refs, 1, memory_order_relaxed);
+    return t;
+}
+
+tj_tensor *fe_mem_tensor(const fe_plan *p, fe_call_mem *m, int slot)
+{
+    int b = p->buf_of[slot];
+    if (p->bufs[b].where == FE_OWN && !m->own[b]) {
+        /* the caller's: a storage of its own, freed when the outputs are */
+        if (!(m->own[b] = rt_tensor_new(TJ_U8, 1, &p->bufs[b].bytes)))
+            return NULL;
+    }
+    return header_over(&p->types[slot], m->own[b] ? m->own[b]->storage : &m->hdr[b]);
+}
+
+void fe_mem_end(const fe_plan *p, fe_call_mem *m)
+{
+    if (!m->hdr)
+        return;
+    bool held = false;
+    for (int b = 0; b < p->nbufs; b++) {
+        held = held || atomic_load(&m->hdr[b].refs) != 1;
+        tj_release(m->own[b]);
+    }
+    free(m->own);
+    if (held)   /* a tensor still points into the arena (cannot happen): keep it */
+        return;
+    rt_free(m->arena, (size_t)p->mem.arena_bytes);
+    free(m->hdr);
+}
+
+/* ---- text ----------------------------------------------------------------------------------------- */
+
+static void print_slot(FILE *o, const ir_graph *g, const fe_plan *p, int s)
+{
+    static const char *const where[] = {"arena", "own", "scratch", "unplanned"};
+    char t[IR_TYPE_BUF];
+    fprintf(o, " %%%d %s", s - g->ninputs, ir_type_fmt(&p->types[s], t, sizeof t));
+    int b = p->buf_of[s];
+    if (b < 0) {
+        fprintf(o, " unplanned");
+        return;
+    }
+    const fe_buf *bf = &p->bufs[b];
+    fprintf(o, " buf%d %s", b, where[bf->where]);
+    if (bf->where == FE_ARENA || bf->where == FE_SCRATCH)
+        fprintf(o, " [%lld, %lld)", (long long)bf->offset, (long long)(bf->offset + bf->bytes));
+    if (p->inplace_of[s] >= 0)
+        fprintf(o, " in place of %%%d", p->inplace_of[s] - g->ninputs);
+}
+
+static void print_step(FILE *o, const ir_graph *g, const fe_plan *p, int i)
+{
+    const step *s = &p->steps[i];
+    if (s->kind == S_VIEW) {
+        fprintf(o, "  step %d view %%%d %s\n", i, s->node, ir_ops[g->nodes[s->node]->op].name);
+        return;
+    }
+    if (s->kind == S_EAGER)
+        fprintf(o, "  step %d eager %%%d %s ->", i, s->node, ir_ops[g->nodes[s->node]->op].name);
+    else
+        fprintf(o, "  step %d kernel ->", i);
+    for (int sl = g->ninputs; sl < p->nslots; sl++)
+        if (p->def[sl] == i)
+            print_slot(o, g, p, sl);
+    fprintf(o, "\n");
+}
+
+static void print_region(FILE *o, const fe_plan *p, int r)
+{
+    const fe_region *rg = &p->regions[r];
+    fprintf(o, "  region %d: steps %d-%d, %lld blocks of [", r, rg->first, rg->last, (long long)rg->nblocks);
+    for (int d = 0; d < rg->nd; d++)
+        fprintf(o, "%s%lld", d ? "," : "", (long long)(d + 1 < rg->nd ? 1 : rg->chunk));
+    fprintf(o, "] of [");
+    for (int d = 0; d < rg->nd; d++)
+        fprintf(o, "%s%lld", d ? "," : "", (long long)rg->size[d]);
+    fprintf(o, "], scratch %lld bytes per thread\n", (long long)rg->scratch_bytes);
+}
+
+char *fe_mem_print(const ir_graph *g, const fe_plan *p)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *o = open_memstream(&buf, &len);
+    if (!o)
+        return NULL;
+    const fe_plan_mem *m = &p->mem;
+    fprintf(o, "plan @%s: %d steps, %d buffers (%d in place), arena %lld, outputs %lld, scratch %lld bytes; "
+               "peak %lld (intermediates live at once: %lld; unplanned: %lld)\n",
+            g->name, p->nsteps, m->buffers, m->in_place, (long long)m->arena_bytes, (long long)m->own_bytes,
+            (long long)m->scratch_bytes, (long long)m->peak_bytes, (long long)m->live_bound,
+            (long long)m->unplanned_bytes);
+    for (int i = 0; i < p->nsteps; i++)
+        print_step(o, g, p, i);
+    for (int r = 0; r < p->nregions; r++)
+        print_region(o, p, r);
+    if (fclose(o) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
