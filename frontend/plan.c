@@ -122,8 +122,7 @@ static void prepare(fe_plan_set *ps)
         ps->unavailable = true;
         return;
     }
-    const char *pipeline = ps_pass_find("decompose") && ps_pass_find("simplify")
-                               ? "decompose,simplify,dce" : "dce";
+    const char *pipeline = "decompose_codegen,simplify,dce";
     char err[512];
     /* Debug and test builds (no NDEBUG) verify the graph after every pass. */
     ps_options opt = {.verify = PLAN_VERIFY};
@@ -291,7 +290,7 @@ static void build_steps(builder *b)
     }
 }
 
-/* Drops view steps nobody needs as a tensor, then sets last uses. */
+/* Drops the view and constant steps nobody needs as a tensor. */
 static void drop_steps(builder *b)
 {
     fe_plan *p = b->p;

@@ -452,12 +452,24 @@ static const decomp_fn decomps[IR_NUM_OPS] = {
 
 bool ps_has_decomposition(ir_op op) { return (unsigned)op < IR_NUM_OPS && decomps[op]; }
 
+/* Composites the code generator keeps whole: their eager kernel beats what
+ * fusing their decomposition gives (a scheduling choice, not op semantics, so
+ * it lives here and not in ops.def). */
+static const struct {
+    ir_op op;
+    const char *why;
+} kept_for_codegen[] = {
+    {OP_sdpa, "blocked kernel: scores stay in cache, masked blocks are skipped"},
+};
+
+/* Whether op stays whole under `keep` (NULL keeps nothing). */
+static bool kept(ir_op op, const bool *keep) { return !ir_ops[op].prim && keep && keep[op]; }
+
 static ir_node *decompose_node(ps_builder *b, const ir_node *n, ir_node *const *in, void *ctx)
 {
-    (void)ctx;
     ir_attrs a;
     ir_node_attrs(n, &a);
-    if (ir_ops[n->op].prim)
+    if (ir_ops[n->op].prim || kept(n->op, ctx))
         return ps_b_op(b, n->op, in, n->nin, &a);
     ir_node *r = decomps[n->op](b, n, &a, in);
     if (!r || ir_type_same(&r->type, &n->type))
@@ -472,19 +484,31 @@ static ir_node *decompose_node(ps_builder *b, const ir_node *n, ir_node *const *
                      ir_type_fmt(&r->type, t1, sizeof t1), ir_type_fmt(&n->type, t2, sizeof t2));
 }
 
-static const ir_node *first_composite(const ir_graph *g)
+static const ir_node *first_composite(const ir_graph *g, const bool *keep)
 {
     for (int k = 0; k < g->nnodes; k++)
-        if (!ir_ops[g->nodes[k]->op].prim)
+        if (!ir_ops[g->nodes[k]->op].prim && !kept(g->nodes[k]->op, keep))
             return g->nodes[k];
     return NULL;
 }
 
-ir_graph *ps_decompose(ir_graph *g, char *err, size_t nerr)
+static ir_graph *decompose(ir_graph *g, const bool *keep, char *err, size_t nerr);
+
+ir_graph *ps_decompose(ir_graph *g, char *err, size_t nerr) { return decompose(g, NULL, err, nerr); }
+
+ir_graph *ps_decompose_codegen(ir_graph *g, char *err, size_t nerr)
+{
+    bool keep[IR_NUM_OPS] = {0};
+    for (size_t k = 0; k < sizeof kept_for_codegen / sizeof *kept_for_codegen; k++)
+        keep[kept_for_codegen[k].op] = true;
+    return decompose(g, keep, err, nerr);
+}
+
+static ir_graph *decompose(ir_graph *g, const bool *keep, char *err, size_t nerr)
 {
     ir_graph *cur = g;
     for (int round = 0;; round++) {
-        const ir_node *c = first_composite(cur);
+        const ir_node *c = first_composite(cur, keep);
         if (!c)
             return cur;
         if (round == MAX_ROUNDS) {
@@ -492,7 +516,7 @@ ir_graph *ps_decompose(ir_graph *g, char *err, size_t nerr)
                      ir_ops[c->op].name, MAX_ROUNDS);
             break;
         }
-        ir_graph *next = ps_rebuild_with(cur, decompose_node, NULL, err, nerr);
+        ir_graph *next = ps_rebuild_with(cur, decompose_node, (void *)keep, err, nerr);
         if (cur != g)
             ir_graph_free(cur);
         if (!next)

@@ -48,6 +48,9 @@ ir_graph *ps_rebuild(const ir_graph *g, const bool *keep, char *err, size_t nerr
 ir_graph *ps_dce(ir_graph *g, char *err, size_t nerr);
 ir_graph *ps_cse(ir_graph *g, char *err, size_t nerr);
 ir_graph *ps_decompose(ir_graph *g, char *err, size_t nerr);   /* decompose.c */
+/* decompose, keeping whole the composites whose eager kernel codegen prefers
+ * (sdpa); what compiled plans run. */
+ir_graph *ps_decompose_codegen(ir_graph *g, char *err, size_t nerr);
 ir_graph *ps_simplify(ir_graph *g, char *err, size_t nerr);    /* simplify.c */
 
 #endif
