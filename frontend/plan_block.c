@@ -170,7 +170,9 @@ static bool head_space(const former *F, step *s, fe_region *rg)
     if (!blas_dtype(o->dtype) || numel(o) == 0)
         return false;
     if (n->op == OP_conv2d) {
-        if (o->ndim != 4 || type_of(F, n->in[0])->ndim != 4 || o->shape[0] < 2)
+        /* an image per block: enough images for the threads (the conv
+         * kernel alone splits an image's rows across them) */
+        if (o->ndim != 4 || type_of(F, n->in[0])->ndim != 4 || o->shape[0] < 2 || o->shape[0] < rt_threads())
             return false;
         set_space(rg, o, 1, 1);
         s->slice[0][0] = 0;
@@ -389,7 +391,8 @@ static char *whole_base(const region_ctx *c, int s, const blk *k)
     int b = s >= p->ninputs ? p->buf_of[s] : -1;
     if (b >= 0 && p->bufs[b].where == FE_SCRATCH) {
         int64_t per_unit = numel(&p->types[s]) / c->rg->nq;
-        return k->scratch + p->bufs[b].offset - k->q0 * per_unit * (int64_t)tj_dtype_size(p->types[s].dtype);
+        uintptr_t at = (uintptr_t)k->scratch + (uintptr_t)p->bufs[b].offset;
+        return (char *)(at - (uintptr_t)(k->q0 * per_unit * (int64_t)tj_dtype_size(p->types[s].dtype)));
     }
     return rt_ptr(c->vals[s]);
 }
@@ -486,8 +489,8 @@ int fe_block_run(const ir_graph *g, const fe_plan *p, int r, tj_tensor **vals, f
 {
     const fe_region *rg = &p->regions[r];
     for (int s = g->ninputs; s < p->nslots; s++)   /* what outlives the region: whole */
-        if (p->def[s] >= rg->first && p->def[s] <= rg->last && p->bufs[p->buf_of[s]].where != FE_SCRATCH &&
-            !(vals[s] = fe_mem_tensor(p, m, s)))
+        if (p->def[s] >= rg->first && p->def[s] <= rg->last && p->buf_of[s] >= 0 &&
+            p->bufs[p->buf_of[s]].where != FE_SCRATCH && !(vals[s] = fe_mem_tensor(p, m, s)))
             return -1;
     if (!rt_blas_core())   /* loaded here: an error on a pool thread would be lost */
         return -1;

@@ -117,13 +117,17 @@ static int store_buf(const cg_launch *l, int s)
     return -1;
 }
 
-/* An input buffer of l that dies at step i and that slot s may take over. */
+/* An input buffer of l that dies at step i and that slot s may take over.
+ * In a blocked region only a value of the region (read by its own block
+ * alone) may be written over: another block may still read the rest. */
 static int dying_input(const ir_graph *g, const fe_plan *p, const cg_launch *l, int i, int s, const int *ol,
                        const bool *taken)
 {
-    int bo = store_buf(l, s);
+    int bo = store_buf(l, s), r = p->steps[i].region;
     for (int bi = 0; bi < l->nargs && bo >= 0; bi++) {
         int x = l->args[bi].base;
+        if (r >= 0 && (x < g->ninputs || p->def[x] < p->regions[r].first))
+            continue;
         if (l->k.bufs[bi].out || x < g->ninputs || p->owner[x] != x || p->def[x] < 0 || p->unplanned[x] ||
             ol[x] != i || taken[x] || l->args[bi].offset != 0 || p->types[x].dtype != p->types[s].dtype ||
             numel(&p->types[x]) != numel(&p->types[s]))
@@ -181,26 +185,45 @@ static int new_buf(fe_plan *p, int64_t bytes, int first)
     return p->nbufs++;
 }
 
-/* One buffer per materialized slot, or the buffer of the slot it is written over. */
+/* One buffer per materialized slot, or the buffer of the slot it is written
+ * over, in step order (the slot written over comes first). */
 static int make_bufs(const ir_graph *g, fe_plan *p, const int *ol)
 {
+    int *order = malloc(sizeof(int) * ((size_t)p->nslots + 1)), *start = calloc((size_t)p->nsteps + 2, sizeof(int));
+    if (!order || !start) {
+        free(order), free(start);
+        return -1;
+    }
+    for (int s = g->ninputs; s < p->nslots; s++)   /* slots by the step writing them */
+        if (p->def[s] >= 0)
+            start[p->def[s] + 1]++;
+    for (int i = 0; i < p->nsteps; i++)
+        start[i + 1] += start[i];
+    for (int s = g->ninputs; s < p->nslots; s++)
+        if (p->def[s] >= 0)
+            order[start[p->def[s]]++] = s;
+    int n = p->nsteps > 0 ? start[p->nsteps - 1] : 0;
+    free(start);
     for (int s = 0; s < p->nslots; s++)
         p->buf_of[s] = -1;
     p->nbufs = 0;
     p->mem = (fe_plan_mem){0};
-    for (int i = 0; i < p->nsteps; i++)
-        for (int s = g->ninputs; s < p->nslots; s++) {
-            if (p->def[s] != i || p->unplanned[s])
-                continue;
+    for (int k = 0; k < n; k++) {
+        int s = order[k];
+        if (!p->unplanned[s]) {
             int x = p->inplace_of[s], b = x >= 0 ? p->buf_of[x] : -1;
-            if (b < 0 && (b = new_buf(p, slot_bytes(p, s), i)) < 0)
+            if (b < 0 && (b = new_buf(p, slot_bytes(p, s), p->def[s])) < 0) {
+                free(order);
                 return -1;
+            }
             p->buf_of[s] = b;
             if (p->bufs[b].last < ol[s])
                 p->bufs[b].last = ol[s];
             p->mem.unplanned_bytes += align64(slot_bytes(p, s));
             p->mem.in_place += x >= 0;
         }
+    }
+    free(order);
     for (int k = 0; k < g->noutputs; k++) {
         int o = p->owner[fe_slot_of(g, g->outputs[k])];
         if (o >= 0 && p->buf_of[o] >= 0)

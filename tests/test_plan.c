@@ -463,6 +463,26 @@ static void test_region_per_batch(void **state)
     ir_graph_free(g2);
 }
 
+/* e = exp(y) is the right operand of a GEMM run in row blocks, and its
+ * epilogue adds e at its own index, where e dies: the epilogue may not write
+ * over e (other blocks' GEMMs still read all of it). */
+static void test_region_no_inplace_over_shared(void **state)
+{
+    ir_graph *g = parse("graph @shared(%a: f32[64,64], %y: f32[64,64]) {\n"
+                        "  %0 = exp %y : f32[64,64]\n"
+                        "  %1 = matmul %a, %0 : f32[64,64]\n"
+                        "  %2 = add %0, %1 : f32[64,64]\n"
+                        "  %3 = tanh %2 : f32[64,64]\n"
+                        "  return %3\n"
+                        "}\n");
+    tj_tensor *in[2] = {randn(2, (int64_t[]){64, 64}, 0.2), randn(2, (int64_t[]){64, 64}, 0.5)};
+    fe_plan_mem m;
+    run_both(g, in, 1e-5, 1e-6, &m, "shared operand");
+    assert_int_equal(m.regions, 1);
+    assert_int_equal(m.in_place, 1);   /* over the GEMM's output, not over e */
+    ir_graph_free(g);
+}
+
 /* ---- threads ------------------------------------------------------------------------------------ */
 
 typedef struct call_arg {
@@ -536,6 +556,7 @@ int main(void)
         T(test_p4_like),
         T(test_region_conv_block),
         T(test_region_per_batch),
+        T(test_region_no_inplace_over_shared),
         T(test_region_threads),
 #undef T
     };
