@@ -186,6 +186,13 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Sorts v[0..n) (n >= 1) and returns its median. */
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 /* Warm-up, then timed iterations until both o->iters and o->min_time. */
 static int measure(const callee *f, bench_args *a, const bench_opts *o, bench_timing *t,
                    bench_result *r)
@@ -213,8 +220,7 @@ static int measure(const callee *f, bench_args *a, const bench_opts *o, bench_ti
         free(ts);
         return fail(r, "measure", "out of memory");
     }
-    qsort(ts, (size_t)n, sizeof *ts, cmp_double);
-    t->ms = n % 2 ? ts[n / 2] : 0.5 * (ts[n / 2 - 1] + ts[n / 2]);
+    t->ms = median(ts, n);
     t->min_ms = ts[0];
     t->iters = n;
     t->done = true;
@@ -324,12 +330,47 @@ static void child_env_free(char **env)
     free(env);
 }
 
+/* Runs argv[0] with env, its stdout into out (n bytes, NUL-terminated), and
+ * waits for it. Returns 0 with its wait status in *status, or an errno. */
+static int run_capture(char *const argv[], char *const env[], char *out, size_t n, int *status)
+{
+    int fd[2];
+    if (pipe(fd))
+        return errno;
+    posix_spawn_file_actions_t fa;
+    pid_t pid;
+    int err = posix_spawn_file_actions_init(&fa);
+    if (!err) {
+        posix_spawn_file_actions_addclose(&fa, fd[0]);
+        posix_spawn_file_actions_adddup2(&fa, fd[1], 1);
+        posix_spawn_file_actions_addclose(&fa, fd[1]);
+        fflush(NULL);
+        err = posix_spawn(&pid, argv[0], &fa, NULL, argv, env);
+        posix_spawn_file_actions_destroy(&fa);
+    }
+    close(fd[1]);
+    size_t got = 0;
+    while (!err && got + 1 < n) {
+        ssize_t m = read(fd[0], out + got, n - 1 - got);
+        if (m > 0)
+            got += (size_t)m;
+        else if (m == 0 || errno != EINTR)
+            break;
+    }
+    out[got] = '\0';
+    close(fd[0]);
+    while (!err && waitpid(pid, status, 0) < 0)
+        if (errno != EINTR)
+            err = errno;
+    return err;
+}
+
 /* Runs `<this executable> bench --first-call ID --threads N` with the kernel
  * cache in dir and reads the two times it prints. 0, or -1 with why. */
 static int spawn_first_call(const bench_case *c, const char *dir, int threads,
                             bench_first_call *fc, char *why, size_t nwhy)
 {
-    char exe[4096], nthreads[16];
+    char exe[4096], nthreads[16], out[128];
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (len <= 0) {
         snprintf(why, nwhy, "cannot find this executable: %s", strerror(errno));
@@ -339,32 +380,8 @@ static int spawn_first_call(const bench_case *c, const char *dir, int threads,
     snprintf(nthreads, sizeof nthreads, "%d", threads);
     char *argv[] = {exe, "bench", "--first-call", (char *)c->id, "--threads", nthreads, NULL};
     char **env = child_env(dir);
-    int fd[2] = {-1, -1};
-    posix_spawn_file_actions_t fa;
-    pid_t pid = -1;
-    int err = !env ? ENOMEM : pipe(fd) ? errno : 0;
-    if (!err && !(err = posix_spawn_file_actions_init(&fa))) {
-        posix_spawn_file_actions_addclose(&fa, fd[0]);
-        posix_spawn_file_actions_adddup2(&fa, fd[1], 1);
-        posix_spawn_file_actions_addclose(&fa, fd[1]);
-        fflush(NULL);
-        err = posix_spawn(&pid, exe, &fa, NULL, argv, env);
-        posix_spawn_file_actions_destroy(&fa);
-    }
+    int st = 0, err = env ? run_capture(argv, env, out, sizeof out, &st) : ENOMEM;
     child_env_free(env);
-    if (fd[1] >= 0)
-        close(fd[1]);
-    char out[128] = "";
-    size_t got = 0;
-    for (ssize_t m; !err && got + 1 < sizeof out &&
-                    ((m = read(fd[0], out + got, sizeof out - 1 - got)) > 0 || (m < 0 && errno == EINTR));)
-        got += m > 0 ? (size_t)m : 0;
-    out[got] = '\0';
-    if (fd[0] >= 0)
-        close(fd[0]);
-    int st = 0;
-    while (!err && waitpid(pid, &st, 0) < 0 && errno == EINTR)
-        ;
     if (err) {
         snprintf(why, nwhy, "cannot run %.300s: %s", exe, strerror(err));
         return -1;
@@ -373,7 +390,8 @@ static int spawn_first_call(const bench_case *c, const char *dir, int threads,
     double first = strtod(out, &end), second = strtod(end, &end2);
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || end == out || end2 == end || !(first >= 0) ||
         !(second >= 0)) {
-        snprintf(why, nwhy, "`%.300s bench --first-call %s` failed (wait status %d)", exe, c->id, st);
+        snprintf(why, nwhy, "`%.300s bench --first-call %s` failed (wait status %d)", exe, c->id,
+                 st);
         return -1;
     }
     *fc = (bench_first_call){first, first - second};
@@ -396,43 +414,41 @@ static void remove_dir(const char *dir)
     rmdir(dir);
 }
 
-static double median3(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-/* BENCH_FIRST_CALL_RUNS times: a new empty cache directory, a cold and a
- * warm child on it; the medians are the result. */
-static void first_calls(const bench_case *c, bench_result *r, FILE *progress)
+/* A new empty cache directory, a cold and then a warm child on it. */
+static int first_call_pair(const bench_case *c, int threads, bench_first_call *cold,
+                           bench_first_call *warm, char *why, size_t nwhy)
 {
     const char *tmp = getenv("TMPDIR");
-    char dir[4096], why[512] = "";
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/tjit-bench-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) {
+        snprintf(why, nwhy, "cannot make a directory %.300s: %s", dir, strerror(errno));
+        return -1;
+    }
+    int rc = spawn_first_call(c, dir, threads, cold, why, nwhy);
+    if (rc == 0)
+        rc = spawn_first_call(c, dir, threads, warm, why, nwhy);
+    remove_dir(dir);
+    return rc;
+}
+
+/* BENCH_FIRST_CALL_RUNS pairs of first calls; the medians are the result. */
+static void first_calls(const bench_case *c, bench_result *r, FILE *progress)
+{
     double v[4][BENCH_FIRST_CALL_RUNS];
-    int rc = 0, n = 0;
-    for (; n < BENCH_FIRST_CALL_RUNS && rc == 0; n++) {
-        snprintf(dir, sizeof dir, "%s/tjit-bench-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-        if (!mkdtemp(dir)) {
-            snprintf(why, sizeof why, "cannot make a directory %.300s: %s", dir, strerror(errno));
-            rc = -1;
-            break;
-        }
+    char why[400];
+    for (int k = 0; k < BENCH_FIRST_CALL_RUNS; k++) {
         bench_first_call cold, warm;
-        rc = spawn_first_call(c, dir, r->threads, &cold, why, sizeof why);
-        if (rc == 0)
-            rc = spawn_first_call(c, dir, r->threads, &warm, why, sizeof why);
-        remove_dir(dir);
-        if (rc == 0) {
-            v[0][n] = cold.ms, v[1][n] = cold.compile_ms;
-            v[2][n] = warm.ms, v[3][n] = warm.compile_ms;
+        if (first_call_pair(c, r->threads, &cold, &warm, why, sizeof why) != 0) {
+            fail(r, "first call", why);
+            return;
         }
+        v[0][k] = cold.ms, v[1][k] = cold.compile_ms;
+        v[2][k] = warm.ms, v[3][k] = warm.compile_ms;
     }
-    if (rc != 0) {
-        fail(r, "first call", why);
-        return;
-    }
-    r->cold = (bench_first_call){median3(v[0], n), median3(v[1], n)};
-    r->warm = (bench_first_call){median3(v[2], n), median3(v[3], n)};
+    int n = BENCH_FIRST_CALL_RUNS;
+    r->cold = (bench_first_call){median(v[0], n), median(v[1], n)};
+    r->warm = (bench_first_call){median(v[2], n), median(v[3], n)};
     if (progress)
         fprintf(progress, "%s %-10s first call in a new process (median of %d): %.1f ms with a "
                           "cold kernel cache (%.1f ms compiling), %.1f ms warm (%.1f ms)\n",

@@ -10,7 +10,7 @@ static const tool_cmd cmds[] = {
     {"run", "run a text graph (.tir) on .npy or random inputs", tool_run},
     {"opt", "run passes on a text graph and print the result", tool_opt},
     {"explain", "compile suite cases and show graphs, guards, recompiles, breaks", tool_explain},
-    {"bench", "run the benchmark suite (eager; --json: one JSON object per case)", tool_bench},
+    {"bench", "run the benchmark suite, eager and compiled (--json: one object per case)", tool_bench},
     {"stream", "STREAM-triad memory bandwidth through the thread pool", tool_stream},
 };
 
