@@ -5,6 +5,7 @@
 #   make asan         the same suites under -fsanitize=address,undefined
 #   make bench        install deps if missing, build, run the benchmark suite
 #   make bench-compare  the suite against PyTorch eager (BENCH_ARGS="P1 --threads 2")
+#   make example      build and run examples/mymodel.c (a user's model) against libtjit.a
 #   make docs         regenerate docs/ops.md from ir/ops.def
 #   make deps         scripts/install-deps.sh
 #   make fuzz         fuzz the text IR parser (clang, libFuzzer) for FUZZ_TIME seconds
@@ -47,7 +48,7 @@ TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 TEST_UTIL_OBJS := $(TEST_UTIL:%.c=$(BUILD)/obj/%.o)
 
 .SECONDARY:
-.PHONY: all test asan bench bench-compare docs deps clean check-tests golden
+.PHONY: all test asan bench bench-compare example docs deps clean check-tests golden
 all: $(BUILD)/libtjit.a $(BUILD)/libtjit.so $(BUILD)/tjit
 
 $(BUILD)/obj/%.o: %.c
@@ -102,6 +103,15 @@ bench: deps all
 # tjit eager vs PyTorch eager, side by side (markdown on stdout, for docs/perf.md).
 bench-compare: deps all
 	@BUILD=$(BUILD) bash scripts/bench-compare.sh $(BENCH_ARGS)
+
+# A user's own model (examples/mymodel.c), built the way a user would: public
+# header, build/libtjit.a, strict warnings; then run (exit 1 on a mismatch).
+example: $(BUILD)/examples/mymodel
+	$(BUILD)/examples/mymodel
+
+$(BUILD)/examples/%: examples/%.c include/tjit.h $(BUILD)/libtjit.a
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -Iinclude $< -o $@ $(BUILD)/libtjit.a $(LDLIBS)
 
 docs: $(BUILD)/tjit
 	$(BUILD)/tjit ops --markdown > docs/ops.md

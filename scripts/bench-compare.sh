@@ -12,6 +12,10 @@
 # results on the same inputs: plain text on stderr, markdown on stdout (the
 # table of docs/perf.md). --rounds R repeats both runs R times, alternating,
 # and keeps each case's best median (a shared machine's load comes and goes).
+# Also draws build/bench/speedup.png (gnuplot): per case, the speedup of tjit
+# eager and tjit compiled over PyTorch eager (= 1). gnuplot is installed
+# (apt-get install gnuplot-nox) when missing and root; otherwise the chart is
+# skipped with the command to run.
 # Exit 1 when PyTorch is missing or a run fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,11 +36,25 @@ while [ $# -gt 0 ]; do
     --threads) threads=${2:?--threads needs a count}; shift 2 ;;
     --rounds) rounds=${2:?--rounds needs a count}; shift 2 ;;
     --iters | --min-time) opts+=("$1" "${2:?$1 needs a value}"); shift 2 ;;
-    -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "bench-compare: unknown flag '$1'" >&2; exit 2 ;;
     *) cases+=("$1"); shift ;;
     esac
 done
+
+# The chart's gnuplot (not a build or test dependency: scripts/install-deps.sh leaves it).
+chart=$BUILD/bench/speedup.png
+if ! command -v gnuplot >/dev/null; then
+    if [ "$(id -u)" -eq 0 ]; then
+        echo "bench-compare: installing gnuplot-nox for the chart" >&2
+        DEBIAN_FRONTEND=noninteractive apt-get install -y gnuplot-nox >&2 ||
+            { apt-get update >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y gnuplot-nox >&2; } ||
+            echo "bench-compare: could not install gnuplot-nox; no chart" >&2
+    else
+        echo "bench-compare: gnuplot is missing, so no $chart; install it with:" >&2
+        echo "    sudo apt-get install -y gnuplot-nox" >&2
+    fi
+fi
 
 make -s all >&2
 tmp=$(mktemp -d)
@@ -58,7 +76,7 @@ for ((round = 1; round <= rounds; round++)); do
     prc=$((prc | rc))
 done
 
-"$PY" - "$tmp/tjit.jsonl" "$tmp/torch.jsonl" "$rounds" <<'EOF'
+"$PY" - "$tmp/tjit.jsonl" "$tmp/torch.jsonl" "$rounds" "$tmp/chart.dat" <<'EOF'
 import datetime, json, os, subprocess, sys
 
 def load(path):
@@ -132,5 +150,32 @@ print("| " + " | ".join(head) + " |")
 print("|" + "---|" * len(head))
 for r in rows:
     print("| " + " | ".join(str(v).replace("|", "\\|") for v in r) + " |")
+
+# The chart's data: speedup over PyTorch eager (torch ms / tjit ms) per case;
+# the first line is the title.
+def speedup(p, t_ms):
+    ok = p and p["status"] == "ok" and t_ms
+    return f"{p['eager_ms'] / t_ms:.4f}" if ok else "NaN"
+
+with open(sys.argv[4], "w") as f:
+    f.write(f"# tjit vs PyTorch {any_pt.get('torch_version', '?')} eager, "
+            f"{datetime.date.today().isoformat()}, {lscpu('Model name')}, {threads} threads\n")
+    for case in sorted(set(tj) | set(pt), key=lambda c: int(c[1:])):
+        t, p = tj.get(case), pt.get(case)
+        te = t["eager_ms"] if t and t["status"] == "ok" else None
+        tc = t.get("best_compiled_ms") if t else None
+        name = (t or p)["name"].replace('"', "'") + ("" if te else " (no tjit)")
+        f.write(f'"{case} {name}" {speedup(p, te)} {speedup(p, tc)} '
+                f'{1 if p and p["status"] == "ok" else "NaN"}\n')
 EOF
+
+if command -v gnuplot >/dev/null; then
+    mkdir -p "$(dirname "$chart")"
+    title=$(head -1 "$tmp/chart.dat" | sed 's/^# //; s/["\\]//g')
+    if gnuplot -e "out='$chart'; dat='$tmp/chart.dat'; ttl=\"$title\"" scripts/speedup.gp; then
+        echo "bench-compare: chart written to $chart" >&2
+    else
+        echo "bench-compare: gnuplot failed; no chart" >&2
+    fi
+fi
 [ $trc -eq 0 ] && [ $prc -eq 0 ]
