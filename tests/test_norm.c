@@ -54,11 +54,7 @@ static void check_case(const gcase *c, tj_tensor *want_all)
     tj_tensor *got = run_op(c);
     if (!got)
         fail_msg("%s %s %s %s: %s", c->op, c->x, c->view, c->arg, tj_last_error());
-    int64_t shape[TJ_MAX_DIMS], n = 1;
-    int nd = tu_parse_ints(c->shape, shape);
-    for (int d = 0; d < nd; d++)
-        n *= shape[d];
-    tj_tensor *want = tj_reshape(tj_slice(want_all, 0, c->off, c->off + n, 1), nd, shape);
+    tj_tensor *want = tu_golden_part(want_all, c->off, c->shape);
     if (strcmp(tj_dtype_name(tj_dtype_of(got)), c->dt))
         fail_msg("%s %s: dtype %s, expected %s", c->op, c->x, tj_dtype_name(tj_dtype_of(got)),
                  c->dt);
@@ -70,12 +66,8 @@ static void check_case(const gcase *c, tj_tensor *want_all)
 
 static void run_cases(const char *op)
 {
-    const char *dir = getenv("TJ_GOLDEN_DIR");
-    char path[512], line[256];
-    snprintf(path, sizeof path, "%s/norm/cases.txt", dir ? dir : "tests/golden");
-    FILE *f = fopen(path, "r");
-    if (!f)
-        fail_msg("cannot open %s", path);
+    char line[256];
+    FILE *f = tu_golden_cases("norm");
     tj_tensor *want = tu_golden("norm", "want");
     int n = 0;
     while (fgets(line, sizeof line, f)) {

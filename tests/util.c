@@ -120,6 +120,26 @@ int tu_parse_ints(const char *s, int64_t *v)
     return n;
 }
 
+tj_tensor *tu_golden_part(tj_tensor *want, long off, const char *shape)
+{
+    int64_t dims[TJ_MAX_DIMS], n = 1;
+    int nd = tu_parse_ints(shape, dims);
+    for (int d = 0; d < nd; d++)
+        n *= dims[d];
+    return tj_reshape(tj_slice(want, 0, off, off + n, 1), nd, dims);
+}
+
+FILE *tu_golden_cases(const char *family)
+{
+    const char *dir = getenv("TJ_GOLDEN_DIR");
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s/cases.txt", dir ? dir : "tests/golden", family);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        fail_msg("cannot open %s", path);
+    return f;
+}
+
 tj_tensor *tu_view(tj_tensor *x, char kind)
 {
     int nd = tj_ndim(x), perm[TJ_MAX_DIMS];

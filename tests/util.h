@@ -8,6 +8,8 @@
 #ifndef TJ_TEST_UTIL_H
 #define TJ_TEST_UTIL_H
 
+#include <stdio.h>
+
 #include <tjit.h>
 
 /* Loads tests/golden/<family>/<name>.npy into the current scope; fails the
@@ -32,6 +34,13 @@ tj_tensor *tu_tensor(tj_dtype dt, int ndim, const int64_t *shape, const double *
 /* Golden case lists (tests/golden/<family>/cases.txt): a comma-separated
  * list of integers into v (at most TJ_MAX_DIMS); "-" and "all" are empty. */
 int tu_parse_ints(const char *s, int64_t *v);
+
+/* Golden case lists store every expected value flattened in one want.npy:
+ * the case's values are want[off, off + numel(shape)), shape a "2,3" list. */
+tj_tensor *tu_golden_part(tj_tensor *want, long off, const char *shape);
+
+/* Opens tests/golden/<family>/cases.txt (fails the test when missing). */
+FILE *tu_golden_cases(const char *family);
 
 /* The view of x a case names (the golden scripts build the same view in
  * PyTorch): 'p' all dims reversed, 's' dim 1 sliced 1::2, 'e' dim 1 expanded
