@@ -23,10 +23,19 @@ PY=/usr/bin/python3
 BUILD=${BUILD:-build}
 TJIT=${TJIT:-$BUILD/tjit}   # the tjit binary to measure
 
+# PyTorch (Debian's python3-torch): installed here when missing and root.
 if ! "$PY" -c 'import torch' 2>/dev/null; then
-    echo "bench-compare: PyTorch is missing for $PY; install it with:" >&2
-    echo "    sudo apt-get install python3-torch" >&2
-    exit 1
+    if [ "$(id -u)" -eq 0 ]; then
+        echo "bench-compare: installing python3-torch" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get install -y python3-torch >&2 ||
+            { apt-get update >&2 && apt-get install -y python3-torch >&2; } || true
+    fi
+    if ! "$PY" -c 'import torch' 2>/dev/null; then
+        echo "bench-compare: PyTorch is missing for $PY; install it with:" >&2
+        echo "    sudo apt-get install python3-torch" >&2
+        exit 1
+    fi
 fi
 
 threads=$(nproc) rounds=1
