@@ -501,6 +501,12 @@ ir_graph *ps_decompose_codegen(ir_graph *g, char *err, size_t nerr)
     bool keep[IR_NUM_OPS] = {0};
     for (size_t k = 0; k < sizeof kept_for_codegen / sizeof *kept_for_codegen; k++)
         keep[kept_for_codegen[k].op] = true;
+    /* Composite UNARY/BINARY rows (sigmoid, gelu, silu, ...) have a formula
+     * column the JIT inlines: kernels call it, so compiled and eager run the
+     * one formula instead of a decomposition that restates it. */
+    for (int op = 0; op < IR_NUM_OPS; op++)
+        if (ir_ops[op].kind == IR_UNARY || ir_ops[op].kind == IR_BINARY)
+            keep[op] = true;
     return decompose(g, keep, err, nerr);
 }
 

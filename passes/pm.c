@@ -9,7 +9,7 @@ const ps_pass ps_passes[] = {
     {"dce", "drop nodes no output depends on", ps_dce},
     {"cse", "merge identical nodes (rebuilds through hash-consing)", ps_cse},
     {"decompose", "rewrite composite ops (softmax, layer_norm, ...) into primitives", ps_decompose},
-    {"decompose_codegen", "decompose, keeping whole the composites with a better eager kernel (sdpa)",
+    {"decompose_codegen", "decompose, keeping sdpa and pointwise rows whole (kernels inline their formulas)",
      ps_decompose_codegen},
     {"simplify", "fold constants, algebraic identities, view/cast cleanups, dce", ps_simplify},
     {NULL, NULL, NULL},
