@@ -60,8 +60,9 @@ static inline float vm_copysign_f32(float x, float s)
     return vm_from_bits_f32((vm_bits_f32(x) & 0x7fffffffu) | (vm_bits_f32(s) & 0x80000000u));
 }
 
-/* exact */
-static inline float vm_abs_f32(float x) { return vm_from_bits_f32(vm_bits_f32(x) & 0x7fffffffu); }
+/* exact; fabsf, not a bit mask, so compilers know the result is not negative
+ * and drop the clamps and selects that only matter for negative arguments. */
+static inline float vm_abs_f32(float x) { return fabsf(x); }
 
 /* 2^n for n in [-126, 127], from exponent bits. */
 static inline float vm_pow2i_f32(int32_t n)
@@ -512,7 +513,9 @@ static inline float vm_cosh_f32(float x)
     return h + 0.25f / h;
 }
 
-/* max 1.4 ulp on R: |x| < 0.625 a polynomial (Cephes tanhf), else 1 - 2/(e^2|x| + 1). */
+/* max 1.5 ulp on R: |x| < 0.625 a polynomial (Cephes tanhf), else 1 - 2e/(1 + e)
+ * with e = e^-2|x| clamped to e^-87 (tanh is 1 in float long before), so one
+ * 2^n scale factor does (vm_exp_f32 needs two for denormal results). */
 static inline float vm_tanh_f32(float x)
 {
     float a = vm_abs_f32(x);
@@ -523,7 +526,15 @@ static inline float vm_tanh_f32(float x)
     p = fmaf(p, z, 1.33314422036e-1f);
     p = fmaf(p, z, -3.33332819422e-1f);
     float small = fmaf(p * z, a, a);
-    float big = 1.0f - 2.0f / (vm_exp_f32(2.0f * a) + 1.0f);
+    float xc = -2.0f * a;
+    xc = xc < -87.0f ? -87.0f : xc;
+    float t = fmaf(xc, 1.44269504088896341f, 12582912.0f);
+    float n = t - 12582912.0f;
+    int32_t ni = (int32_t)(vm_bits_f32(t) - 0x4b400000u);
+    float r = fmaf(n, -0.693359375f, xc);
+    r = fmaf(n, 2.12194440e-4f, r);
+    float e = vm_expr_f32(r) * vm_pow2i_f32(ni);
+    float big = 1.0f - (e + e) / (1.0f + e);
     return vm_copysign_f32(a < 0.625f ? small : big, x);
 }
 
