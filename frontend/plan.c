@@ -122,7 +122,7 @@ static void prepare(fe_plan_set *ps)
         ps->unavailable = true;
         return;
     }
-    const char *pipeline = "decompose_codegen,simplify,dce";
+    const char *pipeline = "decompose_codegen,simplify,split_reductions,dce";
     char err[512];
     /* Debug and test builds (no NDEBUG) verify the graph after every pass. */
     ps_options opt = {.verify = PLAN_VERIFY};

@@ -52,5 +52,8 @@ ir_graph *ps_decompose(ir_graph *g, char *err, size_t nerr);   /* decompose.c */
  * (sdpa); what compiled plans run. */
 ir_graph *ps_decompose_codegen(ir_graph *g, char *err, size_t nerr);
 ir_graph *ps_simplify(ir_graph *g, char *err, size_t nerr);    /* simplify.c */
+/* sum/prod/amax/amin to fewer than 16 results over 2^16+ elements each ->
+ * partial reductions over a reshaped view, then a small final one (split.c). */
+ir_graph *ps_split_reductions(ir_graph *g, char *err, size_t nerr);
 
 #endif

@@ -12,6 +12,8 @@ const ps_pass ps_passes[] = {
     {"decompose_codegen", "decompose, keeping sdpa and pointwise rows whole (kernels inline their formulas)",
      ps_decompose_codegen},
     {"simplify", "fold constants, algebraic identities, view/cast cleanups, dce", ps_simplify},
+    {"split_reductions", "split reductions to a few long rows in two, so their kernels run in parallel",
+     ps_split_reductions},
     {NULL, NULL, NULL},
 };
 

@@ -1,0 +1,195 @@
+/* split.c - the split_reductions pass: a reduction with few results and a long
+ * reduced extent becomes two, so its kernel has rows to spread over threads.
+ *
+ * A compiled row-reduction kernel splits its rows across the thread pool; a
+ * reduction to one value (sum of a whole tensor, a loss) has one row, so it
+ * ran on one core. This pass rewrites, for sum, prod, amax and amin over the
+ * innermost dims of a float tensor with a static shape,
+ *
+ *   r = sum(x, innermost dims)          [R results, each over L elements]
+ *   ->
+ *   p = sum(reshape(x, [outer..., P, L/P]), dims=[-1])   [R*P partials]
+ *   r = sum(p, dims=[-1])  (reshaped to r's type when keepdim)
+ *
+ * when R < SPLIT_MAX_ROWS and L >= SPLIT_MIN_LEN, with P the largest of 64,
+ * 32, ..., 2 that divides L and leaves chunks of at least SPLIT_MIN_CHUNK.
+ * The reshape is a view, so the fused kernel of the first reduction reads x
+ * (and computes its producers) in place; the second is a small kernel over
+ * R*P values. Float sums are then added in another order, as any vectorized
+ * reduction already does (compiled kernels reduce with reassoc); amax and
+ * amin are exact. var is not split (it would need Welford's combination).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "rewrite.h"
+
+enum {
+    SPLIT_MAX_ROWS = 16,          /* fewer results than this: too few rows to share */
+    SPLIT_MIN_LEN = 1 << 16,      /* shorter rows take microseconds on one core */
+    SPLIT_MIN_CHUNK = 1 << 12,    /* each partial still a long vectorized loop */
+    SINK_MAX_IN = 4,              /* elementwise ops have at most 3 operands */
+};
+
+/* The number of innermost dims n reduces (k), or 0 when it reduces others. */
+static int innermost_reduced(const ir_node *n, int nd)
+{
+    const ir_attr *d = &n->attrs[0];
+    if (d->n == 0)
+        return nd;
+    unsigned m = 0;
+    for (int k = 0; k < d->n; k++) {
+        int v = ir_norm_dim(d->i[k], nd);
+        if (v < 0)
+            return 0;
+        m |= 1u << v;
+    }
+    int k = __builtin_popcount(m);
+    return m == ((1u << nd) - 1) - ((1u << (nd - k)) - 1) ? k : 0;
+}
+
+/* What the pass knows about the old graph while it rebuilds it. */
+typedef struct split_ctx {
+    const ir_graph *g;
+    int *uses;             /* per old op node: readers (graph outputs count) */
+    ir_node **now;         /* per old node (inputs first): its node in the new graph */
+} split_ctx;
+
+static int slot(const split_ctx *c, const ir_node *n)
+{
+    return ir_node_is_input(n) ? n->id : c->g->ninputs + n->id;
+}
+
+/* The node standing for old node n in the new graph (inputs keep their order). */
+static ir_node *now_of(const split_ctx *c, const ps_builder *b, const ir_node *n)
+{
+    return ir_node_is_input(n) ? b->g->inputs[n->id] : c->now[slot(c, n)];
+}
+
+static bool same_shape(const ir_type *a, const ir_type *b)
+{
+    if (a->ndim != b->ndim)
+        return false;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d])
+            return false;
+    return true;
+}
+
+static bool elementwise(const ir_node *n)
+{
+    switch (ir_ops[n->op].kind) {
+    case IR_UNARY:
+    case IR_BINARY: return true;
+    default: return n->op == OP_where || n->op == OP_cast || n->op == OP_clamp;
+    }
+}
+
+/* Whether old node n can be rebuilt on reshaped operands (see sink): an
+ * elementwise node read only here whose operands have its shape or are 0-dim. */
+static bool sinkable(const split_ctx *c, const ir_node *n)
+{
+    if (ir_node_is_input(n) || !elementwise(n) || c->uses[n->id] != 1 || n->nin > SINK_MAX_IN)
+        return false;
+    for (int j = 0; j < n->nin; j++)
+        if (n->in[j] && n->in[j]->type.ndim != 0 && !same_shape(&n->in[j]->type, &n->type))
+            return false;
+    return true;
+}
+
+/* n (an old node of x's shape) read through reshape(., shape): the reshape is
+ * moved up through the elementwise nodes only the reduction reads, down to
+ * values that are stored anyway (inputs, other ops, values read elsewhere),
+ * so the fused kernel of the partial reduction reads those in place and
+ * computes the chain itself. */
+static ir_node *sink(split_ctx *c, ps_builder *b, const ir_node *n, const int64_t *shape, int nd)
+{
+    if (!sinkable(c, n))
+        return ps_b_reshape(b, now_of(c, b, n), shape, nd);
+    ir_node *in[SINK_MAX_IN];
+    for (int j = 0; j < n->nin; j++)
+        in[j] = !n->in[j] ? NULL
+                : n->in[j]->type.ndim == 0 ? now_of(c, b, n->in[j])
+                                           : sink(c, b, n->in[j], shape, nd);
+    ir_attrs a;
+    ir_node_attrs(n, &a);
+    return ps_b_op(b, n->op, in, n->nin, &a);
+}
+
+static ir_node *split_reduction(split_ctx *c, ps_builder *b, const ir_node *n)
+{
+    const ir_node *x = n->in[0];
+    const ir_type *t = &x->type;
+    int nd = t->ndim;
+    if (!ir_dtype_is_float(t->dtype) || n->type.dtype != t->dtype || nd == 0 || nd >= TJ_MAX_DIMS)
+        return NULL;
+    for (int d = 0; d < nd; d++)
+        if (IR_IS_SYM(t->shape[d]))
+            return NULL;
+    int k = innermost_reduced(n, nd);
+    if (k == 0)
+        return NULL;
+    int64_t rows = 1, len = 1;
+    for (int d = 0; d < nd - k; d++)
+        rows *= t->shape[d];
+    for (int d = nd - k; d < nd; d++)
+        len *= t->shape[d];
+    if (rows >= SPLIT_MAX_ROWS || len < SPLIT_MIN_LEN)
+        return NULL;
+    int64_t parts = 64;
+    while (parts > 1 && (len % parts != 0 || len / parts < SPLIT_MIN_CHUNK))
+        parts /= 2;
+    if (parts == 1)
+        return NULL;
+
+    int64_t shape[TJ_MAX_DIMS];
+    for (int d = 0; d < nd - k; d++)
+        shape[d] = t->shape[d];
+    shape[nd - k] = parts;
+    shape[nd - k + 1] = len / parts;
+    const int64_t last = -1;
+    ir_node *v = sink(c, b, x, shape, nd - k + 2);
+    ir_node *p = ps_b_reduce(b, n->op, v, &last, 1, false);
+    ir_node *r = ps_b_reduce(b, n->op, p, &last, 1, false);
+    if (r && !ir_type_equal(&r->type, &n->type))
+        r = ps_b_reshape(b, r, n->type.shape, n->type.ndim);
+    return r;
+}
+
+static ir_node *split_hook(ps_builder *b, const ir_node *old, ir_node *const *in, void *ctx)
+{
+    split_ctx *c = ctx;
+    ir_node *r = NULL;
+    if (old->op == OP_sum || old->op == OP_prod || old->op == OP_amax || old->op == OP_amin)
+        r = split_reduction(c, b, old);
+    if (!r && !b->failed) {
+        ir_attrs a;
+        ir_node_attrs(old, &a);
+        r = ps_b_op(b, old->op, in, old->nin, &a);
+    }
+    return c->now[slot(c, old)] = r;
+}
+
+ir_graph *ps_split_reductions(ir_graph *g, char *err, size_t nerr)
+{
+    split_ctx c = {.g = g};
+    c.uses = calloc((size_t)g->nnodes + 1, sizeof *c.uses);
+    c.now = calloc((size_t)g->ninputs + (size_t)g->nnodes + 1, sizeof *c.now);
+    ir_graph *h = NULL;
+    if (!c.uses || !c.now) {
+        snprintf(err, nerr, "out of memory");
+        goto done;
+    }
+    for (int k = 0; k < g->nnodes; k++)
+        for (int j = 0; j < g->nodes[k]->nin; j++)
+            if (g->nodes[k]->in[j] && !ir_node_is_input(g->nodes[k]->in[j]))
+                c.uses[g->nodes[k]->in[j]->id]++;
+    for (int k = 0; k < g->noutputs; k++)
+        if (!ir_node_is_input(g->outputs[k]))
+            c.uses[g->outputs[k]->id]++;
+    h = ps_rebuild_with(g, split_hook, &c, err, nerr);
+done:
+    free(c.uses);
+    free(c.now);
+    return h;
+}
