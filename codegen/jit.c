@@ -293,6 +293,8 @@ int cg_jit_get_all(const cg_kernel *const *ks, int n, cg_cache *cache, unsigned 
                    cg_compiled *outs)
 {
     all_ctx c = {ks, cache, flags, outs};
+    if (n <= 0)
+        return 0;
     cg_jit_available(NULL, 0);   /* make the LLJIT before the threads race to */
     rt_parallel_for(n, 1, get_range, &c);
     int failed = 0;

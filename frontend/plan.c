@@ -118,10 +118,6 @@ static void dump_text(const fe_plan_set *ps, const char *stage, const char *text
 static void prepare(fe_plan_set *ps)
 {
     ps->prepared = true;
-    if (!cg_jit_available(ps->why, sizeof ps->why)) {
-        ps->unavailable = true;
-        return;
-    }
     const char *pipeline = "decompose_codegen,simplify,split_reductions,dce";
     char err[512];
     /* Debug and test builds (no NDEBUG) verify the graph after every pass. */
@@ -148,6 +144,10 @@ static void prepare(fe_plan_set *ps)
         dump_text(ps, "fused", t);
         free(t);
     }
+    /* LLVM starts (about 1.3 ms, once per process) only for a graph with a
+     * kernel: one made of library calls alone (sdpa, a matmul) never needs it. */
+    if (ps_fusion_count(ps->fusion, PS_KERNEL_PW) > 0 && !cg_jit_available(ps->why, sizeof ps->why))
+        ps->unavailable = true;
 }
 
 /* ---- building a plan ------------------------------------------------------------------------ */
