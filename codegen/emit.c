@@ -116,6 +116,7 @@ static double now_ms(void)
 typedef struct loopctx {
     LLVMValueRef j;            /* the inner index (i64) */
     LLVMValueRef *memo;        /* per instruction, NULL until emitted */
+    LLVMValueRef l;            /* column kernels: the row in the block (i64); else NULL */
 } loopctx;
 
 typedef struct em {
@@ -129,7 +130,10 @@ typedef struct em {
     LLVMValueRef sz;           /* the sz argument */
     LLVMValueRef p[CG_MAX_BUFS];       /* row base pointer of each buffer */
     LLVMValueRef istride[CG_MAX_BUFS]; /* inner stride (strided buffers) */
+    LLVMValueRef lstride[CG_MAX_BUFS]; /* column kernels: last outer stride (strided lanes) */
     LLVMValueRef red[CG_MAX_STAGES];   /* reduction results of this row */
+    LLVMValueRef acc[CG_MAX_STAGES];   /* column kernels: per stage, [lanes] accumulators */
+    LLVMValueRef nl;                   /* column kernels: rows in this block */
     LLVMValueRef N;                    /* the inner extent */
     char *err;
     size_t nerr;
@@ -217,13 +221,30 @@ static LLVMValueRef narrow(em *e, LLVMValueRef v, const cg_inst *in)
 
 static LLVMValueRef value(em *e, loopctx *L, int i);
 
+/* Offset of element (l, j) of buffer b from its row (block) pointer. */
+static LLVMValueRef elem_index(em *e, const loopctx *L, int b)
+{
+    int cls = e->k->bufs[b].inner;
+    LLVMValueRef idx = cls == 0 ? c64(e, 0) : cls == 1 ? L->j : LLVMBuildMul(e->B, L->j, e->istride[b], "");
+    if (L->l) {
+        int lc = e->k->bufs[b].lane;
+        LLVMValueRef li = lc == 0 ? NULL : lc == 1 ? L->l : LLVMBuildMul(e->B, L->l, e->lstride[b], "");
+        if (li)
+            idx = LLVMBuildAdd(e->B, idx, li, "");
+    }
+    return idx;
+}
+
+static LLVMValueRef elem_ptr(em *e, const loopctx *L, int b, LLVMTypeRef t)
+{
+    LLVMValueRef idx = elem_index(e, L, b);
+    return LLVMBuildInBoundsGEP2(e->B, t, e->p[b], &idx, 1, "");
+}
+
 static LLVMValueRef emit_load(em *e, loopctx *L, const cg_inst *in)
 {
-    int b = in->buf, cls = e->k->bufs[b].inner;
     LLVMTypeRef t = ty_of(e, in->dt);
-    LLVMValueRef idx = cls == 0 ? c64(e, 0) : cls == 1 ? L->j : LLVMBuildMul(e->B, L->j, e->istride[b], "");
-    LLVMValueRef a = LLVMBuildInBoundsGEP2(e->B, t, e->p[b], &idx, 1, "");
-    return LLVMBuildLoad2(e->B, t, a, "");
+    return LLVMBuildLoad2(e->B, t, elem_ptr(e, L, in->buf, t), "");
 }
 
 static LLVMValueRef emit_call(em *e, loopctx *L, const cg_inst *in)
@@ -273,6 +294,11 @@ static LLVMValueRef value(em *e, loopctx *L, int i)
     }
     case CG_ROWLEN: v = e->N; break;
     case CG_RED:
+        if (e->k->lanes) {   /* this row's accumulator */
+            LLVMTypeRef t = ty_of(e, in->dt);
+            v = LLVMBuildLoad2(e->B, t, LLVMBuildInBoundsGEP2(e->B, t, e->acc[in->stage], &L->l, 1, ""), "");
+            break;
+        }
         v = e->red[in->stage];
         if (!v) {
             fail(e, "a reduction result is used before its stage", NULL);
@@ -383,15 +409,13 @@ static void emit_stage(em *e, const cg_stage *st, int s, LLVMValueRef j0, LLVMVa
     /* pointwise tiles: 4 vectors in flight hide the latency of long formula
      * chains (P1: 17% faster than LLVM's own choice of 1) */
     lp.interleave = e->k->kind == CG_TILES ? 4 : 0;
-    loopctx L = {lp.j, memo};
+    loopctx L = {lp.j, memo, NULL};
     LLVMValueRef next = NULL;
     if (st->reduce)
         next = combine(e, st->red, lp.acc, value(e, &L, st->val));
     for (int k = 0; k < st->nst; k++) {
-        int b = st->st_buf[k], cls = e->k->bufs[b].inner;
         LLVMValueRef v = value(e, &L, st->st_val[k]);
-        LLVMValueRef idx = cls == 0 ? c64(e, 0) : cls == 1 ? lp.j : LLVMBuildMul(e->B, lp.j, e->istride[b], "");
-        LLVMBuildStore(e->B, v, LLVMBuildInBoundsGEP2(e->B, LLVMTypeOf(v), e->p[b], &idx, 1, ""));
+        LLVMBuildStore(e->B, v, elem_ptr(e, &L, st->st_buf[k], LLVMTypeOf(v)));
     }
     LLVMValueRef r = loop_close(e, &lp, j1, init, next);
     if (st->reduce)
@@ -401,11 +425,93 @@ static void emit_stage(em *e, const cg_stage *st, int s, LLVMValueRef j0, LLVMVa
 static void emit_row_stores(em *e, LLVMValueRef *memo)
 {
     memset(memo, 0, sizeof(LLVMValueRef) * (size_t)e->k->ninst);
-    loopctx L = {c64(e, 0), memo};
+    loopctx L = {c64(e, 0), memo, NULL};
     for (int k = 0; k < e->k->nrow; k++) {
         LLVMValueRef v = value(e, &L, e->k->row_val[k]);
         LLVMBuildStore(e->B, v, e->p[e->k->row_buf[k]]);
     }
+}
+
+/* ---- column kernels ------------------------------------------------------------------------ */
+
+/* One stage of a column kernel: for j, for each row l of the block (the loop
+ * that vectorizes): acc[l] = acc[l] op v(l, j), and the stores of (l, j). */
+static void emit_cols_stage(em *e, const cg_stage *st, int s, LLVMValueRef N, LLVMValueRef *memo)
+{
+    LLVMValueRef zero = c64(e, 0);
+    if (st->reduce) {
+        LLVMTypeRef t = ty_of(e, e->k->inst[st->val].dt);
+        loop li;
+        loop_open(e, &li, zero, e->nl, NULL);
+        LLVMBuildStore(e->B, red_init(e, st->red, t), LLVMBuildInBoundsGEP2(e->B, t, e->acc[s], &li.j, 1, ""));
+        loop_close(e, &li, e->nl, NULL, NULL);
+    }
+    loop lj, ll;
+    loop_open(e, &lj, zero, N, NULL);
+    loop_open(e, &ll, zero, e->nl, NULL);
+    memset(memo, 0, sizeof(LLVMValueRef) * (size_t)e->k->ninst);
+    loopctx L = {lj.j, memo, ll.j};
+    if (st->reduce) {
+        LLVMTypeRef t = ty_of(e, e->k->inst[st->val].dt);
+        LLVMValueRef a = LLVMBuildInBoundsGEP2(e->B, t, e->acc[s], &ll.j, 1, "");
+        LLVMValueRef v = value(e, &L, st->val);
+        LLVMBuildStore(e->B, combine(e, st->red, LLVMBuildLoad2(e->B, t, a, ""), v), a);
+    }
+    for (int k = 0; k < st->nst; k++) {
+        LLVMValueRef v = value(e, &L, st->st_val[k]);
+        LLVMBuildStore(e->B, v, elem_ptr(e, &L, st->st_buf[k], LLVMTypeOf(v)));
+    }
+    loop_close(e, &ll, e->nl, NULL, NULL);
+    loop_close(e, &lj, N, NULL, NULL);
+}
+
+/* A column kernel's tile t: row t / NB of the outer dims but the last, rows
+ * l0 = (t % NB) * lanes .. of the last; the stages, then the row stores of
+ * each row of the block. */
+static void emit_cols_tile(em *e, LLVMValueRef t, LLVMValueRef N, LLVMValueRef NB, LLVMValueRef *args,
+                           LLVMValueRef *memo)
+{
+    const cg_kernel *k = e->k;
+    int no = k->nouter;
+    LLVMValueRef row = LLVMBuildUDiv(e->B, t, NB, "row");
+    LLVMValueRef l0 = LLVMBuildMul(e->B, LLVMBuildSub(e->B, t, LLVMBuildMul(e->B, row, NB, ""), ""),
+                                   c64(e, k->lanes), "l0");
+    LLVMValueRef last = sz_at(e, 3 + no - 1, "");
+    LLVMValueRef end = LLVMBuildAdd(e->B, l0, c64(e, k->lanes), "");
+    LLVMValueRef l1 = LLVMBuildSelect(e->B, LLVMBuildICmp(e->B, LLVMIntSLT, end, last, ""), end, last, "");
+    e->nl = LLVMBuildSub(e->B, l1, l0, "nl");
+    LLVMValueRef idx[CG_MAX_OUTER], r = row;
+    idx[no - 1] = l0;
+    for (int d = no - 2; d >= 0; d--) {
+        if (d == 0) {
+            idx[d] = r;
+            break;
+        }
+        LLVMValueRef n = sz_at(e, 3 + d, "");
+        idx[d] = LLVMBuildURem(e->B, r, n, "");
+        r = LLVMBuildUDiv(e->B, r, n, "");
+    }
+    for (int b = 0; b < k->nbufs; b++) {
+        LLVMValueRef off = c64(e, 0);
+        for (int d = 0; d < no; d++)
+            off = LLVMBuildAdd(e->B, off, LLVMBuildMul(e->B, idx[d], sz_at(e, CG_SZ_STRIDE(k, b, d), ""), ""), "");
+        e->p[b] = LLVMBuildInBoundsGEP2(e->B, ty_of(e, k->bufs[b].dt), args[b], &off, 1, "");
+        e->istride[b] = k->bufs[b].inner == CG_STRIDED ? sz_at(e, CG_SZ_STRIDE(k, b, no), "") : NULL;
+        e->lstride[b] = k->bufs[b].lane == CG_STRIDED ? sz_at(e, CG_SZ_STRIDE(k, b, no - 1), "") : NULL;
+    }
+    for (int s = 0; s < k->nstages && !e->failed; s++)
+        emit_cols_stage(e, &k->stages[s], s, N, memo);
+    if (k->nrow == 0)
+        return;
+    loop ll;
+    loop_open(e, &ll, c64(e, 0), e->nl, NULL);
+    memset(memo, 0, sizeof(LLVMValueRef) * (size_t)k->ninst);
+    loopctx L = {c64(e, 0), memo, ll.j};
+    for (int j = 0; j < k->nrow; j++) {
+        LLVMValueRef v = value(e, &L, k->row_val[j]);
+        LLVMBuildStore(e->B, v, elem_ptr(e, &L, k->row_buf[j], LLVMTypeOf(v)));
+    }
+    loop_close(e, &ll, e->nl, NULL, NULL);
 }
 
 /* The tile: row pointers, then the stages. */
@@ -506,6 +612,12 @@ static LLVMValueRef build_body(em *e, const char *fname, LLVMTargetMachineRef tm
     LLVMPositionBuilderAtEnd(e->B, LLVMAppendBasicBlockInContext(e->C, f, "entry"));
     LLVMValueRef N = sz_at(e, 0, "N"), Bw = sz_at(e, 1, "B"), NB = sz_at(e, 2, "NB");
     e->N = N;
+    for (int s = 0; k->lanes && s < k->nstages; s++)   /* column accumulators, in the entry block */
+        if (k->stages[s].reduce) {
+            LLVMTypeRef t = ty_of(e, k->inst[k->stages[s].val].dt);
+            e->acc[s] = LLVMBuildAlloca(e->B, LLVMArrayType2(t, (uint64_t)k->lanes), "acc");
+            LLVMSetAlignment(e->acc[s], 64);
+        }
     loop tl;
     loop_open(e, &tl, begin, end, NULL);
     LLVMValueRef *memo = calloc((size_t)k->ninst + 1, sizeof *memo);
@@ -513,7 +625,10 @@ static LLVMValueRef build_body(em *e, const char *fname, LLVMTargetMachineRef tm
         fail(e, "out of memory", NULL);
         return f;
     }
-    emit_tile(e, tl.j, N, Bw, NB, args, memo);
+    if (k->lanes)
+        emit_cols_tile(e, tl.j, N, NB, args, memo);
+    else
+        emit_tile(e, tl.j, N, Bw, NB, args, memo);
     free(memo);
     loop_close(e, &tl, end, NULL, NULL);
     LLVMBuildRetVoid(e->B);

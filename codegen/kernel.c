@@ -21,7 +21,7 @@ int cg_add_buf(cg_kernel *k, tj_dtype dt, bool out, int inner)
 {
     if (k->nbufs == CG_MAX_BUFS)
         return -1;
-    k->bufs[k->nbufs] = (cg_buf){dt, out, inner};
+    k->bufs[k->nbufs] = (cg_buf){dt, out, inner, 0};
     return k->nbufs++;
 }
 
@@ -219,6 +219,9 @@ int cg_kernel_check(const cg_kernel *k, char *err, size_t n)
 {
     if (k->nouter < 0 || k->nouter > CG_MAX_OUTER)
         return bad(err, n, "bad outer rank", k->nouter);
+    if (k->lanes < 0 || k->lanes > CG_MAX_LANES ||
+        (k->lanes && (k->kind != CG_ROWS || k->nouter < 1)))
+        return bad(err, n, "bad column lanes", k->lanes);
     for (int i = 0; i < k->ninst; i++)
         if (check_inst(k, i, err, n))
             return -1;
@@ -267,6 +270,11 @@ static void print_inst(FILE *f, const cg_kernel *k, int i)
     fprintf(f, " : %s\n", tj_dtype_name(in->dt));
 }
 
+static const char *stride_class_name(int c)
+{
+    return c == CG_STRIDED ? "strided" : c ? "1" : "0";
+}
+
 char *cg_kernel_text(const cg_kernel *k, const char *name)
 {
     char *buf = NULL;
@@ -274,12 +282,18 @@ char *cg_kernel_text(const cg_kernel *k, const char *name)
     FILE *f = open_memstream(&buf, &len);
     if (!f)
         return NULL;
-    fprintf(f, "kernel @%s %s outer=%d {\n", name ? name : "k", k->kind == CG_ROWS ? "rows" : "tiles",
+    fprintf(f, "kernel @%s %s outer=%d", name ? name : "k", k->kind == CG_ROWS ? "rows" : "tiles",
             k->nouter);
+    if (k->lanes)
+        fprintf(f, " cols lanes=%d", k->lanes);
+    fprintf(f, " {\n");
     for (int b = 0; b < k->nbufs; b++) {
         const cg_buf *cb = &k->bufs[b];
-        fprintf(f, "  buf%d: %s %s inner=%s\n", b, tj_dtype_name(cb->dt), cb->out ? "out" : "in",
-                cb->inner == CG_STRIDED ? "strided" : cb->inner ? "1" : "0");
+        fprintf(f, "  buf%d: %s %s inner=%s", b, tj_dtype_name(cb->dt), cb->out ? "out" : "in",
+                stride_class_name(cb->inner));
+        if (k->lanes)
+            fprintf(f, " lane=%s", stride_class_name(cb->lane));
+        fprintf(f, "\n");
     }
     for (int i = 0; i < k->ninst; i++)
         print_inst(f, k, i);

@@ -46,6 +46,18 @@
  *   then per buffer k: nouter outer strides and one inner stride (elements)
  * A tile t is row t / NB (row-major over the outer dims), block t % NB.
  * CG_SZ_LEN(k) gives the length of sz.
+ *
+ * Column kernels (ROWS with lanes > 0): a reduction over a dim that is not
+ * the innermost in memory (sum over dim 0 of [R, C]) is a ROWS kernel whose
+ * rows (the C results) are adjacent in memory and whose row elements are
+ * C apart. Walking each row would stride through memory; a column kernel
+ * instead takes `lanes` consecutive rows at once (along the last outer dim)
+ * and vectorizes across them: accumulators acc[l] (one per row of the
+ * block, in a stack array) are updated for j = 0..N-1 by a loop over the
+ * block, whose loads are contiguous when the last outer dim has stride 1.
+ * A tile is then (row of the other outer dims, block of `lanes` rows):
+ * sz[1] = lanes, sz[2] = blocks per last outer dim; each buffer's `lane`
+ * class (0, 1, CG_STRIDED) is that of its last outer stride.
  */
 #ifndef TJ_CG_KERNEL_H
 #define TJ_CG_KERNEL_H
@@ -62,6 +74,8 @@
 #define CG_MAX_STORES 16
 #define CG_MAX_OUTER TJ_MAX_DIMS
 #define CG_STRIDED 2   /* inner stride class: known only at run time */
+#define CG_MAX_LANES 256   /* rows per block of a column kernel */
+#define CG_COLS_LANES 64   /* what lower.c picks: 4 zmm of f32 accumulators per j */
 
 typedef enum { CG_TILES, CG_ROWS } cg_kind;
 
@@ -100,11 +114,13 @@ typedef struct cg_buf {
     tj_dtype dt;
     bool out;       /* written by the kernel */
     int inner;      /* inner stride class: 0, 1 or CG_STRIDED */
+    int lane;       /* column kernels: stride class of the last outer dim */
 } cg_buf;
 
 typedef struct cg_kernel {
     cg_kind kind;
     int nouter;
+    int lanes;                     /* ROWS: > 0 makes a column kernel (above) */
     int nbufs;
     cg_buf bufs[CG_MAX_BUFS];
     int ninst;

@@ -250,6 +250,31 @@ static int merge_dims(lw *L, int lo, int hi, int64_t *size, int64_t (*str)[TJ_MA
     return n;
 }
 
+/* A ROWS kernel becomes a column kernel (kernel.h) when its rows are adjacent
+ * in memory and their elements are not: no buffer is contiguous along the
+ * inner (reduced) dim and one is along the last outer dim. */
+static void columns(cg_launch *o, int no, const int64_t *osz, int64_t (*ostr)[TJ_MAX_DIMS],
+                    int64_t rows, int64_t N)
+{
+    cg_kernel *k = &o->k;
+    bool inner1 = false, lane1 = false;
+    for (int b = 0; b < k->nbufs; b++) {
+        inner1 = inner1 || o->sz[CG_SZ_STRIDE(k, b, no)] == 1;
+        lane1 = lane1 || ostr[b][no - 1] == 1;
+    }
+    if (inner1 || !lane1 || rows == 0 || osz[no - 1] == 0)
+        return;
+    int64_t last = osz[no - 1], nb = (last + CG_COLS_LANES - 1) / CG_COLS_LANES;
+    k->lanes = CG_COLS_LANES;
+    for (int b = 0; b < k->nbufs; b++)
+        k->bufs[b].lane = ostr[b][no - 1] == 0 ? 0 : ostr[b][no - 1] == 1 ? 1 : CG_STRIDED;
+    o->sz[1] = CG_COLS_LANES;
+    o->sz[2] = nb;
+    o->ntiles = rows / last * nb;
+    int64_t per = CG_COLS_LANES * N;
+    o->grain = per >= 32768 ? 1 : 32768 / per;
+}
+
 static int kernel_dims(lw *L)
 {
     cg_launch *o = L->out;
@@ -292,6 +317,8 @@ static int kernel_dims(lw *L)
     o->ntiles = N == 0 ? 0 : rows * NB;
     int64_t per = B > 0 ? B : 1;
     o->grain = per >= 32768 ? 1 : 32768 / per;
+    if (k->kind == CG_ROWS && no >= 1 && N > 1)
+        columns(o, no, osz, ostr, rows, N);
     return 0;
 }
 
@@ -502,6 +529,8 @@ static bool alias_order_ok(const cg_kernel *k, int bi, int bo)
 bool cg_launch_can_alias(const cg_launch *l, int bi, int bo)
 {
     const cg_kernel *k = &l->k;
+    if (k->lanes)   /* column kernels: alias_order_ok's order does not hold */
+        return false;
     if (bi < 0 || bo < 0 || bi >= k->nbufs || bo >= k->nbufs || k->bufs[bi].out || !k->bufs[bo].out ||
         k->bufs[bi].dt != k->bufs[bo].dt || k->bufs[bi].inner != k->bufs[bo].inner)
         return false;

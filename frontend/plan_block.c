@@ -217,7 +217,7 @@ static int64_t tiles_per_unit(const cg_launch *l, int64_t nq, int64_t *B)
 {
     int64_t N = l->sz[0], NB = l->sz[2];
     *B = l->sz[1];
-    if (l->ntiles == 0 || NB == 0 || l->ntiles % NB)
+    if (l->k.lanes || l->ntiles == 0 || NB == 0 || l->ntiles % NB)
         return -1;
     int64_t rows = l->ntiles / NB, e = rows * N;
     if (e % nq)

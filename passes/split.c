@@ -156,12 +156,51 @@ static ir_node *split_reduction(split_ctx *c, ps_builder *b, const ir_node *n)
     return r;
 }
 
+/* A reduction over dims that are not the innermost, with the last dim kept
+ * (sum over dim 0 of [R, C]): the input permuted so the reduced dims come
+ * last, then reduced there. Fusion reads the permute as index arithmetic,
+ * and the kernel becomes a column kernel (codegen/kernel.h) that walks x row
+ * by row, C accumulators at a time, instead of an eager call after the
+ * producers are stored. */
+static ir_node *reduced_last(split_ctx *c, ps_builder *b, const ir_node *n)
+{
+    const ir_node *x = n->in[0];
+    int nd = x->type.ndim;
+    if (!ir_dtype_is_float(x->type.dtype) || n->type.dtype != x->type.dtype || nd < 2 ||
+        n->attrs[0].n == 0 || innermost_reduced(n, nd) > 0)
+        return NULL;
+    unsigned m = 0;
+    for (int k = 0; k < n->attrs[0].n; k++)
+        m |= 1u << ir_norm_dim(n->attrs[0].i[k], nd);   /* valid: innermost_reduced checked */
+    if (m & (1u << (nd - 1)))
+        return NULL;
+    int64_t perm[TJ_MAX_DIMS], dims[TJ_MAX_DIMS];
+    int np = 0, k = __builtin_popcount(m);
+    for (int d = 0; d < nd; d++)
+        if (!(m & (1u << d)))
+            perm[np++] = d;
+    for (int d = 0; d < nd; d++)
+        if (m & (1u << d))
+            perm[np++] = d;
+    for (int j = 0; j < k; j++)
+        dims[j] = nd - k + j;
+    ir_node *v = ps_b_permute(b, now_of(c, b, x), perm);
+    ir_node *r = n->op == OP_var ? ps_b_var(b, v, dims, k, n->attrs[1].i[0], false)
+                                 : ps_b_reduce(b, n->op, v, dims, k, false);
+    if (r && !ir_type_equal(&r->type, &n->type))
+        r = ps_b_reshape(b, r, n->type.shape, n->type.ndim);
+    return r;
+}
+
 static ir_node *split_hook(ps_builder *b, const ir_node *old, ir_node *const *in, void *ctx)
 {
     split_ctx *c = ctx;
     ir_node *r = NULL;
     if (old->op == OP_sum || old->op == OP_prod || old->op == OP_amax || old->op == OP_amin)
         r = split_reduction(c, b, old);
+    if (!r && !b->failed && (old->op == OP_sum || old->op == OP_prod || old->op == OP_amax ||
+                             old->op == OP_amin || old->op == OP_var))
+        r = reduced_last(c, b, old);
     if (!r && !b->failed) {
         ir_attrs a;
         ir_node_attrs(old, &a);

@@ -111,21 +111,21 @@ static tj_tensor *randn(int ndim, const int64_t *shape, double scale)
 
 /* ---- the arena ------------------------------------------------------------------------- */
 
-/* Pointwise kernels between eager calls (sums over dim 0): each kernel's
- * result is an intermediate the arena holds, mostly written in place over
- * the one before. */
+/* Pointwise kernels between eager calls (flips, a MOVE op plans run
+ * eagerly): each kernel's result is an intermediate the arena holds, mostly
+ * written in place over the one before. */
 static const char *chain_src =
     "graph @chain(%x: f32[64,256], %y: f32[64,256]) {\n"
     "  %0 = exp %x : f32[64,256]\n"
-    "  %1 = sum %0 {dims=[0], keepdim=true} : f32[1,256]\n"
+    "  %1 = flip %0 {dims=[0]} : f32[64,256]\n"
     "  %2 = sub %0, %1 : f32[64,256]\n"
     "  %3 = tanh %2 : f32[64,256]\n"
-    "  %4 = sum %3 {dims=[0], keepdim=true} : f32[1,256]\n"
+    "  %4 = flip %3 {dims=[0]} : f32[64,256]\n"
     "  %5 = mul %3, %4 : f32[64,256]\n"
     "  %6 = add %5, %y : f32[64,256]\n"
-    "  %7 = sum %6 {dims=[0], keepdim=true} : f32[1,256]\n"
+    "  %7 = flip %6 {dims=[0]} : f32[64,256]\n"
     "  %8 = mul %6, %7 : f32[64,256]\n"
-    "  %9 = sum %8 {dims=[0], keepdim=true} : f32[1,256]\n"
+    "  %9 = flip %8 {dims=[0]} : f32[64,256]\n"
     "  %10 = sub %8, %9 : f32[64,256]\n"
     "  %11 = mul %10, %2 : f32[64,256]\n"
     "  return %11, %9\n"
@@ -534,6 +534,35 @@ static void test_region_threads(void **state)
 
 static void test_skipped(void **state) { skip(); }
 
+/* ---- column kernels ------------------------------------------------------------------- */
+
+/* Reductions over dims that are not the innermost: split_reductions permutes
+ * them last and the kernels walk the rows of x, 64 results at a time
+ * (codegen/kernel.h). Blocks that end early (200 and 33 are not multiples of
+ * 64), a middle dim, two dims, kept dims, stages that store per element
+ * (softmax, log_softmax), var, prod, amin, and a block whose rows are not
+ * adjacent in the input (permute, lane stride 33) all match the executor. */
+static void test_column_kernels(void **state)
+{
+    ir_graph *g = parse("graph @cols(%x: f32[300,200], %y: f32[7,130,33]) {\n"
+                        "  %0 = softmax %x {dim=0} : f32[300,200]\n"
+                        "  %1 = var %x {dims=[0], correction=1, keepdim=true} : f32[1,200]\n"
+                        "  %2 = amax %y {dims=[1], keepdim=false} : f32[7,33]\n"
+                        "  %3 = exp %y : f32[7,130,33]\n"
+                        "  %4 = sum %3 {dims=[0,1], keepdim=true} : f32[1,1,33]\n"
+                        "  %5 = log_softmax %y {dim=1} : f32[7,130,33]\n"
+                        "  %6 = mul %x, %x : f32[300,200]\n"
+                        "  %7 = prod %6 {dims=[0], keepdim=false} : f32[200]\n"
+                        "  %8 = amin %y {dims=[0], keepdim=false} : f32[130,33]\n"
+                        "  %9 = permute %y {perm=[2,0,1]} : f32[33,7,130]\n"
+                        "  %10 = sum %9 {dims=[1], keepdim=false} : f32[33,130]\n"
+                        "  return %0, %1, %2, %4, %5, %7, %8, %10\n"
+                        "}\n");
+    tj_tensor *in[2] = {randn(2, (int64_t[]){300, 200}, 1.0), randn(3, (int64_t[]){7, 130, 33}, 1.0)};
+    run_both(g, in, 1e-5, 1e-6, NULL, "cols");
+    ir_graph_free(g);
+}
+
 int main(void)
 {
     char cache[512];
@@ -558,6 +587,7 @@ int main(void)
         T(test_region_per_batch),
         T(test_region_no_inplace_over_shared),
         T(test_region_threads),
+        T(test_column_kernels),
 #undef T
     };
     char why[512];
