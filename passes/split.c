@@ -156,12 +156,36 @@ static ir_node *split_reduction(split_ctx *c, ps_builder *b, const ir_node *n)
     return r;
 }
 
-/* A reduction over dims that are not the innermost, with the last dim kept
- * (sum over dim 0 of [R, C]): the input permuted so the reduced dims come
- * last, then reduced there. Fusion reads the permute as index arithmetic,
- * and the kernel becomes a column kernel (codegen/kernel.h) that walks x row
- * by row, C accumulators at a time, instead of an eager call after the
- * producers are stored. */
+/* op over the dims in mask m of x (a node of the new graph, m not containing
+ * x's last dim): x permuted so the reduced dims come last, then reduced
+ * there (keepdim false). Fusion reads the permute as index arithmetic, and
+ * the kernel becomes a column kernel (codegen/kernel.h) that walks x row by
+ * row, 64 results at a time. */
+static ir_node *reduce_permuted(ps_builder *b, ir_op op, ir_node *x, unsigned m, int64_t correction)
+{
+    int nd = x->type.ndim, np = 0, k = __builtin_popcount(m);
+    int64_t perm[TJ_MAX_DIMS], dims[TJ_MAX_DIMS];
+    for (int d = 0; d < nd; d++)
+        if (!(m & (1u << d)))
+            perm[np++] = d;
+    for (int d = 0; d < nd; d++)
+        if (m & (1u << d))
+            perm[np++] = d;
+    for (int j = 0; j < k; j++)
+        dims[j] = nd - k + j;
+    ir_node *v = ps_b_permute(b, x, perm);
+    return op == OP_var ? ps_b_var(b, v, dims, k, correction, false)
+                        : ps_b_reduce(b, op, v, dims, k, false);
+}
+
+/* A reduction over dims that are not all innermost (a sum over the batch,
+ * dim 0 of [R, C]):
+ *   - with the last dim kept: reduce_permuted, one column kernel;
+ *   - with the last dims reduced and others too (dims 0, 2 and 3 of NCHW):
+ *     the innermost run first (a rows kernel, fused with the producers),
+ *     then the rest by reduce_permuted (sum, prod, amax, amin only: var
+ *     does not combine this way).
+ * Instead of an eager call after the producers are stored. */
 static ir_node *reduced_last(split_ctx *c, ps_builder *b, const ir_node *n)
 {
     const ir_node *x = n->in[0];
@@ -172,21 +196,22 @@ static ir_node *reduced_last(split_ctx *c, ps_builder *b, const ir_node *n)
     unsigned m = 0;
     for (int k = 0; k < n->attrs[0].n; k++)
         m |= 1u << ir_norm_dim(n->attrs[0].i[k], nd);   /* valid: innermost_reduced checked */
-    if (m & (1u << (nd - 1)))
-        return NULL;
-    int64_t perm[TJ_MAX_DIMS], dims[TJ_MAX_DIMS];
-    int np = 0, k = __builtin_popcount(m);
-    for (int d = 0; d < nd; d++)
-        if (!(m & (1u << d)))
-            perm[np++] = d;
-    for (int d = 0; d < nd; d++)
-        if (m & (1u << d))
-            perm[np++] = d;
-    for (int j = 0; j < k; j++)
-        dims[j] = nd - k + j;
-    ir_node *v = ps_b_permute(b, now_of(c, b, x), perm);
-    ir_node *r = n->op == OP_var ? ps_b_var(b, v, dims, k, n->attrs[1].i[0], false)
-                                 : ps_b_reduce(b, n->op, v, dims, k, false);
+    int64_t corr = n->op == OP_var ? n->attrs[1].i[0] : 0;
+    ir_node *r;
+    if (!(m & (1u << (nd - 1)))) {
+        r = reduce_permuted(b, n->op, now_of(c, b, x), m, corr);
+    } else {
+        if (n->op == OP_var)
+            return NULL;
+        int64_t inner[TJ_MAX_DIMS];
+        int ni = 0;
+        for (int d = nd - 1; d >= 0 && (m & (1u << d)); d--)
+            ni++;
+        for (int j = 0; j < ni; j++)
+            inner[j] = nd - ni + j;
+        ir_node *r1 = ps_b_reduce(b, n->op, now_of(c, b, x), inner, ni, false);
+        r = r1 ? reduce_permuted(b, n->op, r1, m & ((1u << (nd - ni)) - 1), 0) : NULL;
+    }
     if (r && !ir_type_equal(&r->type, &n->type))
         r = ps_b_reshape(b, r, n->type.shape, n->type.ndim);
     return r;

@@ -563,6 +563,23 @@ static void test_column_kernels(void **state)
     ir_graph_free(g);
 }
 
+/* Dims 0, 2 and 3 of NCHW (batch-norm statistics) and dims 0 and 3: the
+ * innermost run reduced first, the rest by a column kernel; against the executor. */
+static void test_reductions_in_two(void **state)
+{
+    ir_graph *g = parse("graph @two(%x: f32[6,20,9,70]) {\n"
+                        "  %0 = mul %x, %x : f32[6,20,9,70]\n"
+                        "  %1 = sum %0 {dims=[0,2,3], keepdim=true} : f32[1,20,1,1]\n"
+                        "  %2 = amax %x {dims=[0,3], keepdim=false} : f32[20,9]\n"
+                        "  %3 = mean %x {dims=[0,2,3], keepdim=false} : f32[20]\n"
+                        "  %4 = var %x {dims=[0,2,3], correction=0, keepdim=false} : f32[20]\n"
+                        "  return %1, %2, %3, %4\n"
+                        "}\n");
+    tj_tensor *in[1] = {randn(4, (int64_t[]){6, 20, 9, 70}, 1.0)};
+    run_both(g, in, 1e-5, 1e-6, NULL, "two");
+    ir_graph_free(g);
+}
+
 int main(void)
 {
     char cache[512];
@@ -588,6 +605,7 @@ int main(void)
         T(test_region_no_inplace_over_shared),
         T(test_region_threads),
         T(test_column_kernels),
+        T(test_reductions_in_two),
 #undef T
     };
     char why[512];
