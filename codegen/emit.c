@@ -432,6 +432,35 @@ static void emit_row_stores(em *e, LLVMValueRef *memo)
     }
 }
 
+/* Each buffer's pointer at `row`, a row-major index over the outer dims
+ * [0, nrow) (then, in column kernels, index `last` of the last outer dim),
+ * and the runtime strides its stride classes need. */
+static void row_pointers(em *e, LLVMValueRef row, int nrow, LLVMValueRef last, LLVMValueRef *args)
+{
+    const cg_kernel *k = e->k;
+    LLVMValueRef idx[CG_MAX_OUTER], r = row;
+    if (last)
+        idx[nrow] = last;
+    for (int d = nrow - 1; d >= 0; d--) {
+        if (d == 0) {
+            idx[d] = r;
+            break;
+        }
+        LLVMValueRef n = sz_at(e, 3 + d, "");
+        idx[d] = LLVMBuildURem(e->B, r, n, "");
+        r = LLVMBuildUDiv(e->B, r, n, "");
+    }
+    for (int b = 0; b < k->nbufs; b++) {
+        LLVMValueRef off = c64(e, 0);
+        for (int d = 0; d < k->nouter; d++)
+            off = LLVMBuildAdd(e->B, off, LLVMBuildMul(e->B, idx[d], sz_at(e, CG_SZ_STRIDE(k, b, d), ""), ""), "");
+        e->p[b] = LLVMBuildInBoundsGEP2(e->B, ty_of(e, k->bufs[b].dt), args[b], &off, 1, "");
+        e->istride[b] = k->bufs[b].inner == CG_STRIDED ? sz_at(e, CG_SZ_STRIDE(k, b, k->nouter), "") : NULL;
+        e->lstride[b] = k->lanes && k->bufs[b].lane == CG_STRIDED
+                            ? sz_at(e, CG_SZ_STRIDE(k, b, k->nouter - 1), "") : NULL;
+    }
+}
+
 /* ---- column kernels ------------------------------------------------------------------------ */
 
 /* One stage of a column kernel: for j, for each row l of the block (the loop
@@ -480,25 +509,7 @@ static void emit_cols_tile(em *e, LLVMValueRef t, LLVMValueRef N, LLVMValueRef N
     LLVMValueRef end = LLVMBuildAdd(e->B, l0, c64(e, k->lanes), "");
     LLVMValueRef l1 = LLVMBuildSelect(e->B, LLVMBuildICmp(e->B, LLVMIntSLT, end, last, ""), end, last, "");
     e->nl = LLVMBuildSub(e->B, l1, l0, "nl");
-    LLVMValueRef idx[CG_MAX_OUTER], r = row;
-    idx[no - 1] = l0;
-    for (int d = no - 2; d >= 0; d--) {
-        if (d == 0) {
-            idx[d] = r;
-            break;
-        }
-        LLVMValueRef n = sz_at(e, 3 + d, "");
-        idx[d] = LLVMBuildURem(e->B, r, n, "");
-        r = LLVMBuildUDiv(e->B, r, n, "");
-    }
-    for (int b = 0; b < k->nbufs; b++) {
-        LLVMValueRef off = c64(e, 0);
-        for (int d = 0; d < no; d++)
-            off = LLVMBuildAdd(e->B, off, LLVMBuildMul(e->B, idx[d], sz_at(e, CG_SZ_STRIDE(k, b, d), ""), ""), "");
-        e->p[b] = LLVMBuildInBoundsGEP2(e->B, ty_of(e, k->bufs[b].dt), args[b], &off, 1, "");
-        e->istride[b] = k->bufs[b].inner == CG_STRIDED ? sz_at(e, CG_SZ_STRIDE(k, b, no), "") : NULL;
-        e->lstride[b] = k->bufs[b].lane == CG_STRIDED ? sz_at(e, CG_SZ_STRIDE(k, b, no - 1), "") : NULL;
-    }
+    row_pointers(e, row, no - 1, l0, args);
     for (int s = 0; s < k->nstages && !e->failed; s++)
         emit_cols_stage(e, &k->stages[s], s, N, memo);
     if (k->nrow == 0)
@@ -526,23 +537,7 @@ static void emit_tile(em *e, LLVMValueRef t, LLVMValueRef N, LLVMValueRef Bw, LL
         LLVMValueRef end = LLVMBuildAdd(e->B, j0, Bw, "");
         j1 = LLVMBuildSelect(e->B, LLVMBuildICmp(e->B, LLVMIntSLT, end, N, ""), end, N, "j1");
     }
-    LLVMValueRef idx[CG_MAX_OUTER], r = row;
-    for (int d = k->nouter - 1; d >= 0; d--) {
-        if (d == 0) {
-            idx[d] = r;
-            break;
-        }
-        LLVMValueRef n = sz_at(e, 3 + d, "");
-        idx[d] = LLVMBuildURem(e->B, r, n, "");
-        r = LLVMBuildUDiv(e->B, r, n, "");
-    }
-    for (int b = 0; b < k->nbufs; b++) {
-        LLVMValueRef off = c64(e, 0);
-        for (int d = 0; d < k->nouter; d++)
-            off = LLVMBuildAdd(e->B, off, LLVMBuildMul(e->B, idx[d], sz_at(e, CG_SZ_STRIDE(k, b, d), ""), ""), "");
-        e->p[b] = LLVMBuildInBoundsGEP2(e->B, ty_of(e, k->bufs[b].dt), args[b], &off, 1, "");
-        e->istride[b] = k->bufs[b].inner == CG_STRIDED ? sz_at(e, CG_SZ_STRIDE(k, b, k->nouter), "") : NULL;
-    }
+    row_pointers(e, row, k->nouter, NULL, args);
     memset(e->red, 0, sizeof e->red);
     for (int s = 0; s < k->nstages && !e->failed; s++)
         emit_stage(e, &k->stages[s], s, j0, j1, memo);

@@ -34,6 +34,8 @@ typedef struct ir_type {
 
 int64_t ir_type_numel(const ir_type *t);
 bool ir_type_equal(const ir_type *a, const ir_type *b);
+/* Same rank and sizes (dtype and weak flag aside). */
+bool ir_shape_equal(const ir_type *a, const ir_type *b);
 /* "f32[2,3]" into buf (at least 96 bytes fits any type); returns buf. */
 char *ir_type_str(const ir_type *t, char *buf, size_t n);
 

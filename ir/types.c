@@ -46,14 +46,19 @@ int64_t ir_type_numel(const ir_type *t)
     return n;
 }
 
-bool ir_type_equal(const ir_type *a, const ir_type *b)
+bool ir_shape_equal(const ir_type *a, const ir_type *b)
 {
-    if (a->dtype != b->dtype || a->ndim != b->ndim)
+    if (a->ndim != b->ndim)
         return false;
     for (int d = 0; d < a->ndim; d++)
         if (a->shape[d] != b->shape[d])
             return false;
     return true;
+}
+
+bool ir_type_equal(const ir_type *a, const ir_type *b)
+{
+    return a->dtype == b->dtype && ir_shape_equal(a, b);
 }
 
 char *ir_type_str(const ir_type *t, char *buf, size_t n)

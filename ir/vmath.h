@@ -99,6 +99,18 @@ static inline float vm_expr_f32(float r)
     return fmaf(p, r * r, r) + 1.0f;
 }
 
+/* x = n ln2 + r, |r| <= ln2/2, for |x| < 2^22 ln2: n rounded to nearest with
+ * the 1.5*2^23 trick (returned in *ni), ln2 split Cody-Waite style (n times
+ * the high part is exact). */
+static inline float vm_exp_reduce_f32(float x, int32_t *ni)
+{
+    float t = fmaf(x, 1.44269504088896341f, 12582912.0f);
+    float n = t - 12582912.0f;
+    *ni = (int32_t)(vm_bits_f32(t) - 0x4b400000u);
+    float r = fmaf(n, -0.693359375f, x);
+    return fmaf(n, 2.12194440e-4f, r);
+}
+
 /* e^x * 2^k for small k >= -2: x = n ln2 + r, n rounded with the 1.5*2^23
  * trick, ln2 split Cody-Waite style, and 2^(n+k) applied in two halves so
  * results that overflow a single scale factor, or are denormal, stay right.
@@ -107,15 +119,13 @@ static inline float vm_expk_f32(float x, int32_t k)
 {
     float xc = x > 90.0f ? 90.0f : x;
     xc = xc < -104.0f ? -104.0f : xc;
-    float t = fmaf(xc, 1.44269504088896341f, 12582912.0f);
-    float n = t - 12582912.0f;
-    int32_t ni = (int32_t)(vm_bits_f32(t) - 0x4b400000u) + k;
+    int32_t ni;
+    float r = vm_exp_reduce_f32(xc, &ni);
+    ni += k;
     /* exp(x) rounds to 0 for x <= -104: scale by 2^-127 * 2^-127, which are
      * exact zeros, instead of multiplying denormals (a microcode assist that
      * made masked softmax rows 6x slower). */
     ni = x <= -104.0f ? -254 : ni;
-    float r = fmaf(n, -0.693359375f, xc);
-    r = fmaf(n, 2.12194440e-4f, r);
     int32_t n1 = ni >> 1;
     return vm_expr_f32(r) * vm_pow2i_f32(n1) * vm_pow2i_f32(ni - n1);
 }
@@ -148,11 +158,8 @@ static inline float vm_expm1_f32(float x)
 {
     float xc = x > 89.0f ? 89.0f : x;
     xc = xc < -18.0f ? -18.0f : xc;
-    float t = fmaf(xc, 1.44269504088896341f, 12582912.0f);
-    float n = t - 12582912.0f;
-    int32_t ni = (int32_t)(vm_bits_f32(t) - 0x4b400000u);
-    float r = fmaf(n, -0.693359375f, xc);
-    r = fmaf(n, 2.12194440e-4f, r);
+    int32_t ni;
+    float r = vm_exp_reduce_f32(xc, &ni);
     float p = 1.9861945475e-04f;
     p = fmaf(p, r, 1.3926153770e-03f);
     p = fmaf(p, r, 8.3333458751e-03f);
@@ -528,12 +535,8 @@ static inline float vm_tanh_f32(float x)
     float small = fmaf(p * z, a, a);
     float xc = -2.0f * a;
     xc = xc < -87.0f ? -87.0f : xc;
-    float t = fmaf(xc, 1.44269504088896341f, 12582912.0f);
-    float n = t - 12582912.0f;
-    int32_t ni = (int32_t)(vm_bits_f32(t) - 0x4b400000u);
-    float r = fmaf(n, -0.693359375f, xc);
-    r = fmaf(n, 2.12194440e-4f, r);
-    float e = vm_expr_f32(r) * vm_pow2i_f32(ni);
+    int32_t ni;
+    float e = vm_expr_f32(vm_exp_reduce_f32(xc, &ni)) * vm_pow2i_f32(ni);
     float big = 1.0f - (e + e) / (1.0f + e);
     return vm_copysign_f32(a < 0.625f ? small : big, x);
 }

@@ -174,8 +174,7 @@ ir_node *ps_b_like(ps_builder *b, ir_node *x, const ir_type *t)
         return x;
     if (t->weak)
         return NULL;   /* only a weak value can stand for a weak one */
-    bool same_shape = x->type.ndim == t->ndim &&
-                      !memcmp(x->type.shape, t->shape, (size_t)t->ndim * sizeof *t->shape);
+    bool same_shape = ir_shape_equal(&x->type, t);
     int64_t shape[TJ_MAX_DIMS];
     if (!same_shape && !expand_shape(&x->type, t, shape))
         return NULL;

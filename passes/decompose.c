@@ -474,10 +474,7 @@ static ir_node *decompose_node(ps_builder *b, const ir_node *n, ir_node *const *
     ir_node *r = decomps[n->op](b, n, &a, in);
     if (!r || ir_type_same(&r->type, &n->type))
         return r;
-    bool same_shape = r->type.ndim == n->type.ndim &&
-                      !memcmp(r->type.shape, n->type.shape,
-                              (size_t)n->type.ndim * sizeof *n->type.shape);
-    if (same_shape)   /* e.g. a weak result, or a dtype the prims promote differently */
+    if (ir_shape_equal(&r->type, &n->type))   /* e.g. a weak result, or a dtype the prims promote differently */
         return ps_b_cast(b, r, n->type.dtype);
     char t1[IR_TYPE_BUF], t2[IR_TYPE_BUF];
     return ps_b_fail(b, "the decomposition gave %s instead of %s",

@@ -222,16 +222,6 @@ static void uses(const fz *F, int k, bool *in_union, bool *outside)
         *outside = true;
 }
 
-static bool same_shape(const ir_type *a, const ir_type *b)
-{
-    if (a->ndim != b->ndim)
-        return false;
-    for (int d = 0; d < a->ndim; d++)
-        if (a->shape[d] != b->shape[d])
-            return false;
-    return true;
-}
-
 /* ---- index maps ---------------------------------------------------------------------------- */
 
 /* Map of an operand of shape `so` broadcast to shape `sc` read at map mc. */
@@ -385,7 +375,7 @@ static bool domain(fz *F, uinfo *u)
         if (F->cls[n->id] != C_RED)
             continue;
         int nred = __builtin_popcount(red_mask(n));
-        if (u->rows && (!same_shape(&u->dom, &n->in[0]->type) || nred != u->nred))
+        if (u->rows && (!ir_shape_equal(&u->dom, &n->in[0]->type) || nred != u->nred))
             return failf(F, "reductions over different shapes");
         u->rows = true;
         u->dom = n->in[0]->type;
@@ -415,7 +405,7 @@ static bool sink_map(fz *F, const uinfo *u, const ir_node *n)
     int outer = u->dom.ndim - u->nred;
     if (F->cls[n->id] == C_RED) {
         row_map(n, m);
-    } else if (same_shape(&n->type, &u->dom)) {
+    } else if (ir_shape_equal(&n->type, &u->dom)) {
         for (int d = 0; d < n->type.ndim; d++)
             m[d] = (signed char)d;
     } else if (u->rows && n->type.ndim >= outer) {
@@ -826,7 +816,7 @@ static int epilogue_group(const fz *F, const ps_fusion *f, const ir_node *m, int
         snprintf(why, nw, "no epilogue: it is a result of the graph");
     else if (gr->epilogue_of >= 0)
         snprintf(why, nw, "no epilogue: its kernel finishes another result");
-    else if (!same_shape(gr->dom_input ? &dn->in[0]->type : &dn->type, &m->type))
+    else if (!ir_shape_equal(gr->dom_input ? &dn->in[0]->type : &dn->type, &m->type))
         snprintf(why, nw, "no epilogue: the kernel reading it has another shape");
     if (why[0])
         return -1;

@@ -66,16 +66,6 @@ static ir_node *now_of(const split_ctx *c, const ps_builder *b, const ir_node *n
     return ir_node_is_input(n) ? b->g->inputs[n->id] : c->now[slot(c, n)];
 }
 
-static bool same_shape(const ir_type *a, const ir_type *b)
-{
-    if (a->ndim != b->ndim)
-        return false;
-    for (int d = 0; d < a->ndim; d++)
-        if (a->shape[d] != b->shape[d])
-            return false;
-    return true;
-}
-
 static bool elementwise(const ir_node *n)
 {
     switch (ir_ops[n->op].kind) {
@@ -92,7 +82,7 @@ static bool sinkable(const split_ctx *c, const ir_node *n)
     if (ir_node_is_input(n) || !elementwise(n) || c->uses[n->id] != 1 || n->nin > SINK_MAX_IN)
         return false;
     for (int j = 0; j < n->nin; j++)
-        if (n->in[j] && n->in[j]->type.ndim != 0 && !same_shape(&n->in[j]->type, &n->type))
+        if (n->in[j] && n->in[j]->type.ndim != 0 && !ir_shape_equal(&n->in[j]->type, &n->type))
             return false;
     return true;
 }
