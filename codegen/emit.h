@@ -17,6 +17,10 @@
  * clang-19 (then nothing can be compiled and kernels fall back to eager). */
 const void *cg_formulas_bitcode(size_t *len);
 
+/* With TJIT_PERF_MAP=1: names the functions of a kernel object the JIT
+ * loaded (`name` at runtime address addr) in /tmp/perf-<pid>.map (perfmap.c). */
+void cg_perfmap_add(const char *name, uintptr_t addr, const void *obj, size_t len);
+
 /* What cg_emit produces: the object file, and on request the optimized IR
  * and the assembly (for the `llvm` and `asm` dumps). All malloc'd. */
 typedef struct cg_object {

@@ -177,6 +177,7 @@ static cg_kernel_fn add_object(const char *name, const void *obj, size_t len, ch
         goto out;
     }
     fn = (cg_kernel_fn)(uintptr_t)addr;
+    cg_perfmap_add(name, (uintptr_t)addr, obj, len);
     loaded *l = &J.tab[J.n++];
     snprintf(l->name, sizeof l->name, "%s", name);
     l->fn = fn;

@@ -700,6 +700,35 @@ static void test_kernel_cache_across_processes(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* TJIT_PERF_MAP names the kernel's two functions (wrapper and body) for
+ * perf: "START SIZE name" lines, in a child with a fresh JIT. */
+static void test_perf_map(void **state)
+{
+    char dir[] = "/tmp/tjit-perfmap-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    double c = 2.0 + (double)(getpid() % 1000) / 1024.0;
+    char cmd[1024], map[600], line[512];
+    snprintf(map, sizeof map, "%s/map", dir);
+    snprintf(cmd, sizeof cmd, "TJIT_PERF_MAP=%s %s --jit-child %s %.17g compile", map, self_path, dir, c);
+    assert_int_equal(system(cmd), 0);
+    FILE *f = fopen(map, "r");
+    assert_non_null(f);
+    int wrapper = 0, body = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long start, size;
+        char name[256];
+        assert_int_equal(sscanf(line, "%llx %llx %255s", &start, &size, name), 3);
+        assert_true(start != 0 && size > 0 && !strncmp(name, "tjk_", 4));
+        body += strstr(name, ".body") != NULL;
+        wrapper += strstr(name, ".body") == NULL;
+    }
+    fclose(f);
+    assert_int_equal(wrapper, 1);
+    assert_int_equal(body, 1);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 /* Runs P1's kernel y = f(x) on a fixed x and compares it with the eager ops,
  * bit for bit; 0 when equal (for child processes: no cmocka asserts). */
 static int p1_matches_eager(cg_kernel_fn fn, double c)
@@ -854,6 +883,7 @@ int main(int argc, char **argv)
         T(test_dumps),
         T(test_random_graphs),
         T(test_threads_share_a_plan),
+        T(test_perf_map),
         T(test_kernel_cache_across_processes), T(test_kernel_cache_damage),
         T(test_p1_asm_uses_zmm),
         T(test_kernel_errors),
