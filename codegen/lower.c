@@ -262,7 +262,9 @@ static void columns(cg_launch *o, int no, const int64_t *osz, int64_t (*ostr)[TJ
         inner1 = inner1 || o->sz[CG_SZ_STRIDE(k, b, no)] == 1;
         lane1 = lane1 || ostr[b][no - 1] == 1;
     }
-    if (inner1 || !lane1 || rows == 0 || osz[no - 1] == 0)
+    /* fewer than 16 adjacent rows fill no vector: the rows kernel's strided
+     * loads then stay within the same cache lines anyway */
+    if (inner1 || !lane1 || rows == 0 || osz[no - 1] < 16)
         return;
     int64_t last = osz[no - 1], nb = (last + CG_COLS_LANES - 1) / CG_COLS_LANES;
     k->lanes = CG_COLS_LANES;
