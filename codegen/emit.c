@@ -18,12 +18,22 @@
  *       store:  for j in [j0, j1): p_k[j * inner_k] = v(j)  for each stored value
  *     row stores: p_k[0] = v
  *
+ * Column kernels (kernel.h; ROWS with lanes > 0), for tiles [begin, end):
+ *
+ *   row = t / NB; l0 = (t % NB) * lanes; nl = min(lanes, last - l0)
+ *   pointers at (row, l0); acc_s = [lanes] stack array per reduction stage
+ *     each stage: acc[l] = init for l < nl (reductions), then
+ *       for j in [0, N): for l in [0, nl):       (this loop vectorizes)
+ *         acc[l] = acc[l] op v(l, j); p_k[l * lane_k + j * inner_k] = v(l, j)
+ *     row stores: for l < nl: p_k[l * lane_k] = v(l)
+ *
  * v(j) is the value DAG emitted inside the loop (memoized per loop); LICM
  * hoists what does not depend on j (constants, reduction results, loads of
  * broadcast buffers). Reductions carry the `reassoc` flag so they vectorize;
  * max/min use llvm.maximum/minimum (NaN wins, like torch.amax). Pointwise
  * math never gets fast-math flags: the formulas must round exactly as the
- * eager kernels do (no contraction into FMA either).
+ * eager kernels do (no contraction into FMA either: ir/vmath.h calls fmaf
+ * where it means one).
  */
 #include <math.h>
 #include <pthread.h>
