@@ -5,7 +5,7 @@
  * ([stage] is what TJIT_DUMP=stage prints):
  *
  *   traced graph                                    ir/graph.h
- *        |  decompose, simplify, dce                passes/          [prims]
+ *        |  decompose, simplify, split, dce         passes/          [prims]
  *        v
  *   prim graph
  *        |  ps_fuse                                 passes/fuse.c    [fused]
