@@ -34,7 +34,6 @@
 
 #include "cache.h"
 #include "sha256.h"
-#include "emit.h"
 
 #define CG_MAGIC "TJITOBJ\n"
 #define CG_FORMAT 1u
@@ -67,13 +66,6 @@ static void host_init(void)
     host_env.features = llvm_string(LLVMGetHostCPUFeatures());
     host_env.llvm_version = version;
     host_env.codegen_version = CG_CODEGEN_VERSION;
-    static char formulas[65];
-    uint8_t digest[32];
-    size_t n;
-    const void *bc = cg_formulas_bitcode(&n);
-    cg_sha256(bc ? bc : "", bc ? n : 0, digest);
-    cg_sha256_hex(digest, formulas);
-    host_env.formulas = formulas;
 }
 
 const cg_key_env *cg_key_env_host(void)
@@ -111,7 +103,6 @@ void cg_key_make_env(const char *kernel_ir, size_t len, const cg_key_env *env, c
     hash_str(&s, env->llvm_version);
     hash_str(&s, env->cpu);
     hash_str(&s, env->features);
-    hash_str(&s, env->formulas);
     hash_field(&s, kernel_ir ? kernel_ir : "", kernel_ir ? len : 0);
     cg_sha256_final(&s, digest);
     cg_sha256_hex(digest, out->hex);

@@ -19,16 +19,15 @@
 #include <stdint.h>
 
 /* Bump whenever the code generator's output for the same IR may change. */
-#define CG_CODEGEN_VERSION 2
+#define CG_CODEGEN_VERSION 1
 
 /* Default bound of a cache's memory layer, in bytes of object code. */
 #define CG_CACHE_MEM_LIMIT ((size_t)64 << 20)
 
 /* A cache key: the SHA-256 of the kernel's IR text plus the host CPU name and
  * feature string (LLVMGetHostCPUName/LLVMGetHostCPUFeatures), the LLVM
- * version (LLVM_VERSION_STRING and the loaded library's), the SHA-256 of the
- * formula bitcode the kernels inline (so a changed ir/vmath.h never serves
- * stale kernels), and CG_CODEGEN_VERSION, as 64 lowercase hex digits. */
+ * version (LLVM_VERSION_STRING and the loaded library's), and
+ * CG_CODEGEN_VERSION, as 64 lowercase hex digits. */
 typedef struct cg_key { char hex[65]; } cg_key;
 void cg_key_make(const char *kernel_ir, size_t len, cg_key *out);
 
@@ -39,7 +38,6 @@ typedef struct cg_key_env {
     const char *features;      /* LLVMGetHostCPUFeatures */
     const char *llvm_version;  /* "19.1.7 (built with 19.1.7)" */
     int codegen_version;       /* CG_CODEGEN_VERSION */
-    const char *formulas;      /* hex SHA-256 of the embedded formula bitcode */
 } cg_key_env;
 /* The host's environment (computed once; the strings live for the process). */
 const cg_key_env *cg_key_env_host(void);
