@@ -53,7 +53,9 @@
 typedef struct loaded {
     char name[72];
     cg_kernel_fn fn;
-    LLVMOrcResourceTrackerRef rt;
+    LLVMOrcResourceTrackerRef rt;   /* removing it unloads the kernel */
+    int refs;                        /* plans holding fn (cg_jit_release) */
+    uint64_t used;                   /* J.tick at the last cg_jit_get */
 } loaded;
 
 static struct {
@@ -64,8 +66,10 @@ static struct {
     char formulas[65];        /* SHA-256 of the formula bitcode */
     loaded *tab;
     int n, cap;
+    int max_loaded;           /* unreferenced kernels beyond this are unloaded */
+    uint64_t tick;
     cg_jit_stats stats;
-} J = {.once = PTHREAD_ONCE_INIT, .mu = PTHREAD_MUTEX_INITIALIZER};
+} J = {.once = PTHREAD_ONCE_INIT, .mu = PTHREAD_MUTEX_INITIALIZER, .max_loaded = CG_JIT_MAX_LOADED};
 
 static __thread char tls_session_err[256];
 
@@ -92,6 +96,9 @@ static void report(void *ctx, LLVMErrorRef e)
 static void jit_init(void)
 {
     char err[256] = "";
+    const char *mx = getenv("TJIT_JIT_MAX_KERNELS");
+    if (mx && atoi(mx) > 0)
+        J.max_loaded = atoi(mx);
     size_t len;
     const void *bc = cg_formulas_bitcode(&len);
     if (!len) {
@@ -130,12 +137,58 @@ bool cg_jit_available(char *err, size_t nerr)
 
 /* ---- the loaded-kernel table (under J.mu) -------------------------------------------- */
 
+/* The loaded kernel `name`, acquired (one more reference, used now), or NULL. */
 static cg_kernel_fn find_loaded(const char *name)
 {
     for (int i = 0; i < J.n; i++)
-        if (!strcmp(J.tab[i].name, name))
+        if (!strcmp(J.tab[i].name, name)) {
+            J.tab[i].refs++;
+            J.tab[i].used = ++J.tick;
             return J.tab[i].fn;
+        }
     return NULL;
+}
+
+/* Unloads least recently used kernels no plan holds while more than
+ * J.max_loaded are loaded. Under J.mu. */
+static void evict(void)
+{
+    while (J.n > J.max_loaded) {
+        int v = -1;
+        for (int i = 0; i < J.n; i++)
+            if (J.tab[i].refs == 0 && (v < 0 || J.tab[i].used < J.tab[v].used))
+                v = i;
+        if (v < 0)
+            return;
+        LLVMErrorRef e = LLVMOrcResourceTrackerRemove(J.tab[v].rt);
+        if (e)
+            LLVMConsumeError(e);
+        LLVMOrcReleaseResourceTracker(J.tab[v].rt);
+        J.tab[v] = J.tab[--J.n];
+        J.stats.evicted++;
+    }
+}
+
+void cg_jit_release(cg_kernel_fn fn)
+{
+    if (!fn)
+        return;
+    pthread_mutex_lock(&J.mu);
+    for (int i = 0; i < J.n; i++)
+        if (J.tab[i].fn == fn && J.tab[i].refs > 0) {
+            J.tab[i].refs--;
+            break;
+        }
+    evict();
+    pthread_mutex_unlock(&J.mu);
+}
+
+void cg_jit_set_max_loaded(int n)
+{
+    pthread_mutex_lock(&J.mu);
+    J.max_loaded = n > 0 ? n : CG_JIT_MAX_LOADED;
+    evict();
+    pthread_mutex_unlock(&J.mu);
 }
 
 /* Adds an object defining `name` to the JIT (or finds name already loaded);
@@ -182,6 +235,9 @@ static cg_kernel_fn add_object(const char *name, const void *obj, size_t len, ch
     snprintf(l->name, sizeof l->name, "%s", name);
     l->fn = fn;
     l->rt = rt;
+    l->refs = 1;
+    l->used = ++J.tick;
+    evict();
 out:
     pthread_mutex_unlock(&J.mu);
     if (!fn && !err[0])
@@ -316,5 +372,6 @@ void cg_jit_stats_get(cg_jit_stats *s)
 {
     pthread_mutex_lock(&J.mu);
     *s = J.stats;
+    s->loaded = (uint64_t)J.n;
     pthread_mutex_unlock(&J.mu);
 }

@@ -8,8 +8,11 @@
  *
  * The kernel function's symbol is tjk_<key>, so two kernels with the same
  * text share one definition and different texts never collide. Each loaded
- * kernel has its own resource tracker (kept for eviction; kernels stay loaded
- * for the process today).
+ * kernel has its own resource tracker and a count of the plans holding it
+ * (every successful cg_jit_get is one, given back with cg_jit_release). When
+ * more than CG_JIT_MAX_LOADED kernels are loaded (TJIT_JIT_MAX_KERNELS
+ * overrides it), the least recently used ones no plan holds are unloaded
+ * (their code freed); asked for again, they come back from the kernel cache.
  */
 #ifndef TJ_CG_JIT_H
 #define TJ_CG_JIT_H
@@ -20,6 +23,8 @@
 
 #include "cache.h"
 #include "kernel.h"
+
+#define CG_JIT_MAX_LOADED 1024
 
 /* The ABI of every kernel (kernel.h describes sz). */
 typedef void (*cg_kernel_fn)(char **bufs, int64_t begin, int64_t end, const int64_t *sz);
@@ -51,6 +56,13 @@ int cg_jit_get_all(const cg_kernel *const *ks, int n, cg_cache *cache, unsigned 
 
 void cg_compiled_clear(cg_compiled *c);
 
+/* Gives back one reference to fn (from cg_jit_get); a kernel nobody holds
+ * may be unloaded. NULL is fine. */
+void cg_jit_release(cg_kernel_fn fn);
+/* Sets the number of loaded kernels beyond which unreferenced ones are
+ * unloaded (n <= 0: the default), unloading at once (tests). */
+void cg_jit_set_max_loaded(int n);
+
 /* Whether kernels can be compiled in this process (LLVM target, formula
  * bitcode, an LLJIT); when not, why in err. */
 bool cg_jit_available(char *err, size_t nerr);
@@ -58,6 +70,8 @@ bool cg_jit_available(char *err, size_t nerr);
 /* Counters for tests and tools. */
 typedef struct cg_jit_stats {
     uint64_t compiled, from_cache, reused;
+    uint64_t evicted;        /* kernels unloaded */
+    uint64_t loaded;         /* kernels loaded now */
     double ms_compile;       /* total time spent compiling */
 } cg_jit_stats;
 void cg_jit_stats_get(cg_jit_stats *s);

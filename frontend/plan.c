@@ -72,13 +72,23 @@ fe_plan_set *fe_plans_new(const ir_graph *g, const char *name)
     return ps;
 }
 
+/* Frees the steps, giving their kernels back to the JIT (which may unload them). */
+static void free_steps(fe_plan *p)
+{
+    for (int i = 0; i < p->nsteps; i++) {
+        cg_jit_release(p->steps[i].fn);
+        free(p->steps[i].launch);
+    }
+    free(p->steps);
+    p->steps = NULL;
+    p->nsteps = 0;
+}
+
 static void plan_free(fe_plan *p)
 {
     if (!p)
         return;
-    for (int i = 0; i < p->nsteps; i++)
-        free(p->steps[i].launch);
-    free(p->steps);
+    free_steps(p);
     free(p->types);
     free(p->in_strides);
     free(p->geom);
@@ -453,15 +463,6 @@ static fe_plan *plan_alloc(const ir_graph *g)
     return p;
 }
 
-static void reset_steps(fe_plan *p)
-{
-    for (int i = 0; i < p->nsteps; i++)
-        free(p->steps[i].launch);
-    free(p->steps);
-    p->steps = NULL;
-    p->nsteps = 0;
-}
-
 /* Builds the plan for these inputs; NULL when the graph executor should run
  * this call instead. */
 static fe_plan *plan_build(fe_plan_set *ps, tj_tensor *const *inputs)
@@ -475,7 +476,7 @@ static fe_plan *plan_build(fe_plan_set *ps, tj_tensor *const *inputs)
         !(b.done = calloc((size_t)p->nslots + 1, sizeof(bool))))
         goto fail;
     for (int round = 0; round < 2; round++) {
-        reset_steps(p);
+        free_steps(p);
         b.cap = 0;
         memset(b.done, 0, sizeof(bool) * (size_t)p->nslots);
         for (int k = g->ninputs; k < p->nslots; k++)

@@ -580,6 +580,39 @@ static void test_reductions_in_two(void **state)
     ir_graph_free(g);
 }
 
+/* With room for one loaded kernel, the kernels of freed plans are unloaded
+ * (least recently used first) and come back from the kernel cache when a
+ * graph needs them again, computing the same values. */
+static void test_kernels_unloaded(void **state)
+{
+    cg_jit_stats s0, s1;
+    cg_jit_stats_get(&s0);
+    cg_jit_set_max_loaded(1);
+    tj_tensor *in[1] = {randn(1, (int64_t[]){1000}, 1.0)};
+    for (int i = 0; i < 4; i++) {
+        char src[256];
+        snprintf(src, sizeof src,
+                 "graph @unload(%%x: f32[1000]) {\n"
+                 "  %%0 = scalar {value=%d.5, dtype=f64} : f64[] weak\n"
+                 "  %%1 = mul %%x, %%0 : f32[1000]\n"
+                 "  %%2 = exp %%1 : f32[1000]\n"
+                 "  return %%2\n"
+                 "}\n", i % 3);   /* the fourth graph is the first one again */
+        ir_graph *g = parse(src);
+        fe_plan_set *ps = fe_plans_new(g, g->name);
+        run_both_on(ps, g, in, 1e-6, 1e-6, "unload");
+        cg_jit_stats_get(&s1);
+        assert_true(s1.loaded >= 1);   /* this plan's kernel stays while the plan holds it */
+        fe_plans_free(ps);
+        ir_graph_free(g);
+    }
+    cg_jit_stats_get(&s1);
+    assert_true(s1.loaded <= 1);
+    assert_true(s1.evicted >= s0.evicted + 3);
+    assert_true(s1.from_cache >= s0.from_cache + 1);   /* the first graph's kernel, reloaded */
+    cg_jit_set_max_loaded(0);
+}
+
 int main(void)
 {
     char cache[512];
@@ -606,6 +639,7 @@ int main(void)
         T(test_region_threads),
         T(test_column_kernels),
         T(test_reductions_in_two),
+        T(test_kernels_unloaded),
 #undef T
     };
     char why[512];
