@@ -87,17 +87,19 @@ static inline double vm_pow2i_f64(int64_t n)
 }
 
 /* ---- exp family ---------------------------------------------------------------- */
-/* e^r for r in [-ln2/2, ln2/2] (Cephes expf polynomial). */
-static inline float vm_expr_f32(float r)
+/* (e^r - 1 - r) / r^2 for r in [-ln2/2, ln2/2] (Cephes expf polynomial). */
+static inline float vm_expr_poly_f32(float r)
 {
     float p = 1.9875691500e-4f;
     p = fmaf(p, r, 1.3981999507e-3f);
     p = fmaf(p, r, 8.3334519073e-3f);
     p = fmaf(p, r, 4.1665795894e-2f);
     p = fmaf(p, r, 1.6666665459e-1f);
-    p = fmaf(p, r, 5.0000001201e-1f);
-    return fmaf(p, r * r, r) + 1.0f;
+    return fmaf(p, r, 5.0000001201e-1f);
 }
+
+/* e^r for r in [-ln2/2, ln2/2]. */
+static inline float vm_expr_f32(float r) { return fmaf(vm_expr_poly_f32(r), r * r, r) + 1.0f; }
 
 /* x = n ln2 + r, |r| <= ln2/2, for |x| < 2^22 ln2: n rounded to nearest with
  * the 1.5*2^23 trick (returned in *ni), ln2 split Cody-Waite style (n times
@@ -520,25 +522,24 @@ static inline float vm_cosh_f32(float x)
     return h + 0.25f / h;
 }
 
-/* max 1.5 ulp on R: |x| < 0.625 a polynomial (Cephes tanhf), else 1 - 2e/(1 + e)
- * with e = e^-2|x| clamped to e^-87 (tanh is 1 in float long before), so one
- * 2^n scale factor does (vm_exp_f32 needs two for denormal results). */
+/* max 2.0 ulp on R: (1 - e)/(1 + e), e = e^-2|x| = (1 + m) 2^n with m =
+ * e^r - 1 from the exp polynomial (no + 1, so small |x| keeps its digits),
+ * both sides formed with one rounding each: 1 - e = (1 - 2^n) - m 2^n and
+ * 1 + e = (1 + 2^n) + m 2^n (1 -+ 2^n exact). One path for all x, no
+ * select between a small-x polynomial and the exp form; |x| is clamped
+ * where tanh is 1 in float, so one 2^n scale factor does. */
 static inline float vm_tanh_f32(float x)
 {
     float a = vm_abs_f32(x);
-    float z = x * x;
-    float p = -5.70498872745e-3f;
-    p = fmaf(p, z, 2.06390887954e-2f);
-    p = fmaf(p, z, -5.37397155531e-2f);
-    p = fmaf(p, z, 1.33314422036e-1f);
-    p = fmaf(p, z, -3.33332819422e-1f);
-    float small = fmaf(p * z, a, a);
     float xc = -2.0f * a;
     xc = xc < -87.0f ? -87.0f : xc;
-    int32_t ni;
-    float e = vm_expr_f32(vm_exp_reduce_f32(xc, &ni)) * vm_pow2i_f32(ni);
-    float big = 1.0f - (e + e) / (1.0f + e);
-    return vm_copysign_f32(a < 0.625f ? small : big, x);
+    int32_t n;
+    float r = vm_exp_reduce_f32(xc, &n);
+    float m = fmaf(vm_expr_poly_f32(r), r * r, r);
+    float sc = vm_pow2i_f32(n);
+    float num = fmaf(-m, sc, 1.0f - sc);
+    float den = fmaf(m, sc, 1.0f + sc);
+    return vm_copysign_f32(num / den, x);
 }
 
 /* max 2.8 ulp on R: log1p(a + a^2/(1 + sqrt(1 + a^2))), large |a| log(a) + ln2. */
