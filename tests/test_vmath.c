@@ -167,6 +167,34 @@ static void test_unary_ulp(void **state)
 
 /* NaN, infinities, zeros, the float extremes: within the bound too (or the
  * same NaN/inf class), outside the stated ranges as well. */
+/* vm_sigmoid_f32 scales e^-|x| once (a denormal e kept 2^64 larger): the
+ * same bits as the plain form over vm_exp_f32's two half scales. Every float
+ * of [-110, -80] (where e turns denormal, then 0) and a sweep of the rest. */
+static float sigmoid_two_scales(float x)
+{
+    float e = vm_exp_f32(-vm_abs_f32(x));
+    float s = 1.0f / (1.0f + e);
+    float es = e * s;
+    return x < 0.0f ? es : s;
+}
+
+static void check_sigmoid_bits(float x)
+{
+    float got = vm_sigmoid_f32(x), want = sigmoid_two_scales(x);
+    if (vm_bits_f32(got) != vm_bits_f32(want) && !(got != got && want != want))
+        fail_msg("sigmoid(%.9g) = %a, the two-scale form gives %a", x, got, want);
+}
+
+static void test_sigmoid_one_scale(void **state)
+{
+    for (int64_t o = ord(-110.0f); o <= ord(-80.0f); o++)
+        check_sigmoid_bits(unord(o));
+    int64_t step = (ord(INFINITY) - ord(-INFINITY)) / 1000003;
+    for (int64_t o = ord(-INFINITY); o <= ord(INFINITY); o += step)
+        check_sigmoid_bits(unord(o));
+    check_sigmoid_bits(NAN);
+}
+
 static void test_unary_specials(void **state)
 {
     (void)state;
@@ -365,6 +393,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unary_ulp),        cmocka_unit_test(test_unary_specials),
+        cmocka_unit_test(test_sigmoid_one_scale),
         cmocka_unit_test(test_rounding_exact),   cmocka_unit_test(test_fmod_remainder_exact),
         cmocka_unit_test(test_max_min),          cmocka_unit_test(test_pow_ulp),
         cmocka_unit_test(test_atan2_ulp),        cmocka_unit_test(test_int_formulas),
