@@ -53,6 +53,20 @@ int ir_dims_mask(const ir_attr *dims, int ndim, uint32_t *mask, char *err, size_
     return 0;
 }
 
+uint32_t ir_dims_of(const ir_attr *dims, int ndim)
+{
+    uint32_t mask;
+    char why[128];
+    return ir_dims_mask(dims, ndim, &mask, why, sizeof why) == 0 ? mask : 0;
+}
+
+int ir_innermost(uint32_t mask, int ndim)
+{
+    int k = __builtin_popcount(mask);
+    uint32_t last = ndim >= 32 ? ~0u : (1u << ndim) - 1;
+    return ndim > 0 && k > 0 && mask == (last & ~((1u << (ndim - k)) - 1)) ? k : 0;
+}
+
 int ir_infer(ir_op op, const ir_type *const *in, int nin, const ir_attrs *a, ir_type *out,
              char *err, size_t nerr)
 {

@@ -114,6 +114,11 @@ typedef struct ir_attrs {
 void ir_attr_int(ir_attr *a, int64_t v);
 void ir_attr_float(ir_attr *a, double v);
 void ir_attr_ints(ir_attr *a, const int64_t *v, int n);
+/* The dims of a dims attribute that passed its op's rule, as a bitmask over
+ * ndim dims (an empty list: every dim; an invalid list: 0). */
+uint32_t ir_dims_of(const ir_attr *dims, int ndim);
+/* k >= 1 when mask is exactly the last k of ndim dims, else 0. */
+int ir_innermost(uint32_t mask, int ndim);
 void ir_attr_dims(ir_attr *a, const int *v, int n);
 
 /* ---- shape and dtype rules ------------------------------------------------ */

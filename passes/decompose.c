@@ -45,16 +45,6 @@ typedef ir_node *(*decomp_fn)(PS_DECOMP_ARGS);
 
 static ir_node *b_lt_s(ps_builder *b, ir_node *x, double v) { return b_bin_s(b, OP_lt, x, v); }
 
-/* The reduced dims of a dims attribute as a bitmask over ndim dims. */
-static uint32_t dims_mask(const ir_attr *dims, int ndim)
-{
-    uint32_t mask = 0;
-    char why[128];
-    if (ir_dims_mask(dims, ndim, &mask, why, sizeof why) != 0)
-        return 0;   /* cannot happen: the node passed its shape rule */
-    return mask;
-}
-
 /* The dims [from, ndim) as a list; returns its length. */
 static int tail_dims(int from, int ndim, int64_t *dims)
 {
@@ -251,7 +241,7 @@ static ir_node *ps_decomp_clamp(PS_DECOMP_ARGS)
 static ir_node *ps_decomp_mean(PS_DECOMP_ARGS)
 {
     bool keep = a->a[1].i[0] != 0;
-    uint32_t mask = dims_mask(&a->a[0], in[0]->type.ndim);
+    uint32_t mask = ir_dims_of(&a->a[0], in[0]->type.ndim);
     ir_node *s = b_sum(b, in[0], a->a[0].i, a->a[0].n, keep);
     return b_div(b, s, count_of(b, in[0], mask, keep));
 }
@@ -263,7 +253,7 @@ static ir_node *ps_decomp_logsumexp(PS_DECOMP_ARGS)
     const int64_t *dims = a->a[0].i;
     int nd = a->a[0].n;
     bool keep = a->a[1].i[0] != 0;
-    uint32_t mask = dims_mask(&a->a[0], in[0]->type.ndim);
+    uint32_t mask = ir_dims_of(&a->a[0], in[0]->type.ndim);
     if (reduces_empty(in[0], mask))   /* amax has no identity; the result is -inf */
         return b_add_s(b, b_sum(b, x, dims, nd, keep), -INFINITY);
     ir_node *m = b_amax(b, x, dims, nd, true);

@@ -84,20 +84,7 @@ static const char *opname(const ir_node *n) { return ir_ops[n->op].name; }
 /* ---- classification ------------------------------------------------------------------ */
 
 /* The reduced dims of a reduction node as a mask over its input's dims. */
-static unsigned red_mask(const ir_node *n)
-{
-    const ir_attr *d = &n->attrs[0];
-    int nd = n->in[0]->type.ndim;
-    if (d->n == 0)
-        return nd >= 32 ? ~0u : (1u << nd) - 1;
-    unsigned m = 0;
-    for (int k = 0; k < d->n; k++) {
-        int v = ir_norm_dim(d->i[k], nd);
-        if (v >= 0)
-            m |= 1u << v;
-    }
-    return m;
-}
+static unsigned red_mask(const ir_node *n) { return ir_dims_of(&n->attrs[0], n->in[0]->type.ndim); }
 
 static bool types_ok(const ir_node *n)
 {
@@ -111,9 +98,6 @@ static bool types_ok(const ir_node *n)
 
 static ncls classify_reduce(const ir_node *n, char *why, size_t nw)
 {
-    int nd = n->in[0]->type.ndim;
-    unsigned m = red_mask(n);
-    int k = __builtin_popcount(m);
     if (n->op != OP_sum && n->op != OP_prod && n->op != OP_amax && n->op != OP_amin && n->op != OP_var) {
         snprintf(why, nw, "reduction kind without a kernel lowering (eager call)");
         return C_OTHER;
@@ -122,7 +106,7 @@ static ncls classify_reduce(const ir_node *n, char *why, size_t nw)
         snprintf(why, nw, "integer reductions run eagerly");
         return C_OTHER;
     }
-    if (nd == 0 || m != ((1u << nd) - 1) - ((1u << (nd - k)) - 1)) {
+    if (!ir_innermost(red_mask(n), n->in[0]->type.ndim)) {
         snprintf(why, nw, "reduces dims that are not the innermost (eager call)");
         return C_OTHER;
     }

@@ -31,22 +31,8 @@ enum {
     SINK_MAX_IN = 4,              /* elementwise ops have at most 3 operands */
 };
 
-/* The number of innermost dims n reduces (k), or 0 when it reduces others. */
-static int innermost_reduced(const ir_node *n, int nd)
-{
-    const ir_attr *d = &n->attrs[0];
-    if (d->n == 0)
-        return nd;
-    unsigned m = 0;
-    for (int k = 0; k < d->n; k++) {
-        int v = ir_norm_dim(d->i[k], nd);
-        if (v < 0)
-            return 0;
-        m |= 1u << v;
-    }
-    int k = __builtin_popcount(m);
-    return m == ((1u << nd) - 1) - ((1u << (nd - k)) - 1) ? k : 0;
-}
+/* The dims reduction n reduces, as a mask over its input's dims. */
+static uint32_t reduced(const ir_node *n) { return ir_dims_of(&n->attrs[0], n->in[0]->type.ndim); }
 
 /* What the pass knows about the old graph while it rebuilds it. */
 typedef struct split_ctx {
@@ -116,7 +102,7 @@ static ir_node *split_reduction(split_ctx *c, ps_builder *b, const ir_node *n)
     for (int d = 0; d < nd; d++)
         if (IR_IS_SYM(t->shape[d]))
             return NULL;
-    int k = innermost_reduced(n, nd);
+    int k = ir_innermost(reduced(n), nd);
     if (k == 0)
         return NULL;
     int64_t rows = 1, len = 1;
@@ -180,12 +166,10 @@ static ir_node *reduced_last(split_ctx *c, ps_builder *b, const ir_node *n)
 {
     const ir_node *x = n->in[0];
     int nd = x->type.ndim;
-    if (!ir_dtype_is_float(x->type.dtype) || n->type.dtype != x->type.dtype || nd < 2 ||
-        n->attrs[0].n == 0 || innermost_reduced(n, nd) > 0)
+    uint32_t m = reduced(n);
+    if (!ir_dtype_is_float(x->type.dtype) || n->type.dtype != x->type.dtype || nd < 2 || m == 0 ||
+        ir_innermost(m, nd) > 0)
         return NULL;
-    unsigned m = 0;
-    for (int k = 0; k < n->attrs[0].n; k++)
-        m |= 1u << ir_norm_dim(n->attrs[0].i[k], nd);   /* valid: innermost_reduced checked */
     int64_t corr = n->op == OP_var ? n->attrs[1].i[0] : 0;
     ir_node *r;
     if (!(m & (1u << (nd - 1)))) {

@@ -983,24 +983,10 @@ static tj_tensor *kernel_input(ir_op op, tj_tensor *x, tj_tensor **tmp)
     return *tmp;
 }
 
-/* The reduced dims as a bitmask (ir_infer has validated the list). */
-static uint32_t dims_mask(const ir_attr *dims, int ndim)
-{
-    if (dims->n == 0)
-        return ndim ? (uint32_t)((1u << ndim) - 1) : 0;
-    uint32_t mask = 0;
-    for (int k = 0; k < dims->n; k++) {
-        int d = ir_norm_dim(dims->i[k], ndim);
-        if (d >= 0 && ndim > 0)
-            mask |= 1u << d;
-    }
-    return mask;
-}
-
 static int run(ir_op op, rkind kind, tj_tensor *out, tj_tensor *x, const ir_attrs *a)
 {
     red r = {.op = op, .kind = kind, .out = out->storage->data, .odt = out->dtype};
-    uint32_t mask = dims_mask(&a->a[0], x->ndim);
+    uint32_t mask = ir_dims_of(&a->a[0], x->ndim);
     if (op == OP_var || op == OP_std)
         r.correction = a->a[1].i[0];
     tj_tensor *tmp;
