@@ -182,6 +182,19 @@ static void run_chunks(uint32_t gen)
 
 /* ---- workers ------------------------------------------------------------------ */
 
+/* One spin of a wait: relaxes the CPU; true once RT_SPIN_NS have passed
+ * since the first spin (the clock is read every 64 spins; *until starts 0). */
+static bool spun_out(int spins, int64_t *until)
+{
+    cpu_relax();
+    if (spins & 63)
+        return false;
+    int64_t t = now_ns();
+    if (!*until)
+        *until = t + RT_SPIN_NS;
+    return t > *until;
+}
+
 /* Waits until the generation differs from seen (or the pool stops). */
 static uint32_t worker_wait(uint32_t seen)
 {
@@ -190,14 +203,8 @@ static uint32_t worker_wait(uint32_t seen)
         uint32_t g = CLAIM_GEN(atomic_load_explicit(&pool.claim, memory_order_acquire));
         if (g != seen || atomic_load_explicit(&pool.stop, memory_order_relaxed))
             return g;
-        cpu_relax();
-        if ((spins & 63) == 0) {
-            int64_t t = now_ns();
-            if (!until)
-                until = t + RT_SPIN_NS;
-            else if (t > until)
-                break;
-        }
+        if (spun_out(spins, &until))
+            break;
     }
     pthread_mutex_lock(&pool.wake_mu);
     atomic_fetch_add_explicit(&pool.sleepers, 1, memory_order_seq_cst);
@@ -316,17 +323,9 @@ static void run_serial(int64_t n, int chunks, rt_range_fn fn, void *ctx)
 static void wait_done(int chunks)
 {
     int64_t until = 0;
-    for (int spins = 0; atomic_load_explicit(&pool.done, memory_order_acquire) < chunks;
-         spins++) {
-        cpu_relax();
-        if ((spins & 63) == 0) {
-            int64_t t = now_ns();
-            if (!until)
-                until = t + RT_SPIN_NS;
-            else if (t > until)
-                break;
-        }
-    }
+    for (int spins = 0; atomic_load_explicit(&pool.done, memory_order_acquire) < chunks; spins++)
+        if (spun_out(spins, &until))
+            break;
     if (atomic_load_explicit(&pool.done, memory_order_acquire) >= chunks)
         return;
     pthread_mutex_lock(&pool.done_mu);
