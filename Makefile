@@ -35,9 +35,9 @@ CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -fPIC -fno-math-errno -fno-t
               -mprefer-vector-width=512 -pthread -Iinclude $(EXTRA_CFLAGS)
 LDLIBS := $(LLVM_LDFLAGS) -lm -ldl -pthread $(EXTRA_LDFLAGS)
 
-LIB_DIRS := ir runtime passes codegen frontend
-LIB_SRCS := $(filter-out frontend/tool%.c, $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
-TOOL_SRCS := $(wildcard frontend/tool*.c)
+LIB_DIRS := ir runtime passes codegen sched frontend
+LIB_SRCS := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
+TOOL_SRCS := $(wildcard tools/*.c)
 TEST_SRCS := $(wildcard tests/test_*.c)
 TEST_UTIL := $(wildcard tests/util*.c)
 BENCH_SRCS := $(wildcard benchmarks/*.c)

@@ -23,9 +23,9 @@
  *        v                                                             v
  *   void tjk_<key>(char **bufs, int64_t begin, int64_t end, const int64_t *sz)
  *        |  launched over tiles with rt_parallel_for, in order with
- *        |  the eager calls                         frontend/plan.c
- *        |  or block by block after a GEMM          frontend/plan_block.c
- *        v  buffers in one arena per call           frontend/plan_mem.c  [plan]
+ *        |  the eager calls                         sched/plan.c
+ *        |  or block by block after a GEMM          sched/block.c
+ *        v  buffers in one arena per call           sched/mem.c  [plan]
  *   outputs
  *
  * Kernels of one graph compile in parallel on the runtime pool, each on its

@@ -12,39 +12,6 @@ static tj_tensor *op_error(ir_op op, tj_tensor *const *in, int nin, const char *
     return NULL;
 }
 
-tj_tensor *fe_eager(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
-                    const ir_type *ty)
-{
-    if (ir_ops[op].kind == IR_VIEW) {
-        bool need_copy = false;
-        tj_tensor *v = rt_view_op(op, in[0], a, ty, &need_copy);
-        if (v || !need_copy)
-            return v;
-        /* A reshape the strides cannot express: copy, then view. */
-        ir_type ct;
-        rt_type_of(in[0], &ct);
-        tj_tensor *c = rt_tensor_of(&ct);
-        if (!c)
-            return NULL;
-        tj_tensor *src = in[0];
-        if (rt_kernels[OP_copy](OP_copy, c, &src, 1, NULL) != 0) {
-            tj_release(c);
-            return NULL;
-        }
-        v = rt_view_op(op, c, a, ty, &need_copy);
-        tj_release(c);
-        return v;
-    }
-    tj_tensor *out = rt_tensor_of(ty);
-    if (!out)
-        return NULL;
-    if (rt_kernels[op](op, out, in, nin, a) != 0) {
-        tj_release(out);
-        return NULL;
-    }
-    return out;
-}
-
 tj_tensor *fe_apply(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a)
 {
     const ir_opinfo *info = &ir_ops[op];
@@ -79,7 +46,7 @@ tj_tensor *fe_apply(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a)
         return fe_trace_apply(tr, op, in, nin, a);
     if (ir_infer(op, (const ir_type *const *)tp, nin, a, &out, reason, sizeof reason) != 0)
         return op_error(op, in, nin, reason);
-    tj_tensor *r = fe_eager(op, in, nin, a, &out);
+    tj_tensor *r = rt_eager(op, in, nin, a, &out);
     if (!r) {
         /* Kernel messages carry the reason; prefix the op and shapes. */
         char why[512];

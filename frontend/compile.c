@@ -4,7 +4,7 @@
  *
  *   tj_call(c, args)
  *     tracing already?     run fn inline: the outer trace records its ops
- *     an entry's guards pass?  graph: run it (fe_exec) | eager entry: run fn
+ *     an entry's guards pass?  graph: run it (sc_exec) | eager entry: run fn
  *     else limit reached?  run fn eagerly (logged once)
  *     else trace a new entry: dims that changed against an earlier entry
  *          become symbolic (one graph then serves all their sizes); a graph
@@ -23,9 +23,9 @@
 #include <string.h>
 
 #include "compile.h"
-#include "dump.h"
-#include "exec.h"
-#include "plan.h"
+#include "../ir/dump.h"
+#include "../sched/exec.h"
+#include "../sched/sched.h"
 #include "trace.h"
 
 #define FE_MAX_ARGS 64
@@ -50,7 +50,7 @@ typedef struct entry {
     int *last_use;
     int nsyms;
     int64_t *symval;        /* the traced size of each symbol (duck sizing) */
-    fe_plan_set *plans;     /* compiled kernels (plan.h); NULL: graph executor */
+    sc_plan_set *plans;     /* compiled kernels (plan.h); NULL: graph executor */
     atomic_ulong calls;
 } entry;
 
@@ -174,7 +174,7 @@ static void entry_free(entry *e)
     free(e->last_use);
     free(e->eager_why);
     free(e->symval);
-    fe_plans_free(e->plans);
+    sc_plans_free(e->plans);
     ir_graph_free(e->g);
     free(e);
 }
@@ -234,11 +234,11 @@ static int make_guards(tj_compiled *c, tj_tensor *const *args, int nargs, bool d
 
 static void dump_graph(const tj_compiled *c, const ir_graph *g)
 {
-    if (!fe_dump_enabled(NULL, "graph"))
+    if (!ir_dump_enabled(NULL, "graph"))
         return;
     char *text = ir_print(g, NULL);
     if (text)
-        fe_dump_text("graph", c->name, text);
+        ir_dump_text("graph", c->name, text);
     free(text);
 }
 
@@ -313,8 +313,8 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
             e->ncaps = tr->ncaps;
             tr->caps = NULL;
             e->cap_guards = calloc((size_t)e->ncaps + 1, sizeof *e->cap_guards);
-            e->last_use = fe_exec_last_use(e->g);
-            e->plans = fe_plans_new(e->g, c->name);
+            e->last_use = sc_exec_last_use(e->g);
+            e->plans = sc_plans_new(e->g, c->name);
             for (int k = 0; e->cap_guards && k < e->ncaps; k++)
                 guard_of(e->caps[k], &e->cap_guards[k]);
             if (!e->cap_guards || !e->last_use) {
@@ -489,9 +489,9 @@ tj_tensor *tj_call(tj_compiled *c, tj_tensor *const *args, int nargs)
     for (int k = 0; k < e->ncaps; k++)
         inputs[nargs + k] = e->caps[k];
     tj_tensor *r = NULL;
-    int rc = fe_plans_run(e->plans, inputs, &r);   /* 1: not compiled, use the executor */
+    int rc = sc_plans_run(e->plans, inputs, &r);   /* 1: not compiled, use the executor */
     if (rc > 0)
-        rc = fe_exec(e->g, inputs, e->last_use, &r);
+        rc = sc_exec(e->g, inputs, e->last_use, &r);
     if (inputs != in)
         free(inputs);
     return rc == 0 ? rt_own(r) : NULL;
@@ -516,9 +516,9 @@ static void explain_guards(FILE *f, const entry *e)
 
 static void explain_plan(FILE *f, const entry *e)
 {
-    fe_plan_info pi = {0};
+    sc_plan_info pi = {0};
     if (e->plans)
-        fe_plans_info(e->plans, &pi);
+        sc_plans_info(e->plans, &pi);
     if (pi.compiled)
         fprintf(f, "    compiled: %d kernel%s, %d eager call%s per call (built in %.1f ms)\n", pi.kernels,
                 pi.kernels == 1 ? "" : "s", pi.eager_calls, pi.eager_calls == 1 ? "" : "s", pi.compile_ms);
@@ -543,7 +543,7 @@ int fe_compiled_info_get(const tj_compiled *c, fe_compiled_info *out)
             last = e;
     }
     if (last && last->plans)
-        fe_plans_info(last->plans, &out->plan);
+        sc_plans_info(last->plans, &out->plan);
     pthread_mutex_unlock(&m->lock);
     return 0;
 }

@@ -6,7 +6,7 @@
 
 #include <tjit.h>
 
-#include "plan.h"
+#include "../sched/sched.h"
 
 typedef struct fe_compiled_info {
     int graphs;             /* input signatures captured as graphs */
@@ -15,7 +15,7 @@ typedef struct fe_compiled_info {
     /* The plan of the most recently captured graph: kernels and eager calls
      * per call (plan.compiled false: none built, or it runs on the graph
      * executor because plan.why). */
-    fe_plan_info plan;
+    sc_plan_info plan;
 } fe_compiled_info;
 
 /* Fills out; -1 when c is NULL (out zeroed). Thread-safe. */

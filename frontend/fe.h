@@ -19,12 +19,6 @@
  * keeps the error that produced it. */
 tj_tensor *fe_apply(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a);
 
-/* Runs op on concrete inputs whose result type ty was already inferred: makes
- * the view (copying first when a reshape needs it) or runs the eager kernel.
- * Returns a tensor with refs 1 in no scope, or NULL with the kernel's error. */
-tj_tensor *fe_eager(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
-                    const ir_type *ty);
-
 /* ---- tracing (trace.c) ------------------------------------------------------ */
 typedef struct fe_trace fe_trace;
 

@@ -21,14 +21,14 @@
  * shape), and that output is not the graph's result: the kernel finishes
  * that output. The eager group is placed right before it and the plan runs
  * the two as one step (the GEMM, then the kernel over the output while it is
- * in cache, in place where it can; frontend/plan.h).
+ * in cache, in place where it can; sched/sched.h).
  *
  * Epilogues: a kernel group that is the only reader of a matmul or conv2d
  * output, reads it at its own index (the group's domain is that output's
  * shape) and is not the graph's result, finishes that output: the eager group
  * is placed right before it, and the plan runs the two as one step (the GEMM,
  * then the kernel over the output while it is in cache, in place where it
- * can; frontend/plan.h).
+ * can; sched/sched.h).
  *
  * Within a kernel group every node is evaluated at one index map from the
  * group's domain: for each of the node's dims, the domain dim it follows or

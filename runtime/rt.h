@@ -102,4 +102,11 @@ extern const rt_kernel_fn rt_kernels[IR_NUM_OPS];
 tj_tensor *rt_view_op(ir_op op, tj_tensor *x, const ir_attrs *a, const ir_type *out,
                       bool *need_copy);
 
+/* ---- one op on concrete inputs (eager.c) ------------------------------------ */
+/* Runs op on concrete inputs whose result type ty was already inferred: makes
+ * the view (copying first when a reshape needs it) or runs the eager kernel.
+ * Returns a tensor with refs 1 in no scope, or NULL with the kernel's error. */
+tj_tensor *rt_eager(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
+                  const ir_type *ty);
+
 #endif /* TJ_RT_H */

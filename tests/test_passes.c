@@ -26,7 +26,7 @@
 
 #include <cmocka.h>
 
-#include "../frontend/exec.h"
+#include "../sched/exec.h"
 #include "../passes/rewrite.h"
 #include "util.h"
 
@@ -92,9 +92,9 @@ static tj_tensor *make_input(const ir_node *n)
 /* Runs g on inputs; outs get g->noutputs tensors (the caller releases them). */
 static void run(const ir_graph *g, tj_tensor **inputs, tj_tensor **outs)
 {
-    int *last = fe_exec_last_use(g);
+    int *last = sc_exec_last_use(g);
     assert_non_null(last);
-    int rc = fe_exec(g, inputs, last, outs);
+    int rc = sc_exec(g, inputs, last, outs);
     free(last);
     if (rc != 0) {
         char *s = show(g);

@@ -1,8 +1,8 @@
 /* test_plan.c - the memory plan and the blocked regions of compiled graphs
- * (frontend/plan_mem.c, frontend/plan_block.c) against the graph executor
+ * (sched/mem.c, sched/block.c) against the graph executor
  * (what TJIT_BACKEND=eager runs).
  *
- * Graphs are text IR run through a plan set directly (fe_plans_run), so the
+ * Graphs are text IR run through a plan set directly (sc_plans_run), so the
  * plan's memory stats can be checked too: intermediates reuse one arena by
  * lifetime (no more than the executor holds at its peak), kernels write in
  * place over inputs that die there (and not where a later read would see the
@@ -26,9 +26,9 @@
 #include <cmocka.h>
 
 #include "../codegen/jit.h"
-#include "../frontend/exec.h"
+#include "../sched/exec.h"
 #include "../frontend/fe.h"
-#include "../frontend/plan.h"
+#include "../sched/sched.h"
 #include "util.h"
 
 /* ---- helpers ------------------------------------------------------------------------- */
@@ -44,15 +44,15 @@ static ir_graph *parse(const char *src)
 
 /* Runs g on in through plan set ps and on the graph executor; compares every
  * output within rtol, atol. */
-static void run_both_on(fe_plan_set *ps, const ir_graph *g, tj_tensor **in, double rtol, double atol,
+static void run_both_on(sc_plan_set *ps, const ir_graph *g, tj_tensor **in, double rtol, double atol,
                         const char *what)
 {
     tj_tensor *got[8], *want[8];
-    int rc = fe_plans_run(ps, in, got);
+    int rc = sc_plans_run(ps, in, got);
     if (rc != 0)
         fail_msg("%s: %s", what, rc < 0 ? tj_last_error() : "not compiled");
-    int *last = fe_exec_last_use(g);
-    assert_int_equal(fe_exec(g, in, last, want), 0);
+    int *last = sc_exec_last_use(g);
+    assert_int_equal(sc_exec(g, in, last, want), 0);
     free(last);
     for (int k = 0; k < g->noutputs; k++) {
         rt_own(got[k]);
@@ -62,13 +62,13 @@ static void run_both_on(fe_plan_set *ps, const ir_graph *g, tj_tensor **in, doub
 }
 
 /* The same with a fresh plan set; m gets its memory plan. */
-static void run_both(const ir_graph *g, tj_tensor **in, double rtol, double atol, fe_plan_mem *m, const char *what)
+static void run_both(const ir_graph *g, tj_tensor **in, double rtol, double atol, sc_plan_mem *m, const char *what)
 {
-    fe_plan_set *ps = fe_plans_new(g, g->name);
+    sc_plan_set *ps = sc_plans_new(g, g->name);
     run_both_on(ps, g, in, rtol, atol, what);
     if (m)
-        fe_plans_mem(ps, m);
-    fe_plans_free(ps);
+        sc_plans_mem(ps, m);
+    sc_plans_free(ps);
 }
 
 static int64_t bytes_of(const ir_type *t)
@@ -83,7 +83,7 @@ static int64_t bytes_of(const ir_type *t)
  * shapes, no views): each node's result from its run until its last use. */
 static int64_t exec_peak(const ir_graph *g)
 {
-    int *last = fe_exec_last_use(g);
+    int *last = sc_exec_last_use(g);
     int64_t live = 0, peak = 0;
     for (int k = 0; k < g->nnodes; k++) {
         const ir_node *n = g->nodes[k];
@@ -135,7 +135,7 @@ static void test_chain_reuses_the_arena(void **state)
 {
     ir_graph *g = parse(chain_src);
     tj_tensor *in[2] = {randn(2, (int64_t[]){64, 256}, 0.5), randn(2, (int64_t[]){64, 256}, 1)};
-    fe_plan_mem m;
+    sc_plan_mem m;
     run_both(g, in, 1e-6, 1e-6, &m, "chain");
     assert_true(m.in_place >= 2);
     assert_true(m.arena_bytes <= m.live_bound);   /* greedy by size reaches the bound here */
@@ -161,7 +161,7 @@ static void test_p1_chain_peak(void **state)
                         "  return %7\n"
                         "}\n");
     tj_tensor *x = randn(1, (int64_t[]){1048576}, 3);
-    fe_plan_mem m;
+    sc_plan_mem m;
     run_both(g, &x, 0, 0, &m, "p1");
     assert_int_equal(m.peak_bytes, 4 << 20);
     assert_int_equal(m.arena_bytes, 0);
@@ -185,7 +185,7 @@ static void test_arena_offsets_do_not_overlap_live_values(void **state)
                         "  return %4\n"
                         "}\n");
     tj_tensor *x = randn(2, (int64_t[]){32, 128}, 0.1);
-    fe_plan_mem m;
+    sc_plan_mem m;
     run_both(g, &x, 1e-6, 1e-6, &m, "eager chain");
     assert_int_equal(m.arena_bytes, 3 * 32 * 128 * 4);   /* %0 and two flips live at once */
     assert_int_equal(m.arena_bytes, exec_peak(g));
@@ -211,7 +211,7 @@ static void test_inplace_store_order(void **state)
                         "}\n");
     tj_tensor *in[3] = {randn(2, (int64_t[]){16, 8}, 1), randn(2, (int64_t[]){8, 32}, 1),
                         randn(2, (int64_t[]){16, 32}, 1)};
-    fe_plan_mem m;
+    sc_plan_mem m;
     run_both(g, in, 1e-6, 1e-6, &m, "store order");
     assert_int_equal(m.in_place, 1);
     ir_graph_free(g);
@@ -237,7 +237,7 @@ static void test_inplace_rows_and_refusals(void **state)
                         "}\n");
     tj_tensor *in[3] = {randn(2, (int64_t[]){48, 16}, 1), randn(2, (int64_t[]){16, 48}, 1),
                         randn(1, (int64_t[]){48}, 1)};
-    fe_plan_mem m;
+    sc_plan_mem m;
     run_both(g, in, 1e-5, 1e-5, &m, "rows in place");
     assert_int_equal(m.in_place, 2);   /* layer_norm and softmax; not x + x^T */
     ir_graph_free(g);
@@ -264,10 +264,10 @@ static const char *outputs_src =
 static void test_outputs_alias_inputs_and_survive(void **state)
 {
     ir_graph *g = parse(outputs_src);
-    fe_plan_set *ps = fe_plans_new(g, g->name);
+    sc_plan_set *ps = sc_plans_new(g, g->name);
     tj_tensor *in[2] = {randn(2, (int64_t[]){16, 32}, 1), randn(2, (int64_t[]){16, 32}, 1)};
     tj_tensor *first[6], *keep[6];
-    assert_int_equal(fe_plans_run(ps, in, first), 0);
+    assert_int_equal(sc_plans_run(ps, in, first), 0);
     for (int k = 0; k < 6; k++)
         keep[k] = tj_contiguous(rt_own(first[k]));   /* copies of the values */
     assert_ptr_equal(first[0], in[0]);
@@ -278,7 +278,7 @@ static void test_outputs_alias_inputs_and_survive(void **state)
     for (int k = 0; k < 6; k++)
         tu_assert_close(first[k], keep[k], 0, 0);
     run_both_on(ps, g, in, 1e-6, 1e-6, "third call");
-    fe_plans_free(ps);
+    sc_plans_free(ps);
     ir_graph_free(g);
 }
 
@@ -338,7 +338,7 @@ static void test_region_attention(void **state)
     ir_graph *g = parse(attention_src);
     tj_tensor *in[3];
     attention_inputs(in);
-    fe_plan_mem m;
+    sc_plan_mem m;
     run_both(g, in, 1e-5, 1e-6, &m, "attention");
     assert_int_equal(m.regions, 1);
     assert_int_equal(m.scratch_bytes, 2 * (81 * 200 * 4 + 32));   /* 64-byte aligned */
@@ -346,7 +346,7 @@ static void test_region_attention(void **state)
     assert_int_equal(m.peak_bytes, 2 * 3 * 200 * 32 * 4 + m.scratch_bytes);
     assert_true(m.peak_bytes <= exec_peak(g));
     setenv("TJIT_BLOCKS", "0", 1);
-    fe_plan_mem whole;
+    sc_plan_mem whole;
     run_both(g, in, 1e-5, 1e-6, &whole, "attention, no blocks");
     unsetenv("TJIT_BLOCKS");
     assert_int_equal(whole.regions, 0);
@@ -426,7 +426,7 @@ static void test_region_conv_block(void **state)
     tj_tensor *in[6] = {randn(4, (int64_t[]){4, 8, 12, 12}, 1), randn(4, (int64_t[]){8, 8, 3, 3}, 0.2),
                         randn(1, (int64_t[]){8}, 0.1), tj_add_s(tj_rand(TJ_F32, 1, (int64_t[]){8}), 0.5),
                         randn(1, (int64_t[]){8}, 1), randn(1, (int64_t[]){8}, 1)};
-    fe_plan_mem m;
+    sc_plan_mem m;
     run_both(g, in, 1e-5, 1e-5, &m, "conv block");
     assert_int_equal(m.regions, 1);
     assert_int_equal(m.in_place, 2);
@@ -446,7 +446,7 @@ static void test_region_per_batch(void **state)
                         "}\n");
     tj_tensor *in[3] = {randn(3, (int64_t[]){4, 96, 256}, 1), randn(3, (int64_t[]){4, 256, 2304}, 0.1),
                         randn(2, (int64_t[]){2304, 16}, 0.1)};
-    fe_plan_mem m;
+    sc_plan_mem m;
     run_both(g, in, 1e-5, 1e-5, &m, "per batch");
     assert_int_equal(m.regions, 1);
     assert_int_equal(m.scratch_bytes, 2 * 96 * 2304 * 4);   /* a batch of %0 per thread */
@@ -476,7 +476,7 @@ static void test_region_no_inplace_over_shared(void **state)
                         "  return %3\n"
                         "}\n");
     tj_tensor *in[2] = {randn(2, (int64_t[]){64, 64}, 0.2), randn(2, (int64_t[]){64, 64}, 0.5)};
-    fe_plan_mem m;
+    sc_plan_mem m;
     run_both(g, in, 1e-5, 1e-6, &m, "shared operand");
     assert_int_equal(m.regions, 1);
     assert_int_equal(m.in_place, 1);   /* over the GEMM's output, not over e */
@@ -599,11 +599,11 @@ static void test_kernels_unloaded(void **state)
                  "  return %%2\n"
                  "}\n", i % 3);   /* the fourth graph is the first one again */
         ir_graph *g = parse(src);
-        fe_plan_set *ps = fe_plans_new(g, g->name);
+        sc_plan_set *ps = sc_plans_new(g, g->name);
         run_both_on(ps, g, in, 1e-6, 1e-6, "unload");
         cg_jit_stats_get(&s1);
         assert_true(s1.loaded >= 1);   /* this plan's kernel stays while the plan holds it */
-        fe_plans_free(ps);
+        sc_plans_free(ps);
         ir_graph_free(g);
     }
     cg_jit_stats_get(&s1);

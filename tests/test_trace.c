@@ -354,7 +354,7 @@ static void test_compiled_info(void **state)
         assert_int_equal(info.plan.eager_calls, 0);
         assert_explain_has(c, "compiled: 1 kernel, 0 eager calls per call");
     } else {   /* TJIT_BACKEND=eager, or built without the JIT */
-        assert_true(!fe_backend_llvm() || info.plan.why[0]);
+        assert_true(!sc_backend_llvm() || info.plan.why[0]);
     }
     tj_compiled_free(c);
 

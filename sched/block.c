@@ -1,6 +1,6 @@
-/* plan_block.c - blocked regions: GEMMs and their epilogues run block by
+/* block.c - blocked regions: GEMMs and their epilogues run block by
  * block, each block's GEMM output finished while it is in cache
- * (plan_int.h, fe_region).
+ * (sched_int.h, sc_region).
  *
  *   head    an eager matmul or conv2d (f32/f64) whose output splits along
  *           leading dims into blocks:
@@ -8,7 +8,7 @@
  *               one batch per block
  *             matmul sharing its right operand across rows: `chunk` rows of
  *               one batch per block, only when that operand is small (each
- *               block's GEMM packs it again: FE_SHARED_MAX)
+ *               block's GEMM packs it again: SC_SHARED_MAX)
  *             conv2d: one image per block
  *   then    its epilogue kernel (passes/fuse.h) on the block's tiles; another
  *           matmul or conv2d reading the last value as its sliced (left)
@@ -20,7 +20,7 @@
  * slices (tensor headers over the block's part of each value) and the
  * epilogue kernels on the tiles that cover the block. A value no step after
  * the region reads lives in per-thread scratch, one block's part at a time
- * (FE_SCRATCH, plan_mem.c): a kernel addresses it as if it were whole, from a
+ * (SC_SCRATCH, mem.c): a kernel addresses it as if it were whole, from a
  * base pointer moved back by the block's offset.
  */
 #include <stdio.h>
@@ -28,12 +28,12 @@
 #include <string.h>
 
 #include "../runtime/blas.h"
-#include "plan_int.h"
+#include "sched_int.h"
 
-#define FE_SHARED_MAX ((int64_t)2 << 20)   /* bytes of a right operand every block packs */
-#define FE_BLOCK_OUT ((int64_t)64 << 10)    /* target bytes of a block of GEMM output rows */
-#define FE_BLOCK_ROWS 64                    /* GEMM rows per block, at least */
-#define FE_LOOKAHEAD 64                     /* steps scanned past a region's last step */
+#define SC_SHARED_MAX ((int64_t)2 << 20)   /* bytes of a right operand every block packs */
+#define SC_BLOCK_OUT ((int64_t)64 << 10)    /* target bytes of a block of GEMM output rows */
+#define SC_BLOCK_ROWS 64                    /* GEMM rows per block, at least */
+#define SC_LOOKAHEAD 64                     /* steps scanned past a region's last step */
 
 static int64_t numel(const ir_type *t)
 {
@@ -61,14 +61,14 @@ typedef struct former {
 
 static const ir_type *type_of(const former *F, const ir_node *n)
 {
-    return &F->b->p->types[fe_slot_of(F->b->g, n)];
+    return &F->b->p->types[sc_slot_of(F->b->g, n)];
 }
 
 /* Whether node n reads a value of the region (through views too). */
 static bool node_reads(const former *F, const ir_node *n)
 {
     for (int j = 0; j < n->nin; j++)
-        if (n->in[j] && F->produced[fe_slot_of(F->b->g, chain_end(n->in[j]))])
+        if (n->in[j] && F->produced[sc_slot_of(F->b->g, chain_end(n->in[j]))])
             return true;
     return false;
 }
@@ -84,13 +84,13 @@ static bool step_reads(const former *F, const step *s)
 }
 
 /* Rows per block of GEMMs with m rows of n columns (es bytes) in nbatch
- * batches: at least FE_BLOCK_ROWS (each block packs its right operand again),
- * about FE_BLOCK_OUT bytes of output, and blocks for every thread. */
+ * batches: at least SC_BLOCK_ROWS (each block packs its right operand again),
+ * about SC_BLOCK_OUT bytes of output, and blocks for every thread. */
 static int64_t block_rows(int64_t m, int64_t n, size_t es, int64_t nbatch)
 {
-    int64_t want = 2 * (int64_t)rt_threads(), rb = FE_BLOCK_OUT / (n * (int64_t)es + 1);
-    if (rb < FE_BLOCK_ROWS)
-        rb = FE_BLOCK_ROWS;
+    int64_t want = 2 * (int64_t)rt_threads(), rb = SC_BLOCK_OUT / (n * (int64_t)es + 1);
+    if (rb < SC_BLOCK_ROWS)
+        rb = SC_BLOCK_ROWS;
     if (nbatch * ((m + rb - 1) / rb) < want) {   /* enough blocks for the threads */
         rb = (m * nbatch + want - 1) / want;
         rb = (rb + 15) / 16 * 16;
@@ -112,7 +112,7 @@ static void matmul_slices(const ir_type *a, const ir_type *b, const ir_type *o, 
 
 /* Whether the part of b each block's GEMM reads (and packs) is small enough
  * to be packed again by the blocks that share it. */
-static bool shared_ok(const step *s, const fe_region *rg, const ir_type *b)
+static bool shared_ok(const step *s, const sc_region *rg, const ir_type *b)
 {
     bool shared = false;
     int64_t bytes = numel(b) * (int64_t)tj_dtype_size(b->dtype);
@@ -123,10 +123,10 @@ static bool shared_ok(const step *s, const fe_region *rg, const ir_type *b)
         else
             shared = shared || (d == rg->nd - 1 ? rg->chunk < rg->size[d] : rg->size[d] > 1);
     }
-    return !shared || bytes <= FE_SHARED_MAX;
+    return !shared || bytes <= SC_SHARED_MAX;
 }
 
-static void set_space(fe_region *rg, const ir_type *o, int nd, int64_t chunk)
+static void set_space(sc_region *rg, const ir_type *o, int nd, int64_t chunk)
 {
     rg->nd = nd;
     rg->nq = 1;
@@ -140,7 +140,7 @@ static void set_space(fe_region *rg, const ir_type *o, int nd, int64_t chunk)
 
 /* The block space of a region headed by matmul n (step s): blocks of rows
  * when the right operand's part is small, else whole batches. */
-static bool matmul_space(const former *F, const ir_node *n, step *s, fe_region *rg)
+static bool matmul_space(const former *F, const ir_node *n, step *s, sc_region *rg)
 {
     const ir_type *a = type_of(F, n->in[0]), *b = type_of(F, n->in[1]), *o = type_of(F, n);
     if (a->ndim < 2 || b->ndim < 2)
@@ -162,7 +162,7 @@ static bool matmul_space(const former *F, const ir_node *n, step *s, fe_region *
 }
 
 /* The block space a region headed by eager step s gets, and s's slices. */
-static bool head_space(const former *F, step *s, fe_region *rg)
+static bool head_space(const former *F, step *s, sc_region *rg)
 {
     const ir_node *n = F->b->g->nodes[s->node];
     const ir_type *o = type_of(F, n);
@@ -183,16 +183,16 @@ static bool head_space(const former *F, step *s, fe_region *rg)
 
 /* Whether eager step s can continue the region: a matmul or conv2d reading
  * a value of the region (directly) as its sliced operand, nothing else of it. */
-static bool chain_ok(const former *F, step *s, const fe_region *rg)
+static bool chain_ok(const former *F, step *s, const sc_region *rg)
 {
     const ir_node *n = F->b->g->nodes[s->node];
     const ir_type *o = type_of(F, n);
     memset(s->slice, -1, sizeof s->slice);
     if ((n->op != OP_matmul && n->op != OP_conv2d) || !blas_dtype(o->dtype) ||
-        !F->produced[fe_slot_of(F->b->g, n->in[0])])
+        !F->produced[sc_slot_of(F->b->g, n->in[0])])
         return false;
     for (int j = 1; j < n->nin; j++)
-        if (n->in[j] && F->produced[fe_slot_of(F->b->g, chain_end(n->in[j]))])
+        if (n->in[j] && F->produced[sc_slot_of(F->b->g, chain_end(n->in[j]))])
             return false;
     if (o->ndim < rg->nd)
         return false;
@@ -233,10 +233,10 @@ static int64_t tiles_per_unit(const cg_launch *l, int64_t nq, int64_t *B)
 }
 
 /* Whether kernel step s is the epilogue of eager step e and can run per block. */
-static bool epilogue_ok(const former *F, const step *s, const step *e, const fe_region *rg)
+static bool epilogue_ok(const former *F, const step *s, const step *e, const sc_region *rg)
 {
     const ps_fusion *f = F->b->f;
-    int eslot = fe_slot_of(F->b->g, F->b->g->nodes[e->node]);
+    int eslot = sc_slot_of(F->b->g, F->b->g->nodes[e->node]);
     if (!s->launch || f->groups[s->group].epilogue_of != e->group)
         return false;
     for (int a = 0; a < s->launch->nargs; a++) {
@@ -249,7 +249,7 @@ static bool epilogue_ok(const former *F, const step *s, const step *e, const fe_
 }
 
 /* Moves the steps hoist[0..nh) to just before step `head` (all are after it). */
-static void hoist_steps(fe_plan *p, int head, const int *hoist, int nh)
+static void hoist_steps(sc_plan *p, int head, const int *hoist, int nh)
 {
     for (int k = 0; k < nh; k++) {
         step moved = p->steps[hoist[k]];
@@ -258,9 +258,9 @@ static void hoist_steps(fe_plan *p, int head, const int *hoist, int nh)
     }
 }
 
-static int add_region(fe_plan *p, const fe_region *rg)
+static int add_region(sc_plan *p, const sc_region *rg)
 {
-    fe_region *r = realloc(p->regions, sizeof *r * ((size_t)p->nregions + 1));
+    sc_region *r = realloc(p->regions, sizeof *r * ((size_t)p->nregions + 1));
     if (!r)
         return -1;
     p->regions = r;
@@ -271,14 +271,14 @@ static int add_region(fe_plan *p, const fe_region *rg)
 /* Tries a region headed by step i; returns its last step, or i. */
 static int form_one(former *F, int i, int *hoist)
 {
-    fe_plan *p = F->b->p;
-    fe_region rg;
+    sc_plan *p = F->b->p;
+    sc_region rg;
     if (p->steps[i].kind != S_EAGER || !head_space(F, &p->steps[i], &rg))
         return i;
     memset(F->produced, 0, sizeof(bool) * (size_t)p->nslots);
-    F->produced[fe_slot_of(F->b->g, F->b->g->nodes[p->steps[i].node])] = true;
+    F->produced[sc_slot_of(F->b->g, F->b->g->nodes[p->steps[i].node])] = true;
     int last = i, nh = 0, nh_used = 0, eager = i;
-    for (int t = i + 1; t < p->nsteps && t - last <= FE_LOOKAHEAD; t++) {
+    for (int t = i + 1; t < p->nsteps && t - last <= SC_LOOKAHEAD; t++) {
         step *s = &p->steps[t];
         if (!step_reads(F, s)) {
             hoist[nh++] = t;
@@ -289,7 +289,7 @@ static int form_one(former *F, int i, int *hoist)
                 F->produced[s->launch->store_slot[k]] = true;
             eager = -1;
         } else if (s->kind == S_EAGER && chain_ok(F, s, &rg)) {
-            F->produced[fe_slot_of(F->b->g, F->b->g->nodes[s->node])] = true;
+            F->produced[sc_slot_of(F->b->g, F->b->g->nodes[s->node])] = true;
             eager = t;
         } else {
             break;
@@ -323,9 +323,9 @@ static int form_one(former *F, int i, int *hoist)
     return rg.last;
 }
 
-int fe_block_regions(builder *b)
+int sc_block_regions(builder *b)
 {
-    fe_plan *p = b->p;
+    sc_plan *p = b->p;
     free(p->regions);
     p->regions = NULL;
     p->nregions = 0;
@@ -353,8 +353,8 @@ int fe_block_regions(builder *b)
 
 typedef struct region_ctx {
     const ir_graph *g;
-    const fe_plan *p;
-    const fe_region *rg;
+    const sc_plan *p;
+    const sc_region *rg;
     tj_tensor **vals;
     atomic_int failed;
     int fail_step;
@@ -368,7 +368,7 @@ typedef struct blk {
     char *scratch;
 } blk;
 
-static void block_of(const fe_region *rg, int64_t b, blk *k)
+static void block_of(const sc_region *rg, int64_t b, blk *k)
 {
     int64_t last = rg->size[rg->nd - 1], nchunks = (last + rg->chunk - 1) / rg->chunk;
     int64_t pre = b / nchunks, r0 = b % nchunks * rg->chunk;
@@ -387,9 +387,9 @@ static void block_of(const fe_region *rg, int64_t b, blk *k)
  * scratch, the block's part moved back by the block's offset. */
 static char *whole_base(const region_ctx *c, int s, const blk *k)
 {
-    const fe_plan *p = c->p;
+    const sc_plan *p = c->p;
     int b = s >= p->ninputs ? p->buf_of[s] : -1;
-    if (b >= 0 && p->bufs[b].where == FE_SCRATCH) {
+    if (b >= 0 && p->bufs[b].where == SC_SCRATCH) {
         int64_t per_unit = numel(&p->types[s]) / c->rg->nq;
         uintptr_t at = (uintptr_t)k->scratch + (uintptr_t)p->bufs[b].offset;
         return (char *)(at - (uintptr_t)(k->q0 * per_unit * (int64_t)tj_dtype_size(p->types[s].dtype)));
@@ -414,7 +414,7 @@ static int run_kernel_block(const region_ctx *c, const step *s, const blk *k)
 static void slice_header(const region_ctx *c, int slot, const signed char *sl, const blk *k, tj_tensor *h,
                          rt_storage *st)
 {
-    const fe_plan *p = c->p;
+    const sc_plan *p = c->p;
     const ir_type *ty = &p->types[slot];
     const tj_tensor *t = c->vals[slot];
     memset(h, 0, sizeof *h);
@@ -450,10 +450,10 @@ static int run_eager_block(const region_ctx *c, const step *s, const blk *k)
         out_sl[d] = (signed char)(d < c->rg->nd ? d : -1);
     for (int j = 0; j < n->nin && j < 3; j++)
         if (n->in[j]) {
-            slice_header(c, fe_slot_of(c->g, n->in[j]), s->slice[j], k, &h[j], &st[j]);
+            slice_header(c, sc_slot_of(c->g, n->in[j]), s->slice[j], k, &h[j], &st[j]);
             in[j] = &h[j];
         }
-    slice_header(c, fe_slot_of(c->g, n), out_sl, k, &h[3], &st[3]);
+    slice_header(c, sc_slot_of(c->g, n), out_sl, k, &h[3], &st[3]);
     ir_attrs a;
     ir_node_attrs(n, &a);
     return rt_kernels[n->op](n->op, &h[3], in, n->nin, &a);
@@ -485,12 +485,12 @@ static void region_chunk(void *c_, int64_t b0, int64_t b1)
     rt_free(k.scratch, sb);
 }
 
-int fe_block_run(const ir_graph *g, const fe_plan *p, int r, tj_tensor **vals, fe_call_mem *m)
+int sc_block_run(const ir_graph *g, const sc_plan *p, int r, tj_tensor **vals, sc_call_mem *m)
 {
-    const fe_region *rg = &p->regions[r];
+    const sc_region *rg = &p->regions[r];
     for (int s = g->ninputs; s < p->nslots; s++)   /* what outlives the region: whole */
         if (p->def[s] >= rg->first && p->def[s] <= rg->last && p->buf_of[s] >= 0 &&
-            p->bufs[p->buf_of[s]].where != FE_SCRATCH && !(vals[s] = fe_mem_tensor(p, m, s)))
+            p->bufs[p->buf_of[s]].where != SC_SCRATCH && !(vals[s] = sc_mem_tensor(p, m, s)))
             return -1;
     if (!rt_blas_core())   /* loaded here: an error on a pool thread would be lost */
         return -1;

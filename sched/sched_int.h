@@ -1,6 +1,6 @@
-/* plan_int.h - internal to the plan files: the structures of a compiled plan
- * and what plan.c (steps, compiling, running), plan_mem.c (memory: lifetimes,
- * in place, the arena) and plan_block.c (blocked regions: a GEMM and its
+/* sched_int.h - internal to the plan files: the structures of a compiled plan
+ * and what plan.c (steps, compiling, running), mem.c (memory: lifetimes,
+ * in place, the arena) and block.c (blocked regions: a GEMM and its
  * epilogue block by block) share.
  *
  * Values are numbered in slots like the graph executor's: graph inputs first,
@@ -10,13 +10,13 @@
  * Each materialized slot writes a *buffer*; a slot written in place over a
  * dying input shares that input's buffer.
  */
-#ifndef TJ_FE_PLAN_INT_H
-#define TJ_FE_PLAN_INT_H
+#ifndef TJ_SC_INT_H
+#define TJ_SC_INT_H
 
 #include "../codegen/jit.h"
 #include "../codegen/lower.h"
 #include "../passes/fuse.h"
-#include "plan.h"
+#include "sched.h"
 
 typedef enum { S_KERNEL, S_EAGER, S_VIEW } skind;
 
@@ -27,41 +27,41 @@ typedef struct step {
     cg_launch *launch;    /* KERNEL */
     cg_kernel_fn fn;
     int region;           /* the blocked region it belongs to, or -1 */
-    int64_t tq;           /* KERNEL in a region: tiles per block unit (plan_block.c) */
+    int64_t tq;           /* KERNEL in a region: tiles per block unit (block.c) */
     signed char slice[3][TJ_MAX_DIMS];   /* EAGER in a region: per input, the dim cut by
                                           * each block dim, or -1 (not cut) */
 } step;
 
 /* Where a buffer lives during a call. */
 typedef enum {
-    FE_ARENA,     /* at `offset` in the call's arena (one rt_alloc block per call) */
-    FE_OWN,       /* its own allocation: a graph output (or what one views); the caller owns it */
-    FE_SCRATCH,   /* inside one blocked region only: a block's part, in that block's scratch */
-    FE_UNPLANNED  /* made by fe_eager (a reshape that copies) */
-} fe_where;
+    SC_ARENA,     /* at `offset` in the call's arena (one rt_alloc block per call) */
+    SC_OWN,       /* its own allocation: a graph output (or what one views); the caller owns it */
+    SC_SCRATCH,   /* inside one blocked region only: a block's part, in that block's scratch */
+    SC_UNPLANNED  /* made by rt_eager (a reshape that copies) */
+} sc_where;
 
-typedef struct fe_buf {
-    int64_t bytes;        /* a multiple of 64 (FE_SCRATCH: per block) */
-    int64_t offset;       /* FE_ARENA: from the arena's start; FE_SCRATCH: from the scratch's */
+typedef struct sc_buf {
+    int64_t bytes;        /* a multiple of 64 (SC_SCRATCH: per block) */
+    int64_t offset;       /* SC_ARENA: from the arena's start; SC_SCRATCH: from the scratch's */
     int first, last;      /* the step writing it first and the last step reading it */
-    fe_where where;
-    int region;           /* FE_SCRATCH */
-} fe_buf;
+    sc_where where;
+    int region;           /* SC_SCRATCH */
+} sc_buf;
 
 /* A run of steps executed block by block: block b computes a slice of every
  * value the region makes (their dims [0, nd) are the block dims): one index
  * of each of dims [0, nd-1) and `chunk` indices of dim nd-1. Its steps are
  * one or more eager calls (matmul, conv2d) on slices of their inputs, each
  * followed by its epilogue kernel on the matching tiles. */
-typedef struct fe_region {
+typedef struct sc_region {
     int first, last;              /* steps */
     int nd;
     int64_t size[TJ_MAX_DIMS];    /* sizes of the block dims */
     int64_t chunk, nq, nblocks;   /* nq: block units (product of the sizes) */
-    int64_t scratch_bytes;        /* per thread: the FE_SCRATCH buffers of one block */
-} fe_region;
+    int64_t scratch_bytes;        /* per thread: the SC_SCRATCH buffers of one block */
+} sc_region;
 
-typedef struct fe_plan {
+typedef struct sc_plan {
     int ninputs, nslots;
     ir_type *types;       /* per slot, concrete */
     int64_t (*in_strides)[TJ_MAX_DIMS];
@@ -72,65 +72,65 @@ typedef struct fe_plan {
     int *rel_start, *rel; /* per step: the slots to release after it */
     int kernels, eager;
     double compile_ms;
-    /* memory (plan_mem.c) */
+    /* memory (mem.c) */
     int *owner;           /* per slot: the slot whose memory it is in, -1: none */
     int *def;             /* per slot: the step that materializes it, or -1 */
-    bool *unplanned;      /* per slot: materialized by fe_eager (a reshape that copies) */
+    bool *unplanned;      /* per slot: materialized by rt_eager (a reshape that copies) */
     int *inplace_of;      /* per slot: the slot whose buffer it writes in place, or -1 */
     int *buf_of;          /* per materialized slot: its buffer, or -1 */
-    fe_buf *bufs;
+    sc_buf *bufs;
     int nbufs;
-    fe_plan_mem mem;
-    fe_region *regions;
+    sc_plan_mem mem;
+    sc_region *regions;
     int nregions;
-} fe_plan;
+} sc_plan;
 
 /* What plan_build has at hand while it builds a plan. */
 typedef struct builder {
     const ir_graph *g;
     const ps_fusion *f;
-    fe_plan *p;
+    sc_plan *p;
     int cap;
     bool *force_eager;    /* per group */
     bool *done;           /* per slot: has a producing step */
     bool failed;
 } builder;
 
-static inline int fe_slot_of(const ir_graph *g, const ir_node *n)
+static inline int sc_slot_of(const ir_graph *g, const ir_node *n)
 {
     return ir_node_is_input(n) ? n->id : g->ninputs + n->id;
 }
 
-/* ---- plan_mem.c -------------------------------------------------------------------------- */
+/* ---- mem.c -------------------------------------------------------------------------- */
 /* Sets p->owner and p->last_use for the steps as they are. 0, or -1 when out of memory. */
-int fe_mem_lifetimes(const ir_graph *g, fe_plan *p);
+int sc_mem_lifetimes(const ir_graph *g, sc_plan *p);
 /* Rewrites kernels that can store a result over an input dying there
  * (before they are compiled). 0 or -1 (out of memory). */
-int fe_mem_inplace(const ir_graph *g, fe_plan *p);
+int sc_mem_inplace(const ir_graph *g, sc_plan *p);
 /* Buffers, their places and the stats (after the steps are final). */
-int fe_mem_plan(const ir_graph *g, fe_plan *p);
-void fe_mem_free(fe_plan *p);
+int sc_mem_plan(const ir_graph *g, sc_plan *p);
+void sc_mem_free(sc_plan *p);
 
 /* One call's memory. */
-typedef struct fe_call_mem {
+typedef struct sc_call_mem {
     char *arena;
     rt_storage *hdr;      /* per buffer: a header over its arena bytes */
-    tj_tensor **own;      /* per buffer: the FE_OWN allocation, made when first written */
+    tj_tensor **own;      /* per buffer: the SC_OWN allocation, made when first written */
     bool leaked;
-} fe_call_mem;
-int fe_mem_begin(const fe_plan *p, fe_call_mem *m);
+} sc_call_mem;
+int sc_mem_begin(const sc_plan *p, sc_call_mem *m);
 /* The tensor of materialized slot `slot` (refs 1): a contiguous view of its
  * buffer. NULL with an error when out of memory. */
-tj_tensor *fe_mem_tensor(const fe_plan *p, fe_call_mem *m, int slot);
-void fe_mem_end(const fe_plan *p, fe_call_mem *m);
+tj_tensor *sc_mem_tensor(const sc_plan *p, sc_call_mem *m, int slot);
+void sc_mem_end(const sc_plan *p, sc_call_mem *m);
 /* The plan's text for TJIT_DUMP=plan (malloc'd). */
-char *fe_mem_print(const ir_graph *g, const fe_plan *p);
+char *sc_mem_print(const ir_graph *g, const sc_plan *p);
 
-/* ---- plan_block.c -------------------------------------------------------------------------- */
+/* ---- block.c -------------------------------------------------------------------------- */
 /* Finds blocked regions among the steps (moving steps that do not depend on
  * a region to before it) and sets up their steps. 0 or -1 (out of memory). */
-int fe_block_regions(builder *b);
+int sc_block_regions(builder *b);
 /* Runs region r (its values' tensors that live outside it exist in vals). */
-int fe_block_run(const ir_graph *g, const fe_plan *p, int r, tj_tensor **vals, fe_call_mem *m);
+int sc_block_run(const ir_graph *g, const sc_plan *p, int r, tj_tensor **vals, sc_call_mem *m);
 
 #endif

@@ -1,13 +1,13 @@
-/* plan_mem.c - where a plan's values live during a call (plan_int.h).
+/* mem.c - where a plan's values live during a call (sched_int.h).
  *
  *   steps --lifetimes--> per materialized slot: the step writing it and the
  *            last step reading it or a view of it (graph outputs: past the end)
  *         --in place (before the kernels compile)--> a kernel storing a value
  *            of the dtype, size and index of an input that dies at that
  *            kernel writes it over that input (cg_launch_alias): one buffer
- *         --buffers--> the slots writing one memory: FE_OWN when a graph
- *            output lives in it (the caller gets it), FE_SCRATCH when a
- *            blocked region keeps it to itself (plan_block.c), else FE_ARENA
+ *         --buffers--> the slots writing one memory: SC_OWN when a graph
+ *            output lives in it (the caller gets it), SC_SCRATCH when a
+ *            blocked region keeps it to itself (block.c), else SC_ARENA
  *         --placement--> arena offsets, greedy by size with best fit among
  *            the buffers whose lifetimes overlap (like TFLite's arena planner
  *            and ggml-alloc); 64-byte aligned
@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plan_int.h"
+#include "sched_int.h"
 
 static int64_t align64(int64_t n) { return (n + 63) / 64 * 64; }
 
@@ -35,20 +35,20 @@ static int64_t numel(const ir_type *t)
     return n;
 }
 
-static int64_t slot_bytes(const fe_plan *p, int s)
+static int64_t slot_bytes(const sc_plan *p, int s)
 {
     return numel(&p->types[s]) * (int64_t)tj_dtype_size(p->types[s].dtype);
 }
 
 /* ---- lifetimes ------------------------------------------------------------------------------ */
 
-static void read_slot(fe_plan *p, int slot, int i)
+static void read_slot(sc_plan *p, int slot, int i)
 {
     if (slot >= 0 && p->last_use[slot] < i)
         p->last_use[slot] = i;
 }
 
-int fe_mem_lifetimes(const ir_graph *g, fe_plan *p)
+int sc_mem_lifetimes(const ir_graph *g, sc_plan *p)
 {
     size_t n = (size_t)p->nslots + 1;
     if ((!p->owner && !(p->owner = malloc(n * sizeof(int)))) || (!p->def && !(p->def = malloc(n * sizeof(int)))) ||
@@ -71,21 +71,21 @@ int fe_mem_lifetimes(const ir_graph *g, fe_plan *p)
         const ir_node *nd = g->nodes[s->node];
         for (int j = 0; j < nd->nin; j++)
             if (nd->in[j])
-                read_slot(p, fe_slot_of(g, nd->in[j]), i);
+                read_slot(p, sc_slot_of(g, nd->in[j]), i);
         if (s->kind == S_EAGER) {
-            int slot = fe_slot_of(g, nd);
+            int slot = sc_slot_of(g, nd);
             p->def[slot] = i;
             p->unplanned[slot] = ir_ops[nd->op].kind == IR_VIEW;
         }
     }
     for (int k = 0; k < g->noutputs; k++)
-        p->last_use[fe_slot_of(g, g->outputs[k])] = p->nsteps;
+        p->last_use[sc_slot_of(g, g->outputs[k])] = p->nsteps;
     for (int s = 0; s < p->nslots; s++) {
         const ir_node *nd = s < g->ninputs ? NULL : g->nodes[s - g->ninputs];
         if (!nd || p->def[s] >= 0)
             p->owner[s] = s;
         else if (ir_ops[nd->op].kind == IR_VIEW)
-            p->owner[s] = p->owner[fe_slot_of(g, nd->in[0])];
+            p->owner[s] = p->owner[sc_slot_of(g, nd->in[0])];
         else
             p->owner[s] = -1;
     }
@@ -93,7 +93,7 @@ int fe_mem_lifetimes(const ir_graph *g, fe_plan *p)
 }
 
 /* Per owner slot: the last step reading it or a view of it. malloc'd. */
-static int *owner_last(const fe_plan *p)
+static int *owner_last(const sc_plan *p)
 {
     int *ol = malloc(sizeof(int) * ((size_t)p->nslots + 1));
     if (!ol)
@@ -120,7 +120,7 @@ static int store_buf(const cg_launch *l, int s)
 /* An input buffer of l that dies at step i and that slot s may take over.
  * In a blocked region only a value of the region (read by its own block
  * alone) may be written over: another block may still read the rest. */
-static int dying_input(const ir_graph *g, const fe_plan *p, const cg_launch *l, int i, int s, const int *ol,
+static int dying_input(const ir_graph *g, const sc_plan *p, const cg_launch *l, int i, int s, const int *ol,
                        const bool *taken)
 {
     int bo = store_buf(l, s), r = p->steps[i].region;
@@ -141,9 +141,9 @@ static int dying_input(const ir_graph *g, const fe_plan *p, const cg_launch *l, 
     return -1;
 }
 
-int fe_mem_inplace(const ir_graph *g, fe_plan *p)
+int sc_mem_inplace(const ir_graph *g, sc_plan *p)
 {
-    if (fe_mem_lifetimes(g, p))
+    if (sc_mem_lifetimes(g, p))
         return -1;
     int *ol = owner_last(p);
     bool *taken = calloc((size_t)p->nslots + 1, sizeof(bool));
@@ -154,8 +154,8 @@ int fe_mem_inplace(const ir_graph *g, fe_plan *p)
     for (int s = 0; s < p->nslots; s++)
         p->inplace_of[s] = -1;
     for (int k = 0; k < g->noutputs; k++)
-        if (p->owner[fe_slot_of(g, g->outputs[k])] >= 0)
-            ol[p->owner[fe_slot_of(g, g->outputs[k])]] = p->nsteps;
+        if (p->owner[sc_slot_of(g, g->outputs[k])] >= 0)
+            ol[p->owner[sc_slot_of(g, g->outputs[k])]] = p->nsteps;
     for (int i = 0; i < p->nsteps; i++) {
         cg_launch *l = p->steps[i].launch;
         for (int k = 0; p->steps[i].kind == S_KERNEL && k < l->nstore; k++) {
@@ -175,19 +175,19 @@ int fe_mem_inplace(const ir_graph *g, fe_plan *p)
 
 /* ---- buffers and their places ---------------------------------------------------------------- */
 
-static int new_buf(fe_plan *p, int64_t bytes, int first)
+static int new_buf(sc_plan *p, int64_t bytes, int first)
 {
-    fe_buf *nb = realloc(p->bufs, sizeof *nb * ((size_t)p->nbufs + 1));
+    sc_buf *nb = realloc(p->bufs, sizeof *nb * ((size_t)p->nbufs + 1));
     if (!nb)
         return -1;
     p->bufs = nb;
-    nb[p->nbufs] = (fe_buf){align64(bytes), 0, first, first, FE_ARENA, -1};
+    nb[p->nbufs] = (sc_buf){align64(bytes), 0, first, first, SC_ARENA, -1};
     return p->nbufs++;
 }
 
 /* One buffer per materialized slot, or the buffer of the slot it is written
  * over, in step order (the slot written over comes first). */
-static int make_bufs(const ir_graph *g, fe_plan *p, const int *ol)
+static int make_bufs(const ir_graph *g, sc_plan *p, const int *ol)
 {
     int *order = malloc(sizeof(int) * ((size_t)p->nslots + 1)), *start = calloc((size_t)p->nsteps + 2, sizeof(int));
     if (!order || !start) {
@@ -207,7 +207,7 @@ static int make_bufs(const ir_graph *g, fe_plan *p, const int *ol)
     for (int s = 0; s < p->nslots; s++)
         p->buf_of[s] = -1;
     p->nbufs = 0;
-    p->mem = (fe_plan_mem){0};
+    p->mem = (sc_plan_mem){0};
     for (int k = 0; k < n; k++) {
         int s = order[k];
         if (!p->unplanned[s]) {
@@ -225,16 +225,16 @@ static int make_bufs(const ir_graph *g, fe_plan *p, const int *ol)
     }
     free(order);
     for (int k = 0; k < g->noutputs; k++) {
-        int o = p->owner[fe_slot_of(g, g->outputs[k])];
+        int o = p->owner[sc_slot_of(g, g->outputs[k])];
         if (o >= 0 && p->buf_of[o] >= 0)
-            p->bufs[p->buf_of[o]].where = FE_OWN;
+            p->bufs[p->buf_of[o]].where = SC_OWN;
     }
     return 0;
 }
 
 /* Places buffer b at the best-fitting gap among the placed buffers ids[0..n)
  * whose lifetimes overlap b's, else after them all. */
-static void place_one(fe_buf *bufs, int b, const int *ids, int n, int *tmp)
+static void place_one(sc_buf *bufs, int b, const int *ids, int n, int *tmp)
 {
     int m = 0;
     for (int i = 0; i < n; i++)
@@ -259,7 +259,7 @@ static void place_one(fe_buf *bufs, int b, const int *ids, int n, int *tmp)
     bufs[b].offset = best >= 0 ? best : end;
 }
 
-static int place_arena(fe_plan *p)
+static int place_arena(sc_plan *p)
 {
     int *ids = malloc(sizeof(int) * ((size_t)p->nbufs + 1)), *tmp = malloc(sizeof(int) * ((size_t)p->nbufs + 1)), n = 0;
     if (!ids || !tmp) {
@@ -267,11 +267,11 @@ static int place_arena(fe_plan *p)
         return -1;
     }
     for (int b = 0; b < p->nbufs; b++)
-        if (p->bufs[b].where == FE_ARENA)
+        if (p->bufs[b].where == SC_ARENA)
             ids[n++] = b;
     for (int i = 1; i < n; i++)   /* largest first; earlier first among equals */
         for (int j = i; j > 0; j--) {
-            const fe_buf *a = &p->bufs[ids[j - 1]], *c = &p->bufs[ids[j]];
+            const sc_buf *a = &p->bufs[ids[j - 1]], *c = &p->bufs[ids[j]];
             if (a->bytes > c->bytes || (a->bytes == c->bytes && a->first <= c->first))
                 break;
             int t = ids[j];
@@ -280,7 +280,7 @@ static int place_arena(fe_plan *p)
         }
     for (int i = 0; i < n; i++) {
         place_one(p->bufs, ids[i], ids, i, tmp);
-        const fe_buf *b = &p->bufs[ids[i]];
+        const sc_buf *b = &p->bufs[ids[i]];
         if (b->offset + b->bytes > p->mem.arena_bytes)
             p->mem.arena_bytes = b->offset + b->bytes;
     }
@@ -289,18 +289,18 @@ static int place_arena(fe_plan *p)
     return 0;
 }
 
-static void stats(fe_plan *p)
+static void stats(sc_plan *p)
 {
     for (int i = 0; i < p->nsteps; i++) {
         int64_t live = 0;
         for (int b = 0; b < p->nbufs; b++)
-            if (p->bufs[b].where == FE_ARENA && p->bufs[b].first <= i && i <= p->bufs[b].last)
+            if (p->bufs[b].where == SC_ARENA && p->bufs[b].first <= i && i <= p->bufs[b].last)
                 live += p->bufs[b].bytes;
         if (live > p->mem.live_bound)
             p->mem.live_bound = live;
     }
     for (int b = 0; b < p->nbufs; b++)
-        if (p->bufs[b].where == FE_OWN)
+        if (p->bufs[b].where == SC_OWN)
             p->mem.own_bytes += p->bufs[b].bytes;
     int threads = rt_threads();
     for (int r = 0; r < p->nregions; r++) {
@@ -313,7 +313,7 @@ static void stats(fe_plan *p)
 }
 
 /* Whether slot s's dims [0, nd) are region r's block dims. */
-static bool blocked_like(const fe_plan *p, const fe_region *r, int s)
+static bool blocked_like(const sc_plan *p, const sc_region *r, int s)
 {
     if (p->types[s].ndim < r->nd)
         return false;
@@ -325,14 +325,14 @@ static bool blocked_like(const fe_plan *p, const fe_region *r, int s)
 
 /* Buffers written and read only inside a blocked region live in its
  * per-thread scratch, a block's part at a time. */
-static void scratch_bufs(const ir_graph *g, fe_plan *p)
+static void scratch_bufs(const ir_graph *g, sc_plan *p)
 {
     for (int r = 0; r < p->nregions; r++) {
-        fe_region *rg = &p->regions[r];
+        sc_region *rg = &p->regions[r];
         rg->scratch_bytes = 0;
         for (int b = 0; b < p->nbufs; b++) {
-            fe_buf *bf = &p->bufs[b];
-            bool ok = bf->where == FE_ARENA && bf->first >= rg->first && bf->last <= rg->last;
+            sc_buf *bf = &p->bufs[b];
+            bool ok = bf->where == SC_ARENA && bf->first >= rg->first && bf->last <= rg->last;
             int64_t blk = 0;
             for (int s = g->ninputs; s < p->nslots && ok; s++)
                 if (p->buf_of[s] == b) {
@@ -342,7 +342,7 @@ static void scratch_bufs(const ir_graph *g, fe_plan *p)
                 }
             if (!ok)
                 continue;
-            bf->where = FE_SCRATCH;
+            bf->where = SC_SCRATCH;
             bf->region = r;
             bf->offset = rg->scratch_bytes;
             bf->bytes = blk;
@@ -351,12 +351,12 @@ static void scratch_bufs(const ir_graph *g, fe_plan *p)
     }
 }
 
-int fe_mem_plan(const ir_graph *g, fe_plan *p)
+int sc_mem_plan(const ir_graph *g, sc_plan *p)
 {
     size_t n = (size_t)p->nslots + 1;
     if (!p->buf_of && !(p->buf_of = malloc(n * sizeof(int))))
         return -1;
-    int *ol = fe_mem_lifetimes(g, p) ? NULL : owner_last(p);
+    int *ol = sc_mem_lifetimes(g, p) ? NULL : owner_last(p);
     if (!ol || make_bufs(g, p, ol)) {
         free(ol);
         return -1;
@@ -369,7 +369,7 @@ int fe_mem_plan(const ir_graph *g, fe_plan *p)
     return 0;
 }
 
-void fe_mem_free(fe_plan *p)
+void sc_mem_free(sc_plan *p)
 {
     free(p->owner);
     free(p->def);
@@ -382,9 +382,9 @@ void fe_mem_free(fe_plan *p)
 
 /* ---- one call -------------------------------------------------------------------------------------- */
 
-int fe_mem_begin(const fe_plan *p, fe_call_mem *m)
+int sc_mem_begin(const sc_plan *p, sc_call_mem *m)
 {
-    *m = (fe_call_mem){0};
+    *m = (sc_call_mem){0};
     if (p->nbufs == 0)
         return 0;
     m->hdr = calloc((size_t)p->nbufs, sizeof *m->hdr);
@@ -392,7 +392,7 @@ int fe_mem_begin(const fe_plan *p, fe_call_mem *m)
     if (!m->hdr || !m->own || (p->mem.arena_bytes > 0 && !(m->arena = rt_alloc((size_t)p->mem.arena_bytes)))) {
         free(m->hdr);
         free(m->own);
-        *m = (fe_call_mem){0};
+        *m = (sc_call_mem){0};
         if (!rt_has_error())
             rt_error("out of memory");
         return -1;
@@ -400,7 +400,7 @@ int fe_mem_begin(const fe_plan *p, fe_call_mem *m)
     for (int b = 0; b < p->nbufs; b++) {
         atomic_init(&m->hdr[b].refs, 1);
         m->hdr[b].nbytes = (size_t)p->bufs[b].bytes;
-        m->hdr[b].data = p->bufs[b].where == FE_ARENA ? m->arena + p->bufs[b].offset : NULL;
+        m->hdr[b].data = p->bufs[b].where == SC_ARENA ? m->arena + p->bufs[b].offset : NULL;
     }
     return 0;
 }
@@ -424,10 +424,10 @@ static tj_tensor *header_over(const ir_type *ty, rt_storage *st)
     return t;
 }
 
-tj_tensor *fe_mem_tensor(const fe_plan *p, fe_call_mem *m, int slot)
+tj_tensor *sc_mem_tensor(const sc_plan *p, sc_call_mem *m, int slot)
 {
     int b = p->buf_of[slot];
-    if (p->bufs[b].where == FE_OWN && !m->own[b]) {
+    if (p->bufs[b].where == SC_OWN && !m->own[b]) {
         /* the caller's: a storage of its own, freed when the outputs are */
         if (!(m->own[b] = rt_tensor_new(TJ_U8, 1, &p->bufs[b].bytes)))
             return NULL;
@@ -435,7 +435,7 @@ tj_tensor *fe_mem_tensor(const fe_plan *p, fe_call_mem *m, int slot)
     return header_over(&p->types[slot], m->own[b] ? m->own[b]->storage : &m->hdr[b]);
 }
 
-void fe_mem_end(const fe_plan *p, fe_call_mem *m)
+void sc_mem_end(const sc_plan *p, sc_call_mem *m)
 {
     if (!m->hdr)
         return;
@@ -453,7 +453,7 @@ void fe_mem_end(const fe_plan *p, fe_call_mem *m)
 
 /* ---- text ----------------------------------------------------------------------------------------- */
 
-static void print_slot(FILE *o, const ir_graph *g, const fe_plan *p, int s)
+static void print_slot(FILE *o, const ir_graph *g, const sc_plan *p, int s)
 {
     static const char *const where[] = {"arena", "own", "scratch", "unplanned"};
     char t[IR_TYPE_BUF];
@@ -463,15 +463,15 @@ static void print_slot(FILE *o, const ir_graph *g, const fe_plan *p, int s)
         fprintf(o, " unplanned");
         return;
     }
-    const fe_buf *bf = &p->bufs[b];
+    const sc_buf *bf = &p->bufs[b];
     fprintf(o, " buf%d %s", b, where[bf->where]);
-    if (bf->where == FE_ARENA || bf->where == FE_SCRATCH)
+    if (bf->where == SC_ARENA || bf->where == SC_SCRATCH)
         fprintf(o, " [%lld, %lld)", (long long)bf->offset, (long long)(bf->offset + bf->bytes));
     if (p->inplace_of[s] >= 0)
         fprintf(o, " in place of %%%d", p->inplace_of[s] - g->ninputs);
 }
 
-static void print_step(FILE *o, const ir_graph *g, const fe_plan *p, int i)
+static void print_step(FILE *o, const ir_graph *g, const sc_plan *p, int i)
 {
     const step *s = &p->steps[i];
     if (s->kind == S_VIEW) {
@@ -488,9 +488,9 @@ static void print_step(FILE *o, const ir_graph *g, const fe_plan *p, int i)
     fprintf(o, "\n");
 }
 
-static void print_region(FILE *o, const fe_plan *p, int r)
+static void print_region(FILE *o, const sc_plan *p, int r)
 {
-    const fe_region *rg = &p->regions[r];
+    const sc_region *rg = &p->regions[r];
     fprintf(o, "  region %d: steps %d-%d, %lld blocks of [", r, rg->first, rg->last, (long long)rg->nblocks);
     for (int d = 0; d < rg->nd; d++)
         fprintf(o, "%s%lld", d ? "," : "", (long long)(d + 1 < rg->nd ? 1 : rg->chunk));
@@ -500,14 +500,14 @@ static void print_region(FILE *o, const fe_plan *p, int r)
     fprintf(o, "], scratch %lld bytes per thread\n", (long long)rg->scratch_bytes);
 }
 
-char *fe_mem_print(const ir_graph *g, const fe_plan *p)
+char *sc_mem_print(const ir_graph *g, const sc_plan *p)
 {
     char *buf = NULL;
     size_t len = 0;
     FILE *o = open_memstream(&buf, &len);
     if (!o)
         return NULL;
-    const fe_plan_mem *m = &p->mem;
+    const sc_plan_mem *m = &p->mem;
     fprintf(o, "plan @%s: %d steps, %d buffers (%d in place), arena %lld, outputs %lld, scratch %lld bytes; "
                "peak %lld (intermediates live at once: %lld; unplanned: %lld)\n",
             g->name, p->nsteps, m->buffers, m->in_place, (long long)m->arena_bytes, (long long)m->own_bytes,

@@ -25,14 +25,14 @@ static bool list_has(const char *list, const char *item)
     return false;
 }
 
-bool fe_dump_enabled(const char *stages, const char *stage)
+bool ir_dump_enabled(const char *stages, const char *stage)
 {
     if (!stages)
         stages = getenv("TJIT_DUMP");
     return stages && list_has(stages, stage);
 }
 
-int fe_dump_text(const char *stage, const char *name, const char *text)
+int ir_dump_text(const char *stage, const char *name, const char *text)
 {
     static atomic_int counter;
     const char *dir = getenv("TJIT_DUMP_DIR");

@@ -7,9 +7,9 @@
  *     groups in order -> steps: kernel | eager call | view
  *       kernel: cg_lower -> cg_jit_get_all (parallel, cached)  kernels, llvm, asm
  *       a group that cannot be lowered or compiled runs its nodes eagerly
- *     blocked regions: a GEMM and its epilogue block by block  plan_block.c
- *     in place: kernels that can store over a dying input       plan_mem.c
- *     buffers: lifetimes, places in one arena per call          plan_mem.c
+ *     blocked regions: a GEMM and its epilogue block by block  block.c
+ *     in place: kernels that can store over a dying input       mem.c
+ *     buffers: lifetimes, places in one arena per call          mem.c
  *                                                               TJIT_DUMP=plan
  *   run: take the call's arena; each step writes its buffers (eager kernels
  *        too), a region runs its blocks in parallel; outputs get their own
@@ -22,12 +22,12 @@
 #include <time.h>
 
 #include "../passes/pass.h"
-#include "dump.h"
-#include "plan_int.h"
+#include "../ir/dump.h"
+#include "sched_int.h"
 
-#define FE_MAX_PLANS 8
+#define SC_MAX_PLANS 8
 
-struct fe_plan_set {
+struct sc_plan_set {
     pthread_mutex_t mu;
     const ir_graph *src;
     char name[64];
@@ -35,10 +35,10 @@ struct fe_plan_set {
     char why[512];
     ir_graph *prims;
     ps_fusion *fusion;
-    fe_plan *plans[FE_MAX_PLANS];
+    sc_plan *plans[SC_MAX_PLANS];
     int nplans;
-    fe_plan_info info;
-    fe_plan_mem mem;
+    sc_plan_info info;
+    sc_plan_mem mem;
 };
 
 static double now_ms(void)
@@ -48,7 +48,7 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-bool fe_backend_llvm(void)
+bool sc_backend_llvm(void)
 {
     const char *b = getenv("TJIT_BACKEND");
     return !b || strcmp(b, "eager") != 0;
@@ -61,9 +61,9 @@ static int slot_of(const ir_graph *g, const ir_node *n)
 
 /* ---- the plan set ------------------------------------------------------------------------ */
 
-fe_plan_set *fe_plans_new(const ir_graph *g, const char *name)
+sc_plan_set *sc_plans_new(const ir_graph *g, const char *name)
 {
-    fe_plan_set *ps = calloc(1, sizeof *ps);
+    sc_plan_set *ps = calloc(1, sizeof *ps);
     if (!ps)
         return NULL;
     pthread_mutex_init(&ps->mu, NULL);
@@ -73,7 +73,7 @@ fe_plan_set *fe_plans_new(const ir_graph *g, const char *name)
 }
 
 /* Frees the steps, giving their kernels back to the JIT (which may unload them). */
-static void free_steps(fe_plan *p)
+static void free_steps(sc_plan *p)
 {
     for (int i = 0; i < p->nsteps; i++) {
         cg_jit_release(p->steps[i].fn);
@@ -84,7 +84,7 @@ static void free_steps(fe_plan *p)
     p->nsteps = 0;
 }
 
-static void plan_free(fe_plan *p)
+static void plan_free(sc_plan *p)
 {
     if (!p)
         return;
@@ -95,11 +95,11 @@ static void plan_free(fe_plan *p)
     free(p->last_use);
     free(p->rel_start);
     free(p->rel);
-    fe_mem_free(p);
+    sc_mem_free(p);
     free(p);
 }
 
-void fe_plans_free(fe_plan_set *ps)
+void sc_plans_free(sc_plan_set *ps)
 {
     if (!ps)
         return;
@@ -112,10 +112,10 @@ void fe_plans_free(fe_plan_set *ps)
     free(ps);
 }
 
-static void dump_text(const fe_plan_set *ps, const char *stage, const char *text)
+static void dump_text(const sc_plan_set *ps, const char *stage, const char *text)
 {
-    if (text && fe_dump_enabled(NULL, stage))
-        fe_dump_text(stage, ps->name, text);
+    if (text && ir_dump_enabled(NULL, stage))
+        ir_dump_text(stage, ps->name, text);
 }
 
 #ifdef NDEBUG
@@ -125,7 +125,7 @@ static void dump_text(const fe_plan_set *ps, const char *stage, const char *text
 #endif
 
 /* Passes and fusion, once per set. */
-static void prepare(fe_plan_set *ps)
+static void prepare(sc_plan_set *ps)
 {
     ps->prepared = true;
     const char *pipeline = "decompose_codegen,simplify,split_reductions,dce";
@@ -138,7 +138,7 @@ static void prepare(fe_plan_set *ps)
         ps->unavailable = true;
         return;
     }
-    if (fe_dump_enabled(NULL, "prims")) {
+    if (ir_dump_enabled(NULL, "prims")) {
         char *t = ir_print(ps->prims, NULL);
         dump_text(ps, "prims", t);
         free(t);
@@ -149,7 +149,7 @@ static void prepare(fe_plan_set *ps)
         ps->unavailable = true;
         return;
     }
-    if (fe_dump_enabled(NULL, "fused")) {
+    if (ir_dump_enabled(NULL, "fused")) {
         char *t = ps_fusion_print(ps->fusion);
         dump_text(ps, "fused", t);
         free(t);
@@ -164,7 +164,7 @@ static void prepare(fe_plan_set *ps)
 
 static step *add_step(builder *b, skind kind, int node, int group)
 {
-    fe_plan *p = b->p;
+    sc_plan *p = b->p;
     if (p->nsteps == b->cap) {
         int cap = b->cap ? 2 * b->cap : 32;
         step *s = realloc(p->steps, (size_t)cap * sizeof *s);
@@ -180,7 +180,7 @@ static step *add_step(builder *b, skind kind, int node, int group)
     return s;
 }
 
-static void contiguous_geom(fe_plan *p, int slot)
+static void contiguous_geom(sc_plan *p, int slot)
 {
     cg_geom *ge = &p->geom[slot];
     ge->base = slot;
@@ -192,7 +192,7 @@ static void contiguous_geom(fe_plan *p, int slot)
  * arithmetic on a tensor header without storage. */
 static void view_geom(builder *b, const ir_node *v)
 {
-    fe_plan *p = b->p;
+    sc_plan *p = b->p;
     int in = slot_of(b->g, v->in[0]), out = slot_of(b->g, v);
     const cg_geom *gi = &p->geom[in];
     p->geom[out].base = -1;
@@ -303,7 +303,7 @@ static void build_steps(builder *b)
 /* Drops the view and constant steps nobody needs as a tensor. */
 static void drop_steps(builder *b)
 {
-    fe_plan *p = b->p;
+    sc_plan *p = b->p;
     bool *need = calloc((size_t)p->nslots + 1, sizeof *need);
     if (!need) {
         b->failed = true;
@@ -339,8 +339,8 @@ static void drop_steps(builder *b)
 /* Last uses, the releases after each step, and the memory plan. */
 static void finish_steps(builder *b)
 {
-    fe_plan *p = b->p;
-    if (fe_mem_plan(b->g, p)) {
+    sc_plan *p = b->p;
+    if (sc_mem_plan(b->g, p)) {
         b->failed = true;
         return;
     }
@@ -372,7 +372,7 @@ static void finish_steps(builder *b)
 }
 
 /* Concrete types of every slot (the example's), like the graph executor. */
-static int infer_types(const ir_graph *g, fe_plan *p, tj_tensor *const *inputs)
+static int infer_types(const ir_graph *g, sc_plan *p, tj_tensor *const *inputs)
 {
     for (int k = 0; k < g->ninputs; k++) {
         rt_type_of(inputs[k], &p->types[k]);
@@ -397,13 +397,13 @@ static int infer_types(const ir_graph *g, fe_plan *p, tj_tensor *const *inputs)
 
 static unsigned dump_flags(void)
 {
-    return (fe_dump_enabled(NULL, "llvm") ? CG_EMIT_LLVM : 0u) |
-           (fe_dump_enabled(NULL, "asm") ? CG_EMIT_ASM : 0u);
+    return (ir_dump_enabled(NULL, "llvm") ? CG_EMIT_LLVM : 0u) |
+           (ir_dump_enabled(NULL, "asm") ? CG_EMIT_ASM : 0u);
 }
 
-static void dump_kernel(const fe_plan_set *ps, const cg_launch *l, const cg_compiled *c)
+static void dump_kernel(const sc_plan_set *ps, const cg_launch *l, const cg_compiled *c)
 {
-    if (fe_dump_enabled(NULL, "kernels")) {
+    if (ir_dump_enabled(NULL, "kernels")) {
         char *t = cg_kernel_text(&l->k, c->name);
         dump_text(ps, "kernels", t);
         free(t);
@@ -414,9 +414,9 @@ static void dump_kernel(const fe_plan_set *ps, const cg_launch *l, const cg_comp
 
 /* Compiles every kernel step; a kernel that fails marks its group eager.
  * Returns the number that failed. */
-static int compile_steps(fe_plan_set *ps, builder *b)
+static int compile_steps(sc_plan_set *ps, builder *b)
 {
-    fe_plan *p = b->p;
+    sc_plan *p = b->p;
     const cg_kernel **ks = malloc(sizeof *ks * ((size_t)p->nsteps + 1));
     int *at = malloc(sizeof *at * ((size_t)p->nsteps + 1)), n = 0;
     cg_compiled *cs = calloc((size_t)p->nsteps + 1, sizeof *cs);
@@ -444,9 +444,9 @@ static int compile_steps(fe_plan_set *ps, builder *b)
     return failed;
 }
 
-static fe_plan *plan_alloc(const ir_graph *g)
+static sc_plan *plan_alloc(const ir_graph *g)
 {
-    fe_plan *p = calloc(1, sizeof *p);
+    sc_plan *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
     p->ninputs = g->ninputs;
@@ -465,11 +465,11 @@ static fe_plan *plan_alloc(const ir_graph *g)
 
 /* Builds the plan for these inputs; NULL when the graph executor should run
  * this call instead. */
-static fe_plan *plan_build(fe_plan_set *ps, tj_tensor *const *inputs)
+static sc_plan *plan_build(sc_plan_set *ps, tj_tensor *const *inputs)
 {
     double t0 = now_ms();
     const ir_graph *g = ps->prims;
-    fe_plan *p = plan_alloc(g);
+    sc_plan *p = plan_alloc(g);
     builder b = {g, ps->fusion, p, 0, NULL, NULL, false};
     if (!p || infer_types(g, p, inputs) ||
         !(b.force_eager = calloc((size_t)ps->fusion->ngroups + 1, sizeof(bool))) ||
@@ -484,7 +484,7 @@ static fe_plan *plan_build(fe_plan_set *ps, tj_tensor *const *inputs)
         build_steps(&b);
         if (!b.failed)
             drop_steps(&b);
-        if (b.failed || fe_block_regions(&b) || fe_mem_inplace(g, p))
+        if (b.failed || sc_block_regions(&b) || sc_mem_inplace(g, p))
             goto fail;
         if (compile_steps(ps, &b) == 0)
             break;
@@ -496,8 +496,8 @@ static fe_plan *plan_build(fe_plan_set *ps, tj_tensor *const *inputs)
     if (b.failed)
         goto fail;
     p->compile_ms = now_ms() - t0;
-    if (fe_dump_enabled(NULL, "plan")) {
-        char *t = fe_mem_print(g, p);
+    if (ir_dump_enabled(NULL, "plan")) {
+        char *t = sc_mem_print(g, p);
         dump_text(ps, "plan", t);
         free(t);
     }
@@ -511,7 +511,7 @@ fail:
     return NULL;
 }
 
-static bool plan_matches(const fe_plan *p, tj_tensor *const *inputs)
+static bool plan_matches(const sc_plan *p, tj_tensor *const *inputs)
 {
     for (int k = 0; k < p->ninputs; k++) {
         const tj_tensor *t = inputs[k];
@@ -538,11 +538,11 @@ static void launch_range(void *c_, int64_t b, int64_t e)
     c->fn(c->bufs, b, e, c->sz);
 }
 
-static int run_kernel(const fe_plan *p, const step *s, tj_tensor **vals, fe_call_mem *m)
+static int run_kernel(const sc_plan *p, const step *s, tj_tensor **vals, sc_call_mem *m)
 {
     const cg_launch *l = s->launch;
     for (int k = 0; k < l->nstore; k++)
-        if (!(vals[l->store_slot[k]] = fe_mem_tensor(p, m, l->store_slot[k])))
+        if (!(vals[l->store_slot[k]] = sc_mem_tensor(p, m, l->store_slot[k])))
             return -1;
     char *bufs[CG_MAX_BUFS];
     for (int a = 0; a < l->nargs; a++) {
@@ -560,8 +560,8 @@ static int run_kernel(const fe_plan *p, const step *s, tj_tensor **vals, fe_call
 }
 
 /* Node n by its eager kernel, into its planned buffer (views, and reshapes
- * that copy, by fe_eager). */
-static int run_node(const ir_graph *g, const fe_plan *p, const ir_node *n, tj_tensor **vals, fe_call_mem *m)
+ * that copy, by rt_eager). */
+static int run_node(const ir_graph *g, const sc_plan *p, const ir_node *n, tj_tensor **vals, sc_call_mem *m)
 {
     tj_tensor *in[64];
     for (int j = 0; j < n->nin && j < 64; j++)
@@ -570,9 +570,9 @@ static int run_node(const ir_graph *g, const fe_plan *p, const ir_node *n, tj_te
     ir_node_attrs(n, &a);
     int slot = g->ninputs + n->id;
     if (p->buf_of[slot] < 0) {
-        if ((vals[slot] = fe_eager(n->op, in, n->nin, &a, &p->types[slot])))
+        if ((vals[slot] = rt_eager(n->op, in, n->nin, &a, &p->types[slot])))
             return 0;
-    } else if ((vals[slot] = fe_mem_tensor(p, m, slot))) {
+    } else if ((vals[slot] = sc_mem_tensor(p, m, slot))) {
         if (rt_kernels[n->op](n->op, vals[slot], in, n->nin, &a) == 0)
             return 0;
         tj_release(vals[slot]);
@@ -585,7 +585,7 @@ static int run_node(const ir_graph *g, const fe_plan *p, const ir_node *n, tj_te
     return -1;
 }
 
-static int plan_run(const ir_graph *g, const fe_plan *p, tj_tensor *const *inputs, tj_tensor **outs)
+static int plan_run(const ir_graph *g, const sc_plan *p, tj_tensor *const *inputs, tj_tensor **outs)
 {
     tj_tensor *stack_vals[256];
     tj_tensor **vals = p->nslots <= 256 ? stack_vals : malloc(sizeof *vals * (size_t)p->nslots);
@@ -596,12 +596,12 @@ static int plan_run(const ir_graph *g, const fe_plan *p, tj_tensor *const *input
     memset(vals, 0, sizeof *vals * (size_t)p->nslots);
     for (int k = 0; k < g->ninputs; k++)
         vals[k] = inputs[k];
-    fe_call_mem m;
-    int rc = fe_mem_begin(p, &m);
+    sc_call_mem m;
+    int rc = sc_mem_begin(p, &m);
     for (int i = 0; i < p->nsteps && rc == 0; i++) {
         const step *s = &p->steps[i];
         if (s->region >= 0)   /* a region runs whole at its first step */
-            rc = p->regions[s->region].first == i ? fe_block_run(g, p, s->region, vals, &m) : 0;
+            rc = p->regions[s->region].first == i ? sc_block_run(g, p, s->region, vals, &m) : 0;
         else
             rc = s->kind == S_KERNEL ? run_kernel(p, s, vals, &m) : run_node(g, p, g->nodes[s->node], vals, &m);
         for (int r = p->rel_start[i]; r < p->rel_start[i + 1] && rc == 0; r++) {
@@ -614,7 +614,7 @@ static int plan_run(const ir_graph *g, const fe_plan *p, tj_tensor *const *input
             outs[j] = tj_retain(vals[slot_of(g, g->outputs[j])]);
     for (int k = g->ninputs; k < p->nslots; k++)
         tj_release(vals[k]);
-    fe_mem_end(p, &m);
+    sc_mem_end(p, &m);
     if (vals != stack_vals)
         free(vals);
     return rc;
@@ -622,9 +622,9 @@ static int plan_run(const ir_graph *g, const fe_plan *p, tj_tensor *const *input
 
 /* ---- entry points --------------------------------------------------------------------------------- */
 
-int fe_plans_run(fe_plan_set *ps, tj_tensor *const *inputs, tj_tensor **outs)
+int sc_plans_run(sc_plan_set *ps, tj_tensor *const *inputs, tj_tensor **outs)
 {
-    if (!ps || !fe_backend_llvm())
+    if (!ps || !sc_backend_llvm())
         return 1;
     pthread_mutex_lock(&ps->mu);
     if (!ps->prepared)
@@ -635,19 +635,19 @@ int fe_plans_run(fe_plan_set *ps, tj_tensor *const *inputs, tj_tensor **outs)
         pthread_mutex_unlock(&ps->mu);
         return 1;
     }
-    fe_plan *p = NULL;
+    sc_plan *p = NULL;
     for (int i = 0; i < ps->nplans && !p; i++)
         if (plan_matches(ps->plans[i], inputs))
             p = ps->plans[i];
     bool temp = false;
     if (!p) {
         p = plan_build(ps, inputs);
-        if (p && ps->nplans < FE_MAX_PLANS)
+        if (p && ps->nplans < SC_MAX_PLANS)
             ps->plans[ps->nplans++] = p;
         else
             temp = p != NULL;
         if (p) {
-            ps->info = (fe_plan_info){p->kernels, p->eager, p->compile_ms, true, ""};
+            ps->info = (sc_plan_info){p->kernels, p->eager, p->compile_ms, true, ""};
             ps->mem = p->mem;
         }
     }
@@ -660,14 +660,14 @@ int fe_plans_run(fe_plan_set *ps, tj_tensor *const *inputs, tj_tensor **outs)
     return rc;
 }
 
-void fe_plans_info(fe_plan_set *ps, fe_plan_info *out)
+void sc_plans_info(sc_plan_set *ps, sc_plan_info *out)
 {
     pthread_mutex_lock(&ps->mu);
     *out = ps->info;
     pthread_mutex_unlock(&ps->mu);
 }
 
-void fe_plans_mem(fe_plan_set *ps, fe_plan_mem *out)
+void sc_plans_mem(sc_plan_set *ps, sc_plan_mem *out)
 {
     pthread_mutex_lock(&ps->mu);
     *out = ps->mem;

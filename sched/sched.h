@@ -1,4 +1,4 @@
-/* plan.h - internal to the frontend: running a captured graph as compiled
+/* sched.h - the scheduling floor: running a captured graph as compiled
  * kernels plus eager calls (plan.c).
  *
  * A plan set belongs to one compiled entry (one traced graph). On the first
@@ -6,53 +6,53 @@
  * per concrete input signature (shapes and strides) it builds a plan: the
  * steps in order (kernel launches, eager calls, views), every kernel lowered
  * and compiled (codegen/, kernels of one graph in parallel, through the
- * kernel cache), blocked regions and its memory plan (plan_int.h). One
+ * kernel cache), blocked regions and its memory plan (sched_int.h). One
  * kernel serves every size: a new size lowers again and finds its kernels
  * already loaded.
  *
  * TJIT_BACKEND=eager runs graphs on the graph executor (exec.c) instead;
  * llvm (the default) uses plans when the JIT is available.
  */
-#ifndef TJ_FE_PLAN_H
-#define TJ_FE_PLAN_H
+#ifndef TJ_SC_SCHED_H
+#define TJ_SC_SCHED_H
 
 #include <stdbool.h>
 
 #include "../ir/graph.h"
-#include "fe.h"
+#include "../runtime/rt.h"
 
-typedef struct fe_plan_set fe_plan_set;
+typedef struct sc_plan_set sc_plan_set;
 
 /* A plan set for graph g (borrowed: it must outlive the set) named name.
  * Cheap: the work happens on the first run. NULL when out of memory. */
-fe_plan_set *fe_plans_new(const ir_graph *g, const char *name);
-void fe_plans_free(fe_plan_set *ps);
+sc_plan_set *sc_plans_new(const ir_graph *g, const char *name);
+void sc_plans_free(sc_plan_set *ps);
 
 /* Runs g on inputs[0..g->ninputs) as compiled code: outs get g's outputs
  * (refs 1, in no scope). Returns 0; -1 with an error set (an op failed);
  * 1 when compiled code is not used for this call (TJIT_BACKEND=eager, no
  * JIT) and the caller should run the graph executor. Thread-safe. */
-int fe_plans_run(fe_plan_set *ps, tj_tensor *const *inputs, tj_tensor **outs);
+int sc_plans_run(sc_plan_set *ps, tj_tensor *const *inputs, tj_tensor **outs);
 
 /* Whether TJIT_BACKEND selects the compiled backend (unset: yes). */
-bool fe_backend_llvm(void);
+bool sc_backend_llvm(void);
 
 /* What the last plan built holds (for explain and bench): kernels launched
  * per call, eager calls, and the ms its first call spent compiling. */
-typedef struct fe_plan_info {
+typedef struct sc_plan_info {
     int kernels, eager_calls;
     double compile_ms;
     bool compiled;         /* false: the set runs on the graph executor */
     char why[512];         /* ... because */
-} fe_plan_info;
-void fe_plans_info(fe_plan_set *ps, fe_plan_info *out);
+} sc_plan_info;
+void sc_plans_info(sc_plan_set *ps, sc_plan_info *out);
 
-/* The memory plan of the last plan built (plan_mem.c). Per call, a plan
+/* The memory plan of the last plan built (mem.c). Per call, a plan
  * takes one arena block (rt_alloc, so cached: a steady-state call allocates
  * no fresh memory) for its intermediates, placed by lifetime; outputs (and
  * what they view) get their own allocations, owned by the caller; blocked
  * regions take block-sized scratch per thread. */
-typedef struct fe_plan_mem {
+typedef struct sc_plan_mem {
     int64_t arena_bytes;     /* intermediates, reused by lifetime */
     int64_t own_bytes;       /* outputs */
     int64_t scratch_bytes;   /* blocked regions: every thread's scratch */
@@ -61,7 +61,7 @@ typedef struct fe_plan_mem {
                               * placement of them does better than this */
     int64_t unplanned_bytes; /* every materialized value on its own (no reuse) */
     int buffers, in_place, regions;
-} fe_plan_mem;
-void fe_plans_mem(fe_plan_set *ps, fe_plan_mem *out);
+} sc_plan_mem;
+void sc_plans_mem(sc_plan_set *ps, sc_plan_mem *out);
 
 #endif

@@ -16,7 +16,7 @@ static int slot(const ir_graph *g, const ir_node *n)
     return ir_node_is_input(n) ? n->id : g->ninputs + n->id;
 }
 
-int *fe_exec_last_use(const ir_graph *g)
+int *sc_exec_last_use(const ir_graph *g)
 {
     int n = g->ninputs + g->nnodes;
     int *last = malloc((size_t)(n ? n : 1) * sizeof *last);
@@ -61,7 +61,7 @@ static tj_tensor *run_node(const ir_graph *g, const ir_node *n, tj_tensor **vals
         rt_error("%s: %s (node %%%d of graph @%s)", head, reason, n->id, g->name);
         return NULL;
     }
-    tj_tensor *r = fe_eager(n->op, in, n->nin, &a, &out);
+    tj_tensor *r = rt_eager(n->op, in, n->nin, &a, &out);
     if (!r) {
         char why[512];
         snprintf(why, sizeof why, "%s", tj_last_error());
@@ -71,7 +71,7 @@ static tj_tensor *run_node(const ir_graph *g, const ir_node *n, tj_tensor **vals
     return r;
 }
 
-int fe_exec(const ir_graph *g, tj_tensor *const *inputs, const int *last_use, tj_tensor **outs)
+int sc_exec(const ir_graph *g, tj_tensor *const *inputs, const int *last_use, tj_tensor **outs)
 {
     int nslots = g->ninputs + g->nnodes;
     tj_tensor *stack_vals[256];

@@ -6,9 +6,9 @@
 #include <string.h>
 
 #include "../passes/pass.h"
-#include "dump.h"
-#include "exec.h"
-#include "plan.h"
+#include "../ir/dump.h"
+#include "../sched/exec.h"
+#include "../sched/sched.h"
 #include "tool.h"
 
 #define MAX_IN 256
@@ -93,12 +93,12 @@ static int run(ir_graph *g, const char **in_files, int nin, const char *out_dir,
             return 1;
         }
     }
-    fe_plan_set *ps = eager ? NULL : fe_plans_new(g, g->name);
-    int rc = fe_plans_run(ps, inputs, outs);   /* 1: not compiled, use the executor */
-    fe_plans_free(ps);
-    int *last = rc > 0 ? fe_exec_last_use(g) : NULL;
+    sc_plan_set *ps = eager ? NULL : sc_plans_new(g, g->name);
+    int rc = sc_plans_run(ps, inputs, outs);   /* 1: not compiled, use the executor */
+    sc_plans_free(ps);
+    int *last = rc > 0 ? sc_exec_last_use(g) : NULL;
     if (rc > 0)
-        rc = last ? fe_exec(g, inputs, last, outs) : -1;
+        rc = last ? sc_exec(g, inputs, last, outs) : -1;
     free(last);
     if (rc != 0) {
         fprintf(stderr, "tjit run: %s\n", tj_last_error());
@@ -171,10 +171,10 @@ int tool_run(int argc, char **argv)
             g = h;
         }
     }
-    if (fe_dump_enabled(dump ? dump : "", "graph")) {
+    if (ir_dump_enabled(dump ? dump : "", "graph")) {
         char *text = ir_print(g, NULL);
         if (text)
-            fe_dump_text("graph", g->name, text);
+            ir_dump_text("graph", g->name, text);
         free(text);
     }
     if (dump)
