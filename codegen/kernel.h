@@ -66,11 +66,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../ir/fusion.h"
 #include "../ir/ir.h"
 
-#define CG_MAX_BUFS 32
-#define CG_MAX_INSTS 512
-#define CG_MAX_STAGES 16
+/* A kernel's capacities: the contract with fusion (ir/fusion.h), which keeps
+ * its groups below them. */
+#define CG_MAX_BUFS IR_KERNEL_MAX_BUFS
+#define CG_MAX_INSTS IR_KERNEL_MAX_INSTS
+#define CG_MAX_STAGES IR_KERNEL_MAX_STAGES
 #define CG_MAX_STORES 16
 #define CG_MAX_OUTER TJ_MAX_DIMS
 #define CG_STRIDED 2   /* inner stride class: known only at run time */

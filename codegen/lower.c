@@ -1,6 +1,6 @@
 /* lower.c - a fused group at concrete sizes -> cg_kernel + launch data.
  *
- *   domain D (fuse.h) ----------------------------------------------+
+ *   domain D (ir/fusion.h) -----------------------------------------+
  *   nodes: formula calls, where, casts, constants, reductions (stages)  |
  *   operands from outside: loads, strides per domain dim <-- geometry   |
  *   stored nodes: stores (full) or row stores (row values)              |
@@ -18,7 +18,7 @@
 
 typedef struct lw {
     const cg_lower_in *in;
-    const ps_group *gr;
+    const ir_group *gr;
     cg_launch *out;
     int r;                             /* domain rank */
     int64_t dom[TJ_MAX_DIMS];          /* concrete domain sizes */
@@ -140,7 +140,7 @@ static int call(lw *L, const ir_node *n, ir_op op, const int *a, int na)
         ci.a[j] = cg_add_cvt(&L->out->k, a[j], cd);
     /* x / r with r constant along the row: x * (1 / r), one division per
      * row instead of per element, as the eager softmax does (<= 1 ulp) */
-    if (op == OP_div && L->gr->kind == PS_KERNEL_ROWS && ir_dtype_is_float(cd) && cd == ci.dt &&
+    if (op == OP_div && L->gr->kind == IR_GROUP_ROWS && ir_dtype_is_float(cd) && cd == ci.dt &&
         inner_dep(L, ci.a[0]) && !inner_dep(L, ci.a[1])) {
         int r = cg_add_inst(&L->out->k, &(cg_inst){.k = CG_CALL, .dt = cd, .op = OP_reciprocal, .cdt = cd,
                                                    .a = {ci.a[1]}});
@@ -420,7 +420,7 @@ static int cache_in_row(lw *L, int v, int b)
  * row values once per row. */
 static int stores(lw *L)
 {
-    const ps_fusion *f = L->in->f;
+    const ir_fusion *f = L->in->f;
     const ir_graph *g = L->in->g;
     int vals[CG_MAX_BUFS], n = 0;
     for (int i = 0; i < L->gr->nnodes; i++) {
@@ -444,8 +444,8 @@ static int stores(lw *L)
             return -1;
         L->out->store_slot[L->out->nstore++] = slot;
         int v = vals[n++];
-        bool row = L->gr->kind == PS_KERNEL_ROWS && !uses_inner(L, nd);
-        if (!row && L->gr->kind == PS_KERNEL_ROWS && (v = cache_in_row(L, v, b)) < 0)
+        bool row = L->gr->kind == IR_GROUP_ROWS && !uses_inner(L, nd);
+        if (!row && L->gr->kind == IR_GROUP_ROWS && (v = cache_in_row(L, v, b)) < 0)
             continue;
         if (row ? cg_add_row_store(&L->out->k, v, b) : cg_add_store(&L->out->k, v, b))
             return fail(L, "too many stores%s", NULL);
@@ -455,7 +455,7 @@ static int stores(lw *L)
 
 int cg_lower(const cg_lower_in *in, int gi, cg_launch *out, char *err, size_t nerr)
 {
-    const ps_group *gr = &in->f->groups[gi];
+    const ir_group *gr = &in->f->groups[gi];
     int *memo = malloc(sizeof(int) * ((size_t)in->g->nnodes + 1));
     if (!memo) {
         snprintf(err, nerr, "out of memory");
@@ -465,7 +465,7 @@ int cg_lower(const cg_lower_in *in, int gi, cg_launch *out, char *err, size_t ne
     for (int k = 0; k < in->g->nnodes; k++)
         memo[k] = -1;
     memset(out, 0, sizeof *out);
-    cg_kernel_init(&out->k, gr->kind == PS_KERNEL_ROWS ? CG_ROWS : CG_TILES, 0);
+    cg_kernel_init(&out->k, gr->kind == IR_GROUP_ROWS ? CG_ROWS : CG_TILES, 0);
     const ir_node *dn = in->g->nodes[gr->dom_node];
     const ir_type *dt = &in->types[slot_of(in->g, gr->dom_input ? dn->in[0] : dn)];
     L.r = dt->ndim;

@@ -1,4 +1,4 @@
-/* lower.h - a fused group (passes/fuse.h) at concrete sizes -> a cg_kernel
+/* lower.h - a fused group (ir/fusion.h) at concrete sizes -> a cg_kernel
  * and how to launch it (lower.c).
  *
  * Values are numbered like the graph executor's slots: graph inputs first
@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../passes/fuse.h"
+#include "../ir/fusion.h"
 #include "kernel.h"
 
 typedef struct cg_geom {
@@ -25,7 +25,7 @@ typedef struct cg_geom {
 
 typedef struct cg_lower_in {
     const ir_graph *g;
-    const ps_fusion *f;
+    const ir_fusion *f;
     const ir_type *types;              /* per slot: the concrete type */
     const cg_geom *geom;               /* per slot */
 } cg_lower_in;

@@ -15,8 +15,8 @@
  *   - no recomputation: each node is full, a row value (ROWS) or a scalar,
  *     or cheap (add, compare, where, ...) and not stored; stored nodes are
  *     not scalars in a larger loop;
- *   - size: the kernel's buffers, instructions and stages stay within the
- *     code generator's limits (PS_MAX_* below, under codegen/kernel.h's).
+ *   - size: nodes, buffers and reductions within IR_FUSE_MAX_* (ir/fusion.h:
+ *     derived from what one kernel can hold).
  *
  * What cannot be fused keeps a reason for the `fused` dump.
  */
@@ -26,10 +26,6 @@
 #include <string.h>
 
 #include "fuse.h"
-
-#define PS_MAX_NODES 200   /* nodes per kernel group (CG_MAX_INSTS is 512) */
-#define PS_MAX_BUFS 28     /* loads + stores per group (CG_MAX_BUFS is 32) */
-#define PS_MAX_REDS 8      /* reductions per group (CG_MAX_STAGES is 16) */
 
 typedef enum { C_PW, C_RED, C_VIEW, C_CONST, C_OTHER } ncls;
 
@@ -44,7 +40,7 @@ typedef struct fz {
     int *seen, seen_stamp;
     signed char (*map)[TJ_MAX_DIMS];
     bool *mapset;
-    ps_fusion *f;
+    ir_fusion *f;
     char why[256];
 } fz;
 
@@ -54,7 +50,7 @@ static void add_reason(fz *F, const char *fmt, ...) __attribute__((format(printf
 
 static void add_reason(fz *F, const char *fmt, ...)
 {
-    ps_fusion *f = F->f;
+    ir_fusion *f = F->f;
     char buf[512];
     va_list ap;
     va_start(ap, fmt);
@@ -297,7 +293,7 @@ static void row_map(const ir_node *r, signed char *m)
 /* ---- the legality check ----------------------------------------------------------------------- */
 
 typedef struct uinfo {
-    int ids[PS_MAX_NODES + 1];
+    int ids[IR_FUSE_MAX_NODES + 1];
     int n;
     bool rows;
     ir_type dom;
@@ -481,14 +477,14 @@ static bool masks_ok(fz *F, const uinfo *u)
 static bool small_enough(fz *F, const uinfo *u)
 {
     int stores = 0, nleaves = 0, reds = 0;
-    const ir_node *leaves[PS_MAX_BUFS + 1];
+    const ir_node *leaves[IR_FUSE_MAX_BUFS + 1];
     for (int i = 0; i < u->n; i++) {
         const ir_node *n = F->g->nodes[u->ids[i]];
         reds += F->cls[n->id] == C_RED;
         bool in_u = false, out = false;
         uses(F, n->id, &in_u, &out);
         stores += out;
-        for (int j = 0; j < n->nin && nleaves <= PS_MAX_BUFS; j++) {
+        for (int j = 0; j < n->nin && nleaves <= IR_FUSE_MAX_BUFS; j++) {
             const ir_node *o = n->in[j];
             if (!o || member(F, chain_end(o)) ||
                 (!ir_node_is_input(chain_end(o)) && F->cls[chain_end(o)->id] == C_CONST))
@@ -500,7 +496,7 @@ static bool small_enough(fz *F, const uinfo *u)
                 leaves[nleaves++] = o;
         }
     }
-    if (u->n > PS_MAX_NODES || stores + nleaves > PS_MAX_BUFS || reds > PS_MAX_REDS)
+    if (u->n > IR_FUSE_MAX_NODES || stores + nleaves > IR_FUSE_MAX_BUFS || reds > IR_FUSE_MAX_REDS)
         return failf(F, "the group would be too large for one kernel");
     return true;
 }
@@ -511,7 +507,7 @@ static bool check_union(fz *F, int ra, int rb, uinfo *u)
     u->n = 0;
     for (int r = 0; r < 2; r++)
         for (int k = r ? rb : ra; k >= 0; k = F->next[k]) {
-            if (u->n == PS_MAX_NODES)
+            if (u->n == IR_FUSE_MAX_NODES)
                 return failf(F, "the group would be too large for one kernel");
             F->mark[k] = F->stamp;
             u->ids[u->n++] = k;
@@ -539,7 +535,7 @@ static bool check_union(fz *F, int ra, int rb, uinfo *u)
 
 /* ---- driver -------------------------------------------------------------------------------- */
 
-static int fz_init(fz *F, const ir_graph *g, ps_fusion *f)
+static int fz_init(fz *F, const ir_graph *g, ir_fusion *f)
 {
     int n = g->nnodes;
     memset(F, 0, sizeof *F);
@@ -633,7 +629,7 @@ static void merge_producers(fz *F, const ir_node *n, uinfo *u)
  * dependences (through views), smallest first. Constants come first; each
  * view right after the group of the value it views (views between nodes of
  * one kernel group would otherwise make a cycle). */
-static int kahn(fz *F, ps_fusion *f, const int *rg, int *order)
+static int kahn(fz *F, ir_fusion *f, const int *rg, int *order)
 {
     int ng = f->ngroups, n = 0;
     int *indeg = calloc((size_t)ng + 1, sizeof(int));
@@ -655,7 +651,7 @@ static int kahn(fz *F, ps_fusion *f, const int *rg, int *order)
     }
     EDGES(indeg[rg[k]]++;)
     for (int gi = 0; gi < ng; gi++)
-        done[gi] = f->groups[gi].kind == PS_VIEW;
+        done[gi] = f->groups[gi].kind == IR_GROUP_VIEW;
     for (;;) {
         int pick = -1;
         for (int gi = 0; gi < ng && pick < 0; gi++)
@@ -673,11 +669,11 @@ static int kahn(fz *F, ps_fusion *f, const int *rg, int *order)
     return n;
 }
 
-static int order_groups(fz *F, ps_fusion *f, int *rg)
+static int order_groups(fz *F, ir_fusion *f, int *rg)
 {
     int ng = f->ngroups;
     int *order = malloc(sizeof(int) * ((size_t)ng + 1)), *out = malloc(sizeof(int) * ((size_t)ng + 1));
-    ps_group *sorted = malloc(sizeof *sorted * ((size_t)ng + 1));
+    ir_group *sorted = malloc(sizeof *sorted * ((size_t)ng + 1));
     int nk = order && out && sorted ? kahn(F, f, rg, order) : -1, n = 0;
     if (nk < 0) {
         free(order), free(out), free(sorted);
@@ -713,7 +709,7 @@ static int order_groups(fz *F, ps_fusion *f, int *rg)
     return 0;
 }
 
-static int build_groups(fz *F, ps_fusion *f, uinfo *u)
+static int build_groups(fz *F, ir_fusion *f, uinfo *u)
 {
     int *root_group = malloc(sizeof(int) * ((size_t)F->n + 1));
     f->groups = calloc((size_t)F->n + 1, sizeof *f->groups);
@@ -729,7 +725,7 @@ static int build_groups(fz *F, ps_fusion *f, uinfo *u)
     for (int k = 0; k < F->n; k++) {
         if (find(F, k) != k)
             continue;
-        ps_group *gr = &f->groups[root_group[k]];
+        ir_group *gr = &f->groups[root_group[k]];
         gr->nodes = malloc(sizeof(int) * (size_t)F->size[k]);
         if (!gr->nodes) {
             free(root_group);
@@ -738,12 +734,12 @@ static int build_groups(fz *F, ps_fusion *f, uinfo *u)
         for (int m = k; m >= 0; m = F->next[m])
             gr->nodes[gr->nnodes++] = m;
         ncls c = F->cls[k];
-        gr->kind = c == C_VIEW ? PS_VIEW : c == C_OTHER ? PS_EAGER : c == C_CONST ? PS_CONST : PS_KERNEL_PW;
-        if (gr->kind != PS_KERNEL_PW)
+        gr->kind = c == C_VIEW ? IR_GROUP_VIEW : c == C_OTHER ? IR_GROUP_EAGER : c == C_CONST ? IR_GROUP_CONST : IR_GROUP_PW;
+        if (gr->kind != IR_GROUP_PW)
             continue;
         /* final maps and domain of this group */
         check_union(F, k, -1, u);
-        gr->kind = u->rows ? PS_KERNEL_ROWS : PS_KERNEL_PW;
+        gr->kind = u->rows ? IR_GROUP_ROWS : IR_GROUP_PW;
         gr->dom_node = u->dom_node;
         gr->dom_input = u->dom_input;
         gr->nred = u->nred;
@@ -765,7 +761,7 @@ static int build_groups(fz *F, ps_fusion *f, uinfo *u)
 
 /* Whether consumer c reads m (one of its operands) at c's own index: m has
  * the domain's shape and c's map is the identity on m's dims. */
-static bool reads_at_own_index(const fz *F, const ps_fusion *f, const ir_node *c, const ir_node *m)
+static bool reads_at_own_index(const fz *F, const ir_fusion *f, const ir_node *c, const ir_node *m)
 {
     if (F->cls[c->id] == C_RED)
         return true;   /* a reduction reads its input at the domain's index */
@@ -777,10 +773,10 @@ static bool reads_at_own_index(const fz *F, const ps_fusion *f, const ir_node *c
     return true;
 }
 
-/* The kernel group whose epilogue eager node m can be, or -1 (see fuse.h);
+/* The kernel group whose epilogue eager node m can be, or -1 (see ir/fusion.h);
  * *first gets the first member reading m. When a kernel reads m but cannot
  * be its epilogue, why says so. */
-static int epilogue_group(const fz *F, const ps_fusion *f, const ir_node *m, int *first, char *why, size_t nw)
+static int epilogue_group(const fz *F, const ir_fusion *f, const ir_node *m, int *first, char *why, size_t nw)
 {
     why[0] = '\0';
     if ((m->op != OP_matmul && m->op != OP_conv2d) || !ir_dtype_is_float(m->type.dtype) ||
@@ -788,13 +784,13 @@ static int epilogue_group(const fz *F, const ps_fusion *f, const ir_node *m, int
         return -1;
     int g = -1;
     for (int c = F->cstart[m->id]; c < F->cstart[m->id + 1] && g < 0; c++) {
-        const ps_group *gc = &f->groups[f->group_of[F->cons[c]]];
-        if (gc->kind == PS_KERNEL_PW || gc->kind == PS_KERNEL_ROWS)
+        const ir_group *gc = &f->groups[f->group_of[F->cons[c]]];
+        if (ir_group_is_kernel(gc->kind))
             g = f->group_of[F->cons[c]];
     }
     if (g < 0)
         return -1;   /* no kernel reads it */
-    const ps_group *gr = &f->groups[g];
+    const ir_group *gr = &f->groups[g];
     const ir_node *dn = F->g->nodes[gr->dom_node];
     if (F->is_out[m->id])
         snprintf(why, nw, "no epilogue: it is a result of the graph");
@@ -823,9 +819,9 @@ static int epilogue_group(const fz *F, const ps_fusion *f, const ir_node *m, int
 
 /* Moves group `from` to just before group `to` (from < to; nothing between
  * them reads it) and renumbers. */
-static void move_group_before(ps_fusion *f, int from, int to)
+static void move_group_before(ir_fusion *f, int from, int to)
 {
-    ps_group moved = f->groups[from];
+    ir_group moved = f->groups[from];
     memmove(&f->groups[from], &f->groups[from + 1], sizeof *f->groups * (size_t)(to - 1 - from));
     f->groups[to - 1] = moved;
     for (int gi = from; gi < to; gi++)
@@ -836,7 +832,7 @@ static void move_group_before(ps_fusion *f, int from, int to)
 /* Marks each matmul or conv2d that a kernel group finishes and places it
  * right before that group. (Moves renumber groups: a group is known by a
  * member (epilogue_of holds the eager node's id until the end.) */
-static void find_epilogues(fz *F, ps_fusion *f)
+static void find_epilogues(fz *F, ir_fusion *f)
 {
     for (int gi = 0; gi < f->ngroups; gi++)
         f->groups[gi].epilogue = f->groups[gi].epilogue_of = -1;
@@ -855,8 +851,8 @@ static void find_epilogues(fz *F, ps_fusion *f)
         add_reason(F, "%%%d %s: epilogue of %%%d %s", first, opname(F->g->nodes[first]), k, opname(m));
     }
     for (int gi = 0; gi < f->ngroups; gi++) {
-        ps_group *gr = &f->groups[gi];
-        if (gr->kind != PS_KERNEL_PW && gr->kind != PS_KERNEL_ROWS)
+        ir_group *gr = &f->groups[gi];
+        if (gr->kind != IR_GROUP_PW && gr->kind != IR_GROUP_ROWS)
             continue;
         if (gr->epilogue_of >= 0) {
             gr->epilogue_of = f->group_of[gr->epilogue_of];
@@ -865,9 +861,9 @@ static void find_epilogues(fz *F, ps_fusion *f)
     }
 }
 
-ps_fusion *ps_fuse(const ir_graph *g, char *err, size_t nerr)
+ir_fusion *ps_fuse(const ir_graph *g, char *err, size_t nerr)
 {
-    ps_fusion *f = calloc(1, sizeof *f);
+    ir_fusion *f = calloc(1, sizeof *f);
     fz F;
     uinfo *u = malloc(sizeof *u);
     if (!f || !u || fz_init(&F, g, f))
@@ -898,89 +894,6 @@ oom:
     if (f && F.g)
         fz_free(&F);
     free(u);
-    ps_fusion_free(f);
+    ir_fusion_free(f);
     return NULL;
-}
-
-void ps_fusion_free(ps_fusion *f)
-{
-    if (!f)
-        return;
-    for (int i = 0; i < f->ngroups; i++)
-        free(f->groups[i].nodes);
-    free(f->groups);
-    free(f->group_of);
-    free(f->map);
-    free(f->stored);
-    for (int i = 0; i < f->nreasons; i++)
-        free(f->reasons[i]);
-    free(f->reasons);
-    free(f);
-}
-
-int ps_fusion_count(const ps_fusion *f, ps_group_kind kind)
-{
-    int n = 0;
-    for (int i = 0; i < f->ngroups; i++)
-        n += f->groups[i].kind == kind ||
-             (kind == PS_KERNEL_PW && f->groups[i].kind == PS_KERNEL_ROWS);
-    return n;
-}
-
-/* ---- text ------------------------------------------------------------------------------------ */
-
-static const char *kind_name(ps_group_kind k)
-{
-    static const char *const names[] = {"kernel", "kernel", "eager", "view", "const"};
-    return names[k];
-}
-
-static void print_group(FILE *o, const ps_fusion *f, int i)
-{
-    const ps_group *gr = &f->groups[i];
-    fprintf(o, "  %s %d", kind_name(gr->kind), i);
-    if (gr->kind == PS_KERNEL_PW || gr->kind == PS_KERNEL_ROWS) {
-        const ir_node *d = f->g->nodes[gr->dom_node];
-        ir_type t = gr->dom_input ? d->in[0]->type : d->type;
-        char b[IR_TYPE_BUF];
-        fprintf(o, " %s %s", gr->kind == PS_KERNEL_ROWS ? "rows" : "pointwise", ir_type_fmt(&t, b, sizeof b));
-        if (gr->kind == PS_KERNEL_ROWS)
-            fprintf(o, " reduce %d", gr->nred);
-    }
-    fprintf(o, ":");
-    for (int j = 0; j < gr->nnodes; j++)
-        fprintf(o, "%s %%%d %s", j ? "," : "", gr->nodes[j], ir_ops[f->g->nodes[gr->nodes[j]]->op].name);
-    if (gr->kind == PS_KERNEL_PW || gr->kind == PS_KERNEL_ROWS) {
-        fprintf(o, "; stores");
-        for (int j = 0; j < gr->nnodes; j++)
-            if (f->stored[gr->nodes[j]])
-                fprintf(o, " %%%d", gr->nodes[j]);
-        if (gr->epilogue_of >= 0) {
-            const ir_node *m = f->g->nodes[f->groups[gr->epilogue_of].nodes[0]];
-            fprintf(o, "; epilogue of %%%d %s", m->id, ir_ops[m->op].name);
-        }
-    }
-    fprintf(o, "\n");
-}
-
-char *ps_fusion_print(const ps_fusion *f)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *o = open_memstream(&buf, &len);
-    if (!o)
-        return NULL;
-    int nk = ps_fusion_count(f, PS_KERNEL_PW), ne = ps_fusion_count(f, PS_EAGER);
-    fprintf(o, "fused @%s: %d kernel%s, %d eager call%s {\n", f->g->name, nk, nk == 1 ? "" : "s", ne,
-            ne == 1 ? "" : "s");
-    for (int i = 0; i < f->ngroups; i++)
-        print_group(o, f, i);
-    fprintf(o, "}\n");
-    for (int i = 0; i < f->nreasons; i++)
-        fprintf(o, "// %s\n", f->reasons[i]);
-    if (fclose(o) != 0) {
-        free(buf);
-        return NULL;
-    }
-    return buf;
 }

@@ -10,7 +10,7 @@
  *               one batch per block, only when that operand is small (each
  *               block's GEMM packs it again: SC_SHARED_MAX)
  *             conv2d: one image per block
- *   then    its epilogue kernel (passes/fuse.h) on the block's tiles; another
+ *   then    its epilogue kernel (ir/fusion.h) on the block's tiles; another
  *           matmul or conv2d reading the last value as its sliced (left)
  *           operand, then its epilogue; ... A step in between that reads
  *           nothing the region makes moves before the head.
@@ -235,7 +235,7 @@ static int64_t tiles_per_unit(const cg_launch *l, int64_t nq, int64_t *B)
 /* Whether kernel step s is the epilogue of eager step e and can run per block. */
 static bool epilogue_ok(const former *F, const step *s, const step *e, const sc_region *rg)
 {
-    const ps_fusion *f = F->b->f;
+    const ir_fusion *f = F->b->f;
     int eslot = sc_slot_of(F->b->g, F->b->g->nodes[e->node]);
     if (!s->launch || f->groups[s->group].epilogue_of != e->group)
         return false;

@@ -34,7 +34,7 @@ struct sc_plan_set {
     bool prepared, unavailable;
     char why[512];
     ir_graph *prims;
-    ps_fusion *fusion;
+    ir_fusion *fusion;
     sc_plan *plans[SC_MAX_PLANS];
     int nplans;
     sc_plan_info info;
@@ -105,7 +105,7 @@ void sc_plans_free(sc_plan_set *ps)
         return;
     for (int i = 0; i < ps->nplans; i++)
         plan_free(ps->plans[i]);
-    ps_fusion_free(ps->fusion);
+    ir_fusion_free(ps->fusion);
     if (ps->prims != ps->src)
         ir_graph_free(ps->prims);
     pthread_mutex_destroy(&ps->mu);
@@ -150,13 +150,13 @@ static void prepare(sc_plan_set *ps)
         return;
     }
     if (ir_dump_enabled(NULL, "fused")) {
-        char *t = ps_fusion_print(ps->fusion);
+        char *t = ir_fusion_print(ps->fusion);
         dump_text(ps, "fused", t);
         free(t);
     }
     /* LLVM starts (about 1.3 ms, once per process) only for a graph with a
      * kernel: one made of library calls alone (sdpa, a matmul) never needs it. */
-    if (ps_fusion_count(ps->fusion, PS_KERNEL_PW) > 0 && !cg_jit_available(ps->why, sizeof ps->why))
+    if (ir_fusion_count(ps->fusion, IR_GROUP_PW) > 0 && !cg_jit_available(ps->why, sizeof ps->why))
         ps->unavailable = true;
 }
 
@@ -252,7 +252,7 @@ static void eager_group(builder *b, int gi)
 
 static void kernel_group(builder *b, int gi)
 {
-    const ps_group *gr = &b->f->groups[gi];
+    const ir_group *gr = &b->f->groups[gi];
     if (b->force_eager[gi]) {
         eager_group(b, gi);
         return;
@@ -287,14 +287,14 @@ static void kernel_group(builder *b, int gi)
 static void build_steps(builder *b)
 {
     for (int gi = 0; gi < b->f->ngroups && !b->failed; gi++) {
-        const ps_group *gr = &b->f->groups[gi];
+        const ir_group *gr = &b->f->groups[gi];
         switch (gr->kind) {
-        case PS_VIEW:
+        case IR_GROUP_VIEW:
             if (!b->done[b->g->ninputs + gr->nodes[0]])
                 view_geom(b, b->g->nodes[gr->nodes[0]]);
             break;
-        case PS_EAGER:
-        case PS_CONST: eager_node(b, gr->nodes[0]); break;
+        case IR_GROUP_EAGER:
+        case IR_GROUP_CONST: eager_node(b, gr->nodes[0]); break;
         default: kernel_group(b, gi); break;
         }
     }

@@ -2,7 +2,7 @@
  * kernels plus eager calls (plan.c).
  *
  * A plan set belongs to one compiled entry (one traced graph). On the first
- * call it decomposes and simplifies the graph and fuses it (passes/fuse.h);
+ * call it decomposes and simplifies the graph and fuses it (passes/fuse.h, ir/fusion.h);
  * per concrete input signature (shapes and strides) it builds a plan: the
  * steps in order (kernel launches, eager calls, views), every kernel lowered
  * and compiled (codegen/, kernels of one graph in parallel, through the

@@ -88,7 +88,7 @@ typedef struct sc_plan {
 /* What plan_build has at hand while it builds a plan. */
 typedef struct builder {
     const ir_graph *g;
-    const ps_fusion *f;
+    const ir_fusion *f;
     sc_plan *p;
     int cap;
     bool *force_eager;    /* per group */

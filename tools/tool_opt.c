@@ -28,15 +28,15 @@ static int list_passes(void)
 static int print_fused(const ir_graph *g)
 {
     char err[256];
-    ps_fusion *f = ps_fuse(g, err, sizeof err);
-    char *text = f ? ps_fusion_print(f) : NULL;
+    ir_fusion *f = ps_fuse(g, err, sizeof err);
+    char *text = f ? ir_fusion_print(f) : NULL;
     int rc = text ? 0 : 1;
     if (text)
         fputs(text, stdout);
     else
         fprintf(stderr, "tjit opt: %s\n", f ? "out of memory" : err);
     free(text);
-    ps_fusion_free(f);
+    ir_fusion_free(f);
     return rc;
 }
 
