@@ -5,7 +5,8 @@
  * keepdim (BOOL). The result drops the reduced dims, or keeps them as size 1
  * with keepdim. Dtypes follow PyTorch: sum/prod of integers and bool give i64;
  * mean/var/std need a float input; logsumexp of an integer or bool input
- * computes in f32; amax/amin keep the dtype; all/any give bool; argmax/argmin
+ * computes in f32; amax/amin keep the dtype; all/any give bool (u8 for a u8
+ * input, as PyTorch 1.13 does); argmax/argmin
  * give i64, take at most one dim (none: the flattened tensor) and reject bool.
  * Reductions without an identity (amax, amin, argmax, argmin) reject a reduced
  * dim of size 0.
@@ -91,7 +92,8 @@ static int infer_logical(IR_INFER_ARGS)
 {
     (void)nin;
     uint32_t mask;
-    return reduce_to(op, in[0], a, TJ_BOOL, out, &mask, err, nerr);
+    tj_dtype dt = in[0]->dtype == TJ_U8 ? TJ_U8 : TJ_BOOL;
+    return reduce_to(op, in[0], a, dt, out, &mask, err, nerr);
 }
 
 int ir_infer_sum(IR_INFER_ARGS) { return infer_sum_like(op, in, nin, a, out, err, nerr); }

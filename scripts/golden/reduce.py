@@ -42,10 +42,10 @@ def run(op, x, dims, keep, corr):
     if op == "logsumexp":
         return torch.logsumexp(x, d, keepdim=keep)
     if op in ("all", "any"):   # torch 1.13 takes one dim: reduce them one by one
-        r = x
+        r = getattr(torch, op)(x) if not d else x   # u8 in, u8 out; else bool
         for k in sorted([k % max(x.dim(), 1) for k in d], reverse=True):
             r = getattr(torch, op)(r, k, keepdim=keep)
-        return r if r.dtype == torch.bool else r.bool()
+        return r
     if op == "prod":           # torch 1.13 takes one dim
         r = x
         for k in sorted([k % max(x.dim(), 1) for k in d], reverse=True):
