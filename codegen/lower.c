@@ -316,11 +316,41 @@ static int kernel_dims(lw *L)
         o->sz[CG_SZ_STRIDE(k, b, no)] = s;
         k->bufs[b].inner = s == 0 ? 0 : s == 1 ? 1 : CG_STRIDED;
     }
-    o->ntiles = N == 0 ? 0 : rows * NB;
+    /* a rows kernel runs every row even when the rows are empty (N == 0):
+     * its reductions then store their identity (sum 0, prod 1, mean 0/0) */
+    o->ntiles = k->kind == CG_ROWS ? rows : N == 0 ? 0 : rows * NB;
     int64_t per = B > 0 ? B : 1;
     o->grain = per >= 32768 ? 1 : 32768 / per;
     if (k->kind == CG_ROWS && no >= 1 && N > 1)
         columns(o, no, osz, ostr, rows, N);
+    return 0;
+}
+
+/* Whether the launch writes every element of every value it stores: a value
+ * left partly unwritten would hand out memory nobody wrote (the plan then
+ * runs the group eagerly). Full values have the domain's rows x N elements,
+ * row values one per row; count the rows the tiles reach. */
+static int check_coverage(lw *L)
+{
+    const cg_launch *o = L->out;
+    const cg_kernel *k = &o->k;
+    int64_t N = o->sz[0], NB = o->sz[2], rows;
+    if (k->lanes)
+        rows = o->ntiles / NB * o->sz[3 + k->nouter - 1];
+    else
+        rows = k->kind == CG_ROWS ? o->ntiles : NB > 0 ? o->ntiles / NB : 0;
+    for (int b = 0; b < k->nbufs; b++) {
+        if (!k->bufs[b].out)
+            continue;
+        bool row = false;
+        for (int j = 0; j < k->nrow; j++)
+            row = row || k->row_buf[j] == b;
+        const ir_type *t = &L->in->types[o->args[b].base];
+        if (ir_type_numel(t) != (row ? rows : rows * N)) {
+            char ts[96];
+            return fail(L, "the launch would leave part of a stored %s unwritten", ir_type_str(t, ts, sizeof ts));
+        }
+    }
     return 0;
 }
 
@@ -470,7 +500,7 @@ int cg_lower(const cg_lower_in *in, int gi, cg_launch *out, char *err, size_t ne
     const ir_type *dt = &in->types[slot_of(in->g, gr->dom_input ? dn->in[0] : dn)];
     L.r = dt->ndim;
     memcpy(L.dom, dt->shape, sizeof L.dom);
-    int rc = stores(&L) || kernel_dims(&L) ? -1 : 0;
+    int rc = stores(&L) || kernel_dims(&L) || check_coverage(&L) ? -1 : 0;
     if (rc == 0) {
         cg_kernel_compact(&out->k);
         rc = cg_kernel_check(&out->k, err, nerr);

@@ -147,6 +147,18 @@ for op in ("sum", "mean", "prod", "logsumexp", "all", "any", "var", "std"):
 for op in ("amax", "amin", "argmax", "argmin"):
     case(op, "z_f32", "c", (0,), False)
     case(op, "z_f32", "c", (2,), True)
+# more empty shapes: rows of length 0 (compiled: a rows kernel whose loops never
+# run), leading empty dims (compiled: a reduction over a permuted view), 1-dim
+add_input("z2_f32", torch.randn(3, 0))
+add_input("z1_f32", torch.randn(0))
+add_input("z3_f64", torch.randn(2, 0, 70, dtype=torch.float64))
+for op in ("sum", "mean", "prod", "logsumexp", "all", "any", "var", "std"):
+    for dims in ((1,), None, (0,)):
+        case(op, "z2_f32", "c", dims, dims == (0,))
+    case(op, "z2_f32", "t", (0,), False)
+    case(op, "z1_f32", "c", None, False)
+    for dims in ((1,), (0, 1), (1, 2), (0, 2)):
+        case(op, "z3_f64", "c", dims, False)
 
 # larger shapes: lane tails, the column (outer) strategy, several parts of R
 add_input("m_f32", torch.randn(9, 37, 21) * 3 + 1)
