@@ -38,11 +38,6 @@ static int fail(lw *L, const char *fmt, const char *detail)
     return -1;
 }
 
-static int slot_of(const ir_graph *g, const ir_node *n)
-{
-    return ir_node_is_input(n) ? n->id : g->ninputs + n->id;
-}
-
 static bool is_member(const lw *L, const ir_node *n)
 {
     return n && !ir_node_is_input(n) && L->in->f->group_of[n->id] == (int)(L->gr - L->in->f->groups);
@@ -107,7 +102,7 @@ static int operand(lw *L, const ir_node *n, int j)
         for (int d = 0; d < o->type.ndim; d++)
             m[d] = o->type.shape[d] == 1 && n->type.shape[d + lead] != 1 ? -1 : mn[d + lead];
     }
-    int slot = slot_of(g, o);
+    int slot = ir_slot(g, o);
     int b = buffer(L, slot, m, L->in->types[slot].dtype, false);
     return b < 0 ? -1 : cg_add_load(&L->out->k, b);
 }
@@ -468,7 +463,7 @@ static int stores(lw *L)
         const ir_node *nd = g->nodes[L->gr->nodes[i]];
         if (!f->stored[nd->id])
             continue;
-        int slot = slot_of(g, nd);
+        int slot = ir_slot(g, nd);
         int b = buffer(L, slot, f->map[nd->id], nd->type.dtype, true);
         if (b < 0)
             return -1;
@@ -497,7 +492,7 @@ int cg_lower(const cg_lower_in *in, int gi, cg_launch *out, char *err, size_t ne
     memset(out, 0, sizeof *out);
     cg_kernel_init(&out->k, gr->kind == IR_GROUP_ROWS ? CG_ROWS : CG_TILES, 0);
     const ir_node *dn = in->g->nodes[gr->dom_node];
-    const ir_type *dt = &in->types[slot_of(in->g, gr->dom_input ? dn->in[0] : dn)];
+    const ir_type *dt = &in->types[ir_slot(in->g, gr->dom_input ? dn->in[0] : dn)];
     L.r = dt->ndim;
     memcpy(L.dom, dt->shape, sizeof L.dom);
     int rc = stores(&L) || kernel_dims(&L) || check_coverage(&L) ? -1 : 0;

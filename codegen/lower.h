@@ -1,11 +1,11 @@
 /* lower.h - a fused group (ir/fusion.h) at concrete sizes -> a cg_kernel
  * and how to launch it (lower.c).
  *
- * Values are numbered like the graph executor's slots: graph inputs first
- * (0 .. ninputs-1), then node k at ninputs + k. The caller (the plan) gives
- * each value's concrete type and, for values that live in memory (inputs,
- * outputs of earlier steps, views of those), where: a base slot, an element
- * offset from the base tensor's element 0, and strides in elements.
+ * Values are numbered by slot (ir_slot: graph inputs first, 0 .. ninputs-1,
+ * then node k at ninputs + k), like the graph executor's. The caller (the
+ * plan) gives each value's concrete type and, for values that live in memory
+ * (inputs, outputs of earlier steps, views of those), where: a base slot, an
+ * element offset from the base tensor's element 0, and strides in elements.
  */
 #ifndef TJ_CG_LOWER_H
 #define TJ_CG_LOWER_H

@@ -137,6 +137,15 @@ ir_node *ir_graph_find_input(const ir_graph *g, const char *name);
 
 static inline bool ir_node_is_input(const ir_node *n) { return n->op == IR_OP_INPUT; }
 
+/* Slots number every value of g in one range, as executors, plans and pass
+ * maps index them: the inputs first (0 .. ninputs-1), then op node k at
+ * ninputs + k; ir_nslots(g) of them. */
+static inline int ir_slot(const ir_graph *g, const ir_node *n)
+{
+    return ir_node_is_input(n) ? n->id : g->ninputs + n->id;
+}
+static inline int ir_nslots(const ir_graph *g) { return g->ninputs + g->nnodes; }
+
 /* n's attributes as a full ir_attrs (for ir_infer and kernels). */
 void ir_node_attrs(const ir_node *n, ir_attrs *out);
 

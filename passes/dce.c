@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 
-#include "pass.h"
+#include "rewrite.h"
 
 ir_graph *ps_dce(ir_graph *g, char *err, size_t nerr)
 {
@@ -30,9 +30,12 @@ ir_graph *ps_dce(ir_graph *g, char *err, size_t nerr)
             if (n->in[j] && !ir_node_is_input(n->in[j]))
                 live[n->in[j]->id] = true;
     }
-    ir_graph *h = dead ? ps_rebuild(g, live, err, nerr) : g;
+    ir_graph *h = dead ? ps_rebuild(g, live, NULL, NULL, err, nerr) : g;
     free(live);
     return h;
 }
 
-ir_graph *ps_cse(ir_graph *g, char *err, size_t nerr) { return ps_rebuild(g, NULL, err, nerr); }
+ir_graph *ps_cse(ir_graph *g, char *err, size_t nerr)
+{
+    return ps_rebuild(g, NULL, NULL, NULL, err, nerr);
+}

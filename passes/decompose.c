@@ -509,7 +509,7 @@ static ir_graph *decompose(ir_graph *g, const bool *keep, char *err, size_t nerr
                      ir_ops[c->op].name, MAX_ROUNDS);
             break;
         }
-        ir_graph *next = ps_rebuild_with(cur, decompose_node, (void *)keep, err, nerr);
+        ir_graph *next = ps_rebuild(cur, NULL, decompose_node, (void *)keep, err, nerr);
         if (cur != g)
             ir_graph_free(cur);
         if (!next)

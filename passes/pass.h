@@ -39,11 +39,6 @@ typedef struct ps_options {
 ir_graph *ps_run_pipeline(ir_graph *g, const char *pipeline, const ps_options *opt, char *err,
                           size_t nerr);
 
-/* Copies g into a new graph keeping only the nodes `keep` marks (indexed by
- * node id; NULL keeps all) and re-adding each through ir_graph_add, so
- * identical nodes merge. Inputs are all kept, in order. NULL on error. */
-ir_graph *ps_rebuild(const ir_graph *g, const bool *keep, char *err, size_t nerr);
-
 /* The passes (one file each, registered in pm.c). */
 ir_graph *ps_dce(ir_graph *g, char *err, size_t nerr);
 ir_graph *ps_cse(ir_graph *g, char *err, size_t nerr);

@@ -1,4 +1,4 @@
-/* pm.c - the pass manager: the pass registry, pipelines, and ps_rebuild. */
+/* pm.c - the pass manager: the pass registry and pipelines. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,63 +22,6 @@ const ps_pass *ps_pass_find(const char *name)
     for (const ps_pass *p = ps_passes; p->name; p++)
         if (!strcmp(p->name, name))
             return p;
-    return NULL;
-}
-
-ir_graph *ps_rebuild(const ir_graph *g, const bool *keep, char *err, size_t nerr)
-{
-    ir_graph *h = ir_graph_new(g->name);
-    ir_node **map = calloc((size_t)g->ninputs + (size_t)g->nnodes + 1, sizeof *map);
-    if (!h || !map) {
-        ir_graph_free(h);
-        free(map);
-        snprintf(err, nerr, "out of memory");
-        return NULL;
-    }
-#define SLOT(n) (ir_node_is_input(n) ? (n)->id : g->ninputs + (n)->id)
-    for (int k = 0; k < g->ninputs; k++) {
-        const ir_node *in = g->inputs[k];
-        if (!(map[k] = ir_graph_input(h, in->name, &in->type, in->param)))
-            goto fail;
-    }
-    for (int k = 0; k < g->nnodes; k++) {
-        const ir_node *n = g->nodes[k];
-        if (keep && !keep[k])
-            continue;
-        ir_node *small[64], **in = small;   /* a cat may have more inputs */
-        if (n->nin > 64 && !(in = malloc((size_t)n->nin * sizeof *in)))
-            goto oom;
-        for (int j = 0; j < n->nin; j++)
-            in[j] = n->in[j] ? map[SLOT(n->in[j])] : NULL;
-        ir_attrs a;
-        ir_node_attrs(n, &a);
-        map[g->ninputs + k] = ir_graph_add(h, n->op, in, n->nin, &a);
-        if (in != small)
-            free(in);
-        if (!map[g->ninputs + k])
-            goto fail;
-    }
-    ir_node **outs = malloc(((size_t)g->noutputs + 1) * sizeof *outs);
-    if (!outs)
-        goto oom;
-    for (int k = 0; k < g->noutputs; k++)
-        outs[k] = map[SLOT(g->outputs[k])];
-    int rc = ir_graph_set_outputs(h, outs, g->noutputs);
-    free(outs);
-    if (rc != 0)
-        goto fail;
-#undef SLOT
-    free(map);
-    return h;
-oom:
-    snprintf(err, nerr, "out of memory");
-    ir_graph_free(h);
-    free(map);
-    return NULL;
-fail:
-    snprintf(err, nerr, "%s", ir_graph_error(h));
-    ir_graph_free(h);
-    free(map);
     return NULL;
 }
 

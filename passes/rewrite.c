@@ -1,5 +1,6 @@
-/* rewrite.c - the rebuild-with-a-hook used by decompose, and the rule driver
- * used by simplify (see rewrite.h for the algorithm and its bounds). */
+/* rewrite.c - the one rebuild loop of the passes (dce, cse, decompose,
+ * split_reductions and the rule driver rebuild through it), and the rule
+ * driver used by simplify (see rewrite.h for the algorithm and its bounds). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,22 +8,27 @@
 
 enum { MAX_IN = 64, DEFAULT_SWEEPS = 32, DEFAULT_PER_NODE = 64 };
 
-static int slot_of(const ir_graph *g, const ir_node *n)
+/* A node re-added as it is (hash-consing merges it with an identical one). */
+static ir_node *copy_node(ps_builder *b, const ir_node *old, ir_node *const *in, void *ctx)
 {
-    return ir_node_is_input(n) ? n->id : g->ninputs + n->id;
+    ir_attrs a;
+    ir_node_attrs(old, &a);
+    return ps_b_op(b, old->op, in, old->nin, &a);
 }
 
-ir_graph *ps_rebuild_with(const ir_graph *g, ps_node_hook hook, void *ctx, char *err,
-                          size_t nerr)
+ir_graph *ps_rebuild(const ir_graph *g, const bool *keep, ps_node_hook hook, void *ctx, char *err,
+                     size_t nerr)
 {
     ir_graph *h = ir_graph_new(g->name);
-    ir_node **map = calloc((size_t)g->ninputs + (size_t)g->nnodes + 1, sizeof *map);
+    ir_node **map = calloc((size_t)ir_nslots(g) + 1, sizeof *map);
     ps_builder b;
     ps_b_init(&b, h);
     if (!h || !map) {
         snprintf(err, nerr, "out of memory");
         goto fail;
     }
+    if (!hook)
+        hook = copy_node;
     for (int k = 0; k < g->ninputs; k++) {
         const ir_node *in = g->inputs[k];
         if (!(map[k] = ir_graph_input(h, in->name, &in->type, in->param))) {
@@ -32,13 +38,15 @@ ir_graph *ps_rebuild_with(const ir_graph *g, ps_node_hook hook, void *ctx, char 
     }
     for (int k = 0; k < g->nnodes; k++) {
         const ir_node *n = g->nodes[k];
+        if (keep && !keep[k])
+            continue;
         ir_node *small[MAX_IN] = {0}, **in = small;
         if (n->nin > MAX_IN && !(in = calloc((size_t)n->nin, sizeof *in))) {   /* a long cat */
             snprintf(err, nerr, "out of memory");
             goto fail;
         }
         for (int j = 0; j < n->nin; j++)
-            in[j] = n->in[j] ? map[slot_of(g, n->in[j])] : NULL;
+            in[j] = n->in[j] ? map[ir_slot(g, n->in[j])] : NULL;
         ir_node *r = hook(&b, n, in, ctx);
         if (in != small)
             free(in);
@@ -47,7 +55,7 @@ ir_graph *ps_rebuild_with(const ir_graph *g, ps_node_hook hook, void *ctx, char 
                      b.failed ? b.err : "rewrite failed");
             goto fail;
         }
-        map[g->ninputs + k] = r;
+        map[ir_slot(g, n)] = r;
     }
     ir_node **outs = malloc(((size_t)g->noutputs + 1) * sizeof *outs);
     if (!outs) {
@@ -55,7 +63,7 @@ ir_graph *ps_rebuild_with(const ir_graph *g, ps_node_hook hook, void *ctx, char 
         goto fail;
     }
     for (int k = 0; k < g->noutputs; k++)
-        outs[k] = map[slot_of(g, g->outputs[k])];
+        outs[k] = map[ir_slot(g, g->outputs[k])];
     int rc = ir_graph_set_outputs(h, outs, g->noutputs);
     free(outs);
     if (rc != 0) {
@@ -245,7 +253,7 @@ ir_graph *ps_rewrite(ir_graph *g, const ps_rule *rules, int nrules, const ps_rew
             goto fail;
         }
         d.fired = 0;
-        ir_graph *next = ps_rebuild_with(cur, rule_hook, &d, err, nerr);
+        ir_graph *next = ps_rebuild(cur, NULL, rule_hook, &d, err, nerr);
         if (!next)
             goto fail;
         if (d.fired == 0) {   /* the fixed point: keep cur, the graph before this sweep */

@@ -37,10 +37,13 @@
 typedef ir_node *(*ps_node_hook)(ps_builder *b, const ir_node *old, ir_node *const *in,
                                  void *ctx);
 
-/* Rebuilds g into a new graph (same name and inputs), each op node replaced
- * by hook's result; the outputs follow. NULL with "%k = op: message" in err. */
-ir_graph *ps_rebuild_with(const ir_graph *g, ps_node_hook hook, void *ctx, char *err,
-                          size_t nerr);
+/* Rebuilds g into a new graph (same name, every input in order): each op
+ * node that keep marks (by node id; NULL keeps all), its inputs already
+ * rebuilt, is replaced by hook's result, or without a hook re-added as it is
+ * (identical nodes merge); the outputs follow. The one rebuild loop of the
+ * passes. NULL with "%k = op: message" in err. */
+ir_graph *ps_rebuild(const ir_graph *g, const bool *keep, ps_node_hook hook, void *ctx, char *err,
+                     size_t nerr);
 
 #define PS_ANY_OP (-1)
 

@@ -41,15 +41,10 @@ typedef struct split_ctx {
     ir_node **now;         /* per old node (inputs first): its node in the new graph */
 } split_ctx;
 
-static int slot(const split_ctx *c, const ir_node *n)
-{
-    return ir_node_is_input(n) ? n->id : c->g->ninputs + n->id;
-}
-
 /* The node standing for old node n in the new graph (inputs keep their order). */
 static ir_node *now_of(const split_ctx *c, const ps_builder *b, const ir_node *n)
 {
-    return ir_node_is_input(n) ? b->g->inputs[n->id] : c->now[slot(c, n)];
+    return ir_node_is_input(n) ? b->g->inputs[n->id] : c->now[ir_slot(c->g, n)];
 }
 
 static bool elementwise(const ir_node *n)
@@ -205,14 +200,14 @@ static ir_node *split_hook(ps_builder *b, const ir_node *old, ir_node *const *in
         ir_node_attrs(old, &a);
         r = ps_b_op(b, old->op, in, old->nin, &a);
     }
-    return c->now[slot(c, old)] = r;
+    return c->now[ir_slot(c->g, old)] = r;
 }
 
 ir_graph *ps_split_reductions(ir_graph *g, char *err, size_t nerr)
 {
     split_ctx c = {.g = g};
     c.uses = calloc((size_t)g->nnodes + 1, sizeof *c.uses);
-    c.now = calloc((size_t)g->ninputs + (size_t)g->nnodes + 1, sizeof *c.now);
+    c.now = calloc((size_t)ir_nslots(g) + 1, sizeof *c.now);
     ir_graph *h = NULL;
     if (!c.uses || !c.now) {
         snprintf(err, nerr, "out of memory");
@@ -225,7 +220,7 @@ ir_graph *ps_split_reductions(ir_graph *g, char *err, size_t nerr)
     for (int k = 0; k < g->noutputs; k++)
         if (!ir_node_is_input(g->outputs[k]))
             c.uses[g->outputs[k]->id]++;
-    h = ps_rebuild_with(g, split_hook, &c, err, nerr);
+    h = ps_rebuild(g, NULL, split_hook, &c, err, nerr);
 done:
     free(c.uses);
     free(c.now);

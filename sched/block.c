@@ -61,14 +61,14 @@ typedef struct former {
 
 static const ir_type *type_of(const former *F, const ir_node *n)
 {
-    return &F->b->p->types[sc_slot_of(F->b->g, n)];
+    return &F->b->p->types[ir_slot(F->b->g, n)];
 }
 
 /* Whether node n reads a value of the region (through views too). */
 static bool node_reads(const former *F, const ir_node *n)
 {
     for (int j = 0; j < n->nin; j++)
-        if (n->in[j] && F->produced[sc_slot_of(F->b->g, chain_end(n->in[j]))])
+        if (n->in[j] && F->produced[ir_slot(F->b->g, chain_end(n->in[j]))])
             return true;
     return false;
 }
@@ -189,10 +189,10 @@ static bool chain_ok(const former *F, step *s, const sc_region *rg)
     const ir_type *o = type_of(F, n);
     memset(s->slice, -1, sizeof s->slice);
     if ((n->op != OP_matmul && n->op != OP_conv2d) || !blas_dtype(o->dtype) ||
-        !F->produced[sc_slot_of(F->b->g, n->in[0])])
+        !F->produced[ir_slot(F->b->g, n->in[0])])
         return false;
     for (int j = 1; j < n->nin; j++)
-        if (n->in[j] && F->produced[sc_slot_of(F->b->g, chain_end(n->in[j]))])
+        if (n->in[j] && F->produced[ir_slot(F->b->g, chain_end(n->in[j]))])
             return false;
     if (o->ndim < rg->nd)
         return false;
@@ -236,7 +236,7 @@ static int64_t tiles_per_unit(const cg_launch *l, int64_t nq, int64_t *B)
 static bool epilogue_ok(const former *F, const step *s, const step *e, const sc_region *rg)
 {
     const ir_fusion *f = F->b->f;
-    int eslot = sc_slot_of(F->b->g, F->b->g->nodes[e->node]);
+    int eslot = ir_slot(F->b->g, F->b->g->nodes[e->node]);
     if (!s->launch || f->groups[s->group].epilogue_of != e->group)
         return false;
     for (int a = 0; a < s->launch->nargs; a++) {
@@ -276,7 +276,7 @@ static int form_one(former *F, int i, int *hoist)
     if (p->steps[i].kind != S_EAGER || !head_space(F, &p->steps[i], &rg))
         return i;
     memset(F->produced, 0, sizeof(bool) * (size_t)p->nslots);
-    F->produced[sc_slot_of(F->b->g, F->b->g->nodes[p->steps[i].node])] = true;
+    F->produced[ir_slot(F->b->g, F->b->g->nodes[p->steps[i].node])] = true;
     int last = i, nh = 0, nh_used = 0, eager = i;
     for (int t = i + 1; t < p->nsteps && t - last <= SC_LOOKAHEAD; t++) {
         step *s = &p->steps[t];
@@ -289,7 +289,7 @@ static int form_one(former *F, int i, int *hoist)
                 F->produced[s->launch->store_slot[k]] = true;
             eager = -1;
         } else if (s->kind == S_EAGER && chain_ok(F, s, &rg)) {
-            F->produced[sc_slot_of(F->b->g, F->b->g->nodes[s->node])] = true;
+            F->produced[ir_slot(F->b->g, F->b->g->nodes[s->node])] = true;
             eager = t;
         } else {
             break;
@@ -450,10 +450,10 @@ static int run_eager_block(const region_ctx *c, const step *s, const blk *k)
         out_sl[d] = (signed char)(d < c->rg->nd ? d : -1);
     for (int j = 0; j < n->nin && j < 3; j++)
         if (n->in[j]) {
-            slice_header(c, sc_slot_of(c->g, n->in[j]), s->slice[j], k, &h[j], &st[j]);
+            slice_header(c, ir_slot(c->g, n->in[j]), s->slice[j], k, &h[j], &st[j]);
             in[j] = &h[j];
         }
-    slice_header(c, sc_slot_of(c->g, n), out_sl, k, &h[3], &st[3]);
+    slice_header(c, ir_slot(c->g, n), out_sl, k, &h[3], &st[3]);
     ir_attrs a;
     ir_node_attrs(n, &a);
     return rt_kernels[n->op](n->op, &h[3], in, n->nin, &a);

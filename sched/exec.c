@@ -11,14 +11,9 @@
 
 #include "exec.h"
 
-static int slot(const ir_graph *g, const ir_node *n)
-{
-    return ir_node_is_input(n) ? n->id : g->ninputs + n->id;
-}
-
 int *sc_exec_last_use(const ir_graph *g)
 {
-    int n = g->ninputs + g->nnodes;
+    int n = ir_nslots(g);
     int *last = malloc((size_t)(n ? n : 1) * sizeof *last);
     if (!last)
         return NULL;
@@ -27,9 +22,9 @@ int *sc_exec_last_use(const ir_graph *g)
     for (int k = 0; k < g->nnodes; k++)
         for (int j = 0; j < g->nodes[k]->nin; j++)
             if (g->nodes[k]->in[j])
-                last[slot(g, g->nodes[k]->in[j])] = k;
+                last[ir_slot(g, g->nodes[k]->in[j])] = k;
     for (int k = 0; k < g->noutputs; k++)
-        last[slot(g, g->outputs[k])] = g->nnodes;   /* outputs live to the end */
+        last[ir_slot(g, g->outputs[k])] = g->nnodes;   /* outputs live to the end */
     return last;
 }
 
@@ -46,7 +41,7 @@ static tj_tensor *run_node(const ir_graph *g, const ir_node *n, tj_tensor **vals
         return NULL;
     }
     for (int j = 0; j < n->nin; j++) {
-        in[j] = n->in[j] ? vals[slot(g, n->in[j])] : NULL;
+        in[j] = n->in[j] ? vals[ir_slot(g, n->in[j])] : NULL;
         tp[j] = NULL;
         if (in[j]) {
             rt_type_of(in[j], &ty[j]);
@@ -73,7 +68,7 @@ static tj_tensor *run_node(const ir_graph *g, const ir_node *n, tj_tensor **vals
 
 int sc_exec(const ir_graph *g, tj_tensor *const *inputs, const int *last_use, tj_tensor **outs)
 {
-    int nslots = g->ninputs + g->nnodes;
+    int nslots = ir_nslots(g);
     tj_tensor *stack_vals[256];
     tj_tensor **vals = nslots <= 256 ? stack_vals : calloc((size_t)nslots, sizeof *vals);
     if (!vals) {
@@ -85,25 +80,26 @@ int sc_exec(const ir_graph *g, tj_tensor *const *inputs, const int *last_use, tj
     int k = 0;
     for (; k < g->nnodes; k++) {
         const ir_node *n = g->nodes[k];
-        if (!(vals[g->ninputs + k] = run_node(g, n, vals)))
+        int s = ir_slot(g, n);
+        if (!(vals[s] = run_node(g, n, vals)))
             break;
         for (int j = 0; j < n->nin; j++) {
             const ir_node *in = n->in[j];
-            if (in && !ir_node_is_input(in) && last_use[slot(g, in)] == k) {
-                tj_release(vals[slot(g, in)]);
-                vals[slot(g, in)] = NULL;
+            if (in && !ir_node_is_input(in) && last_use[ir_slot(g, in)] == k) {
+                tj_release(vals[ir_slot(g, in)]);
+                vals[ir_slot(g, in)] = NULL;
             }
         }
-        if (last_use[g->ninputs + k] < 0) {   /* dead node: free at once */
-            tj_release(vals[g->ninputs + k]);
-            vals[g->ninputs + k] = NULL;
+        if (last_use[s] < 0) {   /* dead node: free at once */
+            tj_release(vals[s]);
+            vals[s] = NULL;
         }
     }
     if (k == g->nnodes)
         for (int j = 0; j < g->noutputs; j++)
-            outs[j] = tj_retain(vals[slot(g, g->outputs[j])]);
+            outs[j] = tj_retain(vals[ir_slot(g, g->outputs[j])]);
     for (int j = 0; j < k; j++)
-        tj_release(vals[g->ninputs + j]);
+        tj_release(vals[ir_slot(g, g->nodes[j])]);
     if (vals != stack_vals)
         free(vals);
     return k == g->nnodes ? 0 : -1;

@@ -71,21 +71,21 @@ int sc_mem_lifetimes(const ir_graph *g, sc_plan *p)
         const ir_node *nd = g->nodes[s->node];
         for (int j = 0; j < nd->nin; j++)
             if (nd->in[j])
-                read_slot(p, sc_slot_of(g, nd->in[j]), i);
+                read_slot(p, ir_slot(g, nd->in[j]), i);
         if (s->kind == S_EAGER) {
-            int slot = sc_slot_of(g, nd);
+            int slot = ir_slot(g, nd);
             p->def[slot] = i;
             p->unplanned[slot] = ir_ops[nd->op].kind == IR_VIEW;
         }
     }
     for (int k = 0; k < g->noutputs; k++)
-        p->last_use[sc_slot_of(g, g->outputs[k])] = p->nsteps;
+        p->last_use[ir_slot(g, g->outputs[k])] = p->nsteps;
     for (int s = 0; s < p->nslots; s++) {
         const ir_node *nd = s < g->ninputs ? NULL : g->nodes[s - g->ninputs];
         if (!nd || p->def[s] >= 0)
             p->owner[s] = s;
         else if (ir_ops[nd->op].kind == IR_VIEW)
-            p->owner[s] = p->owner[sc_slot_of(g, nd->in[0])];
+            p->owner[s] = p->owner[ir_slot(g, nd->in[0])];
         else
             p->owner[s] = -1;
     }
@@ -154,8 +154,8 @@ int sc_mem_inplace(const ir_graph *g, sc_plan *p)
     for (int s = 0; s < p->nslots; s++)
         p->inplace_of[s] = -1;
     for (int k = 0; k < g->noutputs; k++)
-        if (p->owner[sc_slot_of(g, g->outputs[k])] >= 0)
-            ol[p->owner[sc_slot_of(g, g->outputs[k])]] = p->nsteps;
+        if (p->owner[ir_slot(g, g->outputs[k])] >= 0)
+            ol[p->owner[ir_slot(g, g->outputs[k])]] = p->nsteps;
     for (int i = 0; i < p->nsteps; i++) {
         cg_launch *l = p->steps[i].launch;
         for (int k = 0; p->steps[i].kind == S_KERNEL && k < l->nstore; k++) {
@@ -225,7 +225,7 @@ static int make_bufs(const ir_graph *g, sc_plan *p, const int *ol)
     }
     free(order);
     for (int k = 0; k < g->noutputs; k++) {
-        int o = p->owner[sc_slot_of(g, g->outputs[k])];
+        int o = p->owner[ir_slot(g, g->outputs[k])];
         if (o >= 0 && p->buf_of[o] >= 0)
             p->bufs[p->buf_of[o]].where = SC_OWN;
     }

@@ -54,11 +54,6 @@ bool sc_backend_llvm(void)
     return !b || strcmp(b, "eager") != 0;
 }
 
-static int slot_of(const ir_graph *g, const ir_node *n)
-{
-    return ir_node_is_input(n) ? n->id : g->ninputs + n->id;
-}
-
 /* ---- the plan set ------------------------------------------------------------------------ */
 
 sc_plan_set *sc_plans_new(const ir_graph *g, const char *name)
@@ -193,7 +188,7 @@ static void contiguous_geom(sc_plan *p, int slot)
 static void view_geom(builder *b, const ir_node *v)
 {
     sc_plan *p = b->p;
-    int in = slot_of(b->g, v->in[0]), out = slot_of(b->g, v);
+    int in = ir_slot(b->g, v->in[0]), out = ir_slot(b->g, v);
     const cg_geom *gi = &p->geom[in];
     p->geom[out].base = -1;
     if (gi->base < 0)
@@ -220,7 +215,7 @@ static void view_geom(builder *b, const ir_node *v)
 
 static void eager_node(builder *b, int k)
 {
-    int slot = b->g->ninputs + k;
+    int slot = ir_slot(b->g, b->g->nodes[k]);
     if (b->done[slot])
         return;
     if (ir_ops[b->g->nodes[k]->op].kind == IR_VIEW) {
@@ -260,7 +255,7 @@ static void kernel_group(builder *b, int gi)
     int nstored = 0;
     for (int i = 0; i < gr->nnodes; i++)
         if (b->f->stored[gr->nodes[i]]) {
-            contiguous_geom(b->p, b->g->ninputs + gr->nodes[i]);
+            contiguous_geom(b->p, ir_slot(b->g, b->g->nodes[gr->nodes[i]]));
             nstored++;
         }
     if (nstored == 0)   /* nothing reads it (dead code the passes left) */
@@ -281,7 +276,7 @@ static void kernel_group(builder *b, int gi)
     }
     s->launch = l;
     for (int i = 0; i < gr->nnodes; i++)
-        b->done[b->g->ninputs + gr->nodes[i]] = true;
+        b->done[ir_slot(b->g, b->g->nodes[gr->nodes[i]])] = true;
 }
 
 static void build_steps(builder *b)
@@ -290,7 +285,7 @@ static void build_steps(builder *b)
         const ir_group *gr = &b->f->groups[gi];
         switch (gr->kind) {
         case IR_GROUP_VIEW:
-            if (!b->done[b->g->ninputs + gr->nodes[0]])
+            if (!b->done[ir_slot(b->g, b->g->nodes[gr->nodes[0]])])
                 view_geom(b, b->g->nodes[gr->nodes[0]]);
             break;
         case IR_GROUP_EAGER:
@@ -310,7 +305,7 @@ static void drop_steps(builder *b)
         return;
     }
     for (int k = 0; k < b->g->noutputs; k++)
-        need[slot_of(b->g, b->g->outputs[k])] = true;
+        need[ir_slot(b->g, b->g->outputs[k])] = true;
     for (int i = p->nsteps - 1; i >= 0; i--) {
         step *s = &p->steps[i];
         if (s->kind == S_KERNEL) {
@@ -320,13 +315,13 @@ static void drop_steps(builder *b)
         }
         const ir_node *n = b->g->nodes[s->node];
         bool optional = s->kind == S_VIEW || ir_ops[n->op].kind == IR_CREATE;
-        if (optional && !need[slot_of(b->g, n)]) {
+        if (optional && !need[ir_slot(b->g, n)]) {
             s->node = -1;   /* dropped: views and constants nobody needs as a tensor */
             continue;
         }
         for (int j = 0; j < n->nin; j++)
             if (n->in[j])
-                need[slot_of(b->g, n->in[j])] = true;
+                need[ir_slot(b->g, n->in[j])] = true;
     }
     free(need);
     int w = 0;
@@ -384,13 +379,13 @@ static int infer_types(const ir_graph *g, sc_plan *p, tj_tensor *const *inputs)
         const ir_node *n = g->nodes[k];
         const ir_type *tp[64];
         for (int j = 0; j < n->nin && j < 64; j++)
-            tp[j] = n->in[j] ? &p->types[slot_of(g, n->in[j])] : NULL;
+            tp[j] = n->in[j] ? &p->types[ir_slot(g, n->in[j])] : NULL;
         ir_attrs a;
         ir_node_attrs(n, &a);
         char why[256];
-        if (n->nin > 64 || ir_infer(n->op, tp, n->nin, &a, &p->types[g->ninputs + k], why, sizeof why))
+        if (n->nin > 64 || ir_infer(n->op, tp, n->nin, &a, &p->types[ir_slot(g, n)], why, sizeof why))
             return -1;
-        p->geom[g->ninputs + k].base = -1;
+        p->geom[ir_slot(g, n)].base = -1;
     }
     return 0;
 }
@@ -450,7 +445,7 @@ static sc_plan *plan_alloc(const ir_graph *g)
     if (!p)
         return NULL;
     p->ninputs = g->ninputs;
-    p->nslots = g->ninputs + g->nnodes;
+    p->nslots = ir_nslots(g);
     size_t n = (size_t)p->nslots + 1;
     p->types = calloc(n, sizeof *p->types);
     p->in_strides = calloc((size_t)g->ninputs + 1, sizeof *p->in_strides);
@@ -565,10 +560,10 @@ static int run_node(const ir_graph *g, const sc_plan *p, const ir_node *n, tj_te
 {
     tj_tensor *in[64];
     for (int j = 0; j < n->nin && j < 64; j++)
-        in[j] = n->in[j] ? vals[slot_of(g, n->in[j])] : NULL;
+        in[j] = n->in[j] ? vals[ir_slot(g, n->in[j])] : NULL;
     ir_attrs a;
     ir_node_attrs(n, &a);
-    int slot = g->ninputs + n->id;
+    int slot = ir_slot(g, n);
     if (p->buf_of[slot] < 0) {
         if ((vals[slot] = rt_eager(n->op, in, n->nin, &a, &p->types[slot])))
             return 0;
@@ -611,7 +606,7 @@ static int plan_run(const ir_graph *g, const sc_plan *p, tj_tensor *const *input
     }
     if (rc == 0)
         for (int j = 0; j < g->noutputs; j++)
-            outs[j] = tj_retain(vals[slot_of(g, g->outputs[j])]);
+            outs[j] = tj_retain(vals[ir_slot(g, g->outputs[j])]);
     for (int k = g->ninputs; k < p->nslots; k++)
         tj_release(vals[k]);
     sc_mem_end(p, &m);

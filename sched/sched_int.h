@@ -3,8 +3,8 @@
  * in place, the arena) and block.c (blocked regions: a GEMM and its
  * epilogue block by block) share.
  *
- * Values are numbered in slots like the graph executor's: graph inputs first,
- * then node k at ninputs + k. A slot is *materialized* by the step that
+ * Values are numbered in slots (ir_slot: graph inputs first, then node k at
+ * ninputs + k), like the graph executor's. A slot is *materialized* by the step that
  * writes it (a kernel's stores, an eager call's result); a view slot lives in
  * its owner's memory (the materialized slot or input its view chain ends at).
  * Each materialized slot writes a *buffer*; a slot written in place over a
@@ -95,11 +95,6 @@ typedef struct builder {
     bool *done;           /* per slot: has a producing step */
     bool failed;
 } builder;
-
-static inline int sc_slot_of(const ir_graph *g, const ir_node *n)
-{
-    return ir_node_is_input(n) ? n->id : g->ninputs + n->id;
-}
 
 /* ---- mem.c -------------------------------------------------------------------------- */
 /* Sets p->owner and p->last_use for the steps as they are. 0, or -1 when out of memory. */

@@ -657,9 +657,9 @@ static void test_rebuild_hook_errors(void **state)
     (void)state;
     ir_graph *g = parse(G("%x: f32[4]", "%0 = exp %x : f32[4]\n return %0"));
     char err[256] = "";
-    assert_null(ps_rebuild_with(g, hook_fail, "no memory today", err, sizeof err));
+    assert_null(ps_rebuild(g, NULL, hook_fail, "no memory today", err, sizeof err));
     assert_string_equal(err, "%0 = exp: no memory today");
-    assert_null(ps_rebuild_with(g, hook_fail, NULL, err, sizeof err));
+    assert_null(ps_rebuild(g, NULL, hook_fail, NULL, err, sizeof err));
     assert_string_equal(err, "%0 = exp: rewrite failed");
     ir_graph_free(g);
 }

@@ -94,10 +94,10 @@ static int64_t exec_peak(const ir_graph *g)
             bool again = false;   /* an input read twice is freed once */
             for (int i = 0; i < j; i++)
                 again = again || n->in[i] == in;
-            if (in && !again && !ir_node_is_input(in) && last[g->ninputs + in->id] == k)
+            if (in && !again && !ir_node_is_input(in) && last[ir_slot(g, in)] == k)
                 live -= bytes_of(&in->type);
         }
-        if (last[g->ninputs + k] < 0)
+        if (last[ir_slot(g, n)] < 0)
             live -= bytes_of(&n->type);
     }
     free(last);
