@@ -128,8 +128,14 @@ void rt_type_of(const tj_tensor *t, ir_type *out)
         memcpy(out->shape, t->shape, (size_t)t->ndim * sizeof *t->shape);
 }
 
+/* PyTorch's rule: size-1 dims may have any stride, and a tensor without
+ * elements is contiguous whatever its strides (rt_contiguous_strides gives
+ * [1, 1] to a [3, 0] tensor, strides no element is ever read through). */
 bool rt_is_contiguous(const tj_tensor *t)
 {
+    for (int d = 0; d < t->ndim; d++)
+        if (t->shape[d] == 0)
+            return true;
     int64_t s = 1;
     for (int d = t->ndim - 1; d >= 0; d--) {
         if (t->shape[d] != 1 && t->strides[d] != s)

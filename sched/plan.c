@@ -67,11 +67,14 @@ sc_plan_set *sc_plans_new(const ir_graph *g, const char *name)
     return ps;
 }
 
+static void no_tiles(char **bufs, int64_t begin, int64_t end, const int64_t *sz);
+
 /* Frees the steps, giving their kernels back to the JIT (which may unload them). */
 static void free_steps(sc_plan *p)
 {
     for (int i = 0; i < p->nsteps; i++) {
-        cg_jit_release(p->steps[i].fn);
+        if (p->steps[i].fn != no_tiles)
+            cg_jit_release(p->steps[i].fn);
         free(p->steps[i].launch);
     }
     free(p->steps);
@@ -407,6 +410,13 @@ static void dump_kernel(const sc_plan_set *ps, const cg_launch *l, const cg_comp
     dump_text(ps, "asm", c->asm_text);
 }
 
+/* The code of a launch without tiles: its stored values have no elements
+ * (cg_lower checks it), so nothing is compiled for it. */
+static void no_tiles(char **bufs, int64_t begin, int64_t end, const int64_t *sz)
+{
+    (void)bufs, (void)begin, (void)end, (void)sz;
+}
+
 /* Compiles every kernel step; a kernel that fails marks its group eager.
  * Returns the number that failed. */
 static int compile_steps(sc_plan_set *ps, builder *b)
@@ -421,7 +431,9 @@ static int compile_steps(sc_plan_set *ps, builder *b)
         return 0;
     }
     for (int i = 0; i < p->nsteps; i++)
-        if (p->steps[i].kind == S_KERNEL) {
+        if (p->steps[i].kind == S_KERNEL && p->steps[i].launch->ntiles == 0)
+            p->steps[i].fn = no_tiles;   /* writes nothing (all it stores is empty) */
+        else if (p->steps[i].kind == S_KERNEL) {
             at[n] = i;
             ks[n++] = &p->steps[i].launch->k;
         }
