@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fe.h"
+#include "autograd.h"
 
 static tj_tensor *op_error(ir_op op, tj_tensor *const *in, int nin, const char *reason)
 {
@@ -43,7 +43,7 @@ tj_tensor *fe_apply(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a)
     }
     fe_trace *tr = fe_trace_current();
     if (tr)
-        return fe_trace_apply(tr, op, in, nin, a);
+        return fe_ag_record(op, in, nin, a, fe_trace_apply(tr, op, in, nin, a));
     if (ir_infer(op, (const ir_type *const *)tp, nin, a, &out, reason, sizeof reason) != 0)
         return op_error(op, in, nin, reason);
     tj_tensor *r = rt_eager(op, in, nin, a, &out);
@@ -53,7 +53,7 @@ tj_tensor *fe_apply(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a)
         snprintf(why, sizeof why, "%s", tj_last_error());
         return op_error(op, in, nin, why[0] ? why : "failed");
     }
-    return rt_own(r);
+    return fe_ag_record(op, in, nin, a, rt_own(r));
 }
 
 tj_tensor *fe_wrap_scalar(double v, const tj_tensor *like)

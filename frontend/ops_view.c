@@ -4,7 +4,7 @@
  * calls fe_apply; transpose and flatten are spelled as permute and reshape. */
 #include <stdio.h>
 
-#include "fe.h"
+#include "autograd.h"
 #include "../runtime/iter.h"
 
 /* A list attribute; a bad list (negative count, too long, NULL values) is
@@ -179,7 +179,7 @@ int tj_copy_(tj_tensor *dst, tj_tensor *src)
         return -1;
     }
     /* An in-place write is not recorded: while tracing it is a graph break. */
-    if (fe_trace_side_effect("tj_copy_"))
+    if (fe_trace_side_effect("tj_copy_") || fe_ag_check_inplace(dst, "copy_"))
         return -1;
     rt_describe_inputs("copy_", in, 2, head, sizeof head);
     for (int d = 0; d < dst->ndim; d++) {
@@ -200,6 +200,8 @@ int tj_copy_(tj_tensor *dst, tj_tensor *src)
     }
     int rc = rt_convert(dst, src);
     tj_release(tmp);
+    if (dst->storage)
+        atomic_fetch_add_explicit(&dst->storage->version, 1, memory_order_relaxed);
     if (rc != 0) {
         char why[512];
         snprintf(why, sizeof why, "%s", tj_last_error());

@@ -264,6 +264,23 @@ tj_tensor *tj_index_select(tj_tensor *x, int dim, tj_tensor *index);
 tj_tensor *tj_pad(tj_tensor *x, const int64_t *pads, int npairs, double value);
 tj_tensor *tj_flip(tj_tensor *x, const int *dims, int ndims);
 
+/* ---- autograd (reverse mode; docs/training.md) ----------------------------
+ * Mark leaves (weights) with tj_requires_grad; every op on a tensor that
+ * requires grad is recorded on a tape (nothing is recorded otherwise). After
+ * tj_backward(loss), tj_grad(w) is d loss / d w, summed over backward calls
+ * until tj_zero_grad. A backward frees the tape it ran (call the forward again
+ * for another backward). */
+int tj_requires_grad(tj_tensor *t, bool on);   /* float leaves only; 0 or -1 */
+bool tj_get_requires_grad(const tj_tensor *t);
+int tj_backward(tj_tensor *loss);              /* one-element result; 0 or -1 */
+int tj_backward_seed(tj_tensor *y, tj_tensor *seed);   /* seed: dL/dy, y's shape */
+tj_tensor *tj_grad(const tj_tensor *t);        /* borrowed, NULL before a backward */
+void tj_zero_grad(tj_tensor *t);               /* drops the accumulated gradient */
+tj_tensor *tj_detach(tj_tensor *t);            /* same data, no gradient history */
+void tj_no_grad_begin(void);                   /* like torch.no_grad(): nests */
+void tj_no_grad_end(void);
+bool tj_grad_enabled(void);
+
 /* ---- compile: trace a model function into a graph ------------------------ */
 /* A model: computes one tensor from args[0..nargs) with the ops above. Tensors
  * it reaches through ctx (weights) are captured by reference: an in-place

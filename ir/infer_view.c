@@ -13,7 +13,7 @@ static int check_list(const ir_attr *l, int max, const char *what, char *err, si
 }
 
 /* Python slice clamping of one bound against a dim of size n. */
-static int64_t clamp_bound(int64_t v, int64_t n)
+int64_t ir_slice_bound(int64_t v, int64_t n)
 {
     if (v < 0)
         v = v < -n ? 0 : v + n;
@@ -90,7 +90,7 @@ int ir_infer_slice(IR_INFER_ARGS)
     if (step <= 0)
         return ir_fail(err, nerr, "step must be positive, got %lld", (long long)step);
     int64_t n = in[0]->shape[d];
-    int64_t start = clamp_bound(a->a[1].i[0], n), end = clamp_bound(a->a[2].i[0], n);
+    int64_t start = ir_slice_bound(a->a[1].i[0], n), end = ir_slice_bound(a->a[2].i[0], n);
     ir_set(out, in[0]->dtype, ndim, in[0]->shape);
     out->shape[d] = end > start ? (end - start - 1) / step + 1 : 0;
     return 0;

@@ -46,6 +46,8 @@ bool ir_broadcast(const ir_type *a, const ir_type *b, int *ndim, int64_t *shape)
 /* Normalizes dim in [-ndim, ndim) to [0, ndim); -1 when out of range.
  * For ndim 0, dims -1 and 0 are accepted and map to 0 (PyTorch's rule). */
 int ir_norm_dim(int64_t dim, int ndim);
+/* Python slice clamping of one bound (start or end) against a dim of size n. */
+int64_t ir_slice_bound(int64_t v, int64_t n);
 
 /* ---- ops ------------------------------------------------------------------ */
 typedef enum ir_op {

@@ -19,9 +19,17 @@
 /* ---- storage and tensors ---------------------------------------------------- */
 typedef struct rt_storage {
     atomic_int refs;
+    atomic_uint version;   /* bumped by every in-place write (autograd checks saved tensors) */
     size_t nbytes;
     void *data;        /* 64-byte aligned, from rt_alloc */
 } rt_storage;
+
+/* A tensor's autograd state; its layout belongs to frontend/autograd.c. The
+ * runtime only calls release when the tensor is freed. */
+typedef struct rt_agmeta rt_agmeta;
+struct rt_agmeta {
+    void (*release)(rt_agmeta *m);
+};
 
 struct tj_tensor {
     atomic_int refs;
@@ -33,6 +41,7 @@ struct tj_tensor {
     int64_t offset;                 /* into storage, in elements */
     rt_storage *storage;            /* NULL only for symbolic tensors */
     void *sym;                      /* tracing: the graph value; NULL when concrete */
+    rt_agmeta *ag;                  /* autograd state (frontend/autograd.c) or NULL */
 };
 
 /* New contiguous tensor, uninitialized, refs 1, in no scope. NULL (error set)

@@ -155,6 +155,8 @@ tj_tensor *tj_retain(tj_tensor *t)
 void tj_release(tj_tensor *t)
 {
     if (t && atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) == 1) {
+        if (t->ag)
+            t->ag->release(t->ag);
         storage_release(t->storage);
         free(t);
     }

@@ -1,0 +1,455 @@
+/* autograd.c - reverse-mode automatic differentiation on a tape.
+ *
+ *   fe_apply --(an input requires grad, grad mode on)--> fe_ag_record: a node
+ *   tj_backward(y): nodes reachable from y, newest first (creation order is a
+ *       topological order), each node's gradient summed from its consumers,
+ *       its op's VJP (vjp*.c) run with grad mode off, the input gradients
+ *       summed to the input's shape and cast to its dtype, then sent to the
+ *       node that made the input or added into the leaf's .grad.
+ *
+ * Ownership: a tensor's state (ag_meta) holds its node (non-leaf) or its
+ * accumulated gradient (leaf). A node holds its saved values (detached
+ * headers), the nodes of its inputs and the leaves it feeds, never its own
+ * result, so there are no cycles. After a backward the nodes it ran drop their
+ * saved values (backward through them again is an error), as PyTorch does
+ * without retain_graph.
+ */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autograd.h"
+
+typedef struct ag_node ag_node;
+
+typedef struct ag_meta {
+    rt_agmeta base;          /* first: the runtime's release hook */
+    bool requires_grad;      /* a leaf the user marked */
+    tj_tensor *grad;         /* leaf: accumulated gradient (retained) */
+    ag_node *fn;             /* non-leaf: the node that made it (retained) */
+} ag_meta;
+
+typedef struct ag_input {
+    tj_tensor *saved;        /* detached header */
+    unsigned version;        /* storage version when saved */
+    bool need;
+    ag_node *fn;             /* gradient goes to this node (retained) ... */
+    tj_tensor *leaf;         /* ... or into this leaf's .grad (retained) */
+} ag_input;
+
+struct ag_node {
+    atomic_int refs;
+    ir_op op;
+    ir_attrs attrs;
+    uint64_t seq;            /* creation order */
+    bool released;           /* saved values dropped by a backward */
+    int walk;                /* during a backward: 1 + its index in the walk; else 0 */
+    tj_tensor *out;          /* detached header of the result */
+    unsigned out_version;
+    int nin;
+    ag_input in[];
+};
+
+static atomic_uint_fast64_t node_seq;
+static _Thread_local int no_grad_depth;
+
+/* ---- tensor state -------------------------------------------------------------- */
+
+static void node_release(ag_node *n);
+
+static void meta_release(rt_agmeta *m)
+{
+    ag_meta *am = (ag_meta *)m;
+    tj_release(am->grad);
+    node_release(am->fn);
+    free(am);
+}
+
+static ag_meta *meta_of(const tj_tensor *t) { return t ? (ag_meta *)t->ag : NULL; }
+
+static ag_meta *meta_get(tj_tensor *t)
+{
+    if (!t->ag) {
+        ag_meta *m = calloc(1, sizeof *m);
+        if (!m) {
+            rt_error("out of memory recording a gradient");
+            return NULL;
+        }
+        m->base.release = meta_release;
+        t->ag = &m->base;
+    }
+    return (ag_meta *)t->ag;
+}
+
+bool fe_ag_requires_grad(const tj_tensor *t)
+{
+    const ag_meta *m = meta_of(t);
+    return m && (m->requires_grad || m->fn);
+}
+
+/* A header for t's value (its storage, or its traced value) without autograd
+ * state; refs 1, in no scope. */
+static tj_tensor *detached(const tj_tensor *t)
+{
+    tj_tensor *d = rt_tensor_view(t, t->ndim, t->shape, t->strides, t->offset);
+    if (d) {
+        d->sym = t->sym;
+        d->weak = t->weak;
+    }
+    return d;
+}
+
+static unsigned version_of(const tj_tensor *t)
+{
+    return t->storage ? atomic_load_explicit(&t->storage->version, memory_order_relaxed) : 0;
+}
+
+/* ---- nodes ----------------------------------------------------------------------- */
+
+static void node_drop_saved(ag_node *n)
+{
+    for (int k = 0; k < n->nin; k++) {
+        tj_release(n->in[k].saved);
+        n->in[k].saved = NULL;
+    }
+    tj_release(n->out);
+    n->out = NULL;
+    n->released = true;
+}
+
+static void node_release(ag_node *n)
+{
+    if (!n || atomic_fetch_sub_explicit(&n->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    node_drop_saved(n);
+    for (int k = 0; k < n->nin; k++) {
+        node_release(n->in[k].fn);
+        tj_release(n->in[k].leaf);
+    }
+    free(n);
+}
+
+tj_tensor *fe_ag_record(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
+                        tj_tensor *r)
+{
+    if (!r || no_grad_depth > 0 || !ir_dtype_is_float(r->dtype))
+        return r;
+    bool any = false;
+    for (int k = 0; k < nin; k++)
+        any |= in[k] && ir_dtype_is_float(in[k]->dtype) && fe_ag_requires_grad(in[k]);
+    if (!any)
+        return r;
+    if (!ag_rules[op]->vjp) {
+        /* Such rows have non-float results; a float result here is a table bug. */
+        rt_error("%s: no gradient rule (%s)", ir_ops[op].name, ag_rules[op]->nondiff);
+        return NULL;
+    }
+    ag_node *n = calloc(1, sizeof *n + (size_t)nin * sizeof n->in[0]);
+    ag_meta *rm = meta_get(r);
+    if (!n || !rm) {
+        free(n);
+        if (!rt_has_error())
+            rt_error("%s: out of memory recording a gradient", ir_ops[op].name);
+        return NULL;
+    }
+    atomic_init(&n->refs, 1);
+    n->op = op;
+    n->attrs = *a;
+    n->seq = atomic_fetch_add(&node_seq, 1) + 1;
+    n->nin = nin;
+    bool ok = (n->out = detached(r)) != NULL;
+    n->out_version = version_of(r);
+    for (int k = 0; k < nin && ok; k++) {
+        ag_input *e = &n->in[k];
+        if (!in[k])
+            continue;
+        ok = (e->saved = detached(in[k])) != NULL;
+        e->version = version_of(in[k]);
+        ag_meta *m = meta_of(in[k]);
+        e->need = ir_dtype_is_float(in[k]->dtype) && fe_ag_requires_grad(in[k]);
+        if (!e->need)
+            continue;
+        if (m->fn) {
+            e->fn = m->fn;
+            atomic_fetch_add(&m->fn->refs, 1);
+        } else {
+            e->leaf = tj_retain(in[k]);
+        }
+    }
+    if (!ok) {
+        node_release(n);
+        return NULL;
+    }
+    node_release(rm->fn);   /* r is fresh: none, but keep the invariant */
+    rm->fn = n;
+    return r;
+}
+
+int fe_ag_check_inplace(const tj_tensor *dst, const char *what)
+{
+    const ag_meta *m = meta_of(dst);
+    if (no_grad_depth == 0 && m && m->requires_grad && !m->fn) {
+        rt_error("%s: a leaf tensor that requires grad cannot be written in place "
+                 "(use tj_no_grad_begin/end around the update)", what);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- public: marking and reading ------------------------------------------------------ */
+
+int tj_requires_grad(tj_tensor *t, bool on)
+{
+    if (!t) {
+        if (!rt_has_error())
+            rt_error("requires_grad: tensor is NULL");
+        return -1;
+    }
+    char d[64];
+    if (on && !ir_dtype_is_float(t->dtype)) {
+        rt_error("requires_grad(%s): only float tensors can require grad", tj_describe(t, d, sizeof d));
+        return -1;
+    }
+    ag_meta *m = on ? meta_get(t) : meta_of(t);
+    if (m && m->fn) {
+        rt_error("requires_grad(%s): the tensor is the result of a recorded op (not a leaf); "
+                 "use tj_detach to make a leaf", tj_describe(t, d, sizeof d));
+        return -1;
+    }
+    if (on && !m)
+        return -1;
+    if (m)
+        m->requires_grad = on;
+    return 0;
+}
+
+bool tj_get_requires_grad(const tj_tensor *t) { return fe_ag_requires_grad(t); }
+
+tj_tensor *tj_grad(const tj_tensor *t)
+{
+    const ag_meta *m = meta_of(t);
+    return m ? m->grad : NULL;
+}
+
+void tj_zero_grad(tj_tensor *t)
+{
+    ag_meta *m = meta_of(t);
+    if (m) {
+        tj_release(m->grad);
+        m->grad = NULL;
+    }
+}
+
+tj_tensor *tj_detach(tj_tensor *t)
+{
+    if (!t)
+        return NULL;
+    tj_tensor *d = detached(t);
+    return d ? rt_own(d) : NULL;
+}
+
+void tj_no_grad_begin(void) { no_grad_depth++; }
+void tj_no_grad_end(void)
+{
+    if (no_grad_depth > 0)
+        no_grad_depth--;
+}
+bool tj_grad_enabled(void) { return no_grad_depth == 0; }
+
+/* ---- backward ------------------------------------------------------------------------- */
+
+typedef struct walk {
+    ag_node **nodes;         /* reachable nodes */
+    tj_tensor **grads;       /* per node: gradient of its result so far */
+    int n, cap;
+} walk;
+
+static int node_index(const walk *w, const ag_node *n) { (void)w; return n->walk - 1; }
+
+static int collect(walk *w, ag_node *root)
+{
+    /* Depth-first with an explicit stack: graphs can be thousands of ops deep. */
+    int sp = 0, scap = 16;
+    ag_node **stack = malloc((size_t)scap * sizeof *stack);
+    if (!stack)
+        return -1;
+    stack[sp++] = root;
+    while (sp > 0) {
+        ag_node *n = stack[--sp];
+        if (n->walk)
+            continue;
+        if (w->n == w->cap) {
+            int cap = w->cap ? 2 * w->cap : 64;
+            ag_node **nn = realloc(w->nodes, (size_t)cap * sizeof *nn);
+            if (!nn)
+                goto oom;
+            w->nodes = nn;
+            w->cap = cap;
+        }
+        w->nodes[w->n++] = n;
+        n->walk = w->n;
+        for (int k = 0; k < n->nin; k++) {
+            if (!n->in[k].fn)
+                continue;
+            if (sp == scap) {
+                ag_node **ns = realloc(stack, (size_t)(scap *= 2) * sizeof *ns);
+                if (!ns)
+                    goto oom;
+                stack = ns;
+            }
+            stack[sp++] = n->in[k].fn;
+        }
+    }
+    free(stack);
+    return 0;
+oom:
+    free(stack);
+    return -1;
+}
+
+static int by_seq_desc(const void *a, const void *b)
+{
+    uint64_t x = (*(ag_node *const *)a)->seq, y = (*(ag_node *const *)b)->seq;
+    return (x < y) - (x > y);
+}
+
+/* acc + g, or g when acc is NULL (both in the current scope). */
+static tj_tensor *accumulate(tj_tensor *acc, tj_tensor *g) { return acc ? tj_add(acc, g) : g; }
+
+/* g shaped and typed like the saved input x. */
+static tj_tensor *fit(tj_tensor *g, const tj_tensor *x)
+{
+    g = ag_sum_to(g, x->ndim, x->shape);
+    if (g && g->dtype != x->dtype)
+        g = tj_cast(g, x->dtype);
+    return g;
+}
+
+static int run_node(walk *w, int i)
+{
+    ag_node *n = w->nodes[i];
+    char d[64];
+    if (n->released) {
+        rt_error("backward: the graph through %s was already used by a backward and freed "
+                 "(double backward is not supported)", ir_ops[n->op].name);
+        return -1;
+    }
+    for (int k = 0; k < n->nin; k++) {
+        const tj_tensor *s = n->in[k].saved;
+        if (s && n->in[k].need && version_of(s) != n->in[k].version) {
+            rt_error("backward: input %d of %s (%s) was modified in place after it was saved "
+                     "(version %u, saved at %u)", k, ir_ops[n->op].name,
+                     tj_describe(s, d, sizeof d), version_of(s), n->in[k].version);
+            return -1;
+        }
+    }
+    if (version_of(n->out) != n->out_version) {
+        rt_error("backward: the result of %s (%s) was modified in place after it was saved",
+                 ir_ops[n->op].name, tj_describe(n->out, d, sizeof d));
+        return -1;
+    }
+    tj_tensor *saved[FE_MAX_INPUTS], *gx[FE_MAX_INPUTS] = {0};
+    bool need[FE_MAX_INPUTS];
+    for (int k = 0; k < n->nin; k++) {
+        saved[k] = n->in[k].saved;
+        need[k] = n->in[k].need;
+    }
+    ag_ctx c = {n->op, &n->attrs, n->nin, saved, n->out, need};
+    if (ag_rules[n->op]->vjp(&c, w->grads[i], gx) != 0)
+        return -1;
+    for (int k = 0; k < n->nin; k++) {
+        ag_input *e = &n->in[k];
+        if (!e->need || !gx[k])
+            continue;
+        tj_tensor *g = fit(gx[k], e->saved);
+        if (!g)
+            return -1;
+        if (e->fn) {
+            int j = node_index(w, e->fn);
+            w->grads[j] = accumulate(w->grads[j], g);
+            if (!w->grads[j])
+                return -1;
+        } else {
+            ag_meta *m = meta_of(e->leaf);
+            tj_tensor *sum = accumulate(m->grad, g);
+            if (!sum)
+                return -1;
+            tj_keep(sum);
+            tj_release(m->grad);
+            m->grad = sum;
+        }
+    }
+    return 0;
+}
+
+int tj_backward_seed(tj_tensor *y, tj_tensor *seed)
+{
+    char d[64], e[64];
+    if (!y) {
+        if (!rt_has_error())
+            rt_error("backward: tensor is NULL");
+        return -1;
+    }
+    ag_meta *m = meta_of(y);
+    if (!m || !(m->fn || m->requires_grad)) {
+        rt_error("backward(%s): the tensor does not require grad (no input of the ops that "
+                 "made it requires grad)", tj_describe(y, d, sizeof d));
+        return -1;
+    }
+    if (!seed && tj_numel(y) != 1) {
+        rt_error("backward(%s): a gradient seed is needed for a result with more than one "
+                 "element (use tj_backward_seed)", tj_describe(y, d, sizeof d));
+        return -1;
+    }
+    if (seed && (seed->ndim != y->ndim || memcmp(seed->shape, y->shape, (size_t)y->ndim * sizeof y->shape[0]))) {
+        rt_error("backward(%s): seed %s has another shape", tj_describe(y, d, sizeof d),
+                 tj_describe(seed, e, sizeof e));
+        return -1;
+    }
+    tj_scope_begin();
+    no_grad_depth++;
+    int rc = -1;
+    walk w = {0};
+    tj_tensor *g0 = seed ? seed : tj_ones(y->dtype, y->ndim, y->shape);
+    if (!g0)
+        goto out;
+    if (!m->fn) {   /* y is a leaf: its gradient is the seed */
+        tj_tensor *g = fit(g0, y);
+        tj_tensor *sum = g ? accumulate(m->grad, g) : NULL;
+        if (!sum)
+            goto out;
+        tj_keep(sum);
+        tj_release(m->grad);
+        m->grad = sum;
+        rc = 0;
+        goto out;
+    }
+    if (collect(&w, m->fn) != 0 || !(w.grads = calloc((size_t)w.n, sizeof *w.grads))) {
+        rt_error("backward: out of memory");
+        goto out;
+    }
+    qsort(w.nodes, (size_t)w.n, sizeof *w.nodes, by_seq_desc);
+    for (int i = 0; i < w.n; i++)
+        w.nodes[i]->walk = i + 1;
+    w.grads[node_index(&w, m->fn)] = g0;
+    for (int i = 0; i < w.n; i++) {
+        if (!w.grads[i])
+            continue;   /* reachable but no gradient flowed here */
+        if (run_node(&w, i) != 0)
+            goto out;
+    }
+    for (int i = 0; i < w.n; i++)
+        node_drop_saved(w.nodes[i]);
+    rc = 0;
+out:
+    no_grad_depth--;
+    for (int i = 0; i < w.n; i++)
+        w.nodes[i]->walk = 0;
+    free(w.nodes);
+    free(w.grads);
+    tj_scope_end();
+    return rc;
+}
+
+int tj_backward(tj_tensor *y) { return tj_backward_seed(y, NULL); }

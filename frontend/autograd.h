@@ -1,0 +1,96 @@
+/* autograd.h - internal to the frontend: the tape (autograd.c) and the
+ * vector-Jacobian products of the ops (vjp*.c).
+ *
+ * Every op goes through fe_apply; when grad mode is on and an input requires
+ * grad, fe_ag_record adds a node to the tape: the op, its attributes, the
+ * inputs and the result, saved as detached headers (same storage or the same
+ * traced value, no autograd state), and where each input's gradient goes (the
+ * node that made the input, or the leaf itself). tj_backward walks the nodes
+ * reachable from a result in reverse creation order and calls each op's VJP.
+ *
+ * A VJP is written in tjit ops (the public entry points), so the same rule
+ * runs eagerly and, while a trace is recording, becomes the backward graph.
+ * The table of VJPs is generated from ir/ops.def: every row must define
+ * ag_vjp_<name> (vjp*.c) or the build fails.
+ */
+#ifndef TJ_FE_AUTOGRAD_H
+#define TJ_FE_AUTOGRAD_H
+
+#include "fe.h"
+
+/* What a VJP sees. in[k] and out are the saved values; need[k] says whether
+ * input k wants a gradient (a float input that requires grad). */
+typedef struct ag_ctx {
+    ir_op op;
+    const ir_attrs *a;
+    int nin;
+    tj_tensor *const *in;
+    tj_tensor *out;
+    const bool *need;
+} ag_ctx;
+
+/* Sets gx[k] for each k with need[k] to the gradient of input k given the
+ * gradient gy of the result (in the current scope; NULL when the input gets
+ * no gradient). A gradient may have the result's broadcast shape or dtype:
+ * the tape sums it over broadcast dims and casts it to the input's type.
+ * Returns 0, or -1 with an error set. */
+typedef int (*ag_vjp_fn)(const ag_ctx *c, tj_tensor *gy, tj_tensor **gx);
+
+/* An op's gradient rule: its VJP, or why it has none (its result is never
+ * differentiable: integer or bool results, or no inputs). */
+typedef struct ag_rule {
+    ag_vjp_fn vjp;
+    const char *nondiff;
+} ag_rule;
+
+/* Every row of ops.def defines ag_rule_<name> with AG_VJP or AG_NONDIFF (in
+ * vjp*.c); a row without one is a link error. */
+#define OP(name, kind, nmin, nmax, decomp, attrs) extern const ag_rule ag_rule_##name;
+#include "../ir/ops.def"
+extern const ag_rule *const ag_rules[IR_NUM_OPS];
+
+#define AG_VJP(name)                                                                  \
+    static int ag_vjp_##name(const ag_ctx *c, tj_tensor *g, tj_tensor **gx);          \
+    const ag_rule ag_rule_##name = {ag_vjp_##name, NULL};                             \
+    static int ag_vjp_##name(const ag_ctx *c, tj_tensor *g, tj_tensor **gx)
+#define AG_NONDIFF(name, why) const ag_rule ag_rule_##name = {NULL, why};
+
+/* In a VJP: sets gx[k] to expr when input k needs a gradient; returns -1
+ * from the VJP when expr fails. */
+#define AG_SET(k, expr)                                                               \
+    do {                                                                              \
+        if (c->need[k] && !(gx[k] = (expr)))                                          \
+            return -1;                                                                \
+    } while (0)
+
+/* Records op (inputs in, result r just made) on the tape when grad mode is on
+ * and an input requires grad. Returns r, or NULL (error set; r stays in its
+ * scope) when out of memory. */
+tj_tensor *fe_ag_record(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
+                        tj_tensor *r);
+/* Whether t requires grad (a leaf marked so, or made by a recorded op). */
+bool fe_ag_requires_grad(const tj_tensor *t);
+/* An in-place write to dst is about to happen: fails (-1, error set) when dst
+ * is a leaf that requires grad while grad mode is on; else bumps nothing and
+ * returns 0. The writer bumps the storage version after writing. */
+int fe_ag_check_inplace(const tj_tensor *dst, const char *what);
+
+/* ---- helpers shared by the VJP files --------------------------------------------- */
+/* g summed over the dims broadcasting added to shape (ndim dims). */
+tj_tensor *ag_sum_to(tj_tensor *g, int ndim, const int64_t *shape);
+/* A 0-dim constant of t's dtype. */
+tj_tensor *ag_const(const tj_tensor *t, double v);
+/* g where mask, else 0 (mask bool, broadcast). */
+tj_tensor *ag_masked(tj_tensor *g, tj_tensor *mask);
+/* g, of a reduction's result, with the reduced dims put back (size 1) when
+ * the reduction dropped them, then expanded to x's shape. */
+tj_tensor *ag_unreduce(tj_tensor *g, const ir_attr *dims, bool keepdim, const tj_tensor *x);
+/* g padded with zeros along dim: before, after (both >= 0). */
+tj_tensor *ag_pad_dim(tj_tensor *g, int dim, int64_t before, int64_t after);
+/* g with step-1 zeros between its elements along dim: n -> (n-1)*step+1. */
+tj_tensor *ag_interleave(tj_tensor *g, int dim, int64_t step);
+/* Places g (a slice along dim from start with step) into zeros that are len
+ * long along dim: the adjoint of a strided slice. */
+tj_tensor *ag_unslice(tj_tensor *g, int dim, int64_t start, int64_t step, int64_t len);
+
+#endif

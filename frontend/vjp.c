@@ -1,0 +1,117 @@
+/* vjp.c - the table of gradient rules (generated from ops.def) and the
+ * helpers the rules share. The rules themselves: vjp_pointwise.c (pointwise
+ * ops), vjp_shape.c (reductions, views, data movement), vjp_nn.c
+ * (contractions and network ops). */
+#include <string.h>
+
+#include "autograd.h"
+
+const ag_rule *const ag_rules[IR_NUM_OPS] = {
+#define OP(name, kind, nmin, nmax, decomp, attrs) [OP_##name] = &ag_rule_##name,
+#include "../ir/ops.def"
+};
+
+/* Ops with no inputs, or whose results are integer or bool. */
+AG_NONDIFF(isnan, "bool result")
+AG_NONDIFF(isinf, "bool result")
+AG_NONDIFF(isfinite, "bool result")
+AG_NONDIFF(logical_not, "bool result")
+AG_NONDIFF(bitwise_not, "integer result")
+AG_NONDIFF(eq, "bool result")
+AG_NONDIFF(ne, "bool result")
+AG_NONDIFF(lt, "bool result")
+AG_NONDIFF(le, "bool result")
+AG_NONDIFF(gt, "bool result")
+AG_NONDIFF(ge, "bool result")
+AG_NONDIFF(logical_and, "bool result")
+AG_NONDIFF(logical_or, "bool result")
+AG_NONDIFF(logical_xor, "bool result")
+AG_NONDIFF(bitwise_and, "integer result")
+AG_NONDIFF(bitwise_or, "integer result")
+AG_NONDIFF(bitwise_xor, "integer result")
+AG_NONDIFF(all, "bool result")
+AG_NONDIFF(any, "bool result")
+AG_NONDIFF(argmax, "integer result")
+AG_NONDIFF(argmin, "integer result")
+AG_NONDIFF(scalar, "no inputs")
+AG_NONDIFF(full, "no inputs")
+AG_NONDIFF(arange, "no inputs")
+AG_NONDIFF(rand, "no inputs")
+AG_NONDIFF(randn, "no inputs")
+
+tj_tensor *ag_const(const tj_tensor *t, double v) { return tj_scalar(t->dtype, v); }
+
+tj_tensor *ag_masked(tj_tensor *g, tj_tensor *mask)
+{
+    return g && mask ? tj_where(mask, g, ag_const(g, 0)) : NULL;
+}
+
+tj_tensor *ag_sum_to(tj_tensor *g, int ndim, const int64_t *shape)
+{
+    if (!g)
+        return NULL;
+    int lead = g->ndim - ndim;
+    if (lead > 0) {
+        int dims[TJ_MAX_DIMS];
+        for (int d = 0; d < lead; d++)
+            dims[d] = d;
+        if (!(g = tj_sum(g, dims, lead, false)))
+            return NULL;
+    }
+    int dims[TJ_MAX_DIMS], n = 0;
+    for (int d = 0; d < ndim && d < g->ndim; d++)
+        if (shape[d] == 1 && g->shape[d] != 1)
+            dims[n++] = d;
+    if (n && !(g = tj_sum(g, dims, n, true)))
+        return NULL;
+    if (g->ndim != ndim || memcmp(g->shape, shape, (size_t)ndim * sizeof *shape))
+        g = tj_expand(g, ndim, shape);   /* a gradient that was broadcast itself */
+    return g;
+}
+
+tj_tensor *ag_unreduce(tj_tensor *g, const ir_attr *dims, bool keepdim, const tj_tensor *x)
+{
+    uint32_t mask = ir_dims_of(dims, x->ndim);
+    if (!keepdim)
+        for (int d = 0; d < x->ndim && g; d++)
+            if (mask >> d & 1)
+                g = tj_unsqueeze(g, d);
+    return g ? tj_expand(g, x->ndim, x->shape) : NULL;
+}
+
+tj_tensor *ag_pad_dim(tj_tensor *g, int dim, int64_t before, int64_t after)
+{
+    if (!g || (before == 0 && after == 0))
+        return g;
+    int64_t pads[2 * TJ_MAX_DIMS] = {0};
+    int npairs = g->ndim - dim;
+    pads[2 * (npairs - 1)] = before;
+    pads[2 * (npairs - 1) + 1] = after;
+    return tj_pad(g, pads, npairs, 0.0);
+}
+
+tj_tensor *ag_interleave(tj_tensor *g, int dim, int64_t step)
+{
+    int64_t n = g ? g->shape[dim] : 0;
+    if (!g || step == 1 || n == 0)
+        return g;
+    /* [n] -> [n,1] -> [n,step] (zeros after each) -> [n*step] -> the first (n-1)*step+1 */
+    int64_t shape[TJ_MAX_DIMS];
+    memcpy(shape, g->shape, sizeof shape);
+    shape[dim] = n * step;
+    int ndim = g->ndim;
+    g = ag_pad_dim(tj_unsqueeze(g, dim + 1), dim + 1, 0, step - 1);
+    return tj_slice(tj_reshape(g, ndim, shape), dim, 0, (n - 1) * step + 1, 1);
+}
+
+tj_tensor *ag_unslice(tj_tensor *g, int dim, int64_t start, int64_t step, int64_t len)
+{
+    if (g && g->shape[dim] == 0) {
+        int64_t shape[TJ_MAX_DIMS];
+        memcpy(shape, g->shape, sizeof shape);
+        shape[dim] = len;
+        return tj_zeros(g->dtype, g->ndim, shape);
+    }
+    g = ag_interleave(g, dim, step);
+    return g ? ag_pad_dim(g, dim, start, len - start - g->shape[dim]) : NULL;
+}

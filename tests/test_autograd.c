@@ -1,0 +1,335 @@
+/* test_autograd.c - eager autograd: the tape, its errors, and every gradient
+ * rule checked against central finite differences in f64 (gradcheck).
+ *
+ * The gradcheck cases are text-IR graphs in tests/grad/cases.tir; each is run
+ * op by op through the eager API (so the tape records it), the loss is
+ * sum_k sum(y_k * r_k) for fixed random r_k, and every float input's
+ * gradient is compared with (L(x + h) - L(x - h)) / 2h at every element.
+ * Every op with a gradient rule must appear in some case.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../frontend/autograd.h"
+#include "../ir/graph.h"
+#include "util.h"
+
+/* ---- running a parsed graph through the eager API --------------------------------- */
+
+/* Values of g's inputs and nodes (slots: inputs, then nodes), in the scope. */
+static int run_graph(const ir_graph *g, tj_tensor **slot)
+{
+    for (int k = 0; k < g->nnodes; k++) {
+        const ir_node *n = g->nodes[k];
+        tj_tensor *in[FE_MAX_INPUTS];
+        for (int j = 0; j < n->nin; j++) {
+            const ir_node *m = n->in[j];
+            in[j] = !m ? NULL : m->op == IR_OP_INPUT ? slot[m->id] : slot[g->ninputs + m->id];
+        }
+        ir_attrs a = {0};
+        for (int j = 0; j < ir_ops[n->op].nattrs; j++)
+            a.a[j] = n->attrs[j];
+        tj_tensor *r = fe_apply(n->op, in, n->nin, &a);
+        if (!r) {
+            fprintf(stderr, "%s: %s\n", ir_ops[n->op].name, tj_last_error());
+            return -1;
+        }
+        slot[g->ninputs + k] = r;
+    }
+    return 0;
+}
+
+static tj_tensor *output(const ir_graph *g, tj_tensor **slot, int k)
+{
+    const ir_node *o = g->outputs[k];
+    return o->op == IR_OP_INPUT ? slot[o->id] : slot[g->ninputs + o->id];
+}
+
+/* A deterministic generator for the inputs (not tjit's: independent of it). */
+static uint64_t rng_state;
+static double uniform(void)
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+static double normal(void)
+{
+    double u = uniform() + 1e-12, v = uniform();
+    return sqrt(-2 * log(u)) * cos(2 * M_PI * v);
+}
+
+/* An input drawn by its name (see cases.tir). */
+static tj_tensor *make_input(const ir_node *in)
+{
+    const ir_type *t = &in->type;
+    int64_t n = 1;
+    for (int d = 0; d < t->ndim; d++)
+        n *= t->shape[d];
+    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    assert_non_null(v);
+    char kind = in->name[0];
+    long range = kind == 'i' ? strtol(in->name + 1, NULL, 10) : 0;
+    int64_t last = t->ndim ? t->shape[t->ndim - 1] : 1;
+    for (int64_t k = 0; k < n; k++) {
+        switch (kind) {
+        case 'p': v[k] = 0.5 + 1.5 * uniform(); break;
+        case 'u': v[k] = -0.8 + 1.6 * uniform(); break;
+        case 'g': v[k] = 1.2 + 1.8 * uniform(); break;
+        case 'm': v[k] = k % last == 0 || uniform() < 0.6; break;
+        case 'i': v[k] = (double)(int64_t)(uniform() * (double)range); break;
+        case 'z': v[k] = (k % 3 == 0 || k == 4) ? 0 : 1; break;
+        default: v[k] = normal(); break;
+        }
+    }
+    tj_tensor *x = tu_tensor(t->dtype, t->ndim, t->shape, v);
+    free(v);
+    return x;
+}
+
+static bool wants_grad(const ir_node *in)
+{
+    return in->type.dtype == TJ_F64 && in->name[0] != 'z';
+}
+
+/* L = sum_k sum(y_k * r_k) */
+static tj_tensor *loss_of(const ir_graph *g, tj_tensor **slot, tj_tensor **r)
+{
+    tj_tensor *l = NULL;
+    for (int k = 0; k < g->noutputs; k++) {
+        tj_tensor *y = tj_cast(output(g, slot, k), TJ_F64);
+        tj_tensor *t = tj_sum(tj_mul(y, r[k]), NULL, 0, false);
+        l = l ? tj_add(l, t) : t;
+    }
+    return l;
+}
+
+static double loss_value(const ir_graph *g, tj_tensor **slot, tj_tensor **r)
+{
+    tj_no_grad_begin();
+    tj_scope_begin();
+    double v = run_graph(g, slot) == 0 ? tj_item(loss_of(g, slot, r)) : NAN;
+    tj_scope_end();
+    tj_no_grad_end();
+    return v;
+}
+
+static int check_case(const ir_graph *g, bool *covered)
+{
+    int bad = 0;
+    tj_tensor **slot = calloc((size_t)(g->ninputs + g->nnodes), sizeof *slot);
+    tj_tensor **r = calloc((size_t)g->noutputs, sizeof *r);
+    assert_true(slot && r);
+    for (int k = 0; k < g->ninputs; k++) {
+        slot[k] = make_input(g->inputs[k]);
+        if (wants_grad(g->inputs[k]))
+            assert_int_equal(tj_requires_grad(slot[k], true), 0);
+    }
+    for (int k = 0; k < g->nnodes; k++)
+        covered[g->nodes[k]->op] = true;
+    assert_int_equal(run_graph(g, slot), 0);
+    for (int k = 0; k < g->noutputs; k++) {
+        const ir_type *t = &g->outputs[k]->type;
+        r[k] = tj_randn(TJ_F64, t->ndim, t->shape);
+    }
+    tj_tensor *l = loss_of(g, slot, r);
+    assert_non_null(l);
+    if (tj_backward(l) != 0)
+        fail_msg("@%s: backward: %s", g->name, tj_last_error());
+    const double h = 1e-6;
+    for (int k = 0; k < g->ninputs; k++) {
+        if (!wants_grad(g->inputs[k]))
+            continue;
+        tj_tensor *x = slot[k], *gx = tj_grad(x);
+        double *xv = tj_data(x);
+        for (int64_t e = 0; e < tj_numel(x); e++) {
+            double save = xv[e];
+            xv[e] = save + h;
+            double lp = loss_value(g, slot, r);
+            xv[e] = save - h;
+            double lm = loss_value(g, slot, r);
+            xv[e] = save;
+            double num = (lp - lm) / (2 * h), ana = gx ? ((double *)tj_data(tj_contiguous(gx)))[e] : 0;
+            if (!(fabs(num - ana) <= 1e-5 + 1e-4 * fabs(num))) {
+                if (bad++ < 5)
+                    fprintf(stderr, "@%s: d/d%%%s[%lld]: tape %.9g, finite differences %.9g\n",
+                            g->name, g->inputs[k]->name, (long long)e, ana, num);
+            }
+        }
+    }
+    free(slot);
+    free(r);
+    return bad;
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
+        free(s);
+        s = NULL;
+    }
+    if (s)
+        s[n] = 0;
+    fclose(f);
+    *len = (size_t)n;
+    return s;
+}
+
+static void test_gradcheck(void **state)
+{
+    (void)state;
+    size_t len;
+    char *src = read_file("tests/grad/cases.tir", &len);
+    assert_non_null(src);
+    bool covered[IR_NUM_OPS] = {0};
+    int cases = 0, bad = 0;
+    rng_state = 1;
+    tj_manual_seed(1);
+    for (char *p = strstr(src, "graph @"); p;) {
+        char *next = strstr(p + 1, "graph @");
+        size_t n = next ? (size_t)(next - p) : strlen(p);
+        char err[512];
+        ir_graph *g = ir_parse(p, n, "tests/grad/cases.tir", err, sizeof err);
+        if (!g)
+            fail_msg("%s", err);
+        tj_scope_begin();
+        bad += check_case(g, covered);
+        tj_scope_end();
+        ir_graph_free(g);
+        cases++;
+        p = next;
+    }
+    free(src);
+    int missing = 0;
+    for (int op = 0; op < IR_NUM_OPS; op++) {
+        if (ag_rules[op]->vjp && !covered[op]) {
+            fprintf(stderr, "gradcheck: no case exercises %s\n", ir_ops[op].name);
+            missing++;
+        }
+    }
+    printf("gradcheck: %d cases, %d mismatches, %d ops without a case\n", cases, bad, missing);
+    assert_int_equal(bad, 0);
+    assert_int_equal(missing, 0);
+}
+
+/* ---- the tape's behaviour and errors ---------------------------------------------------- */
+
+static tj_tensor *vec(double a, double b, double c)
+{
+    return tu_tensor(TJ_F32, 1, (int64_t[]){3}, (double[]){a, b, c});
+}
+
+static void test_accumulate_and_zero(void **state)
+{
+    (void)state;
+    tj_tensor *w = vec(1, 2, 3);
+    assert_int_equal(tj_requires_grad(w, true), 0);
+    assert_true(tj_get_requires_grad(w));
+    assert_null(tj_grad(w));
+    for (int k = 0; k < 2; k++)
+        assert_int_equal(tj_backward(tj_sum(tj_mul(w, w), NULL, 0, false)), 0);
+    tu_assert_close(tj_grad(w), vec(4, 8, 12), 0, 0);   /* 2w, twice */
+    tj_zero_grad(w);
+    assert_null(tj_grad(w));
+}
+
+static void test_no_grad_records_nothing(void **state)
+{
+    (void)state;
+    tj_tensor *w = vec(1, 2, 3);
+    tj_requires_grad(w, true);
+    tj_no_grad_begin();
+    assert_false(tj_grad_enabled());
+    tj_tensor *y = tj_mul(w, w);
+    tj_no_grad_end();
+    assert_true(tj_grad_enabled());
+    assert_false(tj_get_requires_grad(y));
+    tu_assert_error(tj_backward(tj_sum(y, NULL, 0, false)) == 0 ? (void *)1 : NULL,
+                    "does not require grad", NULL);
+    /* no input requires grad: nothing recorded */
+    tj_tensor *x = vec(1, 2, 3);
+    assert_false(tj_get_requires_grad(tj_exp(x)));
+}
+
+static void test_detach_and_seed(void **state)
+{
+    (void)state;
+    tj_tensor *w = vec(1, 2, 3);
+    tj_requires_grad(w, true);
+    tj_tensor *d = tj_detach(tj_mul(w, w));
+    assert_false(tj_get_requires_grad(d));
+    tj_tensor *y = tj_mul(tj_mul(w, w), d);   /* d is a constant: dy/dw = 2 w d */
+    tu_assert_error(tj_backward(y) == 0 ? (void *)1 : NULL, "seed is needed", NULL);
+    assert_int_equal(tj_backward_seed(y, vec(1, 1, 2)), 0);
+    tu_assert_close(tj_grad(w), vec(2, 16, 108), 1e-6, 0);
+    tu_assert_error(tj_backward_seed(tj_mul(w, w), tj_ones(TJ_F32, 1, (int64_t[]){2})) == 0 ? (void *)1 : NULL,
+                    "another shape", NULL);
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    tj_tensor *i = tj_arange(TJ_I64, 0, 3, 1);
+    tu_assert_error(tj_requires_grad(i, true) == 0 ? (void *)1 : NULL, "only float", NULL);
+    tu_assert_error(tj_requires_grad(NULL, true) == 0 ? (void *)1 : NULL, "NULL", NULL);
+    tu_assert_error(tj_backward(NULL) == 0 ? (void *)1 : NULL, "NULL", NULL);
+    tj_tensor *w = vec(1, 2, 3);
+    tj_requires_grad(w, true);
+    tj_tensor *y = tj_mul(w, w);
+    tu_assert_error(tj_requires_grad(y, true) == 0 ? (void *)1 : NULL, "not a leaf", NULL);
+    /* the tape is freed by a backward: a second one through it fails */
+    tj_tensor *l = tj_sum(y, NULL, 0, false);
+    assert_int_equal(tj_backward(l), 0);
+    tu_assert_error(tj_backward(l) == 0 ? (void *)1 : NULL, "double backward", NULL);
+    /* a saved tensor written in place before backward */
+    tj_tensor *x = vec(1, 2, 3);
+    tj_requires_grad(x, true);
+    tj_tensor *e = tj_exp(x);            /* saves its result */
+    tj_tensor *l2 = tj_sum(tj_mul(e, e), NULL, 0, false);
+    assert_int_equal(tj_copy_(e, vec(0, 0, 0)), 0);
+    tu_assert_error(tj_backward(l2) == 0 ? (void *)1 : NULL, "modified in place", NULL);
+    /* a leaf that requires grad cannot be written in place with grad on */
+    tu_assert_error(tj_copy_(x, vec(0, 0, 0)) == 0 ? (void *)1 : NULL, "in place", NULL);
+    tj_no_grad_begin();
+    assert_int_equal(tj_copy_(x, vec(0, 0, 0)), 0);
+    tj_no_grad_end();
+}
+
+/* Integer and bool inputs (indices, masks) never get a gradient. */
+static void test_nondifferentiable_inputs(void **state)
+{
+    (void)state;
+    tj_tensor *w = tu_tensor(TJ_F32, 2, (int64_t[]){3, 2}, (double[]){1, 2, 3, 4, 5, 6});
+    tj_requires_grad(w, true);
+    tj_tensor *idx = tu_tensor(TJ_I64, 1, (int64_t[]){3}, (double[]){2, 0, 2});
+    tj_tensor *e = tj_embedding(w, idx);
+    assert_int_equal(tj_backward(tj_sum(e, NULL, 0, false)), 0);
+    tu_assert_close(tj_grad(w), tu_tensor(TJ_F32, 2, (int64_t[]){3, 2}, (double[]){1, 1, 0, 0, 2, 2}), 0, 0);
+    assert_null(tj_grad(idx));
+    assert_false(tj_get_requires_grad(tj_gt_s(w, 2)));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
+        T(test_accumulate_and_zero), T(test_no_grad_records_nothing), T(test_detach_and_seed),
+        T(test_errors),              T(test_nondifferentiable_inputs), T(test_gradcheck),
+#undef T
+    };
+    return cmocka_run_group_tests_name("autograd", tests, NULL, NULL);
+}
