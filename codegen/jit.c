@@ -1,19 +1,13 @@
 /* jit.c - the code generator's entry point: a cg_kernel in, a function
  * pointer out, through the kernel cache and the process-wide LLJIT.
  *
- * The whole pipeline of a compiled graph, and where each step lives
- * ([stage] is what TJIT_DUMP=stage prints):
+ * Its part of the compiled-graph pipeline (the whole list of steps is in
+ * sched/plan.c; [stage] is what TJIT_DUMP=stage prints):
  *
- *   traced graph                                    ir/graph.h
- *        |  decompose, simplify, split, dce         passes/          [prims]
+ *   kernel group of a fusion (ir/fusion.h)
+ *        |  cg_lower, at the call's sizes           codegen/lower.c  [lower]
  *        v
- *   prim graph
- *        |  ps_fuse                                 passes/fuse.c    [fused]
- *        v
- *   groups: kernel (pointwise | rows), eager call, view, constant
- *        |  cg_lower, at the call's sizes           codegen/lower.c
- *        v
- *   cg_kernel + launch data (sz, tiles)             codegen/kernel.h [kernels]
+ *   cg_kernel + launch data (sz, tiles)             codegen/kernel.h [compile]
  *        |  text -> key                             codegen/cache.h
  *        |  loaded in this process? -----------------------------------+
  *        |  in the cache (memory, disk)? --- object ---+               |
@@ -22,11 +16,7 @@
  *   object --> cg_cache_put --> LLJIT: add, look up (this file)        |
  *        v                                                             v
  *   void tjk_<key>(char **bufs, int64_t begin, int64_t end, const int64_t *sz)
- *        |  launched over tiles with rt_parallel_for, in order with
- *        |  the eager calls                         sched/plan.c
- *        |  or block by block after a GEMM          sched/block.c
- *        v  buffers in one arena per call           sched/mem.c  [plan]
- *   outputs
+ *        launched over tiles with rt_parallel_for by the plan (sched/)
  *
  * Kernels of one graph compile in parallel on the runtime pool, each on its
  * own LLVM context and target machine; adding objects to the LLJIT and

@@ -1,7 +1,8 @@
 /* dump.c - TJIT_DUMP and TJIT_DUMP_DIR: printing compile stages.
  *
- * TJIT_DUMP is a comma-separated list of stages (graph, and later prims,
- * fused, kernels, llvm, asm, plan; `all` for every one). Each dump goes to stderr
+ * TJIT_DUMP is a comma-separated list of stages: graph (tracing), the steps
+ * of the compiled-graph pipeline by name (sched/plan.c), llvm, asm; `all` for
+ * every one. Each dump goes to stderr
  * under a header line, or, when TJIT_DUMP_DIR is set, to a numbered file
  * DIR/NNNN-<name>.<stage>.tir (numbers count up per process).
  */

@@ -453,21 +453,24 @@ void sc_mem_end(const sc_plan *p, sc_call_mem *m)
 
 /* ---- text ----------------------------------------------------------------------------------------- */
 
+/* A slot a step writes: its type, then what the steps so far decided (its
+ * buffer once there are buffers, in place once that is decided). */
 static void print_slot(FILE *o, const ir_graph *g, const sc_plan *p, int s)
 {
     static const char *const where[] = {"arena", "own", "scratch", "unplanned"};
     char t[IR_TYPE_BUF];
     fprintf(o, " %%%d %s", s - g->ninputs, ir_type_fmt(&p->types[s], t, sizeof t));
-    int b = p->buf_of[s];
-    if (b < 0) {
+    if (p->buf_of && p->buf_of[s] < 0) {
         fprintf(o, " unplanned");
         return;
     }
-    const sc_buf *bf = &p->bufs[b];
-    fprintf(o, " buf%d %s", b, where[bf->where]);
-    if (bf->where == SC_ARENA || bf->where == SC_SCRATCH)
-        fprintf(o, " [%lld, %lld)", (long long)bf->offset, (long long)(bf->offset + bf->bytes));
-    if (p->inplace_of[s] >= 0)
+    if (p->buf_of) {
+        const sc_buf *bf = &p->bufs[p->buf_of[s]];
+        fprintf(o, " buf%d %s", p->buf_of[s], where[bf->where]);
+        if (bf->where == SC_ARENA || bf->where == SC_SCRATCH)
+            fprintf(o, " [%lld, %lld)", (long long)bf->offset, (long long)(bf->offset + bf->bytes));
+    }
+    if (p->inplace_of && p->inplace_of[s] >= 0)
         fprintf(o, " in place of %%%d", p->inplace_of[s] - g->ninputs);
 }
 
@@ -478,13 +481,14 @@ static void print_step(FILE *o, const ir_graph *g, const sc_plan *p, int i)
         fprintf(o, "  step %d view %%%d %s\n", i, s->node, ir_ops[g->nodes[s->node]->op].name);
         return;
     }
-    if (s->kind == S_EAGER)
+    if (s->kind == S_EAGER) {
         fprintf(o, "  step %d eager %%%d %s ->", i, s->node, ir_ops[g->nodes[s->node]->op].name);
-    else
-        fprintf(o, "  step %d kernel ->", i);
-    for (int sl = g->ninputs; sl < p->nslots; sl++)
-        if (p->def[sl] == i)
-            print_slot(o, g, p, sl);
+        print_slot(o, g, p, ir_slot(g, g->nodes[s->node]));
+    } else {
+        fprintf(o, "  step %d kernel ->", i);   /* its stores, in slot order */
+        for (int k = 0; k < s->launch->nstore; k++)
+            print_slot(o, g, p, s->launch->store_slot[k]);
+    }
     fprintf(o, "\n");
 }
 
@@ -497,10 +501,13 @@ static void print_region(FILE *o, const sc_plan *p, int r)
     fprintf(o, "] of [");
     for (int d = 0; d < rg->nd; d++)
         fprintf(o, "%s%lld", d ? "," : "", (long long)rg->size[d]);
-    fprintf(o, "], scratch %lld bytes per thread\n", (long long)rg->scratch_bytes);
+    if (p->buf_of)   /* scratch is sized by the memory plan */
+        fprintf(o, "], scratch %lld bytes per thread\n", (long long)rg->scratch_bytes);
+    else
+        fprintf(o, "]\n");
 }
 
-char *sc_mem_print(const ir_graph *g, const sc_plan *p)
+char *sc_plan_print(const ir_graph *g, const sc_plan *p)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -508,7 +515,13 @@ char *sc_mem_print(const ir_graph *g, const sc_plan *p)
     if (!o)
         return NULL;
     const sc_plan_mem *m = &p->mem;
-    fprintf(o, "plan @%s: %d steps, %d buffers (%d in place), arena %lld, outputs %lld, scratch %lld bytes; "
+    if (!p->buf_of) {   /* before the memory plan: the steps */
+        int nk = 0;
+        for (int i = 0; i < p->nsteps; i++)
+            nk += p->steps[i].kind == S_KERNEL;
+        fprintf(o, "steps @%s: %d steps, %d kernels\n", g->name, p->nsteps, nk);
+    } else
+        fprintf(o, "plan @%s: %d steps, %d buffers (%d in place), arena %lld, outputs %lld, scratch %lld bytes; "
                "peak %lld (intermediates live at once: %lld; unplanned: %lld)\n",
             g->name, p->nsteps, m->buffers, m->in_place, (long long)m->arena_bytes, (long long)m->own_bytes,
             (long long)m->scratch_bytes, (long long)m->peak_bytes, (long long)m->live_bound,

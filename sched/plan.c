@@ -1,16 +1,28 @@
-/* plan.c - a captured graph run as compiled kernels and eager calls (plan.h).
+/* plan.c - a captured graph run as compiled kernels and eager calls (sched.h).
  *
- *   traced graph --decompose,simplify,dce--> prims          TJIT_DUMP=prims
- *                --ps_fuse--> groups                          fused
- *   per input signature (shapes, strides):
- *     concrete types (ir_infer); where each value lives (geometry)
- *     groups in order -> steps: kernel | eager call | view
- *       kernel: cg_lower -> cg_jit_get_all (parallel, cached)  kernels, llvm, asm
- *       a group that cannot be lowered or compiled runs its nodes eagerly
- *     blocked regions: a GEMM and its epilogue block by block  block.c
- *     in place: kernels that can store over a dying input       mem.c
- *     buffers: lifetimes, places in one arena per call          mem.c
- *                                                               TJIT_DUMP=plan
+ * The pipeline, from a traced graph to a runnable plan: one named step a
+ * line, in the table `pipeline` below. TJIT_DUMP=<step> prints what a step
+ * made (an older stage name, in brackets, prints the same).
+ *
+ *   once per graph, at the first call
+ *     decompose_codegen  composites -> prims (sdpa and pointwise rows kept)  passes/decompose.c
+ *     simplify           folding, algebra, view and cast cleanups            passes/simplify.c
+ *     split_reductions   long reductions to few results in two; reduced
+ *                        dims last                                          passes/split.c
+ *     dce                dead nodes dropped: the prims [prims]               passes/dce.c
+ *     fuse               groups: kernels, eager calls, views [fused]         passes/fuse.c
+ *     jit                LLVM started if a group is a kernel                 codegen/jit.c
+ *   per input signature (shapes, strides)
+ *     types              the concrete type of every value                    sched/plan.c
+ *     lower              groups in order -> steps: kernel (cg_lower) |
+ *                        eager call | view; geometry of every value          sched/plan.c, codegen/lower.c
+ *     regions            blocked regions: a GEMM and its epilogue by block   sched/block.c
+ *     inplace            kernels storing over an input dying there           sched/mem.c
+ *     compile            kernels -> code, in parallel, through the kernel
+ *                        cache [kernels; llvm, asm]; a kernel that fails
+ *                        makes its group eager: lower again, once            codegen/jit.c
+ *     memory             lifetimes, buffers, arena offsets [plan]            sched/mem.c
+ *
  *   run: take the call's arena; each step writes its buffers (eager kernels
  *        too), a region runs its blocks in parallel; outputs get their own
  *        memory, handed to the caller
@@ -108,54 +120,6 @@ void sc_plans_free(sc_plan_set *ps)
         ir_graph_free(ps->prims);
     pthread_mutex_destroy(&ps->mu);
     free(ps);
-}
-
-static void dump_text(const sc_plan_set *ps, const char *stage, const char *text)
-{
-    if (text && ir_dump_enabled(NULL, stage))
-        ir_dump_text(stage, ps->name, text);
-}
-
-#ifdef NDEBUG
-#define PLAN_VERIFY false
-#else
-#define PLAN_VERIFY true
-#endif
-
-/* Passes and fusion, once per set. */
-static void prepare(sc_plan_set *ps)
-{
-    ps->prepared = true;
-    const char *pipeline = "decompose_codegen,simplify,split_reductions,dce";
-    char err[512];
-    /* Debug and test builds (no NDEBUG) verify the graph after every pass. */
-    ps_options opt = {.verify = PLAN_VERIFY};
-    ps->prims = ps_run_pipeline((ir_graph *)ps->src, pipeline, &opt, err, sizeof err);
-    if (!ps->prims) {
-        snprintf(ps->why, sizeof ps->why, "%s", err);
-        ps->unavailable = true;
-        return;
-    }
-    if (ir_dump_enabled(NULL, "prims")) {
-        char *t = ir_print(ps->prims, NULL);
-        dump_text(ps, "prims", t);
-        free(t);
-    }
-    ps->fusion = ps_fuse(ps->prims, err, sizeof err);
-    if (!ps->fusion) {
-        snprintf(ps->why, sizeof ps->why, "%s", err);
-        ps->unavailable = true;
-        return;
-    }
-    if (ir_dump_enabled(NULL, "fused")) {
-        char *t = ir_fusion_print(ps->fusion);
-        dump_text(ps, "fused", t);
-        free(t);
-    }
-    /* LLVM starts (about 1.3 ms, once per process) only for a graph with a
-     * kernel: one made of library calls alone (sdpa, a matmul) never needs it. */
-    if (ir_fusion_count(ps->fusion, IR_GROUP_PW) > 0 && !cg_jit_available(ps->why, sizeof ps->why))
-        ps->unavailable = true;
 }
 
 /* ---- building a plan ------------------------------------------------------------------------ */
@@ -399,11 +363,18 @@ static unsigned dump_flags(void)
            (ir_dump_enabled(NULL, "asm") ? CG_EMIT_ASM : 0u);
 }
 
-static void dump_kernel(const sc_plan_set *ps, const cg_launch *l, const cg_compiled *c)
+static void dump_text(const sc_plan_set *ps, const char *stage, const char *text)
 {
-    if (ir_dump_enabled(NULL, "kernels")) {
+    if (text && stage && ir_dump_enabled(NULL, stage))
+        ir_dump_text(stage, ps->name, text);
+}
+
+/* A compiled kernel's dumps: its kernel text under `as` (NULL: not asked for). */
+static void dump_kernel(const sc_plan_set *ps, const char *as, const cg_launch *l, const cg_compiled *c)
+{
+    if (as) {
         char *t = cg_kernel_text(&l->k, c->name);
-        dump_text(ps, "kernels", t);
+        dump_text(ps, as, t);
         free(t);
     }
     dump_text(ps, "llvm", c->llvm);
@@ -419,7 +390,7 @@ static void no_tiles(char **bufs, int64_t begin, int64_t end, const int64_t *sz)
 
 /* Compiles every kernel step; a kernel that fails marks its group eager.
  * Returns the number that failed. */
-static int compile_steps(sc_plan_set *ps, builder *b)
+static int compile_steps(sc_plan_set *ps, builder *b, const char *dump_as)
 {
     sc_plan *p = b->p;
     const cg_kernel **ks = malloc(sizeof *ks * ((size_t)p->nsteps + 1));
@@ -444,7 +415,7 @@ static int compile_steps(sc_plan_set *ps, builder *b)
         if (!s->fn)
             b->force_eager[s->group] = true;
         else
-            dump_kernel(ps, s->launch, &cs[j]);
+            dump_kernel(ps, dump_as, s->launch, &cs[j]);
         cg_compiled_clear(&cs[j]);
     }
     free(ks), free(at), free(cs);
@@ -470,52 +441,237 @@ static sc_plan *plan_alloc(const ir_graph *g)
     return p;
 }
 
-/* Builds the plan for these inputs; NULL when the graph executor should run
- * this call instead. */
+/* ---- the pipeline ------------------------------------------------------------------------ */
+
+#ifdef NDEBUG
+#define PLAN_VERIFY false
+#else
+#define PLAN_VERIFY true
+#endif
+
+/* What the steps of the pipeline work on: the set (graph, fusion) and, per
+ * input signature, the plan being built. */
+typedef struct pipe_ctx {
+    sc_plan_set *ps;
+    tj_tensor *const *inputs;
+    builder b;
+    int round;            /* lower .. compile: 1 after a kernel failed to compile */
+} pipe_ctx;
+
+typedef struct pipe_step {
+    const char *name;     /* TJIT_DUMP=name prints what the step made */
+    const char *also;     /* the stage name it was dumped as before, or NULL */
+    bool per_signature;   /* false: once per graph */
+    int (*run)(pipe_ctx *c, const struct pipe_step *s);   /* 0; -1: failed; 1: again from `again` */
+    char *(*print)(const pipe_ctx *c);                      /* the dump (malloc'd); NULL: none */
+    const char *again;
+} pipe_step;
+
+/* The name step s dumps under, or NULL: its own when TJIT_DUMP lists it,
+ * else its old one. */
+static const char *dump_name(const pipe_step *s)
+{
+    if (ir_dump_enabled(NULL, s->name))
+        return s->name;
+    return s->also && ir_dump_enabled(NULL, s->also) ? s->also : NULL;
+}
+
+/* Once per graph: a pass of passes/pm.c, named by the step (the graph is
+ * verified after it in debug and test builds: no NDEBUG). */
+static int run_pass(pipe_ctx *c, const pipe_step *s)
+{
+    sc_plan_set *ps = c->ps;
+    ir_graph *cur = ps->prims ? ps->prims : (ir_graph *)ps->src;
+    ps_options opt = {.verify = PLAN_VERIFY};
+    char err[512];
+    ir_graph *next = ps_run_pipeline(cur, s->name, &opt, err, sizeof err);
+    if (!next) {
+        snprintf(ps->why, sizeof ps->why, "%s", err);
+        return -1;
+    }
+    if (next != cur && cur != ps->src)
+        ir_graph_free(cur);
+    ps->prims = next;
+    return 0;
+}
+
+static int run_fuse(pipe_ctx *c, const pipe_step *s)
+{
+    sc_plan_set *ps = c->ps;
+    char err[512];
+    if (!(ps->fusion = ps_fuse(ps->prims, err, sizeof err))) {
+        snprintf(ps->why, sizeof ps->why, "%s", err);
+        return -1;
+    }
+    return 0;
+}
+
+/* LLVM starts (about 1.3 ms, once per process) only for a graph with a
+ * kernel: one made of library calls alone (sdpa, a matmul) never needs it. */
+static int run_jit(pipe_ctx *c, const pipe_step *s)
+{
+    sc_plan_set *ps = c->ps;
+    if (ir_fusion_count(ps->fusion, IR_GROUP_PW) > 0 && !cg_jit_available(ps->why, sizeof ps->why))
+        return -1;
+    return 0;
+}
+
+static int run_types(pipe_ctx *c, const pipe_step *s) { return infer_types(c->b.g, c->b.p, c->inputs); }
+
+/* Groups in order -> steps (kernel groups lowered, the rest eager calls and
+ * views), from scratch: a second round keeps the groups that failed to
+ * compile eager. */
+static int run_lower(pipe_ctx *c, const pipe_step *s)
+{
+    builder *b = &c->b;
+    sc_plan *p = b->p;
+    free_steps(p);
+    b->cap = 0;
+    memset(b->done, 0, sizeof(bool) * (size_t)p->nslots);
+    for (int k = b->g->ninputs; k < p->nslots; k++)
+        p->geom[k].base = -1;
+    build_steps(b);
+    if (!b->failed)
+        drop_steps(b);
+    return b->failed ? -1 : 0;
+}
+
+static int run_regions(pipe_ctx *c, const pipe_step *s) { return sc_block_regions(&c->b); }
+
+static int run_inplace(pipe_ctx *c, const pipe_step *s) { return sc_mem_inplace(c->b.g, c->b.p); }
+
+/* Every kernel compiled (in parallel, through the cache); when one fails,
+ * its group runs eagerly: lower again, once. */
+static int run_compile(pipe_ctx *c, const pipe_step *s)
+{
+    const char *as = dump_name(s);
+    int failed = compile_steps(c->ps, &c->b, as);
+    if (c->b.failed)
+        return -1;
+    if (failed && c->round++ == 0)
+        return 1;
+    for (int i = 0; i < c->b.p->nsteps; i++)
+        if (c->b.p->steps[i].kind == S_KERNEL && !c->b.p->steps[i].fn)
+            return -1;
+    return 0;
+}
+
+static int run_memory(pipe_ctx *c, const pipe_step *s)
+{
+    finish_steps(&c->b);
+    return c->b.failed ? -1 : 0;
+}
+
+static char *print_graph(const pipe_ctx *c) { return ir_print(c->ps->prims, NULL); }
+
+static char *print_fusion(const pipe_ctx *c) { return ir_fusion_print(c->ps->fusion); }
+
+static char *print_jit(const pipe_ctx *c)
+{
+    int n = ir_fusion_count(c->ps->fusion, IR_GROUP_PW);
+    char *t = NULL;
+    if (asprintf(&t, "jit @%s: %d kernel group%s: %s\n", c->ps->prims->name, n, n == 1 ? "" : "s",
+                 n ? "LLVM started" : "LLVM not needed") < 0)
+        return NULL;
+    return t;
+}
+
+static char *print_plan(const pipe_ctx *c) { return sc_plan_print(c->b.g, c->b.p); }
+
+static char *print_types(const pipe_ctx *c)
+{
+    const ir_graph *g = c->b.g;
+    char *buf = NULL, t[IR_TYPE_BUF];
+    size_t len = 0;
+    FILE *o = open_memstream(&buf, &len);
+    if (!o)
+        return NULL;
+    fprintf(o, "types @%s {\n", g->name);
+    for (int k = 0; k < g->ninputs; k++)
+        fprintf(o, "  %%%s: %s\n", g->inputs[k]->name, ir_type_fmt(&c->b.p->types[k], t, sizeof t));
+    for (int k = 0; k < g->nnodes; k++)
+        fprintf(o, "  %%%d: %s\n", k, ir_type_fmt(&c->b.p->types[ir_slot(g, g->nodes[k])], t, sizeof t));
+    fprintf(o, "}\n");
+    if (fclose(o) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+/* The pipeline, one step a line (the file's header comment draws it). */
+static const pipe_step pipeline[] = {
+    /* once per graph */
+    {"decompose_codegen", NULL, false, run_pass, print_graph, NULL},
+    {"simplify", NULL, false, run_pass, print_graph, NULL},
+    {"split_reductions", NULL, false, run_pass, print_graph, NULL},
+    {"dce", "prims", false, run_pass, print_graph, NULL},
+    {"fuse", "fused", false, run_fuse, print_fusion, NULL},
+    {"jit", NULL, false, run_jit, print_jit, NULL},
+    /* per input signature (shapes and strides) */
+    {"types", NULL, true, run_types, print_types, NULL},
+    {"lower", NULL, true, run_lower, print_plan, NULL},
+    {"regions", NULL, true, run_regions, print_plan, NULL},
+    {"inplace", NULL, true, run_inplace, print_plan, NULL},
+    {"compile", "kernels", true, run_compile, NULL, "lower"},
+    {"memory", "plan", true, run_memory, print_plan, NULL},
+};
+enum { NSTEPS = sizeof pipeline / sizeof *pipeline };
+
+/* Runs the steps of one scope in order, dumping after each. 0 or -1. */
+static int run_pipeline(pipe_ctx *c, bool per_signature)
+{
+    for (int i = 0; i < NSTEPS; i++) {
+        const pipe_step *s = &pipeline[i];
+        if (s->per_signature != per_signature)
+            continue;
+        int rc = s->run(c, s);
+        if (rc < 0)
+            return -1;
+        if (rc > 0) {   /* back to s->again */
+            for (i = 0; strcmp(pipeline[i].name, s->again) != 0; i++)
+                ;
+            i--;
+            continue;
+        }
+        const char *as = s->print ? dump_name(s) : NULL;
+        if (as) {
+            char *t = s->print(c);
+            dump_text(c->ps, as, t);
+            free(t);
+        }
+    }
+    return 0;
+}
+
+/* The once-per-graph steps, at the set's first run. */
+static void prepare(sc_plan_set *ps)
+{
+    ps->prepared = true;
+    pipe_ctx c = {.ps = ps};
+    if (run_pipeline(&c, false))
+        ps->unavailable = true;
+}
+
+/* The per-signature steps: the plan for these inputs; NULL when the graph
+ * executor should run this call instead. */
 static sc_plan *plan_build(sc_plan_set *ps, tj_tensor *const *inputs)
 {
     double t0 = now_ms();
     const ir_graph *g = ps->prims;
     sc_plan *p = plan_alloc(g);
-    builder b = {g, ps->fusion, p, 0, NULL, NULL, false};
-    if (!p || infer_types(g, p, inputs) ||
-        !(b.force_eager = calloc((size_t)ps->fusion->ngroups + 1, sizeof(bool))) ||
-        !(b.done = calloc((size_t)p->nslots + 1, sizeof(bool))))
-        goto fail;
-    for (int round = 0; round < 2; round++) {
-        free_steps(p);
-        b.cap = 0;
-        memset(b.done, 0, sizeof(bool) * (size_t)p->nslots);
-        for (int k = g->ninputs; k < p->nslots; k++)
-            p->geom[k].base = -1;
-        build_steps(&b);
-        if (!b.failed)
-            drop_steps(&b);
-        if (b.failed || sc_block_regions(&b) || sc_mem_inplace(g, p))
-            goto fail;
-        if (compile_steps(ps, &b) == 0)
-            break;
+    pipe_ctx c = {ps, inputs, {g, ps->fusion, p, 0, NULL, NULL, false}, 0};
+    if (!p || !(c.b.force_eager = calloc((size_t)ps->fusion->ngroups + 1, sizeof(bool))) ||
+        !(c.b.done = calloc((size_t)p->nslots + 1, sizeof(bool))) || run_pipeline(&c, true)) {
+        free(c.b.force_eager);
+        free(c.b.done);
+        plan_free(p);
+        return NULL;
     }
-    for (int i = 0; i < p->nsteps; i++)
-        if (p->steps[i].kind == S_KERNEL && !p->steps[i].fn)
-            goto fail;
-    finish_steps(&b);
-    if (b.failed)
-        goto fail;
     p->compile_ms = now_ms() - t0;
-    if (ir_dump_enabled(NULL, "plan")) {
-        char *t = sc_mem_print(g, p);
-        dump_text(ps, "plan", t);
-        free(t);
-    }
-    free(b.force_eager);
-    free(b.done);
+    free(c.b.force_eager);
+    free(c.b.done);
     return p;
-fail:
-    free(b.force_eager);
-    free(b.done);
-    plan_free(p);
-    return NULL;
 }
 
 static bool plan_matches(const sc_plan *p, tj_tensor *const *inputs)

@@ -1,14 +1,15 @@
 /* sched.h - the scheduling floor: running a captured graph as compiled
  * kernels plus eager calls (plan.c).
  *
- * A plan set belongs to one compiled entry (one traced graph). On the first
- * call it decomposes and simplifies the graph and fuses it (passes/fuse.h, ir/fusion.h);
- * per concrete input signature (shapes and strides) it builds a plan: the
- * steps in order (kernel launches, eager calls, views), every kernel lowered
- * and compiled (codegen/, kernels of one graph in parallel, through the
- * kernel cache), blocked regions and its memory plan (sched_int.h). One
- * kernel serves every size: a new size lowers again and finds its kernels
- * already loaded.
+ * A plan set belongs to one compiled entry (one traced graph). It runs the
+ * pipeline of plan.c, a named list of steps: on the first call it
+ * decomposes and simplifies the graph and fuses it (passes/fuse.h,
+ * ir/fusion.h); per concrete input signature (shapes and strides) it builds
+ * a plan: the steps in order (kernel launches, eager calls, views), every
+ * kernel lowered and compiled (codegen/, kernels of one graph in parallel,
+ * through the kernel cache), blocked regions and its memory plan
+ * (sched_int.h). One kernel serves every size: a new size lowers again and
+ * finds its kernels already loaded.
  *
  * TJIT_BACKEND=eager runs graphs on the graph executor (exec.c) instead;
  * llvm (the default) uses plans when the JIT is available.

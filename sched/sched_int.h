@@ -118,8 +118,9 @@ int sc_mem_begin(const sc_plan *p, sc_call_mem *m);
  * buffer. NULL with an error when out of memory. */
 tj_tensor *sc_mem_tensor(const sc_plan *p, sc_call_mem *m, int slot);
 void sc_mem_end(const sc_plan *p, sc_call_mem *m);
-/* The plan's text for TJIT_DUMP=plan (malloc'd). */
-char *sc_mem_print(const ir_graph *g, const sc_plan *p);
+/* The plan's text (malloc'd): its steps and what each writes; once the
+ * memory plan is made, the buffers too (TJIT_DUMP=lower, ..., memory: plan.c). */
+char *sc_plan_print(const ir_graph *g, const sc_plan *p);
 
 /* ---- block.c -------------------------------------------------------------------------- */
 /* Finds blocked regions among the steps (moving steps that do not depend on
