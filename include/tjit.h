@@ -281,6 +281,26 @@ void tj_no_grad_begin(void);                   /* like torch.no_grad(): nests */
 void tj_no_grad_end(void);
 bool tj_grad_enabled(void);
 
+/* ---- optimizers (torch.optim): update parameters in place from their .grad */
+typedef struct tj_optimizer tj_optimizer;
+typedef struct tj_sgd_options {
+    double lr;             /* learning rate */
+    double momentum;       /* 0: plain SGD (dampening is 0) */
+    double weight_decay;   /* L2: adds weight_decay * p to the gradient */
+    bool nesterov;
+} tj_sgd_options;
+typedef struct tj_adam_options {
+    double lr, beta1, beta2, eps;   /* torch's defaults: 1e-3, 0.9, 0.999, 1e-8 */
+    double weight_decay;
+    bool decoupled;                 /* true: AdamW (decay p by lr * weight_decay) */
+} tj_adam_options;
+/* The optimizer holds the parameters (retained); options NULL: the defaults. */
+tj_optimizer *tj_sgd(tj_tensor *const *params, int n, const tj_sgd_options *opt);
+tj_optimizer *tj_adam(tj_tensor *const *params, int n, const tj_adam_options *opt);
+int tj_optimizer_step(tj_optimizer *o);        /* 0 or -1; params without grad are skipped */
+void tj_optimizer_zero_grad(tj_optimizer *o);  /* tj_zero_grad of every parameter */
+void tj_optimizer_free(tj_optimizer *o);
+
 /* ---- compile: trace a model function into a graph ------------------------ */
 /* A model: computes one tensor from args[0..nargs) with the ops above. Tensors
  * it reaches through ctx (weights) are captured by reference: an in-place
