@@ -1,7 +1,8 @@
 # Makefile - the one build of tjit.
 #
 #   make              build/libtjit.a, build/libtjit.so, build/tjit
-#   make test         install deps if missing, build, run every cmocka suite
+#   make test         install deps if missing, build, check the public headers
+#                     compile alone (check-headers), run every cmocka suite
 #   make asan         the same suites under -fsanitize=address,undefined
 #   make bench        install deps if missing, build, run the benchmark suite
 #   make bench-compare  the suite against PyTorch eager (BENCH_ARGS="P1 --threads 2")
@@ -48,7 +49,7 @@ TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 TEST_UTIL_OBJS := $(TEST_UTIL:%.c=$(BUILD)/obj/%.o)
 
 .SECONDARY:
-.PHONY: all test asan bench bench-compare example docs deps clean check-tests golden
+.PHONY: all test asan bench bench-compare example docs deps clean check-tests check-headers golden
 all: $(BUILD)/libtjit.a $(BUILD)/libtjit.so $(BUILD)/tjit
 
 $(BUILD)/obj/%.o: %.c
@@ -85,11 +86,26 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TEST_UTIL_OBJS) $(BUILD)/libtjit.a
 deps:
 	@bash scripts/install-deps.sh
 
+# Each public header, copied alone with the other public headers into an empty
+# directory, compiles as the only include of a strict C11 translation unit:
+# the headers need nothing but the standard library (part of `make test`).
+PUB_HEADERS := $(wildcard include/*.h)
+HEADER_CFLAGS := -std=c11 -pedantic -Wall -Wextra -Werror -Wmissing-prototypes -Wstrict-prototypes
+$(BUILD)/check/%.ok: include/%.h $(PUB_HEADERS)
+	@rm -rf $(BUILD)/check/$*.d && mkdir -p $(BUILD)/check/$*.d
+	@cp $(PUB_HEADERS) $(BUILD)/check/$*.d/
+	@printf '#include <%s.h>\nint tj_header_check_%s(void);\nint tj_header_check_%s(void) { return 0; }\n' \
+	    $* $* $* > $(BUILD)/check/$*.d/tu.c
+	$(CC) $(HEADER_CFLAGS) -I$(BUILD)/check/$*.d -c $(BUILD)/check/$*.d/tu.c -o $(BUILD)/check/$*.d/tu.o
+	@touch $@
+
+check-headers: $(PUB_HEADERS:include/%.h=$(BUILD)/check/%.ok)
+
 # The README's test command: set up, build, run every suite, one summary line.
 test: deps
 	@$(MAKE) --no-print-directory check-tests
 
-check-tests: all $(TEST_BINS)
+check-tests: all check-headers $(TEST_BINS)
 	@TJ_BUILD=$(BUILD) bash scripts/run-tests.sh $(TEST_BINS)
 
 asan: deps

@@ -26,8 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../frontend/compile.h"
-#include "../runtime/rt.h"
+#include <tjit.h>
+
 #include "bench.h"
 
 #define BENCH_MAX_ITERS 100000
@@ -68,7 +68,7 @@ static int64_t proc_status_bytes(const char *field)
  * cannot reset it. */
 static int64_t peak_reset(void)
 {
-    rt_alloc_trim();
+    tj_alloc_trim();
     malloc_trim(0);
     FILE *f = fopen("/proc/self/clear_refs", "w");
     if (!f)
@@ -485,11 +485,11 @@ static void run_compiled(const bench_case *c, bench_args *a, const bench_opts *o
     if (checked_call(&f, a, &r->compiled.first_ms, NULL, &yc, r) == 0 &&
         max_abs_diff(ye, yc, &r->max_abs_diff, r) == 0 &&
         checked_call(&f, a, &ms, &r->compiled.peak_bytes, NULL, r) == 0) {
-        fe_compiled_info info;
-        fe_compiled_info_get(comp, &info);
-        r->graph_breaks = info.breaks;
-        r->kernels = info.plan.compiled ? info.plan.kernels : 0;
-        r->eager_calls = info.plan.compiled ? info.plan.eager_calls : -1;
+        tj_compiled_stats st;
+        tj_compiled_stats_get(comp, &st);
+        r->graph_breaks = st.breaks;
+        r->kernels = st.plan.compiled ? st.plan.kernels : 0;
+        r->eager_calls = st.plan.compiled ? st.plan.eager_calls : -1;
         if (progress)
             fprintf(progress, "%s %-10s compiled first call %.3f ms (%d kernel%s, %d eager "
                               "call%s); timing\n", c->id, c->name, r->compiled.first_ms,

@@ -1,17 +1,18 @@
 /* stream.c - the STREAM-triad probe (stream.h): a[i] = b[i] + s*c[i] in float32,
  * split across the runtime pool like an eager pointwise kernel.
  *
- * The arrays come from aligned_alloc, not rt_alloc, so the probe neither takes
+ * The arrays come from aligned_alloc, not tjit's allocator, so the probe neither takes
  * nor leaves blocks in the runtime's block cache. They are first touched in
  * parallel with the same split as the timed runs. GB/s are 1e9 bytes per
  * second; see stream.h for the two byte counts. */
 #include <stdlib.h>
 #include <time.h>
 
-#include "../runtime/rt.h"
+#include <tjit.h>
+
 #include "stream.h"
 
-#define STREAM_GRAIN 32768          /* floats per chunk, at least (rt_parallel_for) */
+#define STREAM_GRAIN 32768          /* floats per chunk, at least (tj_parallel_for) */
 #define STREAM_TARGET_S 0.4         /* timed seconds when reps is not given */
 #define STREAM_MIN_REPS 10
 #define STREAM_MAX_REPS 500
@@ -58,7 +59,7 @@ static void init_range(void *ctx, int64_t begin, int64_t end)
 static double timed_triad(triad *t, int64_t n)
 {
     double t0 = now_s();
-    rt_parallel_for(n, STREAM_GRAIN, triad_range, t);
+    tj_parallel_for(n, STREAM_GRAIN, triad_range, t);
     return now_s() - t0;
 }
 
@@ -103,7 +104,7 @@ int bench_stream_run(int64_t n, int reps, bench_stream_result *r)
     if (!a || !b || !c)
         goto done;
     triad t = {a, b, c, 3.0f};
-    rt_parallel_for(n, STREAM_GRAIN, init_range, &t);
+    tj_parallel_for(n, STREAM_GRAIN, init_range, &t);
     reps = choose_reps(reps, timed_triad(&t, n));     /* the warm-up */
     if (!(secs = malloc((size_t)reps * sizeof *secs)))
         goto done;
@@ -112,7 +113,7 @@ int bench_stream_run(int64_t n, int reps, bench_stream_result *r)
     if (a[0] != 7.0f || a[n / 2] != 7.0f || a[n - 1] != 7.0f)
         goto done;
     r->n = n;
-    r->threads = rt_threads();
+    r->threads = tj_num_threads();
     summarize(secs, reps, n, r);
     rc = 0;
 done:

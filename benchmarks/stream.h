@@ -8,7 +8,7 @@
 
 typedef struct bench_stream_result {
     int64_t n;              /* floats per array */
-    int threads;            /* rt_threads() during the run */
+    int threads;            /* tj_num_threads() during the run */
     int reps;               /* timed repetitions */
     double median_ms, best_ms;
     /* Bytes per element: 12 (read b and c, write a: STREAM's count), or 16
@@ -17,7 +17,7 @@ typedef struct bench_stream_result {
     double median_gbps_wa, best_gbps_wa;    /* 16 bytes per element */
 } bench_stream_result;
 
-/* Runs a[i] = b[i] + s*c[i] over n floats with rt_parallel_for: first touch in
+/* Runs a[i] = b[i] + s*c[i] over n floats with tj_parallel_for: first touch in
  * parallel, one warm-up, then `reps` timed runs (reps <= 0: as many as fit in
  * about 0.4 s, 10 to 500). Returns 0, or -1 when n < 1 or memory runs out. */
 int bench_stream_run(int64_t n, int reps, bench_stream_result *r);

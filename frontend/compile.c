@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compile.h"
 #include "../ir/dump.h"
 #include "../sched/exec.h"
 #include "../sched/sched.h"
@@ -526,11 +525,13 @@ static void explain_plan(FILE *f, const entry *e)
         fprintf(f, "    graph executor: %s\n", pi.why);
 }
 
-int fe_compiled_info_get(const tj_compiled *c, fe_compiled_info *out)
+int tj_compiled_stats_get(const tj_compiled *c, tj_compiled_stats *out)
 {
     memset(out, 0, sizeof *out);
-    if (!c)
+    if (!c) {
+        rt_error("tj_compiled_stats_get: the compiled handle is NULL");
         return -1;
+    }
     tj_compiled *m = (tj_compiled *)c;
     pthread_mutex_lock(&m->lock);
     out->calls = atomic_load(&m->calls);
@@ -542,9 +543,23 @@ int fe_compiled_info_get(const tj_compiled *c, fe_compiled_info *out)
         if (e->g)
             last = e;
     }
-    if (last && last->plans)
-        sc_plans_info(last->plans, &out->plan);
+    sc_plan_info pi = {0};
+    sc_plan_mem pm = {0};
+    if (last && last->plans) {
+        sc_plans_info(last->plans, &pi);
+        sc_plans_mem(last->plans, &pm);
+    }
     pthread_mutex_unlock(&m->lock);
+    out->plan.compiled = pi.compiled;
+    snprintf(out->plan.why, sizeof out->plan.why, "%s", pi.why);
+    out->plan.kernels = pi.kernels;
+    out->plan.eager_calls = pi.eager_calls;
+    out->plan.compile_ms = pi.compile_ms;
+    out->plan.arena_bytes = pm.arena_bytes;
+    out->plan.output_bytes = pm.own_bytes;
+    out->plan.scratch_bytes = pm.scratch_bytes;
+    out->plan.peak_bytes = pm.peak_bytes;
+    out->plan.buffers = pm.buffers;
     return 0;
 }
 

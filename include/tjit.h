@@ -50,10 +50,22 @@ extern "C" {
 #define TJ_MAX_DIMS 8
 #define TJ_VERSION "0.1.0"
 
+/* Element types. The constants are written out here so that this header needs
+ * nothing but the standard headers; their values are part of the ABI. Their
+ * facts (text name, size, category) live in ir/dtypes.def, one row per
+ * constant in this order, and ir/types.c checks at compile time that the rows
+ * and this enum match one for one: a dtype is added here and there, or the
+ * build fails. Within a category the order is PyTorch's promotion order. */
 typedef enum tj_dtype {
-#define DTYPE(ID, name, ctype, size, cat) TJ_##ID,
-#include "../ir/dtypes.def"
-#undef DTYPE
+    TJ_BOOL,   /* bool: 1 byte, 0 or 1 */
+    TJ_U8,     /* u8 */
+    TJ_I32,    /* i32 */
+    TJ_I64,    /* i64 */
+    TJ_F16,    /* f16: no kernels yet (ops reject it with a message) */
+    TJ_BF16,   /* bf16: no kernels yet */
+    TJ_F32,    /* f32 */
+    TJ_F64,    /* f64 */
+    TJ_C64,    /* c64: no kernels yet */
     TJ_NUM_DTYPES
 } tj_dtype;
 
@@ -66,6 +78,7 @@ void tj_clear_error(void);
 /* ---- dtypes ------------------------------------------------------------ */
 const char *tj_dtype_name(tj_dtype dt);   /* "f32", ...; "?" when out of range */
 size_t tj_dtype_size(tj_dtype dt);
+bool tj_dtype_is_float(tj_dtype dt);      /* f16, bf16, f32, f64 */
 
 /* ---- lifetime ---------------------------------------------------------- */
 void tj_scope_begin(void);
@@ -328,9 +341,53 @@ void tj_compiled_free(tj_compiled *c);
  * graph breaks with reasons. malloc'd; the caller frees it. */
 char *tj_explain(const tj_compiled *c);
 
+/* What a compiled handle holds, as numbers (tj_explain prints the same facts
+ * as text): what `tjit bench` reports, for a benchmark of your own. */
+typedef struct tj_compiled_stats {
+    int graphs;                 /* input signatures captured as graphs */
+    int breaks;                 /* signatures that run eagerly (graph breaks) */
+    unsigned long calls;        /* tj_call so far */
+    unsigned long eager_calls;  /* of those, run eagerly (breaks, recompile limit) */
+    /* The plan of the most recently captured graph, as built for its last
+     * input shapes. compiled false: no plan built yet, or the graph runs on
+     * the graph executor, because of why. */
+    struct {
+        bool compiled;
+        char why[512];
+        int kernels;            /* fused kernels launched per call */
+        int eager_calls;        /* ops run by their eager kernel per call (matmul, ...) */
+        double compile_ms;      /* what the plan's first call spent compiling */
+        /* Its memory plan: intermediates share one arena, placed by lifetime;
+         * outputs get their own allocations; blocked regions take scratch.
+         * Each buffer's bytes are rounded up to 64. */
+        int64_t arena_bytes;    /* intermediates */
+        int64_t output_bytes;   /* outputs */
+        int64_t scratch_bytes;  /* blocked regions' per-thread scratch */
+        int64_t peak_bytes;     /* the sum: the most one call holds at once */
+        int buffers;            /* buffers it allocates: intermediates and outputs */
+    } plan;
+} tj_compiled_stats;
+
+/* Fills out (thread-safe). 0, or -1 with an error when c is NULL (out zeroed). */
+int tj_compiled_stats_get(const tj_compiled *c, tj_compiled_stats *out);
+
 /* ---- runtime ----------------------------------------------------------- */
 int tj_num_threads(void);
 void tj_set_num_threads(int n);   /* also sets OpenBLAS's count */
+
+/* Runs fn(ctx, begin, end) over [0, n) in chunks of at least grain items
+ * split across tjit's thread pool, one contiguous chunk per thread (the
+ * calling thread takes part), and returns when all are done; serial when
+ * n <= grain or with one thread, and when called from inside a chunk.
+ * 0, or -1 with an error when fn is NULL. */
+typedef void (*tj_range_fn)(void *ctx, int64_t begin, int64_t end);
+int tj_parallel_for(int64_t n, int64_t grain, tj_range_fn fn, void *ctx);
+
+/* Large tensor buffers are cached by size class and reused. tj_alloc_trim
+ * returns every cached block to the system (before measuring memory, say);
+ * tj_alloc_cached_bytes is how much the cache holds now. */
+void tj_alloc_trim(void);
+size_t tj_alloc_cached_bytes(void);
 
 #ifdef __cplusplus
 }

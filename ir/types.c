@@ -14,11 +14,30 @@ static const struct {
 #undef DTYPE
 };
 
+/* One source of truth: the public enum tj_dtype (include/tjit.h) numbers the
+ * dtypes, dtypes.def gives their facts. Each row must name the enum constant
+ * of its position, and there must be one row per constant. */
+enum {
+#define DTYPE(ID, dname, ctype, dsize, dcat) IR_DTYPE_ROW_##ID,
+#include "dtypes.def"
+#undef DTYPE
+    IR_DTYPE_ROWS
+};
+#define DTYPE(ID, dname, ctype, dsize, dcat)                                                \
+    _Static_assert((int)TJ_##ID == IR_DTYPE_ROW_##ID,                                       \
+                   "ir/dtypes.def: row " #ID " is not at the position of TJ_" #ID " in include/tjit.h");
+#include "dtypes.def"
+#undef DTYPE
+_Static_assert(IR_DTYPE_ROWS == (int)TJ_NUM_DTYPES,
+               "ir/dtypes.def and enum tj_dtype (include/tjit.h) differ in length");
+
 bool ir_dtype_valid(tj_dtype dt) { return (unsigned)dt < TJ_NUM_DTYPES; }
 
 const char *tj_dtype_name(tj_dtype dt) { return ir_dtype_valid(dt) ? dtypes[dt].name : "?"; }
 
 size_t tj_dtype_size(tj_dtype dt) { return ir_dtype_valid(dt) ? dtypes[dt].size : 0; }
+
+bool tj_dtype_is_float(tj_dtype dt) { return ir_dtype_is_float(dt); }
 
 ir_category ir_dtype_category(tj_dtype dt) { return dtypes[dt].cat; }
 

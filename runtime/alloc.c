@@ -9,8 +9,8 @@
  *
  * The cache holds at most RT_CACHE_CAP bytes (1 GiB); a free that would exceed
  * it releases the block instead. When an allocation fails, the cache is
- * trimmed and the allocation retried. rt_alloc_trim() empties the cache, and
- * so does process exit (after which frees go straight to free()).
+ * trimmed and the allocation retried. rt_alloc_trim() (public: tj_alloc_trim)
+ * empties the cache, and so does process exit (after which frees go straight to free()).
  *
  * Under AddressSanitizer the cache is bypassed so leaks and use-after-free of
  * tensor data stay visible.
@@ -160,6 +160,10 @@ void rt_alloc_trim(void)
         free(b);
     }
 }
+
+void tj_alloc_trim(void) { rt_alloc_trim(); }
+
+size_t tj_alloc_cached_bytes(void) { return rt_alloc_cached_bytes(); }
 
 /* fork() in a threaded program: hold the lock across it so the child never
  * inherits it locked. */

@@ -5,7 +5,9 @@
 
 #include "rt.h"
 
-static _Thread_local char err_msg[1024];
+/* 2048: room for a text-IR parse error (file:line:col, message, the source
+ * line and a caret) as the tools print it. */
+static _Thread_local char err_msg[2048];
 
 const char *tj_last_error(void) { return err_msg; }
 

@@ -131,6 +131,16 @@ int rt_threads(void)
 
 int tj_num_threads(void) { return rt_threads(); }
 
+int tj_parallel_for(int64_t n, int64_t grain, tj_range_fn fn, void *ctx)
+{
+    if (!fn) {
+        rt_error("parallel_for: the function is NULL");
+        return -1;
+    }
+    rt_parallel_for(n, grain, fn, ctx);
+    return 0;
+}
+
 void tj_set_num_threads(int n)
 {
     if (n < 1) {

@@ -13,7 +13,6 @@
 
 #include <cmocka.h>
 
-#include "../frontend/compile.h"
 #include "util.h"
 
 static tj_tensor *randn2(tj_dtype dt, int64_t a, int64_t b)
@@ -330,44 +329,6 @@ static void test_dump_graph(void **state)
     tj_compiled_free(c);
 }
 
-/* fe_compiled_info_get: explain's numbers for tjit bench. */
-static void test_compiled_info(void **state)
-{
-    (void)state;
-    fe_compiled_info info;
-    assert_int_equal(fe_compiled_info_get(NULL, &info), -1);
-    assert_int_equal(info.graphs, 0);
-    tj_compiled *c = tj_compile(model_pointwise, NULL, &(tj_compile_options){.name = "info"});
-    assert_int_equal(fe_compiled_info_get(c, &info), 0);
-    assert_int_equal(info.graphs + info.breaks, 0);
-    assert_false(info.plan.compiled);
-    tj_tensor *x = randn2(TJ_F32, 3, 4);
-    for (int k = 0; k < 2; k++)
-        tu_assert_close(tj_call(c, &x, 1), model_pointwise(NULL, &x, 1), 1e-6, 1e-6);
-    assert_int_equal(fe_compiled_info_get(c, &info), 0);
-    assert_int_equal(info.graphs, 1);
-    assert_int_equal(info.breaks, 0);
-    assert_int_equal(info.calls, 2);
-    assert_int_equal(info.eager_calls, 0);
-    if (info.plan.compiled) {   /* sigmoid(x) * x + 0.5: one fused kernel */
-        assert_int_equal(info.plan.kernels, 1);
-        assert_int_equal(info.plan.eager_calls, 0);
-        assert_explain_has(c, "compiled: 1 kernel, 0 eager calls per call");
-    } else {   /* TJIT_BACKEND=eager, or built without the JIT */
-        assert_true(!sc_backend_llvm() || info.plan.why[0]);
-    }
-    tj_compiled_free(c);
-
-    c = tj_compile(model_breaks, NULL, &(tj_compile_options){.name = "info_break"});
-    assert_non_null(tj_call(c, &x, 1));
-    assert_int_equal(fe_compiled_info_get(c, &info), 0);
-    assert_int_equal(info.graphs, 0);
-    assert_int_equal(info.breaks, 1);
-    assert_int_equal(info.eager_calls, 1);
-    assert_false(info.plan.compiled);
-    tj_compiled_free(c);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -376,7 +337,7 @@ int main(void)
         T(test_dynamic_dim),          T(test_dynamic_read_specializes), T(test_dynamic_slice), T(test_graph_break),
         T(test_side_effect_breaks),   T(test_random_breaks),
         T(test_regional_compilation), T(test_nested_call_is_inlined), T(test_errors_match_eager),
-        T(test_dump_graph),           T(test_compiled_info),
+        T(test_dump_graph),
 #undef T
     };
     return cmocka_run_group_tests_name("trace", tests, NULL, NULL);

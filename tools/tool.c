@@ -2,7 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../ir/ir.h"
+#include <tjit.h>
+
 #include "tool.h"
 
 static const tool_cmd cmds[] = {

@@ -1,4 +1,6 @@
-/* tool.h - subcommands of the `tjit` tool; each takes argv from its own name. */
+/* tool.h - subcommands of the `tjit` tool; each takes argv from its own name.
+ * The tool uses the public API (tjit.h), the inspection API (tjit_inspect.h)
+ * and the benchmark suite (benchmarks/, itself on the public API) only. */
 #ifndef TJ_TOOL_H
 #define TJ_TOOL_H
 
@@ -18,11 +20,13 @@ int tool_stream(int argc, char **argv);  /* tool_stream.c */
 /* tool_util.c */
 #include <stdbool.h>
 #include <stddef.h>
-#include "../ir/graph.h"
+
+#include <tjit_inspect.h>
+
 /* The whole file ("-": stdin), malloc'd; NULL after a one-line message. */
 char *tool_read_file(const char *path, size_t *len);
 /* The graph in a .tir file; NULL after printing the parse error. */
-ir_graph *tool_parse_file(const char *path);
+tj_graph *tool_parse_file(const char *path);
 /* Whether arg is "name=VALUE"; sets *value. */
 bool tool_flag(const char *arg, const char *name, const char **value);
 

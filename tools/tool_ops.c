@@ -2,23 +2,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../ir/ir.h"
 #include "tool.h"
 
-static const char *attr_kind(ir_attr_kind k)
-{
-    static const char *const names[] = {"int", "ints", "bool", "float", "dtype"};
-    return names[k];
-}
-
-static const char *rule_name(ir_rule r)
-{
-    static const char *const names[] = {"",      "same",    "float", "round",   "pred", "logical",
-                                        "bitwise", "arith", "sub",   "truediv", "cmp"};
-    return names[r];
-}
-
-static void arity(const ir_opinfo *o, char *buf, size_t n)
+static void arity(const tj_op_info *o, char *buf, size_t n)
 {
     if (o->nmax < 0)
         snprintf(buf, n, "%d+", o->nmin);
@@ -28,13 +14,13 @@ static void arity(const ir_opinfo *o, char *buf, size_t n)
         snprintf(buf, n, "%d", o->nmin);
 }
 
-static void attrs(const ir_opinfo *o, char *buf, size_t n)
+static void attrs(const tj_op_info *o, char *buf, size_t n)
 {
     size_t k = 0;
     buf[0] = '\0';
     for (int i = 0; i < o->nattrs && k < n; i++)
         k += (size_t)snprintf(buf + k, n - k, "%s%s:%s", i ? " " : "", o->attrs[i].name,
-                              attr_kind(o->attrs[i].kind));
+                              o->attrs[i].kind);
 }
 
 int tool_ops(int argc, char **argv)
@@ -56,18 +42,19 @@ int tool_ops(int argc, char **argv)
         printf("# Op list\n\nGenerated from `ir/ops.def` by `tjit ops --markdown` (`make docs`); "
                "do not edit.\n%d ops.\n\n| op | kind | inputs | prim | dtype rule | attributes |\n"
                "|---|---|---|---|---|---|\n",
-               IR_NUM_OPS);
-    for (int op = 0; op < IR_NUM_OPS; op++) {
-        const ir_opinfo *o = &ir_ops[op];
+               tj_op_count());
+    for (int op = 0; op < tj_op_count(); op++) {
+        tj_op_info o;
+        tj_op_get(op, &o);
         char ar[16], at[256];
-        arity(o, ar, sizeof ar);
-        attrs(o, at, sizeof at);
+        arity(&o, ar, sizeof ar);
+        attrs(&o, at, sizeof at);
         if (md)
-            printf("| `%s` | %s | %s | %s | %s | %s |\n", o->name, ir_kind_name(o->kind), ar,
-                   o->prim ? "prim" : "composite", rule_name(o->rule), at);
+            printf("| `%s` | %s | %s | %s | %s | %s |\n", o.name, o.kind, ar,
+                   o.prim ? "prim" : "composite", o.rule, at);
         else
-            printf("%-14s %-9s %-4s %-9s %-8s %s\n", o->name, ir_kind_name(o->kind), ar,
-                   o->prim ? "prim" : "composite", rule_name(o->rule), at);
+            printf("%-14s %-9s %-4s %-9s %-8s %s\n", o.name, o.kind, ar,
+                   o.prim ? "prim" : "composite", o.rule, at);
     }
     return 0;
 }

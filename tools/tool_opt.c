@@ -5,8 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../passes/fuse.h"
-#include "../passes/pass.h"
 #include "tool.h"
 
 static void usage(FILE *f)
@@ -20,23 +18,22 @@ static void usage(FILE *f)
 
 static int list_passes(void)
 {
-    for (const ps_pass *p = ps_passes; p->name; p++)
-        printf("%-10s %s\n", p->name, p->help);
+    for (int k = 0; k < tj_pass_count(); k++)
+        printf("%-10s %s\n", tj_pass_name(k), tj_pass_help(k));
     return 0;
 }
 
-static int print_fused(const ir_graph *g)
+/* The graph (or its fused form) on stdout; 0, or 1 after a message. */
+static int print_graph(const tj_graph *g, bool fused)
 {
-    char err[256];
-    ir_fusion *f = ps_fuse(g, err, sizeof err);
-    char *text = f ? ir_fusion_print(f) : NULL;
-    int rc = text ? 0 : 1;
-    if (text)
-        fputs(text, stdout);
-    else
-        fprintf(stderr, "tjit opt: %s\n", f ? "out of memory" : err);
+    char *text = fused ? tj_graph_print_fused(g) : tj_graph_print(g);
+    if (!text) {
+        fprintf(stderr, "tjit opt: %s\n", tj_last_error());
+        return 1;
+    }
+    size_t n = strlen(text);
+    int rc = fwrite(text, 1, n, stdout) == n ? 0 : 1;
     free(text);
-    ir_fusion_free(f);
     return rc;
 }
 
@@ -73,20 +70,14 @@ int tool_opt(int argc, char **argv)
         fprintf(stderr, "tjit opt: unknown stage '%s' for --emit (stages: graph, fused)\n", emit);
         return 2;
     }
-    ir_graph *g = tool_parse_file(file);
+    tj_graph *g = tool_parse_file(file);
     if (!g)
         return 1;
-    char err[1024];
-    ps_options opt = {.verify = true, .dump_after = dump};
-    ir_graph *h = ps_run_pipeline(g, passes, &opt, err, sizeof err);
-    if (!h) {
-        fprintf(stderr, "tjit opt: %s\n", err);
-        ir_graph_free(g);
-        return 1;
-    }
-    int rc = !strcmp(emit, "fused") ? print_fused(h) : ir_print_file(h, stdout) == 0 ? 0 : 1;
-    if (h != g)
-        ir_graph_free(h);
-    ir_graph_free(g);
+    int rc = 1;
+    if (tj_graph_run_passes(g, passes, dump) != 0)
+        fprintf(stderr, "tjit opt: %s\n", tj_last_error());
+    else
+        rc = print_graph(g, !strcmp(emit, "fused"));
+    tj_graph_free(g);
     return rc;
 }

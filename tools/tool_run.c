@@ -5,10 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../passes/pass.h"
-#include "../ir/dump.h"
-#include "../sched/exec.h"
-#include "../sched/sched.h"
 #include "tool.h"
 
 #define MAX_IN 256
@@ -28,22 +24,22 @@ static void usage(FILE *f)
             "                   graph executor when TJIT_BACKEND=eager)\n");
 }
 
-static tj_tensor *random_input(const ir_node *in)
+static tj_tensor *random_input(const tj_graph *g, int k)
 {
-    char b[IR_TYPE_BUF];
-    for (int d = 0; d < in->type.ndim; d++)
-        if (IR_IS_SYM(in->type.shape[d])) {
-            fprintf(stderr, "tjit run: input %%%s has type %s with symbolic dims: give it with --in\n",
-                    in->name, ir_type_fmt(&in->type, b, sizeof b));
-            return NULL;
-        }
-    const ir_type *t = &in->type;
-    if (ir_dtype_is_float(t->dtype))
-        return tj_randn(t->dtype, t->ndim, t->shape);
-    tj_tensor *u = tj_rand(TJ_F32, t->ndim, t->shape);
-    if (t->dtype == TJ_BOOL)
+    tj_graph_input in;
+    if (tj_graph_input_info(g, k, &in) != 0)
+        return NULL;
+    if (in.symbolic) {
+        fprintf(stderr, "tjit run: input %%%s has type %s with symbolic dims: give it with --in\n",
+                in.name, in.type);
+        return NULL;
+    }
+    if (tj_dtype_is_float(in.dtype))
+        return tj_randn(in.dtype, in.ndim, in.shape);
+    tj_tensor *u = tj_rand(TJ_F32, in.ndim, in.shape);
+    if (in.dtype == TJ_BOOL)
         return tj_lt_s(u, 0.5);
-    return tj_cast(tj_floor(tj_mul_s(u, 10)), t->dtype);
+    return tj_cast(tj_floor(tj_mul_s(u, 10)), in.dtype);
 }
 
 static void summarize(int k, tj_tensor *t)
@@ -74,41 +70,33 @@ static int save_outputs(const char *dir, tj_tensor **outs, int n)
     return 0;
 }
 
-static int run(ir_graph *g, const char **in_files, int nin, const char *out_dir, bool eager)
+static int run(const tj_graph *g, const char **in_files, int nin, const char *out_dir, bool eager)
 {
-    if (nin && nin != g->ninputs) {
-        fprintf(stderr, "tjit run: the graph has %d inputs, %d --in files given\n", g->ninputs, nin);
+    int ninputs = tj_graph_num_inputs(g), noutputs = tj_graph_num_outputs(g);
+    if (nin && nin != ninputs) {
+        fprintf(stderr, "tjit run: the graph has %d inputs, %d --in files given\n", ninputs, nin);
         return 1;
     }
     tj_tensor *inputs[MAX_IN], *outs[64];
-    if (g->ninputs > MAX_IN || g->noutputs > 64) {
+    if (ninputs > MAX_IN || noutputs > 64) {
         fprintf(stderr, "tjit run: at most %d inputs and 64 outputs\n", MAX_IN);
         return 1;
     }
-    for (int k = 0; k < g->ninputs; k++) {
-        inputs[k] = nin ? tj_load_npy(in_files[k]) : random_input(g->inputs[k]);
+    for (int k = 0; k < ninputs; k++) {
+        inputs[k] = nin ? tj_load_npy(in_files[k]) : random_input(g, k);
         if (!inputs[k]) {
             if (tj_last_error()[0])
                 fprintf(stderr, "tjit run: %s\n", tj_last_error());
             return 1;
         }
     }
-    sc_plan_set *ps = eager ? NULL : sc_plans_new(g, g->name);
-    int rc = sc_plans_run(ps, inputs, outs);   /* 1: not compiled, use the executor */
-    sc_plans_free(ps);
-    int *last = rc > 0 ? sc_exec_last_use(g) : NULL;
-    if (rc > 0)
-        rc = last ? sc_exec(g, inputs, last, outs) : -1;
-    free(last);
-    if (rc != 0) {
+    if (tj_graph_run(g, inputs, outs, eager) != 0) {
         fprintf(stderr, "tjit run: %s\n", tj_last_error());
         return 1;
     }
-    for (int k = 0; k < g->noutputs; k++)
-        rt_own(outs[k]);
     if (out_dir)
-        return save_outputs(out_dir, outs, g->noutputs);
-    for (int k = 0; k < g->noutputs; k++)
+        return save_outputs(out_dir, outs, noutputs);
+    for (int k = 0; k < noutputs; k++)
         summarize(k, outs[k]);
     return 0;
 }
@@ -155,34 +143,21 @@ int tool_run(int argc, char **argv)
         fprintf(stderr, "tjit run: no graph file (tjit run --help)\n");
         return 2;
     }
-    ir_graph *g = tool_parse_file(file);
+    tj_graph *g = tool_parse_file(file);
     if (!g)
         return 1;
-    if (!eager) {
-        char err[1024];
-        ir_graph *h = ps_run_pipeline(g, "dce", &(ps_options){.verify = true}, err, sizeof err);
-        if (!h) {
-            fprintf(stderr, "tjit run: %s\n", err);
-            ir_graph_free(g);
-            return 1;
-        }
-        if (h != g) {
-            ir_graph_free(g);
-            g = h;
-        }
+    if (!eager && tj_graph_run_passes(g, "dce", NULL) != 0) {
+        fprintf(stderr, "tjit run: %s\n", tj_last_error());
+        tj_graph_free(g);
+        return 1;
     }
-    if (ir_dump_enabled(dump ? dump : "", "graph")) {
-        char *text = ir_print(g, NULL);
-        if (text)
-            ir_dump_text("graph", g->name, text);
-        free(text);
-    }
+    tj_graph_dump(g, dump ? dump : "");   /* the graph stage, when --dump-ir asks for it */
     if (dump)
         setenv("TJIT_DUMP", dump, 1);   /* the later stages are dumped by the plan */
     tj_manual_seed(seed);
     tj_scope_begin();
     int rc = run(g, in_files, nin, out_dir, eager);
     tj_scope_end();
-    ir_graph_free(g);
+    tj_graph_free(g);
     return rc;
 }

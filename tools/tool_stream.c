@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "../benchmarks/stream.h"
-#include "../runtime/rt.h"
 #include "tool.h"
 
 #define STREAM_MAX_SIZES 16

@@ -37,17 +37,16 @@ char *tool_read_file(const char *path, size_t *len)
     return buf;
 }
 
-ir_graph *tool_parse_file(const char *path)
+tj_graph *tool_parse_file(const char *path)
 {
     size_t len;
     char *src = tool_read_file(path, &len);
     if (!src)
         return NULL;
-    char err[2048];
-    ir_graph *g = ir_parse(src, len, path, err, sizeof err);
+    tj_graph *g = tj_graph_parse(src, len, path);
     free(src);
     if (!g)
-        fprintf(stderr, "%s\n", err);
+        fprintf(stderr, "%s\n", tj_last_error());
     return g;
 }
 
