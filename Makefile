@@ -1,6 +1,6 @@
 # Makefile - the one build of tjit.
 #
-#   make              build/libtjit.a, build/libtjit.so, build/tjit
+#   make              build/libtjit.a, build/libtjit.so, build/tjit (with build/libtjit_bench.a)
 #   make test         install deps if missing, build, check the public headers
 #                     compile alone (check-headers), run every cmocka suite
 #   make asan         the same suites under -fsanitize=address,undefined
@@ -44,7 +44,8 @@ TEST_UTIL := $(wildcard tests/util*.c)
 BENCH_SRCS := $(wildcard benchmarks/*.c)
 
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
-TOOL_OBJS := $(TOOL_SRCS:%.c=$(BUILD)/obj/%.o) $(BENCH_SRCS:%.c=$(BUILD)/obj/%.o)
+TOOL_OBJS := $(TOOL_SRCS:%.c=$(BUILD)/obj/%.o)
+BENCH_OBJS := $(BENCH_SRCS:%.c=$(BUILD)/obj/%.o)
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 TEST_UTIL_OBJS := $(TEST_UTIL:%.c=$(BUILD)/obj/%.o)
 
@@ -76,8 +77,12 @@ $(BUILD)/libtjit.a: $(LIB_OBJS)
 $(BUILD)/libtjit.so: $(LIB_OBJS)
 	$(CC) -shared -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tjit: $(TOOL_OBJS) $(BUILD)/libtjit.a
-	$(CC) -o $@ $(TOOL_OBJS) $(BUILD)/libtjit.a $(LDLIBS)
+# The benchmark suite, on the public API only; the tool links it.
+$(BUILD)/libtjit_bench.a: $(BENCH_OBJS)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/tjit: $(TOOL_OBJS) $(BUILD)/libtjit_bench.a $(BUILD)/libtjit.a
+	$(CC) -o $@ $(TOOL_OBJS) $(BUILD)/libtjit_bench.a $(BUILD)/libtjit.a $(LDLIBS)
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TEST_UTIL_OBJS) $(BUILD)/libtjit.a
 	@mkdir -p $(dir $@)
