@@ -20,6 +20,8 @@
 #include <string.h>
 
 #include "autograd.h"
+#include "trace.h"
+#include "../runtime/iter.h"
 
 typedef struct ag_node ag_node;
 
@@ -229,16 +231,74 @@ bool tj_get_requires_grad(const tj_tensor *t) { return fe_ag_requires_grad(t); }
 tj_tensor *tj_grad(const tj_tensor *t)
 {
     const ag_meta *m = meta_of(t);
+    fe_trace *tr = fe_trace_current();
+    if (tr && t && !t->sym) {
+        /* while tracing: the gradient as the trace left it, else the one
+         * from before the call (and the graph is guarded on it) */
+        bool found;
+        tj_tensor *g = fe_trace_grad(tr, t, &found);
+        if (found)
+            return g;
+        if (fe_trace_guard_grad(tr, (tj_tensor *)t, m ? m->grad : NULL) != 0)
+            tr->failed = true;
+    }
     return m ? m->grad : NULL;
 }
 
 void tj_zero_grad(tj_tensor *t)
 {
     ag_meta *m = meta_of(t);
+    fe_trace *tr = fe_trace_current();
+    if (tr && t && !t->sym) {
+        if (fe_trace_set_grad(tr, t, NULL) != 0)
+            tr->failed = true;
+        return;
+    }
     if (m) {
         tj_release(m->grad);
         m->grad = NULL;
     }
+}
+
+static bool same_type(const tj_tensor *a, const tj_tensor *b)
+{
+    return a->dtype == b->dtype && a->ndim == b->ndim &&
+           !memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof a->shape[0]);
+}
+
+int fe_ag_set_grad(tj_tensor *leaf, tj_tensor *g)
+{
+    ag_meta *m = meta_get(leaf);
+    if (!m)
+        return -1;
+    if (m->grad && rt_is_contiguous(m->grad) && same_type(m->grad, g)) {
+        if (rt_convert(m->grad, g) != 0)
+            return -1;
+        rt_bump_version(m->grad);
+        return 0;
+    }
+    tj_tensor *c = rt_tensor_new(g->dtype, g->ndim, g->shape);
+    if (!c || rt_convert(c, g) != 0) {
+        tj_release(c);
+        return -1;
+    }
+    tj_release(m->grad);
+    m->grad = c;
+    return 0;
+}
+
+int fe_ag_accumulate(tj_tensor *leaf, tj_tensor *g)
+{
+    fe_trace *tr = fe_trace_current();
+    tj_tensor *old = tj_grad(leaf);
+    if (tr && !leaf->sym) {
+        tj_tensor *sum = old ? tj_add(old, g) : g;
+        return sum ? fe_trace_set_grad(tr, leaf, sum) : -1;
+    }
+    /* in place when it has one, as PyTorch accumulates: the gradient keeps
+     * its identity (and a compiled step's guard on it holds) */
+    tj_tensor *sum = old ? tj_add(old, g) : g;
+    return sum ? fe_ag_set_grad(leaf, sum) : -1;
 }
 
 tj_tensor *tj_detach(tj_tensor *t)
@@ -370,14 +430,8 @@ static int run_node(walk *w, int i)
             w->grads[j] = accumulate(w->grads[j], g);
             if (!w->grads[j])
                 return -1;
-        } else {
-            ag_meta *m = meta_of(e->leaf);
-            tj_tensor *sum = accumulate(m->grad, g);
-            if (!sum)
-                return -1;
-            tj_keep(sum);
-            tj_release(m->grad);
-            m->grad = sum;
+        } else if (fe_ag_accumulate(e->leaf, g) != 0) {
+            return -1;
         }
     }
     return 0;
@@ -416,13 +470,7 @@ int tj_backward_seed(tj_tensor *y, tj_tensor *seed)
         goto out;
     if (!m->fn) {   /* y is a leaf: its gradient is the seed */
         tj_tensor *g = fit(g0, y);
-        tj_tensor *sum = g ? accumulate(m->grad, g) : NULL;
-        if (!sum)
-            goto out;
-        tj_keep(sum);
-        tj_release(m->grad);
-        m->grad = sum;
-        rc = 0;
+        rc = g ? fe_ag_accumulate(y, g) : -1;
         goto out;
     }
     if (collect(&w, m->fn) != 0 || !(w.grads = calloc((size_t)w.n, sizeof *w.grads))) {

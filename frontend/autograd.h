@@ -75,6 +75,14 @@ bool fe_ag_requires_grad(const tj_tensor *t);
  * returns 0. The writer bumps the storage version after writing. */
 int fe_ag_check_inplace(const tj_tensor *dst, const char *what);
 
+/* Adds g (leaf's shape and dtype) into leaf's gradient: in place when it has
+ * one, else a fresh copy; while tracing, into the trace's gradient. 0 or -1. */
+int fe_ag_accumulate(tj_tensor *leaf, tj_tensor *g);
+
+/* Sets leaf's gradient to g (copied into the current one in place when it
+ * has one of g's type, else a fresh copy). 0 or -1. */
+int fe_ag_set_grad(tj_tensor *leaf, tj_tensor *g);
+
 /* ---- helpers shared by the VJP files --------------------------------------------- */
 /* g summed over the dims broadcasting added to shape (ndim dims). */
 tj_tensor *ag_sum_to(tj_tensor *g, int ndim, const int64_t *shape);

@@ -26,6 +26,8 @@
 #include "../sched/exec.h"
 #include "../sched/sched.h"
 #include "trace.h"
+#include "autograd.h"
+#include "../runtime/iter.h"
 
 #define FE_MAX_ARGS 64
 #define FE_MAX_SYMS (FE_MAX_ARGS * TJ_MAX_DIMS)
@@ -50,6 +52,10 @@ typedef struct entry {
     int nsyms;
     int64_t *symval;        /* the traced size of each symbol (duck sizing) */
     sc_plan_set *plans;     /* compiled kernels (plan.h); NULL: graph executor */
+    fe_write *writes;       /* written back after each call: outputs 1.. (trace_effects.c) */
+    int nwrites;
+    fe_grad_guard *grad_guards;   /* leaves whose gradient the graph read */
+    int nguards;
     atomic_ulong calls;
 } entry;
 
@@ -156,6 +162,14 @@ static bool entry_check(const entry *e, tj_tensor *const *args, int nargs, char 
         if (!guard_check(&e->cap_guards[k], e->caps[k], what, symval, why, n, passed))
             return false;
     }
+    for (int k = 0; k < e->nguards; k++) {
+        const fe_grad_guard *gg = &e->grad_guards[k];
+        if (tj_grad(gg->leaf) != gg->prior)
+            return fail(why, n, "the gradient of a leaf is %s (traced when it %s)",
+                        tj_grad(gg->leaf) ? "another tensor" : "none",
+                        gg->prior ? "had one" : "had none");
+        ++*passed;
+    }
     return true;
 }
 
@@ -175,6 +189,9 @@ static void entry_free(entry *e)
     free(e->symval);
     sc_plans_free(e->plans);
     ir_graph_free(e->g);
+    fe_trace tmp = {.writes = e->writes, .nwrites = e->nwrites, .grad_guards = e->grad_guards,
+                    .nguards = e->nguards};
+    fe_trace_writes_free(&tmp);
     free(e);
 }
 
@@ -269,6 +286,8 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
     tr->symval = e->symval;
     tr->nsyms = e->nsyms;
     tj_tensor *sargs[FE_MAX_ARGS];
+    tr->args = sargs;
+    tr->nargs = nargs;
     tj_scope_begin();
     bool ok = true;
     for (int k = 0; k < nargs && ok; k++) {
@@ -281,7 +300,15 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
         ok = n && (sargs[k] = fe_trace_arg(tr, n, &ex));
     }
     tj_tensor *out = ok ? c->fn(c->ctx, sargs, nargs) : NULL;
-    ir_node *on = out && !tr->brk[0] && !tr->failed ? fe_trace_value(tr, out) : NULL;
+    /* outputs: the result, then the value of each write-back */
+    ir_node **outs = calloc((size_t)tr->nwrites + 1, sizeof *outs);
+    int nouts = 0;
+    if (outs && out && !tr->brk[0] && !tr->failed && (outs[0] = fe_trace_value(tr, out))) {
+        nouts = 1;
+        for (int k = 0; k < tr->nwrites && nouts; k++)
+            if (tr->writes[k].value && !(outs[nouts++] = fe_trace_value(tr, tr->writes[k].value)))
+                nouts = 0;
+    }
     tj_scope_end();
 
     if ((tr->dyn_read || tr->dyn_unsupported) && dynamic && e->nsyms && !tr->brk[0]) {
@@ -296,7 +323,8 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
     }
     if (tr->brk[0]) {
         e->eager_why = strdup(tr->brk);
-    } else if (!on || ir_graph_set_outputs(tr->g, &on, 1) != 0) {
+    } else if (!nouts || ir_graph_set_outputs(tr->g, outs, nouts) != 0) {
+        free(outs);
         fe_trace_end(tr);
         entry_free(e);
         return NULL;
@@ -311,6 +339,13 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
             e->caps = tr->caps;
             e->ncaps = tr->ncaps;
             tr->caps = NULL;
+            e->writes = tr->writes;
+            e->nwrites = tr->nwrites;
+            e->grad_guards = tr->grad_guards;
+            e->nguards = tr->nguards;
+            tr->writes = NULL;
+            tr->grad_guards = NULL;
+            tr->nwrites = tr->nguards = 0;
             e->cap_guards = calloc((size_t)e->ncaps + 1, sizeof *e->cap_guards);
             e->last_use = sc_exec_last_use(e->g);
             e->plans = sc_plans_new(e->g, c->name);
@@ -325,6 +360,7 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
             dump_graph(c, e->g);
         }
     }
+    free(outs);
     fe_trace_end(tr);
     return e;
 }
@@ -449,6 +485,34 @@ void tj_compiled_free(tj_compiled *c)
     free(c);
 }
 
+/* After a call: the writes the traced function made, from the graph's extra
+ * outputs vals (one per write with a value), in trace order. */
+static int write_back(const entry *e, tj_tensor *const *args, tj_tensor *const *vals)
+{
+    int v = 0;
+    for (int k = 0; k < e->nwrites; k++) {
+        const fe_write *w = &e->writes[k];
+        tj_tensor *dst = w->target ? w->target : args[w->arg];
+        switch (w->kind) {
+        case FE_WRITE_DATA:
+            if (rt_convert(dst, vals[v++]) != 0)
+                return -1;
+            rt_bump_version(dst);
+            break;
+        case FE_WRITE_GRAD:
+            /* the graph computed the whole new gradient (old + new when the
+             * leaf had one, which the guards pin): replace, in place if any */
+            if (fe_ag_set_grad(dst, vals[v++]) != 0)
+                return -1;
+            break;
+        case FE_WRITE_GRAD_NONE:
+            tj_zero_grad(dst);
+            break;
+        }
+    }
+    return 0;
+}
+
 tj_tensor *tj_call(tj_compiled *c, tj_tensor *const *args, int nargs)
 {
     if (!c) {
@@ -487,13 +551,26 @@ tj_tensor *tj_call(tj_compiled *c, tj_tensor *const *args, int nargs)
         inputs[k] = args[k];
     for (int k = 0; k < e->ncaps; k++)
         inputs[nargs + k] = e->caps[k];
-    tj_tensor *r = NULL;
-    int rc = sc_plans_run(e->plans, inputs, &r);   /* 1: not compiled, use the executor */
-    if (rc > 0)
-        rc = sc_exec(e->g, inputs, e->last_use, &r);
+    tj_tensor *o1[1], **outs = e->g->noutputs == 1 ? o1 : calloc((size_t)e->g->noutputs, sizeof *outs);
+    int rc = -1;
+    if (outs) {
+        rc = sc_plans_run(e->plans, inputs, outs);   /* 1: not compiled, use the executor */
+        if (rc > 0)
+            rc = sc_exec(e->g, inputs, e->last_use, outs);
+    } else {
+        rt_error("tj_call(%s): out of memory", c->name);
+    }
     if (inputs != in)
         free(inputs);
-    return rc == 0 ? rt_own(r) : NULL;
+    if (rc == 0 && write_back(e, args, outs + 1) != 0)
+        rc = -1;
+    tj_tensor *r = rc == 0 ? rt_own(outs[0]) : NULL;
+    if (rc == 0)
+        for (int k = 1; k < e->g->noutputs; k++)
+            tj_release(outs[k]);
+    if (outs != o1)
+        free(outs);
+    return r;
 }
 
 static void explain_guards(FILE *f, const entry *e)

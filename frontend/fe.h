@@ -32,9 +32,6 @@ tj_tensor *fe_trace_apply(fe_trace *tr, ir_op op, tj_tensor *const *in, int nin,
 /* Called by API functions that need values (tj_item, tj_data, ...): when t is
  * symbolic, records a graph break naming what (the call) and returns true. */
 bool fe_trace_needs_values(const tj_tensor *t, const char *what);
-/* Called by API functions with side effects the graph cannot record (an
- * in-place write): while tracing, records a graph break and returns true. */
-bool fe_trace_side_effect(const char *what);
 /* Called when user code reads the shape of a traced tensor; a dynamic dim
  * read this way is specialized (the trace is redone with it static). */
 void fe_trace_shape_read(const tj_tensor *t);

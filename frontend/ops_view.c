@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "autograd.h"
+#include "trace.h"
 #include "../runtime/iter.h"
 
 /* A list attribute; a bad list (negative count, too long, NULL values) is
@@ -178,8 +179,7 @@ int tj_copy_(tj_tensor *dst, tj_tensor *src)
             rt_error("copy_: %s is NULL", dst ? "src" : "dst");
         return -1;
     }
-    /* An in-place write is not recorded: while tracing it is a graph break. */
-    if (fe_trace_side_effect("tj_copy_") || fe_ag_check_inplace(dst, "copy_"))
+    if (fe_ag_check_inplace(dst, "copy_"))
         return -1;
     rt_describe_inputs("copy_", in, 2, head, sizeof head);
     for (int d = 0; d < dst->ndim; d++) {
@@ -188,6 +188,13 @@ int tj_copy_(tj_tensor *dst, tj_tensor *src)
                      head);
             return -1;
         }
+    }
+    fe_trace *tr = fe_trace_current();
+    if (tr) {
+        /* Functionalized: the graph computes dst's new value; the call writes
+         * it back (trace_effects.c). */
+        tj_tensor *v = tj_cast(tj_expand(src, dst->ndim, dst->shape), dst->dtype);
+        return v && fe_trace_write_data(tr, dst, v) == 0 ? 0 : -1;
     }
     tj_tensor *tmp = NULL;
     if (src->storage == dst->storage) {
@@ -200,8 +207,7 @@ int tj_copy_(tj_tensor *dst, tj_tensor *src)
     }
     int rc = rt_convert(dst, src);
     tj_release(tmp);
-    if (dst->storage)
-        atomic_fetch_add_explicit(&dst->storage->version, 1, memory_order_relaxed);
+    rt_bump_version(dst);
     if (rc != 0) {
         char why[512];
         snprintf(why, sizeof why, "%s", tj_last_error());

@@ -38,6 +38,7 @@ void fe_trace_end(fe_trace *tr)
         return;
     if (current == tr)
         current = NULL;
+    fe_trace_writes_free(tr);
     if (tr->caps)
         for (int k = 0; k < tr->ncaps; k++)
             tj_release(tr->caps[k]);
@@ -186,16 +187,6 @@ bool fe_trace_needs_values(const tj_tensor *t, const char *what)
     if (tr)
         trace_break(tr, "%s reads the values of a traced tensor", what);
     rt_error("%s: the tensor is being traced and has no values yet", what);
-    return true;
-}
-
-bool fe_trace_side_effect(const char *what)
-{
-    fe_trace *tr = current;
-    if (!tr)
-        return false;
-    trace_break(tr, "%s writes in place (side effects are not traced)", what);
-    rt_error("%s: in-place writes are not traced", what);
     return true;
 }
 

@@ -12,6 +12,29 @@
 #include "../ir/graph.h"
 #include "fe.h"
 
+/* A write the traced function made to a tensor that outlives the call. The
+ * graph computes the new value (an extra output, after the function's
+ * result) and each call writes it back (trace_effects.c). */
+typedef enum {
+    FE_WRITE_DATA,        /* copy the value into the tensor (in place) */
+    FE_WRITE_GRAD,        /* the value is the leaf's new gradient */
+    FE_WRITE_GRAD_NONE    /* the leaf's gradient is dropped (tj_zero_grad) */
+} fe_write_kind;
+
+typedef struct fe_write {
+    fe_write_kind kind;
+    tj_tensor *target;    /* concrete tensor (retained); NULL: argument `arg` */
+    int arg;
+    tj_tensor *value;     /* symbolic new value (retained); NULL for GRAD_NONE */
+} fe_write;
+
+/* A leaf whose gradient from before the call the trace read: the graph is
+ * only valid while that gradient is the same tensor (or still none). */
+typedef struct fe_grad_guard {
+    tj_tensor *leaf;      /* retained */
+    tj_tensor *prior;     /* retained; NULL: the leaf had no gradient */
+} fe_grad_guard;
+
 struct fe_trace {
     ir_graph *g;
     tj_tensor **caps;      /* captured concrete tensors (retained) */
@@ -25,6 +48,12 @@ struct fe_trace {
     const int64_t *symval; /* this call's size of each symbol (set by the caller) */
     int nsyms;
     bool failed;           /* out of memory or a graph error */
+    tj_tensor *const *args; /* the function's symbolic arguments (set by the caller) */
+    int nargs;
+    fe_write *writes;      /* in-place writes and gradients, one per target */
+    int nwrites, write_cap;
+    fe_grad_guard *grad_guards;
+    int nguards, guard_cap;
 };
 
 /* Starts recording on this thread into a new graph named name; NULL when out
@@ -39,5 +68,20 @@ tj_tensor *fe_trace_arg(fe_trace *tr, ir_node *n, const ir_type *ex);
 /* The graph node of a value met while tracing (symbolic: its node; concrete:
  * its param, made on first meeting); NULL on error. */
 ir_node *fe_trace_value(fe_trace *tr, tj_tensor *x);
+
+/* ---- writes (trace_effects.c) ---------------------------------------------------- */
+/* dst <- value (value has dst's type): later reads of dst in this trace see
+ * value, and the call writes it back when dst outlives the call. */
+int fe_trace_write_data(fe_trace *tr, tj_tensor *dst, tj_tensor *value);
+/* The gradient of concrete leaf as this trace left it: *found false when the
+ * trace has not set it (the caller then reads the leaf's own, guarded). */
+tj_tensor *fe_trace_grad(fe_trace *tr, const tj_tensor *leaf, bool *found);
+/* Sets the traced gradient of a concrete leaf (NULL: none). */
+int fe_trace_set_grad(fe_trace *tr, tj_tensor *leaf, tj_tensor *value);
+/* Records that the trace read leaf's gradient from before the call. */
+int fe_trace_guard_grad(fe_trace *tr, tj_tensor *leaf, tj_tensor *prior);
+/* Releases the writes and guards (fe_trace_end does; callers that take them
+ * set the arrays to NULL first). */
+void fe_trace_writes_free(fe_trace *tr);
 
 #endif

@@ -59,6 +59,13 @@ tj_tensor *rt_tensor_symbolic(const ir_type *ty, void *sym);
 tj_tensor *rt_own(tj_tensor *t);
 void rt_type_of(const tj_tensor *t, ir_type *out);
 
+/* After an in-place write to t's storage: saved copies of it are stale. */
+static inline void rt_bump_version(tj_tensor *t)
+{
+    if (t->storage)
+        atomic_fetch_add_explicit(&t->storage->version, 1, memory_order_relaxed);
+}
+
 static inline void *rt_ptr(const tj_tensor *t)
 {
     return (char *)t->storage->data + t->offset * (int64_t)tj_dtype_size(t->dtype);

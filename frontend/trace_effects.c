@@ -1,0 +1,119 @@
+/* trace_effects.c - what a traced function writes to tensors that outlive
+ * it: tj_copy_ into a weight or an argument (an optimizer's update), and the
+ * gradients tj_backward leaves on leaves (functionalization).
+ *
+ * While tracing, nothing concrete is written: a write rebinds the target to
+ * its new traced value (later reads in the trace see it) and is kept in
+ * tr->writes, one entry per target, the latest value winning. The caller
+ * (compile.c) makes each value an extra graph output and, after every call,
+ * writes it back. A gradient read from before the call is guarded: the graph
+ * holds only while the leaf's gradient is the same tensor (or still none).
+ */
+#include <stdlib.h>
+
+#include "autograd.h"
+#include "trace.h"
+
+static fe_write *find_write(fe_trace *tr, fe_write_kind kind, const tj_tensor *target, int arg)
+{
+    bool grad = kind != FE_WRITE_DATA;
+    for (int k = 0; k < tr->nwrites; k++) {
+        fe_write *w = &tr->writes[k];
+        if ((w->kind != FE_WRITE_DATA) == grad && w->target == target && w->arg == arg)
+            return w;
+    }
+    return NULL;
+}
+
+static int add_write(fe_trace *tr, fe_write_kind kind, tj_tensor *target, int arg, tj_tensor *value)
+{
+    fe_write *w = find_write(tr, kind, target, arg);
+    if (!w) {
+        if (tr->nwrites == tr->write_cap) {
+            int cap = tr->write_cap ? 2 * tr->write_cap : 16;
+            fe_write *nw = realloc(tr->writes, (size_t)cap * sizeof *nw);
+            if (!nw) {
+                rt_error("out of memory while tracing");
+                return -1;
+            }
+            tr->writes = nw;
+            tr->write_cap = cap;
+        }
+        w = &tr->writes[tr->nwrites++];
+        *w = (fe_write){kind, tj_retain(target), arg, NULL};
+    }
+    tj_release(w->value);
+    w->kind = kind;
+    w->value = tj_retain(value);
+    return 0;
+}
+
+int fe_trace_write_data(fe_trace *tr, tj_tensor *dst, tj_tensor *value)
+{
+    ir_node *v = fe_trace_value(tr, value);
+    if (!v)
+        return -1;
+    if (!dst->sym) {
+        /* a weight or state: its param now reads as the new value */
+        if (!fe_trace_value(tr, dst))
+            return -1;
+        for (int k = 0; k < tr->ncaps; k++)
+            if (tr->caps[k] == dst)
+                tr->cap_nodes[k] = v;
+        return add_write(tr, FE_WRITE_DATA, dst, -1, value);
+    }
+    int arg = -1;
+    for (int k = 0; k < tr->nargs; k++)
+        if (tr->args[k] == dst)
+            arg = k;
+    dst->sym = v;   /* later reads of this header see the new value */
+    return arg >= 0 ? add_write(tr, FE_WRITE_DATA, NULL, arg, value) : 0;
+}
+
+tj_tensor *fe_trace_grad(fe_trace *tr, const tj_tensor *leaf, bool *found)
+{
+    fe_write *w = find_write(tr, FE_WRITE_GRAD, leaf, -1);
+    *found = w != NULL;
+    return w ? w->value : NULL;
+}
+
+int fe_trace_set_grad(fe_trace *tr, tj_tensor *leaf, tj_tensor *value)
+{
+    return add_write(tr, value ? FE_WRITE_GRAD : FE_WRITE_GRAD_NONE, leaf, -1, value);
+}
+
+int fe_trace_guard_grad(fe_trace *tr, tj_tensor *leaf, tj_tensor *prior)
+{
+    for (int k = 0; k < tr->nguards; k++)
+        if (tr->grad_guards[k].leaf == leaf)
+            return 0;
+    if (tr->nguards == tr->guard_cap) {
+        int cap = tr->guard_cap ? 2 * tr->guard_cap : 16;
+        fe_grad_guard *ng = realloc(tr->grad_guards, (size_t)cap * sizeof *ng);
+        if (!ng) {
+            rt_error("out of memory while tracing");
+            return -1;
+        }
+        tr->grad_guards = ng;
+        tr->guard_cap = cap;
+    }
+    tr->grad_guards[tr->nguards++] = (fe_grad_guard){tj_retain(leaf), tj_retain(prior)};
+    return 0;
+}
+
+void fe_trace_writes_free(fe_trace *tr)
+{
+    for (int k = 0; tr->writes && k < tr->nwrites; k++) {
+        tj_release(tr->writes[k].target);
+        tj_release(tr->writes[k].value);
+    }
+    for (int k = 0; tr->grad_guards && k < tr->nguards; k++) {
+        tj_release(tr->grad_guards[k].leaf);
+        tj_release(tr->grad_guards[k].prior);
+    }
+    free(tr->writes);
+    free(tr->grad_guards);
+    tr->writes = NULL;
+    tr->grad_guards = NULL;
+    tr->nwrites = tr->nguards = 0;
+}
