@@ -458,12 +458,37 @@ static void first_calls(const bench_case *c, bench_result *r, FILE *progress)
 
 /* ---- the two paths ------------------------------------------------------------------ */
 
+/* A training case's weights as setup made them (snap[k] for a->t[k]), and
+ * putting them back (gradients dropped) so each checked call starts alike. */
+static int snapshot(const bench_args *a, tj_tensor **snap)
+{
+    for (int k = a->ninputs; k < a->n; k++)
+        if (!(snap[k] = tj_keep(tj_clone(a->t[k]))))
+            return -1;
+    return 0;
+}
+
+static void restore(bench_args *a, tj_tensor *const *snap)
+{
+    if (!snap)
+        return;
+    tj_no_grad_begin();
+    for (int k = a->ninputs; k < a->n; k++) {
+        tj_copy_(a->t[k], snap[k]);
+        tj_zero_grad(a->t[k]);
+    }
+    tj_no_grad_end();
+}
+
 static void run_eager(const bench_case *c, bench_args *a, const bench_opts *o, FILE *progress,
-                      tj_tensor **y, bench_result *r)
+                      tj_tensor *const *snap, tj_tensor **y, bench_result *r)
 {
     callee f = {"eager", c->run, a};
-    if (checked_call(&f, a, &r->eager.first_ms, &r->eager.peak_bytes, y, r) != 0 ||
-        (o->save_dir && save(o->save_dir, c, a, *y, r) != 0))
+    restore(a, snap);
+    if (checked_call(&f, a, &r->eager.first_ms, &r->eager.peak_bytes, y, r) != 0)
+        return;
+    restore(a, snap);   /* saved as the call saw them */
+    if (o->save_dir && save(o->save_dir, c, a, *y, r) != 0)
         return;
     if (progress)
         fprintf(progress, "%s %-10s eager first call %.3f ms; timing\n", c->id, c->name,
@@ -472,7 +497,7 @@ static void run_eager(const bench_case *c, bench_args *a, const bench_opts *o, F
 }
 
 static void run_compiled(const bench_case *c, bench_args *a, const bench_opts *o, FILE *progress,
-                         tj_tensor *ye, bench_result *r)
+                         tj_tensor *const *snap, tj_tensor *ye, bench_result *r)
 {
     tj_compiled *comp = tj_compile(c->run, a, &(tj_compile_options){.name = c->name});
     if (!comp) {
@@ -482,6 +507,7 @@ static void run_compiled(const bench_case *c, bench_args *a, const bench_opts *o
     callee f = {"compiled", call_compiled, comp};
     tj_tensor *yc = NULL;
     double ms;
+    restore(a, snap);
     if (checked_call(&f, a, &r->compiled.first_ms, NULL, &yc, r) == 0 &&
         max_abs_diff(ye, yc, &r->max_abs_diff, r) == 0 &&
         checked_call(&f, a, &ms, &r->compiled.peak_bytes, NULL, r) == 0) {
@@ -523,14 +549,18 @@ void bench_run(const bench_case *c, const bench_opts *o, FILE *progress, bench_r
     tj_manual_seed(BENCH_SEED);
     int rc = c->setup(&a);
     tj_scope_end();
-    tj_tensor *ye = NULL;
+    tj_tensor *ye = NULL, *snap[BENCH_MAX_ARGS] = {0}, *const *sp = c->trains ? snap : NULL;
     if (rc != 0)
         fail(r, "setup", tj_last_error());
+    else if (c->trains && snapshot(&a, snap) != 0)
+        fail(r, "snapshot", tj_last_error());
     else
-        run_eager(c, &a, o, progress, &ye, r);
+        run_eager(c, &a, o, progress, sp, &ye, r);
     if (r->status == BENCH_OK && !o->eager_only)
-        run_compiled(c, &a, o, progress, ye, r);
+        run_compiled(c, &a, o, progress, sp, ye, r);
     tj_release(ye);
+    for (int k = 0; k < BENCH_MAX_ARGS; k++)
+        tj_release(snap[k]);
     c->teardown(&a);
     if (r->status == BENCH_OK && !o->eager_only)
         first_calls(c, r, progress);

@@ -164,22 +164,59 @@ static tj_tensor *p6_run(void *ctx, tj_tensor *const *in, int n)
     return tj_relu(tj_add(conv_bn(h, w + 5), x));
 }
 
+/* ---- P7 train_mlp: inputs x, labels; weights w1, b1, w2, b2, w3, b3 --------
+ * One training step: forward, cross-entropy, backward, SGD (lr 0.01). */
+static int p7_setup(bench_args *a)
+{
+    input(a, 2, (int64_t[]){128, 784});
+    add_arg(a, tj_cast(tj_floor(tj_mul_s(tj_rand(TJ_F32, 1, (int64_t[]){128}), 10)), TJ_I64));
+    a->ninputs = a->n;
+    weight(a, 2, (int64_t[]){512, 784}, 784);
+    weight(a, 1, (int64_t[]){512}, 784);
+    weight(a, 2, (int64_t[]){512, 512}, 512);
+    weight(a, 1, (int64_t[]){512}, 512);
+    weight(a, 2, (int64_t[]){10, 512}, 512);
+    weight(a, 1, (int64_t[]){10}, 512);
+    for (int k = a->ninputs; k < a->n; k++)
+        if (a->t[k] && tj_requires_grad(a->t[k], true) != 0)
+            return -1;
+    return setup_done(a);
+}
+
+static tj_tensor *p7_run(void *ctx, tj_tensor *const *in, int n)
+{
+    tj_tensor *const *w = weights(ctx);
+    for (int k = 0; k < 6; k++)
+        tj_zero_grad(w[k]);
+    tj_tensor *h = tj_relu(tj_linear(in[0], w[0], w[1]));
+    h = tj_relu(tj_linear(h, w[2], w[3]));
+    tj_tensor *loss = tj_cross_entropy(tj_linear(h, w[4], w[5]), in[1]);
+    if (tj_backward(loss) != 0)
+        return NULL;
+    int rc = 0;
+    tj_no_grad_begin();
+    for (int k = 0; k < 6 && rc == 0; k++)
+        rc = tj_copy_(w[k], tj_sub(w[k], tj_mul_s(tj_grad(w[k]), 0.01)));
+    tj_no_grad_end();
+    return rc == 0 ? tj_detach(loss) : NULL;
+}
+
 /* ---- the table ------------------------------------------------------------ */
 const bench_case bench_cases[] = {
     {"P1", "pointwise", "x f32[4194304]; tanh(x) * sigmoid(1.702*x) + 0.5*x", p1_setup, p1_run,
-     teardown, NULL},
+     teardown, NULL, false},
     {"P2", "softmax", "x f32[2048,1024]; softmax over the last dim", p2_setup, p2_run, teardown,
-     NULL},
+     NULL, false},
     {"P3", "layernorm", "x f32[4096,1024], w,b f32[1024]; layer_norm, eps 1e-5", p3_setup, p3_run,
-     teardown, NULL},
+     teardown, NULL, false},
     {"P4", "mlp", "x f32[256,1024]; layer_norm(linear(gelu_tanh(linear(x))) + x), 1024-2048-1024",
-     p4_setup, p4_run, teardown, NULL},
+     p4_setup, p4_run, teardown, NULL, false},
     {"P5", "attention", "q,k,v f32[4,8,256,64]; causal sdpa, scale 1/8", p5_setup, p5_run,
-     teardown, NULL},
+     teardown, NULL, false},
     {"P6", "conv", "x f32[8,64,56,56]; ResNet basic block (conv3x3 64->64, bn, relu), eval",
-     p6_setup, p6_run, teardown, NULL},
+     p6_setup, p6_run, teardown, NULL, false},
     {"P7", "train_mlp", "x f32[128,784]; MLP 784-512-512-10, cross-entropy, one SGD step",
-     NULL, NULL, NULL, "needs autograd (not implemented yet)"},
+     p7_setup, p7_run, teardown, NULL, true},
 };
 const int bench_ncases = (int)(sizeof bench_cases / sizeof *bench_cases);
 

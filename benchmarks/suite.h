@@ -44,6 +44,8 @@ typedef struct bench_case {
     void (*teardown)(bench_args *args);
     const char *skip;   /* non-NULL: why the case cannot run on tjit yet (and
                          * setup, run, teardown are NULL) */
+    bool trains;        /* run() updates the weights (a training step): the
+                         * runner restores them before each checked call */
 } bench_case;
 
 extern const bench_case bench_cases[];

@@ -222,6 +222,8 @@ def check(torch, check_dir, cid, model):
     if loaded is None:
         return None
     args, want = loaded
+    if cid == "P7":   # the weights of a training step need gradients
+        args = args[:2] + [a.requires_grad_() for a in args[2:]]
     got = model(*args)
     if got.shape != want.shape:
         return float("inf")
