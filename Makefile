@@ -1,8 +1,9 @@
 # Makefile - the one build of tjit.
 #
 #   make              build/libtjit.a, build/libtjit.so, build/tjit (with build/libtjit_bench.a)
-#   make test         install deps if missing, build, check the public headers
-#                     compile alone (check-headers), run every cmocka suite
+#   make test         install deps if missing, check-layers, build, check the public
+#                     headers compile alone (check-headers), run every cmocka suite
+#   make check-layers the include arrows of docs/architecture.md's layer table hold
 #   make asan         the same suites under -fsanitize=address,undefined
 #   make bench        install deps if missing, build, run the benchmark suite
 #   make bench-compare  the suite against PyTorch eager (BENCH_ARGS="P1 --threads 2")
@@ -50,7 +51,8 @@ TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 TEST_UTIL_OBJS := $(TEST_UTIL:%.c=$(BUILD)/obj/%.o)
 
 .SECONDARY:
-.PHONY: all test asan bench bench-compare example docs deps clean check-tests check-headers golden
+.PHONY: all test asan bench bench-compare example docs deps clean check-tests check-headers golden \
+        check-layers
 all: $(BUILD)/libtjit.a $(BUILD)/libtjit.so $(BUILD)/tjit
 
 $(BUILD)/obj/%.o: %.c
@@ -106,9 +108,17 @@ $(BUILD)/check/%.ok: include/%.h $(PUB_HEADERS)
 
 check-headers: $(PUB_HEADERS:include/%.h=$(BUILD)/check/%.ok)
 
-# The README's test command: set up, build, run every suite, one summary line.
+# The README's test command: set up, check the layers, build, run every
+# suite, one summary line.
 test: deps
+	@$(MAKE) --no-print-directory check-layers
 	@$(MAKE) --no-print-directory check-tests
+
+# No #include against the layer table of docs/architecture.md (and the
+# script's own check that it catches one).
+check-layers:
+	@out=$$(bash scripts/check-layers.sh --self-test) || { echo "$$out"; exit 1; }
+	@bash scripts/check-layers.sh
 
 check-tests: all check-headers $(TEST_BINS)
 	@TJ_BUILD=$(BUILD) bash scripts/run-tests.sh $(TEST_BINS)
