@@ -226,6 +226,103 @@ static void test_gradcheck(void **state)
     assert_int_equal(missing, 0);
 }
 
+/* ---- golden gradients from PyTorch (scripts/golden/grad.py) ------------------------ */
+
+typedef tj_tensor *(*golden_fn)(tj_tensor **in);
+
+static tj_tensor *g_add(tj_tensor **in) { return tj_add(in[0], in[1]); }
+static tj_tensor *g_mul(tj_tensor **in) { return tj_mul(in[0], in[1]); }
+static tj_tensor *g_div(tj_tensor **in) { return tj_div(in[0], in[1]); }
+static tj_tensor *g_maximum(tj_tensor **in) { return tj_maximum(in[0], in[1]); }
+static tj_tensor *g_relu(tj_tensor **in) { return tj_relu(in[0]); }
+static tj_tensor *g_abs(tj_tensor **in) { return tj_abs(in[0]); }
+static tj_tensor *g_sum(tj_tensor **in) { return tj_sum(in[0], (int[]){0, 2}, 2, false); }
+static tj_tensor *g_amax(tj_tensor **in) { return tj_amax(in[0], (int[]){1}, 1, false); }
+static tj_tensor *g_tmatmul(tj_tensor **in) { return tj_matmul(tj_transpose(in[0], 0, 1), in[1]); }
+static tj_tensor *g_matmul(tj_tensor **in) { return tj_matmul(in[0], in[1]); }
+static tj_tensor *g_conv(tj_tensor **in)
+{
+    return tj_conv2d(in[0], in[1], in[2], (int64_t[]){2, 2}, (int64_t[]){1, 1}, (int64_t[]){1, 1}, 2);
+}
+static tj_tensor *g_maxpool(tj_tensor **in)
+{
+    return tj_max_pool2d(in[0], (int64_t[]){3, 3}, (int64_t[]){2, 2}, (int64_t[]){1, 1}, (int64_t[]){1, 1});
+}
+static tj_tensor *g_avgpool(tj_tensor **in)
+{
+    return tj_avg_pool2d(in[0], (int64_t[]){3, 3}, (int64_t[]){2, 2}, (int64_t[]){1, 1}, false);
+}
+static tj_tensor *g_layer_norm(tj_tensor **in) { return tj_layer_norm(in[0], 1, in[1], in[2], 1e-5); }
+static tj_tensor *g_batch_norm(tj_tensor **in) { return tj_batch_norm(in[0], in[1], in[2], in[3], in[4], 1e-5); }
+static tj_tensor *g_embedding(tj_tensor **in) { return tj_embedding(in[0], in[1]); }
+static tj_tensor *g_sdpa(tj_tensor **in) { return tj_scaled_dot_product_attention(in[0], in[1], in[2], NULL, true, 0); }
+static tj_tensor *g_xent(tj_tensor **in) { return tj_cross_entropy(in[0], in[1]); }
+static tj_tensor *g_log_softmax(tj_tensor **in) { return tj_log_softmax(in[0], 1); }
+static tj_tensor *g_gelu_tanh(tj_tensor **in) { return tj_gelu_tanh(in[0]); }
+
+static const struct {
+    const char *name;
+    golden_fn fn;
+} golden_cases[] = {
+    {"add_broadcast", g_add},  {"mul_broadcast", g_mul},       {"div", g_div},
+    {"maximum_ties", g_maximum}, {"relu_zero", g_relu},        {"abs_zero", g_abs},
+    {"sum_dims", g_sum},       {"amax_ties", g_amax},          {"transpose_matmul", g_tmatmul},
+    {"matmul_batch", g_matmul}, {"conv2d", g_conv},            {"max_pool2d", g_maxpool},
+    {"avg_pool2d", g_avgpool}, {"layer_norm", g_layer_norm},   {"batch_norm", g_batch_norm},
+    {"embedding", g_embedding}, {"sdpa_causal", g_sdpa},       {"cross_entropy", g_xent},
+    {"log_softmax", g_log_softmax}, {"gelu_tanh", g_gelu_tanh},
+};
+
+/* tests/golden/grad/<case>.<what>.npy, or NULL when there is none. */
+static tj_tensor *golden_opt(const char *c, const char *what)
+{
+    char path[256];
+    const char *dir = getenv("TJ_GOLDEN_DIR");
+    snprintf(path, sizeof path, "%s/grad/%s.%s.npy", dir ? dir : "tests/golden", c, what);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fclose(f);
+    return tj_load_npy(path);
+}
+
+static void test_golden_gradients(void **state)
+{
+    (void)state;
+    for (size_t c = 0; c < sizeof golden_cases / sizeof *golden_cases; c++) {
+        const char *name = golden_cases[c].name;
+        tj_tensor *in[8] = {0};
+        char what[16];
+        int n = 0;
+        for (; n < 8; n++) {
+            snprintf(what, sizeof what, "in%d", n);
+            if (!(in[n] = golden_opt(name, what)))
+                break;
+            snprintf(what, sizeof what, "grad%d", n);
+            if (golden_opt(name, what))
+                assert_int_equal(tj_requires_grad(in[n], true), 0);
+        }
+        assert_true(n > 0);
+        tj_tensor *y = golden_cases[c].fn(in);
+        if (!y)
+            fail_msg("%s: %s", name, tj_last_error());
+        assert_int_equal(tj_backward_seed(y, golden_opt(name, "seed")), 0);
+        for (int k = 0; k < n; k++) {
+            snprintf(what, sizeof what, "grad%d", k);
+            tj_tensor *want = golden_opt(name, what);
+            if (!want)
+                continue;
+            if (!tj_grad(in[k]))
+                fail_msg("%s: input %d got no gradient", name, k);
+            tj_tensor *got = tj_grad(in[k]);
+            assert_int_equal(tj_ndim(got), tj_ndim(want));
+            assert_memory_equal(tj_shape(got), tj_shape(want), (size_t)tj_ndim(want) * sizeof(int64_t));
+            if (!tu_all_close(got, want, 1e-4))
+                fail_msg("%s: the gradient of input %d differs from PyTorch's", name, k);
+        }
+    }
+}
+
 /* ---- the tape's behaviour and errors ---------------------------------------------------- */
 
 static tj_tensor *vec(double a, double b, double c)
@@ -329,6 +426,7 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_accumulate_and_zero), T(test_no_grad_records_nothing), T(test_detach_and_seed),
         T(test_errors),              T(test_nondifferentiable_inputs), T(test_gradcheck),
+        T(test_golden_gradients),
 #undef T
     };
     return cmocka_run_group_tests_name("autograd", tests, NULL, NULL);
