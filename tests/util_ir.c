@@ -1,0 +1,76 @@
+/* util_ir.c - helpers of the IR text-form suites (util_ir.h). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "util_ir.h"
+
+void tu_assert_verifies(const ir_graph *g)
+{
+    char err[512];
+    if (ir_verify(g, err, sizeof err))
+        fail_msg("ir_verify: %s", err);
+}
+
+char *tu_round_trip(const ir_graph *g)
+{
+    tu_assert_verifies(g);
+    size_t n1, n2;
+    char *t1 = ir_print(g, &n1);
+    assert_non_null(t1);
+    assert_int_equal(strlen(t1), n1);
+    char err[2048];
+    ir_graph *g2 = ir_parse(t1, n1, "printed.tir", err, sizeof err);
+    if (!g2)
+        fail_msg("printed text does not parse:\n%s\n%s", t1, err);
+    tu_assert_verifies(g2);
+    char *t2 = ir_print(g2, &n2);
+    assert_non_null(t2);
+    if (n1 != n2 || memcmp(t1, t2, n1))
+        fail_msg("round trip differs:\n--- printed\n%s--- reprinted\n%s", t1, t2);
+    assert_int_equal(g2->nnodes, g->nnodes);
+    assert_int_equal(g2->ninputs, g->ninputs);
+    assert_int_equal(g2->noutputs, g->noutputs);
+    free(t2);
+    ir_graph_free(g2);
+    return t1;
+}
+
+const char *tu_parse_error(const char *src, size_t len)
+{
+    static char err[4096];
+    ir_graph *g = ir_parse(src, len, "e.tir", err, sizeof err);
+    if (g) {
+        ir_graph_free(g);
+        fail_msg("parsed, but should fail:\n%.*s", (int)(len > 400 ? 400 : len), src);
+    }
+    return err;
+}
+
+void tu_check_error(const char *src, int line, int col, const char *msg, const char *shown)
+{
+    const char *err = tu_parse_error(src, strlen(src));
+    char head[64];
+    snprintf(head, sizeof head, "e.tir:%d:%d: error: ", line, col);
+    if (strncmp(err, head, strlen(head)) || !strstr(err, msg))
+        fail_msg("source:\n%s\nwant \"%s...%s\", got:\n%s", src, head, msg, err);
+    const char *l2 = strchr(err, '\n');
+    assert_non_null(l2);
+    l2++;
+    const char *l3 = strchr(l2, '\n');
+    assert_non_null(l3);
+    l3++;
+    if (shown && (strncmp(l2, shown, strlen(shown)) || l2[strlen(shown)] != '\n'))
+        fail_msg("source line shown wrong:\n%s\nwant: %s", err, shown);
+    /* the caret sits under the column of the (unwindowed, short) line */
+    int spaces = 0;
+    while (l3[spaces] == ' ')
+        spaces++;
+    if (shown && (l3[spaces] != '^' || spaces != col - 1 || l3[spaces + 1] != '\n'))
+        fail_msg("caret misplaced (want %d spaces):\n%s", col - 1, err);
+}

@@ -1,0 +1,29 @@
+/* util_ir.h - helpers of the suites that test the IR's text form
+ * (test_ir.c, test_parse.c): round trips, verification, parse errors.
+ * Include after <cmocka.h> and its prerequisites.
+ */
+#ifndef TJ_TEST_UTIL_IR_H
+#define TJ_TEST_UTIL_IR_H
+
+#include <stddef.h>
+
+#include "../ir/graph.h"
+
+/* What a shape rule that is still a stub says. */
+#define TU_STUB "not implemented yet"
+
+/* Fails the test unless g verifies. */
+void tu_assert_verifies(const ir_graph *g);
+
+/* Prints g, parses it back, prints again: the texts must be equal and both
+ * graphs must verify. Returns the text (malloc'd). */
+char *tu_round_trip(const ir_graph *g);
+
+/* Parses src[0..len) as "e.tir", which must fail; returns the message (static). */
+const char *tu_parse_error(const char *src, size_t len);
+
+/* Checks a parse error: "e.tir:LINE:COL: error: ..." containing msg, then
+ * the source line (shown; NULL: not checked), then a caret under the column. */
+void tu_check_error(const char *src, int line, int col, const char *msg, const char *shown);
+
+#endif
