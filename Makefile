@@ -1,9 +1,10 @@
 # Makefile - the one build of tjit.
 #
 #   make              build/libtjit.a, build/libtjit.so, build/tjit (with build/libtjit_bench.a)
-#   make test         install deps if missing, check-layers, build, check the public
+#   make test         install deps if missing, check-layers, loc, build, check the public
 #                     headers compile alone (check-headers), run every cmocka suite
 #   make check-layers the include arrows of docs/architecture.md's layer table hold
+#   make loc          lines of C per directory and file; fails on a file over 1,200 lines
 #   make asan         the same suites under -fsanitize=address,undefined
 #   make bench        install deps if missing, build, run the benchmark suite
 #   make bench-compare  the suite against PyTorch eager (BENCH_ARGS="P1 --threads 2")
@@ -52,7 +53,7 @@ TEST_UTIL_OBJS := $(TEST_UTIL:%.c=$(BUILD)/obj/%.o)
 
 .SECONDARY:
 .PHONY: all test asan bench bench-compare example docs deps clean check-tests check-headers golden \
-        check-layers
+        check-layers loc
 all: $(BUILD)/libtjit.a $(BUILD)/libtjit.so $(BUILD)/tjit
 
 $(BUILD)/obj/%.o: %.c
@@ -112,7 +113,13 @@ check-headers: $(PUB_HEADERS:include/%.h=$(BUILD)/check/%.ok)
 # suite, one summary line.
 test: deps
 	@$(MAKE) --no-print-directory check-layers
+	@bash scripts/loc.sh --check
 	@$(MAKE) --no-print-directory check-tests
+
+# Lines of C per directory and per file; a source file over the limit
+# (scripts/loc.sh) fails, here and in make test.
+loc:
+	@bash scripts/loc.sh
 
 # No #include against the layer table of docs/architecture.md (and the
 # script's own check that it catches one).
