@@ -43,3 +43,47 @@ tj_tensor *tj_batch_norm(tj_tensor *x, tj_tensor *mean, tj_tensor *var, tj_tenso
     tj_tensor *in[5] = {x, mean, var, w, b};
     return fe_apply(OP_batch_norm, in, 5, &at);
 }
+
+/* Training mode: normalizes with the batch's statistics (biased variance)
+ * over every dim but 1, written as batch_norm of those statistics so the
+ * gradient flows through them; then, without gradient, moves the running
+ * statistics toward the batch's (unbiased variance), as PyTorch does. */
+tj_tensor *tj_batch_norm_train(tj_tensor *x, tj_tensor *running_mean, tj_tensor *running_var,
+                               tj_tensor *w, tj_tensor *b, double momentum, double eps)
+{
+    if (!x) {
+        if (!rt_has_error())
+            rt_error("batch_norm_train: x is NULL");
+        return NULL;
+    }
+    if (x->ndim < 2) {
+        char d[64];
+        rt_error("batch_norm_train(%s): x needs a batch and a channel dim", tj_describe(x, d, sizeof d));
+        return NULL;
+    }
+    if (!(momentum >= 0 && momentum <= 1)) {
+        rt_error("batch_norm_train: momentum %g is not in [0, 1]", momentum);
+        return NULL;
+    }
+    int dims[TJ_MAX_DIMS], nd = 0;
+    int64_t n = 1;
+    for (int d = 0; d < x->ndim; d++)
+        if (d != 1) {
+            dims[nd++] = d;
+            n *= x->shape[d];
+        }
+    tj_tensor *mean = tj_mean(x, dims, nd, false), *var = tj_var(x, dims, nd, 0, false);
+    tj_tensor *y = tj_batch_norm(x, mean, var, w, b, eps);
+    if (!y || (!running_mean && !running_var))
+        return y;
+    int rc = 0;
+    tj_no_grad_begin();
+    if (running_mean)
+        rc = tj_copy_(running_mean, tj_add(tj_mul_s(running_mean, 1 - momentum), tj_mul_s(mean, momentum)));
+    if (running_var && rc == 0) {
+        double unbias = n > 1 ? (double)n / (double)(n - 1) : 1.0;
+        rc = tj_copy_(running_var, tj_add(tj_mul_s(running_var, 1 - momentum), tj_mul_s(var, momentum * unbias)));
+    }
+    tj_no_grad_end();
+    return rc == 0 ? y : NULL;
+}

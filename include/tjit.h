@@ -250,6 +250,11 @@ tj_tensor *tj_rms_norm(tj_tensor *x, int ndims, tj_tensor *w, double eps);
 /* Eval mode: x [N,C,...], running mean/var [C]; w, b may be NULL. */
 tj_tensor *tj_batch_norm(tj_tensor *x, tj_tensor *mean, tj_tensor *var, tj_tensor *w,
                          tj_tensor *b, double eps);
+/* Training mode (torch's F.batch_norm(training=True)): normalizes with the
+ * batch's statistics over every dim but 1 and, when given, updates the running
+ * mean/var in place: r = (1 - momentum) r + momentum * batch (variance unbiased). */
+tj_tensor *tj_batch_norm_train(tj_tensor *x, tj_tensor *running_mean, tj_tensor *running_var,
+                               tj_tensor *w, tj_tensor *b, double momentum, double eps);
 tj_tensor *tj_max_pool2d(tj_tensor *x, const int64_t kernel[2], const int64_t stride[2],
                          const int64_t padding[2], const int64_t dilation[2]);
 tj_tensor *tj_avg_pool2d(tj_tensor *x, const int64_t kernel[2], const int64_t stride[2],

@@ -260,10 +260,17 @@ static tj_tensor *g_xent(tj_tensor **in) { return tj_cross_entropy(in[0], in[1])
 static tj_tensor *g_log_softmax(tj_tensor **in) { return tj_log_softmax(in[0], 1); }
 static tj_tensor *g_gelu_tanh(tj_tensor **in) { return tj_gelu_tanh(in[0]); }
 
+static tj_tensor *bn_running[2];   /* set by test_golden_gradients for g_bn_train */
+static tj_tensor *g_bn_train(tj_tensor **in)
+{
+    return tj_batch_norm_train(in[0], bn_running[0], bn_running[1], in[1], in[2], 0.1, 1e-5);
+}
+
 static const struct {
     const char *name;
     golden_fn fn;
 } golden_cases[] = {
+    {"batch_norm_train", g_bn_train},
     {"add_broadcast", g_add},  {"mul_broadcast", g_mul},       {"div", g_div},
     {"maximum_ties", g_maximum}, {"relu_zero", g_relu},        {"abs_zero", g_abs},
     {"sum_dims", g_sum},       {"amax_ties", g_amax},          {"transpose_matmul", g_tmatmul},
@@ -289,6 +296,8 @@ static tj_tensor *golden_opt(const char *c, const char *what)
 static void test_golden_gradients(void **state)
 {
     (void)state;
+    bn_running[0] = tj_clone(golden_opt("batch_norm_train", "rm"));
+    bn_running[1] = tj_clone(golden_opt("batch_norm_train", "rv"));
     for (size_t c = 0; c < sizeof golden_cases / sizeof *golden_cases; c++) {
         const char *name = golden_cases[c].name;
         tj_tensor *in[8] = {0};
@@ -321,6 +330,8 @@ static void test_golden_gradients(void **state)
                 fail_msg("%s: the gradient of input %d differs from PyTorch's", name, k);
         }
     }
+    tu_assert_close(bn_running[0], golden_opt("batch_norm_train", "rm_after"), 1e-5, 1e-6);
+    tu_assert_close(bn_running[1], golden_opt("batch_norm_train", "rv_after"), 1e-5, 1e-6);
 }
 
 /* ---- the tape's behaviour and errors ---------------------------------------------------- */

@@ -54,4 +54,14 @@ case("cross_entropy", lambda x, t: F.cross_entropy(x, t), r(4, 5), torch.tensor(
 case("log_softmax", lambda x: F.log_softmax(x, 1), r(3, 4))
 case("gelu_tanh", lambda x: F.gelu(x, approximate="tanh") if "approximate" in F.gelu.__doc__
      else 0.5 * x * (1 + torch.tanh(0.7978845608028654 * (x + 0.044715 * x ** 3))), r(2, 5))
+
+# Training-mode batch norm: gradients, and the running statistics it leaves.
+rm, rv = r(3), r(3).abs() + 0.5
+f.save("batch_norm_train.rm", rm)
+f.save("batch_norm_train.rv", rv)
+rm2, rv2 = rm.clone(), rv.clone()
+case("batch_norm_train", lambda x, w, b: F.batch_norm(x, rm2, rv2, w, b, True, 0.1, 1e-5),
+     r(4, 3, 5), r(3), r(3))
+f.save("batch_norm_train.rm_after", rm2)
+f.save("batch_norm_train.rv_after", rv2)
 f.done()
