@@ -57,19 +57,13 @@ int ir_type_check(const ir_type *t, char *err, size_t nerr)
         return ir_fail(err, nerr, "invalid dtype %d", (int)t->dtype);
     if (t->ndim < 0 || t->ndim > TJ_MAX_DIMS)
         return ir_fail(err, nerr, "%d dims (at most %d)", t->ndim, TJ_MAX_DIMS);
-    int64_t m = 1;
-    for (int d = 0; d < t->ndim; d++) {
-        int64_t s = t->shape[d];
-        if (IR_IS_SYM(s) && IR_SYM_INDEX(s) >= IR_MAX_SYM)
-            return ir_fail(err, nerr, "symbol number %lld out of range", (long long)IR_SYM_INDEX(s));
-        s = IR_IS_SYM(s) ? -s : s;
-        if (s == 0)
-            continue;
-        if (m > INT64_MAX / s)
-            return ir_fail(err, nerr, "type %s has more than 2^63 elements",
-                           ir_type_fmt(t, e, sizeof e));
-        m *= s;
-    }
+    for (int d = 0; d < t->ndim; d++)
+        if (IR_IS_SYM(t->shape[d]) && IR_SYM_INDEX(t->shape[d]) >= IR_MAX_SYM)
+            return ir_fail(err, nerr, "symbol number %lld out of range",
+                           (long long)IR_SYM_INDEX(t->shape[d]));
+    int64_t n;
+    if (!ir_numel_checked(t->ndim, t->shape, &n))
+        return ir_fail(err, nerr, "type %s has more than 2^63-1 elements", ir_type_fmt(t, e, sizeof e));
     return 0;
 }
 

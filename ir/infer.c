@@ -23,6 +23,17 @@ int ir_fail(char *err, size_t nerr, const char *fmt, ...)
     return -1;
 }
 
+int ir_fail_numel(char *err, size_t nerr, const char *what, int ndim, const int64_t *shape)
+{
+    char s[IR_MAX_LIST * 24 + 4];
+    size_t k = (size_t)snprintf(s, sizeof s, "[");
+    for (int d = 0; d < ndim && k < sizeof s; d++)
+        k += (size_t)snprintf(s + k, sizeof s - k, d ? ",%lld" : "%lld", (long long)shape[d]);
+    if (k < sizeof s)
+        snprintf(s + k, sizeof s - k, "]");
+    return ir_fail(err, nerr, "%s %s has more than 2^63-1 elements", what, s);
+}
+
 void ir_set(ir_type *out, tj_dtype dtype, int ndim, const int64_t *shape)
 {
     out->dtype = dtype;
@@ -90,7 +101,14 @@ int ir_infer(ir_op op, const ir_type *const *in, int nin, const ir_attrs *a, ir_
                            TJ_MAX_DIMS);
     }
     out->weak = false;
-    return rules[op](op, in, nin, a, out, err, nerr);
+    if (rules[op](op, in, nin, a, out, err, nerr))
+        return -1;
+    /* every rule's result: its element count must fit in int64 (views such
+     * as expand make shapes no allocation has checked) */
+    int64_t n;
+    if (!ir_numel_checked(out->ndim, out->shape, &n))
+        return ir_fail_numel(err, nerr, "the result shape", out->ndim, out->shape);
+    return 0;
 }
 
 /* ---- pointwise rules ------------------------------------------------------ */

@@ -28,6 +28,10 @@ int ir_infer_binary(IR_INFER_ARGS);
 /* Writes the formatted reason to err and returns -1. */
 int ir_fail(char *err, size_t nerr, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* The reason for a shape of more elements than int64 counts: "<what>
+ * [a,b,...] has more than 2^63-1 elements"; returns -1. */
+int ir_fail_numel(char *err, size_t nerr, const char *what, int ndim, const int64_t *shape);
+
 /* Sets out to dtype with in's shape. */
 void ir_set(ir_type *out, tj_dtype dtype, int ndim, const int64_t *shape);
 

@@ -191,17 +191,21 @@ static int window_out(const ir_window2d *w, const ir_type *x, int64_t o[2], char
                       size_t nerr)
 {
     const int64_t *hw = &x->shape[x->ndim - 2];
+    int64_t padded[2];   /* padding <= 2^31 (check_pair), sizes up to 2^63-1 */
+    for (int d = 0; d < 2; d++)
+        if (__builtin_add_overflow(hw[d], 2 * w->padding[d], &padded[d]))
+            return ir_fail(err, nerr, "input size %lld with padding %lld is more than 2^63-1",
+                           (long long)hw[d], (long long)w->padding[d]);
     for (int d = 0; d < 2; d++) {
         int64_t span = w->dilation[d] * (w->kernel[d] - 1) + 1;
-        if (span > hw[d] + 2 * w->padding[d])
+        if (span > padded[d])
             return ir_fail(err, nerr,
                            "kernel %lldx%lld (dilated %lldx%lld) is larger than the padded "
                            "input %lldx%lld",
                            (long long)w->kernel[0], (long long)w->kernel[1],
                            (long long)(w->dilation[0] * (w->kernel[0] - 1) + 1),
                            (long long)(w->dilation[1] * (w->kernel[1] - 1) + 1),
-                           (long long)(hw[0] + 2 * w->padding[0]),
-                           (long long)(hw[1] + 2 * w->padding[1]));
+                           (long long)padded[0], (long long)padded[1]);
         o[d] = ir_window_out(w, d, hw[d]);
     }
     return 0;
@@ -229,7 +233,7 @@ static int conv_channels(const ir_type *x, const ir_type *w, const ir_type *b, i
     if (o % groups != 0)
         return ir_fail(err, nerr, "output channels %lld are not divisible by groups %lld",
                        (long long)o, (long long)groups);
-    if (c != w->shape[1] * groups)
+    if (c != w->shape[1] * groups)   /* no overflow: groups divides o, so <= o */
         return ir_fail(err, nerr,
                        "input has %lld channels, weight expects %lld (%lld per group x %lld "
                        "groups)",

@@ -47,7 +47,8 @@ int ir_infer_cat(IR_INFER_ARGS)
             if (j != d && in[k]->shape[j] != ref->shape[j])
                 return ir_fail(err, nerr, "input %d has size %lld in dim %d, expected %lld", k,
                                (long long)in[k]->shape[j], j, (long long)ref->shape[j]);
-        out->shape[d] += in[k]->shape[d];
+        if (__builtin_add_overflow(out->shape[d], in[k]->shape[d], &out->shape[d]))
+            return ir_fail(err, nerr, "the sizes in dim %d add up to more than 2^63-1", d);
     }
     return 0;
 }
@@ -146,13 +147,12 @@ static int create_shape(const ir_attr *s, tj_dtype dt, ir_type *out, char *err, 
 {
     if (s->n < 0 || s->n > TJ_MAX_DIMS)
         return ir_fail(err, nerr, "shape has %d entries (expected 0..%d)", s->n, TJ_MAX_DIMS);
-    int64_t numel = 1;
-    for (int d = 0; d < s->n; d++) {
+    int64_t numel;
+    for (int d = 0; d < s->n; d++)
         if (s->i[d] < 0)
             return ir_fail(err, nerr, "negative size %lld in dim %d", (long long)s->i[d], d);
-        if (__builtin_mul_overflow(numel, s->i[d], &numel))
-            return ir_fail(err, nerr, "shape size overflows");
-    }
+    if (!ir_numel_checked(s->n, s->i, &numel))
+        return ir_fail_numel(err, nerr, "shape", s->n, s->i);
     ir_set(out, dt, s->n, s->i);
     return 0;
 }

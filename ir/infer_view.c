@@ -26,7 +26,7 @@ int ir_infer_reshape(IR_INFER_ARGS)
     if (check_list(s, TJ_MAX_DIMS, "shape", err, nerr))
         return -1;
     int infer = -1;
-    int64_t known = 1, shape[TJ_MAX_DIMS];
+    int64_t known, shape[TJ_MAX_DIMS];
     for (int d = 0; d < s->n; d++) {
         shape[d] = s->i[d];
         if (s->i[d] == -1) {
@@ -35,10 +35,10 @@ int ir_infer_reshape(IR_INFER_ARGS)
             infer = d;
         } else if (s->i[d] < 0) {
             return ir_fail(err, nerr, "invalid size %lld in dim %d", (long long)s->i[d], d);
-        } else if (__builtin_mul_overflow(known, s->i[d], &known)) {
-            return ir_fail(err, nerr, "shape size overflows");
         }
     }
+    if (!ir_numel_checked(s->n, s->i, &known))   /* the -1 counts as 1 */
+        return ir_fail_numel(err, nerr, "shape", s->n, s->i);
     int64_t numel = ir_type_numel(in[0]);
     if (infer >= 0) {
         if (known == 0)

@@ -33,6 +33,12 @@ typedef struct ir_type {
 } ir_type;
 
 int64_t ir_type_numel(const ir_type *t);
+/* The element count of a shape in *n: 0 when a size is 0, else the product
+ * of the sizes (a symbolic size, < 0, counts as 1). False when that product
+ * does not fit in int64: the one overflow check of element counts, applied
+ * by ir_infer to every result, by ir_type_check to every graph type and by
+ * the runtime to every tensor it allocates and in tj_numel. */
+bool ir_numel_checked(int ndim, const int64_t *shape, int64_t *n);
 bool ir_type_equal(const ir_type *a, const ir_type *b);
 /* Same rank and sizes (dtype and weak flag aside). */
 bool ir_shape_equal(const ir_type *a, const ir_type *b);

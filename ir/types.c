@@ -57,6 +57,22 @@ tj_dtype ir_dtype_from_name(const char *name)
     return TJ_NUM_DTYPES;
 }
 
+bool ir_numel_checked(int ndim, const int64_t *shape, int64_t *n)
+{
+    int64_t p = 1;
+    bool fits = true;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] == 0) {
+            *n = 0;
+            return true;
+        }
+        if (shape[d] > 0 && __builtin_mul_overflow(p, shape[d], &p))
+            fits = false;
+    }
+    *n = fits ? p : -1;
+    return fits;
+}
+
 int64_t ir_type_numel(const ir_type *t)
 {
     int64_t n = 1;

@@ -62,16 +62,21 @@ static tj_tensor *header_new(tj_dtype dt, int ndim, const int64_t *shape)
 
 tj_tensor *rt_tensor_new(tj_dtype dt, int ndim, const int64_t *shape)
 {
-    size_t bytes = tj_dtype_size(dt);
-    for (int d = 0; d < ndim; d++) {
+    for (int d = 0; d < ndim; d++)
         if (shape[d] < 0) {
             rt_error("negative size %lld in dim %d", (long long)shape[d], d);
             return NULL;
         }
-        if (__builtin_mul_overflow(bytes, (size_t)shape[d], &bytes)) {
-            rt_error("tensor size overflows");
-            return NULL;
-        }
+    int64_t n;
+    size_t bytes;
+    if (!ir_numel_checked(ndim, shape, &n) ||
+        __builtin_mul_overflow((size_t)n, tj_dtype_size(dt), &bytes)) {
+        ir_type ty = {.dtype = dt, .ndim = ndim};
+        memcpy(ty.shape, shape, sizeof(int64_t) * (size_t)ndim);
+        char s[96];
+        rt_error("tensor size overflows: %s needs more than %zu bytes", ir_type_str(&ty, s, sizeof s),
+                 SIZE_MAX);
+        return NULL;
     }
     tj_tensor *t = header_new(dt, ndim, shape);
     if (!t)
@@ -233,9 +238,12 @@ int64_t tj_numel(const tj_tensor *t)
 {
     if (!t)
         return -1;
-    int64_t n = 1;
-    for (int d = 0; d < t->ndim; d++)
-        n *= t->shape[d];
+    int64_t n;
+    if (!ir_numel_checked(t->ndim, t->shape, &n)) {   /* no op makes such a tensor */
+        char d[96];
+        rt_error("numel(%s): the shape has more than 2^63-1 elements", tj_describe(t, d, sizeof d));
+        return -1;
+    }
     return n;
 }
 

@@ -35,14 +35,6 @@
 #define SC_BLOCK_ROWS 64                    /* GEMM rows per block, at least */
 #define SC_LOOKAHEAD 64                     /* steps scanned past a region's last step */
 
-static int64_t numel(const ir_type *t)
-{
-    int64_t n = 1;
-    for (int d = 0; d < t->ndim; d++)
-        n *= t->shape[d];
-    return n;
-}
-
 static const ir_node *chain_end(const ir_node *n)
 {
     while (!ir_node_is_input(n) && ir_ops[n->op].kind == IR_VIEW)
@@ -115,7 +107,7 @@ static void matmul_slices(const ir_type *a, const ir_type *b, const ir_type *o, 
 static bool shared_ok(const step *s, const sc_region *rg, const ir_type *b)
 {
     bool shared = false;
-    int64_t bytes = numel(b) * (int64_t)tj_dtype_size(b->dtype);
+    int64_t bytes = ir_type_numel(b) * (int64_t)tj_dtype_size(b->dtype);
     for (int d = 0; d < rg->nd; d++) {
         int bd = s->slice[1][d];
         if (bd >= 0)
@@ -167,7 +159,7 @@ static bool head_space(const former *F, step *s, sc_region *rg)
     const ir_node *n = F->b->g->nodes[s->node];
     const ir_type *o = type_of(F, n);
     memset(s->slice, -1, sizeof s->slice);
-    if (!blas_dtype(o->dtype) || numel(o) == 0)
+    if (!blas_dtype(o->dtype) || ir_type_numel(o) == 0)
         return false;
     if (n->op == OP_conv2d) {
         /* an image per block: enough images for the threads (the conv
@@ -390,7 +382,7 @@ static char *whole_base(const region_ctx *c, int s, const blk *k)
     const sc_plan *p = c->p;
     int b = s >= p->ninputs ? p->buf_of[s] : -1;
     if (b >= 0 && p->bufs[b].where == SC_SCRATCH) {
-        int64_t per_unit = numel(&p->types[s]) / c->rg->nq;
+        int64_t per_unit = ir_type_numel(&p->types[s]) / c->rg->nq;
         uintptr_t at = (uintptr_t)k->scratch + (uintptr_t)p->bufs[b].offset;
         return (char *)(at - (uintptr_t)(k->q0 * per_unit * (int64_t)tj_dtype_size(p->types[s].dtype)));
     }

@@ -27,17 +27,9 @@
 
 static int64_t align64(int64_t n) { return (n + 63) / 64 * 64; }
 
-static int64_t numel(const ir_type *t)
-{
-    int64_t n = 1;
-    for (int d = 0; d < t->ndim; d++)
-        n *= t->shape[d];
-    return n;
-}
-
 static int64_t slot_bytes(const sc_plan *p, int s)
 {
-    return numel(&p->types[s]) * (int64_t)tj_dtype_size(p->types[s].dtype);
+    return ir_type_numel(&p->types[s]) * (int64_t)tj_dtype_size(p->types[s].dtype);
 }
 
 /* ---- lifetimes ------------------------------------------------------------------------------ */
@@ -130,7 +122,7 @@ static int dying_input(const ir_graph *g, const sc_plan *p, const cg_launch *l, 
             continue;
         if (l->k.bufs[bi].out || x < g->ninputs || p->owner[x] != x || p->def[x] < 0 || p->unplanned[x] ||
             ol[x] != i || taken[x] || l->args[bi].offset != 0 || p->types[x].dtype != p->types[s].dtype ||
-            numel(&p->types[x]) != numel(&p->types[s]))
+            ir_type_numel(&p->types[x]) != ir_type_numel(&p->types[s]))
             continue;
         bool alone = true;
         for (int a = 0; a < l->nargs; a++)

@@ -78,7 +78,7 @@ static void test_parse_errors(void **state)
                 2, 55, "more than 16 values", NULL);
     tu_check_error("graph @g(%x: q32[2]) {\n", 1, 14, "unknown dtype 'q32'", NULL);
     tu_check_error("graph @g(%x: f32[99999999999999999999]) {\n", 1, 18, "integer out of range", NULL);
-    tu_check_error("graph @g(%x: f32[4611686018427387904,4]) {\n", 1, 14, "more than 2^63 elements",
+    tu_check_error("graph @g(%x: f32[4611686018427387904,4]) {\n", 1, 14, "more than 2^63-1 elements",
                 NULL);
     tu_check_error("graph @g(%x: f32[2]) {\n  %0 = clamp %x {min=1e999, max=1} : f32[2]\n}\n", 2,
                 22, "number out of range", NULL);

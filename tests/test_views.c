@@ -242,8 +242,11 @@ static void test_reshape_errors(void **state)
     tu_assert_error(tj_reshape(x, 9, S(1, 1, 1, 1, 1, 3, 4, 5, 1)), "reshape(f32[3,4,5])",
                     "shape has 9 entries", NULL);
     tu_assert_error(tj_reshape(x, 2, NULL), "reshape(f32[3,4,5])", "shape has -1 entries", NULL);
+    tu_assert_error(tj_reshape(x, 3, S(1LL << 40, 1LL << 40, 2)), "reshape(f32[3,4,5])",
+                    "shape [1099511627776,1099511627776,2] has more than 2^63-1 elements", NULL);
+    /* a size 0 makes the count 0 whatever the other sizes: no overflow */
     tu_assert_error(tj_reshape(x, 3, S(1LL << 40, 1LL << 40, 0)), "reshape(f32[3,4,5])",
-                    "overflows", NULL);
+                    "shape has 0 elements, input has 60", NULL);
     tu_assert_error(tj_reshape(NULL, 1, S(3)), "reshape: input 0 is NULL", NULL);
 }
 
