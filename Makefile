@@ -8,7 +8,8 @@
 #   make asan         the same suites under -fsanitize=address,undefined
 #   make bench        install deps if missing, build, run the benchmark suite
 #   make bench-compare  the suite against PyTorch eager (BENCH_ARGS="P1 --threads 2")
-#   make example      build and run examples/mymodel.c (a user's model) against libtjit.a
+#   make example      build and run examples/mymodel.c (a user's model) and examples/train.c
+#                     (a compiled training loop) against libtjit.a
 #   make docs         regenerate docs/ops.md from ir/ops.def
 #   make deps         scripts/install-deps.sh
 #   make fuzz         fuzz the text IR parser (clang, libFuzzer) for FUZZ_TIME seconds
@@ -144,8 +145,9 @@ bench-compare: deps all
 
 # A user's own model (examples/mymodel.c), built the way a user would: public
 # header, build/libtjit.a, strict warnings; then run (exit 1 on a mismatch).
-example: $(BUILD)/examples/mymodel
+example: $(BUILD)/examples/mymodel $(BUILD)/examples/train
 	$(BUILD)/examples/mymodel
+	$(BUILD)/examples/train
 
 $(BUILD)/examples/%: examples/%.c include/tjit.h $(BUILD)/libtjit.a
 	@mkdir -p $(dir $@)

@@ -590,6 +590,24 @@ static void explain_guards(FILE *f, const entry *e)
     }
 }
 
+/* What a call writes back: in-place updates and gradients (trace_effects.c). */
+static void explain_writes(FILE *f, const entry *e)
+{
+    int data = 0, grads = 0, none = 0;
+    for (int k = 0; k < e->nwrites; k++) {
+        data += e->writes[k].kind == FE_WRITE_DATA;
+        grads += e->writes[k].kind == FE_WRITE_GRAD;
+        none += e->writes[k].kind == FE_WRITE_GRAD_NONE;
+    }
+    if (e->nwrites)
+        fprintf(f, "    writes back per call: %d tensor%s in place, %d gradient%s set, %d dropped "
+                   "(functionalized in the graph)\n", data, data == 1 ? "" : "s", grads,
+                grads == 1 ? "" : "s", none);
+    for (int k = 0; k < e->nguards; k++)
+        fprintf(f, "    guard gradient of a leaf: %s (read before it was set)\n",
+                e->grad_guards[k].prior ? "the same tensor" : "none");
+}
+
 static void explain_plan(FILE *f, const entry *e)
 {
     sc_plan_info pi = {0};
@@ -600,6 +618,7 @@ static void explain_plan(FILE *f, const entry *e)
                 pi.kernels == 1 ? "" : "s", pi.eager_calls, pi.eager_calls == 1 ? "" : "s", pi.compile_ms);
     else if (pi.why[0])
         fprintf(f, "    graph executor: %s\n", pi.why);
+    explain_writes(f, e);
 }
 
 int tj_compiled_stats_get(const tj_compiled *c, tj_compiled_stats *out)
