@@ -55,6 +55,17 @@ static void teardown(bench_args *a)
     for (int k = 0; k < a->n; k++)
         tj_release(a->t[k]);
     a->n = a->ninputs = 0;
+    tj_optimizer_free(a->opt);
+    a->opt = NULL;
+}
+
+/* Training cases: every weight requires grad. */
+static int trainable(bench_args *a)
+{
+    for (int k = a->ninputs; k < a->n; k++)
+        if (a->t[k] && tj_requires_grad(a->t[k], true) != 0)
+            return -1;
+    return 0;
 }
 
 /* ---- P1 pointwise: y = tanh(x) * sigmoid(1.702 x) + 0.5 x ----------------- */
@@ -177,9 +188,8 @@ static int p7_setup(bench_args *a)
     weight(a, 1, (int64_t[]){512}, 512);
     weight(a, 2, (int64_t[]){10, 512}, 512);
     weight(a, 1, (int64_t[]){10}, 512);
-    for (int k = a->ninputs; k < a->n; k++)
-        if (a->t[k] && tj_requires_grad(a->t[k], true) != 0)
-            return -1;
+    if (trainable(a) != 0)
+        return -1;
     return setup_done(a);
 }
 
@@ -201,6 +211,71 @@ static tj_tensor *p7_run(void *ctx, tj_tensor *const *in, int n)
     return rc == 0 ? tj_detach(loss) : NULL;
 }
 
+/* ---- P8 train_block: a pre-norm transformer block, one Adam step ----------
+ * inputs x, target [16,64,128]; weights ln1 w, b; qkv w [384,128], b; out w
+ * [128,128], b; ln2 w, b; fc1 w [512,128], b; fc2 w [128,512], b. 4 heads,
+ * causal attention, gelu (tanh), loss mean((block(x) - target)^2), Adam 1e-3. */
+enum { P8_B = 16, P8_L = 64, P8_D = 128, P8_H = 4, P8_F = 512 };
+
+static void norm_weights(bench_args *a)
+{
+    add_arg(a, tj_ones(TJ_F32, 1, (int64_t[]){P8_D}));
+    add_arg(a, tj_zeros(TJ_F32, 1, (int64_t[]){P8_D}));
+}
+
+static void linear_weights(bench_args *a, int64_t out, int64_t in)
+{
+    weight(a, 2, (int64_t[]){out, in}, (double)in);
+    weight(a, 1, (int64_t[]){out}, (double)in);
+}
+
+static int p8_setup(bench_args *a)
+{
+    input(a, 3, (int64_t[]){P8_B, P8_L, P8_D});
+    input(a, 3, (int64_t[]){P8_B, P8_L, P8_D});
+    norm_weights(a);
+    linear_weights(a, 3 * P8_D, P8_D);
+    linear_weights(a, P8_D, P8_D);
+    norm_weights(a);
+    linear_weights(a, P8_F, P8_D);
+    linear_weights(a, P8_D, P8_F);
+    if (setup_done(a) != 0 || trainable(a) != 0)
+        return -1;
+    a->opt = tj_adam(a->t + a->ninputs, a->n - a->ninputs,
+                     &(tj_adam_options){.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8});
+    return a->opt ? 0 : -1;
+}
+
+/* [B,L,D] slice k of qkv as heads [B,H,L,D/H] */
+static tj_tensor *heads(tj_tensor *qkv, int k)
+{
+    tj_tensor *t = tj_slice(qkv, 2, k * P8_D, (k + 1) * P8_D, 1);
+    t = tj_reshape(t, 4, (int64_t[]){P8_B, P8_L, P8_H, P8_D / P8_H});
+    return tj_permute(t, (int[]){0, 2, 1, 3});
+}
+
+static tj_tensor *p8_block(tj_tensor *x, tj_tensor *const *w)
+{
+    tj_tensor *qkv = tj_linear(tj_layer_norm(x, 1, w[0], w[1], 1e-5), w[2], w[3]);
+    tj_tensor *att = tj_scaled_dot_product_attention(heads(qkv, 0), heads(qkv, 1), heads(qkv, 2),
+                                                     NULL, true, 0);
+    att = tj_reshape(tj_permute(att, (int[]){0, 2, 1, 3}), 3, (int64_t[]){P8_B, P8_L, P8_D});
+    tj_tensor *y = tj_add(x, tj_linear(att, w[4], w[5]));
+    tj_tensor *h = tj_gelu_tanh(tj_linear(tj_layer_norm(y, 1, w[6], w[7], 1e-5), w[8], w[9]));
+    return tj_add(y, tj_linear(h, w[10], w[11]));
+}
+
+static tj_tensor *p8_run(void *ctx, tj_tensor *const *in, int n)
+{
+    bench_args *a = ctx;
+    tj_optimizer_zero_grad(a->opt);
+    tj_tensor *d = tj_sub(p8_block(in[0], weights(ctx)), in[1]);
+    tj_tensor *loss = tj_mean(tj_mul(d, d), NULL, 0, false);
+    if (tj_backward(loss) != 0 || tj_optimizer_step(a->opt) != 0)
+        return NULL;
+    return tj_detach(loss);
+}
+
 /* ---- the table ------------------------------------------------------------ */
 const bench_case bench_cases[] = {
     {"P1", "pointwise", "x f32[4194304]; tanh(x) * sigmoid(1.702*x) + 0.5*x", p1_setup, p1_run,
@@ -217,6 +292,8 @@ const bench_case bench_cases[] = {
      p6_setup, p6_run, teardown, NULL, false},
     {"P7", "train_mlp", "x f32[128,784]; MLP 784-512-512-10, cross-entropy, one SGD step",
      p7_setup, p7_run, teardown, NULL, true},
+    {"P8", "train_block", "x f32[16,64,128]; pre-norm transformer block (4 heads, causal, MLP 512), "
+     "MSE, one Adam step", p8_setup, p8_run, teardown, NULL, true},
 };
 const int bench_ncases = (int)(sizeof bench_cases / sizeof *bench_cases);
 

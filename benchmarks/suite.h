@@ -26,6 +26,7 @@ typedef struct bench_args {
     int n;          /* tensors in t[] */
     int ninputs;    /* t[0..ninputs) are inputs; the rest are weights */
     tj_tensor *t[BENCH_MAX_ARGS];   /* owned (tj_keep), released by teardown */
+    tj_optimizer *opt;              /* training cases that keep optimizer state */
 } bench_args;
 
 /* The model: ctx is the case's bench_args, args its inputs (t[0..ninputs));

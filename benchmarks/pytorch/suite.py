@@ -7,7 +7,7 @@ and benchmarks/bench.c: inputs random normal from a fixed seed, weights random
 normal scaled by 1/sqrt(fan_in); a first call (its resident-memory growth is
 the peak), a warm-up, then iterations until both --iters and --min-time are
 reached; the median is the result. P1-P6 run under torch.inference_mode();
-P7 is a full training step with autograd.
+P7 and P8 are full training steps with autograd (P8 with Adam).
 
     /usr/bin/python3 benchmarks/pytorch/suite.py [CASE...] [--json] [--threads N]
         [--iters N] [--min-time S] [--check DIR] [--blas-core auto|default|NAME]
@@ -102,6 +102,40 @@ def build_cases(torch):
                 p.sub_(0.01 * g)
         return loss.detach()
 
+    def p8_block(x, w):
+        B, L, D = x.shape
+        qkv = F.linear(F.layer_norm(x, (D,), w[0], w[1], 1e-5), w[2], w[3])
+        q, k, v = (qkv[..., i * D:(i + 1) * D].reshape(B, L, 4, D // 4).permute(0, 2, 1, 3)
+                   for i in range(3))
+        s = (q @ k.transpose(-2, -1)) / (D // 4) ** 0.5
+        masked = torch.ones(L, L, dtype=torch.bool).triu(1)
+        att = torch.softmax(s.masked_fill(masked, float("-inf")), -1) @ v
+        y = x + F.linear(att.permute(0, 2, 1, 3).reshape(B, L, D), w[4], w[5])
+        h = F.gelu(F.linear(F.layer_norm(y, (D,), w[6], w[7], 1e-5), w[8], w[9]),
+                   approximate="tanh")
+        return y + F.linear(h, w[10], w[11])
+
+    optimizers = {}
+
+    def p8(x, target, *w):
+        # one Adam per weight set (made on the first step, like tjit's setup)
+        opt = optimizers.setdefault(id(w[0]), torch.optim.Adam(w, lr=1e-3))
+        with torch.enable_grad():
+            opt.zero_grad()
+            loss = ((p8_block(x, w) - target) ** 2).mean()
+            loss.backward()
+        opt.step()
+        return loss.detach()
+
+    def p8_setup():
+        x, target = randn(16, 64, 128), randn(16, 64, 128)
+
+        def linear(o, i):
+            return [weight((o, i), i), weight((o,), i)]
+        ws = ([torch.ones(128), torch.zeros(128)] + linear(384, 128) + linear(128, 128) +
+              [torch.ones(128), torch.zeros(128)] + linear(512, 128) + linear(128, 512))
+        return [x, target] + [w.requires_grad_() for w in ws]
+
     def conv_bn_weights():
         return [weight((64, 64, 3, 3), 576), weight((64,), 1), variance(64),
                 weight((64,), 1), weight((64,), 1)]
@@ -126,6 +160,7 @@ def build_cases(torch):
         ("P6", "conv", lambda: [randn(8, 64, 56, 56)] + conv_bn_weights() + conv_bn_weights(),
          p6),
         ("P7", "train_mlp", p7_setup, p7),
+        ("P8", "train_block", p8_setup, p8),
     ]
 
 
@@ -196,7 +231,7 @@ def run_case(torch, case, opts):
            "compiled_ms": None, "speedup": None, "first_call_cold_ms": None,
            "first_call_warm_ms": None, "kernels": None, "peak_bytes": None,
            "max_abs_diff": None, "threads": torch.get_num_threads()}
-    grad = torch.enable_grad() if cid == "P7" else torch.inference_mode()
+    grad = torch.enable_grad() if cid in ("P7", "P8") else torch.inference_mode()
     try:
         with grad:
             torch.manual_seed(SEED)
@@ -222,7 +257,7 @@ def check(torch, check_dir, cid, model):
     if loaded is None:
         return None
     args, want = loaded
-    if cid == "P7":   # the weights of a training step need gradients
+    if cid in ("P7", "P8"):   # the weights of a training step need gradients
         args = args[:2] + [a.requires_grad_() for a in args[2:]]
     got = model(*args)
     if got.shape != want.shape:
