@@ -1,26 +1,31 @@
 /* cache.c - the kernel cache (cache.h): object code by key, in a bounded
  * in-memory LRU and in a directory of files.
  *
- *   get:  memory (hash table + LRU list) -> disk file <dir>/<hex>.o, verified
- *         -> miss.  A disk hit is copied into memory.
- *   put:  memory, then disk: write <dir>/.<hex>.<pid>.<n>.tmp, rename to <hex>.o.
+ *   get:  memory (hash table + LRU list) -> entry <hex>.o of the open cache
+ *         directory, checked and authenticated -> miss.  A disk hit is copied
+ *         into memory.
+ *   put:  memory, then disk: a temp file renamed over <hex>.o.
  *
- * A disk file is a 120-byte header and the payload (the object file as LLVM
- * emitted it). Header, all integers little-endian:
+ * The directory, its parents, the key file and each entry are opened and
+ * checked by cache_fs.c (who owns them, who may write them, no links); this
+ * file holds the memory layer and the entry format. An entry is a 120-byte
+ * header and the payload (the object file as LLVM emitted it). Header, all
+ * integers little-endian:
  *     0  magic "TJITOBJ\n"          8  format version (u32)   12  header size (u32)
- *    16  the key, 64 hex digits    80  payload length (u64)   88  SHA-256 of the payload
- * Every byte of it is checked on read; a file that fails is removed (if it is
- * still the same file) and counted as corrupt and as a miss.
+ *    16  the key, 64 hex digits    80  payload length (u64)
+ *    88  HMAC-SHA256 under the directory's secret key of bytes 0..87 and the payload
+ * Every byte of it is checked on read; a file that fails is warned about,
+ * removed (if it is still the same file) and counted as corrupt and as a miss.
  *
  * Locking: one mutex per cache guards the memory layer, the statistics and the
- * directory state; file I/O runs outside it. Concurrent puts of one key each
- * write their own temp file, and rename makes one of them win whole.
+ * directory state (opening the directory runs under it, once); entry I/O runs
+ * outside it, on a reference to the open directory. Concurrent puts of one key
+ * each write their own temp file, and rename makes one of them win whole.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <pwd.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,11 +38,14 @@
 #include <llvm/Config/llvm-config.h>
 
 #include "cache.h"
+#include "cache_fs.h"
+#include "hmac.h"
 #include "sha256.h"
 
 #define CG_MAGIC "TJITOBJ\n"
-#define CG_FORMAT 1u
+#define CG_FORMAT 2u          /* 1: a plain SHA-256 of the payload at CG_MAC_AT */
 #define CG_HEADER 120
+#define CG_MAC_AT 88
 #define CG_MAX_OBJECT ((uint64_t)1 << 30)   /* a longer payload field is corrupt */
 #define CG_BUCKETS 1024
 
@@ -93,12 +101,14 @@ static void hash_str(cg_sha256_ctx *s, const char *str)
 
 void cg_key_make_env(const char *kernel_ir, size_t len, const cg_key_env *env, cg_key *out)
 {
-    char version[24];
+    char version[24], format[24];
     uint8_t digest[32];
     cg_sha256_ctx s;
     snprintf(version, sizeof version, "%d", env->codegen_version);
+    snprintf(format, sizeof format, "format %u", CG_FORMAT);
     cg_sha256_init(&s);
     hash_str(&s, "tjit kernel key 1");
+    hash_str(&s, format);               /* another entry format: another file name */
     hash_str(&s, version);
     hash_str(&s, env->llvm_version);
     hash_str(&s, env->cpu);
@@ -124,14 +134,14 @@ typedef struct cg_entry {
 } cg_entry;
 
 typedef enum { DISK_OFF, DISK_UNCHECKED, DISK_READY } disk_state;
+static void dir_drop(cg_dir *d);
 
 struct cg_cache {
     pthread_mutex_t mu;
-    char *dir;                  /* NULL: memory only from the start */
+    char *dir;                  /* as configured; NULL: memory only from the start */
     disk_state disk;
-    bool warned;
+    cg_dir *d;                  /* the open directory when DISK_READY (one reference) */
     bool fsync;
-    atomic_uint tmp_seq;        /* unique temp names within the process */
     cg_entry *buckets[CG_BUCKETS];
     cg_entry lru;               /* sentinel */
     size_t mem_bytes, mem_limit;
@@ -192,6 +202,7 @@ void cg_cache_free(cg_cache *c)
         free(e->obj);
         free(e);
     }
+    dir_drop(c->d);
     pthread_mutex_destroy(&c->mu);
     free(c->dir);
     free(c);
@@ -287,76 +298,63 @@ static bool mem_insert(cg_cache *c, const cg_key *k, uint8_t *obj, size_t len)
 
 /* ---- the directory (callers hold c->mu) ------------------------------------------------ */
 
-/* Prints the one warning of this cache and turns its disk layer off. */
-static void disk_fail(cg_cache *c, const char *what, int err)
+/* Gives back one reference to d, closing it with the last. */
+static void dir_drop(cg_dir *d)
 {
-    if (!c->warned)
-        fprintf(stderr, "tjit: warning: kernel cache directory '%s': %s%s%s; compiled kernels "
-                "are cached in memory only\n", c->dir, what, err ? ": " : "", err ? strerror(err) : "");
-    c->warned = true;
+    if (d && --d->refs == 0)
+        cg_dir_close(d);
+}
+
+/* Turns the disk layer off (the reason was warned about). */
+static void disk_off(cg_cache *c)
+{
+    dir_drop(c->d);
+    c->d = NULL;
     c->disk = DISK_OFF;
 }
 
-/* mkdir -p with mode 0700 for every directory it creates. */
-static int mkdir_parents(const char *dir)
+/* The open directory to use now, with a reference the caller gives back with
+ * dir_release; NULL when there is no disk layer. The directory is opened (its
+ * path walked and checked, cache_fs.c) on first use and again after it was
+ * removed; every use checks the open directory is still ours alone. create:
+ * make the directory and key when missing (a get only looks). */
+static cg_dir *dir_acquire(cg_cache *c, bool create)
 {
-    char *p = strdup(dir);
-    if (!p)
-        return -1;
-    int rc = 0;
-    for (char *s = p + 1; rc == 0; s++) {
-        if (*s && *s != '/')
-            continue;
-        char end = *s;
-        *s = 0;
-        if (mkdir(p, 0700) && errno != EEXIST)
-            rc = -1;
-        *s = end;
-        if (!end)
-            break;
+    if (c->disk == DISK_READY) {
+        int r = cg_dir_recheck(c->d, c->dir);
+        if (r < 0)
+            disk_off(c);
+        else if (r == 0) {
+            disk_off(c);
+            c->disk = DISK_UNCHECKED;
+        }
     }
-    int err = errno;
-    free(p);
-    errno = err;
-    return rc;
+    if (c->disk == DISK_UNCHECKED) {
+        int r = cg_dir_open(c->dir, create, &c->d);
+        if (r < 0)
+            c->disk = DISK_OFF;
+        else if (r > 0)
+            c->disk = DISK_READY;
+    }
+    if (c->disk != DISK_READY)
+        return NULL;
+    c->d->refs++;
+    return c->d;
 }
 
-/* Whether the disk layer can be used now; create: make the directory when it
- * is missing (a get only looks). Object code from a directory another user
- * could write would be run as ours, so such a directory is refused. */
-static bool disk_ready(cg_cache *c, bool create)
+static void dir_release(cg_cache *c, cg_dir *d)
 {
-    if (c->disk != DISK_UNCHECKED)
-        return c->disk == DISK_READY;
-    struct stat st;
-    if (stat(c->dir, &st) && errno == ENOENT && !create)
-        return false;
-    if (create && mkdir_parents(c->dir) && errno != EEXIST) {
-        disk_fail(c, "cannot be created", errno);
-        return false;
-    }
-    if (stat(c->dir, &st))
-        disk_fail(c, "cannot be read", errno);
-    else if (!S_ISDIR(st.st_mode))
-        disk_fail(c, "is not a directory", 0);
-    else if (st.st_uid != geteuid())
-        disk_fail(c, "belongs to another user", 0);
-    else if (st.st_mode & 022)
-        disk_fail(c, "is writable by group or others (chmod 0700 it)", 0);
-    else
-        c->disk = DISK_READY;
-    return c->disk == DISK_READY;
+    pthread_mutex_lock(&c->mu);
+    dir_drop(d);
+    pthread_mutex_unlock(&c->mu);
 }
 
 /* ---- disk files (no lock held) ------------------------------------------------------- */
 
-static char *entry_path(const char *dir, const cg_key *k)
+/* An entry's file name in the directory: "<hex>.o". */
+static void entry_name(const cg_key *k, char name[68])
 {
-    size_t n = strlen(dir) + 64 + 4;
-    char *p = malloc(n);
-    if (p)
-        snprintf(p, n, "%s/%.64s.o", dir, k->hex);
-    return p;
+    snprintf(name, 68, "%.64s.o", k->hex);
 }
 
 static void put_u32(uint8_t *p, uint32_t v)
@@ -379,17 +377,29 @@ static uint64_t get_le(const uint8_t *p, int n)
     return v;
 }
 
-static void header_make(uint8_t h[CG_HEADER], const cg_key *k, const void *obj, size_t len)
+/* The MAC of an entry: HMAC-SHA256 under the directory's key of the header's
+ * first CG_MAC_AT bytes and the payload. */
+static void entry_mac(const cg_dir *d, const uint8_t *h, const void *obj, size_t len, uint8_t out[32])
+{
+    cg_hmac_ctx m;
+    cg_hmac_init(&m, d->key, sizeof d->key);
+    cg_hmac_update(&m, h, CG_MAC_AT);
+    cg_hmac_update(&m, obj, len);
+    cg_hmac_final(&m, out);
+}
+
+static void header_make(uint8_t h[CG_HEADER], const cg_dir *d, const cg_key *k, const void *obj,
+                        size_t len)
 {
     memcpy(h, CG_MAGIC, 8);
     put_u32(h + 8, CG_FORMAT);
     put_u32(h + 12, CG_HEADER);
     memcpy(h + 16, k->hex, 64);
     put_u64(h + 80, len);
-    cg_sha256(obj, len, h + 88);
+    entry_mac(d, h, obj, len, h + CG_MAC_AT);
 }
 
-/* Whether header h fits key k and a file of fsize bytes. */
+/* Whether header h fits key k and a file of fsize bytes (the MAC aside). */
 static bool header_ok(const uint8_t h[CG_HEADER], const cg_key *k, uint64_t fsize)
 {
     uint64_t len = get_le(h + 80, 8);
@@ -398,108 +408,62 @@ static bool header_ok(const uint8_t h[CG_HEADER], const cg_key *k, uint64_t fsiz
            len <= CG_MAX_OBJECT && len + CG_HEADER == fsize && len > 0;
 }
 
-static bool read_all(int fd, void *buf, size_t n)
+/* Reads and verifies the open entry fd (already checked: ours, 0600, regular).
+ * CG_R_NONE with *obj malloc'd (NULL when out of memory), or why it is bad. */
+static cg_fs_reason entry_read(const cg_dir *d, int fd, const cg_key *k, const struct stat *st,
+                               uint8_t **obj, size_t *len)
 {
-    for (uint8_t *p = buf; n;) {
-        ssize_t r = read(fd, p, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return false;
-        p += r, n -= (size_t)r;
-    }
-    return true;
-}
-
-static bool write_all(int fd, const void *buf, size_t n)
-{
-    for (const uint8_t *p = buf; n;) {
-        ssize_t r = write(fd, p, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            if (r == 0)
-                errno = EIO;
-            return false;
-        }
-        p += r, n -= (size_t)r;
-    }
-    return true;
-}
-
-/* 1: a verified hit (*obj malloc'd); 0: no such file (or out of memory);
- * -1: the file is bad (*st says which file it was). */
-static int disk_read(const char *path, const cg_key *k, uint8_t **obj, size_t *len, struct stat *st)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    uint8_t h[CG_HEADER], digest[32];
-    int rc = -1;
+    uint8_t h[CG_HEADER], mac[32];
     *obj = NULL;
-    if (fstat(fd, st) || !S_ISREG(st->st_mode) || st->st_size < CG_HEADER ||
-        !read_all(fd, h, CG_HEADER) || !header_ok(h, k, (uint64_t)st->st_size))
-        goto done;
+    if (st->st_size < CG_HEADER || !cg_read_all(fd, h, CG_HEADER) ||
+        !header_ok(h, k, (uint64_t)st->st_size))
+        return CG_R_CORRUPT;
     *len = (size_t)get_le(h + 80, 8);
-    if (!(*obj = malloc(*len))) {
-        rc = 0;
-        goto done;
+    if (!(*obj = malloc(*len)))
+        return CG_R_NONE;
+    cg_fs_reason why = CG_R_NONE;
+    if (!cg_read_all(fd, *obj, *len))
+        why = CG_R_CORRUPT;
+    else {
+        entry_mac(d, h, *obj, *len, mac);
+        why = cg_hmac_equal(mac, h + CG_MAC_AT) ? CG_R_NONE : CG_R_MAC;
     }
-    if (!read_all(fd, *obj, *len))
-        goto done;
-    cg_sha256(*obj, *len, digest);
-    rc = memcmp(digest, h + 88, 32) ? -1 : 1;
-done:
-    close(fd);
-    if (rc != 1) {
+    if (why) {
         free(*obj);
         *obj = NULL;
     }
-    return rc;
+    return why;
 }
 
-/* Removes path if it is still the file that was found bad (a put may have
- * renamed a good one over it since). */
-static void remove_bad(const char *path, const struct stat *bad)
+/* 1: a verified hit (*obj malloc'd); 0: no such entry (or out of memory);
+ * -1: the entry is bad (warned about, and removed). */
+static int disk_read(cg_cache *c, const cg_dir *d, const cg_key *k, uint8_t **obj, size_t *len)
 {
-    struct stat now;
-    if (!stat(path, &now) && now.st_dev == bad->st_dev && now.st_ino == bad->st_ino)
-        unlink(path);
-}
-
-/* Writes a temp file and renames it over the entry. 0, or -1 with errno. */
-static int disk_write(cg_cache *c, const cg_key *k, const void *obj, size_t len)
-{
-    char *path = entry_path(c->dir, k);
-    size_t n = strlen(c->dir) + 64 + 48;
-    char *tmp = malloc(n);
-    int rc = -1, err = ENOMEM;
-    if (!path || !tmp)
-        goto done;
-    snprintf(tmp, n, "%s/.%.64s.%ld.%u.tmp", c->dir, k->hex, (long)getpid(),
-             atomic_fetch_add(&c->tmp_seq, 1));
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        err = errno;
-        goto done;
+    char name[68];
+    struct stat st;
+    cg_fs_reason why;
+    entry_name(k, name);
+    *obj = NULL;
+    int fd = cg_entry_open(d, name, &st, &why);
+    if (fd >= 0) {
+        why = entry_read(d, fd, k, &st, obj, len);
+        close(fd);
     }
+    if (!why)
+        return *obj ? 1 : 0;
+    cg_fs_warn(CG_O_ENTRY, why, c->dir, name, 0);
+    cg_entry_remove(d, name, &st);
+    return -1;
+}
+
+/* Writes the entry of k (a temp file renamed into place). 0, or -1 with errno. */
+static int disk_write(cg_cache *c, const cg_dir *d, const cg_key *k, const void *obj, size_t len)
+{
+    char name[68];
     uint8_t h[CG_HEADER];
-    header_make(h, k, obj, len);
-    bool ok = write_all(fd, h, CG_HEADER) && write_all(fd, obj, len) && (!c->fsync || !fsync(fd));
-    err = errno;
-    if (close(fd) && ok)
-        ok = false, err = errno;
-    if (ok && !rename(tmp, path))
-        rc = 0;
-    else {
-        err = ok ? errno : err;
-        unlink(tmp);
-    }
-done:
-    free(path);
-    free(tmp);
-    errno = err;
-    return rc;
+    entry_name(k, name);
+    header_make(h, d, k, obj, len);
+    return cg_entry_write(d, name, h, CG_HEADER, obj, len, c->fsync);
 }
 
 /* ---- the interface --------------------------------------------------------------------- */
@@ -553,15 +517,14 @@ int cg_cache_get(cg_cache *c, const cg_key *k, void **obj, size_t *len)
         pthread_mutex_unlock(&c->mu);
         return 0;
     }
-    bool disk = !e && key_ok(k) && disk_ready(c, false);
+    cg_dir *d = !e && key_ok(k) ? dir_acquire(c, false) : NULL;
     pthread_mutex_unlock(&c->mu);
     int r = 0;
-    char *path = disk ? entry_path(c->dir, k) : NULL;
-    struct stat st;
     uint8_t *bytes = NULL;
-    if (path && (r = disk_read(path, k, &bytes, len, &st)) < 0)
-        remove_bad(path, &st);
-    free(path);
+    if (d) {
+        r = disk_read(c, d, k, &bytes, len);
+        dir_release(c, d);
+    }
     note_disk(c, k, r, bytes, *len);
     if (r != 1) {
         *len = 0;
@@ -578,27 +541,27 @@ int cg_cache_put(cg_cache *c, const cg_key *k, const void *obj, size_t len)
     uint8_t *copy = dup_bytes(obj, len);
     pthread_mutex_lock(&c->mu);
     bool in_mem = copy && mem_insert(c, k, copy, len);
-    bool disk = disk_ready(c, true);
+    cg_dir *d = dir_acquire(c, true);
     pthread_mutex_unlock(&c->mu);
-    if (!disk)
-        return in_mem ? 0 : -1;
-    int rc = disk_write(c, k, obj, len);
-    int err = errno;
-    pthread_mutex_lock(&c->mu);
-    if (rc && err == ENOENT) {        /* the directory was removed: make it again */
-        c->disk = DISK_UNCHECKED;
-        if (disk_ready(c, true)) {
-            pthread_mutex_unlock(&c->mu);
-            rc = disk_write(c, k, obj, len);
-            err = errno;
-            pthread_mutex_lock(&c->mu);
+    int rc = -1;
+    for (int attempt = 0; d; attempt++) {
+        rc = disk_write(c, d, k, obj, len);
+        int err = errno;
+        pthread_mutex_lock(&c->mu);
+        /* ENOENT: the directory was removed since it was opened: open (make) it again. */
+        bool again = rc && err == ENOENT && attempt == 0 && c->d == d;
+        if (again) {
+            disk_off(c);
+            c->disk = DISK_UNCHECKED;
+        } else if (rc && c->d == d) {
+            cg_fs_warn(CG_O_DIR, CG_R_WRITE, c->dir, NULL, err);
+            disk_off(c);
         }
+        dir_drop(d);
+        d = again ? dir_acquire(c, true) : NULL;
+        c->st.writes += rc ? 0 : CG_HEADER + len;
+        pthread_mutex_unlock(&c->mu);
     }
-    if (!rc)
-        c->st.writes += CG_HEADER + len;
-    else if (c->disk == DISK_READY)
-        disk_fail(c, "a file cannot be written", err);
-    pthread_mutex_unlock(&c->mu);
     return in_mem || !rc ? 0 : -1;
 }
 

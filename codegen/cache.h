@@ -4,7 +4,11 @@
  * object file it emits afterwards. Two layers: a bounded in-memory LRU, then a
  * directory of files (one per key). A key covers everything that makes an
  * object differ: the kernel's IR text, the host CPU name and feature string,
- * the LLVM version, and CG_CODEGEN_VERSION. See docs/cache.md.
+ * the LLVM version, CG_CODEGEN_VERSION and the entry format. The disk layer
+ * holds code this process will run, so it trusts only what the user alone
+ * could have written: a directory (and parents) nobody else can write, entries
+ * of the user with mode 0600, authenticated by a per-user secret key
+ * (cache_fs.h). See docs/cache.md.
  *
  * Environment (read when a cache is made; the global one on first use):
  *   TJIT_CACHE_DIR   directory of the disk layer (default $XDG_CACHE_HOME/tjit,
@@ -50,18 +54,20 @@ cg_cache *cg_cache_global(void);
 
 /* Looks the key up in memory, then on disk; on a hit returns 0 and a malloc'd
  * copy of the object file bytes (caller frees); -1 on a miss. A disk entry that
- * is corrupt, truncated or was written for another key/CPU/LLVM/version is
- * detected (header with magic, format version, the key, the payload length and
- * a checksum of the payload), ignored (counted as a miss and as corrupt, the
- * bad file removed) and will be replaced by the next put. A disk hit is also
- * put in the memory layer. */
+ * is not a regular file of ours with mode 0600, or is corrupt, truncated,
+ * written for another key, or fails its MAC (header with magic, format
+ * version, the key, the payload length and an HMAC-SHA256 of header and
+ * payload) is warned about (once per reason per process), never returned
+ * (counted as a miss and as corrupt, the bad file removed) and will be
+ * replaced by the next put. A disk hit is also put in the memory layer. */
 int cg_cache_get(cg_cache *c, const cg_key *k, void **obj, size_t *len);
 
-/* Stores object bytes in memory and on disk (atomically: a temp file in the
- * same directory, renamed over `<hex>.o`). An unusable directory (cannot be
- * created, not ours, writable by others, a write fails) degrades the cache to
- * memory only with ONE warning on stderr per cache (so once per process for
- * the global one). Returns 0, or -1 when the bytes were stored nowhere. */
+/* Stores object bytes in memory and on disk (atomically: a 0600 temp file in
+ * the same directory, renamed over `<hex>.o`). An unusable directory (cannot be
+ * created, not ours, writable by others, a parent others could change, a bad
+ * key file, a write fails) degrades the cache to memory only with a warning on
+ * stderr (once per reason per process). Returns 0, or -1 when the bytes were
+ * stored nowhere. */
 int cg_cache_put(cg_cache *c, const cg_key *k, const void *obj, size_t len);
 
 /* Statistics for tests and `tjit bench`. A miss is a get that returned -1. */
@@ -75,7 +81,8 @@ typedef struct cg_cache_stats {
 void cg_cache_stats_get(cg_cache *c, cg_cache_stats *s);
 
 /* For tests: a private cache on a given directory (NULL dir: memory only).
- * The directory is created on the first put. NULL when out of memory. */
+ * The directory is opened (and checked) on first use, created on the first
+ * put. NULL when out of memory. */
 cg_cache *cg_cache_new(const char *dir);
 void cg_cache_free(cg_cache *c);
 /* Bounds the memory layer (default CG_CACHE_MEM_LIMIT); evicts now if needed. */
