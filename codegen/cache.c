@@ -543,25 +543,21 @@ int cg_cache_put(cg_cache *c, const cg_key *k, const void *obj, size_t len)
     bool in_mem = copy && mem_insert(c, k, copy, len);
     cg_dir *d = dir_acquire(c, true);
     pthread_mutex_unlock(&c->mu);
-    int rc = -1;
-    for (int attempt = 0; d; attempt++) {
-        rc = disk_write(c, d, k, obj, len);
-        int err = errno;
-        pthread_mutex_lock(&c->mu);
-        /* ENOENT: the directory was removed since it was opened: open (make) it again. */
-        bool again = rc && err == ENOENT && attempt == 0 && c->d == d;
-        if (again) {
-            disk_off(c);
-            c->disk = DISK_UNCHECKED;
-        } else if (rc && c->d == d) {
-            cg_fs_warn(CG_O_DIR, CG_R_WRITE, c->dir, NULL, err);
-            disk_off(c);
-        }
-        dir_drop(d);
-        d = again ? dir_acquire(c, true) : NULL;
-        c->st.writes += rc ? 0 : CG_HEADER + len;
-        pthread_mutex_unlock(&c->mu);
+    if (!d)
+        return in_mem ? 0 : -1;
+    /* A directory removed since dir_acquire checked it fails here too (ENOENT):
+     * memory only then, like any failed write. */
+    int rc = disk_write(c, d, k, obj, len);
+    int err = errno;
+    pthread_mutex_lock(&c->mu);
+    if (!rc)
+        c->st.writes += CG_HEADER + len;
+    else if (c->d == d) {
+        cg_fs_warn(CG_O_DIR, CG_R_WRITE, c->dir, NULL, err);
+        disk_off(c);
     }
+    dir_drop(d);
+    pthread_mutex_unlock(&c->mu);
     return in_mem || !rc ? 0 : -1;
 }
 
