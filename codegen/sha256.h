@@ -1,6 +1,8 @@
 /* sha256.h - SHA-256 (FIPS 180-4), written from the specification, for the
- * kernel cache's keys and payload checksums (codegen/cache.c). Not constant
- * time; nothing here is secret. */
+ * kernel cache's keys (codegen/cache.c) and, under HMAC (hmac.h), its entries'
+ * MACs. The only branches and table indexes depend on lengths and round
+ * numbers, never on the data, so hashing the secret key leaks nothing by
+ * timing. */
 #ifndef TJ_CG_SHA256_H
 #define TJ_CG_SHA256_H
 
