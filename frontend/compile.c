@@ -30,6 +30,7 @@
 #include "../runtime/iter.h"
 
 #define FE_MAX_ARGS 64
+#define FE_MAX_RESULTS 64
 #define FE_MAX_SYMS (FE_MAX_ARGS * TJ_MAX_DIMS)
 
 typedef struct guard {
@@ -52,7 +53,9 @@ typedef struct entry {
     int nsyms;
     int64_t *symval;        /* the traced size of each symbol (duck sizing) */
     sc_plan_set *plans;     /* compiled kernels (plan.h); NULL: graph executor */
-    fe_write *writes;       /* written back after each call: outputs 1.. (trace_effects.c) */
+    int nresults;           /* the function's results: outputs 0 .. nresults-1 */
+    fe_write *writes;       /* written back after each call: the outputs after the
+                             * results (trace_effects.c) */
     int nwrites;
     fe_grad_guard *grad_guards;   /* leaves whose gradient the graph read */
     int nguards;
@@ -60,7 +63,8 @@ typedef struct entry {
 } entry;
 
 struct tj_compiled {
-    tj_model_fn fn;
+    tj_model_fn fn;          /* one result ... */
+    tj_model_multi_fn mfn;   /* ... or several */
     void *ctx;
     char name[64];
     int limit;
@@ -260,6 +264,30 @@ static void dump_graph(const tj_compiled *c, const ir_graph *g)
 
 /* Runs fn on symbolic args and returns the new entry, or NULL when fn failed
  * without a graph break (the caller runs it eagerly to report the error). */
+/* Runs the model function: its results in outs[0..n) (the current scope's);
+ * n, or -1 with an error set. */
+static int run_fn(const tj_compiled *c, tj_tensor *const *args, int nargs, tj_tensor **outs, int max)
+{
+    if (c->mfn) {
+        int n = c->mfn(c->ctx, args, nargs, outs, max);
+        if (n > max) {
+            rt_error("%s: the model returned %d results, at most %d fit", c->name, n, max);
+            return -1;
+        }
+        for (int k = 0; k < n; k++)
+            if (!outs[k]) {
+                if (!rt_has_error())
+                    rt_error("%s: result %d of the model is NULL", c->name, k);
+                return -1;
+            }
+        if (n < 0 && !rt_has_error())
+            rt_error("%s: the model failed without a message", c->name);
+        return n;
+    }
+    outs[0] = c->fn(c->ctx, args, nargs);
+    return outs[0] ? 1 : -1;
+}
+
 static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, bool dynamic)
 {
     entry *e = calloc(1, sizeof *e);
@@ -299,16 +327,21 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
         ir_node *n = ir_graph_input(tr->g, name, &sym, false);
         ok = n && (sargs[k] = fe_trace_arg(tr, n, &ex));
     }
-    tj_tensor *out = ok ? c->fn(c->ctx, sargs, nargs) : NULL;
-    /* outputs: the result, then the value of each write-back */
-    ir_node **outs = calloc((size_t)tr->nwrites + 1, sizeof *outs);
+    tj_tensor *res[FE_MAX_RESULTS];
+    int nres = ok ? run_fn(c, sargs, nargs, res, FE_MAX_RESULTS) : -1;
+    /* outputs: the results, then the value of each write-back */
+    ir_node **outs = nres >= 0 ? calloc((size_t)(nres + tr->nwrites + 1), sizeof *outs) : NULL;
     int nouts = 0;
-    if (outs && out && !tr->brk[0] && !tr->failed && (outs[0] = fe_trace_value(tr, out))) {
-        nouts = 1;
-        for (int k = 0; k < tr->nwrites && nouts; k++)
-            if (tr->writes[k].value && !(outs[nouts++] = fe_trace_value(tr, tr->writes[k].value)))
-                nouts = 0;
+    if (outs && !tr->brk[0] && !tr->failed) {
+        bool good = true;
+        for (int k = 0; k < nres && good; k++)
+            good = (outs[nouts++] = fe_trace_value(tr, res[k])) != NULL;
+        for (int k = 0; k < tr->nwrites && good; k++)
+            if (tr->writes[k].value)
+                good = (outs[nouts++] = fe_trace_value(tr, tr->writes[k].value)) != NULL;
+        nouts = good ? nouts : 0;
     }
+    e->nresults = nres;
     tj_scope_end();
 
     if ((tr->dyn_read || tr->dyn_unsupported) && dynamic && e->nsyms && !tr->brk[0]) {
@@ -444,9 +477,10 @@ static entry *lookup(tj_compiled *c, tj_tensor *const *args, int nargs)
 
 /* ---- public API ------------------------------------------------------------------ */
 
-tj_compiled *tj_compile(tj_model_fn fn, void *ctx, const tj_compile_options *opts)
+static tj_compiled *compiled_new(tj_model_fn fn, tj_model_multi_fn mfn, void *ctx,
+                                 const tj_compile_options *opts)
 {
-    if (!fn) {
+    if (!fn && !mfn) {
         rt_error("tj_compile: the model function is NULL");
         return NULL;
     }
@@ -456,6 +490,7 @@ tj_compiled *tj_compile(tj_model_fn fn, void *ctx, const tj_compile_options *opt
         return NULL;
     }
     c->fn = fn;
+    c->mfn = mfn;
     c->ctx = ctx;
     const char *name = opts && opts->name ? opts->name : "model";
     if (!ir_name_valid(name, strlen(name)) || strlen(name) >= sizeof c->name) {
@@ -469,6 +504,16 @@ tj_compiled *tj_compile(tj_model_fn fn, void *ctx, const tj_compile_options *opt
     c->no_dynamic = opts && opts->no_dynamic;
     pthread_mutex_init(&c->lock, NULL);
     return c;
+}
+
+tj_compiled *tj_compile(tj_model_fn fn, void *ctx, const tj_compile_options *opts)
+{
+    return compiled_new(fn, NULL, ctx, opts);
+}
+
+tj_compiled *tj_compile_multi(tj_model_multi_fn fn, void *ctx, const tj_compile_options *opts)
+{
+    return compiled_new(NULL, fn, ctx, opts);
 }
 
 void tj_compiled_free(tj_compiled *c)
@@ -513,64 +558,82 @@ static int write_back(const entry *e, tj_tensor *const *args, tj_tensor *const *
     return 0;
 }
 
-tj_tensor *tj_call(tj_compiled *c, tj_tensor *const *args, int nargs)
+/* One call: the results in outs[0..n) (in the current scope); n or -1. */
+static int call(tj_compiled *c, tj_tensor *const *args, int nargs, tj_tensor **outs, int max)
 {
     if (!c) {
         rt_error("tj_call: the compiled handle is NULL");
-        return NULL;
+        return -1;
     }
     if (nargs < 0 || nargs > FE_MAX_ARGS || (nargs && !args)) {
         rt_error("tj_call(%s): %d args (at most %d)", c->name, nargs, FE_MAX_ARGS);
-        return NULL;
+        return -1;
     }
     for (int k = 0; k < nargs; k++)
         if (!args[k]) {
             if (!rt_has_error())
                 rt_error("tj_call(%s): arg %d is NULL", c->name, k);
-            return NULL;
+            return -1;
         }
     if (fe_trace_current())
-        return c->fn(c->ctx, args, nargs);   /* inlined into the outer trace */
+        return run_fn(c, args, nargs, outs, max);   /* inlined into the outer trace */
     atomic_fetch_add(&c->calls, 1);
     entry *e = lookup(c, args, nargs);
     if (e)
         atomic_fetch_add(&e->calls, 1);
     if (!e || !e->g) {
         atomic_fetch_add(&c->eager_calls, 1);
-        return c->fn(c->ctx, args, nargs);
+        return run_fn(c, args, nargs, outs, max);
+    }
+    if (e->nresults > max) {
+        rt_error("tj_call(%s): the model returns %d results, room for %d%s", c->name, e->nresults,
+                 max, max == 1 ? " (use tj_call_multi)" : "");
+        return -1;
     }
     tj_tensor *in[FE_MAX_ARGS + 256];
     tj_tensor **inputs = e->g->ninputs <= (int)(sizeof in / sizeof *in)
                              ? in
                              : malloc((size_t)e->g->ninputs * sizeof *inputs);
-    if (!inputs) {
-        rt_error("tj_call(%s): out of memory", c->name);
-        return NULL;
-    }
-    for (int k = 0; k < nargs; k++)
-        inputs[k] = args[k];
-    for (int k = 0; k < e->ncaps; k++)
-        inputs[nargs + k] = e->caps[k];
-    tj_tensor *o1[1], **outs = e->g->noutputs == 1 ? o1 : calloc((size_t)e->g->noutputs, sizeof *outs);
+    tj_tensor **all = calloc((size_t)e->g->noutputs, sizeof *all);
     int rc = -1;
-    if (outs) {
-        rc = sc_plans_run(e->plans, inputs, outs);   /* 1: not compiled, use the executor */
+    if (inputs && all) {
+        for (int k = 0; k < nargs; k++)
+            inputs[k] = args[k];
+        for (int k = 0; k < e->ncaps; k++)
+            inputs[nargs + k] = e->caps[k];
+        rc = sc_plans_run(e->plans, inputs, all);   /* 1: not compiled, use the executor */
         if (rc > 0)
-            rc = sc_exec(e->g, inputs, e->last_use, outs);
+            rc = sc_exec(e->g, inputs, e->last_use, all);
     } else {
         rt_error("tj_call(%s): out of memory", c->name);
     }
-    if (inputs != in)
+    if (inputs && inputs != in)
         free(inputs);
-    if (rc == 0 && write_back(e, args, outs + 1) != 0)
+    if (rc == 0 && write_back(e, args, all + e->nresults) != 0)
         rc = -1;
-    tj_tensor *r = rc == 0 ? rt_own(outs[0]) : NULL;
-    if (rc == 0)
-        for (int k = 1; k < e->g->noutputs; k++)
-            tj_release(outs[k]);
-    if (outs != o1)
-        free(outs);
-    return r;
+    for (int k = 0; rc == 0 && k < e->g->noutputs; k++) {
+        if (k < e->nresults)
+            outs[k] = rt_own(all[k]);
+        else
+            tj_release(all[k]);
+    }
+    free(all);
+    return rc == 0 ? e->nresults : -1;
+}
+
+tj_tensor *tj_call(tj_compiled *c, tj_tensor *const *args, int nargs)
+{
+    tj_tensor *r[1];
+    return call(c, args, nargs, r, 1) == 1 ? r[0] : NULL;
+}
+
+int tj_call_multi(tj_compiled *c, tj_tensor *const *args, int nargs, tj_tensor **outs, int max)
+{
+    if (max < 0 || (max && !outs)) {
+        rt_error("tj_call_multi: room for %d results", max);
+        return -1;
+    }
+    return call(c, args, nargs, outs, max);
 }
 
 static void explain_guards(FILE *f, const entry *e)

@@ -341,6 +341,14 @@ tj_compiled *tj_compile(tj_model_fn fn, void *ctx, const tj_compile_options *opt
 /* Calls the compiled model: returns what fn would return (owned by the current
  * scope), or NULL with an error. Results always equal eager ones. */
 tj_tensor *tj_call(tj_compiled *c, tj_tensor *const *args, int nargs);
+/* A model with several results (the loss and the logits, say): it writes its
+ * results to outs[0..n), owned by the current scope, and returns n (at most
+ * max), or -1 with an error. tj_call_multi returns them the same way; a result
+ * is a fresh tensor when compiled, even one that is an argument or a view of one. */
+typedef int (*tj_model_multi_fn)(void *ctx, tj_tensor *const *args, int nargs, tj_tensor **outs,
+                                 int max);
+tj_compiled *tj_compile_multi(tj_model_multi_fn fn, void *ctx, const tj_compile_options *opts);
+int tj_call_multi(tj_compiled *c, tj_tensor *const *args, int nargs, tj_tensor **outs, int max);
 void tj_compiled_free(tj_compiled *c);
 /* Graphs captured, node counts, guards, recompiles and the guard that failed,
  * graph breaks with reasons. malloc'd; the caller frees it. */

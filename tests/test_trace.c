@@ -332,6 +332,39 @@ static void test_dump_graph(void **state)
     tj_compiled_free(c);
 }
 
+/* Several results: a value, a reduction of it, and an argument itself. */
+static int model_three(void *ctx, tj_tensor *const *args, int nargs, tj_tensor **outs, int max)
+{
+    (void)ctx;
+    (void)nargs;
+    if (max < 3)
+        return -1;
+    outs[0] = tj_exp(args[0]);
+    outs[1] = tj_sum(outs[0], NULL, 0, false);
+    outs[2] = args[0];
+    return outs[0] && outs[1] ? 3 : -1;
+}
+
+static void test_multiple_results(void **state)
+{
+    (void)state;
+    tj_compiled *c = tj_compile_multi(model_three, NULL, NULL);
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){3, 4}), *want[3], *got[3];
+    assert_int_equal(model_three(NULL, &x, 1, want, 3), 3);
+    for (int k = 0; k < 2; k++) {   /* traced, then replayed */
+        assert_int_equal(tj_call_multi(c, &x, 1, got, 3), 3);
+        for (int j = 0; j < 3; j++)
+            tu_assert_close(got[j], want[j], 1e-6, 1e-6);
+    }
+    tu_assert_error(tj_call(c, &x, 1), "use tj_call_multi", NULL);
+    tu_assert_error(tj_call_multi(c, &x, 1, got, 2) >= 0 ? (void *)1 : NULL, "room for 2", NULL);
+    tu_assert_error(tj_call_multi(c, &x, 1, NULL, 3) >= 0 ? (void *)1 : NULL, "room for", NULL);
+    char *ex = tj_explain(c);
+    assert_non_null(strstr(ex, " 0 graph breaks"));
+    free(ex);
+    tj_compiled_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -340,7 +373,7 @@ int main(void)
         T(test_dynamic_dim),          T(test_dynamic_read_specializes), T(test_dynamic_slice), T(test_graph_break),
         T(test_side_effect_compiled),   T(test_random_breaks),
         T(test_regional_compilation), T(test_nested_call_is_inlined), T(test_errors_match_eager),
-        T(test_dump_graph),
+        T(test_dump_graph),           T(test_multiple_results),
 #undef T
     };
     return cmocka_run_group_tests_name("trace", tests, NULL, NULL);
