@@ -139,6 +139,9 @@ static ir_node *const_node(ps_builder *b, cval c, const ir_type *t)
 
 /* ---- folding with the formulas of ops.def ------------------------------------------ */
 
+/* clang-format off: clang-format 14 joins the #include to a macro whose body is
+ * a one-line case label (.clang-format). */
+// clang-format off
 static double unary_f32(ir_op op, float x)
 {
     switch (op) {
@@ -203,6 +206,8 @@ static wide binary_int(ir_op op, wide a, wide b)
     default: return 0;
     }
 }
+
+// clang-format on
 
 /* The computed value (in compute dtype cd) stored as the result dtype rd, as
  * the kernels' STORE does: bool keeps the low bit for bitwise ops, else v != 0. */
