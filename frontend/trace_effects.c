@@ -25,20 +25,28 @@ static fe_write *find_write(fe_trace *tr, fe_write_kind kind, const tj_tensor *t
     return NULL;
 }
 
+/* Room for one more element of size elem in *arr (n used of *cap). */
+static int reserve(void **arr, int n, int *cap, size_t elem)
+{
+    if (n < *cap)
+        return 0;
+    int ncap = *cap ? 2 * *cap : 16;
+    void *p = realloc(*arr, (size_t)ncap * elem);
+    if (!p) {
+        rt_error("out of memory while tracing");
+        return -1;
+    }
+    *arr = p;
+    *cap = ncap;
+    return 0;
+}
+
 static int add_write(fe_trace *tr, fe_write_kind kind, tj_tensor *target, int arg, tj_tensor *value)
 {
     fe_write *w = find_write(tr, kind, target, arg);
     if (!w) {
-        if (tr->nwrites == tr->write_cap) {
-            int cap = tr->write_cap ? 2 * tr->write_cap : 16;
-            fe_write *nw = realloc(tr->writes, (size_t)cap * sizeof *nw);
-            if (!nw) {
-                rt_error("out of memory while tracing");
-                return -1;
-            }
-            tr->writes = nw;
-            tr->write_cap = cap;
-        }
+        if (reserve((void **)&tr->writes, tr->nwrites, &tr->write_cap, sizeof *tr->writes) != 0)
+            return -1;
         w = &tr->writes[tr->nwrites++];
         *w = (fe_write){kind, tj_retain(target), arg, NULL};
     }
@@ -87,16 +95,8 @@ int fe_trace_guard_grad(fe_trace *tr, tj_tensor *leaf, tj_tensor *prior)
     for (int k = 0; k < tr->nguards; k++)
         if (tr->grad_guards[k].leaf == leaf)
             return 0;
-    if (tr->nguards == tr->guard_cap) {
-        int cap = tr->guard_cap ? 2 * tr->guard_cap : 16;
-        fe_grad_guard *ng = realloc(tr->grad_guards, (size_t)cap * sizeof *ng);
-        if (!ng) {
-            rt_error("out of memory while tracing");
-            return -1;
-        }
-        tr->grad_guards = ng;
-        tr->guard_cap = cap;
-    }
+    if (reserve((void **)&tr->grad_guards, tr->nguards, &tr->guard_cap, sizeof *tr->grad_guards) != 0)
+        return -1;
     tr->grad_guards[tr->nguards++] = (fe_grad_guard){tj_retain(leaf), tj_retain(prior)};
     return 0;
 }
