@@ -13,9 +13,13 @@
 #   make docs         regenerate docs/ops.md from ir/ops.def
 #   make deps         scripts/install-deps.sh
 #   make fuzz         fuzz the text IR parser (clang, libFuzzer) for FUZZ_TIME seconds
+#   make install      lib/libtjit.so.N (+ .a), include/, bin/tjit, lib/pkgconfig/tjit.pc,
+#                     share/doc/tjit under $(DESTDIR)$(PREFIX) (PREFIX=/usr/local)
+#   make uninstall    removes what install put there
 #
 # Variables: LLVM_CONFIG (default: llvm-config-19 or /usr/lib/llvm-19/bin/llvm-config),
-# BUILD (output dir), CC, EXTRA_CFLAGS, EXTRA_LDFLAGS.
+# BUILD (output dir), CC (gcc; clang-19 works too), EXTRA_CFLAGS, EXTRA_LDFLAGS,
+# PREFIX, DESTDIR. Builds run on every CPU (-j$(nproc)) unless a -j is given.
 
 LLVM_CONFIG ?= $(firstword $(wildcard /usr/bin/llvm-config-19 /usr/lib/llvm-19/bin/llvm-config) llvm-config-19)
 BUILD ?= build
@@ -26,8 +30,10 @@ LLVM_LDFLAGS := $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) \
                 $(shell $(LLVM_CONFIG) --libs 2>/dev/null) \
                 -Wl,-rpath,$(shell $(LLVM_CONFIG) --libdir 2>/dev/null)
 
-WARN := -Wall -Wextra -Werror -Wmissing-prototypes -Wstrict-prototypes -Wshadow=local \
-        -Wno-unused-parameter
+# gcc's -Wshadow=local has no clang spelling; clang gets its own shadow warning.
+CC_IS_CLANG := $(shell $(CC) --version 2>/dev/null | grep -q clang && echo 1)
+WARN := -Wall -Wextra -Werror -Wmissing-prototypes -Wstrict-prototypes -Wno-unused-parameter \
+        $(if $(CC_IS_CLANG),-Wshadow-uncaptured-local,-Wshadow=local)
 OPT ?= -O3 -g
 # -fno-math-errno lets sqrt and rounding vectorize; -fno-trapping-math (clang's
 # default) lets gcc if-convert the selects of ir/vmath.h, so loops calling
@@ -35,7 +41,9 @@ OPT ?= -O3 -g
 # -ffast-math: NaN and Inf semantics are kept. -fwrapv: integer kernels wrap on
 # overflow like PyTorch's (and like the JIT's bitcode), instead of being UB.
 # Kernels with target_clones get AVX-512 with 512-bit vectors.
-CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -fPIC -fno-math-errno -fno-trapping-math -fwrapv \
+# -fvisibility=hidden: only what include/ declares is exported from libtjit.so.
+CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -fPIC -fvisibility=hidden \
+              -fno-math-errno -fno-trapping-math -fwrapv \
               -mprefer-vector-width=512 -pthread -Iinclude $(EXTRA_CFLAGS)
 LDLIBS := $(LLVM_LDFLAGS) -lm -ldl -pthread $(EXTRA_LDFLAGS)
 
@@ -51,6 +59,24 @@ TOOL_OBJS := $(TOOL_SRCS:%.c=$(BUILD)/obj/%.o)
 BENCH_OBJS := $(BENCH_SRCS:%.c=$(BUILD)/obj/%.o)
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 TEST_UTIL_OBJS := $(TEST_UTIL:%.c=$(BUILD)/obj/%.o)
+
+# ---- packaging: version, shared library names, install dirs ----------------
+# The version is written once, in include/tjit.h (TJ_VERSION_MAJOR/MINOR/PATCH).
+tj_ver = $(shell sed -n 's/^\#define TJ_VERSION_$(1) \([0-9]*\).*/\1/p' include/tjit.h)
+VERSION := $(call tj_ver,MAJOR).$(call tj_ver,MINOR).$(call tj_ver,PATCH)
+SO_NAME := libtjit.so.$(call tj_ver,MAJOR)
+SO_REAL := libtjit.so.$(VERSION)
+PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+BINDIR ?= $(PREFIX)/bin
+DOCDIR ?= $(PREFIX)/share/doc/tjit
+PUBLIC_HEADERS := $(wildcard include/*.h)
+# Parallel by default: -j(number of CPUs) unless the command line gave a -j
+# (make 4.3 lets a command-line -j win; sub-makes share the top one's jobs).
+ifeq ($(MAKELEVEL)$(filter -j%,$(MAKEFLAGS)),0)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
+endif
 
 .SECONDARY:
 .PHONY: all test asan bench bench-compare example docs deps clean check-tests check-headers golden \
@@ -78,8 +104,14 @@ $(BUILD)/libtjit.a: $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/libtjit.so: $(LIB_OBJS)
-	$(CC) -shared -o $@ $^ $(LDLIBS)
+# Exports: what include/ declares (TJ_API_BEGIN); the anonymous version script
+# also keeps the linker's own symbols (_end, _edata, __bss_start) local.
+$(BUILD)/$(SO_REAL): $(LIB_OBJS)
+	@printf '{ global: tj_*; local: *; };\n' > $(BUILD)/libtjit.map
+	$(CC) -shared -Wl,-soname,$(SO_NAME) -Wl,--version-script=$(BUILD)/libtjit.map -o $@ $^ $(LDLIBS)
+
+$(BUILD)/libtjit.so: $(BUILD)/$(SO_REAL)
+	ln -sf $(SO_REAL) $(BUILD)/$(SO_NAME) && ln -sf $(SO_NAME) $@
 
 # The benchmark suite, on the public API only; the tool links it.
 $(BUILD)/libtjit_bench.a: $(BENCH_OBJS)
@@ -128,16 +160,21 @@ check-layers:
 	@out=$$(bash scripts/check-layers.sh --self-test) || { echo "$$out"; exit 1; }
 	@bash scripts/check-layers.sh
 
+# Script suites (TAP) run after the cmocka ones; asan has none.
+SCRIPT_SUITES ?= scripts/test-install.sh
 check-tests: all check-headers $(TEST_BINS)
-	@TJ_BUILD=$(BUILD) bash scripts/run-tests.sh $(TEST_BINS)
+	@TJ_BUILD=$(BUILD) bash scripts/run-tests.sh $(TEST_BINS) $(SCRIPT_SUITES)
 
 asan: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
 	    EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
-	    EXTRA_LDFLAGS="-fsanitize=address,undefined" check-tests
+	    EXTRA_LDFLAGS="-fsanitize=address,undefined" SCRIPT_SUITES= check-tests
 
-bench: deps all
-	$(BUILD)/tjit bench
+# A quiet build (errors still show), then the suite: progress on stderr, the
+# table on stdout (make bench > table.txt).
+bench: deps
+	@$(MAKE) --no-print-directory -s all
+	@$(BUILD)/tjit bench
 
 # tjit eager vs PyTorch eager, side by side (markdown on stdout, for docs/perf.md).
 bench-compare: deps all
@@ -193,3 +230,39 @@ fuzz: $(BUILD)/fuzz/parse_fuzz $(BUILD)/fuzz/tir.dict
 	$(BUILD)/fuzz/parse_fuzz -max_total_time=$(FUZZ_TIME) -dict=$(BUILD)/fuzz/tir.dict \
 	    -max_len=8192 -timeout=10 -print_final_stats=1 -artifact_prefix=$(BUILD)/fuzz/ \
 	    $(BUILD)/fuzz/corpus tests/ir
+
+# ---- install / uninstall (C library conventions) ---------------------------
+# DESTDIR stages the tree (packagers, scripts/test-install.sh); the .pc file
+# names PREFIX, the final location. Static users: pkg-config --static.
+.PHONY: install uninstall check-install $(BUILD)/tjit.pc
+$(BUILD)/tjit.pc: Makefile include/tjit.h
+	@mkdir -p $(dir $@)
+	@printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(patsubst $(PREFIX)%,$${prefix}%,$(LIBDIR))' \
+	    'includedir=$(patsubst $(PREFIX)%,$${prefix}%,$(INCLUDEDIR))' '' \
+	    'Name: tjit' 'Description: tracing JIT compiler for tensor programs' \
+	    'Version: $(VERSION)' \
+	    'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -ltjit' \
+	    'Libs.private: $(strip $(LDLIBS))' > $@
+
+install: all $(BUILD)/tjit.pc
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(DOCDIR)
+	install -m 755 $(BUILD)/$(SO_REAL) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(SO_REAL) $(DESTDIR)$(LIBDIR)/$(SO_NAME)
+	ln -sf $(SO_NAME) $(DESTDIR)$(LIBDIR)/libtjit.so
+	install -m 644 $(BUILD)/libtjit.a $(DESTDIR)$(LIBDIR)/
+	install -m 644 $(BUILD)/tjit.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
+	install -m 644 $(PUBLIC_HEADERS) $(DESTDIR)$(INCLUDEDIR)/
+	install -m 755 $(BUILD)/tjit $(DESTDIR)$(BINDIR)/
+	install -m 644 README.md LICENSE CHANGELOG.md $(DESTDIR)$(DOCDIR)/
+	install -d $(DESTDIR)$(DOCDIR)/docs && install -m 644 docs/*.md $(DESTDIR)$(DOCDIR)/docs/
+
+uninstall:
+	rm -f $(DESTDIR)$(LIBDIR)/$(SO_REAL) $(DESTDIR)$(LIBDIR)/$(SO_NAME) $(DESTDIR)$(LIBDIR)/libtjit.so \
+	    $(DESTDIR)$(LIBDIR)/libtjit.a $(DESTDIR)$(LIBDIR)/pkgconfig/tjit.pc $(DESTDIR)$(BINDIR)/tjit \
+	    $(addprefix $(DESTDIR)$(INCLUDEDIR)/,$(notdir $(PUBLIC_HEADERS)))
+	rm -rf $(DESTDIR)$(DOCDIR)
+
+# Installs into a temporary DESTDIR, checks the exports, builds and runs the
+# README's example against that copy alone (run by make test).
+check-install: all
+	@BUILD=$(BUILD) bash scripts/test-install.sh

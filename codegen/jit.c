@@ -120,8 +120,11 @@ static void jit_init(void)
 bool cg_jit_available(char *err, size_t nerr)
 {
     pthread_once(&J.once, jit_init);
-    if (!J.jit && err)
-        snprintf(err, nerr, "%s", J.init_err);
+    if (!J.jit && err && nerr) {   /* cut to fit, as snprintf would (without its warning) */
+        size_t m = strnlen(J.init_err, nerr - 1);
+        memcpy(err, J.init_err, m);
+        err[m] = '\0';
+    }
     return J.jit != NULL;
 }
 

@@ -155,6 +155,11 @@ char *tj_graph_print_fused(const tj_graph *h)
     return text;
 }
 
+bool tj_dump_enabled(const char *stages, const char *stage)
+{
+    return stage && ir_dump_enabled(stages, stage);
+}
+
 int tj_graph_dump(const tj_graph *h, const char *stages)
 {
     const ir_graph *g = graph_of(h, "tj_graph_dump");

@@ -47,8 +47,31 @@
 extern "C" {
 #endif
 
+/* What the public headers declare between TJ_API_BEGIN and TJ_API_END is
+ * exported from libtjit.so; the library's internals are built with
+ * -fvisibility=hidden and stay private. */
+#if defined(__GNUC__) || defined(__clang__)
+#define TJ_API_BEGIN _Pragma("GCC visibility push(default)")
+#define TJ_API_END _Pragma("GCC visibility pop")
+#else
+#define TJ_API_BEGIN
+#define TJ_API_END
+#endif
+TJ_API_BEGIN
+
 #define TJ_MAX_DIMS 8
-#define TJ_VERSION "0.1.0"
+
+/* ---- version ------------------------------------------------------------ */
+/* The header's version (the one place it is written; the Makefile reads it
+ * for the shared library's name). tj_version() is the library's, at run time. */
+#define TJ_VERSION_MAJOR 0
+#define TJ_VERSION_MINOR 1
+#define TJ_VERSION_PATCH 0
+#define TJ_STR_(x) #x
+#define TJ_STR(x) TJ_STR_(x)
+#define TJ_VERSION \
+    TJ_STR(TJ_VERSION_MAJOR) "." TJ_STR(TJ_VERSION_MINOR) "." TJ_STR(TJ_VERSION_PATCH)
+const char *tj_version(void);   /* "MAJOR.MINOR.PATCH" of the linked library */
 
 /* Element types. The constants are written out here so that this header needs
  * nothing but the standard headers; their values are part of the ABI. Their
@@ -401,6 +424,8 @@ int tj_parallel_for(int64_t n, int64_t grain, tj_range_fn fn, void *ctx);
  * tj_alloc_cached_bytes is how much the cache holds now. */
 void tj_alloc_trim(void);
 size_t tj_alloc_cached_bytes(void);
+
+TJ_API_END
 
 #ifdef __cplusplus
 }

@@ -36,6 +36,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+TJ_API_BEGIN
 
 /* ---- graphs ------------------------------------------------------------ */
 /* A graph in the text IR: inputs (arguments and params), op nodes, outputs. */
@@ -132,6 +133,7 @@ int tj_op_get(int k, tj_op_info *out);
 /* The index of the op named name, or -1. */
 int tj_op_find(const char *name);
 
+TJ_API_END
 #ifdef __cplusplus
 }
 #endif

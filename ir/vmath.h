@@ -929,6 +929,13 @@ static inline int64_t vm_ipow(int64_t a, int64_t b)
 }
 
 /* Integer Python % (sign of the divisor); divisor 0 gives 0. */
+/* C's % (the sign of the dividend), with x % 0 and x % -1 defined as 0 (the
+ * minimum % -1 overflows); one int64 form for every integer dtype. */
+static inline int64_t vm_ifmod(int64_t a, int64_t b)
+{
+    return b == 0 || b == -1 ? 0 : a % b;
+}
+
 static inline int64_t vm_iremainder(int64_t a, int64_t b)
 {
     if (b == 0 || b == -1)

@@ -114,7 +114,8 @@ static void test_scope_release_order(void **state)
     tj_scope_end();
     assert_int_equal(refs(keepv), 1);
     assert_int_equal(storage_refs(keepv), 1);
-    assert_true(tj_get(keepv, (int64_t[]){3}) == 0x0101010101010101LL);
+    /* the bytes (tj_get's double cannot hold this value exactly) */
+    assert_true(((const int64_t *)tj_data(keepv))[3 * tj_strides(keepv)[0]] == 0x0101010101010101LL);
     tj_release(keepv);
 
     /* A base owned by the caller and released while a scope still holds a

@@ -30,7 +30,7 @@ int main(int argc, char **argv)
         return argc < 2 ? 2 : 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("tjit %s\n", TJ_VERSION);
+        printf("tjit %s\n", tj_version());
         return 0;
     }
     for (size_t k = 0; k < sizeof cmds / sizeof *cmds; k++)
