@@ -1,5 +1,7 @@
 /* ops_nn.c - public entry points of embedding, dropout, scaled dot-product
- * attention and cross_entropy: they fill the attributes and call fe_apply.
+ * attention and cross_entropy (the simple form: torch's defaults; and _ex with
+ * reduction, weight, ignore_index, label_smoothing): they fill the attributes
+ * and call fe_apply.
  *
  * Dropout in training draws its mask from the global generator: it reserves
  * numel(x) counters (rt_rng_reserve) and passes (seed, offset) as attributes,
@@ -50,8 +52,28 @@ tj_tensor *tj_scaled_dot_product_attention(tj_tensor *q, tj_tensor *k, tj_tensor
     return fe_apply(OP_sdpa, in, mask ? 4 : 3, &at);
 }
 
+tj_cross_entropy_options tj_cross_entropy_defaults(void)
+{
+    return (tj_cross_entropy_options){.reduction = TJ_REDUCTION_MEAN, .weight = NULL,
+                                      .ignore_index = TJ_IGNORE_INDEX_DEFAULT,
+                                      .label_smoothing = 0};
+}
+
+tj_tensor *tj_cross_entropy_ex(tj_tensor *logits, tj_tensor *target,
+                               const tj_cross_entropy_options *opts)
+{
+    tj_cross_entropy_options d = tj_cross_entropy_defaults();
+    if (!opts)
+        opts = &d;
+    ir_attrs at = {0};
+    ir_attr_int(&at.a[0], (int)opts->reduction);   /* an enum may be unsigned: -1 stays -1 */
+    ir_attr_int(&at.a[1], opts->ignore_index);
+    ir_attr_float(&at.a[2], opts->label_smoothing);
+    tj_tensor *in[3] = {logits, target, opts->weight};
+    return fe_apply(OP_cross_entropy, in, opts->weight ? 3 : 2, &at);
+}
+
 tj_tensor *tj_cross_entropy(tj_tensor *logits, tj_tensor *target)
 {
-    tj_tensor *in[2] = {logits, target};
-    return fe_apply(OP_cross_entropy, in, 2, NULL);
+    return tj_cross_entropy_ex(logits, target, NULL);
 }

@@ -3,7 +3,8 @@
  * gradient with the flipped kernel; weight gradient as a convolution of the
  * input with the gradient), norms, pools (per kernel offset: strided views of
  * the input and ag_unslice back), embedding, dropout, attention and
- * cross-entropy. All in tjit ops, so they trace like any other op. */
+ * cross-entropy (logits, probability targets and class weights). All in tjit
+ * ops, so they trace like any other op. */
 #include <math.h>
 #include <string.h>
 
@@ -395,15 +396,107 @@ AG_VJP(sdpa)
     return 0;
 }
 
-/* mean over N of -log softmax(x)[target]: (softmax(x) - one_hot(target)) / N */
-AG_VJP(cross_entropy)
+/* ---- cross-entropy ---------------------------------------------------------------------- */
+
+/* What a cross-entropy gradient needs (k_loss.c's names): the class dim cd,
+ * C, the label smoothing e, the weights wb broadcast along cd (or NULL),
+ * softmax p and log_softmax ls of the logits. */
+typedef struct ce_parts {
+    int cd;
+    int64_t ncls, red;
+    double e;
+    tj_tensor *wb, *p, *ls;
+} ce_parts;
+
+/* g, a gradient of the reduced loss, as a factor per row broadcast along cd:
+ * none: g unsqueezed at cd; sum: g; mean: g / den. */
+static tj_tensor *ce_row_scale(const ce_parts *k, tj_tensor *g, tj_tensor *den)
+{
+    if (k->red == TJ_REDUCTION_NONE)
+        return tj_unsqueeze(g, k->cd);
+    return k->red == TJ_REDUCTION_SUM ? g : tj_div(g, den);
+}
+
+/* A [C]-shaped sum of t over every dim but cd. */
+static tj_tensor *ce_class_sum(const ce_parts *k, tj_tensor *t)
+{
+    int dims[TJ_MAX_DIMS], n = 0;
+    for (int d = 0; t && d < t->ndim; d++)
+        if (d != k->cd)
+            dims[n++] = d;
+    return n ? tj_sum(t, dims, n, false) : t;
+}
+
+/* probabilities: row loss -sum_c w_c q_c ls_c, q = t (1 - e) + e / C;
+ * d/dx = (sum_c w_c q_c) p - w q, d/dt = -(1 - e) w ls, d/dw = -q ls */
+static int ce_vjp_probs(const ag_ctx *c, const ce_parts *k, tj_tensor *g, tj_tensor **gx)
 {
     tj_tensor *t = c->in[1];
-    int64_t n = X->shape[0], ncls = X->shape[1];
-    tj_tensor *hot = ir_dtype_is_float(t->dtype)
-                         ? t
-                         : tj_cast(tj_eq(tj_unsqueeze(t, 1), tj_arange(TJ_I64, 0, (double)ncls, 1)),
-                                   X->dtype);
-    AG_SET(0, tj_mul(tj_div_s(tj_sub(tj_softmax(X, 1), hot), (double)n), g));
+    tj_tensor *q = k->e > 0 ? tj_add_s(tj_mul_s(t, 1 - k->e), k->e / (double)k->ncls) : t;
+    tj_tensor *qw = k->wb ? tj_mul(q, k->wb) : q;
+    int64_t rows = k->ncls ? tj_numel(X) / k->ncls : 0;
+    tj_tensor *s = ce_row_scale(k, g, ag_const(g, (double)rows));
+    int cd = k->cd;
+    AG_SET(0, tj_mul(s, tj_sub(tj_mul(tj_sum(qw, &cd, 1, true), k->p), qw)));
+    tj_tensor *wls = k->wb ? tj_mul(k->ls, k->wb) : k->ls;
+    AG_SET(1, tj_mul(s, tj_mul_s(wls, -(1 - k->e))));
+    if (c->nin > 2)
+        AG_SET(2, ce_class_sum(k, tj_mul(s, tj_neg(tj_mul(q, k->ls)))));
     return 0;
+}
+
+/* indices: row loss (1 - e) w_t (-ls_t) + e/C sum_c w_c (-ls_c) where t is
+ * counted (valid), else 0; with hot the one-hot of t on valid rows and W the
+ * weights' sum: d/dx = (1 - e) w_t (p - hot) + e/C valid (W p - w),
+ * d/dw = -ls ((1 - e) hot + e/C valid), and a mean divides by D = sum w_t
+ * (so d/dw of the mean L also has -L hot / D). */
+static int ce_vjp_indices(const ag_ctx *c, const ce_parts *k, tj_tensor *g, tj_tensor **gx)
+{
+    tj_tensor *t = c->in[1], *w = c->nin > 2 ? c->in[2] : NULL;
+    int cd = k->cd;
+    tj_tensor *t64 = tj_cast(t, TJ_I64);
+    tj_tensor *valid = tj_ne(t64, tj_scalar(TJ_I64, (double)c->a->a[1].i[0]));
+    tj_tensor *tc = tj_where(valid, t64, tj_scalar(TJ_I64, 0));
+    tj_tensor *classes = tj_arange(TJ_I64, 0, (double)k->ncls, 1);
+    for (int j = 0; j < X->ndim - 1 - cd; j++)
+        classes = tj_unsqueeze(classes, -1);
+    tj_tensor *vu = tj_unsqueeze(valid, cd);
+    tj_tensor *hot = tj_cast(tj_logical_and(tj_eq(tj_unsqueeze(tc, cd), classes), vu), X->dtype);
+    tj_tensor *wt = k->wb ? tj_sum(tj_mul(hot, k->wb), &cd, 1, false) : tj_cast(valid, X->dtype);
+    tj_tensor *s = ce_row_scale(k, g, k->red == TJ_REDUCTION_MEAN ? tj_sum(wt, NULL, 0, false) : NULL);
+    tj_tensor *vf = tj_cast(vu, X->dtype);
+    tj_tensor *d = tj_mul(tj_mul_s(tj_unsqueeze(wt, cd), 1 - k->e), tj_sub(k->p, hot));
+    if (k->e > 0) {
+        tj_tensor *wsum = w ? tj_sum(w, NULL, 0, false) : ag_const(X, (double)k->ncls);
+        tj_tensor *sm = tj_sub(tj_mul(wsum, k->p), k->wb ? k->wb : ag_const(X, 1));
+        d = tj_add(d, tj_mul(tj_mul_s(vf, k->e / (double)k->ncls), sm));
+    }
+    AG_SET(0, tj_mul(s, d));
+    if (!w)
+        return 0;
+    tj_tensor *dw = tj_mul(tj_neg(k->ls), tj_add(tj_mul_s(hot, 1 - k->e),
+                                                 tj_mul_s(vf, k->e / (double)k->ncls)));
+    dw = ag_masked(dw, vu);   /* ignored rows: 0 even where ls is infinite */
+    if (k->red == TJ_REDUCTION_MEAN)
+        dw = tj_sub(dw, tj_mul(Y, hot));
+    AG_SET(2, ce_class_sum(k, tj_mul(s, dw)));
+    return 0;
+}
+
+AG_VJP(cross_entropy)
+{
+    tj_tensor *w = c->nin > 2 ? c->in[2] : NULL;
+    ce_parts k = {.cd = X->ndim == 1 ? 0 : 1, .red = c->a->a[0].i[0],
+                  .e = c->a->a[2].f > 0 ? c->a->a[2].f : 0};
+    k.ncls = X->shape[k.cd];
+    k.wb = w;
+    for (int j = 0; w && j < X->ndim - 1 - k.cd; j++)
+        k.wb = tj_unsqueeze(k.wb, -1);
+    k.p = tj_softmax(X, k.cd);
+    k.ls = tj_log_softmax(X, k.cd);
+    if (!k.p || !k.ls || (w && !k.wb))
+        return -1;
+    if (ir_dtype_is_float(c->in[1]->dtype))
+        return ce_vjp_probs(c, &k, g, gx);
+    return ce_vjp_indices(c, &k, g, gx);
 }

@@ -290,8 +290,37 @@ tj_tensor *tj_dropout(tj_tensor *x, double p, bool training);
  * broadcastable to [...,L,S], or NULL; scale <= 0 means 1/sqrt(E). */
 tj_tensor *tj_scaled_dot_product_attention(tj_tensor *q, tj_tensor *k, tj_tensor *v,
                                            tj_tensor *mask, bool causal, double scale);
-/* logits [N,C], target int64 [N] of class indices; mean over N. */
+/* torch.nn.functional.cross_entropy with its defaults: logits [N,C] (or [C],
+ * or [N,C,d1,...]), target of class indices (i64 or i32, logits' shape without
+ * C) or of class probabilities (float, logits' shape); mean over the batch. */
 tj_tensor *tj_cross_entropy(tj_tensor *logits, tj_tensor *target);
+
+/* How a loss combines its per-element values. */
+typedef enum tj_reduction {
+    TJ_REDUCTION_MEAN,   /* "mean" (0): the default */
+    TJ_REDUCTION_SUM,    /* "sum" */
+    TJ_REDUCTION_NONE    /* "none": one value per batch element */
+} tj_reduction;
+
+#define TJ_IGNORE_INDEX_DEFAULT (-100)   /* torch's default ignore_index */
+
+/* Start from tj_cross_entropy_defaults(): a zeroed struct has ignore_index 0,
+ * which ignores class 0. */
+typedef struct tj_cross_entropy_options {
+    tj_reduction reduction;
+    tj_tensor *weight;        /* [C] per-class weights of logits' dtype, or NULL */
+    int64_t ignore_index;     /* class-index targets equal to it add nothing (and
+                                 count nothing in the mean); any value, in range or not */
+    double label_smoothing;   /* in [0, 1] (a negative value acts as 0, as in torch) */
+} tj_cross_entropy_options;
+
+/* reduction mean, no weight, ignore_index -100, no label smoothing */
+tj_cross_entropy_options tj_cross_entropy_defaults(void);
+/* cross_entropy with torch's arguments; opts NULL means the defaults. A mean
+ * of class-index targets divides by the sum of their weights (the count when
+ * unweighted), that of probability targets by the number of rows. */
+tj_tensor *tj_cross_entropy_ex(tj_tensor *logits, tj_tensor *target,
+                               const tj_cross_entropy_options *opts);
 
 /* ---- data movement ----------------------------------------------------- */
 tj_tensor *tj_cat(tj_tensor *const *xs, int n, int dim);

@@ -110,7 +110,7 @@ int tj_graph_dump(const tj_graph *g, const char *stages);
 int tj_graph_run(const tj_graph *g, tj_tensor *const *inputs, tj_tensor **outs, bool eager);
 
 /* ---- the op table (ir/ops.def) ------------------------------------------- */
-#define TJ_OP_MAX_ATTRS 4
+#define TJ_OP_MAX_ATTRS 6
 
 typedef struct tj_op_info {
     const char *name;   /* as the text IR spells it: "add", "layer_norm" */
@@ -122,7 +122,7 @@ typedef struct tj_op_info {
     int nattrs;
     struct {
         const char *name;
-        const char *kind;   /* int ints bool float dtype */
+        const char *kind;   /* int ints bool float dtype reduction */
     } attrs[TJ_OP_MAX_ATTRS];
 } tj_op_info;
 

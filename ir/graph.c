@@ -91,6 +91,11 @@ int ir_attrs_check(ir_op op, const ir_attrs *a, char *err, size_t nerr)
                 return ir_fail(err, nerr, "attribute '%s' is %lld, not a dtype", name,
                                (long long)v->i[0]);
             break;
+        case IR_ATTR_REDUCTION:
+            if (!ir_attr_word(info->attrs[k].kind, v->i[0]))
+                return ir_fail(err, nerr, "attribute '%s' is %lld, not a reduction (mean, sum, none)",
+                               name, (long long)v->i[0]);
+            break;
         case IR_ATTR_INT:
         case IR_ATTR_FLOAT:
             break;
@@ -125,6 +130,7 @@ static void attr_normalize(ir_attr_kind kind, const ir_attr *v, ir_attr *out)
         break;
     case IR_ATTR_INT:
     case IR_ATTR_DTYPE:
+    case IR_ATTR_REDUCTION:
         out->n = 1;
         out->i[0] = v->i[0];
         break;

@@ -6,7 +6,10 @@
  *   sdpa           q [...,L,E], k [...,S,E], v [...,S,Ev], mask? -> [...,L,Ev]
  *                  (batch dims broadcast; mask bool or q's dtype, broadcastable
  *                  to [...,L,S]; causal and mask exclude each other)
- *   cross_entropy  logits [N,C] float, target i32/i64 [N]     -> 0-dim
+ *   cross_entropy  logits [C], [N,C] or [N,C,d...] float; target of class
+ *                  indices (i32/i64, logits' shape without C) or of class
+ *                  probabilities (float, logits' shape); weight? [C]
+ *                  -> the batch shape (reduction none) or 0-dim
  */
 #include <string.h>
 
@@ -123,19 +126,72 @@ int ir_infer_sdpa(IR_INFER_ARGS)
     return 0;
 }
 
+/* The class dim of cross_entropy's logits: 1, or 0 for 1-D logits [C]. */
+static int ce_class_dim(const ir_type *x) { return x->ndim == 1 ? 0 : 1; }
+
+static int ce_check_target(const ir_type *x, const ir_type *t, const ir_type *batch,
+                           int64_t ignore, char *err, size_t nerr)
+{
+    char s1[96], s2[96];
+    if (ir_shape_equal(t, x)) {   /* class probabilities, as torch decides */
+        if (!ir_dtype_is_float(t->dtype))
+            return ir_fail(err, nerr, "a target of logits' shape holds class probabilities "
+                           "and must be float, got %s", tj_dtype_name(t->dtype));
+        if (ignore >= 0)
+            return ir_fail(err, nerr, "ignore_index %lld is not supported with class-probability "
+                           "targets (it must be negative)", (long long)ignore);
+        return 0;
+    }
+    if (!ir_shape_equal(t, batch))
+        return ir_fail(err, nerr, "target %s is neither logits' shape without the class dim (%s) "
+                       "nor logits' shape", ir_type_str(t, s1, sizeof s1),
+                       ir_type_str(batch, s2, sizeof s2) + strlen(tj_dtype_name(batch->dtype)));
+    if (!is_index_dtype(t->dtype))
+        return ir_fail(err, nerr, "target of class indices must be i64 or i32, got %s",
+                       tj_dtype_name(t->dtype));
+    return 0;
+}
+
 int ir_infer_cross_entropy(IR_INFER_ARGS)
 {
-    (void)op, (void)nin, (void)a;
-    const ir_type *x = in[0], *t = in[1];
-    if (x->ndim != 2)
-        return ir_fail(err, nerr, "logits must be 2-D [N, C], got %d dims", x->ndim);
+    (void)op;
+    const ir_type *x = in[0], *t = in[1], *w = nin > 2 ? in[2] : NULL;
+    int64_t red = a->a[0].i[0], ignore = a->a[1].i[0];
+    double smoothing = a->a[2].f;
+    if (x->ndim < 1)
+        return ir_fail(err, nerr, "logits must have a class dim ([C], [N, C] or [N, C, d...]), "
+                                  "got 0 dims");
     if (!ir_dtype_is_float(x->dtype))
         return ir_fail(err, nerr, "logits must be float, got %s", tj_dtype_name(x->dtype));
-    if (t->ndim != 1 || !is_index_dtype(t->dtype))
-        return ir_fail(err, nerr, "target must be a 1-D tensor of class indices (i64 or i32)");
-    if (t->shape[0] != x->shape[0])
-        return ir_fail(err, nerr, "batch size N of logits (%lld) and target (%lld) differ",
-                       (long long)x->shape[0], (long long)t->shape[0]);
-    ir_set(out, x->dtype, 0, NULL);
+    if (!ir_attr_word(IR_ATTR_REDUCTION, red))
+        return ir_fail(err, nerr, "reduction %lld is not one of mean, sum, none", (long long)red);
+    if (smoothing > 1)   /* torch takes NaN and negative values as 0 */
+        return ir_fail(err, nerr, "label_smoothing %g is not in [0, 1]", smoothing);
+    int cd = ce_class_dim(x);
+    int64_t ncls = x->shape[cd];
+    ir_type batch = {x->dtype, x->ndim - 1, false, {0}};
+    for (int d = 0, k = 0; d < x->ndim; d++)
+        if (d != cd)
+            batch.shape[k++] = x->shape[d];
+    if (ce_check_target(x, t, &batch, ignore, err, nerr))
+        return -1;
+    bool probs = ir_dtype_is_float(t->dtype);
+    if (w && (w->ndim != 1 || w->shape[0] != ncls)) {
+        char s[96];
+        return ir_fail(err, nerr, "weight must be 1-D [C] with C = %lld, got %s",
+                       (long long)ncls, ir_type_str(w, s, sizeof s));
+    }
+    if (w && !probs && w->dtype != x->dtype)
+        return ir_fail(err, nerr, "weight must have logits' dtype %s, got %s",
+                       tj_dtype_name(x->dtype), tj_dtype_name(w->dtype));
+    if (w && !ir_dtype_is_float(w->dtype))
+        return ir_fail(err, nerr, "weight must be float, got %s", tj_dtype_name(w->dtype));
+    /* probabilities: -(log_softmax(x) * t * w) promotes, as torch computes it */
+    const ir_type *ops3[3] = {x, t, w};
+    tj_dtype dt = probs ? ir_promote(ops3, w ? 3 : 2) : x->dtype;
+    if (red == TJ_REDUCTION_NONE)
+        ir_set(out, dt, batch.ndim, batch.shape);
+    else
+        ir_set(out, dt, 0, NULL);
     return 0;
 }

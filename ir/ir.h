@@ -82,9 +82,20 @@ typedef enum {
     IR_RULE_CMP       /* computed in the promoted dtype -> bool */
 } ir_rule;
 
-typedef enum { IR_ATTR_INT, IR_ATTR_INTS, IR_ATTR_BOOL, IR_ATTR_FLOAT, IR_ATTR_DTYPE } ir_attr_kind;
+/* REDUCTION is a word attribute: one of the names ir_attr_word lists (the
+ * value is the index, which is the public enum's value: tj_reduction). */
+typedef enum {
+    IR_ATTR_INT, IR_ATTR_INTS, IR_ATTR_BOOL, IR_ATTR_FLOAT, IR_ATTR_DTYPE, IR_ATTR_REDUCTION
+} ir_attr_kind;
+#define IR_ATTR_LAST IR_ATTR_REDUCTION
 
-#define IR_MAX_ATTRS 4
+/* The name of value v of a word attribute kind ("mean"), NULL when v is not
+ * one; and the value a name spells (-1 when none). */
+const char *ir_attr_word(ir_attr_kind kind, int64_t v);
+int64_t ir_attr_word_value(ir_attr_kind kind, const char *name, size_t len);
+bool ir_attr_is_word(ir_attr_kind kind);
+
+#define IR_MAX_ATTRS 6
 #define IR_MAX_LIST (2 * TJ_MAX_DIMS)
 
 typedef struct ir_attr_desc {

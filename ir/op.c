@@ -40,6 +40,47 @@ ir_op ir_op_from_name(const char *name)
     return IR_NUM_OPS;
 }
 
+/* ---- word attributes ------------------------------------------------------- */
+
+/* The names of a word kind's values, in the order of the public enum. */
+static const char *const reduction_words[] = {
+    [TJ_REDUCTION_MEAN] = "mean", [TJ_REDUCTION_SUM] = "sum", [TJ_REDUCTION_NONE] = "none"};
+_Static_assert(sizeof reduction_words / sizeof *reduction_words == TJ_REDUCTION_NONE + 1,
+               "a name per tj_reduction");
+
+static int words_of(ir_attr_kind kind, const char *const **w)
+{
+    if (kind == IR_ATTR_REDUCTION) {
+        *w = reduction_words;
+        return (int)(sizeof reduction_words / sizeof *reduction_words);
+    }
+    *w = NULL;
+    return 0;
+}
+
+bool ir_attr_is_word(ir_attr_kind kind)
+{
+    const char *const *w;
+    return words_of(kind, &w) > 0;
+}
+
+const char *ir_attr_word(ir_attr_kind kind, int64_t v)
+{
+    const char *const *w;
+    int n = words_of(kind, &w);
+    return v >= 0 && v < n ? w[v] : NULL;
+}
+
+int64_t ir_attr_word_value(ir_attr_kind kind, const char *name, size_t len)
+{
+    const char *const *w;
+    int n = words_of(kind, &w);
+    for (int k = 0; k < n; k++)
+        if (strlen(w[k]) == len && !strncmp(w[k], name, len))
+            return k;
+    return -1;
+}
+
 void ir_attr_int(ir_attr *a, int64_t v)
 {
     a->n = 1;

@@ -420,13 +420,63 @@ static ir_node *ps_decomp_sdpa(PS_DECOMP_ARGS)
     return b_matmul(b, b_dim_op(b, OP_softmax, &s, 1, -1), v);
 }
 
-/* cross_entropy(x, t) = -mean(gather(log_softmax(x, 1), 1, t[:, None])) */
+/* The mean, sum or per-row values of a loss (dims: the batch shape). den
+ * NULL: the mean divides by the row count. */
+static ir_node *ce_reduce(ps_builder *b, ir_node *loss, ir_node *den, int64_t red)
+{
+    if (red == TJ_REDUCTION_NONE)
+        return loss;
+    ir_node *s = b_sum(b, loss, NULL, 0, false);
+    if (red == TJ_REDUCTION_SUM)
+        return s;
+    if (!loss)
+        return NULL;
+    return b_div(b, s, den ? den : count_of(b, loss, (1u << loss->type.ndim) - 1, false));
+}
+
+/* cross_entropy(x, t, w?) with ls = log_softmax(x, cd), cd the class dim,
+ * e the label smoothing, w broadcast along cd (k_loss.c's formulas):
+ *   probabilities  loss = -sum(ls * q * w, cd), q = t (1 - e) + e / C; mean / rows
+ *   indices        valid = t != ignore, i = where(valid, t, 0), ls_t = gather(ls, cd, i),
+ *                  w_t = sum(where(i == arange(C), w, 0), cd),
+ *                  loss = where(valid, -(1 - e) w_t ls_t - e / C sum(w * ls, cd), 0);
+ *                  mean / sum(where(valid, w_t, 0)) */
 static ir_node *ps_decomp_cross_entropy(PS_DECOMP_ARGS)
 {
-    ir_node *ls = b_dim_op(b, OP_log_softmax, &in[0], 1, 1);
-    ir_node *idx = ps_b_unsqueeze(b, ps_b_cast(b, in[1], TJ_I64), 1);
-    ir_node *picked = b_dim_op(b, OP_gather, (ir_node *[]){ls, idx}, 2, 1);
-    return b_neg(b, b_mean(b, picked, NULL, 0, false));
+    ir_node *x = in[0], *t = in[1], *w = n->nin > 2 ? in[2] : NULL;
+    int nd = x->type.ndim;
+    int64_t cd = nd == 1 ? 0 : 1, ncls = x->type.shape[cd], red = a->a[0].i[0];
+    double e = a->a[2].f > 0 ? a->a[2].f : 0;
+    if (e > 0 && IR_IS_SYM(ncls))
+        return ps_b_fail(b, "label smoothing needs a static class count");
+    ir_node *ls = b_dim_op(b, OP_log_softmax, &x, 1, cd);
+    ir_node *wb = w ? trailing_ones(b, w, nd - 1 - (int)cd) : NULL;   /* [C, 1, ...] */
+    if (ir_dtype_is_float(t->type.dtype)) {
+        ir_node *q = e > 0 ? b_add_s(b, b_mul_s(b, t, 1 - e), e / (double)ncls) : t;
+        ir_node *p = b_mul(b, ls, q);
+        return ce_reduce(b, b_neg(b, b_sum(b, wb ? b_mul(b, p, wb) : p, &cd, 1, false)), NULL, red);
+    }
+    ir_node *t64 = ps_b_cast(b, t, TJ_I64);
+    ir_node *valid = b_bin_s(b, OP_ne, t64, (double)a->a[1].i[0]);
+    ir_node *idx = ps_b_unsqueeze(b, b_where_xs(b, valid, t64, 0), cd);
+    ir_node *nll = b_neg(b, ps_b_squeeze(b, b_dim_op(b, OP_gather, (ir_node *[]){ls, idx}, 2, cd), &cd, 1));
+    ir_node *wt = NULL;
+    if (wb) {   /* w_t = sum(where(one_hot(t), w, 0), cd): any batch shape, symbolic too */
+        if (IR_IS_SYM(ncls))
+            return ps_b_fail(b, "class weights need a static class count");
+        ir_node *hot = b_bin(b, OP_eq, idx, trailing_ones(b, b_iota(b, ncls), nd - 1 - (int)cd));
+        wt = b_sum(b, b_where_xs(b, hot, wb, 0), &cd, 1, false);
+        nll = b_mul(b, nll, wt);
+    }
+    if (e > 0) {
+        ir_node *smooth = b_neg(b, b_sum(b, wb ? b_mul(b, ls, wb) : ls, &cd, 1, false));
+        nll = b_add(b, b_mul_s(b, nll, 1 - e), b_mul_s(b, smooth, e / (double)ncls));
+    }
+    ir_node *loss = b_where_xs(b, valid, nll, 0);
+    ir_node *den = red != TJ_REDUCTION_MEAN ? NULL
+                   : wt ? b_sum(b, b_where_xs(b, valid, wt, 0), NULL, 0, false)
+                        : b_sum(b, ps_b_cast(b, valid, n->type.dtype), NULL, 0, false);
+    return ce_reduce(b, loss, den, red);
 }
 
 /* ---- the pass ------------------------------------------------------------------------ */

@@ -1,10 +1,10 @@
-/* k_nn.c - eager kernels of the neural-network composites:
+/* k_nn.c - eager kernels of the neural-network composites (cross_entropy's
+ * is in k_loss.c):
  *
  *   embedding      out[..., :] = weight[indices[...], :]      (row gather)
  *   dropout        out[i] = u(seed, offset+i) >= p ? x[i] / (1-p) : 0
  *                  (u: Philox uniform of x's dtype; dropped elements are exactly 0)
  *   sdpa           softmax(q k^T * scale + mask) v, blocked over query rows
- *   cross_entropy  mean over rows of logsumexp(x[n,:]) - x[n, target[n]]
  *
  * sdpa, for each (batch, block of SDPA_BQ query rows): S = scale * q k^T with
  * BLAS into a per-thread scratch, the mask (or the causal triangle) applied,
@@ -233,77 +233,6 @@ int rt_k_dropout(RT_KERNEL_ARGS)
                   rt_is_contiguous(in[0])};
     rt_parallel_for(numel_of(in[0]), RT_GRAIN, drop_range, &c);
     return 0;
-}
-
-/* ---- cross_entropy ---------------------------------------------------------------------- */
-
-typedef struct ce_ctx {
-    const tj_tensor *x;      /* [N, C] with unit column stride */
-    const int64_t *target;
-    double *loss;            /* per row */
-} ce_ctx;
-
-/* logsumexp of a row: max + log(sum(exp(x - max))), sums in double blocks. */
-RT_CLONES static double lse_f32(const float *restrict x, int64_t n)
-{
-    float mx = rt_row_max_f32(x, n);
-    return (double)mx + log(rt_row_expsum_f32(x, n, mx));
-}
-
-RT_CLONES static double lse_f64(const double *restrict x, int64_t n)
-{
-    double mx = rt_row_max_f64(x, n);
-    return mx + log(rt_row_expsum_f64(x, n, mx));
-}
-
-static void ce_range(void *p, int64_t b, int64_t e)
-{
-    const ce_ctx *c = p;
-    const tj_tensor *x = c->x;
-    int64_t ncls = x->shape[1];
-    for (int64_t i = b; i < e; i++) {
-        int64_t off = i * x->strides[0], t = c->target[i];
-        if (x->dtype == TJ_F32) {
-            const float *row = (const float *)rt_ptr(x) + off;
-            c->loss[i] = lse_f32(row, ncls) - row[t];
-        } else {
-            const double *row = (const double *)rt_ptr(x) + off;
-            c->loss[i] = lse_f64(row, ncls) - row[t];
-        }
-    }
-}
-
-int rt_k_cross_entropy(RT_KERNEL_ARGS)
-{
-    (void)op, (void)nin, (void)a;
-    tj_tensor *x = in[0], *copy = NULL;
-    int64_t n = x->shape[0], ncls = x->shape[1];
-    size_t nbytes = (size_t)(n > 0 ? n : 1) * 2 * sizeof(double);
-    double *buf = rt_alloc(nbytes);
-    if (!buf)
-        return -1;
-    int64_t *target = (int64_t *)(buf + (n > 0 ? n : 1));
-    int rc = load_indices(in[1], target, n, ncls, "target", "the class count C");
-    if (rc == 0 && ncls > 1 && x->strides[1] != 1) {
-        copy = dense_copy(x);
-        rc = copy ? 0 : -1;
-        x = copy ? copy : x;
-    }
-    if (rc == 0) {
-        ce_ctx c = {x, target, buf};
-        rt_parallel_for(n, RT_GRAIN / (ncls > 0 ? ncls : 1) + 1, ce_range, &c);
-        double s = 0;
-        for (int64_t i = 0; i < n; i++)
-            s += buf[i];
-        double mean = n > 0 ? s / (double)n : NAN;
-        if (out->dtype == TJ_F32)
-            *(float *)rt_ptr(out) = (float)mean;
-        else
-            *(double *)rt_ptr(out) = mean;
-    }
-    tj_release(copy);
-    rt_free(buf, nbytes);
-    return rc;
 }
 
 /* ---- vector reductions for sdpa's short rows (k_rows.h's 64-lane sums are

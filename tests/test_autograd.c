@@ -257,6 +257,14 @@ static tj_tensor *g_batch_norm(tj_tensor **in) { return tj_batch_norm(in[0], in[
 static tj_tensor *g_embedding(tj_tensor **in) { return tj_embedding(in[0], in[1]); }
 static tj_tensor *g_sdpa(tj_tensor **in) { return tj_scaled_dot_product_attention(in[0], in[1], in[2], NULL, true, 0); }
 static tj_tensor *g_xent(tj_tensor **in) { return tj_cross_entropy(in[0], in[1]); }
+static tj_tensor *g_xent_opts(tj_tensor **in, tj_reduction red, int64_t ignore, double smoothing)
+{
+    tj_cross_entropy_options o = {red, in[2], ignore, smoothing};
+    return tj_cross_entropy_ex(in[0], in[1], &o);
+}
+static tj_tensor *g_xent_nd(tj_tensor **in) { return g_xent_opts(in, TJ_REDUCTION_MEAN, 2, 0.2); }
+static tj_tensor *g_xent_none(tj_tensor **in) { return g_xent_opts(in, TJ_REDUCTION_NONE, -1, 0); }
+static tj_tensor *g_xent_probs(tj_tensor **in) { return g_xent_opts(in, TJ_REDUCTION_SUM, -100, 0.1); }
 static tj_tensor *g_log_softmax(tj_tensor **in) { return tj_log_softmax(in[0], 1); }
 static tj_tensor *g_gelu_tanh(tj_tensor **in) { return tj_gelu_tanh(in[0]); }
 
@@ -278,6 +286,8 @@ static const struct {
     {"avg_pool2d", g_avgpool}, {"layer_norm", g_layer_norm},   {"batch_norm", g_batch_norm},
     {"embedding", g_embedding}, {"sdpa_causal", g_sdpa},       {"cross_entropy", g_xent},
     {"log_softmax", g_log_softmax}, {"gelu_tanh", g_gelu_tanh},
+    {"cross_entropy_nd", g_xent_nd}, {"cross_entropy_none", g_xent_none},
+    {"cross_entropy_probs", g_xent_probs},
 };
 
 /* tests/golden/grad/<case>.<what>.npy, or NULL when there is none. */

@@ -110,7 +110,7 @@ static int example_lists(in_list *out)
 }
 
 /* Example values per attribute name, as text: ints "1,2" (INT takes the
- * first), FLOAT a number, BOOL 0/1, DTYPE a dtype name. */
+ * first), FLOAT a number, BOOL 0/1, DTYPE a dtype name, a word kind a word. */
 static const struct {
     const char *name;
     const char *vals[4];
@@ -128,7 +128,8 @@ static const struct {
     {"ndims", {"1"}},               {"eps", {"1e-5"}},
     {"p", {"0.5"}},                 {"seed", {"42"}},
     {"offset", {"0", "7"}},         {"causal", {"0", "1"}},
-    {"scale", {"0.125"}},
+    {"scale", {"0.125"}},           {"reduction", {"mean", "none", "sum"}},
+    {"ignore_index", {"-100", "1"}}, {"label_smoothing", {"0", "0.1"}},
 };
 
 static int examples_of(const char *attr, const char *const **vals)
@@ -152,6 +153,8 @@ static void fill_attr(ir_attr *a, ir_attr_kind kind, const char *text)
         ir_attr_float(a, strtod(text, NULL));
     } else if (kind == IR_ATTR_DTYPE) {
         ir_attr_int(a, ir_dtype_from_name(text));
+    } else if (ir_attr_is_word(kind)) {
+        ir_attr_int(a, ir_attr_word_value(kind, text, strlen(text)));
     } else {
         for (const char *s = text; *s;) {
             char *end;

@@ -96,7 +96,7 @@ static void test_attrs(void **state)
             const ir_attr_desc *d = &o->attrs[k];
             if (!is_identifier(d->name))
                 fail_msg("op %s: attribute %d has a bad name", o->name, k);
-            if ((unsigned)d->kind > IR_ATTR_DTYPE)
+            if ((unsigned)d->kind > IR_ATTR_LAST)
                 fail_msg("op %s: attribute %s has bad kind %d", o->name, d->name, (int)d->kind);
             for (int j = 0; j < k; j++)
                 if (!strcmp(o->attrs[j].name, d->name))

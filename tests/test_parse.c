@@ -40,6 +40,12 @@ static void test_parse_errors(void **state)
                 22, "expected a number for 'min', got 'true'", NULL);
     tu_check_error("graph @g(%x: f32[2,3]) {\n  %0 = cast %x {dtype=f99} : f32[2,3]\n}\n", 2, 23,
                 "expected a dtype like f32 for 'dtype', got 'f99'", NULL);
+    tu_check_error("graph @g(%x: f32[2,3], %t: i64[2]) {\n  %0 = cross_entropy %x, %t "
+                   "{reduction=avg, ignore_index=-100, label_smoothing=0} : f32[]\n}\n",
+                   2, 40, "expected mean, sum or none for 'reduction', got 'avg'", NULL);
+    tu_check_error("graph @g(%x: f32[2,3], %t: i64[2]) {\n  %0 = cross_entropy %x, %t "
+                   "{reduction=1, ignore_index=-100, label_smoothing=0} : f32[]\n}\n",
+                   2, 40, "expected mean, sum or none for 'reduction', got '1'", NULL);
     tu_check_error("graph @g(%x: f32[2,3]) {\n  %0 = sum %x {dims=[1,2.5], keepdim=true} : f32[2]\n}\n",
                 2, 24, "expected an integer, got '2.5'", NULL);
     tu_check_error("graph @g(%x: f32[2,3]) {\n  %0 = sum %x {dims=[1]} : f32[2]\n}\n", 2, 24,

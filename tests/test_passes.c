@@ -269,9 +269,25 @@ static const char *const composite_cases[] = {
       "%0 = sdpa %q, %k, %v {causal=true, scale=0} : f64[s0,3,2]\n"
       " %1 = sdpa %qe, %ke, %ve {causal=false, scale=0} : f32[3,2]\n return %0, %1"),
     G("%x: f32[5,4], %idx: i64[5], %y: f64[3,6], %idx2: i32[3]",
-      "%0 = cross_entropy %x, %idx : f32[]\n %1 = cross_entropy %y, %idx2 : f64[]\n"
+      "%0 = cross_entropy %x, %idx {reduction=mean, ignore_index=-100, label_smoothing=0} : f32[]\n"
+      " %1 = cross_entropy %y, %idx2 {reduction=mean, ignore_index=-100, label_smoothing=0} : f64[]\n"
       " return %0, %1"),
-    G("%x: f32[s0,4], %idx: i64[s0]", "%0 = cross_entropy %x, %idx : f32[]\n return %0"),
+    G("%x: f32[s0,4], %idx: i64[s0]",
+      "%0 = cross_entropy %x, %idx {reduction=mean, ignore_index=-100, label_smoothing=0} : f32[]\n"
+      " return %0"),
+    /* cross_entropy's arguments: weights, reductions, ignore_index, smoothing,
+     * [N,C,d] and [C] logits, probabilities, a symbolic batch */
+    G("%x: f32[2,4,3], %idx: i64[2,3], %w: f32[4], %q: f32[2,4,3], %v: f64[4], %i0: i32[]",
+      "%0 = cross_entropy %x, %idx, %w {reduction=mean, ignore_index=1, label_smoothing=0.2} : f32[]\n"
+      " %1 = cross_entropy %x, %idx {reduction=none, ignore_index=0, label_smoothing=0} : f32[2,3]\n"
+      " %2 = cross_entropy %x, %q, %w {reduction=sum, ignore_index=-100, label_smoothing=0.1} : f32[]\n"
+      " %3 = cross_entropy %x, %q {reduction=mean, ignore_index=-1, label_smoothing=0} : f32[]\n"
+      " %4 = cross_entropy %v, %i0 {reduction=none, ignore_index=-100, label_smoothing=0.3} : f64[]\n"
+      " return %0, %1, %2, %3, %4"),
+    G("%x: f32[s0,4], %idx: i64[s0], %w: f32[4], %q: f32[s0,4]",
+      "%0 = cross_entropy %x, %idx, %w {reduction=none, ignore_index=2, label_smoothing=0.1} : f32[s0]\n"
+      " %1 = cross_entropy %x, %q {reduction=mean, ignore_index=-100, label_smoothing=0} : f32[]\n"
+      " return %0, %1"),
     /* extreme values: 0, -0, +-1e30, +-inf, nan, a denormal, ... */
     G("%ext: f32[14], %extd: f64[14]",
       "%0 = sigmoid %ext : f32[14]\n %1 = relu %ext : f32[14]\n %2 = gelu_tanh %ext : f32[14]\n"

@@ -64,4 +64,15 @@ case("batch_norm_train", lambda x, w, b: F.batch_norm(x, rm2, rv2, w, b, True, 0
      r(4, 3, 5), r(3), r(3))
 f.save("batch_norm_train.rm_after", rm2)
 f.save("batch_norm_train.rv_after", rv2)
+
+# cross_entropy with torch's arguments (weights of class-index targets are
+# not differentiable in torch: constant there)
+case("cross_entropy_nd", lambda x, t, w: F.cross_entropy(x, t, weight=w, ignore_index=2,
+                                                         label_smoothing=0.2),
+     r(2, 5, 3), torch.tensor([[0, 2, 4], [1, 3, 3]]), r(5).abs() + 0.5, const=(2,))
+case("cross_entropy_none", lambda x, t: F.cross_entropy(x, t, reduction="none", ignore_index=-1),
+     r(4, 6), torch.tensor([5, -1, 0, 2]))
+case("cross_entropy_probs", lambda x, t, w: F.cross_entropy(x, t, weight=w, reduction="sum",
+                                                            label_smoothing=0.1),
+     r(3, 4, 2), torch.softmax(r(3, 4, 2), 1), r(4).abs() + 0.5)
 f.done()
