@@ -462,10 +462,13 @@ static void first_calls(const bench_case *c, bench_result *r, FILE *progress)
  * putting them back (gradients dropped) so each checked call starts alike. */
 static int snapshot(const bench_args *a, tj_tensor **snap)
 {
-    for (int k = a->ninputs; k < a->n; k++)
+    int rc = 0;
+    tj_scope_begin();
+    for (int k = a->ninputs; k < a->n && rc == 0; k++)
         if (!(snap[k] = tj_keep(tj_clone(a->t[k]))))
-            return -1;
-    return 0;
+            rc = -1;
+    tj_scope_end();
+    return rc;
 }
 
 static void restore(bench_args *a, tj_tensor *const *snap)

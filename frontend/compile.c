@@ -350,6 +350,7 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
         logf_(c, tr->dyn_read ? "the model reads the size of a dynamic dim; dims stay static"
                               : "an op cannot follow symbolic dims yet; dims stay static");
         c->dyn_disabled = true;
+        free(outs);
         fe_trace_end(tr);
         entry_free(e);
         return trace_entry(c, args, nargs, false);
