@@ -58,10 +58,8 @@ tj_tensor *fe_apply(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a)
 
 tj_tensor *fe_wrap_scalar(double v, const tj_tensor *like)
 {
-    bool integral = v == (double)(int64_t)v;
-    bool int_like = like && !ir_dtype_is_float(like->dtype);
     ir_attrs at = {0};
     ir_attr_float(&at.a[0], v);
-    ir_attr_int(&at.a[1], integral && int_like ? TJ_I64 : TJ_F64);
+    ir_attr_int(&at.a[1], like ? ir_scalar_dtype(v, like->dtype) : TJ_F64);
     return fe_apply(OP_scalar, NULL, 0, &at);
 }

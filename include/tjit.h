@@ -34,7 +34,9 @@
  * with count 0 means "all dims"; shapes are int64_t arrays of at most
  * TJ_MAX_DIMS entries. Binary ops broadcast like NumPy and promote dtypes like
  * PyTorch; the _s variants take a double scalar that promotes like a Python
- * number (it never widens a tensor of the same category).
+ * number (it never widens a tensor of the same category): an integral value
+ * beside an integer or bool tensor is a Python int (bool + 1 is i64), any
+ * other a Python float (i32 * 2.5 is f32).
  */
 #ifndef TJIT_H
 #define TJIT_H
@@ -238,8 +240,10 @@ TJ_BINARY_DECL(bitwise_xor)
 
 /* ---- ternary ----------------------------------------------------------- */
 tj_tensor *tj_where(tj_tensor *cond, tj_tensor *a, tj_tensor *b);
-tj_tensor *tj_clamp(tj_tensor *x, double lo, double hi);   /* -INFINITY / INFINITY for none */
-tj_tensor *tj_lerp(tj_tensor *a, tj_tensor *b, tj_tensor *w);   /* a + w*(b-a) */
+/* lo, hi: -INFINITY / INFINITY for none; each promotes like an _s scalar
+ * (clamp of i32 by 2.5 is f32); an integer bound must fit an integer result. */
+tj_tensor *tj_clamp(tj_tensor *x, double lo, double hi);
+tj_tensor *tj_lerp(tj_tensor *a, tj_tensor *b, tj_tensor *w);   /* a + w*(b-a); one dtype, no promotion */
 tj_tensor *tj_lerp_s(tj_tensor *a, tj_tensor *b, double w);
 
 /* ---- reductions (dims, ndims: ndims 0 means every dim) ------------------- */

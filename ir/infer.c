@@ -142,7 +142,8 @@ static tj_dtype result_for(ir_rule rule, tj_dtype compute)
 static int check_rule(ir_rule rule, tj_dtype dt, char *err, size_t nerr)
 {
     ir_category c = ir_dtype_category(dt);
-    if ((rule == IR_RULE_SAME || rule == IR_RULE_ROUND || rule == IR_RULE_SUB) &&
+    if ((rule == IR_RULE_SAME || rule == IR_RULE_ROUND || rule == IR_RULE_SUB ||
+         rule == IR_RULE_NUMERIC) &&
         c == IR_CAT_BOOL)
         return ir_fail(err, nerr, "not defined for bool");
     if (rule == IR_RULE_BITWISE && c == IR_CAT_FLOAT)

@@ -1,5 +1,7 @@
 /* infer_pointwise.c - shape/dtype rules of the non-row pointwise ops: where,
  * lerp, clamp and cast (the UNARY/BINARY rows use ir_infer_unary/binary). */
+#include <math.h>
+
 #include "infer.h"
 
 /* Broadcasts every present input together into out's shape. */
@@ -27,26 +29,53 @@ int ir_infer_where(IR_INFER_ARGS)
     return 0;
 }
 
-/* lerp(a, b, w): floating-point inputs only, all three broadcast and promoted. */
+/* lerp(a, b, w): floating-point inputs, broadcast together. Like PyTorch,
+ * no promotion: b and a tensor w must have a's dtype (a wrapped scalar w,
+ * from lerp_s, takes it). */
 int ir_infer_lerp(IR_INFER_ARGS)
 {
+    static const char *const names[3] = {"start", "end", "weight"};
     for (int k = 0; k < 3; k++)
         if (!ir_dtype_is_float(in[k]->dtype))
             return ir_fail(err, nerr, "needs floating-point inputs, got %s",
                            tj_dtype_name(in[k]->dtype));
-    tj_dtype dt = ir_promote(in, 3);
+    for (int k = 1; k < 3; k++)
+        if (!in[k]->weak && in[k]->dtype != in[0]->dtype)
+            return ir_fail(err, nerr, "expected %s for %s (start's dtype), got %s",
+                           tj_dtype_name(in[0]->dtype), names[k], tj_dtype_name(in[k]->dtype));
     if (broadcast_all(in, 3, out, err, nerr))
         return -1;
-    out->dtype = dt;
+    out->dtype = in[0]->dtype;
     return 0;
 }
 
-/* clamp(x, min, max): numeric x, result of x's dtype and shape. */
+/* clamp(x, min, max): the bounds are scalars that promote like the _s ops'
+ * (ir_scalar_dtype: an integer beside an integer or bool x is a Python int,
+ * anything else a Python float), so clamp(i32, 2.5, ...) is f32; a bound of
+ * -inf (min) or inf (max) is absent. PyTorch's checks: a bool result is not
+ * defined, and an integer bound must fit the integer result dtype. */
 int ir_infer_clamp(IR_INFER_ARGS)
 {
-    if (ir_dtype_category(in[0]->dtype) == IR_CAT_BOOL)
+    double b[2] = {a->a[0].f, a->a[1].f};
+    bool present[2] = {b[0] != -INFINITY, b[1] != INFINITY};
+    ir_type bt[2];
+    const ir_type *ts[3] = {in[0], NULL, NULL};
+    for (int k = 0; k < 2; k++)
+        if (present[k]) {
+            ir_set(&bt[k], ir_scalar_dtype(b[k], in[0]->dtype), 0, NULL);
+            bt[k].weak = true;
+            ts[k + 1] = &bt[k];
+        }
+    tj_dtype dt = ir_promote(ts, 3);
+    if (dt == TJ_BOOL)
         return ir_fail(err, nerr, "not defined for bool");
-    ir_set(out, in[0]->dtype, in[0]->ndim, in[0]->shape);
+    int64_t lo, hi;
+    ir_int_range(dt, &lo, &hi);
+    for (int k = 0; k < 2 && !ir_dtype_is_float(dt); k++)
+        if (present[k] && !(b[k] >= (double)lo && b[k] <= (double)hi))
+            return ir_fail(err, nerr, "%s bound %.17g is out of range for %s", k ? "max" : "min",
+                           b[k], tj_dtype_name(dt));
+    ir_set(out, dt, in[0]->ndim, in[0]->shape);
     return 0;
 }
 

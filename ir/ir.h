@@ -21,6 +21,13 @@ bool ir_dtype_valid(tj_dtype dt);                /* in the enum range */
 bool ir_dtype_supported(tj_dtype dt);            /* has kernels: f32 f64 i32 i64 bool u8 */
 bool ir_dtype_is_float(tj_dtype dt);
 tj_dtype ir_dtype_from_name(const char *name);   /* TJ_NUM_DTYPES when unknown */
+/* The range of an integer or bool dtype (bool: 0..1). */
+void ir_int_range(tj_dtype dt, int64_t *min, int64_t *max);
+/* The dtype of a scalar v given beside a tensor of dtype `like` (the _s ops,
+ * clamp's bounds), weak in promotion like a Python number: i64 when v is an
+ * integer that int64 holds and the tensor is an integer or bool one (a
+ * Python int), else f64 (a Python float). */
+tj_dtype ir_scalar_dtype(double v, tj_dtype like);
 
 /* ---- value types ---------------------------------------------------------- */
 /* The type of a value: dtype and shape. weak marks a wrapped scalar (from the
@@ -78,6 +85,7 @@ typedef enum {
     IR_RULE_BITWISE,  /* integers and bool only, promoted */
     IR_RULE_ARITH,    /* promoted */
     IR_RULE_SUB,      /* promoted, bool rejected */
+    IR_RULE_NUMERIC,  /* promoted, a bool result rejected (pow, fmod, remainder of two bools) */
     IR_RULE_TRUEDIV,  /* promoted, then int/bool -> f32 */
     IR_RULE_CMP       /* computed in the promoted dtype -> bool */
 } ir_rule;

@@ -49,6 +49,22 @@ bool ir_dtype_supported(tj_dtype dt)
            dt == TJ_U8;
 }
 
+void ir_int_range(tj_dtype dt, int64_t *min, int64_t *max)
+{
+    switch (dt) {
+    case TJ_BOOL: *min = 0, *max = 1; break;
+    case TJ_U8: *min = 0, *max = UINT8_MAX; break;
+    case TJ_I32: *min = INT32_MIN, *max = INT32_MAX; break;
+    default: *min = INT64_MIN, *max = INT64_MAX; break;
+    }
+}
+
+tj_dtype ir_scalar_dtype(double v, tj_dtype like)
+{
+    bool integral = v >= -0x1p63 && v < 0x1p63 && v == (double)(int64_t)v;
+    return integral && !ir_dtype_is_float(like) ? TJ_I64 : TJ_F64;
+}
+
 tj_dtype ir_dtype_from_name(const char *name)
 {
     for (int d = 0; d < TJ_NUM_DTYPES; d++)

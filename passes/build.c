@@ -1,7 +1,6 @@
 /* build.c - the node builder of the passes (see build.h): adds nodes through
  * ir_graph_add, remembers the first failure, and makes constants, casts and
  * views with the attributes their schemas expect. */
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -51,9 +50,7 @@ ir_node *ps_b_scalar(ps_builder *b, double v, tj_dtype dt)
 
 ir_node *ps_b_number(ps_builder *b, double v, const ir_node *x)
 {
-    bool integral = isfinite(v) && v == trunc(v) && fabs(v) < 0x1p62;
-    bool int_like = x && !ir_dtype_is_float(x->type.dtype);
-    return ps_b_scalar(b, v, integral && int_like ? TJ_I64 : TJ_F64);
+    return ps_b_scalar(b, v, x ? ir_scalar_dtype(v, x->type.dtype) : TJ_F64);
 }
 
 static void dims_attr(ir_attr *at, const int64_t *dims, int n)

@@ -41,8 +41,9 @@ ir_node *ps_b_op(ps_builder *b, ir_op op, ir_node *const *in, int nin, const ir_
 
 /* A weak scalar of dtype dt (i64, f64 or bool) holding v. */
 ir_node *ps_b_scalar(ps_builder *b, double v, tj_dtype dt);
-/* The wrapped number v as the eager _s ops make it for an operand x: i64 when
- * v is integral and x is an integer or bool value, else f64. */
+/* The wrapped number v as the eager _s ops make it for an operand x
+ * (ir_scalar_dtype: i64 for an integer beside an integer or bool value,
+ * else f64). */
 ir_node *ps_b_number(ps_builder *b, double v, const ir_node *x);
 
 /* Reductions over dims[0..n) (n == 0: every dim). */

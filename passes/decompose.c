@@ -201,37 +201,19 @@ static ir_node *ps_decomp_lerp(PS_DECOMP_ARGS)
     return b_where(b, b_lt_s(b, w, 0.5), lo, hi);
 }
 
-/* The integer bound of clamp as the kernel computes it: the integers inside
- * [lo, hi] cut to the type's range; NaN is no bound. */
-static int64_t int_bound(double v, bool lower, int64_t tmin, int64_t tmax)
-{
-    if (v != v)
-        return lower ? tmin : tmax;
-    double r = lower ? ceil(v) : floor(v);
-    return r <= (double)tmin ? tmin : r >= (double)tmax ? tmax : (int64_t)r;
-}
-
-/* clamp(x, lo, hi) = minimum(maximum(x, lo), hi); an infinite (float) or
- * out-of-range (integer) bound is left out, as it changes nothing. */
+/* clamp(x, lo, hi) = minimum(maximum(x, lo), hi) in the result dtype (a
+ * float bound makes an integer x float: x is cast first); the bounds are
+ * weak scalars of that dtype's category, an absent one (-inf, inf) left out. */
 static ir_node *ps_decomp_clamp(PS_DECOMP_ARGS)
 {
-    ir_node *x = in[0];
-    tj_dtype dt = x->type.dtype;
+    tj_dtype dt = n->type.dtype;
+    ir_node *x = ps_b_cast(b, in[0], dt);
     double lo = a->a[0].f, hi = a->a[1].f;
-    if (ir_dtype_is_float(dt)) {
-        if (lo != -INFINITY)
-            x = b_bin_s(b, OP_maximum, x, lo);
-        if (hi != INFINITY)
-            x = b_bin_s(b, OP_minimum, x, hi);
-        return x;
-    }
-    int64_t tmin = dt == TJ_U8 ? 0 : dt == TJ_I32 ? INT32_MIN : INT64_MIN;
-    int64_t tmax = dt == TJ_U8 ? UINT8_MAX : dt == TJ_I32 ? INT32_MAX : INT64_MAX;
-    int64_t l = int_bound(lo, true, tmin, tmax), h = int_bound(hi, false, tmin, tmax);
-    if (l != tmin)
-        x = b_bin(b, OP_maximum, x, ps_b_scalar(b, (double)l, TJ_I64));
-    if (h != tmax)
-        x = b_bin(b, OP_minimum, x, ps_b_scalar(b, (double)h, TJ_I64));
+    tj_dtype bt = ir_dtype_is_float(dt) ? TJ_F64 : TJ_I64;
+    if (lo != -INFINITY)
+        x = b_bin(b, OP_maximum, x, ps_b_scalar(b, lo, bt));
+    if (hi != INFINITY)
+        x = b_bin(b, OP_minimum, x, ps_b_scalar(b, hi, bt));
     return x;
 }
 

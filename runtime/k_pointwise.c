@@ -44,6 +44,7 @@
     G(I64, __VA_ARGS__)
 #define CD_ROUND CD_SAME
 #define CD_SUB CD_SAME
+#define CD_NUMERIC CD_SAME
 #define CD_TRUEDIV CD_FLOAT
 #define CD_PRED CD_ALL
 #define CD_LOGICAL CD_ALL
@@ -60,6 +61,7 @@
 #define RES_BITWISE(D) D
 #define RES_ARITH(D) D
 #define RES_SUB(D) D
+#define RES_NUMERIC(D) D
 #define RES_TRUEDIV(D) D
 
 /* Storing a value: bools are 0/1 (bitwise ops keep bit 0, so ~ is logical not). */
@@ -78,6 +80,7 @@
 #define BOOLV_LOGICAL BOOLV_SAME
 #define BOOLV_ARITH BOOLV_SAME
 #define BOOLV_SUB BOOLV_SAME
+#define BOOLV_NUMERIC BOOLV_SAME
 #define BOOLV_TRUEDIV BOOLV_SAME
 #define BOOLV_CMP BOOLV_SAME
 
@@ -355,8 +358,9 @@ int rt_k_lerp(RT_KERNEL_ARGS)
     return run_ternary(fn, out, in, 3, want, a);
 }
 
-/* clamp(x, lo, hi) = min(max(x, lo), hi): NaN in x or a bound gives NaN (floats);
- * integer bounds are the integers inside [lo, hi], cut to the type's range. */
+/* clamp(x, lo, hi) = min(max(x, lo), hi) in the result dtype (x converted to
+ * it): NaN in x or a bound gives NaN (floats). An integer result has integer
+ * bounds that fit it (ir_infer_clamp), or none (-inf, inf): the type's range. */
 #define CLAMP_FLOAT(D, T, sfx) \
     RT_CLONES static void clamp_##D(void *restrict o_, const void *restrict x_, \
                                     const void *restrict y_, const void *restrict z_, \
@@ -371,31 +375,29 @@ int rt_k_lerp(RT_KERNEL_ARGS)
 CLAMP_FLOAT(F32, float, f32)
 CLAMP_FLOAT(F64, double, f64)
 
-static int64_t int_bound(double v, bool lower, int64_t tmin, int64_t tmax)
+static int64_t int_bound(double v, tj_dtype dt)
 {
-    if (v != v)
-        return lower ? tmin : tmax;
-    double r = lower ? ceil(v) : floor(v);
-    return r <= (double)tmin ? tmin : r >= (double)tmax ? tmax : (int64_t)r;
+    int64_t tmin, tmax;
+    ir_int_range(dt, &tmin, &tmax);
+    return v == -INFINITY ? tmin : v == INFINITY ? tmax : (int64_t)v;
 }
 
-#define CLAMP_INT(D, T, tmin, tmax) \
+#define CLAMP_INT(D, T) \
     RT_CLONES static void clamp_##D(void *restrict o_, const void *restrict x_, \
                                     const void *restrict y_, const void *restrict z_, \
                                     int64_t n, const ir_attrs *attrs) \
     { \
         T *restrict o = o_; \
         const T *restrict x = x_; \
-        T lo = (T)int_bound(attrs->a[0].f, true, tmin, tmax); \
-        T hi = (T)int_bound(attrs->a[1].f, false, tmin, tmax); \
+        T lo = (T)int_bound(attrs->a[0].f, TJ_##D), hi = (T)int_bound(attrs->a[1].f, TJ_##D); \
         for (int64_t k = 0; k < n; k++) { \
             T v = x[k] < lo ? lo : x[k]; \
             o[k] = v > hi ? hi : v; \
         } \
     }
-CLAMP_INT(U8, uint8_t, 0, UINT8_MAX)
-CLAMP_INT(I32, int32_t, INT32_MIN, INT32_MAX)
-CLAMP_INT(I64, int64_t, INT64_MIN, INT64_MAX)
+CLAMP_INT(U8, uint8_t)
+CLAMP_INT(I32, int32_t)
+CLAMP_INT(I64, int64_t)
 
 int rt_k_clamp(RT_KERNEL_ARGS)
 {

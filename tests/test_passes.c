@@ -186,15 +186,16 @@ static const char *const composite_cases[] = {
       "%k = scalar {value=15, dtype=i64} : i64[] weak\n %s = mul %x, %k : f32[3,4]\n"
       " %0 = softplus %s : f32[3,4]\n %1 = softplus %y : f64[6]\n return %0, %1"),
     G("%a: f32[3,4], %b: f32[4], %w: f32[3,1]", "%0 = lerp %a, %b, %w : f32[3,4]\n return %0"),
-    G("%a: f32[3], %b: f64[3], %w: f32[]", "%0 = lerp %a, %b, %w : f64[3]\n return %0"),
+    G("%a: f64[3], %b: f64[3]", "%w = scalar {value=0.25, dtype=f64} : f64[] weak\n"
+      " %0 = lerp %a, %b, %w : f64[3]\n return %0"),
     G("%x: f32[3,4], %y: f64[5]",
       "%0 = clamp %x {min=-0.5, max=0.5} : f32[3,4]\n %1 = clamp %x {min=-inf, max=0.3} : "
       "f32[3,4]\n %2 = clamp %y {min=nan, max=1} : f64[5]\n %3 = clamp %y {min=-inf, max=inf} "
       ": f64[5]\n return %0, %1, %2, %3"),
     G("%i: i32[4,3], %u: u8[6], %l: i64[5]",
-      "%0 = clamp %i {min=-2.5, max=3} : i32[4,3]\n %1 = clamp %u {min=2, max=300} : u8[6]\n"
-      " %2 = clamp %l {min=-inf, max=inf} : i64[5]\n %3 = clamp %l {min=nan, max=-1} : i64[5]\n"
-      " return %0, %1, %2, %3"),
+      "%0 = clamp %i {min=-2.5, max=3} : f32[4,3]\n %1 = clamp %u {min=2, max=200} : u8[6]\n"
+      " %2 = clamp %l {min=-inf, max=inf} : i64[5]\n %3 = clamp %l {min=nan, max=-1} : f32[5]\n"
+      " %4 = clamp %i {min=-2, max=3} : i32[4,3]\n return %0, %1, %2, %3, %4"),
     /* reductions */
     G("%x: f32[3,4,5]", "%0 = mean %x {dims=[1], keepdim=false} : f32[3,5]\n"
                         " %1 = mean %x {dims=[], keepdim=true} : f32[1,1,1]\n"
