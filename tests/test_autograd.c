@@ -94,6 +94,26 @@ static tj_tensor *make_input(const ir_node *in)
     return x;
 }
 
+/* tests/golden/gradcases/<graph>.<what>.npy (scripts/golden/gradcases.py:
+ * PyTorch's inputs, seeds and gradients for the graphs of cases.tir), or NULL. */
+static tj_tensor *golden_case(const char *graph, const char *what)
+{
+    char path[512];
+    const char *dir = getenv("TJ_GOLDEN_DIR");
+    snprintf(path, sizeof path, "%s/gradcases/%s.%s.npy", dir ? dir : "tests/golden", graph, what);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fclose(f);
+    tj_tensor *t = tj_load_npy(path);
+    if (!t)
+        fail_msg("%s: %s", path, tj_last_error());
+    return t;
+}
+
+/* Counts of the comparisons with PyTorch's gradients. */
+static int golden_compared, golden_bad;
+
 static bool wants_grad(const ir_node *in)
 {
     return in->type.dtype == TJ_F64 && in->name[0] != 'z';
@@ -121,23 +141,27 @@ static double loss_value(const ir_graph *g, tj_tensor **slot, tj_tensor **r)
     return v;
 }
 
-static int check_case(const ir_graph *g, bool *covered)
+static int check_case(const ir_graph *g, unsigned char *covered)
 {
     int bad = 0;
     tj_tensor **slot = calloc((size_t)(g->ninputs + g->nnodes), sizeof *slot);
     tj_tensor **r = calloc((size_t)g->noutputs, sizeof *r);
     assert_true(slot && r);
+    bool golden = golden_case(g->name, g->inputs[0]->name) != NULL;
     for (int k = 0; k < g->ninputs; k++) {
-        slot[k] = make_input(g->inputs[k]);
+        slot[k] = golden ? tj_clone(golden_case(g->name, g->inputs[k]->name)) : make_input(g->inputs[k]);
+        assert_non_null(slot[k]);
         if (wants_grad(g->inputs[k]))
             assert_int_equal(tj_requires_grad(slot[k], true), 0);
     }
     for (int k = 0; k < g->nnodes; k++)
-        covered[g->nodes[k]->op] = true;
+        covered[g->nodes[k]->op] |= golden ? 2 : 1;
     assert_int_equal(run_graph(g, slot), 0);
     for (int k = 0; k < g->noutputs; k++) {
         const ir_type *t = &g->outputs[k]->type;
-        r[k] = tj_randn(TJ_F64, t->ndim, t->shape);
+        char name[16];
+        snprintf(name, sizeof name, "r%d", k);
+        r[k] = golden ? golden_case(g->name, name) : tj_randn(TJ_F64, t->ndim, t->shape);
     }
     tj_tensor *l = loss_of(g, slot, r);
     assert_non_null(l);
@@ -148,6 +172,16 @@ static int check_case(const ir_graph *g, bool *covered)
         if (!wants_grad(g->inputs[k]))
             continue;
         tj_tensor *x = slot[k], *gx = tj_grad(x);
+        char what[64];
+        snprintf(what, sizeof what, "%s.grad", g->inputs[k]->name);
+        tj_tensor *want = golden ? golden_case(g->name, what) : NULL;
+        if (want) {
+            golden_compared++;
+            tj_tensor *got = gx ? gx : tj_zeros(TJ_F64, x->ndim, x->shape);
+            if (!tu_all_close(got, want, 1e-7) && golden_bad++ < 5)
+                fprintf(stderr, "@%s: d/d%%%s differs from PyTorch's gradient\n", g->name,
+                        g->inputs[k]->name);
+        }
         double *xv = tj_data(x);
         for (int64_t e = 0; e < tj_numel(x); e++) {
             double save = xv[e];
@@ -195,7 +229,7 @@ static void test_gradcheck(void **state)
     size_t len;
     char *src = read_file("tests/grad/cases.tir", &len);
     assert_non_null(src);
-    bool covered[IR_NUM_OPS] = {0};
+    unsigned char covered[IR_NUM_OPS] = {0};   /* 1: a case; 2: a case with PyTorch's gradients */
     int cases = 0, bad = 0;
     rng_state = 1;
     tj_manual_seed(1);
@@ -214,16 +248,36 @@ static void test_gradcheck(void **state)
         p = next;
     }
     free(src);
-    int missing = 0;
+    /* ops PyTorch cannot reproduce, with the reason (skipped.txt, by the script) */
+    char skipped[4096] = "";
+    FILE *sf = fopen("tests/golden/gradcases/skipped.txt", "r");
+    if (sf) {
+        size_t n = fread(skipped, 1, sizeof skipped - 1, sf);
+        skipped[n] = 0;
+        fclose(sf);
+    }
+    int missing = 0, no_golden = 0;
     for (int op = 0; op < IR_NUM_OPS; op++) {
-        if (ag_rules[op]->vjp && !covered[op]) {
+        if (!ag_rules[op]->vjp)
+            continue;
+        if (!covered[op]) {
             fprintf(stderr, "gradcheck: no case exercises %s\n", ir_ops[op].name);
             missing++;
         }
+        char key[64];
+        snprintf(key, sizeof key, "%s: ", ir_ops[op].name);
+        if (covered[op] && !(covered[op] & 2) && !strstr(skipped, key)) {
+            fprintf(stderr, "gradcheck: no PyTorch gradient for %s (run make golden)\n", ir_ops[op].name);
+            no_golden++;
+        }
     }
-    printf("gradcheck: %d cases, %d mismatches, %d ops without a case\n", cases, bad, missing);
+    printf("gradcheck: %d cases, %d mismatches with finite differences, %d gradients compared "
+           "with PyTorch's, %d mismatches, %d ops without a case, %d without PyTorch's gradient\n",
+           cases, bad, golden_compared, golden_bad, missing, no_golden);
     assert_int_equal(bad, 0);
+    assert_int_equal(golden_bad, 0);
     assert_int_equal(missing, 0);
+    assert_int_equal(no_golden, 0);
 }
 
 /* ---- golden gradients from PyTorch (scripts/golden/grad.py) ------------------------ */

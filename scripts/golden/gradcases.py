@@ -1,0 +1,258 @@
+"""gradcases.py - PyTorch's gradients for every graph of tests/grad/cases.tir.
+
+tests/test_autograd.c checks each rule against f64 finite differences on
+these graphs; this script gives the second, independent reference: for each
+graph it draws the inputs (by the first letter of their names, as the test
+does), saves them, runs the graph op by op in PyTorch (f64), and saves the
+gradient of L = sum_k sum(y_k * r_k) for fixed r_k with respect to every
+float input: tests/golden/gradcases/<graph>.<input>.npy, <graph>.r<k>.npy,
+<graph>.<input>.grad.npy. Ops PyTorch cannot reproduce bit for bit (dropout:
+tjit's own Philox stream) are listed in SKIP, and their graphs have no golden
+data (the test says so)."""
+import re
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from common import Family, ROOT
+
+import os
+
+CASES = os.path.join(ROOT, "..", "grad", "cases.tir")
+SKIP = {"dropout": "tjit's dropout mask comes from its own Philox stream"}
+DT = {"f64": torch.float64, "f32": torch.float32, "i64": torch.int64, "i32": torch.int32,
+      "bool": torch.bool}
+
+
+def parse_attrs(text):
+    out = {}
+    for m in re.finditer(r"(\w+)=(\[[^\]]*\]|[^,}]+)", text or ""):
+        k, v = m.group(1), m.group(2).strip()
+        if v.startswith("["):
+            out[k] = [int(x) for x in v[1:-1].split(",") if x.strip()]
+        elif v in ("true", "false"):
+            out[k] = v == "true"
+        elif v in DT:
+            out[k] = DT[v]
+        else:
+            try:
+                out[k] = int(v)
+            except ValueError:
+                try:
+                    out[k] = float(v)
+                except ValueError:
+                    out[k] = v
+    return out
+
+
+def dims_of(a, x):
+    return tuple(a["dims"]) if a.get("dims") else tuple(range(x.dim()))
+
+
+def pair(v, default):
+    return tuple(v) if v else default
+
+
+def sdpa(q, k, v, mask=None, causal=False, scale=0.0):
+    scale = scale if scale > 0 else 1.0 / q.shape[-1] ** 0.5
+    s = (q @ k.transpose(-1, -2)) * scale
+    if mask is not None:
+        s = s.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else s + mask
+    if causal:
+        L, S = s.shape[-2], s.shape[-1]
+        s = s.masked_fill(torch.ones(L, S, dtype=torch.bool).triu(1), float("-inf"))
+    return torch.softmax(s, -1) @ v
+
+
+def cross_entropy(x, t, w=None, reduction="mean", ignore_index=-100, label_smoothing=0.0):
+    return F.cross_entropy(x, t, weight=w, reduction=reduction, ignore_index=ignore_index,
+                           label_smoothing=label_smoothing)
+
+
+UNARY = {"gelu_tanh": lambda x: F.gelu(x, approximate="tanh"), "gelu": F.gelu, "silu": F.silu,
+         "softplus": F.softplus, "relu": torch.relu, "sigmoid": torch.sigmoid,
+         "square": torch.square}
+
+
+def run_op(op, ins, a):
+    x = ins[0] if ins else None
+    if op in UNARY:
+        return UNARY[op](x)
+    if op in ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "atan2", "fmod",
+              "remainder"):
+        return getattr(torch, op)(ins[0], ins[1])
+    if op == "where":
+        return torch.where(*ins)
+    if op == "lerp":
+        return torch.lerp(*ins)
+    if op == "clamp":
+        return torch.clamp(x, a["min"], a["max"])
+    if op == "cast":
+        return x.to(a["dtype"])
+    if op in ("sum", "mean", "amax", "amin", "logsumexp"):
+        return getattr(torch, op)(x, dims_of(a, x), keepdim=a["keepdim"])
+    if op == "prod":
+        d = dims_of(a, x)
+        y = x
+        for k in sorted(d, reverse=True):
+            y = y.prod(k, keepdim=a["keepdim"])
+        return y
+    if op in ("var", "std"):
+        return getattr(torch, op)(x, dims_of(a, x), unbiased=a["correction"] == 1,
+                                  keepdim=a["keepdim"])
+    if op == "reshape":
+        return x.reshape(a["shape"])
+    if op == "permute":
+        return x.permute(*a["perm"])
+    if op == "slice":
+        idx = [slice(None)] * x.dim()
+        idx[a["dim"]] = slice(a["start"], a["end"], a["step"])
+        return x[tuple(idx)]
+    if op == "unsqueeze":
+        return x.unsqueeze(a["dim"])
+    if op == "squeeze":
+        for d in sorted(a["dims"], reverse=True):
+            x = x.squeeze(d)
+        return x
+    if op == "expand":
+        return x.expand(*a["shape"])
+    if op == "flip":
+        return x.flip(a["dims"])
+    if op == "copy":
+        return x.clone()
+    if op == "cat":
+        return torch.cat(ins, a["dim"])
+    if op == "pad":
+        return F.pad(x, a["pads"], value=a["value"])
+    if op == "gather":
+        return torch.gather(x, a["dim"], ins[1])
+    if op == "index_select":
+        return torch.index_select(x, a["dim"], ins[1])
+    if op == "matmul":
+        return ins[0] @ ins[1]
+    if op == "linear":
+        return F.linear(*ins)
+    if op == "conv2d":
+        return F.conv2d(ins[0], ins[1], ins[2] if len(ins) > 2 else None, a["stride"],
+                        a["padding"], a["dilation"], a["groups"])
+    if op == "max_pool2d":
+        return F.max_pool2d(x, a["kernel"], pair(a["stride"], a["kernel"]), a["padding"],
+                            a["dilation"], ceil_mode=a.get("ceil_mode", False))
+    if op == "avg_pool2d":
+        dov = a.get("divisor_override", 0)
+        return F.avg_pool2d(x, a["kernel"], pair(a["stride"], a["kernel"]), a["padding"],
+                            ceil_mode=a.get("ceil_mode", False),
+                            count_include_pad=a["count_include_pad"],
+                            divisor_override=dov if dov else None)
+    if op == "softmax":
+        return torch.softmax(x, a["dim"])
+    if op == "log_softmax":
+        return torch.log_softmax(x, a["dim"])
+    if op == "layer_norm":
+        n = a["ndims"]
+        return F.layer_norm(x, x.shape[-n:], *(ins[1:] + [None] * (3 - len(ins))), a["eps"])
+    if op == "rms_norm":
+        n = a["ndims"]
+        y = x * torch.rsqrt(x.pow(2).mean(tuple(range(-n, 0)), keepdim=True) + a["eps"])
+        return y * ins[1] if len(ins) > 1 else y
+    if op == "batch_norm":
+        shape = [1, -1] + [1] * (x.dim() - 2)
+        y = (x - ins[1].reshape(shape)) / torch.sqrt(ins[2].reshape(shape) + a["eps"])
+        if len(ins) > 3 and ins[3] is not None:
+            y = y * ins[3].reshape(shape)
+        if len(ins) > 4 and ins[4] is not None:
+            y = y + ins[4].reshape(shape)
+        return y
+    if op == "embedding":
+        return F.embedding(ins[1], ins[0])
+    if op == "sdpa":
+        return sdpa(*ins, causal=a["causal"], scale=a["scale"])
+    if op == "cross_entropy":
+        w = ins[2] if len(ins) > 2 else None
+        return cross_entropy(ins[0], ins[1], w, a.get("reduction", "mean"),
+                             a.get("ignore_index", -100), a.get("label_smoothing", 0.0))
+    if hasattr(torch, op):
+        return getattr(torch, op)(x)
+    raise KeyError(op)
+
+
+def draw(name, dtype, shape, rng):
+    n = int(np.prod(shape)) if shape else 1
+    kind = name[0]
+    if kind == "p":
+        v = 0.5 + 1.5 * rng.random(n)
+    elif kind == "u":
+        v = -0.8 + 1.6 * rng.random(n)
+    elif kind == "g":
+        v = 1.2 + 1.8 * rng.random(n)
+    elif kind == "m":
+        last = shape[-1] if shape else 1
+        v = np.array([(k % last == 0) or rng.random() < 0.6 for k in range(n)], dtype=float)
+    elif kind == "i":
+        hi = int(re.match(r"i(\d+)", name).group(1))
+        v = np.floor(rng.random(n) * hi)
+    elif kind == "z":
+        v = np.array([0.0 if (k % 3 == 0 or k == 4) else 1.0 for k in range(n)])
+    else:
+        v = rng.standard_normal(n)
+    return torch.tensor(v.reshape(shape)).to(dtype)
+
+
+def parse_type(t):
+    m = re.match(r"(\w+)\[([^\]]*)\]", t.strip())
+    return DT[m.group(1)], [int(x) for x in m.group(2).split(",") if x.strip()]
+
+
+def main():
+    f = Family("gradcases")
+    src = open(CASES).read()
+    rng = np.random.default_rng(0)
+    for g in re.finditer(r"graph @(\w+)\((.*?)\) \{(.*?)\n\}", src, re.S):
+        name, sig, body = g.group(1), g.group(2), g.group(3)
+        ops = re.findall(r"%\w+ = (\w+)", body)
+        if any(op in SKIP for op in ops):
+            continue
+        # torch has no gradient for cross_entropy's class weights: constants here
+        const = set(re.findall(r"cross_entropy %\w+, %\w+, %(\w+)", body))
+        env, inputs = {}, []
+        for m in re.finditer(r"%(\w+): (\w+\[[^\]]*\])", sig):
+            iname, (dt, shape) = m.group(1), parse_type(m.group(2))
+            t = draw(iname, dt, shape, rng)
+            f.save(f"{name}.{iname}", t)
+            if dt.is_floating_point and iname[0] != "z" and iname not in const:
+                t = t.clone().requires_grad_(True)
+            env[iname] = t
+            inputs.append(iname)
+        outs = []
+        for line in body.strip().splitlines():
+            line = line.strip()
+            if line.startswith("return"):
+                outs = [o.strip()[1:] for o in line[len("return"):].split(",")]
+                continue
+            m = re.match(r"%(\w+) = (\w+) ([^{:]*)(\{[^}]*\})? ?:", line)
+            if not m:
+                continue
+            res, op, args, attrs = m.group(1), m.group(2), m.group(3), m.group(4)
+            ins = [env[x.strip()[1:]] if x.strip() != "none" else None
+                   for x in args.split(",") if x.strip()]
+            env[res] = run_op(op, ins, parse_attrs(attrs))
+        loss = 0
+        for k, o in enumerate(outs):
+            y = env[o].to(torch.float64)
+            r = torch.tensor(rng.standard_normal(tuple(y.shape)))
+            f.save(f"{name}.r{k}", r)
+            loss = loss + (y * r).sum()
+        loss.backward()
+        for iname in inputs:
+            t = env[iname]
+            if t.requires_grad:
+                gr = t.grad if t.grad is not None else torch.zeros_like(t)
+                f.save(f"{name}.{iname}.grad", gr)
+    with open(os.path.join(f.dir, "skipped.txt"), "w") as out:
+        for op, why in SKIP.items():
+            out.write(f"{op}: {why}\n")
+    f.done()
+
+
+main()
