@@ -36,12 +36,14 @@
 
 extern char **environ;
 
-static double now_ms(void)
+static double clock_ms(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
+
+static double now_ms(void) { return clock_ms(CLOCK_MONOTONIC); }
 
 /* ---- peak memory: growth of the resident set (Linux /proc) ---------------- */
 
@@ -165,14 +167,15 @@ static int checked_call(const callee *f, bench_args *a, double *ms, int64_t *pea
     return rc;
 }
 
-/* One timed call in its own scope; returns its time in ms or -1 on failure. */
-static double timed_call(const callee *f, bench_args *a, bench_result *r)
+/* One timed call in its own scope, on clock `id`; returns its time in ms or
+ * -1 on failure. */
+static double timed_call(const callee *f, bench_args *a, clockid_t id, bench_result *r)
 {
     tj_scope_begin();
-    double t0 = now_ms();
+    double t0 = clock_ms(id);
     tj_tensor *y = invoke(f, a);
     tj_scope_end();
-    double t1 = now_ms();
+    double t1 = clock_ms(id);
     if (!y) {
         fail(r, f->path, tj_last_error());
         return -1;
@@ -197,9 +200,10 @@ static double median(double *v, int n)
 static int measure(const callee *f, bench_args *a, const bench_opts *o, bench_timing *t,
                    bench_result *r)
 {
+    clockid_t id = o->cpu_time ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC;
     double start = now_ms(), warm = o->min_time * BENCH_WARMUP_FRACTION * 1e3;
     while (now_ms() - start < warm)
-        if (timed_call(f, a, r) < 0)
+        if (timed_call(f, a, id, r) < 0)
             return -1;
     int cap = o->iters > 64 ? o->iters : 64, n = 0;
     double *ts = malloc(sizeof *ts * (size_t)cap), total = 0;
@@ -210,7 +214,7 @@ static int measure(const callee *f, bench_args *a, const bench_opts *o, bench_ti
                 break;
             ts = grown;
         }
-        if ((ts[n] = timed_call(f, a, r)) < 0) {
+        if ((ts[n] = timed_call(f, a, id, r)) < 0) {
             free(ts);
             return -1;
         }

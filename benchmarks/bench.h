@@ -18,6 +18,9 @@ typedef struct bench_opts {
     double min_time;        /* seconds of timed iterations, at least */
     const char *save_dir;   /* non-NULL: write <id>.arg<k>.npy and <id>.out.npy there */
     bool eager_only;        /* skip the compiled path */
+    bool cpu_time;          /* time the steady state by the process's CPU time (all
+                               threads: on a loaded machine, with --threads 1, the
+                               work done rather than the wait for a core) */
 } bench_opts;
 
 typedef enum { BENCH_OK, BENCH_FAILED, BENCH_SKIPPED } bench_status;

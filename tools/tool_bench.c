@@ -14,7 +14,7 @@ static void bench_usage(FILE *f)
 {
     fprintf(f,
             "usage: tjit bench [CASE...] [--json] [--threads N] [--iters N] [--min-time SEC]\n"
-            "                  [--eager] [--save DIR] [--list] [--help]\n"
+            "                  [--eager] [--cpu-time] [--save DIR] [--list] [--help]\n"
             "  Runs the cases of the benchmark suite (default: all) eagerly and compiled\n"
             "  (tj_compile + tj_call) and prints per case: the median ms per iteration of\n"
             "  both (steady state, after a warm-up) and the speedup; the first compiled call\n"
@@ -31,6 +31,9 @@ static void bench_usage(FILE *f)
             "  --iters N     timed iterations; without --min-time, exactly N (quick runs)\n"
             "  --min-time S  time at least S seconds per path (default: 1 s, at least 10 iters)\n"
             "  --eager       the eager path only (no tj_compile, no first-call processes)\n"
+            "  --cpu-time    steady-state ms are the process's CPU time (every thread, spinning\n"
+            "                included): with --threads 1, the work a call does whatever\n"
+            "                else the machine runs; first-call ms stay wall-clock\n"
             "  --save DIR    write each case's inputs, weights and first eager result as\n"
             "                .npy (<id>.arg<k>.npy, <id>.out.npy) for benchmarks/pytorch/suite.py\n"
             "  --first-call CASE  internal: what the first-call processes run (set up CASE,\n"
@@ -103,6 +106,8 @@ static int parse(int argc, char **argv, bench_cli *cli)
             cli->json = true;
         else if (!strcmp(a, "--eager"))
             cli->opts.eager_only = true;
+        else if (!strcmp(a, "--cpu-time"))
+            cli->opts.cpu_time = true;
         else if (!strcmp(a, "--first-call")) {
             if (!v || !(cli->first_call = bench_find(v)))
                 return bad("--first-call needs a case, not", v);
