@@ -131,6 +131,18 @@ static int check_output(tj_tensor *y, const char *path, bench_result *r)
     return 0;
 }
 
+/* A training case's weights after its first step: <id>.upd<k>.npy for a->t[k]. */
+static int save_updated(const char *dir, const bench_case *c, const bench_args *a, bench_result *r)
+{
+    char path[1024];
+    for (int k = a->ninputs; k < a->n; k++) {
+        snprintf(path, sizeof path, "%s/%s.upd%d.npy", dir, c->id, k);
+        if (tj_save_npy(a->t[k], path) != 0)
+            return fail(r, "save", tj_last_error());
+    }
+    return 0;
+}
+
 static int save(const char *dir, const bench_case *c, const bench_args *a, tj_tensor *y,
                 bench_result *r)
 {
@@ -493,6 +505,8 @@ static void run_eager(const bench_case *c, bench_args *a, const bench_opts *o, F
     callee f = {"eager", c->run, a};
     restore(a, snap);
     if (checked_call(&f, a, &r->eager.first_ms, &r->eager.peak_bytes, y, r) != 0)
+        return;
+    if (o->save_dir && c->trains && save_updated(o->save_dir, c, a, r) != 0)
         return;
     restore(a, snap);   /* saved as the call saw them */
     if (o->save_dir && save(o->save_dir, c, a, *y, r) != 0)

@@ -13,7 +13,8 @@ P7 and P8 are full training steps with autograd (P8 with Adam).
         [--iters N] [--min-time S] [--check DIR] [--blas-core auto|default|NAME]
 
 --check DIR loads the inputs, weights and result `tjit bench --save DIR` wrote
-and reports max |tjit - torch| per case (check_max_abs_diff).
+and reports max |tjit - torch| per case (check_max_abs_diff); for a training
+step (P7, P8), over the loss and every weight after the step (<id>.upd<k>.npy).
 Run it with Debian's /usr/bin/python3 (python3-torch).
 """
 import argparse
@@ -257,12 +258,23 @@ def check(torch, check_dir, cid, model):
     if loaded is None:
         return None
     args, want = loaded
+    pairs = []
     if cid in ("P7", "P8"):   # the weights of a training step need gradients
+        import numpy as np
         args = args[:2] + [a.requires_grad_() for a in args[2:]]
-    got = model(*args)
-    if got.shape != want.shape:
-        return float("inf")
-    return float((got.double() - want.double()).abs().max())
+        for k in range(2, len(args)):
+            upd = os.path.join(check_dir, f"{cid}.upd{k}.npy")
+            if not os.path.exists(upd):
+                return float("inf")   # an older tjit bench: the weights cannot be checked
+            pairs.append((args[k], torch.from_numpy(np.load(upd))))
+    got = model(*args)   # a training step updates args[2:] in place
+    pairs.append((got, want))
+    diff = 0.0
+    for g, w in pairs:
+        if g.shape != w.shape:
+            return float("inf")
+        diff = max(diff, float((g.detach().double() - w.double()).abs().max()))
+    return diff
 
 
 # ---- output --------------------------------------------------------------------------
