@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# bench-compare.sh - tjit eager vs PyTorch eager on the benchmark suite, side by side
-# (with tjit's compiled time as one more column).
+# bench-compare.sh - tjit eager vs PyTorch eager on the benchmark suite, side by side,
+# and tjit compiled vs the strongest of PyTorch eager and TorchScript.
 #
 #   scripts/bench-compare.sh [CASE...] [--threads N] [--iters N] [--min-time S] [--rounds R]
 #   make bench-compare [BENCH_ARGS="..."]
 #
 # Builds tjit, runs `tjit bench --json --save DIR` and then
 # benchmarks/pytorch/suite.py --json --check DIR (Debian's /usr/bin/python3 with
-# python3-torch) with the same threads (default: nproc) and options, and prints
-# a table with the ratio tjit/PyTorch per case and max |tjit - torch| of the
+# python3-torch) with the same threads (default: nproc) and options, then the
+# same with --torchscript (inference traced, frozen and optimized for inference;
+# training with its forward traced), and prints a table with the ratio
+# tjit/PyTorch per case, tjit compiled over the faster of PyTorch eager and
+# TorchScript (the strongest peer), and max |tjit - torch| of the
 # results on the same inputs: plain text on stderr, markdown on stdout (the
 # table of docs/perf.md). --rounds R repeats both runs R times, alternating,
 # and keeps each case's best median (a shared machine's load comes and goes).
@@ -83,9 +86,15 @@ for ((round = 1; round <= rounds; round++)); do
         ${opts[@]+"${opts[@]}"} ${cases[@]+"${cases[@]}"} >>"$tmp/torch.jsonl" || rc=$?
     [ $rc -le 1 ] || { echo "bench-compare: suite.py exited with $rc" >&2; exit 1; }
     prc=$((prc | rc))
+    echo "== round $round/$rounds: TorchScript (threads $threads)" >&2
+    rc=0
+    "$PY" benchmarks/pytorch/suite.py --json --threads "$threads" --torchscript \
+        ${opts[@]+"${opts[@]}"} ${cases[@]+"${cases[@]}"} >>"$tmp/ts.jsonl" || rc=$?
+    [ $rc -le 1 ] || { echo "bench-compare: suite.py --torchscript exited with $rc" >&2; exit 1; }
+    prc=$((prc | rc))
 done
 
-"$PY" - "$tmp/tjit.jsonl" "$tmp/torch.jsonl" "$rounds" "$tmp/chart.dat" <<'EOF'
+"$PY" - "$tmp/tjit.jsonl" "$tmp/torch.jsonl" "$rounds" "$tmp/chart.dat" "$tmp/ts.jsonl" <<'EOF'
 import datetime, json, os, subprocess, sys
 
 def load(path):
@@ -104,7 +113,7 @@ def load(path):
         r["best_compiled_ms"] = compiled.get(case)
     return best
 
-tj, pt = load(sys.argv[1]), load(sys.argv[2])
+tj, pt, ts = load(sys.argv[1]), load(sys.argv[2]), load(sys.argv[5])
 
 def lscpu(field):
     out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
@@ -127,6 +136,10 @@ for case in sorted(set(tj) | set(pt), key=lambda c: int(c[1:])):
     both = t and p and t["status"] == "ok" and p["status"] == "ok"
     ratio = t["eager_ms"] / p["eager_ms"] if both else None
     diff = p.get("check_max_abs_diff") if p else None
+    s = ts.get(case)
+    peers = [r["eager_ms"] for r in (p, s) if r and r["status"] == "ok"]
+    tc = t.get("best_compiled_ms") if t and t["status"] == "ok" else None
+    vs_best = f"{tc / min(peers):.2f}" if tc and peers else "-"
     if t and t["status"] != "ok":
         note = f"tjit {t['status']}: {t['error']}"
     elif p and p["status"] != "ok":
@@ -134,10 +147,11 @@ for case in sorted(set(tj) | set(pt), key=lambda c: int(c[1:])):
     else:
         note = "slower than 1.5x" if ratio and ratio > 1.5 else "ok"
     rows.append([case, (t or p)["name"], ms(t), ms(p),
-                 f"{ratio:.2f}" if ratio else "-", cms(t), mb(t), mb(p),
+                 f"{ratio:.2f}" if ratio else "-", cms(t), ms(s), vs_best, mb(t), mb(p),
                  f"{diff:.2e}" if diff is not None else "-", note])
 
-head = ["case", "name", "tjit ms", "pytorch ms", "tjit/pytorch", "tjit compiled ms", "tjit peak MB",
+head = ["case", "name", "tjit ms", "pytorch ms", "tjit/pytorch", "tjit compiled ms",
+        "torchscript ms", "compiled/best peer", "tjit peak MB",
         "pytorch peak MB", "max abs diff", "status"]
 widths = [max(len(str(r[k])) for r in rows + [head]) for k in range(len(head))]
 for r in [head] + rows:
@@ -152,7 +166,10 @@ print(f"Measured {datetime.date.today().isoformat()} on {lscpu('Model name')}, "
       f"PyTorch {any_pt.get('torch_version', '?')} eager "
       f"(OPENBLAS_CORETYPE={any_pt.get('blas_core', '?')}). "
       f"Median ms per iteration, steady state (best of {sys.argv[3]} round(s)); tjit ms and "
-      "tjit/pytorch are eager, tjit compiled ms is tj_compile + tj_call; peak MB is the "
+      "tjit/pytorch are eager, tjit compiled ms is tj_compile + tj_call; torchscript ms is "
+      "torch.jit (inference: traced, frozen, optimize_for_inference; training: the forward "
+      "traced); compiled/best peer is tjit compiled over the faster of PyTorch eager and "
+      "TorchScript (below 1: tjit faster); peak MB is the "
       "resident-set growth during one eager call; max abs diff is |tjit eager - torch| on the "
       "same inputs.\n")
 print("| " + " | ".join(head) + " |")

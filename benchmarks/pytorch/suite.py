@@ -10,11 +10,16 @@ reached; the median is the result. P1-P6 run under torch.inference_mode();
 P7 and P8 are full training steps with autograd (P8 with Adam).
 
     /usr/bin/python3 benchmarks/pytorch/suite.py [CASE...] [--json] [--threads N]
-        [--iters N] [--min-time S] [--check DIR] [--blas-core auto|default|NAME]
+        [--iters N] [--min-time S] [--check DIR] [--torchscript]
+        [--blas-core auto|default|NAME]
 
 --check DIR loads the inputs, weights and result `tjit bench --save DIR` wrote
 and reports max |tjit - torch| per case (check_max_abs_diff); for a training
 step (P7, P8), over the loss and every weight after the step (<id>.upd<k>.npy).
+--torchscript times TorchScript (torch.jit) instead of eager: the strongest
+CPU configuration of PyTorch 1.13 for inference (traced, frozen, optimized
+for inference: oneDNN convolutions with batch norm folded), and for training
+the traced forward with autograd and the optimizer around it.
 Run it with Debian's /usr/bin/python3 (python3-torch).
 """
 import argparse
@@ -91,17 +96,10 @@ def build_cases(torch):
         h = torch.relu(conv_bn(x, *w[0:5]))
         return torch.relu(conv_bn(h, *w[5:10]) + x)
 
-    def p7(x, labels, w1, b1, w2, b2, w3, b3):
-        params = [w1, b1, w2, b2, w3, b3]
-        with torch.enable_grad():
-            h = torch.relu(F.linear(x, w1, b1))
-            h = torch.relu(F.linear(h, w2, b2))
-            loss = F.cross_entropy(F.linear(h, w3, b3), labels)
-            grads = torch.autograd.grad(loss, params)
-        with torch.no_grad():
-            for p, g in zip(params, grads):
-                p.sub_(0.01 * g)
-        return loss.detach()
+    def p7_loss(x, labels, w1, b1, w2, b2, w3, b3):
+        h = torch.relu(F.linear(x, w1, b1))
+        h = torch.relu(F.linear(h, w2, b2))
+        return F.cross_entropy(F.linear(h, w3, b3), labels)
 
     def p8_block(x, w):
         B, L, D = x.shape
@@ -116,17 +114,8 @@ def build_cases(torch):
                    approximate="tanh")
         return y + F.linear(h, w[10], w[11])
 
-    optimizers = {}
-
-    def p8(x, target, *w):
-        # one Adam per weight set (made on the first step, like tjit's setup)
-        opt = optimizers.setdefault(id(w[0]), torch.optim.Adam(w, lr=1e-3))
-        with torch.enable_grad():
-            opt.zero_grad()
-            loss = ((p8_block(x, w) - target) ** 2).mean()
-            loss.backward()
-        opt.step()
-        return loss.detach()
+    def p8_loss(x, target, *w):
+        return ((p8_block(x, w) - target) ** 2).mean()
 
     def p8_setup():
         x, target = randn(16, 64, 128), randn(16, 64, 128)
@@ -148,21 +137,74 @@ def build_cases(torch):
               weight((512,), 512), weight((10, 512), 512), weight((10,), 512)]
         return [x, labels] + [w.requires_grad_() for w in ws]
 
+    # (id, name, setup, model, inputs): setup's first `inputs` values are the
+    # inputs, the rest weights; a training model is a TrainStep.
     return [
-        ("P1", "pointwise", lambda: [randn(4194304)], p1),
-        ("P2", "softmax", lambda: [randn(2048, 1024)], p2),
+        ("P1", "pointwise", lambda: [randn(4194304)], p1, 1),
+        ("P2", "softmax", lambda: [randn(2048, 1024)], p2, 1),
         ("P3", "layernorm", lambda: [randn(4096, 1024), weight((1024,), 1),
-                                     weight((1024,), 1)], p3),
+                                     weight((1024,), 1)], p3, 1),
         ("P4", "mlp", lambda: [randn(256, 1024), weight((2048, 1024), 1024),
                                weight((2048,), 1024), weight((1024, 2048), 2048),
                                weight((1024,), 2048), weight((1024,), 1),
-                               weight((1024,), 1)], p4),
-        ("P5", "attention", lambda: [randn(4, 8, 256, 64) for _ in range(3)], p5),
+                               weight((1024,), 1)], p4, 1),
+        ("P5", "attention", lambda: [randn(4, 8, 256, 64) for _ in range(3)], p5, 3),
         ("P6", "conv", lambda: [randn(8, 64, 56, 56)] + conv_bn_weights() + conv_bn_weights(),
-         p6),
-        ("P7", "train_mlp", p7_setup, p7),
-        ("P8", "train_block", p8_setup, p8),
+         p6, 1),
+        ("P7", "train_mlp", p7_setup, TrainStep(torch, p7_loss, "sgd"), 2),
+        ("P8", "train_block", p8_setup, TrainStep(torch, p8_loss, "adam"), 2),
     ]
+
+
+class TrainStep:
+    """One training step over loss_fn(inputs..., weights...): SGD (lr 0.01) or
+    Adam (lr 1e-3, one optimizer per weight set, made on its first step like
+    tjit's setup); returns the loss."""
+
+    def __init__(self, torch, loss_fn, opt):
+        self.torch, self.loss_fn, self.opt, self.optimizers = torch, loss_fn, opt, {}
+
+    def __call__(self, x, target, *w):
+        torch = self.torch
+        if self.opt == "sgd":
+            with torch.enable_grad():
+                loss = self.loss_fn(x, target, *w)
+                grads = torch.autograd.grad(loss, w)
+            with torch.no_grad():
+                for p, g in zip(w, grads):
+                    p.sub_(0.01 * g)
+            return loss.detach()
+        opt = self.optimizers.setdefault(id(w[0]), torch.optim.Adam(w, lr=1e-3))
+        with torch.enable_grad():
+            opt.zero_grad()
+            loss = self.loss_fn(x, target, *w)
+            loss.backward()
+        opt.step()
+        return loss.detach()
+
+
+def torchscript(torch, model, args, ninputs):
+    """The case as TorchScript's best CPU form: an inference model traced with
+    its weights as a module's buffers, frozen and optimized for inference
+    (conv-bn folding, oneDNN); a training step with its forward and loss
+    traced (backward and the optimizer stay eager, as with torch.jit)."""
+    if isinstance(model, TrainStep):
+        with torch.enable_grad():
+            traced = torch.jit.trace(model.loss_fn, tuple(args))
+        return TrainStep(torch, traced, model.opt)
+
+    class Frozen(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            for i, w in enumerate(args[ninputs:]):
+                self.register_buffer(f"w{i}", w)
+
+        def forward(self, *xs):
+            return model(*xs, *[getattr(self, f"w{i}") for i in range(len(args) - ninputs)])
+
+    traced = torch.jit.trace(Frozen().eval(), tuple(args[:ninputs]))
+    ts = torch.jit.optimize_for_inference(torch.jit.freeze(traced))
+    return lambda *a: ts(*a[:ninputs])
 
 
 # ---- peak memory: growth of the resident set (Linux /proc) ------------------
@@ -226,8 +268,9 @@ def load_tjit_case(torch, check_dir, cid):
 
 
 def run_case(torch, case, opts):
-    cid, name, setup, model = case
-    rec = {"case": cid, "name": name, "system": "pytorch", "status": "ok", "error": None,
+    cid, name, setup, model, ninputs = case
+    system = "torchscript" if opts.torchscript else "pytorch"
+    rec = {"case": cid, "name": name, "system": system, "status": "ok", "error": None,
            "eager_ms": None, "eager_min_ms": None, "eager_first_ms": None, "iters": 0,
            "compiled_ms": None, "speedup": None, "first_call_cold_ms": None,
            "first_call_warm_ms": None, "kernels": None, "peak_bytes": None,
@@ -237,13 +280,15 @@ def run_case(torch, case, opts):
         with grad:
             torch.manual_seed(SEED)
             args = setup()
+            if opts.torchscript:
+                model = torchscript(torch, model, args, ninputs)
             base = peak_reset()
             t0 = time.perf_counter()
             y = model(*args)
             rec["eager_first_ms"] = (time.perf_counter() - t0) * 1e3
             rec["peak_bytes"] = peak_since(base)
             del y
-            if opts.check:
+            if opts.check and not opts.torchscript:
                 rec["check_max_abs_diff"] = check(torch, opts.check, cid, model)
             ts = measure(model, args, opts.iters, opts.min_time)
     except Exception as e:   # report and go on, like tjit bench
@@ -298,6 +343,9 @@ def parse_args(argv):
                     help="timed iterations; without --min-time exactly N")
     ap.add_argument("--min-time", type=float, default=None,
                     help="time at least S seconds (default 1, with at least 10 iters)")
+    ap.add_argument("--torchscript", action="store_true",
+                    help="TorchScript instead of eager: inference traced, frozen and "
+                         "optimized for inference; training with its forward traced")
     ap.add_argument("--check", metavar="DIR",
                     help="compare with the results `tjit bench --save DIR` wrote")
     ap.add_argument("--blas-core", default="auto",
@@ -338,7 +386,8 @@ def main(argv):
         print(f"{'case':<4} {'name':<10} {'eager ms':>10} {'min ms':>10} {'first ms':>10} "
               f"{'iters':>6} {'threads':>7} {'peak MB':>9}  status")
     for case in chosen or cases:
-        print(f"{case[0]} {case[1]:<10} (pytorch) running", file=sys.stderr)
+        print(f"{case[0]} {case[1]:<10} ({'torchscript' if opts.torchscript else 'pytorch'}) "
+              "running", file=sys.stderr)
         r = run_case(torch, case, opts)
         r["blas_core"] = os.environ.get("OPENBLAS_CORETYPE", "default")
         r["torch_version"] = torch.__version__
