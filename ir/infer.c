@@ -3,6 +3,7 @@
  * binary rules, which come straight from the `rule` column of ops.def. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "infer.h"
 
@@ -107,7 +108,11 @@ int ir_infer(ir_op op, const ir_type *const *in, int nin, const ir_attrs *a, ir_
      * as expand make shapes no allocation has checked) */
     int64_t n;
     if (!ir_numel_checked(out->ndim, out->shape, &n))
-        return ir_fail_numel(err, nerr, "the result shape", out->ndim, out->shape);
+    {
+        char t[IR_MAX_LIST * 24 + 8];   /* the result is a type: symbolic dims print as sK */
+        return ir_fail(err, nerr, "the result shape %s has more than 2^63-1 elements",
+                       strchr(ir_type_str(out, t, sizeof t), '['));
+    }
     return 0;
 }
 

@@ -16,7 +16,7 @@ static char *dims_str(int n, const int64_t *d, char *buf, size_t size)
 {
     size_t k = (size_t)snprintf(buf, size, "[");
     for (int i = 0; i < n && k < size; i++)
-        k += (size_t)snprintf(buf + k, size - k, i ? ",%lld" : "%lld", (long long)d[i]);
+        k += (size_t)snprintf(buf + k, size - k, i ? ",%s" : "%s", IR_DIM(d[i]));
     if (k < size)
         snprintf(buf + k, size - k, "]");
     return buf;
@@ -64,8 +64,8 @@ int ir_infer_matmul(IR_INFER_ARGS)
     int64_t ky = y->ndim == 1 ? y->shape[0] : y->shape[y->ndim - 2];
     if (kx != ky)
         return ir_fail(err, nerr,
-                       "inner dimensions differ: a has %lld (dim -1), b has %lld (dim %d)",
-                       (long long)kx, (long long)ky, y->ndim == 1 ? 0 : -2);
+                       "inner dimensions differ: a has %s (dim -1), b has %s (dim %d)",
+                       IR_DIM(kx), IR_DIM(ky), y->ndim == 1 ? 0 : -2);
     /* Batch dims: all but the last two (one for a 1-D operand). */
     ir_type bx = *x, by = *y;
     bx.ndim = x->ndim > 2 ? x->ndim - 2 : 0;
@@ -98,8 +98,8 @@ int ir_infer_linear(IR_INFER_ARGS)
         return -1;
     int64_t fin = x->shape[x->ndim - 1], win = w->shape[w->ndim - 1];
     if (fin != win)
-        return ir_fail(err, nerr, "input has %lld features (last dim), weight expects %lld",
-                       (long long)fin, (long long)win);
+        return ir_fail(err, nerr, "input has %s features (last dim), weight expects %s",
+                       IR_DIM(fin), IR_DIM(win));
     int64_t shape[TJ_MAX_DIMS];
     int nd = x->ndim - 1;
     for (int d = 0; d < nd; d++)
@@ -194,8 +194,8 @@ static int window_out(const ir_window2d *w, const ir_type *x, int64_t o[2], char
     int64_t padded[2];   /* padding <= 2^31 (check_pair), sizes up to 2^63-1 */
     for (int d = 0; d < 2; d++)
         if (__builtin_add_overflow(hw[d], 2 * w->padding[d], &padded[d]))
-            return ir_fail(err, nerr, "input size %lld with padding %lld is more than 2^63-1",
-                           (long long)hw[d], (long long)w->padding[d]);
+            return ir_fail(err, nerr, "input size %s with padding %lld is more than 2^63-1",
+                           IR_DIM(hw[d]), (long long)w->padding[d]);
     for (int d = 0; d < 2; d++) {
         int64_t span = w->dilation[d] * (w->kernel[d] - 1) + 1;
         if (span > padded[d])
@@ -231,17 +231,17 @@ static int conv_channels(const ir_type *x, const ir_type *w, const ir_type *b, i
     if (o == 0)
         return ir_fail(err, nerr, "weight has 0 output channels");
     if (o % groups != 0)
-        return ir_fail(err, nerr, "output channels %lld are not divisible by groups %lld",
-                       (long long)o, (long long)groups);
+        return ir_fail(err, nerr, "output channels %s are not divisible by groups %lld",
+                       IR_DIM(o), (long long)groups);
     if (c != w->shape[1] * groups)   /* no overflow: groups divides o, so <= o */
         return ir_fail(err, nerr,
-                       "input has %lld channels, weight expects %lld (%lld per group x %lld "
+                       "input has %s channels, weight expects %s (%s per group x %lld "
                        "groups)",
-                       (long long)c, (long long)(w->shape[1] * groups), (long long)w->shape[1],
-                       (long long)groups);
+                       IR_DIM(c), IR_DIM(w->shape[1] < 0 ? w->shape[1] : w->shape[1] * groups),
+                       IR_DIM(w->shape[1]), (long long)groups);
     if (b && (b->ndim != 1 || b->shape[0] != o)) {
         char s[96];
-        return ir_fail(err, nerr, "bias must be 1-D with %lld elements, got %s", (long long)o,
+        return ir_fail(err, nerr, "bias must be 1-D with %s elements, got %s", IR_DIM(o),
                        dims_str(b->ndim, b->shape, s, sizeof s));
     }
     return 0;

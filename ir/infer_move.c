@@ -45,8 +45,8 @@ int ir_infer_cat(IR_INFER_ARGS)
                            ref->ndim);
         for (int j = 0; j < ref->ndim; j++)
             if (j != d && in[k]->shape[j] != ref->shape[j])
-                return ir_fail(err, nerr, "input %d has size %lld in dim %d, expected %lld", k,
-                               (long long)in[k]->shape[j], j, (long long)ref->shape[j]);
+                return ir_fail(err, nerr, "input %d has size %s in dim %d, expected %s", k,
+                               IR_DIM(in[k]->shape[j]), j, IR_DIM(ref->shape[j]));
         if (__builtin_add_overflow(out->shape[d], in[k]->shape[d], &out->shape[d]))
             return ir_fail(err, nerr, "the sizes in dim %d add up to more than 2^63-1", d);
     }
@@ -69,8 +69,8 @@ int ir_infer_gather(IR_INFER_ARGS)
                        x->ndim);
     for (int j = 0; j < x->ndim && ix->ndim; j++)
         if (j != d && ix->shape[j] > x->shape[j])
-            return ir_fail(err, nerr, "index has size %lld in dim %d, larger than the input's %lld",
-                           (long long)ix->shape[j], j, (long long)x->shape[j]);
+            return ir_fail(err, nerr, "index has size %s in dim %d, larger than the input's %s",
+                           IR_DIM(ix->shape[j]), j, IR_DIM(x->shape[j]));
     ir_set(out, x->dtype, ix->ndim, ix->shape);
     return 0;
 }
@@ -111,9 +111,9 @@ int ir_infer_pad(IR_INFER_ARGS)
         int64_t size;
         if (__builtin_add_overflow(in[0]->shape[d], p->i[2 * k], &size) ||
             __builtin_add_overflow(size, p->i[2 * k + 1], &size) || size < 0)
-            return ir_fail(err, nerr, "padding (%lld, %lld) makes dim %d of size %lld negative",
+            return ir_fail(err, nerr, "padding (%lld, %lld) makes dim %d of size %s negative",
                            (long long)p->i[2 * k], (long long)p->i[2 * k + 1], d,
-                           (long long)in[0]->shape[d]);
+                           IR_DIM(in[0]->shape[d]));
         out->shape[d] = size;
     }
     return 0;

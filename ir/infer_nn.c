@@ -78,11 +78,11 @@ static int sdpa_check_qkv(const ir_type *q, const ir_type *k, const ir_type *v, 
                        tj_dtype_name(q->dtype), tj_dtype_name(k->dtype),
                        tj_dtype_name(v->dtype));
     if (q->shape[q->ndim - 1] != k->shape[k->ndim - 1])
-        return ir_fail(err, nerr, "embedding size E of q (%lld) and k (%lld) differ",
-                       (long long)q->shape[q->ndim - 1], (long long)k->shape[k->ndim - 1]);
+        return ir_fail(err, nerr, "embedding size E of q (%s) and k (%s) differ",
+                       IR_DIM(q->shape[q->ndim - 1]), IR_DIM(k->shape[k->ndim - 1]));
     if (k->shape[k->ndim - 2] != v->shape[v->ndim - 2])
-        return ir_fail(err, nerr, "sequence length S of k (%lld) and v (%lld) differ",
-                       (long long)k->shape[k->ndim - 2], (long long)v->shape[v->ndim - 2]);
+        return ir_fail(err, nerr, "sequence length S of k (%s) and v (%s) differ",
+                       IR_DIM(k->shape[k->ndim - 2]), IR_DIM(v->shape[v->ndim - 2]));
     return 0;
 }
 
@@ -178,8 +178,8 @@ int ir_infer_cross_entropy(IR_INFER_ARGS)
     bool probs = ir_dtype_is_float(t->dtype);
     if (w && (w->ndim != 1 || w->shape[0] != ncls)) {
         char s[96];
-        return ir_fail(err, nerr, "weight must be 1-D [C] with C = %lld, got %s",
-                       (long long)ncls, ir_type_str(w, s, sizeof s));
+        return ir_fail(err, nerr, "weight must be 1-D [C] with C = %s, got %s",
+                       IR_DIM(ncls), ir_type_str(w, s, sizeof s));
     }
     if (w && !probs && w->dtype != x->dtype)
         return ir_fail(err, nerr, "weight must have logits' dtype %s, got %s",

@@ -119,8 +119,8 @@ int ir_infer_batch_norm(IR_INFER_ARGS)
             return ir_fail(err, nerr, "%s has dtype %s, expected %s like the input", names[k],
                            tj_dtype_name(p->dtype), tj_dtype_name(x->dtype));
         if (p->ndim != 1 || p->shape[0] != x->shape[1])
-            return ir_fail(err, nerr, "%s must be 1-D of size C = %lld", names[k],
-                           (long long)x->shape[1]);
+            return ir_fail(err, nerr, "%s must be 1-D of size C = %s", names[k],
+                           IR_DIM(x->shape[1]));
     }
     ir_set(out, x->dtype, x->ndim, x->shape);
     return 0;

@@ -115,8 +115,8 @@ int ir_infer_expand(IR_INFER_ARGS)
         if (want == -1)
             want = have;
         if (want != have && have != 1)
-            return ir_fail(err, nerr, "size %lld in dim %d must match the existing size %lld",
-                           (long long)want, d, (long long)have);
+            return ir_fail(err, nerr, "size %lld in dim %d must match the existing size %s",
+                           (long long)want, d, IR_DIM(have));
         shape[d] = want;
     }
     ir_set(out, in[0]->dtype, s->n, shape);

@@ -49,7 +49,14 @@ bool ir_numel_checked(int ndim, const int64_t *shape, int64_t *n);
 bool ir_type_equal(const ir_type *a, const ir_type *b);
 /* Same rank and sizes (dtype and weak flag aside). */
 bool ir_shape_equal(const ir_type *a, const ir_type *b);
-/* "f32[2,3]" into buf (at least 96 bytes fits any type); returns buf. */
+/* One dim as messages and the text IR print it: the size, or sK for the
+ * symbolic dim IR_SYM(K) (a negative size); buf has IR_DIM_BUF bytes. */
+#define IR_DIM_BUF 24
+char *ir_dim_str(int64_t d, char *buf);
+/* ir_dim_str into a temporary that lives to the end of the enclosing
+ * statement: printf("%s", IR_DIM(d)). */
+#define IR_DIM(d) ir_dim_str((d), (char[IR_DIM_BUF]){0})
+/* "f32[2,s0]" into buf (at least 96 bytes fits any type); returns buf. */
 char *ir_type_str(const ir_type *t, char *buf, size_t n);
 
 /* PyTorch's result_type over 1..n operands (weak ones by category only). */

@@ -19,18 +19,10 @@ char *ir_type_fmt(const ir_type *t, char *buf, size_t n)
 {
     if (!n)
         return buf;
-    size_t k = (size_t)snprintf(buf, n, "%s[", tj_dtype_name(t->dtype));
-    int ndim = t->ndim < 0 ? 0 : t->ndim > TJ_MAX_DIMS ? TJ_MAX_DIMS : t->ndim;
-    for (int d = 0; d < ndim && k < n; d++) {
-        int64_t s = t->shape[d];
-        const char *sep = d ? "," : "";
-        if (IR_IS_SYM(s))
-            k += (size_t)snprintf(buf + k, n - k, "%ss%lld", sep, (long long)IR_SYM_INDEX(s));
-        else
-            k += (size_t)snprintf(buf + k, n - k, "%s%lld", sep, (long long)s);
-    }
-    if (k < n)
-        snprintf(buf + k, n - k, t->weak ? "] weak" : "]");
+    ir_type_str(t, buf, n);
+    size_t k = strlen(buf);
+    if (t->weak && k < n)
+        snprintf(buf + k, n - k, " weak");
     return buf;
 }
 

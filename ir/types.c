@@ -112,11 +112,21 @@ bool ir_type_equal(const ir_type *a, const ir_type *b)
     return a->dtype == b->dtype && ir_shape_equal(a, b);
 }
 
+char *ir_dim_str(int64_t d, char *buf)
+{
+    if (d < 0)   /* IR_SYM(k) == -k - 1 (ir/graph.h) */
+        snprintf(buf, IR_DIM_BUF, "s%lld", -((long long)d + 1));
+    else
+        snprintf(buf, IR_DIM_BUF, "%lld", (long long)d);
+    return buf;
+}
+
 char *ir_type_str(const ir_type *t, char *buf, size_t n)
 {
     size_t k = (size_t)snprintf(buf, n, "%s[", tj_dtype_name(t->dtype));
-    for (int d = 0; d < t->ndim && k < n; d++)
-        k += (size_t)snprintf(buf + k, n - k, d ? ",%lld" : "%lld", (long long)t->shape[d]);
+    int ndim = t->ndim < 0 ? 0 : t->ndim > TJ_MAX_DIMS ? TJ_MAX_DIMS : t->ndim;
+    for (int d = 0; d < ndim && k < n; d++)
+        k += (size_t)snprintf(buf + k, n - k, d ? ",%s" : "%s", IR_DIM(t->shape[d]));
     if (k < n)
         snprintf(buf + k, n - k, "]");
     return buf;
