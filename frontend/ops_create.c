@@ -6,13 +6,27 @@
 #include "fe.h"
 #include "../runtime/random.h"
 
+/* The shape attribute of a creation op: a count the rule rejects (outside
+ * 0..TJ_MAX_DIMS) is kept as given so the message names it; NULL shape with
+ * dims is refused here. */
+static bool shape_attr(ir_op op, ir_attr *s, int ndim, const int64_t *shape)
+{
+    if (ndim > 0 && ndim <= IR_MAX_LIST && !shape) {
+        rt_error("%s(): shape is NULL for %d dims", ir_ops[op].name, ndim);
+        return false;
+    }
+    if (ndim < 0 || ndim > IR_MAX_LIST)
+        s->n = ndim;   /* the rule rejects it: "shape has 20 entries (expected 0..8)" */
+    else
+        ir_attr_ints(s, shape, ndim);
+    return true;
+}
+
 static tj_tensor *full(tj_dtype dt, int ndim, const int64_t *shape, double value)
 {
     ir_attrs at = {0};
-    if (ndim < 0 || ndim > IR_MAX_LIST || (ndim > 0 && !shape))
-        at.a[0].n = -1;   /* the rule rejects it with a message */
-    else
-        ir_attr_ints(&at.a[0], shape, ndim);
+    if (!shape_attr(OP_full, &at.a[0], ndim, shape))
+        return NULL;
     ir_attr_float(&at.a[1], value);
     ir_attr_int(&at.a[2], dt);
     return fe_apply(OP_full, NULL, 0, &at);
@@ -58,10 +72,8 @@ void tj_manual_seed(uint64_t seed) { rt_rng_seed(seed); }
 static tj_tensor *draw(ir_op op, tj_dtype dt, int ndim, const int64_t *shape)
 {
     ir_attrs at = {0};
-    if (ndim < 0 || ndim > IR_MAX_LIST || (ndim > 0 && !shape))
-        at.a[0].n = -1;
-    else
-        ir_attr_ints(&at.a[0], shape, ndim);
+    if (!shape_attr(op, &at.a[0], ndim, shape))
+        return NULL;
     ir_attr_int(&at.a[1], dt);
     ir_attr_int(&at.a[2], 0);
     ir_attr_int(&at.a[3], 0);

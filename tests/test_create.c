@@ -71,7 +71,12 @@ static void test_create_errors(void **state)
     tu_assert_error(tj_full((tj_dtype)99, 1, S(3), 0), "full()", "unknown dtype 99", NULL);
     tu_assert_error(tj_empty(TJ_F32, 9, S(1, 1, 1, 1, 1, 1, 1, 1, 1)), "full()",
                     "shape has 9 entries", NULL);
-    tu_assert_error(tj_zeros(TJ_F32, 2, NULL), "full()", "shape has -1 entries", NULL);
+    tu_assert_error(tj_zeros(TJ_F32, 2, NULL), "full()", "shape is NULL for 2 dims", NULL);
+    /* the count given and the limit, not a stand-in */
+    int64_t twenty[20] = {0};
+    tu_assert_error(tj_zeros(TJ_F32, 20, twenty), "full()", "shape has 20 entries (expected 0..8)",
+                    NULL);
+    tu_assert_error(tj_ones(TJ_F32, -3, twenty), "full()", "shape has -3 entries", NULL);
     tu_assert_error(tj_zeros(TJ_F32, 2, S(1LL << 40, 1LL << 40)), "full()",
                     "shape [1099511627776,1099511627776] has more than 2^63-1 elements", NULL);
 }
@@ -284,6 +289,9 @@ static void test_rand_errors(void **state)
     tu_assert_error(tj_randn(TJ_F16, 1, S(3)), "randn()", "unsupported dtype f16", NULL);
     tu_assert_error(tj_rand(TJ_F32, 2, S(2, -3)), "rand()", "negative size -3 in dim 1", NULL);
     tu_assert_error(tj_randn(TJ_F32, -1, S(2)), "randn()", "shape has -1 entries", NULL);
+    tu_assert_error(tj_rand(TJ_F32, 12, S(1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1)), "rand()", "shape has 12 entries (expected 0..8)",
+                    NULL);
+    tu_assert_error(tj_rand(TJ_F32, 2, NULL), "rand()", "shape is NULL for 2 dims", NULL);
     /* a failed call leaves the generator where it was */
     tj_tensor *a = tj_rand(TJ_F32, 1, S(10));
     tj_manual_seed(8);
