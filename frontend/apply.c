@@ -12,6 +12,14 @@ static tj_tensor *op_error(ir_op op, tj_tensor *const *in, int nin, const char *
     return NULL;
 }
 
+/* A released handle as input: its header is poisoned (runtime/tensor.c);
+ * its shape is not read. */
+static tj_tensor *released(ir_op op, int k)
+{
+    rt_error("%s: input %d is a released tensor (used after tj_release)", ir_ops[op].name, k);
+    return NULL;
+}
+
 tj_tensor *fe_apply(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a)
 {
     const ir_opinfo *info = &ir_ops[op];
@@ -31,6 +39,8 @@ tj_tensor *fe_apply(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a)
             tp[k] = NULL;
             continue;
         }
+        if (rt_dead(in[k]))
+            return released(op, k);
         rt_type_of(in[k], &types[k]);
         tp[k] = &types[k];
     }

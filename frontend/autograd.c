@@ -208,6 +208,8 @@ int tj_requires_grad(tj_tensor *t, bool on)
             rt_error("requires_grad: tensor is NULL");
         return -1;
     }
+    if (rt_check_live(&t, 1, "requires_grad") != 0)
+        return -1;
     char d[64];
     if (on && !ir_dtype_is_float(t->dtype)) {
         rt_error("requires_grad(%s): only float tensors can require grad", tj_describe(t, d, sizeof d));
@@ -303,7 +305,7 @@ int fe_ag_accumulate(tj_tensor *leaf, tj_tensor *g)
 
 tj_tensor *tj_detach(tj_tensor *t)
 {
-    if (!t)
+    if (!t || rt_check_live(&t, 1, "detach") != 0)
         return NULL;
     tj_tensor *d = detached(t);
     return d ? rt_own(d) : NULL;
@@ -445,6 +447,9 @@ int tj_backward_seed(tj_tensor *y, tj_tensor *seed)
             rt_error("backward: tensor is NULL");
         return -1;
     }
+    tj_tensor *in[2] = {y, seed};
+    if (rt_check_live(in, 2, "backward") != 0)
+        return -1;
     ag_meta *m = meta_of(y);
     if (!m || !(m->fn || m->requires_grad)) {
         rt_error("backward(%s): the tensor does not require grad (no input of the ops that "

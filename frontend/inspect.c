@@ -6,9 +6,16 @@
 
 #include "fe.h"
 
+/* A released handle: reported (its header is poisoned, runtime/tensor.c). */
+static bool dead(const tj_tensor *t, const char *what)
+{
+    tj_tensor *in = (tj_tensor *)t;
+    return rt_check_live(&in, 1, what) != 0;
+}
+
 int64_t tj_size(const tj_tensor *t, int dim)
 {
-    if (!t)
+    if (!t || dead(t, "size"))
         return -1;
     fe_trace_shape_read(t);
     int d = ir_norm_dim(dim, t->ndim);
@@ -22,6 +29,8 @@ int64_t tj_size(const tj_tensor *t, int dim)
 
 const int64_t *tj_shape(const tj_tensor *t)
 {
+    if (t && dead(t, "shape"))
+        return NULL;
     fe_trace_shape_read(t);
     return t ? t->shape : NULL;
 }
@@ -30,7 +39,7 @@ void *tj_data(tj_tensor *t)
 {
     if (!t)
         return NULL;
-    if (fe_trace_needs_values(t, "tj_data"))
+    if (dead(t, "data") || fe_trace_needs_values(t, "tj_data"))
         return NULL;
     return rt_ptr(t);
 }
@@ -39,7 +48,7 @@ double tj_get(const tj_tensor *t, const int64_t *index)
 {
     if (!t)
         return NAN;
-    if (fe_trace_needs_values(t, "tj_get"))
+    if (dead(t, "get") || fe_trace_needs_values(t, "tj_get"))
         return NAN;
     for (int d = 0; d < t->ndim; d++) {
         if (index[d] < 0 || index[d] >= t->shape[d]) {
@@ -56,7 +65,7 @@ double tj_item(tj_tensor *t)
 {
     if (!t)
         return NAN;
-    if (fe_trace_needs_values(t, "tj_item"))
+    if (dead(t, "item") || fe_trace_needs_values(t, "tj_item"))
         return NAN;
     if (tj_numel(t) != 1) {
         char b[96];

@@ -179,6 +179,8 @@ int tj_copy_(tj_tensor *dst, tj_tensor *src)
             rt_error("copy_: %s is NULL", dst ? "src" : "dst");
         return -1;
     }
+    if (rt_check_live(in, 2, "copy_") != 0)
+        return -1;
     if (fe_ag_check_inplace(dst, "copy_"))
         return -1;
     rt_describe_inputs("copy_", in, 2, head, sizeof head);

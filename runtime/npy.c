@@ -452,6 +452,8 @@ int tj_save_npy(tj_tensor *t, const char *path)
 {
     if (!t)
         return -1;   /* the error that made t NULL stays */
+    if (rt_check_live(&t, 1, "save_npy") != 0)
+        return -1;
     if (!path) {
         rt_error("save_npy: path is NULL");
         return -1;

@@ -31,7 +31,20 @@ struct rt_agmeta {
     void (*release)(rt_agmeta *m);
 };
 
+/* A weak reference to a tensor (refcounted cell): get() is the tensor while
+ * it lives and NULL once it is freed; holding the cell keeps no tensor alive.
+ * The compile cache holds the weights a trace captured this way. */
+typedef struct rt_wref {
+    atomic_int refs;
+    tj_tensor *_Atomic t;
+} rt_wref;
+
+/* A live header's magic; tj_release sets RT_DEAD when it frees one. */
+#define RT_LIVE 0x7e115a7eu
+#define RT_DEAD 0xdeadf7eeu
+
 struct tj_tensor {
+    uint32_t magic;                 /* RT_LIVE; RT_DEAD once released (use after release) */
     atomic_int refs;
     tj_dtype dtype;
     int ndim;
@@ -42,7 +55,31 @@ struct tj_tensor {
     rt_storage *storage;            /* NULL only for symbolic tensors */
     void *sym;                      /* tracing: the graph value; NULL when concrete */
     rt_agmeta *ag;                  /* autograd state (frontend/autograd.c) or NULL */
+    rt_wref *wref;                  /* its weak reference, made on first request, or NULL */
+    bool made_tracing;              /* made while this thread traced (a model's constant) */
 };
+
+/* ---- liveness and weak references (tensor.c) ------------------------------------ */
+/* A freed header is poisoned (RT_DEAD) and kept out of malloc's reuse for the
+ * next RT_QUARANTINE frees, so a handle used soon after its release is
+ * detected; later the memory may be reused and a stale handle cannot always
+ * be told from a live one (docs/api.md). */
+#define RT_QUARANTINE 1024
+static inline bool rt_dead(const tj_tensor *t) { return t->magic != RT_LIVE; }
+/* 0, or -1 with "what: input k is a released tensor" (n == 1: "what: the
+ * tensor was released") when in[k] is dead; NULL entries are skipped. */
+int rt_check_live(tj_tensor *const *in, int n, const char *what);
+/* t's weak reference, retained (release with rt_wref_release); NULL when out
+ * of memory. */
+rt_wref *rt_wref_of(tj_tensor *t);
+static inline tj_tensor *rt_wref_get(rt_wref *w)
+{
+    return atomic_load_explicit(&w->t, memory_order_acquire);
+}
+void rt_wref_release(rt_wref *w);
+/* Tensors made while set are marked made_tracing (frontend/trace.c sets it
+ * for the thread that traces). */
+void rt_set_tracing(bool on);
 
 /* New contiguous tensor, uninitialized, refs 1, in no scope. NULL (error set)
  * when the size overflows or memory runs out. */

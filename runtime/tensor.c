@@ -1,5 +1,6 @@
 /* tensor.c - tensor handles: creation, views, reference counts, scopes
- * (autorelease pools) and the inspection functions of the public API. */
+ * (autorelease pools), weak references, the released-header poison and the
+ * inspection functions of the public API. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +46,10 @@ void rt_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides)
     }
 }
 
+static _Thread_local bool tracing;
+
+void rt_set_tracing(bool on) { tracing = on; }
+
 static tj_tensor *header_new(tj_dtype dt, int ndim, const int64_t *shape)
 {
     tj_tensor *t = calloc(1, sizeof *t);
@@ -52,6 +57,8 @@ static tj_tensor *header_new(tj_dtype dt, int ndim, const int64_t *shape)
         rt_error("out of memory allocating a tensor header");
         return NULL;
     }
+    t->magic = RT_LIVE;
+    t->made_tracing = tracing;
     atomic_init(&t->refs, 1);
     t->dtype = dt;
     t->ndim = ndim;
@@ -150,8 +157,60 @@ bool rt_is_contiguous(const tj_tensor *t)
     return true;
 }
 
+/* ---- liveness and weak references ---------------------------------------------- */
+
+/* Freed headers wait here, poisoned, before free() may hand their memory to
+ * a new header: a slot is taken by an atomic ticket and its previous
+ * occupant freed, so each header is freed exactly once. */
+static tj_tensor *_Atomic quarantine[RT_QUARANTINE];
+static atomic_uint quarantine_next;
+
+static void header_free(tj_tensor *t)
+{
+    t->magic = RT_DEAD;
+    unsigned k = atomic_fetch_add_explicit(&quarantine_next, 1, memory_order_relaxed);
+    free(atomic_exchange_explicit(&quarantine[k % RT_QUARANTINE], t, memory_order_acq_rel));
+}
+
+int rt_check_live(tj_tensor *const *in, int n, const char *what)
+{
+    for (int k = 0; k < n; k++)
+        if (in[k] && rt_dead(in[k])) {
+            if (n == 1)
+                rt_error("%s: the tensor was released (used after tj_release)", what);
+            else
+                rt_error("%s: input %d is a released tensor (used after tj_release)", what, k);
+            return -1;
+        }
+    return 0;
+}
+
+rt_wref *rt_wref_of(tj_tensor *t)
+{
+    if (!t->wref) {
+        rt_wref *w = malloc(sizeof *w);
+        if (!w) {
+            rt_error("out of memory making a weak reference");
+            return NULL;
+        }
+        atomic_init(&w->refs, 1);   /* the tensor's own */
+        atomic_init(&w->t, t);
+        t->wref = w;
+    }
+    atomic_fetch_add_explicit(&t->wref->refs, 1, memory_order_relaxed);
+    return t->wref;
+}
+
+void rt_wref_release(rt_wref *w)
+{
+    if (w && atomic_fetch_sub_explicit(&w->refs, 1, memory_order_acq_rel) == 1)
+        free(w);
+}
+
 tj_tensor *tj_retain(tj_tensor *t)
 {
+    if (t && rt_check_live(&t, 1, "tj_retain") != 0)
+        return NULL;
     if (t)
         atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
     return t;
@@ -159,11 +218,17 @@ tj_tensor *tj_retain(tj_tensor *t)
 
 void tj_release(tj_tensor *t)
 {
+    if (t && rt_check_live(&t, 1, "tj_release") != 0)
+        return;   /* released twice: reported, nothing freed again */
     if (t && atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) == 1) {
         if (t->ag)
             t->ag->release(t->ag);
         storage_release(t->storage);
-        free(t);
+        if (t->wref) {
+            atomic_store_explicit(&t->wref->t, NULL, memory_order_release);
+            rt_wref_release(t->wref);
+        }
+        header_free(t);
     }
 }
 
@@ -251,8 +316,8 @@ bool tj_is_contiguous(const tj_tensor *t) { return t && rt_is_contiguous(t); }
 
 char *tj_describe(const tj_tensor *t, char *buf, size_t n)
 {
-    if (!t) {
-        snprintf(buf, n, "none");
+    if (!t || rt_dead(t)) {
+        snprintf(buf, n, t ? "released" : "none");
         return buf;
     }
     ir_type ty;

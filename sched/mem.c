@@ -405,6 +405,7 @@ static tj_tensor *header_over(const ir_type *ty, rt_storage *st)
         rt_error("out of memory allocating a tensor header");
         return NULL;
     }
+    t->magic = RT_LIVE;
     atomic_init(&t->refs, 1);
     t->dtype = ty->dtype;
     t->ndim = ty->ndim;

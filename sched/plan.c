@@ -160,7 +160,7 @@ static void view_geom(builder *b, const ir_node *v)
     p->geom[out].base = -1;
     if (gi->base < 0)
         return;
-    tj_tensor x = {.refs = 1, .dtype = p->types[in].dtype, .ndim = p->types[in].ndim, .offset = gi->offset};
+    tj_tensor x = {.magic = RT_LIVE, .refs = 1, .dtype = p->types[in].dtype, .ndim = p->types[in].ndim, .offset = gi->offset};
     memcpy(x.shape, p->types[in].shape, sizeof x.shape);
     memcpy(x.strides, gi->strides, sizeof x.strides);
     ir_attrs a;

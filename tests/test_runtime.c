@@ -913,7 +913,7 @@ static void test_npy_save_errors(void **state)
     tj_clear_error();
     assert_int_equal(tj_save_npy(NULL, tmp("n.npy")), -1);   /* NULL in: fails quietly */
     assert_int_equal(access(tmp("n.npy"), F_OK), -1);
-    tj_tensor sym = {.dtype = TJ_F32, .ndim = 1, .shape = {2}, .strides = {1}};
+    tj_tensor sym = {.magic = RT_LIVE, .dtype = TJ_F32, .ndim = 1, .shape = {2}, .strides = {1}};
     assert_int_equal(tj_save_npy(&sym, tmp("sym.npy")), -1);
     assert_non_null(strstr(tj_last_error(), "symbolic"));
     tj_clear_error();
