@@ -177,6 +177,74 @@ int tj_graph_dump(const tj_graph *h, const char *stages)
 
 /* ---- running ----------------------------------------------------------------------- */
 
+/* Where a symbol of the graph's input types was first bound. */
+typedef struct sym_binding {
+    int64_t sym, size;
+    int input, dim;
+} sym_binding;
+
+static int input_mismatch(const ir_graph *g, int k, const tj_tensor *t, const char *why)
+{
+    char want[IR_TYPE_BUF], got[IR_TYPE_BUF];
+    rt_error("tj_graph_run: input %%%s of graph @%s: expected %s, got %s%s%s", g->inputs[k]->name,
+             g->name, ir_type_fmt(&g->inputs[k]->type, want, sizeof want),
+             tj_describe(t, got, sizeof got), why[0] ? ": " : "", why);
+    return -1;
+}
+
+/* Each input against its declared type: the dtype, the rank, every static
+ * size, and one size per symbol wherever it appears (in any input). */
+static int check_inputs(const ir_graph *g, tj_tensor *const *inputs)
+{
+    if (rt_check_live(inputs, g->ninputs, "tj_graph_run") != 0)
+        return -1;
+    sym_binding *b = malloc(((size_t)g->ninputs * TJ_MAX_DIMS + 1) * sizeof *b);
+    if (!b) {
+        rt_error("tj_graph_run: out of memory");
+        return -1;
+    }
+    int nb = 0, rc = 0;
+    for (int k = 0; k < g->ninputs && rc == 0; k++) {
+        const ir_type *ty = &g->inputs[k]->type;
+        const tj_tensor *t = inputs[k];
+        if (t->sym) {
+            rc = input_mismatch(g, k, t, "a symbolic (traced) tensor has no values");
+            break;
+        }
+        if (t->dtype != ty->dtype || t->ndim != ty->ndim) {
+            rc = input_mismatch(g, k, t, t->dtype != ty->dtype ? "the dtype differs"
+                                                               : "the rank differs");
+            break;
+        }
+        for (int d = 0; d < ty->ndim && rc == 0; d++) {
+            int64_t want = ty->shape[d], got = t->shape[d];
+            if (!IR_IS_SYM(want)) {
+                if (got != want) {
+                    char why[96];
+                    snprintf(why, sizeof why, "dim %d is %lld, not %lld", d, (long long)got,
+                             (long long)want);
+                    rc = input_mismatch(g, k, t, why);
+                }
+                continue;
+            }
+            int j = 0;
+            while (j < nb && b[j].sym != want)
+                j++;
+            if (j == nb) {
+                b[nb++] = (sym_binding){want, got, k, d};
+            } else if (b[j].size != got) {
+                char why[256];
+                snprintf(why, sizeof why, "%s is %lld (dim %d of %%%s) but dim %d is %lld",
+                         IR_DIM(want), (long long)b[j].size, b[j].dim,
+                         g->inputs[b[j].input]->name, d, (long long)got);
+                rc = input_mismatch(g, k, t, why);
+            }
+        }
+    }
+    free(b);
+    return rc;
+}
+
 int tj_graph_run(const tj_graph *h, tj_tensor *const *inputs, tj_tensor **outs, bool eager)
 {
     const ir_graph *g = graph_of(h, "tj_graph_run");
@@ -187,6 +255,8 @@ int tj_graph_run(const tj_graph *h, tj_tensor *const *inputs, tj_tensor **outs, 
             rt_error("tj_graph_run: input %%%s of graph @%s is NULL", g->inputs[k]->name, g->name);
             return -1;
         }
+    if (check_inputs(g, inputs) != 0)
+        return -1;
     sc_plan_set *ps = eager ? NULL : sc_plans_new(g, g->name);
     int rc = sc_plans_run(ps, inputs, outs);   /* 1: not compiled, use the executor */
     sc_plans_free(ps);

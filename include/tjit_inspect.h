@@ -106,7 +106,11 @@ int tj_graph_dump(const tj_graph *g, const char *stages);
  * simplified, fused, LLVM kernels and eager calls (the graph executor when
  * TJIT_BACKEND=eager or without the JIT), stages dumped as $TJIT_DUMP says.
  * Each compiled run builds its plan anew (kernels come from the kernel
- * cache after the first). 0, or -1 with the failing node in the message. */
+ * cache after the first). Each input must have its declared type: the
+ * dtype, the rank, every static size, and one size per symbol (s0 is the
+ * same size wherever it appears); a mismatch is an error naming the input,
+ * the expected and the given type. 0, or -1 with the failing input or node
+ * in the message. */
 int tj_graph_run(const tj_graph *g, tj_tensor *const *inputs, tj_tensor **outs, bool eager);
 
 /* ---- the op table (ir/ops.def) ------------------------------------------- */

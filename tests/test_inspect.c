@@ -257,13 +257,56 @@ static void test_run_errors(void **state)
                         tj_randn(TJ_F32, 1, (int64_t[]){16})};
     assert_int_equal(tj_graph_run(g, in, out, true), -1);
     tu_assert_error(NULL, "tj_graph_run", "input %w of graph @mlp is NULL", NULL);
-    /* a node that fails on these inputs: named in the message */
+    /* an input of another type: named with both types before anything runs */
     in[1] = tj_randn(TJ_F64, 2, (int64_t[]){32, 16});
     for (int eager = 0; eager < 2; eager++) {
         assert_int_equal(tj_graph_run(g, in, out, eager), -1);
-        tu_assert_error(NULL, "matmul", "graph @mlp", NULL);
+        tu_assert_error(NULL, "tj_graph_run: input %w of graph @mlp: expected f32[32,16], got "
+                        "f64[32,16]: the dtype differs", NULL);
     }
+    in[1] = tj_randn(TJ_F32, 2, (int64_t[]){3, 3});
+    assert_int_equal(tj_graph_run(g, in, out, false), -1);
+    tu_assert_error(NULL, "input %w of graph @mlp: expected f32[32,16], got f32[3,3]: dim 0 is 3, "
+                    "not 32", NULL);
+    in[1] = tj_randn(TJ_F32, 1, (int64_t[]){512});
+    assert_int_equal(tj_graph_run(g, in, out, true), -1);
+    tu_assert_error(NULL, "got f32[512]: the rank differs", NULL);
     tj_graph_free(g);
+    /* a symbol binds at its first use and must agree everywhere */
+    g = parse(norm_src);
+    tj_tensor *sx[2] = {tj_randn(TJ_F32, 2, (int64_t[]){5, 64}), tj_randn(TJ_F32, 2, (int64_t[]){6, 64})};
+    for (int eager = 0; eager < 2; eager++) {
+        assert_int_equal(tj_graph_run(g, sx, out, eager), -1);
+        tu_assert_error(NULL, "input %y of graph @norm: expected f32[s0,64], got f32[6,64]: s0 is 5 "
+                        "(dim 0 of %x) but dim 0 is 6", NULL);
+    }
+    sx[1] = tj_randn(TJ_F32, 2, (int64_t[]){5, 64});
+    assert_int_equal(tj_graph_run(g, sx, out, false), 0);
+    tj_graph_free(g);
+}
+
+/* A rule's message prints a symbolic dim by its name, as the type does. */
+static void test_symbolic_dim_messages(void **state)
+{
+    (void)state;
+    const char *src = "graph @g(%a: f32[4,s0], %b: f32[3,5]) {\n"
+                      "  %0 = matmul %a, %b : f32[4,5]\n"
+                      "  return %0\n"
+                      "}\n";
+    assert_null(tj_graph_parse(src, strlen(src), "sym.tir"));
+    tu_assert_error(NULL, "matmul(f32[4,s0], f32[3,5])", "a has s0 (dim -1), b has 3", NULL);
+    const char *cat = "graph @g(%a: f32[s0,2], %b: f32[s1,3]) {\n"
+                      "  %0 = cat %a, %b {dim=0} : f32[s0,2]\n"
+                      "  return %0\n"
+                      "}\n";
+    assert_null(tj_graph_parse(cat, strlen(cat), "sym.tir"));
+    tu_assert_error(NULL, "input 1 has size 3 in dim 1, expected 2", NULL);
+    const char *lin = "graph @g(%a: f32[2,s1], %w: f32[3,s0]) {\n"
+                      "  %0 = linear %a, %w : f32[2,3]\n"
+                      "  return %0\n"
+                      "}\n";
+    assert_null(tj_graph_parse(lin, strlen(lin), "sym.tir"));
+    tu_assert_error(NULL, "input has s1 features (last dim), weight expects s0", NULL);
 }
 
 /* ---- the op table ------------------------------------------------------------------ */
@@ -318,7 +361,7 @@ int main(void)
         T(test_parse_print_round_trip), T(test_input_info),   T(test_parse_errors),
         T(test_null_graph),             T(test_pass_registry), T(test_run_passes),
         T(test_run_passes_errors),      T(test_print_fused),  T(test_dump),
-        T(test_run_matches_ops),        T(test_run_errors),   T(test_op_table),
+        T(test_run_matches_ops),        T(test_run_errors),   T(test_op_table), T(test_symbolic_dim_messages),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
