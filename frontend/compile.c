@@ -12,8 +12,15 @@
  *
  * Guards of an entry: per argument dtype, rank, each static dim's size (a
  * symbolic dim: any size >= 2, equal wherever the same symbol appears), and
- * the layout (contiguous, or the exact strides). Captured tensors are held by
- * reference (retained) and guarded on dtype and shape.
+ * the layout (contiguous, or the exact strides); the argument count is fixed
+ * by the first call. Captured tensors (weights reached through ctx) are
+ * guarded by identity: one made before the trace is held by a weak reference
+ * (runtime/tensor.c), so releasing it fails the guard and the next call
+ * traces again, capturing whatever ctx points at then; the plan reads a
+ * capture's storage on every call, so in-place updates are seen. A tensor
+ * whose values the trace read (tj_item, tj_data) is also guarded on its
+ * storage version: those values are baked into the graph. A tensor the model
+ * made while traced is a constant of the graph, held (retained).
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -41,14 +48,25 @@ typedef struct guard {
     int64_t strides[TJ_MAX_DIMS];   /* checked when not contiguous */
 } guard;
 
+/* A concrete tensor an entry depends on: a capture (graph param) or a
+ * tensor whose values the trace read. */
+typedef struct capref {
+    tj_tensor *t;       /* retained when w is NULL; else valid while w says it lives */
+    rt_wref *w;         /* weak reference to t, or NULL: a constant the model made */
+    unsigned version;   /* t's storage version when traced */
+    bool values;        /* its values were read while tracing: guarded on version */
+} capref;
+
 typedef struct entry {
     int nargs;
     guard *args;
     ir_graph *g;            /* NULL: this signature runs eagerly */
     char *eager_why;        /* the graph break that made it eager */
-    tj_tensor **caps;       /* captured tensors (retained): g->inputs[nargs + k] */
-    guard *cap_guards;
-    int ncaps;
+    capref *caps;           /* 0..ncaps-1: g->inputs[nargs + k]; then value reads */
+    int ncaps, nrefs;
+    int *write_ref;         /* per write: index in caps of its target, or -1 */
+    int *guard_ref;         /* per gradient guard: index in caps of its leaf, or -1 */
+    atomic_int busy;        /* calls running its plan (it is not freed meanwhile) */
     int *last_use;
     int nsyms;
     int64_t *symval;        /* the traced size of each symbol (duck sizing) */
@@ -73,6 +91,8 @@ struct tj_compiled {
     entry **entries;
     int nentries, cap;
     uint32_t dyn[FE_MAX_ARGS];   /* dims marked dynamic, per argument */
+    atomic_int nargs;            /* the argument count of the first call; -1 before */
+    int traces;                  /* entries made so far (some may have been dropped) */
     char **log;                  /* recompiles and limit events, for explain */
     int nlog, logcap;
     bool limit_logged;
@@ -146,6 +166,38 @@ static bool guard_check(const guard *g, const tj_tensor *t, const char *what, in
     return true;
 }
 
+static unsigned version_of(const tj_tensor *t)
+{
+    return atomic_load_explicit(&t->storage->version, memory_order_relaxed);
+}
+
+static bool cap_released(const capref *r) { return r->w && rt_wref_get(r->w) != r->t; }
+
+/* The captures' guards: each weak one still alive (the same tensor: a weak
+ * reference never outlives its tensor's identity), each one whose values
+ * were read unchanged. A pointer and a version compare per capture. */
+static bool caps_check(const entry *e, char *why, size_t n)
+{
+    for (int k = 0; k < e->nrefs; k++) {
+        const capref *r = &e->caps[k];
+        if (cap_released(r))
+            return fail(why, n, "captured tensor %d was released", k);
+        if (r->values && version_of(r->t) != r->version)
+            return fail(why, n, "captured tensor %d was changed in place, and the trace read "
+                        "its values", k);
+    }
+    return true;
+}
+
+/* Whether e can never pass its guards again: a capture was freed. */
+static bool entry_dead(const entry *e)
+{
+    for (int k = 0; k < e->nrefs; k++)
+        if (cap_released(&e->caps[k]))
+            return true;
+    return false;
+}
+
 static bool entry_check(const entry *e, tj_tensor *const *args, int nargs, char *why, size_t n,
                         int *passed)
 {
@@ -161,14 +213,13 @@ static bool entry_check(const entry *e, tj_tensor *const *args, int nargs, char 
         if (!guard_check(&e->args[k], args[k], what, symval, why, n, passed))
             return false;
     }
-    for (int k = 0; k < e->ncaps; k++) {
-        snprintf(what, sizeof what, "captured tensor %d", k);
-        if (!guard_check(&e->cap_guards[k], e->caps[k], what, symval, why, n, passed))
-            return false;
-    }
+    if (!caps_check(e, why, n))
+        return false;
+    *passed += e->nrefs;
     for (int k = 0; k < e->nguards; k++) {
         const fe_grad_guard *gg = &e->grad_guards[k];
-        if (tj_grad(gg->leaf) != gg->prior)
+        tj_tensor *leaf = e->guard_ref[k] >= 0 ? e->caps[e->guard_ref[k]].t : gg->leaf;
+        if (tj_grad(leaf) != gg->prior)
             return fail(why, n, "the gradient of a leaf is %s (traced when it %s)",
                         tj_grad(gg->leaf) ? "another tensor" : "none",
                         gg->prior ? "had one" : "had none");
@@ -183,10 +234,15 @@ static void entry_free(entry *e)
 {
     if (!e)
         return;
-    for (int k = 0; k < e->ncaps; k++)
-        tj_release(e->caps[k]);
+    for (int k = 0; e->caps && k < e->nrefs; k++) {
+        if (e->caps[k].w)
+            rt_wref_release(e->caps[k].w);
+        else
+            tj_release(e->caps[k].t);
+    }
     free(e->caps);
-    free(e->cap_guards);
+    free(e->write_ref);
+    free(e->guard_ref);
     free(e->args);
     free(e->last_use);
     free(e->eager_why);
@@ -288,6 +344,60 @@ static int run_fn(const tj_compiled *c, tj_tensor *const *args, int nargs, tj_te
     return outs[0] ? 1 : -1;
 }
 
+/* The index of t among e's concrete tensors, or -1. */
+static int cap_index(const entry *e, const tj_tensor *t)
+{
+    for (int k = 0; t && k < e->nrefs; k++)
+        if (e->caps[k].t == t)
+            return k;
+    return -1;
+}
+
+/* Moves the trace's captures and value reads into e: a tensor made before
+ * the trace is held weakly, a constant the model made strongly; writes and
+ * gradient guards on a capture refer to it by index (and hold it no more). */
+static int take_caps(entry *e, fe_trace *tr)
+{
+    int n = tr->ncaps + tr->nvreads;
+    e->caps = calloc((size_t)n + 1, sizeof *e->caps);
+    e->write_ref = malloc(((size_t)e->nwrites + 1) * sizeof *e->write_ref);
+    e->guard_ref = malloc(((size_t)e->nguards + 1) * sizeof *e->guard_ref);
+    if (!e->caps || !e->write_ref || !e->guard_ref)
+        return -1;
+    e->ncaps = tr->ncaps;
+    for (int k = 0; k < tr->ncaps + tr->nvreads; k++) {
+        tj_tensor *t = k < tr->ncaps ? tr->caps[k] : tr->vreads[k - tr->ncaps];
+        int at = cap_index(e, t);
+        if (at < 0) {
+            at = e->nrefs++;
+            e->caps[at] = (capref){tj_retain(t), NULL, version_of(t), false};
+            if (!t->made_tracing) {
+                if (!(e->caps[at].w = rt_wref_of(t)))
+                    return -1;
+                tj_release(t);   /* the entry's hold is the weak reference now */
+            }
+        }
+        e->caps[at].values |= k >= tr->ncaps;
+    }
+    for (int k = 0; k < e->nwrites; k++) {
+        fe_write *w = &e->writes[k];
+        e->write_ref[k] = cap_index(e, w->target);
+        if (e->write_ref[k] >= 0 && e->caps[e->write_ref[k]].w) {
+            tj_release(w->target);
+            w->target = NULL;
+        }
+    }
+    for (int k = 0; k < e->nguards; k++) {
+        fe_grad_guard *gg = &e->grad_guards[k];
+        e->guard_ref[k] = cap_index(e, gg->leaf);
+        if (e->guard_ref[k] >= 0 && e->caps[e->guard_ref[k]].w) {
+            tj_release(gg->leaf);
+            gg->leaf = NULL;
+        }
+    }
+    return 0;
+}
+
 static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, bool dynamic)
 {
     entry *e = calloc(1, sizeof *e);
@@ -370,9 +480,6 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
         } else {
             e->g = tr->g;
             tr->g = NULL;
-            e->caps = tr->caps;
-            e->ncaps = tr->ncaps;
-            tr->caps = NULL;
             e->writes = tr->writes;
             e->nwrites = tr->nwrites;
             e->grad_guards = tr->grad_guards;
@@ -380,12 +487,9 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
             tr->writes = NULL;
             tr->grad_guards = NULL;
             tr->nwrites = tr->nguards = 0;
-            e->cap_guards = calloc((size_t)e->ncaps + 1, sizeof *e->cap_guards);
             e->last_use = sc_exec_last_use(e->g);
             e->plans = sc_plans_new(e->g, c->name);
-            for (int k = 0; e->cap_guards && k < e->ncaps; k++)
-                guard_of(e->caps[k], &e->cap_guards[k]);
-            if (!e->cap_guards || !e->last_use) {
+            if (take_caps(e, tr) != 0 || !e->last_use) {
                 fe_trace_end(tr);
                 entry_free(e);
                 rt_error("out of memory tracing %s", c->name);
@@ -426,8 +530,20 @@ static entry *find_entry(tj_compiled *c, tj_tensor *const *args, int nargs, char
 {
     int best = -1;
     for (int i = c->nentries - 1; i >= 0; i--) {
-        char w[400];
+        char w[320];
         int passed;
+        if (atomic_load(&c->entries[i]->busy) == 0 && entry_dead(c->entries[i])) {
+            /* a capture was released: it can never match again; drop it
+             * (no call runs its plan: busy is only raised under the lock) */
+            caps_check(c->entries[i], w, sizeof w);
+            snprintf(why, n, "%s (graph %d dropped)", w, i + 1);
+            best = INT32_MAX;
+            entry_free(c->entries[i]);
+            memmove(&c->entries[i], &c->entries[i + 1],
+                    (size_t)(c->nentries - i - 1) * sizeof *c->entries);
+            c->nentries--;
+            continue;
+        }
         if (entry_check(c->entries[i], args, nargs, w, sizeof w, &passed))
             return c->entries[i];
         if (passed > best) {
@@ -466,12 +582,14 @@ static entry *lookup(tj_compiled *c, tj_tensor *const *args, int nargs)
         }
         if (e) {
             c->entries[c->nentries++] = e;
-            if (c->nentries == 1)
+            if (c->traces++ == 0)
                 logf_(c, "graph %d: first call", c->nentries);
             else
                 logf_(c, "graph %d: recompiled because %s", c->nentries, why);
         }
     }
+    if (e)
+        atomic_fetch_add(&e->busy, 1);
     pthread_mutex_unlock(&c->lock);
     return e;
 }
@@ -503,6 +621,7 @@ static tj_compiled *compiled_new(tj_model_fn fn, tj_model_multi_fn mfn, void *ct
     strcpy(c->name, name);
     c->limit = opts && opts->recompile_limit > 0 ? opts->recompile_limit : 8;
     c->no_dynamic = opts && opts->no_dynamic;
+    atomic_init(&c->nargs, -1);
     pthread_mutex_init(&c->lock, NULL);
     return c;
 }
@@ -538,7 +657,9 @@ static int write_back(const entry *e, tj_tensor *const *args, tj_tensor *const *
     int v = 0;
     for (int k = 0; k < e->nwrites; k++) {
         const fe_write *w = &e->writes[k];
-        tj_tensor *dst = w->target ? w->target : args[w->arg];
+        tj_tensor *dst = e->write_ref[k] >= 0 ? e->caps[e->write_ref[k]].t
+                         : w->target          ? w->target
+                                              : args[w->arg];
         switch (w->kind) {
         case FE_WRITE_DATA:
             if (rt_convert(dst, vals[v++]) != 0)
@@ -559,6 +680,9 @@ static int write_back(const entry *e, tj_tensor *const *args, tj_tensor *const *
     return 0;
 }
 
+static int run_entry(const tj_compiled *c, entry *e, tj_tensor *const *args, int nargs,
+                     tj_tensor **outs, int max);
+
 /* One call: the results in outs[0..n) (in the current scope); n or -1. */
 static int call(tj_compiled *c, tj_tensor *const *args, int nargs, tj_tensor **outs, int max)
 {
@@ -576,16 +700,40 @@ static int call(tj_compiled *c, tj_tensor *const *args, int nargs, tj_tensor **o
                 rt_error("tj_call(%s): arg %d is NULL", c->name, k);
             return -1;
         }
+    for (int k = 0; k < nargs; k++)
+        if (rt_dead(args[k])) {
+            rt_error("tj_call(%s): arg %d is a released tensor (used after tj_release)", c->name, k);
+            return -1;
+        }
+    /* the signature: the first call fixes the argument count */
+    int want = -1;
+    if (!atomic_compare_exchange_strong(&c->nargs, &want, nargs) && want != nargs) {
+        rt_error("tj_call(%s): %d arg%s given, the model takes %d (the count of its first call)",
+                 c->name, nargs, nargs == 1 ? "" : "s", want);
+        return -1;
+    }
     if (fe_trace_current())
         return run_fn(c, args, nargs, outs, max);   /* inlined into the outer trace */
     atomic_fetch_add(&c->calls, 1);
     entry *e = lookup(c, args, nargs);
     if (e)
         atomic_fetch_add(&e->calls, 1);
-    if (!e || !e->g) {
+    int rc = e ? run_entry(c, e, args, nargs, outs, max) : -2;
+    if (e)
+        atomic_fetch_sub(&e->busy, 1);
+    if (rc == -2) {
         atomic_fetch_add(&c->eager_calls, 1);
         return run_fn(c, args, nargs, outs, max);
     }
+    return rc;
+}
+
+/* Runs entry e's graph: n results, -1 with an error, -2 when e is eager. */
+static int run_entry(const tj_compiled *c, entry *e, tj_tensor *const *args, int nargs,
+                     tj_tensor **outs, int max)
+{
+    if (!e->g)
+        return -2;
     if (e->nresults > max) {
         rt_error("tj_call(%s): the model returns %d results, room for %d%s", c->name, e->nresults,
                  max, max == 1 ? " (use tj_call_multi)" : "");
@@ -601,7 +749,7 @@ static int call(tj_compiled *c, tj_tensor *const *args, int nargs, tj_tensor **o
         for (int k = 0; k < nargs; k++)
             inputs[k] = args[k];
         for (int k = 0; k < e->ncaps; k++)
-            inputs[nargs + k] = e->caps[k];
+            inputs[nargs + k] = e->caps[k].t;   /* alive: the guards held */
         rc = sc_plans_run(e->plans, inputs, all);   /* 1: not compiled, use the executor */
         if (rc > 0)
             rc = sc_exec(e->g, inputs, e->last_use, all);
@@ -647,10 +795,13 @@ static void explain_guards(FILE *f, const entry *e)
         fprintf(f, "    guard arg %d: %s %s\n", k, ir_type_fmt(&t, b, sizeof b),
                 g->contiguous ? "contiguous" : "strided");
     }
-    for (int k = 0; k < e->ncaps; k++) {
+    for (int k = 0; k < e->nrefs; k++) {
+        const capref *r = &e->caps[k];
         char b[IR_TYPE_BUF];
-        fprintf(f, "    guard captured tensor %d (by reference): %s\n", k,
-                tj_describe(e->caps[k], b, sizeof b));
+        fprintf(f, "    guard captured tensor %d (%s%s): %s\n", k,
+                r->w ? "identity" : "a constant the model made, held",
+                r->values ? ", version: the trace read its values" : "",
+                cap_released(r) ? "released" : tj_describe(r->t, b, sizeof b));
     }
 }
 

@@ -29,6 +29,7 @@ fe_trace *fe_trace_begin(const char *name)
         return NULL;
     }
     current = tr;
+    rt_set_tracing(true);
     return tr;
 }
 
@@ -36,9 +37,14 @@ void fe_trace_end(fe_trace *tr)
 {
     if (!tr)
         return;
-    if (current == tr)
+    if (current == tr) {
         current = NULL;
+        rt_set_tracing(false);
+    }
     fe_trace_writes_free(tr);
+    for (int k = 0; k < tr->nvreads; k++)
+        tj_release(tr->vreads[k]);
+    free(tr->vreads);
     if (tr->caps)
         for (int k = 0; k < tr->ncaps; k++)
             tj_release(tr->caps[k]);
@@ -179,8 +185,31 @@ tj_tensor *fe_trace_apply(fe_trace *tr, ir_op op, tj_tensor *const *in, int nin,
     return rt_own(rt_tensor_symbolic(&out, n));
 }
 
+/* A concrete tensor whose values the model read while traced: what it read
+ * is baked into the graph, so the entry is guarded on its version. */
+static void value_read(fe_trace *tr, const tj_tensor *t)
+{
+    for (int k = 0; k < tr->nvreads; k++)
+        if (tr->vreads[k] == t)
+            return;
+    if (tr->nvreads == tr->vread_cap) {
+        int cap = tr->vread_cap ? 2 * tr->vread_cap : 8;
+        tj_tensor **v = realloc(tr->vreads, (size_t)cap * sizeof *v);
+        if (!v) {
+            tr->failed = true;
+            rt_error("out of memory while tracing");
+            return;
+        }
+        tr->vreads = v;
+        tr->vread_cap = cap;
+    }
+    tr->vreads[tr->nvreads++] = tj_retain((tj_tensor *)t);
+}
+
 bool fe_trace_needs_values(const tj_tensor *t, const char *what)
 {
+    if (t && !t->sym && !t->made_tracing && current)
+        value_read(current, t);
     if (!t || !t->sym)
         return false;
     fe_trace *tr = current;

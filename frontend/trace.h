@@ -54,6 +54,8 @@ struct fe_trace {
     int nwrites, write_cap;
     fe_grad_guard *grad_guards;
     int nguards, guard_cap;
+    tj_tensor **vreads;    /* concrete tensors whose values the trace read (retained) */
+    int nvreads, vread_cap;
 };
 
 /* Starts recording on this thread into a new graph named name; NULL when out

@@ -111,6 +111,10 @@ void tj_scope_end(void);
 tj_tensor *tj_keep(tj_tensor *t);     /* retain so it outlives the scope; caller releases */
 tj_tensor *tj_retain(tj_tensor *t);
 void tj_release(tj_tensor *t);        /* NULL is fine */
+/* A released handle must not be used again; ops, tj_call and the value
+ * readers report one used soon after its release as an error ("input 0 is a
+ * released tensor"), not a crash. Not every late use can be detected
+ * (docs/api.md). */
 
 /* ---- inspection -------------------------------------------------------- */
 tj_dtype tj_dtype_of(const tj_tensor *t);
@@ -392,10 +396,13 @@ typedef struct tj_compile_options {
 typedef struct tj_compiled tj_compiled;
 
 /* A handle that traces fn on its first call with each new input signature and
- * runs the recorded graph afterwards, behind guards. opts may be NULL. */
+ * runs the recorded graph afterwards, behind guards. opts may be NULL. Tensors
+ * fn reaches through ctx (weights) are guarded by identity: release one and
+ * point ctx at a new one, and the next call traces again (docs/tracing.md). */
 tj_compiled *tj_compile(tj_model_fn fn, void *ctx, const tj_compile_options *opts);
 /* Calls the compiled model: returns what fn would return (owned by the current
- * scope), or NULL with an error. Results always equal eager ones. */
+ * scope), or NULL with an error. Results always equal eager ones. nargs must
+ * be the count of the first call (the model's signature). */
 tj_tensor *tj_call(tj_compiled *c, tj_tensor *const *args, int nargs);
 /* A model with several results (the loss and the logits, say): it writes its
  * results to outs[0..n), owned by the current scope, and returns n (at most

@@ -51,7 +51,7 @@ static void test_weights_by_reference(void **state)
     tj_tensor *y = tj_call(c, &x, 1);
     tu_assert_close(y, model_weighted(w, &x, 1), 1e-6, 1e-6);
     assert_explain_has(c, "1 graph captured");
-    assert_explain_has(c, "captured tensor 0 (by reference): f32[4,8]");
+    assert_explain_has(c, "captured tensor 0 (identity): f32[4,8]");
     tj_compiled_free(c);
     tj_release(w);
 }
