@@ -445,6 +445,7 @@ static void slice_header(const region_ctx *c, int slot, const signed char *sl, c
     const ir_type *ty = &p->types[slot];
     const tj_tensor *t = c->vals[slot];
     memset(h, 0, sizeof *h);
+    h->magic = RT_LIVE;
     atomic_init(&h->refs, 1);
     h->dtype = ty->dtype;
     h->ndim = ty->ndim;
