@@ -162,9 +162,10 @@ static LLVMTypeRef ty_of(em *e, tj_dtype dt)
     switch (dt) {
     case TJ_F32: return e->f32;
     case TJ_F64: return e->f64;
+    case TJ_I16: return LLVMInt16TypeInContext(e->C);
     case TJ_I32: return LLVMInt32TypeInContext(e->C);
     case TJ_I64: return e->i64;
-    default: return e->i8;   /* u8, bool */
+    default: return e->i8;   /* u8, i8, bool */
     }
 }
 
@@ -177,11 +178,16 @@ static const char *dt_suffix(tj_dtype dt)
     case TJ_I32: return "I32";
     case TJ_I64: return "I64";
     case TJ_U8: return "U8";
+    case TJ_I8: return "I8";
+    case TJ_I16: return "I16";
     default: return "BOOL";
     }
 }
 
-static bool is_signed_int(tj_dtype dt) { return dt == TJ_I32 || dt == TJ_I64; }
+static bool is_signed_int(tj_dtype dt)
+{
+    return dt == TJ_I8 || dt == TJ_I16 || dt == TJ_I32 || dt == TJ_I64;
+}
 
 static LLVMValueRef c64(em *e, int64_t v) { return LLVMConstInt(e->i64, (unsigned long long)v, 1); }
 

@@ -80,10 +80,16 @@ const char *tj_version(void);   /* "MAJOR.MINOR.PATCH" of the linked library */
  * facts (text name, size, category) live in ir/dtypes.def, one row per
  * constant in this order, and ir/types.c checks at compile time that the rows
  * and this enum match one for one: a dtype is added here and there, or the
- * build fails. Within a category the order is PyTorch's promotion order. */
+ * build fails. Within a category the order is PyTorch's promotion order
+ * (torch's ScalarType order: u8, i8, i16, i32, i64). A new dtype goes where
+ * that order puts it, renumbering the constants after it: an ABI change, which
+ * CHANGELOG.md records (allowed before 1.0; code built on an older header
+ * must be rebuilt). */
 typedef enum tj_dtype {
     TJ_BOOL,   /* bool: 1 byte, 0 or 1 */
     TJ_U8,     /* u8 */
+    TJ_I8,     /* i8 */
+    TJ_I16,    /* i16 */
     TJ_I32,    /* i32 */
     TJ_I64,    /* i64 */
     TJ_F16,    /* f16: no kernels yet (ops reject it with a message) */

@@ -46,7 +46,7 @@ bool ir_dtype_is_float(tj_dtype dt) { return ir_dtype_valid(dt) && dtypes[dt].ca
 bool ir_dtype_supported(tj_dtype dt)
 {
     return dt == TJ_F32 || dt == TJ_F64 || dt == TJ_I32 || dt == TJ_I64 || dt == TJ_BOOL ||
-           dt == TJ_U8;
+           dt == TJ_U8 || dt == TJ_I8 || dt == TJ_I16;
 }
 
 void ir_int_range(tj_dtype dt, int64_t *min, int64_t *max)
@@ -54,6 +54,8 @@ void ir_int_range(tj_dtype dt, int64_t *min, int64_t *max)
     switch (dt) {
     case TJ_BOOL: *min = 0, *max = 1; break;
     case TJ_U8: *min = 0, *max = UINT8_MAX; break;
+    case TJ_I8: *min = INT8_MIN, *max = INT8_MAX; break;
+    case TJ_I16: *min = INT16_MIN, *max = INT16_MAX; break;
     case TJ_I32: *min = INT32_MIN, *max = INT32_MAX; break;
     default: *min = INT64_MIN, *max = INT64_MAX; break;
     }
@@ -132,9 +134,9 @@ char *ir_type_str(const ir_type *t, char *buf, size_t n)
     return buf;
 }
 
-/* Within a category the dtype enum is ordered narrow to wide, except that u8
- * and i32/i64 follow PyTorch: u8 with a signed int gives the signed one (or
- * i16, which we lack; i32 stands in for it). */
+/* Within a category the dtype enum is ordered narrow to wide (PyTorch's
+ * lattice bool < u8, i8 < i16 < i32 < i64), so the wider one wins; u8 and i8
+ * are the one pair neither holds, and PyTorch gives i16. */
 static tj_dtype promote2(tj_dtype a, tj_dtype b)
 {
     if (a == b)
@@ -142,6 +144,8 @@ static tj_dtype promote2(tj_dtype a, tj_dtype b)
     ir_category ca = dtypes[a].cat, cb = dtypes[b].cat;
     if (ca != cb)
         return ca > cb ? a : b;
+    if ((a == TJ_U8 && b == TJ_I8) || (a == TJ_I8 && b == TJ_U8))
+        return TJ_I16;
     return a > b ? a : b;
 }
 

@@ -56,13 +56,10 @@ static bool is_int_dtype(tj_dtype dt) { return !ir_dtype_is_float(dt); }
 
 static bool int_range(tj_dtype dt, int64_t *lo, int64_t *hi)
 {
-    switch (dt) {
-    case TJ_BOOL: *lo = 0, *hi = 1; return true;
-    case TJ_U8: *lo = 0, *hi = UINT8_MAX; return true;
-    case TJ_I32: *lo = INT32_MIN, *hi = INT32_MAX; return true;
-    case TJ_I64: *lo = INT64_MIN, *hi = INT64_MAX; return true;
-    default: return false;
-    }
+    if (!ir_dtype_supported(dt) || ir_dtype_is_float(dt))
+        return false;
+    ir_int_range(dt, lo, hi);
+    return true;
 }
 
 /* The element of constant node n, when n is one and its value is exact in
@@ -96,7 +93,7 @@ static bool const_of(const ir_node *n, cval *c)
 }
 
 /* float -> integer as the runtime converts (runtime/iter.c): truncation; NaN
- * and out of range give the type's minimum; u8 goes through i32 and wraps. */
+ * and out of range give the type's minimum; u8, i8, i16 go through i32 and wrap. */
 static int64_t f2i32(double v)
 {
     return v > -2147483649.0 && v < 2147483648.0 ? (int32_t)v : INT32_MIN;
@@ -115,6 +112,8 @@ static cval convert(cval c, tj_dtype dt)
     switch (dt) {
     case TJ_BOOL: r.i = fl ? c.f != 0 : c.i != 0; break;
     case TJ_U8: r.i = (uint8_t)(fl ? f2i32(c.f) : c.i); break;
+    case TJ_I8: r.i = (int8_t)(fl ? f2i32(c.f) : c.i); break;
+    case TJ_I16: r.i = (int16_t)(fl ? f2i32(c.f) : c.i); break;
     case TJ_I32: r.i = (int32_t)(fl ? f2i32(c.f) : c.i); break;
     case TJ_I64: r.i = fl ? f2i64(c.f) : c.i; break;
     case TJ_F32: r.f = (float)(fl ? c.f : (double)c.i); break;
@@ -231,7 +230,7 @@ static bool fold_pointwise(const ir_node *n, const cval *x, int nin, cval *out)
         r.f = nin > 1 ? binary_f32(n->op, (float)a.f, (float)b.f) : unary_f32(n->op, (float)a.f);
     else if (cd == TJ_F64)
         r.f = nin > 1 ? binary_f64(n->op, a.f, b.f) : unary_f64(n->op, a.f);
-    else if (cd == TJ_U8 || cd == TJ_I32 || cd == TJ_I64 || cd == TJ_BOOL)
+    else if (ir_dtype_supported(cd))   /* the integer dtypes and bool */
         r.i = (int64_t)(nin > 1 ? binary_int(n->op, a.i, b.i) : unary_int(n->op, a.i));
     else
         return false;
@@ -403,7 +402,9 @@ static bool lossless(tj_dtype from, tj_dtype to)
     if (from == to || from == TJ_BOOL)
         return true;
     switch (from) {
-    case TJ_U8: return to == TJ_I32 || to == TJ_I64 || to == TJ_F32 || to == TJ_F64;
+    case TJ_U8: return to == TJ_I16 || to == TJ_I32 || to == TJ_I64 || to == TJ_F32 || to == TJ_F64;
+    case TJ_I8: return to == TJ_I16 || to == TJ_I32 || to == TJ_I64 || to == TJ_F32 || to == TJ_F64;
+    case TJ_I16: return to == TJ_I32 || to == TJ_I64 || to == TJ_F32 || to == TJ_F64;
     case TJ_I32: return to == TJ_I64 || to == TJ_F64;
     case TJ_F32: return to == TJ_F64;
     default: return false;

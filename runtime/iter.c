@@ -141,7 +141,7 @@ void rt_iter_run(const rt_iter *it, int64_t grain, rt_row_fn fn, void *ctx)
 /* ---- conversions --------------------------------------------------------------------- */
 
 /* float -> integer like torch on x86: truncation; NaN and out of range give
- * the type's minimum; u8 goes through i32 and wraps. */
+ * the type's minimum; u8, i8 and i16 go through i32 and wrap. */
 static inline int32_t f2i32(double v)
 {
     return v > -2147483649.0 && v < 2147483648.0 ? (int32_t)v : INT32_MIN;
@@ -155,6 +155,10 @@ static inline int64_t f2i64(double v)
 #define CVT_BOOL(x) ((uint8_t)((x) != 0))
 #define CVT_U8(x) _Generic((x), float: (uint8_t)f2i32(x), double: (uint8_t)f2i32(x), \
                            default: (uint8_t)(x))
+#define CVT_I8(x) _Generic((x), float: (int8_t)f2i32(x), double: (int8_t)f2i32(x), \
+                           default: (int8_t)(x))
+#define CVT_I16(x) _Generic((x), float: (int16_t)f2i32(x), double: (int16_t)f2i32(x), \
+                            default: (int16_t)(x))
 #define CVT_I32(x) _Generic((x), float: f2i32(x), double: f2i32(x), default: (int32_t)(x))
 #define CVT_I64(x) _Generic((x), float: f2i64(x), double: f2i64(x), default: (int64_t)(x))
 #define CVT_F32(x) ((float)(x))
@@ -184,14 +188,15 @@ typedef void (*cvt_fn)(char *dst, int64_t dstep, const char *src, int64_t sstep,
         } \
     }
 #define CVT_FROM(S, ST) \
-    CVT_PAIR(BOOL, uint8_t, S, ST) CVT_PAIR(U8, uint8_t, S, ST) CVT_PAIR(I32, int32_t, S, ST) \
-    CVT_PAIR(I64, int64_t, S, ST) CVT_PAIR(F32, float, S, ST) CVT_PAIR(F64, double, S, ST)
+    CVT_PAIR(BOOL, uint8_t, S, ST) CVT_PAIR(U8, uint8_t, S, ST) CVT_PAIR(I8, int8_t, S, ST) \
+    CVT_PAIR(I16, int16_t, S, ST) CVT_PAIR(I32, int32_t, S, ST) CVT_PAIR(I64, int64_t, S, ST) \
+    CVT_PAIR(F32, float, S, ST) CVT_PAIR(F64, double, S, ST)
 RT_DTYPES(CVT_FROM)
 #undef CVT_FROM
 
 #define CVT_ENTRY(D, DT, S) [TJ_##D][TJ_##S] = cvt_##D##_##S,
 #define CVT_ROW(S, ST) CVT_ENTRY(BOOL, uint8_t, S) CVT_ENTRY(U8, uint8_t, S) \
-    CVT_ENTRY(I32, int32_t, S) CVT_ENTRY(I64, int64_t, S) CVT_ENTRY(F32, float, S) \
+    CVT_ENTRY(I8, int8_t, S) CVT_ENTRY(I16, int16_t, S) CVT_ENTRY(I32, int32_t, S) CVT_ENTRY(I64, int64_t, S) CVT_ENTRY(F32, float, S) \
     CVT_ENTRY(F64, double, S)
 static const cvt_fn cvt_table[TJ_NUM_DTYPES][TJ_NUM_DTYPES] = {RT_DTYPES(CVT_ROW)};
 

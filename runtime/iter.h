@@ -22,7 +22,8 @@
 #define RT_BLOCK 1024          /* elements per packed block (stack buffers) */
 
 /* The supported dtypes: X(ID, ctype). */
-#define RT_DTYPES(X) X(BOOL, uint8_t) X(U8, uint8_t) X(I32, int32_t) X(I64, int64_t) \
+#define RT_DTYPES(X) X(BOOL, uint8_t) X(U8, uint8_t) X(I8, int8_t) X(I16, int16_t) \
+    X(I32, int32_t) X(I64, int64_t) \
     X(F32, float) X(F64, double)
 
 /* Innermost loops get AVX-512 and AVX2 versions, picked at load time. */

@@ -123,6 +123,7 @@ ADD_ROW(uint64_t)
 MADD_ROW(float)
 MADD_ROW(double)
 MADD_ROW(uint8_t)
+MADD_ROW(uint16_t)
 MADD_ROW(uint32_t)
 MADD_ROW(uint64_t)
 #undef MAX_ROW
@@ -214,6 +215,7 @@ static void *grid_alloc(const geom *g, size_t es, size_t *nbytes)
 PAD_PLANE(float)
 PAD_PLANE(double)
 PAD_PLANE(uint8_t)
+PAD_PLANE(uint16_t)
 PAD_PLANE(uint32_t)
 PAD_PLANE(uint64_t)
 #undef PAD_PLANE
@@ -387,9 +389,15 @@ static void fill_bias(const conv_job *j, char *y, int64_t o, int64_t n)
         return;
     }
     const char *b = j->bias + o * j->bstride * (int64_t)j->es;
+    uint16_t v2;
     uint32_t v4;
     uint64_t v8;
     switch (j->es) {
+    case 2:
+        memcpy(&v2, b, 2);
+        for (int64_t k = 0; k < n; k++)
+            memcpy(y + 2 * k, &v2, 2);
+        break;
     case 4:
         memcpy(&v4, b, 4);
         for (int64_t k = 0; k < n; k++)
@@ -442,6 +450,7 @@ static void fill_bias(const conv_job *j, char *y, int64_t o, int64_t n)
 DIRECT_PLANES(f32, float)
 DIRECT_PLANES(f64, double)
 DIRECT_PLANES(u8, uint8_t)
+DIRECT_PLANES(i16, uint16_t)
 DIRECT_PLANES(i32, uint32_t)
 DIRECT_PLANES(i64, uint64_t)
 #undef DIRECT_PLANES
@@ -451,7 +460,9 @@ static rt_range_fn direct_fn(tj_dtype dt)
     switch (dt) {
     case TJ_F32: return direct_planes_f32;
     case TJ_F64: return direct_planes_f64;
-    case TJ_U8: return direct_planes_u8;
+    case TJ_U8:
+    case TJ_I8: return direct_planes_u8;   /* wrapping, so the same bits */
+    case TJ_I16: return direct_planes_i16;
     case TJ_I32: return direct_planes_i32;
     default: return direct_planes_i64;
     }
@@ -504,6 +515,7 @@ static bool is_pointwise(const geom *g)
         }                                                                                  \
     }
 IM2COL(uint8_t)
+IM2COL(uint16_t)
 IM2COL(uint32_t)
 IM2COL(uint64_t)
 #undef IM2COL
@@ -514,6 +526,8 @@ static void im2col(const conv_job *j, void *cols, int64_t n, int64_t c0, int64_t
         im2col_uint32_t(j, cols, n, c0, r0, r1);
     else if (j->es == 8)
         im2col_uint64_t(j, cols, n, c0, r0, r1);
+    else if (j->es == 2)
+        im2col_uint16_t(j, cols, n, c0, r0, r1);
     else
         im2col_uint8_t(j, cols, n, c0, r0, r1);
 }
@@ -592,6 +606,7 @@ static void conv_tiles(void *ctx, int64_t t0, int64_t t1)
         }                                                                                  \
     }
 PAD_PLANES(uint8_t)
+PAD_PLANES(uint16_t)
 PAD_PLANES(uint32_t)
 PAD_PLANES(uint64_t)
 #undef PAD_PLANES
@@ -699,7 +714,7 @@ static int conv_shifted(conv_job *j, const tj_tensor *w)
     j->xpad = xpad;
     j->wtap = wtap;
     rt_range_fn pad = es == 4 ? pad_planes_uint32_t : es == 8 ? pad_planes_uint64_t
-                                                              : pad_planes_uint8_t;
+                      : es == 2 ? pad_planes_uint16_t : pad_planes_uint8_t;
     rt_parallel_for(g->n * g->c, 32768 / (j->hp * j->wp) + 1, pad, j);
     run_tiles(j, tile_rows(j, (j->og > j->cg ? j->og : j->cg) * j->wp * es), shifted_tiles);
     rt_free(xpad, pbytes);

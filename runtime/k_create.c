@@ -42,6 +42,12 @@ RT_CLONES static void fill4(uint32_t *restrict p, int64_t n, uint32_t v)
         p[i] = v;
 }
 
+RT_CLONES static void fill2(uint16_t *restrict p, int64_t n, uint16_t v)
+{
+    for (int64_t i = 0; i < n; i++)
+        p[i] = v;
+}
+
 static void fill_range(void *ctx, int64_t b, int64_t e)
 {
     fill_ctx *c = ctx;
@@ -50,6 +56,8 @@ static void fill_range(void *ctx, int64_t b, int64_t e)
         fill8(p, e - b, c->bits);
     else if (c->size == 4)
         fill4(p, e - b, (uint32_t)c->bits);
+    else if (c->size == 2)
+        fill2(p, e - b, (uint16_t)c->bits);
     else
         memset(p, (int)(c->bits & 0xff), (size_t)(e - b));
 }
@@ -69,7 +77,7 @@ int rt_k_full(RT_KERNEL_ARGS)
     case TJ_F64: memcpy(&c.bits, &v, 8); break;
     case TJ_BOOL: c.bits = v != 0; break;
     case TJ_I32: c.bits = (uint32_t)(int32_t)to_int(v); break;
-    default: c.bits = (uint64_t)to_int(v); break;   /* i64; u8 keeps the low byte */
+    default: c.bits = (uint64_t)to_int(v); break;   /* i64; u8, i8, i16 keep the low bytes */
     }
     rt_parallel_for(tj_numel(out), RT_GRAIN, fill_range, &c);
     return 0;
@@ -114,6 +122,12 @@ RT_CLONES static void arange_u8(uint8_t *restrict p, int64_t b, int64_t e, int64
         p[i] = (uint8_t)(s + d * i);
 }
 
+RT_CLONES static void arange_i16(int16_t *restrict p, int64_t b, int64_t e, int64_t s, int64_t d)
+{
+    for (int64_t i = b; i < e; i++)
+        p[i] = (int16_t)(s + d * i);
+}
+
 static void arange_range(void *ctx, int64_t b, int64_t e)
 {
     arange_ctx *c = ctx;
@@ -122,7 +136,8 @@ static void arange_range(void *ctx, int64_t b, int64_t e)
     case TJ_F64: arange_f64(c->p, b, e, c->start, c->step); break;
     case TJ_I64: arange_i64(c->p, b, e, c->istart, c->istep); break;
     case TJ_I32: arange_i32(c->p, b, e, c->istart, c->istep); break;
-    default: arange_u8(c->p, b, e, c->istart, c->istep); break;
+    case TJ_I16: arange_i16(c->p, b, e, c->istart, c->istep); break;
+    default: arange_u8(c->p, b, e, c->istart, c->istep); break;   /* u8, i8: one byte */
     }
 }
 

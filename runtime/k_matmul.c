@@ -148,6 +148,7 @@ static int gemm_blas(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_
             c[j] = (U)(c[j] + a * b[j]);                                                     \
     }
 INT_AXPY(uint8_t)
+INT_AXPY(uint16_t)
 INT_AXPY(uint32_t)
 INT_AXPY(uint64_t)
 #undef INT_AXPY
@@ -179,6 +180,7 @@ enum { INT_NB = 1024 };   /* column block */
         }                                                                                   \
     }
 INT_ROWS(uint8_t)
+INT_ROWS(uint16_t)
 INT_ROWS(uint32_t)
 INT_ROWS(uint64_t)
 #undef INT_ROWS
@@ -193,7 +195,9 @@ static int gemm_int(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_m
         return -1;
     int_gemm g = {n, k, a, b, acc, c, ldc};
     int64_t grain = 32768 / max1(n * max1(k)) + 1;
-    rt_range_fn fn = dt == TJ_U8 ? rows_uint8_t : dt == TJ_I32 ? rows_uint32_t : rows_uint64_t;
+    size_t es = tj_dtype_size(dt);
+    rt_range_fn fn = es == 1 ? rows_uint8_t : es == 2 ? rows_uint16_t : es == 4 ? rows_uint32_t
+                                                                           : rows_uint64_t;
     rt_parallel_for(m, grain, fn, &g);
     release(pb, (size_t)(k * n) * tj_dtype_size(dt));
     return 0;

@@ -21,6 +21,8 @@
 /* ---- what the generator needs to know per dtype and rule ---------------------- */
 #define CT_BOOL uint8_t
 #define CT_U8 uint8_t
+#define CT_I8 int8_t
+#define CT_I16 int16_t
 #define CT_I32 int32_t
 #define CT_I64 int64_t
 #define CT_F32 float
@@ -32,16 +34,18 @@
 #define PICK_F64(f32, f64, i) f64
 #define PICK_BOOL(f32, f64, i) i
 #define PICK_U8(f32, f64, i) i
+#define PICK_I8(f32, f64, i) i
+#define PICK_I16(f32, f64, i) i
 #define PICK_I32(f32, f64, i) i
 #define PICK_I64(f32, f64, i) i
 
 /* Compute dtypes of each rule (ir/ir.h): G(D, ...) for each. */
 #define CD_FLOAT(G, ...) G(F32, __VA_ARGS__) G(F64, __VA_ARGS__)
-#define CD_SAME(G, ...) CD_FLOAT(G, __VA_ARGS__) G(U8, __VA_ARGS__) G(I32, __VA_ARGS__) \
-    G(I64, __VA_ARGS__)
+#define CD_INT(G, ...) G(U8, __VA_ARGS__) G(I8, __VA_ARGS__) G(I16, __VA_ARGS__) \
+    G(I32, __VA_ARGS__) G(I64, __VA_ARGS__)
+#define CD_SAME(G, ...) CD_FLOAT(G, __VA_ARGS__) CD_INT(G, __VA_ARGS__)
 #define CD_ALL(G, ...) CD_SAME(G, __VA_ARGS__) G(BOOL, __VA_ARGS__)
-#define CD_BITWISE(G, ...) G(BOOL, __VA_ARGS__) G(U8, __VA_ARGS__) G(I32, __VA_ARGS__) \
-    G(I64, __VA_ARGS__)
+#define CD_BITWISE(G, ...) G(BOOL, __VA_ARGS__) CD_INT(G, __VA_ARGS__)
 #define CD_ROUND CD_SAME
 #define CD_SUB CD_SAME
 #define CD_NUMERIC CD_SAME
@@ -68,6 +72,8 @@
 #define STORE(R, rule, v) STORE_##R(rule, v)
 #define STORE_BOOL(rule, v) ((uint8_t)(BOOLV_##rule(v)))
 #define STORE_U8(rule, v) ((uint8_t)(v))
+#define STORE_I8(rule, v) ((int8_t)(v))
+#define STORE_I16(rule, v) ((int16_t)(v))
 #define STORE_I32(rule, v) ((int32_t)(v))
 #define STORE_I64(rule, v) ((int64_t)(v))
 #define STORE_F32(rule, v) ((float)(v))
@@ -322,13 +328,14 @@ static int run_ternary(t_loop fn, tj_tensor *out, tj_tensor *const *in, int nin,
             o[k] = c[k] ? a[k] : b[k]; \
     }
 WHERE_LOOP(8)
+WHERE_LOOP(16)
 WHERE_LOOP(32)
 WHERE_LOOP(64)
 
 int rt_k_where(RT_KERNEL_ARGS)
 {
     size_t sz = tj_dtype_size(out->dtype);
-    t_loop fn = sz == 1 ? where_8 : sz == 4 ? where_32 : where_64;
+    t_loop fn = sz == 1 ? where_8 : sz == 2 ? where_16 : sz == 4 ? where_32 : where_64;
     tj_dtype want[3] = {TJ_BOOL, out->dtype, out->dtype};
     return run_ternary(fn, out, in, 3, want, a);
 }
@@ -396,14 +403,16 @@ static int64_t int_bound(double v, tj_dtype dt)
         } \
     }
 CLAMP_INT(U8, uint8_t)
+CLAMP_INT(I8, int8_t)
+CLAMP_INT(I16, int16_t)
 CLAMP_INT(I32, int32_t)
 CLAMP_INT(I64, int64_t)
 
 int rt_k_clamp(RT_KERNEL_ARGS)
 {
     static const t_loop loops[TJ_NUM_DTYPES] = {
-        [TJ_F32] = clamp_F32, [TJ_F64] = clamp_F64, [TJ_U8] = clamp_U8,
-        [TJ_I32] = clamp_I32, [TJ_I64] = clamp_I64,
+        [TJ_F32] = clamp_F32, [TJ_F64] = clamp_F64, [TJ_U8] = clamp_U8, [TJ_I8] = clamp_I8,
+        [TJ_I16] = clamp_I16, [TJ_I32] = clamp_I32, [TJ_I64] = clamp_I64,
     };
     t_loop fn = loops[out->dtype];
     if (!fn)

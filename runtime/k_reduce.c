@@ -238,6 +238,14 @@ CLONES static void store_block(const red *r, const double *v, const int64_t *iv,
         for (int64_t j = 0; j < w; j++)
             ((int32_t *)o)[k0 + j * ks] = (int32_t)iv[j];
         break;
+    case TJ_I16:
+        for (int64_t j = 0; j < w; j++)
+            ((int16_t *)o)[k0 + j * ks] = (int16_t)iv[j];
+        break;
+    case TJ_I8:
+        for (int64_t j = 0; j < w; j++)
+            ((int8_t *)o)[k0 + j * ks] = (int8_t)iv[j];
+        break;
     case TJ_U8:
         for (int64_t j = 0; j < w; j++)
             ((uint8_t *)o)[k0 + j * ks] = (uint8_t)iv[j];

@@ -36,6 +36,7 @@ typedef struct npy_dtype {
 static const npy_dtype npy_dtypes[] = {
     {"<f4", 'f', 4, TJ_F32}, {"<f8", 'f', 8, TJ_F64}, {"<i4", 'i', 4, TJ_I32},
     {"<i8", 'i', 8, TJ_I64}, {"|b1", 'b', 1, TJ_BOOL}, {"|u1", 'u', 1, TJ_U8},
+    {"|i1", 'i', 1, TJ_I8},  {"<i2", 'i', 2, TJ_I16},
 };
 #define NPY_NDTYPES (int)(sizeof npy_dtypes / sizeof npy_dtypes[0])
 
@@ -58,7 +59,7 @@ static int descr_to_dtype(const char *descr, tj_dtype *dt, char *err, size_t ner
         }
     }
     snprintf(err, nerr,
-             "unsupported dtype '%s' (supported: <f4 <f8 <i4 <i8 |b1 |u1)", descr);
+             "unsupported dtype '%s' (supported: <f4 <f8 <i4 <i8 <i2 |i1 |b1 |u1)", descr);
     return -1;
 }
 

@@ -335,6 +335,8 @@ double rt_load_f64(const tj_tensor *t, const int64_t *index)
     case TJ_F32: return *(const float *)p;
     case TJ_F64: return *(const double *)p;
     case TJ_I32: return *(const int32_t *)p;
+    case TJ_I16: return *(const int16_t *)p;
+    case TJ_I8: return *(const int8_t *)p;
     case TJ_I64: return (double)*(const int64_t *)p;
     case TJ_BOOL:
     case TJ_U8: return *(const uint8_t *)p;

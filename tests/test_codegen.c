@@ -145,7 +145,9 @@ static tj_tensor *values(tj_dtype dt, int64_t n, double scale)
         if (flt && i % 97 == 5)
             x = special[(i / 97) % (sizeof special / sizeof *special)];
         if (!flt)
-            x = dt == TJ_BOOL ? (double)(h & 1) : dt == TJ_U8 ? (double)(h % 200) : floor(x * 5);
+            x = dt == TJ_BOOL ? (double)(h & 1) : dt == TJ_U8 ? (double)(h % 200)
+                : dt == TJ_I8 ? (double)(h % 256) - 128   /* the whole range: sums wrap */
+                : dt == TJ_I16 ? floor(x * 2000) : floor(x * 5);
         v[i] = x;
     }
     tj_tensor *t = tj_cast(tj_from_data(TJ_F64, 1, (int64_t[]){n}, v), dt);
@@ -180,7 +182,7 @@ static const ir_op binary_ops[] = {
 #include "../ir/ops.def"
 };
 
-static const tj_dtype all_dtypes[] = {TJ_F32, TJ_F64, TJ_I32, TJ_I64, TJ_U8, TJ_BOOL};
+static const tj_dtype all_dtypes[] = {TJ_F32, TJ_F64, TJ_I32, TJ_I64, TJ_I16, TJ_I8, TJ_U8, TJ_BOOL};
 
 /* Composite rows are decomposed into prims: a few ulp from the fused formula. */
 static double tolerance(ir_op op) { return ir_ops[op].prim ? 0 : 8; }
@@ -275,6 +277,9 @@ static void test_binary_mixed_and_scalars(void **state)
     check_binary(OP_lt, TJ_F64, TJ_I64, 0);
     check_binary(OP_logical_and, TJ_BOOL, TJ_F32, 2);
     check_binary(OP_bitwise_xor, TJ_U8, TJ_I32, 1);
+    check_binary(OP_add, TJ_U8, TJ_I8, 0);   /* i16 */
+    check_binary(OP_mul, TJ_I8, TJ_I16, 1);
+    check_binary(OP_remainder, TJ_I16, TJ_I8, 2);
     tj_tensor *x = values(TJ_F32, 4099, 4);
     compare(model_scalars, NULL, &x, 1, 0, "scalars");
     x = values(TJ_I32, 513, 4);

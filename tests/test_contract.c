@@ -70,12 +70,14 @@ static void test_matmul_ranks(void **state)
 static void test_matmul_ints(void **state)
 {
     (void)state;
-    static const char *cases[] = {"mm_i64", "mm_i64_1_1", "mm_u8", "mm_k0_i64"};
+    static const char *cases[] = {"mm_i64", "mm_i64_1_1", "mm_u8", "mm_i8", "mm_k0_i64"};
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
         check(cases[k], tj_matmul(in(cases[k], "a"), in(cases[k], "b")), 0);
     /* a @ b.T on i32: the transposed right operand is packed */
     tj_tensor *bt = tj_transpose(in("mm_i32_t", "b"), 0, 1);
     check("mm_i32_t", tj_matmul(in("mm_i32_t", "a"), bt), 0);
+    bt = tj_transpose(in("mm_i16_t", "b"), 0, 1);
+    check("mm_i16_t", tj_matmul(in("mm_i16_t", "a"), bt), 0);
 }
 
 static void test_matmul_views(void **state)
@@ -208,6 +210,10 @@ static void test_conv2d(void **state)
         {"conv_dw_i32", {2, 2}, {1, 1}, {1, 1}, 2, true},
         {"conv_u8", {2, 2}, {1, 1}, {1, 1}, 1, true},
         {"conv_shift_u8", {1, 1}, {1, 1}, {1, 1}, 1, false},
+        {"conv_dw_i8", {1, 1}, {1, 1}, {1, 1}, 2, false},
+        {"conv_dw_i16", {2, 2}, {1, 1}, {1, 1}, 2, true},
+        {"conv_i16", {2, 2}, {1, 1}, {1, 1}, 1, true},
+        {"conv_shift_i8", {1, 1}, {1, 1}, {1, 1}, 1, false},
         {"conv_c0", {1, 1}, {0, 0}, {1, 1}, 1, true},
         {"conv_n0", {1, 1}, {0, 0}, {1, 1}, 1, true},
     };

@@ -21,7 +21,7 @@
 static void test_zeros_ones_empty(void **state)
 {
     (void)state;
-    tj_dtype dts[] = {TJ_F32, TJ_F64, TJ_I32, TJ_I64, TJ_BOOL, TJ_U8};
+    tj_dtype dts[] = {TJ_F32, TJ_F64, TJ_I32, TJ_I64, TJ_I16, TJ_I8, TJ_BOOL, TJ_U8};
     for (size_t k = 0; k < sizeof dts / sizeof *dts; k++) {
         tj_tensor *z = tj_zeros(dts[k], 2, S(3, 70000)), *o = tj_ones(dts[k], 2, S(3, 70000));
         tj_tensor *e = tj_empty(dts[k], 3, S(2, 0, 4));
@@ -43,6 +43,8 @@ static void test_full_values(void **state)
         {TJ_F32, 0.1, (float)0.1}, {TJ_F64, -2.5, -2.5},  {TJ_I32, 1.7, 1},
         {TJ_I64, -3.9, -3},        {TJ_U8, -1, 255},      {TJ_BOOL, 0.5, 1},
         {TJ_BOOL, 0, 0},           {TJ_I32, NAN, 0},      {TJ_F32, INFINITY, INFINITY},
+        {TJ_I8, -128, -128},       {TJ_I8, 2.9, 2},       {TJ_I16, -32768.5, -32768},
+        {TJ_I16, 1234, 1234},
     };
     for (size_t k = 0; k < sizeof c / sizeof *c; k++) {
         tj_tensor *t = tj_full(c[k].dt, 1, S(5), c[k].v);
@@ -91,6 +93,7 @@ static void test_arange_golden(void **state)
         {"ar_i64", TJ_I64, 0, 5, 1.5},         {"ar_i32", TJ_I32, 0, 5, 1.5},
         {"ar_i64_neg", TJ_I64, -3, 10.5, 4},   {"ar_u8", TJ_U8, 250, 0, -7},
         {"ar_f32_long", TJ_F32, -1000, 1000, 0.37}, {"ar_empty", TJ_F32, 2, 2, 1},
+        {"ar_i8", TJ_I8, -100, 100, 13},       {"ar_i16", TJ_I16, -30000, 30000, 1234.5},
     };
     for (size_t k = 0; k < sizeof c / sizeof *c; k++) {
         tj_tensor *got = tj_arange(c[k].dt, c[k].s, c[k].e, c[k].st);

@@ -329,15 +329,19 @@ static void test_int_corners(void **state)
 static double convert_ref(double v, tj_dtype from, tj_dtype to)
 {
     bool from_int = from != TJ_F32 && from != TJ_F64;   /* integers wrap */
-    if (from_int && (to == TJ_U8 || to == TJ_I32))
-        return to == TJ_U8 ? (double)(uint8_t)(int64_t)v : (double)(int32_t)(int64_t)v;
+    int64_t w = from_int ? (int64_t)v : v > -2147483649.0 && v < 2147483648.0 ? (int32_t)v
+                                                                              : INT32_MIN;
     switch (to) {
     case TJ_BOOL:
         return v != 0;
     case TJ_U8:
-        return (double)(uint8_t)(v > -2147483649.0 && v < 2147483648.0 ? (int32_t)v : INT32_MIN);
+        return (double)(uint8_t)w;   /* floats through i32, like torch */
+    case TJ_I8:
+        return (double)(int8_t)w;
+    case TJ_I16:
+        return (double)(int16_t)w;
     case TJ_I32:
-        return v > -2147483649.0 && v < 2147483648.0 ? (double)(int32_t)v : INT32_MIN;
+        return (double)(int32_t)w;
     case TJ_I64:
         return v >= -9223372036854775808.0 && v < 9223372036854775808.0 ? (double)(int64_t)v
                                                                          : (double)INT64_MIN;
@@ -352,9 +356,9 @@ static void test_convert(void **state)
 {
     (void)state;
     const double vals[] = {0, 1, -1, 2.75, -3.5, 255, 256, 300.5, -129, 1e10, 70000, 0.25};
-    const tj_dtype dts[] = {TJ_BOOL, TJ_U8, TJ_I32, TJ_I64, TJ_F32, TJ_F64};
-    for (int s = 0; s < 6; s++)
-        for (int d = 0; d < 6; d++) {
+    const tj_dtype dts[] = {TJ_BOOL, TJ_U8, TJ_I8, TJ_I16, TJ_I32, TJ_I64, TJ_F32, TJ_F64};
+    for (int s = 0; s < 8; s++)
+        for (int d = 0; d < 8; d++) {
             tj_tensor *src = tu_tensor(dts[s], 2, (int64_t[]){1, 12}, vals);   /* broadcast rows */
             tj_tensor *buf = tj_zeros(dts[d], 2, (int64_t[]){12, 5});
             tj_tensor *out = tj_transpose(buf, 0, 1);                          /* [5,12] strided */

@@ -637,7 +637,7 @@ static void test_npy_roundtrip_dtypes(void **state)
 {
     (void)state;
     double vals[] = {0, 1, -2.5, 3, 1e30, -7, 126, 0.125, 1, 0, 255, -1};
-    tj_dtype dts[] = {TJ_F32, TJ_F64, TJ_I32, TJ_I64, TJ_BOOL, TJ_U8};
+    tj_dtype dts[] = {TJ_F32, TJ_F64, TJ_I32, TJ_I64, TJ_I16, TJ_I8, TJ_BOOL, TJ_U8};
     const int64_t shapes[][3] = {{3, 4, 0}, {12, 0, 0}, {2, 3, 2}};
     const int ndims[] = {2, 1, 3};
     for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
@@ -651,6 +651,8 @@ static void test_npy_roundtrip_dtypes(void **state)
                 case TJ_F64: ((double *)raw)[k] = v; break;
                 case TJ_I32: ((int32_t *)raw)[k] = (int32_t)(v > 1e9 ? 1000000000 : v); break;
                 case TJ_I64: ((int64_t *)raw)[k] = (int64_t)(v > 1e18 ? 1e18 : v); break;
+                case TJ_I16: ((int16_t *)raw)[k] = (int16_t)(v > 1e4 ? -32768 : v); break;
+                case TJ_I8: ((int8_t *)raw)[k] = (int8_t)(v > 127 ? -128 : v); break;
                 case TJ_BOOL: raw[k] = v != 0; break;
                 default: ((uint8_t *)raw)[k] = (uint8_t)(v < 0 ? 200 : v > 255 ? 255 : v); break;
                 }
@@ -786,6 +788,17 @@ static void test_npy_versions(void **state)
     assert_non_null(t);
     assert_int_equal(tj_dtype_of(t), TJ_U8);
     assert_true(tj_get(t, (int64_t[]){2}) == 7.0);
+    /* numpy's int8 and int16 descrs */
+    t = tj_load_npy(write_raw("i1.npy", 1, "{'descr':'|i1','fortran_order':False,'shape':(2,)}",
+                              (int8_t[]){-128, 127}, 2));
+    assert_non_null(t);
+    assert_int_equal(tj_dtype_of(t), TJ_I8);
+    assert_true(tj_get(t, (int64_t[]){0}) == -128.0);
+    t = tj_load_npy(write_raw("i2.npy", 1, "{'descr':'<i2','fortran_order':False,'shape':(2,)}",
+                              (int16_t[]){-32768, 300}, 4));
+    assert_non_null(t);
+    assert_int_equal(tj_dtype_of(t), TJ_I16);
+    assert_true(tj_get(t, (int64_t[]){0}) == -32768.0 && tj_get(t, (int64_t[]){1}) == 300.0);
     t = tj_load_npy(write_raw("b.npy", 1, "{'descr':'|b1','fortran_order':False,'shape':(3,)}",
                               bytes, 3));
     assert_non_null(t);
@@ -838,8 +851,10 @@ static void test_npy_load_errors(void **state)
                       "unsupported dtype '<f2'");
     expect_load_error(write_raw("u3.npy", 1, HDR("<U3", "False", "(2,)"), d, 24),
                       "unsupported dtype '<U3'");
-    expect_load_error(write_raw("i2.npy", 1, HDR("<i2", "False", "(2,)"), d, 4),
-                      "unsupported dtype");
+    expect_load_error(write_raw("i2.npy", 1, HDR(">i2", "False", "(2,)"), d, 4),
+                      "big-endian dtype '>i2'");
+    expect_load_error(write_raw("u2.npy", 1, HDR("<u2", "False", "(2,)"), d, 4),
+                      "unsupported dtype '<u2' (supported: <f4 <f8 <i4 <i8 <i2 |i1 |b1 |u1)");
     expect_load_error(write_raw("struct.npy", 1,
                                 "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,)}",
                                 d, 4),

@@ -12,7 +12,7 @@
  *
  *   double  tj_pw_<name>_F32(float x)      or (float a, float b)
  *   double  tj_pw_<name>_F64(double x)
- *   int64_t tj_pw_<name>_<I32|I64|U8|BOOL>(<ctype> x)
+ *   int64_t tj_pw_<name>_<I8|I16|I32|I64|U8|BOOL>(<ctype> x)
  *
  * returns the row's formula for D (the f32 column for F32, f64 for F64, the
  * int column otherwise), widened exactly to double (float dtypes) or int64_t
@@ -35,6 +35,8 @@
 #define PW_I32 int32_t
 #define PW_I64 int64_t
 #define PW_U8 uint8_t
+#define PW_I8 int8_t
+#define PW_I16 int16_t
 #define PW_BOOL uint8_t
 
 #define PW_U(D, R, name, expr) \
@@ -46,7 +48,8 @@
 
 #define PW_ALL(G, name, f32, f64, i) \
     G(F32, double, name, f32) G(F64, double, name, f64) G(I32, int64_t, name, i) \
-    G(I64, int64_t, name, i) G(U8, int64_t, name, i) G(BOOL, int64_t, name, i)
+    G(I64, int64_t, name, i) G(U8, int64_t, name, i) G(I8, int64_t, name, i) \
+    G(I16, int64_t, name, i) G(BOOL, int64_t, name, i)
 
 #pragma clang diagnostic ignored "-Wtautological-unsigned-zero-compare"
 #pragma clang diagnostic ignored "-Wconstant-logical-operand"

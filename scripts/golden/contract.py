@@ -182,4 +182,24 @@ case("avg_tr", lambda x: F.avg_pool2d(x.transpose(2, 3), 2, 1, 1, count_include_
 case("pool_n0_max", maxp(2), x=rnd(0, 2, 4, 4))
 case("pool_n0_avg", avgp(2), x=rnd(0, 2, 4, 4))
 
+# ---- i8 and i16 (wrapping like PyTorch), from a stream of their own so that the
+# cases above keep their data: GEMM, packed GEMM, direct, im2col and shifted convs
+gi = torch.Generator().manual_seed(17)
+
+
+def rndi(*shape, dtype):
+    lim = 128 if dtype == torch.int8 else 400
+    return torch.randint(-lim, lim, shape, dtype=dtype, generator=gi)
+
+
+i8, i16 = torch.int8, torch.int16
+case("mm_i8", mm, a=rndi(2, 3, 7, dtype=i8), b=rndi(7, 4, dtype=i8))
+case("mm_i16_t", lambda a, b: a @ b.T, a=rndi(3, 5, dtype=i16), b=rndi(4, 5, dtype=i16))
+case("conv_dw_i8", conv(1, 1, 1, 2), x=rndi(1, 2, 4, 5, dtype=i8), w=rndi(2, 1, 3, 3, dtype=i8))
+case("conv_dw_i16", conv(2, 1, 1, 2), x=rndi(1, 2, 5, 5, dtype=i16),
+     w=rndi(4, 1, 3, 3, dtype=i16), b=rndi(4, dtype=i16))
+case("conv_i16", conv(2, 1), x=rndi(1, 3, 5, 5, dtype=i16), w=rndi(2, 3, 3, 3, dtype=i16),
+     b=rndi(2, dtype=i16))
+case("conv_shift_i8", conv(1, 1), x=rndi(1, 16, 3, 14, dtype=i8), w=rndi(2, 16, 3, 3, dtype=i8))
+
 g.done()

@@ -27,7 +27,7 @@ from common import Family
 g = Family("pointwise")
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 DT = {torch.float32: "f32", torch.float64: "f64", torch.int64: "i64", torch.int32: "i32",
-      torch.uint8: "u8", torch.bool: "bool"}
+      torch.int16: "i16", torch.int8: "i8", torch.uint8: "u8", torch.bool: "bool"}
 TD = {v: k for k, v in DT.items()}
 lines, want, inputs = [], [], {}
 
@@ -143,6 +143,18 @@ add_input("b_u8", torch.randint(1, 20, SI, dtype=torch.uint8))
 add_input("e_u8", torch.randint(0, 4, SI, dtype=torch.uint8))
 add_input("a_bool", torch.rand(SI) > 0.5)
 add_input("b_bool", torch.rand(SI) > 0.5)
+for dt in (torch.int8, torch.int16):   # drawn after the others, which keep their values
+    n = DT[dt]
+    add_input("a_" + n, torch.randint(-9, 10, SI, dtype=dt))
+    b = torch.randint(1, 8, SI, dtype=dt) * (torch.randint(0, 2, SI, dtype=dt) * 2 - 1)
+    add_input("b_" + n, b)                                                     # nonzero
+    add_input("e_" + n, torch.randint(-3, 6, SI, dtype=dt))                    # exponents
+    add_input("r5_" + n, torch.randint(-9, 10, (4,), dtype=dt))
+# the ends of the range, where torch's integer arithmetic wraps around
+add_input("w_i8", torch.tensor([-128, -127, -100, -1, 0, 1, 99, 127], dtype=torch.int8))
+add_input("v_i8", torch.tensor([-1, 127, -100, 2, 3, 127, 100, 1], dtype=torch.int8))
+add_input("w_i16", torch.tensor([-32768, -32767, -300, -1, 0, 1, 300, 32767], dtype=torch.int16))
+add_input("v_i16", torch.tensor([-1, 32767, -200, 2, 3, 32767, 200, 1], dtype=torch.int16))
 for dt in DT:
     add_input("k_" + DT[dt], torch.tensor([[1, 2, 3], [4, 0, 1]]).to(dt))     # small, exact
 add_input("z_f64", torch.tensor(2.5, dtype=torch.float64))                   # 0-dim
@@ -166,8 +178,10 @@ for op, rule in UNARY:
     for n in ("f32", "f64"):
         case(op, f"{DOMAIN.get(op, 's')}_{n}")
         case(op, f"x_{n}")
-    for n in ("i32", "i64", "u8", "bool"):
+    for n in ("i32", "i64", "i16", "i8", "u8", "bool"):
         case(op, f"a_{n}")
+    for n in ("i16", "i8"):
+        case(op, f"w_{n}")
 
 # ---- binary -------------------------------------------------------------------------------------
 BDOM = {"pow": ("p", "s")}
@@ -181,12 +195,16 @@ for op, rule in BINARY:
     case(op, f"{da}_f32", "=-3")
     case(op, "r4_f64", "r5_f64")                            # [4,1] with [5] -> [4,5]
     case(op, "xa_f32", "xb_f32")
-    for n in ("i32", "i64"):
+    for n in ("i32", "i64", "i16", "i8"):
         case(op, f"a_{n}", f"e_{n}" if op == "pow" else f"b_{n}")
         case(op, f"a_{n}", f"r5_{n}")
         case(op, f"a_{n}", "=3")
         case(op, f"a_{n}", "=2.5")
     case(op, "a_u8", "e_u8" if op == "pow" else "b_u8")
+    case(op, "w_i8", "v_i8")                                # wraps around, like torch
+    case(op, "w_i16", "v_i16")
+    case(op, "w_i8", "=100")
+    case(op, "a_i8", "a_u8")                                # u8 with i8 promotes to i16
     case(op, "a_bool", "b_bool")
     case(op, "a_bool", "=1")
     # non-contiguous views, as PyTorch sees them
@@ -206,6 +224,8 @@ for op in ("add", "sub", "mul", "div", "maximum", "eq", "lt", "logical_and", "bi
     case(op, "k_f32", "z_f64")     # a 0-dim f64 tensor does not widen an f32 one
     case(op, "k_i32", "z_f64")
     case(op, "k_u8", "z_i64")
+    case(op, "k_i8", "z_i64")      # a 0-dim i64 does not widen i8
+    case(op, "k_i16", "z_f64")
 
 # ---- where, lerp, clamp, cast -------------------------------------------------------------
 cond = inputs["s_f32"] > 0
@@ -235,6 +255,7 @@ case("clamp", "s_f32", "=-1.0", "=1.0", views="p",
 src = {"f32": [-1.7, 2.9, 300.5, -300.5, 0.0, -0.0, 0.5, 255.9, 1e9, -129.0, 70000.25],
        "i64": [-1, 0, 1, 255, 256, -129, 1000, 70000, -70000, 2**40 + 3],
        "i32": [-1, 0, 1, 255, 256, -129, 1000, 70000, -70000],
+       "i16": [-32768, -129, -1, 0, 255, 256, 32767], "i8": [-128, -1, 0, 1, 127],
        "u8": [0, 1, 127, 128, 255], "bool": [True, False, True]}
 src["f64"] = src["f32"] + [1e300]
 for sn, vals in src.items():

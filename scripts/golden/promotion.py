@@ -31,8 +31,8 @@ from common import Family
 
 g = Family("promotion")
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-DT = {"bool": torch.bool, "u8": torch.uint8, "i32": torch.int32, "i64": torch.int64,
-      "f32": torch.float32, "f64": torch.float64}
+DT = {"bool": torch.bool, "u8": torch.uint8, "i8": torch.int8, "i16": torch.int16,
+      "i32": torch.int32, "i64": torch.int64, "f32": torch.float32, "f64": torch.float64}
 NAME = {v: k for k, v in DT.items()}
 A = [[1, 2, 3], [4, 0, 1]]
 B = [[2, 1, 3], [1, 2, 5]]     # no zero: integer remainder and fmod by zero raise in torch

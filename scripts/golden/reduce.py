@@ -24,7 +24,7 @@ lines = []
 inputs = {}
 want = []
 DT = {torch.float32: "f32", torch.float64: "f64", torch.int64: "i64", torch.int32: "i32",
-      torch.uint8: "u8", torch.bool: "bool"}
+      torch.int16: "i16", torch.int8: "i8", torch.uint8: "u8", torch.bool: "bool"}
 
 
 def add_input(name, t):
@@ -103,7 +103,17 @@ for op in ("argmax", "argmin"):
 add_input("i_i32", torch.randint(-5, 6, (3, 4, 5), dtype=torch.int32))
 add_input("b_bool", torch.rand(3, 4, 5) > 0.3)
 add_input("u_u8", torch.randint(0, 4, (3, 4, 5), dtype=torch.uint8))
-for inp in ("i_i64", "i_i32", "b_bool", "u_u8"):
+gen = torch.Generator().manual_seed(8)   # its own stream: the inputs above and below keep theirs
+for dt in (torch.int8, torch.int16):
+    add_input("i_" + DT[dt], torch.randint(-5, 6, (3, 4, 5), dtype=dt, generator=gen))
+# the whole i8 / i16 range: a sum leaves the type (torch sums them in i64)
+add_input("w_i8", torch.randint(-128, 128, (3, 4, 5), dtype=torch.int8, generator=gen))
+add_input("w_i16", torch.randint(-32768, 32768, (3, 4, 5), dtype=torch.int16, generator=gen))
+for inp in ("w_i8", "w_i16"):
+    for op in ("sum", "amax", "amin", "argmax", "argmin", "any"):
+        for dims in (None, (1,), (0, 2)):
+            case(op, inp, "c", dims, dims == (1,))
+for inp in ("i_i64", "i_i32", "i_i16", "i_i8", "b_bool", "u_u8"):
     for op in ("sum", "prod", "amax", "amin", "all", "any", "logsumexp"):
         for dims in (None, (1,), (0, 2)):
             case(op, inp, "c", dims, dims == (1,))
