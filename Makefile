@@ -11,6 +11,7 @@
 #   make example      build and run examples/mymodel.c (a user's model) and examples/train.c
 #                     (a compiled training loop) against libtjit.a
 #   make docs         regenerate docs/ops.md from ir/ops.def
+#   make callsites    regenerate include/tjit.h's call-site macros (done by every build)
 #   make deps         scripts/install-deps.sh
 #   make fuzz         fuzz the text IR parser (clang, libFuzzer) for FUZZ_TIME seconds
 #   make install      lib/libtjit.so.N (+ .a), include/, bin/tjit, lib/pkgconfig/tjit.pc,
@@ -80,12 +81,23 @@ endif
 
 .SECONDARY:
 .PHONY: all test asan bench bench-compare example docs deps clean check-tests check-headers golden \
-        check-layers loc
+        check-layers loc callsites
 all: $(BUILD)/libtjit.a $(BUILD)/libtjit.so $(BUILD)/tjit
 
-$(BUILD)/obj/%.o: %.c
+$(BUILD)/obj/%.o: %.c | $(BUILD)/callsites.stamp
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(if $(filter codegen/%,$<),$(LLVM_CFLAGS)) -MMD -MP -c $< -o $@
+
+# The library itself calls its entry points without the call-site macros of
+# include/tjit.h (which record the user's line); those macros are generated
+# from the header's declarations, refreshed before anything is compiled, so a
+# new entry point gets one (make test checks the header is up to date).
+$(LIB_OBJS): CFLAGS_ALL += -DTJ_NO_CALLSITE
+$(BUILD)/callsites.stamp: include/tjit.h scripts/callsites.sh
+	@mkdir -p $(dir $@)
+	@bash scripts/callsites.sh --update include/tjit.h && touch $@
+callsites:
+	@bash scripts/callsites.sh --update include/tjit.h
 
 # The pointwise formulas as LLVM bitcode for the JIT (codegen/formulas/pw.c says
 # why and how), embedded by codegen/bitcode.c. Needs clang-19 (scripts/install-deps.sh);
@@ -146,6 +158,7 @@ check-headers: $(PUB_HEADERS:include/%.h=$(BUILD)/check/%.ok)
 # suite, one summary line.
 test: deps
 	@$(MAKE) --no-print-directory check-layers
+	@bash scripts/callsites.sh --check include/tjit.h
 	@bash scripts/loc.sh --check
 	@$(MAKE) --no-print-directory check-tests
 

@@ -6,9 +6,9 @@
 
 static tj_tensor *op_error(ir_op op, tj_tensor *const *in, int nin, const char *reason)
 {
-    char head[512];
+    char head[512], at[512];
     rt_describe_inputs(ir_ops[op].name, in, nin, head, sizeof head);
-    rt_error("%s: %s", head, reason);
+    rt_error("%s: %s%s", head, reason, rt_callsite_suffix(at, sizeof at));
     return NULL;
 }
 
@@ -33,7 +33,7 @@ tj_tensor *fe_apply(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a)
         if (!in[k]) {
             if (k < info->nmin) {
                 if (!rt_has_error())
-                    rt_error("%s: input %d is NULL", info->name, k);
+                    rt_error("%s: input %d is NULL%s", info->name, k, rt_callsite_suffix((char[512]){0}, 512));
                 return NULL;
             }
             tp[k] = NULL;

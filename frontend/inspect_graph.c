@@ -160,6 +160,15 @@ bool tj_dump_enabled(const char *stages, const char *stage)
     return stage && ir_dump_enabled(stages, stage);
 }
 
+int tj_dump_check(const char *stages)
+{
+    char why[1024];
+    if (!stages || ir_dump_check(stages, why, sizeof why) == 0)
+        return 0;
+    rt_error("%s", why);
+    return -1;
+}
+
 int tj_graph_dump(const tj_graph *h, const char *stages)
 {
     const ir_graph *g = graph_of(h, "tj_graph_dump");

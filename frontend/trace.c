@@ -157,9 +157,9 @@ tj_tensor *fe_trace_apply(fe_trace *tr, ir_op op, tj_tensor *const *in, int nin,
     }
     char reason[256];
     if (ir_infer(op, tp, nin, a, &out, reason, sizeof reason) != 0) {
-        char head[512];
+        char head[512], at[512];
         rt_describe_inputs(ir_ops[op].name, in, nin, head, sizeof head);
-        rt_error("%s: %s", head, reason);
+        rt_error("%s: %s%s", head, reason, rt_callsite_suffix(at, sizeof at));
         return NULL;
     }
     for (int k = 0; k < nin; k++)
@@ -170,10 +170,13 @@ tj_tensor *fe_trace_apply(fe_trace *tr, ir_op op, tj_tensor *const *in, int nin,
     ir_node *n = ir_graph_add(tr->g, op, nodes, nin, a);
     if (!n) {
         /* The example types passed, so the symbolic ones (dynamic dims) did not. */
-        rt_error("tracing: %s", ir_graph_error(tr->g));
+        char at[512];
+        rt_error("tracing: %s%s", ir_graph_error(tr->g), rt_callsite_suffix(at, sizeof at));
         tr->dyn_unsupported = true;
         return NULL;
     }
+    if (!n->file)   /* the user's line that made it (tjit.h's call-site macros) */
+        n->file = rt_callsite(&n->line);
     if (!symbolic_agrees(tr, &n->type, &out)) {
         /* The rule computed a size it cannot know for a symbolic dim. */
         tr->dyn_unsupported = true;

@@ -90,9 +90,14 @@ int tj_graph_run_passes(tj_graph *g, const char *pipeline, const char *dump_afte
 char *tj_graph_print_fused(const tj_graph *g);
 
 /* ---- dumps ------------------------------------------------------------- */
-/* Whether stage ("graph", "prims", "fused", "kernels", "llvm", "asm", "plan")
- * is in the comma list stages ("all" selects every one); NULL: $TJIT_DUMP. */
+/* Whether stage ("graph", a pipeline step such as "fuse" or "memory", or an
+ * older name such as "prims", "llvm", "asm"; docs/cli.md) is selected by the
+ * comma list stages: names, "all", or a level 1..5 of the dump ladder; NULL:
+ * $TJIT_DUMP. */
 bool tj_dump_enabled(const char *stages, const char *stage);
+/* 0 when every entry of the comma list stages is a stage name, "all" or a
+ * level; else -1 with an error naming the bad entry and the valid ones. */
+int tj_dump_check(const char *stages);
 /* When stages selects "graph": writes g's text form as a dump of that stage,
  * the way TJIT_DUMP does (to stderr, or a file under $TJIT_DUMP_DIR). 0, or
  * -1 on error. */

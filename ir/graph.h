@@ -80,6 +80,10 @@ typedef struct ir_node {
     struct ir_node **in;   /* the input nodes; NULL for an absent optional input */
     ir_attr *attrs;        /* ir_ops[op].nattrs entries in schema order (or NULL) */
     const char *name;      /* inputs only: the name without '%' (NULL for ops) */
+    const char *file;      /* ops: the call site that made it (the user's C file,
+                              or the text IR's `# file:line`), or NULL; printed,
+                              never hashed or compared (a shared node keeps the first) */
+    int line;
     void *aux;             /* free for the user (pass maps, tracing); never
                               printed, hashed or compared */
     uint64_t hash;         /* private: the hash-consing key */

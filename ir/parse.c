@@ -45,6 +45,9 @@ typedef struct {
     size_t nnames, names_cap;
     ir_node **vals;  /* operands of the node being read */
     int nvals, vals_cap;
+    const char *site;   /* a `# file:line` comment ending the current token's
+                           line, skipped before the next token, or NULL */
+    size_t site_len;
 } parser;
 
 /* ---- diagnostics ------------------------------------------------------------ */
@@ -132,15 +135,25 @@ static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 static bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 static bool is_name_char(char c) { return is_alpha(c) || is_digit(c) || c == '.'; }
 
+/* Skips blanks and comments (`//` and `#` to the end of the line); a `#`
+ * comment on the line of the token before is kept in p->site. */
 static void skip_space(parser *p)
 {
+    bool newline = false;
+    p->site = NULL;
     while (p->pos < p->len) {
         char c = p->src[p->pos];
         if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+            newline |= c == '\n';
             p->pos++;
-        } else if (c == '/' && p->pos + 1 < p->len && p->src[p->pos + 1] == '/') {
+        } else if (c == '#' || (c == '/' && p->pos + 1 < p->len && p->src[p->pos + 1] == '/')) {
+            size_t start = p->pos;
             while (p->pos < p->len && p->src[p->pos] != '\n')
                 p->pos++;
+            if (c == '#' && !newline) {
+                p->site = p->src + start + 1;
+                p->site_len = p->pos - start - 1;
+            }
         } else {
             break;
         }
@@ -610,7 +623,34 @@ static int parse_node_attrs(parser *p, ir_op op, ir_attrs *a)
     return error_expected(p, what);
 }
 
-/* %name '=' op [uses] [attrs] ':' type */
+/* A node's call site from the comment `# file:line` (other comments are
+ * left alone): file copied into the graph's arena. 0, or -1 out of memory. */
+static int set_site(parser *p, ir_node *n, const char *s, size_t len)
+{
+    while (len && (s[len - 1] == ' ' || s[len - 1] == '\t' || s[len - 1] == '\r'))
+        len--;
+    while (len && (*s == ' ' || *s == '\t'))
+        s++, len--;
+    size_t colon = len;
+    while (colon && s[colon - 1] != ':')
+        colon--;
+    if (colon < 2 || colon == len || len - colon > 9)
+        return 0;
+    int line = 0;
+    for (size_t k = colon; k < len; k++) {
+        if (!is_digit(s[k]))
+            return 0;
+        line = line * 10 + (s[k] - '0');
+    }
+    char *file = ir_arena_strndup(&p->g->arena, s, colon - 1);
+    if (!file)
+        return -1;
+    n->file = file;
+    n->line = line;
+    return 0;
+}
+
+/* %name '=' op [uses] [attrs] ':' type ['# file:line'] */
 static int parse_node(parser *p)
 {
     token name = p->tok;
@@ -625,9 +665,13 @@ static int parse_node(parser *p)
     ir_type t;
     if (parse_type(p, &t))
         return -1;
+    const char *site = p->site;   /* `# file:line` after the type */
+    size_t site_len = p->site_len;
     ir_node *n = ir_graph_add(p->g, op, p->vals, p->nvals, &a);
     if (!n)
         return error_at(p, op_pos, "%s", ir_graph_error(p->g));
+    if (site && !n->file && set_site(p, n, site, site_len))
+        return error_at(p, type_pos, "out of memory");
     if (!ir_type_same(&n->type, &t)) {
         char want[IR_TYPE_BUF], got[IR_TYPE_BUF];
         return error_at(p, type_pos, "type %s does not match the inferred type %s",

@@ -166,6 +166,8 @@ static void put_node(strbuf *b, const ir_node *n)
     }
     sb_str(b, info->nattrs ? "} : " : " : ");
     put_type(b, &n->type);
+    if (n->file)   /* the call site, a comment the parser reads back */
+        sb_fmt(b, "  # %s:%d", n->file, n->line);
     sb_str(b, "\n");
 }
 

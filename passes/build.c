@@ -10,6 +10,8 @@
 void ps_b_init(ps_builder *b, ir_graph *g)
 {
     b->g = g;
+    b->file = NULL;
+    b->line = 0;
     b->failed = false;
     b->err[0] = '\0';
 }
@@ -36,6 +38,10 @@ ir_node *ps_b_op(ps_builder *b, ir_op op, ir_node *const *in, int nin, const ir_
     ir_node *n = ir_graph_add(b->g, op, in, nin, a);
     if (!n)
         return ps_b_fail(b, "%s", ir_graph_error(b->g));
+    if (!n->file && b->file) {
+        n->file = b->file;
+        n->line = b->line;
+    }
     return n;
 }
 

@@ -25,6 +25,8 @@
 
 typedef struct ps_builder {
     ir_graph *g;        /* where nodes go */
+    const char *file;   /* the call site new nodes get (in g's arena), or NULL: */
+    int line;           /* the rebuild sets the one of the node being replaced */
     bool failed;        /* a call failed; err holds the first message */
     char err[512];
 } ps_builder;

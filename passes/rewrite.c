@@ -29,6 +29,8 @@ ir_graph *ps_rebuild(const ir_graph *g, const bool *keep, ps_node_hook hook, voi
     }
     if (!hook)
         hook = copy_node;
+    const char *site = NULL;   /* the last call site copied into h's arena, */
+    const char *site_src = NULL;   /* and where it came from */
     for (int k = 0; k < g->ninputs; k++) {
         const ir_node *in = g->inputs[k];
         if (!(map[k] = ir_graph_input(h, in->name, &in->type, in->param))) {
@@ -47,6 +49,12 @@ ir_graph *ps_rebuild(const ir_graph *g, const bool *keep, ps_node_hook hook, voi
         }
         for (int j = 0; j < n->nin; j++)
             in[j] = n->in[j] ? map[ir_slot(g, n->in[j])] : NULL;
+        if (n->file && n->file != site_src) {   /* nodes made for n carry its call site */
+            site_src = n->file;
+            site = ir_arena_strndup(&h->arena, n->file, strlen(n->file));
+        }
+        b.file = n->file ? site : NULL;
+        b.line = n->line;
         ir_node *r = hook(&b, n, in, ctx);
         if (in != small)
             free(in);
@@ -166,7 +174,10 @@ static ir_node *apply_once(driver *d, ps_builder *b, ir_node *n, const ps_rule *
             if (d->log)
                 fprintf(d->log, "%s: sweep %d: %s did not apply: %s\n", d->pass, d->sweep,
                         r->name, b->err);
+            const char *file = b->file;
+            int line = b->line;
             ps_b_init(b, b->g);
+            b->file = file, b->line = line;
             continue;
         }
         if (!m || m == n)

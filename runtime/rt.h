@@ -115,6 +115,11 @@ double rt_load_f64(const tj_tensor *t, const int64_t *index);
 /* ---- errors (thread-local, error.c) ------------------------------------------ */
 void rt_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 bool rt_has_error(void);
+/* The call site of the latest public call made through tjit.h's macros on
+ * this thread: its file (NULL: none) and *line. */
+const char *rt_callsite(int *line);
+/* " at FILE:LINE" of that call site, or "" (for error messages). */
+char *rt_callsite_suffix(char *buf, size_t n);
 /* "name(f32[2,3], i64[4])" into buf, for messages; returns buf. */
 char *rt_describe_inputs(const char *name, tj_tensor *const *in, int nin, char *buf, size_t n);
 

@@ -44,6 +44,7 @@ struct sc_plan_set {
     const ir_graph *src;
     char name[64];
     bool prepared, unavailable;
+    double prepare_ms;    /* the once-per-graph steps */
     char why[512];
     ir_graph *prims;
     ir_fusion *fusion;
@@ -459,8 +460,8 @@ typedef struct pipe_ctx {
 } pipe_ctx;
 
 typedef struct pipe_step {
-    const char *name;     /* TJIT_DUMP=name prints what the step made */
-    const char *also;     /* the stage name it was dumped as before, or NULL */
+    ir_dump_stage dump;   /* TJIT_DUMP=name (or also, or its level) prints what
+                             the step made (first: ir/dump.c reads the table) */
     bool per_signature;   /* false: once per graph */
     int (*run)(pipe_ctx *c, const struct pipe_step *s);   /* 0; -1: failed; 1: again from `again` */
     char *(*print)(const pipe_ctx *c);                      /* the dump (malloc'd); NULL: none */
@@ -471,9 +472,9 @@ typedef struct pipe_step {
  * else its old one. */
 static const char *dump_name(const pipe_step *s)
 {
-    if (ir_dump_enabled(NULL, s->name))
-        return s->name;
-    return s->also && ir_dump_enabled(NULL, s->also) ? s->also : NULL;
+    if (ir_dump_enabled(NULL, s->dump.name))
+        return s->dump.name;
+    return s->dump.also && ir_dump_enabled(NULL, s->dump.also) ? s->dump.also : NULL;
 }
 
 /* Once per graph: a pass of passes/pm.c, named by the step (the graph is
@@ -484,7 +485,7 @@ static int run_pass(pipe_ctx *c, const pipe_step *s)
     ir_graph *cur = ps->prims ? ps->prims : (ir_graph *)ps->src;
     ps_options opt = {.verify = PLAN_VERIFY};
     char err[512];
-    ir_graph *next = ps_run_pipeline(cur, s->name, &opt, err, sizeof err);
+    ir_graph *next = ps_run_pipeline(cur, s->dump.name, &opt, err, sizeof err);
     if (!next) {
         snprintf(ps->why, sizeof ps->why, "%s", err);
         return -1;
@@ -599,24 +600,31 @@ static char *print_types(const pipe_ctx *c)
     return buf;
 }
 
-/* The pipeline, one step a line (the file's header comment draws it). */
+/* The pipeline, one step a line (the file's header comment draws it): the
+ * step's dump {name, older name, level of TJIT_DUMP=N, file suffix}. */
 static const pipe_step pipeline[] = {
     /* once per graph */
-    {"decompose_codegen", NULL, false, run_pass, print_graph, NULL},
-    {"simplify", NULL, false, run_pass, print_graph, NULL},
-    {"split_reductions", NULL, false, run_pass, print_graph, NULL},
-    {"dce", "prims", false, run_pass, print_graph, NULL},
-    {"fuse", "fused", false, run_fuse, print_fusion, NULL},
-    {"jit", NULL, false, run_jit, print_jit, NULL},
+    {{"decompose_codegen", NULL, 3, "tir"}, false, run_pass, print_graph, NULL},
+    {{"simplify", NULL, 3, "tir"}, false, run_pass, print_graph, NULL},
+    {{"split_reductions", NULL, 3, "tir"}, false, run_pass, print_graph, NULL},
+    {{"dce", "prims", 3, "tir"}, false, run_pass, print_graph, NULL},
+    {{"fuse", "fused", 2, "txt"}, false, run_fuse, print_fusion, NULL},
+    {{"jit", NULL, 3, "txt"}, false, run_jit, print_jit, NULL},
     /* per input signature (shapes and strides) */
-    {"types", NULL, true, run_types, print_types, NULL},
-    {"lower", NULL, true, run_lower, print_plan, NULL},
-    {"regions", NULL, true, run_regions, print_plan, NULL},
-    {"inplace", NULL, true, run_inplace, print_plan, NULL},
-    {"compile", "kernels", true, run_compile, NULL, "lower"},
-    {"memory", "plan", true, run_memory, print_plan, NULL},
+    {{"types", NULL, 3, "txt"}, true, run_types, print_types, NULL},
+    {{"lower", NULL, 3, "txt"}, true, run_lower, print_plan, NULL},
+    {{"regions", NULL, 3, "txt"}, true, run_regions, print_plan, NULL},
+    {{"inplace", NULL, 3, "txt"}, true, run_inplace, print_plan, NULL},
+    {{"compile", "kernels", 3, "txt"}, true, run_compile, NULL, "lower"},
+    {{"memory", "plan", 3, "txt"}, true, run_memory, print_plan, NULL},
 };
 enum { NSTEPS = sizeof pipeline / sizeof *pipeline };
+
+/* TJIT_DUMP's stage names include the steps' (ir/dump.c checks them). */
+__attribute__((constructor)) static void register_dumps(void)
+{
+    ir_dump_register(pipeline, NSTEPS, sizeof *pipeline);
+}
 
 /* Runs the steps of one scope in order, dumping after each. 0 or -1. */
 static int run_pipeline(pipe_ctx *c, bool per_signature)
@@ -629,7 +637,7 @@ static int run_pipeline(pipe_ctx *c, bool per_signature)
         if (rc < 0)
             return -1;
         if (rc > 0) {   /* back to s->again */
-            for (i = 0; strcmp(pipeline[i].name, s->again) != 0; i++)
+            for (i = 0; strcmp(pipeline[i].dump.name, s->again) != 0; i++)
                 ;
             i--;
             continue;
@@ -647,10 +655,27 @@ static int run_pipeline(pipe_ctx *c, bool per_signature)
 /* The once-per-graph steps, at the set's first run. */
 static void prepare(sc_plan_set *ps)
 {
+    double t0 = now_ms();
     ps->prepared = true;
     pipe_ctx c = {.ps = ps};
     if (run_pipeline(&c, false))
         ps->unavailable = true;
+    ps->prepare_ms = now_ms() - t0;
+}
+
+/* TJIT_DUMP=stats (level 1): a line per plan, its counts and compile times. */
+static void dump_stats(const sc_plan_set *ps, const sc_plan *p)
+{
+    if (!ir_dump_enabled(NULL, "stats"))
+        return;
+    char *t = NULL;
+    if (asprintf(&t,
+                 "stats @%s: nodes %d, prims %d, groups %d; plan %d: steps %d, kernels %d, eager calls %d, "
+                 "buffers %d; ms: graph steps %.3f, plan steps %.3f\n",
+                 ps->name, ps->src->nnodes, ps->prims->nnodes, ps->fusion->ngroups, ps->nplans,
+                 p->nsteps, p->kernels, p->eager, p->nbufs, ps->prepare_ms, p->compile_ms) >= 0)
+        dump_text(ps, "stats", t);
+    free(t);
 }
 
 /* The per-signature steps: the plan for these inputs; NULL when the graph
@@ -669,6 +694,7 @@ static sc_plan *plan_build(sc_plan_set *ps, tj_tensor *const *inputs)
         return NULL;
     }
     p->compile_ms = now_ms() - t0;
+    dump_stats(ps, p);
     free(c.b.force_eager);
     free(c.b.done);
     return p;

@@ -49,6 +49,7 @@ typedef struct entry {
 /* Internal rows: no public function records them. Each maps to NULL here
  * and has its reason in internal_rows[]. */
 #define TJ_NO_ENTRY 0
+#undef tj_scalar          /* its call-site macro (tjit.h) */
 #define tj_scalar TJ_NO_ENTRY   /* tj_scalar() exists but makes a 0-dim `full` */
 
 static const struct {

@@ -531,14 +531,14 @@ static void test_dumps(void **state)
     unsetenv("TJIT_DUMP_DIR");
     tj_compiled_free(c);
     char cmd[512], out[256] = "";
-    snprintf(cmd, sizeof cmd, "cd %s && grep -l 'reduce max' *kernels.tir && grep -c zmm *asm.tir && "
-             "grep -l 'define void @tjk_' *llvm.tir && grep -l 'kernel 0 rows' *fused.tir && "
+    snprintf(cmd, sizeof cmd, "cd %s && grep -l 'reduce max' *kernels.txt && grep -c zmm *asm.s && "
+             "grep -l 'define void @tjk_' *llvm.ll && grep -l 'kernel 0 rows' *fused.txt && "
              "grep -l amax *prims.tir; rm -rf %s", dir, dir);
     FILE *p = popen(cmd, "r");
     size_t n = fread(out, 1, sizeof out - 1, p);
     out[n] = '\0';
     assert_int_equal(pclose(p), 0);
-    assert_non_null(strstr(out, "dumped.kernels.tir"));
+    assert_non_null(strstr(out, "dumped.kernels.txt"));   /* named by what they hold */
 }
 
 /* ---- random graphs ------------------------------------------------------------------------------ */

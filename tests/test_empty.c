@@ -69,7 +69,12 @@ static void check_compiled_error(tj_model_fn fn, void *ctx, tj_tensor **args, in
     tj_tensor *got = compiled(fn, ctx, args, nargs);
     if (got)
         fail_msg("%s: eager failed (%s), compiled gave a result", what, why);
-    if (!strstr(tj_last_error(), why))
+    char base[1024];   /* the message without its call site: the two calls sit on other lines */
+    snprintf(base, sizeof base, "%s", why);
+    for (char *at = strstr(base, " at tests/"); at; at = strstr(at + 1, " at tests/"))
+        if (!strstr(at + 1, " at tests/"))
+            *at = '\0';
+    if (!strstr(tj_last_error(), base))
         fail_msg("%s: compiled error \"%s\", eager \"%s\"", what, tj_last_error(), why);
     tj_clear_error();
 }

@@ -206,7 +206,15 @@ static void test_dump(void **state)
     setenv("TJIT_DUMP_DIR", dir, 1);
     tj_graph *g = parse(mlp_src);
     assert_int_equal(tj_graph_dump(g, "prims,fused"), 0);   /* no graph stage: nothing */
+    assert_int_equal(tj_graph_dump(g, "1"), 0);             /* level 1: stats only */
     assert_int_equal(tj_graph_dump(g, "graph"), 0);
+    assert_true(tj_dump_enabled("2", "graph") && tj_dump_enabled("3", "prims") && tj_dump_enabled("all", "asm"));
+    assert_false(tj_dump_enabled("3", "llvm") || tj_dump_enabled("0", "stats") || tj_dump_enabled("dce", "fuse"));
+    /* stage names: the pipeline's (sched/plan.c) and the other dump points */
+    assert_int_equal(tj_dump_check("graph,fuse,fused,memory,stats,llvm,asm,all,5"), 0);
+    assert_int_equal(tj_dump_check("graph,frobnicate"), -1);
+    tu_assert_error(NULL, "unknown dump stage \"frobnicate\"", "split_reductions", "memory [plan]", NULL);
+    assert_int_equal(tj_dump_check("123"), -1);
     char cmd[256], line[512];
     snprintf(cmd, sizeof cmd, "ls %s | wc -l; cat %s/*-mlp.graph.tir", dir, dir);
     FILE *p = popen(cmd, "r");
@@ -216,8 +224,8 @@ static void test_dump(void **state)
     assert_non_null(fgets(line, sizeof line, p));
     assert_has(line, "graph @mlp(%x: f32[8,32]");
     pclose(p);
-    /* a dump directory that does not exist */
-    setenv("TJIT_DUMP_DIR", "/nonexistent/dir", 1);
+    /* a dump directory that cannot be made (one that is missing is made) */
+    setenv("TJIT_DUMP_DIR", "/dev/null/dir", 1);   /* cannot be made */
     assert_int_equal(tj_graph_dump(g, "all"), -1);
     tu_assert_error(NULL, "tj_graph_dump", "@mlp", NULL);
     if (old)

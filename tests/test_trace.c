@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include <tjit_inspect.h>
+
 #include "util.h"
 
 static tj_tensor *randn2(tj_dtype dt, int64_t a, int64_t b)
@@ -332,6 +334,90 @@ static void test_dump_graph(void **state)
     tj_compiled_free(c);
 }
 
+/* ---- call sites: nodes and errors name the line of the op call --------------------------- */
+
+static int sited_line;   /* the line of model_sited's add; its exp is on the next */
+
+static tj_tensor *model_sited(void *ctx, tj_tensor *const *args, int nargs)
+{
+    sited_line = __LINE__ + 1;
+    tj_tensor *y = tj_add(args[0], (tj_tensor *)ctx);
+    return tj_exp(y);
+}
+
+static void assert_text_has(const char *text, const char *what)
+{
+    if (!strstr(text, what))
+        fail_msg("\"%s\" not in:\n%s", what, text);
+}
+
+/* The text of the one dump file in dir whose name ends in suffix (malloc'd). */
+static char *read_dump(const char *dir, const char *suffix)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "cat %s/*%s", dir, suffix);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char *text = calloc(1, 1 << 16);
+    assert_non_null(text);
+    size_t n = fread(text, 1, (1 << 16) - 1, p);
+    text[n] = '\0';
+    pclose(p);
+    return text;
+}
+
+static void test_callsite_dump(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/tjit-dump-XXXXXX", want[128];
+    assert_non_null(mkdtemp(dir));
+    setenv("TJIT_DUMP", "graph,dce", 1);
+    setenv("TJIT_DUMP_DIR", dir, 1);
+    tj_tensor *w = tj_keep(randn2(TJ_F32, 2, 3)), *x = randn2(TJ_F32, 2, 3);
+    tj_compiled *c = tj_compile(model_sited, w, &(tj_compile_options){.name = "sited"});
+    tu_assert_close(tj_call(c, &x, 1), model_sited(w, &x, 1), 1e-6, 1e-6);
+    unsetenv("TJIT_DUMP");
+    unsetenv("TJIT_DUMP_DIR");
+    char *graph = read_dump(dir, "-sited.graph.tir"), *prims = read_dump(dir, "-sited.dce.tir");
+    snprintf(want, sizeof want, " = add %%x0, %%param1 : f32[2,3]  # tests/test_trace.c:%d\n", sited_line);
+    assert_text_has(graph, want);
+    snprintf(want, sizeof want, " = exp %%0 : f32[2,3]  # tests/test_trace.c:%d\n", sited_line + 1);
+    assert_text_has(graph, want);
+    assert_text_has(prims, want);   /* the passes keep them */
+    /* the dump parses back, call sites and all: the same text */
+    tj_graph *g = tj_graph_parse(graph, strlen(graph), "sited.tir");
+    assert_non_null(g);
+    char *again = tj_graph_print(g);
+    assert_string_equal(again, graph);
+    free(again);
+    tj_graph_free(g);
+    free(graph);
+    free(prims);
+    snprintf(want, sizeof want, "rm -rf %s", dir);
+    assert_int_equal(system(want), 0);
+    tj_compiled_free(c);
+    tj_release(w);
+}
+
+static void test_callsite_errors(void **state)
+{
+    (void)state;
+    tj_tensor *x = randn2(TJ_F32, 2, 3), *bad = tj_keep(randn2(TJ_F32, 4, 5));
+    char want[128];
+    /* eager */
+    int line = __LINE__ + 1;
+    tj_tensor *r = tj_mul(x, bad);
+    snprintf(want, sizeof want, "shapes cannot be broadcast together at tests/test_trace.c:%d", line);
+    tu_assert_error(r, "mul(f32[2,3], f32[4,5])", want, NULL);
+    /* traced: the line in the model, not the tj_call's */
+    tj_compiled *c = tj_compile(model_sited, bad, NULL);
+    r = tj_call(c, &x, 1);
+    snprintf(want, sizeof want, "shapes cannot be broadcast together at tests/test_trace.c:%d", sited_line);
+    tu_assert_error(r, "add(f32[2,3], f32[4,5])", want, NULL);
+    tj_compiled_free(c);
+    tj_release(bad);
+}
+
 /* Several results: a value, a reduction of it, and an argument itself. */
 static int model_three(void *ctx, tj_tensor *const *args, int nargs, tj_tensor **outs, int max)
 {
@@ -373,7 +459,7 @@ int main(void)
         T(test_dynamic_dim),          T(test_dynamic_read_specializes), T(test_dynamic_slice), T(test_graph_break),
         T(test_side_effect_compiled),   T(test_random_breaks),
         T(test_regional_compilation), T(test_nested_call_is_inlined), T(test_errors_match_eager),
-        T(test_dump_graph),           T(test_multiple_results),
+        T(test_dump_graph),           T(test_callsite_dump),        T(test_callsite_errors),           T(test_multiple_results),
 #undef T
     };
     return cmocka_run_group_tests_name("trace", tests, NULL, NULL);

@@ -19,7 +19,7 @@ static void usage(FILE *f)
             "  are random (normal floats, integers in 0..9, random bools) from --seed\n"
             "  (default 0). Outputs are saved as\n"
             "  DIR/out0.npy ... with --out, else summarized on stdout.\n"
-            "  --dump-ir=STAGES print compile stages (graph,prims,fused,kernels,llvm,asm,plan)\n"
+            "  --dump-ir=STAGES print compile stages (names, all, or a level 1..5; docs/cli.md)\n"
             "  --eager          run the graph as parsed, node by node with the eager kernels\n"
             "                   (default: compiled: fused kernels and eager calls, or the\n"
             "                   graph executor when TJIT_BACKEND=eager)\n");
@@ -144,6 +144,10 @@ int tool_run(int argc, char **argv)
         fprintf(stderr, "tjit run: no graph file (tjit run --help)\n");
         return 2;
     }
+    if (dump && tj_dump_check(dump) != 0) {
+        fprintf(stderr, "tjit run: --dump-ir: %s\n", tj_last_error());
+        return 2;
+    }
     tj_graph *g = tool_parse_file(file);
     if (!g)
         return 1;
@@ -152,7 +156,7 @@ int tool_run(int argc, char **argv)
         tj_graph_free(g);
         return 1;
     }
-    tj_graph_dump(g, dump ? dump : "");   /* the graph stage, when --dump-ir asks for it */
+    tj_graph_dump(g, dump);   /* the graph stage, when --dump-ir (or $TJIT_DUMP) asks for it */
     if (dump)
         setenv("TJIT_DUMP", dump, 1);   /* the later stages are dumped by the plan */
     tj_manual_seed(seed);
