@@ -1,5 +1,5 @@
 /* ops_pointwise.c - public entry points of the pointwise ops, generated from
- * the UNARY and BINARY rows of ops.def, plus the ternary and cast ops. */
+ * the UNARY and BINARY rows of ops.def, plus the ternary ops, softplus and cast. */
 #include <math.h>
 
 #include "fe.h"
@@ -45,6 +45,16 @@ tj_tensor *tj_clamp(tj_tensor *x, double lo, double hi)
     ir_attr_float(&at.a[0], lo);
     ir_attr_float(&at.a[1], hi);
     return fe_apply(OP_clamp, &x, 1, &at);
+}
+
+tj_tensor *tj_softplus(tj_tensor *x) { return tj_softplus_ex(x, 1, 20); }
+
+tj_tensor *tj_softplus_ex(tj_tensor *x, double beta, double threshold)
+{
+    ir_attrs at = {0};
+    ir_attr_float(&at.a[0], beta);
+    ir_attr_float(&at.a[1], threshold);
+    return fe_apply(OP_softplus, &x, 1, &at);
 }
 
 tj_tensor *tj_cast(tj_tensor *x, tj_dtype dt)

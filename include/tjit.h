@@ -197,6 +197,9 @@ tj_tensor *tj_sigmoid(tj_tensor *x);
 tj_tensor *tj_relu(tj_tensor *x);
 tj_tensor *tj_silu(tj_tensor *x);
 tj_tensor *tj_softplus(tj_tensor *x);      /* beta 1, threshold 20 */
+/* torch.nn.functional.softplus(x, beta, threshold): log1p(exp(x beta)) / beta,
+ * x itself where x beta > threshold; beta and threshold round to x's dtype. */
+tj_tensor *tj_softplus_ex(tj_tensor *x, double beta, double threshold);
 tj_tensor *tj_floor(tj_tensor *x);
 tj_tensor *tj_ceil(tj_tensor *x);
 tj_tensor *tj_round(tj_tensor *x);         /* half to even */
@@ -332,6 +335,9 @@ tj_tensor *tj_stack(tj_tensor *const *xs, int n, int dim);
 /* Splits into pieces of `size` along dim (the last may be smaller); writes up to
  * max pointers to out and returns the number of pieces, or -1 on error. */
 int tj_split(tj_tensor *x, int64_t size, int dim, tj_tensor **out, int max);
+/* torch.split(x, [s0, s1, ...], dim): n pieces of the given sizes (each >= 0;
+ * they must sum to the size of dim) written to out[0..n); returns n, or -1. */
+int tj_split_with_sizes(tj_tensor *x, const int64_t *sizes, int n, int dim, tj_tensor **out);
 tj_tensor *tj_gather(tj_tensor *x, int dim, tj_tensor *index);
 tj_tensor *tj_index_select(tj_tensor *x, int dim, tj_tensor *index);
 /* pads: (before, after) pairs starting from the LAST dim, like torch.nn.functional.pad. */

@@ -1,5 +1,5 @@
 /* infer_pointwise.c - shape/dtype rules of the non-row pointwise ops: where,
- * lerp, clamp and cast (the UNARY/BINARY rows use ir_infer_unary/binary). */
+ * lerp, clamp, softplus and cast (the UNARY/BINARY rows use ir_infer_unary/binary). */
 #include <math.h>
 
 #include "infer.h"
@@ -76,6 +76,15 @@ int ir_infer_clamp(IR_INFER_ARGS)
             return ir_fail(err, nerr, "%s bound %.17g is out of range for %s", k ? "max" : "min",
                            b[k], tj_dtype_name(dt));
     ir_set(out, dt, in[0]->ndim, in[0]->shape);
+    return 0;
+}
+
+/* softplus(x, beta, threshold): float math, so an integer or bool x computes
+ * in f32 (like the FLOAT rows; PyTorch refuses integer input). */
+int ir_infer_softplus(IR_INFER_ARGS)
+{
+    ir_set(out, ir_dtype_is_float(in[0]->dtype) ? in[0]->dtype : TJ_F32, in[0]->ndim,
+           in[0]->shape);
     return 0;
 }
 

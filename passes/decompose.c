@@ -182,12 +182,17 @@ static ir_node *ps_decomp_silu(PS_DECOMP_ARGS)
     return b_where(b, b_lt_s(b, x, 0), b_mul(b, e, s), s);
 }
 
-/* softplus(x) = x > 20 ? x : log1p(exp(x)) */
+/* softplus(x) = xb > threshold ? x : log1p(exp(xb)) / beta, xb = x * beta
+ * (beta 1 leaves out the product and the quotient, which change nothing) */
 static ir_node *ps_decomp_softplus(PS_DECOMP_ARGS)
 {
     ir_node *x = ps_b_float(b, in[0]);
-    ir_node *soft = b_un(b, OP_log1p, b_exp(b, x));
-    return b_where(b, b_bin_s(b, OP_gt, x, 20), x, soft);
+    double beta = a->a[0].f;
+    ir_node *xb = beta == 1 ? x : b_mul_s(b, x, beta);
+    ir_node *soft = b_un(b, OP_log1p, b_exp(b, xb));
+    if (beta != 1)
+        soft = b_bin_s(b, OP_div, soft, beta);
+    return b_where(b, b_bin_s(b, OP_gt, xb, a->a[1].f), x, soft);
 }
 
 /* lerp(a, b, w) = w < 1/2 ? a + w (b - a) : b - (b - a)(1 - w), in the result dtype */

@@ -1,5 +1,6 @@
 /* k_pointwise.c - eager kernels of the pointwise ops: every UNARY and BINARY
- * row of ir/ops.def (rt_k_unary, rt_k_binary), plus where, lerp, clamp, cast.
+ * row of ir/ops.def (rt_k_unary, rt_k_binary), plus where, lerp, clamp,
+ * softplus, cast.
  *
  * The loops of the UNARY/BINARY rows are generated from the rows themselves:
  * for each compute dtype the row's rule allows, one contiguous loop (binary:
@@ -406,6 +407,34 @@ int rt_k_clamp(RT_KERNEL_ARGS)
         [TJ_I32] = clamp_I32, [TJ_I64] = clamp_I64,
     };
     t_loop fn = loops[out->dtype];
+    if (!fn)
+        return no_kernel(op, out->dtype);
+    tj_dtype want[1] = {out->dtype};
+    return run_ternary(fn, out, in, 1, want, a);
+}
+
+/* softplus(x) = x beta > threshold ? x : log1p(exp(x beta)) / beta, beta and
+ * threshold in the result dtype (torch's kernel); f32 with the vmath exp and
+ * log1p the JIT uses for the decomposition's exp and log1p. */
+#define SOFTPLUS_LOOP(D, T, EXP, LOG1P) \
+    RT_CLONES static void softplus_##D(void *restrict o_, const void *restrict x_, \
+                                       const void *restrict y_, const void *restrict z_, \
+                                       int64_t n, const ir_attrs *attrs) \
+    { \
+        T *restrict o = o_; \
+        const T *restrict x = x_; \
+        T beta = (T)attrs->a[0].f, th = (T)attrs->a[1].f; \
+        for (int64_t k = 0; k < n; k++) { \
+            T xb = x[k] * beta, y = LOG1P(EXP(xb)) / beta; \
+            o[k] = xb > th ? x[k] : y; \
+        } \
+    }
+SOFTPLUS_LOOP(F32, float, vm_exp_f32, vm_log1p_f32)
+SOFTPLUS_LOOP(F64, double, exp, log1p)
+
+int rt_k_softplus(RT_KERNEL_ARGS)
+{
+    t_loop fn = out->dtype == TJ_F32 ? softplus_F32 : out->dtype == TJ_F64 ? softplus_F64 : NULL;
     if (!fn)
         return no_kernel(op, out->dtype);
     tj_dtype want[1] = {out->dtype};

@@ -113,6 +113,8 @@ static tj_tensor *run(const gcase *c, char extra)
         return t[2] ? tj_lerp(t[0], t[1], t[2]) : tj_lerp_s(t[0], t[1], scalar(c->in[2]));
     if (!strcmp(c->op, "clamp"))
         return tj_clamp(t[0], scalar(c->in[1]), scalar(c->in[2]));
+    if (!strcmp(c->op, "softplus"))
+        return tj_softplus_ex(t[0], scalar(c->in[1]), scalar(c->in[2]));
     if (!strcmp(c->op, "cast"))
         return tj_cast(t[0], dtype_named(c->in[1]));
     int k = find_op(c->op);
@@ -214,6 +216,37 @@ static void test_golden(void **state)
 static tj_tensor *vec(tj_dtype dt, int n, const double *v)
 {
     return tu_tensor(dt, 1, (int64_t[]){n}, v);
+}
+
+/* softplus with beta and threshold compiled: the decomposition (mul, exp,
+ * log1p, div, gt, where) equals the eager kernel, on random and extreme
+ * values (x_*: 0, -0, denormals, huge, +-inf, NaN), f32 and f64. */
+static const double softplus_args[][2] = {{1, 20}, {2, 3}, {-1.5, 0.5}, {1e-3, 20}};
+
+static tj_tensor *softplus_model(void *ctx, tj_tensor *const *args, int nargs)
+{
+    (void)nargs;
+    const double *bt = ctx;
+    return tj_softplus_ex(args[0], bt[0], bt[1]);
+}
+
+static void test_softplus_compiled(void **state)
+{
+    (void)state;
+    static const char *const inputs[] = {"in_s_f32", "in_x_f32", "in_s_f64", "in_x_f64"};
+    for (size_t k = 0; k < sizeof softplus_args / sizeof *softplus_args; k++) {
+        tj_compiled *m = tj_compile(softplus_model, (void *)softplus_args[k], NULL);
+        for (size_t i = 0; i < sizeof inputs / sizeof *inputs; i++) {
+            tj_tensor *x = tu_golden("pointwise", inputs[i]);
+            tj_tensor *want = tj_softplus_ex(x, softplus_args[k][0], softplus_args[k][1]);
+            tj_tensor *got = tj_call(m, &x, 1);
+            if (!got)
+                fail_msg("softplus %s: %s", inputs[i], tj_last_error());
+            bool f32 = tj_dtype_of(x) == TJ_F32;
+            tu_assert_close(got, want, f32 ? 1e-6 : 1e-14, f32 ? 1e-30 : 1e-300);
+        }
+        tj_compiled_free(m);
+    }
 }
 
 static void test_promotion(void **state)
@@ -436,6 +469,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_golden, tu_scope_setup, tu_scope_teardown),
+        cmocka_unit_test_setup_teardown(test_softplus_compiled, tu_scope_setup, tu_scope_teardown),
         cmocka_unit_test_setup_teardown(test_promotion, tu_scope_setup, tu_scope_teardown),
         cmocka_unit_test_setup_teardown(test_empty, tu_scope_setup, tu_scope_teardown),
         cmocka_unit_test_setup_teardown(test_large, tu_scope_setup, tu_scope_teardown),

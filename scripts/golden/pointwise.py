@@ -21,6 +21,7 @@ import os
 import re
 
 import torch
+import torch.nn.functional as F
 
 from common import Family
 
@@ -55,7 +56,7 @@ def view(t, v):
 def torch_fn(op):
     special = {"relu": torch.relu, "gelu": torch.nn.functional.gelu,
                "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
-               "silu": torch.nn.functional.silu, "softplus": torch.nn.functional.softplus,
+               "silu": torch.nn.functional.silu,
                "sign": torch.sign, "maximum": torch.maximum, "minimum": torch.minimum}
     return special.get(op) or getattr(torch, op)
 
@@ -232,6 +233,16 @@ for lo, hi in ((-1.0, 1.0), (-math.inf, 0.5), (0.25, math.inf), (3.0, 2.0)):
         case("clamp", n, f"={lo!r}", f"={hi!r}", views="c", ref=torch.clamp(t, lo, hi))
 case("clamp", "s_f32", "=-1.0", "=1.0", views="p",
      ref=torch.clamp(view(inputs["s_f32"], "p"), -1, 1))
+# softplus(x, beta, threshold), in f64 and rounded; integer x computes in f32 in
+# tjit (torch refuses it): its reference is that of x as f32
+for beta, th in ((1.0, 20.0), (2.0, 3.0), (-1.5, 0.5), (0.5, 1.0), (1e-3, 20.0)):
+    for n in ("s_f32", "x_f32", "s_f64", "x_f64", "a_i32", "a_bool"):
+        t = inputs[n]
+        dt = t.dtype if t.is_floating_point() else torch.float32
+        ref = F.softplus(t.double(), beta, th).to(dt)
+        case("softplus", n, f"={beta!r}", f"={th!r}", views="c", ref=ref)
+case("softplus", "s_f32", "=2.0", "=3.0", views="p",
+     ref=F.softplus(view(inputs["s_f32"], "p").double(), 2.0, 3.0).float())
 src = {"f32": [-1.7, 2.9, 300.5, -300.5, 0.0, -0.0, 0.5, 255.9, 1e9, -129.0, 70000.25],
        "i64": [-1, 0, 1, 255, 256, -129, 1000, 70000, -70000, 2**40 + 3],
        "i32": [-1, 0, 1, 255, 256, -129, 1000, 70000, -70000],
