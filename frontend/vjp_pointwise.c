@@ -188,6 +188,29 @@ AG_VJP(lerp)
     return 0;
 }
 
+/* a + alpha b, a - alpha b */
+AG_VJP(add_alpha)
+{
+    AG_SET(0, g);
+    AG_SET(1, tj_mul_s(g, c->a->a[0].f));
+    return 0;
+}
+
+AG_VJP(sub_alpha)
+{
+    AG_SET(0, g);
+    AG_SET(1, tj_mul_s(g, -c->a->a[0].f));
+    return 0;
+}
+
+/* rounded: zero, as PyTorch's div with a rounding mode */
+AG_VJP(div_mode)
+{
+    AG_SET(0, zeros_like(g));
+    AG_SET(1, zeros_like(g));
+    return 0;
+}
+
 AG_VJP(clamp)
 {
     double lo = c->a->a[0].f, hi = c->a->a[1].f;

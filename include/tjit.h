@@ -240,6 +240,29 @@ TJ_BINARY_DECL(bitwise_and)
 TJ_BINARY_DECL(bitwise_or)
 TJ_BINARY_DECL(bitwise_xor)
 #undef TJ_BINARY_DECL
+/* torch.add(a, b, alpha=) and torch.sub: a + alpha b and a - alpha b, b a
+ * tensor or (_s_ex) a number. alpha does not take part in promotion; it
+ * rounds to the result dtype. An integer or bool result needs an integral
+ * alpha (an integral double counts as a Python int), an integer result one
+ * that fits its dtype (u8: -255..255); a float one a finite alpha that fits
+ * it, or +-inf or NaN. */
+tj_tensor *tj_add_ex(tj_tensor *a, tj_tensor *b, double alpha);
+tj_tensor *tj_add_s_ex(tj_tensor *a, double b, double alpha);
+tj_tensor *tj_sub_ex(tj_tensor *a, tj_tensor *b, double alpha);
+tj_tensor *tj_sub_s_ex(tj_tensor *a, double b, double alpha);
+
+/* torch.div's rounding_mode. */
+typedef enum tj_rounding {
+    TJ_ROUNDING_NONE,    /* None: true division (tj_div) */
+    TJ_ROUNDING_TRUNC,   /* "trunc": toward zero */
+    TJ_ROUNDING_FLOOR    /* "floor": toward -inf (Python's //) */
+} tj_rounding;
+/* torch.div(a, b, rounding_mode=): trunc and floor keep the promoted dtype
+ * (integers stay integers; bool is refused). An integer division by zero is
+ * an error, as in PyTorch (eager and compiled); the most negative integer
+ * divided by -1 wraps to itself. */
+tj_tensor *tj_div_ex(tj_tensor *a, tj_tensor *b, tj_rounding mode);
+tj_tensor *tj_div_s_ex(tj_tensor *a, double b, tj_rounding mode);
 
 /* ---- ternary ----------------------------------------------------------- */
 tj_tensor *tj_where(tj_tensor *cond, tj_tensor *a, tj_tensor *b);

@@ -131,6 +131,7 @@ static const struct {
     {"scale", {"0.125"}},           {"reduction", {"mean", "none", "sum"}},
     {"ignore_index", {"-100", "1"}}, {"label_smoothing", {"0", "0.1"}},
     {"beta", {"1", "2.5"}},          {"threshold", {"20", "-0.5"}},
+    {"alpha", {"2", "-3"}},          {"rounding_mode", {"trunc", "floor"}},
 };
 
 static int examples_of(const char *attr, const char *const **vals)

@@ -303,6 +303,12 @@ static const char *const composite_cases[] = {
       "%0 = softmax %ext {dim=1} : f32[2,7]\n %1 = log_softmax %extd {dim=0} : f64[7,2]\n"
       " %2 = logsumexp %ext {dims=[1], keepdim=false} : f32[2]\n"
       " %3 = logsumexp %extd {dims=[0], keepdim=true} : f64[1,2]\n return %0, %1, %2, %3"),
+    /* last: the cases above keep their random inputs */
+    G("%a: f32[3,4], %b: i32[4], %c: u8[3,4], %d: bool[3,4], %e: i64[4]",
+      "%0 = add_alpha %a, %b {alpha=2.5} : f32[3,4]\n %1 = sub_alpha %c, %c {alpha=-1} : u8[3,4]\n"
+      " %2 = add_alpha %d, %d {alpha=0} : bool[3,4]\n %3 = add_alpha %d, %d {alpha=-2} : bool[3,4]\n"
+      " %4 = sub_alpha %b, %e {alpha=7} : i64[4]\n %5 = add_alpha %c, %d {alpha=200} : u8[3,4]\n"
+      " return %0, %1, %2, %3, %4, %5"),
 };
 
 static void test_every_composite_decomposes(void **state)

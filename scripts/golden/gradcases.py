@@ -90,6 +90,10 @@ def run_op(op, ins, a):
         return torch.clamp(x, a["min"], a["max"])
     if op == "softplus":
         return F.softplus(x, a["beta"], a["threshold"])
+    if op in ("add_alpha", "sub_alpha"):
+        return getattr(torch, op[:3])(ins[0], ins[1], alpha=a["alpha"])
+    if op == "div_mode":
+        return torch.div(ins[0], ins[1], rounding_mode=a["rounding_mode"])
     if op == "cast":
         return x.to(a["dtype"])
     if op in ("sum", "mean", "amax", "amin", "logsumexp"):
