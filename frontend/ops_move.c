@@ -1,5 +1,6 @@
 /* ops_move.c - public entry points of the data-movement ops: cat, stack
- * (unsqueeze each, then cat), split (slices), gather, index_select, pad, flip. */
+ * (unsqueeze each, then cat), split and split_with_sizes (slices), gather,
+ * index_select, pad, flip. */
 #include <stdio.h>
 
 #include "fe.h"
@@ -84,6 +85,56 @@ int tj_split(tj_tensor *x, int64_t size, int dim, tj_tensor **out, int max)
             return -1;
     }
     return (int)count;
+}
+
+/* torch.split(x, [s0, s1, ...], dim) (split_with_sizes): n pieces of the
+ * given sizes, each >= 0, which must sum to the size of dim. */
+int tj_split_with_sizes(tj_tensor *x, const int64_t *sizes, int n, int dim, tj_tensor **out)
+{
+    if (!x) {
+        if (!tj_last_error()[0])
+            rt_error("split_with_sizes: input is NULL");
+        return -1;
+    }
+    char head[256];
+    rt_describe_inputs("split_with_sizes", &x, 1, head, sizeof head);
+    int d = ir_norm_dim(dim, x->ndim);
+    if (x->ndim == 0 || d < 0) {
+        rt_error("%s: dim %d out of range for %d dims", head, dim, x->ndim);
+        return -1;
+    }
+    if (n < 1 || !sizes || !out) {
+        rt_error("%s: %s", head, n < 1 ? "needs at least one split size"
+                                 : !sizes ? "sizes is NULL" : "out is NULL");
+        return -1;
+    }
+    fe_trace_shape_read(x);   /* the sizes are checked against the shape */
+    int64_t len = x->shape[d], sum = 0;
+    for (int k = 0; k < n; k++)
+        if (sizes[k] < 0) {
+            rt_error("%s: split size %d is %lld; sizes must be non-negative", head, k,
+                     (long long)sizes[k]);
+            return -1;
+        }
+    for (int k = 0; k < n && sum <= len; k++)
+        if (__builtin_add_overflow(sum, sizes[k], &sum))
+            sum = INT64_MAX;   /* more than any size */
+    if (sum != len) {
+        char list[160];
+        int m = 0;
+        for (int k = 0; k < n && m < (int)sizeof list - 24; k++)
+            m += snprintf(list + m, sizeof list - (size_t)m, k ? ",%lld" : "%lld", (long long)sizes[k]);
+        rt_error("%s: split sizes [%s%s] must sum to %lld, the size of dim %d", head, list,
+                 m >= (int)sizeof list - 24 ? ",..." : "", (long long)len, d);
+        return -1;
+    }
+    int64_t start = 0;
+    for (int k = 0; k < n; k++) {
+        if (!(out[k] = tj_slice(x, d, start, start + sizes[k], 1)))
+            return -1;
+        start += sizes[k];
+    }
+    return n;
 }
 
 tj_tensor *tj_gather(tj_tensor *x, int dim, tj_tensor *index)

@@ -1,5 +1,6 @@
 /* ops_pointwise.c - public entry points of the pointwise ops, generated from
- * the UNARY and BINARY rows of ops.def, plus the ternary and cast ops. */
+ * the UNARY and BINARY rows of ops.def, plus the ternary ops, softplus, add/sub
+ * with alpha, div with a rounding mode, and cast. */
 #include <math.h>
 
 #include "fe.h"
@@ -45,6 +46,65 @@ tj_tensor *tj_clamp(tj_tensor *x, double lo, double hi)
     ir_attr_float(&at.a[0], lo);
     ir_attr_float(&at.a[1], hi);
     return fe_apply(OP_clamp, &x, 1, &at);
+}
+
+/* a op alpha*b; alpha 1 is the plain op (add, sub) */
+static tj_tensor *alpha_op(ir_op op, ir_op plain, tj_tensor *a, tj_tensor *b, double alpha)
+{
+    tj_tensor *in[2] = {a, b};
+    if (alpha == 1)
+        return fe_apply(plain, in, 2, NULL);
+    ir_attrs at = {0};
+    ir_attr_float(&at.a[0], alpha);
+    return fe_apply(op, in, 2, &at);
+}
+
+tj_tensor *tj_add_ex(tj_tensor *a, tj_tensor *b, double alpha)
+{
+    return alpha_op(OP_add_alpha, OP_add, a, b, alpha);
+}
+
+tj_tensor *tj_sub_ex(tj_tensor *a, tj_tensor *b, double alpha)
+{
+    return alpha_op(OP_sub_alpha, OP_sub, a, b, alpha);
+}
+
+tj_tensor *tj_add_s_ex(tj_tensor *a, double b, double alpha)
+{
+    return alpha_op(OP_add_alpha, OP_add, a, a ? fe_wrap_scalar(b, a) : NULL, alpha);
+}
+
+tj_tensor *tj_sub_s_ex(tj_tensor *a, double b, double alpha)
+{
+    return alpha_op(OP_sub_alpha, OP_sub, a, a ? fe_wrap_scalar(b, a) : NULL, alpha);
+}
+
+/* rounding none is div itself */
+static tj_tensor *div_mode(tj_tensor *a, tj_tensor *b, tj_rounding mode)
+{
+    tj_tensor *in[2] = {a, b};
+    if (mode == TJ_ROUNDING_NONE)
+        return fe_apply(OP_div, in, 2, NULL);
+    ir_attrs at = {0};
+    ir_attr_int(&at.a[0], mode);
+    return fe_apply(OP_div_mode, in, 2, &at);
+}
+
+tj_tensor *tj_div_ex(tj_tensor *a, tj_tensor *b, tj_rounding mode) { return div_mode(a, b, mode); }
+
+tj_tensor *tj_div_s_ex(tj_tensor *a, double b, tj_rounding mode)
+{
+    return div_mode(a, a ? fe_wrap_scalar(b, a) : NULL, mode);
+}
+
+tj_tensor *tj_softplus(tj_tensor *x) { return tj_softplus_ex(x, 1, 20); }
+
+tj_tensor *tj_softplus_ex(tj_tensor *x, double beta, double threshold)
+{
+    ir_attrs at = {0};
+    ir_attr_float(&at.a[0], beta);
+    ir_attr_float(&at.a[1], threshold);
+    return fe_apply(OP_softplus, &x, 1, &at);
 }
 
 tj_tensor *tj_cast(tj_tensor *x, tj_dtype dt)

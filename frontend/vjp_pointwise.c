@@ -85,10 +85,13 @@ AG_VJP(silu)
     return 0;
 }
 
-/* softplus(x) = log1p(exp(x)), linear above 20 (PyTorch's threshold). */
+/* softplus(x) = log1p(exp(x beta)) / beta, linear where x beta > threshold:
+ * g there, else g sigmoid(x beta) (torch's softplus_backward). */
 AG_VJP(softplus)
 {
-    AG_SET(0, tj_where(tj_gt_s(X, 20), g, tj_mul(g, tj_sigmoid(X))));
+    double beta = c->a->a[0].f, th = c->a->a[1].f;
+    tj_tensor *xb = tj_mul_s(X, beta);
+    AG_SET(0, tj_where(tj_gt_s(xb, th), g, tj_mul(g, tj_sigmoid(xb))));
     return 0;
 }
 
@@ -182,6 +185,29 @@ AG_VJP(lerp)
     AG_SET(0, tj_mul(g, rsub1(w)));
     AG_SET(1, tj_mul(g, w));
     AG_SET(2, tj_mul(g, tj_sub(B, A)));
+    return 0;
+}
+
+/* a + alpha b, a - alpha b */
+AG_VJP(add_alpha)
+{
+    AG_SET(0, g);
+    AG_SET(1, tj_mul_s(g, c->a->a[0].f));
+    return 0;
+}
+
+AG_VJP(sub_alpha)
+{
+    AG_SET(0, g);
+    AG_SET(1, tj_mul_s(g, -c->a->a[0].f));
+    return 0;
+}
+
+/* rounded: zero, as PyTorch's div with a rounding mode */
+AG_VJP(div_mode)
+{
+    AG_SET(0, zeros_like(g));
+    AG_SET(1, zeros_like(g));
     return 0;
 }
 

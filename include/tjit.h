@@ -212,6 +212,9 @@ tj_tensor *tj_sigmoid(tj_tensor *x);
 tj_tensor *tj_relu(tj_tensor *x);
 tj_tensor *tj_silu(tj_tensor *x);
 tj_tensor *tj_softplus(tj_tensor *x);      /* beta 1, threshold 20 */
+/* torch.nn.functional.softplus(x, beta, threshold): log1p(exp(x beta)) / beta,
+ * x itself where x beta > threshold; beta and threshold round to x's dtype. */
+tj_tensor *tj_softplus_ex(tj_tensor *x, double beta, double threshold);
 tj_tensor *tj_floor(tj_tensor *x);
 tj_tensor *tj_ceil(tj_tensor *x);
 tj_tensor *tj_round(tj_tensor *x);         /* half to even */
@@ -252,6 +255,29 @@ TJ_BINARY_DECL(bitwise_and)
 TJ_BINARY_DECL(bitwise_or)
 TJ_BINARY_DECL(bitwise_xor)
 #undef TJ_BINARY_DECL
+/* torch.add(a, b, alpha=) and torch.sub: a + alpha b and a - alpha b, b a
+ * tensor or (_s_ex) a number. alpha does not take part in promotion; it
+ * rounds to the result dtype. An integer or bool result needs an integral
+ * alpha (an integral double counts as a Python int), an integer result one
+ * that fits its dtype (u8: -255..255); a float one a finite alpha that fits
+ * it, or +-inf or NaN. */
+tj_tensor *tj_add_ex(tj_tensor *a, tj_tensor *b, double alpha);
+tj_tensor *tj_add_s_ex(tj_tensor *a, double b, double alpha);
+tj_tensor *tj_sub_ex(tj_tensor *a, tj_tensor *b, double alpha);
+tj_tensor *tj_sub_s_ex(tj_tensor *a, double b, double alpha);
+
+/* torch.div's rounding_mode. */
+typedef enum tj_rounding {
+    TJ_ROUNDING_NONE,    /* None: true division (tj_div) */
+    TJ_ROUNDING_TRUNC,   /* "trunc": toward zero */
+    TJ_ROUNDING_FLOOR    /* "floor": toward -inf (Python's //) */
+} tj_rounding;
+/* torch.div(a, b, rounding_mode=): trunc and floor keep the promoted dtype
+ * (integers stay integers; bool is refused). An integer division by zero is
+ * an error, as in PyTorch (eager and compiled); the most negative integer
+ * divided by -1 wraps to itself. */
+tj_tensor *tj_div_ex(tj_tensor *a, tj_tensor *b, tj_rounding mode);
+tj_tensor *tj_div_s_ex(tj_tensor *a, double b, tj_rounding mode);
 
 /* ---- ternary ----------------------------------------------------------- */
 tj_tensor *tj_where(tj_tensor *cond, tj_tensor *a, tj_tensor *b);
@@ -347,6 +373,9 @@ tj_tensor *tj_stack(tj_tensor *const *xs, int n, int dim);
 /* Splits into pieces of `size` along dim (the last may be smaller); writes up to
  * max pointers to out and returns the number of pieces, or -1 on error. */
 int tj_split(tj_tensor *x, int64_t size, int dim, tj_tensor **out, int max);
+/* torch.split(x, [s0, s1, ...], dim): n pieces of the given sizes (each >= 0;
+ * they must sum to the size of dim) written to out[0..n); returns n, or -1. */
+int tj_split_with_sizes(tj_tensor *x, const int64_t *sizes, int n, int dim, tj_tensor **out);
 tj_tensor *tj_gather(tj_tensor *x, int dim, tj_tensor *index);
 tj_tensor *tj_index_select(tj_tensor *x, int dim, tj_tensor *index);
 /* pads: (before, after) pairs starting from the LAST dim, like torch.nn.functional.pad. */
@@ -547,6 +576,7 @@ TJ_API_END
 #define tj_relu(...) (tj__callsite(__FILE__, __LINE__), tj_relu(__VA_ARGS__))
 #define tj_silu(...) (tj__callsite(__FILE__, __LINE__), tj_silu(__VA_ARGS__))
 #define tj_softplus(...) (tj__callsite(__FILE__, __LINE__), tj_softplus(__VA_ARGS__))
+#define tj_softplus_ex(...) (tj__callsite(__FILE__, __LINE__), tj_softplus_ex(__VA_ARGS__))
 #define tj_floor(...) (tj__callsite(__FILE__, __LINE__), tj_floor(__VA_ARGS__))
 #define tj_ceil(...) (tj__callsite(__FILE__, __LINE__), tj_ceil(__VA_ARGS__))
 #define tj_round(...) (tj__callsite(__FILE__, __LINE__), tj_round(__VA_ARGS__))
@@ -602,6 +632,12 @@ TJ_API_END
 #define tj_bitwise_or_s(...) (tj__callsite(__FILE__, __LINE__), tj_bitwise_or_s(__VA_ARGS__))
 #define tj_bitwise_xor(...) (tj__callsite(__FILE__, __LINE__), tj_bitwise_xor(__VA_ARGS__))
 #define tj_bitwise_xor_s(...) (tj__callsite(__FILE__, __LINE__), tj_bitwise_xor_s(__VA_ARGS__))
+#define tj_add_ex(...) (tj__callsite(__FILE__, __LINE__), tj_add_ex(__VA_ARGS__))
+#define tj_add_s_ex(...) (tj__callsite(__FILE__, __LINE__), tj_add_s_ex(__VA_ARGS__))
+#define tj_sub_ex(...) (tj__callsite(__FILE__, __LINE__), tj_sub_ex(__VA_ARGS__))
+#define tj_sub_s_ex(...) (tj__callsite(__FILE__, __LINE__), tj_sub_s_ex(__VA_ARGS__))
+#define tj_div_ex(...) (tj__callsite(__FILE__, __LINE__), tj_div_ex(__VA_ARGS__))
+#define tj_div_s_ex(...) (tj__callsite(__FILE__, __LINE__), tj_div_s_ex(__VA_ARGS__))
 #define tj_where(...) (tj__callsite(__FILE__, __LINE__), tj_where(__VA_ARGS__))
 #define tj_clamp(...) (tj__callsite(__FILE__, __LINE__), tj_clamp(__VA_ARGS__))
 #define tj_lerp(...) (tj__callsite(__FILE__, __LINE__), tj_lerp(__VA_ARGS__))
@@ -637,6 +673,7 @@ TJ_API_END
 #define tj_cat(...) (tj__callsite(__FILE__, __LINE__), tj_cat(__VA_ARGS__))
 #define tj_stack(...) (tj__callsite(__FILE__, __LINE__), tj_stack(__VA_ARGS__))
 #define tj_split(...) (tj__callsite(__FILE__, __LINE__), tj_split(__VA_ARGS__))
+#define tj_split_with_sizes(...) (tj__callsite(__FILE__, __LINE__), tj_split_with_sizes(__VA_ARGS__))
 #define tj_gather(...) (tj__callsite(__FILE__, __LINE__), tj_gather(__VA_ARGS__))
 #define tj_index_select(...) (tj__callsite(__FILE__, __LINE__), tj_index_select(__VA_ARGS__))
 #define tj_pad(...) (tj__callsite(__FILE__, __LINE__), tj_pad(__VA_ARGS__))

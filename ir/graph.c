@@ -92,9 +92,12 @@ int ir_attrs_check(ir_op op, const ir_attrs *a, char *err, size_t nerr)
                                (long long)v->i[0]);
             break;
         case IR_ATTR_REDUCTION:
+        case IR_ATTR_ROUNDING:
             if (!ir_attr_word(info->attrs[k].kind, v->i[0]))
-                return ir_fail(err, nerr, "attribute '%s' is %lld, not a reduction (mean, sum, none)",
-                               name, (long long)v->i[0]);
+                return ir_fail(err, nerr, "attribute '%s' is %lld, not a %s", name,
+                               (long long)v->i[0], info->attrs[k].kind == IR_ATTR_REDUCTION
+                                   ? "reduction (mean, sum, none)"
+                                   : "rounding mode (none, trunc, floor)");
             break;
         case IR_ATTR_INT:
         case IR_ATTR_FLOAT:
@@ -131,6 +134,7 @@ static void attr_normalize(ir_attr_kind kind, const ir_attr *v, ir_attr *out)
     case IR_ATTR_INT:
     case IR_ATTR_DTYPE:
     case IR_ATTR_REDUCTION:
+    case IR_ATTR_ROUNDING:
         out->n = 1;
         out->i[0] = v->i[0];
         break;

@@ -1,5 +1,6 @@
 /* infer_pointwise.c - shape/dtype rules of the non-row pointwise ops: where,
- * lerp, clamp and cast (the UNARY/BINARY rows use ir_infer_unary/binary). */
+ * lerp, clamp, softplus, add/sub with alpha, div with a rounding mode and
+ * cast (the UNARY/BINARY rows use ir_infer_unary/binary). */
 #include <math.h>
 
 #include "infer.h"
@@ -76,6 +77,62 @@ int ir_infer_clamp(IR_INFER_ARGS)
             return ir_fail(err, nerr, "%s bound %.17g is out of range for %s", k ? "max" : "min",
                            b[k], tj_dtype_name(dt));
     ir_set(out, dt, in[0]->ndim, in[0]->shape);
+    return 0;
+}
+
+/* softplus(x, beta, threshold): float math, so an integer or bool x computes
+ * in f32 (like the FLOAT rows; PyTorch refuses integer input). */
+int ir_infer_softplus(IR_INFER_ARGS)
+{
+    ir_set(out, ir_dtype_is_float(in[0]->dtype) ? in[0]->dtype : TJ_F32, in[0]->ndim,
+           in[0]->shape);
+    return 0;
+}
+
+/* add_alpha / sub_alpha(a, b, alpha): the shapes, dtype and bool rules of
+ * add / sub; alpha (no part in promotion) must suit the result dtype, as
+ * PyTorch's alpha_check and its checked conversion of alpha demand. */
+static int infer_alpha(ir_op plain, IR_INFER_ARGS)
+{
+    (void)op;
+    if (ir_infer_binary(plain, in, nin, a, out, err, nerr))
+        return -1;
+    double al = a->a[0].f;
+    tj_dtype dt = out->dtype;
+    if (ir_dtype_is_float(dt)) {
+        double max = dt == TJ_F32 ? 3.4028234663852886e38 : INFINITY;
+        if (isfinite(al) && fabs(al) > max)
+            return ir_fail(err, nerr, "alpha %.17g does not fit %s", al, tj_dtype_name(dt));
+        return 0;
+    }
+    if (al != floor(al) || !isfinite(al))
+        return ir_fail(err, nerr, "alpha %.17g must be an integer for %s results", al,
+                       tj_dtype_name(dt));
+    int64_t lo, hi;
+    ir_int_range(dt, &lo, &hi);
+    if (dt == TJ_U8)
+        lo = -hi;   /* torch converts -1 to 255 */
+    if (dt != TJ_BOOL && !(al >= (double)lo && al <= (double)hi))
+        return ir_fail(err, nerr, "alpha %.17g does not fit %s", al, tj_dtype_name(dt));
+    return 0;
+}
+
+int ir_infer_add_alpha(IR_INFER_ARGS) { return infer_alpha(OP_add, op, in, nin, a, out, err, nerr); }
+int ir_infer_sub_alpha(IR_INFER_ARGS) { return infer_alpha(OP_sub, op, in, nin, a, out, err, nerr); }
+
+/* div_mode(a, b, rounding_mode): trunc or floor in the promoted dtype, which
+ * may not be bool (PyTorch has no bool kernel); none is plain div. */
+int ir_infer_div_mode(IR_INFER_ARGS)
+{
+    int64_t m = a->a[0].i[0];
+    if (m != TJ_ROUNDING_TRUNC && m != TJ_ROUNDING_FLOOR)
+        return ir_fail(err, nerr, "rounding_mode %s: div_mode rounds by trunc or floor (none is div)",
+                       ir_attr_word(IR_ATTR_ROUNDING, m) ? ir_attr_word(IR_ATTR_ROUNDING, m) : "?");
+    if (ir_infer_binary(OP_add, in, nin, a, out, err, nerr))   /* promoted, broadcast */
+        return -1;
+    if (out->dtype == TJ_BOOL)
+        return ir_fail(err, nerr, "rounding_mode %s is not defined for bool",
+                       ir_attr_word(IR_ATTR_ROUNDING, m));
     return 0;
 }
 

@@ -97,12 +97,14 @@ typedef enum {
     IR_RULE_CMP       /* computed in the promoted dtype -> bool */
 } ir_rule;
 
-/* REDUCTION is a word attribute: one of the names ir_attr_word lists (the
- * value is the index, which is the public enum's value: tj_reduction). */
+/* REDUCTION and ROUNDING are word attributes: one of the names ir_attr_word
+ * lists (the value is the index, which is the public enum's value:
+ * tj_reduction, tj_rounding). */
 typedef enum {
-    IR_ATTR_INT, IR_ATTR_INTS, IR_ATTR_BOOL, IR_ATTR_FLOAT, IR_ATTR_DTYPE, IR_ATTR_REDUCTION
+    IR_ATTR_INT, IR_ATTR_INTS, IR_ATTR_BOOL, IR_ATTR_FLOAT, IR_ATTR_DTYPE, IR_ATTR_REDUCTION,
+    IR_ATTR_ROUNDING
 } ir_attr_kind;
-#define IR_ATTR_LAST IR_ATTR_REDUCTION
+#define IR_ATTR_LAST IR_ATTR_ROUNDING
 
 /* The name of value v of a word attribute kind ("mean"), NULL when v is not
  * one; and the value a name spells (-1 when none). */

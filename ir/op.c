@@ -48,11 +48,20 @@ static const char *const reduction_words[] = {
 _Static_assert(sizeof reduction_words / sizeof *reduction_words == TJ_REDUCTION_NONE + 1,
                "a name per tj_reduction");
 
+static const char *const rounding_words[] = {
+    [TJ_ROUNDING_NONE] = "none", [TJ_ROUNDING_TRUNC] = "trunc", [TJ_ROUNDING_FLOOR] = "floor"};
+_Static_assert(sizeof rounding_words / sizeof *rounding_words == TJ_ROUNDING_FLOOR + 1,
+               "a name per tj_rounding");
+
 static int words_of(ir_attr_kind kind, const char *const **w)
 {
     if (kind == IR_ATTR_REDUCTION) {
         *w = reduction_words;
         return (int)(sizeof reduction_words / sizeof *reduction_words);
+    }
+    if (kind == IR_ATTR_ROUNDING) {
+        *w = rounding_words;
+        return (int)(sizeof rounding_words / sizeof *rounding_words);
     }
     *w = NULL;
     return 0;

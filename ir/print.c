@@ -128,6 +128,7 @@ static void put_attr(strbuf *b, ir_attr_kind kind, const ir_attr *v)
         sb_str(b, tj_dtype_name((tj_dtype)v->i[0]));
         break;
     case IR_ATTR_REDUCTION:
+    case IR_ATTR_ROUNDING:
         sb_str(b, ir_attr_word(kind, v->i[0]) ? ir_attr_word(kind, v->i[0]) : "?");
         break;
     }

@@ -182,13 +182,37 @@ static ir_node *ps_decomp_silu(PS_DECOMP_ARGS)
     return b_where(b, b_lt_s(b, x, 0), b_mul(b, e, s), s);
 }
 
-/* softplus(x) = x > 20 ? x : log1p(exp(x)) */
+/* softplus(x) = xb > threshold ? x : log1p(exp(xb)) / beta, xb = x * beta
+ * (beta 1 leaves out the product and the quotient, which change nothing) */
 static ir_node *ps_decomp_softplus(PS_DECOMP_ARGS)
 {
     ir_node *x = ps_b_float(b, in[0]);
-    ir_node *soft = b_un(b, OP_log1p, b_exp(b, x));
-    return b_where(b, b_bin_s(b, OP_gt, x, 20), x, soft);
+    double beta = a->a[0].f;
+    ir_node *xb = beta == 1 ? x : b_mul_s(b, x, beta);
+    ir_node *soft = b_un(b, OP_log1p, b_exp(b, xb));
+    if (beta != 1)
+        soft = b_bin_s(b, OP_div, soft, beta);
+    return b_where(b, b_bin_s(b, OP_gt, xb, a->a[1].f), x, soft);
 }
+
+/* add_alpha(a, b) = a + b * alpha, sub_alpha(a, b) = a - b * alpha, both in
+ * the result dtype dt (a and b cast to it; alpha a weak scalar of dt's
+ * category, which the mul converts to dt as the eager kernel does);
+ * bool: a + (b and alpha != 0). */
+static ir_node *alpha_decomp(ps_builder *b, const ir_node *n, const ir_attrs *a,
+                             ir_node *const *in, ir_op op)
+{
+    tj_dtype dt = n->type.dtype;
+    ir_node *x = ps_b_cast(b, in[0], dt), *y = ps_b_cast(b, in[1], dt);
+    double alpha = a->a[0].f;
+    if (dt == TJ_BOOL)
+        return b_bin(b, op, x, b_bin(b, OP_logical_and, y, ps_b_scalar(b, alpha != 0, TJ_BOOL)));
+    tj_dtype st = ir_dtype_is_float(dt) ? TJ_F64 : TJ_I64;
+    return b_bin(b, op, x, b_mul(b, y, ps_b_scalar(b, alpha, st)));
+}
+
+static ir_node *ps_decomp_add_alpha(PS_DECOMP_ARGS) { return alpha_decomp(b, n, a, in, OP_add); }
+static ir_node *ps_decomp_sub_alpha(PS_DECOMP_ARGS) { return alpha_decomp(b, n, a, in, OP_sub); }
 
 /* lerp(a, b, w) = w < 1/2 ? a + w (b - a) : b - (b - a)(1 - w), in the result dtype */
 static ir_node *ps_decomp_lerp(PS_DECOMP_ARGS)

@@ -131,8 +131,9 @@ static ncls classify(const ir_node *n, char *why, size_t nw)
             return C_PW;
         if (n->op == OP_cast && !(ir_dtype_is_float(n->in[0]->type.dtype) && !ir_dtype_is_float(n->type.dtype)))
             return C_PW;
-        snprintf(why, nw, n->op == OP_clamp ? "integer clamp runs eagerly"
-                                            : "float to integer cast runs eagerly");
+        snprintf(why, nw, n->op == OP_clamp  ? "integer clamp runs eagerly"
+                          : n->op == OP_cast ? "float to integer cast runs eagerly"
+                                             : "no kernel lowering (eager call)");
         return C_OTHER;
     case IR_REDUCE: return classify_reduce(n, why, nw);
     case IR_CREATE:

@@ -1,5 +1,6 @@
 /* k_pointwise.c - eager kernels of the pointwise ops: every UNARY and BINARY
- * row of ir/ops.def (rt_k_unary, rt_k_binary), plus where, lerp, clamp, cast.
+ * row of ir/ops.def (rt_k_unary, rt_k_binary), plus where, lerp, clamp,
+ * softplus, add/sub with alpha, div with a rounding mode, cast.
  *
  * The loops of the UNARY/BINARY rows are generated from the rows themselves:
  * for each compute dtype the row's rule allows, one contiguous loop (binary:
@@ -419,6 +420,203 @@ int rt_k_clamp(RT_KERNEL_ARGS)
         return no_kernel(op, out->dtype);
     tj_dtype want[1] = {out->dtype};
     return run_ternary(fn, out, in, 1, want, a);
+}
+
+/* softplus(x) = x beta > threshold ? x : log1p(exp(x beta)) / beta, beta and
+ * threshold in the result dtype (torch's kernel); f32 with the vmath exp and
+ * log1p the JIT uses for the decomposition's exp and log1p. */
+#define SOFTPLUS_LOOP(D, T, EXP, LOG1P) \
+    RT_CLONES static void softplus_##D(void *restrict o_, const void *restrict x_, \
+                                       const void *restrict y_, const void *restrict z_, \
+                                       int64_t n, const ir_attrs *attrs) \
+    { \
+        T *restrict o = o_; \
+        const T *restrict x = x_; \
+        T beta = (T)attrs->a[0].f, th = (T)attrs->a[1].f; \
+        for (int64_t k = 0; k < n; k++) { \
+            T xb = x[k] * beta, y = LOG1P(EXP(xb)) / beta; \
+            o[k] = xb > th ? x[k] : y; \
+        } \
+    }
+SOFTPLUS_LOOP(F32, float, vm_exp_f32, vm_log1p_f32)
+SOFTPLUS_LOOP(F64, double, exp, log1p)
+
+int rt_k_softplus(RT_KERNEL_ARGS)
+{
+    t_loop fn = out->dtype == TJ_F32 ? softplus_F32 : out->dtype == TJ_F64 ? softplus_F64 : NULL;
+    if (!fn)
+        return no_kernel(op, out->dtype);
+    tj_dtype want[1] = {out->dtype};
+    return run_ternary(fn, out, in, 1, want, a);
+}
+
+/* add_alpha, sub_alpha: a + alpha b, a - alpha b in the result dtype (alpha
+ * converted to it, as torch does; integers wrap, -fwrapv; u8 alpha -1 is 255;
+ * bool: a or (alpha and b)). One rounding of alpha b and one of the sum, as
+ * the decomposition's mul and add. */
+#define ALPHA_FLOAT(D, T, name, OPR) \
+    RT_CLONES static void name##_##D(void *restrict o_, const void *restrict a_, \
+                                     const void *restrict b_, const void *restrict z_, \
+                                     int64_t n, const ir_attrs *attrs) \
+    { \
+        T *restrict o = o_; \
+        const T *restrict a = a_, *restrict b = b_; \
+        T al = (T)attrs->a[0].f; \
+        for (int64_t k = 0; k < n; k++) { \
+            T p = al * b[k]; \
+            o[k] = a[k] OPR p; \
+        } \
+    }
+#define ALPHA_INT(D, T, name, OPR) \
+    RT_CLONES static void name##_##D(void *restrict o_, const void *restrict a_, \
+                                     const void *restrict b_, const void *restrict z_, \
+                                     int64_t n, const ir_attrs *attrs) \
+    { \
+        T *restrict o = o_; \
+        const T *restrict a = a_, *restrict b = b_; \
+        T al = (T)(int64_t)attrs->a[0].f; \
+        for (int64_t k = 0; k < n; k++) \
+            o[k] = (T)(a[k] OPR (T)(al * b[k])); \
+    }
+#define ALPHA_ALL(name, OPR) \
+    ALPHA_FLOAT(F32, float, name, OPR) ALPHA_FLOAT(F64, double, name, OPR) \
+    ALPHA_INT(U8, uint8_t, name, OPR) ALPHA_INT(I32, int32_t, name, OPR) \
+    ALPHA_INT(I64, int64_t, name, OPR)
+ALPHA_ALL(add_alpha, +)
+ALPHA_ALL(sub_alpha, -)
+
+static void add_alpha_BOOL(void *restrict o_, const void *restrict a_, const void *restrict b_,
+                           const void *restrict z_, int64_t n, const ir_attrs *attrs)
+{
+    uint8_t *restrict o = o_;
+    const uint8_t *restrict a = a_, *restrict b = b_;
+    uint8_t al = attrs->a[0].f != 0;
+    for (int64_t k = 0; k < n; k++)
+        o[k] = a[k] || (al && b[k]);
+}
+
+#define ALPHA_TABLE(name, bool_loop) \
+    {[TJ_F32] = name##_F32, [TJ_F64] = name##_F64, [TJ_U8] = name##_U8, \
+     [TJ_I32] = name##_I32, [TJ_I64] = name##_I64, [TJ_BOOL] = bool_loop}
+
+int rt_k_add_alpha(RT_KERNEL_ARGS)
+{
+    static const t_loop loops[TJ_NUM_DTYPES] = ALPHA_TABLE(add_alpha, add_alpha_BOOL);
+    t_loop fn = loops[out->dtype];
+    if (!fn)
+        return no_kernel(op, out->dtype);
+    tj_dtype want[2] = {out->dtype, out->dtype};
+    return run_ternary(fn, out, in, 2, want, a);
+}
+
+int rt_k_sub_alpha(RT_KERNEL_ARGS)
+{
+    static const t_loop loops[TJ_NUM_DTYPES] = ALPHA_TABLE(sub_alpha, NULL);   /* bool: refused by the rule */
+    t_loop fn = loops[out->dtype];
+    if (!fn)
+        return no_kernel(op, out->dtype);
+    tj_dtype want[2] = {out->dtype, out->dtype};
+    return run_ternary(fn, out, in, 2, want, a);
+}
+
+/* div_mode: torch.div with rounding_mode trunc or floor, in the result
+ * dtype. Floats: trunc(a / b); floor is c10's div_floor_floating (Python's
+ * a // b from fmod, with a / b's IEEE result for b = 0). Integers: C's
+ * truncating division, floor one less when the signs differ and a remainder
+ * is left; the most negative value over -1 wraps (C would trap); a zero
+ * divisor sets *zero (PyTorch raises ZeroDivisionError). */
+#define DIVF(D, T, TRUNC, FMOD, FLOOR, COPYSIGN) \
+    static inline T div_floor_##D(T a, T b) \
+    { \
+        if (b == 0) \
+            return a / b; \
+        T mod = FMOD(a, b), q = (a - mod) / b; \
+        if (mod != 0 && (b < 0) != (mod < 0)) \
+            q -= 1; \
+        if (q == 0) \
+            return COPYSIGN((T)0, a / b); \
+        T fl = FLOOR(q); \
+        return q - fl > (T)0.5 ? fl + 1 : fl; \
+    } \
+    static void div_mode_##D(void *restrict o_, const void *restrict a_, const void *restrict b_, \
+                             int64_t n, bool floor_mode, int *zero) \
+    { \
+        T *restrict o = o_; \
+        const T *restrict a = a_, *restrict b = b_; \
+        (void)zero; \
+        for (int64_t k = 0; k < n; k++) \
+            o[k] = floor_mode ? div_floor_##D(a[k], b[k]) : TRUNC(a[k] / b[k]); \
+    }
+DIVF(F32, float, truncf, fmodf, floorf, copysignf)
+DIVF(F64, double, trunc, fmod, floor, copysign)
+
+#define DIVI(D, T, SIGNED) \
+    static void div_mode_##D(void *restrict o_, const void *restrict a_, const void *restrict b_, \
+                             int64_t n, bool floor_mode, int *zero) \
+    { \
+        T *restrict o = o_; \
+        const T *restrict a = a_, *restrict b = b_; \
+        for (int64_t k = 0; k < n; k++) { \
+            T x = a[k], y = b[k]; \
+            if (y == 0) { \
+                __atomic_store_n(zero, 1, __ATOMIC_RELAXED); \
+                o[k] = 0; \
+                continue; \
+            } \
+            if (SIGNED && y == (T)-1) { \
+                o[k] = (T)(0 - x);   /* -fwrapv: the minimum stays itself */ \
+                continue; \
+            } \
+            T q = x / y; \
+            o[k] = floor_mode && SIGNED && (x < 0) != (y < 0) && q * y != x ? q - 1 : q; \
+        } \
+    }
+DIVI(U8, uint8_t, 0)
+DIVI(I32, int32_t, 1)
+DIVI(I64, int64_t, 1)
+
+typedef void (*div_loop)(void *restrict o, const void *restrict a, const void *restrict b,
+                         int64_t n, bool floor_mode, int *zero);
+typedef struct {
+    div_loop fn;
+    tj_dtype dt, ta, tb;
+    int64_t osize;
+    bool floor_mode;
+    int zero;
+} div_ctx;
+
+static void div_rows(void *c_, char *const *p, const int64_t *st, int64_t n)
+{
+    div_ctx *c = c_;
+    _Alignas(64) char bufa[RT_BLOCK * 8], bufb[RT_BLOCK * 8];
+    for (int64_t i = 0; i < n; i += RT_BLOCK) {
+        int64_t m = min64(RT_BLOCK, n - i);
+        const void *a = block_of(p[1], st[1], c->ta, c->dt, i, m, bufa);
+        const void *b = block_of(p[2], st[2], c->tb, c->dt, i, m, bufb);
+        c->fn(p[0] + i * c->osize, a, b, m, c->floor_mode, &c->zero);
+    }
+}
+
+int rt_k_div_mode(RT_KERNEL_ARGS)
+{
+    static const div_loop loops[TJ_NUM_DTYPES] = {
+        [TJ_F32] = div_mode_F32, [TJ_F64] = div_mode_F64, [TJ_U8] = div_mode_U8,
+        [TJ_I32] = div_mode_I32, [TJ_I64] = div_mode_I64,
+    };
+    div_loop fn = loops[out->dtype];
+    if (!fn)
+        return no_kernel(op, out->dtype);
+    rt_iter it;
+    if (check_out(out) || rt_iter_init(&it, out, in, 2))
+        return -1;
+    div_ctx c = {fn, out->dtype, in[0]->dtype, in[1]->dtype, (int64_t)tj_dtype_size(out->dtype),
+                 a->a[0].i[0] == TJ_ROUNDING_FLOOR, 0};
+    rt_iter_run(&it, RT_GRAIN, div_rows, &c);
+    if (__atomic_load_n(&c.zero, __ATOMIC_RELAXED)) {
+        rt_error("ZeroDivisionError: integer division by zero");
+        return -1;
+    }
+    return 0;
 }
 
 int rt_k_cast(RT_KERNEL_ARGS) { return rt_convert(out, in[0]); }

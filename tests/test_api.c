@@ -45,6 +45,9 @@ typedef struct entry {
 /* Rows whose entry point has another name. */
 #define tj_sdpa tj_scaled_dot_product_attention   /* PyTorch's name */
 #define tj_copy tj_clone                          /* (tj_contiguous too, when strided) */
+#define tj_add_alpha tj_add_ex                    /* torch.add(a, b, alpha=); tj_add_s_ex too */
+#define tj_sub_alpha tj_sub_ex
+#define tj_div_mode tj_div_ex                     /* torch.div(a, b, rounding_mode=) */
 
 /* Internal rows: no public function records them. Each maps to NULL here
  * and has its reason in internal_rows[]. */
@@ -89,6 +92,9 @@ static int entry_table(entry *out, int max)
 #undef tj_scalar
 #undef tj_sdpa
 #undef tj_copy
+#undef tj_add_alpha
+#undef tj_sub_alpha
+#undef tj_div_mode
 
 static const char *internal_why(const char *op)
 {

@@ -130,6 +130,8 @@ static const struct {
     {"offset", {"0", "7"}},         {"causal", {"0", "1"}},
     {"scale", {"0.125"}},           {"reduction", {"mean", "none", "sum"}},
     {"ignore_index", {"-100", "1"}}, {"label_smoothing", {"0", "0.1"}},
+    {"beta", {"1", "2.5"}},          {"threshold", {"20", "-0.5"}},
+    {"alpha", {"2", "-3"}},          {"rounding_mode", {"trunc", "floor"}},
 };
 
 static int examples_of(const char *attr, const char *const **vals)

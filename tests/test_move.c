@@ -1,4 +1,4 @@
-/* test_move.c - data movement (cat, stack, split, gather, index_select, pad,
+/* test_move.c - data movement (cat, stack, split, split_with_sizes, gather, index_select, pad,
  * flip, copy) against PyTorch (tests/golden/move, made by
  * scripts/golden/move.py), including non-contiguous inputs (q transposed, a
  * transposed index), dtype promotion, empty tensors and NaN/inf/huge/tiny
@@ -80,6 +80,43 @@ static void test_split_more(void **state)
     assert_int_equal(tj_numel(out[0]), 10);
     assert_int_equal(tj_split(tj_zeros(TJ_F32, 1, S(0)), 2, 0, out, 3), 1);   /* like torch */
     assert_int_equal(tj_numel(out[0]), 0);
+}
+
+/* torch.split(x, [sizes], dim): eager and compiled, an empty piece, a view */
+static const int64_t split_sizes[2][3] = {{1, 3, 0}, {2, 0, 3}};
+
+static int split_model(void *ctx, tj_tensor *const *args, int nargs, tj_tensor **outs, int max)
+{
+    (void)nargs;
+    const int64_t *sizes = ctx;
+    tj_tensor *x = sizes == split_sizes[1] ? tj_transpose(args[0], 1, 2) : args[0];
+    return max < 3 ? -1 : tj_split_with_sizes(x, sizes, 3, 1, outs);
+}
+
+static void test_split_with_sizes(void **state)
+{
+    (void)state;
+    tj_tensor *a = G("a"), *out[3];
+    static const char *const names[2] = {"splits_%d", "splits_nc_%d"};
+    for (int c = 0; c < 2; c++) {
+        char name[32];
+        tj_tensor *x = c ? tj_transpose(a, 1, 2) : a;
+        assert_int_equal(tj_split_with_sizes(x, split_sizes[c], 3, c ? -2 : 1, out), 3);
+        for (int k = 0; k < 3; k++) {
+            snprintf(name, sizeof name, names[c], k);
+            same(out[k], name);
+        }
+        tj_compiled *m = tj_compile_multi(split_model, (void *)split_sizes[c], NULL);
+        tj_tensor *got[3] = {0};
+        assert_int_equal(tj_call_multi(m, &a, 1, got, 3), 3);
+        for (int k = 0; k < 3; k++) {
+            snprintf(name, sizeof name, names[c], k);
+            same(got[k], name);
+        }
+        tj_compiled_free(m);
+    }
+    assert_int_equal(tj_split_with_sizes(a, S(4), 1, 1, out), 1);   /* one piece: all of it */
+    same(out[0], "a");
 }
 
 /* ---- gather, index_select ------------------------------------------------------------- */
@@ -287,6 +324,34 @@ static void test_split_errors(void **state)
     tu_assert_error(NULL, "split: input is NULL", NULL);
 }
 
+static void test_split_with_sizes_errors(void **state)
+{
+    (void)state;
+    tj_tensor *a = G("a"), *out[4];
+    assert_int_equal(tj_split_with_sizes(a, S(1, 2), 2, 1, out), -1);
+    tu_assert_error(NULL, "split_with_sizes(f32[3,4,5])", "split sizes [1,2] must sum to 4",
+                    "size of dim 1", NULL);
+    assert_int_equal(tj_split_with_sizes(a, S(3, 3), 2, -1, out), -1);
+    tu_assert_error(NULL, "split sizes [3,3] must sum to 5", NULL);
+    assert_int_equal(tj_split_with_sizes(a, S(INT64_MAX, INT64_MAX), 2, 0, out), -1);
+    tu_assert_error(NULL, "must sum to 3", NULL);
+    assert_int_equal(tj_split_with_sizes(a, S(5, -1), 2, 1, out), -1);
+    tu_assert_error(NULL, "split_with_sizes(f32[3,4,5])", "split size 1 is -1",
+                    "non-negative", NULL);
+    assert_int_equal(tj_split_with_sizes(a, S(4), 1, 3, out), -1);
+    tu_assert_error(NULL, "dim 3 out of range", NULL);
+    assert_int_equal(tj_split_with_sizes(tj_scalar(TJ_F32, 1), S(1), 1, 0, out), -1);
+    tu_assert_error(NULL, "split_with_sizes(f32[])", "out of range for 0 dims", NULL);
+    assert_int_equal(tj_split_with_sizes(a, S(4), 0, 1, out), -1);
+    tu_assert_error(NULL, "needs at least one split size", NULL);
+    assert_int_equal(tj_split_with_sizes(a, NULL, 1, 1, out), -1);
+    tu_assert_error(NULL, "sizes is NULL", NULL);
+    assert_int_equal(tj_split_with_sizes(a, S(4), 1, 1, NULL), -1);
+    tu_assert_error(NULL, "out is NULL", NULL);
+    assert_int_equal(tj_split_with_sizes(NULL, S(4), 1, 1, out), -1);
+    tu_assert_error(NULL, "split_with_sizes: input is NULL", NULL);
+}
+
 static void test_gather_errors(void **state)
 {
     (void)state;
@@ -355,6 +420,7 @@ int main(void)
         T(test_stack),
         T(test_split),
         T(test_split_more),
+        T(test_split_with_sizes),
         T(test_gather),
         T(test_index_select),
         T(test_pad),
@@ -365,6 +431,7 @@ int main(void)
         T(test_cat_errors),
         T(test_cat_rule_missing_input),
         T(test_split_errors),
+        T(test_split_with_sizes_errors),
         T(test_gather_errors),
         T(test_index_select_errors),
         T(test_pad_flip_errors),

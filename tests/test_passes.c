@@ -184,7 +184,7 @@ static const char *const composite_cases[] = {
       "%0 = silu %x : f32[3,4]\n %1 = silu %y : f64[s0]\n return %0, %1"),
     G("%x: f32[3,4], %y: f64[6]",
       "%k = scalar {value=15, dtype=i64} : i64[] weak\n %s = mul %x, %k : f32[3,4]\n"
-      " %0 = softplus %s : f32[3,4]\n %1 = softplus %y : f64[6]\n return %0, %1"),
+      " %0 = softplus %s {beta=1, threshold=20} : f32[3,4]\n %1 = softplus %y {beta=2.5, threshold=4} : f64[6]\n return %0, %1"),
     G("%a: f32[3,4], %b: f32[4], %w: f32[3,1]", "%0 = lerp %a, %b, %w : f32[3,4]\n return %0"),
     G("%a: f64[3], %b: f64[3]", "%w = scalar {value=0.25, dtype=f64} : f64[] weak\n"
       " %0 = lerp %a, %b, %w : f64[3]\n return %0"),
@@ -292,17 +292,23 @@ static const char *const composite_cases[] = {
     /* extreme values: 0, -0, +-1e30, +-inf, nan, a denormal, ... */
     G("%ext: f32[14], %extd: f64[14]",
       "%0 = sigmoid %ext : f32[14]\n %1 = relu %ext : f32[14]\n %2 = gelu_tanh %ext : f32[14]\n"
-      " %3 = silu %ext : f32[14]\n %4 = softplus %ext : f32[14]\n"
+      " %3 = silu %ext : f32[14]\n %4 = softplus %ext {beta=1, threshold=20} : f32[14]\n"
       " %5 = clamp %ext {min=-1, max=1} : f32[14]\n %6 = square %extd : f64[14]\n"
       " %7 = gelu %extd : f64[14]\n return %0, %1, %2, %3, %4, %5, %6, %7"),
     G("%ext: f32[14], %extd: f64[14]",
       "%0 = gelu %ext : f32[14]\n %1 = sigmoid %extd : f64[14]\n %2 = silu %extd : f64[14]\n"
-      " %3 = softplus %extd : f64[14]\n %4 = gelu_tanh %extd : f64[14]\n"
+      " %3 = softplus %extd {beta=-1.5, threshold=0.5} : f64[14]\n %4 = gelu_tanh %extd : f64[14]\n"
       " %5 = mean %ext {dims=[], keepdim=false} : f32[]\n return %0, %1, %2, %3, %4, %5"),
     G("%ext: f32[2,7], %extd: f64[7,2]",
       "%0 = softmax %ext {dim=1} : f32[2,7]\n %1 = log_softmax %extd {dim=0} : f64[7,2]\n"
       " %2 = logsumexp %ext {dims=[1], keepdim=false} : f32[2]\n"
       " %3 = logsumexp %extd {dims=[0], keepdim=true} : f64[1,2]\n return %0, %1, %2, %3"),
+    /* last: the cases above keep their random inputs */
+    G("%a: f32[3,4], %b: i32[4], %c: u8[3,4], %d: bool[3,4], %e: i64[4]",
+      "%0 = add_alpha %a, %b {alpha=2.5} : f32[3,4]\n %1 = sub_alpha %c, %c {alpha=-1} : u8[3,4]\n"
+      " %2 = add_alpha %d, %d {alpha=0} : bool[3,4]\n %3 = add_alpha %d, %d {alpha=-2} : bool[3,4]\n"
+      " %4 = sub_alpha %b, %e {alpha=7} : i64[4]\n %5 = add_alpha %c, %d {alpha=200} : u8[3,4]\n"
+      " return %0, %1, %2, %3, %4, %5"),
 };
 
 static void test_every_composite_decomposes(void **state)

@@ -113,6 +113,19 @@ static tj_tensor *run(const gcase *c, char extra)
         return t[2] ? tj_lerp(t[0], t[1], t[2]) : tj_lerp_s(t[0], t[1], scalar(c->in[2]));
     if (!strcmp(c->op, "clamp"))
         return tj_clamp(t[0], scalar(c->in[1]), scalar(c->in[2]));
+    if (!strcmp(c->op, "add_alpha") || !strcmp(c->op, "sub_alpha")) {
+        bool add = c->op[0] == 'a';
+        double al = scalar(c->in[2]);
+        if (t[1])
+            return add ? tj_add_ex(t[0], t[1], al) : tj_sub_ex(t[0], t[1], al);
+        return add ? tj_add_s_ex(t[0], scalar(c->in[1]), al) : tj_sub_s_ex(t[0], scalar(c->in[1]), al);
+    }
+    if (!strcmp(c->op, "div_mode")) {
+        tj_rounding m = !strcmp(c->in[2], "=floor") ? TJ_ROUNDING_FLOOR : TJ_ROUNDING_TRUNC;
+        return t[1] ? tj_div_ex(t[0], t[1], m) : tj_div_s_ex(t[0], scalar(c->in[1]), m);
+    }
+    if (!strcmp(c->op, "softplus"))
+        return tj_softplus_ex(t[0], scalar(c->in[1]), scalar(c->in[2]));
     if (!strcmp(c->op, "cast"))
         return tj_cast(t[0], dtype_named(c->in[1]));
     int k = find_op(c->op);
@@ -214,6 +227,109 @@ static void test_golden(void **state)
 static tj_tensor *vec(tj_dtype dt, int n, const double *v)
 {
     return tu_tensor(dt, 1, (int64_t[]){n}, v);
+}
+
+/* softplus with beta and threshold compiled: the decomposition (mul, exp,
+ * log1p, div, gt, where) equals the eager kernel, on random and extreme
+ * values (x_*: 0, -0, denormals, huge, +-inf, NaN), f32 and f64. */
+static const double softplus_args[][2] = {{1, 20}, {2, 3}, {-1.5, 0.5}, {1e-3, 20}};
+
+static tj_tensor *softplus_model(void *ctx, tj_tensor *const *args, int nargs)
+{
+    (void)nargs;
+    const double *bt = ctx;
+    return tj_softplus_ex(args[0], bt[0], bt[1]);
+}
+
+static void test_softplus_compiled(void **state)
+{
+    (void)state;
+    static const char *const inputs[] = {"in_s_f32", "in_x_f32", "in_s_f64", "in_x_f64"};
+    for (size_t k = 0; k < sizeof softplus_args / sizeof *softplus_args; k++) {
+        tj_compiled *m = tj_compile(softplus_model, (void *)softplus_args[k], NULL);
+        for (size_t i = 0; i < sizeof inputs / sizeof *inputs; i++) {
+            tj_tensor *x = tu_golden("pointwise", inputs[i]);
+            tj_tensor *want = tj_softplus_ex(x, softplus_args[k][0], softplus_args[k][1]);
+            tj_tensor *got = tj_call(m, &x, 1);
+            if (!got)
+                fail_msg("softplus %s: %s", inputs[i], tj_last_error());
+            bool f32 = tj_dtype_of(x) == TJ_F32;
+            tu_assert_close(got, want, f32 ? 1e-6 : 1e-14, f32 ? 1e-30 : 1e-300);
+        }
+        tj_compiled_free(m);
+    }
+}
+
+/* add/sub with alpha and div with a rounding mode, compiled: add_alpha and
+ * sub_alpha decompose (mul, add/sub, casts) and fuse, div_mode is an eager
+ * call in the plan; each equals the eager op exactly, on random, integer,
+ * u8 (wrapping), bool and extreme values (every pair of 0, -0, denormals,
+ * huge, +-inf, NaN); an integer zero divisor fails compiled too. */
+typedef struct {
+    char op;       /* '+', '-', 't' (trunc), 'f' (floor) */
+    double alpha;  /* '+' and '-' */
+    bool scalar;   /* b a number (the _s_ex forms): 3 */
+} arg_case;
+
+static tj_tensor *arg_apply(const arg_case *c, tj_tensor *a, tj_tensor *b)
+{
+    switch (c->op) {
+    case '+': return c->scalar ? tj_add_s_ex(a, 3, c->alpha) : tj_add_ex(a, b, c->alpha);
+    case '-': return c->scalar ? tj_sub_s_ex(a, 3, c->alpha) : tj_sub_ex(a, b, c->alpha);
+    default: {
+        tj_rounding m = c->op == 'f' ? TJ_ROUNDING_FLOOR : TJ_ROUNDING_TRUNC;
+        return c->scalar ? tj_div_s_ex(a, 3, m) : tj_div_ex(a, b, m);
+    }
+    }
+}
+
+static tj_tensor *arg_model(void *ctx, tj_tensor *const *args, int nargs)
+{
+    (void)nargs;
+    return arg_apply(ctx, args[0], args[1]);
+}
+
+static void test_args_compiled(void **state)
+{
+    (void)state;
+    static const arg_case cases[] = {
+        {'+', 2.5, false}, {'+', -3, false}, {'+', 0, false}, {'-', 0.1, false},
+        {'-', -7, false},  {'+', 2, true},   {'-', -0.5, true}, {'t', 0, false},
+        {'f', 0, false},   {'t', 0, true},   {'f', 0, true},
+    };
+    static const char *const pairs[][2] = {
+        {"in_s_f32", "in_t_f32"}, {"in_s_f64", "in_r5_f64"}, {"in_xa_f32", "in_xb_f32"},
+        {"in_a_i32", "in_b_i32"}, {"in_a_i64", "in_b_i64"},  {"in_a_u8", "in_b_u8"},
+        {"in_a_bool", "in_b_bool"}, {"in_dz_i32", "in_dd_i32"},
+    };
+    int runs = 0;
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        tj_compiled *m = tj_compile(arg_model, (void *)&cases[k], NULL);
+        for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
+            tj_tensor *in[2] = {tu_golden("pointwise", pairs[i][0]), tu_golden("pointwise", pairs[i][1])};
+            tj_tensor *want = arg_apply(&cases[k], in[0], in[1]);
+            if (!want) {   /* refused (bool sub, bool div, a fractional alpha): the same compiled */
+                assert_null(tj_call(m, in, 2));
+                tj_clear_error();
+                continue;
+            }
+            tj_tensor *got = tj_call(m, in, 2);
+            if (!got)
+                fail_msg("%c %g %s %s: %s", cases[k].op, cases[k].alpha, pairs[i][0], pairs[i][1],
+                         tj_last_error());
+            tu_assert_close(got, want, 0, 0);
+            runs++;
+        }
+        tj_compiled_free(m);
+    }
+    assert_true(runs > 60);
+    /* an integer zero divisor: PyTorch's ZeroDivisionError, eager and compiled */
+    arg_case c = {'f', 0, false};
+    tj_tensor *in[2] = {tu_golden("pointwise", "in_dz_i32"), tu_golden("pointwise", "in_dzero_i32")};
+    tu_assert_error(arg_apply(&c, in[0], in[1]), "div_mode(i32[8], i32[8])", "ZeroDivisionError", NULL);
+    tj_compiled *m = tj_compile(arg_model, &c, NULL);
+    tu_assert_error(tj_call(m, in, 2), "ZeroDivisionError", NULL);
+    tj_compiled_free(m);
 }
 
 static void test_promotion(void **state)
@@ -400,6 +516,26 @@ static void test_errors(void **state)
     tu_assert_error(tj_cast(a, TJ_F16), "cast(f32[2,3])", "f16", "unsupported", NULL);
     tu_assert_error(tj_cast(a, (tj_dtype)99), "cast(f32[2,3])", "99", NULL);
     tu_assert_error(tj_clamp(bo, -INFINITY, INFINITY), "clamp(bool[3])", "bool", NULL);
+    tu_assert_error(tj_add_ex(a, b, 2), "add_alpha(f32[2,3], f32[4])", "broadcast", NULL);
+    tu_assert_error(tj_add_ex(i, i, 0.5), "add_alpha(i64[3], i64[3])",
+                    "alpha 0.5 must be an integer for i64 results", NULL);
+    tu_assert_error(tj_add_ex(bo, bo, 0.5), "add_alpha(bool[3], bool[3])", "integer", NULL);
+    assert_non_null(tj_add_ex(tj_cast(i, TJ_U8), i, 2));   /* an i64 result: fine */
+    tu_assert_error(tj_sub_ex(tj_cast(i, TJ_U8), tj_cast(i, TJ_U8), 256), "sub_alpha(u8[3], u8[3])",
+                    "alpha 256 does not fit u8", NULL);
+    tu_assert_error(tj_add_ex(tj_cast(i, TJ_I32), tj_cast(i, TJ_I32), NAN), "add_alpha", "integer", NULL);
+    tu_assert_error(tj_add_ex(a, a, 1e39), "add_alpha(f32[2,3], f32[2,3])", "does not fit f32", NULL);
+    tu_assert_error(tj_sub_ex(bo, bo, 2), "sub_alpha(bool[3], bool[3])", "bool", NULL);
+    tu_assert_error(tj_sub_s_ex(bo, 1, 2), "sub_alpha(bool[3], i64[])", "bool", NULL);
+    tu_assert_error(tj_add_s_ex(NULL, 1, 2), "add_alpha", "NULL", NULL);
+    tu_assert_error(tj_div_ex(bo, bo, TJ_ROUNDING_FLOOR), "div_mode(bool[3], bool[3])",
+                    "rounding_mode floor is not defined for bool", NULL);
+    tu_assert_error(tj_div_ex(a, b, TJ_ROUNDING_TRUNC), "div_mode(f32[2,3], f32[4])", "broadcast", NULL);
+    tu_assert_error(tj_div_ex(a, a, (tj_rounding)7), "div_mode(f32[2,3], f32[2,3])", "rounding_mode ?",
+                    NULL);
+    tu_assert_error(tj_div_s_ex(i, 0, TJ_ROUNDING_TRUNC), "div_mode(i64[3], i64[])",
+                    "ZeroDivisionError", NULL);
+    tu_assert_error(tj_div_s_ex(NULL, 2, TJ_ROUNDING_TRUNC), "div_mode", "NULL", NULL);
     tu_assert_error(tj_clamp(tj_cast(i, TJ_U8), -10, 300), "clamp(u8[3])",
                     "min bound -10 is out of range for u8", NULL);
     tu_assert_error(tj_clamp(tj_cast(i, TJ_I32), 0, 1e10), "clamp(i32[3])",
@@ -440,6 +576,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_golden, tu_scope_setup, tu_scope_teardown),
+        cmocka_unit_test_setup_teardown(test_softplus_compiled, tu_scope_setup, tu_scope_teardown),
+        cmocka_unit_test_setup_teardown(test_args_compiled, tu_scope_setup, tu_scope_teardown),
         cmocka_unit_test_setup_teardown(test_promotion, tu_scope_setup, tu_scope_teardown),
         cmocka_unit_test_setup_teardown(test_empty, tu_scope_setup, tu_scope_teardown),
         cmocka_unit_test_setup_teardown(test_large, tu_scope_setup, tu_scope_teardown),

@@ -71,7 +71,7 @@ def cross_entropy(x, t, w=None, reduction="mean", ignore_index=-100, label_smoot
 
 
 UNARY = {"gelu_tanh": lambda x: F.gelu(x, approximate="tanh"), "gelu": F.gelu, "silu": F.silu,
-         "softplus": F.softplus, "relu": torch.relu, "sigmoid": torch.sigmoid,
+         "relu": torch.relu, "sigmoid": torch.sigmoid,
          "square": torch.square}
 
 
@@ -88,6 +88,12 @@ def run_op(op, ins, a):
         return torch.lerp(*ins)
     if op == "clamp":
         return torch.clamp(x, a["min"], a["max"])
+    if op == "softplus":
+        return F.softplus(x, a["beta"], a["threshold"])
+    if op in ("add_alpha", "sub_alpha"):
+        return getattr(torch, op[:3])(ins[0], ins[1], alpha=a["alpha"])
+    if op == "div_mode":
+        return torch.div(ins[0], ins[1], rounding_mode=a["rounding_mode"])
     if op == "cast":
         return x.to(a["dtype"])
     if op in ("sum", "mean", "amax", "amin", "logsumexp"):

@@ -98,6 +98,10 @@ g.save("stack_0", torch.stack([a, qt], 0))
 g.save("stack_m1", torch.stack([a, a], -1))
 for k, p in enumerate(a.split(3, -1)):
     g.save(f"split_{k}", p)
+for k, p in enumerate(a.split([1, 3, 0], 1)):     # split_with_sizes, an empty piece
+    g.save(f"splits_{k}", p)
+for k, p in enumerate(a.transpose(1, 2).split([2, 0, 3], 1)):
+    g.save(f"splits_nc_{k}", p)
 
 gi0 = torch.randint(0, 3, (2, 4, 5))
 gi1 = torch.randint(0, 4, (3, 2, 3))

@@ -21,6 +21,7 @@ import os
 import re
 
 import torch
+import torch.nn.functional as F
 
 from common import Family
 
@@ -55,7 +56,7 @@ def view(t, v):
 def torch_fn(op):
     special = {"relu": torch.relu, "gelu": torch.nn.functional.gelu,
                "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
-               "silu": torch.nn.functional.silu, "softplus": torch.nn.functional.softplus,
+               "silu": torch.nn.functional.silu,
                "sign": torch.sign, "maximum": torch.maximum, "minimum": torch.minimum}
     return special.get(op) or getattr(torch, op)
 
@@ -252,6 +253,66 @@ for lo, hi in ((-1.0, 1.0), (-math.inf, 0.5), (0.25, math.inf), (3.0, 2.0)):
         case("clamp", n, f"={lo!r}", f"={hi!r}", views="c", ref=torch.clamp(t, lo, hi))
 case("clamp", "s_f32", "=-1.0", "=1.0", views="p",
      ref=torch.clamp(view(inputs["s_f32"], "p"), -1, 1))
+# softplus(x, beta, threshold), in f64 and rounded; integer x computes in f32 in
+# tjit (torch refuses it): its reference is that of x as f32
+for beta, th in ((1.0, 20.0), (2.0, 3.0), (-1.5, 0.5), (0.5, 1.0), (1e-3, 20.0)):
+    for n in ("s_f32", "x_f32", "s_f64", "x_f64", "a_i32", "a_bool"):
+        t = inputs[n]
+        dt = t.dtype if t.is_floating_point() else torch.float32
+        ref = F.softplus(t.double(), beta, th).to(dt)
+        case("softplus", n, f"={beta!r}", f"={th!r}", views="c", ref=ref)
+case("softplus", "s_f32", "=2.0", "=3.0", views="p",
+     ref=F.softplus(view(inputs["s_f32"], "p").double(), 2.0, 3.0).float())
+
+
+def num(spec):
+    """A case's scalar as the Python number tjit's double stands for: integral
+    values are ints (tjit cannot tell 2.0 from 2)."""
+    v = float(spec[1:])
+    return int(v) if math.isfinite(v) and v == int(v) else v
+
+
+def torch_case(op, a, b, c, fn):
+    """A case whose reference is fn(x, y) run by PyTorch on the inputs as
+    they are (err when PyTorch raises)."""
+    x = inputs[a]
+    y = num(b) if b.startswith("=") else inputs[b]
+    try:
+        ref = fn(x, y)
+    except RuntimeError:
+        lines.append(f"{op} {a} {b} {c} c err - 0 exact")
+        return
+    case(op, a, b, c, views="c", ref=ref)
+
+
+# add/sub with alpha: the alphas keep alpha * b exact in f32 (powers of two),
+# so PyTorch's fused multiply-add and tjit's two roundings agree
+for op in ("add", "sub"):
+    fn = getattr(torch, op)
+    for a, b, al in (("s_f32", "t_f32", "=2"), ("s_f32", "t_f32", "=-0.5"), ("s_f64", "t_f64", "=0.1"),
+                     ("s_f32", "r4_f32", "=0.25"), ("a_i32", "b_i32", "=3"), ("a_i64", "b_i64", "=-2"),
+                     ("a_u8", "b_u8", "=-1"), ("a_u8", "b_u8", "=7"), ("k_i32", "k_f32", "=0.5"),
+                     ("a_bool", "b_bool", "=0"), ("a_bool", "b_bool", "=2"), ("a_bool", "b_bool", "=1"),
+                     ("a_i32", "b_i32", "=2.5"), ("a_i32", "b_i32", "=4294967296"),
+                     ("a_u8", "b_u8", "=300"), ("a_u8", "b_u8", "=-256"), ("a_bool", "b_bool", "=0.5"),
+                     ("s_f32", "t_f32", "=1e300"), ("s_f32", "t_f32", "=inf"),
+                     ("a_i32", "b_bool", "=2"), ("a_i32", "=3", "=-4"), ("s_f32", "=2.5", "=4"),
+                     ("a_i64", "=2.5", "=2"), ("a_bool", "=1", "=3")):
+        torch_case(op + "_alpha", a, b, al, lambda x, y, fn=fn, al=al: fn(x, y, alpha=num(al)))
+
+# div with rounding_mode: PyTorch raises on an integer zero divisor, and so does tjit
+add_input("dz_i32", torch.tensor([7, -7, 7, -7, 0, 5, -5, 1], dtype=torch.int32))
+add_input("dd_i32", torch.tensor([2, 2, -2, -2, 3, 5, 5, -1], dtype=torch.int32))
+add_input("dzero_i32", torch.tensor([2, 0, 1, 1, 1, 1, 1, 1], dtype=torch.int32))
+add_input("df_f32", torch.tensor([5, -5, -0.5, 0.5, 7, 0, math.inf, -1, math.nan, 1e30]))
+add_input("dg_f32", torch.tensor([-3, 3, 4, -4, 0, 0, 2, math.inf, 1, 3e-30]))
+for mode in ("trunc", "floor"):
+    fn = lambda x, y, mode=mode: torch.div(x, y, rounding_mode=mode)
+    for a, b in (("s_f32", "t_f32"), ("s_f64", "t_f64"), ("df_f32", "dg_f32"), ("s_f32", "r4_f32"),
+                 ("a_i32", "r5_i32"), ("dz_i32", "dd_i32"), ("dz_i32", "dzero_i32"),
+                 ("a_u8", "b_u8"), ("k_i64", "k_f32"), ("a_bool", "b_bool"), ("dz_i32", "=2"),
+                 ("dz_i32", "=-3"), ("dz_i32", "=2.5"), ("s_f32", "=0.3"), ("dz_i32", "=0")):
+        torch_case("div_mode", a, b, "=" + mode, fn)
 src = {"f32": [-1.7, 2.9, 300.5, -300.5, 0.0, -0.0, 0.5, 255.9, 1e9, -129.0, 70000.25],
        "i64": [-1, 0, 1, 255, 256, -129, 1000, 70000, -70000, 2**40 + 3],
        "i32": [-1, 0, 1, 255, 256, -129, 1000, 70000, -70000],
