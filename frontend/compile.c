@@ -285,6 +285,8 @@ static int run_fn(const tj_compiled *c, tj_tensor *const *args, int nargs, tj_te
         return n;
     }
     outs[0] = c->fn(c->ctx, args, nargs);
+    if (!outs[0] && !rt_has_error())
+        rt_error("%s: the model returned NULL without a message", c->name);
     return outs[0] ? 1 : -1;
 }
 
@@ -386,6 +388,7 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
             for (int k = 0; e->cap_guards && k < e->ncaps; k++)
                 guard_of(e->caps[k], &e->cap_guards[k]);
             if (!e->cap_guards || !e->last_use) {
+                free(outs);
                 fe_trace_end(tr);
                 entry_free(e);
                 rt_error("out of memory tracing %s", c->name);
@@ -559,8 +562,7 @@ static int write_back(const entry *e, tj_tensor *const *args, tj_tensor *const *
     return 0;
 }
 
-/* One call: the results in outs[0..n) (in the current scope); n or -1. */
-static int call(tj_compiled *c, tj_tensor *const *args, int nargs, tj_tensor **outs, int max)
+static int call_once(tj_compiled *c, tj_tensor *const *args, int nargs, tj_tensor **outs, int max)
 {
     if (!c) {
         rt_error("tj_call: the compiled handle is NULL");
@@ -584,6 +586,7 @@ static int call(tj_compiled *c, tj_tensor *const *args, int nargs, tj_tensor **o
         atomic_fetch_add(&e->calls, 1);
     if (!e || !e->g) {
         atomic_fetch_add(&c->eager_calls, 1);
+        tj_clear_error();   /* the trace's message (a graph break, a failure) is not this run's */
         return run_fn(c, args, nargs, outs, max);
     }
     if (e->nresults > max) {
@@ -620,6 +623,25 @@ static int call(tj_compiled *c, tj_tensor *const *args, int nargs, tj_tensor **o
     }
     free(all);
     return rc == 0 ? e->nresults : -1;
+}
+
+/* One call: the results in outs[0..n) (in the current scope); n or -1. A
+ * success leaves the error message as it found it, like any op (none, or the
+ * pending first error of the caller's chain): never one of the trace, a graph
+ * break or a fallback inside the call. A failure leaves its own, never one of
+ * the trace that came before the eager run. */
+static int call(tj_compiled *c, tj_tensor *const *args, int nargs, tj_tensor **outs, int max)
+{
+    char saved[1024] = "";
+    if (rt_has_error())
+        snprintf(saved, sizeof saved, "%s", tj_last_error());
+    int n = call_once(c, args, nargs, outs, max);
+    if (n >= 0) {
+        tj_clear_error();
+        if (saved[0])
+            rt_error("%s", saved);
+    }
+    return n;
 }
 
 tj_tensor *tj_call(tj_compiled *c, tj_tensor *const *args, int nargs)
