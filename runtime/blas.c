@@ -96,9 +96,9 @@ static bool blas_load(void)
     sgemm_fn sg = (sgemm_fn)dlsym(lib, "cblas_sgemm");
     dgemm_fn dg = (dgemm_fn)dlsym(lib, "cblas_dgemm");
     if (!sg || !dg) {
-        rt_error("OpenBLAS (%s%s) lacks cblas_sgemm/cblas_dgemm: install libopenblas0 or run "
+        rt_error("%s lacks cblas_sgemm/cblas_dgemm: install libopenblas0 or run "
                  "scripts/install-deps.sh",
-                 name, from);
+                 name);
         dlclose(lib);
         return false;
     }

@@ -63,6 +63,9 @@ static void strdup_fail_at(long n)
 
 /* ---- a calloc that fails on request (tjit is linked in: its calls come here) --------- */
 
+/* Not under AddressSanitizer, whose own calloc must make what its free frees. */
+#ifndef __SANITIZE_ADDRESS__
+#define HAVE_CALLOC_HOOK 1
 extern void *__libc_calloc(size_t, size_t);
 static _Thread_local bool calloc_fail_next;
 
@@ -74,6 +77,7 @@ __attribute__((visibility("default"))) void *calloc(size_t n, size_t size)
     }
     return __libc_calloc(n, size);
 }
+#endif
 
 /* ---- OpenBLAS: the reason, then a retry ----------------------------------------------- */
 
@@ -202,6 +206,9 @@ static void test_compile_with_each_strdup_failing(void **state)
 static void test_scope_begin_failure(void **state)
 {
     (void)state;
+#ifndef HAVE_CALLOC_HOOK
+    skip();
+#else
     int64_t shape[] = {3};
     tj_tensor *x = tj_full(TJ_F32, 1, shape, 2.0);   /* the enclosing scope's */
     tj_clear_error();
@@ -220,6 +227,7 @@ static void test_scope_begin_failure(void **state)
     tj_tensor *z = tj_add(x, x);   /* owned again, x still alive */
     assert_non_null(z);
     assert_float_equal(tj_item(tj_sum(z, NULL, 0, false)), 12.0, 1e-6);
+#endif
 }
 
 /* ---- NULL in, a message out ------------------------------------------------------------- */
