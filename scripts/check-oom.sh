@@ -12,7 +12,9 @@
 # allocations of tjit's code per call site than the run where nothing fails
 # (a leak). A SIGABRT after a failed allocation with LLVM on the stack is
 # LLVM's own out-of-memory abort (by design) and is counted apart.
-# TAP lines, then the summary line. OOM_JOBS runs in parallel (default 2).
+# TAP lines, then the summary line ("# summary: oom sweep: ...", which
+# scripts/run-tests.sh shows under the suite's line). OOM_JOBS runs in parallel
+# (default 2).
 set -u
 B=${TJ_BUILD:-build}
 SHIM=$(realpath "$B/tests/oom/liboomshim.so")
@@ -34,7 +36,7 @@ for scope in all tjit; do run1 "$scope" 0; done
 for scope in all tjit; do
     if ! grep -q '^rc 0$' "$dir/$scope.0.out"; then
         echo "not ok 1 - the driver fails with nothing failed ($scope)"; sed 's/^/#   /' "$dir/$scope.0.out"
-        echo "oom sweep: 0 points"; exit 1
+        echo "# summary: oom sweep: 0 points"; exit 1
     fi
 done
 total=$(sed -n 's/^allocations //p' "$dir/all.0.out")
@@ -79,6 +81,6 @@ if [ "$bad" -eq 0 ]; then
 else
     echo "not ok $t - $bad of $n allocation failures crash, hang, leak or lose the message"
 fi
-echo "oom sweep: $n points ($ntjit tjit allocations, all; 1 in $STRIDE of $total in the process)," \
+echo "# summary: oom sweep: $n points ($ntjit tjit allocations, all; 1 in $STRIDE of $total in the process)," \
      "$ok successes, $clear clear errors, $llvm LLVM aborts, $bad failures, ${secs}s"
 [ "$bad" -eq 0 ]
