@@ -5,6 +5,8 @@
 #                     headers compile alone (check-headers), run every cmocka suite
 #   make check-layers the include arrows of docs/architecture.md's layer table hold
 #   make loc          lines of C per directory and file; fails on a file over 1,200 lines
+#   make check-oom    the allocation-failure sweep (part of make test): every n-th
+#                     allocation of tests/oom/driver.c fails in turn
 #   make asan         the same suites under -fsanitize=address,undefined
 #   make bench        install deps if missing, build, run the benchmark suite
 #   make bench-compare  the suite against PyTorch eager (BENCH_ARGS="P1 --threads 2")
@@ -173,9 +175,22 @@ check-layers:
 	@out=$$(bash scripts/check-layers.sh --self-test) || { echo "$$out"; exit 1; }
 	@bash scripts/check-layers.sh
 
+# The allocation-failure sweep (scripts/check-oom.sh, docs/testing.md): an
+# LD_PRELOAD allocator that fails the n-th allocation, over a driver program.
+OOM_BINS := $(BUILD)/tests/oom/liboomshim.so $(BUILD)/tests/oom/driver
+$(BUILD)/tests/oom/liboomshim.so: tests/oom/shim.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 -g -Wall -Wextra -Werror -fPIC -shared -fvisibility=hidden $< -o $@ -ldl -pthread
+$(BUILD)/tests/oom/driver: $(BUILD)/obj/tests/oom/driver.o $(BUILD)/libtjit.a
+	$(CC) -o $@ $< $(BUILD)/libtjit.a $(LDLIBS)
+
+.PHONY: check-oom
+check-oom: all $(OOM_BINS)
+	@TJ_BUILD=$(BUILD) bash scripts/check-oom.sh
+
 # Script suites (TAP) run after the cmocka ones; asan has none.
-SCRIPT_SUITES ?= scripts/test-install.sh
-check-tests: all check-headers $(TEST_BINS)
+SCRIPT_SUITES ?= scripts/test-install.sh scripts/check-oom.sh
+check-tests: all check-headers $(TEST_BINS) $(if $(SCRIPT_SUITES),$(OOM_BINS))
 	@TJ_BUILD=$(BUILD) bash scripts/run-tests.sh $(TEST_BINS) $(SCRIPT_SUITES)
 
 asan: deps

@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <pwd.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,35 +52,40 @@
 
 /* ---- keys ---------------------------------------------------------------------- */
 
-static pthread_once_t host_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t host_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic(const cg_key_env *) host_ready;   /* &host_env once complete */
 static cg_key_env host_env;
 
-/* A malloc'd copy of an LLVM message (disposed), or of "unknown". */
-static char *llvm_string(char *msg)
-{
-    char *s = strdup(msg ? msg : "unknown");
-    if (msg)
-        LLVMDisposeMessage(msg);
-    return s ? s : (char *)"unknown";
-}
-
-static void host_init(void)
+/* The host's CPU name and features, each a strdup that LLVM returns as NULL
+ * when the allocation fails: then no environment (the caller reports it), and
+ * the next call tries again. Never a stand-in such as "unknown", which would
+ * key kernels of one CPU under a name any other host could match. */
+static bool host_init(void)
 {
     static char version[96];
     unsigned major = 0, minor = 0, patch = 0;
     LLVMGetVersion(&major, &minor, &patch);
     snprintf(version, sizeof version, "%u.%u.%u (built with %s)", major, minor, patch,
              LLVM_VERSION_STRING);
-    host_env.cpu = llvm_string(LLVMGetHostCPUName());
-    host_env.features = llvm_string(LLVMGetHostCPUFeatures());
+    if (!host_env.cpu)
+        host_env.cpu = LLVMGetHostCPUName();   /* ownership: kept for the process */
+    if (!host_env.features)
+        host_env.features = LLVMGetHostCPUFeatures();
     host_env.llvm_version = version;
     host_env.codegen_version = CG_CODEGEN_VERSION;
+    return host_env.cpu && host_env.features;
 }
 
 const cg_key_env *cg_key_env_host(void)
 {
-    pthread_once(&host_once, host_init);
-    return &host_env;
+    const cg_key_env *env = atomic_load(&host_ready);
+    if (env)
+        return env;
+    pthread_mutex_lock(&host_mu);
+    if (!(env = atomic_load(&host_ready)) && host_init())
+        atomic_store(&host_ready, env = &host_env);
+    pthread_mutex_unlock(&host_mu);
+    return env;
 }
 
 /* A field: its length (u64, little-endian) then its bytes, so no two
@@ -118,9 +124,13 @@ void cg_key_make_env(const char *kernel_ir, size_t len, const cg_key_env *env, c
     cg_sha256_hex(digest, out->hex);
 }
 
-void cg_key_make(const char *kernel_ir, size_t len, cg_key *out)
+int cg_key_make(const char *kernel_ir, size_t len, cg_key *out)
 {
-    cg_key_make_env(kernel_ir, len, cg_key_env_host(), out);
+    const cg_key_env *env = cg_key_env_host();
+    if (!env)
+        return -1;
+    cg_key_make_env(kernel_ir, len, env, out);
+    return 0;
 }
 
 /* ---- the cache object ---------------------------------------------------------------- */

@@ -33,7 +33,8 @@
  * version (LLVM_VERSION_STRING and the loaded library's), and
  * CG_CODEGEN_VERSION, as 64 lowercase hex digits. */
 typedef struct cg_key { char hex[65]; } cg_key;
-void cg_key_make(const char *kernel_ir, size_t len, cg_key *out);
+/* 0, or -1 when the host's CPU cannot be read (out of memory; try again). */
+int cg_key_make(const char *kernel_ir, size_t len, cg_key *out);
 
 /* What a key covers besides the IR: cg_key_make uses the host's. Exposed so
  * tests can show each part changes the key. */
@@ -43,7 +44,8 @@ typedef struct cg_key_env {
     const char *llvm_version;  /* "19.1.7 (built with 19.1.7)" */
     int codegen_version;       /* CG_CODEGEN_VERSION */
 } cg_key_env;
-/* The host's environment (computed once; the strings live for the process). */
+/* The host's environment (computed on first success; the strings live for
+ * the process), or NULL when LLVM could not allocate them (a later call retries). */
 const cg_key_env *cg_key_env_host(void);
 void cg_key_make_env(const char *kernel_ir, size_t len, const cg_key_env *env, cg_key *out);
 

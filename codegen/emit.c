@@ -74,6 +74,8 @@ int cg_llvm_init(char *err, size_t nerr)
     return 0;
 }
 
+/* The host target machine, or NULL with err set. Each LLVM string below is
+ * a strdup and NULL when that allocation fails: an error, never passed on. */
 LLVMTargetMachineRef cg_tm_create(char *err, size_t nerr)
 {
     if (cg_llvm_init(err, nerr))
@@ -82,15 +84,18 @@ LLVMTargetMachineRef cg_tm_create(char *err, size_t nerr)
     char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
     LLVMTargetRef target;
     LLVMTargetMachineRef tm = NULL;
-    if (LLVMGetTargetFromTriple(triple, &target, &msg)) {
+    if (!triple || !cpu || !features) {
+        snprintf(err, nerr, "out of memory reading the host's %s",
+                 !triple ? "target triple" : !cpu ? "CPU name" : "CPU features");
+    } else if (LLVMGetTargetFromTriple(triple, &target, &msg)) {
         snprintf(err, nerr, "no target for %s: %s", triple, msg ? msg : "?");
-        LLVMDisposeMessage(msg);
     } else {
         tm = LLVMCreateTargetMachine(target, triple, cpu, features, LLVMCodeGenLevelAggressive,
                                      LLVMRelocPIC, LLVMCodeModelSmall);
         if (!tm)
             snprintf(err, nerr, "cannot create a target machine for %s", cpu);
     }
+    LLVMDisposeMessage(msg);
     LLVMDisposeMessage(triple);
     LLVMDisposeMessage(cpu);
     LLVMDisposeMessage(features);
@@ -109,8 +114,11 @@ static LLVMTargetMachineRef host_tm(char *err, size_t nerr)
 {
     pthread_once(&tm_once, tm_key_init);
     LLVMTargetMachineRef tm = pthread_getspecific(tm_key);
-    if (!tm && (tm = cg_tm_create(err, nerr)))
-        pthread_setspecific(tm_key, tm);
+    if (!tm && (tm = cg_tm_create(err, nerr)) && pthread_setspecific(tm_key, tm) != 0) {
+        LLVMDisposeTargetMachine(tm);
+        snprintf(err, nerr, "out of memory keeping the target machine");
+        tm = NULL;
+    }
     return tm;
 }
 
@@ -578,8 +586,12 @@ static void add_str_attr(em *e, LLVMValueRef f, const char *key, const char *val
 static void host_attrs(em *e, LLVMValueRef f, LLVMTargetMachineRef tm)
 {
     char *cpu = LLVMGetTargetMachineCPU(tm), *feat = LLVMGetTargetMachineFeatureString(tm);
-    add_str_attr(e, f, "target-cpu", cpu);
-    add_str_attr(e, f, "target-features", feat);
+    if (cpu && feat) {
+        add_str_attr(e, f, "target-cpu", cpu);
+        add_str_attr(e, f, "target-features", feat);
+    } else {
+        fail(e, "out of memory", "the target machine's CPU and features");
+    }
     add_str_attr(e, f, "prefer-vector-width", "512");
     add_str_attr(e, f, "min-legal-vector-width", "512");
     add_attr(e, f, LLVMAttributeFunctionIndex, "nounwind");
@@ -783,9 +795,13 @@ static int build_module(em *e, const char *fname, LLVMTargetMachineRef tm)
     LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
     char *triple = LLVMGetTargetMachineTriple(tm);
     LLVMSetModuleDataLayout(e->M, dl);
+    LLVMDisposeTargetData(dl);
+    if (!triple) {
+        fail(e, "out of memory", "the target machine's triple");
+        return -1;
+    }
     LLVMSetTarget(e->M, triple);
     LLVMDisposeMessage(triple);
-    LLVMDisposeTargetData(dl);
     e->i8 = LLVMInt8TypeInContext(e->C);
     e->i64 = LLVMInt64TypeInContext(e->C);
     e->f32 = LLVMFloatTypeInContext(e->C);
@@ -832,8 +848,12 @@ int cg_emit(const cg_kernel *k, const char *fname, unsigned flags, cg_object *ou
     double t2 = now_ms();
     if (flags & CG_EMIT_LLVM) {
         char *s = LLVMPrintModuleToString(e.M);
-        out->llvm = strdup(s);
+        out->llvm = s ? strdup(s) : NULL;
         LLVMDisposeMessage(s);
+        if (!out->llvm) {
+            snprintf(err, nerr, "out of memory printing the LLVM IR");
+            goto done;
+        }
     }
     if (flags & CG_EMIT_ASM) {
         LLVMModuleRef copy = LLVMCloneModule(e.M);

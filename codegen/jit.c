@@ -21,10 +21,12 @@
  * Kernels of one graph compile in parallel on the runtime pool, each on its
  * own LLVM context and target machine; adding objects to the LLJIT and
  * looking symbols up happen under one mutex (two threads adding to one LLJIT
- * crash, shared/notes/LLVM.md). The LLJIT is made on first use; JIT session
- * errors go to the failing call's message instead of stderr.
+ * crash, shared/notes/LLVM.md). The LLJIT is made on first use (a failure,
+ * such as an allocation, is reported and retried by the next call); JIT
+ * session errors go to the failing call's message instead of stderr.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +51,9 @@ typedef struct loaded {
 } loaded;
 
 static struct {
-    pthread_once_t once;
+    pthread_mutex_t init_mu;  /* guards the making of jit and init_err */
+    atomic_bool ready;        /* jit is made (set once, after jit) */
+    bool env_read;
     pthread_mutex_t mu;
     LLVMOrcLLJITRef jit;
     char init_err[320];
@@ -59,7 +63,8 @@ static struct {
     int max_loaded;           /* unreferenced kernels beyond this are unloaded */
     uint64_t tick;
     cg_jit_stats stats;
-} J = {.once = PTHREAD_ONCE_INIT, .mu = PTHREAD_MUTEX_INITIALIZER, .max_loaded = CG_JIT_MAX_LOADED};
+} J = {.init_mu = PTHREAD_MUTEX_INITIALIZER, .mu = PTHREAD_MUTEX_INITIALIZER,
+       .max_loaded = CG_JIT_MAX_LOADED};
 
 static __thread char tls_session_err[256];
 
@@ -83,12 +88,18 @@ static void report(void *ctx, LLVMErrorRef e)
     error_msg(e, tls_session_err, sizeof tls_session_err);
 }
 
+/* One attempt to make the LLJIT, under J.init_mu: J.ready, or J.init_err
+ * set. A failure (an allocation, say) is not remembered: the next
+ * cg_jit_available tries again. */
 static void jit_init(void)
 {
     char err[256] = "";
-    const char *mx = getenv("TJIT_JIT_MAX_KERNELS");
-    if (mx && atoi(mx) > 0)
-        J.max_loaded = atoi(mx);
+    if (!J.env_read) {
+        const char *mx = getenv("TJIT_JIT_MAX_KERNELS");
+        if (mx && atoi(mx) > 0)
+            J.max_loaded = atoi(mx);
+        J.env_read = true;
+    }
     size_t len;
     const void *bc = cg_formulas_bitcode(&len);
     if (!len) {
@@ -115,17 +126,24 @@ static void jit_init(void)
         return;
     }
     LLVMOrcExecutionSessionSetErrorReporter(LLVMOrcLLJITGetExecutionSession(J.jit), report, NULL);
+    atomic_store(&J.ready, true);
 }
 
 bool cg_jit_available(char *err, size_t nerr)
 {
-    pthread_once(&J.once, jit_init);
-    if (!J.jit && err && nerr) {   /* cut to fit, as snprintf would (without its warning) */
+    if (atomic_load(&J.ready))
+        return true;
+    pthread_mutex_lock(&J.init_mu);
+    if (!atomic_load(&J.ready))
+        jit_init();
+    bool ok = atomic_load(&J.ready);
+    if (!ok && err && nerr) {   /* cut to fit, as snprintf would (without its warning) */
         size_t m = strnlen(J.init_err, nerr - 1);
         memcpy(err, J.init_err, m);
         err[m] = '\0';
     }
-    return J.jit != NULL;
+    pthread_mutex_unlock(&J.init_mu);
+    return ok;
 }
 
 /* ---- the loaded-kernel table (under J.mu) -------------------------------------------- */
@@ -204,9 +222,14 @@ static cg_kernel_fn add_object(const char *name, const void *obj, size_t len, ch
     LLVMOrcResourceTrackerRef rt = LLVMOrcJITDylibCreateResourceTracker(jd);
     /* ownership: the buffer goes to the JIT */
     LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRangeCopy(obj, len, name);
-    LLVMErrorRef e = LLVMOrcLLJITAddObjectFileWithRT(J.jit, rt, mb);
     LLVMOrcExecutorAddress addr = 0;
     tls_session_err[0] = '\0';
+    if (!mb) {   /* the copy is allocated with nothrow new: NULL when that fails */
+        snprintf(err, nerr, "out of memory copying the object of %s", name);
+        LLVMOrcReleaseResourceTracker(rt);
+        goto out;
+    }
+    LLVMErrorRef e = LLVMOrcLLJITAddObjectFileWithRT(J.jit, rt, mb);
     if (!e)
         e = LLVMOrcLLJITLookup(J.jit, &addr, name);
     if (e || !addr) {
@@ -268,8 +291,12 @@ static int key_of(const cg_kernel *k, cg_compiled *out, cg_key *key)
         snprintf(out->err, sizeof out->err, "out of memory");
         return -1;
     }
-    cg_key_make(keyed, strlen(keyed), key);
+    int rc = cg_key_make(keyed, strlen(keyed), key);
     free(keyed);
+    if (rc) {
+        snprintf(out->err, sizeof out->err, "out of memory reading the host CPU for the kernel key");
+        return -1;
+    }
     snprintf(out->name, sizeof out->name, "tjk_%s", key->hex);
     return 0;
 }

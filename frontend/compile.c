@@ -341,6 +341,8 @@ static int run_fn(const tj_compiled *c, tj_tensor *const *args, int nargs, tj_te
         return n;
     }
     outs[0] = c->fn(c->ctx, args, nargs);
+    if (!outs[0] && !rt_has_error())
+        rt_error("%s: the model returned NULL without a message", c->name);
     return outs[0] ? 1 : -1;
 }
 
@@ -490,6 +492,7 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
             e->last_use = sc_exec_last_use(e->g);
             e->plans = sc_plans_new(e->g, c->name);
             if (take_caps(e, tr) != 0 || !e->last_use) {
+                free(outs);
                 fe_trace_end(tr);
                 entry_free(e);
                 rt_error("out of memory tracing %s", c->name);
@@ -684,7 +687,7 @@ static int run_entry(const tj_compiled *c, entry *e, tj_tensor *const *args, int
                      tj_tensor **outs, int max);
 
 /* One call: the results in outs[0..n) (in the current scope); n or -1. */
-static int call(tj_compiled *c, tj_tensor *const *args, int nargs, tj_tensor **outs, int max)
+static int call_once(tj_compiled *c, tj_tensor *const *args, int nargs, tj_tensor **outs, int max)
 {
     if (!c) {
         rt_error("tj_call: the compiled handle is NULL");
@@ -723,6 +726,7 @@ static int call(tj_compiled *c, tj_tensor *const *args, int nargs, tj_tensor **o
         atomic_fetch_sub(&e->busy, 1);
     if (rc == -2) {
         atomic_fetch_add(&c->eager_calls, 1);
+        tj_clear_error();   /* the trace's message (a graph break, a failure) is not this run's */
         return run_fn(c, args, nargs, outs, max);
     }
     return rc;
@@ -768,6 +772,25 @@ static int run_entry(const tj_compiled *c, entry *e, tj_tensor *const *args, int
     }
     free(all);
     return rc == 0 ? e->nresults : -1;
+}
+
+/* One call: the results in outs[0..n) (in the current scope); n or -1. A
+ * success leaves the error message as it found it, like any op (none, or the
+ * pending first error of the caller's chain): never one of the trace, a graph
+ * break or a fallback inside the call. A failure leaves its own, never one of
+ * the trace that came before the eager run. */
+static int call(tj_compiled *c, tj_tensor *const *args, int nargs, tj_tensor **outs, int max)
+{
+    char saved[1024] = "";
+    if (rt_has_error())
+        snprintf(saved, sizeof saved, "%s", tj_last_error());
+    int n = call_once(c, args, nargs, outs, max);
+    if (n >= 0) {
+        tj_clear_error();
+        if (saved[0])
+            rt_error("%s", saved);
+    }
+    return n;
 }
 
 tj_tensor *tj_call(tj_compiled *c, tj_tensor *const *args, int nargs)

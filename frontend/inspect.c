@@ -13,9 +13,21 @@ static bool dead(const tj_tensor *t, const char *what)
     return rt_check_live(&in, 1, what) != 0;
 }
 
+/* A NULL tensor: the error that made it stays; with none pending, one naming
+ * the function. */
+static void null_tensor(const char *what)
+{
+    if (!rt_has_error())
+        rt_error("%s: the tensor is NULL", what);
+}
+
 int64_t tj_size(const tj_tensor *t, int dim)
 {
-    if (!t || dead(t, "size"))
+    if (!t) {
+        null_tensor("tj_size");
+        return -1;
+    }
+    if (dead(t, "size"))
         return -1;
     fe_trace_shape_read(t);
     int d = ir_norm_dim(dim, t->ndim);
@@ -37,8 +49,10 @@ const int64_t *tj_shape(const tj_tensor *t)
 
 void *tj_data(tj_tensor *t)
 {
-    if (!t)
+    if (!t) {
+        null_tensor("tj_data");
         return NULL;
+    }
     if (dead(t, "data") || fe_trace_needs_values(t, "tj_data"))
         return NULL;
     return rt_ptr(t);
@@ -46,8 +60,10 @@ void *tj_data(tj_tensor *t)
 
 double tj_get(const tj_tensor *t, const int64_t *index)
 {
-    if (!t)
+    if (!t) {
+        null_tensor("tj_get");
         return NAN;
+    }
     if (dead(t, "get") || fe_trace_needs_values(t, "tj_get"))
         return NAN;
     for (int d = 0; d < t->ndim; d++) {
@@ -63,8 +79,10 @@ double tj_get(const tj_tensor *t, const int64_t *index)
 
 double tj_item(tj_tensor *t)
 {
-    if (!t)
+    if (!t) {
+        null_tensor("tj_item");
         return NAN;
+    }
     if (dead(t, "item") || fe_trace_needs_values(t, "tj_item"))
         return NAN;
     if (tj_numel(t) != 1) {

@@ -117,6 +117,8 @@ size_t tj_dtype_size(tj_dtype dt);
 bool tj_dtype_is_float(tj_dtype dt);      /* f16, bf16, f32, f64 */
 
 /* ---- lifetime ---------------------------------------------------------- */
+/* A scope that cannot be allocated is still ended by its tj_scope_end (the
+ * enclosing one is untouched); until then results fail with an error. */
 void tj_scope_begin(void);
 void tj_scope_end(void);
 tj_tensor *tj_keep(tj_tensor *t);     /* retain so it outlives the scope; caller releases */
@@ -442,7 +444,9 @@ typedef struct tj_compiled tj_compiled;
 tj_compiled *tj_compile(tj_model_fn fn, void *ctx, const tj_compile_options *opts);
 /* Calls the compiled model: returns what fn would return (owned by the current
  * scope), or NULL with an error. Results always equal eager ones. nargs must
- * be the count of the first call (the model's signature). */
+ * be the count of the first call (the model's signature). A success leaves
+ * tj_last_error() as it found it (never a message of the trace, a graph break
+ * or a fallback inside the call). */
 tj_tensor *tj_call(tj_compiled *c, tj_tensor *const *args, int nargs);
 /* A model with several results (the loss and the logits, say): it writes its
  * results to outs[0..n), owned by the current scope, and returns n (at most

@@ -8,6 +8,11 @@
  * 2-5x slower than its AVX-512 "SkylakeX" ones. libtjit therefore never links
  * -lopenblas: the library is loaded here, after the variable is set.
  * TJIT_OPENBLAS=path loads another OpenBLAS build instead.
+ *
+ * A failed load is reported on the call that needed it (not found, or found
+ * and failed to load, with dlopen's reason) and tried again by the next one:
+ * a transient failure, an allocation inside dlopen, is not kept for the life
+ * of the process.
  */
 #include <dlfcn.h>
 #include <limits.h>
@@ -15,6 +20,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "blas.h"
 #include "rt.h"
@@ -27,18 +33,17 @@ typedef void (*dgemm_fn)(int, int, int, int, int, int, double, const double *, i
                          const double *, int, double, double *, int);
 
 static struct {
-    pthread_once_t once;
+    pthread_mutex_t mu;       /* guards an attempt to load (and why) */
     void *lib;
     sgemm_fn sgemm;
     dgemm_fn dgemm;
     void (*set_threads)(int);
     char *(*corename)(void);
-    char why[256];            /* the load failure, reported on every call */
-} blas = {.once = PTHREAD_ONCE_INIT};
+} blas = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static atomic_int want_threads;   /* 0: not set yet, the pool's count applies */
 static atomic_int serial_depth;   /* open rt_blas_serial_begin() calls */
-static atomic_bool loaded;        /* blas.lib and the symbols are set */
+static atomic_bool loaded;        /* blas.lib and the symbols are set (then never change) */
 
 static bool cpu_has_avx512(void)
 {
@@ -56,50 +61,69 @@ static const char *blas_name(bool *custom)
     return *custom ? env : "libopenblas.so.0";
 }
 
-static void blas_load(void)
+/* Whether dlopen's message says the file is not there (rather than there
+ * but not loadable: no memory, a bad ELF file, a missing dependency). */
+static bool dl_not_found(const char *msg, const char *name)
+{
+    if (!strstr(msg, "No such file or directory"))
+        return false;
+    size_t n = strlen(name);   /* "<name>: cannot open shared object file: ..." */
+    return !strncmp(msg, name, n) && msg[n] == ':';
+}
+
+/* One attempt, under blas.mu: true with the library loaded, else false with
+ * the reason recorded (rt_error). A failure is not remembered: the next call
+ * tries again, so a transient one (an allocation inside dlopen) passes. */
+static bool blas_load(void)
 {
     if (cpu_has_avx512() && !getenv("OPENBLAS_CORETYPE"))
         setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
     bool custom;
     const char *name = blas_name(&custom);
+    const char *from = custom ? ", from TJIT_OPENBLAS" : "";
     void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
-        snprintf(blas.why, sizeof blas.why,
-                 "OpenBLAS (%s%s) not found: install libopenblas0 or run "
-                 "scripts/install-deps.sh",
-                 name, custom ? ", from TJIT_OPENBLAS" : "");
-        return;
+        const char *msg = dlerror();
+        msg = msg ? msg : "dlopen gave no reason (out of memory?)";
+        if (dl_not_found(msg, name))
+            rt_error("OpenBLAS (%s%s) not found: install libopenblas0 or run "
+                     "scripts/install-deps.sh",
+                     name, from);
+        else
+            rt_error("OpenBLAS (%s%s) failed to load: %s", name, from, msg);
+        return false;
     }
-    blas.sgemm = (sgemm_fn)dlsym(lib, "cblas_sgemm");
-    blas.dgemm = (dgemm_fn)dlsym(lib, "cblas_dgemm");
-    blas.set_threads = (void (*)(int))dlsym(lib, "openblas_set_num_threads");
-    blas.corename = (char *(*)(void))dlsym(lib, "openblas_get_corename");
-    if (!blas.sgemm || !blas.dgemm) {
-        snprintf(blas.why, sizeof blas.why,
-                 "%s lacks cblas_sgemm/cblas_dgemm: install libopenblas0 or run "
+    sgemm_fn sg = (sgemm_fn)dlsym(lib, "cblas_sgemm");
+    dgemm_fn dg = (dgemm_fn)dlsym(lib, "cblas_dgemm");
+    if (!sg || !dg) {
+        rt_error("%s lacks cblas_sgemm/cblas_dgemm: install libopenblas0 or run "
                  "scripts/install-deps.sh",
                  name);
         dlclose(lib);
-        blas.sgemm = NULL;
-        blas.dgemm = NULL;
-        return;
+        return false;
     }
+    blas.sgemm = sg;
+    blas.dgemm = dg;
+    blas.set_threads = (void (*)(int))dlsym(lib, "openblas_set_num_threads");
+    blas.corename = (char *(*)(void))dlsym(lib, "openblas_get_corename");
     blas.lib = lib;
     atomic_store(&loaded, true);
     int n = atomic_load(&want_threads);
     if (blas.set_threads)
         blas.set_threads(n > 0 ? n : rt_threads());
+    return true;
 }
 
-/* Loads OpenBLAS once; false with the reason recorded when it is missing. */
+/* Loads OpenBLAS on first use; false with the reason recorded when it cannot
+ * (tried again on the next call). */
 static bool blas_ready(void)
 {
-    pthread_once(&blas.once, blas_load);
-    if (!blas.lib) {
-        rt_error("%s", blas.why);
-        return false;
-    }
-    return true;
+    if (atomic_load(&loaded))
+        return true;
+    pthread_mutex_lock(&blas.mu);
+    bool ok = atomic_load(&loaded) || blas_load();
+    pthread_mutex_unlock(&blas.mu);
+    return ok;
 }
 
 void rt_blas_set_threads(int n)

@@ -451,8 +451,11 @@ static bool write_data(const tj_tensor *t, FILE *f)
 
 int tj_save_npy(tj_tensor *t, const char *path)
 {
-    if (!t)
-        return -1;   /* the error that made t NULL stays */
+    if (!t) {   /* the error that made t NULL stays; with none, one of our own */
+        if (!rt_has_error())
+            rt_error("save_npy: the tensor is NULL");
+        return -1;
+    }
     if (rt_check_live(&t, 1, "save_npy") != 0)
         return -1;
     if (!path) {

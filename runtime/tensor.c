@@ -241,12 +241,17 @@ typedef struct scope {
 } scope;
 
 static _Thread_local scope *scope_top;
+/* tj_scope_begin calls that could not allocate their scope, innermost and
+ * not yet ended: their tj_scope_end pops nothing (never the enclosing
+ * scope), and while one is open no result can be owned, so ops fail with a
+ * message instead of handing the caller tensors it does not know it owns. */
+static _Thread_local size_t scope_lost;
 
 void tj_scope_begin(void)
 {
-    scope *s = calloc(1, sizeof *s);
+    scope *s = scope_lost ? NULL : calloc(1, sizeof *s);
     if (!s) {
-        /* Without a scope the tensors go to the caller; keep working. */
+        scope_lost++;
         rt_error("out of memory opening a scope");
         return;
     }
@@ -256,6 +261,10 @@ void tj_scope_begin(void)
 
 void tj_scope_end(void)
 {
+    if (scope_lost) {
+        scope_lost--;
+        return;
+    }
     scope *s = scope_top;
     if (!s)
         return;
@@ -269,6 +278,11 @@ void tj_scope_end(void)
 tj_tensor *rt_own(tj_tensor *t)
 {
     scope *s = scope_top;
+    if (t && scope_lost) {
+        rt_error("out of memory: the scope this result belongs to could not be opened");
+        tj_release(t);
+        return NULL;
+    }
     if (!t || !s)
         return t;
     if (s->n == s->cap) {

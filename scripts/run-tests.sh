@@ -5,7 +5,8 @@
 # failed).
 #
 # A suite is a cmocka binary (counted from its [  PASSED  ] / [  FAILED  ]
-# lines) or a script (*.sh) printing TAP lines "ok N - ..." / "not ok N - ...".
+# lines) or a script (*.sh) printing TAP lines "ok N - ..." / "not ok N - ...";
+# a line "# summary: ..." of a suite is shown under its line.
 # A suite that exits non-zero without reporting a failure counts one.
 set -u
 passed=0 failed=0
@@ -25,6 +26,7 @@ for t in "$@"; do
 suite $t exited with $rc"
     secs=$(echo "$t0 $(date +%s.%N)" | awk '{printf "%.2f", $2 - $1}')
     printf '%-24s %5d passed %4d failed %8s s\n' "$(basename "$t")" "$p" "$f" "$secs"
+    printf '%s\n' "$out" | sed -n 's/^# summary: /    /p'   # a script suite's own summary
     [ "$f" -ne 0 ] && printf '%s\n' "$out" | sed 's/^/    /'
     passed=$((passed + p)) failed=$((failed + f))
 done
