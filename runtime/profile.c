@@ -31,7 +31,7 @@
 #define MAX_LANES 65535
 
 typedef struct ev_chunk {
-    struct ev_chunk *next;
+    _Atomic(struct ev_chunk *) next;   /* written by the owner, read by a snapshot */
     atomic_int n;
     rt_prof_ev ev[CHUNK_EVENTS];
 } ev_chunk;
@@ -42,7 +42,7 @@ typedef struct prof_buf {
     char name[32];
     atomic_uint session;         /* the session its events belong to */
     ev_chunk *first, *cur;
-    int nchunks;                 /* in use this session */
+    atomic_int nchunks;          /* in use this session */
     atomic_llong dropped;
 } prof_buf;
 
@@ -133,7 +133,7 @@ static prof_buf *buf_new(void)
         return NULL;
     }
     b->cur = b->first;
-    b->nchunks = 1;
+    atomic_init(&b->nchunks, 1);
     if (pthread_getname_np(pthread_self(), b->name, sizeof b->name) != 0 || !b->name[0])
         snprintf(b->name, sizeof b->name, "thread");
     pthread_mutex_lock(&P.mu);
@@ -154,10 +154,10 @@ static prof_buf *buf_new(void)
 /* Empties b for session s (its own thread only). */
 static void buf_reset(prof_buf *b, unsigned s)
 {
-    for (ev_chunk *c = b->first; c; c = c->next)
+    for (ev_chunk *c = b->first; c; c = atomic_load_explicit(&c->next, memory_order_relaxed))
         atomic_store_explicit(&c->n, 0, memory_order_relaxed);
     b->cur = b->first;
-    b->nchunks = 1;
+    atomic_store_explicit(&b->nchunks, 1, memory_order_relaxed);
     atomic_store(&b->dropped, 0);
     atomic_store_explicit(&b->session, s, memory_order_release);
 }
@@ -174,12 +174,15 @@ void rt_prof_emit(rt_prof_id name, rt_prof_cat cat, int64_t t0, int64_t t1, int6
     ev_chunk *c = b->cur;
     int n = atomic_load_explicit(&c->n, memory_order_relaxed);
     if (n == CHUNK_EVENTS) {
-        if (!c->next && (b->nchunks >= MAX_CHUNKS || !(c->next = calloc(1, sizeof *c->next)))) {
+        ev_chunk *next = atomic_load_explicit(&c->next, memory_order_relaxed);
+        if (!next && (atomic_load_explicit(&b->nchunks, memory_order_relaxed) >= MAX_CHUNKS ||
+                      !(next = calloc(1, sizeof *next)))) {
             atomic_fetch_add_explicit(&b->dropped, 1, memory_order_relaxed);
             return;
         }
-        c = b->cur = c->next;
-        b->nchunks++;
+        atomic_store_explicit(&c->next, next, memory_order_release);
+        c = b->cur = next;
+        atomic_fetch_add_explicit(&b->nchunks, 1, memory_order_relaxed);
         n = 0;
     }
     c->ev[n] = (rt_prof_ev){t0, t1, bytes, flops, name, (uint16_t)b->lane, (uint8_t)cat};
@@ -243,7 +246,7 @@ static int snap_take(rt_prof_snap *s)
     memset(s, 0, sizeof *s);
     for (prof_buf *b = P.bufs; b; b = b->next)
         if (atomic_load_explicit(&b->session, memory_order_acquire) == sess)
-            total += (int64_t)b->nchunks * CHUNK_EVENTS;
+            total += (int64_t)(atomic_load(&b->nchunks) + 1) * CHUNK_EVENTS;
     s->nlanes = P.nlanes;
     s->ev = malloc(sizeof *s->ev * (size_t)(total + 1));
     s->lane_names = calloc((size_t)s->nlanes + 1, sizeof *s->lane_names);
@@ -259,7 +262,7 @@ static int snap_take(rt_prof_snap *s)
         snprintf(s->lane_names[b->lane], sizeof s->lane_names[b->lane], "%s", b->name);
         if (atomic_load_explicit(&b->session, memory_order_acquire) != sess)
             continue;
-        for (ev_chunk *c = b->first; c; c = c->next) {
+        for (ev_chunk *c = b->first; c; c = atomic_load_explicit(&c->next, memory_order_acquire)) {
             int n = atomic_load_explicit(&c->n, memory_order_acquire);
             for (int k = 0; k < n && s->nev < total; k++)
                 s->ev[s->nev++] = c->ev[k];

@@ -31,7 +31,8 @@ tj_graph *tool_parse_file(const char *path);
 bool tool_flag(const char *arg, const char *name, const char **value);
 /* Whether arg is --profile or --profile=TRACE.json (sets *trace, else NULL). */
 bool tool_profile_flag(const char *arg, const char **trace);
-/* Ends the session tool began: the table to stderr, the trace to trace (NULL: none). */
-void tool_profile_report(const char *tool, const char *trace);
+/* Ends the session tool began: the table to stderr, the trace to trace (NULL:
+ * none). 0, or -1 after a message. */
+int tool_profile_report(const char *tool, const char *trace);
 
 #endif

@@ -187,8 +187,8 @@ int tool_bench(int argc, char **argv)
     }
     if (!cli.opts.eager_only)
         bench_print_summary(cli.json ? stderr : stdout, rs, cli.ncases);
-    if (cli.profile)
-        tool_profile_report("tjit bench", cli.trace);
+    if (cli.profile && tool_profile_report("tjit bench", cli.trace) != 0)
+        failed = true;
     free(rs);
     return failed ? 1 : 0;
 }

@@ -74,7 +74,9 @@ static int save_outputs(const char *dir, tj_tensor **outs, int n)
     return 0;
 }
 
-static int run(const tj_graph *g, const char **in_files, int nin, const char *out_dir, bool eager)
+/* profile: time the run (not making inputs or summing outputs); trace: where its trace goes. */
+static int run(const tj_graph *g, const char **in_files, int nin, const char *out_dir, bool eager,
+               bool profile, const char *trace)
 {
     int ninputs = tj_graph_num_inputs(g), noutputs = tj_graph_num_outputs(g);
     if (nin && nin != ninputs) {
@@ -94,10 +96,15 @@ static int run(const tj_graph *g, const char **in_files, int nin, const char *ou
             return 1;
         }
     }
-    if (tj_graph_run(g, inputs, outs, eager) != 0) {
+    if (profile)
+        tj_profile_begin();
+    int rc = tj_graph_run(g, inputs, outs, eager);
+    if (rc != 0)
         fprintf(stderr, "tjit run: %s\n", tj_last_error());
+    if (profile && tool_profile_report("tjit run", trace) != 0)
+        rc = -1;
+    if (rc != 0)
         return 1;
-    }
     if (out_dir)
         return save_outputs(out_dir, outs, noutputs);
     for (int k = 0; k < noutputs; k++)
@@ -168,11 +175,7 @@ int tool_run(int argc, char **argv)
         setenv("TJIT_DUMP", dump, 1);   /* the later stages are dumped by the plan */
     tj_manual_seed(seed);
     tj_scope_begin();
-    if (profile)
-        tj_profile_begin();
-    int rc = run(g, in_files, nin, out_dir, eager);
-    if (profile)
-        tool_profile_report("tjit run", trace);
+    int rc = run(g, in_files, nin, out_dir, eager, profile, trace);
     tj_scope_end();
     tj_graph_free(g);
     return rc;
