@@ -236,9 +236,10 @@ AG_VJP(batch_norm)
 
 /* ---- pools ------------------------------------------------------------------------------ */
 
-/* A pool's geometry; the pooled dims are the last two. */
+/* A pool's geometry; the pooled dims are the last two. pr is the padding
+ * after the input: pd, or more where ceil mode hangs the last window over it. */
 typedef struct pool_geom {
-    int64_t k[2], st[2], pd[2], dl[2], out[2];
+    int64_t k[2], st[2], pd[2], pr[2], dl[2], out[2];
 } pool_geom;
 
 static void pool_geom_of(const ag_ctx *c, bool dilation, pool_geom *pg)
@@ -250,8 +251,12 @@ static void pool_geom_of(const ag_ctx *c, bool dilation, pool_geom *pg)
         pair_of(&c->a->a[3], 1, 1, pg->dl);
     else
         pg->dl[0] = pg->dl[1] = 1;
-    pg->out[0] = Y->shape[Y->ndim - 2];
-    pg->out[1] = Y->shape[Y->ndim - 1];
+    for (int d = 0; d < 2; d++) {
+        pg->out[d] = Y->shape[Y->ndim - 2 + d];
+        int64_t end = (pg->out[d] - 1) * pg->st[d] + pg->dl[d] * (pg->k[d] - 1) + 1;
+        int64_t over = end - X->shape[X->ndim - 2 + d] - pg->pd[d];
+        pg->pr[d] = over > pg->pd[d] ? over : pg->pd[d];
+    }
 }
 
 /* The strided view of the padded input xp holding, at each output
@@ -279,7 +284,7 @@ static tj_tensor *unwindow(tj_tensor *t, const int64_t *full, const pool_geom *p
 /* Pads the last two dims of x by pg's padding with value. */
 static tj_tensor *pool_pad(tj_tensor *x, const pool_geom *pg, double value)
 {
-    return tj_pad(x, (int64_t[]){pg->pd[1], pg->pd[1], pg->pd[0], pg->pd[0]}, 2, value);
+    return tj_pad(x, (int64_t[]){pg->pd[1], pg->pr[1], pg->pd[0], pg->pr[0]}, 2, value);
 }
 
 /* The padding cut off again: back to x's last two dims. */
@@ -318,7 +323,8 @@ AG_VJP(max_pool2d)
 
 /* Each output's gradient, over its divisor, to every input element of its
  * window. The divisor of each output is read off the op itself: the pool of
- * ones is (inputs counted) / divisor. */
+ * ones is (inputs counted) / divisor, whatever made the divisor (the padding
+ * counted or not, ceil mode's clipped windows, divisor_override). */
 AG_VJP(avg_pool2d)
 {
     pool_geom pg;
@@ -344,6 +350,8 @@ AG_VJP(avg_pool2d)
     AG_SET(0, pool_crop(sum, X, &pg));
     return 0;
 }
+
+AG_NONDIFF(max_pool2d_indices, "integer result")
 
 /* ---- the rest ------------------------------------------------------------------------------ */
 
