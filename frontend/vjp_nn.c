@@ -2,9 +2,9 @@
  * linear, conv2d (input gradient as a convolution of the stride-dilated
  * gradient with the flipped kernel; weight gradient as a convolution of the
  * input with the gradient), norms, pools (per kernel offset: strided views of
- * the input and ag_unslice back), embedding, dropout, attention and
- * cross-entropy (logits, probability targets and class weights). All in tjit
- * ops, so they trace like any other op. */
+ * the input, or of max_pool2d's positions, and ag_unslice back), embedding,
+ * dropout, attention and cross-entropy (logits, probability targets and class
+ * weights). All in tjit ops, so they trace like any other op. */
 #include <math.h>
 #include <string.h>
 
@@ -296,22 +296,24 @@ static tj_tensor *pool_crop(tj_tensor *t, const tj_tensor *x, const pool_geom *p
     return t;
 }
 
-/* Each output's gradient goes to the first element of its window that
- * equals the maximum, as PyTorch's kernel picks it. */
+/* Each output's gradient goes to the element its index names (the op
+ * max_pool2d_indices: PyTorch's choice, the first maximum of the window, the
+ * last NaN). Per kernel offset, the window of the padded map of positions
+ * (-1 in the padding) is compared with the indices: one offset matches. */
 AG_VJP(max_pool2d)
 {
     pool_geom pg;
     pool_geom_of(c, true, &pg);
-    tj_tensor *xp = pool_pad(X, &pg, -INFINITY), *taken = NULL, *sum = NULL;
-    if (!xp)
+    int h = X->ndim - 2;
+    int64_t hw[2] = {X->shape[h], X->shape[h + 1]};
+    tj_tensor *idx = fe_apply(OP_max_pool2d_indices, c->in, 1, c->a);
+    tj_tensor *pos = tj_arange(TJ_I64, 0, (double)(hw[0] * hw[1]), 1), *sum = NULL;
+    if (!(pos = pool_pad(tj_reshape(pos, 2, hw), &pg, -1)) || !idx)
         return -1;
-    int64_t full[2] = {xp->shape[xp->ndim - 2], xp->shape[xp->ndim - 1]};
+    int64_t full[2] = {pos->shape[0], pos->shape[1]};
     for (int64_t i = 0; i < pg.k[0]; i++) {
         for (int64_t j = 0; j < pg.k[1]; j++) {
-            tj_tensor *hit = tj_eq(window(xp, &pg, i, j), Y);
-            if (taken)
-                hit = tj_logical_and(hit, tj_logical_not(taken));
-            taken = taken ? tj_logical_or(taken, hit) : hit;
+            tj_tensor *hit = tj_eq(window(pos, &pg, i, j), idx);
             tj_tensor *part = unwindow(ag_masked(g, hit), full, &pg, i, j);
             if (!(sum = sum ? tj_add(sum, part) : part))
                 return -1;

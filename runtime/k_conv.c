@@ -359,44 +359,72 @@ static void window_taps(const geom *g, int d, int64_t o, int64_t n, int64_t *lo,
 }
 
 /* max_pool2d_indices: where each window's maximum is, as h * W + w in its
- * input plane, PyTorch's way: the first tap in window order that is larger
- * than all before it, a NaN taking over (so the last NaN wins), and the
- * window's first tap inside the input when every value is -inf. One window
- * at a time; the taps skip padding and what ceil mode hangs past the input. */
-#define MAX_INDEX_PLANES(T)                                                              \
-    static void max_index_planes_##T(void *ctx, int64_t p0, int64_t p1)                  \
-    {                                                                                    \
-        const pool_job *j = ctx;                                                         \
-        const geom *g = &j->g;                                                           \
-        const int64_t dh = g->w.dilation[0], dw = g->w.dilation[1];                      \
-        for (int64_t p = p0; p < p1; p++) {                                              \
+ * input plane, PyTorch's way: taps in window order, a tap taking over when
+ * it is larger than the maximum so far or NaN (so the first maximum wins,
+ * and the last NaN), the window's first tap inside the input when every
+ * value is -inf. Row by row like the value kernel, over blocks of IDX_BLOCK
+ * output columns whose running maxima sit on the stack: each tap updates a
+ * block's valid range with one vectorizable loop (a blend of values and
+ * positions). */
+#define IDX_BLOCK 256
+
+#define MAX_INDEX_ROW(T)                                                                   \
+    static inline void max_index_row_##T(T *restrict m, int64_t *restrict ix,              \
+                                         const T *restrict x, int64_t st, int64_t n,       \
+                                         int64_t pos, int64_t step)                        \
+    {                                                                                      \
+        BY_STRIDE(st, for (int64_t j = 0; j < n; j++) {                                    \
+            T v = x[j * s_];                                                               \
+            bool u = v > m[j] || v != v;                                                   \
+            m[j] = u ? v : m[j];                                                           \
+            ix[j] = u ? pos + j * step : ix[j];                                            \
+        });                                                                                \
+    }
+
+#define MAX_INDEX_PLANES(T)                                                                \
+    MAX_INDEX_ROW(T)                                                                       \
+    CLONES static void max_index_planes_##T(void *ctx, int64_t p0, int64_t p1)             \
+    {                                                                                      \
+        const pool_job *j = ctx;                                                           \
+        const geom *g = &j->g;                                                             \
+        const int64_t sw = g->w.stride[1], dw = g->w.dilation[1], pw = g->w.padding[1];    \
+        T m[IDX_BLOCK];                                                                    \
+        for (int64_t p = p0; p < p1; p++) {                                                \
             const T *xp = (const T *)j->x + (p / g->c) * g->xs[0] + (p % g->c) * g->xs[1]; \
-            int64_t *yp = (int64_t *)j->y + p * g->oh * g->ow;                           \
-            for (int64_t oh = 0; oh < g->oh; oh++) {                                     \
-                int64_t h0, h1;                                                          \
-                window_taps(g, 0, oh, g->h, &h0, &h1);                                   \
-                for (int64_t ow = 0; ow < g->ow; ow++) {                                 \
-                    int64_t w0, w1;                                                      \
-                    window_taps(g, 1, ow, g->wd, &w0, &w1);                              \
-                    int64_t best = h0 * g->wd + w0;                                      \
-                    T m = -(T)INFINITY;                                                  \
-                    for (int64_t ih = h0; ih < h1; ih += dh)                             \
-                        for (int64_t iw = w0; iw < w1; iw += dw) {                       \
-                            T v = xp[ih * g->xs[2] + iw * g->xs[3]];                     \
-                            if (v > m || v != v) {                                       \
-                                m = v;                                                   \
-                                best = ih * g->wd + iw;                                  \
-                            }                                                            \
-                        }                                                                \
-                    yp[oh * g->ow + ow] = best;                                          \
-                }                                                                        \
-            }                                                                            \
-        }                                                                                \
+            for (int64_t oh = 0; oh < g->oh; oh++) {                                       \
+                int64_t *yr = (int64_t *)j->y + (p * g->oh + oh) * g->ow, h0, h1, w0, w1;  \
+                window_taps(g, 0, oh, g->h, &h0, &h1);                                     \
+                for (int64_t c0 = 0; c0 < g->ow; c0 += IDX_BLOCK) {                        \
+                    int64_t c1 = c0 + IDX_BLOCK < g->ow ? c0 + IDX_BLOCK : g->ow;          \
+                    for (int64_t q = c0; q < c1; q++) {                                    \
+                        window_taps(g, 1, q, g->wd, &w0, &w1);                             \
+                        m[q - c0] = -(T)INFINITY;                                          \
+                        yr[q] = h0 * g->wd + w0;                                           \
+                    }                                                                      \
+                    for (int64_t kh = 0; kh < g->w.kernel[0]; kh++) {                      \
+                        int64_t ih = tap_row(g, oh, kh), lo, hi;                           \
+                        for (int64_t kw = 0; ih >= 0 && kw < g->w.kernel[1]; kw++) {       \
+                            int64_t off = kw * dw - pw;                                    \
+                            valid_range(off, sw, g->wd, g->ow, &lo, &hi);                  \
+                            lo = lo > c0 ? lo : c0;                                        \
+                            hi = hi < c1 ? hi : c1;                                        \
+                            if (lo < hi)                                                   \
+                                max_index_row_##T(m + (lo - c0), yr + lo,                  \
+                                                  xp + ih * g->xs[2] +                     \
+                                                      (lo * sw + off) * g->xs[3],          \
+                                                  sw * g->xs[3], hi - lo,                  \
+                                                  ih * g->wd + lo * sw + off, sw);         \
+                        }                                                                  \
+                    }                                                                      \
+                }                                                                          \
+            }                                                                              \
+        }                                                                                  \
     }
 
 MAX_INDEX_PLANES(float)
 MAX_INDEX_PLANES(double)
 #undef MAX_INDEX_PLANES
+#undef MAX_INDEX_ROW
 
 /* Planes per chunk: about 32K tap updates. */
 static int64_t plane_grain(const geom *g, int64_t taps)
