@@ -423,6 +423,7 @@ static const pool_ex_case ex_cases[] = {
     {"maxi_ties", {3, 3}, {1, 1}, {1, 1}, {1, 1}, false, false, false, false, 0},
     {"maxi_ext", {3, 3}, {2, 2}, {1, 1}, {1, 1}, false, true, false, false, 0},
     {"maxi_tr", {3, 3}, {2, 2}, {1, 1}, {1, 1}, false, true, false, true, 0},
+    {"maxi_wide", {2, 3}, {1, 2}, {0, 1}, {1, 1}, false, true, false, false, 0},
     {"avgc_in", {3, 3}, {2, 2}, {1, 1}, {1, 1}, true, true, true, false, 0},
     {"avgc_ex", {3, 3}, {2, 2}, {1, 1}, {1, 1}, true, true, false, false, 0},
     {"avgc_drop", {2, 2}, {2, 2}, {1, 1}, {1, 1}, true, true, true, false, 0},

@@ -252,5 +252,7 @@ case("avgd_f64", avgx(2, 1, 1, True, True, 7), x=rnd(1, 2, 4, 5, dtype=torch.flo
 case("avgd_i64", avgx(3, 2, 1, True, True, 4), x=rnd(1, 2, 5, 5, dtype=torch.int64) * 3)
 case("avgc_i64", avgx(3, 2, 1, False, True), x=rnd(1, 2, 6, 5, dtype=torch.int64) * 3)
 case("avgd_i64_neg", avgx(2, 2, 0, True, True, -1), x=rnd(1, 2, 5, 5, dtype=torch.int64) * 7)
+# 300 output columns: the index kernel's blocks of 256 columns meet inside a row
+icase("maxi_wide", maxi((2, 3), (1, 2), (0, 1), 1, True), torch.randint(-2, 3, (1, 1, 3, 600)).float())
 
 g.done()
