@@ -30,8 +30,7 @@
 #include "../runtime/blas.h"
 #include "sched_int.h"
 
-#define SC_SHARED_MAX ((int64_t)2 << 20)   /* bytes of a right operand every block packs */
-#define SC_PACK_CACHED ((int64_t)256 << 10) /* a right operand part blocks pack again from cache */
+#define SC_SHARED_MAX ((int64_t)256 << 10) /* bytes of a right operand every block packs */
 #define SC_BLOCK_OUT ((int64_t)64 << 10)    /* target bytes of a block of GEMM output rows */
 #define SC_BLOCK_ROWS 64                    /* GEMM rows per block, at least */
 #define SC_LOOKAHEAD 64                     /* steps scanned past a region's last step */
@@ -103,47 +102,24 @@ static void matmul_slices(const ir_type *a, const ir_type *b, const ir_type *o, 
     }
 }
 
-/* Rows of the GEMM each block of region rg runs for a matmul with output o:
- * the chunk when the block dims reach its rows, else all of them. */
-static int64_t gemm_rows(const sc_region *rg, const ir_type *o)
+/* Whether the part of b each block's GEMM reads (and packs) is small enough
+ * to be packed again by the blocks that share it: one that stays in cache.
+ * Packed again from memory it costs more than the blocks save (measured on a
+ * 256-1024-256 MLP, 1 MB weights, 2 threads: 64-row blocks ran 0.75-0.92x
+ * eager, 256-row blocks 0.71-1.09x, whole GEMMs with their epilogues
+ * 1.08-1.23x, at batch 32-2048). */
+static bool shared_ok(const step *s, const sc_region *rg, const ir_type *b)
 {
-    return rg->nd == o->ndim - 1 ? rg->chunk : o->shape[o->ndim - 2];
-}
-
-/* The fewest rows a block's GEMM may have when it packs its right operand
- * (K rows, `bytes` of it) again: none while the part stays in cache, else K:
- * packing it from memory costs about as much as K/2 to K rows of the GEMM
- * (measured: 64-row blocks of a 256-1024-256 MLP, 1 MB weights, ran
- * 0.78-0.88x one whole GEMM each; blocks of K rows 0.95-1.0x). */
-static int64_t repack_rows(const ir_type *b, int64_t bytes)
-{
-    return bytes <= SC_PACK_CACHED ? 0 : b->shape[b->ndim - 2];
-}
-
-/* The bytes of b each block's GEMM reads (and packs) in region rg; *shared:
- * whether other blocks read the same part. */
-static int64_t part_bytes(const step *s, const sc_region *rg, const ir_type *b, bool *shared)
-{
+    bool shared = false;
     int64_t bytes = ir_type_numel(b) * (int64_t)tj_dtype_size(b->dtype);
-    *shared = false;
     for (int d = 0; d < rg->nd; d++) {
         int bd = s->slice[1][d];
         if (bd >= 0)
             bytes /= b->shape[bd];
         else
-            *shared = *shared || (d == rg->nd - 1 ? rg->chunk < rg->size[d] : rg->size[d] > 1);
+            shared = shared || (d == rg->nd - 1 ? rg->chunk < rg->size[d] : rg->size[d] > 1);
     }
-    return bytes;
-}
-
-/* Whether the part of b each block's GEMM reads is small enough to be packed
- * again by the blocks that share it, and each block's GEMM long enough to
- * pay for packing it. */
-static bool shared_ok(const step *s, const sc_region *rg, const ir_type *b, const ir_type *o)
-{
-    bool shared;
-    int64_t bytes = part_bytes(s, rg, b, &shared);
-    return !shared || (bytes <= SC_SHARED_MAX && gemm_rows(rg, o) >= repack_rows(b, bytes));
+    return !shared || bytes <= SC_SHARED_MAX;
 }
 
 static void set_space(sc_region *rg, const ir_type *o, int nd, int64_t chunk)
@@ -169,23 +145,16 @@ static bool matmul_space(const former *F, const ir_node *n, step *s, sc_region *
     int64_t nbatch = 1;
     for (int d = 0; d < nb; d++)
         nbatch *= o->shape[d];
-    int64_t rb = block_rows(o->shape[nb], o->shape[nb + 1], tj_dtype_size(o->dtype), nbatch);
-    set_space(rg, o, nb + 1, rb);
+    set_space(rg, o, nb + 1, block_rows(o->shape[nb], o->shape[nb + 1], tj_dtype_size(o->dtype), nbatch));
     matmul_slices(a, b, o, rg->nd, s);
-    bool shared;
-    int64_t least = repack_rows(b, part_bytes(s, rg, b, &shared));
-    if (shared && rb < least) {   /* every block packs b from memory: longer blocks */
-        rb = (least + 15) / 16 * 16;
-        set_space(rg, o, nb + 1, rb < o->shape[nb] ? rb : o->shape[nb]);
-    }
-    if (rg->nblocks >= 2 && shared_ok(s, rg, b, o))
+    if (rg->nblocks >= 2 && shared_ok(s, rg, b))
         return true;
     if (nb == 0 || nbatch < 2 || nbatch < rt_threads())
         return false;
     set_space(rg, o, nb, 1);   /* a batch per block */
     memset(s->slice, -1, sizeof s->slice);
     matmul_slices(a, b, o, rg->nd, s);
-    return shared_ok(s, rg, b, o);
+    return shared_ok(s, rg, b);
 }
 
 /* The block space a region headed by eager step s gets, and s's slices. */
@@ -234,7 +203,7 @@ static bool chain_ok(const former *F, step *s, const sc_region *rg)
     if (a->ndim != o->ndim || b->ndim < 2 || rg->nd - 1 > o->ndim - 2)
         return false;
     matmul_slices(a, b, o, rg->nd, s);
-    return shared_ok(s, rg, b, o);
+    return shared_ok(s, rg, b);
 }
 
 /* Tiles per block unit of launch l over a domain cut into nq units; when
