@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # run-tests.sh - runs each suite given on the command line and prints one line
 # per suite (name, passed, failed, seconds); a suite's own output is shown
-# only when it failed. Ends with one line "N passed, N failed" (exit 1 if any
-# failed).
+# only when it failed, but for its "#summary ..." lines (counts a suite
+# reports, e.g. test_opinfo's samples per mode), shown under its line. Ends
+# with one line "N passed, N failed" (exit 1 if any failed).
 #
 # A suite is a cmocka binary (counted from its [  PASSED  ] / [  FAILED  ]
 # lines) or a script (*.sh) printing TAP lines "ok N - ..." / "not ok N - ...".
@@ -25,6 +26,7 @@ for t in "$@"; do
 suite $t exited with $rc"
     secs=$(echo "$t0 $(date +%s.%N)" | awk '{printf "%.2f", $2 - $1}')
     printf '%-24s %5d passed %4d failed %8s s\n' "$(basename "$t")" "$p" "$f" "$secs"
+    printf '%s\n' "$out" | sed -n 's/^#summary /    /p'
     [ "$f" -ne 0 ] && printf '%s\n' "$out" | sed 's/^/    /'
     passed=$((passed + p)) failed=$((failed + f))
 done
