@@ -128,15 +128,26 @@ static tj_dtype dtype_of(const char *name)
     return dt;
 }
 
+/* A long input that cases.txt does not store (offset "r"): element i is
+ * ((i * 7919) % 257) / 64 - 1, as scripts/golden/opinfo.py's ramp(). */
+static tj_tensor *ramp(const char *shape)
+{
+    int64_t dims[TJ_MAX_DIMS], n = 1;
+    int nd = tu_parse_ints(shape, dims);
+    for (int d = 0; d < nd; d++)
+        n *= dims[d];
+    tj_tensor *i = tj_arange(TJ_F64, 0, (double)n, 1);
+    return tj_reshape(tj_sub_s(tj_div_s(tj_fmod_s(tj_mul_s(i, 7919), 257), 64), 1), nd, dims);
+}
+
 /* t:<dtype>:<shape>:<off>:<view> -> the tensor, a fresh buffer then the view. */
 static tj_tensor *tensor_input(const char *spec, tj_tensor *pool)
 {
-    char dt[8], shape[32], view;
-    long off;
-    if (sscanf(spec, "t:%7[^:]:%31[^:]:%ld:%c", dt, shape, &off, &view) != 4)
+    char dt[8], shape[32], off[24], view;
+    if (sscanf(spec, "t:%7[^:]:%31[^:]:%23[^:]:%c", dt, shape, off, &view) != 4)
         fail_msg("bad input %s", spec);
-    tj_tensor *x = tj_clone(tj_cast(tu_golden_part(pool, off, shape), dtype_of(dt)));
-    return tu_view(x, view);
+    tj_tensor *base = off[0] == 'r' ? ramp(shape) : tu_golden_part(pool, atol(off), shape);
+    return tu_view(tj_clone(tj_cast(base, dtype_of(dt))), view);
 }
 
 static void parse_ints(const char *s, ir_attr *a)

@@ -20,6 +20,7 @@ of a line (docs/ops.md counts them per op):
     transposed a transposed input
     expanded   an expanded (stride-0) input
     args       the op's other arguments (dims, keepdim, stride, ...)
+    large      long rows: vector loops with tails, threads, split reductions
     denorm     denormal divisors (fmod, remainder, ...)
 
 cases.txt holds one line per sample:
@@ -29,7 +30,8 @@ cases.txt holds one line per sample:
 is <dtype>:<shape>:<off> (values want.npy[off, off + numel), f64), or "err"
 when PyTorch raises. An input is "-" (absent), s:<number> (a weak Python
 scalar: int when written without '.', 'e', 'inf' or 'nan') or
-t:<dtype>:<shape>:<off>:<view>: in.npy[off, off + numel) as <shape>, cast to
+t:<dtype>:<shape>:<off>:<view>: in.npy[off, off + numel) (off "r": ramp()
+below, not stored) as <shape>, cast to
 <dtype>, then the view of tests/util.c's tu_view (c: none, s: dim 1 sliced
 1::2, e: dim 1 expanded, t: last two dims swapped). <shape> "-" is 0-dim.
 Shapes are kept small: the committed files stay well under 1 MB.
@@ -87,7 +89,7 @@ TOL = {
 
 TYPE_ERRORS = []   # PyTorch's TypeErrors, printed: a reference's own mistake shows here
 KINDS = ("plain dtype promo bcast extreme denorm empty 0d ts st noncontig transposed expanded "
-         "args").split()   # the tags above, in the order docs/ops.md gives them
+         "args large").split()   # the tags above, in the order docs/ops.md gives them
 ROWS = []          # (name, kind, nmin, nmax, [(attr, kind)]), in ops.def order
 lines, want, inputs, input_at = [], [], [], {}
 
@@ -106,18 +108,27 @@ def read_ops_def():
 
 # ---- inputs --------------------------------------------------------------------
 
+def ramp(shape):
+    """A long input not stored: element i is ((i * 7919) % 257) / 64 - 1,
+    exact in every float dtype (test_opinfo.c makes the same)."""
+    n = math.prod(shape)
+    return ((torch.arange(n, dtype=torch.float64) * 7919) % 257 / 64 - 1).reshape(shape)
+
+
 class T:
     """A tensor input: base values (any nesting torch.tensor takes) cast to dt,
-    then the view v of tu_view."""
-    def __init__(self, values, dt="f32", v="c"):
+    then the view v of tu_view. ramp: the values are ramp(shape), not stored."""
+    def __init__(self, values, dt="f32", v="c", is_ramp=False):
         self.base = torch.tensor(values, dtype=torch.float64).to(DT[dt]) \
             if not isinstance(values, torch.Tensor) else values.to(DT[dt])
-        self.dt, self.v = dt, v
+        self.dt, self.v, self.is_ramp = dt, v, is_ramp
 
     def torch(self):
         return view(self.base, self.v) if self.v != "c" else self.base
 
     def spec(self):
+        if self.is_ramp:
+            return f"t:{self.dt}:{shape_str(self.base.shape)}:r:{self.v}"
         flat = self.base.double().flatten().tolist()
         key = (tuple(str(x) for x in flat),)
         if key not in input_at:
@@ -406,6 +417,7 @@ def unary(op):
     views_and_shapes(op, t, 1)
     sample(op, ["noncontig", "dtype"], [t([2, 6], "i32", "s")])
     sample(op, ["0d", "extreme"], [T(math.nan)])
+    sample(op, ["large"], [T(ramp([3, 70]), "f32", "t", is_ramp=True)])
 
 
 def binary(op):
@@ -436,6 +448,7 @@ def binary(op):
             sample(op, ["ts"] + ([] if dt == "f32" else ["dtype"]), [t([2, 3], dt, lo=1), S(s)])
         sample(op, ["st"] + ([] if dt == "f32" else ["dtype"]), [S(3), t([2, 3], dt, lo=1)])
         sample(op, ["st"] + ([] if dt == "f32" else ["dtype"]), [S(-1.5), t([2, 3], dt, lo=1)])
+    sample(op, ["large", "bcast"], [T(ramp([70, 3]), "f32", "t", is_ramp=True), T(ramp([70]), "f64", is_ramp=True)])
     sample(op, ["ts", "0d"], [t([], "i32", lo=1), S(2)])
     sample(op, ["ts", "0d"], [t([], "f32", lo=1), S(2.5)])
     views_and_shapes(op, lambda s, d, v: t(s, d, v, lo=1), 2)
@@ -543,6 +556,11 @@ def reduction(op):
             sample(op, ["args"], [t([2, 3])], (([], corr, 1)))
     sample(op, ["args"], [t([2, 3])], attrs([2], 0))
     sample(op, ["args"], [t([2, 3])], attrs([0, 0], 0) if not argop else attrs([-3], 0))
+    for shape, dims in (([2, 1 << 16], [1]), ([1 << 17], []), ([3, 1000], [0]), ([3, 1000], [1])):
+        if argop and len(dims) != 1:
+            continue
+        sample(op, ["large"], [T(ramp(shape), "f32", is_ramp=True)], attrs(dims, 0))
+    sample(op, ["large", "dtype"], [T(ramp([2, 1 << 16]), "f64", is_ramp=True)], attrs([1], 1))
 
 
 for name in ("sum", "mean", "prod", "amax", "amin", "logsumexp", "all", "any", "var", "std",
