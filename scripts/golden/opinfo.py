@@ -608,6 +608,7 @@ def permute(op):
     sample(op, ["empty", "args"], [t([3, 0, 2])], ([2, 1, 0],))
     sample(op, ["0d", "args"], [t([])], ([],))
     each_layout(op, t, ([1, 0],))
+    sample(op, ["extreme"], [T(torch.tensor(EXTREME).reshape(2, 13))], ([1, 0],))
 
 
 @samples_for("slice")
@@ -623,6 +624,7 @@ def slice_(op):
     sample(op, ["0d", "args"], [t([])], (0, 0, 1, 1))
     each_layout(op, t, (1, 0, 2, 1))
     each_layout(op, t, (0, 1, 2, 1))
+    sample(op, ["extreme"], [T(EXTREME)], (0, 1, big, 3))
 
 
 @samples_for("expand")
@@ -637,6 +639,7 @@ def expand(op):
     sample(op, ["0d", "args"], [t([])], ([2, 2],))
     sample(op, ["0d", "args"], [t([])], ([],))
     each_layout(op, t, ([2, 2, 3],))
+    sample(op, ["extreme"], [T(torch.tensor(EXTREME).reshape(26, 1))], ([26, 2],))
 
 
 @samples_for("squeeze")
@@ -649,6 +652,7 @@ def squeeze(op):
     sample(op, ["0d", "args"], [t([])], ([],))
     sample(op, ["0d", "args"], [t([])], ([0],))
     each_layout(op, t, ([],))
+    sample(op, ["extreme"], [T(torch.tensor(EXTREME).reshape(1, 26))], ([0],))
 
 
 @samples_for("unsqueeze")
@@ -660,6 +664,7 @@ def unsqueeze(op):
     sample(op, ["0d", "args"], [t([])], (0,))
     sample(op, ["0d", "args"], [t([])], (-1,))
     each_layout(op, t, (1,))
+    sample(op, ["extreme"], [T(EXTREME)], (1,))
 
 
 @samples_for("copy")
@@ -789,6 +794,8 @@ def matmul(op):
     sample(op, ["empty"], [t([0, 3]), t([3, 2])])
     sample(op, ["empty"], [t([2, 3]), t([3, 0])])
     sample(op, ["empty"], [t([0]), t([0])])
+    sample(op, ["0d"], [t([]), t([])])
+    sample(op, ["0d"], [t([]), t([3, 2])])
     sample(op, ["extreme"], [T([[1.0, math.inf], [math.nan, 0], [3e38, 3e38]]), T([[0.0, 1], [1, 0]])])
     sample(op, ["extreme"], [T([[1e-40, 1e-40]]), T([[1.0], [1.0]])])
     for v, tag, base in (("s", "noncontig", [3, 6]), ("t", "transposed", [3, 3]),
@@ -834,6 +841,7 @@ def conv2d(op):
     sample(op, ["promo"], [t(x), t(w, "f64"), None], ([1, 1], [1, 1], [1, 1], 1))
     sample(op, ["empty"], [t([0, 2, 5, 5]), t(w), t([3])], ([1, 1], [0, 0], [1, 1], 1))
     sample(op, ["empty"], [t([1, 2, 5, 5]), t([0, 2, 3, 3]), None], ([1, 1], [0, 0], [1, 1], 1))
+    sample(op, ["0d"], [t([]), t(w), None], ([1, 1], [0, 0], [1, 1], 1))
     sample(op, ["extreme"], [T(torch.tensor(EXTREME[:25]).reshape(1, 1, 5, 5)), t([1, 1, 2, 2]), None],
            ([1, 1], [0, 0], [1, 1], 1))
     sample(op, ["transposed"], [t([1, 2, 5, 5], "f32", "t"), t(w), None], ([1, 1], [0, 0], [1, 1], 1))
