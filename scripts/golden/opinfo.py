@@ -96,13 +96,15 @@ lines, want, inputs, input_at = [], [], [], {}
 
 def read_ops_def():
     text = open(os.path.join(ROOT, "ir", "ops.def")).read()
-    for m in re.finditer(r"^(UNARY|BINARY|OP)\((\w+),\s*(\w+)(.*)$", text, re.M):
+    for m in re.finditer(r"^(UNARY\w*|BINARY\w*|OP)\((\w+),\s*(\w+)(.*)$", text, re.M):
         row, name, kind, rest = m.groups()
-        if row != "OP":
-            ROWS.append((name, row, 1 if row == "UNARY" else 2, 1 if row == "UNARY" else 2, []))
+        attrs = re.findall(r"A\((\w+),\s*(\w+)\)", rest)
+        if row != "OP":   # a pointwise row (a variant with attributes too): its family
+            family = "UNARY" if row.startswith("UNARY") else "BINARY"
+            arity = 1 if family == "UNARY" else 2
+            ROWS.append((name, family, arity, arity, attrs))
             continue
         n = re.match(r",\s*(-?\d+),\s*(-?\d+)", rest)
-        attrs = re.findall(r"A\((\w+),\s*(\w+)\)", rest)
         ROWS.append((name, kind, int(n.group(1)), int(n.group(2)), attrs))
 
 
