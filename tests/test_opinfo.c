@@ -183,7 +183,8 @@ static void parse_attrs(ir_op op, const char *text, ir_attrs *at)
         case IR_ATTR_FLOAT: ir_attr_float(&at->a[k], strtod(v, NULL)); break;
         case IR_ATTR_DTYPE: ir_attr_int(&at->a[k], dtype_of(v)); break;
         case IR_ATTR_REDUCTION:
-            ir_attr_int(&at->a[k], ir_attr_word_value(IR_ATTR_REDUCTION, v, strlen(v)));
+        case IR_ATTR_ROUNDING:
+            ir_attr_int(&at->a[k], ir_attr_word_value(ir_ops[op].attrs[k].kind, v, strlen(v)));
             break;
         default: ir_attr_int(&at->a[k], strtoll(v, NULL, 10)); break;
         }

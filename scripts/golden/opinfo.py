@@ -55,11 +55,11 @@ g = Family("opinfo")
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
 # The dtypes tjit computes in (ir/dtypes.def without the storage-only
-# f16/bf16 and c64). int8/int16: one line each here once they land.
-DT = {"bool": torch.bool, "u8": torch.uint8, "i32": torch.int32, "i64": torch.int64,
-      "f32": torch.float32, "f64": torch.float64}
+# f16/bf16 and c64).
+DT = {"bool": torch.bool, "u8": torch.uint8, "i8": torch.int8, "i16": torch.int16,
+      "i32": torch.int32, "i64": torch.int64, "f32": torch.float32, "f64": torch.float64}
 NAME = {v: k for k, v in DT.items()}
-FLOATS, INTS = ("f32", "f64"), ("u8", "i32", "i64")
+FLOATS, INTS = ("f32", "f64"), ("u8", "i8", "i16", "i32", "i64")
 
 # Extreme and domain-edge values: zeros, denormals, huge, inf, NaN, the
 # edges of log/sqrt/asin/acos/acosh/atanh/erf and the rounding halves.
@@ -67,6 +67,8 @@ EXTREME = [0.0, -0.0, 1e-40, -1e-40, 5e-324, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.
            1.0000001, -1.0000001, 3e38, -3e38, 1e300, 88.8, -104.0, 710.0, 20.0, -20.0,
            math.inf, -math.inf, math.nan, 1e-7]
 EXTREME_INT = {"u8": [0, 1, 2, 127, 128, 254, 255],
+               "i8": [0, 1, -1, 7, -7, 127, -128, 126, 3],
+               "i16": [0, 1, -1, 7, -7, 32767, -32768, 32766, 3],
                "i32": [0, 1, -1, 7, -7, 2**31 - 1, -2**31, 2**31 - 2, 3],
                "i64": [0, 1, -1, 7, -7, 2**40, -2**40, 2**52, -3]}
 
@@ -426,7 +428,8 @@ def binary(op):
     for dt in DT:
         sample(op, ["plain"] if dt == "f32" else ["dtype"], [t([2, 3], dt), t([2, 3], dt, lo=1)])
     for a, b in (("i32", "f32"), ("u8", "i64"), ("bool", "f64"), ("f32", "f64"), ("i64", "f32"),
-                 ("bool", "u8"), ("u8", "i32"), ("f64", "i32"), ("bool", "i32")):
+                 ("bool", "u8"), ("u8", "i32"), ("f64", "i32"), ("bool", "i32"), ("u8", "i8"),
+                 ("i8", "i16"), ("i16", "f32"), ("i8", "i64")):
         sample(op, ["promo"], [t([2, 3], a), t([2, 3], b, lo=1)])
         sample(op, ["promo", "0d"], [t([2, 3], a), t([], b, lo=1)])
     sample(op, ["bcast"], [t([2, 3]), t([3])])
@@ -439,8 +442,9 @@ def binary(op):
         sample(op, ["extreme", "denorm"], [T([[1.0], [-2.5], [3e38], [0.0]], dt),
                                            T([[1e-40, -1e-40, 5e-324, 2e-310]], dt)])
     for dt, vals in EXTREME_INT.items():
-        # no 0 divisor; no -1 for fmod/remainder: INT_MIN % -1 kills torch (SIGFPE)
-        nz = [v for v in vals if v != 0 and (v != -1 or op not in ("fmod", "remainder"))]
+        # no 0 divisor; no -1 for fmod/remainder/div_mode: INT_MIN % -1 and
+        # INT_MIN / -1 kill torch (SIGFPE)
+        nz = [v for v in vals if v != 0 and (v != -1 or op not in ("fmod", "remainder", "div_mode"))]
         v = torch.tensor(vals, dtype=torch.float64)
         sample(op, ["extreme", "dtype", "bcast"], [T(v[:, None], dt), T(torch.tensor(nz)[None, :].double(), dt)])
     sample(op, ["extreme", "dtype"], [T([[0, 0, 1, 1]], "i32"), T([[0, 1, 0, 1]], "i32")])
@@ -513,8 +517,10 @@ def cast(op):
     for a in FLOATS:
         for b in ("f32", "f64", "bool"):
             sample(op, ["extreme", "args"], [T(EXTREME, a)], (b,))
-        for b in ("i32", "i64", "u8"):
+        for b in ("i16", "i32", "i64", "u8"):
             sample(op, ["extreme", "args"], [T(safe, a)], (b,))
+    sample(op, ["extreme", "args"], [T(EXTREME_INT["i16"], "i16")], ("i8",))
+    sample(op, ["extreme", "args"], [T(EXTREME_INT["i8"], "i8")], ("u8",))
     sample(op, ["extreme", "args"], [T(EXTREME_INT["i32"], "i32")], ("u8",))
     sample(op, ["extreme", "args"], [T(EXTREME_INT["i64"], "i64")], ("i32",))
     views_and_shapes(op, t, 1, ("i64",))
@@ -569,6 +575,102 @@ for name in ("sum", "mean", "prod", "amax", "amin", "logsumexp", "all", "any", "
              "argmax", "argmin"):
     SAMPLES[name] = reduction
 SAMPLES.update(where=where, lerp=lerp, clamp=clamp, cast=cast)
+
+
+# Rows with an argument torch takes by keyword: the family's samples at
+# torch's default, then the argument's own (EXTRA).
+def alpha_ref(fn):
+    """An integral alpha is a Python int, as tjit takes it (tj_add_ex);
+    past int64 (1e300) it stays a float, which torch could not hold as an int."""
+    def f(a, b, alpha):
+        whole = float(alpha).is_integer() and abs(alpha) < 2.0**63
+        return fn(a, b, alpha=int(alpha) if whole else alpha)
+    return f
+
+
+def alpha_samples(op):
+    for dt in DT:
+        alphas = (2, -0.5, 0.375, -3, 0, 1e300) if dt in FLOATS else (2, -3, 0, 1.5, 300, -255)
+        for al in alphas:
+            sample(op, ["plain" if dt == "f32" else "dtype", "args"], [t([2, 3], dt), t([2, 3], dt)],
+                   (al,))
+    for a, b, al in (("i32", "f32", -0.5), ("u8", "i64", -3), ("bool", "f64", 2.5), ("u8", "i8", -2),
+                     ("i16", "i8", 3), ("bool", "bool", 1), ("i64", "f32", 1e39), ("bool", "i32", 0.5)):
+        sample(op, ["promo", "args"], [t([2, 3], a), t([2, 3], b)], (al,))
+    sample(op, ["bcast", "args"], [t([2, 3]), t([3])], (-1.5,))
+    sample(op, ["bcast", "args"], [t([2, 1], "i16"), t([1, 3], "i16")], (-4,))
+    for dt, s, al in (("f32", 2.5, 2), ("i32", 3, -2), ("i8", 3, 2.5), ("u8", 2, -1), ("f64", -1.5, 0.25)):
+        sample(op, ["ts", "args"] + ([] if dt == "f32" else ["dtype"]), [t([2, 3], dt), S(s)], (al,))
+    sample(op, ["st", "args"], [S(3), t([2, 3])], (0.5,))
+    for dt in FLOATS:
+        for al in (-0.5, 2, math.inf, math.nan, 3e38):
+            sample(op, ["extreme", "args"], [T(EXTREME, dt), T(list(reversed(EXTREME)), dt)], (al,))
+    for dt, vals in EXTREME_INT.items():
+        for al in (2, -1):
+            sample(op, ["extreme", "dtype", "args"], [T(vals, dt), T(list(reversed(vals)), dt)], (al,))
+    views_and_shapes(op, t, 2, (-2.5,))
+    sample(op, ["large", "bcast", "args"],
+           [T(ramp([70, 3]), "f32", "t", is_ramp=True), T(ramp([70]), "f64", is_ramp=True)], (0.75,))
+
+
+def div_mode_samples(op):
+    """The family ran at trunc; floor over the same kinds, negative operands,
+    integer division by zero (PyTorch raises) and MIN / -1 where torch wraps."""
+    for dt in DT:
+        sample(op, ["plain" if dt == "f32" else "dtype", "args"], [t([2, 3], dt), t([2, 3], dt, lo=1)],
+               ("floor",))
+        if dt != "bool":
+            sample(op, ["dtype", "args"] if dt != "f32" else ["args"],
+                   [T([7, -7, 7, -7, 0, 5], dt), T([2, 2, -2, -2, 3, -5], dt)], ("floor",))
+            sample(op, ["dtype", "args"] if dt != "f32" else ["args"],
+                   [T([7, -7, 7, -7, 0, 5], dt), T([2, 2, -2, -2, 3, -5], dt)], ("trunc",))
+    for dt in INTS:
+        for m in ("trunc", "floor"):
+            sample(op, ["extreme", "dtype", "args"], [T([1, -3, 0], dt), T([0, 0, 0], dt)], (m,))
+            sample(op, ["extreme", "dtype", "args"], [T([1, 4, 9], dt), T([3, 0, 1], dt)], (m,))
+            sample(op, ["ts", "dtype", "args"], [T([1, -3, 0], dt), S(0)], (m,))
+    for dt in ("i8", "i16"):
+        lo = EXTREME_INT[dt][6]
+        for m in ("trunc", "floor"):
+            sample(op, ["extreme", "dtype", "args"], [T([lo, lo, -lo - 1], dt), T([-1, 1, -1], dt)], (m,))
+    for dt in FLOATS:
+        e = torch.tensor(EXTREME, dtype=torch.float64)
+        b = torch.tensor([v for v in EXTREME if v == 0 or abs(v) >= 1e-30], dtype=torch.float64)
+        sample(op, ["extreme", "bcast", "args"], [T(e[:, None], dt), T(b[None, :], dt)], ("floor",))
+        sample(op, ["extreme", "denorm", "args"], [T([[1.0], [-2.5], [3e38], [0.0]], dt),
+                                                   T([[1e-40, -1e-40, 5e-324, 2e-310]], dt)], ("floor",))
+    for a, b in (("i32", "f32"), ("u8", "i8"), ("i64", "f64"), ("bool", "i32")):
+        sample(op, ["promo", "args"], [t([2, 3], a), t([2, 3], b, lo=1)], ("floor",))
+    for s in (2, -2.5, math.inf, -3):
+        sample(op, ["ts", "args"], [t([2, 3]), S(s)], ("floor",))
+        sample(op, ["ts", "dtype", "args"], [t([2, 3], "i64", lo=1), S(s)], ("floor",))
+    sample(op, ["st", "args"], [S(-7), t([2, 3], "i32", lo=1)], ("floor",))
+    sample(op, ["st", "args"], [S(7.5), t([2, 3], lo=1)], ("floor",))
+    sample(op, ["bcast", "args"], [t([2, 1], "i16"), t([1, 3], "i16", lo=1)], ("floor",))
+    views_and_shapes(op, lambda s, d, v: t(s, d, v, lo=1), 2, ("floor",))
+    sample(op, ["large", "bcast", "args"],
+           [T(ramp([70, 3]), "f32", "t", is_ramp=True), T(ramp([70]), "f64", is_ramp=True)], ("floor",))
+
+
+def softplus_samples(op):
+    for beta, th in ((2, 20), (0.5, 1), (-1, 20), (-0.5, 2), (1, 0), (1, -1), (3, 1e-3), (1e-3, 20)):
+        sample(op, ["args"], [t([2, 3])], (beta, th))
+        sample(op, ["args", "dtype"], [t([2, 3], "f64")], (beta, th))
+    for dt in FLOATS:
+        for beta, th in ((2, 5), (-1, 20), (0.5, 30)):
+            sample(op, ["extreme", "args"], [T(EXTREME, dt)], (beta, th))
+    sample(op, ["dtype", "args"], [t([2, 3], "i32")], (2, 1))
+    views_and_shapes(op, t, 1, (-2, 3))
+
+
+DEFAULTS.update(add_alpha={"alpha": 1}, sub_alpha={"alpha": 1}, div_mode={"rounding_mode": "trunc"},
+                softplus={"beta": 1, "threshold": 20})
+REF.update(add_alpha=alpha_ref(torch.add), sub_alpha=alpha_ref(torch.sub),
+           div_mode=lambda a, b, m: torch.div(a, b, rounding_mode=m),
+           softplus=lambda x, beta, threshold: F.softplus(x, beta, threshold))
+SAMPLES.update(add_alpha=binary, sub_alpha=binary, div_mode=binary, softplus=unary)
+EXTRA.update(add_alpha=alpha_samples, sub_alpha=alpha_samples, div_mode=div_mode_samples,
+             softplus=softplus_samples)
 
 
 def each_layout(op, mk, attrs, rest=()):
