@@ -34,7 +34,7 @@ t:<dtype>:<shape>:<off>:<view>: in.npy[off, off + numel) (off "r": ramp()
 below, not stored) as <shape>, cast to
 <dtype>, then the view of tests/util.c's tu_view (c: none, s: dim 1 sliced
 1::2, e: dim 1 expanded, t: last two dims swapped). <shape> "-" is 0-dim.
-Shapes are kept small: the committed files stay well under 1 MB.
+Shapes are kept small: the committed files stay well under 2 MB.
 
 A tol line per op states its tolerance, read by the test (the one place):
     tol <op> <rtol f32> <rtol f64> <atol> <compiled vs eager rtol>
