@@ -504,8 +504,9 @@ typedef void (*tj_range_fn)(void *ctx, int64_t begin, int64_t end);
 int tj_parallel_for(int64_t n, int64_t grain, tj_range_fn fn, void *ctx);
 
 /* Large tensor buffers are cached by size class and reused. tj_alloc_trim
- * returns every cached block to the system (before measuring memory, say);
- * tj_alloc_cached_bytes is how much the cache holds now. */
+ * returns every cached block to the system (before measuring memory, say),
+ * and the headers of released tensors held back to catch their use after
+ * release; tj_alloc_cached_bytes is how much the cache holds now. */
 void tj_alloc_trim(void);
 size_t tj_alloc_cached_bytes(void);
 

@@ -161,7 +161,11 @@ void rt_alloc_trim(void)
     }
 }
 
-void tj_alloc_trim(void) { rt_alloc_trim(); }
+void tj_alloc_trim(void)
+{
+    rt_alloc_trim();
+    rt_quarantine_drain();
+}
 
 size_t tj_alloc_cached_bytes(void) { return rt_alloc_cached_bytes(); }
 

@@ -131,6 +131,9 @@ void *rt_alloc(size_t nbytes);
 void rt_free(void *p, size_t nbytes);
 /* Frees every cached block (tests, tools, shutdown). */
 void rt_alloc_trim(void);
+/* Frees the released headers held back from reuse (RT_QUARANTINE); a stale
+ * handle to one of them is no longer detected. Called by tj_alloc_trim. */
+void rt_quarantine_drain(void);
 /* Bytes currently held by the cache (tests, tools). */
 size_t rt_alloc_cached_bytes(void);
 

@@ -172,6 +172,12 @@ static void header_free(tj_tensor *t)
     free(atomic_exchange_explicit(&quarantine[k % RT_QUARANTINE], t, memory_order_acq_rel));
 }
 
+void rt_quarantine_drain(void)
+{
+    for (int k = 0; k < RT_QUARANTINE; k++)
+        free(atomic_exchange_explicit(&quarantine[k], NULL, memory_order_acq_rel));
+}
+
 int rt_check_live(tj_tensor *const *in, int n, const char *what)
 {
     for (int k = 0; k < n; k++)
