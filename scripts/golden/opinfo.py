@@ -285,8 +285,11 @@ REF = {
     "layer_norm": lambda x, w, b, n, eps: F.layer_norm(x, norm_dims(x, n), w, b, eps),
     "rms_norm": lambda x, w, n, eps: rms_norm_ref(x, w, n, eps),
     "batch_norm": lambda x, m, v, w, b, eps: F.batch_norm(x, m, v, w, b, False, 0.1, eps),
-    "max_pool2d": lambda x, k, s, p, d: F.max_pool2d(x, k, s, p, d),
-    "avg_pool2d": lambda x, k, s, p, cip: F.avg_pool2d(x, k, s, p, False, bool(cip)),
+    "max_pool2d": lambda x, k, s, p, d, ceil=0: F.max_pool2d(x, k, s, p, d, bool(ceil)),
+    "max_pool2d_indices": lambda x, k, s, p, d, ceil=0: F.max_pool2d(
+        x, k, s, p, d, bool(ceil), return_indices=True)[1],
+    "avg_pool2d": lambda x, k, s, p, cip, ceil=0, div=0: F.avg_pool2d(
+        x, k, s, p, bool(ceil), bool(cip), div or None),
     "embedding": lambda w, i: F.embedding(i, w),
     "sdpa": lambda q, k, v, m, c, s: sdpa_ref(q, k, v, m, c, s),
     "cross_entropy": lambda x, y, w, red, ii, ls: F.cross_entropy(
@@ -1038,9 +1041,9 @@ def pool(op, extra):
         if op == "avg_pool2d" and d != (1, 1):
             continue
         for e in extra:
-            a = ([*k], [*s], [*p], [*d]) if op == "max_pool2d" else ([*k], [*s], [*p], e)
+            a = ([*k], [*s], [*p], [*d]) if op != "avg_pool2d" else ([*k], [*s], [*p], e)
             sample(op, ["plain", "args"], [t(x)], a)
-    a = ([2, 2], [2, 2], [1, 1], [1, 1]) if op == "max_pool2d" else ([2, 2], [2, 2], [1, 1], 1)
+    a = ([2, 2], [2, 2], [1, 1], [1, 1]) if op != "avg_pool2d" else ([2, 2], [2, 2], [1, 1], 1)
     sample(op, ["args"], [t([2, 5, 5])], a)
     sample(op, ["args"], [t([5, 5])], a)
     for dt in DT:
@@ -1056,8 +1059,53 @@ def pool(op, extra):
         sample(op, [tag], [t(base, "f32", v)], a)
 
 
-SAMPLES["max_pool2d"] = lambda op: pool(op, [None])
+SAMPLES["max_pool2d"] = SAMPLES["max_pool2d_indices"] = lambda op: pool(op, [None])
 SAMPLES["avg_pool2d"] = lambda op: pool(op, [0, 1])
+
+
+def pool_options(op):
+    """ceil_mode (max, its indices, avg) and divisor_override (avg; 0 is
+    none), samples where the row has them: the output rounds up, a last
+    window that would start in the right padding is dropped, ties and NaNs
+    pick the index PyTorch picks."""
+    names = [n for n, _ in ROW[op][4]]
+    if "ceil_mode" not in names:
+        return
+    avg = op == "avg_pool2d"
+    x = [1, 2, 6, 7]
+    for k, s, p, d in (((3, 3), (2, 2), (0, 0), (1, 1)), ((3, 3), (2, 2), (1, 1), (1, 1)),
+                       ((2, 2), (2, 2), (1, 1), (1, 1)), ((6, 6), (2, 2), (0, 0), (1, 1)),
+                       ((2, 3), (3, 2), (1, 1), (1, 2)), ((3, 3), (2, 2), (1, 1), (2, 2))):
+        if avg and d != (1, 1):
+            continue
+        for cip in ((0, 1) if avg else (None,)):
+            a = ([*k], [*s], [*p], cip, 1) if avg else ([*k], [*s], [*p], [*d], 1)
+            sample(op, ["plain", "args"], [t(x)], a)
+    a = ([3, 3], [2, 2], [1, 1], 1, 1) if avg else ([3, 3], [2, 2], [1, 1], [1, 1], 1)
+    for dt in ("f64", "i64", "i32", "u8", "i16"):
+        sample(op, ["dtype", "args"], [t([1, 2, 5, 5], dt)], a)
+    sample(op, ["args"], [t([2, 5, 5])], a)
+    sample(op, ["args", "transposed"], [t([1, 2, 7, 5], "f32", "t")], a)
+    sample(op, ["args", "empty"], [t([0, 2, 5, 5])], a)
+    ties = T(torch.randint(-1, 2, (1, 2, 5, 6)).double())
+    sample(op, ["args", "extreme"], [ties], a)
+    e = torch.tensor(EXTREME[:25]).reshape(1, 1, 5, 5)
+    e[0, 0, :3, :3] = -math.inf
+    sample(op, ["args", "extreme"], [T(e)], a)
+    sample(op, ["args", "large"], [T(torch.randint(-2, 3, (1, 1, 3, 600)).double())],
+           ([2, 3], [1, 2], [0, 1], 1, 1) if avg else ([2, 3], [1, 2], [0, 1], [1, 1], 1))
+    if "divisor_override" in names:
+        for k, s, p, cip, ceil, div in (((3, 3), (2, 2), (1, 1), 1, 0, 5), ((2, 2), (2, 2), (0, 0), 1, 0, -3),
+                                        ((3, 3), (2, 2), (1, 1), 0, 1, 4), ((2, 2), (1, 1), (1, 1), 1, 1, 7),
+                                        ((2, 2), (2, 2), (0, 0), 1, 1, -1), ((2, 2), (2, 2), (0, 0), 1, 0, 1)):
+            sample(op, ["plain", "args"], [t(x)], ([*k], [*s], [*p], cip, ceil, div))
+            sample(op, ["dtype", "args"], [t(x, "i64")], ([*k], [*s], [*p], cip, ceil, div))
+        sample(op, ["dtype", "args"], [t(x, "f64")], ([3, 3], [2, 2], [1, 1], 1, 1, 4))
+
+
+DEFAULTS.update(max_pool2d={"ceil_mode": 0}, max_pool2d_indices={"ceil_mode": 0},
+                avg_pool2d={"ceil_mode": 0, "divisor_override": 0})
+EXTRA.update(max_pool2d=pool_options, max_pool2d_indices=pool_options, avg_pool2d=pool_options)
 
 
 @samples_for("embedding")
