@@ -168,4 +168,11 @@ int ir_infer(ir_op op, const ir_type *const *in, int nin, const ir_attrs *a, ir_
  * promoted type for eq); for other kinds, the result dtype. */
 tj_dtype ir_compute_dtype(ir_op op, const ir_type *const *in, int nin);
 
+/* ---- cost (cost.c) ---------------------------------------------------------- */
+/* The operations op does on inputs in[0..nin) giving out (concrete types),
+ * by the rule of its family (cost.c says which); -1 when not known. */
+int64_t ir_flops(ir_op op, const ir_type *const *in, int nin, const ir_type *out);
+/* Element count times element size. */
+int64_t ir_type_bytes(const ir_type *t);
+
 #endif /* TJ_IR_H */

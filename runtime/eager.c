@@ -1,11 +1,12 @@
 /* eager.c - rt_eager(): one op on concrete inputs whose result type is
  * already inferred: makes the view (copying first when a reshape needs it) or
  * runs the op's eager kernel. Shared by the eager API (frontend/apply.c) and
- * the graph executor and plans (sched/). */
-#include "rt.h"
+ * the graph executor and plans (sched/). While profiling, each is an event
+ * (profile.h). */
+#include "profile.h"
 
-tj_tensor *rt_eager(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
-                    const ir_type *ty)
+static tj_tensor *eager(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
+                        const ir_type *ty)
 {
     if (ir_ops[op].kind == IR_VIEW) {
         bool need_copy = false;
@@ -35,4 +36,18 @@ tj_tensor *rt_eager(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
         return NULL;
     }
     return out;
+}
+
+tj_tensor *rt_eager(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
+                    const ir_type *ty)
+{
+    if (!rt_prof_on())
+        return eager(op, in, nin, a, ty);
+    int64_t t0 = rt_prof_now();
+    rt_prof_id prev = rt_prof_label_set(rt_prof_op(op));
+    tj_tensor *r = eager(op, in, nin, a, ty);
+    rt_prof_label_set(prev);
+    if (r)
+        rt_prof_eager_done(op, in, nin, r, t0);
+    return r;
 }

@@ -33,7 +33,7 @@
 #include <time.h>
 
 #include "blas.h"
-#include "rt.h"
+#include "profile.h"
 
 #define RT_MAX_THREADS 256
 /* How long an idle worker (or a waiting caller) spins before sleeping: long
@@ -46,6 +46,7 @@ typedef struct pool_job {
     rt_range_fn fn;
     void *ctx;
     int64_t n;
+    rt_prof_id label;   /* while profiling: what the chunks are part of */
 } pool_job;
 
 static struct {
@@ -59,6 +60,7 @@ static struct {
     /* workers */
     pthread_t tid[RT_MAX_THREADS];
     int nworkers;                  /* started; changed only under run_mu */
+    uint32_t start_gen;            /* the generation before the job that starts workers */
     bool hooks;                    /* atexit/atfork registered */
     /* sleeping */
     pthread_mutex_t wake_mu;
@@ -179,7 +181,13 @@ static void run_chunks(uint32_t gen)
         int chunks = CLAIM_CHUNKS(c);
         int64_t b, e;
         chunk_range(pool.job.n, chunks, CLAIM_NEXT(c), &b, &e);
-        pool.job.fn(pool.job.ctx, b, e);
+        if (rt_prof_on()) {   /* each chunk an event in its thread's lane */
+            int64_t t0 = rt_prof_now();
+            pool.job.fn(pool.job.ctx, b, e);
+            rt_prof_emit(pool.job.label, RT_PROF_CHUNK, t0, rt_prof_now(), 0, -1);
+        } else {
+            pool.job.fn(pool.job.ctx, b, e);
+        }
         int d = atomic_fetch_add_explicit(&pool.done, 1, memory_order_seq_cst) + 1;
         if (d == chunks && atomic_load_explicit(&pool.caller_sleeps, memory_order_seq_cst)) {
             pthread_mutex_lock(&pool.done_mu);
@@ -241,7 +249,9 @@ static void *worker_main(void *arg)
 {
     int id = (int)(intptr_t)arg;   /* worker id is thread number id + 1 (the caller is 0) */
     in_pool = true;
-    uint32_t seen = CLAIM_GEN(atomic_load_explicit(&pool.claim, memory_order_acquire));
+    /* The generation before the job this worker was started for (set before
+     * pthread_create), so a worker that starts late still joins that job. */
+    uint32_t seen = pool.start_gen;
     for (;;) {
         if (id + 1 >= atomic_load(&pool.nthreads)) {
             worker_park(id);
@@ -272,6 +282,7 @@ static void register_hooks(void)
 static void start_workers(int want)
 {
     register_hooks();
+    pool.start_gen = CLAIM_GEN(atomic_load_explicit(&pool.claim, memory_order_relaxed));
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);   /* workers never take signals */
@@ -351,7 +362,7 @@ static void run_parallel(int64_t n, int chunks, rt_range_fn fn, void *ctx)
 {
     if (pool.nworkers < chunks - 1)
         start_workers(chunks - 1);
-    pool.job = (pool_job){fn, ctx, n};
+    pool.job = (pool_job){fn, ctx, n, rt_prof_on() ? rt_prof_label() : 0};
     atomic_store_explicit(&pool.done, 0, memory_order_relaxed);
     uint64_t old = atomic_load_explicit(&pool.claim, memory_order_relaxed);
     uint64_t gen = (uint64_t)(CLAIM_GEN(old) + 1);

@@ -497,11 +497,16 @@ static void region_chunk(void *c_, int64_t b0, int64_t b1)
             snprintf(c->msg, sizeof c->msg, "out of memory allocating %zu bytes of block scratch", sb);
         return;
     }
+    bool prof = rt_prof_on();
     for (int64_t b = b0; b < b1 && !atomic_load(&c->failed); b++) {
         block_of(c->rg, b, &k);
         for (int i = c->rg->first; i <= c->rg->last; i++) {
             const step *s = &c->p->steps[i];
-            if ((s->kind == S_KERNEL ? run_kernel_block(c, s, &k) : run_eager_block(c, s, &k)) == 0)
+            int64_t t0 = prof ? rt_prof_now() : 0;
+            int rc = s->kind == S_KERNEL ? run_kernel_block(c, s, &k) : run_eager_block(c, s, &k);
+            if (prof)   /* each block's steps in the lane of the thread that ran them */
+                rt_prof_emit(s->prof_name, RT_PROF_BLOCK, t0, rt_prof_now(), 0, -1);
+            if (rc == 0)
                 continue;
             if (atomic_exchange(&c->failed, 1) == 0) {
                 snprintf(c->msg, sizeof c->msg, "%s", tj_last_error());

@@ -52,6 +52,7 @@ struct sc_plan_set {
     int nplans;
     sc_plan_info info;
     sc_plan_mem mem;
+    rt_prof_id prof_name;   /* "@name", for the profiler */
 };
 
 static double now_ms(void)
@@ -77,6 +78,9 @@ sc_plan_set *sc_plans_new(const ir_graph *g, const char *name)
     pthread_mutex_init(&ps->mu, NULL);
     ps->src = g;
     snprintf(ps->name, sizeof ps->name, "%s", name);
+    char pn[80];
+    snprintf(pn, sizeof pn, "@%s", name);
+    ps->prof_name = rt_prof_name(pn);
     return ps;
 }
 
@@ -139,7 +143,7 @@ static step *add_step(builder *b, skind kind, int node, int group)
         b->cap = cap;
     }
     step *s = &p->steps[p->nsteps++];
-    *s = (step){kind, node, group, NULL, NULL, -1, 0, {{0}}};
+    *s = (step){kind, node, group, NULL, NULL, -1, 0, {{0}}, 0, 0, 0};
     return s;
 }
 
@@ -695,6 +699,7 @@ static sc_plan *plan_build(sc_plan_set *ps, tj_tensor *const *inputs)
     }
     p->compile_ms = now_ms() - t0;
     dump_stats(ps, p);
+    sc_prof_plan(g, ps->fusion, p);
     free(c.b.force_eager);
     free(c.b.done);
     return p;
@@ -789,10 +794,16 @@ static int plan_run(const ir_graph *g, const sc_plan *p, tj_tensor *const *input
     int rc = sc_mem_begin(p, &m);
     for (int i = 0; i < p->nsteps && rc == 0; i++) {
         const step *s = &p->steps[i];
+        bool prof = rt_prof_on() && s->kind != S_VIEW &&
+                    (s->region < 0 || p->regions[s->region].first == i);
+        rt_prof_id prev = 0;
+        int64_t t0 = prof ? sc_prof_start(p, i, &prev) : 0;
         if (s->region >= 0)   /* a region runs whole at its first step */
             rc = p->regions[s->region].first == i ? sc_block_run(g, p, s->region, vals, &m) : 0;
         else
             rc = s->kind == S_KERNEL ? run_kernel(p, s, vals, &m) : run_node(g, p, g->nodes[s->node], vals, &m);
+        if (prof)
+            sc_prof_stop(p, i, t0, prev);
         for (int r = p->rel_start[i]; r < p->rel_start[i + 1] && rc == 0; r++) {
             tj_release(vals[p->rel[r]]);
             vals[p->rel[r]] = NULL;
@@ -843,7 +854,10 @@ int sc_plans_run(sc_plan_set *ps, tj_tensor *const *inputs, tj_tensor **outs)
     pthread_mutex_unlock(&ps->mu);
     if (!p)
         return 1;
+    int64_t t0 = rt_prof_on() ? rt_prof_now() : 0;
     int rc = plan_run(ps->prims, p, inputs, outs);
+    if (t0)
+        rt_prof_emit(ps->prof_name, RT_PROF_GRAPH, t0, rt_prof_now(), p->prof_bytes, p->prof_flops);
     if (temp)
         plan_free(p);
     return rc;

@@ -16,6 +16,7 @@
 #include "../codegen/jit.h"
 #include "../codegen/lower.h"
 #include "../passes/fuse.h"
+#include "../runtime/profile.h"
 #include "sched.h"
 
 typedef enum { S_KERNEL, S_EAGER, S_VIEW } skind;
@@ -30,6 +31,8 @@ typedef struct step {
     int64_t tq;           /* KERNEL in a region: tiles per block unit (block.c) */
     signed char slice[3][TJ_MAX_DIMS];   /* EAGER in a region: per input, the dim cut by
                                           * each block dim, or -1 (not cut) */
+    rt_prof_id prof_name;                /* the profiler's (prof.c): name, bytes, flops */
+    int64_t prof_bytes, prof_flops;
 } step;
 
 /* Where a buffer lives during a call. */
@@ -59,6 +62,8 @@ typedef struct sc_region {
     int64_t size[TJ_MAX_DIMS];    /* sizes of the block dims */
     int64_t chunk, nq, nblocks;   /* nq: block units (product of the sizes) */
     int64_t scratch_bytes;        /* per thread: the SC_SCRATCH buffers of one block */
+    rt_prof_id prof_name;         /* the profiler's (prof.c) */
+    int64_t prof_bytes, prof_flops;
 } sc_region;
 
 typedef struct sc_plan {
@@ -83,6 +88,7 @@ typedef struct sc_plan {
     sc_plan_mem mem;
     sc_region *regions;
     int nregions;
+    int64_t prof_bytes, prof_flops;   /* the steps' sums (prof.c) */
 } sc_plan;
 
 /* What plan_build has at hand while it builds a plan. */
@@ -128,5 +134,13 @@ char *sc_plan_print(const ir_graph *g, const sc_plan *p);
 int sc_block_regions(builder *b);
 /* Runs region r (its values' tensors that live outside it exist in vals). */
 int sc_block_run(const ir_graph *g, const sc_plan *p, int r, tj_tensor **vals, sc_call_mem *m);
+
+/* ---- prof.c ---------------------------------------------------------------------------- */
+/* The profiler's name, bytes and flops of every step, region and the plan
+ * (once the plan is final). */
+void sc_prof_plan(const ir_graph *g, const ir_fusion *f, sc_plan *p);
+/* Around step i of a run (a region's first step: the whole region); not for views. */
+int64_t sc_prof_start(const sc_plan *p, int i, rt_prof_id *prev);
+void sc_prof_stop(const sc_plan *p, int i, int64_t t0, rt_prof_id prev);
 
 #endif

@@ -29,5 +29,10 @@ char *tool_read_file(const char *path, size_t *len);
 tj_graph *tool_parse_file(const char *path);
 /* Whether arg is "name=VALUE"; sets *value. */
 bool tool_flag(const char *arg, const char *name, const char **value);
+/* Whether arg is --profile or --profile=TRACE.json (sets *trace, else NULL). */
+bool tool_profile_flag(const char *arg, const char **trace);
+/* Ends the session tool began: the table to stderr, the trace to trace (NULL:
+ * none). 0, or -1 after a message. */
+int tool_profile_report(const char *tool, const char *trace);
 
 #endif

@@ -14,7 +14,8 @@ static void bench_usage(FILE *f)
 {
     fprintf(f,
             "usage: tjit bench [CASE...] [--json] [--threads N] [--iters N] [--min-time SEC]\n"
-            "                  [--eager] [--cpu-time] [--save DIR] [--list] [--help]\n"
+            "                  [--eager] [--cpu-time] [--save DIR] [--profile[=TRACE.json]] [--list]\n"
+            "                  [--help]\n"
             "  Runs the cases of the benchmark suite (default: all) eagerly and compiled\n"
             "  (tj_compile + tj_call) and prints per case: the median ms per iteration of\n"
             "  both (steady state, after a warm-up) and the speedup; the first compiled call\n"
@@ -36,6 +37,9 @@ static void bench_usage(FILE *f)
             "                else the machine runs; first-call ms stay wall-clock\n"
             "  --save DIR    write each case's inputs, weights and first eager result as\n"
             "                .npy (<id>.arg<k>.npy, <id>.out.npy) for benchmarks/pytorch/suite.py\n"
+            "  --profile[=TRACE.json]  profile the timed runs of this process (eager ops\n"
+            "                and compiled kernels; the timings include the profiler's cost):\n"
+            "                the table on stderr, the chrome trace in TRACE.json (docs/perf.md)\n"
             "  --first-call CASE  internal: what the first-call processes run (set up CASE,\n"
             "                time tj_compile and the first tj_call, print the ms on stdout)\n"
             "Progress goes to stderr. Exit 0 when every case ran or was skipped, 1 when one\n"
@@ -88,6 +92,8 @@ typedef struct bench_cli {
     bench_opts opts;
     int ncases;
     const bench_case *cases[BENCH_MAX_CHOSEN];
+    bool profile;
+    const char *trace;
 } bench_cli;
 
 /* Fills cli from argv; returns -1 to go on, else the exit code. */
@@ -108,6 +114,8 @@ static int parse(int argc, char **argv, bench_cli *cli)
             cli->opts.eager_only = true;
         else if (!strcmp(a, "--cpu-time"))
             cli->opts.cpu_time = true;
+        else if (tool_profile_flag(a, &cli->trace))
+            cli->profile = true;
         else if (!strcmp(a, "--first-call")) {
             if (!v || !(cli->first_call = bench_find(v)))
                 return bad("--first-call needs a case, not", v);
@@ -166,6 +174,8 @@ int tool_bench(int argc, char **argv)
         fflush(stdout);
     }
     bool failed = false;
+    if (cli.profile)
+        tj_profile_begin();
     for (int k = 0; k < cli.ncases; k++) {
         bench_run(cli.cases[k], &cli.opts, stderr, &rs[k]);
         failed |= rs[k].status == BENCH_FAILED;
@@ -177,6 +187,8 @@ int tool_bench(int argc, char **argv)
     }
     if (!cli.opts.eager_only)
         bench_print_summary(cli.json ? stderr : stdout, rs, cli.ncases);
+    if (cli.profile && tool_profile_report("tjit bench", cli.trace) != 0)
+        failed = true;
     free(rs);
     return failed ? 1 : 0;
 }

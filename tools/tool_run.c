@@ -13,7 +13,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: tjit run FILE.tir [--in A.npy ...] [--out DIR] [--dump-ir=STAGES] [--eager]\n"
-            "               [--seed N]\n"
+            "               [--seed N] [--profile[=TRACE.json]]\n"
             "  Runs the graph in FILE. Inputs (params included) come from the --in files in\n"
             "  the graph's input order, each of its input's type (checked); without --in they\n"
             "  are random (normal floats, integers in 0..9, random bools) from --seed\n"
@@ -22,7 +22,10 @@ static void usage(FILE *f)
             "  --dump-ir=STAGES print compile stages (names, all, or a level 1..5; docs/cli.md)\n"
             "  --eager          run the graph as parsed, node by node with the eager kernels\n"
             "                   (default: compiled: fused kernels and eager calls, or the\n"
-            "                   graph executor when TJIT_BACKEND=eager)\n");
+            "                   graph executor when TJIT_BACKEND=eager)\n"
+            "  --profile[=TRACE.json]  time every kernel launch and eager op of the run:\n"
+            "                   the table (calls, ms, bytes, GB/s, GFLOP/s) on stderr, the\n"
+            "                   chrome trace in TRACE.json (docs/perf.md)\n");
 }
 
 static tj_tensor *random_input(const tj_graph *g, int k)
@@ -71,7 +74,9 @@ static int save_outputs(const char *dir, tj_tensor **outs, int n)
     return 0;
 }
 
-static int run(const tj_graph *g, const char **in_files, int nin, const char *out_dir, bool eager)
+/* profile: time the run (not making inputs or summing outputs); trace: where its trace goes. */
+static int run(const tj_graph *g, const char **in_files, int nin, const char *out_dir, bool eager,
+               bool profile, const char *trace)
 {
     int ninputs = tj_graph_num_inputs(g), noutputs = tj_graph_num_outputs(g);
     if (nin && nin != ninputs) {
@@ -91,10 +96,15 @@ static int run(const tj_graph *g, const char **in_files, int nin, const char *ou
             return 1;
         }
     }
-    if (tj_graph_run(g, inputs, outs, eager) != 0) {
+    if (profile)
+        tj_profile_begin();
+    int rc = tj_graph_run(g, inputs, outs, eager);
+    if (rc != 0)
         fprintf(stderr, "tjit run: %s\n", tj_last_error());
+    if (profile && tool_profile_report("tjit run", trace) != 0)
+        rc = -1;
+    if (rc != 0)
         return 1;
-    }
     if (out_dir)
         return save_outputs(out_dir, outs, noutputs);
     for (int k = 0; k < noutputs; k++)
@@ -104,7 +114,8 @@ static int run(const tj_graph *g, const char **in_files, int nin, const char *ou
 
 int tool_run(int argc, char **argv)
 {
-    const char *file = NULL, *out_dir = NULL, *dump = NULL, *v;
+    const char *file = NULL, *out_dir = NULL, *dump = NULL, *v, *trace = NULL;
+    bool profile = false;
     const char *in_files[MAX_IN];
     int nin = 0;
     bool eager = false;
@@ -130,6 +141,9 @@ int tool_run(int argc, char **argv)
             dump = v;
         } else if (!strcmp(argv[i], "--eager")) {
             eager = true;
+        } else if (tool_profile_flag(argv[i], &v)) {
+            profile = true;
+            trace = v;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "tjit run: unknown flag '%s' (tjit run --help)\n", argv[i]);
             return 2;
@@ -161,7 +175,7 @@ int tool_run(int argc, char **argv)
         setenv("TJIT_DUMP", dump, 1);   /* the later stages are dumped by the plan */
     tj_manual_seed(seed);
     tj_scope_begin();
-    int rc = run(g, in_files, nin, out_dir, eager);
+    int rc = run(g, in_files, nin, out_dir, eager, profile, trace);
     tj_scope_end();
     tj_graph_free(g);
     return rc;

@@ -61,3 +61,28 @@ bool tool_flag(const char *arg, const char *name, const char **value)
     }
     return false;
 }
+
+bool tool_profile_flag(const char *arg, const char **trace)
+{
+    *trace = NULL;
+    return !strcmp(arg, "--profile") || tool_flag(arg, "--profile", trace);
+}
+
+int tool_profile_report(const char *tool, const char *trace)
+{
+    char *t = tj_profile_end() == 0 ? tj_profile_table(30) : NULL;
+    if (!t) {
+        fprintf(stderr, "%s: %s\n", tool, tj_last_error());
+        return -1;
+    }
+    fputs(t, stderr);
+    free(t);
+    if (!trace || !*trace)
+        return 0;
+    if (tj_profile_write_trace(trace) != 0) {
+        fprintf(stderr, "%s: %s\n", tool, tj_last_error());
+        return -1;
+    }
+    fprintf(stderr, "%s: trace written to %s (open it in ui.perfetto.dev)\n", tool, trace);
+    return 0;
+}
