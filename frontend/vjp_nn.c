@@ -2,9 +2,9 @@
  * linear, conv2d (input gradient as a convolution of the stride-dilated
  * gradient with the flipped kernel; weight gradient as a convolution of the
  * input with the gradient), norms, pools (per kernel offset: strided views of
- * the input and ag_unslice back), embedding, dropout, attention and
- * cross-entropy (logits, probability targets and class weights). All in tjit
- * ops, so they trace like any other op. */
+ * the input, or of max_pool2d's positions, and ag_unslice back), embedding,
+ * dropout, attention and cross-entropy (logits, probability targets and class
+ * weights). All in tjit ops, so they trace like any other op. */
 #include <math.h>
 #include <string.h>
 
@@ -236,9 +236,10 @@ AG_VJP(batch_norm)
 
 /* ---- pools ------------------------------------------------------------------------------ */
 
-/* A pool's geometry; the pooled dims are the last two. */
+/* A pool's geometry; the pooled dims are the last two. pr is the padding
+ * after the input: pd, or more where ceil mode hangs the last window over it. */
 typedef struct pool_geom {
-    int64_t k[2], st[2], pd[2], dl[2], out[2];
+    int64_t k[2], st[2], pd[2], pr[2], dl[2], out[2];
 } pool_geom;
 
 static void pool_geom_of(const ag_ctx *c, bool dilation, pool_geom *pg)
@@ -250,8 +251,12 @@ static void pool_geom_of(const ag_ctx *c, bool dilation, pool_geom *pg)
         pair_of(&c->a->a[3], 1, 1, pg->dl);
     else
         pg->dl[0] = pg->dl[1] = 1;
-    pg->out[0] = Y->shape[Y->ndim - 2];
-    pg->out[1] = Y->shape[Y->ndim - 1];
+    for (int d = 0; d < 2; d++) {
+        pg->out[d] = Y->shape[Y->ndim - 2 + d];
+        int64_t end = (pg->out[d] - 1) * pg->st[d] + pg->dl[d] * (pg->k[d] - 1) + 1;
+        int64_t over = end - X->shape[X->ndim - 2 + d] - pg->pd[d];
+        pg->pr[d] = over > pg->pd[d] ? over : pg->pd[d];
+    }
 }
 
 /* The strided view of the padded input xp holding, at each output
@@ -279,7 +284,7 @@ static tj_tensor *unwindow(tj_tensor *t, const int64_t *full, const pool_geom *p
 /* Pads the last two dims of x by pg's padding with value. */
 static tj_tensor *pool_pad(tj_tensor *x, const pool_geom *pg, double value)
 {
-    return tj_pad(x, (int64_t[]){pg->pd[1], pg->pd[1], pg->pd[0], pg->pd[0]}, 2, value);
+    return tj_pad(x, (int64_t[]){pg->pd[1], pg->pr[1], pg->pd[0], pg->pr[0]}, 2, value);
 }
 
 /* The padding cut off again: back to x's last two dims. */
@@ -291,22 +296,24 @@ static tj_tensor *pool_crop(tj_tensor *t, const tj_tensor *x, const pool_geom *p
     return t;
 }
 
-/* Each output's gradient goes to the first element of its window that
- * equals the maximum, as PyTorch's kernel picks it. */
+/* Each output's gradient goes to the element its index names (the op
+ * max_pool2d_indices: PyTorch's choice, the first maximum of the window, the
+ * last NaN). Per kernel offset, the window of the padded map of positions
+ * (-1 in the padding) is compared with the indices: one offset matches. */
 AG_VJP(max_pool2d)
 {
     pool_geom pg;
     pool_geom_of(c, true, &pg);
-    tj_tensor *xp = pool_pad(X, &pg, -INFINITY), *taken = NULL, *sum = NULL;
-    if (!xp)
+    int h = X->ndim - 2;
+    int64_t hw[2] = {X->shape[h], X->shape[h + 1]};
+    tj_tensor *idx = fe_apply(OP_max_pool2d_indices, c->in, 1, c->a);
+    tj_tensor *pos = tj_arange(TJ_I64, 0, (double)(hw[0] * hw[1]), 1), *sum = NULL;
+    if (!(pos = pool_pad(tj_reshape(pos, 2, hw), &pg, -1)) || !idx)
         return -1;
-    int64_t full[2] = {xp->shape[xp->ndim - 2], xp->shape[xp->ndim - 1]};
+    int64_t full[2] = {pos->shape[0], pos->shape[1]};
     for (int64_t i = 0; i < pg.k[0]; i++) {
         for (int64_t j = 0; j < pg.k[1]; j++) {
-            tj_tensor *hit = tj_eq(window(xp, &pg, i, j), Y);
-            if (taken)
-                hit = tj_logical_and(hit, tj_logical_not(taken));
-            taken = taken ? tj_logical_or(taken, hit) : hit;
+            tj_tensor *hit = tj_eq(window(pos, &pg, i, j), idx);
             tj_tensor *part = unwindow(ag_masked(g, hit), full, &pg, i, j);
             if (!(sum = sum ? tj_add(sum, part) : part))
                 return -1;
@@ -318,7 +325,8 @@ AG_VJP(max_pool2d)
 
 /* Each output's gradient, over its divisor, to every input element of its
  * window. The divisor of each output is read off the op itself: the pool of
- * ones is (inputs counted) / divisor. */
+ * ones is (inputs counted) / divisor, whatever made the divisor (the padding
+ * counted or not, ceil mode's clipped windows, divisor_override). */
 AG_VJP(avg_pool2d)
 {
     pool_geom pg;
@@ -344,6 +352,8 @@ AG_VJP(avg_pool2d)
     AG_SET(0, pool_crop(sum, X, &pg));
     return 0;
 }
+
+AG_NONDIFF(max_pool2d_indices, "integer result")
 
 /* ---- the rest ------------------------------------------------------------------------------ */
 

@@ -325,10 +325,54 @@ tj_tensor *tj_batch_norm(tj_tensor *x, tj_tensor *mean, tj_tensor *var, tj_tenso
  * mean/var in place: r = (1 - momentum) r + momentum * batch (variance unbiased). */
 tj_tensor *tj_batch_norm_train(tj_tensor *x, tj_tensor *running_mean, tj_tensor *running_var,
                                tj_tensor *w, tj_tensor *b, double momentum, double eps);
+/* torch.nn.functional.max_pool2d and avg_pool2d on x [N,C,H,W] or [C,H,W]:
+ * a NULL stride means the kernel, NULL padding 0, NULL dilation 1; padding
+ * is at most half the kernel. The _ex forms below take torch's other arguments. */
 tj_tensor *tj_max_pool2d(tj_tensor *x, const int64_t kernel[2], const int64_t stride[2],
                          const int64_t padding[2], const int64_t dilation[2]);
 tj_tensor *tj_avg_pool2d(tj_tensor *x, const int64_t kernel[2], const int64_t stride[2],
                          const int64_t padding[2], bool count_include_pad);
+
+/* Start from tj_max_pool2d_defaults() (a zeroed struct is the same). ceil_mode
+ * rounds the output size up, as torch does: a last window that would start
+ * past the input and its left padding is dropped; windows may hang over the
+ * right edge, whose missing elements take no part. */
+typedef struct tj_max_pool2d_options {
+    const int64_t *stride;     /* [2] or NULL: the kernel */
+    const int64_t *padding;    /* [2] or NULL: 0 */
+    const int64_t *dilation;   /* [2] or NULL: 1 */
+    bool ceil_mode;
+} tj_max_pool2d_options;
+
+/* stride = kernel, no padding, no dilation, floor mode */
+tj_max_pool2d_options tj_max_pool2d_defaults(void);
+/* max_pool2d with torch's arguments; opts NULL means the defaults. indices
+ * non-NULL is torch's return_indices: *indices receives, for each result,
+ * where its maximum is in its input plane (h * W + w, i64, as
+ * max_pool2d_with_indices: the first maximum in window order, the last NaN
+ * when there are NaNs), owned by the scope like the result; on error the
+ * function returns NULL and *indices is NULL. */
+tj_tensor *tj_max_pool2d_ex(tj_tensor *x, const int64_t kernel[2],
+                            const tj_max_pool2d_options *opts, tj_tensor **indices);
+
+/* Start from tj_avg_pool2d_defaults(): a zeroed struct has count_include_pad
+ * false. ceil_mode as for max_pool2d; a window that hangs over the right edge
+ * counts (with count_include_pad) the padding it covers, not what lies past it. */
+typedef struct tj_avg_pool2d_options {
+    const int64_t *stride;     /* [2] or NULL: the kernel */
+    const int64_t *padding;    /* [2] or NULL: 0 */
+    bool ceil_mode;
+    bool count_include_pad;    /* padding counts in the divisor */
+    int64_t divisor_override;  /* 0: none (torch's None); else every window's sum is
+                                  divided by it, negative too (torch refuses 0) */
+} tj_avg_pool2d_options;
+
+/* stride = kernel, no padding, floor mode, count_include_pad, no divisor_override */
+tj_avg_pool2d_options tj_avg_pool2d_defaults(void);
+/* avg_pool2d with torch's arguments; opts NULL means the defaults. Integer
+ * (i64) quotients truncate toward zero, as in torch. */
+tj_tensor *tj_avg_pool2d_ex(tj_tensor *x, const int64_t kernel[2],
+                            const tj_avg_pool2d_options *opts);
 tj_tensor *tj_embedding(tj_tensor *weight, tj_tensor *indices);
 /* Training: zeroes with probability p, scales the rest by 1/(1-p), draws from the
  * global generator. Not training: returns x. */
@@ -721,6 +765,8 @@ TJ_API_END
 #define tj_batch_norm_train(...) (tj__callsite(__FILE__, __LINE__), tj_batch_norm_train(__VA_ARGS__))
 #define tj_max_pool2d(...) (tj__callsite(__FILE__, __LINE__), tj_max_pool2d(__VA_ARGS__))
 #define tj_avg_pool2d(...) (tj__callsite(__FILE__, __LINE__), tj_avg_pool2d(__VA_ARGS__))
+#define tj_max_pool2d_ex(...) (tj__callsite(__FILE__, __LINE__), tj_max_pool2d_ex(__VA_ARGS__))
+#define tj_avg_pool2d_ex(...) (tj__callsite(__FILE__, __LINE__), tj_avg_pool2d_ex(__VA_ARGS__))
 #define tj_embedding(...) (tj__callsite(__FILE__, __LINE__), tj_embedding(__VA_ARGS__))
 #define tj_dropout(...) (tj__callsite(__FILE__, __LINE__), tj_dropout(__VA_ARGS__))
 #define tj_scaled_dot_product_attention(...) (tj__callsite(__FILE__, __LINE__), tj_scaled_dot_product_attention(__VA_ARGS__))

@@ -1,10 +1,11 @@
 /* infer_contract.c - shape/dtype rules of the contractions (matmul, linear,
- * conv2d) and of the 2-D pools (max_pool2d, avg_pool2d, which share conv2d's
- * window geometry), plus ir_window2d_of() that decodes that geometry.
+ * conv2d) and of the 2-D pools (max_pool2d, max_pool2d_indices, avg_pool2d,
+ * which share conv2d's window geometry), plus ir_window2d_of() that decodes
+ * that geometry.
  *
  * Dtypes follow PyTorch: the operands of a contraction must have one dtype
- * (no promotion), bool is rejected; max_pool2d takes floats, avg_pool2d
- * floats and i64.
+ * (no promotion), bool is rejected; max_pool2d takes floats (its indices are
+ * i64), avg_pool2d floats and i64.
  */
 #include <stdio.h>
 
@@ -146,7 +147,7 @@ static int check_pair(const int64_t v[2], int64_t min, const char *what, const c
 int ir_window2d_of(ir_op op, const ir_attrs *a, const int64_t *conv_kernel, ir_window2d *w,
                    char *err, size_t nerr)
 {
-    *w = (ir_window2d){{0, 0}, {1, 1}, {0, 0}, {1, 1}, 1, false};
+    *w = (ir_window2d){{0, 0}, {1, 1}, {0, 0}, {1, 1}, 1, false, false, 0};
     bool conv = op == OP_conv2d;
     if (conv) {
         w->kernel[0] = conv_kernel[0];
@@ -175,6 +176,10 @@ int ir_window2d_of(ir_op op, const ir_attrs *a, const int64_t *conv_kernel, ir_w
         return -1;
     if (op == OP_avg_pool2d)
         w->count_include_pad = a->a[3].n ? a->a[3].i[0] != 0 : true;
+    if (!conv)   /* ceil_mode follows the dilation or count_include_pad */
+        w->ceil_mode = a->a[4].n && a->a[4].i[0] != 0;
+    if (op == OP_avg_pool2d && a->a[5].n)
+        w->divisor_override = a->a[5].i[0];
     if (check_pair(w->stride, 1, "stride", "positive", err, nerr) ||
         check_pair(w->padding, 0, "padding", "non-negative", err, nerr) ||
         check_pair(w->dilation, 1, "dilation", "positive", err, nerr))
@@ -196,19 +201,22 @@ static int window_out(const ir_window2d *w, const ir_type *x, int64_t o[2], char
         if (__builtin_add_overflow(hw[d], 2 * w->padding[d], &padded[d]))
             return ir_fail(err, nerr, "input size %s with padding %lld is more than 2^63-1",
                            IR_DIM(hw[d]), (long long)w->padding[d]);
-    for (int d = 0; d < 2; d++) {
-        int64_t span = w->dilation[d] * (w->kernel[d] - 1) + 1;
-        if (span > padded[d])
-            return ir_fail(err, nerr,
-                           "kernel %lldx%lld (dilated %lldx%lld) is larger than the padded "
-                           "input %lldx%lld",
-                           (long long)w->kernel[0], (long long)w->kernel[1],
-                           (long long)(w->dilation[0] * (w->kernel[0] - 1) + 1),
-                           (long long)(w->dilation[1] * (w->kernel[1] - 1) + 1),
-                           (long long)padded[0], (long long)padded[1]);
+    for (int d = 0; d < 2; d++)
         o[d] = ir_window_out(w, d, hw[d]);
-    }
-    return 0;
+    if (o[0] >= 1 && o[1] >= 1)
+        return 0;
+    long long k0 = w->kernel[0], k1 = w->kernel[1];
+    long long s0 = w->dilation[0] * (k0 - 1) + 1, s1 = w->dilation[1] * (k1 - 1) + 1;
+    if (!w->ceil_mode)
+        return ir_fail(err, nerr,
+                       "kernel %lldx%lld (dilated %lldx%lld) is larger than the padded input "
+                       "%lldx%lld",
+                       k0, k1, s0, s1, (long long)padded[0], (long long)padded[1]);
+    return ir_fail(err, nerr,
+                   "kernel %lldx%lld (dilated %lldx%lld) leaves no window in the padded input "
+                   "%lldx%lld, even with ceil_mode and stride [%lld, %lld]",
+                   k0, k1, s0, s1, (long long)padded[0], (long long)padded[1],
+                   (long long)w->stride[0], (long long)w->stride[1]);
 }
 
 /* x is [C,H,W] or [N,C,H,W]. */
@@ -296,10 +304,12 @@ static int infer_pool(IR_INFER_ARGS)
         shape[d] = x->shape[d];
     shape[x->ndim - 2] = o[0];
     shape[x->ndim - 1] = o[1];
-    ir_set(out, dt, x->ndim, shape);
+    ir_set(out, op == OP_max_pool2d_indices ? TJ_I64 : dt, x->ndim, shape);
     return 0;
 }
 
 int ir_infer_max_pool2d(IR_INFER_ARGS) { return infer_pool(op, in, nin, a, out, err, nerr); }
 
 int ir_infer_avg_pool2d(IR_INFER_ARGS) { return infer_pool(op, in, nin, a, out, err, nerr); }
+
+int ir_infer_max_pool2d_indices(IR_INFER_ARGS) { return infer_pool(op, in, nin, a, out, err, nerr); }

@@ -1,4 +1,5 @@
-/* k_conv.c - eager kernels of conv2d, max_pool2d and avg_pool2d.
+/* k_conv.c - eager kernels of conv2d, max_pool2d (and its indices) and
+ * avg_pool2d.
  *
  * conv2d picks one of four ways, all parallel over tiles of output rows
  * (image n, group g, rows r0..r1) with OpenBLAS single-threaded inside:
@@ -20,6 +21,9 @@
  * time: for each kernel tap, the output row's valid range is updated from the
  * input row with one vectorizable strided loop (no per-element bounds test).
  * Inputs may have any strides; planes are split across the thread pool.
+ * In ceil mode the last window may hang over the padded input: the tap walk
+ * skips what lies outside the input as it skips padding (stride 1, the only
+ * case of the padded grid below, has no ceil-mode windows).
  */
 #include <math.h>
 #include <string.h>
@@ -293,12 +297,23 @@ static int64_t avg_count(const ir_window2d *w, int d, int64_t o, int64_t n)
     return end - start;
 }
 
-/* Output row oh from its sums yr (in place), divided by the window counts. */
+/* s / d; integers truncate toward zero, and the one quotient that overflows
+ * (INT64_MIN / -1, with divisor_override -1) wraps instead of trapping. */
+static inline float avg_div_float(float s, int64_t d) { return s / (float)d; }
+static inline double avg_div_double(double s, int64_t d) { return s / (double)d; }
+static inline int64_t avg_div_int64_t(int64_t s, int64_t d)
+{
+    return d == -1 ? (int64_t)(0 - (uint64_t)s) : s / d;
+}
+
+/* Output row oh from its sums yr (in place), divided by the window counts
+ * or by divisor_override. */
 #define AVG_DIVIDE(T, g, dst, src, oh)                                                   \
     do {                                                                                 \
-        int64_t hc_ = avg_count(&(g)->w, 0, oh, (g)->h);                                 \
+        int64_t hc_ = avg_count(&(g)->w, 0, oh, (g)->h), dv_ = (g)->w.divisor_override;  \
         for (int64_t q = 0; q < (g)->ow; q++)                                            \
-            (dst)[q] = (src)[q] / (T)(hc_ * avg_count(&(g)->w, 1, q, (g)->wd));          \
+            (dst)[q] = avg_div_##T((src)[q],                                             \
+                                   dv_ ? dv_ : hc_ * avg_count(&(g)->w, 1, q, (g)->wd)); \
     } while (0)
 
 /* Sums in A (the unsigned twin for i64, so overflow wraps), then divides
@@ -333,6 +348,84 @@ AVG_PLANES(double, double)
 AVG_PLANES(int64_t, uint64_t)
 #undef AVG_PLANES
 
+/* The taps of output o along dim d inside the input [0, n): from *lo (the
+ * first, stepping by the dilation) up to *hi (exclusive). */
+static void window_taps(const geom *g, int d, int64_t o, int64_t n, int64_t *lo, int64_t *hi)
+{
+    int64_t dl = g->w.dilation[d], start = o * g->w.stride[d] - g->w.padding[d];
+    int64_t end = start + (g->w.kernel[d] - 1) * dl + 1;
+    *hi = end < n ? end : n;
+    *lo = start >= 0 ? start : start + (-start + dl - 1) / dl * dl;
+}
+
+/* max_pool2d_indices: where each window's maximum is, as h * W + w in its
+ * input plane, PyTorch's way: taps in window order, a tap taking over when
+ * it is larger than the maximum so far or NaN (so the first maximum wins,
+ * and the last NaN), the window's first tap inside the input when every
+ * value is -inf. Row by row like the value kernel, over blocks of IDX_BLOCK
+ * output columns whose running maxima sit on the stack: each tap updates a
+ * block's valid range with one vectorizable loop (a blend of values and
+ * positions). */
+#define IDX_BLOCK 256
+
+#define MAX_INDEX_ROW(T)                                                                   \
+    static inline void max_index_row_##T(T *restrict m, int64_t *restrict ix,              \
+                                         const T *restrict x, int64_t st, int64_t n,       \
+                                         int64_t pos, int64_t step)                        \
+    {                                                                                      \
+        BY_STRIDE(st, for (int64_t j = 0; j < n; j++) {                                    \
+            T v = x[j * s_];                                                               \
+            bool u = v > m[j] || v != v;                                                   \
+            m[j] = u ? v : m[j];                                                           \
+            ix[j] = u ? pos + j * step : ix[j];                                            \
+        });                                                                                \
+    }
+
+#define MAX_INDEX_PLANES(T)                                                                \
+    MAX_INDEX_ROW(T)                                                                       \
+    CLONES static void max_index_planes_##T(void *ctx, int64_t p0, int64_t p1)             \
+    {                                                                                      \
+        const pool_job *j = ctx;                                                           \
+        const geom *g = &j->g;                                                             \
+        const int64_t sw = g->w.stride[1], dw = g->w.dilation[1], pw = g->w.padding[1];    \
+        T m[IDX_BLOCK];                                                                    \
+        for (int64_t p = p0; p < p1; p++) {                                                \
+            const T *xp = (const T *)j->x + (p / g->c) * g->xs[0] + (p % g->c) * g->xs[1]; \
+            for (int64_t oh = 0; oh < g->oh; oh++) {                                       \
+                int64_t *yr = (int64_t *)j->y + (p * g->oh + oh) * g->ow, h0, h1, w0, w1;  \
+                window_taps(g, 0, oh, g->h, &h0, &h1);                                     \
+                for (int64_t c0 = 0; c0 < g->ow; c0 += IDX_BLOCK) {                        \
+                    int64_t c1 = c0 + IDX_BLOCK < g->ow ? c0 + IDX_BLOCK : g->ow;          \
+                    for (int64_t q = c0; q < c1; q++) {                                    \
+                        window_taps(g, 1, q, g->wd, &w0, &w1);                             \
+                        m[q - c0] = -(T)INFINITY;                                          \
+                        yr[q] = h0 * g->wd + w0;                                           \
+                    }                                                                      \
+                    for (int64_t kh = 0; kh < g->w.kernel[0]; kh++) {                      \
+                        int64_t ih = tap_row(g, oh, kh), lo, hi;                           \
+                        for (int64_t kw = 0; ih >= 0 && kw < g->w.kernel[1]; kw++) {       \
+                            int64_t off = kw * dw - pw;                                    \
+                            valid_range(off, sw, g->wd, g->ow, &lo, &hi);                  \
+                            lo = lo > c0 ? lo : c0;                                        \
+                            hi = hi < c1 ? hi : c1;                                        \
+                            if (lo < hi)                                                   \
+                                max_index_row_##T(m + (lo - c0), yr + lo,                  \
+                                                  xp + ih * g->xs[2] +                     \
+                                                      (lo * sw + off) * g->xs[3],          \
+                                                  sw * g->xs[3], hi - lo,                  \
+                                                  ih * g->wd + lo * sw + off, sw);         \
+                        }                                                                  \
+                    }                                                                      \
+                }                                                                          \
+            }                                                                              \
+        }                                                                                  \
+    }
+
+MAX_INDEX_PLANES(float)
+MAX_INDEX_PLANES(double)
+#undef MAX_INDEX_PLANES
+#undef MAX_INDEX_ROW
+
 /* Planes per chunk: about 32K tap updates. */
 static int64_t plane_grain(const geom *g, int64_t taps)
 {
@@ -346,6 +439,16 @@ int rt_k_max_pool2d(RT_KERNEL_ARGS)
     geom_of(op, a, in[0], out, NULL, &j.g);
     rt_parallel_for(j.g.n * j.g.c, plane_grain(&j.g, j.g.w.kernel[0] * j.g.w.kernel[1]),
                     out->dtype == TJ_F32 ? max_planes_float : max_planes_double, &j);
+    return 0;
+}
+
+int rt_k_max_pool2d_indices(RT_KERNEL_ARGS)
+{
+    pool_job j = {.x = rt_ptr(in[0]), .y = rt_ptr(out)};
+    geom_of(op, a, in[0], out, NULL, &j.g);
+    rt_parallel_for(j.g.n * j.g.c, plane_grain(&j.g, j.g.w.kernel[0] * j.g.w.kernel[1]),
+                    in[0]->dtype == TJ_F32 ? max_index_planes_float : max_index_planes_double,
+                    &j);
     return 0;
 }
 

@@ -54,6 +54,7 @@ typedef struct entry {
 #define TJ_NO_ENTRY 0
 #undef tj_scalar          /* its call-site macro (tjit.h) */
 #define tj_scalar TJ_NO_ENTRY   /* tj_scalar() exists but makes a 0-dim `full` */
+#define tj_max_pool2d_indices TJ_NO_ENTRY
 
 static const struct {
     const char *op, *why;
@@ -61,6 +62,8 @@ static const struct {
     {"scalar", "a wrapped number (weak 0-dim tensor) that the _s variants of the binary ops "
                "(tj_add_s, ...) make for their double operand; it promotes like a Python "
                "number, which no user-made tensor does"},
+    {"max_pool2d_indices", "max_pool2d's return_indices: tj_max_pool2d_ex records it next to "
+                           "max_pool2d when asked for the indices (a node has one result)"},
 };
 
 /* Fills out (IR rows at most) from ops.def; returns the row count. */
@@ -90,6 +93,7 @@ static int entry_table(entry *out, int max)
     return n;
 }
 #undef tj_scalar
+#undef tj_max_pool2d_indices
 #undef tj_sdpa
 #undef tj_copy
 #undef tj_add_alpha
@@ -133,6 +137,46 @@ static void test_every_op_has_an_entry_point(void **state)
         assert_true(strlen(internal_rows[k].why) > 20);
     }
     assert_int_equal(internal, (int)(sizeof internal_rows / sizeof *internal_rows));
+}
+
+/* ---- the _ex forms: torch's other arguments in an options struct ------------------- */
+
+/* Each _ex form with its defaults (or NULL options) is its plain form; the
+ * options change the result. tests/test_contract.c checks them against PyTorch. */
+static void test_ex_entry_points(void **state)
+{
+    (void)state;
+    tj_tensor *x = tj_randn(TJ_F32, 4, (int64_t[]){2, 3, 7, 7});
+    const int64_t k[2] = {3, 3}, s[2] = {2, 2};
+    tj_max_pool2d_options mo = tj_max_pool2d_defaults(), mz;
+    memset(&mz, 0, sizeof mz);   /* a zeroed struct is the defaults */
+    assert_true(mo.stride == mz.stride && mo.padding == mz.padding &&
+                mo.dilation == mz.dilation && mo.ceil_mode == mz.ceil_mode);
+    tj_tensor *idx = NULL, *plain = tj_max_pool2d(x, k, s, NULL, NULL);
+    tu_assert_close(tj_max_pool2d_ex(x, k, NULL, NULL), tj_max_pool2d(x, k, NULL, NULL, NULL), 0, 0);
+    mo.stride = s;
+    tu_assert_close(tj_max_pool2d_ex(x, k, &mo, &idx), plain, 0, 0);
+    assert_int_equal(tj_dtype_of(idx), TJ_I64);
+    tj_tensor *x8 = tj_randn(TJ_F32, 4, (int64_t[]){1, 1, 3, 8});
+    assert_int_equal(tj_shape(tj_max_pool2d_ex(x8, k, &mo, NULL))[3], 3);
+    mo.ceil_mode = true;   /* 8 = 3 + 2 * 2 + 1: a 4th window hangs over the edge */
+    assert_int_equal(tj_shape(tj_max_pool2d_ex(x8, k, &mo, NULL))[3], 4);
+    mo.padding = (int64_t[]){1, 1};   /* 10 = 3 + 3 * 2 + 1: a 5th */
+    assert_int_equal(tj_shape(tj_max_pool2d_ex(x8, k, &mo, NULL))[3], 5);
+
+    tj_avg_pool2d_options ao = tj_avg_pool2d_defaults();
+    assert_true(!ao.stride && !ao.padding && !ao.ceil_mode && ao.count_include_pad &&
+                !ao.divisor_override);
+    tu_assert_close(tj_avg_pool2d_ex(x, k, NULL), tj_avg_pool2d(x, k, NULL, NULL, true), 0, 0);
+    ao.divisor_override = 1;   /* the window sums */
+    tu_assert_close(tj_avg_pool2d_ex(x, k, &ao), tj_mul_s(tj_avg_pool2d_ex(x, k, NULL), 9),
+                    1e-5, 1e-5);
+    tj_max_pool2d_options bad = tj_max_pool2d_defaults();
+    bad.dilation = (int64_t[]){0, 1};
+    idx = x;
+    tu_assert_error(tj_max_pool2d_ex(x, k, &bad, &idx), "max_pool2d(f32[2,3,7,7])",
+                    "dilation must be positive, got [0, 1]", NULL);
+    assert_null(idx);
 }
 
 /* ---- dtypes ------------------------------------------------------------------------ */
@@ -300,6 +344,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_every_op_has_an_entry_point),
+        T(test_ex_entry_points),
         T(test_dtype_facts),
         T(test_compiled_stats),
         T(test_alloc_trim),

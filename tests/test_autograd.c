@@ -302,6 +302,14 @@ static tj_tensor *g_maxpool(tj_tensor **in)
 {
     return tj_max_pool2d(in[0], (int64_t[]){3, 3}, (int64_t[]){2, 2}, (int64_t[]){1, 1}, (int64_t[]){1, 1});
 }
+static tj_tensor *g_maxpool_ext(tj_tensor **in)
+{
+    tj_max_pool2d_options o = tj_max_pool2d_defaults();
+    o.stride = (int64_t[]){2, 2};
+    o.padding = (int64_t[]){1, 1};
+    o.ceil_mode = true;
+    return tj_max_pool2d_ex(in[0], (int64_t[]){3, 3}, &o, NULL);
+}
 static tj_tensor *g_avgpool(tj_tensor **in)
 {
     return tj_avg_pool2d(in[0], (int64_t[]){3, 3}, (int64_t[]){2, 2}, (int64_t[]){1, 1}, false);
@@ -341,7 +349,7 @@ static const struct {
     {"embedding", g_embedding}, {"sdpa_causal", g_sdpa},       {"cross_entropy", g_xent},
     {"log_softmax", g_log_softmax}, {"gelu_tanh", g_gelu_tanh},
     {"cross_entropy_nd", g_xent_nd}, {"cross_entropy_none", g_xent_none},
-    {"cross_entropy_probs", g_xent_probs},
+    {"cross_entropy_probs", g_xent_probs}, {"max_pool2d_ext", g_maxpool_ext},
 };
 
 /* tests/golden/grad/<case>.<what>.npy, or NULL when there is none. */

@@ -1,7 +1,8 @@
 /* test_contract.c - matmul, linear, conv2d, max_pool2d and avg_pool2d against
  * PyTorch (golden data from scripts/golden/contract.py), on contiguous and
  * non-contiguous operands, every dtype they take, empty shapes, and every
- * error path of their rules. */
+ * error path of their rules; the pools' ceil_mode, return_indices and
+ * divisor_override eager and compiled. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -400,6 +401,195 @@ static void test_pool_errors(void **state)
     tj_clear_error();
 }
 
+/* ---- pools: ceil_mode, return_indices, divisor_override, eager and compiled -------------- */
+
+typedef struct pool_ex_case {
+    const char *name;
+    int64_t k[2], s[2], p[2], d[2];
+    bool avg, ceil, cip, transpose;
+    int64_t div;   /* divisor_override; 0: none */
+} pool_ex_case;
+
+static const pool_ex_case ex_cases[] = {
+    {"maxc_k3s2", {3, 3}, {2, 2}, {0, 0}, {1, 1}, false, true, false, false, 0},
+    {"maxc_p1", {3, 3}, {2, 2}, {1, 1}, {1, 1}, false, true, false, false, 0},
+    {"maxc_drop", {2, 2}, {2, 2}, {1, 1}, {1, 1}, false, true, false, false, 0},
+    {"maxc_big", {6, 6}, {2, 2}, {0, 0}, {1, 1}, false, true, false, false, 0},
+    {"maxc_dil", {3, 3}, {2, 2}, {1, 1}, {2, 2}, false, true, false, false, 0},
+    {"maxc_rect", {2, 3}, {3, 2}, {1, 1}, {1, 2}, false, true, false, false, 0},
+    {"maxc_3d", {2, 2}, {2, 2}, {0, 0}, {1, 1}, false, true, false, false, 0},
+    {"maxc_f64", {3, 3}, {2, 2}, {1, 1}, {1, 1}, false, true, false, false, 0},
+    {"maxi_k3s2p1", {3, 3}, {2, 2}, {1, 1}, {1, 1}, false, false, false, false, 0},
+    {"maxi_ties", {3, 3}, {1, 1}, {1, 1}, {1, 1}, false, false, false, false, 0},
+    {"maxi_ext", {3, 3}, {2, 2}, {1, 1}, {1, 1}, false, true, false, false, 0},
+    {"maxi_tr", {3, 3}, {2, 2}, {1, 1}, {1, 1}, false, true, false, true, 0},
+    {"maxi_wide", {2, 3}, {1, 2}, {0, 1}, {1, 1}, false, true, false, false, 0},
+    {"avgc_in", {3, 3}, {2, 2}, {1, 1}, {1, 1}, true, true, true, false, 0},
+    {"avgc_ex", {3, 3}, {2, 2}, {1, 1}, {1, 1}, true, true, false, false, 0},
+    {"avgc_drop", {2, 2}, {2, 2}, {1, 1}, {1, 1}, true, true, true, false, 0},
+    {"avgc_big", {6, 6}, {2, 2}, {0, 0}, {1, 1}, true, true, true, false, 0},
+    {"avgc_rect", {3, 2}, {2, 3}, {1, 1}, {1, 1}, true, true, true, false, 0},
+    {"avgd_5", {3, 3}, {2, 2}, {1, 1}, {1, 1}, true, false, true, false, 5},
+    {"avgd_neg", {2, 2}, {2, 2}, {0, 0}, {1, 1}, true, false, true, false, -3},
+    {"avgd_ceil", {3, 3}, {2, 2}, {1, 1}, {1, 1}, true, true, false, false, 4},
+    {"avgd_f64", {2, 2}, {1, 1}, {1, 1}, {1, 1}, true, true, true, false, 7},
+    {"avgd_i64", {3, 3}, {2, 2}, {1, 1}, {1, 1}, true, true, true, false, 4},
+    {"avgc_i64", {3, 3}, {2, 2}, {1, 1}, {1, 1}, true, true, false, false, 0},
+    {"avgd_i64_neg", {2, 2}, {2, 2}, {0, 0}, {1, 1}, true, true, true, false, -1},
+};
+
+/* One case through the _ex entry points: the pooled result, and for max_pool2d
+ * the indices (torch's return_indices) as a second result. */
+static int model_pool(void *ctx, tj_tensor *const *args, int nargs, tj_tensor **outs, int max)
+{
+    const pool_ex_case *c = ctx;
+    (void)nargs;
+    (void)max;
+    tj_tensor *x = c->transpose ? tj_transpose(args[0], 2, 3) : args[0];
+    if (c->avg) {
+        tj_avg_pool2d_options o = tj_avg_pool2d_defaults();
+        o.stride = c->s;
+        o.padding = c->p;
+        o.ceil_mode = c->ceil;
+        o.count_include_pad = c->cip;
+        o.divisor_override = c->div;
+        return (outs[0] = tj_avg_pool2d_ex(x, c->k, &o)) ? 1 : -1;
+    }
+    tj_max_pool2d_options o = tj_max_pool2d_defaults();
+    o.stride = c->s;
+    o.padding = c->p;
+    o.dilation = c->d;
+    o.ceil_mode = c->ceil;
+    return (outs[0] = tj_max_pool2d_ex(x, c->k, &o, &outs[1])) ? 2 : -1;
+}
+
+static void test_pool_options(void **state)
+{
+    (void)state;
+    for (size_t k = 0; k < sizeof ex_cases / sizeof *ex_cases; k++) {
+        const pool_ex_case *c = &ex_cases[k];
+        tj_tensor *x = in(c->name, "x"), *outs[2] = {NULL, NULL};
+        bool exact = tj_dtype_of(x) == TJ_I64;
+        for (int compiled = 0; compiled < 2; compiled++) {
+            int n;
+            if (compiled) {
+                tj_compiled *m = tj_compile_multi(model_pool, (void *)c,
+                                                  &(tj_compile_options){.name = "pool"});
+                n = tj_call_multi(m, &x, 1, outs, 2);
+                tj_compiled_stats st;
+                assert_int_equal(tj_compiled_stats_get(m, &st), 0);
+                tj_compiled_free(m);
+                if (n > 0 && (st.graphs != 1 || st.eager_calls != 0))
+                    fail_msg("%s: ran eagerly (graphs %d)", c->name, st.graphs);
+            } else {
+                n = model_pool((void *)c, &x, 1, outs, 2);
+            }
+            if (n < 0)
+                fail_msg("%s%s: %s", c->name, compiled ? " compiled" : "", tj_last_error());
+            assert_int_equal(n, c->avg ? 1 : 2);
+            if (!tu_all_close(outs[0], in(c->name, "out"), exact ? 0 : 1e-6) ||
+                (!c->avg && !tu_all_close(outs[1], in(c->name, "idx"), 0)))
+                print_error("case %s%s\n", c->name, compiled ? " compiled" : "");
+            check(c->name, outs[0], exact ? 0 : 1e-6);
+            if (!c->avg)
+                tu_assert_close(outs[1], in(c->name, "idx"), 0, 0);
+        }
+    }
+}
+
+/* The plain forms are the _ex forms with the defaults; a NULL opts is the defaults. */
+static void test_pool_option_defaults(void **state)
+{
+    (void)state;
+    tj_max_pool2d_options m = tj_max_pool2d_defaults();
+    assert_true(!m.stride && !m.padding && !m.dilation && !m.ceil_mode);
+    tj_avg_pool2d_options a = tj_avg_pool2d_defaults();
+    assert_true(!a.stride && !a.padding && !a.ceil_mode && a.count_include_pad &&
+                a.divisor_override == 0);
+    const int64_t k2[2] = {2, 2};
+    tj_tensor *x = in("max_k2", "x"), *idx = NULL;
+    check("max_k2", tj_max_pool2d_ex(x, k2, NULL, NULL), 0);
+    check("max_k2", tj_max_pool2d_ex(x, k2, &m, &idx), 0);
+    assert_non_null(idx);
+    assert_int_equal(tj_dtype_of(idx), TJ_I64);
+    check("avg_k2", tj_avg_pool2d_ex(in("avg_k2", "x"), k2, NULL), 1e-6);
+    a.count_include_pad = false;
+    a.stride = (int64_t[]){2, 2};
+    a.padding = P11;
+    check("avg_pad_ex", tj_avg_pool2d_ex(in("avg_pad_ex", "x"), (int64_t[]){3, 3}, &a), 1e-6);
+}
+
+/* The gradient of sum(max_pool2d(x)) counts, at each input element, the
+ * windows whose index names it: the values' rule and the indices agree. */
+static void test_pool_indices_grad(void **state)
+{
+    (void)state;
+    tj_tensor *x = tj_clone(in("maxi_k3s2p1", "x")), *idx = NULL;
+    assert_int_equal(tj_requires_grad(x, true), 0);
+    tj_max_pool2d_options o = tj_max_pool2d_defaults();
+    o.stride = (int64_t[]){2, 2};
+    o.padding = P11;
+    tj_tensor *y = tj_max_pool2d_ex(x, (int64_t[]){3, 3}, &o, &idx);
+    assert_non_null(y);
+    assert_int_equal(tj_backward(tj_sum(y, NULL, 0, false)), 0);
+    tj_tensor *gx = tj_contiguous(tj_grad(x)), *ic = tj_contiguous(idx);
+    const float *gd = tj_data(gx);
+    const int64_t *id = tj_data(ic);
+    int64_t planes = tj_shape(x)[0] * tj_shape(x)[1], hw = tj_shape(x)[2] * tj_shape(x)[3];
+    int64_t ohw = tj_shape(y)[2] * tj_shape(y)[3];
+    for (int64_t p = 0; p < planes; p++)
+        for (int64_t e = 0; e < hw; e++) {
+            int64_t count = 0;
+            for (int64_t q = 0; q < ohw; q++)
+                count += id[p * ohw + q] == e;
+            if (gd[p * hw + e] != (float)count)
+                fail_msg("plane %lld element %lld: gradient %g, %lld windows pick it",
+                         (long long)p, (long long)e, gd[p * hw + e], (long long)count);
+        }
+}
+
+static void test_pool_option_errors(void **state)
+{
+    (void)state;
+    tj_tensor *x = F32(1, 2, 5, 5), *idx = x;
+    tj_max_pool2d_options m = tj_max_pool2d_defaults();
+    m.ceil_mode = true;
+    m.stride = (int64_t[]){2, 2};
+    /* ceil mode keeps a kernel over the input while a window fits: 5 + 1 >= 6 */
+    assert_non_null(tj_max_pool2d_ex(x, (int64_t[]){6, 6}, &m, NULL));
+    tu_assert_error(tj_max_pool2d_ex(x, (int64_t[]){8, 8}, &m, &idx), "max_pool2d(f32[1,2,5,5])",
+                    "kernel 8x8 (dilated 8x8) leaves no window in the padded input 5x5, even "
+                    "with ceil_mode and stride [2, 2]", NULL);
+    assert_null(idx);
+    m.ceil_mode = false;
+    tu_assert_error(tj_max_pool2d_ex(x, (int64_t[]){6, 6}, &m, NULL),
+                    "kernel 6x6 (dilated 6x6) is larger than the padded input 5x5", NULL);
+    idx = x;
+    tu_assert_error(tj_max_pool2d_ex(Z(TJ_I64, 1, 2, 5, 5), (int64_t[]){2, 2}, NULL, &idx),
+                    "max_pool2d(i64[1,2,5,5])", "not defined for i64 (needs f32 or f64)", NULL);
+    assert_null(idx);
+    idx = x;
+    assert_null(tj_max_pool2d_ex(NULL, (int64_t[]){2, 2}, NULL, &idx));
+    assert_null(idx);
+    m.padding = (int64_t[]){2, 1};
+    tu_assert_error(tj_max_pool2d_ex(x, (int64_t[]){3, 3}, &m, NULL),
+                    "padding [2, 1] exceeds half the kernel size [3, 3]", NULL);
+    tj_avg_pool2d_options a = tj_avg_pool2d_defaults();
+    a.ceil_mode = true;
+    a.stride = (int64_t[]){3, 3};
+    tu_assert_error(tj_avg_pool2d_ex(x, (int64_t[]){8, 8}, &a), "avg_pool2d(f32[1,2,5,5])",
+                    "leaves no window in the padded input 5x5, even with ceil_mode and stride "
+                    "[3, 3]", NULL);
+    a.divisor_override = 3;
+    tu_assert_error(tj_avg_pool2d_ex(Z(TJ_BOOL, 1, 2, 5, 5), (int64_t[]){2, 2}, &a),
+                    "avg_pool2d(bool[1,2,5,5])", "not defined for bool", NULL);
+    a.stride = (int64_t[]){0, 1};
+    tu_assert_error(tj_avg_pool2d_ex(x, (int64_t[]){2, 2}, &a), "avg_pool2d(f32[1,2,5,5])",
+                    "stride must be positive, got [0, 1]", NULL);
+    assert_null(tj_avg_pool2d_ex(NULL, (int64_t[]){2, 2}, &a));
+    tj_clear_error();
+}
+
 /* Attribute lists from text IR may hold 0, 1 or 2 values (not more). */
 static void test_window_attrs(void **state)
 {
@@ -518,7 +708,9 @@ int main(int argc, char **argv)
         T(test_linear_views),     T(test_linear_errors), T(test_conv2d),
         T(test_conv2d_threads),   T(test_conv2d_defaults_and_views),
         T(test_conv2d_errors),    T(test_pools),         T(test_pool_defaults),
-        T(test_pool_errors),      T(test_window_attrs),  T(test_blas_bridge),
+        T(test_pool_errors),      T(test_pool_options),  T(test_pool_option_defaults),
+        T(test_pool_indices_grad), T(test_pool_option_errors), T(test_window_attrs),
+        T(test_blas_bridge),
         T(test_blas_missing),
 #undef T
     };

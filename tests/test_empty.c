@@ -297,6 +297,15 @@ static tj_tensor *stack2(tj_tensor *a, tj_tensor *b)
 }
 
 static const int64_t k2[2] = {2, 2}, s2[2] = {2, 2}, p0[2] = {0, 0}, d1[2] = {1, 1};
+
+/* max_pool2d's indices (torch's return_indices) in ceil mode */
+static tj_tensor *pool_indices(tj_tensor *x)
+{
+    tj_tensor *idx = NULL;
+    tj_max_pool2d_options o = tj_max_pool2d_defaults();
+    o.ceil_mode = true;
+    return tj_max_pool2d_ex(x, k2, &o, &idx) ? idx : NULL;
+}
 static const int64_t s1[2] = {1, 1};
 
 CASE(reshape_0_5, tj_reshape(A(0), 2, (int64_t[]){0, 5}))
@@ -331,6 +340,10 @@ CASE(rms_norm_rows, tj_rms_norm(A(0), 1, A(1), 1e-5))
 CASE(batch_norm, tj_batch_norm(A(0), A(1), tj_add_s(tj_abs(A(2)), 1), NULL, NULL, 1e-5))
 CASE(max_pool2d, tj_max_pool2d(A(0), k2, s2, p0, d1))
 CASE(avg_pool2d, tj_avg_pool2d(A(0), k2, s2, p0, true))
+CASE(max_pool2d_indices, pool_indices(A(0)))
+CASE(avg_pool2d_options, tj_avg_pool2d_ex(A(0), k2, &(tj_avg_pool2d_options){
+                                              .ceil_mode = true, .count_include_pad = true,
+                                              .divisor_override = 3}))
 CASE(embedding_none, tj_embedding(A(0), A(1)))
 CASE(embedding_2d, tj_embedding(A(0), A(1)))
 CASE(sdpa_no_queries, sdpa(A(0), A(1), A(2)))
@@ -363,7 +376,8 @@ static const struct {
     C(matmul_n0), C(matmul_batch_k0), C(matmul_dot0), C(matmul_vec_k0), C(matmul_k0_f64),
     C(linear_k0), C(conv2d_n0), C(softmax_empty_dim), C(softmax_empty_rows),
     C(log_softmax_empty_dim), C(layer_norm_rows), C(layer_norm_empty), C(rms_norm_rows),
-    C(batch_norm), C(max_pool2d), C(avg_pool2d), C(embedding_none), C(embedding_2d),
+    C(batch_norm), C(max_pool2d), C(avg_pool2d), C(max_pool2d_indices),
+    C(avg_pool2d_options), C(embedding_none), C(embedding_2d),
     C(sdpa_no_queries), C(sdpa_no_keys), C(cross_entropy), C(cat_empty_piece), C(cat_rows),
     C(cat_all_empty), C(stack), C(gather), C(gather_empty), C(index_select_none),
     C(index_select_rows0), C(pad_empty_dim), C(pad_empty_rows), C(flip), C(where),

@@ -132,6 +132,7 @@ static const struct {
     {"ignore_index", {"-100", "1"}}, {"label_smoothing", {"0", "0.1"}},
     {"beta", {"1", "2.5"}},          {"threshold", {"20", "-0.5"}},
     {"alpha", {"2", "-3"}},          {"rounding_mode", {"trunc", "floor"}},
+    {"ceil_mode", {"0", "1"}},      {"divisor_override", {"0", "3"}},
 };
 
 static int examples_of(const char *attr, const char *const **vals)

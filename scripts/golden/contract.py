@@ -202,4 +202,57 @@ case("conv_i16", conv(2, 1), x=rndi(1, 3, 5, 5, dtype=i16), w=rndi(2, 3, 3, 3, d
      b=rndi(2, dtype=i16))
 case("conv_shift_i8", conv(1, 1), x=rndi(1, 16, 3, 14, dtype=i8), w=rndi(2, 16, 3, 3, dtype=i8))
 
+# ---- ceil_mode, return_indices, divisor_override --------------------------------------------
+# A max case saves <case>_idx too: torch's indices (h * W + w in each input plane).
+def maxi(k, s=None, p=0, d=1, ceil=False):
+    return lambda x: F.max_pool2d(x, k, s, p, d, ceil_mode=ceil, return_indices=True)
+
+
+def icase(name, fn, x):
+    y, i = fn(x)
+    g.save(f"{name}_x", x)
+    g.save(f"{name}_out", y)
+    g.save(f"{name}_idx", i)
+
+
+def avgx(k, s=None, p=0, cip=True, ceil=False, div=None):
+    return lambda x: F.avg_pool2d(x, k, s, p, ceil_mode=ceil, count_include_pad=cip,
+                                  divisor_override=div)
+
+
+icase("maxc_k3s2", maxi(3, 2, 0, 1, True), rnd(2, 3, 6, 6))          # 3x3 (floor: 2x2)
+icase("maxc_p1", maxi(3, 2, 1, 1, True), rnd(1, 2, 6, 7))            # 4x4
+icase("maxc_drop", maxi(2, 2, 1, 1, True), rnd(1, 2, 5, 5))          # a 4th window would start in the padding: 3x3
+icase("maxc_big", maxi(6, 2, 0, 1, True), rnd(1, 2, 5, 5))           # kernel over the input: 1x1
+icase("maxc_dil", maxi(3, 2, 1, 2, True), rnd(1, 2, 7, 8))
+icase("maxc_rect", maxi((2, 3), (3, 2), (1, 1), (1, 2), True), rnd(2, 2, 7, 6))
+icase("maxc_3d", maxi(2, 2, 0, 1, True), rnd(3, 5, 5))
+icase("maxc_f64", maxi(3, 2, 1, 1, True), rnd(1, 2, 6, 6, dtype=torch.float64))
+icase("maxi_k3s2p1", maxi(3, 2, 1), rnd(2, 3, 7, 7))
+icase("maxi_ties", maxi(3, 1, 1), torch.randint(-1, 2, (1, 2, 5, 6)).float())  # first maximum wins
+xe = rnd(1, 1, 5, 5)
+xe[0, 0, :3, :3] = float("-inf")                                     # all -inf: the first tap in the input
+xe[0, 0, 3, 3], xe[0, 0, 3, 4], xe[0, 0, 4, 0] = float("nan"), float("nan"), float("inf")  # the last NaN
+icase("maxi_ext", maxi(3, 2, 1, 1, True), xe)
+# input given as x.transpose(2, 3) of x [1,2,7,5]: indices in the transposed plane
+xt = rnd(1, 2, 7, 5)
+y, i = F.max_pool2d(xt.transpose(2, 3), 3, 2, 1, ceil_mode=True, return_indices=True)
+g.save("maxi_tr_x", xt)
+g.save("maxi_tr_out", y)
+g.save("maxi_tr_idx", i)
+case("avgc_in", avgx(3, 2, 1, True, True), x=rnd(2, 3, 6, 6))
+case("avgc_ex", avgx(3, 2, 1, False, True), x=rnd(2, 3, 6, 6))
+case("avgc_drop", avgx(2, 2, 1, True, True), x=rnd(1, 2, 5, 5))
+case("avgc_big", avgx(6, 2, 0, True, True), x=rnd(1, 2, 5, 5))
+case("avgc_rect", avgx((3, 2), (2, 3), (1, 1), True, True), x=rnd(1, 2, 6, 7))
+case("avgd_5", avgx(3, 2, 1, True, False, 5), x=rnd(2, 3, 7, 7))
+case("avgd_neg", avgx(2, None, 0, True, False, -3), x=rnd(1, 2, 4, 6))
+case("avgd_ceil", avgx(3, 2, 1, False, True, 4), x=rnd(1, 2, 6, 6))
+case("avgd_f64", avgx(2, 1, 1, True, True, 7), x=rnd(1, 2, 4, 5, dtype=torch.float64))
+case("avgd_i64", avgx(3, 2, 1, True, True, 4), x=rnd(1, 2, 5, 5, dtype=torch.int64) * 3)
+case("avgc_i64", avgx(3, 2, 1, False, True), x=rnd(1, 2, 6, 5, dtype=torch.int64) * 3)
+case("avgd_i64_neg", avgx(2, 2, 0, True, True, -1), x=rnd(1, 2, 5, 5, dtype=torch.int64) * 7)
+# 300 output columns: the index kernel's blocks of 256 columns meet inside a row
+icase("maxi_wide", maxi((2, 3), (1, 2), (0, 1), 1, True), torch.randint(-2, 3, (1, 1, 3, 600)).float())
+
 g.done()

@@ -104,6 +104,10 @@ case("batch_norm", ["f32:0,3,2,2", "f32:3", "f32:3"],
      lambda x, m, v: F.batch_norm(x, m, v.abs() + 1))
 case("max_pool2d", ["f32:0,2,4,4"], lambda x: F.max_pool2d(x, 2))
 case("avg_pool2d", ["f32:0,2,4,4"], lambda x: F.avg_pool2d(x, 2))
+case("max_pool2d_indices", ["f32:0,2,5,5"],
+     lambda x: F.max_pool2d(x, 2, ceil_mode=True, return_indices=True)[1])
+case("avg_pool2d_options", ["f32:0,2,5,5"],
+     lambda x: F.avg_pool2d(x, 2, ceil_mode=True, divisor_override=3))
 case("embedding_none", ["f32:5,3", "i64:0"], lambda w, i: F.embedding(i, w))
 case("embedding_2d", ["f32:5,3", "i64:2,0"], lambda w, i: F.embedding(i, w))
 case("sdpa_no_queries", ["f32:2,0,4", "f32:2,3,4", "f32:2,3,5"], sdpa)

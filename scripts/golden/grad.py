@@ -75,4 +75,12 @@ case("cross_entropy_none", lambda x, t: F.cross_entropy(x, t, reduction="none", 
 case("cross_entropy_probs", lambda x, t, w: F.cross_entropy(x, t, weight=w, reduction="sum",
                                                             label_smoothing=0.1),
      r(3, 4, 2), torch.softmax(r(3, 4, 2), 1), r(4).abs() + 0.5)
+
+# max_pool2d in ceil mode where a value-based rule could choose otherwise:
+# ties (the first maximum), a window of -inf only (its first element in the
+# input, not the padding) and NaNs (the last NaN of the window)
+xm = torch.randint(-1, 2, (1, 2, 7, 6)).double()
+xm[0, 0, :3, :3] = float("-inf")
+xm[0, 1, 2, 1], xm[0, 1, 2, 2], xm[0, 1, 5, 5] = float("nan"), float("nan"), float("nan")
+case("max_pool2d_ext", lambda x: F.max_pool2d(x, 3, stride=2, padding=1, ceil_mode=True), xm)
 f.done()
