@@ -219,7 +219,7 @@ $(BUILD)/examples/%: examples/%.c include/tjit.h $(BUILD)/libtjit.a
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -Iinclude $< -o $@ $(BUILD)/libtjit.a $(LDLIBS)
 
 docs: $(BUILD)/tjit
-	$(BUILD)/tjit ops --markdown > docs/ops.md
+	$(BUILD)/tjit ops --markdown --samples tests/golden/opinfo > docs/ops.md
 
 clean:
 	rm -rf build build-asan

@@ -426,7 +426,7 @@ tj_tensor *tj_gather(tj_tensor *x, int dim, tj_tensor *index);
 tj_tensor *tj_index_select(tj_tensor *x, int dim, tj_tensor *index);
 /* pads: (before, after) pairs starting from the LAST dim, like torch.nn.functional.pad. */
 tj_tensor *tj_pad(tj_tensor *x, const int64_t *pads, int npairs, double value);
-tj_tensor *tj_flip(tj_tensor *x, const int *dims, int ndims);
+tj_tensor *tj_flip(tj_tensor *x, const int *dims, int ndims);   /* ndims 0: every dim (torch.flip: none) */
 
 /* ---- autograd (reverse mode; docs/training.md) ----------------------------
  * Mark leaves (weights) with tj_requires_grad; every op on a tensor that

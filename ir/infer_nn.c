@@ -23,9 +23,6 @@ int ir_infer_embedding(IR_INFER_ARGS)
     const ir_type *w = in[0], *idx = in[1];
     if (w->ndim != 2)
         return ir_fail(err, nerr, "weight must be 2-D [V, D], got %d dims", w->ndim);
-    if (!ir_dtype_is_float(w->dtype))
-        return ir_fail(err, nerr, "weight must be a float tensor, got %s",
-                       tj_dtype_name(w->dtype));
     if (!is_index_dtype(idx->dtype))
         return ir_fail(err, nerr, "indices must be i32 or i64, got %s",
                        tj_dtype_name(idx->dtype));

@@ -1,7 +1,7 @@
 /* k_nn.c - eager kernels of the neural-network composites (cross_entropy's
  * is in k_loss.c):
  *
- *   embedding      out[..., :] = weight[indices[...], :]      (row gather)
+ *   embedding      out[..., :] = weight[indices[...], :]      (row gather, any dtype)
  *   dropout        out[i] = u(seed, offset+i) >= p ? x[i] / (1-p) : 0
  *                  (u: Philox uniform of x's dtype; dropped elements are exactly 0)
  *   sdpa           softmax(q k^T * scale + mask) v, blocked over query rows
@@ -142,12 +142,8 @@ static void emb_range(void *p, int64_t b, int64_t e)
             memcpy(dst, base + (size_t)off * c->es, (size_t)d * c->es);
             continue;
         }
-        for (int64_t j = 0; j < d; j++, off += s1) {
-            if (w->dtype == TJ_F32)
-                ((float *)dst)[j] = ((const float *)base)[off];
-            else
-                ((double *)dst)[j] = ((const double *)base)[off];
-        }
+        for (int64_t j = 0; j < d; j++, off += s1)   /* any dtype: an element's bytes */
+            memcpy(dst + (size_t)j * c->es, base + (size_t)off * c->es, c->es);
     }
 }
 

@@ -480,7 +480,8 @@ int rt_k_softplus(RT_KERNEL_ARGS)
     }
 #define ALPHA_ALL(name, OPR) \
     ALPHA_FLOAT(F32, float, name, OPR) ALPHA_FLOAT(F64, double, name, OPR) \
-    ALPHA_INT(U8, uint8_t, name, OPR) ALPHA_INT(I32, int32_t, name, OPR) \
+    ALPHA_INT(U8, uint8_t, name, OPR) ALPHA_INT(I8, int8_t, name, OPR) \
+    ALPHA_INT(I16, int16_t, name, OPR) ALPHA_INT(I32, int32_t, name, OPR) \
     ALPHA_INT(I64, int64_t, name, OPR)
 ALPHA_ALL(add_alpha, +)
 ALPHA_ALL(sub_alpha, -)
@@ -496,8 +497,8 @@ static void add_alpha_BOOL(void *restrict o_, const void *restrict a_, const voi
 }
 
 #define ALPHA_TABLE(name, bool_loop) \
-    {[TJ_F32] = name##_F32, [TJ_F64] = name##_F64, [TJ_U8] = name##_U8, \
-     [TJ_I32] = name##_I32, [TJ_I64] = name##_I64, [TJ_BOOL] = bool_loop}
+    {[TJ_F32] = name##_F32, [TJ_F64] = name##_F64, [TJ_U8] = name##_U8, [TJ_I8] = name##_I8, \
+     [TJ_I16] = name##_I16, [TJ_I32] = name##_I32, [TJ_I64] = name##_I64, [TJ_BOOL] = bool_loop}
 
 int rt_k_add_alpha(RT_KERNEL_ARGS)
 {
@@ -572,6 +573,8 @@ DIVF(F64, double, trunc, fmod, floor, copysign)
         } \
     }
 DIVI(U8, uint8_t, 0)
+DIVI(I8, int8_t, 1)
+DIVI(I16, int16_t, 1)
 DIVI(I32, int32_t, 1)
 DIVI(I64, int64_t, 1)
 
@@ -601,7 +604,8 @@ int rt_k_div_mode(RT_KERNEL_ARGS)
 {
     static const div_loop loops[TJ_NUM_DTYPES] = {
         [TJ_F32] = div_mode_F32, [TJ_F64] = div_mode_F64, [TJ_U8] = div_mode_U8,
-        [TJ_I32] = div_mode_I32, [TJ_I64] = div_mode_I64,
+        [TJ_I8] = div_mode_I8, [TJ_I16] = div_mode_I16, [TJ_I32] = div_mode_I32,
+        [TJ_I64] = div_mode_I64,
     };
     div_loop fn = loops[out->dtype];
     if (!fn)

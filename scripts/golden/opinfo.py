@@ -1,0 +1,1251 @@
+"""opinfo.py - OpInfo-style samples for every row of ir/ops.def against PyTorch
+(tests/test_opinfo.c runs each one eager and compiled).
+
+The rows are read from ir/ops.def (never listed here again); SAMPLES below
+says how to draw samples for a row (UNARY and BINARY rows by their family)
+and REF how PyTorch computes it. A row of ops.def with no samples fails the
+test unless tests/golden/opinfo/known.txt exempts it with its reason; that
+file also lists where tjit deliberately differs. Kinds of sample, the tags
+of a line (docs/ops.md counts them per op):
+
+    plain      same-shape f32 inputs
+    dtype      another dtype than f32 (every dtype of DTYPES)
+    promo      operands of different dtypes
+    bcast      broadcast shapes
+    extreme    0, -0, denormals, huge, +-inf, NaN, domain edges (EXTREME)
+    empty      a size-0 dim
+    0d         0-dim tensors
+    ts, st     tensor-scalar and scalar-tensor (a weak Python scalar)
+    noncontig  a sliced input (every second column)
+    transposed a transposed input
+    expanded   an expanded (stride-0) input
+    args       the op's other arguments (dims, keepdim, stride, ...)
+    large      long rows: vector loops with tails, threads, split reductions
+    denorm     denormal divisors (fmod, remainder, ...)
+
+cases.txt holds one line per sample:
+    <op> <tags> <attrs> <result> <input>...
+<attrs> is "-" or name=value;... in the schema order of the row (INTS as
+[1,0], BOOL 0/1, DTYPE by name, floats as C's strtod reads them). <result>
+is <dtype>:<shape>:<off> (values want.npy[off, off + numel), f64), or "err"
+when PyTorch raises. An input is "-" (absent), s:<number> (a weak Python
+scalar: int when written without '.', 'e', 'inf' or 'nan') or
+t:<dtype>:<shape>:<off>:<view>: in.npy[off, off + numel) (off "r": ramp()
+below, not stored) as <shape>, cast to
+<dtype>, then the view of tests/util.c's tu_view (c: none, s: dim 1 sliced
+1::2, e: dim 1 expanded, t: last two dims swapped). <shape> "-" is 0-dim.
+Shapes are kept small: the committed files stay well under 2 MB.
+
+A tol line per op states its tolerance, read by the test (the one place):
+    tol <op> <rtol f32> <rtol f64> <atol> <compiled vs eager rtol>
+Integers and bools compare exactly; NaN meets NaN and infinities are exact.
+
+Run with /usr/bin/python3 (Debian's python3-torch).
+"""
+import math
+import os
+import re
+
+import torch
+import torch.nn.functional as F
+
+from common import Family, view
+
+g = Family("opinfo")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+
+# The dtypes tjit computes in (ir/dtypes.def without the storage-only
+# f16/bf16 and c64).
+DT = {"bool": torch.bool, "u8": torch.uint8, "i8": torch.int8, "i16": torch.int16,
+      "i32": torch.int32, "i64": torch.int64, "f32": torch.float32, "f64": torch.float64}
+NAME = {v: k for k, v in DT.items()}
+FLOATS, INTS = ("f32", "f64"), ("u8", "i8", "i16", "i32", "i64")
+
+# Extreme and domain-edge values: zeros, denormals, huge, inf, NaN, the
+# edges of log/sqrt/asin/acos/acosh/atanh/erf and the rounding halves.
+EXTREME = [0.0, -0.0, 1e-40, -1e-40, 5e-324, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5,
+           1.0000001, -1.0000001, 3e38, -3e38, 1e300, 88.8, -104.0, 710.0, 20.0, -20.0,
+           math.inf, -math.inf, math.nan, 1e-7]
+EXTREME_INT = {"u8": [0, 1, 2, 127, 128, 254, 255],
+               "i8": [0, 1, -1, 7, -7, 127, -128, 126, 3],
+               "i16": [0, 1, -1, 7, -7, 32767, -32768, 32766, 3],
+               "i32": [0, 1, -1, 7, -7, 2**31 - 1, -2**31, 2**31 - 2, 3],
+               "i64": [0, 1, -1, 7, -7, 2**40, -2**40, 2**52, -3]}
+
+# Tolerances, the one table: (rtol f32, rtol f64, atol, compiled vs eager rtol).
+TOL_DEFAULT = (1e-6, 1e-13, 0.0, 1e-6)
+TOL = {
+    # tjit's branch-free polynomials (ir/vmath.h) against PyTorch's libm/SLEEF
+    **{op: (4e-6, 1e-13, 1e-30, 4e-6) for op in (
+        "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
+        "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf",
+        "erfc", "sigmoid", "gelu", "gelu_tanh", "silu", "softplus", "atan2", "pow",
+        "rsqrt", "lerp")},
+    # reductions and contractions sum in another order than PyTorch
+    **{op: (1e-5, 1e-12, 1e-6, 1e-5) for op in (
+        "sum", "mean", "prod", "logsumexp", "var", "std", "matmul", "linear", "conv2d",
+        "softmax", "log_softmax", "avg_pool2d", "sdpa", "cross_entropy")},
+    # normalized values near 0 after cancellation (a constant row) keep an absolute error
+    **{op: (1e-5, 1e-12, 1e-4, 1e-5) for op in ("layer_norm", "rms_norm", "batch_norm")},
+}
+
+TYPE_ERRORS = []   # PyTorch's TypeErrors, printed: a reference's own mistake shows here
+KINDS = ("plain dtype promo bcast extreme denorm empty 0d ts st noncontig transposed expanded "
+         "args large").split()   # the tags above, in the order docs/ops.md gives them
+ROWS = []          # (name, kind, nmin, nmax, [(attr, kind)]), in ops.def order
+lines, want, inputs, input_at = [], [], [], {}
+
+
+def read_ops_def():
+    text = open(os.path.join(ROOT, "ir", "ops.def")).read()
+    for m in re.finditer(r"^(UNARY\w*|BINARY\w*|OP)\((\w+),\s*(\w+)(.*)$", text, re.M):
+        row, name, kind, rest = m.groups()
+        attrs = re.findall(r"A\((\w+),\s*(\w+)\)", rest)
+        if row != "OP":   # a pointwise row (a variant with attributes too): its family
+            family = "UNARY" if row.startswith("UNARY") else "BINARY"
+            arity = 1 if family == "UNARY" else 2
+            ROWS.append((name, family, arity, arity, attrs))
+            continue
+        n = re.match(r",\s*(-?\d+),\s*(-?\d+)", rest)
+        ROWS.append((name, kind, int(n.group(1)), int(n.group(2)), attrs))
+
+
+# ---- inputs --------------------------------------------------------------------
+
+def ramp(shape):
+    """A long input not stored: element i is ((i * 7919) % 257) / 64 - 1,
+    exact in every float dtype (test_opinfo.c makes the same)."""
+    n = math.prod(shape)
+    return ((torch.arange(n, dtype=torch.float64) * 7919) % 257 / 64 - 1).reshape(shape)
+
+
+class T:
+    """A tensor input: base values (any nesting torch.tensor takes) cast to dt,
+    then the view v of tu_view. ramp: the values are ramp(shape), not stored."""
+    def __init__(self, values, dt="f32", v="c", is_ramp=False):
+        self.base = torch.tensor(values, dtype=torch.float64).to(DT[dt]) \
+            if not isinstance(values, torch.Tensor) else values.to(DT[dt])
+        self.dt, self.v, self.is_ramp = dt, v, is_ramp
+
+    def torch(self):
+        return view(self.base, self.v) if self.v != "c" else self.base
+
+    def spec(self):
+        if self.is_ramp:
+            return f"t:{self.dt}:{shape_str(self.base.shape)}:r:{self.v}"
+        flat = self.base.double().flatten().tolist()
+        key = (tuple(str(x) for x in flat),)
+        if key not in input_at:
+            input_at[key] = len(inputs)
+            inputs.extend(flat)
+        return f"t:{self.dt}:{shape_str(self.base.shape)}:{input_at[key]}:{self.v}"
+
+
+class S:
+    """A weak Python scalar."""
+    def __init__(self, v):
+        self.v = v
+
+    def spec(self):
+        return f"s:{self.v!r}"
+
+
+def shape_str(shape):
+    return ",".join(str(s) for s in shape) or "-"
+
+
+def rnd(shape, dt="f32", lo=-3, hi=3):
+    """Values exact in every dtype: ints for integer dtypes, eighths for floats."""
+    if dt == "bool":
+        return (torch.rand(shape) > 0.5).double()
+    if dt in INTS:
+        lo = max(lo, 0) if dt == "u8" else lo
+        return torch.randint(lo, hi + 1, shape).double()
+    return (torch.randint(lo * 8, hi * 8 + 1, shape) / 8.0).double()
+
+
+def t(shape, dt="f32", v="c", **kw):
+    return T(rnd(shape, dt, **kw), dt, v)
+
+
+def torch_scalar(s, others):
+    """A weak scalar as a 0-dim tensor that promotes as the Python scalar
+    would: its own kind (int: i64, float: f32) against dimensioned tensors,
+    the result dtype against 0-dim ones (two 0-dim tensors promote fully)."""
+    ts = [o for o in others if isinstance(o, torch.Tensor)]
+    if ts and all(o.dim() == 0 for o in ts):
+        return torch.tensor(s, dtype=torch.result_type(ts[0], s))
+    return torch.tensor(s)
+
+
+# ---- PyTorch's side -------------------------------------------------------------
+
+def dims_arg(x, dims):
+    return tuple(dims) if dims else tuple(range(x.dim()))
+
+
+def reduce_ref(fn):
+    def f(x, dims, keepdim):
+        return fn(x, dim=dims_arg(x, dims), keepdim=bool(keepdim))
+    return f
+
+
+def one_dim_ref(fn):
+    """prod, all, any take one dim in torch 1.13: reduce the dims one by one."""
+    def f(x, dims, keepdim):
+        if x.dim() == 0 or (not dims and not keepdim):
+            if dims and any(d not in (0, -1) for d in dims):
+                raise IndexError("dim out of range")
+            return fn(x)
+        ds = [d % x.dim() if -x.dim() <= d < x.dim() else 99 for d in dims_arg(x, dims)]
+        if 99 in ds or len(set(ds)) != len(ds):
+            raise IndexError("bad dims")
+        for d in sorted(ds, reverse=True):
+            x = fn(x, dim=d, keepdim=bool(keepdim))
+        return x
+    return f
+
+
+def var_ref(fn):
+    def f(x, dims, correction, keepdim):
+        return fn(x, dim=dims_arg(x, dims), correction=correction, keepdim=bool(keepdim))
+    return f
+
+
+def arg_ref(fn):
+    def f(x, dims, keepdim):
+        return fn(x, dim=dims[0], keepdim=bool(keepdim)) if dims else fn(x, keepdim=bool(keepdim))
+    return f
+
+
+def squeeze_ref(x, dims):
+    if not dims:
+        return torch.squeeze(x)
+    for d in sorted((d % max(x.dim(), 1) for d in dims), reverse=True):
+        x = torch.squeeze(x, d)
+    return x
+
+
+def slice_ref(x, dim, start, end, step):
+    idx = [slice(None)] * x.dim()
+    idx[dim] = slice(start, end, step)
+    return x[tuple(idx)]
+
+
+def norm_dims(x, ndims):
+    if not 1 <= ndims <= x.dim():
+        raise RuntimeError("ndims out of range")
+    return x.shape[x.dim() - ndims:]
+
+
+def rms_norm_ref(x, w, ndims, eps):
+    norm_dims(x, ndims)
+    dims = tuple(range(-ndims, 0))
+    y = x * torch.rsqrt(torch.mean(x * x, dim=dims, keepdim=True) + eps)
+    return y * w if w is not None else y
+
+
+def sdpa_ref(q, k, v, mask, causal, scale):
+    s = q @ k.transpose(-1, -2) * (scale if scale > 0 else 1 / math.sqrt(q.shape[-1]))
+    if causal:
+        L, S_ = s.shape[-2], s.shape[-1]
+        s = s.masked_fill(~torch.ones(L, S_, dtype=torch.bool).tril(), -math.inf)
+    if mask is not None:
+        s = s.masked_fill(~mask, -math.inf) if mask.dtype == torch.bool else s + mask
+    return torch.softmax(s, -1) @ v
+
+
+def clamp_ref(x, lo, hi):
+    return torch.clamp(x, None if lo == -math.inf else lo, None if hi == math.inf else hi)
+
+
+UNARY_TORCH = {"gelu": F.gelu, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+               "silu": F.silu, "softplus": F.softplus, "relu": torch.relu}
+
+REF = {
+    "where": torch.where, "lerp": torch.lerp, "clamp": clamp_ref,
+    "cast": lambda x, dt: x.to(DT[dt]),
+    **{op: reduce_ref(getattr(torch, op)) for op in
+       ("sum", "mean", "amax", "amin", "logsumexp")},
+    **{op: one_dim_ref(getattr(torch, op)) for op in ("prod", "all", "any")},
+    "var": var_ref(torch.var), "std": var_ref(torch.std),
+    "argmax": arg_ref(torch.argmax), "argmin": arg_ref(torch.argmin),
+    "reshape": torch.reshape, "permute": torch.permute, "slice": slice_ref,
+    "expand": lambda x, shape: x.expand(list(shape)), "squeeze": squeeze_ref,
+    "unsqueeze": torch.unsqueeze,
+    "copy": lambda x: x.clone(memory_format=torch.contiguous_format),
+    "cat": lambda *a: torch.cat(a[:-1], a[-1]),
+    "gather": lambda x, i, d: torch.gather(x, d, i),
+    "index_select": lambda x, i, d: torch.index_select(x, d, i),
+    "pad": lambda x, pads, value: F.pad(x, pads, value=value),
+    "flip": torch.flip,
+    "matmul": torch.matmul, "linear": F.linear,
+    "conv2d": lambda x, w, b, s, p, d, gr: F.conv2d(x, w, b, s, p, d, gr),
+    "softmax": torch.softmax, "log_softmax": torch.log_softmax,
+    "layer_norm": lambda x, w, b, n, eps: F.layer_norm(x, norm_dims(x, n), w, b, eps),
+    "rms_norm": lambda x, w, n, eps: rms_norm_ref(x, w, n, eps),
+    "batch_norm": lambda x, m, v, w, b, eps: F.batch_norm(x, m, v, w, b, False, 0.1, eps),
+    "max_pool2d": lambda x, k, s, p, d, ceil=0: F.max_pool2d(x, k, s, p, d, bool(ceil)),
+    "max_pool2d_indices": lambda x, k, s, p, d, ceil=0: F.max_pool2d(
+        x, k, s, p, d, bool(ceil), return_indices=True)[1],
+    "avg_pool2d": lambda x, k, s, p, cip, ceil=0, div=0: F.avg_pool2d(
+        x, k, s, p, bool(ceil), bool(cip), div or None),
+    "embedding": lambda w, i: F.embedding(i, w),
+    "sdpa": lambda q, k, v, m, c, s: sdpa_ref(q, k, v, m, c, s),
+    "cross_entropy": lambda x, y, w, red, ii, ls: F.cross_entropy(
+        x, y, w, ignore_index=ii, reduction=red, label_smoothing=ls),
+    "scalar": lambda v, dt: torch.tensor(v, dtype=DT[dt]),
+    "full": lambda shape, v, dt: torch.full(shape, v, dtype=DT[dt]),
+    "arange": lambda a, b, s, dt: torch.arange(a, b, s, dtype=DT[dt]),
+}
+
+
+def ref(op):
+    if op in REF:
+        return REF[op]
+    return UNARY_TORCH.get(op) or getattr(torch, op)
+
+
+# ---- recording ------------------------------------------------------------------
+
+def attr_str(op, attrs):
+    schema = ROW[op][4]
+    if not schema:
+        return "-"
+    out = []
+    for (name, kind), v in zip(schema, attrs):
+        if kind == "INTS":
+            v = "[" + ",".join(str(int(x)) for x in v) + "]"
+        elif kind == "BOOL":
+            v = str(int(bool(v)))
+        elif kind == "FLOAT":
+            v = repr(float(v))
+        out.append(f"{name}={v}")
+    return ";".join(out)
+
+
+# Where PyTorch's own f32 kernel loses accuracy (gelu's tail, where 1 + erf
+# and 1 + tanh cancel; log1p near the top of the range; fmod and remainder of
+# a huge by a small value), the reference for an f32 result is PyTorch in f64,
+# rounded to f32.
+F64_REF = ("gelu", "gelu_tanh", "log1p", "fmod", "remainder")
+
+
+def call(op, ins, attrs, up=False):
+    """PyTorch on the inputs: a weak scalar as a Python number, or where the
+    op takes none, as a 0-dim tensor that promotes the same way. up: f32
+    inputs computed in f64."""
+    tens = [i.torch() if isinstance(i, T) else None for i in ins]
+    if up:
+        tens = [x.double() if x is not None and x.dtype == torch.float32 else x for x in tens]
+    args = [i.v if isinstance(i, S) else tens[k] for k, i in enumerate(ins)]
+    wrapped = [torch_scalar(i.v, tens) if isinstance(i, S) else tens[k] for k, i in enumerate(ins)]
+    if op in ("fmod", "remainder") and int_div_by_zero(*wrapped):
+        raise RuntimeError("ZeroDivisionError")   # torch's fmod dies of SIGFPE here
+    try:
+        return ref(op)(*args, *attrs)
+    except TypeError:
+        if not any(isinstance(i, S) for i in ins):
+            raise
+        return ref(op)(*wrapped, *attrs)
+
+
+def sample(op, tags, ins, attrs=()):
+    """Runs PyTorch on ins (T, S or None) and attrs (schema order) and records
+    the line; an op's positional torch arguments are its inputs, then attrs.
+    Attributes left off the end take their DEFAULTS."""
+    schema = ROW[op][4]
+    attrs = tuple(attrs) + tuple(DEFAULTS[op][name] for name, _ in schema[len(attrs):])
+    assert len(attrs) == len(schema), (op, attrs)
+    try:
+        r = call(op, ins, attrs)
+        if op in F64_REF and r.dtype == torch.float32:
+            r = call(op, ins, attrs, up=True).float()
+        if r.dtype not in NAME:
+            raise RuntimeError(f"dtype {r.dtype}")
+        res = f"{NAME[r.dtype]}:{shape_str(r.shape)}:{len(want)}"
+        want.extend(r.double().flatten().tolist())
+    except (RuntimeError, IndexError, ValueError, TypeError) as e:
+        TYPE_ERRORS.append(f"{op}: {e}"[:150]) if isinstance(e, TypeError) else None
+        res = "err"
+    assert all(tag in KINDS for tag in tags), tags
+    specs = [i.spec() if i is not None else "-" for i in ins]
+    lines.append(" ".join([op, ",".join(tags), attr_str(op, attrs), res, *specs]))
+
+
+def int_div_by_zero(a, b):
+    r = torch.result_type(a, b)
+    return not (r.is_floating_point or r == torch.bool) and bool((b.to(r) == 0).any())
+
+
+SAMPLES = {}
+
+# A new argument of a row (add's alpha, div's rounding_mode, the pools'
+# ceil_mode, ...): its default here, so that the family's samples keep their
+# meaning; REF[op] when PyTorch takes it by keyword; its own samples in EXTRA:
+#     DEFAULTS["add"] = {"alpha": 1}
+#     REF["add"] = lambda a, b, alpha: torch.add(a, b, alpha=alpha)
+#     EXTRA["add"] = lambda op: [sample(op, ["args"], [t([2, 3]), t([2, 3])], (a,)) for a in (2, -0.5)]
+# A new dtype is one line of DT (and of EXTREME_INT).
+DEFAULTS = {}
+EXTRA = {}
+
+
+def samples_for(*ops):
+    def reg(fn):
+        for op in ops:
+            SAMPLES[op] = fn
+        return fn
+    return reg
+
+
+def views_and_shapes(op, mk, n, attrs=()):
+    """The layout samples every op gets: empty, 0-dim, sliced, transposed and
+    expanded inputs; mk(shape, dt, v) makes one input, n inputs."""
+    sample(op, ["empty"], [mk([3, 0], "f32", "c") for _ in range(n)], attrs)
+    sample(op, ["empty"], [mk([0], "f32", "c") for _ in range(n)], attrs)
+    sample(op, ["0d"], [mk([], "f32", "c") for _ in range(n)], attrs)
+    for v, tag in (("s", "noncontig"), ("t", "transposed"), ("e", "expanded")):
+        base = [2, 6] if v == "s" else [3, 2] if v == "t" else [2, 3]
+        sample(op, [tag], [mk(base, "f32", v)] + [mk([2, 3], "f32", "c") for _ in range(n - 1)],
+               attrs)
+        if n > 1:
+            sample(op, [tag], [mk([2, 3], "f32", "c")] * (n - 1) + [mk(base, "f32", v)], attrs)
+
+
+def unary(op):
+    for dt in DT:
+        sample(op, ["plain"] if dt == "f32" else ["dtype"], [t([2, 3], dt)])
+    for dt in FLOATS:
+        sample(op, ["extreme"], [T(EXTREME, dt)])
+    for dt, vals in EXTREME_INT.items():
+        sample(op, ["extreme", "dtype"], [T(vals, dt)])
+    sample(op, ["extreme", "dtype"], [T([0, 1], "bool")])
+    views_and_shapes(op, t, 1)
+    sample(op, ["noncontig", "dtype"], [t([2, 6], "i32", "s")])
+    sample(op, ["0d", "extreme"], [T(math.nan)])
+    sample(op, ["large"], [T(ramp([3, 70]), "f32", "t", is_ramp=True)])
+
+
+def binary(op):
+    for dt in DT:
+        sample(op, ["plain"] if dt == "f32" else ["dtype"], [t([2, 3], dt), t([2, 3], dt, lo=1)])
+    for a, b in (("i32", "f32"), ("u8", "i64"), ("bool", "f64"), ("f32", "f64"), ("i64", "f32"),
+                 ("bool", "u8"), ("u8", "i32"), ("f64", "i32"), ("bool", "i32"), ("u8", "i8"),
+                 ("i8", "i16"), ("i16", "f32"), ("i8", "i64")):
+        sample(op, ["promo"], [t([2, 3], a), t([2, 3], b, lo=1)])
+        sample(op, ["promo", "0d"], [t([2, 3], a), t([], b, lo=1)])
+    sample(op, ["bcast"], [t([2, 3]), t([3])])
+    sample(op, ["bcast"], [t([2, 1]), t([1, 3])])
+    sample(op, ["bcast", "dtype"], [t([4, 1, 2], "i64"), t([3, 1], "i64", lo=1)])
+    for dt in FLOATS:
+        e = torch.tensor(EXTREME, dtype=torch.float64)
+        b = torch.tensor([v for v in EXTREME if v == 0 or abs(v) >= 1e-30], dtype=torch.float64)
+        sample(op, ["extreme", "bcast"], [T(e[:, None], dt), T(b[None, :], dt)])
+        sample(op, ["extreme", "denorm"], [T([[1.0], [-2.5], [3e38], [0.0]], dt),
+                                           T([[1e-40, -1e-40, 5e-324, 2e-310]], dt)])
+    for dt, vals in EXTREME_INT.items():
+        # no 0 divisor; no -1 for fmod/remainder/div_mode: INT_MIN % -1 and
+        # INT_MIN / -1 kill torch (SIGFPE)
+        nz = [v for v in vals if v != 0 and (v != -1 or op not in ("fmod", "remainder", "div_mode"))]
+        v = torch.tensor(vals, dtype=torch.float64)
+        sample(op, ["extreme", "dtype", "bcast"], [T(v[:, None], dt), T(torch.tensor(nz)[None, :].double(), dt)])
+    sample(op, ["extreme", "dtype"], [T([[0, 0, 1, 1]], "i32"), T([[0, 1, 0, 1]], "i32")])
+    sample(op, ["extreme", "dtype"], [T([0, 0, 1, 1], "bool"), T([0, 1, 0, 1], "bool")])
+    for dt in ("f32", "i32", "u8", "f64", "bool", "i64"):
+        for s in (2, 2.5, -3, 0.0 if dt in FLOATS else 1, math.inf):
+            sample(op, ["ts"] + ([] if dt == "f32" else ["dtype"]), [t([2, 3], dt, lo=1), S(s)])
+        sample(op, ["st"] + ([] if dt == "f32" else ["dtype"]), [S(3), t([2, 3], dt, lo=1)])
+        sample(op, ["st"] + ([] if dt == "f32" else ["dtype"]), [S(-1.5), t([2, 3], dt, lo=1)])
+    sample(op, ["large", "bcast"], [T(ramp([70, 3]), "f32", "t", is_ramp=True), T(ramp([70]), "f64", is_ramp=True)])
+    sample(op, ["ts", "0d"], [t([], "i32", lo=1), S(2)])
+    sample(op, ["ts", "0d"], [t([], "f32", lo=1), S(2.5)])
+    views_and_shapes(op, lambda s, d, v: t(s, d, v, lo=1), 2)
+
+
+def where(op):
+    for a, b in (("f32", "f32"), ("i32", "f32"), ("i64", "f64"), ("u8", "bool"), ("bool", "bool"),
+                 ("f64", "f64")):
+        sample(op, ["plain" if a == b == "f32" else "promo" if a != b else "dtype"],
+               [t([2, 3], "bool"), t([2, 3], a), t([2, 3], b)])
+    sample(op, ["bcast"], [t([2, 1], "bool"), t([3]), t([2, 3])])
+    sample(op, ["bcast", "0d"], [t([2, 3], "bool"), t([]), t([], "f64")])
+    sample(op, ["extreme"], [T([1, 0, 1, 0], "bool"), T([math.nan, 1, math.inf, -0.0]),
+                             T([0.0, -math.inf, 2, math.nan])])
+    sample(op, ["dtype"], [t([2, 3], "u8"), t([2, 3]), t([2, 3])])
+    sample(op, ["empty"], [t([3, 0], "bool"), t([3, 0]), t([3, 0])])
+    sample(op, ["0d"], [t([], "bool"), t([]), t([])])
+    for v, tag, base in (("s", "noncontig", [2, 6]), ("t", "transposed", [3, 2]),
+                         ("e", "expanded", [2, 3])):
+        sample(op, [tag], [t(base, "bool", v), t(base, "f32", v), t([2, 3])])
+
+
+def lerp(op):
+    sample(op, ["plain"], [t([2, 3]), t([2, 3]), t([2, 3], lo=0, hi=1)])
+    sample(op, ["dtype"], [t([2, 3], "f64"), t([2, 3], "f64"), t([2, 3], "f64", lo=0, hi=1)])
+    sample(op, ["ts"], [t([2, 3]), t([2, 3]), S(0.25)])
+    sample(op, ["ts", "dtype"], [t([2, 3], "f64"), t([2, 3], "f64"), S(0.75)])
+    sample(op, ["ts", "extreme"], [t([2, 3]), t([2, 3]), S(2.5)])
+    sample(op, ["promo"], [t([2, 3]), t([2, 3], "f64"), t([2, 3])])
+    sample(op, ["promo"], [t([2, 3], "i64"), t([2, 3], "i64"), S(0.5)])
+    sample(op, ["bcast"], [t([2, 3]), t([3]), t([2, 1])])
+    sample(op, ["bcast", "0d"], [t([2, 3]), t([2, 3]), t([])])
+    sample(op, ["extreme"], [T(EXTREME), T(list(reversed(EXTREME))), T([0.5] * len(EXTREME))])
+    sample(op, ["extreme"], [T([0.0, 1, math.inf, -math.inf, 3e38]),
+                             T([math.inf, math.nan, 1, 2, -3e38]), T([0.25, 0.5, 0.75, 1.0, 0.6])])
+    views_and_shapes(op, lambda s, d, v: t(s, d, v, lo=0, hi=1), 3)
+
+
+def clamp(op):
+    inf = math.inf
+    for dt in DT:
+        for lo, hi in ((-1, 2), (-1.5, 2.5), (-inf, 1), (0.5, inf), (2, 1), (-inf, inf)):
+            sample(op, ["plain" if dt == "f32" else "dtype", "args"], [t([2, 3], dt)], (lo, hi))
+    for dt in FLOATS:
+        sample(op, ["extreme"], [T(EXTREME, dt)], (-1.0, 1.5))
+        sample(op, ["extreme", "args"], [T(EXTREME, dt)], (math.nan, 1.5))
+        sample(op, ["extreme", "args"], [T(EXTREME, dt)], (-inf, -inf))
+    sample(op, ["extreme", "dtype"], [T(EXTREME_INT["u8"], "u8")], (-5, 300))
+    sample(op, ["extreme", "dtype"], [T(EXTREME_INT["i32"], "i32")], (-7, 2**31 - 1))
+    views_and_shapes(op, t, 1, (-1.5, 1))
+
+
+def cast(op):
+    safe = [0.0, -0.0, 1.0, 2.5, 3.75, 127.0, 0.5, 200.0, 1e-40]
+    for a in DT:
+        for b in DT:
+            vals = [0, 1, 2, 0, 1, 1] if b == "bool" or a == "bool" else rnd([2, 3], a, lo=0, hi=100)
+            sample(op, ["dtype" if a != b else "plain" if a == "f32" else "dtype", "args"],
+                   [T(vals, a)], (b,))
+    for a in FLOATS:
+        for b in ("f32", "f64", "bool"):
+            sample(op, ["extreme", "args"], [T(EXTREME, a)], (b,))
+        for b in ("i16", "i32", "i64", "u8"):
+            sample(op, ["extreme", "args"], [T(safe, a)], (b,))
+    sample(op, ["extreme", "args"], [T(EXTREME_INT["i16"], "i16")], ("i8",))
+    sample(op, ["extreme", "args"], [T(EXTREME_INT["i8"], "i8")], ("u8",))
+    sample(op, ["extreme", "args"], [T(EXTREME_INT["i32"], "i32")], ("u8",))
+    sample(op, ["extreme", "args"], [T(EXTREME_INT["i64"], "i64")], ("i32",))
+    views_and_shapes(op, t, 1, ("i64",))
+
+
+def reduction(op):
+    attrs = {"var": lambda d, k: (d, 1, k), "std": lambda d, k: (d, 1, k)}.get(
+        op, lambda d, k: (d, k))
+    argop = op in ("argmax", "argmin")
+    dimsets = ([], [0], [1], [-1]) if argop else ([], [0], [1], [0, 1], [-1], [-2, -1])
+    for dims in dimsets:
+        for keep in (0, 1):
+            sample(op, ["plain", "args"], [t([2, 3])], attrs(dims, keep))
+    for dt in DT:
+        if dt != "f32":
+            sample(op, ["dtype"], [t([2, 3], dt)], attrs([1], 0))
+            sample(op, ["dtype"], [t([2, 3], dt)], attrs([], 0))
+    sample(op, ["args"], [t([2, 3, 4])], attrs([0, 2] if not argop else [2], 1))
+    sample(op, ["args"], [t([2, 3, 4])], attrs([1] if argop else [2, 0], 0))
+    sample(op, ["args"], [t([3, 40])], attrs([1], 0))
+    for dt in FLOATS:
+        sample(op, ["extreme"], [T(torch.tensor(EXTREME).reshape(2, 13), dt)], attrs([1], 0))
+        sample(op, ["extreme"], [T([[1.0, math.inf, 2], [-math.inf, 3e38, 3e38]], dt)], attrs([1], 0))
+        sample(op, ["extreme"], [T([[-0.0, 0.0, 1e-40], [math.inf, math.inf, 1]], dt)], attrs([1], 0))
+    sample(op, ["extreme", "dtype"], [T([[2**31 - 1, 2**31 - 1, 5], [-2**31, 1, -1]], "i32")],
+           attrs([1], 0))
+    sample(op, ["extreme", "dtype"], [T([[255, 255, 3], [0, 1, 2]], "u8")], attrs([1], 0))
+    for shape, dims in (([3, 0], [1]), ([3, 0], [0]), ([3, 0], []), ([0], []), ([0, 2], [1])):
+        for keep in (0, 1):
+            sample(op, ["empty", "args"], [t(shape)], attrs(dims, keep))
+    for dims in ([], [0], [-1]):
+        sample(op, ["0d", "args"], [t([])], attrs(dims, 0))
+    sample(op, ["0d", "args"], [t([])], attrs([], 1))
+    for v, tag, base in (("s", "noncontig", [2, 6]), ("t", "transposed", [3, 2]),
+                         ("e", "expanded", [2, 3])):
+        for dims in ([0], [1], []):
+            sample(op, [tag], [t(base, "f32", v)], attrs(dims, 0))
+    if op in ("var", "std"):
+        for corr in (0, 2, 3, 5):
+            sample(op, ["args"], [t([2, 3])], (([1], corr, 0)))
+            sample(op, ["args"], [t([2, 3])], (([], corr, 1)))
+    sample(op, ["args"], [t([2, 3])], attrs([2], 0))
+    sample(op, ["args"], [t([2, 3])], attrs([0, 0], 0) if not argop else attrs([-3], 0))
+    for shape, dims in (([2, 1 << 16], [1]), ([1 << 17], []), ([3, 1000], [0]), ([3, 1000], [1])):
+        if argop and len(dims) != 1:
+            continue
+        sample(op, ["large"], [T(ramp(shape), "f32", is_ramp=True)], attrs(dims, 0))
+    sample(op, ["large", "dtype"], [T(ramp([2, 1 << 16]), "f64", is_ramp=True)], attrs([1], 1))
+
+
+for name in ("sum", "mean", "prod", "amax", "amin", "logsumexp", "all", "any", "var", "std",
+             "argmax", "argmin"):
+    SAMPLES[name] = reduction
+SAMPLES.update(where=where, lerp=lerp, clamp=clamp, cast=cast)
+
+
+# Rows with an argument torch takes by keyword: the family's samples at
+# torch's default, then the argument's own (EXTRA).
+def alpha_ref(fn):
+    """An integral alpha is a Python int, as tjit takes it (tj_add_ex);
+    past int64 (1e300) it stays a float, which torch could not hold as an int."""
+    def f(a, b, alpha):
+        whole = float(alpha).is_integer() and abs(alpha) < 2.0**63
+        return fn(a, b, alpha=int(alpha) if whole else alpha)
+    return f
+
+
+def alpha_samples(op):
+    for dt in DT:
+        alphas = (2, -0.5, 0.375, -3, 0, 1e300) if dt in FLOATS else (2, -3, 0, 1.5, 300, -255)
+        for al in alphas:
+            sample(op, ["plain" if dt == "f32" else "dtype", "args"], [t([2, 3], dt), t([2, 3], dt)],
+                   (al,))
+    for a, b, al in (("i32", "f32", -0.5), ("u8", "i64", -3), ("bool", "f64", 2.5), ("u8", "i8", -2),
+                     ("i16", "i8", 3), ("bool", "bool", 1), ("i64", "f32", 1e39), ("bool", "i32", 0.5)):
+        sample(op, ["promo", "args"], [t([2, 3], a), t([2, 3], b)], (al,))
+    sample(op, ["bcast", "args"], [t([2, 3]), t([3])], (-1.5,))
+    sample(op, ["bcast", "args"], [t([2, 1], "i16"), t([1, 3], "i16")], (-4,))
+    for dt, s, al in (("f32", 2.5, 2), ("i32", 3, -2), ("i8", 3, 2.5), ("u8", 2, -1), ("f64", -1.5, 0.25)):
+        sample(op, ["ts", "args"] + ([] if dt == "f32" else ["dtype"]), [t([2, 3], dt), S(s)], (al,))
+    sample(op, ["st", "args"], [S(3), t([2, 3])], (0.5,))
+    for dt in FLOATS:
+        for al in (-0.5, 2, math.inf, math.nan, 3e38):
+            sample(op, ["extreme", "args"], [T(EXTREME, dt), T(list(reversed(EXTREME)), dt)], (al,))
+    for dt, vals in EXTREME_INT.items():
+        for al in (2, -1):
+            sample(op, ["extreme", "dtype", "args"], [T(vals, dt), T(list(reversed(vals)), dt)], (al,))
+    views_and_shapes(op, t, 2, (-2.5,))
+    sample(op, ["large", "bcast", "args"],
+           [T(ramp([70, 3]), "f32", "t", is_ramp=True), T(ramp([70]), "f64", is_ramp=True)], (0.75,))
+
+
+def div_mode_samples(op):
+    """The family ran at trunc; floor over the same kinds, negative operands,
+    integer division by zero (PyTorch raises) and MIN / -1 where torch wraps."""
+    for dt in DT:
+        sample(op, ["plain" if dt == "f32" else "dtype", "args"], [t([2, 3], dt), t([2, 3], dt, lo=1)],
+               ("floor",))
+        if dt != "bool":
+            sample(op, ["dtype", "args"] if dt != "f32" else ["args"],
+                   [T([7, -7, 7, -7, 0, 5], dt), T([2, 2, -2, -2, 3, -5], dt)], ("floor",))
+            sample(op, ["dtype", "args"] if dt != "f32" else ["args"],
+                   [T([7, -7, 7, -7, 0, 5], dt), T([2, 2, -2, -2, 3, -5], dt)], ("trunc",))
+    for dt in INTS:
+        for m in ("trunc", "floor"):
+            sample(op, ["extreme", "dtype", "args"], [T([1, -3, 0], dt), T([0, 0, 0], dt)], (m,))
+            sample(op, ["extreme", "dtype", "args"], [T([1, 4, 9], dt), T([3, 0, 1], dt)], (m,))
+            sample(op, ["ts", "dtype", "args"], [T([1, -3, 0], dt), S(0)], (m,))
+    for dt in ("i8", "i16"):
+        lo = EXTREME_INT[dt][6]
+        for m in ("trunc", "floor"):
+            sample(op, ["extreme", "dtype", "args"], [T([lo, lo, -lo - 1], dt), T([-1, 1, -1], dt)], (m,))
+    for dt in FLOATS:
+        e = torch.tensor(EXTREME, dtype=torch.float64)
+        b = torch.tensor([v for v in EXTREME if v == 0 or abs(v) >= 1e-30], dtype=torch.float64)
+        sample(op, ["extreme", "bcast", "args"], [T(e[:, None], dt), T(b[None, :], dt)], ("floor",))
+        sample(op, ["extreme", "denorm", "args"], [T([[1.0], [-2.5], [3e38], [0.0]], dt),
+                                                   T([[1e-40, -1e-40, 5e-324, 2e-310]], dt)], ("floor",))
+    for a, b in (("i32", "f32"), ("u8", "i8"), ("i64", "f64"), ("bool", "i32")):
+        sample(op, ["promo", "args"], [t([2, 3], a), t([2, 3], b, lo=1)], ("floor",))
+    for s in (2, -2.5, math.inf, -3):
+        sample(op, ["ts", "args"], [t([2, 3]), S(s)], ("floor",))
+        sample(op, ["ts", "dtype", "args"], [t([2, 3], "i64", lo=1), S(s)], ("floor",))
+    sample(op, ["st", "args"], [S(-7), t([2, 3], "i32", lo=1)], ("floor",))
+    sample(op, ["st", "args"], [S(7.5), t([2, 3], lo=1)], ("floor",))
+    sample(op, ["bcast", "args"], [t([2, 1], "i16"), t([1, 3], "i16", lo=1)], ("floor",))
+    views_and_shapes(op, lambda s, d, v: t(s, d, v, lo=1), 2, ("floor",))
+    sample(op, ["large", "bcast", "args"],
+           [T(ramp([70, 3]), "f32", "t", is_ramp=True), T(ramp([70]), "f64", is_ramp=True)], ("floor",))
+
+
+def softplus_samples(op):
+    for beta, th in ((2, 20), (0.5, 1), (-1, 20), (-0.5, 2), (1, 0), (1, -1), (3, 1e-3), (1e-3, 20)):
+        sample(op, ["args"], [t([2, 3])], (beta, th))
+        sample(op, ["args", "dtype"], [t([2, 3], "f64")], (beta, th))
+    for dt in FLOATS:
+        for beta, th in ((2, 5), (-1, 20), (0.5, 30)):
+            sample(op, ["extreme", "args"], [T(EXTREME, dt)], (beta, th))
+    sample(op, ["dtype", "args"], [t([2, 3], "i32")], (2, 1))
+    views_and_shapes(op, t, 1, (-2, 3))
+
+
+DEFAULTS.update(add_alpha={"alpha": 1}, sub_alpha={"alpha": 1}, div_mode={"rounding_mode": "trunc"},
+                softplus={"beta": 1, "threshold": 20})
+REF.update(add_alpha=alpha_ref(torch.add), sub_alpha=alpha_ref(torch.sub),
+           div_mode=lambda a, b, m: torch.div(a, b, rounding_mode=m),
+           softplus=lambda x, beta, threshold: F.softplus(x, beta, threshold))
+SAMPLES.update(add_alpha=binary, sub_alpha=binary, div_mode=binary, softplus=unary)
+EXTRA.update(add_alpha=alpha_samples, sub_alpha=alpha_samples, div_mode=div_mode_samples,
+             softplus=softplus_samples)
+
+
+def each_layout(op, mk, attrs, rest=()):
+    """The op on sliced, transposed and expanded [2,3] views as its first
+    input (rest: the other inputs)."""
+    for v, tag, base in (("s", "noncontig", [2, 6]), ("t", "transposed", [3, 2]),
+                         ("e", "expanded", [2, 3])):
+        sample(op, [tag], [mk(base, "f32", v), *rest], attrs)
+
+
+def dtypes_of(op, shape, attrs):
+    for dt in DT:
+        if dt != "f32":
+            sample(op, ["dtype"], [t(shape, dt)], attrs)
+
+
+@samples_for("reshape")
+def reshape(op):
+    for shape in ([3, 2], [6], [-1], [1, 6, 1], [2, -1], [4, 2], [-1, -1]):
+        sample(op, ["plain", "args"], [t([2, 3])], (shape,))
+    dtypes_of(op, [2, 3], ([6],))
+    sample(op, ["empty", "args"], [t([3, 0])], ([0, 5],))
+    sample(op, ["empty", "args"], [t([3, 0])], ([-1],))
+    sample(op, ["empty", "args"], [t([3, 0])], ([0, -1],))
+    sample(op, ["0d", "args"], [t([])], ([1, 1],))
+    sample(op, ["0d", "args"], [t([1])], ([],))
+    each_layout(op, t, ([6],))
+    each_layout(op, t, ([3, 2],))
+    sample(op, ["extreme"], [T(EXTREME)], ([2, 13],))
+
+
+@samples_for("permute")
+def permute(op):
+    for perm in ([1, 0], [0, 1], [-1, 0], [0, 0]):
+        sample(op, ["plain", "args"], [t([2, 3])], (perm,))
+    sample(op, ["args"], [t([2, 3, 4])], ([2, 0, 1],))
+    sample(op, ["args"], [t([2, 3, 4])], ([1, 0],))
+    dtypes_of(op, [2, 3], ([1, 0],))
+    sample(op, ["empty", "args"], [t([3, 0, 2])], ([2, 1, 0],))
+    sample(op, ["0d", "args"], [t([])], ([],))
+    each_layout(op, t, ([1, 0],))
+    sample(op, ["extreme"], [T(torch.tensor(EXTREME).reshape(2, 13))], ([1, 0],))
+
+
+@samples_for("slice")
+def slice_(op):
+    big = 2**63 - 1
+    for a in ((1, 0, 2, 1), (1, 1, big, 2), (0, -1, big, 1), (1, -2, -1, 1), (1, 5, 9, 1),
+              (1, 2, 1, 1), (-1, 0, 3, 2), (1, -100, 100, 1), (1, 0, 3, 0), (1, 0, 3, -1),
+              (2, 0, 1, 1)):
+        sample(op, ["plain", "args"], [t([2, 3])], a)
+    dtypes_of(op, [2, 3], (1, 1, 3, 1))
+    sample(op, ["empty", "args"], [t([3, 0])], (1, 0, 1, 1))
+    sample(op, ["empty", "args"], [t([3, 0])], (0, 1, 3, 1))
+    sample(op, ["0d", "args"], [t([])], (0, 0, 1, 1))
+    each_layout(op, t, (1, 0, 2, 1))
+    each_layout(op, t, (0, 1, 2, 1))
+    sample(op, ["extreme"], [T(EXTREME)], (0, 1, big, 3))
+
+
+@samples_for("expand")
+def expand(op):
+    for shape in ([2, 3], [4, 2, 3], [-1, 3], [2, -1], [3, 3], [0, 2, 3]):
+        sample(op, ["plain", "args"], [t([2, 3])], (shape,))
+    sample(op, ["bcast", "args"], [t([2, 1])], ([2, 5],))
+    sample(op, ["bcast", "args"], [t([1])], ([3, 0],))
+    sample(op, ["bcast", "args"], [t([1, 3])], ([-1, 3],))
+    dtypes_of(op, [1, 3], ([4, 3],))
+    sample(op, ["empty", "args"], [t([3, 0])], ([2, 3, 0],))
+    sample(op, ["0d", "args"], [t([])], ([2, 2],))
+    sample(op, ["0d", "args"], [t([])], ([],))
+    each_layout(op, t, ([2, 2, 3],))
+    sample(op, ["extreme"], [T(torch.tensor(EXTREME).reshape(26, 1))], ([26, 2],))
+
+
+@samples_for("squeeze")
+def squeeze(op):
+    for dims in ([], [0], [2], [-1], [0, 2], [1]):
+        sample(op, ["plain", "args"], [t([1, 3, 1])], (dims,))
+    dtypes_of(op, [1, 3], ([0],))
+    sample(op, ["empty", "args"], [t([1, 0])], ([],))
+    sample(op, ["empty", "args"], [t([1, 0])], ([1],))
+    sample(op, ["0d", "args"], [t([])], ([],))
+    sample(op, ["0d", "args"], [t([])], ([0],))
+    each_layout(op, t, ([],))
+    sample(op, ["extreme"], [T(torch.tensor(EXTREME).reshape(1, 26))], ([0],))
+
+
+@samples_for("unsqueeze")
+def unsqueeze(op):
+    for d in (0, 1, 2, -1, -3, 3, -4):
+        sample(op, ["plain", "args"], [t([2, 3])], (d,))
+    dtypes_of(op, [2, 3], (1,))
+    sample(op, ["empty", "args"], [t([3, 0])], (1,))
+    sample(op, ["0d", "args"], [t([])], (0,))
+    sample(op, ["0d", "args"], [t([])], (-1,))
+    each_layout(op, t, (1,))
+    sample(op, ["extreme"], [T(EXTREME)], (1,))
+
+
+@samples_for("copy")
+def copy(op):
+    sample(op, ["plain"], [t([2, 3])])
+    dtypes_of(op, [2, 3], ())
+    sample(op, ["extreme"], [T(EXTREME)])
+    sample(op, ["empty"], [t([3, 0])])
+    sample(op, ["0d"], [t([])])
+    each_layout(op, t, ())
+
+
+@samples_for("cat")
+def cat(op):
+    sample(op, ["plain", "args"], [t([2, 3]), t([2, 3])], (0,))
+    sample(op, ["plain", "args"], [t([2, 3]), t([2, 1]), t([2, 2])], (1,))
+    sample(op, ["plain", "args"], [t([2, 3]), t([2, 3])], (-1,))
+    sample(op, ["args"], [t([2, 3])], (0,))
+    sample(op, ["args"], [t([2, 3]), t([3, 3])], (1,))
+    sample(op, ["args"], [t([2, 3]), t([2, 3])], (2,))
+    sample(op, ["args"], [t([2, 3]), t([3])], (0,))
+    for dt in DT:
+        if dt != "f32":
+            sample(op, ["dtype"], [t([2, 3], dt), t([1, 3], dt)], (0,))
+    for a, b in (("i32", "f32"), ("u8", "i64"), ("bool", "f64"), ("f32", "f64")):
+        sample(op, ["promo"], [t([2, 3], a), t([1, 3], b)], (0,))
+    sample(op, ["empty"], [t([3, 0]), t([3, 2])], (1,))
+    sample(op, ["empty"], [t([0, 3]), t([2, 3])], (0,))
+    sample(op, ["empty"], [t([0]), t([2, 3])], (0,))
+    sample(op, ["empty"], [t([0, 3]), t([0, 3])], (0,))
+    sample(op, ["0d"], [t([]), t([])], (0,))
+    sample(op, ["extreme"], [T(EXTREME), T(EXTREME, "f32")], (0,))
+    for v, tag, base in (("s", "noncontig", [2, 6]), ("t", "transposed", [3, 2]),
+                         ("e", "expanded", [2, 3])):
+        sample(op, [tag], [t(base, "f32", v), t([2, 3])], (0,))
+        sample(op, [tag], [t([2, 3]), t(base, "f32", v)], (1,))
+
+
+def index(vals, dt="i64"):
+    return T(vals, dt)
+
+
+@samples_for("gather")
+def gather(op):
+    sample(op, ["plain", "args"], [t([2, 3]), index([[0, 2], [1, 1]])], (1,))
+    sample(op, ["plain", "args"], [t([2, 3]), index([[1, 0, 1]])], (0,))
+    sample(op, ["args"], [t([2, 3]), index([[0], [2]])], (-1,))
+    sample(op, ["args"], [t([2, 3]), index([[0, 3]])], (1,))
+    sample(op, ["args"], [t([2, 3]), index([[0, -1]])], (1,))
+    sample(op, ["args"], [t([2, 3]), index([[0, 1]], "i32")], (1,))
+    sample(op, ["args"], [t([2, 3]), index([[0, 1]])], (2,))
+    dtypes_of2 = [dt for dt in DT if dt != "f32"]
+    for dt in dtypes_of2:
+        sample(op, ["dtype"], [t([2, 3], dt), index([[2, 0], [1, 0]])], (1,))
+    sample(op, ["empty"], [t([3, 0]), index(torch.zeros(3, 0))], (1,))
+    sample(op, ["empty"], [t([2, 3]), index(torch.zeros(2, 0))], (1,))
+    sample(op, ["0d"], [t([]), index(0)], (0,))
+    sample(op, ["extreme"], [T(torch.tensor(EXTREME).reshape(2, 13)), index([[12, 0, 5], [1, 2, 3]])], (1,))
+    for v, tag, base in (("s", "noncontig", [2, 6]), ("t", "transposed", [3, 2]),
+                         ("e", "expanded", [2, 3])):
+        sample(op, [tag], [t(base, "f32", v), index([[0, 2], [1, 1]])], (1,))
+    sample(op, ["expanded"], [t([2, 3]), T([[0, 2, 1], [1, 0, 0]], "i64", "e")], (1,))
+    sample(op, ["transposed"], [t([2, 3]), T([[0, 1], [2, 1], [1, 0]], "i64", "t")], (1,))
+
+
+@samples_for("index_select")
+def index_select(op):
+    sample(op, ["plain", "args"], [t([2, 3]), index([2, 0, 0, 1])], (1,))
+    sample(op, ["plain", "args"], [t([2, 3]), index([1, 0])], (0,))
+    sample(op, ["args"], [t([2, 3]), index([1])], (-1,))
+    sample(op, ["args"], [t([2, 3]), index([3])], (1,))
+    sample(op, ["args"], [t([2, 3]), index([-1])], (1,))
+    sample(op, ["args"], [t([2, 3]), index([0, 2], "i32")], (1,))
+    sample(op, ["args"], [t([2, 3]), index([[0, 1]])], (1,))
+    for dt in DT:
+        if dt != "f32":
+            sample(op, ["dtype"], [t([2, 3], dt), index([2, 1])], (1,))
+    sample(op, ["empty"], [t([3, 0]), index([1, 2])], (0,))
+    sample(op, ["empty"], [t([2, 3]), index(torch.zeros(0))], (1,))
+    sample(op, ["0d"], [t([]), index([0])], (0,))
+    sample(op, ["0d"], [t([2, 3]), index(1)], (0,))
+    sample(op, ["extreme"], [T(EXTREME), index([24, 25, 0, 2])], (0,))
+    for v, tag, base in (("s", "noncontig", [2, 6]), ("t", "transposed", [3, 2]),
+                         ("e", "expanded", [2, 3])):
+        sample(op, [tag], [t(base, "f32", v), index([2, 0])], (1,))
+
+
+@samples_for("pad")
+def pad(op):
+    for pads, v in (([1, 2], 0.0), ([0, 0, 1, 1], 2.5), ([1, 0], -math.inf), ([2, 2, 0, 0], math.nan),
+                    ([-1, 1], 0.0), ([0, 0, 0, 0, 1, 0], 1.0), ([3], 0.0)):
+        sample(op, ["plain", "args"], [t([2, 3])], (pads, v))
+    for dt in DT:
+        if dt != "f32":
+            sample(op, ["dtype"], [t([2, 3], dt)], ([1, 1], 1.0))
+    sample(op, ["dtype", "args"], [t([2, 3], "i32")], ([1, 1], 2.5))
+    sample(op, ["empty"], [t([3, 0])], ([1, 1], 7.0))
+    sample(op, ["empty"], [t([0, 2])], ([1, 1, 1, 0], 7.0))
+    sample(op, ["0d"], [t([])], ([1, 1], 0.0))
+    sample(op, ["extreme"], [T(EXTREME)], ([1, 1], math.inf))
+    each_layout(op, t, ([1, 2, 0, 1], 0.5))
+
+
+@samples_for("flip")
+def flip(op):
+    for dims in ([0], [1], [0, 1], [-1], [], [2], [0, 0]):
+        sample(op, ["plain", "args"], [t([2, 3])], (dims,))
+    dtypes_of(op, [2, 3], ([1],))
+    sample(op, ["empty"], [t([3, 0])], ([0, 1],))
+    sample(op, ["0d"], [t([])], ([],))
+    sample(op, ["0d"], [t([])], ([0],))
+    sample(op, ["extreme"], [T(EXTREME)], ([0],))
+    each_layout(op, t, ([0, 1],))
+
+
+@samples_for("matmul")
+def matmul(op):
+    for a, b in (([2, 3], [3, 4]), ([3], [3]), ([2, 3], [3]), ([3], [3, 4]), ([2, 2, 3], [3, 4]),
+                 ([2, 1, 2, 3], [3, 3, 2]), ([2, 3], [4, 3]), ([], [3]), ([1, 5], [5, 1])):
+        sample(op, ["plain", "bcast" if len(a) > 2 or len(b) > 2 else "args"], [t(a), t(b)])
+    for dt in DT:
+        if dt != "f32":
+            sample(op, ["dtype"], [t([2, 3], dt), t([3, 2], dt)])
+    sample(op, ["promo"], [t([2, 3]), t([3, 2], "f64")])
+    sample(op, ["promo"], [t([2, 3], "i64"), t([3, 2], "i32")])
+    sample(op, ["empty"], [t([2, 0]), t([0, 3])])
+    sample(op, ["empty"], [t([0, 3]), t([3, 2])])
+    sample(op, ["empty"], [t([2, 3]), t([3, 0])])
+    sample(op, ["empty"], [t([0]), t([0])])
+    sample(op, ["0d"], [t([]), t([])])
+    sample(op, ["0d"], [t([]), t([3, 2])])
+    sample(op, ["extreme"], [T([[1.0, math.inf], [math.nan, 0], [3e38, 3e38]]), T([[0.0, 1], [1, 0]])])
+    sample(op, ["extreme"], [T([[1e-40, 1e-40]]), T([[1.0], [1.0]])])
+    for v, tag, base in (("s", "noncontig", [3, 6]), ("t", "transposed", [3, 3]),
+                         ("e", "expanded", [3, 3])):
+        sample(op, [tag], [t(base, "f32", v), t([3, 2])])
+        sample(op, [tag], [t([2, 3]), t(base, "f32", v)])
+
+
+@samples_for("linear")
+def linear(op):
+    sample(op, ["plain"], [t([2, 3]), t([4, 3]), t([4])])
+    sample(op, ["args"], [t([2, 3]), t([4, 3]), None])
+    sample(op, ["bcast"], [t([2, 2, 3]), t([4, 3]), t([4])])
+    sample(op, ["args"], [t([3]), t([4, 3]), t([4])])
+    sample(op, ["args"], [t([2, 3]), t([4, 2]), t([4])])
+    sample(op, ["dtype"], [t([2, 3], "f64"), t([4, 3], "f64"), t([4], "f64")])
+    sample(op, ["dtype"], [t([2, 3], "i64"), t([4, 3], "i64"), None])
+    sample(op, ["promo"], [t([2, 3]), t([4, 3], "f64"), t([4])])
+    sample(op, ["empty"], [t([0, 3]), t([4, 3]), t([4])])
+    sample(op, ["empty"], [t([2, 0]), t([4, 0]), t([4])])
+    sample(op, ["0d"], [t([]), t([4, 3]), t([4])])
+    sample(op, ["extreme"], [T([[math.inf, 0, 1], [math.nan, 1, 1]]), t([2, 3]), T([1.0, -math.inf])])
+    for v, tag, base in (("s", "noncontig", [2, 6]), ("t", "transposed", [3, 2]),
+                         ("e", "expanded", [2, 3])):
+        sample(op, [tag], [t(base, "f32", v), t([4, 3]), t([4])])
+    sample(op, ["transposed"], [t([2, 3]), t([3, 4], "f32", "t"), t([4])])
+
+
+@samples_for("conv2d")
+def conv2d(op):
+    x, w = [1, 2, 5, 5], [3, 2, 3, 3]
+    for s, p, d, gr in (((1, 1), (0, 0), (1, 1), 1), ((2, 2), (1, 1), (1, 1), 1),
+                        ((1, 2), (2, 0), (1, 1), 1), ((1, 1), (1, 1), (2, 2), 1),
+                        ((1, 1), (0, 0), (1, 1), 2), ((0, 1), (0, 0), (1, 1), 1),
+                        ((1, 1), (-1, 0), (1, 1), 1), ((1, 1), (0, 0), (1, 1), 3)):
+        wt = [4, 1, 3, 3] if gr == 2 else w
+        sample(op, ["plain", "args"], [t(x), t(wt), t([wt[0]])], ([*s], [*p], [*d], gr))
+    sample(op, ["args"], [t(x), t(w), None], ([1, 1], [0, 0], [1, 1], 1))
+    sample(op, ["args"], [t([2, 5, 5]), t(w), None], ([1, 1], [0, 0], [1, 1], 1))
+    sample(op, ["args"], [t([1, 2, 2, 2]), t(w), None], ([1, 1], [0, 0], [1, 1], 1))
+    sample(op, ["dtype"], [t(x, "f64"), t(w, "f64"), t([3], "f64")], ([1, 1], [1, 1], [1, 1], 1))
+    sample(op, ["dtype"], [t(x, "i64"), t(w, "i64"), None], ([1, 1], [1, 1], [1, 1], 1))
+    sample(op, ["promo"], [t(x), t(w, "f64"), None], ([1, 1], [1, 1], [1, 1], 1))
+    sample(op, ["empty"], [t([0, 2, 5, 5]), t(w), t([3])], ([1, 1], [0, 0], [1, 1], 1))
+    sample(op, ["empty"], [t([1, 2, 5, 5]), t([0, 2, 3, 3]), None], ([1, 1], [0, 0], [1, 1], 1))
+    sample(op, ["0d"], [t([]), t(w), None], ([1, 1], [0, 0], [1, 1], 1))
+    sample(op, ["extreme"], [T(torch.tensor(EXTREME[:25]).reshape(1, 1, 5, 5)), t([1, 1, 2, 2]), None],
+           ([1, 1], [0, 0], [1, 1], 1))
+    sample(op, ["transposed"], [t([1, 2, 5, 5], "f32", "t"), t(w), None], ([1, 1], [0, 0], [1, 1], 1))
+    sample(op, ["expanded"], [t([1, 2, 5, 5], "f32", "e"), t(w), None], ([1, 1], [0, 0], [1, 1], 1))
+    sample(op, ["noncontig"], [t(x), t([3, 4, 3, 3], "f32", "s"), None], ([1, 1], [0, 0], [1, 1], 1))
+
+
+@samples_for("softmax", "log_softmax")
+def softmax(op):
+    for d in (0, 1, -1, 2, -3):
+        sample(op, ["plain", "args"], [t([2, 3])], (d,))
+    sample(op, ["args"], [t([2, 3, 4])], (1,))
+    sample(op, ["args"], [t([3, 40])], (1,))
+    dtypes_of(op, [2, 3], (1,))
+    sample(op, ["extreme"], [T([[math.inf, 1, 2], [-math.inf, -math.inf, -math.inf],
+                                [math.nan, 0, 1], [3e38, 3e38, -3e38], [100, -100, 0]])], (1,))
+    sample(op, ["extreme"], [T([[math.inf, 1, 2], [-math.inf, 0, 0], [1e-40, 0, -0.0]], "f64")], (1,))
+    sample(op, ["empty"], [t([3, 0])], (1,))
+    sample(op, ["empty"], [t([3, 0])], (0,))
+    sample(op, ["0d"], [t([])], (0,))
+    each_layout(op, t, (1,))
+    each_layout(op, t, (0,))
+
+
+@samples_for("layer_norm")
+def layer_norm(op):
+    sample(op, ["plain"], [t([2, 3]), t([3]), t([3])], (1, 1e-5))
+    sample(op, ["args"], [t([2, 3]), None, None], (1, 1e-5))
+    sample(op, ["args"], [t([2, 3]), t([3]), None], (1, 0.5))
+    sample(op, ["args"], [t([2, 3, 4]), t([3, 4]), t([3, 4])], (2, 1e-5))
+    sample(op, ["args"], [t([2, 3]), t([2, 3]), t([2, 3])], (2, 1e-5))
+    sample(op, ["args"], [t([2, 3]), t([4]), None], (1, 1e-5))
+    sample(op, ["args"], [t([2, 3]), None, None], (3, 1e-5))
+    sample(op, ["args"], [t([3, 40]), None, None], (1, 0.0))
+    sample(op, ["dtype"], [t([2, 3], "f64"), t([3], "f64"), t([3], "f64")], (1, 1e-5))
+    sample(op, ["dtype"], [t([2, 3], "i64"), None, None], (1, 1e-5))
+    sample(op, ["promo"], [t([2, 3]), t([3], "f64"), None], (1, 1e-5))
+    sample(op, ["extreme"], [T([[math.inf, 1, 2], [1, 1, 1], [math.nan, 0, 1], [3e18, -3e18, 0]]),
+                             None, None], (1, 1e-5))
+    sample(op, ["empty"], [t([0, 3]), t([3]), t([3])], (1, 1e-5))
+    sample(op, ["empty"], [t([3, 0]), None, None], (1, 1e-5))
+    sample(op, ["0d"], [t([]), None, None], (0, 1e-5))
+    each_layout(op, t, (1, 1e-5), (None, None))
+    sample(op, ["expanded"], [t([2, 3]), t([2, 3], "f32", "e"), None], (2, 1e-5))
+
+
+@samples_for("rms_norm")
+def rms_norm(op):
+    sample(op, ["plain"], [t([2, 3]), t([3])], (1, 1e-6))
+    sample(op, ["args"], [t([2, 3]), None], (1, 1e-6))
+    sample(op, ["args"], [t([2, 3]), t([3])], (1, 0.5))
+    sample(op, ["args"], [t([2, 3, 4]), t([3, 4])], (2, 1e-6))
+    sample(op, ["args"], [t([2, 3]), None], (3, 1e-6))
+    sample(op, ["args"], [t([3, 40]), None], (1, 0.0))
+    sample(op, ["dtype"], [t([2, 3], "f64"), t([3], "f64")], (1, 1e-6))
+    sample(op, ["promo"], [t([2, 3]), t([3], "f64")], (1, 1e-6))
+    sample(op, ["extreme"], [T([[math.inf, 1, 2], [0, 0, 0], [math.nan, 0, 1], [3e18, -3e18, 0]]),
+                             None], (1, 1e-6))
+    sample(op, ["empty"], [t([0, 3]), t([3])], (1, 1e-6))
+    sample(op, ["empty"], [t([3, 0]), None], (1, 1e-6))
+    sample(op, ["0d"], [t([]), None], (0, 1e-6))
+    each_layout(op, t, (1, 1e-6), (None,))
+
+
+@samples_for("batch_norm")
+def batch_norm(op):
+    var = lambda shape, dt="f32": t(shape, dt, lo=1, hi=3)
+    sample(op, ["plain"], [t([2, 3, 4]), t([3]), var([3]), t([3]), t([3])], (1e-5,))
+    sample(op, ["args"], [t([2, 3]), t([3]), var([3]), None, None], (1e-5,))
+    sample(op, ["args"], [t([2, 3, 2, 2]), t([3]), var([3]), t([3]), None], (0.5,))
+    sample(op, ["args"], [t([2, 3]), t([4]), var([4]), None, None], (1e-5,))
+    sample(op, ["dtype"], [t([2, 3], "f64"), t([3], "f64"), var([3], "f64"), None, None], (1e-5,))
+    sample(op, ["promo"], [t([2, 3]), t([3], "f64"), var([3]), None, None], (1e-5,))
+    sample(op, ["extreme"], [T([[math.inf, 0, math.nan], [1e-40, -0.0, 3e38]]), t([3]),
+                             T([0.0, 1, 2]), None, None], (0.0,))
+    sample(op, ["empty"], [t([0, 3]), t([3]), var([3]), None, None], (1e-5,))
+    sample(op, ["empty"], [t([2, 3, 0]), t([3]), var([3]), None, None], (1e-5,))
+    sample(op, ["0d"], [t([3]), t([]), var([]), None, None], (1e-5,))
+    for v, tag, base in (("s", "noncontig", [2, 6]), ("t", "transposed", [3, 2]),
+                         ("e", "expanded", [2, 3])):
+        sample(op, [tag], [t(base, "f32", v), t([3]), var([3]), None, None], (1e-5,))
+
+
+def pool(op, extra):
+    x = [1, 2, 5, 5]
+    for k, s, p, d in (((2, 2), (2, 2), (0, 0), (1, 1)), ((3, 3), (1, 1), (1, 1), (1, 1)),
+                       ((3, 2), (2, 1), (1, 0), (1, 1)), ((2, 2), (1, 1), (0, 0), (2, 2)),
+                       ((2, 2), (0, 0), (0, 0), (1, 1)), ((2, 2), (2, 2), (2, 2), (1, 1)),
+                       ((6, 6), (1, 1), (0, 0), (1, 1))):
+        if op == "avg_pool2d" and d != (1, 1):
+            continue
+        for e in extra:
+            a = ([*k], [*s], [*p], [*d]) if op != "avg_pool2d" else ([*k], [*s], [*p], e)
+            sample(op, ["plain", "args"], [t(x)], a)
+    a = ([2, 2], [2, 2], [1, 1], [1, 1]) if op != "avg_pool2d" else ([2, 2], [2, 2], [1, 1], 1)
+    sample(op, ["args"], [t([2, 5, 5])], a)
+    sample(op, ["args"], [t([5, 5])], a)
+    for dt in DT:
+        if dt != "f32":
+            sample(op, ["dtype"], [t(x, dt)], a)
+    sample(op, ["extreme"], [T(torch.tensor(EXTREME[:25]).reshape(1, 1, 5, 5))], a)
+    sample(op, ["extreme"], [T(torch.full((1, 1, 2, 2), -math.inf))], a)
+    sample(op, ["empty"], [t([0, 2, 5, 5])], a)
+    sample(op, ["empty"], [t([1, 0, 5, 5])], a)
+    sample(op, ["0d"], [t([])], a)
+    for v, tag, base in (("s", "noncontig", [1, 4, 5, 5]), ("t", "transposed", [1, 2, 5, 5]),
+                         ("e", "expanded", [1, 2, 5, 5])):
+        sample(op, [tag], [t(base, "f32", v)], a)
+
+
+SAMPLES["max_pool2d"] = SAMPLES["max_pool2d_indices"] = lambda op: pool(op, [None])
+SAMPLES["avg_pool2d"] = lambda op: pool(op, [0, 1])
+
+
+def pool_options(op):
+    """ceil_mode (max, its indices, avg) and divisor_override (avg; 0 is
+    none), samples where the row has them: the output rounds up, a last
+    window that would start in the right padding is dropped, ties and NaNs
+    pick the index PyTorch picks."""
+    names = [n for n, _ in ROW[op][4]]
+    if "ceil_mode" not in names:
+        return
+    avg = op == "avg_pool2d"
+    x = [1, 2, 6, 7]
+    for k, s, p, d in (((3, 3), (2, 2), (0, 0), (1, 1)), ((3, 3), (2, 2), (1, 1), (1, 1)),
+                       ((2, 2), (2, 2), (1, 1), (1, 1)), ((6, 6), (2, 2), (0, 0), (1, 1)),
+                       ((2, 3), (3, 2), (1, 1), (1, 2)), ((3, 3), (2, 2), (1, 1), (2, 2))):
+        if avg and d != (1, 1):
+            continue
+        for cip in ((0, 1) if avg else (None,)):
+            a = ([*k], [*s], [*p], cip, 1) if avg else ([*k], [*s], [*p], [*d], 1)
+            sample(op, ["plain", "args"], [t(x)], a)
+    a = ([3, 3], [2, 2], [1, 1], 1, 1) if avg else ([3, 3], [2, 2], [1, 1], [1, 1], 1)
+    for dt in ("f64", "i64", "i32", "u8", "i16"):
+        sample(op, ["dtype", "args"], [t([1, 2, 5, 5], dt)], a)
+    sample(op, ["args"], [t([2, 5, 5])], a)
+    sample(op, ["args", "transposed"], [t([1, 2, 7, 5], "f32", "t")], a)
+    sample(op, ["args", "empty"], [t([0, 2, 5, 5])], a)
+    ties = T(torch.randint(-1, 2, (1, 2, 5, 6)).double())
+    sample(op, ["args", "extreme"], [ties], a)
+    e = torch.tensor(EXTREME[:25]).reshape(1, 1, 5, 5)
+    e[0, 0, :3, :3] = -math.inf
+    sample(op, ["args", "extreme"], [T(e)], a)
+    sample(op, ["args", "large"], [T(torch.randint(-2, 3, (1, 1, 3, 600)).double())],
+           ([2, 3], [1, 2], [0, 1], 1, 1) if avg else ([2, 3], [1, 2], [0, 1], [1, 1], 1))
+    if "divisor_override" in names:
+        for k, s, p, cip, ceil, div in (((3, 3), (2, 2), (1, 1), 1, 0, 5), ((2, 2), (2, 2), (0, 0), 1, 0, -3),
+                                        ((3, 3), (2, 2), (1, 1), 0, 1, 4), ((2, 2), (1, 1), (1, 1), 1, 1, 7),
+                                        ((2, 2), (2, 2), (0, 0), 1, 1, -1), ((2, 2), (2, 2), (0, 0), 1, 0, 1)):
+            sample(op, ["plain", "args"], [t(x)], ([*k], [*s], [*p], cip, ceil, div))
+            sample(op, ["dtype", "args"], [t(x, "i64")], ([*k], [*s], [*p], cip, ceil, div))
+        sample(op, ["dtype", "args"], [t(x, "f64")], ([3, 3], [2, 2], [1, 1], 1, 1, 4))
+
+
+DEFAULTS.update(max_pool2d={"ceil_mode": 0}, max_pool2d_indices={"ceil_mode": 0},
+                avg_pool2d={"ceil_mode": 0, "divisor_override": 0})
+EXTRA.update(max_pool2d=pool_options, max_pool2d_indices=pool_options, avg_pool2d=pool_options)
+
+
+@samples_for("embedding")
+def embedding(op):
+    sample(op, ["plain"], [t([5, 3]), index([0, 4, 2, 2])])
+    sample(op, ["args"], [t([5, 3]), index([[0, 1], [4, 3]])])
+    sample(op, ["args"], [t([5, 3]), index([5])])
+    sample(op, ["args"], [t([5, 3]), index([-1])])
+    sample(op, ["args"], [t([5, 3]), index([1, 2], "i32")])
+    sample(op, ["args"], [t([5, 3]), index([1.0, 2.0], "f32")])
+    for dt in DT:
+        if dt != "f32":
+            sample(op, ["dtype"], [t([5, 3], dt), index([3, 1])])
+    sample(op, ["extreme"], [T(torch.tensor(EXTREME[:24]).reshape(8, 3)), index([7, 0, 3])])
+    sample(op, ["empty"], [t([5, 3]), index(torch.zeros(0))])
+    sample(op, ["empty"], [t([5, 0]), index([1, 2])])
+    sample(op, ["0d"], [t([5, 3]), index(2)])
+    for v, tag, base in (("s", "noncontig", [5, 6]), ("t", "transposed", [3, 5]),
+                         ("e", "expanded", [5, 3])):
+        sample(op, [tag], [t(base, "f32", v), index([0, 4, 1])])
+    sample(op, ["expanded"], [t([5, 3]), T([[0, 1, 2], [3, 4, 0]], "i64", "e")])
+
+
+@samples_for("sdpa")
+def sdpa(op):
+    q, k, v = [2, 3, 4], [2, 5, 4], [2, 5, 2]
+    for causal, scale in ((0, 0.0), (1, 0.0), (0, 0.25), (1, 2.0)):
+        sample(op, ["plain", "args"], [t(q), t(k), t(v), None], (causal, scale))
+    sample(op, ["args"], [t(q), t(k), t(v), T(rnd([3, 5], "bool"), "bool")], (0, 0.0))
+    sample(op, ["args", "bcast"], [t(q), t(k), t(v), t([1, 5])], (0, 0.0))
+    sample(op, ["args"], [t([3, 4]), t([3, 4]), t([3, 4]), None], (1, 0.0))
+    sample(op, ["bcast"], [t([2, 2, 3, 4]), t([2, 5, 4]), t([2, 5, 2]), None], (0, 0.0))
+    sample(op, ["dtype"], [t(q, "f64"), t(k, "f64"), t(v, "f64"), None], (0, 0.0))
+    sample(op, ["dtype"], [t(q, "i64"), t(k, "i64"), t(v, "i64"), None], (0, 0.0))
+    sample(op, ["promo"], [t(q), t(k, "f64"), t(v), None], (0, 0.0))
+    sample(op, ["extreme"], [T([[[math.inf, 0]], [[1e30, 1]]]), T([[[1.0, 0], [0, 1]], [[1, 1], [3e38, 0]]]),
+                             t([2, 2, 2]), None], (0, 0.0))
+    sample(op, ["extreme", "args"], [t(q), t(k), t(v), T(torch.zeros(3, 5), "bool")], (0, 0.0))
+    sample(op, ["empty"], [t([2, 0, 4]), t(k), t(v), None], (0, 0.0))
+    sample(op, ["empty"], [t(q), t([2, 0, 4]), t([2, 0, 2]), None], (0, 0.0))
+    sample(op, ["0d"], [t([]), t(k), t(v), None], (0, 0.0))
+    for vw, tag, base in (("s", "noncontig", [2, 6, 4]), ("t", "transposed", [2, 4, 3]),
+                          ("e", "expanded", [2, 3, 4])):
+        sample(op, [tag], [t(base, "f32", vw), t(k), t(v), None], (0, 0.0))
+        mask = {"s": [3, 10], "t": [5, 3], "e": [3, 5]}[vw]
+        sample(op, [tag], [t(q), t(k), t(v), t(mask, "f32", vw)], (0, 0.0))
+
+
+@samples_for("cross_entropy")
+def cross_entropy(op):
+    x, y = [4, 3], index([0, 2, 1, 2])
+    for red in ("mean", "sum", "none"):
+        for ii, ls in ((-100, 0.0), (1, 0.0), (-100, 0.2), (2, 0.1)):
+            sample(op, ["plain", "args"], [t(x), y, None], (red, ii, ls))
+        sample(op, ["args"], [t(x), y, t([3], lo=1)], (red, -100, 0.0))
+        sample(op, ["args"], [t(x), y, t([3], lo=1)], (red, 1, 0.3))
+        sample(op, ["args"], [t(x), T(torch.softmax(rnd(x), 1)), None], (red, -100, 0.0))
+        sample(op, ["args"], [t(x), T(torch.softmax(rnd(x), 1)), t([3], lo=1)], (red, -100, 0.1))
+        sample(op, ["args"], [t([2, 3, 2, 2]), index([[[0, 1], [2, 2]], [[1, 1], [0, -100]]]), None],
+               (red, -100, 0.0))
+        sample(op, ["args"], [t([3]), index(1), None], (red, -100, 0.0))
+    sample(op, ["args"], [t(x), index([0, 3, 1, 2]), None], ("mean", -100, 0.0))
+    sample(op, ["args"], [t(x), index([0, 2, 1]), None], ("mean", -100, 0.0))
+    sample(op, ["args"], [t(x), index([0, 2, 1, 2], "i32"), None], ("mean", -100, 0.0))
+    sample(op, ["args"], [t(x), index([1, 1, 1, 1]), None], ("mean", 1, 0.0))
+    sample(op, ["dtype"], [t(x, "f64"), y, None], ("mean", -100, 0.0))
+    sample(op, ["dtype"], [t(x, "i64"), y, None], ("mean", -100, 0.0))
+    sample(op, ["extreme"], [T([[math.inf, 0, 1], [-math.inf, 0, 1], [math.nan, 0, 0], [1e30, -1e30, 0]]),
+                             y, None], ("none", -100, 0.0))
+    sample(op, ["extreme"], [T([[100.0, -100, 0], [-1e4, 0, 1e4], [0, 0, 0], [88, 89, 90]]), y, None],
+           ("none", -100, 0.0))
+    sample(op, ["empty"], [t([0, 3]), index(torch.zeros(0)), None], ("mean", -100, 0.0))
+    sample(op, ["empty"], [t([0, 3]), index(torch.zeros(0)), None], ("sum", -100, 0.0))
+    sample(op, ["empty"], [t([0, 3]), index(torch.zeros(0)), None], ("none", -100, 0.0))
+    sample(op, ["0d"], [t([3]), index(2), None], ("none", -100, 0.0))
+    for vw, tag, base in (("s", "noncontig", [4, 6]), ("t", "transposed", [3, 4]),
+                          ("e", "expanded", [4, 3])):
+        sample(op, [tag], [t(base, "f32", vw), y, None], ("mean", -100, 0.0))
+
+
+@samples_for("scalar")
+def scalar(op):
+    # a wrapped number: i64, f64 or bool only (fe_wrap_scalar), f32 refused
+    for v in (2.5, -3, 0.0, -0.0, 1e-40, math.inf, math.nan, 3e38, 300, 1):
+        for dt in ("f64", "i64", "bool"):
+            if dt == "f64" or isinstance(v, int):
+                sample(op, ["plain" if dt == "f64" else "dtype", "0d"], [], (v, dt))
+
+
+@samples_for("full")
+def full(op):
+    for shape in ([2, 3], [], [3, 0], [0], [4]):
+        sample(op, ["plain" if shape else "0d", "args"] + (["empty"] if 0 in shape else []), [],
+               (shape, 2.5, "f32"))
+    for dt in DT:
+        sample(op, ["dtype", "args"], [], ([2, 2], 1 if dt == "bool" else 7, dt))
+    for v in (math.inf, -math.inf, math.nan, -0.0, 1e-40, 3e38):
+        sample(op, ["extreme", "args"], [], ([2], v, "f32"))
+    sample(op, ["args"], [], ([-1, 2], 1.0, "f32"))
+
+
+@samples_for("arange")
+def arange(op):
+    for a in ((0, 5, 1), (1, 2, 0.25), (5, 0, -1), (0, 1, 0.3), (0, 0, 1), (0, 5, -1), (0, 5, 0),
+              (-3, 3, 2), (0.5, 3.7, 1)):
+        for dt in ("f32", "f64", "i64", "i32"):
+            sample(op, ["plain" if dt == "f32" else "dtype", "args"], [], (*a, dt))
+    sample(op, ["extreme", "args"], [], (0, math.inf, 1, "f32"))
+    sample(op, ["extreme", "args"], [], (0, math.nan, 1, "f32"))
+    sample(op, ["empty", "args"], [], (3, 3, 1, "f32"))
+
+
+def main():
+    global ROW
+    read_ops_def()
+    ROW = {r[0]: r for r in ROWS}
+    by_kind = {"UNARY": unary, "BINARY": binary}
+    tols = []
+    for name, kind, *_ in ROWS:
+        fn = SAMPLES.get(name) or by_kind.get(kind)
+        if fn is None:
+            print(f"opinfo: no samples for {name} (tests/golden/opinfo/known.txt must exempt it)")
+            continue
+        n0 = len(lines)
+        fn(name)
+        if name in EXTRA:
+            EXTRA[name](name)
+        tols.append("tol %s %g %g %g %g" % (name, *TOL.get(name, TOL_DEFAULT)))
+        print(f"  {name}: {len(lines) - n0}")
+    g.save("want", torch.tensor(want, dtype=torch.float64))
+    g.save("in", torch.tensor(inputs, dtype=torch.float64))
+    with open(os.path.join(g.dir, "cases.txt"), "w") as f:
+        f.write("# generated by scripts/golden/opinfo.py: the format is described there\n")
+        f.write("# kinds: " + " ".join(KINDS) + "\n")
+        f.write("\n".join(tols + lines) + "\n")
+    for e in sorted(set(TYPE_ERRORS)):
+        print("  TypeError", e)
+    print(f"opinfo: {len(lines)} samples")
+    g.done()
+
+
+if __name__ == "__main__":
+    main()
