@@ -48,6 +48,8 @@ struct ag_node {
     bool released;           /* saved values dropped by a backward */
     int walk;                /* during a backward: 1 + its index in the walk; else 0 */
     tj_tensor *out;          /* detached header of the result */
+    const fe_ag_compiled *compiled;   /* a compiled call's node: its backward ... */
+    void *cctx;              /* ... and its state; in[] holds the call's arguments */
     unsigned out_version;
     int nin;
     ag_input in[];
@@ -125,6 +127,8 @@ static void node_release(ag_node *n)
     if (!n || atomic_fetch_sub_explicit(&n->refs, 1, memory_order_acq_rel) != 1)
         return;
     node_drop_saved(n);
+    if (n->compiled)
+        n->compiled->release(n->cctx);
     for (int k = 0; k < n->nin; k++) {
         node_release(n->in[k].fn);
         tj_release(n->in[k].leaf);
@@ -186,6 +190,64 @@ tj_tensor *fe_ag_record(ir_op op, tj_tensor *const *in, int nin, const ir_attrs 
     node_release(rm->fn);   /* r is fresh: none, but keep the invariant */
     rm->fn = n;
     return r;
+}
+
+tj_tensor *fe_ag_record_compiled(tj_tensor *r, tj_tensor *const *saved, int nsaved,
+                                 const fe_ag_compiled *kind, void *ctx)
+{
+    ag_node *n = calloc(1, sizeof *n + (size_t)nsaved * sizeof n->in[0]);
+    ag_meta *rm = n ? meta_get(r) : NULL;
+    if (!n || !rm) {
+        free(n);
+        kind->release(ctx);
+        if (!rt_has_error())
+            rt_error("tj_call: out of memory recording a gradient");
+        return NULL;
+    }
+    atomic_init(&n->refs, 1);
+    n->op = IR_NUM_OPS;   /* no row of ops.def: the compiled kind */
+    n->compiled = kind;
+    n->cctx = ctx;
+    n->seq = atomic_fetch_add(&node_seq, 1) + 1;
+    n->nin = nsaved;
+    bool ok = (n->out = detached(r)) != NULL;
+    n->out_version = version_of(r);
+    for (int k = 0; k < nsaved && ok; k++) {
+        /* the argument itself (not a detached view): the backward runs on it */
+        n->in[k].saved = tj_retain(saved[k]);
+        n->in[k].version = version_of(saved[k]);
+    }
+    if (!ok) {
+        node_release(n);
+        return NULL;
+    }
+    node_release(rm->fn);
+    rm->fn = n;
+    return r;
+}
+
+/* A compiled call's node: its backward plan on the saved arguments, with
+ * grad mode on (the backward is traced from the model's tape). */
+static int run_compiled(ag_node *n, tj_tensor *g)
+{
+    char d[64];
+    for (int k = 0; k < n->nin; k++) {
+        const tj_tensor *s = n->in[k].saved;
+        if (version_of(s) != n->in[k].version) {
+            rt_error("backward: argument %d of a compiled call (%s) was modified in place "
+                     "after the call (version %u, saved at %u)", k, tj_describe(s, d, sizeof d),
+                     version_of(s), n->in[k].version);
+            return -1;
+        }
+    }
+    tj_tensor *saved[FE_MAX_INPUTS];
+    for (int k = 0; k < n->nin; k++)
+        saved[k] = n->in[k].saved;
+    int depth = no_grad_depth;
+    no_grad_depth = 0;
+    int rc = n->compiled->run(n->cctx, saved, n->nin, g);
+    no_grad_depth = depth;
+    return rc;
 }
 
 int fe_ag_check_inplace(const tj_tensor *dst, const char *what)
@@ -394,9 +456,12 @@ static int run_node(walk *w, int i)
     char d[64];
     if (n->released) {
         rt_error("backward: the graph through %s was already used by a backward and freed "
-                 "(double backward is not supported)", ir_ops[n->op].name);
+                 "(double backward is not supported)",
+                 n->compiled ? "a compiled call" : ir_ops[n->op].name);
         return -1;
     }
+    if (n->compiled)
+        return run_compiled(n, w->grads[i]);
     for (int k = 0; k < n->nin; k++) {
         const tj_tensor *s = n->in[k].saved;
         if (s && n->in[k].need && version_of(s) != n->in[k].version) {

@@ -68,6 +68,19 @@ extern const ag_rule *const ag_rules[IR_NUM_OPS];
  * scope) when out of memory. */
 tj_tensor *fe_ag_record(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
                         tj_tensor *r);
+/* A compiled backward (compile.c): given the saved tensors of a compiled
+ * call and the gradient g of its result, sends the gradients to the leaves
+ * (accumulating into .grad). Runs with grad mode on. 0 or -1 (error set). */
+typedef struct fe_ag_compiled {
+    int (*run)(void *ctx, tj_tensor *const *saved, int nsaved, tj_tensor *g);
+    void (*release)(void *ctx);   /* drops the node's hold on ctx */
+} fe_ag_compiled;
+/* Puts r (a compiled call's result, a fresh tensor) on the tape as a node of
+ * the compiled-backward kind: it holds saved[0..nsaved) (retained, their
+ * versions checked at backward) and ctx (one hold, released with the node;
+ * also on failure). Returns r, or NULL (error set). */
+tj_tensor *fe_ag_record_compiled(tj_tensor *r, tj_tensor *const *saved, int nsaved,
+                                 const fe_ag_compiled *kind, void *ctx);
 /* Whether t requires grad (a leaf marked so, or made by a recorded op). */
 bool fe_ag_requires_grad(const tj_tensor *t);
 /* An in-place write to dst is about to happen: fails (-1, error set) when dst

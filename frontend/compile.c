@@ -97,6 +97,8 @@ struct tj_compiled {
     int nlog, logcap;
     bool limit_logged;
     atomic_ulong calls, eager_calls;
+    fe_aot *aot[FE_MAX_RESULTS];   /* per result: its compiled backward (aot.c), made
+                                    * on the first call in grad mode that needs it */
 };
 
 /* ---- guards ------------------------------------------------------------------ */
@@ -322,28 +324,34 @@ static void dump_graph(const tj_compiled *c, const ir_graph *g)
  * without a graph break (the caller runs it eagerly to report the error). */
 /* Runs the model function: its results in outs[0..n) (the current scope's);
  * n, or -1 with an error set. */
-static int run_fn(const tj_compiled *c, tj_tensor *const *args, int nargs, tj_tensor **outs, int max)
+int fe_run_model(tj_model_fn fn, tj_model_multi_fn mfn, void *ctx, const char *name,
+                 tj_tensor *const *args, int nargs, tj_tensor **outs, int max)
 {
-    if (c->mfn) {
-        int n = c->mfn(c->ctx, args, nargs, outs, max);
+    if (mfn) {
+        int n = mfn(ctx, args, nargs, outs, max);
         if (n > max) {
-            rt_error("%s: the model returned %d results, at most %d fit", c->name, n, max);
+            rt_error("%s: the model returned %d results, at most %d fit", name, n, max);
             return -1;
         }
         for (int k = 0; k < n; k++)
             if (!outs[k]) {
                 if (!rt_has_error())
-                    rt_error("%s: result %d of the model is NULL", c->name, k);
+                    rt_error("%s: result %d of the model is NULL", name, k);
                 return -1;
             }
         if (n < 0 && !rt_has_error())
-            rt_error("%s: the model failed without a message", c->name);
+            rt_error("%s: the model failed without a message", name);
         return n;
     }
-    outs[0] = c->fn(c->ctx, args, nargs);
+    outs[0] = fn(ctx, args, nargs);
     if (!outs[0] && !rt_has_error())
-        rt_error("%s: the model returned NULL without a message", c->name);
+        rt_error("%s: the model returned NULL without a message", name);
     return outs[0] ? 1 : -1;
+}
+
+static int run_fn(const tj_compiled *c, tj_tensor *const *args, int nargs, tj_tensor **outs, int max)
+{
+    return fe_run_model(c->fn, c->mfn, c->ctx, c->name, args, nargs, outs, max);
 }
 
 /* The index of t among e's concrete tensors, or -1. */
@@ -649,6 +657,8 @@ void tj_compiled_free(tj_compiled *c)
     for (int i = 0; i < c->nlog; i++)
         free(c->log[i]);
     free(c->log);
+    for (int k = 0; k < FE_MAX_RESULTS; k++)
+        fe_aot_release(c->aot[k]);
     pthread_mutex_destroy(&c->lock);
     free(c);
 }
@@ -683,8 +693,20 @@ static int write_back(const entry *e, tj_tensor *const *args, tj_tensor *const *
     return 0;
 }
 
-static int run_entry(const tj_compiled *c, entry *e, tj_tensor *const *args, int nargs,
+static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs,
                      tj_tensor **outs, int max);
+
+/* Puts result k (r) of a call on args on the tape with its compiled backward
+ * (aot.c), made on first need. 0 or -1. */
+static int attach_backward(tj_compiled *c, int k, tj_tensor *r, tj_tensor *const *args, int nargs)
+{
+    pthread_mutex_lock(&c->lock);
+    if (!c->aot[k])
+        c->aot[k] = fe_aot_new(c->fn, c->mfn, c->ctx, c->name, k);
+    fe_aot *a = c->aot[k];
+    pthread_mutex_unlock(&c->lock);
+    return a && fe_aot_attach(a, r, args, nargs) ? 0 : -1;
+}
 
 /* One call: the results in outs[0..n) (in the current scope); n or -1. */
 static int call_once(tj_compiled *c, tj_tensor *const *args, int nargs, tj_tensor **outs, int max)
@@ -733,11 +755,19 @@ static int call_once(tj_compiled *c, tj_tensor *const *args, int nargs, tj_tenso
 }
 
 /* Runs entry e's graph: n results, -1 with an error, -2 when e is eager. */
-static int run_entry(const tj_compiled *c, entry *e, tj_tensor *const *args, int nargs,
+static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs,
                      tj_tensor **outs, int max)
 {
     if (!e->g)
         return -2;
+    bool grad = false;   /* the results go on the tape: a weight requires grad */
+    if (tj_grad_enabled()) {
+        for (int k = 0; k < nargs; k++)
+            if (fe_ag_requires_grad(args[k]))
+                return -2;   /* gradients of arguments: eager (not compiled yet) */
+        for (int k = 0; k < e->ncaps; k++)
+            grad |= fe_ag_requires_grad(e->caps[k].t);
+    }
     if (e->nresults > max) {
         rt_error("tj_call(%s): the model returns %d results, room for %d%s", c->name, e->nresults,
                  max, max == 1 ? " (use tj_call_multi)" : "");
@@ -771,6 +801,9 @@ static int run_entry(const tj_compiled *c, entry *e, tj_tensor *const *args, int
             tj_release(all[k]);
     }
     free(all);
+    for (int k = 0; rc == 0 && grad && k < e->nresults; k++)
+        if (ir_dtype_is_float(outs[k]->dtype) && attach_backward(c, k, outs[k], args, nargs) != 0)
+            rc = -1;
     return rc == 0 ? e->nresults : -1;
 }
 
@@ -883,7 +916,19 @@ int tj_compiled_stats_get(const tj_compiled *c, tj_compiled_stats *out)
         sc_plans_info(last->plans, &pi);
         sc_plans_mem(last->plans, &pm);
     }
+    const tj_compiled *bwd[FE_MAX_RESULTS];
+    for (int k = 0; k < FE_MAX_RESULTS; k++)
+        bwd[k] = fe_aot_compiled(m->aot[k]);   /* held until c is freed */
     pthread_mutex_unlock(&m->lock);
+    for (int k = 0; k < FE_MAX_RESULTS; k++) {
+        tj_compiled_stats b;
+        if (bwd[k] && tj_compiled_stats_get(bwd[k], &b) == 0) {
+            out->backward.graphs += b.graphs;
+            out->backward.breaks += b.breaks;
+            out->backward.calls += b.calls;
+            out->backward.eager_calls += b.eager_calls;
+        }
+    }
     out->plan.compiled = pi.compiled;
     snprintf(out->plan.why, sizeof out->plan.why, "%s", pi.why);
     out->plan.kernels = pi.kernels;

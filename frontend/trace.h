@@ -71,6 +71,22 @@ tj_tensor *fe_trace_arg(fe_trace *tr, ir_node *n, const ir_type *ex);
  * its param, made on first meeting); NULL on error. */
 ir_node *fe_trace_value(fe_trace *tr, tj_tensor *x);
 
+/* Runs a model function (compile.c): its results in outs[0..n) (the current
+ * scope's); n, or -1 with an error set. */
+int fe_run_model(tj_model_fn fn, tj_model_multi_fn mfn, void *ctx, const char *name,
+                 tj_tensor *const *args, int nargs, tj_tensor **outs, int max);
+
+/* ---- the backward of compiled calls (aot.c) -------------------------------------- */
+typedef struct fe_aot fe_aot;
+/* The backward state of result k of a compiled model (one hold); NULL on error. */
+fe_aot *fe_aot_new(tj_model_fn fn, tj_model_multi_fn mfn, void *ctx, const char *name, int k);
+void fe_aot_release(fe_aot *a);
+/* Puts r, result k of a compiled call on args, on the tape (compiled kind);
+ * r, or NULL with an error set. */
+tj_tensor *fe_aot_attach(fe_aot *a, tj_tensor *r, tj_tensor *const *args, int nargs);
+/* The backward's compiled handle (for stats and explain). */
+const tj_compiled *fe_aot_compiled(const fe_aot *a);
+
 /* ---- writes (trace_effects.c) ---------------------------------------------------- */
 /* dst <- value (value has dst's type): later reads of dst in this trace see
  * value, and the call writes it back when dst outlives the call. */

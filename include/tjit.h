@@ -530,6 +530,15 @@ typedef struct tj_compiled_stats {
         int64_t peak_bytes;     /* the sum: the most one call holds at once */
         int buffers;            /* buffers it allocates: intermediates and outputs */
     } plan;
+    /* The compiled backward (docs/training.md): made for a result the first
+     * time a call in grad mode had a weight that requires grad, traced at
+     * the first tj_backward through it. Counts summed over the results. */
+    struct {
+        int graphs;             /* signatures traced as backward graphs */
+        int breaks;             /* signatures whose backward runs eagerly */
+        unsigned long calls;    /* backward runs */
+        unsigned long eager_calls;
+    } backward;
 } tj_compiled_stats;
 
 /* Fills out (thread-safe). 0, or -1 with an error when c is NULL (out zeroed). */

@@ -1,0 +1,251 @@
+/* test_aot.c - the compiled backward (frontend/aot.c): tj_backward through
+ * the result of tj_call runs a compiled backward graph whose gradients equal
+ * eager autograd's; it is traced once, never built in no-grad mode, and
+ * misuse (a second backward, an argument changed in place) is an error.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "util.h"
+
+/* A two-layer MLP with its weights reached through ctx. */
+typedef struct mlp {
+    tj_tensor *w1, *b1, *w2;
+} mlp;
+
+static tj_tensor *mlp_fn(void *ctx, tj_tensor *const *args, int nargs)
+{
+    mlp *m = ctx;
+    (void)nargs;
+    tj_tensor *h = tj_tanh(tj_add(tj_matmul(args[0], m->w1), m->b1));
+    return tj_matmul(tj_relu(h), m->w2);
+}
+
+/* Two results: the hidden layer and the output. */
+static int mlp_multi(void *ctx, tj_tensor *const *args, int nargs, tj_tensor **outs, int max)
+{
+    mlp *m = ctx;
+    (void)nargs;
+    (void)max;
+    outs[0] = tj_tanh(tj_add(tj_matmul(args[0], m->w1), m->b1));
+    outs[1] = tj_matmul(outs[0], m->w2);
+    return 2;
+}
+
+static void mlp_init(mlp *m, bool grad)
+{
+    m->w1 = tj_randn(TJ_F32, 2, (int64_t[]){16, 32});
+    m->b1 = tj_randn(TJ_F32, 1, (int64_t[]){32});
+    m->w2 = tj_randn(TJ_F32, 2, (int64_t[]){32, 4});
+    assert_int_equal(tj_requires_grad(m->w1, grad), 0);
+    assert_int_equal(tj_requires_grad(m->b1, grad), 0);
+    assert_int_equal(tj_requires_grad(m->w2, grad), 0);
+}
+
+static void mlp_free(mlp *m)
+{
+    tj_release(m->w1);
+    tj_release(m->b1);
+    tj_release(m->w2);
+}
+
+/* The loss on top of the model's result: eager ops after the compiled call. */
+static tj_tensor *loss_of(tj_tensor *y) { return tj_sum(tj_mul(y, y), NULL, 0, false); }
+
+/* The gradients of the weights (copies, in the current scope), then zeroed. */
+static void take_grads(mlp *m, tj_tensor **g)
+{
+    tj_tensor *w[3] = {m->w1, m->b1, m->w2};
+    for (int k = 0; k < 3; k++) {
+        assert_non_null(tj_grad(w[k]));
+        g[k] = tj_contiguous(tj_mul(tj_grad(w[k]), tj_full(TJ_F32, 0, NULL, 1.0)));
+        tj_zero_grad(w[k]);
+    }
+}
+
+static void test_mlp_grads(void **state)
+{
+    (void)state;
+    tj_scope_begin();
+    tj_manual_seed(7);
+    mlp m;
+    mlp_init(&m, true);
+    tj_compiled *c = tj_compile(mlp_fn, &m, &(tj_compile_options){.name = "mlp"});
+    for (int step = 0; step < 3; step++) {
+        tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){8, 16});
+        tj_tensor *want[3], *got[3];
+        assert_int_equal(tj_backward(loss_of(mlp_fn(&m, &x, 1))), 0);
+        take_grads(&m, want);
+        tj_tensor *y = tj_call(c, &x, 1);
+        assert_non_null(y);
+        assert_true(tj_get_requires_grad(y));
+        assert_int_equal(tj_backward(loss_of(y)), 0);
+        take_grads(&m, got);
+        for (int k = 0; k < 3; k++)
+            tu_assert_close(got[k], want[k], 1e-5, 1e-5);
+    }
+    tj_compiled_stats s;
+    assert_int_equal(tj_compiled_stats_get(c, &s), 0);
+    assert_int_equal(s.graphs, 1);
+    assert_int_equal(s.backward.graphs, 1);   /* traced once, run three times */
+    assert_int_equal(s.backward.breaks, 0);
+    assert_int_equal((int)s.backward.calls, 3);
+    assert_int_equal((int)s.backward.eager_calls, 0);
+    tj_compiled_free(c);
+    mlp_free(&m);
+    tj_scope_end();
+}
+
+/* Gradients accumulate into .grad across backwards, as eagerly. */
+static void test_accumulates(void **state)
+{
+    (void)state;
+    tj_scope_begin();
+    tj_manual_seed(8);
+    mlp m;
+    mlp_init(&m, true);
+    tj_compiled *c = tj_compile(mlp_fn, &m, NULL);
+    tj_tensor *x1 = tj_randn(TJ_F32, 2, (int64_t[]){8, 16});
+    tj_tensor *x2 = tj_randn(TJ_F32, 2, (int64_t[]){8, 16});
+    tj_tensor *want[3], *got[3];
+    assert_int_equal(tj_backward(loss_of(mlp_fn(&m, &x1, 1))), 0);
+    assert_int_equal(tj_backward(loss_of(mlp_fn(&m, &x2, 1))), 0);
+    take_grads(&m, want);
+    assert_int_equal(tj_backward(loss_of(tj_call(c, &x1, 1))), 0);
+    assert_int_equal(tj_backward(loss_of(tj_call(c, &x2, 1))), 0);
+    take_grads(&m, got);
+    for (int k = 0; k < 3; k++)
+        tu_assert_close(got[k], want[k], 1e-5, 1e-5);
+    tj_compiled_free(c);
+    mlp_free(&m);
+    tj_scope_end();
+}
+
+/* Each result of a multi-result model has its own backward. */
+static void test_multi(void **state)
+{
+    (void)state;
+    tj_scope_begin();
+    tj_manual_seed(9);
+    mlp m;
+    mlp_init(&m, true);
+    tj_compiled *c = tj_compile_multi(mlp_multi, &m, NULL);
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){8, 16});
+    tj_tensor *want[3], *got[3], *r[2];
+    assert_int_equal(mlp_multi(&m, &x, 1, r, 2), 2);
+    assert_int_equal(tj_backward(tj_add(loss_of(r[0]), loss_of(r[1]))), 0);
+    take_grads(&m, want);
+    assert_int_equal(tj_call_multi(c, &x, 1, r, 2), 2);
+    assert_int_equal(tj_backward(tj_add(loss_of(r[0]), loss_of(r[1]))), 0);
+    take_grads(&m, got);
+    for (int k = 0; k < 3; k++)
+        tu_assert_close(got[k], want[k], 1e-5, 1e-5);
+    tj_compiled_stats s;
+    assert_int_equal(tj_compiled_stats_get(c, &s), 0);
+    assert_int_equal(s.backward.graphs, 2);
+    tj_compiled_free(c);
+    mlp_free(&m);
+    tj_scope_end();
+}
+
+/* No grad mode, or no weight requiring grad: nothing goes on the tape and no
+ * backward is made (inference unchanged). */
+static void test_no_grad(void **state)
+{
+    (void)state;
+    tj_scope_begin();
+    mlp m;
+    mlp_init(&m, true);
+    tj_compiled *c = tj_compile(mlp_fn, &m, NULL);
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){8, 16});
+    tj_no_grad_begin();
+    tj_tensor *y = tj_call(c, &x, 1);
+    tj_no_grad_end();
+    assert_non_null(y);
+    assert_false(tj_get_requires_grad(y));
+    tu_assert_error(tj_backward(tj_sum(y, NULL, 0, false)) == 0 ? (void *)1 : NULL,
+                    "does not require grad", NULL);
+    mlp_free(&m);
+    mlp_init(&m, false);
+    y = tj_call(c, &x, 1);   /* new weights: traced again, none requires grad */
+    assert_non_null(y);
+    assert_false(tj_get_requires_grad(y));
+    tj_compiled_stats s;
+    assert_int_equal(tj_compiled_stats_get(c, &s), 0);
+    assert_int_equal(s.backward.graphs + s.backward.breaks, 0);
+    assert_int_equal((int)s.backward.calls, 0);
+    tj_compiled_free(c);
+    mlp_free(&m);
+    tj_scope_end();
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    tj_scope_begin();
+    mlp m;
+    mlp_init(&m, true);
+    tj_compiled *c = tj_compile(mlp_fn, &m, NULL);
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){8, 16});
+    /* a second backward through the same call */
+    tj_tensor *l = loss_of(tj_call(c, &x, 1));
+    assert_int_equal(tj_backward(l), 0);
+    tu_assert_error(tj_backward(l) == 0 ? (void *)1 : NULL, "already used by a backward", NULL);
+    tj_tensor *y = tj_call(c, &x, 1), *seed = tj_ones(TJ_F32, 2, (int64_t[]){8, 4});
+    assert_int_equal(tj_backward_seed(y, seed), 0);
+    tu_assert_error(tj_backward_seed(y, seed) == 0 ? (void *)1 : NULL,
+                    "already used by a backward", "compiled call", NULL);
+    /* the saved argument changed in place before the backward */
+    l = loss_of(tj_call(c, &x, 1));
+    assert_int_equal(tj_copy_(x, tj_zeros(TJ_F32, 2, (int64_t[]){8, 16})), 0);
+    tu_assert_error(tj_backward(l) == 0 ? (void *)1 : NULL, "argument 0 of a compiled call",
+                    "modified in place", NULL);
+    /* the argument released by its owner: the call holds it, backward works */
+    tj_scope_begin();
+    tj_tensor *x2 = tj_randn(TJ_F32, 2, (int64_t[]){8, 16});
+    tj_tensor *l2 = tj_retain(loss_of(tj_call(c, &x2, 1)));
+    tj_scope_end();
+    assert_int_equal(tj_backward(l2), 0);
+    tj_release(l2);
+    tj_compiled_free(c);
+    mlp_free(&m);
+    tj_scope_end();
+}
+
+/* An argument that requires grad: the call runs eagerly, gradients flow. */
+static void test_arg_grad(void **state)
+{
+    (void)state;
+    tj_scope_begin();
+    mlp m;
+    mlp_init(&m, true);
+    tj_compiled *c = tj_compile(mlp_fn, &m, NULL);
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){8, 16});
+    assert_int_equal(tj_requires_grad(x, true), 0);
+    assert_int_equal(tj_backward(loss_of(mlp_fn(&m, &x, 1))), 0);
+    tj_tensor *want = tj_contiguous(tj_mul(tj_grad(x), tj_full(TJ_F32, 0, NULL, 1.0)));
+    tj_zero_grad(x);
+    assert_int_equal(tj_backward(loss_of(tj_call(c, &x, 1))), 0);
+    tu_assert_close(tj_grad(x), want, 1e-5, 1e-5);
+    tj_compiled_free(c);
+    mlp_free(&m);
+    tj_scope_end();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mlp_grads), cmocka_unit_test(test_accumulates),
+        cmocka_unit_test(test_multi),     cmocka_unit_test(test_no_grad),
+        cmocka_unit_test(test_errors),    cmocka_unit_test(test_arg_grad),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
