@@ -72,6 +72,8 @@ typedef struct entry {
     int64_t *symval;        /* the traced size of each symbol (duck sizing) */
     sc_plan_set *plans;     /* compiled kernels (plan.h); NULL: graph executor */
     int nresults;           /* the function's results: outputs 0 .. nresults-1 */
+    uint64_t res_grad;      /* traced in grad mode: bit k, result k required grad; */
+    bool grad_known;        /* false: traced in no-grad mode (every float result may) */
     fe_write *writes;       /* written back after each call: the outputs after the
                              * results (trace_effects.c) */
     int nwrites;
@@ -462,6 +464,10 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
         nouts = good ? nouts : 0;
     }
     e->nresults = nres;
+    e->grad_known = tj_grad_enabled();
+    for (int k = 0; k < nres && e->grad_known; k++)
+        if (fe_ag_requires_grad(res[k]))
+            e->res_grad |= (uint64_t)1 << k;
     tj_scope_end();
 
     if ((tr->dyn_read || tr->dyn_unsupported) && dynamic && e->nsyms && !tr->brk[0]) {
@@ -760,13 +766,22 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
 {
     if (!e->g)
         return -2;
-    bool grad = false;   /* the results go on the tape: a weight requires grad */
-    if (tj_grad_enabled()) {
-        for (int k = 0; k < nargs; k++)
-            if (fe_ag_requires_grad(args[k]))
-                return -2;   /* gradients of arguments: eager (not compiled yet) */
+    /* The results go on the tape (aot.c) when a weight requires grad, unless
+     * the function calls backward itself (a whole training step: its
+     * gradients are write-backs). Gradients of arguments, and functions that
+     * write to tensors (running stats; the backward would rerun the writes),
+     * run eagerly: the eager tape is right for them. */
+    bool grad = false, step = false;
+    for (int k = 0; k < e->nwrites; k++)
+        step |= e->writes[k].kind != FE_WRITE_DATA;
+    if (tj_grad_enabled() && !step) {
         for (int k = 0; k < e->ncaps; k++)
             grad |= fe_ag_requires_grad(e->caps[k].t);
+        for (int k = 0; k < nargs; k++)
+            if (fe_ag_requires_grad(args[k]))
+                return -2;
+        if (grad && e->nwrites > 0)
+            return -2;
     }
     if (e->nresults > max) {
         rt_error("tj_call(%s): the model returns %d results, room for %d%s", c->name, e->nresults,
@@ -802,7 +817,8 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
     }
     free(all);
     for (int k = 0; rc == 0 && grad && k < e->nresults; k++)
-        if (ir_dtype_is_float(outs[k]->dtype) && attach_backward(c, k, outs[k], args, nargs) != 0)
+        if (ir_dtype_is_float(outs[k]->dtype) && (!e->grad_known || (e->res_grad >> k & 1)) &&
+            attach_backward(c, k, outs[k], args, nargs) != 0)
             rc = -1;
     return rc == 0 ? e->nresults : -1;
 }

@@ -240,12 +240,55 @@ static void test_arg_grad(void **state)
     tj_scope_end();
 }
 
+/* A model that writes to a tensor (a running statistic) runs eagerly when a
+ * weight requires grad: the write happens once and the tape is eager's. */
+typedef struct stat_model {
+    mlp m;
+    tj_tensor *count;
+} stat_model;
+
+static tj_tensor *stat_fn(void *ctx, tj_tensor *const *args, int nargs)
+{
+    stat_model *s = ctx;
+    if (tj_copy_(s->count, tj_add(s->count, tj_full(TJ_F32, 0, NULL, 1.0))) != 0)
+        return NULL;
+    return mlp_fn(&s->m, args, nargs);
+}
+
+static void test_writes_eager(void **state)
+{
+    (void)state;
+    tj_scope_begin();
+    stat_model s;
+    mlp_init(&s.m, true);
+    s.count = tj_zeros(TJ_F32, 0, NULL);
+    tj_compiled *c = tj_compile(stat_fn, &s, NULL);
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){8, 16});
+    for (int k = 0; k < 2; k++)
+        assert_int_equal(tj_backward(loss_of(tj_call(c, &x, 1))), 0);
+    assert_true(tj_item(s.count) == 2.0);
+    assert_non_null(tj_grad(s.m.w1));
+    tj_no_grad_begin();   /* inference: the compiled plan runs */
+    assert_non_null(tj_call(c, &x, 1));
+    tj_no_grad_end();
+    assert_true(tj_item(s.count) == 3.0);
+    tj_compiled_stats st;
+    assert_int_equal(tj_compiled_stats_get(c, &st), 0);
+    assert_int_equal((int)st.eager_calls, 2);
+    assert_int_equal((int)st.backward.calls, 0);
+    tj_compiled_free(c);
+    tj_release(s.count);
+    mlp_free(&s.m);
+    tj_scope_end();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mlp_grads), cmocka_unit_test(test_accumulates),
         cmocka_unit_test(test_multi),     cmocka_unit_test(test_no_grad),
         cmocka_unit_test(test_errors),    cmocka_unit_test(test_arg_grad),
+        cmocka_unit_test(test_writes_eager),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
