@@ -995,6 +995,18 @@ char *tj_explain(const tj_compiled *c)
         fprintf(f, "  log:\n");
     for (int i = 0; i < c->nlog; i++)
         fprintf(f, "    %s\n", c->log[i]);
+    for (int k = 0; k < FE_MAX_RESULTS; k++) {
+        char *b = c->aot[k] ? tj_explain(fe_aot_compiled(c->aot[k])) : NULL;
+        if (!b)
+            continue;
+        /* aot.c: the backward recomputes the forward from the saved arguments */
+        fprintf(f, "  backward of result %d: saves the call's arguments, recomputes the "
+                   "forward values its gradients read\n", k);
+        char *save = NULL;
+        for (char *line = strtok_r(b, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+            fprintf(f, "    %s\n", line);
+        free(b);
+    }
     pthread_mutex_unlock(&m->lock);
     fclose(f);
     return buf;

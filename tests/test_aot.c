@@ -99,6 +99,11 @@ static void test_mlp_grads(void **state)
     assert_int_equal(s.backward.breaks, 0);
     assert_int_equal((int)s.backward.calls, 3);
     assert_int_equal((int)s.backward.eager_calls, 0);
+    char *ex = tj_explain(c);
+    assert_non_null(ex);
+    assert_non_null(strstr(ex, "backward of result 0: saves the call's arguments"));
+    assert_non_null(strstr(ex, "compiled mlp_backward: 3 calls, 1 graph captured"));
+    free(ex);
     tj_compiled_free(c);
     mlp_free(&m);
     tj_scope_end();
