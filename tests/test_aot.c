@@ -220,7 +220,10 @@ static void test_errors(void **state)
     tj_scope_end();
     assert_int_equal(tj_backward(l2), 0);
     tj_release(l2);
+    /* the handle freed before the backward: the tape holds the backward */
+    l = loss_of(tj_call(c, &x, 1));
     tj_compiled_free(c);
+    assert_int_equal(tj_backward(l), 0);
     mlp_free(&m);
     tj_scope_end();
 }
