@@ -111,10 +111,11 @@ static int aot_run(void *ctx, tj_tensor *const *saved, int nsaved, tj_tensor *g)
 
 static const fe_ag_compiled aot_kind = {aot_run, aot_release};
 
-tj_tensor *fe_aot_attach(fe_aot *a, tj_tensor *r, tj_tensor *const *args, int nargs)
+tj_tensor *fe_aot_attach(fe_aot *a, tj_tensor *r, tj_tensor *const *args, int nargs,
+                         tj_tensor *const *caps, int ncaps)
 {
     atomic_fetch_add(&a->refs, 1);   /* the node's hold */
-    return fe_ag_record_compiled(r, args, nargs, &aot_kind, a);
+    return fe_ag_record_compiled(r, args, nargs, caps, ncaps, &aot_kind, a);
 }
 
 const tj_compiled *fe_aot_compiled(const fe_aot *a) { return a ? a->bwd : NULL; }

@@ -49,7 +49,9 @@ struct ag_node {
     int walk;                /* during a backward: 1 + its index in the walk; else 0 */
     tj_tensor *out;          /* detached header of the result */
     const fe_ag_compiled *compiled;   /* a compiled call's node: its backward ... */
-    void *cctx;              /* ... and its state; in[] holds the call's arguments */
+    void *cctx;              /* ... and its state; in[0..nargs) holds the call's
+                              * arguments, in[nargs..nin) the weights it read */
+    int nargs;
     unsigned out_version;
     int nin;
     ag_input in[];
@@ -193,9 +195,10 @@ tj_tensor *fe_ag_record(ir_op op, tj_tensor *const *in, int nin, const ir_attrs 
 }
 
 tj_tensor *fe_ag_record_compiled(tj_tensor *r, tj_tensor *const *saved, int nsaved,
+                                 tj_tensor *const *watch, int nwatch,
                                  const fe_ag_compiled *kind, void *ctx)
 {
-    ag_node *n = calloc(1, sizeof *n + (size_t)nsaved * sizeof n->in[0]);
+    ag_node *n = calloc(1, sizeof *n + (size_t)(nsaved + nwatch) * sizeof n->in[0]);
     ag_meta *rm = n ? meta_get(r) : NULL;
     if (!n || !rm) {
         free(n);
@@ -209,13 +212,15 @@ tj_tensor *fe_ag_record_compiled(tj_tensor *r, tj_tensor *const *saved, int nsav
     n->compiled = kind;
     n->cctx = ctx;
     n->seq = atomic_fetch_add(&node_seq, 1) + 1;
-    n->nin = nsaved;
+    n->nin = nsaved + nwatch;
+    n->nargs = nsaved;
     bool ok = (n->out = detached(r)) != NULL;
     n->out_version = version_of(r);
-    for (int k = 0; k < nsaved && ok; k++) {
-        /* the argument itself (not a detached view): the backward runs on it */
-        n->in[k].saved = tj_retain(saved[k]);
-        n->in[k].version = version_of(saved[k]);
+    for (int k = 0; k < n->nin && ok; k++) {
+        /* the tensor itself (not a detached view): the backward runs on it */
+        tj_tensor *t = k < nsaved ? saved[k] : watch[k - nsaved];
+        n->in[k].saved = tj_retain(t);
+        n->in[k].version = version_of(t);
     }
     if (!ok) {
         node_release(n);
@@ -234,18 +239,19 @@ static int run_compiled(ag_node *n, tj_tensor *g)
     for (int k = 0; k < n->nin; k++) {
         const tj_tensor *s = n->in[k].saved;
         if (version_of(s) != n->in[k].version) {
-            rt_error("backward: argument %d of a compiled call (%s) was modified in place "
-                     "after the call (version %u, saved at %u)", k, tj_describe(s, d, sizeof d),
-                     version_of(s), n->in[k].version);
+            rt_error("backward: %s %d of a compiled call (%s) was modified in place "
+                     "after the call (version %u, saved at %u)",
+                     k < n->nargs ? "argument" : "captured weight", k < n->nargs ? k : k - n->nargs,
+                     tj_describe(s, d, sizeof d), version_of(s), n->in[k].version);
             return -1;
         }
     }
     tj_tensor *saved[FE_MAX_INPUTS];
-    for (int k = 0; k < n->nin; k++)
+    for (int k = 0; k < n->nargs; k++)
         saved[k] = n->in[k].saved;
     int depth = no_grad_depth;
     no_grad_depth = 0;
-    int rc = n->compiled->run(n->cctx, saved, n->nin, g);
+    int rc = n->compiled->run(n->cctx, saved, n->nargs, g);
     no_grad_depth = depth;
     return rc;
 }

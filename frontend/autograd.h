@@ -77,9 +77,12 @@ typedef struct fe_ag_compiled {
 } fe_ag_compiled;
 /* Puts r (a compiled call's result, a fresh tensor) on the tape as a node of
  * the compiled-backward kind: it holds saved[0..nsaved) (retained, their
- * versions checked at backward) and ctx (one hold, released with the node;
- * also on failure). Returns r, or NULL (error set). */
+ * versions checked at backward, passed to kind->run), watch[0..nwatch) (the
+ * captured weights the backward reads again: retained, versions checked, not
+ * passed) and ctx (one hold, released with the node; also on failure).
+ * Returns r, or NULL (error set). */
 tj_tensor *fe_ag_record_compiled(tj_tensor *r, tj_tensor *const *saved, int nsaved,
+                                 tj_tensor *const *watch, int nwatch,
                                  const fe_ag_compiled *kind, void *ctx);
 /* Whether t requires grad (a leaf marked so, or made by a recorded op). */
 bool fe_ag_requires_grad(const tj_tensor *t);

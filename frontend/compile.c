@@ -703,15 +703,17 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
                      tj_tensor **outs, int max);
 
 /* Puts result k (r) of a call on args on the tape with its compiled backward
- * (aot.c), made on first need. 0 or -1. */
-static int attach_backward(tj_compiled *c, int k, tj_tensor *r, tj_tensor *const *args, int nargs)
+ * (aot.c), made on first need; the captured weights the backward reads again
+ * (caps) are watched for in-place changes until it runs. 0 or -1. */
+static int attach_backward(tj_compiled *c, int k, tj_tensor *r, tj_tensor *const *args, int nargs,
+                           tj_tensor *const *caps, int ncaps)
 {
     pthread_mutex_lock(&c->lock);
     if (!c->aot[k])
         c->aot[k] = fe_aot_new(c->fn, c->mfn, c->ctx, c->name, k);
     fe_aot *a = c->aot[k];
     pthread_mutex_unlock(&c->lock);
-    return a && fe_aot_attach(a, r, args, nargs) ? 0 : -1;
+    return a && fe_aot_attach(a, r, args, nargs, caps, ncaps) ? 0 : -1;
 }
 
 /* One call: the results in outs[0..n) (in the current scope); n or -1. */
@@ -816,10 +818,18 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
             tj_release(all[k]);
     }
     free(all);
+    tj_tensor **caps = rc == 0 && grad ? malloc(sizeof *caps * ((size_t)e->ncaps + 1)) : NULL;
+    if (rc == 0 && grad && !caps) {
+        rt_error("tj_call(%s): out of memory", c->name);
+        rc = -1;
+    }
+    for (int k = 0; caps && k < e->ncaps; k++)
+        caps[k] = e->caps[k].t;
     for (int k = 0; rc == 0 && grad && k < e->nresults; k++)
         if (ir_dtype_is_float(outs[k]->dtype) && (!e->grad_known || (e->res_grad >> k & 1)) &&
-            attach_backward(c, k, outs[k], args, nargs) != 0)
+            attach_backward(c, k, outs[k], args, nargs, caps, e->ncaps) != 0)
             rc = -1;
+    free(caps);
     return rc == 0 ? e->nresults : -1;
 }
 

@@ -83,7 +83,8 @@ fe_aot *fe_aot_new(tj_model_fn fn, tj_model_multi_fn mfn, void *ctx, const char 
 void fe_aot_release(fe_aot *a);
 /* Puts r, result k of a compiled call on args, on the tape (compiled kind);
  * r, or NULL with an error set. */
-tj_tensor *fe_aot_attach(fe_aot *a, tj_tensor *r, tj_tensor *const *args, int nargs);
+tj_tensor *fe_aot_attach(fe_aot *a, tj_tensor *r, tj_tensor *const *args, int nargs,
+                         tj_tensor *const *caps, int ncaps);
 /* The backward's compiled handle (for stats and explain). */
 const tj_compiled *fe_aot_compiled(const fe_aot *a);
 

@@ -1,7 +1,8 @@
 /* test_aot.c - the compiled backward (frontend/aot.c): tj_backward through
  * the result of tj_call runs a compiled backward graph whose gradients equal
  * eager autograd's; it is traced once, never built in no-grad mode, and
- * misuse (a second backward, an argument changed in place) is an error.
+ * misuse (a second backward, an argument or a captured weight changed in
+ * place before it) is an error.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -212,6 +213,15 @@ static void test_errors(void **state)
     l = loss_of(tj_call(c, &x, 1));
     assert_int_equal(tj_copy_(x, tj_zeros(TJ_F32, 2, (int64_t[]){8, 16})), 0);
     tu_assert_error(tj_backward(l) == 0 ? (void *)1 : NULL, "argument 0 of a compiled call",
+                    "modified in place", NULL);
+    /* a captured weight updated in place (an optimizer step) before the
+     * backward: its gradient would be taken at the new value */
+    x = tj_randn(TJ_F32, 2, (int64_t[]){8, 16});
+    l = loss_of(tj_call(c, &x, 1));
+    tj_no_grad_begin();
+    assert_int_equal(tj_copy_(m.w2, tj_mul_s(m.w2, 0.5)), 0);
+    tj_no_grad_end();
+    tu_assert_error(tj_backward(l) == 0 ? (void *)1 : NULL, "captured weight 2 of a compiled call",
                     "modified in place", NULL);
     /* the argument released by its owner: the call holds it, backward works */
     tj_scope_begin();
