@@ -818,7 +818,9 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
             tj_release(all[k]);
     }
     free(all);
-    tj_tensor **caps = rc == 0 && grad ? malloc(sizeof *caps * ((size_t)e->ncaps + 1)) : NULL;
+    tj_tensor *few[64], **caps = NULL;   /* the weights a backward watches */
+    if (rc == 0 && grad)
+        caps = e->ncaps <= 64 ? few : malloc(sizeof *caps * (size_t)e->ncaps);
     if (rc == 0 && grad && !caps) {
         rt_error("tj_call(%s): out of memory", c->name);
         rc = -1;
@@ -829,7 +831,8 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
         if (ir_dtype_is_float(outs[k]->dtype) && (!e->grad_known || (e->res_grad >> k & 1)) &&
             attach_backward(c, k, outs[k], args, nargs, caps, e->ncaps) != 0)
             rc = -1;
-    free(caps);
+    if (caps != few)
+        free(caps);
     return rc == 0 ? e->nresults : -1;
 }
 
