@@ -12,6 +12,13 @@ import torch
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "golden")
 
+# The dtypes tjit computes in, by their text-IR names, in ir/dtypes.def's
+# order (without the storage-only f16, bf16 and c64): the one table of them
+# here; a new dtype is one entry.
+DTYPES = {"bool": torch.bool, "u8": torch.uint8, "i8": torch.int8, "i16": torch.int16,
+          "i32": torch.int32, "i64": torch.int64, "f32": torch.float32, "f64": torch.float64}
+DTYPE_NAME = {v: k for k, v in DTYPES.items()}
+
 
 class Family:
     def __init__(self, name, seed=0):

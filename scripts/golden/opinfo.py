@@ -49,16 +49,12 @@ import re
 import torch
 import torch.nn.functional as F
 
-from common import Family, view
+from common import DTYPE_NAME, DTYPES, Family, view
 
 g = Family("opinfo")
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
-# The dtypes tjit computes in (ir/dtypes.def without the storage-only
-# f16/bf16 and c64).
-DT = {"bool": torch.bool, "u8": torch.uint8, "i8": torch.int8, "i16": torch.int16,
-      "i32": torch.int32, "i64": torch.int64, "f32": torch.float32, "f64": torch.float64}
-NAME = {v: k for k, v in DT.items()}
+DT, NAME = DTYPES, DTYPE_NAME
 FLOATS, INTS = ("f32", "f64"), ("u8", "i8", "i16", "i32", "i64")
 
 # Extreme and domain-edge values: zeros, denormals, huge, inf, NaN, the

@@ -27,13 +27,11 @@ import re
 
 import torch
 
-from common import Family
+from common import DTYPE_NAME, DTYPES, Family
 
 g = Family("promotion")
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-DT = {"bool": torch.bool, "u8": torch.uint8, "i8": torch.int8, "i16": torch.int16,
-      "i32": torch.int32, "i64": torch.int64, "f32": torch.float32, "f64": torch.float64}
-NAME = {v: k for k, v in DT.items()}
+DT, NAME = DTYPES, DTYPE_NAME
 A = [[1, 2, 3], [4, 0, 1]]
 B = [[2, 1, 3], [1, 2, 5]]     # no zero: integer remainder and fmod by zero raise in torch
 SCALARS = ["s:3", "s:2.5", "s:-2"]
