@@ -133,25 +133,26 @@ for dt in (torch.float32, torch.float64):
     add_input("r4_" + n, (torch.randn(4, 1, dtype=torch.float64)).to(dt))        # broadcast
     add_input("r5_" + n, (torch.randn(5, dtype=torch.float64)).to(dt))
 SI = (2, 3, 4)   # integer and bool inputs: exact, so fewer values do
-for dt in (torch.int32, torch.int64):
+
+
+def signed_inputs(dt):
     n = DT[dt]
     add_input("a_" + n, torch.randint(-9, 10, SI, dtype=dt))
     b = torch.randint(1, 8, SI, dtype=dt) * (torch.randint(0, 2, SI, dtype=dt) * 2 - 1)
     add_input("b_" + n, b)                                                     # nonzero
     add_input("e_" + n, torch.randint(-3, 6, SI, dtype=dt))                    # exponents
     add_input("r5_" + n, torch.randint(-9, 10, (4,), dtype=dt))
+
+
+for dt in (torch.int32, torch.int64):
+    signed_inputs(dt)
 add_input("a_u8", torch.randint(0, 256, SI, dtype=torch.uint8))
 add_input("b_u8", torch.randint(1, 20, SI, dtype=torch.uint8))
 add_input("e_u8", torch.randint(0, 4, SI, dtype=torch.uint8))
 add_input("a_bool", torch.rand(SI) > 0.5)
 add_input("b_bool", torch.rand(SI) > 0.5)
 for dt in (torch.int8, torch.int16):   # drawn after the others, which keep their values
-    n = DT[dt]
-    add_input("a_" + n, torch.randint(-9, 10, SI, dtype=dt))
-    b = torch.randint(1, 8, SI, dtype=dt) * (torch.randint(0, 2, SI, dtype=dt) * 2 - 1)
-    add_input("b_" + n, b)                                                     # nonzero
-    add_input("e_" + n, torch.randint(-3, 6, SI, dtype=dt))                    # exponents
-    add_input("r5_" + n, torch.randint(-9, 10, (4,), dtype=dt))
+    signed_inputs(dt)
 # the ends of the range, where torch's integer arithmetic wraps around
 add_input("w_i8", torch.tensor([-128, -127, -100, -1, 0, 1, 99, 127], dtype=torch.int8))
 add_input("v_i8", torch.tensor([-1, 127, -100, 2, 3, 127, 100, 1], dtype=torch.int8))
