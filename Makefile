@@ -82,7 +82,7 @@ MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
 endif
 
 .SECONDARY:
-.PHONY: dist all test asan bench bench-compare example docs deps clean check-tests check-headers golden \
+.PHONY: dist bench-dist all test asan bench bench-compare example docs deps clean check-tests check-headers golden \
         check-layers loc callsites
 all: $(BUILD)/libtjit.a $(BUILD)/libtjit.so $(BUILD)/tjit $(DIST_LIBS)
 
@@ -153,6 +153,7 @@ DIST_SRCS := $(wildcard dist/*.c)
 DIST_OBJS := $(DIST_SRCS:%.c=$(BUILD)/obj/%.o)
 DIST_LIBS := $(BUILD)/libtjit_dist.a $(BUILD)/libtjit_dist.so
 DIST_TESTS := $(BUILD)/tests/dist/ddp_check
+DIST_BENCH := $(BUILD)/benchmarks/dist/ddp_bench
 $(DIST_OBJS): CFLAGS_ALL += $(MPI_CFLAGS) -DTJ_NO_CALLSITE
 $(BUILD)/obj/tests/dist/%.o: CFLAGS_ALL += $(MPI_CFLAGS)
 $(BUILD)/libtjit_dist.a: $(DIST_OBJS)
@@ -161,11 +162,20 @@ $(BUILD)/libtjit_dist.so: $(DIST_OBJS) $(BUILD)/libtjit.so
 	@printf '{ global: tj_*; local: *; };\n' > $(BUILD)/libtjit_dist.map
 	$(CC) -shared -Wl,-soname,libtjit_dist.so -Wl,--version-script=$(BUILD)/libtjit_dist.map -o $@ \
 	    $(DIST_OBJS) -L$(BUILD) -ltjit $(MPI_LDFLAGS)
+$(BUILD)/obj/benchmarks/dist/%.o: CFLAGS_ALL += $(MPI_CFLAGS)
 $(BUILD)/tests/dist/%: $(BUILD)/obj/tests/dist/%.o $(BUILD)/libtjit_dist.a $(BUILD)/libtjit.a
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $< $(BUILD)/libtjit_dist.a $(BUILD)/libtjit.a $(LDLIBS) $(MPI_LDFLAGS)
+$(BUILD)/benchmarks/dist/%: $(BUILD)/obj/benchmarks/dist/%.o $(BUILD)/libtjit_dist.a $(BUILD)/libtjit_bench.a $(BUILD)/libtjit.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $< $(BUILD)/libtjit_dist.a $(BUILD)/libtjit_bench.a $(BUILD)/libtjit.a $(LDLIBS) $(MPI_LDFLAGS)
 endif
-dist: $(DIST_LIBS) $(DIST_TESTS)
+# Data parallelism: the library, its mpirun test program and benchmark.
+dist: $(DIST_LIBS) $(DIST_TESTS) $(DIST_BENCH)
+# The distributed benchmark (docs/distributed.md): P7 and P8 at 1 and 2 ranks
+# over shared memory and TCP, allreduce time against size.
+bench-dist: dist
+	@BUILD=$(BUILD) bash scripts/bench-dist.sh
 
 # Each public header, copied alone with the other public headers into an empty
 # directory, compiles as the only include of a strict C11 translation unit:

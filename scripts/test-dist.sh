@@ -4,7 +4,8 @@
 # batch N*B (tests/dist/ddp_check.c), for SGD and Adam, several bucket sizes
 # (one bucket per parameter, a few, a single one), eager and compiled
 # forward, gradient accumulation; then the failures: a parameter shape that
-# differs, a rank that stops (the others time out), a rank that is killed.
+# differs, a rank that stops (the others time out), a rank that is killed;
+# and two hosts made of network namespaces (root), TCP between them.
 # Prints TAP lines; skips (one "ok" line with # SKIP) without Open MPI.
 #
 #   BUILD=build bash scripts/test-dist.sh
@@ -52,4 +53,27 @@ expect_fail "a parameter shape that differs between ranks is named" "parameter 2
 expect_fail "a rank that stops: the others time out with an error" "did not complete within" \
     env TJIT_DIST_TIMEOUT=5 timeout 120 mpirun -x TJIT_DIST_TIMEOUT -np 2 --oversubscribe --bind-to none "$bin" --fail hang
 expect_fail "a rank killed mid-step: the job stops" "signal 9\|exited on signal\|killed" mpi 2 "$bin" --fail kill
+
+# Two hosts: network namespaces joined by a veth pair, TCP between them; the
+# second host's daemon is started by scripts/netns-rsh.sh (Open MPI's
+# plm_rsh_agent, as ssh would on a cluster). Names carry the PID, so
+# concurrent runs do not meet.
+nsa=tjA$$ nsb=tjB$$ va=tjva$$ vb=tjvb$$
+cleanup() { ip netns del "$nsa" 2>/dev/null; ip netns del "$nsb" 2>/dev/null; }
+trap cleanup EXIT
+if ip netns add "$nsa" 2>/dev/null && ip netns add "$nsb" 2>/dev/null &&
+   ip link add "$va" type veth peer name "$vb" 2>/dev/null &&
+   ip link set "$va" netns "$nsa" && ip link set "$vb" netns "$nsb" &&
+   ip -n "$nsa" addr add 10.77.0.1/24 dev "$va" && ip -n "$nsb" addr add 10.77.0.2/24 dev "$vb" &&
+   ip -n "$nsa" link set "$va" up && ip -n "$nsb" link set "$vb" up &&
+   ip -n "$nsa" link set lo up && ip -n "$nsb" link set lo up; then
+    export TJ_NETNS_MAP="10.77.0.1=$nsa 10.77.0.2=$nsb"
+    hosts() { timeout 120 ip netns exec "$nsa" mpirun --host 10.77.0.1,10.77.0.2 -np 2 \
+        --mca plm_rsh_agent "$(cd "$(dirname "$0")" && pwd)/netns-rsh.sh" --mca btl tcp,self \
+        --mca btl_tcp_if_include 10.77.0.0/24 --mca oob_tcp_if_include 10.77.0.0/24 "$@"; }
+    check "2 hosts (network namespaces, TCP), SGD, one bucket per parameter" hosts "$bin" --opt sgd --bucket-kb 0.001
+    check "2 hosts (network namespaces, TCP), Adam, compiled" hosts "$bin" --opt adam --compiled --bucket-kb 2
+else
+    n=$((n + 1)); echo "ok $n - # SKIP two hosts: network namespaces cannot be made here (needs root and ip netns)"
+fi
 [ "$bad" -eq 0 ]
