@@ -314,6 +314,7 @@ install: all $(BUILD)/tjit.pc
 	ln -sf $(SO_REAL) $(DESTDIR)$(LIBDIR)/$(SO_NAME)
 	ln -sf $(SO_NAME) $(DESTDIR)$(LIBDIR)/libtjit.so
 	install -m 644 $(BUILD)/libtjit.a $(DESTDIR)$(LIBDIR)/
+	$(if $(DIST_LIBS),install -m 644 $(DIST_LIBS) $(DESTDIR)$(LIBDIR)/)
 	install -m 644 $(BUILD)/tjit.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
 	install -m 644 $(PUBLIC_HEADERS) $(DESTDIR)$(INCLUDEDIR)/
 	install -m 755 $(BUILD)/tjit $(DESTDIR)$(BINDIR)/
@@ -323,6 +324,7 @@ install: all $(BUILD)/tjit.pc
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/$(SO_REAL) $(DESTDIR)$(LIBDIR)/$(SO_NAME) $(DESTDIR)$(LIBDIR)/libtjit.so \
 	    $(DESTDIR)$(LIBDIR)/libtjit.a $(DESTDIR)$(LIBDIR)/pkgconfig/tjit.pc $(DESTDIR)$(BINDIR)/tjit \
+	    $(DESTDIR)$(LIBDIR)/libtjit_dist.a $(DESTDIR)$(LIBDIR)/libtjit_dist.so \
 	    $(addprefix $(DESTDIR)$(INCLUDEDIR)/,$(notdir $(PUBLIC_HEADERS)))
 	rm -rf $(DESTDIR)$(DOCDIR)
 
