@@ -58,6 +58,19 @@ TEST_UTIL := $(wildcard tests/util*.c)
 BENCH_SRCS := $(wildcard benchmarks/*.c)
 
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+
+# libtjit_dist's files, when mpicc is found (the rules are further down; the
+# names are set here, before `all` and `install` use them).
+MPICC ?= $(shell command -v mpicc 2>/dev/null)
+ifneq ($(MPICC),)
+MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null)
+MPI_LDFLAGS := $(shell $(MPICC) --showme:link 2>/dev/null)
+DIST_SRCS := $(wildcard dist/*.c)
+DIST_OBJS := $(DIST_SRCS:%.c=$(BUILD)/obj/%.o)
+DIST_LIBS := $(BUILD)/libtjit_dist.a $(BUILD)/libtjit_dist.so
+DIST_TESTS := $(BUILD)/tests/dist/ddp_check
+DIST_BENCH := $(BUILD)/benchmarks/dist/ddp_bench
+endif
 TOOL_OBJS := $(TOOL_SRCS:%.c=$(BUILD)/obj/%.o)
 BENCH_OBJS := $(BENCH_SRCS:%.c=$(BUILD)/obj/%.o)
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
@@ -145,15 +158,7 @@ deps:
 # library of its own so that libtjit never depends on MPI. Built when mpicc
 # is found (scripts/install-deps.sh installs Open MPI); without it everything
 # else still builds and the distributed tests are skipped.
-MPICC ?= $(shell command -v mpicc 2>/dev/null)
 ifneq ($(MPICC),)
-MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null)
-MPI_LDFLAGS := $(shell $(MPICC) --showme:link 2>/dev/null)
-DIST_SRCS := $(wildcard dist/*.c)
-DIST_OBJS := $(DIST_SRCS:%.c=$(BUILD)/obj/%.o)
-DIST_LIBS := $(BUILD)/libtjit_dist.a $(BUILD)/libtjit_dist.so
-DIST_TESTS := $(BUILD)/tests/dist/ddp_check
-DIST_BENCH := $(BUILD)/benchmarks/dist/ddp_bench
 $(DIST_OBJS): CFLAGS_ALL += $(MPI_CFLAGS) -DTJ_NO_CALLSITE
 $(BUILD)/obj/tests/dist/%.o: CFLAGS_ALL += $(MPI_CFLAGS)
 $(BUILD)/libtjit_dist.a: $(DIST_OBJS)
