@@ -92,8 +92,8 @@ typedef enum tj_dtype {
     TJ_I16,    /* i16 */
     TJ_I32,    /* i32 */
     TJ_I64,    /* i64 */
-    TJ_F16,    /* f16: no kernels yet (ops reject it with a message) */
-    TJ_BF16,   /* bf16: no kernels yet */
+    TJ_F16,    /* f16 (IEEE binary16): computed in f32, rounded once per op */
+    TJ_BF16,   /* bf16 (bfloat16): likewise */
     TJ_F32,    /* f32 */
     TJ_F64,    /* f64 */
     TJ_C64,    /* c64: no kernels yet */
