@@ -1,6 +1,7 @@
 /* suite.c - the cases of the benchmark suite (see suite.h and
  * shared/bench/SUITE.md): setup, model and teardown of P1-P7, written over
- * the public API the way a user would write them. All float32. */
+ * the public API the way a user would write them. All float32 but the bf16
+ * variants B1 and B4. */
 #include <math.h>
 #include <strings.h>
 
@@ -276,6 +277,32 @@ static tj_tensor *p8_run(void *ctx, tj_tensor *const *in, int n)
     return tj_detach(loss);
 }
 
+/* ---- bf16 variants: B1 = P1, B4 = P4 with inputs and weights in bf16 --------
+ * (computed in f32, rounded to bf16 per op; matmul widens to f32 and calls
+ * sgemm). The result is cast to f32 for the runner's comparison. */
+static int to_bf16(bench_args *a)
+{
+    for (int k = 0; k < a->n; k++) {
+        tj_tensor *h = a->t[k] ? tj_cast(a->t[k], TJ_BF16) : NULL;
+        tj_release(a->t[k]);
+        a->t[k] = h ? tj_keep(h) : NULL;
+    }
+    return setup_done(a);
+}
+
+static int b1_setup(bench_args *a) { return p1_setup(a) ? -1 : to_bf16(a); }
+static int b4_setup(bench_args *a) { return p4_setup(a) ? -1 : to_bf16(a); }
+
+static tj_tensor *b1_run(void *ctx, tj_tensor *const *in, int n)
+{
+    return tj_cast(p1_run(ctx, in, n), TJ_F32);
+}
+
+static tj_tensor *b4_run(void *ctx, tj_tensor *const *in, int n)
+{
+    return tj_cast(p4_run(ctx, in, n), TJ_F32);
+}
+
 /* ---- the table ------------------------------------------------------------ */
 const bench_case bench_cases[] = {
     {"P1", "pointwise", "x f32[4194304]; tanh(x) * sigmoid(1.702*x) + 0.5*x", p1_setup, p1_run,
@@ -294,6 +321,11 @@ const bench_case bench_cases[] = {
      p7_setup, p7_run, teardown, NULL, true},
     {"P8", "train_block", "x f32[16,64,128]; pre-norm transformer block (4 heads, causal, MLP 512), "
      "MSE, one Adam step", p8_setup, p8_run, teardown, NULL, true},
+    /* bf16 (docs/perf.md) */
+    {"B1", "pointwise_bf16", "P1 in bf16: x bf16[4194304]", b1_setup, b1_run, teardown, NULL, false,
+     1e-2},
+    {"B4", "mlp_bf16", "P4 in bf16: x bf16[256,1024], bf16 weights", b4_setup, b4_run, teardown,
+     NULL, false, 3e-2},
 };
 const int bench_ncases = (int)(sizeof bench_cases / sizeof *bench_cases);
 

@@ -47,6 +47,8 @@ typedef struct bench_case {
                          * setup, run, teardown are NULL) */
     bool trains;        /* run() updates the weights (a training step): the
                          * runner restores them before each checked call */
+    double tol;         /* compiled vs eager: max |diff| / max(1, |eager|) allowed
+                         * (0: BENCH_TOLERANCE); the bf16 cases round to bf16 */
 } bench_case;
 
 extern const bench_case bench_cases[];
