@@ -303,6 +303,21 @@ static tj_tensor *b4_run(void *ctx, tj_tensor *const *in, int n)
     return tj_cast(p4_run(ctx, in, n), TJ_F32);
 }
 
+/* bf16 results: eager and compiled differ by a bf16 ulp (2^-8 relative)
+ * where their f32 sums, in another order, round to either side */
+static const struct {
+    const char *id;
+    double tol;
+} tolerances[] = {{"B1", 1e-2}, {"B4", 3e-2}};
+
+double bench_tolerance(const bench_case *c)
+{
+    for (size_t k = 0; k < sizeof tolerances / sizeof *tolerances; k++)
+        if (!strcasecmp(c->id, tolerances[k].id))
+            return tolerances[k].tol;
+    return 0;
+}
+
 /* ---- the table ------------------------------------------------------------ */
 const bench_case bench_cases[] = {
     {"P1", "pointwise", "x f32[4194304]; tanh(x) * sigmoid(1.702*x) + 0.5*x", p1_setup, p1_run,
@@ -322,10 +337,9 @@ const bench_case bench_cases[] = {
     {"P8", "train_block", "x f32[16,64,128]; pre-norm transformer block (4 heads, causal, MLP 512), "
      "MSE, one Adam step", p8_setup, p8_run, teardown, NULL, true},
     /* bf16 (docs/perf.md) */
-    {"B1", "pointwise_bf16", "P1 in bf16: x bf16[4194304]", b1_setup, b1_run, teardown, NULL, false,
-     1e-2},
+    {"B1", "pointwise_bf16", "P1 in bf16: x bf16[4194304]", b1_setup, b1_run, teardown, NULL, false},
     {"B4", "mlp_bf16", "P4 in bf16: x bf16[256,1024], bf16 weights", b4_setup, b4_run, teardown,
-     NULL, false, 3e-2},
+     NULL, false},
 };
 const int bench_ncases = (int)(sizeof bench_cases / sizeof *bench_cases);
 

@@ -146,7 +146,6 @@ typedef struct em {
     LLVMBuilderRef B;
     LLVMValueRef fn;           /* the body */
     LLVMTypeRef i8, i64, f32, f64, ptr;
-    bool bf16hw;               /* the CPU has avx512_bf16 (vcvtneps2bf16) */
     LLVMValueRef sz;           /* the sz argument */
     LLVMValueRef p[CG_MAX_BUFS];       /* row base pointer of each buffer */
     LLVMValueRef istride[CG_MAX_BUFS]; /* inner stride (strided buffers) */
@@ -224,10 +223,12 @@ static LLVMValueRef half_widen(em *e, LLVMValueRef v, tj_dtype from)
 
 /* f32 -> f16/bf16 bits (i16), to nearest even, the bits ir/half.h gives.
  * f16: LLVM's half (vcvtps2ph). bf16: the integer rounding
- * (x + 0x7fff + ((x >> 16) & 1)) >> 16, a NaN quieted ((x >> 16) | 0x40);
- * where the CPU has avx512_bf16, vcvtneps2bf16 (LLVM's bfloat) instead, but
- * for f32 zeros and subnormals (exponent bits 0), which that instruction
- * flushes to zero: those take the integer rounding. */
+ * (x + 0x7fff + ((x >> 16) & 1)) >> 16, a NaN quieted ((x >> 16) | 0x40).
+ * Not vcvtneps2bf16 (LLVM's fptrunc to bfloat) on CPUs with avx512_bf16: it
+ * flushes f32 subnormals to zero, and measured on the bf16 pointwise chain
+ * (B1, docs/perf.md) it is slower: LLVM 19 vectorizes a loop with it at 4
+ * lanes (9.3 ms), and with the integer rounding for subnormal lanes added
+ * 6.0 ms, against 5.1 ms for the integer rounding alone. */
 static LLVMValueRef half_narrow(em *e, LLVMValueRef v, tj_dtype to)
 {
     LLVMTypeRef i16 = LLVMInt16TypeInContext(e->C), i32 = LLVMInt32TypeInContext(e->C);
@@ -238,15 +239,9 @@ static LLVMValueRef half_narrow(em *e, LLVMValueRef v, tj_dtype to)
     LLVMValueRef lsb = LLVMBuildAnd(e->B, hi, LLVMConstInt(i32, 1, 0), "");
     LLVMValueRef r = LLVMBuildAdd(e->B, LLVMBuildAdd(e->B, x, LLVMConstInt(i32, 0x7fff, 0), ""), lsb, "");
     r = LLVMBuildLShr(e->B, r, c16, "");
-    if (!e->bf16hw) {
-        LLVMValueRef nan = LLVMBuildFCmp(e->B, LLVMRealUNO, v, v, "");
-        r = LLVMBuildSelect(e->B, nan, LLVMBuildOr(e->B, hi, LLVMConstInt(i32, 0x40, 0), ""), r, "");
-        return LLVMBuildTrunc(e->B, r, i16, "");
-    }
-    LLVMValueRef hw = LLVMBuildBitCast(e->B, LLVMBuildFPTrunc(e->B, v, LLVMBFloatTypeInContext(e->C), ""), i16, "");
-    LLVMValueRef exp0 = LLVMBuildICmp(e->B, LLVMIntEQ, LLVMBuildAnd(e->B, x, LLVMConstInt(i32, 0x7f800000, 0), ""),
-                                      LLVMConstInt(i32, 0, 0), "");
-    return LLVMBuildSelect(e->B, exp0, LLVMBuildTrunc(e->B, r, i16, ""), hw, "");
+    LLVMValueRef nan = LLVMBuildFCmp(e->B, LLVMRealUNO, v, v, "");
+    r = LLVMBuildSelect(e->B, nan, LLVMBuildOr(e->B, hi, LLVMConstInt(i32, 0x40, 0), ""), r, "");
+    return LLVMBuildTrunc(e->B, r, i16, "");
 }
 
 /* v of dtype `from` to dtype `to`. Float -> integer is never asked for (fuse.c
@@ -859,9 +854,6 @@ static int build_module(em *e, const char *fname, LLVMTargetMachineRef tm)
     e->f32 = LLVMFloatTypeInContext(e->C);
     e->f64 = LLVMDoubleTypeInContext(e->C);
     e->ptr = LLVMPointerTypeInContext(e->C, 0);
-    char *feat = LLVMGetTargetMachineFeatureString(tm);
-    e->bf16hw = feat && strstr(feat, "+avx512bf16");
-    LLVMDisposeMessage(feat);
     e->B = LLVMCreateBuilderInContext(e->C);
     LLVMValueRef body = build_body(e, fname, tm);
     build_wrapper(e, fname, body);

@@ -1,8 +1,7 @@
 /* test_half.c - f16 and bf16 end to end against PyTorch
  * (tests/golden/half, scripts/golden/half.py): conversions with extreme
  * values (inf, NaN, subnormals, ties, overflow), bit for bit, eagerly and in
- * compiled kernels (which narrow bf16 with vcvtneps2bf16 on CPUs with
- * avx512_bf16); type promotion with the 16-bit floats; every float UNARY and
+ * compiled kernels (vcvtps2ph, bf16's integer rounding); type promotion with the 16-bit floats; every float UNARY and
  * BINARY row, reductions, matmul, softmax/layer_norm/gelu within one ulp
  * (two for reductions and matmul, which sum in another order) of the narrow
  * type; compiled equal to eager; .npy round trips (bf16 as '<u2' bits); and
