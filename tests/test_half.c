@@ -38,6 +38,22 @@ static tj_tensor *gold(const char *fmt, ...)
     return tu_golden("half", name);
 }
 
+/* tu_assert_close, naming `what` when it fails. */
+static void check_close(const char *what, tj_tensor *got, tj_tensor *want, double rtol, double atol)
+{
+    int64_t n = tj_numel(want);
+    bool ok = got && tj_dtype_of(got) == tj_dtype_of(want) && tj_numel(got) == n;
+    tj_tensor *g = ok ? tj_reshape(got, 1, &n) : NULL, *w = tj_reshape(want, 1, &n);
+    for (int64_t i = 0; ok && i < n; i++) {
+        double a = tj_get(g, &i), b = tj_get(w, &i);
+        ok = a == b || (isnan(a) && isnan(b)) || fabs(a - b) <= atol + rtol * fabs(b);
+    }
+    if (!ok) {
+        print_message("%s:\n", what);
+        tu_assert_close(got, want, rtol, atol);
+    }
+}
+
 /* Runs fn (a model of one argument and n results) compiled and checks each
  * result equals eager's exactly. */
 typedef int (*multi_fn)(void *ctx, tj_tensor *const *args, int nargs, tj_tensor **outs, int max);
@@ -182,8 +198,7 @@ static void run_pointwise(const char *kind)
         for (int k = 0; k < c.nops; k++) {
             tj_tensor *w = tj_reshape(tj_slice(want, 0, k, k + 1, 1), 1, (int64_t[]){-1});
             assert_non_null(outs[k]);
-            print_message("%s %s\n", ir_ops[c.ops[k]].name, hn);
-            tu_assert_close(outs[k], w, ulp_rel(c.dt), ulp_abs(c.dt));
+            check_close(ir_ops[c.ops[k]].name, outs[k], w, ulp_rel(c.dt), ulp_abs(c.dt));
         }
         compiled_equals_eager(pw_model, &c, args, 2, 0);
     }
@@ -253,8 +268,7 @@ static void run_rows(const char *kind, const char *input, double ulps)
         for (int j = 0; j < c.n; j++) {
             tj_tensor *want = strcmp(kind, "reduce") ? gold("%s_%s", c.names[j], hn)
                                                      : gold("red_%s_%s", c.names[j], hn);
-            print_message("%s %s\n", c.names[j], hn);
-            tu_assert_close(reduce_op(c.names[j], x), want, ulps * ulp_rel(HALVES[h]),
+            check_close(c.names[j], reduce_op(c.names[j], x), want, ulps * ulp_rel(HALVES[h]),
                             ulps * ulp_abs(HALVES[h]) + (HALVES[h] == TJ_F16 ? 1e-6 : 0));
         }
         /* compiled: f32 accumulation in another order, then rounded once */
@@ -388,6 +402,16 @@ static void test_autocast(void **state)
     assert_non_null(strstr(ex_text, "autocast is f32, the guard expects bf16"));
     free(ex_text);
     tj_compiled_free(m);
+
+    /* too deep: an error; every scope opened is ended by its own end */
+    for (int k = 0; k < 32; k++)
+        assert_int_equal(tj_autocast(k % 2 ? TJ_BF16 : TJ_F32), 0);
+    tu_assert_error((void *)(intptr_t)(tj_autocast(TJ_F16) == 0), "tj_autocast", "nested", NULL);
+    tj_autocast_end();   /* the one that failed */
+    assert_int_equal(tj_dtype_of(tj_matmul(x, tj_permute(w, (int[]){1, 0}))), TJ_BF16);
+    for (int k = 0; k < 32; k++)
+        tj_autocast_end();
+    assert_int_equal(tj_dtype_of(tj_matmul(x, tj_permute(w, (int[]){1, 0}))), TJ_F32);
 
     /* bad dtype: an error, and the scope still opens (end stays balanced) */
     tu_assert_error((void *)(intptr_t)(tj_autocast(TJ_I32) == 0), "tj_autocast", "i32", NULL);
