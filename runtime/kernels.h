@@ -39,5 +39,6 @@ int rt_half_run(RT_KERNEL_ARGS);
 int rt_half_via_f32(RT_KERNEL_ARGS);
 /* matmul with an f16/bf16 operand (k_matmul.c): the hook of native kernels. */
 int rt_k_matmul_half(RT_KERNEL_ARGS);
+int rt_k_linear_half(RT_KERNEL_ARGS);
 
 #endif
