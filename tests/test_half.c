@@ -276,10 +276,40 @@ static void run_rows(const char *kind, const char *input, double ulps)
     }
 }
 
+static int long_sum(void *ctx, tj_tensor *const *args, int nargs, tj_tensor **outs, int max)
+{
+    (void)ctx;
+    (void)nargs;
+    (void)max;
+    outs[0] = tj_sum(args[0], NULL, 0, false);
+    return 1;
+}
+
 static void test_reductions(void **state)
 {
     (void)state;
     run_rows("reduce", "r", 2);
+    /* a long sum to one value, which split_reductions splits in f32: here
+     * compiled accumulates in f32 and rounds once, like eager. Sixteenths
+     * (f32 sums exact in any order), chunks of 4096 alternately negated:
+     * the sum is 3.125, while partial sums rounded to bf16 give 0, to f16 4 */
+    enum { N = 1 << 16 };
+    float *v = malloc(N * sizeof *v);
+    uint64_t seed = 12345;
+    for (int i = 0; i < N; i++) {
+        seed = (seed * 1103515245u + 12345u) % 2147483648u;
+        v[i] = (float)((i / 4096) % 2 ? -1 : 1) * (float)((seed >> 16) % 16) / 16;
+    }
+    tj_tensor *x32 = tj_from_data(TJ_F32, 1, (int64_t[]){N}, v);
+    free(v);
+    for (int h = 0; h < 2; h++) {
+        tj_tensor *x = tj_cast(x32, HALVES[h]), *c[1];
+        tj_compiled *m = tj_compile_multi(long_sum, NULL, NULL);
+        assert_int_equal(tj_call_multi(m, &x, 1, c, 1), 1);
+        assert_true(tj_item(tj_sum(x, NULL, 0, false)) == 3.125);
+        assert_true(tj_item(c[0]) == 3.125);
+        tj_compiled_free(m);
+    }
 }
 
 static void test_nn(void **state)
