@@ -92,8 +92,8 @@ typedef enum tj_dtype {
     TJ_I16,    /* i16 */
     TJ_I32,    /* i32 */
     TJ_I64,    /* i64 */
-    TJ_F16,    /* f16: no kernels yet (ops reject it with a message) */
-    TJ_BF16,   /* bf16: no kernels yet */
+    TJ_F16,    /* f16 (IEEE binary16): computed in f32, rounded once per op */
+    TJ_BF16,   /* bf16 (bfloat16): likewise */
     TJ_F32,    /* f32 */
     TJ_F64,    /* f64 */
     TJ_C64,    /* c64: no kernels yet */
@@ -463,6 +463,17 @@ int tj_set_grad_hook(tj_tensor *leaf, tj_grad_hook_fn fn, void *ctx);
 void tj_no_grad_begin(void);                   /* like torch.no_grad(): nests */
 void tj_no_grad_end(void);
 bool tj_grad_enabled(void);
+
+/* ---- autocast (mixed precision, like torch.autocast("cpu", bf16)) ------- */
+/* Opens a per-thread scope, ended by tj_autocast_end, in which matmul,
+ * linear and conv2d cast their f32 inputs to dt (TJ_BF16 or TJ_F16) and run
+ * in it, while softmax, log_softmax, the norms, cross_entropy and the float
+ * reductions (sum, mean, prod, var, std, logsumexp) cast f16/bf16 inputs to
+ * f32 and return f32; other ops promote as usual. TJ_F32 turns it off in a
+ * nested scope. Scopes nest (up to 32); compiled handles guard on the dtype.
+ * 0, or -1 with an error (a bad dtype still opens a scope: end it). */
+int tj_autocast(tj_dtype dt);
+void tj_autocast_end(void);
 
 /* ---- optimizers (torch.optim): update parameters in place from their .grad */
 typedef struct tj_optimizer tj_optimizer;
