@@ -1,0 +1,279 @@
+/* k_conv_direct.c - the direct f32 convolution: an AVX-512 micro-kernel
+ * register-blocked over KO output channels x QV*16 output positions.
+ *
+ * Layout. The input is copied once per call into phase planes: for stride
+ * (sh, sw) each channel of the zero-padded input [Hp, Wp] becomes sh*sw
+ * planes [hq, wq], plane (a, b) holding padded elements (i*sh + a, j*sw + b)
+ * (polyphase; stride 1 is one plane, the padded image). Output pixel
+ * (oh, ow) at tap (kh, kw) then reads plane ((kh*dh) % sh, (kw*dw) % sw) at
+ * (oh + kh*dh/sh, ow + kw*dw/sw): on a flat output grid q = oh*wq + ow every
+ * tap is the plane shifted by a constant, toff[tap]. The grid has wq - ow
+ * junk columns per row, computed and dropped; the last block reads past the
+ * last plane into zeroed slack.
+ *
+ * Micro-kernel. acc[KO][QV] zmm accumulators start at the bias; for every
+ * input channel of the group and every tap: QV unaligned loads of the
+ * shifted plane, KO broadcasts of packed weights ([ob][c][tap][KO]), KO*QV
+ * FMAs. With KO=4, QV=6: 24 accumulators, 10 loads per 24 FMAs. Blocks of
+ * the grid are split over the thread pool (image, group, block). The result
+ * goes through a small tile into the output's valid columns.
+ *
+ * Sums run over (c, kh, kw) in that order with FMA, as the GEMM paths do
+ * over K; results agree with them to rounding (tests/test_contract.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <immintrin.h>
+
+#include "conv_direct.h"
+#include "rt.h"
+
+#define VL 16                       /* floats per zmm */
+#define MAX_TAPS 256
+
+typedef struct dj {
+    rt_conv_shape s;
+    const float *x;
+    float *xq;                      /* phase planes [n][c][sh*sw][hq][wq] + slack */
+    float *wk;                      /* packed weights [groups][nob][cg][ntap][ko] */
+    const float *bias;
+    int64_t bstride;
+    float *y;
+    int64_t hq, wq, plane, ngrid, cg, og, ko, qv, nob, nqb, ntap;
+    int64_t toff[MAX_TAPS];
+} dj;
+
+/* ---- micro-kernels ----------------------------------------------------------------- */
+
+/* out[KO][QV*VL] = bias + sum over cg channels and ntap taps. */
+#define BLOCK(KO, QV)                                                                       \
+    __attribute__((target("avx512f"))) static void block_##KO##_##QV(                       \
+        const float *xp, const float *wp, int64_t cg, int64_t plane, const int64_t *toff,  \
+        int64_t ntap, const float *b, float *out)                                          \
+    {                                                                                       \
+        __m512 acc[KO][QV];                                                                 \
+        _Pragma("GCC unroll 8") for (int o = 0; o < KO; o++)                                \
+            _Pragma("GCC unroll 8") for (int v = 0; v < QV; v++) acc[o][v] =                \
+                _mm512_set1_ps(b[o]);                                                       \
+        for (int64_t c = 0; c < cg; c++, xp += plane) {                                     \
+            for (int64_t t = 0; t < ntap; t++, wp += KO) {                                  \
+                const float *s = xp + toff[t];                                              \
+                __m512 x[QV];                                                               \
+                _Pragma("GCC unroll 8") for (int v = 0; v < QV; v++) x[v] =                 \
+                    _mm512_loadu_ps(s + VL * v);                                            \
+                _Pragma("GCC unroll 8") for (int o = 0; o < KO; o++)                        \
+                {                                                                           \
+                    __m512 w = _mm512_set1_ps(wp[o]);                                       \
+                    _Pragma("GCC unroll 8") for (int v = 0; v < QV; v++) acc[o][v] =        \
+                        _mm512_fmadd_ps(w, x[v], acc[o][v]);                                \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+        _Pragma("GCC unroll 8") for (int o = 0; o < KO; o++)                                \
+            _Pragma("GCC unroll 8") for (int v = 0; v < QV; v++)                            \
+                _mm512_storeu_ps(out + (o * QV + v) * VL, acc[o][v]);                       \
+    }
+BLOCK(4, 6)
+BLOCK(2, 8)
+BLOCK(1, 8)
+#undef BLOCK
+
+typedef void (*block_fn)(const float *, const float *, int64_t, int64_t, const int64_t *,
+                         int64_t, const float *, float *);
+
+static void pick(int64_t og, int64_t *ko, int64_t *qv, block_fn *fn)
+{
+    if (og >= 4) {
+        *ko = 4, *qv = 6, *fn = block_4_6;
+    } else if (og >= 2) {
+        *ko = 2, *qv = 8, *fn = block_2_8;
+    } else {
+        *ko = 1, *qv = 8, *fn = block_1_8;
+    }
+}
+
+/* ---- per-call preparation ----------------------------------------------------------- */
+
+/* Phase planes of channels p0..p1 (p = image * c + channel). */
+static void phase_planes(void *ctx, int64_t p0, int64_t p1)
+{
+    const dj *j = ctx;
+    const rt_conv_shape *s = &j->s;
+    for (int64_t p = p0; p < p1; p++) {
+        const float *xp = j->x + (p / s->c) * s->xs[0] + (p % s->c) * s->xs[1];
+        float *d = j->xq + p * j->plane;
+        for (int64_t a = 0; a < s->sh; a++)
+            for (int64_t b = 0; b < s->sw; b++)
+                for (int64_t i = 0; i < j->hq; i++, d += j->wq) {
+                    int64_t r = i * s->sh + a - s->ph;
+                    if (r < 0 || r >= s->h) {
+                        memset(d, 0, (size_t)j->wq * sizeof *d);
+                        continue;
+                    }
+                    const float *xr = xp + r * s->xs[2];
+                    for (int64_t q = 0; q < j->wq; q++) {
+                        int64_t col = q * s->sw + b - s->pw;
+                        d[q] = col >= 0 && col < s->w ? xr[col * s->xs[3]] : 0.0f;
+                    }
+                }
+    }
+}
+
+/* Weights [o][cg][kh][kw] (strided) -> [g][ob][cg][tap][ko], zeros past og. */
+static void pack_weights(const dj *j, const float *w)
+{
+    const rt_conv_shape *s = &j->s;
+    int64_t ogp = j->nob * j->ko;
+    for (int64_t g = 0; g < s->groups; g++)
+        for (int64_t o = 0; o < ogp; o++)
+            for (int64_t c = 0; c < j->cg; c++)
+                for (int64_t t = 0; t < j->ntap; t++) {
+                    float v = 0.0f;
+                    if (o < j->og)
+                        v = w[(g * j->og + o) * s->ws[0] + c * s->ws[1] +
+                              (t / s->kw) * s->ws[2] + (t % s->kw) * s->ws[3]];
+                    j->wk[(((g * j->nob + o / j->ko) * j->cg + c) * j->ntap + t) * j->ko +
+                          o % j->ko] = v;
+                }
+}
+
+/* ---- the blocks ------------------------------------------------------------------------ */
+
+/* Copies output block tile [ko][qv*VL] at grid position q0 to the valid
+ * columns of output channels o0.. (at most `no` of them) of image n. */
+static void store_tile(const dj *j, const float *tile, int64_t n, int64_t o0, int64_t no,
+                       int64_t q0)
+{
+    const rt_conv_shape *s = &j->s;
+    int64_t qn = j->qv * VL, q1 = q0 + qn < j->ngrid ? q0 + qn : j->ngrid;
+    for (int64_t o = 0; o < no; o++) {
+        float *yo = j->y + (n * s->o + o0 + o) * s->oh * s->ow;
+        const float *t = tile + o * qn - q0;
+        for (int64_t q = q0; q < q1;) {
+            int64_t r = q / j->wq, c = q % j->wq, end = c + (q1 - q);
+            if (end > j->wq)
+                end = j->wq;
+            int64_t e = end < s->ow ? end : s->ow;
+            if (c < e)
+                memcpy(yo + r * s->ow + c, t + q, (size_t)(e - c) * sizeof *yo);
+            q += end - c;
+        }
+    }
+}
+
+/* Tasks t0..t1: t = (image * groups + group) * nqb + block. */
+static void run_blocks(void *ctx, int64_t t0, int64_t t1)
+{
+    const dj *j = ctx;
+    const rt_conv_shape *s = &j->s;
+    int64_t ko, qv;
+    block_fn fn;
+    pick(j->og, &ko, &qv, &fn);
+    float tile[4 * 8 * VL] __attribute__((aligned(64)));
+    float bias[4];
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t qb = t % j->nqb, g = (t / j->nqb) % s->groups, n = t / (j->nqb * s->groups);
+        int64_t q0 = qb * qv * VL;
+        const float *xp = j->xq + (n * s->c + g * j->cg) * j->plane + q0;
+        for (int64_t ob = 0; ob < j->nob; ob++) {
+            int64_t o0 = ob * ko, no = j->og - o0 < ko ? j->og - o0 : ko;
+            for (int64_t o = 0; o < ko; o++)
+                bias[o] = j->bias && o < no ? j->bias[(g * j->og + o0 + o) * j->bstride] : 0.0f;
+            fn(xp, j->wk + (g * j->nob + ob) * j->cg * j->ntap * ko, j->cg, j->plane, j->toff,
+               j->ntap, bias, tile);
+            store_tile(j, tile, n, g * j->og + o0, no, q0);
+        }
+    }
+}
+
+/* ---- entry points ---------------------------------------------------------------------- */
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static void geometry(const rt_conv_shape *s, dj *j)
+{
+    j->s = *s;
+    j->cg = s->c / s->groups;
+    j->og = s->o / s->groups;
+    block_fn fn;
+    pick(j->og, &j->ko, &j->qv, &fn);
+    j->nob = cdiv(j->og, j->ko);
+    j->hq = cdiv(s->h + 2 * s->ph, s->sh);
+    j->wq = cdiv(s->w + 2 * s->pw, s->sw);
+    j->plane = s->sh * s->sw * j->hq * j->wq;
+    j->ngrid = s->oh * j->wq;
+    j->nqb = cdiv(j->ngrid, j->qv * VL);
+    j->ntap = s->kh * s->kw;
+}
+
+/* Useful fraction of the work the kernel does: valid outputs over computed
+ * ones (junk columns, the last block's tail, output channels padded to ko). */
+static double efficiency(const dj *j)
+{
+    double pos = (double)(j->s.oh * j->s.ow) / (double)(j->nqb * j->qv * VL);
+    return pos * (double)j->og / (double)(j->nob * j->ko);
+}
+
+bool rt_conv_direct_wins(const rt_conv_shape *s)
+{
+    if (!__builtin_cpu_supports("avx512f") || s->kh * s->kw > MAX_TAPS || s->n == 0 ||
+        s->oh <= 0 || s->ow <= 0)
+        return false;
+    const char *env = getenv("TJIT_CONV");
+    if (env && !strcmp(env, "direct"))
+        return true;
+    if (env && !strcmp(env, "gemm"))
+        return false;
+    dj j;
+    geometry(s, &j);
+    /* Chosen by measurement (docs/perf.md): the direct kernel wins where
+     * most of what it computes is kept and each block has enough taps. */
+    return efficiency(&j) >= 0.6 && j.cg * j.ntap >= 8;
+}
+
+int rt_conv_direct_f32(const rt_conv_shape *s, const float *x, const float *w,
+                       const float *bias, int64_t bstride, float *y)
+{
+    dj *j = malloc(sizeof *j);
+    if (!j) {
+        rt_error("out of memory for the convolution's buffers");
+        return -1;
+    }
+    geometry(s, j);
+    j->x = x;
+    j->y = y;
+    j->bias = bias;
+    j->bstride = bstride;
+    int64_t maxoff = 0;
+    for (int64_t t = 0; t < j->ntap; t++) {
+        int64_t kh = t / s->kw, kw = t % s->kw, rh = kh * s->dh, rw = kw * s->dw;
+        j->toff[t] = ((rh % s->sh) * s->sw + rw % s->sw) * j->hq * j->wq +
+                     (rh / s->sh) * j->wq + rw / s->sw;
+        if (j->toff[t] > maxoff)
+            maxoff = j->toff[t];
+    }
+    /* the last block reads up to qv*VL - 1 past the grid, shifted by maxoff */
+    int64_t slack = j->nqb * j->qv * VL - j->ngrid + maxoff + VL;
+    size_t xbytes = (size_t)(s->n * s->c * j->plane + slack) * sizeof(float);
+    size_t wbytes = (size_t)(s->groups * j->nob * j->ko * j->cg * j->ntap) * sizeof(float);
+    j->xq = rt_alloc(xbytes);
+    j->wk = rt_alloc(wbytes);
+    if (!j->xq || !j->wk) {
+        if (j->xq)
+            rt_free(j->xq, xbytes);
+        if (j->wk)
+            rt_free(j->wk, wbytes);
+        free(j);
+        rt_error("out of memory for the convolution's buffers");
+        return -1;
+    }
+    memset(j->xq + s->n * s->c * j->plane, 0, (size_t)slack * sizeof(float));
+    pack_weights(j, w);
+    rt_parallel_for(s->n * s->c, 16384 / (j->plane + 1) + 1, phase_planes, j);
+    rt_parallel_for(s->n * s->groups * j->nqb, 1, run_blocks, j);
+    rt_free(j->xq, xbytes);
+    rt_free(j->wk, wbytes);
+    free(j);
+    return 0;
+}
