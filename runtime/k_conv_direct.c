@@ -227,9 +227,14 @@ bool rt_conv_direct_wins(const rt_conv_shape *s)
         return false;
     dj j;
     geometry(s, &j);
-    /* Chosen by measurement (docs/perf.md): the direct kernel wins where
-     * most of what it computes is kept and each block has enough taps. */
-    return efficiency(&j) >= 0.6 && j.cg * j.ntap >= 8;
+    /* Chosen by measurement (docs/perf.md, one thread): the GEMM paths win
+     * on 1x1 (no taps to share loads over), on depthwise stride 1 (their
+     * row kernel) and where the grid's junk columns and tail make a third
+     * or more of the work (14x14 and smaller); the direct kernel wins on
+     * 3x3/5x5/7x7 at 28x28 and up, stride 1 and 2, and depthwise stride 2. */
+    if (j.ntap == 1 || (j.cg == 1 && s->sh == 1 && s->sw == 1))
+        return false;
+    return efficiency(&j) >= 0.7;
 }
 
 int rt_conv_direct_f32(const rt_conv_shape *s, const float *x, const float *w,
