@@ -41,6 +41,8 @@ typedef struct dj {
     int64_t bstride;
     float *y;
     int64_t hq, wq, plane, ngrid, cg, og, ko, qv, nob, nqb, ntap;
+    bool rows;                      /* the row kernel (below) instead of the grid kernel */
+    int64_t rp, kv, nseg;           /* row kernel: positions, vectors of 16 channels, segments per row */
     int64_t toff[MAX_TAPS];
 } dj;
 
@@ -93,6 +95,59 @@ static void pick(int64_t og, int64_t *ko, int64_t *qv, block_fn *fn)
     }
 }
 
+/* The row kernel, for small images, where the grid kernel's junk columns
+ * and tail would be a third of its work: the vector runs over 16*KV output
+ * channels, and a block is P consecutive output columns of one row
+ * (broadcast input, weights packed [ob][c][tap][16*KV]); P is chosen from
+ * 14, 12, 8, 7 to fit the row. out[P][16*KV] = bias + the sums. */
+#define RBLOCK(P, KV)                                                                       \
+    __attribute__((target("avx512f"))) static void rblock_##P##_##KV(                       \
+        const float *xp, const float *wp, int64_t cg, int64_t plane, const int64_t *toff,  \
+        int64_t ntap, const float *b, float *out)                                          \
+    {                                                                                       \
+        __m512 acc[P][KV];                                                                  \
+        _Pragma("GCC unroll 4") for (int v = 0; v < KV; v++)                                \
+        {                                                                                   \
+            __m512 bv = _mm512_loadu_ps(b + VL * v);                                        \
+            _Pragma("GCC unroll 16") for (int p = 0; p < P; p++) acc[p][v] = bv;            \
+        }                                                                                   \
+        for (int64_t c = 0; c < cg; c++, xp += plane) {                                     \
+            for (int64_t t = 0; t < ntap; t++, wp += VL * KV) {                             \
+                const float *s = xp + toff[t];                                              \
+                __m512 w[KV];                                                               \
+                _Pragma("GCC unroll 4") for (int v = 0; v < KV; v++) w[v] =                 \
+                    _mm512_load_ps(wp + VL * v);                                            \
+                _Pragma("GCC unroll 16") for (int p = 0; p < P; p++)                        \
+                {                                                                           \
+                    __m512 x = _mm512_set1_ps(s[p]);                                        \
+                    _Pragma("GCC unroll 4") for (int v = 0; v < KV; v++) acc[p][v] =        \
+                        _mm512_fmadd_ps(x, w[v], acc[p][v]);                                \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+        _Pragma("GCC unroll 16") for (int p = 0; p < P; p++)                                \
+            _Pragma("GCC unroll 4") for (int v = 0; v < KV; v++)                            \
+                _mm512_storeu_ps(out + (p * KV + v) * VL, acc[p][v]);                       \
+    }
+RBLOCK(14, 2)
+RBLOCK(12, 2)
+RBLOCK(8, 2)
+RBLOCK(7, 2)
+RBLOCK(14, 1)
+RBLOCK(12, 1)
+RBLOCK(8, 1)
+RBLOCK(7, 1)
+#undef RBLOCK
+
+static block_fn rpick(int64_t rp, int64_t kv)
+{
+    static const block_fn fns[2][4] = {
+        {rblock_14_1, rblock_12_1, rblock_8_1, rblock_7_1},
+        {rblock_14_2, rblock_12_2, rblock_8_2, rblock_7_2},
+    };
+    return fns[kv - 1][rp == 14 ? 0 : rp == 12 ? 1 : rp == 8 ? 2 : 3];
+}
+
 /* ---- per-call preparation ----------------------------------------------------------- */
 
 /* Phase planes of channels p0..p1 (p = image * c + channel). */
@@ -120,11 +175,12 @@ static void phase_planes(void *ctx, int64_t p0, int64_t p1)
     }
 }
 
-/* Weights [o][cg][kh][kw] (strided) -> [g][ob][cg][tap][ko], zeros past og. */
+/* Weights [o][cg][kh][kw] (strided) -> [g][ob][cg][tap][ko] (row kernel:
+ * ko = 16*kv), zeros past og. */
 static void pack_weights(const dj *j, const float *w)
 {
     const rt_conv_shape *s = &j->s;
-    int64_t ogp = j->nob * j->ko;
+    int64_t ko = j->rows ? j->kv * VL : j->ko, ogp = j->nob * ko;
     for (int64_t g = 0; g < s->groups; g++)
         for (int64_t o = 0; o < ogp; o++)
             for (int64_t c = 0; c < j->cg; c++)
@@ -133,8 +189,7 @@ static void pack_weights(const dj *j, const float *w)
                     if (o < j->og)
                         v = w[(g * j->og + o) * s->ws[0] + c * s->ws[1] +
                               (t / s->kw) * s->ws[2] + (t % s->kw) * s->ws[3]];
-                    j->wk[(((g * j->nob + o / j->ko) * j->cg + c) * j->ntap + t) * j->ko +
-                          o % j->ko] = v;
+                    j->wk[(((g * j->nob + o / ko) * j->cg + c) * j->ntap + t) * ko + o % ko] = v;
                 }
 }
 
@@ -187,9 +242,41 @@ static void run_blocks(void *ctx, int64_t t0, int64_t t1)
     }
 }
 
+/* Row kernel tasks t0..t1: t = (image * groups + group) * nob + channel
+ * block; every row and segment of the image inside (the block's weights
+ * and the image stay in L2). */
+static void run_rows(void *ctx, int64_t t0, int64_t t1)
+{
+    const dj *j = ctx;
+    const rt_conv_shape *s = &j->s;
+    int64_t lanes = j->kv * VL;
+    block_fn fn = rpick(j->rp, j->kv);
+    float tile[14 * 2 * VL] __attribute__((aligned(64)));
+    float bias[2 * VL];
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t ob = t % j->nob, g = (t / j->nob) % s->groups, n = t / (j->nob * s->groups);
+        int64_t o0 = g * j->og + ob * lanes, no = j->og - ob * lanes < lanes ? j->og - ob * lanes : lanes;
+        for (int64_t o = 0; o < lanes; o++)
+            bias[o] = j->bias && o < no ? j->bias[(o0 + o) * j->bstride] : 0.0f;
+        const float *xp = j->xq + (n * s->c + g * j->cg) * j->plane;
+        const float *wp = j->wk + (g * j->nob + ob) * j->cg * j->ntap * lanes;
+        float *y = j->y + (n * s->o + o0) * s->oh * s->ow;
+        for (int64_t oh = 0; oh < s->oh; oh++)
+            for (int64_t sg = 0; sg < j->nseg; sg++) {
+                int64_t ow0 = sg * j->rp, np = s->ow - ow0 < j->rp ? s->ow - ow0 : j->rp;
+                fn(xp + oh * j->wq + ow0, wp, j->cg, j->plane, j->toff, j->ntap, bias, tile);
+                for (int64_t o = 0; o < no; o++)
+                    for (int64_t p = 0; p < np; p++)
+                        y[o * s->oh * s->ow + oh * s->ow + ow0 + p] = tile[p * lanes + o];
+            }
+    }
+}
+
 /* ---- entry points ---------------------------------------------------------------------- */
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+
 
 static void geometry(const rt_conv_shape *s, dj *j)
 {
@@ -205,36 +292,69 @@ static void geometry(const rt_conv_shape *s, dj *j)
     j->ngrid = s->oh * j->wq;
     j->nqb = cdiv(j->ngrid, j->qv * VL);
     j->ntap = s->kh * s->kw;
+    /* the row kernel: the segment length that fits the row best */
+    static const int64_t lens[] = {14, 12, 8, 7};
+    double best = 0;
+    for (int k = 0; k < 4; k++) {
+        double f = (double)s->ow / (double)(cdiv(s->ow, lens[k]) * lens[k]);
+        if (f > best + 1e-9)
+            best = f, j->rp = lens[k];
+    }
+    j->kv = j->og > VL ? 2 : 1;
+    j->nseg = cdiv(s->ow, j->rp);
+    j->rows = false;
 }
 
-/* Useful fraction of the work the kernel does: valid outputs over computed
- * ones (junk columns, the last block's tail, output channels padded to ko). */
-static double efficiency(const dj *j)
+/* Useful fraction of the work the grid kernel (rows: the row kernel) does:
+ * valid outputs over computed ones (junk columns, the last block's tail,
+ * output channels padded to a block). */
+static double efficiency(const dj *j, bool rows)
 {
+    if (rows)
+        return (double)j->s.ow / (double)(j->nseg * j->rp) * (double)j->og /
+               (double)(cdiv(j->og, j->kv * VL) * j->kv * VL);
     double pos = (double)(j->s.oh * j->s.ow) / (double)(j->nqb * j->qv * VL);
     return pos * (double)j->og / (double)(j->nob * j->ko);
 }
 
-bool rt_conv_direct_wins(const rt_conv_shape *s)
+/* Which kernel (row or grid), from TJIT_CONV or the rule; false: neither
+ * (the GEMM paths). */
+static bool choose(const rt_conv_shape *s, dj *j)
 {
     if (!__builtin_cpu_supports("avx512f") || s->kh * s->kw > MAX_TAPS || s->n == 0 ||
         s->oh <= 0 || s->ow <= 0)
         return false;
+    geometry(s, j);
     const char *env = getenv("TJIT_CONV");
-    if (env && !strcmp(env, "direct"))
-        return true;
-    if (env && !strcmp(env, "gemm"))
+    if (env && (!strcmp(env, "direct") || !strcmp(env, "rows"))) {
+        j->rows = env[0] == 'r';
+    } else if (env && !strcmp(env, "gemm")) {
         return false;
+    } else {
+        /* Chosen by measurement (docs/perf.md, 16 shapes, one thread): the
+         * GEMM paths win on 1x1 (no taps to share loads over) and on
+         * depthwise stride 1 (their row kernel); the row kernel where it
+         * wastes clearly less than the grid kernel (small images), given
+         * 32 output channels per group and 8 input channels (the 3-channel
+         * 7x7 stem and 16-channel groups run better on the grid kernel);
+         * either only when it wastes under 30%. */
+        if (j->ntap == 1 || (j->cg == 1 && s->sh == 1 && s->sw == 1))
+            return false;
+        double eg = efficiency(j, false), er = efficiency(j, true);
+        j->rows = j->kv == 2 && j->cg >= 8 && er > eg + 0.05;
+        if ((j->rows ? er : eg) < 0.7)
+            return false;
+    }
+    if (j->rows)
+        j->nob = cdiv(j->og, j->kv * VL);
+    return true;
+}
+
+
+bool rt_conv_direct_wins(const rt_conv_shape *s)
+{
     dj j;
-    geometry(s, &j);
-    /* Chosen by measurement (docs/perf.md, one thread): the GEMM paths win
-     * on 1x1 (no taps to share loads over), on depthwise stride 1 (their
-     * row kernel) and where the grid's junk columns and tail make a third
-     * or more of the work (14x14 and smaller); the direct kernel wins on
-     * 3x3/5x5/7x7 at 28x28 and up, stride 1 and 2, and depthwise stride 2. */
-    if (j.ntap == 1 || (j.cg == 1 && s->sh == 1 && s->sw == 1))
-        return false;
-    return efficiency(&j) >= 0.7;
+    return choose(s, &j);
 }
 
 int rt_conv_direct_f32(const rt_conv_shape *s, const float *x, const float *w,
@@ -245,7 +365,11 @@ int rt_conv_direct_f32(const rt_conv_shape *s, const float *x, const float *w,
         rt_error("out of memory for the convolution's buffers");
         return -1;
     }
-    geometry(s, j);
+    if (!choose(s, j)) {
+        /* the caller asked rt_conv_direct_wins first: only a changed
+         * TJIT_CONV gets here; the grid kernel takes any shape */
+        geometry(s, j);
+    }
     j->x = x;
     j->y = y;
     j->bias = bias;
@@ -259,9 +383,10 @@ int rt_conv_direct_f32(const rt_conv_shape *s, const float *x, const float *w,
             maxoff = j->toff[t];
     }
     /* the last block reads up to qv*VL - 1 past the grid, shifted by maxoff */
-    int64_t slack = j->nqb * j->qv * VL - j->ngrid + maxoff + VL;
+    int64_t slack = j->nqb * j->qv * VL - j->ngrid + maxoff + VL + j->nseg * j->rp;
     size_t xbytes = (size_t)(s->n * s->c * j->plane + slack) * sizeof(float);
-    size_t wbytes = (size_t)(s->groups * j->nob * j->ko * j->cg * j->ntap) * sizeof(float);
+    size_t wbytes = (size_t)(s->groups * j->nob * (j->rows ? j->kv * VL : j->ko) * j->cg *
+                             j->ntap) * sizeof(float);
     j->xq = rt_alloc(xbytes);
     j->wk = rt_alloc(wbytes);
     if (!j->xq || !j->wk) {
@@ -276,7 +401,10 @@ int rt_conv_direct_f32(const rt_conv_shape *s, const float *x, const float *w,
     memset(j->xq + s->n * s->c * j->plane, 0, (size_t)slack * sizeof(float));
     pack_weights(j, w);
     rt_parallel_for(s->n * s->c, 16384 / (j->plane + 1) + 1, phase_planes, j);
-    rt_parallel_for(s->n * s->groups * j->nqb, 1, run_blocks, j);
+    if (j->rows)
+        rt_parallel_for(s->n * s->groups * j->nob, 1, run_rows, j);
+    else
+        rt_parallel_for(s->n * s->groups * j->nqb, 1, run_blocks, j);
     rt_free(j->xq, xbytes);
     rt_free(j->wk, wbytes);
     free(j);

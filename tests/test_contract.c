@@ -230,7 +230,8 @@ static void test_conv2d(void **state)
 /* The direct f32 conv (runtime/k_conv_direct.c) and the GEMM paths on one
  * case per shape class (stride 1 and 2, 1x1, 3x3, 5x5, 7x7, groups,
  * depthwise, dilation, small spatial sizes), each forced with TJIT_CONV,
- * then chosen by the shape rule; 1 and 2 threads. */
+ * (direct: the grid kernel, rows: the row kernel, gemm), then chosen by the
+ * shape rule; 1 and 2 threads. */
 static void test_conv2d_direct(void **state)
 {
     (void)state;
@@ -248,11 +249,11 @@ static void test_conv2d_direct(void **state)
         {"convd_small", {1, 1}, {1, 1}, {1, 1}, 1, true},
         {"convd_rect", {2, 1}, {0, 2}, {1, 3}, 1, true},
     };
-    static const char *const paths[] = {"direct", "gemm", NULL};
+    static const char *const paths[] = {"direct", "rows", "gemm", NULL};
     int before = tj_num_threads();
     for (int t = 1; t <= 2; t++) {
         tj_set_num_threads(t);
-        for (int p = 0; p < 3; p++) {
+        for (int p = 0; p < 4; p++) {
             if (paths[p])
                 setenv("TJIT_CONV", paths[p], 1);
             else
