@@ -46,6 +46,8 @@ typedef struct dj {
     int64_t toff[MAX_TAPS];
 } dj;
 
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
 /* ---- micro-kernels ----------------------------------------------------------------- */
 
 /* out[KO][QV*VL] = bias + sum over cg channels and ntap taps. */
@@ -150,7 +152,9 @@ static block_fn rpick(int64_t rp, int64_t kv)
 
 /* ---- per-call preparation ----------------------------------------------------------- */
 
-/* Phase planes of channels p0..p1 (p = image * c + channel). */
+/* Phase planes of channels p0..p1 (p = image * c + channel). Plane (a, b)
+ * row i is padded row i*sh + a; its columns q in [lo, hi) come from input
+ * columns q*sw + b - pw, the others are padding. */
 static void phase_planes(void *ctx, int64_t p0, int64_t p1)
 {
     const dj *j = ctx;
@@ -159,19 +163,28 @@ static void phase_planes(void *ctx, int64_t p0, int64_t p1)
         const float *xp = j->x + (p / s->c) * s->xs[0] + (p % s->c) * s->xs[1];
         float *d = j->xq + p * j->plane;
         for (int64_t a = 0; a < s->sh; a++)
-            for (int64_t b = 0; b < s->sw; b++)
+            for (int64_t b = 0; b < s->sw; b++) {
+                int64_t off = b - s->pw, lo = off >= 0 ? 0 : cdiv(-off, s->sw);
+                int64_t hi = s->w - 1 - off < 0 ? 0 : (s->w - 1 - off) / s->sw + 1;
+                hi = hi < j->wq ? hi : j->wq;
+                lo = lo < hi ? lo : hi;
                 for (int64_t i = 0; i < j->hq; i++, d += j->wq) {
                     int64_t r = i * s->sh + a - s->ph;
                     if (r < 0 || r >= s->h) {
                         memset(d, 0, (size_t)j->wq * sizeof *d);
                         continue;
                     }
-                    const float *xr = xp + r * s->xs[2];
-                    for (int64_t q = 0; q < j->wq; q++) {
-                        int64_t col = q * s->sw + b - s->pw;
-                        d[q] = col >= 0 && col < s->w ? xr[col * s->xs[3]] : 0.0f;
-                    }
+                    const float *xr = xp + r * s->xs[2] + (lo * s->sw + off) * s->xs[3];
+                    int64_t st = s->sw * s->xs[3];
+                    memset(d, 0, (size_t)lo * sizeof *d);
+                    if (st == 1)
+                        memcpy(d + lo, xr, (size_t)(hi - lo) * sizeof *d);
+                    else
+                        for (int64_t q = lo; q < hi; q++)
+                            d[q] = xr[(q - lo) * st];
+                    memset(d + hi, 0, (size_t)(j->wq - hi) * sizeof *d);
                 }
+            }
     }
 }
 
@@ -273,8 +286,6 @@ static void run_rows(void *ctx, int64_t t0, int64_t t1)
 }
 
 /* ---- entry points ---------------------------------------------------------------------- */
-
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 
 
