@@ -43,6 +43,7 @@ typedef struct dj {
     int64_t hq, wq, plane, ngrid, cg, og, ko, qv, nob, nqb, ntap;
     bool rows;                      /* the row kernel (below) instead of the grid kernel */
     int64_t rp, kv, nseg;           /* row kernel: positions, vectors of 16 channels, segments per row */
+    int64_t nrc;                    /* row kernel: chunks of rows per task */
     int64_t toff[MAX_TAPS];
 } dj;
 
@@ -255,9 +256,10 @@ static void run_blocks(void *ctx, int64_t t0, int64_t t1)
     }
 }
 
-/* Row kernel tasks t0..t1: t = (image * groups + group) * nob + channel
- * block; every row and segment of the image inside (the block's weights
- * and the image stay in L2). */
+/* Row kernel tasks t0..t1: t = ((image * groups + group) * nob + channel
+ * block) * nrc + row chunk; every row of the chunk and segment inside (the
+ * block's weights and the image stay in L2). Row chunks only where there
+ * are fewer blocks than 4 per thread. */
 static void run_rows(void *ctx, int64_t t0, int64_t t1)
 {
     const dj *j = ctx;
@@ -266,7 +268,10 @@ static void run_rows(void *ctx, int64_t t0, int64_t t1)
     block_fn fn = rpick(j->rp, j->kv);
     float tile[14 * 2 * VL] __attribute__((aligned(64)));
     float bias[2 * VL];
-    for (int64_t t = t0; t < t1; t++) {
+    int64_t rows = cdiv(s->oh, j->nrc);
+    for (int64_t tr = t0; tr < t1; tr++) {
+        int64_t t = tr / j->nrc, oh0 = tr % j->nrc * rows;
+        int64_t oh1 = oh0 + rows < s->oh ? oh0 + rows : s->oh;
         int64_t ob = t % j->nob, g = (t / j->nob) % s->groups, n = t / (j->nob * s->groups);
         int64_t o0 = g * j->og + ob * lanes, no = j->og - ob * lanes < lanes ? j->og - ob * lanes : lanes;
         for (int64_t o = 0; o < lanes; o++)
@@ -274,7 +279,7 @@ static void run_rows(void *ctx, int64_t t0, int64_t t1)
         const float *xp = j->xq + (n * s->c + g * j->cg) * j->plane;
         const float *wp = j->wk + (g * j->nob + ob) * j->cg * j->ntap * lanes;
         float *y = j->y + (n * s->o + o0) * s->oh * s->ow;
-        for (int64_t oh = 0; oh < s->oh; oh++)
+        for (int64_t oh = oh0; oh < oh1; oh++)
             for (int64_t sg = 0; sg < j->nseg; sg++) {
                 int64_t ow0 = sg * j->rp, np = s->ow - ow0 < j->rp ? s->ow - ow0 : j->rp;
                 fn(xp + oh * j->wq + ow0, wp, j->cg, j->plane, j->toff, j->ntap, bias, tile);
@@ -286,8 +291,6 @@ static void run_rows(void *ctx, int64_t t0, int64_t t1)
 }
 
 /* ---- entry points ---------------------------------------------------------------------- */
-
-
 
 static void geometry(const rt_conv_shape *s, dj *j)
 {
@@ -412,8 +415,12 @@ int rt_conv_direct_f32(const rt_conv_shape *s, const float *x, const float *w,
     memset(j->xq + s->n * s->c * j->plane, 0, (size_t)slack * sizeof(float));
     pack_weights(j, w);
     rt_parallel_for(s->n * s->c, 16384 / (j->plane + 1) + 1, phase_planes, j);
-    if (j->rows)
-        rt_parallel_for(s->n * s->groups * j->nob, 1, run_rows, j);
+    if (j->rows) {
+        int64_t blocks = s->n * s->groups * j->nob;
+        j->nrc = cdiv(4 * (int64_t)rt_threads(), blocks);
+        j->nrc = j->nrc < s->oh ? j->nrc : s->oh;
+        rt_parallel_for(blocks * j->nrc, 1, run_rows, j);
+    }
     else
         rt_parallel_for(s->n * s->groups * j->nqb, 1, run_blocks, j);
     rt_free(j->xq, xbytes);
