@@ -18,6 +18,15 @@
  * the grid are split over the thread pool (image, group, block). The result
  * goes through a small tile into the output's valid columns.
  *
+ * Row kernel (small images, where junk columns and the tail would be a third
+ * of the grid kernel's work): the vector runs over output channels instead,
+ * a block being 7-14 columns of one output row (see RBLOCK).
+ *
+ * Choice (rt_conv_direct_wins): the GEMM paths of k_conv.c for 1x1 and
+ * depthwise stride 1, else the kernel that discards less, when it keeps at
+ * least 70% of what it computes; measured in docs/perf.md (make bench-conv).
+ * AVX-512F is checked at run time; without it the GEMM paths run.
+ *
  * Sums run over (c, kh, kw) in that order with FMA, as the GEMM paths do
  * over K; results agree with them to rounding (tests/test_contract.c).
  */
