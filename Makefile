@@ -331,7 +331,8 @@ $(BUILD)/tjit.pc: Makefile include/tjit.h
 	    'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -ltjit' \
 	    'Libs.private: $(strip $(LDLIBS))' > $@
 
-install: all $(BUILD)/tjit.pc
+# $(DIST_LIBS) named here too: `all` above is read before DIST_LIBS is set.
+install: all $(BUILD)/tjit.pc $(DIST_LIBS)
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(DOCDIR)
 	install -m 755 $(BUILD)/$(SO_REAL) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(SO_REAL) $(DESTDIR)$(LIBDIR)/$(SO_NAME)
