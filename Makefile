@@ -249,6 +249,16 @@ bench: deps
 bench-compare: deps all
 	@BUILD=$(BUILD) bash scripts/bench-compare.sh $(BENCH_ARGS)
 
+# ---- conv kernels per shape (issue 13): the measurement behind the conv2d
+# kernel choice (benchmarks/probes/conv_shapes.c; docs/perf.md, Convolution).
+.PHONY: bench-conv
+bench-conv: deps $(BUILD)/bench/conv_shapes
+	@$(BUILD)/bench/conv_shapes $(BENCH_ARGS)
+
+$(BUILD)/bench/conv_shapes: benchmarks/probes/conv_shapes.c $(BUILD)/libtjit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libtjit.a $(LDLIBS)
+
 # A user's own model (examples/mymodel.c), built the way a user would: public
 # header, build/libtjit.a, strict warnings; then run (exit 1 on a mismatch).
 example: $(BUILD)/examples/mymodel $(BUILD)/examples/train

@@ -22,6 +22,7 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -208,6 +209,17 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* The process's page faults so far (minor + major), or -1. Faults per call
+ * show whether a steady-state call touches fresh pages (an output or an
+ * intermediate the allocator did not keep). */
+static double page_faults(void)
+{
+    struct rusage u;
+    if (getrusage(RUSAGE_SELF, &u) != 0)
+        return -1;
+    return (double)u.ru_minflt + (double)u.ru_majflt;
+}
+
 /* Warm-up, then timed iterations until both o->iters and o->min_time. */
 static int measure(const callee *f, bench_args *a, const bench_opts *o, bench_timing *t,
                    bench_result *r)
@@ -219,6 +231,7 @@ static int measure(const callee *f, bench_args *a, const bench_opts *o, bench_ti
             return -1;
     int cap = o->iters > 64 ? o->iters : 64, n = 0;
     double *ts = malloc(sizeof *ts * (size_t)cap), total = 0;
+    double faults0 = page_faults();
     while (ts && n < BENCH_MAX_ITERS && (n < o->iters || total < o->min_time * 1e3)) {
         if (n == cap) {
             double *grown = realloc(ts, sizeof *ts * (size_t)(cap *= 2));
@@ -236,6 +249,7 @@ static int measure(const callee *f, bench_args *a, const bench_opts *o, bench_ti
         free(ts);
         return fail(r, "measure", "out of memory");
     }
+    t->faults = faults0 >= 0 ? (page_faults() - faults0) / n : NAN;
     t->ms = median(ts, n);
     t->min_ms = ts[0];
     t->iters = n;
@@ -657,6 +671,8 @@ void bench_print_json(FILE *f, const bench_result *r)
     json_num(f, "peak_bytes", "%.0f", (double)r->eager.peak_bytes, r->eager.peak_bytes >= 0);
     json_num(f, "compiled_peak_bytes", "%.0f", (double)r->compiled.peak_bytes,
              r->compiled.peak_bytes >= 0);
+    json_num(f, "eager_faults_per_call", "%.1f", r->eager.faults, r->eager.done);
+    json_num(f, "compiled_faults_per_call", "%.1f", r->compiled.faults, r->compiled.done);
     json_num(f, "max_abs_diff", "%.3g", r->max_abs_diff, true);
     fprintf(f, ", \"threads\": %d}\n", r->threads);
 }
@@ -665,11 +681,12 @@ void bench_print_table_head(FILE *f, int threads)
 {
     fprintf(f, "tjit bench: %d thread%s; ms are medians per call; cold/warm: the first compiled "
                "call in a new process with an empty/filled kernel cache (compile: its excess "
-               "over the second call); kernels: fused kernels + eager calls per call\n",
+               "over the second call); kernels: fused kernels + eager calls per call; flt: page faults per timed call\n",
             threads, threads == 1 ? "" : "s");
-    fprintf(f, "%-4s %-10s %9s %9s %7s %8s %9s %8s %9s %7s %8s %8s %9s  %s\n", "case", "name",
-            "eager ms", "comp ms", "speedup", "cold ms", "(compile)", "warm ms", "(compile)",
-            "kernels", "eager MB", "comp MB", "max diff", "status");
+    fprintf(f, "%-4s %-10s %9s %9s %7s %8s %9s %8s %9s %7s %8s %8s %9s %9s %9s  %s\n", "case",
+            "name", "eager ms", "comp ms", "speedup", "cold ms", "(compile)", "warm ms",
+            "(compile)", "kernels", "eager MB", "comp MB", "eager flt", "comp flt", "max diff",
+            "status");
 }
 
 /* v formatted with fmt, or "-" when unknown. */
@@ -684,11 +701,12 @@ static const char *cell(char *buf, size_t n, const char *fmt, double v, bool kno
 
 void bench_print_table_row(FILE *f, const bench_result *r)
 {
-    char b[10][32], kern[32] = "-";
+    char b[12][32], kern[32] = "-";
     const bench_timing *e = &r->eager, *c = &r->compiled;
     if (r->kernels >= 0)
         snprintf(kern, sizeof kern, "%d+%d", r->kernels, r->eager_calls);
-    fprintf(f, "%-4s %-10s %9s %9s %7s %8s %9s %8s %9s %7s %8s %8s %9s  ", r->c->id, r->c->name,
+    fprintf(f, "%-4s %-10s %9s %9s %7s %8s %9s %8s %9s %7s %8s %8s %9s %9s %9s  ", r->c->id,
+            r->c->name,
             cell(b[0], 32, "%.3f", e->ms, e->done), cell(b[1], 32, "%.3f", c->ms, c->done),
             cell(b[2], 32, "%.2fx", speedup(r), true), cell(b[3], 32, "%.1f", r->cold.ms, true),
             cell(b[4], 32, "%.1f", r->cold.compile_ms, true),
@@ -696,6 +714,7 @@ void bench_print_table_row(FILE *f, const bench_result *r)
             cell(b[6], 32, "%.1f", r->warm.compile_ms, true), kern,
             cell(b[7], 32, "%.1f", e->peak_bytes / 1048576.0, e->peak_bytes >= 0),
             cell(b[8], 32, "%.1f", c->peak_bytes / 1048576.0, c->peak_bytes >= 0),
+            cell(b[10], 32, "%.1f", e->faults, e->done), cell(b[11], 32, "%.1f", c->faults, c->done),
             cell(b[9], 32, "%.2e", r->max_abs_diff, true));
     if (r->status == BENCH_OK)
         fprintf(f, "ok\n");

@@ -37,6 +37,8 @@ typedef struct bench_timing {
     double first_ms;        /* the first call in this process */
     int iters;
     int64_t peak_bytes;     /* resident-set growth during one call; -1 unknown */
+    double faults;          /* page faults (minor + major, getrusage) per timed call;
+                             * NAN unknown */
 } bench_timing;
 
 /* A first call in a new process that has set the case up and run it eagerly

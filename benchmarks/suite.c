@@ -1,7 +1,8 @@
 /* suite.c - the cases of the benchmark suite (see suite.h and
  * shared/bench/SUITE.md): setup, model and teardown of P1-P7, written over
  * the public API the way a user would write them. All float32 but the bf16
- * variants B1 and B4. */
+ * variants B1 and B4. P9 and P10 are ours: small ops and small GEMMs, and the
+ * per-call overhead. */
 #include <math.h>
 #include <strings.h>
 
@@ -329,6 +330,55 @@ double bench_tolerance(const bench_case *c)
     return 0;
 }
 
+/* ---- P9 rnn: an unrolled LSTM (many small ops and small GEMMs) -------------
+ * input x [T=8, 64, 256]; weights w_ih [1024,256], b_ih, w_hh [1024,256],
+ * b_hh (torch.nn.LSTMCell's); h, c start at zero; the result is h after T. */
+#define P9_T 8
+#define P9_B 64
+#define P9_H 256
+
+static int p9_setup(bench_args *a)
+{
+    input(a, 3, (int64_t[]){P9_T, P9_B, P9_H});
+    weight(a, 2, (int64_t[]){4 * P9_H, P9_H}, P9_H);
+    weight(a, 1, (int64_t[]){4 * P9_H}, P9_H);
+    weight(a, 2, (int64_t[]){4 * P9_H, P9_H}, P9_H);
+    weight(a, 1, (int64_t[]){4 * P9_H}, P9_H);
+    return setup_done(a);
+}
+
+static tj_tensor *p9_run(void *ctx, tj_tensor *const *in, int n)
+{
+    tj_tensor *const *w = weights(ctx);
+    tj_tensor *h = tj_zeros(TJ_F32, 2, (int64_t[]){P9_B, P9_H}), *c = h;
+    for (int t = 0; t < P9_T; t++) {
+        tj_tensor *xt = tj_reshape(tj_slice(in[0], 0, t, t + 1, 1), 2,
+                                   (int64_t[]){P9_B, P9_H});
+        tj_tensor *g = tj_add(tj_linear(xt, w[0], w[1]), tj_linear(h, w[2], w[3])), *q[4];
+        if (tj_split(g, P9_H, 1, q, 4) != 4)
+            return NULL;
+        c = tj_add(tj_mul(tj_sigmoid(q[1]), c), tj_mul(tj_sigmoid(q[0]), tj_tanh(q[2])));
+        h = tj_mul(tj_sigmoid(q[3]), tj_tanh(c));
+    }
+    return h;
+}
+
+/* ---- P10 small: ten pointwise ops on 256 floats (the per-call overhead) --- */
+static int p10_setup(bench_args *a)
+{
+    input(a, 1, (int64_t[]){256});
+    return setup_done(a);
+}
+
+static tj_tensor *p10_run(void *ctx, tj_tensor *const *in, int n)
+{
+    tj_tensor *x = in[0];
+    tj_tensor *y = tj_tanh(tj_add_s(tj_mul_s(x, 2.0), 1.0));
+    y = tj_sub_s(tj_mul(y, x), 0.5);
+    y = tj_relu(tj_add(tj_exp(tj_neg(y)), x));
+    return tj_div(tj_sigmoid(y), tj_add_s(tj_abs(x), 1.0));
+}
+
 /* ---- the table ------------------------------------------------------------ */
 const bench_case bench_cases[] = {
     {"P1", "pointwise", "x f32[4194304]; tanh(x) * sigmoid(1.702*x) + 0.5*x", p1_setup, p1_run,
@@ -347,11 +397,10 @@ const bench_case bench_cases[] = {
      p7_setup, p7_run, teardown, NULL, true, p7_loss},
     {"P8", "train_block", "x f32[16,64,128]; pre-norm transformer block (4 heads, causal, MLP 512), "
      "MSE, one Adam step", p8_setup, p8_run, teardown, NULL, true, p8_loss},
-    /* bf16 (docs/perf.md) */
-    {"B1", "pointwise_bf16", "P1 in bf16: x bf16[4194304]", b1_setup, b1_run, teardown, NULL, false,
-     NULL},
-    {"B4", "mlp_bf16", "P4 in bf16: x bf16[256,1024], bf16 weights", b4_setup, b4_run, teardown,
-     NULL, false, NULL},
+    {"P9", "rnn", "x f32[8,64,256]; LSTM cell (hidden 256) unrolled over 8 steps, last h",
+     p9_setup, p9_run, teardown, NULL, false, NULL},
+    {"P10", "small", "x f32[256]; ten pointwise ops (the per-call overhead)", p10_setup,
+     p10_run, teardown, NULL, false, NULL},
 };
 const int bench_ncases = (int)(sizeof bench_cases / sizeof *bench_cases);
 

@@ -132,39 +132,39 @@ static bool fail(char *why, size_t n, const char *fmt, ...)
 
 /* Whether t passes g; symval holds the sizes bound to symbols so far; *passed
  * counts the checks that held (to find the closest entry for messages). */
-static bool guard_check(const guard *g, const tj_tensor *t, const char *what, int64_t *symval,
+static bool guard_check(const guard *g, const tj_tensor *t, int arg, int64_t *symval,
                         char *why, size_t n, int *passed)
 {
     if (t->dtype != g->dtype)
-        return fail(why, n, "%s: dtype is %s, the guard expects %s", what,
+        return fail(why, n, "arg %d: dtype is %s, the guard expects %s", arg,
                     tj_dtype_name(t->dtype), tj_dtype_name(g->dtype));
     if (t->ndim != g->ndim)
-        return fail(why, n, "%s: %d dims, the guard expects %d", what, t->ndim, g->ndim);
+        return fail(why, n, "arg %d: %d dims, the guard expects %d", arg, t->ndim, g->ndim);
     *passed += 2;
     for (int d = 0; d < g->ndim; d++, ++*passed) {
         int64_t v = t->shape[d], s = g->shape[d];
         if (!IR_IS_SYM(s)) {
             if (v != s)
-                return fail(why, n, "%s: dim %d is %lld, the guard expects %lld", what, d,
+                return fail(why, n, "arg %d: dim %d is %lld, the guard expects %lld", arg, d,
                             (long long)v, (long long)s);
             continue;
         }
         int64_t k = IR_SYM_INDEX(s);
         if (v < 2)
-            return fail(why, n, "%s: dim %d is %lld, symbolic s%lld needs >= 2", what, d,
+            return fail(why, n, "arg %d: dim %d is %lld, symbolic s%lld needs >= 2", arg, d,
                         (long long)v, (long long)k);
         if (symval[k] >= 0 && symval[k] != v)
-            return fail(why, n, "%s: dim %d is %lld, but s%lld is %lld here", what, d,
+            return fail(why, n, "arg %d: dim %d is %lld, but s%lld is %lld here", arg, d,
                         (long long)v, (long long)k, (long long)symval[k]);
         symval[k] = v;
     }
     if (g->contiguous) {
         if (!rt_is_contiguous(t))
-            return fail(why, n, "%s: not contiguous, the guard expects contiguous", what);
+            return fail(why, n, "arg %d: not contiguous, the guard expects contiguous", arg);
     } else {
         for (int d = 0; d < g->ndim; d++)
             if (t->shape[d] > 1 && t->strides[d] != g->strides[d])
-                return fail(why, n, "%s: stride %d is %lld, the guard expects %lld", what, d,
+                return fail(why, n, "arg %d: stride %d is %lld, the guard expects %lld", arg, d,
                             (long long)t->strides[d], (long long)g->strides[d]);
     }
     ++*passed;
@@ -212,10 +212,8 @@ static bool entry_check(const entry *e, tj_tensor *const *args, int nargs, char 
     int64_t symval[FE_MAX_SYMS];
     for (int k = 0; k < e->nsyms; k++)
         symval[k] = -1;
-    char what[32];
     for (int k = 0; k < nargs; k++) {
-        snprintf(what, sizeof what, "arg %d", k);
-        if (!guard_check(&e->args[k], args[k], what, symval, why, n, passed))
+        if (!guard_check(&e->args[k], args[k], k, symval, why, n, passed))
             return false;
     }
     if (e->autocast != fe_autocast_dtype())

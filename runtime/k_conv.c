@@ -1,6 +1,8 @@
 /* k_conv.c - eager kernels of conv2d, max_pool2d (and its indices) and
  * avg_pool2d.
  *
+ * f32 conv2d first asks runtime/k_conv_direct.c (direct AVX-512 kernels,
+ * chosen per shape: rt_conv_direct_wins); otherwise, and for other dtypes,
  * conv2d picks one of four ways, all parallel over tiles of output rows
  * (image n, group g, rows r0..r1) with OpenBLAS single-threaded inside:
  *   direct     one input channel per group (depthwise): a GEMM would have
@@ -31,6 +33,7 @@
 #include "../ir/window2d.h"
 #include "blas.h"
 #include "contract.h"
+#include "conv_direct.h"
 #include "kernels.h"
 
 #define CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
@@ -843,6 +846,19 @@ int rt_k_conv2d(RT_KERNEL_ARGS)
         j.bstride = bias->strides[0];
     }
     atomic_init(&j.failed, 0);
+    if (j.dt == TJ_F32) {
+        rt_conv_shape cs = {
+            .n = j.g.n, .c = j.g.c, .h = j.g.h, .w = j.g.wd,
+            .xs = {j.g.xs[0], j.g.xs[1], j.g.xs[2], j.g.xs[3]},
+            .o = j.o, .groups = j.groups, .kh = w->shape[2], .kw = w->shape[3],
+            .ws = {w->strides[0], w->strides[1], w->strides[2], w->strides[3]},
+            .sh = j.g.w.stride[0], .sw = j.g.w.stride[1], .ph = j.g.w.padding[0],
+            .pw = j.g.w.padding[1], .dh = j.g.w.dilation[0], .dw = j.g.w.dilation[1],
+            .oh = j.g.oh, .ow = j.g.ow};
+        if (rt_conv_direct_wins(&cs))
+            return rt_conv_direct_f32(&cs, rt_ptr(x), rt_ptr(w), (const float *)j.bias,
+                                      j.bstride, rt_ptr(out));
+    }
     bool direct = j.cg == 1;
     /* Load OpenBLAS here: an error recorded on a pool thread would be lost. */
     if (!direct && ir_dtype_is_float(j.dt) && !rt_blas_core())

@@ -227,6 +227,51 @@ static void test_conv2d(void **state)
     }
 }
 
+/* The direct f32 conv (runtime/k_conv_direct.c) and the GEMM paths on one
+ * case per shape class (stride 1 and 2, 1x1, 3x3, 5x5, 7x7, groups,
+ * depthwise, dilation, small spatial sizes), each forced with TJIT_CONV,
+ * (direct: the grid kernel, rows: the row kernel, gemm), then chosen by the
+ * shape rule; 1 and 2 threads. */
+static void test_conv2d_direct(void **state)
+{
+    (void)state;
+    static const conv_case cases[] = {
+        {"convd_3x3", {1, 1}, {1, 1}, {1, 1}, 1, true},
+        {"convd_3x3_s2", {2, 2}, {1, 1}, {1, 1}, 1, true},
+        {"convd_5x5", {1, 1}, {2, 2}, {1, 1}, 1, false},
+        {"convd_7x7_s2", {2, 2}, {3, 3}, {1, 1}, 1, true},
+        {"convd_1x1", {1, 1}, {0, 0}, {1, 1}, 1, true},
+        {"convd_1x1_s2", {2, 2}, {0, 0}, {1, 1}, 1, false},
+        {"convd_dw", {1, 1}, {1, 1}, {1, 1}, 32, true},
+        {"convd_dw_s2", {2, 2}, {1, 1}, {1, 1}, 16, true},
+        {"convd_groups", {1, 1}, {1, 1}, {1, 1}, 4, true},
+        {"convd_dil", {1, 1}, {2, 2}, {2, 2}, 1, true},
+        {"convd_small", {1, 1}, {1, 1}, {1, 1}, 1, true},
+        {"convd_rect", {2, 1}, {0, 2}, {1, 3}, 1, true},
+    };
+    static const char *const paths[] = {"direct", "rows", "gemm", NULL};
+    int before = tj_num_threads();
+    for (int t = 1; t <= 2; t++) {
+        tj_set_num_threads(t);
+        for (int p = 0; p < 4; p++) {
+            if (paths[p])
+                setenv("TJIT_CONV", paths[p], 1);
+            else
+                unsetenv("TJIT_CONV");
+            for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+                const conv_case *c = &cases[k];
+                tj_tensor *got = run_conv(c, in(c->name, "x"), in(c->name, "w"));
+                if (!got)
+                    fail_msg("%s (%s): %s", c->name, paths[p] ? paths[p] : "rule",
+                             tj_last_error());
+                check(c->name, got, 1e-5);
+            }
+        }
+    }
+    unsetenv("TJIT_CONV");
+    tj_set_num_threads(before);
+}
+
 static void test_conv2d_threads(void **state)
 {
     (void)state;
@@ -706,7 +751,8 @@ int main(int argc, char **argv)
         T(test_matmul_ranks),     T(test_matmul_ints),   T(test_matmul_views),
         T(test_matmul_extremes),  T(test_matmul_errors), T(test_linear),
         T(test_linear_views),     T(test_linear_errors), T(test_conv2d),
-        T(test_conv2d_threads),   T(test_conv2d_defaults_and_views),
+        T(test_conv2d_threads),
+        T(test_conv2d_direct),   T(test_conv2d_defaults_and_views),
         T(test_conv2d_errors),    T(test_pools),         T(test_pool_defaults),
         T(test_pool_errors),      T(test_pool_options),  T(test_pool_option_defaults),
         T(test_pool_indices_grad), T(test_pool_option_errors), T(test_window_attrs),

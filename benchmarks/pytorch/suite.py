@@ -126,6 +126,20 @@ def build_cases(torch):
               [torch.ones(128), torch.zeros(128)] + linear(512, 128) + linear(128, 512))
         return [x, target] + [w.requires_grad_() for w in ws]
 
+    def p9(x, wih, bih, whh, bhh):   # LSTM cell unrolled over x's 8 steps: the last h
+        h = c = torch.zeros(x.shape[1], whh.shape[1])
+        for t in range(x.shape[0]):
+            i, f, g, o = (F.linear(x[t], wih, bih) + F.linear(h, whh, bhh)).split(whh.shape[1], 1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            h = torch.sigmoid(o) * torch.tanh(c)
+        return h
+
+    def p10(x):   # ten pointwise ops on 256 floats: the per-call overhead
+        y = torch.tanh(x * 2.0 + 1.0)
+        y = y * x - 0.5
+        y = torch.relu(torch.exp(-y) + x)
+        return torch.sigmoid(y) / (torch.abs(x) + 1.0)
+
     def conv_bn_weights():
         return [weight((64, 64, 3, 3), 576), weight((64,), 1), variance(64),
                 weight((64,), 1), weight((64,), 1)]
@@ -153,6 +167,9 @@ def build_cases(torch):
          p6, 1),
         ("P7", "train_mlp", p7_setup, TrainStep(torch, p7_loss, "sgd"), 2),
         ("P8", "train_block", p8_setup, TrainStep(torch, p8_loss, "adam"), 2),
+        ("P9", "rnn", lambda: [randn(8, 64, 256), weight((1024, 256), 256), weight((1024,), 256),
+                               weight((1024, 256), 256), weight((1024,), 256)], p9, 1),
+        ("P10", "small", lambda: [randn(256)], p10, 1),
     ]
 
 

@@ -255,4 +255,36 @@ case("avgd_i64_neg", avgx(2, 2, 0, True, True, -1), x=rnd(1, 2, 5, 5, dtype=torc
 # 300 output columns: the index kernel's blocks of 256 columns meet inside a row
 icase("maxi_wide", maxi((2, 3), (1, 2), (0, 1), 1, True), torch.randint(-2, 3, (1, 1, 3, 600)).float())
 
+# ---- the direct f32 conv (runtime/k_conv_direct.c): one case per shape class, from a
+# stream of their own; weights scaled by 1/sqrt(fan_in) as in a network. The test runs
+# each case with the direct kernel and with the GEMM paths (TJIT_CONV=direct, gemm).
+gd = torch.Generator().manual_seed(23)
+
+
+def rndd(*shape, fan_in=1):
+    return torch.randn(*shape, generator=gd) / fan_in ** 0.5
+
+
+def dcase(name, fn, x, w, b=True):
+    fan = w[1] * w[2] * w[3]
+    inputs = dict(x=rndd(*x), w=rndd(*w, fan_in=fan))
+    if b:
+        inputs["b"] = rndd(w[0])
+    case(name, fn, **inputs)
+
+
+S = torch.Size
+dcase("convd_3x3", conv(1, 1), S([2, 16, 12, 12]), S([16, 16, 3, 3]))
+dcase("convd_3x3_s2", conv(2, 1), S([2, 16, 13, 13]), S([8, 16, 3, 3]))
+dcase("convd_5x5", conv(1, 2), S([1, 8, 16, 16]), S([8, 8, 5, 5]), b=False)
+dcase("convd_7x7_s2", conv(2, 3), S([1, 3, 23, 23]), S([8, 3, 7, 7]))
+dcase("convd_1x1", conv(), S([2, 32, 12, 12]), S([18, 32, 1, 1]))
+dcase("convd_1x1_s2", conv(2), S([1, 16, 14, 14]), S([8, 16, 1, 1]), b=False)
+dcase("convd_dw", conv(1, 1, 1, 32), S([2, 32, 14, 14]), S([32, 1, 3, 3]))
+dcase("convd_dw_s2", conv(2, 1, 1, 16), S([1, 16, 15, 15]), S([32, 1, 3, 3]))
+dcase("convd_groups", conv(1, 1, 1, 4), S([1, 16, 10, 10]), S([24, 4, 3, 3]))
+dcase("convd_dil", conv(1, 2, 2), S([1, 8, 14, 14]), S([6, 8, 3, 3]))
+dcase("convd_small", conv(1, 1), S([2, 32, 7, 7]), S([32, 32, 3, 3]))
+dcase("convd_rect", conv((2, 1), (0, 2), (1, 3)), S([1, 4, 11, 19]), S([5, 4, 2, 3]))
+
 g.done()

@@ -1,5 +1,5 @@
 /* driver.c - the workload of the allocation-failure sweep (scripts/check-oom.sh):
- * tensors, eager ops (OpenBLAS loads on the first matmul), a small model
+ * tensors, eager ops (OpenBLAS loads on the first matmul; a conv2d), a small model
  * compiled and called twice and compared with eager, a .npy saved and loaded.
  *
  * Run under tests/oom/shim.c: TJIT_OOM_FAIL_AT=n fails the n-th allocation
@@ -62,6 +62,11 @@ static void run(const char *npy)
     tj_tensor *e = model((tj_tensor *[]){w, b}, &x, 1);
     tj_tensor *s = tj_sum(tj_add(tj_matmul(x, tj_transpose(w, 0, 1)), b), NULL, 0, false);
     if (!check(e, "eager model") || !check(s, "eager ops"))
+        return;
+    /* a conv2d the direct kernel runs (its phase planes, packed weights) */
+    int64_t cx[] = {1, 8, 16, 16}, cw[] = {8, 8, 3, 3}, one[] = {1, 1};
+    tj_tensor *cv = tj_conv2d(tj_rand(TJ_F32, 4, cx), tj_rand(TJ_F32, 4, cw), NULL, one, one, one, 1);
+    if (!check(cv, "eager conv"))
         return;
     /* compiled, twice */
     tj_compiled *c = tj_compile(model, (tj_tensor *[]){w, b}, NULL);

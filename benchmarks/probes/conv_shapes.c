@@ -1,0 +1,73 @@
+/* conv_shapes.c - conv2d per shape class on each of tjit's f32 kernels: the
+ * measurement behind the choice in runtime/k_conv_direct.c (docs/perf.md,
+ * Convolution). For each shape it times tj_conv2d with TJIT_CONV=gemm (the
+ * OpenBLAS paths), direct (the grid kernel), rows (the row kernel) and unset
+ * (the rule's choice): the best of 5 calls by the process's CPU time, and
+ * GFLOP/s. Built and run by `make bench-conv` (one thread; an argument sets
+ * the threads).
+ *
+ *     build/bench/conv_shapes [THREADS]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <tjit.h>
+
+static double cpu_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* batch, channels, height = width, outputs, kernel, stride, padding, groups */
+static const int shapes[][8] = {
+    {8, 64, 56, 64, 3, 1, 1, 1},    {8, 128, 28, 128, 3, 1, 1, 1}, {8, 256, 14, 256, 3, 1, 1, 1},
+    {8, 512, 7, 512, 3, 1, 1, 1},   {8, 64, 56, 256, 1, 1, 0, 1},  {8, 256, 56, 64, 1, 1, 0, 1},
+    {8, 128, 28, 256, 1, 2, 0, 1},  {8, 3, 224, 64, 7, 2, 3, 1},   {8, 64, 56, 128, 3, 2, 1, 1},
+    {8, 128, 28, 128, 3, 1, 1, 128}, {8, 128, 28, 128, 3, 2, 1, 128}, {8, 32, 28, 32, 5, 1, 2, 1},
+    {8, 128, 28, 128, 3, 1, 1, 8},  {1, 64, 56, 64, 3, 1, 1, 1},   {8, 32, 14, 32, 3, 1, 1, 1},
+    {8, 512, 7, 2048, 1, 1, 0, 1},
+};
+
+int main(int argc, char **argv)
+{
+    tj_set_num_threads(argc > 1 ? atoi(argv[1]) : 1);
+    static const char *const paths[] = {"gemm", "direct", "rows", NULL};
+    for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
+        const int *s = shapes[k];
+        tj_scope_begin();
+        tj_tensor *x = tj_randn(TJ_F32, 4, (int64_t[]){s[0], s[1], s[2], s[2]});
+        tj_tensor *w = tj_randn(TJ_F32, 4, (int64_t[]){s[3], s[1] / s[7], s[4], s[4]});
+        int64_t st[2] = {s[5], s[5]}, pd[2] = {s[6], s[6]}, dl[2] = {1, 1};
+        int64_t oh = (s[2] + 2 * s[6] - s[4]) / s[5] + 1;
+        double gf = 2.0 * s[0] * s[3] * oh * oh * (s[1] / s[7]) * s[4] * s[4] / 1e9;
+        printf("n%d c%-3d %3dx%-3d o%-4d k%d s%d g%-3d %6.3f GFLOP:", s[0], s[1], s[2], s[2],
+               s[3], s[4], s[5], s[7], gf);
+        for (int p = 0; p < 4; p++) {
+            if (paths[p])
+                setenv("TJIT_CONV", paths[p], 1);
+            else
+                unsetenv("TJIT_CONV");
+            double best = 1e9;
+            for (int r = 0; r < 5; r++) {
+                tj_scope_begin();
+                double t0 = cpu_s();
+                tj_tensor *y = tj_conv2d(x, w, NULL, st, pd, dl, s[7]);
+                double t = cpu_s() - t0;
+                if (!y) {
+                    fprintf(stderr, "conv_shapes: %s\n", tj_last_error());
+                    return 1;
+                }
+                tj_scope_end();
+                best = t < best ? t : best;
+            }
+            printf("  %s %7.2f ms (%5.1f GFLOP/s)", paths[p] ? paths[p] : "rule", best * 1e3,
+                   gf / best);
+        }
+        printf("\n");
+        tj_scope_end();
+    }
+    return 0;
+}

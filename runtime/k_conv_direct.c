@@ -1,0 +1,439 @@
+/* k_conv_direct.c - the direct f32 convolution: an AVX-512 micro-kernel
+ * register-blocked over KO output channels x QV*16 output positions.
+ *
+ * Layout. The input is copied once per call into phase planes: for stride
+ * (sh, sw) each channel of the zero-padded input [Hp, Wp] becomes sh*sw
+ * planes [hq, wq], plane (a, b) holding padded elements (i*sh + a, j*sw + b)
+ * (polyphase; stride 1 is one plane, the padded image). Output pixel
+ * (oh, ow) at tap (kh, kw) then reads plane ((kh*dh) % sh, (kw*dw) % sw) at
+ * (oh + kh*dh/sh, ow + kw*dw/sw): on a flat output grid q = oh*wq + ow every
+ * tap is the plane shifted by a constant, toff[tap]. The grid has wq - ow
+ * junk columns per row, computed and dropped; the last block reads past the
+ * last plane into zeroed slack.
+ *
+ * Micro-kernel. acc[KO][QV] zmm accumulators start at the bias; for every
+ * input channel of the group and every tap: QV unaligned loads of the
+ * shifted plane, KO broadcasts of packed weights ([ob][c][tap][KO]), KO*QV
+ * FMAs. With KO=4, QV=6: 24 accumulators, 10 loads per 24 FMAs. Blocks of
+ * the grid are split over the thread pool (image, group, block). The result
+ * goes through a small tile into the output's valid columns.
+ *
+ * Row kernel (small images, where junk columns and the tail would be a third
+ * of the grid kernel's work): the vector runs over output channels instead,
+ * a block being 7-14 columns of one output row (see RBLOCK).
+ *
+ * Choice (rt_conv_direct_wins): the GEMM paths of k_conv.c for 1x1 and
+ * depthwise stride 1, else the kernel that discards less, when it keeps at
+ * least 70% of what it computes; measured in docs/perf.md (make bench-conv).
+ * AVX-512F is checked at run time; without it the GEMM paths run.
+ *
+ * Sums run over (c, kh, kw) in that order with FMA, as the GEMM paths do
+ * over K; results agree with them to rounding (tests/test_contract.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <immintrin.h>
+
+#include "conv_direct.h"
+#include "rt.h"
+
+#define VL 16                       /* floats per zmm */
+#define MAX_TAPS 256
+
+typedef struct dj {
+    rt_conv_shape s;
+    const float *x;
+    float *xq;                      /* phase planes [n][c][sh*sw][hq][wq] + slack */
+    float *wk;                      /* packed weights [groups][nob][cg][ntap][ko] */
+    const float *bias;
+    int64_t bstride;
+    float *y;
+    int64_t hq, wq, plane, ngrid, cg, og, ko, qv, nob, nqb, ntap;
+    bool rows;                      /* the row kernel (below) instead of the grid kernel */
+    int64_t rp, kv, nseg;           /* row kernel: positions, vectors of 16 channels, segments per row */
+    int64_t nrc;                    /* row kernel: chunks of rows per task */
+    int64_t toff[MAX_TAPS];
+} dj;
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* ---- micro-kernels ----------------------------------------------------------------- */
+
+/* out[KO][QV*VL] = bias + sum over cg channels and ntap taps. */
+#define BLOCK(KO, QV)                                                                       \
+    __attribute__((target("avx512f"))) static void block_##KO##_##QV(                       \
+        const float *xp, const float *wp, int64_t cg, int64_t plane, const int64_t *toff,  \
+        int64_t ntap, const float *b, float *out)                                          \
+    {                                                                                       \
+        __m512 acc[KO][QV];                                                                 \
+        _Pragma("GCC unroll 8") for (int o = 0; o < KO; o++)                                \
+            _Pragma("GCC unroll 8") for (int v = 0; v < QV; v++) acc[o][v] =                \
+                _mm512_set1_ps(b[o]);                                                       \
+        for (int64_t c = 0; c < cg; c++, xp += plane) {                                     \
+            for (int64_t t = 0; t < ntap; t++, wp += KO) {                                  \
+                const float *s = xp + toff[t];                                              \
+                __m512 x[QV];                                                               \
+                _Pragma("GCC unroll 8") for (int v = 0; v < QV; v++) x[v] =                 \
+                    _mm512_loadu_ps(s + VL * v);                                            \
+                _Pragma("GCC unroll 8") for (int o = 0; o < KO; o++)                        \
+                {                                                                           \
+                    __m512 w = _mm512_set1_ps(wp[o]);                                       \
+                    _Pragma("GCC unroll 8") for (int v = 0; v < QV; v++) acc[o][v] =        \
+                        _mm512_fmadd_ps(w, x[v], acc[o][v]);                                \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+        _Pragma("GCC unroll 8") for (int o = 0; o < KO; o++)                                \
+            _Pragma("GCC unroll 8") for (int v = 0; v < QV; v++)                            \
+                _mm512_storeu_ps(out + (o * QV + v) * VL, acc[o][v]);                       \
+    }
+BLOCK(4, 6)
+BLOCK(2, 8)
+BLOCK(1, 8)
+#undef BLOCK
+
+typedef void (*block_fn)(const float *, const float *, int64_t, int64_t, const int64_t *,
+                         int64_t, const float *, float *);
+
+static void pick(int64_t og, int64_t *ko, int64_t *qv, block_fn *fn)
+{
+    if (og >= 4) {
+        *ko = 4, *qv = 6, *fn = block_4_6;
+    } else if (og >= 2) {
+        *ko = 2, *qv = 8, *fn = block_2_8;
+    } else {
+        *ko = 1, *qv = 8, *fn = block_1_8;
+    }
+}
+
+/* The row kernel, for small images, where the grid kernel's junk columns
+ * and tail would be a third of its work: the vector runs over 16*KV output
+ * channels, and a block is P consecutive output columns of one row
+ * (broadcast input, weights packed [ob][c][tap][16*KV]); P is chosen from
+ * 14, 12, 8, 7 to fit the row. out[P][16*KV] = bias + the sums. */
+#define RBLOCK(P, KV)                                                                       \
+    __attribute__((target("avx512f"))) static void rblock_##P##_##KV(                       \
+        const float *xp, const float *wp, int64_t cg, int64_t plane, const int64_t *toff,  \
+        int64_t ntap, const float *b, float *out)                                          \
+    {                                                                                       \
+        __m512 acc[P][KV];                                                                  \
+        _Pragma("GCC unroll 4") for (int v = 0; v < KV; v++)                                \
+        {                                                                                   \
+            __m512 bv = _mm512_loadu_ps(b + VL * v);                                        \
+            _Pragma("GCC unroll 16") for (int p = 0; p < P; p++) acc[p][v] = bv;            \
+        }                                                                                   \
+        for (int64_t c = 0; c < cg; c++, xp += plane) {                                     \
+            for (int64_t t = 0; t < ntap; t++, wp += VL * KV) {                             \
+                const float *s = xp + toff[t];                                              \
+                __m512 w[KV];                                                               \
+                _Pragma("GCC unroll 4") for (int v = 0; v < KV; v++) w[v] =                 \
+                    _mm512_load_ps(wp + VL * v);                                            \
+                _Pragma("GCC unroll 16") for (int p = 0; p < P; p++)                        \
+                {                                                                           \
+                    __m512 x = _mm512_set1_ps(s[p]);                                        \
+                    _Pragma("GCC unroll 4") for (int v = 0; v < KV; v++) acc[p][v] =        \
+                        _mm512_fmadd_ps(x, w[v], acc[p][v]);                                \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+        _Pragma("GCC unroll 16") for (int p = 0; p < P; p++)                                \
+            _Pragma("GCC unroll 4") for (int v = 0; v < KV; v++)                            \
+                _mm512_storeu_ps(out + (p * KV + v) * VL, acc[p][v]);                       \
+    }
+RBLOCK(14, 2)
+RBLOCK(12, 2)
+RBLOCK(8, 2)
+RBLOCK(7, 2)
+RBLOCK(14, 1)
+RBLOCK(12, 1)
+RBLOCK(8, 1)
+RBLOCK(7, 1)
+#undef RBLOCK
+
+static block_fn rpick(int64_t rp, int64_t kv)
+{
+    static const block_fn fns[2][4] = {
+        {rblock_14_1, rblock_12_1, rblock_8_1, rblock_7_1},
+        {rblock_14_2, rblock_12_2, rblock_8_2, rblock_7_2},
+    };
+    return fns[kv - 1][rp == 14 ? 0 : rp == 12 ? 1 : rp == 8 ? 2 : 3];
+}
+
+/* ---- per-call preparation ----------------------------------------------------------- */
+
+/* Phase planes of channels p0..p1 (p = image * c + channel). Plane (a, b)
+ * row i is padded row i*sh + a; its columns q in [lo, hi) come from input
+ * columns q*sw + b - pw, the others are padding. */
+static void phase_planes(void *ctx, int64_t p0, int64_t p1)
+{
+    const dj *j = ctx;
+    const rt_conv_shape *s = &j->s;
+    for (int64_t p = p0; p < p1; p++) {
+        const float *xp = j->x + (p / s->c) * s->xs[0] + (p % s->c) * s->xs[1];
+        float *d = j->xq + p * j->plane;
+        for (int64_t a = 0; a < s->sh; a++)
+            for (int64_t b = 0; b < s->sw; b++) {
+                int64_t off = b - s->pw, lo = off >= 0 ? 0 : cdiv(-off, s->sw);
+                int64_t hi = s->w - 1 - off < 0 ? 0 : (s->w - 1 - off) / s->sw + 1;
+                hi = hi < j->wq ? hi : j->wq;
+                lo = lo < hi ? lo : hi;
+                for (int64_t i = 0; i < j->hq; i++, d += j->wq) {
+                    int64_t r = i * s->sh + a - s->ph;
+                    if (r < 0 || r >= s->h) {
+                        memset(d, 0, (size_t)j->wq * sizeof *d);
+                        continue;
+                    }
+                    const float *xr = xp + r * s->xs[2] + (lo * s->sw + off) * s->xs[3];
+                    int64_t st = s->sw * s->xs[3];
+                    memset(d, 0, (size_t)lo * sizeof *d);
+                    if (st == 1)
+                        memcpy(d + lo, xr, (size_t)(hi - lo) * sizeof *d);
+                    else
+                        for (int64_t q = lo; q < hi; q++)
+                            d[q] = xr[(q - lo) * st];
+                    memset(d + hi, 0, (size_t)(j->wq - hi) * sizeof *d);
+                }
+            }
+    }
+}
+
+/* Weights [o][cg][kh][kw] (strided) -> [g][ob][cg][tap][ko] (row kernel:
+ * ko = 16*kv), zeros past og. */
+static void pack_weights(const dj *j, const float *w)
+{
+    const rt_conv_shape *s = &j->s;
+    int64_t ko = j->rows ? j->kv * VL : j->ko, ogp = j->nob * ko;
+    for (int64_t g = 0; g < s->groups; g++)
+        for (int64_t o = 0; o < ogp; o++)
+            for (int64_t c = 0; c < j->cg; c++)
+                for (int64_t t = 0; t < j->ntap; t++) {
+                    float v = 0.0f;
+                    if (o < j->og)
+                        v = w[(g * j->og + o) * s->ws[0] + c * s->ws[1] +
+                              (t / s->kw) * s->ws[2] + (t % s->kw) * s->ws[3]];
+                    j->wk[(((g * j->nob + o / ko) * j->cg + c) * j->ntap + t) * ko + o % ko] = v;
+                }
+}
+
+/* ---- the blocks ------------------------------------------------------------------------ */
+
+/* Copies output block tile [ko][qv*VL] at grid position q0 to the valid
+ * columns of output channels o0.. (at most `no` of them) of image n. */
+static void store_tile(const dj *j, const float *tile, int64_t n, int64_t o0, int64_t no,
+                       int64_t q0)
+{
+    const rt_conv_shape *s = &j->s;
+    int64_t qn = j->qv * VL, q1 = q0 + qn < j->ngrid ? q0 + qn : j->ngrid;
+    for (int64_t o = 0; o < no; o++) {
+        float *yo = j->y + (n * s->o + o0 + o) * s->oh * s->ow;
+        const float *t = tile + o * qn - q0;
+        for (int64_t q = q0; q < q1;) {
+            int64_t r = q / j->wq, c = q % j->wq, end = c + (q1 - q);
+            if (end > j->wq)
+                end = j->wq;
+            int64_t e = end < s->ow ? end : s->ow;
+            if (c < e)
+                memcpy(yo + r * s->ow + c, t + q, (size_t)(e - c) * sizeof *yo);
+            q += end - c;
+        }
+    }
+}
+
+/* Tasks t0..t1: t = (image * groups + group) * nqb + block. */
+static void run_blocks(void *ctx, int64_t t0, int64_t t1)
+{
+    const dj *j = ctx;
+    const rt_conv_shape *s = &j->s;
+    int64_t ko, qv;
+    block_fn fn;
+    pick(j->og, &ko, &qv, &fn);
+    float tile[4 * 8 * VL] __attribute__((aligned(64)));
+    float bias[4];
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t qb = t % j->nqb, g = (t / j->nqb) % s->groups, n = t / (j->nqb * s->groups);
+        int64_t q0 = qb * qv * VL;
+        const float *xp = j->xq + (n * s->c + g * j->cg) * j->plane + q0;
+        for (int64_t ob = 0; ob < j->nob; ob++) {
+            int64_t o0 = ob * ko, no = j->og - o0 < ko ? j->og - o0 : ko;
+            for (int64_t o = 0; o < ko; o++)
+                bias[o] = j->bias && o < no ? j->bias[(g * j->og + o0 + o) * j->bstride] : 0.0f;
+            fn(xp, j->wk + (g * j->nob + ob) * j->cg * j->ntap * ko, j->cg, j->plane, j->toff,
+               j->ntap, bias, tile);
+            store_tile(j, tile, n, g * j->og + o0, no, q0);
+        }
+    }
+}
+
+/* Row kernel tasks t0..t1: t = ((image * groups + group) * nob + channel
+ * block) * nrc + row chunk; every row of the chunk and segment inside (the
+ * block's weights and the image stay in L2). Row chunks only where there
+ * are fewer blocks than 4 per thread. */
+static void run_rows(void *ctx, int64_t t0, int64_t t1)
+{
+    const dj *j = ctx;
+    const rt_conv_shape *s = &j->s;
+    int64_t lanes = j->kv * VL;
+    block_fn fn = rpick(j->rp, j->kv);
+    float tile[14 * 2 * VL] __attribute__((aligned(64)));
+    float bias[2 * VL];
+    int64_t rows = cdiv(s->oh, j->nrc);
+    for (int64_t tr = t0; tr < t1; tr++) {
+        int64_t t = tr / j->nrc, oh0 = tr % j->nrc * rows;
+        int64_t oh1 = oh0 + rows < s->oh ? oh0 + rows : s->oh;
+        int64_t ob = t % j->nob, g = (t / j->nob) % s->groups, n = t / (j->nob * s->groups);
+        int64_t o0 = g * j->og + ob * lanes, no = j->og - ob * lanes < lanes ? j->og - ob * lanes : lanes;
+        for (int64_t o = 0; o < lanes; o++)
+            bias[o] = j->bias && o < no ? j->bias[(o0 + o) * j->bstride] : 0.0f;
+        const float *xp = j->xq + (n * s->c + g * j->cg) * j->plane;
+        const float *wp = j->wk + (g * j->nob + ob) * j->cg * j->ntap * lanes;
+        float *y = j->y + (n * s->o + o0) * s->oh * s->ow;
+        for (int64_t oh = oh0; oh < oh1; oh++)
+            for (int64_t sg = 0; sg < j->nseg; sg++) {
+                int64_t ow0 = sg * j->rp, np = s->ow - ow0 < j->rp ? s->ow - ow0 : j->rp;
+                fn(xp + oh * j->wq + ow0, wp, j->cg, j->plane, j->toff, j->ntap, bias, tile);
+                for (int64_t o = 0; o < no; o++)
+                    for (int64_t p = 0; p < np; p++)
+                        y[o * s->oh * s->ow + oh * s->ow + ow0 + p] = tile[p * lanes + o];
+            }
+    }
+}
+
+/* ---- entry points ---------------------------------------------------------------------- */
+
+static void geometry(const rt_conv_shape *s, dj *j)
+{
+    j->s = *s;
+    j->cg = s->c / s->groups;
+    j->og = s->o / s->groups;
+    block_fn fn;
+    pick(j->og, &j->ko, &j->qv, &fn);
+    j->nob = cdiv(j->og, j->ko);
+    j->hq = cdiv(s->h + 2 * s->ph, s->sh);
+    j->wq = cdiv(s->w + 2 * s->pw, s->sw);
+    j->plane = s->sh * s->sw * j->hq * j->wq;
+    j->ngrid = s->oh * j->wq;
+    j->nqb = cdiv(j->ngrid, j->qv * VL);
+    j->ntap = s->kh * s->kw;
+    /* the row kernel: the segment length that fits the row best */
+    static const int64_t lens[] = {14, 12, 8, 7};
+    double best = 0;
+    for (int k = 0; k < 4; k++) {
+        double f = (double)s->ow / (double)(cdiv(s->ow, lens[k]) * lens[k]);
+        if (f > best + 1e-9)
+            best = f, j->rp = lens[k];
+    }
+    j->kv = j->og > VL ? 2 : 1;
+    j->nseg = cdiv(s->ow, j->rp);
+    j->rows = false;
+}
+
+/* Useful fraction of the work the grid kernel (rows: the row kernel) does:
+ * valid outputs over computed ones (junk columns, the last block's tail,
+ * output channels padded to a block). */
+static double efficiency(const dj *j, bool rows)
+{
+    if (rows)
+        return (double)j->s.ow / (double)(j->nseg * j->rp) * (double)j->og /
+               (double)(cdiv(j->og, j->kv * VL) * j->kv * VL);
+    double pos = (double)(j->s.oh * j->s.ow) / (double)(j->nqb * j->qv * VL);
+    return pos * (double)j->og / (double)(j->nob * j->ko);
+}
+
+/* Which kernel (row or grid), from TJIT_CONV or the rule; false: neither
+ * (the GEMM paths). */
+static bool choose(const rt_conv_shape *s, dj *j)
+{
+    if (!__builtin_cpu_supports("avx512f") || s->kh * s->kw > MAX_TAPS || s->n == 0 ||
+        s->oh <= 0 || s->ow <= 0)
+        return false;
+    geometry(s, j);
+    const char *env = getenv("TJIT_CONV");
+    if (env && (!strcmp(env, "direct") || !strcmp(env, "rows"))) {
+        j->rows = env[0] == 'r';
+    } else if (env && !strcmp(env, "gemm")) {
+        return false;
+    } else {
+        /* Chosen by measurement (docs/perf.md, 16 shapes, one thread): the
+         * GEMM paths win on 1x1 (no taps to share loads over) and on
+         * depthwise stride 1 (their row kernel); the row kernel where it
+         * wastes clearly less than the grid kernel (small images), given
+         * 32 output channels per group and 8 input channels (the 3-channel
+         * 7x7 stem and 16-channel groups run better on the grid kernel);
+         * either only when it wastes under 30%. */
+        if (j->ntap == 1 || (j->cg == 1 && s->sh == 1 && s->sw == 1))
+            return false;
+        double eg = efficiency(j, false), er = efficiency(j, true);
+        j->rows = j->kv == 2 && j->cg >= 8 && er > eg + 0.05;
+        if ((j->rows ? er : eg) < 0.7)
+            return false;
+    }
+    if (j->rows)
+        j->nob = cdiv(j->og, j->kv * VL);
+    return true;
+}
+
+
+bool rt_conv_direct_wins(const rt_conv_shape *s)
+{
+    dj j;
+    return choose(s, &j);
+}
+
+int rt_conv_direct_f32(const rt_conv_shape *s, const float *x, const float *w,
+                       const float *bias, int64_t bstride, float *y)
+{
+    dj *j = malloc(sizeof *j);
+    if (!j) {
+        rt_error("out of memory for the convolution's buffers");
+        return -1;
+    }
+    if (!choose(s, j)) {
+        /* the caller asked rt_conv_direct_wins first: only a changed
+         * TJIT_CONV gets here; the grid kernel takes any shape */
+        geometry(s, j);
+    }
+    j->x = x;
+    j->y = y;
+    j->bias = bias;
+    j->bstride = bstride;
+    int64_t maxoff = 0;
+    for (int64_t t = 0; t < j->ntap; t++) {
+        int64_t kh = t / s->kw, kw = t % s->kw, rh = kh * s->dh, rw = kw * s->dw;
+        j->toff[t] = ((rh % s->sh) * s->sw + rw % s->sw) * j->hq * j->wq +
+                     (rh / s->sh) * j->wq + rw / s->sw;
+        if (j->toff[t] > maxoff)
+            maxoff = j->toff[t];
+    }
+    /* the last block reads up to qv*VL - 1 past the grid, shifted by maxoff */
+    int64_t slack = j->nqb * j->qv * VL - j->ngrid + maxoff + VL + j->nseg * j->rp;
+    size_t xbytes = (size_t)(s->n * s->c * j->plane + slack) * sizeof(float);
+    size_t wbytes = (size_t)(s->groups * j->nob * (j->rows ? j->kv * VL : j->ko) * j->cg *
+                             j->ntap) * sizeof(float);
+    j->xq = rt_alloc(xbytes);
+    j->wk = rt_alloc(wbytes);
+    if (!j->xq || !j->wk) {
+        if (j->xq)
+            rt_free(j->xq, xbytes);
+        if (j->wk)
+            rt_free(j->wk, wbytes);
+        free(j);
+        rt_error("out of memory for the convolution's buffers");
+        return -1;
+    }
+    memset(j->xq + s->n * s->c * j->plane, 0, (size_t)slack * sizeof(float));
+    pack_weights(j, w);
+    rt_parallel_for(s->n * s->c, 16384 / (j->plane + 1) + 1, phase_planes, j);
+    if (j->rows) {
+        int64_t blocks = s->n * s->groups * j->nob;
+        j->nrc = cdiv(4 * (int64_t)rt_threads(), blocks);
+        j->nrc = j->nrc < s->oh ? j->nrc : s->oh;
+        rt_parallel_for(blocks * j->nrc, 1, run_rows, j);
+    }
+    else
+        rt_parallel_for(s->n * s->groups * j->nqb, 1, run_blocks, j);
+    rt_free(j->xq, xbytes);
+    rt_free(j->wk, wbytes);
+    free(j);
+    return 0;
+}
