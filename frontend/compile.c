@@ -60,8 +60,9 @@ typedef struct capref {
 typedef struct entry {
     int nargs;
     guard *args;
-    ir_graph *g;            /* NULL: this signature runs eagerly */
-    char *eager_why;        /* the graph break that made it eager */
+    ir_graph *g;            /* NULL: this signature runs eagerly or split */
+    char *eager_why;        /* the graph break that made it eager or split */
+    fe_split *split;        /* split at its breaks (segment.c), or NULL */
     capref *caps;           /* 0..ncaps-1: g->inputs[nargs + k]; then value reads */
     int ncaps, nrefs;
     int *write_ref;         /* per write: index in caps of its target, or -1 */
@@ -250,6 +251,7 @@ static void entry_free(entry *e)
     free(e->args);
     free(e->last_use);
     free(e->eager_why);
+    fe_split_free(e->split);
     free(e->symval);
     sc_plans_free(e->plans);
     ir_graph_free(e->g);
@@ -410,6 +412,22 @@ static int take_caps(entry *e, fe_trace *tr)
     return 0;
 }
 
+/* Whether a trace that broke can run split at its breaks: not a training
+ * step (gradients set inside), nothing that requires grad in grad mode (the
+ * pieces keep no tape). */
+static bool splittable(const fe_trace *tr)
+{
+    if (tr->nguards)
+        return false;
+    for (int k = 0; k < tr->nwrites; k++)
+        if (tr->writes[k].kind != FE_WRITE_DATA)
+            return false;
+    for (int k = 0; tj_grad_enabled() && k < tr->ncaps; k++)
+        if (fe_ag_requires_grad(tr->caps[k]))
+            return false;
+    return true;
+}
+
 static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, bool dynamic)
 {
     entry *e = calloc(1, sizeof *e);
@@ -483,6 +501,8 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
     }
     if (tr->brk[0]) {
         e->eager_why = strdup(tr->brk);
+        if (splittable(tr))
+            e->split = fe_split_new(c->name);
     } else if (!nouts || ir_graph_set_outputs(tr->g, outs, nouts) != 0) {
         free(outs);
         fe_trace_end(tr);
@@ -766,6 +786,12 @@ static int call_once(tj_compiled *c, tj_tensor *const *args, int nargs, tj_tenso
 static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs,
                      tj_tensor **outs, int max)
 {
+    if (!e->g && e->split) {
+        for (int k = 0; tj_grad_enabled() && k < nargs; k++)
+            if (fe_ag_requires_grad(args[k]))
+                return -2;
+        return fe_split_call(e->split, c->fn, c->mfn, c->ctx, args, nargs, outs, max);
+    }
     if (!e->g)
         return -2;
     /* The results go on the tape (aot.c) when a weight requires grad, unless
@@ -935,6 +961,18 @@ int tj_compiled_stats_get(const tj_compiled *c, tj_compiled_stats *out)
     const entry *last = NULL;
     for (int i = 0; i < c->nentries; i++) {
         const entry *e = c->entries[i];
+        if (e->split) {
+            fe_split_info si;
+            fe_split_stats(e->split, &si);
+            out->split.graphs += si.graphs;
+            out->split.breaks += si.breaks;
+            out->split.compiled += si.compiled;
+            out->split.kernels += si.kernels;
+            out->split.runs += si.runs;
+            out->split.executor_runs += si.executor_runs;
+            out->split.late += si.late;
+            continue;
+        }
         e->g ? out->graphs++ : out->breaks++;
         if (e->g)
             last = e;
@@ -988,13 +1026,18 @@ char *tj_explain(const tj_compiled *c)
     pthread_mutex_lock(&m->lock);
     int graphs = 0, breaks = 0;
     for (int i = 0; i < c->nentries; i++)
-        c->entries[i]->g ? graphs++ : breaks++;
+        c->entries[i]->g || c->entries[i]->split ? graphs++ : breaks++;
     fprintf(f, "compiled %s: %lu calls, %d graph%s captured, %d graph break%s, %lu eager calls\n",
             c->name, (unsigned long)atomic_load(&m->calls), graphs, graphs == 1 ? "" : "s",
             breaks, breaks == 1 ? "" : "s", (unsigned long)atomic_load(&m->eager_calls));
     for (int i = 0; i < c->nentries; i++) {
         const entry *e = c->entries[i];
-        if (e->g)
+        if (e->split)
+            fprintf(f, "  graph %d: split at graph breaks (the first: %s); %lu calls\n", i + 1,
+                    e->eager_why, (unsigned long)atomic_load(&m->entries[i]->calls));
+        if (e->split)
+            fe_split_explain(e->split, f);
+        else if (e->g)
             fprintf(f, "  graph %d: %d nodes, %d inputs (%d captured), %d symbolic dim%s, %lu calls\n",
                     i + 1, e->g->nnodes, e->g->ninputs, e->ncaps, e->nsyms,
                     e->nsyms == 1 ? "" : "s", (unsigned long)atomic_load(&m->entries[i]->calls));

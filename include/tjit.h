@@ -539,6 +539,21 @@ typedef struct tj_compiled_stats {
         unsigned long calls;    /* backward runs */
         unsigned long eager_calls;
     } backward;
+    /* ---- graphs split at graph breaks (docs/tracing.md) ---- */
+    /* A signature whose trace broke (tj_item, tj_data, tj_get, a random op)
+     * runs as compiled pieces with the break eagerly between them; its
+     * entries count here, not in graphs or breaks. */
+    struct {
+        int graphs;             /* compiled pieces (one per path taken) */
+        int breaks;             /* of those, pieces that end at a break */
+        int compiled;           /* pieces built as LLVM kernels */
+        int kernels;            /* kernels over all pieces */
+        unsigned long runs;     /* piece runs of compiled plans */
+        unsigned long executor_runs;  /* piece runs on the graph executor (a new
+                                       * piece's first run, a late value) */
+        unsigned long late;     /* values a piece recomputed because it did not
+                                 * output them (the next call outputs them) */
+    } split;
 } tj_compiled_stats;
 
 /* Fills out (thread-safe). 0, or -1 with an error when c is NULL (out zeroed). */
