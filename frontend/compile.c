@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../ir/dump.h"
 #include "../sched/exec.h"
@@ -81,6 +82,7 @@ typedef struct entry {
     fe_grad_guard *grad_guards;   /* leaves whose gradient the graph read */
     int nguards;
     atomic_ulong calls;
+    double trace_ms;        /* what tracing the function took */
 } entry;
 
 struct tj_compiled {
@@ -294,8 +296,11 @@ static int make_guards(tj_compiled *c, tj_tensor *const *args, int nargs, bool d
     for (int k = 0; k < nargs; k++) {
         guard *g = &e->args[k];
         guard_of(args[k], g);
+        /* dims that changed before (unless no_dynamic), dims marked dynamic,
+         * never dims marked static */
+        uint32_t want = ((c->no_dynamic ? 0 : c->dyn[k]) | args[k]->dyn_mark) & ~args[k]->static_mark;
         for (int d = 0; dynamic && d < g->ndim; d++) {
-            if (!(c->dyn[k] >> d & 1) || g->shape[d] < 2)
+            if (!(want >> d & 1) || g->shape[d] < 2)
                 continue;
             int s = 0;
             while (s < e->nsyms && symsize[s] != g->shape[d])
@@ -304,7 +309,7 @@ static int make_guards(tj_compiled *c, tj_tensor *const *args, int nargs, bool d
                 symsize[e->nsyms++] = g->shape[d];
             g->shape[d] = IR_SYM(s);
         }
-        if (dynamic && c->dyn[k] && !rt_is_contiguous(args[k]))
+        if (dynamic && want && !rt_is_contiguous(args[k]))
             return 1;   /* non-contiguous dynamic args stay static */
     }
     e->symval = malloc(((size_t)e->nsyms + 1) * sizeof *e->symval);
@@ -417,7 +422,7 @@ static int take_caps(entry *e, fe_trace *tr)
  * pieces keep no tape). */
 static bool splittable(const fe_trace *tr)
 {
-    if (tr->nguards)
+    if (tr->nguards || tr->nosplit)
         return false;
     for (int k = 0; k < tr->nwrites; k++)
         if (tr->writes[k].kind != FE_WRITE_DATA)
@@ -555,7 +560,7 @@ static void mark_dynamic(tj_compiled *c, tj_tensor *const *args, int nargs)
                 continue;
             for (int d = 0; d < g->ndim; d++)
                 if (!IR_IS_SYM(g->shape[d]) && g->shape[d] != args[k]->shape[d] &&
-                    args[k]->shape[d] >= 2)
+                    args[k]->shape[d] >= 2 && !(args[k]->static_mark >> d & 1))
                     c->dyn[k] |= 1u << d;
         }
     }
@@ -604,8 +609,12 @@ static entry *lookup(tj_compiled *c, tj_tensor *const *args, int nargs)
         c->limit_logged = true;
     } else if (!e) {
         mark_dynamic(c, args, nargs);
-        bool dynamic = !c->no_dynamic && !c->dyn_disabled;
-        e = trace_entry(c, args, nargs, dynamic);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        e = trace_entry(c, args, nargs, !c->dyn_disabled);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (e)
+            e->trace_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
         if (e && c->nentries == c->cap) {
             int cap = c->cap ? 2 * c->cap : 4;
             entry **l = realloc(c->entries, (size_t)cap * sizeof *l);
@@ -677,6 +686,13 @@ void tj_compiled_free(tj_compiled *c)
 {
     if (!c)
         return;
+    const char *ex = getenv("TJIT_EXPLAIN");
+    if (ex && *ex && strcmp(ex, "0") != 0) {   /* explain for any program (docs/cli.md) */
+        char *text = tj_explain(c);
+        if (text)
+            fputs(text, stderr);
+        free(text);
+    }
     for (int i = 0; i < c->nentries; i++)
         entry_free(c->entries[i]);
     free(c->entries);
@@ -833,8 +849,6 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
     } else {
         rt_error("tj_call(%s): out of memory", c->name);
     }
-    if (inputs && inputs != in)
-        free(inputs);
     if (rc == 0 && write_back(e, args, all + e->nresults) != 0)
         rc = -1;
     for (int k = 0; rc == 0 && k < e->g->noutputs; k++) {
@@ -843,6 +857,10 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
         else
             tj_release(all[k]);
     }
+    if (rc == 0 && !grad)   /* arguments and views come back as eager's would (alias.c) */
+        fe_alias_results(e->g, e->nresults, inputs, outs);
+    if (inputs && inputs != in)
+        free(inputs);
     free(all);
     tj_tensor *few[64], **caps = NULL;   /* the weights a backward watches */
     if (rc == 0 && grad)
@@ -936,6 +954,7 @@ static void explain_writes(FILE *f, const entry *e)
 
 static void explain_plan(FILE *f, const entry *e)
 {
+    fprintf(f, "    traced in %.1f ms\n", e->trace_ms);
     sc_plan_info pi = {0};
     if (e->plans)
         sc_plans_info(e->plans, &pi);

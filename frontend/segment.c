@@ -324,7 +324,7 @@ static int flush(fe_trace *tr, const char *brk, bool final, tj_tensor *const *re
     }
     if (g->nnodes == 0) {   /* outputs are inputs */
         for (int k = 0; k < nout; k++)
-            vals[k] = tj_retain(in[want[k]]);
+            vals[k] = tj_retain(in[p ? p->oslot[k] : want[k]]);
     } else if ((p ? run_piece(R->sp, p, in, vals) : run_executor(R->sp, g, in, vals)) != 0) {
         goto out;
     }

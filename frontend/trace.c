@@ -88,6 +88,11 @@ static void trace_break(fe_trace *tr, const char *fmt, const char *what)
     snprintf(tr->brk, sizeof tr->brk, "%s%s", msg, where);
 }
 
+void fe_trace_view_write_break(fe_trace *tr)
+{
+    trace_break(tr, "%s into a view of a traced tensor", "tj_copy_ (or an in-place op)");
+}
+
 static ir_node *capture(fe_trace *tr, tj_tensor *x)
 {
     for (int k = 0; k < tr->ncaps; k++)

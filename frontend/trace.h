@@ -57,6 +57,7 @@ struct fe_trace {
     tj_tensor **vreads;    /* concrete tensors whose values the trace read (retained) */
     int nvreads, vread_cap;
     struct fe_segrun *seg; /* a call of a split entry (segment.c), or NULL */
+    bool nosplit;          /* broke where a split call could not run it right */
 };
 
 /* Starts recording on this thread into a new graph named name; NULL when out
@@ -104,6 +105,12 @@ int fe_trace_guard_grad(fe_trace *tr, tj_tensor *leaf, tj_tensor *prior);
  * set the arrays to NULL first). */
 void fe_trace_writes_free(fe_trace *tr);
 
+/* Results of a compiled call (outs[0..nresults), g's first outputs, run on
+ * inputs) that are inputs or views of inputs or of other results become
+ * those tensors or views of them, as eagerly (alias.c). */
+void fe_alias_results(const ir_graph *g, int nresults, tj_tensor *const *inputs, tj_tensor **outs);
+/* Records the graph break of a write into a view it cannot functionalize. */
+void fe_trace_view_write_break(fe_trace *tr);
 /* Stops and restarts recording on this thread (an eager step inside a trace). */
 void fe_trace_pause(fe_trace *tr);
 void fe_trace_resume(fe_trace *tr);
