@@ -83,6 +83,7 @@ typedef struct entry {
     int nguards;
     atomic_ulong calls;
     double trace_ms;        /* what tracing the function took */
+    bool frozen;            /* weights folded (freeze_entry) */
 } entry;
 
 struct tj_compiled {
@@ -91,7 +92,7 @@ struct tj_compiled {
     void *ctx;
     char name[64];
     int limit;
-    bool no_dynamic, dyn_disabled;
+    bool no_dynamic, dyn_disabled, freeze;
     pthread_mutex_t lock;
     entry **entries;
     int nentries, cap;
@@ -433,6 +434,78 @@ static bool splittable(const fe_trace *tr)
     return true;
 }
 
+/* tj_compile_options.freeze: what reads only weights is folded (freeze.c);
+ * the folded values are held, every weight is guarded by identity and by
+ * version (a write into it, or its release, makes the next call trace
+ * again). Not for entries that write back or watch gradients, nor when a
+ * weight requires grad in grad mode. 0, or -1 with an error. */
+static int freeze_entry(entry *e)
+{
+    if (e->nwrites || e->nguards)
+        return 0;
+    tj_tensor *few[64], **caps = e->ncaps <= 64 ? few : malloc(sizeof *caps * (size_t)e->ncaps);
+    if (!caps)
+        return -1;
+    bool grad = false;
+    for (int k = 0; k < e->ncaps; k++) {
+        caps[k] = e->caps[k].t;
+        grad |= tj_grad_enabled() && fe_ag_requires_grad(caps[k]);
+    }
+    ir_graph *ng = NULL;
+    tj_tensor **cs = NULL;
+    int *src = NULL, nc = 0;
+    int rc = grad ? 0 : fe_freeze_graph(e->g, caps, &ng, &cs, &src, &nc);
+    if (caps != few)
+        free(caps);
+    if (rc <= 0)
+        return rc;
+    capref *nr = calloc((size_t)(nc + e->nrefs) + 1, sizeof *nr);
+    for (int k = 0; nr && k < nc; k++) {
+        if (src[k] < 0) {
+            nr[k] = (capref){cs[k], NULL, version_of(cs[k]), false};
+            cs[k] = NULL;
+            continue;
+        }
+        const capref *o = &e->caps[src[k]];   /* the weight again, with its own hold */
+        nr[k] = (capref){o->t, NULL, o->version, false};
+        if (!o->w)
+            tj_retain(o->t);
+        else if (!(nr[k].w = rt_wref_of(o->t))) {
+            nr[k].t = NULL;
+            rc = -1;
+        }
+    }
+    if (!nr || rc < 0) {
+        for (int k = 0; nr && k < nc; k++)
+            if (nr[k].w)
+                rt_wref_release(nr[k].w);
+            else if (nr[k].t)
+                tj_release(nr[k].t);
+        for (int k = 0; k < nc; k++)
+            tj_release(cs[k]);
+        free(nr);
+        free(cs);
+        free(src);
+        ir_graph_free(ng);
+        rt_error("freeze: out of memory");
+        return -1;
+    }
+    for (int k = 0; k < e->nrefs; k++) {   /* the traced weights: identity and version */
+        nr[nc + k] = e->caps[k];
+        nr[nc + k].values = true;
+    }
+    free(e->caps);
+    e->caps = nr;
+    e->ncaps = nc;
+    e->nrefs += nc;
+    ir_graph_free(e->g);
+    e->g = ng;
+    e->frozen = true;
+    free(cs);
+    free(src);
+    return 0;
+}
+
 static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, bool dynamic)
 {
     entry *e = calloc(1, sizeof *e);
@@ -528,13 +601,14 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
             tr->writes = NULL;
             tr->grad_guards = NULL;
             tr->nwrites = tr->nguards = 0;
-            e->last_use = sc_exec_last_use(e->g);
-            e->plans = sc_plans_new(e->g, c->name);
-            if (take_caps(e, tr) != 0 || !e->last_use) {
+            if (take_caps(e, tr) != 0 || (c->freeze && freeze_entry(e) != 0) ||
+                !(e->last_use = sc_exec_last_use(e->g)) ||
+                !(e->plans = sc_plans_new(e->g, c->name))) {
                 free(outs);
                 fe_trace_end(tr);
                 entry_free(e);
-                rt_error("out of memory tracing %s", c->name);
+                if (!rt_has_error())
+                    rt_error("out of memory tracing %s", c->name);
                 return NULL;
             }
             dump_graph(c, e->g);
@@ -667,6 +741,7 @@ static tj_compiled *compiled_new(tj_model_fn fn, tj_model_multi_fn mfn, void *ct
     strcpy(c->name, name);
     c->limit = opts && opts->recompile_limit > 0 ? opts->recompile_limit : 8;
     c->no_dynamic = opts && opts->no_dynamic;
+    c->freeze = opts && opts->freeze;
     atomic_init(&c->nargs, -1);
     pthread_mutex_init(&c->lock, NULL);
     return c;
@@ -954,7 +1029,8 @@ static void explain_writes(FILE *f, const entry *e)
 
 static void explain_plan(FILE *f, const entry *e)
 {
-    fprintf(f, "    traced in %.1f ms\n", e->trace_ms);
+    fprintf(f, "    traced in %.1f ms%s\n", e->trace_ms,
+            e->frozen ? "; frozen: what reads only weights was folded into constants" : "");
     sc_plan_info pi = {0};
     if (e->plans)
         sc_plans_info(e->plans, &pi);

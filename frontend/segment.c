@@ -130,6 +130,7 @@ static void materialize(tj_tensor *h, const tj_tensor *v)
     h->offset = v->offset;
     memcpy(h->strides, v->strides, sizeof h->strides);
     h->sym = NULL;
+    h->made_tracing = false;   /* a value of this call, not a constant of a graph */
 }
 
 static bool is_arg(const fe_trace *tr, const tj_tensor *h)

@@ -109,6 +109,12 @@ void fe_trace_writes_free(fe_trace *tr);
  * inputs) that are inputs or views of inputs or of other results become
  * those tensors or views of them, as eagerly (alias.c). */
 void fe_alias_results(const ir_graph *g, int nresults, tj_tensor *const *inputs, tj_tensor **outs);
+/* freeze.c: folds the nodes of g that read only its params (caps, in
+ * order) into constants: 1 with *out a new graph whose params are, in
+ * order, (*src)[i] >= 0: the weight caps[(*src)[i]], or -1: the folded value
+ * (*consts)[i] (refs 1); 0 when nothing folds; -1 with an error. */
+int fe_freeze_graph(const ir_graph *g, tj_tensor *const *caps, ir_graph **out, tj_tensor ***consts,
+                    int **src, int *nconsts);
 /* Records the graph break of a write into a view it cannot functionalize. */
 void fe_trace_view_write_break(fe_trace *tr);
 /* Stops and restarts recording on this thread (an eager step inside a trace). */

@@ -491,6 +491,9 @@ typedef struct tj_compile_options {
     int recompile_limit;     /* graphs kept before falling back to eager; 0: 8 */
     bool no_dynamic;         /* never make a changing dim symbolic (dynamic=False);
                               * dims marked with tj_mark_dynamic still are */
+    bool freeze;             /* weights are constants: what reads only weights (a
+                              * transpose, batch norm's scale and shift) is folded
+                              * once; writing or releasing a weight retraces */
 } tj_compile_options;
 
 /* ---- shape marks (dynamic shapes) ---- */
