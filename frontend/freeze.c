@@ -36,12 +36,8 @@ static ir_node *copy_node(ir_graph *out, const ir_graph *g, const ir_node *n, ir
         in[k] = map_in(map, g, n->in[k]);
     ir_attrs at;
     ir_node_attrs(n, &at);
-    ir_node *r = ir_graph_add(out, n->op, in, n->nin, &at);
-    if (r && !r->file) {
-        r->file = n->file;
-        r->line = n->line;
-    }
-    return r;
+    /* no call site: n's may live in the decomposed graph's arena, freed next */
+    return ir_graph_add(out, n->op, in, n->nin, &at);
 }
 
 int fe_freeze_graph(const ir_graph *g0, tj_tensor *const *caps, ir_graph **out, tj_tensor ***consts,
