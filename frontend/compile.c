@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../ir/dump.h"
 #include "../sched/exec.h"
@@ -60,8 +61,9 @@ typedef struct capref {
 typedef struct entry {
     int nargs;
     guard *args;
-    ir_graph *g;            /* NULL: this signature runs eagerly */
-    char *eager_why;        /* the graph break that made it eager */
+    ir_graph *g;            /* NULL: this signature runs eagerly or split */
+    char *eager_why;        /* the graph break that made it eager or split */
+    fe_split *split;        /* split at its breaks (segment.c), or NULL */
     capref *caps;           /* 0..ncaps-1: g->inputs[nargs + k]; then value reads */
     int ncaps, nrefs;
     int *write_ref;         /* per write: index in caps of its target, or -1 */
@@ -81,6 +83,8 @@ typedef struct entry {
     fe_grad_guard *grad_guards;   /* leaves whose gradient the graph read */
     int nguards;
     atomic_ulong calls;
+    double trace_ms;        /* what tracing the function took */
+    bool frozen;            /* weights folded (freeze_entry) */
 } entry;
 
 struct tj_compiled {
@@ -89,7 +93,7 @@ struct tj_compiled {
     void *ctx;
     char name[64];
     int limit;
-    bool no_dynamic, dyn_disabled;
+    bool no_dynamic, dyn_disabled, freeze;
     pthread_mutex_t lock;
     entry **entries;
     int nentries, cap;
@@ -252,6 +256,7 @@ static void entry_free(entry *e)
     free(e->args);
     free(e->last_use);
     free(e->eager_why);
+    fe_split_free(e->split);
     free(e->symval);
     sc_plans_free(e->plans);
     ir_graph_free(e->g);
@@ -295,8 +300,11 @@ static int make_guards(tj_compiled *c, tj_tensor *const *args, int nargs, bool d
     for (int k = 0; k < nargs; k++) {
         guard *g = &e->args[k];
         guard_of(args[k], g);
+        /* dims that changed before (unless no_dynamic), dims marked dynamic,
+         * never dims marked static */
+        uint32_t want = ((c->no_dynamic ? 0 : c->dyn[k]) | args[k]->dyn_mark) & ~args[k]->static_mark;
         for (int d = 0; dynamic && d < g->ndim; d++) {
-            if (!(c->dyn[k] >> d & 1) || g->shape[d] < 2)
+            if (!(want >> d & 1) || g->shape[d] < 2)
                 continue;
             int s = 0;
             while (s < e->nsyms && symsize[s] != g->shape[d])
@@ -305,7 +313,7 @@ static int make_guards(tj_compiled *c, tj_tensor *const *args, int nargs, bool d
                 symsize[e->nsyms++] = g->shape[d];
             g->shape[d] = IR_SYM(s);
         }
-        if (dynamic && c->dyn[k] && !rt_is_contiguous(args[k]))
+        if (dynamic && want && !rt_is_contiguous(args[k]))
             return 1;   /* non-contiguous dynamic args stay static */
     }
     e->symval = malloc(((size_t)e->nsyms + 1) * sizeof *e->symval);
@@ -413,6 +421,94 @@ static int take_caps(entry *e, fe_trace *tr)
     return 0;
 }
 
+/* Whether a trace that broke can run split at its breaks: not a training
+ * step (gradients set inside), nothing that requires grad in grad mode (the
+ * pieces keep no tape). */
+static bool splittable(const fe_trace *tr)
+{
+    if (tr->nguards || tr->nosplit)
+        return false;
+    for (int k = 0; k < tr->nwrites; k++)
+        if (tr->writes[k].kind != FE_WRITE_DATA)
+            return false;
+    for (int k = 0; tj_grad_enabled() && k < tr->ncaps; k++)
+        if (fe_ag_requires_grad(tr->caps[k]))
+            return false;
+    return true;
+}
+
+/* tj_compile_options.freeze: what reads only weights is folded (freeze.c);
+ * the folded values are held, every weight is guarded by identity and by
+ * version (a write into it, or its release, makes the next call trace
+ * again). Not for entries that write back or watch gradients, nor when a
+ * weight requires grad in grad mode. 0, or -1 with an error. */
+static int freeze_entry(entry *e)
+{
+    if (e->nwrites || e->nguards)
+        return 0;
+    tj_tensor *few[64], **caps = e->ncaps <= 64 ? few : malloc(sizeof *caps * (size_t)e->ncaps);
+    if (!caps)
+        return -1;
+    bool grad = false;
+    for (int k = 0; k < e->ncaps; k++) {
+        caps[k] = e->caps[k].t;
+        grad |= tj_grad_enabled() && fe_ag_requires_grad(caps[k]);
+    }
+    ir_graph *ng = NULL;
+    tj_tensor **cs = NULL;
+    int *src = NULL, nc = 0;
+    int rc = grad ? 0 : fe_freeze_graph(e->g, caps, &ng, &cs, &src, &nc);
+    if (caps != few)
+        free(caps);
+    if (rc <= 0)
+        return rc;
+    capref *nr = calloc((size_t)(nc + e->nrefs) + 1, sizeof *nr);
+    for (int k = 0; nr && k < nc; k++) {
+        if (src[k] < 0) {
+            nr[k] = (capref){cs[k], NULL, version_of(cs[k]), false};
+            cs[k] = NULL;
+            continue;
+        }
+        const capref *o = &e->caps[src[k]];   /* the weight again, with its own hold */
+        nr[k] = (capref){o->t, NULL, o->version, false};
+        if (!o->w)
+            tj_retain(o->t);
+        else if (!(nr[k].w = rt_wref_of(o->t))) {
+            nr[k].t = NULL;
+            rc = -1;
+        }
+    }
+    if (!nr || rc < 0) {
+        for (int k = 0; nr && k < nc; k++)
+            if (nr[k].w)
+                rt_wref_release(nr[k].w);
+            else if (nr[k].t)
+                tj_release(nr[k].t);
+        for (int k = 0; k < nc; k++)
+            tj_release(cs[k]);
+        free(nr);
+        free(cs);
+        free(src);
+        ir_graph_free(ng);
+        rt_error("freeze: out of memory");
+        return -1;
+    }
+    for (int k = 0; k < e->nrefs; k++) {   /* the traced weights: identity and version */
+        nr[nc + k] = e->caps[k];
+        nr[nc + k].values = true;
+    }
+    free(e->caps);
+    e->caps = nr;
+    e->ncaps = nc;
+    e->nrefs += nc;
+    ir_graph_free(e->g);
+    e->g = ng;
+    e->frozen = true;
+    free(cs);
+    free(src);
+    return 0;
+}
+
 static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, bool dynamic)
 {
     entry *e = calloc(1, sizeof *e);
@@ -486,6 +582,8 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
     }
     if (tr->brk[0]) {
         e->eager_why = strdup(tr->brk);
+        if (splittable(tr))
+            e->split = fe_split_new(c->name);
     } else if (!nouts || ir_graph_set_outputs(tr->g, outs, nouts) != 0) {
         free(outs);
         fe_trace_end(tr);
@@ -506,13 +604,14 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
             tr->writes = NULL;
             tr->grad_guards = NULL;
             tr->nwrites = tr->nguards = 0;
-            e->last_use = sc_exec_last_use(e->g);
-            e->plans = sc_plans_new(e->g, c->name);
-            if (take_caps(e, tr) != 0 || !e->last_use) {
+            if (take_caps(e, tr) != 0 || (c->freeze && freeze_entry(e) != 0) ||
+                !(e->last_use = sc_exec_last_use(e->g)) ||
+                !(e->plans = sc_plans_new(e->g, c->name))) {
                 free(outs);
                 fe_trace_end(tr);
                 entry_free(e);
-                rt_error("out of memory tracing %s", c->name);
+                if (!rt_has_error())
+                    rt_error("out of memory tracing %s", c->name);
                 return NULL;
             }
             dump_graph(c, e->g);
@@ -538,7 +637,7 @@ static void mark_dynamic(tj_compiled *c, tj_tensor *const *args, int nargs)
                 continue;
             for (int d = 0; d < g->ndim; d++)
                 if (!IR_IS_SYM(g->shape[d]) && g->shape[d] != args[k]->shape[d] &&
-                    args[k]->shape[d] >= 2)
+                    args[k]->shape[d] >= 2 && !(args[k]->static_mark >> d & 1))
                     c->dyn[k] |= 1u << d;
         }
     }
@@ -587,8 +686,12 @@ static entry *lookup(tj_compiled *c, tj_tensor *const *args, int nargs)
         c->limit_logged = true;
     } else if (!e) {
         mark_dynamic(c, args, nargs);
-        bool dynamic = !c->no_dynamic && !c->dyn_disabled;
-        e = trace_entry(c, args, nargs, dynamic);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        e = trace_entry(c, args, nargs, !c->dyn_disabled);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (e)
+            e->trace_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
         if (e && c->nentries == c->cap) {
             int cap = c->cap ? 2 * c->cap : 4;
             entry **l = realloc(c->entries, (size_t)cap * sizeof *l);
@@ -641,6 +744,7 @@ static tj_compiled *compiled_new(tj_model_fn fn, tj_model_multi_fn mfn, void *ct
     strcpy(c->name, name);
     c->limit = opts && opts->recompile_limit > 0 ? opts->recompile_limit : 8;
     c->no_dynamic = opts && opts->no_dynamic;
+    c->freeze = opts && opts->freeze;
     atomic_init(&c->nargs, -1);
     pthread_mutex_init(&c->lock, NULL);
     return c;
@@ -660,6 +764,13 @@ void tj_compiled_free(tj_compiled *c)
 {
     if (!c)
         return;
+    const char *ex = getenv("TJIT_EXPLAIN");
+    if (ex && *ex && strcmp(ex, "0") != 0) {   /* explain for any program (docs/cli.md) */
+        char *text = tj_explain(c);
+        if (text)
+            fputs(text, stderr);
+        free(text);
+    }
     for (int i = 0; i < c->nentries; i++)
         entry_free(c->entries[i]);
     free(c->entries);
@@ -769,6 +880,12 @@ static int call_once(tj_compiled *c, tj_tensor *const *args, int nargs, tj_tenso
 static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs,
                      tj_tensor **outs, int max)
 {
+    if (!e->g && e->split) {
+        for (int k = 0; tj_grad_enabled() && k < nargs; k++)
+            if (fe_ag_requires_grad(args[k]))
+                return -2;
+        return fe_split_call(e->split, c->fn, c->mfn, c->ctx, args, nargs, outs, max);
+    }
     if (!e->g)
         return -2;
     /* The results go on the tape (aot.c) when a weight requires grad, unless
@@ -810,8 +927,6 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
     } else {
         rt_error("tj_call(%s): out of memory", c->name);
     }
-    if (inputs && inputs != in)
-        free(inputs);
     if (rc == 0 && write_back(e, args, all + e->nresults) != 0)
         rc = -1;
     for (int k = 0; rc == 0 && k < e->g->noutputs; k++) {
@@ -820,6 +935,10 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
         else
             tj_release(all[k]);
     }
+    if (rc == 0 && !grad)   /* arguments and views come back as eager's would (alias.c) */
+        fe_alias_results(e->g, e->nresults, inputs, outs);
+    if (inputs && inputs != in)
+        free(inputs);
     free(all);
     tj_tensor *few[64], **caps = NULL;   /* the weights a backward watches */
     if (rc == 0 && grad)
@@ -913,6 +1032,8 @@ static void explain_writes(FILE *f, const entry *e)
 
 static void explain_plan(FILE *f, const entry *e)
 {
+    fprintf(f, "    traced in %.1f ms%s\n", e->trace_ms,
+            e->frozen ? "; frozen: what reads only weights was folded into constants" : "");
     sc_plan_info pi = {0};
     if (e->plans)
         sc_plans_info(e->plans, &pi);
@@ -938,6 +1059,18 @@ int tj_compiled_stats_get(const tj_compiled *c, tj_compiled_stats *out)
     const entry *last = NULL;
     for (int i = 0; i < c->nentries; i++) {
         const entry *e = c->entries[i];
+        if (e->split) {
+            fe_split_info si;
+            fe_split_stats(e->split, &si);
+            out->split.graphs += si.graphs;
+            out->split.breaks += si.breaks;
+            out->split.compiled += si.compiled;
+            out->split.kernels += si.kernels;
+            out->split.runs += si.runs;
+            out->split.executor_runs += si.executor_runs;
+            out->split.late += si.late;
+            continue;
+        }
         e->g ? out->graphs++ : out->breaks++;
         if (e->g)
             last = e;
@@ -991,13 +1124,18 @@ char *tj_explain(const tj_compiled *c)
     pthread_mutex_lock(&m->lock);
     int graphs = 0, breaks = 0;
     for (int i = 0; i < c->nentries; i++)
-        c->entries[i]->g ? graphs++ : breaks++;
+        c->entries[i]->g || c->entries[i]->split ? graphs++ : breaks++;
     fprintf(f, "compiled %s: %lu calls, %d graph%s captured, %d graph break%s, %lu eager calls\n",
             c->name, (unsigned long)atomic_load(&m->calls), graphs, graphs == 1 ? "" : "s",
             breaks, breaks == 1 ? "" : "s", (unsigned long)atomic_load(&m->eager_calls));
     for (int i = 0; i < c->nentries; i++) {
         const entry *e = c->entries[i];
-        if (e->g)
+        if (e->split)
+            fprintf(f, "  graph %d: split at graph breaks (the first: %s); %lu calls\n", i + 1,
+                    e->eager_why, (unsigned long)atomic_load(&m->entries[i]->calls));
+        if (e->split)
+            fe_split_explain(e->split, f);
+        else if (e->g)
             fprintf(f, "  graph %d: %d nodes, %d inputs (%d captured), %d symbolic dim%s, %lu calls\n",
                     i + 1, e->g->nnodes, e->g->ninputs, e->ncaps, e->nsyms,
                     e->nsyms == 1 ? "" : "s", (unsigned long)atomic_load(&m->entries[i]->calls));

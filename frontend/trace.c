@@ -54,6 +54,19 @@ void fe_trace_end(fe_trace *tr)
     free(tr);
 }
 
+void fe_trace_pause(fe_trace *tr)
+{
+    (void)tr;
+    current = NULL;
+    rt_set_tracing(false);
+}
+
+void fe_trace_resume(fe_trace *tr)
+{
+    current = tr;
+    rt_set_tracing(true);
+}
+
 tj_tensor *fe_trace_arg(fe_trace *tr, ir_node *n, const ir_type *ex)
 {
     (void)tr;
@@ -73,6 +86,11 @@ static void trace_break(fe_trace *tr, const char *fmt, const char *what)
     char msg[320];
     snprintf(msg, sizeof msg, fmt, what);
     snprintf(tr->brk, sizeof tr->brk, "%s%s", msg, where);
+}
+
+void fe_trace_view_write_break(fe_trace *tr)
+{
+    trace_break(tr, "%s into a view of a traced tensor", "tj_copy_ (or an in-place op)");
 }
 
 static ir_node *capture(fe_trace *tr, tj_tensor *x)
@@ -108,12 +126,20 @@ static ir_node *capture(fe_trace *tr, tj_tensor *x)
 
 ir_node *fe_trace_value(fe_trace *tr, tj_tensor *x)
 {
+    if (!x->sym && tr->seg)
+        fe_seg_used(tr, x);
     if (!x->sym)
         return capture(tr, x);
     ir_node *n = x->sym;
     /* A symbolic tensor of another trace (kept past its compile) is no value here. */
     bool mine = ir_node_is_input(n) ? n->id < tr->g->ninputs && tr->g->inputs[n->id] == n
                                     : n->id < tr->g->nnodes && tr->g->nodes[n->id] == n;
+    if (!mine && tr->seg) {   /* a value of an earlier piece of this call */
+        if (fe_seg_values(tr, x, "a later piece") != 0)
+            return NULL;
+        fe_seg_used(tr, x);
+        return capture(tr, x);
+    }
     if (!mine) {
         rt_error("tracing: a tensor from an earlier trace was used (symbolic tensors do not "
                  "outlive the call that traced them)");
@@ -140,6 +166,8 @@ static bool symbolic_agrees(const fe_trace *tr, const ir_type *sym, const ir_typ
 tj_tensor *fe_trace_apply(fe_trace *tr, ir_op op, tj_tensor *const *in, int nin,
                           const ir_attrs *a)
 {
+    if (tr->seg && (ir_ops[op].kind == IR_RANDOM || op == OP_dropout || op == OP_scalar))
+        return fe_seg_eager(tr, op, in, nin, a);
     if (ir_ops[op].kind == IR_RANDOM || op == OP_dropout)
         trace_break(tr, "random op %s (random ops are not traced yet)", ir_ops[op].name);
 
@@ -185,7 +213,12 @@ tj_tensor *fe_trace_apply(fe_trace *tr, ir_op op, tj_tensor *const *in, int nin,
     }
     tr->nops++;
     tr->last_op = op;
-    return rt_own(rt_tensor_symbolic(&out, n));
+    tj_tensor *r = rt_own(rt_tensor_symbolic(&out, n));
+    if (r && tr->seg && fe_seg_track(tr, r) != 0) {
+        tr->failed = true;
+        return NULL;
+    }
+    return r;
 }
 
 /* A concrete tensor whose values the model read while traced: what it read
@@ -211,6 +244,12 @@ static void value_read(fe_trace *tr, const tj_tensor *t)
 
 bool fe_trace_needs_values(const tj_tensor *t, const char *what)
 {
+    if (t && t->sym && current && current->seg) {   /* a split call: the values now */
+        if (fe_seg_values(current, (tj_tensor *)t, what) != 0)
+            return true;
+    }
+    if (t && !t->sym && current && current->seg)
+        fe_seg_used(current, t);
     if (t && !t->sym && !t->made_tracing && current)
         value_read(current, t);
     if (!t || !t->sym)

@@ -56,6 +56,8 @@ struct fe_trace {
     int nguards, guard_cap;
     tj_tensor **vreads;    /* concrete tensors whose values the trace read (retained) */
     int nvreads, vread_cap;
+    struct fe_segrun *seg; /* a call of a split entry (segment.c), or NULL */
+    bool nosplit;          /* broke where a split call could not run it right */
 };
 
 /* Starts recording on this thread into a new graph named name; NULL when out
@@ -102,5 +104,47 @@ int fe_trace_guard_grad(fe_trace *tr, tj_tensor *leaf, tj_tensor *prior);
 /* Releases the writes and guards (fe_trace_end does; callers that take them
  * set the arrays to NULL first). */
 void fe_trace_writes_free(fe_trace *tr);
+
+/* Results of a compiled call (outs[0..nresults), g's first outputs, run on
+ * inputs) that are inputs or views of inputs or of other results become
+ * those tensors or views of them, as eagerly (alias.c). */
+void fe_alias_results(const ir_graph *g, int nresults, tj_tensor *const *inputs, tj_tensor **outs);
+/* freeze.c: folds the nodes of g that read only its params (caps, in
+ * order) into constants: 1 with *out a new graph whose params are, in
+ * order, (*src)[i] >= 0: the weight caps[(*src)[i]], or -1: the folded value
+ * (*consts)[i] (refs 1); 0 when nothing folds; -1 with an error. */
+int fe_freeze_graph(const ir_graph *g, tj_tensor *const *caps, ir_graph **out, tj_tensor ***consts,
+                    int **src, int *nconsts);
+/* Records the graph break of a write into a view it cannot functionalize. */
+void fe_trace_view_write_break(fe_trace *tr);
+/* Stops and restarts recording on this thread (an eager step inside a trace). */
+void fe_trace_pause(fe_trace *tr);
+void fe_trace_resume(fe_trace *tr);
+
+/* ---- graphs split at breaks (segment.c) -------------------------------------------- */
+typedef struct fe_split fe_split;     /* an entry's compiled pieces */
+typedef struct fe_segrun fe_segrun;   /* one call of it */
+fe_split *fe_split_new(const char *name);
+void fe_split_free(fe_split *sp);
+/* Runs the model on args as pieces split at its breaks: n results in outs
+ * (the current scope's), or -1 with an error set. */
+int fe_split_call(fe_split *sp, tj_model_fn fn, tj_model_multi_fn mfn, void *ctx,
+                  tj_tensor *const *args, int nargs, tj_tensor **outs, int max);
+/* Hooks of trace.c while tr->seg is set: a symbolic tensor made (tracked);
+ * a concrete tensor read (its piece outputs it from now on); a symbolic
+ * tensor whose values are needed by what (the piece so far runs; t gets its
+ * values; 0 or -1); a random op (run eagerly on values). */
+int fe_seg_track(fe_trace *tr, tj_tensor *t);
+void fe_seg_used(fe_trace *tr, const tj_tensor *t);
+int fe_seg_values(fe_trace *tr, tj_tensor *t, const char *what);
+tj_tensor *fe_seg_eager(fe_trace *tr, ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a);
+
+typedef struct fe_split_info {
+    int graphs, breaks, kernels, compiled;   /* pieces, those ending at a break, their kernels,
+                                              * pieces built as kernels */
+    unsigned long runs, executor_runs, late, eager_ops;
+} fe_split_info;
+void fe_split_stats(fe_split *sp, fe_split_info *out);
+void fe_split_explain(fe_split *sp, FILE *f);
 
 #endif

@@ -6,7 +6,10 @@
  * its new traced value (later reads in the trace see it) and is kept in
  * tr->writes, one entry per target, the latest value winning. The caller
  * (compile.c) makes each value an extra graph output and, after every call,
- * writes it back. A gradient read from before the call is guarded: the graph
+ * writes it back. A write into slices of a weight or an argument (x[1:3] =
+ * v) is a write of the whole tensor (where(mask, pad(v), x)); into another
+ * view of a traced tensor, a graph break (the call runs eagerly). A gradient
+ * read from before the call is guarded: the graph
  * holds only while the leaf's gradient is the same tensor (or still none).
  */
 #include <stdlib.h>
@@ -56,8 +59,80 @@ static int add_write(fe_trace *tr, fe_write_kind kind, tj_tensor *target, int ar
     return 0;
 }
 
+/* The tensor whose traced value is node n: a capture or an argument. */
+static tj_tensor *holder_of(fe_trace *tr, const ir_node *n)
+{
+    for (int k = 0; k < tr->ncaps; k++)
+        if (tr->cap_nodes[k] == n)
+            return tr->caps[k];
+    for (int k = 0; k < tr->nargs; k++)
+        if (tr->args[k] && tr->args[k]->sym == n)
+            return tr->args[k];
+    return NULL;
+}
+
+static bool static_type(const ir_type *t)
+{
+    for (int d = 0; d < t->ndim; d++)
+        if (IR_IS_SYM(t->shape[d]))
+            return false;
+    return true;
+}
+
+/* A write into a traced view: dst is slices (step 1) of a capture's or an
+ * argument's value. The write becomes one of the whole tensor, level by
+ * level: parent' = where(mask, pad(value), parent), the mask true on the
+ * slice. 1 when dst is another view (the caller breaks the graph). */
+static int write_slices(fe_trace *tr, tj_tensor *dst, tj_tensor *value)
+{
+    ir_node *n = dst->sym;
+    int levels = 0;
+    for (ir_node *p = n; p->op == OP_slice; p = p->in[0], levels++)
+        if (p->attrs[3].i[0] != 1 || !static_type(&p->in[0]->type) || levels >= 64)
+            return 1;
+    ir_node *base = n;
+    for (int k = 0; k < levels; k++)
+        base = base->in[0];
+    tj_tensor *target = levels ? holder_of(tr, base) : NULL;
+    if (!target)
+        return 1;
+    tj_tensor *v = value;
+    for (ir_node *p = n; p != base && v; p = p->in[0]) {
+        ir_node *parent = p->in[0];
+        int nd = parent->type.ndim, d = ir_norm_dim(p->attrs[0].i[0], nd);
+        int64_t size = parent->type.shape[d], start = ir_slice_bound(p->attrs[1].i[0], size);
+        int64_t pads[2 * TJ_MAX_DIMS] = {0};
+        pads[2 * (nd - 1 - d)] = start;
+        pads[2 * (nd - 1 - d) + 1] = size - start - p->type.shape[d];
+        tj_tensor *whole = parent == base ? target
+                                          : rt_own(rt_tensor_symbolic(&parent->type, parent));
+        tj_tensor *mask = tj_gt_s(tj_pad(tj_ones(TJ_F32, nd, p->type.shape), pads, nd, 0.0), 0.5);
+        v = tj_where(mask, tj_pad(v, pads, nd, 0.0), whole);
+    }
+    if (!v || fe_trace_write_data(tr, target, v) != 0)
+        return -1;
+    ir_node *now = fe_trace_value(tr, value);   /* later reads of dst see the value */
+    if (!now)
+        return -1;
+    dst->sym = now;
+    return 0;
+}
+
 int fe_trace_write_data(fe_trace *tr, tj_tensor *dst, tj_tensor *value)
 {
+    bool is_arg = false;
+    for (int k = 0; k < tr->nargs; k++)
+        is_arg |= tr->args[k] == dst;
+    if (dst->sym && !is_arg && ir_ops[((ir_node *)dst->sym)->op].kind == IR_VIEW) {
+        int rc = write_slices(tr, dst, value);
+        if (rc <= 0)
+            return rc;
+        tr->nosplit = true;   /* eager runs it right; a split call could not */
+        fe_trace_view_write_break(tr);
+        rt_error("copy_: a write into a view of a traced tensor (other than slices of a weight "
+                 "or an argument) is a graph break");
+        return -1;
+    }
     ir_node *v = fe_trace_value(tr, value);
     if (!v)
         return -1;

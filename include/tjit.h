@@ -186,6 +186,19 @@ tj_tensor *tj_contiguous(tj_tensor *x);   /* x itself (retained into scope) when
 tj_tensor *tj_clone(tj_tensor *x);        /* always a fresh contiguous copy */
 tj_tensor *tj_cast(tj_tensor *x, tj_dtype dt);
 int tj_copy_(tj_tensor *dst, tj_tensor *src);   /* in place, src broadcast to dst; 0 or -1 */
+/* ---- in-place ops (mutation) ---- */
+/* dst = dst op src (src broadcast to dst's shape, the result converted to
+ * dst's dtype), written into dst's storage like tj_copy_; 0 or -1. Inside a
+ * compiled model they are functionalized, not graph breaks: into a weight,
+ * a buffer or an argument, or into slices of one (tj_slice(w, ...) as dst),
+ * the graph computes the new value and each call writes it back
+ * (docs/tracing.md). */
+int tj_add_(tj_tensor *dst, tj_tensor *src);
+int tj_sub_(tj_tensor *dst, tj_tensor *src);
+int tj_mul_(tj_tensor *dst, tj_tensor *src);
+int tj_div_(tj_tensor *dst, tj_tensor *src);
+int tj_add_s_(tj_tensor *dst, double s);
+int tj_mul_s_(tj_tensor *dst, double s);
 
 /* ---- pointwise unary --------------------------------------------------- */
 /* Float math (exp, sin, ...) on integer or bool input computes in f32. */
@@ -530,8 +543,22 @@ typedef tj_tensor *(*tj_model_fn)(void *ctx, tj_tensor *const *args, int nargs);
 typedef struct tj_compile_options {
     const char *name;        /* for dumps and tj_explain; default "model" */
     int recompile_limit;     /* graphs kept before falling back to eager; 0: 8 */
-    bool no_dynamic;         /* never make a changing dim symbolic */
+    bool no_dynamic;         /* never make a changing dim symbolic (dynamic=False);
+                              * dims marked with tj_mark_dynamic still are */
+    bool freeze;             /* weights are constants: what reads only weights (a
+                              * transpose, batch norm's scale and shift) is folded
+                              * once; writing or releasing a weight retraces */
 } tj_compile_options;
+
+/* ---- shape marks (dynamic shapes) ---- */
+/* Marks dim of t, a future argument of tj_call: dynamic makes it symbolic
+ * from the first trace on (no recompile when it changes; sizes 0 and 1 stay
+ * specialized, as in PyTorch); static keeps it a guarded constant even when
+ * it changes (a recompile per size instead of a symbolic dim). The marks
+ * belong to the tensor (not its views); a later mark of the same dim
+ * replaces the other. 0, or -1 with an error (NULL, dim out of range). */
+int tj_mark_dynamic(tj_tensor *t, int dim);
+int tj_mark_static(tj_tensor *t, int dim);
 
 typedef struct tj_compiled tj_compiled;
 
@@ -548,8 +575,10 @@ tj_compiled *tj_compile(tj_model_fn fn, void *ctx, const tj_compile_options *opt
 tj_tensor *tj_call(tj_compiled *c, tj_tensor *const *args, int nargs);
 /* A model with several results (the loss and the logits, say): it writes its
  * results to outs[0..n), owned by the current scope, and returns n (at most
- * max), or -1 with an error. tj_call_multi returns them the same way; a result
- * is a fresh tensor when compiled, even one that is an argument or a view of one. */
+ * max), or -1 with an error. tj_call_multi returns them the same way, with
+ * eager's aliasing: a result that is an argument is that tensor, one that is
+ * a view of an argument, a weight or another result is such a view (a write
+ * through one is seen through the other); a computed result is fresh. */
 typedef int (*tj_model_multi_fn)(void *ctx, tj_tensor *const *args, int nargs, tj_tensor **outs,
                                  int max);
 tj_compiled *tj_compile_multi(tj_model_multi_fn fn, void *ctx, const tj_compile_options *opts);
@@ -593,6 +622,21 @@ typedef struct tj_compiled_stats {
         unsigned long calls;    /* backward runs */
         unsigned long eager_calls;
     } backward;
+    /* ---- graphs split at graph breaks (docs/tracing.md) ---- */
+    /* A signature whose trace broke (tj_item, tj_data, tj_get, a random op)
+     * runs as compiled pieces with the break eagerly between them; its
+     * entries count here, not in graphs or breaks. */
+    struct {
+        int graphs;             /* compiled pieces (one per path taken) */
+        int breaks;             /* of those, pieces that end at a break */
+        int compiled;           /* pieces built as LLVM kernels */
+        int kernels;            /* kernels over all pieces */
+        unsigned long runs;     /* piece runs of compiled plans */
+        unsigned long executor_runs;  /* piece runs on the graph executor (a new
+                                       * piece's first run, a late value) */
+        unsigned long late;     /* values a piece recomputed because it did not
+                                 * output them (the next call outputs them) */
+    } split;
 } tj_compiled_stats;
 
 /* Fills out (thread-safe). 0, or -1 with an error when c is NULL (out zeroed). */
@@ -707,6 +751,12 @@ TJ_API_END
 #define tj_clone(...) (tj__callsite(__FILE__, __LINE__), tj_clone(__VA_ARGS__))
 #define tj_cast(...) (tj__callsite(__FILE__, __LINE__), tj_cast(__VA_ARGS__))
 #define tj_copy_(...) (tj__callsite(__FILE__, __LINE__), tj_copy_(__VA_ARGS__))
+#define tj_add_(...) (tj__callsite(__FILE__, __LINE__), tj_add_(__VA_ARGS__))
+#define tj_sub_(...) (tj__callsite(__FILE__, __LINE__), tj_sub_(__VA_ARGS__))
+#define tj_mul_(...) (tj__callsite(__FILE__, __LINE__), tj_mul_(__VA_ARGS__))
+#define tj_div_(...) (tj__callsite(__FILE__, __LINE__), tj_div_(__VA_ARGS__))
+#define tj_add_s_(...) (tj__callsite(__FILE__, __LINE__), tj_add_s_(__VA_ARGS__))
+#define tj_mul_s_(...) (tj__callsite(__FILE__, __LINE__), tj_mul_s_(__VA_ARGS__))
 #define tj_abs(...) (tj__callsite(__FILE__, __LINE__), tj_abs(__VA_ARGS__))
 #define tj_neg(...) (tj__callsite(__FILE__, __LINE__), tj_neg(__VA_ARGS__))
 #define tj_sign(...) (tj__callsite(__FILE__, __LINE__), tj_sign(__VA_ARGS__))
@@ -851,6 +901,8 @@ TJ_API_END
 #define tj_detach(...) (tj__callsite(__FILE__, __LINE__), tj_detach(__VA_ARGS__))
 #define tj_set_grad_hook(...) (tj__callsite(__FILE__, __LINE__), tj_set_grad_hook(__VA_ARGS__))
 #define tj_optimizer_step(...) (tj__callsite(__FILE__, __LINE__), tj_optimizer_step(__VA_ARGS__))
+#define tj_mark_dynamic(...) (tj__callsite(__FILE__, __LINE__), tj_mark_dynamic(__VA_ARGS__))
+#define tj_mark_static(...) (tj__callsite(__FILE__, __LINE__), tj_mark_static(__VA_ARGS__))
 #define tj_call(...) (tj__callsite(__FILE__, __LINE__), tj_call(__VA_ARGS__))
 #define tj_call_multi(...) (tj__callsite(__FILE__, __LINE__), tj_call_multi(__VA_ARGS__))
 #endif

@@ -522,3 +522,27 @@ int ir_graph_set_outputs(ir_graph *g, ir_node *const *out, int n)
     g->noutputs = n;
     return 0;
 }
+
+bool ir_graph_same_body(const ir_graph *a, const ir_graph *b)
+{
+    if (a->ninputs != b->ninputs || a->nnodes != b->nnodes)
+        return false;
+    for (int k = 0; k < a->ninputs; k++)
+        if (a->inputs[k]->param != b->inputs[k]->param ||
+            !ir_type_same(&a->inputs[k]->type, &b->inputs[k]->type))
+            return false;
+    for (int k = 0; k < a->nnodes; k++) {
+        const ir_node *x = a->nodes[k], *y = b->nodes[k];
+        if (x->op != y->op || x->nin != y->nin || !ir_type_same(&x->type, &y->type))
+            return false;
+        for (int i = 0; i < x->nin; i++) {
+            const ir_node *p = x->in[i], *q = y->in[i];
+            if (!p != !q || (p && (ir_node_is_input(p) != ir_node_is_input(q) || p->id != q->id)))
+                return false;
+        }
+        for (int i = 0; i < ir_ops[x->op].nattrs; i++)
+            if (!attr_same(ir_ops[x->op].attrs[i].kind, &x->attrs[i], &y->attrs[i]))
+                return false;
+    }
+    return true;
+}

@@ -133,6 +133,11 @@ ir_node *ir_graph_add(ir_graph *g, ir_op op, ir_node *const *in, int nin, const 
 
 /* Sets what the graph returns: n >= 1 nodes of g (copied). 0 or -1. */
 int ir_graph_set_outputs(ir_graph *g, ir_node *const *out, int n);
+/* Whether a and b have the same inputs (types, param or not) and the same op
+ * nodes in the same order (op, inputs by position, attributes, type); names,
+ * call sites and outputs are not compared. Two traces of one program that
+ * took the same path give the same body. */
+bool ir_graph_same_body(const ir_graph *a, const ir_graph *b);
 
 /* The input named name (without '%'), or NULL. */
 ir_node *ir_graph_find_input(const ir_graph *g, const char *name);

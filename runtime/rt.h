@@ -57,6 +57,7 @@ struct tj_tensor {
     rt_agmeta *ag;                  /* autograd state (frontend/autograd.c) or NULL */
     rt_wref *wref;                  /* its weak reference, made on first request, or NULL */
     bool made_tracing;              /* made while this thread traced (a model's constant) */
+    uint32_t dyn_mark, static_mark; /* tj_mark_dynamic / tj_mark_static: bit d per dim */
 };
 
 /* ---- liveness and weak references (tensor.c) ------------------------------------ */

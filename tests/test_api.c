@@ -282,10 +282,14 @@ static void test_compiled_stats(void **state)
     c = tj_compile(model_breaks, NULL, &(tj_compile_options){.name = "stats_break"});
     assert_non_null(tj_call(c, &x, 1));
     assert_int_equal(tj_compiled_stats_get(c, &st), 0);
-    assert_int_equal(st.graphs, 0);
-    assert_int_equal(st.breaks, 1);
+    assert_int_equal(st.graphs, 0);   /* split at its break: counted in split */
+    assert_int_equal(st.breaks, 0);
     assert_int_equal(st.calls, 1);
-    assert_int_equal(st.eager_calls, 1);
+    assert_int_equal(st.eager_calls, 0);
+    assert_int_equal(st.split.graphs, 2);   /* the sum; the product */
+    assert_int_equal(st.split.breaks, 1);
+    assert_int_equal((int)st.split.executor_runs, 2);   /* new pieces run on the executor */
+    assert_int_equal(st.split.runs, 0);
     assert_false(st.plan.compiled);
     tj_compiled_free(c);
 }

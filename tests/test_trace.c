@@ -165,7 +165,9 @@ static void test_dynamic_read_specializes(void **state)
     tj_compiled_free(c);
 }
 
-/* Reads a value: a graph break, the call runs eagerly and still matches. */
+/* Reads a value: a graph break; the call runs split around it (the amax
+ * compiled, tj_item eagerly, the division compiled) and still matches
+ * (tests/test_split.c tests the pieces). */
 static tj_tensor *model_breaks(void *ctx, tj_tensor *const *args, int nargs)
 {
     (void)ctx;
@@ -183,9 +185,10 @@ static void test_graph_break(void **state)
         tj_tensor *y = tj_call(c, &x, 1);
         tu_assert_close(y, model_breaks(NULL, &x, 1), 0, 0);
     }
-    assert_explain_has(c, "0 graphs captured, 1 graph break");
-    assert_explain_has(c, "tj_item reads the values of a traced tensor (after 1 op, the last amax)");
-    assert_explain_has(c, "2 eager calls");
+    assert_explain_has(c, "1 graph captured, 0 graph breaks, 0 eager calls");
+    assert_explain_has(c, "split at graph breaks (the first: tj_item reads the values of a traced "
+                          "tensor (after 1 op, the last amax))");
+    assert_explain_has(c, "2 compiled pieces (1 end at a break)");
     tj_compiled_free(c);
 }
 
@@ -217,7 +220,8 @@ static void test_side_effect_compiled(void **state)
     tj_release(acc);
 }
 
-/* Random ops are a break for now: a graph would replay one draw forever. */
+/* A random op is a break: a graph would replay one draw forever; it runs
+ * eagerly between the pieces. */
 static tj_tensor *model_random(void *ctx, tj_tensor *const *args, int nargs)
 {
     (void)ctx;

@@ -1,0 +1,232 @@
+/* test_mutate.c - in-place ops (tj_add_, tj_mul_, ...) eager and inside
+ * compiled models: functionalized writes into a captured buffer across
+ * calls, into an argument, into slices of a buffer, batch-norm running
+ * statistics in training mode; a write into another view is a graph break
+ * that keeps eager semantics. Compiled results and the written tensors are
+ * compared with an eager twin. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "util.h"
+
+static void stats(tj_compiled *c, tj_compiled_stats *st) { assert_int_equal(tj_compiled_stats_get(c, st), 0); }
+
+static void test_inplace_eager(void **state)
+{
+    (void)state;
+    int64_t shape[] = {2, 3};
+    tj_tensor *a = tj_keep(tj_full(TJ_F32, 2, shape, 2.0));
+    tj_tensor *b = tj_full(TJ_F32, 1, (int64_t[]){3}, 3.0);   /* broadcast */
+    assert_int_equal(tj_add_(a, b), 0);                          /* 5 */
+    assert_int_equal(tj_mul_(a, b), 0);                          /* 15 */
+    assert_int_equal(tj_sub_(a, b), 0);                          /* 12 */
+    assert_int_equal(tj_div_(a, b), 0);                          /* 4 */
+    assert_int_equal(tj_add_s_(a, 1.0), 0);                      /* 5 */
+    assert_int_equal(tj_mul_s_(a, 0.5), 0);                      /* 2.5 */
+    tu_assert_close(a, tj_full(TJ_F32, 2, shape, 2.5), 0, 0);
+    /* the result goes back in dst's dtype */
+    tj_tensor *i = tj_keep(tj_full(TJ_I32, 1, (int64_t[]){2}, 7));
+    assert_int_equal(tj_div_(i, tj_full(TJ_I32, 1, (int64_t[]){2}, 2)), 0);
+    assert_true(tj_get(i, (int64_t[]){0}) == 3);
+    /* errors: shapes, NULL */
+    assert_int_equal(tj_add_(a, tj_ones(TJ_F32, 1, (int64_t[]){4})), -1);
+    tu_assert_error(NULL, "add", "broadcast", NULL);
+    tj_clear_error();
+    assert_int_equal(tj_mul_(NULL, b), -1);
+    tj_clear_error();
+    tj_release(a);
+    tj_release(i);
+}
+
+/* A running buffer (ctx) updated in place each call, then read. */
+static tj_tensor *model_running(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)n;
+    tj_tensor *buf = ctx;
+    tj_tensor *m = tj_mean(x[0], (int[]){0}, 1, false);
+    if (tj_mul_s_(buf, 0.9) != 0 || tj_add_(buf, tj_mul_s(m, 0.1)) != 0)
+        return NULL;
+    return tj_sub(x[0], buf);
+}
+
+static void test_buffer_across_calls(void **state)
+{
+    (void)state;
+    int64_t shape[] = {8};
+    tj_tensor *buf = tj_keep(tj_zeros(TJ_F32, 1, shape));
+    tj_tensor *twin = tj_keep(tj_zeros(TJ_F32, 1, shape));
+    tj_compiled *c = tj_compile(model_running, buf, &(tj_compile_options){.name = "running"});
+    for (int k = 0; k < 5; k++) {
+        tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){4, 8});
+        tu_assert_close(tj_call(c, &x, 1), model_running(twin, &x, 1), 1e-6, 1e-6);
+        tu_assert_close(buf, twin, 1e-6, 1e-6);
+    }
+    tj_compiled_stats st;
+    stats(c, &st);
+    assert_int_equal(st.graphs, 1);   /* one graph, no break */
+    assert_int_equal(st.breaks, 0);
+    assert_int_equal(st.eager_calls, 0);
+    tj_compiled_free(c);
+    tj_release(buf);
+    tj_release(twin);
+}
+
+/* Writes into the argument, in place: the caller sees them. */
+static tj_tensor *model_arg(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)ctx;
+    (void)n;
+    if (tj_mul_s_(x[0], 2.0) != 0 || tj_add_s_(x[0], 1.0) != 0)
+        return NULL;
+    return tj_exp(x[0]);
+}
+
+static void test_argument_mutation(void **state)
+{
+    (void)state;
+    tj_compiled *c = tj_compile(model_arg, NULL, &(tj_compile_options){.name = "argw"});
+    for (int k = 0; k < 3; k++) {
+        tj_tensor *x = tj_randn(TJ_F32, 1, (int64_t[]){16}), *xe = tj_clone(x);
+        tu_assert_close(tj_call(c, &x, 1), model_arg(NULL, &xe, 1), 1e-6, 1e-6);
+        tu_assert_close(x, xe, 0, 0);
+    }
+    tj_compiled_stats st;
+    stats(c, &st);
+    assert_int_equal(st.graphs, 1);
+    assert_int_equal(st.eager_calls, 0);
+    tj_compiled_free(c);
+}
+
+/* Slices of a captured buffer assigned in place (a ring of rows). */
+static tj_tensor *model_slices(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)n;
+    tj_tensor *buf = ctx;                                    /* [6, 4] */
+    if (tj_copy_(tj_slice(buf, 0, 1, 3, 1), x[0]) != 0)      /* rows 1, 2 = x */
+        return NULL;
+    tj_tensor *col = tj_slice(tj_slice(buf, 0, 3, 6, 1), 1, -2, 4, 1);   /* rows 3..5, cols 2..3 */
+    if (tj_add_s_(col, 1.0) != 0)
+        return NULL;
+    return tj_sum(buf, (int[]){1}, 1, false);
+}
+
+static void test_slices_in_place(void **state)
+{
+    (void)state;
+    int64_t shape[] = {6, 4};
+    tj_tensor *buf = tj_keep(tj_zeros(TJ_F32, 2, shape));
+    tj_tensor *twin = tj_keep(tj_zeros(TJ_F32, 2, shape));
+    tj_compiled *c = tj_compile(model_slices, buf, &(tj_compile_options){.name = "slices"});
+    for (int k = 0; k < 3; k++) {
+        tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){2, 4});
+        tu_assert_close(tj_call(c, &x, 1), model_slices(twin, &x, 1), 1e-6, 1e-6);
+        tu_assert_close(buf, twin, 0, 0);
+    }
+    tj_compiled_stats st;
+    stats(c, &st);
+    assert_int_equal(st.graphs, 1);   /* functionalized, not a break */
+    assert_int_equal(st.breaks + st.split.graphs, 0);
+    tj_compiled_free(c);
+    tj_release(buf);
+    tj_release(twin);
+}
+
+/* A write into a transposed view: a graph break, eager semantics. */
+static tj_tensor *model_view_write(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)n;
+    tj_tensor *buf = ctx;
+    if (tj_copy_(tj_transpose(buf, 0, 1), x[0]) != 0)
+        return NULL;
+    return tj_neg(buf);
+}
+
+static void test_other_view_write_breaks(void **state)
+{
+    (void)state;
+    tj_tensor *buf = tj_keep(tj_zeros(TJ_F32, 2, (int64_t[]){3, 2}));
+    tj_tensor *twin = tj_keep(tj_zeros(TJ_F32, 2, (int64_t[]){3, 2}));
+    tj_compiled *c = tj_compile(model_view_write, buf, &(tj_compile_options){.name = "vw"});
+    for (int k = 0; k < 2; k++) {
+        tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){2, 3});
+        tu_assert_close(tj_call(c, &x, 1), model_view_write(twin, &x, 1), 0, 0);
+        tu_assert_close(buf, twin, 0, 0);
+    }
+    tj_compiled_stats st;
+    stats(c, &st);
+    assert_int_equal(st.breaks, 1);
+    assert_int_equal(st.eager_calls, 2);
+    tj_compiled_free(c);
+    tj_release(buf);
+    tj_release(twin);
+}
+
+/* Batch norm in training mode: running statistics written back per call. */
+typedef struct bn {
+    tj_tensor *mean, *var, *w, *b;
+} bn;
+
+static tj_tensor *model_bn(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)n;
+    bn *p = ctx;
+    return tj_relu(tj_batch_norm_train(x[0], p->mean, p->var, p->w, p->b, 0.1, 1e-5));
+}
+
+static void bn_init(bn *p)
+{
+    p->mean = tj_keep(tj_zeros(TJ_F32, 1, (int64_t[]){3}));
+    p->var = tj_keep(tj_ones(TJ_F32, 1, (int64_t[]){3}));
+    p->w = tj_keep(tj_full(TJ_F32, 1, (int64_t[]){3}, 1.5));
+    p->b = tj_keep(tj_full(TJ_F32, 1, (int64_t[]){3}, 0.1));
+}
+
+static void bn_free(bn *p)
+{
+    tj_release(p->mean);
+    tj_release(p->var);
+    tj_release(p->w);
+    tj_release(p->b);
+}
+
+static void test_batch_norm_running_stats(void **state)
+{
+    (void)state;
+    bn p, q;
+    bn_init(&p);
+    bn_init(&q);
+    tj_no_grad_begin();
+    tj_compiled *c = tj_compile(model_bn, &p, &(tj_compile_options){.name = "bn_train"});
+    for (int k = 0; k < 4; k++) {
+        tj_tensor *x = tj_add_s(tj_randn(TJ_F32, 4, (int64_t[]){4, 3, 5, 5}), k);
+        tu_assert_close(tj_call(c, &x, 1), model_bn(&q, &x, 1), 1e-5, 1e-5);
+        tu_assert_close(p.mean, q.mean, 1e-5, 1e-6);
+        tu_assert_close(p.var, q.var, 1e-5, 1e-6);
+    }
+    tj_compiled_stats st;
+    stats(c, &st);
+    assert_int_equal(st.graphs, 1);
+    assert_int_equal(st.eager_calls, 0);
+    tj_compiled_free(c);
+    tj_no_grad_end();
+    bn_free(&p);
+    bn_free(&q);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
+        T(test_inplace_eager),       T(test_buffer_across_calls),     T(test_argument_mutation),
+        T(test_slices_in_place),     T(test_other_view_write_breaks), T(test_batch_norm_running_stats),
+#undef T
+    };
+    return cmocka_run_group_tests_name("mutate", tests, NULL, NULL);
+}

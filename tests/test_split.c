@@ -1,0 +1,251 @@
+/* test_split.c - graphs split at graph breaks (frontend/segment.c): the
+ * pieces around a tj_item, a loop whose trip count is a tensor's value, a
+ * value one path reads and another does not, a write before a break, a
+ * random op in the middle. Compiled results are compared with eager ones;
+ * the stats say which pieces ran as kernels. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "util.h"
+
+static void assert_explain_has(tj_compiled *c, const char *what)
+{
+    if (getenv("SPLIT_DEBUG")) {
+        char *t = tj_explain(c);
+        fprintf(stderr, "%s\n", t);
+        free(t);
+    }
+    char *text = tj_explain(c);
+    assert_non_null(text);
+    if (!strstr(text, what))
+        fail_msg("explain lacks \"%s\":\n%s", what, text);
+    free(text);
+}
+
+static bool jit(void)
+{
+    const char *b = getenv("TJIT_BACKEND");
+    return !(b && !strcmp(b, "eager"));
+}
+
+/* Three pointwise chains with two value reads between them. */
+static tj_tensor *model_two_breaks(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)ctx;
+    (void)n;
+    tj_tensor *a = tj_add_s(tj_mul_s(tj_exp(x[0]), 0.5), 1.0);
+    double s = tj_item(tj_mean(a, NULL, 0, false));            /* break 1 */
+    tj_tensor *b = tj_mul_s(tj_tanh(tj_sub_s(a, s)), 2.0);
+    double m = tj_item(tj_amax(b, NULL, 0, false));           /* break 2 */
+    return tj_div_s(tj_add(tj_sigmoid(b), a), m + 1.0);
+}
+
+static void test_two_breaks_three_graphs(void **state)
+{
+    (void)state;
+    tj_compiled *c = tj_compile(model_two_breaks, NULL, &(tj_compile_options){.name = "two"});
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){16, 64});
+    for (int k = 0; k < 3; k++) {
+        tj_tensor *y = tj_call(c, &x, 1);
+        tu_assert_close(y, model_two_breaks(NULL, &x, 1), 1e-5, 1e-5);
+    }
+    tj_compiled_stats st;
+    assert_explain_has(c, "split");
+    assert_int_equal(tj_compiled_stats_get(c, &st), 0);
+    assert_int_equal(st.calls, 3);
+    assert_int_equal(st.eager_calls, 0);
+    assert_int_equal(st.split.graphs, 3);
+    assert_int_equal(st.split.breaks, 2);
+    assert_int_equal(st.split.runs, 6);            /* calls 2 and 3, three pieces each */
+    assert_int_equal((int)st.split.executor_runs, 3);   /* the first call's new pieces */
+    assert_int_equal((int)st.split.late, 0);
+    if (jit()) {
+        assert_int_equal(st.split.compiled, 3);    /* each piece ran as kernels */
+        assert_true(st.split.kernels >= 3);
+    }
+    assert_explain_has(c, "split at graph breaks");
+    assert_explain_has(c, "3 compiled pieces (2 end at a break)");
+    assert_explain_has(c, "then graph break: tj_item reads values at");
+    assert_explain_has(c, "test_split.c:");
+    assert_explain_has(c, "ends at the return");
+    tj_compiled_free(c);
+}
+
+/* The trip count is a tensor's value: each count is another last piece. */
+static tj_tensor *model_loop(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)ctx;
+    (void)n;
+    int trips = (int)tj_item(tj_sum(x[1], NULL, 0, false));
+    tj_tensor *y = x[0];
+    for (int k = 0; k < trips; k++)
+        y = tj_add_s(tj_mul_s(tj_tanh(y), 0.9), 0.1);
+    return y;
+}
+
+static void test_loop_trip_count(void **state)
+{
+    (void)state;
+    tj_compiled *c = tj_compile(model_loop, NULL, &(tj_compile_options){.name = "loop"});
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){8, 32});
+    int counts[] = {2, 3, 2, 3, 0};
+    for (int k = 0; k < 5; k++) {
+        tj_tensor *args[2] = {x, tj_full(TJ_F32, 1, (int64_t[]){2}, counts[k] / 2.0)};
+        tj_tensor *y = tj_call(c, args, 2);
+        tu_assert_close(y, model_loop(NULL, args, 2), 1e-6, 1e-6);
+    }
+    tj_compiled_stats st;
+    assert_int_equal(tj_compiled_stats_get(c, &st), 0);
+    assert_int_equal(st.eager_calls, 0);
+    /* the sum before the break; the loop of 2, of 3 (of 0: no op, no piece) */
+    assert_int_equal(st.split.graphs, 3);
+    assert_int_equal(st.split.breaks, 1);
+    assert_int_equal((int)st.split.executor_runs, 3);
+    if (jit())
+        assert_int_equal(st.split.compiled, 3);
+    tj_compiled_free(c);
+}
+
+/* One path reads a value of the first piece that the other does not. */
+static tj_tensor *model_paths(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)ctx;
+    (void)n;
+    double flag = tj_item(x[1]);
+    tj_tensor *a = tj_exp(x[0]);
+    tj_tensor *b = tj_mul_s(a, 2.0);
+    double s = tj_item(tj_sum(b, NULL, 0, false));
+    return flag > 0 ? tj_add_s(a, s) : tj_mul_s(b, s);
+}
+
+static void test_late_value(void **state)
+{
+    (void)state;
+    tj_compiled *c = tj_compile(model_paths, NULL, &(tj_compile_options){.name = "paths"});
+    tj_tensor *x = tj_mul_s(tj_randn(TJ_F32, 1, (int64_t[]){50}), 0.1);
+    double flags[] = {0, 1, 1, 0, 1};
+    for (int k = 0; k < 5; k++) {
+        tj_tensor *args[2] = {x, tj_full(TJ_F32, 0, NULL, flags[k])};
+        tu_assert_close(tj_call(c, args, 2), model_paths(NULL, args, 2), 1e-5, 1e-5);
+    }
+    tj_compiled_stats st;
+    assert_int_equal(tj_compiled_stats_get(c, &st), 0);
+    assert_int_equal(st.eager_calls, 0);
+    /* the second call read exp(x), which the piece did not output: recomputed
+     * once, then the piece outputs it */
+    assert_int_equal((int)st.split.late, 1);
+    tj_compiled_free(c);
+}
+
+/* A captured buffer written before the break: the write lands before the
+ * eager code reads it, every call. */
+static tj_tensor *model_buffer(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)n;
+    tj_tensor *buf = ctx;
+    if (tj_copy_(buf, tj_add(buf, x[0])) != 0)
+        return NULL;
+    double s = tj_item(tj_sum(buf, NULL, 0, false));
+    return tj_mul_s(tj_sin(x[0]), s);
+}
+
+static void test_buffer_write_before_break(void **state)
+{
+    (void)state;
+    int64_t shape[] = {4, 8};
+    tj_tensor *buf = tj_keep(tj_zeros(TJ_F32, 2, shape));
+    tj_tensor *twin = tj_keep(tj_zeros(TJ_F32, 2, shape));
+    tj_tensor *x = tj_randn(TJ_F32, 2, shape);
+    tj_compiled *c = tj_compile(model_buffer, buf, &(tj_compile_options){.name = "buffer"});
+    for (int k = 0; k < 4; k++) {
+        tj_tensor *y = tj_call(c, &x, 1);
+        tu_assert_close(y, model_buffer(twin, &x, 1), 1e-5, 1e-5);
+        tu_assert_close(buf, twin, 1e-6, 1e-6);
+    }
+    tj_compiled_stats st;
+    assert_int_equal(tj_compiled_stats_get(c, &st), 0);
+    assert_int_equal(st.eager_calls, 0);
+    assert_explain_has(c, "split");
+    assert_int_equal(st.split.graphs, 2);
+    tj_compiled_free(c);
+    tj_release(buf);
+    tj_release(twin);
+}
+
+/* Dropout in training mode between two chains runs eagerly on values. */
+static tj_tensor *model_dropout(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)ctx;
+    (void)n;
+    tj_tensor *h = tj_dropout(tj_relu(tj_add_s(x[0], 0.25)), 0.5, true);
+    return tj_mul_s(tj_exp(h), 3.0);
+}
+
+static void test_random_op_in_the_middle(void **state)
+{
+    (void)state;
+    tj_compiled *c = tj_compile(model_dropout, NULL, &(tj_compile_options){.name = "drop"});
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){8, 16});
+    /* the first call traces the model first (its draws reserve numbers) */
+    assert_non_null(tj_call(c, &x, 1));
+    for (int k = 0; k < 3; k++) {
+        tj_manual_seed(100 + (uint64_t)k);
+        tj_tensor *y = tj_call(c, &x, 1);
+        tj_manual_seed(100 + (uint64_t)k);
+        tu_assert_close(y, model_dropout(NULL, &x, 1), 1e-6, 1e-6);
+    }
+    tj_compiled_stats st;
+    assert_int_equal(tj_compiled_stats_get(c, &st), 0);
+    assert_int_equal(st.eager_calls, 0);
+    assert_int_equal(st.split.graphs, 2);
+    assert_int_equal(st.split.breaks, 1);
+    assert_explain_has(c, "random op dropout reads values");
+    tj_compiled_free(c);
+}
+
+/* Several results across a break, one of them an argument. */
+static int model_multi(void *ctx, tj_tensor *const *x, int n, tj_tensor **out, int max)
+{
+    (void)ctx;
+    (void)n;
+    (void)max;
+    tj_tensor *a = tj_neg(x[0]);
+    double s = tj_item(tj_amin(a, NULL, 0, false));
+    out[0] = tj_add_s(a, s);
+    out[1] = a;
+    out[2] = x[0];
+    return 3;
+}
+
+static void test_results_across_break(void **state)
+{
+    (void)state;
+    tj_compiled *c = tj_compile_multi(model_multi, NULL, &(tj_compile_options){.name = "multi"});
+    tj_tensor *x = tj_randn(TJ_F32, 1, (int64_t[]){10});
+    for (int k = 0; k < 3; k++) {
+        tj_tensor *got[3], *want[3];
+        assert_int_equal(tj_call_multi(c, &x, 1, got, 3), 3);
+        assert_int_equal(model_multi(NULL, &x, 1, want, 3), 3);
+        for (int i = 0; i < 3; i++)
+            tu_assert_close(got[i], want[i], 1e-6, 1e-6);
+    }
+    tj_compiled_free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
+        T(test_two_breaks_three_graphs), T(test_loop_trip_count),         T(test_late_value),
+        T(test_buffer_write_before_break), T(test_random_op_in_the_middle), T(test_results_across_break),
+#undef T
+    };
+    return cmocka_run_group_tests_name("split", tests, NULL, NULL);
+}
