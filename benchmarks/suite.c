@@ -401,6 +401,11 @@ const bench_case bench_cases[] = {
      p9_setup, p9_run, teardown, NULL, false, NULL},
     {"P10", "small", "x f32[256]; ten pointwise ops (the per-call overhead)", p10_setup,
      p10_run, teardown, NULL, false, NULL},
+    /* bf16 (docs/perf.md) */
+    {"B1", "pointwise_bf16", "P1 in bf16: x bf16[4194304]", b1_setup, b1_run, teardown, NULL, false,
+     NULL},
+    {"B4", "mlp_bf16", "P4 in bf16: x bf16[256,1024], bf16 weights", b4_setup, b4_run, teardown,
+     NULL, false, NULL},
 };
 const int bench_ncases = (int)(sizeof bench_cases / sizeof *bench_cases);
 
