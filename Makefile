@@ -175,8 +175,6 @@ $(BUILD)/benchmarks/dist/%: $(BUILD)/obj/benchmarks/dist/%.o $(BUILD)/libtjit_di
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $< $(BUILD)/libtjit_dist.a $(BUILD)/libtjit_bench.a $(BUILD)/libtjit.a $(LDLIBS) $(MPI_LDFLAGS)
 endif
-# all's line above is read before DIST_LIBS is set: add them here.
-all: $(DIST_LIBS)
 # Data parallelism: the library, its mpirun test program and benchmark.
 dist: $(DIST_LIBS) $(DIST_TESTS) $(DIST_BENCH)
 # The distributed benchmark (docs/distributed.md): P7 and P8 at 1 and 2 ranks
