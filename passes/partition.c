@@ -100,7 +100,7 @@ static int64_t cone(part *p, const ir_node *v, bool apply)
             p->mark[u->id] = p->walk;
             if (p->st[u->id] != UNDECIDED)
                 continue;   /* saved, or computed again for another value: free */
-            if (!cheap(u->op)) {
+            if (!cheap(u->op) || p->stored[u->id]) {   /* stored anyway: stop there */
                 if (apply)
                     save(p, u, "read by a recomputed value");
                 cost += move_cost(p, u);

@@ -23,7 +23,8 @@
  *   - a pointwise or view value v is recomputed when that moves fewer bytes
  *     between the plans than saving it: its cone of pointwise/view producers
  *     (at most PS_PARTITION_MAX_CHAIN nodes) stops at inputs, at values
- *     already saved (free) and at other values (saved for it); a value costs
+ *     already saved (free), at values the forward stores anyway and at the
+ *     results of the ops above (those two saved for it); a value costs
  *     its bytes once when the forward stores it anyway (a forward output, or
  *     read by a matmul, reduction, ...: the backward's read) and twice when it
  *     is stored only for the backward (the write and the read). Recompute
