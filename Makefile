@@ -82,7 +82,7 @@ MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
 endif
 
 .SECONDARY:
-.PHONY: all test asan bench bench-compare example docs deps clean check-tests check-headers golden \
+.PHONY: all test asan bench bench-compare bench-backward example docs deps clean check-tests check-headers golden \
         check-layers loc callsites
 all: $(BUILD)/libtjit.a $(BUILD)/libtjit.so $(BUILD)/tjit
 
@@ -207,6 +207,15 @@ bench: deps
 # tjit eager vs PyTorch eager, side by side (markdown on stdout, for docs/perf.md).
 bench-compare: deps all
 	@BUILD=$(BUILD) bash scripts/bench-compare.sh $(BENCH_ARGS)
+
+# ---- bench-backward: an MLP's forward + backward, eager vs a compiled call ----
+# (benchmarks/backward/mlp.c; docs/training.md). BENCH_ARGS: --threads N --cpu-time ...
+bench-backward: $(BUILD)/bench-backward
+	$(BUILD)/bench-backward $(BENCH_ARGS)
+
+$(BUILD)/bench-backward: benchmarks/backward/mlp.c include/tjit.h $(BUILD)/libtjit.a
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -Iinclude $< -o $@ $(BUILD)/libtjit.a $(LDLIBS)
+# ---- end bench-backward ----
 
 # A user's own model (examples/mymodel.c), built the way a user would: public
 # header, build/libtjit.a, strict warnings; then run (exit 1 on a mismatch).

@@ -389,7 +389,8 @@ static int joint_run(void *ctx, tj_tensor *const *in, int nsaved, int nwatch, tj
     if (tangent && run_graph(j->bwd, j->bplans, j->blast, bin, outs) == 0) {
         rc = 0;
         for (int o = 0; o < j->ngrads && rc == 0; o++)
-            rc = fe_ag_accumulate(caps[j->leaf[o]], outs[o]);
+            rc = tj_grad(caps[j->leaf[o]]) ? fe_ag_accumulate(caps[j->leaf[o]], outs[o])
+                                           : fe_ag_take_grad(caps[j->leaf[o]], outs[o]);
     }
     for (int o = 0; o < j->ngrads; o++)
         tj_release(outs[o]);

@@ -372,6 +372,20 @@ int fe_ag_set_grad(tj_tensor *leaf, tj_tensor *g)
     return 0;
 }
 
+int fe_ag_take_grad(tj_tensor *leaf, tj_tensor *g)
+{
+    ag_meta *m = meta_get(leaf);
+    if (!m)
+        return -1;
+    bool own = atomic_load(&g->refs) == 1 && g->storage && atomic_load(&g->storage->refs) == 1 &&
+               !g->ag && !g->weak && g->offset == 0 && rt_is_contiguous(g) && same_type(leaf, g);
+    if (!own)
+        return fe_ag_set_grad(leaf, g);
+    tj_release(m->grad);
+    m->grad = tj_retain(g);
+    return 0;
+}
+
 int fe_ag_accumulate(tj_tensor *leaf, tj_tensor *g)
 {
     fe_trace *tr = fe_trace_current();

@@ -102,6 +102,10 @@ int fe_ag_accumulate(tj_tensor *leaf, tj_tensor *g);
 /* Sets leaf's gradient to g (copied into the current one in place when it
  * has one of g's type, else a fresh copy). 0 or -1. */
 int fe_ag_set_grad(tj_tensor *leaf, tj_tensor *g);
+/* Makes g leaf's gradient, as it is, when nothing else holds g or its storage
+ * (a plan's fresh output): the old gradient is dropped, not written (PyTorch's
+ * zero_grad(set_to_none) then backward); else fe_ag_set_grad. 0 or -1. */
+int fe_ag_take_grad(tj_tensor *leaf, tj_tensor *g);
 
 /* ---- helpers shared by the VJP files --------------------------------------------- */
 /* g summed over the dims broadcasting added to shape (ndim dims). */

@@ -675,6 +675,15 @@ void tj_compiled_free(tj_compiled *c)
     free(c);
 }
 
+/* Whether e's graph read leaf's gradient from before the call (a guard pins it). */
+static bool grad_guarded(const entry *e, const tj_tensor *leaf)
+{
+    for (int k = 0; k < e->nguards; k++)
+        if ((e->guard_ref[k] >= 0 ? e->caps[e->guard_ref[k]].t : e->grad_guards[k].leaf) == leaf)
+            return true;
+    return false;
+}
+
 /* After a call: the writes the traced function made, from the graph's extra
  * outputs vals (one per write with a value), in trace order. */
 static int write_back(const entry *e, tj_tensor *const *args, tj_tensor *const *vals)
@@ -693,9 +702,12 @@ static int write_back(const entry *e, tj_tensor *const *args, tj_tensor *const *
             break;
         case FE_WRITE_GRAD:
             /* the graph computed the whole new gradient (old + new when the
-             * leaf had one, which the guards pin): replace, in place if any */
-            if (fe_ag_set_grad(dst, vals[v++]) != 0)
+             * leaf had one, which the guards pin): replace, in place when a
+             * guard pins the gradient's identity, else the output becomes it
+             * (the trace dropped the old one: no copy) */
+            if ((grad_guarded(e, dst) ? fe_ag_set_grad(dst, vals[v]) : fe_ag_take_grad(dst, vals[v])) != 0)
                 return -1;
+            v++;
             break;
         case FE_WRITE_GRAD_NONE:
             tj_zero_grad(dst);
@@ -740,6 +752,8 @@ static fe_joint *entry_joint(tj_compiled *c, entry *e, tj_tensor *const *args, i
             snprintf(why, sizeof why, "%d results on the tape (one is partitioned)", n);
         else if (e->nsyms)
             snprintf(why, sizeof why, "symbolic dims");
+        else if (getenv("TJIT_PARTITION") && !strcmp(getenv("TJIT_PARTITION"), "0"))
+            snprintf(why, sizeof why, "TJIT_PARTITION=0");
         else
             e->joint = fe_joint_new(c->fn, c->mfn, c->ctx, c->name, k, args, nargs, caps, e->ncaps,
                                     why, sizeof why);
