@@ -35,9 +35,12 @@ bool ps_is_tangent(const ir_node *n)
     return ir_node_is_input(n) && n->name && !strncmp(n->name, "tangent", 7);
 }
 
-/* Pointwise and view values: cheap to compute again inside a fused kernel. */
+/* Pointwise values, views and layout moves (copy, pad, flip, cat): memory
+ * bound, cheap to compute again inside a fused kernel or a copy. */
 static bool cheap(ir_op op)
 {
+    if (op == OP_copy || op == OP_pad || op == OP_flip || op == OP_cat)
+        return true;
     switch (ir_ops[op].kind) {
     case IR_UNARY:
     case IR_BINARY:

@@ -18,9 +18,9 @@
  *
  *   - inputs of the joint graph are there for both: never saved;
  *   - a view is viewed again in the backward: what it views is decided;
- *   - the results of matmul, conv2d, reductions, data movement and the
- *     nn composites (softmax, layer_norm, ...) are saved, never recomputed;
- *   - a pointwise or view value v is recomputed when that moves fewer bytes
+ *   - the results of matmul, conv2d, reductions, gather, index_select and
+ *     the nn composites (softmax, layer_norm, ...) are saved, never recomputed;
+ *   - a pointwise value, or a layout move (copy, pad, flip, cat), v is recomputed when that moves fewer bytes
  *     between the plans than saving it: its cone of pointwise/view producers
  *     (at most PS_PARTITION_MAX_CHAIN nodes) stops at inputs, at values
  *     already saved (free), at values the forward stores anyway and at the

@@ -264,6 +264,39 @@ static void test_forward_value_as_backward_output(void **state)
         "recomputed %1 = exp f32[4] (16 bytes)\n");
 }
 
+/* A layout copy of an input (what a weight gradient's matmul reads) and a
+ * softmax (an nn composite): the copy is made again in the backward, the
+ * softmax's result is saved. */
+static void test_copy_recomputed_softmax_saved(void **state)
+{
+    (void)state;
+    expect_partition(
+        "graph @f(%x: f32[4,8], %tangent: f32[4,8], %w: f32[8,8] param) {\n"
+        "  %0 = matmul %x, %w : f32[4,8]\n"
+        "  %1 = softmax %0 {dim=-1} : f32[4,8]\n"
+        "  %2 = permute %x {perm=[1,0]} : f32[8,4]\n"
+        "  %3 = copy %2 : f32[8,4]\n"
+        "  %4 = mul %tangent, %1 : f32[4,8]\n"
+        "  %5 = matmul %3, %4 : f32[8,8]\n"
+        "  return %1, %5\n"
+        "}\n",
+        1,
+        "graph @f_forward(%x: f32[4,8], %w: f32[8,8] param) {\n"
+        "  %0 = matmul %x, %w : f32[4,8]\n"
+        "  %1 = softmax %0 {dim=-1} : f32[4,8]\n"
+        "  return %1, %1\n"
+        "}\n"
+        "graph @f_backward(%x: f32[4,8], %tangent: f32[4,8], %w: f32[8,8] param, %saved0: f32[4,8]) {\n"
+        "  %0 = permute %x {perm=[1,0]} : f32[8,4]\n"
+        "  %1 = copy %0 : f32[8,4]\n"
+        "  %2 = mul %tangent, %saved0 : f32[4,8]\n"
+        "  %3 = matmul %1, %2 : f32[8,8]\n"
+        "  return %3\n"
+        "}\n"
+        "saved %1 = softmax f32[4,8] (128 bytes)\n"
+        "recomputed %3 = copy f32[8,4] (128 bytes)\n");
+}
+
 static void expect_error(const char *src, int nfwd, const char *want)
 {
     ir_graph *j = parse(src);
@@ -304,6 +337,7 @@ int main(void)
         T(test_mlp_tanh),
         T(test_pointwise_from_input),
         T(test_forward_value_as_backward_output),
+        T(test_copy_recomputed_softmax_saved),
         T(test_errors),
 #undef T
     };
