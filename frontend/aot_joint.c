@@ -364,12 +364,12 @@ static int joint_run(void *ctx, tj_tensor *const *in, int nsaved, int nwatch, tj
     int nb = j->bwd->ninputs, rc = -1;
     (void)nwatch;
     tj_scope_begin();
-    ir_type want;
-    rt_type_of(g, &want);
     const ir_node *tn = NULL;
     for (int i = 0; i < j->nin; i++)
         if (j->in[i].kind == SRC_TANGENT)
             tn = j->bwd->inputs[i];
+    ir_type want;
+    rt_type_of(g, &want);
     if (!outs || nb > (int)(sizeof bin / sizeof *bin)) {
         rt_error("backward(%s): out of memory", j->name);
         goto out;

@@ -316,6 +316,43 @@ static void test_saved_result(void **state)
     tj_scope_end();
 }
 
+/* A dim that changes between calls becomes symbolic: that entry keeps the
+ * recomputing backward (explain says why), gradients still equal eager's. A
+ * seed of another dtype is an error (as eagerly: the VJPs' matmuls refuse it). */
+static void test_not_partitioned(void **state)
+{
+    (void)state;
+    tj_scope_begin();
+    tj_manual_seed(11);
+    mlp m;
+    mlp_init(&m, true);
+    tj_compiled *c = tj_compile(mlp_fn, &m, NULL);
+    for (int b = 8; b <= 12; b += 4) {
+        tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){b, 16}), *want[3], *got[3];
+        tj_tensor *seed = tj_randn(TJ_F32, 2, (int64_t[]){b, 4});
+        if (b == 8)
+            tu_assert_error(tj_backward_seed(tj_call(c, &x, 1), tj_cast(seed, TJ_F64)) == 0 ? (void *)1 : NULL,
+                            "the gradient is f64[8,4], the compiled backward takes f32[8,4]", NULL);
+        assert_int_equal(tj_backward_seed(mlp_fn(&m, &x, 1), seed), 0);
+        take_grads(&m, want);
+        if (tj_backward_seed(tj_call(c, &x, 1), seed) != 0)
+            fail_msg("b=%d: %s", b, tj_last_error());
+        take_grads(&m, got);
+        for (int k = 0; k < 3; k++)
+            tu_assert_close(got[k], want[k], 1e-5, 1e-5);
+    }
+    tj_compiled_stats s;
+    assert_int_equal(tj_compiled_stats_get(c, &s), 0);
+    assert_int_equal(s.graphs, 2);
+    assert_int_equal(s.backward.partitioned, 1);   /* the first, static entry */
+    char *ex = tj_explain(c);
+    assert_non_null(strstr(ex, "backward not partitioned: symbolic dims"));
+    free(ex);
+    tj_compiled_free(c);
+    mlp_free(&m);
+    tj_scope_end();
+}
+
 /* TJIT_DUMP knows the joint graph's stages. */
 static void test_dump_stages(void **state)
 {
@@ -375,7 +412,7 @@ int main(void)
         cmocka_unit_test(test_multi),     cmocka_unit_test(test_no_grad),
         cmocka_unit_test(test_errors),    cmocka_unit_test(test_arg_grad),
         cmocka_unit_test(test_writes_eager), cmocka_unit_test(test_saved_result),
-        cmocka_unit_test(test_dump_stages),
+        cmocka_unit_test(test_dump_stages), cmocka_unit_test(test_not_partitioned),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
