@@ -421,8 +421,12 @@ int fe_joint_call(fe_joint *j, tj_tensor *const *args, int nargs, tj_tensor *con
         goto out;
     for (int i = 0; i < nargs; i++)
         saved[i] = args[i];
+    /* detached headers (same storage, so a write to it still shows in its
+     * version): a saved value that is the result itself must not hold the
+     * result's tape node, which holds it (a cycle) */
     for (int s = 0; s < j->part.nsaved; s++)
-        saved[nargs + s] = all[j->nres + s];
+        if (!(saved[nargs + s] = tj_detach(all[j->nres + s])))
+            goto out;
     for (int r = 0; r < j->nres; r++) {
         outs[r] = rt_own(all[r]);
         all[r] = NULL;
