@@ -259,6 +259,16 @@ $(BUILD)/bench/conv_shapes: benchmarks/probes/conv_shapes.c $(BUILD)/libtjit.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libtjit.a $(LDLIBS)
 
+# ---- bench-backward: an MLP's forward + backward, eager vs a compiled call ----
+# (benchmarks/backward/mlp.c; docs/training.md). BENCH_ARGS: --threads N --cpu-time ...
+.PHONY: bench-backward
+bench-backward: $(BUILD)/bench-backward
+	$(BUILD)/bench-backward $(BENCH_ARGS)
+
+$(BUILD)/bench-backward: benchmarks/backward/mlp.c include/tjit.h $(BUILD)/libtjit.a
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -Iinclude $< -o $@ $(BUILD)/libtjit.a $(LDLIBS)
+# ---- end bench-backward ----
+
 # A user's own model (examples/mymodel.c), built the way a user would: public
 # header, build/libtjit.a, strict warnings; then run (exit 1 on a mismatch).
 example: $(BUILD)/examples/mymodel $(BUILD)/examples/train

@@ -96,8 +96,9 @@ void fe_aot_release(fe_aot *a)
 
 static void aot_release(void *ctx) { fe_aot_release(ctx); }
 
-static int aot_run(void *ctx, tj_tensor *const *saved, int nsaved, tj_tensor *g)
+static int aot_run(void *ctx, tj_tensor *const *saved, int nsaved, int nwatch, tj_tensor *g)
 {
+    (void)nwatch;   /* the backward reads the weights through ctx again */
     fe_aot *a = ctx;
     tj_tensor *args[AOT_MAX_RESULTS + 1], *out[1];
     if (nsaved >= AOT_MAX_RESULTS) {
@@ -115,7 +116,7 @@ tj_tensor *fe_aot_attach(fe_aot *a, tj_tensor *r, tj_tensor *const *args, int na
                          tj_tensor *const *caps, int ncaps)
 {
     atomic_fetch_add(&a->refs, 1);   /* the node's hold */
-    return fe_ag_record_compiled(r, args, nargs, caps, ncaps, &aot_kind, a);
+    return fe_ag_record_compiled(r, args, nargs, nargs, caps, ncaps, &aot_kind, a);
 }
 
 const tj_compiled *fe_aot_compiled(const fe_aot *a) { return a ? a->bwd : NULL; }

@@ -56,7 +56,7 @@ struct ag_node {
     const fe_ag_compiled *compiled;   /* a compiled call's node: its backward ... */
     void *cctx;              /* ... and its state; in[0..nargs) holds the call's
                               * arguments, in[nargs..nin) the weights it read */
-    int nargs;
+    int nargs, nsaved;       /* in[0..nsaved) saved (nargs of them arguments), then watched */
     unsigned out_version;
     int nin;
     ag_input in[];
@@ -94,6 +94,12 @@ static ag_meta *meta_get(tj_tensor *t)
         t->ag = &m->base;
     }
     return (ag_meta *)t->ag;
+}
+
+bool fe_ag_is_leaf(const tj_tensor *t)
+{
+    const ag_meta *m = meta_of(t);
+    return m && m->requires_grad && !m->fn;
 }
 
 bool fe_ag_requires_grad(const tj_tensor *t)
@@ -202,7 +208,7 @@ tj_tensor *fe_ag_record(ir_op op, tj_tensor *const *in, int nin, const ir_attrs 
     return r;
 }
 
-tj_tensor *fe_ag_record_compiled(tj_tensor *r, tj_tensor *const *saved, int nsaved,
+tj_tensor *fe_ag_record_compiled(tj_tensor *r, tj_tensor *const *saved, int nsaved, int nargs,
                                  tj_tensor *const *watch, int nwatch,
                                  const fe_ag_compiled *kind, void *ctx)
 {
@@ -221,7 +227,8 @@ tj_tensor *fe_ag_record_compiled(tj_tensor *r, tj_tensor *const *saved, int nsav
     n->cctx = ctx;
     n->seq = atomic_fetch_add(&node_seq, 1) + 1;
     n->nin = nsaved + nwatch;
-    n->nargs = nsaved;
+    n->nsaved = nsaved;
+    n->nargs = nargs;
     bool ok = (n->out = detached(r)) != NULL;
     n->out_version = version_of(r);
     for (int k = 0; k < n->nin && ok; k++) {
@@ -247,20 +254,28 @@ static int run_compiled(ag_node *n, tj_tensor *g)
     for (int k = 0; k < n->nin; k++) {
         const tj_tensor *s = n->in[k].saved;
         if (version_of(s) != n->in[k].version) {
+            bool arg = k < n->nargs, kept = k < n->nsaved;
             rt_error("backward: %s %d of a compiled call (%s) was modified in place "
                      "after the call (version %u, saved at %u)",
-                     k < n->nargs ? "argument" : "captured weight", k < n->nargs ? k : k - n->nargs,
+                     arg ? "argument" : kept ? "saved value" : "captured weight",
+                     arg ? k : kept ? k - n->nargs : k - n->nsaved,
                      tj_describe(s, d, sizeof d), version_of(s), n->in[k].version);
             return -1;
         }
     }
-    tj_tensor *saved[FE_MAX_INPUTS];
-    for (int k = 0; k < n->nargs; k++)
-        saved[k] = n->in[k].saved;
+    tj_tensor *few[FE_MAX_INPUTS] = {0}, **in = n->nin <= FE_MAX_INPUTS ? few : malloc(sizeof *in * (size_t)n->nin);
+    if (!in) {
+        rt_error("backward: out of memory");
+        return -1;
+    }
+    for (int k = 0; k < n->nin; k++)
+        in[k] = n->in[k].saved;
     int depth = no_grad_depth;
     no_grad_depth = 0;
-    int rc = n->compiled->run(n->cctx, saved, n->nargs, g);
+    int rc = n->compiled->run(n->cctx, in, n->nsaved, n->nin - n->nsaved, g);
     no_grad_depth = depth;
+    if (in != few)
+        free(in);
     return rc;
 }
 
@@ -437,6 +452,20 @@ int tj_set_grad_hook(tj_tensor *leaf, tj_grad_hook_fn fn, void *ctx)
     m->hook = fn;
     m->hook_ctx = fn ? ctx : NULL;
     return 0;
+}
+
+int fe_ag_take_grad(tj_tensor *leaf, tj_tensor *g)
+{
+    ag_meta *m = meta_get(leaf);
+    if (!m)
+        return -1;
+    bool own = atomic_load(&g->refs) == 1 && g->storage && atomic_load(&g->storage->refs) == 1 &&
+               !g->ag && !g->weak && g->offset == 0 && rt_is_contiguous(g) && same_type(leaf, g);
+    if (!own)
+        return fe_ag_set_grad(leaf, g);
+    tj_release(m->grad);
+    m->grad = tj_retain(g);
+    return grad_written(leaf);
 }
 
 int fe_ag_accumulate(tj_tensor *leaf, tj_tensor *g)

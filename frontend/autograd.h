@@ -72,20 +72,24 @@ tj_tensor *fe_ag_record(ir_op op, tj_tensor *const *in, int nin, const ir_attrs 
  * call and the gradient g of its result, sends the gradients to the leaves
  * (accumulating into .grad). Runs with grad mode on. 0 or -1 (error set). */
 typedef struct fe_ag_compiled {
-    int (*run)(void *ctx, tj_tensor *const *saved, int nsaved, tj_tensor *g);
+    /* in[0..nsaved) the saved tensors, in[nsaved..nsaved+nwatch) the watched */
+    int (*run)(void *ctx, tj_tensor *const *in, int nsaved, int nwatch, tj_tensor *g);
     void (*release)(void *ctx);   /* drops the node's hold on ctx */
 } fe_ag_compiled;
 /* Puts r (a compiled call's result, a fresh tensor) on the tape as a node of
  * the compiled-backward kind: it holds saved[0..nsaved) (retained, their
- * versions checked at backward, passed to kind->run), watch[0..nwatch) (the
- * captured weights the backward reads again: retained, versions checked, not
- * passed) and ctx (one hold, released with the node; also on failure).
+ * versions checked at backward; the first nargs are the call's arguments, the
+ * rest values its forward saved), watch[0..nwatch) (the captured weights the
+ * backward reads again: retained, versions checked), both passed to
+ * kind->run, and ctx (one hold, released with the node; also on failure).
  * Returns r, or NULL (error set). */
-tj_tensor *fe_ag_record_compiled(tj_tensor *r, tj_tensor *const *saved, int nsaved,
+tj_tensor *fe_ag_record_compiled(tj_tensor *r, tj_tensor *const *saved, int nsaved, int nargs,
                                  tj_tensor *const *watch, int nwatch,
                                  const fe_ag_compiled *kind, void *ctx);
 /* Whether t requires grad (a leaf marked so, or made by a recorded op). */
 bool fe_ag_requires_grad(const tj_tensor *t);
+/* Whether t is a leaf that requires grad (marked so, made by no recorded op). */
+bool fe_ag_is_leaf(const tj_tensor *t);
 /* An in-place write to dst is about to happen: fails (-1, error set) when dst
  * is a leaf that requires grad while grad mode is on; else bumps nothing and
  * returns 0. The writer bumps the storage version after writing. */
@@ -98,6 +102,10 @@ int fe_ag_accumulate(tj_tensor *leaf, tj_tensor *g);
 /* Sets leaf's gradient to g (copied into the current one in place when it
  * has one of g's type, else a fresh copy). 0 or -1. */
 int fe_ag_set_grad(tj_tensor *leaf, tj_tensor *g);
+/* Makes g leaf's gradient, as it is, when nothing else holds g or its storage
+ * (a plan's fresh output): the old gradient is dropped, not written (PyTorch's
+ * zero_grad(set_to_none) then backward); else fe_ag_set_grad. 0 or -1. */
+int fe_ag_take_grad(tj_tensor *leaf, tj_tensor *g);
 
 /* ---- helpers shared by the VJP files --------------------------------------------- */
 /* g summed over the dims broadcasting added to shape (ndim dims). */

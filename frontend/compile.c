@@ -85,6 +85,10 @@ typedef struct entry {
     atomic_ulong calls;
     double trace_ms;        /* what tracing the function took */
     bool frozen;            /* weights folded (freeze_entry) */
+    fe_joint *joint;        /* the partitioned backward (aot_joint.c), made on the first
+                             * call in grad mode; NULL: aot.c's, because joint_why */
+    bool joint_tried;
+    char *joint_why;
 } entry;
 
 struct tj_compiled {
@@ -258,6 +262,8 @@ static void entry_free(entry *e)
     free(e->eager_why);
     fe_split_free(e->split);
     free(e->symval);
+    fe_joint_release(e->joint);
+    free(e->joint_why);
     sc_plans_free(e->plans);
     ir_graph_free(e->g);
     fe_trace tmp = {.writes = e->writes, .nwrites = e->nwrites, .grad_guards = e->grad_guards,
@@ -783,6 +789,15 @@ void tj_compiled_free(tj_compiled *c)
     free(c);
 }
 
+/* Whether e's graph read leaf's gradient from before the call (a guard pins it). */
+static bool grad_guarded(const entry *e, const tj_tensor *leaf)
+{
+    for (int k = 0; k < e->nguards; k++)
+        if ((e->guard_ref[k] >= 0 ? e->caps[e->guard_ref[k]].t : e->grad_guards[k].leaf) == leaf)
+            return true;
+    return false;
+}
+
 /* After a call: the writes the traced function made, from the graph's extra
  * outputs vals (one per write with a value), in trace order. */
 static int write_back(const entry *e, tj_tensor *const *args, tj_tensor *const *vals)
@@ -801,9 +816,12 @@ static int write_back(const entry *e, tj_tensor *const *args, tj_tensor *const *
             break;
         case FE_WRITE_GRAD:
             /* the graph computed the whole new gradient (old + new when the
-             * leaf had one, which the guards pin): replace, in place if any */
-            if (fe_ag_set_grad(dst, vals[v++]) != 0)
+             * leaf had one, which the guards pin): replace, in place when a
+             * guard pins the gradient's identity, else the output becomes it
+             * (the trace dropped the old one: no copy) */
+            if ((grad_guarded(e, dst) ? fe_ag_set_grad(dst, vals[v]) : fe_ag_take_grad(dst, vals[v])) != 0)
                 return -1;
+            v++;
             break;
         case FE_WRITE_GRAD_NONE:
             tj_zero_grad(dst);
@@ -828,6 +846,37 @@ static int attach_backward(tj_compiled *c, int k, tj_tensor *r, tj_tensor *const
     fe_aot *a = c->aot[k];
     pthread_mutex_unlock(&c->lock);
     return a && fe_aot_attach(a, r, args, nargs, caps, ncaps) ? 0 : -1;
+}
+
+/* The partitioned backward of e, made on first need: one result goes on the
+ * tape and the shapes are static; NULL: the caller uses aot.c's. */
+static fe_joint *entry_joint(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs,
+                             tj_tensor *const *caps)
+{
+    pthread_mutex_lock(&c->lock);
+    if (!e->joint_tried) {
+        e->joint_tried = true;
+        int n = 0, k = -1;
+        for (int r = 0; r < e->nresults; r++)
+            if (ir_dtype_is_float(e->g->outputs[r]->type.dtype) &&
+                (!e->grad_known || (e->res_grad >> r & 1)))
+                n++, k = r;
+        char why[512] = "";
+        if (n != 1)
+            snprintf(why, sizeof why, "%d results on the tape (one is partitioned)", n);
+        else if (e->nsyms)
+            snprintf(why, sizeof why, "symbolic dims");
+        else if (getenv("TJIT_PARTITION") && !strcmp(getenv("TJIT_PARTITION"), "0"))
+            snprintf(why, sizeof why, "TJIT_PARTITION=0");
+        else
+            e->joint = fe_joint_new(c->fn, c->mfn, c->ctx, c->name, k, args, nargs, caps, e->ncaps,
+                                    why, sizeof why);
+        if (!e->joint)
+            e->joint_why = strdup(why);
+    }
+    fe_joint *j = e->joint;
+    pthread_mutex_unlock(&c->lock);
+    return j;
 }
 
 /* One call: the results in outs[0..n) (in the current scope); n or -1. */
@@ -910,6 +959,22 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
                  max, max == 1 ? " (use tj_call_multi)" : "");
         return -1;
     }
+    tj_tensor *few[64], **caps = NULL;   /* the weights a backward watches */
+    if (grad)
+        caps = e->ncaps <= 64 ? few : malloc(sizeof *caps * (size_t)e->ncaps);
+    if (grad && !caps) {
+        rt_error("tj_call(%s): out of memory", c->name);
+        return -1;
+    }
+    for (int k = 0; caps && k < e->ncaps; k++)
+        caps[k] = e->caps[k].t;
+    fe_joint *j = grad ? entry_joint(c, e, args, nargs, caps) : NULL;
+    if (j) {
+        int n = fe_joint_call(j, args, nargs, caps, e->ncaps, outs);
+        if (caps != few)
+            free(caps);
+        return n;
+    }
     tj_tensor *in[FE_MAX_ARGS + 256];
     tj_tensor **inputs = e->g->ninputs <= (int)(sizeof in / sizeof *in)
                              ? in
@@ -940,15 +1005,6 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
     if (inputs && inputs != in)
         free(inputs);
     free(all);
-    tj_tensor *few[64], **caps = NULL;   /* the weights a backward watches */
-    if (rc == 0 && grad)
-        caps = e->ncaps <= 64 ? few : malloc(sizeof *caps * (size_t)e->ncaps);
-    if (rc == 0 && grad && !caps) {
-        rt_error("tj_call(%s): out of memory", c->name);
-        rc = -1;
-    }
-    for (int k = 0; caps && k < e->ncaps; k++)
-        caps[k] = e->caps[k].t;
     for (int k = 0; rc == 0 && grad && k < e->nresults; k++)
         if (ir_dtype_is_float(outs[k]->dtype) && (!e->grad_known || (e->res_grad >> k & 1)) &&
             attach_backward(c, k, outs[k], args, nargs, caps, e->ncaps) != 0)
@@ -1081,6 +1137,9 @@ int tj_compiled_stats_get(const tj_compiled *c, tj_compiled_stats *out)
         sc_plans_info(last->plans, &pi);
         sc_plans_mem(last->plans, &pm);
     }
+    for (int i = 0; i < c->nentries; i++)
+        if (c->entries[i]->joint)
+            fe_joint_stats(c->entries[i]->joint, out);
     const tj_compiled *bwd[FE_MAX_RESULTS];
     for (int k = 0; k < FE_MAX_RESULTS; k++)
         bwd[k] = fe_aot_compiled(m->aot[k]);   /* held until c is freed */
@@ -1144,6 +1203,11 @@ char *tj_explain(const tj_compiled *c)
                     (unsigned long)atomic_load(&m->entries[i]->calls));
         explain_plan(f, e);
         explain_guards(f, e);
+        if (e->joint)
+            fe_joint_explain(e->joint, f);
+        else if (e->joint_why)
+            fprintf(f, "  backward not partitioned: %s (aot.c's: saves the arguments, recomputes "
+                       "the forward)\n", e->joint_why);
     }
     if (c->nlog)
         fprintf(f, "  log:\n");

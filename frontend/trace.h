@@ -90,6 +90,25 @@ tj_tensor *fe_aot_attach(fe_aot *a, tj_tensor *r, tj_tensor *const *args, int na
 /* The backward's compiled handle (for stats and explain). */
 const tj_compiled *fe_aot_compiled(const fe_aot *a);
 
+/* ---- the partitioned backward of compiled calls (aot_joint.c) -------------------- */
+typedef struct fe_joint fe_joint;
+/* Traces the joint forward + backward of result k of a model on the
+ * signature of args (static), whose graph entry captured caps[0..ncaps),
+ * partitions it and compiles both parts. NULL with the reason in why when it
+ * cannot be used (the caller keeps aot.c's backward); no error is left set. */
+fe_joint *fe_joint_new(tj_model_fn fn, tj_model_multi_fn mfn, void *ctx, const char *name, int k,
+                       tj_tensor *const *args, int nargs, tj_tensor *const *caps, int ncaps,
+                       char *why, size_t n);
+void fe_joint_release(fe_joint *j);
+/* Runs the forward plan: its results in outs (the current scope's), the one
+ * that requires grad on the tape with the saved values; n results or -1. */
+int fe_joint_call(fe_joint *j, tj_tensor *const *args, int nargs, tj_tensor *const *caps, int ncaps,
+                  tj_tensor **outs);
+int fe_joint_results(const fe_joint *j);
+/* tj_explain's lines for it, and its share of tj_compiled_stats.backward. */
+void fe_joint_explain(const fe_joint *j, FILE *f);
+void fe_joint_stats(const fe_joint *j, tj_compiled_stats *out);
+
 /* ---- writes (trace_effects.c) ---------------------------------------------------- */
 /* dst <- value (value has dst's type): later reads of dst in this trace see
  * value, and the call writes it back when dst outlives the call. */

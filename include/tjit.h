@@ -621,6 +621,14 @@ typedef struct tj_compiled_stats {
         int breaks;             /* signatures whose backward runs eagerly */
         unsigned long calls;    /* backward runs */
         unsigned long eager_calls;
+        /* ---- partitioned backwards (the joint graph split: the forward
+         * saves what the backward reads; docs/training.md). Counted in graphs
+         * and calls too; summed over the graph entries. */
+        int partitioned;        /* entries whose backward is partitioned */
+        int saved;              /* values their forwards save for the backward */
+        int64_t saved_bytes;    /* what those hold per call */
+        int recomputed;         /* pointwise forward values the backwards compute again */
+        int contractions;       /* matmul/conv2d in the backward graphs (none recomputed) */
     } backward;
     /* ---- graphs split at graph breaks (docs/tracing.md) ---- */
     /* A signature whose trace broke (tj_item, tj_data, tj_get, a random op)

@@ -1,8 +1,12 @@
-/* test_aot.c - the compiled backward (frontend/aot.c): tj_backward through
- * the result of tj_call runs a compiled backward graph whose gradients equal
- * eager autograd's; it is traced once, never built in no-grad mode, and
- * misuse (a second backward, an argument or a captured weight changed in
- * place before it) is an error.
+/* test_aot.c - the compiled backward (frontend/aot_joint.c, frontend/aot.c):
+ * tj_backward through the result of tj_call runs a compiled backward graph
+ * whose gradients equal eager autograd's; it is traced once, never built in
+ * no-grad mode, and misuse (a second backward, an argument, a captured weight
+ * or a saved value changed in place before it) is an error. A model with one
+ * result on the tape gets the partitioned backward: its forward plan saves
+ * what the backward reads (the matmuls are not run again: the backward graph
+ * holds only the gradients' matmuls); several results get aot.c's, which
+ * recomputes the forward.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -15,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "tjit_inspect.h"
 #include "util.h"
 
 /* A two-layer MLP with its weights reached through ctx. */
@@ -100,10 +105,19 @@ static void test_mlp_grads(void **state)
     assert_int_equal(s.backward.breaks, 0);
     assert_int_equal((int)s.backward.calls, 3);
     assert_int_equal((int)s.backward.eager_calls, 0);
+    /* partitioned: relu(h) and tanh's derivative saved; the backward runs
+     * the three matmuls of the gradients (dW2, dh, dW1), not the forward's two */
+    assert_int_equal(s.backward.partitioned, 1);
+    assert_int_equal(s.backward.saved, 2);
+    assert_int_equal((int)s.backward.saved_bytes, 2 * 8 * 32 * 4);
+    assert_int_equal(s.backward.contractions, 3);
     char *ex = tj_explain(c);
     assert_non_null(ex);
-    assert_non_null(strstr(ex, "backward of result 0: saves the call's arguments"));
-    assert_non_null(strstr(ex, "compiled mlp_backward: 3 calls, 1 graph captured"));
+    assert_non_null(strstr(ex, "backward of result 0: joint graph partitioned: the forward saves "
+                               "2 values (2048 bytes)"));
+    assert_non_null(strstr(ex, "runs 3 matmul/conv2d; 3 backward runs"));
+    assert_non_null(strstr(ex, "saved %3 = relu f32[8,32] (1024 bytes)"));
+    assert_non_null(strstr(ex, "recomputed %10 = gt bool[8,32]"));
     free(ex);
     tj_compiled_free(c);
     mlp_free(&m);
@@ -157,6 +171,11 @@ static void test_multi(void **state)
     tj_compiled_stats s;
     assert_int_equal(tj_compiled_stats_get(c, &s), 0);
     assert_int_equal(s.backward.graphs, 2);
+    assert_int_equal(s.backward.partitioned, 0);   /* two results on the tape: aot.c's */
+    char *ex = tj_explain(c);
+    assert_non_null(strstr(ex, "backward not partitioned: 2 results on the tape"));
+    assert_non_null(strstr(ex, "backward of result 1: saves the call's arguments"));
+    free(ex);
     tj_compiled_free(c);
     mlp_free(&m);
     tj_scope_end();
@@ -258,6 +277,92 @@ static void test_arg_grad(void **state)
     tj_scope_end();
 }
 
+/* tanh(x @ w): the backward reads the result itself, saved by the forward:
+ * the node holds the result's storage, so writing to the result before the
+ * backward is an error, as eagerly. */
+static tj_tensor *tanh_fn(void *ctx, tj_tensor *const *args, int nargs)
+{
+    (void)nargs;
+    return tj_tanh(tj_matmul(args[0], ((mlp *)ctx)->w1));
+}
+
+static void test_saved_result(void **state)
+{
+    (void)state;
+    tj_scope_begin();
+    tj_manual_seed(10);
+    mlp m;
+    mlp_init(&m, true);
+    tj_compiled *c = tj_compile(tanh_fn, &m, &(tj_compile_options){.name = "th"});
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){8, 16});
+    assert_int_equal(tj_backward(loss_of(tanh_fn(&m, &x, 1))), 0);
+    tj_tensor *want = tj_contiguous(tj_mul_s(tj_grad(m.w1), 1.0));
+    tj_zero_grad(m.w1);
+    assert_int_equal(tj_backward(loss_of(tj_call(c, &x, 1))), 0);
+    tu_assert_close(tj_grad(m.w1), want, 1e-5, 1e-5);
+    tj_compiled_stats s;
+    assert_int_equal(tj_compiled_stats_get(c, &s), 0);
+    assert_int_equal(s.backward.partitioned, 1);
+    assert_int_equal(s.backward.saved, 1);   /* the result; 1 - y^2 recomputed from it */
+    assert_int_equal(s.backward.contractions, 1);
+    char *ex = tj_explain(c);
+    assert_non_null(strstr(ex, "saved %1 = tanh f32[8,32] (1024 bytes)"));
+    free(ex);
+    tj_tensor *y = tj_call(c, &x, 1), *l = loss_of(y);
+    assert_int_equal(tj_copy_(y, tj_zeros(TJ_F32, 2, (int64_t[]){8, 32})), 0);
+    tu_assert_error(tj_backward(l) == 0 ? (void *)1 : NULL, "modified in place", NULL);
+    tj_compiled_free(c);
+    mlp_free(&m);
+    tj_scope_end();
+}
+
+/* A dim that changes between calls becomes symbolic: that entry keeps the
+ * recomputing backward (explain says why), gradients still equal eager's. A
+ * seed of another dtype is an error (as eagerly: the VJPs' matmuls refuse it). */
+static void test_not_partitioned(void **state)
+{
+    (void)state;
+    tj_scope_begin();
+    tj_manual_seed(11);
+    mlp m;
+    mlp_init(&m, true);
+    tj_compiled *c = tj_compile(mlp_fn, &m, NULL);
+    for (int b = 8; b <= 12; b += 4) {
+        tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){b, 16}), *want[3], *got[3];
+        tj_tensor *seed = tj_randn(TJ_F32, 2, (int64_t[]){b, 4});
+        if (b == 8)
+            tu_assert_error(tj_backward_seed(tj_call(c, &x, 1), tj_cast(seed, TJ_F64)) == 0 ? (void *)1 : NULL,
+                            "the gradient is f64[8,4], the compiled backward takes f32[8,4]", NULL);
+        assert_int_equal(tj_backward_seed(mlp_fn(&m, &x, 1), seed), 0);
+        take_grads(&m, want);
+        if (tj_backward_seed(tj_call(c, &x, 1), seed) != 0)
+            fail_msg("b=%d: %s", b, tj_last_error());
+        take_grads(&m, got);
+        for (int k = 0; k < 3; k++)
+            tu_assert_close(got[k], want[k], 1e-5, 1e-5);
+    }
+    tj_compiled_stats s;
+    assert_int_equal(tj_compiled_stats_get(c, &s), 0);
+    assert_int_equal(s.graphs, 2);
+    assert_int_equal(s.backward.partitioned, 1);   /* the first, static entry */
+    char *ex = tj_explain(c);
+    assert_non_null(strstr(ex, "backward not partitioned: symbolic dims"));
+    free(ex);
+    tj_compiled_free(c);
+    mlp_free(&m);
+    tj_scope_end();
+}
+
+/* TJIT_DUMP knows the joint graph's stages. */
+static void test_dump_stages(void **state)
+{
+    (void)state;
+    assert_int_equal(tj_dump_check("joint,forward,backward"), 0);
+    assert_true(tj_dump_enabled("2", "joint"));
+    assert_true(tj_dump_enabled("2", "backward"));
+    assert_false(tj_dump_enabled("1", "forward"));
+}
+
 /* A model that writes to a tensor (a running statistic) runs eagerly when a
  * weight requires grad: the write happens once and the tape is eager's. */
 typedef struct stat_model {
@@ -306,7 +411,8 @@ int main(void)
         cmocka_unit_test(test_mlp_grads), cmocka_unit_test(test_accumulates),
         cmocka_unit_test(test_multi),     cmocka_unit_test(test_no_grad),
         cmocka_unit_test(test_errors),    cmocka_unit_test(test_arg_grad),
-        cmocka_unit_test(test_writes_eager),
+        cmocka_unit_test(test_writes_eager), cmocka_unit_test(test_saved_result),
+        cmocka_unit_test(test_dump_stages), cmocka_unit_test(test_not_partitioned),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,9 @@
 /* tool_explain.c - `tjit explain [CASE...]`: compiles benchmark suite cases
  * with tj_compile, calls each a few times, checks the compiled result against
  * eager, and prints tj_explain: graphs, node counts, guards, recompiles and
- * graph breaks. */
+ * graph breaks. With --backward, an inference case's weights require grad and
+ * each call is followed by a backward through the compiled result: explain
+ * then shows the partitioned backward (what was saved, what recomputed). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,17 +14,37 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: tjit explain [CASE...] [--calls N]\n"
+    fprintf(f, "usage: tjit explain [CASE...] [--calls N] [--backward]\n"
                "  Compiles each suite case (default: all; see tjit bench --help for the\n"
                "  list), calls it N times (default 2), compares with eager and prints what\n"
                "  tj_explain() reports: graphs captured, node counts, guards, recompiles\n"
-               "  with the guard that failed, and graph breaks with their reasons.\n");
+               "  with the guard that failed, and graph breaks with their reasons.\n"
+               "  --backward  inference cases: weights require grad, and each call is\n"
+               "              followed by a backward through its result (a ones seed):\n"
+               "              shows the compiled backward, what it saved and recomputed\n");
 }
 
 static double max_abs_diff(tj_tensor *a, tj_tensor *b)
 {
     tj_tensor *d = tj_amax(tj_abs(tj_sub(tj_cast(a, TJ_F64), tj_cast(b, TJ_F64))), NULL, 0, false);
     return d ? tj_item(d) : NAN;
+}
+
+/* --backward: every weight requires grad; a backward after each call. */
+static bool backward_mode;
+
+static int weights_require_grad(bench_args *a)
+{
+    for (int k = a->ninputs; k < a->n; k++)
+        if (a->t[k] && tj_dtype_is_float(tj_dtype_of(a->t[k])) && tj_requires_grad(a->t[k], true) != 0)
+            return -1;
+    return 0;
+}
+
+static int backward_of(tj_tensor *y)
+{
+    tj_tensor *seed = tj_ones(tj_dtype_of(y), tj_ndim(y), tj_shape(y));
+    return seed && tj_backward_seed(y, seed) == 0 ? 0 : -1;
 }
 
 static int explain_case(const bench_case *bc, int calls)
@@ -39,12 +61,17 @@ static int explain_case(const bench_case *bc, int calls)
         fprintf(stderr, "tjit explain: %s: setup failed: %s\n", bc->id, tj_last_error());
         goto out;
     }
+    bool bwd = backward_mode && !bc->trains && a.n > a.ninputs;   /* weights to differentiate */
+    if (bwd && weights_require_grad(&a) != 0)
+        goto fail;
     c = tj_compile(bc->run, &a, &(tj_compile_options){.name = bc->name});
     tj_tensor *y = NULL;
     for (int k = 0; k < calls; k++)
-        y = tj_call(c, a.t, a.ninputs);
+        if ((y = tj_call(c, a.t, a.ninputs)) && bwd && backward_of(y) != 0)
+            goto fail;
     tj_tensor *e = bc->run(&a, a.t, a.ninputs);
     if (!y || !e) {
+    fail:
         fprintf(stderr, "tjit explain: %s: %s\n", bc->id, tj_last_error());
         goto out;
     }
@@ -74,6 +101,8 @@ int tool_explain(int argc, char **argv)
                 fprintf(stderr, "tjit explain: --calls needs a count >= 1\n");
                 return 2;
             }
+        } else if (!strcmp(argv[i], "--backward")) {
+            backward_mode = true;
         } else if (argv[i][0] == '-') {
             fprintf(stderr, "tjit explain: unknown flag '%s' (tjit explain --help)\n", argv[i]);
             return 2;

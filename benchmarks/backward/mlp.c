@@ -1,0 +1,137 @@
+/* mlp.c - `make bench-backward`: forward and backward of an MLP, eager
+ * against a compiled call (tj_call, then tj_backward_seed through it): the
+ * partitioned backward of docs/training.md. With TJIT_PARTITION=0 the
+ * compiled call uses the backward that recomputes the forward instead.
+ *
+ *   build/bench-backward [--threads N] [--reps N] [--batch B] [--cpu-time]
+ *
+ * Model: y = relu(tanh(x @ w1 + b1)) @ w2, x [B,256], w1 [256,1024],
+ * w2 [1024,256]; one step = forward, backward with a ones seed, the
+ * gradients dropped. Prints the median and best ms of each over --reps steps
+ * (after 3 warm-up steps) and the ratio of the medians, and the compiled
+ * handle's first call (trace + compile of the forward and backward plans).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tjit.h"
+
+typedef struct mlp {
+    tj_tensor *w1, *b1, *w2;
+} mlp;
+
+static tj_tensor *mlp_fn(void *ctx, tj_tensor *const *args, int nargs)
+{
+    mlp *m = ctx;
+    (void)nargs;
+    tj_tensor *h = tj_tanh(tj_add(tj_matmul(args[0], m->w1), m->b1));
+    return tj_matmul(tj_relu(h), m->w2);
+}
+
+static bool cpu_time;
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(cpu_time ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* One forward + backward; 0 or -1. */
+static int step(mlp *m, tj_compiled *c, tj_tensor *x, tj_tensor *seed)
+{
+    tj_scope_begin();
+    tj_tensor *y = c ? tj_call(c, &x, 1) : mlp_fn(m, &x, 1);
+    int rc = y && tj_backward_seed(y, seed) == 0 ? 0 : -1;
+    tj_zero_grad(m->w1);
+    tj_zero_grad(m->b1);
+    tj_zero_grad(m->w2);
+    tj_scope_end();
+    return rc;
+}
+
+static int measure(mlp *m, tj_compiled *c, tj_tensor *x, tj_tensor *seed, int reps, double *med,
+                   double *best)
+{
+    double *t = malloc(sizeof *t * (size_t)reps);
+    for (int i = 0; i < 3; i++)
+        if (step(m, c, x, seed) != 0)
+            return -1;
+    for (int i = 0; i < reps; i++) {
+        double t0 = now_ms();
+        if (step(m, c, x, seed) != 0)
+            return -1;
+        t[i] = now_ms() - t0;
+    }
+    qsort(t, (size_t)reps, sizeof *t, cmp);
+    *med = t[reps / 2];
+    *best = t[0];
+    free(t);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int reps = 21, batch = 256;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+            tj_set_num_threads(atoi(argv[++i]));
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+            reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
+            batch = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--cpu-time"))
+            cpu_time = true;
+        else {
+            fprintf(stderr, "usage: %s [--threads N] [--reps N] [--batch B] [--cpu-time]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (reps < 1 || batch < 1)
+        return 2;
+    tj_scope_begin();
+    tj_manual_seed(1);
+    mlp m = {tj_mul_s(tj_randn(TJ_F32, 2, (int64_t[]){256, 1024}), 0.06),
+             tj_zeros(TJ_F32, 1, (int64_t[]){1024}),
+             tj_mul_s(tj_randn(TJ_F32, 2, (int64_t[]){1024, 256}), 0.03)};
+    tj_requires_grad(m.w1, true);
+    tj_requires_grad(m.b1, true);
+    tj_requires_grad(m.w2, true);
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){batch, 256});
+    tj_tensor *seed = tj_ones(TJ_F32, 2, (int64_t[]){batch, 256});
+    tj_compiled *c = tj_compile(mlp_fn, &m, &(tj_compile_options){.name = "mlp"});
+    double t0 = now_ms();
+    if (step(&m, c, x, seed) != 0) {
+        fprintf(stderr, "bench-backward: %s\n", tj_last_error());
+        return 1;
+    }
+    double first = now_ms() - t0, em, eb, cm, cb;
+    if (measure(&m, NULL, x, seed, reps, &em, &eb) != 0 || measure(&m, c, x, seed, reps, &cm, &cb) != 0) {
+        fprintf(stderr, "bench-backward: %s\n", tj_last_error());
+        return 1;
+    }
+    tj_compiled_stats s;
+    tj_compiled_stats_get(c, &s);
+    printf("mlp %dx256 -> 1024 -> 256, forward + backward, %d threads, %s ms, %d steps:\n", batch,
+           tj_num_threads(), cpu_time ? "CPU" : "wall", reps);
+    printf("  eager     median %.3f  best %.3f\n", em, eb);
+    printf("  compiled  median %.3f  best %.3f  (%.2fx eager)  first call %.1f ms\n", cm, cb, em / cm,
+           first);
+    printf("  backward: %s, %d saved (%lld bytes), %d recomputed, %d matmuls\n",
+           s.backward.partitioned ? "partitioned" : "recomputes the forward", s.backward.saved,
+           (long long)s.backward.saved_bytes, s.backward.recomputed, s.backward.contractions);
+    tj_compiled_free(c);
+    tj_release(m.w1);
+    tj_release(m.b1);
+    tj_release(m.w2);
+    tj_scope_end();
+    return 0;
+}

@@ -1,0 +1,481 @@
+/* aot_joint.c - the partitioned backward of a compiled call: the forward plan
+ * saves what the backward reads, the backward plan reads it instead of
+ * running the forward again (AOTAutograd's joint graph and partitioner).
+ *
+ *   first call in grad mode of a graph entry (one result on the tape):
+ *     trace the joint graph: the model on symbolic arguments with grad mode
+ *       on, then tj_backward_seed(result, %tangent); every leaf weight's
+ *       gradient starts as none inside the trace, so the graph returns the
+ *       gradients themselves (accumulated into .grad after each backward)
+ *     passes/partition.c splits it: forward (results, then saved values) and
+ *       backward (joint inputs, tangent, saved values -> gradients)
+ *     both are compiled (sched/), TJIT_DUMP=joint,forward,backward print them
+ *   every call in grad mode: the forward plan; the result's tape node holds
+ *     the arguments and the saved values (retained, versions checked) and
+ *     watches the captured weights
+ *   tj_backward reaching the node: the backward plan, then each gradient
+ *     added into its weight's .grad
+ *
+ * A fe_joint belongs to one graph entry of compile.c (static shapes, the
+ * entry's captures); tape nodes hold it too (it outlives a freed handle).
+ * Where the joint cannot be used (several results on the tape, symbolic dims,
+ * a graph break or a value read in the trace, a write to a tensor, a weight
+ * that requires grad without being a leaf), the caller keeps the backward of
+ * aot.c (saves the arguments, recomputes the forward) and explain says why.
+ */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ir/dump.h"
+#include "../passes/partition.h"
+#include "../sched/exec.h"
+#include "../sched/sched.h"
+#include "autograd.h"
+#include "trace.h"
+
+#define JOINT_MAX 64
+
+/* Where a joint input's tensor comes from. */
+typedef enum { SRC_ARG, SRC_TANGENT, SRC_CAP, SRC_CONST } src_kind;
+typedef struct src {
+    src_kind kind;
+    int idx;              /* ARG: the argument; CAP: the entry's capture */
+    tj_tensor *held;      /* CONST: a constant the model made (retained) */
+} src;
+
+struct fe_joint {
+    atomic_int refs;
+    char name[96];
+    int nargs, k, nres;
+    ir_graph *fwd, *bwd;
+    sc_plan_set *fplans, *bplans;
+    int *flast, *blast;
+    int nin;              /* the joint's inputs, each a src */
+    src *in;
+    int ngrads;
+    int *leaf;            /* per backward output: the capture whose .grad it adds to */
+    ps_partition part;    /* report and counts (its graphs moved to fwd, bwd) */
+    int ncontract;        /* matmul/conv2d nodes of the backward graph */
+    atomic_ulong calls;   /* backward runs */
+};
+
+static const ir_dump_stage stages[] = {
+    {"joint", NULL, 2, "tir"},      /* the traced forward + backward of a compiled call */
+    {"forward", NULL, 2, "tir"},    /* its forward part: results, then saved values */
+    {"backward", NULL, 2, "tir"},   /* its backward part: tangent and saved values in */
+};
+
+__attribute__((constructor)) static void register_stages(void)
+{
+    ir_dump_register(stages, (int)(sizeof stages / sizeof *stages), sizeof *stages);
+}
+
+static void dump(const char *stage, const char *name, const ir_graph *g)
+{
+    if (!ir_dump_enabled(NULL, stage))
+        return;
+    char *text = ir_print(g, NULL);
+    if (text)
+        ir_dump_text(stage, name, text);
+    free(text);
+}
+
+void fe_joint_release(fe_joint *j)
+{
+    if (!j || atomic_fetch_sub_explicit(&j->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    for (int i = 0; j->in && i < j->nin; i++)
+        tj_release(j->in[i].held);
+    free(j->in);
+    free(j->leaf);
+    free(j->flast);
+    free(j->blast);
+    sc_plans_free(j->fplans);
+    sc_plans_free(j->bplans);
+    ir_graph_free(j->fwd);
+    ir_graph_free(j->bwd);
+    ps_partition_free(&j->part);
+    free(j);
+}
+
+static int index_of(tj_tensor *const *list, int n, const tj_tensor *t)
+{
+    for (int i = 0; i < n; i++)
+        if (list[i] == t)
+            return i;
+    return -1;
+}
+
+/* The capture t is, or a header of (the tape saves detached headers of the
+ * weights a VJP reads: same storage and layout); -1 when none. */
+static int capture_of(tj_tensor *const *caps, int n, const tj_tensor *t)
+{
+    int at = index_of(caps, n, t);
+    for (int i = 0; at < 0 && i < n; i++) {
+        const tj_tensor *c = caps[i];
+        if (c->storage == t->storage && c->offset == t->offset && c->ndim == t->ndim &&
+            c->dtype == t->dtype &&
+            !memcmp(c->shape, t->shape, sizeof c->shape[0] * (size_t)t->ndim) &&
+            !memcmp(c->strides, t->strides, sizeof c->strides[0] * (size_t)t->ndim))
+            at = i;
+    }
+    return at;
+}
+
+/* Where each input of the traced joint graph comes from; 0, or -1 with why. */
+static int map_inputs(fe_joint *j, fe_trace *tr, tj_tensor *const *caps, int ncaps, char *why, size_t n)
+{
+    ir_graph *g = tr->g;
+    if (!(j->in = calloc((size_t)g->ninputs + 1, sizeof *j->in))) {
+        snprintf(why, n, "out of memory");
+        return -1;
+    }
+    j->nin = g->ninputs;
+    for (int i = 0; i < g->ninputs; i++) {
+        ir_node *x = g->inputs[i];
+        if (i < j->nargs) {
+            j->in[i] = (src){SRC_ARG, i, NULL};
+            continue;
+        }
+        if (ps_is_tangent(x)) {
+            j->in[i] = (src){SRC_TANGENT, 0, NULL};
+            continue;
+        }
+        int c = 0;
+        while (c < tr->ncaps && tr->cap_nodes[c] != x)
+            c++;
+        if (c == tr->ncaps) {
+            snprintf(why, n, "input %%%s of the joint graph is no capture", x->name);
+            return -1;
+        }
+        int at = capture_of(caps, ncaps, tr->caps[c]);
+        if (at >= 0)
+            j->in[i] = (src){SRC_CAP, at, NULL};
+        else if (tr->caps[c]->made_tracing)
+            j->in[i] = (src){SRC_CONST, 0, tj_retain(tr->caps[c])};
+        else {
+            snprintf(why, n, "the backward reads a tensor the forward does not capture");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The joint graph's outputs: the results, then each weight's gradient. */
+static int set_outputs(fe_joint *j, fe_trace *tr, tj_tensor **res, tj_tensor *const *caps, int ncaps,
+                       char *why, size_t n)
+{
+    ir_node *outs[JOINT_MAX * 2];
+    int no = 0;
+    j->leaf = calloc((size_t)tr->nwrites + 1, sizeof *j->leaf);
+    if (!j->leaf) {
+        snprintf(why, n, "out of memory");
+        return -1;
+    }
+    for (int r = 0; r < j->nres; r++)
+        if (!(outs[no++] = fe_trace_value(tr, res[r]))) {
+            snprintf(why, n, "result %d is not traced", r);
+            return -1;
+        }
+    for (int w = 0; w < tr->nwrites; w++) {
+        const fe_write *wr = &tr->writes[w];
+        if (wr->kind == FE_WRITE_DATA) {
+            snprintf(why, n, "the model writes to a tensor");
+            return -1;
+        }
+        if (wr->kind == FE_WRITE_GRAD_NONE)
+            continue;   /* a weight the result does not reach */
+        int at = index_of(caps, ncaps, wr->target);
+        if (at < 0 || no >= (int)(sizeof outs / sizeof *outs)) {
+            snprintf(why, n, "a gradient goes to a tensor the forward does not capture");
+            return -1;
+        }
+        j->leaf[j->ngrads++] = at;
+        if (!(outs[no++] = fe_trace_value(tr, wr->value))) {
+            snprintf(why, n, "a gradient is not traced");
+            return -1;
+        }
+    }
+    if (j->ngrads == 0) {
+        snprintf(why, n, "no weight gets a gradient");
+        return -1;
+    }
+    if (ir_graph_set_outputs(tr->g, outs, no) != 0 || ir_verify(tr->g, why, n) != 0) {
+        if (!why[0])
+            snprintf(why, n, "%s", ir_graph_error(tr->g));
+        return -1;
+    }
+    return 0;
+}
+
+/* Traces the joint graph of result k into tr; 0 or -1 with why. */
+static int trace_joint(fe_joint *j, fe_trace *tr, tj_model_fn fn, tj_model_multi_fn mfn, void *ctx,
+                       tj_tensor *const *args, tj_tensor *const *caps, int ncaps, char *why, size_t n)
+{
+    tj_tensor *sargs[JOINT_MAX], *res[JOINT_MAX];
+    tr->args = sargs;
+    tr->nargs = j->nargs;
+    for (int i = 0; i < j->nargs; i++) {
+        ir_type t;
+        rt_type_of(args[i], &t);
+        char name[16];
+        snprintf(name, sizeof name, "x%d", i);
+        ir_node *x = ir_graph_input(tr->g, name, &t, false);
+        if (!x || !(sargs[i] = fe_trace_arg(tr, x, &t))) {
+            snprintf(why, n, "out of memory");
+            return -1;
+        }
+    }
+    j->nres = fe_run_model(fn, mfn, ctx, j->name, sargs, j->nargs, res, JOINT_MAX);
+    if (j->nres <= j->k || tr->brk[0] || tr->failed) {
+        snprintf(why, n, "%s", tr->brk[0] ? tr->brk : "the model failed in the joint trace");
+        return -1;
+    }
+    /* every leaf weight's gradient starts as none: the graph's gradients
+     * are the call's own, added to .grad after each backward */
+    for (int c = 0; c < tr->ncaps; c++) {
+        if (!fe_ag_requires_grad(tr->caps[c]))
+            continue;
+        if (!fe_ag_is_leaf(tr->caps[c])) {
+            snprintf(why, n, "a captured tensor requires grad and is not a leaf");
+            return -1;
+        }
+        if (fe_trace_set_grad(tr, tr->caps[c], NULL) != 0)
+            return -1;
+    }
+    ir_type t;
+    rt_type_of(res[j->k], &t);
+    ir_node *tn = ir_graph_input(tr->g, "tangent", &t, false);
+    tj_tensor *seed = tn ? fe_trace_arg(tr, tn, &t) : NULL;
+    if (!seed || tj_backward_seed(res[j->k], seed) != 0 || tr->brk[0] || tr->failed) {
+        snprintf(why, n, "%s", tr->brk[0] ? tr->brk : "the backward failed in the joint trace");
+        return -1;
+    }
+    if (tr->nvreads || tr->nguards) {
+        snprintf(why, n, "the trace read a tensor's values or a gradient");
+        return -1;
+    }
+    if (map_inputs(j, tr, caps, ncaps, why, n) != 0)
+        return -1;
+    return set_outputs(j, tr, res, caps, ncaps, why, n);
+}
+
+/* Splits the traced joint graph g and builds the two plans; 0 or -1. */
+static int split(fe_joint *j, const ir_graph *g, char *why, size_t n)
+{
+    dump("joint", j->name, g);
+    if (ps_partition_joint(g, j->nres, &j->part, why, n) != 0)
+        return -1;
+    j->fwd = j->part.fwd;
+    j->bwd = j->part.bwd;
+    j->part.fwd = j->part.bwd = NULL;
+    dump("forward", j->fwd->name, j->fwd);
+    dump("backward", j->bwd->name, j->bwd);
+    for (int i = 0; i < j->bwd->nnodes; i++)
+        j->ncontract += ir_ops[j->bwd->nodes[i]->op].kind == IR_CONTRACT;
+    j->flast = sc_exec_last_use(j->fwd);
+    j->blast = sc_exec_last_use(j->bwd);
+    j->fplans = sc_plans_new(j->fwd, j->fwd->name);
+    j->bplans = sc_plans_new(j->bwd, j->bwd->name);
+    if (!j->flast || !j->blast) {
+        snprintf(why, n, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+fe_joint *fe_joint_new(tj_model_fn fn, tj_model_multi_fn mfn, void *ctx, const char *name, int k,
+                       tj_tensor *const *args, int nargs, tj_tensor *const *caps, int ncaps,
+                       char *why, size_t n)
+{
+    why[0] = '\0';
+    if (nargs > JOINT_MAX) {
+        snprintf(why, n, "more than %d arguments", JOINT_MAX);
+        return NULL;
+    }
+    fe_joint *j = calloc(1, sizeof *j);
+    if (!j) {
+        snprintf(why, n, "out of memory");
+        return NULL;
+    }
+    atomic_init(&j->refs, 1);
+    snprintf(j->name, sizeof j->name, "%s", name);
+    j->nargs = nargs;
+    j->k = k;
+    char saved_err[1024] = "";
+    if (rt_has_error())
+        snprintf(saved_err, sizeof saved_err, "%s", tj_last_error());
+    fe_trace *tr = fe_trace_begin(name);
+    if (!tr) {
+        snprintf(why, n, "cannot trace (out of memory)");
+        fe_joint_release(j);
+        return NULL;
+    }
+    tj_scope_begin();
+    int rc = trace_joint(j, tr, fn, mfn, ctx, args, caps, ncaps, why, n);
+    tj_scope_end();
+    if (rc == 0)
+        rc = split(j, tr->g, why, n);
+    fe_trace_end(tr);
+    tj_clear_error();   /* the trace's messages are not the caller's */
+    if (saved_err[0])
+        rt_error("%s", saved_err);
+    if (rc != 0) {
+        fe_joint_release(j);
+        return NULL;
+    }
+    return j;
+}
+
+/* The tensor for joint input i, given the call's arguments and captures. */
+static tj_tensor *input_of(const fe_joint *j, int i, tj_tensor *const *args, tj_tensor *const *caps,
+                           tj_tensor *tangent)
+{
+    const src *s = &j->in[i];
+    switch (s->kind) {
+    case SRC_ARG: return args[s->idx];
+    case SRC_TANGENT: return tangent;
+    case SRC_CAP: return caps[s->idx];
+    case SRC_CONST: return s->held;
+    }
+    return NULL;
+}
+
+/* Runs graph g (plans ps, last uses last) on in; 0 or -1. */
+static int run_graph(const ir_graph *g, sc_plan_set *ps, const int *last, tj_tensor *const *in,
+                     tj_tensor **out)
+{
+    int rc = sc_plans_run(ps, in, out);
+    if (rc > 0) {
+        tj_no_grad_begin();   /* the executor's ops record nothing */
+        rc = sc_exec(g, in, last, out);
+        tj_no_grad_end();
+    }
+    return rc;
+}
+
+static int joint_run(void *ctx, tj_tensor *const *in, int nsaved, int nwatch, tj_tensor *g)
+{
+    fe_joint *j = ctx;
+    tj_tensor *const *caps = in + nsaved;
+    tj_tensor *bin[JOINT_MAX * 8], **outs = calloc((size_t)j->ngrads + 1, sizeof *outs);
+    int nb = j->bwd->ninputs, rc = -1;
+    (void)nwatch;
+    tj_scope_begin();
+    const ir_node *tn = NULL;
+    for (int i = 0; i < j->nin; i++)
+        if (j->in[i].kind == SRC_TANGENT)
+            tn = j->bwd->inputs[i];
+    ir_type want;
+    rt_type_of(g, &want);
+    if (!outs || nb > (int)(sizeof bin / sizeof *bin)) {
+        rt_error("backward(%s): out of memory", j->name);
+        goto out;
+    }
+    if (!tn || !ir_type_equal(&tn->type, &want)) {
+        char a[IR_TYPE_BUF], b[IR_TYPE_BUF];
+        rt_error("backward(%s): the gradient is %s, the compiled backward takes %s", j->name,
+                 ir_type_fmt(&want, a, sizeof a), tn ? ir_type_fmt(&tn->type, b, sizeof b) : "none");
+        goto out;
+    }
+    tj_tensor *tangent = rt_is_contiguous(g) ? g : tj_contiguous(g);
+    for (int i = 0; i < j->nin; i++)
+        bin[i] = input_of(j, i, in, caps, tangent);
+    for (int s = 0; s < j->part.nsaved; s++)
+        bin[j->nin + s] = in[j->nargs + s];
+    atomic_fetch_add(&j->calls, 1);
+    if (tangent && run_graph(j->bwd, j->bplans, j->blast, bin, outs) == 0) {
+        rc = 0;
+        for (int o = 0; o < j->ngrads && rc == 0; o++)
+            rc = tj_grad(caps[j->leaf[o]]) ? fe_ag_accumulate(caps[j->leaf[o]], outs[o])
+                                           : fe_ag_take_grad(caps[j->leaf[o]], outs[o]);
+    }
+    for (int o = 0; o < j->ngrads; o++)
+        tj_release(outs[o]);
+out:
+    free(outs);
+    tj_scope_end();
+    return rc;
+}
+
+static void joint_kind_release(void *ctx) { fe_joint_release(ctx); }
+
+static const fe_ag_compiled joint_kind = {joint_run, joint_kind_release};
+
+int fe_joint_call(fe_joint *j, tj_tensor *const *args, int nargs, tj_tensor *const *caps, int ncaps,
+                  tj_tensor **outs)
+{
+    int nf = j->fwd->ninputs, no = j->fwd->noutputs, rc = -1;
+    tj_tensor **in = calloc((size_t)nf + 1, sizeof *in), **all = calloc((size_t)no + 1, sizeof *all);
+    tj_tensor **saved = calloc((size_t)(nargs + j->part.nsaved) + 1, sizeof *saved);
+    if (!in || !all || !saved) {
+        rt_error("tj_call(%s): out of memory", j->name);
+        goto out;
+    }
+    for (int i = 0, f = 0; i < j->nin; i++)
+        if (j->in[i].kind != SRC_TANGENT)
+            in[f++] = input_of(j, i, args, caps, NULL);
+    if (run_graph(j->fwd, j->fplans, j->flast, in, all) != 0)
+        goto out;
+    for (int i = 0; i < nargs; i++)
+        saved[i] = args[i];
+    /* detached headers (same storage, so a write to it still shows in its
+     * version): a saved value that is the result itself must not hold the
+     * result's tape node, which holds it (a cycle) */
+    for (int s = 0; s < j->part.nsaved; s++)
+        if (!(saved[nargs + s] = tj_detach(all[j->nres + s])))
+            goto out;
+    for (int r = 0; r < j->nres; r++) {
+        outs[r] = rt_own(all[r]);
+        all[r] = NULL;
+    }
+    atomic_fetch_add(&j->refs, 1);   /* the node's hold */
+    rc = fe_ag_record_compiled(outs[j->k], saved, nargs + j->part.nsaved, nargs, caps, ncaps,
+                               &joint_kind, j)
+             ? j->nres
+             : -1;
+out:
+    for (int o = 0; all && o < no; o++)
+        tj_release(all[o]);
+    free(in);
+    free(all);
+    free(saved);
+    return rc;
+}
+
+int fe_joint_results(const fe_joint *j) { return j->nres; }
+
+void fe_joint_explain(const fe_joint *j, FILE *f)
+{
+    sc_plan_info fi = {0}, bi = {0};
+    sc_plans_info(j->fplans, &fi);
+    sc_plans_info(j->bplans, &bi);
+    fprintf(f, "  backward of result %d: joint graph partitioned: the forward saves %d value%s "
+               "(%lld bytes), the backward recomputes %d pointwise value%s and runs %d "
+               "matmul/conv2d; %lu backward runs\n",
+            j->k, j->part.nsaved, j->part.nsaved == 1 ? "" : "s", (long long)j->part.saved_bytes,
+            j->part.nrecomputed, j->part.nrecomputed == 1 ? "" : "s", j->ncontract,
+            (unsigned long)atomic_load(&j->calls));
+    fprintf(f, "    forward @%s: %d nodes, %d outputs; backward @%s: %d nodes, %d gradients\n",
+            j->fwd->name, j->fwd->nnodes, j->fwd->noutputs, j->bwd->name, j->bwd->nnodes, j->ngrads);
+    if (fi.compiled && bi.compiled)
+        fprintf(f, "    compiled: forward %d kernels, %d eager calls; backward %d kernels, %d eager calls\n",
+                fi.kernels, fi.eager_calls, bi.kernels, bi.eager_calls);
+    char *rep = strdup(j->part.report ? j->part.report : ""), *save = NULL;
+    for (char *l = rep ? strtok_r(rep, "\n", &save) : NULL; l; l = strtok_r(NULL, "\n", &save))
+        fprintf(f, "    %s\n", l);
+    free(rep);
+}
+
+void fe_joint_stats(const fe_joint *j, tj_compiled_stats *out)
+{
+    out->backward.graphs++;
+    out->backward.calls += atomic_load(&j->calls);
+    out->backward.partitioned++;
+    out->backward.saved += j->part.nsaved;
+    out->backward.saved_bytes += j->part.saved_bytes;
+    out->backward.recomputed += j->part.nrecomputed;
+    out->backward.contractions += j->ncontract;
+}

@@ -1,0 +1,62 @@
+/* partition.h - the joint forward/backward graph split in two (partition.c):
+ * the AOTAutograd partitioner's counterpart.
+ *
+ * A joint graph computes a function's results and, from tangent inputs (the
+ * incoming gradients: inputs whose name starts with "tangent"), their
+ * backward. Its first nfwd outputs are the forward's (they must not read a
+ * tangent), the rest the backward's. The partition makes two graphs:
+ *
+ *   forward   inputs: the joint's inputs without the tangents, in order;
+ *             outputs: the nfwd forward outputs, then the saved values
+ *   backward  inputs: every joint input, in order (tangents included), then
+ *             saved0 .. saved<n-1>; outputs: the backward outputs
+ *
+ * and decides, for each forward value the backward reads, whether the
+ * forward saves it or the backward computes it again from what is saved.
+ * The rule (a greedy pass over those values in graph order, documented in
+ * docs/training.md):
+ *
+ *   - inputs of the joint graph are there for both: never saved;
+ *   - a view is viewed again in the backward: what it views is decided;
+ *   - the results of matmul, conv2d, reductions, gather, index_select and
+ *     the nn composites (softmax, layer_norm, ...) are saved, never recomputed;
+ *   - a pointwise value, or a layout move (copy, pad, flip, cat), v is recomputed when that moves fewer bytes
+ *     between the plans than saving it: its cone of pointwise/view producers
+ *     (at most PS_PARTITION_MAX_CHAIN nodes) stops at inputs, at values
+ *     already saved (free), at values the forward stores anyway and at the
+ *     results of the ops above (those two saved for it); a value costs
+ *     its bytes once when the forward stores it anyway (a forward output, or
+ *     read by a matmul, reduction, ...: the backward's read) and twice when it
+ *     is stored only for the backward (the write and the read). Recompute
+ *     when the cone's cost is strictly less than v's; a tie saves.
+ */
+#ifndef TJ_PASSES_PARTITION_H
+#define TJ_PASSES_PARTITION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "../ir/graph.h"
+
+#define PS_PARTITION_MAX_CHAIN 64
+
+typedef struct ps_partition {
+    ir_graph *fwd;        /* "<joint>_forward" */
+    ir_graph *bwd;        /* "<joint>_backward" */
+    int nsaved;           /* forward outputs after the first nfwd */
+    int nrecomputed;      /* forward op nodes the backward computes again (views and
+                             constants, which are free, not counted) */
+    int64_t saved_bytes;  /* what the saved values hold (static dims; symbolic dims count 1) */
+    char *report;         /* one line per saved or recomputed value, in the joint's
+                             numbering: "saved %3 = matmul f32[4,8] (128 bytes)" */
+} ps_partition;
+
+/* Splits joint (which stays the caller's). 0, or -1 with a message in err
+ * (nfwd out of range, a forward output that reads a tangent, out of memory). */
+int ps_partition_joint(const ir_graph *joint, int nfwd, ps_partition *out, char *err, size_t nerr);
+void ps_partition_free(ps_partition *p);
+
+/* Whether input n of a joint graph is a tangent (its name starts with "tangent"). */
+bool ps_is_tangent(const ir_node *n);
+
+#endif

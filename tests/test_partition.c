@@ -1,0 +1,345 @@
+/* test_partition.c - the joint forward/backward partition (passes/partition.c).
+ *
+ * Text in, text out: each case is a joint graph (inputs named tangent* are the
+ * incoming gradients, the first outputs the forward's) and the exact forward
+ * graph, backward graph and save/recompute report the partition makes. Each
+ * case also runs on random inputs: the joint graph, and the forward then the
+ * backward on the forward's saved values, must give the same outputs bit for
+ * bit (the same kernels on the same values). Error cases: forward counts out
+ * of range, a forward output that reads a tangent.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../passes/partition.h"
+#include "../sched/exec.h"
+#include "util.h"
+
+static ir_graph *parse(const char *src)
+{
+    char err[1024];
+    ir_graph *g = ir_parse(src, strlen(src), "case", err, sizeof err);
+    if (!g)
+        fail_msg("%s\n%s", err, src);
+    return g;
+}
+
+static void run(const ir_graph *g, tj_tensor **inputs, tj_tensor **outs)
+{
+    int *last = sc_exec_last_use(g);
+    assert_non_null(last);
+    int rc = sc_exec(g, inputs, last, outs);
+    free(last);
+    if (rc != 0)
+        fail_msg("running @%s failed: %s", g->name, tj_last_error());
+}
+
+/* The joint graph and forward-then-backward agree on random inputs. */
+static void check_values(const ir_graph *j, int nfwd, const ps_partition *p)
+{
+    tj_tensor *in[32], *fin[32], *bin[64], *jout[32], *fout[64], *bout[32];
+    int nf = 0;
+    for (int k = 0; k < j->ninputs; k++) {
+        const ir_node *x = j->inputs[k];
+        in[k] = tj_randn(x->type.dtype, x->type.ndim, x->type.shape);
+        assert_non_null(in[k]);
+        bin[k] = in[k];
+        if (!ps_is_tangent(x))
+            fin[nf++] = in[k];
+    }
+    run(j, in, jout);
+    run(p->fwd, fin, fout);
+    for (int k = 0; k < p->nsaved; k++)
+        bin[j->ninputs + k] = fout[nfwd + k];
+    run(p->bwd, bin, bout);
+    for (int k = 0; k < j->noutputs; k++) {
+        tj_tensor *got = k < nfwd ? fout[k] : bout[k - nfwd];
+        if (!tu_all_close(got, jout[k], 0))
+            fail_msg("output %d differs between the joint graph and forward+backward", k);
+    }
+    for (int k = 0; k < j->noutputs; k++)
+        tj_release(jout[k]);
+    for (int k = 0; k < nfwd + p->nsaved; k++)
+        tj_release(fout[k]);
+    for (int k = 0; k < j->noutputs - nfwd; k++)
+        tj_release(bout[k]);
+}
+
+static void expect_partition(const char *src, int nfwd, const char *want)
+{
+    ir_graph *j = parse(src);
+    ps_partition p;
+    char err[512];
+    if (ps_partition_joint(j, nfwd, &p, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    char vf[512], vb[512];
+    if (ir_verify(p.fwd, vf, sizeof vf) != 0 || ir_verify(p.bwd, vb, sizeof vb) != 0)
+        fail_msg("an invalid graph: %s %s", vf, vb);
+    char *f = ir_print(p.fwd, NULL), *b = ir_print(p.bwd, NULL), *got = NULL;
+    assert_non_null(f);
+    assert_non_null(b);
+    assert_true(asprintf(&got, "%s%s%s", f, b, p.report) > 0);
+    if (strcmp(got, want) != 0)
+        fail_msg("got:\n%s\nwant:\n%s", got, want);
+    check_values(j, nfwd, &p);
+    free(f);
+    free(b);
+    free(got);
+    ps_partition_free(&p);
+    ir_graph_free(j);
+}
+
+/* relu(x @ w1) @ w2: relu's result is saved (the forward stores it anyway for
+ * the second matmul; recomputing it would store the first matmul's result only
+ * for the backward), and so is relu's mask (a bool: 1 byte an element, less
+ * than the matmul result it comes from); views are viewed again, the inputs
+ * are not saved. */
+static void test_mlp_relu(void **state)
+{
+    (void)state;
+    expect_partition(
+        "graph @mlp(%x: f32[4,3], %tangent: f32[4,2], %w1: f32[3,8] param, %w2: f32[8,2] param) {\n"
+        "  %0 = matmul %x, %w1 : f32[4,8]\n"
+        "  %1 = relu %0 : f32[4,8]\n"
+        "  %2 = matmul %1, %w2 : f32[4,2]\n"
+        "  %3 = permute %1 {perm=[1,0]} : f32[8,4]\n"
+        "  %4 = matmul %3, %tangent : f32[8,2]\n"
+        "  %5 = permute %w2 {perm=[1,0]} : f32[2,8]\n"
+        "  %6 = matmul %tangent, %5 : f32[4,8]\n"
+        "  %7 = scalar {value=0, dtype=f64} : f64[] weak\n"
+        "  %8 = gt %0, %7 : bool[4,8]\n"
+        "  %9 = where %8, %6, %7 : f32[4,8]\n"
+        "  %10 = permute %x {perm=[1,0]} : f32[3,4]\n"
+        "  %11 = matmul %10, %9 : f32[3,8]\n"
+        "  return %2, %11, %4\n"
+        "}\n",
+        1,
+        "graph @mlp_forward(%x: f32[4,3], %w1: f32[3,8] param, %w2: f32[8,2] param) {\n"
+        "  %0 = matmul %x, %w1 : f32[4,8]\n"
+        "  %1 = relu %0 : f32[4,8]\n"
+        "  %2 = matmul %1, %w2 : f32[4,2]\n"
+        "  %3 = scalar {value=0, dtype=f64} : f64[] weak\n"
+        "  %4 = gt %0, %3 : bool[4,8]\n"
+        "  return %2, %1, %4\n"
+        "}\n"
+        "graph @mlp_backward(%x: f32[4,3], %tangent: f32[4,2], %w1: f32[3,8] param, %w2: f32[8,2] param, %saved0: f32[4,8], %saved1: bool[4,8]) {\n"
+        "  %0 = permute %saved0 {perm=[1,0]} : f32[8,4]\n"
+        "  %1 = matmul %0, %tangent : f32[8,2]\n"
+        "  %2 = permute %w2 {perm=[1,0]} : f32[2,8]\n"
+        "  %3 = matmul %tangent, %2 : f32[4,8]\n"
+        "  %4 = scalar {value=0, dtype=f64} : f64[] weak\n"
+        "  %5 = where %saved1, %3, %4 : f32[4,8]\n"
+        "  %6 = permute %x {perm=[1,0]} : f32[3,4]\n"
+        "  %7 = matmul %6, %5 : f32[3,8]\n"
+        "  return %7, %1\n"
+        "}\n"
+        "saved %1 = relu f32[4,8] (128 bytes): recomputing moves 256 bytes, saving 128\n"
+        "saved %8 = gt bool[4,8] (32 bytes): recomputing moves 256 bytes, saving 64\n");
+}
+
+/* tanh(x @ w1) @ w2, tanh's gradient read from its result: the tanh value is
+ * saved (the forward stores it anyway for the second matmul; recomputing it
+ * would store the first matmul's result only for the backward: 2x its bytes). */
+static void test_mlp_tanh(void **state)
+{
+    (void)state;
+    expect_partition(
+        "graph @mlp(%x: f32[4,3], %tangent: f32[4,2], %w1: f32[3,8] param, %w2: f32[8,2] param) {\n"
+        "  %0 = matmul %x, %w1 : f32[4,8]\n"
+        "  %1 = tanh %0 : f32[4,8]\n"
+        "  %2 = matmul %1, %w2 : f32[4,2]\n"
+        "  %3 = permute %1 {perm=[1,0]} : f32[8,4]\n"
+        "  %4 = matmul %3, %tangent : f32[8,2]\n"
+        "  %5 = permute %w2 {perm=[1,0]} : f32[2,8]\n"
+        "  %6 = matmul %tangent, %5 : f32[4,8]\n"
+        "  %7 = mul %1, %1 : f32[4,8]\n"
+        "  %8 = scalar {value=1, dtype=f64} : f64[] weak\n"
+        "  %9 = sub %8, %7 : f32[4,8]\n"
+        "  %10 = mul %6, %9 : f32[4,8]\n"
+        "  %11 = permute %x {perm=[1,0]} : f32[3,4]\n"
+        "  %12 = matmul %11, %10 : f32[3,8]\n"
+        "  return %2, %12, %4\n"
+        "}\n",
+        1,
+        "graph @mlp_forward(%x: f32[4,3], %w1: f32[3,8] param, %w2: f32[8,2] param) {\n"
+        "  %0 = matmul %x, %w1 : f32[4,8]\n"
+        "  %1 = tanh %0 : f32[4,8]\n"
+        "  %2 = matmul %1, %w2 : f32[4,2]\n"
+        "  return %2, %1\n"
+        "}\n"
+        "graph @mlp_backward(%x: f32[4,3], %tangent: f32[4,2], %w1: f32[3,8] param, %w2: f32[8,2] param, %saved0: f32[4,8]) {\n"
+        "  %0 = permute %saved0 {perm=[1,0]} : f32[8,4]\n"
+        "  %1 = matmul %0, %tangent : f32[8,2]\n"
+        "  %2 = permute %w2 {perm=[1,0]} : f32[2,8]\n"
+        "  %3 = matmul %tangent, %2 : f32[4,8]\n"
+        "  %4 = mul %saved0, %saved0 : f32[4,8]\n"
+        "  %5 = scalar {value=1, dtype=f64} : f64[] weak\n"
+        "  %6 = sub %5, %4 : f32[4,8]\n"
+        "  %7 = mul %3, %6 : f32[4,8]\n"
+        "  %8 = permute %x {perm=[1,0]} : f32[3,4]\n"
+        "  %9 = matmul %8, %7 : f32[3,8]\n"
+        "  return %9, %1\n"
+        "}\n"
+        "saved %1 = tanh f32[4,8] (128 bytes): recomputing moves 256 bytes, saving 128\n"
+        "recomputed %7 = mul f32[4,8] (128 bytes)\n"
+        "recomputed %9 = sub f32[4,8] (128 bytes)\n");
+}
+
+/* silu(x) = x * sigmoid(x) on an input: recomputed whole (its cone is the
+ * input: nothing to save); the sum's result is saved. */
+static void test_pointwise_from_input(void **state)
+{
+    (void)state;
+    expect_partition(
+        "graph @silu(%x: f32[4,8], %tangent: f32[]) {\n"
+        "  %0 = sigmoid %x : f32[4,8]\n"
+        "  %1 = mul %x, %0 : f32[4,8]\n"
+        "  %2 = sum %1 {dims=[], keepdim=false} : f32[]\n"
+        "  %3 = expand %tangent {shape=[4,8]} : f32[4,8]\n"
+        "  %4 = mul %3, %0 : f32[4,8]\n"
+        "  %5 = scalar {value=1, dtype=f64} : f64[] weak\n"
+        "  %6 = sub %5, %0 : f32[4,8]\n"
+        "  %7 = mul %x, %6 : f32[4,8]\n"
+        "  %8 = mul %0, %7 : f32[4,8]\n"
+        "  %9 = add %4, %8 : f32[4,8]\n"
+        "  %10 = mul %3, %9 : f32[4,8]\n"
+        "  return %2, %10\n"
+        "}\n",
+        1,
+        "graph @silu_forward(%x: f32[4,8]) {\n"
+        "  %0 = sigmoid %x : f32[4,8]\n"
+        "  %1 = mul %x, %0 : f32[4,8]\n"
+        "  %2 = sum %1 {dims=[], keepdim=false} : f32[]\n"
+        "  return %2\n"
+        "}\n"
+        "graph @silu_backward(%x: f32[4,8], %tangent: f32[]) {\n"
+        "  %0 = sigmoid %x : f32[4,8]\n"
+        "  %1 = expand %tangent {shape=[4,8]} : f32[4,8]\n"
+        "  %2 = mul %1, %0 : f32[4,8]\n"
+        "  %3 = scalar {value=1, dtype=f64} : f64[] weak\n"
+        "  %4 = sub %3, %0 : f32[4,8]\n"
+        "  %5 = mul %x, %4 : f32[4,8]\n"
+        "  %6 = mul %0, %5 : f32[4,8]\n"
+        "  %7 = add %2, %6 : f32[4,8]\n"
+        "  %8 = mul %1, %7 : f32[4,8]\n"
+        "  return %8\n"
+        "}\n"
+        "recomputed %0 = sigmoid f32[4,8] (128 bytes)\n"
+        "recomputed %6 = sub f32[4,8] (128 bytes)\n"
+        "recomputed %7 = mul f32[4,8] (128 bytes)\n"
+        "recomputed %8 = mul f32[4,8] (128 bytes)\n");
+}
+
+/* A backward output that reads no tangent is computed from saved values too;
+ * the forward outputs are listed first, then the saved ones. */
+static void test_forward_value_as_backward_output(void **state)
+{
+    (void)state;
+    expect_partition(
+        "graph @f(%x: f32[4,8], %tangent: f32[4]) {\n"
+        "  %0 = amax %x {dims=[1], keepdim=false} : f32[4]\n"
+        "  %1 = exp %0 : f32[4]\n"
+        "  %2 = mul %tangent, %1 : f32[4]\n"
+        "  return %1, %2, %0\n"
+        "}\n",
+        1,
+        "graph @f_forward(%x: f32[4,8]) {\n"
+        "  %0 = amax %x {dims=[1], keepdim=false} : f32[4]\n"
+        "  %1 = exp %0 : f32[4]\n"
+        "  return %1, %0\n"
+        "}\n"
+        "graph @f_backward(%x: f32[4,8], %tangent: f32[4], %saved0: f32[4]) {\n"
+        "  %0 = exp %saved0 : f32[4]\n"
+        "  %1 = mul %tangent, %0 : f32[4]\n"
+        "  return %1, %saved0\n"
+        "}\n"
+        "saved %0 = amax f32[4] (16 bytes)\n"
+        "recomputed %1 = exp f32[4] (16 bytes)\n");
+}
+
+/* A layout copy of an input (what a weight gradient's matmul reads) and a
+ * softmax (an nn composite): the copy is made again in the backward, the
+ * softmax's result is saved. */
+static void test_copy_recomputed_softmax_saved(void **state)
+{
+    (void)state;
+    expect_partition(
+        "graph @f(%x: f32[4,8], %tangent: f32[4,8], %w: f32[8,8] param) {\n"
+        "  %0 = matmul %x, %w : f32[4,8]\n"
+        "  %1 = softmax %0 {dim=-1} : f32[4,8]\n"
+        "  %2 = permute %x {perm=[1,0]} : f32[8,4]\n"
+        "  %3 = copy %2 : f32[8,4]\n"
+        "  %4 = mul %tangent, %1 : f32[4,8]\n"
+        "  %5 = matmul %3, %4 : f32[8,8]\n"
+        "  return %1, %5\n"
+        "}\n",
+        1,
+        "graph @f_forward(%x: f32[4,8], %w: f32[8,8] param) {\n"
+        "  %0 = matmul %x, %w : f32[4,8]\n"
+        "  %1 = softmax %0 {dim=-1} : f32[4,8]\n"
+        "  return %1, %1\n"
+        "}\n"
+        "graph @f_backward(%x: f32[4,8], %tangent: f32[4,8], %w: f32[8,8] param, %saved0: f32[4,8]) {\n"
+        "  %0 = permute %x {perm=[1,0]} : f32[8,4]\n"
+        "  %1 = copy %0 : f32[8,4]\n"
+        "  %2 = mul %tangent, %saved0 : f32[4,8]\n"
+        "  %3 = matmul %1, %2 : f32[8,8]\n"
+        "  return %3\n"
+        "}\n"
+        "saved %1 = softmax f32[4,8] (128 bytes)\n"
+        "recomputed %3 = copy f32[8,4] (128 bytes)\n");
+}
+
+static void expect_error(const char *src, int nfwd, const char *want)
+{
+    ir_graph *j = parse(src);
+    ps_partition p;
+    char err[512] = "";
+    assert_int_equal(ps_partition_joint(j, nfwd, &p, err, sizeof err), -1);
+    if (!strstr(err, want))
+        fail_msg("got \"%s\", want \"%s\"", err, want);
+    assert_null(p.fwd);
+    assert_null(p.bwd);
+    assert_null(p.report);
+    ir_graph_free(j);
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    const char *src = "graph @f(%x: f32[4], %tangent: f32[4]) {\n"
+                      "  %0 = exp %x : f32[4]\n"
+                      "  %1 = mul %tangent, %0 : f32[4]\n"
+                      "  return %0, %1\n"
+                      "}\n";
+    expect_error(src, 2, "partition: 2 forward outputs of 2 (the backward needs one)");
+    expect_error(src, -1, "partition: -1 forward outputs of 2");
+    const char *bad = "graph @f(%x: f32[4], %tangent: f32[4]) {\n"
+                      "  %0 = exp %x : f32[4]\n"
+                      "  %1 = mul %tangent, %0 : f32[4]\n"
+                      "  return %1, %0\n"
+                      "}\n";
+    expect_error(bad, 1, "partition: forward output 0 reads a tangent");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
+        T(test_mlp_relu),
+        T(test_mlp_tanh),
+        T(test_pointwise_from_input),
+        T(test_forward_value_as_backward_output),
+        T(test_copy_recomputed_softmax_saved),
+        T(test_errors),
+#undef T
+    };
+    return cmocka_run_group_tests_name("partition", tests, NULL, NULL);
+}
