@@ -413,6 +413,30 @@ tj_cross_entropy_options tj_cross_entropy_defaults(void);
 tj_tensor *tj_cross_entropy_ex(tj_tensor *logits, tj_tensor *target,
                                const tj_cross_entropy_options *opts);
 
+/* ==== nn and linalg ops (issue 11) ======================================== */
+/* Element-wise losses, torch.nn.functional's (input first, then target; the
+ * two broadcast where torch lets them; reduction mean averages every element).
+ * smooth_l1_loss: beta >= 0 (0 is l1_loss); huber_loss: delta > 0, input's dtype.
+ * binary_cross_entropy: probabilities p and target of one shape and dtype,
+ * weight (or NULL) broadcastable to them, each log clamped at -100.
+ * ..._with_logits: logits; pos_weight (or NULL) weighs the positive term.
+ * kl_div: input holds log-probabilities; target probabilities, or
+ * log-probabilities when log_target. */
+tj_tensor *tj_mse_loss(tj_tensor *input, tj_tensor *target, tj_reduction reduction);
+tj_tensor *tj_l1_loss(tj_tensor *input, tj_tensor *target, tj_reduction reduction);
+tj_tensor *tj_smooth_l1_loss(tj_tensor *input, tj_tensor *target, tj_reduction reduction,
+                             double beta);
+tj_tensor *tj_huber_loss(tj_tensor *input, tj_tensor *target, tj_reduction reduction,
+                         double delta);
+tj_tensor *tj_binary_cross_entropy(tj_tensor *p, tj_tensor *target, tj_tensor *weight,
+                                   tj_reduction reduction);
+tj_tensor *tj_binary_cross_entropy_with_logits(tj_tensor *logits, tj_tensor *target,
+                                               tj_tensor *weight, tj_tensor *pos_weight,
+                                               tj_reduction reduction);
+tj_tensor *tj_kl_div(tj_tensor *input, tj_tensor *target, tj_reduction reduction,
+                     bool log_target);
+/* ==== end of nn and linalg ops ============================================= */
+
 /* ---- data movement ----------------------------------------------------- */
 tj_tensor *tj_cat(tj_tensor *const *xs, int n, int dim);
 tj_tensor *tj_stack(tj_tensor *const *xs, int n, int dim);
@@ -781,6 +805,13 @@ TJ_API_END
 #define tj_scaled_dot_product_attention(...) (tj__callsite(__FILE__, __LINE__), tj_scaled_dot_product_attention(__VA_ARGS__))
 #define tj_cross_entropy(...) (tj__callsite(__FILE__, __LINE__), tj_cross_entropy(__VA_ARGS__))
 #define tj_cross_entropy_ex(...) (tj__callsite(__FILE__, __LINE__), tj_cross_entropy_ex(__VA_ARGS__))
+#define tj_mse_loss(...) (tj__callsite(__FILE__, __LINE__), tj_mse_loss(__VA_ARGS__))
+#define tj_l1_loss(...) (tj__callsite(__FILE__, __LINE__), tj_l1_loss(__VA_ARGS__))
+#define tj_smooth_l1_loss(...) (tj__callsite(__FILE__, __LINE__), tj_smooth_l1_loss(__VA_ARGS__))
+#define tj_huber_loss(...) (tj__callsite(__FILE__, __LINE__), tj_huber_loss(__VA_ARGS__))
+#define tj_binary_cross_entropy(...) (tj__callsite(__FILE__, __LINE__), tj_binary_cross_entropy(__VA_ARGS__))
+#define tj_binary_cross_entropy_with_logits(...) (tj__callsite(__FILE__, __LINE__), tj_binary_cross_entropy_with_logits(__VA_ARGS__))
+#define tj_kl_div(...) (tj__callsite(__FILE__, __LINE__), tj_kl_div(__VA_ARGS__))
 #define tj_cat(...) (tj__callsite(__FILE__, __LINE__), tj_cat(__VA_ARGS__))
 #define tj_stack(...) (tj__callsite(__FILE__, __LINE__), tj_stack(__VA_ARGS__))
 #define tj_split(...) (tj__callsite(__FILE__, __LINE__), tj_split(__VA_ARGS__))

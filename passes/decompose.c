@@ -27,14 +27,15 @@
 #include "../ir/infer.h"
 #include "rewrite.h"
 
-enum { MAX_ROUNDS = 8 };
+enum { MAX_ROUNDS = 8, IR_MAX_DECOMP_IN = 16 };
 
-#define PS_DECOMP_ARGS ps_builder *b, const ir_node *n, const ir_attrs *a, ir_node *const *in
+#include "decomp.h"
 typedef ir_node *(*decomp_fn)(PS_DECOMP_ARGS);
 
 /* One prototype per COMP row. */
 #define DECOMP_PRIM(name)
 #define DECOMP_COMP(name) static ir_node *ps_decomp_##name(PS_DECOMP_ARGS);
+#define DECOMP_DCOMP(name)   /* decomp.h */
 #define OP(name, kind, nmin, nmax, decomp, attrs) DECOMP_##decomp(name)
 #define UNARY(name, rule, decomp, f32, f64, i) DECOMP_##decomp(name)
 #define BINARY(name, rule, decomp, f32, f64, i) DECOMP_##decomp(name)
@@ -488,7 +489,9 @@ static ir_node *ps_decomp_cross_entropy(PS_DECOMP_ARGS)
 /* ---- the pass ------------------------------------------------------------------------ */
 
 static const decomp_fn decomps[IR_NUM_OPS] = {
+#undef DECOMP_DCOMP
 #define DECOMP_COMP(name) [OP_##name] = ps_decomp_##name,
+#define DECOMP_DCOMP DECOMP_COMP
 #define OP(name, kind, nmin, nmax, decomp, attrs) DECOMP_##decomp(name)
 #define UNARY(name, rule, decomp, f32, f64, i) DECOMP_##decomp(name)
 #define BINARY(name, rule, decomp, f32, f64, i) DECOMP_##decomp(name)
@@ -551,6 +554,35 @@ ir_graph *ps_decompose_codegen(ir_graph *g, char *err, size_t nerr)
         if (ir_ops[op].kind == IR_UNARY || ir_ops[op].kind == IR_BINARY)
             keep[op] = true;
     return decompose(g, keep, err, nerr);
+}
+
+ir_graph *ps_decompose_one(ir_op op, const ir_type *const *in, int nin, const ir_attrs *a,
+                           char *err, size_t nerr)
+{
+    ir_graph *g = ir_graph_new(ir_ops[op].name);
+    ir_node *args[IR_MAX_DECOMP_IN], *n = NULL;
+    if (!g || nin > IR_MAX_DECOMP_IN) {
+        snprintf(err, nerr, "%s", g ? "too many inputs" : "out of memory");
+        ir_graph_free(g);
+        return NULL;
+    }
+    bool ok = true;
+    for (int k = 0; k < nin && ok; k++)
+        ok = !in[k] || (args[k] = ir_graph_input(g, NULL, in[k], false)) != NULL;
+    for (int k = 0; k < nin; k++)
+        if (!in[k])
+            args[k] = NULL;
+    if (ok)
+        n = ir_graph_add(g, op, args, nin, a);
+    if (!n || ir_graph_set_outputs(g, &n, 1) != 0) {
+        snprintf(err, nerr, "%s", ir_graph_error(g));
+        ir_graph_free(g);
+        return NULL;
+    }
+    ir_graph *d = decompose(g, NULL, err, nerr);
+    if (d != g)
+        ir_graph_free(g);
+    return d;
 }
 
 static ir_graph *decompose(ir_graph *g, const bool *keep, char *err, size_t nerr)

@@ -133,6 +133,8 @@ static const struct {
     {"beta", {"1", "2.5"}},          {"threshold", {"20", "-0.5"}},
     {"alpha", {"2", "-3"}},          {"rounding_mode", {"trunc", "floor"}},
     {"ceil_mode", {"0", "1"}},      {"divisor_override", {"0", "3"}},
+    /* nn and linalg (issue 11) */
+    {"delta", {"1", "0.5"}},        {"log_target", {"0", "1"}},
 };
 
 static int examples_of(const char *attr, const char *const **vals)

@@ -309,6 +309,21 @@ static const char *const composite_cases[] = {
       " %2 = add_alpha %d, %d {alpha=0} : bool[3,4]\n %3 = add_alpha %d, %d {alpha=-2} : bool[3,4]\n"
       " %4 = sub_alpha %b, %e {alpha=7} : i64[4]\n %5 = add_alpha %c, %d {alpha=200} : u8[3,4]\n"
       " return %0, %1, %2, %3, %4, %5"),
+    /* nn and linalg (issue 11): the DCOMP rows (the executor runs them by the
+     * same decomposition; this checks it leaves prims, also at symbolic dims) */
+    G("%x: f32[3,4], %y: f32[4], %p: f32[3,4], %q: f32[3,4], %w: f32[4], %d: f64[3,4]",
+      "%0 = mse_loss %x, %y {reduction=mean} : f32[]\n"
+      " %1 = l1_loss %x, %d {reduction=none} : f64[3,4]\n"
+      " %2 = smooth_l1_loss %x, %y {reduction=sum, beta=0.5} : f32[]\n"
+      " %3 = huber_loss %x, %d {reduction=none, delta=0.7} : f32[3,4]\n"
+      " %4 = binary_cross_entropy %p, %q, %w {reduction=mean} : f32[]\n"
+      " %5 = binary_cross_entropy_with_logits %x, %q, %w, %y {reduction=none} : f32[3,4]\n"
+      " %6 = kl_div %x, %p {reduction=sum, log_target=false} : f32[]\n"
+      " %7 = kl_div %x, %q {reduction=mean, log_target=true} : f32[]\n"
+      " return %0, %1, %2, %3, %4, %5, %6, %7"),
+    G("%x: f32[s0,4], %y: f32[s0,4]",
+      "%0 = mse_loss %x, %y {reduction=mean} : f32[]\n"
+      " %1 = huber_loss %x, %y {reduction=sum, delta=1} : f32[]\n return %0, %1"),
 };
 
 static void test_every_composite_decomposes(void **state)

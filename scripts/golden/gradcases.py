@@ -75,8 +75,28 @@ UNARY = {"gelu_tanh": lambda x: F.gelu(x, approximate="tanh"), "gelu": F.gelu, "
          "square": torch.square}
 
 
+# ==== nn and linalg (issue 11) ====================================================
+NN_GRAD = {
+    "mse_loss": lambda i, a: F.mse_loss(i[0], i[1], reduction=a["reduction"]),
+    "l1_loss": lambda i, a: F.l1_loss(i[0], i[1], reduction=a["reduction"]),
+    "smooth_l1_loss": lambda i, a: F.smooth_l1_loss(i[0], i[1], reduction=a["reduction"],
+                                                    beta=a["beta"]),
+    "huber_loss": lambda i, a: F.huber_loss(i[0], i[1], reduction=a["reduction"], delta=a["delta"]),
+    "binary_cross_entropy": lambda i, a: F.binary_cross_entropy(
+        i[0], i[1], i[2] if len(i) > 2 else None, reduction=a["reduction"]),
+    "binary_cross_entropy_with_logits": lambda i, a: F.binary_cross_entropy_with_logits(
+        i[0], i[1], i[2] if len(i) > 2 else None, reduction=a["reduction"],
+        pos_weight=i[3] if len(i) > 3 else None),
+    "kl_div": lambda i, a: F.kl_div(i[0], i[1], reduction=a["reduction"],
+                                    log_target=a["log_target"]),
+}
+# ==== end of nn and linalg ==========================================================
+
+
 def run_op(op, ins, a):
     x = ins[0] if ins else None
+    if op in NN_GRAD:
+        return NN_GRAD[op](ins, a)
     if op in UNARY:
         return UNARY[op](x)
     if op in ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "atan2", "fmod",

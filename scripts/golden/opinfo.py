@@ -1214,6 +1214,126 @@ def arange(op):
     sample(op, ["empty", "args"], [], (3, 3, 1, "f32"))
 
 
+# ==== nn and linalg (issue 11) ===================================================
+import warnings  # noqa: E402
+warnings.filterwarnings("ignore", category=UserWarning)   # torch's broadcast and kl_div notices
+# The DCOMP rows: composites with no kernel of their own (their decomposition
+# runs eagerly too). Losses take (input, target[, weights]) then reduction.
+
+def prob(shape, dt="f32", v="c"):
+    """Probabilities in (0, 1), exact in f32: eighths from 1/8 to 7/8."""
+    return T((torch.randint(1, 8, shape) / 8.0).double(), dt, v)
+
+
+REF.update({
+    "mse_loss": lambda x, y, red: F.mse_loss(x, y, reduction=red),
+    "l1_loss": lambda x, y, red: F.l1_loss(x, y, reduction=red),
+    "smooth_l1_loss": lambda x, y, red, beta: F.smooth_l1_loss(x, y, reduction=red, beta=beta),
+    "huber_loss": lambda x, y, red, delta: F.huber_loss(x, y, reduction=red, delta=delta),
+    "binary_cross_entropy": lambda p, y, w, red: F.binary_cross_entropy(p, y, w, reduction=red),
+    "binary_cross_entropy_with_logits": lambda x, y, w, pw, red: F.binary_cross_entropy_with_logits(
+        x, y, w, reduction=red, pos_weight=pw),
+    "kl_div": lambda x, y, red, lt: F.kl_div(x, y, reduction=red, log_target=bool(lt)),
+})
+TOL.update({op: (1e-5, 1e-12, 1e-6, 1e-5) for op in (
+    "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+    "binary_cross_entropy_with_logits", "kl_div")})
+
+
+def loss_layouts(op, mk, rest, attrs):
+    sample(op, ["empty"], [mk([0, 3]), mk([0, 3]), *rest], attrs)
+    sample(op, ["0d"], [mk([]), mk([]), *rest], attrs)
+    for v, tag, base in (("s", "noncontig", [2, 6]), ("t", "transposed", [3, 2]),
+                         ("e", "expanded", [2, 3])):
+        sample(op, [tag], [mk(base, "f32", v), mk([2, 3]), *rest], attrs)
+        sample(op, [tag], [mk([2, 3]), mk(base, "f32", v), *rest], attrs)
+
+
+@samples_for("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss")
+def pair_losses(op):
+    extra = {"smooth_l1_loss": [(1.0,), (0.5,), (0.0,), (-1.0,)],
+             "huber_loss": [(1.0,), (0.25,), (2.0,), (0.0,)]}.get(op, [()])
+    for red in ("mean", "sum", "none"):
+        for e in extra:
+            sample(op, ["plain", "args"], [t([2, 3]), t([2, 3])], (red, *e))
+    e = extra[0]
+    sample(op, ["bcast"], [t([2, 3]), t([3])], ("none", *e))
+    sample(op, ["bcast"], [t([2, 1]), t([1, 3])], ("mean", *e))
+    sample(op, ["args"], [t([2, 3]), t([4])], ("mean", *e))
+    for dt in DT:
+        if dt != "f32":
+            sample(op, ["dtype"], [t([2, 3], dt), t([2, 3], dt)], ("mean", *e))
+    for a, b in (("f32", "f64"), ("f64", "f32"), ("f32", "i64"), ("i64", "f32")):
+        sample(op, ["promo"], [t([2, 3], a), t([2, 3], b)], ("none", *e))
+    ext = T([[math.inf, 0, math.nan], [1e30, -1e30, 3e38]])
+    sample(op, ["extreme"], [ext, t([2, 3])], ("none", *e))
+    sample(op, ["extreme"], [t([2, 3]), ext], ("sum", *e))
+    sample(op, ["large"], [T(ramp([3, 700]), "f32", is_ramp=True), t([700])], ("mean", *e))
+    for red in ("mean", "sum", "none"):
+        sample(op, ["empty"], [t([0, 3]), t([0, 3])], (red, *e))
+    loss_layouts(op, lambda s, dt="f32", v="c": t(s, dt, v), [], ("mean", *e))
+
+
+@samples_for("binary_cross_entropy", "binary_cross_entropy_with_logits")
+def bce(op):
+    logits = op.endswith("logits")
+    mk = (lambda s, dt="f32", v="c": t(s, dt, v)) if logits else prob
+    extra = [None] if not logits else [None, None]
+    for red in ("mean", "sum", "none"):
+        sample(op, ["plain", "args"], [mk([2, 3]), prob([2, 3]), *extra], (red,))
+        sample(op, ["args"], [mk([2, 3]), prob([2, 3]), t([3], lo=0), *extra[1:]], (red,))
+        if logits:
+            sample(op, ["args"], [mk([2, 3]), prob([2, 3]), None, t([3], lo=0)], (red,))
+            sample(op, ["args"], [mk([2, 3]), prob([2, 3]), t([2, 1], lo=0), t([2, 3], lo=0)], (red,))
+    sample(op, ["args"], [mk([2, 3]), prob([3]), *extra], ("mean",))
+    sample(op, ["args"], [mk([2, 3]), prob([2, 3]), t([4]), *extra[1:]], ("mean",))
+    sample(op, ["dtype"], [mk([2, 3], "f64"), prob([2, 3], "f64"), *extra], ("mean",))
+    sample(op, ["dtype"], [mk([2, 3], "f64"), prob([2, 3], "f64"), t([3], "f64"), *extra[1:]], ("none",))
+    sample(op, ["dtype"], [t([2, 3], "i64", lo=0, hi=1), t([2, 3], "i64", lo=0, hi=1), *extra], ("mean",))
+    sample(op, ["promo"], [mk([2, 3]), prob([2, 3], "f64"), *extra], ("mean",))
+    sample(op, ["promo"], [mk([2, 3], "f64"), prob([2, 3]), *extra], ("none",))
+    if logits:
+        sample(op, ["extreme"], [T([[math.inf, -math.inf, math.nan], [100.0, -100.0, 0]]),
+                                 prob([2, 3]), None, None], ("none",))
+    else:
+        sample(op, ["extreme"], [T([[0.0, 1.0, 1e-40], [1e-30, 1 - 1e-7, 0.5]]),
+                                 T([[0.0, 1.0, 0.5], [1.0, 0.0, 0.5]]), None], ("none",))
+    sample(op, ["large"], [mk([3, 700]), prob([3, 700]), *extra], ("mean",))
+    for red in ("mean", "sum", "none"):
+        sample(op, ["empty"], [mk([0, 3]), prob([0, 3]), *extra], (red,))
+    sample(op, ["0d"], [mk([]), prob([]), *extra], ("mean",))
+    for v, tag, base in (("s", "noncontig", [2, 6]), ("t", "transposed", [3, 2]),
+                         ("e", "expanded", [2, 3])):
+        sample(op, [tag], [mk(base, "f32", v), prob([2, 3]), *extra], ("mean",))
+        sample(op, [tag], [mk([2, 3]), prob(base, "f32", v), *extra], ("mean",))
+
+
+@samples_for("kl_div")
+def kl_div(op):
+    lp = lambda s, dt="f32", v="c": T(torch.log(rnd(s, lo=0, hi=1) / 2 + 0.25), dt, v)
+    for red in ("mean", "sum", "none"):
+        for lt in (0, 1):
+            sample(op, ["plain", "args"], [lp([2, 3]), prob([2, 3]) if not lt else lp([2, 3])],
+                   (red, lt))
+    sample(op, ["args"], [lp([2, 3]), T([[0.0, 0.5, 1.0], [0.25, 0.0, 0.75]])], ("none", 0))
+    sample(op, ["bcast"], [lp([2, 3]), prob([3])], ("none", 0))
+    sample(op, ["args"], [lp([2, 3]), prob([4])], ("none", 0))
+    sample(op, ["dtype"], [lp([2, 3], "f64"), prob([2, 3], "f64")], ("sum", 0))
+    sample(op, ["dtype"], [t([2, 3], "i64"), t([2, 3], "i64")], ("sum", 0))
+    sample(op, ["promo"], [lp([2, 3]), prob([2, 3], "f64")], ("none", 1))
+    sample(op, ["extreme"], [T([[-math.inf, 0, math.nan], [-1e30, 1e-40, 0]]),
+                             T([[0.5, 0, 0.5], [math.inf, 1, math.nan]])], ("none", 0))
+    sample(op, ["large"], [lp([3, 700]), prob([3, 700])], ("mean", 0))
+    sample(op, ["empty"], [lp([0, 3]), prob([0, 3])], ("mean", 0))
+    sample(op, ["0d"], [lp([]), prob([])], ("sum", 1))
+    for v, tag, base in (("s", "noncontig", [2, 6]), ("t", "transposed", [3, 2]),
+                         ("e", "expanded", [2, 3])):
+        sample(op, [tag], [lp(base, "f32", v), prob([2, 3])], ("mean", 0))
+        sample(op, [tag], [lp([2, 3]), prob(base, "f32", v)], ("mean", 0))
+
+# ==== end of nn and linalg ========================================================
+
+
 def main():
     global ROW
     read_ops_def()

@@ -1,0 +1,150 @@
+/* test_nnops.c - the nn and linalg ops of ops.def's "nn and linalg" section
+ * beyond what test_opinfo.c (values against PyTorch, eager and compiled) and
+ * test_autograd.c (gradients) check: the DCOMP path itself (a composite with
+ * no kernel runs its decomposition eagerly; a trace without gradients keeps
+ * the composite node, one with gradients records its prims) and every error
+ * path, eager and compiled, with messages naming the op and the shapes. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "util.h"
+
+
+static tj_tensor *T2(int64_t r, int64_t c, tj_dtype dt)
+{
+    return tj_rand(dt, 2, (int64_t[]){r, c});
+}
+
+/* ---- the DCOMP path ----------------------------------------------------------------------- */
+
+static tj_tensor *model_mse(void *ctx, tj_tensor *const *args, int nargs)
+{
+    (void)ctx, (void)nargs;
+    return tj_mse_loss(args[0], args[1], TJ_REDUCTION_MEAN);
+}
+
+static void test_dcomp_traced_keeps_composite(void **state)
+{
+    (void)state;
+    tj_tensor *args[2] = {T2(3, 4, TJ_F32), T2(3, 4, TJ_F32)};
+    tj_tensor *want = tj_mse_loss(args[0], args[1], TJ_REDUCTION_MEAN);
+    tj_compiled *m = tj_compile(model_mse, NULL, &(tj_compile_options){.name = "mse"});
+    assert_non_null(m);
+    tj_tensor *got = tj_call(m, args, 2);
+    assert_non_null(got);
+    tu_assert_close(got, want, 1e-6, 0);
+    char *text = tj_explain(m);
+    assert_non_null(text);
+    if (!strstr(text, "graph 1: 1 nodes"))   /* the composite, not its prims */
+        fail_msg("not one node in:\n%s", text);
+    free(text);
+    tj_compiled_free(m);
+}
+
+static void test_dcomp_grad_records_prims(void **state)
+{
+    (void)state;
+    tj_tensor *x = tj_from_data(TJ_F64, 1, (int64_t[]){3}, (double[]){1, 2, 3});
+    tj_tensor *y = tj_from_data(TJ_F64, 1, (int64_t[]){3}, (double[]){0, 4, 3});
+    assert_int_equal(tj_requires_grad(x, true), 0);
+    tj_tensor *l = tj_mse_loss(x, y, TJ_REDUCTION_SUM);
+    assert_non_null(l);
+    assert_true(tj_get_requires_grad(l));
+    assert_int_equal(tj_backward(l), 0);
+    tj_tensor *g = tj_grad(x);   /* 2 (x - y) */
+    assert_non_null(g);
+    tu_assert_close(g, tj_from_data(TJ_F64, 1, (int64_t[]){3}, (double[]){2, -4, 0}), 0, 0);
+}
+
+/* ---- errors ------------------------------------------------------------------------------- */
+
+typedef struct err_case {
+    int which;
+} err_case;
+
+static tj_tensor *apply(int which, tj_tensor *const *a, int n)
+{
+    tj_tensor *a2 = n > 2 ? a[2] : NULL;
+    switch (which) {
+    case 0: return tj_mse_loss(a[0], a[1], TJ_REDUCTION_MEAN);
+    case 1: return tj_l1_loss(a[0], a[1], (tj_reduction)7);
+    case 2: return tj_smooth_l1_loss(a[0], a[1], TJ_REDUCTION_SUM, -1);
+    case 3: return tj_huber_loss(a[0], a[1], TJ_REDUCTION_SUM, 0);
+    case 4: return tj_huber_loss(a[0], a[1], TJ_REDUCTION_SUM, 1);
+    case 5: return tj_binary_cross_entropy(a[0], a[1], a2, TJ_REDUCTION_MEAN);
+    case 6: return tj_binary_cross_entropy_with_logits(a[0], a[1], NULL, a2, TJ_REDUCTION_MEAN);
+    default: return tj_kl_div(a[0], a[1], TJ_REDUCTION_MEAN, false);
+    }
+}
+
+static tj_tensor *model_err(void *ctx, tj_tensor *const *args, int nargs)
+{
+    return apply(((err_case *)ctx)->which, args, nargs);
+}
+
+/* Fails eagerly and compiled with a message holding head and why. */
+static void check_error(int which, tj_tensor *const *args, int nargs, const char *head,
+                        const char *why)
+{
+    err_case c = {which};
+    tu_assert_error(apply(which, args, nargs), head, why, NULL);
+    tj_compiled *m = tj_compile(model_err, &c, &(tj_compile_options){.name = "err"});
+    assert_non_null(m);
+    tu_assert_error(tj_call(m, (tj_tensor **)args, nargs), head, why, NULL);
+    tj_compiled_free(m);
+}
+
+static void test_loss_errors(void **state)
+{
+    (void)state;
+    tj_tensor *x = T2(2, 3, TJ_F32), *x4 = tj_rand(TJ_F32, 1, (int64_t[]){4});
+    tj_tensor *i = tj_ones(TJ_I64, 2, (int64_t[]){2, 3}), *d = T2(2, 3, TJ_F64);
+    check_error(0, (tj_tensor *[]){x, x4}, 2, "mse_loss(f32[2,3], f32[4])",
+                "input and target shapes cannot be broadcast together");
+    check_error(0, (tj_tensor *[]){i, i}, 2, "mse_loss(i64[2,3], i64[2,3])",
+                "the loss is computed in float, got i64");
+    check_error(1, (tj_tensor *[]){x, x}, 2, "l1_loss(f32[2,3], f32[2,3])",
+                "reduction 7 is not one of mean, sum, none");
+    check_error(2, (tj_tensor *[]){x, x}, 2, "smooth_l1_loss", "beta -1 must not be negative");
+    check_error(3, (tj_tensor *[]){x, x}, 2, "huber_loss", "delta 0 must be positive");
+    check_error(4, (tj_tensor *[]){i, x}, 2, "huber_loss(i64[2,3], f32[2,3])",
+                "input must be float, got i64");
+    check_error(5, (tj_tensor *[]){x, d, NULL}, 2, "binary_cross_entropy(f32[2,3], f64[2,3])",
+                "target must have the dtype of the input, f32, got f64");
+    check_error(5, (tj_tensor *[]){x, x4, NULL}, 2, "binary_cross_entropy(f32[2,3], f32[4])",
+                "target must have the shape of the input");
+    check_error(5, (tj_tensor *[]){x, x, x4}, 3, "binary_cross_entropy(f32[2,3], f32[2,3], f32[4])",
+                "weight must broadcast to the input's shape");
+    check_error(5, (tj_tensor *[]){x, x, i}, 3, "binary_cross_entropy", "weight must be float, got i64");
+    check_error(6, (tj_tensor *[]){x, x, x4}, 3, "binary_cross_entropy_with_logits",
+                "pos_weight must broadcast to the input's shape");
+    check_error(6, (tj_tensor *[]){i, i, NULL}, 2, "binary_cross_entropy_with_logits",
+                "logits and target must be float, got i64 and i64");
+    check_error(7, (tj_tensor *[]){x, i}, 2, "kl_div(f32[2,3], i64[2,3])",
+                "input and target must be float, got f32 and i64");
+    /* NULL inputs: NULL, keeping the first error */
+    tj_clear_error();
+    assert_null(tj_mse_loss(NULL, x, TJ_REDUCTION_MEAN));
+    assert_null(tj_kl_div(x, NULL, TJ_REDUCTION_MEAN, true));
+    tj_clear_error();
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_dcomp_traced_keeps_composite),
+        T(test_dcomp_grad_records_prims),
+        T(test_loss_errors),
+    };
+#undef T
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
