@@ -435,6 +435,24 @@ tj_tensor *tj_binary_cross_entropy_with_logits(tj_tensor *logits, tj_tensor *tar
                                                tj_reduction reduction);
 tj_tensor *tj_kl_div(tj_tensor *input, tj_tensor *target, tj_reduction reduction,
                      bool log_target);
+/* Products on matmul (operands of one dtype): tj_bmm [B,N,K] x [B,K,M] (no
+ * broadcasting), tj_mv [N,M] x [M], tj_dot [N] x [N] -> 0-dim, tj_outer [N],
+ * [M] -> [N,M] (promoted). tj_addmm/addmv/baddbmm: beta c + alpha (a b), c
+ * broadcast to the product (beta 0 ignores c, NaN too; integer operands take
+ * integral beta and alpha). tj_tensordot: dims_a[k] of a contracts with
+ * dims_b[k] of b; the result has a's other dims, then b's. tj_trace: the sum
+ * of a matrix's diagonal (integers give i64). tj_cross: the cross product of
+ * 3-vectors along dim (torch.linalg.cross; a and b broadcast). */
+tj_tensor *tj_bmm(tj_tensor *a, tj_tensor *b);
+tj_tensor *tj_mv(tj_tensor *m, tj_tensor *v);
+tj_tensor *tj_dot(tj_tensor *a, tj_tensor *b);
+tj_tensor *tj_outer(tj_tensor *a, tj_tensor *b);
+tj_tensor *tj_addmm(tj_tensor *c, tj_tensor *a, tj_tensor *b, double beta, double alpha);
+tj_tensor *tj_addmv(tj_tensor *c, tj_tensor *m, tj_tensor *v, double beta, double alpha);
+tj_tensor *tj_baddbmm(tj_tensor *c, tj_tensor *a, tj_tensor *b, double beta, double alpha);
+tj_tensor *tj_tensordot(tj_tensor *a, tj_tensor *b, const int *dims_a, const int *dims_b, int n);
+tj_tensor *tj_trace(tj_tensor *x);
+tj_tensor *tj_cross(tj_tensor *a, tj_tensor *b, int dim);
 /* ==== end of nn and linalg ops ============================================= */
 
 /* ---- data movement ----------------------------------------------------- */
@@ -812,6 +830,16 @@ TJ_API_END
 #define tj_binary_cross_entropy(...) (tj__callsite(__FILE__, __LINE__), tj_binary_cross_entropy(__VA_ARGS__))
 #define tj_binary_cross_entropy_with_logits(...) (tj__callsite(__FILE__, __LINE__), tj_binary_cross_entropy_with_logits(__VA_ARGS__))
 #define tj_kl_div(...) (tj__callsite(__FILE__, __LINE__), tj_kl_div(__VA_ARGS__))
+#define tj_bmm(...) (tj__callsite(__FILE__, __LINE__), tj_bmm(__VA_ARGS__))
+#define tj_mv(...) (tj__callsite(__FILE__, __LINE__), tj_mv(__VA_ARGS__))
+#define tj_dot(...) (tj__callsite(__FILE__, __LINE__), tj_dot(__VA_ARGS__))
+#define tj_outer(...) (tj__callsite(__FILE__, __LINE__), tj_outer(__VA_ARGS__))
+#define tj_addmm(...) (tj__callsite(__FILE__, __LINE__), tj_addmm(__VA_ARGS__))
+#define tj_addmv(...) (tj__callsite(__FILE__, __LINE__), tj_addmv(__VA_ARGS__))
+#define tj_baddbmm(...) (tj__callsite(__FILE__, __LINE__), tj_baddbmm(__VA_ARGS__))
+#define tj_tensordot(...) (tj__callsite(__FILE__, __LINE__), tj_tensordot(__VA_ARGS__))
+#define tj_trace(...) (tj__callsite(__FILE__, __LINE__), tj_trace(__VA_ARGS__))
+#define tj_cross(...) (tj__callsite(__FILE__, __LINE__), tj_cross(__VA_ARGS__))
 #define tj_cat(...) (tj__callsite(__FILE__, __LINE__), tj_cat(__VA_ARGS__))
 #define tj_stack(...) (tj__callsite(__FILE__, __LINE__), tj_stack(__VA_ARGS__))
 #define tj_split(...) (tj__callsite(__FILE__, __LINE__), tj_split(__VA_ARGS__))

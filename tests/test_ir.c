@@ -103,6 +103,12 @@ static int example_lists(in_list *out)
         {4, {TY(F32, 2, 4, 8), TY(F32, 2, 4, 8), TY(F32, 2, 4, 8), TY(F32, 4, 4)}},
         {4, {TY(F32, 2, 4, 8), TY(F32, 2, 4, 8), TY(F32, 2, 4, 8), TY(BOOL, 4, 4)}},
         {5, {TY(F32, 2, 3, 4, 4), TY(F32, 3), TY(F32, 3), TY(F32, 3), TY(F32, 3)}},
+        /* nn and linalg (issue 11) */
+        {2, {TY(F32, 2, 3, 4), TY(F32, 2, 4, 5)}},
+        {2, {TY(F32, 4), TY(F32, 4)}},
+        {3, {TY(F32, 2, 3, 5), TY(F32, 2, 3, 4), TY(F32, 2, 4, 5)}},
+        {3, {TY(F32, 3, 5), TY(F32, 3, 4), TY(F32, 4, 5)}},
+        {3, {TY(F32, 3), TY(F32, 3, 4), TY(F32, 4)}},
     };
     int n = (int)(sizeof lists / sizeof *lists);
     memcpy(out, lists, sizeof lists);
@@ -135,6 +141,7 @@ static const struct {
     {"ceil_mode", {"0", "1"}},      {"divisor_override", {"0", "3"}},
     /* nn and linalg (issue 11) */
     {"delta", {"1", "0.5"}},        {"log_target", {"0", "1"}},
+    {"dims_a", {"1", ""}},          {"dims_b", {"0", ""}},
 };
 
 static int examples_of(const char *attr, const char *const **vals)

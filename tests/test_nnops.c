@@ -137,6 +137,60 @@ static void test_loss_errors(void **state)
     tj_clear_error();
 }
 
+static tj_tensor *model_linalg(void *ctx, tj_tensor *const *a, int n)
+{
+    (void)n;
+    switch (((err_case *)ctx)->which) {
+    case 0: return tj_bmm(a[0], a[1]);
+    case 1: return tj_mv(a[0], a[1]);
+    case 2: return tj_dot(a[0], a[1]);
+    case 3: return tj_addmm(a[0], a[1], a[2], 0.5, 1);
+    case 4: return tj_tensordot(a[0], a[1], (int[]){1, 1}, (int[]){0, 1}, 2);
+    case 5: return tj_trace(a[0]);
+    case 6: return tj_tensordot(a[0], a[1], (int[]){2}, (int[]){0}, 1);
+    default: return tj_cross(a[0], a[1], 1);
+    }
+}
+
+static void check_linalg_error(int which, tj_tensor *const *args, int nargs, const char *head,
+                               const char *why)
+{
+    err_case c = {which};
+    tu_assert_error(model_linalg(&c, args, nargs), head, why, NULL);
+    tj_compiled *m = tj_compile(model_linalg, &c, &(tj_compile_options){.name = "err"});
+    assert_non_null(m);
+    tu_assert_error(tj_call(m, (tj_tensor **)args, nargs), head, why, NULL);
+    tj_compiled_free(m);
+}
+
+static void test_linalg_errors(void **state)
+{
+    (void)state;
+    tj_tensor *a3 = tj_rand(TJ_F32, 3, (int64_t[]){2, 3, 4});
+    tj_tensor *b3 = tj_rand(TJ_F32, 3, (int64_t[]){3, 4, 5});
+    tj_tensor *m = T2(3, 4, TJ_F32), *v = tj_rand(TJ_F32, 1, (int64_t[]){3});
+    tj_tensor *mi = tj_ones(TJ_I64, 2, (int64_t[]){3, 4}), *b = tj_ones(TJ_BOOL, 2, (int64_t[]){3, 3});
+    check_linalg_error(0, (tj_tensor *[]){a3, b3}, 2, "bmm(f32[2,3,4], f32[3,4,5])",
+                       "batch sizes differ: 2 and 3");
+    check_linalg_error(0, (tj_tensor *[]){m, b3}, 2, "bmm(f32[3,4], f32[3,4,5])",
+                       "a must be 3-D [B,N,K], got 2-D");
+    check_linalg_error(1, (tj_tensor *[]){m, v}, 2, "mv(f32[3,4], f32[3])", "inner dimensions differ");
+    check_linalg_error(2, (tj_tensor *[]){v, m}, 2, "dot(f32[3], f32[3,4])", "b must be 1-D [N], got 2-D");
+    check_linalg_error(3, (tj_tensor *[]){tj_ones(TJ_I64, 2, (int64_t[]){3, 3}), mi, tj_ones(TJ_I64, 2, (int64_t[]){4, 3})}, 3, "addmm",
+                       "beta 0.5 must be integral for i64 operands");
+    check_linalg_error(3, (tj_tensor *[]){m, m, T2(4, 3, TJ_F32)}, 3, "addmm(f32[3,4], f32[3,4], f32[4,3])",
+                       "input f32[3,4] does not broadcast to the product's shape f32[3,3]");
+    check_linalg_error(4, (tj_tensor *[]){m, m}, 2, "tensordot", "dims_a dim 1 appears twice");
+    check_linalg_error(6, (tj_tensor *[]){a3, m}, 2, "tensordot(f32[2,3,4], f32[3,4])",
+                       "contracted dims differ in size: 4 (a dim 2) and 3 (b dim 0)");
+    check_linalg_error(5, (tj_tensor *[]){a3}, 1, "trace(f32[2,3,4])", "input must be 2-D [N,M], got 3-D");
+    check_linalg_error(5, (tj_tensor *[]){b}, 1, "trace(bool[3,3])", "not supported");
+    check_linalg_error(7, (tj_tensor *[]){m, m}, 2, "cross(f32[3,4], f32[3,4])",
+                       "dim 1 must have size 3 in both operands, got 4 and 4");
+    check_linalg_error(7, (tj_tensor *[]){m, mi}, 2, "cross", "both operands must have one dtype");
+    tu_assert_error(tj_tensordot(m, m, (int[]){0}, (int[]){0}, -1), "tensordot", "-1 contracted dims", NULL);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
@@ -144,6 +198,7 @@ int main(void)
         T(test_dcomp_traced_keeps_composite),
         T(test_dcomp_grad_records_prims),
         T(test_loss_errors),
+        T(test_linalg_errors),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

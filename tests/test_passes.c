@@ -324,6 +324,19 @@ static const char *const composite_cases[] = {
     G("%x: f32[s0,4], %y: f32[s0,4]",
       "%0 = mse_loss %x, %y {reduction=mean} : f32[]\n"
       " %1 = huber_loss %x, %y {reduction=sum, delta=1} : f32[]\n return %0, %1"),
+    G("%a: f32[2,3,4], %b: f32[2,4,5], %c: f32[2,3,5], %m: f32[3,4], %v: f32[4], %w: f32[3], "
+      "%s: f32[3,3], %t: f32[4,3], %i: i32[3,3]",
+      "%0 = bmm %a, %b : f32[2,3,5]\n %1 = mv %m, %v : f32[3]\n %2 = dot %v, %v : f32[]\n"
+      " %3 = outer %w, %v : f32[3,4]\n %4 = addmm %s, %m, %t {beta=0.5, alpha=2} : f32[3,3]\n"
+      " %5 = addmv %w, %m, %v {beta=0, alpha=1} : f32[3]\n"
+      " %6 = baddbmm %c, %a, %b {beta=1, alpha=-1} : f32[2,3,5]\n"
+      " %7 = tensordot %a, %b {dims_a=[2,0], dims_b=[1,0]} : f32[3,5]\n return %0, %1, %2, %3, %4, %5, %6, %7"),
+    G("%m: f32[3,4], %s: f32[3,3], %i: i32[3,3]",
+      "%0 = trace %m : f32[]\n %1 = trace %i : i64[]\n %2 = cross %s, %s {dim=0} : f32[3,3]\n"
+      " return %0, %1, %2"),
+    G("%a: f32[s0,3,4], %b: f32[s0,4,5], %m: f32[s0,4], %v: f32[4], %x: f32[s0,3]",
+      "%0 = bmm %a, %b : f32[s0,3,5]\n %1 = mv %m, %v : f32[s0]\n"
+      " %2 = cross %x, %x {dim=1} : f32[s0,3]\n return %0, %1, %2"),
 };
 
 static void test_every_composite_decomposes(void **state)

@@ -89,6 +89,12 @@ NN_GRAD = {
         pos_weight=i[3] if len(i) > 3 else None),
     "kl_div": lambda i, a: F.kl_div(i[0], i[1], reduction=a["reduction"],
                                     log_target=a["log_target"]),
+    **{op: (lambda op: lambda i, a: getattr(torch, op)(*i))(op) for op in ("bmm", "mv", "dot", "outer")},
+    **{op: (lambda op: lambda i, a: getattr(torch, op)(*i, beta=a["beta"], alpha=a["alpha"]))(op)
+       for op in ("addmm", "addmv", "baddbmm")},
+    "tensordot": lambda i, a: torch.tensordot(i[0], i[1], dims=(a["dims_a"], a["dims_b"])),
+    "trace": lambda i, a: torch.trace(i[0]),
+    "cross": lambda i, a: torch.linalg.cross(i[0], i[1], dim=a["dim"]),
 }
 # ==== end of nn and linalg ==========================================================
 

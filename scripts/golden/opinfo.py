@@ -1331,6 +1331,124 @@ def kl_div(op):
         sample(op, [tag], [lp(base, "f32", v), prob([2, 3])], ("mean", 0))
         sample(op, [tag], [lp([2, 3]), prob(base, "f32", v)], ("mean", 0))
 
+
+REF.update({
+    "bmm": torch.bmm, "mv": torch.mv, "dot": torch.dot, "outer": torch.outer,
+    "addmm": lambda c, a, b, beta, alpha: torch.addmm(c, a, b, beta=beta, alpha=alpha),
+    "addmv": lambda c, a, b, beta, alpha: torch.addmv(c, a, b, beta=beta, alpha=alpha),
+    "baddbmm": lambda c, a, b, beta, alpha: torch.baddbmm(c, a, b, beta=beta, alpha=alpha),
+    "tensordot": lambda a, b, da, db: torch.tensordot(a, b, dims=(list(da), list(db))),
+    "trace": torch.trace,
+    "cross": lambda a, b, dim: torch.linalg.cross(a, b, dim=dim),
+})
+TOL.update({op: (1e-5, 1e-12, 1e-6, 1e-5) for op in (
+    "bmm", "mv", "dot", "outer", "addmm", "addmv", "baddbmm", "tensordot", "trace", "cross")})
+
+PRODUCTS = {"bmm": ([2, 3, 4], [2, 4, 5]), "mv": ([3, 4], [4]), "dot": ([4], [4]),
+            "outer": ([3], [4])}
+
+
+@samples_for(*PRODUCTS)
+def products(op):
+    a, b = PRODUCTS[op]
+    sample(op, ["plain"], [t(a), t(b)])
+    for dt in DT:
+        if dt not in ("f32", "bool"):
+            sample(op, ["dtype"], [t(a, dt), t(b, dt)])
+    sample(op, ["promo"], [t(a), t(b, "f64")])
+    sample(op, ["args"], [t(a[:-1] + [a[-1] + 1]), t(b)])          # inner sizes differ
+    sample(op, ["args"], [t(a + [1]), t(b)])                         # wrong ndim
+    sample(op, ["extreme"], [T(torch.tensor((EXTREME * 4)[:math.prod(a)]).reshape(a)), t(b)])
+    sample(op, ["large"], [T(ramp([a[0] * 100] + a[1:]), "f32", is_ramp=True) if op != "dot" else
+                           T(ramp([700]), "f32", is_ramp=True),
+                           t([b[0]] + b[1:]) if op in ("mv", "outer") else
+                           t([a[0] * 100] + b[1:]) if op == "bmm" else t([700])])
+    sample(op, ["empty"], [t([0] + a[1:]), t(([0] + b[1:]) if op in ("bmm", "dot") else b)])
+    if op != "dot":
+        sample(op, ["empty"], [t(a), t(b[:-1] + [0])])
+    sample(op, ["0d"], [t([]), t(b)])
+    for v, tag in (("s", "noncontig"), ("t", "transposed"), ("e", "expanded")):
+        if len(a) >= 2 or v == "s":
+            base = a[:-1] + [a[-1] * 2] if v == "s" else a[:-2] + [a[-1], a[-2]] if v == "t" else a
+            sample(op, [tag], [t(base, "f32", v) if len(a) >= 2 else t([a[0] * 2], "f32", "c"), t(b)])
+
+
+ADDS = {"addmm": ([3, 5], [3, 4], [4, 5]), "addmv": ([3], [3, 4], [4]),
+        "baddbmm": ([2, 3, 5], [2, 3, 4], [2, 4, 5])}
+
+
+@samples_for(*ADDS)
+def add_products(op):
+    c, a, b = ADDS[op]
+    for beta, alpha in ((1.0, 1.0), (0.5, 2.0), (0.0, 1.0), (-1.0, 0.0), (2.0, -0.5)):
+        sample(op, ["plain", "args"], [t(c), t(a), t(b)], (beta, alpha))
+    sample(op, ["bcast"], [t(c[-1:]), t(a), t(b)], (1.0, 1.0))
+    sample(op, ["bcast"], [t([]), t(a), t(b)], (0.5, 1.0))
+    sample(op, ["args"], [t(c[:-1] + [7]), t(a), t(b)], (1.0, 1.0))
+    sample(op, ["extreme", "args"], [T(torch.full(c, math.nan)), t(a), t(b)], (0.0, 1.0))
+    for dt in ("f64", "i64", "i32"):
+        sample(op, ["dtype"], [t(c, dt), t(a, dt), t(b, dt)], (2.0, 3.0))
+    sample(op, ["promo"], [t(c, "f64"), t(a), t(b)], (1.0, 1.0))
+    sample(op, ["empty"], [t(c), t(a[:-1] + [0]), t([0] + b[1:] if op != "baddbmm" else [2, 0, 5])],
+           (1.0, 1.0))
+    sample(op, ["noncontig"], [t(c[:-1] + [c[-1] * 2], "f32", "s") if len(c) > 1 else t(c),
+                               t(a[:-1] + [a[-1] * 2], "f32", "s"), t(b)], (1.0, 1.0))
+    sample(op, ["transposed"], [t(c), t(a[:-2] + [a[-1], a[-2]], "f32", "t"), t(b)], (1.0, 1.0))
+
+
+@samples_for("tensordot")
+def tensordot(op):
+    for a, b, da, db in (([2, 3, 4], [4, 3, 5], [1, 2], [1, 0]), ([2, 3], [3, 2], [1], [0]),
+                         ([2, 3], [4], [], []), ([2, 3, 4], [3, 4], [-2, -1], [0, 1]),
+                         ([3], [3], [0], [0])):
+        sample(op, ["plain", "args"], [t(a), t(b)], (da, db))
+    sample(op, ["args"], [t([2, 3]), t([3, 2])], ([1], [1]))
+    sample(op, ["args"], [t([2, 3]), t([3, 2])], ([1], [0, 1]))
+    sample(op, ["args"], [t([2, 3]), t([3, 2])], ([1, 1], [0, 0]))
+    sample(op, ["args"], [t([2, 3]), t([3, 2])], ([2], [0]))
+    sample(op, ["dtype"], [t([2, 3], "f64"), t([3, 2], "f64")], ([1], [0]))
+    sample(op, ["dtype"], [t([2, 3], "i64"), t([3, 2], "i64")], ([1], [0]))
+    sample(op, ["promo"], [t([2, 3]), t([3, 2], "f64")], ([1], [0]))
+    sample(op, ["empty"], [t([0, 3]), t([3, 2])], ([1], [0]))
+    sample(op, ["empty"], [t([2, 0]), t([0, 2])], ([1], [0]))
+    sample(op, ["transposed"], [t([3, 2], "f32", "t"), t([3, 2])], ([1], [0]))
+    sample(op, ["noncontig"], [t([2, 6], "f32", "s"), t([3, 2])], ([1], [0]))
+
+
+@samples_for("trace")
+def trace(op):
+    for shape in ([3, 3], [2, 4], [4, 2], [1, 1]):
+        sample(op, ["plain"], [t(shape)])
+    for dt in DT:
+        if dt != "f32":
+            sample(op, ["dtype"], [t([3, 3], dt)])
+    sample(op, ["extreme"], [T([[math.inf, 0], [0, math.nan]])])
+    sample(op, ["args"], [t([2, 2, 2])])
+    sample(op, ["empty"], [t([0, 3])])
+    sample(op, ["0d"], [t([])])
+    sample(op, ["large"], [T(ramp([300, 300]), "f32", is_ramp=True)])
+    for v, tag, base in (("s", "noncontig", [3, 6]), ("t", "transposed", [3, 4]),
+                         ("e", "expanded", [3, 3])):
+        sample(op, [tag], [t(base, "f32", v)])
+
+
+@samples_for("cross")
+def cross(op):
+    sample(op, ["plain", "args"], [t([2, 3]), t([2, 3])], (-1,))
+    sample(op, ["args"], [t([3, 2]), t([3, 2])], (0,))
+    sample(op, ["bcast", "args"], [t([1, 3]), t([4, 3])], (1,))
+    sample(op, ["args"], [t([2, 3]), t([2, 3])], (0,))
+    sample(op, ["args"], [t([2, 3]), t([2, 3])], (2,))
+    sample(op, ["args"], [t([3]), t([2, 3])], (-1,))
+    for dt in ("f64", "i64", "i32", "i16"):
+        sample(op, ["dtype"], [t([2, 3], dt), t([2, 3], dt)], (1,))
+    sample(op, ["promo"], [t([2, 3]), t([2, 3], "f64")], (1,))
+    sample(op, ["extreme"], [T([[math.inf, 0, 1], [math.nan, 1, 2]]), t([2, 3])], (1,))
+    sample(op, ["empty"], [t([0, 3]), t([0, 3])], (1,))
+    sample(op, ["transposed"], [t([3, 2], "f32", "t"), t([2, 3])], (1,))
+    sample(op, ["expanded"], [t([2, 3], "f32", "e"), t([2, 3])], (1,))
+    sample(op, ["noncontig"], [t([3, 4], "f32", "s"), t([3, 2])], (0,))
+
 # ==== end of nn and linalg ========================================================
 
 
