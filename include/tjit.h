@@ -453,6 +453,17 @@ tj_tensor *tj_baddbmm(tj_tensor *c, tj_tensor *a, tj_tensor *b, double beta, dou
 tj_tensor *tj_tensordot(tj_tensor *a, tj_tensor *b, const int *dims_a, const int *dims_b, int n);
 tj_tensor *tj_trace(tj_tensor *x);
 tj_tensor *tj_cross(tj_tensor *a, tj_tensor *b, int dim);
+/* 1-D convolution and pools, torch's (x [N,C,L] or [C,L]; w [O,C/groups,K]):
+ * conv2d and the 2-D pools at H = 1. A pool's stride 0 means the kernel size
+ * (torch's None). Pixel shuffles: [.., C r^2, H, W] <-> [.., C, H r, W r]. */
+tj_tensor *tj_conv1d(tj_tensor *x, tj_tensor *w, tj_tensor *bias, int64_t stride,
+                     int64_t padding, int64_t dilation, int64_t groups);
+tj_tensor *tj_max_pool1d(tj_tensor *x, int64_t kernel, int64_t stride, int64_t padding,
+                         int64_t dilation, bool ceil_mode);
+tj_tensor *tj_avg_pool1d(tj_tensor *x, int64_t kernel, int64_t stride, int64_t padding,
+                         bool count_include_pad, bool ceil_mode);
+tj_tensor *tj_pixel_shuffle(tj_tensor *x, int64_t upscale_factor);
+tj_tensor *tj_pixel_unshuffle(tj_tensor *x, int64_t downscale_factor);
 /* ==== end of nn and linalg ops ============================================= */
 
 /* ---- data movement ----------------------------------------------------- */
@@ -840,6 +851,11 @@ TJ_API_END
 #define tj_tensordot(...) (tj__callsite(__FILE__, __LINE__), tj_tensordot(__VA_ARGS__))
 #define tj_trace(...) (tj__callsite(__FILE__, __LINE__), tj_trace(__VA_ARGS__))
 #define tj_cross(...) (tj__callsite(__FILE__, __LINE__), tj_cross(__VA_ARGS__))
+#define tj_conv1d(...) (tj__callsite(__FILE__, __LINE__), tj_conv1d(__VA_ARGS__))
+#define tj_max_pool1d(...) (tj__callsite(__FILE__, __LINE__), tj_max_pool1d(__VA_ARGS__))
+#define tj_avg_pool1d(...) (tj__callsite(__FILE__, __LINE__), tj_avg_pool1d(__VA_ARGS__))
+#define tj_pixel_shuffle(...) (tj__callsite(__FILE__, __LINE__), tj_pixel_shuffle(__VA_ARGS__))
+#define tj_pixel_unshuffle(...) (tj__callsite(__FILE__, __LINE__), tj_pixel_unshuffle(__VA_ARGS__))
 #define tj_cat(...) (tj__callsite(__FILE__, __LINE__), tj_cat(__VA_ARGS__))
 #define tj_stack(...) (tj__callsite(__FILE__, __LINE__), tj_stack(__VA_ARGS__))
 #define tj_split(...) (tj__callsite(__FILE__, __LINE__), tj_split(__VA_ARGS__))

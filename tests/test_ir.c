@@ -109,6 +109,7 @@ static int example_lists(in_list *out)
         {3, {TY(F32, 2, 3, 5), TY(F32, 2, 3, 4), TY(F32, 2, 4, 5)}},
         {3, {TY(F32, 3, 5), TY(F32, 3, 4), TY(F32, 4, 5)}},
         {3, {TY(F32, 3), TY(F32, 3, 4), TY(F32, 4)}},
+        {2, {TY(F32, 2, 3, 8), TY(F32, 4, 3, 2)}},
     };
     int n = (int)(sizeof lists / sizeof *lists);
     memcpy(out, lists, sizeof lists);
@@ -142,6 +143,7 @@ static const struct {
     /* nn and linalg (issue 11) */
     {"delta", {"1", "0.5"}},        {"log_target", {"0", "1"}},
     {"dims_a", {"1", ""}},          {"dims_b", {"0", ""}},
+    {"upscale_factor", {"1", "2"}}, {"downscale_factor", {"1"}},
 };
 
 static int examples_of(const char *attr, const char *const **vals)

@@ -191,6 +191,29 @@ static void test_linalg_errors(void **state)
     tu_assert_error(tj_tensordot(m, m, (int[]){0}, (int[]){0}, -1), "tensordot", "-1 contracted dims", NULL);
 }
 
+/* Eager messages; the opinfo samples where PyTorch raises run them compiled. */
+static void test_nn_errors(void **state)
+{
+    (void)state;
+    tj_tensor *x = tj_rand(TJ_F32, 3, (int64_t[]){2, 4, 9}), *w2 = T2(6, 4, TJ_F32);
+    tu_assert_error(tj_conv1d(x, w2, NULL, 1, 0, 1, 1), "conv1d(f32[2,4,9], f32[6,4])",
+                    "weight must be 3-D [out, in/groups, K], got 2-D", NULL);
+    tu_assert_error(tj_conv1d(w2, tj_rand(TJ_F32, 3, (int64_t[]){6, 4, 3}), NULL, 1, 0, 1, 3),
+                    "conv1d(f32[6,4], f32[6,4,3])", NULL);
+    tu_assert_error(tj_max_pool1d(tj_rand(TJ_F32, 1, (int64_t[]){9}), 2, 0, 0, 1, false),
+                    "max_pool1d(f32[9])", "input must be 2-D [C,L] or 3-D [N,C,L], got 1-D", NULL);
+    tu_assert_error(tj_avg_pool1d(x, 2, -1, 0, true, false), "avg_pool1d(f32[2,4,9])",
+                    "stride -1 must be positive (0: the kernel size)", NULL);
+    tu_assert_error(tj_pixel_shuffle(w2, 2), "pixel_shuffle(f32[6,4])",
+                    "input must have at least 3 dims", NULL);
+    tj_tensor *img = tj_rand(TJ_F32, 4, (int64_t[]){1, 6, 2, 2});
+    tu_assert_error(tj_pixel_shuffle(img, 2), "pixel_shuffle(f32[1,6,2,2])",
+                    "channels 6 are not divisible by upscale_factor^2 = 4", NULL);
+    tu_assert_error(tj_pixel_unshuffle(tj_rand(TJ_F32, 4, (int64_t[]){1, 6, 3, 2}), 2),
+                    "pixel_unshuffle(f32[1,6,3,2])", "spatial size 3 is not divisible", NULL);
+    tu_assert_error(tj_pixel_unshuffle(img, 0), "downscale_factor 0 must be positive", NULL);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
@@ -199,6 +222,7 @@ int main(void)
         T(test_dcomp_grad_records_prims),
         T(test_loss_errors),
         T(test_linalg_errors),
+        T(test_nn_errors),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -337,6 +337,12 @@ static const char *const composite_cases[] = {
     G("%a: f32[s0,3,4], %b: f32[s0,4,5], %m: f32[s0,4], %v: f32[4], %x: f32[s0,3]",
       "%0 = bmm %a, %b : f32[s0,3,5]\n %1 = mv %m, %v : f32[s0]\n"
       " %2 = cross %x, %x {dim=1} : f32[s0,3]\n return %0, %1, %2"),
+    G("%x: f32[2,4,9], %w: f32[6,2,3], %b: f32[6], %p: f32[1,8,2,3], %s: f32[s0,4,9]",
+      "%0 = conv1d %x, %w, %b {stride=2, padding=1, dilation=1, groups=2} : f32[2,6,5]\n"
+      " %1 = max_pool1d %x {kernel=3, stride=2, padding=1, dilation=1, ceil_mode=true} : f32[2,4,5]\n"
+      " %2 = avg_pool1d %s {kernel=3, stride=0, padding=1, count_include_pad=false, ceil_mode=false} : f32[s0,4,3]\n"
+      " %3 = pixel_shuffle %p {upscale_factor=2} : f32[1,2,4,6]\n"
+      " %4 = pixel_unshuffle %3 {downscale_factor=2} : f32[1,8,2,3]\n return %0, %1, %2, %3, %4"),
 };
 
 static void test_every_composite_decomposes(void **state)

@@ -95,6 +95,14 @@ NN_GRAD = {
     "tensordot": lambda i, a: torch.tensordot(i[0], i[1], dims=(a["dims_a"], a["dims_b"])),
     "trace": lambda i, a: torch.trace(i[0]),
     "cross": lambda i, a: torch.linalg.cross(i[0], i[1], dim=a["dim"]),
+    "conv1d": lambda i, a: F.conv1d(i[0], i[1], i[2] if len(i) > 2 else None, a["stride"],
+                                    a["padding"], a["dilation"], a["groups"]),
+    "max_pool1d": lambda i, a: F.max_pool1d(i[0], a["kernel"], a["stride"] or None, a["padding"],
+                                            a["dilation"], a["ceil_mode"]),
+    "avg_pool1d": lambda i, a: F.avg_pool1d(i[0], a["kernel"], a["stride"] or None, a["padding"],
+                                            a["ceil_mode"], a["count_include_pad"]),
+    "pixel_shuffle": lambda i, a: F.pixel_shuffle(i[0], a["upscale_factor"]),
+    "pixel_unshuffle": lambda i, a: F.pixel_unshuffle(i[0], a["downscale_factor"]),
 }
 # ==== end of nn and linalg ==========================================================
 

@@ -1449,6 +1449,78 @@ def cross(op):
     sample(op, ["expanded"], [t([2, 3], "f32", "e"), t([2, 3])], (1,))
     sample(op, ["noncontig"], [t([3, 4], "f32", "s"), t([3, 2])], (0,))
 
+REF.update({
+    "conv1d": lambda x, w, b, s, p, d, g: F.conv1d(x, w, b, s, p, d, g),
+    "max_pool1d": lambda x, k, s, p, d, c: F.max_pool1d(x, k, s or None, p, d, bool(c)),
+    "avg_pool1d": lambda x, k, s, p, cip, c: F.avg_pool1d(x, k, s or None, p, bool(c), bool(cip)),
+    "pixel_shuffle": F.pixel_shuffle, "pixel_unshuffle": F.pixel_unshuffle,
+})
+TOL.update({op: (1e-5, 1e-12, 1e-6, 1e-5) for op in ("conv1d", "avg_pool1d")})
+
+
+@samples_for("conv1d")
+def conv1d(op):
+    x, w = [2, 4, 9], [6, 4, 3]
+    for s, p, d, g in ((1, 0, 1, 1), (2, 1, 1, 1), (1, 2, 2, 1), (3, 0, 1, 2), (1, 1, 1, 4)):
+        sample(op, ["plain", "args"], [t(x), t([w[0], w[1] // g, w[2]]), t([6])], (s, p, d, g))
+    sample(op, ["args"], [t(x), t(w), None], (1, 0, 1, 1))
+    sample(op, ["args"], [t([4, 9]), t(w), None], (1, 0, 1, 1))
+    sample(op, ["args"], [t(x), t([6, 3, 3]), None], (1, 0, 1, 1))
+    sample(op, ["args"], [t([2, 4, 2]), t(w), None], (1, 0, 1, 1))
+    sample(op, ["args"], [t(x), t([6, 4, 3, 1]), None], (1, 0, 1, 1))
+    sample(op, ["dtype"], [t(x, "f64"), t(w, "f64"), t([6], "f64")], (1, 1, 1, 1))
+    sample(op, ["promo"], [t(x), t(w, "f64"), None], (1, 0, 1, 1))
+    sample(op, ["extreme"], [T(torch.tensor((EXTREME * 3)[:36]).reshape(1, 4, 9)), t(w), None],
+           (1, 0, 1, 1))
+    sample(op, ["empty"], [t([0, 4, 9]), t(w), None], (1, 0, 1, 1))
+    sample(op, ["large"], [T(ramp([2, 4, 600]), "f32", is_ramp=True), t(w), None], (2, 1, 1, 1))
+    sample(op, ["noncontig"], [t([2, 4, 18], "f32", "s"), t(w), None], (1, 0, 1, 1))
+    sample(op, ["transposed"], [t([2, 9, 4], "f32", "t"), t(w), None], (1, 0, 1, 1))
+
+
+def pool1d_samples(op):
+    mx = op == "max_pool1d"
+    x = [2, 3, 9]
+    for k, s, p, d, c in ((2, 0, 0, 1, 0), (3, 1, 1, 1, 0), (3, 2, 1, 1, 1), (2, 3, 1, 2, 1),
+                          (4, 2, 2, 1, 0), (9, 1, 0, 1, 0)):
+        if not mx and d != 1:
+            continue
+        for cip in ((None,) if mx else (0, 1)):
+            sample(op, ["plain", "args"], [t(x)], (k, s, p, d, c) if mx else (k, s, p, cip, c))
+    a = (3, 2, 1, 1, 0) if mx else (3, 2, 1, 1, 0)
+    sample(op, ["args"], [t([3, 9])], a)
+    sample(op, ["args"], [t([2, 3])], a)
+    sample(op, ["args"], [t([9])], a)
+    sample(op, ["args"], [t(x)], (3, 2, 2, 1, 0))
+    for dt in ("f64", "i64"):
+        sample(op, ["dtype"], [t(x, dt)], a)
+    sample(op, ["extreme"], [T(torch.tensor(EXTREME[:24]).reshape(1, 2, 12))], a)
+    sample(op, ["empty"], [t([0, 3, 9])], a)
+    sample(op, ["large"], [T(ramp([2, 3, 700]), "f32", is_ramp=True)], a)
+    sample(op, ["noncontig"], [t([2, 3, 18], "f32", "s")], a)
+    sample(op, ["transposed"], [t([2, 9, 3], "f32", "t")], a)
+
+
+SAMPLES["max_pool1d"] = SAMPLES["avg_pool1d"] = pool1d_samples
+
+
+@samples_for("pixel_shuffle", "pixel_unshuffle")
+def pixel_shuffles(op):
+    up = op == "pixel_shuffle"
+    for shape, r in (([1, 8, 2, 3], 2), ([2, 9, 2, 2], 3), ([4, 3, 3], 1), ([2, 1, 4, 2, 3], 2)):
+        if not up:
+            shape = shape[:-3] + [shape[-3] // (r * r), shape[-2] * r, shape[-1] * r]
+        sample(op, ["plain", "args"], [t(shape)], (r,))
+    bad = [1, 6, 2, 2] if up else [1, 2, 3, 4]
+    sample(op, ["args"], [t(bad)], (2,))
+    sample(op, ["args"], [t([4, 4])], (2,))
+    sample(op, ["args"], [t([1, 4, 2, 2])], (0,))
+    for dt in ("f64", "i64", "u8", "bool"):
+        sample(op, ["dtype"], [t([1, 4, 2, 2], dt)], (2,))
+    sample(op, ["empty"], [t([0, 4, 2, 2])], (2,))
+    sample(op, ["noncontig"], [t([1, 4, 2, 4], "f32", "s")], (2,))
+    sample(op, ["transposed"], [t([1, 4, 2, 2], "f32", "t")], (2,))
+
 # ==== end of nn and linalg ========================================================
 
 
