@@ -464,6 +464,23 @@ tj_tensor *tj_avg_pool1d(tj_tensor *x, int64_t kernel, int64_t stride, int64_t p
                          bool count_include_pad, bool ceil_mode);
 tj_tensor *tj_pixel_shuffle(tj_tensor *x, int64_t upscale_factor);
 tj_tensor *tj_pixel_unshuffle(tj_tensor *x, int64_t downscale_factor);
+/* Normalization (x [N, C, ...] float; w, b [C] or NULL): tj_group_norm
+ * (groups divides C), tj_instance_norm (per sample and channel over the spatial
+ * dims, no running statistics), tj_local_response_norm (torch's
+ * F.local_response_norm). tj_vector_norm: torch.linalg.vector_norm over dims
+ * (ndims 0: every dim); ord 2, 1, 0, INFINITY, -INFINITY or any p.
+ * tj_cosine_similarity and tj_pairwise_distance: torch.nn.functional's (x1 and
+ * x2 broadcast). tj_nll_loss: log-probabilities [C], [N,C] or [N,C,d...],
+ * class-index targets, weight [C] or NULL; torch's ignore_index is
+ * TJ_IGNORE_INDEX_DEFAULT. */
+tj_tensor *tj_group_norm(tj_tensor *x, int64_t groups, tj_tensor *w, tj_tensor *b, double eps);
+tj_tensor *tj_instance_norm(tj_tensor *x, tj_tensor *w, tj_tensor *b, double eps);
+tj_tensor *tj_local_response_norm(tj_tensor *x, int64_t size, double alpha, double beta, double k);
+tj_tensor *tj_vector_norm(tj_tensor *x, double ord, const int *dims, int ndims, bool keepdim);
+tj_tensor *tj_cosine_similarity(tj_tensor *x1, tj_tensor *x2, int dim, double eps);
+tj_tensor *tj_pairwise_distance(tj_tensor *x1, tj_tensor *x2, double p, double eps, bool keepdim);
+tj_tensor *tj_nll_loss(tj_tensor *logp, tj_tensor *target, tj_tensor *weight,
+                       tj_reduction reduction, int64_t ignore_index);
 /* ==== end of nn and linalg ops ============================================= */
 
 /* ---- data movement ----------------------------------------------------- */
@@ -856,6 +873,13 @@ TJ_API_END
 #define tj_avg_pool1d(...) (tj__callsite(__FILE__, __LINE__), tj_avg_pool1d(__VA_ARGS__))
 #define tj_pixel_shuffle(...) (tj__callsite(__FILE__, __LINE__), tj_pixel_shuffle(__VA_ARGS__))
 #define tj_pixel_unshuffle(...) (tj__callsite(__FILE__, __LINE__), tj_pixel_unshuffle(__VA_ARGS__))
+#define tj_group_norm(...) (tj__callsite(__FILE__, __LINE__), tj_group_norm(__VA_ARGS__))
+#define tj_instance_norm(...) (tj__callsite(__FILE__, __LINE__), tj_instance_norm(__VA_ARGS__))
+#define tj_local_response_norm(...) (tj__callsite(__FILE__, __LINE__), tj_local_response_norm(__VA_ARGS__))
+#define tj_vector_norm(...) (tj__callsite(__FILE__, __LINE__), tj_vector_norm(__VA_ARGS__))
+#define tj_cosine_similarity(...) (tj__callsite(__FILE__, __LINE__), tj_cosine_similarity(__VA_ARGS__))
+#define tj_pairwise_distance(...) (tj__callsite(__FILE__, __LINE__), tj_pairwise_distance(__VA_ARGS__))
+#define tj_nll_loss(...) (tj__callsite(__FILE__, __LINE__), tj_nll_loss(__VA_ARGS__))
 #define tj_cat(...) (tj__callsite(__FILE__, __LINE__), tj_cat(__VA_ARGS__))
 #define tj_stack(...) (tj__callsite(__FILE__, __LINE__), tj_stack(__VA_ARGS__))
 #define tj_split(...) (tj__callsite(__FILE__, __LINE__), tj_split(__VA_ARGS__))

@@ -448,6 +448,9 @@ static ir_node *ce_reduce(ps_builder *b, ir_node *loss, ir_node *den, int64_t re
  *                  w_t = sum(where(i == arange(C), w, 0), cd),
  *                  loss = where(valid, -(1 - e) w_t ls_t - e / C sum(w * ls, cd), 0);
  *                  mean / sum(where(valid, w_t, 0)) */
+static ir_node *ce_indices(ps_builder *b, const ir_node *n, ir_node *ls, ir_node *t, ir_node *wb,
+                           int64_t red, int64_t ignore, double e);
+
 static ir_node *ps_decomp_cross_entropy(PS_DECOMP_ARGS)
 {
     ir_node *x = in[0], *t = in[1], *w = n->nin > 2 ? in[2] : NULL;
@@ -463,8 +466,18 @@ static ir_node *ps_decomp_cross_entropy(PS_DECOMP_ARGS)
         ir_node *p = b_mul(b, ls, q);
         return ce_reduce(b, b_neg(b, b_sum(b, wb ? b_mul(b, p, wb) : p, &cd, 1, false)), NULL, red);
     }
+    return ce_indices(b, n, ls, t, wb, red, a->a[1].i[0], e);
+}
+
+/* The class-index branch of cross_entropy on log-probabilities ls (also
+ * nll_loss's decomposition, e = 0): wb the weights shaped [C, 1, ...]. */
+static ir_node *ce_indices(ps_builder *b, const ir_node *n, ir_node *ls, ir_node *t, ir_node *wb,
+                           int64_t red, int64_t ignore, double e)
+{
+    int nd = ls ? ls->type.ndim : 0;
+    int64_t cd = nd == 1 ? 0 : 1, ncls = ls ? ls->type.shape[cd] : 0;
     ir_node *t64 = ps_b_cast(b, t, TJ_I64);
-    ir_node *valid = b_bin_s(b, OP_ne, t64, (double)a->a[1].i[0]);
+    ir_node *valid = b_bin_s(b, OP_ne, t64, (double)ignore);
     ir_node *idx = ps_b_unsqueeze(b, b_where_xs(b, valid, t64, 0), cd);
     ir_node *nll = b_neg(b, ps_b_squeeze(b, b_dim_op(b, OP_gather, (ir_node *[]){ls, idx}, 2, cd), &cd, 1));
     ir_node *wt = NULL;
@@ -484,6 +497,16 @@ static ir_node *ps_decomp_cross_entropy(PS_DECOMP_ARGS)
                    : wt ? b_sum(b, b_where_xs(b, valid, wt, 0), NULL, 0, false)
                         : b_sum(b, ps_b_cast(b, valid, n->type.dtype), NULL, 0, false);
     return ce_reduce(b, loss, den, red);
+}
+
+/* nll_loss (nn and linalg, a DCOMP row): cross_entropy's class-index branch
+ * on the given log-probabilities, without smoothing. */
+ir_node *ps_decomp_nll_loss(PS_DECOMP_ARGS)
+{
+    ir_node *x = in[0], *w = n->nin > 2 ? in[2] : NULL;
+    int nd = x->type.ndim;
+    ir_node *wb = w ? trailing_ones(b, w, nd - 1 - (nd == 1 ? 0 : 1)) : NULL;
+    return ce_indices(b, n, x, in[1], wb, a->a[0].i[0], a->a[1].i[0], 0);
 }
 
 /* ---- the pass ------------------------------------------------------------------------ */

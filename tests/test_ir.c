@@ -144,6 +144,8 @@ static const struct {
     {"delta", {"1", "0.5"}},        {"log_target", {"0", "1"}},
     {"dims_a", {"1", ""}},          {"dims_b", {"0", ""}},
     {"upscale_factor", {"1", "2"}}, {"downscale_factor", {"1"}},
+    {"size", {"2", "3"}},           {"k", {"1", "2"}},
+    {"ord", {"2", "1", "inf", "0.5"}},
 };
 
 static int examples_of(const char *attr, const char *const **vals)

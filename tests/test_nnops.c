@@ -214,6 +214,39 @@ static void test_nn_errors(void **state)
     tu_assert_error(tj_pixel_unshuffle(img, 0), "downscale_factor 0 must be positive", NULL);
 }
 
+static void test_norm_errors(void **state)
+{
+    (void)state;
+    tj_tensor *x = tj_rand(TJ_F32, 4, (int64_t[]){2, 4, 3, 2}), *m = T2(3, 4, TJ_F32);
+    tj_tensor *w3 = tj_rand(TJ_F32, 1, (int64_t[]){3}), *xi = tj_ones(TJ_I64, 2, (int64_t[]){3, 4});
+    tu_assert_error(tj_group_norm(x, 3, NULL, NULL, 1e-5), "group_norm(f32[2,4,3,2])",
+                    "channels 4 are not divisible by groups 3", NULL);
+    tu_assert_error(tj_group_norm(x, 2, w3, NULL, 1e-5), "group_norm(f32[2,4,3,2], f32[3])",
+                    "weight must be 1-D [C] with C = 4, got 1-D", NULL);
+    tu_assert_error(tj_instance_norm(m, NULL, NULL, 1e-5), "instance_norm(f32[3,4])",
+                    "input must have at least 3 dims", NULL);
+    tu_assert_error(tj_local_response_norm(x, 0, 1e-4, 0.75, 1), "local_response_norm",
+                    "size 0 must be positive", NULL);
+    tu_assert_error(tj_vector_norm(xi, 2, NULL, 0, false), "vector_norm(i64[3,4])",
+                    "input must be float, got i64", NULL);
+    tu_assert_error(tj_vector_norm(m, 2, (int[]){2}, 1, false), "vector_norm(f32[3,4])", NULL);
+    tu_assert_error(tj_cosine_similarity(m, w3, 1, 1e-8), "cosine_similarity(f32[3,4], f32[3])",
+                    "x1 and x2 shapes cannot be broadcast together", NULL);
+    tu_assert_error(tj_cosine_similarity(m, m, 2, 1e-8), "dim 2 is out of range for 2 dims", NULL);
+    tu_assert_error(tj_pairwise_distance(m, w3, 2, 1e-6, false), "pairwise_distance", NULL);
+    tj_tensor *t = tj_ones(TJ_I64, 1, (int64_t[]){3});
+    tu_assert_error(tj_nll_loss(m, tj_ones(TJ_I32, 1, (int64_t[]){3}), NULL, TJ_REDUCTION_MEAN, -100),
+                    "nll_loss(f32[3,4], i32[3])", "target must hold class indices of dtype i64", NULL);
+    tu_assert_error(tj_nll_loss(m, tj_ones(TJ_I64, 1, (int64_t[]){4}), NULL, TJ_REDUCTION_MEAN, -100),
+                    "nll_loss(f32[3,4], i64[4])", "without the class dim", NULL);
+    tu_assert_error(tj_nll_loss(m, t, w3, TJ_REDUCTION_MEAN, -100), "nll_loss(f32[3,4], i64[3], f32[3])",
+                    "weight must be 1-D [C] with C = 4", NULL);
+    /* data-dependent: a class out of range (the gather of the decomposition reports it) */
+    tj_tensor *bad = tj_from_data(TJ_I64, 1, (int64_t[]){3}, (int64_t[]){0, 4, 1});
+    tu_assert_error(tj_nll_loss(m, bad, NULL, TJ_REDUCTION_MEAN, -100), "nll_loss(f32[3,4], i64[3])",
+                    "index 4 is out of range", NULL);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
@@ -223,6 +256,7 @@ int main(void)
         T(test_loss_errors),
         T(test_linalg_errors),
         T(test_nn_errors),
+        T(test_norm_errors),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

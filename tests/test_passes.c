@@ -343,6 +343,17 @@ static const char *const composite_cases[] = {
       " %2 = avg_pool1d %s {kernel=3, stride=0, padding=1, count_include_pad=false, ceil_mode=false} : f32[s0,4,3]\n"
       " %3 = pixel_shuffle %p {upscale_factor=2} : f32[1,2,4,6]\n"
       " %4 = pixel_unshuffle %3 {downscale_factor=2} : f32[1,8,2,3]\n return %0, %1, %2, %3, %4"),
+    G("%x: f32[2,4,3,2], %w: f32[4], %a: f32[3,4], %c: f32[4], %t: i64[3], %s: f32[s0,4], %v: f32[3]",
+      "%0 = group_norm %x, %w, %w {groups=2, eps=1e-05} : f32[2,4,3,2]\n"
+      " %1 = instance_norm %x {eps=1e-05} : f32[2,4,3,2]\n"
+      " %2 = local_response_norm %x {size=3, alpha=0.5, beta=0.75, k=1} : f32[2,4,3,2]\n"
+      " %3 = vector_norm %s {ord=inf, dims=[1], keepdim=true} : f32[s0,1]\n"
+      " %4 = vector_norm %a {ord=0, dims=[], keepdim=false} : f32[]\n"
+      " %5 = cosine_similarity %a, %c {dim=1, eps=1e-08} : f32[3]\n"
+      " %6 = pairwise_distance %s, %c {p=1, eps=1e-06, keepdim=false} : f32[s0]\n"
+      " %7 = nll_loss %a, %t {reduction=mean, ignore_index=-100} : f32[]\n"
+      " return %0, %1, %2, %3, %4, %5, %6, %7"),
+    G("%a: f32[3,4]", "%0 = vector_norm %a {ord=0.5, dims=[0], keepdim=false} : f32[4]\n return %0"),
 };
 
 static void test_every_composite_decomposes(void **state)

@@ -103,6 +103,18 @@ NN_GRAD = {
                                             a["ceil_mode"], a["count_include_pad"]),
     "pixel_shuffle": lambda i, a: F.pixel_shuffle(i[0], a["upscale_factor"]),
     "pixel_unshuffle": lambda i, a: F.pixel_unshuffle(i[0], a["downscale_factor"]),
+    "group_norm": lambda i, a: F.group_norm(i[0], a["groups"], *(i[1:] + [None] * (3 - len(i))),
+                                            a["eps"]),
+    "instance_norm": lambda i, a: F.instance_norm(i[0], weight=i[1] if len(i) > 1 else None,
+                                                  bias=i[2] if len(i) > 2 else None, eps=a["eps"]),
+    "local_response_norm": lambda i, a: F.local_response_norm(i[0], a["size"], a["alpha"],
+                                                              a["beta"], a["k"]),
+    "vector_norm": lambda i, a: torch.linalg.vector_norm(i[0], a["ord"], tuple(a["dims"]) or None,
+                                                         a["keepdim"]),
+    "cosine_similarity": lambda i, a: F.cosine_similarity(i[0], i[1], a["dim"], a["eps"]),
+    "pairwise_distance": lambda i, a: F.pairwise_distance(i[0], i[1], a["p"], a["eps"], a["keepdim"]),
+    "nll_loss": lambda i, a: F.nll_loss(i[0], i[1], i[2] if len(i) > 2 else None,
+                                        ignore_index=a["ignore_index"], reduction=a["reduction"]),
 }
 # ==== end of nn and linalg ==========================================================
 
