@@ -63,6 +63,44 @@ tj_tensor *tj_pairwise_distance(tj_tensor *x1, tj_tensor *x2, double p, double e
     return fe_apply(OP_pairwise_distance, (tj_tensor *[]){x1, x2}, 2, &at);
 }
 
+static tj_tensor *adaptive(ir_op op, tj_tensor *x, const int64_t *size, int n)
+{
+    ir_attrs at = {0};
+    ir_attr_ints(&at.a[0], size, n);
+    return fe_apply(op, &x, 1, &at);
+}
+
+tj_tensor *tj_adaptive_avg_pool1d(tj_tensor *x, int64_t size)
+{
+    return adaptive(OP_adaptive_avg_pool1d, x, &size, 1);
+}
+
+tj_tensor *tj_adaptive_avg_pool2d(tj_tensor *x, int64_t h, int64_t w)
+{
+    return adaptive(OP_adaptive_avg_pool2d, x, (int64_t[]){h, w}, 2);
+}
+
+tj_tensor *tj_adaptive_max_pool2d(tj_tensor *x, int64_t h, int64_t w)
+{
+    return adaptive(OP_adaptive_max_pool2d, x, (int64_t[]){h, w}, 2);
+}
+
+tj_tensor *tj_cdist(tj_tensor *x1, tj_tensor *x2, double p)
+{
+    ir_attrs at = {0};
+    ir_attr_float(&at.a[0], p);
+    return fe_apply(OP_cdist, (tj_tensor *[]){x1, x2}, 2, &at);
+}
+
+tj_tensor *tj_matrix_norm(tj_tensor *x, const int *dims, bool keepdim)
+{
+    ir_attrs at = {0};
+    if (dims)
+        ir_attr_dims(&at.a[0], dims, 2);
+    ir_attr_int(&at.a[1], keepdim);
+    return fe_apply(OP_matrix_norm, &x, 1, &at);
+}
+
 tj_tensor *tj_nll_loss(tj_tensor *logp, tj_tensor *target, tj_tensor *weight,
                        tj_reduction reduction, int64_t ignore_index)
 {

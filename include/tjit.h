@@ -481,6 +481,15 @@ tj_tensor *tj_cosine_similarity(tj_tensor *x1, tj_tensor *x2, int dim, double ep
 tj_tensor *tj_pairwise_distance(tj_tensor *x1, tj_tensor *x2, double p, double eps, bool keepdim);
 tj_tensor *tj_nll_loss(tj_tensor *logp, tj_tensor *target, tj_tensor *weight,
                        tj_reduction reduction, int64_t ignore_index);
+/* Adaptive pools (torch's: window i of n inputs covers [floor(i n/o),
+ * ceil((i+1) n/o))): x [N,C,L] / [N,C,H,W] or without N; max gives values only.
+ * tj_cdist: x1 [..., P, M], x2 [..., R, M] -> p-norm distances [..., P, R].
+ * tj_matrix_norm: the Frobenius norm over dims[0..2) (NULL: the last two). */
+tj_tensor *tj_adaptive_avg_pool1d(tj_tensor *x, int64_t size);
+tj_tensor *tj_adaptive_avg_pool2d(tj_tensor *x, int64_t h, int64_t w);
+tj_tensor *tj_adaptive_max_pool2d(tj_tensor *x, int64_t h, int64_t w);
+tj_tensor *tj_cdist(tj_tensor *x1, tj_tensor *x2, double p);
+tj_tensor *tj_matrix_norm(tj_tensor *x, const int *dims, bool keepdim);
 /* ==== end of nn and linalg ops ============================================= */
 
 /* ---- data movement ----------------------------------------------------- */
@@ -880,6 +889,11 @@ TJ_API_END
 #define tj_cosine_similarity(...) (tj__callsite(__FILE__, __LINE__), tj_cosine_similarity(__VA_ARGS__))
 #define tj_pairwise_distance(...) (tj__callsite(__FILE__, __LINE__), tj_pairwise_distance(__VA_ARGS__))
 #define tj_nll_loss(...) (tj__callsite(__FILE__, __LINE__), tj_nll_loss(__VA_ARGS__))
+#define tj_adaptive_avg_pool1d(...) (tj__callsite(__FILE__, __LINE__), tj_adaptive_avg_pool1d(__VA_ARGS__))
+#define tj_adaptive_avg_pool2d(...) (tj__callsite(__FILE__, __LINE__), tj_adaptive_avg_pool2d(__VA_ARGS__))
+#define tj_adaptive_max_pool2d(...) (tj__callsite(__FILE__, __LINE__), tj_adaptive_max_pool2d(__VA_ARGS__))
+#define tj_cdist(...) (tj__callsite(__FILE__, __LINE__), tj_cdist(__VA_ARGS__))
+#define tj_matrix_norm(...) (tj__callsite(__FILE__, __LINE__), tj_matrix_norm(__VA_ARGS__))
 #define tj_cat(...) (tj__callsite(__FILE__, __LINE__), tj_cat(__VA_ARGS__))
 #define tj_stack(...) (tj__callsite(__FILE__, __LINE__), tj_stack(__VA_ARGS__))
 #define tj_split(...) (tj__callsite(__FILE__, __LINE__), tj_split(__VA_ARGS__))

@@ -145,7 +145,7 @@ static const struct {
     {"dims_a", {"1", ""}},          {"dims_b", {"0", ""}},
     {"upscale_factor", {"1", "2"}}, {"downscale_factor", {"1"}},
     {"size", {"2", "3"}},           {"k", {"1", "2"}},
-    {"ord", {"2", "1", "inf", "0.5"}},
+    {"ord", {"2", "1", "inf", "0.5"}}, {"output_size", {"2", "2,3", "1,1"}},
 };
 
 static int examples_of(const char *attr, const char *const **vals)

@@ -245,6 +245,19 @@ static void test_norm_errors(void **state)
     tj_tensor *bad = tj_from_data(TJ_I64, 1, (int64_t[]){3}, (int64_t[]){0, 4, 1});
     tu_assert_error(tj_nll_loss(m, bad, NULL, TJ_REDUCTION_MEAN, -100), "nll_loss(f32[3,4], i64[3])",
                     "index 4 is out of range", NULL);
+    /* adaptive pools, cdist, matrix_norm */
+    tu_assert_error(tj_adaptive_avg_pool2d(m, 2, 2), "adaptive_avg_pool2d(f32[3,4])",
+                    "input must be 3-D or 4-D, got 2-D", NULL);
+    tu_assert_error(tj_adaptive_max_pool2d(x, -1, 2), "adaptive_max_pool2d(f32[2,4,3,2])",
+                    "output_size -1 is negative", NULL);
+    tu_assert_error(tj_adaptive_avg_pool1d(tj_ones(TJ_I64, 2, (int64_t[]){3, 4}), 2),
+                    "adaptive_avg_pool1d(i64[3,4])", "input must be float, got i64", NULL);
+    tu_assert_error(tj_cdist(m, T2(5, 3, TJ_F32), 2), "cdist(f32[3,4], f32[5,3])",
+                    "x1 and x2 must have the same last dim, got 4 and 3", NULL);
+    tu_assert_error(tj_cdist(m, m, -1), "cdist", "p -1 must not be negative", NULL);
+    tu_assert_error(tj_matrix_norm(w3, NULL, false), "matrix_norm(f32[3])",
+                    "input must have at least 2 dims, got 1", NULL);
+    tu_assert_error(tj_matrix_norm(m, (int[]){1, 1}, false), "matrix_norm(f32[3,4])", NULL);
 }
 
 int main(void)

@@ -354,6 +354,12 @@ static const char *const composite_cases[] = {
       " %7 = nll_loss %a, %t {reduction=mean, ignore_index=-100} : f32[]\n"
       " return %0, %1, %2, %3, %4, %5, %6, %7"),
     G("%a: f32[3,4]", "%0 = vector_norm %a {ord=0.5, dims=[0], keepdim=false} : f32[4]\n return %0"),
+    G("%x: f32[2,3,7,5], %y: f32[3,7], %a: f32[3,4], %b: f32[5,4], %s: f32[s0,3,7]",
+      "%0 = adaptive_avg_pool2d %x {output_size=[3,2]} : f32[2,3,3,2]\n"
+      " %1 = adaptive_max_pool2d %x {output_size=[4,3]} : f32[2,3,4,3]\n"
+      " %2 = adaptive_avg_pool1d %y {output_size=[3]} : f32[3,3]\n"
+      " %3 = cdist %a, %b {p=2} : f32[3,5]\n %4 = matrix_norm %x {dims=[], keepdim=false} : f32[2,3]\n"
+      " %5 = adaptive_avg_pool1d %s {output_size=[2]} : f32[s0,3,2]\n return %0, %1, %2, %3, %4, %5"),
 };
 
 static void test_every_composite_decomposes(void **state)

@@ -115,6 +115,12 @@ NN_GRAD = {
     "pairwise_distance": lambda i, a: F.pairwise_distance(i[0], i[1], a["p"], a["eps"], a["keepdim"]),
     "nll_loss": lambda i, a: F.nll_loss(i[0], i[1], i[2] if len(i) > 2 else None,
                                         ignore_index=a["ignore_index"], reduction=a["reduction"]),
+    "adaptive_avg_pool2d": lambda i, a: F.adaptive_avg_pool2d(i[0], a["output_size"]),
+    "adaptive_avg_pool1d": lambda i, a: F.adaptive_avg_pool1d(i[0], a["output_size"]),
+    "adaptive_max_pool2d": lambda i, a: F.adaptive_max_pool2d(i[0], a["output_size"]),
+    "cdist": lambda i, a: torch.cdist(i[0], i[1], a["p"], compute_mode="donot_use_mm_for_euclid_dist"),
+    "matrix_norm": lambda i, a: torch.linalg.matrix_norm(i[0], "fro", tuple(a["dims"]) or (-2, -1),
+                                                         a["keepdim"]),
 }
 # ==== end of nn and linalg ==========================================================
 

@@ -1638,6 +1638,64 @@ def nll_loss(op):
                           ("e", "expanded", [4, 3])):
         sample(op, [tag], [t(base, "f32", vw), y, None], ("mean", -100))
 
+REF.update({
+    "adaptive_avg_pool1d": lambda x, s: F.adaptive_avg_pool1d(x, list(s)),
+    "adaptive_avg_pool2d": lambda x, s: F.adaptive_avg_pool2d(x, list(s)),
+    "adaptive_max_pool2d": lambda x, s: F.adaptive_max_pool2d(x, list(s)),
+    "cdist": lambda a, b, p: torch.cdist(a, b, p, compute_mode="donot_use_mm_for_euclid_dist"),
+    "matrix_norm": lambda x, dims, keep: torch.linalg.matrix_norm(x, "fro", tuple(dims) or (-2, -1), bool(keep)),
+})
+TOL.update({op: (1e-5, 1e-12, 1e-6, 1e-5) for op in (
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "cdist", "matrix_norm")})
+
+
+@samples_for("adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool2d")
+def adaptive_pools(op):
+    k = 1 if op.endswith("1d") else 2
+    x = [2, 3, 7] if k == 1 else [2, 3, 7, 5]
+    for o in ([3, 2], [1, 1], [7, 5], [4, 3], [2, 7]):
+        sample(op, ["plain", "args"], [t(x)], (o[:k],))
+    sample(op, ["args"], [t(x[1:])], ([2, 2][:k],))
+    sample(op, ["args"], [t(x)], ([0, 2][:k],))
+    sample(op, ["args"], [t(x)], ([2, 2, 2][:k + 1],))
+    sample(op, ["args"], [t(x[-1:])], ([2, 2][:k],))
+    sample(op, ["dtype"], [t(x, "f64")], ([3, 2][:k],))
+    sample(op, ["dtype"], [t(x, "i64")], ([3, 2][:k],))
+    sample(op, ["extreme"], [T(torch.tensor((EXTREME * 5)[:math.prod(x[1:])]).reshape(x[1:]))],
+           ([3, 2][:k],))
+    sample(op, ["empty"], [t([0] + x[1:])], ([3, 2][:k],))
+    sample(op, ["noncontig"], [t(x[:-1] + [x[-1] * 2], "f32", "s")], ([3, 2][:k],))
+    sample(op, ["transposed"], [t(x[:-2] + [x[-1], x[-2]], "f32", "t")], ([3, 2][:k],))
+
+
+@samples_for("cdist")
+def cdist(op):
+    for p in (2.0, 1.0, 0.0, math.inf, 3.0):
+        sample(op, ["plain", "args"], [t([3, 4]), t([5, 4])], (p,))
+    sample(op, ["bcast"], [t([2, 3, 4]), t([5, 4])], (2.0,))
+    sample(op, ["args"], [t([3, 4]), t([5, 3])], (2.0,))
+    sample(op, ["args"], [t([4]), t([5, 4])], (2.0,))
+    sample(op, ["args"], [t([3, 4]), t([5, 4])], (-1.0,))
+    sample(op, ["dtype"], [t([3, 4], "f64"), t([5, 4], "f64")], (2.0,))
+    sample(op, ["promo"], [t([3, 4]), t([5, 4], "f64")], (2.0,))
+    sample(op, ["empty"], [t([0, 4]), t([5, 4])], (2.0,))
+    sample(op, ["transposed"], [t([4, 3], "f32", "t"), t([5, 4])], (2.0,))
+    sample(op, ["noncontig"], [t([3, 8], "f32", "s"), t([5, 4])], (1.0,))
+
+
+@samples_for("matrix_norm")
+def matrix_norm(op):
+    sample(op, ["plain", "args"], [t([3, 4])], ([], 0))
+    sample(op, ["args"], [t([2, 3, 4])], ([], 1))
+    sample(op, ["args"], [t([2, 3, 4])], ([0, 2], 0))
+    sample(op, ["args"], [t([4])], ([], 0))
+    sample(op, ["args"], [t([2, 3, 4])], ([1, 1], 0))
+    sample(op, ["dtype"], [t([3, 4], "f64")], ([], 0))
+    sample(op, ["dtype"], [t([3, 4], "i64")], ([], 0))
+    sample(op, ["extreme"], [T([[3e38, 3e38], [1e-40, 0]])], ([], 0))
+    sample(op, ["empty"], [t([0, 4])], ([], 0))
+    each_layout(op, t, ([], 0))
+
 # ==== end of nn and linalg ========================================================
 
 
