@@ -58,10 +58,13 @@ tj_tensor *fe_apply(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a)
         a = &none;
     }
     fe_trace *tr = fe_trace_current();
-    if (tr)
+    bool by_decomp = info->eager_decomp && (!tr || fe_ag_wants_grad(in, nin));
+    if (tr && !by_decomp)
         return fe_ag_record(op, in, nin, a, fe_trace_apply(tr, op, in, nin, a));
     if (ir_infer(op, (const ir_type *const *)tp, nin, a, &out, reason, sizeof reason) != 0)
         return op_error(op, in, nin, reason);
+    if (by_decomp)   /* a DCOMP row: its prims run (apply_decomp.c) */
+        return fe_apply_decomposed(op, in, nin, a, (const ir_type *const *)tp);
     tj_tensor *r = rt_eager(op, in, nin, a, &out);
     if (!r) {
         /* Kernel messages carry the reason; prefix the op and shapes. */

@@ -152,6 +152,14 @@ static void node_release(ag_node *n)
     free(n);
 }
 
+bool fe_ag_wants_grad(tj_tensor *const *in, int nin)
+{
+    bool any = false;
+    for (int k = 0; k < nin && no_grad_depth == 0; k++)
+        any |= in[k] && ir_dtype_is_float(in[k]->dtype) && fe_ag_requires_grad(in[k]);
+    return any;
+}
+
 tj_tensor *fe_ag_record(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
                         tj_tensor *r)
 {

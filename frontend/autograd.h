@@ -86,6 +86,8 @@ typedef struct fe_ag_compiled {
 tj_tensor *fe_ag_record_compiled(tj_tensor *r, tj_tensor *const *saved, int nsaved, int nargs,
                                  tj_tensor *const *watch, int nwatch,
                                  const fe_ag_compiled *kind, void *ctx);
+/* Whether grad mode is on and a float input of in[0..nin) requires grad. */
+bool fe_ag_wants_grad(tj_tensor *const *in, int nin);
 /* Whether t requires grad (a leaf marked so, or made by a recorded op). */
 bool fe_ag_requires_grad(const tj_tensor *t);
 /* Whether t is a leaf that requires grad (marked so, made by no recorded op). */

@@ -19,6 +19,11 @@
  * keeps the error that produced it. */
 tj_tensor *fe_apply(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a);
 
+/* A DCOMP row (no kernel of its own) applied through its decomposition, each
+ * prim through fe_apply (apply_decomp.c); types: those of in[]. */
+tj_tensor *fe_apply_decomposed(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
+                               const ir_type *const *types);
+
 /* ---- tracing (trace.c) ------------------------------------------------------ */
 typedef struct fe_trace fe_trace;
 

@@ -11,6 +11,13 @@ const ag_rule *const ag_rules[IR_NUM_OPS] = {
 #include "../ir/ops.def"
 };
 
+/* DCOMP rows: autograd records their prims (apply_decomp.c), never them. */
+#define AG_DCOMP_PRIM(name)
+#define AG_DCOMP_COMP(name)
+#define AG_DCOMP_DCOMP(name) AG_NONDIFF(name, "differentiated through its decomposition")
+#define OP(name, kind, nmin, nmax, decomp, attrs) AG_DCOMP_##decomp(name)
+#include "../ir/ops.def"
+
 /* Ops with no inputs, or whose results are integer or bool. */
 AG_NONDIFF(isnan, "bool result")
 AG_NONDIFF(isinf, "bool result")

@@ -433,6 +433,85 @@ tj_cross_entropy_options tj_cross_entropy_defaults(void);
 tj_tensor *tj_cross_entropy_ex(tj_tensor *logits, tj_tensor *target,
                                const tj_cross_entropy_options *opts);
 
+/* ==== nn and linalg ops (issue 11) ======================================== */
+/* Element-wise losses, torch.nn.functional's (input first, then target; the
+ * two broadcast where torch lets them; reduction mean averages every element).
+ * smooth_l1_loss: beta >= 0 (0 is l1_loss); huber_loss: delta > 0, input's dtype.
+ * binary_cross_entropy: probabilities p and target of one shape and dtype,
+ * weight (or NULL) broadcastable to them, each log clamped at -100.
+ * ..._with_logits: logits; pos_weight (or NULL) weighs the positive term.
+ * kl_div: input holds log-probabilities; target probabilities, or
+ * log-probabilities when log_target. */
+tj_tensor *tj_mse_loss(tj_tensor *input, tj_tensor *target, tj_reduction reduction);
+tj_tensor *tj_l1_loss(tj_tensor *input, tj_tensor *target, tj_reduction reduction);
+tj_tensor *tj_smooth_l1_loss(tj_tensor *input, tj_tensor *target, tj_reduction reduction,
+                             double beta);
+tj_tensor *tj_huber_loss(tj_tensor *input, tj_tensor *target, tj_reduction reduction,
+                         double delta);
+tj_tensor *tj_binary_cross_entropy(tj_tensor *p, tj_tensor *target, tj_tensor *weight,
+                                   tj_reduction reduction);
+tj_tensor *tj_binary_cross_entropy_with_logits(tj_tensor *logits, tj_tensor *target,
+                                               tj_tensor *weight, tj_tensor *pos_weight,
+                                               tj_reduction reduction);
+tj_tensor *tj_kl_div(tj_tensor *input, tj_tensor *target, tj_reduction reduction,
+                     bool log_target);
+/* Products on matmul (operands of one dtype): tj_bmm [B,N,K] x [B,K,M] (no
+ * broadcasting), tj_mv [N,M] x [M], tj_dot [N] x [N] -> 0-dim, tj_outer [N],
+ * [M] -> [N,M] (promoted). tj_addmm/addmv/baddbmm: beta c + alpha (a b), c
+ * broadcast to the product (beta 0 ignores c, NaN too; integer operands take
+ * integral beta and alpha). tj_tensordot: dims_a[k] of a contracts with
+ * dims_b[k] of b; the result has a's other dims, then b's. tj_trace: the sum
+ * of a matrix's diagonal (integers give i64). tj_cross: the cross product of
+ * 3-vectors along dim (torch.linalg.cross; a and b broadcast). */
+tj_tensor *tj_bmm(tj_tensor *a, tj_tensor *b);
+tj_tensor *tj_mv(tj_tensor *m, tj_tensor *v);
+tj_tensor *tj_dot(tj_tensor *a, tj_tensor *b);
+tj_tensor *tj_outer(tj_tensor *a, tj_tensor *b);
+tj_tensor *tj_addmm(tj_tensor *c, tj_tensor *a, tj_tensor *b, double beta, double alpha);
+tj_tensor *tj_addmv(tj_tensor *c, tj_tensor *m, tj_tensor *v, double beta, double alpha);
+tj_tensor *tj_baddbmm(tj_tensor *c, tj_tensor *a, tj_tensor *b, double beta, double alpha);
+tj_tensor *tj_tensordot(tj_tensor *a, tj_tensor *b, const int *dims_a, const int *dims_b, int n);
+tj_tensor *tj_trace(tj_tensor *x);
+tj_tensor *tj_cross(tj_tensor *a, tj_tensor *b, int dim);
+/* 1-D convolution and pools, torch's (x [N,C,L] or [C,L]; w [O,C/groups,K]):
+ * conv2d and the 2-D pools at H = 1. A pool's stride 0 means the kernel size
+ * (torch's None). Pixel shuffles: [.., C r^2, H, W] <-> [.., C, H r, W r]. */
+tj_tensor *tj_conv1d(tj_tensor *x, tj_tensor *w, tj_tensor *bias, int64_t stride,
+                     int64_t padding, int64_t dilation, int64_t groups);
+tj_tensor *tj_max_pool1d(tj_tensor *x, int64_t kernel, int64_t stride, int64_t padding,
+                         int64_t dilation, bool ceil_mode);
+tj_tensor *tj_avg_pool1d(tj_tensor *x, int64_t kernel, int64_t stride, int64_t padding,
+                         bool count_include_pad, bool ceil_mode);
+tj_tensor *tj_pixel_shuffle(tj_tensor *x, int64_t upscale_factor);
+tj_tensor *tj_pixel_unshuffle(tj_tensor *x, int64_t downscale_factor);
+/* Normalization (x [N, C, ...] float; w, b [C] or NULL): tj_group_norm
+ * (groups divides C), tj_instance_norm (per sample and channel over the spatial
+ * dims, no running statistics), tj_local_response_norm (torch's
+ * F.local_response_norm). tj_vector_norm: torch.linalg.vector_norm over dims
+ * (ndims 0: every dim); ord 2, 1, 0, INFINITY, -INFINITY or any p.
+ * tj_cosine_similarity and tj_pairwise_distance: torch.nn.functional's (x1 and
+ * x2 broadcast). tj_nll_loss: log-probabilities [C], [N,C] or [N,C,d...],
+ * class-index targets, weight [C] or NULL; torch's ignore_index is
+ * TJ_IGNORE_INDEX_DEFAULT. */
+tj_tensor *tj_group_norm(tj_tensor *x, int64_t groups, tj_tensor *w, tj_tensor *b, double eps);
+tj_tensor *tj_instance_norm(tj_tensor *x, tj_tensor *w, tj_tensor *b, double eps);
+tj_tensor *tj_local_response_norm(tj_tensor *x, int64_t size, double alpha, double beta, double k);
+tj_tensor *tj_vector_norm(tj_tensor *x, double ord, const int *dims, int ndims, bool keepdim);
+tj_tensor *tj_cosine_similarity(tj_tensor *x1, tj_tensor *x2, int dim, double eps);
+tj_tensor *tj_pairwise_distance(tj_tensor *x1, tj_tensor *x2, double p, double eps, bool keepdim);
+tj_tensor *tj_nll_loss(tj_tensor *logp, tj_tensor *target, tj_tensor *weight,
+                       tj_reduction reduction, int64_t ignore_index);
+/* Adaptive pools (torch's: window i of n inputs covers [floor(i n/o),
+ * ceil((i+1) n/o))): x [N,C,L] / [N,C,H,W] or without N; max gives values only.
+ * tj_cdist: x1 [..., P, M], x2 [..., R, M] -> p-norm distances [..., P, R].
+ * tj_matrix_norm: the Frobenius norm over dims[0..2) (NULL: the last two). */
+tj_tensor *tj_adaptive_avg_pool1d(tj_tensor *x, int64_t size);
+tj_tensor *tj_adaptive_avg_pool2d(tj_tensor *x, int64_t h, int64_t w);
+tj_tensor *tj_adaptive_max_pool2d(tj_tensor *x, int64_t h, int64_t w);
+tj_tensor *tj_cdist(tj_tensor *x1, tj_tensor *x2, double p);
+tj_tensor *tj_matrix_norm(tj_tensor *x, const int *dims, bool keepdim);
+/* ==== end of nn and linalg ops ============================================= */
+
 /* ---- data movement ----------------------------------------------------- */
 tj_tensor *tj_cat(tj_tensor *const *xs, int n, int dim);
 tj_tensor *tj_stack(tj_tensor *const *xs, int n, int dim);
@@ -893,6 +972,40 @@ TJ_API_END
 #define tj_scaled_dot_product_attention(...) (tj__callsite(__FILE__, __LINE__), tj_scaled_dot_product_attention(__VA_ARGS__))
 #define tj_cross_entropy(...) (tj__callsite(__FILE__, __LINE__), tj_cross_entropy(__VA_ARGS__))
 #define tj_cross_entropy_ex(...) (tj__callsite(__FILE__, __LINE__), tj_cross_entropy_ex(__VA_ARGS__))
+#define tj_mse_loss(...) (tj__callsite(__FILE__, __LINE__), tj_mse_loss(__VA_ARGS__))
+#define tj_l1_loss(...) (tj__callsite(__FILE__, __LINE__), tj_l1_loss(__VA_ARGS__))
+#define tj_smooth_l1_loss(...) (tj__callsite(__FILE__, __LINE__), tj_smooth_l1_loss(__VA_ARGS__))
+#define tj_huber_loss(...) (tj__callsite(__FILE__, __LINE__), tj_huber_loss(__VA_ARGS__))
+#define tj_binary_cross_entropy(...) (tj__callsite(__FILE__, __LINE__), tj_binary_cross_entropy(__VA_ARGS__))
+#define tj_binary_cross_entropy_with_logits(...) (tj__callsite(__FILE__, __LINE__), tj_binary_cross_entropy_with_logits(__VA_ARGS__))
+#define tj_kl_div(...) (tj__callsite(__FILE__, __LINE__), tj_kl_div(__VA_ARGS__))
+#define tj_bmm(...) (tj__callsite(__FILE__, __LINE__), tj_bmm(__VA_ARGS__))
+#define tj_mv(...) (tj__callsite(__FILE__, __LINE__), tj_mv(__VA_ARGS__))
+#define tj_dot(...) (tj__callsite(__FILE__, __LINE__), tj_dot(__VA_ARGS__))
+#define tj_outer(...) (tj__callsite(__FILE__, __LINE__), tj_outer(__VA_ARGS__))
+#define tj_addmm(...) (tj__callsite(__FILE__, __LINE__), tj_addmm(__VA_ARGS__))
+#define tj_addmv(...) (tj__callsite(__FILE__, __LINE__), tj_addmv(__VA_ARGS__))
+#define tj_baddbmm(...) (tj__callsite(__FILE__, __LINE__), tj_baddbmm(__VA_ARGS__))
+#define tj_tensordot(...) (tj__callsite(__FILE__, __LINE__), tj_tensordot(__VA_ARGS__))
+#define tj_trace(...) (tj__callsite(__FILE__, __LINE__), tj_trace(__VA_ARGS__))
+#define tj_cross(...) (tj__callsite(__FILE__, __LINE__), tj_cross(__VA_ARGS__))
+#define tj_conv1d(...) (tj__callsite(__FILE__, __LINE__), tj_conv1d(__VA_ARGS__))
+#define tj_max_pool1d(...) (tj__callsite(__FILE__, __LINE__), tj_max_pool1d(__VA_ARGS__))
+#define tj_avg_pool1d(...) (tj__callsite(__FILE__, __LINE__), tj_avg_pool1d(__VA_ARGS__))
+#define tj_pixel_shuffle(...) (tj__callsite(__FILE__, __LINE__), tj_pixel_shuffle(__VA_ARGS__))
+#define tj_pixel_unshuffle(...) (tj__callsite(__FILE__, __LINE__), tj_pixel_unshuffle(__VA_ARGS__))
+#define tj_group_norm(...) (tj__callsite(__FILE__, __LINE__), tj_group_norm(__VA_ARGS__))
+#define tj_instance_norm(...) (tj__callsite(__FILE__, __LINE__), tj_instance_norm(__VA_ARGS__))
+#define tj_local_response_norm(...) (tj__callsite(__FILE__, __LINE__), tj_local_response_norm(__VA_ARGS__))
+#define tj_vector_norm(...) (tj__callsite(__FILE__, __LINE__), tj_vector_norm(__VA_ARGS__))
+#define tj_cosine_similarity(...) (tj__callsite(__FILE__, __LINE__), tj_cosine_similarity(__VA_ARGS__))
+#define tj_pairwise_distance(...) (tj__callsite(__FILE__, __LINE__), tj_pairwise_distance(__VA_ARGS__))
+#define tj_nll_loss(...) (tj__callsite(__FILE__, __LINE__), tj_nll_loss(__VA_ARGS__))
+#define tj_adaptive_avg_pool1d(...) (tj__callsite(__FILE__, __LINE__), tj_adaptive_avg_pool1d(__VA_ARGS__))
+#define tj_adaptive_avg_pool2d(...) (tj__callsite(__FILE__, __LINE__), tj_adaptive_avg_pool2d(__VA_ARGS__))
+#define tj_adaptive_max_pool2d(...) (tj__callsite(__FILE__, __LINE__), tj_adaptive_max_pool2d(__VA_ARGS__))
+#define tj_cdist(...) (tj__callsite(__FILE__, __LINE__), tj_cdist(__VA_ARGS__))
+#define tj_matrix_norm(...) (tj__callsite(__FILE__, __LINE__), tj_matrix_norm(__VA_ARGS__))
 #define tj_cat(...) (tj__callsite(__FILE__, __LINE__), tj_cat(__VA_ARGS__))
 #define tj_stack(...) (tj__callsite(__FILE__, __LINE__), tj_stack(__VA_ARGS__))
 #define tj_split(...) (tj__callsite(__FILE__, __LINE__), tj_split(__VA_ARGS__))

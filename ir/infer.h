@@ -39,4 +39,9 @@ void ir_set(ir_type *out, tj_dtype dtype, int ndim, const int64_t *shape);
  * an empty list selects every dim. Returns -1 with err set on a bad dim. */
 int ir_dims_mask(const ir_attr *dims, int ndim, uint32_t *mask, char *err, size_t nerr);
 
+/* nn and linalg (issue 11): the max_pool2d/avg_pool2d attributes of a
+ * max_pool1d/avg_pool1d (op) with attributes a: H has kernel 1, stride 1, no
+ * padding; stride 0 is the kernel size (infer_nnops.c). */
+void ir_pool1d_attrs(ir_op op, const ir_attrs *a, ir_attrs *a2);
+
 #endif

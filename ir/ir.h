@@ -129,6 +129,7 @@ typedef struct ir_opinfo {
     ir_kind kind;
     int nmin, nmax;       /* nmax -1: variadic */
     bool prim;            /* false: composite (decomposed by passes) */
+    bool eager_decomp;    /* a DCOMP row: no eager kernel, eager calls run its decomposition */
     ir_rule rule;         /* pointwise rows; IR_RULE_NONE otherwise */
     int nattrs;
     ir_attr_desc attrs[IR_MAX_ATTRS];

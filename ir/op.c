@@ -11,8 +11,9 @@
     [OP_##oname] = {#oname, IR_UNARY, 1, 1, IR_DECOMP_##odecomp, IR_RULE_##orule, 0, {{0}}},
 #define BINARY(oname, orule, odecomp, f32, f64, i) \
     [OP_##oname] = {#oname, IR_BINARY, 2, 2, IR_DECOMP_##odecomp, IR_RULE_##orule, 0, {{0}}},
-#define IR_DECOMP_PRIM true
-#define IR_DECOMP_COMP false
+#define IR_DECOMP_PRIM true, false
+#define IR_DECOMP_COMP false, false
+#define IR_DECOMP_DCOMP false, true
 
 /* Counts the A(...) entries of an attrs argument: each A expands to one
  * initializer, so the count is the size of a throwaway array of them. */

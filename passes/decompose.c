@@ -27,14 +27,16 @@
 #include "../ir/infer.h"
 #include "rewrite.h"
 
-enum { MAX_ROUNDS = 8, MAX_WIDE = 8 };   /* MAX_WIDE: inputs of a composite, at most */
+/* MAX_WIDE: inputs of a composite widened from f16/bf16, at most */
+enum { MAX_ROUNDS = 8, IR_MAX_DECOMP_IN = 16, MAX_WIDE = IR_MAX_DECOMP_IN };
 
-#define PS_DECOMP_ARGS ps_builder *b, const ir_node *n, const ir_attrs *a, ir_node *const *in
+#include "decomp.h"
 typedef ir_node *(*decomp_fn)(PS_DECOMP_ARGS);
 
 /* One prototype per COMP row. */
 #define DECOMP_PRIM(name)
 #define DECOMP_COMP(name) static ir_node *ps_decomp_##name(PS_DECOMP_ARGS);
+#define DECOMP_DCOMP(name)   /* decomp.h */
 #define OP(name, kind, nmin, nmax, decomp, attrs) DECOMP_##decomp(name)
 #define UNARY(name, rule, decomp, f32, f64, i) DECOMP_##decomp(name)
 #define BINARY(name, rule, decomp, f32, f64, i) DECOMP_##decomp(name)
@@ -447,6 +449,9 @@ static ir_node *ce_reduce(ps_builder *b, ir_node *loss, ir_node *den, int64_t re
  *                  w_t = sum(where(i == arange(C), w, 0), cd),
  *                  loss = where(valid, -(1 - e) w_t ls_t - e / C sum(w * ls, cd), 0);
  *                  mean / sum(where(valid, w_t, 0)) */
+static ir_node *ce_indices(ps_builder *b, const ir_node *n, ir_node *ls, ir_node *t, ir_node *wb,
+                           int64_t red, int64_t ignore, double e);
+
 static ir_node *ps_decomp_cross_entropy(PS_DECOMP_ARGS)
 {
     ir_node *x = in[0], *t = in[1], *w = n->nin > 2 ? in[2] : NULL;
@@ -462,8 +467,18 @@ static ir_node *ps_decomp_cross_entropy(PS_DECOMP_ARGS)
         ir_node *p = b_mul(b, ls, q);
         return ce_reduce(b, b_neg(b, b_sum(b, wb ? b_mul(b, p, wb) : p, &cd, 1, false)), NULL, red);
     }
+    return ce_indices(b, n, ls, t, wb, red, a->a[1].i[0], e);
+}
+
+/* The class-index branch of cross_entropy on log-probabilities ls (also
+ * nll_loss's decomposition, e = 0): wb the weights shaped [C, 1, ...]. */
+static ir_node *ce_indices(ps_builder *b, const ir_node *n, ir_node *ls, ir_node *t, ir_node *wb,
+                           int64_t red, int64_t ignore, double e)
+{
+    int nd = ls ? ls->type.ndim : 0;
+    int64_t cd = nd == 1 ? 0 : 1, ncls = ls ? ls->type.shape[cd] : 0;
     ir_node *t64 = ps_b_cast(b, t, TJ_I64);
-    ir_node *valid = b_bin_s(b, OP_ne, t64, (double)a->a[1].i[0]);
+    ir_node *valid = b_bin_s(b, OP_ne, t64, (double)ignore);
     ir_node *idx = ps_b_unsqueeze(b, b_where_xs(b, valid, t64, 0), cd);
     ir_node *nll = b_neg(b, ps_b_squeeze(b, b_dim_op(b, OP_gather, (ir_node *[]){ls, idx}, 2, cd), &cd, 1));
     ir_node *wt = NULL;
@@ -485,10 +500,22 @@ static ir_node *ps_decomp_cross_entropy(PS_DECOMP_ARGS)
     return ce_reduce(b, loss, den, red);
 }
 
+/* nll_loss (nn and linalg, a DCOMP row): cross_entropy's class-index branch
+ * on the given log-probabilities, without smoothing. */
+ir_node *ps_decomp_nll_loss(PS_DECOMP_ARGS)
+{
+    ir_node *x = in[0], *w = n->nin > 2 ? in[2] : NULL;
+    int nd = x->type.ndim;
+    ir_node *wb = w ? trailing_ones(b, w, nd - 1 - (nd == 1 ? 0 : 1)) : NULL;
+    return ce_indices(b, n, x, in[1], wb, a->a[0].i[0], a->a[1].i[0], 0);
+}
+
 /* ---- the pass ------------------------------------------------------------------------ */
 
 static const decomp_fn decomps[IR_NUM_OPS] = {
+#undef DECOMP_DCOMP
 #define DECOMP_COMP(name) [OP_##name] = ps_decomp_##name,
+#define DECOMP_DCOMP DECOMP_COMP
 #define OP(name, kind, nmin, nmax, decomp, attrs) DECOMP_##decomp(name)
 #define UNARY(name, rule, decomp, f32, f64, i) DECOMP_##decomp(name)
 #define BINARY(name, rule, decomp, f32, f64, i) DECOMP_##decomp(name)
@@ -582,6 +609,35 @@ ir_graph *ps_decompose_codegen(ir_graph *g, char *err, size_t nerr)
         if (ir_ops[op].kind == IR_UNARY || ir_ops[op].kind == IR_BINARY)
             keep[op] = true;
     return decompose(g, keep, err, nerr);
+}
+
+ir_graph *ps_decompose_one(ir_op op, const ir_type *const *in, int nin, const ir_attrs *a,
+                           char *err, size_t nerr)
+{
+    ir_graph *g = ir_graph_new(ir_ops[op].name);
+    ir_node *args[IR_MAX_DECOMP_IN], *n = NULL;
+    if (!g || nin > IR_MAX_DECOMP_IN) {
+        snprintf(err, nerr, "%s", g ? "too many inputs" : "out of memory");
+        ir_graph_free(g);
+        return NULL;
+    }
+    bool ok = true;
+    for (int k = 0; k < nin && ok; k++)
+        ok = !in[k] || (args[k] = ir_graph_input(g, NULL, in[k], false)) != NULL;
+    for (int k = 0; k < nin; k++)
+        if (!in[k])
+            args[k] = NULL;
+    if (ok)
+        n = ir_graph_add(g, op, args, nin, a);
+    if (!n || ir_graph_set_outputs(g, &n, 1) != 0) {
+        snprintf(err, nerr, "%s", ir_graph_error(g));
+        ir_graph_free(g);
+        return NULL;
+    }
+    ir_graph *d = decompose(g, NULL, err, nerr);
+    if (d != g)
+        ir_graph_free(g);
+    return d;
 }
 
 static ir_graph *decompose(ir_graph *g, const bool *keep, char *err, size_t nerr)

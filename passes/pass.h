@@ -46,6 +46,12 @@ ir_graph *ps_decompose(ir_graph *g, char *err, size_t nerr);   /* decompose.c */
 /* decompose, keeping whole the composites whose eager kernel codegen prefers
  * (sdpa); what compiled plans run. */
 ir_graph *ps_decompose_codegen(ir_graph *g, char *err, size_t nerr);
+/* The decomposition of one application of op (a DCOMP row's eager path): a
+ * graph whose inputs are the present inputs in[k] (NULL: absent) in order,
+ * decomposed to prims, one output. NULL with the reason in err. The caller
+ * frees it. */
+ir_graph *ps_decompose_one(ir_op op, const ir_type *const *in, int nin, const ir_attrs *a,
+                           char *err, size_t nerr);
 ir_graph *ps_simplify(ir_graph *g, char *err, size_t nerr);    /* simplify.c */
 /* sum/prod/amax/amin to fewer than 16 results over 2^16+ elements each ->
  * partial reductions over a reshaped view, then a small final one (split.c). */

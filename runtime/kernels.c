@@ -15,7 +15,11 @@
 #define RT_K_RANDOM RT_K_OTHER
 
 const rt_kernel_fn rt_kernels[IR_NUM_OPS] = {
-#define OP(name, kind, nmin, nmax, decomp, attrs) [OP_##name] = RT_K_##kind(name),
+/* DCOMP rows have no kernel: their decomposition runs instead. */
+#define RT_KD_PRIM(kind, name) RT_K_##kind(name)
+#define RT_KD_COMP(kind, name) RT_K_##kind(name)
+#define RT_KD_DCOMP(kind, name) NULL
+#define OP(name, kind, nmin, nmax, decomp, attrs) [OP_##name] = RT_KD_##decomp(kind, name),
 #include "../ir/ops.def"
 };
 

@@ -21,7 +21,10 @@
 #define RT_DECL_NN RT_DECL_K
 #define RT_DECL_CREATE RT_DECL_K
 #define RT_DECL_RANDOM RT_DECL_K
-#define OP(name, kind, nmin, nmax, decomp, attrs) RT_DECL_##kind(name)
+#define RT_DD_PRIM(kind, name) RT_DECL_##kind(name)
+#define RT_DD_COMP(kind, name) RT_DECL_##kind(name)
+#define RT_DD_DCOMP(kind, name)
+#define OP(name, kind, nmin, nmax, decomp, attrs) RT_DD_##decomp(kind, name)
 #define UNARY(name, rule, decomp, f32, f64, i)
 #define BINARY(name, rule, decomp, f32, f64, i)
 #include "../ir/ops.def"

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../passes/pass.h"
 #include "exec.h"
 
 int *sc_exec_last_use(const ir_graph *g)
@@ -29,6 +30,31 @@ int *sc_exec_last_use(const ir_graph *g)
 }
 
 #define EXEC_MAX_IN 256
+
+/* A DCOMP node (no kernel): its decomposition at these types, run here. */
+static tj_tensor *run_decomposed(const ir_node *n, tj_tensor *const *in, const ir_type *const *tp,
+                                 const ir_attrs *a)
+{
+    char err[256];
+    ir_graph *d = ps_decompose_one(n->op, tp, n->nin, a, err, sizeof err);
+    if (!d) {
+        rt_error("%s", err);
+        return NULL;
+    }
+    tj_tensor *args[EXEC_MAX_IN], *r = NULL;
+    int na = 0;
+    for (int j = 0; j < n->nin; j++)
+        if (in[j])
+            args[na++] = in[j];
+    int *last = sc_exec_last_use(d);
+    if (!last)
+        rt_error("out of memory");
+    else if (sc_exec(d, args, last, &r) != 0)
+        r = NULL;
+    free(last);
+    ir_graph_free(d);
+    return r;
+}
 
 static tj_tensor *run_node(const ir_graph *g, const ir_node *n, tj_tensor **vals)
 {
@@ -56,7 +82,8 @@ static tj_tensor *run_node(const ir_graph *g, const ir_node *n, tj_tensor **vals
         rt_error("%s: %s (node %%%d of graph @%s)", head, reason, n->id, g->name);
         return NULL;
     }
-    tj_tensor *r = rt_eager(n->op, in, n->nin, &a, &out);
+    tj_tensor *r = ir_ops[n->op].eager_decomp ? run_decomposed(n, in, tp, &a)
+                                              : rt_eager(n->op, in, n->nin, &a, &out);
     if (!r) {
         char why[512];
         snprintf(why, sizeof why, "%s", tj_last_error());

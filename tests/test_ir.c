@@ -103,6 +103,13 @@ static int example_lists(in_list *out)
         {4, {TY(F32, 2, 4, 8), TY(F32, 2, 4, 8), TY(F32, 2, 4, 8), TY(F32, 4, 4)}},
         {4, {TY(F32, 2, 4, 8), TY(F32, 2, 4, 8), TY(F32, 2, 4, 8), TY(BOOL, 4, 4)}},
         {5, {TY(F32, 2, 3, 4, 4), TY(F32, 3), TY(F32, 3), TY(F32, 3), TY(F32, 3)}},
+        /* nn and linalg (issue 11) */
+        {2, {TY(F32, 2, 3, 4), TY(F32, 2, 4, 5)}},
+        {2, {TY(F32, 4), TY(F32, 4)}},
+        {3, {TY(F32, 2, 3, 5), TY(F32, 2, 3, 4), TY(F32, 2, 4, 5)}},
+        {3, {TY(F32, 3, 5), TY(F32, 3, 4), TY(F32, 4, 5)}},
+        {3, {TY(F32, 3), TY(F32, 3, 4), TY(F32, 4)}},
+        {2, {TY(F32, 2, 3, 8), TY(F32, 4, 3, 2)}},
     };
     int n = (int)(sizeof lists / sizeof *lists);
     memcpy(out, lists, sizeof lists);
@@ -133,6 +140,12 @@ static const struct {
     {"beta", {"1", "2.5"}},          {"threshold", {"20", "-0.5"}},
     {"alpha", {"2", "-3"}},          {"rounding_mode", {"trunc", "floor"}},
     {"ceil_mode", {"0", "1"}},      {"divisor_override", {"0", "3"}},
+    /* nn and linalg (issue 11) */
+    {"delta", {"1", "0.5"}},        {"log_target", {"0", "1"}},
+    {"dims_a", {"1", ""}},          {"dims_b", {"0", ""}},
+    {"upscale_factor", {"1", "2"}}, {"downscale_factor", {"1"}},
+    {"size", {"2", "3"}},           {"k", {"1", "2"}},
+    {"ord", {"2", "1", "inf", "0.5"}}, {"output_size", {"2", "2,3", "1,1"}},
 };
 
 static int examples_of(const char *attr, const char *const **vals)

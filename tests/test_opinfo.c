@@ -53,7 +53,7 @@ typedef struct sample {
 } sample;
 
 typedef struct known {
-    char op[32], mode[16], pattern[128], reason[256];
+    char op[48], mode[16], pattern[128], reason[256];
     int met;
 } known;
 
@@ -77,7 +77,7 @@ static void read_known(void)
         known *k = &knowns[nknown];
         int at = 0;
         if (nknown == (int)(sizeof knowns / sizeof *knowns) ||
-            sscanf(line, "%31s %15s %127s %n", k->op, k->mode, k->pattern, &at) != 3 || !at)
+            sscanf(line, "%47s %15s %127s %n", k->op, k->mode, k->pattern, &at) != 3 || !at)
             fail_msg("bad line in %s: %s", path, line);
         snprintf(k->reason, sizeof k->reason, "%s", line + at);
         k->reason[strcspn(k->reason, "\n")] = '\0';
@@ -348,12 +348,12 @@ static void run_sample(sample *s, tj_tensor *pool_in, tj_tensor *pool_want, coun
 
 static bool parse_sample(const char *line, sample *s)
 {
-    char op[32];
+    char op[48];
     int at = 0;
     memset(s, 0, sizeof *s);
     snprintf(s->line, sizeof s->line, "%s", line);
     s->line[strcspn(s->line, "\n")] = '\0';
-    if (sscanf(line, "%31s %95s %255s %63s %n", op, s->tags, s->attrs, s->result, &at) != 4)
+    if (sscanf(line, "%47s %95s %255s %63s %n", op, s->tags, s->attrs, s->result, &at) != 4)
         return false;
     if ((s->op = ir_op_from_name(op)) == IR_NUM_OPS)
         fail_msg("cases.txt names an unknown op: %s", line);
@@ -368,9 +368,9 @@ static bool parse_sample(const char *line, sample *s)
 
 static void read_tol(const char *line)
 {
-    char op[32];
+    char op[48];
     tol t;
-    if (sscanf(line, "tol %31s %lf %lf %lf %lf", op, &t.rtol32, &t.rtol64, &t.atol, &t.ce) != 5)
+    if (sscanf(line, "tol %47s %lf %lf %lf %lf", op, &t.rtol32, &t.rtol64, &t.atol, &t.ce) != 5)
         fail_msg("bad tol line: %s", line);
     ir_op o = ir_op_from_name(op);
     if (o == IR_NUM_OPS)

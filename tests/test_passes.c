@@ -309,6 +309,57 @@ static const char *const composite_cases[] = {
       " %2 = add_alpha %d, %d {alpha=0} : bool[3,4]\n %3 = add_alpha %d, %d {alpha=-2} : bool[3,4]\n"
       " %4 = sub_alpha %b, %e {alpha=7} : i64[4]\n %5 = add_alpha %c, %d {alpha=200} : u8[3,4]\n"
       " return %0, %1, %2, %3, %4, %5"),
+    /* nn and linalg (issue 11): the DCOMP rows (the executor runs them by the
+     * same decomposition; this checks it leaves prims, also at symbolic dims) */
+    G("%x: f32[3,4], %y: f32[4], %p: f32[3,4], %q: f32[3,4], %w: f32[4], %d: f64[3,4]",
+      "%0 = mse_loss %x, %y {reduction=mean} : f32[]\n"
+      " %1 = l1_loss %x, %d {reduction=none} : f64[3,4]\n"
+      " %2 = smooth_l1_loss %x, %y {reduction=sum, beta=0.5} : f32[]\n"
+      " %3 = huber_loss %x, %d {reduction=none, delta=0.7} : f32[3,4]\n"
+      " %4 = binary_cross_entropy %p, %q, %w {reduction=mean} : f32[]\n"
+      " %5 = binary_cross_entropy_with_logits %x, %q, %w, %y {reduction=none} : f32[3,4]\n"
+      " %6 = kl_div %x, %p {reduction=sum, log_target=false} : f32[]\n"
+      " %7 = kl_div %x, %q {reduction=mean, log_target=true} : f32[]\n"
+      " return %0, %1, %2, %3, %4, %5, %6, %7"),
+    G("%x: f32[s0,4], %y: f32[s0,4]",
+      "%0 = mse_loss %x, %y {reduction=mean} : f32[]\n"
+      " %1 = huber_loss %x, %y {reduction=sum, delta=1} : f32[]\n return %0, %1"),
+    G("%a: f32[2,3,4], %b: f32[2,4,5], %c: f32[2,3,5], %m: f32[3,4], %v: f32[4], %w: f32[3], "
+      "%s: f32[3,3], %t: f32[4,3], %i: i32[3,3]",
+      "%0 = bmm %a, %b : f32[2,3,5]\n %1 = mv %m, %v : f32[3]\n %2 = dot %v, %v : f32[]\n"
+      " %3 = outer %w, %v : f32[3,4]\n %4 = addmm %s, %m, %t {beta=0.5, alpha=2} : f32[3,3]\n"
+      " %5 = addmv %w, %m, %v {beta=0, alpha=1} : f32[3]\n"
+      " %6 = baddbmm %c, %a, %b {beta=1, alpha=-1} : f32[2,3,5]\n"
+      " %7 = tensordot %a, %b {dims_a=[2,0], dims_b=[1,0]} : f32[3,5]\n return %0, %1, %2, %3, %4, %5, %6, %7"),
+    G("%m: f32[3,4], %s: f32[3,3], %i: i32[3,3]",
+      "%0 = trace %m : f32[]\n %1 = trace %i : i64[]\n %2 = cross %s, %s {dim=0} : f32[3,3]\n"
+      " return %0, %1, %2"),
+    G("%a: f32[s0,3,4], %b: f32[s0,4,5], %m: f32[s0,4], %v: f32[4], %x: f32[s0,3]",
+      "%0 = bmm %a, %b : f32[s0,3,5]\n %1 = mv %m, %v : f32[s0]\n"
+      " %2 = cross %x, %x {dim=1} : f32[s0,3]\n return %0, %1, %2"),
+    G("%x: f32[2,4,9], %w: f32[6,2,3], %b: f32[6], %p: f32[1,8,2,3], %s: f32[s0,4,9]",
+      "%0 = conv1d %x, %w, %b {stride=2, padding=1, dilation=1, groups=2} : f32[2,6,5]\n"
+      " %1 = max_pool1d %x {kernel=3, stride=2, padding=1, dilation=1, ceil_mode=true} : f32[2,4,5]\n"
+      " %2 = avg_pool1d %s {kernel=3, stride=0, padding=1, count_include_pad=false, ceil_mode=false} : f32[s0,4,3]\n"
+      " %3 = pixel_shuffle %p {upscale_factor=2} : f32[1,2,4,6]\n"
+      " %4 = pixel_unshuffle %3 {downscale_factor=2} : f32[1,8,2,3]\n return %0, %1, %2, %3, %4"),
+    G("%x: f32[2,4,3,2], %w: f32[4], %a: f32[3,4], %c: f32[4], %t: i64[3], %s: f32[s0,4], %v: f32[3]",
+      "%0 = group_norm %x, %w, %w {groups=2, eps=1e-05} : f32[2,4,3,2]\n"
+      " %1 = instance_norm %x {eps=1e-05} : f32[2,4,3,2]\n"
+      " %2 = local_response_norm %x {size=3, alpha=0.5, beta=0.75, k=1} : f32[2,4,3,2]\n"
+      " %3 = vector_norm %s {ord=inf, dims=[1], keepdim=true} : f32[s0,1]\n"
+      " %4 = vector_norm %a {ord=0, dims=[], keepdim=false} : f32[]\n"
+      " %5 = cosine_similarity %a, %c {dim=1, eps=1e-08} : f32[3]\n"
+      " %6 = pairwise_distance %s, %c {p=1, eps=1e-06, keepdim=false} : f32[s0]\n"
+      " %7 = nll_loss %a, %t {reduction=mean, ignore_index=-100} : f32[]\n"
+      " return %0, %1, %2, %3, %4, %5, %6, %7"),
+    G("%a: f32[3,4]", "%0 = vector_norm %a {ord=0.5, dims=[0], keepdim=false} : f32[4]\n return %0"),
+    G("%x: f32[2,3,7,5], %y: f32[3,7], %a: f32[3,4], %b: f32[5,4], %s: f32[s0,3,7]",
+      "%0 = adaptive_avg_pool2d %x {output_size=[3,2]} : f32[2,3,3,2]\n"
+      " %1 = adaptive_max_pool2d %x {output_size=[4,3]} : f32[2,3,4,3]\n"
+      " %2 = adaptive_avg_pool1d %y {output_size=[3]} : f32[3,3]\n"
+      " %3 = cdist %a, %b {p=2} : f32[3,5]\n %4 = matrix_norm %x {dims=[], keepdim=false} : f32[2,3]\n"
+      " %5 = adaptive_avg_pool1d %s {output_size=[2]} : f32[s0,3,2]\n return %0, %1, %2, %3, %4, %5"),
 };
 
 static void test_every_composite_decomposes(void **state)

@@ -75,8 +75,60 @@ UNARY = {"gelu_tanh": lambda x: F.gelu(x, approximate="tanh"), "gelu": F.gelu, "
          "square": torch.square}
 
 
+# ==== nn and linalg (issue 11) ====================================================
+NN_GRAD = {
+    "mse_loss": lambda i, a: F.mse_loss(i[0], i[1], reduction=a["reduction"]),
+    "l1_loss": lambda i, a: F.l1_loss(i[0], i[1], reduction=a["reduction"]),
+    "smooth_l1_loss": lambda i, a: F.smooth_l1_loss(i[0], i[1], reduction=a["reduction"],
+                                                    beta=a["beta"]),
+    "huber_loss": lambda i, a: F.huber_loss(i[0], i[1], reduction=a["reduction"], delta=a["delta"]),
+    "binary_cross_entropy": lambda i, a: F.binary_cross_entropy(
+        i[0], i[1], i[2] if len(i) > 2 else None, reduction=a["reduction"]),
+    "binary_cross_entropy_with_logits": lambda i, a: F.binary_cross_entropy_with_logits(
+        i[0], i[1], i[2] if len(i) > 2 else None, reduction=a["reduction"],
+        pos_weight=i[3] if len(i) > 3 else None),
+    "kl_div": lambda i, a: F.kl_div(i[0], i[1], reduction=a["reduction"],
+                                    log_target=a["log_target"]),
+    **{op: (lambda op: lambda i, a: getattr(torch, op)(*i))(op) for op in ("bmm", "mv", "dot", "outer")},
+    **{op: (lambda op: lambda i, a: getattr(torch, op)(*i, beta=a["beta"], alpha=a["alpha"]))(op)
+       for op in ("addmm", "addmv", "baddbmm")},
+    "tensordot": lambda i, a: torch.tensordot(i[0], i[1], dims=(a["dims_a"], a["dims_b"])),
+    "trace": lambda i, a: torch.trace(i[0]),
+    "cross": lambda i, a: torch.linalg.cross(i[0], i[1], dim=a["dim"]),
+    "conv1d": lambda i, a: F.conv1d(i[0], i[1], i[2] if len(i) > 2 else None, a["stride"],
+                                    a["padding"], a["dilation"], a["groups"]),
+    "max_pool1d": lambda i, a: F.max_pool1d(i[0], a["kernel"], a["stride"] or None, a["padding"],
+                                            a["dilation"], a["ceil_mode"]),
+    "avg_pool1d": lambda i, a: F.avg_pool1d(i[0], a["kernel"], a["stride"] or None, a["padding"],
+                                            a["ceil_mode"], a["count_include_pad"]),
+    "pixel_shuffle": lambda i, a: F.pixel_shuffle(i[0], a["upscale_factor"]),
+    "pixel_unshuffle": lambda i, a: F.pixel_unshuffle(i[0], a["downscale_factor"]),
+    "group_norm": lambda i, a: F.group_norm(i[0], a["groups"], *(i[1:] + [None] * (3 - len(i))),
+                                            a["eps"]),
+    "instance_norm": lambda i, a: F.instance_norm(i[0], weight=i[1] if len(i) > 1 else None,
+                                                  bias=i[2] if len(i) > 2 else None, eps=a["eps"]),
+    "local_response_norm": lambda i, a: F.local_response_norm(i[0], a["size"], a["alpha"],
+                                                              a["beta"], a["k"]),
+    "vector_norm": lambda i, a: torch.linalg.vector_norm(i[0], a["ord"], tuple(a["dims"]) or None,
+                                                         a["keepdim"]),
+    "cosine_similarity": lambda i, a: F.cosine_similarity(i[0], i[1], a["dim"], a["eps"]),
+    "pairwise_distance": lambda i, a: F.pairwise_distance(i[0], i[1], a["p"], a["eps"], a["keepdim"]),
+    "nll_loss": lambda i, a: F.nll_loss(i[0], i[1], i[2] if len(i) > 2 else None,
+                                        ignore_index=a["ignore_index"], reduction=a["reduction"]),
+    "adaptive_avg_pool2d": lambda i, a: F.adaptive_avg_pool2d(i[0], a["output_size"]),
+    "adaptive_avg_pool1d": lambda i, a: F.adaptive_avg_pool1d(i[0], a["output_size"]),
+    "adaptive_max_pool2d": lambda i, a: F.adaptive_max_pool2d(i[0], a["output_size"]),
+    "cdist": lambda i, a: torch.cdist(i[0], i[1], a["p"], compute_mode="donot_use_mm_for_euclid_dist"),
+    "matrix_norm": lambda i, a: torch.linalg.matrix_norm(i[0], "fro", tuple(a["dims"]) or (-2, -1),
+                                                         a["keepdim"]),
+}
+# ==== end of nn and linalg ==========================================================
+
+
 def run_op(op, ins, a):
     x = ins[0] if ins else None
+    if op in NN_GRAD:
+        return NN_GRAD[op](ins, a)
     if op in UNARY:
         return UNARY[op](x)
     if op in ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "atan2", "fmod",

@@ -1237,6 +1237,491 @@ def arange(op):
     sample(op, ["empty", "args"], [], (3, 3, 1, "f32"))
 
 
+# ==== nn and linalg (issue 11) ===================================================
+import warnings  # noqa: E402
+warnings.filterwarnings("ignore", category=UserWarning)   # torch's broadcast and kl_div notices
+# The DCOMP rows: composites with no kernel of their own (their decomposition
+# runs eagerly too). Losses take (input, target[, weights]) then reduction.
+
+def prob(shape, dt="f32", v="c"):
+    """Probabilities in (0, 1), exact in f32: eighths from 1/8 to 7/8."""
+    return T((torch.randint(1, 8, shape) / 8.0).double(), dt, v)
+
+
+REF.update({
+    "mse_loss": lambda x, y, red: F.mse_loss(x, y, reduction=red),
+    "l1_loss": lambda x, y, red: F.l1_loss(x, y, reduction=red),
+    "smooth_l1_loss": lambda x, y, red, beta: F.smooth_l1_loss(x, y, reduction=red, beta=beta),
+    "huber_loss": lambda x, y, red, delta: F.huber_loss(x, y, reduction=red, delta=delta),
+    "binary_cross_entropy": lambda p, y, w, red: F.binary_cross_entropy(p, y, w, reduction=red),
+    "binary_cross_entropy_with_logits": lambda x, y, w, pw, red: F.binary_cross_entropy_with_logits(
+        x, y, w, reduction=red, pos_weight=pw),
+    "kl_div": lambda x, y, red, lt: F.kl_div(x, y, reduction=red, log_target=bool(lt)),
+})
+TOL.update({op: (1e-5, 1e-12, 1e-6, 1e-5) for op in (
+    "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+    "binary_cross_entropy_with_logits", "kl_div")})
+
+
+def loss_layouts(op, mk, rest, attrs):
+    sample(op, ["empty"], [mk([0, 3]), mk([0, 3]), *rest], attrs)
+    sample(op, ["0d"], [mk([]), mk([]), *rest], attrs)
+    for v, tag, base in (("s", "noncontig", [2, 6]), ("t", "transposed", [3, 2]),
+                         ("e", "expanded", [2, 3])):
+        sample(op, [tag], [mk(base, "f32", v), mk([2, 3]), *rest], attrs)
+        sample(op, [tag], [mk([2, 3]), mk(base, "f32", v), *rest], attrs)
+
+
+@samples_for("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss")
+def pair_losses(op):
+    extra = {"smooth_l1_loss": [(1.0,), (0.5,), (0.0,), (-1.0,)],
+             "huber_loss": [(1.0,), (0.25,), (2.0,), (0.0,)]}.get(op, [()])
+    for red in ("mean", "sum", "none"):
+        for e in extra:
+            sample(op, ["plain", "args"], [t([2, 3]), t([2, 3])], (red, *e))
+    e = extra[0]
+    sample(op, ["bcast"], [t([2, 3]), t([3])], ("none", *e))
+    sample(op, ["bcast"], [t([2, 1]), t([1, 3])], ("mean", *e))
+    sample(op, ["args"], [t([2, 3]), t([4])], ("mean", *e))
+    for dt in DT:
+        if dt != "f32":
+            sample(op, ["dtype"], [t([2, 3], dt), t([2, 3], dt)], ("mean", *e))
+    for a, b in (("f32", "f64"), ("f64", "f32"), ("f32", "i64"), ("i64", "f32")):
+        sample(op, ["promo"], [t([2, 3], a), t([2, 3], b)], ("none", *e))
+    ext = T([[math.inf, 0, math.nan], [1e30, -1e30, 3e38]])
+    sample(op, ["extreme"], [ext, t([2, 3])], ("none", *e))
+    sample(op, ["extreme"], [t([2, 3]), ext], ("sum", *e))
+    sample(op, ["large"], [T(ramp([3, 700]), "f32", is_ramp=True), t([700])], ("mean", *e))
+    for red in ("mean", "sum", "none"):
+        sample(op, ["empty"], [t([0, 3]), t([0, 3])], (red, *e))
+    loss_layouts(op, lambda s, dt="f32", v="c": t(s, dt, v), [], ("mean", *e))
+
+
+@samples_for("binary_cross_entropy", "binary_cross_entropy_with_logits")
+def bce(op):
+    logits = op.endswith("logits")
+    mk = (lambda s, dt="f32", v="c": t(s, dt, v)) if logits else prob
+    extra = [None] if not logits else [None, None]
+    for red in ("mean", "sum", "none"):
+        sample(op, ["plain", "args"], [mk([2, 3]), prob([2, 3]), *extra], (red,))
+        sample(op, ["args"], [mk([2, 3]), prob([2, 3]), t([3], lo=0), *extra[1:]], (red,))
+        if logits:
+            sample(op, ["args"], [mk([2, 3]), prob([2, 3]), None, t([3], lo=0)], (red,))
+            sample(op, ["args"], [mk([2, 3]), prob([2, 3]), t([2, 1], lo=0), t([2, 3], lo=0)], (red,))
+    sample(op, ["args"], [mk([2, 3]), prob([3]), *extra], ("mean",))
+    sample(op, ["args"], [mk([2, 3]), prob([2, 3]), t([4]), *extra[1:]], ("mean",))
+    sample(op, ["dtype"], [mk([2, 3], "f64"), prob([2, 3], "f64"), *extra], ("mean",))
+    sample(op, ["dtype"], [mk([2, 3], "f64"), prob([2, 3], "f64"), t([3], "f64"), *extra[1:]], ("none",))
+    sample(op, ["dtype"], [t([2, 3], "i64", lo=0, hi=1), t([2, 3], "i64", lo=0, hi=1), *extra], ("mean",))
+    sample(op, ["promo"], [mk([2, 3]), prob([2, 3], "f64"), *extra], ("mean",))
+    sample(op, ["promo"], [mk([2, 3], "f64"), prob([2, 3]), *extra], ("none",))
+    if logits:
+        sample(op, ["extreme"], [T([[math.inf, -math.inf, math.nan], [100.0, -100.0, 0]]),
+                                 prob([2, 3]), None, None], ("none",))
+    else:
+        sample(op, ["extreme"], [T([[0.0, 1.0, 1e-40], [1e-30, 1 - 1e-7, 0.5]]),
+                                 T([[0.0, 1.0, 0.5], [1.0, 0.0, 0.5]]), None], ("none",))
+    sample(op, ["large"], [mk([2, 150]), prob([2, 150]), *extra], ("mean",))
+    for red in ("mean", "sum", "none"):
+        sample(op, ["empty"], [mk([0, 3]), prob([0, 3]), *extra], (red,))
+    sample(op, ["0d"], [mk([]), prob([]), *extra], ("mean",))
+    for v, tag, base in (("s", "noncontig", [2, 6]), ("t", "transposed", [3, 2]),
+                         ("e", "expanded", [2, 3])):
+        sample(op, [tag], [mk(base, "f32", v), prob([2, 3]), *extra], ("mean",))
+        sample(op, [tag], [mk([2, 3]), prob(base, "f32", v), *extra], ("mean",))
+
+
+@samples_for("kl_div")
+def kl_div(op):
+    lp = lambda s, dt="f32", v="c": T(torch.log(rnd(s, lo=0, hi=1) / 2 + 0.25), dt, v)
+    for red in ("mean", "sum", "none"):
+        for lt in (0, 1):
+            sample(op, ["plain", "args"], [lp([2, 3]), prob([2, 3]) if not lt else lp([2, 3])],
+                   (red, lt))
+    sample(op, ["args"], [lp([2, 3]), T([[0.0, 0.5, 1.0], [0.25, 0.0, 0.75]])], ("none", 0))
+    sample(op, ["bcast"], [lp([2, 3]), prob([3])], ("none", 0))
+    sample(op, ["args"], [lp([2, 3]), prob([4])], ("none", 0))
+    sample(op, ["dtype"], [lp([2, 3], "f64"), prob([2, 3], "f64")], ("sum", 0))
+    sample(op, ["dtype"], [t([2, 3], "i64"), t([2, 3], "i64")], ("sum", 0))
+    sample(op, ["promo"], [lp([2, 3]), prob([2, 3], "f64")], ("none", 1))
+    sample(op, ["extreme"], [T([[-math.inf, 0, math.nan], [-1e30, 1e-40, 0]]),
+                             T([[0.5, 0, 0.5], [math.inf, 1, math.nan]])], ("none", 0))
+    sample(op, ["large"], [lp([2, 150]), prob([2, 150])], ("mean", 0))
+    sample(op, ["empty"], [lp([0, 3]), prob([0, 3])], ("mean", 0))
+    sample(op, ["0d"], [lp([]), prob([])], ("sum", 1))
+    for v, tag, base in (("s", "noncontig", [2, 6]), ("t", "transposed", [3, 2]),
+                         ("e", "expanded", [2, 3])):
+        sample(op, [tag], [lp(base, "f32", v), prob([2, 3])], ("mean", 0))
+        sample(op, [tag], [lp([2, 3]), prob(base, "f32", v)], ("mean", 0))
+
+
+REF.update({
+    "bmm": torch.bmm, "mv": torch.mv, "dot": torch.dot, "outer": torch.outer,
+    "addmm": lambda c, a, b, beta, alpha: torch.addmm(c, a, b, beta=beta, alpha=alpha),
+    "addmv": lambda c, a, b, beta, alpha: torch.addmv(c, a, b, beta=beta, alpha=alpha),
+    "baddbmm": lambda c, a, b, beta, alpha: torch.baddbmm(c, a, b, beta=beta, alpha=alpha),
+    "tensordot": lambda a, b, da, db: torch.tensordot(a, b, dims=(list(da), list(db))),
+    "trace": torch.trace,
+    "cross": lambda a, b, dim: torch.linalg.cross(a, b, dim=dim),
+})
+TOL.update({op: (1e-5, 1e-12, 1e-6, 1e-5) for op in (
+    "bmm", "mv", "dot", "outer", "addmm", "addmv", "baddbmm", "tensordot", "trace", "cross")})
+
+PRODUCTS = {"bmm": ([2, 3, 4], [2, 4, 5]), "mv": ([3, 4], [4]), "dot": ([4], [4]),
+            "outer": ([3], [4])}
+
+
+@samples_for(*PRODUCTS)
+def products(op):
+    a, b = PRODUCTS[op]
+    sample(op, ["plain"], [t(a), t(b)])
+    for dt in DT:
+        if dt not in ("f32", "bool"):
+            sample(op, ["dtype"], [t(a, dt), t(b, dt)])
+    sample(op, ["promo"], [t(a), t(b, "f64")])
+    sample(op, ["args"], [t(a[:-1] + [a[-1] + 1]), t(b)])          # inner sizes differ
+    sample(op, ["args"], [t(a + [1]), t(b)])                         # wrong ndim
+    fin = [0.0, -0.0, 1e-40, -1e-40, 1.0, -1.0, 0.5, math.inf, math.nan, -2.5, 1e-7]   # no overflow
+    sample(op, ["extreme"], [T(torch.tensor((fin * 6)[:math.prod(a)]).reshape(a)), t(b)])
+    if op in ("dot", "mv"):
+        sample(op, ["large"], [T(ramp([700] if op == "dot" else [2, 700]), "f32", is_ramp=True),
+                               t([700])])
+    sample(op, ["empty"], [t([0] + a[1:]), t(([0] + b[1:]) if op in ("bmm", "dot") else b)])
+    if op != "dot":
+        sample(op, ["empty"], [t(a), t(b[:-1] + [0])])
+    sample(op, ["0d"], [t([]), t(b)])
+    for v, tag in (("s", "noncontig"), ("t", "transposed"), ("e", "expanded")):
+        if len(a) >= 2 or v == "s":
+            base = a[:-1] + [a[-1] * 2] if v == "s" else a[:-2] + [a[-1], a[-2]] if v == "t" else a
+            sample(op, [tag], [t(base, "f32", v) if len(a) >= 2 else t([a[0] * 2], "f32", "c"), t(b)])
+
+
+ADDS = {"addmm": ([3, 5], [3, 4], [4, 5]), "addmv": ([3], [3, 4], [4]),
+        "baddbmm": ([2, 3, 5], [2, 3, 4], [2, 4, 5])}
+
+
+@samples_for(*ADDS)
+def add_products(op):
+    c, a, b = ADDS[op]
+    for beta, alpha in ((1.0, 1.0), (0.5, 2.0), (0.0, 1.0), (-1.0, 0.0), (2.0, -0.5)):
+        sample(op, ["plain", "args"], [t(c), t(a), t(b)], (beta, alpha))
+    sample(op, ["bcast"], [t(c[-1:]), t(a), t(b)], (1.0, 1.0))
+    sample(op, ["bcast"], [t([]), t(a), t(b)], (0.5, 1.0))
+    sample(op, ["args"], [t(c[:-1] + [7]), t(a), t(b)], (1.0, 1.0))
+    sample(op, ["extreme", "args"], [T(torch.full(c, math.nan)), t(a), t(b)], (0.0, 1.0))
+    for dt in ("f64", "i64", "i32"):
+        sample(op, ["dtype"], [t(c, dt), t(a, dt), t(b, dt)], (2.0, 3.0))
+    sample(op, ["promo"], [t(c, "f64"), t(a), t(b)], (1.0, 1.0))
+    sample(op, ["empty"], [t(c), t(a[:-1] + [0]), t([0] + b[1:] if op != "baddbmm" else [2, 0, 5])],
+           (1.0, 1.0))
+    sample(op, ["noncontig"], [t(c[:-1] + [c[-1] * 2], "f32", "s") if len(c) > 1 else t(c),
+                               t(a[:-1] + [a[-1] * 2], "f32", "s"), t(b)], (1.0, 1.0))
+    sample(op, ["transposed"], [t(c), t(a[:-2] + [a[-1], a[-2]], "f32", "t"), t(b)], (1.0, 1.0))
+
+
+@samples_for("tensordot")
+def tensordot(op):
+    for a, b, da, db in (([2, 3, 4], [4, 3, 5], [1, 2], [1, 0]), ([2, 3], [3, 2], [1], [0]),
+                         ([2, 3], [4], [], []), ([2, 3, 4], [3, 4], [-2, -1], [0, 1]),
+                         ([3], [3], [0], [0])):
+        sample(op, ["plain", "args"], [t(a), t(b)], (da, db))
+    sample(op, ["args"], [t([2, 3]), t([3, 2])], ([1], [1]))
+    sample(op, ["args"], [t([2, 3]), t([3, 2])], ([1], [0, 1]))
+    sample(op, ["args"], [t([2, 3]), t([3, 2])], ([1, 1], [0, 0]))
+    sample(op, ["args"], [t([2, 3]), t([3, 2])], ([2], [0]))
+    sample(op, ["dtype"], [t([2, 3], "f64"), t([3, 2], "f64")], ([1], [0]))
+    sample(op, ["dtype"], [t([2, 3], "i64"), t([3, 2], "i64")], ([1], [0]))
+    sample(op, ["promo"], [t([2, 3]), t([3, 2], "f64")], ([1], [0]))
+    sample(op, ["empty"], [t([0, 3]), t([3, 2])], ([1], [0]))
+    sample(op, ["empty"], [t([2, 0]), t([0, 2])], ([1], [0]))
+    sample(op, ["transposed"], [t([3, 2], "f32", "t"), t([3, 2])], ([1], [0]))
+    sample(op, ["noncontig"], [t([2, 6], "f32", "s"), t([3, 2])], ([1], [0]))
+
+
+@samples_for("trace")
+def trace(op):
+    for shape in ([3, 3], [2, 4], [4, 2], [1, 1]):
+        sample(op, ["plain"], [t(shape)])
+    for dt in DT:
+        if dt != "f32":
+            sample(op, ["dtype"], [t([3, 3], dt)])
+    sample(op, ["extreme"], [T([[math.inf, 0], [0, math.nan]])])
+    sample(op, ["args"], [t([2, 2, 2])])
+    sample(op, ["empty"], [t([0, 3])])
+    sample(op, ["0d"], [t([])])
+    sample(op, ["large"], [T(ramp([300, 300]), "f32", is_ramp=True)])
+    for v, tag, base in (("s", "noncontig", [3, 6]), ("t", "transposed", [3, 4]),
+                         ("e", "expanded", [3, 3])):
+        sample(op, [tag], [t(base, "f32", v)])
+
+
+@samples_for("cross")
+def cross(op):
+    sample(op, ["plain", "args"], [t([2, 3]), t([2, 3])], (-1,))
+    sample(op, ["args"], [t([3, 2]), t([3, 2])], (0,))
+    sample(op, ["bcast", "args"], [t([1, 3]), t([4, 3])], (1,))
+    sample(op, ["args"], [t([2, 3]), t([2, 3])], (0,))
+    sample(op, ["args"], [t([2, 3]), t([2, 3])], (2,))
+    sample(op, ["args"], [t([3]), t([2, 3])], (-1,))
+    for dt in ("f64", "i64", "i32", "i16"):
+        sample(op, ["dtype"], [t([2, 3], dt), t([2, 3], dt)], (1,))
+    sample(op, ["promo"], [t([2, 3]), t([2, 3], "f64")], (1,))
+    sample(op, ["extreme"], [T([[math.inf, 0, 1], [math.nan, 1, 2]]), t([2, 3])], (1,))
+    sample(op, ["empty"], [t([0, 3]), t([0, 3])], (1,))
+    sample(op, ["transposed"], [t([3, 2], "f32", "t"), t([2, 3])], (1,))
+    sample(op, ["expanded"], [t([2, 3], "f32", "e"), t([2, 3])], (1,))
+    sample(op, ["noncontig"], [t([3, 4], "f32", "s"), t([3, 2])], (0,))
+
+REF.update({
+    "conv1d": lambda x, w, b, s, p, d, g: F.conv1d(x, w, b, s, p, d, g),
+    "max_pool1d": lambda x, k, s, p, d, c: F.max_pool1d(x, k, s or None, p, d, bool(c)),
+    "avg_pool1d": lambda x, k, s, p, cip, c: F.avg_pool1d(x, k, s or None, p, bool(c), bool(cip)),
+    "pixel_shuffle": F.pixel_shuffle, "pixel_unshuffle": F.pixel_unshuffle,
+})
+TOL.update({op: (1e-5, 1e-12, 1e-6, 1e-5) for op in ("conv1d", "avg_pool1d")})
+
+
+@samples_for("conv1d")
+def conv1d(op):
+    x, w = [2, 4, 9], [6, 4, 3]
+    for s, p, d, g in ((1, 0, 1, 1), (2, 1, 1, 1), (1, 2, 2, 1), (3, 0, 1, 2), (1, 1, 1, 4)):
+        sample(op, ["plain", "args"], [t(x), t([w[0], w[1] // g, w[2]]), t([6])], (s, p, d, g))
+    sample(op, ["args"], [t(x), t(w), None], (1, 0, 1, 1))
+    sample(op, ["args"], [t([4, 9]), t(w), None], (1, 0, 1, 1))
+    sample(op, ["args"], [t(x), t([6, 3, 3]), None], (1, 0, 1, 1))
+    sample(op, ["args"], [t([2, 4, 2]), t(w), None], (1, 0, 1, 1))
+    sample(op, ["args"], [t(x), t([6, 4, 3, 1]), None], (1, 0, 1, 1))
+    sample(op, ["dtype"], [t(x, "f64"), t(w, "f64"), t([6], "f64")], (1, 1, 1, 1))
+    sample(op, ["promo"], [t(x), t(w, "f64"), None], (1, 0, 1, 1))
+    sample(op, ["extreme"], [T(torch.tensor((EXTREME * 3)[:36]).reshape(1, 4, 9)), t(w), None],
+           (1, 0, 1, 1))
+    sample(op, ["empty"], [t([0, 4, 9]), t(w), None], (1, 0, 1, 1))
+    sample(op, ["large"], [T(ramp([1, 4, 300]), "f32", is_ramp=True), t([2, 4, 3]), None], (2, 1, 1, 1))
+    sample(op, ["noncontig"], [t([2, 4, 18], "f32", "s"), t(w), None], (1, 0, 1, 1))
+    sample(op, ["transposed"], [t([2, 9, 4], "f32", "t"), t(w), None], (1, 0, 1, 1))
+
+
+def pool1d_samples(op):
+    mx = op == "max_pool1d"
+    x = [2, 3, 9]
+    for k, s, p, d, c in ((2, 0, 0, 1, 0), (3, 1, 1, 1, 0), (3, 2, 1, 1, 1), (2, 3, 1, 2, 1),
+                          (4, 2, 2, 1, 0), (9, 1, 0, 1, 0)):
+        if not mx and d != 1:
+            continue
+        for cip in ((None,) if mx else (0, 1)):
+            sample(op, ["plain", "args"], [t(x)], (k, s, p, d, c) if mx else (k, s, p, cip, c))
+    a = (3, 2, 1, 1, 0) if mx else (3, 2, 1, 1, 0)
+    sample(op, ["args"], [t([3, 9])], a)
+    sample(op, ["args"], [t([2, 3])], a)
+    sample(op, ["args"], [t([9])], a)
+    sample(op, ["args"], [t(x)], (3, 2, 2, 1, 0))
+    for dt in ("f64", "i64"):
+        sample(op, ["dtype"], [t(x, dt)], a)
+    sample(op, ["extreme"], [T(torch.tensor(EXTREME[:24]).reshape(1, 2, 12))], a)
+    sample(op, ["empty"], [t([0, 3, 9])], a)
+    sample(op, ["large"], [T(ramp([1, 1, 700]), "f32", is_ramp=True)], (3, 3, 1, 1, 0))
+    sample(op, ["noncontig"], [t([2, 3, 18], "f32", "s")], a)
+    sample(op, ["transposed"], [t([2, 9, 3], "f32", "t")], a)
+
+
+SAMPLES["max_pool1d"] = SAMPLES["avg_pool1d"] = pool1d_samples
+
+
+@samples_for("pixel_shuffle", "pixel_unshuffle")
+def pixel_shuffles(op):
+    up = op == "pixel_shuffle"
+    for shape, r in (([1, 8, 2, 3], 2), ([2, 9, 2, 2], 3), ([4, 3, 3], 1), ([2, 1, 4, 2, 3], 2)):
+        if not up:
+            shape = shape[:-3] + [shape[-3] // (r * r), shape[-2] * r, shape[-1] * r]
+        sample(op, ["plain", "args"], [t(shape)], (r,))
+    bad = [1, 6, 2, 2] if up else [1, 2, 3, 4]
+    sample(op, ["args"], [t(bad)], (2,))
+    sample(op, ["args"], [t([4, 4])], (2,))
+    sample(op, ["args"], [t([1, 4, 2, 2])], (0,))
+    for dt in ("f64", "i64", "u8", "bool"):
+        sample(op, ["dtype"], [t([1, 4, 2, 2], dt)], (2,))
+    sample(op, ["empty"], [t([0, 4, 2, 2])], (2,))
+    sample(op, ["noncontig"], [t([1, 4, 2, 4], "f32", "s")], (2,))
+    sample(op, ["transposed"], [t([1, 4, 2, 2], "f32", "t")], (2,))
+
+REF.update({
+    "group_norm": lambda x, w, b, g, eps: F.group_norm(x, g, w, b, eps),
+    "instance_norm": lambda x, w, b, eps: F.instance_norm(x, weight=w, bias=b, eps=eps),
+    "local_response_norm": lambda x, size, alpha, beta, k: F.local_response_norm(x, size, alpha, beta, k),
+    "vector_norm": lambda x, o, dims, keep: torch.linalg.vector_norm(x, o, tuple(dims) or None, bool(keep)),
+    "cosine_similarity": lambda a, b, dim, eps: F.cosine_similarity(a, b, dim, eps),
+    "pairwise_distance": lambda a, b, p, eps, keep: F.pairwise_distance(a, b, p, eps, bool(keep)),
+    "nll_loss": lambda x, y, w, red, ii: F.nll_loss(x, y, w, ignore_index=ii, reduction=red),
+})
+TOL.update({op: (1e-5, 1e-12, 1e-6, 1e-5) for op in (
+    "vector_norm", "cosine_similarity", "pairwise_distance", "nll_loss", "local_response_norm")})
+TOL.update({op: (1e-5, 1e-12, 1e-4, 1e-5) for op in ("group_norm", "instance_norm")})
+
+
+@samples_for("group_norm", "instance_norm")
+def group_instance_norm(op):
+    gn = op == "group_norm"
+    a = (lambda g, eps=1e-5: (g, eps)) if gn else (lambda g, eps=1e-5: (eps,))
+    x = [2, 4, 3, 2]
+    sample(op, ["plain"], [t(x), t([4]), t([4])], a(2))
+    sample(op, ["args"], [t(x), None, None], a(4))
+    sample(op, ["args"], [t(x), t([4]), None], a(1, 0.1))
+    sample(op, ["args"], [t([2, 4, 5]), t([4]), t([4])], a(2))
+    sample(op, ["args"], [t([2, 4]), None, None], a(2))
+    sample(op, ["args"], [t(x), t([3]), None], a(2))
+    if gn:
+        sample(op, ["args"], [t(x), None, None], a(3))
+    sample(op, ["dtype"], [t(x, "f64"), t([4], "f64"), t([4], "f64")], a(2))
+    sample(op, ["dtype"], [t(x, "i64"), None, None], a(2))
+    sample(op, ["promo"], [t(x), t([4], "f64"), None], a(2))
+    sample(op, ["extreme"], [T(torch.tensor((EXTREME * 2)[:48]).reshape(x)), None, None], a(2))
+    sample(op, ["empty"], [t([0, 4, 3]), None, None], a(2))
+    sample(op, ["large"], [T(ramp([1, 2, 300]), "f32", is_ramp=True), None, None], a(2))
+    sample(op, ["noncontig"], [t([2, 4, 3, 4], "f32", "s"), None, None], a(2))
+    sample(op, ["transposed"], [t([2, 4, 2, 3], "f32", "t"), None, None], a(2))
+
+
+@samples_for("local_response_norm")
+def lrn(op):
+    x = [2, 5, 3, 2]
+    for size, al, be, k in ((3, 1e-4, 0.75, 1.0), (2, 0.5, 0.5, 2.0), (1, 1.0, 1.0, 1.0), (6, 0.1, 2.0, 0.5)):
+        sample(op, ["plain", "args"], [t(x)], (size, al, be, k))
+    sample(op, ["args"], [t([2, 5, 4])], (3, 0.1, 0.75, 1.0))
+    sample(op, ["args"], [t([2, 5, 2, 2, 2])], (3, 0.1, 0.75, 1.0))
+    sample(op, ["args"], [t([2, 5])], (3, 0.1, 0.75, 1.0))
+    sample(op, ["args"], [t(x)], (0, 0.1, 0.75, 1.0))
+    sample(op, ["dtype"], [t(x, "f64")], (3, 0.1, 0.75, 1.0))
+    sample(op, ["extreme"], [T(torch.tensor((EXTREME * 3)[:60]).reshape(x))], (3, 0.1, 0.75, 1.0))
+    sample(op, ["empty"], [t([0, 5, 3])], (3, 0.1, 0.75, 1.0))
+    sample(op, ["noncontig"], [t([2, 5, 3, 4], "f32", "s")], (3, 0.1, 0.75, 1.0))
+    sample(op, ["transposed"], [t([2, 5, 2, 3], "f32", "t")], (3, 0.1, 0.75, 1.0))
+
+
+@samples_for("vector_norm")
+def vector_norm(op):
+    for o in (2.0, 1.0, 0.0, math.inf, -math.inf, 3.0, 0.5, -1.0):
+        sample(op, ["plain", "args"], [t([3, 4])], (o, [], 0))
+        sample(op, ["args"], [t([3, 4])], (o, [1], 1))
+    sample(op, ["args"], [t([2, 3, 4])], (2.0, [0, 2], 0))
+    sample(op, ["args"], [t([2, 3])], (2.0, [2], 0))
+    sample(op, ["dtype"], [t([3, 4], "f64")], (2.0, [1], 0))
+    sample(op, ["dtype"], [t([3, 4], "i64")], (2.0, [], 0))
+    sample(op, ["extreme"], [T(EXTREME)], (2.0, [], 0))
+    sample(op, ["extreme"], [T([3e38, 3e38])], (2.0, [], 0))
+    sample(op, ["empty"], [t([0, 3])], (2.0, [0], 0))
+    sample(op, ["0d"], [t([])], (2.0, [], 0))
+    sample(op, ["large"], [T(ramp([3, 700]), "f32", is_ramp=True)], (2.0, [1], 0))
+    each_layout(op, t, (2.0, [1], 0))
+
+
+@samples_for("cosine_similarity", "pairwise_distance")
+def similarity(op):
+    cos = op == "cosine_similarity"
+    args = [(1, 1e-8), (0, 1e-8), (-1, 0.5)] if cos else [(2.0, 1e-6, 0), (1.0, 0.0, 1), (3.0, 1e-6, 0)]
+    for a in args:
+        sample(op, ["plain", "args"], [t([3, 4]), t([3, 4])], a)
+    a = args[0]
+    sample(op, ["bcast"], [t([3, 4]), t([4])], a)
+    sample(op, ["bcast"], [t([3, 1]), t([1, 4])], a)
+    sample(op, ["args"], [t([3, 4]), t([5])], a)
+    sample(op, ["dtype"], [t([3, 4], "f64"), t([3, 4], "f64")], a)
+    sample(op, ["dtype"], [t([3, 4], "i64"), t([3, 4], "i64")], a)
+    sample(op, ["promo"], [t([3, 4]), t([3, 4], "f64")], a)
+    sample(op, ["extreme"], [T([[0.0, 0, 0], [1e-30, 0, 0], [math.inf, 1, 1], [math.nan, 0, 1]]),
+                             t([4, 3])], a)
+    sample(op, ["empty"], [t([0, 4]), t([0, 4])], a)
+    sample(op, ["large"], [T(ramp([3, 700]), "f32", is_ramp=True), t([700])], a)
+    for v, tag, base in (("s", "noncontig", [3, 8]), ("t", "transposed", [4, 3]),
+                         ("e", "expanded", [3, 4])):
+        sample(op, [tag], [t(base, "f32", v), t([3, 4])], a)
+
+
+@samples_for("nll_loss")
+def nll_loss(op):
+    lp = lambda s, dt="f32", v="c": T(torch.log_softmax(rnd(s), 1 if len(s) > 1 else 0), dt, v)
+    x, y = [4, 3], index([0, 2, 1, 2])
+    for red in ("mean", "sum", "none"):
+        for ii in (-100, 1):
+            sample(op, ["plain", "args"], [lp(x), y, None], (red, ii))
+        sample(op, ["args"], [lp(x), y, t([3], lo=1)], (red, -100))
+        sample(op, ["args"], [lp(x), y, t([3], lo=1)], (red, 2))
+        sample(op, ["args"], [lp([2, 3, 2]), index([[0, 1], [2, -100]]), None], (red, -100))
+        sample(op, ["args"], [lp([3]), index(1), None], (red, -100))
+    sample(op, ["args"], [lp(x), index([0, 3, 1, 2]), None], ("mean", -100))
+    sample(op, ["args"], [lp(x), index([0, 2, 1]), None], ("mean", -100))
+    sample(op, ["args"], [lp(x), index([0, 2, 1, 2], "i32"), None], ("mean", -100))
+    sample(op, ["args"], [lp(x), index([1, 1, 1, 1]), None], ("mean", 1))
+    sample(op, ["dtype"], [lp(x, "f64"), y, None], ("mean", -100))
+    sample(op, ["dtype"], [t(x, "i64"), y, None], ("mean", -100))
+    sample(op, ["extreme"], [T([[-math.inf, 0, 1], [math.nan, 0, 0], [1e30, -1e30, 0], [0, 0, 0]]),
+                             y, None], ("none", -100))
+    sample(op, ["empty"], [t([0, 3]), index(torch.zeros(0)), None], ("mean", -100))
+    sample(op, ["empty"], [t([0, 3]), index(torch.zeros(0)), None], ("sum", -100))
+    for vw, tag, base in (("s", "noncontig", [4, 6]), ("t", "transposed", [3, 4]),
+                          ("e", "expanded", [4, 3])):
+        sample(op, [tag], [t(base, "f32", vw), y, None], ("mean", -100))
+
+REF.update({
+    "adaptive_avg_pool1d": lambda x, s: F.adaptive_avg_pool1d(x, list(s)),
+    "adaptive_avg_pool2d": lambda x, s: F.adaptive_avg_pool2d(x, list(s)),
+    "adaptive_max_pool2d": lambda x, s: F.adaptive_max_pool2d(x, list(s)),
+    "cdist": lambda a, b, p: torch.cdist(a, b, p, compute_mode="donot_use_mm_for_euclid_dist"),
+    "matrix_norm": lambda x, dims, keep: torch.linalg.matrix_norm(x, "fro", tuple(dims) or (-2, -1), bool(keep)),
+})
+TOL.update({op: (1e-5, 1e-12, 1e-6, 1e-5) for op in (
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "cdist", "matrix_norm")})
+
+
+@samples_for("adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool2d")
+def adaptive_pools(op):
+    k = 1 if op.endswith("1d") else 2
+    x = [2, 3, 7] if k == 1 else [2, 3, 7, 5]
+    for o in ([3, 2], [1, 1], [7, 5], [4, 3], [2, 7]):
+        sample(op, ["plain", "args"], [t(x)], (o[:k],))
+    sample(op, ["args"], [t(x[1:])], ([2, 2][:k],))
+    sample(op, ["args"], [t(x)], ([0, 2][:k],))
+    sample(op, ["args"], [t(x)], ([2, 2, 2][:k + 1],))
+    sample(op, ["args"], [t(x[-1:])], ([2, 2][:k],))
+    sample(op, ["dtype"], [t(x, "f64")], ([3, 2][:k],))
+    sample(op, ["dtype"], [t(x, "i64")], ([3, 2][:k],))
+    sample(op, ["extreme"], [T(torch.tensor((EXTREME * 5)[:math.prod(x[1:])]).reshape(x[1:]))],
+           ([3, 2][:k],))
+    sample(op, ["empty"], [t([0] + x[1:])], ([3, 2][:k],))
+    sample(op, ["noncontig"], [t(x[:-1] + [x[-1] * 2], "f32", "s")], ([3, 2][:k],))
+    sample(op, ["transposed"], [t(x[:-2] + [x[-1], x[-2]], "f32", "t")], ([3, 2][:k],))
+
+
+@samples_for("cdist")
+def cdist(op):
+    for p in (2.0, 1.0, 0.0, math.inf, 3.0):
+        sample(op, ["plain", "args"], [t([3, 4]), t([5, 4])], (p,))
+    sample(op, ["bcast"], [t([2, 3, 4]), t([5, 4])], (2.0,))
+    sample(op, ["args"], [t([3, 4]), t([5, 3])], (2.0,))
+    sample(op, ["args"], [t([4]), t([5, 4])], (2.0,))
+    sample(op, ["args"], [t([3, 4]), t([5, 4])], (-1.0,))
+    sample(op, ["dtype"], [t([3, 4], "f64"), t([5, 4], "f64")], (2.0,))
+    sample(op, ["promo"], [t([3, 4]), t([5, 4], "f64")], (2.0,))
+    sample(op, ["empty"], [t([0, 4]), t([5, 4])], (2.0,))
+    sample(op, ["transposed"], [t([4, 3], "f32", "t"), t([5, 4])], (2.0,))
+    sample(op, ["noncontig"], [t([3, 8], "f32", "s"), t([5, 4])], (1.0,))
+
+
+@samples_for("matrix_norm")
+def matrix_norm(op):
+    sample(op, ["plain", "args"], [t([3, 4])], ([], 0))
+    sample(op, ["args"], [t([2, 3, 4])], ([], 1))
+    sample(op, ["args"], [t([2, 3, 4])], ([0, 2], 0))
+    sample(op, ["args"], [t([4])], ([], 0))
+    sample(op, ["args"], [t([2, 3, 4])], ([1, 1], 0))
+    sample(op, ["dtype"], [t([3, 4], "f64")], ([], 0))
+    sample(op, ["dtype"], [t([3, 4], "i64")], ([], 0))
+    sample(op, ["extreme"], [T([[3e38, 3e38], [1e-40, 0]])], ([], 0))
+    sample(op, ["empty"], [t([0, 4])], ([], 0))
+    each_layout(op, t, ([], 0))
+
+# ==== end of nn and linalg ========================================================
+
+
 def main():
     global ROW
     read_ops_def()

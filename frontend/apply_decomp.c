@@ -1,0 +1,70 @@
+/* apply_decomp.c - the eager path of DCOMP rows (ir/ops.def): composites with
+ * no kernel of their own. fe_apply hands such an op here; its decomposition
+ * (passes/decompose.c, the one definition) is built for these input types and
+ * each of its nodes is applied through fe_apply in order. So the prims run
+ * eagerly, autograd records the prims (no VJP of its own is needed) and a
+ * trace that needs gradients records them too. A trace without gradients
+ * records the composite itself (fe_apply): the compiled pipeline decomposes
+ * it with the graph's symbolic dims. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../passes/pass.h"
+#include "autograd.h"
+
+static tj_tensor *fail(ir_op op, tj_tensor *const *in, int nin, const char *why)
+{
+    char head[512], msg[768];
+    snprintf(msg, sizeof msg, "%s", why);
+    rt_describe_inputs(ir_ops[op].name, in, nin, head, sizeof head);
+    rt_error("%s: %s", head, msg);
+    return NULL;
+}
+
+/* Applies g's nodes to vals (inputs already set); the output, kept past the
+ * scope the intermediates die in, or NULL. */
+static tj_tensor *replay(const ir_graph *g, tj_tensor **vals)
+{
+    tj_tensor *ins[FE_MAX_INPUTS], *r = NULL;
+    tj_scope_begin();
+    for (int k = 0; k < g->nnodes; k++) {
+        const ir_node *n = g->nodes[k];
+        for (int j = 0; j < n->nin; j++)
+            ins[j] = n->in[j] ? vals[ir_slot(g, n->in[j])] : NULL;
+        ir_attrs at;
+        ir_node_attrs(n, &at);
+        if (!(vals[g->ninputs + k] = fe_apply(n->op, ins, n->nin, &at)))
+            break;
+    }
+    tj_tensor *out = vals[ir_slot(g, g->outputs[0])];
+    if (out)
+        r = tj_keep(out);
+    tj_scope_end();
+    return r;
+}
+
+tj_tensor *fe_apply_decomposed(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
+                               const ir_type *const *types)
+{
+    char err[256];
+    ir_graph *g = ps_decompose_one(op, types, nin, a, err, sizeof err);
+    if (!g)
+        return fail(op, in, nin, err);
+    tj_tensor **vals = calloc((size_t)ir_nslots(g), sizeof *vals);
+    if (!vals) {
+        ir_graph_free(g);
+        return fail(op, in, nin, "out of memory");
+    }
+    for (int k = 0, j = 0; k < nin; k++)
+        if (in[k])
+            vals[j++] = in[k];
+    tj_tensor *r = replay(g, vals);
+    free(vals);
+    ir_graph_free(g);
+    if (!r) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", tj_last_error());
+        return fail(op, in, nin, why[0] ? why : "failed");
+    }
+    return rt_own(r);
+}
