@@ -299,7 +299,7 @@ check-install: all
 # GFLOP/s of tjit's own GEMMs (f32, bf16, u8s8) against OpenBLAS's sgemm:
 # make gemm-bench GEMM_ARGS="--threads 1 --cpu-time 2048x2048x2048"
 .PHONY: gemm-bench
-$(BUILD)/gemm_bench: benchmarks/gemm/gemm_bench.c $(BUILD)/libtjit.a
+$(BUILD)/gemm_bench: tests/gemm_bench.c $(BUILD)/libtjit.a
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -Iinclude -DTJ_NO_CALLSITE $< -o $@ \
 	    $(BUILD)/libtjit.a $(LDLIBS)
 gemm-bench: $(BUILD)/gemm_bench

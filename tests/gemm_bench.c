@@ -13,9 +13,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../runtime/blas.h"
-#include "../../runtime/gemm.h"
-#include "../../runtime/rt.h"
+#include "../runtime/blas.h"
+#include "../runtime/gemm.h"
+#include "../runtime/rt.h"
 
 static int cpu_time;
 
