@@ -20,7 +20,9 @@
 #include "gemm.h"
 #include "rt.h"
 
-enum { MC = 8 * TJG_MR, NC_MAX = 16 * TJG_NR, KCG = 256 };
+/* Measured on Zen 4 (docs/perf.md): KC 128-512 groups within noise; NC 1024
+ * repacks A half as often as 512 (+3-5% bf16 and int8). */
+enum { MC = 8 * TJG_MR, NC_MAX = 32 * TJG_NR, KCG = 256 };
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -39,26 +41,40 @@ static int packed_alloc(tjg_packed *p, tjg_type t, int64_t k, int64_t n)
     p->data = rt_alloc(p->nbytes);
     if (!p->data)
         return -1;
-    memset(p->data, 0, p->nbytes);
+    if (n % TJG_NR || p->kp != k)   /* padding columns or k rows read as 0 */
+        memset(p->data, 0, p->nbytes);
     return 0;
 }
 
-/* The 4-byte group (kk/g, j) of a packed B: its byte address. */
-static uint8_t *group_at(const tjg_packed *p, int64_t kk, int64_t j)
-{
-    int g = group_of(p->type);
-    int64_t panel = j / TJG_NR, kg = p->kp / g;
-    return (uint8_t *)p->data + ((panel * kg + kk / g) * TJG_NR + j % TJG_NR) * 4 +
-           (kk % g) * (4 / g);
-}
+/* Runs ELEM for every element (kk, j) of B, panel by panel, with `at`
+ * its place in the panel (T elements, groups of g), along B's unit-stride
+ * direction where it has one. */
+#define PACK_LOOP(T, g, ELEM)                                                             \
+    do {                                                                                  \
+        for (int64_t j0 = 0; j0 < n; j0 += TJG_NR) {                                      \
+            int64_t nj = n - j0 < TJG_NR ? n - j0 : TJG_NR;                               \
+            T *pb = (T *)p->data + j0 / TJG_NR * (p->kp / (g)) * TJG_NR * (g);             \
+            if (cs == 1 || rs != 1) {                                                     \
+                for (int64_t kk = 0; kk < k; kk++) {                                      \
+                    T *at = pb + (kk / (g)) * TJG_NR * (g) + kk % (g);                    \
+                    for (int64_t j = j0; j < j0 + nj; j++, at += (g))                     \
+                        ELEM;                                                             \
+                }                                                                         \
+            } else {                                                                      \
+                for (int64_t j = j0; j < j0 + nj; j++)                                    \
+                    for (int64_t kk = 0; kk < k; kk++) {                                  \
+                        T *at = pb + ((kk / (g)) * TJG_NR + (j - j0)) * (g) + kk % (g);   \
+                        ELEM;                                                             \
+                    }                                                                     \
+            }                                                                             \
+        }                                                                                 \
+    } while (0)
 
 int tjg_pack_f32(tjg_packed *p, const float *b, int64_t rs, int64_t cs, int64_t k, int64_t n)
 {
     if (packed_alloc(p, TJG_F32, k, n))
         return -1;
-    for (int64_t kk = 0; kk < k; kk++)
-        for (int64_t j = 0; j < n; j++)
-            memcpy(group_at(p, kk, j), &b[kk * rs + j * cs], 4);
+    PACK_LOOP(float, 1, *at = b[kk * rs + j * cs]);
     return 0;
 }
 
@@ -67,9 +83,7 @@ int tjg_pack_bf16(tjg_packed *p, const uint16_t *b, int64_t rs, int64_t cs, int6
 {
     if (packed_alloc(p, TJG_BF16, k, n))
         return -1;
-    for (int64_t kk = 0; kk < k; kk++)
-        for (int64_t j = 0; j < n; j++)
-            memcpy(group_at(p, kk, j), &b[kk * rs + j * cs], 2);
+    PACK_LOOP(uint16_t, 2, *at = b[kk * rs + j * cs]);
     return 0;
 }
 
@@ -78,11 +92,7 @@ int tjg_pack_f32_as_bf16(tjg_packed *p, const float *b, int64_t rs, int64_t cs, 
 {
     if (packed_alloc(p, TJG_BF16, k, n))
         return -1;
-    for (int64_t kk = 0; kk < k; kk++)
-        for (int64_t j = 0; j < n; j++) {
-            uint16_t h = tjg_f32_to_bf16(b[kk * rs + j * cs]);
-            memcpy(group_at(p, kk, j), &h, 2);
-        }
+    PACK_LOOP(uint16_t, 2, *at = tjg_f32_to_bf16(b[kk * rs + j * cs]));
     return 0;
 }
 
@@ -96,15 +106,8 @@ int tjg_pack_s8(tjg_packed *p, const int8_t *b, int64_t rs, int64_t cs, int64_t 
         tjg_packed_free(p);
         return -1;
     }
-    for (int64_t j = 0; j < n; j++) {
-        int32_t s = 0;
-        for (int64_t kk = 0; kk < k; kk++) {
-            int8_t v = b[kk * rs + j * cs];
-            *(int8_t *)group_at(p, kk, j) = v;
-            s += v;
-        }
-        p->colsum[j] = s;
-    }
+    memset(p->colsum, 0, (size_t)(n > 0 ? n : 1) * sizeof(int32_t));
+    PACK_LOOP(int8_t, 4, (*at = b[kk * rs + j * cs], p->colsum[j] += b[kk * rs + j * cs]));
     return 0;
 }
 
@@ -197,13 +200,21 @@ static void pack_a(const gemm_call *g, uint32_t *dst, int64_t i0, int64_t mc, in
                     d[q * TJG_MR] = 0;
                 continue;
             }
-            if (t == TJG_F32 && !g->has_pro && g->lda_cs == 1) {
-                const float *src = (const float *)g->a + i * g->lda_rs + kg0;
-                for (int64_t q = 0; q < nkg; q++)
-                    memcpy(&d[q * TJG_MR], &src[q], 4);
-                continue;
+            /* contiguous rows without a prologue whose groups lie whole in
+             * the row: the row's bytes are the groups (little-endian pairs
+             * and quads); f32 rows for a bf16 B round pair by pair */
+            int64_t whole = (k / gs - kg0) < nkg ? k / gs - kg0 : nkg, q0 = 0;
+            if (!g->has_pro && g->lda_cs == 1 && (t != TJG_BF16 || g->a_bf16)) {
+                const char *src = (const char *)g->a + (i * g->lda_rs + kg0 * gs) * (4 / gs);
+                for (; q0 < whole; q0++)
+                    memcpy(&d[q0 * TJG_MR], src + q0 * 4, 4);
+            } else if (!g->has_pro && g->lda_cs == 1 && t == TJG_BF16) {
+                const float *src = (const float *)g->a + i * g->lda_rs + kg0 * 2;
+                for (; q0 < whole; q0++)
+                    d[q0 * TJG_MR] = tjg_f32_to_bf16(src[2 * q0]) |
+                                     (uint32_t)tjg_f32_to_bf16(src[2 * q0 + 1]) << 16;
             }
-            for (int64_t q = 0; q < nkg; q++) {
+            for (int64_t q = q0; q < nkg; q++) {
                 uint32_t w = 0;
                 for (int e = 0; e < gs; e++) {
                     int64_t kk = (kg0 + q) * gs + e;

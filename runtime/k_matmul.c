@@ -7,12 +7,14 @@
  * cannot express are packed, once per call. Batches that share the right
  * operand and whose rows are evenly strided fold into one GEMM
  * ([B,M,K] @ [K,N] is one [B*M,K] @ [K,N]); other batches loop over GEMM
- * calls. Integer dtypes use a blocked kernel here.
+ * calls. Integer dtypes use a blocked kernel here; bf16 runs tjit's own
+ * GEMM (runtime/gemm.h) with f32 sums.
  */
 #include <string.h>
 
 #include "blas.h"
 #include "contract.h"
+#include "gemm.h"
 #include "kernels.h"
 
 /* ---- strided copy ------------------------------------------------------------- */
@@ -108,6 +110,8 @@ static bool gemm_direct(tj_dtype dt, bool left, int64_t rows, int64_t cols, int6
     int64_t ld;
     if (dt == TJ_F32 || dt == TJ_F64)
         return blas_layout(rows, cols, rs, cs, &t, &ld);
+    if (dt == TJ_BF16)
+        return true;   /* runtime/gemm.c packs both operands from any strides */
     return left || cs == 1 || cols == 1;   /* the integer kernel streams rows of B */
 }
 
@@ -203,11 +207,27 @@ static int gemm_int(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_m
     return 0;
 }
 
+/* bf16: tjit's own kernel (runtime/gemm.h: vdpbf16ps where the CPU has it),
+ * f32 sums rounded once to bf16; B is packed in the call. */
+static int gemm_bf16(int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b, bool acc, void *c,
+                     int64_t ldc)
+{
+    tjg_packed p;
+    if (tjg_pack_bf16(&p, b.p, b.rs, b.cs, k, n))
+        return -1;
+    tjg_epilogue e = {.accumulate = acc, .out_bf16 = true};
+    int r = tjg_gemm(m, a.p, true, a.rs, a.cs, &p, c, ldc, &e, NULL);
+    tjg_packed_free(&p);
+    return r;
+}
+
 int rt_gemm(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b, bool accumulate,
             void *c, int64_t ldc)
 {
     if (m == 0 || n == 0)
         return 0;
+    if (dt == TJ_BF16)
+        return gemm_bf16(m, n, k, a, b, accumulate, c, ldc);
     if (dt != TJ_F32 && dt != TJ_F64)
         return gemm_int(dt, m, n, k, a, b, accumulate, c, ldc);
     void *pa = NULL, *pb = NULL;

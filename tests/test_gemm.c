@@ -339,6 +339,82 @@ static void test_quantize_rows(void **state)
     assert_true(s[1] == 1.0f && zp[1] == 0 && q[5] == 0);
 }
 
+/* The eager matmul and linear kernels on bf16 tensors run the bf16 GEMM:
+ * results within one bf16 rounding of the product of the bf16 inputs;
+ * batches and a transposed weight (a w^T view) included. Called at the
+ * kernel level: the public API takes bf16 tensors once the dtype is
+ * enabled (ir_dtype_supported). */
+static void bf16_tensor(int nd, const int64_t *shape, unsigned seed, tj_tensor **t, double **v)
+{
+    int64_t n = 1;
+    for (int d = 0; d < nd; d++)
+        n *= shape[d];
+    uint16_t *h = malloc((size_t)n * 2);
+    *v = malloc((size_t)n * sizeof(double));
+    for (int64_t i = 0; i < n; i++) {
+        h[i] = tjg_f32_to_bf16(frand(&seed));
+        (*v)[i] = tjg_bf16_to_f32(h[i]);
+    }
+    *t = rt_tensor_new(TJ_BF16, nd, shape);
+    assert_non_null(*t);
+    memcpy(rt_ptr(*t), h, (size_t)n * 2);
+    free(h);
+}
+
+static void check_bf16_out(tj_tensor *t, const double *want, int64_t n)
+{
+    assert_non_null(t);
+    assert_int_equal(t->dtype, TJ_BF16);
+    const uint16_t *h = rt_ptr(t);
+    for (int64_t i = 0; i < n; i++) {
+        double got = tjg_bf16_to_f32(h[i]);
+        if (!(fabs(got - want[i]) <= fabs(want[i]) / 128 + 1e-6))
+            fail_msg("element %lld: %.9g, want %.9g", (long long)i, got, want[i]);
+    }
+}
+
+static void test_bf16_tensors(void **state)
+{
+    (void)state;
+    tj_tensor *x, *w, *b, *y;
+    double *xv, *wv, *bv;
+    bf16_tensor(3, (int64_t[]){2, 5, 70}, 21, &x, &xv);
+    bf16_tensor(2, (int64_t[]){40, 70}, 22, &w, &wv);
+    bf16_tensor(1, (int64_t[]){40}, 23, &b, &bv);
+    double *want = calloc(2 * 5 * 40, sizeof(double));
+    for (int64_t i = 0; i < 10; i++)
+        for (int64_t j = 0; j < 40; j++) {
+            for (int64_t kk = 0; kk < 70; kk++)
+                want[i * 40 + j] += xv[i * 70 + kk] * wv[j * 70 + kk];
+        }
+    tj_tensor *wt = rt_tensor_view(w, 2, (int64_t[]){70, 40}, (int64_t[]){1, 70}, 0);
+    y = rt_tensor_new(TJ_BF16, 3, (int64_t[]){2, 5, 40});
+    assert_int_equal(rt_kernels[OP_matmul](OP_matmul, y, (tj_tensor *[]){x, wt}, 2, NULL), 0);
+    check_bf16_out(y, want, 400);
+    for (int64_t i = 0; i < 400; i++)   /* the bias is added to the f32 sums */
+        want[i] += bv[i % 40];
+    assert_int_equal(rt_kernels[OP_linear](OP_linear, y, (tj_tensor *[]){x, w, b}, 3, NULL), 0);
+    check_bf16_out(y, want, 400);
+    tj_release(y);
+    tj_release(wt);
+    /* batched: [2,5,70] @ [2,70,3] (each batch its own right operand) */
+    tj_tensor *w3;
+    double *w3v;
+    bf16_tensor(3, (int64_t[]){2, 70, 3}, 24, &w3, &w3v);
+    memset(want, 0, 30 * sizeof(double));
+    for (int64_t bi = 0; bi < 2; bi++)
+        for (int64_t i = 0; i < 5; i++)
+            for (int64_t j = 0; j < 3; j++)
+                for (int64_t kk = 0; kk < 70; kk++)
+                    want[(bi * 5 + i) * 3 + j] += xv[(bi * 5 + i) * 70 + kk] * w3v[(bi * 70 + kk) * 3 + j];
+    y = rt_tensor_new(TJ_BF16, 3, (int64_t[]){2, 5, 3});
+    assert_int_equal(rt_kernels[OP_matmul](OP_matmul, y, (tj_tensor *[]){x, w3}, 2, NULL), 0);
+    check_bf16_out(y, want, 30);
+    tj_release(y);
+    tj_release(x), tj_release(w), tj_release(b), tj_release(w3);
+    free(xv), free(wv), free(bv), free(w3v), free(want);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -350,6 +426,7 @@ int main(void)
         cmocka_unit_test(test_epilogue_prologue),
         cmocka_unit_test(test_masked_fallback),
         cmocka_unit_test(test_quantize_rows),
+        cmocka_unit_test(test_bf16_tensors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
