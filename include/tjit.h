@@ -477,6 +477,14 @@ typedef struct tj_compile_options {
     const char *name;        /* for dumps and tj_explain; default "model" */
     int recompile_limit;     /* graphs kept before falling back to eager; 0: 8 */
     bool no_dynamic;         /* never make a changing dim symbolic */
+    /* ---- GEMM templates (runtime/gemm.h) ---- */
+    bool freeze;             /* captured weights are constants: each GEMM weight is packed
+                              * once (kept while its storage version holds) instead of
+                              * per call; a write through a tj_data pointer after that is
+                              * not seen (in-place ops are: they bump the version) */
+    bool autotune;           /* with freeze: time tjit's GEMM against OpenBLAS for each
+                              * frozen weight's shape once, keep the faster (TJIT_AUTOTUNE=1
+                              * turns it on for every handle) */
 } tj_compile_options;
 
 typedef struct tj_compiled tj_compiled;

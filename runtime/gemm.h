@@ -22,6 +22,7 @@
 #ifndef TJ_RT_GEMM_H
 #define TJ_RT_GEMM_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -140,6 +141,25 @@ static inline float tjg_bf16_to_f32(uint16_t h)
     union { uint32_t u; float f; } v = {(uint32_t)h << 16};
     return v.f;
 }
+
+/* ---- packed operands kept across calls (gemm_cache.c) -------------------------------- */
+/* B's packed form from the process-wide cache, keyed by its storage's serial
+ * and version, byte offset, strides and size (see gemm_cache.c), or NULL
+ * (not cached yet: pack it in the call). from_f32: B is f32 packed as bf16.
+ * A non-NULL result is held until tjg_cache_put(*handle). */
+const tjg_packed *tjg_cache_get(uint64_t serial, unsigned version, int64_t offset, const void *b,
+                                int64_t rs, int64_t cs, int64_t k, int64_t n, tjg_type type,
+                                bool from_f32, void **handle);
+void tjg_cache_put(void *handle);
+/* The entry's autotune winner (0: not timed yet), or NULL for no entry. */
+atomic_int *tjg_cache_choice(void *handle);
+/* Whether storage st belongs to a weight rt_gemm_frozen named for this
+ * thread's call (*autotune: whether that call tunes). */
+struct rt_storage;
+bool tjg_frozen(const struct rt_storage *st, bool *autotune);
+/* Drops every idle entry (tj_alloc_trim). */
+void tjg_cache_clear(void);
+size_t tjg_cache_bytes(void);
 
 /* ---- internal to runtime/gemm*.c: the micro-kernels ------------------------------------ */
 enum { TJG_MR = 12 };   /* rows per micro-tile */

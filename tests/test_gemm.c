@@ -21,6 +21,7 @@
 #include "../ir/vmath.h"
 #include "../runtime/gemm.h"
 #include "../runtime/rt.h"
+#include "util.h"
 
 typedef struct dims { int64_t m, n, k; } dims;
 
@@ -415,6 +416,65 @@ static void test_bf16_tensors(void **state)
     free(xv), free(wv), free(bv), free(w3v), free(want);
 }
 
+/* A frozen compiled model (tj_compile_options.freeze) keeps its weights
+ * packed: results equal eager ones, the packed copy exists after the call,
+ * an in-place update of the weight (tj_copy_) is seen by the next call, and
+ * tj_alloc_trim drops the copies. Autotune gives the same results. Without
+ * freeze nothing is kept. The weight is over 256 KB: smaller ones run in
+ * blocked regions (sched/block.c), which keep no packed copies. */
+typedef struct lin_ctx { tj_tensor *w, *b; } lin_ctx;
+
+static tj_tensor *model_lin(void *ctx, tj_tensor *const *args, int nargs)
+{
+    (void)nargs;
+    lin_ctx *l = ctx;
+    return tj_relu(tj_linear(args[0], l->w, l->b));
+}
+
+static void max_diff_le(tj_tensor *x, tj_tensor *y, double tol)
+{
+    assert_non_null(x);
+    assert_non_null(y);
+    tj_tensor *d = tj_amax(tj_abs(tj_sub(x, y)), NULL, 0, false);
+    assert_non_null(d);
+    assert_true(tj_item(d) <= tol);
+}
+
+static void frozen_case(bool freeze, bool autotune)
+{
+    tj_alloc_trim();
+    tj_scope_begin();
+    lin_ctx l = {tj_keep(tj_randn(TJ_F32, 2, (int64_t[]){512, 192})),
+                 tj_keep(tj_randn(TJ_F32, 1, (int64_t[]){512}))};
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){64, 192});
+    tj_compiled *c = tj_compile(model_lin, &l, &(tj_compile_options){.name = "lin",
+                                                                     .freeze = freeze,
+                                                                     .autotune = autotune});
+    for (int call = 0; call < 3; call++) {
+        tj_tensor *got = tj_call(c, &x, 1);
+        max_diff_le(got, model_lin(&l, &x, 1), 1e-4);
+        if (freeze)
+            assert_true(tjg_cache_bytes() >= (size_t)512 * 192 * 4);
+        else
+            assert_int_equal(tjg_cache_bytes(), 0);
+        if (call == 1)   /* an in-place update: the next call must see it */
+            assert_int_equal(tj_copy_(l.w, tj_mul_s(l.w, -0.5)), 0);
+    }
+    tj_compiled_free(c);
+    tj_scope_end();
+    tj_release(l.w), tj_release(l.b);
+    tj_alloc_trim();
+    assert_int_equal(tjg_cache_bytes(), 0);
+}
+
+static void test_frozen_weights(void **state)
+{
+    (void)state;
+    frozen_case(false, false);
+    frozen_case(true, false);
+    frozen_case(true, true);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -427,6 +487,7 @@ int main(void)
         cmocka_unit_test(test_masked_fallback),
         cmocka_unit_test(test_quantize_rows),
         cmocka_unit_test(test_bf16_tensors),
+        cmocka_unit_test(test_frozen_weights),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
