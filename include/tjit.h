@@ -485,6 +485,10 @@ typedef struct tj_compile_options {
     bool autotune;           /* with freeze: time tjit's GEMM against OpenBLAS for each
                               * frozen weight's shape once, keep the faster (TJIT_AUTOTUNE=1
                               * turns it on for every handle) */
+    bool quantize_dynamic;   /* implies freeze: f32 matmul/linear on a captured weight run
+                              * in int8 like torch.ao's quantize_dynamic (per-channel
+                              * symmetric s8 weights, per-row u8 activations, s32 sums);
+                              * results carry the quantization error */
 } tj_compile_options;
 
 typedef struct tj_compiled tj_compiled;

@@ -111,8 +111,46 @@ int tjg_pack_s8(tjg_packed *p, const int8_t *b, int64_t rs, int64_t cs, int64_t 
     return 0;
 }
 
+int tjg_pack_f32_as_s8(tjg_packed *p, const float *b, int64_t rs, int64_t cs, int64_t k,
+                       int64_t n)
+{
+    size_t sb = (size_t)(n > 0 ? n : 1) * sizeof(float);
+    float *scale = rt_alloc(sb), *inv = rt_alloc(sb);
+    int8_t *q = scale && inv ? rt_alloc((size_t)(k * n > 0 ? k * n : 1)) : NULL;
+    int r = -1;
+    if (!q)
+        goto done;
+    for (int64_t j = 0; j < n; j++) {
+        float mx = 0;
+        for (int64_t kk = 0; kk < k; kk++)
+            mx = fmaxf(mx, fabsf(b[kk * rs + j * cs]));
+        scale[j] = mx > 0 ? mx / 127.0f : 1.0f;
+        inv[j] = 1.0f / scale[j];
+    }
+    for (int64_t kk = 0; kk < k; kk++)
+        for (int64_t j = 0; j < n; j++) {
+            float v = nearbyintf(b[kk * rs + j * cs] * inv[j]);
+            q[kk * n + j] = (int8_t)(v > 127 ? 127 : v < -127 ? -127 : v);
+        }
+    if ((r = tjg_pack_s8(p, q, n, 1, k, n, scale)) == 0) {
+        p->own_scale = scale;
+        scale = NULL;
+    }
+done:
+    if (scale)
+        rt_free(scale, sb);
+    if (inv)
+        rt_free(inv, sb);
+    if (q)
+        rt_free(q, (size_t)(k * n > 0 ? k * n : 1));
+    return r;
+}
+
 void tjg_packed_free(tjg_packed *p)
 {
+    if (p->own_scale)
+        rt_free(p->own_scale, (size_t)(p->n > 0 ? p->n : 1) * sizeof(float));
+    p->own_scale = NULL;
     if (p->data)
         rt_free(p->data, p->nbytes);
     if (p->colsum)

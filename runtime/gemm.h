@@ -65,7 +65,8 @@ typedef struct tjg_packed {
     void *data;          /* ceil(n/NR) panels of kp x NR elements, rt_alloc'ed */
     size_t nbytes;
     int32_t *colsum;     /* S8: sum over k of each column (for the A zero point) */
-    const float *scale;  /* S8: per-column weight scale (not owned: the caller's) */
+    const float *scale;  /* S8: per-column weight scale (the caller's, or own_scale) */
+    float *own_scale;    /* S8 packed from f32: the scales it chose */
 } tjg_packed;
 
 /* B element (i, j) at b[i*rs + j*cs]. bf16 input is raw uint16 (bf16 bits);
@@ -79,6 +80,11 @@ int tjg_pack_f32_as_bf16(tjg_packed *p, const float *b, int64_t rs, int64_t cs, 
 /* int8 weights with a per-column scale (kept by pointer: must outlive p). */
 int tjg_pack_s8(tjg_packed *p, const int8_t *b, int64_t rs, int64_t cs, int64_t k, int64_t n,
                 const float *scale);
+/* f32 weights quantized per column, symmetric (torch.ao's quantize_dynamic
+ * weights): scale[j] = max_k |b[k,j]| / 127 (1 for a zero column),
+ * s8 = round(b / scale) (nearest even). */
+int tjg_pack_f32_as_s8(tjg_packed *p, const float *b, int64_t rs, int64_t cs, int64_t k,
+                       int64_t n);
 void tjg_packed_free(tjg_packed *p);
 
 /* ---- prologue and epilogue ----------------------------------------------------------- */
@@ -154,9 +160,9 @@ void tjg_cache_put(void *handle);
 /* The entry's autotune winner (0: not timed yet), or NULL for no entry. */
 atomic_int *tjg_cache_choice(void *handle);
 /* Whether storage st belongs to a weight rt_gemm_frozen named for this
- * thread's call (*autotune: whether that call tunes). */
+ * thread's call (*flags: that call's RT_GEMM_* flags). */
 struct rt_storage;
-bool tjg_frozen(const struct rt_storage *st, bool *autotune);
+bool tjg_frozen(const struct rt_storage *st, unsigned *flags);
 /* Drops every idle entry (tj_alloc_trim). */
 void tjg_cache_clear(void);
 size_t tjg_cache_bytes(void);

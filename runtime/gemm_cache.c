@@ -76,6 +76,8 @@ static int pack(tjg_packed *p, tjg_type type, const void *b, int64_t rs, int64_t
 {
     if (type == TJG_F32)
         return tjg_pack_f32(p, b, rs, cs, k, n);
+    if (type == TJG_S8)
+        return tjg_pack_f32_as_s8(p, b, rs, cs, k, n);
     return from_f32 ? tjg_pack_f32_as_bf16(p, b, rs, cs, k, n) : tjg_pack_bf16(p, b, rs, cs, k, n);
 }
 
@@ -84,7 +86,7 @@ const tjg_packed *tjg_cache_get(uint64_t serial, unsigned version, int64_t offse
                                 bool from_f32, void **handle)
 {
     *handle = NULL;
-    if (!serial || type == TJG_S8)
+    if (!serial || (type == TJG_S8 && !from_f32))
         return NULL;
     wkey key;
     memset(&key, 0, sizeof key);   /* padding compared by memcmp */
@@ -143,18 +145,18 @@ atomic_int *tjg_cache_choice(void *handle)
 
 static _Thread_local tj_tensor *const *frozen;
 static _Thread_local int nfrozen;
-static _Thread_local bool frozen_tune;
+static _Thread_local unsigned frozen_flags;
 
-void rt_gemm_frozen(tj_tensor *const *t, int n, bool autotune)
+void rt_gemm_frozen(tj_tensor *const *t, int n, unsigned flags)
 {
     frozen = t;
     nfrozen = n;
-    frozen_tune = autotune;
+    frozen_flags = flags;
 }
 
-bool tjg_frozen(const rt_storage *st, bool *autotune)
+bool tjg_frozen(const rt_storage *st, unsigned *flags)
 {
-    *autotune = frozen_tune;
+    *flags = frozen_flags;
     for (int i = 0; st && st->serial && i < nfrozen; i++)
         if (frozen[i] && frozen[i]->storage == st)
             return true;

@@ -214,9 +214,9 @@ static int gemm_int(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_m
 static const tjg_packed *packed_b(const rt_storage *bst, rt_mat b, int64_t k, int64_t n,
                                   tjg_type type, tjg_packed *own, void **handle)
 {
-    bool tune;
+    unsigned flags;
     *handle = NULL;
-    if (bst && tjg_frozen(bst, &tune)) {
+    if (bst && tjg_frozen(bst, &flags)) {
         int64_t off = (const char *)b.p - (const char *)bst->data;
         const tjg_packed *p = tjg_cache_get(bst->serial, atomic_load(&bst->version), off, b.p,
                                             b.rs, b.cs, k, n, type, false, handle);
@@ -265,9 +265,9 @@ static int tune(int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b, const tjg_p
 static int choose_f32(void *handle, int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b,
                       const tjg_packed *p)
 {
-    bool autotune;
-    tjg_frozen(NULL, &autotune);
-    if (!autotune)
+    unsigned flags;
+    tjg_frozen(NULL, &flags);
+    if (!(flags & RT_GEMM_AUTOTUNE))
         return n >= 4 * TJG_NR && m * n * k <= ((int64_t)1 << 27) ? CHOICE_OWN : CHOICE_BLAS;
     atomic_int *ch = tjg_cache_choice(handle);
     int c = ch ? atomic_load(ch) : 0;
@@ -301,14 +301,66 @@ static int gemm_own(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_m
     return r;
 }
 
+/* f32 on a frozen weight in a quantize_dynamic call: the weight quantized
+ * once (per-channel symmetric s8, kept), A's rows quantized to u8 in the
+ * call, s32 sums dequantized in the epilogue. 1: not possible here (use f32). */
+static int gemm_int8(int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b, const rt_storage *bst,
+                     bool acc, float *c, int64_t ldc)
+{
+    void *handle;
+    int64_t off = (const char *)b.p - (const char *)bst->data;
+    const tjg_packed *p = tjg_cache_get(bst->serial, atomic_load(&bst->version), off, b.p, b.rs,
+                                        b.cs, k, n, TJG_S8, true, &handle);
+    if (!p)
+        return 1;
+    size_t qb = (size_t)(m * k > 0 ? m * k : 1), sb = (size_t)m * sizeof(float);
+    uint8_t *q = rt_alloc(qb);
+    float *sa = q ? rt_alloc(sb) : NULL;
+    int32_t *zp = sa ? rt_alloc(sb) : NULL;
+    int r = -1;
+    if (zp) {
+        const float *ap = a.p;
+        if (a.cs == 1) {
+            tjg_quantize_rows_u8(m, k, ap, a.rs, q, sa, zp);
+        } else {   /* a strided A: rows gathered one at a time */
+            float *row = rt_alloc((size_t)(k > 0 ? k : 1) * sizeof(float));
+            for (int64_t i = 0; row && i < m; i++) {
+                for (int64_t kk = 0; kk < k; kk++)
+                    row[kk] = ap[i * a.rs + kk * a.cs];
+                tjg_quantize_rows_u8(1, k, row, k, q + i * k, sa + i, zp + i);
+            }
+            if (row)
+                rt_free(row, (size_t)(k > 0 ? k : 1) * sizeof(float));
+            else
+                goto done;
+        }
+        tjg_epilogue e = {.accumulate = acc};
+        r = tjg_gemm_u8s8(m, q, k, zp, sa, p, c, ldc, &e);
+    }
+done:
+    if (zp)
+        rt_free(zp, sb);
+    if (sa)
+        rt_free(sa, sb);
+    if (q)
+        rt_free(q, qb);
+    tjg_cache_put(handle);
+    return r;
+}
+
 static int gemm_ex(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b,
                    const rt_storage *bst, bool accumulate, void *c, int64_t ldc)
 {
-    bool autotune;
+    unsigned flags;
     if (m == 0 || n == 0)
         return 0;
+    if (dt == TJ_F32 && bst && tjg_frozen(bst, &flags) && (flags & RT_GEMM_INT8) && k > 0) {
+        int r = gemm_int8(m, n, k, a, b, bst, accumulate, c, ldc);
+        if (r <= 0)
+            return r;
+    }
     if (dt == TJ_BF16 || (dt == TJ_F32 && bst && tjg_isa_current() >= TJG_AVX512 &&
-                          tjg_frozen(bst, &autotune))) {
+                          tjg_frozen(bst, &flags))) {
         int r = gemm_own(dt, m, n, k, a, b, bst, accumulate, c, ldc);
         if (r <= 0)
             return r;

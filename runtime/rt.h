@@ -117,9 +117,11 @@ double rt_load_f64(const tj_tensor *t, const int64_t *index);
 /* ---- GEMM weights kept packed (gemm_cache.c) ------------------------------------ */
 /* For this thread's next GEMMs: the storages of t[0..n) hold constant weights
  * (a frozen compiled call, tj_compile_options.freeze) that may be packed once
- * and kept; autotune: time tjit's GEMM against OpenBLAS for their shapes.
- * rt_gemm_frozen(NULL, 0, false) ends it. */
-void rt_gemm_frozen(tj_tensor *const *t, int n, bool autotune);
+ * and kept; flags: RT_GEMM_AUTOTUNE times tjit's GEMM against OpenBLAS for
+ * their shapes, RT_GEMM_INT8 runs f32 GEMMs on them in int8 (dynamic
+ * quantization). rt_gemm_frozen(NULL, 0, 0) ends it. */
+enum { RT_GEMM_AUTOTUNE = 1, RT_GEMM_INT8 = 2 };
+void rt_gemm_frozen(tj_tensor *const *t, int n, unsigned flags);
 
 /* ---- errors (thread-local, error.c) ------------------------------------------ */
 void rt_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -419,7 +419,8 @@ static void test_bf16_tensors(void **state)
 /* A frozen compiled model (tj_compile_options.freeze) keeps its weights
  * packed: results equal eager ones, the packed copy exists after the call,
  * an in-place update of the weight (tj_copy_) is seen by the next call, and
- * tj_alloc_trim drops the copies. Autotune gives the same results. Without
+ * tj_alloc_trim drops the copies. Autotune gives the same results;
+ * quantize_dynamic (int8 weights kept) is within its quantization error. Without
  * freeze nothing is kept. The weight is over 256 KB: smaller ones run in
  * blocked regions (sched/block.c), which keep no packed copies. */
 typedef struct lin_ctx { tj_tensor *w, *b; } lin_ctx;
@@ -440,7 +441,7 @@ static void max_diff_le(tj_tensor *x, tj_tensor *y, double tol)
     assert_true(tj_item(d) <= tol);
 }
 
-static void frozen_case(bool freeze, bool autotune)
+static void frozen_case(bool freeze, bool autotune, bool int8)
 {
     tj_alloc_trim();
     tj_scope_begin();
@@ -449,12 +450,15 @@ static void frozen_case(bool freeze, bool autotune)
     tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){64, 192});
     tj_compiled *c = tj_compile(model_lin, &l, &(tj_compile_options){.name = "lin",
                                                                      .freeze = freeze,
-                                                                     .autotune = autotune});
+                                                                     .autotune = autotune,
+                                                                     .quantize_dynamic = int8});
     for (int call = 0; call < 3; call++) {
-        tj_tensor *got = tj_call(c, &x, 1);
-        max_diff_le(got, model_lin(&l, &x, 1), 1e-4);
-        if (freeze)
-            assert_true(tjg_cache_bytes() >= (size_t)512 * 192 * 4);
+        tj_tensor *got = tj_call(c, &x, 1), *want = model_lin(&l, &x, 1);
+        /* int8: the quantization error, about 1% of the largest output here
+         * (u8 rows and s8 columns, 192 products per sum) */
+        max_diff_le(got, want, int8 ? 0.02 * tj_item(tj_amax(want, NULL, 0, false)) : 1e-4);
+        if (freeze || int8)
+            assert_true(tjg_cache_bytes() >= (size_t)512 * 192 * (int8 ? 1 : 4));
         else
             assert_int_equal(tjg_cache_bytes(), 0);
         if (call == 1)   /* an in-place update: the next call must see it */
@@ -470,9 +474,10 @@ static void frozen_case(bool freeze, bool autotune)
 static void test_frozen_weights(void **state)
 {
     (void)state;
-    frozen_case(false, false);
-    frozen_case(true, false);
-    frozen_case(true, true);
+    frozen_case(false, false, false);
+    frozen_case(true, false, false);
+    frozen_case(true, true, false);
+    frozen_case(false, false, true);   /* quantize_dynamic implies freeze */
 }
 
 int main(void)
