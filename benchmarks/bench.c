@@ -245,7 +245,7 @@ static int measure(const callee *f, bench_args *a, const bench_opts *o, bench_ti
 }
 
 /* max |x - y| over two f32 results of the same shape; -1 on a mismatch. */
-static int max_abs_diff(tj_tensor *x, tj_tensor *y, double *out, bench_result *r)
+static int max_abs_diff(tj_tensor *x, tj_tensor *y, double tol, double *out, bench_result *r)
 {
     char dx[96], dy[96], why[256];
     if (tj_ndim(x) != tj_ndim(y) || tj_numel(x) != tj_numel(y) ||
@@ -265,9 +265,8 @@ static int max_abs_diff(tj_tensor *x, tj_tensor *y, double *out, bench_result *r
     int rc = px && py ? 0 : fail(r, "compare", tj_last_error());
     tj_scope_end();
     *out = d;
-    if (rc == 0 && !(d <= BENCH_TOLERANCE * scale)) {
-        snprintf(why, sizeof why, "max |compiled - eager| is %.3g, above %.3g", d,
-                 BENCH_TOLERANCE * scale);
+    if (rc == 0 && !(d <= tol * scale)) {
+        snprintf(why, sizeof why, "max |compiled - eager| is %.3g, above %.3g", d, tol * scale);
         return fail(r, "compare", why);
     }
     return rc;
@@ -520,7 +519,10 @@ static void run_eager(const bench_case *c, bench_args *a, const bench_opts *o, F
 static void run_compiled(const bench_case *c, bench_args *a, const bench_opts *o, FILE *progress,
                          tj_tensor *const *snap, tj_tensor *ye, bench_result *r)
 {
-    tj_compiled *comp = tj_compile(c->run, a, &(tj_compile_options){.name = c->name});
+    tj_compiled *comp = tj_compile(c->run, a, &(tj_compile_options){.name = c->name,
+                                                                    .freeze = o->freeze,
+                                                                    .autotune = o->autotune,
+                                                                    .quantize_dynamic = o->int8});
     if (!comp) {
         fail(r, "tj_compile", tj_last_error());
         return;
@@ -530,7 +532,8 @@ static void run_compiled(const bench_case *c, bench_args *a, const bench_opts *o
     double ms;
     restore(a, snap);
     if (checked_call(&f, a, &r->compiled.first_ms, NULL, &yc, r) == 0 &&
-        max_abs_diff(ye, yc, &r->max_abs_diff, r) == 0 &&
+        max_abs_diff(ye, yc, o->int8 ? BENCH_TOLERANCE_INT8 : BENCH_TOLERANCE, &r->max_abs_diff,
+                     r) == 0 &&
         checked_call(&f, a, &ms, &r->compiled.peak_bytes, NULL, r) == 0) {
         tj_compiled_stats st;
         tj_compiled_stats_get(comp, &st);
