@@ -518,27 +518,35 @@ int tjg_gemm_u8s8(int64_t m, const uint8_t *a, int64_t lda, const int32_t *a_zp,
 
 /* ---- dynamic quantization -------------------------------------------------------------------- */
 
+/* One row: a NaN is left out of the range and quantized to the zero point
+ * (it dequantizes to 0); an infinite value gives scale inf, so the row
+ * quantizes to its zero point. */
+TJG_CLONES static void quantize_row(int64_t k, const float *restrict r, uint8_t *restrict q,
+                                    float *scale, int32_t *zp)
+{
+    float lo = 0, hi = 0;   /* the range includes 0, so 0 is exact */
+    for (int64_t j = 0; j < k; j++) {
+        lo = r[j] < lo ? r[j] : lo;
+        hi = r[j] > hi ? r[j] : hi;
+    }
+    float s = (hi - lo) / 255.0f;
+    if (!(s > 0))
+        s = 1.0f;
+    float zf = nearbyintf(-lo / s);
+    int32_t z = zf >= 0 ? (zf <= 255 ? (int32_t)zf : 255) : 0;
+    *scale = s;
+    *zp = z;
+    float inv = 1.0f / s;
+    for (int64_t j = 0; j < k; j++) {
+        float t = nearbyintf(r[j] * inv);
+        float v = (t == t ? t : 0.0f) + (float)z;   /* NaN: the zero point */
+        q[j] = (uint8_t)(v >= 0 ? (v <= 255 ? v : 255) : 0);
+    }
+}
+
 void tjg_quantize_rows_u8(int64_t m, int64_t k, const float *x, int64_t ldx, uint8_t *q,
                           float *scale, int32_t *zp)
 {
-    for (int64_t i = 0; i < m; i++) {
-        const float *r = x + i * ldx;
-        float lo = 0, hi = 0;   /* the range includes 0, so 0 is exact */
-        for (int64_t j = 0; j < k; j++) {
-            lo = r[j] < lo ? r[j] : lo;
-            hi = r[j] > hi ? r[j] : hi;
-        }
-        float s = (hi - lo) / 255.0f;
-        if (!(s > 0))
-            s = 1.0f;
-        int32_t z = (int32_t)nearbyintf(-lo / s);
-        z = z < 0 ? 0 : z > 255 ? 255 : z;
-        scale[i] = s;
-        zp[i] = z;
-        float inv = 1.0f / s;
-        for (int64_t j = 0; j < k; j++) {
-            float v = nearbyintf(r[j] * inv) + (float)z;
-            q[i * k + j] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
-        }
-    }
+    for (int64_t i = 0; i < m; i++)
+        quantize_row(k, x + i * ldx, q + i * k, scale + i, zp + i);
 }

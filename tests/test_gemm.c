@@ -338,6 +338,14 @@ static void test_quantize_rows(void **state)
     for (int j = 0; j < 5; j++)   /* dequantized within half a step */
         assert_true(fabsf((float)(q[j] - zp[0]) * s[0] - x[0][j]) <= s[0] / 2 + 1e-6f);
     assert_true(s[1] == 1.0f && zp[1] == 0 && q[5] == 0);
+    /* a NaN: out of the range, quantized to the zero point */
+    float y[4] = {NAN, -1.0f, 1.0f, 0.0f};
+    uint8_t qy[4];
+    tjg_quantize_rows_u8(1, 4, y, 4, qy, s, zp);
+    assert_true(fabsf(s[0] - 2.0f / 255) < 1e-7f);
+    assert_int_equal(qy[0], zp[0]);
+    for (int j = 1; j < 4; j++)
+        assert_true(fabsf((float)(qy[j] - zp[0]) * s[0] - y[j]) <= s[0] / 2 + 1e-6f);
 }
 
 /* The eager matmul and linear kernels on bf16 tensors run the bf16 GEMM:
