@@ -262,13 +262,18 @@ static int tune(int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b, const tjg_p
     return best[0] <= best[1] ? CHOICE_OWN : CHOICE_BLAS;
 }
 
+static bool own_f32_shape(int64_t m, int64_t n, int64_t k)
+{
+    return n >= 4 * TJG_NR && m * n * k <= ((int64_t)1 << 27);
+}
+
 static int choose_f32(void *handle, int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b,
                       const tjg_packed *p)
 {
     unsigned flags;
     tjg_frozen(NULL, &flags);
     if (!(flags & RT_GEMM_AUTOTUNE))
-        return n >= 4 * TJG_NR && m * n * k <= ((int64_t)1 << 27) ? CHOICE_OWN : CHOICE_BLAS;
+        return own_f32_shape(m, n, k) ? CHOICE_OWN : CHOICE_BLAS;
     atomic_int *ch = tjg_cache_choice(handle);
     int c = ch ? atomic_load(ch) : 0;
     if (c == 0) {
@@ -359,8 +364,11 @@ static int gemm_ex(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_ma
         if (r <= 0)
             return r;
     }
+    /* f32: only on a frozen weight, and (without autotune) only at the
+     * shapes where tjit's GEMM measured ahead: others are never packed */
     if (dt == TJ_BF16 || (dt == TJ_F32 && bst && tjg_isa_current() >= TJG_AVX512 &&
-                          tjg_frozen(bst, &flags))) {
+                          tjg_frozen(bst, &flags) &&
+                          ((flags & RT_GEMM_AUTOTUNE) || own_f32_shape(m, n, k)))) {
         int r = gemm_own(dt, m, n, k, a, b, bst, accumulate, c, ldc);
         if (r <= 0)
             return r;
