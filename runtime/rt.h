@@ -124,7 +124,8 @@ enum { RT_GEMM_AUTOTUNE = 1, RT_GEMM_INT8 = 2 };
 void rt_gemm_frozen(tj_tensor *const *t, int n, unsigned flags);
 
 /* ---- errors (thread-local, error.c) ------------------------------------------ */
-void rt_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* rt_error: the library's name for tj_set_error (tjit.h). */
+#define rt_error tj_set_error
 bool rt_has_error(void);
 /* The call site of the latest public call made through tjit.h's macros on
  * this thread: its file (NULL: none) and *line. */
