@@ -156,6 +156,9 @@ DIST_TESTS := $(BUILD)/tests/dist/ddp_check
 DIST_BENCH := $(BUILD)/benchmarks/dist/ddp_bench
 $(DIST_OBJS): CFLAGS_ALL += $(MPI_CFLAGS) -DTJ_NO_CALLSITE
 $(BUILD)/obj/tests/dist/%.o: CFLAGS_ALL += $(MPI_CFLAGS)
+# `all` above named $(DIST_LIBS) before it was set (empty there): add them here,
+# or `make install` finds no libtjit_dist.so (scripts/test-install.sh).
+all: $(DIST_LIBS)
 $(BUILD)/libtjit_dist.a: $(DIST_OBJS)
 	rm -f $@ && ar rcs $@ $^
 $(BUILD)/libtjit_dist.so: $(DIST_OBJS) $(BUILD)/libtjit.so
