@@ -58,6 +58,19 @@ TEST_UTIL := $(wildcard tests/util*.c)
 BENCH_SRCS := $(wildcard benchmarks/*.c)
 
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+
+# libtjit_dist's files, when mpicc is found (the rules are further down; the
+# names are set here, before `all` and `install` use them).
+MPICC ?= $(shell command -v mpicc 2>/dev/null)
+ifneq ($(MPICC),)
+MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null)
+MPI_LDFLAGS := $(shell $(MPICC) --showme:link 2>/dev/null)
+DIST_SRCS := $(wildcard dist/*.c)
+DIST_OBJS := $(DIST_SRCS:%.c=$(BUILD)/obj/%.o)
+DIST_LIBS := $(BUILD)/libtjit_dist.a $(BUILD)/libtjit_dist.so
+DIST_TESTS := $(BUILD)/tests/dist/ddp_check
+DIST_BENCH := $(BUILD)/benchmarks/dist/ddp_bench
+endif
 TOOL_OBJS := $(TOOL_SRCS:%.c=$(BUILD)/obj/%.o)
 BENCH_OBJS := $(BENCH_SRCS:%.c=$(BUILD)/obj/%.o)
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
@@ -145,20 +158,9 @@ deps:
 # library of its own so that libtjit never depends on MPI. Built when mpicc
 # is found (scripts/install-deps.sh installs Open MPI); without it everything
 # else still builds and the distributed tests are skipped.
-MPICC ?= $(shell command -v mpicc 2>/dev/null)
 ifneq ($(MPICC),)
-MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null)
-MPI_LDFLAGS := $(shell $(MPICC) --showme:link 2>/dev/null)
-DIST_SRCS := $(wildcard dist/*.c)
-DIST_OBJS := $(DIST_SRCS:%.c=$(BUILD)/obj/%.o)
-DIST_LIBS := $(BUILD)/libtjit_dist.a $(BUILD)/libtjit_dist.so
-DIST_TESTS := $(BUILD)/tests/dist/ddp_check
-DIST_BENCH := $(BUILD)/benchmarks/dist/ddp_bench
 $(DIST_OBJS): CFLAGS_ALL += $(MPI_CFLAGS) -DTJ_NO_CALLSITE
 $(BUILD)/obj/tests/dist/%.o: CFLAGS_ALL += $(MPI_CFLAGS)
-# `all` above named $(DIST_LIBS) before it was set (empty there): add them here,
-# or `make install` finds no libtjit_dist.so (scripts/test-install.sh).
-all: $(DIST_LIBS)
 $(BUILD)/libtjit_dist.a: $(DIST_OBJS)
 	rm -f $@ && ar rcs $@ $^
 $(BUILD)/libtjit_dist.so: $(DIST_OBJS) $(BUILD)/libtjit.so
@@ -291,6 +293,19 @@ $(BUILD)/fuzz/tir.dict: ir/ops.def ir/dtypes.def
 	  sed -n 's/^\(UNARY\|BINARY\|OP\)(\([a-z0-9_]*\),.*/"\2"/p' ir/ops.def; \
 	  grep -o 'A([a-z_]*' ir/ops.def | sed 's/A(\(.*\)/"\1="/' | sort -u; \
 	  sed -n 's/^DTYPE([A-Z0-9]*, *\([a-z0-9]*\),.*/"\1"/p' ir/dtypes.def; } > $@
+
+# The ONNX reader's fuzzer: its sources built with libFuzzer's instrumentation,
+# the rest of the library from $(BUILD)/libtjit.a.
+ONNX_SRCS := $(wildcard frontend/onnx_*.c)
+$(BUILD)/fuzz/onnx_fuzz: fuzz/onnx_fuzz.c $(ONNX_SRCS) $(BUILD)/libtjit.a
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -DTJ_NO_CALLSITE fuzz/onnx_fuzz.c $(ONNX_SRCS) $(BUILD)/libtjit.a -o $@ $(LDLIBS)
+
+.PHONY: fuzz-onnx
+fuzz-onnx: $(BUILD)/fuzz/onnx_fuzz
+	@mkdir -p $(BUILD)/fuzz/onnx-corpus
+	$(BUILD)/fuzz/onnx_fuzz -max_total_time=$(FUZZ_TIME) -max_len=65536 -timeout=10 \
+	    -print_final_stats=1 -artifact_prefix=$(BUILD)/fuzz/ $(BUILD)/fuzz/onnx-corpus tests/golden/onnx
 
 fuzz: $(BUILD)/fuzz/parse_fuzz $(BUILD)/fuzz/tir.dict
 	@mkdir -p $(BUILD)/fuzz/corpus

@@ -532,8 +532,10 @@ static void run_compiled(const bench_case *c, bench_args *a, const bench_opts *o
     double ms;
     restore(a, snap);
     if (checked_call(&f, a, &r->compiled.first_ms, NULL, &yc, r) == 0 &&
-        max_abs_diff(ye, yc, o->int8 ? BENCH_TOLERANCE_INT8 : BENCH_TOLERANCE, &r->max_abs_diff,
-                     r) == 0 &&
+        max_abs_diff(ye, yc,
+                     o->int8 ? BENCH_TOLERANCE_INT8
+                             : bench_tolerance(c) > 0 ? bench_tolerance(c) : BENCH_TOLERANCE,
+                     &r->max_abs_diff, r) == 0 &&
         checked_call(&f, a, &ms, &r->compiled.peak_bytes, NULL, r) == 0) {
         tj_compiled_stats st;
         tj_compiled_stats_get(comp, &st);

@@ -44,6 +44,12 @@ tj_tensor *fe_apply(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a)
         rt_type_of(in[k], &types[k]);
         tp[k] = &types[k];
     }
+    tj_tensor *cast[FE_MAX_INPUTS];
+    int ncast = fe_autocast_inputs(op, in, nin, cast);
+    if (ncast < 0)
+        return NULL;
+    if (ncast > 0)
+        return fe_apply(op, cast, nin, a);   /* the cast inputs need no casts */
     ir_type out;
     char reason[256];
     ir_attrs none;

@@ -40,4 +40,12 @@ void fe_trace_shape_read(const tj_tensor *t);
  * combined with integer tensors, else f64. Owned by the current scope. */
 tj_tensor *fe_wrap_scalar(double v, const tj_tensor *like);
 
+/* ---- autocast (autocast.c) ---------------------------------------------------- */
+/* The dtype of this thread's innermost tj_autocast scope; TJ_F32 when none. */
+tj_dtype fe_autocast_dtype(void);
+/* Inside a scope: op's inputs with autocast's casts applied, in cast[0..nin)
+ * (results of cast ops, owned by the current scope). Returns how many were
+ * cast (0: use in as it is), or -1 with a cast's error. */
+int fe_autocast_inputs(ir_op op, tj_tensor *const *in, int nin, tj_tensor **cast);
+
 #endif

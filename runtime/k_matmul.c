@@ -558,6 +558,38 @@ done:
 
 int rt_k_matmul(RT_KERNEL_ARGS) { return contract(out, in[0], in[1], false); }
 
+/* Every operand and the result bf16: tjit's bf16 GEMM (runtime/gemm.h,
+ * vdpbf16ps where the CPU has it, f32 sums rounded once) takes it. */
+static bool all_bf16(const tj_tensor *out, tj_tensor *const *in, int nin)
+{
+    if (out->dtype != TJ_BF16)
+        return false;
+    for (int k = 0; k < nin; k++)
+        if (in[k] && in[k]->dtype != TJ_BF16)
+            return false;
+    return true;
+}
+
+/* matmul with an f16 or bf16 operand (runtime/k_half.c sends it here): all
+ * bf16 runs tjit's bf16 GEMM; otherwise the operands widened to f32, sgemm,
+ * the result rounded once, since Debian's OpenBLAS has no sbgemm. */
+int rt_k_matmul_half(RT_KERNEL_ARGS)
+{
+    if (all_bf16(out, in, nin))
+        return contract(out, in[0], in[1], false);
+    return rt_half_via_f32(op, out, in, nin, a);
+}
+
+/* linear with an f16 or bf16 operand: likewise (all bf16: the bias is added
+ * to the f32 sums; else x @ w^T + b in f32, rounded once); compiled plans
+ * keep it whole for this hook (passes/decompose.c). */
+int rt_k_linear_half(RT_KERNEL_ARGS)
+{
+    if (all_bf16(out, in, nin))
+        return rt_k_linear(op, out, in, nin, a);
+    return rt_half_via_f32(op, out, in, nin, a);
+}
+
 /* ---- linear ------------------------------------------------------------------- */
 
 /* x @ w^T + b: w^T is a transposed view (BLAS reads it by its trans flag);
