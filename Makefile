@@ -370,3 +370,13 @@ uninstall:
 # README's example against that copy alone (run by make test).
 check-install: all
 	@BUILD=$(BUILD) bash scripts/test-install.sh
+
+# ---- GEMM kernels (runtime/gemm*.c) ------------------------------------------
+# GFLOP/s of tjit's own GEMMs (f32, bf16, u8s8) against OpenBLAS's sgemm:
+# make gemm-bench GEMM_ARGS="--threads 1 --cpu-time 2048x2048x2048"
+.PHONY: gemm-bench
+$(BUILD)/gemm_bench: tests/gemm_bench.c $(BUILD)/libtjit.a
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -Iinclude -DTJ_NO_CALLSITE $< -o $@ \
+	    $(BUILD)/libtjit.a $(LDLIBS)
+gemm-bench: $(BUILD)/gemm_bench
+	$(BUILD)/gemm_bench $(GEMM_ARGS)

@@ -533,7 +533,10 @@ static void run_eager(const bench_case *c, bench_args *a, const bench_opts *o, F
 static void run_compiled(const bench_case *c, bench_args *a, const bench_opts *o, FILE *progress,
                          tj_tensor *const *snap, tj_tensor *ye, bench_result *r)
 {
-    tj_compiled *comp = tj_compile(c->run, a, &(tj_compile_options){.name = c->name});
+    tj_compiled *comp = tj_compile(c->run, a, &(tj_compile_options){.name = c->name,
+                                                                    .freeze = o->freeze,
+                                                                    .autotune = o->autotune,
+                                                                    .quantize_dynamic = o->int8});
     if (!comp) {
         fail(r, "tj_compile", tj_last_error());
         return;
@@ -543,7 +546,10 @@ static void run_compiled(const bench_case *c, bench_args *a, const bench_opts *o
     double ms;
     restore(a, snap);
     if (checked_call(&f, a, &r->compiled.first_ms, NULL, &yc, r) == 0 &&
-        max_abs_diff(ye, yc, bench_tolerance(c) > 0 ? bench_tolerance(c) : BENCH_TOLERANCE, &r->max_abs_diff, r) == 0 &&
+        max_abs_diff(ye, yc,
+                     o->int8 ? BENCH_TOLERANCE_INT8
+                             : bench_tolerance(c) > 0 ? bench_tolerance(c) : BENCH_TOLERANCE,
+                     &r->max_abs_diff, r) == 0 &&
         checked_call(&f, a, &ms, &r->compiled.peak_bytes, NULL, r) == 0) {
         tj_compiled_stats st;
         tj_compiled_stats_get(comp, &st);

@@ -21,6 +21,10 @@ typedef struct bench_opts {
     bool cpu_time;          /* time the steady state by the process's CPU time (all
                                threads: on a loaded machine, with --threads 1, the
                                work done rather than the wait for a core) */
+    /* the compiled path's GEMM options (tj_compile_options): weights frozen
+     * (packed once), autotuned, or int8 (quantize_dynamic; its compare
+     * tolerance is BENCH_TOLERANCE_INT8) */
+    bool freeze, autotune, int8;
 } bench_opts;
 
 typedef enum { BENCH_OK, BENCH_FAILED, BENCH_SKIPPED } bench_status;
@@ -28,6 +32,7 @@ typedef enum { BENCH_OK, BENCH_FAILED, BENCH_SKIPPED } bench_status;
 /* Compiled and eager results differ by more than this times max(1, max|eager|):
  * the case fails. */
 #define BENCH_TOLERANCE 1e-4
+#define BENCH_TOLERANCE_INT8 5e-2
 
 /* Timings of one path (eager or compiled). */
 typedef struct bench_timing {

@@ -676,7 +676,11 @@ static tj_compiled *compiled_new(tj_model_fn fn, tj_model_multi_fn mfn, void *ct
     strcpy(c->name, name);
     c->limit = opts && opts->recompile_limit > 0 ? opts->recompile_limit : 8;
     c->no_dynamic = opts && opts->no_dynamic;
-    c->freeze = opts && opts->freeze;
+    const char *at = getenv("TJIT_AUTOTUNE");
+    bool autotune = (opts && opts->autotune) || (at && !strcmp(at, "1"));
+    bool int8 = opts && opts->quantize_dynamic;
+    c->gemm_flags = (autotune ? RT_GEMM_AUTOTUNE : 0) | (int8 ? RT_GEMM_INT8 : 0);
+    c->freeze = (opts && opts->freeze) || autotune || int8;
     atomic_init(&c->nargs, -1);
     pthread_mutex_init(&c->lock, NULL);
     return c;
@@ -912,7 +916,11 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
             inputs[k] = args[k];
         for (int k = 0; k < e->ncaps; k++)
             inputs[nargs + k] = e->caps[k].t;   /* alive: the guards held */
+        if (c->freeze)   /* the captures' storages: GEMMs may keep them packed */
+            rt_gemm_frozen(inputs + nargs, e->ncaps, c->gemm_flags);
         rc = sc_plans_run(e->plans, inputs, all);   /* 1: not compiled, use the executor */
+        if (c->freeze)
+            rt_gemm_frozen(NULL, 0, 0);
         if (rc > 0)
             rc = sc_exec(e->g, inputs, e->last_use, all);
     } else {

@@ -73,6 +73,7 @@ struct tj_compiled {
     char name[64];
     int limit;
     bool no_dynamic, dyn_disabled, freeze;
+    unsigned gemm_flags;         /* RT_GEMM_AUTOTUNE, RT_GEMM_INT8 (runtime/gemm.h) */
     pthread_mutex_t lock;
     entry **entries;
     int nentries, cap;

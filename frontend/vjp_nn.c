@@ -354,6 +354,9 @@ AG_VJP(avg_pool2d)
 }
 
 AG_NONDIFF(max_pool2d_indices, "integer result")
+AG_NONDIFF(quantize_per_tensor, "integer result")
+AG_NONDIFF(quantize_per_channel, "integer result")
+AG_NONDIFF(dequantize, "an integer input")
 
 /* ---- the rest ------------------------------------------------------------------------------ */
 

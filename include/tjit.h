@@ -394,6 +394,19 @@ tj_avg_pool2d_options tj_avg_pool2d_defaults(void);
 tj_tensor *tj_avg_pool2d_ex(tj_tensor *x, const int64_t kernel[2],
                             const tj_avg_pool2d_options *opts);
 tj_tensor *tj_embedding(tj_tensor *weight, tj_tensor *indices);
+
+/* ---- int8 quantization (PyTorch's quantize_per_tensor/_per_channel(...).int_repr(),
+ * dequantize); no gradient. dtype: TJ_U8 or TJ_I8; q = clamp(rne(x / scale) + zero_point).
+ * Errors: a scale not positive and finite, a zero point outside dtype, an axis out of
+ * range, scales/zero_points not 1-D of x's size along axis. ---- */
+tj_tensor *tj_quantize_per_tensor(tj_tensor *x, double scale, int64_t zero_point, tj_dtype dtype);
+/* scales: float [C], zero_points: integer [C], C = x's size along axis */
+tj_tensor *tj_quantize_per_channel(tj_tensor *x, tj_tensor *scales, tj_tensor *zero_points,
+                                   int axis, tj_dtype dtype);
+/* f32 (q - zero_point) * scale */
+tj_tensor *tj_dequantize(tj_tensor *q, double scale, int64_t zero_point);
+tj_tensor *tj_dequantize_per_channel(tj_tensor *q, tj_tensor *scales, tj_tensor *zero_points,
+                                     int axis);
 /* Training: zeroes with probability p, scales the rest by 1/(1-p), draws from the
  * global generator. Not training: returns x. */
 tj_tensor *tj_dropout(tj_tensor *x, double p, bool training);
@@ -626,7 +639,18 @@ typedef struct tj_compile_options {
                               * dims marked with tj_mark_dynamic still are */
     bool freeze;             /* weights are constants: what reads only weights (a
                               * transpose, batch norm's scale and shift) is folded
-                              * once; writing or releasing a weight retraces */
+                              * once, and each GEMM weight is packed once (kept while
+                              * its storage version holds); writing or releasing a
+                              * weight retraces (a write through a tj_data pointer is
+                              * not seen: in-place ops bump the version) */
+    /* ---- GEMM templates (runtime/gemm.h) ---- */
+    bool autotune;           /* with freeze: time tjit's GEMM against OpenBLAS for each
+                              * frozen weight's shape once, keep the faster (TJIT_AUTOTUNE=1
+                              * turns it on for every handle) */
+    bool quantize_dynamic;   /* implies freeze: f32 matmul/linear on a captured weight run
+                              * in int8 like torch.ao's quantize_dynamic (per-channel
+                              * symmetric s8 weights, per-row u8 activations, s32 sums);
+                              * results carry the quantization error */
 } tj_compile_options;
 
 /* ---- shape marks (dynamic shapes) ---- */
@@ -968,6 +992,10 @@ TJ_API_END
 #define tj_max_pool2d_ex(...) (tj__callsite(__FILE__, __LINE__), tj_max_pool2d_ex(__VA_ARGS__))
 #define tj_avg_pool2d_ex(...) (tj__callsite(__FILE__, __LINE__), tj_avg_pool2d_ex(__VA_ARGS__))
 #define tj_embedding(...) (tj__callsite(__FILE__, __LINE__), tj_embedding(__VA_ARGS__))
+#define tj_quantize_per_tensor(...) (tj__callsite(__FILE__, __LINE__), tj_quantize_per_tensor(__VA_ARGS__))
+#define tj_quantize_per_channel(...) (tj__callsite(__FILE__, __LINE__), tj_quantize_per_channel(__VA_ARGS__))
+#define tj_dequantize(...) (tj__callsite(__FILE__, __LINE__), tj_dequantize(__VA_ARGS__))
+#define tj_dequantize_per_channel(...) (tj__callsite(__FILE__, __LINE__), tj_dequantize_per_channel(__VA_ARGS__))
 #define tj_dropout(...) (tj__callsite(__FILE__, __LINE__), tj_dropout(__VA_ARGS__))
 #define tj_scaled_dot_product_attention(...) (tj__callsite(__FILE__, __LINE__), tj_scaled_dot_product_attention(__VA_ARGS__))
 #define tj_cross_entropy(...) (tj__callsite(__FILE__, __LINE__), tj_cross_entropy(__VA_ARGS__))

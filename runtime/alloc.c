@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "gemm.h"
 #include "rt.h"
 
 #define RT_ALIGN 64
@@ -163,6 +164,7 @@ void rt_alloc_trim(void)
 
 void tj_alloc_trim(void)
 {
+    tjg_cache_clear();   /* packed weights (gemm_cache.c) first: their blocks come back here */
     rt_alloc_trim();
     rt_quarantine_drain();
 }
@@ -183,6 +185,7 @@ __attribute__((constructor)) static void alloc_init(void)
  * for tensors freed later by other exit handlers. */
 __attribute__((destructor)) static void alloc_at_exit(void)
 {
+    tjg_cache_clear();
     pthread_mutex_lock(&cache.mu);
     cache.closed = true;
     pthread_mutex_unlock(&cache.mu);

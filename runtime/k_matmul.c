@@ -7,12 +7,15 @@
  * cannot express are packed, once per call. Batches that share the right
  * operand and whose rows are evenly strided fold into one GEMM
  * ([B,M,K] @ [K,N] is one [B*M,K] @ [K,N]); other batches loop over GEMM
- * calls. Integer dtypes use a blocked kernel here.
+ * calls. Integer dtypes use a blocked kernel here; bf16 runs tjit's own
+ * GEMM (runtime/gemm.h) with f32 sums.
  */
 #include <string.h>
+#include <time.h>
 
 #include "blas.h"
 #include "contract.h"
+#include "gemm.h"
 #include "kernels.h"
 
 /* ---- strided copy ------------------------------------------------------------- */
@@ -108,6 +111,8 @@ static bool gemm_direct(tj_dtype dt, bool left, int64_t rows, int64_t cols, int6
     int64_t ld;
     if (dt == TJ_F32 || dt == TJ_F64)
         return blas_layout(rows, cols, rs, cs, &t, &ld);
+    if (dt == TJ_BF16)
+        return true;   /* runtime/gemm.c packs both operands from any strides */
     return left || cs == 1 || cols == 1;   /* the integer kernel streams rows of B */
 }
 
@@ -203,11 +208,178 @@ static int gemm_int(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_m
     return 0;
 }
 
-int rt_gemm(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b, bool accumulate,
-            void *c, int64_t ldc)
+/* B's packed form: kept from an earlier call when B is a frozen weight
+ * (runtime/gemm_cache.c; *handle then holds it), else packed now into *own.
+ * NULL on failure. */
+static const tjg_packed *packed_b(const rt_storage *bst, rt_mat b, int64_t k, int64_t n,
+                                  tjg_type type, tjg_packed *own, void **handle)
 {
+    unsigned flags;
+    *handle = NULL;
+    if (bst && tjg_frozen(bst, &flags)) {
+        int64_t off = (const char *)b.p - (const char *)bst->data;
+        const tjg_packed *p = tjg_cache_get(bst->serial, atomic_load(&bst->version), off, b.p,
+                                            b.rs, b.cs, k, n, type, false, handle);
+        if (p)
+            return p;
+    }
+    int r = type == TJG_F32 ? tjg_pack_f32(own, b.p, b.rs, b.cs, k, n)
+                            : tjg_pack_bf16(own, b.p, b.rs, b.cs, k, n);
+    return r ? NULL : own;
+}
+
+static int gemm_blas_any(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b,
+                         bool accumulate, void *c, int64_t ldc);
+
+/* f32 on a kept (packed) weight: tjit's GEMM or OpenBLAS. The static rule
+ * is where tjit's GEMM measured faster on one Zen 4 core (docs/perf.md: at
+ * least 128 columns and up to 2^27 multiply-adds); autotune times both
+ * once per weight on a scratch output and keeps the faster. */
+enum { CHOICE_OWN = 1, CHOICE_BLAS = 2 };
+
+static double seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int tune(int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b, const tjg_packed *p)
+{
+    float *scratch = rt_alloc((size_t)(m * n) * sizeof(float));
+    if (!scratch)
+        return CHOICE_BLAS;
+    double best[2] = {1e30, 1e30};
+    for (int rep = 0; rep < 3; rep++)
+        for (int w = 0; w < 2; w++) {
+            double t0 = seconds();
+            int r = w ? gemm_blas_any(TJ_F32, m, n, k, a, b, false, scratch, n)
+                      : tjg_gemm(m, a.p, false, a.rs, a.cs, p, scratch, n, NULL, NULL);
+            double t = r ? 1e30 : seconds() - t0;
+            best[w] = t < best[w] ? t : best[w];
+        }
+    rt_free(scratch, (size_t)(m * n) * sizeof(float));
+    return best[0] <= best[1] ? CHOICE_OWN : CHOICE_BLAS;
+}
+
+static bool own_f32_shape(int64_t m, int64_t n, int64_t k)
+{
+    return n >= 4 * TJG_NR && m * n * k <= ((int64_t)1 << 27);
+}
+
+static int choose_f32(void *handle, int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b,
+                      const tjg_packed *p)
+{
+    unsigned flags;
+    tjg_frozen(NULL, &flags);
+    if (!(flags & RT_GEMM_AUTOTUNE))
+        return own_f32_shape(m, n, k) ? CHOICE_OWN : CHOICE_BLAS;
+    atomic_int *ch = tjg_cache_choice(handle);
+    int c = ch ? atomic_load(ch) : 0;
+    if (c == 0) {
+        c = tune(m, n, k, a, b, p);
+        if (ch)
+            atomic_store(ch, c);
+    }
+    return c;
+}
+
+/* tjit's own GEMM (runtime/gemm.h) on a packed B: bf16 always (vdpbf16ps
+ * where the CPU has it; f32 sums rounded once), f32 on a frozen weight
+ * where choose_f32 says; 1 when f32 should go to OpenBLAS instead. */
+static int gemm_own(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b,
+                    const rt_storage *bst, bool acc, void *c, int64_t ldc)
+{
+    tjg_packed own = {0};
+    void *handle;
+    const tjg_packed *p = packed_b(bst, b, k, n, dt == TJ_BF16 ? TJG_BF16 : TJG_F32, &own, &handle);
+    if (!p)
+        return -1;
+    int r = 1;
+    if (dt == TJ_BF16 || choose_f32(handle, m, n, k, a, b, p) == CHOICE_OWN) {
+        tjg_epilogue e = {.accumulate = acc, .out_bf16 = dt == TJ_BF16};
+        r = tjg_gemm(m, a.p, dt == TJ_BF16, a.rs, a.cs, p, c, ldc, &e, NULL);
+    }
+    tjg_cache_put(handle);
+    if (p == &own)
+        tjg_packed_free(&own);
+    return r;
+}
+
+/* f32 on a frozen weight in a quantize_dynamic call: the weight quantized
+ * once (per-channel symmetric s8, kept), A's rows quantized to u8 in the
+ * call, s32 sums dequantized in the epilogue. 1: not possible here (use f32). */
+static int gemm_int8(int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b, const rt_storage *bst,
+                     bool acc, float *c, int64_t ldc)
+{
+    void *handle;
+    int64_t off = (const char *)b.p - (const char *)bst->data;
+    const tjg_packed *p = tjg_cache_get(bst->serial, atomic_load(&bst->version), off, b.p, b.rs,
+                                        b.cs, k, n, TJG_S8, true, &handle);
+    if (!p)
+        return 1;
+    size_t qb = (size_t)(m * k > 0 ? m * k : 1), sb = (size_t)m * sizeof(float);
+    uint8_t *q = rt_alloc(qb);
+    float *sa = q ? rt_alloc(sb) : NULL;
+    int32_t *zp = sa ? rt_alloc(sb) : NULL;
+    int r = -1;
+    if (zp) {
+        const float *ap = a.p;
+        if (a.cs == 1) {
+            tjg_quantize_rows_u8(m, k, ap, a.rs, q, sa, zp);
+        } else {   /* a strided A: rows gathered one at a time */
+            float *row = rt_alloc((size_t)(k > 0 ? k : 1) * sizeof(float));
+            for (int64_t i = 0; row && i < m; i++) {
+                for (int64_t kk = 0; kk < k; kk++)
+                    row[kk] = ap[i * a.rs + kk * a.cs];
+                tjg_quantize_rows_u8(1, k, row, k, q + i * k, sa + i, zp + i);
+            }
+            if (row)
+                rt_free(row, (size_t)(k > 0 ? k : 1) * sizeof(float));
+            else
+                goto done;
+        }
+        tjg_epilogue e = {.accumulate = acc};
+        r = tjg_gemm_u8s8(m, q, k, zp, sa, p, c, ldc, &e);
+    }
+done:
+    if (zp)
+        rt_free(zp, sb);
+    if (sa)
+        rt_free(sa, sb);
+    if (q)
+        rt_free(q, qb);
+    tjg_cache_put(handle);
+    return r;
+}
+
+static int gemm_ex(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b,
+                   const rt_storage *bst, bool accumulate, void *c, int64_t ldc)
+{
+    unsigned flags;
     if (m == 0 || n == 0)
         return 0;
+    if (dt == TJ_F32 && bst && tjg_frozen(bst, &flags) && (flags & RT_GEMM_INT8) && k > 0) {
+        int r = gemm_int8(m, n, k, a, b, bst, accumulate, c, ldc);
+        if (r <= 0)
+            return r;
+    }
+    /* f32: only on a frozen weight, and (without autotune) only at the
+     * shapes where tjit's GEMM measured ahead: others are never packed */
+    if (dt == TJ_BF16 || (dt == TJ_F32 && bst && tjg_isa_current() >= TJG_AVX512 &&
+                          tjg_frozen(bst, &flags) &&
+                          ((flags & RT_GEMM_AUTOTUNE) || own_f32_shape(m, n, k)))) {
+        int r = gemm_own(dt, m, n, k, a, b, bst, accumulate, c, ldc);
+        if (r <= 0)
+            return r;
+    }
+    return gemm_blas_any(dt, m, n, k, a, b, accumulate, c, ldc);
+}
+
+/* f32/f64 through OpenBLAS (packing what it cannot read), integers here. */
+static int gemm_blas_any(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b,
+                         bool accumulate, void *c, int64_t ldc)
+{
     if (dt != TJ_F32 && dt != TJ_F64)
         return gemm_int(dt, m, n, k, a, b, accumulate, c, ldc);
     void *pa = NULL, *pb = NULL;
@@ -223,6 +395,12 @@ done:
     return r;
 }
 
+int rt_gemm(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b, bool accumulate,
+            void *c, int64_t ldc)
+{
+    return gemm_ex(dt, m, n, k, a, b, NULL, accumulate, c, ldc);
+}
+
 /* ---- matmul ------------------------------------------------------------------- */
 
 /* One operand of a (batched) matmul: its matrix dims and per-batch strides,
@@ -233,6 +411,7 @@ typedef struct mm_side {
     int64_t bs[TJ_MAX_DIMS];
     void *packed;
     size_t nbytes;
+    const rt_storage *st;   /* the tensor's storage (NULL when packed here) */
 } mm_side;
 
 /* x is the left operand (1-D: one row) or the right one (1-D: one column). */
@@ -242,6 +421,7 @@ static int side_init(mm_side *s, const tj_tensor *t, bool left, int nb, const in
     memcpy(st, t->strides, sizeof st);
     s->packed = NULL;
     s->p = rt_ptr(t);
+    s->st = t->storage;
     int nd = t->ndim;
     for (int pass = 0; pass < 2; pass++) {
         if (nd == 1) {
@@ -260,6 +440,7 @@ static int side_init(mm_side *s, const tj_tensor *t, bool left, int nb, const in
         if (!(s->packed = pack_tensor(t, st, &s->nbytes)))
             return -1;
         s->p = s->packed;
+        s->st = NULL;
     }
     int tb = nd > 2 ? nd - 2 : 0;
     for (int d = 0; d < nb; d++) {
@@ -338,8 +519,8 @@ static int matmul_batches(tj_tensor *out, mm_side *x, mm_side *y, int nb,
         nbatch *= bshape[d];
     int64_t frs = fold_rows(x, y, nb, bshape);
     if (frs != INT64_MIN)
-        return rt_gemm(dt, nbatch * m, n, k, (rt_mat){x->p, frs, x->cs},
-                       (rt_mat){y->p, y->rs, y->cs}, acc, rt_ptr(out), n);
+        return gemm_ex(dt, nbatch * m, n, k, (rt_mat){x->p, frs, x->cs},
+                       (rt_mat){y->p, y->rs, y->cs}, y->st, acc, rt_ptr(out), n);
     mm_job j = {.x = x, .y = y, .nb = nb, .bshape = bshape, .acc = acc, .dt = dt,
                 .out = rt_ptr(out)};
     atomic_init(&j.failed, 0);
@@ -377,16 +558,37 @@ done:
 
 int rt_k_matmul(RT_KERNEL_ARGS) { return contract(out, in[0], in[1], false); }
 
-/* matmul with an f16 or bf16 operand (runtime/k_half.c sends it here): the
- * operands widened to f32, sgemm, the result rounded once, since Debian's
- * OpenBLAS has no sbgemm. Native bf16 GEMMs (vdpbf16ps, AMX; f32
- * accumulation) hook in here: pick one by the CPU's features for bf16
- * operands and a bf16 or f32 result, else fall through to this path. */
-int rt_k_matmul_half(RT_KERNEL_ARGS) { return rt_half_via_f32(op, out, in, nin, a); }
+/* Every operand and the result bf16: tjit's bf16 GEMM (runtime/gemm.h,
+ * vdpbf16ps where the CPU has it, f32 sums rounded once) takes it. */
+static bool all_bf16(const tj_tensor *out, tj_tensor *const *in, int nin)
+{
+    if (out->dtype != TJ_BF16)
+        return false;
+    for (int k = 0; k < nin; k++)
+        if (in[k] && in[k]->dtype != TJ_BF16)
+            return false;
+    return true;
+}
 
-/* linear with an f16 or bf16 operand: likewise (x @ w^T + b in f32, rounded
- * once); compiled plans keep it whole for this hook (passes/decompose.c). */
-int rt_k_linear_half(RT_KERNEL_ARGS) { return rt_half_via_f32(op, out, in, nin, a); }
+/* matmul with an f16 or bf16 operand (runtime/k_half.c sends it here): all
+ * bf16 runs tjit's bf16 GEMM; otherwise the operands widened to f32, sgemm,
+ * the result rounded once, since Debian's OpenBLAS has no sbgemm. */
+int rt_k_matmul_half(RT_KERNEL_ARGS)
+{
+    if (all_bf16(out, in, nin))
+        return contract(out, in[0], in[1], false);
+    return rt_half_via_f32(op, out, in, nin, a);
+}
+
+/* linear with an f16 or bf16 operand: likewise (all bf16: the bias is added
+ * to the f32 sums; else x @ w^T + b in f32, rounded once); compiled plans
+ * keep it whole for this hook (passes/decompose.c). */
+int rt_k_linear_half(RT_KERNEL_ARGS)
+{
+    if (all_bf16(out, in, nin))
+        return rt_k_linear(op, out, in, nin, a);
+    return rt_half_via_f32(op, out, in, nin, a);
+}
 
 /* ---- linear ------------------------------------------------------------------- */
 

@@ -22,6 +22,8 @@ typedef struct rt_storage {
     atomic_uint version;   /* bumped by every in-place write (autograd checks saved tensors) */
     size_t nbytes;
     void *data;        /* 64-byte aligned, from rt_alloc */
+    uint64_t serial;   /* unique per storage made by storage_new (never reused; 0: a
+                        * header over borrowed memory): caches key on it (gemm_cache.c) */
 } rt_storage;
 
 /* A tensor's autograd state; its layout belongs to frontend/autograd.c. The
@@ -112,6 +114,15 @@ void rt_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
 bool rt_is_contiguous(const tj_tensor *t);
 /* Element k (in row-major order of t's shape) converted to double. */
 double rt_load_f64(const tj_tensor *t, const int64_t *index);
+
+/* ---- GEMM weights kept packed (gemm_cache.c) ------------------------------------ */
+/* For this thread's next GEMMs: the storages of t[0..n) hold constant weights
+ * (a frozen compiled call, tj_compile_options.freeze) that may be packed once
+ * and kept; flags: RT_GEMM_AUTOTUNE times tjit's GEMM against OpenBLAS for
+ * their shapes, RT_GEMM_INT8 runs f32 GEMMs on them in int8 (dynamic
+ * quantization). rt_gemm_frozen(NULL, 0, 0) ends it. */
+enum { RT_GEMM_AUTOTUNE = 1, RT_GEMM_INT8 = 2 };
+void rt_gemm_frozen(tj_tensor *const *t, int n, unsigned flags);
 
 /* ---- errors (thread-local, error.c) ------------------------------------------ */
 /* rt_error: the library's name for tj_set_error (tjit.h). */

@@ -24,7 +24,10 @@ static rt_storage *storage_new(size_t nbytes)
         return NULL;
     }
     atomic_init(&s->refs, 1);
+    atomic_init(&s->version, 0);
     s->nbytes = nbytes;
+    static atomic_uint_fast64_t serials = 1;   /* thread-safe; 2^64 never wraps */
+    s->serial = atomic_fetch_add_explicit(&serials, 1, memory_order_relaxed);
     return s;
 }
 

@@ -432,8 +432,10 @@ static void slice_header(const region_ctx *c, int slot, const signed char *sl, c
         h->shape[sl[d]] = d == c->rg->nd - 1 ? k->len : 1;
     }
     atomic_init(&st->refs, 1);
+    atomic_init(&st->version, 0);
     st->nbytes = 0;
     st->data = ptr;
+    st->serial = 0;   /* borrowed memory: no cache may key on it */
     h->storage = st;
 }
 

@@ -99,6 +99,7 @@ static int example_lists(in_list *out)
         {3, {TY(F32, 1, 2, 5, 5), TY(F32, 3, 2, 3, 3), TY(F32, 3)}},
         {3, {TY(F32, 2, 3), TY(F32, 3), TY(F32, 3)}},
         {3, {TY(BOOL, 2, 3), TY(F32, 2, 3), TY(F32, 2, 3)}},
+        {3, {TY(F32, 2, 3), TY(F32, 3), TY(I64, 3)}},   /* per channel: x, scales, zero points */
         {3, {TY(F32, 2, 3), TY(F32, 2, 3), TY(F32, 2, 3)}},
         {4, {TY(F32, 2, 4, 8), TY(F32, 2, 4, 8), TY(F32, 2, 4, 8), TY(F32, 4, 4)}},
         {4, {TY(F32, 2, 4, 8), TY(F32, 2, 4, 8), TY(F32, 2, 4, 8), TY(BOOL, 4, 4)}},
@@ -128,7 +129,7 @@ static const struct {
     {"start", {"1"}},               {"end", {"3"}},
     {"step", {"1"}},                {"pads", {"1,1", "1,1,1,1"}},
     {"value", {"0.5"}},             {"min", {"-1"}},
-    {"max", {"1"}},                 {"dtype", {"f64", "f32"}},
+    {"max", {"1"}},                 {"dtype", {"f64", "f32", "u8"}},
     {"stride", {"1,1", "2,2"}},     {"padding", {"0,0", "1,1"}},
     {"dilation", {"1,1"}},          {"groups", {"1"}},
     {"kernel", {"2,2"}},            {"count_include_pad", {"1", "0"}},
@@ -146,6 +147,7 @@ static const struct {
     {"upscale_factor", {"1", "2"}}, {"downscale_factor", {"1"}},
     {"size", {"2", "3"}},           {"k", {"1", "2"}},
     {"ord", {"2", "1", "inf", "0.5"}}, {"output_size", {"2", "2,3", "1,1"}},
+    {"zero_point", {"0", "3"}},     {"axis", {"0", "1"}},
 };
 
 static int examples_of(const char *attr, const char *const **vals)

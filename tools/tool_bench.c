@@ -15,6 +15,7 @@ static void bench_usage(FILE *f)
     fprintf(f,
             "usage: tjit bench [CASE...] [--json] [--threads N] [--iters N] [--min-time SEC]\n"
             "                  [--eager] [--cpu-time] [--save DIR] [--profile[=TRACE.json]] [--list]\n"
+            "                  [--freeze] [--autotune] [--int8]\n"
             "                  [--help]\n"
             "  Runs the cases of the benchmark suite (default: all) eagerly and compiled\n"
             "  (tj_compile + tj_call) and prints per case: the median ms per iteration of\n"
@@ -35,6 +36,10 @@ static void bench_usage(FILE *f)
             "  --cpu-time    steady-state ms are the process's CPU time (every thread, spinning\n"
             "                included): with --threads 1, the work a call does whatever\n"
             "                else the machine runs; first-call ms stay wall-clock\n"
+            "  --freeze      compile with tj_compile_options.freeze (GEMM weights packed once)\n"
+            "  --autotune    compile with .autotune (implies freeze: GEMM choice timed per weight)\n"
+            "  --int8        compile with .quantize_dynamic (int8 GEMMs on the weights; the\n"
+            "                compare tolerance becomes 5e-2 x max(1, |eager|))\n"
             "  --save DIR    write each case's inputs, weights and first eager result as\n"
             "                .npy (<id>.arg<k>.npy, <id>.out.npy) for benchmarks/pytorch/suite.py\n"
             "  --profile[=TRACE.json]  profile the timed runs of this process (eager ops\n"
@@ -114,6 +119,12 @@ static int parse(int argc, char **argv, bench_cli *cli)
             cli->opts.eager_only = true;
         else if (!strcmp(a, "--cpu-time"))
             cli->opts.cpu_time = true;
+        else if (!strcmp(a, "--freeze"))
+            cli->opts.freeze = true;
+        else if (!strcmp(a, "--autotune"))
+            cli->opts.autotune = true;
+        else if (!strcmp(a, "--int8"))
+            cli->opts.int8 = true;
         else if (tool_profile_flag(a, &cli->trace))
             cli->profile = true;
         else if (!strcmp(a, "--first-call")) {

@@ -1,0 +1,91 @@
+/* infer_quant.c - shape/dtype rules of the int8 quantization ops
+ * (quantize_per_tensor, quantize_per_channel, dequantize): the quantized
+ * dtype is u8 or i8, a scale must be positive and finite, a zero point must
+ * fit the quantized dtype, a per-channel axis must be one of x's dims and the
+ * scales and zero points must have its size. Per-channel values are data,
+ * checked by the kernels (runtime/k_quant.c).
+ */
+#include <math.h>
+
+#include "infer.h"
+
+static int check_qdtype(tj_dtype dt, char *err, size_t nerr)
+{
+    if (dt != TJ_U8 && dt != TJ_I8)
+        return ir_fail(err, nerr, "the quantized dtype must be u8 or i8, got %s",
+                       tj_dtype_name(dt));
+    return 0;
+}
+
+static int check_scale_zp(double scale, int64_t zp, tj_dtype dt, char *err, size_t nerr)
+{
+    if (!(scale > 0) || !isfinite(scale))
+        return ir_fail(err, nerr, "scale must be positive and finite, got %g", scale);
+    int64_t lo = dt == TJ_U8 ? 0 : -128, hi = dt == TJ_U8 ? 255 : 127;
+    if (zp < lo || zp > hi)
+        return ir_fail(err, nerr, "zero_point %lld is out of range for %s [%lld, %lld]",
+                       (long long)zp, tj_dtype_name(dt), (long long)lo, (long long)hi);
+    return 0;
+}
+
+/* scales (float) and zero_points (integer), 1-D of x's size along axis;
+ * *axis normalized. */
+static int check_channels(const ir_type *x, const ir_type *s, const ir_type *z, int64_t *axis,
+                          char *err, size_t nerr)
+{
+    if (*axis < -x->ndim || *axis >= x->ndim || x->ndim == 0)
+        return ir_fail(err, nerr, "axis %lld is out of range for a %d-D tensor",
+                       (long long)*axis, x->ndim);
+    if (*axis < 0)
+        *axis += x->ndim;
+    int64_t c = x->shape[*axis];
+    if (s->ndim != 1 || s->shape[0] != c || !ir_dtype_is_float(s->dtype))
+        return ir_fail(err, nerr, "scales must be a 1-D float tensor of %lld (the size of dim %lld)",
+                       (long long)c, (long long)*axis);
+    if (z->ndim != 1 || z->shape[0] != c || ir_dtype_category(z->dtype) != IR_CAT_INT)
+        return ir_fail(err, nerr,
+                       "zero_points must be a 1-D integer tensor of %lld (the size of dim %lld)",
+                       (long long)c, (long long)*axis);
+    return 0;
+}
+
+int ir_infer_quantize_per_tensor(IR_INFER_ARGS)
+{
+    const ir_type *x = in[0];
+    tj_dtype dt = (tj_dtype)a->a[2].i[0];
+    if (x->dtype != TJ_F32 && x->dtype != TJ_F64)
+        return ir_fail(err, nerr, "x must be f32 or f64, got %s", tj_dtype_name(x->dtype));
+    if (check_qdtype(dt, err, nerr) || check_scale_zp(a->a[0].f, a->a[1].i[0], dt, err, nerr))
+        return -1;
+    ir_set(out, dt, x->ndim, x->shape);
+    return 0;
+}
+
+int ir_infer_quantize_per_channel(IR_INFER_ARGS)
+{
+    const ir_type *x = in[0];
+    tj_dtype dt = (tj_dtype)a->a[1].i[0];
+    int64_t axis = a->a[0].i[0];
+    if (x->dtype != TJ_F32 && x->dtype != TJ_F64)
+        return ir_fail(err, nerr, "x must be f32 or f64, got %s", tj_dtype_name(x->dtype));
+    if (check_qdtype(dt, err, nerr) || check_channels(x, in[1], in[2], &axis, err, nerr))
+        return -1;
+    ir_set(out, dt, x->ndim, x->shape);
+    return 0;
+}
+
+int ir_infer_dequantize(IR_INFER_ARGS)
+{
+    const ir_type *q = in[0];
+    if (check_qdtype(q->dtype, err, nerr))
+        return -1;
+    bool per_channel = nin > 1 && in[1];
+    if (per_channel != (nin > 2 && in[2] != NULL))
+        return ir_fail(err, nerr, "scales and zero_points go together (per channel) or not at all");
+    int64_t axis = a->a[2].i[0];
+    if (per_channel ? check_channels(q, in[1], in[2], &axis, err, nerr)
+                    : check_scale_zp(a->a[0].f, a->a[1].i[0], q->dtype, err, nerr))
+        return -1;
+    ir_set(out, TJ_F32, q->ndim, q->shape);
+    return 0;
+}

@@ -1,0 +1,552 @@
+/* gemm.c - the driver of tjit's own GEMM (runtime/gemm.h): packing of B
+ * (once) and of A (per block, with the prologue), the blocked loops split
+ * over the pool, the epilogue, and the portable C micro-kernels.
+ *
+ *   task (i-block of MC rows, j-block of NC columns), on one thread:
+ *     for each k-block of KC groups:
+ *       pack A[i-block, k-block] (prologue applied)   -> MC x KC, in L2
+ *       for each panel of NR columns in the j-block:   (KC x NR of B, in L1)
+ *         for each sliver of MR rows: micro-kernel -> C tile (+= after k-block 0)
+ *     epilogue over the task's C region while it is in cache
+ *
+ * f32 output without a scale on an accumulated C is summed in C itself;
+ * otherwise (int8's s32 sums, bf16 output, alpha with accumulate) a task's
+ * sums go to its own scratch block and the epilogue writes C from there.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "../ir/vmath.h"
+#include "gemm.h"
+#include "rt.h"
+
+/* Measured on Zen 4 (docs/perf.md): KC 128-512 groups within noise; NC 1024
+ * repacks A half as often as 512 (+3-5% bf16 and int8). */
+enum { MC = 8 * TJG_MR, NC_MAX = 32 * TJG_NR, KCG = 256 };
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static int group_of(tjg_type t) { return t == TJG_F32 ? 1 : t == TJG_BF16 ? 2 : 4; }
+
+/* ---- packing B --------------------------------------------------------------------------- */
+
+static int packed_alloc(tjg_packed *p, tjg_type t, int64_t k, int64_t n)
+{
+    int g = group_of(t);
+    *p = (tjg_packed){.type = t, .k = k, .n = n, .kp = cdiv(k, g) * g};
+    int64_t np = cdiv(n, TJG_NR);
+    p->nbytes = (size_t)(np * (p->kp / g) * TJG_NR) * 4;
+    if (p->nbytes == 0)
+        p->nbytes = 64;
+    p->data = rt_alloc(p->nbytes);
+    if (!p->data)
+        return -1;
+    if (n % TJG_NR || p->kp != k)   /* padding columns or k rows read as 0 */
+        memset(p->data, 0, p->nbytes);
+    return 0;
+}
+
+/* Runs ELEM for every element (kk, j) of B, panel by panel, with `at`
+ * its place in the panel (T elements, groups of g), along B's unit-stride
+ * direction where it has one. */
+#define PACK_LOOP(T, g, ELEM)                                                             \
+    do {                                                                                  \
+        for (int64_t j0 = 0; j0 < n; j0 += TJG_NR) {                                      \
+            int64_t nj = n - j0 < TJG_NR ? n - j0 : TJG_NR;                               \
+            T *pb = (T *)p->data + j0 / TJG_NR * (p->kp / (g)) * TJG_NR * (g);             \
+            if (cs == 1 || rs != 1) {                                                     \
+                for (int64_t kk = 0; kk < k; kk++) {                                      \
+                    T *at = pb + (kk / (g)) * TJG_NR * (g) + kk % (g);                    \
+                    for (int64_t j = j0; j < j0 + nj; j++, at += (g))                     \
+                        ELEM;                                                             \
+                }                                                                         \
+            } else {                                                                      \
+                for (int64_t j = j0; j < j0 + nj; j++)                                    \
+                    for (int64_t kk = 0; kk < k; kk++) {                                  \
+                        T *at = pb + ((kk / (g)) * TJG_NR + (j - j0)) * (g) + kk % (g);   \
+                        ELEM;                                                             \
+                    }                                                                     \
+            }                                                                             \
+        }                                                                                 \
+    } while (0)
+
+int tjg_pack_f32(tjg_packed *p, const float *b, int64_t rs, int64_t cs, int64_t k, int64_t n)
+{
+    if (packed_alloc(p, TJG_F32, k, n))
+        return -1;
+    PACK_LOOP(float, 1, *at = b[kk * rs + j * cs]);
+    return 0;
+}
+
+int tjg_pack_bf16(tjg_packed *p, const uint16_t *b, int64_t rs, int64_t cs, int64_t k,
+                  int64_t n)
+{
+    if (packed_alloc(p, TJG_BF16, k, n))
+        return -1;
+    PACK_LOOP(uint16_t, 2, *at = b[kk * rs + j * cs]);
+    return 0;
+}
+
+int tjg_pack_f32_as_bf16(tjg_packed *p, const float *b, int64_t rs, int64_t cs, int64_t k,
+                         int64_t n)
+{
+    if (packed_alloc(p, TJG_BF16, k, n))
+        return -1;
+    PACK_LOOP(uint16_t, 2, *at = tjg_f32_to_bf16(b[kk * rs + j * cs]));
+    return 0;
+}
+
+int tjg_pack_s8(tjg_packed *p, const int8_t *b, int64_t rs, int64_t cs, int64_t k, int64_t n,
+                const float *scale)
+{
+    if (packed_alloc(p, TJG_S8, k, n))
+        return -1;
+    p->scale = scale;
+    if (!(p->colsum = rt_alloc((size_t)(n > 0 ? n : 1) * sizeof(int32_t)))) {
+        tjg_packed_free(p);
+        return -1;
+    }
+    memset(p->colsum, 0, (size_t)(n > 0 ? n : 1) * sizeof(int32_t));
+    PACK_LOOP(int8_t, 4, (*at = b[kk * rs + j * cs], p->colsum[j] += b[kk * rs + j * cs]));
+    return 0;
+}
+
+int tjg_pack_f32_as_s8(tjg_packed *p, const float *b, int64_t rs, int64_t cs, int64_t k,
+                       int64_t n)
+{
+    size_t sb = (size_t)(n > 0 ? n : 1) * sizeof(float);
+    float *scale = rt_alloc(sb), *inv = rt_alloc(sb);
+    int8_t *q = scale && inv ? rt_alloc((size_t)(k * n > 0 ? k * n : 1)) : NULL;
+    int r = -1;
+    if (!q)
+        goto done;
+    for (int64_t j = 0; j < n; j++) {
+        float mx = 0;
+        for (int64_t kk = 0; kk < k; kk++)
+            mx = fmaxf(mx, fabsf(b[kk * rs + j * cs]));
+        scale[j] = mx > 0 ? mx / 127.0f : 1.0f;
+        inv[j] = 1.0f / scale[j];
+    }
+    for (int64_t kk = 0; kk < k; kk++)
+        for (int64_t j = 0; j < n; j++) {
+            float v = nearbyintf(b[kk * rs + j * cs] * inv[j]);
+            q[kk * n + j] = (int8_t)(v > 127 ? 127 : v < -127 ? -127 : v);
+        }
+    if ((r = tjg_pack_s8(p, q, n, 1, k, n, scale)) == 0) {
+        p->own_scale = scale;
+        scale = NULL;
+    }
+done:
+    if (scale)
+        rt_free(scale, sb);
+    if (inv)
+        rt_free(inv, sb);
+    if (q)
+        rt_free(q, (size_t)(k * n > 0 ? k * n : 1));
+    return r;
+}
+
+void tjg_packed_free(tjg_packed *p)
+{
+    if (p->own_scale)
+        rt_free(p->own_scale, (size_t)(p->n > 0 ? p->n : 1) * sizeof(float));
+    p->own_scale = NULL;
+    if (p->data)
+        rt_free(p->data, p->nbytes);
+    if (p->colsum)
+        rt_free(p->colsum, (size_t)(p->n > 0 ? p->n : 1) * sizeof(int32_t));
+    p->data = NULL;
+    p->colsum = NULL;
+}
+
+/* ---- activations ------------------------------------------------------------------------- */
+
+static float act1(tjg_act act, float x)
+{
+    switch (act) {
+    case TJG_ACT_NONE: return x;
+    case TJG_ACT_RELU: return vm_relu_f32(x);
+    case TJG_ACT_GELU: return vm_gelu_f32(x);
+    case TJG_ACT_SIGMOID: return vm_sigmoid_f32(x);
+    case TJG_ACT_TANH: return vm_tanh_f32(x);
+    }
+    return x;
+}
+
+#define TJG_CLONES __attribute__((target_clones("arch=x86-64-v4", "default")))
+
+#define ACT_LOOP(F)                                                                       \
+    for (int64_t j = 0; j < n; j++)                                                       \
+        v[j] = F(v[j]);                                                                   \
+    break;
+
+TJG_CLONES static void act_row(tjg_act act, float *restrict v, int64_t n)
+{
+    switch (act) {
+    case TJG_ACT_NONE: break;
+    case TJG_ACT_RELU: ACT_LOOP(vm_relu_f32)
+    case TJG_ACT_GELU: ACT_LOOP(vm_gelu_f32)
+    case TJG_ACT_SIGMOID: ACT_LOOP(vm_sigmoid_f32)
+    case TJG_ACT_TANH: ACT_LOOP(vm_tanh_f32)
+    }
+}
+
+/* ---- the call's state ---------------------------------------------------------------------- */
+
+typedef struct gemm_call {
+    int64_t m, n, lda_rs, lda_cs;
+    const void *a;
+    bool a_bf16;                 /* BF16 B: A given as bf16 bits */
+    const int32_t *a_zp;         /* S8: per row */
+    const float *a_scale;
+    const tjg_packed *b;
+    void *c;
+    int64_t ldc;
+    tjg_epilogue e;
+    tjg_prologue pro;
+    bool has_pro, in_place;      /* in_place: sums go to C (f32) itself */
+    tjg_ukernel uk;
+    int64_t nc, nbi, nbj;        /* columns per task, task grid */
+} gemm_call;
+
+/* ---- packing A ---------------------------------------------------------------------------- */
+
+static float a_f32(const gemm_call *g, int64_t i, int64_t kk)
+{
+    int64_t off = i * g->lda_rs + kk * g->lda_cs;
+    float x = g->a_bf16 ? tjg_bf16_to_f32(((const uint16_t *)g->a)[off]) : ((const float *)g->a)[off];
+    if (g->has_pro) {
+        x = x * (g->pro.scale ? g->pro.scale[kk] : 1.0f) + (g->pro.shift ? g->pro.shift[kk] : 0.0f);
+        x = act1(g->pro.act, x);
+    }
+    return x;
+}
+
+/* Rows i0..i0+mc, groups k-groups kg0..kg0+nkg of A into dst: [sliver][group][MR]. */
+static void pack_a(const gemm_call *g, uint32_t *dst, int64_t i0, int64_t mc, int64_t kg0,
+                   int64_t nkg)
+{
+    tjg_type t = g->b->type;
+    int gs = group_of(t);
+    int64_t k = g->b->k;
+    for (int64_t s = 0; s < cdiv(mc, TJG_MR); s++)
+        for (int r = 0; r < TJG_MR; r++) {
+            int64_t i = i0 + s * TJG_MR + r;
+            uint32_t *d = dst + s * nkg * TJG_MR + r;
+            if (i >= i0 + mc) {
+                for (int64_t q = 0; q < nkg; q++)
+                    d[q * TJG_MR] = 0;
+                continue;
+            }
+            /* contiguous rows without a prologue whose groups lie whole in
+             * the row: the row's bytes are the groups (little-endian pairs
+             * and quads); f32 rows for a bf16 B round pair by pair */
+            int64_t whole = (k / gs - kg0) < nkg ? k / gs - kg0 : nkg, q0 = 0;
+            if (!g->has_pro && g->lda_cs == 1 && (t != TJG_BF16 || g->a_bf16)) {
+                const char *src = (const char *)g->a + (i * g->lda_rs + kg0 * gs) * (4 / gs);
+                for (; q0 < whole; q0++)
+                    memcpy(&d[q0 * TJG_MR], src + q0 * 4, 4);
+            } else if (!g->has_pro && g->lda_cs == 1 && t == TJG_BF16) {
+                const float *src = (const float *)g->a + i * g->lda_rs + kg0 * 2;
+                for (; q0 < whole; q0++)
+                    d[q0 * TJG_MR] = tjg_f32_to_bf16(src[2 * q0]) |
+                                     (uint32_t)tjg_f32_to_bf16(src[2 * q0 + 1]) << 16;
+            }
+            for (int64_t q = q0; q < nkg; q++) {
+                uint32_t w = 0;
+                for (int e = 0; e < gs; e++) {
+                    int64_t kk = (kg0 + q) * gs + e;
+                    if (kk >= k)
+                        break;
+                    if (t == TJG_F32) {
+                        float x = a_f32(g, i, kk);
+                        memcpy(&w, &x, 4);
+                    } else if (t == TJG_BF16) {
+                        uint16_t h;
+                        if (g->a_bf16 && !g->has_pro)
+                            h = ((const uint16_t *)g->a)[i * g->lda_rs + kk * g->lda_cs];
+                        else
+                            h = tjg_f32_to_bf16(a_f32(g, i, kk));
+                        w |= (uint32_t)h << (16 * e);
+                    } else {
+                        w |= (uint32_t)((const uint8_t *)g->a)[i * g->lda_rs + kk] << (8 * e);
+                    }
+                }
+                d[q * TJG_MR] = w;
+            }
+        }
+}
+
+/* ---- portable micro-kernels ----------------------------------------------------------------- */
+
+static void uk_generic(tjg_type t, int64_t kg, const uint32_t *a, const uint32_t *b, void *c,
+                       int64_t ldc, bool acc)
+{
+    for (int r = 0; r < TJG_MR; r++)
+        for (int j = 0; j < TJG_NR; j++) {
+            float sf = 0;
+            int32_t si = 0;
+            for (int64_t p = 0; p < kg; p++) {
+                uint32_t x = a[p * TJG_MR + r], y = b[p * TJG_NR + j];
+                if (t == TJG_F32) {
+                    float fx, fy;
+                    memcpy(&fx, &x, 4);
+                    memcpy(&fy, &y, 4);
+                    sf = fmaf(fx, fy, sf);
+                } else if (t == TJG_BF16) {
+                    sf = fmaf(tjg_bf16_to_f32((uint16_t)x), tjg_bf16_to_f32((uint16_t)y), sf);
+                    sf = fmaf(tjg_bf16_to_f32((uint16_t)(x >> 16)),
+                              tjg_bf16_to_f32((uint16_t)(y >> 16)), sf);
+                } else {
+                    for (int e = 0; e < 4; e++)
+                        si += (int32_t)(uint8_t)(x >> (8 * e)) * (int8_t)(uint8_t)(y >> (8 * e));
+                }
+            }
+            if (t == TJG_S8) {
+                int32_t *ci = (int32_t *)c + r * ldc + j;
+                *ci = acc ? *ci + si : si;
+            } else {
+                float *cf = (float *)c + r * ldc + j;
+                *cf = acc ? *cf + sf : sf;
+            }
+        }
+}
+
+static void run_uk(const gemm_call *g, int64_t kg, const uint32_t *a, const uint32_t *b, void *c,
+                   int64_t ldc, bool acc)
+{
+    if (g->uk)
+        g->uk(kg, a, b, c, ldc, acc);
+    else
+        uk_generic(g->b->type, kg, a, b, c, ldc, acc);
+}
+
+/* ---- epilogue ------------------------------------------------------------------------------- */
+
+TJG_CLONES static void epi_row(const gemm_call *g, int64_t i, int64_t j0, int64_t nj,
+                               const void *src, float *restrict v)
+{
+    const tjg_epilogue *e = &g->e;
+    float alpha = e->alpha != 0 ? e->alpha : 1.0f;
+    if (g->b->type == TJG_S8) {
+        const int32_t *s = src, *cs = g->b->colsum + j0;
+        const float *bs = g->b->scale + j0;
+        int32_t zp = g->a_zp[i];
+        float as = g->a_scale[i] * alpha;
+        for (int64_t j = 0; j < nj; j++)
+            v[j] = (float)(s[j] - zp * cs[j]) * (as * bs[j]);
+    } else {
+        const float *s = src;
+        for (int64_t j = 0; j < nj; j++)
+            v[j] = alpha * s[j];
+    }
+    if (e->accumulate && !g->in_place) {
+        if (e->out_bf16) {
+            const uint16_t *c = (const uint16_t *)g->c + i * g->ldc + j0;
+            for (int64_t j = 0; j < nj; j++)
+                v[j] += tjg_bf16_to_f32(c[j]);
+        } else {
+            const float *c = (const float *)g->c + i * g->ldc + j0;
+            for (int64_t j = 0; j < nj; j++)
+                v[j] += c[j];
+        }
+    }
+    if (e->bias)
+        for (int64_t j = 0; j < nj; j++)
+            v[j] += e->bias[j0 + j];
+    const float *res = e->res ? e->res + i * e->ldr + j0 : NULL;
+    if (res && !e->res_after_act)
+        for (int64_t j = 0; j < nj; j++)
+            v[j] += res[j];
+    act_row(e->act, v, nj);
+    if (res && e->res_after_act)
+        for (int64_t j = 0; j < nj; j++)
+            v[j] += res[j];
+    if (e->out_bf16) {
+        uint16_t *c = (uint16_t *)g->c + i * g->ldc + j0;
+        for (int64_t j = 0; j < nj; j++)
+            c[j] = tjg_f32_to_bf16(v[j]);
+    } else {
+        memcpy((float *)g->c + i * g->ldc + j0, v, (size_t)nj * 4);
+    }
+}
+
+static bool epi_trivial(const gemm_call *g)
+{
+    const tjg_epilogue *e = &g->e;
+    return g->in_place && (e->alpha == 0 || e->alpha == 1) && !e->bias && !e->res &&
+           e->act == TJG_ACT_NONE;
+}
+
+/* ---- tasks ---------------------------------------------------------------------------------- */
+
+typedef struct scratch {
+    uint32_t *a;     /* MC x KCG groups */
+    uint32_t *t;     /* MC x nc sums (not in place) */
+    float *v;        /* one row for the epilogue */
+    uint32_t *tile;  /* MR x NR edge tile */
+    size_t bytes;
+    void *base;
+} scratch;
+
+static int scratch_get(const gemm_call *g, scratch *s)
+{
+    size_t sa = (size_t)MC * KCG * 4, st = g->in_place ? 0 : (size_t)MC * g->nc * 4,
+           sv = (size_t)g->nc * 4 + 64, stile = (size_t)TJG_MR * TJG_NR * 4;
+    s->bytes = sa + st + sv + stile;
+    if (!(s->base = rt_alloc(s->bytes)))
+        return -1;
+    s->tile = s->base;
+    s->a = (uint32_t *)((char *)s->base + stile);
+    s->t = (uint32_t *)((char *)s->a + sa);
+    s->v = (float *)((char *)s->t + st);
+    return 0;
+}
+
+static void task(const gemm_call *g, scratch *s, int64_t bi, int64_t bj)
+{
+    const tjg_packed *b = g->b;
+    int64_t i0 = bi * MC, mc = g->m - i0 < MC ? g->m - i0 : MC;
+    int64_t j0 = bj * g->nc, nj = g->n - j0 < g->nc ? g->n - j0 : g->nc;
+    int64_t kgt = b->kp / group_of(b->type);
+    for (int64_t kg0 = 0; kg0 < kgt || kg0 == 0; kg0 += KCG) {
+        int64_t nkg = kgt - kg0 < KCG ? kgt - kg0 : KCG;
+        bool acc = kg0 > 0 || (g->in_place && g->e.accumulate);
+        if (nkg > 0)
+            pack_a(g, s->a, i0, mc, kg0, nkg);
+        for (int64_t jp = 0; jp < nj; jp += TJG_NR) {
+            const uint32_t *bp = (const uint32_t *)b->data +
+                                 ((j0 + jp) / TJG_NR * kgt + kg0) * TJG_NR;
+            int64_t cols = nj - jp < TJG_NR ? nj - jp : TJG_NR;
+            for (int64_t ir = 0; ir < mc; ir += TJG_MR) {
+                const uint32_t *ap = s->a + ir / TJG_MR * nkg * TJG_MR;
+                int64_t rows = mc - ir < TJG_MR ? mc - ir : TJG_MR;
+                if (!g->in_place) {
+                    run_uk(g, nkg, ap, bp, s->t + ir * g->nc + jp, g->nc, acc);
+                    continue;
+                }
+                float *c = (float *)g->c + (i0 + ir) * g->ldc + j0 + jp;
+                if (rows == TJG_MR && cols == TJG_NR) {
+                    run_uk(g, nkg, ap, bp, c, g->ldc, acc);
+                    continue;
+                }
+                float *tile = (float *)s->tile;
+                for (int64_t r = 0; r < rows && acc; r++)
+                    memcpy(tile + r * TJG_NR, c + r * g->ldc, (size_t)cols * 4);
+                run_uk(g, nkg, ap, bp, tile, TJG_NR, acc);
+                for (int64_t r = 0; r < rows; r++)
+                    memcpy(c + r * g->ldc, tile + r * TJG_NR, (size_t)cols * 4);
+            }
+        }
+        if (kgt == 0)
+            break;
+    }
+    if (g->in_place && epi_trivial(g))
+        return;
+    for (int64_t r = 0; r < mc; r++) {
+        const void *src = g->in_place ? (const void *)((float *)g->c + (i0 + r) * g->ldc + j0)
+                                      : (const void *)(s->t + r * g->nc);
+        epi_row(g, i0 + r, j0, nj, src, s->v);
+    }
+}
+
+typedef struct tasks_ctx {
+    const gemm_call *g;
+    atomic_int failed;
+} tasks_ctx;
+
+static void tasks_range(void *ctx, int64_t t0, int64_t t1)
+{
+    tasks_ctx *tc = ctx;
+    const gemm_call *g = tc->g;
+    scratch s;
+    if (scratch_get(g, &s)) {
+        atomic_store(&tc->failed, 1);
+        return;
+    }
+    for (int64_t t = t0; t < t1; t++)
+        task(g, &s, t / g->nbj, t % g->nbj);
+    rt_free(s.base, s.bytes);
+}
+
+static int run(gemm_call *g)
+{
+    if (g->m == 0 || g->n == 0)
+        return 0;
+    g->uk = tjg_ukernel_x86(g->b->type, tjg_isa_current());
+    g->nbi = cdiv(g->m, MC);
+    int th = rt_threads();
+    int64_t panels = cdiv(g->n, TJG_NR), per = NC_MAX / TJG_NR;
+    /* enough tasks for the threads: narrower column blocks when rows are few */
+    while (per > 1 && g->nbi * cdiv(panels, per) < 2 * th)
+        per /= 2;
+    g->nc = per * TJG_NR;
+    g->nbj = cdiv(panels, per);
+    tasks_ctx tc = {.g = g};
+    atomic_init(&tc.failed, 0);
+    rt_parallel_for(g->nbi * g->nbj, 1, tasks_range, &tc);
+    return atomic_load(&tc.failed) ? -1 : 0;
+}
+
+int tjg_gemm(int64_t m, const void *a, bool a_bf16, int64_t rs, int64_t cs, const tjg_packed *b,
+             void *c, int64_t ldc, const tjg_epilogue *e, const tjg_prologue *pro)
+{
+    gemm_call g = {.m = m, .n = b->n, .lda_rs = rs, .lda_cs = cs, .a = a,
+                   .a_bf16 = a_bf16 && b->type == TJG_BF16, .b = b, .c = c, .ldc = ldc};
+    if (e)
+        g.e = *e;
+    if (pro && (pro->scale || pro->shift || pro->act != TJG_ACT_NONE)) {
+        g.pro = *pro;
+        g.has_pro = true;
+    }
+    g.in_place = !g.e.out_bf16 && b->type != TJG_S8 &&
+                 (!g.e.accumulate || g.e.alpha == 0 || g.e.alpha == 1);
+    return run(&g);
+}
+
+int tjg_gemm_u8s8(int64_t m, const uint8_t *a, int64_t lda, const int32_t *a_zp,
+                  const float *a_scale, const tjg_packed *b, float *c, int64_t ldc,
+                  const tjg_epilogue *e)
+{
+    gemm_call g = {.m = m, .n = b->n, .lda_rs = lda, .lda_cs = 1, .a = a, .a_zp = a_zp,
+                   .a_scale = a_scale, .b = b, .c = c, .ldc = ldc};
+    if (e)
+        g.e = *e;
+    g.e.out_bf16 = false;
+    return run(&g);
+}
+
+/* ---- dynamic quantization -------------------------------------------------------------------- */
+
+/* One row: a NaN is left out of the range and quantized to the zero point
+ * (it dequantizes to 0); an infinite value gives scale inf, so the row
+ * quantizes to its zero point. */
+TJG_CLONES static void quantize_row(int64_t k, const float *restrict r, uint8_t *restrict q,
+                                    float *scale, int32_t *zp)
+{
+    float lo = 0, hi = 0;   /* the range includes 0, so 0 is exact */
+    for (int64_t j = 0; j < k; j++) {
+        lo = r[j] < lo ? r[j] : lo;
+        hi = r[j] > hi ? r[j] : hi;
+    }
+    float s = (hi - lo) / 255.0f;
+    if (!(s > 0))
+        s = 1.0f;
+    float zf = nearbyintf(-lo / s);
+    int32_t z = zf >= 0 ? (zf <= 255 ? (int32_t)zf : 255) : 0;
+    *scale = s;
+    *zp = z;
+    float inv = 1.0f / s;
+    for (int64_t j = 0; j < k; j++) {
+        float t = nearbyintf(r[j] * inv);
+        float v = (t == t ? t : 0.0f) + (float)z;   /* NaN: the zero point */
+        q[j] = (uint8_t)(v >= 0 ? (v <= 255 ? v : 255) : 0);
+    }
+}
+
+void tjg_quantize_rows_u8(int64_t m, int64_t k, const float *x, int64_t ldx, uint8_t *q,
+                          float *scale, int32_t *zp)
+{
+    for (int64_t i = 0; i < m; i++)
+        quantize_row(k, x + i * ldx, q + i * k, scale + i, zp + i);
+}

@@ -1,0 +1,179 @@
+/* gemm.h - tjit's own GEMM kernels (runtime/gemm*.c): f32, bf16 and int8
+ * (u8 x s8) products with packed right operands, a fused epilogue and an
+ * optional pointwise prologue, chosen by CPU features at run time.
+ *
+ *   pack     the right operand B[k,n] is packed once (a weight: once per
+ *            plan or per model) into panels of TJG_NR columns, in the layout
+ *            its micro-kernel reads: f32 k-major, bf16 in (k, k+1) pairs
+ *            (vdpbf16ps), int8 in quads (vpdpbusd) with its column sums.
+ *   run      C[m,n] = epilogue(prologue(A)[m,k] @ B): A is packed per call,
+ *            block by block, each thread its own blocks (BLIS loop order:
+ *            a KC x NR panel of B in L1, an MC x KC block of A in L2).
+ *   variant  what the CPU has (cpuid + OS state): AVX-512 f32 FMA,
+ *            avx512_bf16 (vdpbf16ps), VNNI (vpdpbusd); a portable C kernel
+ *            elsewhere. TJIT_ISA=generic|avx512|avx512_bf16|amx caps the
+ *            choice (a variant the CPU lacks is never used). No AMX kernel
+ *            exists yet: amx means the best of the others.
+ *
+ * The kernels are C with intrinsics, each function compiled for its ISA with
+ * target attributes (no -march for the whole library), so one binary runs
+ * everywhere.
+ */
+#ifndef TJ_RT_GEMM_H
+#define TJ_RT_GEMM_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum { TJG_NR = 32 };   /* columns per packed panel (two zmm of f32) */
+
+/* ---- variants ------------------------------------------------------------------------ */
+typedef enum tjg_isa {
+    TJG_GENERIC = 0,     /* portable C */
+    TJG_AVX512 = 1,      /* avx512f: f32 FMA; bf16 converted to f32 */
+    TJG_AVX512_BF16 = 2, /* + avx512_bf16 (vdpbf16ps) and avx512_vnni (vpdpbusd) */
+    TJG_AMX = 3,         /* + amx_tile/amx_bf16/amx_int8 (no kernel yet: as TJG_AVX512_BF16) */
+} tjg_isa;
+
+/* CPU feature bits (tjg_cpu_features). */
+enum {
+    TJG_F_AVX512 = 1 << 0,   /* avx512f+bw+vl with zmm state enabled by the OS */
+    TJG_F_BF16 = 1 << 1,     /* avx512_bf16 */
+    TJG_F_VNNI = 1 << 2,     /* avx512_vnni */
+    TJG_F_AMX = 1 << 3,      /* amx_tile + amx_bf16 + amx_int8 */
+};
+unsigned tjg_cpu_features(void);
+/* The variant for these features under a TJIT_ISA value (NULL or "": the
+ * best); never one whose features are missing. Pure (tests call it). */
+tjg_isa tjg_isa_select(unsigned features, const char *env);
+/* The process's variant: tjg_isa_select(tjg_cpu_features(), getenv("TJIT_ISA")),
+ * unless tjg_isa_force set one (tests); computed once. */
+tjg_isa tjg_isa_current(void);
+/* Caps the variant (-1: back to the environment's); capped to the CPU's. */
+void tjg_isa_force(int isa);
+const char *tjg_isa_name(tjg_isa isa);
+
+/* ---- packed right operands ------------------------------------------------------------ */
+typedef enum tjg_type { TJG_F32, TJG_BF16, TJG_S8 } tjg_type;
+
+typedef struct tjg_packed {
+    tjg_type type;
+    int64_t k, n;        /* the logical B[k,n] */
+    int64_t kp;          /* k rounded up to the type's group (1, 2 or 4) */
+    void *data;          /* ceil(n/NR) panels of kp x NR elements, rt_alloc'ed */
+    size_t nbytes;
+    int32_t *colsum;     /* S8: sum over k of each column (for the A zero point) */
+    const float *scale;  /* S8: per-column weight scale (the caller's, or own_scale) */
+    float *own_scale;    /* S8 packed from f32: the scales it chose */
+} tjg_packed;
+
+/* B element (i, j) at b[i*rs + j*cs]. bf16 input is raw uint16 (bf16 bits);
+ * tjg_pack_f32_as_bf16 rounds f32 to bf16 (RNE). Return 0, or -1 with an
+ * error recorded (out of memory). */
+int tjg_pack_f32(tjg_packed *p, const float *b, int64_t rs, int64_t cs, int64_t k, int64_t n);
+int tjg_pack_bf16(tjg_packed *p, const uint16_t *b, int64_t rs, int64_t cs, int64_t k,
+                  int64_t n);
+int tjg_pack_f32_as_bf16(tjg_packed *p, const float *b, int64_t rs, int64_t cs, int64_t k,
+                         int64_t n);
+/* int8 weights with a per-column scale (kept by pointer: must outlive p). */
+int tjg_pack_s8(tjg_packed *p, const int8_t *b, int64_t rs, int64_t cs, int64_t k, int64_t n,
+                const float *scale);
+/* f32 weights quantized per column, symmetric (torch.ao's quantize_dynamic
+ * weights): scale[j] = max_k |b[k,j]| / 127 (1 for a zero column),
+ * s8 = round(b / scale) (nearest even). */
+int tjg_pack_f32_as_s8(tjg_packed *p, const float *b, int64_t rs, int64_t cs, int64_t k,
+                       int64_t n);
+void tjg_packed_free(tjg_packed *p);
+
+/* ---- prologue and epilogue ----------------------------------------------------------- */
+typedef enum tjg_act { TJG_ACT_NONE, TJG_ACT_RELU, TJG_ACT_GELU, TJG_ACT_SIGMOID,
+                       TJG_ACT_TANH } tjg_act;
+
+/* y = act(alpha * (A@B) + bias[j] (+ res before act)) (+ res after act);
+ * accumulate: the product is added to C's old value first (before alpha is
+ * not applied to it: y = act(C + alpha*A@B + ...)). res[i*ldr + j]. */
+typedef struct tjg_epilogue {
+    float alpha;                 /* 0 means 1 */
+    const float *bias;           /* [n] or NULL */
+    const float *res;            /* [m, n] rows ldr apart, or NULL */
+    int64_t ldr;
+    tjg_act act;
+    bool res_after_act;
+    bool accumulate;
+    bool out_bf16;               /* C is bf16 (uint16, RNE) instead of f32 */
+} tjg_epilogue;
+
+/* A's element (i, kk) becomes act(a * scale[kk] + shift[kk]) (NULL: 1, 0)
+ * as it is packed: a norm's affine part or an activation of the input. */
+typedef struct tjg_prologue {
+    const float *scale, *shift;
+    tjg_act act;
+} tjg_prologue;
+
+/* ---- products -------------------------------------------------------------------------- */
+/* C[m,n] (rows ldc apart; f32, or bf16 with e->out_bf16) = A[m,k] @ B. A's
+ * element (i, kk) at a[i*rs + kk*cs], of type: f32 for an F32 B; f32 or bf16
+ * (a_bf16) for a BF16 B (f32 is rounded to bf16 as it is packed). e and pro
+ * may be NULL. Splits over the runtime's pool (nested calls run serially).
+ * Return 0, or -1 with an error recorded. */
+int tjg_gemm(int64_t m, const void *a, bool a_bf16, int64_t rs, int64_t cs,
+             const tjg_packed *b, void *c, int64_t ldc, const tjg_epilogue *e,
+             const tjg_prologue *pro);
+
+/* int8: A is u8 with a zero point per row (a_zp[i]) and scale per row
+ * (a_scale[i]); C (f32) = (sum_k (a - zp) * b) * a_scale[i] * b->scale[j]
+ * then the epilogue (bias, act, residual). s32 accumulation (exact). */
+int tjg_gemm_u8s8(int64_t m, const uint8_t *a, int64_t lda, const int32_t *a_zp,
+                  const float *a_scale, const tjg_packed *b, float *c, int64_t ldc,
+                  const tjg_epilogue *e);
+
+/* Dynamic per-row quantization of f32 rows to u8 (asymmetric, PyTorch's
+ * quantize_dynamic style): scale[i], zp[i] chosen from the row's min/max. */
+void tjg_quantize_rows_u8(int64_t m, int64_t k, const float *x, int64_t ldx, uint8_t *q,
+                          float *scale, int32_t *zp);
+
+/* bf16 <-> f32 (RNE; NaN stays NaN, quieted). */
+static inline uint16_t tjg_f32_to_bf16(float f)
+{
+    union { float f; uint32_t u; } v = {f};
+    if ((v.u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((v.u >> 16) | 0x40);
+    return (uint16_t)((v.u + 0x7fffu + ((v.u >> 16) & 1)) >> 16);
+}
+static inline float tjg_bf16_to_f32(uint16_t h)
+{
+    union { uint32_t u; float f; } v = {(uint32_t)h << 16};
+    return v.f;
+}
+
+/* ---- packed operands kept across calls (gemm_cache.c) -------------------------------- */
+/* B's packed form from the process-wide cache, keyed by its storage's serial
+ * and version, byte offset, strides and size (see gemm_cache.c), or NULL
+ * (not cached yet: pack it in the call). from_f32: B is f32 packed as bf16.
+ * A non-NULL result is held until tjg_cache_put(*handle). */
+const tjg_packed *tjg_cache_get(uint64_t serial, unsigned version, int64_t offset, const void *b,
+                                int64_t rs, int64_t cs, int64_t k, int64_t n, tjg_type type,
+                                bool from_f32, void **handle);
+void tjg_cache_put(void *handle);
+/* The entry's autotune winner (0: not timed yet), or NULL for no entry. */
+atomic_int *tjg_cache_choice(void *handle);
+/* Whether storage st belongs to a weight rt_gemm_frozen named for this
+ * thread's call (*flags: that call's RT_GEMM_* flags). */
+struct rt_storage;
+bool tjg_frozen(const struct rt_storage *st, unsigned *flags);
+/* Drops every idle entry (tj_alloc_trim). */
+void tjg_cache_clear(void);
+size_t tjg_cache_bytes(void);
+
+/* ---- internal to runtime/gemm*.c: the micro-kernels ------------------------------------ */
+enum { TJG_MR = 12 };   /* rows per micro-tile */
+/* C[MR, NR] (f32, or s32 for int8; rows ldc apart) (+)= A-sliver @ B-panel
+ * over kg groups of k (1 f32, a bf16 pair, an int8 quad: 4 bytes each):
+ * a holds kg x MR groups, b kg x NR. */
+typedef void (*tjg_ukernel)(int64_t kg, const void *a, const void *b, void *c, int64_t ldc,
+                            bool acc);
+/* The micro-kernel of a B type for a variant, or NULL (use the generic one). */
+tjg_ukernel tjg_ukernel_x86(tjg_type t, tjg_isa isa);
+#endif

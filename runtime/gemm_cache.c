@@ -1,0 +1,180 @@
+/* gemm_cache.c - packed right operands kept across calls (runtime/gemm.h),
+ * so a weight is packed once, not in every matmul that reads it.
+ *
+ * Key: the storage's serial (unique for the process's life, so a freed and
+ * reused address never hits), its version (an in-place update misses), the
+ * operand's byte offset, strides, k, n and packed type. Only the weights of
+ * a call marked frozen (rt_gemm_frozen: tj_compile_options.freeze) are
+ * kept: a write through a raw pointer bumps no version, so nothing else is
+ * safe to keep. Entries are reference-counted while a GEMM reads them;
+ * the least recently used idle ones go beyond TJG_CACHE_BYTES. One mutex
+ * guards the table (a lookup is a few dozen compares).
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm.h"
+#include "rt.h"
+
+#define TJG_CACHE_BYTES ((size_t)128 << 20)
+enum { NENTRY = 64 };
+
+typedef struct wkey {
+    uint64_t serial;
+    unsigned version;
+    int64_t offset, rs, cs, k, n;
+    int type;
+} wkey;
+
+typedef struct wentry {
+    wkey key;
+    tjg_packed p;
+    uint64_t tick;
+    int users;
+    bool used;
+    atomic_int choice;   /* autotune's winner for this weight: 0 not timed yet */
+} wentry;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static wentry entries[NENTRY];
+static size_t cached_bytes;
+static uint64_t ticks;
+
+static bool key_eq(const wkey *a, const wkey *b) { return !memcmp(a, b, sizeof *a); }
+
+static void entry_drop(wentry *e)
+{
+    cached_bytes -= e->p.nbytes;
+    tjg_packed_free(&e->p);
+    e->used = false;
+}
+
+/* An idle slot, evicting the least recently used idle entries while the
+ * budget is exceeded; NULL when every slot is busy. Under the lock. */
+static wentry *slot_for(size_t bytes)
+{
+    for (;;) {
+        wentry *free_slot = NULL, *lru = NULL;
+        for (int i = 0; i < NENTRY; i++) {
+            wentry *e = &entries[i];
+            if (!e->used && !free_slot)
+                free_slot = e;
+            if (e->used && e->users == 0 && (!lru || e->tick < lru->tick))
+                lru = e;
+        }
+        if (free_slot && cached_bytes + bytes <= TJG_CACHE_BYTES)
+            return free_slot;
+        if (!lru)
+            return free_slot && cached_bytes + bytes <= TJG_CACHE_BYTES ? free_slot : NULL;
+        entry_drop(lru);
+    }
+}
+
+static int pack(tjg_packed *p, tjg_type type, const void *b, int64_t rs, int64_t cs, int64_t k,
+                int64_t n, bool from_f32)
+{
+    if (type == TJG_F32)
+        return tjg_pack_f32(p, b, rs, cs, k, n);
+    if (type == TJG_S8)
+        return tjg_pack_f32_as_s8(p, b, rs, cs, k, n);
+    return from_f32 ? tjg_pack_f32_as_bf16(p, b, rs, cs, k, n) : tjg_pack_bf16(p, b, rs, cs, k, n);
+}
+
+const tjg_packed *tjg_cache_get(uint64_t serial, unsigned version, int64_t offset, const void *b,
+                                int64_t rs, int64_t cs, int64_t k, int64_t n, tjg_type type,
+                                bool from_f32, void **handle)
+{
+    *handle = NULL;
+    if (!serial || (type == TJG_S8 && !from_f32))
+        return NULL;
+    wkey key;
+    memset(&key, 0, sizeof key);   /* padding compared by memcmp */
+    key.serial = serial, key.version = version, key.offset = offset;
+    key.rs = rs, key.cs = cs, key.k = k, key.n = n, key.type = (int)type * 2 + from_f32;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < NENTRY; i++)
+        if (entries[i].used && key_eq(&entries[i].key, &key)) {
+            entries[i].users++;
+            entries[i].tick = ++ticks;
+            pthread_mutex_unlock(&lock);
+            *handle = &entries[i];
+            return &entries[i].p;
+        }
+    /* packed under the lock: rare (once per weight and version) */
+    tjg_packed p;
+    wentry *e = NULL;
+    if (pack(&p, type, b, rs, cs, k, n, from_f32) == 0) {
+        if ((e = slot_for(p.nbytes))) {
+            *e = (wentry){.key = key, .p = p, .tick = ++ticks, .users = 1, .used = true};
+            atomic_init(&e->choice, 0);
+            cached_bytes += p.nbytes;
+        } else {
+            tjg_packed_free(&p);
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    *handle = e;
+    return e ? &e->p : NULL;
+}
+
+void tjg_cache_put(void *handle)
+{
+    if (!handle)
+        return;
+    pthread_mutex_lock(&lock);
+    ((wentry *)handle)->users--;
+    pthread_mutex_unlock(&lock);
+}
+
+void tjg_cache_clear(void)
+{
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < NENTRY; i++)
+        if (entries[i].used && entries[i].users == 0)
+            entry_drop(&entries[i]);
+    pthread_mutex_unlock(&lock);
+}
+
+atomic_int *tjg_cache_choice(void *handle)
+{
+    return handle ? &((wentry *)handle)->choice : NULL;
+}
+
+/* ---- the frozen weights of this thread's current call ---------------------------------- */
+
+static _Thread_local tj_tensor *const *frozen;
+static _Thread_local int nfrozen;
+static _Thread_local unsigned frozen_flags;
+
+void rt_gemm_frozen(tj_tensor *const *t, int n, unsigned flags)
+{
+    frozen = t;
+    nfrozen = n;
+    frozen_flags = flags;
+}
+
+bool tjg_frozen(const rt_storage *st, unsigned *flags)
+{
+    *flags = frozen_flags;
+    for (int i = 0; st && st->serial && i < nfrozen; i++)
+        if (frozen[i] && frozen[i]->storage == st)
+            return true;
+    return false;
+}
+
+/* fork() in a threaded program: the child never inherits the lock held. */
+static void cache_lock(void) { pthread_mutex_lock(&lock); }
+static void cache_unlock(void) { pthread_mutex_unlock(&lock); }
+__attribute__((constructor)) static void cache_init(void)
+{
+    pthread_atfork(cache_lock, cache_unlock, cache_unlock);
+}
+
+size_t tjg_cache_bytes(void)
+{
+    pthread_mutex_lock(&lock);
+    size_t b = cached_bytes;
+    pthread_mutex_unlock(&lock);
+    return b;
+}

@@ -1,0 +1,94 @@
+/* gemm_isa.c - which GEMM micro-kernels this CPU may run (runtime/gemm.h):
+ * cpuid for the instructions, xgetbv for the register state the OS saves,
+ * TJIT_ISA to cap the choice, and a test hook to force a variant.
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+
+static uint64_t xgetbv0(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((uint64_t)hi << 32) | lo;
+}
+
+unsigned tjg_cpu_features(void)
+{
+    unsigned a, b, c, d, f = 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27)))   /* OSXSAVE */
+        return 0;
+    uint64_t xcr0 = xgetbv0();
+    if ((xcr0 & 0xe6) != 0xe6)   /* SSE, AVX, opmask, ZMM_Hi256, Hi16_ZMM state */
+        return 0;
+    if (__get_cpuid_max(0, NULL) < 7)
+        return 0;
+    __cpuid_count(7, 0, a, b, c, d);
+    bool avx512 = (b & (1u << 16)) && (b & (1u << 30)) && (b & (1u << 31)); /* f, bw, vl */
+    if (!avx512)
+        return 0;
+    f |= TJG_F_AVX512;
+    if (c & (1u << 11))
+        f |= TJG_F_VNNI;
+    /* AMX: tile, bf16, int8, and the OS's XTILECFG/XTILEDATA state (xcr0 17, 18) */
+    if ((d & (1u << 24)) && (d & (1u << 22)) && (d & (1u << 25)) &&
+        (xcr0 & (3ull << 17)) == (3ull << 17))
+        f |= TJG_F_AMX;
+    unsigned a1, b1, c1, d1;
+    __cpuid_count(7, 1, a1, b1, c1, d1);
+    if (a1 & (1u << 5))
+        f |= TJG_F_BF16;
+    return f;
+}
+#else
+unsigned tjg_cpu_features(void) { return 0; }
+#endif
+
+static const char *const isa_names[] = {"generic", "avx512", "avx512_bf16", "amx"};
+
+const char *tjg_isa_name(tjg_isa isa)
+{
+    return (unsigned)isa < 4 ? isa_names[isa] : "?";
+}
+
+/* The best variant the features allow. */
+static tjg_isa isa_max(unsigned f)
+{
+    if (!(f & TJG_F_AVX512))
+        return TJG_GENERIC;
+    if (!(f & TJG_F_BF16) || !(f & TJG_F_VNNI))
+        return TJG_AVX512;
+    return f & TJG_F_AMX ? TJG_AMX : TJG_AVX512_BF16;
+}
+
+tjg_isa tjg_isa_select(unsigned features, const char *env)
+{
+    tjg_isa best = isa_max(features);
+    if (!env || !*env)
+        return best;
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(env, isa_names[i]))
+            return (tjg_isa)i < best ? (tjg_isa)i : best;
+    return best;   /* an unknown name changes nothing */
+}
+
+static atomic_int isa_env = -1;     /* from the environment, computed once */
+static atomic_int isa_forced = -1;  /* tjg_isa_force */
+
+tjg_isa tjg_isa_current(void)
+{
+    int v = atomic_load_explicit(&isa_env, memory_order_relaxed);
+    if (v < 0) {
+        v = (int)tjg_isa_select(tjg_cpu_features(), getenv("TJIT_ISA"));
+        atomic_store(&isa_env, v);
+    }
+    int f = atomic_load_explicit(&isa_forced, memory_order_relaxed);
+    return (tjg_isa)(f >= 0 && f < v ? f : v);
+}
+
+void tjg_isa_force(int isa) { atomic_store(&isa_forced, isa); }

@@ -1,0 +1,169 @@
+/* gemm_x86.c - the AVX-512 micro-kernels of runtime/gemm.c: a TJG_MR x 32
+ * tile of C held in 2*TJG_MR zmm accumulators, a row of A broadcast per
+ * step, two zmm of the packed B panel loaded per step.
+ *
+ *   f32        vfmadd231ps, one k per step
+ *   bf16       vdpbf16ps (avx512_bf16): a (k, k+1) pair per step, f32 sums
+ *   bf16 conv  avx512f alone: each pair widened to two f32 (shift, mask),
+ *              two FMAs (the fallback where avx512_bf16 is missing)
+ *   int8       vpdpbusd (avx512_vnni): u8 x s8 quads into s32 sums (exact)
+ *
+ * Each function carries its own target attribute: the library is built for
+ * baseline x86-64, and gemm.c calls these only when tjg_isa_current() says
+ * the CPU has the instructions.
+ */
+#include "gemm.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#define MR TJG_MR
+
+/* Stores (or adds) the 2*MR accumulators into C. */
+#define STORE_F32(acc)                                                                    \
+    do {                                                                                  \
+        float *cf = c;                                                                    \
+        _Pragma("GCC unroll 16") for (int r = 0; r < MR; r++)                             \
+        {                                                                                 \
+            float *row = cf + r * ldc;                                                    \
+            if (accum) {                                                                  \
+                acc[r][0] = _mm512_add_ps(acc[r][0], _mm512_loadu_ps(row));               \
+                acc[r][1] = _mm512_add_ps(acc[r][1], _mm512_loadu_ps(row + 16));          \
+            }                                                                             \
+            _mm512_storeu_ps(row, acc[r][0]);                                             \
+            _mm512_storeu_ps(row + 16, acc[r][1]);                                        \
+        }                                                                                 \
+    } while (0)
+
+__attribute__((target("avx512f"))) static void uk_f32(int64_t kg, const void *a_,
+                                                      const void *b_, void *c, int64_t ldc,
+                                                      bool accum)
+{
+    const float *a = a_, *b = b_;
+    __m512 acc[MR][2];
+    _Pragma("GCC unroll 16") for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] =
+        _mm512_setzero_ps();
+    for (int64_t p = 0; p < kg; p++) {
+        __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+        _Pragma("GCC unroll 16") for (int r = 0; r < MR; r++)
+        {
+            __m512 av = _mm512_set1_ps(a[r]);
+            acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
+            acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
+        }
+        a += MR;
+        b += TJG_NR;
+    }
+    STORE_F32(acc);
+}
+
+__attribute__((target("avx512f,avx512bf16"))) static void uk_bf16(int64_t kg, const void *a_,
+                                                                  const void *b_, void *c,
+                                                                  int64_t ldc, bool accum)
+{
+    const int32_t *a = a_, *b = b_;
+    __m512 acc[MR][2];
+    _Pragma("GCC unroll 16") for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] =
+        _mm512_setzero_ps();
+    for (int64_t p = 0; p < kg; p++) {
+        __m512bh b0 = (__m512bh)_mm512_loadu_si512(b), b1 = (__m512bh)_mm512_loadu_si512(b + 16);
+        _Pragma("GCC unroll 16") for (int r = 0; r < MR; r++)
+        {
+            __m512bh av = (__m512bh)_mm512_set1_epi32(a[r]);
+            acc[r][0] = _mm512_dpbf16_ps(acc[r][0], av, b0);
+            acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, b1);
+        }
+        a += MR;
+        b += TJG_NR;
+    }
+    STORE_F32(acc);
+}
+
+/* The pair's low half (element k) and high half (k + 1) as f32 vectors. */
+__attribute__((target("avx512f"))) static inline __m512 lo_f32(__m512i v)
+{
+    return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+}
+__attribute__((target("avx512f"))) static inline __m512 hi_f32(__m512i v)
+{
+    return _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32((int)0xffff0000u)));
+}
+
+__attribute__((target("avx512f"))) static void uk_bf16_conv(int64_t kg, const void *a_,
+                                                            const void *b_, void *c,
+                                                            int64_t ldc, bool accum)
+{
+    const int32_t *a = a_, *b = b_;
+    __m512 acc[MR][2];
+    _Pragma("GCC unroll 16") for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] =
+        _mm512_setzero_ps();
+    for (int64_t p = 0; p < kg; p++) {
+        __m512i v0 = _mm512_loadu_si512(b), v1 = _mm512_loadu_si512(b + 16);
+        __m512 b0l = lo_f32(v0), b0h = hi_f32(v0), b1l = lo_f32(v1), b1h = hi_f32(v1);
+        _Pragma("GCC unroll 16") for (int r = 0; r < MR; r++)
+        {
+            __m512i av = _mm512_set1_epi32(a[r]);
+            __m512 al = lo_f32(av), ah = hi_f32(av);
+            acc[r][0] = _mm512_fmadd_ps(al, b0l, acc[r][0]);
+            acc[r][1] = _mm512_fmadd_ps(al, b1l, acc[r][1]);
+            acc[r][0] = _mm512_fmadd_ps(ah, b0h, acc[r][0]);
+            acc[r][1] = _mm512_fmadd_ps(ah, b1h, acc[r][1]);
+        }
+        a += MR;
+        b += TJG_NR;
+    }
+    STORE_F32(acc);
+}
+
+__attribute__((target("avx512f,avx512vnni"))) static void uk_s8(int64_t kg, const void *a_,
+                                                                const void *b_, void *c_,
+                                                                int64_t ldc, bool accum)
+{
+    const int32_t *a = a_, *b = b_;
+    int32_t *c = c_;
+    __m512i acc[MR][2];
+    _Pragma("GCC unroll 16") for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] =
+        _mm512_setzero_si512();
+    for (int64_t p = 0; p < kg; p++) {
+        __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 16);
+        _Pragma("GCC unroll 16") for (int r = 0; r < MR; r++)
+        {
+            __m512i av = _mm512_set1_epi32(a[r]);
+            acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], av, b0);
+            acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], av, b1);
+        }
+        a += MR;
+        b += TJG_NR;
+    }
+    _Pragma("GCC unroll 16") for (int r = 0; r < MR; r++)
+    {
+        int32_t *row = c + r * ldc;
+        if (accum) {
+            acc[r][0] = _mm512_add_epi32(acc[r][0], _mm512_loadu_si512(row));
+            acc[r][1] = _mm512_add_epi32(acc[r][1], _mm512_loadu_si512(row + 16));
+        }
+        _mm512_storeu_si512(row, acc[r][0]);
+        _mm512_storeu_si512(row + 16, acc[r][1]);
+    }
+}
+
+tjg_ukernel tjg_ukernel_x86(tjg_type t, tjg_isa isa)
+{
+    if (isa < TJG_AVX512)
+        return NULL;
+    switch (t) {
+    case TJG_F32: return uk_f32;
+    case TJG_BF16: return isa >= TJG_AVX512_BF16 ? uk_bf16 : uk_bf16_conv;
+    case TJG_S8: return isa >= TJG_AVX512_BF16 ? uk_s8 : NULL;
+    }
+    return NULL;
+}
+
+#else
+tjg_ukernel tjg_ukernel_x86(tjg_type t, tjg_isa isa)
+{
+    (void)t;
+    (void)isa;
+    return NULL;
+}
+#endif

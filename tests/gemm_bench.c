@@ -1,0 +1,134 @@
+/* gemm_bench.c - GFLOP/s of the runtime's GEMMs (runtime/gemm.h) against
+ * OpenBLAS's sgemm, per shape and thread count (make gemm-bench).
+ *
+ *   gemm_bench [--threads N] [--cpu-time] [MxNxK ...]
+ *
+ * Built against the library's internal headers (it measures internals);
+ * prints one markdown row per shape: f32 OpenBLAS, f32 tjg (B packed once,
+ * and packed in every call), bf16 tjg (the
+ * micro-kernel the CPU runs, TJIT_ISA caps it), int8 tjg (u8 x s8, VNNI).
+ * Best of several timed repetitions; times are wall clock unless --cpu-time.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../runtime/blas.h"
+#include "../runtime/gemm.h"
+#include "../runtime/rt.h"
+
+static int cpu_time;
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(cpu_time ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+typedef struct shape { int64_t m, n, k; } shape;
+typedef struct bufs {
+    shape s;
+    float *a, *b, *c;
+    uint16_t *a16, *c16;
+    uint8_t *aq;
+    int8_t *bq;
+    float *sa, *sb;
+    int32_t *zp;
+    tjg_packed pf, ph, pq;
+} bufs;
+
+static double run(int which, bufs *x)
+{
+    shape s = x->s;
+    switch (which) {
+    case 0: return rt_sgemm(false, false, s.m, s.n, s.k, 1, x->a, s.k, x->b, s.n, 0, x->c, s.n);
+    case 1: return tjg_gemm(s.m, x->a, false, s.k, 1, &x->pf, x->c, s.n, NULL, NULL);
+    case 2: {
+        tjg_epilogue e = {.out_bf16 = true};
+        return tjg_gemm(s.m, x->a16, true, s.k, 1, &x->ph, x->c16, s.n, &e, NULL);
+    }
+    case 4: {   /* B packed in the call, as an eager matmul must */
+        tjg_packed p;
+        if (tjg_pack_f32(&p, x->b, s.n, 1, s.k, s.n))
+            return -1;
+        int r = tjg_gemm(s.m, x->a, false, s.k, 1, &p, x->c, s.n, NULL, NULL);
+        tjg_packed_free(&p);
+        return r;
+    }
+    default: return tjg_gemm_u8s8(s.m, x->aq, s.k, x->zp, x->sa, &x->pq, x->c, s.n, NULL);
+    }
+}
+
+static double gflops(int which, bufs *x)
+{
+    double flop = 2.0 * (double)x->s.m * (double)x->s.n * (double)x->s.k, best = 1e30;
+    run(which, x);
+    int reps = (int)(2e10 / flop) + 3;
+    for (int r = 0; r < reps; r++) {
+        double t0 = now();
+        run(which, x);
+        double t = now() - t0;
+        best = t < best ? t : best;
+    }
+    return flop / best * 1e-9;
+}
+
+int main(int argc, char **argv)
+{
+    int threads = 0;
+    shape shapes[16];
+    int ns = 0;
+    for (int i = 1; i < argc; i++) {
+        long long m, n, k;
+        if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+            threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--cpu-time"))
+            cpu_time = 1;
+        else if (ns < 16 && sscanf(argv[i], "%lldx%lldx%lld", &m, &n, &k) == 3)
+            shapes[ns++] = (shape){m, n, k};
+    }
+    if (threads > 0)
+        tj_set_num_threads(threads);
+    if (!ns) {
+        shapes[ns++] = (shape){256, 2048, 1024};
+        shapes[ns++] = (shape){256, 1024, 2048};
+        shapes[ns++] = (shape){2048, 2048, 2048};
+    }
+    printf("isa %s, %d threads, %s; OpenBLAS core %s\n", tjg_isa_name(tjg_isa_current()),
+           rt_threads(), cpu_time ? "CPU time" : "wall clock", rt_blas_core());
+    printf("| M x N x K | OpenBLAS f32 | tjg f32 | tjg f32 + pack B | tjg bf16 | tjg u8s8 |\n|---|---|---|---|---|---|\n");
+    for (int i = 0; i < ns; i++) {
+        bufs x = {.s = shapes[i]};
+        shape s = x.s;
+        size_t ma = (size_t)(s.m * s.k), mb = (size_t)(s.k * s.n), mc = (size_t)(s.m * s.n);
+        x.a = malloc(ma * 4), x.b = malloc(mb * 4), x.c = malloc(mc * 4);
+        x.a16 = malloc(ma * 2), x.c16 = malloc(mc * 2), x.aq = malloc(ma), x.bq = malloc(mb);
+        x.sa = malloc((size_t)s.m * 4), x.zp = malloc((size_t)s.m * 4), x.sb = malloc((size_t)s.n * 4);
+        for (size_t j = 0; j < ma; j++) {
+            x.a[j] = (float)((j * 7) % 13) / 13.0f - 0.5f;
+            x.a16[j] = tjg_f32_to_bf16(x.a[j]);
+            x.aq[j] = (uint8_t)(j * 31);
+        }
+        for (size_t j = 0; j < mb; j++) {
+            x.b[j] = (float)((j * 5) % 11) / 11.0f - 0.5f;
+            x.bq[j] = (int8_t)(j * 17);
+        }
+        for (int64_t j = 0; j < s.m; j++)
+            x.sa[j] = 0.01f, x.zp[j] = 128;
+        for (int64_t j = 0; j < s.n; j++)
+            x.sb[j] = 0.02f;
+        tjg_pack_f32(&x.pf, x.b, s.n, 1, s.k, s.n);
+        tjg_pack_f32_as_bf16(&x.ph, x.b, s.n, 1, s.k, s.n);
+        tjg_pack_s8(&x.pq, x.bq, s.n, 1, s.k, s.n, x.sb);
+        printf("| %lldx%lldx%lld | %.0f | %.0f | %.0f | %.0f | %.0f |\n", (long long)s.m,
+               (long long)s.n, (long long)s.k, gflops(0, &x), gflops(1, &x), gflops(4, &x),
+               gflops(2, &x), gflops(3, &x));
+        fflush(stdout);
+        tjg_packed_free(&x.pf), tjg_packed_free(&x.ph), tjg_packed_free(&x.pq);
+        free(x.a), free(x.b), free(x.c), free(x.a16), free(x.c16), free(x.aq), free(x.bq);
+        free(x.sa), free(x.zp), free(x.sb);
+    }
+    return 0;
+}

@@ -1,0 +1,506 @@
+/* test_gemm.c - the runtime's own GEMM kernels (runtime/gemm.h): every
+ * variant this CPU supports (generic, avx512, avx512_bf16; amx has no kernel
+ * and is reported as skipped when the CPU lacks it) against a scalar
+ * reference in f32, bf16 (inputs rounded to nearest even, f32 sums) and
+ * int8 (exact s32 sums, so the dequantized result is bit-exact); edges of
+ * every tile and block size; the fused epilogue (scale, bias, residual
+ * before/after the activation, accumulate, bf16 output) and prologue; the
+ * choice of variant by features and TJIT_ISA, and the fallback when a
+ * feature is masked. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../ir/vmath.h"
+#include "../runtime/gemm.h"
+#include "../runtime/rt.h"
+#include "util.h"
+
+typedef struct dims { int64_t m, n, k; } dims;
+
+/* Sizes around MR (12), NR (32), MC (96), and the k-blocks (256 groups). */
+static const dims shapes[] = {{1, 1, 1},   {13, 33, 7},  {12, 32, 256}, {37, 70, 300},
+                              {97, 65, 513}, {5, 100, 1030}, {3, 2, 0}};
+#define NSHAPES (sizeof shapes / sizeof shapes[0])
+
+static float frand(unsigned *s)
+{
+    *s = *s * 1103515245u + 12345u;
+    return (float)((*s >> 8) & 0xffff) / 65536.0f - 0.5f;
+}
+
+static void fill(float *x, int64_t n, unsigned seed)
+{
+    for (int64_t i = 0; i < n; i++)
+        x[i] = frand(&seed);
+}
+
+/* The variants to run: those the CPU has, named as skipped otherwise. */
+static int variants(tjg_isa *out)
+{
+    unsigned f = tjg_cpu_features();
+    int n = 0;
+    for (int v = TJG_GENERIC; v <= TJG_AMX; v++) {
+        if (tjg_isa_select(f, tjg_isa_name((tjg_isa)v)) == (tjg_isa)v)
+            out[n++] = (tjg_isa)v;
+        else
+            printf("#summary skipped variant %s: this CPU lacks its features\n",
+                   tjg_isa_name((tjg_isa)v));
+    }
+    return n;
+}
+
+static void check_close(const float *got, const double *want, int64_t n, double tol,
+                        const char *what)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (!(fabs(got[i] - want[i]) <= tol * (1 + fabs(want[i])))) {
+            fail_msg("%s: element %lld: %.9g, want %.9g", what, (long long)i, got[i],
+                     want[i]);
+        }
+}
+
+static void test_f32_variants(void **state)
+{
+    (void)state;
+    tjg_isa vs[4];
+    int nv = variants(vs);
+    for (int v = 0; v < nv; v++) {
+        tjg_isa_force(vs[v]);
+        for (size_t s = 0; s < NSHAPES; s++) {
+            dims d = shapes[s];
+            float *a = malloc((size_t)(d.m * d.k + 1) * 4), *b = malloc((size_t)(d.k * d.n + 1) * 4);
+            float *c = malloc((size_t)(d.m * d.n) * 4);
+            double *ref = calloc((size_t)(d.m * d.n), sizeof(double));
+            fill(a, d.m * d.k, 1), fill(b, d.k * d.n, 2);
+            for (int64_t i = 0; i < d.m; i++)
+                for (int64_t j = 0; j < d.n; j++)
+                    for (int64_t kk = 0; kk < d.k; kk++)
+                        ref[i * d.n + j] += (double)a[i * d.k + kk] * b[kk * d.n + j];
+            tjg_packed p;
+            /* B given transposed (column stride k) to test the strided packing */
+            float *bt = malloc((size_t)(d.k * d.n + 1) * 4);
+            for (int64_t kk = 0; kk < d.k; kk++)
+                for (int64_t j = 0; j < d.n; j++)
+                    bt[j * d.k + kk] = b[kk * d.n + j];
+            assert_int_equal(tjg_pack_f32(&p, bt, 1, d.k, d.k, d.n), 0);
+            assert_int_equal(tjg_gemm(d.m, a, false, d.k, 1, &p, c, d.n, NULL, NULL), 0);
+            char what[96];
+            snprintf(what, sizeof what, "f32 %s %lldx%lldx%lld", tjg_isa_name(vs[v]),
+                     (long long)d.m, (long long)d.n, (long long)d.k);
+            check_close(c, ref, d.m * d.n, 1e-5, what);
+            tjg_packed_free(&p);
+            free(a), free(b), free(bt), free(c), free(ref);
+        }
+    }
+    tjg_isa_force(-1);
+}
+
+static void test_bf16_rne(void **state)
+{
+    (void)state;
+    static const struct { uint32_t in; uint16_t out; } cases[] = {
+        {0x3f800000, 0x3f80}, {0x3f808000, 0x3f80} /* tie, even stays */,
+        {0x3f818000, 0x3f82} /* tie, odd rounds up */, {0x3f808001, 0x3f81},
+        {0x3f807fff, 0x3f80}, {0x7f7fffff, 0x7f80} /* overflow to inf */,
+        {0xff800000, 0xff80}, {0x80000001, 0x8000}, {0x7fc00000, 0x7fc0},
+        {0x7f800001, 0x7fc0} /* signalling NaN quieted, stays NaN */,
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        float f;
+        memcpy(&f, &cases[i].in, 4);
+        assert_int_equal(tjg_f32_to_bf16(f), cases[i].out);
+    }
+    assert_true(tjg_bf16_to_f32(0x3f80) == 1.0f);
+}
+
+/* bf16 GEMM against the product of the rounded inputs (double sums). */
+static void bf16_case(tjg_isa isa, dims d, bool a_bits, bool out_bf16)
+{
+    int64_t na = d.m * d.k, nb = d.k * d.n, nc = d.m * d.n;
+    float *a = malloc((size_t)(na + 1) * 4), *b = malloc((size_t)(nb + 1) * 4);
+    uint16_t *a16 = malloc((size_t)(na + 1) * 2), *c16 = malloc((size_t)(nc + 1) * 2);
+    float *c = malloc((size_t)(nc + 1) * 4);
+    double *ref = calloc((size_t)(nc + 1), sizeof(double));
+    fill(a, na, 3), fill(b, nb, 4);
+    for (int64_t i = 0; i < na; i++)
+        a16[i] = tjg_f32_to_bf16(a[i]);
+    for (int64_t i = 0; i < d.m; i++)
+        for (int64_t j = 0; j < d.n; j++)
+            for (int64_t kk = 0; kk < d.k; kk++)
+                ref[i * d.n + j] += (double)tjg_bf16_to_f32(a16[i * d.k + kk]) *
+                                    tjg_bf16_to_f32(tjg_f32_to_bf16(b[kk * d.n + j]));
+    tjg_packed p;
+    assert_int_equal(tjg_pack_f32_as_bf16(&p, b, d.n, 1, d.k, d.n), 0);
+    tjg_epilogue e = {.out_bf16 = out_bf16};
+    assert_int_equal(tjg_gemm(d.m, a_bits ? (const void *)a16 : a, a_bits, d.k, 1, &p,
+                              out_bf16 ? (void *)c16 : c, d.n, &e, NULL), 0);
+    char what[96];
+    snprintf(what, sizeof what, "bf16 %s %lldx%lldx%lld%s%s", tjg_isa_name(isa), (long long)d.m,
+             (long long)d.n, (long long)d.k, a_bits ? " a:bf16" : "", out_bf16 ? " c:bf16" : "");
+    if (out_bf16) {
+        /* f32 sums round to bf16: within one bf16 step (2^-8 relative) */
+        for (int64_t i = 0; i < nc; i++)
+            c[i] = tjg_bf16_to_f32(c16[i]);
+        check_close(c, ref, nc, 1.0 / 128, what);
+    } else {
+        check_close(c, ref, nc, 1e-5, what);
+    }
+    tjg_packed_free(&p);
+    free(a), free(b), free(a16), free(c16), free(c), free(ref);
+}
+
+static void test_bf16_variants(void **state)
+{
+    (void)state;
+    tjg_isa vs[4];
+    int nv = variants(vs);
+    for (int v = 0; v < nv; v++) {
+        tjg_isa_force(vs[v]);
+        for (size_t s = 0; s < NSHAPES; s++) {
+            bf16_case(vs[v], shapes[s], true, false);
+            bf16_case(vs[v], shapes[s], false, true);
+        }
+    }
+    tjg_isa_force(-1);
+}
+
+/* u8 x s8: the s32 sums are exact, so the result equals the reference's
+ * float arithmetic bit for bit. */
+static void test_s8_variants(void **state)
+{
+    (void)state;
+    tjg_isa vs[4];
+    int nv = variants(vs);
+    for (int v = 0; v < nv; v++) {
+        tjg_isa_force(vs[v]);
+        for (size_t s = 0; s < NSHAPES; s++) {
+            dims d = shapes[s];
+            uint8_t *a = malloc((size_t)(d.m * d.k + 1));
+            int8_t *b = malloc((size_t)(d.k * d.n + 1));
+            float *c = malloc((size_t)(d.m * d.n) * 4), *sa = malloc((size_t)d.m * 4),
+                  *sb = malloc((size_t)d.n * 4);
+            int32_t *zp = malloc((size_t)d.m * 4);
+            unsigned seed = 5;
+            for (int64_t i = 0; i < d.m * d.k; i++)
+                a[i] = (uint8_t)(frand(&seed) * 511 + 255.5f) ^ (i % 3 ? 0 : 0xff);
+            for (int64_t i = 0; i < d.k * d.n; i++)
+                b[i] = (int8_t)(i % 7 == 0 ? -128 : i % 5 == 0 ? 127 : (int)(frand(&seed) * 255));
+            for (int64_t i = 0; i < d.m; i++)
+                sa[i] = 0.01f * (float)(i + 1), zp[i] = (int32_t)(i * 37 % 256);
+            for (int64_t j = 0; j < d.n; j++)
+                sb[j] = 0.003f * (float)(j % 5 + 1);
+            tjg_packed p;
+            assert_int_equal(tjg_pack_s8(&p, b, d.n, 1, d.k, d.n, sb), 0);
+            assert_int_equal(tjg_gemm_u8s8(d.m, a, d.k, zp, sa, &p, c, d.n, NULL), 0);
+            for (int64_t i = 0; i < d.m; i++)
+                for (int64_t j = 0; j < d.n; j++) {
+                    int64_t acc = 0;
+                    for (int64_t kk = 0; kk < d.k; kk++)
+                        acc += (int64_t)(a[i * d.k + kk] - zp[i]) * b[kk * d.n + j];
+                    float want = (float)acc * (sa[i] * sb[j]);
+                    if (c[i * d.n + j] != want)
+                        fail_msg("u8s8 %s %lldx%lldx%lld [%lld,%lld]: %.9g, want %.9g",
+                                 tjg_isa_name(vs[v]), (long long)d.m, (long long)d.n,
+                                 (long long)d.k, (long long)i, (long long)j, c[i * d.n + j], want);
+                }
+            tjg_packed_free(&p);
+            free(a), free(b), free(c), free(sa), free(sb), free(zp);
+        }
+    }
+    tjg_isa_force(-1);
+}
+
+static double act_ref(tjg_act act, double x)
+{
+    switch (act) {
+    case TJG_ACT_RELU: return x < 0 ? 0 : x;
+    case TJG_ACT_GELU: return 0.5 * x * erfc(-x / sqrt(2.0));
+    case TJG_ACT_SIGMOID: return 1 / (1 + exp(-x));
+    case TJG_ACT_TANH: return tanh(x);
+    default: return x;
+    }
+}
+
+/* Every epilogue and prologue piece at once, per variant and activation. */
+static void test_epilogue_prologue(void **state)
+{
+    (void)state;
+    dims d = {29, 45, 270};
+    int64_t na = d.m * d.k, nb = d.k * d.n, nc = d.m * d.n;
+    float *a = malloc((size_t)na * 4), *b = malloc((size_t)nb * 4), *c = malloc((size_t)nc * 4),
+          *c0 = malloc((size_t)nc * 4), *res = malloc((size_t)nc * 4),
+          *bias = malloc((size_t)d.n * 4), *sc = malloc((size_t)d.k * 4),
+          *sh = malloc((size_t)d.k * 4);
+    double *ref = malloc((size_t)nc * sizeof(double));
+    fill(a, na, 7), fill(b, nb, 8), fill(c0, nc, 9), fill(res, nc, 10), fill(bias, d.n, 11);
+    fill(sc, d.k, 12), fill(sh, d.k, 13);
+    tjg_isa vs[4];
+    int nv = variants(vs);
+    tjg_packed p;
+    assert_int_equal(tjg_pack_f32(&p, b, d.n, 1, d.k, d.n), 0);
+    for (int v = 0; v < nv; v++) {
+        tjg_isa_force(vs[v]);
+        for (int act = TJG_ACT_NONE; act <= TJG_ACT_TANH; act++)
+            for (int variant = 0; variant < 4; variant++) {
+                bool after = variant & 1, accum = variant & 2;
+                float alpha = accum && !after ? 1.0f : 0.75f;
+                tjg_epilogue e = {.alpha = alpha, .bias = bias, .res = res, .ldr = d.n,
+                                  .act = (tjg_act)act, .res_after_act = after,
+                                  .accumulate = accum};
+                tjg_prologue pro = {.scale = sc, .shift = sh,
+                                    .act = variant ? TJG_ACT_RELU : TJG_ACT_GELU};
+                for (int64_t i = 0; i < d.m; i++)
+                    for (int64_t j = 0; j < d.n; j++) {
+                        double s = 0;
+                        for (int64_t kk = 0; kk < d.k; kk++)
+                            s += act_ref(pro.act, (double)a[i * d.k + kk] * sc[kk] + sh[kk]) *
+                                 b[kk * d.n + j];
+                        double y = alpha * s + (accum ? c0[i * d.n + j] : 0) + bias[j];
+                        y = act_ref((tjg_act)act, y + (after ? 0 : res[i * d.n + j]));
+                        ref[i * d.n + j] = y + (after ? res[i * d.n + j] : 0);
+                    }
+                memcpy(c, c0, (size_t)nc * 4);
+                assert_int_equal(tjg_gemm(d.m, a, false, d.k, 1, &p, c, d.n, &e, &pro), 0);
+                char what[96];
+                snprintf(what, sizeof what, "epilogue %s act %d after %d acc %d",
+                         tjg_isa_name(vs[v]), act, after, accum);
+                check_close(c, ref, nc, 2e-5, what);
+            }
+    }
+    tjg_isa_force(-1);
+    tjg_packed_free(&p);
+    free(a), free(b), free(c), free(c0), free(res), free(bias), free(sc), free(sh), free(ref);
+}
+
+static void test_isa_select(void **state)
+{
+    (void)state;
+    unsigned all = TJG_F_AVX512 | TJG_F_BF16 | TJG_F_VNNI | TJG_F_AMX;
+    unsigned zen = TJG_F_AVX512 | TJG_F_BF16 | TJG_F_VNNI;
+    assert_int_equal(tjg_isa_select(all, NULL), TJG_AMX);
+    assert_int_equal(tjg_isa_select(zen, NULL), TJG_AVX512_BF16);
+    assert_int_equal(tjg_isa_select(zen, "amx"), TJG_AVX512_BF16);   /* never beyond the CPU */
+    assert_int_equal(tjg_isa_select(all, "avx512"), TJG_AVX512);
+    assert_int_equal(tjg_isa_select(all, "generic"), TJG_GENERIC);
+    assert_int_equal(tjg_isa_select(all, "bogus"), TJG_AMX);
+    /* a feature masked: its variant is not chosen */
+    assert_int_equal(tjg_isa_select(zen & ~TJG_F_BF16, "avx512_bf16"), TJG_AVX512);
+    assert_int_equal(tjg_isa_select(zen & ~TJG_F_VNNI, NULL), TJG_AVX512);
+    assert_int_equal(tjg_isa_select(zen & ~TJG_F_AVX512, "avx512"), TJG_GENERIC);
+    assert_int_equal(tjg_isa_select(0, "amx"), TJG_GENERIC);
+    /* what the process runs never exceeds the CPU */
+    assert_true(tjg_isa_current() <= tjg_isa_select(tjg_cpu_features(), NULL));
+    /* the kernels a variant may use: none needing a missing feature */
+    assert_null(tjg_ukernel_x86(TJG_F32, TJG_GENERIC));
+    assert_null(tjg_ukernel_x86(TJG_S8, TJG_AVX512));
+    assert_ptr_not_equal(tjg_ukernel_x86(TJG_BF16, TJG_AVX512),
+                         tjg_ukernel_x86(TJG_BF16, TJG_AVX512_BF16));
+}
+
+/* avx512_bf16 masked (TJIT_ISA=avx512 or a CPU without it): the bf16 GEMM
+ * runs the convert-and-FMA kernel and gives the same results. */
+static void test_masked_fallback(void **state)
+{
+    (void)state;
+    tjg_isa best = tjg_isa_select(tjg_cpu_features(), NULL);
+    if (best < TJG_AVX512_BF16) {
+        printf("#summary skipped masked-bf16 fallback: this CPU lacks avx512_bf16\n");
+        skip();
+    }
+    tjg_isa_force(TJG_AVX512);
+    assert_int_equal(tjg_isa_current(), TJG_AVX512);
+    bf16_case(TJG_AVX512, (dims){37, 70, 300}, true, true);
+    tjg_isa_force(-1);
+    assert_int_equal(tjg_isa_current(), tjg_isa_select(tjg_cpu_features(), getenv("TJIT_ISA")));
+}
+
+static void test_quantize_rows(void **state)
+{
+    (void)state;
+    float x[2][5] = {{-1.0f, 0.0f, 0.5f, 2.0f, 1.0f}, {0.0f, 0.0f, 0.0f, 0.0f, 0.0f}};
+    uint8_t q[10];
+    float s[2];
+    int32_t zp[2];
+    tjg_quantize_rows_u8(2, 5, &x[0][0], 5, q, s, zp);
+    assert_true(fabsf(s[0] - 3.0f / 255) < 1e-7f);
+    assert_int_equal(zp[0], 85);
+    assert_int_equal(q[0], 0);
+    assert_int_equal(q[1], 85);
+    assert_int_equal(q[3], 255);
+    for (int j = 0; j < 5; j++)   /* dequantized within half a step */
+        assert_true(fabsf((float)(q[j] - zp[0]) * s[0] - x[0][j]) <= s[0] / 2 + 1e-6f);
+    assert_true(s[1] == 1.0f && zp[1] == 0 && q[5] == 0);
+    /* a NaN: out of the range, quantized to the zero point */
+    float y[4] = {NAN, -1.0f, 1.0f, 0.0f};
+    uint8_t qy[4];
+    tjg_quantize_rows_u8(1, 4, y, 4, qy, s, zp);
+    assert_true(fabsf(s[0] - 2.0f / 255) < 1e-7f);
+    assert_int_equal(qy[0], zp[0]);
+    for (int j = 1; j < 4; j++)
+        assert_true(fabsf((float)(qy[j] - zp[0]) * s[0] - y[j]) <= s[0] / 2 + 1e-6f);
+}
+
+/* The eager matmul and linear kernels on bf16 tensors run the bf16 GEMM:
+ * results within one bf16 rounding of the product of the bf16 inputs;
+ * batches and a transposed weight (a w^T view) included. Called at the
+ * kernel level: the public API takes bf16 tensors once the dtype is
+ * enabled (ir_dtype_supported). */
+static void bf16_tensor(int nd, const int64_t *shape, unsigned seed, tj_tensor **t, double **v)
+{
+    int64_t n = 1;
+    for (int d = 0; d < nd; d++)
+        n *= shape[d];
+    uint16_t *h = malloc((size_t)n * 2);
+    *v = malloc((size_t)n * sizeof(double));
+    for (int64_t i = 0; i < n; i++) {
+        h[i] = tjg_f32_to_bf16(frand(&seed));
+        (*v)[i] = tjg_bf16_to_f32(h[i]);
+    }
+    *t = rt_tensor_new(TJ_BF16, nd, shape);
+    assert_non_null(*t);
+    memcpy(rt_ptr(*t), h, (size_t)n * 2);
+    free(h);
+}
+
+static void check_bf16_out(tj_tensor *t, const double *want, int64_t n)
+{
+    assert_non_null(t);
+    assert_int_equal(t->dtype, TJ_BF16);
+    const uint16_t *h = rt_ptr(t);
+    for (int64_t i = 0; i < n; i++) {
+        double got = tjg_bf16_to_f32(h[i]);
+        if (!(fabs(got - want[i]) <= fabs(want[i]) / 128 + 1e-6))
+            fail_msg("element %lld: %.9g, want %.9g", (long long)i, got, want[i]);
+    }
+}
+
+static void test_bf16_tensors(void **state)
+{
+    (void)state;
+    tj_tensor *x, *w, *b, *y;
+    double *xv, *wv, *bv;
+    bf16_tensor(3, (int64_t[]){2, 5, 70}, 21, &x, &xv);
+    bf16_tensor(2, (int64_t[]){40, 70}, 22, &w, &wv);
+    bf16_tensor(1, (int64_t[]){40}, 23, &b, &bv);
+    double *want = calloc(2 * 5 * 40, sizeof(double));
+    for (int64_t i = 0; i < 10; i++)
+        for (int64_t j = 0; j < 40; j++) {
+            for (int64_t kk = 0; kk < 70; kk++)
+                want[i * 40 + j] += xv[i * 70 + kk] * wv[j * 70 + kk];
+        }
+    tj_tensor *wt = rt_tensor_view(w, 2, (int64_t[]){70, 40}, (int64_t[]){1, 70}, 0);
+    y = rt_tensor_new(TJ_BF16, 3, (int64_t[]){2, 5, 40});
+    assert_int_equal(rt_kernels[OP_matmul](OP_matmul, y, (tj_tensor *[]){x, wt}, 2, NULL), 0);
+    check_bf16_out(y, want, 400);
+    for (int64_t i = 0; i < 400; i++)   /* the bias is added to the f32 sums */
+        want[i] += bv[i % 40];
+    assert_int_equal(rt_kernels[OP_linear](OP_linear, y, (tj_tensor *[]){x, w, b}, 3, NULL), 0);
+    check_bf16_out(y, want, 400);
+    tj_release(y);
+    tj_release(wt);
+    /* batched: [2,5,70] @ [2,70,3] (each batch its own right operand) */
+    tj_tensor *w3;
+    double *w3v;
+    bf16_tensor(3, (int64_t[]){2, 70, 3}, 24, &w3, &w3v);
+    memset(want, 0, 30 * sizeof(double));
+    for (int64_t bi = 0; bi < 2; bi++)
+        for (int64_t i = 0; i < 5; i++)
+            for (int64_t j = 0; j < 3; j++)
+                for (int64_t kk = 0; kk < 70; kk++)
+                    want[(bi * 5 + i) * 3 + j] += xv[(bi * 5 + i) * 70 + kk] * w3v[(bi * 70 + kk) * 3 + j];
+    y = rt_tensor_new(TJ_BF16, 3, (int64_t[]){2, 5, 3});
+    assert_int_equal(rt_kernels[OP_matmul](OP_matmul, y, (tj_tensor *[]){x, w3}, 2, NULL), 0);
+    check_bf16_out(y, want, 30);
+    tj_release(y);
+    tj_release(x), tj_release(w), tj_release(b), tj_release(w3);
+    free(xv), free(wv), free(bv), free(w3v), free(want);
+}
+
+/* A frozen compiled model (tj_compile_options.freeze) keeps its weights
+ * packed: results equal eager ones, the packed copy exists after the call,
+ * an in-place update of the weight (tj_copy_) is seen by the next call, and
+ * tj_alloc_trim drops the copies. Autotune gives the same results;
+ * quantize_dynamic (int8 weights kept) is within its quantization error. Without
+ * freeze nothing is kept. The weight is over 256 KB: smaller ones run in
+ * blocked regions (sched/block.c), which keep no packed copies. */
+typedef struct lin_ctx { tj_tensor *w, *b; } lin_ctx;
+
+static tj_tensor *model_lin(void *ctx, tj_tensor *const *args, int nargs)
+{
+    (void)nargs;
+    lin_ctx *l = ctx;
+    return tj_relu(tj_linear(args[0], l->w, l->b));
+}
+
+static void max_diff_le(tj_tensor *x, tj_tensor *y, double tol)
+{
+    assert_non_null(x);
+    assert_non_null(y);
+    tj_tensor *d = tj_amax(tj_abs(tj_sub(x, y)), NULL, 0, false);
+    assert_non_null(d);
+    assert_true(tj_item(d) <= tol);
+}
+
+static void frozen_case(bool freeze, bool autotune, bool int8)
+{
+    tj_alloc_trim();
+    tj_scope_begin();
+    lin_ctx l = {tj_keep(tj_randn(TJ_F32, 2, (int64_t[]){512, 192})),
+                 tj_keep(tj_randn(TJ_F32, 1, (int64_t[]){512}))};
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){64, 192});
+    tj_compiled *c = tj_compile(model_lin, &l, &(tj_compile_options){.name = "lin",
+                                                                     .freeze = freeze,
+                                                                     .autotune = autotune,
+                                                                     .quantize_dynamic = int8});
+    for (int call = 0; call < 3; call++) {
+        tj_tensor *got = tj_call(c, &x, 1), *want = model_lin(&l, &x, 1);
+        /* int8: the quantization error, about 1% of the largest output here
+         * (u8 rows and s8 columns, 192 products per sum) */
+        max_diff_le(got, want, int8 ? 0.02 * tj_item(tj_amax(want, NULL, 0, false)) : 1e-4);
+        if (freeze || int8)
+            assert_true(tjg_cache_bytes() >= (size_t)512 * 192 * (int8 ? 1 : 4));
+        else
+            assert_int_equal(tjg_cache_bytes(), 0);
+        if (call == 1)   /* an in-place update: the next call must see it */
+            assert_int_equal(tj_copy_(l.w, tj_mul_s(l.w, -0.5)), 0);
+    }
+    tj_compiled_free(c);
+    tj_scope_end();
+    tj_release(l.w), tj_release(l.b);
+    tj_alloc_trim();
+    assert_int_equal(tjg_cache_bytes(), 0);
+}
+
+static void test_frozen_weights(void **state)
+{
+    (void)state;
+    frozen_case(false, false, false);
+    frozen_case(true, false, false);
+    frozen_case(true, true, false);
+    frozen_case(false, false, true);   /* quantize_dynamic implies freeze */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_isa_select),
+        cmocka_unit_test(test_bf16_rne),
+        cmocka_unit_test(test_f32_variants),
+        cmocka_unit_test(test_bf16_variants),
+        cmocka_unit_test(test_s8_variants),
+        cmocka_unit_test(test_epilogue_prologue),
+        cmocka_unit_test(test_masked_fallback),
+        cmocka_unit_test(test_quantize_rows),
+        cmocka_unit_test(test_bf16_tensors),
+        cmocka_unit_test(test_frozen_weights),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
