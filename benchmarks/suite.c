@@ -258,7 +258,7 @@ static int p8_setup(bench_args *a)
 static tj_tensor *heads(tj_tensor *qkv, int k)
 {
     tj_tensor *t = tj_slice(qkv, 2, k * P8_D, (k + 1) * P8_D, 1);
-    t = tj_reshape(t, 4, (int64_t[]){P8_B, P8_L, P8_H, P8_D / P8_H});
+    t = tj_reshape(t, 4, (int64_t[]){-1, P8_L, P8_H, P8_D / P8_H});   /* any batch (benchmarks/dist) */
     return tj_permute(t, (int[]){0, 2, 1, 3});
 }
 
@@ -267,7 +267,7 @@ static tj_tensor *p8_block(tj_tensor *x, tj_tensor *const *w)
     tj_tensor *qkv = tj_linear(tj_layer_norm(x, 1, w[0], w[1], 1e-5), w[2], w[3]);
     tj_tensor *att = tj_scaled_dot_product_attention(heads(qkv, 0), heads(qkv, 1), heads(qkv, 2),
                                                      NULL, true, 0);
-    att = tj_reshape(tj_permute(att, (int[]){0, 2, 1, 3}), 3, (int64_t[]){P8_B, P8_L, P8_D});
+    att = tj_reshape(tj_permute(att, (int[]){0, 2, 1, 3}), 3, (int64_t[]){-1, P8_L, P8_D});
     tj_tensor *y = tj_add(x, tj_linear(att, w[4], w[5]));
     tj_tensor *h = tj_gelu_tanh(tj_linear(tj_layer_norm(y, 1, w[6], w[7], 1e-5), w[8], w[9]));
     return tj_add(y, tj_linear(h, w[10], w[11]));
