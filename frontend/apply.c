@@ -51,6 +51,8 @@ tj_tensor *fe_apply(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a)
         memset(&none, 0, sizeof none);
         a = &none;
     }
+    if (info->expand)
+        return fe_expand(op, in, nin, a);
     fe_trace *tr = fe_trace_current();
     if (tr)
         return fe_ag_record(op, in, nin, a, fe_trace_apply(tr, op, in, nin, a));

@@ -18,6 +18,9 @@
  * "name(f32[2,3], ...): reason". A NULL mandatory input returns NULL and
  * keeps the error that produced it. */
 tj_tensor *fe_apply(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a);
+/* An XOP row (ir_ops[op].expand): its decomposition run op by op through
+ * fe_apply (expand.c); fe_apply calls it. */
+tj_tensor *fe_expand(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a);
 
 /* ---- tracing (trace.c) ------------------------------------------------------ */
 typedef struct fe_trace fe_trace;

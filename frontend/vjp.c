@@ -6,6 +6,13 @@
 
 #include "autograd.h"
 
+/* XOP rows are never recorded: fe_apply runs their decomposition, whose
+ * prims carry the gradient. */
+#define OP(name, kind, nmin, nmax, decomp, attrs)
+#define XOP(name, kind, nmin, nmax, attrs) \
+    const ag_rule ag_rule_##name = {NULL, "differentiated through its decomposition"};
+#include "../ir/ops.def"
+
 const ag_rule *const ag_rules[IR_NUM_OPS] = {
 #define OP(name, kind, nmin, nmax, decomp, attrs) [OP_##name] = &ag_rule_##name,
 #include "../ir/ops.def"

@@ -428,6 +428,19 @@ tj_tensor *tj_index_select(tj_tensor *x, int dim, tj_tensor *index);
 tj_tensor *tj_pad(tj_tensor *x, const int64_t *pads, int npairs, double value);
 tj_tensor *tj_flip(tj_tensor *x, const int *dims, int ndims);   /* ndims 0: every dim (torch.flip: none) */
 
+/* ---- indexing, scans and shapes (PyTorch's names and semantics) ---------- */
+/* Views and shape changes. */
+tj_tensor *tj_narrow(tj_tensor *x, int dim, int64_t start, int64_t length);  /* start < 0 counts from the end */
+tj_tensor *tj_movedim(tj_tensor *x, const int *src, const int *dst, int n);
+tj_tensor *tj_t(tj_tensor *x);                                /* at most 2 dims: swaps them */
+tj_tensor *tj_unflatten(tj_tensor *x, int dim, const int64_t *sizes, int n);  /* one size may be -1 */
+tj_tensor *tj_expand_as(tj_tensor *x, tj_tensor *other);
+tj_tensor *tj_view_as(tj_tensor *x, tj_tensor *other);       /* a reshape: copies if strides forbid a view */
+/* Masks. */
+tj_tensor *tj_tril(tj_tensor *x, int64_t diagonal);           /* zero above the diagonal (last 2 dims) */
+tj_tensor *tj_triu(tj_tensor *x, int64_t diagonal);           /* zero below it */
+tj_tensor *tj_masked_fill(tj_tensor *x, tj_tensor *mask, double value);  /* bool mask broadcast to x */
+
 /* ---- autograd (reverse mode; docs/training.md) ----------------------------
  * Mark leaves (weights) with tj_requires_grad; every op on a tensor that
  * requires grad is recorded on a tape (nothing is recorded otherwise). After
@@ -789,6 +802,15 @@ TJ_API_END
 #define tj_index_select(...) (tj__callsite(__FILE__, __LINE__), tj_index_select(__VA_ARGS__))
 #define tj_pad(...) (tj__callsite(__FILE__, __LINE__), tj_pad(__VA_ARGS__))
 #define tj_flip(...) (tj__callsite(__FILE__, __LINE__), tj_flip(__VA_ARGS__))
+#define tj_narrow(...) (tj__callsite(__FILE__, __LINE__), tj_narrow(__VA_ARGS__))
+#define tj_movedim(...) (tj__callsite(__FILE__, __LINE__), tj_movedim(__VA_ARGS__))
+#define tj_t(...) (tj__callsite(__FILE__, __LINE__), tj_t(__VA_ARGS__))
+#define tj_unflatten(...) (tj__callsite(__FILE__, __LINE__), tj_unflatten(__VA_ARGS__))
+#define tj_expand_as(...) (tj__callsite(__FILE__, __LINE__), tj_expand_as(__VA_ARGS__))
+#define tj_view_as(...) (tj__callsite(__FILE__, __LINE__), tj_view_as(__VA_ARGS__))
+#define tj_tril(...) (tj__callsite(__FILE__, __LINE__), tj_tril(__VA_ARGS__))
+#define tj_triu(...) (tj__callsite(__FILE__, __LINE__), tj_triu(__VA_ARGS__))
+#define tj_masked_fill(...) (tj__callsite(__FILE__, __LINE__), tj_masked_fill(__VA_ARGS__))
 #define tj_requires_grad(...) (tj__callsite(__FILE__, __LINE__), tj_requires_grad(__VA_ARGS__))
 #define tj_backward(...) (tj__callsite(__FILE__, __LINE__), tj_backward(__VA_ARGS__))
 #define tj_backward_seed(...) (tj__callsite(__FILE__, __LINE__), tj_backward_seed(__VA_ARGS__))

@@ -128,6 +128,7 @@ typedef struct ir_opinfo {
     ir_rule rule;         /* pointwise rows; IR_RULE_NONE otherwise */
     int nattrs;
     ir_attr_desc attrs[IR_MAX_ATTRS];
+    bool expand;          /* an XOP row: no kernel, the eager API runs its decomposition */
 } ir_opinfo;
 
 extern const ir_opinfo ir_ops[IR_NUM_OPS];
@@ -156,6 +157,10 @@ uint32_t ir_dims_of(const ir_attr *dims, int ndim);
 /* k >= 1 when mask is exactly the last k of ndim dims, else 0. */
 int ir_innermost(uint32_t mask, int ndim);
 void ir_attr_dims(ir_attr *a, const int *v, int n);
+/* torch.movedim(src, dst)'s permutation of ndim dims into perm (infer_idx.c);
+ * -1 with the reason in err. */
+int ir_movedim_perm(const ir_attr *src, const ir_attr *dst, int ndim, int64_t *perm,
+                    char *err, size_t nerr);
 
 /* ---- shape and dtype rules ------------------------------------------------ */
 /* Computes the result type of op on inputs in[0..nin) (NULL for an absent

@@ -7,6 +7,9 @@
 #define OP(oname, okind, onmin, onmax, odecomp, oattrs) \
     [OP_##oname] = {#oname, IR_##okind, onmin, onmax, IR_DECOMP_##odecomp, IR_RULE_NONE, \
                     IR_COUNT_ATTRS(oattrs), {oattrs}},
+#define XOP(oname, okind, onmin, onmax, oattrs) \
+    [OP_##oname] = {#oname, IR_##okind, onmin, onmax, false, IR_RULE_NONE, \
+                    IR_COUNT_ATTRS(oattrs), {oattrs}, true},
 #define UNARY(oname, orule, odecomp, f32, f64, i) \
     [OP_##oname] = {#oname, IR_UNARY, 1, 1, IR_DECOMP_##odecomp, IR_RULE_##orule, 0, {{0}}},
 #define BINARY(oname, orule, odecomp, f32, f64, i) \

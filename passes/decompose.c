@@ -25,17 +25,18 @@
 #include <string.h>
 
 #include "../ir/infer.h"
+#include "decomp.h"
 #include "rewrite.h"
 
 enum { MAX_ROUNDS = 8 };
 
-#define PS_DECOMP_ARGS ps_builder *b, const ir_node *n, const ir_attrs *a, ir_node *const *in
 typedef ir_node *(*decomp_fn)(PS_DECOMP_ARGS);
 
-/* One prototype per COMP row. */
+/* One prototype per COMP row (XOP rows: decomp.h). */
 #define DECOMP_PRIM(name)
 #define DECOMP_COMP(name) static ir_node *ps_decomp_##name(PS_DECOMP_ARGS);
 #define OP(name, kind, nmin, nmax, decomp, attrs) DECOMP_##decomp(name)
+#define XOP(name, kind, nmin, nmax, attrs)
 #define UNARY(name, rule, decomp, f32, f64, i) DECOMP_##decomp(name)
 #define BINARY(name, rule, decomp, f32, f64, i) DECOMP_##decomp(name)
 #include "../ir/ops.def"
@@ -490,6 +491,7 @@ static ir_node *ps_decomp_cross_entropy(PS_DECOMP_ARGS)
 static const decomp_fn decomps[IR_NUM_OPS] = {
 #define DECOMP_COMP(name) [OP_##name] = ps_decomp_##name,
 #define OP(name, kind, nmin, nmax, decomp, attrs) DECOMP_##decomp(name)
+#define XOP(name, kind, nmin, nmax, attrs) DECOMP_COMP(name)
 #define UNARY(name, rule, decomp, f32, f64, i) DECOMP_##decomp(name)
 #define BINARY(name, rule, decomp, f32, f64, i) DECOMP_##decomp(name)
 #include "../ir/ops.def"
@@ -550,6 +552,14 @@ ir_graph *ps_decompose_codegen(ir_graph *g, char *err, size_t nerr)
     for (int op = 0; op < IR_NUM_OPS; op++)
         if (ir_ops[op].kind == IR_UNARY || ir_ops[op].kind == IR_BINARY)
             keep[op] = true;
+    return decompose(g, keep, err, nerr);
+}
+
+ir_graph *ps_decompose_op(ir_graph *g, ir_op op, char *err, size_t nerr)
+{
+    bool keep[IR_NUM_OPS];
+    for (int k = 0; k < IR_NUM_OPS; k++)
+        keep[k] = k != (int)op;
     return decompose(g, keep, err, nerr);
 }
 

@@ -46,6 +46,9 @@ ir_graph *ps_decompose(ir_graph *g, char *err, size_t nerr);   /* decompose.c */
 /* decompose, keeping whole the composites whose eager kernel codegen prefers
  * (sdpa); what compiled plans run. */
 ir_graph *ps_decompose_codegen(ir_graph *g, char *err, size_t nerr);
+/* decompose only the nodes of op, one level (what they decompose to stays
+ * whole): how the eager API runs an XOP row (frontend/expand.c). */
+ir_graph *ps_decompose_op(ir_graph *g, ir_op op, char *err, size_t nerr);
 ir_graph *ps_simplify(ir_graph *g, char *err, size_t nerr);    /* simplify.c */
 /* sum/prod/amax/amin to fewer than 16 results over 2^16+ elements each ->
  * partial reductions over a reshaped view, then a small final one (split.c). */

@@ -16,6 +16,7 @@
 
 const rt_kernel_fn rt_kernels[IR_NUM_OPS] = {
 #define OP(name, kind, nmin, nmax, decomp, attrs) [OP_##name] = RT_K_##kind(name),
+#define XOP(name, kind, nmin, nmax, attrs) [OP_##name] = NULL,   /* run by decomposition */
 #include "../ir/ops.def"
 };
 

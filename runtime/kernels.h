@@ -22,6 +22,7 @@
 #define RT_DECL_CREATE RT_DECL_K
 #define RT_DECL_RANDOM RT_DECL_K
 #define OP(name, kind, nmin, nmax, decomp, attrs) RT_DECL_##kind(name)
+#define XOP(name, kind, nmin, nmax, attrs)   /* no kernel: run by decomposition */
 #define UNARY(name, rule, decomp, f32, f64, i)
 #define BINARY(name, rule, decomp, f32, f64, i)
 #include "../ir/ops.def"

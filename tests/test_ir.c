@@ -95,6 +95,7 @@ static int example_lists(in_list *out)
         {2, {TY(F32, 2, 5), TY(I64, 2)}},
         {2, {TY(F32, 2, 3), TY(I64, 2, 3)}},
         {2, {TY(F32, 4, 3), TY(I64, 2)}},
+        {2, {TY(F32, 2, 3), TY(BOOL, 2, 3)}},   /* masked_fill, masked_scatter */
         {3, {TY(F32, 2, 3), TY(F32, 4, 3), TY(F32, 4)}},
         {3, {TY(F32, 1, 2, 5, 5), TY(F32, 3, 2, 3, 3), TY(F32, 3)}},
         {3, {TY(F32, 2, 3), TY(F32, 3), TY(F32, 3)}},
@@ -133,6 +134,10 @@ static const struct {
     {"beta", {"1", "2.5"}},          {"threshold", {"20", "-0.5"}},
     {"alpha", {"2", "-3"}},          {"rounding_mode", {"trunc", "floor"}},
     {"ceil_mode", {"0", "1"}},      {"divisor_override", {"0", "3"}},
+    /* indexing, scans and shapes */
+    {"length", {"1", "2"}},         {"src", {"0", "0,1"}},
+    {"dst", {"1", "1,0"}},          {"sizes", {"2,2", "2,-1", "3,2"}},
+    {"diagonal", {"0", "-1"}},
 };
 
 static int examples_of(const char *attr, const char *const **vals)

@@ -75,8 +75,24 @@ UNARY = {"gelu_tanh": lambda x: F.gelu(x, approximate="tanh"), "gelu": F.gelu, "
          "square": torch.square}
 
 
+# ---- indexing, scans and shapes (ops.def's section of that name) ----
+IDX = {
+    "narrow": lambda i, a: torch.narrow(i[0], a["dim"], a["start"], a["length"]),
+    "movedim": lambda i, a: torch.movedim(i[0], tuple(a["src"]), tuple(a["dst"])),
+    "t": lambda i, a: i[0].t(),
+    "unflatten": lambda i, a: torch.unflatten(i[0], a["dim"], tuple(a["sizes"])),
+    "expand_as": lambda i, a: i[0].expand_as(i[1]),
+    "view_as": lambda i, a: i[0].reshape(i[1].shape),
+    "tril": lambda i, a: torch.tril(i[0], a["diagonal"]),
+    "triu": lambda i, a: torch.triu(i[0], a["diagonal"]),
+    "masked_fill": lambda i, a: i[0].masked_fill(i[1], a["value"]),
+}
+
+
 def run_op(op, ins, a):
     x = ins[0] if ins else None
+    if op in IDX:
+        return IDX[op](ins, a)
     if op in UNARY:
         return UNARY[op](x)
     if op in ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "atan2", "fmod",

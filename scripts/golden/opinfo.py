@@ -45,6 +45,7 @@ Run with /usr/bin/python3 (Debian's python3-torch).
 import math
 import os
 import re
+import sys
 
 import torch
 import torch.nn.functional as F
@@ -94,10 +95,10 @@ lines, want, inputs, input_at = [], [], [], {}
 
 def read_ops_def():
     text = open(os.path.join(ROOT, "ir", "ops.def")).read()
-    for m in re.finditer(r"^(UNARY\w*|BINARY\w*|OP)\((\w+),\s*(\w+)(.*)$", text, re.M):
+    for m in re.finditer(r"^(UNARY\w*|BINARY\w*|X?OP)\((\w+),\s*(\w+)(.*)$", text, re.M):
         row, name, kind, rest = m.groups()
         attrs = re.findall(r"A\((\w+),\s*(\w+)\)", rest)
-        if row != "OP":   # a pointwise row (a variant with attributes too): its family
+        if row not in ("OP", "XOP"):   # a pointwise row (a variant with attributes too): its family
             family = "UNARY" if row.startswith("UNARY") else "BINARY"
             arity = 1 if family == "UNARY" else 2
             ROWS.append((name, family, arity, arity, attrs))
@@ -1212,6 +1213,11 @@ def arange(op):
     sample(op, ["extreme", "args"], [], (0, math.inf, 1, "f32"))
     sample(op, ["extreme", "args"], [], (0, math.nan, 1, "f32"))
     sample(op, ["empty", "args"], [], (3, 3, 1, "f32"))
+
+
+# The indexing, scan and shape rows' samples live in opinfo_idx.py.
+import opinfo_idx  # noqa: E402
+opinfo_idx.register(sys.modules[__name__])
 
 
 def main():
