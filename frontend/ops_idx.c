@@ -74,3 +74,140 @@ tj_tensor *tj_masked_fill(tj_tensor *x, tj_tensor *mask, double value)
     ir_attr_float(&at.a[0], value);
     return fe_apply(OP_masked_fill, (tj_tensor *[]){x, mask}, 2, &at);
 }
+
+tj_tensor *tj_index_fill(tj_tensor *x, int dim, tj_tensor *index, double value)
+{
+    ir_attrs at = {0};
+    ir_attr_int(&at.a[0], dim);
+    ir_attr_float(&at.a[1], value);
+    return fe_apply(OP_index_fill, (tj_tensor *[]){x, index}, 2, &at);
+}
+
+static tj_tensor *diag_op(ir_op op, tj_tensor *x, int64_t offset, int dim1, int dim2)
+{
+    ir_attrs at = {0};
+    ir_attr_int(&at.a[0], offset);
+    ir_attr_int(&at.a[1], dim1);
+    ir_attr_int(&at.a[2], dim2);
+    return fe_apply(op, &x, 1, &at);
+}
+
+tj_tensor *tj_diagonal(tj_tensor *x, int64_t offset, int dim1, int dim2)
+{
+    return diag_op(OP_diagonal, x, offset, dim1, dim2);
+}
+
+tj_tensor *tj_diag_embed(tj_tensor *x, int64_t offset, int dim1, int dim2)
+{
+    return diag_op(OP_diag_embed, x, offset, dim1, dim2);
+}
+
+tj_tensor *tj_diag(tj_tensor *x, int64_t diagonal)
+{
+    if (x && !rt_dead(x) && x->ndim != 1 && x->ndim != 2) {
+        char head[256];
+        rt_describe_inputs("diag", &x, 1, head, sizeof head);
+        rt_error("%s: expects a 1-D or 2-D tensor, got %d dims", head, x->ndim);
+        return NULL;
+    }
+    if (x && !rt_dead(x) && x->ndim == 2)
+        return diag_op(OP_diagonal, x, diagonal, 0, 1);
+    return diag_op(OP_diag_embed, x, diagonal, 0, 1);
+}
+
+tj_tensor *tj_repeat(tj_tensor *x, const int64_t *repeats, int n)
+{
+    ir_attrs at = {0};
+    ints_attr(&at.a[0], repeats, n);
+    return fe_apply(OP_repeat, &x, 1, &at);
+}
+
+tj_tensor *tj_tile(tj_tensor *x, const int64_t *dims, int n)
+{
+    ir_attrs at = {0};
+    ints_attr(&at.a[0], dims, n);
+    return fe_apply(OP_tile, &x, 1, &at);
+}
+
+tj_tensor *tj_repeat_interleave(tj_tensor *x, int64_t repeats, int dim)
+{
+    ir_attrs at = {0};
+    ir_attr_int(&at.a[0], repeats);
+    ir_attr_int(&at.a[1], dim);
+    return fe_apply(OP_repeat_interleave, &x, 1, &at);
+}
+
+tj_tensor *tj_roll(tj_tensor *x, const int64_t *shifts, const int *dims, int n)
+{
+    ir_attrs at = {0};
+    ints_attr(&at.a[0], shifts, n > 0 ? n : 1);
+    dims_attr(&at.a[1], dims, n > 0 ? n : 0);
+    return fe_apply(OP_roll, &x, 1, &at);
+}
+
+tj_tensor *tj_unfold(tj_tensor *x, int dim, int64_t size, int64_t step)
+{
+    ir_attrs at = {0};
+    ir_attr_int(&at.a[0], dim);
+    ir_attr_int(&at.a[1], size);
+    ir_attr_int(&at.a[2], step);
+    return fe_apply(OP_unfold, &x, 1, &at);
+}
+
+tj_tensor *tj_take(tj_tensor *x, tj_tensor *index)
+{
+    return fe_apply(OP_take, (tj_tensor *[]){x, index}, 2, NULL);
+}
+
+tj_tensor *tj_take_along_dim(tj_tensor *x, tj_tensor *index, int dim)
+{
+    ir_attrs at = {0};
+    ir_attr_int(&at.a[0], dim);
+    return fe_apply(OP_take_along_dim, (tj_tensor *[]){x, index}, 2, &at);
+}
+
+tj_tensor *tj_one_hot(tj_tensor *index, int64_t num_classes)
+{
+    return with_int(OP_one_hot, index, num_classes);
+}
+
+tj_tensor *tj_full_like(tj_tensor *x, double value)
+{
+    ir_attrs at = {0};
+    ir_attr_float(&at.a[0], value);
+    return fe_apply(OP_full_like, &x, 1, &at);
+}
+
+tj_tensor *tj_zeros_like(tj_tensor *x) { return tj_full_like(x, 0); }
+tj_tensor *tj_ones_like(tj_tensor *x) { return tj_full_like(x, 1); }
+tj_tensor *tj_empty_like(tj_tensor *x) { return tj_full_like(x, 0); }
+
+tj_tensor *tj_eye(tj_dtype dt, int64_t n, int64_t m)
+{
+    ir_attrs at = {0};
+    ir_attr_int(&at.a[0], n);
+    ir_attr_int(&at.a[1], m);
+    ir_attr_int(&at.a[2], dt);
+    return fe_apply(OP_eye, NULL, 0, &at);
+}
+
+tj_tensor *tj_linspace(tj_dtype dt, double start, double end, int64_t steps)
+{
+    ir_attrs at = {0};
+    ir_attr_float(&at.a[0], start);
+    ir_attr_float(&at.a[1], end);
+    ir_attr_int(&at.a[2], steps);
+    ir_attr_int(&at.a[3], dt);
+    return fe_apply(OP_linspace, NULL, 0, &at);
+}
+
+tj_tensor *tj_logspace(tj_dtype dt, double start, double end, int64_t steps, double base)
+{
+    ir_attrs at = {0};
+    ir_attr_float(&at.a[0], start);
+    ir_attr_float(&at.a[1], end);
+    ir_attr_int(&at.a[2], steps);
+    ir_attr_float(&at.a[3], base);
+    ir_attr_int(&at.a[4], dt);
+    return fe_apply(OP_logspace, NULL, 0, &at);
+}

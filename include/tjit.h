@@ -440,6 +440,30 @@ tj_tensor *tj_view_as(tj_tensor *x, tj_tensor *other);       /* a reshape: copie
 tj_tensor *tj_tril(tj_tensor *x, int64_t diagonal);           /* zero above the diagonal (last 2 dims) */
 tj_tensor *tj_triu(tj_tensor *x, int64_t diagonal);           /* zero below it */
 tj_tensor *tj_masked_fill(tj_tensor *x, tj_tensor *mask, double value);  /* bool mask broadcast to x */
+tj_tensor *tj_index_fill(tj_tensor *x, int dim, tj_tensor *index, double value);  /* i64 index, 0 or 1 dims */
+/* Diagonals (torch.diagonal, torch.diag_embed: dim1, dim2 default -2, -1 there). */
+tj_tensor *tj_diagonal(tj_tensor *x, int64_t offset, int dim1, int dim2);
+tj_tensor *tj_diag_embed(tj_tensor *x, int64_t offset, int dim1, int dim2);
+/* torch.diag: a vector to a matrix with it on diagonal `diagonal`, a matrix to that diagonal. */
+tj_tensor *tj_diag(tj_tensor *x, int64_t diagonal);
+/* Repeats and rolls. */
+tj_tensor *tj_repeat(tj_tensor *x, const int64_t *repeats, int n);   /* Tensor.repeat: n >= x's dims */
+tj_tensor *tj_tile(tj_tensor *x, const int64_t *dims, int n);
+tj_tensor *tj_repeat_interleave(tj_tensor *x, int64_t repeats, int dim);
+tj_tensor *tj_roll(tj_tensor *x, const int64_t *shifts, const int *dims, int n);  /* n dims; ndims 0: flattened, one shift */
+tj_tensor *tj_unfold(tj_tensor *x, int dim, int64_t size, int64_t step);  /* Tensor.unfold: windows as a last dim */
+/* Index-based reads (i64 indices). */
+tj_tensor *tj_take(tj_tensor *x, tj_tensor *index);          /* into the flattened x; negative counts from the end */
+tj_tensor *tj_take_along_dim(tj_tensor *x, tj_tensor *index, int dim);
+tj_tensor *tj_one_hot(tj_tensor *index, int64_t num_classes);   /* i64[..., num_classes] */
+/* Creation: like x (its shape and dtype), and ranges. */
+tj_tensor *tj_full_like(tj_tensor *x, double value);
+tj_tensor *tj_zeros_like(tj_tensor *x);
+tj_tensor *tj_ones_like(tj_tensor *x);
+tj_tensor *tj_empty_like(tj_tensor *x);   /* zeros, as tj_empty */
+tj_tensor *tj_eye(tj_dtype dt, int64_t n, int64_t m);   /* m -1: n */
+tj_tensor *tj_linspace(tj_dtype dt, double start, double end, int64_t steps);
+tj_tensor *tj_logspace(tj_dtype dt, double start, double end, int64_t steps, double base);
 
 /* ---- autograd (reverse mode; docs/training.md) ----------------------------
  * Mark leaves (weights) with tj_requires_grad; every op on a tensor that
@@ -811,6 +835,25 @@ TJ_API_END
 #define tj_tril(...) (tj__callsite(__FILE__, __LINE__), tj_tril(__VA_ARGS__))
 #define tj_triu(...) (tj__callsite(__FILE__, __LINE__), tj_triu(__VA_ARGS__))
 #define tj_masked_fill(...) (tj__callsite(__FILE__, __LINE__), tj_masked_fill(__VA_ARGS__))
+#define tj_index_fill(...) (tj__callsite(__FILE__, __LINE__), tj_index_fill(__VA_ARGS__))
+#define tj_diagonal(...) (tj__callsite(__FILE__, __LINE__), tj_diagonal(__VA_ARGS__))
+#define tj_diag_embed(...) (tj__callsite(__FILE__, __LINE__), tj_diag_embed(__VA_ARGS__))
+#define tj_diag(...) (tj__callsite(__FILE__, __LINE__), tj_diag(__VA_ARGS__))
+#define tj_repeat(...) (tj__callsite(__FILE__, __LINE__), tj_repeat(__VA_ARGS__))
+#define tj_tile(...) (tj__callsite(__FILE__, __LINE__), tj_tile(__VA_ARGS__))
+#define tj_repeat_interleave(...) (tj__callsite(__FILE__, __LINE__), tj_repeat_interleave(__VA_ARGS__))
+#define tj_roll(...) (tj__callsite(__FILE__, __LINE__), tj_roll(__VA_ARGS__))
+#define tj_unfold(...) (tj__callsite(__FILE__, __LINE__), tj_unfold(__VA_ARGS__))
+#define tj_take(...) (tj__callsite(__FILE__, __LINE__), tj_take(__VA_ARGS__))
+#define tj_take_along_dim(...) (tj__callsite(__FILE__, __LINE__), tj_take_along_dim(__VA_ARGS__))
+#define tj_one_hot(...) (tj__callsite(__FILE__, __LINE__), tj_one_hot(__VA_ARGS__))
+#define tj_full_like(...) (tj__callsite(__FILE__, __LINE__), tj_full_like(__VA_ARGS__))
+#define tj_zeros_like(...) (tj__callsite(__FILE__, __LINE__), tj_zeros_like(__VA_ARGS__))
+#define tj_ones_like(...) (tj__callsite(__FILE__, __LINE__), tj_ones_like(__VA_ARGS__))
+#define tj_empty_like(...) (tj__callsite(__FILE__, __LINE__), tj_empty_like(__VA_ARGS__))
+#define tj_eye(...) (tj__callsite(__FILE__, __LINE__), tj_eye(__VA_ARGS__))
+#define tj_linspace(...) (tj__callsite(__FILE__, __LINE__), tj_linspace(__VA_ARGS__))
+#define tj_logspace(...) (tj__callsite(__FILE__, __LINE__), tj_logspace(__VA_ARGS__))
 #define tj_requires_grad(...) (tj__callsite(__FILE__, __LINE__), tj_requires_grad(__VA_ARGS__))
 #define tj_backward(...) (tj__callsite(__FILE__, __LINE__), tj_backward(__VA_ARGS__))
 #define tj_backward_seed(...) (tj__callsite(__FILE__, __LINE__), tj_backward_seed(__VA_ARGS__))

@@ -167,3 +167,319 @@ int ir_infer_masked_fill(IR_INFER_ARGS)
     ir_set(out, x->dtype, nd, shape);
     return 0;
 }
+
+/* ---- diagonals ----------------------------------------------------------------------- */
+
+/* The length of the diagonal at offset off of an [n1, n2] matrix. */
+int64_t ir_diag_len(int64_t n1, int64_t n2, int64_t off)
+{
+    int64_t l = off >= 0 ? (n1 < n2 - off ? n1 : n2 - off) : (n1 + off < n2 ? n1 + off : n2);
+    return l > 0 ? l : 0;
+}
+
+/* Two distinct dims of ndim, normalized into d1, d2. */
+static int dim_pair(const ir_attrs *a, int k, int ndim, int *d1, int *d2, char *err, size_t nerr)
+{
+    if ((*d1 = one_dim(a->a[k].i[0], ndim, err, nerr)) < 0 ||
+        (*d2 = one_dim(a->a[k + 1].i[0], ndim, err, nerr)) < 0)
+        return -1;
+    if (*d1 == *d2)
+        return ir_fail(err, nerr, "dim1 and dim2 are both dim %d", *d1);
+    return 0;
+}
+
+int ir_infer_diagonal(IR_INFER_ARGS)
+{
+    const ir_type *x = in[0];
+    int d1, d2;
+    if (x->ndim < 2)
+        return ir_fail(err, nerr, "needs at least 2 dims, got %d", x->ndim);
+    if (dim_pair(a, 1, x->ndim, &d1, &d2, err, nerr))
+        return -1;
+    if (x->shape[d1] < 0 || x->shape[d2] < 0)
+        return ir_fail(err, nerr, "the diagonal's dims must have static sizes");
+    out->dtype = x->dtype, out->weak = false, out->ndim = x->ndim - 1;
+    int m = 0;
+    for (int k = 0; k < x->ndim; k++)
+        if (k != d1 && k != d2)
+            out->shape[m++] = x->shape[k];
+    out->shape[m] = ir_diag_len(x->shape[d1], x->shape[d2], a->a[0].i[0]);
+    return 0;
+}
+
+int ir_infer_diag_embed(IR_INFER_ARGS)
+{
+    const ir_type *x = in[0];
+    int nd = x->ndim + 1, d1, d2;
+    if (x->ndim < 1 || nd > TJ_MAX_DIMS)
+        return ir_fail(err, nerr, "needs 1 to %d dims, got %d", TJ_MAX_DIMS - 1, x->ndim);
+    if (dim_pair(a, 1, nd, &d1, &d2, err, nerr))
+        return -1;
+    int64_t off = a->a[0].i[0], len = x->shape[x->ndim - 1];
+    if (len < 0)
+        return ir_fail(err, nerr, "the last dim must have a static size");
+    if (off > INT32_MAX || off < -INT32_MAX)
+        return ir_fail(err, nerr, "offset %lld is too large", (long long)off);
+    int64_t n = len + (off < 0 ? -off : off);
+    out->dtype = x->dtype, out->weak = false, out->ndim = nd;
+    int m = 0;
+    for (int k = 0; k < nd; k++)
+        out->shape[k] = (k == d1 || k == d2) ? n : x->shape[m++];
+    int64_t numel;
+    if (!ir_numel_checked(nd, out->shape, &numel))
+        return ir_fail_numel(err, nerr, "the result", nd, out->shape);
+    return 0;
+}
+
+int ir_infer_one_hot(IR_INFER_ARGS)
+{
+    const ir_type *x = in[0];
+    int64_t c = a->a[0].i[0];
+    if (x->dtype != TJ_I64)
+        return ir_fail(err, nerr, "one_hot takes an i64 tensor, got %s", tj_dtype_name(x->dtype));
+    if (c < 0)
+        return ir_fail(err, nerr, "num_classes must be given (>= 0), got %lld: inferring it "
+                       "from the values is data-dependent", (long long)c);
+    if (c == 0 && ir_type_numel(x) != 0)
+        return ir_fail(err, nerr, "num_classes 0 leaves no class for the values");
+    if (x->ndim + 1 > TJ_MAX_DIMS)
+        return ir_fail(err, nerr, "too many dims");
+    ir_set(out, TJ_I64, x->ndim + 1, x->shape);
+    out->shape[x->ndim] = c;
+    int64_t numel;
+    if (!ir_numel_checked(out->ndim, out->shape, &numel))
+        return ir_fail_numel(err, nerr, "the result", out->ndim, out->shape);
+    return 0;
+}
+
+int ir_infer_full_like(IR_INFER_ARGS)
+{
+    ir_set(out, in[0]->dtype, in[0]->ndim, in[0]->shape);
+    return 0;
+}
+
+/* ---- repeats ------------------------------------------------------------------------- */
+
+int ir_infer_repeat(IR_INFER_ARGS)
+{
+    const ir_type *x = in[0];
+    const ir_attr *r = &a->a[0];
+    if (r->n < x->ndim || r->n > TJ_MAX_DIMS)
+        return ir_fail(err, nerr, "repeats has %d entries; needs %d to %d (the input has %d dims)",
+                       r->n, x->ndim, TJ_MAX_DIMS, x->ndim);
+    int lead = r->n - x->ndim, extra = 0;
+    out->dtype = x->dtype, out->weak = false, out->ndim = r->n;
+    for (int d = 0; d < r->n; d++) {
+        int64_t s = d < lead ? 1 : x->shape[d - lead];
+        if (r->i[d] < 0)
+            return ir_fail(err, nerr, "negative repeat %lld in dim %d", (long long)r->i[d], d);
+        if (s < 0 && r->i[d] != 1)
+            return ir_fail(err, nerr, "dim %d has a symbolic size", d);
+        extra += r->i[d] != 1 && s != 1;
+        if (s >= 0 && __builtin_mul_overflow(s, r->i[d], &out->shape[d]))
+            return ir_fail(err, nerr, "dim %d overflows", d);
+        if (s < 0)
+            out->shape[d] = s;
+    }
+    if (r->n + extra > TJ_MAX_DIMS)
+        return ir_fail(err, nerr, "repeating %d dims of %d needs more than %d dims", extra, r->n,
+                       TJ_MAX_DIMS);
+    int64_t numel;
+    if (!ir_numel_checked(out->ndim, out->shape, &numel))
+        return ir_fail_numel(err, nerr, "the result", out->ndim, out->shape);
+    return 0;
+}
+
+/* tile: repeat with dims padded by leading ones to the input's rank. */
+void ir_tile_repeats(const ir_attr *dims, int ndim, ir_attr *r)
+{
+    memset(r, 0, sizeof *r);
+    int lead = ndim > dims->n ? ndim - dims->n : 0;
+    r->n = dims->n + lead;
+    for (int d = 0; d < r->n && d < IR_MAX_LIST; d++)
+        r->i[d] = d < lead ? 1 : dims->i[d - lead];
+}
+
+int ir_infer_tile(IR_INFER_ARGS)
+{
+    ir_attrs r;
+    if (a->a[0].n < 0 || a->a[0].n > TJ_MAX_DIMS)
+        return ir_fail(err, nerr, "dims has %d entries (expected 0..%d)", a->a[0].n, TJ_MAX_DIMS);
+    memset(&r, 0, sizeof r);
+    ir_tile_repeats(&a->a[0], in[0]->ndim, &r.a[0]);
+    return ir_infer_repeat(op, in, nin, &r, out, err, nerr);
+}
+
+int ir_infer_repeat_interleave(IR_INFER_ARGS)
+{
+    const ir_type *x = in[0];
+    int64_t r = a->a[0].i[0];
+    int nd = x->ndim;
+    if (nd == 0)
+        return ir_fail(err, nerr, "a 0-dim tensor has no dim to repeat along");
+    int d = one_dim(a->a[1].i[0], nd, err, nerr);
+    if (d < 0)
+        return -1;
+    if (r < 0)
+        return ir_fail(err, nerr, "repeats must be non-negative, got %lld", (long long)r);
+    if (x->ndim + 1 > TJ_MAX_DIMS)
+        return ir_fail(err, nerr, "too many dims");
+    int64_t s = x->ndim ? x->shape[d] : 1;
+    if (s < 0)
+        return ir_fail(err, nerr, "dim %d has a symbolic size", d);
+    ir_set(out, x->dtype, nd, x->shape);
+    if (!x->ndim)
+        out->shape[0] = 1;
+    if (__builtin_mul_overflow(s, r, &out->shape[d]))
+        return ir_fail(err, nerr, "dim %d overflows", d);
+    int64_t numel;
+    if (!ir_numel_checked(out->ndim, out->shape, &numel))
+        return ir_fail_numel(err, nerr, "the result", out->ndim, out->shape);
+    return 0;
+}
+
+int ir_infer_roll(IR_INFER_ARGS)
+{
+    const ir_type *x = in[0];
+    const ir_attr *sh = &a->a[0], *dm = &a->a[1];
+    if (sh->n < 1 || sh->n > TJ_MAX_DIMS)
+        return ir_fail(err, nerr, "shifts has %d entries (expected 1..%d)", sh->n, TJ_MAX_DIMS);
+    if (dm->n == 0 ? sh->n != 1 : dm->n != sh->n)
+        return ir_fail(err, nerr, "shifts has %d entries and dims %d", sh->n, dm->n);
+    for (int k = 0; k < dm->n; k++) {
+        int d = one_dim(dm->i[k], x->ndim, err, nerr);
+        if (d < 0)
+            return -1;
+        if (x->ndim && x->shape[d] < 0)
+            return ir_fail(err, nerr, "dim %d has a symbolic size", d);
+    }
+    for (int d = 0; d < x->ndim && dm->n == 0; d++)
+        if (x->shape[d] < 0)
+            return ir_fail(err, nerr, "dim %d has a symbolic size", d);
+    ir_set(out, x->dtype, x->ndim, x->shape);
+    return 0;
+}
+
+/* ---- index-based --------------------------------------------------------------------- */
+
+int ir_infer_take(IR_INFER_ARGS)
+{
+    const ir_type *x = in[0], *ix = in[1];
+    if (ix->dtype != TJ_I64)
+        return ir_fail(err, nerr, "index must be i64, got %s", tj_dtype_name(ix->dtype));
+    for (int d = 0; d < x->ndim; d++)
+        if (x->shape[d] < 0)
+            return ir_fail(err, nerr, "the input's dim %d has a symbolic size", d);
+    if (ir_type_numel(x) == 0 && ir_type_numel(ix) != 0)
+        return ir_fail(err, nerr, "cannot take from an empty tensor");
+    ir_set(out, x->dtype, ix->ndim, ix->shape);
+    return 0;
+}
+
+int ir_infer_take_along_dim(IR_INFER_ARGS)
+{
+    const ir_type *x = in[0], *ix = in[1];
+    if (ix->dtype != TJ_I64)
+        return ir_fail(err, nerr, "index must be i64, got %s", tj_dtype_name(ix->dtype));
+    if (x->ndim != ix->ndim || x->ndim == 0)
+        return ir_fail(err, nerr, "index has %d dims, input has %d (at least 1)", ix->ndim, x->ndim);
+    int d = one_dim(a->a[0].i[0], x->ndim, err, nerr);
+    if (d < 0)
+        return -1;
+    ir_set(out, x->dtype, x->ndim, x->shape);
+    for (int k = 0; k < x->ndim; k++) {
+        int64_t p = x->shape[k], q = ix->shape[k];
+        if (k == d)
+            out->shape[k] = q;
+        else if (p == q || q == 1)
+            out->shape[k] = p;
+        else if (p == 1)
+            out->shape[k] = q;
+        else
+            return ir_fail(err, nerr, "sizes %s and %s in dim %d cannot be broadcast", IR_DIM(p),
+                           IR_DIM(q), k);
+    }
+    return 0;
+}
+
+int ir_infer_unfold(IR_INFER_ARGS)
+{
+    const ir_type *x = in[0];
+    int64_t size = a->a[1].i[0], step = a->a[2].i[0];
+    if (x->ndim == 0 || x->ndim + 1 > TJ_MAX_DIMS)
+        return ir_fail(err, nerr, "needs 1 to %d dims, got %d", TJ_MAX_DIMS - 1, x->ndim);
+    int d = one_dim(a->a[0].i[0], x->ndim, err, nerr);
+    if (d < 0)
+        return -1;
+    int64_t n = x->shape[d];
+    if (n < 0)
+        return ir_fail(err, nerr, "dim %d has a symbolic size", d);
+    if (step <= 0)
+        return ir_fail(err, nerr, "step must be positive, got %lld", (long long)step);
+    if (size < 0 || size > n)
+        return ir_fail(err, nerr, "size %lld does not fit dim %d of size %lld", (long long)size, d,
+                       (long long)n);
+    ir_set(out, x->dtype, x->ndim + 1, x->shape);
+    out->shape[d] = (n - size) / step + 1;
+    out->shape[x->ndim] = size;
+    return 0;
+}
+
+int ir_infer_index_fill(IR_INFER_ARGS)
+{
+    const ir_type *x = in[0], *ix = in[1];
+    if (ix->dtype != TJ_I64)
+        return ir_fail(err, nerr, "index must be i64, got %s", tj_dtype_name(ix->dtype));
+    if (ix->ndim > 1)
+        return ir_fail(err, nerr, "index must have 0 or 1 dims, got %d", ix->ndim);
+    int d = one_dim(a->a[0].i[0], x->ndim, err, nerr);
+    if (d < 0)
+        return -1;
+    if (x->ndim && x->shape[d] < 0)
+        return ir_fail(err, nerr, "dim %d has a symbolic size", d);
+    ir_set(out, x->dtype, x->ndim, x->shape);
+    return 0;
+}
+
+/* ---- creation ------------------------------------------------------------------------ */
+
+static int create_dtype(int64_t dt, bool no_bool, char *err, size_t nerr)
+{
+    if (dt < 0 || dt >= TJ_NUM_DTYPES || !ir_dtype_supported((tj_dtype)dt))
+        return ir_fail(err, nerr, "unsupported dtype %lld", (long long)dt);
+    if (no_bool && dt == TJ_BOOL)
+        return ir_fail(err, nerr, "unsupported dtype bool");
+    return 0;
+}
+
+int ir_infer_eye(IR_INFER_ARGS)
+{
+    int64_t n = a->a[0].i[0], m = a->a[1].i[0];
+    if (create_dtype(a->a[2].i[0], false, err, nerr))
+        return -1;
+    if (m == -1)
+        m = n;
+    if (n < 0 || m < 0)
+        return ir_fail(err, nerr, "sizes must be non-negative, got n=%lld m=%lld", (long long)n,
+                       (long long)m);
+    int64_t shape[2] = {n, m}, numel;
+    if (!ir_numel_checked(2, shape, &numel))
+        return ir_fail_numel(err, nerr, "the result", 2, shape);
+    ir_set(out, (tj_dtype)a->a[2].i[0], 2, shape);
+    return 0;
+}
+
+int ir_infer_linspace(IR_INFER_ARGS)
+{
+    int64_t steps = a->a[2].i[0];
+    int64_t dt = op == OP_logspace ? a->a[4].i[0] : a->a[3].i[0];
+    if (create_dtype(dt, true, err, nerr))
+        return -1;
+    if (steps < 0)
+        return ir_fail(err, nerr, "number of steps must be non-negative, got %lld",
+                       (long long)steps);
+    ir_set(out, (tj_dtype)dt, 1, &steps);
+    return 0;
+}
+
+int ir_infer_logspace(IR_INFER_ARGS) { return ir_infer_linspace(op, in, nin, a, out, err, nerr); }

@@ -137,7 +137,12 @@ static const struct {
     /* indexing, scans and shapes */
     {"length", {"1", "2"}},         {"src", {"0", "0,1"}},
     {"dst", {"1", "1,0"}},          {"sizes", {"2,2", "2,-1", "3,2"}},
-    {"diagonal", {"0", "-1"}},
+    {"diagonal", {"0", "-1"}},      {"dim1", {"0", "-2"}},
+    {"dim2", {"1", "-1"}},          {"num_classes", {"3"}},
+    {"repeats", {"2,1", "3"}},      {"shifts", {"1", "1,-1"}},
+    {"size", {"2"}},                {"n", {"3"}},
+    {"m", {"-1", "2"}},             {"steps", {"5"}},
+    {"base", {"10"}},
 };
 
 static int examples_of(const char *attr, const char *const **vals)

@@ -357,6 +357,21 @@ static const char *const composite_cases[] = {
     G("%m: bool[3,4], %i: i32[3,4], %x: f64[2,3,4]",
       "%0 = masked_fill %i, %m {value=2.5} : i32[3,4]\n"
       " %1 = masked_fill %x, %m {value=-inf} : f64[2,3,4]\n return %0, %1"),
+    G("%x: f32[2,3,4], %s: f32[3,4], %v: i32[3], %idx: i64[2,3]",
+      "%0 = diagonal %x {offset=1, dim1=1, dim2=2} : f32[2,3]\n"
+      " %1 = diag_embed %v {offset=-1, dim1=0, dim2=1} : i32[4,4]\n"
+      " %2 = repeat %s {repeats=[2,1,3]} : f32[2,3,12]\n %3 = tile %v {dims=[2,2]} : i32[2,6]\n"
+      " %4 = repeat_interleave %s {repeats=2, dim=0} : f32[6,4]\n"
+      " %5 = roll %x {shifts=[1,-2], dims=[0,2]} : f32[2,3,4]\n %6 = take %s, %idx : f32[2,3]\n"
+      " %7 = one_hot %idx {num_classes=12} : i64[2,3,12]\n return %0, %1, %2, %3, %4, %5, %6, %7"),
+    G("%x: f32[2,3,4], %s: f32[3,4], %idx: i64[2,3,2], %idxj: i64[2]",
+      "%0 = take_along_dim %x, %idx {dim=2} : f32[2,3,2]\n"
+      " %1 = unfold %s {dim=1, size=2, step=1} : f32[3,3,2]\n"
+      " %2 = index_fill %s, %idxj {dim=1, value=-2} : f32[3,4]\n %3 = full_like %s {value=3} : f32[3,4]\n"
+      " %4 = eye {n=3, m=4, dtype=f32} : f32[3,4]\n"
+      " %5 = linspace {start=-1, end=2, steps=7, dtype=f64} : f64[7]\n"
+      " %6 = logspace {start=-1, end=2, steps=7, base=10, dtype=f32} : f32[7]\n"
+      " return %0, %1, %2, %3, %4, %5, %6"),
 };
 
 static void test_every_composite_decomposes(void **state)

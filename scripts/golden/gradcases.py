@@ -86,6 +86,17 @@ IDX = {
     "tril": lambda i, a: torch.tril(i[0], a["diagonal"]),
     "triu": lambda i, a: torch.triu(i[0], a["diagonal"]),
     "masked_fill": lambda i, a: i[0].masked_fill(i[1], a["value"]),
+    "diagonal": lambda i, a: torch.diagonal(i[0], a["offset"], a["dim1"], a["dim2"]),
+    "diag_embed": lambda i, a: torch.diag_embed(i[0], a["offset"], a["dim1"], a["dim2"]),
+    "repeat": lambda i, a: i[0].repeat(*a["repeats"]),
+    "tile": lambda i, a: torch.tile(i[0], tuple(a["dims"])),
+    "repeat_interleave": lambda i, a: torch.repeat_interleave(i[0], a["repeats"], a["dim"]),
+    "roll": lambda i, a: torch.roll(i[0], tuple(a["shifts"]), tuple(a["dims"])),
+    "take": lambda i, a: torch.take(i[0], i[1]),
+    "take_along_dim": lambda i, a: torch.take_along_dim(i[0], i[1], a["dim"]),
+    "unfold": lambda i, a: i[0].unfold(a["dim"], a["size"], a["step"]),
+    "index_fill": lambda i, a: i[0].index_fill(a["dim"], i[1], a["value"]),
+    "full_like": lambda i, a: torch.full_like(i[0], a["value"]),
 }
 
 

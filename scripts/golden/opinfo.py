@@ -1218,6 +1218,7 @@ def arange(op):
 # The indexing, scan and shape rows' samples live in opinfo_idx.py.
 import opinfo_idx  # noqa: E402
 opinfo_idx.register(sys.modules[__name__])
+opinfo_idx.register2(sys.modules[__name__])
 
 
 def main():

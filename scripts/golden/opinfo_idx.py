@@ -124,3 +124,189 @@ def register(o):
         each_layout(op, t, (4.0,), (m,))
         sample(op, ["transposed"], [t([2, 3]), T([[1, 0], [0, 0], [1, 1]], "bool", "t")], (4.0,))
         sample(op, ["extreme"], [T(o.EXTREME), T([k % 2 for k in range(26)], "bool")], (-0.0,))
+
+
+def register2(o):
+    t, T, sample, each_layout, DT = o.t, o.T, o.sample, o.each_layout, o.DT
+
+    def reg(*ops):
+        return o.samples_for(*ops)
+
+    def dtypes_of(op, shape, attrs, rest=()):
+        for dt in DT:
+            if dt != "f32":
+                sample(op, ["dtype"], [t(shape, dt), *rest], attrs)
+
+    def ix(vals):
+        return T(vals, "i64")
+
+    def diag_embed_ref(x, off, d1, d2):
+        return torch.diag_embed(x, off, d1, d2)
+
+    o.REF.update({
+        "diagonal": torch.diagonal, "diag_embed": diag_embed_ref,
+        "one_hot": lambda x, c: torch.nn.functional.one_hot(x, c),
+        "full_like": lambda x, v: torch.full_like(x, v),
+        "repeat": lambda x, r: x.repeat(*r),
+        "tile": lambda x, d: torch.tile(x, tuple(d)),
+        "repeat_interleave": lambda x, r, d: torch.repeat_interleave(x, r, d),
+        "roll": lambda x, s, d: torch.roll(x, tuple(s), tuple(d)),
+        "take": torch.take,
+        "take_along_dim": lambda x, i, d: torch.take_along_dim(x, i, d),
+        "unfold": lambda x, d, s, st: x.unfold(d, s, st),
+        "index_fill": lambda x, i, d, v: x.index_fill(d, i, v),
+        "eye": lambda n, m, dt: torch.eye(n, m if m != -1 else n, dtype=o.DT[dt]),
+        "linspace": lambda a, b, s, dt: torch.linspace(a, b, s, dtype=o.DT[dt]),
+        "logspace": lambda a, b, s, base, dt: torch.logspace(a, b, s, base, dtype=o.DT[dt]),
+    })
+
+    @reg("diagonal", "diag_embed")
+    def diags(op):
+        shape = [3, 4] if op == "diagonal" else [3]
+        for a in ((0, 0, 1), (1, 0, 1), (-1, 0, 1), (2, -1, -2), (5, 0, 1), (-3, 0, 1), (0, 1, 1),
+                  (0, 0, 3)):
+            sample(op, ["plain", "args"], [t(shape)], a)
+        big = [2, 3, 4] if op == "diagonal" else [2, 3]
+        for a in ((0, 0, 2), (1, 2, 0), (-1, -1, 1), (0, -3, -1)):
+            sample(op, ["args"], [t(big)], a)
+        dtypes_of(op, shape, (0, 0, 1))
+        sample(op, ["empty"], [t([3, 0] if op == "diagonal" else [0])], (0, 0, 1))
+        sample(op, ["0d"], [t([])], (0, 0, 1))
+        each_layout(op, t, (1, 0, 1))
+        sample(op, ["extreme"], [T(torch.tensor(o.EXTREME).reshape(2, 13))], (1, 0, 1))
+
+    @reg("one_hot")
+    def one_hot(op):
+        for c in (3, 5, 0):
+            sample(op, ["plain", "args"], [ix([0, 2, 1, 2])], (c,))
+        sample(op, ["args"], [ix([[0, 1], [2, 2]])], (3,))
+        sample(op, ["args"], [ix([0, 1])], (-1,))
+        sample(op, ["0d"], [ix(1)], (2,))
+        sample(op, ["empty"], [T(torch.zeros(0), "i64")], (3,))
+        sample(op, ["dtype"], [T([0, 1], "i32")], (2,))
+        sample(op, ["transposed"], [T([[0, 1], [1, 1], [2, 0]], "i64", "t")], (3,))
+
+    @reg("full_like")
+    def full_like(op):
+        for v in (2.5, -1.0, math.inf, math.nan, 0.0):
+            sample(op, ["plain", "args"], [t([2, 3])], (v,))
+        for dt in DT:
+            if dt != "f32":
+                sample(op, ["dtype"], [t([2, 3], dt)], (1.0 if dt == "bool" else 7.0,))
+        sample(op, ["dtype", "args"], [t([2], "i32")], (2.5,))
+        sample(op, ["empty"], [t([3, 0])], (1.0,))
+        sample(op, ["0d"], [t([])], (3.0,))
+        each_layout(op, t, (4.0,))
+
+    @reg("repeat", "tile")
+    def repeat(op):
+        for r in ([1, 1], [2, 1], [1, 3], [2, 2], [2, 1, 2], [0, 2], [3], [], [1, -1]):
+            sample(op, ["plain", "args"], [t([2, 3])], (r,))
+        sample(op, ["args"], [t([3])], ([2, 2],))
+        dtypes_of(op, [2, 3], ([2, 2],))
+        sample(op, ["empty"], [t([3, 0])], ([2, 2],))
+        sample(op, ["0d"], [t([])], ([2, 3],))
+        each_layout(op, t, ([2, 3],))
+        sample(op, ["extreme"], [T(o.EXTREME)], ([2],))
+
+    @reg("repeat_interleave")
+    def repeat_interleave(op):
+        for r, d in ((2, 0), (2, 1), (3, -1), (0, 1), (1, 0), (2, 2), (-1, 0)):
+            sample(op, ["plain", "args"], [t([2, 3])], (r, d))
+        dtypes_of(op, [2, 3], (2, 1))
+        sample(op, ["empty"], [t([3, 0])], (2, 1))
+        sample(op, ["0d"], [t([])], (3, 0))
+        each_layout(op, t, (2, 0))
+        sample(op, ["extreme"], [T(o.EXTREME)], (2, 0))
+
+    @reg("roll")
+    def roll(op):
+        for s, d in (([1], [0]), ([1], [1]), ([-1], [1]), ([4], [1]), ([1, 2], [0, 1]), ([2], []),
+                     ([-7], []), ([1], [2]), ([1, 1], [1]), ([0], [0])):
+            sample(op, ["plain", "args"], [t([2, 3])], (s, d))
+        dtypes_of(op, [2, 3], ([1], [1]))
+        sample(op, ["empty"], [t([3, 0])], ([1], [1]))
+        sample(op, ["0d"], [t([])], ([1], []))
+        each_layout(op, t, ([1, 1], [0, 1]))
+        sample(op, ["extreme"], [T(o.EXTREME)], ([5], [0]))
+
+    @reg("take")
+    def take(op):
+        sample(op, ["plain", "args"], [t([2, 3]), ix([0, 5, 2])])
+        sample(op, ["args"], [t([2, 3]), ix([[1, -1], [-6, 3]])])
+        sample(op, ["args"], [t([2, 3]), ix(4)])
+        sample(op, ["args"], [t([2, 3]), ix([6])])
+        sample(op, ["args"], [t([2, 3]), T([1, 2], "i32")])
+        for dt in DT:
+            if dt != "f32":
+                sample(op, ["dtype"], [t([2, 3], dt), ix([5, 0])])
+        sample(op, ["empty"], [t([2, 3]), T(torch.zeros(0), "i64")])
+        sample(op, ["empty"], [t([3, 0]), ix([0])])
+        sample(op, ["0d"], [t([]), ix([0, 0])])
+        each_layout(op, t, (), (ix([0, 4, 5]),))
+        sample(op, ["extreme"], [T(o.EXTREME), ix([25, 0, 12])])
+
+    @reg("take_along_dim")
+    def take_along_dim(op):
+        sample(op, ["plain", "args"], [t([2, 3]), ix([[0, 2], [1, 1]])], (1,))
+        sample(op, ["bcast", "args"], [t([2, 3]), ix([[2, 0]])], (1,))
+        sample(op, ["bcast", "args"], [t([1, 3]), ix([[2], [0]])], (1,))
+        sample(op, ["args"], [t([2, 3]), ix([[1, 0, 1]])], (0,))
+        sample(op, ["args"], [t([2, 3]), ix([[3]])], (1,))
+        sample(op, ["args"], [t([2, 3]), ix([0, 1])], (1,))
+        sample(op, ["args"], [t([2, 3]), ix([[0]])], (2,))
+        for dt in DT:
+            if dt != "f32":
+                sample(op, ["dtype"], [t([2, 3], dt), ix([[2], [0]])], (1,))
+        sample(op, ["empty"], [t([2, 3]), T(torch.zeros(2, 0), "i64")], (1,))
+        sample(op, ["0d"], [t([]), ix(0)], (0,))
+        each_layout(op, t, (1,), (ix([[0, 2], [1, 1]]),))
+        sample(op, ["extreme"], [T(torch.tensor(o.EXTREME).reshape(2, 13)), ix([[12], [0]])], (1,))
+
+    @reg("unfold")
+    def unfold(op):
+        for a in ((1, 2, 1), (1, 3, 1), (1, 1, 2), (0, 2, 1), (1, 2, 2), (-1, 0, 1), (1, 4, 1),
+                  (1, 2, 0), (2, 1, 1)):
+            sample(op, ["plain", "args"], [t([2, 3])], a)
+        sample(op, ["args"], [t([7])], (0, 3, 2))
+        dtypes_of(op, [2, 3], (1, 2, 1))
+        sample(op, ["empty"], [t([0, 3])], (1, 2, 1))
+        each_layout(op, t, (1, 2, 1))
+        sample(op, ["extreme"], [T(o.EXTREME)], (0, 4, 3))
+
+    @reg("index_fill")
+    def index_fill(op):
+        for i, d, v in (([0], 1, 2.5), ([2, 0], 1, -1.0), ([1], 0, math.nan), ([-1], 1, 3.0),
+                        ([0, 0], 1, math.inf)):
+            sample(op, ["plain", "args"], [t([2, 3]), ix(i)], (d, v))
+        sample(op, ["args"], [t([2, 3]), ix(1)], (1, 7.0))
+        sample(op, ["args"], [t([2, 3]), ix([1])], (2, 7.0))
+        sample(op, ["args"], [t([2, 3]), T([1], "i32")], (1, 7.0))
+        for dt in DT:
+            if dt != "f32":
+                sample(op, ["dtype"], [t([2, 3], dt), ix([1])], (1, 1.0 if dt == "bool" else 5.0))
+        sample(op, ["empty"], [t([3, 0]), ix([1])], (0, 1.0))
+        sample(op, ["empty"], [t([2, 3]), T(torch.zeros(0), "i64")], (1, 1.0))
+        sample(op, ["0d"], [t([]), ix([0])], (0, 2.0))
+        each_layout(op, t, (1, 9.0), (ix([0, 2]),))
+
+    @reg("eye")
+    def eye(op):
+        for n, m in ((3, -1), (2, 4), (4, 2), (0, -1), (1, 1), (3, 0), (-1, 2)):
+            sample(op, ["plain", "args"], [], (n, m, "f32"))
+        for dt in DT:
+            if dt != "f32":
+                sample(op, ["dtype"], [], (3, 2, dt))
+
+    @reg("linspace", "logspace")
+    def spaces(op):
+        extra = (2.0,) if op == "logspace" else ()
+        for a, b, s in ((0, 1, 5), (-3, 7, 11), (1, 0, 4), (2, 2, 3), (0, 1, 1), (0, 1, 0), (0.5, 3.25, 7),
+                        (0, 1, -1), (-1, 1, 100)):
+            sample(op, ["plain", "args"], [], (a, b, s, *extra, "f32"))
+        for dt in ("f64", "i64", "i32"):
+            sample(op, ["dtype"], [], (0, 10, 6, *extra, dt))
+        if op == "logspace":
+            for base in (10.0, 0.5, math.e):
+                sample(op, ["args"], [], (-2, 2, 5, base, "f32"))
+        sample(op, ["extreme"], [], (0, math.inf, 3, *extra, "f64"))
