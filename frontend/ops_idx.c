@@ -211,3 +211,103 @@ tj_tensor *tj_logspace(tj_dtype dt, double start, double end, int64_t steps, dou
     ir_attr_int(&at.a[4], dt);
     return fe_apply(OP_logspace, NULL, 0, &at);
 }
+
+/* ---- scans and sorts ------------------------------------------------------------------- */
+
+tj_tensor *tj_cumsum(tj_tensor *x, int dim) { return with_int(OP_cumsum, x, dim); }
+tj_tensor *tj_cumprod(tj_tensor *x, int dim) { return with_int(OP_cumprod, x, dim); }
+tj_tensor *tj_logcumsumexp(tj_tensor *x, int dim) { return with_int(OP_logcumsumexp, x, dim); }
+
+/* Values through the row op, and the positions when asked for. */
+static tj_tensor *with_indices(tj_tensor *v, tj_tensor **indices, tj_tensor *ix)
+{
+    if (indices)
+        *indices = v ? ix : NULL;
+    return v && (!indices || ix) ? v : NULL;
+}
+
+tj_tensor *tj_cummax(tj_tensor *x, int dim, tj_tensor **indices)
+{
+    tj_tensor *v = with_int(OP_cummax, x, dim);
+    return with_indices(v, indices, v && indices ? with_int(OP_cummax_indices, x, dim) : NULL);
+}
+
+tj_tensor *tj_cummin(tj_tensor *x, int dim, tj_tensor **indices)
+{
+    tj_tensor *v = with_int(OP_cummin, x, dim);
+    return with_indices(v, indices, v && indices ? with_int(OP_cummin_indices, x, dim) : NULL);
+}
+
+static tj_tensor *sort_op(ir_op op, tj_tensor *x, int dim, bool descending)
+{
+    ir_attrs at = {0};
+    ir_attr_int(&at.a[0], dim);
+    ir_attr_int(&at.a[1], descending);
+    return fe_apply(op, &x, 1, &at);
+}
+
+tj_tensor *tj_argsort(tj_tensor *x, int dim, bool descending)
+{
+    return sort_op(OP_argsort, x, dim, descending);
+}
+
+tj_tensor *tj_sort(tj_tensor *x, int dim, bool descending, tj_tensor **indices)
+{
+    tj_tensor *v = sort_op(OP_sort, x, dim, descending);
+    return with_indices(v, indices, v && indices ? tj_argsort(x, dim, descending) : NULL);
+}
+
+/* positions [from, from + k) of the sorted lines, for the indices. */
+static tj_tensor *sorted_positions(tj_tensor *x, int dim, bool desc, int64_t from, int64_t k)
+{
+    tj_tensor *s = tj_argsort(x, dim, desc);
+    return s && s->ndim ? tj_slice(s, dim, from, from + k, 1) : s;
+}
+
+tj_tensor *tj_topk(tj_tensor *x, int64_t k, int dim, bool largest, tj_tensor **indices)
+{
+    ir_attrs at = {0};
+    ir_attr_int(&at.a[0], k);
+    ir_attr_int(&at.a[1], dim);
+    ir_attr_int(&at.a[2], largest);
+    tj_tensor *v = fe_apply(OP_topk, &x, 1, &at);
+    return with_indices(v, indices, v && indices ? sorted_positions(x, dim, largest, 0, k) : NULL);
+}
+
+tj_tensor *tj_kthvalue(tj_tensor *x, int64_t k, int dim, bool keepdim, tj_tensor **indices)
+{
+    ir_attrs at = {0};
+    ir_attr_int(&at.a[0], k);
+    ir_attr_int(&at.a[1], dim);
+    ir_attr_int(&at.a[2], keepdim);
+    tj_tensor *v = fe_apply(OP_kthvalue, &x, 1, &at);
+    tj_tensor *ix = v && indices ? sorted_positions(x, dim, false, k - 1, 1) : NULL;
+    if (ix && ix->ndim && !keepdim)
+        ix = tj_squeeze(ix, &dim, 1);
+    return with_indices(v, indices, ix);
+}
+
+tj_tensor *tj_median(tj_tensor *x, int dim, bool keepdim)
+{
+    ir_attrs at = {0};
+    ir_attr_int(&at.a[0], dim);
+    ir_attr_int(&at.a[1], keepdim);
+    return fe_apply(OP_median, &x, 1, &at);
+}
+
+static tj_tensor *extreme_dim(bool max, tj_tensor *x, int dim, bool keepdim, tj_tensor **indices)
+{
+    tj_tensor *v = max ? tj_amax(x, &dim, 1, keepdim) : tj_amin(x, &dim, 1, keepdim);
+    tj_tensor *ix = v && indices ? (max ? tj_argmax : tj_argmin)(x, dim, keepdim) : NULL;
+    return with_indices(v, indices, ix);
+}
+
+tj_tensor *tj_max_dim(tj_tensor *x, int dim, bool keepdim, tj_tensor **indices)
+{
+    return extreme_dim(true, x, dim, keepdim, indices);
+}
+
+tj_tensor *tj_min_dim(tj_tensor *x, int dim, bool keepdim, tj_tensor **indices)
+{
+    return extreme_dim(false, x, dim, keepdim, indices);
+}

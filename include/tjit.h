@@ -456,6 +456,22 @@ tj_tensor *tj_unfold(tj_tensor *x, int dim, int64_t size, int64_t step);  /* Ten
 tj_tensor *tj_take(tj_tensor *x, tj_tensor *index);          /* into the flattened x; negative counts from the end */
 tj_tensor *tj_take_along_dim(tj_tensor *x, tj_tensor *index, int dim);
 tj_tensor *tj_one_hot(tj_tensor *index, int64_t num_classes);   /* i64[..., num_classes] */
+/* Scans along dim (integer and bool cumsum/cumprod give i64; logcumsumexp takes floats). */
+tj_tensor *tj_cumsum(tj_tensor *x, int dim);
+tj_tensor *tj_cumprod(tj_tensor *x, int dim);
+tj_tensor *tj_logcumsumexp(tj_tensor *x, int dim);
+/* Running max/min; *indices (if not NULL) gets where each is (PyTorch's ties: the later). */
+tj_tensor *tj_cummax(tj_tensor *x, int dim, tj_tensor **indices);
+tj_tensor *tj_cummin(tj_tensor *x, int dim, tj_tensor **indices);
+/* Sorting (stable; NaN sorts as the largest value). *indices, if not NULL, gets the i64 positions. */
+tj_tensor *tj_argsort(tj_tensor *x, int dim, bool descending);
+tj_tensor *tj_sort(tj_tensor *x, int dim, bool descending, tj_tensor **indices);
+tj_tensor *tj_topk(tj_tensor *x, int64_t k, int dim, bool largest, tj_tensor **indices);  /* sorted */
+tj_tensor *tj_kthvalue(tj_tensor *x, int64_t k, int dim, bool keepdim, tj_tensor **indices);  /* k from 1 */
+tj_tensor *tj_median(tj_tensor *x, int dim, bool keepdim);   /* the lower median; NaN where a line has one */
+/* torch.max(x, dim) and torch.min(x, dim): amax/amin values, argmax/argmin in *indices. */
+tj_tensor *tj_max_dim(tj_tensor *x, int dim, bool keepdim, tj_tensor **indices);
+tj_tensor *tj_min_dim(tj_tensor *x, int dim, bool keepdim, tj_tensor **indices);
 /* Creation: like x (its shape and dtype), and ranges. */
 tj_tensor *tj_full_like(tj_tensor *x, double value);
 tj_tensor *tj_zeros_like(tj_tensor *x);
@@ -847,6 +863,18 @@ TJ_API_END
 #define tj_take(...) (tj__callsite(__FILE__, __LINE__), tj_take(__VA_ARGS__))
 #define tj_take_along_dim(...) (tj__callsite(__FILE__, __LINE__), tj_take_along_dim(__VA_ARGS__))
 #define tj_one_hot(...) (tj__callsite(__FILE__, __LINE__), tj_one_hot(__VA_ARGS__))
+#define tj_cumsum(...) (tj__callsite(__FILE__, __LINE__), tj_cumsum(__VA_ARGS__))
+#define tj_cumprod(...) (tj__callsite(__FILE__, __LINE__), tj_cumprod(__VA_ARGS__))
+#define tj_logcumsumexp(...) (tj__callsite(__FILE__, __LINE__), tj_logcumsumexp(__VA_ARGS__))
+#define tj_cummax(...) (tj__callsite(__FILE__, __LINE__), tj_cummax(__VA_ARGS__))
+#define tj_cummin(...) (tj__callsite(__FILE__, __LINE__), tj_cummin(__VA_ARGS__))
+#define tj_argsort(...) (tj__callsite(__FILE__, __LINE__), tj_argsort(__VA_ARGS__))
+#define tj_sort(...) (tj__callsite(__FILE__, __LINE__), tj_sort(__VA_ARGS__))
+#define tj_topk(...) (tj__callsite(__FILE__, __LINE__), tj_topk(__VA_ARGS__))
+#define tj_kthvalue(...) (tj__callsite(__FILE__, __LINE__), tj_kthvalue(__VA_ARGS__))
+#define tj_median(...) (tj__callsite(__FILE__, __LINE__), tj_median(__VA_ARGS__))
+#define tj_max_dim(...) (tj__callsite(__FILE__, __LINE__), tj_max_dim(__VA_ARGS__))
+#define tj_min_dim(...) (tj__callsite(__FILE__, __LINE__), tj_min_dim(__VA_ARGS__))
 #define tj_full_like(...) (tj__callsite(__FILE__, __LINE__), tj_full_like(__VA_ARGS__))
 #define tj_zeros_like(...) (tj__callsite(__FILE__, __LINE__), tj_zeros_like(__VA_ARGS__))
 #define tj_ones_like(...) (tj__callsite(__FILE__, __LINE__), tj_ones_like(__VA_ARGS__))

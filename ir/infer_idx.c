@@ -483,3 +483,107 @@ int ir_infer_linspace(IR_INFER_ARGS)
 }
 
 int ir_infer_logspace(IR_INFER_ARGS) { return ir_infer_linspace(op, in, nin, a, out, err, nerr); }
+
+/* ---- scans and sorts ----------------------------------------------------------------- */
+
+/* One dim of x (a 0-dim tensor takes 0 and -1). */
+static int scan_dim(const ir_type *x, const ir_attrs *a, int k, char *err, size_t nerr)
+{
+    return one_dim(a->a[k].i[0], x->ndim, err, nerr);
+}
+
+int ir_infer_cumsum(IR_INFER_ARGS)
+{
+    const ir_type *x = in[0];
+    if (scan_dim(x, a, 0, err, nerr) < 0)
+        return -1;
+    ir_set(out, ir_dtype_is_float(x->dtype) ? x->dtype : TJ_I64, x->ndim, x->shape);
+    return 0;
+}
+
+int ir_infer_cumprod(IR_INFER_ARGS) { return ir_infer_cumsum(op, in, nin, a, out, err, nerr); }
+
+int ir_infer_logcumsumexp(IR_INFER_ARGS)
+{
+    if (!ir_dtype_is_float(in[0]->dtype))
+        return ir_fail(err, nerr, "needs a float tensor, got %s", tj_dtype_name(in[0]->dtype));
+    return ir_infer_cumsum(op, in, nin, a, out, err, nerr);
+}
+
+int ir_infer_cummax_indices(IR_INFER_ARGS)
+{
+    if (scan_dim(in[0], a, 0, err, nerr) < 0)
+        return -1;
+    ir_set(out, TJ_I64, in[0]->ndim, in[0]->shape);
+    return 0;
+}
+
+int ir_infer_cummin_indices(IR_INFER_ARGS) { return ir_infer_cummax_indices(op, in, nin, a, out, err, nerr); }
+int ir_infer_argsort(IR_INFER_ARGS) { return ir_infer_cummax_indices(op, in, nin, a, out, err, nerr); }
+
+int ir_infer_cummax(IR_INFER_ARGS)
+{
+    if (scan_dim(in[0], a, 0, err, nerr) < 0)
+        return -1;
+    ir_set(out, in[0]->dtype, in[0]->ndim, in[0]->shape);
+    return 0;
+}
+
+int ir_infer_cummin(IR_INFER_ARGS) { return ir_infer_cummax(op, in, nin, a, out, err, nerr); }
+int ir_infer_sort(IR_INFER_ARGS) { return ir_infer_cummax(op, in, nin, a, out, err, nerr); }
+
+int ir_infer_topk(IR_INFER_ARGS)
+{
+    const ir_type *x = in[0];
+    int d = scan_dim(x, a, 1, err, nerr);
+    if (d < 0)
+        return -1;
+    int64_t k = a->a[0].i[0], n = x->ndim ? x->shape[d] : 1;
+    if (n < 0)
+        return ir_fail(err, nerr, "dim %d has a symbolic size", d);
+    if (k < 0 || k > n)
+        return ir_fail(err, nerr, "k %lld is out of range for a dim of size %lld", (long long)k,
+                       (long long)n);
+    ir_set(out, x->dtype, x->ndim, x->shape);
+    if (x->ndim)
+        out->shape[d] = k;
+    return 0;
+}
+
+/* kthvalue and median: one value per line, dim kept or dropped. */
+static int select_one(const ir_type *x, int64_t k, int d, bool keepdim, ir_type *out, char *err,
+                      size_t nerr)
+{
+    int64_t n = x->ndim ? x->shape[d] : 1;
+    if (n < 0)
+        return ir_fail(err, nerr, "dim %d has a symbolic size", d);
+    if (k < 1 || k > n)
+        return ir_fail(err, nerr, "k %lld is out of range for a dim of size %lld", (long long)k,
+                       (long long)n);
+    ir_set(out, x->dtype, x->ndim, x->shape);
+    if (!x->ndim)
+        return 0;
+    if (keepdim) {
+        out->shape[d] = 1;
+        return 0;
+    }
+    out->ndim--;
+    for (int j = d; j < out->ndim; j++)
+        out->shape[j] = x->shape[j + 1];
+    return 0;
+}
+
+int ir_infer_kthvalue(IR_INFER_ARGS)
+{
+    int d = scan_dim(in[0], a, 1, err, nerr);
+    return d < 0 ? -1 : select_one(in[0], a->a[0].i[0], d, a->a[2].i[0] != 0, out, err, nerr);
+}
+
+int ir_infer_median(IR_INFER_ARGS)
+{
+    int d = scan_dim(in[0], a, 0, err, nerr);
+    if (d < 0)
+        return -1;
+    int64_t n = in[0]->ndim ? in[0]->shape[d] : 1;
+    return select_one(in[0], n > 0 ? (n + 1) / 2 : 1, d, a->a[1].i[0] != 0, out, err, nerr);
+}

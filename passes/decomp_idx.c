@@ -4,6 +4,7 @@
  * (frontend/expand.c), so what is written here is the op's one definition.
  * They use views (slice, permute, reshape, expand), where over iota masks,
  * gather and index_select, and the scan/sort/scatter prims of that section. */
+#include <math.h>
 #include <string.h>
 
 #include "decomp.h"
@@ -399,4 +400,87 @@ ir_node *ps_decomp_logspace(PS_DECOMP_ARGS)
     ir_node *e = linspace(b, a->a[0].f, a->a[1].f, a->a[2].i[0]);
     ir_node *base = ps_b_cast(b, ps_b_scalar(b, a->a[3].f, TJ_F64), TJ_F64);
     return ps_b_cast(b, b_bin(b, OP_pow, base, e), n->type.dtype);
+}
+
+/* ---- scans and sorts ------------------------------------------------------------------ */
+
+static ir_node *b_dim_op(ps_builder *b, ir_op op, ir_node *const *in, int nin, int64_t dim)
+{
+    ir_attrs at;
+    memset(&at, 0, sizeof at);
+    ir_attr_int(&at.a[0], dim);
+    return ps_b_op(b, op, in, nin, &at);
+}
+
+static ir_node *b_argsort(ps_builder *b, ir_node *x, int64_t dim, bool desc)
+{
+    ir_attrs at;
+    memset(&at, 0, sizeof at);
+    ir_attr_int(&at.a[0], dim);
+    ir_attr_int(&at.a[1], desc);
+    return b_op1(b, OP_argsort, x, &at);
+}
+
+static ir_node *gather_at(ps_builder *b, ir_node *x, ir_node *ix, int64_t dim)
+{
+    return b_dim_op(b, OP_gather, (ir_node *[]){x, ix}, 2, dim);
+}
+
+ir_node *ps_decomp_cummax(PS_DECOMP_ARGS)
+{
+    int64_t d = a->a[0].i[0];
+    return gather_at(b, in[0], b_dim_op(b, OP_cummax_indices, in, 1, d), d);
+}
+
+ir_node *ps_decomp_cummin(PS_DECOMP_ARGS)
+{
+    int64_t d = a->a[0].i[0];
+    return gather_at(b, in[0], b_dim_op(b, OP_cummin_indices, in, 1, d), d);
+}
+
+ir_node *ps_decomp_sort(PS_DECOMP_ARGS)
+{
+    int64_t d = a->a[0].i[0];
+    return gather_at(b, in[0], b_argsort(b, in[0], d, a->a[1].i[0]), d);
+}
+
+/* The first k of a sort: the positions [from, from + k) of the sorted line. */
+static ir_node *sorted_part(ps_builder *b, ir_node *x, int64_t dim, bool desc, int64_t from,
+                            int64_t k)
+{
+    if (x->type.ndim == 0)
+        return x;
+    ir_node *ix = b_slice(b, b_argsort(b, x, dim, desc), dim, from, from + k);
+    return gather_at(b, x, ix, dim);
+}
+
+ir_node *ps_decomp_topk(PS_DECOMP_ARGS)
+{
+    return sorted_part(b, in[0], a->a[1].i[0], a->a[2].i[0], 0, a->a[0].i[0]);
+}
+
+static ir_node *drop_dim(ps_builder *b, const ir_node *n, ir_node *v)
+{
+    return ps_b_reshape(b, v, n->type.shape, n->type.ndim);
+}
+
+ir_node *ps_decomp_kthvalue(PS_DECOMP_ARGS)
+{
+    return drop_dim(b, n, sorted_part(b, in[0], a->a[1].i[0], false, a->a[0].i[0] - 1, 1));
+}
+
+/* The lower median, (n+1)/2-th smallest; NaN where the line has one (the
+ * sort puts NaN last, so that value alone would not show it). */
+ir_node *ps_decomp_median(PS_DECOMP_ARGS)
+{
+    ir_node *x = in[0];
+    if (x->type.ndim == 0)
+        return x;
+    int64_t d = ir_norm_dim(a->a[0].i[0], x->type.ndim), len = x->type.shape[d];
+    ir_node *v = sorted_part(b, x, d, false, len > 0 ? (len - 1) / 2 : 0, 1);
+    if (ir_dtype_is_float(x->type.dtype)) {
+        ir_node *nan = ps_b_reduce(b, OP_any, b_un(b, OP_isnan, x), &d, 1, true);
+        v = b_where(b, nan, b_value(b, NAN, x->type.dtype), v);
+    }
+    return drop_dim(b, n, v);
 }

@@ -142,7 +142,8 @@ static const struct {
     {"repeats", {"2,1", "3"}},      {"shifts", {"1", "1,-1"}},
     {"size", {"2"}},                {"n", {"3"}},
     {"m", {"-1", "2"}},             {"steps", {"5"}},
-    {"base", {"10"}},
+    {"base", {"10"}},               {"descending", {"0", "1"}},
+    {"k", {"1", "2"}},              {"largest", {"1", "0"}},
 };
 
 static int examples_of(const char *attr, const char *const **vals)

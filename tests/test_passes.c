@@ -372,6 +372,11 @@ static const char *const composite_cases[] = {
       " %5 = linspace {start=-1, end=2, steps=7, dtype=f64} : f64[7]\n"
       " %6 = logspace {start=-1, end=2, steps=7, base=10, dtype=f32} : f32[7]\n"
       " return %0, %1, %2, %3, %4, %5, %6"),
+    G("%x: f32[3,5], %i: i32[3,5]",
+      "%0 = cummax %x {dim=1} : f32[3,5]\n %1 = cummin %i {dim=0} : i32[3,5]\n"
+      " %2 = sort %x {dim=1, descending=true} : f32[3,5]\n %3 = topk %x {k=2, dim=1, largest=false} : f32[3,2]\n"
+      " %4 = kthvalue %x {k=2, dim=0, keepdim=false} : f32[5]\n"
+      " %5 = median %x {dim=1, keepdim=true} : f32[3,1]\n return %0, %1, %2, %3, %4, %5"),
 };
 
 static void test_every_composite_decomposes(void **state)

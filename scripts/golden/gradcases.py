@@ -97,6 +97,15 @@ IDX = {
     "unfold": lambda i, a: i[0].unfold(a["dim"], a["size"], a["step"]),
     "index_fill": lambda i, a: i[0].index_fill(a["dim"], i[1], a["value"]),
     "full_like": lambda i, a: torch.full_like(i[0], a["value"]),
+    "cumsum": lambda i, a: torch.cumsum(i[0], a["dim"]),
+    "cumprod": lambda i, a: torch.cumprod(i[0], a["dim"]),
+    "logcumsumexp": lambda i, a: torch.logcumsumexp(i[0], a["dim"]),
+    "cummax": lambda i, a: torch.cummax(i[0], a["dim"])[0],
+    "cummin": lambda i, a: torch.cummin(i[0], a["dim"])[0],
+    "sort": lambda i, a: torch.sort(i[0], stable=True, dim=a["dim"], descending=a["descending"])[0],
+    "topk": lambda i, a: torch.topk(i[0], a["k"], a["dim"], a["largest"])[0],
+    "kthvalue": lambda i, a: torch.kthvalue(i[0], a["k"], a["dim"], a["keepdim"])[0],
+    "median": lambda i, a: torch.median(i[0], a["dim"], a["keepdim"])[0],
 }
 
 

@@ -1219,6 +1219,7 @@ def arange(op):
 import opinfo_idx  # noqa: E402
 opinfo_idx.register(sys.modules[__name__])
 opinfo_idx.register2(sys.modules[__name__])
+opinfo_idx.register3(sys.modules[__name__])
 
 
 def main():

@@ -310,3 +310,99 @@ def register2(o):
             for base in (10.0, 0.5, math.e):
                 sample(op, ["args"], [], (-2, 2, 5, base, "f32"))
         sample(op, ["extreme"], [], (0, math.inf, 3, *extra, "f64"))
+
+
+def register3(o):
+    """Scans and sorts."""
+    t, T, sample, each_layout, DT = o.t, o.T, o.sample, o.each_layout, o.DT
+
+    def reg(*ops):
+        return o.samples_for(*ops)
+
+    def ties(dt="f32"):
+        return T([[1, 3, 3, 0, 3], [2, 2, 1, 2, -1]], dt)
+
+    o.REF.update({
+        "cumsum": torch.cumsum, "cumprod": torch.cumprod, "logcumsumexp": torch.logcumsumexp,
+        "cummax": lambda x, d: torch.cummax(x, d)[0], "cummin": lambda x, d: torch.cummin(x, d)[0],
+        "cummax_indices": lambda x, d: torch.cummax(x, d)[1],
+        "cummin_indices": lambda x, d: torch.cummin(x, d)[1],
+        "argsort": lambda x, d, desc: torch.sort(x, stable=True, dim=d, descending=bool(desc))[1],
+        "sort": lambda x, d, desc: torch.sort(x, stable=True, dim=d, descending=bool(desc))[0],
+        "topk": lambda x, k, d, largest: torch.topk(x, k, d, bool(largest))[0],
+        "kthvalue": lambda x, k, d, keep: torch.kthvalue(x, k, d, bool(keep))[0],
+        "median": lambda x, d, keep: torch.median(x, d, bool(keep))[0],
+    })
+
+    @reg("cumsum", "cumprod", "logcumsumexp", "cummax", "cummin", "cummax_indices",
+         "cummin_indices")
+    def scans(op):
+        for d in (0, 1, -1, 2):
+            sample(op, ["plain", "args"], [t([2, 3], lo=-2, hi=2)], (d,))
+        sample(op, ["args"], [ties()], (1,))
+        for dt in DT:
+            if dt != "f32":
+                sample(op, ["dtype"], [t([2, 3], dt, lo=-2, hi=2)], (1,))
+        sample(op, ["empty"], [t([3, 0])], (1,))
+        sample(op, ["empty"], [t([0, 3])], (1,))
+        sample(op, ["0d"], [t([])], (0,))
+        each_layout(op, t, (1,))
+        e = o.EXTREME if op not in ("cumprod",) else [v for v in o.EXTREME if abs(v) < 1e30]
+        sample(op, ["extreme"], [T(e)], (0,))
+        sample(op, ["extreme"], [T([1.0, math.nan, 2.0, math.nan, 5.0])], (0,))
+        sample(op, ["extreme", "dtype"], [T([3, -2**40, 2**40, 7], "i64")], (0,))
+        sample(op, ["large"], [t([3, 700], lo=-1, hi=1)], (1,))
+
+    @reg("argsort", "sort")
+    def sorts(op):
+        for d, desc in ((1, 0), (1, 1), (0, 0), (0, 1), (-1, 0), (2, 0)):
+            sample(op, ["plain", "args"], [ties()], (d, desc))
+        for dt in DT:
+            if dt != "f32":
+                sample(op, ["dtype"], [ties(dt) if dt not in ("u8", "bool") else t([2, 5], dt)], (1, 0))
+                sample(op, ["dtype"], [t([2, 5], dt)], (1, 1))
+        sample(op, ["empty"], [t([3, 0])], (1, 0))
+        sample(op, ["0d"], [t([])], (0, 0))
+        each_layout(op, t, (1, 0))
+        for desc in (0, 1):
+            sample(op, ["extreme"], [T(o.EXTREME)], (0, desc))
+        sample(op, ["extreme", "dtype"], [T([3, -2**40, 2**52, 2**52 + 1, 7], "i64")], (0, 1))
+        sample(op, ["large"], [t([3, 500], lo=-4, hi=4)], (1, 0))
+
+    @reg("topk")
+    def topk(op):
+        x = T([[1, 5, 3, 0, 4], [2, 9, 1, 7, -1]])
+        for k, d, largest in ((2, 1, 1), (2, 1, 0), (1, 0, 1), (5, -1, 1), (0, 1, 1), (6, 1, 1),
+                              (2, 2, 1)):
+            sample(op, ["plain", "args"], [x], (k, d, largest))
+        for dt in DT:
+            if dt not in ("f32", "bool", "u8"):
+                sample(op, ["dtype"], [T([[1, 5, 3, 0, 4], [2, 9, 1, 7, -1]], dt)], (3, 1, 1))
+        sample(op, ["empty"], [t([3, 0])], (0, 1, 1))
+        sample(op, ["0d"], [t([])], (1, 0, 1))
+        sample(op, ["extreme"], [T(o.EXTREME[:20] + [math.nan])], (4, 0, 1))
+        sample(op, ["transposed"], [T([[1, 5], [3, 0], [4, 2]], "f32", "t")], (2, 1, 1))
+
+    @reg("kthvalue")
+    def kthvalue(op):
+        x = T([[1, 5, 3, 0, 4], [2, 9, 1, 7, -1]])
+        for k, d, keep in ((1, 1, 0), (3, 1, 0), (5, 1, 1), (2, 0, 0), (0, 1, 0), (6, 1, 0), (1, 2, 0)):
+            sample(op, ["plain", "args"], [x], (k, d, keep))
+        for dt in ("f64", "i64", "i32", "i16", "i8"):
+            sample(op, ["dtype"], [T([[1, 5, 3, 0, 4], [2, 9, 1, 7, -1]], dt)], (2, 1, 0))
+        sample(op, ["0d"], [t([])], (1, 0, 0))
+        sample(op, ["extreme"], [T([v for v in o.EXTREME if v == v])], (7, 0, 0))
+        sample(op, ["transposed"], [T([[1, 5], [3, 0], [4, 2]], "f32", "t")], (2, 1, 1))
+
+    @reg("median")
+    def median(op):
+        for shape in ([2, 5], [2, 4]):
+            x = T(torch.tensor([[1, 5, 3, 0, 4], [2, 9, 1, 7, -1]])[:, :shape[1]].tolist())
+            for d, keep in ((1, 0), (1, 1), (0, 0), (-1, 0), (2, 0)):
+                sample(op, ["plain", "args"], [x], (d, keep))
+        for dt in ("f64", "i64", "i32"):
+            sample(op, ["dtype"], [T([[1, 5, 3, 0, 4], [2, 9, 1, 7, -1]], dt)], (1, 0))
+        sample(op, ["empty"], [t([3, 0])], (1, 0))
+        sample(op, ["0d"], [t([])], (0, 0))
+        sample(op, ["extreme"], [T([[1.0, math.nan, 2.0], [3.0, 1.0, 2.0]])], (1, 0))
+        sample(op, ["transposed"], [T([[1, 5], [3, 0], [4, 2]], "f32", "t")], (1, 0))
