@@ -30,7 +30,7 @@ static const char *reason_of(const char *msg)
     return p ? p + 3 : msg;
 }
 
-static tj_tensor *run(const ir_graph *h, tj_tensor *const *in, tj_tensor **val)
+static tj_tensor *run(ir_op op, const ir_graph *h, tj_tensor *const *in, int nin, tj_tensor **val)
 {
     for (int k = 0; k < h->ninputs; k++)
         val[k] = in[(intptr_t)h->inputs[k]->aux];
@@ -41,8 +41,12 @@ static tj_tensor *run(const ir_graph *h, tj_tensor *const *in, tj_tensor **val)
             args[j] = n->in[j] ? val[ir_slot(h, n->in[j])] : NULL;
         ir_attrs at;
         ir_node_attrs(n, &at);
-        if (!(val[h->ninputs + k] = fe_apply(n->op, args, n->nin, &at)))
-            return NULL;
+        if (!(val[h->ninputs + k] = fe_apply(n->op, args, n->nin, &at))) {
+            /* a data-dependent failure of a prim (an index out of range): the op first */
+            char why[512];
+            snprintf(why, sizeof why, "%s", tj_last_error());
+            return fail(op, in, nin, why);
+        }
     }
     const ir_node *o = h->outputs[0];
     if (ir_node_is_input(o))   /* the op is the identity here (t of a vector): a new reference */
@@ -86,7 +90,7 @@ tj_tensor *fe_expand(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a)
         fail(op, in, nin, "out of memory");
         goto out;
     }
-    r = run(h, in, val);
+    r = run(op, h, in, nin, val);
 out:
     free(val);
     if (h != g)

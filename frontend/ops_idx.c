@@ -311,3 +311,57 @@ tj_tensor *tj_min_dim(tj_tensor *x, int dim, bool keepdim, tj_tensor **indices)
 {
     return extreme_dim(false, x, dim, keepdim, indices);
 }
+
+/* ---- scatters ------------------------------------------------------------------------ */
+
+static tj_tensor *three(ir_op op, tj_tensor *x, tj_tensor *index, tj_tensor *src, ir_attrs *at)
+{
+    return fe_apply(op, (tj_tensor *[]){x, index, src}, 3, at);
+}
+
+tj_tensor *tj_scatter(tj_tensor *x, int dim, tj_tensor *index, tj_tensor *src)
+{
+    ir_attrs at = {0};
+    ir_attr_int(&at.a[0], dim);
+    return three(OP_scatter, x, index, src, &at);
+}
+
+tj_tensor *tj_scatter_add(tj_tensor *x, int dim, tj_tensor *index, tj_tensor *src)
+{
+    ir_attrs at = {0};
+    ir_attr_int(&at.a[0], dim);
+    return three(OP_scatter_add, x, index, src, &at);
+}
+
+tj_tensor *tj_index_add(tj_tensor *x, int dim, tj_tensor *index, tj_tensor *source, double alpha)
+{
+    ir_attrs at = {0};
+    ir_attr_int(&at.a[0], dim);
+    ir_attr_float(&at.a[1], alpha);
+    return three(OP_index_add, x, index, source, &at);
+}
+
+tj_tensor *tj_index_copy(tj_tensor *x, int dim, tj_tensor *index, tj_tensor *source)
+{
+    ir_attrs at = {0};
+    ir_attr_int(&at.a[0], dim);
+    return three(OP_index_copy, x, index, source, &at);
+}
+
+tj_tensor *tj_index_put(tj_tensor *x, tj_tensor *const *indices, int n, tj_tensor *values,
+                        bool accumulate)
+{
+    tj_tensor *in[2 + TJ_MAX_DIMS];
+    ir_attrs at = {0};
+    ir_attr_int(&at.a[0], accumulate);
+    if (n < 1 || n > TJ_MAX_DIMS || !indices) {
+        char head[256];
+        rt_describe_inputs("index_put", &x, x ? 1 : 0, head, sizeof head);
+        rt_error("%s: needs 1 to %d index tensors, got %d", head, TJ_MAX_DIMS, n);
+        return NULL;
+    }
+    in[0] = x, in[1] = values;
+    for (int k = 0; k < n; k++)
+        in[2 + k] = indices[k];
+    return fe_apply(OP_index_put, in, 2 + n, &at);
+}

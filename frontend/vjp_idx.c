@@ -41,3 +41,34 @@ AG_VJP(logcumsumexp)
     AG_SET(0, X->ndim ? tj_mul(rev_cumsum(tj_mul(g, tj_exp(tj_neg(Y))), d), tj_exp(X)) : g);
     return 0;
 }
+
+/* The gradient of src: what g holds where src was written, zero where src
+ * reached past the index's shape. */
+static tj_tensor *src_grad(const ag_ctx *c, tj_tensor *g)
+{
+    tj_tensor *ix = c->in[1], *src = c->in[2];
+    tj_tensor *r = tj_gather(g, dim_of(c), ix);
+    int64_t pads[2 * TJ_MAX_DIMS];
+    bool pad = false;
+    for (int k = 0; k < src->ndim && r; k++) {   /* (before, after) from the last dim */
+        pads[2 * k] = 0;
+        pads[2 * k + 1] = src->shape[src->ndim - 1 - k] - ix->shape[ix->ndim - 1 - k];
+        pad |= pads[2 * k + 1] != 0;
+    }
+    return pad ? tj_pad(r, pads, src->ndim, 0) : r;
+}
+
+AG_VJP(scatter_add)
+{
+    AG_SET(0, g);
+    AG_SET(2, src_grad(c, g));
+    return 0;
+}
+
+/* The places src overwrote get no gradient from x. */
+AG_VJP(scatter)
+{
+    AG_SET(0, tj_scatter(g, dim_of(c), c->in[1], tj_zeros_like(c->in[2])));
+    AG_SET(2, src_grad(c, g));
+    return 0;
+}

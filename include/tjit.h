@@ -472,6 +472,14 @@ tj_tensor *tj_median(tj_tensor *x, int dim, bool keepdim);   /* the lower median
 /* torch.max(x, dim) and torch.min(x, dim): amax/amin values, argmax/argmin in *indices. */
 tj_tensor *tj_max_dim(tj_tensor *x, int dim, bool keepdim, tj_tensor **indices);
 tj_tensor *tj_min_dim(tj_tensor *x, int dim, bool keepdim, tj_tensor **indices);
+/* Scatters (i64 indices, src of x's dtype): a copy of x with src written (or added) at index along dim. */
+tj_tensor *tj_scatter(tj_tensor *x, int dim, tj_tensor *index, tj_tensor *src);
+tj_tensor *tj_scatter_add(tj_tensor *x, int dim, tj_tensor *index, tj_tensor *src);
+tj_tensor *tj_index_add(tj_tensor *x, int dim, tj_tensor *index, tj_tensor *source, double alpha);
+tj_tensor *tj_index_copy(tj_tensor *x, int dim, tj_tensor *index, tj_tensor *source);
+/* x[indices[0], .., indices[n-1]] = values (accumulate: +=), indices for x's first n dims. */
+tj_tensor *tj_index_put(tj_tensor *x, tj_tensor *const *indices, int n, tj_tensor *values,
+                        bool accumulate);
 /* Creation: like x (its shape and dtype), and ranges. */
 tj_tensor *tj_full_like(tj_tensor *x, double value);
 tj_tensor *tj_zeros_like(tj_tensor *x);
@@ -875,6 +883,11 @@ TJ_API_END
 #define tj_median(...) (tj__callsite(__FILE__, __LINE__), tj_median(__VA_ARGS__))
 #define tj_max_dim(...) (tj__callsite(__FILE__, __LINE__), tj_max_dim(__VA_ARGS__))
 #define tj_min_dim(...) (tj__callsite(__FILE__, __LINE__), tj_min_dim(__VA_ARGS__))
+#define tj_scatter(...) (tj__callsite(__FILE__, __LINE__), tj_scatter(__VA_ARGS__))
+#define tj_scatter_add(...) (tj__callsite(__FILE__, __LINE__), tj_scatter_add(__VA_ARGS__))
+#define tj_index_add(...) (tj__callsite(__FILE__, __LINE__), tj_index_add(__VA_ARGS__))
+#define tj_index_copy(...) (tj__callsite(__FILE__, __LINE__), tj_index_copy(__VA_ARGS__))
+#define tj_index_put(...) (tj__callsite(__FILE__, __LINE__), tj_index_put(__VA_ARGS__))
 #define tj_full_like(...) (tj__callsite(__FILE__, __LINE__), tj_full_like(__VA_ARGS__))
 #define tj_zeros_like(...) (tj__callsite(__FILE__, __LINE__), tj_zeros_like(__VA_ARGS__))
 #define tj_ones_like(...) (tj__callsite(__FILE__, __LINE__), tj_ones_like(__VA_ARGS__))

@@ -587,3 +587,111 @@ int ir_infer_median(IR_INFER_ARGS)
     int64_t n = in[0]->ndim ? in[0]->shape[d] : 1;
     return select_one(in[0], n > 0 ? (n + 1) / 2 : 1, d, a->a[1].i[0] != 0, out, err, nerr);
 }
+
+/* ---- scatters ------------------------------------------------------------------------ */
+
+/* torch.scatter's checks: index i64 of x's rank, src of x's dtype and rank,
+ * index no larger than src anywhere nor than x outside dim. */
+int ir_infer_scatter(IR_INFER_ARGS)
+{
+    const ir_type *x = in[0], *ix = in[1], *src = in[2];
+    int nd = x->ndim ? x->ndim : 1;
+    if (ix->dtype != TJ_I64)
+        return ir_fail(err, nerr, "index must be i64, got %s", tj_dtype_name(ix->dtype));
+    if (src->dtype != x->dtype)
+        return ir_fail(err, nerr, "src has dtype %s, the input %s", tj_dtype_name(src->dtype),
+                       tj_dtype_name(x->dtype));
+    if ((ix->ndim ? ix->ndim : 1) != nd || (src->ndim ? src->ndim : 1) != nd)
+        return ir_fail(err, nerr, "index and src must have the input's %d dims", x->ndim);
+    int d = one_dim(a->a[0].i[0], x->ndim, err, nerr);
+    if (d < 0)
+        return -1;
+    for (int k = 0; k < ix->ndim; k++) {
+        int64_t xs = x->ndim ? x->shape[k] : 1, ss = src->ndim ? src->shape[k] : 1;
+        if (ix->shape[k] < 0 || xs < 0 || ss < 0)
+            return ir_fail(err, nerr, "dim %d has a symbolic size", k);
+        if (ix->shape[k] > ss || (k != d && ix->shape[k] > xs))
+            return ir_fail(err, nerr, "index has size %lld in dim %d, larger than %s's %lld",
+                           (long long)ix->shape[k], k, ix->shape[k] > ss ? "src" : "the input",
+                           (long long)(ix->shape[k] > ss ? ss : xs));
+    }
+    ir_set(out, x->dtype, x->ndim, x->shape);
+    return 0;
+}
+
+int ir_infer_scatter_add(IR_INFER_ARGS) { return ir_infer_scatter(op, in, nin, a, out, err, nerr); }
+
+/* index_add and index_copy: a 1-D index (or 0-dim) along dim of x, source of
+ * x's shape with index's length in dim. */
+int ir_infer_index_add(IR_INFER_ARGS)
+{
+    const ir_type *x = in[0], *ix = in[1], *src = in[2];
+    if (ix->dtype != TJ_I64)
+        return ir_fail(err, nerr, "index must be i64, got %s", tj_dtype_name(ix->dtype));
+    if (ix->ndim > 1)
+        return ir_fail(err, nerr, "index must have 0 or 1 dims, got %d", ix->ndim);
+    if (src->dtype != x->dtype)
+        return ir_fail(err, nerr, "source has dtype %s, the input %s", tj_dtype_name(src->dtype),
+                       tj_dtype_name(x->dtype));
+    int d = one_dim(a->a[0].i[0], x->ndim, err, nerr);
+    if (d < 0)
+        return -1;
+    int64_t n = ir_type_numel(ix);
+    bool ok = src->ndim == x->ndim || (x->ndim <= 1 && src->ndim <= 1);
+    for (int k = 0; ok && k < src->ndim && x->ndim; k++)
+        ok = src->shape[k] == (k == d ? n : x->shape[k]);
+    if (ok && x->ndim == 0)
+        ok = ir_type_numel(src) == n && n == 1;
+    if (!ok)
+        return ir_fail(err, nerr, "source must have the input's shape with %lld in dim %d",
+                       (long long)n, d);
+    for (int k = 0; k < x->ndim; k++)
+        if (x->shape[k] < 0)
+            return ir_fail(err, nerr, "dim %d has a symbolic size", k);
+    ir_set(out, x->dtype, x->ndim, x->shape);
+    return 0;
+}
+
+int ir_infer_index_copy(IR_INFER_ARGS) { return ir_infer_index_add(op, in, nin, a, out, err, nerr); }
+
+/* x[i0, i1, ...] = values: i64 (or bool-free) index tensors for the leading
+ * dims, broadcast together; values broadcast to their shape followed by the
+ * dims not indexed. */
+int ir_infer_index_put(IR_INFER_ARGS)
+{
+    const ir_type *x = in[0], *v = in[1];
+    int m = nin - 2, bn = 0;
+    int64_t bs[TJ_MAX_DIMS];
+    if (m < 1 || m > x->ndim)
+        return ir_fail(err, nerr, "needs 1 to %d index tensors, got %d", x->ndim, m);
+    if (v->dtype != x->dtype)
+        return ir_fail(err, nerr, "values have dtype %s, the input %s", tj_dtype_name(v->dtype),
+                       tj_dtype_name(x->dtype));
+    ir_type acc = {TJ_I64, 0, false, {0}};
+    for (int k = 0; k < m; k++) {
+        const ir_type *ix = in[2 + k];
+        if (!ix)
+            return ir_fail(err, nerr, "index %d is missing", k);
+        if (ix->dtype != TJ_I64)
+            return ir_fail(err, nerr, "index %d must be i64, got %s", k, tj_dtype_name(ix->dtype));
+        if (!ir_broadcast(&acc, ix, &bn, bs))
+            return ir_fail(err, nerr, "the index tensors cannot be broadcast together");
+        acc.ndim = bn;
+        memcpy(acc.shape, bs, sizeof bs);
+    }
+    if (acc.ndim + x->ndim - m > TJ_MAX_DIMS)
+        return ir_fail(err, nerr, "too many dims");
+    ir_type want = acc;
+    for (int k = m; k < x->ndim; k++)
+        want.shape[want.ndim++] = x->shape[k];
+    int nd;
+    int64_t shape[TJ_MAX_DIMS];
+    if (!ir_broadcast(&want, v, &nd, shape) || nd != want.ndim ||
+        memcmp(shape, want.shape, (size_t)nd * sizeof *shape))
+        return ir_fail(err, nerr, "values do not broadcast to the indexed shape");
+    for (int k = 0; k < x->ndim; k++)
+        if (x->shape[k] < 0)
+            return ir_fail(err, nerr, "dim %d has a symbolic size", k);
+    ir_set(out, x->dtype, x->ndim, x->shape);
+    return 0;
+}

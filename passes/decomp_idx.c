@@ -484,3 +484,75 @@ ir_node *ps_decomp_median(PS_DECOMP_ARGS)
     }
     return drop_dim(b, n, v);
 }
+
+/* ---- scatters ----------------------------------------------------------------------- */
+
+/* index_add/index_copy: the 1-D index along dim expanded to source's shape
+ * is scatter's index. */
+static ir_node *index_scatter(ps_builder *b, ir_op op, ir_node *x, ir_node *ix, ir_node *src,
+                              int64_t dim)
+{
+    int nd = x->type.ndim;
+    if (nd == 0)
+        return ps_b_op(b, op, (ir_node *[]){x, ix, src}, 3, NULL);
+    int d = ir_norm_dim(dim, nd);
+    int64_t ni = ir_type_numel(&ix->type), shape[TJ_MAX_DIMS];
+    for (int k = 0; k < nd; k++)
+        shape[k] = k == d ? ni : 1;
+    ir_node *i = ps_b_reshape(b, ix, shape, nd);   /* negative indices are errors, as in torch */
+    if (src->type.ndim != nd)   /* a 0-dim source of a 1-D input */
+        src = ps_b_reshape(b, src, shape, nd);
+    ir_attrs at;
+    memset(&at, 0, sizeof at);
+    ir_attr_ints(&at.a[0], src->type.shape, nd);
+    i = b_op1(b, OP_expand, i, &at);
+    return b_dim_op(b, op, (ir_node *[]){x, i, src}, 3, d);
+}
+
+ir_node *ps_decomp_index_add(PS_DECOMP_ARGS)
+{
+    ir_node *src = in[2];
+    if (a->a[1].f != 1)
+        src = ps_b_cast(b, b_mul_s(b, src, a->a[1].f), n->type.dtype);
+    return index_scatter(b, OP_scatter_add, in[0], in[1], src, a->a[0].i[0]);
+}
+
+ir_node *ps_decomp_index_copy(PS_DECOMP_ARGS)
+{
+    return index_scatter(b, OP_scatter, in[0], in[1], in[2], a->a[0].i[0]);
+}
+
+/* x[i0, .., i(m-1)] = values: each index wrapped and weighted by its dim's
+ * stride among the indexed dims, summed (broadcast), times the size R of
+ * the dims not indexed, plus iota(R): flat positions into x viewed as 1-D,
+ * one scatter (scatter_add when accumulating). */
+ir_node *ps_decomp_index_put(PS_DECOMP_ARGS)
+{
+    ir_node *x = in[0], *v = in[1], *flat = NULL;
+    int m = n->nin - 2, nd = x->type.ndim;
+    int64_t rest = 1, stride = 1, numel = ir_type_numel(&x->type);
+    for (int k = m; k < nd; k++)
+        rest *= x->type.shape[k];
+    for (int k = m - 1; k >= 0; k--) {
+        ir_node *t = b_mul_s(b, wrap_index(b, in[2 + k], x->type.shape[k]), (double)stride);
+        flat = flat ? b_add(b, flat, t) : t;
+        stride *= x->type.shape[k];
+    }
+    flat = b_add(b, ps_b_unsqueeze(b, b_mul_s(b, flat, (double)rest), -1), b_iota(b, rest));
+    int64_t want[TJ_MAX_DIMS], cnt;
+    int wn = flat ? flat->type.ndim - 1 : 0;
+    for (int k = 0; k < wn; k++)
+        want[k] = flat->type.shape[k];
+    for (int k = m; k < nd; k++)
+        want[wn++] = x->type.shape[k];
+    ir_attrs at;
+    memset(&at, 0, sizeof at);
+    ir_attr_ints(&at.a[0], want, wn);
+    v = b_op1(b, OP_expand, v, &at);
+    cnt = flat ? ir_type_numel(&flat->type) : 0;
+    ir_node *r = b_dim_op(b, a->a[0].i[0] ? OP_scatter_add : OP_scatter,
+                          (ir_node *[]){ps_b_reshape(b, x, &numel, 1), ps_b_reshape(b, flat, &cnt, 1),
+                                        ps_b_reshape(b, v, &cnt, 1)},
+                          3, 0);
+    return ps_b_reshape(b, r, n->type.shape, n->type.ndim);
+}

@@ -228,3 +228,59 @@ int rt_k_argsort(RT_KERNEL_ARGS)
     free(c.buf);
     return 0;
 }
+
+/* ---- scatter and scatter_add: one pass over the index, in order ----------------------- */
+
+static int scatter(tj_tensor *out, tj_tensor *const *in, int64_t dim_attr, bool add)
+{
+    const tj_tensor *x = in[0], *ix = in[1], *src = in[2];
+    bool flt = ir_dtype_is_float(x->dtype);
+    tj_tensor *w = work_of(x, flt), *iw = w ? work_of(ix, false) : NULL;
+    tj_tensor *sw = iw ? work_of(src, flt) : NULL;
+    int rc = -1;
+    if (!sw)
+        goto out;
+    int nd = x->ndim ? x->ndim : 1, d = ir_norm_dim(dim_attr, x->ndim);
+    int64_t xshape[TJ_MAX_DIMS], xst[TJ_MAX_DIMS], sst[TJ_MAX_DIMS], ishape[TJ_MAX_DIMS];
+    for (int k = 0; k < nd; k++) {
+        xshape[k] = x->ndim ? x->shape[k] : 1;
+        ishape[k] = ix->ndim ? ix->shape[k] : 1;
+    }
+    rt_contiguous_strides(nd, xshape, xst);
+    for (int k = nd - 1, s = 1; k >= 0; k--) {   /* src's own contiguous strides */
+        sst[k] = s;
+        s *= src->ndim ? src->shape[k] : 1;
+    }
+    const int64_t *ip = rt_ptr(iw);
+    int64_t n = tj_numel(ix);
+    for (int64_t e = 0; e < n; e++) {
+        int64_t rem = e, xo = 0, so = 0, t = ip[e];
+        if (t < 0 || t >= xshape[d]) {
+            rt_error("index %lld is out of range for dim %d of size %lld", (long long)t, d,
+                     (long long)xshape[d]);
+            goto out;
+        }
+        for (int k = nd - 1; k >= 0; k--) {
+            int64_t c = rem % ishape[k];
+            rem /= ishape[k];
+            xo += (k == d ? t : c) * xst[k];
+            so += c * sst[k];
+        }
+        if (flt) {
+            double *o = (double *)rt_ptr(w) + xo, v = ((const double *)rt_ptr(sw))[so];
+            *o = add ? *o + v : v;
+        } else {
+            int64_t *o = (int64_t *)rt_ptr(w) + xo, v = ((const int64_t *)rt_ptr(sw))[so];
+            *o = add ? (int64_t)((uint64_t)*o + (uint64_t)v) : v;
+        }
+    }
+    rc = rt_convert(out, w);
+out:
+    tj_release(sw);
+    tj_release(iw);
+    tj_release(w);
+    return rc;
+}
+
+int rt_k_scatter(RT_KERNEL_ARGS) { return scatter(out, in, a->a[0].i[0], false); }
+int rt_k_scatter_add(RT_KERNEL_ARGS) { return scatter(out, in, a->a[0].i[0], true); }

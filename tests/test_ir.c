@@ -95,7 +95,10 @@ static int example_lists(in_list *out)
         {2, {TY(F32, 2, 5), TY(I64, 2)}},
         {2, {TY(F32, 2, 3), TY(I64, 2, 3)}},
         {2, {TY(F32, 4, 3), TY(I64, 2)}},
-        {2, {TY(F32, 2, 3), TY(BOOL, 2, 3)}},   /* masked_fill, masked_scatter */
+        {2, {TY(F32, 2, 3), TY(BOOL, 2, 3)}},   /* masked_fill */
+        {3, {TY(F32, 2, 3), TY(I64, 2, 3), TY(F32, 2, 3)}},   /* scatter */
+        {3, {TY(F32, 2, 3), TY(I64, 2), TY(F32, 2, 3)}},      /* index_add */
+        {3, {TY(F32, 2, 3), TY(F32, 3), TY(I64, 2)}},         /* index_put */
         {3, {TY(F32, 2, 3), TY(F32, 4, 3), TY(F32, 4)}},
         {3, {TY(F32, 1, 2, 5, 5), TY(F32, 3, 2, 3, 3), TY(F32, 3)}},
         {3, {TY(F32, 2, 3), TY(F32, 3), TY(F32, 3)}},
@@ -144,6 +147,7 @@ static const struct {
     {"m", {"-1", "2"}},             {"steps", {"5"}},
     {"base", {"10"}},               {"descending", {"0", "1"}},
     {"k", {"1", "2"}},              {"largest", {"1", "0"}},
+    {"accumulate", {"0", "1"}},
 };
 
 static int examples_of(const char *attr, const char *const **vals)

@@ -377,6 +377,10 @@ static const char *const composite_cases[] = {
       " %2 = sort %x {dim=1, descending=true} : f32[3,5]\n %3 = topk %x {k=2, dim=1, largest=false} : f32[3,2]\n"
       " %4 = kthvalue %x {k=2, dim=0, keepdim=false} : f32[5]\n"
       " %5 = median %x {dim=1, keepdim=true} : f32[3,1]\n return %0, %1, %2, %3, %4, %5"),
+    G("%x: f32[3,4], %s: f32[2,4], %v: f32[3], %idxa: i64[2], %idxb: i64[3]",
+      "%0 = index_add %x, %idxa, %s {dim=0, alpha=0.5} : f32[3,4]\n"
+      " %1 = index_put %x, %v, %idxb, %idxb {accumulate=true} : f32[3,4]\n"
+      " %2 = index_copy %x, %idxa, %s {dim=0} : f32[3,4]\n return %0, %1, %2"),
 };
 
 static void test_every_composite_decomposes(void **state)

@@ -106,6 +106,11 @@ IDX = {
     "topk": lambda i, a: torch.topk(i[0], a["k"], a["dim"], a["largest"])[0],
     "kthvalue": lambda i, a: torch.kthvalue(i[0], a["k"], a["dim"], a["keepdim"])[0],
     "median": lambda i, a: torch.median(i[0], a["dim"], a["keepdim"])[0],
+    "scatter": lambda i, a: torch.scatter(i[0], a["dim"], i[1], i[2]),
+    "scatter_add": lambda i, a: torch.scatter_add(i[0], a["dim"], i[1], i[2]),
+    "index_add": lambda i, a: i[0].index_add(a["dim"], i[1], i[2], alpha=a["alpha"]),
+    "index_copy": lambda i, a: i[0].index_copy(a["dim"], i[1], i[2]),
+    "index_put": lambda i, a: i[0].index_put(tuple(i[2:]), i[1], a["accumulate"]),
 }
 
 

@@ -1220,6 +1220,7 @@ import opinfo_idx  # noqa: E402
 opinfo_idx.register(sys.modules[__name__])
 opinfo_idx.register2(sys.modules[__name__])
 opinfo_idx.register3(sys.modules[__name__])
+opinfo_idx.register4(sys.modules[__name__])
 
 
 def main():

@@ -406,3 +406,90 @@ def register3(o):
         sample(op, ["0d"], [t([])], (0, 0))
         sample(op, ["extreme"], [T([[1.0, math.nan, 2.0], [3.0, 1.0, 2.0]])], (1, 0))
         sample(op, ["transposed"], [T([[1, 5], [3, 0], [4, 2]], "f32", "t")], (1, 0))
+
+
+def register4(o):
+    """Scatters."""
+    t, T, sample, DT = o.t, o.T, o.sample, o.DT
+
+    def reg(*ops):
+        return o.samples_for(*ops)
+
+    def ix(vals, v="c"):
+        return T(vals, "i64", v)
+
+    def index_put_ref(x, v, *rest):
+        *idx, acc = rest
+        return x.index_put(tuple(idx), v, bool(acc))
+
+    o.REF.update({
+        "scatter": lambda x, i, s, d: torch.scatter(x, d, i, s),
+        "scatter_add": lambda x, i, s, d: torch.scatter_add(x, d, i, s),
+        "index_add": lambda x, i, s, d, alpha: x.index_add(d, i, s, alpha=alpha),
+        "index_copy": lambda x, i, s, d: x.index_copy(d, i, s),
+        "index_put": index_put_ref,
+    })
+
+    @reg("scatter", "scatter_add")
+    def scatters(op):
+        dup = op == "scatter_add"   # duplicates only where the order cannot matter
+        sample(op, ["plain", "args"], [t([3, 4]), ix([[0, 2, 1, 0]]), t([1, 4])], (0,))
+        sample(op, ["plain", "args"], [t([3, 4]), ix([[3, 1], [0, 2], [1, 3]]), t([3, 2])], (1,))
+        sample(op, ["args"], [t([3, 4]), ix([[0, 1], [2, 0]]), t([3, 3])], (0,))
+        if dup:
+            sample(op, ["args"], [t([3, 4]), ix([[0, 0, 1, 0], [0, 2, 2, 0]]), t([2, 4])], (0,))
+        sample(op, ["args"], [t([3, 4]), ix([[3]]), t([1, 1])], (0,))
+        sample(op, ["args"], [t([3, 4]), ix([[-1]]), t([1, 1])], (0,))
+        sample(op, ["args"], [t([3, 4]), ix([[0, 1]]), t([1, 1])], (1,))
+        sample(op, ["args"], [t([3, 4]), ix([[0]]), t([1, 1], "f64")], (1,))
+        sample(op, ["args"], [t([3, 4]), T([[0]], "i32"), t([1, 1])], (1,))
+        sample(op, ["args"], [t([3, 4]), ix([[0]]), t([1, 1])], (2,))
+        for dt in DT:
+            if dt != "f32":
+                sample(op, ["dtype"], [t([2, 3], dt), ix([[2, 0], [1, 1]]), t([2, 2], dt)], (1,))
+        sample(op, ["empty"], [t([3, 4]), T(torch.zeros(0, 4), "i64"), t([0, 4])], (0,))
+        sample(op, ["0d"], [t([]), ix(0), t([])], (0,))
+        sample(op, ["transposed"], [t([4, 3], v="t"), ix([[2, 0, 1]]), t([1, 3])], (0,))
+        sample(op, ["transposed"], [t([3, 4]), ix([[1, 0], [0, 2]], "t"), t([2, 2], v="t")], (1,))
+        sample(op, ["extreme"], [T([[math.inf, 1.0], [math.nan, 0.0]]), ix([[1, 0]]),
+                                 T([[-math.inf, 5e-324]])], (0,))
+
+    @reg("index_add", "index_copy")
+    def index_ops(op):
+        extra = (1.0,) if op == "index_add" else ()
+        add = op == "index_add"
+        sample(op, ["plain", "args"], [t([3, 4]), ix([2, 0]), t([2, 4])], (0, *extra))
+        sample(op, ["plain", "args"], [t([3, 4]), ix([3, 1, 0]), t([3, 3])], (1, *extra))
+        sample(op, ["args"], [t([3, 4]), ix([-1]), t([1, 4])], (0, *extra))
+        sample(op, ["args"], [t([3, 4]), ix([3]), t([1, 4])], (0, *extra))
+        sample(op, ["args"], [t([3, 4]), ix([1]), t([2, 4])], (0, *extra))
+        sample(op, ["args"], [t([3, 4]), ix([1]), t([1, 4])], (2, *extra))
+        sample(op, ["args"], [t([4]), ix(2), t([])], (0, *extra))
+        if add:
+            sample(op, ["args"], [t([3, 4]), ix([0, 0, 2]), t([3, 4])], (0, 1.0))
+            for alpha in (2.0, -0.5):
+                sample(op, ["args"], [t([3, 4]), ix([2, 0]), t([2, 4])], (0, alpha))
+            sample(op, ["args", "dtype"], [t([3, 4], "i64"), ix([2, 0]), t([2, 4], "i64")], (0, 3.0))
+        for dt in DT:
+            if dt != "f32":
+                sample(op, ["dtype"], [t([2, 3], dt), ix([1]), t([2, 1], dt)], (1, *extra))
+        sample(op, ["empty"], [t([3, 4]), T(torch.zeros(0), "i64"), t([0, 4])], (0, *extra))
+        sample(op, ["0d"], [t([]), ix([0]), t([])], (0, *extra))
+        sample(op, ["transposed"], [t([4, 3], v="t"), ix([2, 0]), t([3, 2], v="t")], (1, *extra))
+
+    @reg("index_put")
+    def index_put(op):
+        for acc in (0, 1):
+            sample(op, ["plain", "args"], [t([3, 4]), t([2]), ix([0, 2]), ix([1, 3])], (acc,))
+            sample(op, ["args"], [t([3, 4]), t([2, 4]), ix([2, 0])], (acc,))
+            sample(op, ["bcast", "args"], [t([3, 4]), t([]), ix([[0], [2]]), ix([1, 3])], (acc,))
+            sample(op, ["args"], [t([3, 4]), t([2]), ix([-1, 0]), ix([1, -4])], (acc,))
+        sample(op, ["args"], [t([3, 4]), t([3]), ix([0, 0, 1]), ix([1, 1, 2])], (1,))
+        sample(op, ["args"], [t([3, 4]), t([1]), ix([3]), ix([0])], (0,))
+        sample(op, ["args"], [t([3, 4]), t([1]), T([1], "i32"), ix([0])], (0,))
+        sample(op, ["args"], [t([2, 3, 4]), t([2, 4]), ix([0, 1]), ix([2, 0])], (0,))
+        for dt in DT:
+            if dt != "f32":
+                sample(op, ["dtype"], [t([2, 3], dt), t([2], dt), ix([0, 1]), ix([2, 0])], (0,))
+        sample(op, ["empty"], [t([3, 4]), t([0]), T(torch.zeros(0), "i64"), T(torch.zeros(0), "i64")], (0,))
+        sample(op, ["transposed"], [t([4, 3], v="t"), t([2]), ix([0, 2]), ix([1, 3])], (1,))
