@@ -1,6 +1,8 @@
 /* ops_idx.c - public entry points of the indexing, scan and shape rows
  * (ops.def's "indexing, scans and shapes" section): they fill attributes and
  * call fe_apply. */
+#include <stdlib.h>
+
 #include "fe.h"
 
 /* A list argument: its n entries, or a list the rule rejects (n = -1) when
@@ -364,4 +366,195 @@ tj_tensor *tj_index_put(tj_tensor *x, tj_tensor *const *indices, int n, tj_tenso
     for (int k = 0; k < n; k++)
         in[2 + k] = indices[k];
     return fe_apply(OP_index_put, in, 2 + n, &at);
+}
+
+/* ---- search ---------------------------------------------------------------------------- */
+
+tj_tensor *tj_searchsorted(tj_tensor *sorted, tj_tensor *values, bool right)
+{
+    ir_attrs at = {0};
+    ir_attr_int(&at.a[0], right);
+    return fe_apply(OP_searchsorted, (tj_tensor *[]){sorted, values}, 2, &at);
+}
+
+tj_tensor *tj_bucketize(tj_tensor *values, tj_tensor *boundaries, bool right)
+{
+    ir_attrs at = {0};
+    ir_attr_int(&at.a[0], right);
+    return fe_apply(OP_bucketize, (tj_tensor *[]){values, boundaries}, 2, &at);
+}
+
+/* ---- data-dependent shapes ------------------------------------------------------------- */
+
+static bool usable(tj_tensor *x, const char *what)
+{
+    if (!x) {
+        if (!rt_has_error())
+            rt_error("%s: input is NULL", what);
+        return false;
+    }
+    if (rt_dead(x)) {
+        rt_error("%s: input 0 is a released tensor (used after tj_release)", what);
+        return false;
+    }
+    return true;
+}
+
+tj_tensor *tj_nonzero(tj_tensor *x)
+{
+    if (!usable(x, "nonzero") || fe_trace_needs_values(x, "tj_nonzero"))
+        return NULL;
+    tj_tensor *nz = tj_contiguous(tj_ne_s(x, 0));   /* NaN counts, as in torch */
+    const uint8_t *p = nz ? tj_data(nz) : NULL;
+    if (!p && nz && tj_numel(nz))
+        return NULL;
+    int64_t n = tj_numel(x), count = 0, nd = x->ndim;
+    for (int64_t k = 0; k < n; k++)
+        count += p[k] != 0;
+    int64_t *pos = malloc((size_t)(count * nd + 1) * sizeof *pos);
+    if (!pos) {
+        rt_error("nonzero: out of memory");
+        return NULL;
+    }
+    for (int64_t k = 0, m = 0; k < n; k++) {
+        if (!p[k])
+            continue;
+        for (int64_t d = nd - 1, r = k; d >= 0; d--) {
+            pos[m * nd + d] = r % x->shape[d];
+            r /= x->shape[d];
+        }
+        m++;
+    }
+    tj_tensor *r = tj_from_data(TJ_I64, 2, (int64_t[]){count, nd}, pos);
+    free(pos);
+    return r;
+}
+
+/* The elements of x (broadcast with mask) where mask is true, in order: a
+ * take at the mask's flat nonzero positions, so the gradient flows to x. */
+tj_tensor *tj_masked_select(tj_tensor *x, tj_tensor *mask)
+{
+    if (!usable(x, "masked_select") || !usable(mask, "masked_select"))
+        return NULL;
+    if (mask->dtype != TJ_BOOL) {
+        char head[256];
+        rt_describe_inputs("masked_select", (tj_tensor *[]){x, mask}, 2, head, sizeof head);
+        rt_error("%s: mask must be bool, got %s", head, tj_dtype_name(mask->dtype));
+        return NULL;
+    }
+    tj_tensor *both = tj_logical_and(mask, tj_ne(x, x));   /* the broadcast shape (values unused) */
+    if (!both)
+        return NULL;
+    tj_tensor *xb = tj_expand(x, both->ndim, both->shape);
+    tj_tensor *mb = tj_reshape(tj_expand(mask, both->ndim, both->shape), 1, (int64_t[]){-1});
+    tj_tensor *pos = tj_nonzero(mb);
+    if (!pos)
+        return NULL;
+    return tj_take(xb, tj_reshape(pos, 1, (int64_t[]){-1}));
+}
+
+/* ---- lists ----------------------------------------------------------------------------- */
+
+int tj_chunk(tj_tensor *x, int chunks, int dim, tj_tensor **out, int max)
+{
+    if (!usable(x, "chunk"))
+        return -1;
+    int d = ir_norm_dim(dim, x->ndim);
+    if (chunks <= 0 || x->ndim == 0 || d < 0) {
+        char head[256];
+        rt_describe_inputs("chunk", &x, 1, head, sizeof head);
+        rt_error("%s: %s", head, chunks <= 0 ? "chunks must be positive" : "dim out of range");
+        return -1;
+    }
+    fe_trace_shape_read(x);
+    int64_t len = x->shape[d], size = (len + chunks - 1) / chunks;
+    return tj_split(x, size > 0 ? size : 1, d, out, max);
+}
+
+int tj_unbind(tj_tensor *x, int dim, tj_tensor **out, int max)
+{
+    if (!usable(x, "unbind"))
+        return -1;
+    int d = ir_norm_dim(dim, x->ndim);
+    if (x->ndim == 0 || d < 0 || (max > 0 && !out)) {
+        char head[256];
+        rt_describe_inputs("unbind", &x, 1, head, sizeof head);
+        rt_error("%s: %s", head, max > 0 && !out ? "out is NULL" : "dim out of range");
+        return -1;
+    }
+    fe_trace_shape_read(x);
+    int64_t n = x->shape[d];
+    for (int64_t k = 0; k < n && k < max; k++)
+        if (!(out[k] = tj_squeeze(tj_narrow(x, d, k, 1), &d, 1)))
+            return -1;
+    return (int)n;
+}
+
+int tj_meshgrid(tj_tensor *const *xs, int n, bool xy, tj_tensor **out)
+{
+    int64_t shape[TJ_MAX_DIMS];
+    if (n < 1 || n > TJ_MAX_DIMS || !xs || !out) {
+        rt_error("meshgrid(): needs 1 to %d tensors and an out array, got %d", TJ_MAX_DIMS, n);
+        return -1;
+    }
+    for (int k = 0; k < n; k++) {
+        if (!usable(xs[k], "meshgrid"))
+            return -1;
+        if (xs[k]->ndim > 1) {
+            rt_error("meshgrid(): input %d has %d dims (expected 0 or 1)", k, xs[k]->ndim);
+            return -1;
+        }
+        fe_trace_shape_read(xs[k]);
+        shape[k] = xs[k]->ndim ? xs[k]->shape[0] : 1;
+    }
+    bool swap = xy && n >= 2;   /* 'xy': the first two dims trade places */
+    if (swap) {
+        int64_t t = shape[0];
+        shape[0] = shape[1], shape[1] = t;
+    }
+    for (int k = 0; k < n; k++) {
+        int at = swap && k < 2 ? 1 - k : k;
+        int64_t view[TJ_MAX_DIMS];
+        for (int j = 0; j < n; j++)
+            view[j] = j == at ? shape[at] : 1;
+        if (!(out[k] = tj_expand(tj_reshape(xs[k], n, view), n, shape)))
+            return -1;
+    }
+    return n;
+}
+
+/* torch.hstack / vstack: cat along dim 1 (0 for 1-D inputs) / dim 0, after
+ * atleast_1d / atleast_2d. */
+static tj_tensor *stack_like(tj_tensor *const *xs, int n, bool vertical)
+{
+    tj_tensor *parts[FE_MAX_INPUTS];
+    if (n < 1 || n > FE_MAX_INPUTS || !xs) {
+        rt_error("%s(): needs 1 to %d tensors, got %d", vertical ? "vstack" : "hstack",
+                 FE_MAX_INPUTS, n);
+        return NULL;
+    }
+    for (int k = 0; k < n; k++) {
+        tj_tensor *x = xs[k];
+        if (!usable(x, vertical ? "vstack" : "hstack"))
+            return NULL;
+        if (x->ndim == 0)
+            x = tj_reshape(x, vertical ? 2 : 1, (int64_t[]){1, 1});
+        else if (vertical && x->ndim == 1)
+            x = tj_unsqueeze(x, 0);
+        parts[k] = x;
+    }
+    return tj_cat(parts, n, vertical || parts[0]->ndim == 1 ? 0 : 1);
+}
+
+tj_tensor *tj_hstack(tj_tensor *const *xs, int n) { return stack_like(xs, n, false); }
+tj_tensor *tj_vstack(tj_tensor *const *xs, int n) { return stack_like(xs, n, true); }
+
+tj_tensor *tj_where_xs(tj_tensor *cond, tj_tensor *a, double b)
+{
+    return tj_where(cond, a, a ? fe_wrap_scalar(b, a) : NULL);
+}
+
+tj_tensor *tj_where_sx(tj_tensor *cond, double a, tj_tensor *b)
+{
+    return tj_where(cond, b ? fe_wrap_scalar(a, b) : NULL, b);
 }

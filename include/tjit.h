@@ -480,6 +480,22 @@ tj_tensor *tj_index_copy(tj_tensor *x, int dim, tj_tensor *index, tj_tensor *sou
 /* x[indices[0], .., indices[n-1]] = values (accumulate: +=), indices for x's first n dims. */
 tj_tensor *tj_index_put(tj_tensor *x, tj_tensor *const *indices, int n, tj_tensor *values,
                         bool accumulate);
+/* Positions that keep a sorted sequence sorted (i64; right: after equal entries). */
+tj_tensor *tj_searchsorted(tj_tensor *sorted, tj_tensor *values, bool right);
+tj_tensor *tj_bucketize(tj_tensor *values, tj_tensor *boundaries, bool right);
+/* Data-dependent shapes: these read values, so inside a traced model they are a
+ * graph break (the call runs eagerly; docs/tracing.md). */
+tj_tensor *tj_nonzero(tj_tensor *x);                       /* i64[count, ndim] */
+tj_tensor *tj_masked_select(tj_tensor *x, tj_tensor *mask);   /* 1-D; broadcast; differentiable in x */
+/* Lists of tensors (views): each returns the count, or -1 with an error; out holds max. */
+int tj_chunk(tj_tensor *x, int chunks, int dim, tj_tensor **out, int max);
+int tj_unbind(tj_tensor *x, int dim, tj_tensor **out, int max);
+int tj_meshgrid(tj_tensor *const *xs, int n, bool xy, tj_tensor **out);   /* 1-D inputs; xy: indexing='xy' */
+tj_tensor *tj_hstack(tj_tensor *const *xs, int n);
+tj_tensor *tj_vstack(tj_tensor *const *xs, int n);
+/* where with a number for an arm (torch.where(c, x, 2.0)): the number is a weak scalar. */
+tj_tensor *tj_where_xs(tj_tensor *cond, tj_tensor *a, double b);
+tj_tensor *tj_where_sx(tj_tensor *cond, double a, tj_tensor *b);
 /* Creation: like x (its shape and dtype), and ranges. */
 tj_tensor *tj_full_like(tj_tensor *x, double value);
 tj_tensor *tj_zeros_like(tj_tensor *x);
@@ -888,6 +904,17 @@ TJ_API_END
 #define tj_index_add(...) (tj__callsite(__FILE__, __LINE__), tj_index_add(__VA_ARGS__))
 #define tj_index_copy(...) (tj__callsite(__FILE__, __LINE__), tj_index_copy(__VA_ARGS__))
 #define tj_index_put(...) (tj__callsite(__FILE__, __LINE__), tj_index_put(__VA_ARGS__))
+#define tj_searchsorted(...) (tj__callsite(__FILE__, __LINE__), tj_searchsorted(__VA_ARGS__))
+#define tj_bucketize(...) (tj__callsite(__FILE__, __LINE__), tj_bucketize(__VA_ARGS__))
+#define tj_nonzero(...) (tj__callsite(__FILE__, __LINE__), tj_nonzero(__VA_ARGS__))
+#define tj_masked_select(...) (tj__callsite(__FILE__, __LINE__), tj_masked_select(__VA_ARGS__))
+#define tj_chunk(...) (tj__callsite(__FILE__, __LINE__), tj_chunk(__VA_ARGS__))
+#define tj_unbind(...) (tj__callsite(__FILE__, __LINE__), tj_unbind(__VA_ARGS__))
+#define tj_meshgrid(...) (tj__callsite(__FILE__, __LINE__), tj_meshgrid(__VA_ARGS__))
+#define tj_hstack(...) (tj__callsite(__FILE__, __LINE__), tj_hstack(__VA_ARGS__))
+#define tj_vstack(...) (tj__callsite(__FILE__, __LINE__), tj_vstack(__VA_ARGS__))
+#define tj_where_xs(...) (tj__callsite(__FILE__, __LINE__), tj_where_xs(__VA_ARGS__))
+#define tj_where_sx(...) (tj__callsite(__FILE__, __LINE__), tj_where_sx(__VA_ARGS__))
 #define tj_full_like(...) (tj__callsite(__FILE__, __LINE__), tj_full_like(__VA_ARGS__))
 #define tj_zeros_like(...) (tj__callsite(__FILE__, __LINE__), tj_zeros_like(__VA_ARGS__))
 #define tj_ones_like(...) (tj__callsite(__FILE__, __LINE__), tj_ones_like(__VA_ARGS__))

@@ -695,3 +695,35 @@ int ir_infer_index_put(IR_INFER_ARGS)
     ir_set(out, x->dtype, x->ndim, x->shape);
     return 0;
 }
+
+/* ---- searchsorted and bucketize -------------------------------------------------------- */
+
+static int search_rule(const ir_type *seq, const ir_type *v, ir_type *out, char *err, size_t nerr)
+{
+    if (seq->ndim == 0)
+        return ir_fail(err, nerr, "the sorted sequence needs at least 1 dim");
+    if (seq->dtype == TJ_BOOL || v->dtype == TJ_BOOL)
+        return ir_fail(err, nerr, "bool inputs are not supported");
+    if (seq->ndim > 1) {
+        bool ok = v->ndim == seq->ndim;
+        for (int k = 0; ok && k < seq->ndim - 1; k++)
+            ok = v->shape[k] == seq->shape[k];
+        if (!ok)
+            return ir_fail(err, nerr, "the values must have the sequence's leading dims");
+    }
+    if (seq->shape[seq->ndim - 1] < 0)
+        return ir_fail(err, nerr, "the sequence has a symbolic length");
+    if (v->ndim + 1 > TJ_MAX_DIMS)
+        return ir_fail(err, nerr, "too many dims");
+    ir_set(out, TJ_I64, v->ndim, v->shape);
+    return 0;
+}
+
+int ir_infer_searchsorted(IR_INFER_ARGS) { return search_rule(in[0], in[1], out, err, nerr); }
+
+int ir_infer_bucketize(IR_INFER_ARGS)
+{
+    if (in[1]->ndim != 1)
+        return ir_fail(err, nerr, "boundaries must have 1 dim, got %d", in[1]->ndim);
+    return search_rule(in[1], in[0], out, err, nerr);
+}

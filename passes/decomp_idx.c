@@ -556,3 +556,23 @@ ir_node *ps_decomp_index_put(PS_DECOMP_ARGS)
                           3, 0);
     return ps_b_reshape(b, r, n->type.shape, n->type.ndim);
 }
+
+/* ---- searchsorted and bucketize ------------------------------------------------------ */
+
+/* The count of sequence entries below each value (<= with right): a
+ * comparison of every value with its row, summed; a NaN value sorts after
+ * everything, as in torch. */
+static ir_node *search(ps_builder *b, const ir_node *n, ir_node *seq, ir_node *v, bool right)
+{
+    int64_t len = seq->type.shape[seq->type.ndim - 1], last = -1;
+    ir_node *vv = ps_b_unsqueeze(b, v, -1);   /* [..., m, 1] */
+    ir_node *ss = seq->type.ndim > 1 ? ps_b_unsqueeze(b, seq, -2) : seq;   /* [..., 1, len] */
+    ir_node *below = b_bin(b, right ? OP_le : OP_lt, ss, vv);
+    ir_node *cnt = ps_b_reduce(b, OP_sum, ps_b_cast(b, below, TJ_I64), &last, 1, false);
+    if (ir_dtype_is_float(v->type.dtype))
+        cnt = b_where(b, b_un(b, OP_isnan, v), ps_b_scalar(b, (double)len, TJ_I64), cnt);
+    return ps_b_cast(b, cnt, n->type.dtype);
+}
+
+ir_node *ps_decomp_searchsorted(PS_DECOMP_ARGS) { return search(b, n, in[0], in[1], a->a[0].i[0]); }
+ir_node *ps_decomp_bucketize(PS_DECOMP_ARGS) { return search(b, n, in[1], in[0], a->a[0].i[0]); }

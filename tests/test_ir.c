@@ -147,7 +147,7 @@ static const struct {
     {"m", {"-1", "2"}},             {"steps", {"5"}},
     {"base", {"10"}},               {"descending", {"0", "1"}},
     {"k", {"1", "2"}},              {"largest", {"1", "0"}},
-    {"accumulate", {"0", "1"}},
+    {"accumulate", {"0", "1"}},     {"right", {"0", "1"}},
 };
 
 static int examples_of(const char *attr, const char *const **vals)

@@ -381,6 +381,10 @@ static const char *const composite_cases[] = {
       "%0 = index_add %x, %idxa, %s {dim=0, alpha=0.5} : f32[3,4]\n"
       " %1 = index_put %x, %v, %idxb, %idxb {accumulate=true} : f32[3,4]\n"
       " %2 = index_copy %x, %idxa, %s {dim=0} : f32[3,4]\n return %0, %1, %2"),
+    G("%s: f32[5], %v: f32[2,3], %r: f64[2,5], %w: f64[2,4]",
+      "%0 = searchsorted %s, %v {right=false} : i64[2,3]\n"
+      " %1 = bucketize %v, %s {right=true} : i64[2,3]\n"
+      " %2 = searchsorted %r, %w {right=true} : i64[2,4]\n return %0, %1, %2"),
 };
 
 static void test_every_composite_decomposes(void **state)

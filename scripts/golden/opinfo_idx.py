@@ -493,3 +493,40 @@ def register4(o):
                 sample(op, ["dtype"], [t([2, 3], dt), t([2], dt), ix([0, 1]), ix([2, 0])], (0,))
         sample(op, ["empty"], [t([3, 4]), t([0]), T(torch.zeros(0), "i64"), T(torch.zeros(0), "i64")], (0,))
         sample(op, ["transposed"], [t([4, 3], v="t"), t([2]), ix([0, 2]), ix([1, 3])], (1,))
+
+
+def register5(o):
+    """searchsorted, bucketize."""
+    t, T, sample = o.t, o.T, o.sample
+
+    o.REF.update({
+        "searchsorted": lambda s, v, right: torch.searchsorted(s, v, right=bool(right)),
+        "bucketize": lambda v, bd, right: torch.bucketize(v, bd, right=bool(right)),
+    })
+
+    @o.samples_for("searchsorted", "bucketize")
+    def search(op):
+        seq = T([-1.0, 0.0, 0.0, 2.5, 4.0])
+        vals = T([[-2.0, 0.0, 1.0], [2.5, 4.0, 9.0]])
+
+        def s(tags, sq, v, right):
+            sample(op, tags, [sq, v] if op == "searchsorted" else [v, sq], (right,))
+
+        for right in (0, 1):
+            s(["plain", "args"], seq, vals, right)
+            s(["extreme"], seq, T([math.nan, math.inf, -math.inf, -0.0]), right)
+        s(["dtype"], T([1, 3, 5, 7], "i64"), T([0, 3, 8], "i64"), 0)
+        s(["dtype"], T([1, 3, 5, 7], "i32"), T([0, 3, 8], "i32"), 1)
+        s(["dtype"], T([1.0, 3.0], "f64"), T([2.0], "f64"), 0)
+        s(["promo"], T([1, 3, 5, 7], "i64"), T([0.5, 3.0]), 0)
+        s(["0d"], seq, T(1.5), 0)
+        s(["empty"], seq, T(torch.zeros(0)), 0)
+        s(["empty"], T(torch.zeros(0)), vals, 0)
+        s(["args"], T([]), vals, 0)
+        s(["args"], T([1.0, 2.0], "bool"), T([1.0], "bool"), 0)
+        if op == "searchsorted":
+            s(["args"], T([[0.0, 1.0, 2.0], [5.0, 6.0, 7.0]]), T([[1.5, 0.0], [6.0, 9.0]]), 0)
+            s(["args"], T([[0.0, 1.0, 2.0], [5.0, 6.0, 7.0]]), T([[1.5, 0.0]]), 0)
+        else:
+            s(["args"], T([[0.0, 1.0]]), vals, 0)
+        s(["transposed"], seq, T([[-2.0, 0.0], [1.0, 2.5], [4.0, 9.0]], "f32", "t"), 1)
