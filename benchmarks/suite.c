@@ -193,14 +193,20 @@ static int p7_setup(bench_args *a)
     return setup_done(a);
 }
 
+static tj_tensor *p7_loss(void *ctx, tj_tensor *const *in, int n)
+{
+    tj_tensor *const *w = weights(ctx);
+    tj_tensor *h = tj_relu(tj_linear(in[0], w[0], w[1]));
+    h = tj_relu(tj_linear(h, w[2], w[3]));
+    return tj_cross_entropy(tj_linear(h, w[4], w[5]), in[1]);
+}
+
 static tj_tensor *p7_run(void *ctx, tj_tensor *const *in, int n)
 {
     tj_tensor *const *w = weights(ctx);
     for (int k = 0; k < 6; k++)
         tj_zero_grad(w[k]);
-    tj_tensor *h = tj_relu(tj_linear(in[0], w[0], w[1]));
-    h = tj_relu(tj_linear(h, w[2], w[3]));
-    tj_tensor *loss = tj_cross_entropy(tj_linear(h, w[4], w[5]), in[1]);
+    tj_tensor *loss = p7_loss(ctx, in, n);
     if (tj_backward(loss) != 0)
         return NULL;
     int rc = 0;
@@ -265,12 +271,17 @@ static tj_tensor *p8_block(tj_tensor *x, tj_tensor *const *w)
     return tj_add(y, tj_linear(h, w[10], w[11]));
 }
 
+static tj_tensor *p8_loss(void *ctx, tj_tensor *const *in, int n)
+{
+    tj_tensor *d = tj_sub(p8_block(in[0], weights(ctx)), in[1]);
+    return tj_mean(tj_mul(d, d), NULL, 0, false);
+}
+
 static tj_tensor *p8_run(void *ctx, tj_tensor *const *in, int n)
 {
     bench_args *a = ctx;
     tj_optimizer_zero_grad(a->opt);
-    tj_tensor *d = tj_sub(p8_block(in[0], weights(ctx)), in[1]);
-    tj_tensor *loss = tj_mean(tj_mul(d, d), NULL, 0, false);
+    tj_tensor *loss = p8_loss(ctx, in, n);
     if (tj_backward(loss) != 0 || tj_optimizer_step(a->opt) != 0)
         return NULL;
     return tj_detach(loss);
@@ -279,21 +290,21 @@ static tj_tensor *p8_run(void *ctx, tj_tensor *const *in, int n)
 /* ---- the table ------------------------------------------------------------ */
 const bench_case bench_cases[] = {
     {"P1", "pointwise", "x f32[4194304]; tanh(x) * sigmoid(1.702*x) + 0.5*x", p1_setup, p1_run,
-     teardown, NULL, false},
+     teardown, NULL, false, NULL},
     {"P2", "softmax", "x f32[2048,1024]; softmax over the last dim", p2_setup, p2_run, teardown,
-     NULL, false},
+     NULL, false, NULL},
     {"P3", "layernorm", "x f32[4096,1024], w,b f32[1024]; layer_norm, eps 1e-5", p3_setup, p3_run,
-     teardown, NULL, false},
+     teardown, NULL, false, NULL},
     {"P4", "mlp", "x f32[256,1024]; layer_norm(linear(gelu_tanh(linear(x))) + x), 1024-2048-1024",
-     p4_setup, p4_run, teardown, NULL, false},
+     p4_setup, p4_run, teardown, NULL, false, NULL},
     {"P5", "attention", "q,k,v f32[4,8,256,64]; causal sdpa, scale 1/8", p5_setup, p5_run,
-     teardown, NULL, false},
+     teardown, NULL, false, NULL},
     {"P6", "conv", "x f32[8,64,56,56]; ResNet basic block (conv3x3 64->64, bn, relu), eval",
-     p6_setup, p6_run, teardown, NULL, false},
+     p6_setup, p6_run, teardown, NULL, false, NULL},
     {"P7", "train_mlp", "x f32[128,784]; MLP 784-512-512-10, cross-entropy, one SGD step",
-     p7_setup, p7_run, teardown, NULL, true},
+     p7_setup, p7_run, teardown, NULL, true, p7_loss},
     {"P8", "train_block", "x f32[16,64,128]; pre-norm transformer block (4 heads, causal, MLP 512), "
-     "MSE, one Adam step", p8_setup, p8_run, teardown, NULL, true},
+     "MSE, one Adam step", p8_setup, p8_run, teardown, NULL, true, p8_loss},
 };
 const int bench_ncases = (int)(sizeof bench_cases / sizeof *bench_cases);
 

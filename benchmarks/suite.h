@@ -47,6 +47,9 @@ typedef struct bench_case {
                          * setup, run, teardown are NULL) */
     bool trains;        /* run() updates the weights (a training step): the
                          * runner restores them before each checked call */
+    bench_model_fn loss;   /* a training case's forward and loss alone (run() is
+                            * it, then backward and the update), for drivers
+                            * that step themselves (benchmarks/dist) */
 } bench_case;
 
 extern const bench_case bench_cases[];

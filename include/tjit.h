@@ -105,6 +105,13 @@ typedef struct tj_tensor tj_tensor;
 /* ---- errors ------------------------------------------------------------ */
 const char *tj_last_error(void);   /* message of the last failure on this thread, "" if none */
 void tj_clear_error(void);
+/* Records a message as tj_last_error() does (for libraries built on tjit,
+ * such as libtjit_dist). */
+void tj_set_error(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
 /* Records the caller's file and line (a string literal that outlives the
  * graphs it is in) for the next op on this thread: graph nodes carry it, and
  * error messages end with " at FILE:LINE". The call-site macros at the end of
@@ -517,7 +524,19 @@ int tj_backward(tj_tensor *loss);              /* one-element result; 0 or -1 */
 int tj_backward_seed(tj_tensor *y, tj_tensor *seed);   /* seed: dL/dy, y's shape */
 tj_tensor *tj_grad(const tj_tensor *t);        /* borrowed, NULL before a backward */
 void tj_zero_grad(tj_tensor *t);               /* drops the accumulated gradient */
+/* Sets leaf's gradient to g's values (like `p.grad = g`; into the current
+ * gradient in place when shapes and dtypes match). 0 or -1. */
+int tj_set_grad(tj_tensor *leaf, tj_tensor *g);
 tj_tensor *tj_detach(tj_tensor *t);            /* same data, no gradient history */
+/* A ready-hook on a leaf (what data parallelism builds on, like PyTorch's
+ * post-accumulate-grad hook): during a backward, fn(leaf, ctx) runs once, as
+ * soon as the leaf's gradient is final for that backward (every recorded op
+ * that reads it, and every compiled call, has added its part), with
+ * tj_grad(leaf) the sum. A nonzero return fails the backward. One hook per
+ * leaf; fn NULL removes it. A backward traced by tj_compile into a hooked
+ * leaf is a graph break (the hook must see the value). */
+typedef int (*tj_grad_hook_fn)(tj_tensor *leaf, void *ctx);
+int tj_set_grad_hook(tj_tensor *leaf, tj_grad_hook_fn fn, void *ctx);
 void tj_no_grad_begin(void);                   /* like torch.no_grad(): nests */
 void tj_no_grad_end(void);
 bool tj_grad_enabled(void);
@@ -926,7 +945,9 @@ TJ_API_END
 #define tj_backward(...) (tj__callsite(__FILE__, __LINE__), tj_backward(__VA_ARGS__))
 #define tj_backward_seed(...) (tj__callsite(__FILE__, __LINE__), tj_backward_seed(__VA_ARGS__))
 #define tj_grad(...) (tj__callsite(__FILE__, __LINE__), tj_grad(__VA_ARGS__))
+#define tj_set_grad(...) (tj__callsite(__FILE__, __LINE__), tj_set_grad(__VA_ARGS__))
 #define tj_detach(...) (tj__callsite(__FILE__, __LINE__), tj_detach(__VA_ARGS__))
+#define tj_set_grad_hook(...) (tj__callsite(__FILE__, __LINE__), tj_set_grad_hook(__VA_ARGS__))
 #define tj_optimizer_step(...) (tj__callsite(__FILE__, __LINE__), tj_optimizer_step(__VA_ARGS__))
 #define tj_call(...) (tj__callsite(__FILE__, __LINE__), tj_call(__VA_ARGS__))
 #define tj_call_multi(...) (tj__callsite(__FILE__, __LINE__), tj_call_multi(__VA_ARGS__))

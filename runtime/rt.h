@@ -113,7 +113,8 @@ bool rt_is_contiguous(const tj_tensor *t);
 double rt_load_f64(const tj_tensor *t, const int64_t *index);
 
 /* ---- errors (thread-local, error.c) ------------------------------------------ */
-void rt_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* rt_error: the library's name for tj_set_error (tjit.h). */
+#define rt_error tj_set_error
 bool rt_has_error(void);
 /* The call site of the latest public call made through tjit.h's macros on
  * this thread: its file (NULL: none) and *line. */
