@@ -558,3 +558,19 @@ tj_tensor *tj_where_sx(tj_tensor *cond, double a, tj_tensor *b)
 {
     return tj_where(cond, b ? fe_wrap_scalar(a, b) : NULL, b);
 }
+
+tj_tensor *tj_fill(tj_tensor *x, double value) { return tj_full_like(x, value); }
+
+tj_tensor *tj_maximum_value(tj_dtype dt)
+{
+    ir_attrs at = {0};
+    ir_attr_int(&at.a[0], dt);
+    return fe_apply(OP_maximum_value, NULL, 0, &at);
+}
+
+tj_tensor *tj_minimum_value(tj_dtype dt)
+{
+    ir_attrs at = {0};
+    ir_attr_int(&at.a[0], dt);
+    return fe_apply(OP_minimum_value, NULL, 0, &at);
+}

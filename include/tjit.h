@@ -508,7 +508,11 @@ tj_tensor *tj_full_like(tj_tensor *x, double value);
 tj_tensor *tj_zeros_like(tj_tensor *x);
 tj_tensor *tj_ones_like(tj_tensor *x);
 tj_tensor *tj_empty_like(tj_tensor *x);   /* zeros, as tj_empty */
+tj_tensor *tj_fill(tj_tensor *x, double value);         /* PrimTorch's fill: tj_full_like */
 tj_tensor *tj_eye(tj_dtype dt, int64_t n, int64_t m);   /* m -1: n */
+/* 0-dim: the largest and smallest finite values of a dtype (torch.finfo/iinfo max and min). */
+tj_tensor *tj_maximum_value(tj_dtype dt);
+tj_tensor *tj_minimum_value(tj_dtype dt);
 tj_tensor *tj_linspace(tj_dtype dt, double start, double end, int64_t steps);
 tj_tensor *tj_logspace(tj_dtype dt, double start, double end, int64_t steps, double base);
 
@@ -938,7 +942,10 @@ TJ_API_END
 #define tj_zeros_like(...) (tj__callsite(__FILE__, __LINE__), tj_zeros_like(__VA_ARGS__))
 #define tj_ones_like(...) (tj__callsite(__FILE__, __LINE__), tj_ones_like(__VA_ARGS__))
 #define tj_empty_like(...) (tj__callsite(__FILE__, __LINE__), tj_empty_like(__VA_ARGS__))
+#define tj_fill(...) (tj__callsite(__FILE__, __LINE__), tj_fill(__VA_ARGS__))
 #define tj_eye(...) (tj__callsite(__FILE__, __LINE__), tj_eye(__VA_ARGS__))
+#define tj_maximum_value(...) (tj__callsite(__FILE__, __LINE__), tj_maximum_value(__VA_ARGS__))
+#define tj_minimum_value(...) (tj__callsite(__FILE__, __LINE__), tj_minimum_value(__VA_ARGS__))
 #define tj_linspace(...) (tj__callsite(__FILE__, __LINE__), tj_linspace(__VA_ARGS__))
 #define tj_logspace(...) (tj__callsite(__FILE__, __LINE__), tj_logspace(__VA_ARGS__))
 #define tj_requires_grad(...) (tj__callsite(__FILE__, __LINE__), tj_requires_grad(__VA_ARGS__))

@@ -727,3 +727,13 @@ int ir_infer_bucketize(IR_INFER_ARGS)
         return ir_fail(err, nerr, "boundaries must have 1 dim, got %d", in[1]->ndim);
     return search_rule(in[1], in[0], out, err, nerr);
 }
+
+int ir_infer_maximum_value(IR_INFER_ARGS)
+{
+    if (create_dtype(a->a[0].i[0], true, err, nerr))
+        return -1;
+    ir_set(out, (tj_dtype)a->a[0].i[0], 0, NULL);
+    return 0;
+}
+
+int ir_infer_minimum_value(IR_INFER_ARGS) { return ir_infer_maximum_value(op, in, nin, a, out, err, nerr); }

@@ -576,3 +576,31 @@ static ir_node *search(ps_builder *b, const ir_node *n, ir_node *seq, ir_node *v
 
 ir_node *ps_decomp_searchsorted(PS_DECOMP_ARGS) { return search(b, n, in[0], in[1], a->a[0].i[0]); }
 ir_node *ps_decomp_bucketize(PS_DECOMP_ARGS) { return search(b, n, in[1], in[0], a->a[0].i[0]); }
+
+/* ---- dtype limits --------------------------------------------------------------------- */
+
+/* The dtype's extreme finite value. Every limit but i64's maximum is exact in
+ * a double; that one is the bitwise not of i64's minimum, -2^63. */
+static ir_node *limit(ps_builder *b, tj_dtype dt, bool max)
+{
+    double v;
+    switch (dt) {
+    case TJ_F32: v = 0x1.fffffep127; break;
+    case TJ_F64: v = 0x1.fffffffffffffp1023; break;
+    case TJ_U8: v = max ? 255 : 0; break;
+    case TJ_I8: v = max ? 127 : -128; break;
+    case TJ_I16: v = max ? 32767 : -32768; break;
+    case TJ_I32: v = max ? 2147483647.0 : -2147483648.0; break;
+    case TJ_I64: {
+        ir_node *lo = ps_b_cast(b, ps_b_scalar(b, -0x1p63, TJ_F64), TJ_I64);
+        return max ? b_un(b, OP_bitwise_not, lo) : lo;
+    }
+    default: return ps_b_fail(b, "no limit for dtype %s", tj_dtype_name(dt));
+    }
+    if (ir_dtype_is_float(dt) && !max)
+        v = -v;
+    return ps_b_cast(b, ps_b_scalar(b, v, TJ_F64), dt);
+}
+
+ir_node *ps_decomp_maximum_value(PS_DECOMP_ARGS) { return limit(b, n->type.dtype, true); }
+ir_node *ps_decomp_minimum_value(PS_DECOMP_ARGS) { return limit(b, n->type.dtype, false); }

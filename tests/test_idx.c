@@ -129,6 +129,19 @@ static void test_indices(void **state)
     tu_assert_error(NULL, "topk(f64[2,5])", "k 9 is out of range", NULL);
 }
 
+/* The i64 limits exactly (the golden data holds doubles). */
+static void test_limits(void **state)
+{
+    (void)state;
+    tj_tensor *hi = tj_maximum_value(TJ_I64), *lo = tj_minimum_value(TJ_I64);
+    assert_non_null(hi);
+    assert_non_null(lo);
+    assert_true(*(const int64_t *)tj_data(hi) == INT64_MAX);
+    assert_true(*(const int64_t *)tj_data(lo) == INT64_MIN);
+    assert_null(tj_maximum_value(TJ_BOOL));
+    tu_assert_error(NULL, "maximum_value", "unsupported dtype bool", NULL);
+}
+
 /* Errors name the row, and a row's decomposition never leaks. */
 static void test_errors(void **state)
 {
@@ -155,7 +168,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_nonzero), T(test_masked_select_and_grad), T(test_nonzero_breaks_the_graph),
-        T(test_lists), T(test_indices), T(test_errors),
+        T(test_lists), T(test_indices), T(test_limits), T(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -384,7 +384,9 @@ static const char *const composite_cases[] = {
     G("%s: f32[5], %v: f32[2,3], %r: f64[2,5], %w: f64[2,4]",
       "%0 = searchsorted %s, %v {right=false} : i64[2,3]\n"
       " %1 = bucketize %v, %s {right=true} : i64[2,3]\n"
-      " %2 = searchsorted %r, %w {right=true} : i64[2,4]\n return %0, %1, %2"),
+      " %2 = searchsorted %r, %w {right=true} : i64[2,4]\n"
+      " %3 = maximum_value {dtype=i64} : i64[]\n %4 = minimum_value {dtype=f32} : f32[]\n"
+      " return %0, %1, %2, %3, %4"),
 };
 
 static void test_every_composite_decomposes(void **state)

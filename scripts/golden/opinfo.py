@@ -1222,6 +1222,7 @@ opinfo_idx.register2(sys.modules[__name__])
 opinfo_idx.register3(sys.modules[__name__])
 opinfo_idx.register4(sys.modules[__name__])
 opinfo_idx.register5(sys.modules[__name__])
+opinfo_idx.register6(sys.modules[__name__])
 
 
 def main():

@@ -530,3 +530,20 @@ def register5(o):
         else:
             s(["args"], T([[0.0, 1.0]]), vals, 0)
         s(["transposed"], seq, T([[-2.0, 0.0], [1.0, 2.5], [4.0, 9.0]], "f32", "t"), 1)
+
+
+def register6(o):
+    """dtype limits."""
+    def lim(dt, top):
+        d = o.DT[dt]
+        if d == torch.bool:
+            raise RuntimeError("no limits for bool")
+        info = torch.finfo(d) if d.is_floating_point else torch.iinfo(d)
+        return torch.tensor(info.max if top else info.min, dtype=d)
+
+    o.REF.update({"maximum_value": lambda dt: lim(dt, True), "minimum_value": lambda dt: lim(dt, False)})
+
+    @o.samples_for("maximum_value", "minimum_value")
+    def limits(op):
+        for dt in o.DT:
+            o.sample(op, ["plain" if dt == "f32" else "dtype", "0d"], [], (dt,))
