@@ -289,6 +289,19 @@ $(BUILD)/fuzz/tir.dict: ir/ops.def ir/dtypes.def
 	  grep -o 'A([a-z_]*' ir/ops.def | sed 's/A(\(.*\)/"\1="/' | sort -u; \
 	  sed -n 's/^DTYPE([A-Z0-9]*, *\([a-z0-9]*\),.*/"\1"/p' ir/dtypes.def; } > $@
 
+# The ONNX reader's fuzzer: its sources built with libFuzzer's instrumentation,
+# the rest of the library from $(BUILD)/libtjit.a.
+ONNX_SRCS := $(wildcard frontend/onnx_*.c)
+$(BUILD)/fuzz/onnx_fuzz: fuzz/onnx_fuzz.c $(ONNX_SRCS) $(BUILD)/libtjit.a
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -DTJ_NO_CALLSITE fuzz/onnx_fuzz.c $(ONNX_SRCS) $(BUILD)/libtjit.a -o $@ $(LDLIBS)
+
+.PHONY: fuzz-onnx
+fuzz-onnx: $(BUILD)/fuzz/onnx_fuzz
+	@mkdir -p $(BUILD)/fuzz/onnx-corpus
+	$(BUILD)/fuzz/onnx_fuzz -max_total_time=$(FUZZ_TIME) -max_len=65536 -timeout=10 \
+	    -print_final_stats=1 -artifact_prefix=$(BUILD)/fuzz/ $(BUILD)/fuzz/onnx-corpus tests/golden/onnx
+
 fuzz: $(BUILD)/fuzz/parse_fuzz $(BUILD)/fuzz/tir.dict
 	@mkdir -p $(BUILD)/fuzz/corpus
 	$(BUILD)/fuzz/parse_fuzz -max_total_time=$(FUZZ_TIME) -dict=$(BUILD)/fuzz/tir.dict \

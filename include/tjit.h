@@ -565,6 +565,30 @@ int tj_optimizer_step(tj_optimizer *o);        /* 0 or -1; params without grad a
 void tj_optimizer_zero_grad(tj_optimizer *o);  /* tj_zero_grad of every parameter */
 void tj_optimizer_free(tj_optimizer *o);
 
+/* ---- ONNX import (docs/onnx.md) -------------------------------------------
+ * tj_onnx_load reads an ONNX model file (default domain, opsets 13-17, the
+ * operators tj_onnx_op_name lists; initializers become the model's weights).
+ * tj_onnx_run runs it eagerly on its inputs, in the model's input order,
+ * checked against the declared types (a symbolic dim takes any size); it is a
+ * tj_model_multi_fn, so tj_compile_multi(tj_onnx_run, model, opts) compiles
+ * the model like one written in C (dumps, explain, the kernel cache). An
+ * operator, attribute or form tjit does not support is an error naming the
+ * node and its op type. */
+typedef struct tj_onnx tj_onnx;
+tj_onnx *tj_onnx_load(const char *path);       /* NULL with an error */
+/* The same from size bytes in memory (a model embedded in a program); name
+ * stands for the file in errors (NULL: "(memory)"). */
+tj_onnx *tj_onnx_load_bytes(const void *data, size_t size, const char *name);
+void tj_onnx_free(tj_onnx *m);                 /* NULL is fine */
+int tj_onnx_num_inputs(const tj_onnx *m);
+int tj_onnx_num_outputs(const tj_onnx *m);
+const char *tj_onnx_input_name(const tj_onnx *m, int k);    /* NULL when out of range */
+const char *tj_onnx_output_name(const tj_onnx *m, int k);
+/* Writes the outputs to outs[0..n) (current scope) and returns n, or -1. */
+int tj_onnx_run(void *model, tj_tensor *const *args, int nargs, tj_tensor **outs, int max);
+int tj_onnx_num_ops(void);                     /* the ONNX operators tjit maps */
+const char *tj_onnx_op_name(int k);
+
 /* ---- compile: trace a model function into a graph ------------------------ */
 /* A model: computes one tensor from args[0..nargs) with the ops above. Tensors
  * it reaches through ctx (weights) are captured by reference: an in-place
