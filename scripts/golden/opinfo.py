@@ -45,6 +45,7 @@ Run with /usr/bin/python3 (Debian's python3-torch).
 import math
 import os
 import re
+import sys
 
 import torch
 import torch.nn.functional as F
@@ -1720,6 +1721,14 @@ def matrix_norm(op):
     each_layout(op, t, ([], 0))
 
 # ==== end of nn and linalg ========================================================
+# The indexing, scan and shape rows' samples live in opinfo_idx.py.
+import opinfo_idx  # noqa: E402
+opinfo_idx.register(sys.modules[__name__])
+opinfo_idx.register2(sys.modules[__name__])
+opinfo_idx.register3(sys.modules[__name__])
+opinfo_idx.register4(sys.modules[__name__])
+opinfo_idx.register5(sys.modules[__name__])
+opinfo_idx.register6(sys.modules[__name__])
 
 
 def main():
