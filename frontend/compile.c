@@ -36,81 +36,7 @@
 #include "trace.h"
 #include "autograd.h"
 #include "../runtime/iter.h"
-
-#define FE_MAX_ARGS 64
-#define FE_MAX_RESULTS 64
-#define FE_MAX_SYMS (FE_MAX_ARGS * TJ_MAX_DIMS)
-
-typedef struct guard {
-    tj_dtype dtype;
-    int ndim;
-    bool contiguous;
-    int64_t shape[TJ_MAX_DIMS];     /* IR_SYM(k) for a symbolic dim */
-    int64_t strides[TJ_MAX_DIMS];   /* checked when not contiguous */
-} guard;
-
-/* A concrete tensor an entry depends on: a capture (graph param) or a
- * tensor whose values the trace read. */
-typedef struct capref {
-    tj_tensor *t;       /* retained when w is NULL; else valid while w says it lives */
-    rt_wref *w;         /* weak reference to t, or NULL: a constant the model made */
-    unsigned version;   /* t's storage version when traced */
-    bool values;        /* its values were read while tracing: guarded on version */
-} capref;
-
-typedef struct entry {
-    int nargs;
-    guard *args;
-    ir_graph *g;            /* NULL: this signature runs eagerly or split */
-    char *eager_why;        /* the graph break that made it eager or split */
-    fe_split *split;        /* split at its breaks (segment.c), or NULL */
-    capref *caps;           /* 0..ncaps-1: g->inputs[nargs + k]; then value reads */
-    int ncaps, nrefs;
-    int *write_ref;         /* per write: index in caps of its target, or -1 */
-    int *guard_ref;         /* per gradient guard: index in caps of its leaf, or -1 */
-    atomic_int busy;        /* calls running its plan (it is not freed meanwhile) */
-    int *last_use;
-    int nsyms;
-    int64_t *symval;        /* the traced size of each symbol (duck sizing) */
-    sc_plan_set *plans;     /* compiled kernels (plan.h); NULL: graph executor */
-    int nresults;           /* the function's results: outputs 0 .. nresults-1 */
-    uint64_t res_grad;      /* traced in grad mode: bit k, result k required grad; */
-    bool grad_known;        /* false: traced in no-grad mode (every float result may) */
-    tj_dtype autocast;      /* the tj_autocast dtype it was traced in (TJ_F32: none) */
-    fe_write *writes;       /* written back after each call: the outputs after the
-                             * results (trace_effects.c) */
-    int nwrites;
-    fe_grad_guard *grad_guards;   /* leaves whose gradient the graph read */
-    int nguards;
-    atomic_ulong calls;
-    double trace_ms;        /* what tracing the function took */
-    bool frozen;            /* weights folded (freeze_entry) */
-    fe_joint *joint;        /* the partitioned backward (aot_joint.c), made on the first
-                             * call in grad mode; NULL: aot.c's, because joint_why */
-    bool joint_tried;
-    char *joint_why;
-} entry;
-
-struct tj_compiled {
-    tj_model_fn fn;          /* one result ... */
-    tj_model_multi_fn mfn;   /* ... or several */
-    void *ctx;
-    char name[64];
-    int limit;
-    bool no_dynamic, dyn_disabled, freeze;
-    pthread_mutex_t lock;
-    entry **entries;
-    int nentries, cap;
-    uint32_t dyn[FE_MAX_ARGS];   /* dims marked dynamic, per argument */
-    atomic_int nargs;            /* the argument count of the first call; -1 before */
-    int traces;                  /* entries made so far (some may have been dropped) */
-    char **log;                  /* recompiles and limit events, for explain */
-    int nlog, logcap;
-    bool limit_logged;
-    atomic_ulong calls, eager_calls;
-    fe_aot *aot[FE_MAX_RESULTS];   /* per result: its compiled backward (aot.c), made
-                                    * on the first call in grad mode that needs it */
-};
+#include "compiled.h"
 
 /* ---- guards ------------------------------------------------------------------ */
 
@@ -184,7 +110,7 @@ static unsigned version_of(const tj_tensor *t)
     return atomic_load_explicit(&t->storage->version, memory_order_relaxed);
 }
 
-static bool cap_released(const capref *r) { return r->w && rt_wref_get(r->w) != r->t; }
+bool fe_cap_released(const capref *r) { return r->w && rt_wref_get(r->w) != r->t; }
 
 /* The captures' guards: each weak one still alive (the same tensor: a weak
  * reference never outlives its tensor's identity), each one whose values
@@ -193,7 +119,7 @@ static bool caps_check(const entry *e, char *why, size_t n)
 {
     for (int k = 0; k < e->nrefs; k++) {
         const capref *r = &e->caps[k];
-        if (cap_released(r))
+        if (fe_cap_released(r))
             return fail(why, n, "captured tensor %d was released", k);
         if (r->values && version_of(r->t) != r->version)
             return fail(why, n, "captured tensor %d was changed in place, and the trace read "
@@ -206,7 +132,7 @@ static bool caps_check(const entry *e, char *why, size_t n)
 static bool entry_dead(const entry *e)
 {
     for (int k = 0; k < e->nrefs; k++)
-        if (cap_released(&e->caps[k]))
+        if (fe_cap_released(&e->caps[k]))
             return true;
     return false;
 }
@@ -1046,186 +972,4 @@ int tj_call_multi(tj_compiled *c, tj_tensor *const *args, int nargs, tj_tensor *
         return -1;
     }
     return call(c, args, nargs, outs, max);
-}
-
-static void explain_guards(FILE *f, const entry *e)
-{
-    for (int k = 0; k < e->nargs; k++) {
-        const guard *g = &e->args[k];
-        ir_type t = {g->dtype, g->ndim, false, {0}};
-        memcpy(t.shape, g->shape, sizeof t.shape);
-        char b[IR_TYPE_BUF];
-        fprintf(f, "    guard arg %d: %s %s\n", k, ir_type_fmt(&t, b, sizeof b),
-                g->contiguous ? "contiguous" : "strided");
-    }
-    for (int k = 0; k < e->nrefs; k++) {
-        const capref *r = &e->caps[k];
-        char b[IR_TYPE_BUF];
-        fprintf(f, "    guard captured tensor %d (%s%s): %s\n", k,
-                r->w ? "identity" : "a constant the model made, held",
-                r->values ? ", version: the trace read its values" : "",
-                cap_released(r) ? "released" : tj_describe(r->t, b, sizeof b));
-    }
-}
-
-/* What a call writes back: in-place updates and gradients (trace_effects.c). */
-static void explain_writes(FILE *f, const entry *e)
-{
-    int data = 0, grads = 0, none = 0;
-    for (int k = 0; k < e->nwrites; k++) {
-        data += e->writes[k].kind == FE_WRITE_DATA;
-        grads += e->writes[k].kind == FE_WRITE_GRAD;
-        none += e->writes[k].kind == FE_WRITE_GRAD_NONE;
-    }
-    if (e->nwrites)
-        fprintf(f, "    writes back per call: %d tensor%s in place, %d gradient%s set, %d dropped "
-                   "(functionalized in the graph)\n", data, data == 1 ? "" : "s", grads,
-                grads == 1 ? "" : "s", none);
-    for (int k = 0; k < e->nguards; k++)
-        fprintf(f, "    guard gradient of a leaf: %s (read before it was set)\n",
-                e->grad_guards[k].prior ? "the same tensor" : "none");
-}
-
-static void explain_plan(FILE *f, const entry *e)
-{
-    fprintf(f, "    traced in %.1f ms%s\n", e->trace_ms,
-            e->frozen ? "; frozen: what reads only weights was folded into constants" : "");
-    sc_plan_info pi = {0};
-    if (e->plans)
-        sc_plans_info(e->plans, &pi);
-    if (pi.compiled)
-        fprintf(f, "    compiled: %d kernel%s, %d eager call%s per call (built in %.1f ms)\n", pi.kernels,
-                pi.kernels == 1 ? "" : "s", pi.eager_calls, pi.eager_calls == 1 ? "" : "s", pi.compile_ms);
-    else if (pi.why[0])
-        fprintf(f, "    graph executor: %s\n", pi.why);
-    explain_writes(f, e);
-}
-
-int tj_compiled_stats_get(const tj_compiled *c, tj_compiled_stats *out)
-{
-    memset(out, 0, sizeof *out);
-    if (!c) {
-        rt_error("tj_compiled_stats_get: the compiled handle is NULL");
-        return -1;
-    }
-    tj_compiled *m = (tj_compiled *)c;
-    pthread_mutex_lock(&m->lock);
-    out->calls = atomic_load(&m->calls);
-    out->eager_calls = atomic_load(&m->eager_calls);
-    const entry *last = NULL;
-    for (int i = 0; i < c->nentries; i++) {
-        const entry *e = c->entries[i];
-        if (e->split) {
-            fe_split_info si;
-            fe_split_stats(e->split, &si);
-            out->split.graphs += si.graphs;
-            out->split.breaks += si.breaks;
-            out->split.compiled += si.compiled;
-            out->split.kernels += si.kernels;
-            out->split.runs += si.runs;
-            out->split.executor_runs += si.executor_runs;
-            out->split.late += si.late;
-            continue;
-        }
-        e->g ? out->graphs++ : out->breaks++;
-        if (e->g)
-            last = e;
-    }
-    sc_plan_info pi = {0};
-    sc_plan_mem pm = {0};
-    if (last && last->plans) {
-        sc_plans_info(last->plans, &pi);
-        sc_plans_mem(last->plans, &pm);
-    }
-    for (int i = 0; i < c->nentries; i++)
-        if (c->entries[i]->joint)
-            fe_joint_stats(c->entries[i]->joint, out);
-    const tj_compiled *bwd[FE_MAX_RESULTS];
-    for (int k = 0; k < FE_MAX_RESULTS; k++)
-        bwd[k] = fe_aot_compiled(m->aot[k]);   /* held until c is freed */
-    pthread_mutex_unlock(&m->lock);
-    for (int k = 0; k < FE_MAX_RESULTS; k++) {
-        tj_compiled_stats b;
-        if (bwd[k] && tj_compiled_stats_get(bwd[k], &b) == 0) {
-            out->backward.graphs += b.graphs;
-            out->backward.breaks += b.breaks;
-            out->backward.calls += b.calls;
-            out->backward.eager_calls += b.eager_calls;
-        }
-    }
-    out->plan.compiled = pi.compiled;
-    snprintf(out->plan.why, sizeof out->plan.why, "%s", pi.why);
-    out->plan.kernels = pi.kernels;
-    out->plan.eager_calls = pi.eager_calls;
-    out->plan.compile_ms = pi.compile_ms;
-    out->plan.arena_bytes = pm.arena_bytes;
-    out->plan.output_bytes = pm.own_bytes;
-    out->plan.scratch_bytes = pm.scratch_bytes;
-    out->plan.peak_bytes = pm.peak_bytes;
-    out->plan.buffers = pm.buffers;
-    return 0;
-}
-
-char *tj_explain(const tj_compiled *c)
-{
-    if (!c) {
-        rt_error("tj_explain: the compiled handle is NULL");
-        return NULL;
-    }
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f) {
-        rt_error("tj_explain: out of memory");
-        return NULL;
-    }
-    tj_compiled *m = (tj_compiled *)c;
-    pthread_mutex_lock(&m->lock);
-    int graphs = 0, breaks = 0;
-    for (int i = 0; i < c->nentries; i++)
-        c->entries[i]->g || c->entries[i]->split ? graphs++ : breaks++;
-    fprintf(f, "compiled %s: %lu calls, %d graph%s captured, %d graph break%s, %lu eager calls\n",
-            c->name, (unsigned long)atomic_load(&m->calls), graphs, graphs == 1 ? "" : "s",
-            breaks, breaks == 1 ? "" : "s", (unsigned long)atomic_load(&m->eager_calls));
-    for (int i = 0; i < c->nentries; i++) {
-        const entry *e = c->entries[i];
-        if (e->split)
-            fprintf(f, "  graph %d: split at graph breaks (the first: %s); %lu calls\n", i + 1,
-                    e->eager_why, (unsigned long)atomic_load(&m->entries[i]->calls));
-        if (e->split)
-            fe_split_explain(e->split, f);
-        else if (e->g)
-            fprintf(f, "  graph %d: %d nodes, %d inputs (%d captured), %d symbolic dim%s, %lu calls\n",
-                    i + 1, e->g->nnodes, e->g->ninputs, e->ncaps, e->nsyms,
-                    e->nsyms == 1 ? "" : "s", (unsigned long)atomic_load(&m->entries[i]->calls));
-        else
-            fprintf(f, "  graph break %d: %s; %lu calls ran eagerly\n", i + 1, e->eager_why,
-                    (unsigned long)atomic_load(&m->entries[i]->calls));
-        explain_plan(f, e);
-        explain_guards(f, e);
-        if (e->joint)
-            fe_joint_explain(e->joint, f);
-        else if (e->joint_why)
-            fprintf(f, "  backward not partitioned: %s (aot.c's: saves the arguments, recomputes "
-                       "the forward)\n", e->joint_why);
-    }
-    if (c->nlog)
-        fprintf(f, "  log:\n");
-    for (int i = 0; i < c->nlog; i++)
-        fprintf(f, "    %s\n", c->log[i]);
-    for (int k = 0; k < FE_MAX_RESULTS; k++) {
-        char *b = c->aot[k] ? tj_explain(fe_aot_compiled(c->aot[k])) : NULL;
-        if (!b)
-            continue;
-        /* aot.c: the backward recomputes the forward from the saved arguments */
-        fprintf(f, "  backward of result %d: saves the call's arguments, recomputes the "
-                   "forward values its gradients read\n", k);
-        char *save = NULL;
-        for (char *line = strtok_r(b, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-            fprintf(f, "    %s\n", line);
-        free(b);
-    }
-    pthread_mutex_unlock(&m->lock);
-    fclose(f);
-    return buf;
 }

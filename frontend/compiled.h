@@ -1,0 +1,93 @@
+/* compiled.h - internal to the frontend: what a compiled function holds (its
+ * entries: one per input signature, with guards, graph, plans and captured
+ * tensors), shared by compile.c (tracing, guards, calls) and explain.c
+ * (tj_explain and the statistics). */
+#ifndef TJ_FE_COMPILED_H
+#define TJ_FE_COMPILED_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "../sched/sched.h"
+#include "trace.h"
+#include "autograd.h"
+
+#define FE_MAX_ARGS 64
+#define FE_MAX_RESULTS 64
+#define FE_MAX_SYMS (FE_MAX_ARGS * TJ_MAX_DIMS)
+
+typedef struct guard {
+    tj_dtype dtype;
+    int ndim;
+    bool contiguous;
+    int64_t shape[TJ_MAX_DIMS];     /* IR_SYM(k) for a symbolic dim */
+    int64_t strides[TJ_MAX_DIMS];   /* checked when not contiguous */
+} guard;
+
+/* A concrete tensor an entry depends on: a capture (graph param) or a
+ * tensor whose values the trace read. */
+typedef struct capref {
+    tj_tensor *t;       /* retained when w is NULL; else valid while w says it lives */
+    rt_wref *w;         /* weak reference to t, or NULL: a constant the model made */
+    unsigned version;   /* t's storage version when traced */
+    bool values;        /* its values were read while tracing: guarded on version */
+} capref;
+
+typedef struct entry {
+    int nargs;
+    guard *args;
+    ir_graph *g;            /* NULL: this signature runs eagerly or split */
+    char *eager_why;        /* the graph break that made it eager or split */
+    fe_split *split;        /* split at its breaks (segment.c), or NULL */
+    capref *caps;           /* 0..ncaps-1: g->inputs[nargs + k]; then value reads */
+    int ncaps, nrefs;
+    int *write_ref;         /* per write: index in caps of its target, or -1 */
+    int *guard_ref;         /* per gradient guard: index in caps of its leaf, or -1 */
+    atomic_int busy;        /* calls running its plan (it is not freed meanwhile) */
+    int *last_use;
+    int nsyms;
+    int64_t *symval;        /* the traced size of each symbol (duck sizing) */
+    sc_plan_set *plans;     /* compiled kernels (plan.h); NULL: graph executor */
+    int nresults;           /* the function's results: outputs 0 .. nresults-1 */
+    uint64_t res_grad;      /* traced in grad mode: bit k, result k required grad; */
+    bool grad_known;        /* false: traced in no-grad mode (every float result may) */
+    tj_dtype autocast;      /* the tj_autocast dtype it was traced in (TJ_F32: none) */
+    fe_write *writes;       /* written back after each call: the outputs after the
+                             * results (trace_effects.c) */
+    int nwrites;
+    fe_grad_guard *grad_guards;   /* leaves whose gradient the graph read */
+    int nguards;
+    atomic_ulong calls;
+    double trace_ms;        /* what tracing the function took */
+    bool frozen;            /* weights folded (freeze_entry) */
+    fe_joint *joint;        /* the partitioned backward (aot_joint.c), made on the first
+                             * call in grad mode; NULL: aot.c's, because joint_why */
+    bool joint_tried;
+    char *joint_why;
+} entry;
+
+struct tj_compiled {
+    tj_model_fn fn;          /* one result ... */
+    tj_model_multi_fn mfn;   /* ... or several */
+    void *ctx;
+    char name[64];
+    int limit;
+    bool no_dynamic, dyn_disabled, freeze;
+    pthread_mutex_t lock;
+    entry **entries;
+    int nentries, cap;
+    uint32_t dyn[FE_MAX_ARGS];   /* dims marked dynamic, per argument */
+    atomic_int nargs;            /* the argument count of the first call; -1 before */
+    int traces;                  /* entries made so far (some may have been dropped) */
+    char **log;                  /* recompiles and limit events, for explain */
+    int nlog, logcap;
+    bool limit_logged;
+    atomic_ulong calls, eager_calls;
+    fe_aot *aot[FE_MAX_RESULTS];   /* per result: its compiled backward (aot.c), made
+                                    * on the first call in grad mode that needs it */
+};
+
+/* Whether a weak capture's tensor was released since the trace. */
+bool fe_cap_released(const capref *r);
+
+#endif
