@@ -540,6 +540,87 @@ tj_tensor *tj_index_select(tj_tensor *x, int dim, tj_tensor *index);
 tj_tensor *tj_pad(tj_tensor *x, const int64_t *pads, int npairs, double value);
 tj_tensor *tj_flip(tj_tensor *x, const int *dims, int ndims);   /* ndims 0: every dim (torch.flip: none) */
 
+/* ---- indexing, scans and shapes (PyTorch's names and semantics) ---------- */
+/* Views and shape changes. */
+tj_tensor *tj_narrow(tj_tensor *x, int dim, int64_t start, int64_t length);  /* start < 0 counts from the end */
+tj_tensor *tj_movedim(tj_tensor *x, const int *src, const int *dst, int n);
+tj_tensor *tj_t(tj_tensor *x);                                /* at most 2 dims: swaps them */
+tj_tensor *tj_unflatten(tj_tensor *x, int dim, const int64_t *sizes, int n);  /* one size may be -1 */
+tj_tensor *tj_expand_as(tj_tensor *x, tj_tensor *other);
+tj_tensor *tj_view_as(tj_tensor *x, tj_tensor *other);       /* a reshape: copies if strides forbid a view */
+/* Masks. */
+tj_tensor *tj_tril(tj_tensor *x, int64_t diagonal);           /* zero above the diagonal (last 2 dims) */
+tj_tensor *tj_triu(tj_tensor *x, int64_t diagonal);           /* zero below it */
+tj_tensor *tj_masked_fill(tj_tensor *x, tj_tensor *mask, double value);  /* bool mask broadcast to x */
+tj_tensor *tj_index_fill(tj_tensor *x, int dim, tj_tensor *index, double value);  /* i64 index, 0 or 1 dims */
+/* Diagonals (torch.diagonal, torch.diag_embed: dim1, dim2 default -2, -1 there). */
+tj_tensor *tj_diagonal(tj_tensor *x, int64_t offset, int dim1, int dim2);
+tj_tensor *tj_diag_embed(tj_tensor *x, int64_t offset, int dim1, int dim2);
+/* torch.diag: a vector to a matrix with it on diagonal `diagonal`, a matrix to that diagonal. */
+tj_tensor *tj_diag(tj_tensor *x, int64_t diagonal);
+/* Repeats and rolls. */
+tj_tensor *tj_repeat(tj_tensor *x, const int64_t *repeats, int n);   /* Tensor.repeat: n >= x's dims */
+tj_tensor *tj_tile(tj_tensor *x, const int64_t *dims, int n);
+tj_tensor *tj_repeat_interleave(tj_tensor *x, int64_t repeats, int dim);
+tj_tensor *tj_roll(tj_tensor *x, const int64_t *shifts, const int *dims, int n);  /* n dims; ndims 0: flattened, one shift */
+tj_tensor *tj_unfold(tj_tensor *x, int dim, int64_t size, int64_t step);  /* Tensor.unfold: windows as a last dim */
+/* Index-based reads (i64 indices). */
+tj_tensor *tj_take(tj_tensor *x, tj_tensor *index);          /* into the flattened x; negative counts from the end */
+tj_tensor *tj_take_along_dim(tj_tensor *x, tj_tensor *index, int dim);
+tj_tensor *tj_one_hot(tj_tensor *index, int64_t num_classes);   /* i64[..., num_classes] */
+/* Scans along dim (integer and bool cumsum/cumprod give i64; logcumsumexp takes floats). */
+tj_tensor *tj_cumsum(tj_tensor *x, int dim);
+tj_tensor *tj_cumprod(tj_tensor *x, int dim);
+tj_tensor *tj_logcumsumexp(tj_tensor *x, int dim);
+/* Running max/min; *indices (if not NULL) gets where each is (PyTorch's ties: the later). */
+tj_tensor *tj_cummax(tj_tensor *x, int dim, tj_tensor **indices);
+tj_tensor *tj_cummin(tj_tensor *x, int dim, tj_tensor **indices);
+/* Sorting (stable; NaN sorts as the largest value). *indices, if not NULL, gets the i64 positions. */
+tj_tensor *tj_argsort(tj_tensor *x, int dim, bool descending);
+tj_tensor *tj_sort(tj_tensor *x, int dim, bool descending, tj_tensor **indices);
+tj_tensor *tj_topk(tj_tensor *x, int64_t k, int dim, bool largest, tj_tensor **indices);  /* sorted */
+tj_tensor *tj_kthvalue(tj_tensor *x, int64_t k, int dim, bool keepdim, tj_tensor **indices);  /* k from 1 */
+tj_tensor *tj_median(tj_tensor *x, int dim, bool keepdim);   /* the lower median; NaN where a line has one */
+/* torch.max(x, dim) and torch.min(x, dim): amax/amin values, argmax/argmin in *indices. */
+tj_tensor *tj_max_dim(tj_tensor *x, int dim, bool keepdim, tj_tensor **indices);
+tj_tensor *tj_min_dim(tj_tensor *x, int dim, bool keepdim, tj_tensor **indices);
+/* Scatters (i64 indices, src of x's dtype): a copy of x with src written (or added) at index along dim. */
+tj_tensor *tj_scatter(tj_tensor *x, int dim, tj_tensor *index, tj_tensor *src);
+tj_tensor *tj_scatter_add(tj_tensor *x, int dim, tj_tensor *index, tj_tensor *src);
+tj_tensor *tj_index_add(tj_tensor *x, int dim, tj_tensor *index, tj_tensor *source, double alpha);
+tj_tensor *tj_index_copy(tj_tensor *x, int dim, tj_tensor *index, tj_tensor *source);
+/* x[indices[0], .., indices[n-1]] = values (accumulate: +=), indices for x's first n dims. */
+tj_tensor *tj_index_put(tj_tensor *x, tj_tensor *const *indices, int n, tj_tensor *values,
+                        bool accumulate);
+/* Positions that keep a sorted sequence sorted (i64; right: after equal entries). */
+tj_tensor *tj_searchsorted(tj_tensor *sorted, tj_tensor *values, bool right);
+tj_tensor *tj_bucketize(tj_tensor *values, tj_tensor *boundaries, bool right);
+/* Data-dependent shapes: these read values, so inside a traced model they are a
+ * graph break (the call runs eagerly; docs/tracing.md). */
+tj_tensor *tj_nonzero(tj_tensor *x);                       /* i64[count, ndim] */
+tj_tensor *tj_masked_select(tj_tensor *x, tj_tensor *mask);   /* 1-D; broadcast; differentiable in x */
+/* Lists of tensors (views): each returns the count, or -1 with an error; out holds max. */
+int tj_chunk(tj_tensor *x, int chunks, int dim, tj_tensor **out, int max);
+int tj_unbind(tj_tensor *x, int dim, tj_tensor **out, int max);
+int tj_meshgrid(tj_tensor *const *xs, int n, bool xy, tj_tensor **out);   /* 1-D inputs; xy: indexing='xy' */
+tj_tensor *tj_hstack(tj_tensor *const *xs, int n);
+tj_tensor *tj_vstack(tj_tensor *const *xs, int n);
+/* where with a number for an arm (torch.where(c, x, 2.0)): the number is a weak scalar. */
+tj_tensor *tj_where_xs(tj_tensor *cond, tj_tensor *a, double b);
+tj_tensor *tj_where_sx(tj_tensor *cond, double a, tj_tensor *b);
+/* Creation: like x (its shape and dtype), and ranges. */
+tj_tensor *tj_full_like(tj_tensor *x, double value);
+tj_tensor *tj_zeros_like(tj_tensor *x);
+tj_tensor *tj_ones_like(tj_tensor *x);
+tj_tensor *tj_empty_like(tj_tensor *x);   /* zeros, as tj_empty */
+tj_tensor *tj_fill(tj_tensor *x, double value);         /* PrimTorch's fill: tj_full_like */
+tj_tensor *tj_eye(tj_dtype dt, int64_t n, int64_t m);   /* m -1: n */
+/* 0-dim: the largest and smallest finite values of a dtype (torch.finfo/iinfo max and min). */
+tj_tensor *tj_maximum_value(tj_dtype dt);
+tj_tensor *tj_minimum_value(tj_dtype dt);
+tj_tensor *tj_linspace(tj_dtype dt, double start, double end, int64_t steps);
+tj_tensor *tj_logspace(tj_dtype dt, double start, double end, int64_t steps, double base);
+
 /* ---- autograd (reverse mode; docs/training.md) ----------------------------
  * Mark leaves (weights) with tj_requires_grad; every op on a tensor that
  * requires grad is recorded on a tape (nothing is recorded otherwise). After
@@ -1042,6 +1123,65 @@ TJ_API_END
 #define tj_index_select(...) (tj__callsite(__FILE__, __LINE__), tj_index_select(__VA_ARGS__))
 #define tj_pad(...) (tj__callsite(__FILE__, __LINE__), tj_pad(__VA_ARGS__))
 #define tj_flip(...) (tj__callsite(__FILE__, __LINE__), tj_flip(__VA_ARGS__))
+#define tj_narrow(...) (tj__callsite(__FILE__, __LINE__), tj_narrow(__VA_ARGS__))
+#define tj_movedim(...) (tj__callsite(__FILE__, __LINE__), tj_movedim(__VA_ARGS__))
+#define tj_t(...) (tj__callsite(__FILE__, __LINE__), tj_t(__VA_ARGS__))
+#define tj_unflatten(...) (tj__callsite(__FILE__, __LINE__), tj_unflatten(__VA_ARGS__))
+#define tj_expand_as(...) (tj__callsite(__FILE__, __LINE__), tj_expand_as(__VA_ARGS__))
+#define tj_view_as(...) (tj__callsite(__FILE__, __LINE__), tj_view_as(__VA_ARGS__))
+#define tj_tril(...) (tj__callsite(__FILE__, __LINE__), tj_tril(__VA_ARGS__))
+#define tj_triu(...) (tj__callsite(__FILE__, __LINE__), tj_triu(__VA_ARGS__))
+#define tj_masked_fill(...) (tj__callsite(__FILE__, __LINE__), tj_masked_fill(__VA_ARGS__))
+#define tj_index_fill(...) (tj__callsite(__FILE__, __LINE__), tj_index_fill(__VA_ARGS__))
+#define tj_diagonal(...) (tj__callsite(__FILE__, __LINE__), tj_diagonal(__VA_ARGS__))
+#define tj_diag_embed(...) (tj__callsite(__FILE__, __LINE__), tj_diag_embed(__VA_ARGS__))
+#define tj_diag(...) (tj__callsite(__FILE__, __LINE__), tj_diag(__VA_ARGS__))
+#define tj_repeat(...) (tj__callsite(__FILE__, __LINE__), tj_repeat(__VA_ARGS__))
+#define tj_tile(...) (tj__callsite(__FILE__, __LINE__), tj_tile(__VA_ARGS__))
+#define tj_repeat_interleave(...) (tj__callsite(__FILE__, __LINE__), tj_repeat_interleave(__VA_ARGS__))
+#define tj_roll(...) (tj__callsite(__FILE__, __LINE__), tj_roll(__VA_ARGS__))
+#define tj_unfold(...) (tj__callsite(__FILE__, __LINE__), tj_unfold(__VA_ARGS__))
+#define tj_take(...) (tj__callsite(__FILE__, __LINE__), tj_take(__VA_ARGS__))
+#define tj_take_along_dim(...) (tj__callsite(__FILE__, __LINE__), tj_take_along_dim(__VA_ARGS__))
+#define tj_one_hot(...) (tj__callsite(__FILE__, __LINE__), tj_one_hot(__VA_ARGS__))
+#define tj_cumsum(...) (tj__callsite(__FILE__, __LINE__), tj_cumsum(__VA_ARGS__))
+#define tj_cumprod(...) (tj__callsite(__FILE__, __LINE__), tj_cumprod(__VA_ARGS__))
+#define tj_logcumsumexp(...) (tj__callsite(__FILE__, __LINE__), tj_logcumsumexp(__VA_ARGS__))
+#define tj_cummax(...) (tj__callsite(__FILE__, __LINE__), tj_cummax(__VA_ARGS__))
+#define tj_cummin(...) (tj__callsite(__FILE__, __LINE__), tj_cummin(__VA_ARGS__))
+#define tj_argsort(...) (tj__callsite(__FILE__, __LINE__), tj_argsort(__VA_ARGS__))
+#define tj_sort(...) (tj__callsite(__FILE__, __LINE__), tj_sort(__VA_ARGS__))
+#define tj_topk(...) (tj__callsite(__FILE__, __LINE__), tj_topk(__VA_ARGS__))
+#define tj_kthvalue(...) (tj__callsite(__FILE__, __LINE__), tj_kthvalue(__VA_ARGS__))
+#define tj_median(...) (tj__callsite(__FILE__, __LINE__), tj_median(__VA_ARGS__))
+#define tj_max_dim(...) (tj__callsite(__FILE__, __LINE__), tj_max_dim(__VA_ARGS__))
+#define tj_min_dim(...) (tj__callsite(__FILE__, __LINE__), tj_min_dim(__VA_ARGS__))
+#define tj_scatter(...) (tj__callsite(__FILE__, __LINE__), tj_scatter(__VA_ARGS__))
+#define tj_scatter_add(...) (tj__callsite(__FILE__, __LINE__), tj_scatter_add(__VA_ARGS__))
+#define tj_index_add(...) (tj__callsite(__FILE__, __LINE__), tj_index_add(__VA_ARGS__))
+#define tj_index_copy(...) (tj__callsite(__FILE__, __LINE__), tj_index_copy(__VA_ARGS__))
+#define tj_index_put(...) (tj__callsite(__FILE__, __LINE__), tj_index_put(__VA_ARGS__))
+#define tj_searchsorted(...) (tj__callsite(__FILE__, __LINE__), tj_searchsorted(__VA_ARGS__))
+#define tj_bucketize(...) (tj__callsite(__FILE__, __LINE__), tj_bucketize(__VA_ARGS__))
+#define tj_nonzero(...) (tj__callsite(__FILE__, __LINE__), tj_nonzero(__VA_ARGS__))
+#define tj_masked_select(...) (tj__callsite(__FILE__, __LINE__), tj_masked_select(__VA_ARGS__))
+#define tj_chunk(...) (tj__callsite(__FILE__, __LINE__), tj_chunk(__VA_ARGS__))
+#define tj_unbind(...) (tj__callsite(__FILE__, __LINE__), tj_unbind(__VA_ARGS__))
+#define tj_meshgrid(...) (tj__callsite(__FILE__, __LINE__), tj_meshgrid(__VA_ARGS__))
+#define tj_hstack(...) (tj__callsite(__FILE__, __LINE__), tj_hstack(__VA_ARGS__))
+#define tj_vstack(...) (tj__callsite(__FILE__, __LINE__), tj_vstack(__VA_ARGS__))
+#define tj_where_xs(...) (tj__callsite(__FILE__, __LINE__), tj_where_xs(__VA_ARGS__))
+#define tj_where_sx(...) (tj__callsite(__FILE__, __LINE__), tj_where_sx(__VA_ARGS__))
+#define tj_full_like(...) (tj__callsite(__FILE__, __LINE__), tj_full_like(__VA_ARGS__))
+#define tj_zeros_like(...) (tj__callsite(__FILE__, __LINE__), tj_zeros_like(__VA_ARGS__))
+#define tj_ones_like(...) (tj__callsite(__FILE__, __LINE__), tj_ones_like(__VA_ARGS__))
+#define tj_empty_like(...) (tj__callsite(__FILE__, __LINE__), tj_empty_like(__VA_ARGS__))
+#define tj_fill(...) (tj__callsite(__FILE__, __LINE__), tj_fill(__VA_ARGS__))
+#define tj_eye(...) (tj__callsite(__FILE__, __LINE__), tj_eye(__VA_ARGS__))
+#define tj_maximum_value(...) (tj__callsite(__FILE__, __LINE__), tj_maximum_value(__VA_ARGS__))
+#define tj_minimum_value(...) (tj__callsite(__FILE__, __LINE__), tj_minimum_value(__VA_ARGS__))
+#define tj_linspace(...) (tj__callsite(__FILE__, __LINE__), tj_linspace(__VA_ARGS__))
+#define tj_logspace(...) (tj__callsite(__FILE__, __LINE__), tj_logspace(__VA_ARGS__))
 #define tj_requires_grad(...) (tj__callsite(__FILE__, __LINE__), tj_requires_grad(__VA_ARGS__))
 #define tj_backward(...) (tj__callsite(__FILE__, __LINE__), tj_backward(__VA_ARGS__))
 #define tj_backward_seed(...) (tj__callsite(__FILE__, __LINE__), tj_backward_seed(__VA_ARGS__))
