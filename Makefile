@@ -13,7 +13,7 @@
 #   make example      build and run examples/mymodel.c (a user's model) and examples/train.c
 #                     (a compiled training loop) against libtjit.a
 #   make docs         regenerate docs/ops.md from ir/ops.def
-#   make callsites    regenerate include/tjit.h's call-site macros (done by every build)
+#   make callsites    regenerate include/tjit_callsites.h, tjit.h's call-site macros (done by every build)
 #   make deps         scripts/install-deps.sh
 #   make fuzz         fuzz the text IR parser (clang, libFuzzer) for FUZZ_TIME seconds
 #   make install      lib/libtjit.so.N (+ .a), include/, bin/tjit, lib/pkgconfig/tjit.pc,

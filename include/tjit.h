@@ -540,6 +540,87 @@ tj_tensor *tj_index_select(tj_tensor *x, int dim, tj_tensor *index);
 tj_tensor *tj_pad(tj_tensor *x, const int64_t *pads, int npairs, double value);
 tj_tensor *tj_flip(tj_tensor *x, const int *dims, int ndims);   /* ndims 0: every dim (torch.flip: none) */
 
+/* ---- indexing, scans and shapes (PyTorch's names and semantics) ---------- */
+/* Views and shape changes. */
+tj_tensor *tj_narrow(tj_tensor *x, int dim, int64_t start, int64_t length);  /* start < 0 counts from the end */
+tj_tensor *tj_movedim(tj_tensor *x, const int *src, const int *dst, int n);
+tj_tensor *tj_t(tj_tensor *x);                                /* at most 2 dims: swaps them */
+tj_tensor *tj_unflatten(tj_tensor *x, int dim, const int64_t *sizes, int n);  /* one size may be -1 */
+tj_tensor *tj_expand_as(tj_tensor *x, tj_tensor *other);
+tj_tensor *tj_view_as(tj_tensor *x, tj_tensor *other);       /* a reshape: copies if strides forbid a view */
+/* Masks. */
+tj_tensor *tj_tril(tj_tensor *x, int64_t diagonal);           /* zero above the diagonal (last 2 dims) */
+tj_tensor *tj_triu(tj_tensor *x, int64_t diagonal);           /* zero below it */
+tj_tensor *tj_masked_fill(tj_tensor *x, tj_tensor *mask, double value);  /* bool mask broadcast to x */
+tj_tensor *tj_index_fill(tj_tensor *x, int dim, tj_tensor *index, double value);  /* i64 index, 0 or 1 dims */
+/* Diagonals (torch.diagonal, torch.diag_embed: dim1, dim2 default -2, -1 there). */
+tj_tensor *tj_diagonal(tj_tensor *x, int64_t offset, int dim1, int dim2);
+tj_tensor *tj_diag_embed(tj_tensor *x, int64_t offset, int dim1, int dim2);
+/* torch.diag: a vector to a matrix with it on diagonal `diagonal`, a matrix to that diagonal. */
+tj_tensor *tj_diag(tj_tensor *x, int64_t diagonal);
+/* Repeats and rolls. */
+tj_tensor *tj_repeat(tj_tensor *x, const int64_t *repeats, int n);   /* Tensor.repeat: n >= x's dims */
+tj_tensor *tj_tile(tj_tensor *x, const int64_t *dims, int n);
+tj_tensor *tj_repeat_interleave(tj_tensor *x, int64_t repeats, int dim);
+tj_tensor *tj_roll(tj_tensor *x, const int64_t *shifts, const int *dims, int n);  /* n dims; ndims 0: flattened, one shift */
+tj_tensor *tj_unfold(tj_tensor *x, int dim, int64_t size, int64_t step);  /* Tensor.unfold: windows as a last dim */
+/* Index-based reads (i64 indices). */
+tj_tensor *tj_take(tj_tensor *x, tj_tensor *index);          /* into the flattened x; negative counts from the end */
+tj_tensor *tj_take_along_dim(tj_tensor *x, tj_tensor *index, int dim);
+tj_tensor *tj_one_hot(tj_tensor *index, int64_t num_classes);   /* i64[..., num_classes] */
+/* Scans along dim (integer and bool cumsum/cumprod give i64; logcumsumexp takes floats). */
+tj_tensor *tj_cumsum(tj_tensor *x, int dim);
+tj_tensor *tj_cumprod(tj_tensor *x, int dim);
+tj_tensor *tj_logcumsumexp(tj_tensor *x, int dim);
+/* Running max/min; *indices (if not NULL) gets where each is (PyTorch's ties: the later). */
+tj_tensor *tj_cummax(tj_tensor *x, int dim, tj_tensor **indices);
+tj_tensor *tj_cummin(tj_tensor *x, int dim, tj_tensor **indices);
+/* Sorting (stable; NaN sorts as the largest value). *indices, if not NULL, gets the i64 positions. */
+tj_tensor *tj_argsort(tj_tensor *x, int dim, bool descending);
+tj_tensor *tj_sort(tj_tensor *x, int dim, bool descending, tj_tensor **indices);
+tj_tensor *tj_topk(tj_tensor *x, int64_t k, int dim, bool largest, tj_tensor **indices);  /* sorted */
+tj_tensor *tj_kthvalue(tj_tensor *x, int64_t k, int dim, bool keepdim, tj_tensor **indices);  /* k from 1 */
+tj_tensor *tj_median(tj_tensor *x, int dim, bool keepdim);   /* the lower median; NaN where a line has one */
+/* torch.max(x, dim) and torch.min(x, dim): amax/amin values, argmax/argmin in *indices. */
+tj_tensor *tj_max_dim(tj_tensor *x, int dim, bool keepdim, tj_tensor **indices);
+tj_tensor *tj_min_dim(tj_tensor *x, int dim, bool keepdim, tj_tensor **indices);
+/* Scatters (i64 indices, src of x's dtype): a copy of x with src written (or added) at index along dim. */
+tj_tensor *tj_scatter(tj_tensor *x, int dim, tj_tensor *index, tj_tensor *src);
+tj_tensor *tj_scatter_add(tj_tensor *x, int dim, tj_tensor *index, tj_tensor *src);
+tj_tensor *tj_index_add(tj_tensor *x, int dim, tj_tensor *index, tj_tensor *source, double alpha);
+tj_tensor *tj_index_copy(tj_tensor *x, int dim, tj_tensor *index, tj_tensor *source);
+/* x[indices[0], .., indices[n-1]] = values (accumulate: +=), indices for x's first n dims. */
+tj_tensor *tj_index_put(tj_tensor *x, tj_tensor *const *indices, int n, tj_tensor *values,
+                        bool accumulate);
+/* Positions that keep a sorted sequence sorted (i64; right: after equal entries). */
+tj_tensor *tj_searchsorted(tj_tensor *sorted, tj_tensor *values, bool right);
+tj_tensor *tj_bucketize(tj_tensor *values, tj_tensor *boundaries, bool right);
+/* Data-dependent shapes: these read values, so inside a traced model they are a
+ * graph break (the call runs eagerly; docs/tracing.md). */
+tj_tensor *tj_nonzero(tj_tensor *x);                       /* i64[count, ndim] */
+tj_tensor *tj_masked_select(tj_tensor *x, tj_tensor *mask);   /* 1-D; broadcast; differentiable in x */
+/* Lists of tensors (views): each returns the count, or -1 with an error; out holds max. */
+int tj_chunk(tj_tensor *x, int chunks, int dim, tj_tensor **out, int max);
+int tj_unbind(tj_tensor *x, int dim, tj_tensor **out, int max);
+int tj_meshgrid(tj_tensor *const *xs, int n, bool xy, tj_tensor **out);   /* 1-D inputs; xy: indexing='xy' */
+tj_tensor *tj_hstack(tj_tensor *const *xs, int n);
+tj_tensor *tj_vstack(tj_tensor *const *xs, int n);
+/* where with a number for an arm (torch.where(c, x, 2.0)): the number is a weak scalar. */
+tj_tensor *tj_where_xs(tj_tensor *cond, tj_tensor *a, double b);
+tj_tensor *tj_where_sx(tj_tensor *cond, double a, tj_tensor *b);
+/* Creation: like x (its shape and dtype), and ranges. */
+tj_tensor *tj_full_like(tj_tensor *x, double value);
+tj_tensor *tj_zeros_like(tj_tensor *x);
+tj_tensor *tj_ones_like(tj_tensor *x);
+tj_tensor *tj_empty_like(tj_tensor *x);   /* zeros, as tj_empty */
+tj_tensor *tj_fill(tj_tensor *x, double value);         /* PrimTorch's fill: tj_full_like */
+tj_tensor *tj_eye(tj_dtype dt, int64_t n, int64_t m);   /* m -1: n */
+/* 0-dim: the largest and smallest finite values of a dtype (torch.finfo/iinfo max and min). */
+tj_tensor *tj_maximum_value(tj_dtype dt);
+tj_tensor *tj_minimum_value(tj_dtype dt);
+tj_tensor *tj_linspace(tj_dtype dt, double start, double end, int64_t steps);
+tj_tensor *tj_logspace(tj_dtype dt, double start, double end, int64_t steps, double base);
+
 /* ---- autograd (reverse mode; docs/training.md) ----------------------------
  * Mark leaves (weights) with tj_requires_grad; every op on a tensor that
  * requires grad is recorded on a tape (nothing is recorded otherwise). After
@@ -831,231 +912,10 @@ TJ_API_END
  * calling it: dumps (`# model.c:42` on a node) and error messages ("... at
  * model.c:42") name the line of your code that made the op. &tj_add and
  * (tj_add)(a, b) bypass the macro; #define TJ_NO_CALLSITE before including
- * tjit.h leaves them all out. Generated from the declarations above by
- * scripts/callsites.sh (make callsites; make test checks it). */
-/* callsites: begin */
-#ifndef TJ_NO_CALLSITE
-#define tj_keep(...) (tj__callsite(__FILE__, __LINE__), tj_keep(__VA_ARGS__))
-#define tj_retain(...) (tj__callsite(__FILE__, __LINE__), tj_retain(__VA_ARGS__))
-#define tj_empty(...) (tj__callsite(__FILE__, __LINE__), tj_empty(__VA_ARGS__))
-#define tj_zeros(...) (tj__callsite(__FILE__, __LINE__), tj_zeros(__VA_ARGS__))
-#define tj_ones(...) (tj__callsite(__FILE__, __LINE__), tj_ones(__VA_ARGS__))
-#define tj_full(...) (tj__callsite(__FILE__, __LINE__), tj_full(__VA_ARGS__))
-#define tj_arange(...) (tj__callsite(__FILE__, __LINE__), tj_arange(__VA_ARGS__))
-#define tj_scalar(...) (tj__callsite(__FILE__, __LINE__), tj_scalar(__VA_ARGS__))
-#define tj_from_data(...) (tj__callsite(__FILE__, __LINE__), tj_from_data(__VA_ARGS__))
-#define tj_rand(...) (tj__callsite(__FILE__, __LINE__), tj_rand(__VA_ARGS__))
-#define tj_randn(...) (tj__callsite(__FILE__, __LINE__), tj_randn(__VA_ARGS__))
-#define tj_load_npy(...) (tj__callsite(__FILE__, __LINE__), tj_load_npy(__VA_ARGS__))
-#define tj_save_npy(...) (tj__callsite(__FILE__, __LINE__), tj_save_npy(__VA_ARGS__))
-#define tj_reshape(...) (tj__callsite(__FILE__, __LINE__), tj_reshape(__VA_ARGS__))
-#define tj_view(...) (tj__callsite(__FILE__, __LINE__), tj_view(__VA_ARGS__))
-#define tj_permute(...) (tj__callsite(__FILE__, __LINE__), tj_permute(__VA_ARGS__))
-#define tj_transpose(...) (tj__callsite(__FILE__, __LINE__), tj_transpose(__VA_ARGS__))
-#define tj_slice(...) (tj__callsite(__FILE__, __LINE__), tj_slice(__VA_ARGS__))
-#define tj_expand(...) (tj__callsite(__FILE__, __LINE__), tj_expand(__VA_ARGS__))
-#define tj_broadcast_to(...) (tj__callsite(__FILE__, __LINE__), tj_broadcast_to(__VA_ARGS__))
-#define tj_squeeze(...) (tj__callsite(__FILE__, __LINE__), tj_squeeze(__VA_ARGS__))
-#define tj_unsqueeze(...) (tj__callsite(__FILE__, __LINE__), tj_unsqueeze(__VA_ARGS__))
-#define tj_flatten(...) (tj__callsite(__FILE__, __LINE__), tj_flatten(__VA_ARGS__))
-#define tj_contiguous(...) (tj__callsite(__FILE__, __LINE__), tj_contiguous(__VA_ARGS__))
-#define tj_clone(...) (tj__callsite(__FILE__, __LINE__), tj_clone(__VA_ARGS__))
-#define tj_cast(...) (tj__callsite(__FILE__, __LINE__), tj_cast(__VA_ARGS__))
-#define tj_copy_(...) (tj__callsite(__FILE__, __LINE__), tj_copy_(__VA_ARGS__))
-#define tj_add_(...) (tj__callsite(__FILE__, __LINE__), tj_add_(__VA_ARGS__))
-#define tj_sub_(...) (tj__callsite(__FILE__, __LINE__), tj_sub_(__VA_ARGS__))
-#define tj_mul_(...) (tj__callsite(__FILE__, __LINE__), tj_mul_(__VA_ARGS__))
-#define tj_div_(...) (tj__callsite(__FILE__, __LINE__), tj_div_(__VA_ARGS__))
-#define tj_add_s_(...) (tj__callsite(__FILE__, __LINE__), tj_add_s_(__VA_ARGS__))
-#define tj_mul_s_(...) (tj__callsite(__FILE__, __LINE__), tj_mul_s_(__VA_ARGS__))
-#define tj_abs(...) (tj__callsite(__FILE__, __LINE__), tj_abs(__VA_ARGS__))
-#define tj_neg(...) (tj__callsite(__FILE__, __LINE__), tj_neg(__VA_ARGS__))
-#define tj_sign(...) (tj__callsite(__FILE__, __LINE__), tj_sign(__VA_ARGS__))
-#define tj_exp(...) (tj__callsite(__FILE__, __LINE__), tj_exp(__VA_ARGS__))
-#define tj_exp2(...) (tj__callsite(__FILE__, __LINE__), tj_exp2(__VA_ARGS__))
-#define tj_expm1(...) (tj__callsite(__FILE__, __LINE__), tj_expm1(__VA_ARGS__))
-#define tj_log(...) (tj__callsite(__FILE__, __LINE__), tj_log(__VA_ARGS__))
-#define tj_log2(...) (tj__callsite(__FILE__, __LINE__), tj_log2(__VA_ARGS__))
-#define tj_log10(...) (tj__callsite(__FILE__, __LINE__), tj_log10(__VA_ARGS__))
-#define tj_log1p(...) (tj__callsite(__FILE__, __LINE__), tj_log1p(__VA_ARGS__))
-#define tj_sqrt(...) (tj__callsite(__FILE__, __LINE__), tj_sqrt(__VA_ARGS__))
-#define tj_rsqrt(...) (tj__callsite(__FILE__, __LINE__), tj_rsqrt(__VA_ARGS__))
-#define tj_reciprocal(...) (tj__callsite(__FILE__, __LINE__), tj_reciprocal(__VA_ARGS__))
-#define tj_square(...) (tj__callsite(__FILE__, __LINE__), tj_square(__VA_ARGS__))
-#define tj_sin(...) (tj__callsite(__FILE__, __LINE__), tj_sin(__VA_ARGS__))
-#define tj_cos(...) (tj__callsite(__FILE__, __LINE__), tj_cos(__VA_ARGS__))
-#define tj_tan(...) (tj__callsite(__FILE__, __LINE__), tj_tan(__VA_ARGS__))
-#define tj_asin(...) (tj__callsite(__FILE__, __LINE__), tj_asin(__VA_ARGS__))
-#define tj_acos(...) (tj__callsite(__FILE__, __LINE__), tj_acos(__VA_ARGS__))
-#define tj_atan(...) (tj__callsite(__FILE__, __LINE__), tj_atan(__VA_ARGS__))
-#define tj_sinh(...) (tj__callsite(__FILE__, __LINE__), tj_sinh(__VA_ARGS__))
-#define tj_cosh(...) (tj__callsite(__FILE__, __LINE__), tj_cosh(__VA_ARGS__))
-#define tj_tanh(...) (tj__callsite(__FILE__, __LINE__), tj_tanh(__VA_ARGS__))
-#define tj_asinh(...) (tj__callsite(__FILE__, __LINE__), tj_asinh(__VA_ARGS__))
-#define tj_acosh(...) (tj__callsite(__FILE__, __LINE__), tj_acosh(__VA_ARGS__))
-#define tj_atanh(...) (tj__callsite(__FILE__, __LINE__), tj_atanh(__VA_ARGS__))
-#define tj_erf(...) (tj__callsite(__FILE__, __LINE__), tj_erf(__VA_ARGS__))
-#define tj_erfc(...) (tj__callsite(__FILE__, __LINE__), tj_erfc(__VA_ARGS__))
-#define tj_sigmoid(...) (tj__callsite(__FILE__, __LINE__), tj_sigmoid(__VA_ARGS__))
-#define tj_relu(...) (tj__callsite(__FILE__, __LINE__), tj_relu(__VA_ARGS__))
-#define tj_silu(...) (tj__callsite(__FILE__, __LINE__), tj_silu(__VA_ARGS__))
-#define tj_softplus(...) (tj__callsite(__FILE__, __LINE__), tj_softplus(__VA_ARGS__))
-#define tj_softplus_ex(...) (tj__callsite(__FILE__, __LINE__), tj_softplus_ex(__VA_ARGS__))
-#define tj_floor(...) (tj__callsite(__FILE__, __LINE__), tj_floor(__VA_ARGS__))
-#define tj_ceil(...) (tj__callsite(__FILE__, __LINE__), tj_ceil(__VA_ARGS__))
-#define tj_round(...) (tj__callsite(__FILE__, __LINE__), tj_round(__VA_ARGS__))
-#define tj_trunc(...) (tj__callsite(__FILE__, __LINE__), tj_trunc(__VA_ARGS__))
-#define tj_isnan(...) (tj__callsite(__FILE__, __LINE__), tj_isnan(__VA_ARGS__))
-#define tj_isinf(...) (tj__callsite(__FILE__, __LINE__), tj_isinf(__VA_ARGS__))
-#define tj_isfinite(...) (tj__callsite(__FILE__, __LINE__), tj_isfinite(__VA_ARGS__))
-#define tj_logical_not(...) (tj__callsite(__FILE__, __LINE__), tj_logical_not(__VA_ARGS__))
-#define tj_bitwise_not(...) (tj__callsite(__FILE__, __LINE__), tj_bitwise_not(__VA_ARGS__))
-#define tj_gelu(...) (tj__callsite(__FILE__, __LINE__), tj_gelu(__VA_ARGS__))
-#define tj_gelu_tanh(...) (tj__callsite(__FILE__, __LINE__), tj_gelu_tanh(__VA_ARGS__))
-#define tj_add(...) (tj__callsite(__FILE__, __LINE__), tj_add(__VA_ARGS__))
-#define tj_add_s(...) (tj__callsite(__FILE__, __LINE__), tj_add_s(__VA_ARGS__))
-#define tj_sub(...) (tj__callsite(__FILE__, __LINE__), tj_sub(__VA_ARGS__))
-#define tj_sub_s(...) (tj__callsite(__FILE__, __LINE__), tj_sub_s(__VA_ARGS__))
-#define tj_mul(...) (tj__callsite(__FILE__, __LINE__), tj_mul(__VA_ARGS__))
-#define tj_mul_s(...) (tj__callsite(__FILE__, __LINE__), tj_mul_s(__VA_ARGS__))
-#define tj_div(...) (tj__callsite(__FILE__, __LINE__), tj_div(__VA_ARGS__))
-#define tj_div_s(...) (tj__callsite(__FILE__, __LINE__), tj_div_s(__VA_ARGS__))
-#define tj_pow(...) (tj__callsite(__FILE__, __LINE__), tj_pow(__VA_ARGS__))
-#define tj_pow_s(...) (tj__callsite(__FILE__, __LINE__), tj_pow_s(__VA_ARGS__))
-#define tj_maximum(...) (tj__callsite(__FILE__, __LINE__), tj_maximum(__VA_ARGS__))
-#define tj_maximum_s(...) (tj__callsite(__FILE__, __LINE__), tj_maximum_s(__VA_ARGS__))
-#define tj_minimum(...) (tj__callsite(__FILE__, __LINE__), tj_minimum(__VA_ARGS__))
-#define tj_minimum_s(...) (tj__callsite(__FILE__, __LINE__), tj_minimum_s(__VA_ARGS__))
-#define tj_atan2(...) (tj__callsite(__FILE__, __LINE__), tj_atan2(__VA_ARGS__))
-#define tj_atan2_s(...) (tj__callsite(__FILE__, __LINE__), tj_atan2_s(__VA_ARGS__))
-#define tj_fmod(...) (tj__callsite(__FILE__, __LINE__), tj_fmod(__VA_ARGS__))
-#define tj_fmod_s(...) (tj__callsite(__FILE__, __LINE__), tj_fmod_s(__VA_ARGS__))
-#define tj_remainder(...) (tj__callsite(__FILE__, __LINE__), tj_remainder(__VA_ARGS__))
-#define tj_remainder_s(...) (tj__callsite(__FILE__, __LINE__), tj_remainder_s(__VA_ARGS__))
-#define tj_eq(...) (tj__callsite(__FILE__, __LINE__), tj_eq(__VA_ARGS__))
-#define tj_eq_s(...) (tj__callsite(__FILE__, __LINE__), tj_eq_s(__VA_ARGS__))
-#define tj_ne(...) (tj__callsite(__FILE__, __LINE__), tj_ne(__VA_ARGS__))
-#define tj_ne_s(...) (tj__callsite(__FILE__, __LINE__), tj_ne_s(__VA_ARGS__))
-#define tj_lt(...) (tj__callsite(__FILE__, __LINE__), tj_lt(__VA_ARGS__))
-#define tj_lt_s(...) (tj__callsite(__FILE__, __LINE__), tj_lt_s(__VA_ARGS__))
-#define tj_le(...) (tj__callsite(__FILE__, __LINE__), tj_le(__VA_ARGS__))
-#define tj_le_s(...) (tj__callsite(__FILE__, __LINE__), tj_le_s(__VA_ARGS__))
-#define tj_gt(...) (tj__callsite(__FILE__, __LINE__), tj_gt(__VA_ARGS__))
-#define tj_gt_s(...) (tj__callsite(__FILE__, __LINE__), tj_gt_s(__VA_ARGS__))
-#define tj_ge(...) (tj__callsite(__FILE__, __LINE__), tj_ge(__VA_ARGS__))
-#define tj_ge_s(...) (tj__callsite(__FILE__, __LINE__), tj_ge_s(__VA_ARGS__))
-#define tj_logical_and(...) (tj__callsite(__FILE__, __LINE__), tj_logical_and(__VA_ARGS__))
-#define tj_logical_and_s(...) (tj__callsite(__FILE__, __LINE__), tj_logical_and_s(__VA_ARGS__))
-#define tj_logical_or(...) (tj__callsite(__FILE__, __LINE__), tj_logical_or(__VA_ARGS__))
-#define tj_logical_or_s(...) (tj__callsite(__FILE__, __LINE__), tj_logical_or_s(__VA_ARGS__))
-#define tj_logical_xor(...) (tj__callsite(__FILE__, __LINE__), tj_logical_xor(__VA_ARGS__))
-#define tj_logical_xor_s(...) (tj__callsite(__FILE__, __LINE__), tj_logical_xor_s(__VA_ARGS__))
-#define tj_bitwise_and(...) (tj__callsite(__FILE__, __LINE__), tj_bitwise_and(__VA_ARGS__))
-#define tj_bitwise_and_s(...) (tj__callsite(__FILE__, __LINE__), tj_bitwise_and_s(__VA_ARGS__))
-#define tj_bitwise_or(...) (tj__callsite(__FILE__, __LINE__), tj_bitwise_or(__VA_ARGS__))
-#define tj_bitwise_or_s(...) (tj__callsite(__FILE__, __LINE__), tj_bitwise_or_s(__VA_ARGS__))
-#define tj_bitwise_xor(...) (tj__callsite(__FILE__, __LINE__), tj_bitwise_xor(__VA_ARGS__))
-#define tj_bitwise_xor_s(...) (tj__callsite(__FILE__, __LINE__), tj_bitwise_xor_s(__VA_ARGS__))
-#define tj_add_ex(...) (tj__callsite(__FILE__, __LINE__), tj_add_ex(__VA_ARGS__))
-#define tj_add_s_ex(...) (tj__callsite(__FILE__, __LINE__), tj_add_s_ex(__VA_ARGS__))
-#define tj_sub_ex(...) (tj__callsite(__FILE__, __LINE__), tj_sub_ex(__VA_ARGS__))
-#define tj_sub_s_ex(...) (tj__callsite(__FILE__, __LINE__), tj_sub_s_ex(__VA_ARGS__))
-#define tj_div_ex(...) (tj__callsite(__FILE__, __LINE__), tj_div_ex(__VA_ARGS__))
-#define tj_div_s_ex(...) (tj__callsite(__FILE__, __LINE__), tj_div_s_ex(__VA_ARGS__))
-#define tj_where(...) (tj__callsite(__FILE__, __LINE__), tj_where(__VA_ARGS__))
-#define tj_clamp(...) (tj__callsite(__FILE__, __LINE__), tj_clamp(__VA_ARGS__))
-#define tj_lerp(...) (tj__callsite(__FILE__, __LINE__), tj_lerp(__VA_ARGS__))
-#define tj_lerp_s(...) (tj__callsite(__FILE__, __LINE__), tj_lerp_s(__VA_ARGS__))
-#define tj_sum(...) (tj__callsite(__FILE__, __LINE__), tj_sum(__VA_ARGS__))
-#define tj_mean(...) (tj__callsite(__FILE__, __LINE__), tj_mean(__VA_ARGS__))
-#define tj_prod(...) (tj__callsite(__FILE__, __LINE__), tj_prod(__VA_ARGS__))
-#define tj_amax(...) (tj__callsite(__FILE__, __LINE__), tj_amax(__VA_ARGS__))
-#define tj_amin(...) (tj__callsite(__FILE__, __LINE__), tj_amin(__VA_ARGS__))
-#define tj_logsumexp(...) (tj__callsite(__FILE__, __LINE__), tj_logsumexp(__VA_ARGS__))
-#define tj_all(...) (tj__callsite(__FILE__, __LINE__), tj_all(__VA_ARGS__))
-#define tj_any(...) (tj__callsite(__FILE__, __LINE__), tj_any(__VA_ARGS__))
-#define tj_var(...) (tj__callsite(__FILE__, __LINE__), tj_var(__VA_ARGS__))
-#define tj_std(...) (tj__callsite(__FILE__, __LINE__), tj_std(__VA_ARGS__))
-#define tj_argmax(...) (tj__callsite(__FILE__, __LINE__), tj_argmax(__VA_ARGS__))
-#define tj_argmin(...) (tj__callsite(__FILE__, __LINE__), tj_argmin(__VA_ARGS__))
-#define tj_matmul(...) (tj__callsite(__FILE__, __LINE__), tj_matmul(__VA_ARGS__))
-#define tj_linear(...) (tj__callsite(__FILE__, __LINE__), tj_linear(__VA_ARGS__))
-#define tj_conv2d(...) (tj__callsite(__FILE__, __LINE__), tj_conv2d(__VA_ARGS__))
-#define tj_softmax(...) (tj__callsite(__FILE__, __LINE__), tj_softmax(__VA_ARGS__))
-#define tj_log_softmax(...) (tj__callsite(__FILE__, __LINE__), tj_log_softmax(__VA_ARGS__))
-#define tj_layer_norm(...) (tj__callsite(__FILE__, __LINE__), tj_layer_norm(__VA_ARGS__))
-#define tj_rms_norm(...) (tj__callsite(__FILE__, __LINE__), tj_rms_norm(__VA_ARGS__))
-#define tj_batch_norm(...) (tj__callsite(__FILE__, __LINE__), tj_batch_norm(__VA_ARGS__))
-#define tj_batch_norm_train(...) (tj__callsite(__FILE__, __LINE__), tj_batch_norm_train(__VA_ARGS__))
-#define tj_max_pool2d(...) (tj__callsite(__FILE__, __LINE__), tj_max_pool2d(__VA_ARGS__))
-#define tj_avg_pool2d(...) (tj__callsite(__FILE__, __LINE__), tj_avg_pool2d(__VA_ARGS__))
-#define tj_max_pool2d_ex(...) (tj__callsite(__FILE__, __LINE__), tj_max_pool2d_ex(__VA_ARGS__))
-#define tj_avg_pool2d_ex(...) (tj__callsite(__FILE__, __LINE__), tj_avg_pool2d_ex(__VA_ARGS__))
-#define tj_embedding(...) (tj__callsite(__FILE__, __LINE__), tj_embedding(__VA_ARGS__))
-#define tj_quantize_per_tensor(...) (tj__callsite(__FILE__, __LINE__), tj_quantize_per_tensor(__VA_ARGS__))
-#define tj_quantize_per_channel(...) (tj__callsite(__FILE__, __LINE__), tj_quantize_per_channel(__VA_ARGS__))
-#define tj_dequantize(...) (tj__callsite(__FILE__, __LINE__), tj_dequantize(__VA_ARGS__))
-#define tj_dequantize_per_channel(...) (tj__callsite(__FILE__, __LINE__), tj_dequantize_per_channel(__VA_ARGS__))
-#define tj_dropout(...) (tj__callsite(__FILE__, __LINE__), tj_dropout(__VA_ARGS__))
-#define tj_scaled_dot_product_attention(...) (tj__callsite(__FILE__, __LINE__), tj_scaled_dot_product_attention(__VA_ARGS__))
-#define tj_cross_entropy(...) (tj__callsite(__FILE__, __LINE__), tj_cross_entropy(__VA_ARGS__))
-#define tj_cross_entropy_ex(...) (tj__callsite(__FILE__, __LINE__), tj_cross_entropy_ex(__VA_ARGS__))
-#define tj_mse_loss(...) (tj__callsite(__FILE__, __LINE__), tj_mse_loss(__VA_ARGS__))
-#define tj_l1_loss(...) (tj__callsite(__FILE__, __LINE__), tj_l1_loss(__VA_ARGS__))
-#define tj_smooth_l1_loss(...) (tj__callsite(__FILE__, __LINE__), tj_smooth_l1_loss(__VA_ARGS__))
-#define tj_huber_loss(...) (tj__callsite(__FILE__, __LINE__), tj_huber_loss(__VA_ARGS__))
-#define tj_binary_cross_entropy(...) (tj__callsite(__FILE__, __LINE__), tj_binary_cross_entropy(__VA_ARGS__))
-#define tj_binary_cross_entropy_with_logits(...) (tj__callsite(__FILE__, __LINE__), tj_binary_cross_entropy_with_logits(__VA_ARGS__))
-#define tj_kl_div(...) (tj__callsite(__FILE__, __LINE__), tj_kl_div(__VA_ARGS__))
-#define tj_bmm(...) (tj__callsite(__FILE__, __LINE__), tj_bmm(__VA_ARGS__))
-#define tj_mv(...) (tj__callsite(__FILE__, __LINE__), tj_mv(__VA_ARGS__))
-#define tj_dot(...) (tj__callsite(__FILE__, __LINE__), tj_dot(__VA_ARGS__))
-#define tj_outer(...) (tj__callsite(__FILE__, __LINE__), tj_outer(__VA_ARGS__))
-#define tj_addmm(...) (tj__callsite(__FILE__, __LINE__), tj_addmm(__VA_ARGS__))
-#define tj_addmv(...) (tj__callsite(__FILE__, __LINE__), tj_addmv(__VA_ARGS__))
-#define tj_baddbmm(...) (tj__callsite(__FILE__, __LINE__), tj_baddbmm(__VA_ARGS__))
-#define tj_tensordot(...) (tj__callsite(__FILE__, __LINE__), tj_tensordot(__VA_ARGS__))
-#define tj_trace(...) (tj__callsite(__FILE__, __LINE__), tj_trace(__VA_ARGS__))
-#define tj_cross(...) (tj__callsite(__FILE__, __LINE__), tj_cross(__VA_ARGS__))
-#define tj_conv1d(...) (tj__callsite(__FILE__, __LINE__), tj_conv1d(__VA_ARGS__))
-#define tj_max_pool1d(...) (tj__callsite(__FILE__, __LINE__), tj_max_pool1d(__VA_ARGS__))
-#define tj_avg_pool1d(...) (tj__callsite(__FILE__, __LINE__), tj_avg_pool1d(__VA_ARGS__))
-#define tj_pixel_shuffle(...) (tj__callsite(__FILE__, __LINE__), tj_pixel_shuffle(__VA_ARGS__))
-#define tj_pixel_unshuffle(...) (tj__callsite(__FILE__, __LINE__), tj_pixel_unshuffle(__VA_ARGS__))
-#define tj_group_norm(...) (tj__callsite(__FILE__, __LINE__), tj_group_norm(__VA_ARGS__))
-#define tj_instance_norm(...) (tj__callsite(__FILE__, __LINE__), tj_instance_norm(__VA_ARGS__))
-#define tj_local_response_norm(...) (tj__callsite(__FILE__, __LINE__), tj_local_response_norm(__VA_ARGS__))
-#define tj_vector_norm(...) (tj__callsite(__FILE__, __LINE__), tj_vector_norm(__VA_ARGS__))
-#define tj_cosine_similarity(...) (tj__callsite(__FILE__, __LINE__), tj_cosine_similarity(__VA_ARGS__))
-#define tj_pairwise_distance(...) (tj__callsite(__FILE__, __LINE__), tj_pairwise_distance(__VA_ARGS__))
-#define tj_nll_loss(...) (tj__callsite(__FILE__, __LINE__), tj_nll_loss(__VA_ARGS__))
-#define tj_adaptive_avg_pool1d(...) (tj__callsite(__FILE__, __LINE__), tj_adaptive_avg_pool1d(__VA_ARGS__))
-#define tj_adaptive_avg_pool2d(...) (tj__callsite(__FILE__, __LINE__), tj_adaptive_avg_pool2d(__VA_ARGS__))
-#define tj_adaptive_max_pool2d(...) (tj__callsite(__FILE__, __LINE__), tj_adaptive_max_pool2d(__VA_ARGS__))
-#define tj_cdist(...) (tj__callsite(__FILE__, __LINE__), tj_cdist(__VA_ARGS__))
-#define tj_matrix_norm(...) (tj__callsite(__FILE__, __LINE__), tj_matrix_norm(__VA_ARGS__))
-#define tj_cat(...) (tj__callsite(__FILE__, __LINE__), tj_cat(__VA_ARGS__))
-#define tj_stack(...) (tj__callsite(__FILE__, __LINE__), tj_stack(__VA_ARGS__))
-#define tj_split(...) (tj__callsite(__FILE__, __LINE__), tj_split(__VA_ARGS__))
-#define tj_split_with_sizes(...) (tj__callsite(__FILE__, __LINE__), tj_split_with_sizes(__VA_ARGS__))
-#define tj_gather(...) (tj__callsite(__FILE__, __LINE__), tj_gather(__VA_ARGS__))
-#define tj_index_select(...) (tj__callsite(__FILE__, __LINE__), tj_index_select(__VA_ARGS__))
-#define tj_pad(...) (tj__callsite(__FILE__, __LINE__), tj_pad(__VA_ARGS__))
-#define tj_flip(...) (tj__callsite(__FILE__, __LINE__), tj_flip(__VA_ARGS__))
-#define tj_requires_grad(...) (tj__callsite(__FILE__, __LINE__), tj_requires_grad(__VA_ARGS__))
-#define tj_backward(...) (tj__callsite(__FILE__, __LINE__), tj_backward(__VA_ARGS__))
-#define tj_backward_seed(...) (tj__callsite(__FILE__, __LINE__), tj_backward_seed(__VA_ARGS__))
-#define tj_grad(...) (tj__callsite(__FILE__, __LINE__), tj_grad(__VA_ARGS__))
-#define tj_set_grad(...) (tj__callsite(__FILE__, __LINE__), tj_set_grad(__VA_ARGS__))
-#define tj_detach(...) (tj__callsite(__FILE__, __LINE__), tj_detach(__VA_ARGS__))
-#define tj_set_grad_hook(...) (tj__callsite(__FILE__, __LINE__), tj_set_grad_hook(__VA_ARGS__))
-#define tj_optimizer_step(...) (tj__callsite(__FILE__, __LINE__), tj_optimizer_step(__VA_ARGS__))
-#define tj_mark_dynamic(...) (tj__callsite(__FILE__, __LINE__), tj_mark_dynamic(__VA_ARGS__))
-#define tj_mark_static(...) (tj__callsite(__FILE__, __LINE__), tj_mark_static(__VA_ARGS__))
-#define tj_call(...) (tj__callsite(__FILE__, __LINE__), tj_call(__VA_ARGS__))
-#define tj_call_multi(...) (tj__callsite(__FILE__, __LINE__), tj_call_multi(__VA_ARGS__))
-#endif
-/* callsites: end */
+ * tjit.h leaves them all out. Generated from the declarations above into
+ * tjit_callsites.h by scripts/callsites.sh (every build refreshes it; make
+ * test checks it). */
+#include "tjit_callsites.h"
 
 #ifdef __cplusplus
 }

@@ -161,6 +161,14 @@ uint32_t ir_dims_of(const ir_attr *dims, int ndim);
 /* k >= 1 when mask is exactly the last k of ndim dims, else 0. */
 int ir_innermost(uint32_t mask, int ndim);
 void ir_attr_dims(ir_attr *a, const int *v, int n);
+/* The length of the diagonal at offset off of an [n1, n2] matrix, and
+ * tile's dims as repeat's repeats for an input of ndim dims (infer_idx.c). */
+int64_t ir_diag_len(int64_t n1, int64_t n2, int64_t off);
+void ir_tile_repeats(const ir_attr *dims, int ndim, ir_attr *r);
+/* torch.movedim(src, dst)'s permutation of ndim dims into perm (infer_idx.c);
+ * -1 with the reason in err. */
+int ir_movedim_perm(const ir_attr *src, const ir_attr *dst, int ndim, int64_t *perm,
+                    char *err, size_t nerr);
 
 /* ---- shape and dtype rules ------------------------------------------------ */
 /* Computes the result type of op on inputs in[0..nin) (NULL for an absent

@@ -1,13 +1,16 @@
 /* decomp.h - internal to passes/: what the decomposition files share. The
  * composites of ops.def's older rows are decomposed in decompose.c; the
  * DCOMP rows (composites with no eager kernel) in decomp_*.c by family
- * (decomp_loss.c, decomp_nn.c, decomp_linalg.c), one ps_decomp_<name> each,
+ * (decomp_loss.c, decomp_nn.c, decomp_linalg.c, decomp_idx.c, ...), one ps_decomp_<name> each,
  * declared here from the table. */
 #ifndef TJ_PASSES_DECOMP_H
 #define TJ_PASSES_DECOMP_H
 
 #include "build.h"
 
+/* n: the node being replaced (its type and attributes), a: its attributes,
+ * in: its inputs, already rebuilt. Returns a node of n's type, or NULL after
+ * recording the failure in b. */
 #define PS_DECOMP_ARGS ps_builder *b, const ir_node *n, const ir_attrs *a, ir_node *const *in
 
 #define PS_DD_PRIM(name)

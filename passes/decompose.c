@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "../ir/infer.h"
+#include "decomp.h"
 #include "rewrite.h"
 
 /* MAX_WIDE: inputs of a composite widened from f16/bf16, at most */
@@ -33,7 +34,7 @@ enum { MAX_ROUNDS = 8, IR_MAX_DECOMP_IN = 16, MAX_WIDE = IR_MAX_DECOMP_IN };
 #include "decomp.h"
 typedef ir_node *(*decomp_fn)(PS_DECOMP_ARGS);
 
-/* One prototype per COMP row. */
+/* One prototype per COMP row (DCOMP rows: decomp.h). */
 #define DECOMP_PRIM(name)
 #define DECOMP_COMP(name) static ir_node *ps_decomp_##name(PS_DECOMP_ARGS);
 #define DECOMP_DCOMP(name)   /* decomp.h */

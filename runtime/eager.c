@@ -8,6 +8,11 @@
 static tj_tensor *eager(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
                         const ir_type *ty)
 {
+    if (ir_ops[op].eager_decomp) {   /* a DCOMP row: its decomposition runs instead (fe_apply, sched/exec.c) */
+        rt_error("%s has no kernel: it runs as its decomposition (decompose the graph first)",
+                 ir_ops[op].name);
+        return NULL;
+    }
     if (ir_ops[op].kind == IR_VIEW) {
         bool need_copy = false;
         tj_tensor *v = rt_view_op(op, in[0], a, ty, &need_copy);

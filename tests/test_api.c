@@ -55,6 +55,8 @@ typedef struct entry {
 #undef tj_scalar          /* its call-site macro (tjit.h) */
 #define tj_scalar TJ_NO_ENTRY   /* tj_scalar() exists but makes a 0-dim `full` */
 #define tj_max_pool2d_indices TJ_NO_ENTRY
+#define tj_cummax_indices TJ_NO_ENTRY
+#define tj_cummin_indices TJ_NO_ENTRY
 
 static const struct {
     const char *op, *why;
@@ -64,6 +66,8 @@ static const struct {
                "number, which no user-made tensor does"},
     {"max_pool2d_indices", "max_pool2d's return_indices: tj_max_pool2d_ex records it next to "
                            "max_pool2d when asked for the indices (a node has one result)"},
+    {"cummax_indices", "tj_cummax's indices: recorded when asked for (a node has one result)"},
+    {"cummin_indices", "tj_cummin's indices: recorded when asked for (a node has one result)"},
 };
 
 /* Fills out (IR rows at most) from ops.def; returns the row count. */
@@ -94,6 +98,8 @@ static int entry_table(entry *out, int max)
 }
 #undef tj_scalar
 #undef tj_max_pool2d_indices
+#undef tj_cummax_indices
+#undef tj_cummin_indices
 #undef tj_sdpa
 #undef tj_copy
 #undef tj_add_alpha

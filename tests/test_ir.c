@@ -95,6 +95,10 @@ static int example_lists(in_list *out)
         {2, {TY(F32, 2, 5), TY(I64, 2)}},
         {2, {TY(F32, 2, 3), TY(I64, 2, 3)}},
         {2, {TY(F32, 4, 3), TY(I64, 2)}},
+        {2, {TY(F32, 2, 3), TY(BOOL, 2, 3)}},   /* masked_fill */
+        {3, {TY(F32, 2, 3), TY(I64, 2, 3), TY(F32, 2, 3)}},   /* scatter */
+        {3, {TY(F32, 2, 3), TY(I64, 2), TY(F32, 2, 3)}},      /* index_add */
+        {3, {TY(F32, 2, 3), TY(F32, 3), TY(I64, 2)}},         /* index_put */
         {3, {TY(F32, 2, 3), TY(F32, 4, 3), TY(F32, 4)}},
         {3, {TY(F32, 1, 2, 5, 5), TY(F32, 3, 2, 3, 3), TY(F32, 3)}},
         {3, {TY(F32, 2, 3), TY(F32, 3), TY(F32, 3)}},
@@ -148,6 +152,16 @@ static const struct {
     {"size", {"2", "3"}},           {"k", {"1", "2"}},
     {"ord", {"2", "1", "inf", "0.5"}}, {"output_size", {"2", "2,3", "1,1"}},
     {"zero_point", {"0", "3"}},     {"axis", {"0", "1"}},
+    /* indexing, scans and shapes */
+    {"length", {"1", "2"}},         {"src", {"0", "0,1"}},
+    {"dst", {"1", "1,0"}},          {"sizes", {"2,2", "2,-1", "3,2"}},
+    {"diagonal", {"0", "-1"}},      {"dim1", {"0", "-2"}},
+    {"dim2", {"1", "-1"}},          {"num_classes", {"3"}},
+    {"repeats", {"2,1", "3"}},      {"shifts", {"1", "1,-1"}},
+    {"n", {"3"}},                   {"m", {"-1", "2"}},
+    {"steps", {"5"}},               {"base", {"10"}},
+    {"descending", {"0", "1"}},     {"largest", {"1", "0"}},
+    {"accumulate", {"0", "1"}},     {"right", {"0", "1"}},
 };
 
 static int examples_of(const char *attr, const char *const **vals)

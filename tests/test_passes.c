@@ -360,6 +360,46 @@ static const char *const composite_cases[] = {
       " %2 = adaptive_avg_pool1d %y {output_size=[3]} : f32[3,3]\n"
       " %3 = cdist %a, %b {p=2} : f32[3,5]\n %4 = matrix_norm %x {dims=[], keepdim=false} : f32[2,3]\n"
       " %5 = adaptive_avg_pool1d %s {output_size=[2]} : f32[s0,3,2]\n return %0, %1, %2, %3, %4, %5"),
+    /* indexing, scans and shapes (after the cases above: they keep their inputs) */
+    G("%x: f32[2,3,4], %s: f32[3,4], %b: f32[3,1], %m: bool[3,4], %i: i32[3,4]",
+      "%0 = narrow %x {dim=2, start=-3, length=2} : f32[2,3,2]\n"
+      " %1 = movedim %x {src=[0,2], dst=[2,0]} : f32[4,3,2]\n %2 = t %s : f32[4,3]\n"
+      " %3 = unflatten %s {dim=1, sizes=[2,-1]} : f32[3,2,2]\n %4 = expand_as %b, %s : f32[3,4]\n"
+      " %5 = view_as %s, %m : f32[3,4]\n %6 = tril %i {diagonal=1} : i32[3,4]\n"
+      " %7 = triu %x {diagonal=-1} : f32[2,3,4]\n return %0, %1, %2, %3, %4, %5, %6, %7"),
+    G("%m: bool[3,4], %i: i32[3,4], %x: f64[2,3,4]",
+      "%0 = masked_fill %i, %m {value=2.5} : i32[3,4]\n"
+      " %1 = masked_fill %x, %m {value=-inf} : f64[2,3,4]\n return %0, %1"),
+    G("%x: f32[2,3,4], %s: f32[3,4], %v: i32[3], %idx: i64[2,3]",
+      "%0 = diagonal %x {offset=1, dim1=1, dim2=2} : f32[2,3]\n"
+      " %1 = diag_embed %v {offset=-1, dim1=0, dim2=1} : i32[4,4]\n"
+      " %2 = repeat %s {repeats=[2,1,3]} : f32[2,3,12]\n %3 = tile %v {dims=[2,2]} : i32[2,6]\n"
+      " %4 = repeat_interleave %s {repeats=2, dim=0} : f32[6,4]\n"
+      " %5 = roll %x {shifts=[1,-2], dims=[0,2]} : f32[2,3,4]\n %6 = take %s, %idx : f32[2,3]\n"
+      " %7 = one_hot %idx {num_classes=12} : i64[2,3,12]\n return %0, %1, %2, %3, %4, %5, %6, %7"),
+    G("%x: f32[2,3,4], %s: f32[3,4], %idx: i64[2,3,2], %idxj: i64[2]",
+      "%0 = take_along_dim %x, %idx {dim=2} : f32[2,3,2]\n"
+      " %1 = unfold %s {dim=1, size=2, step=1} : f32[3,3,2]\n"
+      " %2 = index_fill %s, %idxj {dim=1, value=-2} : f32[3,4]\n %3 = full_like %s {value=3} : f32[3,4]\n"
+      " %4 = eye {n=3, m=4, dtype=f32} : f32[3,4]\n"
+      " %5 = linspace {start=-1, end=2, steps=7, dtype=f64} : f64[7]\n"
+      " %6 = logspace {start=-1, end=2, steps=7, base=10, dtype=f32} : f32[7]\n"
+      " return %0, %1, %2, %3, %4, %5, %6"),
+    G("%x: f32[3,5], %i: i32[3,5]",
+      "%0 = cummax %x {dim=1} : f32[3,5]\n %1 = cummin %i {dim=0} : i32[3,5]\n"
+      " %2 = sort %x {dim=1, descending=true} : f32[3,5]\n %3 = topk %x {k=2, dim=1, largest=false} : f32[3,2]\n"
+      " %4 = kthvalue %x {k=2, dim=0, keepdim=false} : f32[5]\n"
+      " %5 = median %x {dim=1, keepdim=true} : f32[3,1]\n return %0, %1, %2, %3, %4, %5"),
+    G("%x: f32[3,4], %s: f32[2,4], %v: f32[3], %idxa: i64[2], %idxb: i64[3]",
+      "%0 = index_add %x, %idxa, %s {dim=0, alpha=0.5} : f32[3,4]\n"
+      " %1 = index_put %x, %v, %idxb, %idxb {accumulate=true} : f32[3,4]\n"
+      " %2 = index_copy %x, %idxa, %s {dim=0} : f32[3,4]\n return %0, %1, %2"),
+    G("%s: f32[5], %v: f32[2,3], %r: f64[2,5], %w: f64[2,4]",
+      "%0 = searchsorted %s, %v {right=false} : i64[2,3]\n"
+      " %1 = bucketize %v, %s {right=true} : i64[2,3]\n"
+      " %2 = searchsorted %r, %w {right=true} : i64[2,4]\n"
+      " %3 = maximum_value {dtype=i64} : i64[]\n %4 = minimum_value {dtype=f32} : f32[]\n"
+      " return %0, %1, %2, %3, %4"),
 };
 
 static void test_every_composite_decomposes(void **state)

@@ -123,12 +123,51 @@ NN_GRAD = {
                                                          a["keepdim"]),
 }
 # ==== end of nn and linalg ==========================================================
+# ---- indexing, scans and shapes (ops.def's section of that name) ----
+IDX = {
+    "narrow": lambda i, a: torch.narrow(i[0], a["dim"], a["start"], a["length"]),
+    "movedim": lambda i, a: torch.movedim(i[0], tuple(a["src"]), tuple(a["dst"])),
+    "t": lambda i, a: i[0].t(),
+    "unflatten": lambda i, a: torch.unflatten(i[0], a["dim"], tuple(a["sizes"])),
+    "expand_as": lambda i, a: i[0].expand_as(i[1]),
+    "view_as": lambda i, a: i[0].reshape(i[1].shape),
+    "tril": lambda i, a: torch.tril(i[0], a["diagonal"]),
+    "triu": lambda i, a: torch.triu(i[0], a["diagonal"]),
+    "masked_fill": lambda i, a: i[0].masked_fill(i[1], a["value"]),
+    "diagonal": lambda i, a: torch.diagonal(i[0], a["offset"], a["dim1"], a["dim2"]),
+    "diag_embed": lambda i, a: torch.diag_embed(i[0], a["offset"], a["dim1"], a["dim2"]),
+    "repeat": lambda i, a: i[0].repeat(*a["repeats"]),
+    "tile": lambda i, a: torch.tile(i[0], tuple(a["dims"])),
+    "repeat_interleave": lambda i, a: torch.repeat_interleave(i[0], a["repeats"], a["dim"]),
+    "roll": lambda i, a: torch.roll(i[0], tuple(a["shifts"]), tuple(a["dims"])),
+    "take": lambda i, a: torch.take(i[0], i[1]),
+    "take_along_dim": lambda i, a: torch.take_along_dim(i[0], i[1], a["dim"]),
+    "unfold": lambda i, a: i[0].unfold(a["dim"], a["size"], a["step"]),
+    "index_fill": lambda i, a: i[0].index_fill(a["dim"], i[1], a["value"]),
+    "full_like": lambda i, a: torch.full_like(i[0], a["value"]),
+    "cumsum": lambda i, a: torch.cumsum(i[0], a["dim"]),
+    "cumprod": lambda i, a: torch.cumprod(i[0], a["dim"]),
+    "logcumsumexp": lambda i, a: torch.logcumsumexp(i[0], a["dim"]),
+    "cummax": lambda i, a: torch.cummax(i[0], a["dim"])[0],
+    "cummin": lambda i, a: torch.cummin(i[0], a["dim"])[0],
+    "sort": lambda i, a: torch.sort(i[0], stable=True, dim=a["dim"], descending=a["descending"])[0],
+    "topk": lambda i, a: torch.topk(i[0], a["k"], a["dim"], a["largest"])[0],
+    "kthvalue": lambda i, a: torch.kthvalue(i[0], a["k"], a["dim"], a["keepdim"])[0],
+    "median": lambda i, a: torch.median(i[0], a["dim"], a["keepdim"])[0],
+    "scatter": lambda i, a: torch.scatter(i[0], a["dim"], i[1], i[2]),
+    "scatter_add": lambda i, a: torch.scatter_add(i[0], a["dim"], i[1], i[2]),
+    "index_add": lambda i, a: i[0].index_add(a["dim"], i[1], i[2], alpha=a["alpha"]),
+    "index_copy": lambda i, a: i[0].index_copy(a["dim"], i[1], i[2]),
+    "index_put": lambda i, a: i[0].index_put(tuple(i[2:]), i[1], a["accumulate"]),
+}
 
 
 def run_op(op, ins, a):
     x = ins[0] if ins else None
     if op in NN_GRAD:
         return NN_GRAD[op](ins, a)
+    if op in IDX:
+        return IDX[op](ins, a)
     if op in UNARY:
         return UNARY[op](x)
     if op in ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "atan2", "fmod",

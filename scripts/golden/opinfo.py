@@ -45,6 +45,7 @@ Run with /usr/bin/python3 (Debian's python3-torch).
 import math
 import os
 import re
+import sys
 
 import torch
 import torch.nn.functional as F
@@ -1359,7 +1360,11 @@ REF.update({
     "bmm": torch.bmm, "mv": torch.mv, "dot": torch.dot, "outer": torch.outer,
     "addmm": lambda c, a, b, beta, alpha: torch.addmm(c, a, b, beta=beta, alpha=alpha),
     "addmv": lambda c, a, b, beta, alpha: torch.addmv(c, a, b, beta=beta, alpha=alpha),
-    "baddbmm": lambda c, a, b, beta, alpha: torch.baddbmm(c, a, b, beta=beta, alpha=alpha),
+    # beta 0 ignores c (torch's documented rule): the reference is then bmm times alpha,
+    # because PyTorch 1.13's CPU baddbmm at beta 0 gave NaN in one regeneration (the
+    # samples' c held no NaN; it looks like a read of reused memory, not reproducible alone)
+    "baddbmm": lambda c, a, b, beta, alpha: (torch.baddbmm(c, a, b, beta=beta, alpha=alpha)
+                                             if beta != 0 else torch.bmm(a, b) * alpha),
     "tensordot": lambda a, b, da, db: torch.tensordot(a, b, dims=(list(da), list(db))),
     "trace": torch.trace,
     "cross": lambda a, b, dim: torch.linalg.cross(a, b, dim=dim),
@@ -1720,6 +1725,14 @@ def matrix_norm(op):
     each_layout(op, t, ([], 0))
 
 # ==== end of nn and linalg ========================================================
+# The indexing, scan and shape rows' samples live in opinfo_idx.py.
+import opinfo_idx  # noqa: E402
+opinfo_idx.register(sys.modules[__name__])
+opinfo_idx.register2(sys.modules[__name__])
+opinfo_idx.register3(sys.modules[__name__])
+opinfo_idx.register4(sys.modules[__name__])
+opinfo_idx.register5(sys.modules[__name__])
+opinfo_idx.register6(sys.modules[__name__])
 
 
 def main():
