@@ -249,7 +249,7 @@ $(BUILD)/fuzz/tir.dict: ir/ops.def ir/dtypes.def
 	@mkdir -p $(dir $@)
 	@{ for w in graph return param weak none true false inf -inf nan s0 s1 '//'; do \
 	    echo "\"$$w\""; done; \
-	  sed -n 's/^\(UNARY\|BINARY\|OP\)(\([a-z0-9_]*\),.*/"\2"/p' ir/ops.def; \
+	  sed -n 's/^\(UNARY\|BINARY\|OP\|COMPOSITE\)(\([a-z0-9_]*\),.*/"\2"/p' ir/ops.def; \
 	  grep -o 'A([a-z_]*' ir/ops.def | sed 's/A(\(.*\)/"\1="/' | sort -u; \
 	  sed -n 's/^DTYPE([A-Z0-9]*, *\([a-z0-9]*\),.*/"\1"/p' ir/dtypes.def; } > $@
 

@@ -52,10 +52,12 @@ tj_tensor *fe_apply(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a)
         a = &none;
     }
     fe_trace *tr = fe_trace_current();
-    if (tr)
+    if (tr && !fe_decomposed[op])
         return fe_ag_record(op, in, nin, a, fe_trace_apply(tr, op, in, nin, a));
     if (ir_infer(op, (const ir_type *const *)tp, nin, a, &out, reason, sizeof reason) != 0)
         return op_error(op, in, nin, reason);
+    if (fe_decomposed[op])   /* its prims run (or are traced) one by one */
+        return fe_apply_decomposed(op, in, nin, a, (const ir_type *const *)tp);
     tj_tensor *r = rt_eager(op, in, nin, a, &out);
     if (!r) {
         /* Kernel messages carry the reason; prefix the op and shapes. */

@@ -46,8 +46,12 @@ typedef struct ag_rule {
 /* Every row of ops.def defines ag_rule_<name> with AG_VJP or AG_NONDIFF (in
  * vjp*.c); a row without one is a link error. */
 #define OP(name, kind, nmin, nmax, decomp, attrs) extern const ag_rule ag_rule_##name;
+#define COMPOSITE(name, kind, nmin, nmax, attrs)
 #include "../ir/ops.def"
 extern const ag_rule *const ag_rules[IR_NUM_OPS];
+/* The rule of every COMPOSITE row: none of its own (the tape records the
+ * prims of its decomposition, frontend/decomposed.c). */
+extern const ag_rule ag_rule_decomposed;
 
 #define AG_VJP(name)                                                                  \
     static int ag_vjp_##name(const ag_ctx *c, tj_tensor *g, tj_tensor **gx);          \

@@ -19,6 +19,14 @@
  * keeps the error that produced it. */
 tj_tensor *fe_apply(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a);
 
+/* ---- COMPOSITE rows (decomposed.c) ---------------------------------------- */
+/* true for the rows of ops.def defined by their decomposition alone */
+extern const bool fe_decomposed[IR_NUM_OPS];
+/* Runs op (a COMPOSITE row whose inputs' types, NULL where absent, passed
+ * its rule) as its decomposition, each prim through fe_apply. */
+tj_tensor *fe_apply_decomposed(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
+                               const ir_type *const *types);
+
 /* ---- tracing (trace.c) ------------------------------------------------------ */
 typedef struct fe_trace fe_trace;
 

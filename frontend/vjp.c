@@ -8,8 +8,11 @@
 
 const ag_rule *const ag_rules[IR_NUM_OPS] = {
 #define OP(name, kind, nmin, nmax, decomp, attrs) [OP_##name] = &ag_rule_##name,
+#define COMPOSITE(name, kind, nmin, nmax, attrs) [OP_##name] = &ag_rule_decomposed,
 #include "../ir/ops.def"
 };
+
+const ag_rule ag_rule_decomposed = {NULL, "differentiated through its decomposition, never on the tape"};
 
 /* Ops with no inputs, or whose results are integer or bool. */
 AG_NONDIFF(isnan, "bool result")
@@ -33,6 +36,11 @@ AG_NONDIFF(all, "bool result")
 AG_NONDIFF(any, "bool result")
 AG_NONDIFF(argmax, "integer result")
 AG_NONDIFF(argmin, "integer result")
+AG_NONDIFF(signbit, "bool result")
+AG_NONDIFF(gcd, "integer result")
+AG_NONDIFF(bitwise_left_shift, "integer result")
+AG_NONDIFF(bitwise_right_shift, "integer result")
+AG_NONDIFF(nextafter, "a step to the next float; PyTorch has no derivative for it either")
 AG_NONDIFF(scalar, "no inputs")
 AG_NONDIFF(full, "no inputs")
 AG_NONDIFF(arange, "no inputs")

@@ -11,6 +11,9 @@
     [OP_##oname] = {#oname, IR_UNARY, 1, 1, IR_DECOMP_##odecomp, IR_RULE_##orule, 0, {{0}}},
 #define BINARY(oname, orule, odecomp, f32, f64, i) \
     [OP_##oname] = {#oname, IR_BINARY, 2, 2, IR_DECOMP_##odecomp, IR_RULE_##orule, 0, {{0}}},
+#define COMPOSITE(oname, okind, onmin, onmax, oattrs) \
+    [OP_##oname] = {#oname, IR_##okind, onmin, onmax, false, IR_RULE_NONE, \
+                    IR_COUNT_ATTRS(oattrs), {oattrs}},
 #define IR_DECOMP_PRIM true
 #define IR_DECOMP_COMP false
 

@@ -25,16 +25,17 @@
 #include <string.h>
 
 #include "../ir/infer.h"
+#include "decomp.h"
 #include "rewrite.h"
 
 enum { MAX_ROUNDS = 8 };
 
-#define PS_DECOMP_ARGS ps_builder *b, const ir_node *n, const ir_attrs *a, ir_node *const *in
 typedef ir_node *(*decomp_fn)(PS_DECOMP_ARGS);
 
-/* One prototype per COMP row. */
+/* One prototype per COMP row (the COMPOSITE rows' are in decomp.h). */
 #define DECOMP_PRIM(name)
 #define DECOMP_COMP(name) static ir_node *ps_decomp_##name(PS_DECOMP_ARGS);
+#define COMPOSITE(name, kind, nmin, nmax, attrs)
 #define OP(name, kind, nmin, nmax, decomp, attrs) DECOMP_##decomp(name)
 #define UNARY(name, rule, decomp, f32, f64, i) DECOMP_##decomp(name)
 #define BINARY(name, rule, decomp, f32, f64, i) DECOMP_##decomp(name)

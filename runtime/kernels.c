@@ -16,8 +16,16 @@
 
 const rt_kernel_fn rt_kernels[IR_NUM_OPS] = {
 #define OP(name, kind, nmin, nmax, decomp, attrs) [OP_##name] = RT_K_##kind(name),
+#define COMPOSITE(name, kind, nmin, nmax, attrs) [OP_##name] = rt_k_decomposed,
 #include "../ir/ops.def"
 };
+
+int rt_k_decomposed(RT_KERNEL_ARGS)
+{
+    rt_error("%s has no kernel: it runs as its decomposition (decompose the graph first)",
+             ir_ops[op].name);
+    return -1;
+}
 
 int rt_k_scalar(RT_KERNEL_ARGS)
 {

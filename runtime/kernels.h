@@ -24,7 +24,13 @@
 #define OP(name, kind, nmin, nmax, decomp, attrs) RT_DECL_##kind(name)
 #define UNARY(name, rule, decomp, f32, f64, i)
 #define BINARY(name, rule, decomp, f32, f64, i)
+#define COMPOSITE(name, kind, nmin, nmax, attrs)
 #include "../ir/ops.def"
+
+/* The kernel of every COMPOSITE row: an error (the frontend runs those as
+ * their decomposition, frontend/decomposed.c; a graph reaches the executor
+ * decomposed). */
+int rt_k_decomposed(RT_KERNEL_ARGS);
 
 int rt_k_unary(RT_KERNEL_ARGS);
 int rt_k_binary(RT_KERNEL_ARGS);

@@ -133,6 +133,10 @@ static const struct {
     {"beta", {"1", "2.5"}},          {"threshold", {"20", "-0.5"}},
     {"alpha", {"2", "-3"}},          {"rounding_mode", {"trunc", "floor"}},
     {"ceil_mode", {"0", "1"}},      {"divisor_override", {"0", "3"}},
+    {"negative_slope", {"0.01", "-0.5"}}, {"min_val", {"-1", "0"}},
+    {"max_val", {"1", "6"}},        {"lambd", {"0.5", "2"}},
+    {"nan", {"0", "1.5"}},          {"posinf", {"nan", "100"}},
+    {"neginf", {"nan", "-100"}},
 };
 
 static int examples_of(const char *attr, const char *const **vals)

@@ -59,7 +59,7 @@ static void test_kinds(void **state)
         if ((unsigned)o->kind > IR_RANDOM || !strcmp(ir_kind_name(o->kind), "?"))
             fail_msg("op %s: bad kind %d", o->name, (int)o->kind);
         bool pointwise_row = o->kind == IR_UNARY || o->kind == IR_BINARY;
-        if (pointwise_row && (o->rule == IR_RULE_NONE || o->rule > IR_RULE_CMP))
+        if (pointwise_row && (o->rule == IR_RULE_NONE || o->rule > IR_RULE_LAST))
             fail_msg("op %s: pointwise row without a dtype rule", o->name);
         if (!pointwise_row && o->rule != IR_RULE_NONE)
             fail_msg("op %s: dtype rule on a non-pointwise row", o->name);
@@ -120,6 +120,24 @@ static void test_kernels(void **state)
     }
 }
 
+/* The COMPOSITE rows run as their decomposition (frontend/decomposed.c):
+ * their kernel only says so, with the op's name. */
+static void test_composite_kernels(void **state)
+{
+    (void)state;
+    static const ir_op rows[] = {
+#define COMPOSITE(name, kind, nmin, nmax, attrs) OP_##name,
+#include "../ir/ops.def"
+    };
+    assert_true(sizeof rows / sizeof *rows > 0);
+    for (size_t k = 0; k < sizeof rows / sizeof *rows; k++) {
+        assert_false(ir_ops[rows[k]].prim);
+        assert_int_equal(rt_kernels[rows[k]](rows[k], NULL, NULL, 0, NULL), -1);
+        assert_non_null(strstr(tj_last_error(), ir_ops[rows[k]].name));
+        assert_non_null(strstr(tj_last_error(), "decomposition"));
+    }
+}
+
 /* docs/ops.md as one string (freed by the caller); fails the test when absent. */
 static char *read_doc(const char *path)
 {
@@ -166,6 +184,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_arity, tu_scope_setup, tu_scope_teardown),
         cmocka_unit_test_setup_teardown(test_attrs, tu_scope_setup, tu_scope_teardown),
         cmocka_unit_test_setup_teardown(test_kernels, tu_scope_setup, tu_scope_teardown),
+        cmocka_unit_test_setup_teardown(test_composite_kernels, tu_scope_setup, tu_scope_teardown),
         cmocka_unit_test_setup_teardown(test_docs_list_every_op, tu_scope_setup,
                                         tu_scope_teardown),
     };
