@@ -58,6 +58,19 @@ TEST_UTIL := $(wildcard tests/util*.c)
 BENCH_SRCS := $(wildcard benchmarks/*.c)
 
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+
+# libtjit_dist's files, when mpicc is found (the rules are further down; the
+# names are set here, before `all` and `install` use them).
+MPICC ?= $(shell command -v mpicc 2>/dev/null)
+ifneq ($(MPICC),)
+MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null)
+MPI_LDFLAGS := $(shell $(MPICC) --showme:link 2>/dev/null)
+DIST_SRCS := $(wildcard dist/*.c)
+DIST_OBJS := $(DIST_SRCS:%.c=$(BUILD)/obj/%.o)
+DIST_LIBS := $(BUILD)/libtjit_dist.a $(BUILD)/libtjit_dist.so
+DIST_TESTS := $(BUILD)/tests/dist/ddp_check
+DIST_BENCH := $(BUILD)/benchmarks/dist/ddp_bench
+endif
 TOOL_OBJS := $(TOOL_SRCS:%.c=$(BUILD)/obj/%.o)
 BENCH_OBJS := $(BENCH_SRCS:%.c=$(BUILD)/obj/%.o)
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
@@ -82,9 +95,9 @@ MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
 endif
 
 .SECONDARY:
-.PHONY: all test asan bench bench-compare example docs deps clean check-tests check-headers golden \
+.PHONY: dist bench-dist all test asan bench bench-compare example docs deps clean check-tests check-headers golden \
         check-layers loc callsites
-all: $(BUILD)/libtjit.a $(BUILD)/libtjit.so $(BUILD)/tjit
+all: $(BUILD)/libtjit.a $(BUILD)/libtjit.so $(BUILD)/tjit $(DIST_LIBS)
 
 $(BUILD)/obj/%.o: %.c | $(BUILD)/callsites.stamp
 	@mkdir -p $(dir $@)
@@ -141,6 +154,34 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TEST_UTIL_OBJS) $(BUILD)/libtjit.a
 deps:
 	@bash scripts/install-deps.sh
 
+# libtjit_dist (dist/, docs/distributed.md): data parallelism over MPI, a
+# library of its own so that libtjit never depends on MPI. Built when mpicc
+# is found (scripts/install-deps.sh installs Open MPI); without it everything
+# else still builds and the distributed tests are skipped.
+ifneq ($(MPICC),)
+$(DIST_OBJS): CFLAGS_ALL += $(MPI_CFLAGS) -DTJ_NO_CALLSITE
+$(BUILD)/obj/tests/dist/%.o: CFLAGS_ALL += $(MPI_CFLAGS)
+$(BUILD)/libtjit_dist.a: $(DIST_OBJS)
+	rm -f $@ && ar rcs $@ $^
+$(BUILD)/libtjit_dist.so: $(DIST_OBJS) $(BUILD)/libtjit.so
+	@printf '{ global: tj_*; local: *; };\n' > $(BUILD)/libtjit_dist.map
+	$(CC) -shared -Wl,-soname,libtjit_dist.so -Wl,--version-script=$(BUILD)/libtjit_dist.map -o $@ \
+	    $(DIST_OBJS) -L$(BUILD) -ltjit $(MPI_LDFLAGS)
+$(BUILD)/obj/benchmarks/dist/%.o: CFLAGS_ALL += $(MPI_CFLAGS)
+$(BUILD)/tests/dist/%: $(BUILD)/obj/tests/dist/%.o $(BUILD)/libtjit_dist.a $(BUILD)/libtjit.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $< $(BUILD)/libtjit_dist.a $(BUILD)/libtjit.a $(LDLIBS) $(MPI_LDFLAGS)
+$(BUILD)/benchmarks/dist/%: $(BUILD)/obj/benchmarks/dist/%.o $(BUILD)/libtjit_dist.a $(BUILD)/libtjit_bench.a $(BUILD)/libtjit.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $< $(BUILD)/libtjit_dist.a $(BUILD)/libtjit_bench.a $(BUILD)/libtjit.a $(LDLIBS) $(MPI_LDFLAGS)
+endif
+# Data parallelism: the library, its mpirun test program and benchmark.
+dist: $(DIST_LIBS) $(DIST_TESTS) $(DIST_BENCH)
+# The distributed benchmark (docs/distributed.md): P7 and P8 at 1 and 2 ranks
+# over shared memory and TCP, allreduce time against size.
+bench-dist: dist
+	@BUILD=$(BUILD) bash scripts/bench-dist.sh
+
 # Each public header, copied alone with the other public headers into an empty
 # directory, compiles as the only include of a strict C11 translation unit:
 # the headers need nothing but the standard library (part of `make test`).
@@ -189,8 +230,8 @@ check-oom: all $(OOM_BINS)
 	@TJ_BUILD=$(BUILD) bash scripts/check-oom.sh
 
 # Script suites (TAP) run after the cmocka ones; asan has none.
-SCRIPT_SUITES ?= scripts/test-install.sh scripts/check-oom.sh
-check-tests: all check-headers $(TEST_BINS) $(if $(SCRIPT_SUITES),$(OOM_BINS))
+SCRIPT_SUITES ?= scripts/test-install.sh scripts/check-oom.sh scripts/test-dist.sh
+check-tests: all check-headers $(TEST_BINS) $(if $(SCRIPT_SUITES),$(OOM_BINS) $(DIST_TESTS))
 	@TJ_BUILD=$(BUILD) bash scripts/run-tests.sh $(TEST_BINS) $(SCRIPT_SUITES)
 
 asan: deps
@@ -253,6 +294,19 @@ $(BUILD)/fuzz/tir.dict: ir/ops.def ir/dtypes.def
 	  grep -o 'A([a-z_]*' ir/ops.def | sed 's/A(\(.*\)/"\1="/' | sort -u; \
 	  sed -n 's/^DTYPE([A-Z0-9]*, *\([a-z0-9]*\),.*/"\1"/p' ir/dtypes.def; } > $@
 
+# The ONNX reader's fuzzer: its sources built with libFuzzer's instrumentation,
+# the rest of the library from $(BUILD)/libtjit.a.
+ONNX_SRCS := $(wildcard frontend/onnx_*.c)
+$(BUILD)/fuzz/onnx_fuzz: fuzz/onnx_fuzz.c $(ONNX_SRCS) $(BUILD)/libtjit.a
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -DTJ_NO_CALLSITE fuzz/onnx_fuzz.c $(ONNX_SRCS) $(BUILD)/libtjit.a -o $@ $(LDLIBS)
+
+.PHONY: fuzz-onnx
+fuzz-onnx: $(BUILD)/fuzz/onnx_fuzz
+	@mkdir -p $(BUILD)/fuzz/onnx-corpus
+	$(BUILD)/fuzz/onnx_fuzz -max_total_time=$(FUZZ_TIME) -max_len=65536 -timeout=10 \
+	    -print_final_stats=1 -artifact_prefix=$(BUILD)/fuzz/ $(BUILD)/fuzz/onnx-corpus tests/golden/onnx
+
 fuzz: $(BUILD)/fuzz/parse_fuzz $(BUILD)/fuzz/tir.dict
 	@mkdir -p $(BUILD)/fuzz/corpus
 	$(BUILD)/fuzz/parse_fuzz -max_total_time=$(FUZZ_TIME) -dict=$(BUILD)/fuzz/tir.dict \
@@ -278,6 +332,7 @@ install: all $(BUILD)/tjit.pc
 	ln -sf $(SO_REAL) $(DESTDIR)$(LIBDIR)/$(SO_NAME)
 	ln -sf $(SO_NAME) $(DESTDIR)$(LIBDIR)/libtjit.so
 	install -m 644 $(BUILD)/libtjit.a $(DESTDIR)$(LIBDIR)/
+	$(if $(DIST_LIBS),install -m 644 $(DIST_LIBS) $(DESTDIR)$(LIBDIR)/)
 	install -m 644 $(BUILD)/tjit.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
 	install -m 644 $(PUBLIC_HEADERS) $(DESTDIR)$(INCLUDEDIR)/
 	install -m 755 $(BUILD)/tjit $(DESTDIR)$(BINDIR)/
@@ -287,6 +342,7 @@ install: all $(BUILD)/tjit.pc
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/$(SO_REAL) $(DESTDIR)$(LIBDIR)/$(SO_NAME) $(DESTDIR)$(LIBDIR)/libtjit.so \
 	    $(DESTDIR)$(LIBDIR)/libtjit.a $(DESTDIR)$(LIBDIR)/pkgconfig/tjit.pc $(DESTDIR)$(BINDIR)/tjit \
+	    $(DESTDIR)$(LIBDIR)/libtjit_dist.a $(DESTDIR)$(LIBDIR)/libtjit_dist.so \
 	    $(addprefix $(DESTDIR)$(INCLUDEDIR)/,$(notdir $(PUBLIC_HEADERS)))
 	rm -rf $(DESTDIR)$(DOCDIR)
 

@@ -245,7 +245,7 @@ static int measure(const callee *f, bench_args *a, const bench_opts *o, bench_ti
 }
 
 /* max |x - y| over two f32 results of the same shape; -1 on a mismatch. */
-static int max_abs_diff(tj_tensor *x, tj_tensor *y, double *out, bench_result *r)
+static int max_abs_diff(tj_tensor *x, tj_tensor *y, double tol, double *out, bench_result *r)
 {
     char dx[96], dy[96], why[256];
     if (tj_ndim(x) != tj_ndim(y) || tj_numel(x) != tj_numel(y) ||
@@ -265,9 +265,8 @@ static int max_abs_diff(tj_tensor *x, tj_tensor *y, double *out, bench_result *r
     int rc = px && py ? 0 : fail(r, "compare", tj_last_error());
     tj_scope_end();
     *out = d;
-    if (rc == 0 && !(d <= BENCH_TOLERANCE * scale)) {
-        snprintf(why, sizeof why, "max |compiled - eager| is %.3g, above %.3g", d,
-                 BENCH_TOLERANCE * scale);
+    if (rc == 0 && !(d <= tol * scale)) {
+        snprintf(why, sizeof why, "max |compiled - eager| is %.3g, above %.3g", d, tol * scale);
         return fail(r, "compare", why);
     }
     return rc;
@@ -530,7 +529,7 @@ static void run_compiled(const bench_case *c, bench_args *a, const bench_opts *o
     double ms;
     restore(a, snap);
     if (checked_call(&f, a, &r->compiled.first_ms, NULL, &yc, r) == 0 &&
-        max_abs_diff(ye, yc, &r->max_abs_diff, r) == 0 &&
+        max_abs_diff(ye, yc, bench_tolerance(c) > 0 ? bench_tolerance(c) : BENCH_TOLERANCE, &r->max_abs_diff, r) == 0 &&
         checked_call(&f, a, &ms, &r->compiled.peak_bytes, NULL, r) == 0) {
         tj_compiled_stats st;
         tj_compiled_stats_get(comp, &st);

@@ -1,6 +1,7 @@
 /* suite.c - the cases of the benchmark suite (see suite.h and
  * shared/bench/SUITE.md): setup, model and teardown of P1-P7, written over
- * the public API the way a user would write them. All float32. */
+ * the public API the way a user would write them. All float32 but the bf16
+ * variants B1 and B4. */
 #include <math.h>
 #include <strings.h>
 
@@ -193,14 +194,20 @@ static int p7_setup(bench_args *a)
     return setup_done(a);
 }
 
+static tj_tensor *p7_loss(void *ctx, tj_tensor *const *in, int n)
+{
+    tj_tensor *const *w = weights(ctx);
+    tj_tensor *h = tj_relu(tj_linear(in[0], w[0], w[1]));
+    h = tj_relu(tj_linear(h, w[2], w[3]));
+    return tj_cross_entropy(tj_linear(h, w[4], w[5]), in[1]);
+}
+
 static tj_tensor *p7_run(void *ctx, tj_tensor *const *in, int n)
 {
     tj_tensor *const *w = weights(ctx);
     for (int k = 0; k < 6; k++)
         tj_zero_grad(w[k]);
-    tj_tensor *h = tj_relu(tj_linear(in[0], w[0], w[1]));
-    h = tj_relu(tj_linear(h, w[2], w[3]));
-    tj_tensor *loss = tj_cross_entropy(tj_linear(h, w[4], w[5]), in[1]);
+    tj_tensor *loss = p7_loss(ctx, in, n);
     if (tj_backward(loss) != 0)
         return NULL;
     int rc = 0;
@@ -265,35 +272,86 @@ static tj_tensor *p8_block(tj_tensor *x, tj_tensor *const *w)
     return tj_add(y, tj_linear(h, w[10], w[11]));
 }
 
+static tj_tensor *p8_loss(void *ctx, tj_tensor *const *in, int n)
+{
+    tj_tensor *d = tj_sub(p8_block(in[0], weights(ctx)), in[1]);
+    return tj_mean(tj_mul(d, d), NULL, 0, false);
+}
+
 static tj_tensor *p8_run(void *ctx, tj_tensor *const *in, int n)
 {
     bench_args *a = ctx;
     tj_optimizer_zero_grad(a->opt);
-    tj_tensor *d = tj_sub(p8_block(in[0], weights(ctx)), in[1]);
-    tj_tensor *loss = tj_mean(tj_mul(d, d), NULL, 0, false);
+    tj_tensor *loss = p8_loss(ctx, in, n);
     if (tj_backward(loss) != 0 || tj_optimizer_step(a->opt) != 0)
         return NULL;
     return tj_detach(loss);
 }
 
+/* ---- bf16 variants: B1 = P1, B4 = P4 with inputs and weights in bf16 --------
+ * (computed in f32, rounded to bf16 per op; matmul widens to f32 and calls
+ * sgemm). The result is cast to f32 for the runner's comparison. */
+static int to_bf16(bench_args *a)
+{
+    for (int k = 0; k < a->n; k++) {
+        tj_tensor *h = a->t[k] ? tj_cast(a->t[k], TJ_BF16) : NULL;
+        tj_release(a->t[k]);
+        a->t[k] = h ? tj_keep(h) : NULL;
+    }
+    return setup_done(a);
+}
+
+static int b1_setup(bench_args *a) { return p1_setup(a) ? -1 : to_bf16(a); }
+static int b4_setup(bench_args *a) { return p4_setup(a) ? -1 : to_bf16(a); }
+
+static tj_tensor *b1_run(void *ctx, tj_tensor *const *in, int n)
+{
+    return tj_cast(p1_run(ctx, in, n), TJ_F32);
+}
+
+static tj_tensor *b4_run(void *ctx, tj_tensor *const *in, int n)
+{
+    return tj_cast(p4_run(ctx, in, n), TJ_F32);
+}
+
+/* bf16 results: eager and compiled differ by a bf16 ulp (2^-8 relative)
+ * where their f32 sums, in another order, round to either side */
+static const struct {
+    const char *id;
+    double tol;
+} tolerances[] = {{"B1", 1e-2}, {"B4", 3e-2}};
+
+double bench_tolerance(const bench_case *c)
+{
+    for (size_t k = 0; k < sizeof tolerances / sizeof *tolerances; k++)
+        if (!strcasecmp(c->id, tolerances[k].id))
+            return tolerances[k].tol;
+    return 0;
+}
+
 /* ---- the table ------------------------------------------------------------ */
 const bench_case bench_cases[] = {
     {"P1", "pointwise", "x f32[4194304]; tanh(x) * sigmoid(1.702*x) + 0.5*x", p1_setup, p1_run,
-     teardown, NULL, false},
+     teardown, NULL, false, NULL},
     {"P2", "softmax", "x f32[2048,1024]; softmax over the last dim", p2_setup, p2_run, teardown,
-     NULL, false},
+     NULL, false, NULL},
     {"P3", "layernorm", "x f32[4096,1024], w,b f32[1024]; layer_norm, eps 1e-5", p3_setup, p3_run,
-     teardown, NULL, false},
+     teardown, NULL, false, NULL},
     {"P4", "mlp", "x f32[256,1024]; layer_norm(linear(gelu_tanh(linear(x))) + x), 1024-2048-1024",
-     p4_setup, p4_run, teardown, NULL, false},
+     p4_setup, p4_run, teardown, NULL, false, NULL},
     {"P5", "attention", "q,k,v f32[4,8,256,64]; causal sdpa, scale 1/8", p5_setup, p5_run,
-     teardown, NULL, false},
+     teardown, NULL, false, NULL},
     {"P6", "conv", "x f32[8,64,56,56]; ResNet basic block (conv3x3 64->64, bn, relu), eval",
-     p6_setup, p6_run, teardown, NULL, false},
+     p6_setup, p6_run, teardown, NULL, false, NULL},
     {"P7", "train_mlp", "x f32[128,784]; MLP 784-512-512-10, cross-entropy, one SGD step",
-     p7_setup, p7_run, teardown, NULL, true},
+     p7_setup, p7_run, teardown, NULL, true, p7_loss},
     {"P8", "train_block", "x f32[16,64,128]; pre-norm transformer block (4 heads, causal, MLP 512), "
-     "MSE, one Adam step", p8_setup, p8_run, teardown, NULL, true},
+     "MSE, one Adam step", p8_setup, p8_run, teardown, NULL, true, p8_loss},
+    /* bf16 (docs/perf.md) */
+    {"B1", "pointwise_bf16", "P1 in bf16: x bf16[4194304]", b1_setup, b1_run, teardown, NULL, false,
+     NULL},
+    {"B4", "mlp_bf16", "P4 in bf16: x bf16[256,1024], bf16 weights", b4_setup, b4_run, teardown,
+     NULL, false, NULL},
 };
 const int bench_ncases = (int)(sizeof bench_cases / sizeof *bench_cases);
 

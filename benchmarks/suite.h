@@ -47,10 +47,18 @@ typedef struct bench_case {
                          * setup, run, teardown are NULL) */
     bool trains;        /* run() updates the weights (a training step): the
                          * runner restores them before each checked call */
+    bench_model_fn loss;   /* a training case's forward and loss alone (run() is
+                            * it, then backward and the update), for drivers
+                            * that step themselves (benchmarks/dist) */
 } bench_case;
 
 extern const bench_case bench_cases[];
 extern const int bench_ncases;
+
+/* What c's compiled result may differ from eager by: max |diff| /
+ * max(1, |eager|); 0 for the default, BENCH_TOLERANCE (the bf16 cases, whose
+ * results round to bf16, allow more). */
+double bench_tolerance(const bench_case *c);
 
 /* The case whose id or name is s (case-insensitive), or NULL. */
 const bench_case *bench_find(const char *s);

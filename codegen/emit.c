@@ -51,6 +51,7 @@
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
+#include "../ir/half.h"
 #include "emit.h"
 
 /* ---- LLVM setup ------------------------------------------------------------------- */
@@ -170,7 +171,9 @@ static LLVMTypeRef ty_of(em *e, tj_dtype dt)
     switch (dt) {
     case TJ_F32: return e->f32;
     case TJ_F64: return e->f64;
-    case TJ_I16: return LLVMInt16TypeInContext(e->C);
+    case TJ_I16:
+    case TJ_F16:    /* f16 and bf16 values are their bits (convert() widens them) */
+    case TJ_BF16: return LLVMInt16TypeInContext(e->C);
     case TJ_I32: return LLVMInt32TypeInContext(e->C);
     case TJ_I64: return e->i64;
     default: return e->i8;   /* u8, i8, bool */
@@ -207,12 +210,51 @@ static LLVMValueRef sz_at(em *e, int idx, const char *name)
 
 /* ---- conversions (the C conversions of the eager kernels) ----------------------------- */
 
+/* f16/bf16 bits (i16) -> f32, exactly: f16 through LLVM's half (vcvtph2ps),
+ * bf16 by shifting its bits into the top half of an f32. */
+static LLVMValueRef half_widen(em *e, LLVMValueRef v, tj_dtype from)
+{
+    if (from == TJ_F16)
+        return LLVMBuildFPExt(e->B, LLVMBuildBitCast(e->B, v, LLVMHalfTypeInContext(e->C), ""), e->f32, "");
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(e->C);
+    LLVMValueRef w = LLVMBuildShl(e->B, LLVMBuildZExt(e->B, v, i32, ""), LLVMConstInt(i32, 16, 0), "");
+    return LLVMBuildBitCast(e->B, w, e->f32, "");
+}
+
+/* f32 -> f16/bf16 bits (i16), to nearest even, the bits ir/half.h gives.
+ * f16: LLVM's half (vcvtps2ph). bf16: the integer rounding
+ * (x + 0x7fff + ((x >> 16) & 1)) >> 16, a NaN quieted ((x >> 16) | 0x40).
+ * Not vcvtneps2bf16 (LLVM's fptrunc to bfloat) on CPUs with avx512_bf16: it
+ * flushes f32 subnormals to zero, and measured on the bf16 pointwise chain
+ * (B1, docs/perf.md) it is slower: LLVM 19 vectorizes a loop with it at 4
+ * lanes (9.3 ms), and with the integer rounding for subnormal lanes added
+ * 6.0 ms, against 5.1 ms for the integer rounding alone. */
+static LLVMValueRef half_narrow(em *e, LLVMValueRef v, tj_dtype to)
+{
+    LLVMTypeRef i16 = LLVMInt16TypeInContext(e->C), i32 = LLVMInt32TypeInContext(e->C);
+    if (to == TJ_F16)
+        return LLVMBuildBitCast(e->B, LLVMBuildFPTrunc(e->B, v, LLVMHalfTypeInContext(e->C), ""), i16, "");
+    LLVMValueRef x = LLVMBuildBitCast(e->B, v, i32, ""), c16 = LLVMConstInt(i32, 16, 0);
+    LLVMValueRef hi = LLVMBuildLShr(e->B, x, c16, "");
+    LLVMValueRef lsb = LLVMBuildAnd(e->B, hi, LLVMConstInt(i32, 1, 0), "");
+    LLVMValueRef r = LLVMBuildAdd(e->B, LLVMBuildAdd(e->B, x, LLVMConstInt(i32, 0x7fff, 0), ""), lsb, "");
+    r = LLVMBuildLShr(e->B, r, c16, "");
+    LLVMValueRef nan = LLVMBuildFCmp(e->B, LLVMRealUNO, v, v, "");
+    r = LLVMBuildSelect(e->B, nan, LLVMBuildOr(e->B, hi, LLVMConstInt(i32, 0x40, 0), ""), r, "");
+    return LLVMBuildTrunc(e->B, r, i16, "");
+}
+
 /* v of dtype `from` to dtype `to`. Float -> integer is never asked for (fuse.c
- * keeps such casts eager). */
+ * keeps such casts eager). f16 and bf16 go through f32, as the runtime's
+ * conversions do (runtime/iter.c). */
 static LLVMValueRef convert(em *e, LLVMValueRef v, tj_dtype from, tj_dtype to)
 {
     if (from == to)
         return v;
+    if (ir_dtype_is_half(from))
+        return convert(e, half_widen(e, v, from), TJ_F32, to);
+    if (ir_dtype_is_half(to))
+        return half_narrow(e, convert(e, v, from, TJ_F32), to);
     LLVMTypeRef t = ty_of(e, to);
     bool ff = ir_dtype_is_float(from), tf = ir_dtype_is_float(to);
     if (to == TJ_BOOL) {
@@ -302,6 +344,11 @@ static LLVMValueRef value(em *e, loopctx *L, int i)
     switch (in->k) {
     case CG_LOAD: v = emit_load(e, L, in); break;
     case CG_CONST:
+        if (ir_dtype_is_half(in->dt)) {   /* its bits */
+            float f = (float)in->c;
+            v = LLVMConstInt(ty_of(e, in->dt), in->dt == TJ_F16 ? ir_f32_to_f16(f) : ir_f32_to_bf16(f), 0);
+            break;
+        }
         v = ir_dtype_is_float(in->dt) ? LLVMConstReal(ty_of(e, in->dt), in->c)
                                       : LLVMConstInt(ty_of(e, in->dt), (unsigned long long)(int64_t)in->c,
                                                      is_signed_int(in->dt));

@@ -204,6 +204,9 @@ static int check_inst(const cg_kernel *k, int i, char *err, size_t n)
         return bad(err, n, "rowlen outside a rows kernel", i);
     if (!ir_dtype_supported(in->dt))
         return bad(err, n, "unsupported dtype", i);
+    /* f16 and bf16 are storage: formulas and accumulators run in f32 */
+    if ((in->k == CG_CALL && ir_dtype_is_half(in->cdt)) || (in->k == CG_RED && ir_dtype_is_half(in->dt)))
+        return bad(err, n, "f16/bf16 arithmetic (compute in f32)", i);
     return 0;
 }
 

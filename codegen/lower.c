@@ -129,7 +129,7 @@ static bool inner_dep(const lw *L, int i)
 static int call(lw *L, const ir_node *n, ir_op op, const int *a, int na)
 {
     const ir_type *tp[2] = {&n->in[0]->type, na > 1 ? &n->in[1]->type : NULL};
-    tj_dtype cd = ir_compute_dtype(op, tp, na);
+    tj_dtype cd = ir_dtype_wide(ir_compute_dtype(op, tp, na));   /* f16, bf16: in f32 */
     cg_inst ci = {.k = CG_CALL, .dt = n->type.dtype, .op = op, .cdt = cd};
     for (int j = 0; j < na; j++)
         ci.a[j] = cg_add_cvt(&L->out->k, a[j], cd);
@@ -148,7 +148,7 @@ static int call(lw *L, const ir_node *n, ir_op op, const int *a, int na)
 static int clamp(lw *L, const ir_node *n, int x)
 {
     cg_kernel *k = &L->out->k;
-    tj_dtype dt = n->type.dtype;
+    tj_dtype dt = ir_dtype_wide(n->type.dtype);   /* val() rounds an f16/bf16 result */
     int lo = cg_add_cvt(k, cg_add_const(k, TJ_F64, n->attrs[0].f), dt);
     int hi = cg_add_cvt(k, cg_add_const(k, TJ_F64, n->attrs[1].f), dt);
     x = cg_add_cvt(k, x, dt);
@@ -167,7 +167,7 @@ static int formula(lw *L, ir_op op, tj_dtype dt, int a, int b)
 static int variance(lw *L, const ir_node *n, int x)
 {
     cg_kernel *k = &L->out->k;
-    tj_dtype dt = n->type.dtype;
+    tj_dtype dt = ir_dtype_wide(n->type.dtype);
     int len = cg_add_cvt(k, cg_add_inst(k, &(cg_inst){.k = CG_ROWLEN, .dt = TJ_I64}), dt);
     int mean = formula(L, OP_div, dt, cg_add_reduce(k, CG_SUM, x), len);
     int d = formula(L, OP_sub, dt, x, mean);
@@ -179,7 +179,7 @@ static int variance(lw *L, const ir_node *n, int x)
 
 static int reduce(lw *L, const ir_node *n, int x)
 {
-    x = cg_add_cvt(&L->out->k, x, n->type.dtype);
+    x = cg_add_cvt(&L->out->k, x, ir_dtype_wide(n->type.dtype));   /* f16, bf16: f32 accumulators */
     if (n->op == OP_var)
         return variance(L, n, x);
     cg_red r = n->op == OP_sum ? CG_SUM : n->op == OP_prod ? CG_PROD : n->op == OP_amax ? CG_MAX : CG_MIN;
@@ -213,6 +213,10 @@ static int val(lw *L, const ir_node *n)
     case IR_REDUCE: v = reduce(L, n, a[0]); break;
     default: return fail(L, "%s has no lowering", ir_ops[n->op].name);
     }
+    /* f16 and bf16 values are their 16 bits, rounded once per node as the
+     * eager kernels round each op's result (emit.c converts) */
+    if (v >= 0 && ir_dtype_is_half(n->type.dtype))
+        v = cg_add_cvt(k, v, n->type.dtype);
     if (v < 0)
         return fail(L, "the kernel is too large%s", NULL);
     return L->memo[n->id] = v;

@@ -44,6 +44,12 @@ tj_tensor *fe_apply(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a)
         rt_type_of(in[k], &types[k]);
         tp[k] = &types[k];
     }
+    tj_tensor *cast[FE_MAX_INPUTS];
+    int ncast = fe_autocast_inputs(op, in, nin, cast);
+    if (ncast < 0)
+        return NULL;
+    if (ncast > 0)
+        return fe_apply(op, cast, nin, a);   /* the cast inputs need no casts */
     ir_type out;
     char reason[256];
     ir_attrs none;
@@ -57,7 +63,7 @@ tj_tensor *fe_apply(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a)
     if (ir_infer(op, (const ir_type *const *)tp, nin, a, &out, reason, sizeof reason) != 0)
         return op_error(op, in, nin, reason);
     if (fe_decomposed[op])   /* its prims run (or are traced) one by one */
-        return fe_apply_decomposed(op, in, nin, a, (const ir_type *const *)tp);
+        return fe_apply_decomposed(op, in, nin, a, (const ir_type *const *)tp, out.dtype);
     tj_tensor *r = rt_eager(op, in, nin, a, &out);
     if (!r) {
         /* Kernel messages carry the reason; prefix the op and shapes. */

@@ -30,6 +30,11 @@ typedef struct ag_meta {
     bool requires_grad;      /* a leaf the user marked */
     tj_tensor *grad;         /* leaf: accumulated gradient (retained) */
     ag_node *fn;             /* non-leaf: the node that made it (retained) */
+    tj_grad_hook_fn hook;    /* leaf: runs when its gradient of a backward is final */
+    void *hook_ctx;
+    int pending;             /* during a backward: recorded uses still to send a part */
+    uint64_t touched;        /* the backward (bw_gen) that last wrote its gradient */
+    uint64_t fired;          /* the backward its hook last ran in */
 } ag_meta;
 
 typedef struct ag_input {
@@ -59,6 +64,9 @@ struct ag_node {
 
 static atomic_uint_fast64_t node_seq;
 static _Thread_local int no_grad_depth;
+/* The backward running on this thread (a number from bw_seq), 0 outside one. */
+static atomic_uint_fast64_t bw_seq;
+static _Thread_local uint64_t bw_gen;
 
 /* ---- tensor state -------------------------------------------------------------- */
 
@@ -330,13 +338,35 @@ void tj_zero_grad(tj_tensor *t)
     }
 }
 
+int tj_set_grad(tj_tensor *leaf, tj_tensor *g)
+{
+    char d[64], e[64];
+    tj_tensor *in[2] = {leaf, g};
+    if (!leaf || !g) {
+        if (!rt_has_error())
+            rt_error("set_grad: tensor is NULL");
+        return -1;
+    }
+    if (rt_check_live(in, 2, "set_grad") != 0)
+        return -1;
+    const ag_meta *m = meta_of(leaf);
+    if (!m || !m->requires_grad || m->fn || leaf->sym || g->sym ||
+        leaf->ndim != g->ndim || memcmp(leaf->shape, g->shape, (size_t)g->ndim * sizeof g->shape[0]) ||
+        g->dtype != leaf->dtype) {
+        rt_error("set_grad(%s, %s): needs a leaf that requires grad and a gradient of its "
+                 "dtype and shape, outside a trace", tj_describe(leaf, d, sizeof d), tj_describe(g, e, sizeof e));
+        return -1;
+    }
+    return fe_ag_set_grad(leaf, g);
+}
+
 static bool same_type(const tj_tensor *a, const tj_tensor *b)
 {
     return a->dtype == b->dtype && a->ndim == b->ndim &&
            !memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof a->shape[0]);
 }
 
-int fe_ag_set_grad(tj_tensor *leaf, tj_tensor *g)
+static int set_grad(tj_tensor *leaf, tj_tensor *g)
 {
     ag_meta *m = meta_get(leaf);
     if (!m)
@@ -357,10 +387,71 @@ int fe_ag_set_grad(tj_tensor *leaf, tj_tensor *g)
     return 0;
 }
 
+/* Runs leaf's ready-hook once per backward; a second part arriving after it
+ * ran (possible only through a compiled call's writes) is an error rather
+ * than a gradient the hook never saw. */
+static int fire_hook(tj_tensor *leaf, ag_meta *m)
+{
+    char d[64];
+    if (m->fired == bw_gen) {
+        rt_error("backward: a part of the gradient of %s arrived after its ready-hook ran",
+                 tj_describe(leaf, d, sizeof d));
+        return -1;
+    }
+    m->fired = bw_gen;
+    return m->hook(leaf, m->hook_ctx);
+}
+
+/* After leaf's gradient changed in a backward: its hook runs when no recorded
+ * use of it is still to send a part. */
+static int grad_written(tj_tensor *leaf)
+{
+    ag_meta *m = meta_of(leaf);
+    if (!bw_gen || !m || !m->hook)
+        return 0;
+    m->touched = bw_gen;
+    return m->pending == 0 ? fire_hook(leaf, m) : 0;
+}
+
+int fe_ag_set_grad(tj_tensor *leaf, tj_tensor *g)
+{
+    return set_grad(leaf, g) == 0 ? grad_written(leaf) : -1;
+}
+
+int tj_set_grad_hook(tj_tensor *leaf, tj_grad_hook_fn fn, void *ctx)
+{
+    char d[64];
+    if (!leaf) {
+        if (!rt_has_error())
+            rt_error("set_grad_hook: tensor is NULL");
+        return -1;
+    }
+    if (rt_check_live(&leaf, 1, "set_grad_hook") != 0)
+        return -1;
+    ag_meta *m = meta_of(leaf);
+    if (!m || !m->requires_grad || m->fn) {
+        rt_error("set_grad_hook(%s): only a leaf that requires grad has a gradient to watch",
+                 tj_describe(leaf, d, sizeof d));
+        return -1;
+    }
+    m->hook = fn;
+    m->hook_ctx = fn ? ctx : NULL;
+    return 0;
+}
+
 int fe_ag_accumulate(tj_tensor *leaf, tj_tensor *g)
 {
     fe_trace *tr = fe_trace_current();
     tj_tensor *old = tj_grad(leaf);
+    const ag_meta *lm = meta_of(leaf);
+    if (tr && !leaf->sym && lm && lm->hook) {
+        /* its hook (data parallelism) must see the value between the
+         * backward and whatever reads the gradient next */
+        if (!tr->brk[0])
+            snprintf(tr->brk, sizeof tr->brk, "backward into a leaf with a gradient ready-hook "
+                     "(tj_set_grad_hook, e.g. data parallelism): compile the forward alone");
+        return 0;
+    }
     if (tr && !leaf->sym) {
         tj_tensor *sum = old ? tj_add(old, g) : g;
         return sum ? fe_trace_set_grad(tr, leaf, sum) : -1;
@@ -510,6 +601,31 @@ static int run_node(walk *w, int i)
     return 0;
 }
 
+/* Input k of n when it is a leaf with a ready-hook (a compiled call's inputs
+ * are the tensors themselves), else NULL. */
+static ag_meta *hooked_input(const ag_node *n, int k)
+{
+    const tj_tensor *t = n->compiled ? n->in[k].saved : n->in[k].leaf;
+    ag_meta *m = meta_of(t);
+    return m && m->hook && !m->fn ? m : NULL;
+}
+
+/* Counts, or with done uncounts and fires, the parts n will send to hooked
+ * leaves: a leaf's hook runs after the last node that uses it. */
+static int count_parts(const ag_node *n, int delta)
+{
+    for (int k = 0; k < n->nin; k++) {
+        ag_meta *m = hooked_input(n, k);
+        if (!m)
+            continue;
+        m->pending += delta;
+        if (delta < 0 && m->pending == 0 && m->touched == bw_gen &&
+            fire_hook(n->compiled ? n->in[k].saved : n->in[k].leaf, m) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 int tj_backward_seed(tj_tensor *y, tj_tensor *seed)
 {
     char d[64], e[64];
@@ -539,6 +655,8 @@ int tj_backward_seed(tj_tensor *y, tj_tensor *seed)
     }
     tj_scope_begin();
     no_grad_depth++;
+    uint64_t outer_gen = bw_gen;
+    bw_gen = atomic_fetch_add(&bw_seq, 1) + 1;
     int rc = -1;
     walk w = {0};
     tj_tensor *g0 = seed ? seed : tj_ones(y->dtype, y->ndim, y->shape);
@@ -554,13 +672,14 @@ int tj_backward_seed(tj_tensor *y, tj_tensor *seed)
         goto out;
     }
     qsort(w.nodes, (size_t)w.n, sizeof *w.nodes, by_seq_desc);
-    for (int i = 0; i < w.n; i++)
+    for (int i = 0; i < w.n; i++) {
         w.nodes[i]->walk = i + 1;
+        count_parts(w.nodes[i], 1);
+    }
     w.grads[node_index(&w, m->fn)] = g0;
     for (int i = 0; i < w.n; i++) {
-        if (!w.grads[i])
-            continue;   /* reachable but no gradient flowed here */
-        if (run_node(&w, i) != 0)
+        /* no gradient flowed here when NULL: the node's parts are none */
+        if ((w.grads[i] && run_node(&w, i) != 0) || count_parts(w.nodes[i], -1) != 0)
             goto out;
     }
     for (int i = 0; i < w.n; i++)
@@ -568,8 +687,15 @@ int tj_backward_seed(tj_tensor *y, tj_tensor *seed)
     rc = 0;
 out:
     no_grad_depth--;
-    for (int i = 0; i < w.n; i++)
+    for (int i = 0; i < w.n; i++) {
+        for (int k = 0; k < w.nodes[i]->nin; k++) {
+            ag_meta *hm = hooked_input(w.nodes[i], k);
+            if (hm)
+                hm->pending = 0;   /* after a failure, parts never sent */
+        }
         w.nodes[i]->walk = 0;
+    }
+    bw_gen = outer_gen;
     free(w.nodes);
     free(w.grads);
     tj_scope_end();

@@ -74,6 +74,7 @@ typedef struct entry {
     int nresults;           /* the function's results: outputs 0 .. nresults-1 */
     uint64_t res_grad;      /* traced in grad mode: bit k, result k required grad; */
     bool grad_known;        /* false: traced in no-grad mode (every float result may) */
+    tj_dtype autocast;      /* the tj_autocast dtype it was traced in (TJ_F32: none) */
     fe_write *writes;       /* written back after each call: the outputs after the
                              * results (trace_effects.c) */
     int nwrites;
@@ -217,6 +218,9 @@ static bool entry_check(const entry *e, tj_tensor *const *args, int nargs, char 
         if (!guard_check(&e->args[k], args[k], what, symval, why, n, passed))
             return false;
     }
+    if (e->autocast != fe_autocast_dtype())
+        return fail(why, n, "autocast is %s, the guard expects %s", tj_dtype_name(fe_autocast_dtype()),
+                    tj_dtype_name(e->autocast));
     if (!caps_check(e, why, n))
         return false;
     *passed += e->nrefs;
@@ -289,6 +293,7 @@ static int make_guards(tj_compiled *c, tj_tensor *const *args, int nargs, bool d
 {
     int64_t symsize[FE_MAX_SYMS];
     e->nsyms = 0;
+    e->autocast = fe_autocast_dtype();
     for (int k = 0; k < nargs; k++) {
         guard *g = &e->args[k];
         guard_of(args[k], g);

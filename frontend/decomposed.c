@@ -47,9 +47,37 @@ static tj_tensor *run(const ir_graph *d, tj_tensor *const *bound, tj_tensor **va
     return fe_apply(OP_copy, &src, 1, NULL);
 }
 
-tj_tensor *fe_apply_decomposed(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
-                               const ir_type *const *types)
+static bool is_half(tj_dtype dt) { return dt == TJ_F16 || dt == TJ_BF16; }
+
+/* f16/bf16 inputs: the op in f32, its result rounded once to out (as the
+ * compiled form decomposes half composites in f32). */
+static tj_tensor *in_f32(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
+                         tj_dtype out)
 {
+    tj_tensor *w[FE_MAX_INPUTS];
+    for (int k = 0; k < nin; k++) {
+        w[k] = in[k];
+        if (in[k] && is_half(in[k]->dtype)) {
+            ir_attrs c = {0};
+            ir_attr_int(&c.a[0], TJ_F32);
+            if (!(w[k] = fe_apply(OP_cast, &in[k], 1, &c)))
+                return NULL;
+        }
+    }
+    tj_tensor *r = fe_apply(op, w, nin, a);
+    if (!r || r->dtype == out)
+        return r;
+    ir_attrs c = {0};
+    ir_attr_int(&c.a[0], out);
+    return fe_apply(OP_cast, &r, 1, &c);
+}
+
+tj_tensor *fe_apply_decomposed(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
+                               const ir_type *const *types, tj_dtype out)
+{
+    for (int k = 0; k < nin; k++)
+        if (types[k] && is_half(types[k]->dtype))
+            return in_f32(op, in, nin, a, out);
     char err[512] = "";
     ir_graph *g = ir_graph_new(ir_ops[op].name), *d = NULL;
     tj_tensor *bound[FE_MAX_INPUTS], **val = NULL, *r = NULL;

@@ -23,9 +23,10 @@ tj_tensor *fe_apply(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a);
 /* true for the rows of ops.def defined by their decomposition alone */
 extern const bool fe_decomposed[IR_NUM_OPS];
 /* Runs op (a COMPOSITE row whose inputs' types, NULL where absent, passed
- * its rule) as its decomposition, each prim through fe_apply. */
+ * its rule, giving dtype out) as its decomposition, each prim through
+ * fe_apply; f16/bf16 inputs compute in f32, rounded once. */
 tj_tensor *fe_apply_decomposed(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
-                               const ir_type *const *types);
+                               const ir_type *const *types, tj_dtype out);
 
 /* ---- tracing (trace.c) ------------------------------------------------------ */
 typedef struct fe_trace fe_trace;
@@ -47,5 +48,13 @@ void fe_trace_shape_read(const tj_tensor *t);
 /* A wrapped scalar (weak type) for the _s ops: i64 for integral values
  * combined with integer tensors, else f64. Owned by the current scope. */
 tj_tensor *fe_wrap_scalar(double v, const tj_tensor *like);
+
+/* ---- autocast (autocast.c) ---------------------------------------------------- */
+/* The dtype of this thread's innermost tj_autocast scope; TJ_F32 when none. */
+tj_dtype fe_autocast_dtype(void);
+/* Inside a scope: op's inputs with autocast's casts applied, in cast[0..nin)
+ * (results of cast ops, owned by the current scope). Returns how many were
+ * cast (0: use in as it is), or -1 with a cast's error. */
+int fe_autocast_inputs(ir_op op, tj_tensor *const *in, int nin, tj_tensor **cast);
 
 #endif

@@ -92,8 +92,8 @@ typedef enum tj_dtype {
     TJ_I16,    /* i16 */
     TJ_I32,    /* i32 */
     TJ_I64,    /* i64 */
-    TJ_F16,    /* f16: no kernels yet (ops reject it with a message) */
-    TJ_BF16,   /* bf16: no kernels yet */
+    TJ_F16,    /* f16 (IEEE binary16): computed in f32, rounded once per op */
+    TJ_BF16,   /* bf16 (bfloat16): likewise */
     TJ_F32,    /* f32 */
     TJ_F64,    /* f64 */
     TJ_C64,    /* c64: no kernels yet */
@@ -105,6 +105,13 @@ typedef struct tj_tensor tj_tensor;
 /* ---- errors ------------------------------------------------------------ */
 const char *tj_last_error(void);   /* message of the last failure on this thread, "" if none */
 void tj_clear_error(void);
+/* Records a message as tj_last_error() does (for libraries built on tjit,
+ * such as libtjit_dist). */
+void tj_set_error(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
 /* Records the caller's file and line (a string literal that outlives the
  * graphs it is in) for the next op on this thread: graph nodes carry it, and
  * error messages end with " at FILE:LINE". The call-site macros at the end of
@@ -507,10 +514,33 @@ int tj_backward(tj_tensor *loss);              /* one-element result; 0 or -1 */
 int tj_backward_seed(tj_tensor *y, tj_tensor *seed);   /* seed: dL/dy, y's shape */
 tj_tensor *tj_grad(const tj_tensor *t);        /* borrowed, NULL before a backward */
 void tj_zero_grad(tj_tensor *t);               /* drops the accumulated gradient */
+/* Sets leaf's gradient to g's values (like `p.grad = g`; into the current
+ * gradient in place when shapes and dtypes match). 0 or -1. */
+int tj_set_grad(tj_tensor *leaf, tj_tensor *g);
 tj_tensor *tj_detach(tj_tensor *t);            /* same data, no gradient history */
+/* A ready-hook on a leaf (what data parallelism builds on, like PyTorch's
+ * post-accumulate-grad hook): during a backward, fn(leaf, ctx) runs once, as
+ * soon as the leaf's gradient is final for that backward (every recorded op
+ * that reads it, and every compiled call, has added its part), with
+ * tj_grad(leaf) the sum. A nonzero return fails the backward. One hook per
+ * leaf; fn NULL removes it. A backward traced by tj_compile into a hooked
+ * leaf is a graph break (the hook must see the value). */
+typedef int (*tj_grad_hook_fn)(tj_tensor *leaf, void *ctx);
+int tj_set_grad_hook(tj_tensor *leaf, tj_grad_hook_fn fn, void *ctx);
 void tj_no_grad_begin(void);                   /* like torch.no_grad(): nests */
 void tj_no_grad_end(void);
 bool tj_grad_enabled(void);
+
+/* ---- autocast (mixed precision, like torch.autocast("cpu", bf16)) ------- */
+/* Opens a per-thread scope, ended by tj_autocast_end, in which matmul,
+ * linear and conv2d cast their f32 inputs to dt (TJ_BF16 or TJ_F16) and run
+ * in it, while softmax, log_softmax, the norms, cross_entropy and the float
+ * reductions (sum, mean, prod, var, std, logsumexp) cast f16/bf16 inputs to
+ * f32 and return f32; other ops promote as usual. TJ_F32 turns it off in a
+ * nested scope. Scopes nest (up to 32); compiled handles guard on the dtype.
+ * 0, or -1 with an error (a bad dtype still opens a scope: end it). */
+int tj_autocast(tj_dtype dt);
+void tj_autocast_end(void);
 
 /* ---- optimizers (torch.optim): update parameters in place from their .grad */
 typedef struct tj_optimizer tj_optimizer;
@@ -531,6 +561,30 @@ tj_optimizer *tj_adam(tj_tensor *const *params, int n, const tj_adam_options *op
 int tj_optimizer_step(tj_optimizer *o);        /* 0 or -1; params without grad are skipped */
 void tj_optimizer_zero_grad(tj_optimizer *o);  /* tj_zero_grad of every parameter */
 void tj_optimizer_free(tj_optimizer *o);
+
+/* ---- ONNX import (docs/onnx.md) -------------------------------------------
+ * tj_onnx_load reads an ONNX model file (default domain, opsets 13-17, the
+ * operators tj_onnx_op_name lists; initializers become the model's weights).
+ * tj_onnx_run runs it eagerly on its inputs, in the model's input order,
+ * checked against the declared types (a symbolic dim takes any size); it is a
+ * tj_model_multi_fn, so tj_compile_multi(tj_onnx_run, model, opts) compiles
+ * the model like one written in C (dumps, explain, the kernel cache). An
+ * operator, attribute or form tjit does not support is an error naming the
+ * node and its op type. */
+typedef struct tj_onnx tj_onnx;
+tj_onnx *tj_onnx_load(const char *path);       /* NULL with an error */
+/* The same from size bytes in memory (a model embedded in a program); name
+ * stands for the file in errors (NULL: "(memory)"). */
+tj_onnx *tj_onnx_load_bytes(const void *data, size_t size, const char *name);
+void tj_onnx_free(tj_onnx *m);                 /* NULL is fine */
+int tj_onnx_num_inputs(const tj_onnx *m);
+int tj_onnx_num_outputs(const tj_onnx *m);
+const char *tj_onnx_input_name(const tj_onnx *m, int k);    /* NULL when out of range */
+const char *tj_onnx_output_name(const tj_onnx *m, int k);
+/* Writes the outputs to outs[0..n) (current scope) and returns n, or -1. */
+int tj_onnx_run(void *model, tj_tensor *const *args, int nargs, tj_tensor **outs, int max);
+int tj_onnx_num_ops(void);                     /* the ONNX operators tjit maps */
+const char *tj_onnx_op_name(int k);
 
 /* ---- compile: trace a model function into a graph ------------------------ */
 /* A model: computes one tensor from args[0..nargs) with the ops above. Tensors
@@ -922,7 +976,9 @@ TJ_API_END
 #define tj_backward(...) (tj__callsite(__FILE__, __LINE__), tj_backward(__VA_ARGS__))
 #define tj_backward_seed(...) (tj__callsite(__FILE__, __LINE__), tj_backward_seed(__VA_ARGS__))
 #define tj_grad(...) (tj__callsite(__FILE__, __LINE__), tj_grad(__VA_ARGS__))
+#define tj_set_grad(...) (tj__callsite(__FILE__, __LINE__), tj_set_grad(__VA_ARGS__))
 #define tj_detach(...) (tj__callsite(__FILE__, __LINE__), tj_detach(__VA_ARGS__))
+#define tj_set_grad_hook(...) (tj__callsite(__FILE__, __LINE__), tj_set_grad_hook(__VA_ARGS__))
 #define tj_optimizer_step(...) (tj__callsite(__FILE__, __LINE__), tj_optimizer_step(__VA_ARGS__))
 #define tj_call(...) (tj__callsite(__FILE__, __LINE__), tj_call(__VA_ARGS__))
 #define tj_call_multi(...) (tj__callsite(__FILE__, __LINE__), tj_call_multi(__VA_ARGS__))

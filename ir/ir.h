@@ -18,7 +18,11 @@ typedef enum { IR_CAT_BOOL, IR_CAT_INT, IR_CAT_FLOAT, IR_CAT_COMPLEX } ir_catego
 
 ir_category ir_dtype_category(tj_dtype dt);
 bool ir_dtype_valid(tj_dtype dt);                /* in the enum range */
-bool ir_dtype_supported(tj_dtype dt);            /* has kernels: f32 f64 i32 i64 bool u8 */
+bool ir_dtype_supported(tj_dtype dt);            /* has kernels: all but c64 */
+/* f16 or bf16: stored narrow, computed in f32 and rounded once per op
+ * (ir/half.h converts; runtime/eager.c, codegen/lower.c). */
+bool ir_dtype_is_half(tj_dtype dt);
+tj_dtype ir_dtype_wide(tj_dtype dt);             /* f32 for f16 and bf16, else dt */
 bool ir_dtype_is_float(tj_dtype dt);
 tj_dtype ir_dtype_from_name(const char *name);   /* TJ_NUM_DTYPES when unknown */
 /* The range of an integer or bool dtype (bool: 0..1). */

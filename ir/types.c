@@ -46,8 +46,12 @@ bool ir_dtype_is_float(tj_dtype dt) { return ir_dtype_valid(dt) && dtypes[dt].ca
 bool ir_dtype_supported(tj_dtype dt)
 {
     return dt == TJ_F32 || dt == TJ_F64 || dt == TJ_I32 || dt == TJ_I64 || dt == TJ_BOOL ||
-           dt == TJ_U8 || dt == TJ_I8 || dt == TJ_I16;
+           dt == TJ_U8 || dt == TJ_I8 || dt == TJ_I16 || ir_dtype_is_half(dt);
 }
+
+bool ir_dtype_is_half(tj_dtype dt) { return dt == TJ_F16 || dt == TJ_BF16; }
+
+tj_dtype ir_dtype_wide(tj_dtype dt) { return ir_dtype_is_half(dt) ? TJ_F32 : dt; }
 
 void ir_int_range(tj_dtype dt, int64_t *min, int64_t *max)
 {
@@ -135,8 +139,9 @@ char *ir_type_str(const ir_type *t, char *buf, size_t n)
 }
 
 /* Within a category the dtype enum is ordered narrow to wide (PyTorch's
- * lattice bool < u8, i8 < i16 < i32 < i64), so the wider one wins; u8 and i8
- * are the one pair neither holds, and PyTorch gives i16. */
+ * lattice bool < u8, i8 < i16 < i32 < i64, f16, bf16 < f32 < f64), so the
+ * wider one wins; u8 and i8 are one pair neither holds, and PyTorch gives
+ * i16; f16 and bf16 the other, which gives f32. */
 static tj_dtype promote2(tj_dtype a, tj_dtype b)
 {
     if (a == b)
@@ -146,6 +151,8 @@ static tj_dtype promote2(tj_dtype a, tj_dtype b)
         return ca > cb ? a : b;
     if ((a == TJ_U8 && b == TJ_I8) || (a == TJ_I8 && b == TJ_U8))
         return TJ_I16;
+    if ((a == TJ_F16 && b == TJ_BF16) || (a == TJ_BF16 && b == TJ_F16))
+        return TJ_F32;   /* neither holds the other (PyTorch: f32) */
     return a > b ? a : b;
 }
 

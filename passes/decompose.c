@@ -28,7 +28,7 @@
 #include "decomp.h"
 #include "rewrite.h"
 
-enum { MAX_ROUNDS = 8 };
+enum { MAX_ROUNDS = 8, MAX_WIDE = 8 };   /* MAX_WIDE: inputs of a composite, at most */
 
 typedef ir_node *(*decomp_fn)(PS_DECOMP_ARGS);
 
@@ -512,12 +512,43 @@ static const struct {
 /* Whether op stays whole under `keep` (NULL keeps nothing). */
 static bool kept(ir_op op, const bool *keep) { return !ir_ops[op].prim && keep && keep[op]; }
 
+/* For code generation, linear with an f16/bf16 input stays whole: an eager
+ * call to runtime/k_matmul.c's rt_k_linear_half, where native bf16 GEMMs
+ * hook in (matmul + bias in f32, rounded once, as eager). */
+static bool kept_half(const ir_node *n, const void *keep)
+{
+    if (!keep || n->op != OP_linear)
+        return false;
+    for (int j = 0; j < n->nin; j++)
+        if (n->in[j] && ir_dtype_is_half(n->in[j]->type.dtype))
+            return true;
+    return false;
+}
+
+/* A composite with f16 or bf16 inputs computes in f32, as its eager kernel
+ * does (runtime/k_half.c) and PrimTorch's references do: its half inputs are
+ * cast to f32 here and its result back (below), so it is rounded once, not
+ * after every prim. Returns in, or wide holding the cast inputs. */
+static ir_node *const *widen_half(ps_builder *b, const ir_node *n, ir_node *const *in, ir_node **wide)
+{
+    bool any = false;
+    for (int j = 0; j < n->nin && j < MAX_WIDE; j++)
+        any = any || (in[j] && ir_dtype_is_half(in[j]->type.dtype));
+    if (!any || n->nin > MAX_WIDE)
+        return in;
+    for (int j = 0; j < n->nin; j++)
+        wide[j] = in[j] && ir_dtype_is_half(in[j]->type.dtype) ? ps_b_cast(b, in[j], TJ_F32) : in[j];
+    return wide;
+}
+
 static ir_node *decompose_node(ps_builder *b, const ir_node *n, ir_node *const *in, void *ctx)
 {
     ir_attrs a;
     ir_node_attrs(n, &a);
-    if (ir_ops[n->op].prim || kept(n->op, ctx))
+    if (ir_ops[n->op].prim || kept(n->op, ctx) || kept_half(n, ctx))
         return ps_b_op(b, n->op, in, n->nin, &a);
+    ir_node *wide[MAX_WIDE];
+    in = widen_half(b, n, in, wide);
     ir_node *r = decomps[n->op](b, n, &a, in);
     if (!r || ir_type_same(&r->type, &n->type))
         return r;
@@ -531,7 +562,7 @@ static ir_node *decompose_node(ps_builder *b, const ir_node *n, ir_node *const *
 static const ir_node *first_composite(const ir_graph *g, const bool *keep)
 {
     for (int k = 0; k < g->nnodes; k++)
-        if (!ir_ops[g->nodes[k]->op].prim && !kept(g->nodes[k]->op, keep))
+        if (!ir_ops[g->nodes[k]->op].prim && !kept(g->nodes[k]->op, keep) && !kept_half(g->nodes[k], keep))
             return g->nodes[k];
     return NULL;
 }

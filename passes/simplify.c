@@ -40,6 +40,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../ir/half.h"
 #include "../ir/vmath.h"
 #include "rewrite.h"
 
@@ -62,6 +63,13 @@ static bool int_range(tj_dtype dt, int64_t *lo, int64_t *hi)
     return true;
 }
 
+/* v in dt (f32, f16 or bf16) as a double: f16 and bf16 round to nearest
+ * even (ir/half.h), as the runtime stores them. */
+static double half_round(tj_dtype dt, float v)
+{
+    return dt == TJ_F16 ? ir_f16_to_f32(ir_f32_to_f16(v)) : dt == TJ_BF16 ? ir_bf16_to_f32(ir_f32_to_bf16(v)) : v;
+}
+
 /* The element of constant node n, when n is one and its value is exact in
  * its dtype (integer constants: integral and in range, so full's and cast's
  * conventions agree). */
@@ -77,8 +85,8 @@ static bool const_of(const ir_node *n, cval *c)
     c->dt = n->type.dtype;
     c->i = 0;
     c->f = 0;
-    if (c->dt == TJ_F32 || c->dt == TJ_F64) {
-        c->f = c->dt == TJ_F32 ? (double)(float)v : v;
+    if (ir_dtype_is_float(c->dt)) {
+        c->f = c->dt == TJ_F64 ? v : half_round(c->dt, (float)v);
         return true;
     }
     if (c->dt == TJ_BOOL) {
@@ -116,7 +124,9 @@ static cval convert(cval c, tj_dtype dt)
     case TJ_I16: r.i = (int16_t)(fl ? f2i32(c.f) : c.i); break;
     case TJ_I32: r.i = (int32_t)(fl ? f2i32(c.f) : c.i); break;
     case TJ_I64: r.i = fl ? f2i64(c.f) : c.i; break;
-    case TJ_F32: r.f = (float)(fl ? c.f : (double)c.i); break;
+    case TJ_F32:
+    case TJ_F16:
+    case TJ_BF16: r.f = half_round(dt, (float)(fl ? c.f : (double)c.i)); break;
     default: r.f = fl ? c.f : (double)c.i; break;
     }
     return r;
@@ -223,7 +233,7 @@ static cval store(ir_op op, cval r, tj_dtype rd)
 static bool fold_pointwise(const ir_node *n, const cval *x, int nin, cval *out)
 {
     const ir_type *tp[2] = {&n->in[0]->type, nin > 1 ? &n->in[1]->type : NULL};
-    tj_dtype cd = ir_compute_dtype(n->op, tp, nin);
+    tj_dtype cd = ir_dtype_wide(ir_compute_dtype(n->op, tp, nin));   /* f16, bf16: in f32 */
     cval a = convert(x[0], cd), b = nin > 1 ? convert(x[1], cd) : a;
     cval r = {cd, 0, 0};
     if ((n->op == OP_fmod || n->op == OP_remainder) && !ir_dtype_is_float(cd) && b.i == 0)

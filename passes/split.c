@@ -4,7 +4,7 @@
  * A compiled row-reduction kernel splits its rows across the thread pool; a
  * reduction to one value (sum of a whole tensor, a loss) has one row, so it
  * ran on one core. This pass rewrites, for sum, prod, amax and amin over the
- * innermost dims of a float tensor with a static shape,
+ * innermost dims of an f32 or f64 tensor with a static shape,
  *
  *   r = sum(x, innermost dims)          [R results, each over L elements]
  *   ->
@@ -92,7 +92,9 @@ static ir_node *split_reduction(split_ctx *c, ps_builder *b, const ir_node *n)
     const ir_node *x = n->in[0];
     const ir_type *t = &x->type;
     int nd = t->ndim;
-    if (!ir_dtype_is_float(t->dtype) || n->type.dtype != t->dtype || nd == 0 || nd >= TJ_MAX_DIMS)
+    /* not f16/bf16: the partials would be rounded to the narrow type */
+    if (!ir_dtype_is_float(t->dtype) || ir_dtype_is_half(t->dtype) || n->type.dtype != t->dtype ||
+        nd == 0 || nd >= TJ_MAX_DIMS)
         return NULL;
     for (int d = 0; d < nd; d++)
         if (IR_IS_SYM(t->shape[d]))

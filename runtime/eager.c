@@ -31,7 +31,7 @@ static tj_tensor *eager(ir_op op, tj_tensor *const *in, int nin, const ir_attrs 
     tj_tensor *out = rt_tensor_of(ty);
     if (!out)
         return NULL;
-    if (rt_kernels[op](op, out, in, nin, a) != 0) {
+    if (rt_run_kernel(op, out, in, nin, a) != 0) {
         tj_release(out);
         return NULL;
     }

@@ -47,7 +47,7 @@ char *rt_callsite_suffix(char *buf, size_t n)
     return buf;
 }
 
-void rt_error(const char *fmt, ...)
+void tj_set_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);

@@ -2,6 +2,7 @@
  * the dtype conversions built on it (rt_cvt_row, rt_convert). */
 #include <string.h>
 
+#include "../ir/half.h"
 #include "iter.h"
 
 /* ---- iteration ------------------------------------------------------------------- */
@@ -163,6 +164,20 @@ static inline int64_t f2i64(double v)
 #define CVT_I64(x) _Generic((x), float: f2i64(x), double: f2i64(x), default: (int64_t)(x))
 #define CVT_F32(x) ((float)(x))
 #define CVT_F64(x) ((double)(x))
+/* to the 16-bit floats: through f32, as PyTorch narrows (ir/half.h) */
+#define CVT_F16(x) ir_f32_to_f16((float)(x))
+#define CVT_BF16(x) ir_f32_to_bf16((float)(x))
+/* a source element as the value it stands for: the 16-bit floats widen */
+#define LD_BOOL(v) (v)
+#define LD_U8(v) (v)
+#define LD_I8(v) (v)
+#define LD_I16(v) (v)
+#define LD_I32(v) (v)
+#define LD_I64(v) (v)
+#define LD_F32(v) (v)
+#define LD_F64(v) (v)
+#define LD_F16(v) ir_f16_to_f32(v)
+#define LD_BF16(v) ir_bf16_to_f32(v)
 
 typedef void (*cvt_fn)(char *dst, int64_t dstep, const char *src, int64_t sstep, int64_t n);
 
@@ -171,7 +186,7 @@ typedef void (*cvt_fn)(char *dst, int64_t dstep, const char *src, int64_t sstep,
     RT_CLONES static void cvt_c_##D##_##S(DT *restrict d, const ST *restrict s, int64_t n) \
     { \
         for (int64_t k = 0; k < n; k++) \
-            d[k] = CVT_##D(s[k]); \
+            d[k] = CVT_##D(LD_##S(s[k])); \
     } \
     static void cvt_##D##_##S(char *dst, int64_t dstep, const char *src, int64_t sstep, \
                               int64_t n) \
@@ -183,22 +198,24 @@ typedef void (*cvt_fn)(char *dst, int64_t dstep, const char *src, int64_t sstep,
         for (int64_t k = 0; k < n; k++) { \
             ST v; \
             memcpy(&v, src + k * sstep, sizeof v); \
-            DT r = CVT_##D(v); \
+            DT r = CVT_##D(LD_##S(v)); \
             memcpy(dst + k * dstep, &r, sizeof r); \
         } \
     }
 #define CVT_FROM(S, ST) \
     CVT_PAIR(BOOL, uint8_t, S, ST) CVT_PAIR(U8, uint8_t, S, ST) CVT_PAIR(I8, int8_t, S, ST) \
     CVT_PAIR(I16, int16_t, S, ST) CVT_PAIR(I32, int32_t, S, ST) CVT_PAIR(I64, int64_t, S, ST) \
-    CVT_PAIR(F32, float, S, ST) CVT_PAIR(F64, double, S, ST)
+    CVT_PAIR(F32, float, S, ST) CVT_PAIR(F64, double, S, ST) \
+    CVT_PAIR(F16, uint16_t, S, ST) CVT_PAIR(BF16, uint16_t, S, ST)
 RT_DTYPES(CVT_FROM)
+RT_HALF(CVT_FROM)
 #undef CVT_FROM
 
 #define CVT_ENTRY(D, DT, S) [TJ_##D][TJ_##S] = cvt_##D##_##S,
 #define CVT_ROW(S, ST) CVT_ENTRY(BOOL, uint8_t, S) CVT_ENTRY(U8, uint8_t, S) \
     CVT_ENTRY(I8, int8_t, S) CVT_ENTRY(I16, int16_t, S) CVT_ENTRY(I32, int32_t, S) CVT_ENTRY(I64, int64_t, S) CVT_ENTRY(F32, float, S) \
-    CVT_ENTRY(F64, double, S)
-static const cvt_fn cvt_table[TJ_NUM_DTYPES][TJ_NUM_DTYPES] = {RT_DTYPES(CVT_ROW)};
+    CVT_ENTRY(F64, double, S) CVT_ENTRY(F16, uint16_t, S) CVT_ENTRY(BF16, uint16_t, S)
+static const cvt_fn cvt_table[TJ_NUM_DTYPES][TJ_NUM_DTYPES] = {RT_DTYPES(CVT_ROW) RT_HALF(CVT_ROW)};
 
 void rt_cvt_row(void *dst, tj_dtype dt, int64_t dstep, const void *src, tj_dtype st,
                 int64_t sstep, int64_t n)

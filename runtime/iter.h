@@ -9,8 +9,9 @@
  *
  * Also the dtype conversions of the runtime: rt_cvt_row converts a strided
  * row between any two supported dtypes (float -> int truncates like torch,
- * NaN and out-of-range give INT_MIN; -> bool is != 0), and rt_convert copies
- * a whole tensor into another with broadcasting and conversion.
+ * NaN and out-of-range give INT_MIN; -> bool is != 0; f16 and bf16 go through
+ * f32, rounding to nearest even: ir/half.h), and rt_convert copies a whole
+ * tensor into another with broadcasting and conversion.
  */
 #ifndef TJ_RT_ITER_H
 #define TJ_RT_ITER_H
@@ -21,10 +22,12 @@
 #define RT_GRAIN 32768         /* elements per parallel chunk, at least */
 #define RT_BLOCK 1024          /* elements per packed block (stack buffers) */
 
-/* The supported dtypes: X(ID, ctype). */
+/* The dtypes with per-dtype kernels: X(ID, ctype). f16 and bf16 have only
+ * conversions (RT_HALF below); other kernels see them as f32 (eager.c). */
 #define RT_DTYPES(X) X(BOOL, uint8_t) X(U8, uint8_t) X(I8, int8_t) X(I16, int16_t) \
     X(I32, int32_t) X(I64, int64_t) \
     X(F32, float) X(F64, double)
+#define RT_HALF(X) X(F16, uint16_t) X(BF16, uint16_t)
 
 /* Innermost loops get AVX-512 and AVX2 versions, picked at load time. */
 #define RT_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))

@@ -377,6 +377,17 @@ done:
 
 int rt_k_matmul(RT_KERNEL_ARGS) { return contract(out, in[0], in[1], false); }
 
+/* matmul with an f16 or bf16 operand (runtime/k_half.c sends it here): the
+ * operands widened to f32, sgemm, the result rounded once, since Debian's
+ * OpenBLAS has no sbgemm. Native bf16 GEMMs (vdpbf16ps, AMX; f32
+ * accumulation) hook in here: pick one by the CPU's features for bf16
+ * operands and a bf16 or f32 result, else fall through to this path. */
+int rt_k_matmul_half(RT_KERNEL_ARGS) { return rt_half_via_f32(op, out, in, nin, a); }
+
+/* linear with an f16 or bf16 operand: likewise (x @ w^T + b in f32, rounded
+ * once); compiled plans keep it whole for this hook (passes/decompose.c). */
+int rt_k_linear_half(RT_KERNEL_ARGS) { return rt_half_via_f32(op, out, in, nin, a); }
+
 /* ---- linear ------------------------------------------------------------------- */
 
 /* x @ w^T + b: w^T is a transposed view (BLAS reads it by its trans flag);

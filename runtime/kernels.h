@@ -35,4 +35,16 @@ int rt_k_decomposed(RT_KERNEL_ARGS);
 int rt_k_unary(RT_KERNEL_ARGS);
 int rt_k_binary(RT_KERNEL_ARGS);
 
+/* ---- f16 and bf16 (k_half.c) ---- */
+#define RT_HALF_MAX_INPUTS 16
+/* Whether an input or the result type ty is f16 or bf16. */
+bool rt_half_involved(tj_tensor *const *in, int nin, const ir_type *ty);
+/* op with f16/bf16 operands: its own narrow kernel, else in f32, rounded once. */
+int rt_half_run(RT_KERNEL_ARGS);
+/* op's f32 kernel on widened copies of the f16/bf16 inputs, rounded once. */
+int rt_half_via_f32(RT_KERNEL_ARGS);
+/* matmul with an f16/bf16 operand (k_matmul.c): the hook of native kernels. */
+int rt_k_matmul_half(RT_KERNEL_ARGS);
+int rt_k_linear_half(RT_KERNEL_ARGS);
+
 #endif

@@ -7,7 +7,12 @@
  * padded with spaces and a newline, then the raw little-endian data in C order.
  *
  * Loading accepts versions 1.0, 2.0 and 3.0 and the dtypes f32 f64 i32 i64
- * bool u8 ('<f4' '<f8' '<i4' '<i8' '|b1' '|u1'); everything else (Fortran
+ * i16 i8 bool u8 f16 ('<f4' '<f8' '<i4' '<i8' '<i2' '|i1' '|b1' '|u1' '<f2')
+ * and bf16 as '<u2'. NumPy has no bfloat16: a bf16 tensor is saved as its
+ * raw 16 bits, an unsigned 16-bit integer array ('<u2'), and since tjit has
+ * no u16 dtype a '<u2' file loads as bf16 (in PyTorch:
+ * torch.from_numpy(a.view(numpy.int16)).view(torch.bfloat16), and
+ * t.view(torch.int16).numpy().view(numpy.uint16) back). Everything else (Fortran
  * order, big-endian, other dtypes, a malformed or truncated file) fails with a
  * message naming the path. Bytes after the data are ignored. Saving writes
  * version 1.0 in the tensor's logical (row-major) order, any strides.
@@ -36,7 +41,8 @@ typedef struct npy_dtype {
 static const npy_dtype npy_dtypes[] = {
     {"<f4", 'f', 4, TJ_F32}, {"<f8", 'f', 8, TJ_F64}, {"<i4", 'i', 4, TJ_I32},
     {"<i8", 'i', 8, TJ_I64}, {"|b1", 'b', 1, TJ_BOOL}, {"|u1", 'u', 1, TJ_U8},
-    {"|i1", 'i', 1, TJ_I8},  {"<i2", 'i', 2, TJ_I16},
+    {"|i1", 'i', 1, TJ_I8},  {"<i2", 'i', 2, TJ_I16}, {"<f2", 'f', 2, TJ_F16},
+    {"<u2", 'u', 2, TJ_BF16},   /* bf16's raw bits: the convention above */
 };
 #define NPY_NDTYPES (int)(sizeof npy_dtypes / sizeof npy_dtypes[0])
 
@@ -59,7 +65,7 @@ static int descr_to_dtype(const char *descr, tj_dtype *dt, char *err, size_t ner
         }
     }
     snprintf(err, nerr,
-             "unsupported dtype '%s' (supported: <f4 <f8 <i4 <i8 <i2 |i1 |b1 |u1)", descr);
+             "unsupported dtype '%s' (supported: <f4 <f8 <i4 <i8 <i2 |i1 |b1 |u1 <f2, <u2 as bf16)", descr);
     return -1;
 }
 

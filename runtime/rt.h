@@ -113,7 +113,8 @@ bool rt_is_contiguous(const tj_tensor *t);
 double rt_load_f64(const tj_tensor *t, const int64_t *index);
 
 /* ---- errors (thread-local, error.c) ------------------------------------------ */
-void rt_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* rt_error: the library's name for tj_set_error (tjit.h). */
+#define rt_error tj_set_error
 bool rt_has_error(void);
 /* The call site of the latest public call made through tjit.h's macros on
  * this thread: its file (NULL: none) and *line. */
@@ -156,6 +157,14 @@ typedef int (*rt_kernel_fn)(ir_op op, tj_tensor *out, tj_tensor *const *in, int 
 
 /* One entry per op, NULL for view ops (runtime/views.c makes those). */
 extern const rt_kernel_fn rt_kernels[IR_NUM_OPS];
+
+/* rt_kernels[op], or, when an operand or the result is f16 or bf16, the op
+ * computed in f32 and rounded once to the narrow type (k_half.c). Every
+ * caller of an eager kernel goes through here. */
+int rt_run_kernel(ir_op op, tj_tensor *out, tj_tensor *const *in, int nin, const ir_attrs *a);
+/* x (f16 or bf16) widened to a new f32 tensor, exactly; its broadcast
+ * (stride 0) dims stay broadcast. refs 1, in no scope; NULL on error. */
+tj_tensor *rt_half_widen(const tj_tensor *x);
 
 /* A view op applied to x (refs 1, in no scope). NULL with *need_copy set when
  * a reshape's strides cannot express the new shape (the caller copies x and

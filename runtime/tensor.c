@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/half.h"
 #include "rt.h"
 
 /* ---- storage ----------------------------------------------------------------- */
@@ -360,6 +361,8 @@ double rt_load_f64(const tj_tensor *t, const int64_t *index)
     case TJ_I64: return (double)*(const int64_t *)p;
     case TJ_BOOL:
     case TJ_U8: return *(const uint8_t *)p;
+    case TJ_F16: return ir_f16_to_f32(*(const uint16_t *)p);
+    case TJ_BF16: return ir_bf16_to_f32(*(const uint16_t *)p);
     default: return NAN;
     }
 }

@@ -453,7 +453,7 @@ static int run_eager_block(const region_ctx *c, const step *s, const blk *k)
     slice_header(c, ir_slot(c->g, n), out_sl, k, &h[3], &st[3]);
     ir_attrs a;
     ir_node_attrs(n, &a);
-    return rt_kernels[n->op](n->op, &h[3], in, n->nin, &a);
+    return rt_run_kernel(n->op, &h[3], in, n->nin, &a);
 }
 
 static void region_chunk(void *c_, int64_t b0, int64_t b1)

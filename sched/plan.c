@@ -767,7 +767,7 @@ static int run_node(const ir_graph *g, const sc_plan *p, const ir_node *n, tj_te
         if ((vals[slot] = rt_eager(n->op, in, n->nin, &a, &p->types[slot])))
             return 0;
     } else if ((vals[slot] = sc_mem_tensor(p, m, slot))) {
-        if (rt_kernels[n->op](n->op, vals[slot], in, n->nin, &a) == 0)
+        if (rt_run_kernel(n->op, vals[slot], in, n->nin, &a) == 0)
             return 0;
         tj_release(vals[slot]);
         vals[slot] = NULL;

@@ -8,10 +8,13 @@
 #                    LLVM bitcode the JIT inlines, so compiled == eager to the last ulp
 #   libopenblas-dev  GEMM (loaded at run time with its AVX-512 kernels when the CPU has them)
 #   libcmocka-dev    the test suites
+#   libopenmpi-dev, openmpi-bin  libtjit_dist (data parallelism over MPI) and its
+#                    mpirun tests; without them everything else builds and those are skipped
+#   iproute2         the two-host (network namespace) test of libtjit_dist
 #   make, gcc        the build
 set -euo pipefail
 
-pkgs=(make gcc llvm-19-dev clang-19 libopenblas-dev libcmocka-dev)
+pkgs=(make gcc llvm-19-dev clang-19 libopenblas-dev libcmocka-dev libopenmpi-dev openmpi-bin iproute2)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -55,6 +55,11 @@ g = Family("opinfo")
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
 DT, NAME = DTYPES, DTYPE_NAME
+# f16 and bf16: samples of the UNARY and BINARY families only (half_samples);
+# the expected values are PyTorch's in f64 on the widened inputs, rounded once
+# to the narrow type, tjit's promise (PyTorch 1.13 lacks most CPU f16 kernels).
+HALF = {"f16": torch.float16, "bf16": torch.bfloat16}
+ALL_DT, NAME = {**DT, **HALF}, {**NAME, torch.float16: "f16", torch.bfloat16: "bf16"}
 FLOATS, INTS = ("f32", "f64"), ("u8", "i8", "i16", "i32", "i64")
 
 # Extreme and domain-edge values: zeros, denormals, huge, inf, NaN, the
@@ -125,8 +130,8 @@ class T:
     """A tensor input: base values (any nesting torch.tensor takes) cast to dt,
     then the view v of tu_view. ramp: the values are ramp(shape), not stored."""
     def __init__(self, values, dt="f32", v="c", is_ramp=False):
-        self.base = torch.tensor(values, dtype=torch.float64).to(DT[dt]) \
-            if not isinstance(values, torch.Tensor) else values.to(DT[dt])
+        self.base = torch.tensor(values, dtype=torch.float64).to(ALL_DT[dt]) \
+            if not isinstance(values, torch.Tensor) else values.to(ALL_DT[dt])
         self.dt, self.v, self.is_ramp = dt, v, is_ramp
 
     def torch(self):
@@ -342,7 +347,8 @@ def call(op, ins, attrs, up=False):
     inputs computed in f64."""
     tens = [i.torch() if isinstance(i, T) else None for i in ins]
     if up:
-        tens = [x.double() if x is not None and x.dtype == torch.float32 else x for x in tens]
+        tens = [x.double() if x is not None and x.dtype in (torch.float32, *HALF.values()) else x
+                for x in tens]
     args = [i.v if isinstance(i, S) else tens[k] for k, i in enumerate(ins)]
     wrapped = [torch_scalar(i.v, tens) if isinstance(i, S) else tens[k] for k, i in enumerate(ins)]
     if op in ("fmod", "remainder") and int_div_by_zero(*wrapped):
@@ -362,9 +368,12 @@ def sample(op, tags, ins, attrs=()):
     schema = ROW[op][4]
     attrs = tuple(attrs) + tuple(DEFAULTS[op][name] for name, _ in schema[len(attrs):])
     assert len(attrs) == len(schema), (op, attrs)
+    half = {i.dt for i in ins if isinstance(i, T) and i.dt in HALF}
     try:
-        r = call(op, ins, attrs)
-        if op in F64_REF and r.dtype == torch.float32:
+        r = call(op, ins, attrs, up=bool(half))
+        if half and r.is_floating_point():
+            r = r.to(HALF[half.pop()])   # one narrow dtype per sample
+        elif op in F64_REF and r.dtype == torch.float32:
             r = call(op, ins, attrs, up=True).float()
         if op in F64_ALL and r.dtype == torch.float32:   # integer inputs too
             r = call(op, [T(i.base, "f64", i.v) if isinstance(i, T) else i for i in ins],
@@ -433,6 +442,19 @@ def unary(op):
     sample(op, ["noncontig", "dtype"], [t([2, 6], "i32", "s")])
     sample(op, ["0d", "extreme"], [T(math.nan)])
     sample(op, ["large"], [T(ramp([3, 70]), "f32", "t", is_ramp=True)])
+    half_samples(op, 1)
+
+
+def half_samples(op, n):
+    """The 16-bit floats: plain values, extremes and (binary) a scalar."""
+    e = torch.tensor(EXTREME, dtype=torch.float64)
+    for dt in HALF:
+        sample(op, ["dtype"], [t([2, 3], dt, lo=1 if k else -3) for k in range(n)])
+        if n == 1:
+            sample(op, ["extreme", "dtype"], [T(EXTREME, dt)])
+        else:
+            sample(op, ["extreme", "dtype", "bcast"], [T(e[:, None], dt), T(e[None, ::3], dt)])
+            sample(op, ["ts", "dtype"], [t([2, 3], dt, lo=1), S(2.5)])
 
 
 def binary(op):
@@ -469,6 +491,7 @@ def binary(op):
     sample(op, ["ts", "0d"], [t([], "i32", lo=1), S(2)])
     sample(op, ["ts", "0d"], [t([], "f32", lo=1), S(2.5)])
     views_and_shapes(op, lambda s, d, v: t(s, d, v, lo=1), 2)
+    half_samples(op, 2)
 
 
 def where(op):
