@@ -13,7 +13,7 @@
 #   make example      build and run examples/mymodel.c (a user's model) and examples/train.c
 #                     (a compiled training loop) against libtjit.a
 #   make docs         regenerate docs/ops.md from ir/ops.def
-#   make callsites    regenerate include/tjit.h's call-site macros (done by every build)
+#   make callsites    regenerate include/tjit_callsites.h, tjit.h's call-site macros (every build)
 #   make deps         scripts/install-deps.sh
 #   make fuzz         fuzz the text IR parser (clang, libFuzzer) for FUZZ_TIME seconds
 #   make install      lib/libtjit.so.N (+ .a), include/, bin/tjit, lib/pkgconfig/tjit.pc,
@@ -108,7 +108,7 @@ $(BUILD)/obj/%.o: %.c | $(BUILD)/callsites.stamp
 # from the header's declarations, refreshed before anything is compiled, so a
 # new entry point gets one (make test checks the header is up to date).
 $(LIB_OBJS): CFLAGS_ALL += -DTJ_NO_CALLSITE
-$(BUILD)/callsites.stamp: include/tjit.h scripts/callsites.sh
+$(BUILD)/callsites.stamp: include/tjit.h include/tjit_callsites.h scripts/callsites.sh
 	@mkdir -p $(dir $@)
 	@bash scripts/callsites.sh --update include/tjit.h && touch $@
 callsites:

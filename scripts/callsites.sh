@@ -4,16 +4,18 @@
 # give NAME and NAME_s) and every int function whose first parameter is a
 # tj_tensor, tj_compiled or tj_optimizer pointer. Each becomes
 #   #define tj_NAME(...) (tj__callsite(__FILE__, __LINE__), tj_NAME(__VA_ARGS__))
-# between the lines "/* callsites: begin */" and "/* callsites: end */".
+# in OUT (include/tjit_callsites.h, which tjit.h includes at its end; kept out
+# of tjit.h so the header stays under make loc's limit).
 #
-#   scripts/callsites.sh [--check|--update] [HEADER]
-#     (none)    print the block
-#     --check   exit 1 when HEADER's block differs (make test)
-#     --update  rewrite HEADER's block when it differs (make, make callsites)
+#   scripts/callsites.sh [--check|--update] [HEADER [OUT]]
+#     (none)    print OUT's content
+#     --check   exit 1 when OUT differs (make test)
+#     --update  rewrite OUT when it differs (make, make callsites)
 set -euo pipefail
 mode=print
 case "${1:-}" in --check|--update) mode=${1#--}; shift ;; esac
 header=${1:-include/tjit.h}
+out=${2:-$(dirname "$header")/tjit_callsites.h}
 
 names() {
     sed '/callsites: begin/,/callsites: end/d' "$header" | {
@@ -24,6 +26,11 @@ names() {
 }
 
 block() {
+    echo '/* tjit_callsites.h - the call-site macros of tjit.h (included at its end):'
+    echo ' * generated from its declarations by scripts/callsites.sh (make callsites;'
+    echo ' * make test checks it), do not edit. #define TJ_NO_CALLSITE leaves them out. */'
+    echo '#ifndef TJIT_CALLSITES_H'
+    echo '#define TJIT_CALLSITES_H'
     echo '/* callsites: begin */'
     echo '#ifndef TJ_NO_CALLSITE'
     names | while read -r n; do
@@ -31,27 +38,25 @@ block() {
     done
     echo '#endif'
     echo '/* callsites: end */'
+    echo '#endif /* TJIT_CALLSITES_H */'
 }
 
-current() { sed -n '/callsites: begin/,/callsites: end/p' "$header"; }
+current() { [ -f "$out" ] && cat "$out"; }
 
 case $mode in
 print) block ;;
 check)
     if ! diff <(current) <(block) >/dev/null; then
-        echo "$header: the call-site macros are out of date (make callsites)" >&2
+        echo "$out: the call-site macros are out of date (make callsites)" >&2
         exit 1
     fi ;;
 update)
     new=$(block)
     if [ "$(current)" != "$new" ]; then
-        tmp=$(mktemp "$header.XXXXXX")
-        awk -v blk="$new" '
-            /callsites: begin/ { print blk; skip = 1; next }
-            /callsites: end/ { skip = 0; next }
-            !skip { print }' "$header" > "$tmp"
-        chmod --reference="$header" "$tmp"
-        mv "$tmp" "$header"
-        echo "$header: call-site macros regenerated ($(names | wc -l) entry points)" >&2
+        tmp=$(mktemp "$out.XXXXXX")
+        printf '%s\n' "$new" > "$tmp"
+        chmod 644 "$tmp"
+        mv "$tmp" "$out"
+        echo "$out: call-site macros regenerated ($(names | wc -l) entry points)" >&2
     fi ;;
 esac

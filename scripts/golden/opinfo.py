@@ -106,10 +106,10 @@ lines, want, inputs, input_at = [], [], [], {}
 
 def read_ops_def():
     text = open(os.path.join(ROOT, "ir", "ops.def")).read()
-    for m in re.finditer(r"^(UNARY\w*|BINARY\w*|OP|COMPOSITE)\((\w+),\s*(\w+)(.*)$", text, re.M):
+    for m in re.finditer(r"^(UNARY\w*|BINARY\w*|OP)\((\w+),\s*(\w+)(.*)$", text, re.M):
         row, name, kind, rest = m.groups()
         attrs = re.findall(r"A\((\w+),\s*(\w+)\)", rest)
-        if row not in ("OP", "COMPOSITE"):   # a pointwise row (a variant with attributes too): its family
+        if row != "OP":   # a pointwise row (a variant with attributes too): its family
             family = "UNARY" if row.startswith("UNARY") else "BINARY"
             arity = 1 if family == "UNARY" else 2
             ROWS.append((name, family, arity, arity, attrs))
