@@ -5,7 +5,9 @@
  * eagerly, autograd records the prims (no VJP of its own is needed) and a
  * trace that needs gradients records them too. A trace without gradients
  * records the composite itself (fe_apply): the compiled pipeline decomposes
- * it with the graph's symbolic dims. */
+ * it with the graph's symbolic dims. f16/bf16 inputs: the decomposition
+ * (passes/decompose.c) casts them to f32 and its result back, so a DCOMP row
+ * on half inputs computes in f32 and is rounded once, eager as compiled. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -37,6 +39,8 @@ static tj_tensor *replay(const ir_graph *g, tj_tensor **vals)
             break;
     }
     tj_tensor *out = vals[ir_slot(g, g->outputs[0])];
+    if (out && g->outputs[0]->op == IR_OP_INPUT)   /* an identity: still a new tensor */
+        out = fe_apply(OP_copy, &out, 1, NULL);
     if (out)
         r = tj_keep(out);
     tj_scope_end();

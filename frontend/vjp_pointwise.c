@@ -223,3 +223,62 @@ AG_VJP(cast)
     AG_SET(0, g);   /* the tape casts it back to the input's dtype */
     return 0;
 }
+
+/* ---- more pointwise prims (issue 11) ---------------------------------------------------- */
+
+UNARY_VJP(cbrt, tj_reciprocal(tj_mul_s(tj_square(Y), 3)))          /* 1 / (3 y^2) */
+UNARY_VJP(erfinv, tj_mul_s(tj_exp(tj_square(Y)), 0.5 * sqrt(M_PI)))  /* sqrt(pi)/2 e^(y^2) */
+
+/* a: y / a (+-1), 0 where a == 0 (torch's copysign_tensor_self_backward); b: 0 */
+AG_VJP(copysign)
+{
+    AG_SET(0, ag_masked(tj_mul(g, tj_div(Y, A)), tj_ne_s(A, 0)));
+    AG_SET(1, zeros_like(g));
+    return 0;
+}
+
+AG_VJP(hypot)
+{
+    AG_SET(0, tj_div(tj_mul(g, A), Y));
+    AG_SET(1, tj_div(tj_mul(g, B), Y));
+    return 0;
+}
+
+/* The operand fmax/fmin chose gets g: a where a >= b (<=) or b is NaN. */
+static int fselect_vjp(const ag_ctx *c, tj_tensor *g, tj_tensor **gx, bool max)
+{
+    tj_tensor *pick_a = tj_logical_or(max ? tj_ge(A, B) : tj_le(A, B), tj_isnan(B));
+    AG_SET(0, ag_masked(g, pick_a));
+    AG_SET(1, ag_masked(g, tj_logical_not(pick_a)));
+    return 0;
+}
+
+AG_VJP(fmax) { return fselect_vjp(c, g, gx, true); }
+AG_VJP(fmin) { return fselect_vjp(c, g, gx, false); }
+
+UNARY_VJP(lgamma, tj_digamma(X))
+
+/* psi'(x) for x > 0: sum_{k<8} 1/(x+k)^2 plus the asymptotic series at
+ * z = x + 8 (to 1/z^9: 1e-10 relative). */
+static tj_tensor *trigamma_pos(tj_tensor *x)
+{
+    tj_tensor *sum = tj_reciprocal(tj_square(x));
+    for (int k = 1; k < 8; k++)
+        sum = tj_add(sum, tj_reciprocal(tj_square(tj_add_s(x, k))));
+    tj_tensor *w = tj_reciprocal(tj_add_s(x, 8)), *w2 = tj_square(w);
+    tj_tensor *t = tj_add_s(tj_mul_s(w2, -1.0 / 30), 1.0 / 42);
+    t = tj_add_s(tj_mul(t, w2), -1.0 / 30);
+    t = tj_add_s(tj_mul(t, w2), 1.0 / 6);
+    t = tj_add_s(tj_mul(t, w), 0.5);
+    t = tj_add_s(tj_mul(t, w), 1);
+    return tj_add(sum, tj_mul(t, w));
+}
+
+/* digamma' = psi'(x); x < 0 by the reflection pi^2 / sin^2(pi x) - psi'(1 - x) */
+AG_VJP(digamma)
+{
+    tj_tensor *refl = tj_sub(tj_mul_s(tj_reciprocal(tj_square(tj_sin(tj_mul_s(X, M_PI)))), M_PI * M_PI),
+                             trigamma_pos(tj_rsub_s(X, 1, 1)));
+    AG_SET(0, tj_mul(g, tj_where(tj_lt_s(X, 0), refl, trigamma_pos(X))));
+    return 0;
+}

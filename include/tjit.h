@@ -309,6 +309,73 @@ tj_tensor *tj_clamp(tj_tensor *x, double lo, double hi);
 tj_tensor *tj_lerp(tj_tensor *a, tj_tensor *b, tj_tensor *w);   /* a + w*(b-a); one dtype, no promotion */
 tj_tensor *tj_lerp_s(tj_tensor *a, tj_tensor *b, double w);
 
+/* ---- more pointwise prims and elementwise ops (PyTorch's names and dtypes) -- */
+tj_tensor *tj_cbrt(tj_tensor *x);
+tj_tensor *tj_erfinv(tj_tensor *x);         /* +-1 -> +-inf, |x| > 1 -> NaN */
+tj_tensor *tj_signbit(tj_tensor *x);        /* bool: the sign bit (-0 and -NaN too) */
+tj_tensor *tj_lgamma(tj_tensor *x);         /* ln|Gamma(x)|; poles give inf */
+tj_tensor *tj_digamma(tj_tensor *x);        /* psi(x); NaN at the poles < 0, -+inf at +-0 */
+#define TJ_BINARY_DECL(name) \
+    tj_tensor *tj_##name(tj_tensor *a, tj_tensor *b); \
+    tj_tensor *tj_##name##_s(tj_tensor *a, double b);
+TJ_BINARY_DECL(copysign)    /* |a| with b's sign; integers give f32 */
+TJ_BINARY_DECL(hypot)       /* floating-point only */
+TJ_BINARY_DECL(nextafter)   /* floating-point only */
+TJ_BINARY_DECL(fmax)        /* a NaN operand is ignored */
+TJ_BINARY_DECL(fmin)
+TJ_BINARY_DECL(gcd)         /* integers only; non-negative */
+/* integers only; a count outside [0, bits) gives 0 (left) or the sign (right) */
+TJ_BINARY_DECL(bitwise_left_shift)
+TJ_BINARY_DECL(bitwise_right_shift)
+#undef TJ_BINARY_DECL
+/* Activations (torch.nn.functional), floating-point input unless noted. */
+tj_tensor *tj_leaky_relu(tj_tensor *x, double negative_slope);   /* torch's default 0.01 */
+tj_tensor *tj_elu(tj_tensor *x, double alpha);                   /* 1 */
+tj_tensor *tj_selu(tj_tensor *x);
+tj_tensor *tj_celu(tj_tensor *x, double alpha);                  /* 1 */
+tj_tensor *tj_hardswish(tj_tensor *x);
+tj_tensor *tj_hardsigmoid(tj_tensor *x);
+tj_tensor *tj_hardtanh(tj_tensor *x, double min_val, double max_val);  /* -1, 1; numbers, as clamp */
+tj_tensor *tj_relu6(tj_tensor *x);                               /* numbers, as clamp */
+tj_tensor *tj_mish(tj_tensor *x);
+tj_tensor *tj_softsign(tj_tensor *x);                            /* integers give f32 */
+tj_tensor *tj_logsigmoid(tj_tensor *x);
+tj_tensor *tj_tanhshrink(tj_tensor *x);                          /* integers give f32 */
+tj_tensor *tj_softshrink(tj_tensor *x, double lambd);            /* 0.5 */
+tj_tensor *tj_hardshrink(tj_tensor *x, double lambd);            /* 0.5 */
+tj_tensor *tj_threshold(tj_tensor *x, double threshold, double value);  /* numbers */
+tj_tensor *tj_glu(tj_tensor *x, int dim);                        /* -1 */
+tj_tensor *tj_prelu(tj_tensor *x, tj_tensor *weight);            /* 1 or channel (dim 1) weights */
+/* Elementwise math (torch.*, torch.special.*). */
+tj_tensor *tj_logit(tj_tensor *x, double eps);      /* eps < 0: none (torch's None) */
+tj_tensor *tj_sinc(tj_tensor *x);
+tj_tensor *tj_deg2rad(tj_tensor *x);
+tj_tensor *tj_rad2deg(tj_tensor *x);
+tj_tensor *tj_frac(tj_tensor *x);                   /* x - trunc(x), floating-point only */
+tj_tensor *tj_isposinf(tj_tensor *x);
+tj_tensor *tj_isneginf(tj_tensor *x);
+/* NaN, +inf, -inf replaced; posinf/neginf NAN: the dtype's largest/lowest
+ * finite value (torch's None); integers unchanged. */
+tj_tensor *tj_nan_to_num(tj_tensor *x, double nan, double posinf, double neginf);
+tj_tensor *tj_ndtr(tj_tensor *x);                   /* the standard normal CDF */
+tj_tensor *tj_xlogy(tj_tensor *x, tj_tensor *y);    /* x log y, 0 where x == 0 (y not NaN) */
+tj_tensor *tj_heaviside(tj_tensor *x, tj_tensor *values);   /* one dtype */
+tj_tensor *tj_logaddexp(tj_tensor *a, tj_tensor *b);
+tj_tensor *tj_logaddexp2(tj_tensor *a, tj_tensor *b);
+tj_tensor *tj_float_power(tj_tensor *a, tj_tensor *b);      /* pow in f64 */
+tj_tensor *tj_addcmul(tj_tensor *a, tj_tensor *t1, tj_tensor *t2, double value);  /* a + value t1 t2 */
+tj_tensor *tj_addcdiv(tj_tensor *a, tj_tensor *t1, tj_tensor *t2, double value);  /* a + value t1 / t2 */
+/* Aliases: div_ex floor, div, sub_ex with the operands swapped (b - alpha a),
+ * clamp with one bound, trunc. */
+tj_tensor *tj_floor_divide(tj_tensor *a, tj_tensor *b);
+tj_tensor *tj_floor_divide_s(tj_tensor *a, double b);
+tj_tensor *tj_true_divide(tj_tensor *a, tj_tensor *b);
+tj_tensor *tj_rsub(tj_tensor *a, tj_tensor *b, double alpha);
+tj_tensor *tj_rsub_s(tj_tensor *a, double b, double alpha);
+tj_tensor *tj_clamp_min(tj_tensor *x, double min);
+tj_tensor *tj_clamp_max(tj_tensor *x, double max);
+tj_tensor *tj_fix(tj_tensor *x);
+
 /* ---- reductions (dims, ndims: ndims 0 means every dim) ------------------- */
 tj_tensor *tj_sum(tj_tensor *x, const int *dims, int ndims, bool keepdim);
 tj_tensor *tj_mean(tj_tensor *x, const int *dims, int ndims, bool keepdim);

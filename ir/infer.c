@@ -127,6 +127,8 @@ static tj_dtype compute_for(ir_rule rule, tj_dtype promoted)
     case IR_RULE_FLOAT:
     case IR_RULE_TRUEDIV:
         return ir_dtype_is_float(promoted) ? promoted : TJ_F32;
+    case IR_RULE_INTPOW:
+        return promoted == TJ_BOOL ? TJ_I64 : promoted;
     default:
         return promoted;
     }
@@ -153,6 +155,12 @@ static int check_rule(ir_rule rule, tj_dtype dt, char *err, size_t nerr)
         return ir_fail(err, nerr, "not defined for bool");
     if (rule == IR_RULE_BITWISE && c == IR_CAT_FLOAT)
         return ir_fail(err, nerr, "needs integer or bool inputs, got %s", tj_dtype_name(dt));
+    if (rule == IR_RULE_FLOATONLY && c != IR_CAT_FLOAT)
+        return ir_fail(err, nerr, "not defined for %s (floating-point inputs only, as in PyTorch)",
+                       tj_dtype_name(dt));
+    if (rule == IR_RULE_INTONLY && c != IR_CAT_INT)
+        return ir_fail(err, nerr, "not defined for %s (integer inputs only, as in PyTorch)",
+                       tj_dtype_name(dt));
     return 0;
 }
 

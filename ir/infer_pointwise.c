@@ -80,12 +80,14 @@ int ir_infer_clamp(IR_INFER_ARGS)
     return 0;
 }
 
-/* softplus(x, beta, threshold): float math, so an integer or bool x computes
- * in f32 (like the FLOAT rows; PyTorch refuses integer input). */
+/* softplus(x, beta, threshold): floating-point x only (PyTorch refuses
+ * integer and bool input). */
 int ir_infer_softplus(IR_INFER_ARGS)
 {
-    ir_set(out, ir_dtype_is_float(in[0]->dtype) ? in[0]->dtype : TJ_F32, in[0]->ndim,
-           in[0]->shape);
+    if (!ir_dtype_is_float(in[0]->dtype))
+        return ir_fail(err, nerr, "not defined for %s (floating-point inputs only, as in PyTorch)",
+                       tj_dtype_name(in[0]->dtype));
+    ir_set(out, in[0]->dtype, in[0]->ndim, in[0]->shape);
     return 0;
 }
 

@@ -944,4 +944,6 @@ static inline int64_t vm_iremainder(int64_t a, int64_t b)
     return m != 0 && ((m < 0) != (b < 0)) ? m + b : m;
 }
 
+#include "vmath_prims.h"
+
 #endif /* TJ_VMATH_H */

@@ -1,8 +1,9 @@
 /* decomp.h - internal to passes/: what the decomposition files share. The
  * composites of ops.def's older rows are decomposed in decompose.c; the
  * DCOMP rows (composites with no eager kernel) in decomp_*.c by family
- * (decomp_loss.c, decomp_nn.c, decomp_linalg.c, decomp_idx.c, ...), one ps_decomp_<name> each,
- * declared here from the table. */
+ * (decomp_loss.c, decomp_nn.c, decomp_linalg.c, decomp_idx.c, decompose_pw.c for
+ * the elementwise ones, ...), one ps_decomp_<name> each, declared here from the
+ * table. */
 #ifndef TJ_PASSES_DECOMP_H
 #define TJ_PASSES_DECOMP_H
 

@@ -575,8 +575,14 @@ static ir_node *decompose_node(ps_builder *b, const ir_node *n, ir_node *const *
     if (ir_ops[n->op].prim || kept(n->op, ctx) || kept_half(n, ctx))
         return ps_b_op(b, n->op, in, n->nin, &a);
     ir_node *wide[MAX_WIDE];
-    in = widen_half(b, n, in, wide);
-    ir_node *r = decomps[n->op](b, n, &a, in);
+    ir_node *const *w = widen_half(b, n, in, wide);
+    /* Widened, the decomposition sees an f32 result type too (the dtype most
+     * compute in, e.g. the elementwise rows of decompose_pw.c), so no prim
+     * rounds to f16/bf16 before the final cast below. */
+    ir_node wn = *n;
+    if (w != in && ir_dtype_is_half(n->type.dtype))
+        wn.type.dtype = TJ_F32;
+    ir_node *r = decomps[n->op](b, &wn, &a, w);
     if (!r || ir_type_same(&r->type, &n->type))
         return r;
     if (ir_shape_equal(&r->type, &n->type))   /* e.g. a weak result, or a dtype the prims promote differently */

@@ -120,8 +120,13 @@ static ncls classify(const ir_node *n, char *why, size_t nw)
         return C_OTHER;
     }
     switch (o->kind) {
-    case IR_UNARY:
-    case IR_BINARY: return C_PW;
+    case IR_UNARY: return C_PW;
+    case IR_BINARY:
+        if ((n->op == OP_fmod || n->op == OP_remainder) && !ir_dtype_is_float(n->type.dtype)) {
+            snprintf(why, nw, "integer %s runs eagerly (a zero divisor is an error)", o->name);
+            return C_OTHER;
+        }
+        return C_PW;
     case IR_TERNARY:
         if (n->op == OP_where)
             return C_PW;

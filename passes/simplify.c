@@ -236,6 +236,10 @@ static bool fold_pointwise(const ir_node *n, const cval *x, int nin, cval *out)
     tj_dtype cd = ir_dtype_wide(ir_compute_dtype(n->op, tp, nin));   /* f16, bf16: in f32 */
     cval a = convert(x[0], cd), b = nin > 1 ? convert(x[1], cd) : a;
     cval r = {cd, 0, 0};
+    if ((n->op == OP_fmod || n->op == OP_remainder) && !ir_dtype_is_float(cd) && b.i == 0)
+        return false;   /* an integer division by zero: the kernel reports it */
+    if (n->op == OP_gcd)
+        return false;   /* its steps wrap to the type's width, which 128-bit folding has not */
     if (cd == TJ_F32)
         r.f = nin > 1 ? binary_f32(n->op, (float)a.f, (float)b.f) : unary_f32(n->op, (float)a.f);
     else if (cd == TJ_F64)

@@ -55,6 +55,9 @@
 #define CD_LOGICAL CD_ALL
 #define CD_ARITH CD_ALL
 #define CD_CMP CD_ALL
+#define CD_FLOATONLY CD_FLOAT
+#define CD_INTONLY CD_INT
+#define CD_INTPOW CD_SAME
 
 /* Result dtype for a compute dtype. */
 #define RES_PRED(D) BOOL
@@ -68,6 +71,9 @@
 #define RES_SUB(D) D
 #define RES_NUMERIC(D) D
 #define RES_TRUEDIV(D) D
+#define RES_FLOATONLY(D) D
+#define RES_INTONLY(D) D
+#define RES_INTPOW(D) D
 
 /* Storing a value: bools are 0/1 (bitwise ops keep bit 0, so ~ is logical not). */
 #define STORE(R, rule, v) STORE_##R(rule, v)
@@ -90,6 +96,9 @@
 #define BOOLV_NUMERIC BOOLV_SAME
 #define BOOLV_TRUEDIV BOOLV_SAME
 #define BOOLV_CMP BOOLV_SAME
+#define BOOLV_FLOATONLY BOOLV_SAME
+#define BOOLV_INTONLY BOOLV_SAME
+#define BOOLV_INTPOW BOOLV_SAME
 
 /* ---- generated loops ---------------------------------------------------------------- */
 typedef void (*u_loop)(void *restrict o, const void *restrict x, int64_t n);
@@ -231,7 +240,25 @@ typedef struct {
     const b_loop *fn;    /* [NVAR] */
     tj_dtype cd, ta, tb;
     int64_t csize, osize;
+    bool check_zero;     /* integer fmod/remainder: a zero divisor sets zero */
+    int zero;
 } binary_ctx;
+
+/* Whether one of the n divisors at p (stride step, dtype t: an integer or
+ * bool, so zero is all bytes zero) is zero. */
+static bool has_zero(const char *p, int64_t step, tj_dtype t, int64_t n)
+{
+    size_t sz = tj_dtype_size(t);
+    for (int64_t k = 0; k < n; k++) {
+        const char *e = p + k * step;
+        bool z = true;
+        for (size_t j = 0; j < sz; j++)
+            z &= e[j] == 0;
+        if (z)
+            return true;
+    }
+    return false;
+}
 
 /* True when operand (dtype t, stride step) can be passed as is: a contiguous
  * vector or a broadcast scalar of the compute dtype. */
@@ -242,7 +269,9 @@ static bool direct(const binary_ctx *c, tj_dtype t, int64_t step)
 
 static void binary_rows(void *c_, char *const *p, const int64_t *st, int64_t n)
 {
-    const binary_ctx *c = c_;
+    binary_ctx *c = c_;
+    if (c->check_zero && has_zero(p[2], st[2], c->tb, st[2] ? n : 1))
+        __atomic_store_n(&c->zero, 1, __ATOMIC_RELAXED);
     if (direct(c, c->ta, st[1]) && direct(c, c->tb, st[2]) && (st[1] | st[2])) {
         int var = st[1] == 0 ? SV : st[2] == 0 ? VS : VV;
         c->fn[var](p[0], p[1], p[2], n);
@@ -269,8 +298,13 @@ int rt_k_binary(RT_KERNEL_ARGS)
     if (check_out(out) || rt_iter_init(&it, out, in, 2))
         return -1;
     binary_ctx c = {fn, cd, in[0]->dtype, in[1]->dtype, (int64_t)tj_dtype_size(cd),
-                    (int64_t)tj_dtype_size(out->dtype)};
+                    (int64_t)tj_dtype_size(out->dtype),
+                    (op == OP_fmod || op == OP_remainder) && !ir_dtype_is_float(cd), 0};
     rt_iter_run(&it, RT_GRAIN, binary_rows, &c);
+    if (__atomic_load_n(&c.zero, __ATOMIC_RELAXED)) {
+        rt_error("ZeroDivisionError: integer division by zero");
+        return -1;
+    }
     return 0;
 }
 

@@ -162,6 +162,10 @@ static const struct {
     {"steps", {"5"}},               {"base", {"10"}},
     {"descending", {"0", "1"}},     {"largest", {"1", "0"}},
     {"accumulate", {"0", "1"}},     {"right", {"0", "1"}},
+    {"negative_slope", {"0.01", "-0.5"}}, {"min_val", {"-1", "0"}},
+    {"max_val", {"1", "6"}},        {"lambd", {"0.5", "2"}},
+    {"nan", {"0", "1.5"}},          {"posinf", {"nan", "100"}},
+    {"neginf", {"nan", "-100"}},
 };
 
 static int examples_of(const char *attr, const char *const **vals)

@@ -60,7 +60,7 @@ static void test_kinds(void **state)
         if ((unsigned)o->kind > IR_RANDOM || !strcmp(ir_kind_name(o->kind), "?"))
             fail_msg("op %s: bad kind %d", o->name, (int)o->kind);
         bool pointwise_row = o->kind == IR_UNARY || o->kind == IR_BINARY;
-        if (pointwise_row && (o->rule == IR_RULE_NONE || o->rule > IR_RULE_CMP))
+        if (pointwise_row && (o->rule == IR_RULE_NONE || o->rule > IR_RULE_LAST))
             fail_msg("op %s: pointwise row without a dtype rule", o->name);
         if (!pointwise_row && o->rule != IR_RULE_NONE)
             fail_msg("op %s: dtype rule on a non-pointwise row", o->name);

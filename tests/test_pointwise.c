@@ -405,9 +405,14 @@ static void test_int_corners(void **state)
     (void)state;
     tj_tensor *a = vec(TJ_I64, 5, (double[]){7, -7, 0, 5, 1});
     tj_tensor *z = vec(TJ_I64, 5, (double[]){0, 0, 0, -1, -1});
-    /* integer division by zero gives 0 (torch raises), never a crash */
-    tu_assert_close(tj_remainder(a, z), vec(TJ_I64, 5, (double[]){0, 0, 0, 0, 0}), 0, 0);
-    tu_assert_close(tj_fmod(a, z), vec(TJ_I64, 5, (double[]){0, 0, 0, 0, 0}), 0, 0);
+    /* integer division by zero is an error, as in PyTorch (eager and compiled) */
+    tu_assert_error(tj_remainder(a, z), "remainder(i64[5], i64[5])", "ZeroDivisionError", NULL);
+    tu_assert_error(tj_fmod(a, z), "fmod(i64[5], i64[5])", "integer division by zero", NULL);
+    tu_assert_error(tj_fmod_s(a, 0), "fmod(i64[5], i64[])", "ZeroDivisionError", NULL);
+    tu_assert_error(tj_remainder(vec(TJ_U8, 2, (double[]){1, 2}), vec(TJ_BOOL, 2, (double[]){1, 0})),
+                    "remainder(u8[2], bool[2])", "ZeroDivisionError", NULL);
+    tu_assert_close(tj_fmod_s(vec(TJ_F32, 2, (double[]){1, -1}), 0), vec(TJ_F32, 2, (double[]){NAN, NAN}),
+                    0, 0);   /* floats: NaN */
     int64_t mn = INT64_MIN, m1 = -1;
     tj_tensor *big = tj_from_data(TJ_I64, 1, (int64_t[]){1}, &mn);
     tj_tensor *neg1 = tj_from_data(TJ_I64, 1, (int64_t[]){1}, &m1);

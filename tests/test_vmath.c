@@ -113,7 +113,7 @@ static void check_cases(const case1 *cs, size_t n)
 #define W(name) static float w_##name(float x) { return vm_##name##_f32(x); }
 W(exp) W(exp2) W(expm1) W(log) W(log2) W(log10) W(log1p) W(sqrt) W(sin) W(cos) W(tan) W(asin)
 W(acos) W(atan) W(sinh) W(cosh) W(tanh) W(asinh) W(acosh) W(atanh) W(erf) W(erfc) W(sigmoid)
-W(gelu) W(gelu_tanh) W(silu) W(softplus)
+W(gelu) W(gelu_tanh) W(silu) W(softplus) W(cbrt) W(erfinv) W(lgamma) W(digamma)
 #undef W
 
 static double r_sigmoid(double x) { return 1 / (1 + exp(-x)); }
@@ -125,8 +125,15 @@ static double r_gelu_tanh(double x)
 }
 static double r_silu(double x) { return x / (1 + exp(-x)); }
 static double r_softplus(double x) { return x > 20 ? x : log1p(exp(x)); }
+/* erfinv in double by Newton on libm's erf/erfc (vm_erfinv_f64), checked
+ * here against erf itself */
+static double r_erfinv(double x) { return vm_erfinv_f64(x); }
+/* digamma in double: the f64 column (libm's log, 16-term series), checked
+ * against lgamma's difference quotient in test_gamma_f64 */
+static double r_digamma(double x) { return vm_digamma_f64(x); }
 
 #define BIG FLT_MAX
+#define ERFINV_ULP 3.5
 static const case1 unary_cases[] = {
     {"exp", w_exp, exp, -104, 89, 1.1},
     {"exp2", w_exp2, exp2, -151, 129, 1.0},
@@ -157,6 +164,12 @@ static const case1 unary_cases[] = {
     {"gelu_tanh", w_gelu_tanh, r_gelu_tanh, -5, -3, 50.0},
     {"silu", w_silu, r_silu, -87, BIG, 3.1},
     {"softplus", w_softplus, r_softplus, -BIG, BIG, 2.8},
+    {"cbrt", w_cbrt, cbrt, -BIG, BIG, 0.51},
+    {"erfinv", w_erfinv, r_erfinv, -1, 1, ERFINV_ULP},
+    {"lgamma", w_lgamma, lgamma, 2.5, BIG, 0.6},
+    {"lgamma", w_lgamma, lgamma, 0, 0.9, 0.6},
+    {"digamma", w_digamma, r_digamma, 2, BIG, 0.6},
+    {"digamma", w_digamma, r_digamma, 0, 1.3, 0.6},
 };
 
 static void test_unary_ulp(void **state)
@@ -389,6 +402,124 @@ static void test_int_formulas(void **state)
     assert_int_equal(vm_iremainder(INT64_MIN, -1), 0);
 }
 
+/* ---- the prims of vmath_prims.h ------------------------------------------------------------ */
+
+static void test_erfinv_f64(void **state)
+{
+    (void)state;
+    /* the reference itself: erf(erfinv(x)) == x, erfc in the tail */
+    for (int k = -999; k <= 999; k++) {
+        double x = k / 1000.0, y = vm_erfinv_f64(x);
+        assert_true(fabs(erf(y) - x) <= 4e-16 * fmax(fabs(x), 1e-3));
+    }
+    for (double t = 1e-3; t > 1e-300; t *= 1e-7) {
+        double y = vm_erfinv_f64(1 - t);
+        if (1 - t < 1)
+            assert_true(fabs(erfc(y) - (1 - (1 - t))) <= 1e-14 * (1 - (1 - t)));
+    }
+    assert_true(vm_erfinv_f64(1) == INFINITY && vm_erfinv_f64(-1) == -INFINITY);
+    assert_true(isnan(vm_erfinv_f64(1.5)) && isnan(vm_erfinv_f64(NAN)));
+    assert_true(signbit(vm_erfinv_f64(-0.0)) && vm_erfinv_f32(1.0f) == INFINITY &&
+                vm_erfinv_f32(-1.0f) == -INFINITY && isnan(vm_erfinv_f32(1.0000001f)));
+}
+
+static void test_gamma_f64(void **state)
+{
+    (void)state;
+    for (double x = -9.87; x < 40; x += 0.0731) {
+        if (x < 0 && fabs(x - nearbyint(x)) < 0.05)
+            continue;   /* the difference quotient is no reference next to a pole */
+        if (fabs(vm_lgamma_f64(x) - lgamma(x)) > 1e-13 * fmax(1, fabs(lgamma(x))))
+            fail_msg("lgamma_f64(%g) = %.17g, libm %.17g", x, vm_lgamma_f64(x), lgamma(x));
+        double h = 1e-5, d = (lgamma(x + h) - lgamma(x - h)) / (2 * h);
+        if (fabs(vm_digamma_f64(x) - d) > 1e-6 * fmax(1, fabs(d)))
+            fail_msg("digamma_f64(%g) = %.17g, lgamma' %.17g", x, vm_digamma_f64(x), d);
+    }
+    assert_true(vm_lgamma_f64(-3) == INFINITY && vm_lgamma_f64(0) == INFINITY &&
+                vm_lgamma_f64(-INFINITY) == INFINITY && vm_lgamma_f32(-3.0f) == INFINITY &&
+                vm_lgamma_f32(-0.0f) == INFINITY);
+    assert_true(isnan(vm_digamma_f64(-2)) && vm_digamma_f64(0.0) == -INFINITY &&
+                vm_digamma_f64(-0.0) == INFINITY && isnan(vm_digamma_f32(-2.0f)) &&
+                vm_digamma_f32(0.0f) == -INFINITY && vm_digamma_f32(INFINITY) == INFINITY);
+    for (float x = -7.9f; x < 0; x += 0.37f)   /* the reflection, to float accuracy */
+        if (fabs(vm_lgamma_f32(x) - lgamma(x)) > 2e-7 * fmax(1, fabs(lgamma(x))))
+            fail_msg("lgamma(%g) = %.9g, libm %.9g", x, vm_lgamma_f32(x), lgamma(x));
+}
+
+static void test_hypot_ulp(void **state)
+{
+    (void)state;
+    int64_t n = (int64_t)sqrt((double)samples() * 5);
+    int64_t a = ord(-FLT_MAX), b = ord(FLT_MAX), step = (b - a) / n;
+    double mx = 0;
+    for (int64_t i = a; i <= b; i += step)
+        for (int64_t j = a; j <= b; j += step) {
+            float x = unord(i), y = unord(j);
+            double e = ulp_err(vm_hypot_f32(x, y), hypot(x, y));
+            if (e > mx)
+                mx = e;
+        }
+    if (getenv("TJ_VMATH_SAMPLES"))
+        printf("hypot      max %.3f ulp\n", mx);
+    assert_true(mx <= 0.5001);
+    const float sp[] = {0.0f, -0.0f, 1.0f, INFINITY, -INFINITY, NAN, FLT_TRUE_MIN, FLT_MAX};
+    for (size_t i = 0; i < 8; i++)
+        for (size_t j = 0; j < 8; j++)
+            if (!same(vm_hypot_f32(sp[i], sp[j]), hypotf(sp[i], sp[j])))
+                fail_msg("hypot(%g, %g) = %g", sp[i], sp[j], vm_hypot_f32(sp[i], sp[j]));
+}
+
+static void test_prims_exact(void **state)
+{
+    (void)state;
+    uint64_t s = 7;
+    const float sp[] = {0.0f, -0.0f, 1.0f, -1.0f, INFINITY, -INFINITY, NAN, -NAN, FLT_TRUE_MIN,
+                        -FLT_TRUE_MIN, FLT_MAX, -FLT_MAX, FLT_MIN, 2.5f};
+    for (int64_t k = 0; k < samples() * 2 + 14 * 14; k++) {
+        float a, b;
+        if (k < 14 * 14)
+            a = sp[k / 14], b = sp[k % 14];
+        else
+            a = vm_from_bits_f32(rng(&s)), b = k % 3 ? vm_from_bits_f32(rng(&s)) : a;
+        /* quiet NaNs: glibc's fmax gives NaN for a signaling one */
+        a = isnan(a) ? copysignf(NAN, a) : a;
+        b = isnan(b) ? copysignf(NAN, b) : b;
+        if (!same(vm_nextafter_f32(a, b), nextafterf(a, b)))
+            fail_msg("nextafter(%g, %g) = %a, want %a", a, b, vm_nextafter_f32(a, b), nextafterf(a, b));
+        /* a tie of signed zeros gives a, as PyTorch's fmax (glibc's gives +0 / -0) */
+        if (!same(vm_fmax_f32(a, b), a == b ? a : fmaxf(a, b)) ||
+            !same(vm_fmin_f32(a, b), a == b ? a : fminf(a, b)))
+            fail_msg("fmax/fmin(%g, %g)", a, b);
+        if (!same(vm_copysign_f32(a, b), copysignf(a, b)))
+            fail_msg("copysign(%g, %g)", a, b);
+        if (vm_signbit_f32(a) != (signbit(a) != 0) || vm_signbit_f64(a) != (signbit(a) != 0))
+            fail_msg("signbit(%g)", a);
+    }
+    /* cbrt keeps the sign of zero and passes inf and NaN */
+    assert_true(same(vm_cbrt_f32(-0.0f), -0.0f) && vm_cbrt_f32(-INFINITY) == -INFINITY &&
+                isnan(vm_cbrt_f32(NAN)) && vm_cbrt_f32(-27.0f) == -3.0f);
+}
+
+static void test_int_prims(void **state)
+{
+    (void)state;
+    assert_int_equal(vm_ishl(1, 3, 32), 8);
+    assert_int_equal(vm_ishl(1, 32, 32), 0);            /* count >= bits: 0 */
+    assert_int_equal(vm_ishl(5, -1, 32), 0);            /* negative count: 0 */
+    assert_int_equal((int32_t)vm_ishl(1, 31, 32), INT32_MIN);
+    assert_int_equal(vm_ishl(-1, 63, 64), INT64_MIN);   /* no undefined behavior */
+    assert_int_equal(vm_ishr(-8, 1, 32), -4);
+    assert_int_equal(vm_ishr(-8, 40, 32), -1);           /* the sign fill */
+    assert_int_equal(vm_ishr(8, 40, 32), 0);
+    assert_int_equal(vm_ishr(8, -2, 32), 0);
+    assert_int_equal(vm_igcd(12, -18, 32), 6);
+    assert_int_equal(vm_igcd(0, -5, 64), 5);
+    assert_int_equal(vm_igcd(0, 0, 8), 0);
+    assert_int_equal(vm_igcd(INT32_MIN, 0, 32), INT32_MIN);   /* wraps, as PyTorch */
+    assert_int_equal(vm_igcd(-128, 64, 8), 64);
+    assert_int_equal(vm_igcd(INT64_MIN, -1, 64), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -397,6 +528,9 @@ int main(void)
         cmocka_unit_test(test_rounding_exact),   cmocka_unit_test(test_fmod_remainder_exact),
         cmocka_unit_test(test_max_min),          cmocka_unit_test(test_pow_ulp),
         cmocka_unit_test(test_atan2_ulp),        cmocka_unit_test(test_int_formulas),
+        cmocka_unit_test(test_erfinv_f64),       cmocka_unit_test(test_hypot_ulp),
+        cmocka_unit_test(test_gamma_f64),
+        cmocka_unit_test(test_prims_exact),      cmocka_unit_test(test_int_prims),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

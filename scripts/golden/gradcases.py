@@ -160,6 +160,20 @@ IDX = {
     "index_copy": lambda i, a: i[0].index_copy(a["dim"], i[1], i[2]),
     "index_put": lambda i, a: i[0].index_put(tuple(i[2:]), i[1], a["accumulate"]),
 }
+UNARY.update(cbrt=lambda x: x.sign() * x.abs().pow(1 / 3), selu=F.selu, hardswish=F.hardswish,
+             hardsigmoid=F.hardsigmoid, relu6=F.relu6, mish=F.mish, softsign=F.softsign,
+             logsigmoid=F.logsigmoid, tanhshrink=F.tanhshrink, ndtr=torch.special.ndtr)
+ATTR_OPS = {
+    "leaky_relu": lambda x, a: F.leaky_relu(x, a["negative_slope"]),
+    "elu": lambda x, a: F.elu(x, a["alpha"]), "celu": lambda x, a: F.celu(x, a["alpha"]),
+    "hardtanh": lambda x, a: F.hardtanh(x, a["min_val"], a["max_val"]),
+    "softshrink": lambda x, a: F.softshrink(x, a["lambd"]),
+    "hardshrink": lambda x, a: F.hardshrink(x, a["lambd"]),
+    "threshold": lambda x, a: F.threshold(x, a["threshold"], a["value"]),
+    "glu": lambda x, a: F.glu(x, a["dim"]),
+    "logit": lambda x, a: torch.logit(x, None if a["eps"] < 0 else a["eps"]),
+    "nan_to_num": lambda x, a: torch.nan_to_num(x, a["nan"]),
+}
 
 
 def run_op(op, ins, a):
@@ -170,6 +184,17 @@ def run_op(op, ins, a):
         return IDX[op](ins, a)
     if op in UNARY:
         return UNARY[op](x)
+    if op == "scalar":
+        return torch.tensor(a["value"], dtype=a["dtype"])
+    if op in ATTR_OPS:
+        return ATTR_OPS[op](x, a)
+    if op in ("copysign", "hypot", "fmax", "fmin", "xlogy", "logaddexp", "logaddexp2",
+              "float_power"):
+        return getattr(torch, op)(ins[0], ins[1])
+    if op == "prelu":
+        return F.prelu(ins[0], ins[1])
+    if op in ("addcmul", "addcdiv"):
+        return getattr(torch, op)(*ins, value=a["value"])
     if op in ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "atan2", "fmod",
               "remainder"):
         return getattr(torch, op)(ins[0], ins[1])

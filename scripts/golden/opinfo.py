@@ -82,7 +82,13 @@ TOL = {
         "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
         "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf",
         "erfc", "sigmoid", "gelu", "gelu_tanh", "silu", "softplus", "atan2", "pow",
-        "rsqrt", "lerp")},
+        "rsqrt", "lerp",
+        "erfinv", "elu", "selu", "celu", "mish", "logsigmoid", "softsign", "ndtr", "sinc",
+        "logaddexp", "logaddexp2", "xlogy", "float_power", "glu", "hardswish", "hardsigmoid")},
+    # x - tanh(x) and log(x / (1 - x)) cancel near 0 and 1/2: an absolute error
+    **{op: (4e-6, 1e-13, 1e-6, 4e-6) for op in ("tanhshrink", "logit")},
+    # lgamma and digamma near their zeros (1, 2, 1.46, ...): an absolute error
+    **{op: (4e-6, 1e-12, 1e-6, 4e-6) for op in ("lgamma", "digamma")},
     # reductions and contractions sum in another order than PyTorch
     **{op: (1e-5, 1e-12, 1e-6, 1e-5) for op in (
         "sum", "mean", "prod", "logsumexp", "var", "std", "matmul", "linear", "conv2d",
@@ -331,6 +337,9 @@ def attr_str(op, attrs):
 # a huge by a small value), the reference for an f32 result is PyTorch in f64,
 # rounded to f32.
 F64_REF = ("gelu", "gelu_tanh", "log1p", "fmod", "remainder")
+# ndtr: PyTorch's f32 kernel computes 1 + erf(x / sqrt 2), which cancels below
+# about -2; its reference is f64, for integer inputs (computed in f32) too.
+F64_ALL = ("ndtr",)
 
 
 def call(op, ins, attrs, up=False):
@@ -367,6 +376,9 @@ def sample(op, tags, ins, attrs=()):
             r = r.to(HALF[half.pop()])   # one narrow dtype per sample
         elif op in F64_REF and r.dtype == torch.float32:
             r = call(op, ins, attrs, up=True).float()
+        if op in F64_ALL and r.dtype == torch.float32:   # integer inputs too
+            r = call(op, [T(i.base, "f64", i.v) if isinstance(i, T) else i for i in ins],
+                     attrs).float()
         if r.dtype not in NAME:
             raise RuntimeError(f"dtype {r.dtype}")
         res = f"{NAME[r.dtype]}:{shape_str(r.shape)}:{len(want)}"
@@ -1733,6 +1745,127 @@ opinfo_idx.register3(sys.modules[__name__])
 opinfo_idx.register4(sys.modules[__name__])
 opinfo_idx.register5(sys.modules[__name__])
 opinfo_idx.register6(sys.modules[__name__])
+# ---- more pointwise prims and the elementwise composites (issue 11) ---------------
+
+def cbrt_ref(x):
+    """numpy's cbrt in f64, rounded to the result dtype (torch 1.13 has none)."""
+    import numpy as np
+    dt = x.dtype if x.is_floating_point() else torch.float32
+    return torch.as_tensor(np.asarray(np.cbrt(x.double().numpy()))).to(dt)
+
+
+def integral(v):
+    """An integral double as the Python int tjit takes it for (alpha, value)."""
+    return int(v) if float(v).is_integer() and abs(v) < 2.0**63 else v
+
+
+UNARY_TORCH.update(cbrt=cbrt_ref, selu=F.selu, hardswish=F.hardswish, hardsigmoid=F.hardsigmoid,
+                   relu6=F.relu6, mish=F.mish, softsign=F.softsign, logsigmoid=F.logsigmoid,
+                   tanhshrink=F.tanhshrink, ndtr=torch.special.ndtr)
+REF.update(
+    leaky_relu=lambda x, s: F.leaky_relu(x, s), elu=lambda x, al: F.elu(x, al),
+    celu=lambda x, al: F.celu(x, al), hardtanh=lambda x, lo, hi: F.hardtanh(x, lo, hi),
+    softshrink=lambda x, l: F.softshrink(x, l), hardshrink=lambda x, l: F.hardshrink(x, l),
+    threshold=lambda x, th, v: F.threshold(x, th, v),
+    logit=lambda x, eps: torch.logit(x, None if eps < 0 else eps),
+    nan_to_num=lambda x, nan, pos, neg: torch.nan_to_num(
+        x, nan, None if math.isnan(pos) else pos, None if math.isnan(neg) else neg),
+    glu=lambda x, d: F.glu(x, d), prelu=F.prelu,
+    addcmul=lambda a, t1, t2, v: torch.addcmul(a, t1, t2, value=integral(v)),
+    addcdiv=lambda a, t1, t2, v: torch.addcdiv(a, t1, t2, value=integral(v)))
+F64_REF = F64_REF + ("cbrt",)
+DEFAULTS.update(leaky_relu={"negative_slope": 0.01}, elu={"alpha": 1.0}, celu={"alpha": 1.0},
+                hardtanh={"min_val": -1.0, "max_val": 1.0}, softshrink={"lambd": 0.5},
+                hardshrink={"lambd": 0.5}, threshold={"threshold": 0.5, "value": -2.0},
+                logit={"eps": -1.0}, nan_to_num={"nan": 0.0, "posinf": math.nan, "neginf": math.nan},
+                glu={"dim": -1}, addcmul={"value": 1.0}, addcdiv={"value": 1.0})
+
+
+def attr_samples(*attrsets):
+    """The op's samples at other arguments: f32, f64 and the extreme values."""
+    def f(op):
+        for attrs in attrsets:
+            sample(op, ["args"], [t([2, 3])], attrs)
+            sample(op, ["args", "dtype"], [t([2, 3], "f64")], attrs)
+            sample(op, ["args", "extreme"], [T(EXTREME)], attrs)
+    return f
+
+
+EXTRA.update(
+    leaky_relu=attr_samples((0.2,), (-1.5,), (0.0,)), elu=attr_samples((0.5,), (2.0,)),
+    celu=attr_samples((0.5,), (3.0,)), hardtanh=attr_samples((-2.0, 3.0), (0.0, 6.0), (2.0, 1.0)),
+    softshrink=attr_samples((0.0,), (1.5,)), hardshrink=attr_samples((0.0,), (1.5,)),
+    threshold=attr_samples((0.0, 0.0), (1.0, 5.0), (-1.5, math.inf)),
+    logit=attr_samples((0.1,), (0.0,), (0.3,)),
+    nan_to_num=attr_samples((1.0, 100.0, -100.0), (-0.5, math.nan, 7.0), (0.0, 1e300, -1e300)))
+for name in ("leaky_relu", "elu", "selu", "celu", "hardswish", "hardsigmoid", "hardtanh", "relu6",
+             "mish", "softsign", "logsigmoid", "tanhshrink", "softshrink", "hardshrink", "threshold",
+             "logit", "sinc", "deg2rad", "rad2deg", "frac", "isposinf", "isneginf", "nan_to_num",
+             "ndtr"):
+    SAMPLES[name] = unary
+for name in ("xlogy", "logaddexp", "logaddexp2", "float_power"):
+    SAMPLES[name] = binary
+
+
+@samples_for("heaviside")
+def heaviside(op):
+    """values is a tensor of x's dtype (torch has no scalar form)."""
+    for dt in DT:
+        sample(op, ["plain"] if dt == "f32" else ["dtype"], [t([2, 3], dt), t([2, 3], dt)])
+        sample(op, ["dtype", "extreme"] if dt != "f32" else ["extreme"],
+               [T([0, 1, 0, 1] if dt == "bool" else [0, -1, 2, -0.0], dt), t([4], dt)])
+    sample(op, ["promo"], [t([2, 3]), t([2, 3], "f64")])
+    sample(op, ["bcast"], [t([2, 3]), t([3])])
+    sample(op, ["extreme"], [T(EXTREME), T(list(reversed(EXTREME)))])
+    views_and_shapes(op, t, 2)
+
+
+@samples_for("glu")
+def glu(op):
+    sample(op, ["plain"], [t([2, 4])], (-1,))
+    for shape, d in (([4, 3], 0), ([2, 3, 6], 2), ([2, 6, 2], 1), ([3, 3], 1), ([2, 4], 5)):
+        sample(op, ["args"], [t(shape)], (d,))
+    dtypes_of(op, [2, 4], (-1,))
+    sample(op, ["extreme"], [T(torch.tensor(EXTREME).reshape(2, 13))], (0,))
+    sample(op, ["empty"], [t([0, 4])], (-1,))
+    sample(op, ["empty"], [t([3, 0])], (-1,))
+    sample(op, ["0d"], [t([])], (0,))
+    each_layout(op, t, (0,))
+    sample(op, ["large"], [T(ramp([3, 140]), "f32", "t", is_ramp=True)], (0,))
+
+
+@samples_for("prelu")
+def prelu(op):
+    sample(op, ["plain"], [t([2, 3, 4]), t([3])])
+    sample(op, ["args"], [t([2, 3, 4]), t([1])])
+    sample(op, ["args"], [t([2, 3]), t([3])])
+    sample(op, ["args"], [t([5]), t([1])])
+    sample(op, ["args"], [t([5]), t([5])])
+    sample(op, ["args"], [t([2, 3, 4]), t([4])])
+    sample(op, ["args"], [t([2, 3, 4]), t([])])
+    sample(op, ["dtype"], [t([2, 3], "f64"), t([3], "f64")])
+    sample(op, ["dtype"], [t([2, 3], "i32"), t([3], "i32")])
+    sample(op, ["promo"], [t([2, 3]), t([3], "f64")])
+    sample(op, ["extreme"], [T(torch.tensor(EXTREME).reshape(2, 13)), T([-0.5, 2.0])])
+    sample(op, ["empty"], [t([0, 3]), t([3])])
+    sample(op, ["0d"], [t([]), t([1])])
+    each_layout(op, t, (), (t([1]),))
+
+
+@samples_for("addcmul", "addcdiv")
+def addc(op):
+    for v in (1.0, 0.5, -2.0):
+        sample(op, ["plain", "args"], [t([2, 3]), t([2, 3]), t([2, 3], lo=1)], (v,))
+    sample(op, ["bcast"], [t([2, 3]), t([3]), t([2, 1], lo=1)], (2.0,))
+    for dt in DT:
+        if dt != "f32":
+            sample(op, ["dtype", "args"], [t([2, 3], dt), t([2, 3], dt), t([2, 3], dt, lo=1)], (2.0,))
+    sample(op, ["dtype", "args"], [t([2, 3], "i32"), t([2, 3], "i32"), t([2, 3], "i32", lo=1)], (0.5,))
+    sample(op, ["promo"], [t([2, 3], "i32"), t([2, 3]), t([2, 3], "f64", lo=1)], (1.0,))
+    sample(op, ["promo"], [t([2, 3]), t([2, 3], "i64"), t([2, 3], "f32", lo=1)], (1.0,))
+    sample(op, ["extreme"], [T(EXTREME), T(list(reversed(EXTREME))), T([2.0] * len(EXTREME))], (1.0,))
+    sample(op, ["extreme", "args"], [T(EXTREME), T(EXTREME), T(EXTREME)], (math.inf,))
+    views_and_shapes(op, lambda s, d, v: t(s, d, v, lo=1), 3, (1.5,))
 
 
 def main():

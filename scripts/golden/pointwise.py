@@ -54,11 +54,34 @@ def view(t, v):
             "s": lambda: t[:, 1::2], "e": lambda: t[:, :1].expand(t.shape)}[v]()
 
 
+def cbrt(x):
+    """numpy's cbrt (torch 1.13 has none), in x's float dtype (f32 for integers)."""
+    import numpy as np
+    dt = x.dtype if x.is_floating_point() else torch.float32
+    return torch.as_tensor(np.asarray(np.cbrt(x.double().numpy()))).to(dt)
+
+
+SHIFTS = ("bitwise_left_shift", "bitwise_right_shift")
+
+
+def odd_shift(op, args):
+    """A shift count outside [0, 8): PyTorch 1.13's result depends on its loop
+    (the vectorized one gives 0, the scalar one shifts by the count modulo
+    the width); tjit defines it (0, or the sign fill). Left to test_opinfo's
+    known differences."""
+    if op not in SHIFTS:
+        return False
+    c = args[1]
+    c = c if isinstance(c, torch.Tensor) else torch.tensor(c)
+    return not c.is_floating_point() and bool(((c < 0) | (c >= 8)).any())
+
+
 def torch_fn(op):
     special = {"relu": torch.relu, "gelu": torch.nn.functional.gelu,
                "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
                "silu": torch.nn.functional.silu,
-               "sign": torch.sign, "maximum": torch.maximum, "minimum": torch.minimum}
+               "sign": torch.sign, "maximum": torch.maximum, "minimum": torch.minimum,
+               "cbrt": cbrt}
     return special.get(op) or getattr(torch, op)
 
 
@@ -107,7 +130,9 @@ def case(op, a, b="-", c="-", views="cc", tol=None, ref=None):
         d = args[-1]
         if op in ("fmod", "remainder") and isinstance(d, torch.Tensor) and \
                 not d.is_floating_point() and not args[0].is_floating_point() and (d == 0).any():
-            return   # torch raises on an integer zero divisor; tjit gives 0 (test_pointwise.c)
+            return   # torch raises on an integer zero divisor, as tjit does (test_pointwise.c)
+        if odd_shift(op, args):
+            return
     if ref is None:
         ref = compute(op, args)
     if ref is None:
@@ -255,13 +280,15 @@ for lo, hi in ((-1.0, 1.0), (-math.inf, 0.5), (0.25, math.inf), (3.0, 2.0)):
         case("clamp", n, f"={lo!r}", f"={hi!r}", views="c", ref=torch.clamp(t, lo, hi))
 case("clamp", "s_f32", "=-1.0", "=1.0", views="p",
      ref=torch.clamp(view(inputs["s_f32"], "p"), -1, 1))
-# softplus(x, beta, threshold), in f64 and rounded; integer x computes in f32 in
-# tjit (torch refuses it): its reference is that of x as f32
+# softplus(x, beta, threshold), in f64 and rounded; integer x is refused, as
+# PyTorch refuses it
 for beta, th in ((1.0, 20.0), (2.0, 3.0), (-1.5, 0.5), (0.5, 1.0), (1e-3, 20.0)):
     for n in ("s_f32", "x_f32", "s_f64", "x_f64", "a_i32", "a_bool"):
         t = inputs[n]
-        dt = t.dtype if t.is_floating_point() else torch.float32
-        ref = F.softplus(t.double(), beta, th).to(dt)
+        if not t.is_floating_point():
+            lines.append(f"softplus {n} ={beta!r} ={th!r} c err - 0 exact")
+            continue
+        ref = F.softplus(t.double(), beta, th).to(t.dtype)
         case("softplus", n, f"={beta!r}", f"={th!r}", views="c", ref=ref)
 case("softplus", "s_f32", "=2.0", "=3.0", views="p",
      ref=F.softplus(view(inputs["s_f32"], "p").double(), 2.0, 3.0).float())
