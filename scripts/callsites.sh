@@ -6,15 +6,16 @@
 # tj_compiled or tj_optimizer pointer. Each becomes
 #   #define tj_NAME(...) (tj__callsite(__FILE__, __LINE__), tj_NAME(__VA_ARGS__))
 #
-#   scripts/callsites.sh [--check|--update] [HEADER]
+#   scripts/callsites.sh [--check|--update] [HEADER [OUT]]
 #     (none)    print the generated header
-#     --check   exit 1 when tjit_callsites.h (next to HEADER) differs (make test)
+#     --check   exit 1 when OUT (default: tjit_callsites.h next to HEADER)
+#               differs (make test)
 #     --update  rewrite it when it differs (make, make callsites)
 set -euo pipefail
 mode=print
 case "${1:-}" in --check|--update) mode=${1#--}; shift ;; esac
 header=${1:-include/tjit.h}
-out=$(dirname "$header")/tjit_callsites.h
+out=${2:-$(dirname "$header")/tjit_callsites.h}
 
 names() {
     sed -nE 's/^tj_tensor \*(tj_[a-z0-9_]+)\(.*/\1/p;
