@@ -90,6 +90,9 @@ tj_tensor *ox_tensor(ox_run *r, ox_val *v);
 int ox_set(ox_val *v, tj_tensor *t);
 /* Sets v to a host integer value of dtype dt, ndim dims; 0 or -1 (too big). */
 int ox_set_host(ox_val *v, int dt, int ndim, const int64_t *shape, const int64_t *values);
+/* Sets v to the constant t (an initializer or a Constant's value), with a host
+ * copy of its elements when it is a small integer tensor. */
+void ox_set_const(ox_val *v, tj_tensor *t);
 /* Fails with "onnx: node 'name' (Op): why". */
 int ox_fail(ox_run *r, const ox_node *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* v's elements as integers (host values only: a shape, axes, ...); what names

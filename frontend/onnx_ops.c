@@ -281,22 +281,9 @@ static int op_constant(ox_run *r, const ox_node *n, ox_val **in, ox_val **out)
     const ox_attr *a = n->nattrs == 1 ? &n->attrs[0] : NULL;
     if (!a)
         return ox_fail(r, n, "needs exactly one value attribute");
-    int64_t one = 1;
     if (!strcmp(a->name, "value") && a->t) {
-        tj_tensor *t = a->t;
-        if (!tj_dtype_is_float(tj_dtype_of(t)) && tj_numel(t) <= OX_HOST_MAX) {
-            int64_t v[OX_HOST_MAX], idx[TJ_MAX_DIMS];
-            for (int64_t i = 0; i < tj_numel(t); i++) {
-                int64_t rem = i;
-                for (int k = tj_ndim(t) - 1; k >= 0; k--) {
-                    idx[k] = rem % tj_shape(t)[k];
-                    rem /= tj_shape(t)[k];
-                }
-                v[i] = (int64_t)tj_get(t, idx);
-            }
-            return ox_set_host(out[0], tj_dtype_of(t), tj_ndim(t), tj_shape(t), v);
-        }
-        return ox_set(out[0], t);
+        ox_set_const(out[0], a->t);
+        return 0;
     }
     if (!strcmp(a->name, "value_int"))
         return ox_set_host(out[0], TJ_I64, 0, NULL, &a->i);
@@ -310,7 +297,6 @@ static int op_constant(ox_run *r, const ox_node *n, ox_val **in, ox_val **out)
             v[k] = (float)a->floats[k];
         return ox_set(out[0], tj_from_data(TJ_F32, 1, (int64_t[]){a->n}, v));
     }
-    (void)one;
     return ox_fail(r, n, "value attribute '%s' is not supported", a->name);
 }
 

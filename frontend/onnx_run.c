@@ -72,8 +72,7 @@ const int64_t *ox_ints(ox_run *r, const ox_node *n, const ox_val *v, const char 
     return v->hv;
 }
 
-/* A host copy of t when it is a small integer constant. */
-static void keep_on_host(ox_val *v, tj_tensor *t)
+void ox_set_const(ox_val *v, tj_tensor *t)
 {
     tj_dtype dt = tj_dtype_of(t);
     if (!tj_dtype_is_float(dt) && tj_numel(t) <= OX_HOST_MAX) {
@@ -311,7 +310,7 @@ int tj_onnx_run(void *model, tj_tensor *const *args, int nargs, tj_tensor **outs
     }
     ox_run r = {m, NULL};
     for (int k = 0; k < m->ninits; k++)
-        keep_on_host(&vals[k], m->inits[k]);
+        ox_set_const(&vals[k], m->inits[k]);
     for (int k = 0; k < nargs; k++)
         vals[m->input_slot[k]].t = args[k];
     int rc = 0;
