@@ -38,6 +38,8 @@ void ir_set(ir_type *out, tj_dtype dtype, int ndim, const int64_t *shape);
 /* Normalizes and validates a list of dims (no repeats) into a bitmask;
  * an empty list selects every dim. Returns -1 with err set on a bad dim. */
 int ir_dims_mask(const ir_attr *dims, int ndim, uint32_t *mask, char *err, size_t nerr);
+/* out: t with the dims of mask reduced out (kept as size 1 with keepdim), dtype dt. */
+void ir_reduced_shape(const ir_type *t, uint32_t mask, bool keepdim, ir_type *out, tj_dtype dt);
 
 /* nn and linalg (issue 11): the max_pool2d/avg_pool2d attributes of a
  * max_pool1d/avg_pool1d (op) with attributes a: H has kernel 1, stride 1, no

@@ -98,13 +98,6 @@ int ir_infer_matrix_norm(IR_INFER_ARGS)
     if (dims->n && ir_dims_mask(dims, x->ndim, &mask, err, nerr))
         return -1;
     bool keep = a->a[1].i[0] != 0;
-    int nd = 0;
-    int64_t shape[TJ_MAX_DIMS];
-    for (int d = 0; d < x->ndim; d++)
-        if (!(mask >> d & 1))
-            shape[nd++] = x->shape[d];
-        else if (keep)
-            shape[nd++] = 1;
-    ir_set(out, x->dtype, nd, shape);
+    ir_reduced_shape(x, mask, keep, out, x->dtype);
     return 0;
 }

@@ -96,14 +96,7 @@ int ir_infer_vector_norm(IR_INFER_ARGS)
     if (need_float(x, "input", err, nerr) || ir_dims_mask(&a->a[1], x->ndim, &mask, err, nerr))
         return -1;
     bool keep = a->a[2].i[0] != 0;
-    int nd = 0;
-    int64_t shape[TJ_MAX_DIMS];
-    for (int d = 0; d < x->ndim; d++)
-        if (!(mask >> d & 1))
-            shape[nd++] = x->shape[d];
-        else if (keep)
-            shape[nd++] = 1;
-    ir_set(out, x->dtype, nd, shape);
+    ir_reduced_shape(x, mask, keep, out, x->dtype);
     return 0;
 }
 

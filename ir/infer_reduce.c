@@ -13,8 +13,7 @@
  */
 #include "infer.h"
 
-/* Result shape of reducing `mask` out of t (kept as size 1 with keepdim). */
-static void reduced_shape(const ir_type *t, uint32_t mask, bool keepdim, ir_type *out,
+void ir_reduced_shape(const ir_type *t, uint32_t mask, bool keepdim, ir_type *out,
                           tj_dtype dt)
 {
     int n = 0;
@@ -40,7 +39,7 @@ static int reduce_to(ir_op op, const ir_type *x, const ir_attrs *a, tj_dtype dt,
 {
     if (ir_dims_mask(&a->a[0], x->ndim, mask, err, nerr))
         return -1;
-    reduced_shape(x, *mask, keepdim_of(op, a), out, dt);
+    ir_reduced_shape(x, *mask, keepdim_of(op, a), out, dt);
     return 0;
 }
 
