@@ -98,8 +98,13 @@ static ncls classify_reduce(const ir_node *n, char *why, size_t nw)
         snprintf(why, nw, "reduction kind without a kernel lowering (eager call)");
         return C_OTHER;
     }
-    if (!ir_dtype_is_float(n->in[0]->type.dtype) || n->type.dtype != n->in[0]->type.dtype) {
-        snprintf(why, nw, "integer reductions run eagerly");
+    /* floats reduce in their own dtype; integers and bools as torch does:
+     * sum and prod in i64, amax and amin in the element type */
+    tj_dtype in = n->in[0]->type.dtype, out = n->type.dtype;
+    bool fl = ir_dtype_is_float(in);
+    if (fl ? out != in : n->op == OP_var || out != (n->op == OP_sum || n->op == OP_prod ? TJ_I64 : in)) {
+        snprintf(why, nw, "%s from %s to %s runs eagerly", ir_ops[n->op].name, tj_dtype_name(in),
+                 tj_dtype_name(out));
         return C_OTHER;
     }
     if (!ir_innermost(red_mask(n), n->in[0]->type.ndim)) {
@@ -134,11 +139,9 @@ static ncls classify(const ir_node *n, char *why, size_t nw)
     case IR_POINTWISE:
         if (n->op == OP_clamp && ir_dtype_is_float(n->type.dtype))
             return C_PW;
-        if (n->op == OP_cast && !(ir_dtype_is_float(n->in[0]->type.dtype) && !ir_dtype_is_float(n->type.dtype)))
+        if (n->op == OP_cast)
             return C_PW;
-        snprintf(why, nw, n->op == OP_clamp  ? "integer clamp runs eagerly"
-                          : n->op == OP_cast ? "float to integer cast runs eagerly"
-                                             : "no kernel lowering (eager call)");
+        snprintf(why, nw, n->op == OP_clamp ? "integer clamp runs eagerly" : "no kernel lowering (eager call)");
         return C_OTHER;
     case IR_REDUCE: return classify_reduce(n, why, nw);
     case IR_CREATE:
