@@ -23,7 +23,7 @@
 #include <stdint.h>
 
 /* Bump whenever the code generator's output for the same IR may change. */
-#define CG_CODEGEN_VERSION 1
+#define CG_CODEGEN_VERSION 2
 
 /* Default bound of a cache's memory layer, in bytes of object code. */
 #define CG_CACHE_MEM_LIMIT ((size_t)64 << 20)

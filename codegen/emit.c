@@ -489,7 +489,7 @@ static LLVMValueRef combine(em *e, cg_red red, tj_dtype dt, LLVMValueRef acc, LL
 }
 
 /* The identity of a reduction in dtype dt: 0, 1, or the far end of dt's range
- * for max/min (-inf/inf for floats). */
+ * for max/min (-inf/inf for floats; false and true for bool). */
 static LLVMValueRef red_init(em *e, cg_red red, tj_dtype dt)
 {
     LLVMTypeRef t = ty_of(e, dt);
@@ -497,6 +497,8 @@ static LLVMValueRef red_init(em *e, cg_red red, tj_dtype dt)
         return LLVMConstReal(t, red == CG_SUM ? 0.0 : red == CG_PROD ? 1.0 : red == CG_MAX ? -INFINITY : INFINITY);
     if (red == CG_SUM || red == CG_PROD)
         return LLVMConstInt(t, red == CG_PROD, 0);
+    if (dt == TJ_BOOL)
+        return LLVMConstInt(t, red == CG_MIN, 0);
     unsigned bits = LLVMGetIntTypeWidth(t);
     unsigned long long ones = bits == 64 ? ~0ULL : (1ULL << bits) - 1;
     unsigned long long v = is_signed_int(dt) ? (red == CG_MAX ? 1ULL << (bits - 1) : ones >> 1)

@@ -177,9 +177,16 @@ static int variance(lw *L, const ir_node *n, int x)
     return formula(L, OP_div, dt, m2, den);
 }
 
+/* any and all are amax and amin of x as bool (whose identities are false and
+ * true, so an empty row needs no special case), stored as bool (u8 for a u8
+ * x, as torch does). */
 static int reduce(lw *L, const ir_node *n, int x)
 {
-    x = cg_add_cvt(&L->out->k, x, ir_dtype_wide(n->type.dtype));   /* f16, bf16: f32 accumulators */
+    cg_kernel *k = &L->out->k;
+    if (n->op == OP_any || n->op == OP_all)
+        return cg_add_cvt(k, cg_add_reduce(k, n->op == OP_any ? CG_MAX : CG_MIN, cg_add_cvt(k, x, TJ_BOOL)),
+                          n->type.dtype);
+    x = cg_add_cvt(k, x, ir_dtype_wide(n->type.dtype));   /* f16, bf16: f32 accumulators */
     if (n->op == OP_var)
         return variance(L, n, x);
     cg_red r = n->op == OP_sum ? CG_SUM : n->op == OP_prod ? CG_PROD : n->op == OP_amax ? CG_MAX : CG_MIN;

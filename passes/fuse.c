@@ -94,7 +94,9 @@ static bool types_ok(const ir_node *n)
 
 static ncls classify_reduce(const ir_node *n, char *why, size_t nw)
 {
-    if (n->op != OP_sum && n->op != OP_prod && n->op != OP_amax && n->op != OP_amin && n->op != OP_var) {
+    bool anyall = n->op == OP_any || n->op == OP_all;   /* amax/amin of x as bool */
+    if (!anyall && n->op != OP_sum && n->op != OP_prod && n->op != OP_amax && n->op != OP_amin &&
+        n->op != OP_var) {
         snprintf(why, nw, "reduction kind without a kernel lowering (eager call)");
         return C_OTHER;
     }
@@ -102,7 +104,8 @@ static ncls classify_reduce(const ir_node *n, char *why, size_t nw)
      * sum and prod in i64, amax and amin in the element type */
     tj_dtype in = n->in[0]->type.dtype, out = n->type.dtype;
     bool fl = ir_dtype_is_float(in);
-    if (fl ? out != in : n->op == OP_var || out != (n->op == OP_sum || n->op == OP_prod ? TJ_I64 : in)) {
+    if (!anyall &&
+        (fl ? out != in : n->op == OP_var || out != (n->op == OP_sum || n->op == OP_prod ? TJ_I64 : in))) {
         snprintf(why, nw, "%s from %s to %s runs eagerly", ir_ops[n->op].name, tj_dtype_name(in),
                  tj_dtype_name(out));
         return C_OTHER;

@@ -422,22 +422,27 @@ static tj_tensor *model_reduce_int(void *ctx, tj_tensor *const *a, int n)
     case 0: return tj_sum(a[0], dims, r->ndims, r->keep);
     case 1: return tj_amax(a[0], dims, r->ndims, r->keep);
     case 2: return tj_amin(a[0], dims, r->ndims, r->keep);
-    default: return tj_prod(a[0], dims, r->ndims, r->keep);
+    case 3: return tj_prod(a[0], dims, r->ndims, r->keep);
+    case 4: return tj_any(a[0], dims, r->ndims, r->keep);
+    default: return tj_all(a[0], dims, r->ndims, r->keep);
     }
 }
 
 /* Integer and bool reductions compile to one kernel: sum and prod in i64
  * (i8's whole range, so sums of i8 exceed i8; prods wrap as the eager loop's
- * do), amax and amin in the element type, signed or unsigned. Exact. */
+ * do), amax and amin in the element type, signed or unsigned; any and all of
+ * every dtype (floats with NaN, inf and zeros among their values). Exact. */
 static void test_reductions_int(void **state)
 {
-    const tj_dtype dts[] = {TJ_I64, TJ_I32, TJ_I16, TJ_I8, TJ_U8, TJ_BOOL};
+    const tj_dtype dts[] = {TJ_I64, TJ_I32, TJ_I16, TJ_I8, TJ_U8, TJ_BOOL, TJ_F32, TJ_F64};
     for (size_t d = 0; d < sizeof dts / sizeof *dts; d++)
-        for (int kind = 0; kind < 4; kind++)
+        for (int kind = ir_dtype_is_float(dts[d]) ? 4 : 0; kind < 6; kind++)
             for (int nd = 1; nd <= 2; nd++) {
                 tj_scope_begin();
                 redctx r = {kind, nd, nd == 2};
                 tj_tensor *x = tj_reshape(values(dts[d], 4 * 9 * 67, 7), 3, (int64_t[]){4, 9, 67});
+                if (kind == 5)   /* all: mostly true rows, so both results occur */
+                    x = tj_ne_s(x, 3);
                 char what[64];
                 snprintf(what, sizeof what, "reduction %d of %s over %d dims", kind, tj_dtype_name(dts[d]), nd);
                 compare_x(model_reduce_int, &r, &x, 1, 0, ONE_KERNEL, what);
