@@ -211,7 +211,7 @@ static void test_key_sensitive(void **state)
     assert_string_not_equal(base.hex, k.hex);
     /* Fields are length-prefixed: moving a character across a boundary counts. */
     cg_key a, b;
-    cg_key_env e1 = {"ab", "c", "19", 1}, e2 = {"a", "bc", "19", 1};
+    cg_key_env e1 = {"ab", "c", "19", "1"}, e2 = {"a", "bc", "19", "1"};
     cg_key_make_env("x", 1, &e1, &a);
     cg_key_make_env("x", 1, &e2, &b);
     assert_string_not_equal(a.hex, b.hex);
