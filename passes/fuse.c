@@ -159,6 +159,29 @@ static ncls classify(const ir_node *n, char *why, size_t nw)
     return C_OTHER;
 }
 
+const char *ps_fuse_lowering(int op, char *why, size_t nw)
+{
+    why[0] = '\0';
+    if (op < 0 || op >= IR_NUM_OPS || !ir_ops[op].prim)
+        return "decomposed";
+    /* a node of op over f32[4,8] operands, attributes zero (reductions: all dims) */
+    ir_node x = {.op = IR_OP_INPUT, .nin = 0, .type = {.dtype = TJ_F32, .ndim = 2, .shape = {4, 8}}};
+    ir_node *ins[8] = {&x, &x, &x, &x, &x, &x, &x, &x};
+    ir_attr attrs[IR_MAX_ATTRS] = {{0}};
+    for (int k = 0; k < ir_ops[op].nattrs; k++)
+        if (ir_ops[op].attrs[k].kind == IR_ATTR_DTYPE)
+            attrs[k].i[0] = TJ_F32;
+    ir_node n = {.op = (ir_op)op, .nin = ir_ops[op].nmin > 8 ? 8 : ir_ops[op].nmin, .type = x.type, .in = ins,
+                 .attrs = attrs};
+    switch (classify(&n, why, nw)) {
+    case C_PW:
+    case C_RED:
+    case C_CONST: return "kernel";
+    case C_VIEW: return "view";
+    default: return "eager call";
+    }
+}
+
 /* ---- union-find with member lists ------------------------------------------------------ */
 
 static int find(fz *F, int k)
