@@ -10,8 +10,9 @@
  *                 (Murray 2016; upper: L = U^T, G^T)
  *   qr (m >= n)   (gQ + Q copyltu(M)) R^-T, M = R gR^T - gQ^T Q, copyltu(M)
  *                 the symmetric matrix of M's lower triangle; qr_q and qr_r
- *                 each give their part (the other gradient zero). m < n is
- *                 refused with a message.
+ *                 each give their part (the other gradient zero). m < n:
+ *                 A = [X | Y], R = [U | V]: gY = Q gV, gX the square rule
+ *                 with gQ + Y gV^T.
  * A singular matrix has no gradient here (det's and slogdet's need A^-1). */
 #include "autograd.h"
 
@@ -56,24 +57,42 @@ AG_VJP(cholesky)
     return 0;
 }
 
-/* gA of A = QR (m >= n) given gQ or gR (the other NULL: zero). */
-static tj_tensor *qr_grad(const ag_ctx *c, tj_tensor *gq, tj_tensor *gr)
+/* gA of A = QR for a square or tall A (m >= n) given gQ or gR (the other
+ * NULL: zero). */
+static tj_tensor *qr_grad_tall(tj_tensor *q, tj_tensor *r, tj_tensor *gq, tj_tensor *gr)
 {
-    int64_t m = X->shape[X->ndim - 2], n = X->shape[X->ndim - 1];
-    if (m < n) {
-        tj_set_error("qr: no gradient for a wide matrix (%lld rows < %lld columns)",
-                     (long long)m, (long long)n);
-        return NULL;
+    tj_tensor *mm = gr ? tj_matmul(r, mT(gr)) : NULL;
+    if (gq) {
+        tj_tensor *qq = tj_matmul(mT(gq), q);
+        mm = mm ? tj_sub(mm, qq) : tj_neg(qq);
     }
-    tj_tensor *r = NULL, *q = tj_qr(X, &r);
-    if (!q)
-        return NULL;
-    tj_tensor *mm = gr ? tj_matmul(r, mT(gr)) : tj_neg(tj_matmul(mT(gq), q));
     tj_tensor *sym = tj_add(tj_tril(mm, 0), mT(tj_tril(mm, -1)));
     tj_tensor *top = tj_matmul(q, sym);
     if (gq)
         top = tj_add(gq, top);
     return tj_matmul(top, mT(tj_inv(r)));
+}
+
+/* A wide A = [X | Y] (m < n) has Q R = A with R = [U | V], X = Q U square:
+ * gY = Q gV, and X's gradient is the square one with gQ + Y gV^T (as
+ * TensorFlow's QrGrad). */
+static tj_tensor *qr_grad(const ag_ctx *c, tj_tensor *gq, tj_tensor *gr)
+{
+    int64_t m = X->shape[X->ndim - 2], n = X->shape[X->ndim - 1];
+    tj_tensor *r = NULL, *q = tj_qr(X, &r);
+    if (!q)
+        return NULL;
+    if (m >= n)
+        return qr_grad_tall(q, r, gq, gr);
+    tj_tensor *u = tj_narrow(r, -1, 0, m), *y = tj_narrow(X, -1, m, n - m);
+    tj_tensor *gu = gr ? tj_narrow(gr, -1, 0, m) : NULL, *gv = gr ? tj_narrow(gr, -1, m, n - m) : NULL;
+    if (gv) {
+        tj_tensor *ygv = tj_matmul(y, mT(gv));
+        gq = gq ? tj_add(gq, ygv) : ygv;
+    }
+    tj_tensor *parts[2] = {qr_grad_tall(q, u, gq, gu),
+                           gv ? tj_matmul(q, gv) : tj_zeros(X->dtype, y->ndim, y->shape)};
+    return tj_cat(parts, 2, -1);
 }
 
 AG_VJP(qr_q) { AG_SET(0, qr_grad(c, g, NULL)); return 0; }
