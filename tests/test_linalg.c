@@ -2,7 +2,8 @@
  * slogdet, slogdet_sign, cholesky, qr_q, qr_r) against PyTorch's
  * torch.linalg (tests/golden/linalg, scripts/golden/linalg.py): batched, f32
  * and f64, strided inputs, f16 computed in f32, empty matrices, compiled ==
- * eager; gradients against PyTorch's (f64 finite differences: the gradcheck
+ * eager, a compiled training step (joint forward and backward) == eager;
+ * gradients against PyTorch's (f64 finite differences: the gradcheck
  * graph linalg_lapack of tests/grad/cases.tir, test_autograd.c);
  * and every error: integer dtypes, fewer than 2 dims, non-square, solve's
  * dtype, row and batch mismatches, a singular matrix (inv, solve: the batch
@@ -193,6 +194,49 @@ static void test_compiled(void **state)
     }
 }
 
+/* A compiled training step through the LAPACK ops: w requires grad; the
+ * compiled backward (the joint graph, VJPs traced) gives eager's gradient. */
+static tj_tensor *train_fn(void *ctx, tj_tensor *const *args, int nargs)
+{
+    (void)nargs;
+    tj_tensor *w = ctx, *a = tj_add(args[0], w), *sign = NULL;
+    tj_tensor *x = tj_solve(a, args[1]), *l = tj_slogdet(a, &sign);
+    tj_tensor *spd = tj_add(tj_matmul(a, tj_transpose(a, -1, -2)), tj_eye(tj_dtype_of(a), 4, -1));
+    tj_tensor *r = NULL, *q = tj_qr(tj_cholesky(spd, false), &r);
+    tj_tensor *t = tj_add(tj_sum(tj_mul(x, x), NULL, 0, false), tj_sum(l, NULL, 0, false));
+    tj_tensor *d = tj_unsqueeze(tj_unsqueeze(tj_det(a), -1), -1);
+    t = tj_add(t, tj_sum(tj_mul(tj_inv(a), d), NULL, 0, false));
+    return tj_add(t, tj_add(tj_sum(q, NULL, 0, false), tj_sum(r, NULL, 0, false)));
+}
+
+static void test_compiled_training(void **state)
+{
+    (void)state;
+    tj_scope_begin();
+    tj_tensor *args[2] = {G("f64", "a"), G("f64", "b")};
+    tj_tensor *w = tj_zeros(TJ_F64, 2, (int64_t[]){4, 4});
+    assert_int_equal(tj_requires_grad(w, true), 0);
+    assert_int_equal(tj_backward(train_fn(w, args, 2)), 0);
+    tj_tensor *want = tj_clone((tj_tensor *)tj_grad(w));
+    tj_zero_grad(w);
+    tj_compiled *m = tj_compile(train_fn, w, NULL);
+    assert_non_null(m);
+    for (int k = 0; k < 2; k++) {   /* traced once, run twice */
+        tj_zero_grad(w);
+        tj_tensor *y = tj_call(m, args, 2);
+        assert_non_null(y);
+        assert_int_equal(tj_backward(y), 0);
+        tu_assert_close((tj_tensor *)tj_grad(w), want, 1e-9, 1e-9);
+    }
+    tj_compiled_stats st;
+    assert_int_equal(tj_compiled_stats_get(m, &st), 0);
+    assert_int_equal(st.backward.graphs, 1);
+    assert_int_equal((int)st.backward.calls, 2);
+    assert_int_equal(st.backward.breaks, 0);
+    tj_compiled_free(m);
+    tj_scope_end();
+}
+
 /* ---- gradients: PyTorch's (f64) ------------------------------------------------------ */
 
 typedef tj_tensor *(*op_fn)(tj_tensor **x);
@@ -254,6 +298,7 @@ int main(void)
         cmocka_unit_test(test_inv_det),       cmocka_unit_test(test_solve),
         cmocka_unit_test(test_cholesky_qr),   cmocka_unit_test(test_half_and_empty),
         cmocka_unit_test(test_errors),        cmocka_unit_test(test_compiled),
+        cmocka_unit_test(test_compiled_training),
         cmocka_unit_test(test_grad_golden),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
