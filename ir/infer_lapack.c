@@ -103,8 +103,6 @@ int ir_infer_solve(IR_INFER_ARGS)
         return ir_fail(err, nerr, "B must have at least 1 dim, got 0-D");
     bool vec = ir_solve_vector_rhs(A->ndim, A->shape, B->ndim, B->shape);
     int64_t n = A->shape[A->ndim - 1], bn = B->shape[B->ndim - (vec ? 1 : 2)];
-    if (!vec && B->ndim < 2)
-        return ir_fail(err, nerr, "B must be a vector or a matrix");
     if (bn != n)
         return ir_fail(err, nerr, "A is %s by %s but B has %s rows", IR_DIM(n), IR_DIM(n),
                        IR_DIM(bn));

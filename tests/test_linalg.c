@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "../ir/graph.h"
 #include "util.h"
 
 static tj_tensor *G(const char *dt, const char *name)
@@ -154,6 +155,24 @@ static void test_errors(void **state)
                     "batch element 0 of 1", "order 2", NULL);
     tu_assert_error(tj_cholesky(np, true), "cholesky", "not positive-definite", NULL);
     tj_scope_end();
+}
+
+/* Symbolic sizes (dynamic shapes): a square [s0,s0] is one; qr needs concrete sizes. */
+static void test_symbolic(void **state)
+{
+    (void)state;
+    ir_type t = {TJ_F32, 2, false, {IR_SYM(0), IR_SYM(0)}}, out;
+    const ir_type *in[2] = {&t, &t};
+    ir_attrs at = {0};
+    char err[256];
+    assert_int_equal(ir_infer(OP_inv, in, 1, &at, &out, err, sizeof err), 0);
+    assert_int_equal(out.shape[0], IR_SYM(0));
+    assert_int_equal(ir_infer(OP_solve, in, 2, &at, &out, err, sizeof err), 0);
+    assert_int_not_equal(ir_infer(OP_qr_q, in, 1, &at, &out, err, sizeof err), 0);
+    assert_non_null(strstr(err, "concrete"));
+    t.shape[1] = 3;
+    assert_int_not_equal(ir_infer(OP_det, in, 1, &at, &out, err, sizeof err), 0);
+    assert_non_null(strstr(err, "square"));
 }
 
 /* ---- compiled == eager --------------------------------------------------------------- */
@@ -298,7 +317,7 @@ int main(void)
         cmocka_unit_test(test_inv_det),       cmocka_unit_test(test_solve),
         cmocka_unit_test(test_cholesky_qr),   cmocka_unit_test(test_half_and_empty),
         cmocka_unit_test(test_errors),        cmocka_unit_test(test_compiled),
-        cmocka_unit_test(test_compiled_training),
+        cmocka_unit_test(test_compiled_training), cmocka_unit_test(test_symbolic),
         cmocka_unit_test(test_grad_golden),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
