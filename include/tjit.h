@@ -592,6 +592,26 @@ tj_tensor *tj_cdist(tj_tensor *x1, tj_tensor *x2, double p);
 tj_tensor *tj_matrix_norm(tj_tensor *x, const int *dims, bool keepdim);
 /* ==== end of nn and linalg ops ============================================= */
 
+/* ==== linalg via LAPACK (issue 11; torch.linalg's names and semantics) ======
+ * Matrices are the last two dims, batched over the leading ones; f32 and f64
+ * (f16/bf16 compute in f32), integer inputs are refused. A singular matrix
+ * (tj_inv, tj_solve) or one that is not positive-definite (tj_cholesky) gives
+ * NULL with the batch element and pivot in the message.
+ * tj_solve(a, b): X with a X = b; b [*,n,k], or a vector [*,n] when it is 1-D
+ * or has a's shape without its last dim; batch dims broadcast; one dtype.
+ * tj_det, tj_slogdet: [*,n,n] -> [*]; tj_slogdet returns log|det| and, through
+ * *sign if not NULL, the sign (-1, 0, 1; a singular matrix: 0 and -inf).
+ * tj_cholesky: L with a = L L^T from a's lower triangle (upper: U with
+ * a = U^T U, from the upper triangle). tj_qr: reduced QR, Q [*,m,k] returned
+ * and R [*,k,n] through *r if not NULL, k = min(m,n), LAPACK's signs. */
+tj_tensor *tj_inv(tj_tensor *a);
+tj_tensor *tj_solve(tj_tensor *a, tj_tensor *b);
+tj_tensor *tj_det(tj_tensor *a);
+tj_tensor *tj_slogdet(tj_tensor *a, tj_tensor **sign);
+tj_tensor *tj_cholesky(tj_tensor *a, bool upper);
+tj_tensor *tj_qr(tj_tensor *a, tj_tensor **r);
+/* ==== end of linalg via LAPACK ============================================== */
+
 /* ---- data movement ----------------------------------------------------- */
 tj_tensor *tj_cat(tj_tensor *const *xs, int n, int dim);
 tj_tensor *tj_stack(tj_tensor *const *xs, int n, int dim);

@@ -72,6 +72,11 @@ bool ir_broadcast(const ir_type *a, const ir_type *b, int *ndim, int64_t *shape)
 int ir_norm_dim(int64_t dim, int ndim);
 /* Python slice clamping of one bound (start or end) against a dim of size n. */
 int64_t ir_slice_bound(int64_t v, int64_t n);
+/* linalg via LAPACK (issue 11): whether solve's B (bndim dims) is a vector
+ * right-hand side for A (andim dims): torch.linalg.solve's rule (infer_lapack.c). */
+bool ir_solve_vector_rhs(int andim, const int64_t *ashape, int bndim, const int64_t *bshape);
+/* Whether op is one of those rows (their kernels call LAPACK: eager calls in plans). */
+bool ir_op_lapack(int op);
 
 /* ---- ops ------------------------------------------------------------------ */
 typedef enum ir_op {

@@ -153,6 +153,8 @@ static ncls classify(const ir_node *n, char *why, size_t nw)
         break;
     default: break;
     }
+    if (!why[0] && ir_op_lapack(n->op))   /* linalg via LAPACK (issue 11) */
+        snprintf(why, nw, "LAPACK routine, no kernel lowering (eager call)");
     if (!why[0])
         snprintf(why, nw, o->prim ? "%s op (eager call)" : "composite %s op, not decomposed (eager call)",
                  ir_kind_name(o->kind));

@@ -163,6 +163,18 @@ const char *rt_blas_core(void)
     return blas.corename ? blas.corename() : "unknown";
 }
 
+void *rt_blas_sym(const char *name)
+{
+    if (!blas_ready())
+        return NULL;
+    void *f = dlsym(blas.lib, name);
+    if (!f)
+        rt_error("OpenBLAS (%s) lacks the LAPACK routine %s: install libopenblas0 (its LAPACK "
+                 "is built in) or run scripts/install-deps.sh",
+                 blas_name(&(bool){false}), name);
+    return f;
+}
+
 /* CBLAS takes int sizes: larger problems are refused with a clear message. */
 static bool fits_int(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc)
 {

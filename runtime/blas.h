@@ -20,6 +20,11 @@ int rt_dgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double
              const double *a, int64_t lda, const double *b, int64_t ldb, double beta,
              double *c, int64_t ldc);
 
+/* linalg via LAPACK (issue 11): the address of one of OpenBLAS's symbols (a
+ * LAPACK routine such as "dgetrf_"), loading it if needed; NULL with an error
+ * recorded when it cannot be loaded or lacks the symbol. */
+void *rt_blas_sym(const char *name);
+
 /* Keeps OpenBLAS's thread count equal to the runtime pool's (pool.c calls it). */
 void rt_blas_set_threads(int n);
 

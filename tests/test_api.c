@@ -48,6 +48,7 @@ typedef struct entry {
 #define tj_add_alpha tj_add_ex                    /* torch.add(a, b, alpha=); tj_add_s_ex too */
 #define tj_sub_alpha tj_sub_ex
 #define tj_div_mode tj_div_ex                     /* torch.div(a, b, rounding_mode=) */
+#define tj_qr_q tj_qr                             /* linalg via LAPACK: Q, and R when asked */
 
 /* Internal rows: no public function records them. Each maps to NULL here
  * and has its reason in internal_rows[]. */
@@ -57,6 +58,8 @@ typedef struct entry {
 #define tj_max_pool2d_indices TJ_NO_ENTRY
 #define tj_cummax_indices TJ_NO_ENTRY
 #define tj_cummin_indices TJ_NO_ENTRY
+#define tj_slogdet_sign TJ_NO_ENTRY   /* linalg via LAPACK (issue 11) */
+#define tj_qr_r TJ_NO_ENTRY
 
 static const struct {
     const char *op, *why;
@@ -68,6 +71,8 @@ static const struct {
                            "max_pool2d when asked for the indices (a node has one result)"},
     {"cummax_indices", "tj_cummax's indices: recorded when asked for (a node has one result)"},
     {"cummin_indices", "tj_cummin's indices: recorded when asked for (a node has one result)"},
+    {"slogdet_sign", "tj_slogdet's sign: recorded when asked for (a node has one result)"},
+    {"qr_r", "tj_qr's R: recorded when asked for (a node has one result)"},
 };
 
 /* Fills out (IR rows at most) from ops.def; returns the row count. */
@@ -100,6 +105,9 @@ static int entry_table(entry *out, int max)
 #undef tj_max_pool2d_indices
 #undef tj_cummax_indices
 #undef tj_cummin_indices
+#undef tj_slogdet_sign
+#undef tj_qr_r
+#undef tj_qr_q
 #undef tj_sdpa
 #undef tj_copy
 #undef tj_add_alpha

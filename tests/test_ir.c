@@ -115,6 +115,8 @@ static int example_lists(in_list *out)
         {3, {TY(F32, 3, 5), TY(F32, 3, 4), TY(F32, 4, 5)}},
         {3, {TY(F32, 3), TY(F32, 3, 4), TY(F32, 4)}},
         {2, {TY(F32, 2, 3, 8), TY(F32, 4, 3, 2)}},
+        /* linalg via LAPACK (issue 11): solve's A, B */
+        {2, {TY(F32, 2, 3, 3), TY(F32, 2, 3, 4)}},
     };
     int n = (int)(sizeof lists / sizeof *lists);
     memcpy(out, lists, sizeof lists);
@@ -166,6 +168,8 @@ static const struct {
     {"max_val", {"1", "6"}},        {"lambd", {"0.5", "2"}},
     {"nan", {"0", "1.5"}},          {"posinf", {"nan", "100"}},
     {"neginf", {"nan", "-100"}},
+    /* linalg via LAPACK (issue 11) */
+    {"upper", {"0", "1"}},
 };
 
 static int examples_of(const char *attr, const char *const **vals)

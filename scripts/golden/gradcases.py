@@ -123,6 +123,18 @@ NN_GRAD = {
                                                          a["keepdim"]),
 }
 # ==== end of nn and linalg ==========================================================
+# ==== linalg via LAPACK (issue 11) ==================================================
+LAPACK = {
+    "inv": lambda i, a: torch.linalg.inv(i[0]),
+    "det": lambda i, a: torch.linalg.det(i[0]),
+    "slogdet": lambda i, a: torch.linalg.slogdet(i[0])[1],
+    "slogdet_sign": lambda i, a: torch.linalg.slogdet(i[0])[0],
+    "solve": lambda i, a: torch.linalg.solve(i[0], i[1]),
+    "cholesky": lambda i, a: torch.linalg.cholesky(i[0], upper=a["upper"]),
+    "qr_q": lambda i, a: torch.linalg.qr(i[0])[0],
+    "qr_r": lambda i, a: torch.linalg.qr(i[0])[1],
+}
+# ==== end of linalg via LAPACK ======================================================
 # ---- indexing, scans and shapes (ops.def's section of that name) ----
 IDX = {
     "narrow": lambda i, a: torch.narrow(i[0], a["dim"], a["start"], a["length"]),
@@ -182,6 +194,8 @@ def run_op(op, ins, a):
         return NN_GRAD[op](ins, a)
     if op in IDX:
         return IDX[op](ins, a)
+    if op in LAPACK:
+        return LAPACK[op](ins, a)
     if op in UNARY:
         return UNARY[op](x)
     if op == "scalar":
