@@ -6,11 +6,15 @@
  *                 padding), the kD slices concatenated per group into channels
  *                 -> [N*D', groups*kD*C/groups, H, W]; w [O,Cg,kD,kH,kW] ->
  *                 [O, kD*Cg, kH, kW]; the result [N*D',O,H',W'] permuted back
- *   conv_transpose1d/2d/3d  the convolution (conv1d/2d/3d, stride 1) of x with
- *                 stride-1 zeros inserted between its elements, padded by
- *                 dil(k-1) - p before and dil(k-1) - p + output_padding after
- *                 (negative: cropped), with w [C,O/g,k..] regrouped to
- *                 [O, C/g, k..] and flipped in space
+ *   conv_transpose1d/2d/3d  strided without dilation: the sub-pixel form
+ *                 (conv_transpose_phases), one stride-1 convolution whose
+ *                 output channels hold the stride phases, interleaved; else
+ *                 the convolution (conv1d/2d/3d, stride 1) of x with stride-1
+ *                 zeros inserted between its elements, padded by dil(k-1) - p
+ *                 before and dil(k-1) - p + output_padding after (negative:
+ *                 cropped), with w [C,O/g,k..] regrouped to [O, C/g, k..] and
+ *                 flipped in space (the phases do a 1/stride^nd share of its
+ *                 multiplications, the rest being the inserted zeros)
  *   max_pool3d, avg_pool3d  separable: the 2-D pool over (H, W) of
  *                 [N, C*D, H, W], then the 2-D pool with kernel (kD, 1) over
  *                 [N*C, 1, D, H'*W']. Max is separable; so is the average,
@@ -151,6 +155,72 @@ static ir_node *dilate(ps_builder *b, ir_node *x, const ir_convnd *c)
     return ps_b_reshape(b, x, flat, 2 + c->nd);
 }
 
+/* Stride > 1, dilation 1: the sub-pixel form. Along a dim of stride s and kernel
+ * K (J = ceil(K / s) taps per phase), result index t = o + p = q s + r takes
+ * sum_j x[q - j] w[r + s j]: for each phase r a stride-1 convolution of x
+ * (padded J-1 before, J after) by w[r::s] flipped. The phases are stacked into
+ * the output channels of one convolution, [N, G, s.., O/G, Q..], interleaved
+ * to [N, O, Q s..] and cropped to [p, p + out). */
+static ir_node *conv_transpose_phases(ps_builder *b, const ir_convnd *c, ir_node *x, ir_node *w0,
+                                      ir_node *bias)
+{
+    int nd = c->nd;
+    const ir_type *wt = &w0->type;
+    int64_t N = x->type.shape[0], G = c->groups, Cin = wt->shape[0], Og = wt->shape[1];
+    int64_t J[3], P = 1, xpads[6], wpads[6], wsplit[2 + 6], wperm[2 + 6], flip[3];
+    int64_t ph[4 + 3], perm7[4 + 3], wfin[2 + 3], ysplit[2 + 6], yperm[2 + 6], yflat[2 + 3];
+    int64_t crop[6];
+    wsplit[0] = Cin, wsplit[1] = Og;
+    for (int d = 0; d < nd; d++) {
+        int64_t s = c->stride[d], k = nd - 1 - d;
+        J[d] = (c->kernel[d] + s - 1) / s;
+        P *= s;
+        xpads[2 * k] = J[d] - 1, xpads[2 * k + 1] = J[d];
+        wpads[2 * k] = 0, wpads[2 * k + 1] = J[d] * s - c->kernel[d];
+        wsplit[2 + 2 * d] = J[d], wsplit[3 + 2 * d] = s;
+        flip[d] = 2 + 2 * d;
+        wperm[d] = 3 + 2 * d;            /* [s.., Og, Cin, J..] */
+        wperm[nd + 2 + d] = 2 + 2 * d;
+    }
+    wperm[nd] = 1, wperm[nd + 1] = 0;
+    ir_node *w = pad(b, w0, wpads, 2 * nd);
+    w = ps_b_reshape(b, w, wsplit, 2 + 2 * nd);
+    w = op_ints(b, OP_flip, w, flip, nd);
+    w = ps_b_permute(b, w, wperm);
+    /* [P, Og, G, Cin/G, J..] -> [G, P, Og, Cin/G, J..] -> [G P Og, Cin/G, J..] */
+    ph[0] = P, ph[1] = Og, ph[2] = G, ph[3] = Cin / G;
+    perm7[0] = 2, perm7[1] = 0, perm7[2] = 1, perm7[3] = 3;
+    wfin[0] = G * P * Og, wfin[1] = Cin / G;
+    for (int d = 0; d < nd; d++)
+        ph[4 + d] = J[d], perm7[4 + d] = 4 + d, wfin[2 + d] = J[d];
+    w = ps_b_reshape(b, w, ph, 4 + nd);
+    w = ps_b_permute(b, w, perm7);
+    w = ps_b_reshape(b, w, wfin, 2 + nd);
+    int64_t ones[3] = {1, 1, 1}, zeros[3] = {0, 0, 0};
+    ir_node *y = conv(b, nd, pad(b, x, xpads, 2 * nd), w, NULL, ones, zeros, ones, G);
+    /* [N G, s.., Og, Q..] -> [N G, Og, Q1, s1, ..] -> [N, O, Q1 s1, ..] */
+    ysplit[0] = N * G;
+    yperm[0] = 0, yperm[1] = nd + 1;
+    ysplit[nd + 1] = Og;
+    yflat[0] = N, yflat[1] = G * Og;
+    for (int d = 0; d < nd; d++) {
+        int64_t q = c->in[d] + J[d], k = nd - 1 - d;
+        ysplit[1 + d] = c->stride[d];
+        ysplit[nd + 2 + d] = q;
+        yperm[2 + 2 * d] = nd + 2 + d, yperm[3 + 2 * d] = 1 + d;
+        yflat[2 + d] = q * c->stride[d];
+        crop[2 * k] = -c->padding[d];
+        crop[2 * k + 1] = c->out[d] + c->padding[d] - q * c->stride[d];
+    }
+    y = ps_b_reshape(b, y, ysplit, 2 + 2 * nd);
+    y = ps_b_permute(b, y, yperm);
+    y = pad(b, ps_b_reshape(b, y, yflat, 2 + nd), crop, 2 * nd);
+    if (!bias)
+        return y;
+    int64_t bshape[1 + 3] = {c->out_channels, 1, 1, 1};
+    return b_add(b, y, ps_b_reshape(b, bias, bshape, 1 + nd));
+}
+
 static ir_node *conv_transpose(PS_DECOMP_ARGS)
 {
     ir_convnd c;
@@ -158,6 +228,13 @@ static ir_node *conv_transpose(PS_DECOMP_ARGS)
         return NULL;
     int nd = c.nd;
     ir_node *x = c.batched ? in[0] : ps_b_unsqueeze(b, in[0], 0);
+    bool strided = false, dilated = false;
+    for (int d = 0; d < nd; d++)
+        strided |= c.stride[d] > 1, dilated |= c.dilation[d] > 1;
+    if (strided && !dilated) {
+        ir_node *y = conv_transpose_phases(b, &c, x, in[1], n->nin > 2 ? in[2] : NULL);
+        return c.batched ? y : ps_b_squeeze(b, y, (int64_t[]){0}, 1);
+    }
     x = dilate(b, x, &c);
     int64_t pads[2 * 3];
     for (int d = 0; d < nd; d++) {
