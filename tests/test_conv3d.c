@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "util.h"
+#include "../ir/ir.h"
 
 static tj_tensor *R(tj_dtype dt, int nd, const int64_t *shape) { return tj_randn(dt, nd, shape); }
 
@@ -124,6 +125,60 @@ static void test_pool3d_errors(void **state)
                     "max_pool3d(f32[2,0,6,5,7])", "input has 0 channels", NULL);
 }
 
+/* The rule of op on types in[0..nin) fails with a reason containing want. */
+static void rule_fails(ir_op op, const ir_type *const *in, int nin, const ir_attrs *a,
+                       const char *want)
+{
+    ir_type out;
+    char err[256] = "";
+    if (ir_infer(op, in, nin, a, &out, err, sizeof err) == 0)
+        fail_msg("%s: expected \"%s\", the rule passed", ir_ops[op].name, want);
+    if (!strstr(err, want))
+        fail_msg("%s: \"%s\" lacks \"%s\"", ir_ops[op].name, err, want);
+}
+
+static ir_type ty(int nd, const int64_t *shape)
+{
+    ir_type t = {TJ_F32, nd, false, {0}};
+    memcpy(t.shape, shape, (size_t)nd * sizeof *shape);
+    return t;
+}
+
+/* What the public API cannot reach: symbolic sizes (-1), huge ones, list lengths. */
+static void test_rule_errors(void **state)
+{
+    (void)state;
+    ir_type x = ty(5, (int64_t[]){1, -1, 4, 4, 4}), w = ty(5, (int64_t[]){2, 2, 1, 1, 1});
+    ir_attrs a = {0};
+    rule_fails(OP_conv3d, (const ir_type *[]){&x, &w}, 2, &a,
+               "symbolic channel counts are not supported");
+    ir_type xs = ty(5, (int64_t[]){1, 2, -1, 4, 4});
+    rule_fails(OP_conv3d, (const ir_type *[]){&xs, &w}, 2, &a, "spatial dim 0 is ");
+    ir_type big = ty(5, (int64_t[]){1, 2, INT64_MAX / 2, 4, 4});
+    ir_attr_ints(&a.a[0], (int64_t[]){4}, 1);   /* stride 4: (D - 1) 4 overflows */
+    rule_fails(OP_conv_transpose3d, (const ir_type *[]){&big, &w}, 2, &a,
+               "output size along spatial dim 0 is more than 2^63-1");
+    ir_type huge = ty(5, (int64_t[]){1, 2, INT64_MAX - 1, 4, 4});
+    ir_attrs ap = {0};
+    ir_attr_ints(&ap.a[1], (int64_t[]){1}, 1);   /* padding 1 */
+    rule_fails(OP_conv3d, (const ir_type *[]){&huge, &w}, 2, &ap, "with padding 1 is more than 2^63-1");
+    ir_attrs al = {0};
+    ir_attr_ints(&al.a[0], (int64_t[]){1, 1}, 2);
+    rule_fails(OP_conv3d, (const ir_type *[]){&x, &w}, 2, &al, "stride needs 1 or 3 values, got 2");
+    ir_attrs ab = {0};
+    ir_attr_ints(&ab.a[0], (int64_t[]){(int64_t)1 << 31}, 1);
+    rule_fails(OP_max_pool3d, (const ir_type *[]){&x}, 1, &ab, "kernel 2147483648 is out of range");
+}
+
+/* conv3d puts one slice per depth tap in the graph: at most 1024. */
+static void test_depth_taps_limit(void **state)
+{
+    (void)state;
+    tj_tensor *x = tj_zeros(TJ_F32, 5, (int64_t[]){1, 1, 1025, 1, 1});
+    tu_assert_error(tj_conv3d(x, x, NULL, NULL, NULL, NULL, 1), "conv3d",
+                    "depth kernel 1025 is more than 1024", NULL);
+}
+
 /* sum(a * b) as a double. */
 static double dot(tj_tensor *a, tj_tensor *b)
 {
@@ -210,6 +265,8 @@ int main(void)
         T(test_conv3d_errors),
         T(test_conv_transpose_errors),
         T(test_pool3d_errors),
+        T(test_rule_errors),
+        T(test_depth_taps_limit),
         T(test_adjoint),
         T(test_compiled_equals_eager),
     };
