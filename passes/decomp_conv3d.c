@@ -158,24 +158,22 @@ static ir_node *dilate(ps_builder *b, ir_node *x, const ir_convnd *c)
 /* Stride > 1, dilation 1: the sub-pixel form. Along a dim of stride s and kernel
  * K (J = ceil(K / s) taps per phase), result index t = o + p = q s + r takes
  * sum_j x[q - j] w[r + s j]: for each phase r a stride-1 convolution of x
- * (padded J-1 before, J after) by w[r::s] flipped. The phases are stacked into
- * the output channels of one convolution, [N, G, s.., O/G, Q..], interleaved
- * to [N, O, Q s..] and cropped to [p, p + out). */
+ * by w[r::s] flipped, with padding J (row q + 1 holds q). The phases are
+ * stacked into the output channels of one convolution, [N, G, s.., O/G, Q..],
+ * interleaved to [N, O, Q s..] and sliced to [s + p, s + p + out). */
 static ir_node *conv_transpose_phases(ps_builder *b, const ir_convnd *c, ir_node *x, ir_node *w0,
                                       ir_node *bias)
 {
     int nd = c->nd;
     const ir_type *wt = &w0->type;
     int64_t N = x->type.shape[0], G = c->groups, Cin = wt->shape[0], Og = wt->shape[1];
-    int64_t J[3], P = 1, xpads[6], wpads[6], wsplit[2 + 6], wperm[2 + 6], flip[3];
+    int64_t J[3], P = 1, wpads[6], wsplit[2 + 6], wperm[2 + 6], flip[3];
     int64_t ph[4 + 3], perm7[4 + 3], wfin[2 + 3], ysplit[2 + 6], yperm[2 + 6], yflat[2 + 3];
-    int64_t crop[6];
     wsplit[0] = Cin, wsplit[1] = Og;
     for (int d = 0; d < nd; d++) {
         int64_t s = c->stride[d], k = nd - 1 - d;
         J[d] = (c->kernel[d] + s - 1) / s;
         P *= s;
-        xpads[2 * k] = J[d] - 1, xpads[2 * k + 1] = J[d];
         wpads[2 * k] = 0, wpads[2 * k + 1] = J[d] * s - c->kernel[d];
         wsplit[2 + 2 * d] = J[d], wsplit[3 + 2 * d] = s;
         flip[d] = 2 + 2 * d;
@@ -196,25 +194,27 @@ static ir_node *conv_transpose_phases(ps_builder *b, const ir_convnd *c, ir_node
     w = ps_b_reshape(b, w, ph, 4 + nd);
     w = ps_b_permute(b, w, perm7);
     w = ps_b_reshape(b, w, wfin, 2 + nd);
-    int64_t ones[3] = {1, 1, 1}, zeros[3] = {0, 0, 0};
-    ir_node *y = conv(b, nd, pad(b, x, xpads, 2 * nd), w, NULL, ones, zeros, ones, G);
+    int64_t ones[3] = {1, 1, 1};
+    ir_node *y = conv(b, nd, x, w, NULL, ones, J, ones, G);
     /* [N G, s.., Og, Q..] -> [N G, Og, Q1, s1, ..] -> [N, O, Q1 s1, ..] */
     ysplit[0] = N * G;
     yperm[0] = 0, yperm[1] = nd + 1;
     ysplit[nd + 1] = Og;
     yflat[0] = N, yflat[1] = G * Og;
     for (int d = 0; d < nd; d++) {
-        int64_t q = c->in[d] + J[d], k = nd - 1 - d;
+        int64_t q = c->in[d] + J[d] + 1;
         ysplit[1 + d] = c->stride[d];
         ysplit[nd + 2 + d] = q;
         yperm[2 + 2 * d] = nd + 2 + d, yperm[3 + 2 * d] = 1 + d;
         yflat[2 + d] = q * c->stride[d];
-        crop[2 * k] = -c->padding[d];
-        crop[2 * k + 1] = c->out[d] + c->padding[d] - q * c->stride[d];
     }
     y = ps_b_reshape(b, y, ysplit, 2 + 2 * nd);
     y = ps_b_permute(b, y, yperm);
-    y = pad(b, ps_b_reshape(b, y, yflat, 2 + nd), crop, 2 * nd);
+    y = ps_b_reshape(b, y, yflat, 2 + nd);
+    for (int d = 0; d < nd; d++) {
+        int64_t start = c->stride[d] + c->padding[d];
+        y = slice(b, y, 2 + d, start, start + c->out[d], 1);
+    }
     if (!bias)
         return y;
     int64_t bshape[1 + 3] = {c->out_channels, 1, 1, 1};
