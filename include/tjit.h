@@ -611,6 +611,33 @@ tj_tensor *tj_slogdet(tj_tensor *a, tj_tensor **sign);
 tj_tensor *tj_cholesky(tj_tensor *a, bool upper);
 tj_tensor *tj_qr(tj_tensor *a, tj_tensor **r);
 /* ==== end of linalg via LAPACK ============================================== */
+/* ==== 3-D and transposed convolution, 3-D pools (issue 11) ================= */
+/* torch.nn.functional's conv3d, conv_transpose1d/2d/3d, max_pool3d and
+ * avg_pool3d (float inputs; input, weight and bias of one dtype). x has a batch
+ * dim or not: [N,C,D,H,W] or [C,D,H,W] (1-D and 2-D: [N,C,L], [N,C,H,W]). A NULL
+ * list means torch's default: stride 1 (pools: the kernel), padding 0,
+ * output_padding 0, dilation 1. conv3d: w [O, C/groups, kD, kH, kW].
+ * conv_transpose: w [C, O/groups, k..], bias [O] or NULL; output_padding (added
+ * on one side of the result) must be smaller than the stride or the dilation.
+ * Pools: padding at most half the kernel; ceil_mode as for max_pool2d. */
+tj_tensor *tj_conv3d(tj_tensor *x, tj_tensor *w, tj_tensor *bias, const int64_t stride[3],
+                     const int64_t padding[3], const int64_t dilation[3], int64_t groups);
+tj_tensor *tj_conv_transpose1d(tj_tensor *x, tj_tensor *w, tj_tensor *bias, int64_t stride,
+                               int64_t padding, int64_t output_padding, int64_t groups,
+                               int64_t dilation);
+tj_tensor *tj_conv_transpose2d(tj_tensor *x, tj_tensor *w, tj_tensor *bias,
+                               const int64_t stride[2], const int64_t padding[2],
+                               const int64_t output_padding[2], int64_t groups,
+                               const int64_t dilation[2]);
+tj_tensor *tj_conv_transpose3d(tj_tensor *x, tj_tensor *w, tj_tensor *bias,
+                               const int64_t stride[3], const int64_t padding[3],
+                               const int64_t output_padding[3], int64_t groups,
+                               const int64_t dilation[3]);
+tj_tensor *tj_max_pool3d(tj_tensor *x, const int64_t kernel[3], const int64_t stride[3],
+                         const int64_t padding[3], const int64_t dilation[3], bool ceil_mode);
+tj_tensor *tj_avg_pool3d(tj_tensor *x, const int64_t kernel[3], const int64_t stride[3],
+                         const int64_t padding[3], bool ceil_mode, bool count_include_pad);
+/* ==== end of 3-D and transposed convolution ================================ */
 
 /* ---- data movement ----------------------------------------------------- */
 tj_tensor *tj_cat(tj_tensor *const *xs, int n, int dim);

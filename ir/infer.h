@@ -46,4 +46,19 @@ void ir_reduced_shape(const ir_type *t, uint32_t mask, bool keepdim, ir_type *ou
  * padding; stride 0 is the kernel size (infer_nnops.c). */
 void ir_pool1d_attrs(ir_op op, const ir_attrs *a, ir_attrs *a2);
 
+/* ==== 3-D and transposed convolution, 3-D pools (issue 11): the geometry of
+ * conv3d, conv_transpose1d/2d/3d, max_pool3d and avg_pool3d, decoded and
+ * checked once (infer_conv3d.c) for their rules and decompositions. */
+typedef struct ir_convnd {
+    int nd;                 /* spatial dims: 1, 2 or 3 */
+    bool batched;           /* the input has a batch dim */
+    int64_t in[3], out[3];  /* spatial sizes of the input and the result */
+    int64_t kernel[3], stride[3], padding[3], dilation[3], out_pad[3];
+    int64_t groups, out_channels;
+    bool count_include_pad, ceil_mode;   /* the pools */
+} ir_convnd;
+/* Returns 0, or -1 with the reason in err. */
+int ir_convnd_of(ir_op op, const ir_type *const *in, int nin, const ir_attrs *a, ir_convnd *c,
+                 char *err, size_t nerr);
+
 #endif

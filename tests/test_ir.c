@@ -117,6 +117,11 @@ static int example_lists(in_list *out)
         {2, {TY(F32, 2, 3, 8), TY(F32, 4, 3, 2)}},
         /* linalg via LAPACK (issue 11): solve's A, B */
         {2, {TY(F32, 2, 3, 3), TY(F32, 2, 3, 4)}},
+        /* 3-D and transposed convolution, 3-D pools (issue 11) */
+        {1, {TY(F32, 1, 2, 4, 4, 4)}},
+        {2, {TY(F32, 1, 2, 4, 4, 4), TY(F32, 2, 2, 2, 2, 2)}},
+        {2, {TY(F32, 2, 4, 8), TY(F32, 4, 3, 2)}},
+        {2, {TY(F32, 1, 2, 5, 5), TY(F32, 2, 3, 3, 3)}},
     };
     int n = (int)(sizeof lists / sizeof *lists);
     memcpy(out, lists, sizeof lists);
@@ -136,9 +141,9 @@ static const struct {
     {"step", {"1"}},                {"pads", {"1,1", "1,1,1,1"}},
     {"value", {"0.5"}},             {"min", {"-1"}},
     {"max", {"1"}},                 {"dtype", {"f64", "f32", "u8"}},
-    {"stride", {"1,1", "2,2"}},     {"padding", {"0,0", "1,1"}},
-    {"dilation", {"1,1"}},          {"groups", {"1"}},
-    {"kernel", {"2,2"}},            {"count_include_pad", {"1", "0"}},
+    {"stride", {"1,1", "2,2", "3"}},     {"padding", {"0,0", "1,1", "2"}},
+    {"dilation", {"1,1", "2"}},     {"groups", {"1"}},
+    {"kernel", {"2,2", "4"}},       {"count_include_pad", {"1", "0"}},
     {"ndims", {"1"}},               {"eps", {"1e-5"}},
     {"p", {"0.5"}},                 {"seed", {"42"}},
     {"offset", {"0", "7"}},         {"causal", {"0", "1"}},
@@ -170,6 +175,8 @@ static const struct {
     {"neginf", {"nan", "-100"}},
     /* linalg via LAPACK (issue 11) */
     {"upper", {"0", "1"}},
+    /* 3-D and transposed convolution, 3-D pools (issue 11) */
+    {"output_padding", {"0"}},
 };
 
 static int examples_of(const char *attr, const char *const **vals)

@@ -400,6 +400,18 @@ static const char *const composite_cases[] = {
       " %2 = searchsorted %r, %w {right=true} : i64[2,4]\n"
       " %3 = maximum_value {dtype=i64} : i64[]\n %4 = minimum_value {dtype=f32} : f32[]\n"
       " return %0, %1, %2, %3, %4"),
+    /* ---- 3-D and transposed convolution, 3-D pools (issue 11) ---- */
+    G("%x: f32[1,4,4,5,4], %w: f32[6,2,2,3,2], %b: f32[6], %t: f32[4,3,2,2,3], %u: f32[4,5,4,3]",
+      "%0 = conv3d %x, %w, %b {stride=[2,1,1], padding=[1,0,1], dilation=[2,1,1], groups=2} : f32[1,6,2,3,5]\n"
+      " %1 = conv_transpose3d %x, %t, %b {stride=[2,1,2], padding=[1,0,1], output_padding=[1,0,0], groups=2, dilation=[1,1,1]} : f32[1,6,7,6,7]\n"
+      " %3 = max_pool3d %x {kernel=[2,3,2], stride=[1,2,2], padding=[1,1,0], dilation=[1,1,1], ceil_mode=true} : f32[1,4,5,3,2]\n"
+      " %2 = avg_pool3d %u {kernel=[2], stride=[2], padding=[1], count_include_pad=false, ceil_mode=false} : f32[4,3,3,2]\n"
+      " return %0, %1, %3, %2"),
+    G("%x: f32[2,4,3,4], %w: f32[4,2,3,2], %v: f32[4,5], %k: f32[4,1,3]",
+      "%0 = conv_transpose2d %x, %w {stride=[2,3], padding=[1,0], output_padding=[1,2], groups=2, dilation=[1,1]} : f32[2,4,6,13]\n"
+      " %1 = conv_transpose2d %x, %w {stride=[2,1], padding=[2,1], output_padding=[0,0], groups=1, dilation=[2,1]} : f32[2,2,5,3]\n"
+      " %2 = conv_transpose1d %v, %k {stride=3, padding=0, output_padding=2, groups=4, dilation=1} : f32[4,17]\n"
+      " return %0, %1, %2"),
 };
 
 static void test_every_composite_decomposes(void **state)
@@ -546,6 +558,10 @@ static void test_decompose_errors(void **state)
     expect_pipeline_error(G("%q: f32[s0,4], %k: f32[6,4], %v: f32[6,2]",
                             "%0 = sdpa %q, %k, %v {causal=true, scale=0} : f32[s0,2]\n return %0"),
                           "decompose", "sdpa: the causal mask needs static sequence lengths");
+    /* 3-D and transposed convolution, 3-D pools: views of the batch times other dims */
+    expect_pipeline_error(G("%x: f32[s0,2,3,4,4]",
+                            "%0 = max_pool3d %x {kernel=[2], stride=[], padding=[], dilation=[], ceil_mode=false} : f32[s0,2,1,2,2]\n return %0"),
+                          "decompose", "max_pool3d: a symbolic batch dim is not supported");
 }
 
 /* ---- simplify: folding agrees with eager bit for bit ---------------------------------- */

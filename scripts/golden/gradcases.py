@@ -135,6 +135,35 @@ LAPACK = {
     "qr_r": lambda i, a: torch.linalg.qr(i[0])[1],
 }
 # ==== end of linalg via LAPACK ======================================================
+# ==== 3-D and transposed convolution, 3-D pools (issue 11) ==========================
+def _l(v, default):
+    """An INT or INTS attribute for torch: [] is the default."""
+    if isinstance(v, int):
+        return v
+    return default if not v else (v[0] if len(v) == 1 else tuple(v))
+
+
+def _conv_t(fn):
+    return lambda i, a: fn(i[0], i[1], i[2] if len(i) > 2 else None, _l(a["stride"], 1),
+                           _l(a["padding"], 0), _l(a["output_padding"], 0), a["groups"],
+                           _l(a["dilation"], 1))
+
+
+CONV3D_GRAD = {
+    "conv3d": lambda i, a: F.conv3d(i[0], i[1], i[2] if len(i) > 2 else None, _l(a["stride"], 1),
+                                    _l(a["padding"], 0), _l(a["dilation"], 1), a["groups"]),
+    "conv_transpose1d": _conv_t(F.conv_transpose1d),
+    "conv_transpose2d": _conv_t(F.conv_transpose2d),
+    "conv_transpose3d": _conv_t(F.conv_transpose3d),
+    "max_pool3d": lambda i, a: F.max_pool3d(i[0], _l(a["kernel"], None), _l(a["stride"], None),
+                                            _l(a["padding"], 0), _l(a["dilation"], 1),
+                                            a["ceil_mode"]),
+    "avg_pool3d": lambda i, a: F.avg_pool3d(i[0], _l(a["kernel"], None), _l(a["stride"], None),
+                                            _l(a["padding"], 0), a["ceil_mode"],
+                                            a["count_include_pad"]),
+}
+NN_GRAD.update(CONV3D_GRAD)
+# ==== end of 3-D and transposed convolution ==========================================
 # ---- indexing, scans and shapes (ops.def's section of that name) ----
 IDX = {
     "narrow": lambda i, a: torch.narrow(i[0], a["dim"], a["start"], a["length"]),

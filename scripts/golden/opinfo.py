@@ -1737,6 +1737,125 @@ def matrix_norm(op):
     each_layout(op, t, ([], 0))
 
 # ==== end of nn and linalg ========================================================
+
+
+# ==== 3-D and transposed convolution, 3-D pools (issue 11) ========================
+def _l(v, default):
+    """An INTS attribute for torch: [] is the default."""
+    return default if not v else (v[0] if len(v) == 1 else tuple(v))
+
+
+REF.update({
+    "conv3d": lambda x, w, b, s, p, d, g: F.conv3d(x, w, b, _l(s, 1), _l(p, 0), _l(d, 1), g),
+    "conv_transpose1d": lambda x, w, b, s, p, op, g, d: F.conv_transpose1d(x, w, b, s, p, op, g, d),
+    "conv_transpose2d": lambda x, w, b, s, p, op, g, d: F.conv_transpose2d(
+        x, w, b, _l(s, 1), _l(p, 0), _l(op, 0), g, _l(d, 1)),
+    "conv_transpose3d": lambda x, w, b, s, p, op, g, d: F.conv_transpose3d(
+        x, w, b, _l(s, 1), _l(p, 0), _l(op, 0), g, _l(d, 1)),
+    "max_pool3d": lambda x, k, s, p, d, c: F.max_pool3d(x, _l(k, None), _l(s, None), _l(p, 0),
+                                                        _l(d, 1), bool(c)),
+    "avg_pool3d": lambda x, k, s, p, cip, c: F.avg_pool3d(x, _l(k, None), _l(s, None), _l(p, 0),
+                                                          bool(c), bool(cip)),
+})
+TOL.update({op: (1e-5, 1e-12, 1e-6, 1e-5) for op in (
+    "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "avg_pool3d")})
+
+
+@samples_for("conv3d")
+def conv3d(op):
+    x = [1, 4, 4, 5, 4]
+    for s, p, d, g in (([1], [0], [1], 1), ([2, 1, 2], [1, 0, 1], [1, 1, 1], 1),
+                       ([1], [2, 1, 0], [2, 1, 2], 1), ([1, 2, 1], [1], [1], 2), ([1], [1], [1], 4),
+                       ([], [], [], 1), ([3], [0], [1], 1), ([1], [1], [1], 3)):
+        w = [4, 4 // g, 3, 2, 2]
+        sample(op, ["plain", "args"], [t(x), t(w), t([4])], (s, p, d, g))
+    w = [4, 4, 3, 2, 2]
+    a = ([1], [1], [1], 1)
+    sample(op, ["args"], [t([4, 4, 5, 4]), t(w), None], a)
+    sample(op, ["args"], [t(x), t([6, 4, 3, 2]), None], a)        # weight rank
+    sample(op, ["args"], [t([4, 5, 4]), t(w), None], a)           # input rank
+    sample(op, ["args"], [t(x), t([4, 3, 3, 2, 2]), None], a)     # channels
+    sample(op, ["args"], [t(x), t([5, 2, 3, 2, 2]), None], ([1], [1], [1], 2))  # groups
+    sample(op, ["args"], [t(x), t(w), None], ([0], [1], [1], 1))  # stride
+    sample(op, ["args"], [t(x), t(w), None], ([1], [-1], [1], 1))  # padding
+    sample(op, ["args"], [t([1, 4, 2, 5, 4]), t(w), None], ([1], [0], [1], 1))  # kernel > input
+    sample(op, ["args"], [t(x), t(w), t([5])], a)                 # bias
+    sample(op, ["dtype"], [t(x, "f64"), t(w, "f64"), t([4], "f64")], a)
+    sample(op, ["dtype"], [t(x, "i64"), t(w, "i64"), None], a)
+    sample(op, ["promo"], [t(x), t(w, "f64"), None], a)
+    sample(op, ["extreme"], [T(torch.tensor((EXTREME * 4)[:60]).reshape(1, 1, 3, 4, 5)),
+                             t([2, 1, 2, 2, 2]), None], a)
+    sample(op, ["empty"], [t([0, 4, 4, 5, 4]), t(w), None], a)
+    sample(op, ["large"], [T(ramp([1, 2, 12, 14, 16]), "f32", is_ramp=True), t([3, 2, 3, 3, 3]),
+                           None], ([2], [1], [1], 1))
+    sample(op, ["noncontig"], [t([1, 8, 4, 5, 4], "f32", "s"), t(w), None], a)
+    sample(op, ["transposed"], [t([1, 4, 4, 4, 5], "f32", "t"), t(w), None], a)
+
+
+def conv_t_samples(op):
+    nd = int(op[-2])
+    L = [4, 3, 3][:nd]
+    x = [1, 4] + L
+    k = [3, 2, 2][:nd]
+    v = (lambda *a: a[0]) if nd == 1 else (lambda *a: list(a[:nd]))
+    for s, p, o, g, d in ((1, 0, 0, 1, 1), (2, 1, 1, 1, 1), (3, 2, 1, 1, 1), (2, 0, 1, 2, 1),
+                          (1, 1, 0, 4, 2), (2, 3, 0, 1, 2), (1, 0, 1, 1, 2)):
+        w = [4, 4 // g] + k
+        sample(op, ["plain", "args"], [t(x), t(w), t([w[1] * g])], (v(s, 1, 2), v(p, 0, 1), v(o, 0, 1), g,
+                                                                v(d, 1, 1)))
+    w = [4, 3] + k
+    a = (v(2, 2, 2), v(1, 1, 1), v(0, 0, 0), 1, v(1, 1, 1))
+    sample(op, ["args"], [t(x), t(w), None], a)
+    sample(op, ["args"], [t(x[1:]), t(w), None], a)                     # unbatched
+    sample(op, ["args"], [t(x), t(w[:-1]), None], a)                    # weight rank
+    sample(op, ["args"], [t(x[1:-1] if nd > 1 else [4]), t(w), None], a)  # input rank
+    sample(op, ["args"], [t(x), t([3, 3] + k), None], a)                # channels
+    sample(op, ["args"], [t(x), t([4, 3] + k), None], a[:3] + (3,) + a[4:])  # groups
+    sample(op, ["args"], [t(x), t(w), None], (v(2, 2, 2), v(0, 0, 0), v(2, 2, 2), 1, v(1, 1, 1)))
+    sample(op, ["args"], [t(x), t(w), None], (v(0, 1, 1), v(0, 0, 0), v(0, 0, 0), 1, v(1, 1, 1)))
+    sample(op, ["args"], [t(x), t(w), None], (v(1, 1, 1), v(9, 9, 9), v(0, 0, 0), 1, v(1, 1, 1)))
+    sample(op, ["args"], [t(x), t(w), t([5])], a)
+    sample(op, ["dtype"], [t(x, "f64"), t(w, "f64"), t([3], "f64")], a)
+    sample(op, ["promo"], [t(x), t(w, "f64"), None], a)
+    sample(op, ["extreme"], [T(torch.tensor((EXTREME * 20)[:4 * math.prod(L)]).reshape([1, 4] + L)),
+                             t(w), None], a)
+    sample(op, ["empty"], [t([0] + x[1:]), t(w), None], a)
+    sample(op, ["noncontig"], [t([1, 8] + L, "f32", "s"), t(w), None], a)
+    sample(op, ["transposed"], [t(x[:-2] + [x[-1], x[-2]], "f32", "t"), t(w), None], a)
+
+
+SAMPLES["conv_transpose1d"] = SAMPLES["conv_transpose2d"] = SAMPLES["conv_transpose3d"] = \
+    conv_t_samples
+
+
+def pool3d_samples(op):
+    mx = op == "max_pool3d"
+    x = [1, 2, 5, 4, 6]
+    for k, s, p, d, c in (([2], [], [0], [1], 0), ([3], [1], [1], [1], 0),
+                          ([3, 2, 3], [2, 1, 2], [1, 0, 1], [1], 1), ([2], [3], [1], [2, 1, 2], 1),
+                          ([4, 2, 3], [2], [2, 1, 0], [1], 0), ([5, 4, 6], [1], [0], [1], 0)):
+        if not mx and d != [1]:
+            continue
+        for cip in ((None,) if mx else (0, 1)):
+            sample(op, ["plain", "args"], [t(x)], (k, s, p, d, c) if mx else (k, s, p, cip, c))
+    a = ([3], [2], [1], [1], 0) if mx else ([3], [2], [1], 1, 0)
+    sample(op, ["args"], [t(x[1:])], a)                       # unbatched
+    sample(op, ["args"], [t([2, 4, 6])], a)                   # rank
+    sample(op, ["args"], [t(x)], ([3], [2], [2]) + a[3:])     # padding > kernel / 2
+    sample(op, ["args"], [t(x)], ([6], [1], [0]) + a[3:])   # kernel > input
+    sample(op, ["args"], [t(x)], ([3, 3], [2], [1]) + a[3:])  # two kernel values
+    sample(op, ["args"], [t(x)], ([0], [2], [0]) + a[3:])     # kernel 0
+    sample(op, ["dtype"], [t(x, "f64")], a)
+    sample(op, ["dtype"], [t(x, "i64")], a)
+    sample(op, ["extreme"], [T(torch.tensor((EXTREME * 4)[:72]).reshape(1, 2, 3, 3, 4))], a)
+    sample(op, ["empty"], [t([0, 2, 5, 4, 6])], a)
+    sample(op, ["large"], [T(ramp([1, 1, 10, 12, 14]), "f32", is_ramp=True)], a)
+    sample(op, ["noncontig"], [t([1, 2, 5, 4, 12], "f32", "s")], a)
+    sample(op, ["transposed"], [t([1, 2, 5, 6, 4], "f32", "t")], a)
+
+
+SAMPLES["max_pool3d"] = SAMPLES["avg_pool3d"] = pool3d_samples
+# ==== end of 3-D and transposed convolution ======================================
 # The indexing, scan and shape rows' samples live in opinfo_idx.py.
 import opinfo_idx  # noqa: E402
 opinfo_idx.register(sys.modules[__name__])
