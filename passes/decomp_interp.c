@@ -3,7 +3,10 @@
  *
  *   upsample_nearest     per resized dim, index_select at PyTorch's nearest index
  *                        min(floor(i * scale), in - 1) in f32 (scale: 1 / scale_factor,
- *                        or in / out); out == in keeps the dim, out == 2 in takes i >> 1
+ *                        or in / out); out == in keeps the dim, out == 2 in takes i >> 1;
+ *                        where those indices are i / k (out = k in) or i k (in = k out),
+ *                        checked here entry by entry, a view instead (expand + reshape,
+ *                        or a strided slice), so integer factors fuse into one copy
  *   upsample_bilinear2d  per dim, W then H (PyTorch's order): two index_selects at
  *                        i0 = trunc(src), i1 = min(i0 + 1, in - 1) with
  *                        src = scale (i + 0.5) - 0.5 clamped at 0 (align_corners: scale
@@ -61,13 +64,59 @@ static double scale_of(double given, int64_t in, int64_t out, tj_dtype dt)
     return dt == TJ_F64 ? (double)in / (double)out : (double)((float)in / (float)out);
 }
 
+/* PyTorch's nearest index of output i (nearest_idx, in float). */
+static int64_t nearest_at(int64_t i, int64_t in, int64_t out, float s)
+{
+    if (out == in)
+        return i;
+    if (out == 2 * in)
+        return i >> 1;
+    int64_t t = (int64_t)floorf((float)i * s);
+    return t < in - 1 ? t : in - 1;
+}
+
+/* Whether PyTorch's indices along the dim are i / k (out = k in) or i k (in = k out). */
+static bool nearest_is(int64_t in, int64_t out, float s, int64_t k, bool up)
+{
+    for (int64_t i = 0; i < out; i++)
+        if (nearest_at(i, in, out, s) != (up ? i / k : i * k))
+            return false;
+    return true;
+}
+
+/* An integer factor whose indices are exactly PyTorch's is a view (each entry
+ * repeated k times: unsqueeze, expand, reshape; every k-th: a strided slice),
+ * which fuses; any other size gathers at the index vector. */
 static ir_node *nearest_dim(ps_builder *b, ir_node *x, int d, int64_t out, double given)
 {
     int64_t in = x ? x->type.shape[d] : 0;
     if (!x || out == in)
         return x;
-    double s = out == 2 * in ? 0.5 : scale_of(given, in, out, TJ_F32);
-    ir_node *src = b_un(b, OP_floor, b_mul(b, b_arange(b, out, TJ_F32), num(b, s, TJ_F32)));
+    float s = (float)scale_of(given, in, out, TJ_F32);
+    if (out % in == 0 && nearest_is(in, out, s, out / in, true)) {
+        int64_t shape[TJ_MAX_DIMS];
+        int nd = x->type.ndim;
+        memcpy(shape, x->type.shape, sizeof shape);
+        ir_node *u = ps_b_unsqueeze(b, x, d + 1);
+        int64_t es[TJ_MAX_DIMS + 1];
+        for (int j = 0, m = 0; j <= nd; j++)
+            es[j] = j == d + 1 ? out / in : shape[m++];
+        ir_attrs ea = {0};
+        ir_attr_ints(&ea.a[0], es, nd + 1);
+        ir_node *e = ps_b_op(b, OP_expand, &u, 1, &ea);
+        shape[d] = out;
+        return ps_b_reshape(b, e, shape, nd);
+    }
+    if (in % out == 0 && nearest_is(in, out, s, in / out, false)) {
+        ir_attrs sa = {0};
+        ir_attr_int(&sa.a[0], d);
+        ir_attr_int(&sa.a[1], 0);
+        ir_attr_int(&sa.a[2], in);
+        ir_attr_int(&sa.a[3], in / out);
+        return ps_b_op(b, OP_slice, &x, 1, &sa);
+    }
+    double sv = out == 2 * in ? 0.5 : (double)s;
+    ir_node *src = b_un(b, OP_floor, b_mul(b, b_arange(b, out, TJ_F32), num(b, sv, TJ_F32)));
     ir_node *ix = b_bin(b, OP_minimum, ps_b_cast(b, src, TJ_I64), num(b, (double)(in - 1), TJ_I64));
     return select_at(b, x, d, ix);
 }

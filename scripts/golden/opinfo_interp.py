@@ -92,6 +92,13 @@ def register(o):
             size = [math.floor(shape[2 + j] * sc[j]) for j in range(2)]
             sample(op, ["args"], [t(shape)], (size, 0.0, *sc))
         sample(op, ["args"], [t([1, 1, 6])], ([13], 0.0, 0.0, 2.2))
+        # integer factors: views (expand + reshape, or a strided slice) where the indices allow
+        for shape, size in (([1, 1, 2, 3], [6, 9]), ([1, 2, 6, 8], [3, 2]), ([1, 1, 4], [12]),
+                            ([1, 1, 2, 2, 2], [4, 2, 6]), ([1, 1, 9, 4], [3, 8])):
+            sample(op, ["args"], [t(shape)], (size,))
+        sample(op, ["args"], [t([1, 1, 2, 2])], ([6, 6], 0.0, 3.0, 3.0))
+        sample(op, ["args"], [t([1, 1, 4, 6])], ([2, 3], 0.0, 0.5, 0.5))
+        sample(op, ["args"], [t([1, 1, 3, 5])], ([9, 5], 0.0, 3.0, 1.0))
         sample(op, ["args"], [t([1, 2, 3, 4])], ([0, 4],))
         sample(op, ["args"], [t([2, 3, 4])], ([6, 8],))
         sample(op, ["args"], [t([1, 1, 2, 2, 2, 2])], ([3, 3, 3, 3],))
