@@ -54,7 +54,10 @@ static int letter_id(char c)
     return c >= 'A' && c <= 'Z' ? c - 'A' : c >= 'a' && c <= 'z' ? 26 + c - 'a' : -1;
 }
 
-static char label_char(int l) { return l < 26 ? (char)('A' + l) : l < 52 ? (char)('a' + l - 26) : '.'; }
+static char label_char(int l)
+{
+    return l < 26 ? (char)('A' + l) : l < 52 ? (char)('a' + l - 26) : '.';
+}
 
 /* One term [s, end) of operand k (k < 0: the output) into labels; -1 after an error. */
 static int parse_term(en *e, const char *s, const char *end, int k, int ndim, int *nl, int *lab)
@@ -200,7 +203,8 @@ static tj_tensor *pair(en *e, tj_tensor *a, tj_tensor *b, const bool *sum)
         int64_t sa = a->shape[p], sb = b->shape[p];
         if (sa != 1 && sb != 1 && sa != sb) {
             char c[2] = {label_char(e->canon[p]), 0};
-            return en_fail(e, "subscript '%s' has sizes %lld and %lld, which do not broadcast", c, (long long)sa, (long long)sb);
+            return en_fail(e, "subscript '%s' has sizes %lld and %lld, which do not broadcast", c,
+                           (long long)sa, (long long)sb);
         }
         if (sum[p] && (sa == 1) != (sb == 1)) {   /* summed in one operand only */
             if (sa != 1)
@@ -215,7 +219,9 @@ static tj_tensor *pair(en *e, tj_tensor *a, tj_tensor *b, const bool *sum)
         return NULL;
     int pa[TJ_MAX_DIMS], pb[TJ_MAX_DIMS], order[TJ_MAX_DIMS], na = 0, nb = 0, no = 0;
     int64_t sz[5] = {1, 1, 1, 1, 1}, rshape[TJ_MAX_DIMS];
-    static const int a_cls[] = {0, 1, 2, 3, 4}, b_cls[] = {0, 2, 3, 1, 4}, o_cls[] = {0, 1, 3, 2, 4};
+    /* the order of the classes in a's, b's and the product's dims */
+    static const int a_cls[] = {0, 1, 2, 3, 4}, b_cls[] = {0, 2, 3, 1, 4};
+    static const int o_cls[] = {0, 1, 3, 2, 4};
     for (int t = 0; t < 5; t++)
         for (int p = 0; p < R; p++) {
             if (cls[p] == a_cls[t])

@@ -155,7 +155,8 @@ static ir_node *linear_dim(ps_builder *b, ir_node *x, int d, int64_t out, bool c
         src = b_bin(b, OP_maximum, b_sub(b, t, num(b, 0.5, TJ_F64)), num(b, 0, TJ_F64));
     }
     ir_node *i0 = ps_b_cast(b, src, TJ_I64);
-    ir_node *i1 = b_bin(b, OP_minimum, b_add(b, i0, num(b, 1, TJ_I64)), num(b, (double)(in - 1), TJ_I64));
+    ir_node *i1 = b_bin(b, OP_minimum, b_add(b, i0, num(b, 1, TJ_I64)),
+                        num(b, (double)(in - 1), TJ_I64));
     ir_node *l1 = b_sub(b, src, ps_b_cast(b, i0, TJ_F64));
     l1 = b_bin(b, OP_minimum, b_bin(b, OP_maximum, l1, num(b, 0, TJ_F64)), num(b, 1, TJ_F64));
     l1 = ps_b_cast(b, l1, dt);
@@ -215,8 +216,8 @@ ir_node *ps_decomp_embedding_bag(PS_DECOMP_ARGS)
     }
     ir_attrs ra = {0};
     ir_attr_int(&ra.a[0], true);
-    ir_node *pos = ps_b_op(b, OP_searchsorted,
-                           (ir_node *[]){ps_b_cast(b, off, TJ_I64), b_arange(b, cnt, TJ_I64)}, 2, &ra);
+    ir_node *sorted_in[2] = {ps_b_cast(b, off, TJ_I64), b_arange(b, cnt, TJ_I64)};
+    ir_node *pos = ps_b_op(b, OP_searchsorted, sorted_in, 2, &ra);
     ir_node *bag = b_sub(b, pos, num(b, 1, TJ_I64));                   /* [cnt] */
     ir_type zt = n->type;   /* the result's shape in weight's dtype (f32 for a widened half) */
     zt.dtype = w->type.dtype;
@@ -237,7 +238,8 @@ ir_node *ps_decomp_embedding_bag(PS_DECOMP_ARGS)
     ir_type ct = zt;
     ct.ndim = 1;
     ir_node *ones = ps_b_const(b, 1, &(ir_type){.dtype = w->type.dtype, .ndim = 1, .shape = {cnt}});
-    ir_node *count = b_dim1(b, OP_scatter_add, (ir_node *[]){ps_b_const(b, 0, &ct), bag, ones}, 3, 0);
+    ir_node *count_in[3] = {ps_b_const(b, 0, &ct), bag, ones};
+    ir_node *count = b_dim1(b, OP_scatter_add, count_in, 3, 0);
     count = b_bin(b, OP_maximum, count, num(b, 1, w->type.dtype));
     return b_div(b, sum, ps_b_unsqueeze(b, count, 1));
 }

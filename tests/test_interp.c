@@ -134,8 +134,8 @@ static void test_upsample_rule_errors(void **state)
     tu_assert_error(tj_interpolate(tj_ones(TJ_I64, 4, (int64_t[]){1, 2, 3, 4}), (int64_t[]){5, 4},
                                    NULL, 2, TJ_INTERP_NEAREST, false),
                     "upsample_nearest(i64[1,2,3,4])", "input must be float or u8, got i64", NULL);
-    tu_assert_error(tj_interpolate(R(TJ_F32, 4, (int64_t[]){1, 2, 0, 4}), (int64_t[]){5, 4}, NULL, 2,
-                                   TJ_INTERP_NEAREST, false),
+    tj_tensor *x0 = R(TJ_F32, 4, (int64_t[]){1, 2, 0, 4});
+    tu_assert_error(tj_interpolate(x0, (int64_t[]){5, 4}, NULL, 2, TJ_INTERP_NEAREST, false),
                     "upsample_nearest(f32[1,2,0,4])",
                     "resized dim 2 is 0 (it must be static and nonempty)", NULL);
     tu_assert_error(tj_interpolate(x, (int64_t[]){5, -1}, NULL, 2, TJ_INTERP_BILINEAR, false),
@@ -195,7 +195,8 @@ static void test_embedding_bag_errors(void **state)
 {
     (void)state;
     tj_tensor *w = R(TJ_F32, 2, (int64_t[]){10, 3});
-    tj_tensor *i1 = tj_zeros(TJ_I64, 1, (int64_t[]){4}), *i2 = tj_zeros(TJ_I64, 2, (int64_t[]){2, 2});
+    tj_tensor *i1 = tj_zeros(TJ_I64, 1, (int64_t[]){4});
+    tj_tensor *i2 = tj_zeros(TJ_I64, 2, (int64_t[]){2, 2});
     tj_tensor *off = tj_zeros(TJ_I64, 1, (int64_t[]){2}), *psw = R(TJ_F32, 1, (int64_t[]){4});
 #define BAG_ERR(call, why) tu_assert_error(call, "embedding_bag(", why, NULL)
     BAG_ERR(tj_embedding_bag(R(TJ_F32, 1, (int64_t[]){10}), i1, off, TJ_REDUCE_SUM, NULL, false),
@@ -212,8 +213,8 @@ static void test_embedding_bag_errors(void **state)
     BAG_ERR(tj_embedding_bag(w, i1, NULL, TJ_REDUCE_SUM, NULL, false), "1-D indices need offsets");
     BAG_ERR(tj_embedding_bag(w, i1, i2, TJ_REDUCE_SUM, NULL, false),
             "offsets must be 1-D i64 or i32, got i64 2-D");
-    BAG_ERR(tj_embedding_bag(w, tj_zeros(TJ_I64, 3, (int64_t[]){1, 2, 2}), NULL, TJ_REDUCE_SUM, NULL,
-                             false),
+    tj_tensor *i3 = tj_zeros(TJ_I64, 3, (int64_t[]){1, 2, 2});
+    BAG_ERR(tj_embedding_bag(w, i3, NULL, TJ_REDUCE_SUM, NULL, false),
             "indices must be 1-D (with offsets) or 2-D, got 3-D");
     BAG_ERR(tj_embedding_bag(w, i1, tj_zeros(TJ_I64, 1, (int64_t[]){0}), TJ_REDUCE_SUM, NULL, true),
             "include_last_offset needs at least one offset");
