@@ -31,7 +31,7 @@ typedef struct en {
     int nl[EN_MAX_OPS], lab[EN_MAX_OPS][TJ_MAX_DIMS];   /* each operand's labels per dim */
     int ell;                                           /* "..." dims (the most of any operand) */
     int nout, out[TJ_MAX_DIMS];                        /* the output's labels */
-    int canon[TJ_MAX_DIMS], ncanon, slot[EN_LABELS];   /* canonical order; a label's place in it */
+    int canon[EN_LABELS], ncanon;                      /* every label used, in canonical order */
     int uses[EN_LABELS];                               /* how many operands have the label */
     bool in_out[EN_LABELS];
 } en;
