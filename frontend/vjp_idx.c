@@ -53,12 +53,11 @@ AG_VJP(logcumsumexp)
     return 0;
 }
 
-/* The gradient of src: what g holds where src was written, zero where src
- * reached past the index's shape. */
-static tj_tensor *src_grad(const ag_ctx *c, tj_tensor *g)
+/* r (index's shape) padded with zeros to src's shape: src past the index's
+ * shape was never read. */
+static tj_tensor *pad_to_src(const ag_ctx *c, tj_tensor *r)
 {
     tj_tensor *ix = c->in[1], *src = c->in[2];
-    tj_tensor *r = tj_gather(g, dim_of(c), ix);
     int64_t pads[2 * TJ_MAX_DIMS];
     bool pad = false;
     for (int k = 0; k < src->ndim && r; k++) {   /* (before, after) from the last dim */
@@ -67,6 +66,13 @@ static tj_tensor *src_grad(const ag_ctx *c, tj_tensor *g)
         pad |= pads[2 * k + 1] != 0;
     }
     return pad ? tj_pad(r, pads, src->ndim, 0) : r;
+}
+
+/* The gradient of src: what g holds where src was written, zero where src
+ * reached past the index's shape. */
+static tj_tensor *src_grad(const ag_ctx *c, tj_tensor *g)
+{
+    return pad_to_src(c, tj_gather(g, dim_of(c), c->in[1]));
 }
 
 AG_VJP(scatter_add)
@@ -81,5 +87,52 @@ AG_VJP(scatter)
 {
     AG_SET(0, tj_scatter(g, dim_of(c), c->in[1], tj_zeros_like(c->in[2])));
     AG_SET(2, src_grad(c, g));
+    return 0;
+}
+
+/* ---- scatter_reduce (issue 11): PyTorch's scatter_reduce_backward ---------------------- */
+
+/* src cut to index's shape (what the scatter read). */
+static tj_tensor *src_read(const ag_ctx *c)
+{
+    tj_tensor *ix = c->in[1], *s = c->in[2];
+    for (int k = 0; k < ix->ndim && s; k++)
+        if (s->shape[k] != ix->shape[k])
+            s = tj_narrow(s, k, 0, ix->shape[k]);
+    return s;
+}
+
+/* sum: g and gather(g); prod: g y / x and gather(g y) / src (exact where x and
+ * src have no zeros); mean: both divided by the count (x counted with
+ * include_self, at least 1); amax/amin: g shared evenly among the values equal
+ * to the result. include_self false: x gets nothing where index reached. */
+AG_VJP(scatter_reduce)
+{
+    int d = dim_of(c), mode = (int)c->a->a[1].i[0];
+    bool self = c->a->a[2].i[0] != 0;
+    tj_tensor *ix = c->in[1], *gs = NULL, *gsrc = NULL;
+    if (mode == TJ_REDUCE_SUM) {
+        gs = g;
+        gsrc = tj_gather(g, d, ix);
+    } else if (mode == TJ_REDUCE_PROD) {
+        tj_tensor *gy = tj_mul(g, Y);
+        gs = tj_div(gy, X);
+        gsrc = tj_div(tj_gather(gy, d, ix), src_read(c));
+    } else if (mode == TJ_REDUCE_MEAN) {
+        tj_tensor *ones = tj_ones_like(tj_gather(g, d, ix));
+        tj_tensor *cnt = tj_scatter_add(self ? tj_ones_like(g) : tj_zeros_like(g), d, ix, ones);
+        gs = tj_div(g, tj_clamp_min(cnt, 1));
+        gsrc = tj_gather(gs, d, ix);
+    } else {
+        tj_tensor *self_is = tj_cast(tj_eq(X, Y), g->dtype);
+        tj_tensor *src_is = tj_cast(tj_eq(src_read(c), tj_gather(Y, d, ix)), g->dtype);
+        tj_tensor *share = tj_div(g, tj_scatter_add(self_is, d, ix, src_is));
+        gs = tj_mul(self_is, share);
+        gsrc = tj_mul(src_is, tj_gather(share, d, ix));
+    }
+    if (!self && gs)
+        gs = tj_scatter(gs, d, ix, tj_zeros_like(tj_gather(gs, d, ix)));
+    AG_SET(0, gs);
+    AG_SET(2, gsrc ? pad_to_src(c, gsrc) : NULL);
     return 0;
 }

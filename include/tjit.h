@@ -735,6 +735,45 @@ tj_tensor *tj_minimum_value(tj_dtype dt);
 tj_tensor *tj_linspace(tj_dtype dt, double start, double end, int64_t steps);
 tj_tensor *tj_logspace(tj_dtype dt, double start, double end, int64_t steps, double base);
 
+/* ==== interpolate, embedding_bag, einsum, scatter_reduce (issue 11) =========== */
+/* How scatter_reduce combines (torch's reduce=) and embedding_bag's mode
+ * (TJ_REDUCE_AMAX is its "max"). */
+typedef enum tj_reduce_op {
+    TJ_REDUCE_SUM, TJ_REDUCE_PROD, TJ_REDUCE_MEAN, TJ_REDUCE_AMAX, TJ_REDUCE_AMIN
+} tj_reduce_op;
+/* torch.scatter_reduce(x, dim, index, src, reduce, include_self): x with src's
+ * values combined at index along dim (scatter's shape rules); include_self
+ * false leaves x's value out where index reaches. An integer mean rounds down. */
+tj_tensor *tj_scatter_reduce(tj_tensor *x, int dim, tj_tensor *index, tj_tensor *src,
+                             tj_reduce_op reduce, bool include_self);
+/* F.interpolate's modes. */
+typedef enum tj_interp_mode {
+    TJ_INTERP_NEAREST,    /* "nearest": 1, 2 or 3 spatial dims */
+    TJ_INTERP_BILINEAR    /* "bilinear": 2 spatial dims */
+} tj_interp_mode;
+/* F.interpolate(x, size or scale_factor, mode, align_corners) on x [N,C,spatial...]
+ * with k spatial dims: size (k entries) or, when size is NULL, scale_factor (k
+ * entries > 0; the output size is floor(in * scale), and the scale sets the
+ * source coordinates, as torch's recompute_scale_factor=None). align_corners
+ * is for bilinear (false for nearest). */
+tj_tensor *tj_interpolate(tj_tensor *x, const int64_t *size, const double *scale_factor, int k,
+                          tj_interp_mode mode, bool align_corners);
+/* F.embedding_bag(indices, weight, offsets, mode, per_sample_weights,
+ * include_last_offset): weight [V,D]; indices 1-D with offsets (bag b is
+ * indices[offsets[b] : offsets[b+1]]), or 2-D [B,L] with offsets NULL (a bag per
+ * row); mode TJ_REDUCE_SUM, _MEAN or _AMAX (torch's "max"); per_sample_weights
+ * (indices' shape, or NULL) for sum only. An empty bag gives zeros. -> [B, D] */
+tj_tensor *tj_embedding_bag(tj_tensor *weight, tj_tensor *indices, tj_tensor *offsets,
+                            tj_reduce_op mode, tj_tensor *per_sample_weights,
+                            bool include_last_offset);
+/* torch.einsum(equation, operands): "ij,jk->ik", implicit output (no "->": the
+ * letters seen once, sorted), a letter repeated in one operand (its diagonal),
+ * "..." for broadcast batch dims; letters a-z, A-Z. Each pair of operands is
+ * one permute + reshape + matmul, as PyTorch's; letters in one operand only are
+ * summed first. */
+tj_tensor *tj_einsum(const char *equation, tj_tensor *const *operands, int n);
+/* ==== end of interpolate, embedding_bag, einsum, scatter_reduce ================ */
+
 /* ---- autograd (reverse mode; docs/training.md) ----------------------------
  * Mark leaves (weights) with tj_requires_grad; every op on a tensor that
  * requires grad is recorded on a tape (nothing is recorded otherwise). After

@@ -134,7 +134,7 @@ typedef struct tj_op_info {
     int nattrs;
     struct {
         const char *name;
-        const char *kind;   /* int ints bool float dtype reduction */
+        const char *kind;   /* int ints bool float dtype reduction rounding reduce_op */
     } attrs[TJ_OP_MAX_ATTRS];
 } tj_op_info;
 

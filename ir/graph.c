@@ -93,11 +93,14 @@ int ir_attrs_check(ir_op op, const ir_attrs *a, char *err, size_t nerr)
             break;
         case IR_ATTR_REDUCTION:
         case IR_ATTR_ROUNDING:
+        case IR_ATTR_REDUCE_OP:
             if (!ir_attr_word(info->attrs[k].kind, v->i[0]))
                 return ir_fail(err, nerr, "attribute '%s' is %lld, not a %s", name,
                                (long long)v->i[0], info->attrs[k].kind == IR_ATTR_REDUCTION
                                    ? "reduction (mean, sum, none)"
-                                   : "rounding mode (none, trunc, floor)");
+                                   : info->attrs[k].kind == IR_ATTR_ROUNDING
+                                   ? "rounding mode (none, trunc, floor)"
+                                   : "reduce op (sum, prod, mean, amax, amin)");
             break;
         case IR_ATTR_INT:
         case IR_ATTR_FLOAT:
@@ -135,6 +138,7 @@ static void attr_normalize(ir_attr_kind kind, const ir_attr *v, ir_attr *out)
     case IR_ATTR_DTYPE:
     case IR_ATTR_REDUCTION:
     case IR_ATTR_ROUNDING:
+    case IR_ATTR_REDUCE_OP:
         out->n = 1;
         out->i[0] = v->i[0];
         break;

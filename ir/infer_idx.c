@@ -621,6 +621,15 @@ int ir_infer_scatter(IR_INFER_ARGS)
 
 int ir_infer_scatter_add(IR_INFER_ARGS) { return ir_infer_scatter(op, in, nin, a, out, err, nerr); }
 
+/* scatter's checks, and reduce one of tj_reduce_op's (issue 11) */
+int ir_infer_scatter_reduce(IR_INFER_ARGS)
+{
+    if (!ir_attr_word(IR_ATTR_REDUCE_OP, a->a[1].i[0]))
+        return ir_fail(err, nerr, "reduce %lld is not sum, prod, mean, amax or amin",
+                       (long long)a->a[1].i[0]);
+    return ir_infer_scatter(op, in, nin, a, out, err, nerr);
+}
+
 /* index_add and index_copy: a 1-D index (or 0-dim) along dim of x, source of
  * x's shape with index's length in dim. */
 int ir_infer_index_add(IR_INFER_ARGS)

@@ -110,14 +110,14 @@ typedef enum {
 } ir_rule;
 #define IR_RULE_LAST IR_RULE_INTPOW
 
-/* REDUCTION and ROUNDING are word attributes: one of the names ir_attr_word
- * lists (the value is the index, which is the public enum's value:
- * tj_reduction, tj_rounding). */
+/* REDUCTION, ROUNDING and REDUCE_OP are word attributes: one of the names
+ * ir_attr_word lists (the value is the index, which is the public enum's value:
+ * tj_reduction, tj_rounding, tj_reduce_op). */
 typedef enum {
     IR_ATTR_INT, IR_ATTR_INTS, IR_ATTR_BOOL, IR_ATTR_FLOAT, IR_ATTR_DTYPE, IR_ATTR_REDUCTION,
-    IR_ATTR_ROUNDING
+    IR_ATTR_ROUNDING, IR_ATTR_REDUCE_OP
 } ir_attr_kind;
-#define IR_ATTR_LAST IR_ATTR_ROUNDING
+#define IR_ATTR_LAST IR_ATTR_REDUCE_OP
 
 /* The name of value v of a word attribute kind ("mean"), NULL when v is not
  * one; and the value a name spells (-1 when none). */

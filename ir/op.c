@@ -54,8 +54,19 @@ static const char *const rounding_words[] = {
 _Static_assert(sizeof rounding_words / sizeof *rounding_words == TJ_ROUNDING_FLOOR + 1,
                "a name per tj_rounding");
 
+/* issue 11: scatter_reduce's reduce and embedding_bag's mode */
+static const char *const reduce_op_words[] = {
+    [TJ_REDUCE_SUM] = "sum", [TJ_REDUCE_PROD] = "prod", [TJ_REDUCE_MEAN] = "mean",
+    [TJ_REDUCE_AMAX] = "amax", [TJ_REDUCE_AMIN] = "amin"};
+_Static_assert(sizeof reduce_op_words / sizeof *reduce_op_words == TJ_REDUCE_AMIN + 1,
+               "a name per tj_reduce_op");
+
 static int words_of(ir_attr_kind kind, const char *const **w)
 {
+    if (kind == IR_ATTR_REDUCE_OP) {
+        *w = reduce_op_words;
+        return (int)(sizeof reduce_op_words / sizeof *reduce_op_words);
+    }
     if (kind == IR_ATTR_REDUCTION) {
         *w = reduction_words;
         return (int)(sizeof reduction_words / sizeof *reduction_words);

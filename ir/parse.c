@@ -444,6 +444,7 @@ static const char *kind_desc(ir_attr_kind k)
     case IR_ATTR_DTYPE: return "a dtype like f32";
     case IR_ATTR_REDUCTION: return "mean, sum or none";
     case IR_ATTR_ROUNDING: return "none, trunc or floor";
+    case IR_ATTR_REDUCE_OP: return "sum, prod, mean, amax or amin";
     }
     return "?";
 }
@@ -499,6 +500,7 @@ static int parse_attr_value(parser *p, ir_attr_kind kind, ir_attr *v, const char
     }
     case IR_ATTR_REDUCTION:
     case IR_ATTR_ROUNDING:
+    case IR_ATTR_REDUCE_OP:
         if (p->tok.kind != TK_IDENT ||
             (v->i[0] = ir_attr_word_value(kind, p->tok.s, p->tok.len)) < 0)
             return error_expected(p, what);

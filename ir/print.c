@@ -129,6 +129,7 @@ static void put_attr(strbuf *b, ir_attr_kind kind, const ir_attr *v)
         break;
     case IR_ATTR_REDUCTION:
     case IR_ATTR_ROUNDING:
+    case IR_ATTR_REDUCE_OP:
         sb_str(b, ir_attr_word(kind, v->i[0]) ? ir_attr_word(kind, v->i[0]) : "?");
         break;
     }

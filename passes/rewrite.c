@@ -118,7 +118,8 @@ static void put_attrs(FILE *f, const ir_node *n)
         case IR_ATTR_BOOL: fprintf(f, "%s", a->i[0] ? "true" : "false"); break;
         case IR_ATTR_DTYPE: fprintf(f, "%s", tj_dtype_name((tj_dtype)a->i[0])); break;
         case IR_ATTR_REDUCTION:
-        case IR_ATTR_ROUNDING: fprintf(f, "%s", ir_attr_word(info->attrs[k].kind, a->i[0])); break;
+        case IR_ATTR_ROUNDING:
+        case IR_ATTR_REDUCE_OP: fprintf(f, "%s", ir_attr_word(info->attrs[k].kind, a->i[0])); break;
         default: fprintf(f, "%lld", (long long)a->i[0]); break;
         }
     }

@@ -1,6 +1,6 @@
 /* k_idx.c - eager kernels of the scan, sort and scatter prims of ops.def's
  * "indexing, scans and shapes" section: cumsum, cumprod, logcumsumexp,
- * cummax_indices, cummin_indices, argsort, scatter, scatter_add.
+ * cummax_indices, cummin_indices, argsort, scatter, scatter_add, scatter_reduce.
  *
  * Each works on "lines": the elements along one dim, for every position of
  * the other dims. The inputs are first copied into a contiguous work tensor
@@ -229,14 +229,78 @@ int rt_k_argsort(RT_KERNEL_ARGS)
     return 0;
 }
 
-/* ---- scatter and scatter_add: one pass over the index, in order ----------------------- */
+/* ---- scatter, scatter_add and scatter_reduce: one pass over the index, in order ---------- */
 
-static int scatter(tj_tensor *out, tj_tensor *const *in, int64_t dim_attr, bool add)
+/* How src's values meet x's: SC_SET overwrites (scatter), the rest are tj_reduce_op. */
+#define SC_SET (-1)
+
+static double reduce_f(int mode, double o, double v)
+{
+    switch (mode) {
+    case TJ_REDUCE_PROD: return o * v;
+    case TJ_REDUCE_AMAX: return isnan(v) || v > o ? v : o;   /* NaN propagates, as PyTorch */
+    case TJ_REDUCE_AMIN: return isnan(v) || v < o ? v : o;
+    case SC_SET: return v;
+    default: return o + v;                                  /* sum, mean */
+    }
+}
+
+static int64_t reduce_i(int mode, int64_t o, int64_t v)
+{
+    switch (mode) {
+    case TJ_REDUCE_PROD: return (int64_t)((uint64_t)o * (uint64_t)v);
+    case TJ_REDUCE_AMAX: return v > o ? v : o;
+    case TJ_REDUCE_AMIN: return v < o ? v : o;
+    case SC_SET: return v;
+    default: return (int64_t)((uint64_t)o + (uint64_t)v);
+    }
+}
+
+/* The start of an element that include_self=false leaves out: the reduction's identity. */
+static double ident_f(int mode)
+{
+    return mode == TJ_REDUCE_PROD ? 1 : mode == TJ_REDUCE_AMAX ? -INFINITY
+           : mode == TJ_REDUCE_AMIN ? INFINITY : 0;
+}
+
+static int64_t ident_i(int mode)
+{
+    return mode == TJ_REDUCE_PROD ? 1 : mode == TJ_REDUCE_AMAX ? INT64_MIN
+           : mode == TJ_REDUCE_AMIN ? INT64_MAX : 0;
+}
+
+/* The offsets in x (and in src) of index element e along d; -1 when out of range. */
+static int64_t scatter_at(int64_t e, int nd, int d, const int64_t *ishape, const int64_t *xshape,
+                          const int64_t *xst, const int64_t *sst, int64_t t, int64_t *so)
+{
+    int64_t rem = e, xo = 0;
+    *so = 0;
+    if (t < 0 || t >= xshape[d]) {
+        rt_error("index %lld is out of range for dim %d of size %lld", (long long)t, d,
+                 (long long)xshape[d]);
+        return -1;
+    }
+    for (int k = nd - 1; k >= 0; k--) {
+        int64_t c = rem % ishape[k];
+        rem /= ishape[k];
+        xo += (k == d ? t : c) * xst[k];
+        *so += c * sst[k];
+    }
+    return xo;
+}
+
+/* mode SC_SET, TJ_REDUCE_SUM (scatter_add) or any tj_reduce_op (scatter_reduce). Elements
+ * reached are counted (mean divides by the count, self included when include_self; an
+ * integer mean rounds down, as PyTorch); with include_self false each reached element
+ * starts from the reduction's identity. */
+static int scatter(tj_tensor *out, tj_tensor *const *in, int64_t dim_attr, int mode,
+                   bool include_self)
 {
     const tj_tensor *x = in[0], *ix = in[1], *src = in[2];
     bool flt = ir_dtype_is_float(x->dtype);
     tj_tensor *w = work_of(x, flt), *iw = w ? work_of(ix, false) : NULL;
     tj_tensor *sw = iw ? work_of(src, flt) : NULL;
+    int64_t *cnt = NULL;
     int rc = -1;
     if (!sw)
         goto out;
@@ -252,35 +316,59 @@ static int scatter(tj_tensor *out, tj_tensor *const *in, int64_t dim_attr, bool 
         s *= src->ndim ? src->shape[k] : 1;
     }
     const int64_t *ip = rt_ptr(iw);
-    int64_t n = tj_numel(ix);
-    for (int64_t e = 0; e < n; e++) {
-        int64_t rem = e, xo = 0, so = 0, t = ip[e];
-        if (t < 0 || t >= xshape[d]) {
-            rt_error("index %lld is out of range for dim %d of size %lld", (long long)t, d,
-                     (long long)xshape[d]);
+    int64_t n = tj_numel(ix), nx = tj_numel(x), so;
+    bool counted = mode == TJ_REDUCE_MEAN || (mode != SC_SET && !include_self);
+    if (counted && !(cnt = calloc((size_t)(nx ? nx : 1), sizeof *cnt))) {
+        rt_error("out of memory");
+        goto out;
+    }
+    for (int64_t e = 0; e < n && counted; e++) {
+        int64_t xo = scatter_at(e, nd, d, ishape, xshape, xst, sst, ip[e], &so);
+        if (xo < 0)
             goto out;
+        if (!include_self && !cnt[xo]) {
+            if (flt)
+                ((double *)rt_ptr(w))[xo] = ident_f(mode);
+            else
+                ((int64_t *)rt_ptr(w))[xo] = ident_i(mode);
         }
-        for (int k = nd - 1; k >= 0; k--) {
-            int64_t c = rem % ishape[k];
-            rem /= ishape[k];
-            xo += (k == d ? t : c) * xst[k];
-            so += c * sst[k];
-        }
+        cnt[xo]++;
+    }
+    for (int64_t e = 0; e < n; e++) {
+        int64_t xo = scatter_at(e, nd, d, ishape, xshape, xst, sst, ip[e], &so);
+        if (xo < 0)
+            goto out;
         if (flt) {
-            double *o = (double *)rt_ptr(w) + xo, v = ((const double *)rt_ptr(sw))[so];
-            *o = add ? *o + v : v;
+            double *o = (double *)rt_ptr(w) + xo;
+            *o = reduce_f(mode, *o, ((const double *)rt_ptr(sw))[so]);
         } else {
-            int64_t *o = (int64_t *)rt_ptr(w) + xo, v = ((const int64_t *)rt_ptr(sw))[so];
-            *o = add ? (int64_t)((uint64_t)*o + (uint64_t)v) : v;
+            int64_t *o = (int64_t *)rt_ptr(w) + xo;
+            *o = reduce_i(mode, *o, ((const int64_t *)rt_ptr(sw))[so]);
+        }
+    }
+    for (int64_t k = 0; k < nx && mode == TJ_REDUCE_MEAN; k++) {
+        int64_t c = cnt[k] + include_self;
+        if (!cnt[k] || c == 1)
+            continue;
+        if (flt) {
+            ((double *)rt_ptr(w))[k] /= (double)c;
+        } else {
+            int64_t *o = (int64_t *)rt_ptr(w) + k, q = *o / c;
+            *o = q - (q * c != *o && *o < 0);   /* floor */
         }
     }
     rc = rt_convert(out, w);
 out:
+    free(cnt);
     tj_release(sw);
     tj_release(iw);
     tj_release(w);
     return rc;
 }
 
-int rt_k_scatter(RT_KERNEL_ARGS) { return scatter(out, in, a->a[0].i[0], false); }
-int rt_k_scatter_add(RT_KERNEL_ARGS) { return scatter(out, in, a->a[0].i[0], true); }
+int rt_k_scatter(RT_KERNEL_ARGS) { return scatter(out, in, a->a[0].i[0], SC_SET, true); }
+int rt_k_scatter_add(RT_KERNEL_ARGS) { return scatter(out, in, a->a[0].i[0], TJ_REDUCE_SUM, true); }
+int rt_k_scatter_reduce(RT_KERNEL_ARGS)
+{
+    return scatter(out, in, a->a[0].i[0], (int)a->a[1].i[0], a->a[2].i[0] != 0);
+}

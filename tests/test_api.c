@@ -49,6 +49,9 @@ typedef struct entry {
 #define tj_sub_alpha tj_sub_ex
 #define tj_div_mode tj_div_ex                     /* torch.div(a, b, rounding_mode=) */
 #define tj_qr_q tj_qr                             /* linalg via LAPACK: Q, and R when asked */
+/* interpolate, embedding_bag, einsum, scatter_reduce (issue 11) */
+#define tj_upsample_nearest tj_interpolate         /* F.interpolate: its mode picks the row */
+#define tj_upsample_bilinear2d tj_interpolate
 
 /* Internal rows: no public function records them. Each maps to NULL here
  * and has its reason in internal_rows[]. */
@@ -113,6 +116,8 @@ static int entry_table(entry *out, int max)
 #undef tj_add_alpha
 #undef tj_sub_alpha
 #undef tj_div_mode
+#undef tj_upsample_nearest
+#undef tj_upsample_bilinear2d
 
 static const char *internal_why(const char *op)
 {

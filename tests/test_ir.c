@@ -156,7 +156,7 @@ static const struct {
     {"delta", {"1", "0.5"}},        {"log_target", {"0", "1"}},
     {"dims_a", {"1", ""}},          {"dims_b", {"0", ""}},
     {"upscale_factor", {"1", "2"}}, {"downscale_factor", {"1"}},
-    {"size", {"2", "3"}},           {"k", {"1", "2"}},
+    {"size", {"2", "3", "4,3"}},    {"k", {"1", "2"}},
     {"ord", {"2", "1", "inf", "0.5"}}, {"output_size", {"2", "2,3", "1,1"}},
     {"zero_point", {"0", "3"}},     {"axis", {"0", "1"}},
     /* indexing, scans and shapes */
@@ -177,6 +177,11 @@ static const struct {
     {"upper", {"0", "1"}},
     /* 3-D and transposed convolution, 3-D pools (issue 11) */
     {"output_padding", {"0"}},
+    /* interpolate, embedding_bag, scatter_reduce (issue 11) */
+    {"reduce", {"sum", "amax", "prod"}}, {"include_self", {"1", "0"}},
+    {"scale_d", {"0"}},             {"scale_h", {"0", "1.5"}},
+    {"scale_w", {"0", "2"}},        {"align_corners", {"0", "1"}},
+    {"mode", {"sum", "mean", "amax"}}, {"include_last_offset", {"0", "1"}},
 };
 
 static int examples_of(const char *attr, const char *const **vals)

@@ -184,6 +184,7 @@ static void parse_attrs(ir_op op, const char *text, ir_attrs *at)
         case IR_ATTR_DTYPE: ir_attr_int(&at->a[k], dtype_of(v)); break;
         case IR_ATTR_REDUCTION:
         case IR_ATTR_ROUNDING:
+        case IR_ATTR_REDUCE_OP:
             ir_attr_int(&at->a[k], ir_attr_word_value(ir_ops[op].attrs[k].kind, v, strlen(v)));
             break;
         default: ir_attr_int(&at->a[k], strtoll(v, NULL, 10)); break;

@@ -412,6 +412,20 @@ static const char *const composite_cases[] = {
       " %1 = conv_transpose2d %x, %w {stride=[2,1], padding=[2,1], output_padding=[0,0], groups=1, dilation=[2,1]} : f32[2,2,5,3]\n"
       " %2 = conv_transpose1d %v, %k {stride=3, padding=0, output_padding=2, groups=4, dilation=1} : f32[4,17]\n"
       " return %0, %1, %2"),
+    /* interpolate, embedding_bag (issue 11): nearest by a view (x2) and by a gather */
+    G("%x: f32[1,2,3,4], %y: f64[1,1,5], %w: f32[10,3], %p: f32[6]",
+      "%i = arange {start=9, end=3, step=-1, dtype=i64} : i64[6]\n"
+      " %j = reshape %i {shape=[2,3]} : i64[2,3]\n"
+      " %0 = upsample_nearest %x {size=[6,8], scale_d=0, scale_h=0, scale_w=0} : f32[1,2,6,8]\n"
+      " %1 = upsample_nearest %x {size=[5,7], scale_d=0, scale_h=0, scale_w=0} : f32[1,2,5,7]\n"
+      " %2 = upsample_nearest %y {size=[8], scale_d=0, scale_h=0, scale_w=1.7} : f64[1,1,8]\n"
+      " %3 = upsample_bilinear2d %x {size=[5,7], align_corners=false, scale_h=0, scale_w=0} : f32[1,2,5,7]\n"
+      " %4 = upsample_bilinear2d %x {size=[2,9], align_corners=true, scale_h=0, scale_w=0} : f32[1,2,2,9]\n"
+      " %o = arange {start=0, end=6, step=2, dtype=i64} : i64[3]\n"
+      " %5 = embedding_bag %w, %i, %o, %p {mode=sum, include_last_offset=false} : f32[3,3]\n"
+      " %6 = embedding_bag %w, %i, %o {mode=amax, include_last_offset=false} : f32[3,3]\n"
+      " %7 = embedding_bag %w, %j {mode=mean, include_last_offset=false} : f32[2,3]\n"
+      " return %0, %1, %2, %3, %4, %5, %6, %7"),
 };
 
 static void test_every_composite_decomposes(void **state)

@@ -217,8 +217,39 @@ ATTR_OPS = {
 }
 
 
+# ---- interpolate, embedding_bag, scatter_reduce (issue 11) ----
+def interp_nearest(i, a):
+    k = len(a["size"])
+    sc = [a["scale_d"], a["scale_h"], a["scale_w"]][3 - k:]
+    if any(s > 0 for s in sc):
+        return F.interpolate(i[0], scale_factor=sc, mode="nearest")
+    return F.interpolate(i[0], size=a["size"], mode="nearest")
+
+
+def interp_bilinear(i, a):
+    sc = [a["scale_h"], a["scale_w"]]
+    if any(s > 0 for s in sc) and not a["align_corners"]:
+        return F.interpolate(i[0], scale_factor=sc, mode="bilinear", align_corners=False)
+    return F.interpolate(i[0], size=a["size"], mode="bilinear", align_corners=a["align_corners"])
+
+
+INTERP = {
+    "upsample_nearest": interp_nearest,
+    "upsample_bilinear2d": interp_bilinear,
+    "scatter_reduce": lambda i, a: torch.scatter_reduce(i[0], a["dim"], i[1], i[2], a["reduce"],
+                                                        include_self=a["include_self"]),
+    "embedding_bag": lambda i, a: F.embedding_bag(
+        i[1], i[0], i[2] if len(i) > 2 else None, mode={"amax": "max"}.get(a["mode"], a["mode"]),
+        per_sample_weights=i[3] if len(i) > 3 else None,
+        include_last_offset=a["include_last_offset"]),
+    "arange": lambda i, a: torch.arange(a["start"], a["end"], a["step"], dtype=a["dtype"]),
+}
+
+
 def run_op(op, ins, a):
     x = ins[0] if ins else None
+    if op in INTERP:
+        return INTERP[op](ins, a)
     if op in NN_GRAD:
         return NN_GRAD[op](ins, a)
     if op in IDX:

@@ -1864,6 +1864,9 @@ opinfo_idx.register3(sys.modules[__name__])
 opinfo_idx.register4(sys.modules[__name__])
 opinfo_idx.register5(sys.modules[__name__])
 opinfo_idx.register6(sys.modules[__name__])
+# ---- interpolate, embedding_bag, scatter_reduce (issue 11): opinfo_interp.py -------
+import opinfo_interp  # noqa: E402
+opinfo_interp.register(sys.modules[__name__])
 # ---- more pointwise prims and the elementwise composites (issue 11) ---------------
 
 def cbrt_ref(x):

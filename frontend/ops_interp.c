@@ -1,0 +1,81 @@
+/* ops_interp.c - public entry points of ops.def's "interpolate, embedding_bag,
+ * einsum, scatter_reduce" block (einsum: ops_einsum.c): they fill the
+ * attributes and call fe_apply. tj_interpolate picks the row of its mode and
+ * turns a scale factor into the output size, as F.interpolate does. */
+#include <math.h>
+
+#include "fe.h"
+
+tj_tensor *tj_scatter_reduce(tj_tensor *x, int dim, tj_tensor *index, tj_tensor *src,
+                             tj_reduce_op reduce, bool include_self)
+{
+    ir_attrs at = {0};
+    ir_attr_int(&at.a[0], dim);
+    ir_attr_int(&at.a[1], reduce);
+    ir_attr_int(&at.a[2], include_self);
+    return fe_apply(OP_scatter_reduce, (tj_tensor *[]){x, index, src}, 3, &at);
+}
+
+static tj_tensor *interp_fail(tj_tensor *x, const char *why, int k)
+{
+    char head[256];
+    rt_describe_inputs("interpolate", &x, 1, head, sizeof head);
+    rt_error("%s: %s (k = %d)", head, why, k);
+    return NULL;
+}
+
+tj_tensor *tj_interpolate(tj_tensor *x, const int64_t *size, const double *scale_factor, int k,
+                          tj_interp_mode mode, bool align_corners)
+{
+    if (!x)
+        return NULL;
+    if (k < 1 || k > 3)
+        return interp_fail(x, "1, 2 or 3 spatial dims are supported", k);
+    if (x->ndim != k + 2)
+        return interp_fail(x, "the input must have 2 + k dims [N,C,spatial...]", k);
+    if (!size == !scale_factor)
+        return interp_fail(x, "give either size or scale_factor", k);
+    if (mode != TJ_INTERP_NEAREST && mode != TJ_INTERP_BILINEAR)
+        return interp_fail(x, "mode must be nearest or bilinear", k);
+    if (mode == TJ_INTERP_BILINEAR && k != 2)
+        return interp_fail(x, "bilinear needs 2 spatial dims", k);
+    if (mode == TJ_INTERP_NEAREST && align_corners)
+        return interp_fail(x, "align_corners is only for bilinear", k);
+    int64_t out[3];
+    double sc[3] = {0, 0, 0};   /* d, h, w: the last k used */
+    for (int j = 0; j < k; j++) {
+        if (scale_factor) {
+            double s = scale_factor[j];
+            if (!(s > 0) || !isfinite(s))
+                return interp_fail(x, "scale_factor must be positive and finite", k);
+            fe_trace_shape_read(x);
+            out[j] = (int64_t)floor((double)x->shape[2 + j] * s);
+            sc[3 - k + j] = s;
+        } else {
+            out[j] = size[j];
+        }
+    }
+    ir_attrs at = {0};
+    ir_attr_ints(&at.a[0], out, k);
+    if (mode == TJ_INTERP_NEAREST) {
+        for (int j = 0; j < 3; j++)
+            ir_attr_float(&at.a[1 + j], sc[j]);
+        return fe_apply(OP_upsample_nearest, &x, 1, &at);
+    }
+    ir_attr_int(&at.a[1], align_corners);
+    ir_attr_float(&at.a[2], sc[1]);
+    ir_attr_float(&at.a[3], sc[2]);
+    return fe_apply(OP_upsample_bilinear2d, &x, 1, &at);
+}
+
+tj_tensor *tj_embedding_bag(tj_tensor *weight, tj_tensor *indices, tj_tensor *offsets,
+                            tj_reduce_op mode, tj_tensor *per_sample_weights,
+                            bool include_last_offset)
+{
+    ir_attrs at = {0};
+    ir_attr_int(&at.a[0], mode);
+    ir_attr_int(&at.a[1], include_last_offset);
+    int n = per_sample_weights ? 4 : offsets ? 3 : 2;
+    return fe_apply(OP_embedding_bag,
+                    (tj_tensor *[]){weight, indices, offsets, per_sample_weights}, n, &at);
+}

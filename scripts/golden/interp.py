@@ -1,0 +1,51 @@
+"""interp.py - golden data for the public entry points of ops.def's
+"interpolate, embedding_bag, einsum, scatter_reduce" block beyond the rows
+(opinfo.py samples those): tj_interpolate with scale_factor (the output size
+floor(in * scale) and the scale kept for the coordinates) and with size, and
+tj_embedding_bag / tj_scatter_reduce through their C signatures.
+tests/test_interp.c reads tests/golden/interp/<name>.npy.
+Run: /usr/bin/python3 scripts/golden/interp.py"""
+import torch
+import torch.nn.functional as F
+
+from common import Family
+
+
+def main():
+    f = Family("interp", seed=5)
+    x = torch.randn(2, 3, 5, 4)
+    f.save("x", x)
+    f.save("nearest_scale", F.interpolate(x, scale_factor=(1.7, 2.3), mode="nearest"))
+    f.save("nearest_size", F.interpolate(x, size=(7, 3), mode="nearest"))
+    f.save("bilinear_scale", F.interpolate(x, scale_factor=(2.5, 0.6), mode="bilinear",
+                                           align_corners=False))
+    f.save("bilinear_corners", F.interpolate(x, size=(9, 6), mode="bilinear", align_corners=True))
+    x1 = torch.randn(2, 3, 6)
+    f.save("x1", x1)
+    f.save("nearest1d_scale", F.interpolate(x1, scale_factor=2.2, mode="nearest"))
+    x3 = torch.randn(1, 2, 2, 3, 2)
+    f.save("x3", x3)
+    f.save("nearest3d_scale", F.interpolate(x3, scale_factor=(1.5, 2.0, 2.5), mode="nearest"))
+    w = torch.randn(10, 4)
+    idx = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9])
+    off = torch.tensor([0, 3, 3, 6])
+    psw = torch.randn(8)
+    f.save("w", w)
+    f.save("idx", idx)
+    f.save("off", off)
+    f.save("psw", psw)
+    f.save("bag_sum_psw", F.embedding_bag(idx, w, off, mode="sum", per_sample_weights=psw))
+    f.save("bag_max", F.embedding_bag(idx, w, off, mode="max"))
+    f.save("bag_mean_last", F.embedding_bag(idx[:6], w, off, mode="mean", include_last_offset=True))
+    s = torch.randn(3, 4)
+    ix = torch.tensor([[0, 2, 1, 0], [0, 0, 2, 0]])
+    src = torch.randn(2, 4)
+    f.save("s", s)
+    f.save("ix", ix)
+    f.save("src", src)
+    f.save("scatter_amin", torch.scatter_reduce(s, 0, ix, src, "amin", include_self=False))
+    f.done()
+
+
+if __name__ == "__main__":
+    main()

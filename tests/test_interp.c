@@ -1,0 +1,277 @@
+/* test_interp.c - ops.def's "interpolate, embedding_bag, einsum,
+ * scatter_reduce" block (einsum: test_einsum.c) beyond what test_opinfo.c
+ * (the rows' values against PyTorch, eager and compiled) and test_autograd.c
+ * (their gradients) check: the public entry points against PyTorch
+ * (tests/golden/interp, scripts/golden/interp.py: scale factors, 1-D and 3-D
+ * nearest, per_sample_weights, include_last_offset), a trace that keeps the
+ * composite, and every error path of the shape rules and entry points, with
+ * messages naming the op and the shapes. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../ir/ir.h"
+#include "util.h"
+
+static tj_tensor *G(const char *name) { return tu_golden("interp", name); }
+
+static tj_tensor *R(tj_dtype dt, int nd, const int64_t *shape) { return tj_rand(dt, nd, shape); }
+
+/* ---- against PyTorch ----------------------------------------------------------------- */
+
+static void test_interpolate_api(void **state)
+{
+    (void)state;
+    tj_tensor *x = G("x");
+    tu_assert_close(tj_interpolate(x, NULL, (double[]){1.7, 2.3}, 2, TJ_INTERP_NEAREST, false),
+                    G("nearest_scale"), 0, 0);
+    tu_assert_close(tj_interpolate(x, (int64_t[]){7, 3}, NULL, 2, TJ_INTERP_NEAREST, false),
+                    G("nearest_size"), 0, 0);
+    tu_assert_close(tj_interpolate(x, NULL, (double[]){2.5, 0.6}, 2, TJ_INTERP_BILINEAR, false),
+                    G("bilinear_scale"), 1e-6, 1e-7);
+    tu_assert_close(tj_interpolate(x, (int64_t[]){9, 6}, NULL, 2, TJ_INTERP_BILINEAR, true),
+                    G("bilinear_corners"), 1e-6, 1e-7);
+    tu_assert_close(tj_interpolate(G("x1"), NULL, (double[]){2.2}, 1, TJ_INTERP_NEAREST, false),
+                    G("nearest1d_scale"), 0, 0);
+    tu_assert_close(tj_interpolate(G("x3"), NULL, (double[]){1.5, 2.0, 2.5}, 3, TJ_INTERP_NEAREST,
+                                   false),
+                    G("nearest3d_scale"), 0, 0);
+}
+
+static void test_embedding_bag_api(void **state)
+{
+    (void)state;
+    tj_tensor *w = G("w"), *idx = G("idx"), *off = G("off");
+    tu_assert_close(tj_embedding_bag(w, idx, off, TJ_REDUCE_SUM, G("psw"), false),
+                    G("bag_sum_psw"), 1e-6, 1e-7);
+    tu_assert_close(tj_embedding_bag(w, idx, off, TJ_REDUCE_AMAX, NULL, false), G("bag_max"), 0, 0);
+    tj_tensor *idx6 = tj_narrow(idx, 0, 0, 6);
+    tu_assert_close(tj_embedding_bag(w, idx6, off, TJ_REDUCE_MEAN, NULL, true), G("bag_mean_last"),
+                    1e-6, 1e-7);
+}
+
+static void test_scatter_reduce_api(void **state)
+{
+    (void)state;
+    tu_assert_close(tj_scatter_reduce(G("s"), 0, G("ix"), G("src"), TJ_REDUCE_AMIN, false),
+                    G("scatter_amin"), 0, 0);
+}
+
+/* ---- a trace without gradients keeps the composite ------------------------------------- */
+
+static tj_tensor *model_up(void *ctx, tj_tensor *const *args, int nargs)
+{
+    (void)ctx, (void)nargs;
+    return tj_interpolate(args[0], (int64_t[]){6, 8}, NULL, 2, TJ_INTERP_BILINEAR, false);
+}
+
+static void test_traced_keeps_composite(void **state)
+{
+    (void)state;
+    tj_tensor *x = R(TJ_F32, 4, (int64_t[]){1, 2, 3, 4});
+    tj_tensor *want = model_up(NULL, &x, 1);
+    tj_compiled *m = tj_compile(model_up, NULL, &(tj_compile_options){.name = "up"});
+    assert_non_null(m);
+    tu_assert_close(tj_call(m, &x, 1), want, 1e-6, 0);
+    char *text = tj_explain(m);
+    assert_non_null(text);
+    if (!strstr(text, "graph 1: 1 nodes"))
+        fail_msg("not one node in:\n%s", text);
+    free(text);
+    tj_compiled_free(m);
+}
+
+/* ---- errors: entry points ---------------------------------------------------------------- */
+
+static void test_interpolate_errors(void **state)
+{
+    (void)state;
+    tj_tensor *x = R(TJ_F32, 4, (int64_t[]){1, 2, 3, 4});
+    int64_t sz[3] = {5, 6, 7};
+    double sc[3] = {2, 2, 2};
+    const char *head = "interpolate(f32[1,2,3,4])";
+    tu_assert_error(tj_interpolate(x, sz, NULL, 0, TJ_INTERP_NEAREST, false), head,
+                    "1, 2 or 3 spatial dims are supported (k = 0)", NULL);
+    tu_assert_error(tj_interpolate(x, sz, NULL, 4, TJ_INTERP_NEAREST, false), head,
+                    "(k = 4)", NULL);
+    tu_assert_error(tj_interpolate(x, sz, NULL, 3, TJ_INTERP_NEAREST, false), head,
+                    "the input must have 2 + k dims", NULL);
+    tu_assert_error(tj_interpolate(x, sz, sc, 2, TJ_INTERP_NEAREST, false), head,
+                    "give either size or scale_factor", NULL);
+    tu_assert_error(tj_interpolate(x, NULL, NULL, 2, TJ_INTERP_NEAREST, false), head,
+                    "give either size or scale_factor", NULL);
+    tu_assert_error(tj_interpolate(x, sz, NULL, 2, (tj_interp_mode)7, false), head,
+                    "mode must be nearest or bilinear", NULL);
+    tu_assert_error(tj_interpolate(R(TJ_F32, 3, (int64_t[]){1, 2, 3}), sz, NULL, 1,
+                                   TJ_INTERP_BILINEAR, false),
+                    "interpolate(f32[1,2,3])", "bilinear needs 2 spatial dims", NULL);
+    tu_assert_error(tj_interpolate(x, sz, NULL, 2, TJ_INTERP_NEAREST, true), head,
+                    "align_corners is only for bilinear", NULL);
+    tu_assert_error(tj_interpolate(x, NULL, (double[]){2, 0}, 2, TJ_INTERP_NEAREST, false), head,
+                    "scale_factor must be positive and finite", NULL);
+    tu_assert_error(tj_interpolate(x, NULL, (double[]){INFINITY, 1}, 2, TJ_INTERP_NEAREST, false),
+                    head, "scale_factor must be positive and finite", NULL);
+    tu_assert_error(tj_interpolate(x, NULL, (double[]){NAN, 1}, 2, TJ_INTERP_BILINEAR, false),
+                    head, "scale_factor must be positive and finite", NULL);
+    assert_null(tj_interpolate(NULL, sz, NULL, 2, TJ_INTERP_NEAREST, false));
+}
+
+/* ---- errors: the shape rules, through the entry points ------------------------------------ */
+
+static void test_upsample_rule_errors(void **state)
+{
+    (void)state;
+    tj_tensor *x = R(TJ_F32, 4, (int64_t[]){1, 2, 3, 4});
+    tu_assert_error(tj_interpolate(x, (int64_t[]){0, 4}, NULL, 2, TJ_INTERP_NEAREST, false),
+                    "upsample_nearest(f32[1,2,3,4])", "output size 0 must be positive", NULL);
+    tu_assert_error(tj_interpolate(tj_ones(TJ_I64, 4, (int64_t[]){1, 2, 3, 4}), (int64_t[]){5, 4},
+                                   NULL, 2, TJ_INTERP_NEAREST, false),
+                    "upsample_nearest(i64[1,2,3,4])", "input must be float or u8, got i64", NULL);
+    tj_tensor *x0 = R(TJ_F32, 4, (int64_t[]){1, 2, 0, 4});
+    tu_assert_error(tj_interpolate(x0, (int64_t[]){5, 4}, NULL, 2, TJ_INTERP_NEAREST, false),
+                    "upsample_nearest(f32[1,2,0,4])",
+                    "resized dim 2 is 0 (it must be static and nonempty)", NULL);
+    tu_assert_error(tj_interpolate(x, (int64_t[]){5, -1}, NULL, 2, TJ_INTERP_BILINEAR, false),
+                    "upsample_bilinear2d(f32[1,2,3,4])", "output size -1 must be positive", NULL);
+    tu_assert_error(tj_interpolate(tj_ones(TJ_U8, 4, (int64_t[]){1, 2, 3, 4}), (int64_t[]){5, 4},
+                                   NULL, 2, TJ_INTERP_BILINEAR, false),
+                    "upsample_bilinear2d(u8[1,2,3,4])", "input must be float, got u8", NULL);
+}
+
+/* The rule's checks the entry point cannot reach (it validates first): ir_infer itself. */
+static void infer_fails(ir_op op, const ir_type *const *in, int nin, const ir_attrs *a,
+                        const char *why)
+{
+    ir_type out;
+    char err[256] = "";
+    assert_int_equal(ir_infer(op, in, nin, a, &out, err, sizeof err), -1);
+    if (!strstr(err, why))
+        fail_msg("\"%s\" lacks \"%s\"", err, why);
+}
+
+static void test_rules_direct(void **state)
+{
+    (void)state;
+    ir_type x4 = {.dtype = TJ_F32, .ndim = 4, .shape = {1, 2, 3, 4}};
+    ir_type x3 = {.dtype = TJ_F32, .ndim = 3, .shape = {1, 2, 3}};
+    const ir_type *in[1] = {&x4};
+    ir_attrs a = {0};
+    ir_attr_ints(&a.a[0], (int64_t[]){5, 6, 7, 8}, 4);
+    infer_fails(OP_upsample_nearest, in, 1, &a, "size must have 1, 2 or 3 entries, got 4");
+    ir_attr_ints(&a.a[0], (int64_t[]){5}, 1);
+    infer_fails(OP_upsample_nearest, in, 1, &a, "input must be 3-D [N,C,...] for 1 output sizes");
+    ir_attr_ints(&a.a[0], (int64_t[]){5, 6}, 2);
+    ir_attr_float(&a.a[3], -1);
+    infer_fails(OP_upsample_nearest, in, 1, &a, "scale -1 must not be negative");
+    ir_attrs b = {0};
+    ir_attr_ints(&b.a[0], (int64_t[]){5}, 1);
+    infer_fails(OP_upsample_bilinear2d, in, 1, &b, "size must have 2 entries, got 1");
+    ir_attr_ints(&b.a[0], (int64_t[]){5, 6}, 2);
+    const ir_type *in3[1] = {&x3};
+    infer_fails(OP_upsample_bilinear2d, in3, 1, &b, "input must be 4-D [N,C,...]");
+    /* embedding_bag with a symbolic size: refused */
+    ir_type w = {.dtype = TJ_F32, .ndim = 2, .shape = {10, 3}};
+    ir_type ix = {.dtype = TJ_I64, .ndim = 1, .shape = {-1}};
+    ir_type off = {.dtype = TJ_I64, .ndim = 1, .shape = {2}};
+    ir_attrs e = {0};
+    ir_attr_int(&e.a[0], TJ_REDUCE_SUM);
+    ir_attr_int(&e.a[1], 0);
+    infer_fails(OP_embedding_bag, (const ir_type *[]){&w, &ix, &off}, 3, &e,
+                "indices and offsets must have static sizes");
+    ir_attr_int(&e.a[0], 42);
+    ix.shape[0] = 4;
+    infer_fails(OP_embedding_bag, (const ir_type *[]){&w, &ix, &off}, 3, &e,
+                "mode must be sum, mean or amax (max), got ?");
+}
+
+static void test_embedding_bag_errors(void **state)
+{
+    (void)state;
+    tj_tensor *w = R(TJ_F32, 2, (int64_t[]){10, 3});
+    tj_tensor *i1 = tj_zeros(TJ_I64, 1, (int64_t[]){4});
+    tj_tensor *i2 = tj_zeros(TJ_I64, 2, (int64_t[]){2, 2});
+    tj_tensor *off = tj_zeros(TJ_I64, 1, (int64_t[]){2}), *psw = R(TJ_F32, 1, (int64_t[]){4});
+#define BAG_ERR(call, why) tu_assert_error(call, "embedding_bag(", why, NULL)
+    BAG_ERR(tj_embedding_bag(R(TJ_F32, 1, (int64_t[]){10}), i1, off, TJ_REDUCE_SUM, NULL, false),
+            "weight must be a 2-D float tensor [V,D], got f32 1-D");
+    BAG_ERR(tj_embedding_bag(tj_zeros(TJ_I64, 2, (int64_t[]){10, 3}), i1, off, TJ_REDUCE_SUM, NULL,
+                             false),
+            "weight must be a 2-D float tensor [V,D], got i64 2-D");
+    BAG_ERR(tj_embedding_bag(w, R(TJ_F32, 1, (int64_t[]){4}), off, TJ_REDUCE_SUM, NULL, false),
+            "indices must be i64 or i32, got f32");
+    BAG_ERR(tj_embedding_bag(w, i1, off, TJ_REDUCE_PROD, NULL, false),
+            "mode must be sum, mean or amax (max), got prod");
+    BAG_ERR(tj_embedding_bag(w, i2, off, TJ_REDUCE_SUM, NULL, false),
+            "offsets must be absent when indices are 2-D");
+    BAG_ERR(tj_embedding_bag(w, i1, NULL, TJ_REDUCE_SUM, NULL, false), "1-D indices need offsets");
+    BAG_ERR(tj_embedding_bag(w, i1, i2, TJ_REDUCE_SUM, NULL, false),
+            "offsets must be 1-D i64 or i32, got i64 2-D");
+    tj_tensor *i3 = tj_zeros(TJ_I64, 3, (int64_t[]){1, 2, 2});
+    BAG_ERR(tj_embedding_bag(w, i3, NULL, TJ_REDUCE_SUM, NULL, false),
+            "indices must be 1-D (with offsets) or 2-D, got 3-D");
+    BAG_ERR(tj_embedding_bag(w, i1, tj_zeros(TJ_I64, 1, (int64_t[]){0}), TJ_REDUCE_SUM, NULL, true),
+            "include_last_offset needs at least one offset");
+    BAG_ERR(tj_embedding_bag(w, i1, off, TJ_REDUCE_MEAN, psw, false),
+            "per_sample_weights is only for mode sum");
+    BAG_ERR(tj_embedding_bag(w, i1, off, TJ_REDUCE_SUM, tj_cast(psw, TJ_F64), false),
+            "per_sample_weights has dtype f64, weight f32");
+    BAG_ERR(tj_embedding_bag(w, i1, off, TJ_REDUCE_SUM, R(TJ_F32, 1, (int64_t[]){3}), false),
+            "per_sample_weights must have the shape of indices");
+    /* an index past the weight's rows: the eager run names the composite */
+    tj_tensor *far = tj_full(TJ_I64, 1, (int64_t[]){4}, 12);
+    BAG_ERR(tj_embedding_bag(w, far, off, TJ_REDUCE_SUM, NULL, false),
+            "index 12 is out of range for dim 0 of size 10");
+#undef BAG_ERR
+}
+
+static void test_scatter_reduce_errors(void **state)
+{
+    (void)state;
+    tj_tensor *x = R(TJ_F32, 2, (int64_t[]){3, 4}), *src = R(TJ_F32, 2, (int64_t[]){2, 4});
+    tj_tensor *ix = tj_zeros(TJ_I64, 2, (int64_t[]){2, 4});
+    tu_assert_error(tj_scatter_reduce(x, 0, ix, src, (tj_reduce_op)9, true),
+                    "scatter_reduce(f32[3,4], i64[2,4], f32[2,4])",
+                    "reduce 9 is not sum, prod, mean, amax or amin", NULL);
+    tu_assert_error(tj_scatter_reduce(x, 0, ix, tj_cast(src, TJ_F64), TJ_REDUCE_SUM, true),
+                    "scatter_reduce(", "src has dtype f64, the input f32", NULL);
+    tu_assert_error(tj_scatter_reduce(x, 2, ix, src, TJ_REDUCE_SUM, true), "scatter_reduce(",
+                    "dim 2", NULL);
+    tu_assert_error(tj_scatter_reduce(x, 0, tj_full(TJ_I64, 2, (int64_t[]){2, 4}, 3), src,
+                                      TJ_REDUCE_AMAX, false),
+                    "scatter_reduce(", "index 3 is out of range for dim 0 of size 3", NULL);
+    tu_assert_error(tj_scatter_reduce(x, 0, tj_full(TJ_I64, 2, (int64_t[]){2, 4}, -1), src,
+                                      TJ_REDUCE_MEAN, true),
+                    "scatter_reduce(", "index -1 is out of range", NULL);
+}
+
+/* The text form of the word attribute round-trips, and a wrong word is refused. */
+static void test_reduce_word_text(void **state)
+{
+    (void)state;
+    for (int r = TJ_REDUCE_SUM; r <= TJ_REDUCE_AMIN; r++) {
+        const char *w = ir_attr_word(IR_ATTR_REDUCE_OP, r);
+        assert_non_null(w);
+        assert_int_equal(ir_attr_word_value(IR_ATTR_REDUCE_OP, w, strlen(w)), r);
+    }
+    assert_null(ir_attr_word(IR_ATTR_REDUCE_OP, 5));
+    assert_int_equal(ir_attr_word_value(IR_ATTR_REDUCE_OP, "max", 3), -1);
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_interpolate_api), T(test_embedding_bag_api), T(test_scatter_reduce_api),
+        T(test_traced_keeps_composite), T(test_interpolate_errors), T(test_upsample_rule_errors),
+        T(test_rules_direct), T(test_embedding_bag_errors), T(test_scatter_reduce_errors),
+        T(test_reduce_word_text),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
