@@ -184,6 +184,16 @@ int fe_freeze_graph(const ir_graph *g0, tj_tensor *const *caps, ir_graph **out, 
     free(no);
     if (so != 0)
         goto fail_cs;
+    /* drop what only folded nodes read (bn's eps scalar, say) */
+    ir_graph *lg = ps_dce(ng, err, sizeof err);
+    if (!lg) {
+        rt_error("freeze %s: %s", g->name, err);
+        goto fail_cs;
+    }
+    if (lg != ng) {
+        ir_graph_free(ng);
+        ng = lg;
+    }
     *out = ng;
     ng = NULL;
     *consts = cs;
