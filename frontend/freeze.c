@@ -42,17 +42,28 @@ static ir_node *copy_node(ir_graph *out, const ir_graph *g, const ir_node *n, ir
     return ir_graph_add(out, n->op, in, n->nin, &at);
 }
 
+static int count_bn(const ir_graph *g)
+{
+    int n = 0;
+    for (int k = 0; g && k < g->nnodes; k++)
+        n += g->nodes[k]->op == OP_batch_norm;
+    return n;
+}
+
 int fe_freeze_graph(const ir_graph *g0, tj_tensor *const *caps, ir_graph **out, tj_tensor ***consts,
-                    int **src, int *nconsts)
+                    int **src, int *nconsts, int *nbn)
 {
     *out = NULL;
     *consts = NULL;
     *nconsts = 0;
+    *nbn = 0;
     /* batch norm after a conv2d/linear/matmul on weights into that op's
      * weight and bias (passes/fold_bn.c), then composites (batch_norm into
      * its arithmetic), so their weight-only parts can fold */
     char err[256];
     ir_graph *bg = ps_fold_bn((ir_graph *)g0, err, sizeof err);
+    if (bg)
+        *nbn = count_bn(g0) - count_bn(bg);
     ir_graph *dg = bg ? ps_decompose_codegen(bg, err, sizeof err) : NULL;
     if (bg != g0 && dg != bg)   /* dg == bg: freed once, as dg */
         ir_graph_free(bg);

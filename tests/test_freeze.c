@@ -80,7 +80,7 @@ static void test_freeze_folds(void **state)
     for (int k = 0; k < 3; k++)
         check(c, &p);
     assert_int_equal(graphs(c), 1);
-    assert_explain_has(c, "frozen: what reads only weights was folded into constants");
+    assert_explain_has(c, "frozen: what reads only weights was folded into constants (1 batch");
     /* bn folded into the matmul (passes/fold_bn.c), then w'^T and b' folded:
      * matmul, add, relu on x and two constants */
     assert_explain_has(c, "3 nodes, 3 inputs (2 captured)");
@@ -216,7 +216,8 @@ static void check_bn_fold(tj_model_fn fn, bnw *p, int nd, const int64_t *xshape,
         tu_assert_close(tj_call(c, &x, 1), fn(p, &x, 1), 1e-4, 1e-4);
     }
     assert_int_equal(graphs(c), 1);
-    assert_explain_has(c, "frozen");
+    assert_explain_has(c, "frozen: what reads only weights was folded into constants (1 batch "
+                          "norm folded into the conv/linear/matmul before it)");
     assert_explain_has(c, want);
     tj_compiled_free(c);
 }
