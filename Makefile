@@ -156,8 +156,11 @@ $(BUILD)/libtjit.so: $(BUILD)/$(SO_REAL)
 $(BUILD)/libtjit_bench.a: $(BENCH_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
+# The whole library, its API exported: `tjit explain LIB.so` loads a user's
+# model built without libtjit (docs/cli.md), which calls the tool's tj_ functions.
 $(BUILD)/tjit: $(TOOL_OBJS) $(BUILD)/libtjit_bench.a $(BUILD)/libtjit.a
-	$(CC) -o $@ $(TOOL_OBJS) $(BUILD)/libtjit_bench.a $(BUILD)/libtjit.a $(LDLIBS)
+	$(CC) -rdynamic -o $@ $(TOOL_OBJS) $(BUILD)/libtjit_bench.a \
+	    -Wl,--whole-archive $(BUILD)/libtjit.a -Wl,--no-whole-archive $(LDLIBS)
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TEST_UTIL_OBJS) $(BUILD)/libtjit.a
 	@mkdir -p $(dir $@)
@@ -290,6 +293,14 @@ example: $(BUILD)/examples/mymodel $(BUILD)/examples/train
 $(BUILD)/examples/%: examples/%.c include/tjit.h $(BUILD)/libtjit.a
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -Iinclude $< -o $@ $(BUILD)/libtjit.a $(LDLIBS)
+
+# ---- explain LIB.so: a user's model as a shared object (examples/explain_model.c) ----
+# No libtjit linked in: tjit, which loads it, provides the API.
+$(BUILD)/examples/explain_model.so: examples/explain_model.c include/tjit.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -fPIC -shared -Iinclude $< -o $@
+check-tests: $(BUILD)/examples/explain_model.so
+# ---- end explain LIB.so ----
 
 docs: $(BUILD)/tjit
 	$(BUILD)/tjit ops --markdown --samples tests/golden/opinfo > docs/ops.md

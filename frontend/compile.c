@@ -388,8 +388,8 @@ static int freeze_entry(entry *e)
     }
     ir_graph *ng = NULL;
     tj_tensor **cs = NULL;
-    int *src = NULL, nc = 0;
-    int rc = grad ? 0 : fe_freeze_graph(e->g, caps, &ng, &cs, &src, &nc);
+    int *src = NULL, nc = 0, nbn = 0;
+    int rc = grad ? 0 : fe_freeze_graph(e->g, caps, &ng, &cs, &src, &nc, &nbn);
     if (caps != few)
         free(caps);
     if (rc <= 0)
@@ -436,6 +436,7 @@ static int freeze_entry(entry *e)
     ir_graph_free(e->g);
     e->g = ng;
     e->frozen = true;
+    e->bn_folded = nbn;
     free(cs);
     free(src);
     return 0;

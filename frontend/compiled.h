@@ -60,6 +60,7 @@ typedef struct entry {
     atomic_ulong calls;
     double trace_ms;        /* what tracing the function took */
     bool frozen;            /* weights folded (freeze_entry) */
+    int bn_folded;          /* of which batch norms into a conv/linear/matmul (fold_bn) */
     fe_joint *joint;        /* the partitioned backward (aot_joint.c), made on the first
                              * call in grad mode; NULL: aot.c's, because joint_why */
     bool joint_tried;

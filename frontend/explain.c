@@ -50,8 +50,12 @@ static void explain_writes(FILE *f, const entry *e)
 
 static void explain_plan(FILE *f, const entry *e)
 {
-    fprintf(f, "    traced in %.1f ms%s\n", e->trace_ms,
+    fprintf(f, "    traced in %.1f ms%s", e->trace_ms,
             e->frozen ? "; frozen: what reads only weights was folded into constants" : "");
+    if (e->bn_folded)
+        fprintf(f, " (%d batch norm%s folded into the conv/linear/matmul before %s)",
+                e->bn_folded, e->bn_folded > 1 ? "s" : "", e->bn_folded > 1 ? "them" : "it");
+    fprintf(f, "\n");
     sc_plan_info pi = {0};
     if (e->plans)
         sc_plans_info(e->plans, &pi);

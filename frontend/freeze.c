@@ -15,7 +15,9 @@
  * original weights by identity and version: releasing one or writing it in
  * place makes the next call trace again (a recompile, within the limit).
  * Weights that unfolded nodes read stay params of the new graph, read on
- * every call.
+ * every call. Before that, passes/fold_bn.c moves a batch norm after a
+ * conv2d, linear or matmul on weights into their weight and bias, so the
+ * folded graph is conv2d(x, w', b') alone.
  */
 #include <stdlib.h>
 
@@ -40,16 +42,31 @@ static ir_node *copy_node(ir_graph *out, const ir_graph *g, const ir_node *n, ir
     return ir_graph_add(out, n->op, in, n->nin, &at);
 }
 
+static int count_bn(const ir_graph *g)
+{
+    int n = 0;
+    for (int k = 0; g && k < g->nnodes; k++)
+        n += g->nodes[k]->op == OP_batch_norm;
+    return n;
+}
+
 int fe_freeze_graph(const ir_graph *g0, tj_tensor *const *caps, ir_graph **out, tj_tensor ***consts,
-                    int **src, int *nconsts)
+                    int **src, int *nconsts, int *nbn)
 {
     *out = NULL;
     *consts = NULL;
     *nconsts = 0;
-    /* composites first (batch_norm into its arithmetic), so their weight-only
-     * parts can fold */
+    *nbn = 0;
+    /* batch norm after a conv2d/linear/matmul on weights into that op's
+     * weight and bias (passes/fold_bn.c), then composites (batch_norm into
+     * its arithmetic), so their weight-only parts can fold */
     char err[256];
-    ir_graph *dg = ps_decompose_codegen((ir_graph *)g0, err, sizeof err);
+    ir_graph *bg = ps_fold_bn((ir_graph *)g0, err, sizeof err);
+    if (bg)
+        *nbn = count_bn(g0) - count_bn(bg);
+    ir_graph *dg = bg ? ps_decompose_codegen(bg, err, sizeof err) : NULL;
+    if (bg != g0 && dg != bg)   /* dg == bg: freed once, as dg */
+        ir_graph_free(bg);
     if (!dg) {
         rt_error("freeze %s: %s", g0->name, err);
         return -1;
@@ -178,6 +195,16 @@ int fe_freeze_graph(const ir_graph *g0, tj_tensor *const *caps, ir_graph **out, 
     free(no);
     if (so != 0)
         goto fail_cs;
+    /* drop what only folded nodes read (bn's eps scalar, say) */
+    ir_graph *lg = ps_dce(ng, err, sizeof err);
+    if (!lg) {
+        rt_error("freeze %s: %s", g->name, err);
+        goto fail_cs;
+    }
+    if (lg != ng) {
+        ir_graph_free(ng);
+        ng = lg;
+    }
     *out = ng;
     ng = NULL;
     *consts = cs;

@@ -131,9 +131,10 @@ void fe_alias_results(const ir_graph *g, int nresults, tj_tensor *const *inputs,
 /* freeze.c: folds the nodes of g that read only its params (caps, in
  * order) into constants: 1 with *out a new graph whose params are, in
  * order, (*src)[i] >= 0: the weight caps[(*src)[i]], or -1: the folded value
- * (*consts)[i] (refs 1); 0 when nothing folds; -1 with an error. */
+ * (*consts)[i] (refs 1); 0 when nothing folds; -1 with an error.
+ * *nbn: the batch norms folded into the conv/linear/matmul before them. */
 int fe_freeze_graph(const ir_graph *g, tj_tensor *const *caps, ir_graph **out, tj_tensor ***consts,
-                    int **src, int *nconsts);
+                    int **src, int *nconsts, int *nbn);
 /* Records the graph break of a write into a view it cannot functionalize. */
 void fe_trace_view_write_break(fe_trace *tr);
 /* Stops and restarts recording on this thread (an eager step inside a trace). */

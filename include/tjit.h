@@ -873,7 +873,9 @@ typedef struct tj_compile_options {
                               * dims marked with tj_mark_dynamic still are */
     bool freeze;             /* weights are constants: what reads only weights (a
                               * transpose, batch norm's scale and shift) is folded
-                              * once, and each GEMM weight is packed once (kept while
+                              * once, a batch norm after a conv2d/linear/matmul on
+                              * weights goes into their weight and bias, and each
+                              * GEMM weight is packed once (kept while
                               * its storage version holds); writing or releasing a
                               * weight retraces (a write through a tj_data pointer is
                               * not seen: in-place ops bump the version) */

@@ -56,5 +56,8 @@ ir_graph *ps_simplify(ir_graph *g, char *err, size_t nerr);    /* simplify.c */
 /* sum/prod/amax/amin to fewer than 16 results over 2^16+ elements each ->
  * partial reductions over a reshaped view, then a small final one (split.c). */
 ir_graph *ps_split_reductions(ir_graph *g, char *err, size_t nerr);
+/* batch_norm after conv2d/linear/matmul on weights folded into their weight
+ * and bias (fold_bn.c); what freeze runs first. */
+ir_graph *ps_fold_bn(ir_graph *g, char *err, size_t nerr);
 
 #endif

@@ -14,6 +14,8 @@ const ps_pass ps_passes[] = {
     {"simplify", "fold constants, algebraic identities, view/cast cleanups, dce", ps_simplify},
     {"split_reductions", "split reductions to a few long rows in two, so their kernels run in parallel",
      ps_split_reductions},
+    {"fold_bn", "fold inference batch_norm after conv2d/linear/matmul on weights into their weight and bias",
+     ps_fold_bn},
     {NULL, NULL, NULL},
 };
 

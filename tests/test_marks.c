@@ -95,6 +95,34 @@ static void test_zero_one_specialized(void **state)
     tj_compiled_free(c);
 }
 
+/* Size 0 is specialized like size 1 (a marked dim of size 0 gets a static
+ * guard); a symbolic graph (size >= 2) never serves 0 or 1, and each of
+ * them, once captured, is reused. Without marks (automatic dynamic) the
+ * same: 4 then 5 make dim 0 symbolic, 1 and 0 each get their own graph. */
+static void test_zero_one_specialized_more(void **state)
+{
+    (void)state;
+    int64_t marked[] = {0, 3, 5, 0, 1};
+    tj_compiled *c = tj_compile(model, NULL, &(tj_compile_options){.name = "zero_marked"});
+    assert_int_equal(run_rows(c, marked, 5, true, false), 3);   /* 0; s0 for 3 and 5; 1 */
+    assert_explain_has(c, "guard arg 0: f32[0,8]");
+    assert_explain_has(c, "guard arg 0: f32[1,8]");
+    assert_explain_has(c, "guard arg 0: f32[s0,8]");
+    tj_compiled_free(c);
+
+    int64_t rows[] = {4, 5, 1, 0, 7, 1, 0, 9};
+    c = tj_compile(model, NULL, &(tj_compile_options){.name = "zero_one_auto"});
+    assert_int_equal(run_rows(c, rows, 8, false, false), 4);   /* 4; s0; 1; 0 */
+    assert_explain_has(c, "guard arg 0: f32[s0,8]");
+    assert_explain_has(c, "guard arg 0: f32[1,8]");
+    assert_explain_has(c, "guard arg 0: f32[0,8]");
+    tj_compiled_stats st;
+    assert_int_equal(tj_compiled_stats_get(c, &st), 0);
+    assert_int_equal(st.calls, 8);
+    assert_int_equal(st.eager_calls, 0);
+    tj_compiled_free(c);
+}
+
 static void test_mark_errors(void **state)
 {
     (void)state;
@@ -114,7 +142,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_mark_dynamic_first_trace), T(test_mark_static), T(test_no_dynamic),
-        T(test_zero_one_specialized),     T(test_mark_errors),
+        T(test_zero_one_specialized), T(test_zero_one_specialized_more), T(test_mark_errors),
 #undef T
     };
     return cmocka_run_group_tests_name("marks", tests, NULL, NULL);

@@ -1,7 +1,8 @@
 /* test_tool.c - text-in, text-out tests of the tjit tool (FileCheck style).
  *
  * Each .tir file under tests/tool/ holds its own commands and expectations:
- *   // RUN: tjit opt %s --passes=dce        run (tjit = $TJ_BUILD/tjit, %s = this file)
+ *   // RUN: tjit opt %s --passes=dce        run (tjit = $TJ_BUILD/tjit, %s = this file,
+ *                                           %b = $TJ_BUILD)
  *   // RUN-FAIL: tjit run %s --bogus        the same, expecting a non-zero exit
  *   // CHECK: text                          a later line contains text
  *   // CHECK-NEXT: text                     the line after the last match contains text
@@ -57,6 +58,9 @@ static void expand(const char *src, const char *file, char *dst, size_t n)
     for (const char *p = src; *p && k + 1 < n;) {
         if (p[0] == '%' && p[1] == 's') {
             k += (size_t)snprintf(dst + k, n - k, "%s", file);
+            p += 2;
+        } else if (p[0] == '%' && p[1] == 'b') {   /* the build directory */
+            k += (size_t)snprintf(dst + k, n - k, "%s", build);
             p += 2;
         } else if (!strncmp(p, "tjit ", 5) && (p == src || p[-1] == ' ' || p[-1] == '|')) {
             k += (size_t)snprintf(dst + k, n - k, "%s/tjit ", build);

@@ -17,6 +17,11 @@ int tool_explain(int argc, char **argv);
 int tool_bench(int argc, char **argv);   /* tool_bench.c */
 int tool_stream(int argc, char **argv);  /* tool_stream.c */
 
+/* tool_explain_prog.c: `tjit explain` on an ONNX model or a user's shared object */
+#include <stdbool.h>
+int tool_explain_onnx(const char *file, const char **in_files, int nin, int calls, bool freeze);
+int tool_explain_so(const char *file, int calls, bool freeze);
+
 /* tool_util.c */
 #include <stdbool.h>
 #include <stddef.h>

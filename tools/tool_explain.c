@@ -1,7 +1,7 @@
 /* tool_explain.c - `tjit explain [CASE...]`: compiles benchmark suite cases
- * with tj_compile, calls each a few times, checks the compiled result against
- * eager, and prints tj_explain: graphs, node counts, guards, recompiles and
- * graph breaks. With --backward, an inference case's weights require grad and
+ * (or a program, MODEL.onnx or LIB.so: tool_explain_prog.c) with tj_compile,
+ * calls each a few times, checks the compiled result against eager, and
+ * prints tj_explain: graphs, node counts, guards, recompiles and graph breaks. With --backward, an inference case's weights require grad and
  * each call is followed by a backward through the compiled result: explain
  * then shows the partitioned backward (what was saved, what recomputed). */
 #include <math.h>
@@ -15,13 +15,20 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: tjit explain [CASE...] [--calls N] [--backward]\n"
+               "       tjit explain MODEL.onnx --in A.npy ... [--calls N] [--freeze]\n"
+               "       tjit explain LIB.so [--calls N] [--freeze]\n"
                "  Compiles each suite case (default: all; see tjit bench --help for the\n"
                "  list), calls it N times (default 2), compares with eager and prints what\n"
                "  tj_explain() reports: graphs captured, node counts, guards, recompiles\n"
                "  with the guard that failed, and graph breaks with their reasons.\n"
                "  --backward  inference cases: weights require grad, and each call is\n"
                "              followed by a backward through its result (a ones seed):\n"
-               "              shows the compiled backward, what it saved and recomputed\n");
+               "              shows the compiled backward, what it saved and recomputed\n"
+               "  MODEL.onnx  an ONNX model (docs/onnx.md) on the inputs given, in order;\n"
+               "              several sets of inputs: call k takes set k mod their count\n"
+               "  LIB.so      a user's shared object defining tjit_model and tjit_inputs\n"
+               "              (and optionally tjit_setup, tjit_teardown): docs/cli.md\n"
+               "  --freeze    compile with tj_compile_options.freeze (programs only)\n");
 }
 
 static double max_abs_diff(tj_tensor *a, tj_tensor *b)
@@ -90,9 +97,31 @@ out:
 
 int tool_explain(int argc, char **argv)
 {
-    int calls = 2, ncases = 0;
+    int calls = 2, ncases = 0, nin = 0;
     const bench_case *cases[64];
+    const char *prog = NULL, *in_files[64];
+    bool freeze = false;
     for (int i = 1; i < argc; i++) {
+        size_t len = strlen(argv[i]);
+        if (!strcmp(argv[i], "--in")) {
+            if (i + 1 >= argc || nin == 64) {
+                fprintf(stderr, "tjit explain: --in needs a file (at most 64)\n");
+                return 2;
+            }
+            in_files[nin++] = argv[++i];
+            continue;
+        } else if (!strcmp(argv[i], "--freeze")) {
+            freeze = true;
+            continue;
+        } else if ((len > 5 && !strcmp(argv[i] + len - 5, ".onnx")) ||
+                   (len > 3 && !strcmp(argv[i] + len - 3, ".so"))) {
+            if (prog) {
+                fprintf(stderr, "tjit explain: one program at a time ('%s', '%s')\n", prog, argv[i]);
+                return 2;
+            }
+            prog = argv[i];
+            continue;
+        }
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;
@@ -115,6 +144,24 @@ int tool_explain(int argc, char **argv)
             return 2;
         }
     }
+    if (prog && ncases) {
+        fprintf(stderr, "tjit explain: a program or suite cases, not both\n");
+        return 2;
+    }
+    if ((nin || freeze) && !prog) {
+        fprintf(stderr, "tjit explain: --in and --freeze are for a program (MODEL.onnx, LIB.so)\n");
+        return 2;
+    }
+    size_t plen = prog ? strlen(prog) : 0;
+    if (prog && !strcmp(prog + plen - 3, ".so")) {
+        if (nin) {
+            fprintf(stderr, "tjit explain: %s makes its own inputs (tjit_inputs); no --in\n", prog);
+            return 2;
+        }
+        return tool_explain_so(prog, calls, freeze);
+    }
+    if (prog)
+        return tool_explain_onnx(prog, in_files, nin, calls, freeze);
     if (!ncases)
         for (int k = 0; k < bench_ncases && k < 64; k++)
             cases[ncases++] = &bench_cases[k];
