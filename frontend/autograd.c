@@ -453,6 +453,15 @@ bool fe_ag_has_hook(const tj_tensor *leaf)
     return m && m->hook;
 }
 
+int fe_ag_part_final(tj_tensor *leaf)
+{
+    ag_meta *m = meta_of(leaf);
+    /* the node running now is the last one still to send a part */
+    if (!bw_gen || !m || !m->hook || m->pending != 1 || m->touched != bw_gen)
+        return 0;
+    return fire_hook(leaf, m);
+}
+
 uint64_t fe_ag_hooks_begin(void)
 {
     uint64_t outer = bw_gen;
@@ -671,7 +680,7 @@ static int count_parts(const ag_node *n, int delta)
         if (!m)
             continue;
         m->pending += delta;
-        if (delta < 0 && m->pending == 0 && m->touched == bw_gen &&
+        if (delta < 0 && m->pending == 0 && m->touched == bw_gen && m->fired != bw_gen &&
             fire_hook(n->compiled ? n->in[k].saved : n->in[k].leaf, m) != 0)
             return -1;
     }

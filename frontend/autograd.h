@@ -115,6 +115,9 @@ bool fe_ag_has_hook(const tj_tensor *leaf);
  * runs a leaf's hook (once) as a backward would. begin returns what end
  * restores (calls nest). */
 uint64_t fe_ag_hooks_begin(void);
+/* A compiled backward node, while it runs, gave leaf its last part: the
+ * leaf's ready-hook runs now (once) when no other node is still to send one. */
+int fe_ag_part_final(tj_tensor *leaf);
 void fe_ag_hooks_end(uint64_t outer);
 
 /* ---- helpers shared by the VJP files --------------------------------------------- */

@@ -377,6 +377,52 @@ static void test_hook_guard(void **state)
     mlp_free(&m);
 }
 
+static tj_tensor *fwd_only(void *ctx, tj_tensor *const *a, int n)
+{
+    (void)n;
+    mlp *m = ctx;
+    tj_tensor *h = tj_tanh(tj_add(tj_matmul(a[0], m->w[0]), m->w[1]));
+    tj_tensor *y = tj_add(tj_matmul(h, m->w[2]), m->w[3]);
+    return tj_sum(tj_mul(y, y), NULL, 0, false);
+}
+
+/* A compiled forward's partitioned backward (a compiled call on the tape):
+ * the hooks run as its plan makes each gradient, layer 2 before layer 1. */
+static void test_hooked_joint_backward(void **state)
+{
+    (void)state;
+    mlp m;
+    mlp_tag t[4];
+    mlp_init(&m, t, false);
+    tj_compiled *f = tj_compile(fwd_only, &m, NULL);
+    tj_tensor *x = randn_seeded(9, 2, (int64_t[]){5, 4});
+    for (int k = 0; k < 2; k++) {
+        m.calls = 0;
+        m.first = true;
+        tj_optimizer_zero_grad(m.opt);
+        assert_int_equal(tj_backward(tj_call(f, &x, 1)), 0);
+        assert_int_equal(m.calls, 4);
+        assert_true(strchr("Bb", m.order[0]) && strchr("Bb", m.order[1]));
+        assert_true(strchr("Aa", m.order[2]) && strchr("Aa", m.order[3]));
+    }
+    assert_true(m.w1_unset_at_layer2);
+    tj_tensor *want[4];
+    m.first = false;
+    tj_optimizer_zero_grad(m.opt);
+    assert_int_equal(tj_backward(fwd_only(&m, &x, 1)), 0);
+    for (int i = 0; i < 4; i++)
+        want[i] = tj_clone(tj_grad(m.w[i]));
+    tj_optimizer_zero_grad(m.opt);
+    assert_int_equal(tj_backward(tj_call(f, &x, 1)), 0);
+    for (int i = 0; i < 4; i++)
+        tu_assert_close(tj_grad(m.w[i]), want[i], 1e-5, 1e-5);
+    tj_compiled_stats st;
+    tj_compiled_stats_get(f, &st);
+    assert_int_equal(st.breaks, 0);
+    tj_compiled_free(f);
+    mlp_free(&m);
+}
+
 /* A hook that fails stops the compiled call with its error. */
 static int refuse(tj_tensor *leaf, void *ctx)
 {
@@ -409,7 +455,7 @@ int main(void)
         T(test_hook_after_last_part), T(test_hook_order), T(test_hook_errors), T(test_set_grad),
         T(test_hook_compiled_backward), T(test_hooked_step_breaks),
         T(test_hooked_backward_compiled_sgd), T(test_hooked_backward_compiled_adamw),
-        T(test_hook_guard), T(test_hook_fails_compiled),
+        T(test_hook_guard), T(test_hook_fails_compiled), T(test_hooked_joint_backward),
 #undef T
     };
     return cmocka_run_group_tests_name("grad_hook", tests, NULL, NULL);
