@@ -168,9 +168,10 @@ static tj_tensor *train_step(void *ctx, tj_tensor *const *a, int n)
     return loss;
 }
 
-/* A whole training step compiled: its backward into a hooked leaf is a
- * graph break (the update must not read a gradient the hook has not seen),
- * so it runs eagerly, the hook runs each step and the update is eager's. */
+/* A whole training step compiled: its update's read of the hooked leaf's
+ * gradient after the backward is a graph break (the update must not read a
+ * gradient the hook may still change), so it runs eagerly, the hook runs each
+ * step and the update is eager's; explain says why. */
 static void test_hooked_step_breaks(void **state)
 {
     (void)state;
@@ -189,6 +190,10 @@ static void test_hooked_step_breaks(void **state)
     tj_compiled_stats_get(c, &st);
     assert_int_equal(st.breaks, 1);
     assert_int_equal(st.graphs, 0);
+    char *ex = tj_explain(c);
+    if (!strstr(ex, "a read of the gradient of a leaf with a ready-hook"))
+        fail_msg("explain:\n%s", ex);
+    free(ex);
     /* w <- w - 0.1 * 2w, three times */
     tu_assert_close(m.w, vec3(0.512, 1.024, 1.536), 1e-6, 0);
     tj_compiled_free(c);
