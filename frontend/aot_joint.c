@@ -343,17 +343,44 @@ static tj_tensor *input_of(const fe_joint *j, int i, tj_tensor *const *args, tj_
     return NULL;
 }
 
-/* Runs graph g (plans ps, last uses last) on in; 0 or -1. */
+/* Runs graph g (plans ps, last uses last) on in, nt watching outputs (or
+ * NULL); 0 or -1. */
 static int run_graph(const ir_graph *g, sc_plan_set *ps, const int *last, tj_tensor *const *in,
-                     tj_tensor **out)
+                     tj_tensor **out, const sc_notify *nt)
 {
-    int rc = sc_plans_run(ps, in, out);
+    int rc = sc_plans_run_notify(ps, in, out, nt);
     if (rc > 0) {
         tj_no_grad_begin();   /* the executor's ops record nothing */
         rc = sc_exec(g, in, last, out);
         tj_no_grad_end();
     }
     return rc;
+}
+
+/* A backward gradient o is final: added into its weight's .grad at once, and
+ * the weight's ready-hook run when this call was its last part (data
+ * parallelism starts a bucket while the plan goes on). */
+typedef struct grad_out {
+    fe_joint *j;
+    tj_tensor *const *caps;
+    const int *watch;     /* the watched outputs */
+    bool *done;           /* per output */
+} grad_out;
+
+static int give_grad(fe_joint *j, tj_tensor *const *caps, int o, tj_tensor *g)
+{
+    tj_tensor *leaf = caps[j->leaf[o]];
+    return tj_grad(leaf) ? fe_ag_accumulate(leaf, g) : fe_ag_take_grad(leaf, g);
+}
+
+static int grad_ready(void *ctx, int i, tj_tensor *value)
+{
+    grad_out *go = ctx;
+    int o = go->watch[i];
+    go->done[o] = true;
+    if (give_grad(go->j, go->caps, o, value) != 0)
+        return -1;
+    return fe_ag_part_final(go->caps[go->j->leaf[o]]);
 }
 
 static int joint_run(void *ctx, tj_tensor *const *in, int nsaved, int nwatch, tj_tensor *g)
@@ -386,11 +413,19 @@ static int joint_run(void *ctx, tj_tensor *const *in, int nsaved, int nwatch, tj
     for (int s = 0; s < j->part.nsaved; s++)
         bin[j->nin + s] = in[j->nargs + s];
     atomic_fetch_add(&j->calls, 1);
-    if (tangent && run_graph(j->bwd, j->bplans, j->blast, bin, outs) == 0) {
+    /* hooked weights get their gradients as the plan makes them */
+    int nh = 0, watch[JOINT_MAX * 8];
+    bool done[JOINT_MAX * 8] = {false};
+    for (int o = 0; o < j->ngrads && o < JOINT_MAX * 8; o++)
+        if (fe_ag_has_hook(caps[j->leaf[o]]))
+            watch[nh++] = o;
+    grad_out go = {j, caps, watch, done};
+    sc_notify nt = {nh, watch, grad_ready, &go};
+    if (tangent && run_graph(j->bwd, j->bplans, j->blast, bin, outs, nh ? &nt : NULL) == 0) {
         rc = 0;
         for (int o = 0; o < j->ngrads && rc == 0; o++)
-            rc = tj_grad(caps[j->leaf[o]]) ? fe_ag_accumulate(caps[j->leaf[o]], outs[o])
-                                           : fe_ag_take_grad(caps[j->leaf[o]], outs[o]);
+            if (!done[o])
+                rc = give_grad(j, caps, o, outs[o]);
     }
     for (int o = 0; o < j->ngrads; o++)
         tj_release(outs[o]);
@@ -417,7 +452,7 @@ int fe_joint_call(fe_joint *j, tj_tensor *const *args, int nargs, tj_tensor *con
     for (int i = 0, f = 0; i < j->nin; i++)
         if (j->in[i].kind != SRC_TANGENT)
             in[f++] = input_of(j, i, args, caps, NULL);
-    if (run_graph(j->fwd, j->fplans, j->flast, in, all) != 0)
+    if (run_graph(j->fwd, j->fplans, j->flast, in, all, NULL) != 0)
         goto out;
     for (int i = 0; i < nargs; i++)
         saved[i] = args[i];

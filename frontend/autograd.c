@@ -338,6 +338,12 @@ tj_tensor *tj_grad(const tj_tensor *t)
          * from before the call (and the graph is guarded on it) */
         bool found;
         tj_tensor *g = fe_trace_grad(tr, t, &found);
+        if (found && g && m && m->hook && !tr->brk[0])
+            /* the hook (data parallelism) may change the gradient after the
+             * call: what reads it must run after the call, not in the graph */
+            snprintf(tr->brk, sizeof tr->brk, "a read of the gradient of a leaf with a ready-hook "
+                     "(tj_set_grad_hook, e.g. data parallelism) after a backward in the same "
+                     "compiled function: compile the update (tj_optimizer_step) separately, after the sync");
         if (found)
             return g;
         if (fe_trace_guard_grad(tr, (tj_tensor *)t, m ? m->grad : NULL) != 0)
@@ -441,6 +447,30 @@ int fe_ag_set_grad(tj_tensor *leaf, tj_tensor *g)
     return set_grad(leaf, g) == 0 ? grad_written(leaf) : -1;
 }
 
+bool fe_ag_has_hook(const tj_tensor *leaf)
+{
+    const ag_meta *m = meta_of(leaf);
+    return m && m->hook;
+}
+
+int fe_ag_part_final(tj_tensor *leaf)
+{
+    ag_meta *m = meta_of(leaf);
+    /* the node running now is the last one still to send a part */
+    if (!bw_gen || !m || !m->hook || m->pending != 1 || m->touched != bw_gen)
+        return 0;
+    return fire_hook(leaf, m);
+}
+
+uint64_t fe_ag_hooks_begin(void)
+{
+    uint64_t outer = bw_gen;
+    bw_gen = atomic_fetch_add(&bw_seq, 1) + 1;
+    return outer;
+}
+
+void fe_ag_hooks_end(uint64_t outer) { bw_gen = outer; }
+
 int tj_set_grad_hook(tj_tensor *leaf, tj_grad_hook_fn fn, void *ctx)
 {
     char d[64];
@@ -480,15 +510,9 @@ int fe_ag_accumulate(tj_tensor *leaf, tj_tensor *g)
 {
     fe_trace *tr = fe_trace_current();
     tj_tensor *old = tj_grad(leaf);
-    const ag_meta *lm = meta_of(leaf);
-    if (tr && !leaf->sym && lm && lm->hook) {
-        /* its hook (data parallelism) must see the value between the
-         * backward and whatever reads the gradient next */
-        if (!tr->brk[0])
-            snprintf(tr->brk, sizeof tr->brk, "backward into a leaf with a gradient ready-hook "
-                     "(tj_set_grad_hook, e.g. data parallelism): compile the forward alone");
-        return 0;
-    }
+    /* while tracing, a hooked leaf's gradient is a write like any other: the
+     * call sets it, and runs the hook, as soon as the plan's step that makes
+     * it has run (compile.c); a read of it later in the trace breaks (tj_grad) */
     if (tr && !leaf->sym) {
         tj_tensor *sum = old ? tj_add(old, g) : g;
         return sum ? fe_trace_set_grad(tr, leaf, sum) : -1;
@@ -656,7 +680,7 @@ static int count_parts(const ag_node *n, int delta)
         if (!m)
             continue;
         m->pending += delta;
-        if (delta < 0 && m->pending == 0 && m->touched == bw_gen &&
+        if (delta < 0 && m->pending == 0 && m->touched == bw_gen && m->fired != bw_gen &&
             fire_hook(n->compiled ? n->in[k].saved : n->in[k].leaf, m) != 0)
             return -1;
     }

@@ -109,6 +109,17 @@ int fe_ag_set_grad(tj_tensor *leaf, tj_tensor *g);
  * zero_grad(set_to_none) then backward); else fe_ag_set_grad. 0 or -1. */
 int fe_ag_take_grad(tj_tensor *leaf, tj_tensor *g);
 
+/* Whether leaf has a ready-hook (tj_set_grad_hook). */
+bool fe_ag_has_hook(const tj_tensor *leaf);
+/* Around a compiled call that sets hooked gradients: fe_ag_set_grad inside
+ * runs a leaf's hook (once) as a backward would. begin returns what end
+ * restores (calls nest). */
+uint64_t fe_ag_hooks_begin(void);
+/* A compiled backward node, while it runs, gave leaf its last part: the
+ * leaf's ready-hook runs now (once) when no other node is still to send one. */
+int fe_ag_part_final(tj_tensor *leaf);
+void fe_ag_hooks_end(uint64_t outer);
+
 /* ---- helpers shared by the VJP files --------------------------------------------- */
 /* g summed over the dims broadcasting added to shape (ndim dims). */
 tj_tensor *ag_sum_to(tj_tensor *g, int ndim, const int64_t *shape);

@@ -137,6 +137,13 @@ static bool entry_dead(const entry *e)
     return false;
 }
 
+/* The tensor write k of e goes to: a capture, its target, or an argument. */
+static tj_tensor *write_dst(const entry *e, int k, tj_tensor *const *args)
+{
+    const fe_write *w = &e->writes[k];
+    return e->write_ref[k] >= 0 ? e->caps[e->write_ref[k]].t : w->target ? w->target : args[w->arg];
+}
+
 static bool entry_check(const entry *e, tj_tensor *const *args, int nargs, char *why, size_t n,
                         int *passed)
 {
@@ -156,6 +163,13 @@ static bool entry_check(const entry *e, tj_tensor *const *args, int nargs, char 
     if (!caps_check(e, why, n))
         return false;
     *passed += e->nrefs;
+    for (int k = 0; k < e->nwrites; k++) {
+        /* a hooked gradient is set as its step ends and may not be read in the graph */
+        const fe_write *w = &e->writes[k];
+        if (w->kind != FE_WRITE_DATA && fe_ag_has_hook(write_dst(e, k, args)) != w->hooked)
+            return fail(why, n, "a gradient ready-hook was %s a leaf the graph sets the gradient of",
+                        w->hooked ? "removed from" : "set on");
+    }
     for (int k = 0; k < e->nguards; k++) {
         const fe_grad_guard *gg = &e->grad_guards[k];
         tj_tensor *leaf = e->guard_ref[k] >= 0 ? e->caps[e->guard_ref[k]].t : gg->leaf;
@@ -730,15 +744,23 @@ static bool grad_guarded(const entry *e, const tj_tensor *leaf)
 }
 
 /* After a call: the writes the traced function made, from the graph's extra
- * outputs vals (one per write with a value), in trace order. */
-static int write_back(const entry *e, tj_tensor *const *args, tj_tensor *const *vals)
+ * outputs vals (one per write with a value), in trace order; done[k] (when
+ * not NULL): write k was made during the call (a hooked gradient). */
+static int write_back(const entry *e, tj_tensor *const *args, tj_tensor *const *vals, const bool *done)
 {
     int v = 0;
     for (int k = 0; k < e->nwrites; k++) {
         const fe_write *w = &e->writes[k];
-        tj_tensor *dst = e->write_ref[k] >= 0 ? e->caps[e->write_ref[k]].t
-                         : w->target          ? w->target
-                                              : args[w->arg];
+        tj_tensor *dst = write_dst(e, k, args);
+        if (done && done[k]) {
+            v++;
+            continue;
+        }
+        if (w->kind == FE_WRITE_GRAD && w->hooked) {   /* in place: its identity holds */
+            if (fe_ag_set_grad(dst, vals[v++]) != 0)
+                return -1;
+            continue;
+        }
         switch (w->kind) {
         case FE_WRITE_DATA:
             if (rt_convert(dst, vals[v++]) != 0)
@@ -764,6 +786,59 @@ static int write_back(const entry *e, tj_tensor *const *args, tj_tensor *const *
 
 static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs,
                      tj_tensor **outs, int max);
+
+/* The hooked gradients of a call (data parallelism): each is set, and its
+ * leaf's ready-hook runs, as soon as the plan's step that makes it has run,
+ * so that a bucket's allreduce starts while the rest of the backward runs. */
+typedef struct hooked_run {
+    const entry *e;
+    tj_tensor *const *args;
+    int n;
+    int *out, *write;      /* per hooked gradient: its graph output, its write */
+    bool *done;            /* per write */
+} hooked_run;
+
+static int hooked_ready(void *ctx, int i, tj_tensor *value)
+{
+    hooked_run *h = ctx;
+    int k = h->write[i];
+    h->done[k] = true;
+    return fe_ag_set_grad(write_dst(h->e, k, h->args), value);
+}
+
+/* Fills h for e's writes (h->n 0 when no gradient is hooked). 0 or -1. */
+static int hooked_make(hooked_run *h, const entry *e, tj_tensor *const *args)
+{
+    *h = (hooked_run){e, args, 0, NULL, NULL, NULL};
+    int nh = 0;
+    for (int k = 0; k < e->nwrites; k++)
+        nh += e->writes[k].kind == FE_WRITE_GRAD && e->writes[k].hooked;
+    if (!nh)
+        return 0;
+    h->out = malloc(sizeof *h->out * (size_t)nh);
+    h->write = malloc(sizeof *h->write * (size_t)nh);
+    h->done = calloc((size_t)e->nwrites, sizeof *h->done);
+    if (!h->out || !h->write || !h->done) {
+        rt_error("tj_call: out of memory");
+        return -1;
+    }
+    for (int k = 0, v = 0; k < e->nwrites; k++) {
+        const fe_write *w = &e->writes[k];
+        if (w->kind == FE_WRITE_GRAD && w->hooked) {
+            h->out[h->n] = e->nresults + v;
+            h->write[h->n++] = k;
+        }
+        v += w->value != NULL;
+    }
+    return 0;
+}
+
+static void hooked_free(hooked_run *h)
+{
+    free(h->out);
+    free(h->write);
+    free(h->done);
+}
 
 /* Puts result k (r) of a call on args on the tape with its compiled backward
  * (aot.c), made on first need; the captured weights the backward reads again
@@ -879,6 +954,9 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
     if (tj_grad_enabled() && !step) {
         for (int k = 0; k < e->ncaps; k++)
             grad |= fe_ag_requires_grad(e->caps[k].t);
+        /* no result requires grad (traced in grad mode: an update that
+         * returns detached values): nothing goes on the tape */
+        grad &= !(e->grad_known && e->res_grad == 0);
         for (int k = 0; k < nargs; k++)
             if (fe_ag_requires_grad(args[k]))
                 return -2;
@@ -912,23 +990,31 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
                              : malloc((size_t)e->g->ninputs * sizeof *inputs);
     tj_tensor **all = calloc((size_t)e->g->noutputs, sizeof *all);
     int rc = -1;
-    if (inputs && all) {
+    hooked_run h;
+    if (hooked_make(&h, e, args) != 0) {
+        /* the error is set; nothing ran */
+    } else if (inputs && all) {
         for (int k = 0; k < nargs; k++)
             inputs[k] = args[k];
         for (int k = 0; k < e->ncaps; k++)
             inputs[nargs + k] = e->caps[k].t;   /* alive: the guards held */
         if (c->freeze)   /* the captures' storages: GEMMs may keep them packed */
             rt_gemm_frozen(inputs + nargs, e->ncaps, c->gemm_flags);
-        rc = sc_plans_run(e->plans, inputs, all);   /* 1: not compiled, use the executor */
+        uint64_t outer = h.n ? fe_ag_hooks_begin() : 0;
+        sc_notify nt = {h.n, h.out, hooked_ready, &h};
+        /* 1: not compiled, use the executor (then the hooks run at the end) */
+        rc = sc_plans_run_notify(e->plans, inputs, all, h.n ? &nt : NULL);
         if (c->freeze)
             rt_gemm_frozen(NULL, 0, 0);
         if (rc > 0)
             rc = sc_exec(e->g, inputs, e->last_use, all);
+        if (rc == 0 && write_back(e, args, all + e->nresults, h.done) != 0)
+            rc = -1;
+        if (h.n)
+            fe_ag_hooks_end(outer);
     } else {
         rt_error("tj_call(%s): out of memory", c->name);
     }
-    if (rc == 0 && write_back(e, args, all + e->nresults) != 0)
-        rc = -1;
     for (int k = 0; rc == 0 && k < e->g->noutputs; k++) {
         if (k < e->nresults)
             outs[k] = rt_own(all[k]);
@@ -940,6 +1026,7 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
     if (inputs && inputs != in)
         free(inputs);
     free(all);
+    hooked_free(&h);
     for (int k = 0; rc == 0 && grad && k < e->nresults; k++)
         if (ir_dtype_is_float(outs[k]->dtype) && (!e->grad_known || (e->res_grad >> k & 1)) &&
             attach_backward(c, k, outs[k], args, nargs, caps, e->ncaps) != 0)

@@ -33,8 +33,9 @@ static void explain_guards(FILE *f, const entry *e)
 /* What a call writes back: in-place updates and gradients (trace_effects.c). */
 static void explain_writes(FILE *f, const entry *e)
 {
-    int data = 0, grads = 0, none = 0;
+    int data = 0, grads = 0, none = 0, hooked = 0;
     for (int k = 0; k < e->nwrites; k++) {
+        hooked += e->writes[k].kind == FE_WRITE_GRAD && e->writes[k].hooked;
         data += e->writes[k].kind == FE_WRITE_DATA;
         grads += e->writes[k].kind == FE_WRITE_GRAD;
         none += e->writes[k].kind == FE_WRITE_GRAD_NONE;
@@ -43,6 +44,9 @@ static void explain_writes(FILE *f, const entry *e)
         fprintf(f, "    writes back per call: %d tensor%s in place, %d gradient%s set, %d dropped "
                    "(functionalized in the graph)\n", data, data == 1 ? "" : "s", grads,
                 grads == 1 ? "" : "s", none);
+    if (hooked)
+        fprintf(f, "    %d gradient%s with a ready-hook: each set, and its hook run, as soon as the "
+                   "plan's step that makes it has run\n", hooked, hooked == 1 ? "" : "s");
     for (int k = 0; k < e->nguards; k++)
         fprintf(f, "    guard gradient of a leaf: %s (read before it was set)\n",
                 e->grad_guards[k].prior ? "the same tensor" : "none");

@@ -26,6 +26,7 @@ typedef struct fe_write {
     tj_tensor *target;    /* concrete tensor (retained); NULL: argument `arg` */
     int arg;
     tj_tensor *value;     /* symbolic new value (retained); NULL for GRAD_NONE */
+    bool hooked;          /* GRAD: the leaf had a ready-hook when traced (a guard) */
 } fe_write;
 
 /* A leaf whose gradient from before the call the trace read: the graph is

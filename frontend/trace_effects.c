@@ -51,10 +51,11 @@ static int add_write(fe_trace *tr, fe_write_kind kind, tj_tensor *target, int ar
         if (reserve((void **)&tr->writes, tr->nwrites, &tr->write_cap, sizeof *tr->writes) != 0)
             return -1;
         w = &tr->writes[tr->nwrites++];
-        *w = (fe_write){kind, tj_retain(target), arg, NULL};
+        *w = (fe_write){kind, tj_retain(target), arg, NULL, false};
     }
     tj_release(w->value);
     w->kind = kind;
+    w->hooked = kind != FE_WRITE_DATA && target && fe_ag_has_hook(target);
     w->value = tj_retain(value);
     return 0;
 }

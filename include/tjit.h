@@ -796,7 +796,10 @@ tj_tensor *tj_detach(tj_tensor *t);            /* same data, no gradient history
  * that reads it, and every compiled call, has added its part), with
  * tj_grad(leaf) the sum. A nonzero return fails the backward. One hook per
  * leaf; fn NULL removes it. A backward traced by tj_compile into a hooked
- * leaf is a graph break (the hook must see the value). */
+ * leaf is no graph break: the compiled call sets that gradient, and runs the
+ * hook, as soon as the plan's step that makes it has run; a read of that
+ * gradient later in the same compiled function (an update) is a graph break
+ * (the hook may change it after the call): compile the update separately. */
 typedef int (*tj_grad_hook_fn)(tj_tensor *leaf, void *ctx);
 int tj_set_grad_hook(tj_tensor *leaf, tj_grad_hook_fn fn, void *ctx);
 void tj_no_grad_begin(void);                   /* like torch.no_grad(): nests */

@@ -779,7 +779,23 @@ static int run_node(const ir_graph *g, const sc_plan *p, const ir_node *n, tj_te
     return -1;
 }
 
-static int plan_run(const ir_graph *g, const sc_plan *p, tj_tensor *const *inputs, tj_tensor **outs)
+/* Calls nt->fn for each watched output whose value is there (the step that
+ * makes it has run) and was not reported yet. 0, or -1 when a call failed. */
+static int notify_ready(const ir_graph *g, const sc_notify *nt, tj_tensor **vals, bool *done)
+{
+    for (int i = 0; nt && i < nt->n; i++) {
+        tj_tensor *v = vals[ir_slot(g, g->outputs[nt->outputs[i]])];
+        if (done[i] || !v)
+            continue;
+        done[i] = true;
+        if (nt->fn(nt->ctx, i, v) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int plan_run(const ir_graph *g, const sc_plan *p, tj_tensor *const *inputs, tj_tensor **outs,
+                    const sc_notify *nt)
 {
     tj_tensor *stack_vals[256];
     tj_tensor **vals = p->nslots <= 256 ? stack_vals : malloc(sizeof *vals * (size_t)p->nslots);
@@ -790,8 +806,21 @@ static int plan_run(const ir_graph *g, const sc_plan *p, tj_tensor *const *input
     memset(vals, 0, sizeof *vals * (size_t)p->nslots);
     for (int k = 0; k < g->ninputs; k++)
         vals[k] = inputs[k];
+    bool few_done[64], *done = NULL;
+    if (nt && nt->n > 0) {
+        done = nt->n <= 64 ? few_done : malloc(sizeof *done * (size_t)nt->n);
+        if (!done) {
+            if (vals != stack_vals)
+                free(vals);
+            rt_error("out of memory running graph @%s", g->name);
+            return -1;
+        }
+        memset(done, 0, sizeof *done * (size_t)nt->n);
+    }
     sc_call_mem m;
     int rc = sc_mem_begin(p, &m);
+    if (rc == 0 && done)   /* outputs that are inputs */
+        rc = notify_ready(g, nt, vals, done);
     for (int i = 0; i < p->nsteps && rc == 0; i++) {
         const step *s = &p->steps[i];
         bool prof = rt_prof_on() && s->kind != S_VIEW &&
@@ -804,6 +833,8 @@ static int plan_run(const ir_graph *g, const sc_plan *p, tj_tensor *const *input
             rc = s->kind == S_KERNEL ? run_kernel(p, s, vals, &m) : run_node(g, p, g->nodes[s->node], vals, &m);
         if (prof)
             sc_prof_stop(p, i, t0, prev);
+        if (rc == 0 && done)   /* what this step finished, reported before the next runs */
+            rc = notify_ready(g, nt, vals, done);
         for (int r = p->rel_start[i]; r < p->rel_start[i + 1] && rc == 0; r++) {
             tj_release(vals[p->rel[r]]);
             vals[p->rel[r]] = NULL;
@@ -817,12 +848,19 @@ static int plan_run(const ir_graph *g, const sc_plan *p, tj_tensor *const *input
     sc_mem_end(p, &m);
     if (vals != stack_vals)
         free(vals);
+    if (done != few_done)
+        free(done);
     return rc;
 }
 
 /* ---- entry points --------------------------------------------------------------------------------- */
 
 int sc_plans_run(sc_plan_set *ps, tj_tensor *const *inputs, tj_tensor **outs)
+{
+    return sc_plans_run_notify(ps, inputs, outs, NULL);
+}
+
+int sc_plans_run_notify(sc_plan_set *ps, tj_tensor *const *inputs, tj_tensor **outs, const sc_notify *nt)
 {
     if (!ps || !sc_backend_llvm())
         return 1;
@@ -855,7 +893,7 @@ int sc_plans_run(sc_plan_set *ps, tj_tensor *const *inputs, tj_tensor **outs)
     if (!p)
         return 1;
     int64_t t0 = rt_prof_on() ? rt_prof_now() : 0;
-    int rc = plan_run(ps->prims, p, inputs, outs);
+    int rc = plan_run(ps->prims, p, inputs, outs, nt);
     if (t0)
         rt_prof_emit(ps->prof_name, RT_PROF_GRAPH, t0, rt_prof_now(), p->prof_bytes, p->prof_flops);
     if (temp)

@@ -35,6 +35,21 @@ void sc_plans_free(sc_plan_set *ps);
  * JIT) and the caller should run the graph executor. Thread-safe. */
 int sc_plans_run(sc_plan_set *ps, tj_tensor *const *inputs, tj_tensor **outs);
 
+/* Output watching (a compiled training step's gradients with ready-hooks,
+ * docs/distributed.md): sc_plans_run_notify runs like sc_plans_run and, as
+ * soon as the step that makes output outputs[i] has run (its value is final:
+ * outputs are never written again), calls fn(ctx, i, value) before the next
+ * step, in step order, once per watched output. value is borrowed. A nonzero
+ * return stops the run (-1, the callback's error). Not called when the plan
+ * is not used (return 1). */
+typedef struct sc_notify {
+    int n;
+    const int *outputs;   /* indices into the graph's outputs */
+    int (*fn)(void *ctx, int i, tj_tensor *value);
+    void *ctx;
+} sc_notify;
+int sc_plans_run_notify(sc_plan_set *ps, tj_tensor *const *inputs, tj_tensor **outs, const sc_notify *nt);
+
 /* Whether TJIT_BACKEND selects the compiled backend (unset: yes). */
 bool sc_backend_llvm(void);
 

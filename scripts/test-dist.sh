@@ -44,6 +44,8 @@ check "2 ranks, SGD, one bucket per parameter" mpi 2 "$bin" --opt sgd --bucket-k
 check "2 ranks, Adam, 2 KiB buckets" mpi 2 "$bin" --opt adam --bucket-kb 2
 check "2 ranks, SGD, a single bucket (25 MiB)" mpi 2 "$bin" --opt sgd
 check "2 ranks, Adam, compiled forward and backward" mpi 2 "$bin" --opt adam --compiled --bucket-kb 2
+check "2 ranks, SGD momentum, compiled forward+backward then compiled update, 1 bucket per parameter" mpi 2 "$bin" --opt sgd --compiled-step --bucket-kb 0.001
+check "2 ranks, Adam, compiled forward+backward then compiled update, 2 KiB buckets" mpi 2 "$bin" --opt adam --compiled-step --bucket-kb 2
 check "2 ranks, SGD, gradient accumulation under no_sync" mpi 2 "$bin" --opt sgd --accum --bucket-kb 2
 check "4 ranks (oversubscribed), SGD, one bucket per parameter" mpi 4 "$bin" --opt sgd --bucket-kb 0.001
 check "4 ranks (oversubscribed), Adam, a single bucket" mpi 4 "$bin" --opt adam

@@ -2,11 +2,15 @@
  * data parallelism is built on) and tj_set_grad: a hook runs once per
  * backward, after the last part of its leaf's gradient, in eager and
  * compiled backwards; its failure fails the backward; a compiled training
- * step that would read a hooked gradient breaks to eager. */
+ * step that would read a hooked gradient breaks to eager; a compiled
+ * forward + backward sets each hooked gradient, and runs its hook, as soon
+ * as the plan's step that makes it has run (backward order, no break), and
+ * a compiled update chained after it matches eager. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -164,9 +168,10 @@ static tj_tensor *train_step(void *ctx, tj_tensor *const *a, int n)
     return loss;
 }
 
-/* A whole training step compiled: its backward into a hooked leaf is a
- * graph break (the update must not read a gradient the hook has not seen),
- * so it runs eagerly, the hook runs each step and the update is eager's. */
+/* A whole training step compiled: its update's read of the hooked leaf's
+ * gradient after the backward is a graph break (the update must not read a
+ * gradient the hook may still change), so it runs eagerly, the hook runs each
+ * step and the update is eager's; explain says why. */
 static void test_hooked_step_breaks(void **state)
 {
     (void)state;
@@ -185,10 +190,267 @@ static void test_hooked_step_breaks(void **state)
     tj_compiled_stats_get(c, &st);
     assert_int_equal(st.breaks, 1);
     assert_int_equal(st.graphs, 0);
+    char *ex = tj_explain(c);
+    if (!strstr(ex, "a read of the gradient of a leaf with a ready-hook"))
+        fail_msg("explain:\n%s", ex);
+    free(ex);
     /* w <- w - 0.1 * 2w, three times */
     tu_assert_close(m.w, vec3(0.512, 1.024, 1.536), 1e-6, 0);
     tj_compiled_free(c);
     tj_optimizer_free(m.opt);
+}
+
+/* ---- a compiled forward + backward into hooked leaves ------------------------ */
+
+static tj_tensor *randn_seeded(uint64_t seed, int ndim, const int64_t *shape)
+{
+    tj_manual_seed(seed);
+    return tj_randn(TJ_F32, ndim, shape);
+}
+
+typedef struct mlp {
+    tj_tensor *w[4];         /* w1 [4,8], b1 [8], w2 [8,3], b2 [3] */
+    tj_optimizer *opt;
+    char order[8];           /* tags of the hooks, in order */
+    int calls;
+    bool w1_unset_at_layer2; /* when a layer-2 hook ran, w1 had no gradient yet */
+    bool first;
+} mlp;
+
+typedef struct mlp_tag {
+    mlp *m;
+    char tag;                /* 'A' w1, 'a' b1, 'B' w2, 'b' b2 */
+} mlp_tag;
+
+static int mlp_hook(tj_tensor *leaf, void *ctx)
+{
+    mlp_tag *t = ctx;
+    (void)leaf;
+    t->m->order[t->m->calls++ % 7] = t->tag;
+    if (t->m->first && (t->tag == 'B' || t->tag == 'b'))
+        t->m->w1_unset_at_layer2 &= tj_grad(t->m->w[0]) == NULL;
+    return 0;
+}
+
+/* zero_grad, L = sum(tanh(x w1 + b1) w2 + b2)^2), backward: the
+ * gradients are the call's writes, no update inside. */
+static tj_tensor *fwd_bwd(void *ctx, tj_tensor *const *a, int n)
+{
+    (void)n;
+    mlp *m = ctx;
+    tj_optimizer_zero_grad(m->opt);
+    tj_tensor *h = tj_tanh(tj_add(tj_matmul(a[0], m->w[0]), m->w[1]));
+    tj_tensor *y = tj_add(tj_matmul(h, m->w[2]), m->w[3]);
+    tj_tensor *loss = tj_sum(tj_mul(y, y), NULL, 0, false);
+    return tj_backward(loss) == 0 ? tj_detach(loss) : NULL;
+}
+
+static tj_tensor *update(void *ctx, tj_tensor *const *a, int n)
+{
+    (void)a;
+    (void)n;
+    mlp *m = ctx;
+    return tj_optimizer_step(m->opt) == 0 ? tj_detach(m->w[3]) : NULL;
+}
+
+static void mlp_init(mlp *m, mlp_tag *tags, bool adam)
+{
+    static const int64_t shapes[4][2] = {{4, 8}, {8, 0}, {8, 3}, {3, 0}};
+    static const char names[4] = {'A', 'a', 'B', 'b'};
+    *m = (mlp){0};
+    m->w1_unset_at_layer2 = true;
+    for (int k = 0; k < 4; k++) {
+        m->w[k] = tj_keep(tj_mul_s(randn_seeded(k + 1, shapes[k][1] ? 2 : 1, shapes[k]), 0.5));
+        tj_requires_grad(m->w[k], true);
+        tags[k] = (mlp_tag){m, names[k]};
+        assert_int_equal(tj_set_grad_hook(m->w[k], mlp_hook, &tags[k]), 0);
+    }
+    m->opt = adam ? tj_adam(m->w, 4, &(tj_adam_options){.lr = 0.01, .beta1 = 0.9, .beta2 = 0.999,
+                                                        .eps = 1e-8, .weight_decay = 0.01, .decoupled = true})
+                  : tj_sgd(m->w, 4, &(tj_sgd_options){.lr = 0.05, .momentum = 0.9, .weight_decay = 0.01});
+    assert_non_null(m->opt);
+}
+
+static void mlp_free(mlp *m)
+{
+    tj_optimizer_free(m->opt);
+    for (int k = 0; k < 4; k++)
+        tj_release(m->w[k]);
+}
+
+/* Between backward and update, what data parallelism's sync does: each
+ * gradient replaced (in place) by another value, here half of it. */
+static void fake_sync(mlp *m)
+{
+    for (int k = 0; k < 4; k++)
+        assert_int_equal(tj_set_grad(m->w[k], tj_mul_s(tj_grad(m->w[k]), 0.5)), 0);
+}
+
+/* K steps of [forward + backward, sync, update], eager and compiled (two
+ * handles chained, each one graph with no break): the same weights within
+ * 1e-5 (f32; the compiled plans sum in another order), the hooks once per
+ * gradient per step in the same layer order as eager (layer 2 before
+ * layer 1), the first ones while the plan still had w1's gradient to make. */
+static void run_chained(bool adam)
+{
+    mlp e, c;
+    mlp_tag te[4], tc[4];
+    mlp_init(&e, te, adam);
+    mlp_init(&c, tc, adam);
+    tj_compiled *fb = tj_compile(fwd_bwd, &c, &(tj_compile_options){.name = "fwd_bwd"});
+    tj_compiled *up = tj_compile(update, &c, &(tj_compile_options){.name = "update"});
+    enum { K = 4 };
+    for (int k = 0; k < K; k++) {
+        tj_scope_begin();
+        tj_tensor *x = randn_seeded(100 + k, 2, (int64_t[]){5, 4});
+        e.first = c.first = k == 0;
+        e.calls = c.calls = 0;
+        tj_tensor *le = fwd_bwd(&e, &x, 1), *lc = tj_call(fb, &x, 1);
+        if (!le || !lc)
+            fail_msg("step %d: %s", k, tj_last_error());
+        tu_assert_close(lc, le, 1e-5, 1e-5);
+        assert_int_equal(c.calls, 4);
+        assert_int_equal(e.calls, 4);
+        /* backward order: both of layer 2 before both of layer 1 */
+        assert_true(strchr("Bb", c.order[0]) && strchr("Bb", c.order[1]));
+        assert_true(strchr("Aa", c.order[2]) && strchr("Aa", c.order[3]));
+        for (int i = 0; i < 4; i++)
+            tu_assert_close(tj_grad(c.w[i]), tj_grad(e.w[i]), 1e-5, 1e-5);
+        fake_sync(&e);
+        fake_sync(&c);
+        assert_int_equal(tj_optimizer_step(e.opt), 0);
+        if (!tj_call(up, NULL, 0))
+            fail_msg("update %d: %s", k, tj_last_error());
+        tj_scope_end();
+    }
+    assert_true(c.w1_unset_at_layer2);
+    for (int i = 0; i < 4; i++)
+        tu_assert_close(c.w[i], e.w[i], 1e-5, 1e-5);
+    tj_compiled_stats st;
+    tj_compiled_stats_get(fb, &st);
+    assert_int_equal(st.graphs, 1);
+    assert_int_equal(st.breaks, 0);
+    assert_int_equal((int)st.eager_calls, 0);
+    tj_compiled_stats_get(up, &st);
+    assert_int_equal(st.graphs, 1);   /* the gradients kept their identity: no retrace */
+    assert_int_equal(st.breaks, 0);
+    if (st.eager_calls) {
+        char *ux = tj_explain(up);
+        fail_msg("update: %lu eager calls:\n%s", st.eager_calls, ux);
+    }
+    char *ex = tj_explain(fb);
+    if (!strstr(ex, " 0 graph breaks") || !strstr(ex, "ready-hook"))
+        fail_msg("explain:\n%s", ex);
+    free(ex);
+    tj_compiled_free(fb);
+    tj_compiled_free(up);
+    mlp_free(&e);
+    mlp_free(&c);
+}
+
+static void test_hooked_backward_compiled_sgd(void **state)
+{
+    (void)state;
+    run_chained(false);
+}
+
+static void test_hooked_backward_compiled_adamw(void **state)
+{
+    (void)state;
+    run_chained(true);
+}
+
+/* Hooks set or removed after the trace: the graph is traced again (the
+ * hooked gradients are set in the plan, the others at the end). */
+static void test_hook_guard(void **state)
+{
+    (void)state;
+    mlp m;
+    mlp_tag t[4];
+    mlp_init(&m, t, false);
+    tj_compiled *fb = tj_compile(fwd_bwd, &m, NULL);
+    tj_tensor *x = randn_seeded(7, 2, (int64_t[]){5, 4});
+    assert_non_null(tj_call(fb, &x, 1));
+    assert_int_equal(m.calls, 4);
+    tj_set_grad_hook(m.w[0], NULL, NULL);
+    assert_non_null(tj_call(fb, &x, 1));
+    assert_int_equal(m.calls, 7);
+    tj_compiled_stats st;
+    tj_compiled_stats_get(fb, &st);
+    assert_int_equal(st.graphs, 2);
+    tj_compiled_free(fb);
+    mlp_free(&m);
+}
+
+static tj_tensor *fwd_only(void *ctx, tj_tensor *const *a, int n)
+{
+    (void)n;
+    mlp *m = ctx;
+    tj_tensor *h = tj_tanh(tj_add(tj_matmul(a[0], m->w[0]), m->w[1]));
+    tj_tensor *y = tj_add(tj_matmul(h, m->w[2]), m->w[3]);
+    return tj_sum(tj_mul(y, y), NULL, 0, false);
+}
+
+/* A compiled forward's partitioned backward (a compiled call on the tape):
+ * the hooks run as its plan makes each gradient, layer 2 before layer 1. */
+static void test_hooked_joint_backward(void **state)
+{
+    (void)state;
+    mlp m;
+    mlp_tag t[4];
+    mlp_init(&m, t, false);
+    tj_compiled *f = tj_compile(fwd_only, &m, NULL);
+    tj_tensor *x = randn_seeded(9, 2, (int64_t[]){5, 4});
+    for (int k = 0; k < 2; k++) {
+        m.calls = 0;
+        m.first = true;
+        tj_optimizer_zero_grad(m.opt);
+        assert_int_equal(tj_backward(tj_call(f, &x, 1)), 0);
+        assert_int_equal(m.calls, 4);
+        assert_true(strchr("Bb", m.order[0]) && strchr("Bb", m.order[1]));
+        assert_true(strchr("Aa", m.order[2]) && strchr("Aa", m.order[3]));
+    }
+    assert_true(m.w1_unset_at_layer2);
+    tj_tensor *want[4];
+    m.first = false;
+    tj_optimizer_zero_grad(m.opt);
+    assert_int_equal(tj_backward(fwd_only(&m, &x, 1)), 0);
+    for (int i = 0; i < 4; i++)
+        want[i] = tj_clone(tj_grad(m.w[i]));
+    tj_optimizer_zero_grad(m.opt);
+    assert_int_equal(tj_backward(tj_call(f, &x, 1)), 0);
+    for (int i = 0; i < 4; i++)
+        tu_assert_close(tj_grad(m.w[i]), want[i], 1e-5, 1e-5);
+    tj_compiled_stats st;
+    tj_compiled_stats_get(f, &st);
+    assert_int_equal(st.breaks, 0);
+    tj_compiled_free(f);
+    mlp_free(&m);
+}
+
+/* A hook that fails stops the compiled call with its error. */
+static int refuse(tj_tensor *leaf, void *ctx)
+{
+    (void)leaf;
+    (void)ctx;
+    tj_set_error("hook refused");
+    return -1;
+}
+
+static void test_hook_fails_compiled(void **state)
+{
+    (void)state;
+    mlp m;
+    mlp_tag t[4];
+    mlp_init(&m, t, false);
+    tj_compiled *fb = tj_compile(fwd_bwd, &m, NULL);
+    tj_tensor *x = randn_seeded(7, 2, (int64_t[]){5, 4});
+    assert_non_null(tj_call(fb, &x, 1));
+    tj_set_grad_hook(m.w[2], refuse, NULL);
+    tj_set_grad_hook(m.w[3], refuse, NULL);
+    tu_assert_error(tj_call(fb, &x, 1), "hook refused", NULL);
+    tj_compiled_free(fb);
+    mlp_free(&m);
 }
 
 int main(void)
@@ -197,6 +459,8 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_hook_after_last_part), T(test_hook_order), T(test_hook_errors), T(test_set_grad),
         T(test_hook_compiled_backward), T(test_hooked_step_breaks),
+        T(test_hooked_backward_compiled_sgd), T(test_hooked_backward_compiled_adamw),
+        T(test_hook_guard), T(test_hook_fails_compiled), T(test_hooked_joint_backward),
 #undef T
     };
     return cmocka_run_group_tests_name("grad_hook", tests, NULL, NULL);

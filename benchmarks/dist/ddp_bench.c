@@ -2,7 +2,7 @@
  * mpirun: a suite training case (P7, P8) with its global batch split over the
  * ranks, one step = forward + backward + tj_ddp_sync + optimizer update.
  *
- *   mpirun -np N ddp_bench [P7|P8] [--steps S] [--compiled]   step times
+ *   mpirun -np N ddp_bench [P7|P8] [--steps S] [--compiled|--compiled-step]   step times
  *   mpirun -np N ddp_bench --allreduce                         allreduce vs size
  *
  * Per case it prints, from rank 0, medians over S steps of three runs:
@@ -14,7 +14,10 @@
  * the time spent waiting in tj_ddp_sync, and the overlap achieved:
  * (no-overlap - ddp) / (no-overlap - local). Columns: case, ranks, ddp ms per
  * step, steps/s, sync wait ms, no-overlap ms, local ms, buckets started
- * during the backward, overlap. */
+ * during the backward, overlap. --compiled: the forward compiled (its
+ * partitioned backward runs at tj_backward); --compiled-step: zero_grad +
+ * forward + backward compiled as one function (the buckets start inside its
+ * plan) and the update as another, chained around tj_ddp_sync. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,12 +63,35 @@ static double max_over_ranks(double v)
     return v;
 }
 
+typedef struct step_ctx {
+    const bench_case *c;
+    bench_args *a;
+    tj_optimizer *opt;
+} step_ctx;
+
+static tj_tensor *fwd_bwd(void *ctx, tj_tensor *const *in, int n)
+{
+    step_ctx *sc = ctx;
+    tj_optimizer_zero_grad(sc->opt);
+    tj_tensor *loss = sc->c->loss(sc->a, in, n);
+    return tj_backward(loss) == 0 ? tj_detach(loss) : NULL;
+}
+
+static tj_tensor *update(void *ctx, tj_tensor *const *in, int n)
+{
+    step_ctx *sc = ctx;
+    (void)in;
+    (void)n;
+    return tj_optimizer_step(sc->opt) == 0 ? tj_detach(sc->a->t[sc->a->n - 1]) : NULL;
+}
+
 typedef struct run_result {
     double step_ms, wait_ms, started;
 } run_result;
 
 /* S steps of case c on this rank's shard of the batch; medians. */
-static run_result run(const bench_case *c, double bucket_mb, bool local, bool compiled, int steps)
+static run_result run(const bench_case *c, double bucket_mb, bool local, bool compiled, bool cstep,
+                      int steps)
 {
     bench_args a = {0};
     if (c->setup(&a) != 0)
@@ -83,21 +109,29 @@ static run_result run(const bench_case *c, double bucket_mb, bool local, bool co
         die("tj_ddp_new");
     tj_ddp_no_sync(ddp, local);
     tj_compiled *fn = compiled ? tj_compile(c->loss, &a, NULL) : NULL;
+    step_ctx sc = {c, &a, opt};
+    tj_compiled *fb = cstep ? tj_compile(fwd_bwd, &sc, NULL) : NULL;
+    tj_compiled *up = cstep ? tj_compile(update, &sc, NULL) : NULL;
     double *step = malloc(sizeof(double) * (size_t)steps), *wait = malloc(sizeof(double) * (size_t)steps);
     for (int s = -3; s < steps; s++) {   /* 3 warm-up steps */
         tj_scope_begin();
         if (tj_dist_barrier() != 0)
             die("barrier");
         double t0 = now_ms();
-        tj_optimizer_zero_grad(opt);
-        tj_tensor *loss = fn ? tj_call(fn, in, a.ninputs) : c->loss(&a, in, a.ninputs);
-        if (!loss || tj_backward(loss) != 0)
-            die("backward");
+        if (fb) {
+            if (!tj_call(fb, in, a.ninputs))
+                die("compiled forward + backward");
+        } else {
+            tj_optimizer_zero_grad(opt);
+            tj_tensor *loss = fn ? tj_call(fn, in, a.ninputs) : c->loss(&a, in, a.ninputs);
+            if (!loss || tj_backward(loss) != 0)
+                die("backward");
+        }
         double t1 = now_ms();
         if (tj_ddp_sync(ddp) != 0)
             die("sync");
         double t2 = now_ms();
-        if (tj_optimizer_step(opt) != 0)
+        if (up ? !tj_call(up, NULL, 0) : tj_optimizer_step(opt) != 0)
             die("step");
         double t3 = now_ms();
         if (s >= 0) {
@@ -111,7 +145,17 @@ static run_result run(const bench_case *c, double bucket_mb, bool local, bool co
     run_result r = {median(step, steps), median(wait, steps), st.started_in_backward};
     free(step);
     free(wait);
+    if (fb) {
+        tj_compiled_stats fs, su;
+        tj_compiled_stats_get(fb, &fs);
+        tj_compiled_stats_get(up, &su);
+        if (fs.breaks || fs.eager_calls || su.breaks || su.eager_calls)
+            fprintf(stderr, "ddp_bench: the compiled step broke or ran eagerly (%lu, %lu eager calls)\n",
+                    fs.eager_calls, su.eager_calls);
+    }
     tj_compiled_free(fn);
+    tj_compiled_free(fb);
+    tj_compiled_free(up);
     tj_ddp_free(ddp);
     if (opt != a.opt)
         tj_optimizer_free(opt);
@@ -151,10 +195,11 @@ int main(int argc, char **argv)
         die("init");
     const char *id = "P7";
     int steps = 20;
-    bool compiled = false, ar = false;
+    bool compiled = false, ar = false, cstep = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--compiled")) compiled = true;
+        else if (!strcmp(argv[i], "--compiled-step")) cstep = true;
         else if (!strcmp(argv[i], "--allreduce")) ar = true;
         else id = argv[i];
     }
@@ -167,9 +212,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "ddp_bench: %s is not a training case (P7, P8)\n", id);
         tj_dist_abort(2);
     }
-    run_result ddp = run(c, 1, false, compiled, steps);
-    run_result one = run(c, 1e6, false, compiled, steps);
-    run_result loc = run(c, 1, true, compiled, steps);
+    run_result ddp = run(c, 1, false, compiled, cstep, steps);
+    run_result one = run(c, 1e6, false, compiled, cstep, steps);
+    run_result loc = run(c, 1, true, compiled, cstep, steps);
     if (tj_dist_rank() == 0) {
         /* the communication that one bucket adds to a step, and how much of
          * it the buckets started during the backward hid */
@@ -178,7 +223,7 @@ int main(int argc, char **argv)
         if (comm > 0.1 * loc.step_ms)   /* else within the noise */
             snprintf(overlap, sizeof overlap, "%.0f%%", 100 * (one.step_ms - ddp.step_ms) / comm);
         printf("| %s%s | %d | %.2f | %.1f | %.2f | %.2f | %.2f | %.0f%% | %s |\n", c->id,
-               compiled ? " compiled" : "", tj_dist_world_size(), ddp.step_ms, 1e3 / ddp.step_ms,
+               compiled ? " compiled" : cstep ? " compiled step" : "", tj_dist_world_size(), ddp.step_ms, 1e3 / ddp.step_ms,
                ddp.wait_ms, one.step_ms, loc.step_ms, 100 * ddp.started, overlap);
     }
     return tj_dist_finalize() == 0 ? 0 : 1;

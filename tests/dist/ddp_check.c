@@ -3,12 +3,16 @@
  * that one process gets with batch N*B, and all ranks the same ones.
  *
  *   ddp_check [--opt sgd|adam] [--bucket-kb K] [--steps S] [--compiled]
- *             [--accum] [--fail hang|kill|mismatch]
+ *             [--compiled-step] [--accum] [--fail hang|kill|mismatch]
  *
  * Every rank also trains the single-process reference itself (no
  * communication), from rank 0's initial values; DDP's parameters start from
  * each rank's own values (so the broadcast is tested). --compiled runs the
- * forward through tj_compile (its backward is the compiled one); --accum
+ * forward through tj_compile (its backward is the compiled one);
+ * --compiled-step compiles zero_grad + forward + backward as one function
+ * (each bucket starts inside its plan, as the step making its last gradient
+ * ends) and the optimizer update as another, chained around tj_ddp_sync,
+ * and checks that neither broke nor ran eagerly; --accum
  * splits each rank's batch into two backwards under tj_ddp_no_sync. --fail
  * makes rank 1 misbehave: the others must exit non-zero with a clear error.
  * Exit 0 and "ok ..." from rank 0 when everything matches. */
@@ -37,6 +41,36 @@ static tj_tensor *mlp_loss(void *ctx, tj_tensor *const *a, int nargs)
     tj_tensor *y = tj_add(tj_matmul(h, p[W2]), p[B2]);
     tj_tensor *d = tj_sub(y, a[1]);
     return tj_mean(tj_mul(d, d), NULL, 0, false);
+}
+
+typedef struct step_ctx {
+    tj_tensor **p;
+    tj_optimizer *o;
+} step_ctx;
+
+/* zero_grad, forward, backward: the gradients are the call's writes */
+static tj_tensor *fwd_bwd(void *ctx, tj_tensor *const *a, int nargs)
+{
+    step_ctx *sc = ctx;
+    tj_optimizer_zero_grad(sc->o);
+    tj_tensor *loss = mlp_loss(sc->p, a, nargs);
+    return tj_backward(loss) == 0 ? tj_detach(loss) : NULL;
+}
+
+static tj_tensor *update(void *ctx, tj_tensor *const *a, int nargs)
+{
+    step_ctx *sc = ctx;
+    (void)a;
+    (void)nargs;
+    return tj_optimizer_step(sc->o) == 0 ? tj_detach(sc->p[B2]) : NULL;
+}
+
+/* 0 when c captured one graph that never broke nor ran eagerly. */
+static int all_compiled(tj_compiled *c)
+{
+    tj_compiled_stats st;
+    tj_compiled_stats_get(c, &st);
+    return st.graphs == 1 && st.breaks == 0 && st.eager_calls == 0 ? 0 : -1;
 }
 
 static void init_params(tj_tensor **p, uint64_t seed, int bad_shape)
@@ -70,12 +104,13 @@ int main(int argc, char **argv)
     const char *opt = "sgd", *fail = "";
     double bucket_kb = 0;
     int steps = 4;
-    bool compiled = false, accum = false;
+    bool compiled = false, accum = false, cstep = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--opt") && i + 1 < argc) opt = argv[++i];
         else if (!strcmp(argv[i], "--bucket-kb") && i + 1 < argc) bucket_kb = atof(argv[++i]);
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--compiled")) compiled = true;
+        else if (!strcmp(argv[i], "--compiled-step")) cstep = true;
         else if (!strcmp(argv[i], "--accum")) accum = true;
         else if (!strcmp(argv[i], "--fail") && i + 1 < argc) fail = argv[++i];
         else { fprintf(stderr, "ddp_check: unknown argument %s\n", argv[i]); return 2; }
@@ -97,6 +132,9 @@ int main(int argc, char **argv)
         die("tj_ddp_new");
     tj_optimizer *ro = make_opt(ref, opt), *o = make_opt(p, opt);
     tj_compiled *c = compiled ? tj_compile(mlp_loss, p, NULL) : NULL;
+    step_ctx sc = {p, o};
+    tj_compiled *fb = cstep ? tj_compile(fwd_bwd, &sc, &(tj_compile_options){.name = "fwd_bwd"}) : NULL;
+    tj_compiled *up = cstep ? tj_compile(update, &sc, &(tj_compile_options){.name = "update"}) : NULL;
 
     for (int s = 0; s < steps; s++) {
         tj_scope_begin();
@@ -113,6 +151,18 @@ int main(int argc, char **argv)
             sleep(600);
         int64_t lo = (int64_t)s * world * B + (int64_t)rank * B;
         int parts = accum ? 2 : 1;
+        if (cstep) {
+            tj_tensor *in[2] = {tj_contiguous(tj_slice(X, 0, lo, lo + B, 1)),
+                                tj_contiguous(tj_slice(Y, 0, lo, lo + B, 1))};
+            if (!tj_call(fb, in, 2))
+                die("compiled forward + backward");
+            if (tj_ddp_sync(ddp) != 0)
+                die("tj_ddp_sync");
+            if (!tj_call(up, NULL, 0))
+                die("compiled update");
+            tj_scope_end();
+            continue;
+        }
         for (int k = 0; k < parts; k++) {
             int64_t a = lo + k * B / parts, b = lo + (k + 1) * B / parts;
             tj_tensor *in[2] = {tj_slice(X, 0, a, b, 1), tj_slice(Y, 0, a, b, 1)};
@@ -155,16 +205,25 @@ int main(int argc, char **argv)
     tj_ddp_stats st;
     tj_ddp_stats_get(ddp, &st);
     bool ok = diff <= TOL && spread == 0;
+    if (cstep && (all_compiled(fb) != 0 || all_compiled(up) != 0)) {
+        char *e1 = tj_explain(fb), *e2 = tj_explain(up);
+        fprintf(stderr, "rank %d: a compiled step broke or ran eagerly:\n%s%s", rank, e1, e2);
+        free(e1);
+        free(e2);
+        ok = false;
+    }
     if (rank == 0)
         printf("%s ranks=%d opt=%s buckets=%d steps=%d%s%s max|ddp-ref|=%.2e max|rank-rank0|=%.1e "
                "started-in-backward=%.0f%%\n", ok ? "ok" : "MISMATCH", world, opt, st.buckets, steps,
-               compiled ? " compiled" : "", accum ? " accum" : "", diff, spread,
+               compiled ? " compiled" : cstep ? " compiled-step" : "", accum ? " accum" : "", diff, spread,
                100 * st.started_in_backward);
     tj_release(worst);
     tj_ddp_free(ddp);
     tj_optimizer_free(ro);
     tj_optimizer_free(o);
     tj_compiled_free(c);
+    tj_compiled_free(fb);
+    tj_compiled_free(up);
     for (int i = 0; i < NP; i++) {
         tj_release(ref[i]);
         tj_release(p[i]);
