@@ -6,6 +6,7 @@
  * checked by the kernels (runtime/k_quant.c).
  */
 #include <math.h>
+#include <string.h>
 
 #include "infer.h"
 
@@ -87,5 +88,43 @@ int ir_infer_dequantize(IR_INFER_ARGS)
                     : check_scale_zp(a->a[0].f, a->a[1].i[0], q->dtype, err, nerr))
         return -1;
     ir_set(out, TJ_F32, q->ndim, q->shape);
+    return 0;
+}
+
+/* ---- the fold's int8 GEMMs (passes/fold_quant.c) -------------------------------------- */
+
+/* qx's quantization, the weight's channels (N of them), the bias, the
+ * output dtype (f32, or u8/i8 with its own scale and zero point). */
+static int check_qgemm(const ir_type *const *in, int nin, const ir_attrs *a, int64_t n,
+                       char *err, size_t nerr)
+{
+    const ir_type *x = in[0], *w = in[1], *b = nin > 4 ? in[4] : NULL;
+    if (check_qdtype(x->dtype, err, nerr) || check_qdtype(w->dtype, err, nerr) ||
+        check_scale_zp(a->a[0].f, a->a[1].i[0], x->dtype, err, nerr))
+        return -1;
+    int64_t axis = 0;
+    if (check_channels(w, in[2], in[3], &axis, err, nerr))
+        return -1;
+    if (b && (b->ndim != 1 || b->shape[0] != n || b->dtype != TJ_F32))
+        return ir_fail(err, nerr, "bias must be f32 [%lld]", (long long)n);
+    tj_dtype dt = (tj_dtype)a->a[4].i[0];
+    char why[256];
+    if (dt != TJ_F32 && (check_qdtype(dt, why, sizeof why) ||
+                         check_scale_zp(a->a[2].f, a->a[3].i[0], dt, why, sizeof why)))
+        return ir_fail(err, nerr, "the output (f32, or u8/i8 quantized): %s", why);
+    return 0;
+}
+
+int ir_infer_qlinear(IR_INFER_ARGS)
+{
+    const ir_type *x = in[0], *w = in[1];
+    if (x->ndim < 1 || w->ndim != 2 || w->shape[1] != x->shape[x->ndim - 1])
+        return ir_fail(err, nerr, "weight must be 2-D [N, K] with K = x's last dim");
+    if (check_qgemm(in, nin, a, w->shape[0], err, nerr))
+        return -1;
+    int64_t shape[TJ_MAX_DIMS];
+    memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+    shape[x->ndim - 1] = w->shape[0];
+    ir_set(out, (tj_dtype)a->a[4].i[0], x->ndim, shape);
     return 0;
 }

@@ -57,4 +57,9 @@ ir_graph *ps_simplify(ir_graph *g, char *err, size_t nerr);    /* simplify.c */
  * partial reductions over a reshaped view, then a small final one (split.c). */
 ir_graph *ps_split_reductions(ir_graph *g, char *err, size_t nerr);
 
+/* ---- int8 quantization ---- */
+/* dequantize -> linear/matmul (-> relu) (-> quantize_per_tensor) into
+ * qlinear, the int8 GEMM (fold_quant.c). */
+ir_graph *ps_fold_quant(ir_graph *g, char *err, size_t nerr);
+
 #endif

@@ -14,6 +14,9 @@ const ps_pass ps_passes[] = {
     {"simplify", "fold constants, algebraic identities, view/cast cleanups, dce", ps_simplify},
     {"split_reductions", "split reductions to a few long rows in two, so their kernels run in parallel",
      ps_split_reductions},
+    /* ---- int8 quantization ---- */
+    {"fold_quant", "dequantize -> linear/matmul (-> relu) (-> quantize) into int8 GEMMs (qlinear)",
+     ps_fold_quant},
     {NULL, NULL, NULL},
 };
 
