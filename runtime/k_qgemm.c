@@ -1,5 +1,5 @@
 /* k_qgemm.c - eager kernels of the int8 GEMM ops that the quantization fold
- * makes (ir/ops.def: qlinear; passes/fold_quant.c): u8 x s8 products with
+ * makes (ir/ops.def: qlinear, qconv2d; passes/fold_quant.c): u8 x s8 products with
  * s32 sums on tjit's GEMM (runtime/gemm.h: vpdpbusd where the CPU has VNNI),
  * dequantized, bias added, and either kept in f32 or requantized with
  * quantize_per_tensor's formula (rt_q_round).
@@ -15,20 +15,20 @@
 #include <string.h>
 
 #include "gemm.h"
+#include "../ir/window2d.h"
 #include "kernels.h"
 
 /* Scratch of one call, freed as a whole. */
 typedef struct qg_mem {
     uint8_t *a;        /* [m, k] u8 */
     int8_t *w;         /* [n, k] s8 */
-    float *ws, *bias, *a_scale, *res, *c;
-    int32_t *wz, *a_zp;
+    float *ws, *bias, *c;
+    int32_t *wz;
 } qg_mem;
 
 static void qg_free(qg_mem *s)
 {
-    free(s->a), free(s->w), free(s->ws), free(s->bias), free(s->a_scale), free(s->res);
-    free(s->c), free(s->wz), free(s->a_zp);
+    free(s->a), free(s->w), free(s->ws), free(s->bias), free(s->c), free(s->wz);
 }
 
 static void *qg_alloc(size_t n, size_t es) { return malloc((n ? n : 1) * es); }
@@ -51,56 +51,63 @@ static void gather_bytes(const tj_tensor *t, uint8_t *dst, int shift)
     }
 }
 
-/* out (f32 [m, n], or u8/i8 requantized) = the int8 product of a [m, k]
- * (u8, zero point za, scale sa) and w [n, k] (s8, zero points wz, scales
- * ws), plus bias. s holds the operands; it gets the rest of the scratch. */
-static int qgemm(const char *name, qg_mem *s, int64_t m, int64_t n, int64_t k, int32_t za,
-                 float sa, tj_tensor *out, const ir_attrs *a)
+/* One int8 product: c (f32 [m, n]) = (a [m, k] u8 - za) @ (w [n, k] s8 -
+ * wz)^T scaled by sa * ws[j], plus bias[j] (NULL: none). */
+typedef struct qg_op {
+    const uint8_t *a;
+    const int8_t *w;
+    const float *ws, *bias;
+    const int32_t *wz;
+    int32_t za;
+    float sa;
+} qg_op;
+
+static int qgemm(const char *name, const qg_op *o, int64_t m, int64_t n, int64_t k, float *c)
 {
     tjg_packed p = {0};
-    if (tjg_pack_s8(&p, s->w, 1, k, k, n, s->ws))
+    if (tjg_pack_s8(&p, o->w, 1, k, k, n, o->ws))
         return -1;
     bool asym = false;
     for (int64_t j = 0; j < n; j++)
-        asym = asym || s->wz[j] != 0;
-    s->a_scale = qg_alloc((size_t)m, sizeof(float));
-    s->a_zp = qg_alloc((size_t)m, sizeof(int32_t));
-    bool q = out->dtype != TJ_F32;
-    if (q)
-        s->c = qg_alloc((size_t)(m * n), sizeof(float));
+        asym = asym || o->wz[j] != 0;
+    float *a_scale = qg_alloc((size_t)m, sizeof(float)), *res = NULL;
+    int32_t *a_zp = qg_alloc((size_t)m, sizeof(int32_t));
     if (asym)
-        s->res = qg_alloc((size_t)(m * n), sizeof(float));
+        res = qg_alloc((size_t)(m * n), sizeof(float));
     int r = -1;
-    if (!s->a_scale || !s->a_zp || (q && !s->c) || (asym && !s->res)) {
+    if (!a_scale || !a_zp || (asym && !res)) {
         rt_error("%s: out of memory", name);
         goto done;
     }
     for (int64_t i = 0; i < m; i++) {
-        s->a_scale[i] = sa;
-        s->a_zp[i] = za;
+        a_scale[i] = o->sa;
+        a_zp[i] = o->za;
         if (!asym)
             continue;
         int64_t rsum = 0;   /* sum_k (a - za): exact */
         for (int64_t kk = 0; kk < k; kk++)
-            rsum += (int64_t)s->a[i * k + kk] - za;
+            rsum += (int64_t)o->a[i * k + kk] - o->za;
         for (int64_t j = 0; j < n; j++)
-            s->res[i * n + j] = -(float)((int64_t)s->wz[j] * rsum) * (sa * s->ws[j]);
+            res[i * n + j] = -(float)((int64_t)o->wz[j] * rsum) * (o->sa * o->ws[j]);
     }
-    tjg_epilogue e = {.bias = s->bias, .res = s->res, .ldr = n};
-    float *c = q ? s->c : (float *)rt_ptr(out);
-    if ((r = tjg_gemm_u8s8(m, s->a, k, s->a_zp, s->a_scale, &p, c, n, &e)) != 0)
-        goto done;
-    if (q) {
-        float os = (float)a->a[2].f;
-        int32_t oz = (int32_t)a->a[3].i[0];
-        int64_t lo = out->dtype == TJ_U8 ? 0 : -128, hi = out->dtype == TJ_U8 ? 255 : 127;
-        uint8_t *o = rt_ptr(out);
-        for (int64_t e2 = 0; e2 < m * n; e2++)
-            o[e2] = (uint8_t)rt_q_round(c[e2], os, oz, lo, hi);
-    }
+    tjg_epilogue e = {.bias = o->bias, .res = res, .ldr = n};
+    r = tjg_gemm_u8s8(m, o->a, k, a_zp, a_scale, &p, c, n, &e);
 done:
+    free(a_scale), free(a_zp), free(res);
     tjg_packed_free(&p);
     return r;
+}
+
+/* out's element e (f32, or requantized to out's u8/i8) from the f32 v. */
+static void store(tj_tensor *out, int64_t e, float v, const ir_attrs *a)
+{
+    if (out->dtype == TJ_F32) {
+        ((float *)rt_ptr(out))[e] = v;
+        return;
+    }
+    bool u = out->dtype == TJ_U8;
+    ((uint8_t *)rt_ptr(out))[e] = (uint8_t)rt_q_round(v, (float)a->a[2].f, (int32_t)a->a[3].i[0],
+                                                      u ? 0 : -128, u ? 255 : 127);
 }
 
 /* The weight [n, k] as s8 with its per-channel scales and zero points
@@ -134,18 +141,83 @@ int rt_k_qlinear(RT_KERNEL_ARGS)
         m *= x->shape[d];
     qg_mem s = {0};
     int r = -1;
-    bool xi = x->dtype == TJ_I8;
+    bool xi = x->dtype == TJ_I8, f32 = out->dtype == TJ_F32;
     if (weight_side(name, &s, w, in[2], in[3], bias, n, k))
         goto done;
-    if (!(s.a = qg_alloc((size_t)(m * k), 1))) {
+    if (!(s.a = qg_alloc((size_t)(m * k), 1)) || (!f32 && !(s.c = qg_alloc((size_t)(m * n), 4)))) {
         rt_error("%s: out of memory", name);
         goto done;
     }
     gather_bytes(x, s.a, xi ? 128 : 0);
-    r = m == 0 || n == 0 ? 0
-                         : qgemm(name, &s, m, n, k, (int32_t)a->a[1].i[0] + (xi ? 128 : 0),
-                                 (float)a->a[0].f, out, a);
+    qg_op o = {s.a, s.w, s.ws, s.bias, s.wz, (int32_t)a->a[1].i[0] + (xi ? 128 : 0),
+               (float)a->a[0].f};
+    r = m == 0 || n == 0 ? 0 : qgemm(name, &o, m, n, k, f32 ? (float *)rt_ptr(out) : s.c);
+    for (int64_t e = 0; r == 0 && !f32 && e < m * n; e++)
+        store(out, e, s.c[e], a);
 done:
+    qg_free(&s);
+    return r;
+}
+
+/* ---- qconv2d: im2col (padding reads the zero point, which dequantizes to 0)
+ * and one GEMM per image and group: [OH*OW, C/g*kh*kw] @ [O/g, C/g*kh*kw]^T */
+
+/* Rows of the image b's group g: (oh, ow) -> its window, c-major like the weight. */
+static void im2col(const uint8_t *x, const int64_t *xs, const ir_window2d *wd, int64_t cg,
+                   int64_t g, const int64_t *os, uint8_t pad, uint8_t *col)
+{
+    int64_t kh = wd->kernel[0], kw = wd->kernel[1], H = xs[2], W = xs[3];
+    for (int64_t oh = 0; oh < os[0]; oh++)
+        for (int64_t ow = 0; ow < os[1]; ow++)
+            for (int64_t c = 0; c < cg; c++) {
+                const uint8_t *plane = x + (g * cg + c) * H * W;
+                for (int64_t i = 0; i < kh; i++) {
+                    int64_t h = oh * wd->stride[0] - wd->padding[0] + i * wd->dilation[0];
+                    for (int64_t j = 0; j < kw; j++) {
+                        int64_t v = ow * wd->stride[1] - wd->padding[1] + j * wd->dilation[1];
+                        *col++ = h >= 0 && h < H && v >= 0 && v < W ? plane[h * W + v] : pad;
+                    }
+                }
+            }
+}
+
+int rt_k_qconv2d(RT_KERNEL_ARGS)
+{
+    const char *name = "qconv2d";
+    const tj_tensor *x = in[0], *w = in[1], *bias = nin > 4 ? in[4] : NULL;
+    ir_window2d wd;
+    ir_qconv_window(a, w->shape, &wd);
+    int64_t B = x->shape[0], C = x->shape[1], O = w->shape[0], G = wd.groups;
+    int64_t cg = C / G, og = O / G, k = cg * wd.kernel[0] * wd.kernel[1];
+    int64_t os[2] = {out->shape[2], out->shape[3]}, m = os[0] * os[1];
+    qg_mem s = {0};
+    uint8_t *col = NULL;
+    int r = -1;
+    bool xi = x->dtype == TJ_I8;
+    int32_t za = (int32_t)a->a[1].i[0] + (xi ? 128 : 0);
+    if (weight_side(name, &s, w, in[2], in[3], bias, O, k))
+        goto done;
+    if (!(s.a = qg_alloc((size_t)(B * C * x->shape[2] * x->shape[3]), 1)) ||
+        !(col = qg_alloc((size_t)(m * k), 1)) || !(s.c = qg_alloc((size_t)(m * og), 4))) {
+        rt_error("%s: out of memory", name);
+        goto done;
+    }
+    gather_bytes(x, s.a, xi ? 128 : 0);
+    r = 0;
+    for (int64_t b = 0; b < B && r == 0 && m > 0; b++)
+        for (int64_t g = 0; g < G && r == 0; g++) {
+            im2col(s.a + b * C * x->shape[2] * x->shape[3], x->shape, &wd, cg, g, os,
+                   (uint8_t)za, col);
+            qg_op o = {col, s.w + g * og * k, s.ws + g * og, s.bias ? s.bias + g * og : NULL,
+                       s.wz + g * og, za, (float)a->a[0].f};
+            if ((r = qgemm(name, &o, m, og, k, s.c)) != 0)
+                break;
+            for (int64_t j = 0; j < og; j++)
+                for (int64_t i = 0; i < m; i++)
+                    store(out, (b * O + g * og + j) * m + i, s.c[i * og + j], a);
+        }
+done:
+    free(col);
     qg_free(&s);
     return r;
 }

@@ -1,8 +1,9 @@
 /* test_qfold.c - the quantization fold (passes/fold_quant.c) and its int8
- * GEMM, qlinear (ir/ops.def; runtime/k_qgemm.c).
+ * ops, qlinear and qconv2d (ir/ops.def; runtime/k_qgemm.c).
  *
  * Text in, text out: each pattern (linear per channel with a bias, matmul
- * per tensor, requantize, relu then requantize) folds to the graph written
+ * per tensor, conv2d with stride, padding and groups, requantize, relu then
+ * requantize) folds to the graph written
  * below, and what does not match (an input quantized per channel, a weight
  * per channel along the wrong axis) is left alone. Values: every folded
  * graph runs next to its unfused original on the graph executor, under
@@ -13,7 +14,8 @@
  * exact in s32), and the variants agree bit for bit. Compiled: a model of
  * the public quantization ops compiles to the fold and matches eager.
  * Errors: qlinear's shape rule (weight size, output dtype and scale, bias)
- * and its kernel (a per-channel scale that is 0 at run time). */
+ * and qconv2d's (channels, window), and the kernel (a per-channel scale
+ * that is 0 at run time). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -93,6 +95,24 @@ static const char *const asym_src =
       " %w = dequantize %qw, %ws, %wzn {scale=1, zero_point=0, axis=0} : f32[20,300]\n"
       " %y = linear %x, %w : f32[7,20]\n return %y");
 
+/* conv2d: u8 input, i8 weight per channel, bias, stride 2, padding 1,
+ * groups 2; then quantized to i8 */
+#define CONV_SIG "%qx: u8[2,4,9,9], %qw: i8[6,2,3,3], %ws: f32[6], %wz: i64[6], %b: f32[6]"
+static const char *const conv_src =
+    G(CONV_SIG,
+      " %x = dequantize %qx {scale=0.04, zero_point=100, axis=0} : f32[2,4,9,9]\n"
+      " %w = dequantize %qw, %ws, %wz {scale=1, zero_point=0, axis=0} : f32[6,2,3,3]\n"
+      " %y = conv2d %x, %w, %b {stride=[2], padding=[1], dilation=[1], groups=2} : f32[2,6,5,5]\n"
+      " %q = quantize_per_tensor %y {scale=0.02, zero_point=0, dtype=i8} : i8[2,6,5,5]\n"
+      " return %y, %q");
+/* conv2d 1x1, per-tensor u8 weight (asymmetric after the shift), no bias, dilation 2 */
+static const char *const conv_pt_src =
+    G("%qx: i8[1,3,7,6], %qw: u8[5,3,2,2]",
+      " %x = dequantize %qx {scale=0.1, zero_point=4, axis=0} : f32[1,3,7,6]\n"
+      " %w = dequantize %qw {scale=0.01, zero_point=130, axis=0} : f32[5,3,2,2]\n"
+      " %y = conv2d %x, %w {stride=[1], padding=[0], dilation=[2], groups=1} : f32[1,5,5,4]\n"
+      " return %y");
+
 static void test_fold_text(void **state)
 {
     (void)state;
@@ -116,6 +136,12 @@ static void test_fold_text(void **state)
                 "  %3 = qlinear %qx, %2, %0, %1 {x_scale=0.02, x_zero_point=-3, out_scale=1, out_zero_point=0, dtype=f32} : f32[5,70]\n"
                 "  %4 = qlinear %qx, %2, %0, %1 {x_scale=0.02, x_zero_point=-3, out_scale=0.05, out_zero_point=-2, dtype=i8} : i8[5,70]\n"
                 "  return %3, %4\n"
+                "}\n");
+    expect_fold(conv_src,
+                "graph @t(" CONV_SIG ") {\n"
+                "  %0 = qconv2d %qx, %qw, %ws, %wz, %b {x_scale=0.04, x_zero_point=100, out_scale=1, out_zero_point=0, dtype=f32, window=[2,2,1,1,1,1,2]} : f32[2,6,5,5]\n"
+                "  %1 = qconv2d %qx, %qw, %ws, %wz, %b {x_scale=0.04, x_zero_point=100, out_scale=0.02, out_zero_point=0, dtype=i8, window=[2,2,1,1,1,1,2]} : i8[2,6,5,5]\n"
+                "  return %0, %1\n"
                 "}\n");
 }
 
@@ -246,6 +272,8 @@ static void test_fold_values(void **state)
     check_values(relu_q_src);
     check_values(matmul_src);
     check_values(asym_src);
+    check_values(conv_src);
+    check_values(conv_pt_src);
 }
 
 /* With a symmetric weight the f32 result is the exact integer sum scaled
@@ -344,6 +372,15 @@ static void test_errors(void **state)
     expect_parse_error(G(QSIG ", %b: f32[5]",
                          " %0 = qlinear %qx, %qw, %ws, %wz, %b {" QOK ", dtype=f32} : f32[2,4]\n return %0"),
                        "bias must be f32 [4]");
+    expect_parse_error(G("%qx: u8[1,4,5,5], %qw: i8[6,2,3,3], %ws: f32[6], %wz: i64[6]",
+                         " %0 = qconv2d %qx, %qw, %ws, %wz {" QOK ", dtype=f32, window=[1,1,0,0,1,1,1]} : f32[1,6,3,3]\n return %0"),
+                       "channels: input 4, weight [6, 2] and groups 1 disagree");
+    expect_parse_error(G("%qx: u8[1,2,5,5], %qw: i8[6,2,3,3], %ws: f32[6], %wz: i64[6]",
+                         " %0 = qconv2d %qx, %qw, %ws, %wz {" QOK ", dtype=f32, window=[0,1,0,0,1,1,1]} : f32[1,6,3,3]\n return %0"),
+                       "window value 0 is 0: strides, dilations and groups must be positive");
+    expect_parse_error(G("%qx: u8[1,2,5,5], %qw: i8[6,2,3,3], %ws: f32[6], %wz: i64[6]",
+                         " %0 = qconv2d %qx, %qw, %ws, %wz {" QOK ", dtype=f32, window=[1,1]} : f32[1,6,3,3]\n return %0"),
+                       "window must hold 7 values");
     /* a per-channel scale of 0, found by the kernel */
     ir_graph *g = parse(G(QSIG, QL(QOK ", dtype=f32", "f32[2,4]")));
     tj_tensor *in[4] = {make_input(g->inputs[0]), make_input(g->inputs[1]),
