@@ -37,10 +37,20 @@ static void *qg_alloc(size_t n, size_t es) { return malloc((n ? n : 1) * es); }
  * into dst (as unsigned bytes; the caller reads them as u8 or s8). */
 static void gather_bytes(const tj_tensor *t, uint8_t *dst, int shift)
 {
-    int64_t idx[TJ_MAX_DIMS] = {0}, n = 1;
+    int64_t idx[TJ_MAX_DIMS] = {0}, n = 1, cs[TJ_MAX_DIMS];
     for (int d = 0; d < t->ndim; d++)
         n *= t->shape[d];
     const uint8_t *base = (const uint8_t *)t->storage->data;
+    rt_contiguous_strides(t->ndim, t->shape, cs);
+    bool contiguous = true;
+    for (int d = 0; d < t->ndim; d++)
+        contiguous = contiguous && (t->shape[d] == 1 || t->strides[d] == cs[d]);
+    if (contiguous) {   /* the common case: one pass the compiler vectorizes */
+        const uint8_t *src = base + t->offset;
+        for (int64_t e = 0; e < n; e++)
+            dst[e] = (uint8_t)(src[e] + shift);
+        return;
+    }
     for (int64_t e = 0; e < n; e++) {
         int64_t off = t->offset;
         for (int d = 0; d < t->ndim; d++)
@@ -167,18 +177,31 @@ static void im2col(const uint8_t *x, const int64_t *xs, const ir_window2d *wd, i
                    int64_t g, const int64_t *os, uint8_t pad, uint8_t *col)
 {
     int64_t kh = wd->kernel[0], kw = wd->kernel[1], H = xs[2], W = xs[3];
-    for (int64_t oh = 0; oh < os[0]; oh++)
-        for (int64_t ow = 0; ow < os[1]; ow++)
-            for (int64_t c = 0; c < cg; c++) {
-                const uint8_t *plane = x + (g * cg + c) * H * W;
-                for (int64_t i = 0; i < kh; i++) {
+    int64_t k = cg * kh * kw;
+    /* by (c, i, j), the column of every output position: rows of the
+     * input read in order, the padding's positions set apart */
+    for (int64_t c = 0; c < cg; c++) {
+        const uint8_t *plane = x + (g * cg + c) * H * W;
+        for (int64_t i = 0; i < kh; i++)
+            for (int64_t j = 0; j < kw; j++) {
+                uint8_t *dst = col + (c * kh + i) * kw + j;
+                for (int64_t oh = 0; oh < os[0]; oh++) {
                     int64_t h = oh * wd->stride[0] - wd->padding[0] + i * wd->dilation[0];
-                    for (int64_t j = 0; j < kw; j++) {
-                        int64_t v = ow * wd->stride[1] - wd->padding[1] + j * wd->dilation[1];
-                        *col++ = h >= 0 && h < H && v >= 0 && v < W ? plane[h * W + v] : pad;
+                    uint8_t *d = dst + oh * os[1] * k;
+                    if (h < 0 || h >= H) {
+                        for (int64_t ow = 0; ow < os[1]; ow++)
+                            d[ow * k] = pad;
+                        continue;
+                    }
+                    const uint8_t *row = plane + h * W;
+                    int64_t v0 = j * wd->dilation[1] - wd->padding[1], st = wd->stride[1];
+                    for (int64_t ow = 0; ow < os[1]; ow++) {
+                        int64_t v = v0 + ow * st;
+                        d[ow * k] = v >= 0 && v < W ? row[v] : pad;
                     }
                 }
             }
+    }
 }
 
 int rt_k_qconv2d(RT_KERNEL_ARGS)
@@ -212,9 +235,16 @@ int rt_k_qconv2d(RT_KERNEL_ARGS)
                        s.wz + g * og, za, (float)a->a[0].f};
             if ((r = qgemm(name, &o, m, og, k, s.c)) != 0)
                 break;
-            for (int64_t j = 0; j < og; j++)
+            if (out->dtype == TJ_F32) {   /* [m, og] -> planes [og][m] */
+                float *dst = (float *)rt_ptr(out) + (b * O + g * og) * m;
                 for (int64_t i = 0; i < m; i++)
-                    store(out, (b * O + g * og + j) * m + i, s.c[i * og + j], a);
+                    for (int64_t j = 0; j < og; j++)
+                        dst[j * m + i] = s.c[i * og + j];
+            } else {
+                for (int64_t i = 0; i < m; i++)
+                    for (int64_t j = 0; j < og; j++)
+                        store(out, (b * O + g * og + j) * m + i, s.c[i * og + j], a);
+            }
         }
 done:
     free(col);
