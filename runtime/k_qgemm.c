@@ -108,16 +108,23 @@ done:
     return r;
 }
 
-/* out's element e (f32, or requantized to out's u8/i8) from the f32 v. */
-static void store(tj_tensor *out, int64_t e, float v, const ir_attrs *a)
+/* Requantizes c [m, n] into dst, element (i, j) at dst[i * rs + j * cs]:
+ * rt_q_round's formula (the division kept, so values equal
+ * quantize_per_tensor's) in f32, which is exact here: |rne(v / s)| below
+ * 2^24 adds the zero point exactly, and above it clamps either way. */
+static void requant(const float *c, int64_t m, int64_t n, uint8_t *dst, int64_t rs, int64_t cs,
+                    const tj_tensor *out, const ir_attrs *a)
 {
-    if (out->dtype == TJ_F32) {
-        ((float *)rt_ptr(out))[e] = v;
-        return;
-    }
+    float os = (float)a->a[2].f, zf = (float)a->a[3].i[0];
     bool u = out->dtype == TJ_U8;
-    ((uint8_t *)rt_ptr(out))[e] = (uint8_t)rt_q_round(v, (float)a->a[2].f, (int32_t)a->a[3].i[0],
-                                                      u ? 0 : -128, u ? 255 : 127);
+    float lo = u ? 0.0f : -128.0f, hi = u ? 255.0f : 127.0f;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            float r = nearbyintf(c[i * n + j] / os);
+            float t = (r == r ? r : 0.0f) + zf;
+            t = t < lo ? lo : t > hi ? hi : t;
+            dst[i * rs + j * cs] = (uint8_t)(int)t;
+        }
 }
 
 /* The weight [n, k] as s8 with its per-channel scales and zero points
@@ -162,8 +169,8 @@ int rt_k_qlinear(RT_KERNEL_ARGS)
     qg_op o = {s.a, s.w, s.ws, s.bias, s.wz, (int32_t)a->a[1].i[0] + (xi ? 128 : 0),
                (float)a->a[0].f};
     r = m == 0 || n == 0 ? 0 : qgemm(name, &o, m, n, k, f32 ? (float *)rt_ptr(out) : s.c);
-    for (int64_t e = 0; r == 0 && !f32 && e < m * n; e++)
-        store(out, e, s.c[e], a);
+    if (r == 0 && !f32)
+        requant(s.c, m, n, rt_ptr(out), n, 1, out, a);
 done:
     qg_free(&s);
     return r;
@@ -241,9 +248,7 @@ int rt_k_qconv2d(RT_KERNEL_ARGS)
                     for (int64_t j = 0; j < og; j++)
                         dst[j * m + i] = s.c[i * og + j];
             } else {
-                for (int64_t i = 0; i < m; i++)
-                    for (int64_t j = 0; j < og; j++)
-                        store(out, (b * O + g * og + j) * m + i, s.c[i * og + j], a);
+                requant(s.c, m, og, (uint8_t *)rt_ptr(out) + (b * O + g * og) * m, 1, m, out, a);
             }
         }
 done:
