@@ -57,6 +57,8 @@ typedef struct entry {
 #define tj_max_pool2d_indices TJ_NO_ENTRY
 #define tj_cummax_indices TJ_NO_ENTRY
 #define tj_cummin_indices TJ_NO_ENTRY
+#define tj_qlinear TJ_NO_ENTRY
+#define tj_qconv2d TJ_NO_ENTRY
 
 static const struct {
     const char *op, *why;
@@ -68,6 +70,10 @@ static const struct {
                            "max_pool2d when asked for the indices (a node has one result)"},
     {"cummax_indices", "tj_cummax's indices: recorded when asked for (a node has one result)"},
     {"cummin_indices", "tj_cummin's indices: recorded when asked for (a node has one result)"},
+    {"qlinear", "the int8 GEMM the quantization fold (passes/fold_quant.c) makes of "
+                "dequantize -> linear/matmul -> quantize; users write those ops"},
+    {"qconv2d", "the int8 convolution the quantization fold makes of dequantize -> conv2d -> "
+                "quantize; users write those ops"},
 };
 
 /* Fills out (IR rows at most) from ops.def; returns the row count. */
@@ -100,6 +106,8 @@ static int entry_table(entry *out, int max)
 #undef tj_max_pool2d_indices
 #undef tj_cummax_indices
 #undef tj_cummin_indices
+#undef tj_qlinear
+#undef tj_qconv2d
 #undef tj_sdpa
 #undef tj_copy
 #undef tj_add_alpha
