@@ -1,6 +1,7 @@
 /* fold_quant.c - the quantization fold: dequantize -> linear/matmul/conv2d (->
- * relu) (-> quantize_per_tensor) becomes one int8 GEMM, qlinear (ir/ops.def;
- * eager kernel runtime/k_qgemm.c: u8 x s8, s32 sums, vpdpbusd with VNNI).
+ * relu) (-> quantize_per_tensor) becomes one int8 op, qlinear or qconv2d
+ * (ir/ops.def; eager kernels runtime/k_qgemm.c: u8 x s8, s32 sums, vpdpbusd
+ * with VNNI; the convolution by im2col).
  * A rule table run by the rewrite driver (passes/rewrite.h), to a fixed point:
  *
  *   qlinear          linear(dequantize(qx), dequantize(qw), bias?)

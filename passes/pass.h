@@ -58,8 +58,8 @@ ir_graph *ps_simplify(ir_graph *g, char *err, size_t nerr);    /* simplify.c */
 ir_graph *ps_split_reductions(ir_graph *g, char *err, size_t nerr);
 
 /* ---- int8 quantization ---- */
-/* dequantize -> linear/matmul (-> relu) (-> quantize_per_tensor) into
- * qlinear, the int8 GEMM (fold_quant.c). */
+/* dequantize -> linear/matmul/conv2d (-> relu) (-> quantize_per_tensor)
+ * into qlinear/qconv2d, the int8 ops (fold_quant.c). */
 ir_graph *ps_fold_quant(ir_graph *g, char *err, size_t nerr);
 
 #endif

@@ -15,7 +15,7 @@ const ps_pass ps_passes[] = {
     {"split_reductions", "split reductions to a few long rows in two, so their kernels run in parallel",
      ps_split_reductions},
     /* ---- int8 quantization ---- */
-    {"fold_quant", "dequantize -> linear/matmul (-> relu) (-> quantize) into int8 GEMMs (qlinear)",
+    {"fold_quant", "dequantize -> linear/matmul/conv2d (-> relu) (-> quantize) into int8 ops (qlinear, qconv2d)",
      ps_fold_quant},
     {NULL, NULL, NULL},
 };

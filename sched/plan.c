@@ -5,7 +5,7 @@
  * made (an older stage name, in brackets, prints the same).
  *
  *   once per graph, at the first call
- *     fold_quant         dequantize -> linear/matmul -> quantize: int8 GEMMs passes/fold_quant.c
+ *     fold_quant         dequantize -> linear/matmul/conv2d -> quantize: int8 passes/fold_quant.c
  *     decompose_codegen  composites -> prims (sdpa and pointwise rows kept)  passes/decompose.c
  *     simplify           folding, algebra, view and cast cleanups            passes/simplify.c
  *     split_reductions   long reductions to few results in two; reduced

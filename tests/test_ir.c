@@ -115,6 +115,9 @@ static int example_lists(in_list *out)
         {3, {TY(F32, 3, 5), TY(F32, 3, 4), TY(F32, 4, 5)}},
         {3, {TY(F32, 3), TY(F32, 3, 4), TY(F32, 4)}},
         {2, {TY(F32, 2, 3, 8), TY(F32, 4, 3, 2)}},
+        /* int8 ops of the quantization fold: qlinear, qconv2d */
+        {4, {TY(U8, 2, 3), TY(I8, 4, 3), TY(F32, 4), TY(I64, 4)}},
+        {4, {TY(U8, 1, 2, 5, 5), TY(I8, 3, 2, 3, 3), TY(F32, 3), TY(I64, 3)}},
     };
     int n = (int)(sizeof lists / sizeof *lists);
     memcpy(out, lists, sizeof lists);
@@ -166,6 +169,10 @@ static const struct {
     {"max_val", {"1", "6"}},        {"lambd", {"0.5", "2"}},
     {"nan", {"0", "1.5"}},          {"posinf", {"nan", "100"}},
     {"neginf", {"nan", "-100"}},
+    /* int8 ops of the quantization fold */
+    {"x_scale", {"0.125"}},         {"x_zero_point", {"0", "3"}},
+    {"out_scale", {"0.5"}},         {"out_zero_point", {"0"}},
+    {"window", {"1,1,0,0,1,1,1"}},
 };
 
 static int examples_of(const char *attr, const char *const **vals)
