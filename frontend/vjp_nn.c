@@ -357,6 +357,8 @@ AG_NONDIFF(max_pool2d_indices, "integer result")
 AG_NONDIFF(quantize_per_tensor, "integer result")
 AG_NONDIFF(quantize_per_channel, "integer result")
 AG_NONDIFF(dequantize, "an integer input")
+AG_NONDIFF(qlinear, "integer inputs (the quantization fold's int8 GEMM)")
+AG_NONDIFF(qconv2d, "integer inputs (the quantization fold's int8 convolution)")
 
 /* ---- the rest ------------------------------------------------------------------------------ */
 

@@ -992,6 +992,31 @@ typedef struct tj_compiled_stats {
 /* Fills out (thread-safe). 0, or -1 with an error when c is NULL (out zeroed). */
 int tj_compiled_stats_get(const tj_compiled *c, tj_compiled_stats *out);
 
+/* ---- static post-training quantization (docs/api.md) ----------------------
+ * torch.ao's eager-mode flow: the model marks where activations are quantized
+ * (tj_qstatic_act) and which weights (tj_qstatic_weight), each site by an id
+ * of the user's choosing in [0, 256). tj_quantize_static runs the model
+ * eagerly over calibration batches with observers at the sites (activations:
+ * min/max per tensor; weights: recorded), then chooses the parameters
+ * (activations affine u8 over the observed range widened to hold 0; weights
+ * symmetric i8 per output channel, dim 0) and switches q to quantized: the
+ * sites then return dequantize(quantize(x)), and tj_compile of the same model
+ * folds each dequantize -> conv2d/linear (-> relu) (-> quantize) into int8
+ * kernels (passes/fold_quant.c). A weight changed later is not seen. */
+typedef struct tj_qstatic tj_qstatic;
+#define TJ_QSTATIC_MAX_INPUTS 16
+/* Calibration batch i: fills inputs[0..n) (in the current scope) and returns
+ * n (at most TJ_QSTATIC_MAX_INPUTS), or 0 when there are no more. */
+typedef int (*tj_calib_fn)(void *ctx, int i, tj_tensor **inputs);
+tj_qstatic *tj_qstatic_new(void);
+void tj_qstatic_free(tj_qstatic *q);
+tj_tensor *tj_qstatic_act(tj_qstatic *q, int id, tj_tensor *x);
+tj_tensor *tj_qstatic_weight(tj_qstatic *q, int id, tj_tensor *w);
+/* 0, or -1 with an error (NULL arguments, no batch, the model failed, q
+ * quantized already, a site given two weights). */
+int tj_quantize_static(tj_qstatic *q, tj_model_fn fn, void *ctx, tj_calib_fn calib,
+                       void *calib_ctx);
+
 /* ---- runtime ----------------------------------------------------------- */
 int tj_num_threads(void);
 void tj_set_num_threads(int n);   /* also sets OpenBLAS's count */

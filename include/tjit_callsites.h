@@ -359,5 +359,7 @@
 #define tj_mark_static(...) (tj__callsite(__FILE__, __LINE__), tj_mark_static(__VA_ARGS__))
 #define tj_call(...) (tj__callsite(__FILE__, __LINE__), tj_call(__VA_ARGS__))
 #define tj_call_multi(...) (tj__callsite(__FILE__, __LINE__), tj_call_multi(__VA_ARGS__))
+#define tj_qstatic_act(...) (tj__callsite(__FILE__, __LINE__), tj_qstatic_act(__VA_ARGS__))
+#define tj_qstatic_weight(...) (tj__callsite(__FILE__, __LINE__), tj_qstatic_weight(__VA_ARGS__))
 #endif
 #endif

@@ -45,4 +45,10 @@ static inline int64_t ir_window_out(const ir_window2d *w, int d, int64_t in)
     return o;
 }
 
+/* ---- int8 quantization ---- */
+/* qconv2d's window (ir/ops.def): its `window` attribute, [stride h, w,
+ * padding h, w, dilation h, w, groups], with the weight's kernel (w_shape
+ * [O, C/g, kh, kw]). The attribute is checked by its shape rule. */
+void ir_qconv_window(const ir_attrs *a, const int64_t *w_shape, ir_window2d *w);
+
 #endif

@@ -60,4 +60,9 @@ ir_graph *ps_split_reductions(ir_graph *g, char *err, size_t nerr);
  * and bias (fold_bn.c); what freeze runs first. */
 ir_graph *ps_fold_bn(ir_graph *g, char *err, size_t nerr);
 
+/* ---- int8 quantization ---- */
+/* dequantize -> linear/matmul/conv2d (-> relu) (-> quantize_per_tensor)
+ * into qlinear/qconv2d, the int8 ops (fold_quant.c). */
+ir_graph *ps_fold_quant(ir_graph *g, char *err, size_t nerr);
+
 #endif

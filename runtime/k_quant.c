@@ -29,8 +29,9 @@ static double load_any(const tj_tensor *t, int64_t off)
     }
 }
 
-/* Per channel (c of them): the scales and zero points as f32/i32, checked. */
-static int channels(const char *name, const tj_tensor *s, const tj_tensor *z, int64_t c,
+/* Per channel (c of them): the scales and zero points as f32/i32, checked
+ * (kernels.h; runtime/k_qgemm.c uses it too). */
+int rt_q_channels(const char *name, const tj_tensor *s, const tj_tensor *z, int64_t c,
                     int64_t lo, int64_t hi, float **scale, int32_t **zp)
 {
     *scale = malloc((size_t)(c > 0 ? c : 1) * sizeof **scale);
@@ -71,9 +72,7 @@ static void convert(const tj_tensor *x, tj_tensor *out, int axis, const qjob *j,
         int64_t ch = axis >= 0 ? idx[axis] : 0;
         double v = load_any(x, off);
         if (q) {
-            float r = nearbyintf((float)v / j->scale[ch]);
-            double t = (r == r ? (double)r : 0.0) + j->zp[ch];
-            int64_t qv = t < (double)j->lo ? j->lo : t > (double)j->hi ? j->hi : (int64_t)t;
+            int64_t qv = rt_q_round((float)v, j->scale[ch], j->zp[ch], j->lo, j->hi);
             if (out->dtype == TJ_U8)
                 ((uint8_t *)rt_ptr(out))[k] = (uint8_t)qv;
             else
@@ -94,7 +93,7 @@ static int run(const char *name, const tj_tensor *x, tj_tensor *out, tj_dtype qd
     int32_t *zs = NULL, one_z = (int32_t)zp;
     int r = 0;
     if (s) {
-        r = channels(name, s, z, x->shape[axis], j.lo, j.hi, &sc, &zs);
+        r = rt_q_channels(name, s, z, x->shape[axis], j.lo, j.hi, &sc, &zs);
         j.scale = sc, j.zp = zs;
     } else {
         j.scale = &one_s, j.zp = &one_z;

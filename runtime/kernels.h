@@ -4,6 +4,8 @@
 #ifndef TJ_RT_KERNELS_H
 #define TJ_RT_KERNELS_H
 
+#include <math.h>
+
 #include "rt.h"
 
 #define RT_KERNEL_ARGS \
@@ -43,5 +45,20 @@ int rt_half_via_f32(RT_KERNEL_ARGS);
 /* matmul with an f16/bf16 operand (k_matmul.c): the hook of native kernels. */
 int rt_k_matmul_half(RT_KERNEL_ARGS);
 int rt_k_linear_half(RT_KERNEL_ARGS);
+
+/* ---- int8 quantization (k_quant.c, k_qgemm.c) ---- */
+/* c per-channel scales (float tensor s) and zero points (integer tensor z)
+ * as f32/i32 arrays (malloc'd, freed by the caller even on failure), each
+ * checked: a scale positive and finite, a zero point in [lo, hi]. 0, or -1
+ * with an error naming op `name` and the channel. */
+int rt_q_channels(const char *name, const tj_tensor *s, const tj_tensor *z, int64_t c, int64_t lo,
+                  int64_t hi, float **scale, int32_t **zp);
+/* quantize_per_tensor's formula: clamp(rne(v / scale) + zp, lo, hi); NaN gives zp. */
+static inline int64_t rt_q_round(float v, float scale, int32_t zp, int64_t lo, int64_t hi)
+{
+    float r = nearbyintf(v / scale);
+    double t = (r == r ? (double)r : 0.0) + zp;
+    return t < (double)lo ? lo : t > (double)hi ? hi : (int64_t)t;
+}
 
 #endif

@@ -5,6 +5,7 @@
  * made (an older stage name, in brackets, prints the same).
  *
  *   once per graph, at the first call
+ *     fold_quant         dequantize -> linear/matmul/conv2d -> quantize: int8 passes/fold_quant.c
  *     decompose_codegen  composites -> prims (sdpa and pointwise rows kept)  passes/decompose.c
  *     simplify           folding, algebra, view and cast cleanups            passes/simplify.c
  *     split_reductions   long reductions to few results in two; reduced
@@ -608,6 +609,7 @@ static char *print_types(const pipe_ctx *c)
  * step's dump {name, older name, level of TJIT_DUMP=N, file suffix}. */
 static const pipe_step pipeline[] = {
     /* once per graph */
+    {{"fold_quant", NULL, 3, "tir"}, false, run_pass, print_graph, NULL},
     {{"decompose_codegen", NULL, 3, "tir"}, false, run_pass, print_graph, NULL},
     {{"simplify", NULL, 3, "tir"}, false, run_pass, print_graph, NULL},
     {{"split_reductions", NULL, 3, "tir"}, false, run_pass, print_graph, NULL},

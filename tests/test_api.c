@@ -63,6 +63,8 @@ typedef struct entry {
 #define tj_cummin_indices TJ_NO_ENTRY
 #define tj_slogdet_sign TJ_NO_ENTRY   /* linalg via LAPACK (issue 11) */
 #define tj_qr_r TJ_NO_ENTRY
+#define tj_qlinear TJ_NO_ENTRY
+#define tj_qconv2d TJ_NO_ENTRY
 
 static const struct {
     const char *op, *why;
@@ -76,6 +78,10 @@ static const struct {
     {"cummin_indices", "tj_cummin's indices: recorded when asked for (a node has one result)"},
     {"slogdet_sign", "tj_slogdet's sign: recorded when asked for (a node has one result)"},
     {"qr_r", "tj_qr's R: recorded when asked for (a node has one result)"},
+    {"qlinear", "the int8 GEMM the quantization fold (passes/fold_quant.c) makes of "
+                "dequantize -> linear/matmul -> quantize; users write those ops"},
+    {"qconv2d", "the int8 convolution the quantization fold makes of dequantize -> conv2d -> "
+                "quantize; users write those ops"},
 };
 
 /* Fills out (IR rows at most) from ops.def; returns the row count. */
@@ -111,6 +117,8 @@ static int entry_table(entry *out, int max)
 #undef tj_slogdet_sign
 #undef tj_qr_r
 #undef tj_qr_q
+#undef tj_qlinear
+#undef tj_qconv2d
 #undef tj_sdpa
 #undef tj_copy
 #undef tj_add_alpha

@@ -157,6 +157,32 @@ static void bf16_case(tjg_isa isa, dims d, bool a_bits, bool out_bf16)
     free(a), free(b), free(a16), free(c16), free(c), free(ref);
 }
 
+/* bf16 B read transposed (a linear's weight: its own fast packing) packs
+ * to the same bytes as B read row by row, odd k and partial panels too. */
+static void test_bf16_pack_transposed(void **state)
+{
+    (void)state;
+    for (size_t s = 0; s < NSHAPES; s++) {
+        dims d = shapes[s];
+        int64_t nb = d.k * d.n;
+        uint16_t *b = malloc((size_t)(nb + 1) * 2), *bt = malloc((size_t)(nb + 1) * 2);
+        unsigned seed = 7;
+        for (int64_t kk = 0; kk < d.k; kk++)
+            for (int64_t j = 0; j < d.n; j++) {
+                b[kk * d.n + j] = tjg_f32_to_bf16(frand(&seed));
+                bt[j * d.k + kk] = b[kk * d.n + j];
+            }
+        tjg_packed p, q;
+        assert_int_equal(tjg_pack_bf16(&p, b, d.n, 1, d.k, d.n), 0);
+        assert_int_equal(tjg_pack_bf16(&q, bt, 1, d.k, d.k, d.n), 0);
+        assert_int_equal(p.nbytes, q.nbytes);
+        assert_memory_equal(p.data, q.data, p.nbytes);
+        tjg_packed_free(&p);
+        tjg_packed_free(&q);
+        free(b), free(bt);
+    }
+}
+
 static void test_bf16_variants(void **state)
 {
     (void)state;
@@ -495,6 +521,7 @@ int main(void)
         cmocka_unit_test(test_bf16_rne),
         cmocka_unit_test(test_f32_variants),
         cmocka_unit_test(test_bf16_variants),
+        cmocka_unit_test(test_bf16_pack_transposed),
         cmocka_unit_test(test_s8_variants),
         cmocka_unit_test(test_epilogue_prologue),
         cmocka_unit_test(test_masked_fallback),

@@ -122,6 +122,9 @@ static int example_lists(in_list *out)
         {2, {TY(F32, 1, 2, 4, 4, 4), TY(F32, 2, 2, 2, 2, 2)}},
         {2, {TY(F32, 2, 4, 8), TY(F32, 4, 3, 2)}},
         {2, {TY(F32, 1, 2, 5, 5), TY(F32, 2, 3, 3, 3)}},
+        /* int8 ops of the quantization fold: qlinear, qconv2d */
+        {4, {TY(U8, 2, 3), TY(I8, 4, 3), TY(F32, 4), TY(I64, 4)}},
+        {4, {TY(U8, 1, 2, 5, 5), TY(I8, 3, 2, 3, 3), TY(F32, 3), TY(I64, 3)}},
     };
     int n = (int)(sizeof lists / sizeof *lists);
     memcpy(out, lists, sizeof lists);
@@ -182,6 +185,10 @@ static const struct {
     {"scale_d", {"0"}},             {"scale_h", {"0", "1.5"}},
     {"scale_w", {"0", "2"}},        {"align_corners", {"0", "1"}},
     {"mode", {"sum", "mean", "amax"}}, {"include_last_offset", {"0", "1"}},
+    /* int8 ops of the quantization fold */
+    {"x_scale", {"0.125"}},         {"x_zero_point", {"0", "3"}},
+    {"out_scale", {"0.5"}},         {"out_zero_point", {"0"}},
+    {"window", {"1,1,0,0,1,1,1"}},
 };
 
 static int examples_of(const char *attr, const char *const **vals)
