@@ -59,6 +59,18 @@ BENCH_SRCS := $(wildcard benchmarks/*.c)
 
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
+# ---- libtjit_rt: the runtime without LLVM (docs/export.md) -----------------
+# What an exported model needs to run: the IR (op table, shape rules, text
+# form), the runtime (tensors, allocator, pool, eager kernels, BLAS bridge,
+# errors, npy), the passes (the executor decomposes DCOMP nodes), and of
+# sched/ and codegen/ the files that run a built plan (no LLVM: a kernel step
+# is a function address). libtjit links the same objects, plus the compiler
+# (frontend, codegen, the plan builder, ORC JIT): one build of each object.
+RT_SRCS := $(wildcard ir/*.c runtime/*.c passes/*.c) sched/exec.c sched/run.c sched/mem.c \
+           sched/block.c sched/prof.c sched/aot_load.c codegen/kernel.c codegen/lower.c
+RT_OBJS := $(RT_SRCS:%.c=$(BUILD)/obj/%.o)
+RT_LDLIBS := -lm -ldl -pthread $(EXTRA_LDFLAGS)
+
 # libtjit_dist's files, when mpicc is found (the rules are further down; the
 # names are set here, before `all` and `install` use them).
 MPICC ?= $(shell command -v mpicc 2>/dev/null)
@@ -97,7 +109,7 @@ endif
 .SECONDARY:
 .PHONY: dist bench-dist all test asan bench bench-compare example docs deps clean check-tests check-headers golden \
         check-layers loc callsites
-all: $(BUILD)/libtjit.a $(BUILD)/libtjit.so $(BUILD)/tjit $(DIST_LIBS)
+all: $(BUILD)/libtjit.a $(BUILD)/libtjit.so $(BUILD)/tjit $(DIST_LIBS) $(BUILD)/libtjit_rt.a $(BUILD)/libtjit_rt.so
 
 $(BUILD)/obj/%.o: %.c | $(BUILD)/callsites.stamp
 	@mkdir -p $(dir $@)
@@ -139,6 +151,14 @@ $(BUILD)/$(SO_REAL): $(LIB_OBJS)
 
 $(BUILD)/libtjit.so: $(BUILD)/$(SO_REAL)
 	ln -sf $(SO_REAL) $(BUILD)/$(SO_NAME) && ln -sf $(SO_NAME) $@
+
+# libtjit_rt (above): --no-undefined proves it needs nothing of libtjit or LLVM.
+$(BUILD)/libtjit_rt.a: $(RT_OBJS)
+	rm -f $@ && ar rcs $@ $^
+$(BUILD)/libtjit_rt.so: $(RT_OBJS)
+	@printf '{ global: tj_*; local: *; };\n' > $(BUILD)/libtjit_rt.map
+	$(CC) -shared -Wl,-soname,libtjit_rt.so -Wl,--no-undefined -Wl,--version-script=$(BUILD)/libtjit_rt.map \
+	    -o $@ $^ $(RT_LDLIBS)
 
 # The benchmark suite, on the public API only; the tool links it.
 $(BUILD)/libtjit_bench.a: $(BENCH_OBJS)
