@@ -250,7 +250,7 @@ check-oom: all $(OOM_BINS)
 	@TJ_BUILD=$(BUILD) bash scripts/check-oom.sh
 
 # Script suites (TAP) run after the cmocka ones; asan has none.
-SCRIPT_SUITES ?= scripts/test-install.sh scripts/check-oom.sh scripts/test-dist.sh
+SCRIPT_SUITES ?= scripts/test-install.sh scripts/check-oom.sh scripts/test-dist.sh scripts/test-export.sh
 check-tests: all check-headers $(TEST_BINS) $(if $(SCRIPT_SUITES),$(OOM_BINS) $(DIST_TESTS))
 	@TJ_BUILD=$(BUILD) bash scripts/run-tests.sh $(TEST_BINS) $(SCRIPT_SUITES)
 

@@ -343,5 +343,6 @@
 #define tj_mark_static(...) (tj__callsite(__FILE__, __LINE__), tj_mark_static(__VA_ARGS__))
 #define tj_call(...) (tj__callsite(__FILE__, __LINE__), tj_call(__VA_ARGS__))
 #define tj_call_multi(...) (tj__callsite(__FILE__, __LINE__), tj_call_multi(__VA_ARGS__))
+#define tj_export(...) (tj__callsite(__FILE__, __LINE__), tj_export(__VA_ARGS__))
 #endif
 #endif

@@ -8,9 +8,13 @@
  * with the plan runner of compiled calls (run.c).
  */
 #include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../runtime/cpu.h"
 #include "aot.h"
@@ -325,6 +329,46 @@ static int model_read(tj_aot_model *m, rd *r, char *err, size_t nerr)
     return rc == 0 && r->bad ? -1 : rc;
 }
 
+/* dlopen maps a file's segments without checking that the file holds them
+ * (a truncated one faults when touched): the ELF header, program headers and
+ * every loaded segment must lie within the file. 0, or -1 with err. */
+static int elf_check(const char *path, char *err, size_t nerr)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        snprintf(err, nerr, "cannot open: no such file, or not readable");
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    Elf64_Ehdr eh;
+    uint64_t size = (uint64_t)st.st_size;
+    int rc = -1;
+    if (pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+        eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_type != ET_DYN || eh.e_phentsize != sizeof(Elf64_Phdr)) {
+        snprintf(err, nerr, "cannot open: not a 64-bit shared object");
+        goto out;
+    }
+    if (eh.e_phoff > size || (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr) > size - eh.e_phoff) {
+        snprintf(err, nerr, "cannot open: truncated (%llu bytes)", (unsigned long long)size);
+        goto out;
+    }
+    for (int i = 0; i < eh.e_phnum; i++) {
+        Elf64_Phdr ph;
+        if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (uint64_t)i * sizeof ph)) != (ssize_t)sizeof ph ||
+            (ph.p_type == PT_LOAD && (ph.p_offset > size || ph.p_filesz > size - ph.p_offset))) {
+            snprintf(err, nerr, "cannot open: truncated (%llu bytes; a segment ends at %llu)",
+                     (unsigned long long)size, (unsigned long long)(ph.p_offset + ph.p_filesz));
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    close(fd);
+    return rc;
+}
+
 void tj_aot_free(tj_aot_model *m)
 {
     if (!m)
@@ -347,8 +391,16 @@ tj_aot_model *tj_aot_load(const char *path)
         return NULL;
     }
     snprintf(m->path, sizeof m->path, "%s", path);
+    /* a name without '/' is a file here, not a library to search for */
+    char rel[4096];
+    snprintf(rel, sizeof rel, "%s%s", strchr(path, '/') ? "" : "./", path);
+    if (elf_check(rel, err, sizeof err)) {
+        rt_error("tj_aot_load(%s): %s", path, err);
+        free(m);
+        return NULL;
+    }
     /* RTLD_LOCAL: two models' kernels of the same name do not meet */
-    if (!(m->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL))) {
+    if (!(m->dl = dlopen(rel, RTLD_NOW | RTLD_LOCAL))) {
         const char *e = dlerror();
         rt_error("tj_aot_load(%s): cannot open: %s", path, e ? e : "?");
         free(m);
