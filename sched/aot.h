@@ -4,7 +4,7 @@
  * found by their symbol names.
  *
  *   header   magic "TJITAOT1", u32 version, u32 layout (sizes of the structs
- *            written raw), u64 payload length, u64 FNV-1a of the payload
+ *            written raw), u64 payload length, u64 checksum of the payload
  *   payload  str name, str CPU features (LLVM's "+avx2,+avx512f,..." of the
  *            exporting host), u32 nkernels, str symbol per kernel,
  *            u32 nentries, per entry:
@@ -38,7 +38,8 @@
                 sizeof(sc_region) * 13u + sizeof(ir_type) * 17u + sizeof(sc_plan_mem) * 19u +       \
                 TJ_MAX_DIMS))
 
-/* FNV-1a, 64 bits: the payload's checksum (against damage, not tampering). */
+/* The payload's checksum: FNV-1a in four lanes of 8-byte words, 64 bits
+ * (against damage, not tampering). */
 uint64_t sc_aot_fnv(const void *p, size_t n);
 
 /* ---- aot_save.c (libtjit) ---------------------------------------------------------- */

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# bench-export.sh - cold start of exported models (docs/perf.md, Export):
+# exports CASE (default P4) and the ONNX convnet, then per model RUNS times
+# (default 5) a fresh driver process (tests/aot/driver.c on libtjit_rt):
+# the wall time of the whole process and the driver's own main-to-first-
+# result; against it the JIT's first call with a warm kernel cache in a
+# fresh process (`tjit bench --first-call CASE`: tj_compile + the first
+# tj_call, after the process has started and run the case eagerly once).
+# Prints medians in ms.   BUILD=build bash scripts/bench-export.sh [RUNS]
+set -eu
+BUILD=${BUILD:-build}
+src=$(cd "$(dirname "$0")/.." && pwd)
+b=$(cd "$src/$BUILD" && pwd)
+runs=${1:-5}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tjit-bench-export.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+export TJIT_CACHE_DIR=$tmp/cache
+med() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+build_model() {   # name src [tjit export args]
+    local name=$1 m=$2; shift 2
+    mkdir -p "$tmp/$name"
+    "$b/tjit" export "$m" -o "$tmp/$name.so" --name "$name" --save-io "$tmp/$name" "$@" 2>/dev/null
+    cc -std=c11 -D_GNU_SOURCE -O2 -I"$src/include" -I"$tmp" -DMODEL="$name" -DMODEL_H="\"$name.h\"" \
+        -DNARGS=1 -DNRES=1 "$src/tests/aot/driver.c" -o "$tmp/drv_$name" -L"$b" -ltjit_rt -Wl,-rpath,"$b" -lm
+}
+cold() {   # name: wall ms of the process, then main-to-first-result ms
+    local name=$1 w="" f=""
+    for _ in $(seq "$runs"); do
+        t0=$(date +%s%N)
+        out=$("$tmp/drv_$name" "$tmp/$name.so" "$tmp/$name")
+        t1=$(date +%s%N)
+        w="$w $(( (t1 - t0) / 1000 ))"
+        f="$f $(printf '%s\n' "$out" | sed -n 's/.*main to first result \([0-9.]*\).*/\1/p')"
+    done
+    printf '%s: process wall %s ms, main to first result %s ms (medians of %s)\n' "$name" \
+        "$(echo $w | tr ' ' '\n' | med | awk '{printf "%.1f", $1 / 1000}')" "$(echo $f | tr ' ' '\n' | med)" "$runs"
+}
+build_model p4 "${CASE:-P4}"
+build_model convnet "$src/tests/golden/onnx/convnet.onnx" --in "$src/tests/golden/onnx/convnet.in0.npy"
+ls -l "$tmp/p4.so" "$tmp/convnet.so" | awk '{print "# " $5 " bytes " $9}'
+cold p4
+cold convnet
+"$b/tjit" bench --first-call "${CASE:-P4}" >/dev/null   # the cache is warm after export; once more
+fc=""
+for _ in $(seq "$runs"); do fc="$fc $("$b/tjit" bench --first-call "${CASE:-P4}" | awk '{print $1}')"; done
+printf '%s JIT first call, warm kernel cache: %s ms (median of %s)\n' "${CASE:-P4}" \
+    "$(echo $fc | tr ' ' '\n' | med)" "$runs"
