@@ -1,6 +1,7 @@
 # Makefile - the one build of tjit.
 #
-#   make              build/libtjit.a, build/libtjit.so, build/tjit (with build/libtjit_bench.a)
+#   make              build/libtjit.a, build/libtjit.so, build/tjit (with build/libtjit_bench.a),
+#                     build/libtjit_rt.{a,so} (the runtime without LLVM: exported models, docs/export.md)
 #   make test         install deps if missing, check-layers, loc, build, check the public
 #                     headers compile alone (check-headers), run every cmocka suite
 #   make check-layers the include arrows of docs/architecture.md's layer table hold
@@ -16,7 +17,7 @@
 #   make callsites    regenerate include/tjit_callsites.h, tjit.h's call-site macros (done by every build)
 #   make deps         scripts/install-deps.sh
 #   make fuzz         fuzz the text IR parser (clang, libFuzzer) for FUZZ_TIME seconds
-#   make install      lib/libtjit.so.N (+ .a), include/, bin/tjit, lib/pkgconfig/tjit.pc,
+#   make install      lib/libtjit.so.N (+ .a), lib/libtjit_rt.{so,a}, include/, bin/tjit, lib/pkgconfig/tjit.pc,
 #                     share/doc/tjit under $(DESTDIR)$(PREFIX) (PREFIX=/usr/local)
 #   make uninstall    removes what install put there
 #
@@ -372,6 +373,8 @@ install: all $(BUILD)/tjit.pc
 	ln -sf $(SO_REAL) $(DESTDIR)$(LIBDIR)/$(SO_NAME)
 	ln -sf $(SO_NAME) $(DESTDIR)$(LIBDIR)/libtjit.so
 	install -m 644 $(BUILD)/libtjit.a $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(BUILD)/libtjit_rt.so $(DESTDIR)$(LIBDIR)/
+	install -m 644 $(BUILD)/libtjit_rt.a $(DESTDIR)$(LIBDIR)/
 	$(if $(DIST_LIBS),install -m 644 $(DIST_LIBS) $(DESTDIR)$(LIBDIR)/)
 	install -m 644 $(BUILD)/tjit.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
 	install -m 644 $(PUBLIC_HEADERS) $(DESTDIR)$(INCLUDEDIR)/
@@ -382,6 +385,7 @@ install: all $(BUILD)/tjit.pc
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/$(SO_REAL) $(DESTDIR)$(LIBDIR)/$(SO_NAME) $(DESTDIR)$(LIBDIR)/libtjit.so \
 	    $(DESTDIR)$(LIBDIR)/libtjit.a $(DESTDIR)$(LIBDIR)/pkgconfig/tjit.pc $(DESTDIR)$(BINDIR)/tjit \
+	    $(DESTDIR)$(LIBDIR)/libtjit_rt.so $(DESTDIR)$(LIBDIR)/libtjit_rt.a \
 	    $(DESTDIR)$(LIBDIR)/libtjit_dist.a $(DESTDIR)$(LIBDIR)/libtjit_dist.so \
 	    $(addprefix $(DESTDIR)$(INCLUDEDIR)/,$(notdir $(PUBLIC_HEADERS)))
 	rm -rf $(DESTDIR)$(DOCDIR)

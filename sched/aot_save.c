@@ -132,14 +132,28 @@ int sc_aot_write_graph(sc_plan_set *ps, sc_wbuf *w, char *err, size_t nerr)
         snprintf(err, nerr, "no compiled plan (the signature ran on the graph executor)");
         return -1;
     }
-    char *text = ir_print(g, NULL);
+    size_t len = 0;
+    char *text = ir_print(g, NULL), *again = NULL;
     if (!text) {
         snprintf(err, nerr, "out of memory");
         return -1;
     }
-    sc_w_str(w, text);
+    /* the loader's graph must be this one node for node (plans index its
+     * slots): its text must read back to the same text */
+    char perr[512];
+    ir_graph *back = ir_parse(text, strlen(text), "<graph>", perr, sizeof perr);
+    if (back)
+        again = ir_print(back, &len);
+    int rc = again && !strcmp(again, text) ? 0 : -1;
+    if (rc)
+        snprintf(err, nerr, "graph @%s does not read back from its text form%s%.300s", g->name,
+                 back ? "" : ": ", back ? "" : perr);
+    else
+        sc_w_str(w, text);
+    free(again);
+    ir_graph_free(back);
     free(text);
-    return 0;
+    return rc;
 }
 
 int sc_aot_write_plans(sc_plan_set *ps, sc_wbuf *w, sc_aot_kernels *ks, char *err, size_t nerr)
