@@ -47,8 +47,13 @@ static int entry_write(entry *e, bool weights, sc_wbuf *w, sc_aot_kernels *ks, c
         uint64_t nb = (uint64_t)tj_numel(t) * (uint64_t)tj_dtype_size(t->dtype);
         sc_w_bytes(w, &ty, sizeof ty);
         sc_w_bytes(w, &nb, 8);
-        if (weights)
+        if (weights) {   /* aligned to 64 from the blob's start: loaded in place */
+            uint32_t pad = (uint32_t)((64 - (w->n + 4) % 64) % 64);
+            static const char zeros[64];
+            sc_w_u32(w, pad);
+            sc_w_bytes(w, zeros, pad);
             sc_w_bytes(w, rt_ptr(t), nb);
+        }
     }
     return sc_aot_write_plans(e->plans, w, ks, err, nerr);
 }
@@ -86,6 +91,12 @@ static char *make_blob(tj_compiled *c, const char *name, bool weights, sc_aot_ke
         for (int i = 0; i < ks->n; i++)
             sc_w_str(&pay, ks->name[i]);
         sc_w_u32(&pay, (uint32_t)n);
+        /* the entries at a multiple of 64 bytes from the blob's start (its
+         * header, SC_AOT_HEADER bytes, comes before the payload) */
+        uint32_t pad = (uint32_t)((64 - (SC_AOT_HEADER + pay.n + 4) % 64) % 64);
+        static const char zeros[64];
+        sc_w_u32(&pay, pad);
+        sc_w_bytes(&pay, zeros, pad);
         sc_w_bytes(&pay, ents.p, ents.n);
         if (ents.failed || pay.failed || !(blob = sc_aot_seal(&pay, len)))
             snprintf(err, nerr, "out of memory");
@@ -154,7 +165,7 @@ static int write_objects(const char *dir, const char *blob, size_t len, const sc
     }
     char s[8800];
     int n = snprintf(s, sizeof s,
-                     "\t.section .rodata\n\t.balign 64\n\t.globl %s\n\t.type %s, @object\n%s:\n"
+                     "\t.data\n\t.balign 64\n\t.globl %s\n\t.type %s, @object\n%s:\n"
                      "\t.incbin \"%s/blob.bin\"\n\t.globl %s\n%s:\n"
                      "\t.section .note.GNU-stack,\"\",@progbits\n",
                      SC_AOT_BLOB_SYM, SC_AOT_BLOB_SYM, SC_AOT_BLOB_SYM, dir, SC_AOT_BLOB_END_SYM,

@@ -7,10 +7,13 @@
  *            written raw), u64 payload length, u64 checksum of the payload
  *   payload  str name, str CPU features (LLVM's "+avx2,+avx512f,..." of the
  *            exporting host), u32 nkernels, str symbol per kernel,
- *            u32 nentries, per entry:
+ *            u32 nentries, u32 pad + pad zeros (the entries start at a
+ *            multiple of 64 bytes from the blob's start), per entry:
  *              u32 nargs, nweights, nresults, embedded (weights in the blob)
  *              str graph (ir_print of the plans' graph: symbolic dims kept)
- *              per weight: ir_type, u64 bytes, the bytes if embedded (contiguous)
+ *              per weight: ir_type, u64 bytes; if embedded u32 pad + pad
+ *              zeros, then the bytes (contiguous), at a multiple of 64: the
+ *              loader uses them in place (the blob is in .data, 64-aligned)
  *              u32 nplans, per plan its arrays (aot_save.c: plan_write)
  *
  * Structs are written as their bytes: a blob is read by the libtjit_rt of the
@@ -26,7 +29,7 @@
 #include "sched_int.h"
 
 #define SC_AOT_MAGIC "TJITAOT1"
-#define SC_AOT_VERSION 1u
+#define SC_AOT_VERSION 2u
 #define SC_AOT_HEADER 32    /* bytes before the payload */
 /* The symbols of an exported object around the blob. */
 #define SC_AOT_BLOB_SYM "tjit_aot_blob"

@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,7 @@ typedef struct aot_entry {
     int nargs, nweights, nresults;
     ir_graph *g;
     tj_tensor **weights;    /* embedded: owned; else NULL (they are arguments) */
+    rt_storage **wst;       /* per weight: a storage over the mapped blob, or NULL (a copy) */
     sc_plan **plans;
     int nplans;
 } aot_entry;
@@ -217,7 +219,7 @@ bad:
     return NULL;
 }
 
-static void entry_clear(aot_entry *e)
+static void entry_clear(aot_entry *e, bool *pinned)
 {
     for (int i = 0; i < e->nplans; i++)
         plan_free(e->plans[i]);
@@ -225,7 +227,40 @@ static void entry_clear(aot_entry *e)
     for (int i = 0; e->weights && i < e->nweights; i++)
         tj_release(e->weights[i]);
     free(e->weights);
+    for (int i = 0; e->wst && i < e->nweights; i++) {
+        if (e->wst[i] && atomic_load(&e->wst[i]->refs) == 1)
+            free(e->wst[i]);
+        else if (e->wst[i])   /* a result still views the weight: keep the mapping */
+            *pinned = true;
+    }
+    free(e->wst);
     ir_graph_free(e->g);
+}
+
+/* A contiguous tensor of type t over the blob's bytes at data: no copy. The
+ * storage is the entry's (one reference, freed by entry_clear); serial 0 says
+ * borrowed memory (no cache keys on it). The blob sits in the object's
+ * writable data, so a write (there is none in a plan) would stay private. */
+static tj_tensor *borrow(const ir_type *t, const void *data, size_t nbytes, rt_storage **st)
+{
+    tj_tensor *w = calloc(1, sizeof *w);
+    if (!w || !(*st = calloc(1, sizeof **st))) {
+        free(w);
+        return NULL;
+    }
+    atomic_init(&(*st)->refs, 2);   /* the entry's and the tensor's */
+    atomic_init(&(*st)->version, 0);
+    (*st)->nbytes = nbytes;
+    (*st)->data = (void *)data;
+    (*st)->serial = 0;
+    w->magic = RT_LIVE;
+    atomic_init(&w->refs, 1);
+    w->dtype = t->dtype;
+    w->ndim = t->ndim;
+    memcpy(w->shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+    rt_contiguous_strides(t->ndim, t->shape, w->strides);
+    w->storage = *st;
+    return w;
 }
 
 /* One weight: its type and strides, and its bytes when embedded. */
@@ -243,16 +278,19 @@ static int weight_read(rd *r, aot_entry *e, int k, bool embedded)
     memcpy(&nbytes, nb, 8);
     if (!embedded)
         return 0;
-    const void *data = r_take(r, nbytes);
-    if (!data)
+    uint32_t pad = r_u32(r);   /* to a multiple of 64 bytes from the blob's start */
+    if (pad >= 64 || !r_take(r, pad))
         return -1;
+    const void *data = r_take(r, nbytes);
+    if (!data || (uint64_t)ir_type_numel(&t) * (uint64_t)tj_dtype_size(t.dtype) != nbytes)
+        return -1;
+    if ((uintptr_t)data % 64 == 0) {   /* in place */
+        e->weights[k] = borrow(&t, data, nbytes, &e->wst[k]);
+        return e->weights[k] ? 0 : -1;
+    }
     tj_tensor *w = rt_tensor_new(t.dtype, t.ndim, t.shape);
     if (!w)
         return -1;
-    if ((uint64_t)ir_type_numel(&t) * (uint64_t)tj_dtype_size(t.dtype) != nbytes) {
-        tj_release(w);
-        return -1;
-    }
     memcpy(rt_ptr(w), data, nbytes);
     e->weights[k] = w;
     return 0;
@@ -271,7 +309,8 @@ static int entry_read(rd *r, aot_entry *e, void *const *syms, int nsyms, char *e
         return -2;
     if (e->g->ninputs != e->nargs + e->nweights || e->g->noutputs != e->nresults)
         return -1;
-    if (embedded && !(e->weights = calloc((size_t)e->nweights + 1, sizeof *e->weights)))
+    if (embedded && (!(e->weights = calloc((size_t)e->nweights + 1, sizeof *e->weights)) ||
+                     !(e->wst = calloc((size_t)e->nweights + 1, sizeof *e->wst))))
         return -1;
     for (int k = 0; k < e->nweights; k++)
         if (weight_read(r, e, k, embedded))
@@ -334,6 +373,9 @@ static int model_read(tj_aot_model *m, rd *r, char *err, size_t nerr)
         }
     }
     m->ne = (int)r_u32(r);
+    uint32_t pad = r_u32(r);   /* the entries start at a multiple of 64 bytes */
+    if (pad >= 64 || !r_take(r, pad))
+        r->bad = true;
     if (rc == 0 && (r->bad || m->ne < 1 || m->ne > 64 || !(m->e = calloc((size_t)m->ne, sizeof *m->e))))
         rc = -1;
     for (int i = 0; rc == 0 && i < m->ne; i++)
@@ -386,10 +428,11 @@ void tj_aot_free(tj_aot_model *m)
 {
     if (!m)
         return;
+    bool pinned = false;
     for (int i = 0; m->e && i < m->ne; i++)
-        entry_clear(&m->e[i]);
+        entry_clear(&m->e[i], &pinned);
     free(m->e);
-    if (m->dl)
+    if (m->dl && !pinned)
         dlclose(m->dl);
     free(m);
 }
