@@ -114,6 +114,34 @@ static void test_no_weights(void **state)
     fixture_free(&f);
 }
 
+/* A result that views a weight: the weight is used in place in the loaded
+ * object, so the result must stay readable after tj_aot_free. */
+static int weight_view(void *ctx, tj_tensor *const *a, int n, tj_tensor **outs, int max)
+{
+    mlp_w *m = ctx;
+    outs[0] = tj_mul_s(a[0], 2);
+    outs[1] = tj_t(m->w);
+    return outs[0] && outs[1] ? 2 : -1;
+}
+
+static void test_result_views_weight(void **state)
+{
+    mlp_w w = {tj_keep(tj_randn(TJ_F32, 2, (int64_t[]){8, 4})), tj_keep(tj_randn(TJ_F32, 1, (int64_t[]){4}))};
+    tj_compiled *c = tj_compile_multi(weight_view, &w, &(tj_compile_options){.name = "view"});
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){3, 8}), *want[2], *out[2];
+    assert_int_equal(tj_call_multi(c, &x, 1, want, 2), 2);
+    assert_int_equal(tj_export(c, path("view.so"), NULL), 0);
+    tj_aot_model *m = tj_aot_load(path("view.so"));
+    assert_non_null(m);
+    assert_int_equal(tj_aot_run(m, &x, 1, out, 2), 2);
+    tj_aot_free(m);
+    tu_assert_close(out[0], want[0], 0, 0);
+    tu_assert_close(out[1], want[1], 0, 0);   /* still mapped */
+    tj_compiled_free(c);
+    tj_release(w.w);
+    tj_release(w.b);
+}
+
 static void test_export_errors(void **state)
 {
     mlp_w w = {tj_keep(tj_randn(TJ_F32, 2, (int64_t[]){8, 4})), tj_keep(tj_randn(TJ_F32, 1, (int64_t[]){4}))};
@@ -197,7 +225,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_roundtrip), T(test_no_weights), T(test_export_errors), T(test_load_errors),
-        T(test_cpu_features),
+        T(test_cpu_features), T(test_result_views_weight),
 #undef T
     };
     return cmocka_run_group_tests_name("export", tests, setup, teardown);
