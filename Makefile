@@ -1,6 +1,7 @@
 # Makefile - the one build of tjit.
 #
-#   make              build/libtjit.a, build/libtjit.so, build/tjit (with build/libtjit_bench.a)
+#   make              build/libtjit.a, build/libtjit.so, build/tjit (with build/libtjit_bench.a),
+#                     build/libtjit_rt.{a,so} (the runtime without LLVM: exported models, docs/export.md)
 #   make test         install deps if missing, check-layers, loc, build, check the public
 #                     headers compile alone (check-headers), run every cmocka suite
 #   make check-layers the include arrows of docs/architecture.md's layer table hold
@@ -16,7 +17,7 @@
 #   make callsites    regenerate include/tjit_callsites.h, tjit.h's call-site macros (done by every build)
 #   make deps         scripts/install-deps.sh
 #   make fuzz         fuzz the text IR parser (clang, libFuzzer) for FUZZ_TIME seconds
-#   make install      lib/libtjit.so.N (+ .a), include/, bin/tjit, lib/pkgconfig/tjit.pc,
+#   make install      lib/libtjit.so.N (+ .a), lib/libtjit_rt.{so,a}, include/, bin/tjit, lib/pkgconfig/tjit.pc,
 #                     share/doc/tjit under $(DESTDIR)$(PREFIX) (PREFIX=/usr/local)
 #   make uninstall    removes what install put there
 #
@@ -59,6 +60,18 @@ BENCH_SRCS := $(wildcard benchmarks/*.c)
 
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
+# ---- libtjit_rt: the runtime without LLVM (docs/export.md) -----------------
+# What an exported model needs to run: the IR (op table, shape rules, text
+# form), the runtime (tensors, allocator, pool, eager kernels, BLAS bridge,
+# errors, npy), the passes (the executor decomposes DCOMP nodes), and of
+# sched/ and codegen/ the files that run a built plan (no LLVM: a kernel step
+# is a function address). libtjit links the same objects, plus the compiler
+# (frontend, codegen, the plan builder, ORC JIT): one build of each object.
+RT_SRCS := $(wildcard ir/*.c runtime/*.c passes/*.c) sched/exec.c sched/run.c sched/mem.c \
+           sched/block.c sched/prof.c sched/aot_load.c codegen/kernel.c codegen/lower.c
+RT_OBJS := $(RT_SRCS:%.c=$(BUILD)/obj/%.o)
+RT_LDLIBS := -lm -ldl -pthread $(EXTRA_LDFLAGS)
+
 # libtjit_dist's files, when mpicc is found (the rules are further down; the
 # names are set here, before `all` and `install` use them).
 MPICC ?= $(shell command -v mpicc 2>/dev/null)
@@ -97,7 +110,7 @@ endif
 .SECONDARY:
 .PHONY: dist bench-dist all test asan bench bench-compare example docs deps clean check-tests check-headers golden \
         check-layers loc callsites
-all: $(BUILD)/libtjit.a $(BUILD)/libtjit.so $(BUILD)/tjit $(DIST_LIBS)
+all: $(BUILD)/libtjit.a $(BUILD)/libtjit.so $(BUILD)/tjit $(DIST_LIBS) $(BUILD)/libtjit_rt.a $(BUILD)/libtjit_rt.so
 
 $(BUILD)/obj/%.o: %.c | $(BUILD)/callsites.stamp
 	@mkdir -p $(dir $@)
@@ -151,6 +164,14 @@ $(BUILD)/$(SO_REAL): $(LIB_OBJS)
 
 $(BUILD)/libtjit.so: $(BUILD)/$(SO_REAL)
 	ln -sf $(SO_REAL) $(BUILD)/$(SO_NAME) && ln -sf $(SO_NAME) $@
+
+# libtjit_rt (above): --no-undefined proves it needs nothing of libtjit or LLVM.
+$(BUILD)/libtjit_rt.a: $(RT_OBJS)
+	rm -f $@ && ar rcs $@ $^
+$(BUILD)/libtjit_rt.so: $(RT_OBJS)
+	@printf '{ global: tj_*; local: *; };\n' > $(BUILD)/libtjit_rt.map
+	$(CC) -shared -Wl,-soname,libtjit_rt.so -Wl,--no-undefined -Wl,--version-script=$(BUILD)/libtjit_rt.map \
+	    -o $@ $^ $(RT_LDLIBS)
 
 # The benchmark suite, on the public API only; the tool links it.
 $(BUILD)/libtjit_bench.a: $(BENCH_OBJS)
@@ -245,7 +266,7 @@ check-oom: all $(OOM_BINS)
 	@TJ_BUILD=$(BUILD) bash scripts/check-oom.sh
 
 # Script suites (TAP) run after the cmocka ones; asan has none.
-SCRIPT_SUITES ?= scripts/test-install.sh scripts/check-oom.sh scripts/test-dist.sh
+SCRIPT_SUITES ?= scripts/test-install.sh scripts/check-oom.sh scripts/test-dist.sh scripts/test-export.sh
 check-tests: all check-headers $(TEST_BINS) $(if $(SCRIPT_SUITES),$(OOM_BINS) $(DIST_TESTS))
 	@TJ_BUILD=$(BUILD) bash scripts/run-tests.sh $(TEST_BINS) $(SCRIPT_SUITES)
 
@@ -375,6 +396,8 @@ install: all $(BUILD)/tjit.pc
 	ln -sf $(SO_REAL) $(DESTDIR)$(LIBDIR)/$(SO_NAME)
 	ln -sf $(SO_NAME) $(DESTDIR)$(LIBDIR)/libtjit.so
 	install -m 644 $(BUILD)/libtjit.a $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(BUILD)/libtjit_rt.so $(DESTDIR)$(LIBDIR)/
+	install -m 644 $(BUILD)/libtjit_rt.a $(DESTDIR)$(LIBDIR)/
 	$(if $(DIST_LIBS),install -m 644 $(DIST_LIBS) $(DESTDIR)$(LIBDIR)/)
 	install -m 644 $(BUILD)/tjit.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
 	install -m 644 $(PUBLIC_HEADERS) $(DESTDIR)$(INCLUDEDIR)/
@@ -385,6 +408,7 @@ install: all $(BUILD)/tjit.pc
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/$(SO_REAL) $(DESTDIR)$(LIBDIR)/$(SO_NAME) $(DESTDIR)$(LIBDIR)/libtjit.so \
 	    $(DESTDIR)$(LIBDIR)/libtjit.a $(DESTDIR)$(LIBDIR)/pkgconfig/tjit.pc $(DESTDIR)$(BINDIR)/tjit \
+	    $(DESTDIR)$(LIBDIR)/libtjit_rt.so $(DESTDIR)$(LIBDIR)/libtjit_rt.a \
 	    $(DESTDIR)$(LIBDIR)/libtjit_dist.a $(DESTDIR)$(LIBDIR)/libtjit_dist.so \
 	    $(addprefix $(DESTDIR)$(INCLUDEDIR)/,$(notdir $(PUBLIC_HEADERS)))
 	rm -rf $(DESTDIR)$(DOCDIR)

@@ -380,6 +380,39 @@ int cg_jit_get_all(const cg_kernel *const *ks, int n, cg_cache *cache, unsigned 
     return failed;
 }
 
+int cg_jit_object(const cg_kernel *k, char name[72], void **obj, size_t *len, char *err, size_t nerr)
+{
+    cg_compiled c;
+    memset(&c, 0, sizeof c);
+    cg_key key;
+    int rc = -1;
+    if (!cg_jit_available(c.err, sizeof c.err) || key_of(k, &c, &key))
+        goto out;
+    memcpy(name, c.name, sizeof c.name);
+    cg_cache *cache = cg_cache_global();
+    if (cg_cache_get(cache, &key, obj, len) == 0) {
+        rc = 0;
+        goto out;
+    }
+    cg_object o;
+    if (cg_emit(k, c.name, 0, &o, c.err, sizeof c.err))
+        goto out;
+    cg_cache_put(cache, &key, o.obj, o.len);
+    if ((*obj = malloc(o.len ? o.len : 1))) {
+        memcpy(*obj, o.obj, o.len);
+        *len = o.len;
+        rc = 0;
+    } else {
+        snprintf(c.err, sizeof c.err, "out of memory");
+    }
+    cg_object_free(&o);
+out:
+    if (rc)
+        snprintf(err, nerr, "%s", c.err);
+    cg_compiled_clear(&c);
+    return rc;
+}
+
 void cg_compiled_clear(cg_compiled *c)
 {
     free(c->text);

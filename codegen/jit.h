@@ -56,6 +56,11 @@ int cg_jit_get_all(const cg_kernel *const *ks, int n, cg_cache *cache, unsigned 
 
 void cg_compiled_clear(cg_compiled *c);
 
+/* For ahead-of-time export: the object code of kernel k (what cg_jit_get
+ * loads: from the global kernel cache, else compiled and stored there) and
+ * its symbol name (tjk_<key>). 0 with *obj malloc'd; -1 with the reason in err. */
+int cg_jit_object(const cg_kernel *k, char name[72], void **obj, size_t *len, char *err, size_t nerr);
+
 /* Gives back one reference to fn (from cg_jit_get); a kernel nobody holds
  * may be unloaded. NULL is fine. */
 void cg_jit_release(cg_kernel_fn fn);

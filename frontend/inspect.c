@@ -39,24 +39,7 @@ int64_t tj_size(const tj_tensor *t, int dim)
     return t->shape[d];
 }
 
-const int64_t *tj_shape(const tj_tensor *t)
-{
-    if (t && dead(t, "shape"))
-        return NULL;
-    fe_trace_shape_read(t);
-    return t ? t->shape : NULL;
-}
-
-void *tj_data(tj_tensor *t)
-{
-    if (!t) {
-        null_tensor("tj_data");
-        return NULL;
-    }
-    if (dead(t, "data") || fe_trace_needs_values(t, "tj_data"))
-        return NULL;
-    return rt_ptr(t);
-}
+/* tj_shape and tj_data: runtime/access.c (libtjit_rt has them too). */
 
 double tj_get(const tj_tensor *t, const int64_t *index)
 {

@@ -1087,6 +1087,32 @@ char *tj_profile_table(int max_rows);
  * with an error. */
 int tj_profile_write_trace(const char *path);
 
+/* ---- ahead-of-time export (docs/export.md) --------------------------------
+ * tj_export writes the signatures c has compiled so far into one shared object:
+ * their kernels' object code (linked with the system's `cc -shared`, which the
+ * exporting machine must have), the plans as data (steps, buffers, shapes,
+ * guards) and, unless no_weights, the captured weights; plus a C header with a
+ * typed entry point <name>_run. Only signatures that ran as compiled plans, with
+ * no graph break and no writes to their captures, can be exported.
+ * tj_aot_load/run/free are in libtjit_rt (no LLVM): a program that only runs
+ * exported models links -ltjit_rt. A call whose arguments match no exported
+ * signature (dtype, shape, strides) is an error naming them; a CPU without the
+ * features the kernels were compiled for is refused at load. */
+typedef struct tj_export_options {
+    const char *name;     /* C identifier of the header's entry points; default: the
+                           * compiled function's name (tj_compile_options.name) */
+    const char *header;   /* the header's path; default: path with ".so" -> ".h" */
+    bool no_weights;      /* leave the weights out: they become trailing arguments */
+} tj_export_options;
+int tj_export(tj_compiled *c, const char *path, const tj_export_options *opts);   /* 0 or -1 */
+
+typedef struct tj_aot_model tj_aot_model;
+tj_aot_model *tj_aot_load(const char *path);     /* NULL with an error */
+/* Runs the model: outs[0..) get its results (in the current scope, like
+ * tj_call's); returns their count, or -1 with an error. Thread-safe. */
+int tj_aot_run(tj_aot_model *m, tj_tensor *const *args, int nargs, tj_tensor **outs, int max);
+void tj_aot_free(tj_aot_model *m);               /* NULL is fine */
+
 TJ_API_END
 
 /* ---- call sites ---------------------------------------------------------

@@ -361,5 +361,6 @@
 #define tj_call_multi(...) (tj__callsite(__FILE__, __LINE__), tj_call_multi(__VA_ARGS__))
 #define tj_qstatic_act(...) (tj__callsite(__FILE__, __LINE__), tj_qstatic_act(__VA_ARGS__))
 #define tj_qstatic_weight(...) (tj__callsite(__FILE__, __LINE__), tj_qstatic_weight(__VA_ARGS__))
+#define tj_export(...) (tj__callsite(__FILE__, __LINE__), tj_export(__VA_ARGS__))
 #endif
 #endif

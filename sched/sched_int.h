@@ -128,6 +128,17 @@ void sc_mem_end(const sc_plan *p, sc_call_mem *m);
  * memory plan is made, the buffers too (TJIT_DUMP=lower, ..., memory: plan.c). */
 char *sc_plan_print(const ir_graph *g, const sc_plan *p);
 
+/* For export (aot_save.c): the graph ps's plans run and up to max of the
+ * plans built so far (one per input signature); their count. A plan lives
+ * as long as the set. */
+int sc_plans_get(sc_plan_set *ps, const ir_graph **g, const sc_plan **plans, int max);
+
+/* ---- run.c -------------------------------------------------------------------------- */
+/* Runs plan p of graph g on inputs (their types are p's): outs get g's
+ * outputs (refs 1, in no scope). 0, or -1 with an error naming the node. */
+int sc_plan_run(const ir_graph *g, const sc_plan *p, tj_tensor *const *inputs, tj_tensor **outs,
+                const sc_notify *nt);   /* nt: sched.h, NULL for none */
+
 /* ---- block.c -------------------------------------------------------------------------- */
 /* Finds blocked regions among the steps (moving steps that do not depend on
  * a region to before it) and sets up their steps. 0 or -1 (out of memory). */

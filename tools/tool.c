@@ -12,6 +12,7 @@ static const tool_cmd cmds[] = {
     {"opt", "run passes on a text graph and print the result", tool_opt},
     {"explain", "compile suite cases and show graphs, guards, recompiles, breaks", tool_explain},
     {"bench", "run the benchmark suite, eager and compiled (--json: one object per case)", tool_bench},
+    {"export", "compile a suite case or ONNX model and export it as a shared object", tool_export},
     {"stream", "STREAM-triad memory bandwidth through the thread pool", tool_stream},
 };
 

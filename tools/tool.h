@@ -16,6 +16,7 @@ int tool_opt(int argc, char **argv);
 int tool_explain(int argc, char **argv);
 int tool_bench(int argc, char **argv);   /* tool_bench.c */
 int tool_stream(int argc, char **argv);  /* tool_stream.c */
+int tool_export(int argc, char **argv);  /* tool_export.c */
 
 /* tool_explain_prog.c: `tjit explain` on an ONNX model or a user's shared object */
 #include <stdbool.h>

@@ -1,0 +1,147 @@
+/* run.c - running a built plan (sched_int.h): the steps in order, kernels
+ * over their tiles on the thread pool, eager kernels into planned buffers,
+ * regions block by block. Shared by compiled calls (plan.c) and exported
+ * models (aot_load.c); part of libtjit_rt, so it needs no LLVM: a kernel step
+ * holds only its function's address.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched_int.h"
+
+/* ---- running a plan --------------------------------------------------------------------------- */
+
+typedef struct launch_ctx {
+    cg_kernel_fn fn;
+    char **bufs;
+    const int64_t *sz;
+} launch_ctx;
+
+static void launch_range(void *c_, int64_t b, int64_t e)
+{
+    const launch_ctx *c = c_;
+    c->fn(c->bufs, b, e, c->sz);
+}
+
+static int run_kernel(const sc_plan *p, const step *s, tj_tensor **vals, sc_call_mem *m)
+{
+    const cg_launch *l = s->launch;
+    for (int k = 0; k < l->nstore; k++)
+        if (!(vals[l->store_slot[k]] = sc_mem_tensor(p, m, l->store_slot[k])))
+            return -1;
+    char *bufs[CG_MAX_BUFS];
+    for (int a = 0; a < l->nargs; a++) {
+        const tj_tensor *t = vals[l->args[a].base];
+        bufs[a] = (char *)rt_ptr(t) + l->args[a].offset * (int64_t)tj_dtype_size(t->dtype);
+    }
+    if (l->ntiles <= l->grain) {
+        if (l->ntiles > 0)
+            s->fn(bufs, 0, l->ntiles, l->sz);
+        return 0;
+    }
+    launch_ctx c = {s->fn, bufs, l->sz};
+    rt_parallel_for(l->ntiles, l->grain, launch_range, &c);
+    return 0;
+}
+
+/* Node n by its eager kernel, into its planned buffer (views, and reshapes
+ * that copy, by rt_eager). */
+static int run_node(const ir_graph *g, const sc_plan *p, const ir_node *n, tj_tensor **vals, sc_call_mem *m)
+{
+    tj_tensor *in[64];
+    for (int j = 0; j < n->nin && j < 64; j++)
+        in[j] = n->in[j] ? vals[ir_slot(g, n->in[j])] : NULL;
+    ir_attrs a;
+    ir_node_attrs(n, &a);
+    int slot = ir_slot(g, n);
+    if (p->buf_of[slot] < 0) {
+        if ((vals[slot] = rt_eager(n->op, in, n->nin, &a, &p->types[slot])))
+            return 0;
+    } else if ((vals[slot] = sc_mem_tensor(p, m, slot))) {
+        if (rt_run_kernel(n->op, vals[slot], in, n->nin, &a) == 0)
+            return 0;
+        tj_release(vals[slot]);
+        vals[slot] = NULL;
+    }
+    char why[512], head[512];
+    snprintf(why, sizeof why, "%s", tj_last_error());
+    rt_describe_inputs(ir_ops[n->op].name, in, n->nin, head, sizeof head);
+    rt_error("%s: %s (node %%%d of graph @%s)", head, why, n->id, g->name);
+    return -1;
+}
+
+/* Calls nt->fn for each watched output whose value is there (the step that
+ * makes it has run) and was not reported yet. 0, or -1 when a call failed. */
+static int notify_ready(const ir_graph *g, const sc_notify *nt, tj_tensor **vals, bool *done)
+{
+    for (int i = 0; nt && i < nt->n; i++) {
+        tj_tensor *v = vals[ir_slot(g, g->outputs[nt->outputs[i]])];
+        if (done[i] || !v)
+            continue;
+        done[i] = true;
+        if (nt->fn(nt->ctx, i, v) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+int sc_plan_run(const ir_graph *g, const sc_plan *p, tj_tensor *const *inputs, tj_tensor **outs,
+                const sc_notify *nt)
+{
+    tj_tensor *stack_vals[256];
+    tj_tensor **vals = p->nslots <= 256 ? stack_vals : malloc(sizeof *vals * (size_t)p->nslots);
+    if (!vals) {
+        rt_error("out of memory running graph @%s", g->name);
+        return -1;
+    }
+    memset(vals, 0, sizeof *vals * (size_t)p->nslots);
+    for (int k = 0; k < g->ninputs; k++)
+        vals[k] = inputs[k];
+    bool few_done[64], *done = NULL;
+    if (nt && nt->n > 0) {
+        done = nt->n <= 64 ? few_done : malloc(sizeof *done * (size_t)nt->n);
+        if (!done) {
+            if (vals != stack_vals)
+                free(vals);
+            rt_error("out of memory running graph @%s", g->name);
+            return -1;
+        }
+        memset(done, 0, sizeof *done * (size_t)nt->n);
+    }
+    sc_call_mem m;
+    int rc = sc_mem_begin(p, &m);
+    if (rc == 0 && done)   /* outputs that are inputs */
+        rc = notify_ready(g, nt, vals, done);
+    for (int i = 0; i < p->nsteps && rc == 0; i++) {
+        const step *s = &p->steps[i];
+        bool prof = rt_prof_on() && s->kind != S_VIEW &&
+                    (s->region < 0 || p->regions[s->region].first == i);
+        rt_prof_id prev = 0;
+        int64_t t0 = prof ? sc_prof_start(p, i, &prev) : 0;
+        if (s->region >= 0)   /* a region runs whole at its first step */
+            rc = p->regions[s->region].first == i ? sc_block_run(g, p, s->region, vals, &m) : 0;
+        else
+            rc = s->kind == S_KERNEL ? run_kernel(p, s, vals, &m) : run_node(g, p, g->nodes[s->node], vals, &m);
+        if (prof)
+            sc_prof_stop(p, i, t0, prev);
+        if (rc == 0 && done)   /* what this step finished, reported before the next runs */
+            rc = notify_ready(g, nt, vals, done);
+        for (int r = p->rel_start[i]; r < p->rel_start[i + 1] && rc == 0; r++) {
+            tj_release(vals[p->rel[r]]);
+            vals[p->rel[r]] = NULL;
+        }
+    }
+    if (rc == 0)
+        for (int j = 0; j < g->noutputs; j++)
+            outs[j] = tj_retain(vals[ir_slot(g, g->outputs[j])]);
+    for (int k = g->ninputs; k < p->nslots; k++)
+        tj_release(vals[k]);
+    sc_mem_end(p, &m);
+    if (vals != stack_vals)
+        free(vals);
+    if (done != few_done)
+        free(done);
+    return rc;
+}
+
