@@ -489,39 +489,16 @@ static void first_calls(const bench_case *c, bench_result *r, FILE *progress)
 
 /* A training case's weights as setup made them (snap[k] for a->t[k]), and
  * putting them back (gradients dropped) so each checked call starts alike. */
-static int snapshot(const bench_args *a, tj_tensor **snap)
-{
-    int rc = 0;
-    tj_scope_begin();
-    for (int k = a->ninputs; k < a->n && rc == 0; k++)
-        if (!(snap[k] = tj_keep(tj_clone(a->t[k]))))
-            rc = -1;
-    tj_scope_end();
-    return rc;
-}
-
-static void restore(bench_args *a, tj_tensor *const *snap)
-{
-    if (!snap)
-        return;
-    tj_no_grad_begin();
-    for (int k = a->ninputs; k < a->n; k++) {
-        tj_copy_(a->t[k], snap[k]);
-        tj_zero_grad(a->t[k]);
-    }
-    tj_no_grad_end();
-}
-
 static void run_eager(const bench_case *c, bench_args *a, const bench_opts *o, FILE *progress,
                       tj_tensor *const *snap, tj_tensor **y, bench_result *r)
 {
     callee f = {"eager", c->run, a};
-    restore(a, snap);
+    bench_restore(a, snap);
     if (checked_call(&f, a, &r->eager.first_ms, &r->eager.peak_bytes, y, r) != 0)
         return;
     if (o->save_dir && c->trains && save_updated(o->save_dir, c, a, r) != 0)
         return;
-    restore(a, snap);   /* saved as the call saw them */
+    bench_restore(a, snap);   /* saved as the call saw them */
     if (o->save_dir && save(o->save_dir, c, a, *y, r) != 0)
         return;
     if (progress)
@@ -544,7 +521,7 @@ static void run_compiled(const bench_case *c, bench_args *a, const bench_opts *o
     callee f = {"compiled", call_compiled, comp};
     tj_tensor *yc = NULL;
     double ms;
-    restore(a, snap);
+    bench_restore(a, snap);
     if (checked_call(&f, a, &r->compiled.first_ms, NULL, &yc, r) == 0 &&
         max_abs_diff(ye, yc,
                      o->int8 ? BENCH_TOLERANCE_INT8
@@ -592,7 +569,7 @@ void bench_run(const bench_case *c, const bench_opts *o, FILE *progress, bench_r
     tj_tensor *ye = NULL, *snap[BENCH_MAX_ARGS] = {0}, *const *sp = c->trains ? snap : NULL;
     if (rc != 0)
         fail(r, "setup", tj_last_error());
-    else if (c->trains && snapshot(&a, snap) != 0)
+    else if (c->trains && bench_snapshot(&a, snap) != 0)
         fail(r, "snapshot", tj_last_error());
     else
         run_eager(c, &a, o, progress, sp, &ye, r);

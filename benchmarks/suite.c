@@ -416,3 +416,26 @@ const bench_case *bench_find(const char *s)
             return &bench_cases[k];
     return NULL;
 }
+
+int bench_snapshot(const bench_args *a, tj_tensor **snap)
+{
+    int rc = 0;
+    tj_scope_begin();
+    for (int k = a->ninputs; k < a->n && rc == 0; k++)
+        if (!(snap[k] = tj_keep(tj_clone(a->t[k]))))
+            rc = -1;
+    tj_scope_end();
+    return rc;
+}
+
+void bench_restore(bench_args *a, tj_tensor *const *snap)
+{
+    if (!snap)
+        return;
+    tj_no_grad_begin();
+    for (int k = a->ninputs; k < a->n; k++) {
+        tj_copy_(a->t[k], snap[k]);
+        tj_zero_grad(a->t[k]);
+    }
+    tj_no_grad_end();
+}

@@ -60,6 +60,12 @@ extern const int bench_ncases;
  * results round to bf16, allow more). */
 double bench_tolerance(const bench_case *c);
 
+/* A training case's weights (args->t[ninputs..n)) copied into snap[ninputs..n)
+ * (kept, caller releases), and copied back with their gradients zeroed, so
+ * two runners start from the same weights. 0, or -1 with tj_last_error(). */
+int bench_snapshot(const bench_args *args, tj_tensor **snap);
+void bench_restore(bench_args *args, tj_tensor *const *snap);
+
 /* The case whose id or name is s (case-insensitive), or NULL. */
 const bench_case *bench_find(const char *s);
 

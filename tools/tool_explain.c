@@ -61,6 +61,7 @@ static int explain_case(const bench_case *bc, int calls)
         return 0;
     }
     bench_args a = {0};
+    tj_tensor *snap[BENCH_MAX_ARGS] = {0};   /* a training case's weights before the calls */
     int rc = 1;
     tj_scope_begin();
     tj_compiled *c = NULL;
@@ -71,12 +72,19 @@ static int explain_case(const bench_case *bc, int calls)
     bool bwd = backward_mode && !bc->trains && a.n > a.ninputs;   /* weights to differentiate */
     if (bwd && weights_require_grad(&a) != 0)
         goto fail;
+    /* a training step updates the weights: eager repeats the compiled calls
+     * from the same weights, so its last result is compared with theirs */
+    tj_tensor *y = NULL, *e = NULL;
+    if (bc->trains && bench_snapshot(&a, snap) != 0)
+        goto fail;
     c = tj_compile(bc->run, &a, &(tj_compile_options){.name = bc->name});
-    tj_tensor *y = NULL;
     for (int k = 0; k < calls; k++)
         if ((y = tj_call(c, a.t, a.ninputs)) && bwd && backward_of(y) != 0)
             goto fail;
-    tj_tensor *e = bc->run(&a, a.t, a.ninputs);
+    if (bc->trains)
+        bench_restore(&a, snap);
+    for (int k = 0; k < (bc->trains ? calls : 1); k++)
+        e = bc->run(&a, a.t, a.ninputs);
     if (!y || !e) {
     fail:
         fprintf(stderr, "tjit explain: %s: %s\n", bc->id, tj_last_error());
@@ -88,6 +96,8 @@ static int explain_case(const bench_case *bc, int calls)
     free(text);
     rc = 0;
 out:
+    for (int k = 0; k < BENCH_MAX_ARGS; k++)
+        tj_release(snap[k]);
     tj_compiled_free(c);
     tj_scope_end();
     if (bc->teardown)
