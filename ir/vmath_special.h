@@ -17,7 +17,7 @@
 /* e^x in double, vectorizable: x = n ln2 + r (|r| <= ln2/2, Cody-Waite), a
  * degree-13 Taylor polynomial (2e-17 relative), 2^n from the exponent bits.
  * x is clamped to [-708, 708] (callers round to float or handle the ends). */
-static inline double vm_expd(double x)
+VM_FORCE_INLINE double vm_expd(double x)
 {
     double xc = x > 708.0 ? 708.0 : x;
     xc = xc < -708.0 ? -708.0 : xc;
@@ -44,7 +44,7 @@ static inline double vm_expd(double x)
 }
 
 /* Cephes chbevl: sum' c[i] T_i(x/2), c[0] the highest order. */
-static inline double vm_chbevl(double x, const double *c, int n)
+VM_FORCE_INLINE double vm_chbevl(double x, const double *c, int n)
 {
     double b0 = c[0], b1 = 0.0, b2 = 0.0;
 #pragma GCC unroll 32
@@ -57,7 +57,7 @@ static inline double vm_chbevl(double x, const double *c, int n)
 }
 
 /* Horner's rule, c[0] the highest order. */
-static inline double vm_polevl(double x, const double *c, int n)
+VM_FORCE_INLINE double vm_polevl(double x, const double *c, int n)
 {
     double p = c[0];
 #pragma GCC unroll 16
@@ -113,14 +113,14 @@ static const double vm_i1_b[25] = {
     7.78576235018280120474E-1};
 
 /* e^-a I0(a) and e^-a I1(a) for a = |x| >= 0 (inf: 0) */
-static inline double vm_i0e_d(double a)
+VM_FORCE_INLINE double vm_i0e_d(double a)
 {
     double s = vm_chbevl(a * 0.5 - 2.0, vm_i0_a, 30);
     double l = vm_chbevl(32.0 / a - 2.0, vm_i0_b, 25) / sqrt(a);
     return a <= 8.0 ? s : l;
 }
 
-static inline double vm_i1e_d(double a)
+VM_FORCE_INLINE double vm_i1e_d(double a)
 {
     double s = vm_chbevl(a * 0.5 - 2.0, vm_i1_a, 29) * a;
     double l = vm_chbevl(32.0 / a - 2.0, vm_i1_b, 25) / sqrt(a);
@@ -131,25 +131,25 @@ static inline double vm_i1e_d(double a)
  * double, rounded once); I0 and I1 overflow to inf past 89.4 (inf at +-inf,
  * where PyTorch gives NaN), the e^-x scaled ones reach 0 at inf. The f64
  * column: max 3.3 (i0), 3.2 (i0e), 12.2 (i1), 7.3 (i1e) ulp. */
-static inline float vm_i0_f32(float x)
+VM_FORCE_INLINE float vm_i0_f32(float x)
 {
     double a = fabs((double)x);
     return (float)(a == INFINITY ? a : vm_expd(a) * vm_i0e_d(a));
 }
 
-static inline float vm_i0e_f32(float x)
+VM_FORCE_INLINE float vm_i0e_f32(float x)
 {
     double a = fabs((double)x);
     return (float)(a == INFINITY ? 0.0 : vm_i0e_d(a));
 }
 
-static inline float vm_i1_f32(float x)
+VM_FORCE_INLINE float vm_i1_f32(float x)
 {
     double a = fabs((double)x);
     return (float)copysign(a == INFINITY ? a : vm_expd(a) * vm_i1e_d(a), (double)x);
 }
 
-static inline float vm_i1e_f32(float x)
+VM_FORCE_INLINE float vm_i1e_f32(float x)
 {
     double a = fabs((double)x);
     return (float)copysign(a == INFINITY ? 0.0 : vm_i1e_d(a), (double)x);
@@ -157,16 +157,16 @@ static inline float vm_i1e_f32(float x)
 
 /* f64: the same series with libm's exp (PyTorch's kernels: exp overflows
  * past 709.78, so I0 and I1 are inf from there, as in PyTorch). */
-static inline double vm_i0_f64(double x)
+VM_FORCE_INLINE double vm_i0_f64(double x)
 {
     return isinf(x) ? INFINITY : exp(fabs(x)) * vm_i0e_d(fabs(x));
 }
-static inline double vm_i0e_f64(double x) { return isinf(x) ? 0.0 : vm_i0e_d(fabs(x)); }
-static inline double vm_i1_f64(double x)
+VM_FORCE_INLINE double vm_i0e_f64(double x) { return isinf(x) ? 0.0 : vm_i0e_d(fabs(x)); }
+VM_FORCE_INLINE double vm_i1_f64(double x)
 {
     return copysign(isinf(x) ? INFINITY : exp(fabs(x)) * vm_i1e_d(fabs(x)), x);
 }
-static inline double vm_i1e_f64(double x)
+VM_FORCE_INLINE double vm_i1e_f64(double x)
 {
     return copysign(isinf(x) ? 0.0 : vm_i1e_d(fabs(x)), x);
 }
@@ -211,7 +211,7 @@ static const double vm_j1_rq[9] = {1.0, 6.20836478118054335476e+02, 2.5698725675
  * on [0, 5] (times the zeros' factors), the Hankel asymptotic form beyond
  * (P cos(a - phase) - (5/a) Q sin(a - phase)) sqrt(2/(pi a)), with the phase's
  * cos and sin from those of a: phase pi/4 for j0, 3pi/4 for j1. */
-static inline double vm_j0_d(double a, double sa, double ca)
+VM_FORCE_INLINE double vm_j0_d(double a, double sa, double ca)
 {
     double z = a * a, w = 25.0 / z;
     double small = (z - 5.78318596294678452118e+00) * (z - 3.04712623436620863991e+01) *
@@ -224,7 +224,7 @@ static inline double vm_j0_d(double a, double sa, double ca)
     return a <= 5.0 ? small : big;
 }
 
-static inline double vm_j1_d(double a, double sa, double ca)
+VM_FORCE_INLINE double vm_j1_d(double a, double sa, double ca)
 {
     double z = a * a, w = 25.0 / z;
     double small = vm_polevl(z, vm_j1_rp, 4) / vm_polevl(z, vm_j1_rq, 9) * a *
@@ -239,7 +239,7 @@ static inline double vm_j1_d(double a, double sa, double ca)
 
 /* sin and cos of a float a >= 0 in double (vmath's exact reduction, the
  * float-accurate polynomials); inf and NaN give NaN. */
-static inline void vm_sincos_red_f32(double a, double *s, double *c)
+VM_FORCE_INLINE void vm_sincos_red_f32(double a, double *s, double *c)
 {
     vm_quadrant q = vm_rem_pio2(a);
     double sr = vm_sinr(q.r), cr = vm_cosr(q.r);
@@ -253,14 +253,14 @@ static inline void vm_sincos_red_f32(double a, double *s, double *c)
 /* max 1.2 ulp (j0) and 2.4 ulp (j1) where |J| >= 1e-3 (x in [-1e4, 1e4]),
  * 2e-10 absolute elsewhere (near the zeros), against glibc's j0/j1; 0 at
  * +-inf (PyTorch: NaN, a known difference). f64: 3.4e-16 absolute. */
-static inline float vm_bessel_j0_f32(float x)
+VM_FORCE_INLINE float vm_bessel_j0_f32(float x)
 {
     double a = fabs((double)x), s, c;
     vm_sincos_red_f32(a, &s, &c);
     return (float)vm_j0_d(a, s, c);
 }
 
-static inline float vm_bessel_j1_f32(float x)
+VM_FORCE_INLINE float vm_bessel_j1_f32(float x)
 {
     double a = fabs((double)x), s, c;
     vm_sincos_red_f32(a, &s, &c);
@@ -268,13 +268,13 @@ static inline float vm_bessel_j1_f32(float x)
     return (float)(x < 0.0f ? nv : v);
 }
 
-static inline double vm_bessel_j0_f64(double x)
+VM_FORCE_INLINE double vm_bessel_j0_f64(double x)
 {
     double a = fabs(x);
     return vm_j0_d(a, sin(a), cos(a));
 }
 
-static inline double vm_bessel_j1_f64(double x)
+VM_FORCE_INLINE double vm_bessel_j1_f64(double x)
 {
     double a = fabs(x);
     double v = vm_j1_d(a, sin(a), cos(a));
@@ -284,7 +284,7 @@ static inline double vm_bessel_j1_f64(double x)
 /* ---- erfcx ------------------------------------------------------------------------------- */
 /* 1/(x sqrt(pi)) sum_k (-1)^k (2k-1)!! / (2x^2)^k to k = 16, in double:
  * erfcx's asymptotic series, below e^-100 relative from x = 10. */
-static inline double vm_erfcx_asym_d(double x)
+VM_FORCE_INLINE double vm_erfcx_asym_d(double x)
 {
     double w = 1.0 / (2.0 * x * x), s = 1.0, term = 1.0;
 #pragma GCC unroll 16
@@ -299,7 +299,7 @@ static inline double vm_erfcx_asym_d(double x)
  * [1/2, 10): vmath's erfc core without its e^(-x^2), g(t) / (1 + 2x); from
  * 10 the asymptotic series (in double); x <= -1/2: 2 e^(x^2) - erfcx(-x),
  * x^2 split exactly; inf below -9.38. */
-static inline float vm_erfcx_f32(float x)
+VM_FORCE_INLINE float vm_erfcx_f32(float x)
 {
     float a = vm_abs_f32(x);
     float ac = a > 10.0f ? 10.0f : a;
@@ -330,7 +330,7 @@ static inline float vm_erfcx_f32(float x)
 
 /* f64: e^(x^2) erfc(x) with x^2 split exactly (libm's exp and erfc) below
  * 12, the asymptotic series from 12 (error below e^-144). */
-static inline double vm_erfcx_f64(double x)
+VM_FORCE_INLINE double vm_erfcx_f64(double x)
 {
     double h = x * x, l = fma(x, x, -h);
     double direct = exp(h) * (1.0 + l) * erfc(x);
@@ -363,7 +363,7 @@ static const double vm_ndtri_q2[9] = {1.0, 6.02427039364742014255E0, 3.679835638
 /* Cephes ndtri for y0 in (0, 1), given log of the tail probability (the
  * smaller of y0 and 1 - y0): a rational function of (y0 - 1/2)^2 in the
  * middle, of 1/sqrt(-2 log y) in the tails. */
-static inline double vm_ndtri_d(double y0, double logy, double sq)
+VM_FORCE_INLINE double vm_ndtri_d(double y0, double logy, double sq)
 {
     int flip = y0 > 1.0 - 0.13533528323661269189;
     double y = flip ? 1.0 - y0 : y0;
@@ -384,7 +384,7 @@ static inline double vm_ndtri_d(double y0, double logy, double sq)
 
 /* max 0.5 ulp on (0, 1) (in double, rounded once; the f64 column 3.9 ulp);
  * 0 -> -inf, 1 -> inf, outside [0, 1] NaN. */
-static inline float vm_ndtri_f32(float x)
+VM_FORCE_INLINE float vm_ndtri_f32(float x)
 {
     double y0 = x, y = x > 0.5f ? 1.0 - y0 : y0;
     double yl = y > 0.0 ? y : 1.0;
@@ -392,7 +392,7 @@ static inline float vm_ndtri_f32(float x)
     return x != x ? x : (float)vm_ndtri_d(y0, vm_logd(sq), sq);
 }
 
-static inline double vm_ndtri_f64(double x)
+VM_FORCE_INLINE double vm_ndtri_f64(double x)
 {
     double y = x > 0.5 ? 1.0 - x : x;
     double yl = y > 0.0 ? y : 1.0;
@@ -406,7 +406,7 @@ static inline double vm_ndtri_f64(double x)
  * _l with libm's log/exp (the f64 columns). */
 
 /* Stirling's series for ln Gamma(z), z >= 8, given lz = ln z (to 1/z^13: 1e-17). */
-static inline double vm_stirling_d(double z, double lz)
+VM_FORCE_INLINE double vm_stirling_d(double z, double lz)
 {
     double w = 1.0 / z, w2 = w * w;
     double ser = w * (1.0 / 12 + w2 * (-1.0 / 360 + w2 * (1.0 / 1260 + w2 * (-1.0 / 1680 +
@@ -423,7 +423,7 @@ static const double vm_zeta_b[8] = {1.0 / 12, -1.0 / 720, 1.0 / 30240, -1.0 / 12
 
 #define VM_SPECIAL_GAMMA(SUF, LOG, EXP, K) \
 /* ln Gamma(a), a > 0 */ \
-static inline double vm_lgamma_pos##SUF(double a) \
+VM_FORCE_INLINE double vm_lgamma_pos##SUF(double a) \
 { \
     int small = a < 8.0; \
     double z = small ? a + 8.0 : a; \
@@ -433,7 +433,7 @@ static inline double vm_lgamma_pos##SUF(double a) \
 } \
 /* psi^(n)(x) = (-1)^(n+1) n! zeta(n + 1, x) for an integer n >= 1, x > 6 - N \
  * (else NaN); n = 0 is left to the caller (digamma). */ \
-static inline double vm_polygamma##SUF(double n, double x) \
+VM_FORCE_INLINE double vm_polygamma##SUF(double n, double x) \
 { \
     double s = n + 1.0, f = vm_lgamma_pos##SUF(s); \
     int odd = s * 0.5 != floor(s * 0.5); \
@@ -461,7 +461,7 @@ static inline double vm_polygamma##SUF(double n, double x) \
 /* P(a, x) and Q(a, x) = 1 - P: the series of P for x < a + 1, Cephes's \
  * continued fraction of Q otherwise, K steps each (96 in f32: converged for \
  * a <= ~250); PyTorch's special values. q: which one. */ \
-static inline double vm_igam##SUF(double a, double x, int q) \
+VM_FORCE_INLINE double vm_igam##SUF(double a, double x, int q) \
 { \
     double ax = EXP(a * LOG(x) - x - vm_lgamma_pos##SUF(a)); \
     double r = a, c = 1.0, ser = 1.0; \
@@ -505,13 +505,13 @@ VM_SPECIAL_GAMMA(_l, log, exp, 400)
 /* max 0.5 ulp for n in [1, 4], x in (-6, 40] away from the poles (measured;
  * the f32 result computed in double; PyTorch's f32 kernel sums in float;
  * f64 column: 56 ulp); n = 0: digamma; x <= -6: NaN (a known difference). */
-static inline float vm_polygamma_f32(float n, float x)
+VM_FORCE_INLINE float vm_polygamma_f32(float n, float x)
 {
     double r = vm_polygamma_d((double)n, (double)x);
     return n == 0.0f ? vm_digamma_f32(x) : (float)r;
 }
 
-static inline double vm_polygamma_f64(double n, double x)
+VM_FORCE_INLINE double vm_polygamma_f64(double n, double x)
 {
     double r = vm_polygamma_l(n, x);
     return n == 0.0 ? vm_digamma_f64(x) : r;
@@ -521,22 +521,22 @@ static inline double vm_polygamma_f64(double n, double x)
  * (0, 100], x in [0, 400] (in double, rounded once): regularized lower
  * (igamma) and upper (igammac) incomplete gamma functions. The f64 column:
  * 6000 ulp (1.3e-12 relative; a ln x - x - lgamma(a) cancels). */
-static inline float vm_igamma_f32(float a, float x) { return (float)vm_igam_d(a, x, 0); }
-static inline float vm_igammac_f32(float a, float x) { return (float)vm_igam_d(a, x, 1); }
-static inline double vm_igamma_f64(double a, double x) { return vm_igam_l(a, x, 0); }
-static inline double vm_igammac_f64(double a, double x) { return vm_igam_l(a, x, 1); }
+VM_FORCE_INLINE float vm_igamma_f32(float a, float x) { return (float)vm_igam_d(a, x, 0); }
+VM_FORCE_INLINE float vm_igammac_f32(float a, float x) { return (float)vm_igam_d(a, x, 1); }
+VM_FORCE_INLINE double vm_igamma_f64(double a, double x) { return vm_igam_l(a, x, 0); }
+VM_FORCE_INLINE double vm_igammac_f64(double a, double x) { return vm_igam_l(a, x, 1); }
 
 /* ---- frexp (exact) ----------------------------------------------------------------------- */
 /* x = m 2^e, |m| in [1/2, 1); 0, inf and NaN: m = x, e = 0 (glibc, PyTorch).
  * Denormals are scaled by 2^25 first. */
-static inline float vm_frexp_mant_f32(float x)
+VM_FORCE_INLINE float vm_frexp_mant_f32(float x)
 {
     float s = vm_abs_f32(x) < 0x1p-126f ? x * 0x1p25f : x;
     float m = vm_from_bits_f32((vm_bits_f32(s) & 0x807fffffu) | 0x3f000000u);
     return (x == 0.0f || !vm_isfinite_f32(x)) ? x : m;
 }
 
-static inline int32_t vm_frexp_exp_f32(float x)
+VM_FORCE_INLINE int32_t vm_frexp_exp_f32(float x)
 {
     int den = vm_abs_f32(x) < 0x1p-126f;
     float s = den ? x * 0x1p25f : x;
@@ -544,13 +544,13 @@ static inline int32_t vm_frexp_exp_f32(float x)
     return (x == 0.0f || !vm_isfinite_f32(x)) ? 0 : e;
 }
 
-static inline double vm_frexp_mant_f64(double x)
+VM_FORCE_INLINE double vm_frexp_mant_f64(double x)
 {
     int e;
     return frexp(x, &e);
 }
 
-static inline int32_t vm_frexp_exp_f64(double x)
+VM_FORCE_INLINE int32_t vm_frexp_exp_f64(double x)
 {
     int e;
     frexp(x, &e);
