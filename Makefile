@@ -127,6 +127,18 @@ $(BUILD)/obj/codegen/bitcode.o: $(BUILD)/codegen/pw.bc
 $(BUILD)/obj/codegen/bitcode.o: CFLAGS_ALL += -DCG_BITCODE_PATH='"$(BUILD)/codegen/pw.bc"'
 endif
 
+# What the code generator is built from, hashed into every kernel cache key
+# (codegen/cache.h): a kernel cached by other codegen sources is never reused,
+# with no version number to remember to bump. Rewritten only when it changes.
+CG_SOURCES := $(sort $(wildcard codegen/*.c codegen/*.h codegen/formulas/*.c) ir/vmath.h ir/vmath_prims.h \
+                     ir/half.h ir/ops.def ir/dtypes.def)
+$(BUILD)/gen/cg_source_hash.h: $(CG_SOURCES)
+	@mkdir -p $(dir $@)
+	@printf '#define CG_SOURCE_HASH "%s"\n' $$(cat $^ | sha256sum | cut -c1-64) > $@.tmp
+	@cmp -s $@.tmp $@ && rm $@.tmp || mv $@.tmp $@
+$(BUILD)/obj/codegen/cache.o: $(BUILD)/gen/cg_source_hash.h
+$(BUILD)/obj/codegen/cache.o: CFLAGS_ALL += -I$(BUILD)/gen
+
 $(BUILD)/libtjit.a: $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^

@@ -42,6 +42,7 @@
 #include "cache_fs.h"
 #include "hmac.h"
 #include "sha256.h"
+#include <cg_source_hash.h>   /* CG_SOURCE_HASH: generated into build/gen/ by the Makefile from codegen's sources */
 
 #define CG_MAGIC "TJITOBJ\n"
 #define CG_FORMAT 2u          /* 1: a plain SHA-256 of the payload at CG_MAC_AT */
@@ -72,7 +73,7 @@ static bool host_init(void)
     if (!host_env.features)
         host_env.features = LLVMGetHostCPUFeatures();
     host_env.llvm_version = version;
-    host_env.codegen_version = CG_CODEGEN_VERSION;
+    host_env.codegen = CG_SOURCE_HASH;
     return host_env.cpu && host_env.features;
 }
 
@@ -107,15 +108,14 @@ static void hash_str(cg_sha256_ctx *s, const char *str)
 
 void cg_key_make_env(const char *kernel_ir, size_t len, const cg_key_env *env, cg_key *out)
 {
-    char version[24], format[24];
+    char format[24];
     uint8_t digest[32];
     cg_sha256_ctx s;
-    snprintf(version, sizeof version, "%d", env->codegen_version);
     snprintf(format, sizeof format, "format %u", CG_FORMAT);
     cg_sha256_init(&s);
     hash_str(&s, "tjit kernel key 1");
     hash_str(&s, format);               /* another entry format: another file name */
-    hash_str(&s, version);
+    hash_str(&s, env->codegen);
     hash_str(&s, env->llvm_version);
     hash_str(&s, env->cpu);
     hash_str(&s, env->features);

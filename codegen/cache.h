@@ -4,7 +4,8 @@
  * object file it emits afterwards. Two layers: a bounded in-memory LRU, then a
  * directory of files (one per key). A key covers everything that makes an
  * object differ: the kernel's IR text, the host CPU name and feature string,
- * the LLVM version, CG_CODEGEN_VERSION and the entry format. The disk layer
+ * the LLVM version, the hash of the code generator's sources (CG_SOURCE_HASH,
+ * made by the Makefile) and the entry format. The disk layer
  * holds code this process will run, so it trusts only what the user alone
  * could have written: a directory (and parents) nobody else can write, entries
  * of the user with mode 0600, authenticated by a per-user secret key
@@ -22,16 +23,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Bump whenever the code generator's output for the same IR may change. */
-#define CG_CODEGEN_VERSION 1
-
 /* Default bound of a cache's memory layer, in bytes of object code. */
 #define CG_CACHE_MEM_LIMIT ((size_t)64 << 20)
 
 /* A cache key: the SHA-256 of the kernel's IR text plus the host CPU name and
  * feature string (LLVMGetHostCPUName/LLVMGetHostCPUFeatures), the LLVM
  * version (LLVM_VERSION_STRING and the loaded library's), and
- * CG_CODEGEN_VERSION, as 64 lowercase hex digits. */
+ * CG_SOURCE_HASH, as 64 lowercase hex digits. */
 typedef struct cg_key { char hex[65]; } cg_key;
 /* 0, or -1 when the host's CPU cannot be read (out of memory; try again). */
 int cg_key_make(const char *kernel_ir, size_t len, cg_key *out);
@@ -42,7 +40,7 @@ typedef struct cg_key_env {
     const char *cpu;           /* LLVMGetHostCPUName */
     const char *features;      /* LLVMGetHostCPUFeatures */
     const char *llvm_version;  /* "19.1.7 (built with 19.1.7)" */
-    int codegen_version;       /* CG_CODEGEN_VERSION */
+    const char *codegen;       /* CG_SOURCE_HASH: SHA-256 of codegen's sources */
 } cg_key_env;
 /* The host's environment (computed on first success; the strings live for
  * the process), or NULL when LLVM could not allocate them (a later call retries). */

@@ -244,9 +244,28 @@ static LLVMValueRef half_narrow(em *e, LLVMValueRef v, tj_dtype to)
     return LLVMBuildTrunc(e->B, r, i16, "");
 }
 
-/* v of dtype `from` to dtype `to`. Float -> integer is never asked for (fuse.c
- * keeps such casts eager). f16 and bf16 go through f32, as the runtime's
- * conversions do (runtime/iter.c). */
+/* Float -> integer as the eager conversions (runtime/iter.c) and torch on x86:
+ * truncation toward zero; NaN and values out of range give the most negative
+ * value (of i32 for targets up to 32 bits, then truncated to the target's
+ * width; of i64 for i64). Compared in double, where both bounds are exact. */
+static LLVMValueRef float_to_int(em *e, LLVMValueRef v, tj_dtype from, tj_dtype to)
+{
+    LLVMTypeRef f64 = LLVMDoubleTypeInContext(e->C);
+    if (from != TJ_F64)
+        v = LLVMBuildFPExt(e->B, v, f64, "");
+    bool wide = to == TJ_I64;
+    LLVMTypeRef it = wide ? e->i64 : LLVMInt32TypeInContext(e->C);
+    double lo = wide ? -9223372036854775808.0 : -2147483649.0, hi = wide ? 9223372036854775808.0 : 2147483648.0;
+    LLVMValueRef in = LLVMBuildAnd(e->B, LLVMBuildFCmp(e->B, wide ? LLVMRealOGE : LLVMRealOGT, v, LLVMConstReal(f64, lo), ""),
+                                   LLVMBuildFCmp(e->B, LLVMRealOLT, v, LLVMConstReal(f64, hi), ""), "");
+    /* fptosi of an out-of-range lane is poison; the select never picks it */
+    LLVMValueRef r = LLVMBuildSelect(e->B, in, LLVMBuildFPToSI(e->B, v, it, ""),
+                                     LLVMConstInt(it, wide ? 1ULL << 63 : 1ULL << 31, 0), "");
+    return wide ? r : LLVMBuildTrunc(e->B, r, ty_of(e, to), "");
+}
+
+/* v of dtype `from` to dtype `to`. f16 and bf16 go through f32, as the
+ * runtime's conversions do (runtime/iter.c). */
 static LLVMValueRef convert(em *e, LLVMValueRef v, tj_dtype from, tj_dtype to)
 {
     if (from == to)
@@ -266,10 +285,8 @@ static LLVMValueRef convert(em *e, LLVMValueRef v, tj_dtype from, tj_dtype to)
         return LLVMBuildFPCast(e->B, v, t, "");
     if (tf)
         return is_signed_int(from) ? LLVMBuildSIToFP(e->B, v, t, "") : LLVMBuildUIToFP(e->B, v, t, "");
-    if (ff) {
-        fail(e, "float to integer conversion is not lowered", NULL);
-        return LLVMGetUndef(t);
-    }
+    if (ff)
+        return float_to_int(e, v, from, to);
     return LLVMBuildIntCast2(e->B, v, t, is_signed_int(from), "");
 }
 
@@ -447,27 +464,46 @@ static LLVMValueRef intrinsic(em *e, const char *name, LLVMTypeRef t)
     return LLVMGetIntrinsicDeclaration(e->M, id, &t, 1);
 }
 
-static LLVMValueRef combine(em *e, cg_red red, LLVMValueRef acc, LLVMValueRef v)
+/* One step of a reduction. Floats: reassociable adds and multiplies (so the
+ * loop vectorizes) and NaN-propagating max/min, as the eager kernels. Integer
+ * accumulators (sum and prod of integers and bools accumulate in i64, as
+ * torch.sum does) wrap like the eager loops; max/min compare signed or
+ * unsigned by the element type (bool and u8 are unsigned). */
+static LLVMValueRef combine(em *e, cg_red red, tj_dtype dt, LLVMValueRef acc, LLVMValueRef v)
 {
     LLVMTypeRef t = LLVMTypeOf(v);
-    LLVMValueRef r;
-    switch (red) {
-    case CG_SUM: r = LLVMBuildFAdd(e->B, acc, v, ""); break;
-    case CG_PROD: r = LLVMBuildFMul(e->B, acc, v, ""); break;
-    default: {
-        LLVMValueRef f = intrinsic(e, red == CG_MAX ? "llvm.maximum" : "llvm.minimum", t);
+    bool fl = ir_dtype_is_float(dt);
+    if (red == CG_MAX || red == CG_MIN) {
+        const char *name = fl ? (red == CG_MAX ? "llvm.maximum" : "llvm.minimum")
+                           : is_signed_int(dt) ? (red == CG_MAX ? "llvm.smax" : "llvm.smin")
+                                               : (red == CG_MAX ? "llvm.umax" : "llvm.umin");
+        LLVMValueRef f = intrinsic(e, name, t);
         LLVMTypeRef ft = LLVMFunctionType(t, (LLVMTypeRef[]){t, t}, 2, 0);
         return LLVMBuildCall2(e->B, ft, f, (LLVMValueRef[]){acc, v}, 2, "");
     }
-    }
+    if (!fl)
+        return red == CG_SUM ? LLVMBuildAdd(e->B, acc, v, "") : LLVMBuildMul(e->B, acc, v, "");
+    LLVMValueRef r = red == CG_SUM ? LLVMBuildFAdd(e->B, acc, v, "") : LLVMBuildFMul(e->B, acc, v, "");
     LLVMSetFastMathFlags(r, LLVMFastMathAllowReassoc);
     return r;
 }
 
-static LLVMValueRef red_init(em *e, cg_red red, LLVMTypeRef t)
+/* The identity of a reduction in dtype dt: 0, 1, or the far end of dt's range
+ * for max/min (-inf/inf for floats; false and true for bool). */
+static LLVMValueRef red_init(em *e, cg_red red, tj_dtype dt)
 {
-    double v = red == CG_SUM ? 0.0 : red == CG_PROD ? 1.0 : red == CG_MAX ? -INFINITY : INFINITY;
-    return LLVMConstReal(t, v);
+    LLVMTypeRef t = ty_of(e, dt);
+    if (ir_dtype_is_float(dt))
+        return LLVMConstReal(t, red == CG_SUM ? 0.0 : red == CG_PROD ? 1.0 : red == CG_MAX ? -INFINITY : INFINITY);
+    if (red == CG_SUM || red == CG_PROD)
+        return LLVMConstInt(t, red == CG_PROD, 0);
+    if (dt == TJ_BOOL)
+        return LLVMConstInt(t, red == CG_MIN, 0);
+    unsigned bits = LLVMGetIntTypeWidth(t);
+    unsigned long long ones = bits == 64 ? ~0ULL : (1ULL << bits) - 1;
+    unsigned long long v = is_signed_int(dt) ? (red == CG_MAX ? 1ULL << (bits - 1) : ones >> 1)
+                                             : (red == CG_MAX ? 0 : ones);
+    return LLVMConstInt(t, v, 0);
 }
 
 static void emit_stage(em *e, const cg_stage *st, int s, LLVMValueRef j0, LLVMValueRef j1,
@@ -475,7 +511,8 @@ static void emit_stage(em *e, const cg_stage *st, int s, LLVMValueRef j0, LLVMVa
 {
     memset(memo, 0, sizeof(LLVMValueRef) * (size_t)e->k->ninst);
     loop lp;
-    LLVMValueRef init = st->reduce ? red_init(e, st->red, ty_of(e, e->k->inst[st->val].dt)) : NULL;
+    tj_dtype rdt = st->reduce ? e->k->inst[st->val].dt : TJ_F32;
+    LLVMValueRef init = st->reduce ? red_init(e, st->red, rdt) : NULL;
     loop_open(e, &lp, j0, j1, init);
     /* pointwise tiles: 4 vectors in flight hide the latency of long formula
      * chains (P1: 17% faster than LLVM's own choice of 1) */
@@ -483,7 +520,7 @@ static void emit_stage(em *e, const cg_stage *st, int s, LLVMValueRef j0, LLVMVa
     loopctx L = {lp.j, memo, NULL};
     LLVMValueRef next = NULL;
     if (st->reduce)
-        next = combine(e, st->red, lp.acc, value(e, &L, st->val));
+        next = combine(e, st->red, rdt, lp.acc, value(e, &L, st->val));
     for (int k = 0; k < st->nst; k++) {
         LLVMValueRef v = value(e, &L, st->st_val[k]);
         LLVMBuildStore(e->B, v, elem_ptr(e, &L, st->st_buf[k], LLVMTypeOf(v)));
@@ -539,11 +576,12 @@ static void row_pointers(em *e, LLVMValueRef row, int nrow, LLVMValueRef last, L
 static void emit_cols_stage(em *e, const cg_stage *st, int s, LLVMValueRef N, LLVMValueRef *memo)
 {
     LLVMValueRef zero = c64(e, 0);
+    tj_dtype rdt = st->reduce ? e->k->inst[st->val].dt : TJ_F32;
     if (st->reduce) {
-        LLVMTypeRef t = ty_of(e, e->k->inst[st->val].dt);
+        LLVMTypeRef t = ty_of(e, rdt);
         loop li;
         loop_open(e, &li, zero, e->nl, NULL);
-        LLVMBuildStore(e->B, red_init(e, st->red, t), LLVMBuildInBoundsGEP2(e->B, t, e->acc[s], &li.j, 1, ""));
+        LLVMBuildStore(e->B, red_init(e, st->red, rdt), LLVMBuildInBoundsGEP2(e->B, t, e->acc[s], &li.j, 1, ""));
         loop_close(e, &li, e->nl, NULL, NULL);
     }
     loop lj, ll;
@@ -552,10 +590,10 @@ static void emit_cols_stage(em *e, const cg_stage *st, int s, LLVMValueRef N, LL
     memset(memo, 0, sizeof(LLVMValueRef) * (size_t)e->k->ninst);
     loopctx L = {lj.j, memo, ll.j};
     if (st->reduce) {
-        LLVMTypeRef t = ty_of(e, e->k->inst[st->val].dt);
+        LLVMTypeRef t = ty_of(e, rdt);
         LLVMValueRef a = LLVMBuildInBoundsGEP2(e->B, t, e->acc[s], &ll.j, 1, "");
         LLVMValueRef v = value(e, &L, st->val);
-        LLVMBuildStore(e->B, combine(e, st->red, LLVMBuildLoad2(e->B, t, a, ""), v), a);
+        LLVMBuildStore(e->B, combine(e, st->red, rdt, LLVMBuildLoad2(e->B, t, a, ""), v), a);
     }
     for (int k = 0; k < st->nst; k++) {
         LLVMValueRef v = value(e, &L, st->st_val[k]);

@@ -9,10 +9,6 @@
 
 #include "kernel.h"
 
-/* Bump when the code emitted for the same kernel text changes: it is part
- * of every kernel's cache key (jit.c), with the formula bitcode's hash. */
-#define CG_EMIT_VERSION 3
-
 /* The bitcode of codegen/formulas/pw.c; length 0 when the build had no
  * clang-19 (then nothing can be compiled and kernels fall back to eager). */
 const void *cg_formulas_bitcode(size_t *len);

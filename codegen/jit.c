@@ -277,8 +277,8 @@ static void count(cg_origin o, double ms)
     pthread_mutex_unlock(&J.mu);
 }
 
-/* The key of k: its text (with a fixed name), the formula bitcode's hash and
- * the emitter's version (cache.h adds the CPU, LLVM and CG_CODEGEN_VERSION). */
+/* The key of k: its text (with a fixed name) and the formula bitcode's hash
+ * (cache.h adds the CPU, LLVM and the hash of codegen's sources). */
 static int key_of(const cg_kernel *k, cg_compiled *out, cg_key *key)
 {
     out->text = cg_kernel_text(k, "k");
@@ -287,7 +287,7 @@ static int key_of(const cg_kernel *k, cg_compiled *out, cg_key *key)
         return -1;
     }
     char *keyed = NULL;
-    if (asprintf(&keyed, "formulas %s\nemit %d\n%s", J.formulas, CG_EMIT_VERSION, out->text) < 0) {
+    if (asprintf(&keyed, "formulas %s\n%s", J.formulas, out->text) < 0) {
         snprintf(out->err, sizeof out->err, "out of memory");
         return -1;
     }

@@ -35,7 +35,7 @@ static bool same_inst(const cg_inst *a, const cg_inst *b)
 int cg_add_inst(cg_kernel *k, const cg_inst *in)
 {
     cg_inst n = *in;
-    int nops = n.k == CG_CVT ? 1 : n.k == CG_WHERE ? 3 : n.k == CG_CALL ? ir_ops[n.op].nmin : 0;
+    int nops = cg_inst_nops(&n);
     for (int j = nops; j < 3; j++)
         n.a[j] = 0;   /* unused operand slots do not tell instructions apart */
     if (n.k != CG_LOAD)
@@ -122,7 +122,7 @@ int cg_add_row_store(cg_kernel *k, int val, int buf)
     return 0;
 }
 
-static int nops_of(const cg_inst *in)
+int cg_inst_nops(const cg_inst *in)
 {
     return in->k == CG_CVT ? 1 : in->k == CG_WHERE ? 3 : in->k == CG_CALL ? ir_ops[in->op].nmin : 0;
 }
@@ -133,7 +133,7 @@ static void mark_live(const cg_kernel *k, int i, bool *live)
         return;
     live[i] = true;
     const cg_inst *in = &k->inst[i];
-    for (int j = 0; j < nops_of(in); j++)
+    for (int j = 0; j < cg_inst_nops(in); j++)
         mark_live(k, in->a[j], live);
     if (in->k == CG_RED)
         mark_live(k, k->stages[in->stage].val, live);
@@ -157,7 +157,7 @@ void cg_kernel_compact(cg_kernel *k)
         if (!live[i])
             continue;
         cg_inst in = k->inst[i];
-        for (int j = 0; j < nops_of(&in); j++)
+        for (int j = 0; j < cg_inst_nops(&in); j++)
             in.a[j] = to[in.a[j]];
         k->inst[n++] = in;
     }
@@ -184,7 +184,7 @@ static int bad(char *err, size_t n, const char *what, int i)
 static int check_inst(const cg_kernel *k, int i, char *err, size_t n)
 {
     const cg_inst *in = &k->inst[i];
-    int nops = nops_of(in);
+    int nops = cg_inst_nops(in);
     if (in->k == CG_CALL && ir_ops[in->op].kind != IR_UNARY && ir_ops[in->op].kind != IR_BINARY)
         return bad(err, n, "call of a non-formula op", i);
     for (int j = 0; j < nops; j++)
@@ -231,7 +231,7 @@ int cg_kernel_check(const cg_kernel *k, char *err, size_t n)
     for (int s = 0; s < k->nstages; s++) {
         const cg_stage *st = &k->stages[s];
         if (st->reduce && (k->kind != CG_ROWS || st->val < 0 || st->val >= k->ninst ||
-                           !ir_dtype_is_float(k->inst[st->val].dt)))
+                           ir_dtype_is_half(k->inst[st->val].dt)))
             return bad(err, n, "bad reduction stage", s);
         for (int j = 0; j < st->nst; j++)
             if (check_store(k, st->st_val[j], st->st_buf[j], err, n))

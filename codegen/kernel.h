@@ -149,6 +149,7 @@ int cg_add_load(cg_kernel *k, int buf);
 int cg_add_const(cg_kernel *k, tj_dtype dt, double c);
 int cg_add_cvt(cg_kernel *k, int a, tj_dtype dt);   /* a itself when already dt */
 int cg_add_reduce(cg_kernel *k, cg_red red, int val);
+int cg_inst_nops(const cg_inst *in);   /* operands of an instruction: a[0..n) */
 /* Adds a store of val to buf: to the store stage opened last (a new one when
  * the last stage is a reduction). 0 or -1. */
 int cg_add_store(cg_kernel *k, int val, int buf);

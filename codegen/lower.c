@@ -119,7 +119,7 @@ static bool inner_dep(const lw *L, int i)
                 return true;
         return false;
     }
-    int nops = in->k == CG_CVT ? 1 : in->k == CG_WHERE ? 3 : in->k == CG_CALL ? ir_ops[in->op].nmin : 0;
+    int nops = cg_inst_nops(in);
     for (int j = 0; j < nops; j++)
         if (inner_dep(L, in->a[j]))
             return true;
@@ -177,9 +177,16 @@ static int variance(lw *L, const ir_node *n, int x)
     return formula(L, OP_div, dt, m2, den);
 }
 
+/* any and all are amax and amin of x as bool (whose identities are false and
+ * true, so an empty row needs no special case), stored as bool (u8 for a u8
+ * x, as torch does). */
 static int reduce(lw *L, const ir_node *n, int x)
 {
-    x = cg_add_cvt(&L->out->k, x, ir_dtype_wide(n->type.dtype));   /* f16, bf16: f32 accumulators */
+    cg_kernel *k = &L->out->k;
+    if (n->op == OP_any || n->op == OP_all)
+        return cg_add_cvt(k, cg_add_reduce(k, n->op == OP_any ? CG_MAX : CG_MIN, cg_add_cvt(k, x, TJ_BOOL)),
+                          n->type.dtype);
+    x = cg_add_cvt(k, x, ir_dtype_wide(n->type.dtype));   /* f16, bf16: f32 accumulators */
     if (n->op == OP_var)
         return variance(L, n, x);
     cg_red r = n->op == OP_sum ? CG_SUM : n->op == OP_prod ? CG_PROD : n->op == OP_amax ? CG_MAX : CG_MIN;
@@ -372,7 +379,7 @@ static bool expensive(const cg_kernel *k, int i, int depth)
 {
     const cg_inst *in = &k->inst[i];
     static const ir_op cheap[] = {OP_add, OP_sub, OP_mul, OP_neg, OP_abs, OP_maximum, OP_minimum};
-    int nops = in->k == CG_CVT ? 1 : in->k == CG_WHERE ? 3 : in->k == CG_CALL ? ir_ops[in->op].nmin : 0;
+    int nops = cg_inst_nops(in);
     if (in->k == CG_CALL) {
         bool c = false;
         for (size_t j = 0; j < sizeof cheap / sizeof *cheap; j++)
@@ -394,7 +401,7 @@ static int subst(cg_kernel *k, int i, int from, int to, int *memo)
     if (memo[i] >= 0)
         return memo[i];
     cg_inst in = k->inst[i];
-    int nops = in.k == CG_CVT ? 1 : in.k == CG_WHERE ? 3 : in.k == CG_CALL ? ir_ops[in.op].nmin : 0;
+    int nops = cg_inst_nops(&in);
     bool changed = false;
     for (int j = 0; j < nops; j++) {
         int a = subst(k, in.a[j], from, to, memo);
@@ -409,7 +416,7 @@ static bool uses_inst(const cg_kernel *k, int i, int what)
     if (i == what)
         return true;
     const cg_inst *in = &k->inst[i];
-    int nops = in->k == CG_CVT ? 1 : in->k == CG_WHERE ? 3 : in->k == CG_CALL ? ir_ops[in->op].nmin : 0;
+    int nops = cg_inst_nops(in);
     for (int j = 0; j < nops; j++)
         if (in->a[j] >= what && uses_inst(k, in->a[j], what))
             return true;
@@ -516,7 +523,7 @@ static bool loads_buf(const cg_kernel *k, int i, int buf, int depth)
     const cg_inst *in = &k->inst[i];
     if (in->k == CG_LOAD)
         return in->buf == buf;
-    int nops = in->k == CG_CVT ? 1 : in->k == CG_WHERE ? 3 : in->k == CG_CALL ? ir_ops[in->op].nmin : 0;
+    int nops = cg_inst_nops(in);
     for (int j = 0; j < nops && depth < 256; j++)
         if (loads_buf(k, in->a[j], buf, depth + 1))
             return true;

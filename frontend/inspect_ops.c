@@ -6,6 +6,7 @@
 #include <tjit_inspect.h>
 
 #include "fe.h"
+#include "../passes/fuse.h"
 
 _Static_assert(IR_MAX_ATTRS <= TJ_OP_MAX_ATTRS, "tj_op_info holds every attribute of a row");
 
@@ -50,6 +51,8 @@ int tj_op_get(int k, tj_op_info *out)
     out->nmax = o->nmax;
     out->prim = o->prim;
     out->rule = rule_name(o->rule);
+    char why[160];
+    out->lowering = ps_fuse_lowering(k, why, sizeof why);
     out->nattrs = o->nattrs;
     for (int i = 0; i < o->nattrs; i++) {
         out->attrs[i].name = o->attrs[i].name;

@@ -25,12 +25,23 @@ AG_VJP(cumsum)
     return 0;
 }
 
-/* d y_j / d x_i = y_j / x_i for j >= i: exact where x has no zeros (a zero
- * gives inf or NaN, where PyTorch's rule takes the products around it). */
+/* d y_j / d x_i = prod_{k <= j, k != i} x_k for j >= i. Before the first zero
+ * of the row that is y_j / x_i; at the first zero z it is the cumprod of x
+ * with x_z set to 1 (the products around it, as PyTorch's rule); after it,
+ * every product holds x_z = 0. */
 AG_VJP(cumprod)
 {
-    int d = X->ndim ? dim_of(c) : 0;
-    AG_SET(0, X->ndim ? tj_div(rev_cumsum(tj_mul(g, Y), d), X) : g);
+    if (!X->ndim) {
+        AG_SET(0, g);
+        return 0;
+    }
+    int d = dim_of(c);
+    tj_tensor *zero = tj_eq_s(X, 0);
+    tj_tensor *seen = tj_cumsum(tj_cast(zero, TJ_I64), d);          /* zeros up to and at i */
+    tj_tensor *before = tj_eq_s(seen, 0), *first = tj_logical_and(zero, tj_eq_s(seen, 1));
+    tj_tensor *gpre = tj_div(rev_cumsum(tj_mul(g, Y), d), tj_where_xs(before, X, 1));
+    tj_tensor *gz = rev_cumsum(tj_mul(g, tj_cumprod(tj_where_sx(first, 1, X), d)), d);
+    AG_SET(0, tj_where(before, gpre, tj_where_xs(first, gz, 0)));
     return 0;
 }
 

@@ -128,6 +128,9 @@ typedef struct tj_op_info {
     int nmin, nmax;     /* inputs; nmax -1: variadic */
     bool prim;          /* a primitive; false: a composite, decomposed into prims */
     const char *rule;   /* dtype rule of a pointwise row ("same", "float", ...); "" */
+    const char *lowering;   /* how compiled plans run it on f32 operands: "kernel"
+                             * (generated kernels), "view", "eager call" (its
+                             * runtime kernel, from the plan), "decomposed" (composites) */
     int nattrs;
     struct {
         const char *name;

@@ -94,12 +94,20 @@ static bool types_ok(const ir_node *n)
 
 static ncls classify_reduce(const ir_node *n, char *why, size_t nw)
 {
-    if (n->op != OP_sum && n->op != OP_prod && n->op != OP_amax && n->op != OP_amin && n->op != OP_var) {
+    bool anyall = n->op == OP_any || n->op == OP_all;   /* amax/amin of x as bool */
+    if (!anyall && n->op != OP_sum && n->op != OP_prod && n->op != OP_amax && n->op != OP_amin &&
+        n->op != OP_var) {
         snprintf(why, nw, "reduction kind without a kernel lowering (eager call)");
         return C_OTHER;
     }
-    if (!ir_dtype_is_float(n->in[0]->type.dtype) || n->type.dtype != n->in[0]->type.dtype) {
-        snprintf(why, nw, "integer reductions run eagerly");
+    /* floats reduce in their own dtype; integers and bools as torch does:
+     * sum and prod in i64, amax and amin in the element type */
+    tj_dtype in = n->in[0]->type.dtype, out = n->type.dtype;
+    bool fl = ir_dtype_is_float(in);
+    if (!anyall &&
+        (fl ? out != in : n->op == OP_var || out != (n->op == OP_sum || n->op == OP_prod ? TJ_I64 : in))) {
+        snprintf(why, nw, "%s from %s to %s runs eagerly", ir_ops[n->op].name, tj_dtype_name(in),
+                 tj_dtype_name(out));
         return C_OTHER;
     }
     if (!ir_innermost(red_mask(n), n->in[0]->type.ndim)) {
@@ -134,11 +142,9 @@ static ncls classify(const ir_node *n, char *why, size_t nw)
     case IR_POINTWISE:
         if (n->op == OP_clamp && ir_dtype_is_float(n->type.dtype))
             return C_PW;
-        if (n->op == OP_cast && !(ir_dtype_is_float(n->in[0]->type.dtype) && !ir_dtype_is_float(n->type.dtype)))
+        if (n->op == OP_cast)
             return C_PW;
-        snprintf(why, nw, n->op == OP_clamp  ? "integer clamp runs eagerly"
-                          : n->op == OP_cast ? "float to integer cast runs eagerly"
-                                             : "no kernel lowering (eager call)");
+        snprintf(why, nw, n->op == OP_clamp ? "integer clamp runs eagerly" : "no kernel lowering (eager call)");
         return C_OTHER;
     case IR_REDUCE: return classify_reduce(n, why, nw);
     case IR_CREATE:
@@ -151,6 +157,29 @@ static ncls classify(const ir_node *n, char *why, size_t nw)
         snprintf(why, nw, o->prim ? "%s op (eager call)" : "composite %s op, not decomposed (eager call)",
                  ir_kind_name(o->kind));
     return C_OTHER;
+}
+
+const char *ps_fuse_lowering(int op, char *why, size_t nw)
+{
+    why[0] = '\0';
+    if (op < 0 || op >= IR_NUM_OPS || !ir_ops[op].prim)
+        return "decomposed";
+    /* a node of op over f32[4,8] operands, attributes zero (reductions: all dims) */
+    ir_node x = {.op = IR_OP_INPUT, .nin = 0, .type = {.dtype = TJ_F32, .ndim = 2, .shape = {4, 8}}};
+    ir_node *ins[8] = {&x, &x, &x, &x, &x, &x, &x, &x};
+    ir_attr attrs[IR_MAX_ATTRS] = {{0}};
+    for (int k = 0; k < ir_ops[op].nattrs; k++)
+        if (ir_ops[op].attrs[k].kind == IR_ATTR_DTYPE)
+            attrs[k].i[0] = TJ_F32;
+    ir_node n = {.op = (ir_op)op, .nin = ir_ops[op].nmin > 8 ? 8 : ir_ops[op].nmin, .type = x.type, .in = ins,
+                 .attrs = attrs};
+    switch (classify(&n, why, nw)) {
+    case C_PW:
+    case C_RED:
+    case C_CONST: return "kernel";
+    case C_VIEW: return "view";
+    default: return "eager call";
+    }
 }
 
 /* ---- union-find with member lists ------------------------------------------------------ */

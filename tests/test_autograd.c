@@ -503,13 +503,41 @@ static void test_nondifferentiable_inputs(void **state)
     assert_false(tj_get_requires_grad(tj_gt_s(w, 2)));
 }
 
+/* cumprod's gradient at zeros (one zero, two zeros, a zero first and last in
+ * a row), against the products written out: d y_j / d x_i is the product of
+ * x_k over k <= j, k != i. */
+static void test_cumprod_zeros(void **state)
+{
+    (void)state;
+    enum { R = 4, N = 5 };
+    const double v[R][N] = {{2, 0, 3, 0.5, 4}, {1.5, 2, 0, 0, -1}, {0, 3, -2, 1, 2}, {1, 2, 3, -1, 0}};
+    const double w[N] = {0.3, -1, 2, 0.7, 1.1};   /* seed: g_j */
+    tj_tensor *x = tu_tensor(TJ_F64, 2, (int64_t[]){R, N}, &v[0][0]);
+    tj_requires_grad(x, true);
+    tj_tensor *seed = tj_expand(tu_tensor(TJ_F64, 1, (int64_t[]){N}, w), 2, (int64_t[]){R, N});
+    assert_int_equal(tj_backward_seed(tj_cumprod(x, 1), seed), 0);
+    double want[R][N];
+    for (int r = 0; r < R; r++)
+        for (int i = 0; i < N; i++) {
+            double s = 0;
+            for (int j = i; j < N; j++) {
+                double p = 1;
+                for (int k = 0; k <= j; k++)
+                    p *= k == i ? 1 : v[r][k];
+                s += w[j] * p;
+            }
+            want[r][i] = s;
+        }
+    tu_assert_close(tj_grad(x), tu_tensor(TJ_F64, 2, (int64_t[]){R, N}, &want[0][0]), 1e-12, 1e-12);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_accumulate_and_zero), T(test_no_grad_records_nothing), T(test_detach_and_seed),
         T(test_errors),              T(test_nondifferentiable_inputs), T(test_gradcheck),
-        T(test_golden_gradients),
+        T(test_golden_gradients),    T(test_cumprod_zeros),
 #undef T
     };
     return cmocka_run_group_tests_name("autograd", tests, NULL, NULL);

@@ -353,6 +353,17 @@ static void test_op_table(void **state)
     assert_int_equal(o.nmax, -1);
     assert_int_equal(tj_op_get(tj_op_find("div"), &o), 0);
     assert_string_equal(o.rule, "truediv");
+    /* lowering: fusion's classification of an f32 node of the op */
+    static const char *const lowering[][2] = {
+        {"exp", "kernel"},        {"where", "kernel"},   {"cast", "kernel"},      {"sum", "kernel"},
+        {"any", "kernel"},        {"permute", "view"},   {"matmul", "eager call"}, {"sort", "decomposed"},
+        {"layer_norm", "decomposed"}, {"argsort", "eager call"},
+    };
+    for (size_t k = 0; k < sizeof lowering / sizeof *lowering; k++) {
+        assert_int_equal(tj_op_get(tj_op_find(lowering[k][0]), &o), 0);
+        if (strcmp(o.lowering, lowering[k][1]))
+            fail_msg("%s lowers as '%s', not '%s'", o.name, o.lowering, lowering[k][1]);
+    }
     assert_int_equal(tj_op_find("no_such_op"), -1);
     assert_int_equal(tj_op_find(NULL), -1);
     assert_int_equal(tj_op_get(n, &o), -1);

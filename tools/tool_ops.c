@@ -148,7 +148,7 @@ int tool_ops(int argc, char **argv)
             dir = argv[++i];
         else if (!strcmp(argv[i], "--help")) {
             printf("usage: tjit ops [--markdown] [--samples DIR]\n  lists every op of "
-                   "ir/ops.def: kind, inputs, prim or composite, dtype rule, attributes;\n"
+                   "ir/ops.def: kind, inputs, prim or composite, how compiled plans run it,\n  dtype rule, attributes, then the counts;\n"
                    "  --samples DIR (tests/golden/opinfo): the OpInfo samples per op by kind, "
                    "and the\n  deliberate differences from PyTorch (DIR/known.txt)\n");
             return 0;
@@ -170,8 +170,12 @@ int tool_ops(int argc, char **argv)
                "`tests/test_opinfo.c` eager and compiled against PyTorch.\n",
                dir);
     if (md)
-        printf("\n| op | kind | inputs | prim | dtype rule | attributes |%s\n"
-               "|---|---|---|---|---|---|%s\n",
+        printf("\n*compiled*: how a compiled plan runs a prim on f32 operands (the "
+               "classification fusion applies, `passes/fuse.c`): generated `kernel`s, a `view`, or "
+               "an `eager call` of its runtime kernel inside the plan; composites are `decomposed` "
+               "into prims first.\n"
+               "\n| op | kind | inputs | prim | compiled | dtype rule | attributes |%s\n"
+               "|---|---|---|---|---|---|---|%s\n",
                dir ? " samples | kinds |" : "", dir ? "---|---|" : "");
     for (int op = 0; op < tj_op_count(); op++) {
         tj_op_info o;
@@ -182,16 +186,28 @@ int tool_ops(int argc, char **argv)
         if (dir)
             kinds_of(&s, op, kinds, sizeof kinds);
         if (md && dir)
-            printf("| `%s` | %s | %s | %s | %s | %s | %d | %s |\n", o.name, o.kind, ar,
-                   o.prim ? "prim" : "composite", o.rule, at, s.count[op * MAX_KINDS + MAX_KINDS - 1],
+            printf("| `%s` | %s | %s | %s | %s | %s | %s | %d | %s |\n", o.name, o.kind, ar,
+                   o.prim ? "prim" : "composite", o.lowering, o.rule, at, s.count[op * MAX_KINDS + MAX_KINDS - 1],
                    kinds[0] ? kinds : "none (below)");
         else if (md)
-            printf("| `%s` | %s | %s | %s | %s | %s |\n", o.name, o.kind, ar,
-                   o.prim ? "prim" : "composite", o.rule, at);
+            printf("| `%s` | %s | %s | %s | %s | %s | %s |\n", o.name, o.kind, ar,
+                   o.prim ? "prim" : "composite", o.lowering, o.rule, at);
         else
-            printf("%-14s %-9s %-4s %-9s %-8s %s%s%s\n", o.name, o.kind, ar,
-                   o.prim ? "prim" : "composite", o.rule, at, kinds[0] ? "  samples: " : "", kinds);
+            printf("%-14s %-9s %-4s %-9s %-10s %-8s %s%s%s\n", o.name, o.kind, ar,
+                   o.prim ? "prim" : "composite", o.lowering, o.rule, at, kinds[0] ? "  samples: " : "", kinds);
     }
+    int nprim = 0, nkernel = 0, nview = 0, neager = 0;
+    for (int op = 0; op < tj_op_count(); op++) {
+        tj_op_info o;
+        tj_op_get(op, &o);
+        nprim += o.prim;
+        nkernel += !strcmp(o.lowering, "kernel");
+        nview += !strcmp(o.lowering, "view");
+        neager += !strcmp(o.lowering, "eager call");
+    }
+    printf("%s%d ops: %d prims (on f32: %d lower to generated kernels, %d are views, %d run their runtime "
+           "kernel as an eager call inside plans), %d composites (decomposed into prims)\n",
+           md ? "\n" : "", tj_op_count(), nprim, nkernel, nview, neager, tj_op_count() - nprim);
     if (md && dir)
         print_known(dir);
     free(s.count);
