@@ -18,6 +18,7 @@ static const char *rule_name(ir_rule r)
         [IR_RULE_BITWISE] = "bitwise", [IR_RULE_ARITH] = "arith",    [IR_RULE_SUB] = "sub",
         [IR_RULE_NUMERIC] = "numeric", [IR_RULE_TRUEDIV] = "truediv", [IR_RULE_CMP] = "cmp",
         [IR_RULE_FLOATONLY] = "floatonly", [IR_RULE_INTONLY] = "intonly", [IR_RULE_INTPOW] = "intpow",
+        [IR_RULE_EXPONENT] = "exponent",
     };
     _Static_assert(sizeof names / sizeof *names == IR_RULE_LAST + 1, "a name per dtype rule");
     return names[r];

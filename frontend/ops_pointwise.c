@@ -113,3 +113,15 @@ tj_tensor *tj_cast(tj_tensor *x, tj_dtype dt)
     ir_attr_int(&at.a[0], dt);
     return fe_apply(OP_cast, &x, 1, &at);
 }
+
+/* ---- special functions (issue 11) ---------------------------------------------------------- */
+/* torch.special.polygamma(n, x): n a weak integer scalar, the first operand. */
+tj_tensor *tj_polygamma_n(int n, tj_tensor *x)
+{
+    if (x && n < 0) {
+        tj_set_error("polygamma(n, x): n = %d, a negative n is not supported (as in PyTorch)", n);
+        return NULL;
+    }
+    tj_tensor *in[2] = {x ? fe_wrap_scalar(n, x) : NULL, x};
+    return fe_apply(OP_polygamma, in, 2, NULL);
+}

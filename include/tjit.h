@@ -376,6 +376,32 @@ tj_tensor *tj_clamp_min(tj_tensor *x, double min);
 tj_tensor *tj_clamp_max(tj_tensor *x, double max);
 tj_tensor *tj_fix(tj_tensor *x);
 
+/* ---- special functions and remaining prims (issue 11) --------------------
+ * torch.special's names and dtypes (integers and bool compute in f32); each
+ * f32 formula's accuracy is stated in docs/api.md. */
+tj_tensor *tj_erfcx(tj_tensor *x);          /* e^(x^2) erfc(x) */
+tj_tensor *tj_ndtri(tj_tensor *x);          /* the inverse of ndtr; 0 -> -inf, 1 -> inf */
+tj_tensor *tj_i0(tj_tensor *x);             /* modified Bessel I0 */
+tj_tensor *tj_i0e(tj_tensor *x);            /* e^-|x| I0(x) */
+tj_tensor *tj_i1(tj_tensor *x);
+tj_tensor *tj_i1e(tj_tensor *x);
+tj_tensor *tj_bessel_j0(tj_tensor *x);      /* Bessel J0 */
+tj_tensor *tj_bessel_j1(tj_tensor *x);
+/* x = m 2^e: the mantissa (|m| in [1/2, 1), x's dtype) and the i32 exponent;
+ * 0, inf and NaN give m = x, e = 0; floating-point x only. */
+tj_tensor *tj_frexp(tj_tensor *x);
+tj_tensor *tj_frexp_exponent(tj_tensor *x);
+/* polygamma(n, x), the n-th derivative of digamma (n >= 0) */
+tj_tensor *tj_polygamma_n(int n, tj_tensor *x);
+/* Regularized lower and upper incomplete gamma P(a, x), Q(a, x); floating-point only. */
+#define TJ_BINARY_DECL(name) \
+    tj_tensor *tj_##name(tj_tensor *a, tj_tensor *b); \
+    tj_tensor *tj_##name##_s(tj_tensor *a, double b);
+TJ_BINARY_DECL(igamma)
+TJ_BINARY_DECL(igammac)
+TJ_BINARY_DECL(polygamma)   /* n as a tensor (integer values), x */
+#undef TJ_BINARY_DECL
+
 /* ---- reductions (dims, ndims: ndims 0 means every dim) ------------------- */
 tj_tensor *tj_sum(tj_tensor *x, const int *dims, int ndims, bool keepdim);
 tj_tensor *tj_mean(tj_tensor *x, const int *dims, int ndims, bool keepdim);

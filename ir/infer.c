@@ -141,6 +141,8 @@ static tj_dtype result_for(ir_rule rule, tj_dtype compute)
     case IR_RULE_LOGICAL:
     case IR_RULE_CMP:
         return TJ_BOOL;
+    case IR_RULE_EXPONENT:
+        return TJ_I32;
     default:
         return compute;
     }
@@ -155,7 +157,7 @@ static int check_rule(ir_rule rule, tj_dtype dt, char *err, size_t nerr)
         return ir_fail(err, nerr, "not defined for bool");
     if (rule == IR_RULE_BITWISE && c == IR_CAT_FLOAT)
         return ir_fail(err, nerr, "needs integer or bool inputs, got %s", tj_dtype_name(dt));
-    if (rule == IR_RULE_FLOATONLY && c != IR_CAT_FLOAT)
+    if ((rule == IR_RULE_FLOATONLY || rule == IR_RULE_EXPONENT) && c != IR_CAT_FLOAT)
         return ir_fail(err, nerr, "not defined for %s (floating-point inputs only, as in PyTorch)",
                        tj_dtype_name(dt));
     if (rule == IR_RULE_INTONLY && c != IR_CAT_INT)

@@ -106,9 +106,10 @@ typedef enum {
     IR_RULE_CMP,      /* computed in the promoted dtype -> bool */
     IR_RULE_FLOATONLY, /* float math defined for floats only: the promoted dtype must be float */
     IR_RULE_INTONLY,  /* integers only (bool and floats refused), promoted */
-    IR_RULE_INTPOW    /* as pow(x, 2): numbers keep their dtype, bool computes in i64 */
+    IR_RULE_INTPOW,   /* as pow(x, 2): numbers keep their dtype, bool computes in i64 */
+    IR_RULE_EXPONENT  /* floating-point inputs only -> i32 (frexp's exponent) */
 } ir_rule;
-#define IR_RULE_LAST IR_RULE_INTPOW
+#define IR_RULE_LAST IR_RULE_EXPONENT
 
 /* REDUCTION, ROUNDING and REDUCE_OP are word attributes: one of the names
  * ir_attr_word lists (the value is the index, which is the public enum's value:

@@ -945,5 +945,6 @@ static inline int64_t vm_iremainder(int64_t a, int64_t b)
 }
 
 #include "vmath_prims.h"
+#include "vmath_special.h"
 
 #endif /* TJ_VMATH_H */

@@ -8,6 +8,10 @@
 #ifndef TJ_VMATH_PRIMS_H
 #define TJ_VMATH_PRIMS_H
 
+/* Helpers that gcc would otherwise keep out of line where a loop calls them
+ * many times (a call in the loop stops its vectorization). */
+#define VM_FORCE_INLINE static inline __attribute__((always_inline))
+
 /* ---- sign bits and neighbours (exact) ------------------------------------------------- */
 static inline int vm_signbit_f32(float x) { return (int)(vm_bits_f32(x) >> 31); }
 static inline int vm_signbit_f64(double x) { return (int)(vm_bits_f64(x) >> 63); }
@@ -157,7 +161,7 @@ static inline double vm_erfinv_f64(double x)
 /* ln x for a positive normal double (float inputs widen to normal doubles):
  * x = 2^e m, m in [sqrt(1/2), sqrt 2), ln m = 2 atanh(s), s = (m - 1)/(m + 1),
  * the odd series to s^21 (|s| < 0.172: 5e-17); 0 -> -inf, inf -> inf. */
-static inline double vm_logd(double x)
+VM_FORCE_INLINE double vm_logd(double x)
 {
     uint64_t u = vm_bits_f64(x);
     int64_t e = (int64_t)(u >> 52) - 1023;
@@ -178,7 +182,7 @@ static inline double vm_logd(double x)
 /* sin and cos of pi r, r = a - rint(a) in [-1/2, 1/2] (exact): sin(pi a) and
  * cos(pi a) up to the common sign (-1)^rint(a); the float-accurate vmath
  * polynomials. */
-static inline void vm_sincospi_red(double a, double *s, double *c)
+VM_FORCE_INLINE void vm_sincospi_red(double a, double *s, double *c)
 {
     double r = a >= 8388608.0 ? 0.0 : a - vm_rint_small_f64(a), t = fabs(r);   /* 2^23: an integer float */
     int far = t > 0.25;
@@ -193,7 +197,7 @@ static inline void vm_sincospi_red(double a, double *s, double *c)
  * a = |x| < 8, lgamma(a + 8) - ln(a (a+1) ... (a+7)); Stirling's series to
  * 1/z^7 for z >= 8; x < 0 by the reflection ln(pi / |sin(pi x)|) -
  * lgamma(a) - ln a. Poles (0, negative integers) and +-inf give +inf. */
-static inline float vm_lgamma_f32(float x)
+VM_FORCE_INLINE float vm_lgamma_f32(float x)
 {
     double a = fabs((double)x);
     int small = a < 8.0;
@@ -218,7 +222,7 @@ static inline float vm_lgamma_f32(float x)
  * psi(a + 8) - sum 1/(a+k); the asymptotic series to 1/z^10 for z >= 8;
  * x < 0 by the reflection psi(a) + 1/a + pi cot(pi a). PyTorch's special
  * values: psi(+-0) = -+inf, NaN at the negative integers, psi(inf) = inf. */
-static inline float vm_digamma_f32(float x)
+VM_FORCE_INLINE float vm_digamma_f32(float x)
 {
     double a = fabs((double)x);
     int small = a < 8.0;

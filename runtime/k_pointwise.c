@@ -58,6 +58,7 @@
 #define CD_FLOATONLY CD_FLOAT
 #define CD_INTONLY CD_INT
 #define CD_INTPOW CD_SAME
+#define CD_EXPONENT CD_FLOAT
 
 /* Result dtype for a compute dtype. */
 #define RES_PRED(D) BOOL
@@ -74,6 +75,7 @@
 #define RES_FLOATONLY(D) D
 #define RES_INTONLY(D) D
 #define RES_INTPOW(D) D
+#define RES_EXPONENT(D) I32
 
 /* Storing a value: bools are 0/1 (bitwise ops keep bit 0, so ~ is logical not). */
 #define STORE(R, rule, v) STORE_##R(rule, v)
@@ -99,6 +101,7 @@
 #define BOOLV_FLOATONLY BOOLV_SAME
 #define BOOLV_INTONLY BOOLV_SAME
 #define BOOLV_INTPOW BOOLV_SAME
+#define BOOLV_EXPONENT BOOLV_SAME
 
 /* ---- generated loops ---------------------------------------------------------------- */
 typedef void (*u_loop)(void *restrict o, const void *restrict x, int64_t n);

@@ -377,8 +377,8 @@ def sample(op, tags, ins, attrs=()):
         elif op in F64_REF and r.dtype == torch.float32:
             r = call(op, ins, attrs, up=True).float()
         if op in F64_ALL and r.dtype == torch.float32:   # integer inputs too
-            r = call(op, [T(i.base, "f64", i.v) if isinstance(i, T) else i for i in ins],
-                     attrs).float()
+            r = call(op, [T(i.base.float() if op in F32_IN else i.base, "f64", i.v)
+                          if isinstance(i, T) else i for i in ins], attrs).float()
         if r.dtype not in NAME:
             raise RuntimeError(f"dtype {r.dtype}")
         res = f"{NAME[r.dtype]}:{shape_str(r.shape)}:{len(want)}"
@@ -1989,6 +1989,94 @@ def addc(op):
     sample(op, ["extreme", "args"], [T(EXTREME), T(EXTREME), T(EXTREME)], (math.inf,))
     views_and_shapes(op, lambda s, d, v: t(s, d, v, lo=1), 3, (1.5,))
 
+
+
+# ---- special functions and remaining prims (issue 11) -----------------------------
+SPECIAL_UNARY = ("erfcx", "ndtri", "i0", "i0e", "i1", "i1e", "bessel_j0", "bessel_j1")
+for _op in SPECIAL_UNARY:
+    REF[_op] = getattr(torch.special, _op)
+REF["frexp"] = lambda x: torch.frexp(x).mantissa
+REF["frexp_exponent"] = lambda x: torch.frexp(x).exponent
+REF["polygamma"] = lambda n, x: torch.polygamma(int(n.item()) if isinstance(n, torch.Tensor) else n, x)
+# tjit computes the f32 results in double and rounds once; PyTorch's f32
+# kernels (float Cephes tables, float sums) are less accurate, so the f32
+# reference is PyTorch in f64, rounded (integer inputs too).
+F64_ALL = F64_ALL + SPECIAL_UNARY + ("polygamma", "igamma", "igammac")
+# ... on the inputs as tjit computes them: integers rounded to f32 first
+F32_IN = SPECIAL_UNARY + ("polygamma",)
+for _op in SPECIAL_UNARY + ("polygamma", "igamma", "igammac"):
+    TOL[_op] = (4e-6, 1e-12, 1e-30, 4e-6)
+# J0, J1: PyTorch 1.13's kernels drop the monic leading term of Cephes's
+# denominators (RQ, QQ) and are off glibc's j0/j1 by up to 1e-6 absolute
+# (tjit follows glibc to 2e-9, tests/test_vmath_special.c): an absolute error
+TOL["bessel_j0"] = TOL["bessel_j1"] = (4e-6, 1e-12, 1e-6, 4e-6)
+# igamma: the prefactor exp(a ln x - x - lgamma a) in double
+TOL["igamma"] = TOL["igammac"] = (4e-6, 1e-11, 1e-9, 4e-6)
+# PyTorch's trigamma stops its series at 1/x^7 (about 1e-9 relative in f64)
+TOL["polygamma"] = (4e-6, 1e-8, 1e-30, 4e-6)
+# values in each function's interesting range, extremes and poles
+SPECIAL_VALS = {
+    "erfcx": [-9.0, -5.5, -1.0, -0.3, 0.1, 0.49, 0.51, 2.0, 9.9, 10.1, 30.0, 1e5, 1e20, 3e38],
+    "ndtri": [1e-30, 1e-10, 1e-3, 0.02, 0.135, 0.3, 0.5, 0.7, 0.865, 0.99, 0.9999999, 1.5, -0.5],
+    "i0": [0.1, 2.0, 7.9, 8.1, 20.0, 88.0, 89.5, 100.0, -3.0, -50.0, 700.0, 720.0],
+    "bessel_j0": [0.1, 2.404825, 4.9, 5.1, 8.65, 30.0, 1000.5, -7.0, -12.5, 1e6],
+}
+for _a, _b in (("i0e", "i0"), ("i1", "i0"), ("i1e", "i0"), ("bessel_j1", "bessel_j0")):
+    SPECIAL_VALS[_a] = SPECIAL_VALS[_b]
+
+
+def special_unary(op):
+    unary(op)
+    for dt in FLOATS:
+        sample(op, ["extreme", "args"], [T(SPECIAL_VALS[op], dt)])
+    sample(op, ["large"], [T(ramp([3, 70]) * 0.5 + 0.5 if op == "ndtri" else ramp([3, 70]) * 6,
+                             "f32", "c")])
+
+
+for _op in SPECIAL_UNARY:
+    SAMPLES[_op] = special_unary
+
+
+@samples_for("frexp", "frexp_exponent")
+def frexp_samples(op):
+    unary(op)
+    sample(op, ["extreme"], [T([1e-45, 1.17e-38, 1.2e-38, 6.0, -0.75, 1024.0, 3.4e38, -3e-39])])
+    sample(op, ["extreme", "dtype"], [T([5e-324, 2.2e-308, 1e308, -3.0, 0.5], "f64")])
+
+
+@samples_for("polygamma")
+def polygamma_samples(op):
+    xs = [0.1, 0.5, 1.0, 1.5, 2.4, 7.9, 8.5, 30.0, 1e4, -0.5, -2.3, -5.5, 0.0, -1.0, math.nan]
+    for n in (0, 1, 2, 3, 5):
+        for dt in FLOATS:
+            sample(op, ["plain" if dt == "f32" else "dtype", "extreme", "st"], [S(n), T(xs, dt)])
+    sample(op, ["st", "dtype"], [S(1), t([2, 3], "i32", lo=1)])
+    sample(op, ["st", "dtype"], [S(2), t([2, 3], "bool")])
+    sample(op, ["st", "0d"], [S(1), t([], lo=1)])
+    sample(op, ["st", "empty"], [S(1), t([3, 0])])
+    for v, tag, base in (("s", "noncontig", [2, 6]), ("t", "transposed", [3, 2]),
+                         ("e", "expanded", [2, 3])):
+        sample(op, ["st", tag], [S(2), t(base, "f32", v, lo=1)])
+    sample(op, ["st", "large"], [S(1), T(ramp([3, 70]) * 4 + 4.5, "f32", "c")])
+
+
+@samples_for("igamma", "igammac")
+def igamma_samples(op):
+    a = torch.tensor([0.5, 1.0, 2.5, 10.0, 30.0, 0.0, 1e-3, 90.0], dtype=torch.float64)
+    x = torch.tensor([0.0, 0.1, 1.0, 2.0, 3.5, 10.0, 31.0, 100.0, math.inf, 1e-30], dtype=torch.float64)
+    for dt in FLOATS:
+        sample(op, ["plain" if dt == "f32" else "dtype", "bcast", "extreme"],
+               [T(a[:, None], dt), T(x[None, :], dt)])
+    sample(op, ["extreme"], [T([-1.0, 1.0, math.inf, math.inf, math.nan, 2.0, 0.0]),
+                             T([1.0, -1.0, 1.0, math.inf, 1.0, math.nan, 0.0])])
+    sample(op, ["dtype"], [t([2, 3], "i32", lo=1), t([2, 3], "i32", lo=1)])
+    sample(op, ["dtype"], [t([2, 3], "bool"), t([2, 3], "bool")])
+    sample(op, ["promo"], [t([2, 3], "i64", lo=1), t([2, 3], lo=0)])
+    sample(op, ["promo"], [t([2, 3], lo=1), t([2, 3], "f64", lo=0)])
+    sample(op, ["ts"], [t([2, 3], lo=1), S(2.5)])
+    sample(op, ["st"], [S(3), t([2, 3], lo=0)])
+    views_and_shapes(op, lambda s, d, v: t(s, d, v, lo=1), 2)
+    sample(op, ["large", "bcast"], [T(ramp([70, 3]) + 1.5, "f32", "c"), T(ramp([70]) * 3 + 3.5, "f32")])
 
 def main():
     global ROW
