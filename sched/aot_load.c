@@ -479,19 +479,6 @@ tj_aot_model *tj_aot_load(const char *path)
     return m;
 }
 
-static bool plan_takes(const sc_plan *p, tj_tensor *const *in)
-{
-    for (int k = 0; k < p->ninputs; k++) {
-        const tj_tensor *t = in[k];
-        const ir_type *ty = &p->types[k];
-        if (t->dtype != ty->dtype || t->ndim != ty->ndim ||
-            memcmp(t->shape, ty->shape, sizeof(int64_t) * (size_t)t->ndim) ||
-            memcmp(t->strides, p->in_strides[k], sizeof(int64_t) * (size_t)t->ndim))
-            return false;
-    }
-    return true;
-}
-
 /* "(f32[2,3], f32[4])" of n types into buf. */
 static void sig_fmt(const ir_type *tys, int n, char *buf, size_t nb)
 {
@@ -546,7 +533,7 @@ int tj_aot_run(tj_aot_model *m, tj_tensor *const *args, int nargs, tj_tensor **o
         for (int k = 0; e->weights && k < e->nweights; k++)
             in[e->nargs + k] = e->weights[k];
         for (int j = 0; j < e->nplans; j++) {
-            if (!plan_takes(e->plans[j], in))
+            if (!sc_plan_matches(e->plans[j], in))
                 continue;
             if (max < e->nresults) {
                 rt_error("model @%s: %d results, room for %d", m->name, e->nresults, max);

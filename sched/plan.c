@@ -707,19 +707,6 @@ static sc_plan *plan_build(sc_plan_set *ps, tj_tensor *const *inputs)
     return p;
 }
 
-static bool plan_matches(const sc_plan *p, tj_tensor *const *inputs)
-{
-    for (int k = 0; k < p->ninputs; k++) {
-        const tj_tensor *t = inputs[k];
-        const ir_type *ty = &p->types[k];
-        if (t->dtype != ty->dtype || t->ndim != ty->ndim ||
-            memcmp(t->shape, ty->shape, sizeof(int64_t) * (size_t)t->ndim) ||
-            memcmp(t->strides, p->in_strides[k], sizeof(int64_t) * (size_t)t->ndim))
-            return false;
-    }
-    return true;
-}
-
 /* ---- entry points --------------------------------------------------------------------------------- */
 
 int sc_plans_run(sc_plan_set *ps, tj_tensor *const *inputs, tj_tensor **outs)
@@ -742,7 +729,7 @@ int sc_plans_run_notify(sc_plan_set *ps, tj_tensor *const *inputs, tj_tensor **o
     }
     sc_plan *p = NULL;
     for (int i = 0; i < ps->nplans && !p; i++)
-        if (plan_matches(ps->plans[i], inputs))
+        if (sc_plan_matches(ps->plans[i], inputs))
             p = ps->plans[i];
     bool temp = false;
     if (!p) {

@@ -71,6 +71,19 @@ static int run_node(const ir_graph *g, const sc_plan *p, const ir_node *n, tj_te
     return -1;
 }
 
+bool sc_plan_matches(const sc_plan *p, tj_tensor *const *inputs)
+{
+    for (int k = 0; k < p->ninputs; k++) {
+        const tj_tensor *t = inputs[k];
+        const ir_type *ty = &p->types[k];
+        if (t->dtype != ty->dtype || t->ndim != ty->ndim ||
+            memcmp(t->shape, ty->shape, sizeof(int64_t) * (size_t)t->ndim) ||
+            memcmp(t->strides, p->in_strides[k], sizeof(int64_t) * (size_t)t->ndim))
+            return false;
+    }
+    return true;
+}
+
 /* Calls nt->fn for each watched output whose value is there (the step that
  * makes it has run) and was not reported yet. 0, or -1 when a call failed. */
 static int notify_ready(const ir_graph *g, const sc_notify *nt, tj_tensor **vals, bool *done)

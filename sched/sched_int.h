@@ -136,6 +136,8 @@ int sc_plans_get(sc_plan_set *ps, const ir_graph **g, const sc_plan **plans, int
 /* ---- run.c -------------------------------------------------------------------------- */
 /* Runs plan p of graph g on inputs (their types are p's): outs get g's
  * outputs (refs 1, in no scope). 0, or -1 with an error naming the node. */
+/* Whether inputs have p's types and strides exactly (the plan was built for them). */
+bool sc_plan_matches(const sc_plan *p, tj_tensor *const *inputs);
 int sc_plan_run(const ir_graph *g, const sc_plan *p, tj_tensor *const *inputs, tj_tensor **outs,
                 const sc_notify *nt);   /* nt: sched.h, NULL for none */
 
