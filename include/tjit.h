@@ -800,6 +800,12 @@ tj_tensor *tj_embedding_bag(tj_tensor *weight, tj_tensor *indices, tj_tensor *of
 tj_tensor *tj_einsum(const char *equation, tj_tensor *const *operands, int n);
 /* ==== end of interpolate, embedding_bag, einsum, scatter_reduce ================ */
 
+/* ==== remaining prims: xor_sum, as_strided, empty_strided (issue 11) ========= */
+/* PrimTorch's xor_sum: bitwise xor of x over dims (ndims 0: every dim), integer
+ * and bool x only, in x's dtype; an empty reduction gives 0. */
+tj_tensor *tj_xor_sum(tj_tensor *x, const int *dims, int ndims, bool keepdim);
+/* ==== end of remaining prims ================================================== */
+
 /* ---- autograd (reverse mode; docs/training.md) ----------------------------
  * Mark leaves (weights) with tj_requires_grad; every op on a tensor that
  * requires grad is recorded on a tape (nothing is recorded otherwise). After
