@@ -365,6 +365,8 @@
 #define tj_embedding_bag(...) (tj__callsite(__FILE__, __LINE__), tj_embedding_bag(__VA_ARGS__))
 #define tj_einsum(...) (tj__callsite(__FILE__, __LINE__), tj_einsum(__VA_ARGS__))
 #define tj_xor_sum(...) (tj__callsite(__FILE__, __LINE__), tj_xor_sum(__VA_ARGS__))
+#define tj_as_strided(...) (tj__callsite(__FILE__, __LINE__), tj_as_strided(__VA_ARGS__))
+#define tj_empty_strided(...) (tj__callsite(__FILE__, __LINE__), tj_empty_strided(__VA_ARGS__))
 #define tj_requires_grad(...) (tj__callsite(__FILE__, __LINE__), tj_requires_grad(__VA_ARGS__))
 #define tj_backward(...) (tj__callsite(__FILE__, __LINE__), tj_backward(__VA_ARGS__))
 #define tj_backward_seed(...) (tj__callsite(__FILE__, __LINE__), tj_backward_seed(__VA_ARGS__))
