@@ -1,5 +1,5 @@
 /* ops_reduce.c - public entry points of the reductions (sum, mean, prod, amax,
- * amin, logsumexp, all, any, var, std, argmax, argmin): fill the attributes
+ * amin, logsumexp, all, any, var, std, argmax, argmin, xor_sum): fill the attributes
  * (dims, [correction], keepdim) and call fe_apply. */
 #include <stdio.h>
 
@@ -38,6 +38,7 @@ TJ_REDUCE_FN(amin)
 TJ_REDUCE_FN(logsumexp)
 TJ_REDUCE_FN(all)
 TJ_REDUCE_FN(any)
+TJ_REDUCE_FN(xor_sum)   /* remaining prims (issue 11) */
 #undef TJ_REDUCE_FN
 
 static tj_tensor *var_like(ir_op op, tj_tensor *x, const int *dims, int ndims,

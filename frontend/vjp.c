@@ -40,6 +40,7 @@ AG_NONDIFF(all, "bool result")
 AG_NONDIFF(any, "bool result")
 AG_NONDIFF(argmax, "integer result")
 AG_NONDIFF(argmin, "integer result")
+AG_NONDIFF(xor_sum, "integer or bool result")   /* remaining prims (issue 11) */
 AG_NONDIFF(signbit, "bool result")
 AG_NONDIFF(gcd, "integer result")
 AG_NONDIFF(bitwise_left_shift, "integer result")

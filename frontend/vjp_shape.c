@@ -209,3 +209,26 @@ AG_VJP(gather)
     AG_SET(0, r);
     return 0;
 }
+
+/* as_strided (remaining prims, issue 11): y[i] = x_flat[off(i)], off(i) =
+ * storage_offset + sum(i_d stride_d) over x's elements in row-major order, so
+ * the gradient adds g at those offsets (index_add: overlapping windows sum). */
+AG_VJP(as_strided)
+{
+    const ir_attr *sz = &c->a->a[0], *st = &c->a->a[1];
+    int n = sz->n;
+    int64_t numel = tj_numel(X), flat = -1;
+    tj_tensor *off = tj_scalar(TJ_I64, (double)c->a->a[2].i[0]);
+    for (int d = 0; d < n; d++) {
+        int64_t shape[TJ_MAX_DIMS];
+        for (int k = 0; k < n; k++)
+            shape[k] = k == d ? sz->i[d] : 1;
+        tj_tensor *r = tj_mul_s(tj_arange(TJ_I64, 0, (double)sz->i[d], 1), (double)st->i[d]);
+        off = tj_add(off, tj_reshape(r, n, shape));
+    }
+    off = tj_reshape(tj_expand(off, n, sz->i), 1, &flat);
+    tj_tensor *dx = tj_index_add(tj_zeros(g ? g->dtype : TJ_F32, 1, &numel), 0, off,
+                                 tj_reshape(g, 1, &flat), 1);
+    AG_SET(0, tj_reshape(dx, X->ndim, X->shape));
+    return 0;
+}

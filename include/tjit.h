@@ -800,6 +800,23 @@ tj_tensor *tj_embedding_bag(tj_tensor *weight, tj_tensor *indices, tj_tensor *of
 tj_tensor *tj_einsum(const char *equation, tj_tensor *const *operands, int n);
 /* ==== end of interpolate, embedding_bag, einsum, scatter_reduce ================ */
 
+/* ==== remaining prims: xor_sum, as_strided, empty_strided (issue 11) ========= */
+/* PrimTorch's xor_sum: bitwise xor of x over dims (ndims 0: every dim), integer
+ * and bool x only, in x's dtype; an empty reduction gives 0. */
+tj_tensor *tj_xor_sum(tj_tensor *x, const int *dims, int ndims, bool keepdim);
+/* x.as_strided(size, stride, storage_offset): a view with ndim sizes and
+ * strides (none negative) over x's elements in row-major order, starting at
+ * element storage_offset; every element reached must lie within x. x itself
+ * is viewed when contiguous; a non-contiguous x is copied first (torch reads
+ * its storage instead). Gradient: g added at the offsets read. */
+tj_tensor *tj_as_strided(tj_tensor *x, int ndim, const int64_t *size, const int64_t *stride,
+                         int64_t storage_offset);
+/* torch.empty_strided: a tensor of that size and those strides (none
+ * negative) over storage of just the size they reach, filled with zeros
+ * (deterministic, unlike torch's uninitialized memory). */
+tj_tensor *tj_empty_strided(tj_dtype dt, int ndim, const int64_t *size, const int64_t *stride);
+/* ==== end of remaining prims ================================================== */
+
 /* ---- autograd (reverse mode; docs/training.md) ----------------------------
  * Mark leaves (weights) with tj_requires_grad; every op on a tensor that
  * requires grad is recorded on a tape (nothing is recorded otherwise). After

@@ -1,5 +1,5 @@
 /* infer_reduce.c - shape/dtype rules of the reductions: sum, mean, prod, amax,
- * amin, logsumexp, all, any, var, std, argmax, argmin.
+ * amin, logsumexp, all, any, var, std, argmax, argmin, xor_sum.
  *
  * Attributes: dims (INTS; empty = every dim), [correction (INT) for var/std],
  * keepdim (BOOL). The result drops the reduced dims, or keeps them as size 1
@@ -131,3 +131,15 @@ static int infer_arg(IR_INFER_ARGS)
 
 int ir_infer_argmax(IR_INFER_ARGS) { return infer_arg(op, in, nin, a, out, err, nerr); }
 int ir_infer_argmin(IR_INFER_ARGS) { return infer_arg(op, in, nin, a, out, err, nerr); }
+
+/* xor_sum (PrimTorch's prim): integers and bool only, x's dtype; an empty
+ * reduction gives 0. */
+int ir_infer_xor_sum(IR_INFER_ARGS)
+{
+    (void)nin;
+    uint32_t mask;
+    if (ir_dtype_is_float(in[0]->dtype))
+        return ir_fail(err, nerr, "needs an integer or bool input, got %s",
+                       tj_dtype_name(in[0]->dtype));
+    return reduce_to(op, in[0], a, in[0]->dtype, out, &mask, err, nerr);
+}

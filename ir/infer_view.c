@@ -1,5 +1,5 @@
 /* infer_view.c - shape/dtype rules of the view ops: reshape, permute, slice,
- * expand, squeeze, unsqueeze. Each keeps the input dtype; the runtime
+ * expand, squeeze, unsqueeze, as_strided. Each keeps the input dtype; the runtime
  * (runtime/views.c) turns the result shape into strides over shared storage. */
 #include "infer.h"
 
@@ -153,5 +153,39 @@ int ir_infer_unsqueeze(IR_INFER_ARGS)
     for (int k = 0, j = 0; k <= ndim; k++)
         shape[k] = k == d ? 1 : in[0]->shape[j++];
     ir_set(out, in[0]->dtype, ndim + 1, shape);
+    return 0;
+}
+
+/* as_strided (remaining prims, issue 11): sizes and strides of equal count,
+ * none negative, and the last element reached, offset + sum((size-1)*stride),
+ * within x's elements (a result with no elements reaches none). */
+int ir_infer_as_strided(IR_INFER_ARGS)
+{
+    (void)nin;
+    const ir_attr *sz = &a->a[0], *st = &a->a[1];
+    int64_t off = a->a[2].i[0], n, xn = ir_type_numel(in[0]), last = off;
+    if (check_list(sz, TJ_MAX_DIMS, "size", err, nerr) || check_list(st, TJ_MAX_DIMS, "stride", err, nerr))
+        return -1;
+    if (sz->n != st->n)
+        return ir_fail(err, nerr, "size has %d entries, stride %d", sz->n, st->n);
+    if (off < 0)
+        return ir_fail(err, nerr, "negative storage_offset %lld", (long long)off);
+    for (int d = 0; d < sz->n; d++) {
+        if (sz->i[d] < 0)
+            return ir_fail(err, nerr, "negative size %lld in dim %d", (long long)sz->i[d], d);
+        if (st->i[d] < 0)
+            return ir_fail(err, nerr, "negative stride %lld in dim %d (not supported)", (long long)st->i[d], d);
+    }
+    if (!ir_numel_checked(sz->n, sz->i, &n))
+        return ir_fail(err, nerr, "the size overflows");
+    for (int d = 0; n > 0 && d < sz->n; d++) {
+        int64_t step;
+        if (__builtin_mul_overflow(sz->i[d] - 1, st->i[d], &step) || __builtin_add_overflow(last, step, &last))
+            return ir_fail(err, nerr, "the strides overflow");
+    }
+    if (n > 0 && last >= xn)
+        return ir_fail(err, nerr, "reaches element %lld, outside the input's %lld elements",
+                       (long long)last, (long long)xn);
+    ir_set(out, in[0]->dtype, sz->n, sz->i);
     return 0;
 }

@@ -1,5 +1,6 @@
 /* k_reduce.c - eager kernels of the reductions: sum, mean, prod, amax, amin,
- * logsumexp, all, any, var, std, argmax, argmin.
+ * logsumexp, all, any, var, std, argmax, argmin, xor_sum (at the end: its own
+ * simple pass).
  *
  * Plan: the input's dims split into kept dims (the O space, in output order)
  * and reduced dims (the R space). Size-1 dims drop out; neighbours contiguous
@@ -1036,3 +1037,52 @@ int rt_k_var(RT_KERNEL_ARGS) { return run(op, K_VAR, out, in[0], a); }
 int rt_k_std(RT_KERNEL_ARGS) { return run(op, K_VAR, out, in[0], a); }
 int rt_k_argmax(RT_KERNEL_ARGS) { return run(op, K_ARGMAX, out, in[0], a); }
 int rt_k_argmin(RT_KERNEL_ARGS) { return run(op, K_ARGMIN, out, in[0], a); }
+
+/* ---- xor_sum ----------------------------------------------------------------------- */
+
+/* xor_sum: x (integer or bool, widened to a dense i64 copy: the low bits of
+ * a xor are the xor of the low bits) xors into an i64 accumulator of out's
+ * shape in one row-major pass, then converts to out's dtype. Bitwise xor is
+ * exact and order-free, so one serial pass gives every thread count the same
+ * result; an empty reduction leaves 0. */
+int rt_k_xor_sum(RT_KERNEL_ARGS)
+{
+    (void)op, (void)nin;
+    tj_tensor *x = in[0];
+    uint32_t mask = ir_dims_of(&a->a[0], x->ndim);
+    tj_tensor *xi = to_dense(x, TJ_I64);
+    tj_tensor *acc = xi ? rt_tensor_new(TJ_I64, out->ndim, out->shape) : NULL;
+    if (!acc) {
+        tj_release(xi);
+        return -1;
+    }
+    int64_t nout = 1, n = 1, ostr[TJ_MAX_DIMS], idx[TJ_MAX_DIMS] = {0};
+    for (int d = 0; d < out->ndim; d++)
+        nout *= out->shape[d];
+    for (int d = 0; d < x->ndim; d++)
+        n *= x->shape[d];
+    /* the accumulator's stride of each input dim (0 for a reduced dim) */
+    int64_t s = 1;
+    for (int d = x->ndim - 1; d >= 0; d--) {
+        ostr[d] = (mask & (1u << d)) ? 0 : s;
+        s *= (mask & (1u << d)) ? 1 : x->shape[d];
+    }
+    int64_t *o = rt_ptr(acc);
+    const int64_t *v = rt_ptr(xi);
+    memset(o, 0, (size_t)nout * sizeof *o);
+    int64_t off = 0;
+    for (int64_t k = 0; k < n; k++) {
+        o[off] ^= v[k];
+        for (int d = x->ndim - 1; d >= 0; d--) {   /* next row-major index */
+            off += ostr[d];
+            if (++idx[d] < x->shape[d])
+                break;
+            off -= ostr[d] * x->shape[d];
+            idx[d] = 0;
+        }
+    }
+    int rc = rt_convert(out, acc);
+    tj_release(acc);
+    tj_release(xi);
+    return rc;
+}

@@ -1,8 +1,9 @@
 /* views.c - the view ops (reshape, permute, slice, expand, squeeze,
- * unsqueeze): each computes the strides and offset of its result over the
+ * unsqueeze, as_strided): each computes the strides and offset of its result over the
  * input's storage and copies nothing. The result shape comes from the op's
  * rule (ir/infer_view.c); rt_view_op returns NULL with *need_copy set for a
- * reshape whose strides cannot express the new shape (the caller copies). */
+ * reshape whose strides cannot express the new shape, and for an as_strided
+ * of a non-contiguous input (the caller copies). */
 #include "rt.h"
 
 typedef struct geom {
@@ -126,6 +127,18 @@ static void view_unsqueeze(const tj_tensor *x, const ir_attrs *a, geom *g)
     }
 }
 
+/* as_strided: the strides and offset are over x's elements in row-major
+ * order, so x must be contiguous (else the caller copies it first). */
+static bool view_as_strided(const tj_tensor *x, const ir_attrs *a, geom *g)
+{
+    if (!rt_is_contiguous(x))
+        return false;
+    for (int d = 0; d < a->a[1].n; d++)
+        g->strides[d] = a->a[1].i[d];
+    g->offset = x->offset + a->a[2].i[0];
+    return true;
+}
+
 tj_tensor *rt_view_op(ir_op op, tj_tensor *x, const ir_attrs *a, const ir_type *out,
                       bool *need_copy)
 {
@@ -143,6 +156,12 @@ tj_tensor *rt_view_op(ir_op op, tj_tensor *x, const ir_attrs *a, const ir_type *
     case OP_expand: view_expand(x, out, &g); break;
     case OP_squeeze: view_squeeze(x, a, &g); break;
     case OP_unsqueeze: view_unsqueeze(x, a, &g); break;
+    case OP_as_strided:
+        if (!view_as_strided(x, a, &g)) {
+            *need_copy = true;
+            return NULL;
+        }
+        break;
     default:
         rt_error("%s is not a view op", ir_ops[op].name);
         return NULL;

@@ -225,6 +225,7 @@ static void check_red(ir_op op, tj_dtype dt, int s, int dim, bool keep)
         bool ok = (no_identity && reduces_empty(s, dim) &&
                    (strstr(why, "size 0") || strstr(why, "empty"))) ||
                   (float_only && !ir_dtype_is_float(dt)) ||
+                  (op == OP_xor_sum && ir_dtype_is_float(dt)) ||   /* integers and bool only */
                   (op == OP_argmax || op == OP_argmin ? dt == TJ_BOOL : false);
         if (!ok)
             fail_msg("%s: %s", what, why);

@@ -180,6 +180,8 @@ static const struct {
     {"upper", {"0", "1"}},
     /* 3-D and transposed convolution, 3-D pools (issue 11) */
     {"output_padding", {"0"}},
+    /* remaining prims (issue 11) */
+    {"storage_offset", {"0", "1"}},
     /* interpolate, embedding_bag, scatter_reduce (issue 11) */
     {"reduce", {"sum", "amax", "prod"}}, {"include_self", {"1", "0"}},
     {"scale_d", {"0"}},             {"scale_h", {"0", "1.5"}},

@@ -185,6 +185,7 @@ IDX = {
     "take": lambda i, a: torch.take(i[0], i[1]),
     "take_along_dim": lambda i, a: torch.take_along_dim(i[0], i[1], a["dim"]),
     "unfold": lambda i, a: i[0].unfold(a["dim"], a["size"], a["step"]),
+    "as_strided": lambda i, a: i[0].contiguous().as_strided(a["size"], a["stride"], a["storage_offset"]),
     "index_fill": lambda i, a: i[0].index_fill(a["dim"], i[1], a["value"]),
     "full_like": lambda i, a: torch.full_like(i[0], a["value"]),
     "cumsum": lambda i, a: torch.cumsum(i[0], a["dim"]),
