@@ -482,7 +482,8 @@ static LLVMValueRef combine(em *e, cg_red red, tj_dtype dt, LLVMValueRef acc, LL
         return LLVMBuildCall2(e->B, ft, f, (LLVMValueRef[]){acc, v}, 2, "");
     }
     if (!fl)
-        return red == CG_SUM ? LLVMBuildAdd(e->B, acc, v, "") : LLVMBuildMul(e->B, acc, v, "");
+        return red == CG_SUM ? LLVMBuildAdd(e->B, acc, v, "")
+               : red == CG_XOR ? LLVMBuildXor(e->B, acc, v, "") : LLVMBuildMul(e->B, acc, v, "");
     LLVMValueRef r = red == CG_SUM ? LLVMBuildFAdd(e->B, acc, v, "") : LLVMBuildFMul(e->B, acc, v, "");
     LLVMSetFastMathFlags(r, LLVMFastMathAllowReassoc);
     return r;
@@ -495,7 +496,7 @@ static LLVMValueRef red_init(em *e, cg_red red, tj_dtype dt)
     LLVMTypeRef t = ty_of(e, dt);
     if (ir_dtype_is_float(dt))
         return LLVMConstReal(t, red == CG_SUM ? 0.0 : red == CG_PROD ? 1.0 : red == CG_MAX ? -INFINITY : INFINITY);
-    if (red == CG_SUM || red == CG_PROD)
+    if (red == CG_SUM || red == CG_PROD || red == CG_XOR)
         return LLVMConstInt(t, red == CG_PROD, 0);
     if (dt == TJ_BOOL)
         return LLVMConstInt(t, red == CG_MIN, 0);

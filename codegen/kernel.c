@@ -6,7 +6,7 @@
 #include "../ir/graph.h"
 #include "kernel.h"
 
-static const char *const red_names[] = {"sum", "prod", "max", "min"};
+static const char *const red_names[] = {"sum", "prod", "max", "min", "xor"};
 
 const char *cg_red_name(cg_red r) { return red_names[r]; }
 
@@ -231,7 +231,8 @@ int cg_kernel_check(const cg_kernel *k, char *err, size_t n)
     for (int s = 0; s < k->nstages; s++) {
         const cg_stage *st = &k->stages[s];
         if (st->reduce && (k->kind != CG_ROWS || st->val < 0 || st->val >= k->ninst ||
-                           ir_dtype_is_half(k->inst[st->val].dt)))
+                           ir_dtype_is_half(k->inst[st->val].dt) ||
+                           (st->red == CG_XOR && ir_dtype_is_float(k->inst[st->val].dt))))
             return bad(err, n, "bad reduction stage", s);
         for (int j = 0; j < st->nst; j++)
             if (check_store(k, st->st_val[j], st->st_buf[j], err, n))

@@ -103,7 +103,7 @@ typedef struct cg_inst {
     double c;          /* CONST */
 } cg_inst;
 
-typedef enum { CG_SUM, CG_PROD, CG_MAX, CG_MIN } cg_red;
+typedef enum { CG_SUM, CG_PROD, CG_MAX, CG_MIN, CG_XOR } cg_red;   /* xor: integers only */
 
 typedef struct cg_stage {
     bool reduce;

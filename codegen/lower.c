@@ -189,7 +189,8 @@ static int reduce(lw *L, const ir_node *n, int x)
     x = cg_add_cvt(k, x, ir_dtype_wide(n->type.dtype));   /* f16, bf16: f32 accumulators */
     if (n->op == OP_var)
         return variance(L, n, x);
-    cg_red r = n->op == OP_sum ? CG_SUM : n->op == OP_prod ? CG_PROD : n->op == OP_amax ? CG_MAX : CG_MIN;
+    cg_red r = n->op == OP_sum ? CG_SUM : n->op == OP_prod ? CG_PROD : n->op == OP_xor_sum ? CG_XOR
+               : n->op == OP_amax ? CG_MAX : CG_MIN;
     if (L->dom[L->r - 1] == 0 && (r == CG_MAX || r == CG_MIN))
         return fail(L, "%s of an empty row (the eager kernel reports it)", ir_ops[n->op].name);
     return cg_add_reduce(&L->out->k, r, x);

@@ -96,16 +96,17 @@ static ncls classify_reduce(const ir_node *n, char *why, size_t nw)
 {
     bool anyall = n->op == OP_any || n->op == OP_all;   /* amax/amin of x as bool */
     if (!anyall && n->op != OP_sum && n->op != OP_prod && n->op != OP_amax && n->op != OP_amin &&
-        n->op != OP_var) {
+        n->op != OP_var && n->op != OP_xor_sum) {
         snprintf(why, nw, "reduction kind without a kernel lowering (eager call)");
         return C_OTHER;
     }
     /* floats reduce in their own dtype; integers and bools as torch does:
-     * sum and prod in i64, amax and amin in the element type */
+     * sum and prod in i64, amax, amin and xor_sum in the element type */
     tj_dtype in = n->in[0]->type.dtype, out = n->type.dtype;
     bool fl = ir_dtype_is_float(in);
     if (!anyall &&
-        (fl ? out != in : n->op == OP_var || out != (n->op == OP_sum || n->op == OP_prod ? TJ_I64 : in))) {
+        (fl ? out != in || n->op == OP_xor_sum
+            : n->op == OP_var || out != (n->op == OP_sum || n->op == OP_prod ? TJ_I64 : in))) {
         snprintf(why, nw, "%s from %s to %s runs eagerly", ir_ops[n->op].name, tj_dtype_name(in),
                  tj_dtype_name(out));
         return C_OTHER;

@@ -424,19 +424,20 @@ static tj_tensor *model_reduce_int(void *ctx, tj_tensor *const *a, int n)
     case 2: return tj_amin(a[0], dims, r->ndims, r->keep);
     case 3: return tj_prod(a[0], dims, r->ndims, r->keep);
     case 4: return tj_any(a[0], dims, r->ndims, r->keep);
-    default: return tj_all(a[0], dims, r->ndims, r->keep);
+    case 5: return tj_all(a[0], dims, r->ndims, r->keep);
+    default: return tj_xor_sum(a[0], dims, r->ndims, r->keep);
     }
 }
 
 /* Integer and bool reductions compile to one kernel: sum and prod in i64
  * (i8's whole range, so sums of i8 exceed i8; prods wrap as the eager loop's
- * do), amax and amin in the element type, signed or unsigned; any and all of
+ * do), amax, amin and xor_sum in the element type, signed or unsigned; any and all of
  * every dtype (floats with NaN, inf and zeros among their values). Exact. */
 static void test_reductions_int(void **state)
 {
     const tj_dtype dts[] = {TJ_I64, TJ_I32, TJ_I16, TJ_I8, TJ_U8, TJ_BOOL, TJ_F32, TJ_F64};
     for (size_t d = 0; d < sizeof dts / sizeof *dts; d++)
-        for (int kind = ir_dtype_is_float(dts[d]) ? 4 : 0; kind < 6; kind++)
+        for (int kind = ir_dtype_is_float(dts[d]) ? 4 : 0; kind < (ir_dtype_is_float(dts[d]) ? 6 : 7); kind++)
             for (int nd = 1; nd <= 2; nd++) {
                 tj_scope_begin();
                 redctx r = {kind, nd, nd == 2};

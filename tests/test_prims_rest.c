@@ -105,6 +105,11 @@ static void test_xor_sum_compiled(void **state)
         /* (4^5^6^7) * 2 = 0, (12^20^36^68) * 2 = 2 * 120 */
         tu_assert_close(got, vec(TJ_I64, 2, (double[]){0, 240}), 0, 0);
     }
+    char *why = tj_explain(c);   /* add, xor_sum and mul: one kernel */
+    assert_non_null(why);
+    if (!strstr(why, "1 kernel, 0 eager calls"))
+        fail_msg("xor_sum did not compile to one kernel:\n%s", why);
+    free(why);
     tj_compiled_free(c);
 }
 
