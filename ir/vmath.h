@@ -39,6 +39,10 @@
 #include <stdint.h>
 #include <string.h>
 
+/* Helpers that gcc would otherwise keep out of line where a loop calls them
+ * many times (a call in the loop stops its vectorization). */
+#define VM_FORCE_INLINE static inline __attribute__((always_inline))
+
 /* ---- bits ------------------------------------------------------------------ */
 static inline uint32_t vm_bits_f32(float x)
 {
@@ -819,28 +823,41 @@ static inline double vm_log_pow_f64(float x)
     return a != a ? a : y;
 }
 
-/* e^v rounded to float, v in double (for pow): v = n ln2 + r, degree-10 Taylor. */
-static inline float vm_exp_pow_f64(double v)
+/* e^x in double, vectorizable: x = n ln2 + r (|r| <= ln2/2, Cody-Waite), a
+ * degree-13 Taylor polynomial (2e-17 relative), 2^n from the exponent bits.
+ * x is clamped to [-708, 708] (callers round to float or handle the ends). */
+VM_FORCE_INLINE double vm_expd(double x)
 {
-    double vc = v > 90.0 ? 90.0 : v;
-    vc = vc < -104.0 ? -104.0 : vc;
-    double t = vc * 1.4426950408889634 + 6755399441055744.0;
+    double xc = x > 708.0 ? 708.0 : x;
+    xc = xc < -708.0 ? -708.0 : xc;
+    double t = xc * 1.4426950408889634 + 6755399441055744.0;
     double n = t - 6755399441055744.0;
     int64_t ni = (int64_t)(vm_bits_f64(t) - 0x4338000000000000ull);
-    double r = vc - n * 6.93147180369123816490e-01;
+    double r = xc - n * 6.93147180369123816490e-01;
     r = r - n * 1.90821492927058770002e-10;
-    double p = 1.0 / 3628800;
-    p = fma(p, r, 1.0 / 362880);
-    p = fma(p, r, 1.0 / 40320);
-    p = fma(p, r, 1.0 / 5040);
-    p = fma(p, r, 1.0 / 720);
-    p = fma(p, r, 1.0 / 120);
-    p = fma(p, r, 1.0 / 24);
-    p = fma(p, r, 1.0 / 6);
+    double p = 1.0 / 6227020800.0;
+    p = fma(p, r, 1.0 / 479001600.0);
+    p = fma(p, r, 1.0 / 39916800.0);
+    p = fma(p, r, 1.0 / 3628800.0);
+    p = fma(p, r, 1.0 / 362880.0);
+    p = fma(p, r, 1.0 / 40320.0);
+    p = fma(p, r, 1.0 / 5040.0);
+    p = fma(p, r, 1.0 / 720.0);
+    p = fma(p, r, 1.0 / 120.0);
+    p = fma(p, r, 1.0 / 24.0);
+    p = fma(p, r, 1.0 / 6.0);
     p = fma(p, r, 0.5);
     p = fma(p, r, 1.0);
     p = fma(p, r, 1.0);
-    return (float)(p * vm_pow2i_f64(ni));
+    return x != x ? x : p * vm_pow2i_f64(ni);
+}
+
+/* e^v rounded to float, v in double (for pow): vm_expd on v clamped to
+ * where a float result is finite or subnormal. */
+static inline float vm_exp_pow_f64(double v)
+{
+    double vc = v > 90.0 ? 90.0 : v;
+    return (float)vm_expd(vc < -104.0 ? -104.0 : vc);
 }
 
 /* 1 when y is an integer, 2 when it is an odd one, from its bits (integer

@@ -8,10 +8,6 @@
 #ifndef TJ_VMATH_PRIMS_H
 #define TJ_VMATH_PRIMS_H
 
-/* Helpers that gcc would otherwise keep out of line where a loop calls them
- * many times (a call in the loop stops its vectorization). */
-#define VM_FORCE_INLINE static inline __attribute__((always_inline))
-
 /* ---- sign bits and neighbours (exact) ------------------------------------------------- */
 static inline int vm_signbit_f32(float x) { return (int)(vm_bits_f32(x) >> 31); }
 static inline int vm_signbit_f64(double x) { return (int)(vm_bits_f64(x) >> 63); }

@@ -18,35 +18,6 @@
 #define TJ_VMATH_SPECIAL_H
 
 /* ---- double helpers ---------------------------------------------------------------------- */
-/* e^x in double, vectorizable: x = n ln2 + r (|r| <= ln2/2, Cody-Waite), a
- * degree-13 Taylor polynomial (2e-17 relative), 2^n from the exponent bits.
- * x is clamped to [-708, 708] (callers round to float or handle the ends). */
-VM_FORCE_INLINE double vm_expd(double x)
-{
-    double xc = x > 708.0 ? 708.0 : x;
-    xc = xc < -708.0 ? -708.0 : xc;
-    double t = xc * 1.4426950408889634 + 6755399441055744.0;
-    double n = t - 6755399441055744.0;
-    int64_t ni = (int64_t)(vm_bits_f64(t) - 0x4338000000000000ull);
-    double r = xc - n * 6.93147180369123816490e-01;
-    r = r - n * 1.90821492927058770002e-10;
-    double p = 1.0 / 6227020800.0;
-    p = fma(p, r, 1.0 / 479001600.0);
-    p = fma(p, r, 1.0 / 39916800.0);
-    p = fma(p, r, 1.0 / 3628800.0);
-    p = fma(p, r, 1.0 / 362880.0);
-    p = fma(p, r, 1.0 / 40320.0);
-    p = fma(p, r, 1.0 / 5040.0);
-    p = fma(p, r, 1.0 / 720.0);
-    p = fma(p, r, 1.0 / 120.0);
-    p = fma(p, r, 1.0 / 24.0);
-    p = fma(p, r, 1.0 / 6.0);
-    p = fma(p, r, 0.5);
-    p = fma(p, r, 1.0);
-    p = fma(p, r, 1.0);
-    return x != x ? x : p * vm_pow2i_f64(ni);
-}
-
 /* Cephes chbevl: sum' c[i] T_i(x/2), c[0] the highest order. */
 VM_FORCE_INLINE double vm_chbevl(double x, const double *c, int n)
 {
