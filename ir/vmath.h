@@ -595,13 +595,9 @@ static inline void vm_square2_f32(float x, float *h, float *l)
     *l = fmaf(x, x, -*h);
 }
 
-/* erfc(a) for a in [1/2, inf), given a^2 = sh + sl exactly: e^(-a^2) g(t) / (1 + 2a)
- * with t = (a-2)/(a+2) (Shepherd & Laframboise's form; g fit here to relative
- * 2^-26). The exact a^2 keeps e^(-a^2) at full precision up to the underflow. */
-static inline float vm_erfc_core_f32(float a, float sh, float sl)
+/* g(t) of erfc's form e^(-a^2) g(t) / (1 + 2a), t = (a-2)/(a+2) (below; also erfcx's). */
+static inline float vm_erfc_g_f32(float t)
 {
-    a = a > 10.5f ? 10.5f : a;
-    float t = (a - 2.0f) / (a + 2.0f);
     float g = -2.276376617e-04f;
     g = fmaf(g, t, -1.265981584e-03f);
     g = fmaf(g, t, 1.148580108e-03f);
@@ -612,6 +608,17 @@ static inline float vm_erfc_core_f32(float a, float sh, float sl)
     g = fmaf(g, t, -1.660308242e-01f);
     g = fmaf(g, t, -9.276376665e-02f);
     g = fmaf(g, t, 1.276978374e+00f);
+    return g;
+}
+
+/* erfc(a) for a in [1/2, inf), given a^2 = sh + sl exactly: e^(-a^2) g(t) / (1 + 2a)
+ * with t = (a-2)/(a+2) (Shepherd & Laframboise's form; g fit here to relative
+ * 2^-26). The exact a^2 keeps e^(-a^2) at full precision up to the underflow. */
+static inline float vm_erfc_core_f32(float a, float sh, float sl)
+{
+    a = a > 10.5f ? 10.5f : a;
+    float t = (a - 2.0f) / (a + 2.0f);
+    float g = vm_erfc_g_f32(t);
     float e = vm_exp_f32(-sh) * (1.0f - sl);
     e = sh > 112.0f ? 0.0f : e;             /* also a = inf, where sl is NaN */
     return e * g / (1.0f + 2.0f * a);

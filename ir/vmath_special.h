@@ -279,16 +279,7 @@ VM_FORCE_INLINE float vm_erfcx_f32(float x)
     float a = vm_abs_f32(x);
     float ac = a > 10.0f ? 10.0f : a;
     float t = (ac - 2.0f) / (ac + 2.0f);
-    float g = -2.276376617e-04f;
-    g = fmaf(g, t, -1.265981584e-03f);
-    g = fmaf(g, t, 1.148580108e-03f);
-    g = fmaf(g, t, 8.659420535e-03f);
-    g = fmaf(g, t, -8.006330580e-03f);
-    g = fmaf(g, t, -5.421130359e-02f);
-    g = fmaf(g, t, 1.640488207e-01f);
-    g = fmaf(g, t, -1.660308242e-01f);
-    g = fmaf(g, t, -9.276376665e-02f);
-    g = fmaf(g, t, 1.276978374e+00f);
+    float g = vm_erfc_g_f32(t);
     float big = g / (1.0f + 2.0f * ac);
     double ad = a >= 10.0f ? (double)a : 10.0;
     big = a >= 10.0f ? (float)vm_erfcx_asym_d(ad) : big;
