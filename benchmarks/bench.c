@@ -305,7 +305,8 @@ int bench_first_call_child(const bench_case *c)
         tj_scope_begin();
         t[k] = now_ms();
         if (k == 0)
-            comp = tj_compile(c->run, &a, &(tj_compile_options){.name = c->name});
+            comp = tj_compile(c->run, &a, &(tj_compile_options){.name = c->name,
+                                                                 .quantize_dynamic = bench_int8(c)});
         ok = comp && tj_call(comp, a.t, a.ninputs);
         t[k + 1] = now_ms();
         tj_scope_end();
@@ -510,10 +511,11 @@ static void run_eager(const bench_case *c, bench_args *a, const bench_opts *o, F
 static void run_compiled(const bench_case *c, bench_args *a, const bench_opts *o, FILE *progress,
                          tj_tensor *const *snap, tj_tensor *ye, bench_result *r)
 {
+    bool int8 = o->int8 || bench_int8(c);
     tj_compiled *comp = tj_compile(c->run, a, &(tj_compile_options){.name = c->name,
                                                                     .freeze = o->freeze,
                                                                     .autotune = o->autotune,
-                                                                    .quantize_dynamic = o->int8});
+                                                                    .quantize_dynamic = int8});
     if (!comp) {
         fail(r, "tj_compile", tj_last_error());
         return;
@@ -524,7 +526,7 @@ static void run_compiled(const bench_case *c, bench_args *a, const bench_opts *o
     bench_restore(a, snap);
     if (checked_call(&f, a, &r->compiled.first_ms, NULL, &yc, r) == 0 &&
         max_abs_diff(ye, yc,
-                     o->int8 ? BENCH_TOLERANCE_INT8
+                     int8 ? BENCH_TOLERANCE_INT8
                              : bench_tolerance(c) > 0 ? bench_tolerance(c) : BENCH_TOLERANCE,
                      &r->max_abs_diff, r) == 0 &&
         checked_call(&f, a, &ms, &r->compiled.peak_bytes, NULL, r) == 0) {

@@ -29,11 +29,6 @@ typedef struct bench_opts {
 
 typedef enum { BENCH_OK, BENCH_FAILED, BENCH_SKIPPED } bench_status;
 
-/* Compiled and eager results differ by more than this times max(1, max|eager|):
- * the case fails. */
-#define BENCH_TOLERANCE 1e-4
-#define BENCH_TOLERANCE_INT8 5e-2
-
 /* Timings of one path (eager or compiled). */
 typedef struct bench_timing {
     bool done;              /* measured */

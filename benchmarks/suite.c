@@ -1,7 +1,7 @@
 /* suite.c - the cases of the benchmark suite (see suite.h and
  * shared/bench/SUITE.md): setup, model and teardown of P1-P7, written over
  * the public API the way a user would write them. All float32 but the bf16
- * variants B1 and B4. P9 and P10 are ours: small ops and small GEMMs, and the
+ * variants B1 and B4, the autocast variants A4 and A6 and the int8 Q4. P9 and P10 are ours: small ops and small GEMMs, and the
  * per-call overhead. */
 #include <math.h>
 #include <strings.h>
@@ -315,19 +315,57 @@ static tj_tensor *b4_run(void *ctx, tj_tensor *const *in, int n)
     return tj_cast(p4_run(ctx, in, n), TJ_F32);
 }
 
-/* bf16 results: eager and compiled differ by a bf16 ulp (2^-8 relative)
- * where their f32 sums, in another order, round to either side */
+/* ---- low precision as PyTorch users get it ----------------------------------
+ * A4, A6 = P4, P6 with f32 weights under tj_autocast(TJ_BF16) (PyTorch:
+ * torch.autocast("cpu", torch.bfloat16)): linear and conv2d run in bf16, the
+ * norms in f32. Q4 = P4 compiled with quantize_dynamic (int8 weights per
+ * channel, rows quantized per call; PyTorch: torch.ao's quantize_dynamic);
+ * its eager column is P4's f32 eager. */
+static tj_tensor *autocast_bf16(bench_model_fn run, void *ctx, tj_tensor *const *in, int n)
+{
+    tj_tensor *y = tj_autocast(TJ_BF16) == 0 ? run(ctx, in, n) : NULL;
+    tj_autocast_end();
+    return tj_cast(y, TJ_F32);
+}
+
+static tj_tensor *a4_run(void *ctx, tj_tensor *const *in, int n)
+{
+    return autocast_bf16(p4_run, ctx, in, n);
+}
+
+static tj_tensor *a6_run(void *ctx, tj_tensor *const *in, int n)
+{
+    return autocast_bf16(p6_run, ctx, in, n);
+}
+
+/* What a case's compiled result may differ from its eager one by, and how it
+ * compiles. bf16: eager and compiled differ by a bf16 ulp (2^-8 relative)
+ * where their f32 sums, in another order, round to either side. */
 static const struct {
     const char *id;
     double tol;
-} tolerances[] = {{"B1", 1e-2}, {"B4", 3e-2}};
+    bool int8;
+} case_options[] = {{"B1", 1e-2, false}, {"B4", 3e-2, false}, {"A4", 3e-2, false},
+                    {"A6", 3e-2, false}, {"Q4", BENCH_TOLERANCE_INT8, true}};
+
+static int case_option(const bench_case *c)
+{
+    for (int k = 0; k < (int)(sizeof case_options / sizeof *case_options); k++)
+        if (!strcasecmp(c->id, case_options[k].id))
+            return k;
+    return -1;
+}
 
 double bench_tolerance(const bench_case *c)
 {
-    for (size_t k = 0; k < sizeof tolerances / sizeof *tolerances; k++)
-        if (!strcasecmp(c->id, tolerances[k].id))
-            return tolerances[k].tol;
-    return 0;
+    int k = case_option(c);
+    return k < 0 ? 0 : case_options[k].tol;
+}
+
+bool bench_int8(const bench_case *c)
+{
+    int k = case_option(c);
+    return k >= 0 && case_options[k].int8;
 }
 
 /* ---- P9 rnn: an unrolled LSTM (many small ops and small GEMMs) -------------
@@ -406,6 +444,12 @@ const bench_case bench_cases[] = {
      NULL},
     {"B4", "mlp_bf16", "P4 in bf16: x bf16[256,1024], bf16 weights", b4_setup, b4_run, teardown,
      NULL, false, NULL},
+    {"A4", "mlp_autocast", "P4 under autocast(bf16): linears in bf16, layer_norm in f32",
+     p4_setup, a4_run, teardown, NULL, false, NULL},
+    {"A6", "conv_autocast", "P6 under autocast(bf16): convolutions in bf16, batch norms in f32",
+     p6_setup, a6_run, teardown, NULL, false, NULL},
+    {"Q4", "mlp_int8", "P4 compiled with quantize_dynamic (int8 weights, rows quantized per call)",
+     p4_setup, p4_run, teardown, NULL, false, NULL},
 };
 const int bench_ncases = (int)(sizeof bench_cases / sizeof *bench_cases);
 

@@ -55,10 +55,17 @@ typedef struct bench_case {
 extern const bench_case bench_cases[];
 extern const int bench_ncases;
 
+/* Compiled and eager results differ by more than this times max(1, max|eager|):
+ * the case fails. */
+#define BENCH_TOLERANCE 1e-4
+#define BENCH_TOLERANCE_INT8 5e-2
+
 /* What c's compiled result may differ from eager by: max |diff| /
- * max(1, |eager|); 0 for the default, BENCH_TOLERANCE (the bf16 cases, whose
- * results round to bf16, allow more). */
+ * max(1, |eager|); 0 for the default, BENCH_TOLERANCE (the bf16 and int8
+ * cases, whose results round to bf16 or are quantized, allow more). */
 double bench_tolerance(const bench_case *c);
+/* Whether c compiles with tj_compile_options.quantize_dynamic (Q4). */
+bool bench_int8(const bench_case *c);
 
 /* A training case's weights (args->t[ninputs..n)) copied into snap[ninputs..n)
  * (kept, caller releases), and copied back with their gradients zeroed, so

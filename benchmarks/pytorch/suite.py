@@ -7,7 +7,9 @@ and benchmarks/bench.c: inputs random normal from a fixed seed, weights random
 normal scaled by 1/sqrt(fan_in); a first call (its resident-memory growth is
 the peak), a warm-up, then iterations until both --iters and --min-time are
 reached; the median is the result. P1-P6 run under torch.inference_mode();
-P7 and P8 are full training steps with autograd (P8 with Adam).
+P7 and P8 are full training steps with autograd (P8 with Adam). B1 and B4 are
+P1 and P4 on bf16 tensors, A4 and A6 P4 and P6 under torch.autocast("cpu",
+bf16), Q4 P4 with torch.ao's quantize_dynamic (int8 linears).
 
     /usr/bin/python3 benchmarks/pytorch/suite.py [CASE...] [--json] [--threads N]
         [--iters N] [--min-time S] [--check DIR] [--torchscript]
@@ -151,25 +153,94 @@ def build_cases(torch):
               weight((512,), 512), weight((10, 512), 512), weight((10,), 512)]
         return [x, labels] + [w.requires_grad_() for w in ws]
 
+    def p1_setup():
+        return [randn(4194304)]
+
+    def p4_setup():
+        return [randn(256, 1024), weight((2048, 1024), 1024), weight((2048,), 1024),
+                weight((1024, 2048), 2048), weight((1024,), 2048), weight((1024,), 1),
+                weight((1024,), 1)]
+
+    def p6_setup():
+        return [randn(8, 64, 56, 56)] + conv_bn_weights() + conv_bn_weights()
+
+    # Low precision, as tjit's B1/B4 (bf16 tensors), A4/A6 (autocast) and Q4
+    # (int8 dynamic quantization); results in f32, as tjit's cases return them.
+    def bf16(setup):
+        return lambda: [t.bfloat16() for t in setup()]
+
+    def as_f32(model):
+        return lambda *a: model(*a).float()
+
+    def autocast(model):
+        def run(*a):
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                return model(*a).float()
+        return run
+
+    class DynamicInt8:
+        """P4 with its two linears through torch.ao's quantize_dynamic (int8
+        weights per channel as tjit's quantize_dynamic, made on the first call
+        for a weight set, as tjit makes them when it compiles)."""
+
+        def __init__(self):
+            self.made = {}
+
+        def linears(self, *wb):
+            key = id(wb[0])
+            if key not in self.made:
+                mods = []
+                for w, b in zip(wb[0::2], wb[1::2]):
+                    lin = torch.nn.Linear(w.shape[1], w.shape[0])
+                    with torch.no_grad():
+                        lin.weight.copy_(w)
+                        lin.bias.copy_(b)
+                    mods.append(torch.ao.quantization.quantize_dynamic(
+                        torch.nn.Sequential(lin), {torch.nn.Linear}, dtype=torch.qint8))
+                self.made[key] = mods
+            return self.made[key]
+
+        def __call__(self, x, w1, b1, w2, b2, lw, lb):
+            l1, l2 = self.linears(w1, b1, w2, b2)
+            y = l2(F.gelu(l1(x), approximate="tanh")) + x
+            return F.layer_norm(y, (y.shape[-1],), lw, lb, 1e-5)
+
+        def module(self, x, w1, b1, w2, b2, lw, lb):
+            """The same as a module for TorchScript (its linears its submodules)."""
+            outer = self
+
+            class Q4(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.l1, self.l2 = outer.linears(w1, b1, w2, b2)
+                    self.register_buffer("lw", lw)
+                    self.register_buffer("lb", lb)
+
+                def forward(self, x):
+                    y = self.l2(F.gelu(self.l1(x), approximate="tanh")) + x
+                    return F.layer_norm(y, (y.shape[-1],), self.lw, self.lb, 1e-5)
+            return Q4()
+
     # (id, name, setup, model, inputs): setup's first `inputs` values are the
     # inputs, the rest weights; a training model is a TrainStep.
     return [
-        ("P1", "pointwise", lambda: [randn(4194304)], p1, 1),
+        ("P1", "pointwise", p1_setup, p1, 1),
         ("P2", "softmax", lambda: [randn(2048, 1024)], p2, 1),
         ("P3", "layernorm", lambda: [randn(4096, 1024), weight((1024,), 1),
                                      weight((1024,), 1)], p3, 1),
-        ("P4", "mlp", lambda: [randn(256, 1024), weight((2048, 1024), 1024),
-                               weight((2048,), 1024), weight((1024, 2048), 2048),
-                               weight((1024,), 2048), weight((1024,), 1),
-                               weight((1024,), 1)], p4, 1),
+        ("P4", "mlp", p4_setup, p4, 1),
         ("P5", "attention", lambda: [randn(4, 8, 256, 64) for _ in range(3)], p5, 3),
-        ("P6", "conv", lambda: [randn(8, 64, 56, 56)] + conv_bn_weights() + conv_bn_weights(),
-         p6, 1),
+        ("P6", "conv", p6_setup, p6, 1),
         ("P7", "train_mlp", p7_setup, TrainStep(torch, p7_loss, "sgd"), 2),
         ("P8", "train_block", p8_setup, TrainStep(torch, p8_loss, "adam"), 2),
         ("P9", "rnn", lambda: [randn(8, 64, 256), weight((1024, 256), 256), weight((1024,), 256),
                                weight((1024, 256), 256), weight((1024,), 256)], p9, 1),
         ("P10", "small", lambda: [randn(256)], p10, 1),
+        ("B1", "pointwise_bf16", bf16(p1_setup), as_f32(p1), 1),
+        ("B4", "mlp_bf16", bf16(p4_setup), as_f32(p4), 1),
+        ("A4", "mlp_autocast", p4_setup, autocast(p4), 1),
+        ("A6", "conv_autocast", p6_setup, autocast(p6), 1),
+        ("Q4", "mlp_int8", p4_setup, DynamicInt8(), 1),
     ]
 
 
@@ -219,7 +290,8 @@ def torchscript(torch, model, args, ninputs):
         def forward(self, *xs):
             return model(*xs, *[getattr(self, f"w{i}") for i in range(len(args) - ninputs)])
 
-    traced = torch.jit.trace(Frozen().eval(), tuple(args[:ninputs]))
+    module = model.module(*args) if hasattr(model, "module") else Frozen()
+    traced = torch.jit.trace(module.eval(), tuple(args[:ninputs]))
     ts = torch.jit.optimize_for_inference(torch.jit.freeze(traced))
     return lambda *a: ts(*a[:ninputs])
 
@@ -277,11 +349,16 @@ def load_tjit_case(torch, check_dir, cid):
     path = lambda tail: os.path.join(check_dir, f"{cid}.{tail}.npy")
     if not os.path.exists(path("out")):
         return None
+    def load(tail):   # tjit saves bf16 as its raw bits ('<u2', runtime/npy.c)
+        a = np.load(path(tail))
+        if a.dtype == np.uint16:
+            return torch.from_numpy((a.astype(np.uint32) << 16).view(np.float32)).bfloat16()
+        return torch.from_numpy(a)
     args, k = [], 0
     while os.path.exists(path(f"arg{k}")):
-        args.append(torch.from_numpy(np.load(path(f"arg{k}"))))
+        args.append(load(f"arg{k}"))
         k += 1
-    return args, torch.from_numpy(np.load(path("out")))
+    return args, load("out")
 
 
 def run_case(torch, case, opts):
