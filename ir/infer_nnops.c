@@ -110,17 +110,27 @@ int ir_infer_avg_pool1d(IR_INFER_ARGS)
     return pool1d(op, OP_avg_pool2d, in, a, out, err, nerr);
 }
 
+/* What pixel_shuffle and pixel_unshuffle both check: x is [..., C, H, W], the
+ * factor r (named what) is positive, and the decomposition's view of x with
+ * two more dims fits. */
+static int pixel_check(const ir_type *x, int64_t r, const char *what, char *err, size_t nerr)
+{
+    if (x->ndim < 3)
+        return ir_fail(err, nerr, "input must have at least 3 dims [..., C, H, W], got %d", x->ndim);
+    if (r < 1)
+        return ir_fail(err, nerr, "%s %lld must be positive", what, (long long)r);
+    if (x->ndim + 2 > TJ_MAX_DIMS)   /* the decomposition views it with 2 more */
+        return ir_fail(err, nerr, "input has more than %d dims", TJ_MAX_DIMS - 2);
+    return 0;
+}
+
 int ir_infer_pixel_shuffle(IR_INFER_ARGS)
 {
     (void)op, (void)nin;
     const ir_type *x = in[0];
     int64_t r = a->a[0].i[0];
-    if (x->ndim < 3)
-        return ir_fail(err, nerr, "input must have at least 3 dims [..., C, H, W], got %d", x->ndim);
-    if (r < 1)
-        return ir_fail(err, nerr, "upscale_factor %lld must be positive", (long long)r);
-    if (x->ndim + 2 > TJ_MAX_DIMS)   /* the decomposition views it with 2 more */
-        return ir_fail(err, nerr, "input has more than %d dims", TJ_MAX_DIMS - 2);
+    if (pixel_check(x, r, "upscale_factor", err, nerr) != 0)
+        return -1;
     int64_t c = x->shape[x->ndim - 3];
     if (c < 0 || c % (r * r))
         return ir_fail(err, nerr, "channels %s are not divisible by upscale_factor^2 = %lld",
@@ -137,12 +147,8 @@ int ir_infer_pixel_unshuffle(IR_INFER_ARGS)
     (void)op, (void)nin;
     const ir_type *x = in[0];
     int64_t r = a->a[0].i[0];
-    if (x->ndim < 3)
-        return ir_fail(err, nerr, "input must have at least 3 dims [..., C, H, W], got %d", x->ndim);
-    if (r < 1)
-        return ir_fail(err, nerr, "downscale_factor %lld must be positive", (long long)r);
-    if (x->ndim + 2 > TJ_MAX_DIMS)   /* the decomposition views it with 2 more */
-        return ir_fail(err, nerr, "input has more than %d dims", TJ_MAX_DIMS - 2);
+    if (pixel_check(x, r, "downscale_factor", err, nerr) != 0)
+        return -1;
     for (int d = x->ndim - 2; d < x->ndim; d++)
         if (x->shape[d] < 0 || x->shape[d] % r)
             return ir_fail(err, nerr, "spatial size %s is not divisible by downscale_factor %lld",
