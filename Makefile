@@ -421,9 +421,13 @@ check-install: all
 # ---- GEMM kernels (runtime/gemm*.c) ------------------------------------------
 # GFLOP/s of tjit's own GEMMs (f32, bf16, u8s8) against OpenBLAS's sgemm:
 # make gemm-bench GEMM_ARGS="--threads 1 --cpu-time 2048x2048x2048"
-.PHONY: gemm-bench
+.PHONY: gemm-bench gemm-compare
 $(BUILD)/gemm_bench: tests/gemm_bench.c $(BUILD)/libtjit.a
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -Iinclude -DTJ_NO_CALLSITE $< -o $@ \
 	    $(BUILD)/libtjit.a $(LDLIBS)
 gemm-bench: $(BUILD)/gemm_bench
 	$(BUILD)/gemm_bench $(GEMM_ARGS)
+# tjit's GEMMs, then PyTorch's f32, bf16 and int8-dynamic rates on the same shapes
+gemm-compare: $(BUILD)/gemm_bench
+	$(BUILD)/gemm_bench $(GEMM_ARGS)
+	/usr/bin/python3 benchmarks/pytorch/gemm.py $(GEMM_ARGS)
