@@ -214,7 +214,9 @@ static float act1(tjg_act act, float x)
     return x;
 }
 
-#define TJG_CLONES __attribute__((target_clones("arch=x86-64-v4", "default")))
+/* The epilogue, activations and row quantizer: AVX-512, AVX2 (+ FMA) or SSE2. */
+#define TJG_CLONES \
+    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 
 #define ACT_LOOP(F)                                                                       \
     for (int64_t j = 0; j < n; j++)                                                       \
@@ -246,7 +248,7 @@ typedef struct gemm_call {
     tjg_epilogue e;
     tjg_prologue pro;
     bool has_pro, in_place;      /* in_place: sums go to C (f32) itself */
-    tjg_ukernel uk;
+    tjg_kernel kern;
     int64_t nc, nbi, nbj;        /* columns per task, task grid */
 } gemm_call;
 
@@ -356,8 +358,8 @@ static void uk_generic(tjg_type t, int64_t kg, const uint32_t *a, const uint32_t
 static void run_uk(const gemm_call *g, int64_t kg, const uint32_t *a, const uint32_t *b, void *c,
                    int64_t ldc, bool acc)
 {
-    if (g->uk)
-        g->uk(kg, a, b, c, ldc, acc);
+    if (g->kern.uk)
+        g->kern.uk(kg, a, b, c, ldc, acc);
     else
         uk_generic(g->b->type, kg, a, b, c, ldc, acc);
 }
@@ -422,7 +424,7 @@ static bool epi_trivial(const gemm_call *g)
 /* ---- tasks ---------------------------------------------------------------------------------- */
 
 typedef struct scratch {
-    uint32_t *a;     /* MC x KCG groups */
+    uint32_t *a;     /* MC x KCG groups (x 2 when the kernel splits them) */
     uint32_t *t;     /* MC x nc sums (not in place) */
     float *v;        /* one row for the epilogue */
     uint32_t *tile;  /* MR x NR edge tile */
@@ -432,7 +434,7 @@ typedef struct scratch {
 
 static int scratch_get(const gemm_call *g, scratch *s)
 {
-    size_t sa = (size_t)MC * KCG * 4, st = g->in_place ? 0 : (size_t)MC * g->nc * 4,
+    size_t sa = (size_t)MC * KCG * 4 * (g->kern.split_a ? 3 : 1), st = g->in_place ? 0 : (size_t)MC * g->nc * 4,
            sv = (size_t)g->nc * 4 + 64, stile = (size_t)TJG_MR * TJG_NR * 4;
     s->bytes = sa + st + sv + stile;
     if (!(s->base = rt_alloc(s->bytes)))
@@ -453,14 +455,20 @@ static void task(const gemm_call *g, scratch *s, int64_t bi, int64_t bj)
     for (int64_t kg0 = 0; kg0 < kgt || kg0 == 0; kg0 += KCG) {
         int64_t nkg = kgt - kg0 < KCG ? kgt - kg0 : KCG;
         bool acc = kg0 > 0 || (g->in_place && g->e.accumulate);
+        /* a kernel that reads A split: packed into the last third of
+         * s->a, split into the first two */
+        int wide = g->kern.split_a ? 2 : 1;
+        uint32_t *packed = s->a + (wide - 1) * 2 * MC * KCG;
         if (nkg > 0)
-            pack_a(g, s->a, i0, mc, kg0, nkg);
+            pack_a(g, packed, i0, mc, kg0, nkg);
+        if (nkg > 0 && wide == 2)
+            g->kern.split_a(cdiv(mc, TJG_MR) * nkg, packed, s->a);
         for (int64_t jp = 0; jp < nj; jp += TJG_NR) {
             const uint32_t *bp = (const uint32_t *)b->data +
                                  ((j0 + jp) / TJG_NR * kgt + kg0) * TJG_NR;
             int64_t cols = nj - jp < TJG_NR ? nj - jp : TJG_NR;
             for (int64_t ir = 0; ir < mc; ir += TJG_MR) {
-                const uint32_t *ap = s->a + ir / TJG_MR * nkg * TJG_MR;
+                const uint32_t *ap = s->a + ir / TJG_MR * nkg * TJG_MR * wide;
                 int64_t rows = mc - ir < TJG_MR ? mc - ir : TJG_MR;
                 if (!g->in_place) {
                     run_uk(g, nkg, ap, bp, s->t + ir * g->nc + jp, g->nc, acc);
@@ -514,7 +522,7 @@ static int run(gemm_call *g)
 {
     if (g->m == 0 || g->n == 0)
         return 0;
-    g->uk = tjg_ukernel_x86(g->b->type, tjg_isa_current());
+    g->kern = tjg_kernel_x86(g->b->type, tjg_isa_current());
     g->nbi = cdiv(g->m, MC);
     int th = rt_threads();
     int64_t panels = cdiv(g->n, TJG_NR), per = NC_MAX / TJG_NR;
