@@ -27,7 +27,7 @@
 #define AVX2 __attribute__((target("avx2,fma")))
 #define AVX2_INLINE __attribute__((target("avx2,fma"), always_inline)) static inline
 
-enum { K_F32, K_BF16, K_S8, ROWS = 6 };
+enum { K_F32, K_BF16, K_S8, ROWS = 6, B_AHEAD = 8 };
 
 /* Half h of each group in v: bf16 as f32 (element k, then k + 1); int8 as
  * s16 pairs (bytes 0 and 2, then 1 and 3), B's sign-extended. */
@@ -73,6 +73,10 @@ AVX2_INLINE void sub_tile(int kind, int64_t kg, const float *a, const int32_t *b
         _mm256_setzero_ps();
     const int halves = kind == K_F32 ? 1 : 2;
     for (int64_t p = 0; p < kg; p++, b += TJG_NR) {
+        /* both cache lines of a group, B_AHEAD groups ahead: a panel's
+         * first sliver reads it from memory (+10% on 96x2048x1024) */
+        _mm_prefetch((const char *)(b + B_AHEAD * TJG_NR), _MM_HINT_T0);
+        _mm_prefetch((const char *)(b + B_AHEAD * TJG_NR + 16), _MM_HINT_T0);
         _Pragma("GCC unroll 2") for (int h = 0; h < halves; h++)
         {
             __m256i v0 = _mm256_loadu_si256((const __m256i *)b);
