@@ -567,7 +567,8 @@ static void test_bf16_tensors(void **state)
 }
 
 /* A frozen compiled model (tj_compile_options.freeze) keeps its weights
- * packed: results equal eager ones, the packed copy exists after the call,
+ * packed where tjit's GEMM runs them (f32: AVX-512, or autotune; see
+ * below): results equal eager ones, the packed copy exists after the call,
  * an in-place update of the weight (tj_copy_) is seen by the next call, and
  * tj_alloc_trim drops the copies. Autotune gives the same results;
  * quantize_dynamic (int8 weights kept) is within its quantization error. Without
@@ -607,7 +608,12 @@ static void frozen_case(bool freeze, bool autotune, bool int8)
         /* int8: the quantization error, about 1% of the largest output here
          * (u8 rows and s8 columns, 192 products per sum) */
         max_diff_le(got, want, int8 ? 0.02 * tj_item(tj_amax(want, NULL, 0, false)) : 1e-4);
-        if (freeze || int8)
+        /* f32 weights are packed where tjit's GEMM beats OpenBLAS: with
+         * AVX-512 at this shape; with AVX2 alone OpenBLAS measured ahead
+         * (runtime/k_matmul.c, docs/perf.md), so only autotune packs them */
+        bool packs = int8 || (freeze && (autotune ? tjg_isa_current() >= TJG_AVX2
+                                                  : tjg_isa_current() >= TJG_AVX512));
+        if (packs)
             assert_true(tjg_cache_bytes() >= (size_t)512 * 192 * (int8 ? 1 : 4));
         else
             assert_int_equal(tjg_cache_bytes(), 0);
