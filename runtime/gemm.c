@@ -95,6 +95,7 @@ static void pack_bf16_t_range(void *ctx, int64_t p0, int64_t p1)
 {
     const pack_t_job *t = ctx;
     int64_t k = t->k, kp2 = t->p->kp / 2, pairs = k / 2;
+    bool avx2 = tjg_isa_current() >= TJG_AVX2;   /* 8 x 8 transposes in registers */
     for (int64_t pi = p0; pi < p1; pi++) {
         int64_t j0 = pi * TJG_NR, nj = t->n - j0 < TJG_NR ? t->n - j0 : TJG_NR;
         uint32_t *pb = (uint32_t *)t->p->data + pi * kp2 * TJG_NR;
@@ -104,8 +105,12 @@ static void pack_bf16_t_range(void *ctx, int64_t p0, int64_t p1)
                 const uint16_t *row = t->b + (j0 + jj) * t->cs;
                 for (int64_t l = 0; l < PACK_T_PAIRS * 4 && q1 + l / 4 < pairs; l += 64)
                     __builtin_prefetch((const char *)(row + 2 * q1) + l);   /* the next block */
-                for (int64_t q = q0; q < q1; q++)
-                    memcpy(&pb[q * TJG_NR + jj], row + 2 * q, 4);
+                if (avx2 && jj % 8 == 0 && jj + 8 <= nj)   /* rows jj..jj+7 at once */
+                    tjg_transpose8_avx2(row + 2 * q0, t->cs * 2, q1 - q0, &pb[q0 * TJG_NR + jj],
+                                        TJG_NR);
+                else if (!avx2 || jj >= nj / 8 * 8)
+                    for (int64_t q = q0; q < q1; q++)
+                        memcpy(&pb[q * TJG_NR + jj], row + 2 * q, 4);
             }
         }
         if (k % 2)   /* the last k alone: its pair's second half stays 0 */

@@ -191,4 +191,8 @@ typedef struct tjg_kernel {
 tjg_kernel tjg_kernel_x86(tjg_type t, tjg_isa isa);
 /* The AVX2 + FMA kernels (gemm_avx2.c); NULL ones off x86-64. */
 tjg_kernel tjg_kernel_avx2(tjg_type t);
+/* With AVX2 (only where tjg_isa_current() >= TJG_AVX2): 8 rows of 32-bit
+ * units (row r at byte r * ldi of in, unaligned) transposed, units q < nq:
+ * out[q * ldo + r] = the unit at byte 4 * q of row r. */
+void tjg_transpose8_avx2(const void *in, int64_t ldi, int64_t nq, uint32_t *out, int64_t ldo);
 #endif

@@ -19,6 +19,8 @@
  * attribute, like gemm_x86.c: gemm.c calls these only when
  * tjg_isa_current() says so.
  */
+#include <string.h>
+
 #include "gemm.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -156,6 +158,43 @@ AVX2 static void split_s8(int64_t n, const uint32_t *a, uint32_t *out)
     split(K_S8, n, a, out);
 }
 
+/* 8 x 8 32-bit units: out[c * ldo + r] = in[r][c]. */
+AVX2_INLINE void t8x8(const __m256 in[8], uint32_t *out, int64_t ldo)
+{
+    __m256 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(in[i], in[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(in[i], in[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+    }
+    for (int i = 0; i < 4; i++) {
+        _mm256_storeu_ps((float *)(out + i * ldo), _mm256_permute2f128_ps(u[i], u[i + 4], 0x20));
+        _mm256_storeu_ps((float *)(out + (i + 4) * ldo),
+                         _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));
+    }
+}
+
+AVX2 void tjg_transpose8_avx2(const void *in, int64_t ldi, int64_t nq, uint32_t *out,
+                              int64_t ldo)
+{
+    const char *src = in;
+    int64_t q = 0;
+    for (; q + 8 <= nq; q += 8) {
+        __m256 v[8];
+        for (int r = 0; r < 8; r++)
+            v[r] = _mm256_loadu_ps((const float *)(src + r * ldi + 4 * q));
+        t8x8(v, out + q * ldo, ldo);
+    }
+    for (; q < nq; q++)
+        for (int r = 0; r < 8; r++)
+            memcpy(&out[q * ldo + r], src + r * ldi + 4 * q, 4);
+}
+
 tjg_kernel tjg_kernel_avx2(tjg_type t)
 {
     switch (t) {
@@ -171,5 +210,10 @@ tjg_kernel tjg_kernel_avx2(tjg_type t)
 {
     (void)t;
     return (tjg_kernel){NULL, NULL};
+}
+
+void tjg_transpose8_avx2(const void *in, int64_t ldi, int64_t nq, uint32_t *out, int64_t ldo)
+{
+    (void)in, (void)ldi, (void)nq, (void)out, (void)ldo;
 }
 #endif
