@@ -254,6 +254,7 @@ typedef struct gemm_call {
     tjg_prologue pro;
     bool has_pro, in_place;      /* in_place: sums go to C (f32) itself */
     tjg_kernel kern;
+    bool avx2;                   /* the variant has AVX2: packing moves 8 x 8 blocks */
     int64_t nc, nbi, nbj;        /* columns per task, task grid */
 } gemm_call;
 
@@ -277,7 +278,21 @@ static void pack_a(const gemm_call *g, uint32_t *dst, int64_t i0, int64_t mc, in
     tjg_type t = g->b->type;
     int gs = group_of(t);
     int64_t k = g->b->k;
-    for (int64_t s = 0; s < cdiv(mc, TJG_MR); s++)
+    /* contiguous rows without a prologue whose groups lie whole in the
+     * row: the row's bytes are the groups (little-endian pairs and quads) */
+    bool bytes = !g->has_pro && g->lda_cs == 1 && (t != TJG_BF16 || g->a_bf16);
+    int64_t whole = (k / gs - kg0) < nkg ? k / gs - kg0 : nkg;
+    for (int64_t s = 0; s < cdiv(mc, TJG_MR); s++) {
+        int64_t done = 0;   /* groups packed for the whole sliver */
+        if (bytes && g->avx2 && (s + 1) * TJG_MR <= mc && whole > 0) {
+            int64_t ld = g->lda_rs * (4 / gs);   /* bytes between rows */
+            const char *src = (const char *)g->a + ((i0 + s * TJG_MR) * g->lda_rs + kg0 * gs) *
+                                                       (4 / gs);
+            uint32_t *d = dst + s * nkg * TJG_MR;
+            tjg_transpose8_avx2(src, ld, whole, d, TJG_MR);   /* rows 0-7, then 4-11 */
+            tjg_transpose8_avx2(src + 4 * ld, ld, whole, d + 4, TJG_MR);
+            done = whole;
+        }
         for (int r = 0; r < TJG_MR; r++) {
             int64_t i = i0 + s * TJG_MR + r;
             uint32_t *d = dst + s * nkg * TJG_MR + r;
@@ -286,11 +301,10 @@ static void pack_a(const gemm_call *g, uint32_t *dst, int64_t i0, int64_t mc, in
                     d[q * TJG_MR] = 0;
                 continue;
             }
-            /* contiguous rows without a prologue whose groups lie whole in
-             * the row: the row's bytes are the groups (little-endian pairs
-             * and quads); f32 rows for a bf16 B round pair by pair */
-            int64_t whole = (k / gs - kg0) < nkg ? k / gs - kg0 : nkg, q0 = 0;
-            if (!g->has_pro && g->lda_cs == 1 && (t != TJG_BF16 || g->a_bf16)) {
+            /* whole groups from contiguous rows; f32 rows for a bf16 B
+             * round pair by pair */
+            int64_t q0 = done;
+            if (bytes) {
                 const char *src = (const char *)g->a + (i * g->lda_rs + kg0 * gs) * (4 / gs);
                 for (; q0 < whole; q0++)
                     memcpy(&d[q0 * TJG_MR], src + q0 * 4, 4);
@@ -323,6 +337,7 @@ static void pack_a(const gemm_call *g, uint32_t *dst, int64_t i0, int64_t mc, in
                 d[q * TJG_MR] = w;
             }
         }
+    }
 }
 
 /* ---- portable micro-kernels ----------------------------------------------------------------- */
@@ -528,6 +543,7 @@ static int run(gemm_call *g)
     if (g->m == 0 || g->n == 0)
         return 0;
     g->kern = tjg_kernel_x86(g->b->type, tjg_isa_current());
+    g->avx2 = tjg_isa_current() >= TJG_AVX2;
     g->nbi = cdiv(g->m, MC);
     int th = rt_threads();
     int64_t panels = cdiv(g->n, TJG_NR), per = NC_MAX / TJG_NR;
