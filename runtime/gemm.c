@@ -78,45 +78,55 @@ int tjg_pack_f32(tjg_packed *p, const float *b, int64_t rs, int64_t cs, int64_t 
     return 0;
 }
 
-/* bf16 B read transposed (B[kk, j] = b[kk + j*cs]: a linear's weight):
- * each (kk, kk+1) pair is 4 contiguous bytes of a row of b, so a panel is a
- * transpose of 32-bit units, blocked so that the rows read stay in L1; the
- * panels split over the pool. About 6x faster than PACK_LOOP's element by
- * element scatter, which took a fifth of B4's time (docs/perf.md). */
+/* bf16 or int8 B read transposed (B[kk, j] = b[kk + j*cs]: a linear's
+ * weight): each (kk, kk+1) pair or quad is 4 contiguous bytes of a row of
+ * b, so a panel is a transpose of 32-bit units (in 8 x 8 blocks through
+ * AVX2 registers where the CPU has them), blocked so that the rows read
+ * stay in L1; the panels split over the pool. About 6x faster than
+ * PACK_LOOP's element by element scatter, which took a fifth of B4's time
+ * (docs/perf.md); the AVX2 transposes 4x faster again. */
 typedef struct pack_t_job {
     tjg_packed *p;
-    const uint16_t *b;
-    int64_t cs, k, n;
+    const char *b;
+    int64_t ld, k, n;    /* ld: bytes between rows of b (B's columns) */
+    int g, es;           /* elements per group, bytes per element */
 } pack_t_job;
 
-enum { PACK_T_PAIRS = 64 };   /* pairs of k per block: 32 rows x 256 bytes read */
+enum { PACK_T_UNITS = 64 };   /* groups of k per block: 32 rows x 256 bytes read */
 
-static void pack_bf16_t_range(void *ctx, int64_t p0, int64_t p1)
+static void pack_t_range(void *ctx, int64_t p0, int64_t p1)
 {
     const pack_t_job *t = ctx;
-    int64_t k = t->k, kp2 = t->p->kp / 2, pairs = k / 2;
-    bool avx2 = tjg_isa_current() >= TJG_AVX2;   /* 8 x 8 transposes in registers */
+    int64_t k = t->k, kg = t->p->kp / t->g, units = k / t->g;
+    bool avx2 = tjg_isa_current() >= TJG_AVX2;
     for (int64_t pi = p0; pi < p1; pi++) {
         int64_t j0 = pi * TJG_NR, nj = t->n - j0 < TJG_NR ? t->n - j0 : TJG_NR;
-        uint32_t *pb = (uint32_t *)t->p->data + pi * kp2 * TJG_NR;
-        for (int64_t q0 = 0; q0 < pairs; q0 += PACK_T_PAIRS) {
-            int64_t q1 = q0 + PACK_T_PAIRS < pairs ? q0 + PACK_T_PAIRS : pairs;
+        uint32_t *pb = (uint32_t *)t->p->data + pi * kg * TJG_NR;
+        for (int64_t q0 = 0; q0 < units; q0 += PACK_T_UNITS) {
+            int64_t q1 = q0 + PACK_T_UNITS < units ? q0 + PACK_T_UNITS : units;
             for (int64_t jj = 0; jj < nj; jj++) {
-                const uint16_t *row = t->b + (j0 + jj) * t->cs;
-                for (int64_t l = 0; l < PACK_T_PAIRS * 4 && q1 + l / 4 < pairs; l += 64)
-                    __builtin_prefetch((const char *)(row + 2 * q1) + l);   /* the next block */
+                const char *row = t->b + (j0 + jj) * t->ld;
+                for (int64_t l = 0; l < PACK_T_UNITS * 4 && q1 + l / 4 < units; l += 64)
+                    __builtin_prefetch(row + 4 * q1 + l);   /* the next block */
                 if (avx2 && jj % 8 == 0 && jj + 8 <= nj)   /* rows jj..jj+7 at once */
-                    tjg_transpose8_avx2(row + 2 * q0, t->cs * 2, q1 - q0, &pb[q0 * TJG_NR + jj],
+                    tjg_transpose8_avx2(row + 4 * q0, t->ld, q1 - q0, &pb[q0 * TJG_NR + jj],
                                         TJG_NR);
                 else if (!avx2 || jj >= nj / 8 * 8)
                     for (int64_t q = q0; q < q1; q++)
-                        memcpy(&pb[q * TJG_NR + jj], row + 2 * q, 4);
+                        memcpy(&pb[q * TJG_NR + jj], row + 4 * q, 4);
             }
         }
-        if (k % 2)   /* the last k alone: its pair's second half stays 0 */
+        if (k % t->g)   /* the last group in part: the rest stays 0 */
             for (int64_t jj = 0; jj < nj; jj++)
-                ((uint16_t *)&pb[pairs * TJG_NR + jj])[0] = t->b[(j0 + jj) * t->cs + k - 1];
+                memcpy(&pb[units * TJG_NR + jj], t->b + (j0 + jj) * t->ld + 4 * units,
+                       (size_t)(k % t->g * t->es));
     }
+}
+
+static void pack_t(tjg_packed *p, const void *b, int64_t ld, int64_t k, int64_t n, int g, int es)
+{
+    pack_t_job t = {p, b, ld, k, n, g, es};
+    rt_parallel_for(cdiv(n, TJG_NR), cdiv(1 << 16, k * TJG_NR), pack_t_range, &t);
 }
 
 int tjg_pack_bf16(tjg_packed *p, const uint16_t *b, int64_t rs, int64_t cs, int64_t k,
@@ -125,8 +135,7 @@ int tjg_pack_bf16(tjg_packed *p, const uint16_t *b, int64_t rs, int64_t cs, int6
     if (packed_alloc(p, TJG_BF16, k, n))
         return -1;
     if (rs == 1 && cs != 1 && k > 1) {
-        pack_t_job t = {p, b, cs, k, n};
-        rt_parallel_for(cdiv(n, TJG_NR), cdiv(1 << 16, k * TJG_NR), pack_bf16_t_range, &t);
+        pack_t(p, b, cs * 2, k, n, 2, 2);
         return 0;
     }
     PACK_LOOP(uint16_t, 2, *at = b[kk * rs + j * cs]);
@@ -153,6 +162,13 @@ int tjg_pack_s8(tjg_packed *p, const int8_t *b, int64_t rs, int64_t cs, int64_t 
         return -1;
     }
     memset(p->colsum, 0, (size_t)(n > 0 ? n : 1) * sizeof(int32_t));
+    if (rs == 1 && cs != 1 && k > 1) {   /* each column of B a row of b */
+        pack_t(p, b, cs, k, n, 4, 1);
+        for (int64_t j = 0; j < n; j++)
+            for (int64_t kk = 0; kk < k; kk++)
+                p->colsum[j] += b[j * cs + kk];
+        return 0;
+    }
     PACK_LOOP(int8_t, 4, (*at = b[kk * rs + j * cs], p->colsum[j] += b[kk * rs + j * cs]));
     return 0;
 }

@@ -164,37 +164,47 @@ static void bf16_case(tjg_isa isa, dims d, bool a_bits, bool out_bf16)
     free(a), free(b), free(a16), free(c16), free(c), free(ref);
 }
 
-/* bf16 B read transposed (a linear's weight: its own fast packing, with 8 x
- * 8 transposes in registers from avx2 up) packs to the same bytes as B read
- * row by row, odd k and partial panels too, under every variant. */
-static void test_bf16_pack_transposed(void **state)
+/* bf16 and int8 B read transposed (a linear's weight: its own fast packing,
+ * with 8 x 8 transposes in registers from avx2 up) pack to the same bytes
+ * (and int8 column sums) as B read row by row, odd k and partial panels
+ * too, under every variant. */
+static void test_pack_transposed(void **state)
 {
     (void)state;
     tjg_isa vs[TJG_NISA];
     int nv = variants(vs);
-    static const dims more[] = {{1, 45, 300}, {1, 64, 17}, {1, 200, 130}};
-    for (size_t s = 0; s < NSHAPES + 3; s++) {
+    static const dims more[] = {{1, 45, 300}, {1, 64, 17}, {1, 200, 130}, {1, 40, 6}};
+    for (size_t s = 0; s < NSHAPES + 4; s++) {
         dims d = s < NSHAPES ? shapes[s] : more[s - NSHAPES];
         int64_t nb = d.k * d.n;
         uint16_t *b = malloc((size_t)(nb + 1) * 2), *bt = malloc((size_t)(nb + 1) * 2);
+        int8_t *b8 = malloc((size_t)(nb + 1)), *bt8 = malloc((size_t)(nb + 1));
         unsigned seed = 7;
         for (int64_t kk = 0; kk < d.k; kk++)
             for (int64_t j = 0; j < d.n; j++) {
-                b[kk * d.n + j] = tjg_f32_to_bf16(frand(&seed));
-                bt[j * d.k + kk] = b[kk * d.n + j];
+                float x = frand(&seed);
+                b[kk * d.n + j] = bt[j * d.k + kk] = tjg_f32_to_bf16(x);
+                b8[kk * d.n + j] = bt8[j * d.k + kk] = (int8_t)(x * 255);
             }
-        tjg_packed p, q;
+        tjg_packed p, q, p8, q8;
         assert_int_equal(tjg_pack_bf16(&p, b, d.n, 1, d.k, d.n), 0);
+        assert_int_equal(tjg_pack_s8(&p8, b8, d.n, 1, d.k, d.n, NULL), 0);
         for (int v = 0; v < nv; v++) {
             tjg_isa_force(vs[v]);
             assert_int_equal(tjg_pack_bf16(&q, bt, 1, d.k, d.k, d.n), 0);
             assert_int_equal(p.nbytes, q.nbytes);
             assert_memory_equal(p.data, q.data, p.nbytes);
+            assert_int_equal(tjg_pack_s8(&q8, bt8, 1, d.k, d.k, d.n, NULL), 0);
+            assert_int_equal(p8.nbytes, q8.nbytes);
+            assert_memory_equal(p8.data, q8.data, p8.nbytes);
+            assert_memory_equal(p8.colsum, q8.colsum, (size_t)d.n * sizeof(int32_t));
             tjg_packed_free(&q);
+            tjg_packed_free(&q8);
         }
         tjg_isa_force(-1);
         tjg_packed_free(&p);
-        free(b), free(bt);
+        tjg_packed_free(&p8);
+        free(b), free(bt), free(b8), free(bt8);
     }
 }
 
@@ -651,7 +661,7 @@ int main(void)
         cmocka_unit_test(test_bf16_rne),
         cmocka_unit_test(test_f32_variants),
         cmocka_unit_test(test_bf16_variants),
-        cmocka_unit_test(test_bf16_pack_transposed),
+        cmocka_unit_test(test_pack_transposed),
         cmocka_unit_test(test_s8_variants),
         cmocka_unit_test(test_s8_extremes),
         cmocka_unit_test(test_epilogue_prologue),
