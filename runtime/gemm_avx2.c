@@ -36,7 +36,7 @@ enum { K_F32, K_BF16, K_S8, ROWS = 6, B_AHEAD = 8 };
 AVX2_INLINE __m256 half_b(int kind, __m256i v, int h)
 {
     if (kind == K_BF16)
-        return _mm256_castsi256_ps(h ? _mm256_and_si256(v, _mm256_set1_epi32((int)0xffff0000u))
+        return _mm256_castsi256_ps(h ? _mm256_slli_epi32(_mm256_srli_epi32(v, 16), 16)
                                      : _mm256_slli_epi32(v, 16));
     return _mm256_castsi256_ps(h ? _mm256_srai_epi16(v, 8)
                                  : _mm256_srai_epi16(_mm256_slli_epi16(v, 8), 8));
