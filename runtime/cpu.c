@@ -16,6 +16,10 @@ enum { EAX, EBX, ECX, EDX };
 #define YMM 0x6u
 #define ZMM 0xe6u
 #define TMM (3u << 17)
+#define V2 TJG_AVX2
+#define V5 TJG_AVX512
+#define VB TJG_AVX512_BF16
+#define VA TJG_AMX
 
 static const struct feat {
     const char *name;
@@ -25,24 +29,24 @@ static const struct feat {
     int isa;           /* the TJIT_ISA level (tjg_isa) it needs, to mask it */
 } feats[] = {
     {"sse3", 1, 0, ECX, 0, XMM, 0},        {"pclmul", 1, 0, ECX, 1, XMM, 0},
-    {"ssse3", 1, 0, ECX, 9, XMM, 0},       {"fma", 1, 0, ECX, 12, YMM, 0},
+    {"ssse3", 1, 0, ECX, 9, XMM, 0},       {"fma", 1, 0, ECX, 12, YMM, V2},
     {"cx16", 1, 0, ECX, 13, 0, 0},         {"sse4.1", 1, 0, ECX, 19, XMM, 0},
     {"sse4.2", 1, 0, ECX, 20, XMM, 0},     {"movbe", 1, 0, ECX, 22, 0, 0},
     {"popcnt", 1, 0, ECX, 23, 0, 0},       {"aes", 1, 0, ECX, 25, XMM, 0},
     {"avx", 1, 0, ECX, 28, YMM, 0},        {"f16c", 1, 0, ECX, 29, YMM, 0},
     {"sse", 1, 0, EDX, 25, XMM, 0},        {"sse2", 1, 0, EDX, 26, XMM, 0},
-    {"bmi", 7, 0, EBX, 3, 0, 0},           {"avx2", 7, 0, EBX, 5, YMM, 0},
-    {"bmi2", 7, 0, EBX, 8, 0, 0},          {"avx512f", 7, 0, EBX, 16, ZMM, 1},
-    {"avx512dq", 7, 0, EBX, 17, ZMM, 1},   {"avx512ifma", 7, 0, EBX, 21, ZMM, 1},
-    {"avx512cd", 7, 0, EBX, 28, ZMM, 1},   {"avx512bw", 7, 0, EBX, 30, ZMM, 1},
-    {"avx512vl", 7, 0, EBX, 31, ZMM, 1},   {"avx512vbmi", 7, 0, ECX, 1, ZMM, 1},
-    {"avx512vbmi2", 7, 0, ECX, 6, ZMM, 1}, {"gfni", 7, 0, ECX, 8, XMM, 0},
+    {"bmi", 7, 0, EBX, 3, 0, 0},           {"avx2", 7, 0, EBX, 5, YMM, V2},
+    {"bmi2", 7, 0, EBX, 8, 0, 0},          {"avx512f", 7, 0, EBX, 16, ZMM, V5},
+    {"avx512dq", 7, 0, EBX, 17, ZMM, V5},  {"avx512ifma", 7, 0, EBX, 21, ZMM, V5},
+    {"avx512cd", 7, 0, EBX, 28, ZMM, V5},  {"avx512bw", 7, 0, EBX, 30, ZMM, V5},
+    {"avx512vl", 7, 0, EBX, 31, ZMM, V5},  {"avx512vbmi", 7, 0, ECX, 1, ZMM, V5},
+    {"avx512vbmi2", 7, 0, ECX, 6, ZMM, V5}, {"gfni", 7, 0, ECX, 8, XMM, 0},
     {"vaes", 7, 0, ECX, 9, YMM, 0},        {"vpclmulqdq", 7, 0, ECX, 10, YMM, 0},
-    {"avx512vnni", 7, 0, ECX, 11, ZMM, 2}, {"avx512bitalg", 7, 0, ECX, 12, ZMM, 1},
-    {"avx512vpopcntdq", 7, 0, ECX, 14, ZMM, 1},
-    {"avx512fp16", 7, 0, EDX, 23, ZMM, 2}, {"amx-bf16", 7, 0, EDX, 22, TMM, 3},
-    {"amx-tile", 7, 0, EDX, 24, TMM, 3},   {"amx-int8", 7, 0, EDX, 25, TMM, 3},
-    {"avxvnni", 7, 1, EAX, 4, YMM, 0},     {"avx512bf16", 7, 1, EAX, 5, ZMM, 2},
+    {"avx512vnni", 7, 0, ECX, 11, ZMM, VB}, {"avx512bitalg", 7, 0, ECX, 12, ZMM, V5},
+    {"avx512vpopcntdq", 7, 0, ECX, 14, ZMM, V5},
+    {"avx512fp16", 7, 0, EDX, 23, ZMM, VB}, {"amx-bf16", 7, 0, EDX, 22, TMM, VA},
+    {"amx-tile", 7, 0, EDX, 24, TMM, VA},  {"amx-int8", 7, 0, EDX, 25, TMM, VA},
+    {"avxvnni", 7, 1, EAX, 4, YMM, 0},     {"avx512bf16", 7, 1, EAX, 5, ZMM, VB},
     {"lzcnt", 0x80000001u, 0, ECX, 5, 0, 0}, {"sse4a", 0x80000001u, 0, ECX, 6, XMM, 0},
     {"fma4", 0x80000001u, 0, ECX, 16, YMM, 0},
 };

@@ -10,7 +10,8 @@
  * "+" features this CPU lacks (cpuid, and the OS's saved register state),
  * naming them in missing[0..n) ("avx512f, avx512bw"). Features cpu.c has no
  * cpuid bit for are not checked. TJIT_ISA (runtime/gemm_isa.c's cap: generic,
- * avx512, avx512_bf16) masks the features above the cap, as if absent. */
+ * avx2, avx512, avx512_bf16) masks the features above the cap, as if absent
+ * (generic: avx2 and fma, and AVX-512's). */
 int rt_cpu_missing(const char *feats, char *missing, size_t n);
 
 #endif

@@ -78,40 +78,55 @@ int tjg_pack_f32(tjg_packed *p, const float *b, int64_t rs, int64_t cs, int64_t 
     return 0;
 }
 
-/* bf16 B read transposed (B[kk, j] = b[kk + j*cs]: a linear's weight):
- * each (kk, kk+1) pair is 4 contiguous bytes of a row of b, so a panel is a
- * transpose of 32-bit units, blocked so that the rows read stay in L1; the
- * panels split over the pool. About 6x faster than PACK_LOOP's element by
- * element scatter, which took a fifth of B4's time (docs/perf.md). */
+/* bf16 or int8 B read transposed (B[kk, j] = b[kk + j*cs]: a linear's
+ * weight): each (kk, kk+1) pair or quad is 4 contiguous bytes of a row of
+ * b, so a panel is a transpose of 32-bit units (in 8 x 8 blocks through
+ * AVX2 registers where the CPU has them), blocked so that the rows read
+ * stay in L1; the panels split over the pool. About 6x faster than
+ * PACK_LOOP's element by element scatter, which took a fifth of B4's time
+ * (docs/perf.md); the AVX2 transposes 4x faster again. */
 typedef struct pack_t_job {
     tjg_packed *p;
-    const uint16_t *b;
-    int64_t cs, k, n;
+    const char *b;
+    int64_t ld, k, n;    /* ld: bytes between rows of b (B's columns) */
+    int g, es;           /* elements per group, bytes per element */
 } pack_t_job;
 
-enum { PACK_T_PAIRS = 64 };   /* pairs of k per block: 32 rows x 256 bytes read */
+enum { PACK_T_UNITS = 64 };   /* groups of k per block: 32 rows x 256 bytes read */
 
-static void pack_bf16_t_range(void *ctx, int64_t p0, int64_t p1)
+static void pack_t_range(void *ctx, int64_t p0, int64_t p1)
 {
     const pack_t_job *t = ctx;
-    int64_t k = t->k, kp2 = t->p->kp / 2, pairs = k / 2;
+    int64_t k = t->k, kg = t->p->kp / t->g, units = k / t->g;
+    bool avx2 = tjg_isa_current() >= TJG_AVX2;
     for (int64_t pi = p0; pi < p1; pi++) {
         int64_t j0 = pi * TJG_NR, nj = t->n - j0 < TJG_NR ? t->n - j0 : TJG_NR;
-        uint32_t *pb = (uint32_t *)t->p->data + pi * kp2 * TJG_NR;
-        for (int64_t q0 = 0; q0 < pairs; q0 += PACK_T_PAIRS) {
-            int64_t q1 = q0 + PACK_T_PAIRS < pairs ? q0 + PACK_T_PAIRS : pairs;
+        uint32_t *pb = (uint32_t *)t->p->data + pi * kg * TJG_NR;
+        for (int64_t q0 = 0; q0 < units; q0 += PACK_T_UNITS) {
+            int64_t q1 = q0 + PACK_T_UNITS < units ? q0 + PACK_T_UNITS : units;
             for (int64_t jj = 0; jj < nj; jj++) {
-                const uint16_t *row = t->b + (j0 + jj) * t->cs;
-                for (int64_t l = 0; l < PACK_T_PAIRS * 4 && q1 + l / 4 < pairs; l += 64)
-                    __builtin_prefetch((const char *)(row + 2 * q1) + l);   /* the next block */
-                for (int64_t q = q0; q < q1; q++)
-                    memcpy(&pb[q * TJG_NR + jj], row + 2 * q, 4);
+                const char *row = t->b + (j0 + jj) * t->ld;
+                for (int64_t l = 0; l < PACK_T_UNITS * 4 && q1 + l / 4 < units; l += 64)
+                    __builtin_prefetch(row + 4 * q1 + l);   /* the next block */
+                if (avx2 && jj % 8 == 0 && jj + 8 <= nj)   /* rows jj..jj+7 at once */
+                    tjg_transpose8_avx2(row + 4 * q0, t->ld, q1 - q0, &pb[q0 * TJG_NR + jj],
+                                        TJG_NR);
+                else if (!avx2 || jj >= nj / 8 * 8)
+                    for (int64_t q = q0; q < q1; q++)
+                        memcpy(&pb[q * TJG_NR + jj], row + 4 * q, 4);
             }
         }
-        if (k % 2)   /* the last k alone: its pair's second half stays 0 */
+        if (k % t->g)   /* the last group in part: the rest stays 0 */
             for (int64_t jj = 0; jj < nj; jj++)
-                ((uint16_t *)&pb[pairs * TJG_NR + jj])[0] = t->b[(j0 + jj) * t->cs + k - 1];
+                memcpy(&pb[units * TJG_NR + jj], t->b + (j0 + jj) * t->ld + 4 * units,
+                       (size_t)(k % t->g * t->es));
     }
+}
+
+static void pack_t(tjg_packed *p, const void *b, int64_t ld, int64_t k, int64_t n, int g, int es)
+{
+    pack_t_job t = {p, b, ld, k, n, g, es};
+    rt_parallel_for(cdiv(n, TJG_NR), cdiv(1 << 16, k * TJG_NR), pack_t_range, &t);
 }
 
 int tjg_pack_bf16(tjg_packed *p, const uint16_t *b, int64_t rs, int64_t cs, int64_t k,
@@ -120,8 +135,7 @@ int tjg_pack_bf16(tjg_packed *p, const uint16_t *b, int64_t rs, int64_t cs, int6
     if (packed_alloc(p, TJG_BF16, k, n))
         return -1;
     if (rs == 1 && cs != 1 && k > 1) {
-        pack_t_job t = {p, b, cs, k, n};
-        rt_parallel_for(cdiv(n, TJG_NR), cdiv(1 << 16, k * TJG_NR), pack_bf16_t_range, &t);
+        pack_t(p, b, cs * 2, k, n, 2, 2);
         return 0;
     }
     PACK_LOOP(uint16_t, 2, *at = b[kk * rs + j * cs]);
@@ -148,6 +162,13 @@ int tjg_pack_s8(tjg_packed *p, const int8_t *b, int64_t rs, int64_t cs, int64_t 
         return -1;
     }
     memset(p->colsum, 0, (size_t)(n > 0 ? n : 1) * sizeof(int32_t));
+    if (rs == 1 && cs != 1 && k > 1) {   /* each column of B a row of b */
+        pack_t(p, b, cs, k, n, 4, 1);
+        for (int64_t j = 0; j < n; j++)
+            for (int64_t kk = 0; kk < k; kk++)
+                p->colsum[j] += b[j * cs + kk];
+        return 0;
+    }
     PACK_LOOP(int8_t, 4, (*at = b[kk * rs + j * cs], p->colsum[j] += b[kk * rs + j * cs]));
     return 0;
 }
@@ -214,7 +235,9 @@ static float act1(tjg_act act, float x)
     return x;
 }
 
-#define TJG_CLONES __attribute__((target_clones("arch=x86-64-v4", "default")))
+/* The epilogue, activations and row quantizer: AVX-512, AVX2 (+ FMA) or SSE2. */
+#define TJG_CLONES \
+    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 
 #define ACT_LOOP(F)                                                                       \
     for (int64_t j = 0; j < n; j++)                                                       \
@@ -246,7 +269,8 @@ typedef struct gemm_call {
     tjg_epilogue e;
     tjg_prologue pro;
     bool has_pro, in_place;      /* in_place: sums go to C (f32) itself */
-    tjg_ukernel uk;
+    tjg_kernel kern;
+    bool avx2;                   /* the variant has AVX2: packing moves 8 x 8 blocks */
     int64_t nc, nbi, nbj;        /* columns per task, task grid */
 } gemm_call;
 
@@ -270,7 +294,21 @@ static void pack_a(const gemm_call *g, uint32_t *dst, int64_t i0, int64_t mc, in
     tjg_type t = g->b->type;
     int gs = group_of(t);
     int64_t k = g->b->k;
-    for (int64_t s = 0; s < cdiv(mc, TJG_MR); s++)
+    /* contiguous rows without a prologue whose groups lie whole in the
+     * row: the row's bytes are the groups (little-endian pairs and quads) */
+    bool bytes = !g->has_pro && g->lda_cs == 1 && (t != TJG_BF16 || g->a_bf16);
+    int64_t whole = (k / gs - kg0) < nkg ? k / gs - kg0 : nkg;
+    for (int64_t s = 0; s < cdiv(mc, TJG_MR); s++) {
+        int64_t done = 0;   /* groups packed for the whole sliver */
+        if (bytes && g->avx2 && (s + 1) * TJG_MR <= mc && whole > 0) {
+            int64_t ld = g->lda_rs * (4 / gs);   /* bytes between rows */
+            const char *src = (const char *)g->a + ((i0 + s * TJG_MR) * g->lda_rs + kg0 * gs) *
+                                                       (4 / gs);
+            uint32_t *d = dst + s * nkg * TJG_MR;
+            tjg_transpose8_avx2(src, ld, whole, d, TJG_MR);   /* rows 0-7, then 4-11 */
+            tjg_transpose8_avx2(src + 4 * ld, ld, whole, d + 4, TJG_MR);
+            done = whole;
+        }
         for (int r = 0; r < TJG_MR; r++) {
             int64_t i = i0 + s * TJG_MR + r;
             uint32_t *d = dst + s * nkg * TJG_MR + r;
@@ -279,11 +317,10 @@ static void pack_a(const gemm_call *g, uint32_t *dst, int64_t i0, int64_t mc, in
                     d[q * TJG_MR] = 0;
                 continue;
             }
-            /* contiguous rows without a prologue whose groups lie whole in
-             * the row: the row's bytes are the groups (little-endian pairs
-             * and quads); f32 rows for a bf16 B round pair by pair */
-            int64_t whole = (k / gs - kg0) < nkg ? k / gs - kg0 : nkg, q0 = 0;
-            if (!g->has_pro && g->lda_cs == 1 && (t != TJG_BF16 || g->a_bf16)) {
+            /* whole groups from contiguous rows; f32 rows for a bf16 B
+             * round pair by pair */
+            int64_t q0 = done;
+            if (bytes) {
                 const char *src = (const char *)g->a + (i * g->lda_rs + kg0 * gs) * (4 / gs);
                 for (; q0 < whole; q0++)
                     memcpy(&d[q0 * TJG_MR], src + q0 * 4, 4);
@@ -316,6 +353,7 @@ static void pack_a(const gemm_call *g, uint32_t *dst, int64_t i0, int64_t mc, in
                 d[q * TJG_MR] = w;
             }
         }
+    }
 }
 
 /* ---- portable micro-kernels ----------------------------------------------------------------- */
@@ -356,8 +394,8 @@ static void uk_generic(tjg_type t, int64_t kg, const uint32_t *a, const uint32_t
 static void run_uk(const gemm_call *g, int64_t kg, const uint32_t *a, const uint32_t *b, void *c,
                    int64_t ldc, bool acc)
 {
-    if (g->uk)
-        g->uk(kg, a, b, c, ldc, acc);
+    if (g->kern.uk)
+        g->kern.uk(kg, a, b, c, ldc, acc);
     else
         uk_generic(g->b->type, kg, a, b, c, ldc, acc);
 }
@@ -422,7 +460,7 @@ static bool epi_trivial(const gemm_call *g)
 /* ---- tasks ---------------------------------------------------------------------------------- */
 
 typedef struct scratch {
-    uint32_t *a;     /* MC x KCG groups */
+    uint32_t *a;     /* MC x KCG groups (x 2 when the kernel splits them) */
     uint32_t *t;     /* MC x nc sums (not in place) */
     float *v;        /* one row for the epilogue */
     uint32_t *tile;  /* MR x NR edge tile */
@@ -432,7 +470,7 @@ typedef struct scratch {
 
 static int scratch_get(const gemm_call *g, scratch *s)
 {
-    size_t sa = (size_t)MC * KCG * 4, st = g->in_place ? 0 : (size_t)MC * g->nc * 4,
+    size_t sa = (size_t)MC * KCG * 4 * (g->kern.split_a ? 3 : 1), st = g->in_place ? 0 : (size_t)MC * g->nc * 4,
            sv = (size_t)g->nc * 4 + 64, stile = (size_t)TJG_MR * TJG_NR * 4;
     s->bytes = sa + st + sv + stile;
     if (!(s->base = rt_alloc(s->bytes)))
@@ -453,14 +491,20 @@ static void task(const gemm_call *g, scratch *s, int64_t bi, int64_t bj)
     for (int64_t kg0 = 0; kg0 < kgt || kg0 == 0; kg0 += KCG) {
         int64_t nkg = kgt - kg0 < KCG ? kgt - kg0 : KCG;
         bool acc = kg0 > 0 || (g->in_place && g->e.accumulate);
+        /* a kernel that reads A split: packed into the last third of
+         * s->a, split into the first two */
+        int wide = g->kern.split_a ? 2 : 1;
+        uint32_t *packed = s->a + (wide - 1) * 2 * MC * KCG;
         if (nkg > 0)
-            pack_a(g, s->a, i0, mc, kg0, nkg);
+            pack_a(g, packed, i0, mc, kg0, nkg);
+        if (nkg > 0 && wide == 2)
+            g->kern.split_a(cdiv(mc, TJG_MR) * nkg, packed, s->a);
         for (int64_t jp = 0; jp < nj; jp += TJG_NR) {
             const uint32_t *bp = (const uint32_t *)b->data +
                                  ((j0 + jp) / TJG_NR * kgt + kg0) * TJG_NR;
             int64_t cols = nj - jp < TJG_NR ? nj - jp : TJG_NR;
             for (int64_t ir = 0; ir < mc; ir += TJG_MR) {
-                const uint32_t *ap = s->a + ir / TJG_MR * nkg * TJG_MR;
+                const uint32_t *ap = s->a + ir / TJG_MR * nkg * TJG_MR * wide;
                 int64_t rows = mc - ir < TJG_MR ? mc - ir : TJG_MR;
                 if (!g->in_place) {
                     run_uk(g, nkg, ap, bp, s->t + ir * g->nc + jp, g->nc, acc);
@@ -514,7 +558,8 @@ static int run(gemm_call *g)
 {
     if (g->m == 0 || g->n == 0)
         return 0;
-    g->uk = tjg_ukernel_x86(g->b->type, tjg_isa_current());
+    g->kern = tjg_kernel_x86(g->b->type, tjg_isa_current());
+    g->avx2 = tjg_isa_current() >= TJG_AVX2;
     g->nbi = cdiv(g->m, MC);
     int th = rt_threads();
     int64_t panels = cdiv(g->n, TJG_NR), per = NC_MAX / TJG_NR;

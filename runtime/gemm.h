@@ -9,11 +9,12 @@
  *   run      C[m,n] = epilogue(prologue(A)[m,k] @ B): A is packed per call,
  *            block by block, each thread its own blocks (BLIS loop order:
  *            a KC x NR panel of B in L1, an MC x KC block of A in L2).
- *   variant  what the CPU has (cpuid + OS state): AVX-512 f32 FMA,
- *            avx512_bf16 (vdpbf16ps), VNNI (vpdpbusd); a portable C kernel
- *            elsewhere. TJIT_ISA=generic|avx512|avx512_bf16|amx caps the
- *            choice (a variant the CPU lacks is never used). No AMX kernel
- *            exists yet: amx means the best of the others.
+ *   variant  what the CPU has (cpuid + OS state): AVX2 + FMA (f32 FMA,
+ *            bf16 widened to f32, int8 widened to s16 pairs), AVX-512 f32
+ *            FMA, avx512_bf16 (vdpbf16ps), VNNI (vpdpbusd); a portable C
+ *            kernel elsewhere. TJIT_ISA=generic|avx2|avx512|avx512_bf16|amx
+ *            caps the choice (a variant the CPU lacks is never used). No AMX
+ *            kernel exists yet: amx means the best of the others.
  *
  * The kernels are C with intrinsics, each function compiled for its ISA with
  * target attributes (no -march for the whole library), so one binary runs
@@ -30,12 +31,15 @@
 enum { TJG_NR = 32 };   /* columns per packed panel (two zmm of f32) */
 
 /* ---- variants ------------------------------------------------------------------------ */
+/* Each variant includes the ones below it (its CPUs have their features). */
 typedef enum tjg_isa {
     TJG_GENERIC = 0,     /* portable C */
-    TJG_AVX512 = 1,      /* avx512f: f32 FMA; bf16 converted to f32 */
-    TJG_AVX512_BF16 = 2, /* + avx512_bf16 (vdpbf16ps) and avx512_vnni (vpdpbusd) */
-    TJG_AMX = 3,         /* + amx_tile/amx_bf16/amx_int8 (no kernel yet: as TJG_AVX512_BF16) */
+    TJG_AVX2 = 1,        /* avx2 + fma: f32 FMA; bf16 and int8 widened (gemm_avx2.c) */
+    TJG_AVX512 = 2,      /* avx512f: f32 FMA; bf16 converted to f32; int8 as TJG_AVX2 */
+    TJG_AVX512_BF16 = 3, /* + avx512_bf16 (vdpbf16ps) and avx512_vnni (vpdpbusd) */
+    TJG_AMX = 4,         /* + amx_tile/amx_bf16/amx_int8 (no kernel yet: as TJG_AVX512_BF16) */
 } tjg_isa;
+enum { TJG_NISA = TJG_AMX + 1 };
 
 /* CPU feature bits (tjg_cpu_features). */
 enum {
@@ -43,6 +47,7 @@ enum {
     TJG_F_BF16 = 1 << 1,     /* avx512_bf16 */
     TJG_F_VNNI = 1 << 2,     /* avx512_vnni */
     TJG_F_AMX = 1 << 3,      /* amx_tile + amx_bf16 + amx_int8 */
+    TJG_F_AVX2 = 1 << 4,     /* avx + avx2 + fma with ymm state enabled by the OS */
 };
 unsigned tjg_cpu_features(void);
 /* The variant for these features under a TJIT_ISA value (NULL or "": the
@@ -51,7 +56,8 @@ tjg_isa tjg_isa_select(unsigned features, const char *env);
 /* The process's variant: tjg_isa_select(tjg_cpu_features(), getenv("TJIT_ISA")),
  * unless tjg_isa_force set one (tests); computed once. */
 tjg_isa tjg_isa_current(void);
-/* Caps the variant (-1: back to the environment's); capped to the CPU's. */
+/* Caps the variant (-1: back to the environment's, TJIT_ISA read again);
+ * capped to the CPU's. */
 void tjg_isa_force(int isa);
 const char *tjg_isa_name(tjg_isa isa);
 
@@ -171,9 +177,22 @@ size_t tjg_cache_bytes(void);
 enum { TJG_MR = 12 };   /* rows per micro-tile */
 /* C[MR, NR] (f32, or s32 for int8; rows ldc apart) (+)= A-sliver @ B-panel
  * over kg groups of k (1 f32, a bf16 pair, an int8 quad: 4 bytes each):
- * a holds kg x MR groups, b kg x NR. */
+ * a holds kg x MR groups (or kg x 2 x MR words: see split_a), b kg x NR. */
 typedef void (*tjg_ukernel)(int64_t kg, const void *a, const void *b, void *c, int64_t ldc,
                             bool acc);
-/* The micro-kernel of a B type for a variant, or NULL (use the generic one). */
-tjg_ukernel tjg_ukernel_x86(tjg_type t, tjg_isa isa);
+/* A variant's micro-kernel for a B type. split_a, where set, rewrites n
+ * packed groups of MR words (a block of A, sliver after sliver) as 2n: each
+ * group's two halves, the form uk reads (the AVX2 bf16 and int8 kernels:
+ * done once per block rather than in every micro-kernel call). */
+typedef struct tjg_kernel {
+    tjg_ukernel uk;      /* NULL: the portable C kernel */
+    void (*split_a)(int64_t n, const uint32_t *a, uint32_t *out);
+} tjg_kernel;
+tjg_kernel tjg_kernel_x86(tjg_type t, tjg_isa isa);
+/* The AVX2 + FMA kernels (gemm_avx2.c); NULL ones off x86-64. */
+tjg_kernel tjg_kernel_avx2(tjg_type t);
+/* With AVX2 (only where tjg_isa_current() >= TJG_AVX2): 8 rows of 32-bit
+ * units (row r at byte r * ldi of in, unaligned) transposed, units q < nq:
+ * out[q * ldo + r] = the unit at byte 4 * q of row r. */
+void tjg_transpose8_avx2(const void *in, int64_t ldi, int64_t nq, uint32_t *out, int64_t ldo);
 #endif

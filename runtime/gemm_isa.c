@@ -23,15 +23,16 @@ unsigned tjg_cpu_features(void)
     unsigned a, b, c, d, f = 0;
     if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27)))   /* OSXSAVE */
         return 0;
+    bool avx_fma = (c & (1u << 28)) && (c & (1u << 12));
     uint64_t xcr0 = xgetbv0();
-    if ((xcr0 & 0xe6) != 0xe6)   /* SSE, AVX, opmask, ZMM_Hi256, Hi16_ZMM state */
-        return 0;
-    if (__get_cpuid_max(0, NULL) < 7)
+    if ((xcr0 & 0x6) != 0x6 || __get_cpuid_max(0, NULL) < 7)   /* SSE, AVX (ymm) state */
         return 0;
     __cpuid_count(7, 0, a, b, c, d);
+    if (avx_fma && (b & (1u << 5)))
+        f |= TJG_F_AVX2;
     bool avx512 = (b & (1u << 16)) && (b & (1u << 30)) && (b & (1u << 31)); /* f, bw, vl */
-    if (!avx512)
-        return 0;
+    if (!avx512 || (xcr0 & 0xe6) != 0xe6)   /* + opmask, ZMM_Hi256, Hi16_ZMM state */
+        return f;
     f |= TJG_F_AVX512;
     if (c & (1u << 11))
         f |= TJG_F_VNNI;
@@ -49,18 +50,22 @@ unsigned tjg_cpu_features(void)
 unsigned tjg_cpu_features(void) { return 0; }
 #endif
 
-static const char *const isa_names[] = {"generic", "avx512", "avx512_bf16", "amx"};
+static const char *const isa_names[TJG_NISA] = {"generic", "avx2", "avx512", "avx512_bf16",
+                                                "amx"};
 
 const char *tjg_isa_name(tjg_isa isa)
 {
-    return (unsigned)isa < 4 ? isa_names[isa] : "?";
+    return (unsigned)isa < TJG_NISA ? isa_names[isa] : "?";
 }
 
-/* The best variant the features allow. */
+/* The best variant the features allow: each one needs those of the
+ * variants below it too. */
 static tjg_isa isa_max(unsigned f)
 {
-    if (!(f & TJG_F_AVX512))
+    if (!(f & TJG_F_AVX2))
         return TJG_GENERIC;
+    if (!(f & TJG_F_AVX512))
+        return TJG_AVX2;
     if (!(f & TJG_F_BF16) || !(f & TJG_F_VNNI))
         return TJG_AVX512;
     return f & TJG_F_AMX ? TJG_AMX : TJG_AVX512_BF16;
@@ -71,7 +76,7 @@ tjg_isa tjg_isa_select(unsigned features, const char *env)
     tjg_isa best = isa_max(features);
     if (!env || !*env)
         return best;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < TJG_NISA; i++)
         if (!strcmp(env, isa_names[i]))
             return (tjg_isa)i < best ? (tjg_isa)i : best;
     return best;   /* an unknown name changes nothing */
@@ -91,4 +96,9 @@ tjg_isa tjg_isa_current(void)
     return (tjg_isa)(f >= 0 && f < v ? f : v);
 }
 
-void tjg_isa_force(int isa) { atomic_store(&isa_forced, isa); }
+void tjg_isa_force(int isa)
+{
+    atomic_store(&isa_forced, isa);
+    if (isa < 0)   /* TJIT_ISA is read again (tests set it) */
+        atomic_store(&isa_env, -1);
+}

@@ -1,6 +1,7 @@
-/* gemm_x86.c - the AVX-512 micro-kernels of runtime/gemm.c: a TJG_MR x 32
- * tile of C held in 2*TJG_MR zmm accumulators, a row of A broadcast per
- * step, two zmm of the packed B panel loaded per step.
+/* gemm_x86.c - the AVX-512 micro-kernels of runtime/gemm.c (and the choice
+ * among them and gemm_avx2.c's by variant): a TJG_MR x 32 tile of C held in
+ * 2*TJG_MR zmm accumulators, a row of A broadcast per step, two zmm of the
+ * packed B panel loaded per step.
  *
  *   f32        vfmadd231ps, one k per step
  *   bf16       vdpbf16ps (avx512_bf16): a (k, k+1) pair per step, f32 sums
@@ -147,23 +148,24 @@ __attribute__((target("avx512f,avx512vnni"))) static void uk_s8(int64_t kg, cons
     }
 }
 
-tjg_ukernel tjg_ukernel_x86(tjg_type t, tjg_isa isa)
+tjg_kernel tjg_kernel_x86(tjg_type t, tjg_isa isa)
 {
     if (isa < TJG_AVX512)
-        return NULL;
+        return isa == TJG_AVX2 ? tjg_kernel_avx2(t) : (tjg_kernel){NULL, NULL};
     switch (t) {
-    case TJG_F32: return uk_f32;
-    case TJG_BF16: return isa >= TJG_AVX512_BF16 ? uk_bf16 : uk_bf16_conv;
-    case TJG_S8: return isa >= TJG_AVX512_BF16 ? uk_s8 : NULL;
+    case TJG_F32: return (tjg_kernel){uk_f32, NULL};
+    case TJG_BF16: return (tjg_kernel){isa >= TJG_AVX512_BF16 ? uk_bf16 : uk_bf16_conv, NULL};
+    case TJG_S8:   /* without VNNI: the AVX2 kernel (AVX-512 CPUs have AVX2) */
+        return isa >= TJG_AVX512_BF16 ? (tjg_kernel){uk_s8, NULL} : tjg_kernel_avx2(t);
     }
-    return NULL;
+    return (tjg_kernel){NULL, NULL};
 }
 
 #else
-tjg_ukernel tjg_ukernel_x86(tjg_type t, tjg_isa isa)
+tjg_kernel tjg_kernel_x86(tjg_type t, tjg_isa isa)
 {
     (void)t;
     (void)isa;
-    return NULL;
+    return (tjg_kernel){NULL, NULL};
 }
 #endif

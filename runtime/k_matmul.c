@@ -233,8 +233,10 @@ static int gemm_blas_any(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a,
 
 /* f32 on a kept (packed) weight: tjit's GEMM or OpenBLAS. The static rule
  * is where tjit's GEMM measured faster on one Zen 4 core (docs/perf.md: at
- * least 128 columns and up to 2^27 multiply-adds); autotune times both
- * once per weight on a scratch output and keeps the faster. */
+ * least 128 columns and up to 2^27 multiply-adds), with AVX-512; with AVX2
+ * alone OpenBLAS's sgemm measured 1-8% ahead at those shapes on a Zen 3
+ * core (docs/perf.md), so there only autotune packs f32 weights. Autotune
+ * times both once per weight on a scratch output and keeps the faster. */
 enum { CHOICE_OWN = 1, CHOICE_BLAS = 2 };
 
 static double seconds(void)
@@ -265,6 +267,15 @@ static int tune(int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b, const tjg_p
 static bool own_f32_shape(int64_t m, int64_t n, int64_t k)
 {
     return n >= 4 * TJG_NR && m * n * k <= ((int64_t)1 << 27);
+}
+
+/* Whether a frozen f32 weight goes to tjit's GEMM (packed and kept). */
+static bool own_f32(int64_t m, int64_t n, int64_t k, unsigned flags)
+{
+    tjg_isa isa = tjg_isa_current();
+    if (flags & RT_GEMM_AUTOTUNE)
+        return isa >= TJG_AVX2;
+    return isa >= TJG_AVX512 && own_f32_shape(m, n, k);
 }
 
 static int choose_f32(void *handle, int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b,
@@ -364,11 +375,10 @@ static int gemm_ex(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_ma
         if (r <= 0)
             return r;
     }
-    /* f32: only on a frozen weight, and (without autotune) only at the
-     * shapes where tjit's GEMM measured ahead: others are never packed */
-    if (dt == TJ_BF16 || (dt == TJ_F32 && bst && tjg_isa_current() >= TJG_AVX512 &&
-                          tjg_frozen(bst, &flags) &&
-                          ((flags & RT_GEMM_AUTOTUNE) || own_f32_shape(m, n, k)))) {
+    /* f32: only on a frozen weight, and (without autotune) only where
+     * tjit's GEMM measured ahead: others are never packed */
+    if (dt == TJ_BF16 ||
+        (dt == TJ_F32 && bst && tjg_frozen(bst, &flags) && own_f32(m, n, k, flags))) {
         int r = gemm_own(dt, m, n, k, a, b, bst, accumulate, c, ldc);
         if (r <= 0)
             return r;

@@ -6,7 +6,7 @@
 # driver in its own process: its results must match the exporting process's
 # compiled call. Then the error paths of a deployed model: a missing file, a
 # truncated one, a corrupted blob, arguments of another signature, a CPU
-# without the kernels' features (TJIT_ISA=generic masks AVX-512). TAP lines.
+# without the kernels' features (TJIT_ISA=generic masks AVX-512 and AVX2). TAP lines.
 #
 #   BUILD=build bash scripts/test-export.sh
 set -u
@@ -60,6 +60,9 @@ check "arguments of another signature are refused" fails_with "no exported signa
     "$tmp/drv_p4" "$tmp/p4.so" "$tmp/convnet"
 if grep -q avx512f /proc/cpuinfo; then
     check "a CPU without AVX-512 (TJIT_ISA=generic) is refused" fails_with "lacks features.*avx512f" \
+        env TJIT_ISA=generic "$tmp/drv_p4" "$tmp/p4.so" "$tmp/p4"
+elif grep -q avx2 /proc/cpuinfo; then
+    check "a CPU without AVX2 (TJIT_ISA=generic) is refused" fails_with "lacks features.*avx2" \
         env TJIT_ISA=generic "$tmp/drv_p4" "$tmp/p4.so" "$tmp/p4"
 fi
 printf '%s\n' "$out" | sed -n 's/^ms: /# summary: P4 driver ms: /p' | head -1

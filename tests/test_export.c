@@ -196,8 +196,8 @@ static void test_load_errors(void **state)
     fixture_free(&f);
 }
 
-/* TJIT_ISA=generic masks AVX-512: a model compiled on an AVX-512 host is
- * refused, naming the features. */
+/* TJIT_ISA=generic masks AVX-512 and AVX2: a model compiled on an AVX-512
+ * (or AVX2) host is refused, naming the features. */
 static void test_cpu_features(void **state)
 {
     fixture f;
@@ -212,6 +212,10 @@ static void test_cpu_features(void **state)
     if (strstr(info, "avx512f")) {
         setenv("TJIT_ISA", "generic", 1);
         tu_assert_error(tj_aot_load(path("cpu.so")), "lacks features", "avx512f", NULL);
+        unsetenv("TJIT_ISA");
+    } else if (strstr(info, "avx2")) {
+        setenv("TJIT_ISA", "generic", 1);
+        tu_assert_error(tj_aot_load(path("cpu.so")), "lacks features", "avx2", NULL);
         unsetenv("TJIT_ISA");
     }
     tj_aot_model *m = tj_aot_load(path("cpu.so"));

@@ -7,8 +7,8 @@
  * below, and what does not match (an input quantized per channel, a weight
  * per channel along the wrong axis) is left alone. Values: every folded
  * graph runs next to its unfused original on the graph executor, under
- * every GEMM variant this CPU supports (TJIT_ISA forcing: generic, avx512,
- * avx512_bf16 with VNNI), and agrees with it (f32 within 1e-5 relative;
+ * every GEMM variant this CPU supports (TJIT_ISA forcing: generic, avx2,
+ * avx512, avx512_bf16 with VNNI), and agrees with it (f32 within 1e-5 relative;
  * quantized outputs exactly, but for one step at an f32 rounding tie); the
  * f32 result equals an exact integer reference scaled once (int8 sums are
  * exact in s32), and the variants agree bit for bit. Compiled: a model of

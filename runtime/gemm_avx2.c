@@ -1,0 +1,219 @@
+/* gemm_avx2.c - the AVX2 + FMA micro-kernels of runtime/gemm.c (the avx2
+ * variant, and int8 on AVX-512 CPUs without VNNI). 16 ymm registers cannot
+ * hold a TJG_MR x 32 tile of C, so a tile is done as four 6 x 16 sub-tiles
+ * (the Haswell register block: 12 accumulators, two ymm of the B panel, one
+ * broadcast row of A), each over all kg groups of k.
+ *
+ *   f32   vfmadd231ps, one k per group
+ *   bf16  a (k, k+1) pair is two f32 halves: B's widened as it is loaded
+ *         (shift, mask), A's before the kernel (split_a); two FMAs
+ *   int8  a u8 x s8 quad is two halves of s16 pairs (bytes 0, 2 and 1, 3;
+ *         B sign-extended as loaded, A zero-extended by split_a); vpmaddwd
+ *         and vpaddd. Exact: vpmaddubsw is not used, its s16 sums saturate
+ *         (255 * 127 * 2 > 32767).
+ *
+ * A is split once per packed block (gemm.c calls split_a), not in every
+ * micro-kernel call: the split in the kernel cost bf16 and int8 a tenth of
+ * their rate. One sub-tile routine serves the three types (KIND is a
+ * constant where it is inlined). Each function carries its own target
+ * attribute, like gemm_x86.c: gemm.c calls these only when
+ * tjg_isa_current() says so.
+ */
+#include <string.h>
+
+#include "gemm.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#define AVX2 __attribute__((target("avx2,fma")))
+#define AVX2_INLINE __attribute__((target("avx2,fma"), always_inline)) static inline
+
+enum { K_F32, K_BF16, K_S8, ROWS = 6, B_AHEAD = 8 };
+
+/* Half h of each group in v: bf16 as f32 (element k, then k + 1); int8 as
+ * s16 pairs (bytes 0 and 2, then 1 and 3), B's sign-extended. */
+AVX2_INLINE __m256 half_b(int kind, __m256i v, int h)
+{
+    if (kind == K_BF16)
+        return _mm256_castsi256_ps(h ? _mm256_slli_epi32(_mm256_srli_epi32(v, 16), 16)
+                                     : _mm256_slli_epi32(v, 16));
+    return _mm256_castsi256_ps(h ? _mm256_srai_epi16(v, 8)
+                                 : _mm256_srai_epi16(_mm256_slli_epi16(v, 8), 8));
+}
+
+/* The same for A, whose int8 bytes are unsigned (zero-extended). */
+AVX2_INLINE __m128i half_a(int kind, __m128i v, int h)
+{
+    if (kind == K_BF16)
+        return h ? _mm_and_si128(v, _mm_set1_epi32((int)0xffff0000u)) : _mm_slli_epi32(v, 16);
+    return h ? _mm_srli_epi16(v, 8) : _mm_and_si128(v, _mm_set1_epi32(0x00ff00ff));
+}
+
+/* acc + a * b: an f32 FMA, or the s16 pairs' products summed into s32
+ * (accumulators are __m256 for every type: mixing vector types in the
+ * accumulator array made gcc spill them). */
+AVX2_INLINE __m256 madd(int kind, __m256 a, __m256 b, __m256 acc)
+{
+    if (kind != K_S8)
+        return _mm256_fmadd_ps(a, b, acc);
+    __m256i p = _mm256_madd_epi16(_mm256_castps_si256(a), _mm256_castps_si256(b));
+    acc = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(acc), p));
+    /* keeps gcc from reassociating the s32 sums across rows (spills) */
+    __asm__("" : "+x"(acc));
+    return acc;
+}
+
+/* C[ROWS, 16] (+)= A[ROWS, kg groups] @ B[kg groups, 16]: a at the
+ * sub-tile's first row in the sliver (MR words per group, or 2 MR split),
+ * b at its first column in the panel (NR words per group). */
+AVX2_INLINE void sub_tile(int kind, int64_t kg, const float *a, const int32_t *b, int32_t *c,
+                          int64_t ldc, bool accum)
+{
+    __m256 acc[ROWS][2];
+    _Pragma("GCC unroll 6") for (int r = 0; r < ROWS; r++) acc[r][0] = acc[r][1] =
+        _mm256_setzero_ps();
+    const int halves = kind == K_F32 ? 1 : 2;
+    for (int64_t p = 0; p < kg; p++, b += TJG_NR) {
+        /* both cache lines of a group, B_AHEAD groups ahead: a panel's
+         * first sliver reads it from memory (+10% on 96x2048x1024) */
+        _mm_prefetch((const char *)(b + B_AHEAD * TJG_NR), _MM_HINT_T0);
+        _mm_prefetch((const char *)(b + B_AHEAD * TJG_NR + 16), _MM_HINT_T0);
+        _Pragma("GCC unroll 2") for (int h = 0; h < halves; h++)
+        {
+            __m256i v0 = _mm256_loadu_si256((const __m256i *)b);
+            __m256i v1 = _mm256_loadu_si256((const __m256i *)(b + 8));
+            __m256 b0 = kind == K_F32 ? _mm256_castsi256_ps(v0) : half_b(kind, v0, h);
+            __m256 b1 = kind == K_F32 ? _mm256_castsi256_ps(v1) : half_b(kind, v1, h);
+            _Pragma("GCC unroll 6") for (int r = 0; r < ROWS; r++)
+            {
+                __m256 av = _mm256_broadcast_ss(a + r);
+                acc[r][0] = madd(kind, av, b0, acc[r][0]);
+                acc[r][1] = madd(kind, av, b1, acc[r][1]);
+            }
+            a += TJG_MR;
+        }
+    }
+    _Pragma("GCC unroll 6") for (int r = 0; r < ROWS; r++)
+    {
+        _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++)
+        {
+            float *at = (float *)(c + r * ldc + 8 * h);
+            __m256 s = acc[r][h];
+            if (accum && kind == K_S8)
+                s = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(s),
+                                                         _mm256_loadu_si256((__m256i *)at)));
+            else if (accum)
+                s = _mm256_add_ps(s, _mm256_loadu_ps(at));
+            _mm256_storeu_ps(at, s);
+        }
+    }
+}
+
+/* The TJG_MR x TJG_NR tile: each 16-column half of the panel (one cache
+ * line per group), its sub-tiles down the sliver while it is in L1. */
+AVX2_INLINE void tile(int kind, int64_t kg, const void *a, const void *b, void *c, int64_t ldc,
+                      bool accum)
+{
+    for (int h = 0; h < TJG_NR; h += 16)
+        for (int r0 = 0; r0 < TJG_MR; r0 += ROWS)
+            sub_tile(kind, kg, (const float *)a + r0, (const int32_t *)b + h,
+                     (int32_t *)c + r0 * ldc + h, ldc, accum);
+}
+
+AVX2 static void uk_f32(int64_t kg, const void *a, const void *b, void *c, int64_t ldc, bool acc)
+{
+    tile(K_F32, kg, a, b, c, ldc, acc);
+}
+
+AVX2 static void uk_bf16(int64_t kg, const void *a, const void *b, void *c, int64_t ldc, bool acc)
+{
+    tile(K_BF16, kg, a, b, c, ldc, acc);
+}
+
+AVX2 static void uk_s8(int64_t kg, const void *a, const void *b, void *c, int64_t ldc, bool acc)
+{
+    tile(K_S8, kg, a, b, c, ldc, acc);
+}
+
+/* n groups of MR words (a packed A block) into 2n: each group's halves. */
+AVX2_INLINE void split(int kind, int64_t n, const uint32_t *a, uint32_t *out)
+{
+    for (int64_t q = 0; q < n; q++, a += TJG_MR, out += 2 * TJG_MR)
+        _Pragma("GCC unroll 3") for (int r = 0; r < TJG_MR; r += 4)
+        {
+            __m128i v = _mm_loadu_si128((const __m128i *)(a + r));
+            _mm_storeu_si128((__m128i *)(out + r), half_a(kind, v, 0));
+            _mm_storeu_si128((__m128i *)(out + TJG_MR + r), half_a(kind, v, 1));
+        }
+}
+
+AVX2 static void split_bf16(int64_t n, const uint32_t *a, uint32_t *out)
+{
+    split(K_BF16, n, a, out);
+}
+
+AVX2 static void split_s8(int64_t n, const uint32_t *a, uint32_t *out)
+{
+    split(K_S8, n, a, out);
+}
+
+/* 8 x 8 32-bit units: out[c * ldo + r] = in[r][c]. */
+AVX2_INLINE void t8x8(const __m256 in[8], uint32_t *out, int64_t ldo)
+{
+    __m256 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(in[i], in[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(in[i], in[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+    }
+    for (int i = 0; i < 4; i++) {
+        _mm256_storeu_ps((float *)(out + i * ldo), _mm256_permute2f128_ps(u[i], u[i + 4], 0x20));
+        _mm256_storeu_ps((float *)(out + (i + 4) * ldo),
+                         _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));
+    }
+}
+
+AVX2 void tjg_transpose8_avx2(const void *in, int64_t ldi, int64_t nq, uint32_t *out,
+                              int64_t ldo)
+{
+    const char *src = in;
+    int64_t q = 0;
+    for (; q + 8 <= nq; q += 8) {
+        __m256 v[8];
+        for (int r = 0; r < 8; r++)
+            v[r] = _mm256_loadu_ps((const float *)(src + r * ldi + 4 * q));
+        t8x8(v, out + q * ldo, ldo);
+    }
+    for (; q < nq; q++)
+        for (int r = 0; r < 8; r++)
+            memcpy(&out[q * ldo + r], src + r * ldi + 4 * q, 4);
+}
+
+tjg_kernel tjg_kernel_avx2(tjg_type t)
+{
+    switch (t) {
+    case TJG_F32: return (tjg_kernel){uk_f32, NULL};
+    case TJG_BF16: return (tjg_kernel){uk_bf16, split_bf16};
+    case TJG_S8: return (tjg_kernel){uk_s8, split_s8};
+    }
+    return (tjg_kernel){NULL, NULL};
+}
+
+#else
+tjg_kernel tjg_kernel_avx2(tjg_type t)
+{
+    (void)t;
+    return (tjg_kernel){NULL, NULL};
+}
+
+void tjg_transpose8_avx2(const void *in, int64_t ldi, int64_t nq, uint32_t *out, int64_t ldo)
+{
+    (void)in, (void)ldi, (void)nq, (void)out, (void)ldo;
+}
+#endif
