@@ -290,6 +290,159 @@ static void test_failed_run_leaves_inputs(void **state)
     ir_graph_free(g);
 }
 
+/* ---- compiled updates (tj_compile) ------------------------------------------------------- */
+
+/* Weights updated in place by a compiled function: w <- w - 0.1 tanh(x),
+ * returning sum(x) (+ sum(x[idx]) with an index argument), the new weight
+ * (ret 1) or a view of the weight taken before the update (ret 2). */
+typedef struct upd {
+    tj_tensor *w[2];
+    int n, ret;
+} upd;
+
+static tj_tensor *update(void *p, tj_tensor *const *a, int n)
+{
+    upd *u = p;
+    tj_tensor *before = u->ret == 2 ? tj_transpose(u->w[0], 0, 1) : NULL, *nw = NULL;
+    for (int k = 0; k < u->n; k++) {
+        nw = tj_sub(u->w[k], tj_mul_s(tj_tanh(a[0]), 0.1 * (k + 1)));
+        if (!nw || tj_copy_(u->w[k], nw) != 0)
+            return NULL;
+    }
+    tj_tensor *s = tj_sum(a[0], NULL, 0, false);
+    if (n > 1)
+        s = tj_add(s, tj_sum(tj_index_select(a[0], 0, a[1]), NULL, 0, false));
+    return u->ret == 1 ? nw : u->ret == 2 ? before : s;
+}
+
+static unsigned version(const tj_tensor *t) { return atomic_load(&t->storage->version); }
+
+/* Runs update compiled on c and eagerly on e (the same weights, apart) for
+ * `calls` calls: results and weights as eager's, each weight's version one
+ * more per call (per write into its storage), its data where it was; `stored` weights stored by the
+ * plan. Returns the compiled function (the caller frees it). */
+static tj_compiled *run_update(upd *c, upd *e, int calls, int stored)
+{
+    tj_compiled *f = tj_compile(update, c, &(tj_compile_options){.name = "update"});
+    const void *data[2];
+    unsigned v0[2];
+    for (int k = 0; k < c->n; k++) {
+        data[k] = tj_data(c->w[k]);
+        v0[k] = version(c->w[k]);
+    }
+    tj_tensor *prev = NULL, *prev_want = NULL;
+    for (int i = 0; i < calls; i++) {
+        tj_tensor *x = randn(2, c->w[0]->shape);
+        tj_tensor *want = update(e, &x, 1), *got = tj_call(f, &x, 1);
+        if (!want || !got)
+            fail_msg("call %d: %s", i, tj_last_error());
+        tu_assert_close(got, want, 1e-6, 1e-6);
+        if (prev && c->ret != 2)   /* an earlier result is not the weight's memory (a view is) */
+            tu_assert_close(prev, prev_want, 1e-6, 1e-6);
+        prev = got, prev_want = tj_clone(want);
+    }
+    tj_compiled_stats st;
+    tj_compiled_stats_get(f, &st);
+    assert_int_equal(st.graphs, 1);
+    assert_int_equal(st.plan.writes_stored, stored);
+    for (int k = 0; k < c->n; k++) {
+        tu_assert_close(c->w[k], e->w[k], 1e-6, 1e-6);
+        assert_ptr_equal(tj_data(c->w[k]), data[k]);
+        unsigned writes = 0;   /* per call, one bump per write into the storage */
+        for (int j = 0; j < c->n; j++)
+            writes += c->w[j]->storage == c->w[k]->storage;
+        assert_int_equal(version(c->w[k]) - v0[k], (unsigned)calls * writes);
+    }
+    return f;
+}
+
+/* A weight at an offset in a larger storage is stored into at its offset:
+ * the rest of the storage keeps its values. */
+static void test_compiled_offset_weight(void **state)
+{
+    tj_tensor *base = randn(2, (int64_t[]){48, 8}), *base0 = tj_clone(base), *ebase = tj_clone(base);
+    upd c = {{tj_slice(base, 0, 16, 32, 1)}, 1, 0}, e = {{tj_slice(ebase, 0, 16, 32, 1)}, 1, 0};
+    assert_true(tj_is_contiguous(c.w[0]) && c.w[0]->offset == 128);
+    tj_compiled_free(run_update(&c, &e, 3, 1));
+    tu_assert_close(tj_slice(base, 0, 0, 16, 1), tj_slice(base0, 0, 0, 16, 1), 0, 0);
+    tu_assert_close(tj_slice(base, 0, 32, 48, 1), tj_slice(base0, 0, 32, 48, 1), 0, 0);
+}
+
+/* Two weights in one storage (each a slice of it), and a strided weight:
+ * copied after the call, as before. */
+static void test_compiled_shared_and_strided(void **state)
+{
+    tj_tensor *base = randn(2, (int64_t[]){32, 8}), *ebase = tj_clone(base);
+    upd c = {{tj_slice(base, 0, 0, 16, 1), tj_slice(base, 0, 16, 32, 1)}, 2, 0};
+    upd e = {{tj_slice(ebase, 0, 0, 16, 1), tj_slice(ebase, 0, 16, 32, 1)}, 2, 0};
+    tj_compiled_free(run_update(&c, &e, 3, 0));
+    tj_tensor *t = randn(2, (int64_t[]){8, 16}), *et = tj_clone(t);
+    upd cs = {{tj_transpose(t, 0, 1)}, 1, 0}, es = {{tj_transpose(et, 0, 1)}, 1, 0};
+    tj_compiled_free(run_update(&cs, &es, 3, 0));
+}
+
+/* The new weight returned (it must not become the weight: the next call
+ * would change it), or a view of the weight made before the update (it
+ * shows the new values, as eagerly): copied after the call. */
+static void test_compiled_returns_weight(void **state)
+{
+    tj_tensor *w = randn(2, (int64_t[]){16, 8});
+    upd c = {{w}, 1, 1}, e = {{tj_clone(w)}, 1, 1};
+    tj_compiled_free(run_update(&c, &e, 3, 0));
+    c.ret = e.ret = 2;
+    tj_compiled_free(run_update(&c, &e, 3, 0));
+    c.ret = e.ret = 0;   /* the same weights, a sum returned: stored */
+    tj_compiled_free(run_update(&c, &e, 3, 1));
+}
+
+static tj_tensor *double_it(void *p, tj_tensor *const *a, int n)
+{
+    (void)a, (void)n;
+    return tj_mul_s(((upd *)p)->w[0], 2);
+}
+
+/* Another compiled function reading the weight sees each update, a frozen
+ * one too (its version guard traces again); TJIT_REINPLACE=0 copies. */
+static void test_compiled_shared_weight_and_switch(void **state)
+{
+    tj_tensor *w = randn(2, (int64_t[]){16, 8});
+    upd c = {{w}, 1, 0}, e = {{tj_clone(w)}, 1, 0};
+    tj_compiled *g = tj_compile(double_it, &c, NULL);
+    tj_compiled *fz = tj_compile(double_it, &c, &(tj_compile_options){.freeze = true});
+    for (int i = 0; i < 2; i++) {
+        tj_compiled_free(run_update(&c, &e, 2, 1));
+        tu_assert_close(tj_call(g, NULL, 0), tj_mul_s(e.w[0], 2), 1e-6, 1e-6);
+        tu_assert_close(tj_call(fz, NULL, 0), tj_mul_s(e.w[0], 2), 1e-6, 1e-6);
+    }
+    tj_compiled_free(g);
+    tj_compiled_free(fz);
+    setenv("TJIT_REINPLACE", "0", 1);
+    tj_compiled_free(run_update(&c, &e, 2, 0));
+    unsetenv("TJIT_REINPLACE");
+}
+
+/* A call whose plan fails (an index out of range, before the update in the
+ * traced order) leaves the weight and its version as they were. */
+static void test_compiled_failure_leaves_weight(void **state)
+{
+    tj_tensor *w = randn(2, (int64_t[]){16, 8});
+    upd c = {{w}, 1, 0};
+    tj_compiled *f = tj_compile(update, &c, NULL);
+    tj_tensor *x = randn(2, (int64_t[]){16, 8});
+    tj_tensor *good[2] = {x, tu_tensor(TJ_I64, 1, (int64_t[]){2}, (double[]){3, 5})};
+    tj_tensor *bad[2] = {x, tu_tensor(TJ_I64, 1, (int64_t[]){2}, (double[]){3, 50})};
+    assert_non_null(tj_call(f, good, 2));
+    tj_compiled_stats st;
+    tj_compiled_stats_get(f, &st);
+    assert_int_equal(st.plan.writes_stored, 1);
+    tj_tensor *w0 = tj_clone(w);
+    unsigned v = version(w);
+    tu_assert_error(tj_call(f, bad, 2), "out of range", NULL);
+    tu_assert_close(w, w0, 0, 0);
+    assert_int_equal(version(w), v);
+    tj_compiled_free(f);
+}
+
 static void test_skipped(void **state) { (void)state; }
 
 int main(void)
@@ -306,6 +459,11 @@ int main(void)
         T(test_refused),
         T(test_shared_memory),
         T(test_failed_run_leaves_inputs),
+        T(test_compiled_offset_weight),
+        T(test_compiled_shared_and_strided),
+        T(test_compiled_returns_weight),
+        T(test_compiled_shared_weight_and_switch),
+        T(test_compiled_failure_leaves_weight),
 #undef T
     };
     char why[512];
