@@ -466,8 +466,8 @@ int main(void)
         T(test_compiled_failure_leaves_weight),
 #undef T
     };
-    char why[512];
-    if (!cg_jit_available(why, sizeof why)) {
+    char why[512] = "TJIT_BACKEND=eager";
+    if (!sc_backend_llvm() || !cg_jit_available(why, sizeof why)) {
         const struct CMUnitTest none[] = {cmocka_unit_test(test_skipped)};
         fprintf(stderr, "reinplace: no JIT (%s); nothing is stored into inputs\n", why);
         return cmocka_run_group_tests_name("reinplace", none, NULL, NULL);
