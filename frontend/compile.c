@@ -295,10 +295,14 @@ static int entry_into(const entry *e)
         into[j] = -1;
     for (int k = 0; k < e->nwrites; k++) {
         const fe_write *w = &e->writes[k];
+        int x = -1;   /* the graph input it goes to: a capture (after the args) or an argument */
+        if (e->write_ref[k] >= 0 && e->write_ref[k] < e->ncaps)
+            x = e->nargs + e->write_ref[k];
+        else if (e->write_ref[k] < 0 && !w->target)
+            x = w->arg;
         use &= !w->hooked;
         if (w->kind == FE_WRITE_DATA && e->nresults + v < n)
-            into[e->nresults + v] = e->write_ref[k] >= 0 ? (e->write_ref[k] < e->ncaps ? e->nargs + e->write_ref[k] : -1)
-                                    : w->target ? -1 : w->arg;
+            into[e->nresults + v] = x;
         v += w->value != NULL;
     }
     int rc = use ? sc_plans_set_into(e->plans, into) : 0;

@@ -14,9 +14,10 @@
  * Then tj_compile: a step updating a weight held at an offset in a larger
  * storage (the rest untouched), weights sharing a storage and a strided one
  * (copied), a step returning its new weight or a view of the old one (as
- * eagerly), the version bumped once per call, a second compiled function
- * seeing the update, TJIT_REINPLACE=0, and a call failing in its plan (the
- * weights as they were). test_optim.c runs SGD with momentum and AdamW.
+ * eagerly), a write into an argument, the version bumped once per call, a
+ * second compiled function seeing the update, TJIT_REINPLACE=0, and a call
+ * failing in its plan (the weights as they were). test_optim.c runs SGD
+ * with momentum and AdamW.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -421,6 +422,29 @@ static void test_compiled_shared_weight_and_switch(void **state)
     unsetenv("TJIT_REINPLACE");
 }
 
+static tj_tensor *scale_arg(void *p, tj_tensor *const *a, int n)
+{
+    (void)p, (void)n;
+    tj_tensor *y = tj_sum(a[0], NULL, 0, false);
+    return tj_copy_(a[0], tj_mul_s(a[0], 2)) == 0 ? y : NULL;
+}
+
+/* A write into an argument is stored there too (each call's argument: the
+ * plan serves any tensor of that signature). */
+static void test_compiled_argument(void **state)
+{
+    tj_compiled *f = tj_compile(scale_arg, NULL, NULL);
+    for (int i = 0; i < 3; i++) {
+        tj_tensor *x = randn(2, (int64_t[]){16, 8}), *x0 = tj_clone(x);
+        tu_assert_close(tj_call(f, &x, 1), tj_sum(x0, NULL, 0, false), 1e-5, 1e-5);
+        tu_assert_close(x, tj_mul_s(x0, 2), 0, 0);
+    }
+    tj_compiled_stats st;
+    tj_compiled_stats_get(f, &st);
+    assert_int_equal(st.plan.writes_stored, 1);
+    tj_compiled_free(f);
+}
+
 /* A call whose plan fails (an index out of range, before the update in the
  * traced order) leaves the weight and its version as they were. */
 static void test_compiled_failure_leaves_weight(void **state)
@@ -463,6 +487,7 @@ int main(void)
         T(test_compiled_shared_and_strided),
         T(test_compiled_returns_weight),
         T(test_compiled_shared_weight_and_switch),
+        T(test_compiled_argument),
         T(test_compiled_failure_leaves_weight),
 #undef T
     };
