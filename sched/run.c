@@ -1,6 +1,8 @@
 /* run.c - running a built plan (sched_int.h): the steps in order, kernels
  * over their tiles on the thread pool, eager kernels into planned buffers,
- * regions block by block. Shared by compiled calls (plan.c) and exported
+ * regions block by block; before the tail (kernels storing into graph
+ * inputs, reinplace.c) the tensors of all its stores, so that nothing fails
+ * once an input is written. Shared by compiled calls (plan.c) and exported
  * models (aot_load.c); part of libtjit_rt, so it needs no LLVM: a kernel step
  * holds only its function's address.
  */

@@ -1,14 +1,16 @@
 /* sched_int.h - internal to the plan files: the structures of a compiled plan
  * and what plan.c (steps, compiling, running), mem.c (memory: lifetimes,
- * in place, the arena) and block.c (blocked regions: a GEMM and its
- * epilogue block by block) share.
+ * in place, the arena), reinplace.c (outputs stored into the inputs they are
+ * written back to) and block.c (blocked regions: a GEMM and its epilogue
+ * block by block) share.
  *
  * Values are numbered in slots (ir_slot: graph inputs first, then node k at
  * ninputs + k), like the graph executor's. A slot is *materialized* by the step that
  * writes it (a kernel's stores, an eager call's result); a view slot lives in
  * its owner's memory (the materialized slot or input its view chain ends at).
  * Each materialized slot writes a *buffer*; a slot written in place over a
- * dying input shares that input's buffer.
+ * dying input shares that input's buffer; one stored into a graph input
+ * (SC_INPUT) writes that input's memory.
  */
 #ifndef TJ_SC_INT_H
 #define TJ_SC_INT_H
