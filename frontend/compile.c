@@ -279,8 +279,38 @@ static void dump_graph(const tj_compiled *c, const ir_graph *g)
     free(text);
 }
 
-/* Runs fn on symbolic args and returns the new entry, or NULL when fn failed
- * without a graph break (the caller runs it eagerly to report the error). */
+/* Re-inplacing (sched.h, sc_plans_set_into): each value written back into
+ * a capture or an argument may be stored there by the kernel computing it;
+ * write_back then finds it there and copies nothing. Not when a gradient has
+ * a ready-hook (the hook runs during the call and may read a weight), nor
+ * with TJIT_REINPLACE=0 (for measuring). 0, or -1 out of memory. */
+static int entry_into(const entry *e)
+{
+    const char *env = getenv("TJIT_REINPLACE");
+    int n = e->g->noutputs, v = 0, few[256], *into = n <= 256 ? few : malloc(sizeof *into * (size_t)n);
+    if (!into)
+        return -1;
+    bool use = !(env && !strcmp(env, "0"));
+    for (int j = 0; j < n; j++)
+        into[j] = -1;
+    for (int k = 0; k < e->nwrites; k++) {
+        const fe_write *w = &e->writes[k];
+        int x = -1;   /* the graph input it goes to: a capture (after the args) or an argument */
+        if (e->write_ref[k] >= 0 && e->write_ref[k] < e->ncaps)
+            x = e->nargs + e->write_ref[k];
+        else if (e->write_ref[k] < 0 && !w->target)
+            x = w->arg;
+        use &= !w->hooked;
+        if (w->kind == FE_WRITE_DATA && e->nresults + v < n)
+            into[e->nresults + v] = x;
+        v += w->value != NULL;
+    }
+    int rc = use ? sc_plans_set_into(e->plans, into) : 0;
+    if (into != few)
+        free(into);
+    return rc;
+}
+
 /* Runs the model function: its results in outs[0..n) (the current scope's);
  * n, or -1 with an error set. */
 int fe_run_model(tj_model_fn fn, tj_model_multi_fn mfn, void *ctx, const char *name,
@@ -456,6 +486,8 @@ static int freeze_entry(entry *e)
     return 0;
 }
 
+/* Runs fn on symbolic args and returns the new entry, or NULL when fn failed
+ * without a graph break (the caller runs it eagerly to report the error). */
 static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, bool dynamic)
 {
     entry *e = calloc(1, sizeof *e);
@@ -553,7 +585,7 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
             tr->nwrites = tr->nguards = 0;
             if (take_caps(e, tr) != 0 || (c->freeze && freeze_entry(e) != 0) ||
                 !(e->last_use = sc_exec_last_use(e->g)) ||
-                !(e->plans = sc_plans_new(e->g, c->name))) {
+                !(e->plans = sc_plans_new(e->g, c->name)) || entry_into(e) != 0) {
                 free(outs);
                 fe_trace_end(tr);
                 entry_free(e);
@@ -743,6 +775,15 @@ static bool grad_guarded(const entry *e, const tj_tensor *leaf)
     return false;
 }
 
+/* Whether the plan stored val into dst already (re-inplacing): the same
+ * memory, contiguous, of the same type. */
+static bool stored_in(const tj_tensor *dst, const tj_tensor *val)
+{
+    return val->storage == dst->storage && val->offset == dst->offset && val->dtype == dst->dtype &&
+           val->ndim == dst->ndim && !memcmp(val->shape, dst->shape, sizeof(int64_t) * (size_t)dst->ndim) &&
+           rt_is_contiguous(val) && rt_is_contiguous(dst);
+}
+
 /* After a call: the writes the traced function made, from the graph's extra
  * outputs vals (one per write with a value), in trace order; done[k] (when
  * not NULL): write k was made during the call (a hooked gradient). */
@@ -762,9 +803,10 @@ static int write_back(const entry *e, tj_tensor *const *args, tj_tensor *const *
             continue;
         }
         switch (w->kind) {
-        case FE_WRITE_DATA:
-            if (rt_convert(dst, vals[v++]) != 0)
+        case FE_WRITE_DATA:   /* the version is bumped either way: guards and autograd see it */
+            if (!stored_in(dst, vals[v]) && rt_convert(dst, vals[v]) != 0)
                 return -1;
+            v++;
             rt_bump_version(dst);
             break;
         case FE_WRITE_GRAD:

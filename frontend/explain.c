@@ -30,8 +30,9 @@ static void explain_guards(FILE *f, const entry *e)
     }
 }
 
-/* What a call writes back: in-place updates and gradients (trace_effects.c). */
-static void explain_writes(FILE *f, const entry *e)
+/* What a call writes back: in-place updates and gradients (trace_effects.c);
+ * stored: of the updates, those the plan's kernels store into their tensors. */
+static void explain_writes(FILE *f, const entry *e, int stored)
 {
     int data = 0, grads = 0, none = 0, hooked = 0;
     for (int k = 0; k < e->nwrites; k++) {
@@ -40,9 +41,12 @@ static void explain_writes(FILE *f, const entry *e)
         grads += e->writes[k].kind == FE_WRITE_GRAD;
         none += e->writes[k].kind == FE_WRITE_GRAD_NONE;
     }
+    char how[96] = "";
+    if (stored)
+        snprintf(how, sizeof how, " (%d stored there by the plan's kernels, %d copied)", stored, data - stored);
     if (e->nwrites)
-        fprintf(f, "    writes back per call: %d tensor%s in place, %d gradient%s set, %d dropped "
-                   "(functionalized in the graph)\n", data, data == 1 ? "" : "s", grads,
+        fprintf(f, "    writes back per call: %d tensor%s in place%s, %d gradient%s set, %d dropped "
+                   "(functionalized in the graph)\n", data, data == 1 ? "" : "s", how, grads,
                 grads == 1 ? "" : "s", none);
     if (hooked)
         fprintf(f, "    %d gradient%s with a ready-hook: each set, and its hook run, as soon as the "
@@ -61,14 +65,17 @@ static void explain_plan(FILE *f, const entry *e)
                 e->bn_folded, e->bn_folded > 1 ? "s" : "", e->bn_folded > 1 ? "them" : "it");
     fprintf(f, "\n");
     sc_plan_info pi = {0};
-    if (e->plans)
+    sc_plan_mem pm = {0};
+    if (e->plans) {
         sc_plans_info(e->plans, &pi);
+        sc_plans_mem(e->plans, &pm);
+    }
     if (pi.compiled)
         fprintf(f, "    compiled: %d kernel%s, %d eager call%s per call (built in %.1f ms)\n", pi.kernels,
                 pi.kernels == 1 ? "" : "s", pi.eager_calls, pi.eager_calls == 1 ? "" : "s", pi.compile_ms);
     else if (pi.why[0])
         fprintf(f, "    graph executor: %s\n", pi.why);
-    explain_writes(f, e);
+    explain_writes(f, e, pi.compiled ? pm.into : 0);
 }
 
 int tj_compiled_stats_get(const tj_compiled *c, tj_compiled_stats *out)
@@ -133,6 +140,7 @@ int tj_compiled_stats_get(const tj_compiled *c, tj_compiled_stats *out)
     out->plan.scratch_bytes = pm.scratch_bytes;
     out->plan.peak_bytes = pm.peak_bytes;
     out->plan.buffers = pm.buffers;
+    out->plan.writes_stored = pm.into;
     return 0;
 }
 

@@ -993,10 +993,14 @@ typedef struct tj_compiled_stats {
          * outputs get their own allocations; blocked regions take scratch.
          * Each buffer's bytes are rounded up to 64. */
         int64_t arena_bytes;    /* intermediates */
-        int64_t output_bytes;   /* outputs */
+        int64_t output_bytes;   /* outputs (not those stored into their tensors) */
         int64_t scratch_bytes;  /* blocked regions' per-thread scratch */
         int64_t peak_bytes;     /* the sum: the most one call holds at once */
         int buffers;            /* buffers it allocates: intermediates and outputs */
+        int writes_stored;      /* values written back to a weight, optimizer state or
+                                 * argument (tj_copy_) that the plan's kernels store
+                                 * straight into it (the rest are copied after the
+                                 * call; docs/training.md) */
     } plan;
     /* The compiled backward (docs/training.md): made for a result the first
      * time a call in grad mode had a weight that requires grad, traced at

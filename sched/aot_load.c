@@ -212,6 +212,9 @@ static sc_plan *plan_read(rd *r, const ir_graph *g, void *const *syms, int nsyms
         if (p->steps[i].region < -1 || p->steps[i].region >= p->nregions ||
             p->rel_start[i + 1] < p->rel_start[i])
             goto bad;
+    for (int b = 0; b < p->nbufs; b++)   /* an exported model writes none of its inputs */
+        if ((unsigned)p->bufs[b].where > SC_UNPLANNED)
+            goto bad;
     return p;
 bad:
     r->bad = true;

@@ -92,6 +92,10 @@ static int kernel_index(sc_aot_kernels *ks, const cg_kernel *k, char *err, size_
 
 static int plan_write(const sc_plan *p, sc_wbuf *w, sc_aot_kernels *ks, char *err, size_t nerr)
 {
+    if (p->ntail) {   /* the loader refuses it: an exported model writes none of its inputs */
+        snprintf(err, nerr, "a plan stores outputs into its inputs (a write-back)");
+        return -1;
+    }
     uint32_t h[7] = {(uint32_t)p->ninputs, (uint32_t)p->nslots, (uint32_t)p->nsteps, (uint32_t)p->kernels,
                      (uint32_t)p->eager, (uint32_t)p->nbufs, (uint32_t)p->nregions};
     W_ARR(w, h, 7);

@@ -5,9 +5,10 @@
  *         --in place (before the kernels compile)--> a kernel storing a value
  *            of the dtype, size and index of an input that dies at that
  *            kernel writes it over that input (cg_launch_alias): one buffer
- *         --buffers--> the slots writing one memory: SC_OWN when a graph
- *            output lives in it (the caller gets it), SC_SCRATCH when a
- *            blocked region keeps it to itself (block.c), else SC_ARENA
+ *         --buffers--> the slots writing one memory: SC_INPUT when a graph
+ *            output is stored into a graph input (reinplace.c), SC_OWN when
+ *            a graph output lives in it (the caller gets it), SC_SCRATCH
+ *            when a blocked region keeps it to itself (block.c), else SC_ARENA
  *         --placement--> arena offsets, greedy by size with best fit among
  *            the buffers whose lifetimes overlap (like TFLite's arena planner
  *            and ggml-alloc); 64-byte aligned
@@ -16,8 +17,9 @@
  *         contiguous header at offset 0 of a storage header over its buffer's
  *         bytes (some eager kernels write storage->data directly)
  *
- * Graph inputs are never written; outputs never share memory with anything
- * but what they were computed in place over.
+ * Graph inputs are written only where reinplace.c stored an output into
+ * one (the caller asked for it: a write-back); outputs never share memory
+ * with anything but what they were computed in place over.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,6 +153,8 @@ int sc_mem_inplace(const ir_graph *g, sc_plan *p)
     for (int i = 0; i < p->nsteps; i++) {
         cg_launch *l = p->steps[i].launch;
         for (int k = 0; p->steps[i].kind == S_KERNEL && k < l->nstore; k++) {
+            if (p->into && p->into[l->store_slot[k]] >= 0)
+                continue;   /* stored into a graph input (reinplace.c) */
             int s = l->store_slot[k], bi = dying_input(g, p, l, i, s, ol, taken);
             if (bi < 0)
                 continue;
@@ -216,9 +220,15 @@ static int make_bufs(const ir_graph *g, sc_plan *p, const int *ol)
         }
     }
     free(order);
+    for (int s = 0; p->into && s < p->nslots; s++)
+        if (p->into[s] >= 0 && p->buf_of[s] >= 0) {
+            p->bufs[p->buf_of[s]].where = SC_INPUT;
+            p->bufs[p->buf_of[s]].region = p->into[s];
+            p->mem.into++;
+        }
     for (int k = 0; k < g->noutputs; k++) {
         int o = p->owner[ir_slot(g, g->outputs[k])];
-        if (o >= 0 && p->buf_of[o] >= 0)
+        if (o >= 0 && p->buf_of[o] >= 0 && p->bufs[p->buf_of[o]].where == SC_ARENA)
             p->bufs[p->buf_of[o]].where = SC_OWN;
     }
     return 0;
@@ -367,6 +377,8 @@ void sc_mem_free(sc_plan *p)
     free(p->def);
     free(p->unplanned);
     free(p->inplace_of);
+    free(p->into);
+    free(p->in_grp);
     free(p->buf_of);
     free(p->bufs);
     free(p->regions);
@@ -374,9 +386,9 @@ void sc_mem_free(sc_plan *p)
 
 /* ---- one call -------------------------------------------------------------------------------------- */
 
-int sc_mem_begin(const sc_plan *p, sc_call_mem *m)
+int sc_mem_begin(const sc_plan *p, sc_call_mem *m, tj_tensor *const *inputs)
 {
-    *m = (sc_call_mem){0};
+    *m = (sc_call_mem){.inputs = inputs};
     if (p->nbufs == 0)
         return 0;
     m->hdr = calloc((size_t)p->nbufs, sizeof *m->hdr);
@@ -384,7 +396,7 @@ int sc_mem_begin(const sc_plan *p, sc_call_mem *m)
     if (!m->hdr || !m->own || (p->mem.arena_bytes > 0 && !(m->arena = rt_alloc((size_t)p->mem.arena_bytes)))) {
         free(m->hdr);
         free(m->own);
-        *m = (sc_call_mem){0};
+        *m = (sc_call_mem){.inputs = inputs};
         if (!rt_has_error())
             rt_error("out of memory");
         return -1;
@@ -420,6 +432,13 @@ static tj_tensor *header_over(const ir_type *ty, rt_storage *st)
 tj_tensor *sc_mem_tensor(const sc_plan *p, sc_call_mem *m, int slot)
 {
     int b = p->buf_of[slot];
+    if (p->bufs[b].where == SC_INPUT) {   /* the input's own memory (a contiguous tensor) */
+        const tj_tensor *x = m->inputs[p->bufs[b].region];
+        tj_tensor *t = header_over(&p->types[slot], x->storage);
+        if (t)
+            t->offset = x->offset;
+        return t;
+    }
     if (p->bufs[b].where == SC_OWN && !m->own[b]) {
         /* the caller's: a storage of its own, freed when the outputs are */
         if (!(m->own[b] = rt_tensor_new(TJ_U8, 1, &p->bufs[b].bytes)))
@@ -450,7 +469,7 @@ void sc_mem_end(const sc_plan *p, sc_call_mem *m)
  * buffer once there are buffers, in place once that is decided). */
 static void print_slot(FILE *o, const ir_graph *g, const sc_plan *p, int s)
 {
-    static const char *const where[] = {"arena", "own", "scratch", "unplanned"};
+    static const char *const where[] = {"arena", "own", "scratch", "unplanned", "into"};
     char t[IR_TYPE_BUF];
     fprintf(o, " %%%d %s", s - g->ninputs, ir_type_fmt(&p->types[s], t, sizeof t));
     if (p->buf_of && p->buf_of[s] < 0) {
@@ -463,6 +482,8 @@ static void print_slot(FILE *o, const ir_graph *g, const sc_plan *p, int s)
         if (bf->where == SC_ARENA || bf->where == SC_SCRATCH)
             fprintf(o, " [%lld, %lld)", (long long)bf->offset, (long long)(bf->offset + bf->bytes));
     }
+    if (p->into && p->into[s] >= 0)   /* a write-back stored by its kernel (reinplace.c) */
+        fprintf(o, "%s %%%s", p->buf_of ? "" : " into", g->inputs[p->into[s]]->name);
     if (p->inplace_of && p->inplace_of[s] >= 0)
         fprintf(o, " in place of %%%d", p->inplace_of[s] - g->ninputs);
 }
@@ -508,15 +529,18 @@ char *sc_plan_print(const ir_graph *g, const sc_plan *p)
     if (!o)
         return NULL;
     const sc_plan_mem *m = &p->mem;
+    char into[64] = "";
+    if (m->into)
+        snprintf(into, sizeof into, ", %d output%s stored into inputs", m->into, m->into == 1 ? "" : "s");
     if (!p->buf_of) {   /* before the memory plan: the steps */
         int nk = 0;
         for (int i = 0; i < p->nsteps; i++)
             nk += p->steps[i].kind == S_KERNEL;
         fprintf(o, "steps @%s: %d steps, %d kernels\n", g->name, p->nsteps, nk);
     } else
-        fprintf(o, "plan @%s: %d steps, %d buffers (%d in place), arena %lld, outputs %lld, scratch %lld bytes; "
+        fprintf(o, "plan @%s: %d steps, %d buffers (%d in place%s), arena %lld, outputs %lld, scratch %lld bytes; "
                "peak %lld (intermediates live at once: %lld; unplanned: %lld)\n",
-            g->name, p->nsteps, m->buffers, m->in_place, (long long)m->arena_bytes, (long long)m->own_bytes,
+            g->name, p->nsteps, m->buffers, m->in_place, into, (long long)m->arena_bytes, (long long)m->own_bytes,
             (long long)m->scratch_bytes, (long long)m->peak_bytes, (long long)m->live_bound,
             (long long)m->unplanned_bytes);
     for (int i = 0; i < p->nsteps; i++)

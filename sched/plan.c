@@ -18,7 +18,9 @@
  *     lower              groups in order -> steps: kernel (cg_lower) |
  *                        eager call | view; geometry of every value          sched/plan.c, codegen/lower.c
  *     regions            blocked regions: a GEMM and its epilogue by block   sched/block.c
- *     inplace            kernels storing over an input dying there           sched/mem.c
+ *     inplace            outputs stored into the inputs they are written
+ *                        back to; kernels storing over an input dying
+ *                        there                                               sched/reinplace.c, mem.c
  *     compile            kernels -> code, in parallel, through the kernel
  *                        cache [kernels; llvm, asm]; a kernel that fails
  *                        makes its group eager: lower again, once            codegen/jit.c
@@ -26,7 +28,8 @@
  *
  *   run: take the call's arena; each step writes its buffers (eager kernels
  *        too), a region runs its blocks in parallel; outputs get their own
- *        memory, handed to the caller
+ *        memory, handed to the caller, except those stored into inputs
+ *        (sc_plans_set_into), by the last steps
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -51,6 +54,7 @@ struct sc_plan_set {
     ir_fusion *fusion;
     sc_plan *plans[SC_MAX_PLANS];
     int nplans;
+    int *into;            /* per output: the input it may be stored into (sc_plans_set_into) */
     sc_plan_info info;
     sc_plan_mem mem;
     rt_prof_id prof_name;   /* "@name", for the profiler */
@@ -122,6 +126,7 @@ void sc_plans_free(sc_plan_set *ps)
     for (int i = 0; i < ps->nplans; i++)
         plan_free(ps->plans[i]);
     ir_fusion_free(ps->fusion);
+    free(ps->into);
     if (ps->prims != ps->src)
         ir_graph_free(ps->prims);
     pthread_mutex_destroy(&ps->mu);
@@ -462,6 +467,8 @@ typedef struct pipe_ctx {
     tj_tensor *const *inputs;
     builder b;
     int round;            /* lower .. compile: 1 after a kernel failed to compile */
+    const int *grp;       /* outputs may be stored into inputs: the inputs' memory
+                           * groups (sc_input_groups); NULL: not */
 } pipe_ctx;
 
 typedef struct pipe_step {
@@ -544,7 +551,12 @@ static int run_lower(pipe_ctx *c, const pipe_step *s)
 
 static int run_regions(pipe_ctx *c, const pipe_step *s) { return sc_block_regions(&c->b); }
 
-static int run_inplace(pipe_ctx *c, const pipe_step *s) { return sc_mem_inplace(c->b.g, c->b.p); }
+static int run_inplace(pipe_ctx *c, const pipe_step *s)
+{
+    if (sc_mem_reinplace(c->b.g, c->b.p, c->ps->into, c->grp))
+        return -1;
+    return sc_mem_inplace(c->b.g, c->b.p);
+}
 
 /* Every kernel compiled (in parallel, through the cache); when one fails,
  * its group runs eagerly: lower again, once. */
@@ -686,12 +698,18 @@ static void dump_stats(const sc_plan_set *ps, const sc_plan *p)
 
 /* The per-signature steps: the plan for these inputs; NULL when the graph
  * executor should run this call instead. */
-static sc_plan *plan_build(sc_plan_set *ps, tj_tensor *const *inputs)
+static sc_plan *plan_build(sc_plan_set *ps, tj_tensor *const *inputs, const int *grp)
 {
     double t0 = now_ms();
     const ir_graph *g = ps->prims;
     sc_plan *p = plan_alloc(g);
-    pipe_ctx c = {ps, inputs, {g, ps->fusion, p, 0, NULL, NULL, false}, 0};
+    pipe_ctx c = {ps, inputs, {g, ps->fusion, p, 0, NULL, NULL, false}, 0, grp};
+    if (p && grp && (p->in_grp = malloc(sizeof *grp * ((size_t)g->ninputs + 1))))
+        memcpy(p->in_grp, grp, sizeof *grp * (size_t)g->ninputs);
+    if (p && grp && !p->in_grp) {
+        plan_free(p);
+        return NULL;
+    }
     if (!p || !(c.b.force_eager = calloc((size_t)ps->fusion->ngroups + 1, sizeof(bool))) ||
         !(c.b.done = calloc((size_t)p->nslots + 1, sizeof(bool))) || run_pipeline(&c, true)) {
         free(c.b.force_eager);
@@ -714,6 +732,28 @@ int sc_plans_run(sc_plan_set *ps, tj_tensor *const *inputs, tj_tensor **outs)
     return sc_plans_run_notify(ps, inputs, outs, NULL);
 }
 
+int sc_plans_set_into(sc_plan_set *ps, const int *into)
+{
+    int n = ps->src->noutputs;
+    free(ps->into);
+    ps->into = NULL;
+    for (int j = 0; into && j < n && !ps->into; j++)
+        if (into[j] >= 0 && !(ps->into = malloc(sizeof *into * (size_t)n)))
+            return -1;
+    if (ps->into)
+        memcpy(ps->into, into, sizeof *into * (size_t)n);
+    return 0;
+}
+
+/* Whether plan p serves this call: built for these types and strides, and
+ * for storing into inputs with these memory groups (grp) or without (NULL). */
+static bool plan_fits(const sc_plan *p, tj_tensor *const *inputs, const int *grp)
+{
+    if (!sc_plan_matches(p, inputs) || !p->in_grp != !grp)
+        return false;
+    return !grp || !memcmp(p->in_grp, grp, sizeof *grp * (size_t)p->ninputs);
+}
+
 int sc_plans_run_notify(sc_plan_set *ps, tj_tensor *const *inputs, tj_tensor **outs, const sc_notify *nt)
 {
     if (!ps || !sc_backend_llvm())
@@ -727,13 +767,23 @@ int sc_plans_run_notify(sc_plan_set *ps, tj_tensor *const *inputs, tj_tensor **o
         pthread_mutex_unlock(&ps->mu);
         return 1;
     }
+    /* outputs may be stored into inputs (none watched: a callback must not
+     * see an input half-updated): the inputs' memory groups for it */
+    int few[64], *grp = NULL;
+    if (ps->into && !(nt && nt->n > 0))
+        grp = ps->src->ninputs <= 64 ? few : malloc(sizeof *grp * (size_t)ps->src->ninputs);
+    if (grp && sc_input_groups(inputs, ps->src->ninputs, grp) != 0) {
+        if (grp != few)
+            free(grp);
+        grp = NULL;
+    }
     sc_plan *p = NULL;
     for (int i = 0; i < ps->nplans && !p; i++)
-        if (sc_plan_matches(ps->plans[i], inputs))
+        if (plan_fits(ps->plans[i], inputs, grp))
             p = ps->plans[i];
     bool temp = false;
     if (!p) {
-        p = plan_build(ps, inputs);
+        p = plan_build(ps, inputs, grp);
         if (p && ps->nplans < SC_MAX_PLANS)
             ps->plans[ps->nplans++] = p;
         else
@@ -744,6 +794,8 @@ int sc_plans_run_notify(sc_plan_set *ps, tj_tensor *const *inputs, tj_tensor **o
         }
     }
     pthread_mutex_unlock(&ps->mu);
+    if (grp != few)
+        free(grp);
     if (!p)
         return 1;
     int64_t t0 = rt_prof_on() ? rt_prof_now() : 0;

@@ -1,6 +1,8 @@
 /* run.c - running a built plan (sched_int.h): the steps in order, kernels
  * over their tiles on the thread pool, eager kernels into planned buffers,
- * regions block by block. Shared by compiled calls (plan.c) and exported
+ * regions block by block; before the tail (kernels storing into graph
+ * inputs, reinplace.c) the tensors of all its stores, so that nothing fails
+ * once an input is written. Shared by compiled calls (plan.c) and exported
  * models (aot_load.c); part of libtjit_rt, so it needs no LLVM: a kernel step
  * holds only its function's address.
  */
@@ -27,8 +29,8 @@ static void launch_range(void *c_, int64_t b, int64_t e)
 static int run_kernel(const sc_plan *p, const step *s, tj_tensor **vals, sc_call_mem *m)
 {
     const cg_launch *l = s->launch;
-    for (int k = 0; k < l->nstore; k++)
-        if (!(vals[l->store_slot[k]] = sc_mem_tensor(p, m, l->store_slot[k])))
+    for (int k = 0; k < l->nstore; k++)   /* the tail's are made already */
+        if (!vals[l->store_slot[k]] && !(vals[l->store_slot[k]] = sc_mem_tensor(p, m, l->store_slot[k])))
             return -1;
     char *bufs[CG_MAX_BUFS];
     for (int a = 0; a < l->nargs; a++) {
@@ -84,6 +86,20 @@ bool sc_plan_matches(const sc_plan *p, tj_tensor *const *inputs)
     return true;
 }
 
+/* Before the tail (the kernels storing into graph inputs, reinplace.c): the
+ * tensors of all its stores, so that once an input is written no step can
+ * fail (a kernel cannot). 0, or -1 when out of memory: nothing written yet. */
+static int tail_begin(const sc_plan *p, tj_tensor **vals, sc_call_mem *m)
+{
+    for (int i = p->nsteps - p->ntail; i < p->nsteps; i++) {
+        const cg_launch *l = p->steps[i].launch;
+        for (int k = 0; k < l->nstore; k++)
+            if (!vals[l->store_slot[k]] && !(vals[l->store_slot[k]] = sc_mem_tensor(p, m, l->store_slot[k])))
+                return -1;
+    }
+    return 0;
+}
+
 /* Calls nt->fn for each watched output whose value is there (the step that
  * makes it has run) and was not reported yet. 0, or -1 when a call failed. */
 static int notify_ready(const ir_graph *g, const sc_notify *nt, tj_tensor **vals, bool *done)
@@ -123,11 +139,13 @@ int sc_plan_run(const ir_graph *g, const sc_plan *p, tj_tensor *const *inputs, t
         memset(done, 0, sizeof *done * (size_t)nt->n);
     }
     sc_call_mem m;
-    int rc = sc_mem_begin(p, &m);
+    int rc = sc_mem_begin(p, &m, inputs);
     if (rc == 0 && done)   /* outputs that are inputs */
         rc = notify_ready(g, nt, vals, done);
     for (int i = 0; i < p->nsteps && rc == 0; i++) {
         const step *s = &p->steps[i];
+        if (p->ntail && i == p->nsteps - p->ntail && (rc = tail_begin(p, vals, &m)) != 0)
+            break;
         bool prof = rt_prof_on() && s->kind != S_VIEW &&
                     (s->region < 0 || p->regions[s->region].first == i);
         rt_prof_id prev = 0;

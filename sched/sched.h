@@ -50,6 +50,23 @@ typedef struct sc_notify {
 } sc_notify;
 int sc_plans_run_notify(sc_plan_set *ps, tj_tensor *const *inputs, tj_tensor **outs, const sc_notify *nt);
 
+/* Re-inplacing of written-back outputs (sched/reinplace.c). into[j] >= 0
+ * says that graph output j is the new value of graph input into[j]: after
+ * every successful run the caller writes it back into that input (a
+ * weight's or an optimizer state's update) and keeps nothing of the input's
+ * old value. Plans may then store that output straight into the input's
+ * memory (the output tensor is a contiguous header over the input's
+ * storage, at its offset; the caller sees that and skips its copy), when it
+ * is safe: the kernel computing it is pointwise in that input (element i
+ * from element i), every other read of the old value runs before it, and
+ * no other input of the call shares memory with the input (checked per
+ * call; a call where one does, or that watches outputs (sc_notify), runs a
+ * plan without). The kernels that store into inputs run last, after the
+ * memory they need is taken: a run that fails leaves every input as it was.
+ * into has g's output count of entries (copied); call it before the first
+ * run. 0, or -1 when out of memory. */
+int sc_plans_set_into(sc_plan_set *ps, const int *into);
+
 /* Whether TJIT_BACKEND selects the compiled backend (unset: yes). */
 bool sc_backend_llvm(void);
 
@@ -77,6 +94,7 @@ typedef struct sc_plan_mem {
                               * placement of them does better than this */
     int64_t unplanned_bytes; /* every materialized value on its own (no reuse) */
     int buffers, in_place, regions;
+    int into;                /* outputs stored straight into graph inputs (sc_plans_set_into) */
 } sc_plan_mem;
 void sc_plans_mem(sc_plan_set *ps, sc_plan_mem *out);
 

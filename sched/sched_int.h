@@ -1,14 +1,16 @@
 /* sched_int.h - internal to the plan files: the structures of a compiled plan
  * and what plan.c (steps, compiling, running), mem.c (memory: lifetimes,
- * in place, the arena) and block.c (blocked regions: a GEMM and its
- * epilogue block by block) share.
+ * in place, the arena), reinplace.c (outputs stored into the inputs they are
+ * written back to) and block.c (blocked regions: a GEMM and its epilogue
+ * block by block) share.
  *
  * Values are numbered in slots (ir_slot: graph inputs first, then node k at
  * ninputs + k), like the graph executor's. A slot is *materialized* by the step that
  * writes it (a kernel's stores, an eager call's result); a view slot lives in
  * its owner's memory (the materialized slot or input its view chain ends at).
  * Each materialized slot writes a *buffer*; a slot written in place over a
- * dying input shares that input's buffer.
+ * dying input shares that input's buffer; one stored into a graph input
+ * (SC_INPUT) writes that input's memory.
  */
 #ifndef TJ_SC_INT_H
 #define TJ_SC_INT_H
@@ -40,7 +42,8 @@ typedef enum {
     SC_ARENA,     /* at `offset` in the call's arena (one rt_alloc block per call) */
     SC_OWN,       /* its own allocation: a graph output (or what one views); the caller owns it */
     SC_SCRATCH,   /* inside one blocked region only: a block's part, in that block's scratch */
-    SC_UNPLANNED  /* made by rt_eager (a reshape that copies) */
+    SC_UNPLANNED, /* made by rt_eager (a reshape that copies) */
+    SC_INPUT      /* a graph output stored into graph input `region`'s memory (reinplace.c) */
 } sc_where;
 
 typedef struct sc_buf {
@@ -48,7 +51,7 @@ typedef struct sc_buf {
     int64_t offset;       /* SC_ARENA: from the arena's start; SC_SCRATCH: from the scratch's */
     int first, last;      /* the step writing it first and the last step reading it */
     sc_where where;
-    int region;           /* SC_SCRATCH */
+    int region;           /* SC_SCRATCH: its region; SC_INPUT: the input slot */
 } sc_buf;
 
 /* A run of steps executed block by block: block b computes a slice of every
@@ -82,6 +85,12 @@ typedef struct sc_plan {
     int *def;             /* per slot: the step that materializes it, or -1 */
     bool *unplanned;      /* per slot: materialized by rt_eager (a reshape that copies) */
     int *inplace_of;      /* per slot: the slot whose buffer it writes in place, or -1 */
+    int *into;            /* per slot: the graph input it is stored into (reinplace.c), or
+                           * -1; NULL: none */
+    int ntail;            /* the last ntail steps are the kernels storing into inputs */
+    int *in_grp;          /* per input: the first input sharing memory with it (itself
+                           * when none), as when built; NULL: built without storing into
+                           * inputs (sc_plans_set_into) */
     int *buf_of;          /* per materialized slot: its buffer, or -1 */
     sc_buf *bufs;
     int nbufs;
@@ -108,18 +117,31 @@ int sc_mem_lifetimes(const ir_graph *g, sc_plan *p);
 /* Rewrites kernels that can store a result over an input dying there
  * (before they are compiled). 0 or -1 (out of memory). */
 int sc_mem_inplace(const ir_graph *g, sc_plan *p);
+/* Re-inplacing (reinplace.c): graph output j may be stored into graph input
+ * into[j] (>= 0; the caller writes it back there after the call); grp: per
+ * input, the first input sharing memory with it (sc_input_groups), whose
+ * reads count as reads of it. Where that is safe, the kernel computing the
+ * output stores it there (loads of the input read the same memory,
+ * cg_launch_alias) and moves to the plan's tail. Sets p->into and p->ntail
+ * (cleared when into or grp is NULL). 0 or -1 (out of memory). */
+int sc_mem_reinplace(const ir_graph *g, sc_plan *p, const int *into, const int *grp);
+/* grp[k] for inputs[0..n): the first input whose storage's bytes overlap
+ * input k's, through any chain of overlaps (k itself when none). 0, or -1
+ * when out of memory. */
+int sc_input_groups(tj_tensor *const *inputs, int n, int *grp);
 /* Buffers, their places and the stats (after the steps are final). */
 int sc_mem_plan(const ir_graph *g, sc_plan *p);
 void sc_mem_free(sc_plan *p);
 
 /* One call's memory. */
 typedef struct sc_call_mem {
+    tj_tensor *const *inputs;   /* the call's graph inputs (SC_INPUT buffers) */
     char *arena;
     rt_storage *hdr;      /* per buffer: a header over its arena bytes */
     tj_tensor **own;      /* per buffer: the SC_OWN allocation, made when first written */
     bool leaked;
 } sc_call_mem;
-int sc_mem_begin(const sc_plan *p, sc_call_mem *m);
+int sc_mem_begin(const sc_plan *p, sc_call_mem *m, tj_tensor *const *inputs);
 /* The tensor of materialized slot `slot` (refs 1): a contiguous view of its
  * buffer. NULL with an error when out of memory. */
 tj_tensor *sc_mem_tensor(const sc_plan *p, sc_call_mem *m, int slot);

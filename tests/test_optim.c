@@ -138,17 +138,25 @@ static void mlp_free(mlp_step *m)
 /* K = 6 steps on new batches: the compiled weights and losses equal eager's
  * within 2e-5 relative + 1e-6 absolute (f32; the plan fuses and sums in
  * another order); one graph, no break, no eager call; TJIT_DUMP shows the
- * traced step (forward, backward and update in one graph) and its fused form. */
-static void run_mlp(const config *cf)
+ * traced step (forward, backward and update in one graph) and its fused form.
+ * The update kernels of the two weight matrices store the new weights and
+ * the optimizer's state for them (stored: SGD's momentum buffers, Adam's
+ * moments) straight into their tensors, whose memory stays the same (the
+ * biases' updates are column-sum kernels: copied after the call); the
+ * memory dump names them. */
+static void run_mlp(const config *cf, int stored)
 {
     mlp_step e, c;
     mlp_make(&e, cf);
     mlp_make(&c, cf);
     char dir[] = "/tmp/tjit-dump-XXXXXX", cmd[512];
     assert_non_null(mkdtemp(dir));
-    setenv("TJIT_DUMP", "graph,fuse", 1);
+    setenv("TJIT_DUMP", "graph,fuse,memory", 1);
     setenv("TJIT_DUMP_DIR", dir, 1);
     tj_compiled *step = tj_compile(mlp_train, &c, &(tj_compile_options){.name = "mlp_step"});
+    const void *data[4];
+    for (int k = 0; k < 4; k++)
+        data[k] = tj_data(c.w[k]);
     for (int k = 0; k < 6; k++) {
         tj_scope_begin();
         tj_manual_seed(100 + (uint64_t)k);
@@ -163,22 +171,28 @@ static void run_mlp(const config *cf)
     }
     unsetenv("TJIT_DUMP");
     unsetenv("TJIT_DUMP_DIR");
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < 4; k++) {
         tu_assert_close(c.w[k], e.w[k], 2e-5, 1e-6);
+        assert_ptr_equal(tj_data(c.w[k]), data[k]);
+    }
     tj_compiled_stats st;
     tj_compiled_stats_get(step, &st);
+    assert_int_equal(st.plan.writes_stored, stored);
     assert_int_equal(st.graphs, 1);
     assert_int_equal(st.breaks, 0);
     assert_int_equal((int)st.eager_calls, 0);
     char *ex = tj_explain(step);
-    if (!strstr(ex, " 0 graph breaks") || !strstr(ex, "4 gradients set"))
+    char how[64];
+    snprintf(how, sizeof how, "(%d stored there by the plan's kernels", stored);
+    if (!strstr(ex, " 0 graph breaks") || !strstr(ex, "4 gradients set") || !strstr(ex, how))
         fail_msg("%s:\n%s", cf->name, ex);
     free(ex);
     /* the traced graph: the forward's cross_entropy, the backward's matmuls
      * (2 forward, 3 backward), and the update's writes as outputs */
     snprintf(cmd, sizeof cmd, "grep -c ' = matmul ' %s/*-mlp_step.graph.tir | grep -qx '[5-9]' && "
-             "grep -q ' = cross_entropy ' %s/*-mlp_step.graph.tir && ls %s/*-mlp_step.fuse.* >/dev/null",
-             dir, dir, dir);
+             "grep -q ' = cross_entropy ' %s/*-mlp_step.graph.tir && ls %s/*-mlp_step.fuse.* >/dev/null && "
+             "test $(grep -o ' into %%param[0-9]*' %s/*-mlp_step.memory.txt | wc -l) = %d",
+             dir, dir, dir, dir, stored);
     if (system(cmd) != 0) {
         snprintf(cmd, sizeof cmd, "cat %s/*-mlp_step.graph.tir >&2", dir);
         (void)!system(cmd);
@@ -194,8 +208,8 @@ static void run_mlp(const config *cf)
 static void test_compiled_mlp_step(void **state)
 {
     (void)state;
-    run_mlp(&configs[1]);   /* sgd_momentum (weight decay) */
-    run_mlp(&configs[5]);   /* adamw */
+    run_mlp(&configs[1], 4);   /* sgd_momentum (weight decay): w1, w2 and their buffers */
+    run_mlp(&configs[5], 6);   /* adamw: w1, w2 and their two moments each */
 }
 
 static void test_bad_options(void **state)
