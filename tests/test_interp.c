@@ -64,6 +64,45 @@ static void test_scatter_reduce_api(void **state)
                     G("scatter_amin"), 0, 0);
 }
 
+/* prod's gradient where zeros meet, against PyTorch's (tests/golden/interp/pz_*:
+ * a zero of x, zeros of x and src at one position, one zero of src, two), with
+ * and without include_self, eager and through a compiled call's backward. */
+static tj_tensor *model_prod(void *ctx, tj_tensor *const *args, int nargs)
+{
+    (void)nargs;
+    return tj_scatter_reduce(args[0], 0, G("pz_ix"), args[1], TJ_REDUCE_PROD, ctx != NULL);
+}
+
+static void check_prod_grads(tj_compiled *m, bool self)
+{
+    const char *tag = self ? "self" : "noself";
+    char n[3][32];
+    snprintf(n[0], sizeof n[0], "pz_%s_y", tag);
+    snprintf(n[1], sizeof n[1], "pz_%s_dx", tag);
+    snprintf(n[2], sizeof n[2], "pz_%s_dsrc", tag);
+    tj_tensor *in[2] = {tj_clone(G("pz_x")), tj_clone(G("pz_src"))};
+    for (int k = 0; k < 2; k++)
+        assert_int_equal(tj_requires_grad(in[k], true), 0);
+    tj_tensor *y = m ? tj_call(m, in, 2) : model_prod(self ? (void *)1 : NULL, in, 2);
+    tu_assert_close(y, G(n[0]), 0, 0);
+    assert_int_equal(tj_backward_seed(y, G("pz_g")), 0);
+    tu_assert_close(tj_grad(in[0]), G(n[1]), 1e-12, 1e-12);
+    tu_assert_close(tj_grad(in[1]), G(n[2]), 1e-12, 1e-12);
+}
+
+static void test_scatter_prod_grad_zeros(void **state)
+{
+    (void)state;
+    for (int self = 1; self >= 0; self--) {
+        check_prod_grads(NULL, self);
+        tj_compiled *m = tj_compile(model_prod, self ? (void *)1 : NULL,
+                                    &(tj_compile_options){.name = "prod_grad"});
+        assert_non_null(m);
+        check_prod_grads(m, self);
+        tj_compiled_free(m);
+    }
+}
+
 /* ---- a trace without gradients keeps the composite ------------------------------------- */
 
 static tj_tensor *model_up(void *ctx, tj_tensor *const *args, int nargs)
@@ -269,6 +308,7 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
     const struct CMUnitTest tests[] = {
         T(test_interpolate_api), T(test_embedding_bag_api), T(test_scatter_reduce_api),
+        T(test_scatter_prod_grad_zeros),
         T(test_traced_keeps_composite), T(test_interpolate_errors), T(test_upsample_rule_errors),
         T(test_rules_direct), T(test_embedding_bag_errors), T(test_scatter_reduce_errors),
         T(test_reduce_word_text),

@@ -399,6 +399,9 @@ def draw(name, dtype, shape, rng):
         v = np.floor(rng.random(n) * hi)
     elif kind == "z":
         v = np.array([0.0 if (k % 3 == 0 or k == 4) else 1.0 for k in range(n)])
+    elif kind == "o":
+        v = 0.5 + 1.5 * rng.random(n)
+        v[::3] = 0.0
     else:
         v = rng.standard_normal(n)
     return torch.tensor(v.reshape(shape)).to(dtype)

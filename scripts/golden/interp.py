@@ -11,6 +11,28 @@ import torch.nn.functional as F
 from common import Family
 
 
+def scatter_prod_zeros(f):
+    """scatter_reduce prod's gradient where zeros meet (PyTorch's
+    scatter_reduce_backward): column 0 a zero of x, 1 zeros of x and src at one
+    position, 2 one zero of src, 3 two zeros of src at one position."""
+    x = torch.tensor([[0, 2, 3, 1.5], [1, 0, 2, 0.5], [2, 1, 0, 3]], dtype=torch.float64)
+    src = torch.tensor([[2, 0, 0, 0], [0.5, 2, 1.5, 0], [3, 1.5, 2, 2]], dtype=torch.float64)
+    ix = torch.tensor([[0, 1, 0, 2], [0, 1, 0, 2], [1, 2, 0, 2]])
+    g = torch.randn(3, 4, dtype=torch.float64)
+    f.save("pz_x", x)
+    f.save("pz_src", src)
+    f.save("pz_ix", ix)
+    f.save("pz_g", g)
+    for inc in (True, False):
+        a, b = x.clone().requires_grad_(), src.clone().requires_grad_()
+        y = torch.scatter_reduce(a, 0, ix, b, "prod", include_self=inc)
+        y.backward(g)
+        tag = "self" if inc else "noself"
+        f.save(f"pz_{tag}_y", y)
+        f.save(f"pz_{tag}_dx", a.grad)
+        f.save(f"pz_{tag}_dsrc", b.grad)
+
+
 def main():
     f = Family("interp", seed=5)
     x = torch.randn(2, 3, 5, 4)
@@ -44,6 +66,7 @@ def main():
     f.save("ix", ix)
     f.save("src", src)
     f.save("scatter_amin", torch.scatter_reduce(s, 0, ix, src, "amin", include_self=False))
+    scatter_prod_zeros(f)
     f.done()
 
 
