@@ -24,6 +24,22 @@ static tj_tensor *interp_fail(tj_tensor *x, const char *why, int k)
     return NULL;
 }
 
+/* The mode's checks; NULL when x, k and align_corners suit it. */
+static const char *interp_refusal(tj_interp_mode mode, int k, bool align_corners)
+{
+    switch (mode) {
+    case TJ_INTERP_BILINEAR:
+    case TJ_INTERP_BICUBIC:
+        return k == 2                       ? NULL
+               : mode == TJ_INTERP_BILINEAR ? "bilinear needs 2 spatial dims"
+                                            : "bicubic needs 2 spatial dims";
+    case TJ_INTERP_NEAREST:
+    case TJ_INTERP_AREA:
+        return align_corners ? "align_corners is only for bilinear and bicubic" : NULL;
+    }
+    return "mode must be nearest, bilinear, bicubic or area";
+}
+
 tj_tensor *tj_interpolate(tj_tensor *x, const int64_t *size, const double *scale_factor, int k,
                           tj_interp_mode mode, bool align_corners)
 {
@@ -35,12 +51,9 @@ tj_tensor *tj_interpolate(tj_tensor *x, const int64_t *size, const double *scale
         return interp_fail(x, "the input must have 2 + k dims [N,C,spatial...]", k);
     if (!size == !scale_factor)
         return interp_fail(x, "give either size or scale_factor", k);
-    if (mode != TJ_INTERP_NEAREST && mode != TJ_INTERP_BILINEAR)
-        return interp_fail(x, "mode must be nearest or bilinear", k);
-    if (mode == TJ_INTERP_BILINEAR && k != 2)
-        return interp_fail(x, "bilinear needs 2 spatial dims", k);
-    if (mode == TJ_INTERP_NEAREST && align_corners)
-        return interp_fail(x, "align_corners is only for bilinear", k);
+    const char *why = interp_refusal(mode, k, align_corners);
+    if (why)
+        return interp_fail(x, why, k);
     int64_t out[3];
     double sc[3] = {0, 0, 0};   /* d, h, w: the last k used */
     for (int j = 0; j < k; j++) {
@@ -57,15 +70,23 @@ tj_tensor *tj_interpolate(tj_tensor *x, const int64_t *size, const double *scale
     }
     ir_attrs at = {0};
     ir_attr_ints(&at.a[0], out, k);
-    if (mode == TJ_INTERP_NEAREST) {
+    switch (mode) {
+    case TJ_INTERP_NEAREST:
         for (int j = 0; j < 3; j++)
             ir_attr_float(&at.a[1 + j], sc[j]);
         return fe_apply(OP_upsample_nearest, &x, 1, &at);
+    case TJ_INTERP_AREA: {
+        static const ir_op pools[3] = {OP_adaptive_avg_pool1d, OP_adaptive_avg_pool2d,
+                                       OP_adaptive_avg_pool3d};
+        return fe_apply(pools[k - 1], &x, 1, &at);
     }
-    ir_attr_int(&at.a[1], align_corners);
-    ir_attr_float(&at.a[2], sc[1]);
-    ir_attr_float(&at.a[3], sc[2]);
-    return fe_apply(OP_upsample_bilinear2d, &x, 1, &at);
+    default:
+        ir_attr_int(&at.a[1], align_corners);
+        ir_attr_float(&at.a[2], sc[1]);
+        ir_attr_float(&at.a[3], sc[2]);
+        return fe_apply(mode == TJ_INTERP_BICUBIC ? OP_upsample_bicubic2d : OP_upsample_bilinear2d,
+                        &x, 1, &at);
+    }
 }
 
 tj_tensor *tj_embedding_bag(tj_tensor *weight, tj_tensor *indices, tj_tensor *offsets,

@@ -608,11 +608,13 @@ tj_tensor *tj_pairwise_distance(tj_tensor *x1, tj_tensor *x2, double p, double e
 tj_tensor *tj_nll_loss(tj_tensor *logp, tj_tensor *target, tj_tensor *weight,
                        tj_reduction reduction, int64_t ignore_index);
 /* Adaptive pools (torch's: window i of n inputs covers [floor(i n/o),
- * ceil((i+1) n/o))): x [N,C,L] / [N,C,H,W] or without N; max gives values only.
+ * ceil((i+1) n/o))): x [N,C,L] / [N,C,H,W] / [N,C,D,H,W] or without N; max
+ * gives values only.
  * tj_cdist: x1 [..., P, M], x2 [..., R, M] -> p-norm distances [..., P, R].
  * tj_matrix_norm: the Frobenius norm over dims[0..2) (NULL: the last two). */
 tj_tensor *tj_adaptive_avg_pool1d(tj_tensor *x, int64_t size);
 tj_tensor *tj_adaptive_avg_pool2d(tj_tensor *x, int64_t h, int64_t w);
+tj_tensor *tj_adaptive_avg_pool3d(tj_tensor *x, int64_t d, int64_t h, int64_t w);
 tj_tensor *tj_adaptive_max_pool2d(tj_tensor *x, int64_t h, int64_t w);
 tj_tensor *tj_cdist(tj_tensor *x1, tj_tensor *x2, double p);
 tj_tensor *tj_matrix_norm(tj_tensor *x, const int *dims, bool keepdim);
@@ -775,13 +777,15 @@ tj_tensor *tj_scatter_reduce(tj_tensor *x, int dim, tj_tensor *index, tj_tensor 
 /* F.interpolate's modes. */
 typedef enum tj_interp_mode {
     TJ_INTERP_NEAREST,    /* "nearest": 1, 2 or 3 spatial dims */
-    TJ_INTERP_BILINEAR    /* "bilinear": 2 spatial dims */
+    TJ_INTERP_BILINEAR,   /* "bilinear": 2 spatial dims */
+    TJ_INTERP_BICUBIC,    /* "bicubic": 2 spatial dims, A = -0.75, border clamped */
+    TJ_INTERP_AREA        /* "area": 1, 2 or 3 spatial dims, adaptive_avg_pool{1,2,3}d */
 } tj_interp_mode;
 /* F.interpolate(x, size or scale_factor, mode, align_corners) on x [N,C,spatial...]
  * with k spatial dims: size (k entries) or, when size is NULL, scale_factor (k
  * entries > 0; the output size is floor(in * scale), and the scale sets the
- * source coordinates, as torch's recompute_scale_factor=None). align_corners
- * is for bilinear (false for nearest). */
+ * source coordinates, as torch's recompute_scale_factor=None; area uses only
+ * the size). align_corners is for bilinear and bicubic (false otherwise). */
 tj_tensor *tj_interpolate(tj_tensor *x, const int64_t *size, const double *scale_factor, int k,
                           tj_interp_mode mode, bool align_corners);
 /* F.embedding_bag(indices, weight, offsets, mode, per_sample_weights,

@@ -278,6 +278,7 @@
 #define tj_nll_loss(...) (tj__callsite(__FILE__, __LINE__), tj_nll_loss(__VA_ARGS__))
 #define tj_adaptive_avg_pool1d(...) (tj__callsite(__FILE__, __LINE__), tj_adaptive_avg_pool1d(__VA_ARGS__))
 #define tj_adaptive_avg_pool2d(...) (tj__callsite(__FILE__, __LINE__), tj_adaptive_avg_pool2d(__VA_ARGS__))
+#define tj_adaptive_avg_pool3d(...) (tj__callsite(__FILE__, __LINE__), tj_adaptive_avg_pool3d(__VA_ARGS__))
 #define tj_adaptive_max_pool2d(...) (tj__callsite(__FILE__, __LINE__), tj_adaptive_max_pool2d(__VA_ARGS__))
 #define tj_cdist(...) (tj__callsite(__FILE__, __LINE__), tj_cdist(__VA_ARGS__))
 #define tj_matrix_norm(...) (tj__callsite(__FILE__, __LINE__), tj_matrix_norm(__VA_ARGS__))

@@ -5,6 +5,7 @@
  *   upsample_nearest     x [N,C,s1..sk] (k = 1..3 entries of size), float or u8
  *                        -> [N,C,size...]
  *   upsample_bilinear2d  x [N,C,H,W] float, size [h, w] -> [N,C,h,w]
+ *   upsample_bicubic2d   the same
  *   embedding_bag        weight [V,D] float; indices i64/i32, 1-D with offsets
  *                        (1-D, indices' dtype) or 2-D [B,L] without;
  *                        per_sample_weights of indices' shape and weight's dtype,
@@ -58,6 +59,11 @@ int ir_infer_upsample_bilinear2d(IR_INFER_ARGS)
         return ir_fail(err, nerr, "input must be float, got %s", tj_dtype_name(in[0]->dtype));
     double sc[2] = {a->a[2].f, a->a[3].f};
     return resize(in[0], &a->a[0], sc, 2, out, err, nerr);
+}
+
+int ir_infer_upsample_bicubic2d(IR_INFER_ARGS)
+{
+    return ir_infer_upsample_bilinear2d(op, in, nin, a, out, err, nerr);
 }
 
 static bool index_dtype(tj_dtype dt) { return dt == TJ_I64 || dt == TJ_I32; }

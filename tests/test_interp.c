@@ -45,6 +45,89 @@ static void test_interpolate_api(void **state)
                     G("nearest3d_scale"), 0, 0);
 }
 
+/* bicubic and area (scripts/golden/interp.py: interp_cubic_area) */
+static void test_interpolate_bicubic_area(void **state)
+{
+    (void)state;
+    tj_tensor *x = G("x");
+    const tj_interp_mode C = TJ_INTERP_BICUBIC, A = TJ_INTERP_AREA;
+    tu_assert_close(tj_interpolate(x, NULL, (double[]){2.5, 0.6}, 2, C, false), G("bicubic_scale"),
+                    1e-5, 1e-6);
+    tu_assert_close(tj_interpolate(x, (int64_t[]){9, 6}, NULL, 2, C, false), G("bicubic_size"),
+                    1e-5, 1e-6);
+    tu_assert_close(tj_interpolate(x, (int64_t[]){9, 6}, NULL, 2, C, true), G("bicubic_corners"),
+                    1e-5, 1e-6);
+    tu_assert_close(tj_interpolate(x, (int64_t[]){3, 2}, NULL, 2, C, false), G("bicubic_down"),
+                    1e-5, 1e-6);
+    tu_assert_close(tj_interpolate(x, NULL, (double[]){1.1, 1.2}, 2, C, false),
+                    G("bicubic_same_scale"), 1e-5, 1e-6);
+    tu_assert_close(tj_interpolate(tj_cast(x, TJ_F64), (int64_t[]){7, 5}, NULL, 2, C, true),
+                    G("bicubic_f64"), 1e-12, 1e-13);
+    tu_assert_close(tj_interpolate(x, (int64_t[]){7, 3}, NULL, 2, A, false), G("area_size"), 1e-5,
+                    1e-6);
+    tu_assert_close(tj_interpolate(x, (int64_t[]){5, 2}, NULL, 2, A, false), G("area_halves"), 1e-6,
+                    1e-7);
+    tu_assert_close(tj_interpolate(x, NULL, (double[]){2.5, 0.6}, 2, A, false), G("area_scale"),
+                    1e-5, 1e-6);
+    tu_assert_close(tj_interpolate(G("x1"), (int64_t[]){13}, NULL, 1, A, false), G("area1d_up"),
+                    1e-6, 1e-7);
+    tu_assert_close(tj_interpolate(G("x1"), (int64_t[]){4}, NULL, 1, A, false), G("area1d_down"),
+                    1e-5, 1e-6);
+    tu_assert_close(tj_interpolate(G("x40"), (int64_t[]){3}, NULL, 1, A, false), G("area1d_long"),
+                    1e-5, 1e-6);
+    tu_assert_close(tj_interpolate(G("x3"), (int64_t[]){3, 5, 2}, NULL, 3, A, false), G("area3d"),
+                    1e-5, 1e-6);
+    tu_assert_close(tj_adaptive_avg_pool3d(G("x3"), 3, 5, 2), G("area3d"), 1e-5, 1e-6);
+    tu_assert_close(tj_adaptive_avg_pool3d(tj_squeeze(G("x3"), (int[]){0}, 1), 3, 5, 2),
+                    tj_squeeze(G("area3d"), (int[]){0}, 1), 1e-5, 1e-6);
+    /* inf and NaN reach the outputs PyTorch's do (inf * 0 is NaN in both) */
+    tu_assert_close(tj_interpolate(G("xinf"), (int64_t[]){6, 7}, NULL, 2, C, false),
+                    G("bicubic_inf"), 1e-5, 1e-5);
+    tu_assert_close(tj_interpolate(G("xinf"), (int64_t[]){6, 3}, NULL, 2, A, false), G("area_inf"),
+                    1e-6, 1e-6);
+}
+
+/* bicubic's gradient is its forward's transpose (a linear map: <y(x), g> =
+ * <x, dx>), also where out == in with a scale, where PyTorch 1.13's backward
+ * is the identity and its forward is not (dx is not g there). */
+static void test_bicubic_grad_same_size(void **state)
+{
+    (void)state;
+    tj_tensor *x = tj_clone(R(TJ_F64, 4, (int64_t[]){1, 2, 3, 4}));
+    assert_int_equal(tj_requires_grad(x, true), 0);
+    tj_tensor *y = tj_interpolate(x, NULL, (double[]){1.1, 1.2}, 2, TJ_INTERP_BICUBIC, false);
+    tj_tensor *g = R(TJ_F64, 4, (int64_t[]){1, 2, 3, 4});
+    assert_int_equal(tj_backward_seed(y, g), 0);
+    double yg = tj_item(tj_sum(tj_mul(y, g), NULL, 0, false));
+    double xd = tj_item(tj_sum(tj_mul(tj_detach(x), tj_grad(x)), NULL, 0, false));
+    assert_true(fabs(yg - xd) <= 1e-12 * (1 + fabs(yg)));
+    assert_true(tj_item(tj_amax(tj_abs(tj_sub(tj_grad(x), g)), NULL, 0, false)) > 1e-3);
+}
+
+/* A compiled call of each new mode equals the eager one. */
+static tj_tensor *model_modes(void *ctx, tj_tensor *const *args, int nargs)
+{
+    (void)ctx, (void)nargs;
+    tj_tensor *c = tj_interpolate(args[0], (int64_t[]){7, 9}, NULL, 2, TJ_INTERP_BICUBIC, false);
+    tj_tensor *a = tj_interpolate(args[0], NULL, (double[]){0.5, 2.4}, 2, TJ_INTERP_AREA, false);
+    tj_tensor *a3 = tj_interpolate(args[1], (int64_t[]){3, 2, 5}, NULL, 3, TJ_INTERP_AREA, false);
+    return tj_add(tj_add(tj_sum(c, NULL, 0, false), tj_sum(tj_mul(a, a), NULL, 0, false)),
+                  tj_sum(tj_exp(a3), NULL, 0, false));
+}
+
+static void test_interpolate_modes_compiled(void **state)
+{
+    (void)state;
+    tj_tensor *args[2] = {R(TJ_F32, 4, (int64_t[]){2, 3, 5, 4}),
+                          R(TJ_F32, 5, (int64_t[]){1, 2, 2, 3, 4})};
+    tj_tensor *want = model_modes(NULL, args, 2);
+    tj_compiled *m = tj_compile(model_modes, NULL, &(tj_compile_options){.name = "modes"});
+    assert_non_null(m);
+    tu_assert_close(tj_call(m, args, 2), want, 1e-5, 1e-5);
+    tu_assert_close(tj_call(m, args, 2), want, 1e-5, 1e-5);
+    tj_compiled_free(m);
+}
+
 static void test_embedding_bag_api(void **state)
 {
     (void)state;
@@ -147,12 +230,19 @@ static void test_interpolate_errors(void **state)
     tu_assert_error(tj_interpolate(x, NULL, NULL, 2, TJ_INTERP_NEAREST, false), head,
                     "give either size or scale_factor", NULL);
     tu_assert_error(tj_interpolate(x, sz, NULL, 2, (tj_interp_mode)7, false), head,
-                    "mode must be nearest or bilinear", NULL);
+                    "mode must be nearest, bilinear, bicubic or area", NULL);
     tu_assert_error(tj_interpolate(R(TJ_F32, 3, (int64_t[]){1, 2, 3}), sz, NULL, 1,
                                    TJ_INTERP_BILINEAR, false),
                     "interpolate(f32[1,2,3])", "bilinear needs 2 spatial dims", NULL);
     tu_assert_error(tj_interpolate(x, sz, NULL, 2, TJ_INTERP_NEAREST, true), head,
-                    "align_corners is only for bilinear", NULL);
+                    "align_corners is only for bilinear and bicubic", NULL);
+    tu_assert_error(tj_interpolate(x, sz, NULL, 2, TJ_INTERP_AREA, true), head,
+                    "align_corners is only for bilinear and bicubic (k = 2)", NULL);
+    tu_assert_error(tj_interpolate(R(TJ_F32, 5, (int64_t[]){1, 2, 3, 4, 5}), sz, NULL, 3,
+                                   TJ_INTERP_BICUBIC, false),
+                    "interpolate(f32[1,2,3,4,5])", "bicubic needs 2 spatial dims (k = 3)", NULL);
+    tu_assert_error(tj_interpolate(x, NULL, (double[]){-1, 2}, 2, TJ_INTERP_AREA, false), head,
+                    "scale_factor must be positive and finite", NULL);
     tu_assert_error(tj_interpolate(x, NULL, (double[]){2, 0}, 2, TJ_INTERP_NEAREST, false), head,
                     "scale_factor must be positive and finite", NULL);
     tu_assert_error(tj_interpolate(x, NULL, (double[]){INFINITY, 1}, 2, TJ_INTERP_NEAREST, false),
@@ -182,6 +272,19 @@ static void test_upsample_rule_errors(void **state)
     tu_assert_error(tj_interpolate(tj_ones(TJ_U8, 4, (int64_t[]){1, 2, 3, 4}), (int64_t[]){5, 4},
                                    NULL, 2, TJ_INTERP_BILINEAR, false),
                     "upsample_bilinear2d(u8[1,2,3,4])", "input must be float, got u8", NULL);
+    tu_assert_error(tj_interpolate(tj_ones(TJ_U8, 4, (int64_t[]){1, 2, 3, 4}), (int64_t[]){5, 4},
+                                   NULL, 2, TJ_INTERP_BICUBIC, true),
+                    "upsample_bicubic2d(u8[1,2,3,4])", "input must be float, got u8", NULL);
+    tu_assert_error(tj_interpolate(x, (int64_t[]){0, 4}, NULL, 2, TJ_INTERP_BICUBIC, false),
+                    "upsample_bicubic2d(f32[1,2,3,4])", "output size 0 must be positive", NULL);
+    tu_assert_error(tj_interpolate(tj_ones(TJ_U8, 4, (int64_t[]){1, 2, 3, 4}), (int64_t[]){5, 4},
+                                   NULL, 2, TJ_INTERP_AREA, false),
+                    "adaptive_avg_pool2d(u8[1,2,3,4])", "input must be float, got u8", NULL);
+    tu_assert_error(tj_interpolate(x0, (int64_t[]){5, 4}, NULL, 2, TJ_INTERP_AREA, false),
+                    "adaptive_avg_pool2d(f32[1,2,0,4])", "pooled dim 2 is 0", NULL);
+    tu_assert_error(tj_interpolate(R(TJ_F32, 5, (int64_t[]){1, 2, 3, 0, 4}), (int64_t[]){1, 2, 3},
+                                   NULL, 3, TJ_INTERP_AREA, false),
+                    "adaptive_avg_pool3d(f32[1,2,3,0,4])", "pooled dim 3 is 0", NULL);
 }
 
 /* The rule's checks the entry point cannot reach (it validates first): ir_infer itself. */
@@ -215,6 +318,16 @@ static void test_rules_direct(void **state)
     ir_attr_ints(&b.a[0], (int64_t[]){5, 6}, 2);
     const ir_type *in3[1] = {&x3};
     infer_fails(OP_upsample_bilinear2d, in3, 1, &b, "input must be 4-D [N,C,...]");
+    ir_type x5 = {.dtype = TJ_F32, .ndim = 5, .shape = {1, 2, 3, 4, 5}};
+    ir_attrs p3 = {0};
+    ir_attr_ints(&p3.a[0], (int64_t[]){2, 2}, 2);
+    infer_fails(OP_adaptive_avg_pool3d, (const ir_type *[]){&x5}, 1, &p3,
+                "output_size must have 3 entries, got 2");
+    ir_attr_ints(&p3.a[0], (int64_t[]){2, 2, 2}, 3);
+    infer_fails(OP_adaptive_avg_pool3d, in3, 1, &p3, "input must be 4-D or 5-D, got 3-D");
+    ir_attr_ints(&p3.a[0], (int64_t[]){2, -2, 2}, 3);
+    infer_fails(OP_adaptive_avg_pool3d, (const ir_type *[]){&x5}, 1, &p3,
+                "output_size -2 is negative");
     /* embedding_bag with a symbolic size: refused */
     ir_type w = {.dtype = TJ_F32, .ndim = 2, .shape = {10, 3}};
     ir_type ix = {.dtype = TJ_I64, .ndim = 1, .shape = {-1}};
@@ -307,10 +420,19 @@ int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
     const struct CMUnitTest tests[] = {
-        T(test_interpolate_api), T(test_embedding_bag_api), T(test_scatter_reduce_api),
+        T(test_interpolate_api),
+        T(test_embedding_bag_api),
+        T(test_scatter_reduce_api),
         T(test_scatter_prod_grad_zeros),
-        T(test_traced_keeps_composite), T(test_interpolate_errors), T(test_upsample_rule_errors),
-        T(test_rules_direct), T(test_embedding_bag_errors), T(test_scatter_reduce_errors),
+        T(test_interpolate_bicubic_area),
+        T(test_interpolate_modes_compiled),
+        T(test_bicubic_grad_same_size),
+        T(test_traced_keeps_composite),
+        T(test_interpolate_errors),
+        T(test_upsample_rule_errors),
+        T(test_rules_direct),
+        T(test_embedding_bag_errors),
+        T(test_scatter_reduce_errors),
         T(test_reduce_word_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

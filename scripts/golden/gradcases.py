@@ -118,6 +118,7 @@ NN_GRAD = {
                                         ignore_index=a["ignore_index"], reduction=a["reduction"]),
     "adaptive_avg_pool2d": lambda i, a: F.adaptive_avg_pool2d(i[0], a["output_size"]),
     "adaptive_avg_pool1d": lambda i, a: F.adaptive_avg_pool1d(i[0], a["output_size"]),
+    "adaptive_avg_pool3d": lambda i, a: F.adaptive_avg_pool3d(i[0], a["output_size"]),
     "adaptive_max_pool2d": lambda i, a: F.adaptive_max_pool2d(i[0], a["output_size"]),
     "cdist": lambda i, a: torch.cdist(i[0], i[1], a["p"], compute_mode="donot_use_mm_for_euclid_dist"),
     "matrix_norm": lambda i, a: torch.linalg.matrix_norm(i[0], "fro", tuple(a["dims"]) or (-2, -1),
@@ -228,16 +229,19 @@ def interp_nearest(i, a):
     return F.interpolate(i[0], size=a["size"], mode="nearest")
 
 
-def interp_bilinear(i, a):
-    sc = [a["scale_h"], a["scale_w"]]
-    if any(s > 0 for s in sc) and not a["align_corners"]:
-        return F.interpolate(i[0], scale_factor=sc, mode="bilinear", align_corners=False)
-    return F.interpolate(i[0], size=a["size"], mode="bilinear", align_corners=a["align_corners"])
+def interp_2d(mode):
+    def run(i, a):
+        sc = [a["scale_h"], a["scale_w"]]
+        if any(s > 0 for s in sc) and not a["align_corners"]:
+            return F.interpolate(i[0], scale_factor=sc, mode=mode, align_corners=False)
+        return F.interpolate(i[0], size=a["size"], mode=mode, align_corners=a["align_corners"])
+    return run
 
 
 INTERP = {
     "upsample_nearest": interp_nearest,
-    "upsample_bilinear2d": interp_bilinear,
+    "upsample_bilinear2d": interp_2d("bilinear"),
+    "upsample_bicubic2d": interp_2d("bicubic"),
     "scatter_reduce": lambda i, a: torch.scatter_reduce(i[0], a["dim"], i[1], i[2], a["reduce"],
                                                         include_self=a["include_self"]),
     "embedding_bag": lambda i, a: F.embedding_bag(

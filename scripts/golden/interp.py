@@ -1,14 +1,46 @@
 """interp.py - golden data for the public entry points of ops.def's
 "interpolate, embedding_bag, einsum, scatter_reduce" block beyond the rows
 (opinfo.py samples those): tj_interpolate with scale_factor (the output size
-floor(in * scale) and the scale kept for the coordinates) and with size, and
-tj_embedding_bag / tj_scatter_reduce through their C signatures.
+floor(in * scale) and the scale kept for the coordinates) and with size, in
+every mode, and tj_embedding_bag / tj_scatter_reduce through their C
+signatures (scatter_reduce prod's gradient at zeros).
 tests/test_interp.c reads tests/golden/interp/<name>.npy.
 Run: /usr/bin/python3 scripts/golden/interp.py"""
 import torch
 import torch.nn.functional as F
 
 from common import Family
+
+
+def interp_cubic_area(f, x, x1, x3):
+    """bicubic (A = -0.75, border clamped) by size and scale, align_corners
+    both ways, out == in with a scale (not the identity in torch), f64; area
+    (adaptive_avg_pool) 1-D, 2-D, 3-D, up and down, equal windows, windows of
+    up to 8 entries and longer ones; non-finite inputs (inf reaches only its
+    taps and windows, NaN where torch multiplies it by 0)."""
+    cubic = lambda t, **k: F.interpolate(t, mode="bicubic", **k)
+    area = lambda t, **k: F.interpolate(t, mode="area", **k)
+    f.save("bicubic_scale", cubic(x, scale_factor=(2.5, 0.6), align_corners=False))
+    f.save("bicubic_size", cubic(x, size=(9, 6), align_corners=False))
+    f.save("bicubic_corners", cubic(x, size=(9, 6), align_corners=True))
+    f.save("bicubic_down", cubic(x, size=(3, 2), align_corners=False))
+    f.save("bicubic_same_scale", cubic(x, scale_factor=(1.1, 1.2), align_corners=False))
+    f.save("bicubic_f64", cubic(x.double(), size=(7, 5), align_corners=True))
+    f.save("area_size", area(x, size=(7, 3)))
+    f.save("area_halves", area(x, size=(5, 2)))
+    f.save("area_scale", area(x, scale_factor=(2.5, 0.6)))
+    f.save("area1d_up", area(x1, size=(13,)))
+    f.save("area1d_down", area(x1, size=(4,)))
+    x40 = torch.randn(1, 2, 40)
+    f.save("x40", x40)
+    f.save("area1d_long", area(x40, size=(3,)))
+    f.save("area3d", area(x3, size=(3, 5, 2)))
+    xi = torch.arange(20.0).reshape(1, 1, 4, 5)
+    xi[0, 0, 1, 2] = float("inf")
+    xi[0, 0, 3, 4] = float("nan")
+    f.save("xinf", xi)
+    f.save("bicubic_inf", cubic(xi, size=(6, 7), align_corners=False))
+    f.save("area_inf", area(xi, size=(6, 3)))
 
 
 def scatter_prod_zeros(f):
@@ -67,6 +99,7 @@ def main():
     f.save("src", src)
     f.save("scatter_amin", torch.scatter_reduce(s, 0, ix, src, "amin", include_self=False))
     scatter_prod_zeros(f)
+    interp_cubic_area(f, x, x1, x3)
     f.done()
 
 
