@@ -796,6 +796,27 @@ tj_tensor *tj_interpolate(tj_tensor *x, const int64_t *size, const double *scale
 tj_tensor *tj_embedding_bag(tj_tensor *weight, tj_tensor *indices, tj_tensor *offsets,
                             tj_reduce_op mode, tj_tensor *per_sample_weights,
                             bool include_last_offset);
+/* F.embedding_bag's further arguments; zeroed (or a NULL pointer) are
+ * tj_embedding_bag's defaults. */
+typedef struct tj_embedding_bag_options {
+    tj_reduce_op mode;               /* TJ_REDUCE_SUM (0), _MEAN or _AMAX */
+    tj_tensor *per_sample_weights;   /* indices' shape, mode sum only; or NULL */
+    bool include_last_offset;
+    bool has_padding_idx;            /* padding_idx is given: */
+    int64_t padding_idx;             /* in [-V, V) (negative: from the end); entries equal
+                                      * to it are skipped: not summed, not counted by mean,
+                                      * no gradient; a bag of padding only gives zeros */
+    double max_norm;                 /* > 0: torch's max_norm, which WRITES weight: each
+                                      * row indices name (padding too) whose norm_type-norm
+                                      * exceeds it is scaled by max_norm / (norm + 1e-7), in
+                                      * place, without gradient, before the bags are made;
+                                      * traced, the write is functionalized (the graph
+                                      * computes the new weight, the call writes it back).
+                                      * 0: none */
+    double norm_type;                /* the p of that norm (inf too); 0 means 2 */
+} tj_embedding_bag_options;
+tj_tensor *tj_embedding_bag_ex(tj_tensor *weight, tj_tensor *indices, tj_tensor *offsets,
+                               const tj_embedding_bag_options *options);
 /* torch.einsum(equation, operands): "ij,jk->ik", implicit output (no "->": the
  * letters seen once, sorted), a letter repeated in one operand (its diagonal),
  * "..." for broadcast batch dims; letters a-z, A-Z. Each pair of operands is

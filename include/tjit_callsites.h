@@ -364,6 +364,7 @@
 #define tj_scatter_reduce(...) (tj__callsite(__FILE__, __LINE__), tj_scatter_reduce(__VA_ARGS__))
 #define tj_interpolate(...) (tj__callsite(__FILE__, __LINE__), tj_interpolate(__VA_ARGS__))
 #define tj_embedding_bag(...) (tj__callsite(__FILE__, __LINE__), tj_embedding_bag(__VA_ARGS__))
+#define tj_embedding_bag_ex(...) (tj__callsite(__FILE__, __LINE__), tj_embedding_bag_ex(__VA_ARGS__))
 #define tj_einsum(...) (tj__callsite(__FILE__, __LINE__), tj_einsum(__VA_ARGS__))
 #define tj_xor_sum(...) (tj__callsite(__FILE__, __LINE__), tj_xor_sum(__VA_ARGS__))
 #define tj_as_strided(...) (tj__callsite(__FILE__, __LINE__), tj_as_strided(__VA_ARGS__))

@@ -10,7 +10,8 @@
  *                        (1-D, indices' dtype) or 2-D [B,L] without;
  *                        per_sample_weights of indices' shape and weight's dtype,
  *                        mode sum only -> [B, D] (B: offsets' length, less one
- *                        with include_last_offset; 2-D: L's rows, less one too)
+ *                        with include_last_offset; 2-D: L's rows, less one too);
+ *                        padding_idx none ([]) or one row of weight ([p], 0 <= p < V)
  * Output sizes must be positive, scales not negative, the resized dims static
  * and nonempty (torch's checks).
  */
@@ -116,6 +117,12 @@ int ir_infer_embedding_bag(IR_INFER_ARGS)
         if (!same)
             return ir_fail(err, nerr, "per_sample_weights must have the shape of indices");
     }
+    const ir_attr *pad = &a->a[2];
+    if (pad->n > 1)
+        return ir_fail(err, nerr, "padding_idx has %d entries (none or one)", pad->n);
+    if (pad->n == 1 && (pad->i[0] < 0 || (w->shape[0] >= 0 && pad->i[0] >= w->shape[0])))
+        return ir_fail(err, nerr, "padding_idx %lld is not a row of weight's %s",
+                       (long long)pad->i[0], IR_DIM(w->shape[0]));
     ir_set(out, w->dtype, 2, (int64_t[]){bags - last, w->shape[1]});
     return 0;
 }

@@ -28,7 +28,10 @@
  *                        the bag dim; 1-D: each index's bag is searchsorted(offsets,
  *                        i, right) - 1, and the rows are scatter_add'ed (sum, mean:
  *                        divided by the bag's count, at least 1) or scatter_reduce'd
- *                        (amax, include_self false) into zeros, so an empty bag is 0
+ *                        (amax, include_self false) into zeros, so an empty bag is 0;
+ *                        with padding_idx (1-D or 2-D) an entry equal to it goes to
+ *                        one extra bag, dropped at the end: not summed, not counted,
+ *                        no gradient, and a bag of padding only is 0 (torch's)
  * The index and weight vectors depend on static sizes only: arange and
  * pointwise prims, so they fold or fuse, and no gradient reaches them.
  */
@@ -264,28 +267,29 @@ static ir_node *bag_of_2d(ps_builder *b, const ir_node *n, ir_node *rows, int64_
     return r;
 }
 
-ir_node *ps_decomp_embedding_bag(PS_DECOMP_ARGS)
+/* The first n rows of x. */
+static ir_node *first_rows(ps_builder *b, ir_node *x, int64_t n)
 {
-    ir_node *w = in[0], *ix = ps_b_cast(b, in[1], TJ_I64);
-    ir_node *off = n->nin > 2 ? in[2] : NULL, *psw = n->nin > 3 ? in[3] : NULL;
-    int64_t mode = a->a[0].i[0], d = w->type.shape[1];
-    int64_t cnt = ix ? ir_type_numel(&ix->type) : 0;
-    ir_node *rows = ps_b_index_select(b, w, 0, ps_b_reshape(b, ix, &cnt, 1)); /* [cnt, D] */
-    if (psw)
-        rows = b_mul(b, rows, ps_b_unsqueeze(b, ps_b_reshape(b, psw, &cnt, 1), 1));
-    if (!off) {
-        int64_t bags = in[1]->type.shape[0], len = in[1]->type.shape[1];
-        return bag_of_2d(b, n, ps_b_reshape(b, rows, (int64_t[]){bags, len, d}, 3), mode, bags,
-                         len);
-    }
-    ir_attrs ra = {0};
-    ir_attr_int(&ra.a[0], true);
-    ir_node *sorted_in[2] = {ps_b_cast(b, off, TJ_I64), ps_b_arange(b, cnt, TJ_I64)};
-    ir_node *pos = ps_b_op(b, OP_searchsorted, sorted_in, 2, &ra);
-    ir_node *bag = b_sub(b, pos, num(b, 1, TJ_I64));                   /* [cnt] */
-    ir_type zt = n->type;   /* the result's shape in weight's dtype (f32 for a widened half) */
-    zt.dtype = w->type.dtype;
-    ir_node *zero = ps_b_const(b, 0, &zt);
+    if (!x || x->type.shape[0] == n)
+        return x;
+    ir_attrs sa = {0};
+    ir_attr_int(&sa.a[0], 0);
+    ir_attr_int(&sa.a[1], 0);
+    ir_attr_int(&sa.a[2], n);
+    ir_attr_int(&sa.a[3], 1);
+    return ps_b_op(b, OP_slice, &x, 1, &sa);
+}
+
+/* rows [cnt, D] reduced into slots bags by their bag index bag [cnt] (scatter_add,
+ * or scatter_reduce amax without the zeros it starts from), the first nb kept. */
+static ir_node *bag_scatter(ps_builder *b, ir_node *rows, ir_node *bag, int64_t mode, int64_t slots,
+                            int64_t nb)
+{
+    if (!rows)
+        return NULL;
+    int64_t cnt = rows->type.shape[0], d = rows->type.shape[1];
+    tj_dtype dt = rows->type.dtype;
+    ir_node *zero = ps_b_const(b, 0, &(ir_type){.dtype = dt, .ndim = 2, .shape = {slots, d}});
     ir_attrs ea = {0};
     ir_attr_ints(&ea.a[0], (int64_t[]){cnt, d}, 2);
     ir_node *bix = ps_b_op(b, OP_expand, (ir_node *[]){ps_b_unsqueeze(b, bag, 1)}, 1, &ea);
@@ -294,16 +298,54 @@ ir_node *ps_decomp_embedding_bag(PS_DECOMP_ARGS)
         ir_attr_int(&sa.a[0], 0);
         ir_attr_int(&sa.a[1], TJ_REDUCE_AMAX);
         ir_attr_int(&sa.a[2], false);
-        return ps_b_op(b, OP_scatter_reduce, (ir_node *[]){zero, bix, rows}, 3, &sa);
+        return first_rows(b, ps_b_op(b, OP_scatter_reduce, (ir_node *[]){zero, bix, rows}, 3, &sa),
+                          nb);
     }
     ir_node *sum = b_dim1(b, OP_scatter_add, (ir_node *[]){zero, bix, rows}, 3, 0);
-    if (mode != TJ_REDUCE_MEAN)
-        return sum;
-    ir_type ct = zt;
-    ct.ndim = 1;
-    ir_node *ones = ps_b_const(b, 1, &(ir_type){.dtype = w->type.dtype, .ndim = 1, .shape = {cnt}});
-    ir_node *count_in[3] = {ps_b_const(b, 0, &ct), bag, ones};
-    ir_node *count = b_dim1(b, OP_scatter_add, count_in, 3, 0);
-    count = b_bin(b, OP_maximum, count, num(b, 1, w->type.dtype));
-    return b_div(b, sum, ps_b_unsqueeze(b, count, 1));
+    if (mode == TJ_REDUCE_MEAN) {
+        ir_node *ones = ps_b_const(b, 1, &(ir_type){.dtype = dt, .ndim = 1, .shape = {cnt}});
+        ir_node *count_in[3] = {ps_b_const(b, 0,
+                                           &(ir_type){.dtype = dt, .ndim = 1, .shape = {slots}}),
+                                bag, ones};
+        ir_node *count = b_dim1(b, OP_scatter_add, count_in, 3, 0);
+        count = b_bin(b, OP_maximum, count, num(b, 1, dt));
+        sum = b_div(b, sum, ps_b_unsqueeze(b, count, 1));
+    }
+    return first_rows(b, sum, nb);
+}
+
+/* rows are bagged by a reduction over L ([B, L] indices without padding), else
+ * by bag_scatter: each index's bag from offsets (searchsorted) or its row of
+ * [B, L]; a padding entry's bag is an extra one, dropped at the end. */
+ir_node *ps_decomp_embedding_bag(PS_DECOMP_ARGS)
+{
+    ir_node *w = in[0], *ix = ps_b_cast(b, in[1], TJ_I64);
+    ir_node *off = n->nin > 2 ? in[2] : NULL, *psw = n->nin > 3 ? in[3] : NULL;
+    int64_t mode = a->a[0].i[0], d = w->type.shape[1], nb = n->type.shape[0];
+    int64_t cnt = ix ? ir_type_numel(&ix->type) : 0;
+    bool pad = a->a[2].n == 1;
+    ir_node *flat = ps_b_reshape(b, ix, &cnt, 1);
+    ir_node *rows = ps_b_index_select(b, w, 0, flat); /* [cnt, D] */
+    if (psw)
+        rows = b_mul(b, rows, ps_b_unsqueeze(b, ps_b_reshape(b, psw, &cnt, 1), 1));
+    ir_node *bag;
+    if (!off) {
+        int64_t bags = in[1]->type.shape[0], len = in[1]->type.shape[1];
+        if (!pad)
+            return bag_of_2d(b, n, ps_b_reshape(b, rows, (int64_t[]){bags, len, d}, 3), mode, bags,
+                             len);
+        ir_attrs ea = {0};
+        ir_attr_ints(&ea.a[0], (int64_t[]){bags, len}, 2);
+        ir_node *r = ps_b_unsqueeze(b, ps_b_arange(b, bags, TJ_I64), 1);
+        bag = ps_b_reshape(b, ps_b_op(b, OP_expand, &r, 1, &ea), &cnt, 1);
+    } else {
+        ir_attrs ra = {0};
+        ir_attr_int(&ra.a[0], true);
+        ir_node *sorted_in[2] = {ps_b_cast(b, off, TJ_I64), ps_b_arange(b, cnt, TJ_I64)};
+        bag = b_sub(b, ps_b_op(b, OP_searchsorted, sorted_in, 2, &ra), num(b, 1, TJ_I64));
+    }
+    if (pad)
+        bag = b_where(b, b_bin(b, OP_eq, flat, num(b, (double)a->a[2].i[0], TJ_I64)),
+                      num(b, (double)nb, TJ_I64), bag);
+    return bag_scatter(b, rows, bag, mode, nb + pad, nb);
 }

@@ -140,6 +140,194 @@ static void test_embedding_bag_api(void **state)
                     1e-6, 1e-7);
 }
 
+static void infer_fails(ir_op op, const ir_type *const *in, int nin, const ir_attrs *a,
+                        const char *why);
+
+/* ---- embedding_bag's padding_idx and max_norm (interp.py: bag_padding_max_norm) ---- */
+
+static tj_tensor *bag(tj_tensor *w, tj_tensor *ix, tj_tensor *off, tj_embedding_bag_options o)
+{
+    return tj_embedding_bag_ex(w, ix, off, &o);
+}
+
+static void test_embedding_bag_padding(void **state)
+{
+    (void)state;
+    tj_tensor *w = G("pw"), *idx = G("pidx"), *off = G("poff");
+    const tj_reduce_op modes[3] = {TJ_REDUCE_SUM, TJ_REDUCE_MEAN, TJ_REDUCE_AMAX};
+    const char *names[3] = {"sum", "mean", "amax"};
+    for (int m = 0; m < 3; m++) {
+        char n1[32], n2[32];
+        snprintf(n1, sizeof n1, "pad_%s", names[m]);
+        snprintf(n2, sizeof n2, "pad2d_%s", names[m]);
+        tj_embedding_bag_options o = {.mode = modes[m], .has_padding_idx = true, .padding_idx = 2};
+        tu_assert_close(bag(w, idx, off, o), G(n1), 1e-6, 1e-7);
+        o.padding_idx = -4; /* row 2 of 6, from the end */
+        tu_assert_close(bag(w, G("pi2"), NULL, o), G(n2), 1e-6, 1e-7);
+    }
+    tu_assert_close(bag(w, idx, off,
+                        (tj_embedding_bag_options){.per_sample_weights = G("ppsw"),
+                                                   .has_padding_idx = true,
+                                                   .padding_idx = 2}),
+                    G("pad_psw"), 1e-6, 1e-7);
+    /* include_last_offset with padding (PyTorch 1.13 corrupts its heap there): bags
+     * [0,2) [2,3) [3,3); the entries past the last offset and the padding are dropped */
+    tj_tensor *w1 = tj_narrow(w, 0, 1, 1), *w2 = tj_narrow(w, 0, 2, 1);
+    tj_tensor *z = tj_zeros(TJ_F32, 2, (int64_t[]){1, 3});
+    for (int m = 0; m < 3; m++) {
+        tj_embedding_bag_options o = {.mode = modes[m],
+                                      .include_last_offset = true,
+                                      .has_padding_idx = true,
+                                      .padding_idx = 2};
+        tu_assert_close(bag(w, idx, off, o), tj_cat((tj_tensor *[]){w1, z, z}, 3, 0), 0, 0);
+        o.padding_idx = 1; /* bag 0 is then row 2, bag 1 row 2, bag 2 empty */
+        tu_assert_close(bag(w, idx, off, o), tj_cat((tj_tensor *[]){w2, w2, z}, 3, 0), 0, 0);
+        o.padding_idx = 2; /* 2-D: the last row is dropped; row 0 is padding only */
+        tu_assert_close(bag(w, G("pi2"), NULL, o), z, 0, 0);
+    }
+}
+
+static tj_tensor *model_bag_pad(void *ctx, tj_tensor *const *args, int nargs)
+{
+    (void)ctx, (void)nargs;
+    tj_embedding_bag_options o = {.mode = TJ_REDUCE_MEAN,
+                                  .has_padding_idx = true,
+                                  .padding_idx = 2};
+    tj_tensor *a = tj_embedding_bag_ex(args[0], args[1], args[2], &o);
+    o.mode = TJ_REDUCE_AMAX;
+    return tj_add(a, tj_embedding_bag_ex(args[0], args[1], args[2], &o));
+}
+
+static void test_embedding_bag_padding_compiled(void **state)
+{
+    (void)state;
+    tj_tensor *args[3] = {G("pw"), G("pidx"), G("poff")};
+    tj_tensor *want = model_bag_pad(NULL, args, 3);
+    tj_compiled *m = tj_compile(model_bag_pad, NULL, &(tj_compile_options){.name = "bag_pad"});
+    assert_non_null(m);
+    tu_assert_close(tj_call(m, args, 3), want, 1e-6, 1e-7);
+    tj_compiled_free(m);
+}
+
+/* max_norm renormalizes the rows used, in place in weight (torch's), then bags. */
+static void test_embedding_bag_max_norm(void **state)
+{
+    (void)state;
+    const struct {
+        const char *tag;
+        double p;
+    } norms[] = {{"2", 0}, {"1", 1}, {"inf", INFINITY}};
+    for (size_t k = 0; k < sizeof norms / sizeof *norms; k++) {
+        char ny[32], nw[32];
+        snprintf(ny, sizeof ny, "mn%s_y", norms[k].tag);
+        snprintf(nw, sizeof nw, "mn%s_w", norms[k].tag);
+        tj_tensor *w = tj_clone(tj_mul_s(G("pw"), 3));
+        tj_embedding_bag_options o = {.mode = TJ_REDUCE_MEAN,
+                                      .has_padding_idx = true,
+                                      .padding_idx = 4,
+                                      .max_norm = 1.5,
+                                      .norm_type = norms[k].p};
+        tu_assert_close(bag(w, G("pidx"), G("poff"), o), G(ny), 1e-6, 1e-6);
+        tu_assert_close(w, G(nw), 1e-6, 1e-7); /* written in place */
+    }
+    /* the gradient reaches the renormalized weight (the renorm has none) */
+    tj_tensor *w = tj_clone(tj_mul_s(G("pw"), 3));
+    assert_int_equal(tj_requires_grad(w, true), 0);
+    tj_tensor *y = bag(w, G("pidx"), G("poff"), (tj_embedding_bag_options){.max_norm = 2});
+    tu_assert_close(y, G("mng_y"), 1e-6, 1e-6);
+    tu_assert_close(w, G("mng_w"), 1e-6, 1e-7);
+    assert_int_equal(tj_backward_seed(y, G("mng_g")), 0);
+    tu_assert_close(tj_grad(w), G("mng_dw"), 1e-6, 1e-7);
+}
+
+/* Compiled, the renorm is a functionalized write: the graph computes the new
+ * weight and the call writes it back, as eagerly; the gradient reaches it. */
+static tj_tensor *model_max_norm(void *ctx, tj_tensor *const *args, int nargs)
+{
+    (void)nargs;
+    tj_tensor *w = ctx; /* captured, as a model's embedding table */
+    tj_embedding_bag_options o = {.mode = TJ_REDUCE_SUM, .max_norm = 2};
+    return tj_embedding_bag_ex(w, args[0], args[1], &o);
+}
+
+static void test_embedding_bag_max_norm_compiled(void **state)
+{
+    (void)state;
+    tj_tensor *args[2] = {G("pidx"), G("poff")};
+    tj_tensor *we = tj_keep(tj_clone(tj_mul_s(G("pw"), 3)));
+    tj_tensor *wc = tj_keep(tj_clone(tj_mul_s(G("pw"), 3)));
+    tj_compiled *m = tj_compile(model_max_norm, wc, &(tj_compile_options){.name = "max_norm"});
+    assert_non_null(m);
+    tu_assert_close(tj_call(m, args, 2), model_max_norm(we, args, 2), 1e-6, 1e-6);
+    tu_assert_close(wc, we, 1e-6, 1e-7);
+    tu_assert_close(wc, G("mng_w"), 1e-6, 1e-7);
+    tu_assert_close(tj_call(m, args, 2), model_max_norm(we, args, 2), 1e-6, 1e-6);
+    tj_compiled_free(m);
+    /* a training step: weight requires grad, the compiled call's backward */
+    assert_int_equal(tj_requires_grad(we, true), 0);
+    assert_int_equal(tj_requires_grad(wc, true), 0);
+    tj_tensor *rows = tj_clone(tj_mul_s(G("pw"), 3));
+    tj_no_grad_begin();
+    assert_int_equal(tj_copy_(we, rows), 0);
+    assert_int_equal(tj_copy_(wc, rows), 0);
+    tj_no_grad_end();
+    m = tj_compile(model_max_norm, wc, &(tj_compile_options){.name = "max_norm_grad"});
+    assert_int_equal(tj_backward_seed(tj_call(m, args, 2), G("mng_g")), 0);
+    assert_int_equal(tj_backward_seed(model_max_norm(we, args, 2), G("mng_g")), 0);
+    tu_assert_close(wc, G("mng_w"), 1e-6, 1e-7);
+    tu_assert_close(tj_grad(wc), G("mng_dw"), 1e-6, 1e-7);
+    tu_assert_close(tj_grad(we), G("mng_dw"), 1e-6, 1e-7);
+    tj_compiled_free(m);
+    tj_release(we);
+    tj_release(wc);
+}
+
+static void test_embedding_bag_padding_errors(void **state)
+{
+    (void)state;
+    tj_tensor *w = G("pw"), *idx = G("pidx"), *off = G("poff");
+    const char *head = "embedding_bag(f32[6,3], i64[6], i64[4])";
+    tu_assert_error(bag(w, idx, off,
+                        (tj_embedding_bag_options){.has_padding_idx = true, .padding_idx = 6}),
+                    head, "padding_idx 6 is out of range for weight's 6 rows (-6 through 5)", NULL);
+    tu_assert_error(bag(w, idx, off,
+                        (tj_embedding_bag_options){.has_padding_idx = true, .padding_idx = -7}),
+                    head, "padding_idx -7 is out of range", NULL);
+    tu_assert_error(bag(w, idx, off, (tj_embedding_bag_options){.max_norm = -1}), head,
+                    "max_norm (-1) and norm_type (0) must not be negative or NaN", NULL);
+    tu_assert_error(bag(w, idx, off, (tj_embedding_bag_options){.max_norm = NAN}), head,
+                    "must not be negative or NaN", NULL);
+    tu_assert_error(bag(w, idx, off, (tj_embedding_bag_options){.max_norm = 1, .norm_type = -2}),
+                    head, "norm_type (-2)", NULL);
+    /* a call refused by the shape rule, or an index out of range: weight unchanged */
+    tj_tensor *wm = tj_clone(tj_mul_s(w, 3)), *before = tj_clone(wm);
+    tu_assert_error(bag(wm, idx, NULL, (tj_embedding_bag_options){.max_norm = 1}),
+                    "embedding_bag(f32[6,3], i64[6])", "1-D indices need offsets", NULL);
+    tu_assert_close(wm, before, 0, 0);
+    tj_tensor *far = tj_full(TJ_I64, 1, (int64_t[]){6}, 12);
+    tu_assert_error(bag(wm, far, off, (tj_embedding_bag_options){.max_norm = 1}), head,
+                    "max_norm: ", "index 12 is out of range for dim 0 of size 6", NULL);
+    tu_assert_close(wm, before, 0, 0);
+    /* a weight that cannot be written (an expanded view) */
+    tj_tensor *ex = tj_expand(tj_narrow(w, 0, 0, 1), 2, (int64_t[]){6, 3});
+    tu_assert_error(bag(ex, idx, off, (tj_embedding_bag_options){.max_norm = 1}), head,
+                    "max_norm: ", "several elements in one memory location", NULL);
+    /* the rule itself (text IR): padding_idx must be a row, one at most */
+    ir_type wt = {.dtype = TJ_F32, .ndim = 2, .shape = {6, 3}};
+    ir_type it = {.dtype = TJ_I64, .ndim = 2, .shape = {2, 3}};
+    ir_attrs a = {0};
+    ir_attr_int(&a.a[0], TJ_REDUCE_SUM);
+    ir_attr_ints(&a.a[2], (int64_t[]){6}, 1);
+    infer_fails(OP_embedding_bag, (const ir_type *[]){&wt, &it}, 2, &a,
+                "padding_idx 6 is not a row of weight's 6");
+    ir_attr_ints(&a.a[2], (int64_t[]){-1}, 1);
+    infer_fails(OP_embedding_bag, (const ir_type *[]){&wt, &it}, 2, &a,
+                "padding_idx -1 is not a row of weight's 6");
+    ir_attr_ints(&a.a[2], (int64_t[]){1, 2}, 2);
+    infer_fails(OP_embedding_bag, (const ir_type *[]){&wt, &it}, 2, &a,
+                "padding_idx has 2 entries (none or one)");
+}
+
 static void test_scatter_reduce_api(void **state)
 {
     (void)state;
@@ -427,6 +615,11 @@ int main(void)
         T(test_interpolate_bicubic_area),
         T(test_interpolate_modes_compiled),
         T(test_bicubic_grad_same_size),
+        T(test_embedding_bag_padding),
+        T(test_embedding_bag_padding_compiled),
+        T(test_embedding_bag_max_norm),
+        T(test_embedding_bag_max_norm_compiled),
+        T(test_embedding_bag_padding_errors),
         T(test_traced_keeps_composite),
         T(test_interpolate_errors),
         T(test_upsample_rule_errors),

@@ -187,6 +187,7 @@ static const struct {
     {"scale_d", {"0"}},             {"scale_h", {"0", "1.5"}},
     {"scale_w", {"0", "2"}},        {"align_corners", {"0", "1"}},
     {"mode", {"sum", "mean", "amax"}}, {"include_last_offset", {"0", "1"}},
+    {"padding_idx", {"", "1"}},
     /* int8 ops of the quantization fold */
     {"x_scale", {"0.125"}},         {"x_zero_point", {"0", "3"}},
     {"out_scale", {"0.5"}},         {"out_zero_point", {"0"}},

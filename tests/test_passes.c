@@ -426,10 +426,18 @@ static const char *const composite_cases[] = {
       " %3 = upsample_bilinear2d %x {size=[5,7], align_corners=false, scale_h=0, scale_w=0} : f32[1,2,5,7]\n"
       " %4 = upsample_bilinear2d %x {size=[2,9], align_corners=true, scale_h=0, scale_w=0} : f32[1,2,2,9]\n"
       " %o = arange {start=0, end=6, step=2, dtype=i64} : i64[3]\n"
-      " %5 = embedding_bag %w, %i, %o, %p {mode=sum, include_last_offset=false} : f32[3,3]\n"
-      " %6 = embedding_bag %w, %i, %o {mode=amax, include_last_offset=false} : f32[3,3]\n"
-      " %7 = embedding_bag %w, %j {mode=mean, include_last_offset=false} : f32[2,3]\n"
+      " %5 = embedding_bag %w, %i, %o, %p {mode=sum, include_last_offset=false, padding_idx=[]} : f32[3,3]\n"
+      " %6 = embedding_bag %w, %i, %o {mode=amax, include_last_offset=false, padding_idx=[]} : f32[3,3]\n"
+      " %7 = embedding_bag %w, %j {mode=mean, include_last_offset=false, padding_idx=[]} : f32[2,3]\n"
       " return %0, %1, %2, %3, %4, %5, %6, %7"),
+    G("%w: f32[10,3], %p: f32[6]",
+      "%i = arange {start=9, end=3, step=-1, dtype=i64} : i64[6]\n"
+      " %j = reshape %i {shape=[2,3]} : i64[2,3]\n"
+      " %o = arange {start=0, end=6, step=2, dtype=i64} : i64[3]\n"
+      " %0 = embedding_bag %w, %i, %o, %p {mode=sum, include_last_offset=false, padding_idx=[3]} : f32[3,3]\n"
+      " %1 = embedding_bag %w, %i, %o {mode=mean, include_last_offset=true, padding_idx=[8]} : f32[2,3]\n"
+      " %2 = embedding_bag %w, %j {mode=amax, include_last_offset=false, padding_idx=[9]} : f32[2,3]\n"
+      " return %0, %1, %2"),
     G("%x: f32[1,2,3,4]",
       "%0 = upsample_bicubic2d %x {size=[5,7], align_corners=false, scale_h=0, scale_w=0} : f32[1,2,5,7]\n"
       " %1 = upsample_bicubic2d %x {size=[2,9], align_corners=true, scale_h=0, scale_w=0} : f32[1,2,2,9]\n"

@@ -247,7 +247,8 @@ INTERP = {
     "embedding_bag": lambda i, a: F.embedding_bag(
         i[1], i[0], i[2] if len(i) > 2 else None, mode={"amax": "max"}.get(a["mode"], a["mode"]),
         per_sample_weights=i[3] if len(i) > 3 else None,
-        include_last_offset=a["include_last_offset"]),
+        include_last_offset=a["include_last_offset"],
+        padding_idx=a["padding_idx"][0] if a["padding_idx"] else None),
     "arange": lambda i, a: torch.arange(a["start"], a["end"], a["step"], dtype=a["dtype"]),
 }
 SPECIAL = {"polygamma": lambda i: torch.polygamma(int(i[0].item()), i[1]),

@@ -3,7 +3,8 @@
 (opinfo.py samples those): tj_interpolate with scale_factor (the output size
 floor(in * scale) and the scale kept for the coordinates) and with size, in
 every mode, and tj_embedding_bag / tj_scatter_reduce through their C
-signatures (scatter_reduce prod's gradient at zeros).
+signatures (scatter_reduce prod's gradient at zeros, embedding_bag's
+padding_idx and max_norm).
 tests/test_interp.c reads tests/golden/interp/<name>.npy.
 Run: /usr/bin/python3 scripts/golden/interp.py"""
 import torch
@@ -41,6 +42,39 @@ def interp_cubic_area(f, x, x1, x3):
     f.save("xinf", xi)
     f.save("bicubic_inf", cubic(xi, size=(6, 7), align_corners=False))
     f.save("area_inf", area(xi, size=(6, 3)))
+
+
+def bag_padding_max_norm(f):
+    """embedding_bag's padding_idx (1-D and 2-D, negative, every mode, a bag of
+    padding only) and max_norm (the weight after its rows are renormalized in
+    place, norm_type 2, 1 and inf, with padding, and the gradient through it)."""
+    w = torch.randn(6, 3)
+    idx = torch.tensor([1, 2, 2, 4, 2, 5])
+    off = torch.tensor([0, 2, 3, 3])
+    i2 = torch.tensor([[2, 2, 2], [1, 2, 5]])
+    f.save("pw", w)
+    f.save("pidx", idx)
+    f.save("poff", off)
+    f.save("pi2", i2)
+    for m, tm in (("sum", "sum"), ("mean", "mean"), ("amax", "max")):
+        f.save(f"pad_{m}", F.embedding_bag(idx, w, off, mode=tm, padding_idx=2))
+        f.save(f"pad2d_{m}", F.embedding_bag(i2, w, mode=tm, padding_idx=-4))
+    psw = torch.randn(6)
+    f.save("ppsw", psw)
+    f.save("pad_psw", F.embedding_bag(idx, w, off, mode="sum", per_sample_weights=psw, padding_idx=2))
+    for tag, p in (("2", 2.0), ("1", 1.0), ("inf", float("inf"))):
+        wm = (w * 3).clone()
+        f.save(f"mn{tag}_y", F.embedding_bag(idx, wm, off, mode="mean", max_norm=1.5, norm_type=p,
+                                            padding_idx=4))
+        f.save(f"mn{tag}_w", wm)
+    wg = (w * 3).clone().requires_grad_()
+    g = torch.randn(4, 3)
+    y = F.embedding_bag(idx, wg, off, mode="sum", max_norm=2.0)
+    y.backward(g)
+    f.save("mng_g", g)
+    f.save("mng_y", y)
+    f.save("mng_w", wg.detach())
+    f.save("mng_dw", wg.grad)
 
 
 def scatter_prod_zeros(f):
@@ -100,6 +134,7 @@ def main():
     f.save("scatter_amin", torch.scatter_reduce(s, 0, ix, src, "amin", include_self=False))
     scatter_prod_zeros(f)
     interp_cubic_area(f, x, x1, x3)
+    bag_padding_max_norm(f)
     f.done()
 
 
