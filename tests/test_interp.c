@@ -182,8 +182,12 @@ static void test_embedding_bag_padding(void **state)
         tu_assert_close(bag(w, idx, off, o), tj_cat((tj_tensor *[]){w1, z, z}, 3, 0), 0, 0);
         o.padding_idx = 1; /* bag 0 is then row 2, bag 1 row 2, bag 2 empty */
         tu_assert_close(bag(w, idx, off, o), tj_cat((tj_tensor *[]){w2, w2, z}, 3, 0), 0, 0);
-        o.padding_idx = 2; /* 2-D: the last row is dropped; row 0 is padding only */
+        o.padding_idx = 2;   /* 2-D: the last row is dropped; row 0 is padding only */
         tu_assert_close(bag(w, G("pi2"), NULL, o), z, 0, 0);
+        /* without padding_idx, entries past the last offset are an error */
+        o.has_padding_idx = false;
+        tu_assert_error(bag(w, idx, off, o), "embedding_bag(f32[6,3], i64[6], i64[4])",
+                        "index 3 is out of range for dim 0 of size 3", NULL);
     }
 }
 
