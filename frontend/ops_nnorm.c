@@ -80,6 +80,11 @@ tj_tensor *tj_adaptive_avg_pool2d(tj_tensor *x, int64_t h, int64_t w)
     return adaptive(OP_adaptive_avg_pool2d, x, (int64_t[]){h, w}, 2);
 }
 
+tj_tensor *tj_adaptive_avg_pool3d(tj_tensor *x, int64_t d, int64_t h, int64_t w)
+{
+    return adaptive(OP_adaptive_avg_pool3d, x, (int64_t[]){d, h, w}, 3);
+}
+
 tj_tensor *tj_adaptive_max_pool2d(tj_tensor *x, int64_t h, int64_t w)
 {
     return adaptive(OP_adaptive_max_pool2d, x, (int64_t[]){h, w}, 2);

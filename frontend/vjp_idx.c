@@ -102,10 +102,31 @@ static tj_tensor *src_read(const ag_ctx *c)
     return s;
 }
 
-/* sum: g and gather(g); prod: g y / x and gather(g y) / src (exact where x and
- * src have no zeros); mean: both divided by the count (x counted with
- * include_self, at least 1); amax/amin: g shared evenly among the values equal
- * to the result. include_self false: x gets nothing where index reached. */
+/* prod, as PyTorch's scatter_reduce_backward, dividing by no zero: x's
+ * gradient is g r / x1, x1 being x with its zeros set to 1 and r the result
+ * recomputed from x1 (at a zero of x: g times the product of the others).
+ * src's is gather(g y) / src where src is not 0; where it is the only zero
+ * reaching its position, gather(g r') with r' the result recomputed with that
+ * entry set to 1; where several zeros reach it, 0 (gather(g y) with y = 0). */
+static void prod_grads(const ag_ctx *c, tj_tensor *g, tj_tensor **gs, tj_tensor **gsrc)
+{
+    int d = dim_of(c);
+    bool self = c->a->a[2].i[0] != 0;
+    tj_tensor *ix = c->in[1], *s = src_read(c);
+    tj_tensor *x1 = tj_where_sx(tj_eq_s(X, 0), 1, X);
+    *gs = tj_div(tj_mul(g, tj_scatter_reduce(x1, d, ix, s, TJ_REDUCE_PROD, self)), x1);
+    tj_tensor *sz = tj_eq_s(s, 0);
+    tj_tensor *nz = tj_gather(tj_scatter_add(tj_zeros_like(X), d, ix, tj_cast(sz, X->dtype)), d, ix);
+    tj_tensor *single = tj_logical_and(sz, tj_eq_s(nz, 1));
+    tj_tensor *without = tj_scatter_reduce(X, d, ix, tj_where_sx(single, 1, s), TJ_REDUCE_PROD, self);
+    *gsrc = tj_where(single, tj_gather(tj_mul(g, without), d, ix),
+                     tj_div(tj_gather(tj_mul(g, Y), d, ix), tj_where_sx(sz, 1, s)));
+}
+
+/* sum: g and gather(g); prod: prod_grads; mean: both divided by the count (x
+ * counted with include_self, at least 1); amax/amin: g shared evenly among
+ * the values equal to the result. include_self false: x gets nothing where
+ * index reached. */
 AG_VJP(scatter_reduce)
 {
     int d = dim_of(c), mode = (int)c->a->a[1].i[0];
@@ -115,9 +136,7 @@ AG_VJP(scatter_reduce)
         gs = g;
         gsrc = tj_gather(g, d, ix);
     } else if (mode == TJ_REDUCE_PROD) {
-        tj_tensor *gy = tj_mul(g, Y);
-        gs = tj_div(gy, X);
-        gsrc = tj_div(tj_gather(gy, d, ix), src_read(c));
+        prod_grads(c, g, &gs, &gsrc);
     } else if (mode == TJ_REDUCE_MEAN) {
         tj_tensor *ones = tj_ones_like(tj_gather(g, d, ix));
         tj_tensor *cnt = tj_scatter_add(self ? tj_ones_like(g) : tj_zeros_like(g), d, ix, ones);

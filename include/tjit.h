@@ -608,11 +608,13 @@ tj_tensor *tj_pairwise_distance(tj_tensor *x1, tj_tensor *x2, double p, double e
 tj_tensor *tj_nll_loss(tj_tensor *logp, tj_tensor *target, tj_tensor *weight,
                        tj_reduction reduction, int64_t ignore_index);
 /* Adaptive pools (torch's: window i of n inputs covers [floor(i n/o),
- * ceil((i+1) n/o))): x [N,C,L] / [N,C,H,W] or without N; max gives values only.
+ * ceil((i+1) n/o))): x [N,C,L] / [N,C,H,W] / [N,C,D,H,W] or without N; max
+ * gives values only.
  * tj_cdist: x1 [..., P, M], x2 [..., R, M] -> p-norm distances [..., P, R].
  * tj_matrix_norm: the Frobenius norm over dims[0..2) (NULL: the last two). */
 tj_tensor *tj_adaptive_avg_pool1d(tj_tensor *x, int64_t size);
 tj_tensor *tj_adaptive_avg_pool2d(tj_tensor *x, int64_t h, int64_t w);
+tj_tensor *tj_adaptive_avg_pool3d(tj_tensor *x, int64_t d, int64_t h, int64_t w);
 tj_tensor *tj_adaptive_max_pool2d(tj_tensor *x, int64_t h, int64_t w);
 tj_tensor *tj_cdist(tj_tensor *x1, tj_tensor *x2, double p);
 tj_tensor *tj_matrix_norm(tj_tensor *x, const int *dims, bool keepdim);
@@ -775,13 +777,15 @@ tj_tensor *tj_scatter_reduce(tj_tensor *x, int dim, tj_tensor *index, tj_tensor 
 /* F.interpolate's modes. */
 typedef enum tj_interp_mode {
     TJ_INTERP_NEAREST,    /* "nearest": 1, 2 or 3 spatial dims */
-    TJ_INTERP_BILINEAR    /* "bilinear": 2 spatial dims */
+    TJ_INTERP_BILINEAR,   /* "bilinear": 2 spatial dims */
+    TJ_INTERP_BICUBIC,    /* "bicubic": 2 spatial dims, A = -0.75, border clamped */
+    TJ_INTERP_AREA        /* "area": 1, 2 or 3 spatial dims, adaptive_avg_pool{1,2,3}d */
 } tj_interp_mode;
 /* F.interpolate(x, size or scale_factor, mode, align_corners) on x [N,C,spatial...]
  * with k spatial dims: size (k entries) or, when size is NULL, scale_factor (k
  * entries > 0; the output size is floor(in * scale), and the scale sets the
- * source coordinates, as torch's recompute_scale_factor=None). align_corners
- * is for bilinear (false for nearest). */
+ * source coordinates, as torch's recompute_scale_factor=None; area uses only
+ * the size). align_corners is for bilinear and bicubic (false otherwise). */
 tj_tensor *tj_interpolate(tj_tensor *x, const int64_t *size, const double *scale_factor, int k,
                           tj_interp_mode mode, bool align_corners);
 /* F.embedding_bag(indices, weight, offsets, mode, per_sample_weights,
@@ -792,6 +796,27 @@ tj_tensor *tj_interpolate(tj_tensor *x, const int64_t *size, const double *scale
 tj_tensor *tj_embedding_bag(tj_tensor *weight, tj_tensor *indices, tj_tensor *offsets,
                             tj_reduce_op mode, tj_tensor *per_sample_weights,
                             bool include_last_offset);
+/* F.embedding_bag's further arguments; zeroed (or a NULL pointer) are
+ * tj_embedding_bag's defaults. */
+typedef struct tj_embedding_bag_options {
+    tj_reduce_op mode;               /* TJ_REDUCE_SUM (0), _MEAN or _AMAX */
+    tj_tensor *per_sample_weights;   /* indices' shape, mode sum only; or NULL */
+    bool include_last_offset;
+    bool has_padding_idx;            /* padding_idx is given: */
+    int64_t padding_idx;             /* in [-V, V) (negative: from the end); entries equal
+                                      * to it are skipped: not summed, not counted by mean,
+                                      * no gradient; a bag of padding only gives zeros */
+    double max_norm;                 /* > 0: torch's max_norm, which WRITES weight: each
+                                      * row indices name (padding too) whose norm_type-norm
+                                      * exceeds it is scaled by max_norm / (norm + 1e-7), in
+                                      * place, without gradient, before the bags are made;
+                                      * traced, the write is functionalized (the graph
+                                      * computes the new weight, the call writes it back).
+                                      * 0: none */
+    double norm_type;                /* the p of that norm (inf too); 0 means 2 */
+} tj_embedding_bag_options;
+tj_tensor *tj_embedding_bag_ex(tj_tensor *weight, tj_tensor *indices, tj_tensor *offsets,
+                               const tj_embedding_bag_options *options);
 /* torch.einsum(equation, operands): "ij,jk->ik", implicit output (no "->": the
  * letters seen once, sorted), a letter repeated in one operand (its diagonal),
  * "..." for broadcast batch dims; letters a-z, A-Z. Each pair of operands is

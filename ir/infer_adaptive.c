@@ -4,6 +4,7 @@
  *
  *   adaptive_avg_pool1d  x [N,C,L] or [C,L], output_size [l] -> [..., l]
  *   adaptive_avg_pool2d  x [N,C,H,W] or [C,H,W], output_size [h, w] -> [..., h, w]
+ *   adaptive_avg_pool3d  x [N,C,D,H,W] or [C,D,H,W], output_size [d, h, w] -> [..., d, h, w]
  *   adaptive_max_pool2d  the same, max (values only)
  *   cdist                x1 [..., P, M], x2 [..., R, M] (batch dims broadcast),
  *                        p >= 0 -> [..., P, R]; float
@@ -46,6 +47,12 @@ int ir_infer_adaptive_avg_pool2d(IR_INFER_ARGS)
 {
     (void)op, (void)nin;
     return adaptive(in[0], &a->a[0], 2, out, err, nerr);
+}
+
+int ir_infer_adaptive_avg_pool3d(IR_INFER_ARGS)
+{
+    (void)op, (void)nin;
+    return adaptive(in[0], &a->a[0], 3, out, err, nerr);
 }
 
 int ir_infer_adaptive_max_pool2d(IR_INFER_ARGS)

@@ -5,11 +5,13 @@
  *   upsample_nearest     x [N,C,s1..sk] (k = 1..3 entries of size), float or u8
  *                        -> [N,C,size...]
  *   upsample_bilinear2d  x [N,C,H,W] float, size [h, w] -> [N,C,h,w]
+ *   upsample_bicubic2d   the same
  *   embedding_bag        weight [V,D] float; indices i64/i32, 1-D with offsets
  *                        (1-D, indices' dtype) or 2-D [B,L] without;
  *                        per_sample_weights of indices' shape and weight's dtype,
  *                        mode sum only -> [B, D] (B: offsets' length, less one
- *                        with include_last_offset; 2-D: L's rows, less one too)
+ *                        with include_last_offset; 2-D: L's rows, less one too);
+ *                        padding_idx none ([]) or one row of weight ([p], 0 <= p < V)
  * Output sizes must be positive, scales not negative, the resized dims static
  * and nonempty (torch's checks).
  */
@@ -58,6 +60,11 @@ int ir_infer_upsample_bilinear2d(IR_INFER_ARGS)
         return ir_fail(err, nerr, "input must be float, got %s", tj_dtype_name(in[0]->dtype));
     double sc[2] = {a->a[2].f, a->a[3].f};
     return resize(in[0], &a->a[0], sc, 2, out, err, nerr);
+}
+
+int ir_infer_upsample_bicubic2d(IR_INFER_ARGS)
+{
+    return ir_infer_upsample_bilinear2d(op, in, nin, a, out, err, nerr);
 }
 
 static bool index_dtype(tj_dtype dt) { return dt == TJ_I64 || dt == TJ_I32; }
@@ -110,6 +117,12 @@ int ir_infer_embedding_bag(IR_INFER_ARGS)
         if (!same)
             return ir_fail(err, nerr, "per_sample_weights must have the shape of indices");
     }
+    const ir_attr *pad = &a->a[2];
+    if (pad->n > 1)
+        return ir_fail(err, nerr, "padding_idx has %d entries (none or one)", pad->n);
+    if (pad->n == 1 && (pad->i[0] < 0 || (w->shape[0] >= 0 && pad->i[0] >= w->shape[0])))
+        return ir_fail(err, nerr, "padding_idx %lld is not a row of weight's %s",
+                       (long long)pad->i[0], IR_DIM(w->shape[0]));
     ir_set(out, w->dtype, 2, (int64_t[]){bags - last, w->shape[1]});
     return 0;
 }

@@ -134,6 +134,38 @@ ir_node *ps_b_reshape(ps_builder *b, ir_node *x, const int64_t *shape, int n)
     return ps_b_op(b, OP_reshape, &x, 1, &a);
 }
 
+ir_node *ps_b_along(ps_builder *b, ir_node *v, int d, int nd)
+{
+    int n = nd - d;
+    if (!v || n <= 1)
+        return v;
+    int64_t shape[TJ_MAX_DIMS] = {v->type.shape[0]};
+    for (int k = 1; k < n; k++)
+        shape[k] = 1;
+    return ps_b_reshape(b, v, shape, n);
+}
+
+ir_node *ps_b_arange(ps_builder *b, int64_t n, tj_dtype dt)
+{
+    if (IR_IS_SYM(n))
+        return ps_b_fail(b, "arange needs a static size where it has a symbolic one");
+    ir_attrs a;
+    memset(&a, 0, sizeof a);
+    ir_attr_float(&a.a[0], 0);
+    ir_attr_float(&a.a[1], (double)n);
+    ir_attr_float(&a.a[2], 1);
+    ir_attr_int(&a.a[3], dt);
+    return ps_b_op(b, OP_arange, NULL, 0, &a);
+}
+
+ir_node *ps_b_index_select(ps_builder *b, ir_node *x, int64_t dim, ir_node *ix)
+{
+    ir_attrs a;
+    memset(&a, 0, sizeof a);
+    ir_attr_int(&a.a[0], dim);
+    return ps_b_op(b, OP_index_select, (ir_node *[]){x, ix}, 2, &a);
+}
+
 ir_node *ps_b_cast(ps_builder *b, ir_node *x, tj_dtype dt)
 {
     if (x && x->type.dtype == dt && !x->type.weak)

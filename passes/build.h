@@ -61,6 +61,14 @@ ir_node *ps_b_unsqueeze(ps_builder *b, ir_node *x, int64_t dim);
 ir_node *ps_b_squeeze(ps_builder *b, ir_node *x, const int64_t *dims, int n);
 ir_node *ps_b_reshape(ps_builder *b, ir_node *x, const int64_t *shape, int n);
 
+/* v [n] shaped [n, 1, ..., 1] to broadcast along dim d of an nd-dim tensor. */
+ir_node *ps_b_along(ps_builder *b, ir_node *v, int d, int nd);
+
+/* 0, 1, ..., n - 1 in dtype dt (n static). */
+ir_node *ps_b_arange(ps_builder *b, int64_t n, tj_dtype dt);
+/* index_select(x, dim, ix). */
+ir_node *ps_b_index_select(ps_builder *b, ir_node *x, int64_t dim, ir_node *ix);
+
 /* x converted to dt (x itself when it already has dtype dt and is not weak). */
 ir_node *ps_b_cast(ps_builder *b, ir_node *x, tj_dtype dt);
 /* x itself if it is a float value, else x cast to f32 (the FLOAT rule). */

@@ -26,20 +26,6 @@ static ir_node *b_slice(ps_builder *b, ir_node *x, int64_t dim, int64_t start, i
     return b_op1(b, OP_slice, x, &at);
 }
 
-/* arange(0, n) of i64; n must be static. */
-static ir_node *b_iota(ps_builder *b, int64_t n)
-{
-    if (IR_IS_SYM(n))
-        return ps_b_fail(b, "needs a static size where it has a symbolic one");
-    ir_attrs at;
-    memset(&at, 0, sizeof at);
-    ir_attr_float(&at.a[0], 0);
-    ir_attr_float(&at.a[1], (double)n);
-    ir_attr_float(&at.a[2], 1);
-    ir_attr_int(&at.a[3], TJ_I64);
-    return ps_b_op(b, OP_arange, NULL, 0, &at);
-}
-
 /* The value v as a 0-dim tensor of dtype dt (not weak): what torch's
  * fill-like ops make of their Python number. */
 static ir_node *b_value(ps_builder *b, double v, tj_dtype dt)
@@ -100,8 +86,8 @@ ir_node *ps_decomp_view_as(PS_DECOMP_ARGS)
 static ir_node *triangle(ps_builder *b, const ir_node *n, ir_node *x, int64_t k, ir_op cmp)
 {
     int nd = x->type.ndim;
-    ir_node *rows = ps_b_unsqueeze(b, b_iota(b, x->type.shape[nd - 2]), 1);
-    ir_node *cols = b_iota(b, x->type.shape[nd - 1]);
+    ir_node *rows = ps_b_unsqueeze(b, ps_b_arange(b, x->type.shape[nd - 2], TJ_I64), 1);
+    ir_node *cols = ps_b_arange(b, x->type.shape[nd - 1], TJ_I64);
     ir_node *keep = b_bin_s(b, cmp, b_sub(b, cols, rows), (double)k);
     return b_where(b, keep, x, b_value(b, 0, n->type.dtype));
 }
@@ -178,7 +164,8 @@ ir_node *ps_decomp_diag_embed(PS_DECOMP_ARGS)
     ir_attr_float(&at.a[1], 0);
     ir_node *xp = b_op1(b, OP_pad, x, &at);
     xp = ps_b_unsqueeze(b, xp, off >= 0 ? -1 : -2);
-    ir_node *rows = ps_b_unsqueeze(b, b_iota(b, nn), 1), *cols = b_iota(b, nn);
+    ir_node *rows = ps_b_unsqueeze(b, ps_b_arange(b, nn, TJ_I64), 1),
+            *cols = ps_b_arange(b, nn, TJ_I64);
     ir_node *on = b_bin_s(b, OP_eq, b_sub(b, cols, rows), (double)off);
     ir_node *m = b_where(b, on, xp, b_value(b, 0, n->type.dtype));   /* [..., n, n] */
     if (d1 == nd - 2 && d2 == nd - 1)
@@ -193,7 +180,8 @@ ir_node *ps_decomp_diag_embed(PS_DECOMP_ARGS)
 
 ir_node *ps_decomp_one_hot(PS_DECOMP_ARGS)
 {
-    ir_node *hot = b_bin(b, OP_eq, ps_b_unsqueeze(b, in[0], -1), b_iota(b, a->a[0].i[0]));
+    ir_node *hot = b_bin(b, OP_eq, ps_b_unsqueeze(b, in[0], -1),
+                         ps_b_arange(b, a->a[0].i[0], TJ_I64));
     return ps_b_cast(b, hot, TJ_I64);
 }
 
@@ -328,8 +316,9 @@ ir_node *ps_decomp_unfold(PS_DECOMP_ARGS)
     ir_node *x = in[0];
     int nd = x->type.ndim, d = ir_norm_dim(a->a[0].i[0], nd);
     int64_t size = a->a[1].i[0], step = a->a[2].i[0], nw = n->type.shape[d], cnt = nw * size;
-    ir_node *pos = b_add(b, ps_b_unsqueeze(b, b_mul_s(b, b_iota(b, nw), (double)step), 1),
-                         b_iota(b, size));
+    ir_node *pos = b_add(b,
+                         ps_b_unsqueeze(b, b_mul_s(b, ps_b_arange(b, nw, TJ_I64), (double)step), 1),
+                         ps_b_arange(b, size, TJ_I64));
     pos = ps_b_reshape(b, pos, &cnt, 1);
     ir_attrs at;
     memset(&at, 0, sizeof at);
@@ -356,7 +345,8 @@ ir_node *ps_decomp_index_fill(PS_DECOMP_ARGS)
     int nd = x->type.ndim, d = ir_norm_dim(a->a[0].i[0], nd ? nd : 1);
     int64_t s = nd ? x->type.shape[d] : 1, ni = ir_type_numel(&ix->type);
     ir_node *fi = wrap_index(b, ps_b_reshape(b, ix, &ni, 1), s);
-    ir_node *hit = b_bin(b, OP_eq, ps_b_unsqueeze(b, b_iota(b, s), 1), ps_b_unsqueeze(b, fi, 0));
+    ir_node *hit = b_bin(b, OP_eq, ps_b_unsqueeze(b, ps_b_arange(b, s, TJ_I64), 1),
+                         ps_b_unsqueeze(b, fi, 0));
     ir_node *mask = ps_b_reduce(b, OP_any, hit, (int64_t[]){1}, 1, false);   /* [s] */
     if (nd == 0)
         mask = ps_b_reshape(b, mask, NULL, 0);
@@ -374,7 +364,8 @@ ir_node *ps_decomp_index_fill(PS_DECOMP_ARGS)
 ir_node *ps_decomp_eye(PS_DECOMP_ARGS)
 {
     int64_t rows = n->type.shape[0], cols = n->type.shape[1];
-    ir_node *on = b_bin(b, OP_eq, ps_b_unsqueeze(b, b_iota(b, rows), 1), b_iota(b, cols));
+    ir_node *on = b_bin(b, OP_eq, ps_b_unsqueeze(b, ps_b_arange(b, rows, TJ_I64), 1),
+                        ps_b_arange(b, cols, TJ_I64));
     return ps_b_cast(b, on, n->type.dtype);
 }
 
@@ -382,7 +373,7 @@ ir_node *ps_decomp_eye(PS_DECOMP_ARGS)
  * for the rest (so both ends are exact), in f64, rounded once. */
 static ir_node *linspace(ps_builder *b, double start, double end, int64_t steps)
 {
-    ir_node *i = ps_b_cast(b, b_iota(b, steps), TJ_F64);
+    ir_node *i = ps_b_cast(b, ps_b_arange(b, steps, TJ_I64), TJ_F64);
     double step = steps > 1 ? (end - start) / (double)(steps - 1) : 0;
     ir_node *lo = b_add_s(b, b_mul_s(b, i, step), start);
     ir_node *hi = b_rsub_s(b, end, b_mul_s(b, b_rsub_s(b, (double)(steps - 1), i), step));
@@ -538,7 +529,8 @@ ir_node *ps_decomp_index_put(PS_DECOMP_ARGS)
         flat = flat ? b_add(b, flat, t) : t;
         stride *= x->type.shape[k];
     }
-    flat = b_add(b, ps_b_unsqueeze(b, b_mul_s(b, flat, (double)rest), -1), b_iota(b, rest));
+    flat = b_add(b, ps_b_unsqueeze(b, b_mul_s(b, flat, (double)rest), -1),
+                 ps_b_arange(b, rest, TJ_I64));
     int64_t want[TJ_MAX_DIMS], cnt;
     int wn = flat ? flat->type.ndim - 1 : 0;
     for (int k = 0; k < wn; k++)

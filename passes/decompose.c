@@ -116,18 +116,6 @@ static ir_node *b_dim_op(ps_builder *b, ir_op op, ir_node *const *in, int nin, i
     return ps_b_op(b, op, in, nin, &at);
 }
 
-/* arange(0, n) of i64. */
-static ir_node *b_iota(ps_builder *b, int64_t n)
-{
-    ir_attrs at;
-    memset(&at, 0, sizeof at);
-    ir_attr_float(&at.a[0], 0);
-    ir_attr_float(&at.a[1], (double)n);
-    ir_attr_float(&at.a[2], 1);
-    ir_attr_int(&at.a[3], TJ_I64);
-    return ps_b_op(b, OP_arange, NULL, 0, &at);
-}
-
 /* ---- pointwise -------------------------------------------------------------------- */
 
 /* square(x) = x * x */
@@ -423,7 +411,8 @@ static ir_node *ps_decomp_sdpa(PS_DECOMP_ARGS)
         int64_t l = q->type.shape[q->type.ndim - 2], sk = k->type.shape[k->type.ndim - 2];
         if (IR_IS_SYM(l) || IR_IS_SYM(sk))
             return ps_b_fail(b, "the causal mask needs static sequence lengths");
-        ir_node *vis = b_bin(b, OP_ge, ps_b_unsqueeze(b, b_iota(b, l), 1), b_iota(b, sk));
+        ir_node *vis = b_bin(b, OP_ge, ps_b_unsqueeze(b, ps_b_arange(b, l, TJ_I64), 1),
+                             ps_b_arange(b, sk, TJ_I64));
         s = b_where_xs(b, vis, s, -INFINITY);
     }
     return b_matmul(b, b_dim_op(b, OP_softmax, &s, 1, -1), v);
@@ -486,7 +475,8 @@ static ir_node *ce_indices(ps_builder *b, const ir_node *n, ir_node *ls, ir_node
     if (wb) {   /* w_t = sum(where(one_hot(t), w, 0), cd): any batch shape, symbolic too */
         if (IR_IS_SYM(ncls))
             return ps_b_fail(b, "class weights need a static class count");
-        ir_node *hot = b_bin(b, OP_eq, idx, trailing_ones(b, b_iota(b, ncls), nd - 1 - (int)cd));
+        ir_node *hot = b_bin(b, OP_eq, idx,
+                             trailing_ones(b, ps_b_arange(b, ncls, TJ_I64), nd - 1 - (int)cd));
         wt = b_sum(b, b_where_xs(b, hot, wb, 0), &cd, 1, false);
         nll = b_mul(b, nll, wt);
     }

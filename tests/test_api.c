@@ -52,6 +52,7 @@ typedef struct entry {
 /* interpolate, embedding_bag, einsum, scatter_reduce (issue 11) */
 #define tj_upsample_nearest tj_interpolate         /* F.interpolate: its mode picks the row */
 #define tj_upsample_bilinear2d tj_interpolate
+#define tj_upsample_bicubic2d tj_interpolate
 
 /* Internal rows: no public function records them. Each maps to NULL here
  * and has its reason in internal_rows[]. */
@@ -126,6 +127,7 @@ static int entry_table(entry *out, int max)
 #undef tj_div_mode
 #undef tj_upsample_nearest
 #undef tj_upsample_bilinear2d
+#undef tj_upsample_bicubic2d
 
 static const char *internal_why(const char *op)
 {

@@ -86,6 +86,7 @@ static tj_tensor *make_input(const ir_node *in)
         case 'm': v[k] = k % last == 0 || uniform() < 0.6; break;
         case 'i': v[k] = (double)(int64_t)(uniform() * (double)range); break;
         case 'z': v[k] = (k % 3 == 0 || k == 4) ? 0 : 1; break;
+        case 'o': v[k] = k % 3 == 0 ? 0 : 0.5 + 1.5 * uniform(); break;
         default: v[k] = normal(); break;
         }
     }

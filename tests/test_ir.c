@@ -160,7 +160,7 @@ static const struct {
     {"dims_a", {"1", ""}},          {"dims_b", {"0", ""}},
     {"upscale_factor", {"1", "2"}}, {"downscale_factor", {"1"}},
     {"size", {"2", "3", "4,3"}},    {"k", {"1", "2"}},
-    {"ord", {"2", "1", "inf", "0.5"}}, {"output_size", {"2", "2,3", "1,1"}},
+    {"ord", {"2", "1", "inf", "0.5"}}, {"output_size", {"2", "2,3", "1,1", "2,3,2"}},
     {"zero_point", {"0", "3"}},     {"axis", {"0", "1"}},
     /* indexing, scans and shapes */
     {"length", {"1", "2"}},         {"src", {"0", "0,1"}},
@@ -187,6 +187,7 @@ static const struct {
     {"scale_d", {"0"}},             {"scale_h", {"0", "1.5"}},
     {"scale_w", {"0", "2"}},        {"align_corners", {"0", "1"}},
     {"mode", {"sum", "mean", "amax"}}, {"include_last_offset", {"0", "1"}},
+    {"padding_idx", {"", "1"}},
     /* int8 ops of the quantization fold */
     {"x_scale", {"0.125"}},         {"x_zero_point", {"0", "3"}},
     {"out_scale", {"0.5"}},         {"out_zero_point", {"0"}},

@@ -187,7 +187,7 @@ static const char *const composite_cases[] = {
       " %0 = softplus %s {beta=1, threshold=20} : f32[3,4]\n %1 = softplus %y {beta=2.5, threshold=4} : f64[6]\n return %0, %1"),
     G("%a: f32[3,4], %b: f32[4], %w: f32[3,1]", "%0 = lerp %a, %b, %w : f32[3,4]\n return %0"),
     G("%a: f64[3], %b: f64[3]", "%w = scalar {value=0.25, dtype=f64} : f64[] weak\n"
-      " %0 = lerp %a, %b, %w : f64[3]\n return %0"),
+                                " %0 = lerp %a, %b, %w : f64[3]\n return %0"),
     G("%x: f32[3,4], %y: f64[5]",
       "%0 = clamp %x {min=-0.5, max=0.5} : f32[3,4]\n %1 = clamp %x {min=-inf, max=0.3} : "
       "f32[3,4]\n %2 = clamp %y {min=nan, max=1} : f64[5]\n %3 = clamp %y {min=-inf, max=inf} "
@@ -353,13 +353,17 @@ static const char *const composite_cases[] = {
       " %6 = pairwise_distance %s, %c {p=1, eps=1e-06, keepdim=false} : f32[s0]\n"
       " %7 = nll_loss %a, %idxt {reduction=mean, ignore_index=-100} : f32[]\n"
       " return %0, %1, %2, %3, %4, %5, %6, %7"),
-    G("%a: f32[3,4]", "%0 = vector_norm %a {ord=0.5, dims=[0], keepdim=false} : f32[4]\n return %0"),
-    G("%x: f32[2,3,7,5], %y: f32[3,7], %a: f32[3,4], %b: f32[5,4], %s: f32[s0,3,7]",
+    G("%a: f32[3,4]",
+      "%0 = vector_norm %a {ord=0.5, dims=[0], keepdim=false} : f32[4]\n return %0"),
+    G("%x: f32[2,3,7,5], %y: f32[3,7], %a: f32[3,4], %b: f32[5,4], %s: f32[s0,3,7], %v: f32[1,2,4,5,3]",
       "%0 = adaptive_avg_pool2d %x {output_size=[3,2]} : f32[2,3,3,2]\n"
       " %1 = adaptive_max_pool2d %x {output_size=[4,3]} : f32[2,3,4,3]\n"
       " %2 = adaptive_avg_pool1d %y {output_size=[3]} : f32[3,3]\n"
       " %3 = cdist %a, %b {p=2} : f32[3,5]\n %4 = matrix_norm %x {dims=[], keepdim=false} : f32[2,3]\n"
-      " %5 = adaptive_avg_pool1d %s {output_size=[2]} : f32[s0,3,2]\n return %0, %1, %2, %3, %4, %5"),
+      " %5 = adaptive_avg_pool1d %s {output_size=[2]} : f32[s0,3,2]\n"
+      " %6 = adaptive_avg_pool3d %v {output_size=[2,3,7]} : f32[1,2,2,3,7]\n"
+      " %7 = adaptive_avg_pool2d %x {output_size=[14,1]} : f32[2,3,14,1]\n"
+      " return %0, %1, %2, %3, %4, %5, %6, %7"),
     /* indexing, scans and shapes (after the cases above: they keep their inputs) */
     G("%x: f32[2,3,4], %s: f32[3,4], %b: f32[3,1], %m: bool[3,4], %i: i32[3,4]",
       "%0 = narrow %x {dim=2, start=-3, length=2} : f32[2,3,2]\n"
@@ -422,10 +426,23 @@ static const char *const composite_cases[] = {
       " %3 = upsample_bilinear2d %x {size=[5,7], align_corners=false, scale_h=0, scale_w=0} : f32[1,2,5,7]\n"
       " %4 = upsample_bilinear2d %x {size=[2,9], align_corners=true, scale_h=0, scale_w=0} : f32[1,2,2,9]\n"
       " %o = arange {start=0, end=6, step=2, dtype=i64} : i64[3]\n"
-      " %5 = embedding_bag %w, %i, %o, %p {mode=sum, include_last_offset=false} : f32[3,3]\n"
-      " %6 = embedding_bag %w, %i, %o {mode=amax, include_last_offset=false} : f32[3,3]\n"
-      " %7 = embedding_bag %w, %j {mode=mean, include_last_offset=false} : f32[2,3]\n"
+      " %5 = embedding_bag %w, %i, %o, %p {mode=sum, include_last_offset=false, padding_idx=[]} : f32[3,3]\n"
+      " %6 = embedding_bag %w, %i, %o {mode=amax, include_last_offset=false, padding_idx=[]} : f32[3,3]\n"
+      " %7 = embedding_bag %w, %j {mode=mean, include_last_offset=false, padding_idx=[]} : f32[2,3]\n"
       " return %0, %1, %2, %3, %4, %5, %6, %7"),
+    G("%w: f32[10,3], %p: f32[6]",
+      "%i = arange {start=9, end=3, step=-1, dtype=i64} : i64[6]\n"
+      " %j = reshape %i {shape=[2,3]} : i64[2,3]\n"
+      " %o = arange {start=0, end=6, step=2, dtype=i64} : i64[3]\n"
+      " %0 = embedding_bag %w, %i, %o, %p {mode=sum, include_last_offset=false, padding_idx=[3]} : f32[3,3]\n"
+      " %1 = embedding_bag %w, %i, %o {mode=mean, include_last_offset=true, padding_idx=[8]} : f32[2,3]\n"
+      " %2 = embedding_bag %w, %j {mode=amax, include_last_offset=false, padding_idx=[9]} : f32[2,3]\n"
+      " return %0, %1, %2"),
+    G("%x: f32[1,2,3,4]",
+      "%0 = upsample_bicubic2d %x {size=[5,7], align_corners=false, scale_h=0, scale_w=0} : f32[1,2,5,7]\n"
+      " %1 = upsample_bicubic2d %x {size=[2,9], align_corners=true, scale_h=0, scale_w=0} : f32[1,2,2,9]\n"
+      " %2 = upsample_bicubic2d %x {size=[3,4], align_corners=false, scale_h=1.1, scale_w=1.2} : f32[1,2,3,4]\n"
+      " return %0, %1, %2"),
 };
 
 static void test_every_composite_decomposes(void **state)

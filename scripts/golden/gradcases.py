@@ -118,6 +118,7 @@ NN_GRAD = {
                                         ignore_index=a["ignore_index"], reduction=a["reduction"]),
     "adaptive_avg_pool2d": lambda i, a: F.adaptive_avg_pool2d(i[0], a["output_size"]),
     "adaptive_avg_pool1d": lambda i, a: F.adaptive_avg_pool1d(i[0], a["output_size"]),
+    "adaptive_avg_pool3d": lambda i, a: F.adaptive_avg_pool3d(i[0], a["output_size"]),
     "adaptive_max_pool2d": lambda i, a: F.adaptive_max_pool2d(i[0], a["output_size"]),
     "cdist": lambda i, a: torch.cdist(i[0], i[1], a["p"], compute_mode="donot_use_mm_for_euclid_dist"),
     "matrix_norm": lambda i, a: torch.linalg.matrix_norm(i[0], "fro", tuple(a["dims"]) or (-2, -1),
@@ -228,22 +229,26 @@ def interp_nearest(i, a):
     return F.interpolate(i[0], size=a["size"], mode="nearest")
 
 
-def interp_bilinear(i, a):
-    sc = [a["scale_h"], a["scale_w"]]
-    if any(s > 0 for s in sc) and not a["align_corners"]:
-        return F.interpolate(i[0], scale_factor=sc, mode="bilinear", align_corners=False)
-    return F.interpolate(i[0], size=a["size"], mode="bilinear", align_corners=a["align_corners"])
+def interp_2d(mode):
+    def run(i, a):
+        sc = [a["scale_h"], a["scale_w"]]
+        if any(s > 0 for s in sc) and not a["align_corners"]:
+            return F.interpolate(i[0], scale_factor=sc, mode=mode, align_corners=False)
+        return F.interpolate(i[0], size=a["size"], mode=mode, align_corners=a["align_corners"])
+    return run
 
 
 INTERP = {
     "upsample_nearest": interp_nearest,
-    "upsample_bilinear2d": interp_bilinear,
+    "upsample_bilinear2d": interp_2d("bilinear"),
+    "upsample_bicubic2d": interp_2d("bicubic"),
     "scatter_reduce": lambda i, a: torch.scatter_reduce(i[0], a["dim"], i[1], i[2], a["reduce"],
                                                         include_self=a["include_self"]),
     "embedding_bag": lambda i, a: F.embedding_bag(
         i[1], i[0], i[2] if len(i) > 2 else None, mode={"amax": "max"}.get(a["mode"], a["mode"]),
         per_sample_weights=i[3] if len(i) > 3 else None,
-        include_last_offset=a["include_last_offset"]),
+        include_last_offset=a["include_last_offset"],
+        padding_idx=a["padding_idx"][0] if a["padding_idx"] else None),
     "arange": lambda i, a: torch.arange(a["start"], a["end"], a["step"], dtype=a["dtype"]),
 }
 SPECIAL = {"polygamma": lambda i: torch.polygamma(int(i[0].item()), i[1]),
@@ -399,6 +404,9 @@ def draw(name, dtype, shape, rng):
         v = np.floor(rng.random(n) * hi)
     elif kind == "z":
         v = np.array([0.0 if (k % 3 == 0 or k == 4) else 1.0 for k in range(n)])
+    elif kind == "o":
+        v = 0.5 + 1.5 * rng.random(n)
+        v[::3] = 0.0
     else:
         v = rng.standard_normal(n)
     return torch.tensor(v.reshape(shape)).to(dtype)

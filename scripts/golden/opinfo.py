@@ -1681,31 +1681,36 @@ def nll_loss(op):
 REF.update({
     "adaptive_avg_pool1d": lambda x, s: F.adaptive_avg_pool1d(x, list(s)),
     "adaptive_avg_pool2d": lambda x, s: F.adaptive_avg_pool2d(x, list(s)),
+    "adaptive_avg_pool3d": lambda x, s: F.adaptive_avg_pool3d(x, list(s)),
     "adaptive_max_pool2d": lambda x, s: F.adaptive_max_pool2d(x, list(s)),
     "cdist": lambda a, b, p: torch.cdist(a, b, p, compute_mode="donot_use_mm_for_euclid_dist"),
     "matrix_norm": lambda x, dims, keep: torch.linalg.matrix_norm(x, "fro", tuple(dims) or (-2, -1), bool(keep)),
 })
 TOL.update({op: (1e-5, 1e-12, 1e-6, 1e-5) for op in (
-    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "cdist", "matrix_norm")})
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "cdist", "matrix_norm")})
 
 
-@samples_for("adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool2d")
+@samples_for("adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool2d",
+             "adaptive_avg_pool3d")
 def adaptive_pools(op):
-    k = 1 if op.endswith("1d") else 2
-    x = [2, 3, 7] if k == 1 else [2, 3, 7, 5]
-    for o in ([3, 2], [1, 1], [7, 5], [4, 3], [2, 7]):
+    k = 1 if op.endswith("1d") else 2 if op.endswith("2d") else 3
+    x = [[2, 3, 7], [2, 3, 7, 5], [1, 2, 7, 5, 4]][k - 1]
+    for o in ([3, 2, 3], [1, 1, 1], [7, 5, 4], [4, 3, 9], [2, 7, 2]):
         sample(op, ["plain", "args"], [t(x)], (o[:k],))
-    sample(op, ["args"], [t(x[1:])], ([2, 2][:k],))
-    sample(op, ["args"], [t(x)], ([0, 2][:k],))
-    sample(op, ["args"], [t(x)], ([2, 2, 2][:k + 1],))
-    sample(op, ["args"], [t(x[-1:])], ([2, 2][:k],))
-    sample(op, ["dtype"], [t(x, "f64")], ([3, 2][:k],))
-    sample(op, ["dtype"], [t(x, "i64")], ([3, 2][:k],))
-    sample(op, ["extreme"], [T(torch.tensor((EXTREME * 5)[:math.prod(x[1:])]).reshape(x[1:]))],
-           ([3, 2][:k],))
-    sample(op, ["empty"], [t([0] + x[1:])], ([3, 2][:k],))
-    sample(op, ["noncontig"], [t(x[:-1] + [x[-1] * 2], "f32", "s")], ([3, 2][:k],))
-    sample(op, ["transposed"], [t(x[:-2] + [x[-1], x[-2]], "f32", "t")], ([3, 2][:k],))
+    sample(op, ["args"], [t(x[1:])], ([2, 2, 2][:k],))
+    sample(op, ["args"], [t(x)], ([0, 2, 2][:k],))
+    sample(op, ["args"], [t(x)], ([2, 2, 2, 2][:k + 1],))
+    sample(op, ["args"], [t(x[-1:])], ([2, 2, 2][:k],))
+    sample(op, ["dtype"], [t(x, "f64")], ([3, 2, 3][:k],))
+    sample(op, ["dtype"], [t(x, "i64")], ([3, 2, 3][:k],))
+    n = math.prod(x[1:])
+    sample(op, ["extreme"], [T(torch.tensor((EXTREME * (n // len(EXTREME) + 1))[:n]).reshape(x[1:]))],
+           ([3, 2, 3][:k],))
+    sample(op, ["empty"], [t([0] + x[1:])], ([3, 2, 3][:k],))
+    sample(op, ["noncontig"], [t(x[:-1] + [x[-1] * 2], "f32", "s")], ([3, 2, 3][:k],))
+    sample(op, ["transposed"], [t(x[:-2] + [x[-1], x[-2]], "f32", "t")], ([3, 2, 3][:k],))
+    if k > 1:   # windows of up to 8 entries (masked gathers) and longer ones (slices)
+        sample(op, ["args"], [t(x[:-1] + [30])], ([4, 3, 3][:k],))
 
 
 @samples_for("cdist")
