@@ -130,8 +130,11 @@ callsites:
 # The pointwise formulas as LLVM bitcode for the JIT (codegen/formulas/pw.c says
 # why and how), embedded by codegen/bitcode.c. Needs clang-19 (scripts/install-deps.sh);
 # without it the library still builds, and compiled graphs run on the eager executor.
+# -fno-slp-vectorize: a formula must reach the kernel scalar; SLP's <2 x double>
+# pieces (digamma's sum of eight reciprocals) stop the kernel loop's vectorizer,
+# and the JIT's own O3 pipeline runs SLP after it anyway.
 CLANG_BC ?= $(firstword $(wildcard /usr/bin/clang-19 /usr/lib/llvm-19/bin/clang))
-BC_FLAGS := -std=c11 -O2 -fno-math-errno -ffp-contract=off -fwrapv -w -emit-llvm
+BC_FLAGS := -std=c11 -O2 -fno-math-errno -ffp-contract=off -fwrapv -fno-slp-vectorize -w -emit-llvm
 ifneq ($(CLANG_BC),)
 $(BUILD)/codegen/pw.bc: codegen/formulas/pw.c
 	@mkdir -p $(dir $@) $(BUILD)/obj/codegen

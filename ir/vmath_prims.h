@@ -159,18 +159,18 @@ static inline double vm_erfinv_f64(double x)
  * the odd series to s^21 (|s| < 0.172: 5e-17); 0 -> -inf, inf -> inf. */
 VM_FORCE_INLINE double vm_logd(double x)
 {
-    uint64_t u = vm_bits_f64(x);
-    int64_t e = (int64_t)(u >> 52) - 1023;
+    uint64_t u = vm_bits_f64(x);   /* the exponent as a double by the 2^52 trick: AVX2 has no i64 -> f64 */
+    double e = vm_from_bits_f64((u >> 52) | 0x4330000000000000ull) - 4503599627371519.0;
     double m = vm_from_bits_f64((u & 0x000fffffffffffffull) | 0x3ff0000000000000ull);
     int big = m > 1.4142135623730951;
     m = big ? m * 0.5 : m;
-    e = big ? e + 1 : e;
+    e = big ? e + 1.0 : e;
     double s = (m - 1.0) / (m + 1.0), z = s * s;
     double p = 1.0 / 21;
     p = p * z + 1.0 / 19; p = p * z + 1.0 / 17; p = p * z + 1.0 / 15; p = p * z + 1.0 / 13;
     p = p * z + 1.0 / 11; p = p * z + 1.0 / 9;  p = p * z + 1.0 / 7;  p = p * z + 1.0 / 5;
     p = p * z + 1.0 / 3;  p = p * z + 1.0;
-    double r = (double)e * 6.93147180369123816490e-01 + ((double)e * 1.90821492927058770002e-10 + 2.0 * s * p);
+    double r = e * 6.93147180369123816490e-01 + (e * 1.90821492927058770002e-10 + 2.0 * s * p);
     r = x == 0.0 ? -INFINITY : r;
     return x == INFINITY ? INFINITY : r;
 }
@@ -232,8 +232,9 @@ VM_FORCE_INLINE float vm_digamma_f32(float x)
     vm_sincospi_red(a, &s, &c);
     double neg = p + 1.0 / a + 3.14159265358979323846 * c / s;
     double r = x < 0.0f ? neg : p;
-    r = (x < 0.0f && s == 0.0) ? NAN : r;
-    r = x == 0.0f ? (vm_signbit_f32(x) ? INFINITY : -INFINITY) : r;
+    r = (x < 0.0f) & (s == 0.0) ? NAN : r;
+    double zr = vm_signbit_f32(x) ? INFINITY : -INFINITY;   /* one select each: gcc if-converts */
+    r = x == 0.0f ? zr : r;
     r = x == INFINITY ? INFINITY : r;
     return (float)r;
 }

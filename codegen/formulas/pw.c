@@ -23,7 +23,9 @@
  * Flags (Makefile): -std=c11 -O2 -fno-math-errno -ffp-contract=off -fwrapv,
  * the eager build's float semantics (gcc in ISO C mode does not contract a*b+c;
  * clang would by default), and wrapping integer overflow as the vectorized
- * eager loops do.
+ * eager loops do; -fno-slp-vectorize keeps each formula scalar, so that the
+ * kernel's loop around it vectorizes (LLVM's loop vectorizer takes no loop
+ * with vector instructions in it).
  */
 #include <math.h>
 #include <stdint.h>

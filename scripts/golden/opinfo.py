@@ -2052,9 +2052,26 @@ def frexp_samples(op):
 @samples_for("polygamma")
 def polygamma_samples(op):
     xs = [0.1, 0.5, 1.0, 1.5, 2.4, 7.9, 8.5, 30.0, 1e4, -0.5, -2.3, -5.5, 0.0, -1.0, math.nan]
+    # x <= -6, off the poles (the reflection): half-integers, where the odd
+    # orders' terms cancel in pairs, and far out
+    neg = [-6.5, -6.0001, -7.25, -30.7, -100.5, -333.125, -1000.25, -12345.6]
     for n in (0, 1, 2, 3, 5):
         for dt in FLOATS:
             sample(op, ["plain" if dt == "f32" else "dtype", "extreme", "st"], [S(n), T(xs, dt)])
+            sample(op, ["plain" if dt == "f32" else "dtype", "args", "st"], [S(n), T(neg, dt)])
+    # +-inf (a known difference: the limit 0 at +inf, a pole at -inf)
+    for n in (1, 2, 3):
+        for dt in (*FLOATS, *HALF):
+            sample(op, ["extreme", "args", "st"] + ([] if dt == "f32" else ["dtype"]),
+                   [S(n), T([math.inf, -math.inf, 2.5], dt)])
+    # f16, bf16: values off the poles (bf16 rounds -1000.25 to the pole
+    # -1000), then the extremes below 1e4
+    hx = [0.1, 0.5, 1.5, 2.4, 7.9, 8.5, 30.0, 1e4, -0.5, -2.3, -5.5, -6.5, -7.25, -30.75, -100.5,
+          math.nan]
+    for dt in HALF:
+        for n in (0, 1, 2, 4):
+            sample(op, ["dtype", "st"], [S(n), T(hx, dt)])
+        sample(op, ["extreme", "dtype", "st"], [S(3), T([v for v in EXTREME if not abs(v) > 1e4], dt)])
     sample(op, ["st", "dtype"], [S(1), t([2, 3], "i32", lo=1)])
     sample(op, ["st", "dtype"], [S(2), t([2, 3], "bool")])
     sample(op, ["st", "0d"], [S(1), t([], lo=1)])
@@ -2082,6 +2099,97 @@ def igamma_samples(op):
     sample(op, ["st"], [S(3), t([2, 3], lo=0)])
     views_and_shapes(op, lambda s, d, v: t(s, d, v, lo=1), 2)
     sample(op, ["large", "bcast"], [T(ramp([70, 3]) + 1.5, "f32", "c"), T(ramp([70]) * 3 + 3.5, "f32")])
+    # large a, x near a (Temme's expansion) and in both tails
+    for dt in FLOATS:
+        for a_ in (25.0, 150.0, 1000.0, 1e4):
+            u = torch.tensor([-40, -12, -5, -1.5, -0.2, 0, 0.3, 1, 2.5, 6, 15, 40], dtype=torch.float64)
+            x_ = (a_ + u * math.sqrt(a_)).clamp(min=0)
+            sample(op, ["dtype" if dt == "f64" else "plain", "args", "bcast"], [T([a_], dt), T(x_, dt)])
+    half_samples(op, 2)
+    for dt in HALF:
+        sample(op, ["dtype", "bcast"], [T(a[:, None], dt), T(x[None, :], dt)])
+
+# xor_sum: PrimTorch's prim, which PyTorch 1.13 lacks as an op: torch's
+# bitwise_xor folded over each reduced dim (0 over an empty one).
+def xor_sum_ref(x, dims, keepdim):
+    if x.is_floating_point():
+        raise RuntimeError("xor_sum of a float")
+    n = max(x.dim(), 1)
+    if any(not -n <= d < n for d in dims):
+        raise IndexError("dim out of range")
+    ds = sorted({d % n for d in dims}, reverse=True) if dims else list(range(x.dim() - 1, -1, -1))
+    if len(ds) != len(dims) and dims:
+        raise RuntimeError("a dim twice")
+    for d in ds if x.dim() else []:
+        parts = x.unbind(d)
+        shape = x.shape[:d] + x.shape[d + 1:]
+        acc = torch.zeros(shape, dtype=x.dtype)
+        for p in parts:
+            acc = torch.bitwise_xor(acc, p)
+        x = acc.unsqueeze(d) if keepdim else acc
+    return x
+
+
+REF["xor_sum"] = xor_sum_ref
+
+
+@samples_for("xor_sum")
+def xor_sum_samples(op):
+    for dims in ([], [0], [1], [0, 1], [-1], [-2, -1]):
+        for keep in (0, 1):
+            sample(op, ["plain", "args"], [t([2, 3], "i32", lo=-100, hi=100)], (dims, keep))
+    for dt in ("u8", "i8", "i16", "i32", "i64", "bool"):
+        sample(op, ["dtype"], [t([3, 4], dt, lo=-100, hi=100)], ([1], 0))
+        sample(op, ["dtype"], [t([3, 4], dt, lo=-100, hi=100)], ([], 0))
+    for dt, vals in EXTREME_INT.items():
+        sample(op, ["extreme", "dtype"], [T([vals, list(reversed(vals))], dt)], ([0], 0))
+        sample(op, ["extreme", "dtype"], [T([vals, list(reversed(vals))], dt)], ([1], 1))
+    sample(op, ["extreme", "dtype"], [T([[1, 1, 1], [1, 0, 1]], "bool")], ([1], 0))
+    sample(op, ["args", "dtype"], [t([2, 3, 4], "i64", lo=-1000, hi=1000)], ([0, 2], 1))
+    sample(op, ["args", "dtype"], [t([2, 3, 4], "i16", lo=-1000, hi=1000)], ([2, 0], 0))
+    for dt in ("f32", "f64"):   # PyTorch's bitwise ops refuse floats, as tjit does
+        sample(op, ["dtype"], [t([2, 3], dt)], ([1], 0))
+    sample(op, ["args"], [t([2, 3], "i32")], ([2], 0))
+    sample(op, ["args"], [t([2, 3], "i32")], ([0, 0], 0))
+    for shape, dims in (([3, 0], [1]), ([3, 0], [0]), ([3, 0], []), ([0], []), ([0, 2], [1])):
+        for keep in (0, 1):
+            sample(op, ["empty", "args"], [t(shape, "i32")], (dims, keep))
+    for dims in ([], [0], [-1]):
+        sample(op, ["0d", "args"], [t([], "i64", lo=-50, hi=50)], (dims, 0))
+    sample(op, ["0d", "args"], [t([], "i8")], ([], 1))
+    for v, tag, base in (("s", "noncontig", [2, 6]), ("t", "transposed", [3, 2]),
+                         ("e", "expanded", [2, 3])):
+        for dims in ([0], [1], []):
+            sample(op, [tag], [t(base, "i32", v, lo=-100, hi=100)], (dims, 0))
+    for shape, dims, dt in (([3, 1000], [1], "i32"), ([3, 1000], [0], "i64"), ([1 << 15], [], "i16")):
+        sample(op, ["large"], [T(ramp(shape), dt, is_ramp=True)], (dims, 0))
+
+
+# as_strided: on contiguous inputs at storage offset 0, where tjit's offsets
+# (counted in x's elements) and PyTorch's (in its storage) agree
+@samples_for("as_strided")
+def as_strided_samples(op):
+    x6 = lambda dt="f32": T(list(range(6)), dt)
+    for size, stride, off in (([4, 3], [1, 1], 0), ([2, 2], [2, 1], 1), ([3], [0], 5), ([], [], 4),
+                              ([3, 2], [1, 3], 0), ([2, 3], [3, 1], 0), ([6], [1], 0), ([1, 1], [5, 7], 2),
+                              ([2, 2, 2], [1, 2, 1], 0), ([0, 3], [100, 1], 0), ([3], [2], 1)):
+        sample(op, ["plain", "args"], [x6()], (size, stride, off))
+    for dt in DT:
+        if dt != "f32":
+            sample(op, ["dtype", "args"], [t([2, 3], dt)], ([3, 2], [1, 2], 0))
+    sample(op, ["args"], [t([2, 3, 4])], ([4, 6], [1, 4], 0))
+    sample(op, ["args"], [t([2, 3, 4])], ([2, 2, 2], [12, 4, 1], 3))
+    sample(op, ["0d"], [t([])], ([], [], 0))
+    sample(op, ["0d", "args"], [t([])], ([3], [0], 0))
+    sample(op, ["extreme"], [T(EXTREME)], ([5, 4], [5, 1], 1))
+    sample(op, ["empty", "args"], [t([0])], ([0], [1], 0))
+    # outside the input (PyTorch: outside its storage), negative strides,
+    # sizes and offsets: refused
+    for size, stride, off in (([4, 3], [1, 1], 1), ([2, 4], [3, 1], 0), ([2], [-1], 3), ([-2], [1], 0),
+                              ([2], [1], -1), ([7], [1], 0), ([1], [1], 6)):
+        sample(op, ["args"], [x6()], (size, stride, off))
+    sample(op, ["large"], [T(ramp([400]), "f32", is_ramp=True)], ([70, 40], [3, 1], 7))
+
 
 def main():
     global ROW
