@@ -1,5 +1,8 @@
-/* k_conv_direct.c - the direct f32 convolution: an AVX-512 micro-kernel
- * register-blocked over KO output channels x QV*16 output positions.
+/* k_conv_direct.c - the direct f32 convolution: micro-kernels
+ * register-blocked over KO output channels x QV vectors of output positions,
+ * AVX-512 here (16 floats per zmm) and AVX2 + FMA in k_conv_direct_avx2.c
+ * (8 per ymm), behind one geometry, packing, phase planes and rule, with the
+ * vector length VL a parameter of the instruction set (rt_conv_kernels).
  *
  * Layout. The input is copied once per call into phase planes: for stride
  * (sh, sw) each channel of the zero-padded input [Hp, Wp] becomes sh*sw
@@ -11,12 +14,13 @@
  * junk columns per row, computed and dropped; the last block reads past the
  * last plane into zeroed slack.
  *
- * Micro-kernel. acc[KO][QV] zmm accumulators start at the bias; for every
- * input channel of the group and every tap: QV unaligned loads of the
+ * Micro-kernel. acc[KO][QV] vector accumulators start at the bias; for
+ * every input channel of the group and every tap: QV unaligned loads of the
  * shifted plane, KO broadcasts of packed weights ([ob][c][tap][KO]), KO*QV
- * FMAs. With KO=4, QV=6: 24 accumulators, 10 loads per 24 FMAs. Blocks of
- * the grid are split over the thread pool (image, group, block). The result
- * goes through a small tile into the output's valid columns.
+ * FMAs. AVX-512 with KO=4, QV=6: 24 accumulators, 10 loads per 24 FMAs
+ * (AVX2: 4 x 3, see its file). Blocks of the grid are split over the thread
+ * pool (image, group, block). The result goes through a small tile into the
+ * output's valid columns.
  *
  * Row kernel (small images, where junk columns and the tail would be a third
  * of the grid kernel's work): the vector runs over output channels instead,
@@ -24,25 +28,32 @@
  *
  * Choice (rt_conv_direct_wins): the GEMM paths of k_conv.c for 1x1 and
  * depthwise stride 1, else the kernel that discards less, when it keeps at
- * least 70% of what it computes; measured in docs/perf.md (make bench-conv).
- * AVX-512F is checked at run time; without it the GEMM paths run.
+ * least min_keep (70%) of what it computes; measured in docs/perf.md (make
+ * bench-conv), per instruction set. The set is checked at run time
+ * (rt_conv_isa_current: AVX-512F, else AVX2 + FMA); without either the GEMM
+ * paths run.
  *
  * Sums run over (c, kh, kw) in that order with FMA, as the GEMM paths do
  * over K; results agree with them to rounding (tests/test_contract.c).
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <immintrin.h>
 
 #include "conv_direct.h"
+#include "conv_direct_kernels.h"
 #include "rt.h"
 
-#define VL 16                       /* floats per zmm */
+#define VL 16                       /* floats per zmm: the AVX-512 kernels */
 #define MAX_TAPS 256
 
 typedef struct dj {
     rt_conv_shape s;
+    const rt_conv_kernels *k;       /* the instruction set's kernels */
+    rt_conv_isa isa;
+    rt_conv_block_fn fn;            /* the chosen micro-kernel */
     const float *x;
     float *xq;                      /* phase planes [n][c][sh*sw][hq][wq] + slack */
     float *wk;                      /* packed weights [groups][nob][cg][ntap][ko] */
@@ -51,7 +62,7 @@ typedef struct dj {
     float *y;
     int64_t hq, wq, plane, ngrid, cg, og, ko, qv, nob, nqb, ntap;
     bool rows;                      /* the row kernel (below) instead of the grid kernel */
-    int64_t rp, kv, nseg;           /* row kernel: positions, vectors of 16 channels, segments per row */
+    int64_t rp, kv, nseg;           /* row kernel: positions, vectors of channels, segments per row */
     int64_t nrc;                    /* row kernel: chunks of rows per task */
     int64_t toff[MAX_TAPS];
 } dj;
@@ -60,104 +71,83 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* ---- micro-kernels ----------------------------------------------------------------- */
 
-/* out[KO][QV*VL] = bias + sum over cg channels and ntap taps. */
-#define BLOCK(KO, QV)                                                                       \
-    __attribute__((target("avx512f"))) static void block_##KO##_##QV(                       \
-        const float *xp, const float *wp, int64_t cg, int64_t plane, const int64_t *toff,  \
-        int64_t ntap, const float *b, float *out)                                          \
-    {                                                                                       \
-        __m512 acc[KO][QV];                                                                 \
-        _Pragma("GCC unroll 8") for (int o = 0; o < KO; o++)                                \
-            _Pragma("GCC unroll 8") for (int v = 0; v < QV; v++) acc[o][v] =                \
-                _mm512_set1_ps(b[o]);                                                       \
-        for (int64_t c = 0; c < cg; c++, xp += plane) {                                     \
-            for (int64_t t = 0; t < ntap; t++, wp += KO) {                                  \
-                const float *s = xp + toff[t];                                              \
-                __m512 x[QV];                                                               \
-                _Pragma("GCC unroll 8") for (int v = 0; v < QV; v++) x[v] =                 \
-                    _mm512_loadu_ps(s + VL * v);                                            \
-                _Pragma("GCC unroll 8") for (int o = 0; o < KO; o++)                        \
-                {                                                                           \
-                    __m512 w = _mm512_set1_ps(wp[o]);                                       \
-                    _Pragma("GCC unroll 8") for (int v = 0; v < QV; v++) acc[o][v] =        \
-                        _mm512_fmadd_ps(w, x[v], acc[o][v]);                                \
-                }                                                                           \
-            }                                                                               \
-        }                                                                                   \
-        _Pragma("GCC unroll 8") for (int o = 0; o < KO; o++)                                \
-            _Pragma("GCC unroll 8") for (int v = 0; v < QV; v++)                            \
-                _mm512_storeu_ps(out + (o * QV + v) * VL, acc[o][v]);                       \
-    }
-BLOCK(4, 6)
-BLOCK(2, 8)
-BLOCK(1, 8)
-#undef BLOCK
+/* AVX-512F: 4 x 6 (24 zmm accumulators, 10 loads per 24 FMAs), 2 x 8 and
+ * 1 x 8 by output channels per group; the row kernel (for small images,
+ * where the grid kernel's junk columns and tail would be a third of its
+ * work) over 16 or 32 output channels, P chosen from 14, 12, 8, 7 to fit
+ * the row. */
+#define CK_TARGET __attribute__((target("avx512f")))
+#define CK_V __m512
+#define CK_VL VL
+#define CK_SET1 _mm512_set1_ps
+#define CK_LOAD _mm512_load_ps
+#define CK_LOADU _mm512_loadu_ps
+#define CK_STOREU _mm512_storeu_ps
+#define CK_FMADD _mm512_fmadd_ps
+CK_BLOCK(block_4_6, 4, 6, 0)
+CK_BLOCK(block_2_8, 2, 8, 0)
+CK_BLOCK(block_1_8, 1, 8, 0)
+CK_RBLOCK(rblock_14_2, 14, 2)
+CK_RBLOCK(rblock_12_2, 12, 2)
+CK_RBLOCK(rblock_8_2, 8, 2)
+CK_RBLOCK(rblock_7_2, 7, 2)
+CK_RBLOCK(rblock_14_1, 14, 1)
+CK_RBLOCK(rblock_12_1, 12, 1)
+CK_RBLOCK(rblock_8_1, 8, 1)
+CK_RBLOCK(rblock_7_1, 7, 1)
 
-typedef void (*block_fn)(const float *, const float *, int64_t, int64_t, const int64_t *,
-                         int64_t, const float *, float *);
+static const rt_conv_kernels avx512 = {
+    .vl = VL,
+    .grid = {{4, 6, block_4_6}, {2, 8, block_2_8}, {1, 8, block_1_8}},
+    .rlen = {{14, 12, 8, 7}, {14, 12, 8, 7}},
+    .rows = {{rblock_14_1, rblock_12_1, rblock_8_1, rblock_7_1},
+             {rblock_14_2, rblock_12_2, rblock_8_2, rblock_7_2}},
+    .rows_gain = 0.05,
+    .min_keep = 0.7,
+};
+#undef VL
 
-static void pick(int64_t og, int64_t *ko, int64_t *qv, block_fn *fn)
+/* ---- the instruction set ----------------------------------------------------------- */
+
+static atomic_int isa_env = -1;     /* the CPU's under TJIT_ISA, computed once */
+static atomic_int isa_forced = -1;  /* rt_conv_isa_force */
+static _Atomic int64_t runs[RT_CONV_NISA][2];
+
+static rt_conv_isa isa_cpu(void)
 {
-    if (og >= 4) {
-        *ko = 4, *qv = 6, *fn = block_4_6;
-    } else if (og >= 2) {
-        *ko = 2, *qv = 8, *fn = block_2_8;
-    } else {
-        *ko = 1, *qv = 8, *fn = block_1_8;
-    }
+    if (__builtin_cpu_supports("avx512f"))
+        return RT_CONV_AVX512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return RT_CONV_AVX2;
+    return RT_CONV_NONE;
 }
 
-/* The row kernel, for small images, where the grid kernel's junk columns
- * and tail would be a third of its work: the vector runs over 16*KV output
- * channels, and a block is P consecutive output columns of one row
- * (broadcast input, weights packed [ob][c][tap][16*KV]); P is chosen from
- * 14, 12, 8, 7 to fit the row. out[P][16*KV] = bias + the sums. */
-#define RBLOCK(P, KV)                                                                       \
-    __attribute__((target("avx512f"))) static void rblock_##P##_##KV(                       \
-        const float *xp, const float *wp, int64_t cg, int64_t plane, const int64_t *toff,  \
-        int64_t ntap, const float *b, float *out)                                          \
-    {                                                                                       \
-        __m512 acc[P][KV];                                                                  \
-        _Pragma("GCC unroll 4") for (int v = 0; v < KV; v++)                                \
-        {                                                                                   \
-            __m512 bv = _mm512_loadu_ps(b + VL * v);                                        \
-            _Pragma("GCC unroll 16") for (int p = 0; p < P; p++) acc[p][v] = bv;            \
-        }                                                                                   \
-        for (int64_t c = 0; c < cg; c++, xp += plane) {                                     \
-            for (int64_t t = 0; t < ntap; t++, wp += VL * KV) {                             \
-                const float *s = xp + toff[t];                                              \
-                __m512 w[KV];                                                               \
-                _Pragma("GCC unroll 4") for (int v = 0; v < KV; v++) w[v] =                 \
-                    _mm512_load_ps(wp + VL * v);                                            \
-                _Pragma("GCC unroll 16") for (int p = 0; p < P; p++)                        \
-                {                                                                           \
-                    __m512 x = _mm512_set1_ps(s[p]);                                        \
-                    _Pragma("GCC unroll 4") for (int v = 0; v < KV; v++) acc[p][v] =        \
-                        _mm512_fmadd_ps(x, w[v], acc[p][v]);                                \
-                }                                                                           \
-            }                                                                               \
-        }                                                                                   \
-        _Pragma("GCC unroll 16") for (int p = 0; p < P; p++)                                \
-            _Pragma("GCC unroll 4") for (int v = 0; v < KV; v++)                            \
-                _mm512_storeu_ps(out + (p * KV + v) * VL, acc[p][v]);                       \
-    }
-RBLOCK(14, 2)
-RBLOCK(12, 2)
-RBLOCK(8, 2)
-RBLOCK(7, 2)
-RBLOCK(14, 1)
-RBLOCK(12, 1)
-RBLOCK(8, 1)
-RBLOCK(7, 1)
-#undef RBLOCK
-
-static block_fn rpick(int64_t rp, int64_t kv)
+rt_conv_isa rt_conv_isa_current(void)
 {
-    static const block_fn fns[2][4] = {
-        {rblock_14_1, rblock_12_1, rblock_8_1, rblock_7_1},
-        {rblock_14_2, rblock_12_2, rblock_8_2, rblock_7_2},
-    };
-    return fns[kv - 1][rp == 14 ? 0 : rp == 12 ? 1 : rp == 8 ? 2 : 3];
+    int v = atomic_load_explicit(&isa_env, memory_order_relaxed);
+    if (v < 0) {
+        const char *e = getenv("TJIT_ISA");
+        v = (int)isa_cpu();
+        if (e && !strcmp(e, "generic"))
+            v = RT_CONV_NONE;
+        else if (e && !strcmp(e, "avx2") && v > RT_CONV_AVX2)
+            v = RT_CONV_AVX2;
+        atomic_store(&isa_env, v);
+    }
+    int f = atomic_load_explicit(&isa_forced, memory_order_relaxed);
+    return (rt_conv_isa)(f >= 0 && f < v ? f : v);
+}
+
+void rt_conv_isa_force(int isa) { atomic_store(&isa_forced, isa); }
+
+int64_t rt_conv_direct_runs(rt_conv_isa isa, bool rows)
+{
+    return (unsigned)isa < RT_CONV_NISA ? atomic_load(&runs[isa][rows]) : 0;
+}
+
+static const rt_conv_kernels *kernels_of(rt_conv_isa isa)
+{
+    return isa == RT_CONV_AVX512 ? &avx512 : isa == RT_CONV_AVX2 ? &rt_conv_avx2 : NULL;
 }
 
 /* ---- per-call preparation ----------------------------------------------------------- */
@@ -199,11 +189,11 @@ static void phase_planes(void *ctx, int64_t p0, int64_t p1)
 }
 
 /* Weights [o][cg][kh][kw] (strided) -> [g][ob][cg][tap][ko] (row kernel:
- * ko = 16*kv), zeros past og. */
+ * ko = VL*kv), zeros past og. */
 static void pack_weights(const dj *j, const float *w)
 {
     const rt_conv_shape *s = &j->s;
-    int64_t ko = j->rows ? j->kv * VL : j->ko, ogp = j->nob * ko;
+    int64_t ko = j->rows ? j->kv * j->k->vl : j->ko, ogp = j->nob * ko;
     for (int64_t g = 0; g < s->groups; g++)
         for (int64_t o = 0; o < ogp; o++)
             for (int64_t c = 0; c < j->cg; c++)
@@ -224,7 +214,7 @@ static void store_tile(const dj *j, const float *tile, int64_t n, int64_t o0, in
                        int64_t q0)
 {
     const rt_conv_shape *s = &j->s;
-    int64_t qn = j->qv * VL, q1 = q0 + qn < j->ngrid ? q0 + qn : j->ngrid;
+    int64_t qn = j->qv * j->k->vl, q1 = q0 + qn < j->ngrid ? q0 + qn : j->ngrid;
     for (int64_t o = 0; o < no; o++) {
         float *yo = j->y + (n * s->o + o0 + o) * s->oh * s->ow;
         const float *t = tile + o * qn - q0;
@@ -245,21 +235,19 @@ static void run_blocks(void *ctx, int64_t t0, int64_t t1)
 {
     const dj *j = ctx;
     const rt_conv_shape *s = &j->s;
-    int64_t ko, qv;
-    block_fn fn;
-    pick(j->og, &ko, &qv, &fn);
-    float tile[4 * 8 * VL] __attribute__((aligned(64)));
+    int64_t ko = j->ko;
+    float tile[RT_CONV_TILE] __attribute__((aligned(64)));
     float bias[4];
     for (int64_t t = t0; t < t1; t++) {
         int64_t qb = t % j->nqb, g = (t / j->nqb) % s->groups, n = t / (j->nqb * s->groups);
-        int64_t q0 = qb * qv * VL;
+        int64_t q0 = qb * j->qv * j->k->vl;
         const float *xp = j->xq + (n * s->c + g * j->cg) * j->plane + q0;
         for (int64_t ob = 0; ob < j->nob; ob++) {
             int64_t o0 = ob * ko, no = j->og - o0 < ko ? j->og - o0 : ko;
             for (int64_t o = 0; o < ko; o++)
                 bias[o] = j->bias && o < no ? j->bias[(g * j->og + o0 + o) * j->bstride] : 0.0f;
-            fn(xp, j->wk + (g * j->nob + ob) * j->cg * j->ntap * ko, j->cg, j->plane, j->toff,
-               j->ntap, bias, tile);
+            j->fn(xp, j->wk + (g * j->nob + ob) * j->cg * j->ntap * ko, j->cg, j->plane,
+                  j->toff, j->ntap, bias, tile);
             store_tile(j, tile, n, g * j->og + o0, no, q0);
         }
     }
@@ -273,10 +261,9 @@ static void run_rows(void *ctx, int64_t t0, int64_t t1)
 {
     const dj *j = ctx;
     const rt_conv_shape *s = &j->s;
-    int64_t lanes = j->kv * VL;
-    block_fn fn = rpick(j->rp, j->kv);
-    float tile[14 * 2 * VL] __attribute__((aligned(64)));
-    float bias[2 * VL];
+    int64_t lanes = j->kv * j->k->vl;
+    float tile[RT_CONV_TILE] __attribute__((aligned(64)));
+    float bias[RT_CONV_LANES];
     int64_t rows = cdiv(s->oh, j->nrc);
     for (int64_t tr = t0; tr < t1; tr++) {
         int64_t t = tr / j->nrc, oh0 = tr % j->nrc * rows;
@@ -291,7 +278,7 @@ static void run_rows(void *ctx, int64_t t0, int64_t t1)
         for (int64_t oh = oh0; oh < oh1; oh++)
             for (int64_t sg = 0; sg < j->nseg; sg++) {
                 int64_t ow0 = sg * j->rp, np = s->ow - ow0 < j->rp ? s->ow - ow0 : j->rp;
-                fn(xp + oh * j->wq + ow0, wp, j->cg, j->plane, j->toff, j->ntap, bias, tile);
+                j->fn(xp + oh * j->wq + ow0, wp, j->cg, j->plane, j->toff, j->ntap, bias, tile);
                 for (int64_t o = 0; o < no; o++)
                     for (int64_t p = 0; p < np; p++)
                         y[o * s->oh * s->ow + oh * s->ow + ow0 + p] = tile[p * lanes + o];
@@ -301,31 +288,52 @@ static void run_rows(void *ctx, int64_t t0, int64_t t1)
 
 /* ---- entry points ---------------------------------------------------------------------- */
 
-static void geometry(const rt_conv_shape *s, dj *j)
+/* The geometry of both kernels on instruction set isa (the grid kernel's
+ * micro-kernel in j->fn). */
+static void geometry(const rt_conv_shape *s, rt_conv_isa isa, dj *j)
 {
+    const rt_conv_kernels *k = kernels_of(isa);
     j->s = *s;
+    j->k = k;
+    j->isa = isa;
     j->cg = s->c / s->groups;
     j->og = s->o / s->groups;
-    block_fn fn;
-    pick(j->og, &j->ko, &j->qv, &fn);
+    int gi = 0;
+    while (k->grid[gi].ko > j->og)
+        gi++;
+    j->ko = k->grid[gi].ko;
+    j->qv = k->grid[gi].qv;
+    j->fn = k->grid[gi].fn;
     j->nob = cdiv(j->og, j->ko);
     j->hq = cdiv(s->h + 2 * s->ph, s->sh);
     j->wq = cdiv(s->w + 2 * s->pw, s->sw);
     j->plane = s->sh * s->sw * j->hq * j->wq;
     j->ngrid = s->oh * j->wq;
-    j->nqb = cdiv(j->ngrid, j->qv * VL);
+    j->nqb = cdiv(j->ngrid, j->qv * k->vl);
     j->ntap = s->kh * s->kw;
     /* the row kernel: the segment length that fits the row best */
-    static const int64_t lens[] = {14, 12, 8, 7};
+    j->kv = j->og > k->vl ? 2 : 1;
+    const int *lens = k->rlen[j->kv - 1];
     double best = 0;
-    for (int k = 0; k < 4; k++) {
-        double f = (double)s->ow / (double)(cdiv(s->ow, lens[k]) * lens[k]);
+    for (int i = 0; i < 4 && lens[i]; i++) {
+        double f = (double)s->ow / (double)(cdiv(s->ow, lens[i]) * lens[i]);
         if (f > best + 1e-9)
-            best = f, j->rp = lens[k];
+            best = f, j->rp = lens[i];
     }
-    j->kv = j->og > VL ? 2 : 1;
     j->nseg = cdiv(s->ow, j->rp);
     j->rows = false;
+}
+
+/* Switches j to the row kernel (its micro-kernel and channel blocks). */
+static void use_rows(dj *j)
+{
+    const int *lens = j->k->rlen[j->kv - 1];
+    int i = 0;
+    while (lens[i] != j->rp)
+        i++;
+    j->rows = true;
+    j->fn = j->k->rows[j->kv - 1][i];
+    j->nob = cdiv(j->og, j->kv * j->k->vl);
 }
 
 /* Useful fraction of the work the grid kernel (rows: the row kernel) does:
@@ -333,10 +341,11 @@ static void geometry(const rt_conv_shape *s, dj *j)
  * output channels padded to a block). */
 static double efficiency(const dj *j, bool rows)
 {
+    int64_t vl = j->k->vl;
     if (rows)
         return (double)j->s.ow / (double)(j->nseg * j->rp) * (double)j->og /
-               (double)(cdiv(j->og, j->kv * VL) * j->kv * VL);
-    double pos = (double)(j->s.oh * j->s.ow) / (double)(j->nqb * j->qv * VL);
+               (double)(cdiv(j->og, j->kv * vl) * j->kv * vl);
+    double pos = (double)(j->s.oh * j->s.ow) / (double)(j->nqb * j->qv * vl);
     return pos * (double)j->og / (double)(j->nob * j->ko);
 }
 
@@ -344,13 +353,15 @@ static double efficiency(const dj *j, bool rows)
  * (the GEMM paths). */
 static bool choose(const rt_conv_shape *s, dj *j)
 {
-    if (!__builtin_cpu_supports("avx512f") || s->kh * s->kw > MAX_TAPS || s->n == 0 ||
-        s->oh <= 0 || s->ow <= 0)
+    rt_conv_isa isa = rt_conv_isa_current();
+    if (isa == RT_CONV_NONE || s->kh * s->kw > MAX_TAPS || s->n == 0 || s->oh <= 0 ||
+        s->ow <= 0)
         return false;
-    geometry(s, j);
+    geometry(s, isa, j);
     const char *env = getenv("TJIT_CONV");
+    bool rows = false;
     if (env && (!strcmp(env, "direct") || !strcmp(env, "rows"))) {
-        j->rows = env[0] == 'r';
+        rows = env[0] == 'r';
     } else if (env && !strcmp(env, "gemm")) {
         return false;
     } else {
@@ -364,12 +375,12 @@ static bool choose(const rt_conv_shape *s, dj *j)
         if (j->ntap == 1 || (j->cg == 1 && s->sh == 1 && s->sw == 1))
             return false;
         double eg = efficiency(j, false), er = efficiency(j, true);
-        j->rows = j->kv == 2 && j->cg >= 8 && er > eg + 0.05;
-        if ((j->rows ? er : eg) < 0.7)
+        rows = j->kv == 2 && j->cg >= 8 && er > eg + j->k->rows_gain;
+        if ((rows ? er : eg) < j->k->min_keep)
             return false;
     }
-    if (j->rows)
-        j->nob = cdiv(j->og, j->kv * VL);
+    if (rows)
+        use_rows(j);
     return true;
 }
 
@@ -390,9 +401,19 @@ int rt_conv_direct_f32(const rt_conv_shape *s, const float *x, const float *w,
     }
     if (!choose(s, j)) {
         /* the caller asked rt_conv_direct_wins first: only a changed
-         * TJIT_CONV gets here; the grid kernel takes any shape */
-        geometry(s, j);
+         * TJIT_CONV or instruction set gets here; the grid kernel takes any
+         * shape, on any set this CPU has */
+        rt_conv_isa isa = rt_conv_isa_current();
+        if (isa == RT_CONV_NONE)
+            isa = isa_cpu();
+        if (isa == RT_CONV_NONE) {
+            free(j);
+            rt_error("conv2d: no direct kernel for this CPU");
+            return -1;
+        }
+        geometry(s, isa, j);
     }
+    atomic_fetch_add(&runs[j->isa][j->rows], 1);
     j->x = x;
     j->y = y;
     j->bias = bias;
@@ -406,9 +427,10 @@ int rt_conv_direct_f32(const rt_conv_shape *s, const float *x, const float *w,
             maxoff = j->toff[t];
     }
     /* the last block reads up to qv*VL - 1 past the grid, shifted by maxoff */
-    int64_t slack = j->nqb * j->qv * VL - j->ngrid + maxoff + VL + j->nseg * j->rp;
+    int64_t vl = j->k->vl;
+    int64_t slack = j->nqb * j->qv * vl - j->ngrid + maxoff + vl + j->nseg * j->rp;
     size_t xbytes = (size_t)(s->n * s->c * j->plane + slack) * sizeof(float);
-    size_t wbytes = (size_t)(s->groups * j->nob * (j->rows ? j->kv * VL : j->ko) * j->cg *
+    size_t wbytes = (size_t)(s->groups * j->nob * (j->rows ? j->kv * vl : j->ko) * j->cg *
                              j->ntap) * sizeof(float);
     j->xq = rt_alloc(xbytes);
     j->wk = rt_alloc(wbytes);
