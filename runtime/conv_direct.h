@@ -59,6 +59,7 @@ typedef struct rt_conv_kernels {
     rt_conv_block_fn rows[2][4];
     double rows_gain;   /* rule: the row kernel when it keeps this much more */
     double min_keep;    /* rule: direct only when it keeps this share of its work */
+    bool strided_gemm;  /* rule: the GEMM paths for strides > 1 with 8+ channels per group */
 } rt_conv_kernels;
 
 extern const rt_conv_kernels rt_conv_avx2;

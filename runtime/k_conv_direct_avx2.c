@@ -47,4 +47,5 @@ const rt_conv_kernels rt_conv_avx2 = {
              {rblock_6_2, rblock_5_2, rblock_4_2, NULL}},
     .rows_gain = 0.05,
     .min_keep = 0.7,
+    .strided_gemm = true,
 };
