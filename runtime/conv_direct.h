@@ -37,14 +37,30 @@ typedef enum rt_conv_isa { RT_CONV_NONE, RT_CONV_AVX2, RT_CONV_AVX512, RT_CONV_N
 rt_conv_isa rt_conv_isa_current(void);
 /* Tests: cap the instruction set at isa (-1: no cap). */
 void rt_conv_isa_force(int isa);
-/* Tests: direct convs run so far on isa by the grid (rows false) or the row
- * kernel, counted by every call of rt_conv_direct_f32. */
-int64_t rt_conv_direct_runs(rt_conv_isa isa, bool rows);
+/* The direct kernels: grid, row, Winograd F(2x2, 3x3). */
+typedef enum rt_conv_kind { RT_CONV_GRID, RT_CONV_ROWS, RT_CONV_WINO, RT_CONV_NKIND } rt_conv_kind;
+
+/* Tests: direct convs run so far on isa by kernel kind, counted by every
+ * call of rt_conv_direct_f32. */
+int64_t rt_conv_direct_runs(rt_conv_isa isa, rt_conv_kind kind);
 
 /* out[...] = b + the sums over cg channels (planes `plane` floats apart) and
  * ntap taps (offsets toff) of packed weights wp: one micro-kernel. */
 typedef void (*rt_conv_block_fn)(const float *xp, const float *wp, int64_t cg, int64_t plane,
                                  const int64_t *toff, int64_t ntap, const float *b, float *out);
+
+/* Where the Winograd output transform writes one block: M holds, per
+ * transform position xi (mxs floats apart), [ob][kb (kbs per ob)][ko][qn]
+ * sums of output channel ob*ko + o at tile grid positions q0 + kb*qn + p;
+ * tile (ty, tx) = (q / wq, q % wq) is output rows 2ty, 2ty+1, columns 2tx,
+ * 2tx+1 (those inside oh x ow); y is output channel 0 of the block, [no]
+ * [oh][ow], bias[no] or NULL. */
+typedef struct rt_conv_wino_out {
+    float *y;
+    const float *bias;
+    int64_t no, ko, qn, nob, nkb, kbs;
+    int64_t q0, wq, tyn, txn, oh, ow;
+} rt_conv_wino_out;
 
 /* One instruction set's micro-kernels (k_conv_direct.c's geometry, packing,
  * phase planes and rule are shared; the rule's numbers are per set).
@@ -57,9 +73,20 @@ typedef struct rt_conv_kernels {
     struct { int ko, qv; rt_conv_block_fn fn; } grid[3];
     int rlen[2][4];
     rt_conv_block_fn rows[2][4];
+    /* Winograd F(2x2, 3x3) transforms (NULL: none): in, the 4x4 input tiles
+     * at the npos grid positions of xp (tile offsets toff, channels plane
+     * floats apart) to v[xi*vxs + c*npos + p]; out, the 2x2 output tiles
+     * from the products (rt_conv_wino_out). */
+    void (*wino_in)(const float *xp, int64_t cg, int64_t plane, const int64_t *toff,
+                    int64_t npos, float *v, int64_t vxs);
+    void (*wino_out)(const float *m, int64_t mxs, const rt_conv_wino_out *g);
     double rows_gain;   /* rule: the row kernel when it keeps this much more */
     double min_keep;    /* rule: direct only when it keeps this share of its work */
     bool strided_gemm;  /* rule: the GEMM paths for strides > 1 with 8+ channels per group */
+    /* rule: Winograd from wino_c[0] input channels per group when it keeps
+     * wino_keep[0] of its work, from wino_c[1] when it keeps wino_keep[1] */
+    int wino_c[2];
+    double wino_keep[2];
 } rt_conv_kernels;
 
 extern const rt_conv_kernels rt_conv_avx2;

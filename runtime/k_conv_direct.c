@@ -62,6 +62,10 @@ typedef struct dj {
     float *y;
     int64_t hq, wq, plane, ngrid, cg, og, ko, qv, nob, nqb, ntap;
     bool rows;                      /* the row kernel (below) instead of the grid kernel */
+    bool wino;                      /* Winograd F(2x2, 3x3) (below) */
+    int64_t woh, wow, nwb, uxs;     /* Winograd: output size, blocks per image, U's xi stride */
+    float *wbias;                   /* Winograd: the bias, contiguous, or NULL */
+    atomic_int failed;              /* a task ran out of memory */
     int64_t rp, kv, nseg;           /* row kernel: positions, vectors of channels, segments per row */
     int64_t nrc;                    /* row kernel: chunks of rows per task */
     int64_t toff[MAX_TAPS];
@@ -112,7 +116,7 @@ static const rt_conv_kernels avx512 = {
 
 static atomic_int isa_env = -1;     /* the CPU's under TJIT_ISA, computed once */
 static atomic_int isa_forced = -1;  /* rt_conv_isa_force */
-static _Atomic int64_t runs[RT_CONV_NISA][2];
+static _Atomic int64_t runs[RT_CONV_NISA][RT_CONV_NKIND];
 
 static rt_conv_isa isa_cpu(void)
 {
@@ -141,9 +145,11 @@ rt_conv_isa rt_conv_isa_current(void)
 
 void rt_conv_isa_force(int isa) { atomic_store(&isa_forced, isa); }
 
-int64_t rt_conv_direct_runs(rt_conv_isa isa, bool rows)
+int64_t rt_conv_direct_runs(rt_conv_isa isa, rt_conv_kind kind)
 {
-    return (unsigned)isa < RT_CONV_NISA ? atomic_load(&runs[isa][rows]) : 0;
+    return (unsigned)isa < RT_CONV_NISA && (unsigned)kind < RT_CONV_NKIND
+               ? atomic_load(&runs[isa][kind])
+               : 0;
 }
 
 static const rt_conv_kernels *kernels_of(rt_conv_isa isa)
@@ -287,6 +293,93 @@ static void run_rows(void *ctx, int64_t t0, int64_t t1)
     }
 }
 
+/* ---- Winograd F(2x2, 3x3) ------------------------------------------------------------- */
+
+/* A 3x3 stride-1 conv as 2x2 output tiles: Y = A^T [sum over c of
+ * (G g G^T) . (B^T d B)] A per 4x4 input tile d, 16 products per 4 outputs
+ * where the direct kernels make 36. The tiles (stride 2) are the output grid
+ * of a 4x4 stride-2 conv over the same padded input, so that conv's
+ * geometry (use_wino) gives the phase planes, the 16 tile offsets and the
+ * grid blocks. Per block of WINO_NB grid blocks: the input transform of its
+ * tiles (all channels of the group), then for each of the 16 transform
+ * positions xi and each channel block the grid micro-kernel as a GEMM over
+ * the channels (one tap, the transformed weights as its weights), then the
+ * output transform (the instruction set's wino_in and wino_out). */
+#define WINO_NB 2       /* grid blocks per Winograd block */
+#define WINO_PAD 16     /* floats between the 16 transform planes (else they share cache sets) */
+
+/* Weights [o][cg][3][3] (strided) -> U = G g G^T, G = [1 0 0; .5 .5 .5;
+ * .5 -.5 .5; 0 0 1], as [xi (uxs apart)][g][ob][cg][ko], zeros past og. */
+static void wino_weights(const dj *j, const float *w)
+{
+    const rt_conv_shape *s = &j->s;
+    int64_t ko = j->ko;
+    for (int64_t gb = 0; gb < s->groups * j->nob; gb++)
+        for (int64_t c = 0; c < j->cg; c++) {
+            float u[16][4];
+            for (int64_t o = 0; o < ko; o++) {
+                int64_t oc = gb % j->nob * ko + o;
+                float g[3][3] = {{0}}, t[4][3];
+                for (int r = 0; r < 9 && oc < j->og; r++)
+                    g[r / 3][r % 3] = w[(gb / j->nob * j->og + oc) * s->ws[0] + c * s->ws[1] +
+                                        r / 3 * s->ws[2] + r % 3 * s->ws[3]];
+                for (int k = 0; k < 3; k++) {
+                    t[0][k] = g[0][k];
+                    t[1][k] = 0.5f * (g[0][k] + g[1][k] + g[2][k]);
+                    t[2][k] = 0.5f * (g[0][k] - g[1][k] + g[2][k]);
+                    t[3][k] = g[2][k];
+                }
+                for (int i = 0; i < 4; i++) {
+                    u[i * 4][o] = t[i][0];
+                    u[i * 4 + 1][o] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
+                    u[i * 4 + 2][o] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
+                    u[i * 4 + 3][o] = t[i][2];
+                }
+            }
+            for (int xi = 0; xi < 16; xi++)
+                memcpy(j->wk + xi * j->uxs + (gb * j->cg + c) * ko, u[xi],
+                       (size_t)ko * sizeof(float));
+        }
+}
+
+/* Winograd tasks t0..t1: t = (image * groups + group) * nwb + block. */
+static void run_wino(void *ctx, int64_t t0, int64_t t1)
+{
+    dj *j = ctx;
+    const rt_conv_shape *s = &j->s;
+    static const int64_t off0[1] = {0};
+    static const float zero[4] = {0};
+    int64_t qn = j->qv * j->k->vl, ko = j->ko;
+    int64_t vxs = j->cg * WINO_NB * qn + WINO_PAD, mxs = j->nob * ko * WINO_NB * qn + WINO_PAD;
+    size_t bytes = (size_t)(16 * (vxs + mxs)) * sizeof(float);
+    float *v = rt_alloc(bytes);
+    if (!v) {
+        atomic_store(&j->failed, 1);
+        return;
+    }
+    float *m = v + 16 * vxs;
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t wb = t % j->nwb, g = (t / j->nwb) % s->groups, n = t / (j->nwb * s->groups);
+        int64_t q0 = wb * WINO_NB * qn, nkb = j->nqb - wb * WINO_NB;
+        nkb = nkb < WINO_NB ? nkb : WINO_NB;
+        j->k->wino_in(j->xq + (n * s->c + g * j->cg) * j->plane + q0, j->cg, j->plane, j->toff,
+                      nkb * qn, v, vxs);
+        for (int xi = 0; xi < 16; xi++)
+            for (int64_t ob = 0; ob < j->nob; ob++)
+                for (int64_t kb = 0; kb < nkb; kb++)
+                    j->fn(v + xi * vxs + kb * qn,
+                          j->wk + xi * j->uxs + (g * j->nob + ob) * j->cg * ko, j->cg,
+                          nkb * qn, off0, 1, zero, m + xi * mxs + (ob * WINO_NB + kb) * ko * qn);
+        rt_conv_wino_out o = {
+            .y = j->y + (n * s->o + g * j->og) * j->woh * j->wow,
+            .bias = j->wbias ? j->wbias + g * j->og : NULL,
+            .no = j->og, .ko = ko, .qn = qn, .nob = j->nob, .nkb = nkb, .kbs = WINO_NB,
+            .q0 = q0, .wq = j->wq, .tyn = s->oh, .txn = s->ow, .oh = j->woh, .ow = j->wow};
+        j->k->wino_out(m, mxs, &o);
+    }
+    rt_free(v, bytes);
+}
+
 /* ---- entry points ---------------------------------------------------------------------- */
 
 /* The geometry of both kernels on instruction set isa (the grid kernel's
@@ -323,6 +416,32 @@ static void geometry(const rt_conv_shape *s, rt_conv_isa isa, dj *j)
     }
     j->nseg = cdiv(s->ow, j->rp);
     j->rows = false;
+    j->wino = false;
+}
+
+/* Whether Winograd F(2x2, 3x3) takes shape s on kernels k. */
+static bool wino_fits(const rt_conv_shape *s, const rt_conv_kernels *k)
+{
+    return k->wino_in && s->kh == 3 && s->kw == 3 && s->sh == 1 && s->sw == 1 && s->dh == 1 &&
+           s->dw == 1;
+}
+
+/* Switches j to Winograd: the geometry of the 4x4 stride-2 conv whose
+ * output grid is the tile grid. */
+static void use_wino(dj *j)
+{
+    rt_conv_shape t = j->s;
+    int64_t oh = t.oh, ow = t.ow;
+    t.kh = t.kw = 4;
+    t.sh = t.sw = 2;
+    t.oh = cdiv(oh, 2);
+    t.ow = cdiv(ow, 2);
+    geometry(&t, j->isa, j);
+    j->wino = true;
+    j->woh = oh;
+    j->wow = ow;
+    j->nwb = cdiv(j->nqb, WINO_NB);
+    j->uxs = t.groups * j->nob * j->ko * j->cg + WINO_PAD;
 }
 
 /* Switches j to the row kernel (its micro-kernel and channel blocks). */
@@ -343,6 +462,9 @@ static void use_rows(dj *j)
 static double efficiency(const dj *j, bool rows)
 {
     int64_t vl = j->k->vl;
+    if (j->wino)
+        return (double)(j->woh * j->wow) / (double)(4 * j->nqb * j->qv * vl) * (double)j->og /
+               (double)(j->nob * j->ko);
     if (rows)
         return (double)j->s.ow / (double)(j->nseg * j->rp) * (double)j->og /
                (double)(cdiv(j->og, j->kv * vl) * j->kv * vl);
@@ -360,9 +482,11 @@ static bool choose(const rt_conv_shape *s, dj *j)
         return false;
     geometry(s, isa, j);
     const char *env = getenv("TJIT_CONV");
-    bool rows = false;
+    bool rows = false, wino = false;
     if (env && (!strcmp(env, "direct") || !strcmp(env, "rows"))) {
         rows = env[0] == 'r';
+    } else if (env && !strcmp(env, "wino")) {
+        wino = wino_fits(s, j->k);   /* else the grid kernel */
     } else if (env && !strcmp(env, "gemm")) {
         return false;
     } else {
@@ -380,12 +504,20 @@ static bool choose(const rt_conv_shape *s, dj *j)
         if (j->ntap == 1 || (j->cg == 1 && !strided) ||
             (j->k->strided_gemm && strided && j->cg >= 8))
             return false;
+        if (wino_fits(s, j->k) && j->cg >= j->k->wino_c[0]) {
+            use_wino(j);
+            if (efficiency(j, false) >= j->k->wino_keep[j->cg >= j->k->wino_c[1]])
+                return true;
+            geometry(s, isa, j);
+        }
         double eg = efficiency(j, false), er = efficiency(j, true);
         rows = j->kv == 2 && j->cg >= 8 && er > eg + j->k->rows_gain;
         if ((rows ? er : eg) < j->k->min_keep)
             return false;
     }
-    if (rows)
+    if (wino)
+        use_wino(j);
+    else if (rows)
         use_rows(j);
     return true;
 }
@@ -419,11 +551,14 @@ int rt_conv_direct_f32(const rt_conv_shape *s, const float *x, const float *w,
         }
         geometry(s, isa, j);
     }
-    atomic_fetch_add(&runs[j->isa][j->rows], 1);
+    atomic_fetch_add(&runs[j->isa][j->wino ? RT_CONV_WINO : j->rows ? RT_CONV_ROWS : RT_CONV_GRID],
+                     1);
+    atomic_init(&j->failed, 0);
     j->x = x;
     j->y = y;
     j->bias = bias;
     j->bstride = bstride;
+    s = &j->s;   /* Winograd: the 4x4 stride-2 conv of its tiles */
     int64_t maxoff = 0;
     for (int64_t t = 0; t < j->ntap; t++) {
         int64_t kh = t / s->kw, kw = t % s->kw, rh = kh * s->dh, rw = kw * s->dw;
@@ -432,12 +567,17 @@ int rt_conv_direct_f32(const rt_conv_shape *s, const float *x, const float *w,
         if (j->toff[t] > maxoff)
             maxoff = j->toff[t];
     }
-    /* the last block reads up to qv*VL - 1 past the grid, shifted by maxoff */
-    int64_t vl = j->k->vl;
-    int64_t slack = j->nqb * j->qv * vl - j->ngrid + maxoff + vl + j->nseg * j->rp;
+    /* the last block reads up to qv*VL - 1 past the grid (Winograd: its
+     * last block's WINO_NB grid blocks), shifted by maxoff */
+    int64_t vl = j->k->vl, qn = j->qv * vl;
+    int64_t slack = (j->wino ? j->nwb * WINO_NB : j->nqb) * qn - j->ngrid + maxoff + vl +
+                    j->nseg * j->rp;
     size_t xbytes = (size_t)(s->n * s->c * j->plane + slack) * sizeof(float);
-    size_t wbytes = (size_t)(s->groups * j->nob * (j->rows ? j->kv * vl : j->ko) * j->cg *
-                             j->ntap) * sizeof(float);
+    size_t wfloats = (size_t)(s->groups * j->nob * (j->rows ? j->kv * vl : j->ko) * j->cg *
+                              j->ntap);
+    if (j->wino)
+        wfloats = (size_t)(16 * j->uxs + (bias ? s->o : 0));
+    size_t wbytes = wfloats * sizeof(float);
     j->xq = rt_alloc(xbytes);
     j->wk = rt_alloc(wbytes);
     if (!j->xq || !j->wk) {
@@ -450,18 +590,35 @@ int rt_conv_direct_f32(const rt_conv_shape *s, const float *x, const float *w,
         return -1;
     }
     memset(j->xq + s->n * s->c * j->plane, 0, (size_t)slack * sizeof(float));
-    pack_weights(j, w);
+    j->wbias = NULL;
+    if (j->wino) {
+        wino_weights(j, w);
+        if (bias) {
+            j->wbias = j->wk + 16 * j->uxs;
+            for (int64_t o = 0; o < s->o; o++)
+                j->wbias[o] = bias[o * bstride];
+        }
+    } else {
+        pack_weights(j, w);
+    }
     rt_parallel_for(s->n * s->c, 16384 / (j->plane + 1) + 1, phase_planes, j);
-    if (j->rows) {
+    if (j->wino) {
+        rt_parallel_for(s->n * s->groups * j->nwb, 1, run_wino, j);
+    } else if (j->rows) {
         int64_t blocks = s->n * s->groups * j->nob;
         j->nrc = cdiv(4 * (int64_t)rt_threads(), blocks);
         j->nrc = j->nrc < s->oh ? j->nrc : s->oh;
         rt_parallel_for(blocks * j->nrc, 1, run_rows, j);
-    }
-    else
+    } else {
         rt_parallel_for(s->n * s->groups * j->nqb, 1, run_blocks, j);
+    }
+    int failed = atomic_load(&j->failed);
     rt_free(j->xq, xbytes);
     rt_free(j->wk, wbytes);
     free(j);
+    if (failed) {
+        rt_error("out of memory for the convolution's buffers");
+        return -1;
+    }
     return 0;
 }

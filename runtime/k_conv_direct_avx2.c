@@ -15,6 +15,7 @@
  * baseline x86-64).
  */
 #include <immintrin.h>
+#include <string.h>
 
 #include "conv_direct.h"
 #include "conv_direct_kernels.h"
@@ -39,6 +40,102 @@ CK_RBLOCK(rblock_12_1, 12, 1)
 CK_RBLOCK(rblock_8_1, 8, 1)
 CK_RBLOCK(rblock_7_1, 7, 1)
 
+/* ---- Winograd F(2x2, 3x3) transforms (k_conv_direct.c, run_wino) ------------------------ */
+
+/* V = B^T d B per 4x4 tile d, B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1],
+ * VL tiles (consecutive grid positions) per vector. */
+CK_TARGET static void wino_in(const float *xp, int64_t cg, int64_t plane, const int64_t *toff,
+                              int64_t npos, float *v, int64_t vxs)
+{
+    for (int64_t c = 0; c < cg; c++, xp += plane, v += npos)
+        for (int64_t p = 0; p < npos; p += VL) {
+            __m256 d[4][4], t[4][4];
+            _Pragma("GCC unroll 16") for (int k = 0; k < 16; k++)
+                d[k / 4][k % 4] = _mm256_loadu_ps(xp + toff[k] + p);
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+                t[0][k] = _mm256_sub_ps(d[0][k], d[2][k]);
+                t[1][k] = _mm256_add_ps(d[1][k], d[2][k]);
+                t[2][k] = _mm256_sub_ps(d[2][k], d[1][k]);
+                t[3][k] = _mm256_sub_ps(d[1][k], d[3][k]);
+            }
+            float *vp = v + p;
+            _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++, vp += 4 * vxs) {
+                _mm256_store_ps(vp, _mm256_sub_ps(t[r][0], t[r][2]));
+                _mm256_store_ps(vp + vxs, _mm256_add_ps(t[r][1], t[r][2]));
+                _mm256_store_ps(vp + 2 * vxs, _mm256_sub_ps(t[r][2], t[r][1]));
+                _mm256_store_ps(vp + 3 * vxs, _mm256_sub_ps(t[r][1], t[r][3]));
+            }
+        }
+}
+
+/* Writes rows r0 (output row 2ty) and r1 (2ty + 1), each the 2x2 tiles of
+ * VL grid positions from q interleaved (2*VL floats), to the output channel
+ * yc: the parts inside the tile grid and the output, row by row of tiles. */
+static void wino_put(const rt_conv_wino_out *g, float *yc, int64_t q, const float *r0,
+                     const float *r1)
+{
+    for (int64_t p = 0; p < VL;) {
+        int64_t ty = (q + p) / g->wq, tx = (q + p) % g->wq;
+        int64_t cnt = VL - p < g->wq - tx ? VL - p : g->wq - tx;
+        int64_t nt = cnt < g->txn - tx ? cnt : g->txn - tx;
+        int64_t ncol = 2 * nt < g->ow - 2 * tx ? 2 * nt : g->ow - 2 * tx;
+        for (int64_t a = 0; a < 2 && ty < g->tyn && nt > 0; a++)
+            if (2 * ty + a < g->oh)
+                memcpy(yc + (2 * ty + a) * g->ow + 2 * tx, (a ? r1 : r0) + 2 * p,
+                       (size_t)ncol * sizeof *yc);
+        p += cnt;
+    }
+}
+
+/* Y = A^T M A + bias per tile, A^T = [1 1 1 0; 0 1 -1 -1]: the 2x2
+ * outputs, interleaved into rows and stored. */
+CK_TARGET static void wino_out(const float *m, int64_t mxs, const rt_conv_wino_out *g)
+{
+    float rows[2][2 * VL] __attribute__((aligned(32)));
+    for (int64_t ob = 0; ob < g->nob; ob++)
+        for (int64_t kb = 0; kb < g->nkb; kb++)
+            for (int64_t o = 0; o < g->ko && ob * g->ko + o < g->no; o++) {
+                int64_t oc = ob * g->ko + o;
+                float *yc = g->y + oc * g->oh * g->ow;
+                __m256 b = _mm256_set1_ps(g->bias ? g->bias[oc] : 0.0f);
+                const float *mp = m + ((ob * g->kbs + kb) * g->ko + o) * g->qn;
+                for (int64_t v = 0; v < g->qn; v += VL) {
+                    __m256 d[4][4], t[2][4], r[2][2];
+                    _Pragma("GCC unroll 16") for (int k = 0; k < 16; k++)
+                        d[k / 4][k % 4] = _mm256_load_ps(mp + k * mxs + v);
+                    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+                        t[0][k] = _mm256_add_ps(_mm256_add_ps(d[0][k], d[1][k]), d[2][k]);
+                        t[1][k] = _mm256_sub_ps(_mm256_sub_ps(d[1][k], d[2][k]), d[3][k]);
+                    }
+                    _Pragma("GCC unroll 2") for (int a = 0; a < 2; a++) {
+                        r[a][0] = _mm256_add_ps(
+                            _mm256_add_ps(_mm256_add_ps(t[a][0], t[a][1]), t[a][2]), b);
+                        r[a][1] = _mm256_add_ps(
+                            _mm256_sub_ps(_mm256_sub_ps(t[a][1], t[a][2]), t[a][3]), b);
+                        __m256 lo = _mm256_unpacklo_ps(r[a][0], r[a][1]);
+                        __m256 hi = _mm256_unpackhi_ps(r[a][0], r[a][1]);
+                        r[a][0] = _mm256_permute2f128_ps(lo, hi, 0x20);
+                        r[a][1] = _mm256_permute2f128_ps(lo, hi, 0x31);
+                    }
+                    int64_t q = g->q0 + kb * g->qn + v, ty = q / g->wq, tx = q % g->wq;
+                    if (tx + VL <= g->txn && ty < g->tyn && 2 * ty + 1 < g->oh &&
+                        2 * (tx + VL) <= g->ow) {
+                        float *y0 = yc + 2 * ty * g->ow + 2 * tx, *y1 = y0 + g->ow;
+                        _mm256_storeu_ps(y0, r[0][0]);
+                        _mm256_storeu_ps(y0 + VL, r[0][1]);
+                        _mm256_storeu_ps(y1, r[1][0]);
+                        _mm256_storeu_ps(y1 + VL, r[1][1]);
+                        continue;
+                    }
+                    _Pragma("GCC unroll 2") for (int a = 0; a < 2; a++) {
+                        _mm256_store_ps(rows[a], r[a][0]);
+                        _mm256_store_ps(rows[a] + VL, r[a][1]);
+                    }
+                    wino_put(g, yc, q, rows[0], rows[1]);
+                }
+            }
+}
+
 const rt_conv_kernels rt_conv_avx2 = {
     .vl = VL,
     .grid = {{4, 3, block_4_3}, {2, 6, blockw_2_6}, {1, 8, blockw_1_8}},
@@ -47,5 +144,9 @@ const rt_conv_kernels rt_conv_avx2 = {
              {rblock_6_2, rblock_5_2, rblock_4_2, NULL}},
     .rows_gain = 0.05,
     .min_keep = 0.7,
+    .wino_in = wino_in,
+    .wino_out = wino_out,
     .strided_gemm = true,
+    .wino_c = {16, 64},
+    .wino_keep = {0.8, 0.45},
 };
