@@ -44,6 +44,7 @@
 
 #include "conv_direct.h"
 #include "conv_direct_kernels.h"
+#include "iter.h"
 #include "rt.h"
 
 #define VL 16                       /* floats per zmm: the AVX-512 kernels */
@@ -159,6 +160,14 @@ static const rt_conv_kernels *kernels_of(rt_conv_isa isa)
 
 /* ---- per-call preparation ----------------------------------------------------------- */
 
+/* d[q] = x[2q] for q < n: every other input column (stride 2, Winograd's
+ * tiles), vectorized where the CPU allows. */
+RT_CLONES static void copy_stride2(float *restrict d, const float *restrict x, int64_t n)
+{
+    for (int64_t q = 0; q < n; q++)
+        d[q] = x[2 * q];
+}
+
 /* Phase planes of channels p0..p1 (p = image * c + channel). Plane (a, b)
  * row i is padded row i*sh + a; its columns q in [lo, hi) come from input
  * columns q*sw + b - pw, the others are padding. */
@@ -186,6 +195,8 @@ static void phase_planes(void *ctx, int64_t p0, int64_t p1)
                     memset(d, 0, (size_t)lo * sizeof *d);
                     if (st == 1)
                         memcpy(d + lo, xr, (size_t)(hi - lo) * sizeof *d);
+                    else if (st == 2)
+                        copy_stride2(d + lo, xr, hi - lo);
                     else
                         for (int64_t q = lo; q < hi; q++)
                             d[q] = xr[(q - lo) * st];
@@ -319,10 +330,11 @@ static void wino_weights(const dj *j, const float *w)
             float u[16][4];
             for (int64_t o = 0; o < ko; o++) {
                 int64_t oc = gb % j->nob * ko + o;
+                const float *wp = w + (gb / j->nob * j->og + oc) * s->ws[0] + c * s->ws[1];
                 float g[3][3] = {{0}}, t[4][3];
-                for (int r = 0; r < 9 && oc < j->og; r++)
-                    g[r / 3][r % 3] = w[(gb / j->nob * j->og + oc) * s->ws[0] + c * s->ws[1] +
-                                        r / 3 * s->ws[2] + r % 3 * s->ws[3]];
+                for (int r = 0; r < 3 && oc < j->og; r++)
+                    for (int k = 0; k < 3; k++)
+                        g[r][k] = wp[r * s->ws[2] + k * s->ws[3]];
                 for (int k = 0; k < 3; k++) {
                     t[0][k] = g[0][k];
                     t[1][k] = 0.5f * (g[0][k] + g[1][k] + g[2][k]);
@@ -336,9 +348,15 @@ static void wino_weights(const dj *j, const float *w)
                     u[i * 4 + 3][o] = t[i][2];
                 }
             }
-            for (int xi = 0; xi < 16; xi++)
-                memcpy(j->wk + xi * j->uxs + (gb * j->cg + c) * ko, u[xi],
-                       (size_t)ko * sizeof(float));
+            float *d = j->wk + (gb * j->cg + c) * ko;
+            for (int xi = 0; xi < 16; xi++, d += j->uxs) {
+                if (ko == 4) {   /* one 16-byte move, not a call */
+                    memcpy(d, u[xi], sizeof u[xi]);
+                    continue;
+                }
+                for (int64_t o = 0; o < ko; o++)
+                    d[o] = u[xi][o];
+            }
         }
 }
 
