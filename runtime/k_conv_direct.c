@@ -327,27 +327,29 @@ static void wino_weights(const dj *j, const float *w)
     int64_t ko = j->ko;
     for (int64_t gb = 0; gb < s->groups * j->nob; gb++)
         for (int64_t c = 0; c < j->cg; c++) {
-            float u[16][4];
-            for (int64_t o = 0; o < ko; o++) {
-                int64_t oc = gb % j->nob * ko + o;
-                const float *wp = w + (gb / j->nob * j->og + oc) * s->ws[0] + c * s->ws[1];
-                float g[3][3] = {{0}}, t[4][3];
-                for (int r = 0; r < 3 && oc < j->og; r++)
+            /* the ko output channels innermost: the arithmetic vectorizes */
+            float g[3][3][4] = {{{0}}}, t[4][3][4], u[16][4];
+            for (int64_t o = 0; o < ko && gb % j->nob * ko + o < j->og; o++) {
+                const float *wp =
+                    w + (gb / j->nob * j->og + gb % j->nob * ko + o) * s->ws[0] + c * s->ws[1];
+                for (int r = 0; r < 3; r++)
                     for (int k = 0; k < 3; k++)
-                        g[r][k] = wp[r * s->ws[2] + k * s->ws[3]];
-                for (int k = 0; k < 3; k++) {
-                    t[0][k] = g[0][k];
-                    t[1][k] = 0.5f * (g[0][k] + g[1][k] + g[2][k]);
-                    t[2][k] = 0.5f * (g[0][k] - g[1][k] + g[2][k]);
-                    t[3][k] = g[2][k];
-                }
-                for (int i = 0; i < 4; i++) {
-                    u[i * 4][o] = t[i][0];
-                    u[i * 4 + 1][o] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
-                    u[i * 4 + 2][o] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
-                    u[i * 4 + 3][o] = t[i][2];
-                }
+                        g[r][k][o] = wp[r * s->ws[2] + k * s->ws[3]];
             }
+            for (int k = 0; k < 3; k++)
+                for (int o = 0; o < 4; o++) {
+                    t[0][k][o] = g[0][k][o];
+                    t[1][k][o] = 0.5f * (g[0][k][o] + g[1][k][o] + g[2][k][o]);
+                    t[2][k][o] = 0.5f * (g[0][k][o] - g[1][k][o] + g[2][k][o]);
+                    t[3][k][o] = g[2][k][o];
+                }
+            for (int i = 0; i < 4; i++)
+                for (int o = 0; o < 4; o++) {
+                    u[i * 4][o] = t[i][0][o];
+                    u[i * 4 + 1][o] = 0.5f * (t[i][0][o] + t[i][1][o] + t[i][2][o]);
+                    u[i * 4 + 2][o] = 0.5f * (t[i][0][o] - t[i][1][o] + t[i][2][o]);
+                    u[i * 4 + 3][o] = t[i][2][o];
+                }
             float *d = j->wk + (gb * j->cg + c) * ko;
             for (int xi = 0; xi < 16; xi++, d += j->uxs) {
                 if (ko == 4) {   /* one 16-byte move, not a call */
