@@ -24,17 +24,24 @@
  *
  * Row kernel (small images, where junk columns and the tail would be a third
  * of the grid kernel's work): the vector runs over output channels instead,
- * a block being 7-14 columns of one output row (see RBLOCK).
+ * a block being 4-14 columns of one output row (CK_RBLOCK).
+ *
+ * Winograd F(2x2, 3x3) (AVX2 only, 3x3 stride 1): the same phase planes and
+ * grid micro-kernel on transformed tiles, 16 products per 4 outputs where
+ * the kernels above make 36 (see its section below).
  *
  * Choice (rt_conv_direct_wins): the GEMM paths of k_conv.c for 1x1 and
- * depthwise stride 1, else the kernel that discards less, when it keeps at
- * least min_keep (70%) of what it computes; measured in docs/perf.md (make
- * bench-conv), per instruction set. The set is checked at run time
- * (rt_conv_isa_current: AVX-512F, else AVX2 + FMA); without either the GEMM
- * paths run.
+ * depthwise stride 1 (on AVX2 also strided convs with 8+ channels per
+ * group); Winograd where it fits and keeps enough of its tiles; else the
+ * kernel that discards less, when it keeps at least min_keep (70%) of what
+ * it computes; measured in docs/perf.md (make bench-conv), the numbers per
+ * instruction set. The set is checked at run time (rt_conv_isa_current:
+ * AVX-512F, else AVX2 + FMA); without either the GEMM paths run.
  *
  * Sums run over (c, kh, kw) in that order with FMA, as the GEMM paths do
  * over K; results agree with them to rounding (tests/test_contract.c).
+ * Winograd's sums run over (c, transform position) on transformed values:
+ * they agree to a few units in the last place of the largest terms.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
