@@ -1,6 +1,7 @@
-/* conv_direct.h - internal to the runtime: the direct f32 convolution with
- * an AVX-512 register-blocked micro-kernel (runtime/k_conv_direct.c), which
- * k_conv.c's conv2d chooses per shape. */
+/* conv_direct.h - internal to the runtime: the direct f32 convolution
+ * (runtime/k_conv_direct.c), register-blocked micro-kernels per instruction
+ * set (AVX-512 there, AVX2 + FMA in k_conv_direct_avx2.c), which k_conv.c's
+ * conv2d chooses per shape. */
 #ifndef TJ_RT_CONV_DIRECT_H
 #define TJ_RT_CONV_DIRECT_H
 
@@ -25,5 +26,74 @@ bool rt_conv_direct_wins(const rt_conv_shape *s);
  * with the error recorded when out of memory. */
 int rt_conv_direct_f32(const rt_conv_shape *s, const float *x, const float *w,
                        const float *bias, int64_t bstride, float *y);
+
+/* ---- instruction sets ------------------------------------------------------------------ */
+
+/* The kernels' instruction set: the best the CPU has (AVX-512F; AVX2 with
+ * FMA), capped by TJIT_ISA (read once: generic -> none, avx2 -> AVX2) and by
+ * rt_conv_isa_force. */
+typedef enum rt_conv_isa { RT_CONV_NONE, RT_CONV_AVX2, RT_CONV_AVX512, RT_CONV_NISA } rt_conv_isa;
+
+rt_conv_isa rt_conv_isa_current(void);
+/* Tests: cap the instruction set at isa (-1: no cap). */
+void rt_conv_isa_force(int isa);
+/* The direct kernels: grid, row, Winograd F(2x2, 3x3). */
+typedef enum rt_conv_kind { RT_CONV_GRID, RT_CONV_ROWS, RT_CONV_WINO, RT_CONV_NKIND } rt_conv_kind;
+
+/* Tests: direct convs run so far on isa by kernel kind, counted by every
+ * call of rt_conv_direct_f32. */
+int64_t rt_conv_direct_runs(rt_conv_isa isa, rt_conv_kind kind);
+
+/* out[...] = b + the sums over cg channels (planes `plane` floats apart) and
+ * ntap taps (offsets toff) of packed weights wp: one micro-kernel. */
+typedef void (*rt_conv_block_fn)(const float *xp, const float *wp, int64_t cg, int64_t plane,
+                                 const int64_t *toff, int64_t ntap, const float *b, float *out);
+
+/* Where the Winograd output transform writes one block: M holds, per
+ * transform position xi (mxs floats apart), [ob][kb (kbs per ob)][ko][qn]
+ * sums of output channel ob*ko + o at tile grid positions q0 + kb*qn + p;
+ * tile (ty, tx) = (q / wq, q % wq) is output rows 2ty, 2ty+1, columns 2tx,
+ * 2tx+1 (those inside oh x ow); y is output channel 0 of the block, [no]
+ * [oh][ow], bias[no] or NULL. */
+typedef struct rt_conv_wino_out {
+    float *y;
+    const float *bias;
+    int64_t no, ko, qn, nob, nkb, kbs;
+    int64_t q0, wq, tyn, txn, oh, ow;
+} rt_conv_wino_out;
+
+/* One instruction set's micro-kernels (k_conv_direct.c's geometry, packing,
+ * phase planes and rule are shared; the rule's numbers are per set).
+ *   grid: ko output channels x qv vectors of vl positions; the first entry
+ *         with ko <= channels per group is taken (the last has ko 1).
+ *   rows: vl*kv output channels x len positions of one output row, per kv
+ *         (1, 2) up to 4 lengths (0 ends the list), fn[kv-1][length index]. */
+typedef struct rt_conv_kernels {
+    int vl;
+    struct { int ko, qv; rt_conv_block_fn fn; } grid[3];
+    int rlen[2][4];
+    rt_conv_block_fn rows[2][4];
+    /* Winograd F(2x2, 3x3) transforms (NULL: none): in, the 4x4 input tiles
+     * at the npos grid positions of xp (tile offsets toff, channels plane
+     * floats apart) to v[xi*vxs + c*npos + p]; out, the 2x2 output tiles
+     * from the products (rt_conv_wino_out). */
+    void (*wino_in)(const float *xp, int64_t cg, int64_t plane, const int64_t *toff,
+                    int64_t npos, float *v, int64_t vxs);
+    void (*wino_out)(const float *m, int64_t mxs, const rt_conv_wino_out *g);
+    double rows_gain;   /* rule: the row kernel when it keeps this much more */
+    double min_keep;    /* rule: direct only when it keeps this share of its work */
+    bool strided_gemm;  /* rule: the GEMM paths for strides > 1 with 8+ channels per group */
+    /* rule: Winograd from wino_c[0] input channels per group when it keeps
+     * wino_keep[0] of its work, from wino_c[1] when it keeps wino_keep[1] */
+    int wino_c[2];
+    double wino_keep[2];
+} rt_conv_kernels;
+
+extern const rt_conv_kernels rt_conv_avx2;
+
+/* Largest tiles over the sets: floats of a grid block (ko*qv*vl), of a row
+ * block (len*kv*vl), and the most output channels of one. */
+#define RT_CONV_TILE 512
+#define RT_CONV_LANES 32
 
 #endif

@@ -1,8 +1,9 @@
 /* k_conv.c - eager kernels of conv2d, max_pool2d (and its indices) and
  * avg_pool2d.
  *
- * f32 conv2d first asks runtime/k_conv_direct.c (direct AVX-512 kernels,
- * chosen per shape: rt_conv_direct_wins); otherwise, and for other dtypes,
+ * f32 conv2d first asks runtime/k_conv_direct.c (direct AVX-512 or AVX2
+ * kernels, Winograd F(2x2, 3x3) on AVX2, chosen per shape:
+ * rt_conv_direct_wins); otherwise, and for other dtypes,
  * conv2d picks one of four ways, all parallel over tiles of output rows
  * (image n, group g, rows r0..r1) with OpenBLAS single-threaded inside:
  *   direct     one input channel per group (depthwise): a GEMM would have

@@ -1,5 +1,8 @@
-/* k_conv_direct.c - the direct f32 convolution: an AVX-512 micro-kernel
- * register-blocked over KO output channels x QV*16 output positions.
+/* k_conv_direct.c - the direct f32 convolution: micro-kernels
+ * register-blocked over KO output channels x QV vectors of output positions,
+ * AVX-512 here (16 floats per zmm) and AVX2 + FMA in k_conv_direct_avx2.c
+ * (8 per ymm), behind one geometry, packing, phase planes and rule, with the
+ * vector length VL a parameter of the instruction set (rt_conv_kernels).
  *
  * Layout. The input is copied once per call into phase planes: for stride
  * (sh, sw) each channel of the zero-padded input [Hp, Wp] becomes sh*sw
@@ -11,38 +14,54 @@
  * junk columns per row, computed and dropped; the last block reads past the
  * last plane into zeroed slack.
  *
- * Micro-kernel. acc[KO][QV] zmm accumulators start at the bias; for every
- * input channel of the group and every tap: QV unaligned loads of the
+ * Micro-kernel. acc[KO][QV] vector accumulators start at the bias; for
+ * every input channel of the group and every tap: QV unaligned loads of the
  * shifted plane, KO broadcasts of packed weights ([ob][c][tap][KO]), KO*QV
- * FMAs. With KO=4, QV=6: 24 accumulators, 10 loads per 24 FMAs. Blocks of
- * the grid are split over the thread pool (image, group, block). The result
- * goes through a small tile into the output's valid columns.
+ * FMAs. AVX-512 with KO=4, QV=6: 24 accumulators, 10 loads per 24 FMAs
+ * (AVX2: 4 x 3, see its file). Blocks of the grid are split over the thread
+ * pool (image, group, block). The result goes through a small tile into the
+ * output's valid columns.
  *
  * Row kernel (small images, where junk columns and the tail would be a third
  * of the grid kernel's work): the vector runs over output channels instead,
- * a block being 7-14 columns of one output row (see RBLOCK).
+ * a block being 4-14 columns of one output row (CK_RBLOCK).
+ *
+ * Winograd F(2x2, 3x3) (AVX2 only, 3x3 stride 1): the same phase planes and
+ * grid micro-kernel on transformed tiles, 16 products per 4 outputs where
+ * the kernels above make 36 (see its section below).
  *
  * Choice (rt_conv_direct_wins): the GEMM paths of k_conv.c for 1x1 and
- * depthwise stride 1, else the kernel that discards less, when it keeps at
- * least 70% of what it computes; measured in docs/perf.md (make bench-conv).
- * AVX-512F is checked at run time; without it the GEMM paths run.
+ * depthwise stride 1 (on AVX2 also strided convs with 8+ channels per
+ * group); Winograd where it fits and keeps enough of its tiles; else the
+ * kernel that discards less, when it keeps at least min_keep (70%) of what
+ * it computes; measured in docs/perf.md (make bench-conv), the numbers per
+ * instruction set. The set is checked at run time (rt_conv_isa_current:
+ * AVX-512F, else AVX2 + FMA); without either the GEMM paths run.
  *
  * Sums run over (c, kh, kw) in that order with FMA, as the GEMM paths do
  * over K; results agree with them to rounding (tests/test_contract.c).
+ * Winograd's sums run over (c, transform position) on transformed values:
+ * they agree to a few units in the last place of the largest terms.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <immintrin.h>
 
 #include "conv_direct.h"
+#include "conv_direct_kernels.h"
+#include "iter.h"
 #include "rt.h"
 
-#define VL 16                       /* floats per zmm */
+#define VL 16                       /* floats per zmm: the AVX-512 kernels */
 #define MAX_TAPS 256
 
 typedef struct dj {
     rt_conv_shape s;
+    const rt_conv_kernels *k;       /* the instruction set's kernels */
+    rt_conv_isa isa;
+    rt_conv_block_fn fn;            /* the chosen micro-kernel */
     const float *x;
     float *xq;                      /* phase planes [n][c][sh*sw][hq][wq] + slack */
     float *wk;                      /* packed weights [groups][nob][cg][ntap][ko] */
@@ -51,7 +70,11 @@ typedef struct dj {
     float *y;
     int64_t hq, wq, plane, ngrid, cg, og, ko, qv, nob, nqb, ntap;
     bool rows;                      /* the row kernel (below) instead of the grid kernel */
-    int64_t rp, kv, nseg;           /* row kernel: positions, vectors of 16 channels, segments per row */
+    bool wino;                      /* Winograd F(2x2, 3x3) (below) */
+    int64_t woh, wow, nwb, uxs;     /* Winograd: output size, blocks per image, U's xi stride */
+    float *wbias;                   /* Winograd: the bias, contiguous, or NULL */
+    atomic_int failed;              /* a task ran out of memory */
+    int64_t rp, kv, nseg;           /* row kernel: positions, vectors of channels, segments per row */
     int64_t nrc;                    /* row kernel: chunks of rows per task */
     int64_t toff[MAX_TAPS];
 } dj;
@@ -60,107 +83,97 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* ---- micro-kernels ----------------------------------------------------------------- */
 
-/* out[KO][QV*VL] = bias + sum over cg channels and ntap taps. */
-#define BLOCK(KO, QV)                                                                       \
-    __attribute__((target("avx512f"))) static void block_##KO##_##QV(                       \
-        const float *xp, const float *wp, int64_t cg, int64_t plane, const int64_t *toff,  \
-        int64_t ntap, const float *b, float *out)                                          \
-    {                                                                                       \
-        __m512 acc[KO][QV];                                                                 \
-        _Pragma("GCC unroll 8") for (int o = 0; o < KO; o++)                                \
-            _Pragma("GCC unroll 8") for (int v = 0; v < QV; v++) acc[o][v] =                \
-                _mm512_set1_ps(b[o]);                                                       \
-        for (int64_t c = 0; c < cg; c++, xp += plane) {                                     \
-            for (int64_t t = 0; t < ntap; t++, wp += KO) {                                  \
-                const float *s = xp + toff[t];                                              \
-                __m512 x[QV];                                                               \
-                _Pragma("GCC unroll 8") for (int v = 0; v < QV; v++) x[v] =                 \
-                    _mm512_loadu_ps(s + VL * v);                                            \
-                _Pragma("GCC unroll 8") for (int o = 0; o < KO; o++)                        \
-                {                                                                           \
-                    __m512 w = _mm512_set1_ps(wp[o]);                                       \
-                    _Pragma("GCC unroll 8") for (int v = 0; v < QV; v++) acc[o][v] =        \
-                        _mm512_fmadd_ps(w, x[v], acc[o][v]);                                \
-                }                                                                           \
-            }                                                                               \
-        }                                                                                   \
-        _Pragma("GCC unroll 8") for (int o = 0; o < KO; o++)                                \
-            _Pragma("GCC unroll 8") for (int v = 0; v < QV; v++)                            \
-                _mm512_storeu_ps(out + (o * QV + v) * VL, acc[o][v]);                       \
-    }
-BLOCK(4, 6)
-BLOCK(2, 8)
-BLOCK(1, 8)
-#undef BLOCK
+/* AVX-512F: 4 x 6 (24 zmm accumulators, 10 loads per 24 FMAs), 2 x 8 and
+ * 1 x 8 by output channels per group; the row kernel (for small images,
+ * where the grid kernel's junk columns and tail would be a third of its
+ * work) over 16 or 32 output channels, P chosen from 14, 12, 8, 7 to fit
+ * the row. */
+#define CK_TARGET __attribute__((target("avx512f")))
+#define CK_V __m512
+#define CK_VL VL
+#define CK_SET1 _mm512_set1_ps
+#define CK_LOAD _mm512_load_ps
+#define CK_LOADU _mm512_loadu_ps
+#define CK_STOREU _mm512_storeu_ps
+#define CK_FMADD _mm512_fmadd_ps
+CK_BLOCK(block_4_6, 4, 6, 0)
+CK_BLOCK(block_2_8, 2, 8, 0)
+CK_BLOCK(block_1_8, 1, 8, 0)
+CK_RBLOCK(rblock_14_2, 14, 2)
+CK_RBLOCK(rblock_12_2, 12, 2)
+CK_RBLOCK(rblock_8_2, 8, 2)
+CK_RBLOCK(rblock_7_2, 7, 2)
+CK_RBLOCK(rblock_14_1, 14, 1)
+CK_RBLOCK(rblock_12_1, 12, 1)
+CK_RBLOCK(rblock_8_1, 8, 1)
+CK_RBLOCK(rblock_7_1, 7, 1)
 
-typedef void (*block_fn)(const float *, const float *, int64_t, int64_t, const int64_t *,
-                         int64_t, const float *, float *);
+static const rt_conv_kernels avx512 = {
+    .vl = VL,
+    .grid = {{4, 6, block_4_6}, {2, 8, block_2_8}, {1, 8, block_1_8}},
+    .rlen = {{14, 12, 8, 7}, {14, 12, 8, 7}},
+    .rows = {{rblock_14_1, rblock_12_1, rblock_8_1, rblock_7_1},
+             {rblock_14_2, rblock_12_2, rblock_8_2, rblock_7_2}},
+    .rows_gain = 0.05,
+    .min_keep = 0.7,
+    .strided_gemm = false,
+};
+#undef VL
 
-static void pick(int64_t og, int64_t *ko, int64_t *qv, block_fn *fn)
+/* ---- the instruction set ----------------------------------------------------------- */
+
+static atomic_int isa_env = -1;     /* the CPU's under TJIT_ISA, computed once */
+static atomic_int isa_forced = -1;  /* rt_conv_isa_force */
+static _Atomic int64_t runs[RT_CONV_NISA][RT_CONV_NKIND];
+
+static rt_conv_isa isa_cpu(void)
 {
-    if (og >= 4) {
-        *ko = 4, *qv = 6, *fn = block_4_6;
-    } else if (og >= 2) {
-        *ko = 2, *qv = 8, *fn = block_2_8;
-    } else {
-        *ko = 1, *qv = 8, *fn = block_1_8;
-    }
+    if (__builtin_cpu_supports("avx512f"))
+        return RT_CONV_AVX512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return RT_CONV_AVX2;
+    return RT_CONV_NONE;
 }
 
-/* The row kernel, for small images, where the grid kernel's junk columns
- * and tail would be a third of its work: the vector runs over 16*KV output
- * channels, and a block is P consecutive output columns of one row
- * (broadcast input, weights packed [ob][c][tap][16*KV]); P is chosen from
- * 14, 12, 8, 7 to fit the row. out[P][16*KV] = bias + the sums. */
-#define RBLOCK(P, KV)                                                                       \
-    __attribute__((target("avx512f"))) static void rblock_##P##_##KV(                       \
-        const float *xp, const float *wp, int64_t cg, int64_t plane, const int64_t *toff,  \
-        int64_t ntap, const float *b, float *out)                                          \
-    {                                                                                       \
-        __m512 acc[P][KV];                                                                  \
-        _Pragma("GCC unroll 4") for (int v = 0; v < KV; v++)                                \
-        {                                                                                   \
-            __m512 bv = _mm512_loadu_ps(b + VL * v);                                        \
-            _Pragma("GCC unroll 16") for (int p = 0; p < P; p++) acc[p][v] = bv;            \
-        }                                                                                   \
-        for (int64_t c = 0; c < cg; c++, xp += plane) {                                     \
-            for (int64_t t = 0; t < ntap; t++, wp += VL * KV) {                             \
-                const float *s = xp + toff[t];                                              \
-                __m512 w[KV];                                                               \
-                _Pragma("GCC unroll 4") for (int v = 0; v < KV; v++) w[v] =                 \
-                    _mm512_load_ps(wp + VL * v);                                            \
-                _Pragma("GCC unroll 16") for (int p = 0; p < P; p++)                        \
-                {                                                                           \
-                    __m512 x = _mm512_set1_ps(s[p]);                                        \
-                    _Pragma("GCC unroll 4") for (int v = 0; v < KV; v++) acc[p][v] =        \
-                        _mm512_fmadd_ps(x, w[v], acc[p][v]);                                \
-                }                                                                           \
-            }                                                                               \
-        }                                                                                   \
-        _Pragma("GCC unroll 16") for (int p = 0; p < P; p++)                                \
-            _Pragma("GCC unroll 4") for (int v = 0; v < KV; v++)                            \
-                _mm512_storeu_ps(out + (p * KV + v) * VL, acc[p][v]);                       \
-    }
-RBLOCK(14, 2)
-RBLOCK(12, 2)
-RBLOCK(8, 2)
-RBLOCK(7, 2)
-RBLOCK(14, 1)
-RBLOCK(12, 1)
-RBLOCK(8, 1)
-RBLOCK(7, 1)
-#undef RBLOCK
-
-static block_fn rpick(int64_t rp, int64_t kv)
+rt_conv_isa rt_conv_isa_current(void)
 {
-    static const block_fn fns[2][4] = {
-        {rblock_14_1, rblock_12_1, rblock_8_1, rblock_7_1},
-        {rblock_14_2, rblock_12_2, rblock_8_2, rblock_7_2},
-    };
-    return fns[kv - 1][rp == 14 ? 0 : rp == 12 ? 1 : rp == 8 ? 2 : 3];
+    int v = atomic_load_explicit(&isa_env, memory_order_relaxed);
+    if (v < 0) {
+        const char *e = getenv("TJIT_ISA");
+        v = (int)isa_cpu();
+        if (e && !strcmp(e, "generic"))
+            v = RT_CONV_NONE;
+        else if (e && !strcmp(e, "avx2") && v > RT_CONV_AVX2)
+            v = RT_CONV_AVX2;
+        atomic_store(&isa_env, v);
+    }
+    int f = atomic_load_explicit(&isa_forced, memory_order_relaxed);
+    return (rt_conv_isa)(f >= 0 && f < v ? f : v);
+}
+
+void rt_conv_isa_force(int isa) { atomic_store(&isa_forced, isa); }
+
+int64_t rt_conv_direct_runs(rt_conv_isa isa, rt_conv_kind kind)
+{
+    return (unsigned)isa < RT_CONV_NISA && (unsigned)kind < RT_CONV_NKIND
+               ? atomic_load(&runs[isa][kind])
+               : 0;
+}
+
+static const rt_conv_kernels *kernels_of(rt_conv_isa isa)
+{
+    return isa == RT_CONV_AVX512 ? &avx512 : isa == RT_CONV_AVX2 ? &rt_conv_avx2 : NULL;
 }
 
 /* ---- per-call preparation ----------------------------------------------------------- */
+
+/* d[q] = x[2q] for q < n: every other input column (stride 2, Winograd's
+ * tiles), vectorized where the CPU allows. */
+RT_CLONES static void copy_stride2(float *restrict d, const float *restrict x, int64_t n)
+{
+    for (int64_t q = 0; q < n; q++)
+        d[q] = x[2 * q];
+}
 
 /* Phase planes of channels p0..p1 (p = image * c + channel). Plane (a, b)
  * row i is padded row i*sh + a; its columns q in [lo, hi) come from input
@@ -189,6 +202,8 @@ static void phase_planes(void *ctx, int64_t p0, int64_t p1)
                     memset(d, 0, (size_t)lo * sizeof *d);
                     if (st == 1)
                         memcpy(d + lo, xr, (size_t)(hi - lo) * sizeof *d);
+                    else if (st == 2)
+                        copy_stride2(d + lo, xr, hi - lo);
                     else
                         for (int64_t q = lo; q < hi; q++)
                             d[q] = xr[(q - lo) * st];
@@ -199,11 +214,11 @@ static void phase_planes(void *ctx, int64_t p0, int64_t p1)
 }
 
 /* Weights [o][cg][kh][kw] (strided) -> [g][ob][cg][tap][ko] (row kernel:
- * ko = 16*kv), zeros past og. */
+ * ko = VL*kv), zeros past og. */
 static void pack_weights(const dj *j, const float *w)
 {
     const rt_conv_shape *s = &j->s;
-    int64_t ko = j->rows ? j->kv * VL : j->ko, ogp = j->nob * ko;
+    int64_t ko = j->rows ? j->kv * j->k->vl : j->ko, ogp = j->nob * ko;
     for (int64_t g = 0; g < s->groups; g++)
         for (int64_t o = 0; o < ogp; o++)
             for (int64_t c = 0; c < j->cg; c++)
@@ -224,7 +239,7 @@ static void store_tile(const dj *j, const float *tile, int64_t n, int64_t o0, in
                        int64_t q0)
 {
     const rt_conv_shape *s = &j->s;
-    int64_t qn = j->qv * VL, q1 = q0 + qn < j->ngrid ? q0 + qn : j->ngrid;
+    int64_t qn = j->qv * j->k->vl, q1 = q0 + qn < j->ngrid ? q0 + qn : j->ngrid;
     for (int64_t o = 0; o < no; o++) {
         float *yo = j->y + (n * s->o + o0 + o) * s->oh * s->ow;
         const float *t = tile + o * qn - q0;
@@ -245,21 +260,19 @@ static void run_blocks(void *ctx, int64_t t0, int64_t t1)
 {
     const dj *j = ctx;
     const rt_conv_shape *s = &j->s;
-    int64_t ko, qv;
-    block_fn fn;
-    pick(j->og, &ko, &qv, &fn);
-    float tile[4 * 8 * VL] __attribute__((aligned(64)));
+    int64_t ko = j->ko;
+    float tile[RT_CONV_TILE] __attribute__((aligned(64)));
     float bias[4];
     for (int64_t t = t0; t < t1; t++) {
         int64_t qb = t % j->nqb, g = (t / j->nqb) % s->groups, n = t / (j->nqb * s->groups);
-        int64_t q0 = qb * qv * VL;
+        int64_t q0 = qb * j->qv * j->k->vl;
         const float *xp = j->xq + (n * s->c + g * j->cg) * j->plane + q0;
         for (int64_t ob = 0; ob < j->nob; ob++) {
             int64_t o0 = ob * ko, no = j->og - o0 < ko ? j->og - o0 : ko;
             for (int64_t o = 0; o < ko; o++)
                 bias[o] = j->bias && o < no ? j->bias[(g * j->og + o0 + o) * j->bstride] : 0.0f;
-            fn(xp, j->wk + (g * j->nob + ob) * j->cg * j->ntap * ko, j->cg, j->plane, j->toff,
-               j->ntap, bias, tile);
+            j->fn(xp, j->wk + (g * j->nob + ob) * j->cg * j->ntap * ko, j->cg, j->plane,
+                  j->toff, j->ntap, bias, tile);
             store_tile(j, tile, n, g * j->og + o0, no, q0);
         }
     }
@@ -273,10 +286,9 @@ static void run_rows(void *ctx, int64_t t0, int64_t t1)
 {
     const dj *j = ctx;
     const rt_conv_shape *s = &j->s;
-    int64_t lanes = j->kv * VL;
-    block_fn fn = rpick(j->rp, j->kv);
-    float tile[14 * 2 * VL] __attribute__((aligned(64)));
-    float bias[2 * VL];
+    int64_t lanes = j->kv * j->k->vl;
+    float tile[RT_CONV_TILE] __attribute__((aligned(64)));
+    float bias[RT_CONV_LANES];
     int64_t rows = cdiv(s->oh, j->nrc);
     for (int64_t tr = t0; tr < t1; tr++) {
         int64_t t = tr / j->nrc, oh0 = tr % j->nrc * rows;
@@ -291,7 +303,7 @@ static void run_rows(void *ctx, int64_t t0, int64_t t1)
         for (int64_t oh = oh0; oh < oh1; oh++)
             for (int64_t sg = 0; sg < j->nseg; sg++) {
                 int64_t ow0 = sg * j->rp, np = s->ow - ow0 < j->rp ? s->ow - ow0 : j->rp;
-                fn(xp + oh * j->wq + ow0, wp, j->cg, j->plane, j->toff, j->ntap, bias, tile);
+                j->fn(xp + oh * j->wq + ow0, wp, j->cg, j->plane, j->toff, j->ntap, bias, tile);
                 for (int64_t o = 0; o < no; o++)
                     for (int64_t p = 0; p < np; p++)
                         y[o * s->oh * s->ow + oh * s->ow + ow0 + p] = tile[p * lanes + o];
@@ -299,33 +311,176 @@ static void run_rows(void *ctx, int64_t t0, int64_t t1)
     }
 }
 
+/* ---- Winograd F(2x2, 3x3) ------------------------------------------------------------- */
+
+/* A 3x3 stride-1 conv as 2x2 output tiles: Y = A^T [sum over c of
+ * (G g G^T) . (B^T d B)] A per 4x4 input tile d, 16 products per 4 outputs
+ * where the direct kernels make 36. The tiles (stride 2) are the output grid
+ * of a 4x4 stride-2 conv over the same padded input, so that conv's
+ * geometry (use_wino) gives the phase planes, the 16 tile offsets and the
+ * grid blocks. Per block of WINO_NB grid blocks: the input transform of its
+ * tiles (all channels of the group), then for each of the 16 transform
+ * positions xi and each channel block the grid micro-kernel as a GEMM over
+ * the channels (one tap, the transformed weights as its weights), then the
+ * output transform (the instruction set's wino_in and wino_out). */
+#define WINO_NB 2       /* grid blocks per Winograd block */
+#define WINO_PAD 16     /* floats between the 16 transform planes (else they share cache sets) */
+
+/* Weights [o][cg][3][3] (strided) -> U = G g G^T, G = [1 0 0; .5 .5 .5;
+ * .5 -.5 .5; 0 0 1], as [xi (uxs apart)][g][ob][cg][ko], zeros past og. */
+static void wino_weights(const dj *j, const float *w)
+{
+    const rt_conv_shape *s = &j->s;
+    int64_t ko = j->ko;
+    for (int64_t gb = 0; gb < s->groups * j->nob; gb++)
+        for (int64_t c = 0; c < j->cg; c++) {
+            /* the ko output channels innermost: the arithmetic vectorizes */
+            float g[3][3][4] = {{{0}}}, t[4][3][4], u[16][4];
+            for (int64_t o = 0; o < ko && gb % j->nob * ko + o < j->og; o++) {
+                const float *wp =
+                    w + (gb / j->nob * j->og + gb % j->nob * ko + o) * s->ws[0] + c * s->ws[1];
+                for (int r = 0; r < 3; r++)
+                    for (int k = 0; k < 3; k++)
+                        g[r][k][o] = wp[r * s->ws[2] + k * s->ws[3]];
+            }
+            for (int k = 0; k < 3; k++)
+                for (int o = 0; o < 4; o++) {
+                    t[0][k][o] = g[0][k][o];
+                    t[1][k][o] = 0.5f * (g[0][k][o] + g[1][k][o] + g[2][k][o]);
+                    t[2][k][o] = 0.5f * (g[0][k][o] - g[1][k][o] + g[2][k][o]);
+                    t[3][k][o] = g[2][k][o];
+                }
+            for (int i = 0; i < 4; i++)
+                for (int o = 0; o < 4; o++) {
+                    u[i * 4][o] = t[i][0][o];
+                    u[i * 4 + 1][o] = 0.5f * (t[i][0][o] + t[i][1][o] + t[i][2][o]);
+                    u[i * 4 + 2][o] = 0.5f * (t[i][0][o] - t[i][1][o] + t[i][2][o]);
+                    u[i * 4 + 3][o] = t[i][2][o];
+                }
+            float *d = j->wk + (gb * j->cg + c) * ko;
+            for (int xi = 0; xi < 16; xi++, d += j->uxs) {
+                if (ko == 4) {   /* one 16-byte move, not a call */
+                    memcpy(d, u[xi], sizeof u[xi]);
+                    continue;
+                }
+                for (int64_t o = 0; o < ko; o++)
+                    d[o] = u[xi][o];
+            }
+        }
+}
+
+/* Winograd tasks t0..t1: t = (image * groups + group) * nwb + block. */
+static void run_wino(void *ctx, int64_t t0, int64_t t1)
+{
+    dj *j = ctx;
+    const rt_conv_shape *s = &j->s;
+    static const int64_t off0[1] = {0};
+    static const float zero[4] = {0};
+    int64_t qn = j->qv * j->k->vl, ko = j->ko;
+    int64_t vxs = j->cg * WINO_NB * qn + WINO_PAD, mxs = j->nob * ko * WINO_NB * qn + WINO_PAD;
+    size_t bytes = (size_t)(16 * (vxs + mxs)) * sizeof(float);
+    float *v = rt_alloc(bytes);
+    if (!v) {
+        atomic_store(&j->failed, 1);
+        return;
+    }
+    float *m = v + 16 * vxs;
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t wb = t % j->nwb, g = (t / j->nwb) % s->groups, n = t / (j->nwb * s->groups);
+        int64_t q0 = wb * WINO_NB * qn, nkb = j->nqb - wb * WINO_NB;
+        nkb = nkb < WINO_NB ? nkb : WINO_NB;
+        j->k->wino_in(j->xq + (n * s->c + g * j->cg) * j->plane + q0, j->cg, j->plane, j->toff,
+                      nkb * qn, v, vxs);
+        for (int xi = 0; xi < 16; xi++)
+            for (int64_t ob = 0; ob < j->nob; ob++)
+                for (int64_t kb = 0; kb < nkb; kb++)
+                    j->fn(v + xi * vxs + kb * qn,
+                          j->wk + xi * j->uxs + (g * j->nob + ob) * j->cg * ko, j->cg,
+                          nkb * qn, off0, 1, zero, m + xi * mxs + (ob * WINO_NB + kb) * ko * qn);
+        rt_conv_wino_out o = {
+            .y = j->y + (n * s->o + g * j->og) * j->woh * j->wow,
+            .bias = j->wbias ? j->wbias + g * j->og : NULL,
+            .no = j->og, .ko = ko, .qn = qn, .nob = j->nob, .nkb = nkb, .kbs = WINO_NB,
+            .q0 = q0, .wq = j->wq, .tyn = s->oh, .txn = s->ow, .oh = j->woh, .ow = j->wow};
+        j->k->wino_out(m, mxs, &o);
+    }
+    rt_free(v, bytes);
+}
+
 /* ---- entry points ---------------------------------------------------------------------- */
 
-static void geometry(const rt_conv_shape *s, dj *j)
+/* The geometry of both kernels on instruction set isa (the grid kernel's
+ * micro-kernel in j->fn). */
+static void geometry(const rt_conv_shape *s, rt_conv_isa isa, dj *j)
 {
+    const rt_conv_kernels *k = kernels_of(isa);
     j->s = *s;
+    j->k = k;
+    j->isa = isa;
     j->cg = s->c / s->groups;
     j->og = s->o / s->groups;
-    block_fn fn;
-    pick(j->og, &j->ko, &j->qv, &fn);
+    int gi = 0;
+    while (k->grid[gi].ko > j->og)
+        gi++;
+    j->ko = k->grid[gi].ko;
+    j->qv = k->grid[gi].qv;
+    j->fn = k->grid[gi].fn;
     j->nob = cdiv(j->og, j->ko);
     j->hq = cdiv(s->h + 2 * s->ph, s->sh);
     j->wq = cdiv(s->w + 2 * s->pw, s->sw);
     j->plane = s->sh * s->sw * j->hq * j->wq;
     j->ngrid = s->oh * j->wq;
-    j->nqb = cdiv(j->ngrid, j->qv * VL);
+    j->nqb = cdiv(j->ngrid, j->qv * k->vl);
     j->ntap = s->kh * s->kw;
     /* the row kernel: the segment length that fits the row best */
-    static const int64_t lens[] = {14, 12, 8, 7};
+    j->kv = j->og > k->vl ? 2 : 1;
+    const int *lens = k->rlen[j->kv - 1];
     double best = 0;
-    for (int k = 0; k < 4; k++) {
-        double f = (double)s->ow / (double)(cdiv(s->ow, lens[k]) * lens[k]);
+    for (int i = 0; i < 4 && lens[i]; i++) {
+        double f = (double)s->ow / (double)(cdiv(s->ow, lens[i]) * lens[i]);
         if (f > best + 1e-9)
-            best = f, j->rp = lens[k];
+            best = f, j->rp = lens[i];
     }
-    j->kv = j->og > VL ? 2 : 1;
     j->nseg = cdiv(s->ow, j->rp);
     j->rows = false;
+    j->wino = false;
+}
+
+/* Whether Winograd F(2x2, 3x3) takes shape s on kernels k. */
+static bool wino_fits(const rt_conv_shape *s, const rt_conv_kernels *k)
+{
+    return k->wino_in && s->kh == 3 && s->kw == 3 && s->sh == 1 && s->sw == 1 && s->dh == 1 &&
+           s->dw == 1;
+}
+
+/* Switches j to Winograd: the geometry of the 4x4 stride-2 conv whose
+ * output grid is the tile grid. */
+static void use_wino(dj *j)
+{
+    rt_conv_shape t = j->s;
+    int64_t oh = t.oh, ow = t.ow;
+    t.kh = t.kw = 4;
+    t.sh = t.sw = 2;
+    t.oh = cdiv(oh, 2);
+    t.ow = cdiv(ow, 2);
+    geometry(&t, j->isa, j);
+    j->wino = true;
+    j->woh = oh;
+    j->wow = ow;
+    j->nwb = cdiv(j->nqb, WINO_NB);
+    j->uxs = t.groups * j->nob * j->ko * j->cg + WINO_PAD;
+}
+
+/* Switches j to the row kernel (its micro-kernel and channel blocks). */
+static void use_rows(dj *j)
+{
+    const int *lens = j->k->rlen[j->kv - 1];
+    int i = 0;
+    while (lens[i] != j->rp)
+        i++;
+    j->rows = true;
+    j->fn = j->k->rows[j->kv - 1][i];
+    j->nob = cdiv(j->og, j->kv * j->k->vl);
 }
 
 /* Useful fraction of the work the grid kernel (rows: the row kernel) does:
@@ -333,10 +488,14 @@ static void geometry(const rt_conv_shape *s, dj *j)
  * output channels padded to a block). */
 static double efficiency(const dj *j, bool rows)
 {
+    int64_t vl = j->k->vl;
+    if (j->wino)
+        return (double)(j->woh * j->wow) / (double)(4 * j->nqb * j->qv * vl) * (double)j->og /
+               (double)(j->nob * j->ko);
     if (rows)
         return (double)j->s.ow / (double)(j->nseg * j->rp) * (double)j->og /
-               (double)(cdiv(j->og, j->kv * VL) * j->kv * VL);
-    double pos = (double)(j->s.oh * j->s.ow) / (double)(j->nqb * j->qv * VL);
+               (double)(cdiv(j->og, j->kv * vl) * j->kv * vl);
+    double pos = (double)(j->s.oh * j->s.ow) / (double)(j->nqb * j->qv * vl);
     return pos * (double)j->og / (double)(j->nob * j->ko);
 }
 
@@ -344,13 +503,17 @@ static double efficiency(const dj *j, bool rows)
  * (the GEMM paths). */
 static bool choose(const rt_conv_shape *s, dj *j)
 {
-    if (!__builtin_cpu_supports("avx512f") || s->kh * s->kw > MAX_TAPS || s->n == 0 ||
-        s->oh <= 0 || s->ow <= 0)
+    rt_conv_isa isa = rt_conv_isa_current();
+    if (isa == RT_CONV_NONE || s->kh * s->kw > MAX_TAPS || s->n == 0 || s->oh <= 0 ||
+        s->ow <= 0)
         return false;
-    geometry(s, j);
+    geometry(s, isa, j);
     const char *env = getenv("TJIT_CONV");
+    bool rows = false, wino = false;
     if (env && (!strcmp(env, "direct") || !strcmp(env, "rows"))) {
-        j->rows = env[0] == 'r';
+        rows = env[0] == 'r';
+    } else if (env && !strcmp(env, "wino")) {
+        wino = wino_fits(s, j->k);   /* else the grid kernel */
     } else if (env && !strcmp(env, "gemm")) {
         return false;
     } else {
@@ -358,18 +521,31 @@ static bool choose(const rt_conv_shape *s, dj *j)
          * GEMM paths win on 1x1 (no taps to share loads over) and on
          * depthwise stride 1 (their row kernel); the row kernel where it
          * wastes clearly less than the grid kernel (small images), given
-         * 32 output channels per group and 8 input channels (the 3-channel
-         * 7x7 stem and 16-channel groups run better on the grid kernel);
-         * either only when it wastes under 30%. */
-        if (j->ntap == 1 || (j->cg == 1 && s->sh == 1 && s->sw == 1))
+         * two vectors of output channels per group (AVX-512: 32, AVX2: 16)
+         * and 8 input channels (the 3-channel 7x7 stem and, on AVX-512,
+         * 16-channel groups run better on the grid kernel); either only
+         * when it wastes under 30%. On AVX2 (a Zen 3) the GEMM paths also
+         * win on strided convs with 8+ channels per group (3x3 stride 2,
+         * 64 -> 128 at 56x56: 68 GFLOP/s against 59 for either kernel). */
+        bool strided = s->sh > 1 || s->sw > 1;
+        if (j->ntap == 1 || (j->cg == 1 && !strided) ||
+            (j->k->strided_gemm && strided && j->cg >= 8))
             return false;
+        if (wino_fits(s, j->k) && j->cg >= j->k->wino_c[0]) {
+            use_wino(j);
+            if (efficiency(j, false) >= j->k->wino_keep[j->cg >= j->k->wino_c[1]])
+                return true;
+            geometry(s, isa, j);
+        }
         double eg = efficiency(j, false), er = efficiency(j, true);
-        j->rows = j->kv == 2 && j->cg >= 8 && er > eg + 0.05;
-        if ((j->rows ? er : eg) < 0.7)
+        rows = j->kv == 2 && j->cg >= 8 && er > eg + j->k->rows_gain;
+        if ((rows ? er : eg) < j->k->min_keep)
             return false;
     }
-    if (j->rows)
-        j->nob = cdiv(j->og, j->kv * VL);
+    if (wino)
+        use_wino(j);
+    else if (rows)
+        use_rows(j);
     return true;
 }
 
@@ -390,13 +566,26 @@ int rt_conv_direct_f32(const rt_conv_shape *s, const float *x, const float *w,
     }
     if (!choose(s, j)) {
         /* the caller asked rt_conv_direct_wins first: only a changed
-         * TJIT_CONV gets here; the grid kernel takes any shape */
-        geometry(s, j);
+         * TJIT_CONV or instruction set gets here; the grid kernel takes any
+         * shape, on any set this CPU has */
+        rt_conv_isa isa = rt_conv_isa_current();
+        if (isa == RT_CONV_NONE)
+            isa = isa_cpu();
+        if (isa == RT_CONV_NONE) {
+            free(j);
+            rt_error("conv2d: no direct kernel for this CPU");
+            return -1;
+        }
+        geometry(s, isa, j);
     }
+    atomic_fetch_add(&runs[j->isa][j->wino ? RT_CONV_WINO : j->rows ? RT_CONV_ROWS : RT_CONV_GRID],
+                     1);
+    atomic_init(&j->failed, 0);
     j->x = x;
     j->y = y;
     j->bias = bias;
     j->bstride = bstride;
+    s = &j->s;   /* Winograd: the 4x4 stride-2 conv of its tiles */
     int64_t maxoff = 0;
     for (int64_t t = 0; t < j->ntap; t++) {
         int64_t kh = t / s->kw, kw = t % s->kw, rh = kh * s->dh, rw = kw * s->dw;
@@ -405,11 +594,17 @@ int rt_conv_direct_f32(const rt_conv_shape *s, const float *x, const float *w,
         if (j->toff[t] > maxoff)
             maxoff = j->toff[t];
     }
-    /* the last block reads up to qv*VL - 1 past the grid, shifted by maxoff */
-    int64_t slack = j->nqb * j->qv * VL - j->ngrid + maxoff + VL + j->nseg * j->rp;
+    /* the last block reads up to qv*VL - 1 past the grid (Winograd: its
+     * last block's WINO_NB grid blocks), shifted by maxoff */
+    int64_t vl = j->k->vl, qn = j->qv * vl;
+    int64_t slack = (j->wino ? j->nwb * WINO_NB : j->nqb) * qn - j->ngrid + maxoff + vl +
+                    j->nseg * j->rp;
     size_t xbytes = (size_t)(s->n * s->c * j->plane + slack) * sizeof(float);
-    size_t wbytes = (size_t)(s->groups * j->nob * (j->rows ? j->kv * VL : j->ko) * j->cg *
-                             j->ntap) * sizeof(float);
+    size_t wfloats = (size_t)(s->groups * j->nob * (j->rows ? j->kv * vl : j->ko) * j->cg *
+                              j->ntap);
+    if (j->wino)
+        wfloats = (size_t)(16 * j->uxs + (bias ? s->o : 0));
+    size_t wbytes = wfloats * sizeof(float);
     j->xq = rt_alloc(xbytes);
     j->wk = rt_alloc(wbytes);
     if (!j->xq || !j->wk) {
@@ -422,18 +617,35 @@ int rt_conv_direct_f32(const rt_conv_shape *s, const float *x, const float *w,
         return -1;
     }
     memset(j->xq + s->n * s->c * j->plane, 0, (size_t)slack * sizeof(float));
-    pack_weights(j, w);
+    j->wbias = NULL;
+    if (j->wino) {
+        wino_weights(j, w);
+        if (bias) {
+            j->wbias = j->wk + 16 * j->uxs;
+            for (int64_t o = 0; o < s->o; o++)
+                j->wbias[o] = bias[o * bstride];
+        }
+    } else {
+        pack_weights(j, w);
+    }
     rt_parallel_for(s->n * s->c, 16384 / (j->plane + 1) + 1, phase_planes, j);
-    if (j->rows) {
+    if (j->wino) {
+        rt_parallel_for(s->n * s->groups * j->nwb, 1, run_wino, j);
+    } else if (j->rows) {
         int64_t blocks = s->n * s->groups * j->nob;
         j->nrc = cdiv(4 * (int64_t)rt_threads(), blocks);
         j->nrc = j->nrc < s->oh ? j->nrc : s->oh;
         rt_parallel_for(blocks * j->nrc, 1, run_rows, j);
-    }
-    else
+    } else {
         rt_parallel_for(s->n * s->groups * j->nqb, 1, run_blocks, j);
+    }
+    int failed = atomic_load(&j->failed);
     rt_free(j->xq, xbytes);
     rt_free(j->wk, wbytes);
     free(j);
+    if (failed) {
+        rt_error("out of memory for the convolution's buffers");
+        return -1;
+    }
     return 0;
 }

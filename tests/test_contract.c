@@ -18,6 +18,7 @@
 
 #include "../ir/window2d.h"
 #include "../runtime/blas.h"
+#include "../runtime/conv_direct.h"
 #include "util.h"
 
 /* ---- helpers ------------------------------------------------------------------------- */
@@ -227,11 +228,67 @@ static void test_conv2d(void **state)
     }
 }
 
+/* The instruction sets of the direct conv this CPU can run, best first, and
+ * RT_CONV_NONE (the GEMM paths only); returns how many. */
+static int conv_isas(rt_conv_isa *isas)
+{
+    rt_conv_isa_force(-1);
+    int n = 0;
+    for (int i = (int)rt_conv_isa_current(); i >= RT_CONV_NONE; i--)
+        isas[n++] = (rt_conv_isa)i;
+    return n;
+}
+
+/* Direct convs counted on any instruction set, by any kernel. */
+static int64_t conv_direct_runs(void)
+{
+    int64_t n = 0;
+    for (int i = 0; i < RT_CONV_NISA; i++)
+        for (int k = 0; k < RT_CONV_NKIND; k++)
+            n += rt_conv_direct_runs((rt_conv_isa)i, (rt_conv_kind)k);
+    return n;
+}
+
+/* The kernel TJIT_CONV=path forces on isa for a conv with kernel w, stride
+ * and dilation: Winograd takes 3x3 stride-1 undilated convs on AVX2 (else
+ * the grid kernel runs). */
+static rt_conv_kind forced_kind(const char *path, rt_conv_isa isa, tj_tensor *w,
+                                const int64_t *stride, const int64_t *dilation)
+{
+    if (path[0] == 'r')
+        return RT_CONV_ROWS;
+    bool fits = tj_shape(w)[2] == 3 && tj_shape(w)[3] == 3 && stride[0] == 1 && stride[1] == 1 &&
+                dilation[0] == 1 && dilation[1] == 1;
+    return path[0] == 'w' && isa == RT_CONV_AVX2 && fits ? RT_CONV_WINO : RT_CONV_GRID;
+}
+
+/* Runs case c on the path TJIT_CONV names (NULL: the rule) and checks that a
+ * forced kernel ran on isa, once (none at all on RT_CONV_NONE: the GEMM
+ * paths). */
+static tj_tensor *run_conv_on(const conv_case *c, const char *path, rt_conv_isa isa)
+{
+    bool forced = path && strcmp(path, "gemm") != 0;
+    tj_tensor *w = in(c->name, "w");
+    rt_conv_kind kind = forced ? forced_kind(path, isa, w, c->stride, c->dilation) : RT_CONV_GRID;
+    int64_t before = rt_conv_direct_runs(isa, kind), all = conv_direct_runs();
+    tj_tensor *got = run_conv(c, in(c->name, "x"), w);
+    if (!got)
+        fail_msg("%s (%s): %s", c->name, path ? path : "rule", tj_last_error());
+    if (isa == RT_CONV_NONE)
+        assert_int_equal(conv_direct_runs(), all);
+    else if (forced)
+        assert_int_equal(rt_conv_direct_runs(isa, kind), before + 1);
+    return got;
+}
+
 /* The direct f32 conv (runtime/k_conv_direct.c) and the GEMM paths on one
  * case per shape class (stride 1 and 2, 1x1, 3x3, 5x5, 7x7, groups,
  * depthwise, dilation, small spatial sizes), each forced with TJIT_CONV,
- * (direct: the grid kernel, rows: the row kernel, gemm), then chosen by the
- * shape rule; 1 and 2 threads. */
+ * (direct: the grid kernel, rows: the row kernel, wino: Winograd where it
+ * fits, gemm), then chosen by the shape rule; 1 and 2 threads; on every
+ * instruction set this CPU has
+ * (AVX-512, AVX2, each forced in turn) and with none (TJIT_CONV=direct then
+ * falls back to the GEMM paths). */
 static void test_conv2d_direct(void **state)
 {
     (void)state;
@@ -249,27 +306,88 @@ static void test_conv2d_direct(void **state)
         {"convd_small", {1, 1}, {1, 1}, {1, 1}, 1, true},
         {"convd_rect", {2, 1}, {0, 2}, {1, 3}, 1, true},
     };
-    static const char *const paths[] = {"direct", "rows", "gemm", NULL};
+    static const char *const paths[] = {"direct", "rows", "wino", "gemm", NULL};
     int before = tj_num_threads();
-    for (int t = 1; t <= 2; t++) {
-        tj_set_num_threads(t);
-        for (int p = 0; p < 4; p++) {
-            if (paths[p])
-                setenv("TJIT_CONV", paths[p], 1);
-            else
-                unsetenv("TJIT_CONV");
-            for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
-                const conv_case *c = &cases[k];
-                tj_tensor *got = run_conv(c, in(c->name, "x"), in(c->name, "w"));
-                if (!got)
-                    fail_msg("%s (%s): %s", c->name, paths[p] ? paths[p] : "rule",
-                             tj_last_error());
-                check(c->name, got, 1e-5);
+    rt_conv_isa isas[RT_CONV_NISA];
+    int nisa = conv_isas(isas);
+    for (int i = 0; i < nisa; i++) {
+        rt_conv_isa_force((int)isas[i]);
+        for (int t = 1; t <= 2; t++) {
+            tj_set_num_threads(t);
+            for (int p = 0; p < 5; p++) {
+                if (paths[p])
+                    setenv("TJIT_CONV", paths[p], 1);
+                else
+                    unsetenv("TJIT_CONV");
+                for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
+                    check(cases[k].name, run_conv_on(&cases[k], paths[p], isas[i]), 1e-5);
             }
         }
     }
+    rt_conv_isa_force(-1);
     unsetenv("TJIT_CONV");
     tj_set_num_threads(before);
+}
+
+/* The direct conv runs on the widest instruction set the CPU has, unless
+ * TJIT_ISA caps it: a CPU with AVX2 and FMA (no AVX-512) runs the AVX2
+ * kernels, so a build or a rule that silently lost them fails here. Then
+ * shapes that reach each AVX2 micro-kernel (grid 4x3, 2x6 and 1x8, rows of
+ * 16 channels by 6, 5, 4 columns and of 8 by 14, 12, 8, 7, channel and
+ * column tails, batch 3, bias or none) and Winograd (3x3 stride 1: odd and
+ * even output sizes, padding 0, 1, 2, groups, depthwise, 1-7 output
+ * channels per block) against the GEMM paths on random data, on every set
+ * this CPU has. */
+static void test_conv2d_direct_isa(void **state)
+{
+    (void)state;
+    rt_conv_isa_force(-1);
+    rt_conv_isa want = RT_CONV_NONE;
+    if (__builtin_cpu_supports("avx512f"))
+        want = RT_CONV_AVX512;
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        want = RT_CONV_AVX2;
+    const char *cap = getenv("TJIT_ISA");
+    if (!cap || !*cap)
+        assert_int_equal(rt_conv_isa_current(), want);
+    /* x [n, c, h, w], w [o, c/g, k, k], stride, padding, groups */
+    static const int64_t shapes[][9] = {
+        {3, 12, 14, 10, 20, 3, 1, 1, 1}, {1, 12, 9, 15, 3, 3, 1, 1, 1},
+        {2, 6, 11, 11, 6, 3, 2, 0, 6},   {1, 8, 20, 27, 9, 5, 1, 2, 1},
+        {2, 16, 10, 12, 32, 3, 1, 1, 2}, {1, 4, 17, 17, 8, 7, 2, 3, 1},
+        {1, 5, 14, 14, 7, 3, 1, 1, 1},   {2, 16, 21, 23, 8, 3, 1, 0, 1},
+        {1, 8, 7, 30, 6, 3, 1, 2, 1},    {1, 4, 13, 13, 4, 3, 1, 1, 4},
+    };
+    static const char *const paths[] = {"direct", "rows", "wino"};
+    rt_conv_isa isas[RT_CONV_NISA];
+    int nisa = conv_isas(isas);
+    tj_manual_seed(13);
+    for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
+        const int64_t *s = shapes[k];
+        tj_tensor *x = tj_randn(TJ_F32, 4, (int64_t[]){s[0], s[1], s[2], s[3]});
+        tj_tensor *w = tj_randn(TJ_F32, 4, (int64_t[]){s[4], s[1] / s[8], s[5], s[5]});
+        tj_tensor *b = tj_randn(TJ_F32, 1, (int64_t[]){s[4]});
+        int64_t st[2] = {s[6], s[6]}, pd[2] = {s[7], s[7]};
+        setenv("TJIT_CONV", "gemm", 1);
+        tj_tensor *ref = tj_conv2d(x, w, b, st, pd, D11, s[8]);
+        tj_tensor *nob = tj_conv2d(x, w, NULL, st, pd, D11, s[8]);
+        assert_non_null(ref);
+        assert_non_null(nob);
+        for (int i = 0; i < nisa; i++) {
+            rt_conv_isa_force((int)isas[i]);
+            for (int p = 0; p < 3; p++) {
+                setenv("TJIT_CONV", paths[p], 1);
+                rt_conv_kind kind = forced_kind(paths[p], isas[i], w, st, D11);
+                int64_t before = rt_conv_direct_runs(isas[i], kind);
+                tu_assert_close(tj_conv2d(x, w, k % 2 ? b : NULL, st, pd, D11, s[8]),
+                                k % 2 ? ref : nob, 1e-5, 1e-4);
+                if (isas[i] != RT_CONV_NONE)
+                    assert_int_equal(rt_conv_direct_runs(isas[i], kind), before + 1);
+            }
+        }
+        rt_conv_isa_force(-1);
+    }
+    unsetenv("TJIT_CONV");
 }
 
 static void test_conv2d_threads(void **state)
@@ -752,7 +870,7 @@ int main(int argc, char **argv)
         T(test_matmul_extremes),  T(test_matmul_errors), T(test_linear),
         T(test_linear_views),     T(test_linear_errors), T(test_conv2d),
         T(test_conv2d_threads),
-        T(test_conv2d_direct),   T(test_conv2d_defaults_and_views),
+        T(test_conv2d_direct),   T(test_conv2d_direct_isa), T(test_conv2d_defaults_and_views),
         T(test_conv2d_errors),    T(test_pools),         T(test_pool_defaults),
         T(test_pool_errors),      T(test_pool_options),  T(test_pool_option_defaults),
         T(test_pool_indices_grad), T(test_pool_option_errors), T(test_window_attrs),

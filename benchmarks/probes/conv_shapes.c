@@ -1,12 +1,14 @@
 /* conv_shapes.c - conv2d per shape class on each of tjit's f32 kernels: the
  * measurement behind the choice in runtime/k_conv_direct.c (docs/perf.md,
  * Convolution). For each shape it times tj_conv2d with TJIT_CONV=gemm (the
- * OpenBLAS paths), direct (the grid kernel), rows (the row kernel) and unset
- * (the rule's choice): the best of 5 calls by the process's CPU time, and
- * GFLOP/s. Built and run by `make bench-conv` (one thread; an argument sets
- * the threads).
+ * OpenBLAS paths), direct (the grid kernel), rows (the row kernel), wino
+ * (Winograd F(2x2, 3x3) where the CPU has it and the shape is 3x3 stride 1,
+ * else the grid kernel again) and unset (the rule's choice): the best of RUNS calls (default 5) by the process's
+ * CPU time, and GFLOP/s; the paths take turns call by call, so a change in
+ * the machine's load falls on all of them. Built and run by `make bench-conv`
+ * (one thread; arguments set the threads and the calls per path).
  *
- *     build/bench/conv_shapes [THREADS]
+ *     build/bench/conv_shapes [THREADS [RUNS]]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +36,9 @@ static const int shapes[][8] = {
 int main(int argc, char **argv)
 {
     tj_set_num_threads(argc > 1 ? atoi(argv[1]) : 1);
-    static const char *const paths[] = {"gemm", "direct", "rows", NULL};
+    int runs = argc > 2 ? atoi(argv[2]) : 5;
+    static const char *const paths[] = {"gemm", "direct", "rows", "wino", NULL};
+    enum { NPATH = sizeof paths / sizeof *paths };
     for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
         const int *s = shapes[k];
         tj_scope_begin();
@@ -45,13 +49,13 @@ int main(int argc, char **argv)
         double gf = 2.0 * s[0] * s[3] * oh * oh * (s[1] / s[7]) * s[4] * s[4] / 1e9;
         printf("n%d c%-3d %3dx%-3d o%-4d k%d s%d g%-3d %6.3f GFLOP:", s[0], s[1], s[2], s[2],
                s[3], s[4], s[5], s[7], gf);
-        for (int p = 0; p < 4; p++) {
-            if (paths[p])
-                setenv("TJIT_CONV", paths[p], 1);
-            else
-                unsetenv("TJIT_CONV");
-            double best = 1e9;
-            for (int r = 0; r < 5; r++) {
+        double best[NPATH] = {1e9, 1e9, 1e9, 1e9, 1e9};
+        for (int r = 0; r < runs; r++)
+            for (int p = 0; p < NPATH; p++) {
+                if (paths[p])
+                    setenv("TJIT_CONV", paths[p], 1);
+                else
+                    unsetenv("TJIT_CONV");
                 tj_scope_begin();
                 double t0 = cpu_s();
                 tj_tensor *y = tj_conv2d(x, w, NULL, st, pd, dl, s[7]);
@@ -61,11 +65,11 @@ int main(int argc, char **argv)
                     return 1;
                 }
                 tj_scope_end();
-                best = t < best ? t : best;
+                best[p] = t < best[p] ? t : best[p];
             }
-            printf("  %s %7.2f ms (%5.1f GFLOP/s)", paths[p] ? paths[p] : "rule", best * 1e3,
-                   gf / best);
-        }
+        for (int p = 0; p < NPATH; p++)
+            printf("  %s %7.2f ms (%5.1f GFLOP/s)", paths[p] ? paths[p] : "rule", best[p] * 1e3,
+                   gf / best[p]);
         printf("\n");
         tj_scope_end();
     }

@@ -12,7 +12,7 @@ P1 and P4 on bf16 tensors, A4 and A6 P4 and P6 under torch.autocast("cpu",
 bf16), Q4 P4 with torch.ao's quantize_dynamic (int8 linears).
 
     /usr/bin/python3 benchmarks/pytorch/suite.py [CASE...] [--json] [--threads N]
-        [--iters N] [--min-time S] [--check DIR] [--torchscript]
+        [--iters N] [--min-time S] [--cpu-time] [--check DIR] [--torchscript]
         [--blas-core auto|default|NAME]
 
 --check DIR loads the inputs, weights and result `tjit bench --save DIR` wrote
@@ -325,11 +325,16 @@ def peak_since(base):
 
 
 # ---- running a case -----------------------------------------------------------
+# The clock of the timed calls: wall (perf_counter), or with --cpu-time the
+# process's CPU time (every thread), as `tjit bench --cpu-time` measures.
+clock = time.perf_counter
+
+
 def timed(model, args):
-    t0 = time.perf_counter()
+    t0 = clock()
     y = model(*args)
     del y
-    return (time.perf_counter() - t0) * 1e3
+    return (clock() - t0) * 1e3
 
 
 def measure(model, args, iters, min_time):
@@ -437,6 +442,9 @@ def parse_args(argv):
                     help="timed iterations; without --min-time exactly N")
     ap.add_argument("--min-time", type=float, default=None,
                     help="time at least S seconds (default 1, with at least 10 iters)")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="timed calls by the process's CPU time (every thread), as "
+                         "tjit bench --cpu-time; the first call stays wall-clock")
     ap.add_argument("--torchscript", action="store_true",
                     help="TorchScript instead of eager: inference traced, frozen and "
                          "optimized for inference; training with its forward traced")
@@ -457,8 +465,11 @@ def parse_args(argv):
 
 
 def main(argv):
+    global clock
     opts = parse_args(argv)
     set_blas_core(opts.blas_core)
+    if opts.cpu_time:
+        clock = time.process_time
     try:
         import torch
     except ImportError:

@@ -1,0 +1,174 @@
+/* k_conv_direct_avx2.c - the direct f32 convolution's micro-kernels for
+ * AVX2 + FMA (8 floats per ymm, 16 registers); the geometry, packing, phase
+ * planes, drivers and rule are k_conv_direct.c's, which dispatches here when
+ * the CPU has AVX2 and FMA but not AVX-512F.
+ *
+ * Grid kernel (acc[KO][QV] ymm, KO output channels x QV*8 grid positions):
+ * 4 x 3 keeps the QV loaded vectors and one broadcast weight in registers,
+ * 12 accumulators + 3 + 1 = 16, 3 unaligned loads and 4 broadcasts per 12
+ * FMAs. With fewer output channels per group the weights stay in registers
+ * instead and the input vector is loaded per column (2 x 6, 1 x 8), so
+ * nothing spills. Row kernel (acc[P][KV], 8*KV output channels x P columns
+ * of one output row): P*KV + KV + 1 <= 16, so KV = 2 takes up to 6 columns,
+ * KV = 1 up to 14. Measured on a Zen 3 in docs/perf.md (Convolution on AVX2
+ * machines); every function is compiled for avx2,fma (the library targets
+ * baseline x86-64).
+ */
+#include <immintrin.h>
+
+#include "conv_direct.h"
+#include "conv_direct_kernels.h"
+
+#define VL 8                        /* floats per ymm */
+#define CK_TARGET __attribute__((target("avx2,fma")))
+#define CK_V __m256
+#define CK_VL VL
+#define CK_SET1 _mm256_set1_ps
+#define CK_LOAD _mm256_load_ps
+#define CK_LOADU _mm256_loadu_ps
+#define CK_STOREU _mm256_storeu_ps
+#define CK_FMADD _mm256_fmadd_ps
+CK_BLOCK(block_4_3, 4, 3, 0)
+CK_BLOCK(blockw_2_6, 2, 6, 1)
+CK_BLOCK(blockw_1_8, 1, 8, 1)
+CK_RBLOCK(rblock_6_2, 6, 2)
+CK_RBLOCK(rblock_5_2, 5, 2)
+CK_RBLOCK(rblock_4_2, 4, 2)
+CK_RBLOCK(rblock_14_1, 14, 1)
+CK_RBLOCK(rblock_12_1, 12, 1)
+CK_RBLOCK(rblock_8_1, 8, 1)
+CK_RBLOCK(rblock_7_1, 7, 1)
+
+/* ---- Winograd F(2x2, 3x3) transforms (k_conv_direct.c, run_wino) ------------------------ */
+
+/* V = B^T d B per 4x4 tile d, B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1],
+ * VL tiles (consecutive grid positions) per vector. */
+CK_TARGET static void wino_in(const float *xp, int64_t cg, int64_t plane, const int64_t *toff,
+                              int64_t npos, float *v, int64_t vxs)
+{
+    for (int64_t c = 0; c < cg; c++, xp += plane, v += npos)
+        for (int64_t p = 0; p < npos; p += VL) {
+            __m256 d[4][4], t[4][4];
+            _Pragma("GCC unroll 16") for (int k = 0; k < 16; k++)
+                d[k / 4][k % 4] = _mm256_loadu_ps(xp + toff[k] + p);
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+                t[0][k] = _mm256_sub_ps(d[0][k], d[2][k]);
+                t[1][k] = _mm256_add_ps(d[1][k], d[2][k]);
+                t[2][k] = _mm256_sub_ps(d[2][k], d[1][k]);
+                t[3][k] = _mm256_sub_ps(d[1][k], d[3][k]);
+            }
+            float *vp = v + p;
+            _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++, vp += 4 * vxs) {
+                _mm256_store_ps(vp, _mm256_sub_ps(t[r][0], t[r][2]));
+                _mm256_store_ps(vp + vxs, _mm256_add_ps(t[r][1], t[r][2]));
+                _mm256_store_ps(vp + 2 * vxs, _mm256_sub_ps(t[r][2], t[r][1]));
+                _mm256_store_ps(vp + 3 * vxs, _mm256_sub_ps(t[r][1], t[r][3]));
+            }
+        }
+}
+
+/* d[i] = r[i] for i < n <= 2*VL, without a call (Zen 3's masked stores
+ * are slow: vmaskmovps took a quarter of the output transform). */
+CK_TARGET static inline void put_row(float *d, const float *r, int64_t n)
+{
+    if (n >= VL) {   /* not a loop: gcc would make it a call of memmove */
+        _mm256_storeu_ps(d, _mm256_loadu_ps(r));
+        n -= VL, d += VL, r += VL;
+    }
+    if (n >= VL) {
+        _mm256_storeu_ps(d, _mm256_loadu_ps(r));
+        n -= VL, d += VL, r += VL;
+    }
+    if (n & 4) {
+        _mm_storeu_ps(d, _mm_loadu_ps(r));
+        d += 4, r += 4;
+    }
+    if (n & 2) {
+        d[0] = r[0], d[1] = r[1];
+        d += 2, r += 2;
+    }
+    if (n & 1)
+        d[0] = r[0];
+}
+
+/* Writes rows r0 (output row 2ty) and r1 (2ty + 1), each the 2x2 tiles of
+ * VL grid positions from q interleaved (2*VL floats), to the output channel
+ * yc: the parts inside the tile grid and the output, row by row of tiles. */
+CK_TARGET static void wino_put(const rt_conv_wino_out *g, float *yc, int64_t q, const float *r0,
+                               const float *r1)
+{
+    for (int64_t p = 0; p < VL;) {
+        int64_t ty = (q + p) / g->wq, tx = (q + p) % g->wq;
+        int64_t cnt = VL - p < g->wq - tx ? VL - p : g->wq - tx;
+        int64_t nt = cnt < g->txn - tx ? cnt : g->txn - tx;
+        int64_t ncol = 2 * nt < g->ow - 2 * tx ? 2 * nt : g->ow - 2 * tx;
+        for (int64_t a = 0; a < 2 && ty < g->tyn && nt > 0; a++)
+            if (2 * ty + a < g->oh)
+                put_row(yc + (2 * ty + a) * g->ow + 2 * tx, (a ? r1 : r0) + 2 * p, ncol);
+        p += cnt;
+    }
+}
+
+/* Y = A^T M A + bias per tile, A^T = [1 1 1 0; 0 1 -1 -1]: the 2x2
+ * outputs, interleaved into rows and stored. */
+CK_TARGET static void wino_out(const float *m, int64_t mxs, const rt_conv_wino_out *g)
+{
+    float rows[2][2 * VL] __attribute__((aligned(32)));
+    for (int64_t ob = 0; ob < g->nob; ob++)
+        for (int64_t kb = 0; kb < g->nkb; kb++)
+            for (int64_t o = 0; o < g->ko && ob * g->ko + o < g->no; o++) {
+                int64_t oc = ob * g->ko + o;
+                float *yc = g->y + oc * g->oh * g->ow;
+                __m256 b = _mm256_set1_ps(g->bias ? g->bias[oc] : 0.0f);
+                const float *mp = m + ((ob * g->kbs + kb) * g->ko + o) * g->qn;
+                for (int64_t v = 0; v < g->qn; v += VL) {
+                    __m256 d[4][4], t[2][4], r[2][2];
+                    _Pragma("GCC unroll 16") for (int k = 0; k < 16; k++)
+                        d[k / 4][k % 4] = _mm256_load_ps(mp + k * mxs + v);
+                    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+                        t[0][k] = _mm256_add_ps(_mm256_add_ps(d[0][k], d[1][k]), d[2][k]);
+                        t[1][k] = _mm256_sub_ps(_mm256_sub_ps(d[1][k], d[2][k]), d[3][k]);
+                    }
+                    _Pragma("GCC unroll 2") for (int a = 0; a < 2; a++) {
+                        r[a][0] = _mm256_add_ps(
+                            _mm256_add_ps(_mm256_add_ps(t[a][0], t[a][1]), t[a][2]), b);
+                        r[a][1] = _mm256_add_ps(
+                            _mm256_sub_ps(_mm256_sub_ps(t[a][1], t[a][2]), t[a][3]), b);
+                        __m256 lo = _mm256_unpacklo_ps(r[a][0], r[a][1]);
+                        __m256 hi = _mm256_unpackhi_ps(r[a][0], r[a][1]);
+                        r[a][0] = _mm256_permute2f128_ps(lo, hi, 0x20);
+                        r[a][1] = _mm256_permute2f128_ps(lo, hi, 0x31);
+                    }
+                    int64_t q = g->q0 + kb * g->qn + v, ty = q / g->wq, tx = q % g->wq;
+                    if (tx + VL <= g->txn && ty < g->tyn && 2 * ty + 1 < g->oh &&
+                        2 * (tx + VL) <= g->ow) {
+                        float *y0 = yc + 2 * ty * g->ow + 2 * tx, *y1 = y0 + g->ow;
+                        _mm256_storeu_ps(y0, r[0][0]);
+                        _mm256_storeu_ps(y0 + VL, r[0][1]);
+                        _mm256_storeu_ps(y1, r[1][0]);
+                        _mm256_storeu_ps(y1 + VL, r[1][1]);
+                        continue;
+                    }
+                    _Pragma("GCC unroll 2") for (int a = 0; a < 2; a++) {
+                        _mm256_store_ps(rows[a], r[a][0]);
+                        _mm256_store_ps(rows[a] + VL, r[a][1]);
+                    }
+                    wino_put(g, yc, q, rows[0], rows[1]);
+                }
+            }
+}
+
+const rt_conv_kernels rt_conv_avx2 = {
+    .vl = VL,
+    .grid = {{4, 3, block_4_3}, {2, 6, blockw_2_6}, {1, 8, blockw_1_8}},
+    .rlen = {{14, 12, 8, 7}, {6, 5, 4, 0}},
+    .rows = {{rblock_14_1, rblock_12_1, rblock_8_1, rblock_7_1},
+             {rblock_6_2, rblock_5_2, rblock_4_2, NULL}},
+    .rows_gain = 0.05,
+    .min_keep = 0.7,
+    .wino_in = wino_in,
+    .wino_out = wino_out,
+    .strided_gemm = true,
+    .wino_c = {16, 64},
+    .wino_keep = {0.8, 0.45},
+};
