@@ -6,7 +6,8 @@
  * Built against the library's internal headers (it measures internals);
  * prints one markdown row per shape: f32 OpenBLAS, f32 tjg (B packed once,
  * and packed in every call), bf16 tjg (the
- * micro-kernel the CPU runs, TJIT_ISA caps it), int8 tjg (u8 x s8, VNNI).
+ * micro-kernel the CPU runs, TJIT_ISA caps it), int8 tjg (u8 x s8: VNNI,
+ * or AVX2's vpmaddwd).
  * Best of several timed repetitions; times are wall clock unless --cpu-time.
  */
 #include <stdio.h>
