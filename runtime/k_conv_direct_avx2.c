@@ -158,6 +158,15 @@ CK_TARGET static void wino_out(const float *m, int64_t mxs, const rt_conv_wino_o
             }
 }
 
+/* The rule's numbers, measured on a Zen 3 (docs/perf.md, Convolution on
+ * AVX2 machines; make bench-conv, one thread): the row kernel against the
+ * grid kernel as on AVX-512 (rows won at 28x28 and below, tied at 56x56);
+ * the GEMM paths on strided convs with 8+ channels per group (3x3 s2 64 ->
+ * 128 at 56x56: 68 GFLOP/s, both kernels 59); Winograd from 16 channels
+ * when 80% of its tiles are kept (28x28 x 16-32 channels, groups of 16:
+ * 10-25% faster than the best direct kernel), from 64 when 45% (14x14 x 256:
+ * 1.4x, 7x7 x 512 with half its tiles kept: 1.2x; 14x14 x 32, 68% kept,
+ * lost to the row kernel). */
 const rt_conv_kernels rt_conv_avx2 = {
     .vl = VL,
     .grid = {{4, 3, block_4_3}, {2, 6, blockw_2_6}, {1, 8, blockw_1_8}},
