@@ -806,13 +806,10 @@ typedef struct tj_embedding_bag_options {
     int64_t padding_idx;             /* in [-V, V) (negative: from the end); entries equal
                                       * to it are skipped: not summed, not counted by mean,
                                       * no gradient; a bag of padding only gives zeros */
-    double max_norm;                 /* > 0: torch's max_norm, which WRITES weight: each
-                                      * row indices name (padding too) whose norm_type-norm
-                                      * exceeds it is scaled by max_norm / (norm + 1e-7), in
-                                      * place, without gradient, before the bags are made;
-                                      * traced, the write is functionalized (the graph
-                                      * computes the new weight, the call writes it back).
-                                      * 0: none */
+    double max_norm;                 /* > 0: torch's max_norm, which WRITES weight: rows
+                                      * named (padding too) with norm > max_norm are scaled
+                                      * by max_norm / (norm + 1e-7) in place, no gradient,
+                                      * first (traced: functionalized, written back); 0: none */
     double norm_type;                /* the p of that norm (inf too); 0 means 2 */
 } tj_embedding_bag_options;
 tj_tensor *tj_embedding_bag_ex(tj_tensor *weight, tj_tensor *indices, tj_tensor *offsets,
@@ -1022,10 +1019,9 @@ typedef struct tj_compiled_stats {
         int64_t scratch_bytes;  /* blocked regions' per-thread scratch */
         int64_t peak_bytes;     /* the sum: the most one call holds at once */
         int buffers;            /* buffers it allocates: intermediates and outputs */
-        int writes_stored;      /* values written back to a weight, optimizer state or
-                                 * argument (tj_copy_) that the plan's kernels store
-                                 * straight into it (the rest are copied after the
-                                 * call; docs/training.md) */
+        int writes_stored;      /* write-backs (weights, optimizer state, tj_copy_ args)
+                                 * the kernels store straight into their tensor (the
+                                 * rest are copied after the call; docs/training.md) */
     } plan;
     /* The compiled backward (docs/training.md): made for a result the first
      * time a call in grad mode had a weight that requires grad, traced at
