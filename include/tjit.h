@@ -835,10 +835,11 @@ tj_tensor *tj_xor_sum(tj_tensor *x, const int *dims, int ndims, bool keepdim);
  * tj_offset(x) for torch's default); every element reached must lie within
  * the storage. Gradient: PyTorch's (g summed at the positions read, given to
  * the elements of x at those positions, shared among x's elements that share
- * one). In a traced function x must hold its whole storage from offset 0 in
- * row-major order (a graph has values, not storages): an argument so is
- * guarded, a fresh result of an op is; a view or a composite's result is
- * refused with an error saying so (tj_clone it first). */
+ * one). A traced graph has values, not storages: in a traced function x
+ * must hold its whole storage from offset 0 in row-major order (a fresh
+ * result of an op does; an argument that does is guarded so); as_strided of
+ * a view, of a composite's result, or of an argument or weight that does not
+ * is a graph break: that call runs eagerly, and tj_explain says why. */
 tj_tensor *tj_as_strided(tj_tensor *x, int ndim, const int64_t *size, const int64_t *stride,
                          int64_t storage_offset);
 /* torch.empty_strided: a tensor of that size and those strides (none
