@@ -92,6 +92,10 @@ static bool guard_check(const guard *g, const tj_tensor *t, int arg, int64_t *sy
                         (long long)v, (long long)k, (long long)symval[k]);
         symval[k] = v;
     }
+    if (g->storage > 0 && !rt_holds_storage(t))
+        return fail(why, n, "arg %d: a view, where as_strided's graph reads its whole storage", arg);
+    if (g->storage < 0 && rt_holds_storage(t))
+        return fail(why, n, "arg %d: its whole storage, where as_strided's entry is for views", arg);
     if (g->contiguous) {
         if (!rt_is_contiguous(t))
             return fail(why, n, "arg %d: not contiguous, the guard expects contiguous", arg);
@@ -529,6 +533,19 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
     }
     tj_tensor *res[FE_MAX_RESULTS];
     int nres = ok ? run_fn(c, sargs, nargs, res, FE_MAX_RESULTS) : -1;
+    for (int k = 0; k < nargs && k < 64; k++) {   /* as_strided took it as its own storage */
+        if (!(tr->exact_args >> k & 1))
+            continue;
+        bool holds = rt_holds_storage(args[k]);
+        e->args[k].storage = holds ? 1 : -1;
+        if (!holds) {
+            char why[256];
+            snprintf(why, sizeof why,
+                     "as_strided of argument %d, a view at storage offset %lld: a traced graph "
+                     "has values, not storages", k, (long long)args[k]->offset);
+            fe_trace_break(tr, why);
+        }
+    }
     /* outputs: the results, then the value of each write-back */
     ir_node **outs = nres >= 0 ? calloc((size_t)(nres + tr->nwrites + 1), sizeof *outs) : NULL;
     int nouts = 0;

@@ -20,6 +20,9 @@ typedef struct guard {
     tj_dtype dtype;
     int ndim;
     bool contiguous;
+    signed char storage;            /* as_strided read it as its own storage: 1 it held its
+                                     * whole storage (the graph's case), -1 it did not (an
+                                     * eager entry); 0 unchecked */
     int64_t shape[TJ_MAX_DIMS];     /* IR_SYM(k) for a symbolic dim */
     int64_t strides[TJ_MAX_DIMS];   /* checked when not contiguous */
 } guard;

@@ -17,8 +17,11 @@ static void explain_guards(FILE *f, const entry *e)
         ir_type t = {g->dtype, g->ndim, false, {0}};
         memcpy(t.shape, g->shape, sizeof t.shape);
         char b[IR_TYPE_BUF];
-        fprintf(f, "    guard arg %d: %s %s\n", k, ir_type_fmt(&t, b, sizeof b),
-                g->contiguous ? "contiguous" : "strided");
+        fprintf(f, "    guard arg %d: %s %s%s\n", k, ir_type_fmt(&t, b, sizeof b),
+                g->contiguous ? "contiguous" : "strided",
+                g->storage > 0   ? ", its whole storage (as_strided reads it)"
+                : g->storage < 0 ? ", a view of its storage (as_strided reads it: eager)"
+                                 : "");
     }
     for (int k = 0; k < e->nrefs; k++) {
         const capref *r = &e->caps[k];

@@ -93,6 +93,12 @@ void fe_trace_view_write_break(fe_trace *tr)
     trace_break(tr, "%s into a view of a traced tensor", "tj_copy_ (or an in-place op)");
 }
 
+void fe_trace_break(fe_trace *tr, const char *why)
+{
+    tr->nosplit = true;   /* the rest of the call runs eagerly, as it must */
+    trace_break(tr, "%s", why);
+}
+
 static ir_node *capture(fe_trace *tr, tj_tensor *x)
 {
     for (int k = 0; k < tr->ncaps; k++)

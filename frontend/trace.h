@@ -51,6 +51,8 @@ struct fe_trace {
     bool failed;           /* out of memory or a graph error */
     tj_tensor *const *args; /* the function's symbolic arguments (set by the caller) */
     int nargs;
+    uint64_t exact_args;   /* bit k: as_strided read argument k as its own storage
+                            * (compile.c guards whether it holds it; ops_strided.c) */
     fe_write *writes;      /* in-place writes and gradients, one per target */
     int nwrites, write_cap;
     fe_grad_guard *grad_guards;
@@ -138,6 +140,9 @@ int fe_freeze_graph(const ir_graph *g, tj_tensor *const *caps, ir_graph **out, t
                     int **src, int *nconsts, int *nbn);
 /* Records the graph break of a write into a view it cannot functionalize. */
 void fe_trace_view_write_break(fe_trace *tr);
+/* Records a graph break (the first wins) for why; the call then runs eagerly
+ * (no split: what follows may depend on eager state). */
+void fe_trace_break(fe_trace *tr, const char *why);
 /* Stops and restarts recording on this thread (an eager step inside a trace). */
 void fe_trace_pause(fe_trace *tr);
 void fe_trace_resume(fe_trace *tr);

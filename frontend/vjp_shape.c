@@ -210,25 +210,91 @@ AG_VJP(gather)
     return 0;
 }
 
-/* as_strided (remaining prims, issue 11): y[i] = x_flat[off(i)], off(i) =
- * storage_offset + sum(i_d stride_d) over x's elements in row-major order, so
- * the gradient adds g at those offsets (index_add: overlapping windows sum). */
-AG_VJP(as_strided)
+/* as_strided (remaining prims, issue 11) */
+
+/* The positions off + sum_d i_d stride_d of a strided geometry, flat in the
+ * row-major order of size (i64 [numel]). */
+static tj_tensor *positions(int n, const int64_t *size, const int64_t *stride, int64_t off)
 {
-    const ir_attr *sz = &c->a->a[0], *st = &c->a->a[1];
-    int n = sz->n;
-    int64_t numel = tj_numel(X), flat = -1;
-    tj_tensor *off = tj_scalar(TJ_I64, (double)c->a->a[2].i[0]);
+    int64_t flat = -1;
+    tj_tensor *p = tj_scalar(TJ_I64, (double)off);
     for (int d = 0; d < n; d++) {
         int64_t shape[TJ_MAX_DIMS];
         for (int k = 0; k < n; k++)
-            shape[k] = k == d ? sz->i[d] : 1;
-        tj_tensor *r = tj_mul_s(tj_arange(TJ_I64, 0, (double)sz->i[d], 1), (double)st->i[d]);
-        off = tj_add(off, tj_reshape(r, n, shape));
+            shape[k] = k == d ? size[d] : 1;
+        tj_tensor *r = tj_mul_s(tj_arange(TJ_I64, 0, (double)size[d], 1), (double)stride[d]);
+        p = tj_add(p, tj_reshape(r, n, shape));
     }
-    off = tj_reshape(tj_expand(off, n, sz->i), 1, &flat);
-    tj_tensor *dx = tj_index_add(tj_zeros(g ? g->dtype : TJ_F32, 1, &numel), 0, off,
-                                 tj_reshape(g, 1, &flat), 1);
+    return tj_reshape(tj_expand(p, n, size), 1, &flat);
+}
+
+/* 1 + the last position of a geometry with elements. */
+static int64_t extent(int n, const int64_t *size, const int64_t *stride, int64_t off)
+{
+    for (int d = 0; d < n; d++)
+        off += (size[d] - 1) * stride[d];
+    return off + 1;
+}
+
+/* Whether two elements of the geometry may share a position: PyTorch's
+ * test, dims by increasing stride, each stride past the extent before it. */
+static bool may_overlap(int n, const int64_t *size, const int64_t *stride)
+{
+    int order[TJ_MAX_DIMS], m = 0;
+    for (int d = 0; d < n; d++)
+        if (size[d] > 1)
+            order[m++] = d;
+    for (int i = 1; i < m; i++)   /* insertion sort by stride */
+        for (int j = i; j > 0 && stride[order[j]] < stride[order[j - 1]]; j--) {
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    int64_t reach = 0;   /* the last position the dims so far reach */
+    for (int i = 0; i < m; i++) {
+        int d = order[i];
+        if (stride[d] <= reach)
+            return true;
+        reach += (size[d] - 1) * stride[d];
+    }
+    return false;
+}
+
+/* PyTorch's as_strided_backward. Positions count x's storage when
+ * tj_as_strided recorded the node eagerly (attribute slot 3 set: ops_strided.c),
+ * else x's own elements in row-major order (a graph's, or an eager call of the
+ * row itself): g is added at the positions y read (index_add: overlapping
+ * windows sum), and x's gradient is that sum at each of its positions, divided
+ * by how many of x's elements share it (an expanded x); positions x does not
+ * cover get none. */
+AG_VJP(as_strided)
+{
+    const ir_attr *sz = &c->a->a[0], *st = &c->a->a[1];
+    bool storage = c->a->a[3].i[0] != 0 && X->storage;
+    int64_t xs[TJ_MAX_DIMS], xoff = storage ? X->offset : 0, yoff = c->a->a[2].i[0];
+    int64_t nx = tj_numel(X), ny = tj_numel(g), flat = -1;
+    if (storage)
+        memcpy(xs, X->strides, sizeof xs);
+    else
+        rt_contiguous_strides(X->ndim, X->shape, xs);
+    if (nx == 0 || ny == 0) {
+        AG_SET(0, tj_zeros(g->dtype, X->ndim, X->shape));
+        return 0;
+    }
+    int64_t lo = xoff < yoff ? xoff : yoff, ex = extent(X->ndim, X->shape, xs, xoff) - lo,
+            ey = extent(sz->n, sz->i, st->i, yoff) - lo, e = ex > ey ? ex : ey;
+    tj_tensor *buf = tj_index_add(tj_zeros(g->dtype, 1, &e), 0, positions(sz->n, sz->i, st->i, yoff - lo),
+                                  tj_reshape(g, 1, &flat), 1);
+    if (!storage || (lo == xoff && e == nx && rt_is_contiguous(X))) {   /* x's: 0 .. nx - 1 */
+        AG_SET(0, tj_reshape(e == nx ? buf : tj_narrow(buf, 0, 0, nx), X->ndim, X->shape));
+        return 0;
+    }
+    tj_tensor *px = positions(X->ndim, X->shape, xs, xoff - lo);
+    tj_tensor *dx = tj_index_select(buf, 0, px);
+    if (may_overlap(X->ndim, X->shape, xs)) {
+        tj_tensor *cnt = tj_index_add(tj_zeros(g->dtype, 1, &e), 0, px, tj_ones(g->dtype, 1, &nx), 1);
+        dx = tj_div(dx, tj_index_select(cnt, 0, px));
+    }
     AG_SET(0, tj_reshape(dx, X->ndim, X->shape));
     return 0;
 }

@@ -826,11 +826,17 @@ tj_tensor *tj_einsum(const char *equation, tj_tensor *const *operands, int n);
 /* PrimTorch's xor_sum: bitwise xor of x over dims (ndims 0: every dim), integer
  * and bool x only, in x's dtype; an empty reduction gives 0. */
 tj_tensor *tj_xor_sum(tj_tensor *x, const int *dims, int ndims, bool keepdim);
-/* x.as_strided(size, stride, storage_offset): a view with ndim sizes and
- * strides (none negative) over x's elements in row-major order, starting at
- * element storage_offset; every element reached must lie within x. x itself
- * is viewed when contiguous; a non-contiguous x is copied first (torch reads
- * its storage instead). Gradient: g added at the offsets read. */
+/* x.as_strided(size, stride, storage_offset), PyTorch's: a view of x's
+ * storage with ndim sizes and strides (none negative) counted in its
+ * elements, starting at storage element storage_offset (absolute: pass
+ * tj_offset(x) for torch's default); every element reached must lie within
+ * the storage. Gradient: PyTorch's (g summed at the positions read, given to
+ * the elements of x at those positions, shared among x's elements that share
+ * one). A traced graph has values, not storages: in a traced function x
+ * must hold its whole storage from offset 0 in row-major order (a fresh
+ * result of an op does; an argument that does is guarded so); as_strided of
+ * a view, of a composite's result, or of an argument or weight that does not
+ * is a graph break: that call runs eagerly, and tj_explain says why. */
 tj_tensor *tj_as_strided(tj_tensor *x, int ndim, const int64_t *size, const int64_t *stride,
                          int64_t storage_offset);
 /* torch.empty_strided: a tensor of that size and those strides (none

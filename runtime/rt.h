@@ -112,6 +112,9 @@ static inline void *rt_ptr(const tj_tensor *t)
 }
 void rt_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
 bool rt_is_contiguous(const tj_tensor *t);
+/* Whether concrete t holds its whole storage from offset 0 in row-major order
+ * (its storage has exactly its elements). */
+bool rt_holds_storage(const tj_tensor *t);
 /* Element k (in row-major order of t's shape) converted to double. */
 double rt_load_f64(const tj_tensor *t, const int64_t *index);
 

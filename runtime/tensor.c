@@ -161,6 +161,12 @@ bool rt_is_contiguous(const tj_tensor *t)
     return true;
 }
 
+bool rt_holds_storage(const tj_tensor *t)
+{
+    return t->storage && t->offset == 0 && rt_is_contiguous(t) &&
+           t->storage->nbytes == (size_t)tj_numel(t) * tj_dtype_size(t->dtype);
+}
+
 /* ---- liveness and weak references ---------------------------------------------- */
 
 /* Freed headers wait here, poisoned, before free() may hand their memory to

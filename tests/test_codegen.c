@@ -102,8 +102,6 @@ static void assert_match(tj_tensor *got, tj_tensor *want, double max_ulp, const 
     assert_near(got, want, max_ulp, 0, 0, what);
 }
 
-static void assert_explain(tj_compiled *c, const char *what);
-
 /* Runs model on args compiled and eagerly and compares; expect: a line the
  * compiled entry's explain must hold (NULL: any). */
 static void compare_x(tj_model_fn fn, void *ctx, tj_tensor **args, int nargs, double max_ulp,
@@ -119,7 +117,7 @@ static void compare_x(tj_model_fn fn, void *ctx, tj_tensor **args, int nargs, do
      * tails of gelu, where the decomposition loses relative accuracy) */
     assert_near(got, want, max_ulp, max_ulp ? 1e-4 : 0, 0, what);
     if (expect)
-        assert_explain(c, expect);
+        tu_assert_explain(c, expect);
     tj_compiled_free(c);
 }
 
@@ -160,15 +158,6 @@ static int kernels_compiled(void)
     cg_jit_stats s;
     cg_jit_stats_get(&s);
     return (int)s.compiled;
-}
-
-static void assert_explain(tj_compiled *c, const char *what)
-{
-    char *t = tj_explain(c);
-    assert_non_null(t);
-    if (!strstr(t, what))
-        fail_msg("explain lacks \"%s\":\n%s", what, t);
-    free(t);
 }
 
 /* ---- pointwise rows ------------------------------------------------------------------------- */
@@ -387,7 +376,7 @@ static void check_close(tj_model_fn fn, void *ctx, tj_tensor **args, int n, doub
         fail_msg("%s: %s", what, tj_last_error());
     assert_near(got, want, 0, rtol, atol, what);
     if (expect)
-        assert_explain(c, expect);
+        tu_assert_explain(c, expect);
     tj_compiled_free(c);
 }
 
@@ -705,7 +694,7 @@ static void test_threads_share_a_plan(void **state)
         assert_near(a[i].out, want, 0, 1e-5, 1e-8, "threads");
         tj_release(a[i].out);
     }
-    assert_explain(c, "compiled: 1 kernel, 0 eager calls");
+    tu_assert_explain(c, "compiled: 1 kernel, 0 eager calls");
     tj_compiled_free(c);
 }
 

@@ -55,15 +55,6 @@ static void check(tj_compiled *c, weights *p)
     tu_assert_close(tj_call(c, &x, 1), model(p, &x, 1), 1e-5, 1e-5);
 }
 
-static void assert_explain_has(tj_compiled *c, const char *what)
-{
-    char *text = tj_explain(c);
-    assert_non_null(text);
-    if (!strstr(text, what))
-        fail_msg("explain lacks \"%s\":\n%s", what, text);
-    free(text);
-}
-
 static int graphs(tj_compiled *c)
 {
     tj_compiled_stats st;
@@ -80,10 +71,10 @@ static void test_freeze_folds(void **state)
     for (int k = 0; k < 3; k++)
         check(c, &p);
     assert_int_equal(graphs(c), 1);
-    assert_explain_has(c, "frozen: what reads only weights was folded into constants (1 batch");
+    tu_assert_explain(c, "frozen: what reads only weights was folded into constants (1 batch");
     /* bn folded into the matmul (passes/fold_bn.c), then w'^T and b' folded:
      * matmul, add, relu on x and two constants */
-    assert_explain_has(c, "3 nodes, 3 inputs (2 captured)");
+    tu_assert_explain(c, "3 nodes, 3 inputs (2 captured)");
     tj_compiled_free(c);
     release(&p);
 }
@@ -99,7 +90,7 @@ static void test_frozen_weight_changed(void **state)
     assert_int_equal(tj_copy_(p.var, tj_full(TJ_F32, 1, (int64_t[]){6}, 2.0)), 0);
     check(c, &p);
     assert_int_equal(graphs(c), 2);
-    assert_explain_has(c, "recompiled because captured tensor");
+    tu_assert_explain(c, "recompiled because captured tensor");
     /* released and replaced: that graph is dropped, the next call retraces */
     tj_release(p.w);
     tj_scope_begin();
@@ -107,7 +98,7 @@ static void test_frozen_weight_changed(void **state)
     tj_scope_end();
     check(c, &p);
     check(c, &p);
-    assert_explain_has(c, "was released");
+    tu_assert_explain(c, "was released");
     tj_compiled_free(c);
 
     /* not frozen: the plan reads the weight each call, no retrace */
@@ -216,9 +207,9 @@ static void check_bn_fold(tj_model_fn fn, bnw *p, int nd, const int64_t *xshape,
         tu_assert_close(tj_call(c, &x, 1), fn(p, &x, 1), 1e-4, 1e-4);
     }
     assert_int_equal(graphs(c), 1);
-    assert_explain_has(c, "frozen: what reads only weights was folded into constants (1 batch "
+    tu_assert_explain(c, "frozen: what reads only weights was folded into constants (1 batch "
                           "norm folded into the conv/linear/matmul before it)");
-    assert_explain_has(c, want);
+    tu_assert_explain(c, want);
     tj_compiled_free(c);
 }
 
@@ -283,7 +274,7 @@ static void test_fold_bn_weight_changed(void **state)
     assert_int_equal(tj_copy_(p.w, tj_full(TJ_F32, 4, (int64_t[]){8, 4, 3, 3}, 0.5)), 0);
     tu_assert_close(tj_call(c, &x, 1), model_conv_bn(&p, &x, 1), 1e-4, 1e-4);
     assert_int_equal(graphs(c), 3);
-    assert_explain_has(c, "recompiled because captured tensor");
+    tu_assert_explain(c, "recompiled because captured tensor");
     tj_compiled_free(c);
     bn_release(&p);
 }

@@ -3,9 +3,12 @@
  * (the rows' values against PyTorch, eager and compiled) and test_autograd.c
  * (their gradients) check: the public entry points against PyTorch
  * (tests/golden/interp, scripts/golden/interp.py: scale factors, 1-D and 3-D
- * nearest, per_sample_weights, include_last_offset), a trace that keeps the
- * composite, and every error path of the shape rules and entry points, with
- * messages naming the op and the shapes. */
+ * nearest, bicubic and area with inf and NaN, per_sample_weights,
+ * include_last_offset, padding_idx, max_norm's write of the weight,
+ * scatter_reduce prod's gradient at zeros), compiled against eager (a
+ * compiled backward, a compiled training step writing the weight back), a
+ * trace that keeps the composite, and every error path of the shape rules
+ * and entry points, with messages naming the op and the shapes. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>

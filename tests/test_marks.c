@@ -20,15 +20,6 @@ static tj_tensor *model(void *ctx, tj_tensor *const *x, int n)
     return tj_add_s(tj_mul(tj_tanh(x[0]), x[0]), 0.5);
 }
 
-static void assert_explain_has(tj_compiled *c, const char *what)
-{
-    char *text = tj_explain(c);
-    assert_non_null(text);
-    if (!strstr(text, what))
-        fail_msg("explain lacks \"%s\":\n%s", what, text);
-    free(text);
-}
-
 /* Calls c on [rows, 8] for each rows; returns the graphs captured. */
 static int run_rows(tj_compiled *c, const int64_t *rows, int n, bool mark_dyn, bool mark_static)
 {
@@ -51,7 +42,7 @@ static void test_mark_dynamic_first_trace(void **state)
     int64_t rows[] = {4, 5, 9, 16};
     tj_compiled *c = tj_compile(model, NULL, &(tj_compile_options){.name = "marked"});
     assert_int_equal(run_rows(c, rows, 4, true, false), 1);   /* symbolic from the start */
-    assert_explain_has(c, "1 symbolic dim");
+    tu_assert_explain(c, "1 symbolic dim");
     tj_compiled_free(c);
 
     /* without the mark: the first size is static, the second makes it dynamic */
@@ -66,7 +57,7 @@ static void test_mark_static(void **state)
     int64_t rows[] = {4, 5, 9};
     tj_compiled *c = tj_compile(model, NULL, &(tj_compile_options){.name = "static"});
     assert_int_equal(run_rows(c, rows, 3, false, true), 3);   /* one graph per size */
-    assert_explain_has(c, "0 symbolic dims");
+    tu_assert_explain(c, "0 symbolic dims");
     tj_compiled_free(c);
 }
 
@@ -105,17 +96,17 @@ static void test_zero_one_specialized_more(void **state)
     int64_t marked[] = {0, 3, 5, 0, 1};
     tj_compiled *c = tj_compile(model, NULL, &(tj_compile_options){.name = "zero_marked"});
     assert_int_equal(run_rows(c, marked, 5, true, false), 3);   /* 0; s0 for 3 and 5; 1 */
-    assert_explain_has(c, "guard arg 0: f32[0,8]");
-    assert_explain_has(c, "guard arg 0: f32[1,8]");
-    assert_explain_has(c, "guard arg 0: f32[s0,8]");
+    tu_assert_explain(c, "guard arg 0: f32[0,8]");
+    tu_assert_explain(c, "guard arg 0: f32[1,8]");
+    tu_assert_explain(c, "guard arg 0: f32[s0,8]");
     tj_compiled_free(c);
 
     int64_t rows[] = {4, 5, 1, 0, 7, 1, 0, 9};
     c = tj_compile(model, NULL, &(tj_compile_options){.name = "zero_one_auto"});
     assert_int_equal(run_rows(c, rows, 8, false, false), 4);   /* 4; s0; 1; 0 */
-    assert_explain_has(c, "guard arg 0: f32[s0,8]");
-    assert_explain_has(c, "guard arg 0: f32[1,8]");
-    assert_explain_has(c, "guard arg 0: f32[0,8]");
+    tu_assert_explain(c, "guard arg 0: f32[s0,8]");
+    tu_assert_explain(c, "guard arg 0: f32[1,8]");
+    tu_assert_explain(c, "guard arg 0: f32[0,8]");
     tj_compiled_stats st;
     assert_int_equal(tj_compiled_stats_get(c, &st), 0);
     assert_int_equal(st.calls, 8);

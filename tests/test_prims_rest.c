@@ -1,7 +1,9 @@
 /* test_prims_rest.c - the remaining PrimTorch prims of issue 11 (ops.def's
  * "remaining prims" block): xor_sum, as_strided, empty_strided, against
- * hand-computed values, eager and compiled, with their errors and gradients.
- * They have no OpInfo samples (tests/golden/opinfo/known.txt exempts them). */
+ * hand-computed values, eager and compiled, with their errors and gradients,
+ * and as_strided's views of storages x is not all of against PyTorch
+ * (tests/golden/strided, scripts/golden/strided.py). They have no OpInfo
+ * samples (tests/golden/opinfo/known.txt exempts them). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -147,15 +149,66 @@ static void test_as_strided_values(void **state)
     tu_assert_close(tj_as_strided(x, 1, (int64_t[]){3}, (int64_t[]){0}, 5),
                     vec(TJ_F32, 3, (double[]){5, 5, 5}), 0, 0);
     tu_assert_close(tj_as_strided(x, 0, NULL, NULL, 4), tj_scalar(TJ_F32, 4), 0, 0);
-    /* a non-contiguous input: its elements in row-major order (a copy):
-     * arange(6).reshape(2,3).t() is [[0,3],[1,4],[2,5]] */
+    /* a non-contiguous input: its storage, as torch (no copy):
+     * arange(6).reshape(2,3).t() is [[0,3],[1,4],[2,5]] over storage 0..5 */
     tj_tensor *xt = tj_transpose(tj_reshape(ar(TJ_I64, 6), 2, (int64_t[]){2, 3}), 0, 1);
-    tu_assert_close(tj_as_strided(xt, 1, (int64_t[]){3}, (int64_t[]){2}, 0),
-                    vec(TJ_I64, 3, (double[]){0, 1, 2}), 0, 0);
+    tj_tensor *v = tj_as_strided(xt, 1, (int64_t[]){3}, (int64_t[]){2}, 0);
+    tu_assert_close(v, vec(TJ_I64, 3, (double[]){0, 2, 4}), 0, 0);
+    assert_ptr_equal(tj_data(v), tj_data(xt));
+    /* a slice: offsets count the storage, not the slice (elements before it too) */
+    tj_tensor *sl = tj_narrow(x, 0, 2, 3);
+    tu_assert_close(tj_as_strided(sl, 1, (int64_t[]){3}, (int64_t[]){1}, 0),
+                    vec(TJ_F32, 3, (double[]){0, 1, 2}), 0, 0);
+    tu_assert_close(tj_as_strided(sl, 1, (int64_t[]){2}, (int64_t[]){1}, tj_offset(sl)),
+                    vec(TJ_F32, 2, (double[]){2, 3}), 0, 0);
     /* no elements: nothing reached, any offset within reason */
     tj_tensor *e = tj_as_strided(x, 2, (int64_t[]){0, 3}, (int64_t[]){100, 1}, 0);
     assert_non_null(e);
     assert_int_equal(tj_numel(e), 0);
+}
+
+/* Views of x's storage where x is not all of it, and their gradients, against
+ * PyTorch's (scripts/golden/strided.py: the storage is a leaf arange(12)). */
+static tj_tensor *SG(const char *case_, const char *what)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s_%s", case_, what);
+    return tu_golden("strided", name);
+}
+
+static tj_tensor *strided_case(const char *name, tj_tensor *s)
+{
+    if (!strcmp(name, "slice") || !strcmp(name, "slice_own"))
+        return tj_narrow(s, 0, 2, 6);
+    if (!strcmp(name, "transposed"))
+        return tj_transpose(tj_reshape(s, 2, (int64_t[]){3, 4}), 0, 1);
+    if (!strcmp(name, "expanded"))
+        return tj_expand(tj_narrow(s, 0, 0, 3), 2, (int64_t[]){4, 3});
+    return tj_narrow(s, 0, 1, 10);   /* windows */
+}
+
+static void test_as_strided_storage(void **state)
+{
+    (void)state;
+    const struct {
+        const char *name;
+        int n;
+        int64_t size[2], stride[2], off;
+    } cases[] = {
+        {"slice", 2, {2, 3}, {3, 1}, 0},    {"slice_own", 1, {3}, {2}, 2},
+        {"transposed", 2, {4, 2}, {1, 4}, 3}, {"expanded", 1, {3}, {1}, 1},
+        {"windows", 2, {4, 3}, {2, 1}, 1},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        tj_tensor *leaf = tj_keep(ar(TJ_F64, 12));
+        assert_int_equal(tj_requires_grad(leaf, true), 0);
+        tj_tensor *y = tj_as_strided(strided_case(cases[k].name, leaf), cases[k].n, cases[k].size,
+                                     cases[k].stride, cases[k].off);
+        tu_assert_close(y, SG(cases[k].name, "y"), 0, 0);
+        assert_int_equal(tj_backward_seed(y, SG(cases[k].name, "g")), 0);
+        tu_assert_close(tj_grad(leaf), SG(cases[k].name, "grad"), 1e-12, 1e-12);
+        tj_release(leaf);
+    }
 }
 
 static void test_as_strided_errors(void **state)
@@ -174,6 +227,16 @@ static void test_as_strided_errors(void **state)
                     "negative storage_offset", NULL);
     tu_assert_error(tj_as_strided(x, 1, NULL, (int64_t[]){1}, 0), "as_strided", "size has -1 entries", NULL);
     assert_null(tj_as_strided(NULL, 1, (int64_t[]){1}, (int64_t[]){1}, 0));
+    /* bounded by the storage, not by x: a slice may reach past its end, not past
+     * the storage's; an expanded x has more elements than its storage */
+    tj_tensor *sl = tj_narrow(x, 0, 1, 2);
+    assert_non_null(tj_as_strided(sl, 1, (int64_t[]){6}, (int64_t[]){1}, 0));
+    tu_assert_error(tj_as_strided(sl, 1, (int64_t[]){6}, (int64_t[]){1}, 1), "as_strided(f32[2])",
+                    "reaches element 6, outside the input's 6 elements (as_strided counts x's "
+                    "storage: 6 elements)", NULL);
+    tj_tensor *ex = tj_expand(tj_narrow(x, 0, 5, 1), 1, (int64_t[]){20});
+    tu_assert_error(tj_as_strided(ex, 1, (int64_t[]){7}, (int64_t[]){1}, 0), "as_strided(f32[20])",
+                    "reaches element 6", "storage: 6 elements", NULL);
 }
 
 static void test_as_strided_grad(void **state)
@@ -202,6 +265,59 @@ static tj_tensor *model_strided(void *ctx, tj_tensor *const *args, int nargs)
     (void)ctx, (void)nargs;
     tj_tensor *x = tj_add_s(args[0], 1);
     return tj_mul_s(tj_as_strided(x, 2, (int64_t[]){3, 4}, (int64_t[]){2, 1}, 1), 2);
+}
+
+/* In a traced function as_strided needs x to hold its whole storage (a graph
+ * has values, not storages): a view, or an argument or weight that does not,
+ * is a graph break (the call runs eagerly, with PyTorch's view), said by
+ * tj_explain; an argument that does is guarded so; a fresh result is traced. */
+static tj_tensor *model_strided_view(void *ctx, tj_tensor *const *args, int nargs)
+{
+    (void)ctx, (void)nargs;
+    return tj_as_strided(tj_narrow(args[0], 0, 2, 4), 1, (int64_t[]){3}, (int64_t[]){1}, 0);
+}
+
+static tj_tensor *model_strided_arg(void *ctx, tj_tensor *const *args, int nargs)
+{
+    (void)nargs;
+    tj_tensor *y = tj_as_strided(ctx ? (tj_tensor *)ctx : args[0], 1, (int64_t[]){3},
+                                 (int64_t[]){2}, 1);
+    return ctx ? tj_add(y, args[0]) : tj_mul_s(y, 2);
+}
+
+static void test_as_strided_traced(void **state)
+{
+    (void)state;
+    tj_tensor *x = ar(TJ_F32, 10);
+    tj_compiled *c = tj_compile(model_strided_view, NULL, &(tj_compile_options){.name = "view"});
+    tu_assert_close(tj_call(c, &x, 1), vec(TJ_F32, 3, (double[]){0, 1, 2}), 0, 0);   /* storage */
+    tu_assert_explain(c, "as_strided of the result of narrow, eagerly a view of another tensor's "
+                      "storage or possibly one: a traced graph has values, not storages");
+    tj_compiled_free(c);
+    /* an argument: a graph while it holds its storage, eager for a view of one */
+    c = tj_compile(model_strided_arg, NULL, &(tj_compile_options){.name = "arg"});
+    tj_tensor *x6 = ar(TJ_F32, 6);
+    tu_assert_close(tj_call(c, &x6, 1), model_strided_arg(NULL, &x6, 1), 0, 0);
+    tu_assert_explain(c, "guard arg 0: f32[6] contiguous, its whole storage (as_strided reads it)");
+    tj_tensor *s6 = tj_narrow(ar(TJ_F32, 12), 0, 3, 6);   /* contiguous, at offset 3 */
+    tu_assert_close(tj_call(c, &s6, 1), model_strided_arg(NULL, &s6, 1), 0, 0);
+    /* storage elements 1, 3, 5 (the graph would read s6's own: 4, 6, 8) */
+    tu_assert_close(tj_call(c, &s6, 1), vec(TJ_F32, 3, (double[]){2, 6, 10}), 0, 0);
+    tu_assert_explain(c, "as_strided of argument 0, a view at storage offset 3");
+    tu_assert_close(tj_call(c, &x6, 1), model_strided_arg(NULL, &x6, 1), 0, 0);
+    tj_compiled_stats st;
+    assert_int_equal(tj_compiled_stats_get(c, &st), 0);
+    assert_int_equal(st.graphs, 1);   /* and one eager signature: no retrace after */
+    assert_int_equal(st.breaks, 1);
+    tj_compiled_free(c);
+    /* a captured weight that is a slice of its storage */
+    tj_tensor *w = tj_keep(tj_narrow(ar(TJ_F32, 12), 0, 2, 6));
+    tj_tensor *x3 = ar(TJ_F32, 3);
+    c = tj_compile(model_strided_arg, w, &(tj_compile_options){.name = "weight"});
+    tu_assert_close(tj_call(c, &x3, 1), vec(TJ_F32, 3, (double[]){1, 4, 7}), 0, 0);
+    tu_assert_explain(c, "as_strided of a weight at storage offset 2 of 12 elements");
+    tj_compiled_free(c);
+    tj_release(w);
 }
 
 static void test_as_strided_compiled(void **state)
@@ -258,7 +374,8 @@ int main(void)
         T(test_xor_sum_values), T(test_xor_sum_dims), T(test_xor_sum_empty),
         T(test_xor_sum_errors), T(test_xor_sum_compiled), T(test_xor_sum_no_grad),
         T(test_as_strided_values), T(test_as_strided_errors), T(test_as_strided_grad),
-        T(test_as_strided_compiled), T(test_empty_strided),
+        T(test_as_strided_compiled), T(test_empty_strided), T(test_as_strided_storage),
+        T(test_as_strided_traced),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

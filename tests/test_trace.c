@@ -22,15 +22,6 @@ static tj_tensor *randn2(tj_dtype dt, int64_t a, int64_t b)
     return tj_randn(dt, 2, (int64_t[]){a, b});
 }
 
-static void assert_explain_has(tj_compiled *c, const char *what)
-{
-    char *text = tj_explain(c);
-    assert_non_null(text);
-    if (!strstr(text, what))
-        fail_msg("explain lacks \"%s\":\n%s", what, text);
-    free(text);
-}
-
 /* y = tanh(x) * w + sum(x, dim 1, keepdim) */
 static tj_tensor *model_weighted(void *ctx, tj_tensor *const *args, int nargs)
 {
@@ -52,8 +43,8 @@ static void test_weights_by_reference(void **state)
     assert_int_equal(tj_copy_(w, tj_full(TJ_F32, 0, NULL, 3.0)), 0);
     tj_tensor *y = tj_call(c, &x, 1);
     tu_assert_close(y, model_weighted(w, &x, 1), 1e-6, 1e-6);
-    assert_explain_has(c, "1 graph captured");
-    assert_explain_has(c, "captured tensor 0 (identity): f32[4,8]");
+    tu_assert_explain(c, "1 graph captured");
+    tu_assert_explain(c, "captured tensor 0 (identity): f32[4,8]");
     tj_compiled_free(c);
     tj_release(w);
 }
@@ -72,14 +63,14 @@ static void test_guard_hit_and_miss(void **state)
     tj_tensor *x = randn2(TJ_F32, 3, 5);
     for (int k = 0; k < 3; k++)
         tu_assert_close(tj_call(c, &x, 1), model_pointwise(NULL, &x, 1), 0, 0);
-    assert_explain_has(c, "3 calls, 1 graph captured");
+    tu_assert_explain(c, "3 calls, 1 graph captured");
     tj_tensor *xd = tj_cast(x, TJ_F64);
     tu_assert_close(tj_call(c, &xd, 1), model_pointwise(NULL, &xd, 1), 0, 0);
-    assert_explain_has(c, "recompiled because arg 0: dtype is f64, the guard expects f32");
+    tu_assert_explain(c, "recompiled because arg 0: dtype is f64, the guard expects f32");
     tj_tensor *xt = tj_transpose(randn2(TJ_F32, 5, 3), 0, 1);   /* same shape, strided */
     tu_assert_close(tj_call(c, &xt, 1), model_pointwise(NULL, &xt, 1), 0, 0);
-    assert_explain_has(c, "not contiguous, the guard expects contiguous");
-    assert_explain_has(c, "3 graphs captured");
+    tu_assert_explain(c, "not contiguous, the guard expects contiguous");
+    tu_assert_explain(c, "3 graphs captured");
     tj_compiled_free(c);
 }
 
@@ -92,9 +83,9 @@ static void test_recompile_limit(void **state)
         tj_tensor *x = randn2(TJ_F32, n, 3);
         tu_assert_close(tj_call(c, &x, 1), model_pointwise(NULL, &x, 1), 0, 0);
     }
-    assert_explain_has(c, "2 graphs captured");
-    assert_explain_has(c, "recompile limit (2) reached");
-    assert_explain_has(c, "3 eager calls");
+    tu_assert_explain(c, "2 graphs captured");
+    tu_assert_explain(c, "recompile limit (2) reached");
+    tu_assert_explain(c, "3 eager calls");
     tj_compiled_free(c);
 }
 
@@ -116,9 +107,9 @@ static void test_dynamic_dim(void **state)
         tj_tensor *x = randn2(TJ_F32, sizes[k], 8);
         tu_assert_close(tj_call(c, &x, 1), model_dynamic(w, &x, 1), 1e-5, 1e-5);
     }
-    assert_explain_has(c, "2 graphs captured");
-    assert_explain_has(c, "1 symbolic dim, 4 calls");
-    assert_explain_has(c, "guard arg 0: f32[s0,8]");
+    tu_assert_explain(c, "2 graphs captured");
+    tu_assert_explain(c, "1 symbolic dim, 4 calls");
+    tu_assert_explain(c, "guard arg 0: f32[s0,8]");
     tj_compiled_free(c);
     tj_release(w);
 }
@@ -160,8 +151,8 @@ static void test_dynamic_read_specializes(void **state)
         tj_tensor *x = randn2(TJ_F32, n, 3);
         tu_assert_close(tj_call(c, &x, 1), model_reads_size(NULL, &x, 1), 0, 0);
     }
-    assert_explain_has(c, "reads the size of a dynamic dim");
-    assert_explain_has(c, "4 graphs captured");
+    tu_assert_explain(c, "reads the size of a dynamic dim");
+    tu_assert_explain(c, "4 graphs captured");
     tj_compiled_free(c);
 }
 
@@ -185,10 +176,10 @@ static void test_graph_break(void **state)
         tj_tensor *y = tj_call(c, &x, 1);
         tu_assert_close(y, model_breaks(NULL, &x, 1), 0, 0);
     }
-    assert_explain_has(c, "1 graph captured, 0 graph breaks, 0 eager calls");
-    assert_explain_has(c, "split at graph breaks (the first: tj_item reads the values of a traced "
+    tu_assert_explain(c, "1 graph captured, 0 graph breaks, 0 eager calls");
+    tu_assert_explain(c, "split at graph breaks (the first: tj_item reads the values of a traced "
                           "tensor (after 1 op, the last amax))");
-    assert_explain_has(c, "2 compiled pieces (1 end at a break)");
+    tu_assert_explain(c, "2 compiled pieces (1 end at a break)");
     tj_compiled_free(c);
 }
 
@@ -238,7 +229,7 @@ static void test_random_breaks(void **state)
     assert_non_null(a);
     assert_non_null(b);
     assert_true(tj_item(tj_any(tj_ne(a, b), NULL, 0, false)) == 1);   /* fresh draws */
-    assert_explain_has(c, "random op dropout (random ops are not traced yet)");
+    tu_assert_explain(c, "random op dropout (random ops are not traced yet)");
     tj_compiled_free(c);
 }
 
@@ -261,7 +252,7 @@ static void test_regional_compilation(void **state)
         xe = layer(NULL, (tj_tensor *[]){xe, w, b}, 3);
         tu_assert_close(x, xe, 1e-5, 1e-5);
     }
-    assert_explain_has(c, "4 calls, 1 graph captured");
+    tu_assert_explain(c, "4 calls, 1 graph captured");
     tj_compiled_free(c);
 }
 
@@ -278,8 +269,8 @@ static void test_nested_call_is_inlined(void **state)
     tj_tensor *x = randn2(TJ_F32, 2, 3);
     for (int k = 0; k < 2; k++)
         tu_assert_close(tj_call(outer, &x, 1), tj_exp(model_pointwise(NULL, &x, 1)), 0, 0);
-    assert_explain_has(outer, "graph 1: 5 nodes");   /* sigmoid mul scalar add exp */
-    assert_explain_has(inner, "compiled inner: 0 calls");
+    tu_assert_explain(outer, "graph 1: 5 nodes");   /* sigmoid mul scalar add exp */
+    tu_assert_explain(inner, "compiled inner: 0 calls");
     tu_assert_error(tj_compile(NULL, NULL, NULL), "tj_compile", "NULL", NULL);
     tj_compiled_free(outer);
     tj_compiled_free(inner);

@@ -70,6 +70,16 @@ static void compare(tj_tensor *got, tj_tensor *want, double rtol, double atol, b
     } while (next_index(tj_ndim(got), tj_shape(got), idx));
 }
 
+void tu_assert_explain(tj_compiled *c, const char *what)
+{
+    char *text = tj_explain(c);
+    if (!text)
+        fail_msg("tj_explain: %s", tj_last_error());
+    if (!strstr(text, what))
+        fail_msg("explain lacks \"%s\":\n%s", what, text);
+    free(text);
+}
+
 void tu_assert_close(tj_tensor *got, tj_tensor *want, double rtol, double atol)
 {
     compare(got, want, rtol, atol, true);

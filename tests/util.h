@@ -28,6 +28,9 @@ void tu_assert_close_any(tj_tensor *got, tj_tensor *want, double rtol, double at
  * the NULL-terminated substrings; then clears the error. */
 void tu_assert_error(const void *got, ...);
 
+/* Fails the test unless tj_explain(c) contains what (the message shows it). */
+void tu_assert_explain(tj_compiled *c, const char *what);
+
 /* A tensor from a literal list of doubles, cast to dt (current scope). */
 tj_tensor *tu_tensor(tj_dtype dt, int ndim, const int64_t *shape, const double *values);
 
