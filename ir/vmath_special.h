@@ -7,12 +7,16 @@
  * formulas compute in double and round once; the f64 formulas use libm.
  * The bound above each f32 function is measured by tests/test_vmath_special.c
  * against a long double or double reference, and asserted there.
- * Vectorized (zmm, no calls; objdump of the eager clones, the JIT's asm
- * dump): erfcx, ndtri, i0/i0e/i1/i1e, bessel_j0/j1, frexp. polygamma, igamma
- * and igammac have no calls either but stay scalar loops in both gcc and
- * LLVM (their unrolled sums are past the vectorizers' limits); not yet fixed.
+ * Every f32 loop vectorizes with no calls (objdump of the eager clones: ymm
+ * in the x86-64-v3 one, zmm in v4; the JIT's asm dump): every loop in a
+ * formula has a fixed trip count and is unrolled completely, every branch
+ * is a select (no ||, no fmax: gcc if-converts neither), and no int64 ->
+ * double conversion (AVX2 has none). polygamma, igamma and igammac with a
+ * scalar operand: gcc keeps the predicates on it in the loop as invariants
+ * and gives up, so the eager kernels repeat the scalar over a block and run
+ * the vector-vector loop (runtime/k_pointwise.c).
  * Coefficient tables: the Cephes Math Library (3-clause BSD), as PyTorch's
- * ATen/native/Math.h uses them.
+ * ATen/native/Math.h uses them; Temme's expansion's: scripts/temme.py.
  */
 #ifndef TJ_VMATH_SPECIAL_H
 #define TJ_VMATH_SPECIAL_H
@@ -225,8 +229,8 @@ VM_FORCE_INLINE void vm_sincos_red_f32(double a, double *s, double *c)
     *c = (q.q == 1.0) | (q.q == 2.0) ? ncv : cv;
 }
 
-/* max 1.2 ulp (j0) and 2.4 ulp (j1) where |J| >= 1e-3 (x in [-1e4, 1e4]),
- * 2e-10 absolute elsewhere (near the zeros), against glibc's j0/j1; 0 at
+/* max 2.3 ulp (j0) and 2.4 ulp (j1) where |J| >= 1e-3 (x in [-1e4, 1e4]),
+ * 3e-10 absolute elsewhere (near the zeros), against glibc's j0/j1; 0 at
  * +-inf (PyTorch: NaN, a known difference). f64: 3.4e-16 absolute. */
 VM_FORCE_INLINE float vm_bessel_j0_f32(float x)
 {
@@ -371,7 +375,8 @@ VM_FORCE_INLINE double vm_ndtri_f64(double x)
  * vmath's vectorizable vm_logd/vm_expd and vm_erfcd (the f32 columns
  * compute in double; every loop has a fixed trip count and is unrolled
  * completely, so the element loops around them vectorize), _l with libm's
- * log/exp/erfc and more terms (the f64 columns). */
+ * log/exp/erfc and more terms, its long loops unrolled by 8 only (the f64
+ * columns, scalar loops anyway). */
 #define VM_STR_(s) #s
 #define VM_UNROLL(n) _Pragma(VM_STR_(GCC unroll n))
 
@@ -498,7 +503,7 @@ static const double vm_temme_d[12][17] = {
      2.0653236975414888e-07},
 };
 
-#define VM_SPECIAL_GAMMA(SUF, LOG, EXP, ERFC, KS, KC) \
+#define VM_SPECIAL_GAMMA(SUF, LOG, EXP, ERFC, KS, KC, US, UC) \
 /* ln Gamma(a), a > 0 */ \
 VM_FORCE_INLINE double vm_lgamma_pos##SUF(double a) \
 { \
@@ -561,7 +566,7 @@ VM_FORCE_INLINE double vm_log1pmx##SUF(double t, double r) \
     for (int k = 35; k >= 3; k -= 2) \
         p = p * u2 + 1.0 / k; \
     double ser = 2.0 * u * u2 * p - t * u; \
-    return (t > -0.5 && t < 1.0) ? ser : LOG(r) - t; \
+    return (t > -0.5) & (t < 1.0) ? ser : LOG(r) - t; \
 } \
 /* P(a, x) and Q(a, x) = 1 - P, PyTorch's special values; q: which one. \
  * Temme's expansion for a > 20 and |x - a| < 0.3 a, else the series of P \
@@ -577,7 +582,7 @@ VM_FORCE_INLINE double vm_igam##SUF(double a, double x, int q) \
     double ax = EXP(a * LOG(x) - x - vm_lgamma_pos##SUF(a)); \
     ax = a >= 8.0 ? e * sqrt(a * 0.15915494309189533577) * EXP(-vm_stirling_ser(a)) : ax; \
     double r = a, c = 1.0, ser = 1.0; \
-    VM_UNROLL(KS) \
+    VM_UNROLL(US) \
     for (int k = 0; k < KS; k++) { \
         r += 1.0; \
         c *= x / r; \
@@ -586,7 +591,7 @@ VM_FORCE_INLINE double vm_igam##SUF(double a, double x, int q) \
     double p = ser * ax / a; \
     double y = 1.0 - a, zz = x + y + 1.0, cc = 0.0; \
     double pkm2 = 1.0, qkm2 = x, pkm1 = x + 1.0, qkm1 = zz * x; \
-    VM_UNROLL(KC) \
+    VM_UNROLL(UC) \
     for (int k = 0; k < KC; k++) { \
         cc += 1.0; \
         y += 1.0; \
@@ -616,7 +621,7 @@ VM_FORCE_INLINE double vm_igam##SUF(double a, double x, int q) \
     double tq = z < 0.0 ? 1.0 - tail : tail, tp = z < 0.0 ? tail : 1.0 - tail; \
     int use_ser = x < a + 1.0; \
     double lower = use_ser ? p : 1.0 - cf, upper = use_ser ? 1.0 - p : cf; \
-    int asym = a > 20.0 && fabs(t) < 0.3; \
+    int asym = (a > 20.0) & (fabs(t) < 0.3); \
     lower = asym ? tp : lower; \
     upper = asym ? tq : upper; \
     double v = q ? upper : lower; \
@@ -629,8 +634,8 @@ VM_FORCE_INLINE double vm_igam##SUF(double a, double x, int q) \
     return bad ? NAN : v; \
 }
 
-VM_SPECIAL_GAMMA(_d, vm_logd, vm_expd, vm_erfcd, 64, 96)
-VM_SPECIAL_GAMMA(_l, log, exp, erfc, 128, 128)
+VM_SPECIAL_GAMMA(_d, vm_logd, vm_expd, vm_erfcd, 64, 96, 64, 96)
+VM_SPECIAL_GAMMA(_l, log, exp, erfc, 128, 128, 8, 8)
 
 /* max 0.5 ulp for n in [1, 4], x in [-1000, 40], and n in [5, 12], x in
  * [-60, 60], away from the poles (measured against long double sums; the

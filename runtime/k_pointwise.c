@@ -244,8 +244,34 @@ typedef struct {
     tj_dtype cd, ta, tb;
     int64_t csize, osize;
     bool check_zero;     /* integer fmod/remainder: a zero divisor sets zero */
+    bool by_block;       /* a scalar operand goes through vv_on_block */
     int zero;
 } binary_ctx;
+
+/* Rows whose scalar operand is repeated over a block for the vector-vector
+ * loop instead of taking their vs and sv loops: gcc 12 leaves these
+ * formulas' predicates on the scalar (one operand's special values and
+ * ranges) in the loop as invariants, and vectorizes neither variant. The
+ * repeated block is written once per row of the iteration, nothing beside
+ * formulas of hundreds of operations. tj_polygamma_n(n, x) is such a call. */
+static const bool scalar_by_block[IR_NUM_OPS] = {
+    [OP_polygamma] = true, [OP_igamma] = true, [OP_igammac] = true};
+
+/* o = fn[VV](a, b) over n elements, one of a (var SV) or b (VS) a scalar
+ * (compute dtype, the other contiguous in it). */
+static void vv_on_block(const binary_ctx *c, char *o, const char *a, const char *b, int var,
+                        int64_t n)
+{
+    _Alignas(64) char rep[RT_BLOCK * 8];
+    const char *s = var == SV ? a : b, *v = var == SV ? b : a;
+    for (int64_t i = 0; i < min64(RT_BLOCK, n); i++)
+        memcpy(rep + i * c->csize, s, (size_t)c->csize);
+    for (int64_t i = 0; i < n; i += RT_BLOCK) {
+        int64_t m = min64(RT_BLOCK, n - i);
+        const char *vi = v + i * c->csize;
+        c->fn[VV](o + i * c->osize, var == SV ? rep : vi, var == SV ? vi : rep, m);
+    }
+}
 
 /* Whether one of the n divisors at p (stride step, dtype t: an integer or
  * bool, so zero is all bytes zero) is zero. */
@@ -277,7 +303,10 @@ static void binary_rows(void *c_, char *const *p, const int64_t *st, int64_t n)
         __atomic_store_n(&c->zero, 1, __ATOMIC_RELAXED);
     if (direct(c, c->ta, st[1]) && direct(c, c->tb, st[2]) && (st[1] | st[2])) {
         int var = st[1] == 0 ? SV : st[2] == 0 ? VS : VV;
-        c->fn[var](p[0], p[1], p[2], n);
+        if (var != VV && c->by_block)
+            vv_on_block(c, p[0], p[1], p[2], var, n);
+        else
+            c->fn[var](p[0], p[1], p[2], n);
         return;
     }
     _Alignas(64) char bufa[RT_BLOCK * 8], bufb[RT_BLOCK * 8];
@@ -287,7 +316,10 @@ static void binary_rows(void *c_, char *const *p, const int64_t *st, int64_t n)
         bool bs = st[2] == 0;
         const void *a = block_of(p[1], st[1], c->ta, c->cd, i, m, bufa);
         const void *b = block_of(p[2], st[2], c->tb, c->cd, bs ? 0 : i, bs ? 1 : m, bufb);
-        c->fn[bs ? VS : VV](p[0] + i * c->osize, a, b, m);
+        if (bs && c->by_block)
+            vv_on_block(c, p[0] + i * c->osize, a, b, VS, m);
+        else
+            c->fn[bs ? VS : VV](p[0] + i * c->osize, a, b, m);
     }
 }
 
@@ -302,7 +334,8 @@ int rt_k_binary(RT_KERNEL_ARGS)
         return -1;
     binary_ctx c = {fn, cd, in[0]->dtype, in[1]->dtype, (int64_t)tj_dtype_size(cd),
                     (int64_t)tj_dtype_size(out->dtype),
-                    (op == OP_fmod || op == OP_remainder) && !ir_dtype_is_float(cd), 0};
+                    (op == OP_fmod || op == OP_remainder) && !ir_dtype_is_float(cd),
+                    scalar_by_block[op], 0};
     rt_iter_run(&it, RT_GRAIN, binary_rows, &c);
     if (__atomic_load_n(&c.zero, __ATOMIC_RELAXED)) {
         rt_error("ZeroDivisionError: integer division by zero");

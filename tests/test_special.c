@@ -58,6 +58,35 @@ static void test_frexp_pair(void **state)
     tj_scope_end();
 }
 
+/* A scalar operand of polygamma, igamma, igammac (the eager kernels repeat
+ * it over a block for the vector-vector loop, runtime/k_pointwise.c): the
+ * same values as the operand broadcast in full, past one block (1024), for
+ * a contiguous and a transposed (converted block by block) other operand. */
+static void test_scalar_operand(void **state)
+{
+    (void)state;
+    tj_scope_begin();
+    const int64_t s[2] = {50, 61};
+    double v[50 * 61];
+    for (int k = 0; k < 50 * 61; k++)
+        v[k] = -40.0 + 0.03 * k + (k % 7) * 1e-3;
+    for (int dt = 0; dt < 2; dt++) {
+        tj_tensor *x = tu_tensor(dt ? TJ_F64 : TJ_F32, 2, s, v);
+        tj_tensor *xt = tj_transpose(tj_contiguous(tj_transpose(x, 0, 1)), 0, 1);
+        tj_tensor *ax = tj_abs(x), *axt = tj_abs(xt);
+        for (int layout = 0; layout < 2; layout++) {
+            tj_tensor *y = layout ? xt : x, *ay = layout ? axt : ax;
+            tu_assert_close(tj_polygamma_n(2, y), tj_polygamma(tj_full_like(y, 2), y), 0, 0);
+            tu_assert_close(tj_polygamma(tj_full_like(y, 1), tj_scalar(tj_dtype_of(y), -7.25)),
+                            tj_polygamma(tj_full_like(y, 1), tj_full_like(y, -7.25)), 0, 0);
+            tj_tensor *a = tj_scalar(tj_dtype_of(y), 30.5);
+            tu_assert_close(tj_igamma(a, ay), tj_igamma(tj_full_like(ay, 30.5), ay), 0, 0);
+            tu_assert_close(tj_igammac(ay, a), tj_igammac(ay, tj_full_like(ay, 30.5)), 0, 0);
+        }
+    }
+    tj_scope_end();
+}
+
 /* erfcx(i0e(x)) + polygamma(1, x) * igammac(2, x): one fused kernel when
  * compiled, the same values as eager within the formulas' rounding. */
 static tj_tensor *chain(void *ctx, tj_tensor *const *in, int n)
@@ -93,6 +122,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_frexp_pair),
+        cmocka_unit_test(test_scalar_operand),
         cmocka_unit_test(test_compiled_chain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
