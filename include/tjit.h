@@ -796,24 +796,18 @@ tj_tensor *tj_interpolate(tj_tensor *x, const int64_t *size, const double *scale
 tj_tensor *tj_embedding_bag(tj_tensor *weight, tj_tensor *indices, tj_tensor *offsets,
                             tj_reduce_op mode, tj_tensor *per_sample_weights,
                             bool include_last_offset);
-/* F.embedding_bag's further arguments; zeroed (or a NULL pointer) are
- * tj_embedding_bag's defaults. */
+/* F.embedding_bag's further arguments (zeroed or NULL: tj_embedding_bag's).
+ * padding_idx (has_padding_idx; in [-V, V)): its entries are skipped (not
+ * summed or counted, no gradient; a bag of padding only is 0). max_norm > 0
+ * WRITES weight, as torch: each row indices name whose norm_type-norm (0: 2)
+ * exceeds it is scaled by max_norm / (norm + 1e-7) in place, first, without
+ * gradient (traced: functionalized, the call writes the weight back). */
 typedef struct tj_embedding_bag_options {
     tj_reduce_op mode;               /* TJ_REDUCE_SUM (0), _MEAN or _AMAX */
     tj_tensor *per_sample_weights;   /* indices' shape, mode sum only; or NULL */
-    bool include_last_offset;
-    bool has_padding_idx;            /* padding_idx is given: */
-    int64_t padding_idx;             /* in [-V, V) (negative: from the end); entries equal
-                                      * to it are skipped: not summed, not counted by mean,
-                                      * no gradient; a bag of padding only gives zeros */
-    double max_norm;                 /* > 0: torch's max_norm, which WRITES weight: each
-                                      * row indices name (padding too) whose norm_type-norm
-                                      * exceeds it is scaled by max_norm / (norm + 1e-7), in
-                                      * place, without gradient, before the bags are made;
-                                      * traced, the write is functionalized (the graph
-                                      * computes the new weight, the call writes it back).
-                                      * 0: none */
-    double norm_type;                /* the p of that norm (inf too); 0 means 2 */
+    bool include_last_offset, has_padding_idx;
+    int64_t padding_idx;
+    double max_norm, norm_type;
 } tj_embedding_bag_options;
 tj_tensor *tj_embedding_bag_ex(tj_tensor *weight, tj_tensor *indices, tj_tensor *offsets,
                                const tj_embedding_bag_options *options);
@@ -830,16 +824,12 @@ tj_tensor *tj_einsum(const char *equation, tj_tensor *const *operands, int n);
  * and bool x only, in x's dtype; an empty reduction gives 0. */
 tj_tensor *tj_xor_sum(tj_tensor *x, const int *dims, int ndims, bool keepdim);
 /* x.as_strided(size, stride, storage_offset), PyTorch's: a view of x's
- * storage with ndim sizes and strides (none negative) counted in its
- * elements, starting at storage element storage_offset (absolute: pass
- * tj_offset(x) for torch's default); every element reached must lie within
- * the storage. Gradient: PyTorch's (g summed at the positions read, given to
- * the elements of x at those positions, shared among x's elements that share
- * one). A traced graph has values, not storages: in a traced function x
- * must hold its whole storage from offset 0 in row-major order (a fresh
- * result of an op does; an argument that does is guarded so); as_strided of
- * a view, of a composite's result, or of an argument or weight that does not
- * is a graph break: that call runs eagerly, and tj_explain says why. */
+ * storage, sizes and strides (none negative) counted in its elements from
+ * storage element storage_offset (absolute: tj_offset(x) is torch's default),
+ * within the storage. Gradient: PyTorch's. A graph has values, not storages:
+ * traced, x must hold its whole storage from offset 0 in row-major order (an
+ * op's fresh result; an argument that does, guarded so), else the call is a
+ * graph break (runs eagerly; tj_explain says why). */
 tj_tensor *tj_as_strided(tj_tensor *x, int ndim, const int64_t *size, const int64_t *stride,
                          int64_t storage_offset);
 /* torch.empty_strided: a tensor of that size and those strides (none
