@@ -4,7 +4,8 @@
  *
  * The loops of the UNARY/BINARY rows are generated from the rows themselves:
  * for each compute dtype the row's rule allows, one contiguous loop (binary:
- * also vector-scalar and scalar-vector) whose body is the row's f32, f64 or
+ * also vector-scalar and scalar-vector, but for the BY_BLOCK_ rows, whose
+ * scalar operand is repeated over a block) whose body is the row's f32, f64 or
  * int formula (ir/vmath.h), cloned for AVX-512/AVX2. Tables indexed by
  * [op][dtype] dispatch them. The iterator (iter.h) broadcasts and coalesces;
  * a row that is strided, or whose dtype differs from the compute dtype (mixed
@@ -122,12 +123,30 @@ enum { VV, VS, SV, NVAR };   /* binary operand layouts: vector or scalar */
         } \
     }
 
+/* Rows with no vs and sv loops: a scalar operand is repeated over a block
+ * for their vv loop instead (vv_on_block). gcc 12 leaves these formulas'
+ * predicates on the scalar (one operand's special values and ranges) in
+ * the loop as invariants and vectorizes neither variant; the repeated block
+ * is written once per row of the iteration, nothing beside formulas of
+ * hundreds of operations. tj_polygamma_n(n, x) is such a call.
+ * IF_BY_BLOCK(name, yes, no) picks yes for them (the empty expansion puts
+ * yes second), no for every other row. */
+#define BY_BLOCK_polygamma ,
+#define BY_BLOCK_igamma ,
+#define BY_BLOCK_igammac ,
+#define SECOND_(a, b, ...) b
+#define SECOND(...) SECOND_(__VA_ARGS__)
+#define IF_BY_BLOCK(name, yes, no) SECOND(BY_BLOCK_##name yes, no, )
+
 #define B_GEN(D, name, rule, f32, f64, i) \
     B_LOOPS(D, name, RES_##rule(D), rule, PICK_##D(f32, f64, i))
 #define B_LOOPS(D, name, R, rule, expr) \
     B_LOOP(D, name, R, rule, expr, vv, pa[k], pb[k]) \
+    IF_BY_BLOCK(name, B_NO_SCALAR_LOOPS, B_SCALAR_LOOPS)(D, name, R, rule, expr)
+#define B_SCALAR_LOOPS(D, name, R, rule, expr) \
     B_LOOP(D, name, R, rule, expr, vs, pa[k], pb[0]) \
     B_LOOP(D, name, R, rule, expr, sv, pa[0], pb[k])
+#define B_NO_SCALAR_LOOPS(D, name, R, rule, expr)
 #define B_LOOP(D, name, R, rule, expr, var, la, lb) \
     RT_CLONES static void b_##name##_##D##_##var(void *restrict o_, const void *restrict a_, \
                                                   const void *restrict b_, int64_t n) \
@@ -148,7 +167,9 @@ enum { VV, VS, SV, NVAR };   /* binary operand layouts: vector or scalar */
 
 #define U_ENT(D, name) [OP_##name][TJ_##D] = u_##name##_##D,
 #define B_ENT(D, name) \
-    [OP_##name][TJ_##D] = {b_##name##_##D##_vv, b_##name##_##D##_vs, b_##name##_##D##_sv},
+    [OP_##name][TJ_##D] = {b_##name##_##D##_vv, IF_BY_BLOCK(name, B_NO_SCALAR, B_SCALAR)(D, name)},
+#define B_SCALAR(D, name) b_##name##_##D##_vs, b_##name##_##D##_sv
+#define B_NO_SCALAR(D, name) NULL, NULL
 
 static const u_loop u_loops[IR_NUM_OPS][TJ_NUM_DTYPES] = {
 #define UNARY(name, rule, decomp, f32, f64, i) CD_##rule(U_ENT, name)
@@ -244,18 +265,9 @@ typedef struct {
     tj_dtype cd, ta, tb;
     int64_t csize, osize;
     bool check_zero;     /* integer fmod/remainder: a zero divisor sets zero */
-    bool by_block;       /* a scalar operand goes through vv_on_block */
+    bool by_block;       /* no vs/sv loops (BY_BLOCK_ rows): a scalar goes through vv_on_block */
     int zero;
 } binary_ctx;
-
-/* Rows whose scalar operand is repeated over a block for the vector-vector
- * loop instead of taking their vs and sv loops: gcc 12 leaves these
- * formulas' predicates on the scalar (one operand's special values and
- * ranges) in the loop as invariants, and vectorizes neither variant. The
- * repeated block is written once per row of the iteration, nothing beside
- * formulas of hundreds of operations. tj_polygamma_n(n, x) is such a call. */
-static const bool scalar_by_block[IR_NUM_OPS] = {
-    [OP_polygamma] = true, [OP_igamma] = true, [OP_igammac] = true};
 
 /* o = fn[VV](a, b) over n elements, one of a (var SV) or b (VS) a scalar
  * (compute dtype, the other contiguous in it). */
@@ -335,7 +347,7 @@ int rt_k_binary(RT_KERNEL_ARGS)
     binary_ctx c = {fn, cd, in[0]->dtype, in[1]->dtype, (int64_t)tj_dtype_size(cd),
                     (int64_t)tj_dtype_size(out->dtype),
                     (op == OP_fmod || op == OP_remainder) && !ir_dtype_is_float(cd),
-                    scalar_by_block[op], 0};
+                    !fn[VS], 0};
     rt_iter_run(&it, RT_GRAIN, binary_rows, &c);
     if (__atomic_load_n(&c.zero, __ATOMIC_RELAXED)) {
         rt_error("ZeroDivisionError: integer division by zero");

@@ -79,7 +79,7 @@ def main():
     print("static const double vm_temme_d[%d][%d] = {" % (K, N))
     for r in table(K, N):
         vals = ["%.17g" % float(x) for x in r]
-        lines = [", ".join(vals[i:i + 4]) for i in range(0, N, 4)]
+        lines = [", ".join(vals[i:i + 3]) for i in range(0, N, 3)]
         print("    {" + ",\n     ".join(lines) + "},")
     print("};")
 
