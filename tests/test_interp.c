@@ -245,6 +245,13 @@ static void test_embedding_bag_max_norm(void **state)
     tu_assert_close(w, G("mng_w"), 1e-6, 1e-7);
     assert_int_equal(tj_backward_seed(y, G("mng_g")), 0);
     tu_assert_close(tj_grad(w), G("mng_dw"), 1e-6, 1e-7);
+    /* a second renorm of a weight the tape saved: backward refuses, naming it
+     * (PyTorch's sum backward does not read the weight and lets it pass) */
+    tj_zero_grad(w);
+    tj_tensor *y2 = bag(w, G("pidx"), G("poff"), (tj_embedding_bag_options){.max_norm = 1});
+    y = bag(w, G("pidx"), G("poff"), (tj_embedding_bag_options){.max_norm = 0.5});
+    assert_int_equal(tj_backward(tj_sum(tj_add(y, y2), NULL, 0, false)), -1);
+    tu_assert_error(NULL, "index_select (f32[6,3]) was modified in place after it was saved", NULL);
 }
 
 /* Compiled, the renorm is a functionalized write: the graph computes the new
