@@ -7,6 +7,8 @@
  *
  * This is what PyTorch does on the CPU (its Vectorized<Half/BFloat16> ops
  * convert to float, compute, convert back; reductions accumulate in float).
+ * The pointwise UNARY and BINARY rows take no detour either: their kernels
+ * widen each block of the operands and round each block of the result.
  * Conversions (cast, copy) need no detour: rt_convert handles the narrow
  * types itself. An op may have a kernel of its own for the narrow types in
  * half_kernels[] below, tried first: the place where native bf16/f16 GEMMs
@@ -100,6 +102,10 @@ done:
 
 int rt_half_run(ir_op op, tj_tensor *out, tj_tensor *const *in, int nin, const ir_attrs *a)
 {
+    /* The UNARY and BINARY rows widen and round block by block themselves
+     * (k_pointwise.c): the same values as the detour, without its copies. */
+    if (rt_kernels[op] == rt_k_unary || rt_kernels[op] == rt_k_binary)
+        return rt_kernels[op](op, out, in, nin, a);
     if (half_kernels[op])
         return half_kernels[op](op, out, in, nin, a);
     return rt_half_via_f32(op, out, in, nin, a);

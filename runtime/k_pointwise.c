@@ -205,7 +205,16 @@ static tj_dtype compute_dtype(ir_op op, tj_tensor *const *in, int nin)
         rt_type_of(in[k], &t[k]);
         tp[k] = &t[k];
     }
-    return ir_compute_dtype(op, tp, nin);
+    tj_dtype cd = ir_compute_dtype(op, tp, nin);
+    return ir_dtype_is_half(cd) ? TJ_F32 : cd;   /* f16/bf16 compute in f32 (k_half.c) */
+}
+
+/* The result of a block computed in f32 into buf, rounded into a half output
+ * row o (the narrow results of f16/bf16 operands: the f32 value rounded once,
+ * as k_half.c's rule says). */
+static void narrow_block(char *o, tj_dtype od, const float *buf, int64_t m)
+{
+    rt_cvt_row(o, od, (int64_t)tj_dtype_size(od), buf, TJ_F32, (int64_t)sizeof(float), m);
 }
 
 static int no_kernel(ir_op op, tj_dtype dt)
@@ -227,21 +236,26 @@ static int check_out(const tj_tensor *out)
 /* ---- unary ----------------------------------------------------------------------------- */
 typedef struct {
     u_loop fn;
-    tj_dtype cd, in;
+    tj_dtype cd, in, od;
     int64_t osize;
+    bool narrow;         /* od is f16/bf16: each block is computed in f32, then rounded */
 } unary_ctx;
 
 static void unary_rows(void *c_, char *const *p, const int64_t *st, int64_t n)
 {
     const unary_ctx *c = c_;
-    if (c->in == c->cd && st[1] == (int64_t)tj_dtype_size(c->cd)) {
+    if (c->in == c->cd && st[1] == (int64_t)tj_dtype_size(c->cd) && !c->narrow) {
         c->fn(p[0], p[1], n);
         return;
     }
     _Alignas(64) char buf[RT_BLOCK * 8];
+    _Alignas(64) float res[RT_BLOCK];
     for (int64_t i = 0; i < n; i += RT_BLOCK) {
         int64_t m = min64(RT_BLOCK, n - i);
-        c->fn(p[0] + i * c->osize, block_of(p[1], st[1], c->in, c->cd, i, m, buf), m);
+        char *o = c->narrow ? (char *)res : p[0] + i * c->osize;
+        c->fn(o, block_of(p[1], st[1], c->in, c->cd, i, m, buf), m);
+        if (c->narrow)
+            narrow_block(p[0] + i * c->osize, c->od, res, m);
     }
 }
 
@@ -254,7 +268,8 @@ int rt_k_unary(RT_KERNEL_ARGS)
     rt_iter it;
     if (check_out(out) || rt_iter_init(&it, out, in, 1))
         return -1;
-    unary_ctx c = {fn, cd, in[0]->dtype, (int64_t)tj_dtype_size(out->dtype)};
+    unary_ctx c = {fn, cd, in[0]->dtype, out->dtype, (int64_t)tj_dtype_size(out->dtype),
+                   ir_dtype_is_half(out->dtype)};
     rt_iter_run(&it, RT_GRAIN, unary_rows, &c);
     return 0;
 }
@@ -266,6 +281,8 @@ typedef struct {
     int64_t csize, osize;
     bool check_zero;     /* integer fmod/remainder: a zero divisor sets zero */
     bool by_block;       /* no vs/sv loops (BY_BLOCK_ rows): a scalar goes through vv_on_block */
+    bool narrow;         /* od is f16/bf16: each block is computed in f32, then rounded */
+    tj_dtype od;
     int zero;
 } binary_ctx;
 
@@ -313,7 +330,7 @@ static void binary_rows(void *c_, char *const *p, const int64_t *st, int64_t n)
     binary_ctx *c = c_;
     if (c->check_zero && has_zero(p[2], st[2], c->tb, st[2] ? n : 1))
         __atomic_store_n(&c->zero, 1, __ATOMIC_RELAXED);
-    if (direct(c, c->ta, st[1]) && direct(c, c->tb, st[2]) && (st[1] | st[2])) {
+    if (direct(c, c->ta, st[1]) && direct(c, c->tb, st[2]) && (st[1] | st[2]) && !c->narrow) {
         int var = st[1] == 0 ? SV : st[2] == 0 ? VS : VV;
         if (var != VV && c->by_block)
             vv_on_block(c, p[0], p[1], p[2], var, n);
@@ -322,16 +339,20 @@ static void binary_rows(void *c_, char *const *p, const int64_t *st, int64_t n)
         return;
     }
     _Alignas(64) char bufa[RT_BLOCK * 8], bufb[RT_BLOCK * 8];
+    _Alignas(64) float res[RT_BLOCK];
     for (int64_t i = 0; i < n; i += RT_BLOCK) {
         int64_t m = min64(RT_BLOCK, n - i);
+        char *o = c->narrow ? (char *)res : p[0] + i * c->osize;
         /* a scalar b stays a scalar; everything else becomes a vector block */
         bool bs = st[2] == 0;
         const void *a = block_of(p[1], st[1], c->ta, c->cd, i, m, bufa);
         const void *b = block_of(p[2], st[2], c->tb, c->cd, bs ? 0 : i, bs ? 1 : m, bufb);
         if (bs && c->by_block)
-            vv_on_block(c, p[0] + i * c->osize, a, b, VS, m);
+            vv_on_block(c, o, a, b, VS, m);
         else
-            c->fn[bs ? VS : VV](p[0] + i * c->osize, a, b, m);
+            c->fn[bs ? VS : VV](o, a, b, m);
+        if (c->narrow)
+            narrow_block(p[0] + i * c->osize, c->od, res, m);
     }
 }
 
@@ -347,7 +368,7 @@ int rt_k_binary(RT_KERNEL_ARGS)
     binary_ctx c = {fn, cd, in[0]->dtype, in[1]->dtype, (int64_t)tj_dtype_size(cd),
                     (int64_t)tj_dtype_size(out->dtype),
                     (op == OP_fmod || op == OP_remainder) && !ir_dtype_is_float(cd),
-                    !fn[VS], 0};
+                    !fn[VS], ir_dtype_is_half(out->dtype), out->dtype, 0};
     rt_iter_run(&it, RT_GRAIN, binary_rows, &c);
     if (__atomic_load_n(&c.zero, __ATOMIC_RELAXED)) {
         rt_error("ZeroDivisionError: integer division by zero");

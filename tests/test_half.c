@@ -4,7 +4,8 @@
  * compiled kernels (vcvtps2ph, bf16's integer rounding); type promotion with the 16-bit floats; every float UNARY and
  * BINARY row, reductions, matmul, softmax/layer_norm/gelu within one ulp
  * (two for reductions and matmul, which sum in another order) of the narrow
- * type; compiled equal to eager; .npy round trips (bf16 as '<u2' bits); and
+ * type; compiled equal to eager; the pointwise rows' block paths (strided,
+ * broadcast, mixed with f32) bit for bit f32-then-rounded; .npy round trips (bf16 as '<u2' bits); and
  * tj_autocast. */
 #include <math.h>
 #include <setjmp.h>
@@ -214,6 +215,58 @@ static void test_binary(void **state)
 {
     (void)state;
     run_pointwise("binary");
+}
+
+/* Each UNARY and BINARY row on half operands widens and rounds block by block
+ * (runtime/k_pointwise.c): bit for bit what computing in f32 and casting the
+ * result gives, for strided and broadcast operands (the block paths), and for
+ * a half operand beside an f32 one (an f32 result, nothing rounded). */
+static void assert_same_values(const char *what, tj_tensor *got, tj_tensor *want)
+{
+    assert_non_null(got);
+    assert_non_null(want);
+    assert_int_equal(tj_dtype_of(got), tj_dtype_of(want));
+    int64_t n = tj_numel(want);
+    assert_int_equal(tj_numel(got), n);
+    tj_tensor *g = tj_contiguous(got), *w = tj_contiguous(want);
+    tj_tensor *g1 = tj_reshape(g, 1, &n), *w1 = tj_reshape(w, 1, &n);
+    for (int64_t i = 0; i < n; i++) {
+        double a = tj_get(g1, &i), b = tj_get(w1, &i);
+        if (!(isnan(a) && isnan(b)) && (a != b || signbit(a) != signbit(b)))
+            fail_msg("%s: element %lld is %.9g, f32 then rounded gives %.9g", what, (long long)i,
+                     a, b);
+    }
+}
+
+static void rounds_once(const char *kind)
+{
+    int nin = kind[0] == 'u' ? 1 : 2;
+    for (int h = 0; h < 2; h++) {
+        pw_ctx c = {.kind = kind, .dt = HALVES[h]};
+        pw_ops(&c);
+        /* [37, 50] as the transpose of a [50, 37] (strided), and a broadcast [1, 50] row */
+        tj_tensor *base = tj_sub_s(tj_mul_s(tj_rand(TJ_F32, 2, (int64_t[]){50, 37}), 6), 3);
+        tj_tensor *a = tj_permute(tj_cast(base, c.dt), (int[]){1, 0});
+        tj_tensor *b = tj_cast(tj_add_s(tj_rand(TJ_F32, 2, (int64_t[]){1, 50}), 0.25), c.dt);
+        tj_tensor *half[2] = {a, b}, *wide[2] = {tj_cast(a, TJ_F32), tj_cast(b, TJ_F32)};
+        tj_tensor *mixed[2] = {a, wide[1]};
+        for (int k = 0; k < c.nops; k++) {
+            const char *name = ir_ops[c.ops[k]].name;
+            tj_tensor *r = fe_apply(c.ops[k], half, nin, NULL);
+            tj_tensor *f = fe_apply(c.ops[k], wide, nin, NULL);
+            assert_non_null(f);
+            assert_same_values(name, r, ir_dtype_is_half(tj_dtype_of(r)) ? tj_cast(f, c.dt) : f);
+            if (nin == 2)
+                assert_same_values(name, fe_apply(c.ops[k], mixed, 2, NULL), f);
+        }
+    }
+}
+
+static void test_pointwise_rounds_once(void **state)
+{
+    (void)state;
+    rounds_once("unary");
+    rounds_once("binary");
 }
 
 /* ---- reductions, matmul, nn ------------------------------------------------------------------- */
@@ -457,6 +510,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_promotion, tu_scope_setup, tu_scope_teardown),
         cmocka_unit_test_setup_teardown(test_unary, tu_scope_setup, tu_scope_teardown),
         cmocka_unit_test_setup_teardown(test_binary, tu_scope_setup, tu_scope_teardown),
+        cmocka_unit_test_setup_teardown(test_pointwise_rounds_once, tu_scope_setup, tu_scope_teardown),
         cmocka_unit_test_setup_teardown(test_reductions, tu_scope_setup, tu_scope_teardown),
         cmocka_unit_test_setup_teardown(test_nn, tu_scope_setup, tu_scope_teardown),
         cmocka_unit_test_setup_teardown(test_matmul, tu_scope_setup, tu_scope_teardown),
