@@ -121,7 +121,7 @@ $(BUILD)/obj/%.o: %.c | $(BUILD)/callsites.stamp
 # from the header's declarations, refreshed before anything is compiled, so a
 # new entry point gets one (make test checks the header is up to date).
 $(LIB_OBJS): CFLAGS_ALL += -DTJ_NO_CALLSITE
-$(BUILD)/callsites.stamp: include/tjit.h include/tjit_callsites.h scripts/callsites.sh
+$(BUILD)/callsites.stamp: $(wildcard include/tjit.h include/tjit_*.h) scripts/callsites.sh
 	@mkdir -p $(dir $@)
 	@bash scripts/callsites.sh --update include/tjit.h && touch $@
 callsites:

@@ -1104,57 +1104,6 @@ int tj_parallel_for(int64_t n, int64_t grain, tj_range_fn fn, void *ctx);
 void tj_alloc_trim(void);
 size_t tj_alloc_cached_bytes(void);
 
-/* ---- profiler (docs/perf.md) ----------------------------------------------
- * Between tj_profile_begin and tj_profile_end, every eager op, and every
- * kernel launch, eager call, blocked region and plan run of compiled graphs,
- * is timed on the thread that runs it, with the bytes it moves and the
- * operations it does where its op's cost rule knows them (ir/cost.c).
- * TJIT_PROFILE=1 profiles the whole process and prints the table at exit;
- * TJIT_PROFILE_TRACE=path also writes the trace there. Off, the hooks cost one
- * predictable branch; on, well under a microsecond per event.
- *
- *   tj_profile_begin();
- *   ... run the model ...
- *   tj_profile_end();
- *   char *t = tj_profile_table(20); fputs(t, stdout); free(t);
- *   tj_profile_write_trace("trace.json");    // open in ui.perfetto.dev
- */
-/* Starts a session; nested calls count, and the session runs until the
- * outermost tj_profile_end. Always 0. */
-int tj_profile_begin(void);
-/* Ends one level (recording stops at the outermost) and keeps a copy of the
- * session's events so far for the functions below. 0, or -1 with an error
- * when no session is running. */
-int tj_profile_end(void);
-bool tj_profile_running(void);
-
-/* One line of the summary: the events of one name and kind. */
-typedef struct tj_profile_row {
-    char name[96];          /* the op ("add"), a fused kernel's ops ("mul+add+gelu"),
-                             * a region ("region(matmul; add+gelu)"), a graph ("@mlp") */
-    char kind[8];           /* op (eager), kernel, eager (an eager call in a compiled
-                             * plan), region, graph (one run of a compiled plan) */
-    int64_t calls;
-    double total_ms;        /* wall time on the calling thread */
-    double self_ms;         /* total minus the rows' events nested in it */
-    double avg_us;          /* total / calls */
-    int64_t bytes;          /* moved: read + written, summed over calls */
-    int64_t flops;          /* summed over calls; -1 when the op's cost is not known */
-    double gbps, gflops;    /* bytes and flops per ns of total time (0: not known) */
-    double self_percent;    /* of the self time of every row */
-} tj_profile_row;
-
-/* The rows of the last session ended, sorted by total time: writes up to max
- * and returns how many there are; -1 with an error when no session has ended. */
-int tj_profile_rows(tj_profile_row *rows, int max);
-/* The same as a table of text (the first max_rows rows; 0: all). malloc'd;
- * NULL with an error when no session has ended. */
-char *tj_profile_table(int max_rows);
-/* The last session as a chrome trace (JSON Trace Event Format): one lane per
- * thread, with each pool thread's parallel-for chunks in its lane. 0, or -1
- * with an error. */
-int tj_profile_write_trace(const char *path);
-
 /* ---- ahead-of-time export (docs/export.md) --------------------------------
  * tj_export writes the signatures c has compiled so far into one shared object:
  * their kernels' object code (linked with the system's `cc -shared`, which the
@@ -1182,6 +1131,11 @@ int tj_aot_run(tj_aot_model *m, tj_tensor *const *args, int nargs, tj_tensor **o
 void tj_aot_free(tj_aot_model *m);               /* NULL is fine */
 
 TJ_API_END
+
+/* The profiler: tjit_profile.h, a part of this header. A part is included
+ * here, before the call-site macros, so that its declarations are not
+ * expanded by them (scripts/callsites.sh reads the parts too). */
+#include "tjit_profile.h"
 
 /* ---- call sites ---------------------------------------------------------
  * Each op entry point above is also a function-like macro of its own name that

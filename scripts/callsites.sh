@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # callsites.sh - the call-site macros of include/tjit.h, generated from its
-# declarations into include/tjit_callsites.h (which tjit.h includes at its
-# end): every function returning tj_tensor * (TJ_BINARY_DECL rows give NAME
+# declarations and those of its parts (the tjit_*.h headers it includes, in
+# order) into include/tjit_callsites.h (which tjit.h includes at its end):
+# every function returning tj_tensor * (TJ_BINARY_DECL rows give NAME
 # and NAME_s) and every int function whose first parameter is a tj_tensor,
 # tj_compiled or tj_optimizer pointer. Each becomes
 #   #define tj_NAME(...) (tj__callsite(__FILE__, __LINE__), tj_NAME(__VA_ARGS__))
@@ -17,10 +18,19 @@ case "${1:-}" in --check|--update) mode=${1#--}; shift ;; esac
 header=${1:-include/tjit.h}
 out=${2:-$(dirname "$header")/tjit_callsites.h}
 
+# the header, then each part it includes (but the generated one)
+sources() {
+    echo "$header"
+    sed -nE 's/^#include "(tjit_[a-z0-9_]+\.h)".*/\1/p' "$header" | grep -vx "$(basename "$out")" |
+        sed "s|^|$(dirname "$header")/|"
+}
+
 names() {
-    sed -nE 's/^tj_tensor \*(tj_[a-z0-9_]+)\(.*/\1/p;
-             s/^TJ_BINARY_DECL\(([a-z0-9_]+)\).*/tj_\1\ntj_\1_s/p;
-             s/^int (tj_[a-z0-9_]+)\((tj_tensor|tj_compiled|tj_optimizer) \*.*/\1/p' "$header"
+    sources | while read -r f; do
+        sed -nE 's/^tj_tensor \*(tj_[a-z0-9_]+)\(.*/\1/p;
+                 s/^TJ_BINARY_DECL\(([a-z0-9_]+)\).*/tj_\1\ntj_\1_s/p;
+                 s/^int (tj_[a-z0-9_]+)\((tj_tensor|tj_compiled|tj_optimizer) \*.*/\1/p' "$f"
+    done
 }
 
 block() {
