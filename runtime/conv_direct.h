@@ -29,8 +29,9 @@ int rt_conv_direct_f32(const rt_conv_shape *s, const float *x, const float *w,
 
 /* ---- instruction sets ------------------------------------------------------------------ */
 
-/* The kernels' instruction set: the best the CPU has (AVX-512F; AVX2 with
- * FMA), capped by TJIT_ISA (read once: generic -> none, avx2 -> AVX2) and by
+/* The kernels' instruction set, the GEMM's (tjg_isa_current: the best the
+ * CPU and OS have, capped by TJIT_ISA and tjg_isa_force; its AVX-512
+ * variants -> AVX-512, AVX2 -> AVX2, generic -> none), further capped by
  * rt_conv_isa_force. */
 typedef enum rt_conv_isa { RT_CONV_NONE, RT_CONV_AVX2, RT_CONV_AVX512, RT_CONV_NISA } rt_conv_isa;
 

@@ -35,8 +35,9 @@
  * group); Winograd where it fits and keeps enough of its tiles; else the
  * kernel that discards less, when it keeps at least min_keep (70%) of what
  * it computes; measured in docs/perf.md (make bench-conv), the numbers per
- * instruction set. The set is checked at run time (rt_conv_isa_current:
- * AVX-512F, else AVX2 + FMA); without either the GEMM paths run.
+ * instruction set. The set is the GEMM's (rt_conv_isa_current, from
+ * tjg_isa_current: AVX-512, else AVX2 + FMA, capped by TJIT_ISA); without
+ * either the GEMM paths run.
  *
  * Sums run over (c, kh, kw) in that order with FMA, as the GEMM paths do
  * over K; results agree with them to rounding (tests/test_contract.c).
@@ -51,6 +52,7 @@
 
 #include "conv_direct.h"
 #include "conv_direct_kernels.h"
+#include "gemm.h"
 #include "iter.h"
 #include "rt.h"
 
@@ -122,31 +124,23 @@ static const rt_conv_kernels avx512 = {
 
 /* ---- the instruction set ----------------------------------------------------------- */
 
-static atomic_int isa_env = -1;     /* the CPU's under TJIT_ISA, computed once */
 static atomic_int isa_forced = -1;  /* rt_conv_isa_force */
 static _Atomic int64_t runs[RT_CONV_NISA][RT_CONV_NKIND];
 
-static rt_conv_isa isa_cpu(void)
+/* The conv's set of the GEMM's variant (runtime/gemm_isa.c: cpuid, the
+ * OS's register state, TJIT_ISA): its AVX-512 variants and up run the
+ * AVX-512F kernels, its AVX2 (+ FMA) the AVX2 ones. */
+static rt_conv_isa isa_of(tjg_isa g)
 {
-    if (__builtin_cpu_supports("avx512f"))
-        return RT_CONV_AVX512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        return RT_CONV_AVX2;
-    return RT_CONV_NONE;
+    return g >= TJG_AVX512 ? RT_CONV_AVX512 : g == TJG_AVX2 ? RT_CONV_AVX2 : RT_CONV_NONE;
 }
+
+/* The best set the CPU has, whatever TJIT_ISA says. */
+static rt_conv_isa isa_cpu(void) { return isa_of(tjg_isa_select(tjg_cpu_features(), NULL)); }
 
 rt_conv_isa rt_conv_isa_current(void)
 {
-    int v = atomic_load_explicit(&isa_env, memory_order_relaxed);
-    if (v < 0) {
-        const char *e = getenv("TJIT_ISA");
-        v = (int)isa_cpu();
-        if (e && !strcmp(e, "generic"))
-            v = RT_CONV_NONE;
-        else if (e && !strcmp(e, "avx2") && v > RT_CONV_AVX2)
-            v = RT_CONV_AVX2;
-        atomic_store(&isa_env, v);
-    }
+    int v = (int)isa_of(tjg_isa_current());
     int f = atomic_load_explicit(&isa_forced, memory_order_relaxed);
     return (rt_conv_isa)(f >= 0 && f < v ? f : v);
 }

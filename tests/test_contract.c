@@ -19,6 +19,7 @@
 #include "../ir/window2d.h"
 #include "../runtime/blas.h"
 #include "../runtime/conv_direct.h"
+#include "../runtime/gemm.h"
 #include "util.h"
 
 /* ---- helpers ------------------------------------------------------------------------- */
@@ -350,6 +351,14 @@ static void test_conv2d_direct_isa(void **state)
     const char *cap = getenv("TJIT_ISA");
     if (!cap || !*cap)
         assert_int_equal(rt_conv_isa_current(), want);
+    /* one source of truth: the GEMM's variant, capped, caps the conv's set */
+    rt_conv_isa cur = rt_conv_isa_current();
+    tjg_isa_force(TJG_GENERIC);
+    assert_int_equal(rt_conv_isa_current(), RT_CONV_NONE);
+    tjg_isa_force(TJG_AVX2);
+    assert_int_equal(rt_conv_isa_current(), cur < RT_CONV_AVX2 ? cur : RT_CONV_AVX2);
+    tjg_isa_force(-1);
+    assert_int_equal(rt_conv_isa_current(), cur);
     /* x [n, c, h, w], w [o, c/g, k, k], stride, padding, groups */
     static const int64_t shapes[][9] = {
         {3, 12, 14, 10, 20, 3, 1, 1, 1}, {1, 12, 9, 15, 3, 3, 1, 1, 1},
