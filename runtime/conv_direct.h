@@ -44,6 +44,9 @@ typedef enum rt_conv_kind { RT_CONV_GRID, RT_CONV_ROWS, RT_CONV_WINO, RT_CONV_NK
 /* Tests: direct convs run so far on isa by kernel kind, counted by every
  * call of rt_conv_direct_f32. */
 int64_t rt_conv_direct_runs(rt_conv_isa isa, rt_conv_kind kind);
+/* Tests: calls whose packed or transformed weights came from the kept ones
+ * (the same raw weights, compared in full, for the same layout). */
+int64_t rt_conv_weight_hits(void);
 
 /* out[...] = b + the sums over cg channels (planes `plane` floats apart) and
  * ntap taps (offsets toff) of packed weights wp: one micro-kernel. */

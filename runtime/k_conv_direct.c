@@ -44,6 +44,7 @@
  * Winograd's sums run over (c, transform position) on transformed values:
  * they agree to a few units in the last place of the largest terms.
  */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,6 +224,120 @@ static void pack_weights(const dj *j, const float *w)
                               (t / s->kw) * s->ws[2] + (t % s->kw) * s->ws[3]];
                     j->wk[(((g * j->nob + o / ko) * j->cg + c) * j->ntap + t) * ko + o % ko] = v;
                 }
+}
+
+/* ---- prepared weights kept across calls ------------------------------------------------- */
+
+/* The packed or Winograd-transformed weights of recent calls, so a conv that
+ * runs again on the same weights (a compiled region calls it once per
+ * image; a model once per call) copies them instead of transforming again.
+ * An entry is found by the layout it was made for and the raw weights
+ * themselves, compared in full (a write through a raw pointer bumps no
+ * version, so nothing less is safe): a copy of them is kept. Contiguous f32
+ * weights only; WCACHE_N entries, the least recently used replaced, one
+ * mutex. */
+#define WCACHE_N 8
+#define WCACHE_MAX ((size_t)16 << 20)   /* bytes of one entry's prepared weights, at most */
+
+typedef struct wkey {
+    int64_t isa, wino, rows, vl, ko, kv, nob, cg, og, groups, ntap, uxs, kh, kw;
+} wkey;
+
+typedef struct wslot {
+    wkey key;
+    float *raw, *prep;
+    size_t nraw, nprep;   /* floats */
+    uint64_t tick;
+    bool used;
+} wslot;
+
+static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER;
+static wslot wslots[WCACHE_N];
+static uint64_t wticks;
+static _Atomic int64_t whits;
+
+int64_t rt_conv_weight_hits(void) { return atomic_load(&whits); }
+
+static void wcache_lock(void) { pthread_mutex_lock(&wlock); }
+static void wcache_unlock(void) { pthread_mutex_unlock(&wlock); }
+__attribute__((constructor)) static void wcache_init(void)
+{
+    pthread_atfork(wcache_lock, wcache_unlock, wcache_unlock);
+}
+
+static void wslot_drop(wslot *e)
+{
+    rt_free(e->raw, e->nraw * sizeof(float));
+    rt_free(e->prep, e->nprep * sizeof(float));
+    e->used = false;
+}
+
+__attribute__((destructor)) static void wcache_fini(void)
+{
+    for (int i = 0; i < WCACHE_N; i++)
+        if (wslots[i].used)
+            wslot_drop(&wslots[i]);
+}
+
+static void wino_weights(const dj *j, const float *w);
+
+/* j->wk[0..nprep) = the weights w prepared for j's kernel: from the cache
+ * when it holds them, else made (and kept when they fit). */
+static void prepare_weights(dj *j, const float *w, size_t nprep)
+{
+    const rt_conv_shape *s = &j->s;
+    int64_t kh = j->wino ? 3 : s->kh, kw = j->wino ? 3 : s->kw;
+    size_t nraw = (size_t)(s->o * j->cg * kh * kw);
+    bool contiguous = s->ws[3] == 1 && s->ws[2] == kw && s->ws[1] == kh * kw &&
+                      s->ws[0] == j->cg * kh * kw;
+    wkey k = (wkey){j->isa, j->wino, j->rows, j->k->vl, j->ko, j->kv, j->nob, j->cg, j->og,
+               s->groups, j->ntap, j->uxs, kh, kw};
+    bool keep = contiguous && nprep * sizeof(float) <= WCACHE_MAX;
+    if (keep) {
+        pthread_mutex_lock(&wlock);
+        for (int i = 0; i < WCACHE_N; i++) {
+            wslot *e = &wslots[i];
+            if (e->used && !memcmp(&e->key, &k, sizeof k) && e->nraw == nraw &&
+                e->nprep == nprep && !memcmp(e->raw, w, nraw * sizeof(float))) {
+                memcpy(j->wk, e->prep, nprep * sizeof(float));
+                e->tick = ++wticks;
+                pthread_mutex_unlock(&wlock);
+                atomic_fetch_add(&whits, 1);
+                return;
+            }
+        }
+        pthread_mutex_unlock(&wlock);
+    }
+    if (j->wino)
+        wino_weights(j, w);
+    else
+        pack_weights(j, w);
+    if (!keep)
+        return;
+    float *raw = rt_alloc(nraw * sizeof(float)), *prep = rt_alloc(nprep * sizeof(float));
+    if (!raw || !prep) {   /* not kept: nothing else changes */
+        if (raw)
+            rt_free(raw, nraw * sizeof(float));
+        if (prep)
+            rt_free(prep, nprep * sizeof(float));
+        return;
+    }
+    memcpy(raw, w, nraw * sizeof(float));
+    memcpy(prep, j->wk, nprep * sizeof(float));
+    pthread_mutex_lock(&wlock);
+    wslot *e = &wslots[0];
+    for (int i = 0; i < WCACHE_N; i++) {
+        if (!wslots[i].used) {
+            e = &wslots[i];
+            break;
+        }
+        if (wslots[i].tick < e->tick)
+            e = &wslots[i];
+    }
+    if (e->used)
+        wslot_drop(e);
+    *e = (wslot){k, raw, prep, nraw, nprep, ++wticks, true};
+    pthread_mutex_unlock(&wlock);
 }
 
 /* ---- the blocks ------------------------------------------------------------------------ */
@@ -438,6 +553,7 @@ static void geometry(const rt_conv_shape *s, rt_conv_isa isa, dj *j)
     j->nseg = cdiv(s->ow, j->rp);
     j->rows = false;
     j->wino = false;
+    j->uxs = 0;
 }
 
 /* Whether Winograd F(2x2, 3x3) takes shape s on kernels k. */
@@ -612,15 +728,13 @@ int rt_conv_direct_f32(const rt_conv_shape *s, const float *x, const float *w,
     }
     memset(j->xq + s->n * s->c * j->plane, 0, (size_t)slack * sizeof(float));
     j->wbias = NULL;
+    prepare_weights(j, w, j->wino ? (size_t)(16 * j->uxs) : wfloats);
     if (j->wino) {
-        wino_weights(j, w);
         if (bias) {
             j->wbias = j->wk + 16 * j->uxs;
             for (int64_t o = 0; o < s->o; o++)
                 j->wbias[o] = bias[o * bstride];
         }
-    } else {
-        pack_weights(j, w);
     }
     rt_parallel_for(s->n * s->c, 16384 / (j->plane + 1) + 1, phase_planes, j);
     if (j->wino) {

@@ -399,6 +399,43 @@ static void test_conv2d_direct_isa(void **state)
     unsetenv("TJIT_CONV");
 }
 
+/* The prepared weights kept across calls: a second call on the same weights
+ * takes them (Winograd's transform, the grid kernel's packing); a write
+ * through the weight's raw pointer (no version bump) is seen: the result
+ * follows the new weights (against the GEMM paths). */
+static void test_conv2d_weight_reuse(void **state)
+{
+    (void)state;
+    rt_conv_isa isas[RT_CONV_NISA];
+    if (conv_isas(isas) == 1) {
+        print_message("skipped: no direct conv kernels on this CPU\n");
+        return;
+    }
+    tj_manual_seed(7);
+    tj_tensor *x = tj_randn(TJ_F32, 4, (int64_t[]){2, 16, 12, 13});
+    tj_tensor *w = tj_randn(TJ_F32, 4, (int64_t[]){24, 16, 3, 3});
+    static const char *const paths[] = {"wino", "direct", "rows"};
+    for (int p = 0; p < 3; p++) {
+        setenv("TJIT_CONV", paths[p], 1);
+        assert_non_null(tj_conv2d(x, w, NULL, S11, P11, D11, 1));
+        int64_t hits = rt_conv_weight_hits();
+        tj_tensor *a = tj_conv2d(x, w, NULL, S11, P11, D11, 1);
+        assert_int_equal(rt_conv_weight_hits(), hits + 1);
+        float *wd = tj_data(w);
+        wd[5 * 16 * 9 + 7] += 1.0f;   /* output channel 5, through the raw pointer */
+        tj_tensor *b = tj_conv2d(x, w, NULL, S11, P11, D11, 1);
+        assert_int_equal(rt_conv_weight_hits(), hits + 1);
+        setenv("TJIT_CONV", "gemm", 1);
+        tu_assert_close(b, tj_conv2d(x, w, NULL, S11, P11, D11, 1), 1e-5, 1e-4);
+        const float *pa = tj_data(a), *pb = tj_data(b);
+        double diff = 0;
+        for (int64_t i = 0; i < tj_numel(a); i++)
+            diff = fmax(diff, fabs((double)pa[i] - pb[i]));
+        assert_true(diff > 0.1);   /* the new weight changed the result */
+    }
+    unsetenv("TJIT_CONV");
+}
+
 static void test_conv2d_threads(void **state)
 {
     (void)state;
@@ -878,7 +915,7 @@ int main(int argc, char **argv)
         T(test_matmul_ranks),     T(test_matmul_ints),   T(test_matmul_views),
         T(test_matmul_extremes),  T(test_matmul_errors), T(test_linear),
         T(test_linear_views),     T(test_linear_errors), T(test_conv2d),
-        T(test_conv2d_threads),
+        T(test_conv2d_threads),   T(test_conv2d_weight_reuse),
         T(test_conv2d_direct),   T(test_conv2d_direct_isa), T(test_conv2d_defaults_and_views),
         T(test_conv2d_errors),    T(test_pools),         T(test_pool_defaults),
         T(test_pool_errors),      T(test_pool_options),  T(test_pool_option_defaults),
