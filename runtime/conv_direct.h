@@ -1,4 +1,4 @@
-/* conv_direct.h - internal to the runtime: the direct f32 convolution
+/* conv_direct.h - internal to the runtime: the direct f32 and bf16 convolution
  * (runtime/k_conv_direct.c), register-blocked micro-kernels per instruction
  * set (AVX-512 there, AVX2 + FMA in k_conv_direct_avx2.c), which k_conv.c's
  * conv2d chooses per shape. */
@@ -19,9 +19,10 @@ typedef struct rt_conv_shape {
     int64_t sh, sw, ph, pw, dh, dw, oh, ow;
 } rt_conv_shape;
 
-/* Whether the direct kernel runs this f32 conv on this CPU and is expected to
- * beat the GEMM paths (the rule measured in docs/perf.md); TJIT_CONV=direct
- * or TJIT_CONV=gemm overrides the expectation (not the CPU). */
+/* Whether the direct kernel runs this conv (f32 or bf16) on this CPU and is
+ * expected to beat the GEMM paths (the rule measured in docs/perf.md);
+ * TJIT_CONV=direct or TJIT_CONV=gemm overrides the expectation (not the
+ * CPU). */
 bool rt_conv_direct_wins(const rt_conv_shape *s);
 
 /* y = conv(x, w) + bias (bias NULL or [o] with stride bstride), all f32, or

@@ -3,7 +3,9 @@
  *
  * f32 conv2d first asks runtime/k_conv_direct.c (direct AVX-512 or AVX2
  * kernels, Winograd F(2x2, 3x3) on AVX2, chosen per shape:
- * rt_conv_direct_wins); otherwise, and for other dtypes,
+ * rt_conv_direct_wins), and so does bf16 (rt_k_conv2d_half, through
+ * k_half.c: the same kernels widening as they pack, rounding as they store;
+ * elsewhere f32 on widened copies); otherwise, and for other dtypes,
  * conv2d picks one of four ways, all parallel over tiles of output rows
  * (image n, group g, rows r0..r1) with OpenBLAS single-threaded inside:
  *   direct     one input channel per group (depthwise): a GEMM would have

@@ -1,4 +1,4 @@
-/* k_conv_direct.c - the direct f32 convolution: micro-kernels
+/* k_conv_direct.c - the direct f32 (and bf16) convolution: micro-kernels
  * register-blocked over KO output channels x QV vectors of output positions,
  * AVX-512 here (16 floats per zmm) and AVX2 + FMA in k_conv_direct_avx2.c
  * (8 per ymm), behind one geometry, packing, phase planes and rule, with the
@@ -38,6 +38,12 @@
  * instruction set. The set is the GEMM's (rt_conv_isa_current, from
  * tjg_isa_current: AVX-512, else AVX2 + FMA, capped by TJIT_ISA); without
  * either the GEMM paths run.
+ *
+ * bf16 (all operands): the input is widened as it is copied to the phase
+ * planes, the weights as they are packed or transformed (exact), the sums
+ * are the f32 ones, and the output is rounded once to bf16 (RNE) in the
+ * stores. Packed and transformed weights are kept across calls (see
+ * prepare_weights).
  *
  * Sums run over (c, kh, kw) in that order with FMA, as the GEMM paths do
  * over K; results agree with them to rounding (tests/test_contract.c).
