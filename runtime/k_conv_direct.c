@@ -276,9 +276,11 @@ static void pack_weights(const dj *j, const void *w)
  * image; a model once per call) copies them instead of transforming again.
  * An entry is found by the layout it was made for and the raw weights
  * themselves, compared in full (a write through a raw pointer bumps no
- * version, so nothing less is safe): a copy of them is kept. Contiguous f32
- * weights only; WCACHE_N entries, the least recently used replaced, one
- * mutex. */
+ * version, so nothing less is safe): a copy of them is kept. Kept only
+ * when the same weights (address and layout) were among the last WCACHE_N
+ * misses (a region alternates two convs per image), so a model whose many
+ * convs each run once per call costs no copies. Contiguous weights only; WCACHE_N entries, the least recently
+ * used replaced, one mutex. */
 #define WCACHE_N 8
 #define WCACHE_MAX ((size_t)16 << 20)   /* bytes of one entry's prepared weights, at most */
 
@@ -298,6 +300,11 @@ typedef struct wslot {
 static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER;
 static wslot wslots[WCACHE_N];
 static uint64_t wticks;
+static struct {             /* the last WCACHE_N misses: layout and weights */
+    wkey key;
+    const void *w;
+} wmiss[WCACHE_N];
+static int wmiss_next;
 static _Atomic int64_t whits;
 
 int64_t rt_conv_weight_hits(void) { return atomic_load(&whits); }
@@ -339,6 +346,9 @@ static void prepare_weights(dj *j, const void *w, size_t nprep)
     bool keep = contiguous && nprep * sizeof(float) <= WCACHE_MAX;
     if (keep) {
         pthread_mutex_lock(&wlock);
+        bool again = false;
+        for (int i = 0; i < WCACHE_N; i++)
+            again = again || (wmiss[i].w == w && !memcmp(&wmiss[i].key, &k, sizeof k));
         for (int i = 0; i < WCACHE_N; i++) {
             wslot *e = &wslots[i];
             if (e->used && !memcmp(&e->key, &k, sizeof k) && e->nraw == nraw &&
@@ -350,6 +360,10 @@ static void prepare_weights(dj *j, const void *w, size_t nprep)
                 return;
             }
         }
+        wmiss[wmiss_next].key = k;
+        wmiss[wmiss_next].w = w;
+        wmiss_next = (wmiss_next + 1) % WCACHE_N;
+        keep = again;
         pthread_mutex_unlock(&wlock);
     }
     if (j->wino)

@@ -405,10 +405,12 @@ static void test_conv2d_direct_isa(void **state)
     unsetenv("TJIT_CONV");
 }
 
-/* The prepared weights kept across calls: a second call on the same weights
- * takes them (Winograd's transform, the grid kernel's packing); a write
- * through the weight's raw pointer (no version bump) is seen: the result
- * follows the new weights (against the GEMM paths). */
+/* The prepared weights kept across calls: kept after a second miss on the
+ * same weights within the last 8 misses (two convs alternating, as in a
+ * region), then taken (Winograd's transform, the grid and row kernels'
+ * packing); a write through the weight's raw pointer (no version bump) is
+ * seen: the result follows the new weights (against the GEMM paths). Nine
+ * convs in turn: none kept. */
 static void test_conv2d_weight_reuse(void **state)
 {
     (void)state;
@@ -423,8 +425,16 @@ static void test_conv2d_weight_reuse(void **state)
     static const char *const paths[] = {"wino", "direct", "rows"};
     for (int p = 0; p < 3; p++) {
         setenv("TJIT_CONV", paths[p], 1);
-        assert_non_null(tj_conv2d(x, w, NULL, S11, P11, D11, 1));
+        tj_tensor *ws[9];
+        for (int k = 0; k < 9; k++)
+            ws[k] = tj_randn(TJ_F32, 4, (int64_t[]){24, 16, 3, 3});
         int64_t hits = rt_conv_weight_hits();
+        for (int k = 0; k < 18; k++)   /* nine in turn: each misses, none kept */
+            assert_non_null(tj_conv2d(x, ws[k % 9], NULL, S11, P11, D11, 1));
+        assert_int_equal(rt_conv_weight_hits(), hits);
+        for (int k = 0; k < 4; k++)   /* two alternating: kept at their second call */
+            assert_non_null(tj_conv2d(x, k % 2 ? ws[0] : w, NULL, S11, P11, D11, 1));
+        assert_int_equal(rt_conv_weight_hits(), hits);
         tj_tensor *a = tj_conv2d(x, w, NULL, S11, P11, D11, 1);
         assert_int_equal(rt_conv_weight_hits(), hits + 1);
         float *wd = tj_data(w);
