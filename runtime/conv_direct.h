@@ -1,4 +1,4 @@
-/* conv_direct.h - internal to the runtime: the direct f32 convolution
+/* conv_direct.h - internal to the runtime: the direct f32 and bf16 convolution
  * (runtime/k_conv_direct.c), register-blocked micro-kernels per instruction
  * set (AVX-512 there, AVX2 + FMA in k_conv_direct_avx2.c), which k_conv.c's
  * conv2d chooses per shape. */
@@ -7,6 +7,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "../ir/half.h"
 
 /* One conv2d's shape: input [n, c, h, w] with element strides xs (n, c, h,
  * w); weight [o, c/groups, kh, kw] with element strides ws; output
@@ -17,20 +19,25 @@ typedef struct rt_conv_shape {
     int64_t sh, sw, ph, pw, dh, dw, oh, ow;
 } rt_conv_shape;
 
-/* Whether the direct kernel runs this f32 conv on this CPU and is expected to
- * beat the GEMM paths (the rule measured in docs/perf.md); TJIT_CONV=direct
- * or TJIT_CONV=gemm overrides the expectation (not the CPU). */
+/* Whether the direct kernel runs this conv (f32 or bf16) on this CPU and is
+ * expected to beat the GEMM paths (the rule measured in docs/perf.md);
+ * TJIT_CONV=direct or TJIT_CONV=gemm overrides the expectation (not the
+ * CPU). */
 bool rt_conv_direct_wins(const rt_conv_shape *s);
 
-/* y = conv(x, w) + bias (bias NULL or [o] with stride bstride). Returns -1
- * with the error recorded when out of memory. */
-int rt_conv_direct_f32(const rt_conv_shape *s, const float *x, const float *w,
-                       const float *bias, int64_t bstride, float *y);
+/* y = conv(x, w) + bias (bias NULL or [o] with stride bstride), all f32, or
+ * all bf16 when bf16 is set: then x and w are widened to f32 as they are
+ * copied to the phase planes and packed (exact), the sums run in f32 as
+ * they do for f32 operands, and y is rounded once to bf16 (RNE,
+ * rt_conv_narrow). Returns -1 with the error recorded when out of memory. */
+int rt_conv_direct(const rt_conv_shape *s, bool bf16, const void *x, const void *w,
+                   const void *bias, int64_t bstride, void *y);
 
 /* ---- instruction sets ------------------------------------------------------------------ */
 
-/* The kernels' instruction set: the best the CPU has (AVX-512F; AVX2 with
- * FMA), capped by TJIT_ISA (read once: generic -> none, avx2 -> AVX2) and by
+/* The kernels' instruction set, the GEMM's (tjg_isa_current: the best the
+ * CPU and OS have, capped by TJIT_ISA and tjg_isa_force; its AVX-512
+ * variants -> AVX-512, AVX2 -> AVX2, generic -> none), further capped by
  * rt_conv_isa_force. */
 typedef enum rt_conv_isa { RT_CONV_NONE, RT_CONV_AVX2, RT_CONV_AVX512, RT_CONV_NISA } rt_conv_isa;
 
@@ -41,8 +48,11 @@ void rt_conv_isa_force(int isa);
 typedef enum rt_conv_kind { RT_CONV_GRID, RT_CONV_ROWS, RT_CONV_WINO, RT_CONV_NKIND } rt_conv_kind;
 
 /* Tests: direct convs run so far on isa by kernel kind, counted by every
- * call of rt_conv_direct_f32. */
+ * call of rt_conv_direct. */
 int64_t rt_conv_direct_runs(rt_conv_isa isa, rt_conv_kind kind);
+/* Tests: calls whose packed or transformed weights came from the kept ones
+ * (the same raw weights, compared in full, for the same layout). */
+int64_t rt_conv_weight_hits(void);
 
 /* out[...] = b + the sums over cg channels (planes `plane` floats apart) and
  * ntap taps (offsets toff) of packed weights wp: one micro-kernel. */
@@ -56,7 +66,8 @@ typedef void (*rt_conv_block_fn)(const float *xp, const float *wp, int64_t cg, i
  * 2tx+1 (those inside oh x ow); y is output channel 0 of the block, [no]
  * [oh][ow], bias[no] or NULL. */
 typedef struct rt_conv_wino_out {
-    float *y;
+    void *y;            /* f32, or bf16 when bf16 is set */
+    bool bf16;
     const float *bias;
     int64_t no, ko, qn, nob, nkb, kbs;
     int64_t q0, wq, tyn, txn, oh, ow;
@@ -90,6 +101,14 @@ typedef struct rt_conv_kernels {
 } rt_conv_kernels;
 
 extern const rt_conv_kernels rt_conv_avx2;
+
+/* d[q] = src[q] rounded to bf16 (round to nearest even: ir/half.h) for
+ * q < n; inlined into each set's stores, where it vectorizes. */
+static inline void rt_conv_narrow(uint16_t *restrict d, const float *restrict src, int64_t n)
+{
+    for (int64_t q = 0; q < n; q++)
+        d[q] = ir_f32_to_bf16(src[q]);
+}
 
 /* Largest tiles over the sets: floats of a grid block (ko*qv*vl), of a row
  * block (len*kv*vl), and the most output channels of one. */

@@ -3,7 +3,9 @@
  *
  * f32 conv2d first asks runtime/k_conv_direct.c (direct AVX-512 or AVX2
  * kernels, Winograd F(2x2, 3x3) on AVX2, chosen per shape:
- * rt_conv_direct_wins); otherwise, and for other dtypes,
+ * rt_conv_direct_wins), and so does bf16 (rt_k_conv2d_half, through
+ * k_half.c: the same kernels widening as they pack, rounding as they store;
+ * elsewhere f32 on widened copies); otherwise, and for other dtypes,
  * conv2d picks one of four ways, all parallel over tiles of output rows
  * (image n, group g, rows r0..r1) with OpenBLAS single-threaded inside:
  *   direct     one input channel per group (depthwise): a GEMM would have
@@ -829,6 +831,39 @@ static int conv_shifted(conv_job *j, const tj_tensor *w)
     return 0;
 }
 
+/* The direct kernels' view of a conv2d (x, weight w) with geometry g. */
+static rt_conv_shape direct_shape(const geom *g, const tj_tensor *w)
+{
+    return (rt_conv_shape){
+        .n = g->n, .c = g->c, .h = g->h, .w = g->wd,
+        .xs = {g->xs[0], g->xs[1], g->xs[2], g->xs[3]},
+        .o = w->shape[0], .groups = g->w.groups, .kh = w->shape[2], .kw = w->shape[3],
+        .ws = {w->strides[0], w->strides[1], w->strides[2], w->strides[3]},
+        .sh = g->w.stride[0], .sw = g->w.stride[1], .ph = g->w.padding[0],
+        .pw = g->w.padding[1], .dh = g->w.dilation[0], .dw = g->w.dilation[1],
+        .oh = g->oh, .ow = g->ow};
+}
+
+/* bf16 conv2d (x, w, bias all bf16): the direct kernels where they win,
+ * widening as they pack and rounding once as they store; else (and for f16)
+ * the f32 paths on widened copies (k_half.c). */
+int rt_k_conv2d_half(RT_KERNEL_ARGS)
+{
+    tj_tensor *x = in[0], *w = in[1], *bias = nin > 2 ? in[2] : NULL;
+    if (out->dtype == TJ_BF16 && x->dtype == TJ_BF16 && w->dtype == TJ_BF16 &&
+        (!bias || bias->dtype == TJ_BF16)) {
+        geom g;
+        geom_of(op, a, x, out, &w->shape[2], &g);
+        if (g.n == 0)
+            return 0;
+        rt_conv_shape cs = direct_shape(&g, w);
+        if (rt_conv_direct_wins(&cs))
+            return rt_conv_direct(&cs, true, rt_ptr(x), rt_ptr(w), bias ? rt_ptr(bias) : NULL,
+                                  bias ? bias->strides[0] : 0, rt_ptr(out));
+    }
+    return rt_half_via_f32(op, out, in, nin, a);
+}
+
 int rt_k_conv2d(RT_KERNEL_ARGS)
 {
     tj_tensor *x = in[0], *w = in[1], *bias = nin > 2 ? in[2] : NULL;
@@ -848,17 +883,10 @@ int rt_k_conv2d(RT_KERNEL_ARGS)
     }
     atomic_init(&j.failed, 0);
     if (j.dt == TJ_F32) {
-        rt_conv_shape cs = {
-            .n = j.g.n, .c = j.g.c, .h = j.g.h, .w = j.g.wd,
-            .xs = {j.g.xs[0], j.g.xs[1], j.g.xs[2], j.g.xs[3]},
-            .o = j.o, .groups = j.groups, .kh = w->shape[2], .kw = w->shape[3],
-            .ws = {w->strides[0], w->strides[1], w->strides[2], w->strides[3]},
-            .sh = j.g.w.stride[0], .sw = j.g.w.stride[1], .ph = j.g.w.padding[0],
-            .pw = j.g.w.padding[1], .dh = j.g.w.dilation[0], .dw = j.g.w.dilation[1],
-            .oh = j.g.oh, .ow = j.g.ow};
+        rt_conv_shape cs = direct_shape(&j.g, w);
         if (rt_conv_direct_wins(&cs))
-            return rt_conv_direct_f32(&cs, rt_ptr(x), rt_ptr(w), (const float *)j.bias,
-                                      j.bstride, rt_ptr(out));
+            return rt_conv_direct(&cs, false, rt_ptr(x), rt_ptr(w), j.bias, j.bstride,
+                                  rt_ptr(out));
     }
     bool direct = j.cg == 1;
     /* Load OpenBLAS here: an error recorded on a pool thread would be lost. */

@@ -1,4 +1,4 @@
-/* k_conv_direct.c - the direct f32 convolution: micro-kernels
+/* k_conv_direct.c - the direct f32 (and bf16) convolution: micro-kernels
  * register-blocked over KO output channels x QV vectors of output positions,
  * AVX-512 here (16 floats per zmm) and AVX2 + FMA in k_conv_direct_avx2.c
  * (8 per ymm), behind one geometry, packing, phase planes and rule, with the
@@ -35,14 +35,22 @@
  * group); Winograd where it fits and keeps enough of its tiles; else the
  * kernel that discards less, when it keeps at least min_keep (70%) of what
  * it computes; measured in docs/perf.md (make bench-conv), the numbers per
- * instruction set. The set is checked at run time (rt_conv_isa_current:
- * AVX-512F, else AVX2 + FMA); without either the GEMM paths run.
+ * instruction set. The set is the GEMM's (rt_conv_isa_current, from
+ * tjg_isa_current: AVX-512, else AVX2 + FMA, capped by TJIT_ISA); without
+ * either the GEMM paths run.
+ *
+ * bf16 (all operands): the input is widened as it is copied to the phase
+ * planes, the weights as they are packed or transformed (exact), the sums
+ * are the f32 ones, and the output is rounded once to bf16 (RNE) in the
+ * stores. Packed and transformed weights are kept across calls (see
+ * prepare_weights).
  *
  * Sums run over (c, kh, kw) in that order with FMA, as the GEMM paths do
  * over K; results agree with them to rounding (tests/test_contract.c).
  * Winograd's sums run over (c, transform position) on transformed values:
  * they agree to a few units in the last place of the largest terms.
  */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +59,7 @@
 
 #include "conv_direct.h"
 #include "conv_direct_kernels.h"
+#include "gemm.h"
 #include "iter.h"
 #include "rt.h"
 
@@ -62,12 +71,13 @@ typedef struct dj {
     const rt_conv_kernels *k;       /* the instruction set's kernels */
     rt_conv_isa isa;
     rt_conv_block_fn fn;            /* the chosen micro-kernel */
-    const float *x;
+    const void *x;                  /* f32, or bf16 (bf16 set: x, w, bias and y) */
+    bool bf16;
     float *xq;                      /* phase planes [n][c][sh*sw][hq][wq] + slack */
     float *wk;                      /* packed weights [groups][nob][cg][ntap][ko] */
-    const float *bias;
+    const void *bias;
     int64_t bstride;
-    float *y;
+    void *y;
     int64_t hq, wq, plane, ngrid, cg, og, ko, qv, nob, nqb, ntap;
     bool rows;                      /* the row kernel (below) instead of the grid kernel */
     bool wino;                      /* Winograd F(2x2, 3x3) (below) */
@@ -80,6 +90,27 @@ typedef struct dj {
 } dj;
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* Element i of weights or bias v, as f32 (bf16 widened: exact). */
+static float elem(const dj *j, const void *v, int64_t i)
+{
+    return j->bf16 ? ir_bf16_to_f32(((const uint16_t *)v)[i]) : ((const float *)v)[i];
+}
+
+/* The bias of output channel o (0 without one). */
+static float bias_of(const dj *j, int64_t o)
+{
+    return j->bias ? elem(j, j->bias, o * j->bstride) : 0.0f;
+}
+
+/* y[at..at+n) = src[0..n), rounded to bf16 when the output is bf16. */
+static void put_out(const dj *j, int64_t at, const float *src, int64_t n)
+{
+    if (j->bf16)
+        rt_conv_narrow((uint16_t *)j->y + at, src, n);
+    else
+        memcpy((float *)j->y + at, src, (size_t)n * sizeof(float));
+}
 
 /* ---- micro-kernels ----------------------------------------------------------------- */
 
@@ -122,31 +153,23 @@ static const rt_conv_kernels avx512 = {
 
 /* ---- the instruction set ----------------------------------------------------------- */
 
-static atomic_int isa_env = -1;     /* the CPU's under TJIT_ISA, computed once */
 static atomic_int isa_forced = -1;  /* rt_conv_isa_force */
 static _Atomic int64_t runs[RT_CONV_NISA][RT_CONV_NKIND];
 
-static rt_conv_isa isa_cpu(void)
+/* The conv's set of the GEMM's variant (runtime/gemm_isa.c: cpuid, the
+ * OS's register state, TJIT_ISA): its AVX-512 variants and up run the
+ * AVX-512F kernels, its AVX2 (+ FMA) the AVX2 ones. */
+static rt_conv_isa isa_of(tjg_isa g)
 {
-    if (__builtin_cpu_supports("avx512f"))
-        return RT_CONV_AVX512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        return RT_CONV_AVX2;
-    return RT_CONV_NONE;
+    return g >= TJG_AVX512 ? RT_CONV_AVX512 : g == TJG_AVX2 ? RT_CONV_AVX2 : RT_CONV_NONE;
 }
+
+/* The best set the CPU has, whatever TJIT_ISA says. */
+static rt_conv_isa isa_cpu(void) { return isa_of(tjg_isa_select(tjg_cpu_features(), NULL)); }
 
 rt_conv_isa rt_conv_isa_current(void)
 {
-    int v = atomic_load_explicit(&isa_env, memory_order_relaxed);
-    if (v < 0) {
-        const char *e = getenv("TJIT_ISA");
-        v = (int)isa_cpu();
-        if (e && !strcmp(e, "generic"))
-            v = RT_CONV_NONE;
-        else if (e && !strcmp(e, "avx2") && v > RT_CONV_AVX2)
-            v = RT_CONV_AVX2;
-        atomic_store(&isa_env, v);
-    }
+    int v = (int)isa_of(tjg_isa_current());
     int f = atomic_load_explicit(&isa_forced, memory_order_relaxed);
     return (rt_conv_isa)(f >= 0 && f < v ? f : v);
 }
@@ -175,6 +198,18 @@ RT_CLONES static void copy_stride2(float *restrict d, const float *restrict x, i
         d[q] = x[2 * q];
 }
 
+/* d[q] = x[q*st] widened from bf16 (exact: vpmovzxwd, vpslld 16) for q < n. */
+RT_CLONES static void widen_bf16(float *restrict d, const uint16_t *restrict x, int64_t st,
+                                 int64_t n)
+{
+    if (st == 1)
+        for (int64_t q = 0; q < n; q++)
+            d[q] = ir_bf16_to_f32(x[q]);
+    else
+        for (int64_t q = 0; q < n; q++)
+            d[q] = ir_bf16_to_f32(x[q * st]);
+}
+
 /* Phase planes of channels p0..p1 (p = image * c + channel). Plane (a, b)
  * row i is padded row i*sh + a; its columns q in [lo, hi) come from input
  * columns q*sw + b - pw, the others are padding. */
@@ -183,7 +218,7 @@ static void phase_planes(void *ctx, int64_t p0, int64_t p1)
     const dj *j = ctx;
     const rt_conv_shape *s = &j->s;
     for (int64_t p = p0; p < p1; p++) {
-        const float *xp = j->x + (p / s->c) * s->xs[0] + (p % s->c) * s->xs[1];
+        int64_t xp = (p / s->c) * s->xs[0] + (p % s->c) * s->xs[1];
         float *d = j->xq + p * j->plane;
         for (int64_t a = 0; a < s->sh; a++)
             for (int64_t b = 0; b < s->sw; b++) {
@@ -197,16 +232,19 @@ static void phase_planes(void *ctx, int64_t p0, int64_t p1)
                         memset(d, 0, (size_t)j->wq * sizeof *d);
                         continue;
                     }
-                    const float *xr = xp + r * s->xs[2] + (lo * s->sw + off) * s->xs[3];
+                    int64_t xr = xp + r * s->xs[2] + (lo * s->sw + off) * s->xs[3];
                     int64_t st = s->sw * s->xs[3];
+                    const float *xf = j->bf16 ? NULL : (const float *)j->x + xr;
                     memset(d, 0, (size_t)lo * sizeof *d);
-                    if (st == 1)
-                        memcpy(d + lo, xr, (size_t)(hi - lo) * sizeof *d);
+                    if (j->bf16)
+                        widen_bf16(d + lo, (const uint16_t *)j->x + xr, st, hi - lo);
+                    else if (st == 1)
+                        memcpy(d + lo, xf, (size_t)(hi - lo) * sizeof *d);
                     else if (st == 2)
-                        copy_stride2(d + lo, xr, hi - lo);
+                        copy_stride2(d + lo, xf, hi - lo);
                     else
                         for (int64_t q = lo; q < hi; q++)
-                            d[q] = xr[(q - lo) * st];
+                            d[q] = xf[(q - lo) * st];
                     memset(d + hi, 0, (size_t)(j->wq - hi) * sizeof *d);
                 }
             }
@@ -215,7 +253,7 @@ static void phase_planes(void *ctx, int64_t p0, int64_t p1)
 
 /* Weights [o][cg][kh][kw] (strided) -> [g][ob][cg][tap][ko] (row kernel:
  * ko = VL*kv), zeros past og. */
-static void pack_weights(const dj *j, const float *w)
+static void pack_weights(const dj *j, const void *w)
 {
     const rt_conv_shape *s = &j->s;
     int64_t ko = j->rows ? j->kv * j->k->vl : j->ko, ogp = j->nob * ko;
@@ -225,10 +263,140 @@ static void pack_weights(const dj *j, const float *w)
                 for (int64_t t = 0; t < j->ntap; t++) {
                     float v = 0.0f;
                     if (o < j->og)
-                        v = w[(g * j->og + o) * s->ws[0] + c * s->ws[1] +
-                              (t / s->kw) * s->ws[2] + (t % s->kw) * s->ws[3]];
+                        v = elem(j, w, (g * j->og + o) * s->ws[0] + c * s->ws[1] +
+                                           (t / s->kw) * s->ws[2] + (t % s->kw) * s->ws[3]);
                     j->wk[(((g * j->nob + o / ko) * j->cg + c) * j->ntap + t) * ko + o % ko] = v;
                 }
+}
+
+/* ---- prepared weights kept across calls ------------------------------------------------- */
+
+/* The packed or Winograd-transformed weights of recent calls, so a conv that
+ * runs again on the same weights (a compiled region calls it once per
+ * image; a model once per call) copies them instead of transforming again.
+ * An entry is found by the layout it was made for and the raw weights
+ * themselves, compared in full (a write through a raw pointer bumps no
+ * version, so nothing less is safe): a copy of them is kept. Kept only
+ * when the same weights (address and layout) were among the last WCACHE_N
+ * misses (a region alternates two convs per image), so a model whose many
+ * convs each run once per call costs no copies. Contiguous weights only; WCACHE_N entries, the least recently
+ * used replaced, one mutex. */
+#define WCACHE_N 8
+#define WCACHE_MAX ((size_t)16 << 20)   /* bytes of one entry's prepared weights, at most */
+
+typedef struct wkey {
+    int64_t isa, wino, rows, vl, ko, kv, nob, cg, og, groups, ntap, uxs, kh, kw, bf16;
+} wkey;
+
+typedef struct wslot {
+    wkey key;
+    void *raw;
+    float *prep;
+    size_t nraw, nprep;   /* bytes of raw (f32 or bf16), floats of prep */
+    uint64_t tick;
+    bool used;
+} wslot;
+
+static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER;
+static wslot wslots[WCACHE_N];
+static uint64_t wticks;
+static struct {             /* the last WCACHE_N misses: layout and weights */
+    wkey key;
+    const void *w;
+} wmiss[WCACHE_N];
+static int wmiss_next;
+static _Atomic int64_t whits;
+
+int64_t rt_conv_weight_hits(void) { return atomic_load(&whits); }
+
+static void wcache_lock(void) { pthread_mutex_lock(&wlock); }
+static void wcache_unlock(void) { pthread_mutex_unlock(&wlock); }
+__attribute__((constructor)) static void wcache_init(void)
+{
+    pthread_atfork(wcache_lock, wcache_unlock, wcache_unlock);
+}
+
+static void wslot_drop(wslot *e)
+{
+    rt_free(e->raw, e->nraw);
+    rt_free(e->prep, e->nprep * sizeof(float));
+    e->used = false;
+}
+
+__attribute__((destructor)) static void wcache_fini(void)
+{
+    for (int i = 0; i < WCACHE_N; i++)
+        if (wslots[i].used)
+            wslot_drop(&wslots[i]);
+}
+
+static void wino_weights(const dj *j, const void *w);
+
+/* j->wk[0..nprep) = the weights w prepared for j's kernel: from the cache
+ * when it holds them, else made (and kept when they fit). */
+static void prepare_weights(dj *j, const void *w, size_t nprep)
+{
+    const rt_conv_shape *s = &j->s;
+    int64_t kh = j->wino ? 3 : s->kh, kw = j->wino ? 3 : s->kw;
+    size_t nraw = (size_t)(s->o * j->cg * kh * kw) * (j->bf16 ? 2 : 4);   /* bytes */
+    bool contiguous = s->ws[3] == 1 && s->ws[2] == kw && s->ws[1] == kh * kw &&
+                      s->ws[0] == j->cg * kh * kw;
+    wkey k = (wkey){j->isa, j->wino, j->rows, j->k->vl, j->ko, j->kv, j->nob, j->cg, j->og,
+                    s->groups, j->ntap, j->uxs, kh, kw, j->bf16};
+    bool keep = contiguous && nprep * sizeof(float) <= WCACHE_MAX;
+    if (keep) {
+        pthread_mutex_lock(&wlock);
+        bool again = false;
+        for (int i = 0; i < WCACHE_N; i++)
+            again = again || (wmiss[i].w == w && !memcmp(&wmiss[i].key, &k, sizeof k));
+        for (int i = 0; i < WCACHE_N; i++) {
+            wslot *e = &wslots[i];
+            if (e->used && !memcmp(&e->key, &k, sizeof k) && e->nraw == nraw &&
+                e->nprep == nprep && !memcmp(e->raw, w, nraw)) {
+                memcpy(j->wk, e->prep, nprep * sizeof(float));
+                e->tick = ++wticks;
+                pthread_mutex_unlock(&wlock);
+                atomic_fetch_add(&whits, 1);
+                return;
+            }
+        }
+        wmiss[wmiss_next].key = k;
+        wmiss[wmiss_next].w = w;
+        wmiss_next = (wmiss_next + 1) % WCACHE_N;
+        keep = again;
+        pthread_mutex_unlock(&wlock);
+    }
+    if (j->wino)
+        wino_weights(j, w);
+    else
+        pack_weights(j, w);
+    if (!keep)
+        return;
+    void *raw = rt_alloc(nraw);
+    float *prep = rt_alloc(nprep * sizeof(float));
+    if (!raw || !prep) {   /* not kept: nothing else changes */
+        if (raw)
+            rt_free(raw, nraw);
+        if (prep)
+            rt_free(prep, nprep * sizeof(float));
+        return;
+    }
+    memcpy(raw, w, nraw);
+    memcpy(prep, j->wk, nprep * sizeof(float));
+    pthread_mutex_lock(&wlock);
+    wslot *e = &wslots[0];
+    for (int i = 0; i < WCACHE_N; i++) {
+        if (!wslots[i].used) {
+            e = &wslots[i];
+            break;
+        }
+        if (wslots[i].tick < e->tick)
+            e = &wslots[i];
+    }
+    if (e->used)
+        wslot_drop(e);
+    *e = (wslot){k, raw, prep, nraw, nprep, ++wticks, true};
+    pthread_mutex_unlock(&wlock);
 }
 
 /* ---- the blocks ------------------------------------------------------------------------ */
@@ -241,7 +409,7 @@ static void store_tile(const dj *j, const float *tile, int64_t n, int64_t o0, in
     const rt_conv_shape *s = &j->s;
     int64_t qn = j->qv * j->k->vl, q1 = q0 + qn < j->ngrid ? q0 + qn : j->ngrid;
     for (int64_t o = 0; o < no; o++) {
-        float *yo = j->y + (n * s->o + o0 + o) * s->oh * s->ow;
+        int64_t yo = (n * s->o + o0 + o) * s->oh * s->ow;
         const float *t = tile + o * qn - q0;
         for (int64_t q = q0; q < q1;) {
             int64_t r = q / j->wq, c = q % j->wq, end = c + (q1 - q);
@@ -249,7 +417,7 @@ static void store_tile(const dj *j, const float *tile, int64_t n, int64_t o0, in
                 end = j->wq;
             int64_t e = end < s->ow ? end : s->ow;
             if (c < e)
-                memcpy(yo + r * s->ow + c, t + q, (size_t)(e - c) * sizeof *yo);
+                put_out(j, yo + r * s->ow + c, t + q, e - c);
             q += end - c;
         }
     }
@@ -270,7 +438,7 @@ static void run_blocks(void *ctx, int64_t t0, int64_t t1)
         for (int64_t ob = 0; ob < j->nob; ob++) {
             int64_t o0 = ob * ko, no = j->og - o0 < ko ? j->og - o0 : ko;
             for (int64_t o = 0; o < ko; o++)
-                bias[o] = j->bias && o < no ? j->bias[(g * j->og + o0 + o) * j->bstride] : 0.0f;
+                bias[o] = o < no ? bias_of(j, g * j->og + o0 + o) : 0.0f;
             j->fn(xp, j->wk + (g * j->nob + ob) * j->cg * j->ntap * ko, j->cg, j->plane,
                   j->toff, j->ntap, bias, tile);
             store_tile(j, tile, n, g * j->og + o0, no, q0);
@@ -296,17 +464,20 @@ static void run_rows(void *ctx, int64_t t0, int64_t t1)
         int64_t ob = t % j->nob, g = (t / j->nob) % s->groups, n = t / (j->nob * s->groups);
         int64_t o0 = g * j->og + ob * lanes, no = j->og - ob * lanes < lanes ? j->og - ob * lanes : lanes;
         for (int64_t o = 0; o < lanes; o++)
-            bias[o] = j->bias && o < no ? j->bias[(o0 + o) * j->bstride] : 0.0f;
+            bias[o] = o < no ? bias_of(j, o0 + o) : 0.0f;
         const float *xp = j->xq + (n * s->c + g * j->cg) * j->plane;
         const float *wp = j->wk + (g * j->nob + ob) * j->cg * j->ntap * lanes;
-        float *y = j->y + (n * s->o + o0) * s->oh * s->ow;
+        int64_t y = (n * s->o + o0) * s->oh * s->ow;
+        float row[RT_CONV_TILE / RT_CONV_LANES];
         for (int64_t oh = oh0; oh < oh1; oh++)
             for (int64_t sg = 0; sg < j->nseg; sg++) {
                 int64_t ow0 = sg * j->rp, np = s->ow - ow0 < j->rp ? s->ow - ow0 : j->rp;
                 j->fn(xp + oh * j->wq + ow0, wp, j->cg, j->plane, j->toff, j->ntap, bias, tile);
-                for (int64_t o = 0; o < no; o++)
+                for (int64_t o = 0; o < no; o++) {
                     for (int64_t p = 0; p < np; p++)
-                        y[o * s->oh * s->ow + oh * s->ow + ow0 + p] = tile[p * lanes + o];
+                        row[p] = tile[p * lanes + o];
+                    put_out(j, y + o * s->oh * s->ow + oh * s->ow + ow0, row, np);
+                }
             }
     }
 }
@@ -328,7 +499,7 @@ static void run_rows(void *ctx, int64_t t0, int64_t t1)
 
 /* Weights [o][cg][3][3] (strided) -> U = G g G^T, G = [1 0 0; .5 .5 .5;
  * .5 -.5 .5; 0 0 1], as [xi (uxs apart)][g][ob][cg][ko], zeros past og. */
-static void wino_weights(const dj *j, const float *w)
+static void wino_weights(const dj *j, const void *w)
 {
     const rt_conv_shape *s = &j->s;
     int64_t ko = j->ko;
@@ -337,11 +508,10 @@ static void wino_weights(const dj *j, const float *w)
             /* the ko output channels innermost: the arithmetic vectorizes */
             float g[3][3][4] = {{{0}}}, t[4][3][4], u[16][4];
             for (int64_t o = 0; o < ko && gb % j->nob * ko + o < j->og; o++) {
-                const float *wp =
-                    w + (gb / j->nob * j->og + gb % j->nob * ko + o) * s->ws[0] + c * s->ws[1];
+                int64_t wp = (gb / j->nob * j->og + gb % j->nob * ko + o) * s->ws[0] + c * s->ws[1];
                 for (int r = 0; r < 3; r++)
                     for (int k = 0; k < 3; k++)
-                        g[r][k][o] = wp[r * s->ws[2] + k * s->ws[3]];
+                        g[r][k][o] = elem(j, w, wp + r * s->ws[2] + k * s->ws[3]);
             }
             for (int k = 0; k < 3; k++)
                 for (int o = 0; o < 4; o++) {
@@ -398,7 +568,9 @@ static void run_wino(void *ctx, int64_t t0, int64_t t1)
                           j->wk + xi * j->uxs + (g * j->nob + ob) * j->cg * ko, j->cg,
                           nkb * qn, off0, 1, zero, m + xi * mxs + (ob * WINO_NB + kb) * ko * qn);
         rt_conv_wino_out o = {
-            .y = j->y + (n * s->o + g * j->og) * j->woh * j->wow,
+            .y = j->bf16 ? (void *)((uint16_t *)j->y + (n * s->o + g * j->og) * j->woh * j->wow)
+                         : (void *)((float *)j->y + (n * s->o + g * j->og) * j->woh * j->wow),
+            .bf16 = j->bf16,
             .bias = j->wbias ? j->wbias + g * j->og : NULL,
             .no = j->og, .ko = ko, .qn = qn, .nob = j->nob, .nkb = nkb, .kbs = WINO_NB,
             .q0 = q0, .wq = j->wq, .tyn = s->oh, .txn = s->ow, .oh = j->woh, .ow = j->wow};
@@ -444,6 +616,7 @@ static void geometry(const rt_conv_shape *s, rt_conv_isa isa, dj *j)
     j->nseg = cdiv(s->ow, j->rp);
     j->rows = false;
     j->wino = false;
+    j->uxs = 0;
 }
 
 /* Whether Winograd F(2x2, 3x3) takes shape s on kernels k. */
@@ -556,8 +729,8 @@ bool rt_conv_direct_wins(const rt_conv_shape *s)
     return choose(s, &j);
 }
 
-int rt_conv_direct_f32(const rt_conv_shape *s, const float *x, const float *w,
-                       const float *bias, int64_t bstride, float *y)
+int rt_conv_direct(const rt_conv_shape *s, bool bf16, const void *x, const void *w,
+                   const void *bias, int64_t bstride, void *y)
 {
     dj *j = malloc(sizeof *j);
     if (!j) {
@@ -582,6 +755,7 @@ int rt_conv_direct_f32(const rt_conv_shape *s, const float *x, const float *w,
                      1);
     atomic_init(&j->failed, 0);
     j->x = x;
+    j->bf16 = bf16;
     j->y = y;
     j->bias = bias;
     j->bstride = bstride;
@@ -618,15 +792,13 @@ int rt_conv_direct_f32(const rt_conv_shape *s, const float *x, const float *w,
     }
     memset(j->xq + s->n * s->c * j->plane, 0, (size_t)slack * sizeof(float));
     j->wbias = NULL;
+    prepare_weights(j, w, j->wino ? (size_t)(16 * j->uxs) : wfloats);
     if (j->wino) {
-        wino_weights(j, w);
         if (bias) {
             j->wbias = j->wk + 16 * j->uxs;
             for (int64_t o = 0; o < s->o; o++)
-                j->wbias[o] = bias[o * bstride];
+                j->wbias[o] = bias_of(j, o);
         }
-    } else {
-        pack_weights(j, w);
     }
     rt_parallel_for(s->n * s->c, 16384 / (j->plane + 1) + 1, phase_planes, j);
     if (j->wino) {

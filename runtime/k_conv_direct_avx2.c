@@ -91,10 +91,22 @@ CK_TARGET static inline void put_row(float *d, const float *r, int64_t n)
         d[0] = r[0];
 }
 
+/* y[at..at+n) = r[0..n) of the block's output (g->y: f32, or bf16 rounded
+ * once, rt_conv_narrow). */
+CK_TARGET static inline void put_out(const rt_conv_wino_out *g, int64_t at, const float *r,
+                                     int64_t n)
+{
+    if (g->bf16)
+        rt_conv_narrow((uint16_t *)g->y + at, r, n);
+    else
+        put_row((float *)g->y + at, r, n);
+}
+
 /* Writes rows r0 (output row 2ty) and r1 (2ty + 1), each the 2x2 tiles of
  * VL grid positions from q interleaved (2*VL floats), to the output channel
- * yc: the parts inside the tile grid and the output, row by row of tiles. */
-CK_TARGET static void wino_put(const rt_conv_wino_out *g, float *yc, int64_t q, const float *r0,
+ * at yc (elements from g->y): the parts inside the tile grid and the
+ * output, row by row of tiles. */
+CK_TARGET static void wino_put(const rt_conv_wino_out *g, int64_t yc, int64_t q, const float *r0,
                                const float *r1)
 {
     for (int64_t p = 0; p < VL;) {
@@ -104,7 +116,7 @@ CK_TARGET static void wino_put(const rt_conv_wino_out *g, float *yc, int64_t q, 
         int64_t ncol = 2 * nt < g->ow - 2 * tx ? 2 * nt : g->ow - 2 * tx;
         for (int64_t a = 0; a < 2 && ty < g->tyn && nt > 0; a++)
             if (2 * ty + a < g->oh)
-                put_row(yc + (2 * ty + a) * g->ow + 2 * tx, (a ? r1 : r0) + 2 * p, ncol);
+                put_out(g, yc + (2 * ty + a) * g->ow + 2 * tx, (a ? r1 : r0) + 2 * p, ncol);
         p += cnt;
     }
 }
@@ -118,7 +130,7 @@ CK_TARGET static void wino_out(const float *m, int64_t mxs, const rt_conv_wino_o
         for (int64_t kb = 0; kb < g->nkb; kb++)
             for (int64_t o = 0; o < g->ko && ob * g->ko + o < g->no; o++) {
                 int64_t oc = ob * g->ko + o;
-                float *yc = g->y + oc * g->oh * g->ow;
+                int64_t yc = oc * g->oh * g->ow;
                 __m256 b = _mm256_set1_ps(g->bias ? g->bias[oc] : 0.0f);
                 const float *mp = m + ((ob * g->kbs + kb) * g->ko + o) * g->qn;
                 for (int64_t v = 0; v < g->qn; v += VL) {
@@ -140,9 +152,9 @@ CK_TARGET static void wino_out(const float *m, int64_t mxs, const rt_conv_wino_o
                         r[a][1] = _mm256_permute2f128_ps(lo, hi, 0x31);
                     }
                     int64_t q = g->q0 + kb * g->qn + v, ty = q / g->wq, tx = q % g->wq;
-                    if (tx + VL <= g->txn && ty < g->tyn && 2 * ty + 1 < g->oh &&
+                    if (!g->bf16 && tx + VL <= g->txn && ty < g->tyn && 2 * ty + 1 < g->oh &&
                         2 * (tx + VL) <= g->ow) {
-                        float *y0 = yc + 2 * ty * g->ow + 2 * tx, *y1 = y0 + g->ow;
+                        float *y0 = (float *)g->y + yc + 2 * ty * g->ow + 2 * tx, *y1 = y0 + g->ow;
                         _mm256_storeu_ps(y0, r[0][0]);
                         _mm256_storeu_ps(y0 + VL, r[0][1]);
                         _mm256_storeu_ps(y1, r[1][0]);

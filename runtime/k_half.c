@@ -12,7 +12,8 @@
  * Conversions (cast, copy) need no detour: rt_convert handles the narrow
  * types itself. An op may have a kernel of its own for the narrow types in
  * half_kernels[] below, tried first: the place where native bf16/f16 GEMMs
- * hook in (rt_k_matmul_half, rt_k_linear_half: runtime/k_matmul.c).
+ * hook in (rt_k_matmul_half, rt_k_linear_half: runtime/k_matmul.c), and
+ * bf16 convolution on the direct kernels (rt_k_conv2d_half: k_conv.c).
  */
 #include <string.h>
 
@@ -26,6 +27,7 @@ static const rt_kernel_fn half_kernels[IR_NUM_OPS] = {
     [OP_copy] = rt_k_copy,
     [OP_matmul] = rt_k_matmul_half,
     [OP_linear] = rt_k_linear_half,
+    [OP_conv2d] = rt_k_conv2d_half,
 };
 
 bool rt_half_involved(tj_tensor *const *in, int nin, const ir_type *ty)

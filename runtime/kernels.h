@@ -45,6 +45,7 @@ int rt_half_via_f32(RT_KERNEL_ARGS);
 /* matmul with an f16/bf16 operand (k_matmul.c): the hook of native kernels. */
 int rt_k_matmul_half(RT_KERNEL_ARGS);
 int rt_k_linear_half(RT_KERNEL_ARGS);
+int rt_k_conv2d_half(RT_KERNEL_ARGS);   /* bf16 on the direct kernels (k_conv.c) */
 
 /* ---- int8 quantization (k_quant.c, k_qgemm.c) ---- */
 /* c per-channel scales (float tensor s) and zero points (integer tensor z)

@@ -2,7 +2,7 @@
  * block, each block's GEMM output finished while it is in cache
  * (sched_int.h, sc_region).
  *
- *   head    an eager matmul or conv2d (f32/f64) whose output splits along
+ *   head    an eager matmul or conv2d (f32/f64; conv2d bf16 too) whose output splits along
  *           leading dims into blocks:
  *             matmul with a GEMM per batch (its right operand has batches):
  *               one batch per block
@@ -43,6 +43,13 @@ static const ir_node *chain_end(const ir_node *n)
 }
 
 static bool blas_dtype(tj_dtype dt) { return dt == TJ_F32 || dt == TJ_F64; }
+
+/* Whether node n's output type suits a region: f32, f64, and bf16 for
+ * conv2d (the direct kernels take it: runtime/k_conv.c, rt_k_conv2d_half). */
+static bool region_dtype(const ir_node *n, tj_dtype dt)
+{
+    return blas_dtype(dt) || (n->op == OP_conv2d && dt == TJ_BF16);
+}
 
 /* ---- forming regions ------------------------------------------------------------------------ */
 
@@ -163,7 +170,7 @@ static bool head_space(const former *F, step *s, sc_region *rg)
     const ir_node *n = F->b->g->nodes[s->node];
     const ir_type *o = type_of(F, n);
     memset(s->slice, -1, sizeof s->slice);
-    if (!blas_dtype(o->dtype) || ir_type_numel(o) == 0)
+    if (!region_dtype(n, o->dtype) || ir_type_numel(o) == 0)
         return false;
     if (n->op == OP_conv2d) {
         /* an image per block: enough images for the threads (the conv
@@ -184,7 +191,7 @@ static bool chain_ok(const former *F, step *s, const sc_region *rg)
     const ir_node *n = F->b->g->nodes[s->node];
     const ir_type *o = type_of(F, n);
     memset(s->slice, -1, sizeof s->slice);
-    if ((n->op != OP_matmul && n->op != OP_conv2d) || !blas_dtype(o->dtype) ||
+    if ((n->op != OP_matmul && n->op != OP_conv2d) || !region_dtype(n, o->dtype) ||
         !F->produced[ir_slot(F->b->g, n->in[0])])
         return false;
     for (int j = 1; j < n->nin; j++)

@@ -19,6 +19,7 @@
 #include "../ir/window2d.h"
 #include "../runtime/blas.h"
 #include "../runtime/conv_direct.h"
+#include "../runtime/gemm.h"
 #include "util.h"
 
 /* ---- helpers ------------------------------------------------------------------------- */
@@ -239,6 +240,15 @@ static int conv_isas(rt_conv_isa *isas)
     return n;
 }
 
+/* Forces the conv path TJIT_CONV names (NULL: the rule). */
+static void conv_path(const char *path)
+{
+    if (path)
+        setenv("TJIT_CONV", path, 1);
+    else
+        unsetenv("TJIT_CONV");
+}
+
 /* Direct convs counted on any instruction set, by any kernel. */
 static int64_t conv_direct_runs(void)
 {
@@ -315,10 +325,7 @@ static void test_conv2d_direct(void **state)
         for (int t = 1; t <= 2; t++) {
             tj_set_num_threads(t);
             for (int p = 0; p < 5; p++) {
-                if (paths[p])
-                    setenv("TJIT_CONV", paths[p], 1);
-                else
-                    unsetenv("TJIT_CONV");
+                conv_path(paths[p]);
                 for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
                     check(cases[k].name, run_conv_on(&cases[k], paths[p], isas[i]), 1e-5);
             }
@@ -350,6 +357,14 @@ static void test_conv2d_direct_isa(void **state)
     const char *cap = getenv("TJIT_ISA");
     if (!cap || !*cap)
         assert_int_equal(rt_conv_isa_current(), want);
+    /* one source of truth: the GEMM's variant, capped, caps the conv's set */
+    rt_conv_isa cur = rt_conv_isa_current();
+    tjg_isa_force(TJG_GENERIC);
+    assert_int_equal(rt_conv_isa_current(), RT_CONV_NONE);
+    tjg_isa_force(TJG_AVX2);
+    assert_int_equal(rt_conv_isa_current(), cur < RT_CONV_AVX2 ? cur : RT_CONV_AVX2);
+    tjg_isa_force(-1);
+    assert_int_equal(rt_conv_isa_current(), cur);
     /* x [n, c, h, w], w [o, c/g, k, k], stride, padding, groups */
     static const int64_t shapes[][9] = {
         {3, 12, 14, 10, 20, 3, 1, 1, 1}, {1, 12, 9, 15, 3, 3, 1, 1, 1},
@@ -388,6 +403,129 @@ static void test_conv2d_direct_isa(void **state)
         rt_conv_isa_force(-1);
     }
     unsetenv("TJIT_CONV");
+}
+
+/* The prepared weights kept across calls: kept after a second miss on the
+ * same weights within the last 8 misses (two convs alternating, as in a
+ * region), then taken (Winograd's transform, the grid and row kernels'
+ * packing); a write through the weight's raw pointer (no version bump) is
+ * seen: the result follows the new weights (against the GEMM paths). Nine
+ * convs in turn: none kept. */
+static void test_conv2d_weight_reuse(void **state)
+{
+    (void)state;
+    rt_conv_isa isas[RT_CONV_NISA];
+    if (conv_isas(isas) == 1) {
+        print_message("skipped: no direct conv kernels on this CPU\n");
+        return;
+    }
+    tj_manual_seed(7);
+    tj_tensor *x = tj_randn(TJ_F32, 4, (int64_t[]){2, 16, 12, 13});
+    tj_tensor *w = tj_randn(TJ_F32, 4, (int64_t[]){24, 16, 3, 3});
+    static const char *const paths[] = {"wino", "direct", "rows"};
+    for (int p = 0; p < 3; p++) {
+        setenv("TJIT_CONV", paths[p], 1);
+        tj_tensor *ws[9];
+        for (int k = 0; k < 9; k++)
+            ws[k] = tj_randn(TJ_F32, 4, (int64_t[]){24, 16, 3, 3});
+        int64_t hits = rt_conv_weight_hits();
+        for (int k = 0; k < 18; k++)   /* nine in turn: each misses, none kept */
+            assert_non_null(tj_conv2d(x, ws[k % 9], NULL, S11, P11, D11, 1));
+        assert_int_equal(rt_conv_weight_hits(), hits);
+        for (int k = 0; k < 4; k++)   /* two alternating: kept at their second call */
+            assert_non_null(tj_conv2d(x, k % 2 ? ws[0] : w, NULL, S11, P11, D11, 1));
+        assert_int_equal(rt_conv_weight_hits(), hits);
+        tj_tensor *a = tj_conv2d(x, w, NULL, S11, P11, D11, 1);
+        assert_int_equal(rt_conv_weight_hits(), hits + 1);
+        float *wd = tj_data(w);
+        wd[5 * 16 * 9 + 7] += 1.0f;   /* output channel 5, through the raw pointer */
+        tj_tensor *b = tj_conv2d(x, w, NULL, S11, P11, D11, 1);
+        assert_int_equal(rt_conv_weight_hits(), hits + 1);
+        setenv("TJIT_CONV", "gemm", 1);
+        tu_assert_close(b, tj_conv2d(x, w, NULL, S11, P11, D11, 1), 1e-5, 1e-4);
+        const float *pa = tj_data(a), *pb = tj_data(b);
+        double diff = 0;
+        for (int64_t i = 0; i < tj_numel(a); i++)
+            diff = fmax(diff, fabs((double)pa[i] - pb[i]));
+        assert_true(diff > 0.1);   /* the new weight changed the result */
+    }
+    unsetenv("TJIT_CONV");
+}
+
+/* Whether bf16 tensor got holds exactly the bits of f32 tensor ref rounded
+ * to bf16 (tj_cast: round to nearest even). */
+static void assert_bf16_of(tj_tensor *got, tj_tensor *ref, const char *what)
+{
+    assert_non_null(got);
+    assert_int_equal(tj_dtype_of(got), TJ_BF16);
+    tj_tensor *r = tj_cast(ref, TJ_BF16);
+    assert_int_equal(tj_numel(got), tj_numel(r));
+    const uint16_t *a = tj_data(got), *b = tj_data(r);
+    for (int64_t i = 0; i < tj_numel(r); i++)
+        if (a[i] != b[i])
+            fail_msg("%s: element %lld is 0x%04x, f32 conv rounded 0x%04x", what, (long long)i,
+                     a[i], b[i]);
+}
+
+/* bf16 conv2d: on the direct kernels (grid, row, Winograd; every set this
+ * CPU has, then none: the f32 GEMM paths on widened copies), 1 and 2
+ * threads, on test_conv2d_direct_isa's shapes with bf16-representable data:
+ * the result is the f32 conv of the same path rounded once to bf16 (its f32
+ * sums are the same: widening is exact), bit for bit; the direct kernel ran.
+ * Then ties: 1 + 2^-8 rounds to 1, 1 + 2^-7 + 2^-8 to 1 + 2^-6 (even). */
+static void test_conv2d_bf16(void **state)
+{
+    (void)state;
+    static const int64_t shapes[][9] = {
+        {3, 12, 14, 10, 20, 3, 1, 1, 1}, {2, 6, 11, 11, 6, 3, 2, 0, 6},
+        {1, 8, 20, 27, 9, 5, 1, 2, 1},   {2, 16, 10, 12, 32, 3, 1, 1, 2},
+        {1, 5, 14, 14, 7, 3, 1, 1, 1},   {1, 8, 7, 30, 6, 3, 1, 2, 1},
+    };
+    static const char *const paths[] = {"direct", "rows", "wino", NULL};
+    int before = tj_num_threads();
+    rt_conv_isa isas[RT_CONV_NISA];
+    int nisa = conv_isas(isas);
+    tj_manual_seed(18);
+    for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
+        const int64_t *s = shapes[k];
+        tj_tensor *xb = tj_cast(tj_randn(TJ_F32, 4, (int64_t[]){s[0], s[1], s[2], s[3]}), TJ_BF16);
+        tj_tensor *wb = tj_cast(tj_randn(TJ_F32, 4, (int64_t[]){s[4], s[1] / s[8], s[5], s[5]}),
+                                TJ_BF16);
+        tj_tensor *bb = k % 2 ? tj_cast(tj_randn(TJ_F32, 1, (int64_t[]){s[4]}), TJ_BF16) : NULL;
+        tj_tensor *x = tj_cast(xb, TJ_F32), *w = tj_cast(wb, TJ_F32);
+        tj_tensor *b = bb ? tj_cast(bb, TJ_F32) : NULL;
+        int64_t st[2] = {s[6], s[6]}, pd[2] = {s[7], s[7]};
+        for (int i = 0; i < nisa; i++) {
+            rt_conv_isa_force((int)isas[i]);
+            for (int t = 1; t <= 2; t++) {
+                tj_set_num_threads(t);
+                for (int p = 0; p < 4; p++) {
+                    conv_path(paths[p]);
+                    tj_tensor *ref = tj_conv2d(x, w, b, st, pd, D11, s[8]);
+                    int64_t all = conv_direct_runs();
+                    tj_tensor *got = tj_conv2d(xb, wb, bb, st, pd, D11, s[8]);
+                    assert_bf16_of(got, ref, paths[p] ? paths[p] : "rule");
+                    if (isas[i] != RT_CONV_NONE && paths[p])
+                        assert_int_equal(conv_direct_runs(), all + 1);
+                }
+            }
+        }
+        rt_conv_isa_force(-1);
+    }
+    /* ties, through the grid and row kernels' stores */
+    const float xv[4] = {1.0f, 1.0f + 0x1p-7f, 0x1p-8f, 0x1p-8f}, ones[2] = {1.0f, 1.0f};
+    tj_tensor *x = tj_cast(tj_from_data(TJ_F32, 4, (int64_t[]){1, 2, 1, 2}, xv), TJ_BF16);
+    tj_tensor *w = tj_cast(tj_from_data(TJ_F32, 4, (int64_t[]){1, 2, 1, 1}, ones), TJ_BF16);
+    for (int p = 0; p < 2; p++) {
+        setenv("TJIT_CONV", paths[p], 1);
+        tj_tensor *y = tj_conv2d(x, w, NULL, NULL, NULL, NULL, 1);
+        assert_non_null(y);
+        const uint16_t *v = tj_data(y);
+        assert_int_equal(v[0], 0x3f80);   /* 1 */
+        assert_int_equal(v[1], 0x3f82);   /* 1 + 2^-6 */
+    }
+    unsetenv("TJIT_CONV");
+    tj_set_num_threads(before);
 }
 
 static void test_conv2d_threads(void **state)
@@ -869,7 +1007,7 @@ int main(int argc, char **argv)
         T(test_matmul_ranks),     T(test_matmul_ints),   T(test_matmul_views),
         T(test_matmul_extremes),  T(test_matmul_errors), T(test_linear),
         T(test_linear_views),     T(test_linear_errors), T(test_conv2d),
-        T(test_conv2d_threads),
+        T(test_conv2d_threads),   T(test_conv2d_weight_reuse), T(test_conv2d_bf16),
         T(test_conv2d_direct),   T(test_conv2d_direct_isa), T(test_conv2d_defaults_and_views),
         T(test_conv2d_errors),    T(test_pools),         T(test_pool_defaults),
         T(test_pool_errors),      T(test_pool_options),  T(test_pool_option_defaults),

@@ -434,6 +434,33 @@ static void test_region_conv_block(void **state)
     ir_graph_free(g);
 }
 
+/* The block under autocast(bf16) (the suite's A6): bf16 convs, f32 batch
+ * norm between casts, an image per block as in f32 (the direct kernels take
+ * bf16); the same bits as the executor's whole-tensor run. */
+static void test_region_conv_block_bf16(void **state)
+{
+    ir_graph *g = parse("graph @block(%x: bf16[4,8,12,12], %k: bf16[8,8,3,3] param, %m: f32[8] param, "
+                        "%v: f32[8] param, %g: f32[8] param, %b: f32[8] param) {\n"
+                        "  %0 = conv2d %x, %k {stride=[1,1], padding=[1,1], dilation=[1,1], groups=1} : bf16[4,8,12,12]\n"
+                        "  %1 = cast %0 {dtype=f32} : f32[4,8,12,12]\n"
+                        "  %2 = batch_norm %1, %m, %v, %g, %b {eps=1e-05} : f32[4,8,12,12]\n"
+                        "  %3 = relu %2 : f32[4,8,12,12]\n"
+                        "  %4 = cast %3 {dtype=bf16} : bf16[4,8,12,12]\n"
+                        "  %5 = conv2d %4, %k {stride=[1,1], padding=[1,1], dilation=[1,1], groups=1} : bf16[4,8,12,12]\n"
+                        "  %6 = cast %5 {dtype=f32} : f32[4,8,12,12]\n"
+                        "  %7 = relu %6 : f32[4,8,12,12]\n"
+                        "  return %7\n"
+                        "}\n");
+    tj_tensor *in[6] = {tj_cast(randn(4, (int64_t[]){4, 8, 12, 12}, 1), TJ_BF16),
+                        tj_cast(randn(4, (int64_t[]){8, 8, 3, 3}, 0.2), TJ_BF16),
+                        randn(1, (int64_t[]){8}, 0.1), tj_add_s(tj_rand(TJ_F32, 1, (int64_t[]){8}), 0.5),
+                        randn(1, (int64_t[]){8}, 1), randn(1, (int64_t[]){8}, 1)};
+    sc_plan_mem m;
+    run_both(g, in, 0, 0, &m, "conv block bf16");
+    assert_int_equal(m.regions, 1);
+    ir_graph_free(g);
+}
+
 /* Batches with right operands too large to pack again per block of rows:
  * a batch per block. Also a matmul without epilogue chained to another. */
 static void test_region_per_batch(void **state)
@@ -633,7 +660,7 @@ int main(void)
         T(test_region_attention),
         T(test_region_sdpa),
         T(test_p4_like),
-        T(test_region_conv_block),
+        T(test_region_conv_block), T(test_region_conv_block_bf16),
         T(test_region_per_batch),
         T(test_region_no_inplace_over_shared),
         T(test_region_threads),
