@@ -191,6 +191,9 @@ typedef struct tjg_kernel {
 tjg_kernel tjg_kernel_x86(tjg_type t, tjg_isa isa);
 /* The AVX2 + FMA kernels (gemm_avx2.c); NULL ones off x86-64. */
 tjg_kernel tjg_kernel_avx2(tjg_type t);
+/* The AVX2 f32 kernel on half a panel (C[MR, 16], B's 16 columns NR words
+ * apart per group), for gemm.c's half-panel loop order; NULL off x86-64. */
+tjg_ukernel tjg_f32_half_avx2(void);
 /* With AVX2 (only where tjg_isa_current() >= TJG_AVX2): 8 rows of 32-bit
  * units (row r at byte r * ldi of in, unaligned) transposed, units q < nq:
  * out[q * ldo + r] = the unit at byte 4 * q of row r. */

@@ -126,6 +126,24 @@ AVX2 static void uk_f32(int64_t kg, const void *a, const void *b, void *c, int64
     tile(K_F32, kg, a, b, c, ldc, acc);
 }
 
+/* f32, half a panel: C[MR, 16] (+)= A-sliver @ the 16 columns at b (NR
+ * words apart per group): gemm.c runs it over every sliver of a block per
+ * half panel, so the KC x 16 half (16 KB) stays in L1 across the slivers. */
+AVX2 static void uk_f32_half(int64_t kg, const void *a, const void *b, void *c, int64_t ldc,
+                             bool acc)
+{
+    /* C's rows are read (acc) or written after the k loop: fetched now, so
+     * their misses (C of a wide block is out of L2) overlap the loop */
+    for (int r = 0; r < TJG_MR; r++) {
+        _mm_prefetch((const char *)((float *)c + r * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)((float *)c + r * ldc + 15), _MM_HINT_T0);
+    }
+    for (int r0 = 0; r0 < TJG_MR; r0 += ROWS)
+        sub_tile(K_F32, kg, (const float *)a + r0, b, (int32_t *)c + r0 * ldc, ldc, acc);
+}
+
+tjg_ukernel tjg_f32_half_avx2(void) { return uk_f32_half; }
+
 AVX2 static void uk_bf16(int64_t kg, const void *a, const void *b, void *c, int64_t ldc, bool acc)
 {
     tile(K_BF16, kg, a, b, c, ldc, acc);
@@ -206,6 +224,8 @@ tjg_kernel tjg_kernel_avx2(tjg_type t)
 }
 
 #else
+tjg_ukernel tjg_f32_half_avx2(void) { return NULL; }
+
 tjg_kernel tjg_kernel_avx2(tjg_type t)
 {
     (void)t;
