@@ -2,11 +2,11 @@
  * so a weight is packed once, not in every matmul that reads it.
  *
  * Key: the storage's serial (unique for the process's life, so a freed and
- * reused address never hits), its version (an in-place update misses), the
- * operand's byte offset, strides, k, n and packed type. Only the weights of
- * a call marked frozen (rt_gemm_frozen: tj_compile_options.freeze) are
- * kept: a write through a raw pointer bumps no version, so nothing else is
- * safe to keep. Entries are reference-counted while a GEMM reads them;
+ * reused address never hits), its version plus its tj_data count (an
+ * in-place update or a pointer handed out misses: k_matmul.c's stamp), the
+ * operand's byte offset, strides, k, n and packed type. Only the weights a
+ * compiled call names (rt_gemm_frozen: its captures, frozen or not, less
+ * those it writes) are kept: other operands change from call to call. Entries are reference-counted while a GEMM reads them;
  * the least recently used idle ones go beyond TJG_CACHE_BYTES. One mutex
  * guards the table (a lookup is a few dozen compares).
  */
