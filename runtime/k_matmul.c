@@ -243,7 +243,7 @@ static int gemm_blas_any(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a,
 /* f32 on a kept (packed) weight: tjit's GEMM or OpenBLAS. The static rule
  * is where tjit's GEMM measured faster on one Zen 4 core (docs/perf.md: at
  * least 128 columns and up to 2^27 multiply-adds), with AVX-512; with AVX2
- * alone, at least 128 columns and 24 rows (own_f32_shape). Autotune
+ * alone, at least 128 columns, 24 rows, up to 2^30 (own_f32_shape). Autotune
  * times both once per weight on a scratch output and keeps the faster. */
 enum { CHOICE_OWN = 1, CHOICE_BLAS = 2 };
 
@@ -281,15 +281,15 @@ static int own_f32_env(void)
 }
 
 /* AVX-512: the Zen 4 rule above. AVX2 alone: with the half-panel order
- * (gemm.c) and B packed once, P4's GEMMs (256 rows, 8 MB weights) ran
- * 5-10% faster than OpenBLAS's sgemm in a compiled call on one Zen 3 core
- * (docs/perf.md, 2026-11-29); a few rows stay with OpenBLAS. */
+ * (gemm.c) and B packed once, a compiled P4 (256 rows, 8 MB weights) ran
+ * about 5% faster than on OpenBLAS's sgemm and P7's shapes 8-13% on one
+ * Zen 3 core; 2048^3 trailed by a fifth (docs/perf.md, 2026-11-29). */
 static bool own_f32_shape(int64_t m, int64_t n, int64_t k)
 {
     if (n < 4 * TJG_NR)
         return false;
     if (tjg_isa_current() == TJG_AVX2)
-        return m >= 2 * TJG_MR;
+        return m >= 2 * TJG_MR && m * n * k <= ((int64_t)1 << 30);
     return m * n * k <= ((int64_t)1 << 27);
 }
 
