@@ -1069,7 +1069,7 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
                     kept[e->write_ref[k]] = NULL;
         }
         if (kept)
-            rt_gemm_frozen(kept, e->ncaps, c->gemm_flags);
+            rt_gemm_frozen(kept, e->ncaps, c->gemm_flags | (c->freeze ? RT_GEMM_FREEZE : 0));
         uint64_t outer = h.n ? fe_ag_hooks_begin() : 0;
         sc_notify nt = {h.n, h.out, hooked_ready, &h};
         /* 1: not compiled, use the executor (then the hooks run at the end) */

@@ -162,6 +162,13 @@ static inline float tjg_bf16_to_f32(uint16_t h)
 const tjg_packed *tjg_cache_get(uint64_t serial, unsigned version, int64_t offset, const void *b,
                                 int64_t rs, int64_t cs, int64_t k, int64_t n, tjg_type type,
                                 bool from_f32, void **handle);
+/* The same for a weight that may change between calls (a compiled call
+ * without freeze): a weight seen at another version than its entry's is
+ * not packed (NULL: run it elsewhere) until two calls see one version, so
+ * a weight updated every call is not packed every call. */
+const tjg_packed *tjg_cache_get_stable(uint64_t serial, unsigned version, int64_t offset,
+                                       const void *b, int64_t rs, int64_t cs, int64_t k,
+                                       int64_t n, tjg_type type, bool from_f32, void **handle);
 void tjg_cache_put(void *handle);
 /* The entry's autotune winner (0: not timed yet), or NULL for no entry. */
 atomic_int *tjg_cache_choice(void *handle);

@@ -217,19 +217,27 @@ static unsigned stamp(const rt_storage *st)
     return atomic_load(&st->version) + atomic_load(&st->raw);
 }
 
-/* B's packed form: kept from an earlier call when B is a frozen weight
+/* B's packed form: kept from an earlier call when B is a kept weight
  * (runtime/gemm_cache.c; *handle then holds it), else packed now into *own.
- * NULL on failure. */
+ * NULL on failure, or with *blas set: run it on OpenBLAS. */
 static const tjg_packed *packed_b(const rt_storage *bst, rt_mat b, int64_t k, int64_t n,
-                                  tjg_type type, tjg_packed *own, void **handle)
+                                  tjg_type type, tjg_packed *own, void **handle, bool *blas)
 {
     unsigned flags;
     *handle = NULL;
+    *blas = false;
     if (bst && tjg_frozen(bst, &flags)) {
         int64_t off = (const char *)b.p - (const char *)bst->data;
-        const tjg_packed *p = tjg_cache_get(bst->serial, stamp(bst), off, b.p,
-                                            b.rs, b.cs, k, n, type, false, handle);
-        if (p)
+        /* not frozen, f32: a weight that changed since the last call runs
+         * on OpenBLAS (NULL, handle NULL) rather than packed in every call */
+        bool stable = !(flags & RT_GEMM_FREEZE) && type == TJG_F32;
+        const tjg_packed *p =
+            stable ? tjg_cache_get_stable(bst->serial, stamp(bst), off, b.p, b.rs, b.cs, k, n,
+                                          type, false, handle)
+                   : tjg_cache_get(bst->serial, stamp(bst), off, b.p, b.rs, b.cs, k, n, type,
+                                   false, handle);
+        *blas = !p && stable;
+        if (p || stable)
             return p;
     }
     int r = type == TJG_F32 ? tjg_pack_f32(own, b.p, b.rs, b.cs, k, n)
@@ -330,9 +338,11 @@ static int gemm_own(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_m
 {
     tjg_packed own = {0};
     void *handle;
-    const tjg_packed *p = packed_b(bst, b, k, n, dt == TJ_BF16 ? TJG_BF16 : TJG_F32, &own, &handle);
+    bool blas;
+    const tjg_packed *p =
+        packed_b(bst, b, k, n, dt == TJ_BF16 ? TJG_BF16 : TJG_F32, &own, &handle, &blas);
     if (!p)
-        return -1;
+        return blas ? 1 : -1;
     int r = 1;
     if (dt == TJ_BF16 || choose_f32(handle, m, n, k, a, b, p) == CHOICE_OWN) {
         tjg_epilogue e = {.accumulate = acc, .out_bf16 = dt == TJ_BF16};

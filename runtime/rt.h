@@ -126,7 +126,7 @@ double rt_load_f64(const tj_tensor *t, const int64_t *index);
  * while their version and tj_data count hold (frozen or not); flags: RT_GEMM_AUTOTUNE times tjit's GEMM against OpenBLAS for
  * their shapes, RT_GEMM_INT8 runs f32 GEMMs on them in int8 (dynamic
  * quantization). rt_gemm_frozen(NULL, 0, 0) ends it. */
-enum { RT_GEMM_AUTOTUNE = 1, RT_GEMM_INT8 = 2 };
+enum { RT_GEMM_AUTOTUNE = 1, RT_GEMM_INT8 = 2, RT_GEMM_FREEZE = 4 /* the call is frozen */ };
 void rt_gemm_frozen(tj_tensor *const *t, int n, unsigned flags);
 
 /* ---- errors (thread-local, error.c) ------------------------------------------ */
