@@ -1057,14 +1057,26 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
             inputs[k] = args[k];
         for (int k = 0; k < e->ncaps; k++)
             inputs[nargs + k] = e->caps[k].t;   /* alive: the guards held */
-        if (c->freeze)   /* the captures' storages: GEMMs may keep them packed */
-            rt_gemm_frozen(inputs + nargs, e->ncaps, c->gemm_flags);
+        /* the captures' storages: GEMMs may keep them packed (keyed by
+         * version, runtime/gemm_cache.c); without freeze not those the
+         * call writes (a GEMM after the write in the same call would see
+         * the version of one before it) */
+        tj_tensor *kfew[64], **kept = inputs + nargs;
+        if (!c->freeze && (kept = e->ncaps <= 64 ? kfew : malloc(sizeof *kept * (size_t)e->ncaps))) {
+            memcpy(kept, inputs + nargs, sizeof *kept * (size_t)e->ncaps);
+            for (int k = 0; k < e->nwrites; k++)
+                if (e->write_ref[k] >= 0 && e->write_ref[k] < e->ncaps)
+                    kept[e->write_ref[k]] = NULL;
+        }
+        if (kept)
+            rt_gemm_frozen(kept, e->ncaps, c->gemm_flags | (c->freeze ? RT_GEMM_FREEZE : 0));
         uint64_t outer = h.n ? fe_ag_hooks_begin() : 0;
         sc_notify nt = {h.n, h.out, hooked_ready, &h};
         /* 1: not compiled, use the executor (then the hooks run at the end) */
         rc = sc_plans_run_notify(e->plans, inputs, all, h.n ? &nt : NULL);
-        if (c->freeze)
-            rt_gemm_frozen(NULL, 0, 0);
+        rt_gemm_frozen(NULL, 0, 0);
+        if (kept && kept != kfew && kept != inputs + nargs)
+            free(kept);
         if (rc > 0)
             rc = sc_exec(e->g, inputs, e->last_use, all);
         if (rc == 0 && write_back(e, args, all + e->nresults, h.done) != 0)

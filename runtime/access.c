@@ -29,5 +29,7 @@ void *tj_data(tj_tensor *t)
     }
     if (rt_check_live(&t, 1, "data") != 0 || (fe_trace_needs_values && fe_trace_needs_values(t, "tj_data")))
         return NULL;
+    if (t->storage)   /* the caller may write through it: kept packed copies are stale */
+        atomic_fetch_add_explicit(&t->storage->raw, 1, memory_order_relaxed);
     return rt_ptr(t);
 }

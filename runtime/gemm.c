@@ -9,6 +9,11 @@
  *         for each sliver of MR rows: micro-kernel -> C tile (+= after k-block 0)
  *     epilogue over the task's C region while it is in cache
  *
+ * f32 with AVX2 swaps the two inner loops by half panels (16 columns):
+ * each half is read from L1 by every sliver of the block (the AVX2 kernel
+ * works in 6 x 16 sub-tiles), while the next half is prefetched, and the
+ * row blocks are up to MC_HALF rows (one block for m <= 264).
+ *
  * f32 output without a scale on an accumulated C is summed in C itself;
  * otherwise (int8's s32 sums, bf16 output, alpha with accumulate) a task's
  * sums go to its own scratch block and the epilogue writes C from there.
@@ -23,6 +28,11 @@
 /* Measured on Zen 4 (docs/perf.md): KC 128-512 groups within noise; NC 1024
  * repacks A half as often as 512 (+3-5% bf16 and int8). */
 enum { MC = 8 * TJG_MR, NC_MAX = 32 * TJG_NR, KCG = 256 };
+/* f32 with AVX2 (the half-panel order, tjg_f32_half_avx2): up to 264 rows
+ * per block (A's block 264 KB of Zen 3's 512 KB L2), so B streams from
+ * memory once per block rather than once per 96 rows: 256x2048x1024 on one
+ * Zen 3 core went from 0.75-0.8x OpenBLAS (96 rows) to 0.9x (docs/perf.md). */
+enum { MC_HALF = 22 * TJG_MR };
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -270,7 +280,9 @@ typedef struct gemm_call {
     tjg_prologue pro;
     bool has_pro, in_place;      /* in_place: sums go to C (f32) itself */
     tjg_kernel kern;
+    tjg_ukernel half;            /* f32 AVX2: the half-panel kernel (tjg_f32_half_avx2) */
     bool avx2;                   /* the variant has AVX2: packing moves 8 x 8 blocks */
+    int64_t mc, kc;              /* rows per i-block, k groups per k-block */
     int64_t nc, nbi, nbj;        /* columns per task, task grid */
 } gemm_call;
 
@@ -470,7 +482,8 @@ typedef struct scratch {
 
 static int scratch_get(const gemm_call *g, scratch *s)
 {
-    size_t sa = (size_t)MC * KCG * 4 * (g->kern.split_a ? 3 : 1), st = g->in_place ? 0 : (size_t)MC * g->nc * 4,
+    size_t sa = (size_t)(g->mc * g->kc) * 4 * (g->kern.split_a ? 3 : 1),
+           st = g->in_place ? 0 : (size_t)(g->mc * g->nc) * 4,
            sv = (size_t)g->nc * 4 + 64, stile = (size_t)TJG_MR * TJG_NR * 4;
     s->bytes = sa + st + sv + stile;
     if (!(s->base = rt_alloc(s->bytes)))
@@ -485,16 +498,16 @@ static int scratch_get(const gemm_call *g, scratch *s)
 static void task(const gemm_call *g, scratch *s, int64_t bi, int64_t bj)
 {
     const tjg_packed *b = g->b;
-    int64_t i0 = bi * MC, mc = g->m - i0 < MC ? g->m - i0 : MC;
+    int64_t i0 = bi * g->mc, mc = g->m - i0 < g->mc ? g->m - i0 : g->mc;
     int64_t j0 = bj * g->nc, nj = g->n - j0 < g->nc ? g->n - j0 : g->nc;
     int64_t kgt = b->kp / group_of(b->type);
-    for (int64_t kg0 = 0; kg0 < kgt || kg0 == 0; kg0 += KCG) {
-        int64_t nkg = kgt - kg0 < KCG ? kgt - kg0 : KCG;
+    for (int64_t kg0 = 0; kg0 < kgt || kg0 == 0; kg0 += g->kc) {
+        int64_t nkg = kgt - kg0 < g->kc ? kgt - kg0 : g->kc;
         bool acc = kg0 > 0 || (g->in_place && g->e.accumulate);
         /* a kernel that reads A split: packed into the last third of
          * s->a, split into the first two */
         int wide = g->kern.split_a ? 2 : 1;
-        uint32_t *packed = s->a + (wide - 1) * 2 * MC * KCG;
+        uint32_t *packed = s->a + (wide - 1) * 2 * g->mc * g->kc;
         if (nkg > 0)
             pack_a(g, packed, i0, mc, kg0, nkg);
         if (nkg > 0 && wide == 2)
@@ -502,8 +515,26 @@ static void task(const gemm_call *g, scratch *s, int64_t bi, int64_t bj)
         for (int64_t jp = 0; jp < nj; jp += TJG_NR) {
             const uint32_t *bp = (const uint32_t *)b->data +
                                  ((j0 + jp) / TJG_NR * kgt + kg0) * TJG_NR;
-            int64_t cols = nj - jp < TJG_NR ? nj - jp : TJG_NR;
-            for (int64_t ir = 0; ir < mc; ir += TJG_MR) {
+            int64_t cols = nj - jp < TJG_NR ? nj - jp : TJG_NR, ir0 = 0;
+            if (g->half && g->in_place && cols == TJG_NR) {
+                /* half panel by half panel down the whole rows of slivers */
+                ir0 = mc / TJG_MR * TJG_MR;
+                int64_t nsl = ir0 / TJG_MR, per = nsl ? cdiv(nkg, nsl) : 0;
+                for (int h = 0; h < TJG_NR; h += TJG_NR / 2) {
+                    /* the next half panel, a share per sliver: from memory
+                     * while this one is read from L1 */
+                    const uint32_t *nx = h ? bp + kgt * TJG_NR : bp + TJG_NR / 2;
+                    bool more = h == 0 || jp + TJG_NR < nj;
+                    for (int64_t ir = 0; ir < ir0; ir += TJG_MR) {
+                        for (int64_t q = ir / TJG_MR * per; more && q < nkg &&
+                                                            q < (ir / TJG_MR + 1) * per; q++)
+                            __builtin_prefetch(nx + q * TJG_NR);
+                        g->half(nkg, s->a + ir / TJG_MR * nkg * TJG_MR, bp + h,
+                                (float *)g->c + (i0 + ir) * g->ldc + j0 + jp + h, g->ldc, acc);
+                    }
+                }
+            }
+            for (int64_t ir = ir0; ir < mc; ir += TJG_MR) {
                 const uint32_t *ap = s->a + ir / TJG_MR * nkg * TJG_MR * wide;
                 int64_t rows = mc - ir < TJG_MR ? mc - ir : TJG_MR;
                 if (!g->in_place) {
@@ -560,7 +591,11 @@ static int run(gemm_call *g)
         return 0;
     g->kern = tjg_kernel_x86(g->b->type, tjg_isa_current());
     g->avx2 = tjg_isa_current() >= TJG_AVX2;
-    g->nbi = cdiv(g->m, MC);
+    g->half = g->b->type == TJG_F32 && tjg_isa_current() == TJG_AVX2 ? tjg_f32_half_avx2() : NULL;
+    g->mc = MC, g->kc = KCG;
+    if (g->half)   /* rows in as few even blocks as fit MC_HALF: B read once per block */
+        g->mc = cdiv(cdiv(g->m, cdiv(g->m, MC_HALF)), TJG_MR) * TJG_MR;
+    g->nbi = cdiv(g->m, g->mc);
     int th = rt_threads();
     int64_t panels = cdiv(g->n, TJG_NR), per = NC_MAX / TJG_NR;
     /* enough tasks for the threads: narrower column blocks when rows are few */

@@ -162,6 +162,13 @@ static inline float tjg_bf16_to_f32(uint16_t h)
 const tjg_packed *tjg_cache_get(uint64_t serial, unsigned version, int64_t offset, const void *b,
                                 int64_t rs, int64_t cs, int64_t k, int64_t n, tjg_type type,
                                 bool from_f32, void **handle);
+/* The same for a weight that may change between calls (a compiled call
+ * without freeze): a weight seen at another version than its entry's is
+ * not packed (NULL: run it elsewhere) until two calls see one version, so
+ * a weight updated every call is not packed every call. */
+const tjg_packed *tjg_cache_get_stable(uint64_t serial, unsigned version, int64_t offset,
+                                       const void *b, int64_t rs, int64_t cs, int64_t k,
+                                       int64_t n, tjg_type type, bool from_f32, void **handle);
 void tjg_cache_put(void *handle);
 /* The entry's autotune winner (0: not timed yet), or NULL for no entry. */
 atomic_int *tjg_cache_choice(void *handle);
@@ -191,6 +198,9 @@ typedef struct tjg_kernel {
 tjg_kernel tjg_kernel_x86(tjg_type t, tjg_isa isa);
 /* The AVX2 + FMA kernels (gemm_avx2.c); NULL ones off x86-64. */
 tjg_kernel tjg_kernel_avx2(tjg_type t);
+/* The AVX2 f32 kernel on half a panel (C[MR, 16], B's 16 columns NR words
+ * apart per group), for gemm.c's half-panel loop order; NULL off x86-64. */
+tjg_ukernel tjg_f32_half_avx2(void);
 /* With AVX2 (only where tjg_isa_current() >= TJG_AVX2): 8 rows of 32-bit
  * units (row r at byte r * ldi of in, unaligned) transposed, units q < nq:
  * out[q * ldo + r] = the unit at byte 4 * q of row r. */

@@ -68,7 +68,7 @@ AVX2_INLINE __m256 madd(int kind, __m256 a, __m256 b, __m256 acc)
  * sub-tile's first row in the sliver (MR words per group, or 2 MR split),
  * b at its first column in the panel (NR words per group). */
 AVX2_INLINE void sub_tile(int kind, int64_t kg, const float *a, const int32_t *b, int32_t *c,
-                          int64_t ldc, bool accum)
+                          int64_t ldc, bool accum, bool pf)
 {
     __m256 acc[ROWS][2];
     _Pragma("GCC unroll 6") for (int r = 0; r < ROWS; r++) acc[r][0] = acc[r][1] =
@@ -77,8 +77,10 @@ AVX2_INLINE void sub_tile(int kind, int64_t kg, const float *a, const int32_t *b
     for (int64_t p = 0; p < kg; p++, b += TJG_NR) {
         /* both cache lines of a group, B_AHEAD groups ahead: a panel's
          * first sliver reads it from memory (+10% on 96x2048x1024) */
-        _mm_prefetch((const char *)(b + B_AHEAD * TJG_NR), _MM_HINT_T0);
-        _mm_prefetch((const char *)(b + B_AHEAD * TJG_NR + 16), _MM_HINT_T0);
+        if (pf) {
+            _mm_prefetch((const char *)(b + B_AHEAD * TJG_NR), _MM_HINT_T0);
+            _mm_prefetch((const char *)(b + B_AHEAD * TJG_NR + 16), _MM_HINT_T0);
+        }
         _Pragma("GCC unroll 2") for (int h = 0; h < halves; h++)
         {
             __m256i v0 = _mm256_loadu_si256((const __m256i *)b);
@@ -118,13 +120,31 @@ AVX2_INLINE void tile(int kind, int64_t kg, const void *a, const void *b, void *
     for (int h = 0; h < TJG_NR; h += 16)
         for (int r0 = 0; r0 < TJG_MR; r0 += ROWS)
             sub_tile(kind, kg, (const float *)a + r0, (const int32_t *)b + h,
-                     (int32_t *)c + r0 * ldc + h, ldc, accum);
+                     (int32_t *)c + r0 * ldc + h, ldc, accum, true);
 }
 
 AVX2 static void uk_f32(int64_t kg, const void *a, const void *b, void *c, int64_t ldc, bool acc)
 {
     tile(K_F32, kg, a, b, c, ldc, acc);
 }
+
+/* f32, half a panel: C[MR, 16] (+)= A-sliver @ the 16 columns at b (NR
+ * words apart per group): gemm.c runs it over every sliver of a block per
+ * half panel, so the KC x 16 half (16 KB) stays in L1 across the slivers. */
+AVX2 static void uk_f32_half(int64_t kg, const void *a, const void *b, void *c, int64_t ldc,
+                             bool acc)
+{
+    /* C's rows are read (acc) or written after the k loop: fetched now, so
+     * their misses (C of a wide block is out of L2) overlap the loop */
+    for (int r = 0; r < TJG_MR; r++) {
+        _mm_prefetch((const char *)((float *)c + r * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)((float *)c + r * ldc + 15), _MM_HINT_T0);
+    }
+    for (int r0 = 0; r0 < TJG_MR; r0 += ROWS)
+        sub_tile(K_F32, kg, (const float *)a + r0, b, (int32_t *)c + r0 * ldc, ldc, acc, false);
+}
+
+tjg_ukernel tjg_f32_half_avx2(void) { return uk_f32_half; }
 
 AVX2 static void uk_bf16(int64_t kg, const void *a, const void *b, void *c, int64_t ldc, bool acc)
 {
@@ -206,6 +226,8 @@ tjg_kernel tjg_kernel_avx2(tjg_type t)
 }
 
 #else
+tjg_ukernel tjg_f32_half_avx2(void) { return NULL; }
+
 tjg_kernel tjg_kernel_avx2(tjg_type t)
 {
     (void)t;

@@ -2,11 +2,11 @@
  * so a weight is packed once, not in every matmul that reads it.
  *
  * Key: the storage's serial (unique for the process's life, so a freed and
- * reused address never hits), its version (an in-place update misses), the
- * operand's byte offset, strides, k, n and packed type. Only the weights of
- * a call marked frozen (rt_gemm_frozen: tj_compile_options.freeze) are
- * kept: a write through a raw pointer bumps no version, so nothing else is
- * safe to keep. Entries are reference-counted while a GEMM reads them;
+ * reused address never hits), its version plus its tj_data count (an
+ * in-place update or a pointer handed out misses: k_matmul.c's stamp), the
+ * operand's byte offset, strides, k, n and packed type. Only the weights a
+ * compiled call names (rt_gemm_frozen: its captures, frozen or not, less
+ * those it writes) are kept: other operands change from call to call. Entries are reference-counted while a GEMM reads them;
  * the least recently used idle ones go beyond TJG_CACHE_BYTES. One mutex
  * guards the table (a lookup is a few dozen compares).
  */
@@ -34,6 +34,7 @@ typedef struct wentry {
     int users;
     bool used;
     atomic_int choice;   /* autotune's winner for this weight: 0 not timed yet */
+    bool marker;         /* no data: the weight changed between calls (tjg_cache_get_stable) */
 } wentry;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -81,9 +82,9 @@ static int pack(tjg_packed *p, tjg_type type, const void *b, int64_t rs, int64_t
     return from_f32 ? tjg_pack_f32_as_bf16(p, b, rs, cs, k, n) : tjg_pack_bf16(p, b, rs, cs, k, n);
 }
 
-const tjg_packed *tjg_cache_get(uint64_t serial, unsigned version, int64_t offset, const void *b,
-                                int64_t rs, int64_t cs, int64_t k, int64_t n, tjg_type type,
-                                bool from_f32, void **handle)
+static const tjg_packed *get(uint64_t serial, unsigned version, int64_t offset, const void *b,
+                             int64_t rs, int64_t cs, int64_t k, int64_t n, tjg_type type,
+                             bool from_f32, void **handle, bool stable)
 {
     *handle = NULL;
     if (!serial || (type == TJG_S8 && !from_f32))
@@ -93,14 +94,36 @@ const tjg_packed *tjg_cache_get(uint64_t serial, unsigned version, int64_t offse
     key.serial = serial, key.version = version, key.offset = offset;
     key.rs = rs, key.cs = cs, key.k = k, key.n = n, key.type = (int)type * 2 + from_f32;
     pthread_mutex_lock(&lock);
-    for (int i = 0; i < NENTRY; i++)
-        if (entries[i].used && key_eq(&entries[i].key, &key)) {
-            entries[i].users++;
-            entries[i].tick = ++ticks;
+    for (int i = 0; i < NENTRY; i++) {
+        wentry *e = &entries[i];
+        if (e->used && key_eq(&e->key, &key) && !e->marker) {
+            e->users++;
+            e->tick = ++ticks;
             pthread_mutex_unlock(&lock);
-            *handle = &entries[i];
-            return &entries[i].p;
+            *handle = e;
+            return &e->p;
         }
+    }
+    for (int i = 0; i < NENTRY; i++) {
+        wentry *e = &entries[i];
+        wkey other = e->key;
+        other.version = version;
+        if (stable && e->used && e->users == 0 && key_eq(&other, &key) &&
+            (e->marker || e->key.version != version)) {
+            /* the same weight at another version: changed since it was
+             * seen, so not packed now (again when two calls see one
+             * version); a marker at this version has been seen once */
+            bool seen = e->marker && e->key.version == version;
+            entry_drop(e);
+            if (!seen) {
+                *e = (wentry){.key = key, .tick = ++ticks, .used = true, .marker = true};
+                atomic_init(&e->choice, 0);
+                pthread_mutex_unlock(&lock);
+                return NULL;
+            }
+            break;
+        }
+    }
     /* packed under the lock: rare (once per weight and version) */
     tjg_packed p;
     wentry *e = NULL;
@@ -116,6 +139,20 @@ const tjg_packed *tjg_cache_get(uint64_t serial, unsigned version, int64_t offse
     pthread_mutex_unlock(&lock);
     *handle = e;
     return e ? &e->p : NULL;
+}
+
+const tjg_packed *tjg_cache_get(uint64_t serial, unsigned version, int64_t offset, const void *b,
+                                int64_t rs, int64_t cs, int64_t k, int64_t n, tjg_type type,
+                                bool from_f32, void **handle)
+{
+    return get(serial, version, offset, b, rs, cs, k, n, type, from_f32, handle, false);
+}
+
+const tjg_packed *tjg_cache_get_stable(uint64_t serial, unsigned version, int64_t offset,
+                                       const void *b, int64_t rs, int64_t cs, int64_t k,
+                                       int64_t n, tjg_type type, bool from_f32, void **handle)
+{
+    return get(serial, version, offset, b, rs, cs, k, n, type, from_f32, handle, true);
 }
 
 void tjg_cache_put(void *handle)

@@ -10,6 +10,7 @@
  * calls. Integer dtypes use a blocked kernel here; bf16 runs tjit's own
  * GEMM (runtime/gemm.h) with f32 sums.
  */
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -208,19 +209,35 @@ static int gemm_int(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_m
     return 0;
 }
 
-/* B's packed form: kept from an earlier call when B is a frozen weight
+/* What a kept packed copy of st's data is valid for: its version (in-place
+ * ops) plus its tj_data count (writes through a pointer); either grows on a
+ * write, so the sum never repeats an earlier state's. */
+static unsigned stamp(const rt_storage *st)
+{
+    return atomic_load(&st->version) + atomic_load(&st->raw);
+}
+
+/* B's packed form: kept from an earlier call when B is a kept weight
  * (runtime/gemm_cache.c; *handle then holds it), else packed now into *own.
- * NULL on failure. */
+ * NULL on failure, or with *blas set: run it on OpenBLAS. */
 static const tjg_packed *packed_b(const rt_storage *bst, rt_mat b, int64_t k, int64_t n,
-                                  tjg_type type, tjg_packed *own, void **handle)
+                                  tjg_type type, tjg_packed *own, void **handle, bool *blas)
 {
     unsigned flags;
     *handle = NULL;
+    *blas = false;
     if (bst && tjg_frozen(bst, &flags)) {
         int64_t off = (const char *)b.p - (const char *)bst->data;
-        const tjg_packed *p = tjg_cache_get(bst->serial, atomic_load(&bst->version), off, b.p,
-                                            b.rs, b.cs, k, n, type, false, handle);
-        if (p)
+        /* not frozen, f32: a weight that changed since the last call runs
+         * on OpenBLAS (NULL, handle NULL) rather than packed in every call */
+        bool stable = !(flags & RT_GEMM_FREEZE) && type == TJG_F32;
+        const tjg_packed *p =
+            stable ? tjg_cache_get_stable(bst->serial, stamp(bst), off, b.p, b.rs, b.cs, k, n,
+                                          type, false, handle)
+                   : tjg_cache_get(bst->serial, stamp(bst), off, b.p, b.rs, b.cs, k, n, type,
+                                   false, handle);
+        *blas = !p && stable;
+        if (p || stable)
             return p;
     }
     int r = type == TJG_F32 ? tjg_pack_f32(own, b.p, b.rs, b.cs, k, n)
@@ -234,8 +251,7 @@ static int gemm_blas_any(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a,
 /* f32 on a kept (packed) weight: tjit's GEMM or OpenBLAS. The static rule
  * is where tjit's GEMM measured faster on one Zen 4 core (docs/perf.md: at
  * least 128 columns and up to 2^27 multiply-adds), with AVX-512; with AVX2
- * alone OpenBLAS's sgemm measured 1-8% ahead at those shapes on a Zen 3
- * core (docs/perf.md), so there only autotune packs f32 weights. Autotune
+ * alone, at least 128 columns, 24 rows, up to 2^30 (own_f32_shape). Autotune
  * times both once per weight on a scratch output and keeps the faster. */
 enum { CHOICE_OWN = 1, CHOICE_BLAS = 2 };
 
@@ -264,18 +280,36 @@ static int tune(int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b, const tjg_p
     return best[0] <= best[1] ? CHOICE_OWN : CHOICE_BLAS;
 }
 
-static bool own_f32_shape(int64_t m, int64_t n, int64_t k)
+/* TJIT_OWN_F32=1 or 0 (for measuring): every kept f32 weight to tjit's
+ * GEMM, or none; -1 unset. */
+static int own_f32_env(void)
 {
-    return n >= 4 * TJG_NR && m * n * k <= ((int64_t)1 << 27);
+    const char *v = getenv("TJIT_OWN_F32");
+    return v && (!strcmp(v, "0") || !strcmp(v, "1")) ? v[0] - '0' : -1;
 }
 
-/* Whether a frozen f32 weight goes to tjit's GEMM (packed and kept). */
+/* AVX-512: the Zen 4 rule above. AVX2 alone: with the half-panel order
+ * (gemm.c) and B packed once, a compiled P4 (256 rows, 8 MB weights) ran
+ * about 5% faster than on OpenBLAS's sgemm and P7's shapes 8-13% on one
+ * Zen 3 core; 2048^3 trailed by a fifth (docs/perf.md, 2026-11-29). */
+static bool own_f32_shape(int64_t m, int64_t n, int64_t k)
+{
+    if (n < 4 * TJG_NR)
+        return false;
+    if (tjg_isa_current() == TJG_AVX2)
+        return m >= 2 * TJG_MR && m * n * k <= ((int64_t)1 << 30);
+    return m * n * k <= ((int64_t)1 << 27);
+}
+
+/* Whether a kept f32 weight goes to tjit's GEMM (packed and kept). */
 static bool own_f32(int64_t m, int64_t n, int64_t k, unsigned flags)
 {
     tjg_isa isa = tjg_isa_current();
     if (flags & RT_GEMM_AUTOTUNE)
         return isa >= TJG_AVX2;
-    return isa >= TJG_AVX512 && own_f32_shape(m, n, k);
+    if (own_f32_env() >= 0)
+        return isa >= TJG_AVX2 && own_f32_env();
+    return isa >= TJG_AVX2 && own_f32_shape(m, n, k);
 }
 
 static int choose_f32(void *handle, int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b,
@@ -284,7 +318,8 @@ static int choose_f32(void *handle, int64_t m, int64_t n, int64_t k, rt_mat a, r
     unsigned flags;
     tjg_frozen(NULL, &flags);
     if (!(flags & RT_GEMM_AUTOTUNE))
-        return own_f32_shape(m, n, k) ? CHOICE_OWN : CHOICE_BLAS;
+        return own_f32_env() == 1 || (own_f32_env() < 0 && own_f32_shape(m, n, k))
+                   ? CHOICE_OWN : CHOICE_BLAS;
     atomic_int *ch = tjg_cache_choice(handle);
     int c = ch ? atomic_load(ch) : 0;
     if (c == 0) {
@@ -303,9 +338,11 @@ static int gemm_own(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_m
 {
     tjg_packed own = {0};
     void *handle;
-    const tjg_packed *p = packed_b(bst, b, k, n, dt == TJ_BF16 ? TJG_BF16 : TJG_F32, &own, &handle);
+    bool blas;
+    const tjg_packed *p =
+        packed_b(bst, b, k, n, dt == TJ_BF16 ? TJG_BF16 : TJG_F32, &own, &handle, &blas);
     if (!p)
-        return -1;
+        return blas ? 1 : -1;
     int r = 1;
     if (dt == TJ_BF16 || choose_f32(handle, m, n, k, a, b, p) == CHOICE_OWN) {
         tjg_epilogue e = {.accumulate = acc, .out_bf16 = dt == TJ_BF16};
@@ -325,7 +362,7 @@ static int gemm_int8(int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b, const 
 {
     void *handle;
     int64_t off = (const char *)b.p - (const char *)bst->data;
-    const tjg_packed *p = tjg_cache_get(bst->serial, atomic_load(&bst->version), off, b.p, b.rs,
+    const tjg_packed *p = tjg_cache_get(bst->serial, stamp(bst), off, b.p, b.rs,
                                         b.cs, k, n, TJG_S8, true, &handle);
     if (!p)
         return 1;

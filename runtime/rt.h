@@ -24,6 +24,8 @@ typedef struct rt_storage {
     void *data;        /* 64-byte aligned, from rt_alloc */
     uint64_t serial;   /* unique per storage made by storage_new (never reused; 0: a
                         * header over borrowed memory): caches key on it (gemm_cache.c) */
+    atomic_uint raw;   /* bumped by every tj_data (a pointer the caller may write
+                        * through, which bumps no version): caches key on it too */
 } rt_storage;
 
 /* A tensor's autograd state; its layout belongs to frontend/autograd.c. The
@@ -119,12 +121,12 @@ bool rt_holds_storage(const tj_tensor *t);
 double rt_load_f64(const tj_tensor *t, const int64_t *index);
 
 /* ---- GEMM weights kept packed (gemm_cache.c) ------------------------------------ */
-/* For this thread's next GEMMs: the storages of t[0..n) hold constant weights
- * (a frozen compiled call, tj_compile_options.freeze) that may be packed once
- * and kept; flags: RT_GEMM_AUTOTUNE times tjit's GEMM against OpenBLAS for
+/* For this thread's next GEMMs: the storages of t[0..n) (NULL entries
+ * skipped) hold a compiled call's weights, which may be packed once and kept
+ * while their version and tj_data count hold (frozen or not); flags: RT_GEMM_AUTOTUNE times tjit's GEMM against OpenBLAS for
  * their shapes, RT_GEMM_INT8 runs f32 GEMMs on them in int8 (dynamic
  * quantization). rt_gemm_frozen(NULL, 0, 0) ends it. */
-enum { RT_GEMM_AUTOTUNE = 1, RT_GEMM_INT8 = 2 };
+enum { RT_GEMM_AUTOTUNE = 1, RT_GEMM_INT8 = 2, RT_GEMM_FREEZE = 4 /* the call is frozen */ };
 void rt_gemm_frozen(tj_tensor *const *t, int n, unsigned flags);
 
 /* ---- errors (thread-local, error.c) ------------------------------------------ */

@@ -25,6 +25,7 @@ static rt_storage *storage_new(size_t nbytes)
     }
     atomic_init(&s->refs, 1);
     atomic_init(&s->version, 0);
+    atomic_init(&s->raw, 0);
     s->nbytes = nbytes;
     static atomic_uint_fast64_t serials = 1;   /* thread-safe; 2^64 never wraps */
     s->serial = atomic_fetch_add_explicit(&serials, 1, memory_order_relaxed);

@@ -253,6 +253,7 @@ static tj_tensor *borrow(const ir_type *t, const void *data, size_t nbytes, rt_s
     }
     atomic_init(&(*st)->refs, 2);   /* the entry's and the tensor's */
     atomic_init(&(*st)->version, 0);
+    atomic_init(&(*st)->raw, 0);
     (*st)->nbytes = nbytes;
     (*st)->data = (void *)data;
     (*st)->serial = 0;

@@ -440,6 +440,7 @@ static void slice_header(const region_ctx *c, int slot, const signed char *sl, c
     }
     atomic_init(&st->refs, 1);
     atomic_init(&st->version, 0);
+    atomic_init(&st->raw, 0);
     st->nbytes = 0;
     st->data = ptr;
     st->serial = 0;   /* borrowed memory: no cache may key on it */

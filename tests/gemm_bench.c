@@ -1,7 +1,7 @@
 /* gemm_bench.c - GFLOP/s of the runtime's GEMMs (runtime/gemm.h) against
  * OpenBLAS's sgemm, per shape and thread count (make gemm-bench).
  *
- *   gemm_bench [--threads N] [--cpu-time] [MxNxK ...]
+ *   gemm_bench [--threads N] [--cpu-time] [--f32] [MxNxK ...]   (--f32: bf16, u8s8 not run)
  *
  * Built against the library's internal headers (it measures internals);
  * prints one markdown row per shape: f32 OpenBLAS, f32 tjg (B packed once,
@@ -19,7 +19,7 @@
 #include "../runtime/gemm.h"
 #include "../runtime/rt.h"
 
-static int cpu_time;
+static int cpu_time, f32_only;
 
 static double now(void)
 {
@@ -87,6 +87,8 @@ int main(int argc, char **argv)
             threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--cpu-time"))
             cpu_time = 1;
+        else if (!strcmp(argv[i], "--f32"))
+            f32_only = 1;
         else if (ns < 16 && sscanf(argv[i], "%lldx%lldx%lld", &m, &n, &k) == 3)
             shapes[ns++] = (shape){m, n, k};
     }
@@ -125,7 +127,7 @@ int main(int argc, char **argv)
         tjg_pack_s8(&x.pq, x.bq, s.n, 1, s.k, s.n, x.sb);
         printf("| %lldx%lldx%lld | %.0f | %.0f | %.0f | %.0f | %.0f |\n", (long long)s.m,
                (long long)s.n, (long long)s.k, gflops(0, &x), gflops(1, &x), gflops(4, &x),
-               gflops(2, &x), gflops(3, &x));
+               f32_only ? 0.0 : gflops(2, &x), f32_only ? 0.0 : gflops(3, &x));
         fflush(stdout);
         tjg_packed_free(&x.pf), tjg_packed_free(&x.ph), tjg_packed_free(&x.pq);
         free(x.a), free(x.b), free(x.c), free(x.a16), free(x.c16), free(x.aq), free(x.bq);

@@ -102,11 +102,21 @@ static void test_f32_variants(void **state)
     (void)state;
     tjg_isa vs[TJG_NISA];
     int nv = variants(vs);
-    for (int v = 0; v < nv; v++) {
-        tjg_isa_force(vs[v]);
-        for (size_t s = 0; s < NSHAPES; s++)
-            f32_case(vs[v], shapes[s]);
+    /* AVX2's half-panel order: more rows than one block (264), row blocks
+     * with an edge sliver, part panels, two k-blocks */
+    static const dims big[] = {{300, 97, 520}, {265, 64, 257}, {529, 40, 3}};
+    int threads = tj_num_threads();
+    for (int th = 1; th <= 2; th++) {
+        tj_set_num_threads(th);
+        for (int v = 0; v < nv; v++) {
+            tjg_isa_force(vs[v]);
+            for (size_t s = 0; s < NSHAPES; s++)
+                f32_case(vs[v], shapes[s]);
+            for (size_t s = 0; s < sizeof big / sizeof big[0]; s++)
+                f32_case(vs[v], big[s]);
+        }
     }
+    tj_set_num_threads(threads);
     tjg_isa_force(-1);
 }
 
@@ -584,14 +594,15 @@ static void test_bf16_tensors(void **state)
     free(xv), free(wv), free(bv), free(w3v), free(want);
 }
 
-/* A frozen compiled model (tj_compile_options.freeze) keeps its weights
- * packed where tjit's GEMM runs them (f32: AVX-512, or autotune; see
- * below): results equal eager ones, the packed copy exists after the call,
- * an in-place update of the weight (tj_copy_) is seen by the next call, and
+/* A compiled model keeps its weights packed where tjit's GEMM runs them
+ * (f32: AVX2 or AVX-512 at this shape, frozen or not; see
+ * runtime/k_matmul.c): results equal eager ones, the packed copy exists
+ * after the call, in-place updates of the weight (tj_copy_, tj_mul_s_, and
+ * without freeze a write through tj_data) are seen by the next call, and
  * tj_alloc_trim drops the copies. Autotune gives the same results;
- * quantize_dynamic (int8 weights kept) is within its quantization error. Without
- * freeze nothing is kept. The weight is over 256 KB: smaller ones run in
- * blocked regions (sched/block.c), which keep no packed copies. */
+ * quantize_dynamic (int8 weights kept) is within its quantization error.
+ * The weight is over 256 KB: smaller ones run in blocked regions
+ * (sched/block.c), which keep no packed copies. */
 typedef struct lin_ctx { tj_tensor *w, *b; } lin_ctx;
 
 static tj_tensor *model_lin(void *ctx, tj_tensor *const *args, int nargs)
@@ -621,22 +632,31 @@ static void frozen_case(bool freeze, bool autotune, bool int8)
                                                                      .freeze = freeze,
                                                                      .autotune = autotune,
                                                                      .quantize_dynamic = int8});
-    for (int call = 0; call < 3; call++) {
+    for (int call = 0; call < 7; call++) {
         tj_tensor *got = tj_call(c, &x, 1), *want = model_lin(&l, &x, 1);
         /* int8: the quantization error, about 1% of the largest output here
          * (u8 rows and s8 columns, 192 products per sum) */
         max_diff_le(got, want, int8 ? 0.02 * tj_item(tj_amax(want, NULL, 0, false)) : 1e-4);
-        /* f32 weights are packed where tjit's GEMM beats OpenBLAS: with
-         * AVX-512 at this shape; with AVX2 alone OpenBLAS measured ahead
-         * (runtime/k_matmul.c, docs/perf.md), so only autotune packs them */
-        bool packs = int8 || (freeze && (autotune ? tjg_isa_current() >= TJG_AVX2
-                                                  : tjg_isa_current() >= TJG_AVX512));
+        /* f32 weights are packed where tjit's GEMM runs them: with AVX2
+         * or AVX-512 at this shape, frozen or not (runtime/k_matmul.c);
+         * not frozen, a weight changed since the last call runs on
+         * OpenBLAS until a second call sees it unchanged (calls 2, 4, 6) */
+        bool packs = int8 || (tjg_isa_current() >= TJG_AVX2 && (freeze || call % 2 || !call));
         if (packs)
             assert_true(tjg_cache_bytes() >= (size_t)512 * 192 * (int8 ? 1 : 4));
         else
             assert_int_equal(tjg_cache_bytes(), 0);
-        if (call == 1)   /* an in-place update: the next call must see it */
+        /* in-place updates: the next call must see them */
+        if (call == 1)
             assert_int_equal(tj_copy_(l.w, tj_mul_s(l.w, -0.5)), 0);
+        if (call == 3)
+            assert_int_equal(tj_mul_s_(l.w, 3.0), 0);
+        if (call == 5 && !freeze && !int8) {   /* freeze folds: tj_data writes unseen */
+            float *p = tj_data(l.w);
+            assert_non_null(p);
+            for (int64_t i = 0; i < 512 * 192; i += 3)
+                p[i] = -2 * p[i] + 0.25f;
+        }
     }
     tj_compiled_free(c);
     tj_scope_end();
