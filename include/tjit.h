@@ -942,11 +942,13 @@ typedef struct tj_compile_options {
     bool freeze;             /* weights are constants: what reads only weights (a
                               * transpose, batch norm's scale and shift) is folded
                               * once, a batch norm after a conv2d/linear/matmul on
-                              * weights goes into their weight and bias, and each
-                              * GEMM weight is packed once (kept while
-                              * its storage version holds); writing or releasing a
-                              * weight retraces (a write through a tj_data pointer is
-                              * not seen: in-place ops bump the version) */
+                              * weights goes into their weight and bias; writing or
+                              * releasing a weight retraces (a write through a tj_data
+                              * pointer is not seen by the folds: in-place ops bump
+                              * the version). Frozen or not, a GEMM weight's packed
+                              * panels are kept across calls while its storage is
+                              * unchanged (version and tj_data calls; without
+                              * freeze, from the second call that finds it so) */
     /* ---- GEMM templates (runtime/gemm.h) ---- */
     bool autotune;           /* with freeze: time tjit's GEMM against OpenBLAS for each
                               * frozen weight's shape once, keep the faster (TJIT_AUTOTUNE=1
