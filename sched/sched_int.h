@@ -87,6 +87,7 @@ typedef struct sc_plan {
     int *inplace_of;      /* per slot: the slot whose buffer it writes in place, or -1 */
     int *into;            /* per slot: the graph input it is stored into (reinplace.c), or
                            * -1; NULL: none */
+    bool *pair;           /* per step: it runs with the next one, at once (pair.c); NULL: none */
     int ntail;            /* the last ntail steps are the kernels storing into inputs */
     int *in_grp;          /* per input: the first input sharing memory with it (itself
                            * when none), as when built; NULL: built without storing into
@@ -162,6 +163,17 @@ int sc_plans_get(sc_plan_set *ps, const ir_graph **g, const sc_plan **plans, int
 bool sc_plan_matches(const sc_plan *p, tj_tensor *const *inputs);
 int sc_plan_run(const ir_graph *g, const sc_plan *p, tj_tensor *const *inputs, tj_tensor **outs,
                 const sc_notify *nt);   /* nt: sched.h, NULL for none */
+
+/* Node n of g failed with message why (its eager kernel on inputs in): the
+ * error naming the op, its inputs and the node. */
+void sc_node_failed(const ir_graph *g, const ir_node *n, tj_tensor *const *in, const char *why);
+
+/* ---- pair.c --------------------------------------------------------------------------- */
+/* Marks adjacent independent GEMM steps that run at once (p->pair), after
+ * the memory plan; none with TJIT_INTEROP=0. 0 or -1 (out of memory). */
+int sc_plan_pairs(const ir_graph *g, sc_plan *p);
+/* Runs steps i and i+1 (p->pair[i]) on two threads. 0, or -1 with an error. */
+int sc_pair_run(const ir_graph *g, const sc_plan *p, int i, tj_tensor **vals, sc_call_mem *m);
 
 /* ---- block.c -------------------------------------------------------------------------- */
 /* Finds blocked regions among the steps (moving steps that do not depend on
