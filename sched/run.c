@@ -154,9 +154,10 @@ int sc_plan_run(const ir_graph *g, const sc_plan *p, tj_tensor *const *inputs, t
         if (p->ntail && i == p->nsteps - p->ntail && (rc = tail_begin(p, vals, &m)) != 0)
             break;
         int last = i;   /* the last step run now */
-        if (p->pair && p->pair[i] && rt_threads() == 2) {   /* steps i and i+1 at once (pair.c) */
-            rc = sc_pair_run(g, p, i, vals, &m);
-            last = i + 1;
+        if (p->par && p->par[i] && rt_threads() == 2) {   /* on the pool's two threads (pair.c) */
+            last = sc_pair_run(g, p, i, vals, &m);
+            rc = last < 0 ? -1 : 0;
+            last = last < 0 ? i : last;
         } else {
             bool prof = rt_prof_on() && s->kind != S_VIEW &&
                         (s->region < 0 || p->regions[s->region].first == i);

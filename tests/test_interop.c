@@ -83,8 +83,8 @@ static int pairs_of(sc_plan_set *ps)
     int n = sc_plans_get(ps, &g, plans, 4), count = 0;
     assert_true(n >= 1);
     const sc_plan *p = plans[n - 1];
-    for (int i = 0; p->pair && i + 1 < p->nsteps; i++) {
-        if (!p->pair[i])
+    for (int i = 0; p->par && i + 1 < p->nsteps; i++) {
+        if (p->par[i] != SC_PAR_PAIR)
             continue;
         count++;
         for (int k = 0; k < 2; k++) {
@@ -244,7 +244,7 @@ static void test_pair_overlap_refused(void **state)
     sc_plan *p = (sc_plan *)cp;
     int moved = 0;
     for (int i = 0; i + 1 < p->nsteps; i++) {
-        if (!p->pair || !p->pair[i])
+        if (!p->par || p->par[i] != SC_PAR_PAIR)
             continue;
         for (int k = 0; k < 2; k++) {
             int out = p->buf_of[ir_slot(pg, pg->nodes[p->steps[i + k].node])];
@@ -263,10 +263,10 @@ static void test_pair_overlap_refused(void **state)
                 p->bufs[out].where = SC_ARENA;
                 p->bufs[out].offset = p->bufs[targets[t]].offset;
                 assert_int_equal(sc_plan_pairs(pg, p), 0);
-                assert_false(p->pair && p->pair[i]);
+                assert_false(p->par && p->par[i] == SC_PAR_PAIR);
                 p->bufs[out] = keep;
                 assert_int_equal(sc_plan_pairs(pg, p), 0);
-                assert_true(p->pair && p->pair[i]);
+                assert_true(p->par && p->par[i] == SC_PAR_PAIR);
                 moved++;
             }
         }
