@@ -12,7 +12,9 @@
  * fails the call with the op, the message and the node. Then a compiled
  * training step (an MLP, cross-entropy, backward, SGD) against the eager step
  * on copies of the weights for several steps, weights and gradients, at 1 and
- * 2 threads, with the pairs on and off.
+ * 2 threads, with the pairs on and off. A GEMM alone runs in column blocks
+ * (transposed operands, uneven blocks, one BLAS cannot take: whole), or whole
+ * with TJIT_GEMM_SPLIT=0.
  */
 #include <dirent.h>
 #include <setjmp.h>
@@ -276,6 +278,75 @@ static void test_pair_overlap_refused(void **state)
     ir_graph_free(g);
 }
 
+/* The steps of the plan ps built last that run in column blocks. */
+static int splits_of(sc_plan_set *ps)
+{
+    const ir_graph *g;
+    const sc_plan *p;
+    assert_int_equal(sc_plans_get(ps, &g, &p, 1), 1);
+    int n = 0;
+    for (int i = 0; p->par && i < p->nsteps; i++)
+        n += p->par[i] == SC_PAR_SPLIT;
+    return n;
+}
+
+/* Runs src (two calls on 2 threads, one on 1) against the executor; returns
+ * its plan's splits. */
+static int splits_in(const char *src, int nin, const int64_t (*shapes)[2])
+{
+    ir_graph *g = parse(src);
+    sc_plan_set *ps = sc_plans_new(g, g->name);
+    tj_tensor *in[8];
+    for (int k = 0; k < nin; k++)
+        in[k] = randn(2, shapes[k]);
+    for (int c = 0; c < 2; c++)
+        assert_int_equal(run_both(ps, g, in), 0);
+    tj_set_num_threads(1);
+    assert_int_equal(run_both(ps, g, in), 0);
+    tj_set_num_threads(2);
+    int n = splits_of(ps);
+    sc_plans_free(ps);
+    ir_graph_free(g);
+    return n;
+}
+
+/* A GEMM alone in column blocks: a linear's (B transposed) and a weight
+ * gradient's (A transposed, 784 columns: blocks of 192, 192, 192, 208); both
+ * as the executor's; none with TJIT_GEMM_SPLIT=0, nor below 128 columns. A
+ * left operand BLAS cannot take (every other column) runs whole. */
+static void test_split(void **state)
+{
+    static const char *src =
+        "graph @split(%x: f32[128,512], %w: f32[512,512], %z: f32[128,784]) {\n"
+        "  %0 = permute %w {perm=[1,0]} : f32[512,512]\n"
+        "  %1 = matmul %x, %0 : f32[128,512]\n"
+        "  %2 = tanh %1 : f32[128,512]\n"
+        "  %3 = permute %2 {perm=[1,0]} : f32[512,128]\n"
+        "  %4 = matmul %3, %z : f32[512,784]\n"
+        "  return %4\n"
+        "}\n";
+    static const int64_t shapes[3][2] = {{128, 512}, {512, 512}, {128, 784}};
+    assert_int_equal(splits_in(src, 3, shapes), 2);
+    setenv("TJIT_GEMM_SPLIT", "0", 1);
+    assert_int_equal(splits_in(src, 3, shapes), 0);
+    unsetenv("TJIT_GEMM_SPLIT");
+    static const int64_t narrow[2][2] = {{1024, 512}, {512, 64}};
+    assert_int_equal(splits_in("graph @narrow(%x: f32[1024,512], %w: f32[512,64]) {\n"
+                               "  %0 = matmul %x, %w : f32[1024,64]\n"
+                               "  return %0\n"
+                               "}\n",
+                               2, narrow),
+                     0);
+    static const int64_t strided[2][2] = {{128, 1024}, {512, 512}};
+    assert_int_equal(splits_in("graph @strided(%x: f32[128,1024], %w: f32[512,512]) {\n"
+                               "  %0 = slice %x {dim=1, start=0, end=1024, step=2} : f32[128,512]\n"
+                               "  %1 = matmul %0, %w : f32[128,512]\n"
+                               "  return %1\n"
+                               "}\n",
+                               2, strided),
+                     1);
+}
+
 /* ---- a compiled training step ------------------------------------------------------------ */
 
 enum { BATCH = 64, IN = 128, HID = 256, OUT = 10, NW = 6 };
@@ -396,6 +467,7 @@ int main(void)
         T(test_pair_refused),
         T(test_pair_memory),
         T(test_pair_overlap_refused),
+        T(test_split),
         T(test_training_step),
 #undef T
     };
