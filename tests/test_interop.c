@@ -106,8 +106,8 @@ static int pairs_of(sc_plan_set *ps)
 }
 
 /* Runs src on fresh inputs of its input shapes (three calls, 2 threads, then
- * one on 1 thread) against the executor; returns the pairs of its plan. */
-static int pairs_in(const char *src, int nin, const int64_t (*shapes)[2])
+ * one on 1 thread) against the executor; returns count of its plan. */
+static int run_src(const char *src, int nin, const int64_t (*shapes)[2], int (*count)(sc_plan_set *))
 {
     ir_graph *g = parse(src);
     sc_plan_set *ps = sc_plans_new(g, g->name);
@@ -116,13 +116,18 @@ static int pairs_in(const char *src, int nin, const int64_t (*shapes)[2])
         in[k] = randn(2, shapes[k]);
     for (int c = 0; c < 3; c++)
         assert_int_equal(run_both(ps, g, in), 0);
-    int n = pairs_of(ps);
+    int n = count(ps);
     tj_set_num_threads(1);
     assert_int_equal(run_both(ps, g, in), 0);
     tj_set_num_threads(2);
     sc_plans_free(ps);
     ir_graph_free(g);
     return n;
+}
+
+static int pairs_in(const char *src, int nin, const int64_t (*shapes)[2])
+{
+    return run_src(src, nin, shapes, pairs_of);
 }
 
 /* The backward of a linear layer, P7's second: dX = dY W, dW = dY^T X (33.5M
@@ -290,24 +295,9 @@ static int splits_of(sc_plan_set *ps)
     return n;
 }
 
-/* Runs src (two calls on 2 threads, one on 1) against the executor; returns
- * its plan's splits. */
 static int splits_in(const char *src, int nin, const int64_t (*shapes)[2])
 {
-    ir_graph *g = parse(src);
-    sc_plan_set *ps = sc_plans_new(g, g->name);
-    tj_tensor *in[8];
-    for (int k = 0; k < nin; k++)
-        in[k] = randn(2, shapes[k]);
-    for (int c = 0; c < 2; c++)
-        assert_int_equal(run_both(ps, g, in), 0);
-    tj_set_num_threads(1);
-    assert_int_equal(run_both(ps, g, in), 0);
-    tj_set_num_threads(2);
-    int n = splits_of(ps);
-    sc_plans_free(ps);
-    ir_graph_free(g);
-    return n;
+    return run_src(src, nin, shapes, splits_of);
 }
 
 /* A GEMM alone in column blocks: a linear's (B transposed) and a weight
