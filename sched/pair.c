@@ -30,9 +30,12 @@
  *             split's column blocks as the chunks of one rt_parallel_for;
  *             otherwise one step after the other, as any step. A split whose
  *             operands BLAS cannot take as they are (rt_blas_layout) runs
- *             whole. OpenBLAS's threads split a GEMM's m and n, not k, so
- *             either way is expected to give the same values (the tests
- *             compare within rounding).
+ *             whole, as does one on a frozen weight (tj_compile_options.freeze:
+ *             packed once, autotuned or int8; its GEMM path is k_matmul.c's);
+ *             a pair's steps see the caller's frozen weights on either
+ *             thread (rt_gemm_frozen is per thread). OpenBLAS's threads
+ *             split a GEMM's m and n, not k, so either way is expected to
+ *             give the same values (the tests compare within rounding).
  *
  * Exported models (aot_load.c) run without either.
  */
@@ -41,6 +44,7 @@
 #include <string.h>
 
 #include "../runtime/blas.h"
+#include "../runtime/gemm.h"
 #include "sched_int.h"
 
 #define SC_PAIR_MIN ((int64_t)1 << 21)   /* multiply-adds of each GEMM, at least */
@@ -148,11 +152,19 @@ typedef struct pair_ctx {
     tj_tensor **vals;
     int rc[2];
     char err[2][512];
+    tj_tensor *const *frozen;   /* the caller's frozen weights (rt_gemm_frozen) */
+    int nfrozen;
+    unsigned flags;
 } pair_ctx;
 
 static void pair_range(void *c_, int64_t b, int64_t e)
 {
     pair_ctx *c = c_;
+    tj_tensor *const *fz;   /* this thread's, put back after */
+    int nfz;
+    unsigned ffz;
+    rt_gemm_frozen_get(&fz, &nfz, &ffz);
+    rt_gemm_frozen(c->frozen, c->nfrozen, c->flags);
     for (int64_t k = b; k < e; k++) {
         int i = c->first + (int)k;
         const ir_node *n = c->g->nodes[c->p->steps[i].node];
@@ -170,6 +182,7 @@ static void pair_range(void *c_, int64_t b, int64_t e)
         if (c->rc[k])   /* this thread's message, for the caller's */
             snprintf(c->err[k], sizeof c->err[k], "%s", tj_last_error());
     }
+    rt_gemm_frozen(fz, nfz, ffz);
 }
 
 /* A split GEMM: C = op(A) op(B), column blocks [n * b / nb, n * (b + 1) / nb)
@@ -209,6 +222,9 @@ static int run_split(const ir_graph *g, const sc_plan *p, int i, tj_tensor **val
     const tj_tensor *a = vals[ir_slot(g, n->in[0])], *b = vals[ir_slot(g, n->in[1])];
     tj_tensor *o = vals[ir_slot(g, n)];
     split_ctx c = {.m = o->shape[0], .n = o->shape[1], .k = a->shape[1], .ldc = o->strides[0], .nb = SC_SPLIT_BLOCKS};
+    unsigned flags;
+    if (tjg_frozen(b->storage, &flags))   /* a weight packed once, or in int8: its own path */
+        return 1;
     if (o->strides[1] != 1 || !rt_blas_layout(c.m, c.k, a->strides[0], a->strides[1], &c.ta, &c.lda) ||
         !rt_blas_layout(c.k, c.n, b->strides[0], b->strides[1], &c.tb, &c.ldb))
         return 1;
@@ -233,7 +249,8 @@ int sc_pair_run(const ir_graph *g, const sc_plan *p, int i, tj_tensor **vals, sc
         if (!(vals[slot] = sc_mem_tensor(p, m, slot)))
             return -1;
     }
-    pair_ctx c = {g, p, i, vals, {0, 0}, {"", ""}};
+    pair_ctx c = {g, p, i, vals, {0, 0}, {"", ""}, NULL, 0, 0};
+    rt_gemm_frozen_get(&c.frozen, &c.nfrozen, &c.flags);
     if (np == 1) {
         bool prof = rt_prof_on();
         rt_prof_id prev = 0;

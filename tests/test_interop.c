@@ -15,7 +15,8 @@
  * on copies of the weights for several steps, weights and gradients, at 1 and
  * 2 threads, with the pairs on and off. A GEMM alone runs in column blocks
  * (transposed operands, uneven blocks, one BLAS cannot take: whole), or whole
- * with TJIT_GEMM_SPLIT=0.
+ * with TJIT_GEMM_SPLIT=0. Paired GEMMs on frozen int8 weights run int8 on
+ * either thread.
  */
 #include <dirent.h>
 #include <setjmp.h>
@@ -355,6 +356,38 @@ static void test_split(void **state)
                      1);
 }
 
+/* Two linears on frozen int8 weights (tj_compile_options.quantize_dynamic):
+ * paired, each GEMM runs int8 on whichever thread takes it (the caller's
+ * frozen weights handed over), so the result is the unpaired plan's; an f32
+ * GEMM on the worker would differ by the quantization error (about 1e-2). */
+static tj_tensor *two_linears(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)n;
+    tj_tensor *const *w = ctx;
+    return tj_add(tj_linear(x[0], w[0], NULL), tj_linear(x[0], w[1], NULL));
+}
+
+static void test_pair_frozen_int8(void **state)
+{
+    tj_tensor *w[2] = {randn(2, (int64_t[]){512, 512}), randn(2, (int64_t[]){512, 512})};
+    tj_tensor *x = randn(2, (int64_t[]){128, 512});
+    tj_compile_options o = {.name = "two_linears", .quantize_dynamic = true};
+    tj_compiled *on = tj_compile(two_linears, w, &o);
+    tj_tensor *got = tj_call(on, &x, 1);
+    setenv("TJIT_INTEROP", "0", 1);
+    tj_compiled *off = tj_compile(two_linears, w, &o);
+    tj_tensor *want = tj_call(off, &x, 1);
+    unsetenv("TJIT_INTEROP");
+    if (!got || !want)
+        fail_msg("%s", tj_last_error());
+    for (int c = 0; c < 3; c++)   /* the pair on 2 threads, call after call */
+        tu_assert_close(tj_call(on, &x, 1), want, 1e-6, 1e-6);
+    tu_assert_close(got, want, 1e-6, 1e-6);
+    assert_false(tu_all_close(want, two_linears(w, &x, 1), 1e-4));   /* int8, not f32 */
+    tj_compiled_free(on);
+    tj_compiled_free(off);
+}
+
 /* ---- a compiled training step ------------------------------------------------------------ */
 
 enum { BATCH = 64, IN = 128, HID = 256, OUT = 10, NW = 6 };
@@ -476,6 +509,7 @@ int main(void)
         T(test_pair_memory),
         T(test_pair_overlap_refused),
         T(test_split),
+        T(test_pair_frozen_int8),
         T(test_training_step),
 #undef T
     };
