@@ -68,7 +68,7 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 # is a function address). libtjit links the same objects, plus the compiler
 # (frontend, codegen, the plan builder, ORC JIT): one build of each object.
 RT_SRCS := $(wildcard ir/*.c runtime/*.c passes/*.c) sched/exec.c sched/run.c sched/mem.c \
-           sched/block.c sched/prof.c sched/aot_load.c codegen/kernel.c codegen/lower.c
+           sched/block.c sched/prof.c sched/pair.c sched/aot_load.c codegen/kernel.c codegen/lower.c
 RT_OBJS := $(RT_SRCS:%.c=$(BUILD)/obj/%.o)
 RT_LDLIBS := -lm -ldl -pthread $(EXTRA_LDFLAGS)
 
@@ -297,6 +297,16 @@ bench-conv: deps $(BUILD)/bench/conv_shapes
 $(BUILD)/bench/conv_shapes: benchmarks/probes/conv_shapes.c $(BUILD)/libtjit.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libtjit.a $(LDLIBS)
+
+# ---- a training step eager and compiled two ways, calls interleaved in one
+# process (benchmarks/probes/train_paired.c; docs/perf.md, Inter-op parallelism).
+.PHONY: bench-train-paired
+bench-train-paired: deps $(BUILD)/bench/train_paired
+	@$(BUILD)/bench/train_paired $(BENCH_ARGS)
+
+$(BUILD)/bench/train_paired: benchmarks/probes/train_paired.c $(BUILD)/libtjit_bench.a $(BUILD)/libtjit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libtjit_bench.a $(BUILD)/libtjit.a $(LDLIBS)
 
 # ---- bench-backward: an MLP's forward + backward, eager vs a compiled call ----
 # (benchmarks/backward/mlp.c; docs/training.md). BENCH_ARGS: --threads N --cpu-time ...

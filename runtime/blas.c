@@ -175,6 +175,22 @@ void *rt_blas_sym(const char *name)
     return f;
 }
 
+bool rt_blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool *trans, int64_t *ld)
+{
+    int64_t c1 = cols > 1 ? cols : 1, r1 = rows > 1 ? rows : 1;
+    if ((cs == 1 || cols == 1) && (rows == 1 || rs >= c1)) {
+        *trans = false;
+        *ld = rows == 1 ? c1 : rs;
+        return true;
+    }
+    if ((rs == 1 || rows == 1) && (cols == 1 || cs >= r1)) {
+        *trans = true;
+        *ld = cols == 1 ? r1 : cs;
+        return true;
+    }
+    return false;
+}
+
 /* CBLAS takes int sizes: larger problems are refused with a clear message. */
 static bool fits_int(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc)
 {

@@ -20,6 +20,11 @@ int rt_dgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double
              const double *a, int64_t lda, const double *b, int64_t ldb, double beta,
              double *c, int64_t ldc);
 
+/* How a rows x cols matrix with strides rs, cs (elements) is passed to BLAS:
+ * as is (trans false) or transposed, with leading dimension ld; false when
+ * neither (it must be packed first). */
+bool rt_blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool *trans, int64_t *ld);
+
 /* linalg via LAPACK (issue 11): the address of one of OpenBLAS's symbols (a
  * LAPACK routine such as "dgetrf_"), loading it if needed; NULL with an error
  * recorded when it cannot be loaded or lacks the symbol. */

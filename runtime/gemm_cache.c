@@ -191,6 +191,13 @@ void rt_gemm_frozen(tj_tensor *const *t, int n, unsigned flags)
     frozen_flags = flags;
 }
 
+void rt_gemm_frozen_get(tj_tensor *const **t, int *n, unsigned *flags)
+{
+    *t = frozen;
+    *n = nfrozen;
+    *flags = frozen_flags;
+}
+
 bool tjg_frozen(const rt_storage *st, unsigned *flags)
 {
     *flags = frozen_flags;

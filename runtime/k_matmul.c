@@ -88,22 +88,6 @@ static void release(void *p, size_t nbytes)
 
 /* How BLAS can read a rows x cols matrix with strides (rs, cs): as is
  * (trans false) or transposed-contiguous (trans true), with leading dim ld. */
-static bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool *trans,
-                        int64_t *ld)
-{
-    if ((cs == 1 || cols == 1) && (rows == 1 || rs >= max1(cols))) {
-        *trans = false;
-        *ld = rows == 1 ? max1(cols) : rs;
-        return true;
-    }
-    if ((rs == 1 || rows == 1) && (cols == 1 || cs >= max1(rows))) {
-        *trans = true;
-        *ld = cols == 1 ? max1(rows) : cs;
-        return true;
-    }
-    return false;
-}
-
 /* Whether rt_gemm reads this operand without packing it. */
 static bool gemm_direct(tj_dtype dt, bool left, int64_t rows, int64_t cols, int64_t rs,
                         int64_t cs)
@@ -111,7 +95,7 @@ static bool gemm_direct(tj_dtype dt, bool left, int64_t rows, int64_t cols, int6
     bool t;
     int64_t ld;
     if (dt == TJ_F32 || dt == TJ_F64)
-        return blas_layout(rows, cols, rs, cs, &t, &ld);
+        return rt_blas_layout(rows, cols, rs, cs, &t, &ld);
     if (dt == TJ_BF16)
         return true;   /* runtime/gemm.c packs both operands from any strides */
     return left || cs == 1 || cols == 1;   /* the integer kernel streams rows of B */
@@ -135,8 +119,8 @@ static int gemm_blas(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_
     bool ta = false, tb = false;
     int64_t lda = 1, ldb = 1;
     if (k > 0) {
-        blas_layout(m, k, a.rs, a.cs, &ta, &lda);
-        blas_layout(k, n, b.rs, b.cs, &tb, &ldb);
+        rt_blas_layout(m, k, a.rs, a.cs, &ta, &lda);
+        rt_blas_layout(k, n, b.rs, b.cs, &tb, &ldb);
     }
     if (dt == TJ_F32)
         return rt_sgemm(ta, tb, m, n, k, 1.0f, a.p, lda, b.p, ldb, acc ? 1.0f : 0.0f, c, ldc);

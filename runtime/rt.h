@@ -128,6 +128,9 @@ double rt_load_f64(const tj_tensor *t, const int64_t *index);
  * quantization). rt_gemm_frozen(NULL, 0, 0) ends it. */
 enum { RT_GEMM_AUTOTUNE = 1, RT_GEMM_INT8 = 2, RT_GEMM_FREEZE = 4 /* the call is frozen */ };
 void rt_gemm_frozen(tj_tensor *const *t, int n, unsigned flags);
+/* This thread's: what rt_gemm_frozen set (for handing it to a pool thread
+ * that runs one of the call's GEMMs, sched/pair.c). */
+void rt_gemm_frozen_get(tj_tensor *const **t, int *n, unsigned *flags);
 
 /* ---- errors (thread-local, error.c) ------------------------------------------ */
 /* rt_error: the library's name for tj_set_error (tjit.h). */

@@ -382,6 +382,7 @@ void sc_mem_free(sc_plan *p)
     free(p->buf_of);
     free(p->bufs);
     free(p->regions);
+    free(p->par);
 }
 
 /* ---- one call -------------------------------------------------------------------------------------- */
@@ -498,6 +499,10 @@ static void print_step(FILE *o, const ir_graph *g, const sc_plan *p, int i)
     if (s->kind == S_EAGER) {
         fprintf(o, "  step %d eager %%%d %s ->", i, s->node, ir_ops[g->nodes[s->node]->op].name);
         print_slot(o, g, p, ir_slot(g, g->nodes[s->node]));
+        if (p->par && p->par[i] == SC_PAR_PAIR)   /* pair.c */
+            fprintf(o, " ; at once with step %d on 2 threads", i + 1);
+        else if (p->par && p->par[i] == SC_PAR_SPLIT)
+            fprintf(o, " ; in column blocks on 2 threads");
     } else {
         fprintf(o, "  step %d kernel ->", i);   /* its stores, in slot order */
         for (int k = 0; k < s->launch->nstore; k++)

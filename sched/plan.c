@@ -337,6 +337,10 @@ static void finish_steps(builder *b)
         if (p->last_use[k] >= 0 && p->last_use[k] < p->nsteps)
             p->rel[p->rel_start[p->last_use[k]] + fill[p->last_use[k]]++] = k;
     free(fill);
+    if (sc_plan_pairs(b->g, p)) {
+        b->failed = true;
+        return;
+    }
     p->kernels = p->eager = 0;
     for (int i = 0; i < p->nsteps; i++) {
         p->kernels += p->steps[i].kind == S_KERNEL;

@@ -2,7 +2,8 @@
  * over their tiles on the thread pool, eager kernels into planned buffers,
  * regions block by block; before the tail (kernels storing into graph
  * inputs, reinplace.c) the tensors of all its stores, so that nothing fails
- * once an input is written. Shared by compiled calls (plan.c) and exported
+ * once an input is written; two independent GEMMs at once where the plan pairs
+ * them (pair.c). Shared by compiled calls (plan.c) and exported
  * models (aot_load.c); part of libtjit_rt, so it needs no LLVM: a kernel step
  * holds only its function's address.
  */
@@ -66,11 +67,17 @@ static int run_node(const ir_graph *g, const sc_plan *p, const ir_node *n, tj_te
         tj_release(vals[slot]);
         vals[slot] = NULL;
     }
-    char why[512], head[512];
+    char why[512];
     snprintf(why, sizeof why, "%s", tj_last_error());
+    sc_node_failed(g, n, in, why);
+    return -1;
+}
+
+void sc_node_failed(const ir_graph *g, const ir_node *n, tj_tensor *const *in, const char *why)
+{
+    char head[512];
     rt_describe_inputs(ir_ops[n->op].name, in, n->nin, head, sizeof head);
     rt_error("%s: %s (node %%%d of graph @%s)", head, why, n->id, g->name);
-    return -1;
 }
 
 bool sc_plan_matches(const sc_plan *p, tj_tensor *const *inputs)
@@ -146,22 +153,31 @@ int sc_plan_run(const ir_graph *g, const sc_plan *p, tj_tensor *const *inputs, t
         const step *s = &p->steps[i];
         if (p->ntail && i == p->nsteps - p->ntail && (rc = tail_begin(p, vals, &m)) != 0)
             break;
-        bool prof = rt_prof_on() && s->kind != S_VIEW &&
-                    (s->region < 0 || p->regions[s->region].first == i);
-        rt_prof_id prev = 0;
-        int64_t t0 = prof ? sc_prof_start(p, i, &prev) : 0;
-        if (s->region >= 0)   /* a region runs whole at its first step */
-            rc = p->regions[s->region].first == i ? sc_block_run(g, p, s->region, vals, &m) : 0;
-        else
-            rc = s->kind == S_KERNEL ? run_kernel(p, s, vals, &m) : run_node(g, p, g->nodes[s->node], vals, &m);
-        if (prof)
-            sc_prof_stop(p, i, t0, prev);
-        if (rc == 0 && done)   /* what this step finished, reported before the next runs */
+        int last = i;   /* the last step run now */
+        if (p->par && p->par[i] && rt_threads() == 2) {   /* on the pool's two threads (pair.c) */
+            last = sc_pair_run(g, p, i, vals, &m);
+            rc = last < 0 ? -1 : 0;
+            last = last < 0 ? i : last;
+        } else {
+            bool prof = rt_prof_on() && s->kind != S_VIEW &&
+                        (s->region < 0 || p->regions[s->region].first == i);
+            rt_prof_id prev = 0;
+            int64_t t0 = prof ? sc_prof_start(p, i, &prev) : 0;
+            if (s->region >= 0)   /* a region runs whole at its first step */
+                rc = p->regions[s->region].first == i ? sc_block_run(g, p, s->region, vals, &m) : 0;
+            else
+                rc = s->kind == S_KERNEL ? run_kernel(p, s, vals, &m)
+                                         : run_node(g, p, g->nodes[s->node], vals, &m);
+            if (prof)
+                sc_prof_stop(p, i, t0, prev);
+        }
+        if (rc == 0 && done)   /* what these steps finished, reported before the next runs */
             rc = notify_ready(g, nt, vals, done);
-        for (int r = p->rel_start[i]; r < p->rel_start[i + 1] && rc == 0; r++) {
+        for (int r = p->rel_start[i]; r < p->rel_start[last + 1] && rc == 0; r++) {
             tj_release(vals[p->rel[r]]);
             vals[p->rel[r]] = NULL;
         }
+        i = last;
     }
     if (rc == 0)
         for (int j = 0; j < g->noutputs; j++)

@@ -87,6 +87,9 @@ typedef struct sc_plan {
     int *inplace_of;      /* per slot: the slot whose buffer it writes in place, or -1 */
     int *into;            /* per slot: the graph input it is stored into (reinplace.c), or
                            * -1; NULL: none */
+    unsigned char *par;   /* per step, on 2 threads (pair.c): SC_PAR_PAIR: it runs at once with
+                           * the next step; SC_PAR_SPLIT: its GEMM in column blocks on
+                           * the pool; NULL: neither anywhere */
     int ntail;            /* the last ntail steps are the kernels storing into inputs */
     int *in_grp;          /* per input: the first input sharing memory with it (itself
                            * when none), as when built; NULL: built without storing into
@@ -162,6 +165,21 @@ int sc_plans_get(sc_plan_set *ps, const ir_graph **g, const sc_plan **plans, int
 bool sc_plan_matches(const sc_plan *p, tj_tensor *const *inputs);
 int sc_plan_run(const ir_graph *g, const sc_plan *p, tj_tensor *const *inputs, tj_tensor **outs,
                 const sc_notify *nt);   /* nt: sched.h, NULL for none */
+
+/* Node n of g failed with message why (its eager kernel on inputs in): the
+ * error naming the op, its inputs and the node. */
+void sc_node_failed(const ir_graph *g, const ir_node *n, tj_tensor *const *in, const char *why);
+
+/* ---- pair.c --------------------------------------------------------------------------- */
+enum { SC_PAR_NONE, SC_PAR_PAIR, SC_PAR_SPLIT };
+/* Marks, after the memory plan, adjacent independent GEMM steps that run at
+ * once and GEMMs that run in column blocks on the pool (p->par); none with
+ * TJIT_INTEROP=0, no column blocks with TJIT_GEMM_SPLIT=0. 0 or -1 (out of
+ * memory). */
+int sc_plan_pairs(const ir_graph *g, sc_plan *p);
+/* Runs step i (p->par[i]) and, for a pair, step i+1 on two threads; returns
+ * the last step run, or -1 with an error. */
+int sc_pair_run(const ir_graph *g, const sc_plan *p, int i, tj_tensor **vals, sc_call_mem *m);
 
 /* ---- block.c -------------------------------------------------------------------------- */
 /* Finds blocked regions among the steps (moving steps that do not depend on
