@@ -271,6 +271,7 @@ typedef struct gemm_call {
     bool has_pro, in_place;      /* in_place: sums go to C (f32) itself */
     tjg_kernel kern;
     bool avx2;                   /* the variant has AVX2: packing moves 8 x 8 blocks */
+    bool a_7bit;                 /* S8: every byte of A <= 127 (the vpmaddubsw kernel) */
     int64_t nc, nbi, nbj;        /* columns per task, task grid */
 } gemm_call;
 
@@ -558,7 +559,7 @@ static int run(gemm_call *g)
 {
     if (g->m == 0 || g->n == 0)
         return 0;
-    g->kern = tjg_kernel_x86(g->b->type, tjg_isa_current());
+    g->kern = g->a_7bit ? tjg_kernel_avx2_q8() : tjg_kernel_x86(g->b->type, tjg_isa_current());
     g->avx2 = tjg_isa_current() >= TJG_AVX2;
     g->nbi = cdiv(g->m, MC);
     int th = rt_threads();
@@ -599,6 +600,10 @@ int tjg_gemm_u8s8(int64_t m, const uint8_t *a, int64_t lda, const int32_t *a_zp,
     if (e)
         g.e = *e;
     g.e.out_bf16 = false;
+    /* 7-bit A (reduced-range rows) on the vpmaddubsw kernel; a full-range
+     * A (a byte above 127, where a pair could saturate) on the exact one */
+    g.a_7bit = m > 0 && tjg_u8s8_reduce_range(tjg_isa_current()) &&
+               tjg_u8_is_7bit(m, b->k, a, lda);
     return run(&g);
 }
 
@@ -608,31 +613,48 @@ int tjg_gemm_u8s8(int64_t m, const uint8_t *a, int64_t lda, const int32_t *a_zp,
  * (it dequantizes to 0); an infinite value gives scale inf, so the row
  * quantizes to its zero point. */
 TJG_CLONES static void quantize_row(int64_t k, const float *restrict r, uint8_t *restrict q,
-                                    float *scale, int32_t *zp)
+                                    float *scale, int32_t *zp, int qmax)
 {
     float lo = 0, hi = 0;   /* the range includes 0, so 0 is exact */
     for (int64_t j = 0; j < k; j++) {
         lo = r[j] < lo ? r[j] : lo;
         hi = r[j] > hi ? r[j] : hi;
     }
-    float s = (hi - lo) / 255.0f;
+    float qm = (float)qmax;
+    float s = (hi - lo) / qm;
     if (!(s > 0))
         s = 1.0f;
     float zf = nearbyintf(-lo / s);
-    int32_t z = zf >= 0 ? (zf <= 255 ? (int32_t)zf : 255) : 0;
+    int32_t z = zf >= 0 ? (zf <= qm ? (int32_t)zf : qmax) : 0;
     *scale = s;
     *zp = z;
     float inv = 1.0f / s;
     for (int64_t j = 0; j < k; j++) {
         float t = nearbyintf(r[j] * inv);
         float v = (t == t ? t : 0.0f) + (float)z;   /* NaN: the zero point */
-        q[j] = (uint8_t)(v >= 0 ? (v <= 255 ? v : 255) : 0);
+        q[j] = (uint8_t)(v >= 0 ? (v <= qm ? v : qm) : 0);
     }
 }
 
-void tjg_quantize_rows_u8(int64_t m, int64_t k, const float *x, int64_t ldx, uint8_t *q,
-                          float *scale, int32_t *zp)
+typedef struct quant_job {
+    int64_t k, ldx;
+    const float *x;
+    uint8_t *q;
+    float *scale;
+    int32_t *zp;
+    int qmax;
+} quant_job;
+
+static void quantize_range(void *ctx, int64_t i0, int64_t i1)
 {
-    for (int64_t i = 0; i < m; i++)
-        quantize_row(k, x + i * ldx, q + i * k, scale + i, zp + i);
+    const quant_job *j = ctx;
+    for (int64_t i = i0; i < i1; i++)
+        quantize_row(j->k, j->x + i * j->ldx, j->q + i * j->k, j->scale + i, j->zp + i, j->qmax);
+}
+
+void tjg_quantize_rows_u8(int64_t m, int64_t k, const float *x, int64_t ldx, uint8_t *q,
+                          float *scale, int32_t *zp, int qmax)
+{
+    quant_job j = {k, ldx, x, q, scale, zp, qmax};
+    rt_parallel_for(m, cdiv(1 << 16, k > 0 ? k : 1), quantize_range, &j);
 }

@@ -135,10 +135,18 @@ int tjg_gemm_u8s8(int64_t m, const uint8_t *a, int64_t lda, const int32_t *a_zp,
                   const float *a_scale, const tjg_packed *b, float *c, int64_t ldc,
                   const tjg_epilogue *e);
 
-/* Dynamic per-row quantization of f32 rows to u8 (asymmetric, PyTorch's
- * quantize_dynamic style): scale[i], zp[i] chosen from the row's min/max. */
+/* Dynamic per-row quantization of f32 rows to u8 0..qmax (asymmetric,
+ * PyTorch's quantize_dynamic style): scale[i], zp[i] chosen from the row's
+ * min/max. qmax 255, or 127 where tjg_u8s8_reduce_range (PyTorch's
+ * reduce_range). Rows split over the pool. */
 void tjg_quantize_rows_u8(int64_t m, int64_t k, const float *x, int64_t ldx, uint8_t *q,
-                          float *scale, int32_t *zp);
+                          float *scale, int32_t *zp, int qmax);
+/* Whether the variant's fast int8 kernel wants 7-bit A (gemm_avx2_q8.c's
+ * vpmaddubsw: AVX2, and AVX-512 without VNNI); an A with a byte above 127
+ * still runs exactly, on the slower vpmaddwd kernel. */
+bool tjg_u8s8_reduce_range(tjg_isa isa);
+/* Whether every A[i, kk] (i < m, kk < k, rows lda apart) is <= 127. */
+bool tjg_u8_is_7bit(int64_t m, int64_t k, const uint8_t *a, int64_t lda);
 
 /* bf16 <-> f32 (RNE; NaN stays NaN, quieted). */
 static inline uint16_t tjg_f32_to_bf16(float f)
@@ -191,6 +199,8 @@ typedef struct tjg_kernel {
 tjg_kernel tjg_kernel_x86(tjg_type t, tjg_isa isa);
 /* The AVX2 + FMA kernels (gemm_avx2.c); NULL ones off x86-64. */
 tjg_kernel tjg_kernel_avx2(tjg_type t);
+/* The AVX2 vpmaddubsw int8 kernel (gemm_avx2_q8.c): exact only for A <= 127. */
+tjg_kernel tjg_kernel_avx2_q8(void);
 /* With AVX2 (only where tjg_isa_current() >= TJG_AVX2): 8 rows of 32-bit
  * units (row r at byte r * ldi of in, unaligned) transposed, units q < nq:
  * out[q * ldo + r] = the unit at byte 4 * q of row r. */

@@ -247,25 +247,46 @@ static void s8_check(tjg_isa isa, dims d, const uint8_t *a, const int8_t *b, con
     free(c);
 }
 
-/* A's bytes spread over 0..255, B's over -128..127. */
-static void s8_case(tjg_isa isa, dims d)
+/* The A and B of an int8 case: FULL A's bytes spread over 0..255, B's over
+ * -128..127; SEVEN the same with A 7-bit; LOW and HIGH A 127 everywhere
+ * against B -128 (pair sums -32512) or 127 (32258), zero points 0. */
+enum { FULL, SEVEN, LOW, HIGH };
+
+static void s8_case_of(tjg_isa isa, dims d, int kind)
 {
     uint8_t *a = malloc((size_t)(d.m * d.k + 1));
     int8_t *b = malloc((size_t)(d.k * d.n + 1));
     float *sa = malloc((size_t)d.m * 4 + 4), *sb = malloc((size_t)d.n * 4 + 4);
     int32_t *zp = malloc((size_t)d.m * 4 + 4);
-    unsigned seed = 5;
+    unsigned seed = kind == FULL ? 5 : 9;
+    bool edge = kind == LOW || kind == HIGH;
     for (int64_t i = 0; i < d.m * d.k; i++)
-        a[i] = (uint8_t)(frand(&seed) * 511 + 255.5f) ^ (i % 3 ? 0 : 0xff);
+        a[i] = edge ? 127 : (uint8_t)(frand(&seed) * 511 + 255.5f) ^ (i % 3 ? 0 : 0xff);
+    for (int64_t i = 0; i < d.m * d.k && kind == SEVEN; i++)
+        a[i] &= 127;
     for (int64_t i = 0; i < d.k * d.n; i++)
-        b[i] = (int8_t)(i % 7 == 0 ? -128 : i % 5 == 0 ? 127 : (int)(frand(&seed) * 255));
+        b[i] = (int8_t)(edge ? (kind == LOW ? -128 : 127)
+                        : i % 7 == 0 ? -128 : i % 5 == 0 ? 127 : (int)(frand(&seed) * 255));
     for (int64_t i = 0; i < d.m; i++)
-        sa[i] = 0.01f * (float)(i + 1), zp[i] = (int32_t)(i * 37 % 256);
+        sa[i] = edge ? 1.0f : 0.01f * (float)(i + 1), zp[i] = edge ? 0 : (int32_t)(i * 37 % 256);
     for (int64_t j = 0; j < d.n; j++)
-        sb[j] = 0.003f * (float)(j % 5 + 1);
+        sb[j] = edge ? 1.0f : 0.003f * (float)(j % 5 + 1);
+    assert_true(kind == FULL || tjg_u8_is_7bit(d.m, d.k, a, d.k));
     s8_check(isa, d, a, b, zp, sa, sb);
+    if (kind == HIGH && d.k >= 2) {   /* one pair of 255s against 127s */
+        const int64_t spots[3][2] = {{0, 10}, {d.m / 2, d.k - 2}, {d.m - 1, d.k / 2}};
+        for (int s = 0; s < 3; s++) {
+            int64_t i = spots[s][0], kk = spots[s][1] & ~(int64_t)1;
+            a[i * d.k + kk] = a[i * d.k + kk + 1] = 255;
+            assert_false(tjg_u8_is_7bit(d.m, d.k, a, d.k));
+            s8_check(isa, d, a, b, zp, sa, sb);
+            a[i * d.k + kk] = a[i * d.k + kk + 1] = 127;
+        }
+    }
     free(a), free(b), free(sa), free(sb), free(zp);
 }
+
+static void s8_case(tjg_isa isa, dims d) { s8_case_of(isa, d, FULL); }
 
 static void test_s8_variants(void **state)
 {
@@ -307,6 +328,64 @@ static void test_s8_extremes(void **state)
     }
     tjg_isa_force(-1);
     free(a), free(b);
+}
+
+/* The 7-bit int8 kernel (runtime/gemm_avx2_q8.c: vpmaddubsw, exact only
+ * for A <= 127) runs where tjg_u8s8_reduce_range says (AVX2, and AVX-512
+ * without VNNI) on an A that tjg_u8_is_7bit passes: exact s32 sums against
+ * the reference on every shape (M/N/K tails); at the saturation boundary
+ * (127 against -128 and 127 in every pair: pair sums -32512 and 32258, the
+ * extremes of s16 that vpmaddubsw can reach without saturating); and an A
+ * with one pair of 255s (the pair 255*127*2 would saturate vpmaddubsw)
+ * placed in the 32-byte body, the tail and the last row falls back to the
+ * exact kernel. */
+static void test_s8_7bit(void **state)
+{
+    (void)state;
+    assert_false(tjg_u8s8_reduce_range(TJG_GENERIC));
+    assert_false(tjg_u8s8_reduce_range(TJG_AVX512_BF16));   /* VNNI: exact at 8 bits */
+    bool x86 = tjg_kernel_avx2_q8().uk != NULL;
+    assert_true(tjg_u8s8_reduce_range(TJG_AVX2) == x86);
+    assert_true(tjg_u8s8_reduce_range(TJG_AVX512) == x86);
+    tjg_isa vs[TJG_NISA];
+    int nv = variants(vs);
+    for (int v = 0; v < nv; v++) {
+        tjg_isa_force(vs[v]);
+        for (size_t s = 0; s < NSHAPES; s++)
+            s8_case_of(vs[v], shapes[s], SEVEN);
+        for (int kind = LOW; kind <= HIGH; kind++) {
+            s8_case_of(vs[v], (dims){13, 40, 1031}, kind);
+            s8_case_of(vs[v], (dims){25, 47, 37}, kind);
+        }
+    }
+    tjg_isa_force(-1);
+}
+
+/* tjg_u8_is_7bit reads only the m x k bytes (255s between rows ignored),
+ * and finds a single 128 anywhere: in a 32-byte block, in a row's tail, in
+ * the last row; under each variant (AVX2's vector test and the scalar). */
+static void test_is_7bit(void **state)
+{
+    (void)state;
+    enum { M = 5, K = 70, LDA = 77 };
+    uint8_t a[M * LDA];
+    tjg_isa vs[TJG_NISA];
+    int nv = variants(vs);
+    for (int v = 0; v < nv; v++) {
+        tjg_isa_force(vs[v]);
+        for (int i = 0; i < M * LDA; i++)
+            a[i] = i % LDA < K ? (uint8_t)(i * 7 % 128) : 255;
+        assert_true(tjg_u8_is_7bit(M, K, a, LDA));
+        assert_true(tjg_u8_is_7bit(0, K, a, LDA));
+        const int at[][2] = {{0, 0}, {2, 31}, {1, 64}, {M - 1, K - 1}, {3, 40}};
+        for (size_t s = 0; s < sizeof at / sizeof at[0]; s++) {
+            uint8_t *p = &a[at[s][0] * LDA + at[s][1]], old = *p;
+            *p = 128;
+            assert_false(tjg_u8_is_7bit(M, K, a, LDA));
+            *p = old;
+        }
+    }
+    tjg_isa_force(-1);
 }
 
 static double act_ref(tjg_act act, double x)
@@ -489,7 +568,7 @@ static void test_quantize_rows(void **state)
     uint8_t q[10];
     float s[2];
     int32_t zp[2];
-    tjg_quantize_rows_u8(2, 5, &x[0][0], 5, q, s, zp);
+    tjg_quantize_rows_u8(2, 5, &x[0][0], 5, q, s, zp, 255);
     assert_true(fabsf(s[0] - 3.0f / 255) < 1e-7f);
     assert_int_equal(zp[0], 85);
     assert_int_equal(q[0], 0);
@@ -501,11 +580,22 @@ static void test_quantize_rows(void **state)
     /* a NaN: out of the range, quantized to the zero point */
     float y[4] = {NAN, -1.0f, 1.0f, 0.0f};
     uint8_t qy[4];
-    tjg_quantize_rows_u8(1, 4, y, 4, qy, s, zp);
+    tjg_quantize_rows_u8(1, 4, y, 4, qy, s, zp, 255);
     assert_true(fabsf(s[0] - 2.0f / 255) < 1e-7f);
     assert_int_equal(qy[0], zp[0]);
     for (int j = 1; j < 4; j++)
         assert_true(fabsf((float)(qy[j] - zp[0]) * s[0] - y[j]) <= s[0] / 2 + 1e-6f);
+    /* qmax 127 (reduce_range): 7-bit values, the step doubled */
+    tjg_quantize_rows_u8(2, 5, &x[0][0], 5, q, s, zp, 127);
+    assert_true(fabsf(s[0] - 3.0f / 127) < 1e-7f);
+    assert_int_equal(zp[0], 42);
+    assert_int_equal(q[0], 0);
+    assert_int_equal(q[3], 127);
+    for (int j = 0; j < 10; j++)
+        assert_true(q[j] <= 127);
+    for (int j = 0; j < 5; j++)
+        assert_true(fabsf((float)(q[j] - zp[0]) * s[0] - x[0][j]) <= s[0] / 2 + 1e-6f);
+    assert_true(s[1] == 1.0f && zp[1] == 0 && q[5] == 0);
 }
 
 /* The eager matmul and linear kernels on bf16 tensors run the bf16 GEMM:
@@ -664,6 +754,8 @@ int main(void)
         cmocka_unit_test(test_pack_transposed),
         cmocka_unit_test(test_s8_variants),
         cmocka_unit_test(test_s8_extremes),
+        cmocka_unit_test(test_s8_7bit),
+        cmocka_unit_test(test_is_7bit),
         cmocka_unit_test(test_epilogue_prologue),
         cmocka_unit_test(test_isa_env),
         cmocka_unit_test(test_masked_fallback),
