@@ -616,7 +616,8 @@ TJG_CLONES static void quantize_row(int64_t k, const float *restrict r, uint8_t 
                                     float *scale, int32_t *zp, int qmax)
 {
     float lo = 0, hi = 0;   /* the range includes 0, so 0 is exact */
-    for (int64_t j = 0; j < k; j++) {
+    int64_t j0 = tjg_minmax_avx2(k, r, &lo, &hi);   /* 0 without AVX2 */
+    for (int64_t j = j0; j < k; j++) {
         lo = r[j] < lo ? r[j] : lo;
         hi = r[j] > hi ? r[j] : hi;
     }

@@ -201,6 +201,10 @@ tjg_kernel tjg_kernel_x86(tjg_type t, tjg_isa isa);
 tjg_kernel tjg_kernel_avx2(tjg_type t);
 /* The AVX2 vpmaddubsw int8 kernel (gemm_avx2_q8.c): exact only for A <= 127. */
 tjg_kernel tjg_kernel_avx2_q8(void);
+/* With AVX2: *lo = min(*lo, x[0..j)), *hi likewise (NaN left out) over the
+ * first j = k rounded down to 32 elements; returns j (0 without AVX2). The
+ * row quantizer's range: gcc left its running min/max scalar. */
+int64_t tjg_minmax_avx2(int64_t k, const float *x, float *lo, float *hi);
 /* With AVX2 (only where tjg_isa_current() >= TJG_AVX2): 8 rows of 32-bit
  * units (row r at byte r * ldi of in, unaligned) transposed, units q < nq:
  * out[q * ldo + r] = the unit at byte 4 * q of row r. */

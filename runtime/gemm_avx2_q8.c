@@ -102,11 +102,45 @@ AVX2_Q8 static bool rows_7bit(int64_t m, int64_t k, const uint8_t *a, int64_t ld
     return !_mm256_movemask_epi8(any) && tail <= 127;
 }
 
+/* vminps(x, lo) is x < lo ? x : lo: a NaN x leaves lo, as the scalar loop. */
+AVX2_Q8 static int64_t minmax(int64_t k, const float *x, float *lo, float *hi)
+{
+    __m256 l[4], h[4];
+    for (int u = 0; u < 4; u++)
+        l[u] = _mm256_set1_ps(*lo), h[u] = _mm256_set1_ps(*hi);
+    int64_t j = 0;
+    for (; j + 32 <= k; j += 32)
+        for (int u = 0; u < 4; u++) {
+            __m256 v = _mm256_loadu_ps(x + j + 8 * u);
+            l[u] = _mm256_min_ps(v, l[u]);
+            h[u] = _mm256_max_ps(v, h[u]);
+        }
+    float lv[8], hv[8];
+    _mm256_storeu_ps(lv, _mm256_min_ps(_mm256_min_ps(l[0], l[1]), _mm256_min_ps(l[2], l[3])));
+    _mm256_storeu_ps(hv, _mm256_max_ps(_mm256_max_ps(h[0], h[1]), _mm256_max_ps(h[2], h[3])));
+    for (int u = 0; u < 8; u++) {
+        *lo = lv[u] < *lo ? lv[u] : *lo;
+        *hi = hv[u] > *hi ? hv[u] : *hi;
+    }
+    return j;
+}
+
 tjg_kernel tjg_kernel_avx2_q8(void) { return (tjg_kernel){uk_q8, NULL}; }
+
+int64_t tjg_minmax_avx2(int64_t k, const float *x, float *lo, float *hi)
+{
+    return tjg_isa_current() >= TJG_AVX2 ? minmax(k, x, lo, hi) : 0;
+}
 
 bool tjg_u8s8_reduce_range(tjg_isa isa) { return isa == TJG_AVX2 || isa == TJG_AVX512; }
 #else
 tjg_kernel tjg_kernel_avx2_q8(void) { return (tjg_kernel){NULL, NULL}; }
+
+int64_t tjg_minmax_avx2(int64_t k, const float *x, float *lo, float *hi)
+{
+    (void)k, (void)x, (void)lo, (void)hi;
+    return 0;
+}
 
 bool tjg_u8s8_reduce_range(tjg_isa isa)
 {

@@ -596,6 +596,28 @@ static void test_quantize_rows(void **state)
     for (int j = 0; j < 5; j++)
         assert_true(fabsf((float)(q[j] - zp[0]) * s[0] - x[0][j]) <= s[0] / 2 + 1e-6f);
     assert_true(s[1] == 1.0f && zp[1] == 0 && q[5] == 0);
+    /* a long row (AVX2's min/max over 32-element blocks, then the tail):
+     * a NaN in a block, the min in a block, the max in the tail; the same
+     * under every variant */
+    float z[70];
+    uint8_t qz[70], qz0[70];
+    for (int j = 0; j < 70; j++)
+        z[j] = 0.01f * (float)(j % 13) - 0.05f;
+    z[3] = NAN, z[40] = -3.0f, z[69] = 5.0f;
+    tjg_isa vs[TJG_NISA];
+    int nv = variants(vs);
+    for (int v = 0; v < nv; v++) {
+        tjg_isa_force(vs[v]);
+        tjg_quantize_rows_u8(1, 70, z, 70, qz, s, zp, 255);
+        assert_true(fabsf(s[0] - 8.0f / 255) < 1e-6f);
+        assert_int_equal(qz[3], zp[0]);
+        assert_int_equal(qz[40], 0);
+        assert_int_equal(qz[69], 255);
+        if (v == 0)
+            memcpy(qz0, qz, sizeof qz);
+        assert_memory_equal(qz, qz0, sizeof qz);
+    }
+    tjg_isa_force(-1);
 }
 
 /* The eager matmul and linear kernels on bf16 tensors run the bf16 GEMM:
