@@ -766,6 +766,60 @@ static void test_frozen_weights(void **state)
     frozen_case(false, false, true);   /* quantize_dynamic implies freeze */
 }
 
+/* quantize_dynamic's rows are quantized at 7 bits exactly where the
+ * variant's kernel wants them (tjg_u8s8_reduce_range: AVX2 without VNNI),
+ * at 8 bits elsewhere: under each variant the compiled linear equals the
+ * product of the rows quantized with that qmax (and the weight quantized
+ * per channel) and, with 7 bits, differs from the 8-bit one. */
+static void test_int8_rows_range(void **state)
+{
+    (void)state;
+    enum { M = 64, K = 192, N = 512 };
+    tj_scope_begin();
+    lin_ctx l = {tj_keep(tj_randn(TJ_F32, 2, (int64_t[]){N, K})),
+                 tj_keep(tj_randn(TJ_F32, 1, (int64_t[]){N}))};
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){M, K});
+    const float *xv = tj_data(x), *wv = tj_data(l.w), *bv = tj_data(l.b);
+    tjg_packed p;
+    assert_int_equal(tjg_pack_f32_as_s8(&p, wv, 1, K, K, N), 0);   /* B[k, n] = w[n, k] */
+    static uint8_t q[M * K];
+    static float ref[2][M * N];
+    float sa[M];
+    int32_t zp[M];
+    for (int r = 0; r < 2; r++) {   /* r = 0: 8-bit rows, 1: 7-bit */
+        tjg_quantize_rows_u8(M, K, xv, K, q, sa, zp, r ? 127 : 255);
+        assert_int_equal(tjg_gemm_u8s8(M, q, K, zp, sa, &p, ref[r], N, NULL), 0);
+        for (int i = 0; i < M * N; i++) {
+            float v = ref[r][i] + bv[i % N];
+            ref[r][i] = v > 0 ? v : 0;
+        }
+    }
+    tjg_packed_free(&p);
+    tjg_isa vs[TJG_NISA];
+    int nv = variants(vs);
+    for (int v = 0; v < nv; v++) {
+        tjg_isa_force(vs[v]);
+        tj_compiled *c = tj_compile(model_lin, &l, &(tj_compile_options){.name = "lin8",
+                                                                         .quantize_dynamic = true});
+        tj_tensor *got = tj_call(c, &x, 1);
+        assert_non_null(got);
+        const float *g = tj_data(got);
+        int want = tjg_u8s8_reduce_range(vs[v]);
+        double d[2] = {0, 0};
+        for (int r = 0; r < 2; r++)
+            for (int i = 0; i < M * N; i++)
+                d[r] = fmax(d[r], fabs(g[i] - ref[r][i]));
+        if (!(d[want] <= 1e-5))
+            fail_msg("%s: |compiled - %d-bit rows| %.3g", tjg_isa_name(vs[v]), 8 - want, d[want]);
+        assert_true(d[!want] > 1e-3);   /* the other width gives other results */
+        tj_compiled_free(c);
+    }
+    tjg_isa_force(-1);
+    tj_scope_end();
+    tj_release(l.w), tj_release(l.b);
+    tj_alloc_trim();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -784,6 +838,7 @@ int main(void)
         cmocka_unit_test(test_quantize_rows),
         cmocka_unit_test(test_bf16_tensors),
         cmocka_unit_test(test_frozen_weights),
+        cmocka_unit_test(test_int8_rows_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
