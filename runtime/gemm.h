@@ -10,7 +10,8 @@
  *            block by block, each thread its own blocks (BLIS loop order:
  *            a KC x NR panel of B in L1, an MC x KC block of A in L2).
  *   variant  what the CPU has (cpuid + OS state): AVX2 + FMA (f32 FMA,
- *            bf16 widened to f32, int8 widened to s16 pairs), AVX-512 f32
+ *            bf16 widened to f32, int8 widened to s16 pairs, or vpmaddubsw
+ *            when the call's A is 7-bit: gemm_avx2_q8.c), AVX-512 f32
  *            FMA, avx512_bf16 (vdpbf16ps), VNNI (vpdpbusd); a portable C
  *            kernel elsewhere. TJIT_ISA=generic|avx2|avx512|avx512_bf16|amx
  *            caps the choice (a variant the CPU lacks is never used). No AMX
