@@ -446,7 +446,7 @@ TJG_CLONES static void epi_row(const gemm_call *g, int64_t i, int64_t j0, int64_
         uint16_t *c = (uint16_t *)g->c + i * g->ldc + j0;
         for (int64_t j = 0; j < nj; j++)
             c[j] = tjg_f32_to_bf16(v[j]);
-    } else {
+    } else if (v != (float *)g->c + i * g->ldc + j0) {
         memcpy((float *)g->c + i * g->ldc + j0, v, (size_t)nj * 4);
     }
 }
@@ -532,7 +532,12 @@ static void task(const gemm_call *g, scratch *s, int64_t bi, int64_t bj)
     for (int64_t r = 0; r < mc; r++) {
         const void *src = g->in_place ? (const void *)((float *)g->c + (i0 + r) * g->ldc + j0)
                                       : (const void *)(s->t + r * g->nc);
-        epi_row(g, i0 + r, j0, nj, src, s->v);
+        /* f32 C written in place of the row scratch where C is not read
+         * (sums from scratch, no accumulate, no residual that could be C):
+         * no copy of the row */
+        float *row = (float *)g->c + (i0 + r) * g->ldc + j0;
+        bool direct = !g->in_place && !g->e.out_bf16 && !g->e.accumulate && !g->e.res;
+        epi_row(g, i0 + r, j0, nj, src, direct ? row : s->v);
     }
 }
 
