@@ -86,20 +86,23 @@ AVX2_Q8 static void uk_q8(int64_t kg, const void *a, const void *b, void *c, int
 }
 
 /* Whether every byte of the rows is <= 127: their OR's top bit, 32 bytes
- * at a time. */
+ * at a time, row by row (a full-range A, the static int8 ops' usual one,
+ * stops at its first row with a byte above 127). */
 AVX2_Q8 static bool rows_7bit(int64_t m, int64_t k, const uint8_t *a, int64_t lda)
 {
-    __m256i any = _mm256_setzero_si256();
-    uint8_t tail = 0;
     for (int64_t i = 0; i < m; i++) {
         const uint8_t *row = a + i * lda;
+        __m256i any = _mm256_setzero_si256();
+        uint8_t tail = 0;
         int64_t j = 0;
         for (; j + 32 <= k; j += 32)
             any = _mm256_or_si256(any, _mm256_loadu_si256((const __m256i *)(row + j)));
         for (; j < k; j++)
             tail |= row[j];
+        if (_mm256_movemask_epi8(any) || tail > 127)
+            return false;
     }
-    return !_mm256_movemask_epi8(any) && tail <= 127;
+    return true;
 }
 
 /* vminps(x, lo) is x < lo ? x : lo: a NaN x leaves lo, as the scalar loop. */
