@@ -11,13 +11,17 @@
  *
  * It reads the packed layouts as they are (B's quads, A's quads MR per
  * group, no split_a: the quad is what vpmaddubsw multiplies), as a TJG_MR x
- * TJG_NR tile in four 6 x 16 sub-tiles (12 accumulators, two ymm of B, a
- * broadcast quad of A and the ones: 16 registers). gemm.c picks it only for
+ * TJG_NR tile in four 6 x 16 sub-tiles (12 accumulators, the ones, a
+ * broadcast quad of A and one product: 15 registers; B is vpmaddubsw's
+ * memory operand). gemm.c picks it only for
  * an A it has checked to be 7-bit (tjg_u8_is_7bit); any byte above 127 takes
  * gemm_avx2.c's exact vpmaddwd kernel instead (the static int8 ops' full-
  * range u8). On Zen 3 both instructions issue on the same two multiply
  * pipes, so the gain over the vpmaddwd kernel is in what it no longer does
  * (widening B, splitting A, half the adds), docs/perf.md.
+ *
+ * Also here: the 7-bit check of A (tjg_u8_is_7bit) and the AVX2 min/max of
+ * the row quantizer (tjg_minmax_avx2).
  */
 #include "gemm.h"
 
