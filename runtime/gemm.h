@@ -10,7 +10,8 @@
  *            block by block, each thread its own blocks (BLIS loop order:
  *            a KC x NR panel of B in L1, an MC x KC block of A in L2).
  *   variant  what the CPU has (cpuid + OS state): AVX2 + FMA (f32 FMA,
- *            bf16 widened to f32, int8 widened to s16 pairs), AVX-512 f32
+ *            bf16 widened to f32, int8 widened to s16 pairs, or vpmaddubsw
+ *            when the call's A is 7-bit: gemm_avx2_q8.c), AVX-512 f32
  *            FMA, avx512_bf16 (vdpbf16ps), VNNI (vpdpbusd); a portable C
  *            kernel elsewhere. TJIT_ISA=generic|avx2|avx512|avx512_bf16|amx
  *            caps the choice (a variant the CPU lacks is never used). No AMX
@@ -135,10 +136,18 @@ int tjg_gemm_u8s8(int64_t m, const uint8_t *a, int64_t lda, const int32_t *a_zp,
                   const float *a_scale, const tjg_packed *b, float *c, int64_t ldc,
                   const tjg_epilogue *e);
 
-/* Dynamic per-row quantization of f32 rows to u8 (asymmetric, PyTorch's
- * quantize_dynamic style): scale[i], zp[i] chosen from the row's min/max. */
+/* Dynamic per-row quantization of f32 rows to u8 0..qmax (asymmetric,
+ * PyTorch's quantize_dynamic style): scale[i], zp[i] chosen from the row's
+ * min/max. qmax 255, or 127 where tjg_u8s8_reduce_range (PyTorch's
+ * reduce_range). Rows split over the pool. */
 void tjg_quantize_rows_u8(int64_t m, int64_t k, const float *x, int64_t ldx, uint8_t *q,
-                          float *scale, int32_t *zp);
+                          float *scale, int32_t *zp, int qmax);
+/* Whether the variant's fast int8 kernel wants 7-bit A (gemm_avx2_q8.c's
+ * vpmaddubsw: AVX2, and AVX-512 without VNNI); an A with a byte above 127
+ * still runs exactly, on the slower vpmaddwd kernel. */
+bool tjg_u8s8_reduce_range(tjg_isa isa);
+/* Whether every A[i, kk] (i < m, kk < k, rows lda apart) is <= 127. */
+bool tjg_u8_is_7bit(int64_t m, int64_t k, const uint8_t *a, int64_t lda);
 
 /* bf16 <-> f32 (RNE; NaN stays NaN, quieted). */
 static inline uint16_t tjg_f32_to_bf16(float f)
@@ -201,6 +210,12 @@ tjg_kernel tjg_kernel_avx2(tjg_type t);
 /* The AVX2 f32 kernel on half a panel (C[MR, 16], B's 16 columns NR words
  * apart per group), for gemm.c's half-panel loop order; NULL off x86-64. */
 tjg_ukernel tjg_f32_half_avx2(void);
+/* The AVX2 vpmaddubsw int8 kernel (gemm_avx2_q8.c): exact only for A <= 127. */
+tjg_kernel tjg_kernel_avx2_q8(void);
+/* With AVX2: *lo = min(*lo, x[0..j)), *hi likewise (NaN left out) over the
+ * first j = k rounded down to 32 elements; returns j (0 without AVX2). The
+ * row quantizer's range: gcc left its running min/max scalar. */
+int64_t tjg_minmax_avx2(int64_t k, const float *x, float *lo, float *hi);
 /* With AVX2 (only where tjg_isa_current() >= TJG_AVX2): 8 rows of 32-bit
  * units (row r at byte r * ldi of in, unaligned) transposed, units q < nq:
  * out[q * ldo + r] = the unit at byte 4 * q of row r. */

@@ -357,14 +357,15 @@ static int gemm_int8(int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b, const 
     int r = -1;
     if (zp) {
         const float *ap = a.p;
+        int qmax = tjg_u8s8_reduce_range(tjg_isa_current()) ? 127 : 255;
         if (a.cs == 1) {
-            tjg_quantize_rows_u8(m, k, ap, a.rs, q, sa, zp);
+            tjg_quantize_rows_u8(m, k, ap, a.rs, q, sa, zp, qmax);
         } else {   /* a strided A: rows gathered one at a time */
             float *row = rt_alloc((size_t)(k > 0 ? k : 1) * sizeof(float));
             for (int64_t i = 0; row && i < m; i++) {
                 for (int64_t kk = 0; kk < k; kk++)
                     row[kk] = ap[i * a.rs + kk * a.cs];
-                tjg_quantize_rows_u8(1, k, row, k, q + i * k, sa + i, zp + i);
+                tjg_quantize_rows_u8(1, k, row, k, q + i * k, sa + i, zp + i, qmax);
             }
             if (row)
                 rt_free(row, (size_t)(k > 0 ? k : 1) * sizeof(float));

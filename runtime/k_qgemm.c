@@ -211,6 +211,23 @@ static void im2col(const uint8_t *x, const int64_t *xs, const ir_window2d *wd, i
     }
 }
 
+/* C [m, og] (one image's rows) into the planes [og][m] at dst: 8 x 8 blocks
+ * through AVX2 registers where the CPU has them. */
+static void to_planes(const float *c, int64_t m, int64_t og, float *dst)
+{
+    int64_t i = 0;
+    if (tjg_isa_current() >= TJG_AVX2)
+        for (; i + 8 <= m; i += 8)
+            tjg_transpose8_avx2(c + i * og, og * 4, og, (uint32_t *)(dst + i), m);
+    for (; i < m; i++)
+        for (int64_t j = 0; j < og; j++)
+            dst[j * m + i] = c[i * og + j];
+}
+
+/* Columns of at most this many bytes per GEMM: images are batched into one
+ * GEMM (more rows to split over the threads, the weight packed once) up to it. */
+enum { COL_BYTES = 8 << 20 };
+
 int rt_k_qconv2d(RT_KERNEL_ARGS)
 {
     const char *name = "qconv2d";
@@ -219,7 +236,9 @@ int rt_k_qconv2d(RT_KERNEL_ARGS)
     ir_qconv_window(a, w->shape, &wd);
     int64_t B = x->shape[0], C = x->shape[1], O = w->shape[0], G = wd.groups;
     int64_t cg = C / G, og = O / G, k = cg * wd.kernel[0] * wd.kernel[1];
-    int64_t os[2] = {out->shape[2], out->shape[3]}, m = os[0] * os[1];
+    int64_t os[2] = {out->shape[2], out->shape[3]}, m = os[0] * os[1], hw = x->shape[2] * x->shape[3];
+    int64_t nb = m * k > 0 && COL_BYTES / (m * k) < B ? COL_BYTES / (m * k) : B;
+    nb = nb < 1 ? 1 : nb;   /* images per GEMM */
     qg_mem s = {0};
     uint8_t *col = NULL;
     int r = -1;
@@ -227,28 +246,29 @@ int rt_k_qconv2d(RT_KERNEL_ARGS)
     int32_t za = (int32_t)a->a[1].i[0] + (xi ? 128 : 0);
     if (weight_side(name, &s, w, in[2], in[3], bias, O, k))
         goto done;
-    if (!(s.a = qg_alloc((size_t)(B * C * x->shape[2] * x->shape[3]), 1)) ||
-        !(col = qg_alloc((size_t)(m * k), 1)) || !(s.c = qg_alloc((size_t)(m * og), 4))) {
+    if (!(s.a = qg_alloc((size_t)(B * C * hw), 1)) || !(col = qg_alloc((size_t)(nb * m * k), 1)) ||
+        !(s.c = qg_alloc((size_t)(nb * m * og), 4))) {
         rt_error("%s: out of memory", name);
         goto done;
     }
     gather_bytes(x, s.a, xi ? 128 : 0);
     r = 0;
-    for (int64_t b = 0; b < B && r == 0 && m > 0; b++)
-        for (int64_t g = 0; g < G && r == 0; g++) {
-            im2col(s.a + b * C * x->shape[2] * x->shape[3], x->shape, &wd, cg, g, os,
-                   (uint8_t)za, col);
+    for (int64_t g = 0; g < G && r == 0 && m > 0; g++)
+        for (int64_t b0 = 0; b0 < B && r == 0; b0 += nb) {
+            int64_t n1 = B - b0 < nb ? B - b0 : nb;
+            for (int64_t b = 0; b < n1; b++)
+                im2col(s.a + (b0 + b) * C * hw, x->shape, &wd, cg, g, os, (uint8_t)za,
+                       col + b * m * k);
             qg_op o = {col, s.w + g * og * k, s.ws + g * og, s.bias ? s.bias + g * og : NULL,
                        s.wz + g * og, za, (float)a->a[0].f};
-            if ((r = qgemm(name, &o, m, og, k, s.c)) != 0)
+            if ((r = qgemm(name, &o, n1 * m, og, k, s.c)) != 0)
                 break;
-            if (out->dtype == TJ_F32) {   /* [m, og] -> planes [og][m] */
-                float *dst = (float *)rt_ptr(out) + (b * O + g * og) * m;
-                for (int64_t i = 0; i < m; i++)
-                    for (int64_t j = 0; j < og; j++)
-                        dst[j * m + i] = s.c[i * og + j];
-            } else {
-                requant(s.c, m, og, (uint8_t *)rt_ptr(out) + (b * O + g * og) * m, 1, m, out, a);
+            for (int64_t b = 0; b < n1; b++) {   /* [m, og] -> planes [og][m] */
+                int64_t at = ((b0 + b) * O + g * og) * m;
+                if (out->dtype == TJ_F32)
+                    to_planes(s.c + b * m * og, m, og, (float *)rt_ptr(out) + at);
+                else
+                    requant(s.c + b * m * og, m, og, (uint8_t *)rt_ptr(out) + at, 1, m, out, a);
             }
         }
 done:

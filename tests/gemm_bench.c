@@ -7,7 +7,7 @@
  * prints one markdown row per shape: f32 OpenBLAS, f32 tjg (B packed once,
  * and packed in every call), bf16 tjg (the
  * micro-kernel the CPU runs, TJIT_ISA caps it), int8 tjg (u8 x s8: VNNI,
- * or AVX2's vpmaddwd).
+ * or AVX2's vpmaddwd on full-range A, vpmaddubsw on 7-bit A).
  * Best of several timed repetitions; times are wall clock unless --cpu-time.
  */
 #include <stdio.h>
@@ -33,7 +33,7 @@ typedef struct bufs {
     shape s;
     float *a, *b, *c;
     uint16_t *a16, *c16;
-    uint8_t *aq;
+    uint8_t *aq, *aq7;
     int8_t *bq;
     float *sa, *sb;
     int32_t *zp;
@@ -58,6 +58,7 @@ static double run(int which, bufs *x)
         tjg_packed_free(&p);
         return r;
     }
+    case 5: return tjg_gemm_u8s8(s.m, x->aq7, s.k, x->zp, x->sa, &x->pq, x->c, s.n, NULL);
     default: return tjg_gemm_u8s8(s.m, x->aq, s.k, x->zp, x->sa, &x->pq, x->c, s.n, NULL);
     }
 }
@@ -101,18 +102,19 @@ int main(int argc, char **argv)
     }
     printf("isa %s, %d threads, %s; OpenBLAS core %s\n", tjg_isa_name(tjg_isa_current()),
            rt_threads(), cpu_time ? "CPU time" : "wall clock", rt_blas_core());
-    printf("| M x N x K | OpenBLAS f32 | tjg f32 | tjg f32 + pack B | tjg bf16 | tjg u8s8 |\n|---|---|---|---|---|---|\n");
+    printf("| M x N x K | OpenBLAS f32 | tjg f32 | tjg f32 + pack B | tjg bf16 | tjg u8s8 | tjg u8s8 7-bit |\n|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < ns; i++) {
         bufs x = {.s = shapes[i]};
         shape s = x.s;
         size_t ma = (size_t)(s.m * s.k), mb = (size_t)(s.k * s.n), mc = (size_t)(s.m * s.n);
         x.a = malloc(ma * 4), x.b = malloc(mb * 4), x.c = malloc(mc * 4);
-        x.a16 = malloc(ma * 2), x.c16 = malloc(mc * 2), x.aq = malloc(ma), x.bq = malloc(mb);
+        x.a16 = malloc(ma * 2), x.c16 = malloc(mc * 2), x.aq = malloc(ma), x.aq7 = malloc(ma), x.bq = malloc(mb);
         x.sa = malloc((size_t)s.m * 4), x.zp = malloc((size_t)s.m * 4), x.sb = malloc((size_t)s.n * 4);
         for (size_t j = 0; j < ma; j++) {
             x.a[j] = (float)((j * 7) % 13) / 13.0f - 0.5f;
             x.a16[j] = tjg_f32_to_bf16(x.a[j]);
             x.aq[j] = (uint8_t)(j * 31);
+            x.aq7[j] = x.aq[j] & 127;
         }
         for (size_t j = 0; j < mb; j++) {
             x.b[j] = (float)((j * 5) % 11) / 11.0f - 0.5f;
@@ -125,12 +127,13 @@ int main(int argc, char **argv)
         tjg_pack_f32(&x.pf, x.b, s.n, 1, s.k, s.n);
         tjg_pack_f32_as_bf16(&x.ph, x.b, s.n, 1, s.k, s.n);
         tjg_pack_s8(&x.pq, x.bq, s.n, 1, s.k, s.n, x.sb);
-        printf("| %lldx%lldx%lld | %.0f | %.0f | %.0f | %.0f | %.0f |\n", (long long)s.m,
+        printf("| %lldx%lldx%lld | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", (long long)s.m,
                (long long)s.n, (long long)s.k, gflops(0, &x), gflops(1, &x), gflops(4, &x),
-               f32_only ? 0.0 : gflops(2, &x), f32_only ? 0.0 : gflops(3, &x));
+                f32_only ? 0.0 : gflops(2, &x), f32_only ? 0.0 : gflops(3, &x),
+                f32_only ? 0.0 : gflops(5, &x));
         fflush(stdout);
         tjg_packed_free(&x.pf), tjg_packed_free(&x.ph), tjg_packed_free(&x.pq);
-        free(x.a), free(x.b), free(x.c), free(x.a16), free(x.c16), free(x.aq), free(x.bq);
+        free(x.a), free(x.b), free(x.c), free(x.a16), free(x.c16), free(x.aq), free(x.aq7), free(x.bq);
         free(x.sa), free(x.zp), free(x.sb);
     }
     return 0;

@@ -257,25 +257,46 @@ static void s8_check(tjg_isa isa, dims d, const uint8_t *a, const int8_t *b, con
     free(c);
 }
 
-/* A's bytes spread over 0..255, B's over -128..127. */
-static void s8_case(tjg_isa isa, dims d)
+/* The A and B of an int8 case: FULL A's bytes spread over 0..255, B's over
+ * -128..127; SEVEN the same with A 7-bit; LOW and HIGH A 127 everywhere
+ * against B -128 (pair sums -32512) or 127 (32258), zero points 0. */
+enum { FULL, SEVEN, LOW, HIGH };
+
+static void s8_case_of(tjg_isa isa, dims d, int kind)
 {
     uint8_t *a = malloc((size_t)(d.m * d.k + 1));
     int8_t *b = malloc((size_t)(d.k * d.n + 1));
     float *sa = malloc((size_t)d.m * 4 + 4), *sb = malloc((size_t)d.n * 4 + 4);
     int32_t *zp = malloc((size_t)d.m * 4 + 4);
-    unsigned seed = 5;
+    unsigned seed = kind == FULL ? 5 : 9;
+    bool edge = kind == LOW || kind == HIGH;
     for (int64_t i = 0; i < d.m * d.k; i++)
-        a[i] = (uint8_t)(frand(&seed) * 511 + 255.5f) ^ (i % 3 ? 0 : 0xff);
+        a[i] = edge ? 127 : (uint8_t)(frand(&seed) * 511 + 255.5f) ^ (i % 3 ? 0 : 0xff);
+    for (int64_t i = 0; i < d.m * d.k && kind == SEVEN; i++)
+        a[i] &= 127;
     for (int64_t i = 0; i < d.k * d.n; i++)
-        b[i] = (int8_t)(i % 7 == 0 ? -128 : i % 5 == 0 ? 127 : (int)(frand(&seed) * 255));
+        b[i] = (int8_t)(edge ? (kind == LOW ? -128 : 127)
+                        : i % 7 == 0 ? -128 : i % 5 == 0 ? 127 : (int)(frand(&seed) * 255));
     for (int64_t i = 0; i < d.m; i++)
-        sa[i] = 0.01f * (float)(i + 1), zp[i] = (int32_t)(i * 37 % 256);
+        sa[i] = edge ? 1.0f : 0.01f * (float)(i + 1), zp[i] = edge ? 0 : (int32_t)(i * 37 % 256);
     for (int64_t j = 0; j < d.n; j++)
-        sb[j] = 0.003f * (float)(j % 5 + 1);
+        sb[j] = edge ? 1.0f : 0.003f * (float)(j % 5 + 1);
+    assert_true(kind == FULL || tjg_u8_is_7bit(d.m, d.k, a, d.k));
     s8_check(isa, d, a, b, zp, sa, sb);
+    if (kind == HIGH && d.k >= 2) {   /* one pair of 255s against 127s */
+        const int64_t spots[3][2] = {{0, 10}, {d.m / 2, d.k - 2}, {d.m - 1, d.k / 2}};
+        for (int s = 0; s < 3; s++) {
+            int64_t i = spots[s][0], kk = spots[s][1] & ~(int64_t)1;
+            a[i * d.k + kk] = a[i * d.k + kk + 1] = 255;
+            assert_false(tjg_u8_is_7bit(d.m, d.k, a, d.k));
+            s8_check(isa, d, a, b, zp, sa, sb);
+            a[i * d.k + kk] = a[i * d.k + kk + 1] = 127;
+        }
+    }
     free(a), free(b), free(sa), free(sb), free(zp);
 }
+
+static void s8_case(tjg_isa isa, dims d) { s8_case_of(isa, d, FULL); }
 
 static void test_s8_variants(void **state)
 {
@@ -317,6 +338,64 @@ static void test_s8_extremes(void **state)
     }
     tjg_isa_force(-1);
     free(a), free(b);
+}
+
+/* The 7-bit int8 kernel (runtime/gemm_avx2_q8.c: vpmaddubsw, exact only
+ * for A <= 127) runs where tjg_u8s8_reduce_range says (AVX2, and AVX-512
+ * without VNNI) on an A that tjg_u8_is_7bit passes: exact s32 sums against
+ * the reference on every shape (M/N/K tails); at the saturation boundary
+ * (127 against -128 and 127 in every pair: pair sums -32512 and 32258, the
+ * extremes of s16 that vpmaddubsw can reach without saturating); and an A
+ * with one pair of 255s (the pair 255*127*2 would saturate vpmaddubsw)
+ * placed in the 32-byte body, the tail and the last row falls back to the
+ * exact kernel. */
+static void test_s8_7bit(void **state)
+{
+    (void)state;
+    assert_false(tjg_u8s8_reduce_range(TJG_GENERIC));
+    assert_false(tjg_u8s8_reduce_range(TJG_AVX512_BF16));   /* VNNI: exact at 8 bits */
+    bool x86 = tjg_kernel_avx2_q8().uk != NULL;
+    assert_true(tjg_u8s8_reduce_range(TJG_AVX2) == x86);
+    assert_true(tjg_u8s8_reduce_range(TJG_AVX512) == x86);
+    tjg_isa vs[TJG_NISA];
+    int nv = variants(vs);
+    for (int v = 0; v < nv; v++) {
+        tjg_isa_force(vs[v]);
+        for (size_t s = 0; s < NSHAPES; s++)
+            s8_case_of(vs[v], shapes[s], SEVEN);
+        for (int kind = LOW; kind <= HIGH; kind++) {
+            s8_case_of(vs[v], (dims){13, 40, 1031}, kind);
+            s8_case_of(vs[v], (dims){25, 47, 37}, kind);
+        }
+    }
+    tjg_isa_force(-1);
+}
+
+/* tjg_u8_is_7bit reads only the m x k bytes (255s between rows ignored),
+ * and finds a single 128 anywhere: in a 32-byte block, in a row's tail, in
+ * the last row; under each variant (AVX2's vector test and the scalar). */
+static void test_is_7bit(void **state)
+{
+    (void)state;
+    enum { M = 5, K = 70, LDA = 77 };
+    uint8_t a[M * LDA];
+    tjg_isa vs[TJG_NISA];
+    int nv = variants(vs);
+    for (int v = 0; v < nv; v++) {
+        tjg_isa_force(vs[v]);
+        for (int i = 0; i < M * LDA; i++)
+            a[i] = i % LDA < K ? (uint8_t)(i * 7 % 128) : 255;
+        assert_true(tjg_u8_is_7bit(M, K, a, LDA));
+        assert_true(tjg_u8_is_7bit(0, K, a, LDA));
+        const int at[][2] = {{0, 0}, {2, 31}, {1, 64}, {M - 1, K - 1}, {3, 40}};
+        for (size_t s = 0; s < sizeof at / sizeof at[0]; s++) {
+            uint8_t *p = &a[at[s][0] * LDA + at[s][1]], old = *p;
+            *p = 128;
+            assert_false(tjg_u8_is_7bit(M, K, a, LDA));
+            *p = old;
+        }
+    }
+    tjg_isa_force(-1);
 }
 
 static double act_ref(tjg_act act, double x)
@@ -499,7 +578,7 @@ static void test_quantize_rows(void **state)
     uint8_t q[10];
     float s[2];
     int32_t zp[2];
-    tjg_quantize_rows_u8(2, 5, &x[0][0], 5, q, s, zp);
+    tjg_quantize_rows_u8(2, 5, &x[0][0], 5, q, s, zp, 255);
     assert_true(fabsf(s[0] - 3.0f / 255) < 1e-7f);
     assert_int_equal(zp[0], 85);
     assert_int_equal(q[0], 0);
@@ -511,11 +590,44 @@ static void test_quantize_rows(void **state)
     /* a NaN: out of the range, quantized to the zero point */
     float y[4] = {NAN, -1.0f, 1.0f, 0.0f};
     uint8_t qy[4];
-    tjg_quantize_rows_u8(1, 4, y, 4, qy, s, zp);
+    tjg_quantize_rows_u8(1, 4, y, 4, qy, s, zp, 255);
     assert_true(fabsf(s[0] - 2.0f / 255) < 1e-7f);
     assert_int_equal(qy[0], zp[0]);
     for (int j = 1; j < 4; j++)
         assert_true(fabsf((float)(qy[j] - zp[0]) * s[0] - y[j]) <= s[0] / 2 + 1e-6f);
+    /* qmax 127 (reduce_range): 7-bit values, the step doubled */
+    tjg_quantize_rows_u8(2, 5, &x[0][0], 5, q, s, zp, 127);
+    assert_true(fabsf(s[0] - 3.0f / 127) < 1e-7f);
+    assert_int_equal(zp[0], 42);
+    assert_int_equal(q[0], 0);
+    assert_int_equal(q[3], 127);
+    for (int j = 0; j < 10; j++)
+        assert_true(q[j] <= 127);
+    for (int j = 0; j < 5; j++)
+        assert_true(fabsf((float)(q[j] - zp[0]) * s[0] - x[0][j]) <= s[0] / 2 + 1e-6f);
+    assert_true(s[1] == 1.0f && zp[1] == 0 && q[5] == 0);
+    /* a long row (AVX2's min/max over 32-element blocks, then the tail):
+     * a NaN in a block, the min in a block, the max in the tail; the same
+     * under every variant */
+    float z[70];
+    uint8_t qz[70], qz0[70];
+    for (int j = 0; j < 70; j++)
+        z[j] = 0.01f * (float)(j % 13) - 0.05f;
+    z[3] = NAN, z[40] = -3.0f, z[69] = 5.0f;
+    tjg_isa vs[TJG_NISA];
+    int nv = variants(vs);
+    for (int v = 0; v < nv; v++) {
+        tjg_isa_force(vs[v]);
+        tjg_quantize_rows_u8(1, 70, z, 70, qz, s, zp, 255);
+        assert_true(fabsf(s[0] - 8.0f / 255) < 1e-6f);
+        assert_int_equal(qz[3], zp[0]);
+        assert_int_equal(qz[40], 0);
+        assert_int_equal(qz[69], 255);
+        if (v == 0)
+            memcpy(qz0, qz, sizeof qz);
+        assert_memory_equal(qz, qz0, sizeof qz);
+    }
+    tjg_isa_force(-1);
 }
 
 /* The eager matmul and linear kernels on bf16 tensors run the bf16 GEMM:
@@ -674,6 +786,60 @@ static void test_frozen_weights(void **state)
     frozen_case(false, false, true);   /* quantize_dynamic implies freeze */
 }
 
+/* quantize_dynamic's rows are quantized at 7 bits exactly where the
+ * variant's kernel wants them (tjg_u8s8_reduce_range: AVX2 without VNNI),
+ * at 8 bits elsewhere: under each variant the compiled linear equals the
+ * product of the rows quantized with that qmax (and the weight quantized
+ * per channel) and, with 7 bits, differs from the 8-bit one. */
+static void test_int8_rows_range(void **state)
+{
+    (void)state;
+    enum { M = 64, K = 192, N = 512 };
+    tj_scope_begin();
+    lin_ctx l = {tj_keep(tj_randn(TJ_F32, 2, (int64_t[]){N, K})),
+                 tj_keep(tj_randn(TJ_F32, 1, (int64_t[]){N}))};
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){M, K});
+    const float *xv = tj_data(x), *wv = tj_data(l.w), *bv = tj_data(l.b);
+    tjg_packed p;
+    assert_int_equal(tjg_pack_f32_as_s8(&p, wv, 1, K, K, N), 0);   /* B[k, n] = w[n, k] */
+    static uint8_t q[M * K];
+    static float ref[2][M * N];
+    float sa[M];
+    int32_t zp[M];
+    for (int r = 0; r < 2; r++) {   /* r = 0: 8-bit rows, 1: 7-bit */
+        tjg_quantize_rows_u8(M, K, xv, K, q, sa, zp, r ? 127 : 255);
+        assert_int_equal(tjg_gemm_u8s8(M, q, K, zp, sa, &p, ref[r], N, NULL), 0);
+        for (int i = 0; i < M * N; i++) {
+            float v = ref[r][i] + bv[i % N];
+            ref[r][i] = v > 0 ? v : 0;
+        }
+    }
+    tjg_packed_free(&p);
+    tjg_isa vs[TJG_NISA];
+    int nv = variants(vs);
+    for (int v = 0; v < nv; v++) {
+        tjg_isa_force(vs[v]);
+        tj_compiled *c = tj_compile(model_lin, &l, &(tj_compile_options){.name = "lin8",
+                                                                         .quantize_dynamic = true});
+        tj_tensor *got = tj_call(c, &x, 1);
+        assert_non_null(got);
+        const float *g = tj_data(got);
+        int want = tjg_u8s8_reduce_range(vs[v]);
+        double d[2] = {0, 0};
+        for (int r = 0; r < 2; r++)
+            for (int i = 0; i < M * N; i++)
+                d[r] = fmax(d[r], fabs(g[i] - ref[r][i]));
+        if (!(d[want] <= 1e-5))
+            fail_msg("%s: |compiled - %d-bit rows| %.3g", tjg_isa_name(vs[v]), 8 - want, d[want]);
+        assert_true(d[!want] > 1e-3);   /* the other width gives other results */
+        tj_compiled_free(c);
+    }
+    tjg_isa_force(-1);
+    tj_scope_end();
+    tj_release(l.w), tj_release(l.b);
+    tj_alloc_trim();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -684,12 +850,15 @@ int main(void)
         cmocka_unit_test(test_pack_transposed),
         cmocka_unit_test(test_s8_variants),
         cmocka_unit_test(test_s8_extremes),
+        cmocka_unit_test(test_s8_7bit),
+        cmocka_unit_test(test_is_7bit),
         cmocka_unit_test(test_epilogue_prologue),
         cmocka_unit_test(test_isa_env),
         cmocka_unit_test(test_masked_fallback),
         cmocka_unit_test(test_quantize_rows),
         cmocka_unit_test(test_bf16_tensors),
         cmocka_unit_test(test_frozen_weights),
+        cmocka_unit_test(test_int8_rows_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
