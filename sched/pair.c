@@ -12,6 +12,12 @@
  * partition is (P7's measurements: docs/perf.md, "Inter-op parallelism in
  * the backward").
  *
+ * Off by default: on a quiet machine OpenBLAS's own two threads were faster
+ * (P7 compiled 4-9% slower with pairs and splits, P8 2-4% faster, paired
+ * in one process: docs/perf.md); under load, where a descheduled thread
+ * holds up OpenBLAS's fixed halves, they gained 1.2-2.6x. TJIT_INTEROP=1
+ * turns them on.
+ *
  *   formed    after the memory plan (plan.c, finish_steps), outside blocked
  *             regions and the tail:
  *             pair: steps i and i+1 are eager matmuls (f32/f64), the second
@@ -23,8 +29,9 @@
  *               single-threaded longer than the two would take on both).
  *             split: any other eager f32 matmul of two matrices with at least
  *               SC_PAIR_MIN multiply-adds and SC_SPLIT_COLS columns.
- *             TJIT_INTEROP=0 forms neither, TJIT_GEMM_SPLIT=0 no split (read
- *             when a plan is built).
+ *             Only with TJIT_INTEROP=1 (any value but 0 and empty);
+ *             TJIT_GEMM_SPLIT=0 then forms no split (read when a plan is
+ *             built).
  *   run       with exactly two runtime threads (rt_threads()): OpenBLAS
  *             serial (rt_blas_serial_begin), the pair's two steps or the
  *             split's column blocks as the chunks of one rt_parallel_for;
@@ -55,6 +62,12 @@ static bool env_off(const char *name)
 {
     const char *e = getenv(name);
     return e && !strcmp(e, "0");
+}
+
+static bool env_on(const char *name)
+{
+    const char *e = getenv(name);
+    return e && *e && strcmp(e, "0");
 }
 
 /* The multiply-adds of eager matmul step s, or 0 when it cannot pair. */
@@ -117,7 +130,7 @@ int sc_plan_pairs(const ir_graph *g, sc_plan *p)
 {
     free(p->par);
     p->par = NULL;
-    if (env_off("TJIT_INTEROP"))
+    if (!env_on("TJIT_INTEROP"))
         return 0;
     bool split = !env_off("TJIT_GEMM_SPLIT");
     int end = p->nsteps - p->ntail;

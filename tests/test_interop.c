@@ -203,7 +203,9 @@ static void test_pair_formed(void **state)
     assert_int_equal(pairs_in(bwd_src, 3, bwd_shapes), 1);
     setenv("TJIT_INTEROP", "0", 1);
     assert_int_equal(pairs_in(bwd_src, 3, bwd_shapes), 0);
-    unsetenv("TJIT_INTEROP");
+    unsetenv("TJIT_INTEROP");   /* the default: off */
+    assert_int_equal(pairs_in(bwd_src, 3, bwd_shapes), 0);
+    setenv("TJIT_INTEROP", "1", 1);
 }
 
 /* Not paired: the second GEMM reads the first's result; one GEMM four times
@@ -377,7 +379,7 @@ static void test_pair_frozen_int8(void **state)
     setenv("TJIT_INTEROP", "0", 1);
     tj_compiled *off = tj_compile(two_linears, w, &o);
     tj_tensor *want = tj_call(off, &x, 1);
-    unsetenv("TJIT_INTEROP");
+    setenv("TJIT_INTEROP", "1", 1);
     if (!got || !want)
         fail_msg("%s", tj_last_error());
     for (int c = 0; c < 3; c++)   /* the pair on 2 threads, call after call */
@@ -478,7 +480,7 @@ static void check_training(int threads, bool interop)
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     assert_int_equal(system(cmd), 0);
-    unsetenv("TJIT_INTEROP");
+    setenv("TJIT_INTEROP", "1", 1);
     tj_set_num_threads(2);
 }
 
@@ -498,7 +500,7 @@ int main(void)
     const char *build = getenv("TJ_BUILD") ? getenv("TJ_BUILD") : "build";
     snprintf(cache, sizeof cache, "%s/kernel-cache", build);
     setenv("TJIT_CACHE_DIR", cache, 0);
-    unsetenv("TJIT_INTEROP");
+    setenv("TJIT_INTEROP", "1", 1);   /* on: what these tests are about (off by default) */
     tj_set_num_threads(2);
     tj_manual_seed(11);
     const struct CMUnitTest tests[] = {

@@ -8,7 +8,7 @@
  * runner and of the ratios eager/A, eager/B and B/A.
  *
  *   A: compiled with the environment as given
- *   B: compiled with VAR=VALUE set while its plan is built (TJIT_INTEROP=0
+ *   B: compiled with VAR=VALUE set while its plan is built (TJIT_INTEROP=1
  *      by default; the plan options read when a plan is built)
  *
  *     build/bench/train_paired [CASE [THREADS [ROUNDS [VAR=VALUE]]]]
@@ -64,7 +64,7 @@ int main(int argc, char **argv)
     const char *id = argc > 1 ? argv[1] : "P7";
     int threads = argc > 2 ? atoi(argv[2]) : 1, rounds = argc > 3 ? atoi(argv[3]) : 200;
     char var[128];
-    snprintf(var, sizeof var, "%s", argc > 4 ? argv[4] : "TJIT_INTEROP=0");
+    snprintf(var, sizeof var, "%s", argc > 4 ? argv[4] : "TJIT_INTEROP=1");
     char *eq = strchr(var, '=');
     const bench_case *c = bench_find(id);
     if (!c || !c->setup || !eq || threads < 1 || rounds < 1 || rounds > MAX_ROUNDS) {
