@@ -919,17 +919,12 @@ static void test_kernel_errors(void **state)
     cg_compiled_clear(&out);
 }
 
-static void test_skipped(void **state) { skip(); }
-
 int main(int argc, char **argv)
 {
     self_path = argv[0];
     if (argc == 5 && !strcmp(argv[1], "--jit-child"))
         return jit_child(argv[2], argv[3], argv[4]);
-    char cache[512];
-    const char *build = getenv("TJ_BUILD") ? getenv("TJ_BUILD") : "build";
-    snprintf(cache, sizeof cache, "%s/kernel-cache", build);
-    setenv("TJIT_CACHE_DIR", cache, 0);
+    tu_use_build_cache();
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_unary_all),
@@ -955,11 +950,5 @@ int main(int argc, char **argv)
         T(test_kernel_errors),
 #undef T
     };
-    char why[512];
-    if (!cg_jit_available(why, sizeof why)) {   /* a build without clang-19 */
-        const struct CMUnitTest none[] = {cmocka_unit_test(test_skipped)};
-        fprintf(stderr, "codegen: no JIT (%s); compiled graphs run on the graph executor\n", why);
-        return cmocka_run_group_tests_name("codegen", none, NULL, NULL);
-    }
-    return cmocka_run_group_tests_name("codegen", tests, NULL, NULL);
+    return tu_run_jit_suite("codegen", tests, sizeof tests / sizeof tests[0], "compiled graphs run on the graph executor");
 }

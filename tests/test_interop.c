@@ -30,20 +30,11 @@
 
 #include <cmocka.h>
 
-#include "../codegen/jit.h"
 #include "../sched/exec.h"
 #include "../sched/sched_int.h"
 #include "../frontend/fe.h"
 #include "util.h"
-
-static ir_graph *parse(const char *src)
-{
-    char err[512];
-    ir_graph *g = ir_parse(src, strlen(src), "test.tir", err, sizeof err);
-    if (!g)
-        fail_msg("%s", err);
-    return g;
-}
+#include "util_ir.h"
 
 static tj_tensor *randn(int ndim, const int64_t *shape) { return tj_mul_s(tj_randn(TJ_F32, ndim, shape), 0.25); }
 
@@ -123,7 +114,7 @@ static int splits_of(sc_plan_set *ps)
  * one on 1 thread) against the executor; returns count of its plan. */
 static int run_src(const char *src, int nin, const int64_t (*shapes)[2], int (*count)(sc_plan_set *))
 {
-    ir_graph *g = parse(src);
+    ir_graph *g = tu_parse(src);
     sc_plan_set *ps = sc_plans_new(g, g->name);
     tj_tensor *in[8];
     for (int k = 0; k < nin; k++)
@@ -162,7 +153,7 @@ static const int64_t bwd_shapes[3][2] = {{128, 512}, {128, 512}, {512, 512}};
  * next call loads it and runs. Runs first (nothing has loaded OpenBLAS). */
 static void test_pair_failure(void **state)
 {
-    ir_graph *g = parse(bwd_src);
+    ir_graph *g = tu_parse(bwd_src);
     sc_plan_set *ps = sc_plans_new(g, g->name);
     tj_tensor *in[3];
     for (int k = 0; k < 3; k++)
@@ -176,7 +167,7 @@ static void test_pair_failure(void **state)
     tj_clear_error();
     /* a split GEMM's block failing on either thread: the same (a failed load
      * is not remembered, so this call tries again) */
-    ir_graph *g2 = parse("graph @splitfail(%x: f32[128,512], %w: f32[512,512]) {\n"
+    ir_graph *g2 = tu_parse("graph @splitfail(%x: f32[128,512], %w: f32[512,512]) {\n"
                          "  %0 = matmul %x, %w : f32[128,512]\n"
                          "  return %0\n"
                          "}\n");
@@ -266,7 +257,7 @@ static void test_pair_memory(void **state)
 static void test_pair_overlap_refused(void **state)
 {
     static const int64_t shapes[4][2] = {{128, 512}, {512, 512}, {128, 512}, {512, 512}};
-    ir_graph *g = parse("graph @ovl(%a: f32[128,512], %w: f32[512,512], %b: f32[128,512], %v: f32[512,512]) {\n"
+    ir_graph *g = tu_parse("graph @ovl(%a: f32[128,512], %w: f32[512,512], %b: f32[128,512], %v: f32[512,512]) {\n"
                         "  %0 = tanh %a : f32[128,512]\n"
                         "  %1 = matmul %b, %v : f32[128,512]\n"
                         "  %2 = matmul %0, %w : f32[128,512]\n"
@@ -492,14 +483,9 @@ static void test_training_step(void **state)
     }
 }
 
-static void test_skipped(void **state) { (void)state; }
-
 int main(void)
 {
-    char cache[512];
-    const char *build = getenv("TJ_BUILD") ? getenv("TJ_BUILD") : "build";
-    snprintf(cache, sizeof cache, "%s/kernel-cache", build);
-    setenv("TJIT_CACHE_DIR", cache, 0);
+    tu_use_build_cache();
     setenv("TJIT_INTEROP", "1", 1);   /* on: what these tests are about (off by default) */
     tj_set_num_threads(2);
     tj_manual_seed(11);
@@ -515,11 +501,5 @@ int main(void)
         T(test_training_step),
 #undef T
     };
-    char why[512];
-    if (!cg_jit_available(why, sizeof why)) {
-        const struct CMUnitTest none[] = {cmocka_unit_test(test_skipped)};
-        fprintf(stderr, "interop: no JIT (%s); compiled graphs run on the graph executor\n", why);
-        return cmocka_run_group_tests_name("interop", none, NULL, NULL);
-    }
-    return cmocka_run_group_tests_name("interop", tests, NULL, NULL);
+    return tu_run_jit_suite("interop", tests, sizeof tests / sizeof tests[0], "compiled graphs run on the graph executor");
 }

@@ -21,15 +21,7 @@
 #include "../passes/partition.h"
 #include "../sched/exec.h"
 #include "util.h"
-
-static ir_graph *parse(const char *src)
-{
-    char err[1024];
-    ir_graph *g = ir_parse(src, strlen(src), "case", err, sizeof err);
-    if (!g)
-        fail_msg("%s\n%s", err, src);
-    return g;
-}
+#include "util_ir.h"
 
 static void run(const ir_graph *g, tj_tensor **inputs, tj_tensor **outs)
 {
@@ -74,7 +66,7 @@ static void check_values(const ir_graph *j, int nfwd, const ps_partition *p)
 
 static void expect_partition(const char *src, int nfwd, const char *want)
 {
-    ir_graph *j = parse(src);
+    ir_graph *j = tu_parse(src);
     ps_partition p;
     char err[512];
     if (ps_partition_joint(j, nfwd, &p, err, sizeof err) != 0)
@@ -299,7 +291,7 @@ static void test_copy_recomputed_softmax_saved(void **state)
 
 static void expect_error(const char *src, int nfwd, const char *want)
 {
-    ir_graph *j = parse(src);
+    ir_graph *j = tu_parse(src);
     ps_partition p;
     char err[512] = "";
     assert_int_equal(ps_partition_joint(j, nfwd, &p, err, sizeof err), -1);

@@ -30,19 +30,11 @@
 #include "../sched/exec.h"
 #include "../passes/rewrite.h"
 #include "util.h"
+#include "util_ir.h"
 
 #define G(sig, body) "graph @t(" sig ") {\n" body "\n}\n"
 
 /* ---- helpers ------------------------------------------------------------------- */
-
-static ir_graph *parse(const char *src)
-{
-    char err[1024];
-    ir_graph *g = ir_parse(src, strlen(src), "case", err, sizeof err);
-    if (!g)
-        fail_msg("%s\n%s", err, src);
-    return g;
-}
 
 static char *show(const ir_graph *g)
 {
@@ -145,7 +137,7 @@ static void compare_runs(const ir_graph *g, const ir_graph *h, bool exact)
 /* decompose + simplify: verified, no composite left, same results as eager. */
 static void check_decomposition(const char *src)
 {
-    ir_graph *g = parse(src);
+    ir_graph *g = tu_parse(src);
     ir_graph *h = pipeline(g, "decompose,simplify");
     char err[512];
     if (ir_verify(h, err, sizeof err) != 0)
@@ -451,7 +443,7 @@ static void test_every_composite_decomposes(void **state)
     bool covered[IR_NUM_OPS] = {false};
     tj_manual_seed(1234);
     for (size_t c = 0; c < sizeof composite_cases / sizeof *composite_cases; c++) {
-        ir_graph *g = parse(composite_cases[c]);
+        ir_graph *g = tu_parse(composite_cases[c]);
         for (int k = 0; k < g->nnodes; k++)
             covered[g->nodes[k]->op] = true;
         ir_graph_free(g);
@@ -484,7 +476,7 @@ static void test_prims_have_no_decomposition(void **state)
 /* The exact prim graph of one decomposition. */
 static void expect_graph(const char *src, const char *passes, const char *want)
 {
-    ir_graph *g = parse(src);
+    ir_graph *g = tu_parse(src);
     ir_graph *h = pipeline(g, passes);
     char *got = show(h);
     if (strcmp(got, want) != 0)
@@ -552,7 +544,7 @@ static void test_symbolic_mean(void **state)
 static void test_prim_graph_is_unchanged(void **state)
 {
     (void)state;
-    ir_graph *g = parse(G("%x: f32[4]", "%0 = exp %x : f32[4]\n return %0"));
+    ir_graph *g = tu_parse(G("%x: f32[4]", "%0 = exp %x : f32[4]\n return %0"));
     char err[256];
     assert_ptr_equal(ps_decompose(g, err, sizeof err), g);
     assert_ptr_equal(ps_simplify(g, err, sizeof err), g);
@@ -561,7 +553,7 @@ static void test_prim_graph_is_unchanged(void **state)
 
 static void expect_pipeline_error(const char *src, const char *passes, const char *want)
 {
-    ir_graph *g = parse(src);
+    ir_graph *g = tu_parse(src);
     char err[1024] = "";
     ps_options opt = {.verify = true};
     ir_graph *h = ps_run_pipeline(g, passes, &opt, err, sizeof err);
@@ -649,7 +641,7 @@ static void test_fold_matches_eager(void **state)
 {
     (void)state;
     for (size_t c = 0; c < sizeof fold_cases / sizeof *fold_cases; c++) {
-        ir_graph *g = parse(fold_cases[c]);
+        ir_graph *g = tu_parse(fold_cases[c]);
         ir_graph *h = pipeline(g, "simplify");
         if (!all_constant(h)) {
             char *s = show(h);
@@ -668,7 +660,7 @@ static void test_fold_refuses_inexact(void **state)
     (void)state;
     const char *src = G("", "%a = full {shape=[1], value=3037000499, dtype=i64} : i64[1]\n"
                             " %0 = mul %a, %a : i64[1]\n return %0");
-    ir_graph *g = parse(src);
+    ir_graph *g = tu_parse(src);
     ir_graph *h = pipeline(g, "simplify");
     assert_ptr_equal(h, g);
     ir_graph_free(g);
@@ -700,7 +692,7 @@ static void test_algebra_types(void **state)
                  "  %6 = cast %i {dtype=f32} : f32[3]\n"
                  "  return %1, %2, %3, %4, %5, %6\n"
                  "}\n");
-    ir_graph *g = parse(src);
+    ir_graph *g = tu_parse(src);
     ir_graph *h = pipeline(g, "simplify");
     compare_runs(g, h, true);
     ir_graph_free(h);
@@ -744,7 +736,7 @@ static ir_node *neg_neg_of_table(ps_builder *b, ir_node *n)
 
 static void expect_rewrite_error(const char *src, const ps_rule *rules, int n, const char *want)
 {
-    ir_graph *g = parse(src);
+    ir_graph *g = tu_parse(src);
     char err[1024] = "";
     ps_rewrite_opts o = {.pass = "test", .max_sweeps = 5, .max_per_node = 10};
     ir_graph *h = ps_rewrite(g, rules, n, &o, err, sizeof err);
@@ -772,7 +764,7 @@ static void test_driver_bounds(void **state)
 static void test_driver_rule_that_cannot_build(void **state)
 {
     (void)state;
-    ir_graph *g = parse(G("%x: f32[4]", "%0 = exp %x : f32[4]\n return %0"));
+    ir_graph *g = tu_parse(G("%x: f32[4]", "%0 = exp %x : f32[4]\n return %0"));
     const ps_rule rules[] = {{"cannot-build", OP_exp, rule_cannot_build}};
     char err[512] = "", *buf = NULL;
     size_t len = 0;
@@ -792,7 +784,7 @@ static void test_driver_rule_that_cannot_build(void **state)
 static void test_driver_log(void **state)
 {
     (void)state;
-    ir_graph *g = parse(G("%x: f32[4]", "%0 = neg %x : f32[4]\n %1 = neg %0 : f32[4]\n"
+    ir_graph *g = tu_parse(G("%x: f32[4]", "%0 = neg %x : f32[4]\n %1 = neg %0 : f32[4]\n"
                                         " %2 = exp %1 : f32[4]\n return %2"));
     char err[512] = "", *buf = NULL;
     size_t len = 0;
@@ -820,7 +812,7 @@ static ir_node *hook_fail(ps_builder *b, const ir_node *old, ir_node *const *in,
 static void test_rebuild_hook_errors(void **state)
 {
     (void)state;
-    ir_graph *g = parse(G("%x: f32[4]", "%0 = exp %x : f32[4]\n return %0"));
+    ir_graph *g = tu_parse(G("%x: f32[4]", "%0 = exp %x : f32[4]\n return %0"));
     char err[256] = "";
     assert_null(ps_rebuild(g, NULL, hook_fail, "no memory today", err, sizeof err));
     assert_string_equal(err, "%0 = exp: no memory today");

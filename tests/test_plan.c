@@ -30,17 +30,9 @@
 #include "../frontend/fe.h"
 #include "../sched/sched.h"
 #include "util.h"
+#include "util_ir.h"
 
 /* ---- helpers ------------------------------------------------------------------------- */
-
-static ir_graph *parse(const char *src)
-{
-    char err[512];
-    ir_graph *g = ir_parse(src, strlen(src), "test.tir", err, sizeof err);
-    if (!g)
-        fail_msg("%s", err);
-    return g;
-}
 
 /* Runs g on in through plan set ps and on the graph executor; compares every
  * output within rtol, atol. */
@@ -133,7 +125,7 @@ static const char *chain_src =
 
 static void test_chain_reuses_the_arena(void **state)
 {
-    ir_graph *g = parse(chain_src);
+    ir_graph *g = tu_parse(chain_src);
     tj_tensor *in[2] = {randn(2, (int64_t[]){64, 256}, 0.5), randn(2, (int64_t[]){64, 256}, 1)};
     sc_plan_mem m;
     run_both(g, in, 1e-6, 1e-6, &m, "chain");
@@ -149,7 +141,7 @@ static void test_chain_reuses_the_arena(void **state)
  * executor three values at once. Bit for bit. */
 static void test_p1_chain_peak(void **state)
 {
-    ir_graph *g = parse("graph @p1(%x: f32[1048576]) {\n"
+    ir_graph *g = tu_parse("graph @p1(%x: f32[1048576]) {\n"
                         "  %0 = scalar {value=1.702, dtype=f64} : f64[] weak\n"
                         "  %1 = mul %x, %0 : f32[1048576]\n"
                         "  %2 = sigmoid %1 : f32[1048576]\n"
@@ -176,7 +168,7 @@ static void test_p1_chain_peak(void **state)
  * for the whole call), still far below what eager code holds (everything). */
 static void test_arena_offsets_do_not_overlap_live_values(void **state)
 {
-    ir_graph *g = parse("graph @ov(%x: f32[32,128]) {\n"
+    ir_graph *g = tu_parse("graph @ov(%x: f32[32,128]) {\n"
                         "  %0 = exp %x : f32[32,128]\n"
                         "  %1 = flip %0 {dims=[0]} : f32[32,128]\n"
                         "  %2 = flip %1 {dims=[1]} : f32[32,128]\n"
@@ -201,7 +193,7 @@ static void test_arena_offsets_do_not_overlap_live_values(void **state)
  * becomes theirs. */
 static void test_inplace_store_order(void **state)
 {
-    ir_graph *g = parse("graph @order(%p: f32[16,8], %q: f32[8,32], %y: f32[16,32]) {\n"
+    ir_graph *g = tu_parse("graph @order(%p: f32[16,8], %q: f32[8,32], %y: f32[16,32]) {\n"
                         "  %0 = matmul %p, %q : f32[16,32]\n"
                         "  %1 = tanh %y : f32[16,32]\n"
                         "  %2 = scalar {value=1, dtype=f64} : f64[] weak\n"
@@ -222,7 +214,7 @@ static void test_inplace_store_order(void **state)
  * a kernel reading its input at two indices (x + x^T) is not in place. */
 static void test_inplace_rows_and_refusals(void **state)
 {
-    ir_graph *g = parse("graph @rows(%p: f32[48,16], %q: f32[16,48], %w: f32[48] param) {\n"
+    ir_graph *g = tu_parse("graph @rows(%p: f32[48,16], %q: f32[16,48], %w: f32[48] param) {\n"
                         "  %0 = matmul %p, %q : f32[48,48]\n"
                         "  %1 = sum %0 {dims=[0], keepdim=true} : f32[1,48]\n"
                         "  %2 = layer_norm %0, %w {ndims=1, eps=1e-05} : f32[48,48]\n"
@@ -263,7 +255,7 @@ static const char *outputs_src =
  * through the next call (no result lives in the arena). */
 static void test_outputs_alias_inputs_and_survive(void **state)
 {
-    ir_graph *g = parse(outputs_src);
+    ir_graph *g = tu_parse(outputs_src);
     sc_plan_set *ps = sc_plans_new(g, g->name);
     tj_tensor *in[2] = {randn(2, (int64_t[]){16, 32}, 1), randn(2, (int64_t[]){16, 32}, 1)};
     tj_tensor *first[6], *keep[6];
@@ -335,7 +327,7 @@ static void attention_inputs(tj_tensor **in)
  * place. */
 static void test_region_attention(void **state)
 {
-    ir_graph *g = parse(attention_src);
+    ir_graph *g = tu_parse(attention_src);
     tj_tensor *in[3];
     attention_inputs(in);
     sc_plan_mem m;
@@ -413,7 +405,7 @@ static void test_p4_like(void **state)
  * batch norms and relus, the residual add. */
 static void test_region_conv_block(void **state)
 {
-    ir_graph *g = parse("graph @block(%x: f32[4,8,12,12], %k: f32[8,8,3,3] param, %m: f32[8] param, "
+    ir_graph *g = tu_parse("graph @block(%x: f32[4,8,12,12], %k: f32[8,8,3,3] param, %m: f32[8] param, "
                         "%v: f32[8] param, %g: f32[8] param, %b: f32[8] param) {\n"
                         "  %0 = conv2d %x, %k {stride=[1,1], padding=[1,1], dilation=[1,1], groups=1} : f32[4,8,12,12]\n"
                         "  %1 = batch_norm %0, %m, %v, %g, %b {eps=1e-05} : f32[4,8,12,12]\n"
@@ -439,7 +431,7 @@ static void test_region_conv_block(void **state)
  * bf16); the same bits as the executor's whole-tensor run. */
 static void test_region_conv_block_bf16(void **state)
 {
-    ir_graph *g = parse("graph @block(%x: bf16[4,8,12,12], %k: bf16[8,8,3,3] param, %m: f32[8] param, "
+    ir_graph *g = tu_parse("graph @block(%x: bf16[4,8,12,12], %k: bf16[8,8,3,3] param, %m: f32[8] param, "
                         "%v: f32[8] param, %g: f32[8] param, %b: f32[8] param) {\n"
                         "  %0 = conv2d %x, %k {stride=[1,1], padding=[1,1], dilation=[1,1], groups=1} : bf16[4,8,12,12]\n"
                         "  %1 = cast %0 {dtype=f32} : f32[4,8,12,12]\n"
@@ -465,7 +457,7 @@ static void test_region_conv_block_bf16(void **state)
  * a batch per block. Also a matmul without epilogue chained to another. */
 static void test_region_per_batch(void **state)
 {
-    ir_graph *g = parse("graph @pb(%a: f32[4,96,256], %b: f32[4,256,2304], %c: f32[2304,16]) {\n"
+    ir_graph *g = tu_parse("graph @pb(%a: f32[4,96,256], %b: f32[4,256,2304], %c: f32[2304,16]) {\n"
                         "  %0 = matmul %a, %b : f32[4,96,2304]\n"
                         "  %1 = relu %0 : f32[4,96,2304]\n"
                         "  %2 = matmul %1, %c : f32[4,96,16]\n"
@@ -477,7 +469,7 @@ static void test_region_per_batch(void **state)
     run_both(g, in, 1e-5, 1e-5, &m, "per batch");
     assert_int_equal(m.regions, 1);
     assert_int_equal(m.scratch_bytes, 2 * 96 * 2304 * 4);   /* a batch of %0 per thread */
-    ir_graph *g2 = parse("graph @mm(%a: f32[300,40], %b: f32[40,50], %c: f32[50,30]) {\n"
+    ir_graph *g2 = tu_parse("graph @mm(%a: f32[300,40], %b: f32[40,50], %c: f32[50,30]) {\n"
                          "  %0 = matmul %a, %b : f32[300,50]\n"
                          "  %1 = matmul %0, %c : f32[300,30]\n"
                          "  return %1\n"
@@ -495,7 +487,7 @@ static void test_region_per_batch(void **state)
  * over e (other blocks' GEMMs still read all of it). */
 static void test_region_no_inplace_over_shared(void **state)
 {
-    ir_graph *g = parse("graph @shared(%a: f32[64,64], %y: f32[64,64]) {\n"
+    ir_graph *g = tu_parse("graph @shared(%a: f32[64,64], %y: f32[64,64]) {\n"
                         "  %0 = exp %y : f32[64,64]\n"
                         "  %1 = matmul %a, %0 : f32[64,64]\n"
                         "  %2 = add %0, %1 : f32[64,64]\n"
@@ -559,8 +551,6 @@ static void test_region_threads(void **state)
     tj_compiled_free(c);
 }
 
-static void test_skipped(void **state) { skip(); }
-
 /* ---- column kernels ------------------------------------------------------------------- */
 
 /* Reductions over dims that are not the innermost: split_reductions permutes
@@ -571,7 +561,7 @@ static void test_skipped(void **state) { skip(); }
  * adjacent in the input (permute, lane stride 33) all match the executor. */
 static void test_column_kernels(void **state)
 {
-    ir_graph *g = parse("graph @cols(%x: f32[300,200], %y: f32[7,130,33]) {\n"
+    ir_graph *g = tu_parse("graph @cols(%x: f32[300,200], %y: f32[7,130,33]) {\n"
                         "  %0 = softmax %x {dim=0} : f32[300,200]\n"
                         "  %1 = var %x {dims=[0], correction=1, keepdim=true} : f32[1,200]\n"
                         "  %2 = amax %y {dims=[1], keepdim=false} : f32[7,33]\n"
@@ -594,7 +584,7 @@ static void test_column_kernels(void **state)
  * innermost run reduced first, the rest by a column kernel; against the executor. */
 static void test_reductions_in_two(void **state)
 {
-    ir_graph *g = parse("graph @two(%x: f32[6,20,9,70]) {\n"
+    ir_graph *g = tu_parse("graph @two(%x: f32[6,20,9,70]) {\n"
                         "  %0 = mul %x, %x : f32[6,20,9,70]\n"
                         "  %1 = sum %0 {dims=[0,2,3], keepdim=true} : f32[1,20,1,1]\n"
                         "  %2 = amax %x {dims=[0,3], keepdim=false} : f32[20,9]\n"
@@ -625,7 +615,7 @@ static void test_kernels_unloaded(void **state)
                  "  %%2 = exp %%1 : f32[1000]\n"
                  "  return %%2\n"
                  "}\n", i % 3);   /* the fourth graph is the first one again */
-        ir_graph *g = parse(src);
+        ir_graph *g = tu_parse(src);
         sc_plan_set *ps = sc_plans_new(g, g->name);
         run_both_on(ps, g, in, 1e-6, 1e-6, "unload");
         cg_jit_stats_get(&s1);
@@ -642,10 +632,7 @@ static void test_kernels_unloaded(void **state)
 
 int main(void)
 {
-    char cache[512];
-    const char *build = getenv("TJ_BUILD") ? getenv("TJ_BUILD") : "build";
-    snprintf(cache, sizeof cache, "%s/kernel-cache", build);
-    setenv("TJIT_CACHE_DIR", cache, 0);
+    tu_use_build_cache();
     tj_set_num_threads(2);
     tj_manual_seed(7);
     const struct CMUnitTest tests[] = {
@@ -669,11 +656,5 @@ int main(void)
         T(test_kernels_unloaded),
 #undef T
     };
-    char why[512];
-    if (!cg_jit_available(why, sizeof why)) {
-        const struct CMUnitTest none[] = {cmocka_unit_test(test_skipped)};
-        fprintf(stderr, "plan: no JIT (%s); compiled graphs run on the graph executor\n", why);
-        return cmocka_run_group_tests_name("plan", none, NULL, NULL);
-    }
-    return cmocka_run_group_tests_name("plan", tests, NULL, NULL);
+    return tu_run_jit_suite("plan", tests, sizeof tests / sizeof tests[0], "compiled graphs run on the graph executor");
 }

@@ -31,17 +31,9 @@
 #include "../runtime/gemm.h"
 #include "../sched/exec.h"
 #include "util.h"
+#include "util_ir.h"
 
 #define G(sig, body) "graph @t(" sig ") {\n" body "\n}\n"
-
-static ir_graph *parse(const char *src)
-{
-    char err[1024];
-    ir_graph *g = ir_parse(src, strlen(src), "case", err, sizeof err);
-    if (!g)
-        fail_msg("%s\n%s", err, src);
-    return g;
-}
 
 static ir_graph *fold(ir_graph *g)
 {
@@ -55,7 +47,7 @@ static ir_graph *fold(ir_graph *g)
 
 static void expect_fold(const char *src, const char *want)
 {
-    ir_graph *g = parse(src), *h = fold(g);
+    ir_graph *g = tu_parse(src), *h = fold(g);
     char *got = ir_print(h, NULL);
     assert_non_null(got);
     if (strcmp(got, want) != 0)
@@ -159,7 +151,7 @@ static void test_fold_leaves_others(void **state)
           " %y = linear %x, %w : f32[4,6]\n return %y"),
     };
     for (size_t c = 0; c < sizeof srcs / sizeof *srcs; c++) {
-        ir_graph *g = parse(srcs[c]);
+        ir_graph *g = tu_parse(srcs[c]);
         assert_ptr_equal(fold(g), g);
         ir_graph_free(g);
     }
@@ -226,7 +218,7 @@ static void assert_q_close(tj_tensor *got, tj_tensor *want)
  * give the same bits. */
 static void check_values(const char *src)
 {
-    ir_graph *g = parse(src), *h = fold(g);
+    ir_graph *g = tu_parse(src), *h = fold(g);
     assert_ptr_not_equal(h, g);
     tj_tensor *in[8], *want[4], *got[4], *first[4];
     for (int k = 0; k < g->ninputs; k++)
@@ -281,7 +273,7 @@ static void test_fold_values(void **state)
 static void test_exact_sums(void **state)
 {
     (void)state;
-    ir_graph *g = parse(G("%qx: u8[7,300], %qw: i8[20,300], %ws: f32[20], %wz: i64[20]",
+    ir_graph *g = tu_parse(G("%qx: u8[7,300], %qw: i8[20,300], %ws: f32[20], %wz: i64[20]",
                           " %x = dequantize %qx {scale=0.03, zero_point=7, axis=0} : f32[7,300]\n"
                           " %w = dequantize %qw, %ws, %wz {scale=1, zero_point=0, axis=0} : f32[20,300]\n"
                           " %y = linear %x, %w : f32[7,20]\n return %y"));
@@ -323,7 +315,7 @@ static tj_tensor *model(void *ctx, tj_tensor *const *args, int nargs)
 static void test_compiled(void **state)
 {
     (void)state;
-    ir_graph *g = parse(linear_src);
+    ir_graph *g = tu_parse(linear_src);
     qm m = {make_input(g->inputs[1]), make_input(g->inputs[2]), make_input(g->inputs[3]),
             make_input(g->inputs[4])};
     tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){9, 64});
@@ -382,7 +374,7 @@ static void test_errors(void **state)
                          " %0 = qconv2d %qx, %qw, %ws, %wz {" QOK ", dtype=f32, window=[1,1]} : f32[1,6,3,3]\n return %0"),
                        "window must hold 7 values");
     /* a per-channel scale of 0, found by the kernel */
-    ir_graph *g = parse(G(QSIG, QL(QOK ", dtype=f32", "f32[2,4]")));
+    ir_graph *g = tu_parse(G(QSIG, QL(QOK ", dtype=f32", "f32[2,4]")));
     tj_tensor *in[4] = {make_input(g->inputs[0]), make_input(g->inputs[1]),
                         tu_tensor(TJ_F32, 1, (int64_t[]){4}, (double[]){0.1, 0, 0.1, 0.1}),
                         make_input(g->inputs[3])};

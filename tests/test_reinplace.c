@@ -34,15 +34,7 @@
 #include "../sched/sched_int.h"
 #include "../frontend/fe.h"
 #include "util.h"
-
-static ir_graph *parse(const char *src)
-{
-    char err[512];
-    ir_graph *g = ir_parse(src, strlen(src), "test.tir", err, sizeof err);
-    if (!g)
-        fail_msg("%s", err);
-    return g;
-}
+#include "util_ir.h"
 
 static tj_tensor *randn(int ndim, const int64_t *shape)
 {
@@ -99,7 +91,7 @@ static int plan_into(sc_plan_set *ps)
 /* A fresh plan set for src, its outputs going into the inputs into names. */
 static int once(const char *src, const int *into, tj_tensor **in, const char *what)
 {
-    ir_graph *g = parse(src);
+    ir_graph *g = tu_parse(src);
     sc_plan_set *ps = sc_plans_new(g, g->name);
     assert_int_equal(sc_plans_set_into(ps, into), 0);
     int n = run_into(ps, g, into, in, what);
@@ -124,7 +116,7 @@ static const char *sgd_src =
  * same (its data pointer unchanged). */
 static void test_stored_into_inputs(void **state)
 {
-    ir_graph *g = parse("graph @momentum(%w: f32[16,32] param, %b: f32[16,32] param, %g: f32[16,32]) {\n"
+    ir_graph *g = tu_parse("graph @momentum(%w: f32[16,32] param, %b: f32[16,32] param, %g: f32[16,32]) {\n"
                         "  %0 = scalar {value=0.9, dtype=f64} : f64[] weak\n"
                         "  %1 = mul %b, %0 : f32[16,32]\n"
                         "  %2 = add %1, %g : f32[16,32]\n"
@@ -233,7 +225,7 @@ static void test_refused(void **state)
  * no obstacle: the update runs after it. */
 static void test_shared_memory(void **state)
 {
-    ir_graph *g = parse("graph @sub2(%w: f32[16,32] param, %v: f32[16,32]) {\n"
+    ir_graph *g = tu_parse("graph @sub2(%w: f32[16,32] param, %v: f32[16,32]) {\n"
                         "  %0 = sub %w, %v : f32[16,32]\n"
                         "  return %0\n"
                         "}\n");
@@ -268,7 +260,7 @@ static void test_shared_memory(void **state)
  * input: the kernels that do run last. */
 static void test_failed_run_leaves_inputs(void **state)
 {
-    ir_graph *g = parse("graph @fail(%w: f32[16,32] param, %t: f32[8,32], %i: i64[4]) {\n"
+    ir_graph *g = tu_parse("graph @fail(%w: f32[16,32] param, %t: f32[8,32], %i: i64[4]) {\n"
                         "  %0 = neg %w : f32[16,32]\n"
                         "  %1 = index_select %t, %i {dim=0} : f32[4,32]\n"
                         "  return %1, %0\n"
@@ -471,10 +463,7 @@ static void test_skipped(void **state) { (void)state; }
 
 int main(void)
 {
-    char cache[512];
-    const char *build = getenv("TJ_BUILD") ? getenv("TJ_BUILD") : "build";
-    snprintf(cache, sizeof cache, "%s/kernel-cache", build);
-    setenv("TJIT_CACHE_DIR", cache, 0);
+    tu_use_build_cache();
     tj_set_num_threads(2);
     tj_manual_seed(11);
     const struct CMUnitTest tests[] = {

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "util.h"
+#include "../codegen/jit.h"
 
 tj_tensor *tu_golden(const char *family, const char *name)
 {
@@ -193,4 +194,24 @@ int tu_scope_teardown(void **state)
     (void)state;
     tj_scope_end();
     return 0;
+}
+
+void tu_use_build_cache(void)
+{
+    char cache[512];
+    const char *build = getenv("TJ_BUILD") ? getenv("TJ_BUILD") : "build";
+    snprintf(cache, sizeof cache, "%s/kernel-cache", build);
+    setenv("TJIT_CACHE_DIR", cache, 0);
+}
+
+static void tu_no_jit(void **state) { (void)state; skip(); }
+
+int tu_run_jit_suite(const char *name, const struct CMUnitTest *tests, size_t n, const char *what)
+{
+    char why[512];
+    if (cg_jit_available(why, sizeof why))
+        return _cmocka_run_group_tests(name, tests, n, NULL, NULL);
+    const struct CMUnitTest none[] = {cmocka_unit_test(tu_no_jit)};
+    fprintf(stderr, "%s: no JIT (%s); %s\n", name, why, what);
+    return _cmocka_run_group_tests(name, none, 1, NULL, NULL);
 }

@@ -59,4 +59,12 @@ bool tu_all_close(tj_tensor *got, tj_tensor *want, double tol);
 int tu_scope_setup(void **state);
 int tu_scope_teardown(void **state);
 
+/* Suites of compiled graphs: the kernel cache the build's suites share
+ * ($TJ_BUILD/kernel-cache, build/ by default; TJIT_CACHE_DIR wins when set). */
+void tu_use_build_cache(void);
+
+/* The suite's n tests; or, in a build without the JIT (no clang-19), one
+ * skipped test and a line "NAME: no JIT (WHY); WHAT" on stderr. */
+int tu_run_jit_suite(const char *name, const struct CMUnitTest *tests, size_t n, const char *what);
+
 #endif

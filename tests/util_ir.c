@@ -74,3 +74,12 @@ void tu_check_error(const char *src, int line, int col, const char *msg, const c
     if (shown && (l3[spaces] != '^' || spaces != col - 1 || l3[spaces + 1] != '\n'))
         fail_msg("caret misplaced (want %d spaces):\n%s", col - 1, err);
 }
+
+ir_graph *tu_parse(const char *src)
+{
+    char err[1024];
+    ir_graph *g = ir_parse(src, strlen(src), "case.tir", err, sizeof err);
+    if (!g)
+        fail_msg("%s\n%s", err, src);
+    return g;
+}

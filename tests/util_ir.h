@@ -1,5 +1,6 @@
 /* util_ir.h - helpers of the suites that test the IR's text form
- * (test_ir.c, test_parse.c): round trips, verification, parse errors.
+ * (test_ir.c, test_parse.c) and of those that build graphs from text:
+ * parsing, round trips, verification, parse errors.
  * Include after <cmocka.h> and its prerequisites.
  */
 #ifndef TJ_TEST_UTIL_IR_H
@@ -11,6 +12,10 @@
 
 /* What a shape rule that is still a stub says. */
 #define TU_STUB "not implemented yet"
+
+/* src parsed as "case.tir"; fails the test (the message, then src) when it
+ * does not parse. */
+ir_graph *tu_parse(const char *src);
 
 /* Fails the test unless g verifies. */
 void tu_assert_verifies(const ir_graph *g);
