@@ -8,7 +8,10 @@
 
 #include <cmocka.h>
 
+#include "util.h"
 #include "util_ir.h"
+#include "../runtime/rt.h"
+#include "../sched/exec.h"
 
 void tu_assert_verifies(const ir_graph *g)
 {
@@ -82,4 +85,21 @@ ir_graph *tu_parse(const char *src)
     if (!g)
         fail_msg("%s\n%s", err, src);
     return g;
+}
+
+int tu_plans_vs_exec(sc_plan_set *ps, const ir_graph *g, tj_tensor **in, double rtol, double atol)
+{
+    tj_tensor *got[8], *want[8];
+    int rc = sc_plans_run(ps, in, got);
+    if (rc != 0)
+        return rc;
+    int *last = sc_exec_last_use(g);
+    assert_int_equal(sc_exec(g, in, last, want), 0);
+    free(last);
+    for (int k = 0; k < g->noutputs; k++) {
+        rt_own(got[k]);
+        rt_own(want[k]);
+        tu_assert_close(got[k], want[k], rtol, atol);
+    }
+    return 0;
 }

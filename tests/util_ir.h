@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "../ir/graph.h"
+#include "../sched/sched.h"
 
 /* What a shape rule that is still a stub says. */
 #define TU_STUB "not implemented yet"
@@ -16,6 +17,11 @@
 /* src parsed as "case.tir"; fails the test (the message, then src) when it
  * does not parse. */
 ir_graph *tu_parse(const char *src);
+
+/* Runs g on in through plan set ps and on the graph executor and compares
+ * every output within rtol, atol: 0; sc_plans_run's 1 (not compiled) or -1
+ * (its error in tj_last_error()) with nothing compared. */
+int tu_plans_vs_exec(sc_plan_set *ps, const ir_graph *g, tj_tensor **in, double rtol, double atol);
 
 /* Fails the test unless g verifies. */
 void tu_assert_verifies(const ir_graph *g);
