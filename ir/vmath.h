@@ -651,26 +651,24 @@ static inline float vm_erfc_f32(float x)
 }
 
 /* ---- activations ------------------------------------------------------------------ */
-/* max 2.8 ulp on R: 1/(1 + e^-x), or e^x/(1 + e^x) for x < 0 (no overflow). */
+/* max 2.8 ulp on R (2.5 measured): 1/(1 + e^-x) on one path, scaled by 2^-64:
+ * s = 2^-64 / (2^-64 + e 2^-64), with e 2^-64 = p 2^(n-64) a normal float for
+ * all of -x in [-30, 104] (sigmoid is 1 in float above 17; e^104 2^-64 is
+ * 2^86), and the quotient scaled back in one multiply, which rounds once to
+ * the denormal results of x in (-104, -87.3]. No select on the sign of x and
+ * no e/(1 + e) branch: P1's loop without the tanh (clang -O3, AVX2) has 36
+ * vector instructions per 8 floats against 48 with the two-branch form this
+ * replaced, and P1's whole loop in L1 went from 29.6 to 24.4 cycles per 8
+ * floats on Zen 3. NaN passes through; -inf gives 0, +inf 1. */
 static inline float vm_sigmoid_f32(float x)
 {
-    /* e = e^-|x| = p 2^n with one scale factor: below 2^-126 (n < -126, e
-     * denormal) e is kept 2^64 larger, which changes neither 1 + e (1 either
-     * way) nor the rounding of e s, scaled back in one step at the end; the
-     * same bits as vm_exp_f32's two half scales (checked for every float),
-     * five vector instructions fewer. x <= -104 gives p 2^-150 -> 0. */
-    float xc = -vm_abs_f32(x);
-    xc = xc < -104.0f ? -104.0f : xc;
+    float z = -x;
+    z = z < -30.0f ? -30.0f : z;
+    z = z > 104.0f ? 104.0f : z;
     int32_t n;
-    float p = vm_expr_f32(vm_exp_reduce_f32(xc, &n));
-    int32_t tiny = n < -126;
-    int32_t ns = tiny ? n + 64 : n;
-    float e = p * vm_pow2i_f32(ns);
-    float s = 1.0f / (1.0f + e);
-    float es = e * s;
-    float es_tiny = es * 5.42101086242752217e-20f;   /* 2^-64 */
-    es = tiny ? es_tiny : es;
-    return x < 0.0f ? es : s;
+    float p = vm_expr_f32(vm_exp_reduce_f32(z, &n));
+    float e = p * vm_pow2i_f32(n - 64);
+    return (1.0f / (5.42101086242752217e-20f + e)) * 5.42101086242752217e-20f;   /* 2^-64 */
 }
 static inline double vm_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }
 
