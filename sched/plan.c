@@ -512,6 +512,13 @@ static int run_pass(pipe_ctx *c, const pipe_step *s)
     return 0;
 }
 
+/* merge_matmuls unless TJIT_MERGE_MATMULS=0 (for measuring). */
+static int run_merge(pipe_ctx *c, const pipe_step *s)
+{
+    const char *e = getenv("TJIT_MERGE_MATMULS");
+    return e && !strcmp(e, "0") ? 0 : run_pass(c, s);
+}
+
 static int run_fuse(pipe_ctx *c, const pipe_step *s)
 {
     sc_plan_set *ps = c->ps;
@@ -628,6 +635,7 @@ static const pipe_step pipeline[] = {
     {{"fold_quant", NULL, 3, "tir"}, false, run_pass, print_graph, NULL},
     {{"decompose_codegen", NULL, 3, "tir"}, false, run_pass, print_graph, NULL},
     {{"simplify", NULL, 3, "tir"}, false, run_pass, print_graph, NULL},
+    {{"merge_matmuls", NULL, 3, "tir"}, false, run_merge, print_graph, NULL},
     {{"split_reductions", NULL, 3, "tir"}, false, run_pass, print_graph, NULL},
     {{"dce", "prims", 3, "tir"}, false, run_pass, print_graph, NULL},
     {{"fuse", "fused", 2, "txt"}, false, run_fuse, print_fusion, NULL},

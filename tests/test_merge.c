@@ -1,0 +1,221 @@
+/* test_merge.c - the merge_matmuls pass (passes/merge_mm.c): text graphs in,
+ * text graphs out (row slices of one value become a view, other left
+ * operands a cat; dependent, tall or differently shaped matmuls stay
+ * apart), and compiled plans of merged graphs (an unrolled LSTM) against the
+ * graph executor, with one GEMM call fewer per merged matmul.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../passes/pass.h"
+#include "../sched/sched.h"
+#include "util.h"
+#include "util_ir.h"
+
+/* src through "merge_matmuls,dce" must print as want. */
+static void expect_graph(const char *src, const char *want)
+{
+    ir_graph *g = tu_parse(src);
+    char err[512];
+    ps_options opt = {.verify = true};
+    ir_graph *h = ps_run_pipeline(g, "merge_matmuls,dce", &opt, err, sizeof err);
+    if (!h)
+        fail_msg("merge_matmuls: %s", err);
+    char *got = ir_print(h, NULL);
+    assert_non_null(got);
+    if (strcmp(got, want) != 0)
+        fail_msg("got:\n%s\nwant:\n%s", got, want);
+    free(got);
+    if (h != g)
+        ir_graph_free(h);
+    ir_graph_free(g);
+}
+
+/* Two steps' input projections, rows 0 and 1 of %x: one matmul on rows
+ * [0, 2) of %x (a view), its two row slices in their place. */
+static void test_row_slices_become_a_view(void **state)
+{
+    (void)state;
+    expect_graph("graph @t(%x: f32[2,4,8], %w: f32[16,8]) {\n"
+                 "  %0 = permute %w {perm=[1,0]} : f32[8,16]\n"
+                 "  %1 = slice %x {dim=0, start=0, end=1, step=1} : f32[1,4,8]\n"
+                 "  %2 = reshape %1 {shape=[4,8]} : f32[4,8]\n"
+                 "  %3 = matmul %2, %0 : f32[4,16]\n"
+                 "  %4 = tanh %3 : f32[4,16]\n"
+                 "  %5 = slice %x {dim=0, start=1, end=2, step=1} : f32[1,4,8]\n"
+                 "  %6 = reshape %5 {shape=[4,8]} : f32[4,8]\n"
+                 "  %7 = matmul %6, %0 : f32[4,16]\n"
+                 "  %8 = add %4, %7 : f32[4,16]\n"
+                 "  return %8\n"
+                 "}\n",
+                 "graph @t(%x: f32[2,4,8], %w: f32[16,8]) {\n"
+                 "  %0 = permute %w {perm=[1,0]} : f32[8,16]\n"
+                 "  %1 = slice %x {dim=0, start=0, end=2, step=1} : f32[2,4,8]\n"
+                 "  %2 = reshape %1 {shape=[8,8]} : f32[8,8]\n"
+                 "  %3 = matmul %2, %0 : f32[8,16]\n"
+                 "  %4 = slice %3 {dim=0, start=0, end=4, step=1} : f32[4,16]\n"
+                 "  %5 = slice %3 {dim=0, start=4, end=8, step=1} : f32[4,16]\n"
+                 "  %6 = tanh %4 : f32[4,16]\n"
+                 "  %7 = add %6, %5 : f32[4,16]\n"
+                 "  return %7\n"
+                 "}\n");
+}
+
+/* Left operands that are not consecutive rows of one value: a cat, built
+ * before the merged matmul (the second operand's exp moves up). */
+static void test_other_operands_are_cat(void **state)
+{
+    (void)state;
+    expect_graph("graph @t(%a: f32[3,8], %b: f32[5,8], %w: f32[8,16]) {\n"
+                 "  %0 = matmul %a, %w : f32[3,16]\n"
+                 "  %1 = exp %b : f32[5,8]\n"
+                 "  %2 = matmul %1, %w : f32[5,16]\n"
+                 "  return %0, %2\n"
+                 "}\n",
+                 "graph @t(%a: f32[3,8], %b: f32[5,8], %w: f32[8,16]) {\n"
+                 "  %0 = exp %b : f32[5,8]\n"
+                 "  %1 = cat %a, %0 {dim=0} : f32[8,8]\n"
+                 "  %2 = matmul %1, %w : f32[8,16]\n"
+                 "  %3 = slice %2 {dim=0, start=0, end=3, step=1} : f32[3,16]\n"
+                 "  %4 = slice %2 {dim=0, start=3, end=8, step=1} : f32[5,16]\n"
+                 "  return %3, %4\n"
+                 "}\n");
+}
+
+/* What must stay as it is: a matmul reading another's result (the
+ * recurrence), rows beyond the limit, different right operands, a batched
+ * matmul. */
+static void test_what_stays_apart(void **state)
+{
+    (void)state;
+    const char *dependent = "graph @t(%h: f32[4,8], %w: f32[8,8]) {\n"
+                            "  %0 = matmul %h, %w : f32[4,8]\n"
+                            "  %1 = tanh %0 : f32[4,8]\n"
+                            "  %2 = matmul %1, %w : f32[4,8]\n"
+                            "  return %2\n"
+                            "}\n";
+    expect_graph(dependent, dependent);
+    const char *tall = "graph @t(%a: f32[300,8], %b: f32[300,8], %w: f32[8,16]) {\n"
+                       "  %0 = matmul %a, %w : f32[300,16]\n"
+                       "  %1 = matmul %b, %w : f32[300,16]\n"
+                       "  return %0, %1\n"
+                       "}\n";
+    expect_graph(tall, tall);
+    const char *two_weights = "graph @t(%a: f32[3,8], %w: f32[8,16], %v: f32[8,16]) {\n"
+                              "  %0 = matmul %a, %w : f32[3,16]\n"
+                              "  %1 = matmul %a, %v : f32[3,16]\n"
+                              "  return %0, %1\n"
+                              "}\n";
+    expect_graph(two_weights, two_weights);
+    const char *batched = "graph @t(%a: f32[2,3,8], %b: f32[2,3,8], %w: f32[8,16]) {\n"
+                          "  %0 = matmul %a, %w : f32[2,3,16]\n"
+                          "  %1 = matmul %b, %w : f32[2,3,16]\n"
+                          "  return %0, %1\n"
+                          "}\n";
+    expect_graph(batched, batched);
+}
+
+/* The next member reads the first one's result through others: the first
+ * and third merge, the second (dependent) stays. */
+static void test_dependent_member_left_out(void **state)
+{
+    (void)state;
+    expect_graph("graph @t(%a: f32[3,8], %b: f32[3,8], %w: f32[8,8]) {\n"
+                 "  %0 = matmul %a, %w : f32[3,8]\n"
+                 "  %1 = matmul %0, %w : f32[3,8]\n"
+                 "  %2 = matmul %b, %w : f32[3,8]\n"
+                 "  return %1, %2\n"
+                 "}\n",
+                 "graph @t(%a: f32[3,8], %b: f32[3,8], %w: f32[8,8]) {\n"
+                 "  %0 = cat %a, %b {dim=0} : f32[6,8]\n"
+                 "  %1 = matmul %0, %w : f32[6,8]\n"
+                 "  %2 = slice %1 {dim=0, start=0, end=3, step=1} : f32[3,8]\n"
+                 "  %3 = slice %1 {dim=0, start=3, end=6, step=1} : f32[3,8]\n"
+                 "  %4 = matmul %2, %w : f32[3,8]\n"
+                 "  return %4, %3\n"
+                 "}\n");
+}
+
+/* ---- compiled plans -------------------------------------------------------------------- */
+
+enum { LT = 4, LB = 16, LH = 32 };
+
+/* An LSTM cell (torch.nn.LSTMCell's weights) unrolled over LT steps, as the
+ * suite's P9 at a smaller size. */
+static tj_tensor *lstm(void *ctx, tj_tensor *const *in, int n)
+{
+    (void)ctx;
+    (void)n;
+    tj_tensor *h = tj_zeros(TJ_F32, 2, (int64_t[]){LB, LH}), *c = h;
+    for (int t = 0; t < LT; t++) {
+        tj_tensor *xt = tj_reshape(tj_slice(in[0], 0, t, t + 1, 1), 2, (int64_t[]){LB, LH});
+        tj_tensor *g = tj_add(tj_linear(xt, in[1], in[2]), tj_linear(h, in[3], in[4])), *q[4];
+        if (tj_split(g, LH, 1, q, 4) != 4)
+            return NULL;
+        c = tj_add(tj_mul(tj_sigmoid(q[1]), c), tj_mul(tj_sigmoid(q[0]), tj_tanh(q[2])));
+        h = tj_mul(tj_sigmoid(q[3]), tj_tanh(c));
+    }
+    return h;
+}
+
+/* The eager calls of lstm's compiled plan, its result checked against eager. */
+static int lstm_eager_calls(tj_tensor **in)
+{
+    tj_compiled *c = tj_compile(lstm, NULL, &(tj_compile_options){.name = "lstm"});
+    assert_non_null(c);
+    for (int k = 0; k < 2; k++) {
+        tj_tensor *y = tj_call(c, in, 5);
+        assert_non_null(y);
+        tu_assert_close(y, lstm(NULL, in, 5), 1e-5, 1e-5);
+        tj_release(y);
+    }
+    tj_compiled_stats st;
+    assert_int_equal(tj_compiled_stats_get(c, &st), 0);
+    tj_compiled_free(c);
+    assert_true(st.plan.compiled);
+    return st.plan.eager_calls;
+}
+
+static void test_lstm_compiled_matches_eager(void **state)
+{
+    (void)state;
+    tj_scope_begin();
+    tj_tensor *in[5] = {
+        tj_randn(TJ_F32, 3, (int64_t[]){LT, LB, LH}),
+        tj_mul_s(tj_randn(TJ_F32, 2, (int64_t[]){4 * LH, LH}), 0.2),
+        tj_randn(TJ_F32, 1, (int64_t[]){4 * LH}),
+        tj_mul_s(tj_randn(TJ_F32, 2, (int64_t[]){4 * LH, LH}), 0.2),
+        tj_randn(TJ_F32, 1, (int64_t[]){4 * LH}),
+    };
+    int merged = lstm_eager_calls(in);
+    setenv("TJIT_MERGE_MATMULS", "0", 1);
+    int apart = lstm_eager_calls(in);
+    unsetenv("TJIT_MERGE_MATMULS");
+    /* the LT input projections are one GEMM: LT - 1 calls fewer */
+    assert_int_equal(apart - merged, LT - 1);
+    tj_scope_end();
+}
+
+int main(void)
+{
+    const struct CMUnitTest text[] = {
+        cmocka_unit_test(test_row_slices_become_a_view),
+        cmocka_unit_test(test_other_operands_are_cat),
+        cmocka_unit_test(test_what_stays_apart),
+        cmocka_unit_test(test_dependent_member_left_out),
+    };
+    const struct CMUnitTest plans[] = {
+        cmocka_unit_test(test_lstm_compiled_matches_eager),
+    };
+    tu_use_build_cache();
+    int r = cmocka_run_group_tests_name("merge_text", text, NULL, NULL);
+    return r + tu_run_jit_suite("merge_plans", plans, sizeof plans / sizeof *plans,
+                                "the compiled LSTM is not tested");
+}
