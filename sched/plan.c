@@ -8,6 +8,8 @@
  *     fold_quant         dequantize -> linear/matmul/conv2d -> quantize: int8 passes/fold_quant.c
  *     decompose_codegen  composites -> prims (sdpa and pointwise rows kept)  passes/decompose.c
  *     simplify           folding, algebra, view and cast cleanups            passes/simplify.c
+ *     merge_matmuls      small independent matmuls on one right operand
+ *                        into one taller one (TJIT_MERGE_MATMULS=0: off)     passes/merge_mm.c
  *     split_reductions   long reductions to few results in two; reduced
  *                        dims last                                          passes/split.c
  *     dce                dead nodes dropped: the prims [prims]               passes/dce.c
