@@ -1,8 +1,9 @@
 /* test_merge.c - the merge_matmuls pass (passes/merge_mm.c): text graphs in,
  * text graphs out (row slices of one value become a view, other left
  * operands a cat; dependent, tall or differently shaped matmuls stay
- * apart), and compiled plans of merged graphs (an unrolled LSTM) against the
- * graph executor, with one GEMM call fewer per merged matmul.
+ * apart), and compiled plans of merged graphs (an unrolled LSTM) against
+ * eager and the graph executor, with one GEMM call fewer per merged matmul
+ * and none on a zero state (simplify's matmul-zero, inf and NaN weights).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -203,6 +204,46 @@ static void test_lstm_compiled_matches_eager(void **state)
     tj_scope_end();
 }
 
+/* The first step from a zero state, compiled (simplify's matmul-zero: 0 @ w
+ * as 0 * amax(|w|, dim 0)): against the graph executor's GEMM, with an inf,
+ * a -inf and a NaN in three columns of the weight (those columns NaN, the
+ * rest +0), merged input projections beside it. */
+static void test_zero_state_compiled(void **state)
+{
+    (void)state;
+    ir_graph *g = tu_parse("graph @z(%x: f32[2,8,16], %w: f32[16,32]) {\n"
+                           "  %z = full {shape=[8,16], value=0, dtype=f32} : f32[8,16]\n"
+                           "  %0 = matmul %z, %w : f32[8,32]\n"
+                           "  %1 = slice %x {dim=0, start=0, end=1, step=1} : f32[1,8,16]\n"
+                           "  %2 = reshape %1 {shape=[8,16]} : f32[8,16]\n"
+                           "  %3 = matmul %2, %w : f32[8,32]\n"
+                           "  %4 = slice %x {dim=0, start=1, end=2, step=1} : f32[1,8,16]\n"
+                           "  %5 = reshape %4 {shape=[8,16]} : f32[8,16]\n"
+                           "  %6 = matmul %5, %w : f32[8,32]\n"
+                           "  %7 = add %0, %3 : f32[8,32]\n"
+                           "  %8 = mul %7, %6 : f32[8,32]\n"
+                           "  return %8, %0\n"
+                           "}\n");
+    tj_scope_begin();
+    tj_tensor *w = tj_contiguous(tj_randn(TJ_F32, 2, (int64_t[]){16, 32}));
+    float *p = tj_data(w);
+    assert_non_null(p);
+    p[3 * 32 + 5] = 1.0f / 0.0f;
+    p[7 * 32 + 9] = -1.0f / 0.0f;
+    p[0 * 32 + 30] = 0.0f / 0.0f;
+    tj_tensor *in[2] = {tj_randn(TJ_F32, 3, (int64_t[]){2, 8, 16}), w};
+    sc_plan_set *ps = sc_plans_new(g, g->name);
+    int rc = tu_plans_vs_exec(ps, g, in, 1e-5, 1e-5);
+    sc_plan_info info;
+    sc_plans_info(ps, &info);
+    sc_plans_free(ps);
+    if (rc != 0)
+        fail_msg("zero state: %s", rc < 0 ? tj_last_error() : "not compiled");
+    assert_int_equal(info.eager_calls, 1);   /* one merged GEMM; no GEMM on the zeros */
+    tj_scope_end();
+    ir_graph_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest text[] = {
@@ -213,6 +254,7 @@ int main(void)
     };
     const struct CMUnitTest plans[] = {
         cmocka_unit_test(test_lstm_compiled_matches_eager),
+        cmocka_unit_test(test_zero_state_compiled),
     };
     tu_use_build_cache();
     int r = cmocka_run_group_tests_name("merge_text", text, NULL, NULL);
