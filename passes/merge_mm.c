@@ -37,6 +37,7 @@ typedef struct mm_ctx {
     ir_node **map;        /* old slot -> new node (NULL: not built yet) */
     int *group;           /* old node id -> its group's first member id, or -1 */
     ir_node **merged;     /* old node id -> its slice of the merged result */
+    const ir_node **stack;   /* new_of's walk: at most one entry per node */
 } mm_ctx;
 
 static bool is_static(const ir_type *t)
@@ -119,19 +120,7 @@ static int find_groups(mm_ctx *c, int *ngroups)
     return 0;
 }
 
-static ir_node *build_old(ps_builder *b, mm_ctx *c, const ir_node *n);
-
-/* The new node for old n, building it (and what it reads) now if the
- * rebuild has not reached it yet. */
-static ir_node *new_of(ps_builder *b, mm_ctx *c, const ir_node *n)
-{
-    int s = ir_slot(c->g, n);
-    if (!c->map[s])
-        c->map[s] = build_old(b, c, n);
-    return c->map[s];
-}
-
-/* Old n re-added with its inputs built first (hash-consing makes the rebuild
+/* Old n re-added with its inputs mapped (hash-consing makes the rebuild
  * return this same node when it reaches n). */
 static ir_node *build_old(ps_builder *b, mm_ctx *c, const ir_node *n)
 {
@@ -139,17 +128,41 @@ static ir_node *build_old(ps_builder *b, mm_ctx *c, const ir_node *n)
     if (n->nin > 16 && !(in = calloc((size_t)n->nin, sizeof *in)))
         return ps_b_fail(b, "out of memory");
     for (int j = 0; j < n->nin; j++)
-        if (n->in[j] && !(in[j] = new_of(b, c, n->in[j]))) {
-            if (in != small)
-                free(in);
-            return NULL;
-        }
+        in[j] = n->in[j] ? c->map[ir_slot(c->g, n->in[j])] : NULL;
     ir_attrs a;
     ir_node_attrs(n, &a);
     ir_node *r = ps_b_op(b, n->op, in, n->nin, &a);
     if (in != small)
         free(in);
     return r;
+}
+
+/* The new node for old root, building it and the nodes it needs now if the
+ * rebuild has not reached them yet: a post-order walk on an explicit stack
+ * (a long unrolled recurrence is too deep to recurse); the graph being
+ * acyclic, no node is on the stack twice. */
+static ir_node *new_of(ps_builder *b, mm_ctx *c, const ir_node *root)
+{
+    const ir_graph *g = c->g;
+    if (c->map[ir_slot(g, root)])
+        return c->map[ir_slot(g, root)];
+    int sp = 0;
+    c->stack[sp++] = root;
+    while (sp > 0) {
+        const ir_node *n = c->stack[sp - 1];
+        const ir_node *next = NULL;
+        for (int j = 0; j < n->nin && !next; j++)
+            if (n->in[j] && !c->map[ir_slot(g, n->in[j])])
+                next = n->in[j];
+        if (next) {
+            c->stack[sp++] = next;
+            continue;
+        }
+        if (!(c->map[ir_slot(g, n)] = build_old(b, c, n)))
+            return NULL;
+        sp--;
+    }
+    return c->map[ir_slot(g, root)];
 }
 
 /* The dim-0 slice x is of (through an optional reshape to 2-D): its source,
@@ -281,12 +294,14 @@ ir_graph *ps_merge_matmuls(ir_graph *g, char *err, size_t nerr)
     ir_graph *h = NULL;
     c.map = calloc(ns, sizeof *c.map);
     c.merged = calloc(nn, sizeof *c.merged);
-    if (c.map && c.merged)
+    c.stack = malloc(ns * sizeof *c.stack);
+    if (c.map && c.merged && c.stack)
         h = ps_rebuild(g, NULL, hook, &c, err, nerr);
     else
         snprintf(err, nerr, "out of memory");
     free(c.map);
     free(c.merged);
+    free(c.stack);
     free(c.group);
     return h;
 }

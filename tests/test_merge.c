@@ -23,20 +23,7 @@
 /* src through "merge_matmuls,dce" must print as want. */
 static void expect_graph(const char *src, const char *want)
 {
-    ir_graph *g = tu_parse(src);
-    char err[512];
-    ps_options opt = {.verify = true};
-    ir_graph *h = ps_run_pipeline(g, "merge_matmuls,dce", &opt, err, sizeof err);
-    if (!h)
-        fail_msg("merge_matmuls: %s", err);
-    char *got = ir_print(h, NULL);
-    assert_non_null(got);
-    if (strcmp(got, want) != 0)
-        fail_msg("got:\n%s\nwant:\n%s", got, want);
-    free(got);
-    if (h != g)
-        ir_graph_free(h);
-    ir_graph_free(g);
+    tu_expect_passes(src, "merge_matmuls,dce", want);
 }
 
 /* Two steps' input projections, rows 0 and 1 of %x: one matmul on rows
@@ -142,6 +129,36 @@ static void test_dependent_member_left_out(void **state)
                  "  %4 = matmul %2, %w : f32[3,8]\n"
                  "  return %4, %3\n"
                  "}\n");
+}
+
+/* A member whose left operand sits at the end of a long chain (the second
+ * step's input made by 20000 ops after the first matmul): the chain is built
+ * before the merged matmul, without recursing per node. */
+static void test_long_chain_moves_up(void **state)
+{
+    (void)state;
+    ir_graph *g = ir_graph_new("chain");
+    ir_type t = {.dtype = TJ_F32, .ndim = 2, .shape = {4, 8}}, wt = {.dtype = TJ_F32, .ndim = 2, .shape = {8, 16}};
+    ir_node *x = ir_graph_input(g, "x", &t, false), *y = ir_graph_input(g, "y", &t, false);
+    ir_node *w = ir_graph_input(g, "w", &wt, false);
+    ir_node *m1 = ir_graph_add(g, OP_matmul, (ir_node *[]){y, w}, 2, NULL), *a = x;
+    for (int k = 0; k < 20000 && a; k++)
+        a = ir_graph_add(g, k % 2 ? OP_sin : OP_cos, &a, 1, NULL);
+    assert_non_null(a);
+    ir_node *m2 = ir_graph_add(g, OP_matmul, (ir_node *[]){a, w}, 2, NULL);
+    assert_non_null(m2);
+    assert_int_equal(ir_graph_set_outputs(g, (ir_node *[]){m1, m2}, 2), 0);
+    char err[512];
+    ir_graph *h = ps_merge_matmuls(g, err, sizeof err);
+    if (!h)
+        fail_msg("merge_matmuls: %s", err);
+    int mm = 0;
+    for (int k = 0; k < h->nnodes; k++)
+        mm += h->nodes[k]->op == OP_matmul;
+    assert_int_equal(mm, 1);
+    tu_assert_verifies(h);
+    ir_graph_free(h);
+    ir_graph_free(g);
 }
 
 /* ---- compiled plans -------------------------------------------------------------------- */
@@ -251,6 +268,7 @@ int main(void)
         cmocka_unit_test(test_other_operands_are_cat),
         cmocka_unit_test(test_what_stays_apart),
         cmocka_unit_test(test_dependent_member_left_out),
+        cmocka_unit_test(test_long_chain_moves_up),
     };
     const struct CMUnitTest plans[] = {
         cmocka_unit_test(test_lstm_compiled_matches_eager),
