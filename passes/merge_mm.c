@@ -9,9 +9,10 @@
  *
  *   matched   2-D matmuls of one float dtype reading the same right operand
  *             node [K, N] (static sizes), each with at most MM_MAX_ROWS rows,
- *             whose left operands [m_i, K] depend on none of the group (a
- *             backward walk would find no member: checked by marking, in SSA
- *             order, every node that depends on a member); two or more.
+ *             whose left operands [m_i, K] depend on no member of their own
+ *             group (marked in SSA order from the group's first member) and
+ *             that no group formed before needs for its own left operands;
+ *             two or more (find_groups).
  *   merged    left = the members' left operands stacked along rows: when they
  *             are consecutive dim-0 slices (step 1) of one value, optionally
  *             reshaped to [m_i, K], a reshape of one slice of that value (a
@@ -59,64 +60,92 @@ static bool candidate(const ir_node *n)
            a->shape[0] <= MM_MAX_ROWS;
 }
 
+/* Whether candidates p and q can share a group: one right operand, one k. */
+static bool same_operand(const ir_node *p, const ir_node *q)
+{
+    return p->in[1] == q->in[1] && p->in[0]->type.shape[1] == q->in[0]->type.shape[1];
+}
+
+/* Marks in early[] every op node n's left operand needs (n's cone). */
+static void mark_cone(const ir_graph *g, bool *early, const ir_node *left)
+{
+    if (ir_node_is_input(left))
+        return;
+    early[left->id] = true;
+    for (int k = left->id; k >= 0; k--) {
+        if (!early[k])
+            continue;
+        const ir_node *n = g->nodes[k];
+        for (int j = 0; j < n->nin; j++)
+            if (n->in[j] && !ir_node_is_input(n->in[j]))
+                early[n->in[j]->id] = true;
+    }
+}
+
 /* Groups: ctx->group[id] = the first member's id for members of groups of two
- * or more, else -1. 0, or -1 out of memory. */
+ * or more, else -1. 0, or -1 out of memory.
+ *
+ * Groups form in the order of their first members. From a first member k
+ * (a candidate in no group yet, with a later one on the same operand), one
+ * scan in SSA order marks what depends on the group's members (dep); a later
+ * candidate on the same operand joins unless its left operand is marked (it
+ * reads a member: the recurrence) or it is needed early (early: in the cone
+ * of a left operand of a group formed before, which is built before this
+ * group's merged matmul). A left operand may depend on members of earlier
+ * groups (a backward's dG_t on the forward's projections): those are built
+ * first. O(candidates x nodes). */
 static int find_groups(mm_ctx *c, int *ngroups)
 {
     const ir_graph *g = c->g;
     int nn = g->nnodes;
-    bool *dep = calloc((size_t)nn + 1, sizeof *dep);   /* depends on a tentative member */
-    int *count = calloc((size_t)nn + 1, sizeof *count);
-    if (!dep || !count) {
+    bool *dep = calloc((size_t)nn + 1, sizeof *dep);
+    bool *early = calloc((size_t)nn + 1, sizeof *early);
+    if (!dep || !early) {
         free(dep);
-        free(count);
+        free(early);
         return -1;
     }
     for (int k = 0; k < nn; k++)
         c->group[k] = -1;
-    /* First pass: each candidate joins the group of the first earlier
-     * candidate on the same right operand whose group its left operand does
-     * not depend on. A node depending on members of several groups is marked
-     * for each: dep bits per group would be exact; one bit per node is
-     * conservative (a left operand depending on any member starts a new
-     * group of its own). */
-    for (int k = 0; k < nn; k++) {
-        const ir_node *n = g->nodes[k];
-        for (int j = 0; j < n->nin && !dep[k]; j++)
-            if (n->in[j] && !ir_node_is_input(n->in[j]) && dep[n->in[j]->id])
-                dep[k] = true;
-        if (!candidate(n))
-            continue;
-        const ir_node *a = n->in[0];
-        bool a_dep = !ir_node_is_input(a) && dep[a->id];
-        if (!a_dep) {
-            for (int p = 0; p < k; p++) {
-                const ir_node *q = g->nodes[p];
-                if (c->group[p] == p && q->in[1] == n->in[1] && q->in[0]->type.shape[1] ==
-                                                                   a->type.shape[1]) {
-                    c->group[k] = p;
-                    count[p]++;
-                    break;
-                }
-            }
-        }
-        if (c->group[k] < 0 && !a_dep) {
-            c->group[k] = k;
-            count[k] = 1;
-        }
-        if (c->group[k] >= 0)
-            dep[k] = true;
-    }
     *ngroups = 0;
     for (int k = 0; k < nn; k++) {
-        int f = c->group[k];
-        if (f >= 0 && count[f] < 2)
+        const ir_node *first = g->nodes[k];
+        if (c->group[k] >= 0 || early[k] || !candidate(first))
+            continue;
+        bool later = false;
+        for (int q = k + 1; q < nn && !later; q++)
+            later = c->group[q] < 0 && !early[q] && candidate(g->nodes[q]) &&
+                    same_operand(first, g->nodes[q]);
+        if (!later)
+            continue;
+        memset(dep + k, 0, (size_t)(nn - k) * sizeof *dep);
+        int members = 1;
+        c->group[k] = k;
+        dep[k] = true;
+        for (int q = k + 1; q < nn; q++) {
+            const ir_node *n = g->nodes[q];
+            for (int j = 0; j < n->nin && !dep[q]; j++)
+                if (n->in[j] && !ir_node_is_input(n->in[j]) && dep[n->in[j]->id])
+                    dep[q] = true;
+            if (dep[q] || c->group[q] >= 0 || early[q] || !candidate(n) || !same_operand(first, n))
+                continue;
+            if (!ir_node_is_input(n->in[0]) && dep[n->in[0]->id])
+                continue;
+            c->group[q] = k;
+            dep[q] = true;
+            members++;
+        }
+        if (members < 2) {
             c->group[k] = -1;
-        else if (f == k)
-            (*ngroups)++;
+            continue;
+        }
+        (*ngroups)++;
+        for (int q = k; q < nn; q++)
+            if (c->group[q] == k)
+                mark_cone(g, early, g->nodes[q]->in[0]);
     }
     free(dep);
-    free(count);
+    free(early);
     return 0;
 }
 

@@ -131,6 +131,61 @@ static void test_dependent_member_left_out(void **state)
                  "}\n");
 }
 
+/* Two groups: the second's first left operand reads the first group's
+ * result (allowed: the first merged matmul is built before it). */
+static void test_group_reads_earlier_group(void **state)
+{
+    (void)state;
+    expect_graph("graph @t(%a: f32[3,8], %b: f32[3,8], %c: f32[3,8], %w: f32[8,8], %v: f32[8,4]) {\n"
+                 "  %0 = matmul %a, %w : f32[3,8]\n"
+                 "  %1 = tanh %0 : f32[3,8]\n"
+                 "  %2 = matmul %1, %v : f32[3,4]\n"
+                 "  %3 = matmul %b, %w : f32[3,8]\n"
+                 "  %4 = matmul %c, %v : f32[3,4]\n"
+                 "  %5 = add %3, %1 : f32[3,8]\n"
+                 "  return %2, %4, %5\n"
+                 "}\n",
+                 "graph @t(%a: f32[3,8], %b: f32[3,8], %c: f32[3,8], %w: f32[8,8], %v: f32[8,4]) {\n"
+                 "  %0 = cat %a, %b {dim=0} : f32[6,8]\n"
+                 "  %1 = matmul %0, %w : f32[6,8]\n"
+                 "  %2 = slice %1 {dim=0, start=0, end=3, step=1} : f32[3,8]\n"
+                 "  %3 = slice %1 {dim=0, start=3, end=6, step=1} : f32[3,8]\n"
+                 "  %4 = tanh %2 : f32[3,8]\n"
+                 "  %5 = cat %4, %c {dim=0} : f32[6,8]\n"
+                 "  %6 = matmul %5, %v : f32[6,4]\n"
+                 "  %7 = slice %6 {dim=0, start=0, end=3, step=1} : f32[3,4]\n"
+                 "  %8 = slice %6 {dim=0, start=3, end=6, step=1} : f32[3,4]\n"
+                 "  %9 = add %3, %4 : f32[3,8]\n"
+                 "  return %7, %8, %9\n"
+                 "}\n");
+}
+
+/* A matmul an earlier group needs before its merged matmul (%1, in the cone
+ * of %3's left operand) joins no later group: it is built early, as it is,
+ * and %4 stays alone. */
+static void test_needed_early_stays(void **state)
+{
+    (void)state;
+    expect_graph("graph @t(%a: f32[3,8], %b: f32[3,8], %c: f32[3,8], %w: f32[8,8], %v: f32[8,8]) {\n"
+                 "  %0 = matmul %a, %w : f32[3,8]\n"
+                 "  %1 = matmul %c, %v : f32[3,8]\n"
+                 "  %2 = tanh %1 : f32[3,8]\n"
+                 "  %3 = matmul %2, %w : f32[3,8]\n"
+                 "  %4 = matmul %b, %v : f32[3,8]\n"
+                 "  return %0, %3, %4\n"
+                 "}\n",
+                 "graph @t(%a: f32[3,8], %b: f32[3,8], %c: f32[3,8], %w: f32[8,8], %v: f32[8,8]) {\n"
+                 "  %0 = matmul %c, %v : f32[3,8]\n"
+                 "  %1 = tanh %0 : f32[3,8]\n"
+                 "  %2 = cat %a, %1 {dim=0} : f32[6,8]\n"
+                 "  %3 = matmul %2, %w : f32[6,8]\n"
+                 "  %4 = slice %3 {dim=0, start=0, end=3, step=1} : f32[3,8]\n"
+                 "  %5 = slice %3 {dim=0, start=3, end=6, step=1} : f32[3,8]\n"
+                 "  %6 = matmul %b, %v : f32[3,8]\n"
+                 "  return %4, %5, %6\n"
+                 "}\n");
+}
+
 /* A member whose left operand sits at the end of a long chain (the second
  * step's input made by 20000 ops after the first matmul): the chain is built
  * before the merged matmul, without recursing per node. */
@@ -221,6 +276,63 @@ static void test_lstm_compiled_matches_eager(void **state)
     tj_scope_end();
 }
 
+/* A training step through the unrolled LSTM, compiled whole (x requires
+ * grad too), against eager. The forward's projections merge; the backward's
+ * dG_t @ W_ih do not: each step's saved weight is a capture of its own in the
+ * traced graph (one tensor at run time, LT inputs of the graph), so they
+ * share no right operand node. */
+static tj_tensor *lstm_grad(void *ctx, tj_tensor *const *in, int n)
+{
+    (void)n;
+    tj_tensor *const *w = ctx;   /* x, w_ih, b_ih, w_hh, b_hh: all require grad */
+    for (int k = 0; k < 5; k++)
+        tj_zero_grad(w[k]);
+    tj_tensor *loss = tj_sum(tj_mul(lstm(NULL, w, 5), in[0]), NULL, 0, false);
+    if (tj_backward(loss) != 0)
+        return NULL;
+    return tj_add(tj_mul_s(tj_grad(w[0]), 1.0), tj_sum(tj_grad(w[1]), NULL, 0, false));
+}
+
+/* The eager calls of lstm_grad's compiled plan, its result checked against eager. */
+static int lstm_grad_eager_calls(tj_tensor **w, tj_tensor *ct)
+{
+    tj_compiled *c = tj_compile(lstm_grad, w, &(tj_compile_options){.name = "lstm_grad"});
+    assert_non_null(c);
+    for (int k = 0; k < 2; k++) {
+        tj_tensor *y = tj_call(c, &ct, 1);
+        assert_non_null(y);
+        tj_tensor *want = lstm_grad(w, &ct, 1);
+        tu_assert_close(y, want, 1e-4, 1e-5);
+    }
+    tj_compiled_stats st;
+    assert_int_equal(tj_compiled_stats_get(c, &st), 0);
+    assert_true(st.plan.compiled);
+    tj_compiled_free(c);
+    return st.plan.eager_calls;
+}
+
+static void test_lstm_backward_compiled(void **state)
+{
+    (void)state;
+    tj_scope_begin();
+    tj_tensor *w[5] = {
+        tj_randn(TJ_F32, 3, (int64_t[]){LT, LB, LH}),
+        tj_mul_s(tj_randn(TJ_F32, 2, (int64_t[]){4 * LH, LH}), 0.2),
+        tj_randn(TJ_F32, 1, (int64_t[]){4 * LH}),
+        tj_mul_s(tj_randn(TJ_F32, 2, (int64_t[]){4 * LH, LH}), 0.2),
+        tj_randn(TJ_F32, 1, (int64_t[]){4 * LH}),
+    };
+    for (int k = 0; k < 5; k++)
+        assert_int_equal(tj_requires_grad(w[k], true), 0);
+    tj_tensor *ct = tj_randn(TJ_F32, 2, (int64_t[]){LB, LH});
+    int merged = lstm_grad_eager_calls(w, ct);
+    setenv("TJIT_MERGE_MATMULS", "0", 1);
+    int apart = lstm_grad_eager_calls(w, ct);
+    unsetenv("TJIT_MERGE_MATMULS");
+    assert_true(apart - merged >= LT - 1);
+    tj_scope_end();
+}
+
 /* The first step from a zero state, compiled (simplify's matmul-zero: 0 @ w
  * as 0 * amax(|w|, dim 0)): against the graph executor's GEMM, with an inf,
  * a -inf and a NaN in three columns of the weight (those columns NaN, the
@@ -268,11 +380,14 @@ int main(void)
         cmocka_unit_test(test_other_operands_are_cat),
         cmocka_unit_test(test_what_stays_apart),
         cmocka_unit_test(test_dependent_member_left_out),
+        cmocka_unit_test(test_group_reads_earlier_group),
+        cmocka_unit_test(test_needed_early_stays),
         cmocka_unit_test(test_long_chain_moves_up),
     };
     const struct CMUnitTest plans[] = {
         cmocka_unit_test(test_lstm_compiled_matches_eager),
         cmocka_unit_test(test_zero_state_compiled),
+        cmocka_unit_test(test_lstm_backward_compiled),
     };
     tu_use_build_cache();
     int r = cmocka_run_group_tests_name("merge_text", text, NULL, NULL);
