@@ -2,10 +2,11 @@
  * operand and do not depend on each other become one taller GEMM.
  *
  * An unrolled RNN projects every step's input through the same weight
- * (x_t @ W_ih^T, t = 0..T-1) before the recurrence: T GEMMs of m rows, each
- * packing W again and each too short to keep a core's FMA units busy. One GEMM
- * of T*m rows packs W once and runs at the rate of a taller one; each old
- * result is a row slice of the merged one (a view, no copy).
+ * (x_t @ W_ih^T, t = 0..T-1) before the recurrence: T GEMM calls of m rows,
+ * each streaming W (and, on OpenBLAS, packing it) again. One GEMM of T*m rows
+ * reads W once per row block, in one call; each old result is a row slice of
+ * the merged one (a view, no copy). P9 (docs/perf.md): 8-12% of the compiled
+ * call.
  *
  *   matched   2-D matmuls of one float dtype reading the same right operand
  *             node [K, N] (static sizes), each with at most MM_MAX_ROWS rows,
@@ -19,8 +20,9 @@
  *             view); otherwise a cat (one copy of the left operands, 1/N of
  *             the GEMM's work). The merged matmul is built where the first
  *             member stood, after the nodes its left operands need (moved
- *             earlier: they depend on no member, so nothing they read
- *             changes). Member i becomes slice(merged, 0, r_i, r_i + m_i).
+ *             earlier: they read no member of this group, and earlier groups'
+ *             merged matmuls are built by then). Member i becomes
+ *             slice(merged, 0, r_i, r_i + m_i).
  *
  * Rows of a GEMM are computed independently, so each member's values are
  * those of its own GEMM up to the summation order of the GEMM library's
