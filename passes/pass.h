@@ -60,6 +60,10 @@ ir_graph *ps_split_reductions(ir_graph *g, char *err, size_t nerr);
  * and bias (fold_bn.c); what freeze runs first. */
 ir_graph *ps_fold_bn(ir_graph *g, char *err, size_t nerr);
 
+/* 2-D matmuls with few rows on one right operand, independent of each other,
+ * into one taller matmul whose row slices replace them (merge_mm.c). */
+ir_graph *ps_merge_matmuls(ir_graph *g, char *err, size_t nerr);
+
 /* ---- int8 quantization ---- */
 /* dequantize -> linear/matmul/conv2d (-> relu) (-> quantize_per_tensor)
  * into qlinear/qconv2d, the int8 ops (fold_quant.c). */

@@ -16,6 +16,8 @@ const ps_pass ps_passes[] = {
      ps_split_reductions},
     {"fold_bn", "fold inference batch_norm after conv2d/linear/matmul on weights into their weight and bias",
      ps_fold_bn},
+    {"merge_matmuls", "matmuls with few rows on one right operand, independent of each other, into one taller matmul",
+     ps_merge_matmuls},
     /* ---- int8 quantization ---- */
     {"fold_quant", "dequantize -> linear/matmul/conv2d (-> relu) (-> quantize) into int8 ops (qlinear, qconv2d)",
      ps_fold_quant},

@@ -11,6 +11,8 @@
  *   mul-one        x * 1, 1 * x -> x
  *   mul-zero       x * 0, 0 * x -> 0  (integer and bool math only: for floats
  *                                      NaN * 0 and inf * 0 are NaN)
+ *   matmul-zero    0 @ w -> expand(0 * amax(|w|, dim 0))  (2-D f32/f64: +0, or
+ *                                      NaN in a column of w holding inf/NaN)
  *   add-zero       x + 0, 0 + x -> x  (floats: only x + -0.0, since
  *                                      -0.0 + 0.0 is +0.0)
  *   sub-zero       x - 0 -> x         (floats: only x - +0.0)
@@ -332,6 +334,28 @@ static ir_node *rule_mul_zero(ps_builder *b, ir_node *n)
     return NULL;
 }
 
+/* 0 @ w (2-D, f32/f64, static, k > 0): element (i, j) sums 0 * w[kk, j] over
+ * kk: +0 when column j of w is finite, NaN when it holds an inf or a NaN, the
+ * same in every row. 0 * amax(|w|, dim 0) is exactly that (amax lets NaN
+ * win, 0 * inf is NaN), broadcast over the rows: one pass over w instead of
+ * a GEMM (an RNN's first step from a zero state). */
+static ir_node *rule_matmul_zero(ps_builder *b, ir_node *n)
+{
+    const ir_node *a = n->in[0];
+    ir_node *w = n->in[1];
+    tj_dtype dt = n->type.dtype;
+    cval c;
+    if ((dt != TJ_F32 && dt != TJ_F64) || a->type.dtype != dt || w->type.dtype != dt ||
+        a->type.ndim != 2 || w->type.ndim != 2 || a->type.shape[1] <= 0 ||
+        n->type.shape[0] < 0 || n->type.shape[1] < 0 || !const_of(a, &c) || c.f != 0)
+        return NULL;
+    int64_t d0 = 0;
+    ir_node *z = b_mul_s(b, b_amax(b, b_un(b, OP_abs, w), &d0, 1, true), 0.0);
+    ir_attrs at = {0};
+    ir_attr_ints(&at.a[0], n->type.shape, 2);
+    return ps_b_op(b, OP_expand, &z, 1, &at);
+}
+
 static ir_node *rule_add_zero(ps_builder *b, ir_node *n)
 {
     int sign = ir_dtype_is_float(compute_of(n)) ? -1 : 0;
@@ -442,6 +466,7 @@ const ps_rule ps_simplify_rules[] = {
     {"fold-where", OP_where, rule_fold_where},
     {"mul-one", OP_mul, rule_mul_one},
     {"mul-zero", OP_mul, rule_mul_zero},
+    {"matmul-zero", OP_matmul, rule_matmul_zero},
     {"add-zero", OP_add, rule_add_zero},
     {"sub-zero", OP_sub, rule_sub_zero},
     {"div-one", OP_div, rule_div_one},

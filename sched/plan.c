@@ -8,6 +8,8 @@
  *     fold_quant         dequantize -> linear/matmul/conv2d -> quantize: int8 passes/fold_quant.c
  *     decompose_codegen  composites -> prims (sdpa and pointwise rows kept)  passes/decompose.c
  *     simplify           folding, algebra, view and cast cleanups            passes/simplify.c
+ *     merge_matmuls      small independent matmuls on one right operand
+ *                        into one taller one (TJIT_MERGE_MATMULS=0: off)     passes/merge_mm.c
  *     split_reductions   long reductions to few results in two; reduced
  *                        dims last                                          passes/split.c
  *     dce                dead nodes dropped: the prims [prims]               passes/dce.c
@@ -512,6 +514,13 @@ static int run_pass(pipe_ctx *c, const pipe_step *s)
     return 0;
 }
 
+/* merge_matmuls unless TJIT_MERGE_MATMULS=0 (for measuring). */
+static int run_merge(pipe_ctx *c, const pipe_step *s)
+{
+    const char *e = getenv("TJIT_MERGE_MATMULS");
+    return e && !strcmp(e, "0") ? 0 : run_pass(c, s);
+}
+
 static int run_fuse(pipe_ctx *c, const pipe_step *s)
 {
     sc_plan_set *ps = c->ps;
@@ -628,6 +637,7 @@ static const pipe_step pipeline[] = {
     {{"fold_quant", NULL, 3, "tir"}, false, run_pass, print_graph, NULL},
     {{"decompose_codegen", NULL, 3, "tir"}, false, run_pass, print_graph, NULL},
     {{"simplify", NULL, 3, "tir"}, false, run_pass, print_graph, NULL},
+    {{"merge_matmuls", NULL, 3, "tir"}, false, run_merge, print_graph, NULL},
     {{"split_reductions", NULL, 3, "tir"}, false, run_pass, print_graph, NULL},
     {{"dce", "prims", 3, "tir"}, false, run_pass, print_graph, NULL},
     {{"fuse", "fused", 2, "txt"}, false, run_fuse, print_fusion, NULL},

@@ -476,15 +476,7 @@ static void test_prims_have_no_decomposition(void **state)
 /* The exact prim graph of one decomposition. */
 static void expect_graph(const char *src, const char *passes, const char *want)
 {
-    ir_graph *g = tu_parse(src);
-    ir_graph *h = pipeline(g, passes);
-    char *got = show(h);
-    if (strcmp(got, want) != 0)
-        fail_msg("got:\n%s\nwant:\n%s", got, want);
-    free(got);
-    if (h != g)
-        ir_graph_free(h);
-    ir_graph_free(g);
+    tu_expect_passes(src, passes, want);
 }
 
 static void test_softmax_graph(void **state)
@@ -652,6 +644,63 @@ static void test_fold_matches_eager(void **state)
             ir_graph_free(h);
         ir_graph_free(g);
     }
+}
+
+/* Whether src after simplify still holds a matmul; with compare, its results
+ * must equal the original graph's exactly. */
+static bool simplified_has_matmul(const char *src, bool compare)
+{
+    ir_graph *g = tu_parse(src);
+    ir_graph *h = pipeline(g, "simplify");
+    bool has = false;
+    for (int k = 0; k < h->nnodes; k++)
+        has = has || h->nodes[k]->op == OP_matmul;
+    if (compare)
+        compare_runs(g, h, true);
+    if (h != g)
+        ir_graph_free(h);
+    ir_graph_free(g);
+    return has;
+}
+
+/* matmul-zero: 0 @ w is 0 * amax(|w|, dim 0) broadcast over the rows; with
+ * w holding 0, -0, +-1e30, +-inf, NaN, denormals (ext), the columns with an
+ * inf or a NaN are NaN and the others +0, exactly as the GEMM gives. -0.0
+ * and f64 zeros too; a zero of another value, a 3-D matmul and an integer
+ * one are left alone. */
+static void test_matmul_zero(void **state)
+{
+    (void)state;
+    const char *src = G("%ext: f32[4,7]", "%z = full {shape=[3,4], value=0, dtype=f32} : f32[3,4]\n"
+                                          " %0 = matmul %z, %ext : f32[3,7]\n return %0");
+    expect_graph(src, "simplify",
+                 "graph @t(%ext: f32[4,7]) {\n"
+                 "  %0 = abs %ext : f32[4,7]\n"
+                 "  %1 = amax %0 {dims=[0], keepdim=true} : f32[1,7]\n"
+                 "  %2 = scalar {value=0, dtype=f64} : f64[] weak\n"
+                 "  %3 = mul %1, %2 : f32[1,7]\n"
+                 "  %4 = expand %3 {shape=[3,7]} : f32[3,7]\n"
+                 "  return %4\n"
+                 "}\n");
+    const char *const cases[] = {
+        src,
+        G("%ext: f64[5,9]", "%z = full {shape=[2,5], value=-0, dtype=f64} : f64[2,5]\n"
+                            " %0 = matmul %z, %ext : f64[2,9]\n return %0"),
+        G("%w: f32[6,3]", "%z = full {shape=[1,6], value=0, dtype=f32} : f32[1,6]\n"
+                          " %0 = matmul %z, %w : f32[1,3]\n return %0"),
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+        assert_false(simplified_has_matmul(cases[c], true));
+    const char *const kept[] = {
+        G("%w: f32[4,7]", "%z = full {shape=[3,4], value=1, dtype=f32} : f32[3,4]\n"
+                          " %0 = matmul %z, %w : f32[3,7]\n return %0"),
+        G("%w: f32[2,4,7]", "%z = full {shape=[2,3,4], value=0, dtype=f32} : f32[2,3,4]\n"
+                            " %0 = matmul %z, %w : f32[2,3,7]\n return %0"),
+        G("%w: i32[4,7]", "%z = full {shape=[3,4], value=0, dtype=i32} : i32[3,4]\n"
+                          " %0 = matmul %z, %w : i32[3,7]\n return %0"),
+    };
+    for (size_t c = 0; c < sizeof kept / sizeof *kept; c++)
+        assert_true(simplified_has_matmul(kept[c], false));
 }
 
 /* An i64 result beyond 2^53 does not fit the double attribute: not folded. */
@@ -858,6 +907,7 @@ int main(void)
         T(test_prim_graph_is_unchanged),
         T(test_decompose_errors),
         T(test_fold_matches_eager),
+        T(test_matmul_zero),
         T(test_fold_refuses_inexact),
         T(test_algebra_types),
         T(test_driver_bounds),

@@ -10,6 +10,7 @@
 
 #include "util.h"
 #include "util_ir.h"
+#include "../passes/pass.h"
 #include "../runtime/rt.h"
 #include "../sched/exec.h"
 
@@ -85,6 +86,24 @@ ir_graph *tu_parse(const char *src)
     if (!g)
         fail_msg("%s\n%s", err, src);
     return g;
+}
+
+void tu_expect_passes(const char *src, const char *passes, const char *want)
+{
+    ir_graph *g = tu_parse(src);
+    char err[1024];
+    ps_options opt = {.verify = true};
+    ir_graph *h = ps_run_pipeline(g, passes, &opt, err, sizeof err);
+    if (!h)
+        fail_msg("%s\n%s", err, src);
+    char *got = ir_print(h, NULL);
+    assert_non_null(got);
+    if (strcmp(got, want) != 0)
+        fail_msg("got:\n%s\nwant:\n%s", got, want);
+    free(got);
+    if (h != g)
+        ir_graph_free(h);
+    ir_graph_free(g);
 }
 
 int tu_plans_vs_exec(sc_plan_set *ps, const ir_graph *g, tj_tensor **in, double rtol, double atol)

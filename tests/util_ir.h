@@ -18,6 +18,10 @@
  * does not parse. */
 ir_graph *tu_parse(const char *src);
 
+/* src through the pass pipeline `passes` (verified after each pass) must
+ * print as want; fails the test with both texts (or the pass's error). */
+void tu_expect_passes(const char *src, const char *passes, const char *want);
+
 /* Runs g on in through plan set ps and on the graph executor and compares
  * every output within rtol, atol: 0; sc_plans_run's 1 (not compiled) or -1
  * (its error in tj_last_error()) with nothing compared. */
