@@ -298,6 +298,16 @@ $(BUILD)/bench/conv_shapes: benchmarks/probes/conv_shapes.c $(BUILD)/libtjit.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libtjit.a $(LDLIBS)
 
+# ---- tjit's GEMM in bf16 against f32 per shape, calls interleaved (issue 18;
+# benchmarks/probes/gemm_half.c; docs/perf.md).
+.PHONY: bench-gemm-half
+bench-gemm-half: deps $(BUILD)/bench/gemm_half
+	@$(BUILD)/bench/gemm_half $(BENCH_ARGS)
+
+$(BUILD)/bench/gemm_half: benchmarks/probes/gemm_half.c $(BUILD)/libtjit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libtjit.a $(LDLIBS)
+
 # ---- a training step eager and compiled two ways, calls interleaved in one
 # process (benchmarks/probes/train_paired.c; docs/perf.md, Inter-op parallelism).
 .PHONY: bench-train-paired
