@@ -318,6 +318,16 @@ $(BUILD)/bench/train_paired: benchmarks/probes/train_paired.c $(BUILD)/libtjit_b
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libtjit_bench.a $(BUILD)/libtjit.a $(LDLIBS)
 
+# ---- two cases compiled, calls interleaved in one process (issue 18: B4 vs P4,
+# A6 vs P6; benchmarks/probes/cases_paired.c; docs/perf.md).
+.PHONY: bench-cases-paired
+bench-cases-paired: deps $(BUILD)/bench/cases_paired
+	@$(BUILD)/bench/cases_paired $(BENCH_ARGS)
+
+$(BUILD)/bench/cases_paired: benchmarks/probes/cases_paired.c $(BUILD)/libtjit_bench.a $(BUILD)/libtjit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libtjit_bench.a $(BUILD)/libtjit.a $(LDLIBS)
+
 # ---- bench-backward: an MLP's forward + backward, eager vs a compiled call ----
 # (benchmarks/backward/mlp.c; docs/training.md). BENCH_ARGS: --threads N --cpu-time ...
 .PHONY: bench-backward

@@ -1,11 +1,12 @@
-/* gemm_half.c - tjit's own GEMM in bf16 against f32 on the same shapes, calls
- * interleaved in one process (issue 18: bf16 never slower than f32 on a
- * machine without bf16 instructions). Per shape (P4's two linears, P7's,
- * 2048^3 scaled down) it packs B once as f32 and as bf16 (as a kept weight
- * is), then times tjg_gemm on f32 A and C, and on bf16 A and C with a bias
- * (B4's linears), call after call in turn; prints the median CPU ms of each
- * and their ratio. Built and run by `make bench-gemm-half` (one thread;
- * arguments set the threads and the calls per path).
+/* gemm_half.c - tjit's own GEMM and conv2d in bf16 against f32 on the same
+ * shapes, calls interleaved in one process (issue 18: bf16 never slower
+ * than f32 on a machine without bf16 instructions). Per GEMM shape (P4's
+ * two linears, P7's first, 1024^3) it packs B once as f32 and as bf16 (as a
+ * kept weight is), then times tjg_gemm on f32 A and C, and on bf16 A and C
+ * with a bias (B4's linears); per conv shape (P6's), tj_conv2d on f32 and
+ * on bf16 tensors; call after call in turn; prints the median CPU ms of
+ * each and their ratio. Built and run by `make bench-gemm-half` (one
+ * thread; arguments set the threads and the calls per path).
  *
  *     build/bench/gemm_half [THREADS [RUNS]]
  */
@@ -84,5 +85,32 @@ int main(int argc, char **argv)
         tjg_packed_free(&p16);
         free(a), free(b), free(c), free(bias), free(a16), free(c16), free(t32), free(t16);
     }
+    /* P6's conv: x [8, 64, 56, 56], w [64, 64, 3, 3], stride and padding 1 */
+    double *t32 = malloc((size_t)runs * sizeof(double)), *t16 = malloc((size_t)runs * sizeof(double));
+    tj_tensor *x = tj_keep(tj_randn(TJ_F32, 4, (int64_t[]){8, 64, 56, 56}));
+    tj_tensor *w = tj_keep(tj_randn(TJ_F32, 4, (int64_t[]){64, 64, 3, 3}));
+    tj_tensor *x16 = tj_keep(tj_cast(x, TJ_BF16)), *w16 = tj_keep(tj_cast(w, TJ_BF16));
+    if (!t32 || !t16 || !x || !w || !x16 || !w16)
+        return 1;
+    static const int64_t one[2] = {1, 1};
+    for (int r = -1; r < runs; r++) {
+        double t0 = cpu_ms();
+        tj_scope_begin();
+        tj_conv2d(x, w, NULL, one, one, one, 1);
+        tj_scope_end();
+        double t1 = cpu_ms();
+        tj_scope_begin();
+        tj_conv2d(x16, w16, NULL, one, one, one, 1);
+        tj_scope_end();
+        double t2 = cpu_ms();
+        if (r >= 0)
+            t32[r] = t1 - t0, t16[r] = t2 - t1;
+    }
+    qsort(t32, (size_t)runs, sizeof(double), cmp);
+    qsort(t16, (size_t)runs, sizeof(double), cmp);
+    printf("conv 8x64x56x56 3x3  f32 %8.3f ms  bf16 %8.3f ms  bf16/f32 %.3f\n", t32[runs / 2],
+           t16[runs / 2], t16[runs / 2] / t32[runs / 2]);
+    tj_release(x), tj_release(w), tj_release(x16), tj_release(w16);
+    free(t32), free(t16);
     return 0;
 }
