@@ -526,7 +526,8 @@ static void task(const gemm_call *g, scratch *s, int64_t bi, int64_t bj)
         int64_t kgk = widen ? 2 * nkg : nkg;
         for (int64_t jp = 0; jp < nj; jp += TJG_NR) {
             const uint32_t *bp = (const uint32_t *)b->data +
-                                 ((j0 + jp) / TJG_NR * kgt + kg0) * TJG_NR;
+                                 ((j0 + jp) / TJG_NR * kgt + kg0) * TJG_NR,
+                           *raw_next = bp + kgt * TJG_NR;
             if (widen) {
                 g->kern.widen_b(nkg, bp, s->w);
                 bp = (const uint32_t *)s->w;
@@ -541,13 +542,21 @@ static void task(const gemm_call *g, scratch *s, int64_t bi, int64_t bj)
                 int64_t nsl = ir0 / TJG_MR, per = nsl ? cdiv(kgk, nsl) : 0;
                 for (int h = 0; h < TJG_NR; h += TJG_NR / 2) {
                     /* the next half panel, a share per sliver: from memory
-                     * while this one is read from L1 (a widened panel's
-                     * next is read by widen_b, in order) */
+                     * while this one is read from L1; widened, the next
+                     * panel's raw groups (two lines each), a share per
+                     * sliver of both halves, for widen_b */
                     const uint32_t *nx = h ? bp + kgt * TJG_NR : bp + TJG_NR / 2;
-                    bool more = h == 0 || (jp + TJG_NR < nj && !widen);
+                    bool more = h == 0 || jp + TJG_NR < nj;
+                    int64_t per_raw = nsl ? cdiv(nkg, 2 * nsl) : 0;
                     for (int64_t ir = 0; ir < ir0; ir += TJG_MR) {
-                        for (int64_t q = ir / TJG_MR * per; more && q < kgk &&
-                                                            q < (ir / TJG_MR + 1) * per; q++)
+                        int64_t sl = ir / TJG_MR, r0 = (h ? nsl + sl : sl) * per_raw;
+                        for (int64_t q = r0; widen && jp + TJG_NR < nj && q < nkg &&
+                                             q < r0 + per_raw; q++) {
+                            __builtin_prefetch(raw_next + q * TJG_NR);
+                            __builtin_prefetch(raw_next + q * TJG_NR + 16);
+                        }
+                        for (int64_t q = sl * per; more && !widen && q < kgk && q < (sl + 1) * per;
+                             q++)
                             __builtin_prefetch(nx + q * TJG_NR);
                         g->half(kgk, s->a + ir / TJG_MR * nkg * TJG_MR * wide, bp + h,
                                 cb + ir * ldb + jp + h, ldb, acc);
