@@ -154,7 +154,8 @@ tjg_kernel tjg_kernel_x86(tjg_type t, tjg_isa isa)
         return isa == TJG_AVX2 ? tjg_kernel_avx2(t) : (tjg_kernel){NULL, NULL, NULL};
     switch (t) {
     case TJG_F32: return (tjg_kernel){uk_f32, NULL, NULL};
-    case TJG_BF16: return (tjg_kernel){isa >= TJG_AVX512_BF16 ? uk_bf16 : uk_bf16_conv, NULL, NULL};
+    case TJG_BF16:
+        return (tjg_kernel){isa >= TJG_AVX512_BF16 ? uk_bf16 : uk_bf16_conv, NULL, NULL};
     case TJG_S8:   /* without VNNI: the AVX2 kernel (AVX-512 CPUs have AVX2) */
         return isa >= TJG_AVX512_BF16 ? (tjg_kernel){uk_s8, NULL, NULL} : tjg_kernel_avx2(t);
     }

@@ -48,7 +48,8 @@ int main(int argc, char **argv)
         float *a = malloc((size_t)(m * k) * 4), *b = malloc((size_t)(k * n) * 4),
               *c = malloc((size_t)(m * n) * 4), *bias = malloc((size_t)n * 4);
         uint16_t *a16 = malloc((size_t)(m * k) * 2), *c16 = malloc((size_t)(m * n) * 2);
-        double *t32 = malloc((size_t)runs * sizeof(double)), *t16 = malloc((size_t)runs * sizeof(double));
+        double *t32 = malloc((size_t)runs * sizeof(double)),
+               *t16 = malloc((size_t)runs * sizeof(double));
         if (!a || !b || !c || !bias || !a16 || !c16 || !t32 || !t16)
             return 1;
         srand(1);
@@ -86,7 +87,8 @@ int main(int argc, char **argv)
         free(a), free(b), free(c), free(bias), free(a16), free(c16), free(t32), free(t16);
     }
     /* P6's conv: x [8, 64, 56, 56], w [64, 64, 3, 3], stride and padding 1 */
-    double *t32 = malloc((size_t)runs * sizeof(double)), *t16 = malloc((size_t)runs * sizeof(double));
+    double *t32 = malloc((size_t)runs * sizeof(double)),
+           *t16 = malloc((size_t)runs * sizeof(double));
     tj_tensor *x = tj_keep(tj_randn(TJ_F32, 4, (int64_t[]){8, 64, 56, 56}));
     tj_tensor *w = tj_keep(tj_randn(TJ_F32, 4, (int64_t[]){64, 64, 3, 3}));
     tj_tensor *x16 = tj_keep(tj_cast(x, TJ_BF16)), *w16 = tj_keep(tj_cast(w, TJ_BF16));
