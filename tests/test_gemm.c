@@ -734,6 +734,17 @@ static void test_bf16_tensors(void **state)
         want[i] += bv[i % 40];
     assert_int_equal(rt_kernels[OP_linear](OP_linear, y, (tj_tensor *[]){x, w, b}, 3, NULL), 0);
     check_bf16_out(y, want, 400);
+    /* the bias in the GEMM's epilogue (above: one GEMM) and broadcast into
+     * the output first (x rows that do not fold into one GEMM: a GEMM per
+     * batch): the same bits */
+    tj_tensor *big = rt_tensor_new(TJ_BF16, 3, (int64_t[]){2, 6, 70});
+    for (int64_t bi = 0; bi < 2; bi++)
+        memcpy((uint16_t *)tj_data(big) + bi * 6 * 70, (uint16_t *)tj_data(x) + bi * 5 * 70, 5 * 70 * 2);
+    tj_tensor *xs = rt_tensor_view(big, 3, (int64_t[]){2, 5, 70}, (int64_t[]){6 * 70, 70, 1}, 0);
+    tj_tensor *y2 = rt_tensor_new(TJ_BF16, 3, (int64_t[]){2, 5, 40});
+    assert_int_equal(rt_kernels[OP_linear](OP_linear, y2, (tj_tensor *[]){xs, w, b}, 3, NULL), 0);
+    assert_memory_equal(tj_data(y2), tj_data(y), 400 * 2);
+    tj_release(y2), tj_release(xs), tj_release(big);
     tj_release(y);
     tj_release(wt);
     /* batched: [2,5,70] @ [2,70,3] (each batch its own right operand) */
