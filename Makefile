@@ -298,16 +298,6 @@ $(BUILD)/bench/conv_shapes: benchmarks/probes/conv_shapes.c $(BUILD)/libtjit.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libtjit.a $(LDLIBS)
 
-# ---- tjit's GEMM in bf16 against f32 per shape, calls interleaved (issue 18;
-# benchmarks/probes/gemm_half.c; docs/perf.md).
-.PHONY: bench-gemm-half
-bench-gemm-half: deps $(BUILD)/bench/gemm_half
-	@$(BUILD)/bench/gemm_half $(BENCH_ARGS)
-
-$(BUILD)/bench/gemm_half: benchmarks/probes/gemm_half.c $(BUILD)/libtjit.a
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libtjit.a $(LDLIBS)
-
 # ---- a training step eager and compiled two ways, calls interleaved in one
 # process (benchmarks/probes/train_paired.c; docs/perf.md, Inter-op parallelism).
 .PHONY: bench-train-paired
@@ -460,6 +450,14 @@ $(BUILD)/gemm_bench: tests/gemm_bench.c $(BUILD)/libtjit.a
 	    $(BUILD)/libtjit.a $(LDLIBS)
 gemm-bench: $(BUILD)/gemm_bench
 	$(BUILD)/gemm_bench $(GEMM_ARGS)
+# tjit's GEMM and conv2d in bf16 against f32, calls interleaved (issue 18,
+# tests/gemm_half.c): make gemm-half GEMM_ARGS="1 11" (threads, calls)
+.PHONY: gemm-half
+$(BUILD)/gemm_half: tests/gemm_half.c $(BUILD)/libtjit.a
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -Iinclude -DTJ_NO_CALLSITE $< -o $@ \
+	    $(BUILD)/libtjit.a $(LDLIBS)
+gemm-half: $(BUILD)/gemm_half
+	$(BUILD)/gemm_half $(GEMM_ARGS)
 # tjit's GEMMs, then PyTorch's f32, bf16 and int8-dynamic rates on the same shapes
 gemm-compare: $(BUILD)/gemm_bench
 	$(BUILD)/gemm_bench $(GEMM_ARGS)

@@ -5,10 +5,10 @@
  * kept weight is), then times tjg_gemm on f32 A and C, and on bf16 A and C
  * with a bias (B4's linears); per conv shape (P6's), tj_conv2d on f32 and
  * on bf16 tensors; call after call in turn; prints the median CPU ms of
- * each and their ratio. Built and run by `make bench-gemm-half` (one
+ * each and their ratio. Built and run by `make gemm-half` (one
  * thread; arguments set the threads and the calls per path).
  *
- *     build/bench/gemm_half [THREADS [RUNS]]
+ *     build/gemm_half [THREADS [RUNS]]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +16,7 @@
 
 #include <tjit.h>
 
-#include "../../runtime/gemm.h"
+#include "../runtime/gemm.h"
 
 static double cpu_ms(void)
 {
