@@ -308,6 +308,16 @@ $(BUILD)/bench/train_paired: benchmarks/probes/train_paired.c $(BUILD)/libtjit_b
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libtjit_bench.a $(BUILD)/libtjit.a $(LDLIBS)
 
+# ---- two cases compiled, calls interleaved in one process (issue 18: B4 vs P4,
+# A6 vs P6; benchmarks/probes/cases_paired.c; docs/perf.md).
+.PHONY: bench-cases-paired
+bench-cases-paired: deps $(BUILD)/bench/cases_paired
+	@$(BUILD)/bench/cases_paired $(BENCH_ARGS)
+
+$(BUILD)/bench/cases_paired: benchmarks/probes/cases_paired.c $(BUILD)/libtjit_bench.a $(BUILD)/libtjit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libtjit_bench.a $(BUILD)/libtjit.a $(LDLIBS)
+
 # ---- bench-backward: an MLP's forward + backward, eager vs a compiled call ----
 # (benchmarks/backward/mlp.c; docs/training.md). BENCH_ARGS: --threads N --cpu-time ...
 .PHONY: bench-backward
@@ -440,6 +450,14 @@ $(BUILD)/gemm_bench: tests/gemm_bench.c $(BUILD)/libtjit.a
 	    $(BUILD)/libtjit.a $(LDLIBS)
 gemm-bench: $(BUILD)/gemm_bench
 	$(BUILD)/gemm_bench $(GEMM_ARGS)
+# tjit's GEMM and conv2d in bf16 against f32, calls interleaved (issue 18,
+# tests/gemm_half.c): make gemm-half GEMM_ARGS="1 11" (threads, calls)
+.PHONY: gemm-half
+$(BUILD)/gemm_half: tests/gemm_half.c $(BUILD)/libtjit.a
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -Iinclude -DTJ_NO_CALLSITE $< -o $@ \
+	    $(BUILD)/libtjit.a $(LDLIBS)
+gemm-half: $(BUILD)/gemm_half
+	$(BUILD)/gemm_half $(GEMM_ARGS)
 # tjit's GEMMs, then PyTorch's f32, bf16 and int8-dynamic rates on the same shapes
 gemm-compare: $(BUILD)/gemm_bench
 	$(BUILD)/gemm_bench $(GEMM_ARGS)

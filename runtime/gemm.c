@@ -9,7 +9,8 @@
  *         for each sliver of MR rows: micro-kernel -> C tile (+= after k-block 0)
  *     epilogue over the task's C region while it is in cache
  *
- * f32 with AVX2 swaps the two inner loops by half panels (16 columns):
+ * f32 with AVX2 (and bf16, its panel widened to f32 per k-block first, A
+ * split into f32 halves) swaps the two inner loops by half panels (16 columns):
  * each half is read from L1 by every sliver of the block (the AVX2 kernel
  * works in 6 x 16 sub-tiles), while the next half is prefetched, and the
  * row blocks are up to MC_HALF rows (one block for m <= 264).
@@ -33,6 +34,9 @@ enum { MC = 8 * TJG_MR, NC_MAX = 32 * TJG_NR, KCG = 256 };
  * memory once per block rather than once per 96 rows: 256x2048x1024 on one
  * Zen 3 core went from 0.75-0.8x OpenBLAS (96 rows) to 0.9x (docs/perf.md). */
 enum { MC_HALF = 22 * TJG_MR };
+/* bf16 B widened per panel (tjg_kernel.widen_b): KCG / 2 pairs, so that a
+ * widened half panel is f32's (256 k x 16 f32, 16 KB of L1). */
+enum { KCG_WIDE = KCG / 2 };
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -420,6 +424,20 @@ TJG_CLONES static void epi_row(const gemm_call *g, int64_t i, int64_t j0, int64_
 {
     const tjg_epilogue *e = &g->e;
     float alpha = e->alpha != 0 ? e->alpha : 1.0f;
+    if (g->b->type != TJG_S8 && e->out_bf16 && !e->accumulate && !e->res &&
+        e->act == TJG_ACT_NONE) {
+        /* bf16 C from the sums (+ bias) in one pass rather than three: the
+         * same operations as below (a bf16 linear) */
+        const float *s = src;
+        uint16_t *c = (uint16_t *)g->c + i * g->ldc + j0;
+        for (int64_t j = 0; j < nj; j++) {
+            float x = alpha * s[j];
+            if (e->bias)
+                x += e->bias[j0 + j];
+            c[j] = tjg_f32_to_bf16(x);
+        }
+        return;
+    }
     if (g->b->type == TJG_S8) {
         const int32_t *s = src, *cs = g->b->colsum + j0;
         const float *bs = g->b->scale + j0;
@@ -477,6 +495,7 @@ typedef struct scratch {
     uint32_t *t;     /* MC x nc sums (not in place) */
     float *v;        /* one row for the epilogue */
     uint32_t *tile;  /* MR x NR edge tile */
+    float *w;        /* a widened panel: 2 KCG_WIDE x NR (kern.widen_b) */
     size_t bytes;
     void *base;
 } scratch;
@@ -485,12 +504,14 @@ static int scratch_get(const gemm_call *g, scratch *s)
 {
     size_t sa = (size_t)(g->mc * g->kc) * 4 * (g->kern.split_a ? 3 : 1),
            st = g->in_place ? 0 : (size_t)(g->mc * g->nc) * 4,
-           sv = (size_t)g->nc * 4 + 64, stile = (size_t)TJG_MR * TJG_NR * 4;
-    s->bytes = sa + st + sv + stile;
+           sv = (size_t)g->nc * 4 + 64, stile = (size_t)TJG_MR * TJG_NR * 4,
+           sw = g->kern.widen_b ? (size_t)(2 * g->kc * TJG_NR) * 4 : 0;
+    s->bytes = sa + st + sv + stile + sw;
     if (!(s->base = rt_alloc(s->bytes)))
         return -1;
     s->tile = s->base;
-    s->a = (uint32_t *)((char *)s->base + stile);
+    s->w = (float *)((char *)s->base + stile);
+    s->a = (uint32_t *)((char *)s->w + sw);
     s->t = (uint32_t *)((char *)s->a + sa);
     s->v = (float *)((char *)s->t + st);
     return 0;
@@ -513,25 +534,46 @@ static void task(const gemm_call *g, scratch *s, int64_t bi, int64_t bj)
             pack_a(g, packed, i0, mc, kg0, nkg);
         if (nkg > 0 && wide == 2)
             g->kern.split_a(cdiv(mc, TJG_MR) * nkg, packed, s->a);
+        /* what the kernel reads per panel: kgk groups (twice nkg f32 rows
+         * where the panel is widened) */
+        bool widen = g->kern.widen_b && nkg > 0;
+        int64_t kgk = widen ? 2 * nkg : nkg;
         for (int64_t jp = 0; jp < nj; jp += TJG_NR) {
             const uint32_t *bp = (const uint32_t *)b->data +
-                                 ((j0 + jp) / TJG_NR * kgt + kg0) * TJG_NR;
+                                 ((j0 + jp) / TJG_NR * kgt + kg0) * TJG_NR,
+                           *raw_next = bp + kgt * TJG_NR;
+            if (widen) {
+                g->kern.widen_b(nkg, bp, s->w);
+                bp = (const uint32_t *)s->w;
+            }
             int64_t cols = nj - jp < TJG_NR ? nj - jp : TJG_NR, ir0 = 0;
-            if (g->half && g->in_place && cols == TJG_NR) {
-                /* half panel by half panel down the whole rows of slivers */
+            if (g->half && cols == TJG_NR) {
+                /* half panel by half panel down the whole rows of slivers,
+                 * into C or (not in place) the task's sums */
+                float *cb = g->in_place ? (float *)g->c + i0 * g->ldc + j0 : (float *)s->t;
+                int64_t ldb = g->in_place ? g->ldc : g->nc;
                 ir0 = mc / TJG_MR * TJG_MR;
-                int64_t nsl = ir0 / TJG_MR, per = nsl ? cdiv(nkg, nsl) : 0;
+                int64_t nsl = ir0 / TJG_MR, per = nsl ? cdiv(kgk, nsl) : 0;
                 for (int h = 0; h < TJG_NR; h += TJG_NR / 2) {
                     /* the next half panel, a share per sliver: from memory
-                     * while this one is read from L1 */
+                     * while this one is read from L1; widened, the next
+                     * panel's raw groups (two lines each), a share per
+                     * sliver of both halves, for widen_b */
                     const uint32_t *nx = h ? bp + kgt * TJG_NR : bp + TJG_NR / 2;
                     bool more = h == 0 || jp + TJG_NR < nj;
+                    int64_t per_raw = nsl ? cdiv(nkg, 2 * nsl) : 0;
                     for (int64_t ir = 0; ir < ir0; ir += TJG_MR) {
-                        for (int64_t q = ir / TJG_MR * per; more && q < nkg &&
-                                                            q < (ir / TJG_MR + 1) * per; q++)
+                        int64_t sl = ir / TJG_MR, r0 = (h ? nsl + sl : sl) * per_raw;
+                        for (int64_t q = r0; widen && jp + TJG_NR < nj && q < nkg &&
+                                             q < r0 + per_raw; q++) {
+                            __builtin_prefetch(raw_next + q * TJG_NR);
+                            __builtin_prefetch(raw_next + q * TJG_NR + 16);
+                        }
+                        for (int64_t q = sl * per; more && !widen && q < kgk && q < (sl + 1) * per;
+                             q++)
                             __builtin_prefetch(nx + q * TJG_NR);
-                        g->half(nkg, s->a + ir / TJG_MR * nkg * TJG_MR, bp + h,
-                                (float *)g->c + (i0 + ir) * g->ldc + j0 + jp + h, g->ldc, acc);
+                        g->half(kgk, s->a + ir / TJG_MR * nkg * TJG_MR * wide, bp + h,
+                                cb + ir * ldb + jp + h, ldb, acc);
                     }
                 }
             }
@@ -539,18 +581,18 @@ static void task(const gemm_call *g, scratch *s, int64_t bi, int64_t bj)
                 const uint32_t *ap = s->a + ir / TJG_MR * nkg * TJG_MR * wide;
                 int64_t rows = mc - ir < TJG_MR ? mc - ir : TJG_MR;
                 if (!g->in_place) {
-                    run_uk(g, nkg, ap, bp, s->t + ir * g->nc + jp, g->nc, acc);
+                    run_uk(g, kgk, ap, bp, s->t + ir * g->nc + jp, g->nc, acc);
                     continue;
                 }
                 float *c = (float *)g->c + (i0 + ir) * g->ldc + j0 + jp;
                 if (rows == TJG_MR && cols == TJG_NR) {
-                    run_uk(g, nkg, ap, bp, c, g->ldc, acc);
+                    run_uk(g, kgk, ap, bp, c, g->ldc, acc);
                     continue;
                 }
                 float *tile = (float *)s->tile;
                 for (int64_t r = 0; r < rows && acc; r++)
                     memcpy(tile + r * TJG_NR, c + r * g->ldc, (size_t)cols * 4);
-                run_uk(g, nkg, ap, bp, tile, TJG_NR, acc);
+                run_uk(g, kgk, ap, bp, tile, TJG_NR, acc);
                 for (int64_t r = 0; r < rows; r++)
                     memcpy(c + r * g->ldc, tile + r * TJG_NR, (size_t)cols * 4);
             }
@@ -601,8 +643,10 @@ static int run(gemm_call *g)
         return 0;
     g->kern = g->a_7bit ? tjg_kernel_avx2_q8() : tjg_kernel_x86(g->b->type, tjg_isa_current());
     g->avx2 = tjg_isa_current() >= TJG_AVX2;
-    g->half = g->b->type == TJG_F32 && tjg_isa_current() == TJG_AVX2 ? tjg_f32_half_avx2() : NULL;
-    g->mc = MC, g->kc = KCG;
+    /* f32, and bf16 widened to f32 per panel: the AVX2 half-panel order */
+    g->half = (g->b->type == TJG_F32 || g->kern.widen_b) && tjg_isa_current() == TJG_AVX2
+                  ? tjg_f32_half_avx2() : NULL;
+    g->mc = MC, g->kc = g->kern.widen_b ? KCG_WIDE : KCG;
     if (g->half)   /* rows in as few even blocks as fit MC_HALF: B read once per block */
         g->mc = cdiv(cdiv(g->m, cdiv(g->m, MC_HALF)), TJG_MR) * TJG_MR;
     g->nbi = cdiv(g->m, g->mc);

@@ -203,6 +203,11 @@ typedef void (*tjg_ukernel)(int64_t kg, const void *a, const void *b, void *c, i
 typedef struct tjg_kernel {
     tjg_ukernel uk;      /* NULL: the portable C kernel */
     void (*split_a)(int64_t n, const uint32_t *a, uint32_t *out);
+    /* where set (AVX2 bf16): gemm.c widens each k-block of a panel, kg
+     * groups of NR words, into 2 kg rows of NR f32 (out) once, and uk (an
+     * f32 kernel) reads the split A and that panel over 2 kg: the widening
+     * is paid once per panel, not once per sliver of A */
+    void (*widen_b)(int64_t kg, const uint32_t *b, float *out);
 } tjg_kernel;
 tjg_kernel tjg_kernel_x86(tjg_type t, tjg_isa isa);
 /* The AVX2 + FMA kernels (gemm_avx2.c); NULL ones off x86-64. */

@@ -5,8 +5,12 @@
  * broadcast row of A), each over all kg groups of k.
  *
  *   f32   vfmadd231ps, one k per group
- *   bf16  a (k, k+1) pair is two f32 halves: B's widened as it is loaded
- *         (shift, mask), A's before the kernel (split_a); two FMAs
+ *   bf16  a (k, k+1) pair is two f32 halves (shift, mask), A's before the
+ *         kernel (split_a), B's once per k-block of a panel (widen_b, into
+ *         an L1/L2 scratch that every sliver of the block reads); then the
+ *         f32 kernels over twice the groups. Widening B as it was loaded,
+ *         in every micro-kernel call, put 5 integer uops beside 24 FMAs per
+ *         pair and left bf16 10-20% behind f32 on Zen 3 (docs/perf.md).
  *   int8  a u8 x s8 quad is two halves of s16 pairs (bytes 0, 2 and 1, 3;
  *         B sign-extended as loaded, A zero-extended by split_a); vpmaddwd
  *         and vpaddd. Exact: vpmaddubsw is not used, its s16 sums saturate
@@ -36,7 +40,7 @@ enum { K_F32, K_BF16, K_S8, ROWS = 6, B_AHEAD = 8 };
 AVX2_INLINE __m256 half_b(int kind, __m256i v, int h)
 {
     if (kind == K_BF16)
-        return _mm256_castsi256_ps(h ? _mm256_slli_epi32(_mm256_srli_epi32(v, 16), 16)
+        return _mm256_castsi256_ps(h ? _mm256_and_si256(v, _mm256_set1_epi32((int)0xffff0000u))
                                      : _mm256_slli_epi32(v, 16));
     return _mm256_castsi256_ps(h ? _mm256_srai_epi16(v, 8)
                                  : _mm256_srai_epi16(_mm256_slli_epi16(v, 8), 8));
@@ -146,9 +150,17 @@ AVX2 static void uk_f32_half(int64_t kg, const void *a, const void *b, void *c, 
 
 tjg_ukernel tjg_f32_half_avx2(void) { return uk_f32_half; }
 
-AVX2 static void uk_bf16(int64_t kg, const void *a, const void *b, void *c, int64_t ldc, bool acc)
+/* kg groups of a bf16 panel (NR words of (k, k+1) pairs each) into 2 kg rows
+ * of NR f32: row 2p + h holds half h of group p's pairs (the f32 panel). */
+AVX2 static void widen_bf16(int64_t kg, const uint32_t *b, float *out)
 {
-    tile(K_BF16, kg, a, b, c, ldc, acc);
+    for (int64_t p = 0; p < kg; p++, b += TJG_NR, out += 2 * TJG_NR)
+        _Pragma("GCC unroll 4") for (int j = 0; j < TJG_NR; j += 8)
+        {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(b + j));
+            _mm256_storeu_ps(out + j, half_b(K_BF16, v, 0));
+            _mm256_storeu_ps(out + TJG_NR + j, half_b(K_BF16, v, 1));
+        }
 }
 
 AVX2 static void uk_s8(int64_t kg, const void *a, const void *b, void *c, int64_t ldc, bool acc)
@@ -218,11 +230,11 @@ AVX2 void tjg_transpose8_avx2(const void *in, int64_t ldi, int64_t nq, uint32_t 
 tjg_kernel tjg_kernel_avx2(tjg_type t)
 {
     switch (t) {
-    case TJG_F32: return (tjg_kernel){uk_f32, NULL};
-    case TJG_BF16: return (tjg_kernel){uk_bf16, split_bf16};
-    case TJG_S8: return (tjg_kernel){uk_s8, split_s8};
+    case TJG_F32: return (tjg_kernel){uk_f32, NULL, NULL};
+    case TJG_BF16: return (tjg_kernel){uk_f32, split_bf16, widen_bf16};
+    case TJG_S8: return (tjg_kernel){uk_s8, split_s8, NULL};
     }
-    return (tjg_kernel){NULL, NULL};
+    return (tjg_kernel){NULL, NULL, NULL};
 }
 
 #else
@@ -231,7 +243,7 @@ tjg_ukernel tjg_f32_half_avx2(void) { return NULL; }
 tjg_kernel tjg_kernel_avx2(tjg_type t)
 {
     (void)t;
-    return (tjg_kernel){NULL, NULL};
+    return (tjg_kernel){NULL, NULL, NULL};
 }
 
 void tjg_transpose8_avx2(const void *in, int64_t ldi, int64_t nq, uint32_t *out, int64_t ldo)

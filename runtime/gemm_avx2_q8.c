@@ -132,7 +132,7 @@ AVX2_Q8 static int64_t minmax(int64_t k, const float *x, float *lo, float *hi)
     return j;
 }
 
-tjg_kernel tjg_kernel_avx2_q8(void) { return (tjg_kernel){uk_q8, NULL}; }
+tjg_kernel tjg_kernel_avx2_q8(void) { return (tjg_kernel){uk_q8, NULL, NULL}; }
 
 int64_t tjg_minmax_avx2(int64_t k, const float *x, float *lo, float *hi)
 {
@@ -141,7 +141,7 @@ int64_t tjg_minmax_avx2(int64_t k, const float *x, float *lo, float *hi)
 
 bool tjg_u8s8_reduce_range(tjg_isa isa) { return isa == TJG_AVX2 || isa == TJG_AVX512; }
 #else
-tjg_kernel tjg_kernel_avx2_q8(void) { return (tjg_kernel){NULL, NULL}; }
+tjg_kernel tjg_kernel_avx2_q8(void) { return (tjg_kernel){NULL, NULL, NULL}; }
 
 int64_t tjg_minmax_avx2(int64_t k, const float *x, float *lo, float *hi)
 {

@@ -151,14 +151,15 @@ __attribute__((target("avx512f,avx512vnni"))) static void uk_s8(int64_t kg, cons
 tjg_kernel tjg_kernel_x86(tjg_type t, tjg_isa isa)
 {
     if (isa < TJG_AVX512)
-        return isa == TJG_AVX2 ? tjg_kernel_avx2(t) : (tjg_kernel){NULL, NULL};
+        return isa == TJG_AVX2 ? tjg_kernel_avx2(t) : (tjg_kernel){NULL, NULL, NULL};
     switch (t) {
-    case TJG_F32: return (tjg_kernel){uk_f32, NULL};
-    case TJG_BF16: return (tjg_kernel){isa >= TJG_AVX512_BF16 ? uk_bf16 : uk_bf16_conv, NULL};
+    case TJG_F32: return (tjg_kernel){uk_f32, NULL, NULL};
+    case TJG_BF16:
+        return (tjg_kernel){isa >= TJG_AVX512_BF16 ? uk_bf16 : uk_bf16_conv, NULL, NULL};
     case TJG_S8:   /* without VNNI: the AVX2 kernel (AVX-512 CPUs have AVX2) */
-        return isa >= TJG_AVX512_BF16 ? (tjg_kernel){uk_s8, NULL} : tjg_kernel_avx2(t);
+        return isa >= TJG_AVX512_BF16 ? (tjg_kernel){uk_s8, NULL, NULL} : tjg_kernel_avx2(t);
     }
-    return (tjg_kernel){NULL, NULL};
+    return (tjg_kernel){NULL, NULL, NULL};
 }
 
 #else
@@ -166,6 +167,6 @@ tjg_kernel tjg_kernel_x86(tjg_type t, tjg_isa isa)
 {
     (void)t;
     (void)isa;
-    return (tjg_kernel){NULL, NULL};
+    return (tjg_kernel){NULL, NULL, NULL};
 }
 #endif

@@ -102,6 +102,25 @@ CK_TARGET static inline void put_out(const rt_conv_wino_out *g, int64_t at, cons
         put_row((float *)g->y + at, r, n);
 }
 
+/* Eight f32 rounded to bf16 as ir_f32_to_bf16 (RNE, a NaN quieted), each
+ * in the low 16 bits of its lane. */
+CK_TARGET static inline __m256i bf16_lanes(__m256 x)
+{
+    __m256i u = _mm256_castps_si256(x), hi = _mm256_srli_epi32(u, 16);
+    __m256i lsb = _mm256_and_si256(hi, _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(
+        _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
+    __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+    return _mm256_blendv_epi8(r, _mm256_or_si256(hi, _mm256_set1_epi32(0x40)), nan);
+}
+
+/* 16 f32 (lo, then hi) rounded to bf16 at d. */
+CK_TARGET static inline void store_bf16(uint16_t *d, __m256 lo, __m256 hi)
+{
+    __m256i p = _mm256_packus_epi32(bf16_lanes(lo), bf16_lanes(hi));   /* lanes: lo0 hi0 lo1 hi1 */
+    _mm256_storeu_si256((__m256i *)d, _mm256_permute4x64_epi64(p, 0xd8));
+}
+
 /* Writes rows r0 (output row 2ty) and r1 (2ty + 1), each the 2x2 tiles of
  * VL grid positions from q interleaved (2*VL floats), to the output channel
  * at yc (elements from g->y): the parts inside the tile grid and the
@@ -152,8 +171,15 @@ CK_TARGET static void wino_out(const float *m, int64_t mxs, const rt_conv_wino_o
                         r[a][1] = _mm256_permute2f128_ps(lo, hi, 0x31);
                     }
                     int64_t q = g->q0 + kb * g->qn + v, ty = q / g->wq, tx = q % g->wq;
-                    if (!g->bf16 && tx + VL <= g->txn && ty < g->tyn && 2 * ty + 1 < g->oh &&
-                        2 * (tx + VL) <= g->ow) {
+                    bool whole = tx + VL <= g->txn && ty < g->tyn && 2 * ty + 1 < g->oh &&
+                                 2 * (tx + VL) <= g->ow;
+                    if (whole && g->bf16) {   /* rounded in registers, as rt_conv_narrow */
+                        uint16_t *y0 = (uint16_t *)g->y + yc + 2 * ty * g->ow + 2 * tx;
+                        store_bf16(y0, r[0][0], r[0][1]);
+                        store_bf16(y0 + g->ow, r[1][0], r[1][1]);
+                        continue;
+                    }
+                    if (whole) {
                         float *y0 = (float *)g->y + yc + 2 * ty * g->ow + 2 * tx, *y1 = y0 + g->ow;
                         _mm256_storeu_ps(y0, r[0][0]);
                         _mm256_storeu_ps(y0 + VL, r[0][1]);

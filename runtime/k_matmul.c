@@ -318,7 +318,7 @@ static int choose_f32(void *handle, int64_t m, int64_t n, int64_t k, rt_mat a, r
  * where the CPU has it; f32 sums rounded once), f32 on a frozen weight
  * where choose_f32 says; 1 when f32 should go to OpenBLAS instead. */
 static int gemm_own(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b,
-                    const rt_storage *bst, bool acc, void *c, int64_t ldc)
+                    const rt_storage *bst, bool acc, const float *bias, void *c, int64_t ldc)
 {
     tjg_packed own = {0};
     void *handle;
@@ -329,7 +329,7 @@ static int gemm_own(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_m
         return blas ? 1 : -1;
     int r = 1;
     if (dt == TJ_BF16 || choose_f32(handle, m, n, k, a, b, p) == CHOICE_OWN) {
-        tjg_epilogue e = {.accumulate = acc, .out_bf16 = dt == TJ_BF16};
+        tjg_epilogue e = {.accumulate = acc, .bias = bias, .out_bf16 = dt == TJ_BF16};
         r = tjg_gemm(m, a.p, dt == TJ_BF16, a.rs, a.cs, p, c, ldc, &e, NULL);
     }
     tjg_cache_put(handle);
@@ -386,8 +386,9 @@ done:
     return r;
 }
 
+/* bias: [n] f32 added to the sums in the epilogue, bf16 only (NULL else). */
 static int gemm_ex(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b,
-                   const rt_storage *bst, bool accumulate, void *c, int64_t ldc)
+                   const rt_storage *bst, bool accumulate, const float *bias, void *c, int64_t ldc)
 {
     unsigned flags;
     if (m == 0 || n == 0)
@@ -401,7 +402,7 @@ static int gemm_ex(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_ma
      * tjit's GEMM measured ahead: others are never packed */
     if (dt == TJ_BF16 ||
         (dt == TJ_F32 && bst && tjg_frozen(bst, &flags) && own_f32(m, n, k, flags))) {
-        int r = gemm_own(dt, m, n, k, a, b, bst, accumulate, c, ldc);
+        int r = gemm_own(dt, m, n, k, a, b, bst, accumulate, bias, c, ldc);
         if (r <= 0)
             return r;
     }
@@ -430,7 +431,7 @@ done:
 int rt_gemm(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b, bool accumulate,
             void *c, int64_t ldc)
 {
-    return gemm_ex(dt, m, n, k, a, b, NULL, accumulate, c, ldc);
+    return gemm_ex(dt, m, n, k, a, b, NULL, accumulate, NULL, c, ldc);
 }
 
 /* ---- matmul ------------------------------------------------------------------- */
@@ -542,8 +543,10 @@ static void mm_range(void *ctx, int64_t b0, int64_t b1)
  * OpenBLAS's own threads. */
 #define RT_MM_SMALL ((int64_t)1 << 24)
 
+/* bias (bf16 only): [n] f32 for the GEMM's epilogue, when the product is one
+ * GEMM; 1 (nothing done) when it is not. */
 static int matmul_batches(tj_tensor *out, mm_side *x, mm_side *y, int nb,
-                          const int64_t *bshape, bool acc)
+                          const int64_t *bshape, bool acc, const float *bias)
 {
     tj_dtype dt = out->dtype;
     int64_t m = x->rows, n = y->cols, k = x->cols, nbatch = 1;
@@ -552,7 +555,9 @@ static int matmul_batches(tj_tensor *out, mm_side *x, mm_side *y, int nb,
     int64_t frs = fold_rows(x, y, nb, bshape);
     if (frs != INT64_MIN)
         return gemm_ex(dt, nbatch * m, n, k, (rt_mat){x->p, frs, x->cs},
-                       (rt_mat){y->p, y->rs, y->cs}, y->st, acc, rt_ptr(out), n);
+                       (rt_mat){y->p, y->rs, y->cs}, y->st, acc, bias, rt_ptr(out), n);
+    if (bias)
+        return 1;
     mm_job j = {.x = x, .y = y, .nb = nb, .bshape = bshape, .acc = acc, .dt = dt,
                 .out = rt_ptr(out)};
     atomic_init(&j.failed, 0);
@@ -573,7 +578,8 @@ static int matmul_batches(tj_tensor *out, mm_side *x, mm_side *y, int nb,
 }
 
 /* out = a @ b (+ out when acc), torch.matmul's rules (out has the inferred shape). */
-static int contract(tj_tensor *out, const tj_tensor *a, const tj_tensor *b, bool acc)
+static int contract(tj_tensor *out, const tj_tensor *a, const tj_tensor *b, bool acc,
+                    const float *bias)
 {
     int nb = out->ndim - (a->ndim >= 2) - (b->ndim >= 2);
     mm_side x, y;
@@ -581,14 +587,14 @@ static int contract(tj_tensor *out, const tj_tensor *a, const tj_tensor *b, bool
     int r = -1;
     if (side_init(&x, a, true, nb, out->shape) || side_init(&y, b, false, nb, out->shape))
         goto done;
-    r = matmul_batches(out, &x, &y, nb, out->shape, acc);
+    r = matmul_batches(out, &x, &y, nb, out->shape, acc, bias);
 done:
     release(x.packed, x.nbytes);
     release(y.packed, y.nbytes);
     return r;
 }
 
-int rt_k_matmul(RT_KERNEL_ARGS) { return contract(out, in[0], in[1], false); }
+int rt_k_matmul(RT_KERNEL_ARGS) { return contract(out, in[0], in[1], false, NULL); }
 
 /* Every operand and the result bf16: tjit's bf16 GEMM (runtime/gemm.h,
  * vdpbf16ps where the CPU has it, f32 sums rounded once) takes it. */
@@ -608,7 +614,7 @@ static bool all_bf16(const tj_tensor *out, tj_tensor *const *in, int nin)
 int rt_k_matmul_half(RT_KERNEL_ARGS)
 {
     if (all_bf16(out, in, nin))
-        return contract(out, in[0], in[1], false);
+        return contract(out, in[0], in[1], false, NULL);
     return rt_half_via_f32(op, out, in, nin, a);
 }
 
@@ -627,7 +633,10 @@ int rt_k_linear_half(RT_KERNEL_ARGS)
 /* x @ w^T + b: w^T is a transposed view (BLAS reads it by its trans flag);
  * x's leading dims fold into the rows of one GEMM. The bias is broadcast
  * into the output first and the GEMM accumulates onto it (beta 1), so the
- * bias costs no extra pass. */
+ * bias costs no extra pass. All bf16 as one GEMM, the bias (widened: exact)
+ * goes to tjit's GEMM's epilogue instead: the same f32 sum + bias, rounded
+ * once, without the broadcast copy (1 MB in B4's first linear) and its
+ * read back from memory (half of the epilogue's time in B4, by perf). */
 int rt_k_linear(RT_KERNEL_ARGS)
 {
     tj_tensor *x = in[0], *w = in[1], *bias = nin > 2 ? in[2] : NULL;
@@ -637,10 +646,23 @@ int rt_k_linear(RT_KERNEL_ARGS)
                                  : tj_retain(w);
     if (!wt)
         return -1;
-    if (bias)
-        rt_copy_strided(rt_ptr(out), out->ndim, out->shape, rt_ptr(bias), bias->ndim,
-                        bias->shape, bias->strides, tj_dtype_size(out->dtype));
-    int r = contract(out, x, wt, bias != NULL);
+    int64_t n = out->ndim ? out->shape[out->ndim - 1] : 1;
+    float *bf = NULL;
+    if (bias && out->dtype == TJ_BF16 && bias->dtype == TJ_BF16 && bias->ndim == 1 &&
+        bias->shape[0] == n && (bf = rt_alloc((size_t)n * sizeof(float)))) {
+        const uint16_t *bv = rt_ptr(bias);
+        for (int64_t j = 0; j < n; j++)
+            bf[j] = tjg_bf16_to_f32(bv[j * bias->strides[0]]);
+    }
+    int r = bf ? contract(out, x, wt, false, bf) : 1;
+    if (r == 1) {   /* not one GEMM (or not bf16): the broadcast */
+        if (bias)
+            rt_copy_strided(rt_ptr(out), out->ndim, out->shape, rt_ptr(bias), bias->ndim,
+                            bias->shape, bias->strides, tj_dtype_size(out->dtype));
+        r = contract(out, x, wt, bias != NULL, NULL);
+    }
+    if (bf)
+        rt_free(bf, (size_t)n * sizeof(float));
     tj_release(wt);
     return r;
 }

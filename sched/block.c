@@ -10,6 +10,9 @@
  *               one batch per block, only when that operand is small (each
  *               block's GEMM packs it again: SC_SHARED_MAX)
  *             conv2d: one image per block
+ *   before  the kernel that makes a conv2d head's input, pointwise, read by
+ *           nothing else before it (autocast's cast to bf16): on the
+ *           block's tiles, so the head reads the block's part from scratch
  *   then    its epilogue kernel (ir/fusion.h) on the block's tiles; another
  *           matmul or conv2d reading the last value as its sliced (left)
  *           operand, then its epilogue; ... A step in between that reads
@@ -271,6 +274,40 @@ static int add_region(sc_plan *p, const sc_region *rg)
     return p->nregions++;
 }
 
+/* The kernel step before conv2d head `head` that makes the head's sliced
+ * input, when it can run per block: pointwise over that value's elements in
+ * order, in no region, and no step between reads the value. -1 if none.
+ * (autocast's cast of a conv's f32 input to bf16, A6: run whole, it wrote
+ * the bf16 copy to memory and the conv read it back; per block, the copy
+ * stays in the block's scratch.) */
+static int prologue_of(former *F, int head, const sc_region *rg)
+{
+    sc_plan *p = F->b->p;
+    const ir_node *hn = F->b->g->nodes[p->steps[head].node];
+    if (hn->op != OP_conv2d || chain_end(hn->in[0]) != hn->in[0])
+        return -1;
+    int x = ir_slot(F->b->g, hn->in[0]);
+    memset(F->produced, 0, sizeof(bool) * (size_t)p->nslots);
+    F->produced[x] = true;
+    for (int t = head - 1; t >= 0; t--) {
+        const step *s = &p->steps[t];
+        const cg_launch *l = s->launch;
+        if (s->kind != S_KERNEL || !l || l->nstore < 1 || l->store_slot[0] != x) {
+            if (step_reads(F, s))
+                return -1;
+            continue;
+        }
+        int64_t B;
+        bool ok = s->region < 0 && l->nstore == 1 &&
+                  tiles_per_unit(l, rg->nq, &B) > 0 &&
+                  l->ntiles / l->sz[2] * l->sz[0] == ir_type_numel(&p->types[x]);
+        for (int a = 0; a < l->nargs && ok; a++)
+            ok = l->args[a].base != x || (l->k.bufs[a].out && l->args[a].offset == 0);
+        return ok ? t : -1;
+    }
+    return -1;
+}
+
 /* Tries a region headed by step i; returns its last step, or i. */
 static int form_one(former *F, int i, int *hoist)
 {
@@ -305,6 +342,12 @@ static int form_one(former *F, int i, int *hoist)
     rg.first = i + nh_used;
     rg.last = last;
     hoist_steps(p, i, hoist, nh_used);
+    int pro = prologue_of(F, rg.first, &rg);
+    if (pro >= 0) {   /* moved to just before the head, into the region */
+        step moved = p->steps[pro];
+        memmove(&p->steps[pro], &p->steps[pro + 1], sizeof *p->steps * (size_t)(rg.first - 1 - pro));
+        p->steps[--rg.first] = moved;
+    }
     int r = add_region(p, &rg);
     if (r < 0)
         return -1;

@@ -42,6 +42,29 @@ static void read_slot(sc_plan *p, int slot, int i)
         p->last_use[slot] = i;
 }
 
+/* A blocked region runs its steps once per block, block after block (and
+ * blocks at once on the threads): a value made before the region that one
+ * of its steps reads is read until the region's last step, not only until
+ * that step (else a later step of the region could be placed over it while
+ * another block still reads it). */
+static void region_reads(const ir_graph *g, sc_plan *p)
+{
+    for (int i = 0; i < p->nsteps; i++) {
+        const step *s = &p->steps[i];
+        if (s->region < 0 || (s->kind == S_KERNEL ? !s->launch : s->node < 0))
+            continue;
+        int first = p->regions[s->region].first, last = p->regions[s->region].last;
+        int nr = s->kind == S_KERNEL ? s->launch->nargs : g->nodes[s->node]->nin;
+        for (int a = 0; a < nr; a++) {
+            const ir_node *in = s->kind == S_KERNEL ? NULL : g->nodes[s->node]->in[a];
+            int x = s->kind == S_KERNEL ? s->launch->args[a].base : in ? ir_slot(g, in) : -1;
+            int o = x >= 0 ? p->owner[x] : -1;
+            if (o >= g->ninputs && p->def[o] < first)
+                read_slot(p, x, last);
+        }
+    }
+}
+
 int sc_mem_lifetimes(const ir_graph *g, sc_plan *p)
 {
     size_t n = (size_t)p->nslots + 1;
@@ -83,6 +106,7 @@ int sc_mem_lifetimes(const ir_graph *g, sc_plan *p)
         else
             p->owner[s] = -1;
     }
+    region_reads(g, p);
     return 0;
 }
 

@@ -467,12 +467,40 @@ static void assert_bf16_of(tj_tensor *got, tj_tensor *ref, const char *what)
                      a[i], b[i]);
 }
 
+/* Winograd's whole tile rows (32 columns in registers): input channel 0 all
+ * ones but a NaN, channel 1 zero; output channel 0 weighs its pixel 1 and the
+ * right neighbour 2^-8 (inside: 1 + 2^-8, a tie, to 1), channel 1 the
+ * neighbour 3 * 2^-8 (1 + 3 * 2^-8, a tie, to 1 + 2^-6); exact in f32
+ * through the transforms. Equal to the f32 conv rounded, NaN included. */
+static void wino_ties(void)
+{
+    enum { H = 6, W = 36 };
+    float xv[2 * H * W] = {0}, wv[2 * 2 * 9] = {0};
+    for (int i = 0; i < H * W; i++)
+        xv[i] = 1.0f;
+    xv[4 * W + 30] = NAN;
+    wv[4] = 1.0f, wv[5] = 0x1p-8f;                   /* out 0, in 0: centre, right */
+    wv[2 * 9 + 4] = 1.0f, wv[2 * 9 + 5] = 0x3p-8f;   /* out 1, in 0 */
+    tj_tensor *x = tj_from_data(TJ_F32, 4, (int64_t[]){1, 2, H, W}, xv);
+    tj_tensor *w = tj_from_data(TJ_F32, 4, (int64_t[]){2, 2, 3, 3}, wv);
+    setenv("TJIT_CONV", "wino", 1);
+    tj_tensor *ref = tj_conv2d(x, w, NULL, S11, P11, D11, 1);
+    tj_tensor *got = tj_conv2d(tj_cast(x, TJ_BF16), tj_cast(w, TJ_BF16), NULL, S11, P11, D11, 1);
+    assert_bf16_of(got, ref, "wino ties");
+    const uint16_t *v = tj_data(got);
+    assert_int_equal(v[W + 3], 0x3f80);           /* 1 + 2^-8 -> 1 */
+    assert_int_equal(v[H * W + W + 3], 0x3f82);   /* 1 + 3 * 2^-8 -> 1 + 2^-6 */
+    assert_true((v[4 * W + 29] & 0x7fff) > 0x7f80);   /* the NaN's neighbour: NaN */
+}
+
 /* bf16 conv2d: on the direct kernels (grid, row, Winograd; every set this
  * CPU has, then none: the f32 GEMM paths on widened copies), 1 and 2
  * threads, on test_conv2d_direct_isa's shapes with bf16-representable data:
  * the result is the f32 conv of the same path rounded once to bf16 (its f32
- * sums are the same: widening is exact), bit for bit; the direct kernel ran.
- * Then ties: 1 + 2^-8 rounds to 1, 1 + 2^-7 + 2^-8 to 1 + 2^-6 (even). */
+ * sums are the same: widening is exact), bit for bit; the direct kernel ran
+ * (40 columns: whole rows of 8 Winograd tiles, rounded in registers on
+ * AVX2). Then ties: 1 + 2^-8 rounds to 1, 1 + 2^-7 + 2^-8 to 1 + 2^-6
+ * (even), through the grid and row kernels' stores and Winograd's. */
 static void test_conv2d_bf16(void **state)
 {
     (void)state;
@@ -480,6 +508,7 @@ static void test_conv2d_bf16(void **state)
         {3, 12, 14, 10, 20, 3, 1, 1, 1}, {2, 6, 11, 11, 6, 3, 2, 0, 6},
         {1, 8, 20, 27, 9, 5, 1, 2, 1},   {2, 16, 10, 12, 32, 3, 1, 1, 2},
         {1, 5, 14, 14, 7, 3, 1, 1, 1},   {1, 8, 7, 30, 6, 3, 1, 2, 1},
+        {1, 8, 12, 40, 8, 3, 1, 1, 1},
     };
     static const char *const paths[] = {"direct", "rows", "wino", NULL};
     int before = tj_num_threads();
@@ -524,6 +553,7 @@ static void test_conv2d_bf16(void **state)
         assert_int_equal(v[0], 0x3f80);   /* 1 */
         assert_int_equal(v[1], 0x3f82);   /* 1 + 2^-6 */
     }
+    wino_ties();
     unsetenv("TJIT_CONV");
     tj_set_num_threads(before);
 }

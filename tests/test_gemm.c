@@ -233,6 +233,54 @@ static void test_bf16_variants(void **state)
     tjg_isa_force(-1);
 }
 
+/* AVX2's bf16 path (B widened to f32 per panel, A split, the f32 kernels in
+ * the half-panel order, rows in blocks of up to 264): bit for bit the
+ * portable C kernel's result where k is one k-block of both (k <= 256: the
+ * same FMAs in the same order), into f32 C (in place) and bf16 C (sums in
+ * scratch, one rounding), with a bias and an accumulated f32 C; more than
+ * one block of rows, edge slivers and panels, several panels (prefetched). */
+static void test_bf16_widened(void **state)
+{
+    (void)state;
+    if (tjg_isa_select(tjg_cpu_features(), "avx2") != TJG_AVX2) {
+        printf("#summary skipped variant avx2: this CPU lacks its features\n");
+        return;
+    }
+    static const dims ws[] = {{300, 100, 256}, {13, 33, 7}, {270, 64, 200}, {24, 32, 2},
+                              {600, 96, 64}};
+    for (size_t s = 0; s < sizeof ws / sizeof *ws; s++) {
+        dims d = ws[s];
+        int64_t na = d.m * d.k, nc = d.m * d.n;
+        float *a = malloc((size_t)na * 4), *b = malloc((size_t)(d.k * d.n) * 4),
+              *bias = malloc((size_t)d.n * 4), *c[2];
+        uint16_t *a16 = malloc((size_t)na * 2), *c16[2];
+        fill(a, na, 5), fill(b, d.k * d.n, 6), fill(bias, d.n, 7);
+        for (int64_t i = 0; i < na; i++)
+            a16[i] = tjg_f32_to_bf16(a[i]);
+        tjg_packed p;
+        assert_int_equal(tjg_pack_f32_as_bf16(&p, b, d.n, 1, d.k, d.n), 0);
+        for (int v = 0; v < 2; v++) {   /* generic, then avx2 */
+            tjg_isa_force(v ? TJG_AVX2 : TJG_GENERIC);
+            c[v] = malloc((size_t)nc * 4), c16[v] = malloc((size_t)nc * 2);
+            fill(c[v], nc, 8);
+            tjg_epilogue acc = {.accumulate = true}, e16 = {.bias = bias, .out_bf16 = true};
+            assert_int_equal(tjg_gemm(d.m, a16, true, d.k, 1, &p, c[v], d.n, &acc, NULL), 0);
+            assert_int_equal(tjg_gemm(d.m, a, false, d.k, 1, &p, c16[v], d.n, &e16, NULL), 0);
+        }
+        tjg_isa_force(-1);
+        for (int64_t i = 0; i < nc; i++) {
+            if (memcmp(&c[0][i], &c[1][i], 4) || c16[0][i] != c16[1][i])
+                fail_msg("bf16 widened %lldx%lldx%lld: element %lld: f32 %a against %a, bf16 "
+                         "0x%04x against 0x%04x", (long long)d.m, (long long)d.n, (long long)d.k,
+                         (long long)i, c[1][i], c[0][i], c16[1][i], c16[0][i]);
+        }
+        tjg_packed_free(&p);
+        for (int v = 0; v < 2; v++)
+            free(c[v]), free(c16[v]);
+        free(a), free(b), free(bias), free(a16);
+    }
+}
+
 /* u8 x s8: the s32 sums are exact, so the result equals the reference's
  * float arithmetic bit for bit. */
 static void s8_check(tjg_isa isa, dims d, const uint8_t *a, const int8_t *b, const int32_t *zp,
@@ -686,6 +734,17 @@ static void test_bf16_tensors(void **state)
         want[i] += bv[i % 40];
     assert_int_equal(rt_kernels[OP_linear](OP_linear, y, (tj_tensor *[]){x, w, b}, 3, NULL), 0);
     check_bf16_out(y, want, 400);
+    /* the bias in the GEMM's epilogue (above: one GEMM) and broadcast into
+     * the output first (x rows that do not fold into one GEMM: a GEMM per
+     * batch): the same bits */
+    tj_tensor *big = rt_tensor_new(TJ_BF16, 3, (int64_t[]){2, 6, 70});
+    for (int64_t bi = 0; bi < 2; bi++)
+        memcpy((uint16_t *)tj_data(big) + bi * 6 * 70, (uint16_t *)tj_data(x) + bi * 5 * 70, 5 * 70 * 2);
+    tj_tensor *xs = rt_tensor_view(big, 3, (int64_t[]){2, 5, 70}, (int64_t[]){6 * 70, 70, 1}, 0);
+    tj_tensor *y2 = rt_tensor_new(TJ_BF16, 3, (int64_t[]){2, 5, 40});
+    assert_int_equal(rt_kernels[OP_linear](OP_linear, y2, (tj_tensor *[]){xs, w, b}, 3, NULL), 0);
+    assert_memory_equal(tj_data(y2), tj_data(y), 400 * 2);
+    tj_release(y2), tj_release(xs), tj_release(big);
     tj_release(y);
     tj_release(wt);
     /* batched: [2,5,70] @ [2,70,3] (each batch its own right operand) */
@@ -847,6 +906,7 @@ int main(void)
         cmocka_unit_test(test_bf16_rne),
         cmocka_unit_test(test_f32_variants),
         cmocka_unit_test(test_bf16_variants),
+        cmocka_unit_test(test_bf16_widened),
         cmocka_unit_test(test_pack_transposed),
         cmocka_unit_test(test_s8_variants),
         cmocka_unit_test(test_s8_extremes),

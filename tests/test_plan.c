@@ -444,6 +444,39 @@ static void test_region_conv_block_bf16(void **state)
     ir_graph_free(g);
 }
 
+/* The same from f32 input and weights, as tj_autocast makes it: the input's
+ * cast to bf16 runs per block at the head of the region (a prologue), its
+ * bf16 copy in scratch, not in the arena (where it is without regions);
+ * the executor's result to f32 rounding (its batch norm runs unfused). */
+static void test_region_conv_prologue(void **state)
+{
+    ir_graph *g = tu_parse("graph @block(%x: f32[4,8,12,12], %k: f32[8,8,3,3] param, %m: f32[8] param, "
+                        "%v: f32[8] param, %g: f32[8] param, %b: f32[8] param) {\n"
+                        "  %0 = cast %x {dtype=bf16} : bf16[4,8,12,12]\n"
+                        "  %1 = cast %k {dtype=bf16} : bf16[8,8,3,3]\n"
+                        "  %2 = conv2d %0, %1 {stride=[1,1], padding=[1,1], dilation=[1,1], groups=1} : bf16[4,8,12,12]\n"
+                        "  %3 = cast %2 {dtype=f32} : f32[4,8,12,12]\n"
+                        "  %4 = batch_norm %3, %m, %v, %g, %b {eps=1e-05} : f32[4,8,12,12]\n"
+                        "  %5 = add %4, %x : f32[4,8,12,12]\n"
+                        "  %6 = relu %5 : f32[4,8,12,12]\n"
+                        "  return %6\n"
+                        "}\n");
+    tj_tensor *in[6] = {randn(4, (int64_t[]){4, 8, 12, 12}, 1), randn(4, (int64_t[]){8, 8, 3, 3}, 0.2),
+                        randn(1, (int64_t[]){8}, 0.1), tj_add_s(tj_rand(TJ_F32, 1, (int64_t[]){8}), 0.5),
+                        randn(1, (int64_t[]){8}, 1), randn(1, (int64_t[]){8}, 1)};
+    const int64_t copy = 4 * 8 * 12 * 12 * 2;   /* the bf16 copy of x */
+    sc_plan_mem m, whole;
+    run_both(g, in, 1e-5, 1e-5, &m, "conv prologue");
+    assert_int_equal(m.regions, 1);
+    assert_true(m.arena_bytes < copy);
+    setenv("TJIT_BLOCKS", "0", 1);
+    run_both(g, in, 1e-5, 1e-5, &whole, "conv prologue, no regions");
+    unsetenv("TJIT_BLOCKS");
+    assert_int_equal(whole.regions, 0);
+    assert_true(whole.arena_bytes >= copy);
+    ir_graph_free(g);
+}
+
 /* Batches with right operands too large to pack again per block of rows:
  * a batch per block. Also a matmul without epilogue chained to another. */
 static void test_region_per_batch(void **state)
@@ -638,7 +671,7 @@ int main(void)
         T(test_region_attention),
         T(test_region_sdpa),
         T(test_p4_like),
-        T(test_region_conv_block), T(test_region_conv_block_bf16),
+        T(test_region_conv_block), T(test_region_conv_block_bf16), T(test_region_conv_prologue),
         T(test_region_per_batch),
         T(test_region_no_inplace_over_shared),
         T(test_region_threads),

@@ -1,0 +1,109 @@
+/* cases_paired.c - two cases of the suite compiled in one process, calls
+ * interleaved (issue 18: B4 against P4, A6 against P6 on a busy machine).
+ * Each case is set up and compiled as `tjit bench` does (tj_compile, no
+ * freeze); after two first calls each, per round one call of each in a
+ * turn that alternates, so a change in the machine's load falls on both.
+ * Prints the medians of the per-call wall and process CPU ms of each and
+ * the median of the per-round ratios B/A.
+ *
+ *     build/bench/cases_paired [A [B [THREADS [ROUNDS]]]]   (default P4 B4 1 100)
+ *
+ * Built and run by `make bench-cases-paired` (BENCH_ARGS as above).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../suite.h"
+
+enum { MAX_ROUNDS = 4096 };
+
+static double clock_ms(clockid_t id)
+{
+    struct timespec t;
+    clock_gettime(id, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* One call of compiled f on a's inputs in its own scope: 0 or -1; the ms in
+ * wall and cpu. */
+static int call(tj_compiled *f, bench_args *a, double *wall, double *cpu)
+{
+    double w0 = clock_ms(CLOCK_MONOTONIC), c0 = clock_ms(CLOCK_PROCESS_CPUTIME_ID);
+    tj_scope_begin();
+    tj_tensor *y = tj_call(f, a->t, a->ninputs);
+    tj_scope_end();
+    *wall = clock_ms(CLOCK_MONOTONIC) - w0;
+    *cpu = clock_ms(CLOCK_PROCESS_CPUTIME_ID) - c0;
+    return y ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+    const char *id[2] = {argc > 1 ? argv[1] : "P4", argc > 2 ? argv[2] : "B4"};
+    int threads = argc > 3 ? atoi(argv[3]) : 1, rounds = argc > 4 ? atoi(argv[4]) : 100;
+    const bench_case *c[2] = {bench_find(id[0]), bench_find(id[1])};
+    if (!c[0] || !c[1] || !c[0]->setup || !c[1]->setup || threads < 1 || rounds < 1 ||
+        rounds > MAX_ROUNDS) {
+        fprintf(stderr, "usage: cases_paired [A [B [THREADS [ROUNDS<=%d]]]]\n", MAX_ROUNDS);
+        return 2;
+    }
+    tj_set_num_threads(threads);
+    bench_args a[2];
+    tj_compiled *f[2] = {NULL, NULL};
+    double *wall[2], *cpu[2], *ratio = malloc(sizeof(double) * (size_t)rounds), w, t;
+    for (int r = 0; r < 2; r++) {
+        memset(&a[r], 0, sizeof a[r]);
+        wall[r] = malloc(sizeof(double) * (size_t)rounds);
+        cpu[r] = malloc(sizeof(double) * (size_t)rounds);
+        if (!ratio || !wall[r] || !cpu[r] || c[r]->setup(&a[r]) != 0 ||
+            !(f[r] = tj_compile(c[r]->run, &a[r], &(tj_compile_options){.name = c[r]->name})) ||
+            call(f[r], &a[r], &w, &t) || call(f[r], &a[r], &w, &t)) {
+            fprintf(stderr, "cases_paired: %s: %s\n", c[r]->id, tj_last_error());
+            return 1;
+        }
+    }
+    for (int i = 0; i < rounds; i++)
+        for (int k = 0; k < 2; k++) {
+            int r = (i + k) % 2;
+            if (call(f[r], &a[r], &wall[r][i], &cpu[r][i]) != 0) {
+                fprintf(stderr, "cases_paired: %s round %d: %s\n", c[r]->id, i, tj_last_error());
+                return 1;
+            }
+        }
+    printf("A %s, B %s, %d thread%s, %d rounds\n", c[0]->id, c[1]->id, threads,
+           threads == 1 ? "" : "s", rounds);
+    for (int q = 0; q < 2; q++) {
+        double **v = q ? cpu : wall, ms[2];
+        for (int i = 0; i < rounds; i++)
+            ratio[i] = v[1][i] / v[0][i];
+        double rq = median(ratio, rounds);
+        for (int r = 0; r < 2; r++) {
+            memcpy(ratio, v[r], sizeof(double) * (size_t)rounds);
+            ms[r] = median(ratio, rounds);
+        }
+        printf("%-4s ms: A %.3f  B %.3f | median ratio B/A %.3f\n", q ? "cpu" : "wall", ms[0],
+               ms[1], rq);
+    }
+    for (int r = 0; r < 2; r++) {
+        tj_compiled_free(f[r]);
+        c[r]->teardown(&a[r]);
+        free(wall[r]);
+        free(cpu[r]);
+    }
+    free(ratio);
+    return 0;
+}
