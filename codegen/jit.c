@@ -11,7 +11,7 @@
  *        |  text -> key                             codegen/cache.h
  *        |  loaded in this process? -----------------------------------+
  *        |  in the cache (memory, disk)? --- object ---+               |
- *        |  cg_emit: IR, formulas linked, O3, object   | codegen/emit.c| [llvm, asm]
+ *        |  cg_emit: IR, formulas linked, O2, object   | codegen/emit.c| [llvm, asm]
  *        v                                             v               |
  *   object --> cg_cache_put --> LLJIT: add, look up (this file)        |
  *        v                                                             v
