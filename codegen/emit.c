@@ -5,7 +5,7 @@
  *   formula bitcode (pw.c, embedded) --lazy load--> module S (same context):
  *       drop the tj_pw_* functions M does not call, link S into M (only
  *       what is left is deserialized)
- *   verify -> formulas internal + alwaysinline -> default<O3> (host TM)
+ *   verify -> formulas internal + alwaysinline -> default<O2> (host TM)
  *   -> object file (and, on request, optimized IR text and assembly)
  *
  * The body, for tiles [begin, end) (kernel.h has the sz layout):
@@ -765,7 +765,7 @@ static void build_wrapper(em *e, const char *fname, LLVMValueRef body)
 }
 
 /* The formula functions: internal and always inlined; unused ones are
- * dropped by O3. Their own target attributes give way to the host's. */
+ * dropped by the optimizer. Their own target attributes give way to the host's. */
 static void prepare_formulas(em *e, LLVMTargetMachineRef tm, LLVMValueRef keep)
 {
     unsigned noinl = LLVMGetEnumAttributeKindForName("noinline", 8);
@@ -858,6 +858,11 @@ static int emit_file(LLVMTargetMachineRef tm, LLVMModuleRef M, LLVMCodeGenFileTy
     return 0;
 }
 
+/* default<O2>, not O3: O3 adds non-trivial loop unswitching and a higher
+ * unroll threshold, which copy a kernel's loops (a column kernel's block
+ * loop once per stride case) for no measured gain; O2 took 17% fewer
+ * instructions to optimize P7's kernels and 7% fewer to generate their
+ * code, with the same vector loops (docs/perf.md, 2026-11-29 cold compile). */
 static int optimize(LLVMModuleRef M, LLVMTargetMachineRef tm, char *err, size_t nerr)
 {
     LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
@@ -865,7 +870,7 @@ static int optimize(LLVMModuleRef M, LLVMTargetMachineRef tm, char *err, size_t 
     LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
     LLVMPassBuilderOptionsSetLoopInterleaving(po, 1);
     LLVMPassBuilderOptionsSetLoopUnrolling(po, 1);
-    LLVMErrorRef pe = LLVMRunPasses(M, "default<O3>", tm, po);
+    LLVMErrorRef pe = LLVMRunPasses(M, "default<O2>", tm, po);
     LLVMDisposePassBuilderOptions(po);
     if (pe) {
         char *m = LLVMGetErrorMessage(pe);

@@ -28,7 +28,7 @@ typedef struct cg_object {
 } cg_object;
 
 /* Emits kernel k as the function `fname` (the ABI in kernel.h), links the
- * formulas it calls, optimizes (default<O3>, host CPU, 512-bit vectors) and
+ * formulas it calls, optimizes (default<O2>, host CPU, 512-bit vectors) and
  * emits an object file. Thread-safe: each call has its own LLVM context;
  * each thread its own target machine. 0, or -1 with the reason in err. */
 int cg_emit(const cg_kernel *k, const char *fname, unsigned flags, cg_object *out, char *err,

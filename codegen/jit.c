@@ -11,7 +11,7 @@
  *        |  text -> key                             codegen/cache.h
  *        |  loaded in this process? -----------------------------------+
  *        |  in the cache (memory, disk)? --- object ---+               |
- *        |  cg_emit: IR, formulas linked, O3, object   | codegen/emit.c| [llvm, asm]
+ *        |  cg_emit: IR, formulas linked, O2, object   | codegen/emit.c| [llvm, asm]
  *        v                                             v               |
  *   object --> cg_cache_put --> LLJIT: add, look up (this file)        |
  *        v                                                             v
@@ -19,7 +19,8 @@
  *        launched over tiles with rt_parallel_for by the plan (sched/)
  *
  * Kernels of one graph compile in parallel on the runtime pool, each on its
- * own LLVM context and target machine; adding objects to the LLJIT and
+ * own LLVM context and target machine, from one queue, the longest first
+ * (cost_of), each text once; adding objects to the LLJIT and
  * looking symbols up happen under one mutex (two threads adding to one LLJIT
  * crash, shared/notes/LLVM.md). The LLJIT is made on first use (a failure,
  * such as an allocation, is reported and retried by the next call); JIT
@@ -352,28 +353,85 @@ int cg_jit_get(const cg_kernel *k, cg_cache *cache, unsigned flags, cg_compiled 
     return rc;
 }
 
+/* A guess of what compiling k costs, in about 2.5 ms units of LLVM time on
+ * the 2026-11-29 measurements (docs/perf.md): a fixed part per kernel, more
+ * per instruction and formula call, per stage (a loop each), per runtime
+ * stride (gathers), and a column kernel's block loops. Only the order
+ * matters: the longest kernels start first. */
+static int cost_of(const cg_kernel *k)
+{
+    int c = 8 + k->ninst + 4 * k->nstages + (k->lanes ? 24 : 0);
+    for (int i = 0; i < k->ninst; i++)
+        c += k->inst[i].k == CG_CALL;
+    for (int b = 0; b < k->nbufs; b++)
+        c += 8 * (k->bufs[b].inner == CG_STRIDED || (k->lanes && k->bufs[b].lane == CG_STRIDED));
+    return c;
+}
+
+typedef struct {
+    int i, cost;
+} queued;
+
 typedef struct {
     const cg_kernel *const *ks;
     cg_cache *cache;
     unsigned flags;
     cg_compiled *outs;
+    const queued *q;        /* the kernels to get, longest first */
+    int n;
+    atomic_int next;        /* the next one of q to take */
 } all_ctx;
 
-static void get_range(void *ctx, int64_t b, int64_t e)
+/* One worker: takes the next kernel of the queue until none is left. */
+static void get_queue(void *ctx, int64_t b, int64_t e)
 {
+    (void)b, (void)e;
     all_ctx *c = ctx;
-    for (int64_t i = b; i < e; i++)
-        cg_jit_get(c->ks[i], c->cache, c->flags, &c->outs[i]);
+    for (int i; (i = atomic_fetch_add(&c->next, 1)) < c->n;)
+        cg_jit_get(c->ks[c->q[i].i], c->cache, c->flags, &c->outs[c->q[i].i]);
+}
+
+static int longest_first(const void *a, const void *b)
+{
+    const queued *x = a, *y = b;
+    return y->cost != x->cost ? y->cost - x->cost : x->i - y->i;
 }
 
 int cg_jit_get_all(const cg_kernel *const *ks, int n, cg_cache *cache, unsigned flags,
                    cg_compiled *outs)
 {
-    all_ctx c = {ks, cache, flags, outs};
     if (n <= 0)
         return 0;
     cg_jit_available(NULL, 0);   /* make the LLJIT before the threads race to */
-    rt_parallel_for(n, 1, get_range, &c);
+    /* The first kernel of each text is queued, the longest first: with two
+     * threads, the last long kernel to start decides when all are done. A
+     * copy of an earlier text is got after the queue, found loaded (not
+     * compiled twice at once on two threads). The dumps ask for every one. */
+    bool dumps = flags & (CG_EMIT_LLVM | CG_EMIT_ASM);
+    queued *q = malloc(sizeof *q * (size_t)n);
+    char **text = calloc((size_t)n, sizeof *text);
+    bool *copy = calloc((size_t)n, sizeof *copy);
+    int nq = 0;
+    for (int i = 0; q && text && copy && i < n; i++) {
+        text[i] = dumps ? NULL : cg_kernel_text(ks[i], "k");
+        for (int j = 0; j < i && text[i] && !copy[i]; j++)
+            copy[i] = text[j] && !strcmp(text[i], text[j]);
+        if (!copy[i])
+            q[nq++] = (queued){i, cost_of(ks[i])};
+    }
+    if (q && text && copy) {
+        qsort(q, (size_t)nq, sizeof *q, longest_first);
+        all_ctx c = {ks, cache, flags, outs, q, nq, 0};
+        int threads = rt_threads();
+        rt_parallel_for(nq < threads ? nq : threads, 1, get_queue, &c);
+    }
+    for (int i = 0; i < n; i++) {
+        if (!q || !text || !copy || copy[i])   /* (out of memory: one at a time) */
+            cg_jit_get(ks[i], cache, flags, &outs[i]);
+        if (text)
+            free(text[i]);
+    }
+    free(q), free(text), free(copy);
     int failed = 0;
     for (int i = 0; i < n; i++)
         failed += outs[i].fn == NULL;

@@ -49,8 +49,11 @@ typedef struct cg_compiled {
 int cg_jit_get(const cg_kernel *k, cg_cache *cache, unsigned flags, cg_compiled *out);
 
 /* cg_jit_get for ks[0..n) in parallel on the runtime pool (each compile on
- * its own LLVM context and target machine; adding to the JIT is serialized).
- * Returns the number that failed. */
+ * its own LLVM context and target machine; adding to the JIT is serialized):
+ * the threads take kernels from one queue, the longest (by a guess from the
+ * kernel's structure) first; a kernel with the text of an earlier one is got
+ * after the queue (found loaded: compiled once). Returns the number that
+ * failed. */
 int cg_jit_get_all(const cg_kernel *const *ks, int n, cg_cache *cache, unsigned flags,
                    cg_compiled *outs);
 

@@ -730,6 +730,52 @@ static void run_p1(cg_kernel_fn fn, double c)
     free(y);
 }
 
+/* cg_jit_get_all compiles each text once, however often it is asked for
+ * (copies are found loaded after the others are compiled, not compiled twice
+ * at once on two threads), longest first, and fills every slot in the
+ * caller's order. Kernels new to this process: constants no other test uses. */
+static void test_get_all_queue(void **state)
+{
+    enum { N = 7 };
+    double c0 = 2.0 + (double)(getpid() % 1000) / 1024.0;
+    double cs[N] = {c0, c0 + 1, c0, c0 + 2, c0 + 1, c0, c0 + 3};   /* 4 texts */
+    cg_kernel *ks = calloc(N, sizeof *ks);
+    const cg_kernel *kp[N];
+    for (int i = 0; i < N; i++) {
+        p1_kernel(&ks[i], cs[i]);
+        kp[i] = &ks[i];
+    }
+    /* a longer kernel last: a second tanh chain on the result */
+    int y = ks[N - 1].stages[0].st_val[0];
+    for (int r = 0; r < 6; r++)
+        y = cg_add_inst(&ks[N - 1], &(cg_inst){.k = CG_CALL, .dt = TJ_F32, .op = OP_tanh, .cdt = TJ_F32, .a = {y}});
+    ks[N - 1].stages[0].st_val[0] = y;
+    cg_compiled out[N];
+    cg_cache *mem = cg_cache_new(NULL);
+    cg_jit_stats a, b;
+    cg_jit_stats_get(&a);
+    assert_int_equal(cg_jit_get_all(kp, N, mem, 0, out), 0);
+    cg_jit_stats_get(&b);
+    assert_int_equal(b.compiled - a.compiled, 4);
+    assert_int_equal(b.reused - a.reused, 3);
+    for (int i = 0; i < N; i++) {
+        assert_non_null(out[i].fn);
+        for (int j = 0; j < i; j++)
+            if (cs[j] == cs[i] && i != N - 1 && j != N - 1) {
+                assert_ptr_equal(out[i].fn, out[j].fn);
+                assert_int_equal(out[i].origin, CG_FROM_LOADED);
+            }
+    }
+    for (int i = 0; i < N - 1; i++)
+        run_p1(out[i].fn, cs[i]);
+    for (int i = 0; i < N; i++) {
+        cg_jit_release(out[i].fn);
+        cg_compiled_clear(&out[i]);
+    }
+    cg_cache_free(mem);
+    free(ks);
+}
+
 /* Compiled in a child process (a fresh cache, a fresh JIT), loaded here
  * from the disk cache. */
 static void test_kernel_cache_across_processes(void **state)
@@ -945,6 +991,7 @@ int main(int argc, char **argv)
         T(test_random_graphs),
         T(test_threads_share_a_plan),
         T(test_perf_map),
+        T(test_get_all_queue),
         T(test_kernel_cache_across_processes), T(test_kernel_cache_damage),
         T(test_p1_asm_vectorized),
         T(test_kernel_errors),
