@@ -37,14 +37,14 @@
 
 extern char **environ;
 
-static double clock_ms(clockid_t id)
+double bench_clock_ms(clockid_t id)
 {
     struct timespec ts;
     clock_gettime(id, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
-static double now_ms(void) { return clock_ms(CLOCK_MONOTONIC); }
+static double now_ms(void) { return bench_clock_ms(CLOCK_MONOTONIC); }
 
 /* ---- peak memory: growth of the resident set (Linux /proc) ---------------- */
 
@@ -185,10 +185,10 @@ static int checked_call(const callee *f, bench_args *a, double *ms, int64_t *pea
 static double timed_call(const callee *f, bench_args *a, clockid_t id, bench_result *r)
 {
     tj_scope_begin();
-    double t0 = clock_ms(id);
+    double t0 = bench_clock_ms(id);
     tj_tensor *y = invoke(f, a);
     tj_scope_end();
-    double t1 = clock_ms(id);
+    double t1 = bench_clock_ms(id);
     if (!y) {
         fail(r, f->path, tj_last_error());
         return -1;
@@ -202,8 +202,7 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Sorts v[0..n) (n >= 1) and returns its median. */
-static double median(double *v, int n)
+double bench_median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
@@ -250,7 +249,7 @@ static int measure(const callee *f, bench_args *a, const bench_opts *o, bench_ti
         return fail(r, "measure", "out of memory");
     }
     t->faults = faults0 >= 0 ? (page_faults() - faults0) / n : NAN;
-    t->ms = median(ts, n);
+    t->ms = bench_median(ts, n);
     t->min_ms = ts[0];
     t->iters = n;
     t->done = true;
@@ -477,8 +476,8 @@ static void first_calls(const bench_case *c, bench_result *r, FILE *progress)
         v[2][k] = warm.ms, v[3][k] = warm.compile_ms;
     }
     int n = BENCH_FIRST_CALL_RUNS;
-    r->cold = (bench_first_call){median(v[0], n), median(v[1], n)};
-    r->warm = (bench_first_call){median(v[2], n), median(v[3], n)};
+    r->cold = (bench_first_call){bench_median(v[0], n), bench_median(v[1], n)};
+    r->warm = (bench_first_call){bench_median(v[2], n), bench_median(v[3], n)};
     if (progress)
         fprintf(progress, "%s %-10s first call in a new process (median of %d): %.1f ms with a "
                           "cold kernel cache (%.1f ms compiling), %.1f ms warm (%.1f ms)\n",

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "suite.h"
 
@@ -75,6 +76,11 @@ void bench_run(const bench_case *c, const bench_opts *o, FILE *progress, bench_r
  * tj_compile with the first tj_call, and a second tj_call, and prints both ms
  * on one line of stdout. Returns the exit code. */
 int bench_first_call_child(const bench_case *c);
+
+/* ms on clock id (CLOCK_MONOTONIC, CLOCK_PROCESS_CPUTIME_ID, ...). */
+double bench_clock_ms(clockid_t id);
+/* Sorts v[0..n) (n >= 1) and returns its median. */
+double bench_median(double *v, int n);
 
 /* One JSON object on one line, with the fields SUITE.md lists. */
 void bench_print_json(FILE *f, const bench_result *r);

@@ -15,39 +15,21 @@
 #include <string.h>
 #include <time.h>
 
+#include "../bench.h"
 #include "../suite.h"
 
 enum { MAX_ROUNDS = 4096 };
-
-static double clock_ms(clockid_t id)
-{
-    struct timespec t;
-    clock_gettime(id, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 /* One call of compiled f on a's inputs in its own scope: 0 or -1; the ms in
  * wall and cpu. */
 static int call(tj_compiled *f, bench_args *a, double *wall, double *cpu)
 {
-    double w0 = clock_ms(CLOCK_MONOTONIC), c0 = clock_ms(CLOCK_PROCESS_CPUTIME_ID);
+    double w0 = bench_clock_ms(CLOCK_MONOTONIC), c0 = bench_clock_ms(CLOCK_PROCESS_CPUTIME_ID);
     tj_scope_begin();
     tj_tensor *y = tj_call(f, a->t, a->ninputs);
     tj_scope_end();
-    *wall = clock_ms(CLOCK_MONOTONIC) - w0;
-    *cpu = clock_ms(CLOCK_PROCESS_CPUTIME_ID) - c0;
+    *wall = bench_clock_ms(CLOCK_MONOTONIC) - w0;
+    *cpu = bench_clock_ms(CLOCK_PROCESS_CPUTIME_ID) - c0;
     return y ? 0 : -1;
 }
 
@@ -90,10 +72,10 @@ int main(int argc, char **argv)
         double **v = q ? cpu : wall, ms[2];
         for (int i = 0; i < rounds; i++)
             ratio[i] = v[1][i] / v[0][i];
-        double rq = median(ratio, rounds);
+        double rq = bench_median(ratio, rounds);
         for (int r = 0; r < 2; r++) {
             memcpy(ratio, v[r], sizeof(double) * (size_t)rounds);
-            ms[r] = median(ratio, rounds);
+            ms[r] = bench_median(ratio, rounds);
         }
         printf("%-4s ms: A %.3f  B %.3f | median ratio B/A %.3f\n", q ? "cpu" : "wall", ms[0],
                ms[1], rq);

@@ -20,41 +20,23 @@
 #include <string.h>
 #include <time.h>
 
+#include "../bench.h"
 #include "../suite.h"
 
 enum { RUNNERS = 3, MAX_ROUNDS = 4096 };
-
-static double clock_ms(clockid_t id)
-{
-    struct timespec t;
-    clock_gettime(id, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static double *wall[RUNNERS], *cpu[RUNNERS];
 
 /* One step of runner r (0 eager, 1 and 2 compiled) in its own scope; 0 or -1. */
 static int step(const bench_case *c, bench_args *a, tj_compiled *f, int r, int round)
 {
-    double w0 = clock_ms(CLOCK_MONOTONIC), c0 = clock_ms(CLOCK_PROCESS_CPUTIME_ID);
+    double w0 = bench_clock_ms(CLOCK_MONOTONIC), c0 = bench_clock_ms(CLOCK_PROCESS_CPUTIME_ID);
     tj_scope_begin();
     tj_tensor *y = f ? tj_call(f, a->t, a->ninputs) : c->run(a, a->t, a->ninputs);
     tj_scope_end();
     if (round >= 0) {
-        wall[r][round] = clock_ms(CLOCK_MONOTONIC) - w0;
-        cpu[r][round] = clock_ms(CLOCK_PROCESS_CPUTIME_ID) - c0;
+        wall[r][round] = bench_clock_ms(CLOCK_MONOTONIC) - w0;
+        cpu[r][round] = bench_clock_ms(CLOCK_PROCESS_CPUTIME_ID) - c0;
     }
     return y ? 0 : -1;
 }
@@ -125,12 +107,12 @@ int main(int argc, char **argv)
         for (int q = 0; q < 3; q++) {
             for (int i = 0; i < rounds; i++)
                 ratio[i] = v[num[q]][i] / v[den[q]][i];
-            rq[q] = median(ratio, rounds);
+            rq[q] = bench_median(ratio, rounds);
         }
         double ms[RUNNERS];
         for (int r = 0; r < RUNNERS; r++) {
             memcpy(ratio, v[r], sizeof(double) * (size_t)rounds);
-            ms[r] = median(ratio, rounds);
+            ms[r] = bench_median(ratio, rounds);
         }
         printf("%-4s ms: eager %.3f  A %.3f  B %.3f | median ratios: eager/A %.3fx  eager/B %.3fx  B/A %.3fx\n",
                clk[t], ms[0], ms[1], ms[2], rq[0], rq[1], rq[2]);
