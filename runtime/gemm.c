@@ -15,13 +15,18 @@
  * works in 6 x 16 sub-tiles), while the next half is prefetched, and the
  * row blocks are up to MC_HALF rows (one block for m <= 264).
  *
+ * f16 is bf16's structure (F16C widening: gemm_avx2.c), its k-blocks
+ * KCG_WIDE pairs on every variant, so that the portable kernel, the F16C
+ * one and the f32 kernels on the widened operands sum in the same order.
+ *
  * f32 output without a scale on an accumulated C is summed in C itself;
- * otherwise (int8's s32 sums, bf16 output, alpha with accumulate) a task's
+ * otherwise (int8's s32 sums, bf16/f16 output, alpha with accumulate) a task's
  * sums go to its own scratch block and the epilogue writes C from there.
  */
 #include <math.h>
 #include <string.h>
 
+#include "../ir/half.h"
 #include "../ir/vmath.h"
 #include "gemm.h"
 #include "rt.h"
@@ -40,7 +45,7 @@ enum { KCG_WIDE = KCG / 2 };
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-static int group_of(tjg_type t) { return t == TJG_F32 ? 1 : t == TJG_BF16 ? 2 : 4; }
+static int group_of(tjg_type t) { return t == TJG_F32 ? 1 : t == TJG_S8 ? 4 : 2; }
 
 /* ---- packing B --------------------------------------------------------------------------- */
 
@@ -143,16 +148,38 @@ static void pack_t(tjg_packed *p, const void *b, int64_t ld, int64_t k, int64_t 
     rt_parallel_for(cdiv(n, TJG_NR), cdiv(1 << 16, k * TJG_NR), pack_t_range, &t);
 }
 
-int tjg_pack_bf16(tjg_packed *p, const uint16_t *b, int64_t rs, int64_t cs, int64_t k,
-                  int64_t n)
+/* bf16 or f16 bits: the same panels of pairs. */
+static int pack_16(tjg_packed *p, tjg_type t, const uint16_t *b, int64_t rs, int64_t cs,
+                   int64_t k, int64_t n)
 {
-    if (packed_alloc(p, TJG_BF16, k, n))
+    if (packed_alloc(p, t, k, n))
         return -1;
     if (rs == 1 && cs != 1 && k > 1) {
         pack_t(p, b, cs * 2, k, n, 2, 2);
         return 0;
     }
     PACK_LOOP(uint16_t, 2, *at = b[kk * rs + j * cs]);
+    return 0;
+}
+
+int tjg_pack_bf16(tjg_packed *p, const uint16_t *b, int64_t rs, int64_t cs, int64_t k,
+                  int64_t n)
+{
+    return pack_16(p, TJG_BF16, b, rs, cs, k, n);
+}
+
+int tjg_pack_f16(tjg_packed *p, const uint16_t *b, int64_t rs, int64_t cs, int64_t k,
+                 int64_t n)
+{
+    return pack_16(p, TJG_F16, b, rs, cs, k, n);
+}
+
+int tjg_pack_f32_as_f16(tjg_packed *p, const float *b, int64_t rs, int64_t cs, int64_t k,
+                        int64_t n)
+{
+    if (packed_alloc(p, TJG_F16, k, n))
+        return -1;
+    PACK_LOOP(uint16_t, 2, *at = ir_f32_to_f16(b[kk * rs + j * cs]));
     return 0;
 }
 
@@ -275,6 +302,7 @@ typedef struct gemm_call {
     int64_t m, n, lda_rs, lda_cs;
     const void *a;
     bool a_bf16;                 /* BF16 B: A given as bf16 bits */
+    bool a_f16;                  /* F16 B: A given as f16 bits */
     const int32_t *a_zp;         /* S8: per row */
     const float *a_scale;
     const tjg_packed *b;
@@ -286,6 +314,7 @@ typedef struct gemm_call {
     tjg_kernel kern;
     tjg_ukernel half;            /* f32 AVX2: the half-panel kernel (tjg_f32_half_avx2) */
     bool avx2;                   /* the variant has AVX2: packing moves 8 x 8 blocks */
+    bool f16c;                   /* tjg_f16c(): f16 C rounded by vcvtps2ph */
     int64_t mc, kc;              /* rows per i-block, k groups per k-block */
     bool a_7bit;                 /* S8: every byte of A <= 127 (the vpmaddubsw kernel) */
     int64_t nc, nbi, nbj;        /* columns per task, task grid */
@@ -296,7 +325,9 @@ typedef struct gemm_call {
 static float a_f32(const gemm_call *g, int64_t i, int64_t kk)
 {
     int64_t off = i * g->lda_rs + kk * g->lda_cs;
-    float x = g->a_bf16 ? tjg_bf16_to_f32(((const uint16_t *)g->a)[off]) : ((const float *)g->a)[off];
+    float x = g->a_bf16  ? tjg_bf16_to_f32(((const uint16_t *)g->a)[off])
+              : g->a_f16 ? ir_f16_to_f32(((const uint16_t *)g->a)[off])
+                         : ((const float *)g->a)[off];
     if (g->has_pro) {
         x = x * (g->pro.scale ? g->pro.scale[kk] : 1.0f) + (g->pro.shift ? g->pro.shift[kk] : 0.0f);
         x = act1(g->pro.act, x);
@@ -313,7 +344,8 @@ static void pack_a(const gemm_call *g, uint32_t *dst, int64_t i0, int64_t mc, in
     int64_t k = g->b->k;
     /* contiguous rows without a prologue whose groups lie whole in the
      * row: the row's bytes are the groups (little-endian pairs and quads) */
-    bool bytes = !g->has_pro && g->lda_cs == 1 && (t != TJG_BF16 || g->a_bf16);
+    bool half = t == TJG_BF16 || t == TJG_F16, a_half = g->a_bf16 || g->a_f16;
+    bool bytes = !g->has_pro && g->lda_cs == 1 && (!half || a_half);
     int64_t whole = (k / gs - kg0) < nkg ? k / gs - kg0 : nkg;
     for (int64_t s = 0; s < cdiv(mc, TJG_MR); s++) {
         int64_t done = 0;   /* groups packed for the whole sliver */
@@ -346,6 +378,11 @@ static void pack_a(const gemm_call *g, uint32_t *dst, int64_t i0, int64_t mc, in
                 for (; q0 < whole; q0++)
                     d[q0 * TJG_MR] = tjg_f32_to_bf16(src[2 * q0]) |
                                      (uint32_t)tjg_f32_to_bf16(src[2 * q0 + 1]) << 16;
+            } else if (!g->has_pro && g->lda_cs == 1 && t == TJG_F16) {
+                const float *src = (const float *)g->a + i * g->lda_rs + kg0 * 2;
+                for (; q0 < whole; q0++)
+                    d[q0 * TJG_MR] = ir_f32_to_f16(src[2 * q0]) |
+                                     (uint32_t)ir_f32_to_f16(src[2 * q0 + 1]) << 16;
             }
             for (int64_t q = q0; q < nkg; q++) {
                 uint32_t w = 0;
@@ -356,12 +393,14 @@ static void pack_a(const gemm_call *g, uint32_t *dst, int64_t i0, int64_t mc, in
                     if (t == TJG_F32) {
                         float x = a_f32(g, i, kk);
                         memcpy(&w, &x, 4);
-                    } else if (t == TJG_BF16) {
+                    } else if (half) {
                         uint16_t h;
-                        if (g->a_bf16 && !g->has_pro)
+                        if (a_half && !g->has_pro)
                             h = ((const uint16_t *)g->a)[i * g->lda_rs + kk * g->lda_cs];
-                        else
+                        else if (t == TJG_BF16)
                             h = tjg_f32_to_bf16(a_f32(g, i, kk));
+                        else
+                            h = ir_f32_to_f16(a_f32(g, i, kk));
                         w |= (uint32_t)h << (16 * e);
                     } else {
                         w |= (uint32_t)((const uint8_t *)g->a)[i * g->lda_rs + kk] << (8 * e);
@@ -393,6 +432,10 @@ static void uk_generic(tjg_type t, int64_t kg, const uint32_t *a, const uint32_t
                     sf = fmaf(tjg_bf16_to_f32((uint16_t)x), tjg_bf16_to_f32((uint16_t)y), sf);
                     sf = fmaf(tjg_bf16_to_f32((uint16_t)(x >> 16)),
                               tjg_bf16_to_f32((uint16_t)(y >> 16)), sf);
+                } else if (t == TJG_F16) {
+                    sf = fmaf(ir_f16_to_f32((uint16_t)x), ir_f16_to_f32((uint16_t)y), sf);
+                    sf = fmaf(ir_f16_to_f32((uint16_t)(x >> 16)),
+                              ir_f16_to_f32((uint16_t)(y >> 16)), sf);
                 } else {
                     for (int e = 0; e < 4; e++)
                         si += (int32_t)(uint8_t)(x >> (8 * e)) * (int8_t)(uint8_t)(y >> (8 * e));
@@ -419,11 +462,34 @@ static void run_uk(const gemm_call *g, int64_t kg, const uint32_t *a, const uint
 
 /* ---- epilogue ------------------------------------------------------------------------------- */
 
+/* v[0..n) rounded to f16 into c (vcvtps2ph with F16C: the same bits). */
+static void round_f16(const gemm_call *g, const float *v, uint16_t *c, int64_t n)
+{
+    if (g->f16c) {
+        tjg_f32_to_f16_f16c(v, c, n);
+        return;
+    }
+    for (int64_t j = 0; j < n; j++)
+        c[j] = ir_f32_to_f16(v[j]);
+}
+
 TJG_CLONES static void epi_row(const gemm_call *g, int64_t i, int64_t j0, int64_t nj,
                                const void *src, float *restrict v)
 {
     const tjg_epilogue *e = &g->e;
     float alpha = e->alpha != 0 ? e->alpha : 1.0f;
+    if (g->b->type != TJG_S8 && e->out_f16 && !e->accumulate && !e->res &&
+        e->act == TJG_ACT_NONE) {
+        /* f16 C: the sums (+ bias) then one vector rounding (as bf16's below) */
+        const float *s = src;
+        for (int64_t j = 0; j < nj; j++)
+            v[j] = alpha * s[j];
+        if (e->bias)
+            for (int64_t j = 0; j < nj; j++)
+                v[j] += e->bias[j0 + j];
+        round_f16(g, v, (uint16_t *)g->c + i * g->ldc + j0, nj);
+        return;
+    }
     if (g->b->type != TJG_S8 && e->out_bf16 && !e->accumulate && !e->res &&
         e->act == TJG_ACT_NONE) {
         /* bf16 C from the sums (+ bias) in one pass rather than three: the
@@ -455,6 +521,10 @@ TJG_CLONES static void epi_row(const gemm_call *g, int64_t i, int64_t j0, int64_
             const uint16_t *c = (const uint16_t *)g->c + i * g->ldc + j0;
             for (int64_t j = 0; j < nj; j++)
                 v[j] += tjg_bf16_to_f32(c[j]);
+        } else if (e->out_f16) {
+            const uint16_t *c = (const uint16_t *)g->c + i * g->ldc + j0;
+            for (int64_t j = 0; j < nj; j++)
+                v[j] += ir_f16_to_f32(c[j]);
         } else {
             const float *c = (const float *)g->c + i * g->ldc + j0;
             for (int64_t j = 0; j < nj; j++)
@@ -476,6 +546,8 @@ TJG_CLONES static void epi_row(const gemm_call *g, int64_t i, int64_t j0, int64_
         uint16_t *c = (uint16_t *)g->c + i * g->ldc + j0;
         for (int64_t j = 0; j < nj; j++)
             c[j] = tjg_f32_to_bf16(v[j]);
+    } else if (e->out_f16) {
+        round_f16(g, v, (uint16_t *)g->c + i * g->ldc + j0, nj);
     } else if (v != (float *)g->c + i * g->ldc + j0) {
         memcpy((float *)g->c + i * g->ldc + j0, v, (size_t)nj * 4);
     }
@@ -609,7 +681,8 @@ static void task(const gemm_call *g, scratch *s, int64_t bi, int64_t bj)
          * (sums from scratch, no accumulate, no residual that could be C):
          * no copy of the row */
         float *row = (float *)g->c + (i0 + r) * g->ldc + j0;
-        bool direct = !g->in_place && !g->e.out_bf16 && !g->e.accumulate && !g->e.res;
+        bool direct = !g->in_place && !g->e.out_bf16 && !g->e.out_f16 && !g->e.accumulate &&
+                      !g->e.res;
         epi_row(g, i0 + r, j0, nj, src, direct ? row : s->v);
     }
 }
@@ -643,10 +716,11 @@ static int run(gemm_call *g)
         return 0;
     g->kern = g->a_7bit ? tjg_kernel_avx2_q8() : tjg_kernel_x86(g->b->type, tjg_isa_current());
     g->avx2 = tjg_isa_current() >= TJG_AVX2;
+    g->f16c = tjg_f16c();
     /* f32, and bf16 widened to f32 per panel: the AVX2 half-panel order */
     g->half = (g->b->type == TJG_F32 || g->kern.widen_b) && tjg_isa_current() == TJG_AVX2
                   ? tjg_f32_half_avx2() : NULL;
-    g->mc = MC, g->kc = g->kern.widen_b ? KCG_WIDE : KCG;
+    g->mc = MC, g->kc = g->kern.widen_b || g->b->type == TJG_F16 ? KCG_WIDE : KCG;
     if (g->half)   /* rows in as few even blocks as fit MC_HALF: B read once per block */
         g->mc = cdiv(cdiv(g->m, cdiv(g->m, MC_HALF)), TJG_MR) * TJG_MR;
     g->nbi = cdiv(g->m, g->mc);
@@ -663,18 +737,19 @@ static int run(gemm_call *g)
     return atomic_load(&tc.failed) ? -1 : 0;
 }
 
-int tjg_gemm(int64_t m, const void *a, bool a_bf16, int64_t rs, int64_t cs, const tjg_packed *b,
+int tjg_gemm(int64_t m, const void *a, bool a_half, int64_t rs, int64_t cs, const tjg_packed *b,
              void *c, int64_t ldc, const tjg_epilogue *e, const tjg_prologue *pro)
 {
     gemm_call g = {.m = m, .n = b->n, .lda_rs = rs, .lda_cs = cs, .a = a,
-                   .a_bf16 = a_bf16 && b->type == TJG_BF16, .b = b, .c = c, .ldc = ldc};
+                   .a_bf16 = a_half && b->type == TJG_BF16,
+                   .a_f16 = a_half && b->type == TJG_F16, .b = b, .c = c, .ldc = ldc};
     if (e)
         g.e = *e;
     if (pro && (pro->scale || pro->shift || pro->act != TJG_ACT_NONE)) {
         g.pro = *pro;
         g.has_pro = true;
     }
-    g.in_place = !g.e.out_bf16 && b->type != TJG_S8 &&
+    g.in_place = !g.e.out_bf16 && !g.e.out_f16 && b->type != TJG_S8 &&
                  (!g.e.accumulate || g.e.alpha == 0 || g.e.alpha == 1);
     return run(&g);
 }
@@ -687,7 +762,7 @@ int tjg_gemm_u8s8(int64_t m, const uint8_t *a, int64_t lda, const int32_t *a_zp,
                    .a_scale = a_scale, .b = b, .c = c, .ldc = ldc};
     if (e)
         g.e = *e;
-    g.e.out_bf16 = false;
+    g.e.out_bf16 = g.e.out_f16 = false;
     /* 7-bit A (reduced-range rows) on the vpmaddubsw kernel; a full-range
      * A (a byte above 127, where a pair could saturate) on the exact one */
     g.a_7bit = m > 0 && tjg_u8s8_reduce_range(tjg_isa_current()) &&

@@ -1,16 +1,18 @@
-/* gemm.h - tjit's own GEMM kernels (runtime/gemm*.c): f32, bf16 and int8
- * (u8 x s8) products with packed right operands, a fused epilogue and an
+/* gemm.h - tjit's own GEMM kernels (runtime/gemm*.c): f32, bf16, f16 and
+ * int8 (u8 x s8) products with packed right operands, a fused epilogue and an
  * optional pointwise prologue, chosen by CPU features at run time.
  *
  *   pack     the right operand B[k,n] is packed once (a weight: once per
  *            plan or per model) into panels of TJG_NR columns, in the layout
- *            its micro-kernel reads: f32 k-major, bf16 in (k, k+1) pairs
- *            (vdpbf16ps), int8 in quads (vpdpbusd) with its column sums.
+ *            its micro-kernel reads: f32 k-major, bf16 and f16 in (k, k+1)
+ *            pairs (vdpbf16ps), int8 in quads (vpdpbusd) with its column sums.
  *   run      C[m,n] = epilogue(prologue(A)[m,k] @ B): A is packed per call,
  *            block by block, each thread its own blocks (BLIS loop order:
  *            a KC x NR panel of B in L1, an MC x KC block of A in L2).
  *   variant  what the CPU has (cpuid + OS state): AVX2 + FMA (f32 FMA,
- *            bf16 widened to f32, int8 widened to s16 pairs, or vpmaddubsw
+ *            bf16 widened to f32, f16 widened to f32 by F16C (vcvtph2ps,
+ *            where cpuid has it; else the portable kernel), int8 widened
+ *            to s16 pairs, or vpmaddubsw
  *            when the call's A is 7-bit: gemm_avx2_q8.c), AVX-512 f32
  *            FMA, avx512_bf16 (vdpbf16ps), VNNI (vpdpbusd); a portable C
  *            kernel elsewhere. TJIT_ISA=generic|avx2|avx512|avx512_bf16|amx
@@ -49,8 +51,14 @@ enum {
     TJG_F_VNNI = 1 << 2,     /* avx512_vnni */
     TJG_F_AMX = 1 << 3,      /* amx_tile + amx_bf16 + amx_int8 */
     TJG_F_AVX2 = 1 << 4,     /* avx + avx2 + fma with ymm state enabled by the OS */
+    TJG_F_F16C = 1 << 5,     /* f16c (CPUID.1:ECX bit 29) with ymm state enabled */
 };
 unsigned tjg_cpu_features(void);
+/* Whether f16 may use the F16C kernels (gemm_avx2.c: vcvtph2ps, vcvtps2ph)
+ * under variant isa on a CPU with these features: AVX2 or above and f16c.
+ * Pure (tests call it); tjg_f16c() is it for the process's variant. */
+bool tjg_f16c_usable(tjg_isa isa, unsigned features);
+bool tjg_f16c(void);
 /* The variant for these features under a TJIT_ISA value (NULL or "": the
  * best); never one whose features are missing. Pure (tests call it). */
 tjg_isa tjg_isa_select(unsigned features, const char *env);
@@ -63,7 +71,7 @@ void tjg_isa_force(int isa);
 const char *tjg_isa_name(tjg_isa isa);
 
 /* ---- packed right operands ------------------------------------------------------------ */
-typedef enum tjg_type { TJG_F32, TJG_BF16, TJG_S8 } tjg_type;
+typedef enum tjg_type { TJG_F32, TJG_BF16, TJG_S8, TJG_F16 } tjg_type;
 
 typedef struct tjg_packed {
     tjg_type type;
@@ -77,13 +85,18 @@ typedef struct tjg_packed {
 } tjg_packed;
 
 /* B element (i, j) at b[i*rs + j*cs]. bf16 input is raw uint16 (bf16 bits);
- * tjg_pack_f32_as_bf16 rounds f32 to bf16 (RNE). Return 0, or -1 with an
- * error recorded (out of memory). */
+ * tjg_pack_f32_as_bf16 rounds f32 to bf16 (RNE). f16 likewise (IEEE
+ * binary16 bits, pairs as bf16's: TJG_F16). Return 0, or -1 with an error
+ * recorded (out of memory). */
 int tjg_pack_f32(tjg_packed *p, const float *b, int64_t rs, int64_t cs, int64_t k, int64_t n);
 int tjg_pack_bf16(tjg_packed *p, const uint16_t *b, int64_t rs, int64_t cs, int64_t k,
                   int64_t n);
 int tjg_pack_f32_as_bf16(tjg_packed *p, const float *b, int64_t rs, int64_t cs, int64_t k,
                          int64_t n);
+int tjg_pack_f16(tjg_packed *p, const uint16_t *b, int64_t rs, int64_t cs, int64_t k,
+                 int64_t n);
+int tjg_pack_f32_as_f16(tjg_packed *p, const float *b, int64_t rs, int64_t cs, int64_t k,
+                        int64_t n);
 /* int8 weights with a per-column scale (kept by pointer: must outlive p). */
 int tjg_pack_s8(tjg_packed *p, const int8_t *b, int64_t rs, int64_t cs, int64_t k, int64_t n,
                 const float *scale);
@@ -110,6 +123,7 @@ typedef struct tjg_epilogue {
     bool res_after_act;
     bool accumulate;
     bool out_bf16;               /* C is bf16 (uint16, RNE) instead of f32 */
+    bool out_f16;                /* C is f16 (uint16, RNE: vcvtps2ph's bits) */
 } tjg_epilogue;
 
 /* A's element (i, kk) becomes act(a * scale[kk] + shift[kk]) (NULL: 1, 0)
@@ -120,12 +134,13 @@ typedef struct tjg_prologue {
 } tjg_prologue;
 
 /* ---- products -------------------------------------------------------------------------- */
-/* C[m,n] (rows ldc apart; f32, or bf16 with e->out_bf16) = A[m,k] @ B. A's
- * element (i, kk) at a[i*rs + kk*cs], of type: f32 for an F32 B; f32 or bf16
- * (a_bf16) for a BF16 B (f32 is rounded to bf16 as it is packed). e and pro
- * may be NULL. Splits over the runtime's pool (nested calls run serially).
- * Return 0, or -1 with an error recorded. */
-int tjg_gemm(int64_t m, const void *a, bool a_bf16, int64_t rs, int64_t cs,
+/* C[m,n] (rows ldc apart; f32, or bf16/f16 with e->out_bf16/out_f16) =
+ * A[m,k] @ B. A's element (i, kk) at a[i*rs + kk*cs], of type: f32 for an
+ * F32 B; f32 or B's 16-bit type (a_half: bf16 bits for a BF16 B, f16 bits
+ * for an F16 B) for a BF16 or F16 B (f32 is rounded to B's type as it is
+ * packed). e and pro may be NULL. Splits over the runtime's pool (nested
+ * calls run serially). Return 0, or -1 with an error recorded. */
+int tjg_gemm(int64_t m, const void *a, bool a_half, int64_t rs, int64_t cs,
              const tjg_packed *b, void *c, int64_t ldc, const tjg_epilogue *e,
              const tjg_prologue *pro);
 
@@ -217,6 +232,12 @@ tjg_kernel tjg_kernel_avx2(tjg_type t);
 tjg_ukernel tjg_f32_half_avx2(void);
 /* The AVX2 vpmaddubsw int8 kernel (gemm_avx2_q8.c): exact only for A <= 127. */
 tjg_kernel tjg_kernel_avx2_q8(void);
+/* The AVX2 + F16C f16 kernel (uk, split_a, widen_b: gemm_avx2.c, as
+ * bf16's with vcvtph2ps); NULL ones off x86-64. Only where tjg_f16c(). */
+tjg_kernel tjg_kernel_f16c(void);
+/* With F16C (only where tjg_f16c()): d[j] = s[j] rounded to f16 (vcvtps2ph,
+ * nearest even: ir_f32_to_f16's bits) for j < n. */
+void tjg_f32_to_f16_f16c(const float *s, uint16_t *d, int64_t n);
 /* With AVX2: *lo = min(*lo, x[0..j)), *hi likewise (NaN left out) over the
  * first j = k rounded down to 32 elements; returns j (0 without AVX2). The
  * row quantizer's range: gcc left its running min/max scalar. */

@@ -11,6 +11,11 @@
  *         f32 kernels over twice the groups. Widening B as it was loaded,
  *         in every micro-kernel call, put 5 integer uops beside 24 FMAs per
  *         pair and left bf16 10-20% behind f32 on Zen 3 (docs/perf.md).
+ *   f16   the same structure with F16C (a cpuid bit of its own: these
+ *         functions run only where tjg_f16c()): pairs separated by a byte
+ *         shuffle, then vcvtph2ps (exact), for A in split_a and for B once
+ *         per k-block (widen_b); the f32 kernels; C rounded by vcvtps2ph
+ *         (nearest even) in gemm.c's epilogue (tjg_f32_to_f16_f16c).
  *   int8  a u8 x s8 quad is two halves of s16 pairs (bytes 0, 2 and 1, 3;
  *         B sign-extended as loaded, A zero-extended by split_a); vpmaddwd
  *         and vpaddd. Exact: vpmaddubsw is not used, its s16 sums saturate
@@ -227,17 +232,84 @@ AVX2 void tjg_transpose8_avx2(const void *in, int64_t ldi, int64_t nq, uint32_t 
             memcpy(&out[q * ldo + r], src + r * ldi + 4 * q, 4);
 }
 
+#define F16C __attribute__((target("avx2,fma,f16c")))
+
+/* Bytes of four (lo, hi) f16 pairs (a 128-bit lane) reordered as the four
+ * lo halves, then the four hi halves. */
+F16C static inline __m256i f16_unpair(__m256i v)
+{
+    const __m256i sh = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15,
+                                        0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
+    return _mm256_shuffle_epi8(v, sh);
+}
+
+/* kg groups of an f16 panel (NR words of (k, k+1) pairs) into 2 kg rows of
+ * NR f32, as widen_bf16. */
+F16C static void widen_f16(int64_t kg, const uint32_t *b, float *out)
+{
+    for (int64_t p = 0; p < kg; p++, b += TJG_NR, out += 2 * TJG_NR)
+        _Pragma("GCC unroll 4") for (int j = 0; j < TJG_NR; j += 8)
+        {
+            /* lanes [lo 0-3, hi 0-3 | lo 4-7, hi 4-7] -> [lo 0-7 | hi 0-7] */
+            __m256i v = _mm256_permute4x64_epi64(
+                f16_unpair(_mm256_loadu_si256((const __m256i *)(b + j))), 0xd8);
+            _mm256_storeu_ps(out + j, _mm256_cvtph_ps(_mm256_castsi256_si128(v)));
+            _mm256_storeu_ps(out + TJG_NR + j, _mm256_cvtph_ps(_mm256_extracti128_si256(v, 1)));
+        }
+}
+
+/* n groups of MR words of f16 pairs (a packed A block) into 2n rows of MR
+ * f32: each group's lo halves, then its hi halves (split_a). */
+F16C static void split_f16(int64_t n, const uint32_t *a, uint32_t *out)
+{
+    const __m128i sh = _mm_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
+    for (int64_t q = 0; q < n; q++, a += TJG_MR, out += 2 * TJG_MR)
+        _Pragma("GCC unroll 3") for (int r = 0; r < TJG_MR; r += 4)
+        {
+            __m256 f = _mm256_cvtph_ps(
+                _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(a + r)), sh));
+            _mm_storeu_ps((float *)(out + r), _mm256_castps256_ps128(f));
+            _mm_storeu_ps((float *)(out + TJG_MR + r), _mm256_extractf128_ps(f, 1));
+        }
+}
+
+F16C void tjg_f32_to_f16_f16c(const float *s, uint16_t *d, int64_t n)
+{
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        _mm_storeu_si128((__m128i *)(d + j),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(s + j), _MM_FROUND_TO_NEAREST_INT));
+    if (j < n) {   /* the tail through a buffer: no read or write past n */
+        float t[8] = {0};
+        uint16_t h[8];
+        memcpy(t, s + j, (size_t)(n - j) * 4);
+        _mm_storeu_si128((__m128i *)h, _mm256_cvtps_ph(_mm256_loadu_ps(t),
+                                                       _MM_FROUND_TO_NEAREST_INT));
+        memcpy(d + j, h, (size_t)(n - j) * 2);
+    }
+}
+
+tjg_kernel tjg_kernel_f16c(void) { return (tjg_kernel){uk_f32, split_f16, widen_f16}; }
+
 tjg_kernel tjg_kernel_avx2(tjg_type t)
 {
     switch (t) {
     case TJG_F32: return (tjg_kernel){uk_f32, NULL, NULL};
     case TJG_BF16: return (tjg_kernel){uk_f32, split_bf16, widen_bf16};
     case TJG_S8: return (tjg_kernel){uk_s8, split_s8, NULL};
+    case TJG_F16: return tjg_f16c() ? tjg_kernel_f16c() : (tjg_kernel){NULL, NULL, NULL};
     }
     return (tjg_kernel){NULL, NULL, NULL};
 }
 
 #else
+tjg_kernel tjg_kernel_f16c(void) { return (tjg_kernel){NULL, NULL, NULL}; }
+
+void tjg_f32_to_f16_f16c(const float *s, uint16_t *d, int64_t n)
+{
+    (void)s, (void)d, (void)n;
+}
+
 tjg_ukernel tjg_f32_half_avx2(void) { return NULL; }
 
 tjg_kernel tjg_kernel_avx2(tjg_type t)

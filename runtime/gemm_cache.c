@@ -79,6 +79,8 @@ static int pack(tjg_packed *p, tjg_type type, const void *b, int64_t rs, int64_t
         return tjg_pack_f32(p, b, rs, cs, k, n);
     if (type == TJG_S8)
         return tjg_pack_f32_as_s8(p, b, rs, cs, k, n);
+    if (type == TJG_F16)
+        return from_f32 ? tjg_pack_f32_as_f16(p, b, rs, cs, k, n) : tjg_pack_f16(p, b, rs, cs, k, n);
     return from_f32 ? tjg_pack_f32_as_bf16(p, b, rs, cs, k, n) : tjg_pack_bf16(p, b, rs, cs, k, n);
 }
 

@@ -24,9 +24,12 @@ unsigned tjg_cpu_features(void)
     if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27)))   /* OSXSAVE */
         return 0;
     bool avx_fma = (c & (1u << 28)) && (c & (1u << 12));
+    bool f16c = c & (1u << 29);   /* a bit of its own: never implied by AVX2 */
     uint64_t xcr0 = xgetbv0();
     if ((xcr0 & 0x6) != 0x6 || __get_cpuid_max(0, NULL) < 7)   /* SSE, AVX (ymm) state */
         return 0;
+    if (f16c && (c & (1u << 28)))
+        f |= TJG_F_F16C;
     __cpuid_count(7, 0, a, b, c, d);
     if (avx_fma && (b & (1u << 5)))
         f |= TJG_F_AVX2;
@@ -94,6 +97,23 @@ tjg_isa tjg_isa_current(void)
     }
     int f = atomic_load_explicit(&isa_forced, memory_order_relaxed);
     return (tjg_isa)(f >= 0 && f < v ? f : v);
+}
+
+bool tjg_f16c_usable(tjg_isa isa, unsigned features)
+{
+    return isa >= TJG_AVX2 && (features & TJG_F_F16C) && (features & TJG_F_AVX2);
+}
+
+static atomic_uint cpu_features = ~0u;   /* tjg_cpu_features, computed once */
+
+bool tjg_f16c(void)
+{
+    unsigned f = atomic_load_explicit(&cpu_features, memory_order_relaxed);
+    if (f == ~0u) {
+        f = tjg_cpu_features();
+        atomic_store(&cpu_features, f);
+    }
+    return tjg_f16c_usable(tjg_isa_current(), f);
 }
 
 void tjg_isa_force(int isa)

@@ -7,13 +7,14 @@
  * cannot express are packed, once per call. Batches that share the right
  * operand and whose rows are evenly strided fold into one GEMM
  * ([B,M,K] @ [K,N] is one [B*M,K] @ [K,N]); other batches loop over GEMM
- * calls. Integer dtypes use a blocked kernel here; bf16 runs tjit's own
- * GEMM (runtime/gemm.h) with f32 sums.
+ * calls. Integer dtypes use a blocked kernel here; bf16 and f16 run tjit's
+ * own GEMM (runtime/gemm.h) with f32 sums, rounded once.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "../ir/half.h"
 #include "blas.h"
 #include "contract.h"
 #include "gemm.h"
@@ -96,7 +97,7 @@ static bool gemm_direct(tj_dtype dt, bool left, int64_t rows, int64_t cols, int6
     int64_t ld;
     if (dt == TJ_F32 || dt == TJ_F64)
         return rt_blas_layout(rows, cols, rs, cs, &t, &ld);
-    if (dt == TJ_BF16)
+    if (dt == TJ_BF16 || dt == TJ_F16)
         return true;   /* runtime/gemm.c packs both operands from any strides */
     return left || cs == 1 || cols == 1;   /* the integer kernel streams rows of B */
 }
@@ -224,8 +225,9 @@ static const tjg_packed *packed_b(const rt_storage *bst, rt_mat b, int64_t k, in
         if (p || stable)
             return p;
     }
-    int r = type == TJG_F32 ? tjg_pack_f32(own, b.p, b.rs, b.cs, k, n)
-                            : tjg_pack_bf16(own, b.p, b.rs, b.cs, k, n);
+    int r = type == TJG_F32   ? tjg_pack_f32(own, b.p, b.rs, b.cs, k, n)
+            : type == TJG_F16 ? tjg_pack_f16(own, b.p, b.rs, b.cs, k, n)
+                              : tjg_pack_bf16(own, b.p, b.rs, b.cs, k, n);
     return r ? NULL : own;
 }
 
@@ -314,23 +316,25 @@ static int choose_f32(void *handle, int64_t m, int64_t n, int64_t k, rt_mat a, r
     return c;
 }
 
-/* tjit's own GEMM (runtime/gemm.h) on a packed B: bf16 always (vdpbf16ps
- * where the CPU has it; f32 sums rounded once), f32 on a frozen weight
- * where choose_f32 says; 1 when f32 should go to OpenBLAS instead. */
+/* tjit's own GEMM (runtime/gemm.h) on a packed B: bf16 and f16 always
+ * (vdpbf16ps where the CPU has it, f16 widened by F16C; f32 sums rounded
+ * once), f32 on a frozen weight where choose_f32 says; 1 when f32 should go
+ * to OpenBLAS instead. */
 static int gemm_own(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b,
                     const rt_storage *bst, bool acc, const float *bias, void *c, int64_t ldc)
 {
     tjg_packed own = {0};
     void *handle;
-    bool blas;
-    const tjg_packed *p =
-        packed_b(bst, b, k, n, dt == TJ_BF16 ? TJG_BF16 : TJG_F32, &own, &handle, &blas);
+    bool blas, half = dt == TJ_BF16 || dt == TJ_F16;
+    tjg_type type = dt == TJ_BF16 ? TJG_BF16 : dt == TJ_F16 ? TJG_F16 : TJG_F32;
+    const tjg_packed *p = packed_b(bst, b, k, n, type, &own, &handle, &blas);
     if (!p)
         return blas ? 1 : -1;
     int r = 1;
-    if (dt == TJ_BF16 || choose_f32(handle, m, n, k, a, b, p) == CHOICE_OWN) {
-        tjg_epilogue e = {.accumulate = acc, .bias = bias, .out_bf16 = dt == TJ_BF16};
-        r = tjg_gemm(m, a.p, dt == TJ_BF16, a.rs, a.cs, p, c, ldc, &e, NULL);
+    if (half || choose_f32(handle, m, n, k, a, b, p) == CHOICE_OWN) {
+        tjg_epilogue e = {.accumulate = acc, .bias = bias, .out_bf16 = dt == TJ_BF16,
+                          .out_f16 = dt == TJ_F16};
+        r = tjg_gemm(m, a.p, half, a.rs, a.cs, p, c, ldc, &e, NULL);
     }
     tjg_cache_put(handle);
     if (p == &own)
@@ -386,7 +390,7 @@ done:
     return r;
 }
 
-/* bias: [n] f32 added to the sums in the epilogue, bf16 only (NULL else). */
+/* bias: [n] f32 added to the sums in the epilogue, bf16/f16 only (NULL else). */
 static int gemm_ex(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b,
                    const rt_storage *bst, bool accumulate, const float *bias, void *c, int64_t ldc)
 {
@@ -400,7 +404,7 @@ static int gemm_ex(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_ma
     }
     /* f32: only on a frozen weight, and (without autotune) only where
      * tjit's GEMM measured ahead: others are never packed */
-    if (dt == TJ_BF16 ||
+    if (dt == TJ_BF16 || dt == TJ_F16 ||
         (dt == TJ_F32 && bst && tjg_frozen(bst, &flags) && own_f32(m, n, k, flags))) {
         int r = gemm_own(dt, m, n, k, a, b, bst, accumulate, bias, c, ldc);
         if (r <= 0)
@@ -543,7 +547,7 @@ static void mm_range(void *ctx, int64_t b0, int64_t b1)
  * OpenBLAS's own threads. */
 #define RT_MM_SMALL ((int64_t)1 << 24)
 
-/* bias (bf16 only): [n] f32 for the GEMM's epilogue, when the product is one
+/* bias (bf16/f16 only): [n] f32 for the GEMM's epilogue, when the product is one
  * GEMM; 1 (nothing done) when it is not. */
 static int matmul_batches(tj_tensor *out, mm_side *x, mm_side *y, int nb,
                           const int64_t *bshape, bool acc, const float *bias)
@@ -596,34 +600,36 @@ done:
 
 int rt_k_matmul(RT_KERNEL_ARGS) { return contract(out, in[0], in[1], false, NULL); }
 
-/* Every operand and the result bf16: tjit's bf16 GEMM (runtime/gemm.h,
- * vdpbf16ps where the CPU has it, f32 sums rounded once) takes it. */
-static bool all_bf16(const tj_tensor *out, tj_tensor *const *in, int nin)
+/* Every operand and the result bf16, or every one f16: tjit's bf16 or f16
+ * GEMM (runtime/gemm.h: vdpbf16ps where the CPU has it, f16 widened by
+ * F16C; f32 sums rounded once) takes it. */
+static bool all_one_half(const tj_tensor *out, tj_tensor *const *in, int nin)
 {
-    if (out->dtype != TJ_BF16)
+    if (out->dtype != TJ_BF16 && out->dtype != TJ_F16)
         return false;
     for (int k = 0; k < nin; k++)
-        if (in[k] && in[k]->dtype != TJ_BF16)
+        if (in[k] && in[k]->dtype != out->dtype)
             return false;
     return true;
 }
 
 /* matmul with an f16 or bf16 operand (runtime/k_half.c sends it here): all
- * bf16 runs tjit's bf16 GEMM; otherwise the operands widened to f32, sgemm,
- * the result rounded once, since Debian's OpenBLAS has no sbgemm. */
+ * bf16 or all f16 runs tjit's GEMM of that type; otherwise (mixed types)
+ * the operands widened to f32, sgemm, the result rounded once, since
+ * Debian's OpenBLAS has no sbgemm or hgemm. */
 int rt_k_matmul_half(RT_KERNEL_ARGS)
 {
-    if (all_bf16(out, in, nin))
+    if (all_one_half(out, in, nin))
         return contract(out, in[0], in[1], false, NULL);
     return rt_half_via_f32(op, out, in, nin, a);
 }
 
-/* linear with an f16 or bf16 operand: likewise (all bf16: the bias is added
- * to the f32 sums; else x @ w^T + b in f32, rounded once); compiled plans
- * keep it whole for this hook (passes/decompose.c). */
+/* linear with an f16 or bf16 operand: likewise (all bf16 or all f16: the
+ * bias is added to the f32 sums; else x @ w^T + b in f32, rounded once);
+ * compiled plans keep it whole for this hook (passes/decompose.c). */
 int rt_k_linear_half(RT_KERNEL_ARGS)
 {
-    if (all_bf16(out, in, nin))
+    if (all_one_half(out, in, nin))
         return rt_k_linear(op, out, in, nin, a);
     return rt_half_via_f32(op, out, in, nin, a);
 }
@@ -633,7 +639,7 @@ int rt_k_linear_half(RT_KERNEL_ARGS)
 /* x @ w^T + b: w^T is a transposed view (BLAS reads it by its trans flag);
  * x's leading dims fold into the rows of one GEMM. The bias is broadcast
  * into the output first and the GEMM accumulates onto it (beta 1), so the
- * bias costs no extra pass. All bf16 as one GEMM, the bias (widened: exact)
+ * bias costs no extra pass. All bf16 (or f16) as one GEMM, the bias (widened: exact)
  * goes to tjit's GEMM's epilogue instead: the same f32 sum + bias, rounded
  * once, without the broadcast copy (1 MB in B4's first linear) and its
  * read back from memory (half of the epilogue's time in B4, by perf). */
@@ -648,14 +654,16 @@ int rt_k_linear(RT_KERNEL_ARGS)
         return -1;
     int64_t n = out->ndim ? out->shape[out->ndim - 1] : 1;
     float *bf = NULL;
-    if (bias && out->dtype == TJ_BF16 && bias->dtype == TJ_BF16 && bias->ndim == 1 &&
-        bias->shape[0] == n && (bf = rt_alloc((size_t)n * sizeof(float)))) {
+    bool half = out->dtype == TJ_BF16 || out->dtype == TJ_F16;
+    if (bias && half && bias->dtype == out->dtype && bias->ndim == 1 && bias->shape[0] == n &&
+        (bf = rt_alloc((size_t)n * sizeof(float)))) {
         const uint16_t *bv = rt_ptr(bias);
         for (int64_t j = 0; j < n; j++)
-            bf[j] = tjg_bf16_to_f32(bv[j * bias->strides[0]]);
+            bf[j] = out->dtype == TJ_F16 ? ir_f16_to_f32(bv[j * bias->strides[0]])
+                                         : tjg_bf16_to_f32(bv[j * bias->strides[0]]);
     }
     int r = bf ? contract(out, x, wt, false, bf) : 1;
-    if (r == 1) {   /* not one GEMM (or not bf16): the broadcast */
+    if (r == 1) {   /* not one GEMM (or not bf16/f16): the broadcast */
         if (bias)
             rt_copy_strided(rt_ptr(out), out->ndim, out->shape, rt_ptr(bias), bias->ndim,
                             bias->shape, bias->strides, tj_dtype_size(out->dtype));
