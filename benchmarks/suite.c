@@ -1,7 +1,7 @@
 /* suite.c - the cases of the benchmark suite (see suite.h and
  * shared/bench/SUITE.md): setup, model and teardown of P1-P7, written over
  * the public API the way a user would write them. All float32 but the bf16
- * variants B1 and B4, the autocast variants A4 and A6 and the int8 Q4. P9 and P10 are ours: small ops and small GEMMs, and the
+ * variants B1 and B4, the f16 variant H4, the autocast variants A4 and A6 and the int8 Q4. P9 and P10 are ours: small ops and small GEMMs, and the
  * per-call overhead. */
 #include <math.h>
 #include <strings.h>
@@ -290,20 +290,22 @@ static tj_tensor *p8_run(void *ctx, tj_tensor *const *in, int n)
 }
 
 /* ---- bf16 variants: B1 = P1, B4 = P4 with inputs and weights in bf16 --------
- * (computed in f32, rounded to bf16 per op; matmul widens to f32 and calls
- * sgemm). The result is cast to f32 for the runner's comparison. */
-static int to_bf16(bench_args *a)
+ * (computed in f32, rounded to bf16 per op; the linears on tjit's bf16
+ * GEMM); H4 = P4 in f16 likewise (the linears on its f16 GEMM, F16C). The
+ * result is cast to f32 for the runner's comparison. */
+static int to_half(bench_args *a, tj_dtype dt)
 {
     for (int k = 0; k < a->n; k++) {
-        tj_tensor *h = a->t[k] ? tj_cast(a->t[k], TJ_BF16) : NULL;
+        tj_tensor *h = a->t[k] ? tj_cast(a->t[k], dt) : NULL;
         tj_release(a->t[k]);
         a->t[k] = h ? tj_keep(h) : NULL;
     }
     return setup_done(a);
 }
 
-static int b1_setup(bench_args *a) { return p1_setup(a) ? -1 : to_bf16(a); }
-static int b4_setup(bench_args *a) { return p4_setup(a) ? -1 : to_bf16(a); }
+static int b1_setup(bench_args *a) { return p1_setup(a) ? -1 : to_half(a, TJ_BF16); }
+static int b4_setup(bench_args *a) { return p4_setup(a) ? -1 : to_half(a, TJ_BF16); }
+static int h4_setup(bench_args *a) { return p4_setup(a) ? -1 : to_half(a, TJ_F16); }
 
 static tj_tensor *b1_run(void *ctx, tj_tensor *const *in, int n)
 {
@@ -345,7 +347,8 @@ static const struct {
     const char *id;
     double tol;
     bool int8;
-} case_options[] = {{"B1", 1e-2, false}, {"B4", 3e-2, false}, {"A4", 3e-2, false},
+} case_options[] = {{"B1", 1e-2, false}, {"B4", 3e-2, false}, {"H4", 3e-2, false},
+                    {"A4", 3e-2, false},
                     {"A6", 3e-2, false}, {"Q4", BENCH_TOLERANCE_INT8, true}};
 
 static int case_option(const bench_case *c)
@@ -443,6 +446,8 @@ const bench_case bench_cases[] = {
     {"B1", "pointwise_bf16", "P1 in bf16: x bf16[4194304]", b1_setup, b1_run, teardown, NULL, false,
      NULL},
     {"B4", "mlp_bf16", "P4 in bf16: x bf16[256,1024], bf16 weights", b4_setup, b4_run, teardown,
+     NULL, false, NULL},
+    {"H4", "mlp_f16", "P4 in f16: x f16[256,1024], f16 weights", h4_setup, b4_run, teardown,
      NULL, false, NULL},
     {"A4", "mlp_autocast", "P4 under autocast(bf16): linears in bf16, layer_norm in f32",
      p4_setup, a4_run, teardown, NULL, false, NULL},

@@ -1,12 +1,13 @@
 /* gemm_bench.c - GFLOP/s of the runtime's GEMMs (runtime/gemm.h) against
  * OpenBLAS's sgemm, per shape and thread count (make gemm-bench).
  *
- *   gemm_bench [--threads N] [--cpu-time] [--f32] [MxNxK ...]   (--f32: bf16, u8s8 not run)
+ *   gemm_bench [--threads N] [--cpu-time] [--f32] [MxNxK ...]   (--f32: bf16, f16, u8s8 not run)
  *
  * Built against the library's internal headers (it measures internals);
  * prints one markdown row per shape: f32 OpenBLAS, f32 tjg (B packed once,
  * and packed in every call), bf16 tjg (the
- * micro-kernel the CPU runs, TJIT_ISA caps it), int8 tjg (u8 x s8: VNNI,
+ * micro-kernel the CPU runs, TJIT_ISA caps it), f16 tjg (f16 A, B and C: F16C
+ * widening where the CPU has it, else the portable kernel), int8 tjg (u8 x s8: VNNI,
  * or AVX2's vpmaddwd on full-range A, vpmaddubsw on 7-bit A).
  * Best of several timed repetitions; times are wall clock unless --cpu-time.
  */
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../ir/half.h"
 #include "../runtime/blas.h"
 #include "../runtime/gemm.h"
 #include "../runtime/rt.h"
@@ -32,12 +34,12 @@ typedef struct shape { int64_t m, n, k; } shape;
 typedef struct bufs {
     shape s;
     float *a, *b, *c;
-    uint16_t *a16, *c16;
+    uint16_t *a16, *c16, *ah;
     uint8_t *aq, *aq7;
     int8_t *bq;
     float *sa, *sb;
     int32_t *zp;
-    tjg_packed pf, ph, pq;
+    tjg_packed pf, ph, pq, pk;
 } bufs;
 
 static double run(int which, bufs *x)
@@ -57,6 +59,10 @@ static double run(int which, bufs *x)
         int r = tjg_gemm(s.m, x->a, false, s.k, 1, &p, x->c, s.n, NULL, NULL);
         tjg_packed_free(&p);
         return r;
+    }
+    case 6: {
+        tjg_epilogue e = {.out_f16 = true};
+        return tjg_gemm(s.m, x->ah, true, s.k, 1, &x->pk, x->c16, s.n, &e, NULL);
     }
     case 5: return tjg_gemm_u8s8(s.m, x->aq7, s.k, x->zp, x->sa, &x->pq, x->c, s.n, NULL);
     default: return tjg_gemm_u8s8(s.m, x->aq, s.k, x->zp, x->sa, &x->pq, x->c, s.n, NULL);
@@ -102,17 +108,18 @@ int main(int argc, char **argv)
     }
     printf("isa %s, %d threads, %s; OpenBLAS core %s\n", tjg_isa_name(tjg_isa_current()),
            rt_threads(), cpu_time ? "CPU time" : "wall clock", rt_blas_core());
-    printf("| M x N x K | OpenBLAS f32 | tjg f32 | tjg f32 + pack B | tjg bf16 | tjg u8s8 | tjg u8s8 7-bit |\n|---|---|---|---|---|---|---|\n");
+    printf("| M x N x K | OpenBLAS f32 | tjg f32 | tjg f32 + pack B | tjg bf16 | tjg f16 | tjg u8s8 | tjg u8s8 7-bit |\n|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < ns; i++) {
         bufs x = {.s = shapes[i]};
         shape s = x.s;
         size_t ma = (size_t)(s.m * s.k), mb = (size_t)(s.k * s.n), mc = (size_t)(s.m * s.n);
         x.a = malloc(ma * 4), x.b = malloc(mb * 4), x.c = malloc(mc * 4);
-        x.a16 = malloc(ma * 2), x.c16 = malloc(mc * 2), x.aq = malloc(ma), x.aq7 = malloc(ma), x.bq = malloc(mb);
+        x.a16 = malloc(ma * 2), x.c16 = malloc(mc * 2), x.ah = malloc(ma * 2), x.aq = malloc(ma), x.aq7 = malloc(ma), x.bq = malloc(mb);
         x.sa = malloc((size_t)s.m * 4), x.zp = malloc((size_t)s.m * 4), x.sb = malloc((size_t)s.n * 4);
         for (size_t j = 0; j < ma; j++) {
             x.a[j] = (float)((j * 7) % 13) / 13.0f - 0.5f;
             x.a16[j] = tjg_f32_to_bf16(x.a[j]);
+            x.ah[j] = ir_f32_to_f16(x.a[j]);
             x.aq[j] = (uint8_t)(j * 31);
             x.aq7[j] = x.aq[j] & 127;
         }
@@ -127,13 +134,15 @@ int main(int argc, char **argv)
         tjg_pack_f32(&x.pf, x.b, s.n, 1, s.k, s.n);
         tjg_pack_f32_as_bf16(&x.ph, x.b, s.n, 1, s.k, s.n);
         tjg_pack_s8(&x.pq, x.bq, s.n, 1, s.k, s.n, x.sb);
-        printf("| %lldx%lldx%lld | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", (long long)s.m,
-               (long long)s.n, (long long)s.k, gflops(0, &x), gflops(1, &x), gflops(4, &x),
-                f32_only ? 0.0 : gflops(2, &x), f32_only ? 0.0 : gflops(3, &x),
+        tjg_pack_f32_as_f16(&x.pk, x.b, s.n, 1, s.k, s.n);
+        printf("| %lldx%lldx%lld | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n",
+               (long long)s.m, (long long)s.n, (long long)s.k, gflops(0, &x), gflops(1, &x),
+               gflops(4, &x), f32_only ? 0.0 : gflops(2, &x), f32_only ? 0.0 : gflops(6, &x),
+               f32_only ? 0.0 : gflops(3, &x),
                 f32_only ? 0.0 : gflops(5, &x));
         fflush(stdout);
-        tjg_packed_free(&x.pf), tjg_packed_free(&x.ph), tjg_packed_free(&x.pq);
-        free(x.a), free(x.b), free(x.c), free(x.a16), free(x.c16), free(x.aq), free(x.aq7), free(x.bq);
+        tjg_packed_free(&x.pf), tjg_packed_free(&x.ph), tjg_packed_free(&x.pq), tjg_packed_free(&x.pk);
+        free(x.a), free(x.b), free(x.c), free(x.a16), free(x.c16), free(x.ah), free(x.aq), free(x.aq7), free(x.bq);
         free(x.sa), free(x.zp), free(x.sb);
     }
     return 0;

@@ -8,7 +8,7 @@ normal scaled by 1/sqrt(fan_in); a first call (its resident-memory growth is
 the peak), a warm-up, then iterations until both --iters and --min-time are
 reached; the median is the result. P1-P6 run under torch.inference_mode();
 P7 and P8 are full training steps with autograd (P8 with Adam). B1 and B4 are
-P1 and P4 on bf16 tensors, A4 and A6 P4 and P6 under torch.autocast("cpu",
+P1 and P4 on bf16 tensors, H4 P4 on f16 tensors, A4 and A6 P4 and P6 under torch.autocast("cpu",
 bf16), Q4 P4 with torch.ao's quantize_dynamic (int8 linears).
 
     /usr/bin/python3 benchmarks/pytorch/suite.py [CASE...] [--json] [--threads N]
@@ -164,10 +164,13 @@ def build_cases(torch):
     def p6_setup():
         return [randn(8, 64, 56, 56)] + conv_bn_weights() + conv_bn_weights()
 
-    # Low precision, as tjit's B1/B4 (bf16 tensors), A4/A6 (autocast) and Q4
+    # Low precision, as tjit's B1/B4 (bf16 tensors), H4 (f16 tensors), A4/A6 (autocast) and Q4
     # (int8 dynamic quantization); results in f32, as tjit's cases return them.
     def bf16(setup):
         return lambda: [t.bfloat16() for t in setup()]
+
+    def f16(setup):
+        return lambda: [t.half() for t in setup()]
 
     def as_f32(model):
         return lambda *a: model(*a).float()
@@ -238,6 +241,7 @@ def build_cases(torch):
         ("P10", "small", lambda: [randn(256)], p10, 1),
         ("B1", "pointwise_bf16", bf16(p1_setup), as_f32(p1), 1),
         ("B4", "mlp_bf16", bf16(p4_setup), as_f32(p4), 1),
+        ("H4", "mlp_f16", f16(p4_setup), as_f32(p4), 1),
         ("A4", "mlp_autocast", p4_setup, autocast(p4), 1),
         ("A6", "conv_autocast", p6_setup, autocast(p6), 1),
         ("Q4", "mlp_int8", p4_setup, DynamicInt8(), 1),
