@@ -1,4 +1,4 @@
-/* conv_direct.h - internal to the runtime: the direct f32 and bf16 convolution
+/* conv_direct.h - internal to the runtime: the direct f32, bf16 and f16 convolution
  * (runtime/k_conv_direct.c), register-blocked micro-kernels per instruction
  * set (AVX-512 there, AVX2 + FMA in k_conv_direct_avx2.c), which k_conv.c's
  * conv2d chooses per shape. */
@@ -7,6 +7,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#include <tjit.h>
 
 #include "../ir/half.h"
 
@@ -19,18 +21,19 @@ typedef struct rt_conv_shape {
     int64_t sh, sw, ph, pw, dh, dw, oh, ow;
 } rt_conv_shape;
 
-/* Whether the direct kernel runs this conv (f32 or bf16) on this CPU and is
+/* Whether the direct kernel runs this conv (f32, bf16 or f16) on this CPU and is
  * expected to beat the GEMM paths (the rule measured in docs/perf.md);
  * TJIT_CONV=direct or TJIT_CONV=gemm overrides the expectation (not the
  * CPU). */
 bool rt_conv_direct_wins(const rt_conv_shape *s);
 
-/* y = conv(x, w) + bias (bias NULL or [o] with stride bstride), all f32, or
- * all bf16 when bf16 is set: then x and w are widened to f32 as they are
- * copied to the phase planes and packed (exact), the sums run in f32 as
- * they do for f32 operands, and y is rounded once to bf16 (RNE,
- * rt_conv_narrow). Returns -1 with the error recorded when out of memory. */
-int rt_conv_direct(const rt_conv_shape *s, bool bf16, const void *x, const void *w,
+/* y = conv(x, w) + bias (bias NULL or [o] with stride bstride), all of
+ * dtype dt: f32, or bf16 or f16: then x and w are widened to f32 as they
+ * are copied to the phase planes and packed (exact; f16 by F16C where the
+ * CPU has it), the sums run in f32 as they do for f32 operands, and y is
+ * rounded once to dt (RNE, rt_conv_narrow). Returns -1 with the error
+ * recorded when out of memory. */
+int rt_conv_direct(const rt_conv_shape *s, tj_dtype dt, const void *x, const void *w,
                    const void *bias, int64_t bstride, void *y);
 
 /* ---- instruction sets ------------------------------------------------------------------ */
@@ -66,8 +69,8 @@ typedef void (*rt_conv_block_fn)(const float *xp, const float *wp, int64_t cg, i
  * 2tx+1 (those inside oh x ow); y is output channel 0 of the block, [no]
  * [oh][ow], bias[no] or NULL. */
 typedef struct rt_conv_wino_out {
-    void *y;            /* f32, or bf16 when bf16 is set */
-    bool bf16;
+    void *y;            /* of dtype dt: f32, bf16 or f16 */
+    tj_dtype dt;
     const float *bias;
     int64_t no, ko, qn, nob, nkb, kbs;
     int64_t q0, wq, tyn, txn, oh, ow;
@@ -102,10 +105,20 @@ typedef struct rt_conv_kernels {
 
 extern const rt_conv_kernels rt_conv_avx2;
 
-/* d[q] = src[q] rounded to bf16 (round to nearest even: ir/half.h) for
- * q < n; inlined into each set's stores, where it vectorizes. */
-static inline void rt_conv_narrow(uint16_t *restrict d, const float *restrict src, int64_t n)
+/* d[q] = src[q] rounded to f16 (vcvtps2ph where the CPU has F16C, else
+ * ir/half.h: the same bits) for q < n (k_conv_direct.c). */
+void rt_conv_narrow_f16(uint16_t *d, const float *src, int64_t n);
+
+/* d[q] = src[q] rounded to bf16, or f16 when dt is TJ_F16 (round to
+ * nearest even: ir/half.h) for q < n; inlined into each set's stores,
+ * where bf16's vectorizes. */
+static inline void rt_conv_narrow(tj_dtype dt, uint16_t *restrict d, const float *restrict src,
+                                  int64_t n)
 {
+    if (dt == TJ_F16) {
+        rt_conv_narrow_f16(d, src, n);
+        return;
+    }
     for (int64_t q = 0; q < n; q++)
         d[q] = ir_f32_to_bf16(src[q]);
 }

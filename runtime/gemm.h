@@ -238,6 +238,10 @@ tjg_kernel tjg_kernel_f16c(void);
 /* With F16C (only where tjg_f16c()): d[j] = s[j] rounded to f16 (vcvtps2ph,
  * nearest even: ir_f32_to_f16's bits) for j < n. */
 void tjg_f32_to_f16_f16c(const float *s, uint16_t *d, int64_t n);
+/* With F16C (only where tjg_f16c()): d[q] = s[q * st] widened from f16
+ * (exact), st 1 or 2, for q below the returned count (n, or less for st 2:
+ * the vectors never read past s[st * (n - 1)]); the caller does the rest. */
+int64_t tjg_f16_to_f32_f16c(const uint16_t *s, int64_t st, float *d, int64_t n);
 /* With AVX2: *lo = min(*lo, x[0..j)), *hi likewise (NaN left out) over the
  * first j = k rounded down to 32 elements; returns j (0 without AVX2). The
  * row quantizer's range: gcc left its running min/max scalar. */

@@ -289,6 +289,25 @@ F16C void tjg_f32_to_f16_f16c(const float *s, uint16_t *d, int64_t n)
     }
 }
 
+F16C int64_t tjg_f16_to_f32_f16c(const uint16_t *s, int64_t st, float *d, int64_t n)
+{
+    int64_t q = 0;
+    if (st == 1) {
+        for (; q + 8 <= n; q += 8)
+            _mm256_storeu_ps(d + q, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + q))));
+        return q;
+    }
+    /* stride 2: the even halves of 16 (bytes 0-1, 4-5, ... of each lane) */
+    const __m256i ev = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1,
+                                        0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
+    for (; q + 8 < n; q += 8) {   /* reads s[2q .. 2q + 15] <= s[2 (n - 1)] */
+        __m256i v = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)(s + 2 * q)), ev);
+        v = _mm256_permute4x64_epi64(v, 0x08);   /* qwords 0, 2 */
+        _mm256_storeu_ps(d + q, _mm256_cvtph_ps(_mm256_castsi256_si128(v)));
+    }
+    return q;
+}
+
 tjg_kernel tjg_kernel_f16c(void) { return (tjg_kernel){uk_f32, split_f16, widen_f16}; }
 
 tjg_kernel tjg_kernel_avx2(tjg_type t)
@@ -308,6 +327,12 @@ tjg_kernel tjg_kernel_f16c(void) { return (tjg_kernel){NULL, NULL, NULL}; }
 void tjg_f32_to_f16_f16c(const float *s, uint16_t *d, int64_t n)
 {
     (void)s, (void)d, (void)n;
+}
+
+int64_t tjg_f16_to_f32_f16c(const uint16_t *s, int64_t st, float *d, int64_t n)
+{
+    (void)s, (void)st, (void)d, (void)n;
+    return 0;
 }
 
 tjg_ukernel tjg_f32_half_avx2(void) { return NULL; }

@@ -844,21 +844,23 @@ static rt_conv_shape direct_shape(const geom *g, const tj_tensor *w)
         .oh = g->oh, .ow = g->ow};
 }
 
-/* bf16 conv2d (x, w, bias all bf16): the direct kernels where they win,
- * widening as they pack and rounding once as they store; else (and for f16)
- * the f32 paths on widened copies (k_half.c). */
+/* bf16 or f16 conv2d (x, w, bias all bf16 or all f16): the direct kernels
+ * where they win, widening as they pack (f16: F16C) and rounding once as
+ * they store; else (and for mixed types) the f32 paths on widened copies
+ * (k_half.c). */
 int rt_k_conv2d_half(RT_KERNEL_ARGS)
 {
     tj_tensor *x = in[0], *w = in[1], *bias = nin > 2 ? in[2] : NULL;
-    if (out->dtype == TJ_BF16 && x->dtype == TJ_BF16 && w->dtype == TJ_BF16 &&
-        (!bias || bias->dtype == TJ_BF16)) {
+    tj_dtype dt = out->dtype;
+    if ((dt == TJ_BF16 || dt == TJ_F16) && x->dtype == dt && w->dtype == dt &&
+        (!bias || bias->dtype == dt)) {
         geom g;
         geom_of(op, a, x, out, &w->shape[2], &g);
         if (g.n == 0)
             return 0;
         rt_conv_shape cs = direct_shape(&g, w);
         if (rt_conv_direct_wins(&cs))
-            return rt_conv_direct(&cs, true, rt_ptr(x), rt_ptr(w), bias ? rt_ptr(bias) : NULL,
+            return rt_conv_direct(&cs, dt, rt_ptr(x), rt_ptr(w), bias ? rt_ptr(bias) : NULL,
                                   bias ? bias->strides[0] : 0, rt_ptr(out));
     }
     return rt_half_via_f32(op, out, in, nin, a);
@@ -885,7 +887,7 @@ int rt_k_conv2d(RT_KERNEL_ARGS)
     if (j.dt == TJ_F32) {
         rt_conv_shape cs = direct_shape(&j.g, w);
         if (rt_conv_direct_wins(&cs))
-            return rt_conv_direct(&cs, false, rt_ptr(x), rt_ptr(w), j.bias, j.bstride,
+            return rt_conv_direct(&cs, TJ_F32, rt_ptr(x), rt_ptr(w), j.bias, j.bstride,
                                   rt_ptr(out));
     }
     bool direct = j.cg == 1;

@@ -1,4 +1,4 @@
-/* k_conv_direct.c - the direct f32 (and bf16) convolution: micro-kernels
+/* k_conv_direct.c - the direct f32 (and bf16, f16) convolution: micro-kernels
  * register-blocked over KO output channels x QV vectors of output positions,
  * AVX-512 here (16 floats per zmm) and AVX2 + FMA in k_conv_direct_avx2.c
  * (8 per ymm), behind one geometry, packing, phase planes and rule, with the
@@ -39,9 +39,10 @@
  * tjg_isa_current: AVX-512, else AVX2 + FMA, capped by TJIT_ISA); without
  * either the GEMM paths run.
  *
- * bf16 (all operands): the input is widened as it is copied to the phase
- * planes, the weights as they are packed or transformed (exact), the sums
- * are the f32 ones, and the output is rounded once to bf16 (RNE) in the
+ * bf16 or f16 (all operands): the input is widened as it is copied to the
+ * phase planes (f16 by F16C's vcvtph2ps where the CPU has it), the weights
+ * as they are packed or transformed (exact), the sums are the f32 ones, and
+ * the output is rounded once to bf16 or f16 (RNE; f16 by vcvtps2ph) in the
  * stores. Packed and transformed weights are kept across calls (see
  * prepare_weights).
  *
@@ -71,8 +72,8 @@ typedef struct dj {
     const rt_conv_kernels *k;       /* the instruction set's kernels */
     rt_conv_isa isa;
     rt_conv_block_fn fn;            /* the chosen micro-kernel */
-    const void *x;                  /* f32, or bf16 (bf16 set: x, w, bias and y) */
-    bool bf16;
+    const void *x;                  /* of dtype dt (f32, bf16, f16: x, w, bias and y) */
+    tj_dtype dt;
     float *xq;                      /* phase planes [n][c][sh*sw][hq][wq] + slack */
     float *wk;                      /* packed weights [groups][nob][cg][ntap][ko] */
     const void *bias;
@@ -91,10 +92,13 @@ typedef struct dj {
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/* Element i of weights or bias v, as f32 (bf16 widened: exact). */
+/* Element i of weights or bias v, as f32 (bf16, f16 widened: exact). */
 static float elem(const dj *j, const void *v, int64_t i)
 {
-    return j->bf16 ? ir_bf16_to_f32(((const uint16_t *)v)[i]) : ((const float *)v)[i];
+    if (j->dt == TJ_F32)
+        return ((const float *)v)[i];
+    uint16_t h = ((const uint16_t *)v)[i];
+    return j->dt == TJ_F16 ? ir_f16_to_f32(h) : ir_bf16_to_f32(h);
 }
 
 /* The bias of output channel o (0 without one). */
@@ -103,11 +107,11 @@ static float bias_of(const dj *j, int64_t o)
     return j->bias ? elem(j, j->bias, o * j->bstride) : 0.0f;
 }
 
-/* y[at..at+n) = src[0..n), rounded to bf16 when the output is bf16. */
+/* y[at..at+n) = src[0..n), rounded to bf16 or f16 when the output is. */
 static void put_out(const dj *j, int64_t at, const float *src, int64_t n)
 {
-    if (j->bf16)
-        rt_conv_narrow((uint16_t *)j->y + at, src, n);
+    if (j->dt != TJ_F32)
+        rt_conv_narrow(j->dt, (uint16_t *)j->y + at, src, n);
     else
         memcpy((float *)j->y + at, src, (size_t)n * sizeof(float));
 }
@@ -222,6 +226,25 @@ RT_CLONES static void widen_bf16(float *restrict d, const uint16_t *restrict x, 
     }
 }
 
+/* d[q] = x[q*st] widened from f16 for q < n: F16C's vcvtph2ps where the
+ * CPU has it (strides 1 and 2), else ir/half.h's (exact either way). */
+static void widen_f16(float *restrict d, const uint16_t *restrict x, int64_t st, int64_t n)
+{
+    int64_t q = tjg_f16c() && (st == 1 || st == 2) ? tjg_f16_to_f32_f16c(x, st, d, n) : 0;
+    for (; q < n; q++)
+        d[q] = ir_f16_to_f32(x[q * st]);
+}
+
+void rt_conv_narrow_f16(uint16_t *d, const float *src, int64_t n)
+{
+    if (tjg_f16c()) {
+        tjg_f32_to_f16_f16c(src, d, n);
+        return;
+    }
+    for (int64_t q = 0; q < n; q++)
+        d[q] = ir_f32_to_f16(src[q]);
+}
+
 /* Phase planes of channels p0..p1 (p = image * c + channel). Plane (a, b)
  * row i is padded row i*sh + a; its columns q in [lo, hi) come from input
  * columns q*sw + b - pw, the others are padding. */
@@ -246,10 +269,12 @@ static void phase_planes(void *ctx, int64_t p0, int64_t p1)
                     }
                     int64_t xr = xp + r * s->xs[2] + (lo * s->sw + off) * s->xs[3];
                     int64_t st = s->sw * s->xs[3];
-                    const float *xf = j->bf16 ? NULL : (const float *)j->x + xr;
+                    const float *xf = j->dt != TJ_F32 ? NULL : (const float *)j->x + xr;
                     memset(d, 0, (size_t)lo * sizeof *d);
-                    if (j->bf16)
+                    if (j->dt == TJ_BF16)
                         widen_bf16(d + lo, (const uint16_t *)j->x + xr, st, hi - lo);
+                    else if (j->dt == TJ_F16)
+                        widen_f16(d + lo, (const uint16_t *)j->x + xr, st, hi - lo);
                     else if (st == 1)
                         memcpy(d + lo, xf, (size_t)(hi - lo) * sizeof *d);
                     else if (st == 2)
@@ -297,14 +322,14 @@ static void pack_weights(const dj *j, const void *w)
 #define WCACHE_MAX ((size_t)16 << 20)   /* bytes of one entry's prepared weights, at most */
 
 typedef struct wkey {
-    int64_t isa, wino, rows, vl, ko, kv, nob, cg, og, groups, ntap, uxs, kh, kw, bf16;
+    int64_t isa, wino, rows, vl, ko, kv, nob, cg, og, groups, ntap, uxs, kh, kw, dt;
 } wkey;
 
 typedef struct wslot {
     wkey key;
     void *raw;
     float *prep;
-    size_t nraw, nprep;   /* bytes of raw (f32 or bf16), floats of prep */
+    size_t nraw, nprep;   /* bytes of raw (f32, bf16 or f16), floats of prep */
     uint64_t tick;
     bool used;
 } wslot;
@@ -350,11 +375,11 @@ static void prepare_weights(dj *j, const void *w, size_t nprep)
 {
     const rt_conv_shape *s = &j->s;
     int64_t kh = j->wino ? 3 : s->kh, kw = j->wino ? 3 : s->kw;
-    size_t nraw = (size_t)(s->o * j->cg * kh * kw) * (j->bf16 ? 2 : 4);   /* bytes */
+    size_t nraw = (size_t)(s->o * j->cg * kh * kw) * (j->dt != TJ_F32 ? 2 : 4);   /* bytes */
     bool contiguous = s->ws[3] == 1 && s->ws[2] == kw && s->ws[1] == kh * kw &&
                       s->ws[0] == j->cg * kh * kw;
     wkey k = (wkey){j->isa, j->wino, j->rows, j->k->vl, j->ko, j->kv, j->nob, j->cg, j->og,
-                    s->groups, j->ntap, j->uxs, kh, kw, j->bf16};
+                    s->groups, j->ntap, j->uxs, kh, kw, j->dt};
     bool keep = contiguous && nprep * sizeof(float) <= WCACHE_MAX;
     if (keep) {
         pthread_mutex_lock(&wlock);
@@ -580,9 +605,9 @@ static void run_wino(void *ctx, int64_t t0, int64_t t1)
                           j->wk + xi * j->uxs + (g * j->nob + ob) * j->cg * ko, j->cg,
                           nkb * qn, off0, 1, zero, m + xi * mxs + (ob * WINO_NB + kb) * ko * qn);
         rt_conv_wino_out o = {
-            .y = j->bf16 ? (void *)((uint16_t *)j->y + (n * s->o + g * j->og) * j->woh * j->wow)
+            .y = j->dt != TJ_F32 ? (void *)((uint16_t *)j->y + (n * s->o + g * j->og) * j->woh * j->wow)
                          : (void *)((float *)j->y + (n * s->o + g * j->og) * j->woh * j->wow),
-            .bf16 = j->bf16,
+            .dt = j->dt,
             .bias = j->wbias ? j->wbias + g * j->og : NULL,
             .no = j->og, .ko = ko, .qn = qn, .nob = j->nob, .nkb = nkb, .kbs = WINO_NB,
             .q0 = q0, .wq = j->wq, .tyn = s->oh, .txn = s->ow, .oh = j->woh, .ow = j->wow};
@@ -741,7 +766,7 @@ bool rt_conv_direct_wins(const rt_conv_shape *s)
     return choose(s, &j);
 }
 
-int rt_conv_direct(const rt_conv_shape *s, bool bf16, const void *x, const void *w,
+int rt_conv_direct(const rt_conv_shape *s, tj_dtype dt, const void *x, const void *w,
                    const void *bias, int64_t bstride, void *y)
 {
     dj *j = malloc(sizeof *j);
@@ -767,7 +792,7 @@ int rt_conv_direct(const rt_conv_shape *s, bool bf16, const void *x, const void 
                      1);
     atomic_init(&j->failed, 0);
     j->x = x;
-    j->bf16 = bf16;
+    j->dt = dt;
     j->y = y;
     j->bias = bias;
     j->bstride = bstride;

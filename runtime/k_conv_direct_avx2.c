@@ -91,13 +91,13 @@ CK_TARGET static inline void put_row(float *d, const float *r, int64_t n)
         d[0] = r[0];
 }
 
-/* y[at..at+n) = r[0..n) of the block's output (g->y: f32, or bf16 rounded
- * once, rt_conv_narrow). */
+/* y[at..at+n) = r[0..n) of the block's output (g->y: f32, or bf16/f16
+ * rounded once, rt_conv_narrow). */
 CK_TARGET static inline void put_out(const rt_conv_wino_out *g, int64_t at, const float *r,
                                      int64_t n)
 {
-    if (g->bf16)
-        rt_conv_narrow((uint16_t *)g->y + at, r, n);
+    if (g->dt != TJ_F32)
+        rt_conv_narrow(g->dt, (uint16_t *)g->y + at, r, n);
     else
         put_row((float *)g->y + at, r, n);
 }
@@ -173,13 +173,13 @@ CK_TARGET static void wino_out(const float *m, int64_t mxs, const rt_conv_wino_o
                     int64_t q = g->q0 + kb * g->qn + v, ty = q / g->wq, tx = q % g->wq;
                     bool whole = tx + VL <= g->txn && ty < g->tyn && 2 * ty + 1 < g->oh &&
                                  2 * (tx + VL) <= g->ow;
-                    if (whole && g->bf16) {   /* rounded in registers, as rt_conv_narrow */
+                    if (whole && g->dt == TJ_BF16) {   /* rounded in registers, as rt_conv_narrow */
                         uint16_t *y0 = (uint16_t *)g->y + yc + 2 * ty * g->ow + 2 * tx;
                         store_bf16(y0, r[0][0], r[0][1]);
                         store_bf16(y0 + g->ow, r[1][0], r[1][1]);
                         continue;
                     }
-                    if (whole) {
+                    if (whole && g->dt == TJ_F32) {
                         float *y0 = (float *)g->y + yc + 2 * ty * g->ow + 2 * tx, *y1 = y0 + g->ow;
                         _mm256_storeu_ps(y0, r[0][0]);
                         _mm256_storeu_ps(y0 + VL, r[0][1]);

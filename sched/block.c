@@ -2,7 +2,7 @@
  * block, each block's GEMM output finished while it is in cache
  * (sched_int.h, sc_region).
  *
- *   head    an eager matmul or conv2d (f32/f64; conv2d bf16 too) whose output splits along
+ *   head    an eager matmul or conv2d (f32/f64; conv2d bf16, f16 too) whose output splits along
  *           leading dims into blocks:
  *             matmul with a GEMM per batch (its right operand has batches):
  *               one batch per block
@@ -47,11 +47,12 @@ static const ir_node *chain_end(const ir_node *n)
 
 static bool blas_dtype(tj_dtype dt) { return dt == TJ_F32 || dt == TJ_F64; }
 
-/* Whether node n's output type suits a region: f32, f64, and bf16 for
- * conv2d (the direct kernels take it: runtime/k_conv.c, rt_k_conv2d_half). */
+/* Whether node n's output type suits a region: f32, f64, and bf16 or f16
+ * for conv2d (the direct kernels take them: runtime/k_conv.c,
+ * rt_k_conv2d_half). */
 static bool region_dtype(const ir_node *n, tj_dtype dt)
 {
-    return blas_dtype(dt) || (n->op == OP_conv2d && dt == TJ_BF16);
+    return blas_dtype(dt) || (n->op == OP_conv2d && (dt == TJ_BF16 || dt == TJ_F16));
 }
 
 /* ---- forming regions ------------------------------------------------------------------------ */

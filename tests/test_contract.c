@@ -452,19 +452,24 @@ static void test_conv2d_weight_reuse(void **state)
     unsetenv("TJIT_CONV");
 }
 
-/* Whether bf16 tensor got holds exactly the bits of f32 tensor ref rounded
- * to bf16 (tj_cast: round to nearest even). */
-static void assert_bf16_of(tj_tensor *got, tj_tensor *ref, const char *what)
+/* Whether bf16 (or f16) tensor got holds exactly the bits of f32 tensor
+ * ref rounded to its type (tj_cast: round to nearest even). */
+static void assert_half_of(tj_tensor *got, tj_tensor *ref, tj_dtype dt, const char *what)
 {
     assert_non_null(got);
-    assert_int_equal(tj_dtype_of(got), TJ_BF16);
-    tj_tensor *r = tj_cast(ref, TJ_BF16);
+    assert_int_equal(tj_dtype_of(got), dt);
+    tj_tensor *r = tj_cast(ref, dt);
     assert_int_equal(tj_numel(got), tj_numel(r));
     const uint16_t *a = tj_data(got), *b = tj_data(r);
     for (int64_t i = 0; i < tj_numel(r); i++)
         if (a[i] != b[i])
-            fail_msg("%s: element %lld is 0x%04x, f32 conv rounded 0x%04x", what, (long long)i,
-                     a[i], b[i]);
+            fail_msg("%s %s: element %lld is 0x%04x, f32 conv rounded 0x%04x",
+                     tj_dtype_name(dt), what, (long long)i, a[i], b[i]);
+}
+
+static void assert_bf16_of(tj_tensor *got, tj_tensor *ref, const char *what)
+{
+    assert_half_of(got, ref, TJ_BF16, what);
 }
 
 /* Winograd's whole tile rows (32 columns in registers): input channel 0 all
@@ -493,9 +498,10 @@ static void wino_ties(void)
     assert_true((v[4 * W + 29] & 0x7fff) > 0x7f80);   /* the NaN's neighbour: NaN */
 }
 
-/* bf16 conv2d: on the direct kernels (grid, row, Winograd; every set this
- * CPU has, then none: the f32 GEMM paths on widened copies), 1 and 2
- * threads, on test_conv2d_direct_isa's shapes with bf16-representable data:
+/* bf16 and f16 conv2d: on the direct kernels (grid, row, Winograd; every
+ * set this CPU has, then none: the f32 GEMM paths on widened copies; f16
+ * widened and rounded by F16C where the CPU has it), 1 and 2 threads, on
+ * test_conv2d_direct_isa's shapes with bf16- (f16-) representable data:
  * the result is the f32 conv of the same path rounded once to bf16 (its f32
  * sums are the same: widening is exact), bit for bit; the direct kernel ran
  * (40 columns: whole rows of 8 Winograd tiles, rounded in registers on
@@ -515,12 +521,13 @@ static void test_conv2d_bf16(void **state)
     rt_conv_isa isas[RT_CONV_NISA];
     int nisa = conv_isas(isas);
     tj_manual_seed(18);
-    for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
-        const int64_t *s = shapes[k];
-        tj_tensor *xb = tj_cast(tj_randn(TJ_F32, 4, (int64_t[]){s[0], s[1], s[2], s[3]}), TJ_BF16);
+    for (size_t k = 0; k < 2 * sizeof shapes / sizeof *shapes; k++) {
+        const int64_t *s = shapes[k / 2];
+        tj_dtype dt = k % 2 ? TJ_F16 : TJ_BF16;
+        tj_tensor *xb = tj_cast(tj_randn(TJ_F32, 4, (int64_t[]){s[0], s[1], s[2], s[3]}), dt);
         tj_tensor *wb = tj_cast(tj_randn(TJ_F32, 4, (int64_t[]){s[4], s[1] / s[8], s[5], s[5]}),
-                                TJ_BF16);
-        tj_tensor *bb = k % 2 ? tj_cast(tj_randn(TJ_F32, 1, (int64_t[]){s[4]}), TJ_BF16) : NULL;
+                                dt);
+        tj_tensor *bb = k / 2 % 2 ? tj_cast(tj_randn(TJ_F32, 1, (int64_t[]){s[4]}), dt) : NULL;
         tj_tensor *x = tj_cast(xb, TJ_F32), *w = tj_cast(wb, TJ_F32);
         tj_tensor *b = bb ? tj_cast(bb, TJ_F32) : NULL;
         int64_t st[2] = {s[6], s[6]}, pd[2] = {s[7], s[7]};
@@ -533,7 +540,7 @@ static void test_conv2d_bf16(void **state)
                     tj_tensor *ref = tj_conv2d(x, w, b, st, pd, D11, s[8]);
                     int64_t all = conv_direct_runs();
                     tj_tensor *got = tj_conv2d(xb, wb, bb, st, pd, D11, s[8]);
-                    assert_bf16_of(got, ref, paths[p] ? paths[p] : "rule");
+                    assert_half_of(got, ref, dt, paths[p] ? paths[p] : "rule");
                     if (isas[i] != RT_CONV_NONE && paths[p])
                         assert_int_equal(conv_direct_runs(), all + 1);
                 }

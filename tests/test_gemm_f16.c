@@ -448,21 +448,27 @@ static tj_tensor *model_conv(void *ctx, tj_tensor *const *args, int nargs)
                              (int64_t[]){1, 1}, 1));
 }
 
-static void assert_same_bits(tj_tensor *got, tj_tensor *want, const char *what)
+/* Bit for bit, or (steps) within one f16 step of want. */
+static void assert_f16_near(tj_tensor *got, tj_tensor *want, bool steps, const char *what)
 {
     assert_non_null(got);
     assert_non_null(want);
     assert_int_equal(tj_dtype_of(got), TJ_F16);
     assert_int_equal(tj_numel(got), tj_numel(want));
     const uint16_t *g = tj_data(got), *w = tj_data(want);
-    for (int64_t i = 0; i < tj_numel(got); i++)
-        if (g[i] != w[i])
+    for (int64_t i = 0; i < tj_numel(got); i++) {
+        float x = ir_f16_to_f32(g[i]), y = ir_f16_to_f32(w[i]);
+        if (g[i] != w[i] && !(steps && fabsf(x - y) <= fmaxf(fabsf(y) * 0x1p-10f, 0x1p-24f)))
             fail_msg("%s: element %lld: 0x%04x, eager 0x%04x", what, (long long)i, g[i], w[i]);
+    }
 }
 
 /* linear and conv2d on f16 compiled (frozen or not) equal eager bit for bit,
  * on 1 and 2 threads and under each variant; a frozen f16 weight is kept
- * packed as f16 (2 bytes an element), and an in-place update is seen. */
+ * packed as f16 (2 bytes an element), and an in-place update is seen. But
+ * conv2d under generic (no direct kernel: OpenBLAS on widened copies), where
+ * the compiled plan runs it image by image (sched/block.c) and OpenBLAS's
+ * sums over the smaller tiles may round to the other side: one f16 step. */
 static void test_f16_compiled(void **state)
 {
     (void)state;
@@ -491,11 +497,12 @@ static void test_f16_compiled(void **state)
                 for (int call = 0; call < 3; call++) {
                     snprintf(what, sizeof what, "linear %s threads %d freeze %d call %d",
                              tjg_isa_name(vs[v]), th, freeze, call);
-                    assert_same_bits(tj_call(c, &x, 1), model_lin(&l, &x, 1), what);
+                    assert_f16_near(tj_call(c, &x, 1), model_lin(&l, &x, 1), false, what);
                     assert_true(tjg_cache_bytes() >= (size_t)512 * 384 * 2);
                     snprintf(what, sizeof what, "conv2d %s threads %d freeze %d call %d",
                              tjg_isa_name(vs[v]), th, freeze, call);
-                    assert_same_bits(tj_call(cc, &xi, 1), model_conv(&l, &xi, 1), what);
+                    assert_f16_near(tj_call(cc, &xi, 1), model_conv(&l, &xi, 1),
+                                    vs[v] == TJG_GENERIC, what);
                     if (call == 0)   /* in place: the next call must see it */
                         assert_int_equal(tj_mul_s_(l.w, -0.5), 0);
                 }
