@@ -174,22 +174,28 @@ int tjg_pack_f16(tjg_packed *p, const uint16_t *b, int64_t rs, int64_t cs, int64
     return pack_16(p, TJG_F16, b, rs, cs, k, n);
 }
 
+/* f32 rounded to bf16 or f16 (RNE) as it is packed. */
+static int pack_f32_as_16(tjg_packed *p, tjg_type t, const float *b, int64_t rs, int64_t cs,
+                          int64_t k, int64_t n)
+{
+    if (packed_alloc(p, t, k, n))
+        return -1;
+    PACK_LOOP(uint16_t, 2,
+              *at = t == TJG_F16 ? ir_f32_to_f16(b[kk * rs + j * cs])
+                                 : tjg_f32_to_bf16(b[kk * rs + j * cs]));
+    return 0;
+}
+
 int tjg_pack_f32_as_f16(tjg_packed *p, const float *b, int64_t rs, int64_t cs, int64_t k,
                         int64_t n)
 {
-    if (packed_alloc(p, TJG_F16, k, n))
-        return -1;
-    PACK_LOOP(uint16_t, 2, *at = ir_f32_to_f16(b[kk * rs + j * cs]));
-    return 0;
+    return pack_f32_as_16(p, TJG_F16, b, rs, cs, k, n);
 }
 
 int tjg_pack_f32_as_bf16(tjg_packed *p, const float *b, int64_t rs, int64_t cs, int64_t k,
                          int64_t n)
 {
-    if (packed_alloc(p, TJG_BF16, k, n))
-        return -1;
-    PACK_LOOP(uint16_t, 2, *at = tjg_f32_to_bf16(b[kk * rs + j * cs]));
-    return 0;
+    return pack_f32_as_16(p, TJG_BF16, b, rs, cs, k, n);
 }
 
 int tjg_pack_s8(tjg_packed *p, const int8_t *b, int64_t rs, int64_t cs, int64_t k, int64_t n,

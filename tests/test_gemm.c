@@ -22,6 +22,7 @@
 #include "../runtime/gemm.h"
 #include "../runtime/rt.h"
 #include "util.h"
+#include "util_gemm.h"
 
 typedef struct dims { int64_t m, n, k; } dims;
 
@@ -33,11 +34,7 @@ static const dims shapes[] = {{1, 1, 1},     {13, 33, 7},   {12, 32, 256}, {37, 
                               {25, 47, 5},   {130, 200, 33}};
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 
-static float frand(unsigned *s)
-{
-    *s = *s * 1103515245u + 12345u;
-    return (float)((*s >> 8) & 0xffff) / 65536.0f - 0.5f;
-}
+static float frand(unsigned *s) { return tu_frand(s); }
 
 static void fill(float *x, int64_t n, unsigned seed)
 {
@@ -46,19 +43,7 @@ static void fill(float *x, int64_t n, unsigned seed)
 }
 
 /* The variants to run: those the CPU has, named as skipped otherwise. */
-static int variants(tjg_isa *out)
-{
-    unsigned f = tjg_cpu_features();
-    int n = 0;
-    for (int v = TJG_GENERIC; v <= TJG_AMX; v++) {
-        if (tjg_isa_select(f, tjg_isa_name((tjg_isa)v)) == (tjg_isa)v)
-            out[n++] = (tjg_isa)v;
-        else
-            printf("#summary skipped variant %s: this CPU lacks its features\n",
-                   tjg_isa_name((tjg_isa)v));
-    }
-    return n;
-}
+static int variants(tjg_isa *out) { return tu_gemm_variants(out, TJG_AMX, ""); }
 
 static void check_close(const float *got, const double *want, int64_t n, double tol,
                         const char *what)

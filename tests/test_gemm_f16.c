@@ -29,6 +29,7 @@
 #include "../runtime/kernels.h"
 #include "../runtime/rt.h"
 #include "util.h"
+#include "util_gemm.h"
 
 typedef struct dims { int64_t m, n, k; } dims;
 
@@ -41,25 +42,13 @@ static const dims shapes[] = {{1, 1, 1},     {13, 33, 7},    {12, 32, 256}, {37,
 
 enum { KB = 256 };   /* k per k-block of the f16 GEMM (KCG_WIDE pairs) */
 
-static float frand(unsigned *s)
-{
-    *s = *s * 1103515245u + 12345u;
-    return (float)((*s >> 8) & 0xffff) / 65536.0f - 0.5f;
-}
+static float frand(unsigned *s) { return tu_frand(s); }
 
 /* The variants to run: those the CPU has, named as skipped otherwise. */
 static int variants(tjg_isa *out)
 {
-    unsigned f = tjg_cpu_features();
-    int n = 0;
-    for (int v = TJG_GENERIC; v <= TJG_AVX512; v++) {
-        if (tjg_isa_select(f, tjg_isa_name((tjg_isa)v)) == (tjg_isa)v)
-            out[n++] = (tjg_isa)v;
-        else
-            printf("#summary skipped variant %s (f16): this CPU lacks its features\n",
-                   tjg_isa_name((tjg_isa)v));
-    }
-    if (!tjg_f16c_usable(TJG_AVX2, f))
+    int n = tu_gemm_variants(out, TJG_AVX512, " (f16)");
+    if (!tjg_f16c_usable(TJG_AVX2, tjg_cpu_features()))
         printf("#summary skipped the F16C kernel: this CPU lacks f16c or avx2\n");
     return n;
 }
