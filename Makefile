@@ -450,7 +450,7 @@ $(BUILD)/gemm_bench: tests/gemm_bench.c $(BUILD)/libtjit.a
 	    $(BUILD)/libtjit.a $(LDLIBS)
 gemm-bench: $(BUILD)/gemm_bench
 	$(BUILD)/gemm_bench $(GEMM_ARGS)
-# tjit's GEMM and conv2d in bf16 against f32, calls interleaved (issue 18,
+# tjit's GEMM and conv2d in bf16 and f16 against f32, calls interleaved (issue 18,
 # tests/gemm_half.c): make gemm-half GEMM_ARGS="1 11" (threads, calls)
 .PHONY: gemm-half
 $(BUILD)/gemm_half: tests/gemm_half.c $(BUILD)/libtjit.a
