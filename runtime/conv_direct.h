@@ -71,6 +71,7 @@ typedef void (*rt_conv_block_fn)(const float *xp, const float *wp, int64_t cg, i
 typedef struct rt_conv_wino_out {
     void *y;            /* of dtype dt: f32, bf16 or f16 */
     tj_dtype dt;
+    bool f16c;          /* f16 with F16C (tjg_f16c()): whole rows by vcvtps2ph */
     const float *bias;
     int64_t no, ko, qn, nob, nkb, kbs;
     int64_t q0, wq, tyn, txn, oh, ow;

@@ -607,7 +607,7 @@ static void run_wino(void *ctx, int64_t t0, int64_t t1)
         rt_conv_wino_out o = {
             .y = j->dt != TJ_F32 ? (void *)((uint16_t *)j->y + (n * s->o + g * j->og) * j->woh * j->wow)
                          : (void *)((float *)j->y + (n * s->o + g * j->og) * j->woh * j->wow),
-            .dt = j->dt,
+            .dt = j->dt, .f16c = j->dt == TJ_F16 && tjg_f16c(),
             .bias = j->wbias ? j->wbias + g * j->og : NULL,
             .no = j->og, .ko = ko, .qn = qn, .nob = j->nob, .nkb = nkb, .kbs = WINO_NB,
             .q0 = q0, .wq = j->wq, .tyn = s->oh, .txn = s->ow, .oh = j->woh, .ow = j->wow};

@@ -121,6 +121,14 @@ CK_TARGET static inline void store_bf16(uint16_t *d, __m256 lo, __m256 hi)
     _mm256_storeu_si256((__m256i *)d, _mm256_permute4x64_epi64(p, 0xd8));
 }
 
+/* 16 f32 (lo, then hi) rounded to f16 at d (vcvtps2ph, nearest even: the
+ * bits of rt_conv_narrow); only where g->f16c says the CPU has F16C. */
+__attribute__((target("avx2,fma,f16c"))) static void store_f16(uint16_t *d, __m256 lo, __m256 hi)
+{
+    _mm_storeu_si128((__m128i *)d, _mm256_cvtps_ph(lo, _MM_FROUND_TO_NEAREST_INT));
+    _mm_storeu_si128((__m128i *)(d + 8), _mm256_cvtps_ph(hi, _MM_FROUND_TO_NEAREST_INT));
+}
+
 /* Writes rows r0 (output row 2ty) and r1 (2ty + 1), each the 2x2 tiles of
  * VL grid positions from q interleaved (2*VL floats), to the output channel
  * at yc (elements from g->y): the parts inside the tile grid and the
@@ -177,6 +185,12 @@ CK_TARGET static void wino_out(const float *m, int64_t mxs, const rt_conv_wino_o
                         uint16_t *y0 = (uint16_t *)g->y + yc + 2 * ty * g->ow + 2 * tx;
                         store_bf16(y0, r[0][0], r[0][1]);
                         store_bf16(y0 + g->ow, r[1][0], r[1][1]);
+                        continue;
+                    }
+                    if (whole && g->f16c) {
+                        uint16_t *y0 = (uint16_t *)g->y + yc + 2 * ty * g->ow + 2 * tx;
+                        store_f16(y0, r[0][0], r[0][1]);
+                        store_f16(y0 + g->ow, r[1][0], r[1][1]);
                         continue;
                     }
                     if (whole && g->dt == TJ_F32) {
