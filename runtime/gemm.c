@@ -289,6 +289,8 @@ typedef struct gemm_call {
     int64_t mc, kc;              /* rows per i-block, k groups per k-block */
     bool a_7bit;                 /* S8: every byte of A <= 127 (the vpmaddubsw kernel) */
     int64_t nc, nbi, nbj;        /* columns per task, task grid */
+    const float *braw;           /* tjg_gemm_f32_raw: B unpacked, (kk, j) at kk*brs + j*bcs */
+    int64_t brs, bcs;
 } gemm_call;
 
 /* ---- packing A ---------------------------------------------------------------------------- */
@@ -325,6 +327,14 @@ static void pack_a(const gemm_call *g, uint32_t *dst, int64_t i0, int64_t mc, in
             tjg_transpose8_avx2(src, ld, whole, d, TJG_MR);   /* rows 0-7, then 4-11 */
             tjg_transpose8_avx2(src + 4 * ld, ld, whole, d + 4, TJG_MR);
             done = whole;
+        } else if (t == TJG_F32 && !g->has_pro && g->lda_rs == 1 && (s + 1) * TJG_MR <= mc) {
+            /* A read transposed (dY^T of a weight's gradient): each group
+             * of the sliver is MR contiguous floats */
+            const float *src = (const float *)g->a + i0 + s * TJG_MR + kg0 * g->lda_cs;
+            uint32_t *d = dst + s * nkg * TJG_MR;
+            for (int64_t q = 0; q < nkg; q++)
+                memcpy(d + q * TJG_MR, src + q * g->lda_cs, TJG_MR * 4);
+            continue;
         }
         for (int r = 0; r < TJG_MR; r++) {
             int64_t i = i0 + s * TJG_MR + r;
@@ -369,6 +379,69 @@ static void pack_a(const gemm_call *g, uint32_t *dst, int64_t i0, int64_t mc, in
                 }
                 d[q * TJG_MR] = w;
             }
+        }
+    }
+}
+
+/* ---- packing B in the call (tjg_gemm_f32_raw) ------------------------------------------------ */
+
+/* Rows kg0..kg0+nkg of B's columns j0..j0+cols (cols <= NR) as one panel's
+ * k-block (nkg rows of NR floats; columns past cols zero), its columns
+ * c0..c1 only (c1 <= NR), packed by the task that reads them just before it
+ * does: rows copied whole where B's columns are contiguous, 8 x 8
+ * transposes (AVX2) where its rows are. The AVX2 order packs a half panel
+ * (16 KB) at a time, so it is in L1 when its slivers read it. */
+static void pack_b_panel(const gemm_call *g, float *restrict dst, int64_t kg0, int64_t nkg,
+                         int64_t j0, int64_t cols, int64_t c0, int64_t c1)
+{
+    const float *b = g->braw;
+    int64_t rs = g->brs, cs = g->bcs, jt = c0, nv = (cols < c1 ? cols : c1) - c0;
+    if (cs == 1) {
+        for (int64_t q = 0; q < nkg; q++) {
+            const float *src = b + (kg0 + q) * rs + j0 + c0;
+            float *d = dst + q * TJG_NR + c0;
+            if (nv == TJG_NR / 2) {
+                memcpy(d, src, TJG_NR / 2 * 4);
+            } else if (nv == TJG_NR) {
+                memcpy(d, src, TJG_NR * 4);
+            } else {
+                memcpy(d, src, (size_t)(nv > 0 ? nv : 0) * 4);
+                for (int64_t j = c0 + (nv > 0 ? nv : 0); j < c1; j++)
+                    dst[q * TJG_NR + j] = 0.0f;
+            }
+        }
+        return;
+    }
+    if (rs == 1 && g->avx2)
+        for (; jt + 8 <= c0 + nv; jt += 8)
+            tjg_transpose8_avx2(b + kg0 + (j0 + jt) * cs, cs * 4, nkg, (uint32_t *)dst + jt,
+                                TJG_NR);
+    for (int64_t q = 0; q < nkg; q++)
+        for (int64_t j = jt; j < c1; j++)
+            dst[q * TJG_NR + j] = j < cols ? b[(kg0 + q) * rs + (j0 + j) * cs] : 0.0f;
+}
+
+/* Share `part` of `parts` of the cache lines pack_b_panel will read for the
+ * k-block of the panel of columns j0..j0+cols: prefetched a share per sliver
+ * while the panel before is multiplied, so packing reads them from cache. */
+static void prefetch_b_raw(const gemm_call *g, int64_t kg0, int64_t nkg, int64_t j0,
+                           int64_t cols, int64_t part, int64_t parts)
+{
+    const float *b = g->braw;
+    cols = cols < TJG_NR ? cols : TJG_NR;
+    if (g->bcs == 1) {   /* nkg rows of cols floats: up to 3 lines each */
+        int64_t per = cdiv(nkg, parts);
+        for (int64_t q = part * per; q < nkg && q < (part + 1) * per; q++) {
+            const char *r = (const char *)(b + (kg0 + q) * g->brs + j0);
+            __builtin_prefetch(r);
+            __builtin_prefetch(r + 64);
+            __builtin_prefetch(r + cols * 4 - 1);
+        }
+    } else if (g->brs == 1) {   /* cols columns of nkg contiguous floats */
+        int64_t lines = cdiv(nkg * 4, 64) + 1, per = cdiv(cols * lines, parts);
+        for (int64_t u = part * per; u < cols * lines && u < (part + 1) * per; u++) {
+            const float *c = b + kg0 + (j0 + u / lines) * g->bcs;
+            __builtin_prefetch(u % lines + 1 < lines ? c + u % lines * 16 : c + nkg - 1);
         }
     }
 }
@@ -496,6 +569,7 @@ typedef struct scratch {
     float *v;        /* one row for the epilogue */
     uint32_t *tile;  /* MR x NR edge tile */
     float *w;        /* a widened panel: 2 KCG_WIDE x NR (kern.widen_b) */
+    float *bp;       /* a panel of B packed in the call: KCG x NR (braw) */
     size_t bytes;
     void *base;
 } scratch;
@@ -505,8 +579,9 @@ static int scratch_get(const gemm_call *g, scratch *s)
     size_t sa = (size_t)(g->mc * g->kc) * 4 * (g->kern.split_a ? 3 : 1),
            st = g->in_place ? 0 : (size_t)(g->mc * g->nc) * 4,
            sv = (size_t)g->nc * 4 + 64, stile = (size_t)TJG_MR * TJG_NR * 4,
-           sw = g->kern.widen_b ? (size_t)(2 * g->kc * TJG_NR) * 4 : 0;
-    s->bytes = sa + st + sv + stile + sw;
+           sw = g->kern.widen_b ? (size_t)(2 * g->kc * TJG_NR) * 4 : 0,
+           sb = g->braw ? (size_t)(g->kc * TJG_NR) * 4 : 0;
+    s->bytes = sa + st + sv + stile + sw + sb;
     if (!(s->base = rt_alloc(s->bytes)))
         return -1;
     s->tile = s->base;
@@ -514,6 +589,7 @@ static int scratch_get(const gemm_call *g, scratch *s)
     s->a = (uint32_t *)((char *)s->w + sw);
     s->t = (uint32_t *)((char *)s->a + sa);
     s->v = (float *)((char *)s->t + st);
+    s->bp = (float *)((char *)s->v + sv);
     return 0;
 }
 
@@ -539,15 +615,19 @@ static void task(const gemm_call *g, scratch *s, int64_t bi, int64_t bj)
         bool widen = g->kern.widen_b && nkg > 0;
         int64_t kgk = widen ? 2 * nkg : nkg;
         for (int64_t jp = 0; jp < nj; jp += TJG_NR) {
-            const uint32_t *bp = (const uint32_t *)b->data +
-                                 ((j0 + jp) / TJG_NR * kgt + kg0) * TJG_NR,
-                           *raw_next = bp + kgt * TJG_NR;
+            int64_t cols = nj - jp < TJG_NR ? nj - jp : TJG_NR, ir0 = 0;
+            const uint32_t *bp = (const uint32_t *)s->bp, *raw_next = bp;
+            bool half = g->half && cols == TJG_NR;
+            if (g->braw && !half)
+                pack_b_panel(g, s->bp, kg0, nkg, j0 + jp, cols, 0, TJG_NR);
+            else if (!g->braw)
+                bp = (const uint32_t *)b->data + ((j0 + jp) / TJG_NR * kgt + kg0) * TJG_NR,
+                raw_next = bp + kgt * TJG_NR;
             if (widen) {
                 g->kern.widen_b(nkg, bp, s->w);
                 bp = (const uint32_t *)s->w;
             }
-            int64_t cols = nj - jp < TJG_NR ? nj - jp : TJG_NR, ir0 = 0;
-            if (g->half && cols == TJG_NR) {
+            if (half) {
                 /* half panel by half panel down the whole rows of slivers,
                  * into C or (not in place) the task's sums */
                 float *cb = g->in_place ? (float *)g->c + i0 * g->ldc + j0 : (float *)s->t;
@@ -560,8 +640,10 @@ static void task(const gemm_call *g, scratch *s, int64_t bi, int64_t bj)
                      * panel's raw groups (two lines each), a share per
                      * sliver of both halves, for widen_b */
                     const uint32_t *nx = h ? bp + kgt * TJG_NR : bp + TJG_NR / 2;
-                    bool more = h == 0 || jp + TJG_NR < nj;
+                    bool more = h == 0 || (jp + TJG_NR < nj && !g->braw);
                     int64_t per_raw = nsl ? cdiv(nkg, 2 * nsl) : 0;
+                    if (g->braw)
+                        pack_b_panel(g, s->bp, kg0, nkg, j0 + jp, cols, h, h + TJG_NR / 2);
                     for (int64_t ir = 0; ir < ir0; ir += TJG_MR) {
                         int64_t sl = ir / TJG_MR, r0 = (h ? nsl + sl : sl) * per_raw;
                         for (int64_t q = r0; widen && jp + TJG_NR < nj && q < nkg &&
@@ -572,6 +654,9 @@ static void task(const gemm_call *g, scratch *s, int64_t bi, int64_t bj)
                         for (int64_t q = sl * per; more && !widen && q < kgk && q < (sl + 1) * per;
                              q++)
                             __builtin_prefetch(nx + q * TJG_NR);
+                        if (g->braw && jp + TJG_NR < nj)
+                            prefetch_b_raw(g, kg0, nkg, j0 + jp + TJG_NR, nj - jp - TJG_NR,
+                                           h ? nsl + sl : sl, 2 * nsl);
                         g->half(kgk, s->a + ir / TJG_MR * nkg * TJG_MR * wide, bp + h,
                                 cb + ir * ldb + jp + h, ldb, acc);
                     }
@@ -651,10 +736,21 @@ static int run(gemm_call *g)
         g->mc = cdiv(cdiv(g->m, cdiv(g->m, MC_HALF)), TJG_MR) * TJG_MR;
     g->nbi = cdiv(g->m, g->mc);
     int th = rt_threads();
-    int64_t panels = cdiv(g->n, TJG_NR), per = NC_MAX / TJG_NR;
-    /* enough tasks for the threads: narrower column blocks when rows are few */
-    while (per > 1 && g->nbi * cdiv(panels, per) < 2 * th)
-        per /= 2;
+    /* Tasks in a multiple of the threads (the pool gives each thread as
+     * many), from column blocks of up to NC_MAX cut evenly in whole panels:
+     * with few rows each thread packs A once and reads (or packs) only its
+     * own part of B. Where the panels are too few, the rows are cut
+     * instead. (Before: column blocks halved until 2 tasks per thread,
+     * so A was packed twice per thread and 25 panels went 16 + 9.) */
+    int64_t panels = cdiv(g->n, TJG_NR), nbj = cdiv(panels, NC_MAX / TJG_NR);
+    while (nbj < panels && g->nbi * nbj % th)
+        nbj++;
+    if (g->nbi * nbj % th && g->m >= cdiv(g->nbi, th) * th * TJG_MR) {
+        int64_t nbi = cdiv(g->nbi, th) * th;
+        g->mc = cdiv(cdiv(g->m, nbi), TJG_MR) * TJG_MR;
+        g->nbi = cdiv(g->m, g->mc);
+    }
+    int64_t per = cdiv(panels, nbj);
     g->nc = per * TJG_NR;
     g->nbj = cdiv(panels, per);
     tasks_ctx tc = {.g = g};
@@ -676,6 +772,25 @@ int tjg_gemm(int64_t m, const void *a, bool a_bf16, int64_t rs, int64_t cs, cons
     }
     g.in_place = !g.e.out_bf16 && b->type != TJG_S8 &&
                  (!g.e.accumulate || g.e.alpha == 0 || g.e.alpha == 1);
+    return run(&g);
+}
+
+int tjg_gemm_f32_raw(int64_t m, const float *a, int64_t rs, int64_t cs, const float *b,
+                     int64_t brs, int64_t bcs, int64_t k, int64_t n, float *c, int64_t ldc,
+                     const tjg_epilogue *e, const tjg_prologue *pro)
+{
+    /* B's header without data: each task packs its panels (pack_b_panel) */
+    tjg_packed hb = {.type = TJG_F32, .k = k, .n = n, .kp = k};
+    gemm_call g = {.m = m, .n = n, .lda_rs = rs, .lda_cs = cs, .a = a, .b = &hb, .c = c,
+                   .ldc = ldc, .braw = b, .brs = brs, .bcs = bcs};
+    if (e)
+        g.e = *e;
+    g.e.out_bf16 = false;
+    if (pro && (pro->scale || pro->shift || pro->act != TJG_ACT_NONE)) {
+        g.pro = *pro;
+        g.has_pro = true;
+    }
+    g.in_place = !g.e.accumulate || g.e.alpha == 0 || g.e.alpha == 1;
     return run(&g);
 }
 

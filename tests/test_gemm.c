@@ -120,6 +120,64 @@ static void test_f32_variants(void **state)
     tjg_isa_force(-1);
 }
 
+/* tjg_gemm_f32_raw (B packed in the call, panel by panel) against double
+ * sums, with A and B each stored as is or transposed (dW = dY^T X and
+ * dX = dY W^T of a training step), accumulate with alpha (C's old value
+ * kept), and a layout neither BLAS nor the fast packings take (strides 2). */
+static void raw_case(dims d, int ta, int tb, bool acc)
+{
+    int64_t sa = d.m * d.k * 2 + 1, sb = d.k * d.n * 2 + 1, sc = d.m * d.n + 1;
+    float *a = malloc((size_t)sa * 4), *b = malloc((size_t)sb * 4), *c = malloc((size_t)sc * 4);
+    double *ref = calloc((size_t)sc, sizeof(double));
+    fill(a, sa, 3), fill(b, sb, 4), fill(c, sc, 5);
+    /* ta/tb: 0 rows contiguous, 1 transposed, 2 every other element */
+    int64_t ars = ta == 1 ? 1 : ta == 2 ? 2 * d.k : d.k, acs = ta == 1 ? d.m : ta == 2 ? 2 : 1;
+    int64_t brs = tb == 1 ? 1 : tb == 2 ? 2 * d.n : d.n, bcs = tb == 1 ? d.k : tb == 2 ? 2 : 1;
+    for (int64_t i = 0; i < d.m; i++)
+        for (int64_t j = 0; j < d.n; j++) {
+            double x = 0;
+            for (int64_t kk = 0; kk < d.k; kk++)
+                x += (double)a[i * ars + kk * acs] * b[kk * brs + j * bcs];
+            ref[i * d.n + j] = acc ? c[i * d.n + j] + 0.5 * x : x;
+        }
+    tjg_epilogue e = {.accumulate = acc, .alpha = acc ? 0.5f : 0};
+    assert_int_equal(tjg_gemm_f32_raw(d.m, a, ars, acs, b, brs, bcs, d.k, d.n, c, d.n, &e, NULL),
+                     0);
+    char what[128];
+    snprintf(what, sizeof what, "f32 raw B %s ta %d tb %d acc %d %lldx%lldx%lld threads %d",
+             tjg_isa_name(tjg_isa_current()), ta, tb, acc, (long long)d.m, (long long)d.n,
+             (long long)d.k, tj_num_threads());
+    check_close(c, ref, d.m * d.n, 1e-5, what);
+    free(a), free(b), free(c), free(ref);
+}
+
+static void test_f32_raw(void **state)
+{
+    (void)state;
+    tjg_isa vs[TJG_NISA];
+    int nv = variants(vs);
+    /* rows not a multiple of MR, columns not of 32 or 16 (half panels),
+     * k over one k-block, rows or panels too few for a task per thread,
+     * and the training step's shapes (scaled down in k) */
+    static const dims more[] = {{127, 33, 5}, {128, 512, 300}, {300, 97, 520}, {40, 10, 128},
+                                {2, 700, 9},  {26, 8, 3},      {265, 64, 257}};
+    int threads = tj_num_threads();
+    for (int th = 1; th <= 2; th++) {
+        tj_set_num_threads(th);
+        for (int v = 0; v < nv; v++) {
+            tjg_isa_force(vs[v]);
+            for (size_t s = 0; s < NSHAPES + sizeof more / sizeof more[0]; s++) {
+                dims d = s < NSHAPES ? shapes[s] : more[s - NSHAPES];
+                for (int ta = 0; ta < 3; ta++)
+                    for (int tb = 0; tb < 3; tb++)
+                        raw_case(d, ta, tb, (ta + tb) % 2 == 1);
+            }
+        }
+    }
+    tj_set_num_threads(threads);
+    tjg_isa_force(-1);
+}
+
 static void test_bf16_rne(void **state)
 {
     (void)state;
@@ -905,6 +963,7 @@ int main(void)
         cmocka_unit_test(test_isa_select),
         cmocka_unit_test(test_bf16_rne),
         cmocka_unit_test(test_f32_variants),
+        cmocka_unit_test(test_f32_raw),
         cmocka_unit_test(test_bf16_variants),
         cmocka_unit_test(test_bf16_widened),
         cmocka_unit_test(test_pack_transposed),
