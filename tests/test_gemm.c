@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "../ir/vmath.h"
+#include "../runtime/contract.h"
 #include "../runtime/gemm.h"
 #include "../runtime/rt.h"
 #include "util.h"
@@ -894,6 +895,71 @@ static void frozen_case(bool freeze, bool autotune, bool int8)
     assert_int_equal(tjg_cache_bytes(), 0);
 }
 
+/* Eager f32 matmul and linear on operands that are not kept weights, on
+ * tjit's GEMM (B packed in the call) and on OpenBLAS (TJIT_OWN_F32=1, 0)
+ * and by the shape rule (unset), with A and B as they are or transposed
+ * views (a training step's dW = dY^T X and dX = dY W^T), against double
+ * sums, on one and two threads. The override decides rt_gemm_own_f32. */
+static void matmul_case(dims d, bool ta, bool tb)
+{
+    tj_scope_begin();
+    int64_t ash[2] = {ta ? d.k : d.m, ta ? d.m : d.k}, bsh[2] = {tb ? d.n : d.k, tb ? d.k : d.n};
+    tj_tensor *as = tj_randn(TJ_F32, 2, ash), *bs = tj_randn(TJ_F32, 2, bsh);
+    tj_tensor *a = ta ? tj_transpose(as, 0, 1) : as, *b = tb ? tj_transpose(bs, 0, 1) : bs;
+    tj_tensor *bias = tj_randn(TJ_F32, 1, (int64_t[]){d.n});
+    const float *pa = tj_data(as), *pb = tj_data(bs), *pbias = tj_data(bias);
+    double *ref = calloc((size_t)(d.m * d.n + 1), sizeof(double));
+    for (int64_t i = 0; i < d.m; i++)
+        for (int64_t j = 0; j < d.n; j++)
+            for (int64_t kk = 0; kk < d.k; kk++)
+                ref[i * d.n + j] += (double)(ta ? pa[kk * d.m + i] : pa[i * d.k + kk]) *
+                                    (tb ? pb[j * d.k + kk] : pb[kk * d.n + j]);
+    static const char *env[3] = {"1", "0", NULL};
+    for (int e = 0; e < 3; e++) {
+        if (env[e])
+            setenv("TJIT_OWN_F32", env[e], 1);
+        else
+            unsetenv("TJIT_OWN_F32");
+        if (env[e])
+            assert_int_equal(rt_gemm_own_f32(d.m, d.n, d.k),
+                             e == 0 && tjg_isa_current() >= TJG_AVX2);
+        char what[128];
+        snprintf(what, sizeof what, "matmul TJIT_OWN_F32=%s ta %d tb %d %lldx%lldx%lld",
+                 env[e] ? env[e] : "unset", ta, tb, (long long)d.m, (long long)d.n,
+                 (long long)d.k);
+        tj_tensor *c = tj_matmul(a, b);
+        assert_non_null(c);
+        /* randn operands: sums of k products of size 1 (rounding grows as sqrt k) */
+        double tol = 1e-5 * (1 + sqrt((double)d.k));
+        check_close(tj_data(c), ref, d.m * d.n, tol, what);
+        /* linear: x @ w^T + bias, w = b^T (w [n, k]) */
+        tj_tensor *l = tj_linear(a, tj_transpose(b, 0, 1), bias);
+        assert_non_null(l);
+        const float *pl = tj_data(l);
+        for (int64_t i = 0; i < d.m * d.n; i++)
+            if (!(fabs(pl[i] - (ref[i] + pbias[i % d.n])) <= tol * (1 + fabs(ref[i]))))
+                fail_msg("linear %s: element %lld: %.9g", what, (long long)i, pl[i]);
+    }
+    unsetenv("TJIT_OWN_F32");
+    free(ref);
+    tj_scope_end();
+}
+
+static void test_matmul_own_f32(void **state)
+{
+    (void)state;
+    static const dims ds[] = {{1, 1, 1},    {127, 33, 5},   {128, 96, 128}, {130, 200, 33},
+                              {40, 70, 300}, {300, 65, 10}, {25, 64, 0}};
+    int threads = tj_num_threads();
+    for (int th = 1; th <= 2; th++) {
+        tj_set_num_threads(th);
+        for (size_t s = 0; s < sizeof ds / sizeof ds[0]; s++)
+            for (int t = 0; t < 4; t++)
+                matmul_case(ds[s], t & 1, t & 2);
+    }
+    tj_set_num_threads(threads);
+}
+
 static void test_frozen_weights(void **state)
 {
     (void)state;
@@ -977,6 +1043,7 @@ int main(void)
         cmocka_unit_test(test_quantize_rows),
         cmocka_unit_test(test_bf16_tensors),
         cmocka_unit_test(test_frozen_weights),
+        cmocka_unit_test(test_matmul_own_f32),
         cmocka_unit_test(test_int8_rows_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
