@@ -343,7 +343,9 @@ static int choose_f32(void *handle, int64_t m, int64_t n, int64_t k, rt_mat a, r
 
 /* tjit's own GEMM (runtime/gemm.h) on a packed B: bf16 always (vdpbf16ps
  * where the CPU has it; f32 sums rounded once), f32 on a frozen weight
- * where choose_f32 says; 1 when f32 should go to OpenBLAS instead. */
+ * where choose_f32 says; 1 when f32 should go to OpenBLAS instead, 2 when
+ * the weight changed since the last call and was not packed (as any
+ * operand, then: rt_gemm_own_f32). */
 static int gemm_own(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b,
                     const rt_storage *bst, bool acc, const float *bias, void *c, int64_t ldc)
 {
@@ -353,7 +355,7 @@ static int gemm_own(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_m
     const tjg_packed *p =
         packed_b(bst, b, k, n, dt == TJ_BF16 ? TJG_BF16 : TJG_F32, &own, &handle, &blas);
     if (!p)
-        return blas ? 1 : -1;
+        return blas ? 2 : -1;
     int r = 1;
     if (dt == TJ_BF16 || choose_f32(handle, m, n, k, a, b, p) == CHOICE_OWN) {
         tjg_epilogue e = {.accumulate = acc, .bias = bias, .out_bf16 = dt == TJ_BF16};
@@ -431,12 +433,15 @@ static int gemm_ex(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_ma
     }
     /* f32: only on a frozen weight, and (without autotune) only where
      * tjit's GEMM measured ahead: others are never packed */
+    bool raw = percall && dt == TJ_F32 && rt_gemm_own_f32(m, n, k);
     if (dt == TJ_BF16 ||
         (dt == TJ_F32 && bst && tjg_frozen(bst, &flags) && own_f32(m, n, k, flags))) {
         int r = gemm_own(dt, m, n, k, a, b, bst, accumulate, bias, c, ldc);
         if (r <= 0)
             return r;
-    } else if (percall && dt == TJ_F32 && rt_gemm_own_f32(m, n, k)) {
+        raw = raw && r == 2;   /* OpenBLAS chosen (autotune, shape): kept */
+    }
+    if (raw) {
         tjg_epilogue e = {.accumulate = accumulate};
         return tjg_gemm_f32_raw(m, a.p, a.rs, a.cs, b.p, b.rs, b.cs, k, n, c, ldc, &e, NULL);
     }
