@@ -735,7 +735,7 @@ static int run(gemm_call *g)
     if (g->half)   /* rows in as few even blocks as fit MC_HALF: B read once per block */
         g->mc = cdiv(cdiv(g->m, cdiv(g->m, MC_HALF)), TJG_MR) * TJG_MR;
     g->nbi = cdiv(g->m, g->mc);
-    int th = rt_threads();
+    int th = rt_threads_here();   /* 1 nested in a pool task (a pair's GEMM, a block's) */
     /* Tasks in a multiple of the threads (the pool gives each thread as
      * many), from column blocks of up to NC_MAX cut evenly in whole panels:
      * with few rows each thread packs A once and reads (or packs) only its
