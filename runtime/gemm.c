@@ -387,10 +387,8 @@ static void pack_a(const gemm_call *g, uint32_t *dst, int64_t i0, int64_t mc, in
 
 /* Rows kg0..kg0+nkg of B's columns j0..j0+cols (cols <= NR) as one panel's
  * k-block (nkg rows of NR floats; columns past cols zero), its columns
- * c0..c1 only (c1 <= NR), packed by the task that reads them just before it
- * does: rows copied whole where B's columns are contiguous, 8 x 8
- * transposes (AVX2) where its rows are. The AVX2 order packs a half panel
- * (16 KB) at a time, so it is in L1 when its slivers read it. */
+ * c0..c1 only (c1 <= NR): rows copied whole where B's columns are
+ * contiguous, 8 x 8 transposes (AVX2) where its rows are. */
 static void pack_b_panel(const gemm_call *g, float *restrict dst, int64_t kg0, int64_t nkg,
                          int64_t j0, int64_t cols, int64_t c0, int64_t c1)
 {
@@ -421,27 +419,32 @@ static void pack_b_panel(const gemm_call *g, float *restrict dst, int64_t kg0, i
             dst[q * TJG_NR + j] = j < cols ? b[(kg0 + q) * rs + (j0 + j) * cs] : 0.0f;
 }
 
-/* Share `part` of `parts` of the cache lines pack_b_panel will read for the
- * k-block of the panel of columns j0..j0+cols: prefetched a share per sliver
- * while the panel before is multiplied, so packing reads them from cache. */
-static void prefetch_b_raw(const gemm_call *g, int64_t kg0, int64_t nkg, int64_t j0,
-                           int64_t cols, int64_t part, int64_t parts)
+enum { RAW_PANELS = 8 };   /* panels of B packed at once in the call: 256 columns */
+
+/* Up to RAW_PANELS panels' k-block (columns j0..j0+cols) into dst, panel
+ * after panel (nkg rows of NR each): B's rows read RAW_PANELS * 128 bytes
+ * at a time where they are contiguous, as a stream the hardware prefetches. */
+static void pack_b_block(const gemm_call *g, float *restrict dst, int64_t kg0, int64_t nkg,
+                         int64_t j0, int64_t cols)
 {
-    const float *b = g->braw;
-    cols = cols < TJG_NR ? cols : TJG_NR;
-    if (g->bcs == 1) {   /* nkg rows of cols floats: up to 3 lines each */
-        int64_t per = cdiv(nkg, parts);
-        for (int64_t q = part * per; q < nkg && q < (part + 1) * per; q++) {
-            const char *r = (const char *)(b + (kg0 + q) * g->brs + j0);
-            __builtin_prefetch(r);
-            __builtin_prefetch(r + 64);
-            __builtin_prefetch(r + cols * 4 - 1);
-        }
-    } else if (g->brs == 1) {   /* cols columns of nkg contiguous floats */
-        int64_t lines = cdiv(nkg * 4, 64) + 1, per = cdiv(cols * lines, parts);
-        for (int64_t u = part * per; u < cols * lines && u < (part + 1) * per; u++) {
-            const float *c = b + kg0 + (j0 + u / lines) * g->bcs;
-            __builtin_prefetch(u % lines + 1 < lines ? c + u % lines * 16 : c + nkg - 1);
+    int64_t np = cdiv(cols, TJG_NR);
+    if (g->bcs != 1) {
+        for (int64_t p = 0; p < np; p++)
+            pack_b_panel(g, dst + p * nkg * TJG_NR, kg0, nkg, j0 + p * TJG_NR,
+                         cols - p * TJG_NR, 0, TJG_NR);
+        return;
+    }
+    for (int64_t q = 0; q < nkg; q++) {
+        const float *src = g->braw + (kg0 + q) * g->brs + j0;
+        for (int64_t p = 0; p < np; p++) {
+            float *d = dst + (p * nkg + q) * TJG_NR;
+            int64_t c = cols - p * TJG_NR;
+            if (c >= TJG_NR) {
+                memcpy(d, src + p * TJG_NR, TJG_NR * 4);
+            } else {
+                memcpy(d, src + p * TJG_NR, (size_t)c * 4);
+                memset(d + c, 0, (size_t)(TJG_NR - c) * 4);
+            }
         }
     }
 }
@@ -580,7 +583,7 @@ static int scratch_get(const gemm_call *g, scratch *s)
            st = g->in_place ? 0 : (size_t)(g->mc * g->nc) * 4,
            sv = (size_t)g->nc * 4 + 64, stile = (size_t)TJG_MR * TJG_NR * 4,
            sw = g->kern.widen_b ? (size_t)(2 * g->kc * TJG_NR) * 4 : 0,
-           sb = g->braw ? (size_t)(g->kc * TJG_NR) * 4 : 0;
+           sb = g->braw ? (size_t)(g->kc * TJG_NR * RAW_PANELS) * 4 : 0;
     s->bytes = sa + st + sv + stile + sw + sb;
     if (!(s->base = rt_alloc(s->bytes)))
         return -1;
@@ -618,9 +621,12 @@ static void task(const gemm_call *g, scratch *s, int64_t bi, int64_t bj)
             int64_t cols = nj - jp < TJG_NR ? nj - jp : TJG_NR, ir0 = 0;
             const uint32_t *bp = (const uint32_t *)s->bp, *raw_next = bp;
             bool half = g->half && cols == TJG_NR;
-            if (g->braw && !half)
-                pack_b_panel(g, s->bp, kg0, nkg, j0 + jp, cols, 0, TJG_NR);
-            else if (!g->braw)
+            if (g->braw) {
+                if (jp % (RAW_PANELS * TJG_NR) == 0)
+                    pack_b_block(g, s->bp, kg0, nkg, j0 + jp,
+                                 nj - jp < RAW_PANELS * TJG_NR ? nj - jp : RAW_PANELS * TJG_NR);
+                bp = (const uint32_t *)s->bp + jp / TJG_NR % RAW_PANELS * nkg * TJG_NR;
+            } else
                 bp = (const uint32_t *)b->data + ((j0 + jp) / TJG_NR * kgt + kg0) * TJG_NR,
                 raw_next = bp + kgt * TJG_NR;
             if (widen) {
@@ -639,11 +645,12 @@ static void task(const gemm_call *g, scratch *s, int64_t bi, int64_t bj)
                      * while this one is read from L1; widened, the next
                      * panel's raw groups (two lines each), a share per
                      * sliver of both halves, for widen_b */
-                    const uint32_t *nx = h ? bp + kgt * TJG_NR : bp + TJG_NR / 2;
-                    bool more = h == 0 || (jp + TJG_NR < nj && !g->braw);
+                    /* packed in the call: the next panel is the block's next,
+                     * nkg groups on, within the block */
+                    const uint32_t *nx = h ? bp + (g->braw ? nkg : kgt) * TJG_NR : bp + TJG_NR / 2;
+                    bool more = h == 0 || (jp + TJG_NR < nj &&
+                                           (!g->braw || (jp / TJG_NR + 1) % RAW_PANELS));
                     int64_t per_raw = nsl ? cdiv(nkg, 2 * nsl) : 0;
-                    if (g->braw)
-                        pack_b_panel(g, s->bp, kg0, nkg, j0 + jp, cols, h, h + TJG_NR / 2);
                     for (int64_t ir = 0; ir < ir0; ir += TJG_MR) {
                         int64_t sl = ir / TJG_MR, r0 = (h ? nsl + sl : sl) * per_raw;
                         for (int64_t q = r0; widen && jp + TJG_NR < nj && q < nkg &&
@@ -654,9 +661,6 @@ static void task(const gemm_call *g, scratch *s, int64_t bi, int64_t bj)
                         for (int64_t q = sl * per; more && !widen && q < kgk && q < (sl + 1) * per;
                              q++)
                             __builtin_prefetch(nx + q * TJG_NR);
-                        if (g->braw && jp + TJG_NR < nj)
-                            prefetch_b_raw(g, kg0, nkg, j0 + jp + TJG_NR, nj - jp - TJG_NR,
-                                           h ? nsl + sl : sl, 2 * nsl);
                         g->half(kgk, s->a + ir / TJG_MR * nkg * TJG_MR * wide, bp + h,
                                 cb + ir * ldb + jp + h, ldb, acc);
                     }

@@ -131,9 +131,9 @@ int tjg_gemm(int64_t m, const void *a, bool a_bf16, int64_t rs, int64_t cs,
 
 /* f32 C[m,n] (rows ldc apart) = A[m,k] @ B[k,n] with B unpacked, element
  * (kk, j) at b[kk*brs + j*bcs] (an operand that changes every call): each
- * task packs the k-block of each panel it reads just before reading it, so
- * no pass over all of B precedes the product and a thread packs only its
- * own columns. A as in tjg_gemm (f32); e->out_bf16 is ignored. Return 0, or
+ * task packs the k-block of up to 8 panels it reads just before reading
+ * them, so no pass over all of B precedes the product and a thread packs
+ * only its own columns. A as in tjg_gemm (f32); e->out_bf16 is ignored. Return 0, or
  * -1 with an error recorded. */
 int tjg_gemm_f32_raw(int64_t m, const float *a, int64_t rs, int64_t cs, const float *b,
                      int64_t brs, int64_t bcs, int64_t k, int64_t n, float *c, int64_t ldc,
