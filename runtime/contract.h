@@ -22,6 +22,12 @@ typedef struct rt_mat {
 int rt_gemm(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b, bool accumulate,
             void *c, int64_t ldc);
 
+/* Whether an f32 matmul's GEMM of this shape whose B is not a kept weight
+ * runs on tjit's own GEMM (B packed in the call) rather than OpenBLAS:
+ * TJIT_OWN_F32=1/0 forces it, else a rule measured per shape (k_matmul.c,
+ * docs/perf.md). sched/pair.c asks before cutting a GEMM for OpenBLAS. */
+bool rt_gemm_own_f32(int64_t m, int64_t n, int64_t k);
+
 /* Copies src (ndim dims, strides in elements, element size esize) into the
  * contiguous dst of shape `shape`; src dims are right-aligned to shape and a
  * src dim may be missing or have stride 0 (broadcast). */

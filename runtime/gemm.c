@@ -324,6 +324,8 @@ typedef struct gemm_call {
     int64_t mc, kc;              /* rows per i-block, k groups per k-block */
     bool a_7bit;                 /* S8: every byte of A <= 127 (the vpmaddubsw kernel) */
     int64_t nc, nbi, nbj;        /* columns per task, task grid */
+    const float *braw;           /* tjg_gemm_f32_raw: B unpacked, (kk, j) at kk*brs + j*bcs */
+    int64_t brs, bcs;
 } gemm_call;
 
 /* ---- packing A ---------------------------------------------------------------------------- */
@@ -363,6 +365,14 @@ static void pack_a(const gemm_call *g, uint32_t *dst, int64_t i0, int64_t mc, in
             tjg_transpose8_avx2(src, ld, whole, d, TJG_MR);   /* rows 0-7, then 4-11 */
             tjg_transpose8_avx2(src + 4 * ld, ld, whole, d + 4, TJG_MR);
             done = whole;
+        } else if (t == TJG_F32 && !g->has_pro && g->lda_rs == 1 && (s + 1) * TJG_MR <= mc) {
+            /* A read transposed (dY^T of a weight's gradient): each group
+             * of the sliver is MR contiguous floats */
+            const float *src = (const float *)g->a + i0 + s * TJG_MR + kg0 * g->lda_cs;
+            uint32_t *d = dst + s * nkg * TJG_MR;
+            for (int64_t q = 0; q < nkg; q++)
+                memcpy(d + q * TJG_MR, src + q * g->lda_cs, TJG_MR * 4);
+            continue;
         }
         for (int r = 0; r < TJG_MR; r++) {
             int64_t i = i0 + s * TJG_MR + r;
@@ -413,6 +423,72 @@ static void pack_a(const gemm_call *g, uint32_t *dst, int64_t i0, int64_t mc, in
                     }
                 }
                 d[q * TJG_MR] = w;
+            }
+        }
+    }
+}
+
+/* ---- packing B in the call (tjg_gemm_f32_raw) ------------------------------------------------ */
+
+/* Rows kg0..kg0+nkg of B's columns j0..j0+cols (cols <= NR) as one panel's
+ * k-block (nkg rows of NR floats; columns past cols zero), its columns
+ * c0..c1 only (c1 <= NR): rows copied whole where B's columns are
+ * contiguous, 8 x 8 transposes (AVX2) where its rows are. */
+static void pack_b_panel(const gemm_call *g, float *restrict dst, int64_t kg0, int64_t nkg,
+                         int64_t j0, int64_t cols, int64_t c0, int64_t c1)
+{
+    const float *b = g->braw;
+    int64_t rs = g->brs, cs = g->bcs, jt = c0, nv = (cols < c1 ? cols : c1) - c0;
+    if (cs == 1) {
+        for (int64_t q = 0; q < nkg; q++) {
+            const float *src = b + (kg0 + q) * rs + j0 + c0;
+            float *d = dst + q * TJG_NR + c0;
+            if (nv == TJG_NR / 2) {
+                memcpy(d, src, TJG_NR / 2 * 4);
+            } else if (nv == TJG_NR) {
+                memcpy(d, src, TJG_NR * 4);
+            } else {
+                memcpy(d, src, (size_t)(nv > 0 ? nv : 0) * 4);
+                for (int64_t j = c0 + (nv > 0 ? nv : 0); j < c1; j++)
+                    dst[q * TJG_NR + j] = 0.0f;
+            }
+        }
+        return;
+    }
+    if (rs == 1 && g->avx2)
+        for (; jt + 8 <= c0 + nv; jt += 8)
+            tjg_transpose8_avx2(b + kg0 + (j0 + jt) * cs, cs * 4, nkg, (uint32_t *)dst + jt,
+                                TJG_NR);
+    for (int64_t q = 0; q < nkg; q++)
+        for (int64_t j = jt; j < c1; j++)
+            dst[q * TJG_NR + j] = j < cols ? b[(kg0 + q) * rs + (j0 + j) * cs] : 0.0f;
+}
+
+enum { RAW_PANELS = 8 };   /* panels of B packed at once in the call: 256 columns */
+
+/* Up to RAW_PANELS panels' k-block (columns j0..j0+cols) into dst, panel
+ * after panel (nkg rows of NR each): B's rows read RAW_PANELS * 128 bytes
+ * at a time where they are contiguous, as a stream the hardware prefetches. */
+static void pack_b_block(const gemm_call *g, float *restrict dst, int64_t kg0, int64_t nkg,
+                         int64_t j0, int64_t cols)
+{
+    int64_t np = cdiv(cols, TJG_NR);
+    if (g->bcs != 1) {
+        for (int64_t p = 0; p < np; p++)
+            pack_b_panel(g, dst + p * nkg * TJG_NR, kg0, nkg, j0 + p * TJG_NR,
+                         cols - p * TJG_NR, 0, TJG_NR);
+        return;
+    }
+    for (int64_t q = 0; q < nkg; q++) {
+        const float *src = g->braw + (kg0 + q) * g->brs + j0;
+        for (int64_t p = 0; p < np; p++) {
+            float *d = dst + (p * nkg + q) * TJG_NR;
+            int64_t c = cols - p * TJG_NR;
+            if (c >= TJG_NR) {
+                memcpy(d, src + p * TJG_NR, TJG_NR * 4);
+            } else {
+                memcpy(d, src + p * TJG_NR, (size_t)c * 4);
+                memset(d + c, 0, (size_t)(TJG_NR - c) * 4);
             }
         }
     }
@@ -574,6 +650,7 @@ typedef struct scratch {
     float *v;        /* one row for the epilogue */
     uint32_t *tile;  /* MR x NR edge tile */
     float *w;        /* a widened panel: 2 KCG_WIDE x NR (kern.widen_b) */
+    float *bp;       /* a panel of B packed in the call: KCG x NR (braw) */
     size_t bytes;
     void *base;
 } scratch;
@@ -583,8 +660,9 @@ static int scratch_get(const gemm_call *g, scratch *s)
     size_t sa = (size_t)(g->mc * g->kc) * 4 * (g->kern.split_a ? 3 : 1),
            st = g->in_place ? 0 : (size_t)(g->mc * g->nc) * 4,
            sv = (size_t)g->nc * 4 + 64, stile = (size_t)TJG_MR * TJG_NR * 4,
-           sw = g->kern.widen_b ? (size_t)(2 * g->kc * TJG_NR) * 4 : 0;
-    s->bytes = sa + st + sv + stile + sw;
+           sw = g->kern.widen_b ? (size_t)(2 * g->kc * TJG_NR) * 4 : 0,
+           sb = g->braw ? (size_t)(g->kc * TJG_NR * RAW_PANELS) * 4 : 0;
+    s->bytes = sa + st + sv + stile + sw + sb;
     if (!(s->base = rt_alloc(s->bytes)))
         return -1;
     s->tile = s->base;
@@ -592,6 +670,7 @@ static int scratch_get(const gemm_call *g, scratch *s)
     s->a = (uint32_t *)((char *)s->w + sw);
     s->t = (uint32_t *)((char *)s->a + sa);
     s->v = (float *)((char *)s->t + st);
+    s->bp = (float *)((char *)s->v + sv);
     return 0;
 }
 
@@ -617,15 +696,22 @@ static void task(const gemm_call *g, scratch *s, int64_t bi, int64_t bj)
         bool widen = g->kern.widen_b && nkg > 0;
         int64_t kgk = widen ? 2 * nkg : nkg;
         for (int64_t jp = 0; jp < nj; jp += TJG_NR) {
-            const uint32_t *bp = (const uint32_t *)b->data +
-                                 ((j0 + jp) / TJG_NR * kgt + kg0) * TJG_NR,
-                           *raw_next = bp + kgt * TJG_NR;
+            int64_t cols = nj - jp < TJG_NR ? nj - jp : TJG_NR, ir0 = 0;
+            const uint32_t *bp = (const uint32_t *)s->bp, *raw_next = bp;
+            bool half = g->half && cols == TJG_NR;
+            if (g->braw) {
+                if (jp % (RAW_PANELS * TJG_NR) == 0)
+                    pack_b_block(g, s->bp, kg0, nkg, j0 + jp,
+                                 nj - jp < RAW_PANELS * TJG_NR ? nj - jp : RAW_PANELS * TJG_NR);
+                bp = (const uint32_t *)s->bp + jp / TJG_NR % RAW_PANELS * nkg * TJG_NR;
+            } else
+                bp = (const uint32_t *)b->data + ((j0 + jp) / TJG_NR * kgt + kg0) * TJG_NR,
+                raw_next = bp + kgt * TJG_NR;
             if (widen) {
                 g->kern.widen_b(nkg, bp, s->w);
                 bp = (const uint32_t *)s->w;
             }
-            int64_t cols = nj - jp < TJG_NR ? nj - jp : TJG_NR, ir0 = 0;
-            if (g->half && cols == TJG_NR) {
+            if (half) {
                 /* half panel by half panel down the whole rows of slivers,
                  * into C or (not in place) the task's sums */
                 float *cb = g->in_place ? (float *)g->c + i0 * g->ldc + j0 : (float *)s->t;
@@ -637,8 +723,11 @@ static void task(const gemm_call *g, scratch *s, int64_t bi, int64_t bj)
                      * while this one is read from L1; widened, the next
                      * panel's raw groups (two lines each), a share per
                      * sliver of both halves, for widen_b */
-                    const uint32_t *nx = h ? bp + kgt * TJG_NR : bp + TJG_NR / 2;
-                    bool more = h == 0 || jp + TJG_NR < nj;
+                    /* packed in the call: the next panel is the block's next,
+                     * nkg groups on, within the block */
+                    const uint32_t *nx = h ? bp + (g->braw ? nkg : kgt) * TJG_NR : bp + TJG_NR / 2;
+                    bool more = h == 0 || (jp + TJG_NR < nj &&
+                                           (!g->braw || (jp / TJG_NR + 1) % RAW_PANELS));
                     int64_t per_raw = nsl ? cdiv(nkg, 2 * nsl) : 0;
                     for (int64_t ir = 0; ir < ir0; ir += TJG_MR) {
                         int64_t sl = ir / TJG_MR, r0 = (h ? nsl + sl : sl) * per_raw;
@@ -730,11 +819,22 @@ static int run(gemm_call *g)
     if (g->half)   /* rows in as few even blocks as fit MC_HALF: B read once per block */
         g->mc = cdiv(cdiv(g->m, cdiv(g->m, MC_HALF)), TJG_MR) * TJG_MR;
     g->nbi = cdiv(g->m, g->mc);
-    int th = rt_threads();
-    int64_t panels = cdiv(g->n, TJG_NR), per = NC_MAX / TJG_NR;
-    /* enough tasks for the threads: narrower column blocks when rows are few */
-    while (per > 1 && g->nbi * cdiv(panels, per) < 2 * th)
-        per /= 2;
+    int th = rt_threads_here();   /* 1 nested in a pool task (a pair's GEMM, a block's) */
+    /* Tasks in a multiple of the threads (the pool gives each thread as
+     * many), from column blocks of up to NC_MAX cut evenly in whole panels:
+     * with few rows each thread packs A once and reads (or packs) only its
+     * own part of B. Where the panels are too few, the rows are cut
+     * instead. (Before: column blocks halved until 2 tasks per thread,
+     * so A was packed twice per thread and 25 panels went 16 + 9.) */
+    int64_t panels = cdiv(g->n, TJG_NR), nbj = cdiv(panels, NC_MAX / TJG_NR);
+    while (nbj < panels && g->nbi * nbj % th)
+        nbj++;
+    if (g->nbi * nbj % th && g->m >= cdiv(g->nbi, th) * th * TJG_MR) {
+        int64_t nbi = cdiv(g->nbi, th) * th;
+        g->mc = cdiv(cdiv(g->m, nbi), TJG_MR) * TJG_MR;
+        g->nbi = cdiv(g->m, g->mc);
+    }
+    int64_t per = cdiv(panels, nbj);
     g->nc = per * TJG_NR;
     g->nbj = cdiv(panels, per);
     tasks_ctx tc = {.g = g};
@@ -757,6 +857,25 @@ int tjg_gemm(int64_t m, const void *a, bool a_half, int64_t rs, int64_t cs, cons
     }
     g.in_place = !g.e.out_bf16 && !g.e.out_f16 && b->type != TJG_S8 &&
                  (!g.e.accumulate || g.e.alpha == 0 || g.e.alpha == 1);
+    return run(&g);
+}
+
+int tjg_gemm_f32_raw(int64_t m, const float *a, int64_t rs, int64_t cs, const float *b,
+                     int64_t brs, int64_t bcs, int64_t k, int64_t n, float *c, int64_t ldc,
+                     const tjg_epilogue *e, const tjg_prologue *pro)
+{
+    /* B's header without data: each task packs its panels (pack_b_panel) */
+    tjg_packed hb = {.type = TJG_F32, .k = k, .n = n, .kp = k};
+    gemm_call g = {.m = m, .n = n, .lda_rs = rs, .lda_cs = cs, .a = a, .b = &hb, .c = c,
+                   .ldc = ldc, .braw = b, .brs = brs, .bcs = bcs};
+    if (e)
+        g.e = *e;
+    g.e.out_bf16 = false;
+    if (pro && (pro->scale || pro->shift || pro->act != TJG_ACT_NONE)) {
+        g.pro = *pro;
+        g.has_pro = true;
+    }
+    g.in_place = !g.e.accumulate || g.e.alpha == 0 || g.e.alpha == 1;
     return run(&g);
 }
 

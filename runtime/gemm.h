@@ -144,6 +144,16 @@ int tjg_gemm(int64_t m, const void *a, bool a_half, int64_t rs, int64_t cs,
              const tjg_packed *b, void *c, int64_t ldc, const tjg_epilogue *e,
              const tjg_prologue *pro);
 
+/* f32 C[m,n] (rows ldc apart) = A[m,k] @ B[k,n] with B unpacked, element
+ * (kk, j) at b[kk*brs + j*bcs] (an operand that changes every call): each
+ * task packs the k-block of up to 8 panels it reads just before reading
+ * them, so no pass over all of B precedes the product and a thread packs
+ * only its own columns. A as in tjg_gemm (f32); e->out_bf16 is ignored. Return 0, or
+ * -1 with an error recorded. */
+int tjg_gemm_f32_raw(int64_t m, const float *a, int64_t rs, int64_t cs, const float *b,
+                     int64_t brs, int64_t bcs, int64_t k, int64_t n, float *c, int64_t ldc,
+                     const tjg_epilogue *e, const tjg_prologue *pro);
+
 /* int8: A is u8 with a zero point per row (a_zp[i]) and scale per row
  * (a_scale[i]); C (f32) = (sum_k (a - zp) * b) * a_scale[i] * b->scale[j]
  * then the epilogue (bias, act, residual). s32 accumulation (exact). */

@@ -1,7 +1,9 @@
 /* k_matmul.c - eager kernels of matmul and linear, and the GEMM they share
  * with conv2d (rt_gemm, see contract.h).
  *
- * f32 and f64 go to OpenBLAS (runtime/blas.c). An operand whose last two
+ * f32 and f64 go to OpenBLAS (runtime/blas.c), except an f32 matmul's GEMM
+ * on a kept weight (packed once) or of a shape where tjit's own GEMM
+ * measured faster (B packed in the call: rt_gemm_own_f32). An operand whose last two
  * dims are contiguous or transposed-contiguous is passed as it is (a
  * transposed one by BLAS's trans flag); only operands whose strides BLAS
  * cannot express are packed, once per call. Batches that share the right
@@ -266,8 +268,9 @@ static int tune(int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b, const tjg_p
     return best[0] <= best[1] ? CHOICE_OWN : CHOICE_BLAS;
 }
 
-/* TJIT_OWN_F32=1 or 0 (for measuring): every kept f32 weight to tjit's
- * GEMM, or none; -1 unset. */
+/* TJIT_OWN_F32=1 or 0 (for measuring): every f32 matmul to tjit's GEMM
+ * (kept weights packed once, other operands packed in the call), or none;
+ * -1 unset (the shape rules below). */
 static int own_f32_env(void)
 {
     const char *v = getenv("TJIT_OWN_F32");
@@ -285,6 +288,31 @@ static bool own_f32_shape(int64_t m, int64_t n, int64_t k)
     if (tjg_isa_current() == TJG_AVX2)
         return m >= 2 * TJG_MR && m * n * k <= ((int64_t)1 << 30);
     return m * n * k <= ((int64_t)1 << 27);
+}
+
+/* f32 with B packed in the call (tjg_gemm_f32_raw): where tjit's GEMM
+ * measured ahead of OpenBLAS's sgemm on Zen 3, AVX2's half-panel order only
+ * (docs/perf.md, "Own f32 GEMM for per-call operands"). One thread: k up
+ * to 256 (P7's and P8's k = 128 shapes 5-10% ahead, k = 10 1.5x; from
+ * k = 512 up within noise or behind); more threads: k up to 1024 (the
+ * column split; 1.2-1.9x under load). A GEMM nested in a pool task (a
+ * pair's, a blocked region's) runs on one thread: the one-thread rule. Not: n < 64 (a panel of 32 mostly
+ * empty: 128x10x512 at half OpenBLAS's rate), m < 24 (packing B dominates),
+ * over 2^28 multiply-adds (unmeasured; 2048^3 trailed by a fifth). */
+static bool own_raw_shape(int64_t m, int64_t n, int64_t k)
+{
+    if (tjg_isa_current() != TJG_AVX2 || n < 2 * TJG_NR || m < 2 * TJG_MR ||
+        m * n * k > ((int64_t)1 << 28))
+        return false;
+    return k <= 256 || (rt_threads_here() > 1 && k <= 1024);
+}
+
+bool rt_gemm_own_f32(int64_t m, int64_t n, int64_t k)
+{
+    int env = own_f32_env();
+    if (env >= 0)
+        return env == 1 && tjg_isa_current() >= TJG_AVX2;
+    return own_raw_shape(m, n, k);
 }
 
 /* Whether a kept f32 weight goes to tjit's GEMM (packed and kept). */
@@ -319,7 +347,8 @@ static int choose_f32(void *handle, int64_t m, int64_t n, int64_t k, rt_mat a, r
 /* tjit's own GEMM (runtime/gemm.h) on a packed B: bf16 and f16 always
  * (vdpbf16ps where the CPU has it, f16 widened by F16C; f32 sums rounded
  * once), f32 on a frozen weight where choose_f32 says; 1 when f32 should go
- * to OpenBLAS instead. */
+ * to OpenBLAS instead, 2 when the weight changed since the last call and
+ * was not packed (as any operand, then: rt_gemm_own_f32). */
 static int gemm_own(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b,
                     const rt_storage *bst, bool acc, const float *bias, void *c, int64_t ldc)
 {
@@ -329,7 +358,7 @@ static int gemm_own(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_m
     tjg_type type = dt == TJ_BF16 ? TJG_BF16 : dt == TJ_F16 ? TJG_F16 : TJG_F32;
     const tjg_packed *p = packed_b(bst, b, k, n, type, &own, &handle, &blas);
     if (!p)
-        return blas ? 1 : -1;
+        return blas ? 2 : -1;
     int r = 1;
     if (half || choose_f32(handle, m, n, k, a, b, p) == CHOICE_OWN) {
         tjg_epilogue e = {.accumulate = acc, .bias = bias, .out_bf16 = dt == TJ_BF16,
@@ -390,9 +419,13 @@ done:
     return r;
 }
 
-/* bias: [n] f32 added to the sums in the epilogue, bf16/f16 only (NULL else). */
+/* bias: [n] f32 added to the sums in the epilogue, bf16/f16 only (NULL else).
+ * percall: a matmul's or linear's f32 GEMM whose B is not a kept weight
+ * may run on tjit's GEMM with B packed in the call (rt_gemm_own_f32); conv's
+ * GEMMs (rt_gemm) stay on OpenBLAS, unmeasured there. */
 static int gemm_ex(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b,
-                   const rt_storage *bst, bool accumulate, const float *bias, void *c, int64_t ldc)
+                   const rt_storage *bst, bool accumulate, const float *bias, void *c, int64_t ldc,
+                   bool percall)
 {
     unsigned flags;
     if (m == 0 || n == 0)
@@ -404,11 +437,17 @@ static int gemm_ex(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_ma
     }
     /* f32: only on a frozen weight, and (without autotune) only where
      * tjit's GEMM measured ahead: others are never packed */
+    bool raw = percall && dt == TJ_F32 && rt_gemm_own_f32(m, n, k);
     if (dt == TJ_BF16 || dt == TJ_F16 ||
         (dt == TJ_F32 && bst && tjg_frozen(bst, &flags) && own_f32(m, n, k, flags))) {
         int r = gemm_own(dt, m, n, k, a, b, bst, accumulate, bias, c, ldc);
         if (r <= 0)
             return r;
+        raw = raw && r == 2;   /* OpenBLAS chosen (autotune, shape): kept */
+    }
+    if (raw) {
+        tjg_epilogue e = {.accumulate = accumulate};
+        return tjg_gemm_f32_raw(m, a.p, a.rs, a.cs, b.p, b.rs, b.cs, k, n, c, ldc, &e, NULL);
     }
     return gemm_blas_any(dt, m, n, k, a, b, accumulate, c, ldc);
 }
@@ -435,7 +474,7 @@ done:
 int rt_gemm(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b, bool accumulate,
             void *c, int64_t ldc)
 {
-    return gemm_ex(dt, m, n, k, a, b, NULL, accumulate, NULL, c, ldc);
+    return gemm_ex(dt, m, n, k, a, b, NULL, accumulate, NULL, c, ldc, false);
 }
 
 /* ---- matmul ------------------------------------------------------------------- */
@@ -559,7 +598,7 @@ static int matmul_batches(tj_tensor *out, mm_side *x, mm_side *y, int nb,
     int64_t frs = fold_rows(x, y, nb, bshape);
     if (frs != INT64_MIN)
         return gemm_ex(dt, nbatch * m, n, k, (rt_mat){x->p, frs, x->cs},
-                       (rt_mat){y->p, y->rs, y->cs}, y->st, acc, bias, rt_ptr(out), n);
+                       (rt_mat){y->p, y->rs, y->cs}, y->st, acc, bias, rt_ptr(out), n, true);
     if (bias)
         return 1;
     mm_job j = {.x = x, .y = y, .nb = nb, .bshape = bshape, .acc = acc, .dt = dt,

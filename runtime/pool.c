@@ -133,6 +133,8 @@ int rt_threads(void)
 
 int tj_num_threads(void) { return rt_threads(); }
 
+int rt_threads_here(void) { return in_pool ? 1 : rt_threads(); }
+
 int tj_parallel_for(int64_t n, int64_t grain, tj_range_fn fn, void *ctx)
 {
     if (!fn) {

@@ -166,6 +166,9 @@ typedef void (*rt_range_fn)(void *ctx, int64_t begin, int64_t end);
  * call from inside a pool task runs serially. */
 void rt_parallel_for(int64_t n, int64_t grain, rt_range_fn fn, void *ctx);
 int rt_threads(void);
+/* The threads an rt_parallel_for called here can use: 1 inside a pool task
+ * (a nested call runs serially), else rt_threads(). */
+int rt_threads_here(void);
 
 /* ---- eager kernels ------------------------------------------------------------------ */
 /* Writes op(in) into out, which is allocated, contiguous and of the inferred

@@ -38,9 +38,13 @@
  *             otherwise one step after the other, as any step. A split whose
  *             operands BLAS cannot take as they are (rt_blas_layout) runs
  *             whole, as does one on a frozen weight (tj_compile_options.freeze:
- *             packed once, autotuned or int8; its GEMM path is k_matmul.c's);
+ *             packed once, autotuned or int8; its GEMM path is k_matmul.c's)
+ *             and one that k_matmul.c sends to tjit's own GEMM
+ *             (rt_gemm_own_f32: it cuts its columns over the pool itself);
  *             a pair's steps see the caller's frozen weights on either
- *             thread (rt_gemm_frozen is per thread). OpenBLAS's threads
+ *             thread (rt_gemm_frozen is per thread). A pair's step on tjit's
+ *             GEMM runs single-threaded like OpenBLAS's: its rt_parallel_for
+ *             is nested in the pair's chunk, so it runs serially. OpenBLAS's threads
  *             split a GEMM's m and n, not k, so either way is expected to
  *             give the same values (the tests compare within rounding).
  *
@@ -51,6 +55,7 @@
 #include <string.h>
 
 #include "../runtime/blas.h"
+#include "../runtime/contract.h"
 #include "../runtime/gemm.h"
 #include "sched_int.h"
 
@@ -237,6 +242,10 @@ static int run_split(const ir_graph *g, const sc_plan *p, int i, tj_tensor **val
     split_ctx c = {.m = o->shape[0], .n = o->shape[1], .k = a->shape[1], .ldc = o->strides[0], .nb = SC_SPLIT_BLOCKS};
     unsigned flags;
     if (tjg_frozen(b->storage, &flags))   /* a weight packed once, or in int8: its own path */
+        return 1;
+    /* tjit's own GEMM (k_matmul.c's rule): whole, on the caller's thread,
+     * where it cuts its columns over the pool itself */
+    if (rt_gemm_own_f32(c.m, c.n, c.k))
         return 1;
     if (o->strides[1] != 1 || !rt_blas_layout(c.m, c.k, a->strides[0], a->strides[1], &c.ta, &c.lda) ||
         !rt_blas_layout(c.k, c.n, b->strides[0], b->strides[1], &c.tb, &c.ldb))

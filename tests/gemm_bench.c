@@ -1,15 +1,19 @@
 /* gemm_bench.c - GFLOP/s of the runtime's GEMMs (runtime/gemm.h) against
  * OpenBLAS's sgemm, per shape and thread count (make gemm-bench).
  *
- *   gemm_bench [--threads N] [--cpu-time] [--f32] [MxNxK ...]   (--f32: bf16, f16, u8s8 not run)
+ *   gemm_bench [--threads N] [--cpu-time] [--f32] [--ta] [--tb] [MxNxK ...]
  *
+ * (--f32: bf16, f16, u8s8 not run; --ta, --tb: A or B stored transposed, as a
+ * training step's dW = dY^T X and dX = dY W^T read them, f32 only.)
  * Built against the library's internal headers (it measures internals);
- * prints one markdown row per shape: f32 OpenBLAS, f32 tjg (B packed once,
- * and packed in every call), bf16 tjg (the
+ * prints one markdown row per shape: f32 OpenBLAS, f32 tjg (B packed once;
+ * packed by tjg_pack_f32 before every call; packed in the call by
+ * tjg_gemm_f32_raw, panel by panel), bf16 tjg (the
  * micro-kernel the CPU runs, TJIT_ISA caps it), f16 tjg (f16 A, B and C: F16C
  * widening where the CPU has it, else the portable kernel), int8 tjg (u8 x s8: VNNI,
  * or AVX2's vpmaddwd on full-range A, vpmaddubsw on 7-bit A).
- * Best of several timed repetitions; times are wall clock unless --cpu-time.
+ * Best of several timed repetitions (the f32 columns in turn, rep by rep);
+ * times are wall clock unless --cpu-time.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +25,7 @@
 #include "../runtime/gemm.h"
 #include "../runtime/rt.h"
 
-static int cpu_time, f32_only;
+static int cpu_time, f32_only, ta, tb;
 
 static double now(void)
 {
@@ -45,22 +49,27 @@ typedef struct bufs {
 static double run(int which, bufs *x)
 {
     shape s = x->s;
+    /* A[i, kk] at a[i*ars + kk*acs], B[kk, j] at b[kk*brs + j*bcs] */
+    int64_t ars = ta ? 1 : s.k, acs = ta ? s.m : 1, brs = tb ? 1 : s.n, bcs = tb ? s.k : 1;
     switch (which) {
-    case 0: return rt_sgemm(false, false, s.m, s.n, s.k, 1, x->a, s.k, x->b, s.n, 0, x->c, s.n);
-    case 1: return tjg_gemm(s.m, x->a, false, s.k, 1, &x->pf, x->c, s.n, NULL, NULL);
+    case 0: return rt_sgemm(ta, tb, s.m, s.n, s.k, 1, x->a, ta ? s.m : s.k, x->b, tb ? s.k : s.n,
+                            0, x->c, s.n);
+    case 1: return tjg_gemm(s.m, x->a, false, ars, acs, &x->pf, x->c, s.n, NULL, NULL);
+    case 6: return tjg_gemm_f32_raw(s.m, x->a, ars, acs, x->b, brs, bcs, s.k, s.n, x->c, s.n,
+                                    NULL, NULL);
     case 2: {
         tjg_epilogue e = {.out_bf16 = true};
         return tjg_gemm(s.m, x->a16, true, s.k, 1, &x->ph, x->c16, s.n, &e, NULL);
     }
     case 4: {   /* B packed in the call, as an eager matmul must */
         tjg_packed p;
-        if (tjg_pack_f32(&p, x->b, s.n, 1, s.k, s.n))
+        if (tjg_pack_f32(&p, x->b, brs, bcs, s.k, s.n))
             return -1;
-        int r = tjg_gemm(s.m, x->a, false, s.k, 1, &p, x->c, s.n, NULL, NULL);
+        int r = tjg_gemm(s.m, x->a, false, ars, acs, &p, x->c, s.n, NULL, NULL);
         tjg_packed_free(&p);
         return r;
     }
-    case 6: {
+    case 7: {
         tjg_epilogue e = {.out_f16 = true};
         return tjg_gemm(s.m, x->ah, true, s.k, 1, &x->pk, x->c16, s.n, &e, NULL);
     }
@@ -83,6 +92,26 @@ static double gflops(int which, bufs *x)
     return flop / best * 1e-9;
 }
 
+/* The f32 columns (which: 0, 1, 4, 6) timed in turn, rep after rep, so a
+ * change in the machine's load falls on all of them; best of each. */
+static void gflops_f32(bufs *x, double out[4])
+{
+    static const int which[4] = {0, 1, 4, 6};
+    double flop = 2.0 * (double)x->s.m * (double)x->s.n * (double)x->s.k, best[4];
+    int reps = (int)(4e10 / flop) + 5;
+    for (int w = 0; w < 4; w++)
+        run(which[w], x), best[w] = 1e30;
+    for (int r = 0; r < reps; r++)
+        for (int w = 0; w < 4; w++) {
+            double t0 = now();
+            run(which[w], x);
+            double t = now() - t0;
+            best[w] = t < best[w] ? t : best[w];
+        }
+    for (int w = 0; w < 4; w++)
+        out[w] = flop / best[w] * 1e-9;
+}
+
 int main(int argc, char **argv)
 {
     int threads = 0;
@@ -96,6 +125,10 @@ int main(int argc, char **argv)
             cpu_time = 1;
         else if (!strcmp(argv[i], "--f32"))
             f32_only = 1;
+        else if (!strcmp(argv[i], "--ta"))
+            ta = f32_only = 1;
+        else if (!strcmp(argv[i], "--tb"))
+            tb = f32_only = 1;
         else if (ns < 16 && sscanf(argv[i], "%lldx%lldx%lld", &m, &n, &k) == 3)
             shapes[ns++] = (shape){m, n, k};
     }
@@ -106,9 +139,10 @@ int main(int argc, char **argv)
         shapes[ns++] = (shape){256, 1024, 2048};
         shapes[ns++] = (shape){2048, 2048, 2048};
     }
-    printf("isa %s, %d threads, %s; OpenBLAS core %s\n", tjg_isa_name(tjg_isa_current()),
-           rt_threads(), cpu_time ? "CPU time" : "wall clock", rt_blas_core());
-    printf("| M x N x K | OpenBLAS f32 | tjg f32 | tjg f32 + pack B | tjg bf16 | tjg f16 | tjg u8s8 | tjg u8s8 7-bit |\n|---|---|---|---|---|---|---|---|\n");
+    printf("isa %s, %d threads, %s; OpenBLAS core %s%s%s\n", tjg_isa_name(tjg_isa_current()),
+           rt_threads(), cpu_time ? "CPU time" : "wall clock", rt_blas_core(),
+           ta ? "; A transposed" : "", tb ? "; B transposed" : "");
+    printf("| M x N x K | OpenBLAS f32 | tjg f32 | tjg f32 + pack B | tjg f32 raw B | tjg bf16 | tjg f16 | tjg u8s8 | tjg u8s8 7-bit |\n|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < ns; i++) {
         bufs x = {.s = shapes[i]};
         shape s = x.s;
@@ -131,13 +165,15 @@ int main(int argc, char **argv)
             x.sa[j] = 0.01f, x.zp[j] = 128;
         for (int64_t j = 0; j < s.n; j++)
             x.sb[j] = 0.02f;
-        tjg_pack_f32(&x.pf, x.b, s.n, 1, s.k, s.n);
+        tjg_pack_f32(&x.pf, x.b, tb ? 1 : s.n, tb ? s.k : 1, s.k, s.n);
         tjg_pack_f32_as_bf16(&x.ph, x.b, s.n, 1, s.k, s.n);
         tjg_pack_s8(&x.pq, x.bq, s.n, 1, s.k, s.n, x.sb);
         tjg_pack_f32_as_f16(&x.pk, x.b, s.n, 1, s.k, s.n);
-        printf("| %lldx%lldx%lld | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n",
-               (long long)s.m, (long long)s.n, (long long)s.k, gflops(0, &x), gflops(1, &x),
-               gflops(4, &x), f32_only ? 0.0 : gflops(2, &x), f32_only ? 0.0 : gflops(6, &x),
+        double f[4];
+        gflops_f32(&x, f);
+        printf("| %lldx%lldx%lld | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n",
+               (long long)s.m, (long long)s.n, (long long)s.k, f[0], f[1], f[2], f[3],
+               f32_only ? 0.0 : gflops(2, &x), f32_only ? 0.0 : gflops(7, &x),
                f32_only ? 0.0 : gflops(3, &x),
                 f32_only ? 0.0 : gflops(5, &x));
         fflush(stdout);

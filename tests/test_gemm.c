@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "../ir/vmath.h"
+#include "../runtime/contract.h"
 #include "../runtime/gemm.h"
 #include "../runtime/rt.h"
 #include "util.h"
@@ -99,6 +100,64 @@ static void test_f32_variants(void **state)
                 f32_case(vs[v], shapes[s]);
             for (size_t s = 0; s < sizeof big / sizeof big[0]; s++)
                 f32_case(vs[v], big[s]);
+        }
+    }
+    tj_set_num_threads(threads);
+    tjg_isa_force(-1);
+}
+
+/* tjg_gemm_f32_raw (B packed in the call, panel by panel) against double
+ * sums, with A and B each stored as is or transposed (dW = dY^T X and
+ * dX = dY W^T of a training step), accumulate with alpha (C's old value
+ * kept), and a layout neither BLAS nor the fast packings take (strides 2). */
+static void raw_case(dims d, int ta, int tb, bool acc)
+{
+    int64_t sa = d.m * d.k * 2 + 1, sb = d.k * d.n * 2 + 1, sc = d.m * d.n + 1;
+    float *a = malloc((size_t)sa * 4), *b = malloc((size_t)sb * 4), *c = malloc((size_t)sc * 4);
+    double *ref = calloc((size_t)sc, sizeof(double));
+    fill(a, sa, 3), fill(b, sb, 4), fill(c, sc, 5);
+    /* ta/tb: 0 rows contiguous, 1 transposed, 2 every other element */
+    int64_t ars = ta == 1 ? 1 : ta == 2 ? 2 * d.k : d.k, acs = ta == 1 ? d.m : ta == 2 ? 2 : 1;
+    int64_t brs = tb == 1 ? 1 : tb == 2 ? 2 * d.n : d.n, bcs = tb == 1 ? d.k : tb == 2 ? 2 : 1;
+    for (int64_t i = 0; i < d.m; i++)
+        for (int64_t j = 0; j < d.n; j++) {
+            double x = 0;
+            for (int64_t kk = 0; kk < d.k; kk++)
+                x += (double)a[i * ars + kk * acs] * b[kk * brs + j * bcs];
+            ref[i * d.n + j] = acc ? c[i * d.n + j] + 0.5 * x : x;
+        }
+    tjg_epilogue e = {.accumulate = acc, .alpha = acc ? 0.5f : 0};
+    assert_int_equal(tjg_gemm_f32_raw(d.m, a, ars, acs, b, brs, bcs, d.k, d.n, c, d.n, &e, NULL),
+                     0);
+    char what[128];
+    snprintf(what, sizeof what, "f32 raw B %s ta %d tb %d acc %d %lldx%lldx%lld threads %d",
+             tjg_isa_name(tjg_isa_current()), ta, tb, acc, (long long)d.m, (long long)d.n,
+             (long long)d.k, tj_num_threads());
+    check_close(c, ref, d.m * d.n, 1e-5, what);
+    free(a), free(b), free(c), free(ref);
+}
+
+static void test_f32_raw(void **state)
+{
+    (void)state;
+    tjg_isa vs[TJG_NISA];
+    int nv = variants(vs);
+    /* rows not a multiple of MR, columns not of 32 or 16 (half panels),
+     * k over one k-block, rows or panels too few for a task per thread,
+     * and the training step's shapes (scaled down in k) */
+    static const dims more[] = {{127, 33, 5}, {128, 512, 300}, {300, 97, 520}, {40, 10, 128},
+                                {2, 700, 9},  {26, 8, 3},      {265, 64, 257}};
+    int threads = tj_num_threads();
+    for (int th = 1; th <= 2; th++) {
+        tj_set_num_threads(th);
+        for (int v = 0; v < nv; v++) {
+            tjg_isa_force(vs[v]);
+            for (size_t s = 0; s < NSHAPES + sizeof more / sizeof more[0]; s++) {
+                dims d = s < NSHAPES ? shapes[s] : more[s - NSHAPES];
+                for (int ta = 0; ta < 3; ta++)
+                    for (int tb = 0; tb < 3; tb++)
+                        raw_case(d, ta, tb, (ta + tb) % 2 == 1);
+            }
         }
     }
     tj_set_num_threads(threads);
@@ -821,6 +880,71 @@ static void frozen_case(bool freeze, bool autotune, bool int8)
     assert_int_equal(tjg_cache_bytes(), 0);
 }
 
+/* Eager f32 matmul and linear on operands that are not kept weights, on
+ * tjit's GEMM (B packed in the call) and on OpenBLAS (TJIT_OWN_F32=1, 0)
+ * and by the shape rule (unset), with A and B as they are or transposed
+ * views (a training step's dW = dY^T X and dX = dY W^T), against double
+ * sums, on one and two threads. The override decides rt_gemm_own_f32. */
+static void matmul_case(dims d, bool ta, bool tb)
+{
+    tj_scope_begin();
+    int64_t ash[2] = {ta ? d.k : d.m, ta ? d.m : d.k}, bsh[2] = {tb ? d.n : d.k, tb ? d.k : d.n};
+    tj_tensor *as = tj_randn(TJ_F32, 2, ash), *bs = tj_randn(TJ_F32, 2, bsh);
+    tj_tensor *a = ta ? tj_transpose(as, 0, 1) : as, *b = tb ? tj_transpose(bs, 0, 1) : bs;
+    tj_tensor *bias = tj_randn(TJ_F32, 1, (int64_t[]){d.n});
+    const float *pa = tj_data(as), *pb = tj_data(bs), *pbias = tj_data(bias);
+    double *ref = calloc((size_t)(d.m * d.n + 1), sizeof(double));
+    for (int64_t i = 0; i < d.m; i++)
+        for (int64_t j = 0; j < d.n; j++)
+            for (int64_t kk = 0; kk < d.k; kk++)
+                ref[i * d.n + j] += (double)(ta ? pa[kk * d.m + i] : pa[i * d.k + kk]) *
+                                    (tb ? pb[j * d.k + kk] : pb[kk * d.n + j]);
+    static const char *env[3] = {"1", "0", NULL};
+    for (int e = 0; e < 3; e++) {
+        if (env[e])
+            setenv("TJIT_OWN_F32", env[e], 1);
+        else
+            unsetenv("TJIT_OWN_F32");
+        if (env[e])
+            assert_int_equal(rt_gemm_own_f32(d.m, d.n, d.k),
+                             e == 0 && tjg_isa_current() >= TJG_AVX2);
+        char what[128];
+        snprintf(what, sizeof what, "matmul TJIT_OWN_F32=%s ta %d tb %d %lldx%lldx%lld",
+                 env[e] ? env[e] : "unset", ta, tb, (long long)d.m, (long long)d.n,
+                 (long long)d.k);
+        tj_tensor *c = tj_matmul(a, b);
+        assert_non_null(c);
+        /* randn operands: sums of k products of size 1 (rounding grows as sqrt k) */
+        double tol = 1e-5 * (1 + sqrt((double)d.k));
+        check_close(tj_data(c), ref, d.m * d.n, tol, what);
+        /* linear: x @ w^T + bias, w = b^T (w [n, k]) */
+        tj_tensor *l = tj_linear(a, tj_transpose(b, 0, 1), bias);
+        assert_non_null(l);
+        const float *pl = tj_data(l);
+        for (int64_t i = 0; i < d.m * d.n; i++)
+            if (!(fabs(pl[i] - (ref[i] + pbias[i % d.n])) <= tol * (1 + fabs(ref[i]))))
+                fail_msg("linear %s: element %lld: %.9g", what, (long long)i, pl[i]);
+    }
+    unsetenv("TJIT_OWN_F32");
+    free(ref);
+    tj_scope_end();
+}
+
+static void test_matmul_own_f32(void **state)
+{
+    (void)state;
+    static const dims ds[] = {{1, 1, 1},    {127, 33, 5},   {128, 96, 128}, {130, 200, 33},
+                              {40, 70, 300}, {300, 65, 10}, {25, 64, 0}};
+    int threads = tj_num_threads();
+    for (int th = 1; th <= 2; th++) {
+        tj_set_num_threads(th);
+        for (size_t s = 0; s < sizeof ds / sizeof ds[0]; s++)
+            for (int t = 0; t < 4; t++)
+                matmul_case(ds[s], t & 1, t & 2);
+    }
+    tj_set_num_threads(threads);
+}
+
 static void test_frozen_weights(void **state)
 {
     (void)state;
@@ -890,6 +1014,7 @@ int main(void)
         cmocka_unit_test(test_isa_select),
         cmocka_unit_test(test_bf16_rne),
         cmocka_unit_test(test_f32_variants),
+        cmocka_unit_test(test_f32_raw),
         cmocka_unit_test(test_bf16_variants),
         cmocka_unit_test(test_bf16_widened),
         cmocka_unit_test(test_pack_transposed),
@@ -903,6 +1028,7 @@ int main(void)
         cmocka_unit_test(test_quantize_rows),
         cmocka_unit_test(test_bf16_tensors),
         cmocka_unit_test(test_frozen_weights),
+        cmocka_unit_test(test_matmul_own_f32),
         cmocka_unit_test(test_int8_rows_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

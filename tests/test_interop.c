@@ -10,10 +10,12 @@
  * not the second's buffer while they run together. A paired GEMM that fails
  * on the worker thread (OpenBLAS not found, the first GEMM of this process)
  * fails the call with the op, the message and the node, as does a column
- * block of a split GEMM. Then a compiled
+ * block of a split GEMM (TJIT_OWN_F32=0: these GEMMs on OpenBLAS). A split
+ * GEMM that tjit's own GEMM takes runs whole. Then a compiled
  * training step (an MLP, cross-entropy, backward, SGD) against the eager step
  * on copies of the weights for several steps, weights and gradients, at 1 and
- * 2 threads, with the pairs on and off. A GEMM alone runs in column blocks
+ * 2 threads, with the pairs on and off, GEMMs by the shape rule, all on
+ * tjit's own GEMM (TJIT_OWN_F32=1) and all on OpenBLAS. A GEMM alone runs in column blocks
  * (transposed operands, uneven blocks, one BLAS cannot take: whole), or whole
  * with TJIT_GEMM_SPLIT=0. Paired GEMMs on frozen int8 weights run int8 on
  * either thread.
@@ -142,6 +144,7 @@ static const int64_t bwd_shapes[3][2] = {{128, 512}, {128, 512}, {512, 512}};
  * next call loads it and runs. Runs first (nothing has loaded OpenBLAS). */
 static void test_pair_failure(void **state)
 {
+    setenv("TJIT_OWN_F32", "0", 1);   /* these GEMMs on OpenBLAS, not tjit's own */
     ir_graph *g = tu_parse(bwd_src);
     sc_plan_set *ps = sc_plans_new(g, g->name);
     tj_tensor *in[3];
@@ -176,6 +179,7 @@ static void test_pair_failure(void **state)
     assert_int_equal(run_both(ps, g, in), 0);
     sc_plans_free(ps);
     ir_graph_free(g);
+    unsetenv("TJIT_OWN_F32");
 }
 
 static void test_pair_formed(void **state)
@@ -323,6 +327,10 @@ static void test_split(void **state)
         "}\n";
     static const int64_t shapes[3][2] = {{128, 512}, {512, 512}, {128, 784}};
     assert_int_equal(splits_in(src, 3, shapes), 2);
+    /* the split steps on tjit's own GEMM: whole, as the executor's */
+    setenv("TJIT_OWN_F32", "1", 1);
+    assert_int_equal(splits_in(src, 3, shapes), 2);
+    unsetenv("TJIT_OWN_F32");
     setenv("TJIT_GEMM_SPLIT", "0", 1);
     assert_int_equal(splits_in(src, 3, shapes), 0);
     unsetenv("TJIT_GEMM_SPLIT");
@@ -471,10 +479,18 @@ static void check_training(int threads, bool interop)
 
 static void test_training_step(void **state)
 {
-    for (int threads = 1; threads <= 2; threads++) {
-        check_training(threads, true);
-        check_training(threads, false);
+    /* the GEMMs by the shape rule (runtime/k_matmul.c), then all on tjit's
+     * own GEMM (a pair's two on one thread each) and all on OpenBLAS */
+    static const char *own[3] = {NULL, "1", "0"};
+    for (int o = 0; o < 3; o++) {
+        if (own[o])
+            setenv("TJIT_OWN_F32", own[o], 1);
+        for (int threads = 1; threads <= 2; threads++) {
+            check_training(threads, true);
+            check_training(threads, false);
+        }
     }
+    unsetenv("TJIT_OWN_F32");
 }
 
 int main(void)

@@ -9,12 +9,15 @@
  *
  *   A: compiled with the environment as given
  *   B: compiled with VAR=VALUE set while its plan is built (TJIT_INTEROP=1
- *      by default; the plan options read when a plan is built)
+ *      by default; the plan options read when a plan is built); +VAR=VALUE:
+ *      set during every one of B's calls too (a setting the kernels read
+ *      per call, such as TJIT_OWN_F32)
  *
  *     build/bench/train_paired [CASE [THREADS [ROUNDS [VAR=VALUE]]]]
  *
  * Built and run by `make bench-train-paired` (BENCH_ARGS as above).
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,12 +44,23 @@ static int step(const bench_case *c, bench_args *a, tj_compiled *f, int r, int r
     return y ? 0 : -1;
 }
 
+static void restore(const char *var, const char *saved)
+{
+    if (saved)
+        setenv(var, saved, 1);
+    else
+        unsetenv(var);
+}
+
 int main(int argc, char **argv)
 {
     const char *id = argc > 1 ? argv[1] : "P7";
     int threads = argc > 2 ? atoi(argv[2]) : 1, rounds = argc > 3 ? atoi(argv[3]) : 200;
     char var[128];
     snprintf(var, sizeof var, "%s", argc > 4 ? argv[4] : "TJIT_INTEROP=1");
+    bool during = var[0] == '+';
+    if (during)
+        memmove(var, var + 1, strlen(var));
     char *eq = strchr(var, '=');
     const bench_case *c = bench_find(id);
     if (!c || !c->setup || !eq || threads < 1 || rounds < 1 || rounds > MAX_ROUNDS) {
@@ -79,17 +93,18 @@ int main(int argc, char **argv)
             fprintf(stderr, "train_paired: runner %d: %s\n", r, tj_last_error());
             return 1;
         }
-        if (r == 2) {
-            if (saved)
-                setenv(var, saved, 1);
-            else
-                unsetenv(var);
-        }
+        if (r == 2)
+            restore(var, saved);
     }
     for (int i = 0; i < rounds; i++)
         for (int k = 0; k < RUNNERS; k++) {
             int r = (i + k) % RUNNERS;
-            if (step(c, &a[r], f[r], r, i) != 0) {
+            if (r == 2 && during)
+                setenv(var, eq + 1, 1);
+            int rc = step(c, &a[r], f[r], r, i);
+            if (r == 2 && during)
+                restore(var, saved);
+            if (rc != 0) {
                 fprintf(stderr, "train_paired: runner %d round %d: %s\n", r, i, tj_last_error());
                 return 1;
             }
@@ -97,8 +112,8 @@ int main(int argc, char **argv)
     double *ratio = malloc(sizeof(double) * (size_t)rounds);
     if (!ratio)
         return 1;
-    printf("%s, %d thread%s, %d rounds; A: compiled, B: compiled with %s=%s\n", c->id, threads,
-           threads == 1 ? "" : "s", rounds, var, eq + 1);
+    printf("%s, %d thread%s, %d rounds; A: compiled, B: compiled with %s=%s%s\n", c->id, threads,
+           threads == 1 ? "" : "s", rounds, var, eq + 1, during ? " (in its calls too)" : "");
     const char *clk[2] = {"wall", "cpu"};
     for (int t = 0; t < 2; t++) {
         double **v = t ? cpu : wall;
