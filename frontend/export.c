@@ -23,7 +23,8 @@ extern char **environ;
 static bool exportable(const entry *e, const char **why)
 {
     *why = !e->g ? "ran eagerly" : e->split ? "has a graph break" : e->nwrites ? "writes to its captures"
-         : !e->plans ? "has no compiled plan" : NULL;
+         : !e->plans ? "has no compiled plan"
+         : e->keep ? "keeps weight-only values across calls (export it with TJIT_KEEP_WEIGHT_VALUES=0)" : NULL;
     return *why == NULL;
 }
 
