@@ -102,7 +102,8 @@ struct tj_compiled {
 bool fe_cap_released(const capref *r);
 
 /* keep.c. fe_keep_entry: splits off e's weight-only values (not with
- * TJIT_KEEP_WEIGHT_VALUES=0); 0 (e->keep NULL when nothing is kept) or -1.
+ * TJIT_KEEP_WEIGHT_VALUES=0); e->keep NULL when nothing is kept or the split
+ * failed (then the graph runs as traced: keeping is an optimization); 0.
  * The graph plans run: e->g, or the keep's (inputs: args, captures, then
  * the kept values). fe_keep_values: the kept values for captures caps
  * (computed again when one they read changed), retained into out; 0 or -1.

@@ -20,13 +20,14 @@
  * storage serial and stamp (version + tj_data count, as runtime/k_matmul.c
  * keys packed weights) are recorded when the values are computed and
  * compared on every call, so a weight written in place between calls gives
- * the right answer. Kept: only nodes whose inputs are captures (not written
- * back by this graph, over memory with a serial), kept nodes and constants;
- * of the ops that move or compute elementwise (views, casts, copies,
- * pointwise, reductions), never GEMMs, random ops or as_strided; never a
- * result of the function; a kept value is never a bare view and is at most
- * as large as the captures it reads. TJIT_KEEP_WEIGHT_VALUES=0 turns it off
- * (for measuring); tj_compile_options.freeze folds instead (freeze.c).
+ * the right answer. Candidates: nodes whose inputs are captures (not
+ * written back by this graph, over memory with a serial), candidates and
+ * constants; of the ops that move or compute elementwise (views, casts,
+ * copies, pointwise, reductions), never GEMMs, random ops or as_strided.
+ * Walking back from the outputs, the first candidate on each path is kept
+ * unless it is an output (the caller may write into a result), a bare view
+ * or larger than the captures it reads. TJIT_KEEP_WEIGHT_VALUES=0 turns it
+ * off (for measuring); tj_compile_options.freeze folds instead (freeze.c).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -117,15 +118,22 @@ static ir_node *copy_node(ir_graph *out, const ir_node *n, ir_node *const *in)
     return ir_graph_add(out, n->op, in, n->nin, &at);
 }
 
-/* The selection on g: keep[s] for the nodes whose values the prologue makes;
- * fr[s] for those of them the run graph reads (the kept values). Returns
- * the count of kept values. */
-static int select_nodes(const ir_graph *g, const bool *source, bool *keep, bool *fr)
+/* The selection on g (a walk back from the outputs): kept[s] for the kept
+ * values, pro[s] for the nodes the prologue computes (the kept values and
+ * what they read), run[s] for those the run graph computes. Returns the
+ * count of kept values, or -1. */
+static int select_nodes(const ir_graph *g, const bool *source, bool *kept, bool *pro, bool *run)
 {
-    int ns = ir_nslots(g), ni = g->ninputs;
+    int ns = ir_nslots(g), ni = g->ninputs, nk = 0;
     int64_t *srcb = calloc((size_t)ns + 1, sizeof *srcb);   /* bytes of the captures read */
-    if (!srcb)
+    bool *cand = calloc((size_t)ns + 1, sizeof *cand), *out = calloc((size_t)ns + 1, sizeof *out);
+    if (!srcb || !cand || !out) {
+        free(srcb);
+        free(cand);
+        free(out);
         return -1;
+    }
+    /* cand: computable from sources (and constants) alone, by an op that may be kept */
     for (int k = 0; k < ni; k++)
         srcb[k] = source[k] ? ir_type_bytes(&g->inputs[k]->type) : 0;
     for (int k = 0; k < g->nnodes; k++) {
@@ -135,47 +143,46 @@ static int select_nodes(const ir_graph *g, const bool *source, bool *keep, bool 
             if (!n->in[i])
                 continue;
             int s = ir_slot(g, n->in[i]);
-            bool from_w = s < ni ? source[s] : keep[s];
+            bool from_w = s < ni ? source[s] : cand[s];
             ok = from_w || pure_const(n->in[i]);
             w |= from_w;
             srcb[ni + k] += from_w ? srcb[s] : 0;
         }
-        keep[ni + k] = ok && w;
+        cand[ni + k] = ok && w;
     }
-    for (int k = 0; k < g->noutputs; k++)   /* results and write-backs are made per call */
-        keep[ir_slot(g, g->outputs[k])] = false;
-    /* the frontier: kept nodes a node outside reads; a view there, or a value
-     * larger than what it reads, is left to the run graph (its inputs may be
-     * kept instead) */
-    int nf;
-    for (bool changed = true; changed;) {
-        changed = false;
-        memset(fr, 0, sizeof *fr * (size_t)ns);
-        for (int k = 0; k < g->nnodes; k++) {
-            const ir_node *n = g->nodes[k];
-            for (int i = 0; !keep[ni + k] && i < n->nin; i++)
-                if (n->in[i] && !ir_node_is_input(n->in[i]) && keep[ir_slot(g, n->in[i])])
-                    fr[ir_slot(g, n->in[i])] = true;
+    /* back from the outputs (results and write-backs: made per call, the
+     * caller may write into a result): the first candidate reached on a
+     * path is kept unless it is a bare view (its input may be kept instead)
+     * or larger than what it reads (a broadcast weight stays per call) */
+    for (int k = 0; k < g->noutputs; k++)
+        out[ir_slot(g, g->outputs[k])] = run[ir_slot(g, g->outputs[k])] = true;
+    for (int s = ns - 1; s >= ni; s--) {
+        const ir_node *n = g->nodes[s - ni];
+        if (!run[s])
+            continue;
+        if (cand[s] && !out[s] && ir_ops[n->op].kind != IR_VIEW && ir_type_bytes(&n->type) <= srcb[s]) {
+            run[s] = false;
+            kept[s] = pro[s] = true;
+            nk++;
+            continue;
         }
-        nf = 0;
-        for (int s = ni; s < ns; s++) {
-            if (!fr[s])
-                continue;
-            const ir_node *n = g->nodes[s - ni];
-            if (ir_ops[n->op].kind == IR_VIEW || ir_type_bytes(&n->type) > srcb[s]) {
-                keep[s] = false;
-                changed = true;
-            }
-            nf++;
-        }
+        for (int i = 0; i < n->nin; i++)
+            if (n->in[i])
+                run[ir_slot(g, n->in[i])] = true;
     }
+    for (int s = ns - 1; s >= ni; s--)   /* what the kept values read */
+        for (int i = 0; pro[s] && i < g->nodes[s - ni]->nin; i++)
+            if (g->nodes[s - ni]->in[i])
+                pro[ir_slot(g, g->nodes[s - ni]->in[i])] = true;
     free(srcb);
-    return nf;
+    free(cand);
+    free(out);
+    return nk;
 }
 
 /* The explain line of kept value v (node n of g): its type, op and the
  * captures it reads. */
-static char *describe(const ir_graph *g, const ir_node *n, const bool *keep, int nargs)
+static char *describe(const ir_graph *g, const ir_node *n, const bool *pro, int nargs)
 {
     int ns = ir_nslots(g);
     bool *reach = calloc((size_t)ns + 1, sizeof *reach);
@@ -184,7 +191,7 @@ static char *describe(const ir_graph *g, const ir_node *n, const bool *keep, int
     reach[ir_slot(g, n)] = true;
     for (int k = ir_slot(g, n); k >= g->ninputs; k--) {
         const ir_node *m = g->nodes[k - g->ninputs];
-        for (int i = 0; reach[k] && keep[k] && i < m->nin; i++)
+        for (int i = 0; reach[k] && pro[k] && i < m->nin; i++)
             if (m->in[i])
                 reach[ir_slot(g, m->in[i])] = true;
     }
@@ -202,27 +209,23 @@ static char *describe(const ir_graph *g, const ir_node *n, const bool *keep, int
 }
 
 /* Builds the prologue and run graphs of k from g (inputs: nargs arguments,
- * then the captures); keep/fr from select_nodes. 0 or -1. */
-static int build(fe_keep *k, const ir_graph *g, int nargs, const bool *keep, const bool *fr)
+ * then the captures), as select_nodes chose. 0 or -1. */
+static int build(fe_keep *k, const ir_graph *g, int nargs, const bool *kept, const bool *pro,
+                 const bool *run)
 {
     int ns = ir_nslots(g), ni = g->ninputs;
     ir_node **pm = calloc((size_t)ns + 1, sizeof *pm), **rm = calloc((size_t)ns + 1, sizeof *rm);
     ir_node **po = calloc((size_t)k->n + 1, sizeof *po), **ro = calloc((size_t)g->noutputs + 1, sizeof *ro);
-    bool *need = calloc((size_t)ns + 1, sizeof *need);   /* read by a kept node */
     k->src = calloc((size_t)ni + 1, sizeof *k->src);
     k->what = calloc((size_t)k->n + 1, sizeof *k->what);
     int rc = -1;
-    if (!pm || !rm || !po || !ro || !need || !k->src || !k->what)
+    if (!pm || !rm || !po || !ro || !k->src || !k->what)
         goto out;
-    for (int s = ni; s < ns; s++)
-        for (int i = 0; keep[s] && i < g->nodes[s - ni]->nin; i++)
-            if (g->nodes[s - ni]->in[i])
-                need[ir_slot(g, g->nodes[s - ni]->in[i])] = true;
-    for (int s = 0; s < ni; s++) {
+    for (int s = 0; s < ni; s++) {   /* every input as traced; the sources the prologue reads */
         const ir_node *in = g->inputs[s];
         if (!(rm[s] = ir_graph_input(k->run, in->name, &in->type, in->param)))
             goto out;
-        if (need[s]) {
+        if (pro[s]) {
             k->src[k->nsrc++] = s - nargs;
             if (!(pm[s] = ir_graph_input(k->pro, NULL, &in->type, true)))
                 goto out;
@@ -231,7 +234,7 @@ static int build(fe_keep *k, const ir_graph *g, int nargs, const bool *keep, con
     ir_node *in[FE_MAX_INPUTS];
     for (int s = ni; s < ns; s++) {   /* the prologue */
         const ir_node *n = g->nodes[s - ni];
-        if (!keep[s] && !(need[s] && pure_const(n)))
+        if (!pro[s])
             continue;
         for (int i = 0; i < n->nin; i++)
             in[i] = n->in[i] ? pm[ir_slot(g, n->in[i])] : NULL;
@@ -239,17 +242,17 @@ static int build(fe_keep *k, const ir_graph *g, int nargs, const bool *keep, con
             goto out;
     }
     for (int s = ni, v = 0; s < ns; s++)   /* the kept values: inputs of the run graph */
-        if (fr[s]) {
+        if (kept[s]) {
             const ir_node *n = g->nodes[s - ni];
             po[v] = pm[s];
             if (!(rm[s] = ir_graph_input(k->run, NULL, &n->type, true)) ||
-                !(k->what[v++] = describe(g, n, keep, nargs)))
+                !(k->what[v++] = describe(g, n, pro, nargs)))
                 goto out;
             k->bytes += ir_type_bytes(&n->type);
         }
     for (int s = ni; s < ns; s++) {   /* the rest, as traced */
         const ir_node *n = g->nodes[s - ni];
-        if (keep[s])
+        if (!run[s])
             continue;
         for (int i = 0; i < n->nin; i++)
             in[i] = n->in[i] ? rm[ir_slot(g, n->in[i])] : NULL;
@@ -266,7 +269,6 @@ out:
     free(rm);
     free(po);
     free(ro);
-    free(need);
     return rc;
 }
 
@@ -297,16 +299,16 @@ static int keep_new(const ir_graph *g, int nargs, tj_tensor *const *caps, int nc
     if ((env && !strcmp(env, "0")) || g->ninputs != nargs + ncaps)
         return 0;
     int ns = ir_nslots(g);
-    bool *source = calloc((size_t)ns + 1, sizeof *source), *keep = calloc((size_t)ns + 1, sizeof *keep);
-    bool *fr = calloc((size_t)ns + 1, sizeof *fr);
+    bool *source = calloc((size_t)ns + 1, sizeof *source), *kept = calloc((size_t)ns + 1, sizeof *kept);
+    bool *pro = calloc((size_t)ns + 1, sizeof *pro), *run = calloc((size_t)ns + 1, sizeof *run);
     fe_keep *k = NULL;
     int rc = -1, nf = -1;
-    if (!source || !keep || !fr)
+    if (!source || !kept || !pro || !run)
         goto out;
     for (int c = 0; c < ncaps; c++)   /* a weight over borrowed memory has no serial: not tracked */
         source[nargs + c] = g->inputs[nargs + c]->param && !written[c] && caps[c]->storage &&
                             caps[c]->storage->serial != 0;
-    if ((nf = select_nodes(g, source, keep, fr)) <= 0) {
+    if ((nf = select_nodes(g, source, kept, pro, run)) <= 0) {
         rc = nf < 0 ? -1 : 0;
         goto out;
     }
@@ -317,7 +319,7 @@ static int keep_new(const ir_graph *g, int nargs, tj_tensor *const *caps, int nc
     char pname[96];
     snprintf(pname, sizeof pname, "%s_kept", g->name);
     if (!(k->pro = ir_graph_new(pname)) || !(k->run = ir_graph_new(g->name)) ||
-        build(k, g, nargs, keep, fr) != 0)
+        build(k, g, nargs, kept, pro, run) != 0)
         goto out;
     k->serial = calloc((size_t)k->nsrc + 1, sizeof *k->serial);
     k->stamp = calloc((size_t)k->nsrc + 1, sizeof *k->stamp);
@@ -334,8 +336,9 @@ out:
         rt_error("%s: keeping weight-only values: out of memory", name);
     fe_keep_free(k);
     free(source);
-    free(keep);
-    free(fr);
+    free(kept);
+    free(pro);
+    free(run);
     return rc;
 }
 
@@ -352,13 +355,13 @@ int fe_keep_entry(entry *e, const char *name)
             if (e->write_ref[w] >= 0 && e->write_ref[w] < e->ncaps)
                 written[e->write_ref[w]] = true;
         rc = keep_new(e->g, e->nargs, caps, e->ncaps, written, name, &e->keep);
-    } else {
-        rt_error("%s: keeping weight-only values: out of memory", name);
     }
     if (caps != few)
         free(caps);
     free(written);
-    return rc;
+    if (rc != 0)   /* an optimization: the graph runs as traced */
+        tj_clear_error();
+    return 0;
 }
 
 const ir_graph *fe_keep_run_graph(const entry *e) { return e->keep ? e->keep->run : e->g; }

@@ -2,7 +2,8 @@
  * autocast linear's weight cast is computed once and reused; written in
  * place (tj_copy_ or through tj_data) between calls it is computed again and
  * the result is right, without a retrace; a weight the graph writes is not
- * kept; symbolic dims; a result over a kept value is the caller's own;
+ * kept; symbolic dims; a result over a kept value is the caller's own; kept
+ * values whose inputs the rest also reads;
  * TJIT_KEEP_WEIGHT_VALUES=0; export refuses an entry that keeps values. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -57,6 +58,20 @@ static int model_view_out(void *ctx, tj_tensor *const *x, int n, tj_tensor **out
     tj_tensor *s = tj_mul_s(p->w, 3.0);
     out[0] = tj_reshape(s, 1, (int64_t[]){tj_numel(p->w)});
     out[1] = tj_matmul(x[0], tj_transpose(s, 0, 1));
+    return 2;
+}
+
+/* s = 2 w is a result (made per call) and read by a kept cast; w^T is a view
+ * read by a matmul and by a kept contiguous copy: w square */
+static int model_shared(void *ctx, tj_tensor *const *x, int n, tj_tensor **out, int max)
+{
+    (void)n;
+    (void)max;
+    weights *p = ctx;
+    tj_tensor *s = tj_mul_s(p->w, 2.0), *t = tj_transpose(p->w, 0, 1);
+    out[0] = s;
+    out[1] = tj_add(tj_matmul(x[0], tj_cast(tj_cast(s, TJ_BF16), TJ_F32)),
+                    tj_add(tj_matmul(x[0], t), tj_matmul(x[0], tj_contiguous(t))));
     return 2;
 }
 
@@ -225,6 +240,30 @@ static void test_keep_result_own(void **state)
     release(&p);
 }
 
+/* Kept values whose inputs the run graph also reads (a result, a view). */
+static void test_keep_shared_inputs(void **state)
+{
+    (void)state;
+    weights p;
+    init(&p, 8, 8);
+    tj_compiled *c = tj_compile_multi(model_shared, &p, &(tj_compile_options){.name = "keep_shared"});
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){3, 8}), *got[2], *want[2];
+    for (int k = 0; k < 3; k++) {
+        if (k == 2)
+            assert_int_equal(tj_copy_(p.w, tj_randn(TJ_F32, 2, (int64_t[]){8, 8})), 0);
+        assert_int_equal(model_shared(&p, &x, 1, want, 2), 2);
+        assert_int_equal(tj_call_multi(c, &x, 1, got, 2), 2);
+        tu_assert_close(got[0], want[0], 0, 0);
+        tu_assert_close(got[1], want[1], 1e-5, 1e-5);
+    }
+    tu_assert_explain(c, "keeps 2 weight-only values across calls");
+    tu_assert_explain(c, "computed 2 times;");
+    tu_assert_explain(c, "kept value 0: f32[8,8] = copy of captured tensor 0");
+    tu_assert_explain(c, "kept value 1: f32[8,8] = cast of captured tensor 0");
+    tj_compiled_free(c);
+    release(&p);
+}
+
 static void test_keep_off(void **state)
 {
     (void)state;
@@ -265,7 +304,7 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_keep_reused), T(test_keep_weight_changed), T(test_keep_contiguous_transpose),
         T(test_keep_not_written), T(test_keep_symbolic), T(test_keep_result_own),
-        T(test_keep_off), T(test_keep_export_refused),
+        T(test_keep_shared_inputs), T(test_keep_off), T(test_keep_export_refused),
 #undef T
     };
     return tu_run_jit_suite("keep", tests, sizeof tests / sizeof *tests, "kept values run on plans");
