@@ -1045,7 +1045,7 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
         return n;
     }
     const ir_graph *rg = fe_keep_run_graph(e);   /* after the captures: the kept values */
-    int nk = fe_keep_count(e->keep);
+    int nk = fe_keep_count(e->keep), held = 0;   /* kept values, those retained for this call */
     tj_tensor *in[FE_MAX_ARGS + 256];
     tj_tensor **inputs = rg->ninputs <= (int)(sizeof in / sizeof *in)
                              ? in
@@ -1061,8 +1061,9 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
         /* the error is set; nothing ran */
     } else if (inputs && all && nk &&
                fe_keep_values(e->keep, inputs + nargs, inputs + nargs + e->ncaps) != 0) {
-        nk = 0;   /* the error is set; nothing ran */
+        /* the error is set; nothing ran */
     } else if (inputs && all) {
+        held = nk;
         /* the captures' storages: GEMMs may keep them packed (keyed by
          * version, runtime/gemm_cache.c); without freeze not those the
          * call writes (a GEMM after the write in the same call would see
@@ -1103,7 +1104,7 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
     }
     if (rc == 0 && !grad)   /* arguments and views come back as eager's would (alias.c) */
         fe_alias_results(e->g, e->nresults, inputs, outs);
-    for (int k = 0; k < nk; k++)
+    for (int k = 0; k < held; k++)
         tj_release(inputs[nargs + e->ncaps + k]);
     if (inputs && inputs != in)
         free(inputs);

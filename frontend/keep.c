@@ -57,11 +57,6 @@ struct fe_keep {
     atomic_ulong runs;     /* computations of the values */
 };
 
-static unsigned stamp_of(const rt_storage *st)
-{
-    return atomic_load(&st->version) + atomic_load(&st->raw);
-}
-
 static bool has_sym(const ir_type *t)
 {
     for (int d = 0; d < t->ndim; d++)
@@ -375,7 +370,7 @@ static bool fresh(const fe_keep *k, tj_tensor *const *caps)
         return false;
     for (int i = 0; i < k->nsrc; i++) {
         const rt_storage *st = caps[k->src[i]]->storage;
-        if (st->serial != k->serial[i] || stamp_of(st) != k->stamp[i])
+        if (st->serial != k->serial[i] || rt_storage_stamp(st) != k->stamp[i])
             return false;
     }
     return true;
@@ -392,7 +387,7 @@ int fe_keep_values(fe_keep *k, tj_tensor *const *caps, tj_tensor **out)
         for (int i = 0; rc == 0 && i < k->nsrc; i++) {
             in[i] = caps[k->src[i]];
             k->serial[i] = in[i]->storage->serial;   /* before: a write while it runs shows next call */
-            k->stamp[i] = stamp_of(in[i]->storage);
+            k->stamp[i] = rt_storage_stamp(in[i]->storage);
         }
         if (rc == 0 && (rc = sc_plans_run(k->plans, in, vals)) > 0)
             rc = sc_exec(k->pro, in, k->last_use, vals);
