@@ -4,7 +4,7 @@
  * the result is right, without a retrace; a weight the graph writes is not
  * kept; symbolic dims; a result over a kept value is the caller's own; kept
  * values whose inputs the rest also reads;
- * TJIT_KEEP_WEIGHT_VALUES=0; export refuses an entry that keeps values. */
+ * TJIT_KEEP_WEIGHT_VALUES=0; export carries the kept values with the weights. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -279,20 +279,32 @@ static void test_keep_off(void **state)
     release(&p);
 }
 
-/* tj_export: an entry that keeps values is not exported, with the reason. */
-static void test_keep_export_refused(void **state)
+/* tj_export: the kept values go with the weights (the loaded model gives
+ * the compiled result); without the weights the entry is refused, naming why. */
+static void test_keep_export(void **state)
 {
     (void)state;
     weights p;
     init(&p, 24, 16);
     tj_compiled *c = tj_compile(model_autocast, &p, &(tj_compile_options){.name = "keep_export"});
     tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){8, 16});
-    assert_non_null(tj_call(c, &x, 1));
-    char path[64];
-    snprintf(path, sizeof path, "/tmp/tjit_keep_export_%d.so", (int)getpid());
-    assert_int_equal(tj_export(c, path, NULL), -1);
+    tj_tensor *y = tj_call(c, &x, 1);
+    assert_non_null(y);
+    char so[64], h[64];
+    snprintf(so, sizeof so, "/tmp/tjit_keep_export_%d.so", (int)getpid());
+    snprintf(h, sizeof h, "/tmp/tjit_keep_export_%d.h", (int)getpid());
+    assert_int_equal(tj_export(c, so, &(tj_export_options){.no_weights = true}), -1);
     tu_assert_error(NULL, "keeps weight-only values across calls", "TJIT_KEEP_WEIGHT_VALUES=0", NULL);
-    assert_int_not_equal(access(path, F_OK), 0);
+    assert_int_not_equal(access(so, F_OK), 0);
+    assert_int_equal(tj_export(c, so, NULL), 0);
+    tj_aot_model *m = tj_aot_load(so);
+    assert_non_null(m);
+    tj_tensor *out[1];
+    assert_int_equal(tj_aot_run(m, &x, 1, out, 1), 1);
+    assert_same(out[0], y);
+    tj_aot_free(m);
+    remove(so);
+    remove(h);
     tj_compiled_free(c);
     release(&p);
 }
@@ -304,7 +316,7 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_keep_reused), T(test_keep_weight_changed), T(test_keep_contiguous_transpose),
         T(test_keep_not_written), T(test_keep_symbolic), T(test_keep_result_own),
-        T(test_keep_shared_inputs), T(test_keep_off), T(test_keep_export_refused),
+        T(test_keep_shared_inputs), T(test_keep_off), T(test_keep_export),
 #undef T
     };
     return tu_run_jit_suite("keep", tests, sizeof tests / sizeof *tests, "kept values run on plans");
