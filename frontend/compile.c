@@ -209,6 +209,7 @@ static void entry_free(entry *e)
     fe_joint_release(e->joint);
     free(e->joint_why);
     sc_plans_free(e->plans);
+    fe_keep_free(e->keep);
     ir_graph_free(e->g);
     fe_trace tmp = {.writes = e->writes, .nwrites = e->nwrites, .grad_guards = e->grad_guards,
                     .nguards = e->nguards};
@@ -600,9 +601,9 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
             tr->writes = NULL;
             tr->grad_guards = NULL;
             tr->nwrites = tr->nguards = 0;
-            if (take_caps(e, tr) != 0 || (c->freeze && freeze_entry(e) != 0) ||
-                !(e->last_use = sc_exec_last_use(e->g)) ||
-                !(e->plans = sc_plans_new(e->g, c->name)) || entry_into(e) != 0) {
+            if (take_caps(e, tr) != 0 || (c->freeze ? freeze_entry(e) : fe_keep_entry(e, c->name)) != 0 ||
+                !(e->last_use = sc_exec_last_use(fe_keep_run_graph(e))) ||
+                !(e->plans = sc_plans_new(fe_keep_run_graph(e), c->name)) || entry_into(e) != 0) {
                 free(outs);
                 fe_trace_end(tr);
                 entry_free(e);
@@ -1043,33 +1044,40 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
             free(caps);
         return n;
     }
+    const ir_graph *rg = fe_keep_run_graph(e);   /* after the captures: the kept values */
+    int nk = fe_keep_count(e->keep), held = 0;   /* kept values, those retained for this call */
     tj_tensor *in[FE_MAX_ARGS + 256];
-    tj_tensor **inputs = e->g->ninputs <= (int)(sizeof in / sizeof *in)
+    tj_tensor **inputs = rg->ninputs <= (int)(sizeof in / sizeof *in)
                              ? in
-                             : malloc((size_t)e->g->ninputs * sizeof *inputs);
+                             : malloc((size_t)rg->ninputs * sizeof *inputs);
     tj_tensor **all = calloc((size_t)e->g->noutputs, sizeof *all);
     int rc = -1;
     hooked_run h;
+    for (int k = 0; inputs && k < nargs; k++)
+        inputs[k] = args[k];
+    for (int k = 0; inputs && k < e->ncaps; k++)
+        inputs[nargs + k] = e->caps[k].t;   /* alive: the guards held */
     if (hooked_make(&h, e, args) != 0) {
         /* the error is set; nothing ran */
+    } else if (inputs && all && nk &&
+               fe_keep_values(e->keep, inputs + nargs, inputs + nargs + e->ncaps) != 0) {
+        /* the error is set; nothing ran */
     } else if (inputs && all) {
-        for (int k = 0; k < nargs; k++)
-            inputs[k] = args[k];
-        for (int k = 0; k < e->ncaps; k++)
-            inputs[nargs + k] = e->caps[k].t;   /* alive: the guards held */
+        held = nk;
         /* the captures' storages: GEMMs may keep them packed (keyed by
          * version, runtime/gemm_cache.c); without freeze not those the
          * call writes (a GEMM after the write in the same call would see
-         * the version of one before it) */
+         * the version of one before it); the kept values too */
         tj_tensor *kfew[64], **kept = inputs + nargs;
-        if (!c->freeze && (kept = e->ncaps <= 64 ? kfew : malloc(sizeof *kept * (size_t)e->ncaps))) {
-            memcpy(kept, inputs + nargs, sizeof *kept * (size_t)e->ncaps);
+        int nkept = e->ncaps + nk;
+        if (!c->freeze && (kept = nkept <= 64 ? kfew : malloc(sizeof *kept * (size_t)nkept))) {
+            memcpy(kept, inputs + nargs, sizeof *kept * (size_t)nkept);
             for (int k = 0; k < e->nwrites; k++)
                 if (e->write_ref[k] >= 0 && e->write_ref[k] < e->ncaps)
                     kept[e->write_ref[k]] = NULL;
         }
         if (kept)
-            rt_gemm_frozen(kept, e->ncaps, c->gemm_flags | (c->freeze ? RT_GEMM_FREEZE : 0));
+            rt_gemm_frozen(kept, nkept, c->gemm_flags | (c->freeze ? RT_GEMM_FREEZE : 0));
         uint64_t outer = h.n ? fe_ag_hooks_begin() : 0;
         sc_notify nt = {h.n, h.out, hooked_ready, &h};
         /* 1: not compiled, use the executor (then the hooks run at the end) */
@@ -1078,7 +1086,9 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
         if (kept && kept != kfew && kept != inputs + nargs)
             free(kept);
         if (rc > 0)
-            rc = sc_exec(e->g, inputs, e->last_use, all);
+            rc = sc_exec(rg, inputs, e->last_use, all);
+        if (rc == 0 && nk && fe_keep_unalias(e->keep, inputs + nargs + e->ncaps, all, e->nresults) != 0)
+            rc = -1;
         if (rc == 0 && write_back(e, args, all + e->nresults, h.done) != 0)
             rc = -1;
         if (h.n)
@@ -1094,6 +1104,8 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
     }
     if (rc == 0 && !grad)   /* arguments and views come back as eager's would (alias.c) */
         fe_alias_results(e->g, e->nresults, inputs, outs);
+    for (int k = 0; k < held; k++)
+        tj_release(inputs[nargs + e->ncaps + k]);
     if (inputs && inputs != in)
         free(inputs);
     free(all);

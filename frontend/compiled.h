@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 
 #include "../sched/sched.h"
 #include "trace.h"
@@ -36,6 +37,9 @@ typedef struct capref {
     bool values;        /* its values were read while tracing: guarded on version */
 } capref;
 
+/* Values that depend only on captures, kept across calls (keep.c). */
+typedef struct fe_keep fe_keep;
+
 typedef struct entry {
     int nargs;
     guard *args;
@@ -64,6 +68,8 @@ typedef struct entry {
     double trace_ms;        /* what tracing the function took */
     bool frozen;            /* weights folded (freeze_entry) */
     int bn_folded;          /* of which batch norms into a conv/linear/matmul (fold_bn) */
+    fe_keep *keep;          /* weight-only values kept across calls (keep.c), or NULL;
+                             * plans then run its graph, not g */
     fe_joint *joint;        /* the partitioned backward (aot_joint.c), made on the first
                              * call in grad mode; NULL: aot.c's, because joint_why */
     bool joint_tried;
@@ -94,5 +100,21 @@ struct tj_compiled {
 
 /* Whether a weak capture's tensor was released since the trace. */
 bool fe_cap_released(const capref *r);
+
+/* keep.c. fe_keep_entry: splits off e's weight-only values (not with
+ * TJIT_KEEP_WEIGHT_VALUES=0); e->keep NULL when nothing is kept or the split
+ * failed (then the graph runs as traced: keeping is an optimization); 0.
+ * The graph plans run: e->g, or the keep's (inputs: args, captures, then
+ * the kept values). fe_keep_values: the kept values for captures caps
+ * (computed again when one they read changed), retained into out; 0 or -1.
+ * fe_keep_unalias: a result sharing a kept value's memory replaced by a copy
+ * (refs 1, no scope); 0 or -1. */
+int fe_keep_entry(entry *e, const char *name);
+const ir_graph *fe_keep_run_graph(const entry *e);
+int fe_keep_count(const fe_keep *k);
+int fe_keep_values(fe_keep *k, tj_tensor *const *caps, tj_tensor **out);
+int fe_keep_unalias(const fe_keep *k, tj_tensor *const *vals, tj_tensor **outs, int nresults);
+void fe_keep_explain(FILE *f, const fe_keep *k);
+void fe_keep_free(fe_keep *k);
 
 #endif

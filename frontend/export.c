@@ -20,27 +20,60 @@
 
 extern char **environ;
 
-static bool exportable(const entry *e, const char **why)
+static bool exportable(const entry *e, bool weights, const char **why)
 {
     *why = !e->g ? "ran eagerly" : e->split ? "has a graph break" : e->nwrites ? "writes to its captures"
-         : !e->plans ? "has no compiled plan" : NULL;
+         : !e->plans ? "has no compiled plan"
+         : e->keep && !weights ? "keeps weight-only values across calls, which no_weights cannot pass "
+                                 "(export it with its weights, or with TJIT_KEEP_WEIGHT_VALUES=0)"
+         : NULL;
     return *why == NULL;
 }
 
-/* One entry into w: counts, graph, weights, plans. 0 or -1 with err. */
+/* Weight k of e as exported: a capture, then (keep.c) each kept value as it
+ * is for the captures now, retained into *held. */
+static const tj_tensor *weight_of(entry *e, int k, tj_tensor **held, int *nheld)
+{
+    if (k < e->ncaps)
+        return e->caps[k].t;
+    if (*nheld == 0) {
+        tj_tensor *few[64], **caps = e->ncaps <= 64 ? few : malloc(sizeof *caps * (size_t)e->ncaps);
+        for (int c = 0; caps && c < e->ncaps; c++)
+            caps[c] = e->caps[c].t;
+        if (caps && fe_keep_values(e->keep, caps, held) == 0)
+            *nheld = fe_keep_count(e->keep);
+        if (caps != few)
+            free(caps);
+    }
+    return *nheld ? held[k - e->ncaps] : NULL;
+}
+
+/* One entry into w: counts, graph, weights (the captures, then the values
+ * kept across calls: the plans read them as weights), plans. 0 or -1 with
+ * err. */
 static int entry_write(entry *e, bool weights, sc_wbuf *w, sc_aot_kernels *ks, char *err, size_t nerr)
 {
+    int nw = e->ncaps + fe_keep_count(e->keep), nheld = 0, rc = -1;   /* kept values: weights too */
+    tj_tensor *few[16], **held = nw - e->ncaps <= 16 ? few : malloc(sizeof *held * (size_t)(nw - e->ncaps));
+    if (!held) {
+        snprintf(err, nerr, "out of memory");
+        return -1;
+    }
     sc_w_u32(w, (uint32_t)e->nargs);
-    sc_w_u32(w, (uint32_t)e->ncaps);
+    sc_w_u32(w, (uint32_t)nw);
     sc_w_u32(w, (uint32_t)e->nresults);
     sc_w_u32(w, weights);
     if (sc_aot_write_graph(e->plans, w, err, nerr))
-        return -1;
-    for (int k = 0; k < e->ncaps; k++) {
-        const tj_tensor *t = e->caps[k].t;
-        if (fe_cap_released(&e->caps[k]) || !tj_is_contiguous(t)) {
+        goto out;
+    for (int k = 0; k < nw; k++) {
+        const tj_tensor *t = weight_of(e, k, held, &nheld);
+        if (!t && k >= e->ncaps) {
+            snprintf(err, nerr, "kept value %d: %s", k - e->ncaps, tj_last_error());
+            goto out;
+        }
+        if ((k < e->ncaps && fe_cap_released(&e->caps[k])) || !tj_is_contiguous(t)) {
             snprintf(err, nerr, "weight %d is %s", k, t && !rt_dead(t) ? "not contiguous" : "released");
-            return -1;
+            goto out;
         }
         ir_type ty;
         rt_type_of(t, &ty);
@@ -55,7 +88,13 @@ static int entry_write(entry *e, bool weights, sc_wbuf *w, sc_aot_kernels *ks, c
             sc_w_bytes(w, rt_ptr(t), nb);
         }
     }
-    return sc_aot_write_plans(e->plans, w, ks, err, nerr);
+    rc = sc_aot_write_plans(e->plans, w, ks, err, nerr);
+out:
+    for (int k = 0; k < nheld; k++)
+        tj_release(held[k]);
+    if (held != few)
+        free(held);
+    return rc;
 }
 
 /* The blob of c's exportable entries; the first one's counts in *first. */
@@ -68,7 +107,7 @@ static char *make_blob(tj_compiled *c, const char *name, bool weights, sc_aot_ke
     pthread_mutex_lock(&c->lock);
     for (int i = 0; i < c->nentries; i++) {
         const char *w = NULL;
-        if (!exportable(c->entries[i], &w)) {
+        if (!exportable(c->entries[i], weights, &w)) {
             why = w;
             continue;
         }

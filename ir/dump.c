@@ -22,6 +22,7 @@
 static const ir_dump_stage points[] = {
     {"stats", NULL, 1, "txt"},   /* per plan: counts and compile times (sched/plan.c) */
     {"graph", NULL, 2, "tir"},   /* the traced or parsed graph (frontend) */
+    {"keep", NULL, 2, "txt"},    /* weight-only values kept across calls (frontend/keep.c) */
     {"llvm", NULL, 4, "ll"},     /* each kernel's optimized LLVM IR (codegen) */
     {"asm", NULL, 5, "s"},       /* each kernel's assembly (codegen) */
 };

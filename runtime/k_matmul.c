@@ -196,13 +196,8 @@ static int gemm_int(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_m
     return 0;
 }
 
-/* What a kept packed copy of st's data is valid for: its version (in-place
- * ops) plus its tj_data count (writes through a pointer); either grows on a
- * write, so the sum never repeats an earlier state's. */
-static unsigned stamp(const rt_storage *st)
-{
-    return atomic_load(&st->version) + atomic_load(&st->raw);
-}
+/* What a kept packed copy of st's data is valid for (rt.h). */
+static unsigned stamp(const rt_storage *st) { return rt_storage_stamp(st); }
 
 /* B's packed form: kept from an earlier call when B is a kept weight
  * (runtime/gemm_cache.c; *handle then holds it), else packed now into *own.

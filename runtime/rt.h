@@ -108,6 +108,15 @@ static inline void rt_bump_version(tj_tensor *t)
         atomic_fetch_add_explicit(&t->storage->version, 1, memory_order_relaxed);
 }
 
+/* What data kept from st's contents is valid for (packed GEMM weights,
+ * gemm_cache.c; values kept across calls, frontend/keep.c): its version
+ * (in-place ops) plus its tj_data count (writes through a pointer); either
+ * grows on a write, so the sum never repeats an earlier state's. */
+static inline unsigned rt_storage_stamp(const rt_storage *st)
+{
+    return atomic_load(&st->version) + atomic_load(&st->raw);
+}
+
 static inline void *rt_ptr(const tj_tensor *t)
 {
     return (char *)t->storage->data + t->offset * (int64_t)tj_dtype_size(t->dtype);

@@ -4,9 +4,11 @@
  * freeze); after two first calls each, per round one call of each in a
  * turn that alternates, so a change in the machine's load falls on both.
  * Prints the medians of the per-call wall and process CPU ms of each and
- * the median of the per-round ratios B/A.
+ * the median of the per-round ratios B/A. With VAR=VALUE, B's first calls
+ * (its trace and plan) run with VAR set: the same case both ways in one
+ * process (A4 A4 1 200 TJIT_KEEP_WEIGHT_VALUES=0: kept weight values, on/off).
  *
- *     build/bench/cases_paired [A [B [THREADS [ROUNDS]]]]   (default P4 B4 1 100)
+ *     build/bench/cases_paired [A [B [THREADS [ROUNDS [VAR=VALUE]]]]]   (default P4 B4 1 100)
  *
  * Built and run by `make bench-cases-paired` (BENCH_ARGS as above).
  */
@@ -37,10 +39,14 @@ int main(int argc, char **argv)
 {
     const char *id[2] = {argc > 1 ? argv[1] : "P4", argc > 2 ? argv[2] : "B4"};
     int threads = argc > 3 ? atoi(argv[3]) : 1, rounds = argc > 4 ? atoi(argv[4]) : 100;
+    const char *set = argc > 5 ? argv[5] : NULL, *eq = set ? strchr(set, '=') : NULL;
+    char var[128] = "";
+    if (eq && eq > set && (size_t)(eq - set) < sizeof var)
+        memcpy(var, set, (size_t)(eq - set));
     const bench_case *c[2] = {bench_find(id[0]), bench_find(id[1])};
     if (!c[0] || !c[1] || !c[0]->setup || !c[1]->setup || threads < 1 || rounds < 1 ||
-        rounds > MAX_ROUNDS) {
-        fprintf(stderr, "usage: cases_paired [A [B [THREADS [ROUNDS<=%d]]]]\n", MAX_ROUNDS);
+        rounds > MAX_ROUNDS || (set && !var[0])) {
+        fprintf(stderr, "usage: cases_paired [A [B [THREADS [ROUNDS<=%d [VAR=VALUE]]]]]\n", MAX_ROUNDS);
         return 2;
     }
     tj_set_num_threads(threads);
@@ -51,9 +57,18 @@ int main(int argc, char **argv)
         memset(&a[r], 0, sizeof a[r]);
         wall[r] = malloc(sizeof(double) * (size_t)rounds);
         cpu[r] = malloc(sizeof(double) * (size_t)rounds);
-        if (!ratio || !wall[r] || !cpu[r] || c[r]->setup(&a[r]) != 0 ||
-            !(f[r] = tj_compile(c[r]->run, &a[r], &(tj_compile_options){.name = c[r]->name})) ||
-            call(f[r], &a[r], &w, &t) || call(f[r], &a[r], &w, &t)) {
+        char *saved = r == 1 && var[0] && getenv(var) ? strdup(getenv(var)) : NULL;
+        if (r == 1 && var[0])
+            setenv(var, eq + 1, 1);
+        bool ok = ratio && wall[r] && cpu[r] && c[r]->setup(&a[r]) == 0 &&
+                  (f[r] = tj_compile(c[r]->run, &a[r], &(tj_compile_options){.name = c[r]->name})) &&
+                  !call(f[r], &a[r], &w, &t) && !call(f[r], &a[r], &w, &t);
+        if (r == 1 && var[0] && saved)
+            setenv(var, saved, 1);
+        else if (r == 1 && var[0])
+            unsetenv(var);
+        free(saved);
+        if (!ok) {
             fprintf(stderr, "cases_paired: %s: %s\n", c[r]->id, tj_last_error());
             return 1;
         }
@@ -66,8 +81,8 @@ int main(int argc, char **argv)
                 return 1;
             }
         }
-    printf("A %s, B %s, %d thread%s, %d rounds\n", c[0]->id, c[1]->id, threads,
-           threads == 1 ? "" : "s", rounds);
+    printf("A %s, B %s%s%s, %d thread%s, %d rounds\n", c[0]->id, c[1]->id, set ? " with " : "",
+           set ? set : "", threads, threads == 1 ? "" : "s", rounds);
     for (int q = 0; q < 2; q++) {
         double **v = q ? cpu : wall, ms[2];
         for (int i = 0; i < rounds; i++)

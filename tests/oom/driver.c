@@ -1,7 +1,8 @@
 /* driver.c - the workload of the allocation-failure sweep (scripts/check-oom.sh):
  * tensors, eager ops (OpenBLAS loads on the first matmul; a conv2d), a small model
  * compiled and called twice and compared with eager (its two linears on one weight
- * merge: passes/merge_mm.c), a .npy saved and loaded.
+ * merge: passes/merge_mm.c; a scaled bias is kept across calls: frontend/keep.c),
+ * a .npy saved and loaded.
  *
  * Run under tests/oom/shim.c: TJIT_OOM_FAIL_AT=n fails the n-th allocation
  * from the start of main (0: none; the count is printed at the end as
@@ -26,7 +27,7 @@ static tj_tensor *model(void *ctx, tj_tensor *const *x, int n)
     (void)n;
     tj_tensor *const *w = ctx;
     tj_tensor *h = tj_gelu_tanh(tj_add(tj_linear(x[0], w[0], w[1]), tj_linear(tj_tanh(x[0]), w[0], NULL)));
-    return tj_softmax(tj_mul_s(h, 0.5), 1);
+    return tj_softmax(tj_mul(h, tj_mul_s(w[1], 0.5)), 1);   /* w[1] * 0.5: kept across calls */
 }
 
 static int status = 0;
