@@ -80,7 +80,9 @@ typedef struct dj {
     void *y;
     int64_t hq, wq, plane, ngrid, cg, og, ko, qv, nob, nqb, ntap;
     bool rows;                      /* the row kernel (below) instead of the grid kernel */
-    bool wino;                      /* Winograd F(2x2, 3x3) (below) */
+    bool wino;                      /* Winograd F(2x2, 3x3) or F(4x4, 3x3) (below) */
+    int64_t wm, wnp, wnb;           /* Winograd: outputs per tile side (2, 4), transform
+                                     * positions ((wm + 2)^2), grid blocks per Winograd block */
     int64_t woh, wow, nwb, uxs;     /* Winograd: output size, blocks per image, U's xi stride */
     float *wbias;                   /* Winograd: the bias, contiguous, or NULL */
     atomic_int failed;              /* a task ran out of memory */
@@ -190,12 +192,18 @@ static const rt_conv_kernels *kernels_of(rt_conv_isa isa)
 
 /* ---- per-call preparation ----------------------------------------------------------- */
 
-/* d[q] = x[2q] for q < n: every other input column (stride 2, Winograd's
- * tiles), vectorized where the CPU allows. */
-RT_CLONES static void copy_stride2(float *restrict d, const float *restrict x, int64_t n)
+/* d[q] = x[st*q] for q < n, st 2 or 4: every other (every fourth) input
+ * column (stride 2, F(2x2)'s tiles; stride 4, F(4x4)'s), vectorized where
+ * the CPU allows (one loop per constant stride). */
+RT_CLONES static void copy_strided(float *restrict d, const float *restrict x, int64_t st,
+                                   int64_t n)
 {
-    for (int64_t q = 0; q < n; q++)
-        d[q] = x[2 * q];
+    if (st == 2)
+        for (int64_t q = 0; q < n; q++)
+            d[q] = x[2 * q];
+    else
+        for (int64_t q = 0; q < n; q++)
+            d[q] = x[4 * q];
 }
 
 /* d[q] = x[q*st] widened from bf16 (exact: vpmovzxwd, vpslld 16) for q < n.
@@ -216,9 +224,64 @@ RT_CLONES static void widen_bf16(float *restrict d, const uint16_t *restrict x, 
             d[q] = ir_bits_f32(u << 16);
         }
         d[n - 1] = ir_bf16_to_f32(x[2 * (n - 1)]);
+    } else if (st == 4 && n > 0) {   /* F(4x4)'s planes: the same, units 4 apart */
+        for (int64_t q = 0; q < n - 1; q++) {
+            uint32_t u;
+            memcpy(&u, x + 4 * q, 4);
+            d[q] = ir_bits_f32(u << 16);
+        }
+        d[n - 1] = ir_bf16_to_f32(x[4 * (n - 1)]);
     } else {
         for (int64_t q = 0; q < n; q++)
             d[q] = ir_bf16_to_f32(x[q * st]);
+    }
+}
+
+/* Row i of the sw planes (a, 0..sw-1) (d: plane (a, 0)'s, the planes pd
+ * floats apart), sw 2 or 4, from one contiguous input row x (f32, or bf16
+ * widened): plane b's column q < wq is input column q*sw + b - pw when in
+ * [0, w), else 0. Where every plane's column is inside, one loop loads each
+ * input vector once for all sw planes (gcc's interleaved loads); separate
+ * strided passes per plane cost F(4x4) a sixth of its time. */
+RT_CLONES static void deint_row(float *d, int64_t pd, const void *x, bool bf16, int64_t sw,
+                                int64_t pw, int64_t w, int64_t wq)
+{
+    int64_t qa = cdiv(pw, sw), qb = w - sw + pw >= 0 ? (w - sw + pw) / sw + 1 : 0;
+    qb = qb < wq ? qb : wq;
+    qa = qa < qb ? qa : qb;
+    const float *xf = x;
+    const uint16_t *xh = x;
+    for (int64_t b = 0; b < sw; b++)
+        for (int64_t q = 0; q < wq; q = q + 1 == qa ? qb : q + 1) {
+            int64_t col = q * sw + b - pw;
+            float v = 0.0f;
+            if (col >= 0 && col < w)
+                v = bf16 ? ir_bf16_to_f32(xh[col]) : xf[col];
+            d[b * pd + q] = v;
+        }
+    int64_t n = qb - qa, x0 = qa * sw - pw;
+    float *restrict d0 = d + qa, *restrict d1 = d + pd + qa;
+    if (sw == 2 && !bf16) {
+        const float *restrict s = xf + x0;
+        for (int64_t q = 0; q < n; q++)
+            d0[q] = s[2 * q], d1[q] = s[2 * q + 1];
+    } else if (sw == 2) {
+        const uint16_t *restrict s = xh + x0;
+        for (int64_t q = 0; q < n; q++)
+            d0[q] = ir_bf16_to_f32(s[2 * q]), d1[q] = ir_bf16_to_f32(s[2 * q + 1]);
+    } else {
+        float *restrict d2 = d + 2 * pd + qa, *restrict d3 = d + 3 * pd + qa;
+        if (!bf16) {
+            const float *restrict s = xf + x0;
+            for (int64_t q = 0; q < n; q++)
+                d0[q] = s[4 * q], d1[q] = s[4 * q + 1], d2[q] = s[4 * q + 2],
+                d3[q] = s[4 * q + 3];
+        } else {
+            const uint16_t *restrict s = xh + x0;
+            for (int64_t q = 0; q < n; q++)
+                d0[q] = ir_bf16_to_f32(s[4 * q]), d1[q] = ir_bf16_to_f32(s[4 * q + 1]),
+                d2[q] = ir_bf16_to_f32(s[4 * q + 2]), d3[q] = ir_bf16_to_f32(s[4 * q + 3]);
+        }
     }
 }
 
@@ -232,6 +295,24 @@ static void phase_planes(void *ctx, int64_t p0, int64_t p1)
     for (int64_t p = p0; p < p1; p++) {
         int64_t xp = (p / s->c) * s->xs[0] + (p % s->c) * s->xs[1];
         float *d = j->xq + p * j->plane;
+        if (s->xs[3] == 1 && (s->sw == 2 || s->sw == 4)) {   /* all of a row's planes at once */
+            int64_t pd = j->hq * j->wq;
+            for (int64_t i = 0; i < j->hq; i++)   /* the input's rows in order */
+                for (int64_t a = 0; a < s->sh; a++) {
+                    float *dr = d + a * s->sw * pd + i * j->wq;
+                    int64_t r = i * s->sh + a - s->ph;
+                    if (r < 0 || r >= s->h) {
+                        for (int64_t b = 0; b < s->sw; b++)
+                            memset(dr + b * pd, 0, (size_t)j->wq * sizeof *d);
+                        continue;
+                    }
+                    int64_t xr = xp + r * s->xs[2];
+                    deint_row(dr, pd, j->bf16 ? (const void *)((const uint16_t *)j->x + xr)
+                                              : (const void *)((const float *)j->x + xr),
+                              j->bf16, s->sw, s->pw, s->w, j->wq);
+                }
+            continue;
+        }
         for (int64_t a = 0; a < s->sh; a++)
             for (int64_t b = 0; b < s->sw; b++) {
                 int64_t off = b - s->pw, lo = off >= 0 ? 0 : cdiv(-off, s->sw);
@@ -252,8 +333,8 @@ static void phase_planes(void *ctx, int64_t p0, int64_t p1)
                         widen_bf16(d + lo, (const uint16_t *)j->x + xr, st, hi - lo);
                     else if (st == 1)
                         memcpy(d + lo, xf, (size_t)(hi - lo) * sizeof *d);
-                    else if (st == 2)
-                        copy_stride2(d + lo, xf, hi - lo);
+                    else if (st == 2 || st == 4)
+                        copy_strided(d + lo, xf, st, hi - lo);
                     else
                         for (int64_t q = lo; q < hi; q++)
                             d[q] = xf[(q - lo) * st];
@@ -297,7 +378,7 @@ static void pack_weights(const dj *j, const void *w)
 #define WCACHE_MAX ((size_t)16 << 20)   /* bytes of one entry's prepared weights, at most */
 
 typedef struct wkey {
-    int64_t isa, wino, rows, vl, ko, kv, nob, cg, og, groups, ntap, uxs, kh, kw, bf16;
+    int64_t isa, wino, wm, rows, vl, ko, kv, nob, cg, og, groups, ntap, uxs, kh, kw, bf16;
 } wkey;
 
 typedef struct wslot {
@@ -353,7 +434,7 @@ static void prepare_weights(dj *j, const void *w, size_t nprep)
     size_t nraw = (size_t)(s->o * j->cg * kh * kw) * (j->bf16 ? 2 : 4);   /* bytes */
     bool contiguous = s->ws[3] == 1 && s->ws[2] == kw && s->ws[1] == kh * kw &&
                       s->ws[0] == j->cg * kh * kw;
-    wkey k = (wkey){j->isa, j->wino, j->rows, j->k->vl, j->ko, j->kv, j->nob, j->cg, j->og,
+    wkey k = (wkey){j->isa, j->wino, j->wm, j->rows, j->k->vl, j->ko, j->kv, j->nob, j->cg, j->og,
                     s->groups, j->ntap, j->uxs, kh, kw, j->bf16};
     bool keep = contiguous && nprep * sizeof(float) <= WCACHE_MAX;
     if (keep) {
@@ -494,53 +575,73 @@ static void run_rows(void *ctx, int64_t t0, int64_t t1)
     }
 }
 
-/* ---- Winograd F(2x2, 3x3) ------------------------------------------------------------- */
+/* ---- Winograd F(2x2, 3x3) and F(4x4, 3x3) ----------------------------------------------- */
 
-/* A 3x3 stride-1 conv as 2x2 output tiles: Y = A^T [sum over c of
- * (G g G^T) . (B^T d B)] A per 4x4 input tile d, 16 products per 4 outputs
- * where the direct kernels make 36. The tiles (stride 2) are the output grid
- * of a 4x4 stride-2 conv over the same padded input, so that conv's
- * geometry (use_wino) gives the phase planes, the 16 tile offsets and the
- * grid blocks. Per block of WINO_NB grid blocks: the input transform of its
- * tiles (all channels of the group), then for each of the 16 transform
- * positions xi and each channel block the grid micro-kernel as a GEMM over
- * the channels (one tap, the transformed weights as its weights), then the
- * output transform (the instruction set's wino_in and wino_out). */
-#define WINO_NB 2       /* grid blocks per Winograd block */
-#define WINO_PAD 16     /* floats between the 16 transform planes (else they share cache sets) */
+/* A 3x3 stride-1 conv as m x m output tiles (m = 2 or 4): Y = A^T [sum over
+ * c of (G g G^T) . (B^T d B)] A per (m+2)x(m+2) input tile d; F(2x2) makes
+ * 16 products per 4 outputs, F(4x4) 36 per 16, where the direct kernels make
+ * 9 per output. The tiles (stride m) are the output grid of an (m+2)x(m+2)
+ * stride-m conv over the same padded input, so that conv's geometry
+ * (use_wino) gives the phase planes, the tile offsets and the grid blocks.
+ * Per block of wnb grid blocks: the input transform of its tiles (all
+ * channels of the group), then for each of the (m+2)^2 transform positions
+ * xi and each channel block the grid micro-kernel as a GEMM over the
+ * channels (one tap, the transformed weights as its weights), then the
+ * output transform (the instruction set's wino_in and wino_out, wino4_in and
+ * wino4_out).
+ *
+ * F(4x4) uses Lavin and Gray's matrices (points 0, 1, -1, 2, -2, inf):
+ *   B^T = [4 0 -5 0 1 0; 0 -4 -4 1 1 0; 0 4 -4 -1 1 0; 0 -2 -1 2 1 0;
+ *          0 2 -1 -2 1 0; 0 4 0 -5 0 1],
+ *   G = [1/4 0 0; -1/6 -1/6 -1/6; -1/6 1/6 -1/6; 1/24 1/12 1/6;
+ *        1/24 -1/12 1/6; 0 0 1],
+ *   A^T = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 1].
+ * Its error is larger than F(2x2)'s (the transforms scale terms by up to 8
+ * and 1/24 and sum 36 of them): measured in docs/perf.md (Winograd F(4x4,
+ * 3x3) on AVX2) and bounded in tests/test_conv_wino.c. */
+#define WINO_NB 2       /* F(2x2): grid blocks per Winograd block */
+#define WINO4_NB 1      /* F(4x4): its 36 planes of transformed tiles stay in L2 */
+#define WINO_PAD 16     /* floats between the transform planes (else they share cache sets) */
 
-/* Weights [o][cg][3][3] (strided) -> U = G g G^T, G = [1 0 0; .5 .5 .5;
- * .5 -.5 .5; 0 0 1], as [xi (uxs apart)][g][ob][cg][ko], zeros past og. */
+/* G of F(2x2, 3x3) and of F(4x4, 3x3) (rows 0..m+1). */
+static const double wino_g2[4][3] = {{1, 0, 0}, {.5, .5, .5}, {.5, -.5, .5}, {0, 0, 1}};
+static const double wino_g4[6][3] = {{1.0 / 4, 0, 0},
+                                     {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                     {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                     {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                     {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                     {0, 0, 1}};
+
+/* Weights [o][cg][3][3] (strided) -> U = G g G^T (in f64, rounded once to
+ * f32), as [xi (uxs apart)][g][ob][cg][ko], zeros past og. */
 static void wino_weights(const dj *j, const void *w)
 {
     const rt_conv_shape *s = &j->s;
-    int64_t ko = j->ko;
+    int64_t ko = j->ko, n = j->wm + 2;
+    const double(*gm)[3] = j->wm == 4 ? wino_g4 : wino_g2;
     for (int64_t gb = 0; gb < s->groups * j->nob; gb++)
         for (int64_t c = 0; c < j->cg; c++) {
             /* the ko output channels innermost: the arithmetic vectorizes */
-            float g[3][3][4] = {{{0}}}, t[4][3][4], u[16][4];
+            double g[3][3][4] = {{{0}}}, t[6][3][4];
+            float u[36][4];
             for (int64_t o = 0; o < ko && gb % j->nob * ko + o < j->og; o++) {
                 int64_t wp = (gb / j->nob * j->og + gb % j->nob * ko + o) * s->ws[0] + c * s->ws[1];
                 for (int r = 0; r < 3; r++)
                     for (int k = 0; k < 3; k++)
                         g[r][k][o] = elem(j, w, wp + r * s->ws[2] + k * s->ws[3]);
             }
-            for (int k = 0; k < 3; k++)
-                for (int o = 0; o < 4; o++) {
-                    t[0][k][o] = g[0][k][o];
-                    t[1][k][o] = 0.5f * (g[0][k][o] + g[1][k][o] + g[2][k][o]);
-                    t[2][k][o] = 0.5f * (g[0][k][o] - g[1][k][o] + g[2][k][o]);
-                    t[3][k][o] = g[2][k][o];
-                }
-            for (int i = 0; i < 4; i++)
-                for (int o = 0; o < 4; o++) {
-                    u[i * 4][o] = t[i][0][o];
-                    u[i * 4 + 1][o] = 0.5f * (t[i][0][o] + t[i][1][o] + t[i][2][o]);
-                    u[i * 4 + 2][o] = 0.5f * (t[i][0][o] - t[i][1][o] + t[i][2][o]);
-                    u[i * 4 + 3][o] = t[i][2][o];
-                }
+            for (int64_t i = 0; i < n; i++)
+                for (int k = 0; k < 3; k++)
+                    for (int o = 0; o < 4; o++)
+                        t[i][k][o] = gm[i][0] * g[0][k][o] + gm[i][1] * g[1][k][o] +
+                                     gm[i][2] * g[2][k][o];
+            for (int64_t i = 0; i < n; i++)
+                for (int64_t l = 0; l < n; l++)
+                    for (int o = 0; o < 4; o++)
+                        u[i * n + l][o] = (float)(t[i][0][o] * gm[l][0] + t[i][1][o] * gm[l][1] +
+                                                  t[i][2][o] * gm[l][2]);
             float *d = j->wk + (gb * j->cg + c) * ko;
-            for (int xi = 0; xi < 16; xi++, d += j->uxs) {
+            for (int64_t xi = 0; xi < j->wnp; xi++, d += j->uxs) {
                 if (ko == 4) {   /* one 16-byte move, not a call */
                     memcpy(d, u[xi], sizeof u[xi]);
                     continue;
@@ -558,35 +659,36 @@ static void run_wino(void *ctx, int64_t t0, int64_t t1)
     const rt_conv_shape *s = &j->s;
     static const int64_t off0[1] = {0};
     static const float zero[4] = {0};
-    int64_t qn = j->qv * j->k->vl, ko = j->ko;
-    int64_t vxs = j->cg * WINO_NB * qn + WINO_PAD, mxs = j->nob * ko * WINO_NB * qn + WINO_PAD;
-    size_t bytes = (size_t)(16 * (vxs + mxs)) * sizeof(float);
+    int64_t qn = j->qv * j->k->vl, ko = j->ko, nb = j->wnb, np = j->wnp;
+    int64_t vxs = j->cg * nb * qn + WINO_PAD, mxs = j->nob * ko * nb * qn + WINO_PAD;
+    size_t bytes = (size_t)(np * (vxs + mxs)) * sizeof(float);
     float *v = rt_alloc(bytes);
     if (!v) {
         atomic_store(&j->failed, 1);
         return;
     }
-    float *m = v + 16 * vxs;
+    float *m = v + np * vxs;
+    bool f4 = j->wm == 4;
     for (int64_t t = t0; t < t1; t++) {
         int64_t wb = t % j->nwb, g = (t / j->nwb) % s->groups, n = t / (j->nwb * s->groups);
-        int64_t q0 = wb * WINO_NB * qn, nkb = j->nqb - wb * WINO_NB;
-        nkb = nkb < WINO_NB ? nkb : WINO_NB;
-        j->k->wino_in(j->xq + (n * s->c + g * j->cg) * j->plane + q0, j->cg, j->plane, j->toff,
-                      nkb * qn, v, vxs);
-        for (int xi = 0; xi < 16; xi++)
+        int64_t q0 = wb * nb * qn, nkb = j->nqb - wb * nb;
+        nkb = nkb < nb ? nkb : nb;
+        (f4 ? j->k->wino4_in : j->k->wino_in)(j->xq + (n * s->c + g * j->cg) * j->plane + q0,
+                                              j->cg, j->plane, j->toff, nkb * qn, v, vxs);
+        for (int64_t xi = 0; xi < np; xi++)
             for (int64_t ob = 0; ob < j->nob; ob++)
                 for (int64_t kb = 0; kb < nkb; kb++)
                     j->fn(v + xi * vxs + kb * qn,
                           j->wk + xi * j->uxs + (g * j->nob + ob) * j->cg * ko, j->cg,
-                          nkb * qn, off0, 1, zero, m + xi * mxs + (ob * WINO_NB + kb) * ko * qn);
+                          nkb * qn, off0, 1, zero, m + xi * mxs + (ob * nb + kb) * ko * qn);
         rt_conv_wino_out o = {
             .y = j->bf16 ? (void *)((uint16_t *)j->y + (n * s->o + g * j->og) * j->woh * j->wow)
                          : (void *)((float *)j->y + (n * s->o + g * j->og) * j->woh * j->wow),
             .bf16 = j->bf16,
             .bias = j->wbias ? j->wbias + g * j->og : NULL,
-            .no = j->og, .ko = ko, .qn = qn, .nob = j->nob, .nkb = nkb, .kbs = WINO_NB,
+            .no = j->og, .ko = ko, .qn = qn, .nob = j->nob, .nkb = nkb, .kbs = nb,
             .q0 = q0, .wq = j->wq, .tyn = s->oh, .txn = s->ow, .oh = j->woh, .ow = j->wow};
-        j->k->wino_out(m, mxs, &o);
+        (f4 ? j->k->wino4_out : j->k->wino_out)(m, mxs, &o);
     }
     rt_free(v, bytes);
 }
@@ -628,31 +730,43 @@ static void geometry(const rt_conv_shape *s, rt_conv_isa isa, dj *j)
     j->nseg = cdiv(s->ow, j->rp);
     j->rows = false;
     j->wino = false;
+    j->wm = j->wnp = j->wnb = 0;
     j->uxs = 0;
 }
 
-/* Whether Winograd F(2x2, 3x3) takes shape s on kernels k. */
-static bool wino_fits(const rt_conv_shape *s, const rt_conv_kernels *k)
+/* Whether Winograd F(m x m, 3x3) (m = 2, 4) takes shape s on kernels k. */
+static bool wino_fits(const rt_conv_shape *s, const rt_conv_kernels *k, int m)
 {
-    return k->wino_in && s->kh == 3 && s->kw == 3 && s->sh == 1 && s->sw == 1 && s->dh == 1 &&
+    return (m == 4 ? k->wino4_in != NULL : k->wino_in != NULL) && s->kh == 3 && s->kw == 3 && s->sh == 1 && s->sw == 1 && s->dh == 1 &&
            s->dw == 1;
 }
 
-/* Switches j to Winograd: the geometry of the 4x4 stride-2 conv whose
- * output grid is the tile grid. */
-static void use_wino(dj *j)
+/* Switches j to Winograd F(m x m, 3x3): the geometry of the (m+2)x(m+2)
+ * stride-m conv whose output grid is the tile grid. Its planes get a row and
+ * a column past the last tile (F(4x4): cdiv(h + 2ph, 4) rows can be one
+ * short), zeros, so no tile reads the next plane or row: a finite value
+ * there would cancel only to rounding, an infinite one not at all. */
+static void use_wino(dj *j, int m)
 {
     rt_conv_shape t = j->s;
     int64_t oh = t.oh, ow = t.ow;
-    t.kh = t.kw = 4;
-    t.sh = t.sw = 2;
-    t.oh = cdiv(oh, 2);
-    t.ow = cdiv(ow, 2);
+    t.kh = t.kw = m + 2;
+    t.sh = t.sw = m;
+    t.oh = cdiv(oh, m);
+    t.ow = cdiv(ow, m);
     geometry(&t, j->isa, j);
+    j->hq = j->hq > t.oh + 1 ? j->hq : t.oh + 1;
+    j->wq = j->wq > t.ow + 1 ? j->wq : t.ow + 1;
+    j->plane = t.sh * t.sw * j->hq * j->wq;
+    j->ngrid = t.oh * j->wq;
+    j->nqb = cdiv(j->ngrid, j->qv * j->k->vl);
     j->wino = true;
+    j->wm = m;
+    j->wnp = (m + 2) * (m + 2);
+    j->wnb = m == 4 ? WINO4_NB : WINO_NB;
     j->woh = oh;
     j->wow = ow;
-    j->nwb = cdiv(j->nqb, WINO_NB);
+    j->nwb = cdiv(j->nqb, j->wnb);
     j->uxs = t.groups * j->nob * j->ko * j->cg + WINO_PAD;
 }
 
@@ -675,7 +789,7 @@ static double efficiency(const dj *j, bool rows)
 {
     int64_t vl = j->k->vl;
     if (j->wino)
-        return (double)(j->woh * j->wow) / (double)(4 * j->nqb * j->qv * vl) * (double)j->og /
+        return (double)(j->woh * j->wow) / (double)(j->wm * j->wm * j->nqb * j->qv * vl) * (double)j->og /
                (double)(j->nob * j->ko);
     if (rows)
         return (double)j->s.ow / (double)(j->nseg * j->rp) * (double)j->og /
@@ -694,11 +808,13 @@ static bool choose(const rt_conv_shape *s, dj *j)
         return false;
     geometry(s, isa, j);
     const char *env = getenv("TJIT_CONV");
-    bool rows = false, wino = false;
+    bool rows = false;
+    int wino = 0;   /* Winograd F(wino x wino, 3x3) */
     if (env && (!strcmp(env, "direct") || !strcmp(env, "rows"))) {
         rows = env[0] == 'r';
-    } else if (env && !strcmp(env, "wino")) {
-        wino = wino_fits(s, j->k);   /* else the grid kernel */
+    } else if (env && (!strcmp(env, "wino") || !strcmp(env, "wino4"))) {
+        int m = env[4] ? 4 : 2;
+        wino = wino_fits(s, j->k, m) ? m : 0;   /* else the grid kernel */
     } else if (env && !strcmp(env, "gemm")) {
         return false;
     } else {
@@ -716,10 +832,21 @@ static bool choose(const rt_conv_shape *s, dj *j)
         if (j->ntap == 1 || (j->cg == 1 && !strided) ||
             (j->k->strided_gemm && strided && j->cg >= 8))
             return false;
-        if (wino_fits(s, j->k) && j->cg >= j->k->wino_c[0]) {
-            use_wino(j);
-            if (efficiency(j, false) >= j->k->wino_keep[j->cg >= j->k->wino_c[1]])
+        if (wino_fits(s, j->k, 2) && j->cg >= j->k->wino_c[0]) {
+            use_wino(j, 2);
+            double e2 = efficiency(j, false);
+            if (e2 >= j->k->wino_keep[j->cg >= j->k->wino_c[1]]) {
+                /* F(4x4) when its products per kept output (36/16 over its
+                 * efficiency) are at most wino4_gain of F(2x2)'s */
+                if (wino_fits(s, j->k, 4) && j->cg >= j->k->wino4_c) {
+                    use_wino(j, 4);
+                    if (2.25 / efficiency(j, false) <= j->k->wino4_gain * 4.0 / e2)
+                        return true;
+                    geometry(s, isa, j);
+                    use_wino(j, 2);
+                }
                 return true;
+            }
             geometry(s, isa, j);
         }
         double eg = efficiency(j, false), er = efficiency(j, true);
@@ -728,7 +855,7 @@ static bool choose(const rt_conv_shape *s, dj *j)
             return false;
     }
     if (wino)
-        use_wino(j);
+        use_wino(j, wino);
     else if (rows)
         use_rows(j);
     return true;
@@ -763,8 +890,9 @@ int rt_conv_direct(const rt_conv_shape *s, bool bf16, const void *x, const void 
         }
         geometry(s, isa, j);
     }
-    atomic_fetch_add(&runs[j->isa][j->wino ? RT_CONV_WINO : j->rows ? RT_CONV_ROWS : RT_CONV_GRID],
-                     1);
+    rt_conv_kind kind = j->wino ? (j->wm == 4 ? RT_CONV_WINO4 : RT_CONV_WINO)
+                        : j->rows ? RT_CONV_ROWS : RT_CONV_GRID;
+    atomic_fetch_add(&runs[j->isa][kind], 1);
     atomic_init(&j->failed, 0);
     j->x = x;
     j->bf16 = bf16;
@@ -781,15 +909,15 @@ int rt_conv_direct(const rt_conv_shape *s, bool bf16, const void *x, const void 
             maxoff = j->toff[t];
     }
     /* the last block reads up to qv*VL - 1 past the grid (Winograd: its
-     * last block's WINO_NB grid blocks), shifted by maxoff */
+     * last block's wnb grid blocks), shifted by maxoff */
     int64_t vl = j->k->vl, qn = j->qv * vl;
-    int64_t slack = (j->wino ? j->nwb * WINO_NB : j->nqb) * qn - j->ngrid + maxoff + vl +
+    int64_t slack = (j->wino ? j->nwb * j->wnb : j->nqb) * qn - j->ngrid + maxoff + vl +
                     j->nseg * j->rp;
     size_t xbytes = (size_t)(s->n * s->c * j->plane + slack) * sizeof(float);
     size_t wfloats = (size_t)(s->groups * j->nob * (j->rows ? j->kv * vl : j->ko) * j->cg *
                               j->ntap);
     if (j->wino)
-        wfloats = (size_t)(16 * j->uxs + (bias ? s->o : 0));
+        wfloats = (size_t)(j->wnp * j->uxs + (bias ? s->o : 0));
     size_t wbytes = wfloats * sizeof(float);
     j->xq = rt_alloc(xbytes);
     j->wk = rt_alloc(wbytes);
@@ -804,10 +932,10 @@ int rt_conv_direct(const rt_conv_shape *s, bool bf16, const void *x, const void 
     }
     memset(j->xq + s->n * s->c * j->plane, 0, (size_t)slack * sizeof(float));
     j->wbias = NULL;
-    prepare_weights(j, w, j->wino ? (size_t)(16 * j->uxs) : wfloats);
+    prepare_weights(j, w, j->wino ? (size_t)(j->wnp * j->uxs) : wfloats);
     if (j->wino) {
         if (bias) {
-            j->wbias = j->wk + 16 * j->uxs;
+            j->wbias = j->wk + j->wnp * j->uxs;
             for (int64_t o = 0; o < s->o; o++)
                 j->wbias[o] = bias_of(j, o);
         }

@@ -67,15 +67,13 @@ CK_TARGET static void wino_in(const float *xp, int64_t cg, int64_t plane, const 
         }
 }
 
-/* d[i] = r[i] for i < n <= 2*VL, without a call (Zen 3's masked stores
+/* d[i] = r[i] for i < n <= 4*VL, without a call (Zen 3's masked stores
  * are slow: vmaskmovps took a quarter of the output transform). */
 CK_TARGET static inline void put_row(float *d, const float *r, int64_t n)
 {
-    if (n >= VL) {   /* not a loop: gcc would make it a call of memmove */
-        _mm256_storeu_ps(d, _mm256_loadu_ps(r));
-        n -= VL, d += VL, r += VL;
-    }
-    if (n >= VL) {
+    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {   /* unrolled: not memmove */
+        if (n < VL)
+            break;
         _mm256_storeu_ps(d, _mm256_loadu_ps(r));
         n -= VL, d += VL, r += VL;
     }
@@ -121,21 +119,21 @@ CK_TARGET static inline void store_bf16(uint16_t *d, __m256 lo, __m256 hi)
     _mm256_storeu_si256((__m256i *)d, _mm256_permute4x64_epi64(p, 0xd8));
 }
 
-/* Writes rows r0 (output row 2ty) and r1 (2ty + 1), each the 2x2 tiles of
- * VL grid positions from q interleaved (2*VL floats), to the output channel
- * at yc (elements from g->y): the parts inside the tile grid and the
- * output, row by row of tiles. */
-CK_TARGET static void wino_put(const rt_conv_wino_out *g, int64_t yc, int64_t q, const float *r0,
-                               const float *r1)
+/* Writes rows[a] (output row m*ty + a, a < m), each the m x m tiles of VL
+ * grid positions from q interleaved (m*VL floats), to the output channel at
+ * yc (elements from g->y): the parts inside the tile grid and the output,
+ * row by row of tiles. */
+CK_TARGET static void wino_put(const rt_conv_wino_out *g, int64_t yc, int64_t q, int64_t m,
+                               const float *rows)
 {
     for (int64_t p = 0; p < VL;) {
         int64_t ty = (q + p) / g->wq, tx = (q + p) % g->wq;
         int64_t cnt = VL - p < g->wq - tx ? VL - p : g->wq - tx;
         int64_t nt = cnt < g->txn - tx ? cnt : g->txn - tx;
-        int64_t ncol = 2 * nt < g->ow - 2 * tx ? 2 * nt : g->ow - 2 * tx;
-        for (int64_t a = 0; a < 2 && ty < g->tyn && nt > 0; a++)
-            if (2 * ty + a < g->oh)
-                put_out(g, yc + (2 * ty + a) * g->ow + 2 * tx, (a ? r1 : r0) + 2 * p, ncol);
+        int64_t ncol = m * nt < g->ow - m * tx ? m * nt : g->ow - m * tx;
+        for (int64_t a = 0; a < m && ty < g->tyn && nt > 0; a++)
+            if (m * ty + a < g->oh)
+                put_out(g, yc + (m * ty + a) * g->ow + m * tx, rows + a * m * VL + m * p, ncol);
         p += cnt;
     }
 }
@@ -191,7 +189,122 @@ CK_TARGET static void wino_out(const float *m, int64_t mxs, const rt_conv_wino_o
                         _mm256_store_ps(rows[a], r[a][0]);
                         _mm256_store_ps(rows[a] + VL, r[a][1]);
                     }
-                    wino_put(g, yc, q, rows[0], rows[1]);
+                    wino_put(g, yc, q, 2, rows[0]);
+                }
+            }
+}
+
+/* ---- Winograd F(4x4, 3x3) transforms (k_conv_direct.c: the matrices) -------------------- */
+
+/* v = B^T d for one column (or row) of 6 vectors. */
+CK_TARGET static inline void bt6(const __m256 *d, __m256 *v)
+{
+    __m256 two = _mm256_set1_ps(2.0f), four = _mm256_set1_ps(4.0f), five = _mm256_set1_ps(5.0f);
+    __m256 a = _mm256_sub_ps(d[3], d[1]), b = _mm256_sub_ps(d[4], d[2]);
+    v[0] = _mm256_fmadd_ps(four, d[0], _mm256_fnmadd_ps(five, d[2], d[4]));
+    v[1] = _mm256_fnmadd_ps(four, _mm256_add_ps(d[1], d[2]), _mm256_add_ps(d[3], d[4]));
+    v[2] = _mm256_fmadd_ps(four, _mm256_sub_ps(d[1], d[2]), _mm256_sub_ps(d[4], d[3]));
+    v[3] = _mm256_fmadd_ps(two, a, b);
+    v[4] = _mm256_fnmadd_ps(two, a, b);
+    v[5] = _mm256_fmadd_ps(four, d[1], _mm256_fnmadd_ps(five, d[3], d[5]));
+}
+
+/* V = B^T d B per 6x6 tile d, VL tiles (consecutive grid positions) per
+ * vector: the columns, then the rows, stored at the 36 positions. */
+CK_TARGET static void wino4_in(const float *xp, int64_t cg, int64_t plane, const int64_t *toff,
+                               int64_t npos, float *v, int64_t vxs)
+{
+    for (int64_t c = 0; c < cg; c++, xp += plane, v += npos)
+        for (int64_t p = 0; p < npos; p += VL) {
+            __m256 t[6][6];
+            _Pragma("GCC unroll 6") for (int k = 0; k < 6; k++) {
+                __m256 d[6], r[6];
+                _Pragma("GCC unroll 6") for (int i = 0; i < 6; i++) {
+                    d[i] = _mm256_loadu_ps(xp + toff[i * 6 + k] + p);
+                    _mm_prefetch((const char *)(xp + 2 * plane + toff[i * 6 + k] + p), _MM_HINT_T0);
+                }
+                bt6(d, r);
+                _Pragma("GCC unroll 6") for (int i = 0; i < 6; i++) t[i][k] = r[i];
+            }
+            float *vp = v + p;
+            _Pragma("GCC unroll 6") for (int i = 0; i < 6; i++, vp += 6 * vxs) {
+                __m256 r[6];
+                bt6(t[i], r);
+                _Pragma("GCC unroll 6") for (int k = 0; k < 6; k++)
+                    _mm256_store_ps(vp + k * vxs, r[k]);
+            }
+        }
+}
+
+/* y = A^T d for one column (or row) of 6 vectors. */
+CK_TARGET static inline void at6(const __m256 *d, __m256 *y)
+{
+    __m256 s1 = _mm256_add_ps(d[1], d[2]), s2 = _mm256_add_ps(d[3], d[4]);
+    __m256 e1 = _mm256_sub_ps(d[1], d[2]), e2 = _mm256_sub_ps(d[3], d[4]);
+    y[0] = _mm256_add_ps(_mm256_add_ps(d[0], s1), s2);
+    y[1] = _mm256_fmadd_ps(_mm256_set1_ps(2.0f), e2, e1);
+    y[2] = _mm256_fmadd_ps(_mm256_set1_ps(4.0f), s2, s1);
+    y[3] = _mm256_add_ps(_mm256_fmadd_ps(_mm256_set1_ps(8.0f), e2, e1), d[5]);
+}
+
+/* Y = A^T M A + bias per tile: the 4x4 outputs of VL tiles, columns
+ * transposed into rows of 4*VL (tile by tile) and stored. */
+CK_TARGET static void wino4_out(const float *m, int64_t mxs, const rt_conv_wino_out *g)
+{
+    float rows[4][4 * VL] __attribute__((aligned(32)));
+    for (int64_t ob = 0; ob < g->nob; ob++)
+        for (int64_t kb = 0; kb < g->nkb; kb++)
+            for (int64_t o = 0; o < g->ko && ob * g->ko + o < g->no; o++) {
+                int64_t oc = ob * g->ko + o;
+                int64_t yc = oc * g->oh * g->ow;
+                __m256 b = _mm256_set1_ps(g->bias ? g->bias[oc] : 0.0f);
+                const float *mp = m + ((ob * g->kbs + kb) * g->ko + o) * g->qn;
+                for (int64_t v = 0; v < g->qn; v += VL) {
+                    __m256 t[4][6], r[4][4];
+                    _Pragma("GCC unroll 6") for (int k = 0; k < 6; k++) {
+                        __m256 d[6], y[4];
+                        _Pragma("GCC unroll 6") for (int i = 0; i < 6; i++)
+                            d[i] = _mm256_load_ps(mp + (i * 6 + k) * mxs + v);
+                        at6(d, y);
+                        _Pragma("GCC unroll 4") for (int a = 0; a < 4; a++) t[a][k] = y[a];
+                    }
+                    _Pragma("GCC unroll 4") for (int a = 0; a < 4; a++) {
+                        __m256 y[4];
+                        at6(t[a], y);
+                        /* y[k] = column k of VL tiles -> tile by tile, 4 columns each */
+                        __m256 l0 = _mm256_unpacklo_ps(_mm256_add_ps(y[0], b), _mm256_add_ps(y[1], b));
+                        __m256 h0 = _mm256_unpackhi_ps(_mm256_add_ps(y[0], b), _mm256_add_ps(y[1], b));
+                        __m256 l1 = _mm256_unpacklo_ps(_mm256_add_ps(y[2], b), _mm256_add_ps(y[3], b));
+                        __m256 h1 = _mm256_unpackhi_ps(_mm256_add_ps(y[2], b), _mm256_add_ps(y[3], b));
+                        __m256 u0 = _mm256_shuffle_ps(l0, l1, 0x44), u1 = _mm256_shuffle_ps(l0, l1, 0xee);
+                        __m256 u2 = _mm256_shuffle_ps(h0, h1, 0x44), u3 = _mm256_shuffle_ps(h0, h1, 0xee);
+                        r[a][0] = _mm256_permute2f128_ps(u0, u1, 0x20);
+                        r[a][1] = _mm256_permute2f128_ps(u2, u3, 0x20);
+                        r[a][2] = _mm256_permute2f128_ps(u0, u1, 0x31);
+                        r[a][3] = _mm256_permute2f128_ps(u2, u3, 0x31);
+                    }
+                    int64_t q = g->q0 + kb * g->qn + v, ty = q / g->wq, tx = q % g->wq;
+                    bool whole = tx + VL <= g->txn && ty < g->tyn && 4 * ty + 3 < g->oh &&
+                                 4 * (tx + VL) <= g->ow;
+                    if (whole && g->bf16) {   /* rounded in registers, as rt_conv_narrow */
+                        uint16_t *y0 = (uint16_t *)g->y + yc + 4 * ty * g->ow + 4 * tx;
+                        _Pragma("GCC unroll 4") for (int a = 0; a < 4; a++, y0 += g->ow) {
+                            store_bf16(y0, r[a][0], r[a][1]);
+                            store_bf16(y0 + 2 * VL, r[a][2], r[a][3]);
+                        }
+                        continue;
+                    }
+                    if (whole) {
+                        float *y0 = (float *)g->y + yc + 4 * ty * g->ow + 4 * tx;
+                        _Pragma("GCC unroll 4") for (int a = 0; a < 4; a++, y0 += g->ow)
+                            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+                                _mm256_storeu_ps(y0 + k * VL, r[a][k]);
+                        continue;
+                    }
+                    _Pragma("GCC unroll 4") for (int a = 0; a < 4; a++)
+                        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+                            _mm256_store_ps(rows[a] + k * VL, r[a][k]);
+                    wino_put(g, yc, q, 4, rows[0]);
                 }
             }
 }
@@ -215,7 +328,11 @@ const rt_conv_kernels rt_conv_avx2 = {
     .min_keep = 0.7,
     .wino_in = wino_in,
     .wino_out = wino_out,
+    .wino4_in = wino4_in,
+    .wino4_out = wino4_out,
     .strided_gemm = true,
     .wino_c = {16, 64},
     .wino_keep = {0.8, 0.45},
+    .wino4_c = 16,
+    .wino4_gain = 0.8,
 };
