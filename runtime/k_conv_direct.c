@@ -84,8 +84,8 @@ typedef struct dj {
     int64_t wm, wnp, wnb;           /* Winograd: outputs per tile side (2, 4), transform
                                      * positions ((wm + 2)^2), grid blocks per Winograd block */
     int64_t woh, wow, nwb, uxs;     /* Winograd: output size, blocks per image, U's xi stride */
-    int64_t n0, nimg;               /* Winograd: xq holds the planes of images n0.. (nimg at a
-                                     * time); else 0 and all */
+    int64_t n0;                     /* Winograd: xq holds the planes of images n0.. (a few at
+                                     * a time); else 0 and all images' */
     float *wbias;                   /* Winograd: the bias, contiguous, or NULL */
     atomic_int failed;              /* a task ran out of memory */
     int64_t rp, kv, nseg;           /* row kernel: positions, vectors of channels, segments per row */
@@ -919,12 +919,13 @@ int rt_conv_direct(const rt_conv_shape *s, bool bf16, const void *x, const void 
     int64_t vl = j->k->vl, qn = j->qv * vl;
     int64_t slack = (j->wino ? j->nwb * j->wnb : j->nqb) * qn - j->ngrid + maxoff + vl +
                     j->nseg * j->rp;
-    /* Winograd: a few images' planes at a time (enough tasks for the
-     * threads), transformed while they are in cache (all images' first cost
-     * F(4x4) at batch 8 a third more) */
-    int64_t nimg = j->wino ? cdiv(2 * (int64_t)rt_threads(), s->groups * j->nwb) : s->n;
-    nimg = nimg < s->n ? nimg : s->n;
-    j->nimg = nimg;
+    /* Winograd: a few images' planes at a time, transformed while they are
+     * in cache (all images' first cost F(4x4) at batch 8 a third more): the
+     * fewest images whose tasks split evenly over the threads */
+    int64_t nimg = s->n, per = s->groups * j->nwb, nt = rt_threads();
+    if (j->wino)
+        for (nimg = 1; nimg < s->n && (nimg * per < nt || nimg * per % nt);)
+            nimg++;
     size_t xbytes = (size_t)(nimg * s->c * j->plane + slack) * sizeof(float);
     size_t wfloats = (size_t)(s->groups * j->nob * (j->rows ? j->kv * vl : j->ko) * j->cg *
                               j->ntap);

@@ -221,7 +221,6 @@ CK_TARGET static void wino4_in(const float *xp, int64_t cg, int64_t plane, const
                 __m256 d[6], r[6];
                 _Pragma("GCC unroll 6") for (int i = 0; i < 6; i++) {
                     d[i] = _mm256_loadu_ps(xp + toff[i * 6 + k] + p);
-                    _mm_prefetch((const char *)(xp + 2 * plane + toff[i * 6 + k] + p), _MM_HINT_T0);
                 }
                 bt6(d, r);
                 _Pragma("GCC unroll 6") for (int i = 0; i < 6; i++) t[i][k] = r[i];
