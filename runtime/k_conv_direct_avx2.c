@@ -316,7 +316,10 @@ CK_TARGET static void wino4_out(const float *m, int64_t mxs, const rt_conv_wino_
  * when 80% of its tiles are kept (28x28 x 16-32 channels, groups of 16:
  * 10-25% faster than the best direct kernel), from 64 when 45% (14x14 x 256:
  * 1.4x, 7x7 x 512 with half its tiles kept: 1.2x; 14x14 x 32, 68% kept,
- * lost to the row kernel). */
+ * lost to the row kernel); F(4x4) where F(2x2) would run, from 16 channels,
+ * when its products per kept output are at most 0.8 of F(2x2)'s (56x56,
+ * 28x28 and 14x14 with 64-256 channels, 1.1-1.4x F(2x2); not 7x7, where its
+ * tiles keep an eighth: 2x slower). */
 const rt_conv_kernels rt_conv_avx2 = {
     .vl = VL,
     .grid = {{4, 3, block_4_3}, {2, 6, blockw_2_6}, {1, 8, blockw_1_8}},
