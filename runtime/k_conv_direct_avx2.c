@@ -138,60 +138,25 @@ CK_TARGET static void wino_put(const rt_conv_wino_out *g, int64_t yc, int64_t q,
     }
 }
 
-/* Y = A^T M A + bias per tile, A^T = [1 1 1 0; 0 1 -1 -1]: the 2x2
- * outputs, interleaved into rows and stored. */
-CK_TARGET static void wino_out(const float *m, int64_t mxs, const rt_conv_wino_out *g)
+/* Y = A^T M A + bias for VL tiles of F(2x2), A^T = [1 1 1 0; 0 1 -1 -1]
+ * (M at mp, its 16 positions mxs apart): r[a][0..1] = output row a of the
+ * tiles, interleaved tile by tile (2 columns each). */
+CK_TARGET static inline void wino2_tile(const float *mp, int64_t mxs, __m256 b, __m256 r[4][4])
 {
-    float rows[2][2 * VL] __attribute__((aligned(32)));
-    for (int64_t ob = 0; ob < g->nob; ob++)
-        for (int64_t kb = 0; kb < g->nkb; kb++)
-            for (int64_t o = 0; o < g->ko && ob * g->ko + o < g->no; o++) {
-                int64_t oc = ob * g->ko + o;
-                int64_t yc = oc * g->oh * g->ow;
-                __m256 b = _mm256_set1_ps(g->bias ? g->bias[oc] : 0.0f);
-                const float *mp = m + ((ob * g->kbs + kb) * g->ko + o) * g->qn;
-                for (int64_t v = 0; v < g->qn; v += VL) {
-                    __m256 d[4][4], t[2][4], r[2][2];
-                    _Pragma("GCC unroll 16") for (int k = 0; k < 16; k++)
-                        d[k / 4][k % 4] = _mm256_load_ps(mp + k * mxs + v);
-                    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
-                        t[0][k] = _mm256_add_ps(_mm256_add_ps(d[0][k], d[1][k]), d[2][k]);
-                        t[1][k] = _mm256_sub_ps(_mm256_sub_ps(d[1][k], d[2][k]), d[3][k]);
-                    }
-                    _Pragma("GCC unroll 2") for (int a = 0; a < 2; a++) {
-                        r[a][0] = _mm256_add_ps(
-                            _mm256_add_ps(_mm256_add_ps(t[a][0], t[a][1]), t[a][2]), b);
-                        r[a][1] = _mm256_add_ps(
-                            _mm256_sub_ps(_mm256_sub_ps(t[a][1], t[a][2]), t[a][3]), b);
-                        __m256 lo = _mm256_unpacklo_ps(r[a][0], r[a][1]);
-                        __m256 hi = _mm256_unpackhi_ps(r[a][0], r[a][1]);
-                        r[a][0] = _mm256_permute2f128_ps(lo, hi, 0x20);
-                        r[a][1] = _mm256_permute2f128_ps(lo, hi, 0x31);
-                    }
-                    int64_t q = g->q0 + kb * g->qn + v, ty = q / g->wq, tx = q % g->wq;
-                    bool whole = tx + VL <= g->txn && ty < g->tyn && 2 * ty + 1 < g->oh &&
-                                 2 * (tx + VL) <= g->ow;
-                    if (whole && g->bf16) {   /* rounded in registers, as rt_conv_narrow */
-                        uint16_t *y0 = (uint16_t *)g->y + yc + 2 * ty * g->ow + 2 * tx;
-                        store_bf16(y0, r[0][0], r[0][1]);
-                        store_bf16(y0 + g->ow, r[1][0], r[1][1]);
-                        continue;
-                    }
-                    if (whole) {
-                        float *y0 = (float *)g->y + yc + 2 * ty * g->ow + 2 * tx, *y1 = y0 + g->ow;
-                        _mm256_storeu_ps(y0, r[0][0]);
-                        _mm256_storeu_ps(y0 + VL, r[0][1]);
-                        _mm256_storeu_ps(y1, r[1][0]);
-                        _mm256_storeu_ps(y1 + VL, r[1][1]);
-                        continue;
-                    }
-                    _Pragma("GCC unroll 2") for (int a = 0; a < 2; a++) {
-                        _mm256_store_ps(rows[a], r[a][0]);
-                        _mm256_store_ps(rows[a] + VL, r[a][1]);
-                    }
-                    wino_put(g, yc, q, 2, rows[0]);
-                }
-            }
+    __m256 d[4][4], t[2][4];
+    _Pragma("GCC unroll 16") for (int k = 0; k < 16; k++)
+        d[k / 4][k % 4] = _mm256_load_ps(mp + k * mxs);
+    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+        t[0][k] = _mm256_add_ps(_mm256_add_ps(d[0][k], d[1][k]), d[2][k]);
+        t[1][k] = _mm256_sub_ps(_mm256_sub_ps(d[1][k], d[2][k]), d[3][k]);
+    }
+    _Pragma("GCC unroll 2") for (int a = 0; a < 2; a++) {
+        __m256 c0 = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(t[a][0], t[a][1]), t[a][2]), b);
+        __m256 c1 = _mm256_add_ps(_mm256_sub_ps(_mm256_sub_ps(t[a][1], t[a][2]), t[a][3]), b);
+        __m256 lo = _mm256_unpacklo_ps(c0, c1), hi = _mm256_unpackhi_ps(c0, c1);
+        r[a][0] = _mm256_permute2f128_ps(lo, hi, 0x20);
+        r[a][1] = _mm256_permute2f128_ps(lo, hi, 0x31);
+    }
 }
 
 /* ---- Winograd F(4x4, 3x3) transforms (k_conv_direct.c: the matrices) -------------------- */
@@ -246,66 +211,92 @@ CK_TARGET static inline void at6(const __m256 *d, __m256 *y)
     y[3] = _mm256_add_ps(_mm256_fmadd_ps(_mm256_set1_ps(8.0f), e2, e1), d[5]);
 }
 
-/* Y = A^T M A + bias per tile: the 4x4 outputs of VL tiles, columns
- * transposed into rows of 4*VL (tile by tile) and stored. */
-CK_TARGET static void wino4_out(const float *m, int64_t mxs, const rt_conv_wino_out *g)
+/* The same for F(4x4): r[a][0..3] = output row a of VL tiles, 4 columns
+ * each, the columns transposed into rows tile by tile. */
+CK_TARGET static inline void wino4_tile(const float *mp, int64_t mxs, __m256 b, __m256 r[4][4])
 {
-    float rows[4][4 * VL] __attribute__((aligned(32)));
+    __m256 t[4][6];
+    _Pragma("GCC unroll 6") for (int k = 0; k < 6; k++) {
+        __m256 d[6], y[4];
+        _Pragma("GCC unroll 6") for (int i = 0; i < 6; i++)
+            d[i] = _mm256_load_ps(mp + (i * 6 + k) * mxs);
+        at6(d, y);
+        _Pragma("GCC unroll 4") for (int a = 0; a < 4; a++) t[a][k] = y[a];
+    }
+    _Pragma("GCC unroll 4") for (int a = 0; a < 4; a++) {
+        __m256 y[4];
+        at6(t[a], y);
+        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) y[k] = _mm256_add_ps(y[k], b);
+        __m256 l0 = _mm256_unpacklo_ps(y[0], y[1]), h0 = _mm256_unpackhi_ps(y[0], y[1]);
+        __m256 l1 = _mm256_unpacklo_ps(y[2], y[3]), h1 = _mm256_unpackhi_ps(y[2], y[3]);
+        __m256 u0 = _mm256_shuffle_ps(l0, l1, 0x44), u1 = _mm256_shuffle_ps(l0, l1, 0xee);
+        __m256 u2 = _mm256_shuffle_ps(h0, h1, 0x44), u3 = _mm256_shuffle_ps(h0, h1, 0xee);
+        r[a][0] = _mm256_permute2f128_ps(u0, u1, 0x20);
+        r[a][1] = _mm256_permute2f128_ps(u2, u3, 0x20);
+        r[a][2] = _mm256_permute2f128_ps(u0, u1, 0x31);
+        r[a][3] = _mm256_permute2f128_ps(u2, u3, 0x31);
+    }
+}
+
+/* Stores r (wino2_tile's or wino4_tile's, M = 2 or 4), the tiles of VL grid
+ * positions from q, to the output channel at yc: whole rows of tiles
+ * straight from registers (bf16 rounded there, as rt_conv_narrow), the
+ * others through wino_put. */
+CK_TARGET static inline __attribute__((always_inline)) void wino_store(
+    const rt_conv_wino_out *g, int64_t yc, int64_t q, int M, __m256 r[4][4])
+{
+    int64_t ty = q / g->wq, tx = q % g->wq;
+    bool whole = tx + VL <= g->txn && ty < g->tyn && M * ty + M - 1 < g->oh &&
+                 M * (tx + VL) <= g->ow;
+    if (whole && g->bf16) {
+        uint16_t *y0 = (uint16_t *)g->y + yc + M * ty * g->ow + M * tx;
+        for (int a = 0; a < M; a++, y0 += g->ow)
+            for (int k = 0; k < M; k += 2)
+                store_bf16(y0 + k * VL, r[a][k], r[a][k + 1]);
+    } else if (whole) {
+        float *y0 = (float *)g->y + yc + M * ty * g->ow + M * tx;
+        for (int a = 0; a < M; a++, y0 += g->ow)
+            for (int k = 0; k < M; k++)
+                _mm256_storeu_ps(y0 + k * VL, r[a][k]);
+    } else {
+        float rows[4 * 4 * VL] __attribute__((aligned(32)));
+        for (int a = 0; a < M; a++)
+            for (int k = 0; k < M; k++)
+                _mm256_store_ps(rows + (a * M + k) * VL, r[a][k]);
+        wino_put(g, yc, q, M, rows);
+    }
+}
+
+/* Y = A^T M A + bias per tile of F(M x M, 3x3), M = 2 or 4, for every
+ * output channel and grid block of the block (rt_conv_wino_out). */
+CK_TARGET static inline __attribute__((always_inline)) void wino_out_m(
+    const float *m, int64_t mxs, const rt_conv_wino_out *g, int M)
+{
     for (int64_t ob = 0; ob < g->nob; ob++)
         for (int64_t kb = 0; kb < g->nkb; kb++)
             for (int64_t o = 0; o < g->ko && ob * g->ko + o < g->no; o++) {
                 int64_t oc = ob * g->ko + o;
-                int64_t yc = oc * g->oh * g->ow;
                 __m256 b = _mm256_set1_ps(g->bias ? g->bias[oc] : 0.0f);
                 const float *mp = m + ((ob * g->kbs + kb) * g->ko + o) * g->qn;
                 for (int64_t v = 0; v < g->qn; v += VL) {
-                    __m256 t[4][6], r[4][4];
-                    _Pragma("GCC unroll 6") for (int k = 0; k < 6; k++) {
-                        __m256 d[6], y[4];
-                        _Pragma("GCC unroll 6") for (int i = 0; i < 6; i++)
-                            d[i] = _mm256_load_ps(mp + (i * 6 + k) * mxs + v);
-                        at6(d, y);
-                        _Pragma("GCC unroll 4") for (int a = 0; a < 4; a++) t[a][k] = y[a];
-                    }
-                    _Pragma("GCC unroll 4") for (int a = 0; a < 4; a++) {
-                        __m256 y[4];
-                        at6(t[a], y);
-                        /* y[k] = column k of VL tiles -> tile by tile, 4 columns each */
-                        __m256 l0 = _mm256_unpacklo_ps(_mm256_add_ps(y[0], b), _mm256_add_ps(y[1], b));
-                        __m256 h0 = _mm256_unpackhi_ps(_mm256_add_ps(y[0], b), _mm256_add_ps(y[1], b));
-                        __m256 l1 = _mm256_unpacklo_ps(_mm256_add_ps(y[2], b), _mm256_add_ps(y[3], b));
-                        __m256 h1 = _mm256_unpackhi_ps(_mm256_add_ps(y[2], b), _mm256_add_ps(y[3], b));
-                        __m256 u0 = _mm256_shuffle_ps(l0, l1, 0x44), u1 = _mm256_shuffle_ps(l0, l1, 0xee);
-                        __m256 u2 = _mm256_shuffle_ps(h0, h1, 0x44), u3 = _mm256_shuffle_ps(h0, h1, 0xee);
-                        r[a][0] = _mm256_permute2f128_ps(u0, u1, 0x20);
-                        r[a][1] = _mm256_permute2f128_ps(u2, u3, 0x20);
-                        r[a][2] = _mm256_permute2f128_ps(u0, u1, 0x31);
-                        r[a][3] = _mm256_permute2f128_ps(u2, u3, 0x31);
-                    }
-                    int64_t q = g->q0 + kb * g->qn + v, ty = q / g->wq, tx = q % g->wq;
-                    bool whole = tx + VL <= g->txn && ty < g->tyn && 4 * ty + 3 < g->oh &&
-                                 4 * (tx + VL) <= g->ow;
-                    if (whole && g->bf16) {   /* rounded in registers, as rt_conv_narrow */
-                        uint16_t *y0 = (uint16_t *)g->y + yc + 4 * ty * g->ow + 4 * tx;
-                        _Pragma("GCC unroll 4") for (int a = 0; a < 4; a++, y0 += g->ow) {
-                            store_bf16(y0, r[a][0], r[a][1]);
-                            store_bf16(y0 + 2 * VL, r[a][2], r[a][3]);
-                        }
-                        continue;
-                    }
-                    if (whole) {
-                        float *y0 = (float *)g->y + yc + 4 * ty * g->ow + 4 * tx;
-                        _Pragma("GCC unroll 4") for (int a = 0; a < 4; a++, y0 += g->ow)
-                            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
-                                _mm256_storeu_ps(y0 + k * VL, r[a][k]);
-                        continue;
-                    }
-                    _Pragma("GCC unroll 4") for (int a = 0; a < 4; a++)
-                        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
-                            _mm256_store_ps(rows[a] + k * VL, r[a][k]);
-                    wino_put(g, yc, q, 4, rows[0]);
+                    __m256 r[4][4];
+                    if (M == 2)
+                        wino2_tile(mp + v, mxs, b, r);
+                    else
+                        wino4_tile(mp + v, mxs, b, r);
+                    wino_store(g, oc * g->oh * g->ow, g->q0 + kb * g->qn + v, M, r);
                 }
             }
+}
+
+CK_TARGET static void wino_out(const float *m, int64_t mxs, const rt_conv_wino_out *g)
+{
+    wino_out_m(m, mxs, g, 2);
+}
+
+CK_TARGET static void wino4_out(const float *m, int64_t mxs, const rt_conv_wino_out *g)
+{
+    wino_out_m(m, mxs, g, 4);
 }
 
 /* The rule's numbers, measured on a Zen 3 (docs/perf.md, Convolution on
