@@ -201,22 +201,17 @@ static const rt_conv_kernels *kernels_of(rt_conv_isa isa)
 
 /* ---- per-call preparation ----------------------------------------------------------- */
 
-/* d[q] = x[st*q] for q < n, st 2 or 4: every other (every fourth) input
- * column (stride 2, F(2x2)'s tiles; stride 4, F(4x4)'s), vectorized where
- * the CPU allows (one loop per constant stride). */
-RT_CLONES static void copy_strided(float *restrict d, const float *restrict x, int64_t st,
-                                   int64_t n)
+/* d[q] = x[2q] for q < n: every other input column (stride 2 over rows
+ * whose columns are 1 apart go to deint_row; this is for the rest, stride 1
+ * over a view with columns 2 apart), vectorized where the CPU allows. */
+RT_CLONES static void copy_stride2(float *restrict d, const float *restrict x, int64_t n)
 {
-    if (st == 2)
-        for (int64_t q = 0; q < n; q++)
-            d[q] = x[2 * q];
-    else
-        for (int64_t q = 0; q < n; q++)
-            d[q] = x[4 * q];
+    for (int64_t q = 0; q < n; q++)
+        d[q] = x[2 * q];
 }
 
 /* d[q] = x[q*st] widened from bf16 (exact: vpmovzxwd, vpslld 16) for q < n.
- * Stride 2 (Winograd's planes): x[2q] is the low half of the 32-bit unit at
+ * Stride 2 (deint_row takes Winograd's planes): x[2q] is the low half of the 32-bit unit at
  * x + 2q, so the unit shifted left 16 is it (vpslld on whole vectors; the
  * generic strided loop stayed scalar and cost A6 a fifth more than f32's
  * copy_stride2); the last element alone, not to read past x[2(n-1)]. */
@@ -233,13 +228,6 @@ RT_CLONES static void widen_bf16(float *restrict d, const uint16_t *restrict x, 
             d[q] = ir_bits_f32(u << 16);
         }
         d[n - 1] = ir_bf16_to_f32(x[2 * (n - 1)]);
-    } else if (st == 4 && n > 0) {   /* F(4x4)'s planes: the same, units 4 apart */
-        for (int64_t q = 0; q < n - 1; q++) {
-            uint32_t u;
-            memcpy(&u, x + 4 * q, 4);
-            d[q] = ir_bits_f32(u << 16);
-        }
-        d[n - 1] = ir_bf16_to_f32(x[4 * (n - 1)]);
     } else {
         for (int64_t q = 0; q < n; q++)
             d[q] = ir_bf16_to_f32(x[q * st]);
@@ -357,8 +345,8 @@ static void phase_planes(void *ctx, int64_t p0, int64_t p1)
                         widen_bf16(d + lo, (const uint16_t *)j->x + xr, st, hi - lo);
                     else if (st == 1)
                         memcpy(d + lo, xf, (size_t)(hi - lo) * sizeof *d);
-                    else if (st == 2 || st == 4)
-                        copy_strided(d + lo, xf, st, hi - lo);
+                    else if (st == 2)
+                        copy_stride2(d + lo, xf, hi - lo);
                     else
                         for (int64_t q = lo; q < hi; q++)
                             d[q] = xf[(q - lo) * st];

@@ -1,8 +1,8 @@
 /* test_conv_wino.c - Winograd F(4x4, 3x3) (runtime/k_conv_direct.c,
  * k_conv_direct_avx2.c: wino4_in, wino4_out) against an f64 reference and
  * against F(2x2, 3x3): output sizes that cut tiles at the border (1x1, 3x3,
- * 5x7, 57x57), padding 0 and 1, groups, bias, bf16 in and out, 1 and 2
- * threads, TJIT_CONV=wino4 forcing it (and the grid kernel where it does not
+ * 5x7, 57x57), padding 0 and 1, groups, bias, an NHWC view, bf16 in and
+ * out, 1 and 2 threads, TJIT_CONV=wino4 forcing it (and the grid kernel where it does not
  * fit), and the rule's choice on the ResNet shapes. On a CPU without AVX2 +
  * FMA there is no Winograd: the tests say so and check only that the forced
  * path still gives the right result.
@@ -130,6 +130,13 @@ static void test_wino4_f64(void **state)
             worst2 = fmax(worst2, e2);
         }
     }
+    /* an NHWC view (columns c apart: the phase planes' strided copy, not
+     * deint_row's), 9x10 output */
+    tj_tensor *xv = tj_permute(tj_randn(TJ_F32, 4, (int64_t[]){2, 9, 10, 8}), (int[]){0, 3, 1, 2});
+    tj_tensor *wv = tj_randn(TJ_F32, 4, (int64_t[]){6, 8, 3, 3});
+    tj_tensor *ref = conv_on("gemm", -1, tj_cast(xv, TJ_F64), tj_cast(wv, TJ_F64), NULL, 1, 1);
+    tj_tensor *y4 = conv_on("wino4", wino ? RT_CONV_WINO4 : -1, xv, wv, NULL, 1, 1);
+    assert_true(max_err(y4, ref) <= WINO4_TOL * 3);   /* weights N(0,1): outputs ~3 */
     print_message("max error against f64: F(4x4) %.2e, F(2x2) %.2e\n", worst4, worst2);
     tj_set_num_threads(before);
 }
