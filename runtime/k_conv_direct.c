@@ -82,6 +82,8 @@ typedef struct dj {
     bool bf16;
     float *xq;                      /* phase planes [n][c][sh*sw][hq][wq] + slack */
     float *wk;                      /* packed weights [groups][nob][cg][ntap][ko] */
+    size_t wkbytes;                 /* wk's bytes when this call owns it, else 0 */
+    struct wslot *wsl;              /* the kept entry wk is borrowed from, or NULL */
     const void *bias;
     int64_t bstride;
     void *y;
@@ -378,14 +380,18 @@ static void pack_weights(const dj *j, const void *w)
 
 /* The packed or Winograd-transformed weights of recent calls, so a conv that
  * runs again on the same weights (a compiled region calls it once per
- * image; a model once per call) copies them instead of transforming again.
+ * image; a model once per call) uses them in place instead of transforming
+ * again (a copy cost F(4x4) at 256 channels, 9.4 MB, a fifth of a
+ * one-image call). A call holds a reference; an entry in use is not
+ * replaced.
  * An entry is found by the layout it was made for and the raw weights
  * themselves, compared in full (a write through a raw pointer bumps no
  * version, so nothing less is safe): a copy of them is kept. Kept only
  * when the same weights (address and layout) were among the last WCACHE_N
  * misses (a region alternates two convs per image), so a model whose many
- * convs each run once per call costs no copies. Contiguous weights only; WCACHE_N entries, the least recently
- * used replaced, one mutex. */
+ * convs each run once per call costs no copies. Contiguous weights only;
+ * WCACHE_N entries, the least recently used one not in use replaced, one
+ * mutex. */
 #define WCACHE_N 8
 #define WCACHE_MAX ((size_t)16 << 20)   /* bytes of one entry's prepared weights, at most */
 
@@ -400,6 +406,7 @@ typedef struct wslot {
     size_t nraw, nprep;   /* bytes of raw (f32 or bf16), floats of prep */
     uint64_t tick;
     bool used;
+    int refs;             /* calls using prep now */
 } wslot;
 
 static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER;
@@ -437,9 +444,11 @@ __attribute__((destructor)) static void wcache_fini(void)
 
 static void wino_weights(const dj *j, const void *w);
 
-/* j->wk[0..nprep) = the weights w prepared for j's kernel: from the cache
- * when it holds them, else made (and kept when they fit). */
-static void prepare_weights(dj *j, const void *w, size_t nprep)
+/* j->wk[0..nprep) = the weights w prepared for j's kernel: the kept ones
+ * when the cache holds them (borrowed: release_weights), else made in a
+ * buffer of the call's own (and a copy kept when they fit). -1: out of
+ * memory. */
+static int prepare_weights(dj *j, const void *w, size_t nprep)
 {
     const rt_conv_shape *s = &j->s;
     int64_t kh = j->wino ? 3 : s->kh, kw = j->wino ? 3 : s->kw;
@@ -458,11 +467,13 @@ static void prepare_weights(dj *j, const void *w, size_t nprep)
             wslot *e = &wslots[i];
             if (e->used && !memcmp(&e->key, &k, sizeof k) && e->nraw == nraw &&
                 e->nprep == nprep && !memcmp(e->raw, w, nraw)) {
-                memcpy(j->wk, e->prep, nprep * sizeof(float));
+                e->refs++;
                 e->tick = ++wticks;
                 pthread_mutex_unlock(&wlock);
+                j->wk = e->prep;
+                j->wsl = e;
                 atomic_fetch_add(&whits, 1);
-                return;
+                return 0;
             }
         }
         wmiss[wmiss_next].key = k;
@@ -471,12 +482,16 @@ static void prepare_weights(dj *j, const void *w, size_t nprep)
         keep = again;
         pthread_mutex_unlock(&wlock);
     }
+    j->wk = rt_alloc(nprep * sizeof(float));
+    if (!j->wk)
+        return -1;
+    j->wkbytes = nprep * sizeof(float);
     if (j->wino)
         wino_weights(j, w);
     else
         pack_weights(j, w);
     if (!keep)
-        return;
+        return 0;
     void *raw = rt_alloc(nraw);
     float *prep = rt_alloc(nprep * sizeof(float));
     if (!raw || !prep) {   /* not kept: nothing else changes */
@@ -484,24 +499,38 @@ static void prepare_weights(dj *j, const void *w, size_t nprep)
             rt_free(raw, nraw);
         if (prep)
             rt_free(prep, nprep * sizeof(float));
-        return;
+        return 0;
     }
     memcpy(raw, w, nraw);
     memcpy(prep, j->wk, nprep * sizeof(float));
     pthread_mutex_lock(&wlock);
-    wslot *e = &wslots[0];
-    for (int i = 0; i < WCACHE_N; i++) {
-        if (!wslots[i].used) {
+    wslot *e = NULL;   /* a free slot, else the least recently used not in use */
+    for (int i = 0; i < WCACHE_N && !(e && !e->used); i++)
+        if (!wslots[i].used || (!wslots[i].refs && (!e || wslots[i].tick < e->tick)))
             e = &wslots[i];
-            break;
-        }
-        if (wslots[i].tick < e->tick)
-            e = &wslots[i];
-    }
-    if (e->used)
+    if (e && e->used)
         wslot_drop(e);
-    *e = (wslot){k, raw, prep, nraw, nprep, ++wticks, true};
+    if (e)
+        *e = (wslot){k, raw, prep, nraw, nprep, ++wticks, true, 0};
     pthread_mutex_unlock(&wlock);
+    if (!e) {   /* every entry in use: not kept */
+        rt_free(raw, nraw);
+        rt_free(prep, nprep * sizeof(float));
+    }
+    return 0;
+}
+
+/* Gives back what prepare_weights gave j: the kept entry's reference, or
+ * the call's own buffer. */
+static void release_weights(dj *j)
+{
+    if (j->wsl) {
+        pthread_mutex_lock(&wlock);
+        j->wsl->refs--;
+        pthread_mutex_unlock(&wlock);
+    } else if (j->wk) {
+        rt_free(j->wk, j->wkbytes);
+    }
 }
 
 /* ---- the blocks ------------------------------------------------------------------------ */
@@ -939,29 +968,25 @@ int rt_conv_direct(const rt_conv_shape *s, bool bf16, const void *x, const void 
     size_t wfloats = (size_t)(s->groups * j->nob * (j->rows ? j->kv * vl : j->ko) * j->cg *
                               j->ntap);
     if (j->wino)
-        wfloats = (size_t)(j->wnp * j->uxs + (bias ? s->o : 0));
-    size_t wbytes = wfloats * sizeof(float);
+        wfloats = (size_t)(j->wnp * j->uxs);
+    size_t bbytes = j->wino && bias ? (size_t)s->o * sizeof(float) : 0;
     j->xq = rt_alloc(xbytes);
-    j->wk = rt_alloc(wbytes);
-    if (!j->xq || !j->wk) {
+    j->wbias = bbytes ? rt_alloc(bbytes) : NULL;
+    j->wk = NULL;
+    j->wkbytes = 0;
+    j->wsl = NULL;
+    if (!j->xq || (bbytes && !j->wbias) || prepare_weights(j, w, wfloats) < 0) {
         if (j->xq)
             rt_free(j->xq, xbytes);
-        if (j->wk)
-            rt_free(j->wk, wbytes);
+        if (j->wbias)
+            rt_free(j->wbias, bbytes);
         free(j);
         rt_error("out of memory for the convolution's buffers");
         return -1;
     }
     memset(j->xq + nimg * s->c * j->plane, 0, (size_t)slack * sizeof(float));
-    j->wbias = NULL;
-    prepare_weights(j, w, j->wino ? (size_t)(j->wnp * j->uxs) : wfloats);
-    if (j->wino) {
-        if (bias) {
-            j->wbias = j->wk + j->wnp * j->uxs;
-            for (int64_t o = 0; o < s->o; o++)
-                j->wbias[o] = bias_of(j, o);
-        }
-    }
+    for (int64_t o = 0; o < s->o && j->wbias; o++)
+        j->wbias[o] = bias_of(j, o);
     j->n0 = 0;
     if (j->wino) {
         for (; j->n0 < s->n; j->n0 += nimg) {
@@ -981,7 +1006,9 @@ int rt_conv_direct(const rt_conv_shape *s, bool bf16, const void *x, const void 
     }
     int failed = atomic_load(&j->failed);
     rt_free(j->xq, xbytes);
-    rt_free(j->wk, wbytes);
+    if (j->wbias)
+        rt_free(j->wbias, bbytes);
+    release_weights(j);
     free(j);
     if (failed) {
         rt_error("out of memory for the convolution's buffers");
