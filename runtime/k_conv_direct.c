@@ -841,8 +841,8 @@ static double efficiency(const dj *j, bool rows)
     return pos * (double)j->og / (double)(j->nob * j->ko);
 }
 
-/* Which kernel (row or grid), from TJIT_CONV or the rule; false: neither
- * (the GEMM paths). */
+/* Which kernel (grid, row, Winograd F(2x2) or F(4x4)), from TJIT_CONV or
+ * the rule; false: none (the GEMM paths). */
 static bool choose(const rt_conv_shape *s, dj *j)
 {
     rt_conv_isa isa = rt_conv_isa_current();
