@@ -29,8 +29,8 @@
  * Winograd F(2x2, 3x3) and F(4x4, 3x3) (AVX2 only, 3x3 stride 1): the same
  * phase planes and grid micro-kernel on transformed tiles, 16 products per
  * 4 outputs (F(4x4): 36 per 16) where the kernels above make 36 per 4 (see
- * its section below). The planes of a few images at a time, so the tiles
- * are transformed while the planes are in cache.
+ * its section below). F(4x4) makes the planes of a few images at a time,
+ * so its tiles are transformed while the planes are in cache.
  *
  * Choice (rt_conv_direct_wins): the GEMM paths of k_conv.c for 1x1 and
  * depthwise stride 1 (on AVX2 also strided convs with 8+ channels per
@@ -957,11 +957,12 @@ int rt_conv_direct(const rt_conv_shape *s, bool bf16, const void *x, const void 
     int64_t vl = j->k->vl, qn = j->qv * vl;
     int64_t slack = (j->wino ? j->nwb * j->wnb : j->nqb) * qn - j->ngrid + maxoff + vl +
                     j->nseg * j->rp;
-    /* Winograd: a few images' planes at a time, transformed while they are
-     * in cache (all images' first cost F(4x4) at batch 8 a third more): the
+    /* F(4x4): a few images' planes at a time, transformed while they are in
+     * cache (all images' first cost it at batch 8 a third more; F(2x2), with
+     * a quarter of the planes per image, measured 3% slower this way): the
      * fewest images whose tasks split evenly over the threads */
     int64_t nimg = s->n, per = s->groups * j->nwb, nt = rt_threads();
-    if (j->wino)
+    if (j->wino && j->wm == 4)
         for (nimg = 1; nimg < s->n && (nimg * per < nt || nimg * per % nt);)
             nimg++;
     size_t xbytes = (size_t)(nimg * s->c * j->plane + slack) * sizeof(float);
