@@ -289,7 +289,8 @@ RT_CLONES static void deint_row(float *d, int64_t pd, const void *x, bool bf16, 
         }
     int64_t n = qb - qa, x0 = qa * sw - pw;
     const void *s = bf16 ? (const void *)(xh + x0) : (const void *)(xf + x0);
-    float *d0 = d + qa, *d1 = d + pd + qa, *d2 = d1 + pd, *d3 = d2 + pd;
+    float *d0 = d + qa, *d1 = d + pd + qa;
+    float *d2 = sw == 4 ? d1 + pd : d1, *d3 = sw == 4 ? d2 + pd : d1;   /* sw 2: unused */
     if (n < 8) {
         deint_run(d0, d1, d2, d3, s, bf16, sw, 0, n);
         return;
