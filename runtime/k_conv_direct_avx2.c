@@ -10,9 +10,11 @@
  * instead and the input vector is loaded per column (2 x 6, 1 x 8), so
  * nothing spills. Row kernel (acc[P][KV], 8*KV output channels x P columns
  * of one output row): P*KV + KV + 1 <= 16, so KV = 2 takes up to 6 columns,
- * KV = 1 up to 14. Measured on a Zen 3 in docs/perf.md (Convolution on AVX2
- * machines); every function is compiled for avx2,fma (the library targets
- * baseline x86-64).
+ * KV = 1 up to 14. Winograd's input and output transforms, F(2x2, 3x3) and
+ * F(4x4, 3x3), 8 tiles per vector (their GEMMs are the grid kernel's).
+ * Measured on a Zen 3 in docs/perf.md (Convolution on AVX2 machines,
+ * Winograd F(4x4, 3x3) on AVX2); every function is compiled for avx2,fma
+ * (the library targets baseline x86-64).
  */
 #include <immintrin.h>
 
