@@ -47,8 +47,14 @@ typedef enum rt_conv_isa { RT_CONV_NONE, RT_CONV_AVX2, RT_CONV_AVX512, RT_CONV_N
 rt_conv_isa rt_conv_isa_current(void);
 /* Tests: cap the instruction set at isa (-1: no cap). */
 void rt_conv_isa_force(int isa);
-/* The direct kernels: grid, row, Winograd F(2x2, 3x3). */
-typedef enum rt_conv_kind { RT_CONV_GRID, RT_CONV_ROWS, RT_CONV_WINO, RT_CONV_NKIND } rt_conv_kind;
+/* The direct kernels: grid, row, Winograd F(2x2, 3x3), F(4x4, 3x3). */
+typedef enum rt_conv_kind {
+    RT_CONV_GRID,
+    RT_CONV_ROWS,
+    RT_CONV_WINO,
+    RT_CONV_WINO4,
+    RT_CONV_NKIND
+} rt_conv_kind;
 
 /* Tests: direct convs run so far on isa by kernel kind, counted by every
  * call of rt_conv_direct. */
@@ -65,9 +71,9 @@ typedef void (*rt_conv_block_fn)(const float *xp, const float *wp, int64_t cg, i
 /* Where the Winograd output transform writes one block: M holds, per
  * transform position xi (mxs floats apart), [ob][kb (kbs per ob)][ko][qn]
  * sums of output channel ob*ko + o at tile grid positions q0 + kb*qn + p;
- * tile (ty, tx) = (q / wq, q % wq) is output rows 2ty, 2ty+1, columns 2tx,
- * 2tx+1 (those inside oh x ow); y is output channel 0 of the block, [no]
- * [oh][ow], bias[no] or NULL. */
+ * tile (ty, tx) = (q / wq, q % wq) of F(m x m, 3x3) is output rows m*ty ..
+ * m*ty + m-1, columns m*tx .. m*tx + m-1 (those inside oh x ow); y is
+ * output channel 0 of the block, [no][oh][ow], bias[no] or NULL. */
 typedef struct rt_conv_wino_out {
     void *y;            /* of dtype dt: f32, bf16 or f16 */
     tj_dtype dt;
@@ -95,6 +101,11 @@ typedef struct rt_conv_kernels {
     void (*wino_in)(const float *xp, int64_t cg, int64_t plane, const int64_t *toff,
                     int64_t npos, float *v, int64_t vxs);
     void (*wino_out)(const float *m, int64_t mxs, const rt_conv_wino_out *g);
+    /* Winograd F(4x4, 3x3): the same with 6x6 input tiles (36 positions)
+     * and 4x4 output tiles */
+    void (*wino4_in)(const float *xp, int64_t cg, int64_t plane, const int64_t *toff,
+                     int64_t npos, float *v, int64_t vxs);
+    void (*wino4_out)(const float *m, int64_t mxs, const rt_conv_wino_out *g);
     double rows_gain;   /* rule: the row kernel when it keeps this much more */
     double min_keep;    /* rule: direct only when it keeps this share of its work */
     bool strided_gemm;  /* rule: the GEMM paths for strides > 1 with 8+ channels per group */
@@ -102,6 +113,11 @@ typedef struct rt_conv_kernels {
      * wino_keep[0] of its work, from wino_c[1] when it keeps wino_keep[1] */
     int wino_c[2];
     double wino_keep[2];
+    /* rule: where F(2x2) is taken, F(4x4) instead from wino4_c input
+     * channels per group when its products per kept output are at most
+     * wino4_gain of F(2x2)'s */
+    int wino4_c;
+    double wino4_gain;
 } rt_conv_kernels;
 
 extern const rt_conv_kernels rt_conv_avx2;

@@ -260,8 +260,8 @@ static int64_t conv_direct_runs(void)
 }
 
 /* The kernel TJIT_CONV=path forces on isa for a conv with kernel w, stride
- * and dilation: Winograd takes 3x3 stride-1 undilated convs on AVX2 (else
- * the grid kernel runs). */
+ * and dilation: Winograd (wino: F(2x2, 3x3), wino4: F(4x4, 3x3)) takes 3x3
+ * stride-1 undilated convs on AVX2 (else the grid kernel runs). */
 static rt_conv_kind forced_kind(const char *path, rt_conv_isa isa, tj_tensor *w,
                                 const int64_t *stride, const int64_t *dilation)
 {
@@ -269,7 +269,9 @@ static rt_conv_kind forced_kind(const char *path, rt_conv_isa isa, tj_tensor *w,
         return RT_CONV_ROWS;
     bool fits = tj_shape(w)[2] == 3 && tj_shape(w)[3] == 3 && stride[0] == 1 && stride[1] == 1 &&
                 dilation[0] == 1 && dilation[1] == 1;
-    return path[0] == 'w' && isa == RT_CONV_AVX2 && fits ? RT_CONV_WINO : RT_CONV_GRID;
+    if (path[0] != 'w' || isa != RT_CONV_AVX2 || !fits)
+        return RT_CONV_GRID;
+    return path[4] ? RT_CONV_WINO4 : RT_CONV_WINO;
 }
 
 /* Runs case c on the path TJIT_CONV names (NULL: the rule) and checks that a
@@ -316,7 +318,7 @@ static void test_conv2d_direct(void **state)
         {"convd_small", {1, 1}, {1, 1}, {1, 1}, 1, true},
         {"convd_rect", {2, 1}, {0, 2}, {1, 3}, 1, true},
     };
-    static const char *const paths[] = {"direct", "rows", "wino", "gemm", NULL};
+    static const char *const paths[] = {"direct", "rows", "wino", "wino4", "gemm", NULL};
     int before = tj_num_threads();
     rt_conv_isa isas[RT_CONV_NISA];
     int nisa = conv_isas(isas);
@@ -324,7 +326,7 @@ static void test_conv2d_direct(void **state)
         rt_conv_isa_force((int)isas[i]);
         for (int t = 1; t <= 2; t++) {
             tj_set_num_threads(t);
-            for (int p = 0; p < 5; p++) {
+            for (int p = 0; p < 6; p++) {
                 conv_path(paths[p]);
                 for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
                     check(cases[k].name, run_conv_on(&cases[k], paths[p], isas[i]), 1e-5);
@@ -373,7 +375,7 @@ static void test_conv2d_direct_isa(void **state)
         {1, 5, 14, 14, 7, 3, 1, 1, 1},   {2, 16, 21, 23, 8, 3, 1, 0, 1},
         {1, 8, 7, 30, 6, 3, 1, 2, 1},    {1, 4, 13, 13, 4, 3, 1, 1, 4},
     };
-    static const char *const paths[] = {"direct", "rows", "wino"};
+    static const char *const paths[] = {"direct", "rows", "wino", "wino4"};
     rt_conv_isa isas[RT_CONV_NISA];
     int nisa = conv_isas(isas);
     tj_manual_seed(13);
@@ -390,7 +392,7 @@ static void test_conv2d_direct_isa(void **state)
         assert_non_null(nob);
         for (int i = 0; i < nisa; i++) {
             rt_conv_isa_force((int)isas[i]);
-            for (int p = 0; p < 3; p++) {
+            for (int p = 0; p < 4; p++) {
                 setenv("TJIT_CONV", paths[p], 1);
                 rt_conv_kind kind = forced_kind(paths[p], isas[i], w, st, D11);
                 int64_t before = rt_conv_direct_runs(isas[i], kind);
@@ -422,8 +424,8 @@ static void test_conv2d_weight_reuse(void **state)
     tj_manual_seed(7);
     tj_tensor *x = tj_randn(TJ_F32, 4, (int64_t[]){2, 16, 12, 13});
     tj_tensor *w = tj_randn(TJ_F32, 4, (int64_t[]){24, 16, 3, 3});
-    static const char *const paths[] = {"wino", "direct", "rows"};
-    for (int p = 0; p < 3; p++) {
+    static const char *const paths[] = {"wino", "wino4", "direct", "rows"};
+    for (int p = 0; p < 4; p++) {
         setenv("TJIT_CONV", paths[p], 1);
         tj_tensor *ws[9];
         for (int k = 0; k < 9; k++)
@@ -516,7 +518,7 @@ static void test_conv2d_bf16(void **state)
         {1, 5, 14, 14, 7, 3, 1, 1, 1},   {1, 8, 7, 30, 6, 3, 1, 2, 1},
         {1, 8, 12, 40, 8, 3, 1, 1, 1},
     };
-    static const char *const paths[] = {"direct", "rows", "wino", NULL};
+    static const char *const paths[] = {"direct", "rows", "wino", "wino4", NULL};
     int before = tj_num_threads();
     rt_conv_isa isas[RT_CONV_NISA];
     int nisa = conv_isas(isas);
@@ -535,7 +537,7 @@ static void test_conv2d_bf16(void **state)
             rt_conv_isa_force((int)isas[i]);
             for (int t = 1; t <= 2; t++) {
                 tj_set_num_threads(t);
-                for (int p = 0; p < 4; p++) {
+                for (int p = 0; p < 5; p++) {
                     conv_path(paths[p]);
                     tj_tensor *ref = tj_conv2d(x, w, b, st, pd, D11, s[8]);
                     int64_t all = conv_direct_runs();

@@ -10,6 +10,11 @@
  *
  *     build/bench/cases_paired [A [B [THREADS [ROUNDS [VAR=VALUE]]]]]   (default P4 B4 1 100)
  *
+ * PAIRED_CONV_A and PAIRED_CONV_B, when set, are TJIT_CONV around A's and
+ * B's calls ("" unsets it): one case, two conv kernels in one process
+ * (cases_paired P6 P6 1 40 with PAIRED_CONV_A=wino: F(2x2) against the
+ * rule's F(4x4)).
+ *
  * Built and run by `make bench-cases-paired` (BENCH_ARGS as above).
  */
 #include <stdio.h>
@@ -35,6 +40,16 @@ static int call(tj_compiled *f, bench_args *a, double *wall, double *cpu)
     return y ? 0 : -1;
 }
 
+/* TJIT_CONV for case r's calls, from PAIRED_CONV_A / _B (unset: as is). */
+static void conv_for(int r)
+{
+    const char *v = getenv(r ? "PAIRED_CONV_B" : "PAIRED_CONV_A");
+    if (v && *v)
+        setenv("TJIT_CONV", v, 1);
+    else if (v)
+        unsetenv("TJIT_CONV");
+}
+
 int main(int argc, char **argv)
 {
     const char *id[2] = {argc > 1 ? argv[1] : "P4", argc > 2 ? argv[2] : "B4"};
@@ -57,6 +72,7 @@ int main(int argc, char **argv)
         memset(&a[r], 0, sizeof a[r]);
         wall[r] = malloc(sizeof(double) * (size_t)rounds);
         cpu[r] = malloc(sizeof(double) * (size_t)rounds);
+        conv_for(r);
         char *saved = r == 1 && var[0] && getenv(var) ? strdup(getenv(var)) : NULL;
         if (r == 1 && var[0])
             setenv(var, eq + 1, 1);
@@ -76,6 +92,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < rounds; i++)
         for (int k = 0; k < 2; k++) {
             int r = (i + k) % 2;
+            conv_for(r);
             if (call(f[r], &a[r], &wall[r][i], &cpu[r][i]) != 0) {
                 fprintf(stderr, "cases_paired: %s round %d: %s\n", c[r]->id, i, tj_last_error());
                 return 1;
