@@ -1,6 +1,7 @@
 /* gemm.c - the driver of tjit's own GEMM (runtime/gemm.h): packing of B
- * (once) and of A (per block, with the prologue), the blocked loops split
- * over the pool, the epilogue, and the portable C micro-kernels.
+ * (once, or in the call by each task for its columns: tjg_gemm_f32_raw) and
+ * of A (per block, with the prologue), the blocked loops split over the
+ * pool, the epilogue, and the portable C micro-kernels.
  *
  *   task (i-block of MC rows, j-block of NC columns), on one thread:
  *     for each k-block of KC groups:
@@ -431,36 +432,20 @@ static void pack_a(const gemm_call *g, uint32_t *dst, int64_t i0, int64_t mc, in
 /* ---- packing B in the call (tjg_gemm_f32_raw) ------------------------------------------------ */
 
 /* Rows kg0..kg0+nkg of B's columns j0..j0+cols (cols <= NR) as one panel's
- * k-block (nkg rows of NR floats; columns past cols zero), its columns
- * c0..c1 only (c1 <= NR): rows copied whole where B's columns are
- * contiguous, 8 x 8 transposes (AVX2) where its rows are. */
+ * k-block (nkg rows of NR floats; columns past cols zero), B not read
+ * row by row (pack_b_block does that): 8 x 8 transposes (AVX2) where B's
+ * columns are contiguous, element by element otherwise. */
 static void pack_b_panel(const gemm_call *g, float *restrict dst, int64_t kg0, int64_t nkg,
-                         int64_t j0, int64_t cols, int64_t c0, int64_t c1)
+                         int64_t j0, int64_t cols)
 {
     const float *b = g->braw;
-    int64_t rs = g->brs, cs = g->bcs, jt = c0, nv = (cols < c1 ? cols : c1) - c0;
-    if (cs == 1) {
-        for (int64_t q = 0; q < nkg; q++) {
-            const float *src = b + (kg0 + q) * rs + j0 + c0;
-            float *d = dst + q * TJG_NR + c0;
-            if (nv == TJG_NR / 2) {
-                memcpy(d, src, TJG_NR / 2 * 4);
-            } else if (nv == TJG_NR) {
-                memcpy(d, src, TJG_NR * 4);
-            } else {
-                memcpy(d, src, (size_t)(nv > 0 ? nv : 0) * 4);
-                for (int64_t j = c0 + (nv > 0 ? nv : 0); j < c1; j++)
-                    dst[q * TJG_NR + j] = 0.0f;
-            }
-        }
-        return;
-    }
+    int64_t rs = g->brs, cs = g->bcs, jt = 0;
     if (rs == 1 && g->avx2)
-        for (; jt + 8 <= c0 + nv; jt += 8)
+        for (; jt + 8 <= cols; jt += 8)
             tjg_transpose8_avx2(b + kg0 + (j0 + jt) * cs, cs * 4, nkg, (uint32_t *)dst + jt,
                                 TJG_NR);
     for (int64_t q = 0; q < nkg; q++)
-        for (int64_t j = jt; j < c1; j++)
+        for (int64_t j = jt; j < TJG_NR; j++)
             dst[q * TJG_NR + j] = j < cols ? b[(kg0 + q) * rs + (j0 + j) * cs] : 0.0f;
 }
 
@@ -476,7 +461,7 @@ static void pack_b_block(const gemm_call *g, float *restrict dst, int64_t kg0, i
     if (g->bcs != 1) {
         for (int64_t p = 0; p < np; p++)
             pack_b_panel(g, dst + p * nkg * TJG_NR, kg0, nkg, j0 + p * TJG_NR,
-                         cols - p * TJG_NR, 0, TJG_NR);
+                         cols - p * TJG_NR < TJG_NR ? cols - p * TJG_NR : TJG_NR);
         return;
     }
     for (int64_t q = 0; q < nkg; q++) {
@@ -650,7 +635,7 @@ typedef struct scratch {
     float *v;        /* one row for the epilogue */
     uint32_t *tile;  /* MR x NR edge tile */
     float *w;        /* a widened panel: 2 KCG_WIDE x NR (kern.widen_b) */
-    float *bp;       /* a panel of B packed in the call: KCG x NR (braw) */
+    float *bp;       /* RAW_PANELS panels of B packed in the call: KCG x NR each (braw) */
     size_t bytes;
     void *base;
 } scratch;
@@ -864,7 +849,7 @@ int tjg_gemm_f32_raw(int64_t m, const float *a, int64_t rs, int64_t cs, const fl
                      int64_t brs, int64_t bcs, int64_t k, int64_t n, float *c, int64_t ldc,
                      const tjg_epilogue *e, const tjg_prologue *pro)
 {
-    /* B's header without data: each task packs its panels (pack_b_panel) */
+    /* B's header without data: each task packs its panels (pack_b_block) */
     tjg_packed hb = {.type = TJG_F32, .k = k, .n = n, .kp = k};
     gemm_call g = {.m = m, .n = n, .lda_rs = rs, .lda_cs = cs, .a = a, .b = &hb, .c = c,
                    .ldc = ldc, .braw = b, .brs = brs, .bcs = bcs};
