@@ -5,7 +5,6 @@
  * kept; symbolic dims; a result over a kept value is the caller's own; kept
  * values whose inputs the rest also reads; two threads calling at once;
  * TJIT_KEEP_WEIGHT_VALUES=0; export carries the kept values with the weights. */
-#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -308,11 +307,7 @@ static void test_keep_threads(void **state)
     tj_compiled *c = tj_compile(model_autocast, &p, &(tj_compile_options){.name = "keep_threads"});
     tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){8, 16});
     call_arg a[2] = {{c, x, NULL}, {c, x, NULL}};
-    pthread_t t[2];
-    for (int i = 0; i < 2; i++)
-        assert_int_equal(pthread_create(&t[i], NULL, call_thread, &a[i]), 0);
-    for (int i = 0; i < 2; i++)
-        pthread_join(t[i], NULL);
+    tu_run_threads(2, call_thread, a, sizeof *a);
     tj_tensor *want = model_autocast(&p, &x, 1);
     for (int i = 0; i < 2; i++) {
         assert_non_null(a[i].out);
