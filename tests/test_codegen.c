@@ -14,7 +14,6 @@
  * $TJ_BUILD/kernel-cache.
  */
 #include <math.h>
-#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -684,11 +683,7 @@ static void test_threads_share_a_plan(void **state)
     tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){300, 301});
     tj_compiled *c = tj_compile(model_softmax, NULL, &(tj_compile_options){.name = "mt"});
     call_arg a[2] = {{c, x, NULL}, {c, x, NULL}};
-    pthread_t t[2];
-    for (int i = 0; i < 2; i++)
-        assert_int_equal(pthread_create(&t[i], NULL, call_thread, &a[i]), 0);
-    for (int i = 0; i < 2; i++)
-        pthread_join(t[i], NULL);
+    tu_run_threads(2, call_thread, a, sizeof *a);
     tj_tensor *want = model_softmax(NULL, &x, 1);
     for (int i = 0; i < 2; i++) {
         assert_near(a[i].out, want, 0, 1e-5, 1e-8, "threads");

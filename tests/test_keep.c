@@ -3,7 +3,7 @@
  * place (tj_copy_ or through tj_data) between calls it is computed again and
  * the result is right, without a retrace; a weight the graph writes is not
  * kept; symbolic dims; a result over a kept value is the caller's own; kept
- * values whose inputs the rest also reads;
+ * values whose inputs the rest also reads; two threads calling at once;
  * TJIT_KEEP_WEIGHT_VALUES=0; export carries the kept values with the weights. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -279,6 +279,48 @@ static void test_keep_off(void **state)
     release(&p);
 }
 
+typedef struct call_arg {
+    tj_compiled *c;
+    tj_tensor *x, *out;
+} call_arg;
+
+static void *call_thread(void *p)
+{
+    call_arg *a = p;
+    tj_scope_begin();
+    for (int i = 0; i < 4; i++) {
+        tj_tensor *y = tj_call(a->c, &a->x, 1);
+        tj_release(a->out);
+        a->out = y ? tj_keep(y) : NULL;
+    }
+    tj_scope_end();
+    return NULL;
+}
+
+/* Two threads call at once: the values are computed once (under the
+ * entry's lock), and both get the eager result. */
+static void test_keep_threads(void **state)
+{
+    (void)state;
+    weights p;
+    init(&p, 24, 16);
+    tj_compiled *c = tj_compile(model_autocast, &p, &(tj_compile_options){.name = "keep_threads"});
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){8, 16});
+    call_arg a[2] = {{c, x, NULL}, {c, x, NULL}};
+    tu_run_threads(2, call_thread, a, sizeof *a);
+    tj_tensor *want = model_autocast(&p, &x, 1);
+    for (int i = 0; i < 2; i++) {
+        assert_non_null(a[i].out);
+        assert_same(a[i].out, want);
+        tj_release(a[i].out);
+    }
+    assert_int_equal(graphs(c), 1);
+    tu_assert_explain(c, "8 calls");
+    tu_assert_explain(c, "computed 1 time;");
+    tj_compiled_free(c);
+    release(&p);
+}
+
 /* tj_export: the kept values go with the weights (the loaded model gives
  * the compiled result); without the weights the entry is refused, naming why. */
 static void test_keep_export(void **state)
@@ -316,7 +358,7 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_keep_reused), T(test_keep_weight_changed), T(test_keep_contiguous_transpose),
         T(test_keep_not_written), T(test_keep_symbolic), T(test_keep_result_own),
-        T(test_keep_shared_inputs), T(test_keep_off), T(test_keep_export),
+        T(test_keep_shared_inputs), T(test_keep_threads), T(test_keep_off), T(test_keep_export),
 #undef T
     };
     return tu_run_jit_suite("keep", tests, sizeof tests / sizeof *tests, "kept values run on plans");

@@ -14,7 +14,6 @@
  * machine.
  */
 #include <math.h>
-#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -561,11 +560,7 @@ static void test_region_threads(void **state)
     attention_inputs(in);
     tj_compiled *c = tj_compile(model_attention, NULL, &(tj_compile_options){.name = "mt"});
     call_arg a[2] = {{c, in, NULL}, {c, in, NULL}};
-    pthread_t t[2];
-    for (int i = 0; i < 2; i++)
-        assert_int_equal(pthread_create(&t[i], NULL, call_thread, &a[i]), 0);
-    for (int i = 0; i < 2; i++)
-        pthread_join(t[i], NULL);
+    tu_run_threads(2, call_thread, a, sizeof *a);
     tj_tensor *want = model_attention(NULL, in, 3);
     for (int i = 0; i < 2; i++) {
         assert_non_null(a[i].out);

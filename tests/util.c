@@ -1,5 +1,6 @@
 /* util.c - shared test helpers (see util.h). */
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -194,6 +195,16 @@ int tu_scope_teardown(void **state)
     (void)state;
     tj_scope_end();
     return 0;
+}
+
+void tu_run_threads(int n, void *(*fn)(void *), void *args, size_t size)
+{
+    pthread_t t[16];
+    assert_true(n >= 1 && n <= 16);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, fn, (char *)args + (size_t)i * size), 0);
+    for (int i = 0; i < n; i++)
+        pthread_join(t[i], NULL);
 }
 
 void tu_use_build_cache(void)

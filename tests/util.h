@@ -55,6 +55,10 @@ tj_tensor *tu_view(tj_tensor *x, char kind);
  * |a - b| <= tol * (1 + |b|)), in row-major order, whatever their shapes. */
 bool tu_all_close(tj_tensor *got, tj_tensor *want, double tol);
 
+/* Runs fn on n threads at once (n <= 16), thread i on (char *)args + i *
+ * size, and waits for them all; fails the test when one cannot start. */
+void tu_run_threads(int n, void *(*fn)(void *), void *args, size_t size);
+
 /* cmocka group setup/teardown that open and close a scope around each test. */
 int tu_scope_setup(void **state);
 int tu_scope_teardown(void **state);
