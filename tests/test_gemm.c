@@ -83,27 +83,23 @@ static void f32_case(tjg_isa isa, dims d)
     free(a), free(b), free(bt), free(c), free(ref);
 }
 
+/* One variant's f32 cases: the shapes, then AVX2's half-panel order: more
+ * rows than one block (264), row blocks with an edge sliver, part panels,
+ * two k-blocks. */
+static void f32_cases(tjg_isa isa, void *ctx)
+{
+    (void)ctx;
+    static const dims big[] = {{300, 97, 520}, {265, 64, 257}, {529, 40, 3}};
+    for (size_t s = 0; s < NSHAPES; s++)
+        f32_case(isa, shapes[s]);
+    for (size_t s = 0; s < sizeof big / sizeof big[0]; s++)
+        f32_case(isa, big[s]);
+}
+
 static void test_f32_variants(void **state)
 {
     (void)state;
-    tjg_isa vs[TJG_NISA];
-    int nv = variants(vs);
-    /* AVX2's half-panel order: more rows than one block (264), row blocks
-     * with an edge sliver, part panels, two k-blocks */
-    static const dims big[] = {{300, 97, 520}, {265, 64, 257}, {529, 40, 3}};
-    int threads = tj_num_threads();
-    for (int th = 1; th <= 2; th++) {
-        tj_set_num_threads(th);
-        for (int v = 0; v < nv; v++) {
-            tjg_isa_force(vs[v]);
-            for (size_t s = 0; s < NSHAPES; s++)
-                f32_case(vs[v], shapes[s]);
-            for (size_t s = 0; s < sizeof big / sizeof big[0]; s++)
-                f32_case(vs[v], big[s]);
-        }
-    }
-    tj_set_num_threads(threads);
-    tjg_isa_force(-1);
+    tu_gemm_each(TJG_AMX, "", f32_cases, NULL);
 }
 
 /* tjg_gemm_f32_raw (B packed in the call, panel by panel) against double

@@ -165,24 +165,21 @@ static void f16_case(tjg_isa isa, dims d, int layout)
     free(a), free(b), free(bt16), free(c), free(c0), free(a32), free(bias), free(at16);
 }
 
+/* One variant's cases: every layout on the small shapes, a third of them
+ * (and layout 0) on the others. */
+static void f16_cases(tjg_isa isa, void *ctx)
+{
+    (void)ctx;
+    for (size_t s = 0; s < NSHAPES; s++)
+        for (int layout = 0; layout < 16; layout++)
+            if (layout == 0 || s % 3 == (size_t)layout % 3 || shapes[s].m * shapes[s].n < 4000)
+                f16_case(isa, shapes[s], layout);
+}
+
 static void test_f16_variants(void **state)
 {
     (void)state;
-    tjg_isa vs[TJG_NISA];
-    int nv = variants(vs);
-    int threads = tj_num_threads();
-    for (int th = 1; th <= 2; th++) {
-        tj_set_num_threads(th);
-        for (int v = 0; v < nv; v++) {
-            tjg_isa_force(vs[v]);
-            for (size_t s = 0; s < NSHAPES; s++)
-                for (int layout = 0; layout < 16; layout++)
-                    if (layout == 0 || s % 3 == (size_t)layout % 3 || shapes[s].m * shapes[s].n < 4000)
-                        f16_case(vs[v], shapes[s], layout);
-        }
-    }
-    tj_set_num_threads(threads);
-    tjg_isa_force(-1);
+    tu_gemm_each(TJG_AVX512, " (f16)", f16_cases, NULL);
 }
 
 /* Sums that fall exactly halfway between two f16 values: 1 + j 2^-10 +

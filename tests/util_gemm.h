@@ -11,5 +11,8 @@ float tu_frand(unsigned *s);
 /* The variants up to top this CPU has, in out (count returned); the others
  * printed as skipped ("#summary skipped variant NAME<what>: ..."). */
 int tu_gemm_variants(tjg_isa *out, tjg_isa top, const char *what);
+/* fn(isa, ctx) under each of those variants (tjg_isa_force), on 1 and then
+ * 2 threads; the thread count and the variant restored after. */
+void tu_gemm_each(tjg_isa top, const char *what, void (*fn)(tjg_isa isa, void *ctx), void *ctx);
 
 #endif
