@@ -289,17 +289,18 @@ static bool own_f32_shape(int64_t m, int64_t n, int64_t k)
  * measured ahead of OpenBLAS's sgemm on Zen 3, AVX2's half-panel order only
  * (docs/perf.md, "Own f32 GEMM for per-call operands"). One thread: k up
  * to 256 (P7's and P8's k = 128 shapes 5-10% ahead, k = 10 1.5x; from
- * k = 512 up within noise or behind); more threads: k up to 1024 (the
- * column split; 1.2-1.9x under load). A GEMM nested in a pool task (a
- * pair's, a blocked region's) runs on one thread: the one-thread rule. Not: n < 64 (a panel of 32 mostly
- * empty: 128x10x512 at half OpenBLAS's rate), m < 24 (packing B dominates),
- * over 2^28 multiply-adds (unmeasured; 2048^3 trailed by a fifth). */
+ * k = 512 up within noise or behind); two threads the same: on the quiet
+ * machine (load 0.0) k = 128 was 8-27% ahead and k = 512 and 784 7-16%
+ * behind (1.2-1.9x ahead only under load, where OpenBLAS's fixed split
+ * suffers). Not: n < 64 (a panel of 32 mostly empty: 128x10x512 at half
+ * OpenBLAS's rate), m < 24 (packing B dominates), over 2^28 multiply-adds
+ * (unmeasured; 2048^3 trailed by a fifth). */
 static bool own_raw_shape(int64_t m, int64_t n, int64_t k)
 {
     if (tjg_isa_current() != TJG_AVX2 || n < 2 * TJG_NR || m < 2 * TJG_MR ||
         m * n * k > ((int64_t)1 << 28))
         return false;
-    return k <= 256 || (rt_threads_here() > 1 && k <= 1024);
+    return k <= 256;
 }
 
 bool rt_gemm_own_f32(int64_t m, int64_t n, int64_t k)
