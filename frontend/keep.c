@@ -106,11 +106,23 @@ void fe_keep_free(fe_keep *k)
     free(k);
 }
 
-static ir_node *copy_node(ir_graph *out, const ir_node *n, ir_node *const *in)
+/* Copies g's nodes marked in part (by slot) into out, in order, their
+ * inputs mapped through map (slot -> node of out), which gets the copies. */
+static int copy_nodes(ir_graph *out, const ir_graph *g, const bool *part, ir_node **map)
 {
-    ir_attrs at;
-    ir_node_attrs(n, &at);
-    return ir_graph_add(out, n->op, in, n->nin, &at);
+    ir_node *in[FE_MAX_INPUTS];
+    for (int s = g->ninputs; s < ir_nslots(g); s++) {
+        const ir_node *n = g->nodes[s - g->ninputs];
+        if (!part[s])
+            continue;
+        for (int i = 0; i < n->nin; i++)
+            in[i] = n->in[i] ? map[ir_slot(g, n->in[i])] : NULL;
+        ir_attrs at;
+        ir_node_attrs(n, &at);
+        if (!(map[s] = ir_graph_add(out, n->op, in, n->nin, &at)))
+            return -1;
+    }
+    return 0;
 }
 
 /* The selection on g (a walk back from the outputs): kept[s] for the kept
@@ -226,16 +238,8 @@ static int build(fe_keep *k, const ir_graph *g, int nargs, const bool *kept, con
                 goto out;
         }
     }
-    ir_node *in[FE_MAX_INPUTS];
-    for (int s = ni; s < ns; s++) {   /* the prologue */
-        const ir_node *n = g->nodes[s - ni];
-        if (!pro[s])
-            continue;
-        for (int i = 0; i < n->nin; i++)
-            in[i] = n->in[i] ? pm[ir_slot(g, n->in[i])] : NULL;
-        if (!(pm[s] = copy_node(k->pro, n, in)))
-            goto out;
-    }
+    if (copy_nodes(k->pro, g, pro, pm) != 0)   /* the prologue */
+        goto out;
     for (int s = ni, v = 0; s < ns; s++)   /* the kept values: inputs of the run graph */
         if (kept[s]) {
             const ir_node *n = g->nodes[s - ni];
@@ -245,15 +249,8 @@ static int build(fe_keep *k, const ir_graph *g, int nargs, const bool *kept, con
                 goto out;
             k->bytes += ir_type_bytes(&n->type);
         }
-    for (int s = ni; s < ns; s++) {   /* the rest, as traced */
-        const ir_node *n = g->nodes[s - ni];
-        if (!run[s])
-            continue;
-        for (int i = 0; i < n->nin; i++)
-            in[i] = n->in[i] ? rm[ir_slot(g, n->in[i])] : NULL;
-        if (!(rm[s] = copy_node(k->run, n, in)))
-            goto out;
-    }
+    if (copy_nodes(k->run, g, run, rm) != 0)   /* the rest, as traced */
+        goto out;
     for (int j = 0; j < g->noutputs; j++)
         ro[j] = rm[ir_slot(g, g->outputs[j])];
     if (ir_graph_set_outputs(k->pro, po, k->n) != 0 || ir_graph_set_outputs(k->run, ro, g->noutputs) != 0)
