@@ -31,9 +31,11 @@ bool rt_conv_direct_wins(const rt_conv_shape *s);
  * dtype dt: f32, or bf16 or f16: then x and w are widened to f32 as they
  * are copied to the phase planes and packed (exact; f16 by F16C where the
  * CPU has it), the sums run in f32 as they do for f32 operands, and y is
- * rounded once to dt (RNE, rt_conv_narrow). Returns -1 with the error
- * recorded when out of memory. */
-int rt_conv_direct(const rt_conv_shape *s, tj_dtype dt, const void *x, const void *w,
+ * rounded once to dt (RNE, rt_conv_narrow). w is the weight tensor (read
+ * as s->ws says); its storage names it to the kept prepared weights
+ * (k_conv_direct.c). Returns -1 with the error recorded when out of
+ * memory. */
+int rt_conv_direct(const rt_conv_shape *s, tj_dtype dt, const void *x, const tj_tensor *w,
                    const void *bias, int64_t bstride, void *y);
 
 /* ---- instruction sets ------------------------------------------------------------------ */

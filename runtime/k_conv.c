@@ -860,7 +860,7 @@ int rt_k_conv2d_half(RT_KERNEL_ARGS)
             return 0;
         rt_conv_shape cs = direct_shape(&g, w);
         if (rt_conv_direct_wins(&cs))
-            return rt_conv_direct(&cs, dt, rt_ptr(x), rt_ptr(w), bias ? rt_ptr(bias) : NULL,
+            return rt_conv_direct(&cs, dt, rt_ptr(x), w, bias ? rt_ptr(bias) : NULL,
                                   bias ? bias->strides[0] : 0, rt_ptr(out));
     }
     return rt_half_via_f32(op, out, in, nin, a);
@@ -887,7 +887,7 @@ int rt_k_conv2d(RT_KERNEL_ARGS)
     if (j.dt == TJ_F32) {
         rt_conv_shape cs = direct_shape(&j.g, w);
         if (rt_conv_direct_wins(&cs))
-            return rt_conv_direct(&cs, TJ_F32, rt_ptr(x), rt_ptr(w), j.bias, j.bstride,
+            return rt_conv_direct(&cs, TJ_F32, rt_ptr(x), w, j.bias, j.bstride,
                                   rt_ptr(out));
     }
     bool direct = j.cg == 1;

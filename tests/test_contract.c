@@ -407,6 +407,19 @@ static void test_conv2d_direct_isa(void **state)
     unsetenv("TJIT_CONV");
 }
 
+/* The direct kernels whose prepared weights are kept across calls. */
+static const char *const kept_paths[] = {"wino", "wino4", "direct", "rows"};
+
+/* max |a - b| over two f32 tensors of one shape */
+static double max_diff(tj_tensor *a, tj_tensor *b)
+{
+    const float *pa = tj_data(a), *pb = tj_data(b);
+    double diff = 0;
+    for (int64_t i = 0; i < tj_numel(a); i++)
+        diff = fmax(diff, fabs((double)pa[i] - pb[i]));
+    return diff;
+}
+
 /* The prepared weights kept across calls: kept after a second miss on the
  * same weights within the last 8 misses (two convs alternating, as in a
  * region), then taken (Winograd's transform, the grid and row kernels'
@@ -424,9 +437,8 @@ static void test_conv2d_weight_reuse(void **state)
     tj_manual_seed(7);
     tj_tensor *x = tj_randn(TJ_F32, 4, (int64_t[]){2, 16, 12, 13});
     tj_tensor *w = tj_randn(TJ_F32, 4, (int64_t[]){24, 16, 3, 3});
-    static const char *const paths[] = {"wino", "wino4", "direct", "rows"};
     for (int p = 0; p < 4; p++) {
-        setenv("TJIT_CONV", paths[p], 1);
+        setenv("TJIT_CONV", kept_paths[p], 1);
         tj_tensor *ws[9];
         for (int k = 0; k < 9; k++)
             ws[k] = tj_randn(TJ_F32, 4, (int64_t[]){24, 16, 3, 3});
@@ -445,11 +457,64 @@ static void test_conv2d_weight_reuse(void **state)
         assert_int_equal(rt_conv_weight_hits(), hits + 1);
         setenv("TJIT_CONV", "gemm", 1);
         tu_assert_close(b, tj_conv2d(x, w, NULL, S11, P11, D11, 1), 1e-5, 1e-4);
-        const float *pa = tj_data(a), *pb = tj_data(b);
-        double diff = 0;
-        for (int64_t i = 0; i < tj_numel(a); i++)
-            diff = fmax(diff, fabs((double)pa[i] - pb[i]));
-        assert_true(diff > 0.1);   /* the new weight changed the result */
+        assert_true(max_diff(a, b) > 0.1);   /* the new weight changed the result */
+    }
+    unsetenv("TJIT_CONV");
+}
+
+/* conv2d(x, w) with w captured: a compiled call's capture */
+static tj_tensor *model_conv(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)n;
+    return tj_conv2d(x[0], ctx, NULL, S11, P11, D11, 1);
+}
+
+/* A compiled call's captured conv weight is found in the kept prepared
+ * weights by its storage (serial, stamp, offset) rather than its bytes: kept
+ * at its second call, taken from the third; an in-place write (tj_copy_)
+ * and a write through tj_data between calls each change the stamp, so the
+ * next call follows the new weights (against the GEMM paths), without a
+ * second graph. */
+static void test_conv2d_weight_reuse_compiled(void **state)
+{
+    (void)state;
+    rt_conv_isa isas[RT_CONV_NISA];
+    if (conv_isas(isas) == 1) {
+        print_message("skipped: no direct conv kernels on this CPU\n");
+        return;
+    }
+    tj_manual_seed(11);
+    tj_tensor *x = tj_randn(TJ_F32, 4, (int64_t[]){2, 16, 12, 13});
+    tj_tensor *w = tj_randn(TJ_F32, 4, (int64_t[]){24, 16, 3, 3});
+    for (int p = 0; p < 4; p++) {
+        setenv("TJIT_CONV", kept_paths[p], 1);
+        tj_compiled *c = tj_compile(model_conv, w, &(tj_compile_options){.name = "conv_kept"});
+        assert_non_null(c);
+        for (int k = 0; k < 2; k++)
+            assert_non_null(tj_call(c, &x, 1));
+        int64_t hits = rt_conv_weight_hits();
+        tj_tensor *a = tj_call(c, &x, 1);
+        assert_non_null(a);
+        assert_int_equal(rt_conv_weight_hits(), hits + 1);
+        for (int how = 0; how < 2; how++) {
+            if (how == 0) {
+                assert_int_equal(tj_copy_(w, tj_mul_s(w, -0.5)), 0);
+            } else {
+                float *wd = tj_data(w);
+                wd[5 * 16 * 9 + 7] += 1.0f;   /* output channel 5 */
+            }
+            tj_tensor *b = tj_call(c, &x, 1);
+            assert_non_null(b);
+            setenv("TJIT_CONV", "gemm", 1);
+            tu_assert_close(b, tj_conv2d(x, w, NULL, S11, P11, D11, 1), 1e-5, 1e-4);
+            setenv("TJIT_CONV", kept_paths[p], 1);
+            assert_true(max_diff(a, b) > 0.1);   /* the new weight changed the result */
+            a = b;
+        }
+        tj_compiled_stats st;
+        assert_int_equal(tj_compiled_stats_get(c, &st), 0);
+        assert_int_equal(st.graphs, 1);
+        tj_compiled_free(c);
     }
     unsetenv("TJIT_CONV");
 }
@@ -555,7 +620,7 @@ static void test_conv2d_bf16(void **state)
     tj_tensor *x = tj_cast(tj_from_data(TJ_F32, 4, (int64_t[]){1, 2, 1, 2}, xv), TJ_BF16);
     tj_tensor *w = tj_cast(tj_from_data(TJ_F32, 4, (int64_t[]){1, 2, 1, 1}, ones), TJ_BF16);
     for (int p = 0; p < 2; p++) {
-        setenv("TJIT_CONV", paths[p], 1);
+        setenv("TJIT_CONV", kept_paths[p], 1);
         tj_tensor *y = tj_conv2d(x, w, NULL, NULL, NULL, NULL, 1);
         assert_non_null(y);
         const uint16_t *v = tj_data(y);
@@ -1046,7 +1111,7 @@ int main(int argc, char **argv)
         T(test_matmul_ranks),     T(test_matmul_ints),   T(test_matmul_views),
         T(test_matmul_extremes),  T(test_matmul_errors), T(test_linear),
         T(test_linear_views),     T(test_linear_errors), T(test_conv2d),
-        T(test_conv2d_threads),   T(test_conv2d_weight_reuse), T(test_conv2d_bf16),
+        T(test_conv2d_threads),   T(test_conv2d_weight_reuse), T(test_conv2d_weight_reuse_compiled), T(test_conv2d_bf16),
         T(test_conv2d_direct),   T(test_conv2d_direct_isa), T(test_conv2d_defaults_and_views),
         T(test_conv2d_errors),    T(test_pools),         T(test_pool_defaults),
         T(test_pool_errors),      T(test_pool_options),  T(test_pool_option_defaults),
