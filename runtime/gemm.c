@@ -319,7 +319,7 @@ typedef struct gemm_call {
     tjg_prologue pro;
     bool has_pro, in_place;      /* in_place: sums go to C (f32) itself */
     tjg_kernel kern;
-    tjg_ukernel half;            /* f32 AVX2: the half-panel kernel (tjg_f32_half_avx2) */
+    tjg_half_kernel half;        /* f32 AVX2: the half-panel kernel (tjg_f32_half_avx2) */
     bool avx2;                   /* the variant has AVX2: packing moves 8 x 8 blocks */
     bool f16c;                   /* tjg_f16c(): f16 C rounded by vcvtps2ph */
     int64_t mc, kc;              /* rows per i-block, k groups per k-block */
@@ -701,8 +701,8 @@ static void task(const gemm_call *g, scratch *s, int64_t bi, int64_t bj)
                  * into C or (not in place) the task's sums */
                 float *cb = g->in_place ? (float *)g->c + i0 * g->ldc + j0 : (float *)s->t;
                 int64_t ldb = g->in_place ? g->ldc : g->nc;
-                ir0 = mc / TJG_MR * TJG_MR;
-                int64_t nsl = ir0 / TJG_MR, per = nsl ? cdiv(kgk, nsl) : 0;
+                ir0 = mc;   /* every sliver, the last one's rows only */
+                int64_t nsl = cdiv(mc, TJG_MR), per = cdiv(kgk, nsl);
                 for (int h = 0; h < TJG_NR; h += TJG_NR / 2) {
                     /* the next half panel, a share per sliver: from memory
                      * while this one is read from L1; widened, the next
@@ -713,7 +713,7 @@ static void task(const gemm_call *g, scratch *s, int64_t bi, int64_t bj)
                     const uint32_t *nx = h ? bp + (g->braw ? nkg : kgt) * TJG_NR : bp + TJG_NR / 2;
                     bool more = h == 0 || (jp + TJG_NR < nj &&
                                            (!g->braw || (jp / TJG_NR + 1) % RAW_PANELS));
-                    int64_t per_raw = nsl ? cdiv(nkg, 2 * nsl) : 0;
+                    int64_t per_raw = cdiv(nkg, 2 * nsl);
                     for (int64_t ir = 0; ir < ir0; ir += TJG_MR) {
                         int64_t sl = ir / TJG_MR, r0 = (h ? nsl + sl : sl) * per_raw;
                         for (int64_t q = r0; widen && jp + TJG_NR < nj && q < nkg &&
@@ -725,7 +725,8 @@ static void task(const gemm_call *g, scratch *s, int64_t bi, int64_t bj)
                              q++)
                             __builtin_prefetch(nx + q * TJG_NR);
                         g->half(kgk, s->a + ir / TJG_MR * nkg * TJG_MR * wide, bp + h,
-                                cb + ir * ldb + jp + h, ldb, acc);
+                                cb + ir * ldb + jp + h, ldb, acc,
+                                (int)(mc - ir < TJG_MR ? mc - ir : TJG_MR));
                     }
                 }
             }

@@ -237,9 +237,12 @@ typedef struct tjg_kernel {
 tjg_kernel tjg_kernel_x86(tjg_type t, tjg_isa isa);
 /* The AVX2 + FMA kernels (gemm_avx2.c); NULL ones off x86-64. */
 tjg_kernel tjg_kernel_avx2(tjg_type t);
-/* The AVX2 f32 kernel on half a panel (C[MR, 16], B's 16 columns NR words
- * apart per group), for gemm.c's half-panel loop order; NULL off x86-64. */
-tjg_ukernel tjg_f32_half_avx2(void);
+/* The AVX2 f32 kernel on half a panel (C[rows, 16] for rows <= MR, f32;
+ * B's 16 columns NR words apart per group), for gemm.c's half-panel loop
+ * order; NULL off x86-64. */
+typedef void (*tjg_half_kernel)(int64_t kg, const void *a, const void *b, float *c, int64_t ldc,
+                                bool acc, int rows);
+tjg_half_kernel tjg_f32_half_avx2(void);
 /* The AVX2 vpmaddubsw int8 kernel (gemm_avx2_q8.c): exact only for A <= 127. */
 tjg_kernel tjg_kernel_avx2_q8(void);
 /* The AVX2 + F16C f16 kernel (uk, split_a, widen_b: gemm_avx2.c, as

@@ -29,10 +29,12 @@ typedef struct dims { int64_t m, n, k; } dims;
 
 /* Sizes around MR (12), NR (32), the AVX2 sub-tiles (6 x 16), MC (96),
  * and the k-blocks (256 groups); k = 1, odd k (half a bf16 pair, part of
- * an int8 quad). */
-static const dims shapes[] = {{1, 1, 1},     {13, 33, 7},   {12, 32, 256}, {37, 70, 300},
-                              {97, 65, 513}, {5, 100, 1030}, {3, 2, 0},    {7, 17, 1},
-                              {25, 47, 5},   {130, 200, 33}};
+ * an int8 quad); last slivers of every row count 1-5 past whole 6-row
+ * sub-tiles (m % 12: 1, 2, 3, 4, 5, 10) on full panels. */
+static const dims shapes[] = {{1, 1, 1},     {13, 33, 7},    {12, 32, 256}, {37, 70, 300},
+                              {97, 65, 513}, {5, 100, 1030}, {3, 2, 0},     {7, 17, 1},
+                              {25, 47, 5},   {130, 200, 33}, {26, 64, 40},  {51, 64, 300},
+                              {40, 96, 9}};
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 
 static float frand(unsigned *s) { return tu_frand(s); }
@@ -85,11 +87,11 @@ static void f32_case(tjg_isa isa, dims d)
 
 /* One variant's f32 cases: the shapes, then AVX2's half-panel order: more
  * rows than one block (264), row blocks with an edge sliver, part panels,
- * two k-blocks. */
+ * two k-blocks, P4's 256 rows (a last sliver of 4). */
 static void f32_cases(tjg_isa isa, void *ctx)
 {
     (void)ctx;
-    static const dims big[] = {{300, 97, 520}, {265, 64, 257}, {529, 40, 3}};
+    static const dims big[] = {{300, 97, 520}, {265, 64, 257}, {529, 40, 3}, {256, 64, 260}};
     for (size_t s = 0; s < NSHAPES; s++)
         f32_case(isa, shapes[s]);
     for (size_t s = 0; s < sizeof big / sizeof big[0]; s++)
