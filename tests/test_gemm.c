@@ -87,11 +87,13 @@ static void f32_case(tjg_isa isa, dims d)
 
 /* One variant's f32 cases: the shapes, then AVX2's half-panel order: more
  * rows than one block (264), row blocks with an edge sliver, part panels,
- * two k-blocks, P4's 256 rows (a last sliver of 4). */
+ * two k-blocks, P4's 256 rows (a last sliver of 4; with 10 panels on two
+ * threads A packed once and column tasks claimed: gemm.c, shared_run). */
 static void f32_cases(tjg_isa isa, void *ctx)
 {
     (void)ctx;
-    static const dims big[] = {{300, 97, 520}, {265, 64, 257}, {529, 40, 3}, {256, 64, 260}};
+    static const dims big[] = {{300, 97, 520}, {265, 64, 257}, {529, 40, 3}, {256, 64, 260},
+                               {256, 300, 600}};
     for (size_t s = 0; s < NSHAPES; s++)
         f32_case(isa, shapes[s]);
     for (size_t s = 0; s < sizeof big / sizeof big[0]; s++)
@@ -500,10 +502,8 @@ static double act_ref(tjg_act act, double x)
 }
 
 /* Every epilogue and prologue piece at once, per variant and activation. */
-static void test_epilogue_prologue(void **state)
+static void epilogue_case(dims d)
 {
-    (void)state;
-    dims d = {29, 45, 270};
     int64_t na = d.m * d.k, nb = d.k * d.n, nc = d.m * d.n;
     float *a = malloc((size_t)na * 4), *b = malloc((size_t)nb * 4), *c = malloc((size_t)nc * 4),
           *c0 = malloc((size_t)nc * 4), *res = malloc((size_t)nc * 4),
@@ -548,6 +548,18 @@ static void test_epilogue_prologue(void **state)
     tjg_isa_force(-1);
     tjg_packed_free(&p);
     free(a), free(b), free(c), free(c0), free(res), free(bias), free(sc), free(sh), free(ref);
+}
+
+/* Two panels, and (two threads) five, a part one last: AVX2's one row block
+ * with A packed once and column tasks claimed (gemm.c, shared_run). */
+static void test_epilogue_prologue(void **state)
+{
+    (void)state;
+    int threads = tj_num_threads();
+    tj_set_num_threads(2);
+    epilogue_case((dims){29, 45, 270});
+    epilogue_case((dims){29, 140, 270});
+    tj_set_num_threads(threads);
 }
 
 static void test_isa_select(void **state)
