@@ -279,6 +279,7 @@ static float act1(tjg_act act, float x)
     case TJG_ACT_GELU: return vm_gelu_f32(x);
     case TJG_ACT_SIGMOID: return vm_sigmoid_f32(x);
     case TJG_ACT_TANH: return vm_tanh_f32(x);
+    case TJG_ACT_GELU_TANH: return vm_gelu_tanh_f32(x);
     }
     return x;
 }
@@ -300,6 +301,7 @@ TJG_CLONES static void act_row(tjg_act act, float *restrict v, int64_t n)
     case TJG_ACT_GELU: ACT_LOOP(vm_gelu_f32)
     case TJG_ACT_SIGMOID: ACT_LOOP(vm_sigmoid_f32)
     case TJG_ACT_TANH: ACT_LOOP(vm_tanh_f32)
+    case TJG_ACT_GELU_TANH: ACT_LOOP(vm_gelu_tanh_f32)
     }
 }
 

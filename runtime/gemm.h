@@ -109,7 +109,7 @@ void tjg_packed_free(tjg_packed *p);
 
 /* ---- prologue and epilogue ----------------------------------------------------------- */
 typedef enum tjg_act { TJG_ACT_NONE, TJG_ACT_RELU, TJG_ACT_GELU, TJG_ACT_SIGMOID,
-                       TJG_ACT_TANH } tjg_act;
+                       TJG_ACT_TANH, TJG_ACT_GELU_TANH /* gelu's tanh form */ } tjg_act;
 
 /* y = act(alpha * (A@B) + bias[j] (+ res before act)) (+ res after act);
  * accumulate: the product is added to C's old value first (before alpha is

@@ -497,6 +497,8 @@ static double act_ref(tjg_act act, double x)
     case TJG_ACT_GELU: return 0.5 * x * erfc(-x / sqrt(2.0));
     case TJG_ACT_SIGMOID: return 1 / (1 + exp(-x));
     case TJG_ACT_TANH: return tanh(x);
+    case TJG_ACT_GELU_TANH:
+        return 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
     default: return x;
     }
 }
@@ -518,7 +520,7 @@ static void epilogue_case(dims d)
     assert_int_equal(tjg_pack_f32(&p, b, d.n, 1, d.k, d.n), 0);
     for (int v = 0; v < nv; v++) {
         tjg_isa_force(vs[v]);
-        for (int act = TJG_ACT_NONE; act <= TJG_ACT_TANH; act++)
+        for (int act = TJG_ACT_NONE; act <= TJG_ACT_GELU_TANH; act++)
             for (int variant = 0; variant < 4; variant++) {
                 bool after = variant & 1, accum = variant & 2;
                 float alpha = accum && !after ? 1.0f : 0.75f;
