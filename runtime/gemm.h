@@ -8,7 +8,9 @@
  *            pairs (vdpbf16ps), int8 in quads (vpdpbusd) with its column sums.
  *   run      C[m,n] = epilogue(prologue(A)[m,k] @ B): A is packed per call,
  *            block by block, each thread its own blocks (BLIS loop order:
- *            a KC x NR panel of B in L1, an MC x KC block of A in L2).
+ *            a KC x NR panel of B in L1, an MC x KC block of A in L2); AVX2
+ *            with one row block on several threads packs A once and lets
+ *            the threads claim column tasks (gemm.c, shared_run).
  *   variant  what the CPU has (cpuid + OS state): AVX2 + FMA (f32 FMA,
  *            bf16 widened to f32, f16 widened to f32 by F16C (vcvtph2ps,
  *            where cpuid has it; else the portable kernel), int8 widened

@@ -275,7 +275,12 @@ static int own_f32_env(void)
 /* AVX-512: the Zen 4 rule above. AVX2 alone: with the half-panel order
  * (gemm.c) and B packed once, a compiled P4 (256 rows, 8 MB weights) ran
  * about 5% faster than on OpenBLAS's sgemm and P7's shapes 8-13% on one
- * Zen 3 core; 2048^3 trailed by a fifth (docs/perf.md, 2026-11-29). */
+ * Zen 3 core; 2048^3 trailed by a fifth (docs/perf.md, 2026-11-29). Since
+ * the last sliver's own row count and (two threads) A packed once with
+ * column tasks claimed, P4's two shapes run 1-6% ahead of OpenBLAS on one
+ * core (CPU time) and at least even on two; a kept weight here also takes
+ * a plan's fused bias + activation (sched/epi.c), which OpenBLAS cannot
+ * (docs/perf.md, "AVX2 GEMM on two threads", 2026-11-29). */
 static bool own_f32_shape(int64_t m, int64_t n, int64_t k)
 {
     if (n < 4 * TJG_NR)
