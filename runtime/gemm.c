@@ -14,7 +14,10 @@
  * split into f32 halves) swaps the two inner loops by half panels (16 columns):
  * each half is read from L1 by every sliver of the block (the AVX2 kernel
  * works in 6 x 16 sub-tiles), while the next half is prefetched, and the
- * row blocks are up to MC_HALF rows (one block for m <= 264).
+ * row blocks are up to MC_HALF rows (one block for m <= 264). With one row
+ * block on several threads (shared_run) A is packed once for all k-blocks
+ * over the pool, then column tasks of up to SHARED_PANELS panels, each over
+ * all k-blocks, are claimed one at a time.
  *
  * f16 is bf16's structure (F16C widening: gemm_avx2.c), its k-blocks
  * KCG_WIDE pairs on every variant, so that the portable kernel, the F16C
@@ -279,6 +282,7 @@ static float act1(tjg_act act, float x)
     case TJG_ACT_GELU: return vm_gelu_f32(x);
     case TJG_ACT_SIGMOID: return vm_sigmoid_f32(x);
     case TJG_ACT_TANH: return vm_tanh_f32(x);
+    case TJG_ACT_GELU_TANH: return vm_gelu_tanh_f32(x);
     }
     return x;
 }
@@ -300,6 +304,7 @@ TJG_CLONES static void act_row(tjg_act act, float *restrict v, int64_t n)
     case TJG_ACT_GELU: ACT_LOOP(vm_gelu_f32)
     case TJG_ACT_SIGMOID: ACT_LOOP(vm_sigmoid_f32)
     case TJG_ACT_TANH: ACT_LOOP(vm_tanh_f32)
+    case TJG_ACT_GELU_TANH: ACT_LOOP(vm_gelu_tanh_f32)
     }
 }
 
@@ -319,12 +324,15 @@ typedef struct gemm_call {
     tjg_prologue pro;
     bool has_pro, in_place;      /* in_place: sums go to C (f32) itself */
     tjg_kernel kern;
-    tjg_ukernel half;            /* f32 AVX2: the half-panel kernel (tjg_f32_half_avx2) */
+    tjg_half_kernel half;        /* f32 AVX2: the half-panel kernel (tjg_f32_half_avx2) */
     bool avx2;                   /* the variant has AVX2: packing moves 8 x 8 blocks */
     bool f16c;                   /* tjg_f16c(): f16 C rounded by vcvtps2ph */
     int64_t mc, kc;              /* rows per i-block, k groups per k-block */
     bool a_7bit;                 /* S8: every byte of A <= 127 (the vpmaddubsw kernel) */
     int64_t nc, nbi, nbj;        /* columns per task, task grid */
+    const uint32_t *ash;         /* A packed once for all tasks (shared_run), or NULL */
+    int64_t ash_block;           /* words per k-block of ash */
+    atomic_llong next;           /* shared_run: the next task to claim */
     const float *braw;           /* tjg_gemm_f32_raw: B unpacked, (kk, j) at kk*brs + j*bcs */
     int64_t brs, bcs;
 } gemm_call;
@@ -672,9 +680,12 @@ static void task(const gemm_call *g, scratch *s, int64_t bi, int64_t bj)
          * s->a, split into the first two */
         int wide = g->kern.split_a ? 2 : 1;
         uint32_t *packed = s->a + (wide - 1) * 2 * g->mc * g->kc;
-        if (nkg > 0)
+        const uint32_t *ab = s->a;
+        if (g->ash)   /* packed before the tasks (shared_run) */
+            ab = g->ash + kg0 / g->kc * g->ash_block;
+        else if (nkg > 0)
             pack_a(g, packed, i0, mc, kg0, nkg);
-        if (nkg > 0 && wide == 2)
+        if (!g->ash && nkg > 0 && wide == 2)
             g->kern.split_a(cdiv(mc, TJG_MR) * nkg, packed, s->a);
         /* what the kernel reads per panel: kgk groups (twice nkg f32 rows
          * where the panel is widened) */
@@ -701,8 +712,8 @@ static void task(const gemm_call *g, scratch *s, int64_t bi, int64_t bj)
                  * into C or (not in place) the task's sums */
                 float *cb = g->in_place ? (float *)g->c + i0 * g->ldc + j0 : (float *)s->t;
                 int64_t ldb = g->in_place ? g->ldc : g->nc;
-                ir0 = mc / TJG_MR * TJG_MR;
-                int64_t nsl = ir0 / TJG_MR, per = nsl ? cdiv(kgk, nsl) : 0;
+                ir0 = mc;   /* every sliver, the last one's rows only */
+                int64_t nsl = cdiv(mc, TJG_MR), per = cdiv(kgk, nsl);
                 for (int h = 0; h < TJG_NR; h += TJG_NR / 2) {
                     /* the next half panel, a share per sliver: from memory
                      * while this one is read from L1; widened, the next
@@ -713,7 +724,7 @@ static void task(const gemm_call *g, scratch *s, int64_t bi, int64_t bj)
                     const uint32_t *nx = h ? bp + (g->braw ? nkg : kgt) * TJG_NR : bp + TJG_NR / 2;
                     bool more = h == 0 || (jp + TJG_NR < nj &&
                                            (!g->braw || (jp / TJG_NR + 1) % RAW_PANELS));
-                    int64_t per_raw = nsl ? cdiv(nkg, 2 * nsl) : 0;
+                    int64_t per_raw = cdiv(nkg, 2 * nsl);
                     for (int64_t ir = 0; ir < ir0; ir += TJG_MR) {
                         int64_t sl = ir / TJG_MR, r0 = (h ? nsl + sl : sl) * per_raw;
                         for (int64_t q = r0; widen && jp + TJG_NR < nj && q < nkg &&
@@ -724,13 +735,14 @@ static void task(const gemm_call *g, scratch *s, int64_t bi, int64_t bj)
                         for (int64_t q = sl * per; more && !widen && q < kgk && q < (sl + 1) * per;
                              q++)
                             __builtin_prefetch(nx + q * TJG_NR);
-                        g->half(kgk, s->a + ir / TJG_MR * nkg * TJG_MR * wide, bp + h,
-                                cb + ir * ldb + jp + h, ldb, acc);
+                        g->half(kgk, ab + ir / TJG_MR * nkg * TJG_MR * wide, bp + h,
+                                cb + ir * ldb + jp + h, ldb, acc,
+                                (int)(mc - ir < TJG_MR ? mc - ir : TJG_MR));
                     }
                 }
             }
             for (int64_t ir = ir0; ir < mc; ir += TJG_MR) {
-                const uint32_t *ap = s->a + ir / TJG_MR * nkg * TJG_MR * wide;
+                const uint32_t *ap = ab + ir / TJG_MR * nkg * TJG_MR * wide;
                 int64_t rows = mc - ir < TJG_MR ? mc - ir : TJG_MR;
                 if (!g->in_place) {
                     run_uk(g, kgk, ap, bp, s->t + ir * g->nc + jp, g->nc, acc);
@@ -790,6 +802,101 @@ static void tasks_range(void *ctx, int64_t t0, int64_t t1)
     rt_free(s.base, s.bytes);
 }
 
+/* ---- one row block on several threads: A packed once, columns claimed ------------------- */
+
+/* Panels per claimed task: C's part (256 rows x 128 columns, 128 KB) stays
+ * in L2 beside the A block (264 x 256, 270 KB) over all k-blocks, and a
+ * thread that runs slower (a core shared with another process) takes fewer
+ * tasks. */
+enum { SHARED_PANELS = 4 };
+
+typedef struct shared_ctx {
+    gemm_call *g;
+    uint32_t *a;         /* every k-block of A, ash_block words apart */
+    int64_t nkb, parts;  /* k-blocks; row parts per k-block in the packing */
+    atomic_int failed;
+} shared_ctx;
+
+/* Packing: task t is k-block t / parts, its part t % parts of the slivers. */
+static void shared_pack(void *ctx, int64_t t0, int64_t t1)
+{
+    shared_ctx *sc = ctx;
+    gemm_call *g = sc->g;
+    int64_t kgt = g->b->kp / group_of(g->b->type), nsl = cdiv(g->m, TJG_MR);
+    int wide = g->kern.split_a ? 2 : 1;
+    uint32_t *tmp = NULL;
+    size_t tb = (size_t)(cdiv(nsl, sc->parts) * TJG_MR * g->kc) * 4;
+    if (wide == 2 && !(tmp = rt_alloc(tb))) {
+        atomic_store(&sc->failed, 1);
+        return;
+    }
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t kb = t / sc->parts, p = t % sc->parts, kg0 = kb * g->kc;
+        int64_t nkg = kgt - kg0 < g->kc ? kgt - kg0 : g->kc;
+        int64_t s0 = nsl * p / sc->parts, s1 = nsl * (p + 1) / sc->parts;
+        if (s1 <= s0)
+            continue;
+        int64_t i0 = s0 * TJG_MR, rows = (g->m < s1 * TJG_MR ? g->m : s1 * TJG_MR) - i0;
+        uint32_t *dst = sc->a + kb * g->ash_block + s0 * nkg * TJG_MR * wide;
+        pack_a(g, wide == 2 ? tmp : dst, i0, rows, kg0, nkg);
+        if (wide == 2)
+            g->kern.split_a((s1 - s0) * nkg, tmp, dst);
+    }
+    if (tmp)
+        rt_free(tmp, tb);
+}
+
+/* The product: each thread claims column tasks until none is left. Which
+ * thread runs a task never changes its sums (one task makes each element). */
+static void shared_tasks(void *ctx, int64_t t0, int64_t t1)
+{
+    (void)t0, (void)t1;
+    shared_ctx *sc = ctx;
+    gemm_call *g = sc->g;
+    scratch s;
+    if (scratch_get(g, &s)) {
+        atomic_store(&sc->failed, 1);
+        return;
+    }
+    for (int64_t t; (t = atomic_fetch_add(&g->next, 1)) < g->nbj;)
+        task(g, &s, 0, t);
+    rt_free(s.base, s.bytes);
+}
+
+/* AVX2's half-panel order with one row block (m <= MC_HALF: P4's 256 rows)
+ * on th > 1 threads. Before, each thread took one column half in one task
+ * and packed all of A for itself: A packed th times, a thread's C (1 MB at
+ * 256x2048) streamed through L2 once per k-block, and a thread slowed by
+ * another process left the other waiting at the end. Now A is packed once
+ * (k-blocks x row parts over the pool), then tasks of SHARED_PANELS panels
+ * over all k-blocks are claimed one at a time. Returns 1 where it does not
+ * apply (the caller runs the per-thread tasks). */
+static int shared_run(gemm_call *g, int th)
+{
+    int64_t kgt = g->b->kp / group_of(g->b->type), panels = cdiv(g->n, TJG_NR);
+    if (!g->half || g->braw || g->nbi != 1 || th < 2 || kgt == 0 || panels < 2 * th)
+        return 1;
+    int64_t per = panels / (4 * th);   /* at least 4 tasks per thread where panels allow */
+    per = per < 1 ? 1 : per > SHARED_PANELS ? SHARED_PANELS : per;
+    g->nc = per * TJG_NR;
+    g->nbj = cdiv(panels, per);
+    int wide = g->kern.split_a ? 2 : 1;
+    shared_ctx sc = {.g = g, .nkb = cdiv(kgt, g->kc), .parts = th};
+    atomic_init(&sc.failed, 0);
+    g->ash_block = cdiv(g->m, TJG_MR) * TJG_MR * g->kc * wide;
+    size_t ab = (size_t)(g->ash_block * sc.nkb) * 4;
+    if (!(sc.a = rt_alloc(ab)))
+        return -1;
+    rt_parallel_for(sc.nkb * sc.parts, 1, shared_pack, &sc);
+    g->ash = sc.a;
+    atomic_init(&g->next, 0);
+    if (!atomic_load(&sc.failed))
+        rt_parallel_for(th, 1, shared_tasks, &sc);
+    rt_free(sc.a, ab);
+    g->ash = NULL;
+    return atomic_load(&sc.failed) ? -1 : 0;
+}
+
 static int run(gemm_call *g)
 {
     if (g->m == 0 || g->n == 0)
@@ -805,6 +912,9 @@ static int run(gemm_call *g)
         g->mc = cdiv(cdiv(g->m, cdiv(g->m, MC_HALF)), TJG_MR) * TJG_MR;
     g->nbi = cdiv(g->m, g->mc);
     int th = rt_threads_here();   /* 1 nested in a pool task (a pair's GEMM, a block's) */
+    int r = shared_run(g, th);
+    if (r <= 0)
+        return r;
     /* Tasks in a multiple of the threads (the pool gives each thread as
      * many), from column blocks of up to NC_MAX cut evenly in whole panels:
      * with few rows each thread packs A once and reads (or packs) only its

@@ -8,7 +8,9 @@
  *            pairs (vdpbf16ps), int8 in quads (vpdpbusd) with its column sums.
  *   run      C[m,n] = epilogue(prologue(A)[m,k] @ B): A is packed per call,
  *            block by block, each thread its own blocks (BLIS loop order:
- *            a KC x NR panel of B in L1, an MC x KC block of A in L2).
+ *            a KC x NR panel of B in L1, an MC x KC block of A in L2); AVX2
+ *            with one row block on several threads packs A once and lets
+ *            the threads claim column tasks (gemm.c, shared_run).
  *   variant  what the CPU has (cpuid + OS state): AVX2 + FMA (f32 FMA,
  *            bf16 widened to f32, f16 widened to f32 by F16C (vcvtph2ps,
  *            where cpuid has it; else the portable kernel), int8 widened
@@ -109,7 +111,7 @@ void tjg_packed_free(tjg_packed *p);
 
 /* ---- prologue and epilogue ----------------------------------------------------------- */
 typedef enum tjg_act { TJG_ACT_NONE, TJG_ACT_RELU, TJG_ACT_GELU, TJG_ACT_SIGMOID,
-                       TJG_ACT_TANH } tjg_act;
+                       TJG_ACT_TANH, TJG_ACT_GELU_TANH /* gelu's tanh form */ } tjg_act;
 
 /* y = act(alpha * (A@B) + bias[j] (+ res before act)) (+ res after act);
  * accumulate: the product is added to C's old value first (before alpha is
@@ -237,9 +239,12 @@ typedef struct tjg_kernel {
 tjg_kernel tjg_kernel_x86(tjg_type t, tjg_isa isa);
 /* The AVX2 + FMA kernels (gemm_avx2.c); NULL ones off x86-64. */
 tjg_kernel tjg_kernel_avx2(tjg_type t);
-/* The AVX2 f32 kernel on half a panel (C[MR, 16], B's 16 columns NR words
- * apart per group), for gemm.c's half-panel loop order; NULL off x86-64. */
-tjg_ukernel tjg_f32_half_avx2(void);
+/* The AVX2 f32 kernel on half a panel (C[rows, 16] for rows <= MR, f32;
+ * B's 16 columns NR words apart per group), for gemm.c's half-panel loop
+ * order; NULL off x86-64. */
+typedef void (*tjg_half_kernel)(int64_t kg, const void *a, const void *b, float *c, int64_t ldc,
+                                bool acc, int rows);
+tjg_half_kernel tjg_f32_half_avx2(void);
 /* The AVX2 vpmaddubsw int8 kernel (gemm_avx2_q8.c): exact only for A <= 127. */
 tjg_kernel tjg_kernel_avx2_q8(void);
 /* The AVX2 + F16C f16 kernel (uk, split_a, widen_b: gemm_avx2.c, as

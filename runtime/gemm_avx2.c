@@ -73,14 +73,15 @@ AVX2_INLINE __m256 madd(int kind, __m256 a, __m256 b, __m256 acc)
     return acc;
 }
 
-/* C[ROWS, 16] (+)= A[ROWS, kg groups] @ B[kg groups, 16]: a at the
- * sub-tile's first row in the sliver (MR words per group, or 2 MR split),
- * b at its first column in the panel (NR words per group). */
-AVX2_INLINE void sub_tile(int kind, int64_t kg, const float *a, const int32_t *b, int32_t *c,
-                          int64_t ldc, bool accum, bool pf)
+/* C[rows, 16] (+)= A[rows, kg groups] @ B[kg groups, 16], rows <= ROWS (a
+ * constant where it is inlined): a at the sub-tile's first row in the
+ * sliver (MR words per group, or 2 MR split), b at its first column in the
+ * panel (NR words per group). */
+AVX2_INLINE void sub_tile(int kind, int rows, int64_t kg, const float *a, const int32_t *b,
+                          int32_t *c, int64_t ldc, bool accum, bool pf)
 {
     __m256 acc[ROWS][2];
-    _Pragma("GCC unroll 6") for (int r = 0; r < ROWS; r++) acc[r][0] = acc[r][1] =
+    _Pragma("GCC unroll 6") for (int r = 0; r < rows; r++) acc[r][0] = acc[r][1] =
         _mm256_setzero_ps();
     const int halves = kind == K_F32 ? 1 : 2;
     for (int64_t p = 0; p < kg; p++, b += TJG_NR) {
@@ -96,7 +97,7 @@ AVX2_INLINE void sub_tile(int kind, int64_t kg, const float *a, const int32_t *b
             __m256i v1 = _mm256_loadu_si256((const __m256i *)(b + 8));
             __m256 b0 = kind == K_F32 ? _mm256_castsi256_ps(v0) : half_b(kind, v0, h);
             __m256 b1 = kind == K_F32 ? _mm256_castsi256_ps(v1) : half_b(kind, v1, h);
-            _Pragma("GCC unroll 6") for (int r = 0; r < ROWS; r++)
+            _Pragma("GCC unroll 6") for (int r = 0; r < rows; r++)
             {
                 __m256 av = _mm256_broadcast_ss(a + r);
                 acc[r][0] = madd(kind, av, b0, acc[r][0]);
@@ -105,7 +106,7 @@ AVX2_INLINE void sub_tile(int kind, int64_t kg, const float *a, const int32_t *b
             a += TJG_MR;
         }
     }
-    _Pragma("GCC unroll 6") for (int r = 0; r < ROWS; r++)
+    _Pragma("GCC unroll 6") for (int r = 0; r < rows; r++)
     {
         _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++)
         {
@@ -128,7 +129,7 @@ AVX2_INLINE void tile(int kind, int64_t kg, const void *a, const void *b, void *
 {
     for (int h = 0; h < TJG_NR; h += 16)
         for (int r0 = 0; r0 < TJG_MR; r0 += ROWS)
-            sub_tile(kind, kg, (const float *)a + r0, (const int32_t *)b + h,
+            sub_tile(kind, ROWS, kg, (const float *)a + r0, (const int32_t *)b + h,
                      (int32_t *)c + r0 * ldc + h, ldc, accum, true);
 }
 
@@ -137,23 +138,36 @@ AVX2 static void uk_f32(int64_t kg, const void *a, const void *b, void *c, int64
     tile(K_F32, kg, a, b, c, ldc, acc);
 }
 
-/* f32, half a panel: C[MR, 16] (+)= A-sliver @ the 16 columns at b (NR
- * words apart per group): gemm.c runs it over every sliver of a block per
- * half panel, so the KC x 16 half (16 KB) stays in L1 across the slivers. */
-AVX2 static void uk_f32_half(int64_t kg, const void *a, const void *b, void *c, int64_t ldc,
-                             bool acc)
+/* f32, half a panel: C[rows, 16] (+)= A-sliver @ the 16 columns at b (NR
+ * words apart per group), rows <= MR: gemm.c runs it over every sliver of a
+ * block per half panel, so the KC x 16 half (16 KB) stays in L1 across the
+ * slivers. A last sliver of fewer rows runs a sub-tile of its rest (1-5
+ * rows, each count its own inlined copy): P4's 256 rows had 12 computed
+ * for the last 4, through the tile kernel and a copy of the tile. */
+AVX2 static void uk_f32_half(int64_t kg, const void *a, const void *b, float *c, int64_t ldc,
+                             bool acc, int rows)
 {
     /* C's rows are read (acc) or written after the k loop: fetched now, so
      * their misses (C of a wide block is out of L2) overlap the loop */
-    for (int r = 0; r < TJG_MR; r++) {
-        _mm_prefetch((const char *)((float *)c + r * ldc), _MM_HINT_T0);
-        _mm_prefetch((const char *)((float *)c + r * ldc + 15), _MM_HINT_T0);
+    for (int r = 0; r < rows; r++) {
+        _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + r * ldc + 15), _MM_HINT_T0);
     }
-    for (int r0 = 0; r0 < TJG_MR; r0 += ROWS)
-        sub_tile(K_F32, kg, (const float *)a + r0, b, (int32_t *)c + r0 * ldc, ldc, acc, false);
+    for (int r0 = 0; r0 < rows; r0 += ROWS) {
+        const float *ar = (const float *)a + r0;
+        int32_t *cr = (int32_t *)c + r0 * ldc;
+        switch (rows - r0 < ROWS ? rows - r0 : ROWS) {
+        case 6: sub_tile(K_F32, 6, kg, ar, b, cr, ldc, acc, false); break;
+        case 5: sub_tile(K_F32, 5, kg, ar, b, cr, ldc, acc, false); break;
+        case 4: sub_tile(K_F32, 4, kg, ar, b, cr, ldc, acc, false); break;
+        case 3: sub_tile(K_F32, 3, kg, ar, b, cr, ldc, acc, false); break;
+        case 2: sub_tile(K_F32, 2, kg, ar, b, cr, ldc, acc, false); break;
+        default: sub_tile(K_F32, 1, kg, ar, b, cr, ldc, acc, false); break;
+        }
+    }
 }
 
-tjg_ukernel tjg_f32_half_avx2(void) { return uk_f32_half; }
+tjg_half_kernel tjg_f32_half_avx2(void) { return uk_f32_half; }
 
 /* kg groups of a bf16 panel (NR words of (k, k+1) pairs each) into 2 kg rows
  * of NR f32: row 2p + h holds half h of group p's pairs (the f32 panel). */
@@ -335,7 +349,7 @@ int64_t tjg_f16_to_f32_f16c(const uint16_t *s, int64_t st, float *d, int64_t n)
     return 0;
 }
 
-tjg_ukernel tjg_f32_half_avx2(void) { return NULL; }
+tjg_half_kernel tjg_f32_half_avx2(void) { return NULL; }
 
 tjg_kernel tjg_kernel_avx2(tjg_type t)
 {

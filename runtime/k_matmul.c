@@ -275,7 +275,12 @@ static int own_f32_env(void)
 /* AVX-512: the Zen 4 rule above. AVX2 alone: with the half-panel order
  * (gemm.c) and B packed once, a compiled P4 (256 rows, 8 MB weights) ran
  * about 5% faster than on OpenBLAS's sgemm and P7's shapes 8-13% on one
- * Zen 3 core; 2048^3 trailed by a fifth (docs/perf.md, 2026-11-29). */
+ * Zen 3 core; 2048^3 trailed by a fifth (docs/perf.md, 2026-11-29). Since
+ * the last sliver's own row count and (two threads) A packed once with
+ * column tasks claimed, P4's two shapes run 1-6% ahead of OpenBLAS on one
+ * core (CPU time) and at least even on two; a kept weight here also takes
+ * a plan's fused bias + activation (sched/epi.c), which OpenBLAS cannot
+ * (docs/perf.md, "AVX2 GEMM on two threads", 2026-11-29). */
 static bool own_f32_shape(int64_t m, int64_t n, int64_t k)
 {
     if (n < 4 * TJG_NR)
@@ -340,6 +345,34 @@ static int choose_f32(void *handle, int64_t m, int64_t n, int64_t k, rt_mat a, r
     return c;
 }
 
+/* rt_gemm_epi_begin's request, this thread's (a plan's step runs its
+ * matmul on the calling thread). */
+static _Thread_local struct {
+    const float *bias;
+    int64_t n;
+    int act;
+    bool armed, taken;
+} epi_req;
+
+void rt_gemm_epi_begin(const float *bias, int64_t n, int act)
+{
+    epi_req.bias = bias, epi_req.n = n, epi_req.act = act;
+    epi_req.armed = true, epi_req.taken = false;
+}
+
+static atomic_uint_fast64_t epi_count;   /* rt_gemm_epi_count */
+
+uint64_t rt_gemm_epi_count(void) { return atomic_load(&epi_count); }
+
+bool rt_gemm_epi_end(void)
+{
+    bool t = epi_req.taken;
+    if (t)
+        atomic_fetch_add(&epi_count, 1);
+    epi_req.armed = epi_req.taken = false;
+    return t;
+}
+
 /* tjit's own GEMM (runtime/gemm.h) on a packed B: bf16 and f16 always
  * (vdpbf16ps where the CPU has it, f16 widened by F16C; f32 sums rounded
  * once), f32 on a frozen weight where choose_f32 says; 1 when f32 should go
@@ -359,7 +392,14 @@ static int gemm_own(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_m
     if (half || choose_f32(handle, m, n, k, a, b, p) == CHOICE_OWN) {
         tjg_epilogue e = {.accumulate = acc, .bias = bias, .out_bf16 = dt == TJ_BF16,
                           .out_f16 = dt == TJ_F16};
+        /* a plan's fused bias + activation (sched/epi.c), taken once */
+        bool epi = epi_req.armed && !half && !acc && !bias && epi_req.n == n;
+        if (epi) {
+            e.bias = epi_req.bias, e.act = (tjg_act)epi_req.act;
+            epi_req.armed = false;
+        }
         r = tjg_gemm(m, a.p, half, a.rs, a.cs, p, c, ldc, &e, NULL);
+        epi_req.taken = epi && r == 0;
     }
     tjg_cache_put(handle);
     if (p == &own)

@@ -140,6 +140,14 @@ void rt_gemm_frozen(tj_tensor *const *t, int n, unsigned flags);
 /* This thread's: what rt_gemm_frozen set (for handing it to a pool thread
  * that runs one of the call's GEMMs, sched/pair.c). */
 void rt_gemm_frozen_get(tj_tensor *const **t, int *n, unsigned *flags);
+/* For this thread's next f32 matmul of one GEMM with n columns on a kept
+ * weight (k_matmul.c): C = act(A @ B + bias[j]) in tjit's GEMM's epilogue
+ * (act a tjg_act), where that GEMM runs it; rt_gemm_epi_end then says
+ * whether it did (and forgets it). sched/epi.c's fused epilogues. */
+void rt_gemm_epi_begin(const float *bias, int64_t n, int act);
+bool rt_gemm_epi_end(void);
+/* How many such epilogues tjit's GEMM has applied in this process (tests). */
+uint64_t rt_gemm_epi_count(void);
 
 /* ---- errors (thread-local, error.c) ------------------------------------------ */
 /* rt_error: the library's name for tj_set_error (tjit.h). */

@@ -527,6 +527,8 @@ static void print_step(FILE *o, const ir_graph *g, const sc_plan *p, int i)
             fprintf(o, " ; at once with step %d on 2 threads", i + 1);
         else if (p->par && p->par[i] == SC_PAR_SPLIT)
             fprintf(o, " ; in column blocks on 2 threads");
+        if (p->epi && p->epi[i].kstep >= 0)   /* epi.c */
+            fprintf(o, " ; step %d in its epilogue on tjit's GEMM", p->epi[i].kstep);
     } else {
         fprintf(o, "  step %d kernel ->", i);   /* its stores, in slot order */
         for (int k = 0; k < s->launch->nstore; k++)

@@ -117,6 +117,7 @@ static void plan_free(sc_plan *p)
     free(p->last_use);
     free(p->rel_start);
     free(p->rel);
+    free(p->epi);
     sc_mem_free(p);
     free(p);
 }
@@ -339,7 +340,7 @@ static void finish_steps(builder *b)
         if (p->last_use[k] >= 0 && p->last_use[k] < p->nsteps)
             p->rel[p->rel_start[p->last_use[k]] + fill[p->last_use[k]]++] = k;
     free(fill);
-    if (sc_plan_pairs(b->g, p)) {
+    if (sc_plan_pairs(b->g, p) || sc_plan_epilogues(b->g, b->f, p)) {
         b->failed = true;
         return;
     }

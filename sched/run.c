@@ -107,6 +107,35 @@ static int tail_begin(const sc_plan *p, tj_tensor **vals, sc_call_mem *m)
     return 0;
 }
 
+/* Matmul step i with its fused epilogue (epi.c): the bias and activation
+ * handed to tjit's GEMM; *skip becomes the kernel step when the GEMM
+ * applied them (otherwise that kernel runs as any). */
+static int run_epi(const ir_graph *g, const sc_plan *p, int i, tj_tensor **vals, sc_call_mem *m,
+                   int *skip)
+{
+    const sc_epi *e = &p->epi[i];
+    const tj_tensor *bias = vals[e->bias];
+    bool ok = bias && bias->dtype == TJ_F32 && bias->ndim == 1 && bias->strides[0] == 1;
+    if (ok)
+        rt_gemm_epi_begin(rt_ptr(bias), bias->shape[0], e->act);
+    int rc = run_node(g, p, g->nodes[p->steps[i].node], vals, m);
+    if (ok && rt_gemm_epi_end() && rc == 0)
+        *skip = e->kstep;
+    return rc;
+}
+
+/* The kernel step whose work a GEMM's epilogue did: its stores made, not
+ * computed. */
+static int run_skipped(const sc_plan *p, const step *s, tj_tensor **vals, sc_call_mem *m)
+{
+    const cg_launch *l = s->launch;
+    for (int k = 0; k < l->nstore; k++)
+        if (!vals[l->store_slot[k]] &&
+            !(vals[l->store_slot[k]] = sc_mem_tensor(p, m, l->store_slot[k])))
+            return -1;
+    return 0;
+}
+
 /* Calls nt->fn for each watched output whose value is there (the step that
  * makes it has run) and was not reported yet. 0, or -1 when a call failed. */
 static int notify_ready(const ir_graph *g, const sc_notify *nt, tj_tensor **vals, bool *done)
@@ -149,6 +178,7 @@ int sc_plan_run(const ir_graph *g, const sc_plan *p, tj_tensor *const *inputs, t
     int rc = sc_mem_begin(p, &m, inputs);
     if (rc == 0 && done)   /* outputs that are inputs */
         rc = notify_ready(g, nt, vals, done);
+    int skip = -1;   /* a kernel step done by a GEMM's epilogue (run_epi) */
     for (int i = 0; i < p->nsteps && rc == 0; i++) {
         const step *s = &p->steps[i];
         if (p->ntail && i == p->nsteps - p->ntail && (rc = tail_begin(p, vals, &m)) != 0)
@@ -165,6 +195,10 @@ int sc_plan_run(const ir_graph *g, const sc_plan *p, tj_tensor *const *inputs, t
             int64_t t0 = prof ? sc_prof_start(p, i, &prev) : 0;
             if (s->region >= 0)   /* a region runs whole at its first step */
                 rc = p->regions[s->region].first == i ? sc_block_run(g, p, s->region, vals, &m) : 0;
+            else if (i == skip)
+                rc = run_skipped(p, s, vals, &m);
+            else if (p->epi && p->epi[i].kstep >= 0)
+                rc = run_epi(g, p, i, vals, &m, &skip);
             else
                 rc = s->kind == S_KERNEL ? run_kernel(p, s, vals, &m)
                                          : run_node(g, p, g->nodes[s->node], vals, &m);

@@ -69,6 +69,13 @@ typedef struct sc_region {
     int64_t prof_bytes, prof_flops;
 } sc_region;
 
+/* A matmul step's fused epilogue (epi.c): kernel step kstep (the next) is
+ * act(value + slot bias's [n]); kstep -1: none. */
+typedef struct sc_epi {
+    int kstep, bias;
+    signed char act;   /* a tjg_act */
+} sc_epi;
+
 typedef struct sc_plan {
     int ninputs, nslots;
     ir_type *types;       /* per slot, concrete */
@@ -100,6 +107,7 @@ typedef struct sc_plan {
     sc_plan_mem mem;
     sc_region *regions;
     int nregions;
+    sc_epi *epi;          /* per step (epi.c), or NULL: no fused epilogue */
     int64_t prof_bytes, prof_flops;   /* the steps' sums (prof.c) */
 } sc_plan;
 
@@ -180,6 +188,12 @@ int sc_plan_pairs(const ir_graph *g, sc_plan *p);
 /* Runs step i (p->par[i]) and, for a pair, step i+1 on two threads; returns
  * the last step run, or -1 with an error. */
 int sc_pair_run(const ir_graph *g, const sc_plan *p, int i, tj_tensor **vals, sc_call_mem *m);
+
+/* ---- epi.c ---------------------------------------------------------------------------- */
+/* Marks matmul steps whose epilogue kernel (the next step) is a bias and an
+ * activation that tjit's GEMM can apply (p->epi); none with
+ * TJIT_GEMM_EPILOGUE=0. 0 or -1 (out of memory). */
+int sc_plan_epilogues(const ir_graph *g, const ir_fusion *f, sc_plan *p);
 
 /* ---- block.c -------------------------------------------------------------------------- */
 /* Finds blocked regions among the steps (moving steps that do not depend on

@@ -29,10 +29,12 @@ typedef struct dims { int64_t m, n, k; } dims;
 
 /* Sizes around MR (12), NR (32), the AVX2 sub-tiles (6 x 16), MC (96),
  * and the k-blocks (256 groups); k = 1, odd k (half a bf16 pair, part of
- * an int8 quad). */
-static const dims shapes[] = {{1, 1, 1},     {13, 33, 7},   {12, 32, 256}, {37, 70, 300},
-                              {97, 65, 513}, {5, 100, 1030}, {3, 2, 0},    {7, 17, 1},
-                              {25, 47, 5},   {130, 200, 33}};
+ * an int8 quad); last slivers of every row count 1-5 past whole 6-row
+ * sub-tiles (m % 12: 1, 2, 3, 4, 5, 10) on full panels. */
+static const dims shapes[] = {{1, 1, 1},     {13, 33, 7},    {12, 32, 256}, {37, 70, 300},
+                              {97, 65, 513}, {5, 100, 1030}, {3, 2, 0},     {7, 17, 1},
+                              {25, 47, 5},   {130, 200, 33}, {26, 64, 40},  {51, 64, 300},
+                              {40, 96, 9}};
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 
 static float frand(unsigned *s) { return tu_frand(s); }
@@ -85,11 +87,13 @@ static void f32_case(tjg_isa isa, dims d)
 
 /* One variant's f32 cases: the shapes, then AVX2's half-panel order: more
  * rows than one block (264), row blocks with an edge sliver, part panels,
- * two k-blocks. */
+ * two k-blocks, P4's 256 rows (a last sliver of 4; with 10 panels on two
+ * threads A packed once and column tasks claimed: gemm.c, shared_run). */
 static void f32_cases(tjg_isa isa, void *ctx)
 {
     (void)ctx;
-    static const dims big[] = {{300, 97, 520}, {265, 64, 257}, {529, 40, 3}};
+    static const dims big[] = {{300, 97, 520}, {265, 64, 257}, {529, 40, 3}, {256, 64, 260},
+                               {256, 300, 600}};
     for (size_t s = 0; s < NSHAPES; s++)
         f32_case(isa, shapes[s]);
     for (size_t s = 0; s < sizeof big / sizeof big[0]; s++)
@@ -493,15 +497,15 @@ static double act_ref(tjg_act act, double x)
     case TJG_ACT_GELU: return 0.5 * x * erfc(-x / sqrt(2.0));
     case TJG_ACT_SIGMOID: return 1 / (1 + exp(-x));
     case TJG_ACT_TANH: return tanh(x);
+    case TJG_ACT_GELU_TANH:
+        return 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
     default: return x;
     }
 }
 
 /* Every epilogue and prologue piece at once, per variant and activation. */
-static void test_epilogue_prologue(void **state)
+static void epilogue_case(dims d)
 {
-    (void)state;
-    dims d = {29, 45, 270};
     int64_t na = d.m * d.k, nb = d.k * d.n, nc = d.m * d.n;
     float *a = malloc((size_t)na * 4), *b = malloc((size_t)nb * 4), *c = malloc((size_t)nc * 4),
           *c0 = malloc((size_t)nc * 4), *res = malloc((size_t)nc * 4),
@@ -516,7 +520,7 @@ static void test_epilogue_prologue(void **state)
     assert_int_equal(tjg_pack_f32(&p, b, d.n, 1, d.k, d.n), 0);
     for (int v = 0; v < nv; v++) {
         tjg_isa_force(vs[v]);
-        for (int act = TJG_ACT_NONE; act <= TJG_ACT_TANH; act++)
+        for (int act = TJG_ACT_NONE; act <= TJG_ACT_GELU_TANH; act++)
             for (int variant = 0; variant < 4; variant++) {
                 bool after = variant & 1, accum = variant & 2;
                 float alpha = accum && !after ? 1.0f : 0.75f;
@@ -546,6 +550,18 @@ static void test_epilogue_prologue(void **state)
     tjg_isa_force(-1);
     tjg_packed_free(&p);
     free(a), free(b), free(c), free(c0), free(res), free(bias), free(sc), free(sh), free(ref);
+}
+
+/* Two panels, and (two threads) five, a part one last: AVX2's one row block
+ * with A packed once and column tasks claimed (gemm.c, shared_run). */
+static void test_epilogue_prologue(void **state)
+{
+    (void)state;
+    int threads = tj_num_threads();
+    tj_set_num_threads(2);
+    epilogue_case((dims){29, 45, 270});
+    epilogue_case((dims){29, 140, 270});
+    tj_set_num_threads(threads);
 }
 
 static void test_isa_select(void **state)
