@@ -679,15 +679,22 @@ static inline float vm_erfc_f32(float x)
 }
 
 /* ---- activations ------------------------------------------------------------------ */
-/* max 2.8 ulp on R (2.5 measured): 1/(1 + e^-x) on one path, scaled by 2^-64:
- * s = 2^-64 / (2^-64 + e 2^-64), with e 2^-64 = p 2^(n-64) a normal float for
- * all of -x in [-30, 104] (sigmoid is 1 in float above 17; e^104 2^-64 is
- * 2^86), and the quotient scaled back in one multiply, which rounds once to
+/* max 2.8 ulp on R (2.44 measured over every float of [-110, 20]): 1/(1 + e^-x)
+ * on one path, scaled by 2^-64: s = 2^-64 / (2^-64 + e 2^-64), with
+ * e 2^-64 = (1 + m) 2^(n-64) a normal float for all of -x in [-30, 104]
+ * (sigmoid is 1 in float above 17; e^104 2^-64 is 2^86). The denominator is
+ * one fma, m 2^(n-64) + (2^(n-64) + 2^-64), with m = e^r - 1 from the
+ * degree-4 polynomial (its 2^-26.6 is at most 0.2 ulp here), and the
+ * quotient 2^-64 / d is one correctly rounded division: the same bits as
+ * (1/d) 2^-64 where the result is normal, one rounding instead of two for
  * the denormal results of x in (-104, -87.3]. No select on the sign of x and
  * no e/(1 + e) branch: P1's loop without the tanh (clang -O3, AVX2) has 36
  * vector instructions per 8 floats against 48 with the two-branch form this
  * replaced, and P1's whole loop in L1 went from 29.6 to 24.4 cycles per 8
- * floats on Zen 3. NaN passes through; -inf gives 0, +inf 1. */
+ * floats on Zen 3; the fma denominator, the shorter polynomial and the
+ * single division take 4 more multiply-port ops per 8 floats off it
+ * (docs/perf.md, 2026-11-29 P1 at the bound). NaN passes through; -inf
+ * gives 0, +inf 1. */
 static inline float vm_sigmoid_f32(float x)
 {
     float z = -x;
@@ -698,7 +705,7 @@ static inline float vm_sigmoid_f32(float x)
     float m = fmaf(vm_expr_poly4_f32(r), r * r, r);   /* e^r - 1 */
     float sc = vm_pow2i_f32(n - 64);
     float d = fmaf(m, sc, sc + 5.42101086242752217e-20f);   /* 2^-64 + e^z 2^-64 */
-    return (1.0f / d) * 5.42101086242752217e-20f;   /* 2^-64 */
+    return 5.42101086242752217e-20f / d;                     /* 2^-64 / d */
 }
 static inline double vm_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }
 
