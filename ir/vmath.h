@@ -692,10 +692,11 @@ static inline float vm_erfc_f32(float x)
  * no e/(1 + e) branch: P1's loop without the tanh (clang -O3, AVX2) has 36
  * vector instructions per 8 floats against 48 with the two-branch form this
  * replaced, and P1's whole loop in L1 went from 29.6 to 24.4 cycles per 8
- * floats on Zen 3; the fma denominator, the shorter polynomial and the
- * single division take 4 more multiply-port ops per 8 floats off it
- * (docs/perf.md, 2026-11-29 P1 at the bound). NaN passes through; -inf
- * gives 0, +inf 1. */
+ * floats on Zen 3; the shorter polynomial and the single division take
+ * two multiply-port ops and the fma denominator an add per 8 floats off it
+ * (tanh's one-float reduction and add two more multiply-port ops; 21.7
+ * cycles, docs/perf.md, "P1: fewer multiply-port ops"). NaN passes
+ * through; -inf gives 0, +inf 1. */
 static inline float vm_sigmoid_f32(float x)
 {
     float z = -x;
