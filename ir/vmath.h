@@ -550,7 +550,8 @@ static inline float vm_cosh_f32(float x)
     return h + 0.25f / h;
 }
 
-/* max 2.0 ulp on R (1.91 measured over every float of [0, 10]): (1 - e)/(1 + e), e = e^-2|x| = (1 + m) 2^n with m =
+/* max 2.0 ulp on R (1.91 measured over every float of [0, 10]):
+ * (1 - e)/(1 + e), e = e^-2|x| = (1 + m) 2^n with m =
  * e^r - 1 from the exp polynomial (no + 1, so small |x| keeps its digits),
  * both sides formed with one rounding each: 1 - e = (1 - 2^n) - m 2^n and
  * 1 + e = (1 + 2^n) + m 2^n (1 -+ 2^n exact). One path for all x, no
@@ -692,11 +693,11 @@ static inline float vm_erfc_f32(float x)
  * no e/(1 + e) branch: P1's loop without the tanh (clang -O3, AVX2) has 36
  * vector instructions per 8 floats against 48 with the two-branch form this
  * replaced, and P1's whole loop in L1 went from 29.6 to 24.4 cycles per 8
- * floats on Zen 3; the shorter polynomial and the single division take
- * two multiply-port ops and the fma denominator an add per 8 floats off it
- * (tanh's one-float reduction and add two more multiply-port ops; 21.7
- * cycles, docs/perf.md, "P1: fewer multiply-port ops"). NaN passes
- * through; -inf gives 0, +inf 1. */
+ * floats on Zen 3. The shorter polynomial and the single division take
+ * two multiply-port ops per vector off it and the fma denominator an add;
+ * with tanh's two (its one-float reduction, -2|x| as an add) P1's loop in
+ * cache is 21.7 cycles per 8 floats (docs/perf.md, "P1: fewer
+ * multiply-port ops"). NaN passes through; -inf gives 0, +inf 1. */
 static inline float vm_sigmoid_f32(float x)
 {
     float z = -x;
