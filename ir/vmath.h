@@ -105,6 +105,18 @@ static inline float vm_expr_poly_f32(float r)
 /* e^r for r in [-ln2/2, ln2/2]. */
 static inline float vm_expr_f32(float r) { return fmaf(vm_expr_poly_f32(r), r * r, r) + 1.0f; }
 
+/* The same quotient one degree lower (Chebyshev interpolation at 5 nodes):
+ * e^r = 1 + r + r^2 p(r) to 2^-26.6 relative (the degree-5 one: 2^-32), one
+ * fma less, for formulas whose own error leaves room for it (sigmoid). */
+static inline float vm_expr_poly4_f32(float r)
+{
+    float p = 1.3926176120e-3f;
+    p = fmaf(p, r, 8.3631730745e-3f);
+    p = fmaf(p, r, 4.1666554662e-2f);
+    p = fmaf(p, r, 1.6666577026e-1f);
+    return fmaf(p, r, 5.0e-1f);
+}
+
 /* x = n ln2 + r, |r| <= ln2/2, for |x| < 2^22 ln2: n rounded to nearest with
  * the 1.5*2^23 trick (returned in *ni), ln2 split Cody-Waite style (n times
  * the high part is exact). */
@@ -115,6 +127,18 @@ static inline float vm_exp_reduce_f32(float x, int32_t *ni)
     *ni = (int32_t)(vm_bits_f32(t) - 0x4b400000u);
     float r = fmaf(n, -0.693359375f, x);
     return fmaf(n, 2.12194440e-4f, r);
+}
+
+/* The same with ln2 in one float (one fma less): r is off by up to |n| 1.9e-9,
+ * i.e. e^x by |n| 2^-29 relative, which only formulas that add e^x (x <= 0)
+ * to 1 can afford: in tanh's 1 -+ e^x the error is |n| 2^(n-29) absolute,
+ * at most 2^-30 (n = -1, -2) and falling with |n|. */
+static inline float vm_exp_reduce1_f32(float x, int32_t *ni)
+{
+    float t = fmaf(x, 1.44269504088896341f, 12582912.0f);
+    float n = t - 12582912.0f;
+    *ni = (int32_t)(vm_bits_f32(t) - 0x4b400000u);
+    return fmaf(n, -0.693147182464599609375f, x);
 }
 
 /* e^x * 2^k for small k >= -2: x = n ln2 + r, n rounded with the 1.5*2^23
@@ -526,19 +550,25 @@ static inline float vm_cosh_f32(float x)
     return h + 0.25f / h;
 }
 
-/* max 2.0 ulp on R: (1 - e)/(1 + e), e = e^-2|x| = (1 + m) 2^n with m =
+/* max 2.0 ulp on R (1.91 measured over every float of [0, 10]):
+ * (1 - e)/(1 + e), e = e^-2|x| = (1 + m) 2^n with m =
  * e^r - 1 from the exp polynomial (no + 1, so small |x| keeps its digits),
  * both sides formed with one rounding each: 1 - e = (1 - 2^n) - m 2^n and
  * 1 + e = (1 + 2^n) + m 2^n (1 -+ 2^n exact). One path for all x, no
  * select between a small-x polynomial and the exp form; |x| is clamped
- * where tanh is 1 in float, so one 2^n scale factor does. */
+ * where tanh is 1 in float, so one 2^n scale factor does. -2|x| is an add
+ * (exact, and off the multiply ports) and the reduction uses ln2 in one
+ * float (vm_exp_reduce1_f32): 1.906 ulp at 0.511 over every float of
+ * [0, 10] (every 61st float of R: 1.847, as with the two-part ln2). The
+ * degree-4 polynomial is not enough here: 2.03 ulp at 0.124 over every
+ * float of [0, 10]. */
 static inline float vm_tanh_f32(float x)
 {
     float a = vm_abs_f32(x);
-    float xc = -2.0f * a;
+    float xc = -(a + a);
     xc = xc < -87.0f ? -87.0f : xc;
     int32_t n;
-    float r = vm_exp_reduce_f32(xc, &n);
+    float r = vm_exp_reduce1_f32(xc, &n);
     float m = fmaf(vm_expr_poly_f32(r), r * r, r);
     float sc = vm_pow2i_f32(n);
     float num = fmaf(-m, sc, 1.0f - sc);
@@ -651,24 +681,34 @@ static inline float vm_erfc_f32(float x)
 }
 
 /* ---- activations ------------------------------------------------------------------ */
-/* max 2.8 ulp on R (2.5 measured): 1/(1 + e^-x) on one path, scaled by 2^-64:
- * s = 2^-64 / (2^-64 + e 2^-64), with e 2^-64 = p 2^(n-64) a normal float for
- * all of -x in [-30, 104] (sigmoid is 1 in float above 17; e^104 2^-64 is
- * 2^86), and the quotient scaled back in one multiply, which rounds once to
+/* max 2.8 ulp on R (2.44 measured over every float of [-110, 20]): 1/(1 + e^-x)
+ * on one path, scaled by 2^-64: s = 2^-64 / (2^-64 + e 2^-64), with
+ * e 2^-64 = (1 + m) 2^(n-64) a normal float for all of -x in [-30, 104]
+ * (sigmoid is 1 in float above 17; e^104 2^-64 is 2^86). The denominator is
+ * one fma, m 2^(n-64) + (2^(n-64) + 2^-64), with m = e^r - 1 from the
+ * degree-4 polynomial (its 2^-26.6 is at most 0.2 ulp here), and the
+ * quotient 2^-64 / d is one correctly rounded division: the same bits as
+ * (1/d) 2^-64 where the result is normal, one rounding instead of two for
  * the denormal results of x in (-104, -87.3]. No select on the sign of x and
  * no e/(1 + e) branch: P1's loop without the tanh (clang -O3, AVX2) has 36
  * vector instructions per 8 floats against 48 with the two-branch form this
  * replaced, and P1's whole loop in L1 went from 29.6 to 24.4 cycles per 8
- * floats on Zen 3. NaN passes through; -inf gives 0, +inf 1. */
+ * floats on Zen 3. The shorter polynomial and the single division take
+ * two multiply-port ops per vector off it and the fma denominator an add;
+ * with tanh's two (its one-float reduction, -2|x| as an add) P1's loop in
+ * cache is 21.7 cycles per 8 floats (docs/perf.md, "P1: fewer
+ * multiply-port ops"). NaN passes through; -inf gives 0, +inf 1. */
 static inline float vm_sigmoid_f32(float x)
 {
     float z = -x;
     z = z < -30.0f ? -30.0f : z;
     z = z > 104.0f ? 104.0f : z;
     int32_t n;
-    float p = vm_expr_f32(vm_exp_reduce_f32(z, &n));
-    float e = p * vm_pow2i_f32(n - 64);
-    return (1.0f / (5.42101086242752217e-20f + e)) * 5.42101086242752217e-20f;   /* 2^-64 */
+    float r = vm_exp_reduce_f32(z, &n);
+    float m = fmaf(vm_expr_poly4_f32(r), r * r, r);   /* e^r - 1 */
+    float sc = vm_pow2i_f32(n - 64);
+    float d = fmaf(m, sc, sc + 5.42101086242752217e-20f);   /* 2^-64 + e^z 2^-64 */
+    return 5.42101086242752217e-20f / d;                     /* 2^-64 / d */
 }
 static inline double vm_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }
 

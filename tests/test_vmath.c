@@ -203,6 +203,48 @@ static void test_sigmoid_denormal_results(void **state)
     }
 }
 
+/* The parts tanh and sigmoid are built from, densely: vm_tanh_f32 reduces
+ * with ln2 in one float (vm_exp_reduce1_f32) and vm_sigmoid_f32 uses the
+ * degree-4 polynomial (vm_expr_poly4_f32). Every 64th float of tanh's
+ * [0, 10] (where 1 - e^-2x cancels and n is small; beyond 10 tanh is 1
+ * within half an ulp), every 128th of sigmoid's [-104, 17] (denormal to 1),
+ * each within its stated bound, and 1 + r + r^2 p4(r) within 2^-26 of e^r
+ * relative over every 16th float of [-ln2/2, ln2/2]. */
+static void test_tanh_sigmoid_dense(void **state)
+{
+    (void)state;
+    double mt = 0, ms = 0, mp = 0;
+    float wt = 0, ws = 0, wp = 0;
+    for (int64_t o = ord(0.0f); o <= ord(10.0f); o += 64) {
+        float x = unord(o);
+        double e = ulp_err(vm_tanh_f32(x), tanh((double)x));
+        if (e > mt)
+            mt = e, wt = x;
+    }
+    for (int64_t o = ord(-104.0f); o <= ord(17.0f); o += 128) {
+        float x = unord(o);
+        double e = ulp_err(vm_sigmoid_f32(x), r_sigmoid(x));
+        if (e > ms)
+            ms = e, ws = x;
+    }
+    for (int64_t o = ord(-0.3466f); o <= ord(0.3466f); o += 16) {
+        float r = unord(o);
+        double p = 1.0 + r + (double)r * r * vm_expr_poly4_f32(r);
+        double e = fabs(p - exp((double)r)) / exp((double)r);
+        if (e > mp)
+            mp = e, wp = r;
+    }
+    if (getenv("TJ_VMATH_SAMPLES"))
+        printf("dense: tanh %.3f ulp at %.9g, sigmoid %.3f ulp at %.9g, poly4 2^%.2f at %.9g\n", mt, wt,
+               ms, ws, log2(mp), wp);
+    if (mt > 2.0)
+        fail_msg("tanh(%.9g): %.3f ulp, bound 2.0", wt, mt);
+    if (ms > 2.8)
+        fail_msg("sigmoid(%.9g): %.3f ulp, bound 2.8", ws, ms);
+    if (mp > 0x1p-26)
+        fail_msg("1 + r + r^2 p4(r) at r = %.9g: 2^%.2f relative", wp, log2(mp));
+}
+
 static void test_unary_specials(void **state)
 {
     (void)state;
@@ -520,6 +562,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unary_ulp),        cmocka_unit_test(test_unary_specials),
         cmocka_unit_test(test_sigmoid_denormal_results),
+        cmocka_unit_test(test_tanh_sigmoid_dense),
         cmocka_unit_test(test_rounding_exact),   cmocka_unit_test(test_fmod_remainder_exact),
         cmocka_unit_test(test_max_min),          cmocka_unit_test(test_pow_ulp),
         cmocka_unit_test(test_atan2_ulp),        cmocka_unit_test(test_int_formulas),
