@@ -9,8 +9,13 @@
  *
  * P4's first layer (x @ W1 + b1, gelu_tanh) was a GEMM writing 2 MB and a
  * kernel reading and writing it again (0.3-0.5 ms of a 17-20 ms call on two
- * threads). TJIT_GEMM_EPILOGUE=0 (read when a plan is built) marks none,
- * for measuring. Exported models run without it (aot_load.c: epi NULL).
+ * threads). Off by default: on the quiet Zen 3 machine it gave P4 nothing
+ * measurable (`build/bench/cases_paired P4 P4 2 100` with it on for A or
+ * for B: on/off 0.97-1.02, where the same plan twice gives 0.995-1.002;
+ * docs/perf.md), so the kernel step, the path every other plan runs, stays
+ * the default. TJIT_GEMM_EPILOGUE=1 (read
+ * when a plan is built) marks them. Exported models run without it
+ * (aot_load.c: epi NULL).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -84,7 +89,7 @@ int sc_plan_epilogues(const ir_graph *g, const ir_fusion *f, sc_plan *p)
     const char *env = getenv("TJIT_GEMM_EPILOGUE");
     free(p->epi);   /* a plan built again after a kernel failed */
     p->epi = NULL;
-    if (env && !strcmp(env, "0"))
+    if (!env || strcmp(env, "1"))
         return 0;
     for (int e = 0; e + 1 < p->nsteps; e++) {
         sc_epi x;

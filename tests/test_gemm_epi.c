@@ -1,10 +1,10 @@
-/* test_gemm_epi.c - fused GEMM epilogues in compiled plans (sched/epi.c):
- * act(x @ w^T + b) compiled, for every activation tjit's GEMM's epilogue
+/* test_gemm_epi.c - fused GEMM epilogues in compiled plans (sched/epi.c,
+ * on with TJIT_GEMM_EPILOGUE=1): act(x @ w^T + b) compiled, for every activation tjit's GEMM's epilogue
  * has (and none), equals eager; where tjit's GEMM runs the matmul (a frozen
  * f32 weight on AVX2 or AVX-512 at these shapes: runtime/k_matmul.c) the
  * bias and activation were applied in its epilogue (rt_gemm_epi_count) and
  * the kernel skipped; an epilogue the GEMM cannot take (abs), a bias of
- * another shape ([m, n]), TJIT_GEMM_EPILOGUE=0, and the generic variant
+ * another shape ([m, n]), TJIT_GEMM_EPILOGUE unset or 0, and the generic variant
  * (OpenBLAS, then the kernel) are not fused and still equal eager. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -75,6 +75,7 @@ static void test_epilogue_fused(void **state)
     (void)state;
     static const act_fn acts[] = {t_none, tj_relu, tj_gelu, tj_gelu_tanh, tj_sigmoid, tj_tanh};
     bool own = tjg_isa_current() >= TJG_AVX2;   /* tjit's GEMM takes the frozen weight */
+    setenv("TJIT_GEMM_EPILOGUE", "1", 1);
     for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++) {
         uint64_t n = run_case(acts[a], false);
         if (own && n != 3)
@@ -82,21 +83,26 @@ static void test_epilogue_fused(void **state)
         if (!own)
             assert_int_equal(n, 0);
     }
+    unsetenv("TJIT_GEMM_EPILOGUE");
 }
 
 static void test_epilogue_not_fused(void **state)
 {
     (void)state;
+    setenv("TJIT_GEMM_EPILOGUE", "1", 1);
     assert_int_equal(run_case(tj_abs, false), 0);   /* not an epilogue activation */
     assert_int_equal(run_case(tj_relu, true), 0);   /* bias [m, n] */
+    unsetenv("TJIT_GEMM_EPILOGUE");   /* the default: off */
+    assert_int_equal(run_case(tj_gelu_tanh, false), 0);
     setenv("TJIT_GEMM_EPILOGUE", "0", 1);
     assert_int_equal(run_case(tj_gelu_tanh, false), 0);
-    unsetenv("TJIT_GEMM_EPILOGUE");
+    setenv("TJIT_GEMM_EPILOGUE", "1", 1);
     tjg_isa_force(TJG_GENERIC);   /* OpenBLAS runs the f32 GEMM: the kernel runs */
     assert_int_equal(run_case(tj_gelu_tanh, false), 0);
     tjg_isa_force(-1);
     if (tjg_isa_current() >= TJG_AVX2)   /* the variant back: fused again */
         assert_int_equal(run_case(tj_gelu_tanh, false), 3);
+    unsetenv("TJIT_GEMM_EPILOGUE");
 }
 
 int main(void)
