@@ -278,9 +278,10 @@ static int own_f32_env(void)
  * Zen 3 core; 2048^3 trailed by a fifth (docs/perf.md, 2026-11-29). Since
  * the last sliver's own row count and (two threads) A packed once with
  * column tasks claimed, P4's two shapes run 1-6% ahead of OpenBLAS on one
- * core (CPU time) and at least even on two; a kept weight here also takes
- * a plan's fused bias + activation (sched/epi.c), which OpenBLAS cannot
- * (docs/perf.md, "AVX2 GEMM on two threads", 2026-11-29). */
+ * core (CPU time) and within 6% either way on two (quiet, docs/perf.md,
+ * "AVX2 GEMM on two threads" and the fourth session's suite section). A
+ * kept weight here can also take a plan's fused bias + activation
+ * (sched/epi.c, TJIT_GEMM_EPILOGUE=1), which OpenBLAS cannot. */
 static bool own_f32_shape(int64_t m, int64_t n, int64_t k)
 {
     if (n < 4 * TJG_NR)
