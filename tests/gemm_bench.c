@@ -12,7 +12,7 @@
  * micro-kernel the CPU runs, TJIT_ISA caps it), f16 tjg (f16 A, B and C: F16C
  * widening where the CPU has it, else the portable kernel), int8 tjg (u8 x s8: VNNI,
  * or AVX2's vpmaddwd on full-range A, vpmaddubsw on 7-bit A).
- * Best of several timed repetitions (the f32 columns in turn, rep by rep);
+ * Best of several timed repetitions (all columns in turn, rep by rep);
  * times are wall clock unless --cpu-time.
  */
 #include <stdio.h>
@@ -78,38 +78,29 @@ static double run(int which, bufs *x)
     }
 }
 
-static double gflops(int which, bufs *x)
+/* The columns (which: 0, 1, 4, 6, then 2, 7, 3, 5 unless --f32) timed in
+ * turn, rep after rep, forwards then backwards, so a change in the
+ * machine's load falls on all of them alike; best of each. (Before, the
+ * bf16, f16 and int8 columns were timed each on its own after the f32
+ * ones, with half their repetitions: under load bf16 read 5-13% below f32
+ * where the calls interleaved in one process were level, docs/perf.md.) */
+static void gflops_all(bufs *x, double out[8], int ncol)
 {
-    double flop = 2.0 * (double)x->s.m * (double)x->s.n * (double)x->s.k, best = 1e30;
-    run(which, x);
-    int reps = (int)(2e10 / flop) + 3;
-    for (int r = 0; r < reps; r++) {
-        double t0 = now();
-        run(which, x);
-        double t = now() - t0;
-        best = t < best ? t : best;
-    }
-    return flop / best * 1e-9;
-}
-
-/* The f32 columns (which: 0, 1, 4, 6) timed in turn, rep after rep, so a
- * change in the machine's load falls on all of them; best of each. */
-static void gflops_f32(bufs *x, double out[4])
-{
-    static const int which[4] = {0, 1, 4, 6};
-    double flop = 2.0 * (double)x->s.m * (double)x->s.n * (double)x->s.k, best[4];
+    static const int which[8] = {0, 1, 4, 6, 2, 7, 3, 5};
+    double flop = 2.0 * (double)x->s.m * (double)x->s.n * (double)x->s.k, best[8];
     int reps = (int)(4e10 / flop) + 5;
-    for (int w = 0; w < 4; w++)
+    for (int w = 0; w < ncol; w++)
         run(which[w], x), best[w] = 1e30;
     for (int r = 0; r < reps; r++)
-        for (int w = 0; w < 4; w++) {
+        for (int i = 0; i < ncol; i++) {
+            int w = r % 2 ? ncol - 1 - i : i;
             double t0 = now();
             run(which[w], x);
             double t = now() - t0;
             best[w] = t < best[w] ? t : best[w];
         }
-    for (int w = 0; w < 4; w++)
-        out[w] = flop / best[w] * 1e-9;
+    for (int w = 0; w < 8; w++)
+        out[w] = w < ncol ? flop / best[w] * 1e-9 : 0.0;
 }
 
 int main(int argc, char **argv)
@@ -169,13 +160,11 @@ int main(int argc, char **argv)
         tjg_pack_f32_as_bf16(&x.ph, x.b, s.n, 1, s.k, s.n);
         tjg_pack_s8(&x.pq, x.bq, s.n, 1, s.k, s.n, x.sb);
         tjg_pack_f32_as_f16(&x.pk, x.b, s.n, 1, s.k, s.n);
-        double f[4];
-        gflops_f32(&x, f);
+        double f[8];
+        gflops_all(&x, f, f32_only ? 4 : 8);
         printf("| %lldx%lldx%lld | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n",
-               (long long)s.m, (long long)s.n, (long long)s.k, f[0], f[1], f[2], f[3],
-               f32_only ? 0.0 : gflops(2, &x), f32_only ? 0.0 : gflops(7, &x),
-               f32_only ? 0.0 : gflops(3, &x),
-                f32_only ? 0.0 : gflops(5, &x));
+               (long long)s.m, (long long)s.n, (long long)s.k, f[0], f[1], f[2], f[3], f[4],
+               f[5], f[6], f[7]);
         fflush(stdout);
         tjg_packed_free(&x.pf), tjg_packed_free(&x.ph), tjg_packed_free(&x.pq), tjg_packed_free(&x.pk);
         free(x.a), free(x.b), free(x.c), free(x.a16), free(x.c16), free(x.ah), free(x.aq), free(x.aq7), free(x.bq);
