@@ -125,9 +125,16 @@ static int gemm_blas(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_
         rt_blas_layout(m, k, a.rs, a.cs, &ta, &lda);
         rt_blas_layout(k, n, b.rs, b.cs, &tb, &ldb);
     }
-    if (dt == TJ_F32)
-        return rt_sgemm(ta, tb, m, n, k, 1.0f, a.p, lda, b.p, ldb, acc ? 1.0f : 0.0f, c, ldc);
-    return rt_dgemm(ta, tb, m, n, k, 1.0, a.p, lda, b.p, ldb, acc ? 1.0 : 0.0, c, ldc);
+    /* small: OpenBLAS's own threads not woken (tjg_small) */
+    bool serial = rt_threads_here() > 1 && tjg_small(m, n, k);
+    if (serial)
+        rt_blas_serial_begin();
+    int r = dt == TJ_F32
+                ? rt_sgemm(ta, tb, m, n, k, 1.0f, a.p, lda, b.p, ldb, acc ? 1.0f : 0.0f, c, ldc)
+                : rt_dgemm(ta, tb, m, n, k, 1.0, a.p, lda, b.p, ldb, acc ? 1.0 : 0.0, c, ldc);
+    if (serial)
+        rt_blas_serial_end();
+    return r;
 }
 
 /* Integer GEMM: rows of C accumulate a[i,k] * (row k of B), in column blocks
@@ -481,6 +488,12 @@ static int gemm_ex(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_ma
         if (r <= 0)
             return r;
         raw = raw && r == 2;   /* OpenBLAS chosen (autotune, shape): kept */
+    }
+    /* small, B's rows contiguous: the direct tiles on this thread */
+    if (percall && dt == TJ_F32 && k > 0 && (b.cs == 1 || n == 1) &&
+        tjg_isa_current() >= TJG_AVX2 && tjg_small(m, n, k)) {
+        tjg_gemm_f32_small(m, n, k, a.p, a.rs, a.cs, b.p, b.rs, c, ldc, accumulate);
+        return 0;
     }
     if (raw) {
         tjg_epilogue e = {.accumulate = accumulate};

@@ -8,7 +8,8 @@
  * Built against the library's internal headers (it measures internals);
  * prints one markdown row per shape: f32 OpenBLAS, f32 tjg (B packed once;
  * packed by tjg_pack_f32 before every call; packed in the call by
- * tjg_gemm_f32_raw, panel by panel), bf16 tjg (the
+ * tjg_gemm_f32_raw, panel by panel; the small GEMMs' direct tiles,
+ * tjg_gemm_f32_small, one thread, not with --tb), bf16 tjg (the
  * micro-kernel the CPU runs, TJIT_ISA caps it), f16 tjg (f16 A, B and C: F16C
  * widening where the CPU has it, else the portable kernel), int8 tjg (u8 x s8: VNNI,
  * or AVX2's vpmaddwd on full-range A, vpmaddubsw on 7-bit A).
@@ -55,6 +56,9 @@ static double run(int which, bufs *x)
     case 0: return rt_sgemm(ta, tb, s.m, s.n, s.k, 1, x->a, ta ? s.m : s.k, x->b, tb ? s.k : s.n,
                             0, x->c, s.n);
     case 1: return tjg_gemm(s.m, x->a, false, ars, acs, &x->pf, x->c, s.n, NULL, NULL);
+    case 8:   /* the small GEMMs' direct tiles (B's rows contiguous only) */
+        tjg_gemm_f32_small(s.m, s.n, s.k, x->a, ars, acs, x->b, brs, x->c, s.n, false);
+        return 0;
     case 6: return tjg_gemm_f32_raw(s.m, x->a, ars, acs, x->b, brs, bcs, s.k, s.n, x->c, s.n,
                                     NULL, NULL);
     case 2: {
@@ -92,23 +96,24 @@ static double gflops(int which, bufs *x)
     return flop / best * 1e-9;
 }
 
-/* The f32 columns (which: 0, 1, 4, 6) timed in turn, rep after rep, so a
+/* The f32 columns (which: 0, 1, 4, 6, 8; 8 not with --tb) timed in turn, rep after rep, so a
  * change in the machine's load falls on all of them; best of each. */
-static void gflops_f32(bufs *x, double out[4])
+static void gflops_f32(bufs *x, double out[5])
 {
-    static const int which[4] = {0, 1, 4, 6};
-    double flop = 2.0 * (double)x->s.m * (double)x->s.n * (double)x->s.k, best[4];
-    int reps = (int)(4e10 / flop) + 5;
-    for (int w = 0; w < 4; w++)
+    static const int which[5] = {0, 1, 4, 6, 8};
+    double flop = 2.0 * (double)x->s.m * (double)x->s.n * (double)x->s.k, best[5];
+    int reps = (int)(4e10 / flop) + 5, nw = tb ? 4 : 5;
+    out[4] = 0;
+    for (int w = 0; w < nw; w++)
         run(which[w], x), best[w] = 1e30;
     for (int r = 0; r < reps; r++)
-        for (int w = 0; w < 4; w++) {
+        for (int w = 0; w < nw; w++) {
             double t0 = now();
             run(which[w], x);
             double t = now() - t0;
             best[w] = t < best[w] ? t : best[w];
         }
-    for (int w = 0; w < 4; w++)
+    for (int w = 0; w < nw; w++)
         out[w] = flop / best[w] * 1e-9;
 }
 
@@ -142,7 +147,7 @@ int main(int argc, char **argv)
     printf("isa %s, %d threads, %s; OpenBLAS core %s%s%s\n", tjg_isa_name(tjg_isa_current()),
            rt_threads(), cpu_time ? "CPU time" : "wall clock", rt_blas_core(),
            ta ? "; A transposed" : "", tb ? "; B transposed" : "");
-    printf("| M x N x K | OpenBLAS f32 | tjg f32 | tjg f32 + pack B | tjg f32 raw B | tjg bf16 | tjg f16 | tjg u8s8 | tjg u8s8 7-bit |\n|---|---|---|---|---|---|---|---|---|\n");
+    printf("| M x N x K | OpenBLAS f32 | tjg f32 | tjg f32 + pack B | tjg f32 raw B | tjg f32 small | tjg bf16 | tjg f16 | tjg u8s8 | tjg u8s8 7-bit |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < ns; i++) {
         bufs x = {.s = shapes[i]};
         shape s = x.s;
@@ -169,10 +174,10 @@ int main(int argc, char **argv)
         tjg_pack_f32_as_bf16(&x.ph, x.b, s.n, 1, s.k, s.n);
         tjg_pack_s8(&x.pq, x.bq, s.n, 1, s.k, s.n, x.sb);
         tjg_pack_f32_as_f16(&x.pk, x.b, s.n, 1, s.k, s.n);
-        double f[4];
+        double f[5];
         gflops_f32(&x, f);
-        printf("| %lldx%lldx%lld | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n",
-               (long long)s.m, (long long)s.n, (long long)s.k, f[0], f[1], f[2], f[3],
+        printf("| %lldx%lldx%lld | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n",
+               (long long)s.m, (long long)s.n, (long long)s.k, f[0], f[1], f[2], f[3], f[4],
                f32_only ? 0.0 : gflops(2, &x), f32_only ? 0.0 : gflops(7, &x),
                f32_only ? 0.0 : gflops(3, &x),
                 f32_only ? 0.0 : gflops(5, &x));

@@ -1,0 +1,151 @@
+/* gemm_small.c - f32 GEMMs too small to pay for packing or for waking
+ * threads (the rule: tjg_small), on the calling thread.
+ *
+ *   tjg_small           whether m*n*k is at most TJIT_GEMM_SMALL multiply-adds
+ *                       (default 2^20); tjg_gemm (gemm.c) and k_matmul.c's
+ *                       OpenBLAS calls then run on the calling thread
+ *   tjg_gemm_f32_small  C[m,n] (+)= A[m,k] @ B[k,n] with B's rows contiguous,
+ *                       read in place: tiles of up to 6 rows x 16 columns, each
+ *                       element of A broadcast from where it is (any strides:
+ *                       a transposed A as dW = dY^T X reads it), one sum per
+ *                       element of C over k in order; AVX2 + FMA, or portable C
+ *
+ * Why (docs/perf.md, "Small GEMMs"): a training step's GEMMs with a 10-class
+ * side (P7: dh = dlogits @ W, k = 10; dW = dlogits^T h, m = 10) are 0.65M
+ * multiply-adds, about 25 us on one Zen 3 core; split over two threads they
+ * waited for the other thread (the pool's or OpenBLAS's) longer than that,
+ * and packing B (tjit's GEMM) or OpenBLAS's m = 10 kernels ran them at
+ * 40-50 GFLOP/s where the direct tiles run (see docs/perf.md).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <immintrin.h>
+
+#include "gemm.h"
+
+/* Multiply-adds at or under which a GEMM runs on the calling thread. */
+#define SMALL_MNK ((int64_t)1 << 20)
+
+bool tjg_small(int64_t m, int64_t n, int64_t k)
+{
+    int64_t lim = SMALL_MNK;
+    const char *v = getenv("TJIT_GEMM_SMALL");   /* read per call: measurable per call */
+    if (v && *v) {
+        char *end;
+        long long x = strtoll(v, &end, 10);
+        if (*end == '\0' && x >= 0)
+            lim = x;
+    }
+    k = k > 1 ? k : 1;
+    return n <= lim / k && m <= lim / k / (n > 1 ? n : 1);
+}
+
+/* ---- portable ------------------------------------------------------------------------ */
+
+static void small_generic(int64_t m, int64_t n, int64_t k, const float *a, int64_t rs,
+                          int64_t cs, const float *b, int64_t ldb, float *c, int64_t ldc,
+                          bool acc)
+{
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            float s = 0;
+            for (int64_t kk = 0; kk < k; kk++)
+                s = __builtin_fmaf(a[i * rs + kk * cs], b[kk * ldb + j], s);
+            c[i * ldc + j] = acc ? c[i * ldc + j] + s : s;
+        }
+}
+
+/* ---- AVX2 + FMA ---------------------------------------------------------------------- */
+
+#define SMALL_MR 6
+
+/* Rows i..i+R (R a constant where inlined) of columns j..j+16, the last
+ * `cols` of them masked when tail (lo, hi: the masks of the two halves). */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+tile_avx2(int R, bool tail, __m256i lo, __m256i hi, int64_t k, const float *a, int64_t rs,
+          int64_t cs, const float *b, int64_t ldb, float *c, int64_t ldc, bool acc)
+{
+    __m256 s[SMALL_MR][2];
+    for (int r = 0; r < R; r++)
+        s[r][0] = s[r][1] = _mm256_setzero_ps();
+    for (int64_t kk = 0; kk < k; kk++) {
+        const float *bk = b + kk * ldb;
+        __m256 b0 = tail ? _mm256_maskload_ps(bk, lo) : _mm256_loadu_ps(bk);
+        __m256 b1 = tail ? _mm256_maskload_ps(bk + 8, hi) : _mm256_loadu_ps(bk + 8);
+        for (int r = 0; r < R; r++) {
+            __m256 av = _mm256_broadcast_ss(a + r * rs + kk * cs);
+            s[r][0] = _mm256_fmadd_ps(av, b0, s[r][0]);
+            s[r][1] = _mm256_fmadd_ps(av, b1, s[r][1]);
+        }
+    }
+    for (int r = 0; r < R; r++) {
+        float *cr = c + r * ldc;
+        if (tail) {
+            if (acc) {
+                s[r][0] = _mm256_add_ps(_mm256_maskload_ps(cr, lo), s[r][0]);
+                s[r][1] = _mm256_add_ps(_mm256_maskload_ps(cr + 8, hi), s[r][1]);
+            }
+            _mm256_maskstore_ps(cr, lo, s[r][0]);
+            _mm256_maskstore_ps(cr + 8, hi, s[r][1]);
+        } else {
+            if (acc) {
+                s[r][0] = _mm256_add_ps(_mm256_loadu_ps(cr), s[r][0]);
+                s[r][1] = _mm256_add_ps(_mm256_loadu_ps(cr + 8), s[r][1]);
+            }
+            _mm256_storeu_ps(cr, s[r][0]);
+            _mm256_storeu_ps(cr + 8, s[r][1]);
+        }
+    }
+}
+
+/* All row groups of one column block (tail: masked). */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+column_avx2(bool tail, __m256i lo, __m256i hi, int64_t m, int64_t k, const float *a,
+            int64_t rs, int64_t cs, const float *b, int64_t ldb, float *c, int64_t ldc,
+            bool acc)
+{
+    for (int64_t i = 0; i < m; i += SMALL_MR) {
+        const float *ai = a + i * rs;
+        float *ci = c + i * ldc;
+        switch (m - i < SMALL_MR ? m - i : SMALL_MR) {
+        case 6: tile_avx2(6, tail, lo, hi, k, ai, rs, cs, b, ldb, ci, ldc, acc); break;
+        case 5: tile_avx2(5, tail, lo, hi, k, ai, rs, cs, b, ldb, ci, ldc, acc); break;
+        case 4: tile_avx2(4, tail, lo, hi, k, ai, rs, cs, b, ldb, ci, ldc, acc); break;
+        case 3: tile_avx2(3, tail, lo, hi, k, ai, rs, cs, b, ldb, ci, ldc, acc); break;
+        case 2: tile_avx2(2, tail, lo, hi, k, ai, rs, cs, b, ldb, ci, ldc, acc); break;
+        default: tile_avx2(1, tail, lo, hi, k, ai, rs, cs, b, ldb, ci, ldc, acc); break;
+        }
+    }
+}
+
+/* Column blocks of 16 outermost: a block's k x 16 of B stays in L1 while
+ * every row group reads it. */
+__attribute__((target("avx2,fma"))) static void
+small_avx2(int64_t m, int64_t n, int64_t k, const float *a, int64_t rs, int64_t cs,
+           const float *b, int64_t ldb, float *c, int64_t ldc, bool acc)
+{
+    __m256i ones = _mm256_set1_epi32(-1);
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16)
+        column_avx2(false, ones, ones, m, k, a, rs, cs, b + j, ldb, c + j, ldc, acc);
+    if (j < n) {
+        int rem = (int)(n - j);
+        __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        __m256i lo = _mm256_cmpgt_epi32(_mm256_set1_epi32(rem), idx);
+        __m256i hi = _mm256_cmpgt_epi32(_mm256_set1_epi32(rem - 8), idx);
+        column_avx2(true, lo, hi, m, k, a, rs, cs, b + j, ldb, c + j, ldc, acc);
+    }
+}
+
+void tjg_gemm_f32_small(int64_t m, int64_t n, int64_t k, const float *a, int64_t rs,
+                        int64_t cs, const float *b, int64_t ldb, float *c, int64_t ldc,
+                        bool acc)
+{
+    if (m <= 0 || n <= 0)
+        return;
+    if (tjg_isa_current() >= TJG_AVX2)
+        small_avx2(m, n, k, a, rs, cs, b, ldb, c, ldc, acc);
+    else
+        small_generic(m, n, k, a, rs, cs, b, ldb, c, ldc, acc);
+}
