@@ -171,6 +171,12 @@ void tjg_gemm_f32_small(int64_t m, int64_t n, int64_t k, const float *a, int64_t
                         int64_t cs, const float *b, int64_t ldb, float *c, int64_t ldc,
                         bool acc);
 
+/* The same with A's rows and B's columns contiguous in k: A's element
+ * (i, kk) at a[i*lda + kk], B's (kk, j) at b[j*ldb + kk] (a linear's x @
+ * w^T); each element eight partial sums over k, then added across. */
+void tjg_gemm_f32_small_dot(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                            const float *b, int64_t ldb, float *c, int64_t ldc, bool acc);
+
 /* int8: A is u8 with a zero point per row (a_zp[i]) and scale per row
  * (a_scale[i]); C (f32) = (sum_k (a - zp) * b) * a_scale[i] * b->scale[j]
  * then the epilogue (bias, act, residual). s32 accumulation (exact). */

@@ -9,6 +9,9 @@
  *                       element of A broadcast from where it is (any strides:
  *                       a transposed A as dW = dY^T X reads it), one sum per
  *                       element of C over k in order; AVX2 + FMA, or portable C
+ *   tjg_gemm_f32_small_dot  the same with A's rows and B's columns contiguous
+ *                       in k (x @ w^T of a linear: P7's logits, n = 10): tiles
+ *                       of 2 rows x 4 columns, eight partial sums each
  *
  * Why (docs/perf.md, "Small GEMMs"): a training step's GEMMs with a 10-class
  * side (P7: dh = dlogits @ W, k = 10; dW = dlogits^T h, m = 10) are 0.65M
@@ -136,6 +139,105 @@ small_avx2(int64_t m, int64_t n, int64_t k, const float *a, int64_t rs, int64_t 
         __m256i hi = _mm256_cmpgt_epi32(_mm256_set1_epi32(rem - 8), idx);
         column_avx2(true, lo, hi, m, k, a, rs, cs, b + j, ldb, c + j, ldc, acc);
     }
+}
+
+/* ---- dot products: A's rows and B's columns contiguous in k --------------------------- */
+
+static void dot_generic(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                        const float *b, int64_t ldb, float *c, int64_t ldc, bool acc)
+{
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            float s = 0;
+            for (int64_t kk = 0; kk < k; kk++)
+                s = __builtin_fmaf(a[i * lda + kk], b[j * ldb + kk], s);
+            c[i * ldc + j] = acc ? c[i * ldc + j] + s : s;
+        }
+}
+
+__attribute__((target("avx2,fma"), always_inline)) static inline float hsum_avx2(__m256 v)
+{
+    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+    return _mm_cvtss_f32(_mm_add_ss(x, _mm_movehdup_ps(x)));
+}
+
+#define DOT_MR 2
+#define DOT_NR 4
+
+/* Rows i..i+R by columns j..j+C (constants where inlined): eight partial
+ * sums per element over k (the last k % 8 masked), then added across. */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+dot_tile_avx2(int R, int C, int64_t k, __m256i kmask, const float *a, int64_t lda,
+              const float *b, int64_t ldb, float *c, int64_t ldc, bool acc)
+{
+    __m256 s[DOT_MR][DOT_NR];
+    for (int r = 0; r < R; r++)
+        for (int q = 0; q < C; q++)
+            s[r][q] = _mm256_setzero_ps();
+    int64_t kk = 0;
+    for (; kk + 8 <= k; kk += 8) {
+        __m256 av[DOT_MR];
+        for (int r = 0; r < R; r++)
+            av[r] = _mm256_loadu_ps(a + r * lda + kk);
+        for (int q = 0; q < C; q++) {
+            __m256 bv = _mm256_loadu_ps(b + q * ldb + kk);
+            for (int r = 0; r < R; r++)
+                s[r][q] = _mm256_fmadd_ps(av[r], bv, s[r][q]);
+        }
+    }
+    if (kk < k) {
+        __m256 av[DOT_MR];
+        for (int r = 0; r < R; r++)
+            av[r] = _mm256_maskload_ps(a + r * lda + kk, kmask);
+        for (int q = 0; q < C; q++) {
+            __m256 bv = _mm256_maskload_ps(b + q * ldb + kk, kmask);
+            for (int r = 0; r < R; r++)
+                s[r][q] = _mm256_fmadd_ps(av[r], bv, s[r][q]);
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int q = 0; q < C; q++) {
+            float v = hsum_avx2(s[r][q]);
+            c[r * ldc + q] = acc ? c[r * ldc + q] + v : v;
+        }
+}
+
+#define DOT_CASE(R, C)                                                                         \
+    case (R) * 8 + (C): dot_tile_avx2(R, C, k, kmask, ai, lda, bj, ldb, cij, ldc, acc); break;
+
+__attribute__((target("avx2,fma"))) static void
+dot_avx2(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
+         int64_t ldb, float *c, int64_t ldc, bool acc)
+{
+    __m256i kmask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(k % 8)),
+                                       _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    for (int64_t i = 0; i < m; i += DOT_MR) {
+        int rows = m - i < DOT_MR ? (int)(m - i) : DOT_MR;
+        const float *ai = a + i * lda;
+        for (int64_t j = 0; j < n; j += DOT_NR) {
+            int cols = n - j < DOT_NR ? (int)(n - j) : DOT_NR;
+            const float *bj = b + j * ldb;
+            float *cij = c + i * ldc + j;
+            switch (rows * 8 + cols) {
+            DOT_CASE(2, 4) DOT_CASE(2, 3) DOT_CASE(2, 2) DOT_CASE(2, 1)
+            DOT_CASE(1, 4) DOT_CASE(1, 3) DOT_CASE(1, 2)
+            default: dot_tile_avx2(1, 1, k, kmask, ai, lda, bj, ldb, cij, ldc, acc); break;
+            }
+        }
+    }
+}
+#undef DOT_CASE
+
+void tjg_gemm_f32_small_dot(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                            const float *b, int64_t ldb, float *c, int64_t ldc, bool acc)
+{
+    if (m <= 0 || n <= 0)
+        return;
+    if (tjg_isa_current() >= TJG_AVX2)
+        dot_avx2(m, n, k, a, lda, b, ldb, c, ldc, acc);
+    else
+        dot_generic(m, n, k, a, lda, b, ldb, c, ldc, acc);
 }
 
 void tjg_gemm_f32_small(int64_t m, int64_t n, int64_t k, const float *a, int64_t rs,

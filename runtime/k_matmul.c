@@ -463,6 +463,12 @@ done:
     return r;
 }
 
+/* Small GEMMs on dot products (tjg_gemm_f32_small_dot): at least this k
+ * and at most this many rows or columns. On one Zen 3 core (gemm_bench
+ * --tb, docs/perf.md) they ran 1.1-1.8x OpenBLAS at n = 10 and 16 from
+ * k = 32, and at m = 10; k = 10 at half OpenBLAS's rate, n = 100 at 0.65x. */
+enum { SMALL_DOT_K = 32, SMALL_DOT_SIDE = 16 };
+
 /* bias: [n] f32 added to the sums in the epilogue, bf16/f16 only (NULL else).
  * percall: a matmul's or linear's f32 GEMM whose B is not a kept weight
  * may run on tjit's GEMM with B packed in the call (rt_gemm_own_f32); conv's
@@ -489,11 +495,21 @@ static int gemm_ex(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_ma
             return r;
         raw = raw && r == 2;   /* OpenBLAS chosen (autotune, shape): kept */
     }
-    /* small, B's rows contiguous: the direct tiles on this thread */
-    if (percall && dt == TJ_F32 && k > 0 && (b.cs == 1 || n == 1) &&
-        tjg_isa_current() >= TJG_AVX2 && tjg_small(m, n, k)) {
-        tjg_gemm_f32_small(m, n, k, a.p, a.rs, a.cs, b.p, b.rs, c, ldc, accumulate);
-        return 0;
+    /* small, B's rows contiguous (or A's rows and B's columns): the direct
+     * tiles on this thread (gemm_small.c) */
+    if (percall && dt == TJ_F32 && k > 0 && tjg_isa_current() >= TJG_AVX2 &&
+        tjg_small(m, n, k)) {
+        if (b.cs == 1 || n == 1) {
+            tjg_gemm_f32_small(m, n, k, a.p, a.rs, a.cs, b.p, b.rs, c, ldc, accumulate);
+            return 0;
+        }
+        /* dot products: few rows or columns and k long enough that the
+         * sums across each vector pay (docs/perf.md) */
+        if (b.rs == 1 && (a.cs == 1 || m == 1) && k >= SMALL_DOT_K &&
+            (n <= SMALL_DOT_SIDE || m <= SMALL_DOT_SIDE)) {
+            tjg_gemm_f32_small_dot(m, n, k, a.p, a.rs, b.p, b.cs, c, ldc, accumulate);
+            return 0;
+        }
     }
     if (raw) {
         tjg_epilogue e = {.accumulate = accumulate};

@@ -9,7 +9,8 @@
  * prints one markdown row per shape: f32 OpenBLAS, f32 tjg (B packed once;
  * packed by tjg_pack_f32 before every call; packed in the call by
  * tjg_gemm_f32_raw, panel by panel; the small GEMMs' direct tiles,
- * tjg_gemm_f32_small, one thread, not with --tb), bf16 tjg (the
+ * tjg_gemm_f32_small, one thread; with --tb tjg_gemm_f32_small_dot, not
+ * with --ta too), bf16 tjg (the
  * micro-kernel the CPU runs, TJIT_ISA caps it), f16 tjg (f16 A, B and C: F16C
  * widening where the CPU has it, else the portable kernel), int8 tjg (u8 x s8: VNNI,
  * or AVX2's vpmaddwd on full-range A, vpmaddubsw on 7-bit A).
@@ -56,8 +57,11 @@ static double run(int which, bufs *x)
     case 0: return rt_sgemm(ta, tb, s.m, s.n, s.k, 1, x->a, ta ? s.m : s.k, x->b, tb ? s.k : s.n,
                             0, x->c, s.n);
     case 1: return tjg_gemm(s.m, x->a, false, ars, acs, &x->pf, x->c, s.n, NULL, NULL);
-    case 8:   /* the small GEMMs' direct tiles (B's rows contiguous only) */
-        tjg_gemm_f32_small(s.m, s.n, s.k, x->a, ars, acs, x->b, brs, x->c, s.n, false);
+    case 8:   /* the small GEMMs' direct tiles (with --tb: dot products, A as is) */
+        if (tb)
+            tjg_gemm_f32_small_dot(s.m, s.n, s.k, x->a, s.k, x->b, s.k, x->c, s.n, false);
+        else
+            tjg_gemm_f32_small(s.m, s.n, s.k, x->a, ars, acs, x->b, brs, x->c, s.n, false);
         return 0;
     case 6: return tjg_gemm_f32_raw(s.m, x->a, ars, acs, x->b, brs, bcs, s.k, s.n, x->c, s.n,
                                     NULL, NULL);
@@ -96,13 +100,13 @@ static double gflops(int which, bufs *x)
     return flop / best * 1e-9;
 }
 
-/* The f32 columns (which: 0, 1, 4, 6, 8; 8 not with --tb) timed in turn, rep after rep, so a
+/* The f32 columns (which: 0, 1, 4, 6, 8; 8 not with --ta --tb) timed in turn, rep after rep, so a
  * change in the machine's load falls on all of them; best of each. */
 static void gflops_f32(bufs *x, double out[5])
 {
     static const int which[5] = {0, 1, 4, 6, 8};
     double flop = 2.0 * (double)x->s.m * (double)x->s.n * (double)x->s.k, best[5];
-    int reps = (int)(4e10 / flop) + 5, nw = tb ? 4 : 5;
+    int reps = (int)(4e10 / flop) + 5, nw = tb && ta ? 4 : 5;
     out[4] = 0;
     for (int w = 0; w < nw; w++)
         run(which[w], x), best[w] = 1e30;

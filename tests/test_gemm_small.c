@@ -3,8 +3,10 @@
  * (tjg_gemm_f32_small) of every variant this CPU supports against double
  * sums, over row groups of 1-6, masked column tails, k = 0, A as is,
  * transposed or strided, B with padded rows, accumulate, and C's padding
- * left alone; eager matmul and linear of small shapes (P7's three among
- * them) at the rule's edge, with the rule on and off (OpenBLAS or tjit's
+ * left alone; the dot products (tjg_gemm_f32_small_dot) likewise over
+ * their row pairs, column groups and masked k tails; eager matmul and linear of small shapes (P7's three among
+ * them) at the rule's edges (2^20; the dot products' k >= 32 and 16 rows
+ * or columns, through linear's x @ w^T), with the rule on and off (OpenBLAS or tjit's
  * GEMM on one thread or two), on one and two threads, against double sums. */
 #include <math.h>
 #include <setjmp.h>
@@ -106,6 +108,45 @@ static void small_case(dims d, int ta, bool acc)
     free(a), free(b), free(c), free(ref), free(got);
 }
 
+/* Dot products: A's rows lda = k + 3 apart, B's columns ldb = k + 5, C's
+ * rows ldc = n + 3 (padding checked). */
+static void dot_case(dims d, bool acc)
+{
+    int64_t lda = d.k + 3, ldb = d.k + 5, ldc = d.n + 3;
+    int64_t sa = d.m * lda + 1, sb = d.n * ldb + 1, sc = d.m * ldc + 1;
+    float *a = malloc((size_t)sa * 4), *b = malloc((size_t)sb * 4), *c = malloc((size_t)sc * 4);
+    double *ref = calloc((size_t)(d.m * d.n + 1), sizeof(double));
+    float *got = malloc((size_t)(d.m * d.n + 1) * 4);
+    unsigned s = 11;
+    for (int64_t i = 0; i < sa; i++)
+        a[i] = tu_frand(&s);
+    for (int64_t i = 0; i < sb; i++)
+        b[i] = tu_frand(&s);
+    for (int64_t i = 0; i < sc; i++)
+        c[i] = tu_frand(&s);
+    for (int64_t i = 0; i < d.m; i++)
+        for (int64_t j = 0; j < d.n; j++) {
+            double x = acc ? c[i * ldc + j] : 0;
+            for (int64_t kk = 0; kk < d.k; kk++)
+                x += (double)a[i * lda + kk] * b[j * ldb + kk];
+            ref[i * d.n + j] = x;
+        }
+    float pad[3 * 16];
+    for (int64_t i = 0; i < d.m && i < 16; i++)
+        memcpy(pad + 3 * i, c + i * ldc + d.n, 3 * 4);
+    tjg_gemm_f32_small_dot(d.m, d.n, d.k, a, lda, b, ldb, c, ldc, acc);
+    char what[128];
+    snprintf(what, sizeof what, "dot %s acc %d %lldx%lldx%lld", tjg_isa_name(tjg_isa_current()),
+             acc, (long long)d.m, (long long)d.n, (long long)d.k);
+    for (int64_t i = 0; i < d.m; i++)
+        memcpy(got + i * d.n, c + i * ldc, (size_t)d.n * 4);
+    check_close(got, ref, d.m * d.n, 1e-6 * (4 + sqrt((double)d.k)), what);
+    for (int64_t i = 0; i < d.m && i < 16; i++)
+        if (memcmp(pad + 3 * i, c + i * ldc + d.n, 3 * 4))
+            fail_msg("%s: row %lld's padding written", what, (long long)i);
+    free(a), free(b), free(c), free(ref), free(got);
+}
+
 /* Row groups 1-6 and their tails (m 1-13), columns around 8 and 16 (the
  * masked halves), k = 0, 1 and P7's sizes scaled. */
 static void small_cases(tjg_isa isa, void *ctx)
@@ -118,6 +159,15 @@ static void small_cases(tjg_isa isa, void *ctx)
         for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++)
             for (size_t q = 0; q < sizeof ks / sizeof ks[0]; q++)
                 small_case((dims){ms[i], ns[j], ks[q]}, (int)((i + j + q) % 3), (i + q) % 2);
+    /* dot: row pairs and a last single row, column groups of 1-4, k
+     * around 8 (the masked tail) */
+    static const int64_t dm[] = {1, 2, 3, 5}, dn[] = {1, 2, 3, 4, 5, 9, 10};
+    static const int64_t dk[] = {0, 1, 7, 8, 9, 33, 512};
+    for (size_t i = 0; i < sizeof dm / sizeof dm[0]; i++)
+        for (size_t j = 0; j < sizeof dn / sizeof dn[0]; j++)
+            for (size_t q = 0; q < sizeof dk / sizeof dk[0]; q++)
+                dot_case((dims){dm[i], dn[j], dk[q]}, (i + j + q) % 2);
+    dot_case((dims){128, 10, 512}, false);   /* P7's logits */
     static const dims p7[] = {{128, 512, 10}, {10, 512, 128}, {64, 100, 130}};
     for (size_t s = 0; s < sizeof p7 / sizeof p7[0]; s++)
         for (int ta = 0; ta < 3; ta++)
@@ -171,8 +221,9 @@ static void test_eager(void **state)
 {
     (void)state;
     /* P7's three; 2^20 exactly and one k over it; few rows, one column */
-    static const dims ds[] = {{128, 512, 10}, {10, 512, 128}, {128, 10, 512},
-                              {128, 512, 16}, {128, 512, 17}, {3, 40, 7}, {30, 1, 20}};
+    static const dims ds[] = {{128, 512, 10}, {10, 512, 128}, {128, 10, 512}, {128, 512, 16},
+                              {128, 512, 17}, {3, 40, 7},     {30, 1, 20},    {20, 16, 31},
+                              {20, 16, 32},   {20, 17, 32},   {17, 40, 32},   {16, 40, 32}};
     static const char *env[3] = {NULL, "0", "4096"};
     int threads = tj_num_threads();
     for (int th = 1; th <= 2; th++) {
