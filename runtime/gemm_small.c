@@ -74,6 +74,10 @@ tile_avx2(int R, bool tail, __m256i lo, __m256i hi, int64_t k, const float *a, i
         s[r][0] = s[r][1] = _mm256_setzero_ps();
     for (int64_t kk = 0; kk < k; kk++) {
         const float *bk = b + kk * ldb;
+        /* the row's next column blocks: B from memory is read along its
+         * rows (a column block alone is one line per row, 2 KB apart at
+         * n = 512, which the hardware prefetchers do not follow) */
+        _mm_prefetch((const char *)(bk + 48), _MM_HINT_T0);
         __m256 b0 = tail ? _mm256_maskload_ps(bk, lo) : _mm256_loadu_ps(bk);
         __m256 b1 = tail ? _mm256_maskload_ps(bk + 8, hi) : _mm256_loadu_ps(bk + 8);
         for (int r = 0; r < R; r++) {
@@ -122,11 +126,10 @@ column_avx2(bool tail, __m256i lo, __m256i hi, int64_t m, int64_t k, const float
     }
 }
 
-/* Column blocks of 16 outermost: a block's k x 16 of B stays in L1 while
- * every row group reads it. */
+/* Every column block of m rows. */
 __attribute__((target("avx2,fma"))) static void
-small_avx2(int64_t m, int64_t n, int64_t k, const float *a, int64_t rs, int64_t cs,
-           const float *b, int64_t ldb, float *c, int64_t ldc, bool acc)
+columns_avx2(int64_t m, int64_t n, int64_t k, const float *a, int64_t rs, int64_t cs,
+             const float *b, int64_t ldb, float *c, int64_t ldc, bool acc)
 {
     __m256i ones = _mm256_set1_epi32(-1);
     int64_t j = 0;
@@ -139,6 +142,25 @@ small_avx2(int64_t m, int64_t n, int64_t k, const float *a, int64_t rs, int64_t 
         __m256i hi = _mm256_cmpgt_epi32(_mm256_set1_epi32(rem - 8), idx);
         column_avx2(true, lo, hi, m, k, a, rs, cs, b + j, ldb, c + j, ldc, acc);
     }
+}
+
+/* B of at most this many elements (64 KB) is read again by every row group:
+ * C is then written along its rows, 6 at a time, which the prefetchers
+ * follow (k = 10: C is most of the traffic); a larger B goes column block
+ * by column block, each block's k x 16 in L1 while every row group reads it. */
+enum { SMALL_B_ROWS_OUTER = 16384 };
+
+__attribute__((target("avx2,fma"))) static void
+small_avx2(int64_t m, int64_t n, int64_t k, const float *a, int64_t rs, int64_t cs,
+           const float *b, int64_t ldb, float *c, int64_t ldc, bool acc)
+{
+    if (k * n > SMALL_B_ROWS_OUTER) {
+        columns_avx2(m, n, k, a, rs, cs, b, ldb, c, ldc, acc);
+        return;
+    }
+    for (int64_t i = 0; i < m; i += SMALL_MR)
+        columns_avx2(m - i < SMALL_MR ? m - i : SMALL_MR, n, k, a + i * rs, rs, cs, b, ldb,
+                     c + i * ldc, ldc, acc);
 }
 
 /* ---- dot products: A's rows and B's columns contiguous in k --------------------------- */
