@@ -49,7 +49,7 @@ static bool fits(const ir_graph *g, const ir_fusion *f, const sc_plan *p, int e,
 {
     const step *se = &p->steps[e], *sk = &p->steps[e + 1];
     if (se->kind != S_EAGER || sk->kind != S_KERNEL || se->region >= 0 || sk->region >= 0 ||
-        (p->par && (p->par[e] || p->par[e + 1])) || e + 1 >= p->nsteps - p->ntail)
+        e + 1 >= p->nsteps - p->ntail)
         return false;
     const ir_node *mm = g->nodes[se->node];
     int ms = ir_slot(g, mm);

@@ -12,11 +12,13 @@
  * partition is (P7's measurements: docs/perf.md, "Inter-op parallelism in
  * the backward").
  *
- * Off by default: on a quiet machine OpenBLAS's own two threads were faster
- * (P7 compiled 4-9% slower with pairs and splits, P8 2-4% faster, paired
- * in one process: docs/perf.md); under load, where a descheduled thread
- * holds up OpenBLAS's fixed halves, they gained 1.2-2.6x. TJIT_INTEROP=1
- * turns them on.
+ * On by default: since a k <= 256 GEMM runs on tjit's GEMM (k_matmul.c),
+ * pairs and splits made P7's compiled step 1.8-2.9% faster on the quiet
+ * machine, in both orders of a paired probe, and left the inference cases
+ * level (docs/perf.md, "GEMMs on two threads by default", 2026-11-29; with
+ * OpenBLAS on every GEMM they had been 4-11% slower there); under load,
+ * where a descheduled thread holds up OpenBLAS's fixed halves, they gained
+ * 1.2-2.6x. TJIT_INTEROP=0 turns them off.
  *
  *   formed    after the memory plan (plan.c, finish_steps), outside blocked
  *             regions and the tail:
@@ -29,9 +31,8 @@
  *               single-threaded longer than the two would take on both).
  *             split: any other eager f32 matmul of two matrices with at least
  *               SC_PAIR_MIN multiply-adds and SC_SPLIT_COLS columns.
- *             Only with TJIT_INTEROP=1 (any value but 0 and empty);
- *             TJIT_GEMM_SPLIT=0 then forms no split (read when a plan is
- *             built).
+ *             Not with TJIT_INTEROP=0; TJIT_GEMM_SPLIT=0 forms no split
+ *             (both read when a plan is built).
  *   run       with exactly two runtime threads (rt_threads()): OpenBLAS
  *             serial (rt_blas_serial_begin), the pair's two steps or the
  *             split's column blocks as the chunks of one rt_parallel_for;
@@ -69,16 +70,12 @@ static bool env_off(const char *name)
     return e && !strcmp(e, "0");
 }
 
-static bool env_on(const char *name)
-{
-    const char *e = getenv(name);
-    return e && *e && strcmp(e, "0");
-}
-
-/* The multiply-adds of eager matmul step s, or 0 when it cannot pair. */
+/* The multiply-adds of eager matmul step s, or 0 when it cannot pair: not
+ * one whose GEMM applies its epilogue kernel (epi.c; asked for with
+ * TJIT_GEMM_EPILOGUE=1, on a kept weight, which a split would run whole). */
 static int64_t gemm_macs(const ir_graph *g, const sc_plan *p, const step *s)
 {
-    if (s->kind != S_EAGER || s->region >= 0)
+    if (s->kind != S_EAGER || s->region >= 0 || (p->epi && p->epi[s - p->steps].kstep >= 0))
         return 0;
     const ir_node *n = g->nodes[s->node];
     int slot = ir_slot(g, n);
@@ -135,7 +132,7 @@ int sc_plan_pairs(const ir_graph *g, sc_plan *p)
 {
     free(p->par);
     p->par = NULL;
-    if (!env_on("TJIT_INTEROP"))
+    if (env_off("TJIT_INTEROP"))
         return 0;
     bool split = !env_off("TJIT_GEMM_SPLIT");
     int end = p->nsteps - p->ntail;

@@ -340,7 +340,7 @@ static void finish_steps(builder *b)
         if (p->last_use[k] >= 0 && p->last_use[k] < p->nsteps)
             p->rel[p->rel_start[p->last_use[k]] + fill[p->last_use[k]]++] = k;
     free(fill);
-    if (sc_plan_pairs(b->g, p) || sc_plan_epilogues(b->g, b->f, p)) {
+    if (sc_plan_epilogues(b->g, b->f, p) || sc_plan_pairs(b->g, p)) {   /* pairs leave epilogues be */
         b->failed = true;
         return;
     }

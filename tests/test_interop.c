@@ -187,8 +187,8 @@ static void test_pair_formed(void **state)
     assert_int_equal(pairs_in(bwd_src, 3, bwd_shapes), 1);
     setenv("TJIT_INTEROP", "0", 1);
     assert_int_equal(pairs_in(bwd_src, 3, bwd_shapes), 0);
-    unsetenv("TJIT_INTEROP");   /* the default: off */
-    assert_int_equal(pairs_in(bwd_src, 3, bwd_shapes), 0);
+    unsetenv("TJIT_INTEROP");   /* the default: on */
+    assert_int_equal(pairs_in(bwd_src, 3, bwd_shapes), 1);
     setenv("TJIT_INTEROP", "1", 1);
 }
 
@@ -496,7 +496,7 @@ static void test_training_step(void **state)
 int main(void)
 {
     tu_use_build_cache();
-    setenv("TJIT_INTEROP", "1", 1);   /* on: what these tests are about (off by default) */
+    setenv("TJIT_INTEROP", "1", 1);   /* on: what these tests are about (the default too) */
     tj_set_num_threads(2);
     tj_manual_seed(11);
     const struct CMUnitTest tests[] = {
