@@ -158,7 +158,7 @@ int tjg_gemm_f32_raw(int64_t m, const float *a, int64_t rs, int64_t cs, const fl
 
 /* Whether a GEMM of m x n x k is small enough to run on the calling thread,
  * without waking the pool or OpenBLAS's threads: at most TJIT_GEMM_SMALL
- * multiply-adds (default 2^20; 0: never). tjg_gemm and tjg_gemm_f32_raw
+ * multiply-adds (default 3 x 2^18 = 786432; 0: never). tjg_gemm and tjg_gemm_f32_raw
  * then run serially, k_matmul.c runs OpenBLAS serially and sends f32 with
  * B's rows contiguous to tjg_gemm_f32_small (gemm_small.c, docs/perf.md). */
 bool tjg_small(int64_t m, int64_t n, int64_t k);

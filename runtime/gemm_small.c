@@ -2,7 +2,7 @@
  * threads (the rule: tjg_small), on the calling thread.
  *
  *   tjg_small           whether m*n*k is at most TJIT_GEMM_SMALL multiply-adds
- *                       (default 2^20); tjg_gemm (gemm.c) and k_matmul.c's
+ *                       (default 3 x 2^18); tjg_gemm (gemm.c) and k_matmul.c's
  *                       OpenBLAS calls then run on the calling thread
  *   tjg_gemm_f32_small  C[m,n] (+)= A[m,k] @ B[k,n] with B's rows contiguous,
  *                       read in place: tiles of up to 6 rows x 16 columns, each
@@ -27,8 +27,11 @@
 
 #include "gemm.h"
 
-/* Multiply-adds at or under which a GEMM runs on the calling thread. */
-#define SMALL_MNK ((int64_t)1 << 20)
+/* Multiply-adds at or under which a GEMM runs on the calling thread: 3 x
+ * 2^18 (786432). On Zen 3 (gemm_bench, best of reps, warm, docs/perf.md)
+ * 128x512x10 ran at 69 GFLOP/s on these tiles against 51 for tjit's GEMM
+ * on two threads, but 128x512x16 (2^20) at 71 against 102. */
+#define SMALL_MNK ((int64_t)3 << 18)
 
 bool tjg_small(int64_t m, int64_t n, int64_t k)
 {

@@ -5,7 +5,7 @@
  * transposed or strided, B with padded rows, accumulate, and C's padding
  * left alone; the dot products (tjg_gemm_f32_small_dot) likewise over
  * their row pairs, column groups and masked k tails; eager matmul and linear of small shapes (P7's three among
- * them) at the rule's edges (2^20; the dot products' k >= 32 and 16 rows
+ * them) at the rule's edges (3 x 2^18; the dot products' k >= 32 and 16 rows
  * or columns, through linear's x @ w^T), with the rule on and off (OpenBLAS or tjit's
  * GEMM on one thread or two), on one and two threads, against double sums. */
 #include <math.h>
@@ -36,17 +36,17 @@ static void test_rule(void **state)
 {
     (void)state;
     unsetenv("TJIT_GEMM_SMALL");
-    int64_t lim = (int64_t)1 << 20;
+    int64_t lim = (int64_t)3 << 18;
     assert_true(tjg_small(1, 1, 1));
     assert_true(tjg_small(128, 512, 10));   /* P7's three: 655360 */
     assert_true(tjg_small(10, 512, 128));
     assert_true(tjg_small(128, 10, 512));
-    assert_true(tjg_small(1024, 1024, 1));  /* exactly 2^20 */
+    assert_true(tjg_small(1024, 768, 1));   /* exactly 3 x 2^18 */
     assert_true(tjg_small(1, 1, lim));
     assert_false(tjg_small(1, 1, lim + 1));
-    assert_false(tjg_small(1025, 1024, 1));
-    assert_false(tjg_small(128, 512, 17));  /* 1114112 */
-    assert_true(tjg_small(128, 512, 16));   /* 1048576 */
+    assert_false(tjg_small(1025, 768, 1));
+    assert_false(tjg_small(128, 512, 13));  /* 851968 */
+    assert_true(tjg_small(128, 512, 12));   /* 786432 */
     assert_true(tjg_small(lim, 1, 0));      /* k = 0 counts as 1 */
     assert_false(tjg_small(lim + 1, 1, 0));
     assert_true(tjg_small(0, 5, 5));
@@ -60,8 +60,8 @@ static void test_rule(void **state)
     assert_true(tjg_small((int64_t)1 << 20, (int64_t)1 << 20, (int64_t)1 << 20));
     assert_false(tjg_small((int64_t)1 << 21, (int64_t)1 << 21, (int64_t)1 << 21));
     setenv("TJIT_GEMM_SMALL", "x", 1);      /* not a count: the default */
-    assert_true(tjg_small(1024, 1024, 1));
-    assert_false(tjg_small(1025, 1024, 1));
+    assert_true(tjg_small(1024, 768, 1));
+    assert_false(tjg_small(1025, 768, 1));
     unsetenv("TJIT_GEMM_SMALL");
 }
 
@@ -220,9 +220,9 @@ static void eager_case(dims d, bool ta, const char *env)
 static void test_eager(void **state)
 {
     (void)state;
-    /* P7's three; 2^20 exactly and one k over it; few rows, one column */
-    static const dims ds[] = {{128, 512, 10}, {10, 512, 128}, {128, 10, 512}, {128, 512, 16},
-                              {128, 512, 17}, {3, 40, 7},     {30, 1, 20},    {20, 16, 31},
+    /* P7's three; the rule's edge exactly and one k over it; few rows, one column */
+    static const dims ds[] = {{128, 512, 10}, {10, 512, 128}, {128, 10, 512}, {128, 512, 12},
+                              {128, 512, 13}, {3, 40, 7},     {30, 1, 20},    {20, 16, 31},
                               {20, 16, 32},   {20, 17, 32},   {17, 40, 32},   {16, 40, 32}};
     static const char *env[3] = {NULL, "0", "4096"};
     int threads = tj_num_threads();
