@@ -10,7 +10,10 @@
  * operand and whose rows are evenly strided fold into one GEMM
  * ([B,M,K] @ [K,N] is one [B*M,K] @ [K,N]); other batches loop over GEMM
  * calls. Integer dtypes use a blocked kernel here; bf16 and f16 run tjit's
- * own GEMM (runtime/gemm.h) with f32 sums, rounded once.
+ * own GEMM (runtime/gemm.h) with f32 sums, rounded once. A GEMM of at most
+ * tjg_small's multiply-adds runs on the calling thread: f32 on the direct
+ * tiles of runtime/gemm_small.c where its layout suits them, else OpenBLAS
+ * serially (tjit's GEMM is serial there by itself).
  */
 #include <stdlib.h>
 #include <string.h>
