@@ -67,21 +67,42 @@ static void test_rule(void **state)
 
 typedef struct dims { int64_t m, n, k; } dims;
 
+/* a, b, c of sa, sb, sc floats from one seed. */
+static void fill3(float **a, int64_t sa, float **b, int64_t sb, float **c, int64_t sc,
+                  unsigned seed)
+{
+    *a = malloc((size_t)sa * 4), *b = malloc((size_t)sb * 4), *c = malloc((size_t)sc * 4);
+    for (int64_t i = 0; i < sa; i++)
+        (*a)[i] = tu_frand(&seed);
+    for (int64_t i = 0; i < sb; i++)
+        (*b)[i] = tu_frand(&seed);
+    for (int64_t i = 0; i < sc; i++)
+        (*c)[i] = tu_frand(&seed);
+}
+
+/* C's m x n part (rows ldc apart) against ref; the 3 floats after each of
+ * the first 64 rows as saved in pad before the call. */
+static void check_c(const float *c, int64_t ldc, const double *ref, dims d, const float *pad,
+                    const char *what)
+{
+    float *got = malloc((size_t)(d.m * d.n + 1) * 4);
+    for (int64_t i = 0; i < d.m; i++)
+        memcpy(got + i * d.n, c + i * ldc, (size_t)d.n * 4);
+    check_close(got, ref, d.m * d.n, 1e-6 * (4 + sqrt((double)d.k)), what);
+    for (int64_t i = 0; i < d.m && i < 64; i++)
+        if (memcmp(pad + 3 * i, c + i * ldc + d.n, 3 * 4))
+            fail_msg("%s: row %lld's padding written", what, (long long)i);
+    free(got);
+}
+
 /* One shape: A layout ta (0 rows contiguous, 1 transposed, 2 every other
  * element), B's rows ldb = n + 5 apart, C's ldc = n + 3 (padding checked). */
 static void small_case(dims d, int ta, bool acc)
 {
     int64_t ldb = d.n + 5, ldc = d.n + 3;
-    int64_t sa = d.m * d.k * 2 + 1, sb = d.k * ldb + 1, sc = d.m * ldc + 1;
-    float *a = malloc((size_t)sa * 4), *b = malloc((size_t)sb * 4), *c = malloc((size_t)sc * 4);
+    float *a, *b, *c;
+    fill3(&a, d.m * d.k * 2 + 1, &b, d.k * ldb + 1, &c, d.m * ldc + 1, 7);
     double *ref = calloc((size_t)(d.m * d.n + 1), sizeof(double));
-    unsigned s = 7;
-    for (int64_t i = 0; i < sa; i++)
-        a[i] = tu_frand(&s);
-    for (int64_t i = 0; i < sb; i++)
-        b[i] = tu_frand(&s);
-    for (int64_t i = 0; i < sc; i++)
-        c[i] = tu_frand(&s);
     int64_t rs = ta == 1 ? 1 : ta == 2 ? 2 * d.k : d.k, cs = ta == 1 ? d.m : ta == 2 ? 2 : 1;
     for (int64_t i = 0; i < d.m; i++)
         for (int64_t j = 0; j < d.n; j++) {
@@ -98,14 +119,8 @@ static void small_case(dims d, int ta, bool acc)
     snprintf(what, sizeof what, "small %s ta %d acc %d %lldx%lldx%lld",
              tjg_isa_name(tjg_isa_current()), ta, acc, (long long)d.m, (long long)d.n,
              (long long)d.k);
-    float *got = malloc((size_t)(d.m * d.n + 1) * 4);
-    for (int64_t i = 0; i < d.m; i++)
-        memcpy(got + i * d.n, c + i * ldc, (size_t)d.n * 4);
-    check_close(got, ref, d.m * d.n, 1e-6 * (4 + sqrt((double)d.k)), what);
-    for (int64_t i = 0; i < d.m && i < 64; i++)
-        if (memcmp(pad + 3 * i, c + i * ldc + d.n, 3 * 4))
-            fail_msg("%s: row %lld's padding written", what, (long long)i);
-    free(a), free(b), free(c), free(ref), free(got);
+    check_c(c, ldc, ref, d, pad, what);
+    free(a), free(b), free(c), free(ref);
 }
 
 /* Dot products: A's rows lda = k + 3 apart, B's columns ldb = k + 5, C's
@@ -113,17 +128,9 @@ static void small_case(dims d, int ta, bool acc)
 static void dot_case(dims d, bool acc)
 {
     int64_t lda = d.k + 3, ldb = d.k + 5, ldc = d.n + 3;
-    int64_t sa = d.m * lda + 1, sb = d.n * ldb + 1, sc = d.m * ldc + 1;
-    float *a = malloc((size_t)sa * 4), *b = malloc((size_t)sb * 4), *c = malloc((size_t)sc * 4);
+    float *a, *b, *c;
+    fill3(&a, d.m * lda + 1, &b, d.n * ldb + 1, &c, d.m * ldc + 1, 11);
     double *ref = calloc((size_t)(d.m * d.n + 1), sizeof(double));
-    float *got = malloc((size_t)(d.m * d.n + 1) * 4);
-    unsigned s = 11;
-    for (int64_t i = 0; i < sa; i++)
-        a[i] = tu_frand(&s);
-    for (int64_t i = 0; i < sb; i++)
-        b[i] = tu_frand(&s);
-    for (int64_t i = 0; i < sc; i++)
-        c[i] = tu_frand(&s);
     for (int64_t i = 0; i < d.m; i++)
         for (int64_t j = 0; j < d.n; j++) {
             double x = acc ? c[i * ldc + j] : 0;
@@ -131,20 +138,15 @@ static void dot_case(dims d, bool acc)
                 x += (double)a[i * lda + kk] * b[j * ldb + kk];
             ref[i * d.n + j] = x;
         }
-    float pad[3 * 16];
-    for (int64_t i = 0; i < d.m && i < 16; i++)
+    float pad[3 * 64];
+    for (int64_t i = 0; i < d.m && i < 64; i++)
         memcpy(pad + 3 * i, c + i * ldc + d.n, 3 * 4);
     tjg_gemm_f32_small_dot(d.m, d.n, d.k, a, lda, b, ldb, c, ldc, acc);
     char what[128];
     snprintf(what, sizeof what, "dot %s acc %d %lldx%lldx%lld", tjg_isa_name(tjg_isa_current()),
              acc, (long long)d.m, (long long)d.n, (long long)d.k);
-    for (int64_t i = 0; i < d.m; i++)
-        memcpy(got + i * d.n, c + i * ldc, (size_t)d.n * 4);
-    check_close(got, ref, d.m * d.n, 1e-6 * (4 + sqrt((double)d.k)), what);
-    for (int64_t i = 0; i < d.m && i < 16; i++)
-        if (memcmp(pad + 3 * i, c + i * ldc + d.n, 3 * 4))
-            fail_msg("%s: row %lld's padding written", what, (long long)i);
-    free(a), free(b), free(c), free(ref), free(got);
+    check_c(c, ldc, ref, d, pad, what);
+    free(a), free(b), free(c), free(ref);
 }
 
 /* Row groups 1-6 and their tails (m 1-13), columns around 8 and 16 (the
