@@ -85,7 +85,7 @@ static void fill3(float **a, int64_t sa, float **b, int64_t sb, float **c, int64
 static void check_c(const float *c, int64_t ldc, const double *ref, dims d, const float *pad,
                     const char *what)
 {
-    float *got = malloc((size_t)(d.m * d.n + 1) * 4);
+    float *got = calloc((size_t)(d.m * d.n + 1), 4);
     for (int64_t i = 0; i < d.m; i++)
         memcpy(got + i * d.n, c + i * ldc, (size_t)d.n * 4);
     check_close(got, ref, d.m * d.n, 1e-6 * (4 + sqrt((double)d.k)), what);
