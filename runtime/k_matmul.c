@@ -508,7 +508,7 @@ static int gemm_ex(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_ma
         }
         /* dot products: few rows or columns and k long enough that the
          * sums across each vector pay (docs/perf.md) */
-        if (b.rs == 1 && (a.cs == 1 || m == 1) && k >= SMALL_DOT_K &&
+        if (b.rs == 1 && a.cs == 1 && k >= SMALL_DOT_K &&
             (n <= SMALL_DOT_SIDE || m <= SMALL_DOT_SIDE)) {
             tjg_gemm_f32_small_dot(m, n, k, a.p, a.rs, b.p, b.cs, c, ldc, accumulate);
             return 0;

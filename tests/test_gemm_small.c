@@ -219,6 +219,34 @@ static void eager_case(dims d, bool ta, const char *env)
     tj_scope_end();
 }
 
+/* A strided vector on the left (one row: A's column stride 2) and on the
+ * right (one column), of a matrix and of a linear's weight. */
+static void vector_case(int64_t n, int64_t k)
+{
+    tj_scope_begin();
+    tj_tensor *v2 = tj_randn(TJ_F32, 1, (int64_t[]){2 * k}), *v = tj_slice(v2, 0, 0, 2 * k, 2);
+    tj_tensor *b = tj_randn(TJ_F32, 2, (int64_t[]){k, n}), *w = tj_randn(TJ_F32, 2, (int64_t[]){n, k});
+    tj_tensor *bt = tj_randn(TJ_F32, 2, (int64_t[]){n, k});
+    const float *pv = tj_data(v2), *pb = tj_data(b), *pw = tj_data(w), *pbt = tj_data(bt);
+    double *r = calloc((size_t)(3 * n), sizeof(double));
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t kk = 0; kk < k; kk++) {
+            r[j] += (double)pv[2 * kk] * pb[kk * n + j];
+            r[n + j] += (double)pv[2 * kk] * pw[j * k + kk];
+            r[2 * n + j] += (double)pbt[j * k + kk] * pv[2 * kk];
+        }
+    tj_tensor *c[3] = {tj_matmul(v, b), tj_linear(v, w, NULL), tj_matmul(bt, v)};
+    char what[96];
+    snprintf(what, sizeof what, "vector threads %d n %lld k %lld", tj_num_threads(),
+             (long long)n, (long long)k);
+    for (int q = 0; q < 3; q++) {
+        assert_non_null(c[q]);
+        check_close(tj_data(c[q]), r + q * n, n, 1e-5 * (1 + sqrt((double)k)), what);
+    }
+    free(r);
+    tj_scope_end();
+}
+
 static void test_eager(void **state)
 {
     (void)state;
@@ -238,6 +266,8 @@ static void test_eager(void **state)
             for (size_t s = 0; s < sizeof ds / sizeof ds[0]; s++)
                 for (int ta = 0; ta < 2; ta++)
                     eager_case(ds[s], ta, env[e]);
+            vector_case(10, 512);
+            vector_case(40, 33);
         }
     }
     unsetenv("TJIT_GEMM_SMALL");
