@@ -911,7 +911,9 @@ static int run(gemm_call *g)
     if (g->half)   /* rows in as few even blocks as fit MC_HALF: B read once per block */
         g->mc = cdiv(cdiv(g->m, cdiv(g->m, MC_HALF)), TJG_MR) * TJG_MR;
     g->nbi = cdiv(g->m, g->mc);
-    int th = rt_threads_here();   /* 1 nested in a pool task (a pair's GEMM, a block's) */
+    /* 1 nested in a pool task (a pair's GEMM, a block's), or for a small
+     * GEMM (tjg_small: waking the pool costs more than it saves) */
+    int th = tjg_small(g->m, g->n, g->b->k) ? 1 : rt_threads_here();
     int r = shared_run(g, th);
     if (r <= 0)
         return r;
@@ -934,7 +936,10 @@ static int run(gemm_call *g)
     g->nbj = cdiv(panels, per);
     tasks_ctx tc = {.g = g};
     atomic_init(&tc.failed, 0);
-    rt_parallel_for(g->nbi * g->nbj, 1, tasks_range, &tc);
+    if (th == 1)
+        tasks_range(&tc, 0, g->nbi * g->nbj);
+    else
+        rt_parallel_for(g->nbi * g->nbj, 1, tasks_range, &tc);
     return atomic_load(&tc.failed) ? -1 : 0;
 }
 

@@ -156,6 +156,27 @@ int tjg_gemm_f32_raw(int64_t m, const float *a, int64_t rs, int64_t cs, const fl
                      int64_t brs, int64_t bcs, int64_t k, int64_t n, float *c, int64_t ldc,
                      const tjg_epilogue *e, const tjg_prologue *pro);
 
+/* Whether a GEMM of m x n x k is small enough to run on the calling thread,
+ * without waking the pool or OpenBLAS's threads: at most TJIT_GEMM_SMALL
+ * multiply-adds (default 3 x 2^18 = 786432; 0: never). tjg_gemm and tjg_gemm_f32_raw
+ * then run serially, k_matmul.c runs OpenBLAS serially and sends f32 with
+ * B's rows contiguous to tjg_gemm_f32_small (gemm_small.c, docs/perf.md). */
+bool tjg_small(int64_t m, int64_t n, int64_t k);
+
+/* f32 C[m,n] (rows ldc apart) = A[m,k] @ B[k,n] (+ C when acc), on the
+ * calling thread, nothing packed: A's element (i, kk) at a[i*rs + kk*cs],
+ * B's (kk, j) at b[kk*ldb + j]. AVX2 + FMA where tjg_isa_current() has it,
+ * else portable C; each element one sum over k in order. */
+void tjg_gemm_f32_small(int64_t m, int64_t n, int64_t k, const float *a, int64_t rs,
+                        int64_t cs, const float *b, int64_t ldb, float *c, int64_t ldc,
+                        bool acc);
+
+/* The same with A's rows and B's columns contiguous in k: A's element
+ * (i, kk) at a[i*lda + kk], B's (kk, j) at b[j*ldb + kk] (a linear's x @
+ * w^T); each element eight partial sums over k, then added across. */
+void tjg_gemm_f32_small_dot(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                            const float *b, int64_t ldb, float *c, int64_t ldc, bool acc);
+
 /* int8: A is u8 with a zero point per row (a_zp[i]) and scale per row
  * (a_scale[i]); C (f32) = (sum_k (a - zp) * b) * a_scale[i] * b->scale[j]
  * then the epilogue (bias, act, residual). s32 accumulation (exact). */

@@ -10,7 +10,10 @@
  * operand and whose rows are evenly strided fold into one GEMM
  * ([B,M,K] @ [K,N] is one [B*M,K] @ [K,N]); other batches loop over GEMM
  * calls. Integer dtypes use a blocked kernel here; bf16 and f16 run tjit's
- * own GEMM (runtime/gemm.h) with f32 sums, rounded once.
+ * own GEMM (runtime/gemm.h) with f32 sums, rounded once. A GEMM of at most
+ * tjg_small's multiply-adds runs on the calling thread: f32 on the direct
+ * tiles of runtime/gemm_small.c where its layout suits them, else OpenBLAS
+ * serially (tjit's GEMM is serial there by itself).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -125,9 +128,16 @@ static int gemm_blas(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_
         rt_blas_layout(m, k, a.rs, a.cs, &ta, &lda);
         rt_blas_layout(k, n, b.rs, b.cs, &tb, &ldb);
     }
-    if (dt == TJ_F32)
-        return rt_sgemm(ta, tb, m, n, k, 1.0f, a.p, lda, b.p, ldb, acc ? 1.0f : 0.0f, c, ldc);
-    return rt_dgemm(ta, tb, m, n, k, 1.0, a.p, lda, b.p, ldb, acc ? 1.0 : 0.0, c, ldc);
+    /* small: OpenBLAS's own threads not woken (tjg_small) */
+    bool serial = rt_threads_here() > 1 && tjg_small(m, n, k);
+    if (serial)
+        rt_blas_serial_begin();
+    int r = dt == TJ_F32
+                ? rt_sgemm(ta, tb, m, n, k, 1.0f, a.p, lda, b.p, ldb, acc ? 1.0f : 0.0f, c, ldc)
+                : rt_dgemm(ta, tb, m, n, k, 1.0, a.p, lda, b.p, ldb, acc ? 1.0 : 0.0, c, ldc);
+    if (serial)
+        rt_blas_serial_end();
+    return r;
 }
 
 /* Integer GEMM: rows of C accumulate a[i,k] * (row k of B), in column blocks
@@ -456,6 +466,12 @@ done:
     return r;
 }
 
+/* Small GEMMs on dot products (tjg_gemm_f32_small_dot): at least this k
+ * and at most this many rows or columns. On one Zen 3 core (gemm_bench
+ * --tb, docs/perf.md) they ran 1.1-1.8x OpenBLAS at n = 10 and 16 from
+ * k = 32, and at m = 10; k = 10 at half OpenBLAS's rate, n = 100 at 0.65x. */
+enum { SMALL_DOT_K = 32, SMALL_DOT_SIDE = 16 };
+
 /* bias: [n] f32 added to the sums in the epilogue, bf16/f16 only (NULL else).
  * percall: a matmul's or linear's f32 GEMM whose B is not a kept weight
  * may run on tjit's GEMM with B packed in the call (rt_gemm_own_f32); conv's
@@ -481,6 +497,22 @@ static int gemm_ex(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_ma
         if (r <= 0)
             return r;
         raw = raw && r == 2;   /* OpenBLAS chosen (autotune, shape): kept */
+    }
+    /* small, B's rows contiguous (or A's rows and B's columns): the direct
+     * tiles on this thread (gemm_small.c) */
+    if (percall && dt == TJ_F32 && k > 0 && tjg_isa_current() >= TJG_AVX2 &&
+        tjg_small(m, n, k)) {
+        if (b.cs == 1 || n == 1) {
+            tjg_gemm_f32_small(m, n, k, a.p, a.rs, a.cs, b.p, b.rs, c, ldc, accumulate);
+            return 0;
+        }
+        /* dot products: few rows or columns and k long enough that the
+         * sums across each vector pay (docs/perf.md) */
+        if (b.rs == 1 && a.cs == 1 && k >= SMALL_DOT_K &&
+            (n <= SMALL_DOT_SIDE || m <= SMALL_DOT_SIDE)) {
+            tjg_gemm_f32_small_dot(m, n, k, a.p, a.rs, b.p, b.cs, c, ldc, accumulate);
+            return 0;
+        }
     }
     if (raw) {
         tjg_epilogue e = {.accumulate = accumulate};

@@ -8,7 +8,9 @@
  * Built against the library's internal headers (it measures internals);
  * prints one markdown row per shape: f32 OpenBLAS, f32 tjg (B packed once;
  * packed by tjg_pack_f32 before every call; packed in the call by
- * tjg_gemm_f32_raw, panel by panel), bf16 tjg (the
+ * tjg_gemm_f32_raw, panel by panel; the small GEMMs' direct tiles,
+ * tjg_gemm_f32_small, one thread; with --tb tjg_gemm_f32_small_dot, not
+ * with --ta too), bf16 tjg (the
  * micro-kernel the CPU runs, TJIT_ISA caps it), f16 tjg (f16 A, B and C: F16C
  * widening where the CPU has it, else the portable kernel), int8 tjg (u8 x s8: VNNI,
  * or AVX2's vpmaddwd on full-range A, vpmaddubsw on 7-bit A).
@@ -55,6 +57,12 @@ static double run(int which, bufs *x)
     case 0: return rt_sgemm(ta, tb, s.m, s.n, s.k, 1, x->a, ta ? s.m : s.k, x->b, tb ? s.k : s.n,
                             0, x->c, s.n);
     case 1: return tjg_gemm(s.m, x->a, false, ars, acs, &x->pf, x->c, s.n, NULL, NULL);
+    case 8:   /* the small GEMMs' direct tiles (with --tb: dot products, A as is) */
+        if (tb)
+            tjg_gemm_f32_small_dot(s.m, s.n, s.k, x->a, s.k, x->b, s.k, x->c, s.n, false);
+        else
+            tjg_gemm_f32_small(s.m, s.n, s.k, x->a, ars, acs, x->b, brs, x->c, s.n, false);
+        return 0;
     case 6: return tjg_gemm_f32_raw(s.m, x->a, ars, acs, x->b, brs, bcs, s.k, s.n, x->c, s.n,
                                     NULL, NULL);
     case 2: {
@@ -78,16 +86,17 @@ static double run(int which, bufs *x)
     }
 }
 
-/* The columns (which: 0, 1, 4, 6, then 2, 7, 3, 5 unless --f32) timed in
+/* The columns (which: 0, 1, 4, 6, 8 (not with --ta --tb), then 2, 7, 3, 5
+ * unless --f32) timed in
  * turn, rep after rep, forwards then backwards, so a change in the
  * machine's load falls on all of them alike; best of each. (Before, the
  * bf16, f16 and int8 columns were timed each on its own after the f32
  * ones, with half their repetitions: under load bf16 read 5-13% below f32
  * where the calls interleaved in one process were level, docs/perf.md.) */
-static void gflops_all(bufs *x, double out[8], int ncol)
+static void gflops_all(bufs *x, double out[9], int ncol)
 {
-    static const int which[8] = {0, 1, 4, 6, 2, 7, 3, 5};
-    double flop = 2.0 * (double)x->s.m * (double)x->s.n * (double)x->s.k, best[8];
+    static const int which[9] = {0, 1, 4, 6, 8, 2, 7, 3, 5};
+    double flop = 2.0 * (double)x->s.m * (double)x->s.n * (double)x->s.k, best[9];
     int reps = (int)(4e10 / flop) + 5;
     for (int w = 0; w < ncol; w++)
         run(which[w], x), best[w] = 1e30;
@@ -99,7 +108,7 @@ static void gflops_all(bufs *x, double out[8], int ncol)
             double t = now() - t0;
             best[w] = t < best[w] ? t : best[w];
         }
-    for (int w = 0; w < 8; w++)
+    for (int w = 0; w < 9; w++)
         out[w] = w < ncol ? flop / best[w] * 1e-9 : 0.0;
 }
 
@@ -133,7 +142,7 @@ int main(int argc, char **argv)
     printf("isa %s, %d threads, %s; OpenBLAS core %s%s%s\n", tjg_isa_name(tjg_isa_current()),
            rt_threads(), cpu_time ? "CPU time" : "wall clock", rt_blas_core(),
            ta ? "; A transposed" : "", tb ? "; B transposed" : "");
-    printf("| M x N x K | OpenBLAS f32 | tjg f32 | tjg f32 + pack B | tjg f32 raw B | tjg bf16 | tjg f16 | tjg u8s8 | tjg u8s8 7-bit |\n|---|---|---|---|---|---|---|---|---|\n");
+    printf("| M x N x K | OpenBLAS f32 | tjg f32 | tjg f32 + pack B | tjg f32 raw B | tjg f32 small | tjg bf16 | tjg f16 | tjg u8s8 | tjg u8s8 7-bit |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < ns; i++) {
         bufs x = {.s = shapes[i]};
         shape s = x.s;
@@ -160,11 +169,11 @@ int main(int argc, char **argv)
         tjg_pack_f32_as_bf16(&x.ph, x.b, s.n, 1, s.k, s.n);
         tjg_pack_s8(&x.pq, x.bq, s.n, 1, s.k, s.n, x.sb);
         tjg_pack_f32_as_f16(&x.pk, x.b, s.n, 1, s.k, s.n);
-        double f[8];
-        gflops_all(&x, f, f32_only ? 4 : 8);
-        printf("| %lldx%lldx%lld | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n",
+        double f[9];
+        gflops_all(&x, f, f32_only ? (ta && tb ? 4 : 5) : 9);
+        printf("| %lldx%lldx%lld | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n",
                (long long)s.m, (long long)s.n, (long long)s.k, f[0], f[1], f[2], f[3], f[4],
-               f[5], f[6], f[7]);
+               f[5], f[6], f[7], f[8]);
         fflush(stdout);
         tjg_packed_free(&x.pf), tjg_packed_free(&x.ph), tjg_packed_free(&x.pq), tjg_packed_free(&x.pk);
         free(x.a), free(x.b), free(x.c), free(x.a16), free(x.c16), free(x.ah), free(x.aq), free(x.aq7), free(x.bq);

@@ -1079,7 +1079,9 @@ static void run_child(const char *lib, const char *expect)
     char e1[512], e2[512];
     snprintf(e1, sizeof e1, "TJIT_OPENBLAS=%s", lib);
     snprintf(e2, sizeof e2, "TJ_EXPECT=%s", expect);
-    char *envp[] = {e1, e2, "TJIT_NUM_THREADS=2", NULL};
+    /* TJIT_GEMM_SMALL=0: the small f32 GEMMs would otherwise run on tjit's
+     * own tiles, which need no OpenBLAS (runtime/gemm_small.c) */
+    char *envp[] = {e1, e2, "TJIT_NUM_THREADS=2", "TJIT_GEMM_SMALL=0", NULL};
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {

@@ -148,8 +148,12 @@ static void test_f32_raw(void **state)
     static const dims more[] = {{127, 33, 5}, {128, 512, 300}, {300, 97, 520}, {40, 10, 128},
                                 {2, 700, 9},  {26, 8, 3},      {265, 64, 257}};
     int threads = tj_num_threads();
-    for (int th = 1; th <= 2; th++) {
-        tj_set_num_threads(th);
+    /* th 3: two threads with TJIT_GEMM_SMALL=0, so the small shapes split
+     * over the pool too (they run on the calling thread by default) */
+    for (int th = 1; th <= 3; th++) {
+        tj_set_num_threads(th > 1 ? 2 : 1);
+        if (th == 3)
+            setenv("TJIT_GEMM_SMALL", "0", 1);
         for (int v = 0; v < nv; v++) {
             tjg_isa_force(vs[v]);
             for (size_t s = 0; s < NSHAPES + sizeof more / sizeof more[0]; s++) {
@@ -160,6 +164,7 @@ static void test_f32_raw(void **state)
             }
         }
     }
+    unsetenv("TJIT_GEMM_SMALL");
     tj_set_num_threads(threads);
     tjg_isa_force(-1);
 }
