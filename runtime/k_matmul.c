@@ -499,9 +499,10 @@ static int gemm_ex(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_ma
         raw = raw && r == 2;   /* OpenBLAS chosen (autotune, shape): kept */
     }
     /* small, B's rows contiguous (or A's rows and B's columns): the direct
-     * tiles on this thread (gemm_small.c) */
+     * tiles on this thread (gemm_small.c); not with TJIT_OWN_F32=0 (every
+     * f32 GEMM on OpenBLAS, serial here) */
     if (percall && dt == TJ_F32 && k > 0 && tjg_isa_current() >= TJG_AVX2 &&
-        tjg_small(m, n, k)) {
+        own_f32_env() != 0 && tjg_small(m, n, k)) {
         if (b.cs == 1 || n == 1) {
             tjg_gemm_f32_small(m, n, k, a.p, a.rs, a.cs, b.p, b.rs, c, ldc, accumulate);
             return 0;
