@@ -420,6 +420,21 @@ static double max_diff(tj_tensor *a, tj_tensor *b)
     return diff;
 }
 
+/* The weight-reuse tests' input x and weight w (seeded), or false (named
+ * as skipped) on a CPU without direct conv kernels. */
+static bool reuse_setup(unsigned seed, tj_tensor **x, tj_tensor **w)
+{
+    rt_conv_isa isas[RT_CONV_NISA];
+    if (conv_isas(isas) == 1) {
+        print_message("skipped: no direct conv kernels on this CPU\n");
+        return false;
+    }
+    tj_manual_seed(seed);
+    *x = tj_randn(TJ_F32, 4, (int64_t[]){2, 16, 12, 13});
+    *w = tj_randn(TJ_F32, 4, (int64_t[]){24, 16, 3, 3});
+    return true;
+}
+
 /* The prepared weights kept across calls: kept after a second miss on the
  * same weights within the last 8 misses (two convs alternating, as in a
  * region), then taken (Winograd's transform, the grid and row kernels'
@@ -429,14 +444,9 @@ static double max_diff(tj_tensor *a, tj_tensor *b)
 static void test_conv2d_weight_reuse(void **state)
 {
     (void)state;
-    rt_conv_isa isas[RT_CONV_NISA];
-    if (conv_isas(isas) == 1) {
-        print_message("skipped: no direct conv kernels on this CPU\n");
+    tj_tensor *x, *w;
+    if (!reuse_setup(7, &x, &w))
         return;
-    }
-    tj_manual_seed(7);
-    tj_tensor *x = tj_randn(TJ_F32, 4, (int64_t[]){2, 16, 12, 13});
-    tj_tensor *w = tj_randn(TJ_F32, 4, (int64_t[]){24, 16, 3, 3});
     for (int p = 0; p < 4; p++) {
         setenv("TJIT_CONV", kept_paths[p], 1);
         tj_tensor *ws[9];
@@ -478,14 +488,9 @@ static tj_tensor *model_conv(void *ctx, tj_tensor *const *x, int n)
 static void test_conv2d_weight_reuse_compiled(void **state)
 {
     (void)state;
-    rt_conv_isa isas[RT_CONV_NISA];
-    if (conv_isas(isas) == 1) {
-        print_message("skipped: no direct conv kernels on this CPU\n");
+    tj_tensor *x, *w;
+    if (!reuse_setup(11, &x, &w))
         return;
-    }
-    tj_manual_seed(11);
-    tj_tensor *x = tj_randn(TJ_F32, 4, (int64_t[]){2, 16, 12, 13});
-    tj_tensor *w = tj_randn(TJ_F32, 4, (int64_t[]){24, 16, 3, 3});
     for (int p = 0; p < 4; p++) {
         setenv("TJIT_CONV", kept_paths[p], 1);
         tj_compiled *c = tj_compile(model_conv, w, &(tj_compile_options){.name = "conv_kept"});
