@@ -49,15 +49,17 @@ bool tjg_small(int64_t m, int64_t n, int64_t k)
 
 /* ---- portable ------------------------------------------------------------------------ */
 
-static void small_generic(int64_t m, int64_t n, int64_t k, const float *a, int64_t rs,
-                          int64_t cs, const float *b, int64_t ldb, float *c, int64_t ldc,
-                          bool acc)
+/* Both layouts: A's (i, kk) at a[i*ars + kk*acs], B's (kk, j) at
+ * b[kk*brs + j*bcs]; one sum per element over k in order. */
+static void small_generic(int64_t m, int64_t n, int64_t k, const float *a, int64_t ars,
+                          int64_t acs, const float *b, int64_t brs, int64_t bcs, float *c,
+                          int64_t ldc, bool acc)
 {
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
             float s = 0;
             for (int64_t kk = 0; kk < k; kk++)
-                s = __builtin_fmaf(a[i * rs + kk * cs], b[kk * ldb + j], s);
+                s = __builtin_fmaf(a[i * ars + kk * acs], b[kk * brs + j * bcs], s);
             c[i * ldc + j] = acc ? c[i * ldc + j] + s : s;
         }
 }
@@ -168,18 +170,6 @@ small_avx2(int64_t m, int64_t n, int64_t k, const float *a, int64_t rs, int64_t 
 
 /* ---- dot products: A's rows and B's columns contiguous in k --------------------------- */
 
-static void dot_generic(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                        const float *b, int64_t ldb, float *c, int64_t ldc, bool acc)
-{
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < n; j++) {
-            float s = 0;
-            for (int64_t kk = 0; kk < k; kk++)
-                s = __builtin_fmaf(a[i * lda + kk], b[j * ldb + kk], s);
-            c[i * ldc + j] = acc ? c[i * ldc + j] + s : s;
-        }
-}
-
 __attribute__((target("avx2,fma"), always_inline)) static inline float hsum_avx2(__m256 v)
 {
     __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -262,7 +252,7 @@ void tjg_gemm_f32_small_dot(int64_t m, int64_t n, int64_t k, const float *a, int
     if (tjg_isa_current() >= TJG_AVX2)
         dot_avx2(m, n, k, a, lda, b, ldb, c, ldc, acc);
     else
-        dot_generic(m, n, k, a, lda, b, ldb, c, ldc, acc);
+        small_generic(m, n, k, a, lda, 1, b, 1, ldb, c, ldc, acc);
 }
 
 void tjg_gemm_f32_small(int64_t m, int64_t n, int64_t k, const float *a, int64_t rs,
@@ -274,5 +264,5 @@ void tjg_gemm_f32_small(int64_t m, int64_t n, int64_t k, const float *a, int64_t
     if (tjg_isa_current() >= TJG_AVX2)
         small_avx2(m, n, k, a, rs, cs, b, ldb, c, ldc, acc);
     else
-        small_generic(m, n, k, a, rs, cs, b, ldb, c, ldc, acc);
+        small_generic(m, n, k, a, rs, cs, b, ldb, 1, c, ldc, acc);
 }
