@@ -23,6 +23,10 @@
  * KCG_WIDE pairs on every variant, so that the portable kernel, the F16C
  * one and the f32 kernels on the widened operands sum in the same order.
  *
+ * AMX (bf16 and int8 from TJG_AMX_MIN_M rows: gemm_amx.c) keeps the task
+ * loop: per k-block A's block is packed row-major (pack_a_rows) and the
+ * tiles sum a whole j-block into the task's scratch, then the epilogue.
+ *
  * f32 output without a scale on an accumulated C is summed in C itself;
  * otherwise (int8's s32 sums, bf16/f16 output, alpha with accumulate) a task's
  * sums go to its own scratch block and the epilogue writes C from there.
@@ -33,6 +37,7 @@
 #include "../ir/half.h"
 #include "../ir/vmath.h"
 #include "gemm.h"
+#include "gemm_amx.h"
 #include "rt.h"
 
 /* Measured on Zen 4 (docs/perf.md): KC 128-512 groups within noise; NC 1024
@@ -324,6 +329,7 @@ typedef struct gemm_call {
     tjg_prologue pro;
     bool has_pro, in_place;      /* in_place: sums go to C (f32) itself */
     tjg_kernel kern;
+    const tjg_amx_ops *amx;      /* the tiles (gemm_amx.h), or NULL: kern */
     tjg_half_kernel half;        /* f32 AVX2: the half-panel kernel (tjg_f32_half_avx2) */
     bool avx2;                   /* the variant has AVX2: packing moves 8 x 8 blocks */
     bool f16c;                   /* tjg_f16c(): f16 C rounded by vcvtps2ph */
@@ -434,6 +440,39 @@ static void pack_a(const gemm_call *g, uint32_t *dst, int64_t i0, int64_t mc, in
                 d[q * TJG_MR] = w;
             }
         }
+    }
+}
+
+/* AMX: rows i0..i0+mc of A's k-groups kg0..kg0+nkg row-major into dst (bf16
+ * or u8, rows ld bytes apart: the groups rounded up to TJG_AMX_KG), zero
+ * past k and in the rows from mc up to a multiple of TJG_AMX_ROWS; the same
+ * elements as pack_a's (raw bf16 bits, f32 rounded to nearest even, the
+ * prologue applied). */
+static void pack_a_rows(const gemm_call *g, uint8_t *dst, int64_t ld, int64_t i0, int64_t mc,
+                        int64_t kg0, int64_t nkg)
+{
+    bool s8 = g->b->type == TJG_S8;
+    int gs = group_of(g->b->type), es = s8 ? 1 : 2;
+    int64_t k0 = kg0 * gs, kn = g->b->k - k0 < nkg * gs ? g->b->k - k0 : nkg * gs;
+    for (int64_t r = 0; r < cdiv(mc, TJG_AMX_ROWS) * TJG_AMX_ROWS; r++) {
+        uint8_t *d = dst + r * ld;
+        int64_t i = i0 + r, done = r < mc ? kn : 0;
+        if (r >= mc) {
+        } else if (s8 || (g->a_bf16 && !g->has_pro && g->lda_cs == 1)) {
+            memcpy(d, (const char *)g->a + (i * g->lda_rs + k0) * es, (size_t)(kn * es));
+        } else if (!g->has_pro && g->lda_cs == 1 && !g->a_bf16) {
+            const float *src = (const float *)g->a + i * g->lda_rs + k0;
+            uint16_t *h = (uint16_t *)d;
+            for (int64_t q = 0; q < kn; q++)
+                h[q] = tjg_f32_to_bf16(src[q]);
+        } else {
+            uint16_t *h = (uint16_t *)d;
+            for (int64_t q = 0; q < kn; q++)
+                h[q] = g->a_bf16 && !g->has_pro
+                           ? ((const uint16_t *)g->a)[i * g->lda_rs + (k0 + q) * g->lda_cs]
+                           : tjg_f32_to_bf16(a_f32(g, i, k0 + q));
+        }
+        memset(d + done * es, 0, (size_t)(ld - done * es));
     }
 }
 
@@ -644,18 +683,23 @@ typedef struct scratch {
     uint32_t *tile;  /* MR x NR edge tile */
     float *w;        /* a widened panel: 2 KCG_WIDE x NR (kern.widen_b) */
     float *bp;       /* RAW_PANELS panels of B packed in the call: KCG x NR each (braw) */
+    uint32_t *tail;  /* AMX: B's last k-groups, TJG_AMX_KG x NR words */
+    void *amx;       /* AMX: the ops' state (the emulation's tiles) */
     size_t bytes;
     void *base;
 } scratch;
 
 static int scratch_get(const gemm_call *g, scratch *s)
 {
-    size_t sa = (size_t)(g->mc * g->kc) * 4 * (g->kern.split_a ? 3 : 1),
-           st = g->in_place ? 0 : (size_t)(g->mc * g->nc) * 4,
+    /* AMX: A's block and the sums padded to whole 32-row tile pairs */
+    int64_t rows = g->amx ? cdiv(g->mc, TJG_AMX_ROWS) * TJG_AMX_ROWS : g->mc;
+    size_t sa = (size_t)(rows * g->kc) * 4 * (g->kern.split_a ? 3 : 1),
+           st = g->in_place ? 0 : (size_t)(rows * g->nc) * 4,
            sv = (size_t)g->nc * 4 + 64, stile = (size_t)TJG_MR * TJG_NR * 4,
            sw = g->kern.widen_b ? (size_t)(2 * g->kc * TJG_NR) * 4 : 0,
-           sb = g->braw ? (size_t)(g->kc * TJG_NR * RAW_PANELS) * 4 : 0;
-    s->bytes = sa + st + sv + stile + sw + sb;
+           sb = g->braw ? (size_t)(g->kc * TJG_NR * RAW_PANELS) * 4 : 0,
+           sx = g->amx ? (size_t)TJG_AMX_KG * TJG_NR * 4 + g->amx->state_bytes : 0;
+    s->bytes = sa + st + sv + stile + sw + sb + sx;
     if (!(s->base = rt_alloc(s->bytes)))
         return -1;
     s->tile = s->base;
@@ -664,6 +708,8 @@ static int scratch_get(const gemm_call *g, scratch *s)
     s->t = (uint32_t *)((char *)s->a + sa);
     s->v = (float *)((char *)s->t + st);
     s->bp = (float *)((char *)s->v + sv);
+    s->tail = (uint32_t *)((char *)s->bp + sb);
+    s->amx = s->tail + TJG_AMX_KG * TJG_NR;
     return 0;
 }
 
@@ -676,6 +722,14 @@ static void task(const gemm_call *g, scratch *s, int64_t bi, int64_t bj)
     for (int64_t kg0 = 0; kg0 < kgt || kg0 == 0; kg0 += g->kc) {
         int64_t nkg = kgt - kg0 < g->kc ? kgt - kg0 : g->kc;
         bool acc = kg0 > 0 || (g->in_place && g->e.accumulate);
+        if (g->amx) {   /* the tiles: the j-block's sums into s->t */
+            int64_t ld = cdiv(nkg, TJG_AMX_KG) * TJG_AMX_KG * 4;
+            pack_a_rows(g, (uint8_t *)s->a, ld, i0, mc, kg0, nkg);
+            g->amx->block(s->amx, b->type == TJG_BF16, mc, nj, nkg, s->a, ld,
+                          (const uint32_t *)b->data + (j0 / TJG_NR * kgt + kg0) * TJG_NR,
+                          kgt * TJG_NR, s->t, g->nc, acc, s->tail);
+            continue;
+        }
         /* a kernel that reads A split: packed into the last third of
          * s->a, split into the first two */
         int wide = g->kern.split_a ? 2 : 1;
@@ -797,8 +851,15 @@ static void tasks_range(void *ctx, int64_t t0, int64_t t1)
      * thread whole column blocks (all rows of its part of C and only its
      * part of B) rather than a run of row blocks, whose last one is short
      * (256 rows = 96 + 96 + 64: 288 rows against 224 on two threads) */
+    if (g->amx)   /* one tile configuration per call and thread */
+        g->amx->begin(s.amx);
     for (int64_t t = t0; t < t1; t++)
         task(g, &s, t % g->nbi, t / g->nbi);
+    if (g->amx && g->amx->end(s.amx)) {
+        rt_error("tjg_gemm: %lldx%lldx%lld: an invalid tile operation (AMX emulation)",
+                 (long long)g->m, (long long)g->n, (long long)g->b->k);
+        atomic_store(&tc->failed, 1);
+    }
     rt_free(s.base, s.bytes);
 }
 
@@ -901,7 +962,14 @@ static int run(gemm_call *g)
 {
     if (g->m == 0 || g->n == 0)
         return 0;
-    g->kern = g->a_7bit ? tjg_kernel_avx2_q8() : tjg_kernel_x86(g->b->type, tjg_isa_current());
+    g->amx = g->braw ? NULL : tjg_amx_ops_for(g->b->type, g->m);
+    if (g->amx) {   /* sums in scratch, the epilogue from there */
+        g->in_place = false;
+        tjg_amx_count();
+    }
+    g->kern = g->amx      ? (tjg_kernel){NULL, NULL, NULL}
+              : g->a_7bit ? tjg_kernel_avx2_q8()
+                          : tjg_kernel_x86(g->b->type, tjg_isa_current());
     g->avx2 = tjg_isa_current() >= TJG_AVX2;
     g->f16c = tjg_f16c();
     /* f32, and bf16 widened to f32 per panel: the AVX2 half-panel order */
@@ -927,8 +995,8 @@ static int run(gemm_call *g)
     while (nbj < panels && g->nbi * nbj % th)
         nbj++;
     if (g->nbi * nbj % th && g->m >= cdiv(g->nbi, th) * th * TJG_MR) {
-        int64_t nbi = cdiv(g->nbi, th) * th;
-        g->mc = cdiv(cdiv(g->m, nbi), TJG_MR) * TJG_MR;
+        int64_t nbi = cdiv(g->nbi, th) * th, rq = g->amx ? TJG_AMX_ROWS : TJG_MR;
+        g->mc = cdiv(cdiv(g->m, nbi), rq) * rq;
         g->nbi = cdiv(g->m, g->mc);
     }
     int64_t per = cdiv(panels, nbj);

@@ -17,9 +17,12 @@
  *            to s16 pairs, or vpmaddubsw
  *            when the call's A is 7-bit: gemm_avx2_q8.c), AVX-512 f32
  *            FMA, avx512_bf16 (vdpbf16ps), VNNI (vpdpbusd); a portable C
- *            kernel elsewhere. TJIT_ISA=generic|avx2|avx512|avx512_bf16|amx
- *            caps the choice (a variant the CPU lacks is never used). No AMX
- *            kernel exists yet: amx means the best of the others.
+ *            kernel elsewhere; AMX tiles (tdpbf16ps, tdpbusd: gemm_amx.c)
+ *            for bf16 and int8 from TJG_AMX_MIN_M rows, the avx512_bf16 and
+ *            VNNI kernels below that and for f32/f16.
+ *            TJIT_ISA=generic|avx2|avx512|avx512_bf16|amx caps the choice (a
+ *            variant the CPU lacks is never used; amx also needs Linux's
+ *            permission for the tile data, tjg_amx_permitted).
  *
  * The kernels are C with intrinsics, each function compiled for its ISA with
  * target attributes (no -march for the whole library), so one binary runs
@@ -42,7 +45,7 @@ typedef enum tjg_isa {
     TJG_AVX2 = 1,        /* avx2 + fma: f32 FMA; bf16 and int8 widened (gemm_avx2.c) */
     TJG_AVX512 = 2,      /* avx512f: f32 FMA; bf16 converted to f32; int8 as TJG_AVX2 */
     TJG_AVX512_BF16 = 3, /* + avx512_bf16 (vdpbf16ps) and avx512_vnni (vpdpbusd) */
-    TJG_AMX = 4,         /* + amx_tile/amx_bf16/amx_int8 (no kernel yet: as TJG_AVX512_BF16) */
+    TJG_AMX = 4,         /* + amx_tile/amx_bf16/amx_int8: tiles for bf16 and int8 (gemm_amx.c) */
 } tjg_isa;
 enum { TJG_NISA = TJG_AMX + 1 };
 
@@ -51,7 +54,8 @@ enum {
     TJG_F_AVX512 = 1 << 0,   /* avx512f+bw+vl with zmm state enabled by the OS */
     TJG_F_BF16 = 1 << 1,     /* avx512_bf16 */
     TJG_F_VNNI = 1 << 2,     /* avx512_vnni */
-    TJG_F_AMX = 1 << 3,      /* amx_tile + amx_bf16 + amx_int8 */
+    TJG_F_AMX = 1 << 3,      /* amx_tile + amx_bf16 + amx_int8, the OS's tile state, and
+                                the tile data granted (tjg_amx_permitted) */
     TJG_F_AVX2 = 1 << 4,     /* avx + avx2 + fma with ymm state enabled by the OS */
     TJG_F_F16C = 1 << 5,     /* f16c (CPUID.1:ECX bit 29) with ymm state enabled */
 };
@@ -108,6 +112,28 @@ int tjg_pack_s8(tjg_packed *p, const int8_t *b, int64_t rs, int64_t cs, int64_t 
 int tjg_pack_f32_as_s8(tjg_packed *p, const float *b, int64_t rs, int64_t cs, int64_t k,
                        int64_t n);
 void tjg_packed_free(tjg_packed *p);
+
+/* ---- AMX (gemm_amx.c; the tile interface: gemm_amx.h) ---------------------------------- */
+/* Rows from which a bf16 or int8 GEMM runs on the tiles under TJG_AMX.
+ * Below it, the avx512_bf16 and VNNI kernels: a 16-row tile would be
+ * mostly zero padding, and the tile work per call (ldtilecfg, A copied
+ * row-major, C through memory) is not repaid by so few rows. Not measured:
+ * no AMX machine was at hand (docs/perf.md). */
+enum { TJG_AMX_MIN_M = 16 };
+/* Whether a product of m rows of B type t runs on the tiles under variant
+ * isa: TJG_AMX, bf16 or int8, m >= TJG_AMX_MIN_M. Pure (tests call it). */
+bool tjg_amx_wanted(tjg_isa isa, tjg_type t, int64_t m);
+/* Linux's permission for the tile data (arch_prctl(ARCH_REQ_XCOMP_PERM,
+ * XFEATURE_XTILEDATA)), requested once per process; without it the first
+ * tile instruction faults, so tjg_cpu_features reports no TJG_F_AMX and the
+ * avx512_bf16 variant is used. */
+bool tjg_amx_permitted(void);
+/* Test hook: where on, the GEMMs tjg_amx_wanted(TJG_AMX, ...) would send to
+ * the tiles run the AMX block loop on the emulated tile operations,
+ * whatever the CPU (gemm_amx.h). */
+void tjg_amx_emulate(bool on);
+/* GEMM calls run on the tiles (hardware or emulated) in this process. */
+uint64_t tjg_amx_calls(void);
 
 /* ---- prologue and epilogue ----------------------------------------------------------- */
 typedef enum tjg_act { TJG_ACT_NONE, TJG_ACT_RELU, TJG_ACT_GELU, TJG_ACT_SIGMOID,

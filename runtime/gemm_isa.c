@@ -1,6 +1,7 @@
 /* gemm_isa.c - which GEMM micro-kernels this CPU may run (runtime/gemm.h):
- * cpuid for the instructions, xgetbv for the register state the OS saves,
- * TJIT_ISA to cap the choice, and a test hook to force a variant.
+ * cpuid for the instructions, xgetbv for the register state the OS saves
+ * (and, for AMX, the tile data permission: gemm_amx.c), TJIT_ISA to cap
+ * the choice, and a test hook to force a variant.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -39,9 +40,10 @@ unsigned tjg_cpu_features(void)
     f |= TJG_F_AVX512;
     if (c & (1u << 11))
         f |= TJG_F_VNNI;
-    /* AMX: tile, bf16, int8, and the OS's XTILECFG/XTILEDATA state (xcr0 17, 18) */
+    /* AMX: tile, bf16, int8, the OS's XTILECFG/XTILEDATA state (xcr0 17,
+     * 18), and the process's permission to use the tile data (Linux) */
     if ((d & (1u << 24)) && (d & (1u << 22)) && (d & (1u << 25)) &&
-        (xcr0 & (3ull << 17)) == (3ull << 17))
+        (xcr0 & (3ull << 17)) == (3ull << 17) && tjg_amx_permitted())
         f |= TJG_F_AMX;
     unsigned a1, b1, c1, d1;
     __cpuid_count(7, 1, a1, b1, c1, d1);
