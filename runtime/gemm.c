@@ -457,7 +457,7 @@ static void pack_a_rows(const gemm_call *g, uint8_t *dst, int64_t ld, int64_t i0
     for (int64_t r = 0; r < cdiv(mc, TJG_AMX_ROWS) * TJG_AMX_ROWS; r++) {
         uint8_t *d = dst + r * ld;
         int64_t i = i0 + r, done = r < mc ? kn : 0;
-        if (r >= mc) {
+        if (r >= mc) {   /* a padding row: all zero */
         } else if (s8 || (g->a_bf16 && !g->has_pro && g->lda_cs == 1)) {
             memcpy(d, (const char *)g->a + (i * g->lda_rs + k0) * es, (size_t)(kn * es));
         } else if (!g->has_pro && g->lda_cs == 1 && !g->a_bf16) {
@@ -856,7 +856,7 @@ static void tasks_range(void *ctx, int64_t t0, int64_t t1)
     for (int64_t t = t0; t < t1; t++)
         task(g, &s, t % g->nbi, t / g->nbi);
     if (g->amx && g->amx->end(s.amx)) {
-        rt_error("tjg_gemm: %lldx%lldx%lld: an invalid tile operation (AMX emulation)",
+        rt_error("gemm %lldx%lldx%lld: an invalid tile operation (AMX emulation)",
                  (long long)g->m, (long long)g->n, (long long)g->b->k);
         atomic_store(&tc->failed, 1);
     }

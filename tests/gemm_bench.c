@@ -11,7 +11,8 @@
  * tjg_gemm_f32_raw, panel by panel; the small GEMMs' direct tiles,
  * tjg_gemm_f32_small, one thread; with --tb tjg_gemm_f32_small_dot, not
  * with --ta too), bf16 tjg (the
- * micro-kernel the CPU runs, TJIT_ISA caps it), f16 tjg (f16 A, B and C: F16C
+ * micro-kernel the CPU runs, TJIT_ISA caps it: AMX tiles from TJG_AMX_MIN_M
+ * rows where the variant is amx, as for int8), f16 tjg (f16 A, B and C: F16C
  * widening where the CPU has it, else the portable kernel), int8 tjg (u8 x s8: VNNI,
  * or AVX2's vpmaddwd on full-range A, vpmaddubsw on 7-bit A).
  * Best of several timed repetitions (all columns in turn, rep by rep);
@@ -25,6 +26,7 @@
 #include "../ir/half.h"
 #include "../runtime/blas.h"
 #include "../runtime/gemm.h"
+#include "../runtime/gemm_amx.h"
 #include "../runtime/rt.h"
 
 static int cpu_time, f32_only, ta, tb;
@@ -139,9 +141,11 @@ int main(int argc, char **argv)
         shapes[ns++] = (shape){256, 1024, 2048};
         shapes[ns++] = (shape){2048, 2048, 2048};
     }
-    printf("isa %s, %d threads, %s; OpenBLAS core %s%s%s\n", tjg_isa_name(tjg_isa_current()),
-           rt_threads(), cpu_time ? "CPU time" : "wall clock", rt_blas_core(),
-           ta ? "; A transposed" : "", tb ? "; B transposed" : "");
+    printf("isa %s (bf16 and u8s8 on AMX tiles from %d rows: %s), %d threads, %s; OpenBLAS "
+           "core %s%s%s\n", tjg_isa_name(tjg_isa_current()), TJG_AMX_MIN_M,
+           tjg_amx_ops_for(TJG_BF16, TJG_AMX_MIN_M) ? "yes" : "no", rt_threads(),
+           cpu_time ? "CPU time" : "wall clock", rt_blas_core(), ta ? "; A transposed" : "",
+           tb ? "; B transposed" : "");
     printf("| M x N x K | OpenBLAS f32 | tjg f32 | tjg f32 + pack B | tjg f32 raw B | tjg f32 small | tjg bf16 | tjg f16 | tjg u8s8 | tjg u8s8 7-bit |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < ns; i++) {
         bufs x = {.s = shapes[i]};
@@ -179,5 +183,6 @@ int main(int argc, char **argv)
         free(x.a), free(x.b), free(x.c), free(x.a16), free(x.c16), free(x.ah), free(x.aq), free(x.aq7), free(x.bq);
         free(x.sa), free(x.zp), free(x.sb);
     }
+    printf("GEMM calls on AMX tiles: %llu\n", (unsigned long long)tjg_amx_calls());
     return 0;
 }

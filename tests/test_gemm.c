@@ -1,6 +1,6 @@
 /* test_gemm.c - the runtime's own GEMM kernels (runtime/gemm.h): every
- * variant this CPU supports (generic, avx2, avx512, avx512_bf16; amx has no
- * kernel; those the CPU lacks are reported as skipped) against a scalar
+ * variant this CPU supports (generic, avx2, avx512, avx512_bf16, amx: its
+ * tiles also in test_gemm_amx.c; those the CPU lacks are reported as skipped) against a scalar
  * reference in f32, bf16 (inputs rounded to nearest even, f32 sums) and
  * int8 (exact s32 sums, so the dequantized result is bit-exact); edges of
  * every tile and block size; the fused epilogue (scale, bias, residual
