@@ -11,6 +11,7 @@
  * residual before and after, alpha, accumulate, bf16 C) and the prologue, on
  * one and two threads; the same on the hardware's tiles where this CPU has
  * AMX and the OS granted the tile data (named as skipped otherwise); the
+ * eager bf16 linear and matmul on the emulated tiles; the
  * dispatch: the size threshold, TJIT_ISA=amx on a CPU without AMX never
  * using the tiles. */
 #include <math.h>
@@ -511,6 +512,50 @@ static void test_gemm_hardware(void **state)
     gemm_cases(HW);
 }
 
+/* The eager bf16 linear and matmul (runtime/k_matmul.c: x [2, 20, 70], w
+ * [40, 70], a bias; the weight's transposed view): 40 rows on the emulated
+ * tiles, bit for bit the portable kernel's (one k-block). */
+static void test_eager_bf16(void **state)
+{
+    (void)state;
+    int64_t nx = 2 * 20 * 70, nw = 40 * 70;
+    tj_tensor *x = rt_tensor_new(TJ_BF16, 3, (int64_t[]){2, 20, 70});
+    tj_tensor *w = rt_tensor_new(TJ_BF16, 2, (int64_t[]){40, 70});
+    tj_tensor *b = rt_tensor_new(TJ_BF16, 1, (int64_t[]){40});
+    assert_non_null(x), assert_non_null(w), assert_non_null(b);
+    unsigned seed = 31;
+    for (int64_t i = 0; i < nx; i++)
+        ((uint16_t *)rt_ptr(x))[i] = tjg_f32_to_bf16(tu_frand(&seed));
+    for (int64_t i = 0; i < nw; i++)
+        ((uint16_t *)rt_ptr(w))[i] = tjg_f32_to_bf16(tu_frand(&seed));
+    for (int64_t i = 0; i < 40; i++)
+        ((uint16_t *)rt_ptr(b))[i] = tjg_f32_to_bf16(tu_frand(&seed));
+    tj_tensor *wt = rt_tensor_view(w, 2, (int64_t[]){70, 40}, (int64_t[]){1, 70}, 0);
+    tj_tensor *y[2][2];
+    for (int mode = REF; mode <= EMU; mode++) {
+        set_mode(mode);
+        uint64_t before = tjg_amx_calls();
+        for (int op = 0; op < 2; op++) {
+            y[mode][op] = rt_tensor_new(TJ_BF16, 3, (int64_t[]){2, 20, 40});
+            assert_non_null(y[mode][op]);
+            if (op)
+                assert_int_equal(rt_kernels[OP_linear](OP_linear, y[mode][op],
+                                                       (tj_tensor *[]){x, w, b}, 3, NULL), 0);
+            else
+                assert_int_equal(rt_kernels[OP_matmul](OP_matmul, y[mode][op],
+                                                       (tj_tensor *[]){x, wt}, 2, NULL), 0);
+        }
+        assert_true((tjg_amx_calls() - before == 2) == (mode == EMU));
+    }
+    set_mode(REF);
+    tjg_isa_force(-1);
+    for (int op = 0; op < 2; op++) {
+        assert_memory_equal(rt_ptr(y[EMU][op]), rt_ptr(y[REF][op]), 2 * 20 * 40 * 2);
+        tj_release(y[REF][op]), tj_release(y[EMU][op]);
+    }
+    tj_release(wt), tj_release(x), tj_release(w), tj_release(b);
+}
+
 /* ---- dispatch ---------------------------------------------------------------------------- */
 
 /* The threshold, the types, the variant; the features: AMX only with the
@@ -583,6 +628,7 @@ int main(void)
         cmocka_unit_test(test_tile_dpbusd),     cmocka_unit_test(test_tile_faults),
         cmocka_unit_test(test_block_direct),    cmocka_unit_test(test_dispatch),
         cmocka_unit_test(test_gemm_emulated),   cmocka_unit_test(test_gemm_hardware),
+        cmocka_unit_test(test_eager_bf16),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
