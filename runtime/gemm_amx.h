@@ -36,8 +36,8 @@ typedef struct tjg_amx_ops {
      *         nkg groups rounded up to TJG_AMX_KG (zero past the data);
      *   b     ceil(cols / NR) packed panels, pstride words apart, nkg groups
      *         of NR words each (the panel's k-block: gemm.h's layout);
-     *   c     rows rounded up to TJG_AMX_ROWS and columns rounded up to NR
-     *         are written (the caller's scratch has room);
+     *   c     rows rounded up to 16 and columns rounded up to NR are
+     *         written (the caller's scratch has room for TJG_AMX_ROWS);
      *   tail  TJG_AMX_KG x NR words of scratch (B's last groups, zero padded). */
     void (*block)(void *state, bool bf16, int64_t rows, int64_t cols, int64_t nkg,
                   const void *a, int64_t lda, const uint32_t *b, int64_t pstride, void *c,
