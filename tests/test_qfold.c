@@ -8,7 +8,8 @@
  * per channel along the wrong axis) is left alone. Values: every folded
  * graph runs next to its unfused original on the graph executor, under
  * every GEMM variant this CPU supports (TJIT_ISA forcing: generic, avx2,
- * avx512, avx512_bf16 with VNNI), and agrees with it (f32 within 1e-5 relative;
+ * avx512, avx512_bf16 with VNNI) and on the emulated AMX tiles (the convs'
+ * GEMMs have the rows), and agrees with it (f32 within 1e-5 relative;
  * quantized outputs exactly, but for one step at an f32 rounding tie); the
  * f32 result equals an exact integer reference scaled once (int8 sums are
  * exact in s32), and the variants agree bit for bit. Compiled: a model of
@@ -218,14 +219,19 @@ static void check_values(const char *src)
     run(g, in, want);
     unsigned f = tjg_cpu_features();
     int runs = 0;
-    for (int v = TJG_GENERIC; v <= TJG_AMX; v++) {
-        if (tjg_isa_select(f, tjg_isa_name((tjg_isa)v)) != (tjg_isa)v) {
+    /* v = TJG_NISA: the AMX path on the emulated tiles (runtime/gemm_amx.h),
+     * where a GEMM has the rows for it */
+    for (int v = TJG_GENERIC; v <= TJG_NISA; v++) {
+        bool emu = v == TJG_NISA;
+        if (!emu && tjg_isa_select(f, tjg_isa_name((tjg_isa)v)) != (tjg_isa)v) {
             printf("#summary skipped variant %s: this CPU lacks its features\n",
                    tjg_isa_name((tjg_isa)v));
             continue;
         }
-        tjg_isa_force(v);
+        tjg_isa_force(emu ? -1 : v);
+        tjg_amx_emulate(emu);
         run(h, in, got);
+        tjg_amx_emulate(false);
         for (int o = 0; o < g->noutputs; o++) {
             if (tj_dtype_of(want[o]) == TJ_F32)
                 tu_assert_close(got[o], want[o], 1e-5, 1e-5);
@@ -252,12 +258,14 @@ static void check_values(const char *src)
 static void test_fold_values(void **state)
 {
     (void)state;
+    uint64_t tiles = tjg_amx_calls();
     check_values(linear_src);
     check_values(relu_q_src);
     check_values(matmul_src);
     check_values(asym_src);
     check_values(conv_src);
     check_values(conv_pt_src);
+    assert_true(tjg_amx_calls() > tiles);   /* the convs' GEMMs reached the tiles */
 }
 
 /* With a symmetric weight the f32 result is the exact integer sum scaled
