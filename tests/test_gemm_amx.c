@@ -448,10 +448,10 @@ static void gemm_case(int mode, bool s8, gcase g)
              (int)g.act, tj_num_threads());
     if (tiles != (g.m >= TJG_AMX_MIN_M))
         fail_msg("%s: %s the tiles", what, tiles ? "ran on" : "did not run on");
-    /* the same order of sums: int8 (exact), bf16 within one k-block (KCG
-     * groups: the portable kernel adds each k-block's sum to C, the tiles
-     * carry one FMA chain) on the emulation */
-    bool exact = tiles && mode == EMU && (s8 || g.k <= 512);
+    /* the same sums: int8 (exact in s32, hardware or not), bf16 on the
+     * emulation within one k-block (KCG groups: the portable kernel adds
+     * each k-block's sum to C, the tiles carry one FMA chain) */
+    bool exact = tiles && (s8 || (mode == EMU && g.k <= 512));
     bool out16 = g.epi == 5;
     for (int64_t i = 0; i < g.m * g.n; i++) {
         float x = out16 ? tjg_bf16_to_f32(((uint16_t *)got)[i]) : got[i];
