@@ -279,6 +279,20 @@ static const char *stride_class_name(int c)
     return c == CG_STRIDED ? "strided" : c ? "1" : "0";
 }
 
+static bool loads(const cg_kernel *k, int i, int buf, int depth)
+{
+    const cg_inst *in = &k->inst[i];
+    if (in->k == CG_LOAD)
+        return in->buf == buf;
+    int nops = cg_inst_nops(in);
+    for (int j = 0; j < nops && depth < 256; j++)
+        if (loads(k, in->a[j], buf, depth + 1))
+            return true;
+    return false;
+}
+
+bool cg_inst_loads(const cg_kernel *k, int i, int buf) { return loads(k, i, buf, 0); }
+
 char *cg_kernel_text(const cg_kernel *k, const char *name)
 {
     char *buf = NULL;
@@ -290,6 +304,8 @@ char *cg_kernel_text(const cg_kernel *k, const char *name)
             k->nouter);
     if (k->lanes)
         fprintf(f, " cols lanes=%d", k->lanes);
+    if (k->nt)
+        fprintf(f, " nt");
     fprintf(f, " {\n");
     for (int b = 0; b < k->nbufs; b++) {
         const cg_buf *cb = &k->bufs[b];

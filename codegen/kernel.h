@@ -58,6 +58,15 @@
  * A tile is then (row of the other outer dims, block of `lanes` rows):
  * sz[1] = lanes, sz[2] = blocks per last outer dim; each buffer's `lane`
  * class (0, 1, CG_STRIDED) is that of its last outer stride.
+ *
+ * Streaming stores (`nt`, set by lower.c for outputs too large to stay in
+ * cache, cg_nt_min_bytes in lower.h): in a store stage without reduction
+ * whose stored values no later stage loads back, the first contiguous stored
+ * buffer gets aligned loop versioning (emit.c): a scalar peel until its
+ * pointer is aligned to the vector size, then the loop LLVM vectorizes, whose
+ * vector stores to it become non-temporal (vmovntps: no read of the line
+ * before it is written), the body ending with an sfence. Same values, same
+ * bits; the text says ` nt`, so the key differs.
  */
 #ifndef TJ_CG_KERNEL_H
 #define TJ_CG_KERNEL_H
@@ -124,6 +133,7 @@ typedef struct cg_kernel {
     cg_kind kind;
     int nouter;
     int lanes;                     /* ROWS: > 0 makes a column kernel (above) */
+    bool nt;                       /* streaming stores (below) */
     int nbufs;
     cg_buf bufs[CG_MAX_BUFS];
     int ninst;
@@ -150,6 +160,8 @@ int cg_add_const(cg_kernel *k, tj_dtype dt, double c);
 int cg_add_cvt(cg_kernel *k, int a, tj_dtype dt);   /* a itself when already dt */
 int cg_add_reduce(cg_kernel *k, cg_red red, int val);
 int cg_inst_nops(const cg_inst *in);   /* operands of an instruction: a[0..n) */
+/* Whether instruction i depends on a load of buffer `buf`. */
+bool cg_inst_loads(const cg_kernel *k, int i, int buf);
 /* Adds a store of val to buf: to the store stage opened last (a new one when
  * the last stage is a reduction). 0 or -1. */
 int cg_add_store(cg_kernel *k, int val, int buf);
