@@ -534,28 +534,18 @@ static void stage_stores(em *e, const cg_stage *st, loopctx *L, int tag)
 
 /* ---- streaming stores (kernel.h, nt) ------------------------------------------------------ */
 
-/* The buffer whose stores in stage s stream: the first contiguous one it
- * stores, when the stage reduces nothing and nothing after it loads that
- * buffer back (it would then come from memory); else -1. */
-static int nt_buf(const em *e, const cg_stage *st, int s)
+/* The buffer whose stores in stage st stream (kernel.h): the first
+ * contiguous one it stores, when the stage is marked and reduces nothing
+ * (lower.c chooses which stages); else -1. */
+static int nt_buf(const em *e, const cg_stage *st)
 {
     const cg_kernel *k = e->k;
-    if (!k->nt || k->lanes || st->reduce)
+    if (!st->nt || k->lanes || st->reduce)
         return -1;
-    int b = -1;
-    for (int j = 0; j < st->nst && b < 0; j++)
+    for (int j = 0; j < st->nst; j++)
         if (k->bufs[st->st_buf[j]].inner == 1)
-            b = st->st_buf[j];
-    for (int t = s + 1; b >= 0 && t < k->nstages; t++) {
-        const cg_stage *u = &k->stages[t];
-        bool back = u->reduce && cg_inst_loads(k, u->val, b);
-        for (int j = 0; j < u->nst; j++)
-            back = back || cg_inst_loads(k, u->st_val[j], b);
-        b = back ? -1 : b;
-    }
-    for (int j = 0; b >= 0 && j < k->nrow; j++)
-        b = cg_inst_loads(k, k->row_val[j], b) ? -1 : b;
-    return b;
+            return st->st_buf[j];
+    return -1;
 }
 
 /* A store stage over [j0, j1) whose stores to buffer nb stream:
@@ -660,7 +650,7 @@ static LLVMValueRef nt_tag(em *e)
 static void emit_stage(em *e, const cg_stage *st, int s, LLVMValueRef j0, LLVMValueRef j1,
                        LLVMValueRef *memo)
 {
-    int nb = nt_buf(e, st, s);
+    int nb = nt_buf(e, st);
     if (nb >= 0) {
         emit_nt_stage(e, st, nb, j0, j1, memo);
         return;

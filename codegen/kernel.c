@@ -304,8 +304,6 @@ char *cg_kernel_text(const cg_kernel *k, const char *name)
             k->nouter);
     if (k->lanes)
         fprintf(f, " cols lanes=%d", k->lanes);
-    if (k->nt)
-        fprintf(f, " nt");
     fprintf(f, " {\n");
     for (int b = 0; b < k->nbufs; b++) {
         const cg_buf *cb = &k->bufs[b];
@@ -319,7 +317,7 @@ char *cg_kernel_text(const cg_kernel *k, const char *name)
         print_inst(f, k, i);
     for (int s = 0; s < k->nstages; s++) {
         const cg_stage *st = &k->stages[s];
-        fprintf(f, "  stage %d:", s);
+        fprintf(f, "  stage %d%s:", s, st->nt ? " nt" : "");
         if (st->reduce)
             fprintf(f, " reduce %s %%%d%s", cg_red_name(st->red), st->val, st->nst ? ";" : "");
         if (st->nst)

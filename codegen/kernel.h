@@ -59,14 +59,14 @@
  * sz[1] = lanes, sz[2] = blocks per last outer dim; each buffer's `lane`
  * class (0, 1, CG_STRIDED) is that of its last outer stride.
  *
- * Streaming stores (`nt`, set by lower.c for outputs too large to stay in
- * cache, cg_nt_min_bytes in lower.h): in a store stage without reduction
- * whose stored values no later stage loads back, the first contiguous stored
- * buffer gets aligned loop versioning (emit.c): a scalar peel until its
- * pointer is aligned to the vector size, then the loop LLVM vectorizes, whose
- * vector stores to it become non-temporal (vmovntps: no read of the line
- * before it is written), the body ending with an sfence. Same values, same
- * bits; the text says ` nt`, so the key differs.
+ * Streaming stores (a stage's `nt`; lower.c sets it, codegen/lower.h
+ * cg_nt_min_bytes says when): in a stage without reduction (of a kernel that
+ * is not a column kernel), the stores to the first contiguous buffer it
+ * stores get aligned loop versioning (emit.c): a scalar peel until that
+ * buffer's pointer is aligned to the vector size, then the loop LLVM
+ * vectorizes, whose vector stores to it become non-temporal (vmovntps: no
+ * read of the line before it is written); the body ends with an sfence.
+ * Same values, same bits; the text says `stage 1 nt:`, so the key differs.
  */
 #ifndef TJ_CG_KERNEL_H
 #define TJ_CG_KERNEL_H
@@ -120,6 +120,7 @@ typedef struct cg_stage {
     int val;                       /* reduce: the instruction reduced over the row */
     int nst;                       /* values stored per element (any stage) */
     int st_val[CG_MAX_STORES], st_buf[CG_MAX_STORES];
+    bool nt;                       /* streaming stores (below) */
 } cg_stage;
 
 typedef struct cg_buf {
@@ -133,7 +134,6 @@ typedef struct cg_kernel {
     cg_kind kind;
     int nouter;
     int lanes;                     /* ROWS: > 0 makes a column kernel (above) */
-    bool nt;                       /* streaming stores (below) */
     int nbufs;
     cg_buf bufs[CG_MAX_BUFS];
     int ninst;
