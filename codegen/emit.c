@@ -16,6 +16,8 @@
  *     each stage, in order:
  *       reduce: acc = init; for j in [j0, j1): acc = acc (+|*|max|min) v(j)
  *       store:  for j in [j0, j1): p_k[j * inner_k] = v(j)  for each stored value
+ *               (a stage marked nt: a scalar peel to the output's alignment,
+ *               then the aligned loop whose vector stores stream; emit_nt_stage)
  *     row stores: p_k[0] = v
  *
  * Column kernels (kernel.h; ROWS with lanes > 0), for tiles [begin, end):
