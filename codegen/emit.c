@@ -16,6 +16,8 @@
  *     each stage, in order:
  *       reduce: acc = init; for j in [j0, j1): acc = acc (+|*|max|min) v(j)
  *       store:  for j in [j0, j1): p_k[j * inner_k] = v(j)  for each stored value
+ *               (a stage marked nt: a scalar peel to the output's alignment,
+ *               then the aligned loop whose vector stores stream; emit_nt_stage)
  *     row stores: p_k[0] = v
  *
  * Column kernels (kernel.h; ROWS with lanes > 0), for tiles [begin, end):
@@ -154,6 +156,9 @@ typedef struct em {
     LLVMValueRef acc[CG_MAX_STAGES];   /* column kernels: per stage, [lanes] accumulators */
     LLVMValueRef nl;                   /* column kernels: rows in this block */
     LLVMValueRef N;                    /* the inner extent */
+    LLVMValueRef nt_tag;               /* !alias.scope marking streaming stores (emit_nt_stage) */
+    unsigned valign;                   /* bytes of the widest vector: 64 with AVX-512, else 32 */
+    bool nt_used;                      /* a stage streams: the body ends with an sfence */
     char *err;
     size_t nerr;
     bool failed;
@@ -405,6 +410,7 @@ typedef struct loop {
     LLVMBasicBlockRef pre, body, exit;
     LLVMValueRef j, acc;
     unsigned interleave;   /* > 0: llvm.loop.interleave.count */
+    bool scalar;           /* llvm.loop.vectorize.enable false (a peel of a few elements) */
 } loop;
 
 static void loop_open(em *e, loop *lp, LLVMValueRef j0, LLVMValueRef j1, LLVMValueRef init)
@@ -418,20 +424,29 @@ static void loop_open(em *e, loop *lp, LLVMValueRef j0, LLVMValueRef j1, LLVMVal
     LLVMAddIncoming(lp->j, &j0, &lp->pre, 1);
     lp->acc = NULL;
     lp->interleave = 0;
+    lp->scalar = false;
     if (init) {
         lp->acc = LLVMBuildPhi(e->B, LLVMTypeOf(init), "acc");
         LLVMAddIncoming(lp->acc, &init, &lp->pre, 1);
     }
 }
 
-/* !llvm.loop !{self, !{"llvm.loop.interleave.count", i32 n}} on a latch. */
-static void loop_hint(em *e, LLVMValueRef br, unsigned n)
+/* !{"key", ty v} */
+static LLVMMetadataRef md_pair(em *e, const char *key, LLVMTypeRef ty, unsigned v)
 {
-    const char *key = "llvm.loop.interleave.count";
-    LLVMMetadataRef count[2] = {LLVMMDStringInContext2(e->C, key, strlen(key)),
-                                LLVMValueAsMetadata(LLVMConstInt(LLVMInt32TypeInContext(e->C), n, 0))};
+    LLVMMetadataRef kv[2] = {LLVMMDStringInContext2(e->C, key, strlen(key)),
+                             LLVMValueAsMetadata(LLVMConstInt(ty, v, 0))};
+    return LLVMMDNodeInContext2(e->C, kv, 2);
+}
+
+/* !llvm.loop !{self, !{"llvm.loop.interleave.count", i32 n}} or
+ * !{self, !{"llvm.loop.vectorize.enable", i1 false}} on a latch. */
+static void loop_hint(em *e, LLVMValueRef br, const loop *lp)
+{
     LLVMMetadataRef self = LLVMTemporaryMDNode(e->C, NULL, 0);
-    LLVMMetadataRef ops[2] = {self, LLVMMDNodeInContext2(e->C, count, 2)};
+    LLVMMetadataRef ops[2] = {self, lp->scalar ? md_pair(e, "llvm.loop.vectorize.enable", LLVMInt1TypeInContext(e->C), 0)
+                                               : md_pair(e, "llvm.loop.interleave.count",
+                                                         LLVMInt32TypeInContext(e->C), lp->interleave)};
     LLVMMetadataRef md = LLVMMDNodeInContext2(e->C, ops, 2);
     LLVMMetadataReplaceAllUsesWith(self, md);   /* ownership: the temporary node is freed */
     LLVMSetMetadata(br, LLVMGetMDKindIDInContext(e->C, "llvm.loop", 9), LLVMMetadataAsValue(e->C, md));
@@ -447,8 +462,8 @@ static LLVMValueRef loop_close(em *e, loop *lp, LLVMValueRef j1, LLVMValueRef in
     if (lp->acc)
         LLVMAddIncoming(lp->acc, &acc_next, &last, 1);
     LLVMValueRef br = LLVMBuildCondBr(e->B, LLVMBuildICmp(e->B, LLVMIntSLT, jn, j1, ""), lp->body, lp->exit);
-    if (lp->interleave)
-        loop_hint(e, br, lp->interleave);
+    if (lp->interleave || lp->scalar)
+        loop_hint(e, br, lp);
     LLVMPositionBuilderAtEnd(e->B, lp->exit);
     if (!lp->acc)
         return NULL;
@@ -507,9 +522,141 @@ static LLVMValueRef red_init(em *e, cg_red red, tj_dtype dt)
     return LLVMConstInt(t, v, 0);
 }
 
+/* The stores of a stage at L's element; those to buffer `tag` get e->nt_tag. */
+static void stage_stores(em *e, const cg_stage *st, loopctx *L, int tag)
+{
+    unsigned kind = LLVMGetMDKindIDInContext(e->C, "alias.scope", 11);
+    for (int k = 0; k < st->nst; k++) {
+        LLVMValueRef v = value(e, L, st->st_val[k]);
+        LLVMValueRef s = LLVMBuildStore(e->B, v, elem_ptr(e, L, st->st_buf[k], LLVMTypeOf(v)));
+        if (st->st_buf[k] == tag)
+            LLVMSetMetadata(s, kind, e->nt_tag);
+    }
+}
+
+/* ---- streaming stores (kernel.h, nt) ------------------------------------------------------ */
+
+/* The buffer whose stores in stage st stream (kernel.h): the first
+ * contiguous one it stores, when the stage is marked and reduces nothing
+ * (lower.c chooses which stages); else -1. */
+static int nt_buf(const em *e, const cg_stage *st)
+{
+    const cg_kernel *k = e->k;
+    if (!st->nt || k->lanes || st->reduce)
+        return -1;
+    for (int j = 0; j < st->nst; j++)
+        if (k->bufs[st->st_buf[j]].inner == 1)
+            return st->st_buf[j];
+    return -1;
+}
+
+/* A store stage over [j0, j1) whose stores to buffer nb stream:
+ *
+ *   peel = elements until &nb[j] is valign-aligned (all of them when nb's
+ *          pointer is not even aligned to its element), at most j1 - j0
+ *   for j in [j0, j0 + peel): the stores          (scalar: a few elements)
+ *   every pointer moved to j0 + peel, nb's through llvm.ptrmask(-valign),
+ *   a no-op that tells LLVM its alignment
+ *   for j in [0, j1 - j0 - peel): the stores      (the loop LLVM vectorizes)
+ *
+ * The main loop's stores to nb carry nt_tag; after optimization mark_nt makes
+ * those LLVM vectorized with an alignment of their size non-temporal (the
+ * vectorizer's scalar remainder keeps normal stores). Values are the same
+ * as emit_stage's, element by element. */
+static void emit_nt_stage(em *e, const cg_stage *st, int nb, LLVMValueRef j0, LLVMValueRef j1,
+                          LLVMValueRef *memo)
+{
+    const cg_kernel *k = e->k;
+    uint64_t es = tj_dtype_size(k->bufs[nb].dt);
+    LLVMValueRef len = LLVMBuildSub(e->B, j1, j0, "");
+    LLVMValueRef addr = LLVMBuildPtrToInt(e->B, LLVMBuildGEP2(e->B, ty_of(e, k->bufs[nb].dt), e->p[nb], &j0, 1, ""),
+                                          e->i64, "");
+    LLVMValueRef mis = LLVMBuildAnd(e->B, LLVMBuildNeg(e->B, addr, ""), c64(e, e->valign - 1), "");
+    LLVMValueRef peel = LLVMBuildUDiv(e->B, mis, c64(e, (int64_t)es), "");
+    LLVMValueRef odd = LLVMBuildICmp(e->B, LLVMIntNE, LLVMBuildAnd(e->B, addr, c64(e, (int64_t)es - 1), ""),
+                                     c64(e, 0), "");
+    peel = LLVMBuildSelect(e->B, odd, len, peel, "");
+    peel = LLVMBuildSelect(e->B, LLVMBuildICmp(e->B, LLVMIntSLT, peel, len, ""), peel, len, "peel");
+    LLVMValueRef ja = LLVMBuildAdd(e->B, j0, peel, "ja");
+
+    loop lp;
+    loop_open(e, &lp, j0, ja, NULL);
+    lp.scalar = true;
+    memset(memo, 0, sizeof(LLVMValueRef) * (size_t)k->ninst);
+    loopctx L = {lp.j, memo, NULL};
+    stage_stores(e, st, &L, -1);
+    loop_close(e, &lp, ja, NULL, NULL);
+
+    LLVMValueRef saved[CG_MAX_BUFS];
+    memcpy(saved, e->p, sizeof saved);
+    loopctx at = {ja, memo, NULL};
+    for (int b = 0; b < k->nbufs; b++) {   /* not inbounds: j0 + peel may be j1 */
+        LLVMValueRef idx = elem_index(e, &at, b);
+        e->p[b] = LLVMBuildGEP2(e->B, ty_of(e, k->bufs[b].dt), saved[b], &idx, 1, "");
+    }
+    LLVMTypeRef pm[2] = {e->ptr, e->i64};
+    unsigned id = LLVMLookupIntrinsicID("llvm.ptrmask", 12);
+    LLVMValueRef f = LLVMGetIntrinsicDeclaration(e->M, id, pm, 2);
+    e->p[nb] = LLVMBuildCall2(e->B, LLVMFunctionType(e->ptr, pm, 2, 0), f,
+                              (LLVMValueRef[]){e->p[nb], c64(e, -(int64_t)e->valign)}, 2, "");
+    LLVMValueRef n = LLVMBuildSub(e->B, j1, ja, "");
+    loop lm;
+    loop_open(e, &lm, c64(e, 0), n, NULL);
+    lm.interleave = k->kind == CG_TILES ? 4 : 0;   /* as emit_stage */
+    memset(memo, 0, sizeof(LLVMValueRef) * (size_t)k->ninst);
+    L = (loopctx){lm.j, memo, NULL};
+    stage_stores(e, st, &L, nb);
+    loop_close(e, &lm, n, NULL, NULL);
+    memcpy(e->p, saved, sizeof saved);
+    e->nt_used = true;
+}
+
+/* After optimization: the tagged stores LLVM vectorized with their size's
+ * alignment (LLVM's InferAlignment sees the ptrmask) become !nontemporal;
+ * codegen makes them vmovntps/vmovntdq. Returns how many. */
+static int mark_nt(em *e)
+{
+    unsigned scope = LLVMGetMDKindIDInContext(e->C, "alias.scope", 11);
+    unsigned ntk = LLVMGetMDKindIDInContext(e->C, "nontemporal", 11);
+    LLVMMetadataRef one = LLVMValueAsMetadata(LLVMConstInt(LLVMInt32TypeInContext(e->C), 1, 0));
+    LLVMValueRef md = LLVMMetadataAsValue(e->C, LLVMMDNodeInContext2(e->C, &one, 1));
+    LLVMTargetDataRef dl = LLVMGetModuleDataLayout(e->M);
+    int n = 0;
+    for (LLVMValueRef f = LLVMGetFirstFunction(e->M); f; f = LLVMGetNextFunction(f))
+        for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
+            for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
+                if (!LLVMIsAStoreInst(i) || LLVMGetMetadata(i, scope) != e->nt_tag)
+                    continue;
+                LLVMTypeRef t = LLVMTypeOf(LLVMGetOperand(i, 0));
+                unsigned long long size = LLVMStoreSizeOfType(dl, t);
+                if (LLVMGetTypeKind(t) == LLVMVectorTypeKind && size >= 16 && size <= e->valign &&
+                    LLVMGetAlignment(i) >= size) {
+                    LLVMSetMetadata(i, ntk, md);
+                    n++;
+                }
+            }
+    return n;
+}
+
+/* The scope list !{!{!"tjit.nt", !{!"tjit.nt"}}}: a tag LLVM's vectorizer
+ * carries to the vector stores it makes (unlike metadata of our own kind).
+ * No access has !noalias naming it, so it tells alias analysis nothing. */
+static LLVMValueRef nt_tag(em *e)
+{
+    LLVMMetadataRef name = LLVMMDStringInContext2(e->C, "tjit.nt", 7);
+    LLVMMetadataRef dom = LLVMMDNodeInContext2(e->C, &name, 1);
+    LLVMMetadataRef scope = LLVMMDNodeInContext2(e->C, (LLVMMetadataRef[]){name, dom}, 2);
+    return LLVMMetadataAsValue(e->C, LLVMMDNodeInContext2(e->C, &scope, 1));
+}
+
 static void emit_stage(em *e, const cg_stage *st, int s, LLVMValueRef j0, LLVMValueRef j1,
                        LLVMValueRef *memo)
 {
+    int nb = nt_buf(e, st);
+    if (nb >= 0) {
+        emit_nt_stage(e, st, nb, j0, j1, memo);
+        return;
+    }
     memset(memo, 0, sizeof(LLVMValueRef) * (size_t)e->k->ninst);
     loop lp;
     tj_dtype rdt = st->reduce ? e->k->inst[st->val].dt : TJ_F32;
@@ -522,10 +669,7 @@ static void emit_stage(em *e, const cg_stage *st, int s, LLVMValueRef j0, LLVMVa
     LLVMValueRef next = NULL;
     if (st->reduce)
         next = combine(e, st->red, rdt, lp.acc, value(e, &L, st->val));
-    for (int k = 0; k < st->nst; k++) {
-        LLVMValueRef v = value(e, &L, st->st_val[k]);
-        LLVMBuildStore(e->B, v, elem_ptr(e, &L, st->st_buf[k], LLVMTypeOf(v)));
-    }
+    stage_stores(e, st, &L, -1);
     LLVMValueRef r = loop_close(e, &lp, j1, init, next);
     if (st->reduce)
         e->red[s] = r;
@@ -740,6 +884,14 @@ static LLVMValueRef build_body(em *e, const char *fname, LLVMTargetMachineRef tm
         emit_tile(e, tl.j, N, Bw, NB, args, memo);
     free(memo);
     loop_close(e, &tl, end, NULL, NULL);
+    if (e->nt_used) {   /* streaming stores are weakly ordered: drain them before returning */
+        unsigned id = LLVMLookupIntrinsicID("llvm.x86.sse.sfence", 19);
+        if (id)
+            LLVMBuildCall2(e->B, LLVMFunctionType(LLVMVoidTypeInContext(e->C), NULL, 0, 0),
+                           LLVMGetIntrinsicDeclaration(e->M, id, NULL, 0), NULL, 0, "");
+        else
+            LLVMBuildFence(e->B, LLVMAtomicOrderingSequentiallyConsistent, 0, "");
+    }
     LLVMBuildRetVoid(e->B);
     return f;
 }
@@ -899,6 +1051,10 @@ static int build_module(em *e, const char *fname, LLVMTargetMachineRef tm)
     e->f64 = LLVMDoubleTypeInContext(e->C);
     e->ptr = LLVMPointerTypeInContext(e->C, 0);
     e->B = LLVMCreateBuilderInContext(e->C);
+    e->nt_tag = nt_tag(e);
+    char *feat = LLVMGetTargetMachineFeatureString(tm);
+    e->valign = feat && strstr(feat, "+avx512f") ? 64 : 32;
+    LLVMDisposeMessage(feat);
     LLVMValueRef body = build_body(e, fname, tm);
     build_wrapper(e, fname, body);
     LLVMDisposeBuilder(e->B);
@@ -936,6 +1092,8 @@ int cg_emit(const cg_kernel *k, const char *fname, unsigned flags, cg_object *ou
     double t1 = now_ms();
     if (optimize(e.M, tm, err, nerr))
         goto done;
+    if (e.nt_used)
+        mark_nt(&e);
     double t2 = now_ms();
     if (flags & CG_EMIT_LLVM) {
         char *s = LLVMPrintModuleToString(e.M);

@@ -279,6 +279,20 @@ static const char *stride_class_name(int c)
     return c == CG_STRIDED ? "strided" : c ? "1" : "0";
 }
 
+static bool loads(const cg_kernel *k, int i, int buf, int depth)
+{
+    const cg_inst *in = &k->inst[i];
+    if (in->k == CG_LOAD)
+        return in->buf == buf;
+    int nops = cg_inst_nops(in);
+    for (int j = 0; j < nops && depth < 256; j++)
+        if (loads(k, in->a[j], buf, depth + 1))
+            return true;
+    return false;
+}
+
+bool cg_inst_loads(const cg_kernel *k, int i, int buf) { return loads(k, i, buf, 0); }
+
 char *cg_kernel_text(const cg_kernel *k, const char *name)
 {
     char *buf = NULL;
@@ -303,7 +317,7 @@ char *cg_kernel_text(const cg_kernel *k, const char *name)
         print_inst(f, k, i);
     for (int s = 0; s < k->nstages; s++) {
         const cg_stage *st = &k->stages[s];
-        fprintf(f, "  stage %d:", s);
+        fprintf(f, "  stage %d%s:", s, st->nt ? " nt" : "");
         if (st->reduce)
             fprintf(f, " reduce %s %%%d%s", cg_red_name(st->red), st->val, st->nst ? ";" : "");
         if (st->nst)

@@ -58,6 +58,15 @@
  * A tile is then (row of the other outer dims, block of `lanes` rows):
  * sz[1] = lanes, sz[2] = blocks per last outer dim; each buffer's `lane`
  * class (0, 1, CG_STRIDED) is that of its last outer stride.
+ *
+ * Streaming stores (a stage's `nt`; lower.c sets it, codegen/lower.h
+ * cg_nt_min_bytes says when): in a stage without reduction (of a kernel that
+ * is not a column kernel), the stores to the first contiguous buffer it
+ * stores get aligned loop versioning (emit.c): a scalar peel until that
+ * buffer's pointer is aligned to the vector size, then the loop LLVM
+ * vectorizes, whose vector stores to it become non-temporal (vmovntps: no
+ * read of the line before it is written); the body ends with an sfence.
+ * Same values, same bits; the text says `stage 1 nt:`, so the key differs.
  */
 #ifndef TJ_CG_KERNEL_H
 #define TJ_CG_KERNEL_H
@@ -111,6 +120,7 @@ typedef struct cg_stage {
     int val;                       /* reduce: the instruction reduced over the row */
     int nst;                       /* values stored per element (any stage) */
     int st_val[CG_MAX_STORES], st_buf[CG_MAX_STORES];
+    bool nt;                       /* streaming stores (below) */
 } cg_stage;
 
 typedef struct cg_buf {
@@ -150,6 +160,8 @@ int cg_add_const(cg_kernel *k, tj_dtype dt, double c);
 int cg_add_cvt(cg_kernel *k, int a, tj_dtype dt);   /* a itself when already dt */
 int cg_add_reduce(cg_kernel *k, cg_red red, int val);
 int cg_inst_nops(const cg_inst *in);   /* operands of an instruction: a[0..n) */
+/* Whether instruction i depends on a load of buffer `buf`. */
+bool cg_inst_loads(const cg_kernel *k, int i, int buf);
 /* Adds a store of val to buf: to the store stage opened last (a new one when
  * the last stage is a reduction). 0 or -1. */
 int cg_add_store(cg_kernel *k, int val, int buf);

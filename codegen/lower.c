@@ -10,9 +10,11 @@
  *   inner; rows: outer and reduced dims apart, the reduced ones must become
  *   one inner dim) -> stride classes (0, 1, strided) and the sz array.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lower.h"
 
@@ -375,19 +377,23 @@ static bool uses_inner(const lw *L, const ir_node *n)
 
 /* ---- caching a reduced value in an output row ---------------------------------------- */
 
+/* A call that costs more than a few instructions. */
+static bool costly_call(const cg_inst *in)
+{
+    static const ir_op cheap[] = {OP_add, OP_sub, OP_mul, OP_neg, OP_abs, OP_maximum, OP_minimum};
+    bool c = false;
+    for (size_t j = 0; j < sizeof cheap / sizeof *cheap; j++)
+        c = c || in->op == cheap[j];
+    return in->k == CG_CALL && !c;
+}
+
 /* Calls that cost more than a few instructions. */
 static bool expensive(const cg_kernel *k, int i, int depth)
 {
     const cg_inst *in = &k->inst[i];
-    static const ir_op cheap[] = {OP_add, OP_sub, OP_mul, OP_neg, OP_abs, OP_maximum, OP_minimum};
     int nops = cg_inst_nops(in);
-    if (in->k == CG_CALL) {
-        bool c = false;
-        for (size_t j = 0; j < sizeof cheap / sizeof *cheap; j++)
-            c = c || in->op == cheap[j];
-        if (!c)
-            return true;
-    }
+    if (costly_call(in))
+        return true;
     for (int j = 0; j < nops && depth < 64; j++)
         if (expensive(k, in->a[j], depth + 1))
             return true;
@@ -490,6 +496,155 @@ static int stores(lw *L)
     return 0;
 }
 
+/* ---- streaming stores ------------------------------------------------------------------ */
+
+static pthread_once_t nt_once = PTHREAD_ONCE_INIT;
+static int64_t nt_min;   /* written once under nt_once */
+static int nt_mode;      /* TJIT_NT_STORES: 0 off, 1 memory-bound stages, 2 every stage */
+
+/* Bytes of one instance of the last-level cache: from sysfs (the highest
+ * cache level of cpu0, "32768K"), which on a VM tells what the guest shares,
+ * where sysconf may give the whole host's (256 MB on this Zen 3 VM for an L3
+ * of 32 MB); then sysconf; 0 when neither knows. */
+static int64_t last_level_cache(void)
+{
+    int64_t best = 0;
+    for (int i = 0, top = 0; i < 8; i++) {
+        char path[80], buf[32];
+        int level = 0;
+        long long size = 0;
+        char unit = 0;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+        FILE *f = fopen(path, "r");
+        bool ok = f && fgets(buf, sizeof buf, f) && sscanf(buf, "%d", &level) == 1;
+        if (f)
+            fclose(f);
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        f = ok ? fopen(path, "r") : NULL;
+        ok = f && fgets(buf, sizeof buf, f) && sscanf(buf, "%lld%c", &size, &unit) >= 1;
+        if (f)
+            fclose(f);
+        if (ok && level > top) {
+            top = level;
+            best = size * (unit == 'K' ? 1024 : unit == 'M' ? 1 << 20 : 1);
+        }
+    }
+    long sc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    return best > 0 ? best : sc > 0 ? sc : 0;
+}
+
+/* A quarter of the last-level cache, glibc's memcpy threshold for
+ * non-temporal stores (since 2.38): an output that large is mostly evicted
+ * by the time its kernel ends, so its consumer reads it from memory either
+ * way, and streaming saves the read of each line before it is written. */
+static void nt_init(void)
+{
+    const char *on = getenv("TJIT_NT_STORES"), *min = getenv("TJIT_NT_MIN_BYTES");
+    int64_t llc = last_level_cache();
+    nt_min = llc > 0 ? llc / 4 : 8 << 20;
+    if (min && *min)
+        nt_min = strtoll(min, NULL, 10);
+    nt_mode = on && *on ? (int)strtol(on, NULL, 10) : CG_NT_DEFAULT;
+    if (nt_mode <= 0 || nt_min < 0)
+        nt_min = -1;
+}
+
+int64_t cg_nt_min_bytes(void)
+{
+    pthread_once(&nt_once, nt_init);
+    return nt_min;
+}
+
+int cg_nt_mode(void)
+{
+    pthread_once(&nt_once, nt_init);
+    return nt_min < 0 ? 0 : nt_mode;
+}
+
+/* Whether an instruction of i's DAG (i included) satisfies pred. */
+static bool dag_any(const cg_kernel *k, int i, bool (*pred)(const cg_kernel *, int), int depth)
+{
+    if (pred(k, i))
+        return true;
+    const cg_inst *in = &k->inst[i];
+    int nops = cg_inst_nops(in);
+    for (int j = 0; j < nops && depth < 64; j++)
+        if (dag_any(k, in->a[j], pred, depth + 1))
+            return true;
+    return false;
+}
+
+/* A load of an element of a buffer that is not broadcast along the inner dim. */
+static bool inner_load(const cg_kernel *k, int i)
+{
+    return k->inst[i].k == CG_LOAD && k->bufs[k->inst[i].buf].inner != 0;
+}
+
+/* A costly call per element (a tanh of x; not an rsqrt of a row's variance,
+ * which LLVM hoists out of the loop). */
+static bool costly_per_element(const cg_kernel *k, int i)
+{
+    return costly_call(&k->inst[i]) && dag_any(k, i, inner_load, 0);
+}
+
+/* Whether stage s may stream its stores to buffer b: no stage loads b (an
+ * in-place input, softmax's exp read back: its lines are in cache, so a
+ * streaming store saves no read) and no earlier stage stores it. */
+static bool nt_buffer_ok(const cg_kernel *k, int s, int b)
+{
+    for (int t = 0; t < k->nstages; t++) {
+        const cg_stage *u = &k->stages[t];
+        if (u->reduce && cg_inst_loads(k, u->val, b))
+            return false;
+        for (int j = 0; j < u->nst; j++)
+            if (cg_inst_loads(k, u->st_val[j], b) || (t < s && u->st_buf[j] == b))
+                return false;
+    }
+    for (int j = 0; j < k->nrow; j++)
+        if (cg_inst_loads(k, k->row_val[j], b))
+            return false;
+    return true;
+}
+
+/* The first contiguous buffer stage s stores, -1 when none. */
+static int nt_target(const cg_kernel *k, int s)
+{
+    const cg_stage *st = &k->stages[s];
+    for (int j = 0; j < st->nst; j++)
+        if (k->bufs[st->st_buf[j]].inner == 1)
+            return st->st_buf[j];
+    return -1;
+}
+
+/* Streaming stores (kernel.h) in the stages that may stream, when the
+ * contiguous values the stages store come to at least cg_nt_min_bytes; by
+ * default (TJIT_NT_STORES=1) only in stages whose values cost no formula
+ * call per element: an arithmetic-bound loop (P1, B1) measured no faster
+ * with them (docs/perf.md, Streaming stores). */
+static void choose_nt(cg_launch *o)
+{
+    cg_kernel *k = &o->k;
+    int64_t min = cg_nt_min_bytes(), n = o->sz[0], bytes = 0;
+    if (min < 0 || k->lanes)
+        return;
+    for (int d = 0; d < k->nouter; d++)
+        n *= o->sz[3 + d];
+    for (int s = 0; s < k->nstages; s++)
+        for (int j = 0; j < k->stages[s].nst; j++)
+            if (k->bufs[k->stages[s].st_buf[j]].inner == 1)
+                bytes += n * (int64_t)tj_dtype_size(k->bufs[k->stages[s].st_buf[j]].dt);
+    if (bytes == 0 || bytes < min)
+        return;
+    for (int s = 0; s < k->nstages; s++) {
+        cg_stage *st = &k->stages[s];
+        int b = st->reduce ? -1 : nt_target(k, s);
+        bool costly = false;
+        for (int j = 0; j < st->nst && nt_mode < 2; j++)
+            costly = costly || dag_any(k, st->st_val[j], costly_per_element, 0);
+        st->nt = b >= 0 && !costly && nt_buffer_ok(k, s, b);
+    }
+}
+
 int cg_lower(const cg_lower_in *in, int gi, cg_launch *out, char *err, size_t nerr)
 {
     const ir_group *gr = &in->f->groups[gi];
@@ -509,6 +664,7 @@ int cg_lower(const cg_lower_in *in, int gi, cg_launch *out, char *err, size_t ne
     memcpy(L.dom, dt->shape, sizeof L.dom);
     int rc = stores(&L) || kernel_dims(&L) || check_coverage(&L) ? -1 : 0;
     if (rc == 0) {
+        choose_nt(out);
         cg_kernel_compact(&out->k);
         rc = cg_kernel_check(&out->k, err, nerr);
     }
@@ -517,19 +673,6 @@ int cg_lower(const cg_lower_in *in, int gi, cg_launch *out, char *err, size_t ne
 }
 
 /* ---- in place ------------------------------------------------------------------------- */
-
-/* Whether instruction i depends on a load of buffer `buf`. */
-static bool loads_buf(const cg_kernel *k, int i, int buf, int depth)
-{
-    const cg_inst *in = &k->inst[i];
-    if (in->k == CG_LOAD)
-        return in->buf == buf;
-    int nops = cg_inst_nops(in);
-    for (int j = 0; j < nops && depth < 256; j++)
-        if (loads_buf(k, in->a[j], buf, depth + 1))
-            return true;
-    return false;
-}
 
 /* Whether every element of bi is loaded before bo's element is stored over
  * it: emit.c evaluates a stage's reduction first, then each stored value
@@ -548,11 +691,11 @@ static bool alias_order_ok(const cg_kernel *k, int bi, int bo)
         return false;
     for (int s = sf; s < k->nstages; s++) {
         const cg_stage *st = &k->stages[s];
-        bool before = s == sf && st->reduce && loads_buf(k, st->val, bi, 0);
-        if (s > sf && st->reduce && loads_buf(k, st->val, bi, 0))
+        bool before = s == sf && st->reduce && cg_inst_loads(k, st->val, bi);
+        if (s > sf && st->reduce && cg_inst_loads(k, st->val, bi))
             return false;
         for (int j = 0; j < st->nst; j++) {
-            bool uses = loads_buf(k, st->st_val[j], bi, 0);
+            bool uses = cg_inst_loads(k, st->st_val[j], bi);
             if (s == sf && j <= kf)
                 before = before || uses;
             else if (uses && !(s == sf && before))
@@ -560,7 +703,7 @@ static bool alias_order_ok(const cg_kernel *k, int bi, int bo)
         }
     }
     for (int j = 0; j < k->nrow; j++)
-        if (k->row_buf[j] == bo || loads_buf(k, k->row_val[j], bi, 0))
+        if (k->row_buf[j] == bo || cg_inst_loads(k, k->row_val[j], bi))
             return false;
     return true;
 }
@@ -602,6 +745,8 @@ void cg_launch_alias(cg_launch *l, int bi, int bo)
         l->args[b] = l->args[b + 1];
     }
     k->nbufs = l->nargs = nb - 1;
+    for (int s = 0; s < k->nstages; s++)   /* the output is now loaded: it no longer streams */
+        k->stages[s].nt = k->stages[s].nt && nt_buffer_ok(k, s, nt_target(k, s));
     for (int b = 0; b < k->nbufs; b++)
         for (int d = 0; d <= k->nouter; d++)
             l->sz[CG_SZ_STRIDE(k, b, d)] = sz[3 + k->nouter + (b + (b >= bi)) * (k->nouter + 1) + d];

@@ -51,6 +51,16 @@ typedef struct cg_launch {
  * with the reason in err (the caller then runs the group's nodes eagerly). */
 int cg_lower(const cg_lower_in *in, int gi, cg_launch *out, char *err, size_t nerr);
 
+/* Streaming stores (kernel.h, a stage's `nt`): a launch gets them when the
+ * contiguous values its stages store take at least this many bytes; -1:
+ * never. TJIT_NT_STORES=0 turns them off, 1 (CG_NT_DEFAULT) streams the
+ * stages without a formula call per element, 2 every stage that may (for
+ * measuring); TJIT_NT_MIN_BYTES sets the threshold (default a quarter of the
+ * last-level cache). Read once per process. */
+#define CG_NT_DEFAULT 1
+int64_t cg_nt_min_bytes(void);
+int cg_nt_mode(void);   /* TJIT_NT_STORES as read: 0, 1 or 2 */
+
 /* In place: whether the kernel may store output buffer bo over input buffer
  * bi (the caller makes them one memory): same dtype, the same element of
  * each at every index, and no element of bi read after bo's element is
