@@ -128,19 +128,30 @@ callsites:
 	@bash scripts/callsites.sh --update include/tjit.h
 
 # The pointwise formulas as LLVM bitcode for the JIT (codegen/formulas/pw.c says
-# why and how), embedded by codegen/bitcode.c. Needs clang-19 (scripts/install-deps.sh);
+# why and how), embedded by codegen/bitcode.c. Needs clang-19 and llvm-extract-19 (scripts/install-deps.sh);
 # without it the library still builds, and compiled graphs run on the eager executor.
 # -fno-slp-vectorize: a formula must reach the kernel scalar; SLP's <2 x double>
 # pieces (digamma's sum of eight reciprocals) stop the kernel loop's vectorizer,
 # and the JIT's own O3 pipeline runs SLP after it anyway.
+# The bitcode is embedded in parts, one per compute dtype (the formula
+# names' suffix, tj_pw_<op>_<PART>, codegen/emit.c's dt_suffix), cut from
+# pw.bc by llvm-extract (package llvm-19, which llvm-19-dev pulls in): a
+# kernel reads only the parts it calls, where reading all 721 functions'
+# headers cost each kernel's compile about a tenth of its instructions
+# (docs/perf.md, "Cold compile: the formula bitcode in parts, LSR off").
 CLANG_BC ?= $(firstword $(wildcard /usr/bin/clang-19 /usr/lib/llvm-19/bin/clang))
+LLVM_EXTRACT ?= $(firstword $(wildcard /usr/bin/llvm-extract-19 /usr/lib/llvm-19/bin/llvm-extract))
 BC_FLAGS := -std=c11 -O2 -fno-math-errno -ffp-contract=off -fwrapv -fno-slp-vectorize -w -emit-llvm
-ifneq ($(CLANG_BC),)
+PW_PARTS := F32 F64 I32 I64 U8 I8 I16 BOOL
+ifneq ($(and $(CLANG_BC),$(LLVM_EXTRACT)),)
 $(BUILD)/codegen/pw.bc: codegen/formulas/pw.c
 	@mkdir -p $(dir $@) $(BUILD)/obj/codegen
 	$(CLANG_BC) $(BC_FLAGS) -MMD -MP -MT $@ -MF $(BUILD)/obj/codegen/pw.bc.d -c $< -o $@
-$(BUILD)/obj/codegen/bitcode.o: $(BUILD)/codegen/pw.bc
-$(BUILD)/obj/codegen/bitcode.o: CFLAGS_ALL += -DCG_BITCODE_PATH='"$(BUILD)/codegen/pw.bc"'
+$(BUILD)/codegen/pw_%.bc: $(BUILD)/codegen/pw.bc
+	$(LLVM_EXTRACT) --recursive --rfunc='^tj_pw_.*_$*$$' $< -o $@
+$(BUILD)/obj/codegen/bitcode.o: $(PW_PARTS:%=$(BUILD)/codegen/pw_%.bc)
+$(BUILD)/obj/codegen/bitcode.o: CFLAGS_ALL += -DCG_BITCODE_DIR='"$(BUILD)/codegen"' \
+	-DCG_PW_PARTS='$(foreach p,$(PW_PARTS),X($(p)))'
 endif
 
 # What the code generator is built from, hashed into every kernel cache key

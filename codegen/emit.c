@@ -47,6 +47,7 @@
 #include <llvm-c/Analysis.h>
 #include <llvm-c/BitReader.h>
 #include <llvm-c/Core.h>
+#include <llvm-c/Support.h>
 #include <llvm-c/DebugInfo.h>
 #include <llvm-c/Linker.h>
 #include <llvm-c/Target.h>
@@ -61,10 +62,22 @@
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_rc;
 
+/* Loop strength reduction off (-disable-lsr, an LLVM option: the C API sets
+ * codegen's options only this way, for the whole process, once). It was a
+ * quarter of instruction selection and code generation's instructions for
+ * P7's and P8's kernels (callgrind), and the kernels' instruction counts
+ * were the same without it: their loops index every buffer from one counter,
+ * which x86 addressing takes as it is (docs/perf.md, "Cold compile: the
+ * formula bitcode in parts, LSR off"). TJIT_LLVM_LSR=1 keeps it (read once). */
 static void init_llvm(void)
 {
     init_rc = LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter() ||
               LLVMInitializeNativeAsmParser();
+    const char *lsr = getenv("TJIT_LLVM_LSR");
+    if (!init_rc && !(lsr && !strcmp(lsr, "1"))) {
+        const char *argv[] = {"tjit", "-disable-lsr"};
+        LLVMParseCommandLineOptions(2, argv, NULL);
+    }
 }
 
 int cg_llvm_init(char *err, size_t nerr)
@@ -144,7 +157,7 @@ typedef struct em {
     const cg_kernel *k;
     LLVMContextRef C;
     LLVMModuleRef M;
-    LLVMModuleRef S;           /* the formula bitcode, lazily loaded */
+    LLVMModuleRef S[CG_PW_MAX_PARTS];   /* the formula parts it calls, lazily loaded */
     LLVMBuilderRef B;
     LLVMValueRef fn;           /* the body */
     LLVMTypeRef i8, i64, f32, f64, ptr;
@@ -335,13 +348,39 @@ static LLVMValueRef emit_load(em *e, loopctx *L, const cg_inst *in)
     return LLVMBuildLoad2(e->B, t, elem_ptr(e, L, in->buf, t), "");
 }
 
+/* The formula part of this suffix, read on first use in the kernel (lazily:
+ * function bodies are read when linked); NULL after fail(). */
+static LLVMModuleRef formula_part(em *e, const char *suffix)
+{
+    int p = cg_formulas_find(suffix);
+    if (p < 0 || p >= CG_PW_MAX_PARTS) {
+        fail(e, "no formula bitcode for the dtype", suffix);
+        return NULL;
+    }
+    if (e->S[p])
+        return e->S[p];
+    size_t len;
+    const void *bc = cg_formulas_part(p, NULL, &len);
+    LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRange(bc, len, "pw.bc", 0);
+    if (LLVMGetBitcodeModuleInContext2(e->C, mb, &e->S[p]) || !e->S[p]) {   /* mb -> S[p] */
+        LLVMDisposeMemoryBuffer(mb);
+        e->S[p] = NULL;
+        fail(e, "cannot read the formula bitcode", suffix);
+    }
+    return e->S[p];
+}
+
 static LLVMValueRef emit_call(em *e, loopctx *L, const cg_inst *in)
 {
     char name[96];
-    snprintf(name, sizeof name, "tj_pw_%s_%s", ir_ops[in->op].name, dt_suffix(in->cdt));
+    const char *suffix = dt_suffix(in->cdt);
+    snprintf(name, sizeof name, "tj_pw_%s_%s", ir_ops[in->op].name, suffix);
     LLVMValueRef f = LLVMGetNamedFunction(e->M, name);
-    if (!f) {   /* declared here, defined by S when linked */
-        LLVMValueRef fs = LLVMGetNamedFunction(e->S, name);
+    if (!f) {   /* declared here, defined by its part when linked */
+        LLVMModuleRef S = formula_part(e, suffix);
+        if (!S)
+            return LLVMGetUndef(ty_of(e, in->dt));
+        LLVMValueRef fs = LLVMGetNamedFunction(S, name);
         if (!fs) {
             fail(e, "no formula in the bitcode", name);
             return LLVMGetUndef(ty_of(e, in->dt));
@@ -938,44 +977,32 @@ static void prepare_formulas(em *e, LLVMTargetMachineRef tm, LLVMValueRef keep)
 
 /* ---- driver -------------------------------------------------------------------------------- */
 
-/* The formula module, lazily: function bodies are read when linked. */
-static LLVMModuleRef load_formulas(LLVMContextRef C, char *err, size_t nerr)
-{
-    size_t len;
-    const void *bc = cg_formulas_bitcode(&len);
-    if (!len) {
-        snprintf(err, nerr, "no formula bitcode: the library was built without clang-19");
-        return NULL;
-    }
-    LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRange(bc, len, "pw.bc", 0);
-    LLVMModuleRef S = NULL;
-    if (LLVMGetBitcodeModuleInContext2(C, mb, &S) || !S) {   /* ownership: mb -> S on success */
-        snprintf(err, nerr, "cannot read the formula bitcode");
-        LLVMDisposeMemoryBuffer(mb);
-        return NULL;
-    }
-    return S;
-}
-
-/* Links into M the formulas it calls: the others are deleted from S first,
- * unread; internal helpers come along only when referenced. S is consumed. */
+/* Links into M the formulas it calls, part by part: the others are deleted
+ * from the part first, unread; internal helpers come along only when
+ * referenced. The parts are consumed. */
 static int link_formulas(em *e)
 {
-    LLVMValueRef next;
-    for (LLVMValueRef f = LLVMGetFirstFunction(e->S); f; f = next) {
-        next = LLVMGetNextFunction(f);
-        size_t n;
-        const char *name = LLVMGetValueName2(f, &n);
-        if (n > 6 && !strncmp(name, "tj_pw_", 6) && !LLVMGetNamedFunction(e->M, name))
-            LLVMDeleteFunction(f);
+    for (int p = 0; p < CG_PW_MAX_PARTS; p++) {
+        LLVMModuleRef S = e->S[p];
+        if (!S)
+            continue;
+        e->S[p] = NULL;
+        LLVMValueRef next;
+        for (LLVMValueRef f = LLVMGetFirstFunction(S); f; f = next) {
+            next = LLVMGetNextFunction(f);
+            size_t n;
+            const char *name = LLVMGetValueName2(f, &n);
+            if (n > 6 && !strncmp(name, "tj_pw_", 6) && !LLVMGetNamedFunction(e->M, name))
+                LLVMDeleteFunction(f);
+        }
+        LLVMSetModuleDataLayout(S, LLVMGetModuleDataLayout(e->M));
+        LLVMSetTarget(S, LLVMGetTarget(e->M));
+        if (LLVMLinkModules2(e->M, S)) {   /* ownership: S is destroyed */
+            fail(e, "cannot link the formula bitcode", NULL);
+            return -1;
+        }
     }
-    LLVMSetModuleDataLayout(e->S, LLVMGetModuleDataLayout(e->M));
-    LLVMSetTarget(e->S, LLVMGetTarget(e->M));
-    bool bad = LLVMLinkModules2(e->M, e->S);   /* ownership: S is destroyed */
-    e->S = NULL;
-    if (bad)
-        fail(e, "cannot link the formula bitcode", NULL);
-    return bad ? -1 : 0;
+    return 0;
 }
 
 static char *take_buffer(LLVMMemoryBufferRef mb, size_t *len)
@@ -1081,11 +1108,13 @@ int cg_emit(const cg_kernel *k, const char *fname, unsigned flags, cg_object *ou
     if (!tm)
         return -1;
     double t0 = now_ms();
+    if (cg_formulas_nparts() == 0) {
+        snprintf(err, nerr, "no formula bitcode: the library was built without clang-19");
+        return -1;
+    }
     LLVMContextRef C = LLVMContextCreate();
     em e = {.k = k, .C = C, .err = err, .nerr = nerr};
     int rc = -1;
-    if (!(e.S = load_formulas(C, err, nerr)))
-        goto done;
     e.M = LLVMModuleCreateWithNameInContext(fname, C);
     if (build_module(&e, fname, tm))
         goto done;
@@ -1121,8 +1150,9 @@ int cg_emit(const cg_kernel *k, const char *fname, unsigned flags, cg_object *ou
     out->ms_codegen = now_ms() - t2;
     rc = 0;
 done:
-    if (e.S)
-        LLVMDisposeModule(e.S);
+    for (int p = 0; p < CG_PW_MAX_PARTS; p++)
+        if (e.S[p])
+            LLVMDisposeModule(e.S[p]);
     if (e.M)
         LLVMDisposeModule(e.M);
     LLVMContextDispose(C);

@@ -9,9 +9,15 @@
 
 #include "kernel.h"
 
-/* The bitcode of codegen/formulas/pw.c; length 0 when the build had no
- * clang-19 (then nothing can be compiled and kernels fall back to eager). */
-const void *cg_formulas_bitcode(size_t *len);
+/* The bitcode of codegen/formulas/pw.c in parts, one per compute dtype
+ * (bitcode.c): cg_formulas_nparts() of them, 0 when the build had no clang-19
+ * (then nothing can be compiled and kernels fall back to eager); part i holds
+ * the formulas tj_pw_<op>_<suffix>. cg_formulas_find: the part of a suffix
+ * ("F32", ...), or -1. */
+enum { CG_PW_MAX_PARTS = 16 };
+int cg_formulas_nparts(void);
+const void *cg_formulas_part(int i, const char **suffix, size_t *len);
+int cg_formulas_find(const char *suffix);
 
 /* With TJIT_PERF_MAP=1: names the functions of a kernel object the JIT
  * loaded (`name` at runtime address addr) in /tmp/perf-<pid>.map (perfmap.c). */

@@ -101,15 +101,23 @@ static void jit_init(void)
             J.max_loaded = atoi(mx);
         J.env_read = true;
     }
-    size_t len;
-    const void *bc = cg_formulas_bitcode(&len);
-    if (!len) {
+    if (cg_formulas_nparts() == 0) {
         snprintf(J.init_err, sizeof J.init_err,
                  "no formula bitcode: the library was built without clang-19");
         return;
     }
+    cg_sha256_ctx sc;   /* every part, in order, names and bytes */
+    cg_sha256_init(&sc);
+    for (int i = 0; i < cg_formulas_nparts(); i++) {
+        const char *suffix;
+        size_t len;
+        const void *bc = cg_formulas_part(i, &suffix, &len);
+        cg_sha256_update(&sc, suffix, strlen(suffix) + 1);
+        cg_sha256_update(&sc, &len, sizeof len);
+        cg_sha256_update(&sc, bc, len);
+    }
     uint8_t d[32];
-    cg_sha256(bc, len, d);
+    cg_sha256_final(&sc, d);
     cg_sha256_hex(d, J.formulas);
     LLVMTargetMachineRef tm = cg_tm_create(err, sizeof err);
     if (!tm) {
