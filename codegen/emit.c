@@ -995,6 +995,15 @@ static int link_formulas(em *e)
             if (n > 6 && !strncmp(name, "tj_pw_", 6) && !LLVMGetNamedFunction(e->M, name))
                 LLVMDeleteFunction(f);
         }
+        /* llvm-extract made the part's helpers (vm_*) and constants
+         * hidden externals: internal again, so that two parts' copies of
+         * a helper link side by side */
+        for (LLVMValueRef f = LLVMGetFirstFunction(S); f; f = LLVMGetNextFunction(f))
+            if (!LLVMIsDeclaration(f) && strncmp(LLVMGetValueName2(f, &(size_t){0}), "tj_pw_", 6))
+                LLVMSetLinkage(f, LLVMInternalLinkage);
+        for (LLVMValueRef g = LLVMGetFirstGlobal(S); g; g = LLVMGetNextGlobal(g))
+            if (!LLVMIsDeclaration(g))
+                LLVMSetLinkage(g, LLVMInternalLinkage);
         LLVMSetModuleDataLayout(S, LLVMGetModuleDataLayout(e->M));
         LLVMSetTarget(S, LLVMGetTarget(e->M));
         if (LLVMLinkModules2(e->M, S)) {   /* ownership: S is destroyed */

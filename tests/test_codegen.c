@@ -276,6 +276,20 @@ static void test_binary_mixed_and_scalars(void **state)
     compare(model_scalars, NULL, &x, 1, 0, "scalars on i32");
 }
 
+/* Formulas of two dtypes in one kernel: the formula bitcode comes in one
+ * part per dtype (codegen/bitcode.c), each with its own copy of the helpers
+ * and constants it reads (sin's vm_2opi); both parts link into one module. */
+static tj_tensor *model_two_parts(void *ctx, tj_tensor *const *a, int n)
+{
+    return tj_add(tj_sin(a[0]), tj_sin(tj_cast(a[0], TJ_F64)));
+}
+
+static void test_formula_parts(void **state)
+{
+    tj_tensor *x = values(TJ_F32, 1027, 30);
+    compare_x(model_two_parts, NULL, &x, 1, 0, ONE_KERNEL, "sin on f32 and f64 in one kernel");
+}
+
 /* ---- where, cast, clamp -------------------------------------------------------------------------- */
 
 static tj_tensor *model_where(void *ctx, tj_tensor *const *a, int n)
@@ -972,6 +986,7 @@ int main(int argc, char **argv)
         T(test_unary_sizes_strided),
         T(test_binary_all),
         T(test_binary_mixed_and_scalars),
+        T(test_formula_parts),
         T(test_where_cast_clamp),
         T(test_float_to_int_edges),
         T(test_reductions),
