@@ -147,7 +147,7 @@ ifneq ($(and $(CLANG_BC),$(LLVM_EXTRACT)),)
 $(BUILD)/codegen/pw.bc: codegen/formulas/pw.c
 	@mkdir -p $(dir $@) $(BUILD)/obj/codegen
 	$(CLANG_BC) $(BC_FLAGS) -MMD -MP -MT $@ -MF $(BUILD)/obj/codegen/pw.bc.d -c $< -o $@
-$(BUILD)/codegen/pw_%.bc: $(BUILD)/codegen/pw.bc
+$(BUILD)/codegen/pw_%.bc: $(BUILD)/codegen/pw.bc Makefile   # the cut's options are here
 	$(LLVM_EXTRACT) --recursive --rfunc='^tj_pw_.*_$*$$' --rglob='.*' $< -o $@
 $(BUILD)/obj/codegen/bitcode.o: $(PW_PARTS:%=$(BUILD)/codegen/pw_%.bc)
 $(BUILD)/obj/codegen/bitcode.o: CFLAGS_ALL += -DCG_BITCODE_DIR='"$(BUILD)/codegen"' \
