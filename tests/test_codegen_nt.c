@@ -95,7 +95,8 @@ static void run(cg_kernel_fn fn, char **bufs, int64_t ntiles, const int64_t *sz,
  * from a fixed pattern; the output starts at GUARD + off floats. */
 static float *pattern(int64_t n)
 {
-    float *p = aligned_alloc(64, (size_t)(n + 2 * GUARD) * sizeof *p);
+    size_t bytes = (size_t)(n + 2 * GUARD) * sizeof(float);
+    float *p = aligned_alloc(64, (bytes + 63) / 64 * 64);   /* C11: a multiple of the alignment */
     assert_non_null(p);
     for (int64_t i = 0; i < n + 2 * GUARD; i++)
         p[i] = (float)((i * 7919) % 20011 - 10005) / 1500.0f;
