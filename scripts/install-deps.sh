@@ -3,7 +3,8 @@
 # apt-get, on Debian 12. Does nothing when everything is present; when not
 # root, prints the command to run instead.
 #
-#   llvm-19-dev      LLVM 19 C API (ORC LLJIT, new pass manager) for codegen
+#   llvm-19-dev      LLVM 19 C API (ORC LLJIT, new pass manager) for codegen; its llvm-19
+#                    dependency brings llvm-extract-19, which cuts the formula bitcode per dtype
 #   clang-19         compiles the pointwise formulas (runtime/vmath.h, ops.def) to the
 #                    LLVM bitcode the JIT inlines, so compiled == eager to the last ulp
 #   libopenblas-dev  GEMM (loaded at run time with its AVX-512 kernels when the CPU has them)
