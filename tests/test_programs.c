@@ -35,8 +35,8 @@
 
 #include "util.h"
 
-enum { M_F32, M_F64, M_MIXED, M_INT };
-static const char *const mode_name[] = {"f32", "f64", "mixed", "int"};
+enum { M_F32, M_F64, M_MIXED, M_INT, M_DYN };
+static const char *const mode_name[] = {"f32", "f64", "mixed", "int", "dynamic"};
 
 #define MAX_NUMEL 4096
 #define MAX_VALUES 48
@@ -453,6 +453,120 @@ static int model(void *ctx, tj_tensor *const *in, int nin, tj_tensor **out, int 
     return k;
 }
 
+/* ---- dynamic shapes ------------------------------------------------------------------------------ */
+
+/* The dynamic mode's programs never read a size: the generator follows each
+ * value's shape abstractly (a dim is 1, or base dim k of the arguments), so
+ * the dims marked dynamic stay symbolic and one graph serves new sizes. */
+typedef struct ashape {
+    int nd;
+    int d[8];   /* -1: size 1; k >= 0: the size of base dim k */
+} ashape;
+
+static bool abcast(const ashape *a, const ashape *b, ashape *r)
+{
+    int n = a->nd > b->nd ? a->nd : b->nd;
+    r->nd = n;
+    for (int i = 0; i < n; i++) {
+        int da = i < n - a->nd ? -1 : a->d[i - (n - a->nd)];
+        int db = i < n - b->nd ? -1 : b->d[i - (n - b->nd)];
+        if (da != db && da != -1 && db != -1)
+            return false;
+        r->d[i] = da == -1 ? db : da;
+    }
+    return true;
+}
+
+static tj_tensor *dyn_step(gen *g, tj_tensor **v, ashape *sh, int nv, ashape *out)
+{
+    int ia = rnd(g, nv), ib = rnd(g, nv);
+    tj_tensor *a = v[ia];
+    ashape s = sh[ia];
+    int nd = s.nd, d = nd ? rnd(g, nd) : 0;
+    *out = s;
+    switch (rnd(g, 8)) {
+    case 0:
+    case 1: return unary(g, a);
+    case 2:
+    case 3:
+        if (abcast(&s, &sh[ib], out))
+            return binary(g, a, v[ib]);
+        return unary(g, a);
+    case 4: {
+        if (!nd)
+            break;
+        bool keep = rnd(g, 2);
+        note(g, "sum dim %d keep %d", d, keep);
+        out->nd = keep ? nd : nd - 1;
+        for (int i = 0, j = 0; i < nd; i++)
+            if (i != d)
+                out->d[j++] = s.d[i];
+            else if (keep)
+                out->d[j++] = -1;
+        return rnd(g, 2) ? tj_sum(a, &d, 1, keep) : tj_amax(a, &d, 1, keep);
+    }
+    case 5:
+        if (!nd)
+            break;
+        note(g, "softmax %d", d);
+        return tj_softmax(a, d);
+    case 6:
+        if (nd >= 2) {
+            int e = rnd(g, nd);
+            note(g, "transpose %d %d", d, e);
+            out->d[d] = s.d[e];
+            out->d[e] = s.d[d];
+            return tj_transpose(a, d, e);
+        }
+        break;
+    default:
+        if (nd >= 2) {
+            note(g, "matmul(a, a^T)");
+            out->d[nd - 1] = s.d[nd - 2];
+            return tj_matmul(a, tj_transpose(a, -1, -2));
+        }
+        if (nd) {
+            note(g, "layer_norm last");
+            return tj_layer_norm(a, 1, NULL, NULL, 1e-5);
+        }
+        break;
+    }
+    note(g, "unsqueeze 0");
+    out->nd = nd + 1;
+    out->d[0] = -1;
+    memcpy(out->d + 1, s.d, sizeof(int) * (size_t)nd);
+    return tj_unsqueeze(a, 0);
+}
+
+/* The dynamic mode's model: abstract shapes from ctx (the arguments'). */
+typedef struct dprog {
+    prog p;
+    ashape arg[3];
+} dprog;
+
+static int model_dyn(void *ctx, tj_tensor *const *in, int nin, tj_tensor **out, int max)
+{
+    dprog *dp = ctx;
+    gen g = {dp->p.seed * 2654435761u + 17u, &dp->p};
+    tj_tensor *v[MAX_VALUES];
+    ashape sh[MAX_VALUES];
+    int nv = 0;
+    for (int i = 0; i < nin; i++)
+        v[nv] = in[i], sh[nv++] = dp->arg[i];
+    int steps = 4 + rnd(&g, 13);
+    for (int s = 0; s < steps && nv < MAX_VALUES; s++) {
+        tj_tensor *r = dyn_step(&g, v, sh, nv, &sh[nv]);
+        if (!r)
+            return -1;
+        v[nv++] = r;
+    }
+    int k = 1 + rnd(&g, max < 3 ? max : 3);
+    out[0] = v[nv - 1];
+    for (int i = 1; i < k; i++)
+        out[i] = v[nin + rnd(&g, nv - nin)];
+    return k;
+}
+
 /* ---- arguments ---------------------------------------------------------------------------------- */
 
 typedef struct argspec {
@@ -613,13 +727,65 @@ static int programs_per_mode(int dflt)
 
 /* Runs count programs of one mode from seed TJ_PROGRAMS_SEED (1); fails on
  * the first disagreement, or when eager refuses more than a fifth of them. */
-static void run_mode(int mode, int count)
+/* One call of a program eagerly (on ea) and compiled (on ca, a copy of
+ * ea); fails the test where they disagree. False when eager refused the
+ * program (then the compiled call must fail too). */
+static bool check_call(tj_compiled *c, tj_model_multi_fn fn, void *ctx, prog *p, tj_tensor **ea,
+                       tj_tensor **ca, const argspec *spec, int call)
+{
+    tj_tensor *want[MAX_OUTS], *got[MAX_OUTS];
+    p->log[0] = '\0';
+    p->logging = true;
+    p->f32_seen = false;
+    int nw = fn(ctx, ea, 3, want, MAX_OUTS);
+    p->logging = false;
+    if (getenv("TJ_PROGRAMS_VERBOSE") && call == 0)
+        fprintf(stderr, "%s %u: %s%s\n", mode_name[p->mode], p->seed, nw < 0 ? "refused: " : "",
+                nw < 0 ? tj_last_error() : p->log);
+    if (nw < 0) {
+        tj_clear_error();
+        assert_true(tj_call_multi(c, ca, 3, got, MAX_OUTS) < 0);
+        tj_clear_error();
+        return false;
+    }
+    int ng = tj_call_multi(c, ca, 3, got, MAX_OUTS);
+    if (ng != nw) {
+        char *ex = tj_explain(c);
+        fail_msg("%s program %u, call %d: %d results, eager %d (%s)\nsteps: %s\n%s", mode_name[p->mode],
+                 p->seed, call, ng, nw, ng < 0 ? tj_last_error() : "", p->log, ex);
+        free(ex);
+    }
+    char why[256];
+    for (int i = 0; i < nw + 3; i++) {
+        tj_tensor *gt = i < nw ? got[i] : ca[i - nw], *wt = i < nw ? want[i] : ea[i - nw];
+        if (mismatch(gt, wt, tolerance(p, wt, spec), why, sizeof why))
+            fail_msg("%s program %u, call %d, %s %d: %s\nsteps: %s", mode_name[p->mode], p->seed, call,
+                     i < nw ? "result" : "argument", i < nw ? i : i - nw, why, p->log);
+    }
+    return true;
+}
+
+static unsigned first_seed(void)
 {
     const char *e = getenv("TJ_PROGRAMS_SEED");
-    unsigned seed0 = e ? (unsigned)strtoul(e, NULL, 10) : 1;
+    return e ? (unsigned)strtoul(e, NULL, 10) : 1;
+}
+
+/* A generator that writes mostly invalid programs tests nothing. */
+static void check_refusals(int mode, int refused, int count)
+{
+    if (refused * 5 > count)
+        fail_msg("%s: eager refused %d of %d programs (last error: %s)", mode_name[mode], refused, count,
+                 tj_last_error());
+}
+
+/* Runs count programs of one mode from seed TJ_PROGRAMS_SEED (1); fails on
+ * the first disagreement, or when eager refuses more than a fifth of them. */
+static void run_mode(int mode, int count)
+{
+    unsigned seed0 = first_seed();
     count = programs_per_mode(count);
     int refused = 0;
-    bool verbose = getenv("TJ_PROGRAMS_VERBOSE");
     for (unsigned seed = seed0; seed < seed0 + (unsigned)count; seed++) {
         tj_scope_begin();
         argspec spec[3];
@@ -634,55 +800,89 @@ static void run_mode(int mode, int count)
                 tj_tensor *nw = make_arg(&(argspec){.ndim = 1, .shape = {wlen}, .dt = wdt}, seed + 7);
                 assert_int_equal(tj_copy_(p.w, nw), 0);
             }
-            tj_tensor *ea[3], *ca[3], *want[MAX_OUTS], *got[MAX_OUTS];
+            tj_tensor *ea[3], *ca[3];
             for (int i = 0; i < 3; i++) {
                 ea[i] = make_arg(&spec[i], seed * 3u + (unsigned)(call * 7 + i));
                 ca[i] = make_arg(&spec[i], seed * 3u + (unsigned)(call * 7 + i));
             }
-            p.log[0] = '\0';
-            p.logging = true;
-            p.f32_seen = false;
-            int nw = model(&p, ea, 3, want, MAX_OUTS);
-            p.logging = false;
-            if (verbose && call == 0)
-                fprintf(stderr, "%s %u: %s%s\n", mode_name[mode], seed, nw < 0 ? "refused: " : "",
-                        nw < 0 ? tj_last_error() : p.log);
-            if (nw < 0) {   /* eager refuses it: so must the compiled call */
-                tj_clear_error();
-                assert_true(tj_call_multi(c, ca, 3, got, MAX_OUTS) < 0);
-                tj_clear_error();
+            if (!check_call(c, model, &p, &p, ea, ca, spec, call)) {
                 refused++;
                 break;
-            }
-            int ng = tj_call_multi(c, ca, 3, got, MAX_OUTS);
-            if (ng != nw) {
-                char *ex = tj_explain(c);
-                fail_msg("%s program %u, call %d: %d results, eager %d (%s)\nsteps: %s\n%s", mode_name[mode], seed,
-                         call, ng, nw, ng < 0 ? tj_last_error() : "", p.log, ex);
-                free(ex);
-            }
-            char why[256];
-            for (int i = 0; i < nw + 3; i++) {
-                tj_tensor *gt = i < nw ? got[i] : ca[i - nw], *wt = i < nw ? want[i] : ea[i - nw];
-                if (mismatch(gt, wt, tolerance(&p, wt, spec), why, sizeof why))
-                    fail_msg("%s program %u, call %d, %s %d: %s\nsteps: %s", mode_name[mode], seed, call,
-                             i < nw ? "result" : "argument", i < nw ? i : i - nw, why, p.log);
             }
         }
         tj_compiled_free(c);
         tj_release(p.w);
         tj_scope_end();
     }
-    /* a generator that writes mostly invalid programs tests nothing */
-    if (refused * 5 > count)
-        fail_msg("%s: eager refused %d of %d programs (last error: %s)", mode_name[mode], refused, count,
-                 tj_last_error());
+    check_refusals(mode, refused, count);
+}
+
+/* The dynamic mode: f32 arguments of one rank (1-3), their dims of size > 1
+ * marked dynamic, called at three sets of sizes (sizes 2-31: 0 and 1 are
+ * specialized). */
+static void run_dyn(int count)
+{
+    static const int64_t sizes[] = {2, 3, 5, 7, 9, 16, 31};
+    unsigned seed0 = first_seed();
+    count = programs_per_mode(count);
+    int refused = 0;
+    for (unsigned seed = seed0; seed < seed0 + (unsigned)count; seed++) {
+        tj_scope_begin();
+        gen g = {seed * 7919u + 3u, NULL};
+        dprog dp = {.p = {.seed = seed, .mode = M_DYN}};
+        int nd = 1 + rnd(&g, 3);
+        for (int i = 0; i < 3; i++) {
+            ashape *a = &dp.arg[i];
+            a->nd = i ? nd - rnd(&g, nd) : nd;   /* leading dims dropped */
+            for (int k = 0; k < a->nd; k++) {
+                int bd = k + (nd - a->nd);
+                a->d[k] = i && !rnd(&g, 3) ? -1 : bd;
+            }
+        }
+        tj_compiled *c = tj_compile_multi(model_dyn, &dp, &(tj_compile_options){.name = "dynamic"});
+        for (int call = 0; call < 3; call++) {
+            int64_t size[3];
+            for (int k = 0; k < nd; k++)
+                size[k] = sizes[rnd(&g, 7)];
+            argspec spec[3];
+            tj_tensor *ea[3], *ca[3];
+            for (int i = 0; i < 3; i++) {
+                /* contiguous: strided arguments stay static (docs/tracing.md) */
+                spec[i] = (argspec){.ndim = dp.arg[i].nd, .dt = TJ_F32};
+                for (int k = 0; k < spec[i].ndim; k++)
+                    spec[i].shape[k] = dp.arg[i].d[k] < 0 ? 1 : size[dp.arg[i].d[k]];
+                ea[i] = make_arg(&spec[i], seed * 5u + (unsigned)(call * 7 + i));
+                ca[i] = make_arg(&spec[i], seed * 5u + (unsigned)(call * 7 + i));
+                for (int k = 0; k < spec[i].ndim; k++)
+                    if (dp.arg[i].d[k] >= 0)
+                        assert_int_equal(tj_mark_dynamic(ca[i], k), 0);
+            }
+            if (!check_call(c, model_dyn, &dp, &dp.p, ea, ca, spec, call)) {
+                refused++;
+                break;
+            }
+        }
+        if (getenv("TJ_PROGRAMS_VERBOSE")) {
+            tj_compiled_stats st;
+            tj_compiled_stats_get(c, &st);
+            fprintf(stderr, "  %d graphs, %d breaks, %lu eager calls\n", st.graphs, st.breaks, st.eager_calls);
+            if (getenv("TJ_PROGRAMS_EXPLAIN")) {
+                char *ex = tj_explain(c);
+                fprintf(stderr, "%s\n", ex);
+                free(ex);
+            }
+        }
+        tj_compiled_free(c);
+        tj_scope_end();
+    }
+    check_refusals(M_DYN, refused, count);
 }
 
 static void test_f32_programs(void **state) { (void)state; run_mode(M_F32, 80); }
 static void test_f64_programs(void **state) { (void)state; run_mode(M_F64, 40); }
 static void test_mixed_programs(void **state) { (void)state; run_mode(M_MIXED, 60); }
 static void test_int_programs(void **state) { (void)state; run_mode(M_INT, 40); }
+static void test_dynamic_programs(void **state) { (void)state; run_dyn(40); }
 
 int main(void)
 {
@@ -692,6 +892,7 @@ int main(void)
         cmocka_unit_test(test_f64_programs),
         cmocka_unit_test(test_mixed_programs),
         cmocka_unit_test(test_int_programs),
+        cmocka_unit_test(test_dynamic_programs),
     };
     return tu_run_jit_suite("programs", tests, sizeof tests / sizeof tests[0],
                             "random programs compiled against eager");
