@@ -24,7 +24,8 @@
  *           value lives only in the block's scratch (written and read back
  *           while warm, never as a whole tensor); the pool's output goes on
  *           like any value of the region (another conv can read it). The
- *           pool is the eager kernel, so its result is eager's, bit for bit.
+ *           pool is the eager kernel on the same values, so its result is the
+ *           unfused plan's, bit for bit.
  *           TJIT_CONV_POOL=0 turns it off (for measuring); the plan keeps a
  *           note per pool, fused or why not (tj_explain, TJIT_DUMP=regions).
  *
