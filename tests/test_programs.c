@@ -338,13 +338,52 @@ static tj_tensor *other(gen *g, tj_tensor *a, tj_tensor *b, tj_tensor *w, bool e
     return exact ? tj_cast(a, TJ_I64) : tj_cast(a, rnd(g, 2) ? TJ_F32 : TJ_F64);
 }
 
+/* A convolution block on a 4-D value (N, C, H, W): conv2d 3x3 with a
+ * weight the program makes (a constant of the trace), a per-channel affine
+ * map and relu (the conv's epilogue), then maybe a max or average pool
+ * (fused after the conv in compiled plans); a passes conv_ok. */
+static bool conv_ok(tj_tensor *a)
+{
+    return tj_ndim(a) == 4 && tj_size(a, 1) <= 16 && tj_size(a, 2) >= 3 && tj_size(a, 3) >= 3;
+}
+
+static tj_tensor *conv_block(gen *g, tj_tensor *a)
+{
+    int64_t ci = tj_size(a, 1), co = 1 + rnd(g, 6), groups = 1;
+    if (ci % 2 == 0 && co % 2 == 0 && rnd(g, 3) == 0)
+        groups = 2;
+    int64_t wshape[4] = {co, ci / groups, 3, 3}, n = co * (ci / groups) * 9;
+    double wv[16 * 16 * 9];
+    for (int64_t i = 0; i < n; i++)
+        wv[i] = (rnd(g, 2001) - 1000) / 3000.0;
+    int64_t st = 1 + rnd(g, 2), pad = rnd(g, 2);
+    note(g, "conv2d 3x3 %lld->%lld stride %lld pad %lld groups %lld", (long long)ci, (long long)co,
+         (long long)st, (long long)pad, (long long)groups);
+    tj_tensor *w = tj_cast(tj_from_data(TJ_F64, 4, wshape, wv), tj_dtype_of(flt(a)));
+    tj_tensor *y = tj_conv2d(flt(a), w, NULL, (int64_t[]){st, st}, (int64_t[]){pad, pad}, (int64_t[]){1, 1},
+                             groups);
+    tj_tensor *scale = tj_add_s(tj_mul_s(tj_arange(tj_dtype_of(y), 0, (double)co, 1), 0.1), 0.5);
+    y = tj_relu(tj_add_s(tj_mul(y, tj_reshape(scale, 3, (int64_t[]){co, 1, 1})), 0.05));
+    if (!y || tj_size(y, 2) < 2 || tj_size(y, 3) < 2 || rnd(g, 4) == 0)
+        return y;
+    int64_t k = 2 + (tj_size(y, 2) >= 3 && tj_size(y, 3) >= 3 && rnd(g, 2)), ps = 1 + rnd(g, 2),
+            pp = rnd(g, 2) && k == 3;
+    if (rnd(g, 2)) {
+        note(g, "max_pool2d %lld stride %lld pad %lld", (long long)k, (long long)ps, (long long)pp);
+        return tj_max_pool2d(y, (int64_t[]){k, k}, (int64_t[]){ps, ps}, (int64_t[]){pp, pp}, (int64_t[]){1, 1});
+    }
+    bool cip = rnd(g, 2);
+    note(g, "avg_pool2d %lld stride %lld pad %lld include_pad %d", (long long)k, (long long)ps, (long long)pp, cip);
+    return tj_avg_pool2d(y, (int64_t[]){k, k}, (int64_t[]){ps, ps}, (int64_t[]){pp, pp}, cip);
+}
+
 /* Norms, indexing, sorting, and data-dependent steps that break the graph
  * (tj_nonzero's shape, tj_item's value). */
 static tj_tensor *extra(gen *g, tj_tensor *a, tj_tensor *w, bool exact)
 {
     int nd = tj_ndim(a), d = nd ? rnd(g, nd) : 0;
     int64_t n = nd ? tj_size(a, d) : 1;
-    switch (rnd(g, 8)) {
+    switch (rnd(g, 9)) {
     case 0:
         if (nd && !exact) {
             note(g, "layer_norm last");
@@ -390,6 +429,10 @@ static tj_tensor *extra(gen *g, tj_tensor *a, tj_tensor *w, bool exact)
             return isnan(m) ? NULL : tj_add_s(num(a), exact ? m : m * 0.5);   /* NaN: an error */
         }
         break;
+    case 7:
+        if (!exact && conv_ok(a))
+            return conv_block(g, a);
+        break;
     default:
         if (exact && nd) {
             note(g, "argmax dim %d", d);
@@ -426,7 +469,9 @@ static int model(void *ctx, tj_tensor *const *in, int nin, tj_tensor **out, int 
     for (int s = 0; s < steps && nv < MAX_VALUES; s++) {
         tj_tensor *a = v[rnd(&g, nv)], *r;
         int kind = rnd(&g, 11);
-        if (kind < 3)
+        if (!exact && conv_ok(a) && rnd(&g, 3) == 0)
+            r = conv_block(&g, a);
+        else if (kind < 3)
             r = exact ? tj_clamp(num(a), -1000, 1000) : unary(&g, a);
         else if (kind < 6) {
             tj_tensor *b = partner(&g, a, v, nv, false);
@@ -643,7 +688,13 @@ static void make_specs(unsigned seed, int mode, argspec *spec)
     gen g = {seed * 40503u + 7u, NULL};
     argspec base = {.ndim = rnd(&g, 5)};
     int64_t n = 1;
-    for (int d = 0; d < base.ndim; d++) {
+    bool image = mode != M_INT && rnd(&g, 6) == 0;   /* (N, C, H, W) for conv blocks */
+    if (image) {
+        int64_t img[4] = {1 + rnd(&g, 3), 1 + rnd(&g, 6), 3 + rnd(&g, 10), 3 + rnd(&g, 10)};
+        base.ndim = 4;
+        memcpy(base.shape, img, sizeof img);
+    }
+    for (int d = 0; d < base.ndim && !image; d++) {
         int64_t s = sizes[rnd(&g, 10)];
         while (n * s > 2048)
             s = s > 1 ? s / 2 : 1;
