@@ -35,8 +35,8 @@
 
 #include "util.h"
 
-enum { M_F32, M_F64, M_MIXED, M_INT, M_DYN };
-static const char *const mode_name[] = {"f32", "f64", "mixed", "int", "dynamic"};
+enum { M_F32, M_F64, M_MIXED, M_INT, M_DYN, M_GRAD };
+static const char *const mode_name[] = {"f32", "f64", "mixed", "int", "dynamic", "grad"};
 
 #define MAX_NUMEL 4096
 #define MAX_VALUES 48
@@ -762,7 +762,7 @@ static double tolerance(const prog *p, tj_tensor *want, const argspec *spec)
 {
     if (p->mode == M_INT || !is_float(want))
         return 0;
-    if (p->mode == M_F64 && !p->f32_seen)
+    if ((p->mode == M_F64 || p->mode == M_GRAD) && !p->f32_seen)
         return 1e-9;
     for (int i = 0; i < 3; i++)
         if (spec[i].dt == TJ_F16 || spec[i].dt == TJ_BF16)
@@ -779,16 +779,17 @@ static int programs_per_mode(int dflt)
 /* Runs count programs of one mode from seed TJ_PROGRAMS_SEED (1); fails on
  * the first disagreement, or when eager refuses more than a fifth of them. */
 /* One call of a program eagerly (on ea) and compiled (on ca, a copy of
- * ea); fails the test where they disagree. False when eager refused the
- * program (then the compiled call must fail too). */
-static bool check_call(tj_compiled *c, tj_model_multi_fn fn, void *ctx, prog *p, tj_tensor **ea,
-                       tj_tensor **ca, const argspec *spec, int call)
+ * ea); fails the test where they disagree. Returns the results' count
+ * (want: eager's, got: compiled's), or -1 when eager refused the program
+ * (then the compiled call must fail too). ectx: eager's context (ctx, or
+ * a twin with its own weights). */
+static int check_call(tj_compiled *c, tj_model_multi_fn fn, void *ectx, prog *p, tj_tensor **ea,
+                      tj_tensor **ca, const argspec *spec, int call, tj_tensor **want, tj_tensor **got)
 {
-    tj_tensor *want[MAX_OUTS], *got[MAX_OUTS];
     p->log[0] = '\0';
     p->logging = true;
     p->f32_seen = false;
-    int nw = fn(ctx, ea, 3, want, MAX_OUTS);
+    int nw = fn(ectx, ea, 3, want, MAX_OUTS);
     p->logging = false;
     if (getenv("TJ_PROGRAMS_VERBOSE") && call == 0)
         fprintf(stderr, "%s %u: %s%s\n", mode_name[p->mode], p->seed, nw < 0 ? "refused: " : "",
@@ -797,7 +798,7 @@ static bool check_call(tj_compiled *c, tj_model_multi_fn fn, void *ctx, prog *p,
         tj_clear_error();
         assert_true(tj_call_multi(c, ca, 3, got, MAX_OUTS) < 0);
         tj_clear_error();
-        return false;
+        return -1;
     }
     int ng = tj_call_multi(c, ca, 3, got, MAX_OUTS);
     if (ng != nw) {
@@ -813,7 +814,7 @@ static bool check_call(tj_compiled *c, tj_model_multi_fn fn, void *ctx, prog *p,
             fail_msg("%s program %u, call %d, %s %d: %s\nsteps: %s", mode_name[p->mode], p->seed, call,
                      i < nw ? "result" : "argument", i < nw ? i : i - nw, why, p->log);
     }
-    return true;
+    return nw;
 }
 
 static unsigned first_seed(void)
@@ -856,7 +857,8 @@ static void run_mode(int mode, int count)
                 ea[i] = make_arg(&spec[i], seed * 3u + (unsigned)(call * 7 + i));
                 ca[i] = make_arg(&spec[i], seed * 3u + (unsigned)(call * 7 + i));
             }
-            if (!check_call(c, model, &p, &p, ea, ca, spec, call)) {
+            tj_tensor *want[MAX_OUTS], *got[MAX_OUTS];
+            if (check_call(c, model, &p, &p, ea, ca, spec, call, want, got) < 0) {
                 refused++;
                 break;
             }
@@ -908,7 +910,8 @@ static void run_dyn(int count)
                     if (dp.arg[i].d[k] >= 0)
                         assert_int_equal(tj_mark_dynamic(ca[i], k), 0);
             }
-            if (!check_call(c, model_dyn, &dp, &dp.p, ea, ca, spec, call)) {
+            tj_tensor *want[MAX_OUTS], *got[MAX_OUTS];
+            if (check_call(c, model_dyn, &dp, &dp.p, ea, ca, spec, call, want, got) < 0) {
                 refused++;
                 break;
             }
@@ -929,11 +932,96 @@ static void run_dyn(int count)
     check_refusals(M_DYN, refused, count);
 }
 
+/* d loss / d (argument 0 and the weight), loss = sum_i sum(result_i) / (i + 1)
+ * over the float results that require grad; 0 when none does (no backward). */
+static int backward_of(tj_tensor **res, int n)
+{
+    tj_tensor *loss = NULL;
+    for (int i = 0; i < n; i++)
+        if (tj_get_requires_grad(res[i]) && tj_numel(res[i]) > 0) {
+            tj_tensor *t = tj_mul_s(tj_sum(tj_cast(res[i], TJ_F64), NULL, 0, false), 1.0 / (i + 1));
+            loss = loss ? tj_add(loss, t) : t;
+        }
+    return !loss ? 0 : tj_backward(loss) == 0 ? 1 : -1;
+}
+
+static void check_grad(const prog *p, int call, const char *what, tj_tensor *got, tj_tensor *want,
+                       const argspec *spec)
+{
+    char why[256];
+    if (!got != !want)
+        fail_msg("grad program %u, call %d: %s's gradient %s compiled, %s eagerly\nsteps: %s", p->seed, call,
+                 what, got ? "set" : "missing", want ? "set" : "missing", p->log);
+    if (got && mismatch(got, want, tolerance(p, want, spec), why, sizeof why))
+        fail_msg("grad program %u, call %d, %s's gradient: %s\nsteps: %s", p->seed, call, what, why, p->log);
+}
+
+/* The training mode: f64 programs whose argument 0 and weight require grad;
+ * the compiled call's backward (the compiled backward graph where the call
+ * made one) against eager's, over two calls. */
+static void run_grad(int count)
+{
+    unsigned seed0 = first_seed();
+    count = programs_per_mode(count);
+    int refused = 0, backwards = 0;
+    for (unsigned seed = seed0; seed < seed0 + (unsigned)count; seed++) {
+        tj_scope_begin();
+        argspec spec[3];
+        make_specs(seed, M_F64, spec);
+        spec[0].layout = 0;   /* a leaf */
+        int64_t wlen = spec[0].ndim ? spec[0].shape[spec[0].ndim - 1] : 1;
+        argspec ws = {.ndim = 1, .shape = {wlen}, .dt = TJ_F64};
+        prog pc = {.seed = seed, .mode = M_GRAD}, pe = pc;
+        pc.w = tj_keep(make_arg(&ws, seed + 99));
+        pe.w = tj_keep(make_arg(&ws, seed + 99));
+        assert_int_equal(tj_requires_grad(pc.w, true), 0);
+        assert_int_equal(tj_requires_grad(pe.w, true), 0);
+        tj_compiled *c = tj_compile_multi(model, &pc, &(tj_compile_options){.name = "grad", .no_dynamic = true});
+        for (int call = 0; call < 2; call++) {
+            tj_tensor *ea[3], *ca[3], *want[MAX_OUTS], *got[MAX_OUTS];
+            for (int i = 0; i < 3; i++) {
+                ea[i] = make_arg(&spec[i], seed * 3u + (unsigned)(call * 7 + i));
+                ca[i] = make_arg(&spec[i], seed * 3u + (unsigned)(call * 7 + i));
+            }
+            assert_int_equal(tj_requires_grad(ea[0], true), 0);
+            assert_int_equal(tj_requires_grad(ca[0], true), 0);
+            int n = check_call(c, model, &pe, &pe, ea, ca, spec, call, want, got);
+            if (n < 0) {
+                refused++;
+                break;
+            }
+            int be = backward_of(want, n), bc = backward_of(got, n);
+            if (be != bc)
+                fail_msg("grad program %u, call %d: backward %s eagerly, %s compiled (%s)\nsteps: %s", seed, call,
+                         be < 0 ? "failed" : be ? "ran" : "had nothing to do",
+                         bc < 0 ? "failed" : bc ? "ran" : "had nothing to do", tj_last_error(), pe.log);
+            if (be < 0) {   /* refused alike: a program with an op without a gradient */
+                tj_clear_error();
+                refused++;
+                break;
+            }
+            check_grad(&pe, call, "argument 0", tj_grad(ca[0]), tj_grad(ea[0]), spec);
+            check_grad(&pe, call, "the weight", tj_grad(pc.w), tj_grad(pe.w), spec);
+            backwards += be;
+            tj_zero_grad(pc.w);
+            tj_zero_grad(pe.w);
+        }
+        tj_compiled_free(c);
+        tj_release(pc.w);
+        tj_release(pe.w);
+        tj_scope_end();
+    }
+    check_refusals(M_GRAD, refused, count);
+    if (backwards * 2 < count)   /* most programs must reach a backward */
+        fail_msg("grad: %d backwards in %d programs", backwards, count);
+}
+
 static void test_f32_programs(void **state) { (void)state; run_mode(M_F32, 80); }
 static void test_f64_programs(void **state) { (void)state; run_mode(M_F64, 40); }
 static void test_mixed_programs(void **state) { (void)state; run_mode(M_MIXED, 60); }
 static void test_int_programs(void **state) { (void)state; run_mode(M_INT, 40); }
 static void test_dynamic_programs(void **state) { (void)state; run_dyn(40); }
+static void test_grad_programs(void **state) { (void)state; run_grad(40); }
 
 int main(void)
 {
@@ -944,6 +1032,7 @@ int main(void)
         cmocka_unit_test(test_mixed_programs),
         cmocka_unit_test(test_int_programs),
         cmocka_unit_test(test_dynamic_programs),
+        cmocka_unit_test(test_grad_programs),
     };
     return tu_run_jit_suite("programs", tests, sizeof tests / sizeof tests[0],
                             "random programs compiled against eager");
