@@ -437,6 +437,11 @@ static int form_one(former *F, int i, int *hoist)
     if (pro >= 0) {   /* moved to just before the head, into the region */
         step moved = p->steps[pro];
         memmove(&p->steps[pro], &p->steps[pro + 1], sizeof *p->steps * (size_t)(rg.first - 1 - pro));
+        /* the regions formed between it and the head moved up one step
+         * (the prologue is in none: each lies wholly before or after it) */
+        for (int r = 0; r < p->nregions; r++)
+            if (p->regions[r].first > pro && p->regions[r].last < rg.first)
+                p->regions[r].first--, p->regions[r].last--;
         p->steps[--rg.first] = moved;
     }
     int r = add_region(p, &rg);
@@ -458,6 +463,25 @@ static int form_one(former *F, int i, int *hoist)
         s->tq = tq;
     }
     return rg.last;
+}
+
+/* Each region is the steps [first, last], in order, and they are its alone:
+ * what runs a region (sc_block_run) and the memory plan (mem.c) trust its
+ * bounds. 0, or -1 with an error (a scheduler bug, not the user's). */
+static int check_regions(const sc_plan *p)
+{
+    for (int r = 0; r < p->nregions; r++) {
+        const sc_region *rg = &p->regions[r];
+        bool ok = rg->first >= 0 && rg->first <= rg->last && rg->last < p->nsteps &&
+                  (r == 0 || p->regions[r - 1].last < rg->first);
+        for (int t = 0; t < p->nsteps && ok; t++)
+            ok = (p->steps[t].region == r) == (t >= rg->first && t <= rg->last);
+        if (!ok) {
+            rt_error("scheduler: region %d (steps %d-%d) does not hold exactly its steps", r, rg->first, rg->last);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 int sc_block_regions(builder *b)
@@ -485,7 +509,7 @@ int sc_block_regions(builder *b)
     }
     free(F.produced);
     free(hoist);
-    return rc;
+    return rc ? rc : check_regions(p);
 }
 
 /* ---- running a region ------------------------------------------------------------------------ */

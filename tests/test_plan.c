@@ -476,6 +476,31 @@ static void test_region_conv_prologue(void **state)
     ir_graph_free(g);
 }
 
+/* A prologue made before an earlier region: moving it to its own region's
+ * head shifts that region's steps one up, and the region's bounds with
+ * them (they once stayed, so region 0 began after its conv: a crash found
+ * by test_programs). */
+static void test_region_prologue_across_region(void **state)
+{
+    ir_graph *g = tu_parse("graph @two(%x: f32[4,8,12,12], %z: f32[4,8,12,12], %k: f32[8,8,3,3] param, "
+                        "%k2: f32[8,8,3,3] param) {\n"
+                        "  %0 = cast %x {dtype=bf16} : bf16[4,8,12,12]\n"
+                        "  %1 = cast %k2 {dtype=bf16} : bf16[8,8,3,3]\n"
+                        "  %2 = conv2d %z, %k {stride=[1,1], padding=[1,1], dilation=[1,1], groups=1} : f32[4,8,12,12]\n"
+                        "  %3 = relu %2 : f32[4,8,12,12]\n"
+                        "  %4 = conv2d %0, %1 {stride=[1,1], padding=[1,1], dilation=[1,1], groups=1} : bf16[4,8,12,12]\n"
+                        "  %5 = cast %4 {dtype=f32} : f32[4,8,12,12]\n"
+                        "  %6 = relu %5 : f32[4,8,12,12]\n"
+                        "  return %3, %6\n"
+                        "}\n");
+    tj_tensor *in[4] = {randn(4, (int64_t[]){4, 8, 12, 12}, 1), randn(4, (int64_t[]){4, 8, 12, 12}, 1),
+                        randn(4, (int64_t[]){8, 8, 3, 3}, 0.2), randn(4, (int64_t[]){8, 8, 3, 3}, 0.2)};
+    sc_plan_mem m;
+    run_both(g, in, 1e-5, 1e-5, &m, "prologue across a region");
+    assert_int_equal(m.regions, 2);
+    ir_graph_free(g);
+}
+
 /* Batches with right operands too large to pack again per block of rows:
  * a batch per block. Also a matmul without epilogue chained to another. */
 static void test_region_per_batch(void **state)
@@ -666,7 +691,7 @@ int main(void)
         T(test_region_attention),
         T(test_region_sdpa),
         T(test_p4_like),
-        T(test_region_conv_block), T(test_region_conv_block_bf16), T(test_region_conv_prologue),
+        T(test_region_conv_block), T(test_region_conv_block_bf16), T(test_region_conv_prologue), T(test_region_prologue_across_region),
         T(test_region_per_batch),
         T(test_region_no_inplace_over_shared),
         T(test_region_threads),
