@@ -35,8 +35,8 @@
 
 #include "util.h"
 
-enum { M_F32, M_F64, M_MIXED, M_INT, M_DYN, M_GRAD };
-static const char *const mode_name[] = {"f32", "f64", "mixed", "int", "dynamic", "grad"};
+enum { M_F32, M_F64, M_MIXED, M_INT, M_DYN, M_GRAD, M_AUTOCAST };
+static const char *const mode_name[] = {"f32", "f64", "mixed", "int", "dynamic", "grad", "autocast"};
 
 #define MAX_NUMEL 4096
 /* The norms' eps: a row of equal values (a maximum against its own sum,
@@ -769,6 +769,8 @@ static double tolerance(const prog *p, tj_tensor *want, const argspec *spec)
         return 0;
     if ((p->mode == M_F64 || p->mode == M_GRAD) && !p->f32_seen)
         return 1e-9;
+    if (p->mode == M_AUTOCAST)
+        return 2e-2;
     for (int i = 0; i < 3; i++)
         if (spec[i].dt == TJ_F16 || spec[i].dt == TJ_BF16)
             return 2e-2;
@@ -846,7 +848,7 @@ static void run_mode(int mode, int count)
     for (unsigned seed = seed0; seed < seed0 + (unsigned)count; seed++) {
         tj_scope_begin();
         argspec spec[3];
-        make_specs(seed, mode, spec);
+        make_specs(seed, mode == M_AUTOCAST ? M_F32 : mode, spec);
         prog p = {.seed = seed, .mode = mode, .logging = true};
         int64_t wlen = spec[0].ndim ? spec[0].shape[spec[0].ndim - 1] : 1;
         tj_dtype wdt = mode == M_F64 ? TJ_F64 : TJ_F32;   /* f32 roundings need f32's tolerance */
@@ -863,7 +865,12 @@ static void run_mode(int mode, int count)
                 ca[i] = make_arg(&spec[i], seed * 3u + (unsigned)(call * 7 + i));
             }
             tj_tensor *want[MAX_OUTS], *got[MAX_OUTS];
-            if (check_call(c, model, &p, &p, ea, ca, spec, call, want, got) < 0) {
+            if (mode == M_AUTOCAST)   /* matmul and conv2d in bf16, eager and compiled */
+                assert_int_equal(tj_autocast(TJ_BF16), 0);
+            int n = check_call(c, model, &p, &p, ea, ca, spec, call, want, got);
+            if (mode == M_AUTOCAST)
+                tj_autocast_end();
+            if (n < 0) {
                 refused++;
                 break;
             }
@@ -1041,6 +1048,7 @@ static void test_mixed_programs(void **state) { (void)state; run_mode(M_MIXED, 6
 static void test_int_programs(void **state) { (void)state; run_mode(M_INT, 40); }
 static void test_dynamic_programs(void **state) { (void)state; run_dyn(40); }
 static void test_grad_programs(void **state) { (void)state; run_grad(40); }
+static void test_autocast_programs(void **state) { (void)state; run_mode(M_AUTOCAST, 40); }
 
 int main(void)
 {
@@ -1052,6 +1060,7 @@ int main(void)
         cmocka_unit_test(test_int_programs),
         cmocka_unit_test(test_dynamic_programs),
         cmocka_unit_test(test_grad_programs),
+        cmocka_unit_test(test_autocast_programs),
     };
     return tu_run_jit_suite("programs", tests, sizeof tests / sizeof tests[0],
                             "random programs compiled against eager");
