@@ -2,7 +2,7 @@
  * shared/bench/SUITE.md): setup, model and teardown of P1-P7, written over
  * the public API the way a user would write them. All float32 but the bf16
  * variants B1 and B4, the f16 variant H4, the autocast variants A4 and A6 and the int8 Q4. P9 and P10 are ours: small ops and small GEMMs, and the
- * per-call overhead. */
+ * per-call overhead; P11 and P12 too: convolutions followed by pooling. */
 #include <math.h>
 #include <strings.h>
 
@@ -420,6 +420,65 @@ static tj_tensor *p10_run(void *ctx, tj_tensor *const *in, int n)
     return tj_div(tj_sigmoid(y), tj_add_s(tj_abs(x), 1.0));
 }
 
+/* ---- P11 stem: ResNet stem, eval mode: conv7x7/2 3->64, bn, relu, max_pool 3x3/2 pad 1 --
+ * input x; weights: conv weight, bn running mean, running var, bn weight, bn bias */
+static void bn_weights(bench_args *a, int64_t c)
+{
+    weight(a, 1, (int64_t[]){c}, 1);
+    variance(a, c);
+    weight(a, 1, (int64_t[]){c}, 1);
+    weight(a, 1, (int64_t[]){c}, 1);
+}
+
+static int p11_setup(bench_args *a)
+{
+    input(a, 4, (int64_t[]){8, 3, 224, 224});
+    weight(a, 4, (int64_t[]){64, 3, 7, 7}, 3 * 7 * 7);
+    bn_weights(a, 64);
+    return setup_done(a);
+}
+
+static tj_tensor *p11_run(void *ctx, tj_tensor *const *in, int n)
+{
+    static const int64_t two[2] = {2, 2}, three[2] = {3, 3}, one[2] = {1, 1};
+    tj_tensor *const *w = weights(ctx);
+    tj_tensor *y = tj_conv2d(in[0], w[0], NULL, two, three, one, 1);
+    y = tj_relu(tj_batch_norm(y, w[1], w[2], w[3], w[4], 1e-5));
+    return tj_max_pool2d(y, three, two, one, NULL);
+}
+
+/* ---- P12 convnet: 28x28 images, twice (conv3x3 pad 1, bn, relu, max_pool 2x2),
+ * then linear 64*7*7 -> 10; weights: per conv weight, bias and bn; linear w, b */
+static int p12_setup(bench_args *a)
+{
+    input(a, 4, (int64_t[]){32, 1, 28, 28});
+    weight(a, 4, (int64_t[]){32, 1, 3, 3}, 9);
+    weight(a, 1, (int64_t[]){32}, 9);
+    bn_weights(a, 32);
+    weight(a, 4, (int64_t[]){64, 32, 3, 3}, 32 * 9);
+    weight(a, 1, (int64_t[]){64}, 32 * 9);
+    bn_weights(a, 64);
+    weight(a, 2, (int64_t[]){10, 64 * 7 * 7}, 64 * 7 * 7);
+    weight(a, 1, (int64_t[]){10}, 64 * 7 * 7);
+    return setup_done(a);
+}
+
+/* max_pool2x2(relu(bn(conv3x3(x) + b))); w = weight, bias, mean, var, gamma, beta. */
+static tj_tensor *conv_block(tj_tensor *x, tj_tensor *const *w)
+{
+    static const int64_t one[2] = {1, 1}, two[2] = {2, 2};
+    tj_tensor *y = tj_conv2d(x, w[0], w[1], one, one, one, 1);
+    y = tj_relu(tj_batch_norm(y, w[2], w[3], w[4], w[5], 1e-5));
+    return tj_max_pool2d(y, two, NULL, NULL, NULL);
+}
+
+static tj_tensor *p12_run(void *ctx, tj_tensor *const *in, int n)
+{
+    tj_tensor *const *w = weights(ctx);
+    tj_tensor *h = conv_block(conv_block(in[0], w), w + 6);
+    return tj_linear(tj_flatten(h, 1, -1), w[12], w[13]);
+}
+
 /* ---- the table ------------------------------------------------------------ */
 const bench_case bench_cases[] = {
     {"P1", "pointwise", "x f32[4194304]; tanh(x) * sigmoid(1.702*x) + 0.5*x", p1_setup, p1_run,
@@ -442,6 +501,10 @@ const bench_case bench_cases[] = {
      p9_setup, p9_run, teardown, NULL, false, NULL},
     {"P10", "small", "x f32[256]; ten pointwise ops (the per-call overhead)", p10_setup,
      p10_run, teardown, NULL, false, NULL},
+    {"P11", "stem", "x f32[8,3,224,224]; ResNet stem (conv7x7/2 3->64, bn, relu, max_pool 3x3/2 pad 1), eval",
+     p11_setup, p11_run, teardown, NULL, false, NULL},
+    {"P12", "convnet", "x f32[32,1,28,28]; 2x (conv3x3 +b, bn, relu, max_pool 2x2), linear 3136->10, eval",
+     p12_setup, p12_run, teardown, NULL, false, NULL},
     /* bf16 (docs/perf.md) */
     {"B1", "pointwise_bf16", "P1 in bf16: x bf16[4194304]", b1_setup, b1_run, teardown, NULL, false,
      NULL},

@@ -264,8 +264,11 @@ static int make_guards(tj_compiled *c, tj_tensor *const *args, int nargs, bool d
                 symsize[e->nsyms++] = g->shape[d];
             g->shape[d] = IR_SYM(s);
         }
-        if (dynamic && want && !rt_is_contiguous(args[k]))
-            return 1;   /* non-contiguous dynamic args stay static */
+        if (dynamic && want && !rt_is_contiguous(args[k])) {
+            /* its exact strides are guarded, and they follow its sizes */
+            logf_(c, "arg %d is not contiguous: its dims stay static", k);
+            return 1;
+        }
     }
     e->symval = malloc(((size_t)e->nsyms + 1) * sizeof *e->symval);
     if (!e->symval)

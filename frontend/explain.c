@@ -78,6 +78,8 @@ static void explain_plan(FILE *f, const entry *e)
                 pi.kernels == 1 ? "" : "s", pi.eager_calls, pi.eager_calls == 1 ? "" : "s", pi.compile_ms);
     else if (pi.why[0])
         fprintf(f, "    graph executor: %s\n", pi.why);
+    if (pi.compiled && pi.pool_notes[0])   /* sched/block.c */
+        fprintf(f, "    pooling after conv: %d fused: %s\n", pi.conv_pools, pi.pool_notes);
     if (e->keep)
         fe_keep_explain(f, e->keep);
     explain_writes(f, e, pi.compiled ? pm.into : 0);

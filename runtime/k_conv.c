@@ -147,9 +147,21 @@ MADD_ROW(uint64_t)
  * touches the input, then FINISH. BODY sees xr (the input element under
  * output column lo), st (input stride between output columns) and [lo, hi),
  * the output columns whose tap lies inside the input (padding is skipped). */
+#define TAP_COLS 16   /* kernel widths whose column ranges FOR_TAPS works out once per plane */
+
+/* Column range [lo[kw], hi[kw]) of each kernel column kw < n (valid_range). */
+static void tap_cols(const geom *g, int64_t n, int64_t *lo, int64_t *hi)
+{
+    for (int64_t kw = 0; kw < n; kw++)
+        valid_range(kw * g->w.dilation[1] - g->w.padding[1], g->w.stride[1], g->wd, g->ow, &lo[kw],
+                    &hi[kw]);
+}
+
 #define FOR_TAPS(T, g, xp, yp, INIT, BODY, FINISH)                                          \
     do {                                                                                    \
-        int64_t st = (g)->w.stride[1] * (g)->xs[3];                                         \
+        int64_t st = (g)->w.stride[1] * (g)->xs[3], lo_[TAP_COLS], hi_[TAP_COLS];           \
+        int64_t ncol_ = (g)->w.kernel[1] <= TAP_COLS ? (g)->w.kernel[1] : 0;                \
+        tap_cols(g, ncol_, lo_, hi_);                                                       \
         for (int64_t oh = 0; oh < (g)->oh; oh++) {                                          \
             T *yr = (yp) + oh * (g)->ow;                                                    \
             INIT;                                                                           \
@@ -159,7 +171,10 @@ MADD_ROW(uint64_t)
                     continue;                                                               \
                 for (int64_t kw = 0; kw < (g)->w.kernel[1]; kw++) {                         \
                     int64_t off = kw * (g)->w.dilation[1] - (g)->w.padding[1], lo, hi;      \
-                    valid_range(off, (g)->w.stride[1], (g)->wd, (g)->ow, &lo, &hi);         \
+                    if (kw < ncol_)                                                         \
+                        lo = lo_[kw], hi = hi_[kw];                                         \
+                    else                                                                    \
+                        valid_range(off, (g)->w.stride[1], (g)->wd, (g)->ow, &lo, &hi);     \
                     const T *xr =                                                           \
                         (xp) + ih * (g)->xs[2] + (lo * (g)->w.stride[1] + off) * (g)->xs[3]; \
                     BODY;                                                                   \

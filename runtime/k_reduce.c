@@ -945,8 +945,9 @@ static void choose(red *r)
             r->oout[d] = r->oout[d + 1];
         }
         r->no--;
-        /* a strided block spans w * js elements: keep that within L1 */
-        r->bw = r->js == 1 ? RB : min64(RB, 64 + 8192 / r->js);
+        /* a strided block spans w * js elements: keep that within L1 (an
+         * expanded dim, js 0, reads one element for the whole block) */
+        r->bw = r->js <= 1 ? RB : min64(RB, 64 + 8192 / r->js);
         r->nblk = (r->J + r->bw - 1) / r->bw;
         r->tasks = r->nout / r->J * r->nblk;
         per = r->rcount * min64(r->J, r->bw);

@@ -17,6 +17,17 @@
  *           matmul or conv2d reading the last value as its sliced (left)
  *           operand, then its epilogue; ... A step in between that reads
  *           nothing the region makes moves before the head.
+ *   pool    in a conv2d region (an image per block), an eager max_pool2d or
+ *           avg_pool2d (f32, f64) reading the conv's value or its epilogue's
+ *           when nothing else reads that value and it is no result of the
+ *           graph: the pool runs on the block's image, so that full-size
+ *           value lives only in the block's scratch (written and read back
+ *           while warm, never as a whole tensor); the pool's output goes on
+ *           like any value of the region (another conv can read it). The
+ *           pool is the eager kernel on the same values, so its result is the
+ *           unfused plan's, bit for bit.
+ *           TJIT_CONV_POOL=0 turns it off (for measuring); the plan keeps a
+ *           note per pool, fused or why not (tj_explain, TJIT_DUMP=regions).
  *
  * Run: the blocks in parallel (rt_parallel_for, grain 1) with OpenBLAS serial
  * inside (rt_blas_serial_begin/end); each block calls the eager kernels on
@@ -26,6 +37,7 @@
  * (SC_SCRATCH, mem.c): a kernel addresses it as if it were whole, from a
  * base pointer moved back by the block's offset.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -217,6 +229,81 @@ static bool chain_ok(const former *F, step *s, const sc_region *rg)
     return shared_ok(s, rg, b);
 }
 
+/* ---- pooling after a conv ------------------------------------------------------------------- */
+
+/* Adds "; text" to the plan's pool notes (cut where they run out). */
+static void pool_note(sc_plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void pool_note(sc_plan *p, const char *fmt, ...)
+{
+    size_t len = strlen(p->pool_notes);
+    if (len + 2 >= sizeof p->pool_notes)
+        return;
+    if (len)
+        len += (size_t)snprintf(p->pool_notes + len, sizeof p->pool_notes - len, "; ");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->pool_notes + len, sizeof p->pool_notes - len, fmt, ap);
+    va_end(ap);
+}
+
+/* Why node v (read by pool node `pool`) cannot stay inside the region, or
+ * NULL: it is a result of the graph (a training graph's forward returns what
+ * its backward saves), or another node reads it. */
+static const char *pool_input_why(const ir_graph *g, const ir_node *v, const ir_node *pool)
+{
+    for (int j = 0; j < g->noutputs; j++)
+        if (g->outputs[j] == v)
+            return "is a result of the graph";
+    for (int k = 0; k < g->nnodes; k++) {
+        const ir_node *n = g->nodes[k];
+        for (int j = 0; n != pool && j < n->nin; j++)
+            if (n->in[j] == v)
+                return "has another reader";
+    }
+    return NULL;
+}
+
+/* Whether eager step s, reading a value of the region, is a max_pool2d or
+ * avg_pool2d that continues it: on the block's images, reading the conv's
+ * value (or its epilogue's) that nothing else reads, so that value stays in
+ * the block's scratch (TJIT_CONV_POOL=0: never). A refused pool leaves a
+ * note in the plan. */
+static bool pool_ok(const former *F, step *s, const sc_region *rg)
+{
+    const ir_graph *g = F->b->g;
+    const ir_node *n = g->nodes[s->node];
+    memset(s->slice, -1, sizeof s->slice);
+    if (n->op != OP_max_pool2d && n->op != OP_avg_pool2d)
+        return false;
+    sc_plan *p = F->b->p;
+    const ir_node *x = n->in[0];
+    const ir_type *o = type_of(F, n), *xt = type_of(F, x);
+    const char *env = getenv("TJIT_CONV_POOL"), *why = NULL;
+    if (env && strcmp(env, "0") == 0)
+        why = "TJIT_CONV_POOL=0";
+    else if (chain_end(x) != x || !F->produced[ir_slot(g, x)])
+        why = "reads the region's value through a view";
+    else if (o->dtype != TJ_F32 && o->dtype != TJ_F64)
+        why = "not f32 or f64";
+    else if (rg->nd != 1 || xt->ndim != 4 || o->ndim != 4 || o->shape[0] != rg->size[0])
+        why = "not one image per block";
+    else if ((why = pool_input_why(g, x, n)) != NULL) {
+        pool_note(p, "%%%d %s not fused after the conv: its input %%%d %s", n->id, ir_ops[n->op].name,
+                  x->id, why);
+        return false;
+    }
+    if (why) {
+        pool_note(p, "%%%d %s not fused after the conv: %s", n->id, ir_ops[n->op].name, why);
+        return false;
+    }
+    s->slice[0][0] = 0;
+    p->conv_pools++;
+    pool_note(p, "%%%d %s fused after the conv (its input %%%d stays in the block's scratch)", n->id,
+              ir_ops[n->op].name, x->id);
+    return true;
+}
+
 /* Tiles per block unit of launch l over a domain cut into nq units; when
  * tiles cross units, a pointwise launch's tile width is cut to fit (*B).
  * -1 when the tiles cannot follow the units. */
@@ -332,6 +419,9 @@ static int form_one(former *F, int i, int *hoist)
         } else if (s->kind == S_EAGER && chain_ok(F, s, &rg)) {
             F->produced[ir_slot(F->b->g, F->b->g->nodes[s->node])] = true;
             eager = t;
+        } else if (s->kind == S_EAGER && pool_ok(F, s, &rg)) {
+            F->produced[ir_slot(F->b->g, F->b->g->nodes[s->node])] = true;
+            eager = -1;   /* a pool has no epilogue */
         } else {
             break;
         }
@@ -376,6 +466,8 @@ int sc_block_regions(builder *b)
     free(p->regions);
     p->regions = NULL;
     p->nregions = 0;
+    p->conv_pools = 0;
+    p->pool_notes[0] = '\0';
     for (int i = 0; i < p->nsteps; i++)
         p->steps[i].region = -1;
     const char *env = getenv("TJIT_BLOCKS");

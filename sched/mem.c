@@ -578,6 +578,8 @@ char *sc_plan_print(const ir_graph *g, const sc_plan *p)
         print_step(o, g, p, i);
     for (int r = 0; r < p->nregions; r++)
         print_region(o, p, r);
+    if (p->pool_notes[0])   /* block.c */
+        fprintf(o, "  pools after conv: %s\n", p->pool_notes);
     if (fclose(o) != 0) {
         free(buf);
         return NULL;

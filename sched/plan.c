@@ -804,7 +804,8 @@ int sc_plans_run_notify(sc_plan_set *ps, tj_tensor *const *inputs, tj_tensor **o
         else
             temp = p != NULL;
         if (p) {
-            ps->info = (sc_plan_info){p->kernels, p->eager, p->compile_ms, true, ""};
+            ps->info = (sc_plan_info){p->kernels, p->eager, p->compile_ms, true, "", p->conv_pools, ""};
+            snprintf(ps->info.pool_notes, sizeof ps->info.pool_notes, "%s", p->pool_notes);
             ps->mem = p->mem;
         }
     }

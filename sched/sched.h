@@ -77,6 +77,8 @@ typedef struct sc_plan_info {
     double compile_ms;
     bool compiled;         /* false: the set runs on the graph executor */
     char why[512];         /* ... because */
+    int conv_pools;        /* max_pool2d/avg_pool2d run per image inside a conv's region */
+    char pool_notes[384];  /* each pool after a conv's region: fused, or why not (block.c) */
 } sc_plan_info;
 void sc_plans_info(sc_plan_set *ps, sc_plan_info *out);
 

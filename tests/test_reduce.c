@@ -277,6 +277,22 @@ static void test_scalar_and_size1(void **state)
     tu_assert_close(tj_amin(x, &d1, 1, true), x, 0, 0);
 }
 
+/* A kept dim of stride 0 (an expanded view) that the reduction vectorizes
+ * along: its block width once divided by that stride (SIGFPE, found by
+ * test_programs). Every kind against the same values made contiguous. */
+static void test_expanded_kept_dim(void **state)
+{
+    (void)state;
+    tj_tensor *x = tj_expand(tj_randn(TJ_F32, 2, (int64_t[]){1, 7}), 2, (int64_t[]){16, 7});
+    tj_tensor *xc = tj_contiguous(x);
+    int d1 = 1;
+    tu_assert_close(tj_sum(x, &d1, 1, true), tj_sum(xc, &d1, 1, true), 1e-6, 1e-6);
+    tu_assert_close(tj_mean(x, &d1, 1, false), tj_mean(xc, &d1, 1, false), 1e-6, 1e-6);
+    tu_assert_close(tj_amax(x, &d1, 1, false), tj_amax(xc, &d1, 1, false), 0, 0);
+    tu_assert_close(tj_var(x, &d1, 1, 1, false), tj_var(xc, &d1, 1, 1, false), 1e-6, 1e-6);
+    tu_assert_close(tj_argmin(x, 1, false), tj_argmin(xc, 1, false), 0, 0);
+}
+
 static void test_nan_and_ties(void **state)
 {
     (void)state;
@@ -400,6 +416,7 @@ int main(void)
         T(test_golden_std),         T(test_golden_argmax),       T(test_golden_argmin),
         T(test_large_shapes),       T(test_large_full),          T(test_thread_invariance),
         T(test_scalar_and_size1),   T(test_nan_and_ties),        T(test_int_exact),
+        T(test_expanded_kept_dim),
         T(test_errors_dims),        T(test_errors_dtypes),       T(test_errors_empty),
         T(test_errors_arg_two_dims), T(test_errors_null),
     };

@@ -6,7 +6,7 @@ Same cases, same argument order and same timing rules as benchmarks/suite.c
 and benchmarks/bench.c: inputs random normal from a fixed seed, weights random
 normal scaled by 1/sqrt(fan_in); a first call (its resident-memory growth is
 the peak), a warm-up, then iterations until both --iters and --min-time are
-reached; the median is the result. P1-P6 run under torch.inference_mode();
+reached; the median is the result. All but P7 and P8 run under torch.inference_mode();
 P7 and P8 are full training steps with autograd (P8 with Adam). B1 and B4 are
 P1 and P4 on bf16 tensors, H4 P4 on f16 tensors, A4 and A6 P4 and P6 under torch.autocast("cpu",
 bf16), Q4 P4 with torch.ao's quantize_dynamic (int8 linears).
@@ -142,6 +142,21 @@ def build_cases(torch):
         y = torch.relu(torch.exp(-y) + x)
         return torch.sigmoid(y) / (torch.abs(x) + 1.0)
 
+    def p11(x, w, m, v, g, b):   # ResNet stem, eval
+        y = F.batch_norm(F.conv2d(x, w, None, 2, 3), m, v, g, b, False, 0.0, 1e-5)
+        return F.max_pool2d(torch.relu(y), 3, 2, 1)
+
+    def conv_block(x, w, cb, m, v, g, b):
+        y = F.batch_norm(F.conv2d(x, w, cb, 1, 1), m, v, g, b, False, 0.0, 1e-5)
+        return F.max_pool2d(torch.relu(y), 2)
+
+    def p12(x, *w):   # small convnet at 28x28, eval
+        h = conv_block(conv_block(x, *w[0:6]), *w[6:12])
+        return F.linear(h.flatten(1), w[12], w[13])
+
+    def bn_weights(c):
+        return [weight((c,), 1), variance(c), weight((c,), 1), weight((c,), 1)]
+
     def conv_bn_weights():
         return [weight((64, 64, 3, 3), 576), weight((64,), 1), variance(64),
                 weight((64,), 1), weight((64,), 1)]
@@ -239,6 +254,11 @@ def build_cases(torch):
         ("P9", "rnn", lambda: [randn(8, 64, 256), weight((1024, 256), 256), weight((1024,), 256),
                                weight((1024, 256), 256), weight((1024,), 256)], p9, 1),
         ("P10", "small", lambda: [randn(256)], p10, 1),
+        ("P11", "stem", lambda: [randn(8, 3, 224, 224), weight((64, 3, 7, 7), 147)] +
+         bn_weights(64), p11, 1),
+        ("P12", "convnet", lambda: [randn(32, 1, 28, 28), weight((32, 1, 3, 3), 9), weight((32,), 9)] +
+         bn_weights(32) + [weight((64, 32, 3, 3), 288), weight((64,), 288)] + bn_weights(64) +
+         [weight((10, 3136), 3136), weight((10,), 3136)], p12, 1),
         ("B1", "pointwise_bf16", bf16(p1_setup), as_f32(p1), 1),
         ("B4", "mlp_bf16", bf16(p4_setup), as_f32(p4), 1),
         ("H4", "mlp_f16", f16(p4_setup), as_f32(p4), 1),

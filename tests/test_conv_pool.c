@@ -1,0 +1,348 @@
+/* test_conv_pool.c - pooling fused after a conv in compiled plans
+ * (sched/block.c, "pool"): a max_pool2d or avg_pool2d reading a conv2d's
+ * value, or its epilogue's (bias, batch norm, activation), runs per image
+ * inside the conv's blocked region. Fused results are compared bit for bit
+ * with the same plan unfused (TJIT_CONV_POOL=0: the same kernels on the same
+ * values) and within rounding with eager (the epilogue kernel's formulas and
+ * the conv per image), over kernel sizes, strides, padding, dilation,
+ * ceil_mode, count_include_pad, divisor_override, odd sizes, batch 1 and
+ * more, groups and depthwise convs, on 1 and 2 threads. Each refusal (a
+ * pooled value with another reader, a result of the graph, indices asked
+ * for, a training graph, TJIT_CONV_POOL=0) is checked to leave the pool
+ * outside the region, by tj_explain's note. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "util.h"
+
+/* One case: conv2d (x [n,c,h,w], weight [o, c/groups, k, k]), then an
+ * optional bias, batch norm and activation, then a pool. */
+typedef struct cfg {
+    int64_t n, c, h, w, o, groups, k, cs, cp;   /* conv: kernel, stride, padding */
+    bool bias, bn;
+    int act;                                    /* 0 relu, 1 none, 2 gelu */
+    bool avg;
+    int64_t pk[2], ps[2], pp[2], pd[2];         /* pool kernel, stride, padding, dilation */
+    bool ceil, cip;                             /* ceil_mode, count_include_pad (avg) */
+    int64_t divisor;                            /* avg divisor_override, 0: none */
+    int extra;                                  /* 0 none, 1 the pooled value is also a result,
+                                                 * 2 another pool reads it, 3 indices too */
+    tj_tensor *wt, *b, *mean, *var, *g, *beta;  /* weights (kept) */
+} cfg;
+
+static tj_tensor *keep_randn(int ndim, const int64_t *shape, double scale, double shift)
+{
+    return tj_keep(tj_add_s(tj_mul_s(tj_randn(TJ_F32, ndim, shape), scale), shift));
+}
+
+static void cfg_weights(cfg *c)
+{
+    int64_t ws[4] = {c->o, c->c / c->groups, c->k, c->k}, os[1] = {c->o};
+    c->wt = keep_randn(4, ws, 0.3, 0);
+    c->b = keep_randn(1, os, 0.5, 0);
+    c->mean = keep_randn(1, os, 0.2, 0);
+    c->var = tj_keep(tj_add_s(tj_rand(TJ_F32, 1, os), 0.5));
+    c->g = keep_randn(1, os, 0.5, 1);
+    c->beta = keep_randn(1, os, 0.5, 0);
+}
+
+static void cfg_release(cfg *c)
+{
+    tj_tensor *t[6] = {c->wt, c->b, c->mean, c->var, c->g, c->beta};
+    for (int k = 0; k < 6; k++)
+        tj_release(t[k]);
+}
+
+/* The value the pool reads. */
+static tj_tensor *pooled_value(const cfg *c, tj_tensor *x)
+{
+    int64_t st[2] = {c->cs, c->cs}, pd[2] = {c->cp, c->cp}, one[2] = {1, 1};
+    tj_tensor *y = tj_conv2d(x, c->wt, c->bias ? c->b : NULL, st, pd, one, c->groups);
+    if (c->bn)
+        y = tj_batch_norm(y, c->mean, c->var, c->g, c->beta, 1e-5);
+    return c->act == 0 ? tj_relu(y) : c->act == 2 ? tj_gelu(y) : y;
+}
+
+static tj_tensor *pool(const cfg *c, tj_tensor *y, tj_tensor **indices)
+{
+    if (c->avg)
+        return tj_avg_pool2d_ex(y, c->pk,
+                                &(tj_avg_pool2d_options){.stride = c->ps, .padding = c->pp,
+                                                         .ceil_mode = c->ceil, .count_include_pad = c->cip,
+                                                         .divisor_override = c->divisor});
+    return tj_max_pool2d_ex(y, c->pk,
+                            &(tj_max_pool2d_options){.stride = c->ps, .padding = c->pp,
+                                                     .dilation = c->pd, .ceil_mode = c->ceil},
+                            indices);
+}
+
+static int model(void *ctx, tj_tensor *const *a, int n, tj_tensor **outs, int max)
+{
+    const cfg *c = ctx;
+    tj_tensor *y = pooled_value(c, a[0]), *idx = NULL;
+    outs[0] = pool(c, y, c->extra == 3 ? &idx : NULL);
+    if (c->extra == 1)
+        outs[1] = y;
+    else if (c->extra == 2)   /* an eager reader: the region reaches the pool */
+        outs[1] = tj_avg_pool2d(y, (int64_t[]){3, 3}, NULL, NULL, false);
+    else if (c->extra == 3)
+        outs[1] = idx;
+    return outs[0] ? 1 + (c->extra != 0) : -1;
+}
+
+/* Whether every element of a and b has the same bits. */
+static void assert_same_bits(tj_tensor *a, tj_tensor *b, const char *what)
+{
+    a = tj_contiguous(a);
+    b = tj_contiguous(b);
+    assert_int_equal(tj_numel(a), tj_numel(b));
+    if (memcmp(tj_data(a), tj_data(b), (size_t)tj_numel(a) * tj_dtype_size(tj_dtype_of(a))) != 0)
+        fail_msg("%s: fused and unfused results differ in their bits", what);
+}
+
+/* Calls c's compiled model fused and with TJIT_CONV_POOL=0 and eager; the
+ * results agree (fused and unfused bit for bit), and tj_explain of the fused
+ * handle says `note` (NULL: nothing about pools). */
+static void check(cfg *c, const char *note, const char *what)
+{
+    int64_t xs[4] = {c->n, c->c, c->h, c->w};
+    tj_tensor *x = tj_randn(TJ_F32, 4, xs), *want[2], *got[2], *plain[2];
+    int nout = model(c, &x, 1, want, 2);
+    assert_true(nout >= 1);
+    tj_compiled *cf = tj_compile_multi(model, c, &(tj_compile_options){.name = "conv_pool"});
+    if (tj_call_multi(cf, &x, 1, got, 2) != nout)
+        fail_msg("%s: %s", what, tj_last_error());
+    setenv("TJIT_CONV_POOL", "0", 1);
+    tj_compiled *cu = tj_compile_multi(model, c, &(tj_compile_options){.name = "conv_pool_off"});
+    int nu = tj_call_multi(cu, &x, 1, plain, 2);
+    unsetenv("TJIT_CONV_POOL");
+    if (nu != nout)
+        fail_msg("%s unfused: %s", what, tj_last_error());
+    for (int k = 0; k < nout; k++) {
+        tu_assert_close_any(got[k], want[k], 1e-5, 1e-5);
+        assert_same_bits(got[k], plain[k], what);
+    }
+    char *e = tj_explain(cf);
+    assert_non_null(e);
+    if (note ? !strstr(e, note) : strstr(e, "pooling after conv") != NULL)
+        fail_msg("%s: tj_explain should %s \"%s\":\n%s", what, note ? "say" : "not mention pools",
+                 note ? note : "pooling after conv", e);
+    free(e);
+    if (note && strstr(note, "1 fused")) {   /* the switch turns it off */
+        e = tj_explain(cu);
+        if (!strstr(e, "0 fused") || !strstr(e, "TJIT_CONV_POOL=0"))
+            fail_msg("%s: TJIT_CONV_POOL=0 should leave the pool unfused:\n%s", what, e);
+        free(e);
+    }
+    tj_compiled_free(cf);
+    tj_compiled_free(cu);
+}
+
+#define FUSED "pooling after conv: 1 fused"
+
+static cfg base(void)
+{
+    return (cfg){.n = 4, .c = 3, .h = 16, .w = 16, .o = 8, .groups = 1, .k = 3, .cs = 1, .cp = 1,
+                 .bias = true, .bn = true, .pk = {2, 2}, .ps = {2, 2}, .pd = {1, 1}};
+}
+
+static void run_cfg(cfg c, const char *note, const char *what)
+{
+    cfg_weights(&c);
+    check(&c, note, what);
+    cfg_release(&c);
+}
+
+/* The ResNet stem's shape at a smaller size: conv 7x7 stride 2 pad 3, bn,
+ * relu, max_pool 3x3 stride 2 pad 1. */
+static void test_stem(void **state)
+{
+    cfg c = base();
+    c.h = c.w = 45;
+    c.k = 7, c.cs = 2, c.cp = 3, c.o = 16, c.bias = false;
+    c.pk[0] = c.pk[1] = 3, c.pp[0] = c.pp[1] = 1;
+    run_cfg(c, FUSED, "stem");
+}
+
+/* max_pool2d over kernel sizes, strides, padding, dilation and ceil_mode, odd sizes. */
+static void test_max_windows(void **state)
+{
+    static const int64_t v[][6] = {
+        /* kh kw sh sw ph pw */
+        {2, 2, 2, 2, 0, 0}, {3, 3, 2, 2, 1, 1}, {3, 2, 1, 2, 1, 0}, {1, 1, 1, 1, 0, 0},
+        {5, 3, 3, 1, 2, 1}, {2, 3, 1, 3, 0, 1},
+    };
+    for (int i = 0; i < (int)(sizeof v / sizeof v[0]); i++)
+        for (int ceil = 0; ceil < 2; ceil++)
+            for (int dil = 1; dil <= 2; dil++) {
+                cfg c = base();
+                c.h = 15, c.w = 13;
+                c.pk[0] = v[i][0], c.pk[1] = v[i][1], c.ps[0] = v[i][2], c.ps[1] = v[i][3];
+                c.pp[0] = v[i][4], c.pp[1] = v[i][5], c.pd[0] = dil, c.pd[1] = 3 - dil;
+                c.ceil = ceil;
+                char what[96];
+                snprintf(what, sizeof what, "max window %d ceil %d dilation %d", i, ceil, dil);
+                run_cfg(c, FUSED, what);
+            }
+}
+
+/* avg_pool2d with and without count_include_pad, ceil_mode, divisor_override. */
+static void test_avg_windows(void **state)
+{
+    static const int64_t v[][6] = {
+        {2, 2, 2, 2, 0, 0}, {3, 3, 2, 2, 1, 1}, {3, 2, 1, 2, 1, 1}, {5, 3, 3, 2, 2, 1},
+    };
+    for (int i = 0; i < (int)(sizeof v / sizeof v[0]); i++)
+        for (int m = 0; m < 6; m++) {
+            cfg c = base();
+            c.avg = true;
+            c.h = 17, c.w = 11;
+            c.pk[0] = v[i][0], c.pk[1] = v[i][1], c.ps[0] = v[i][2], c.ps[1] = v[i][3];
+            c.pp[0] = v[i][4], c.pp[1] = v[i][5];
+            c.cip = m & 1, c.ceil = (m >> 1) & 1, c.divisor = m >= 4 ? 3 : 0;
+            char what[96];
+            snprintf(what, sizeof what, "avg window %d cip %d ceil %d divisor %lld", i, c.cip, c.ceil,
+                     (long long)c.divisor);
+            run_cfg(c, FUSED, what);
+        }
+}
+
+/* What the pool reads: the conv alone, conv + bias, bn without bias, other
+ * activations; grouped and depthwise convs; strided convs. */
+static void test_epilogues_and_groups(void **state)
+{
+    cfg c = base();
+    c.bias = c.bn = false, c.act = 1;
+    run_cfg(c, FUSED, "the conv's own value");
+    c = base(), c.bn = false;
+    run_cfg(c, FUSED, "bias, relu");
+    c = base(), c.bias = false, c.act = 2;
+    run_cfg(c, FUSED, "bn, gelu");
+    c = base(), c.c = 8, c.groups = 2, c.o = 6;
+    run_cfg(c, FUSED, "groups 2");
+    c = base(), c.c = 8, c.groups = 8, c.o = 8, c.avg = true;
+    run_cfg(c, FUSED, "depthwise, avg");
+    c = base(), c.c = 16, c.groups = 16, c.o = 32, c.k = 5, c.cp = 2, c.cs = 2, c.h = 21, c.w = 19;
+    run_cfg(c, FUSED, "depthwise x2, 5x5 stride 2");
+    c = base(), c.c = 32, c.o = 32, c.h = c.w = 14;   /* Winograd's shapes */
+    run_cfg(c, FUSED, "32 -> 32 3x3");
+}
+
+/* Batch 1 forms no region (a block is an image; the conv splits its rows over
+ * the threads instead): the plan runs unfused and says nothing of pools;
+ * batch 3 on one thread and two. */
+static void test_batch_and_threads(void **state)
+{
+    int threads = tj_num_threads();
+    cfg c = base();
+    c.n = 1;
+    run_cfg(c, NULL, "batch 1");
+    for (int t = 1; t <= 2; t++) {
+        tj_set_num_threads(t);
+        c = base(), c.n = 3, c.h = 9, c.w = 23;
+        run_cfg(c, FUSED, t == 1 ? "batch 3, 1 thread" : "batch 3, 2 threads");
+        c.avg = true, c.ceil = true;
+        run_cfg(c, FUSED, t == 1 ? "batch 3 avg, 1 thread" : "batch 3 avg, 2 threads");
+    }
+    tj_set_num_threads(threads);
+}
+
+/* Two conv blocks in a row (P12's shape): both pools in the one region. */
+static tj_tensor *two_blocks(void *ctx, tj_tensor *const *a, int n)
+{
+    cfg *c = ctx;
+    return pool(&c[1], pooled_value(&c[1], pool(&c[0], pooled_value(&c[0], a[0]), NULL)), NULL);
+}
+
+static void test_two_blocks(void **state)
+{
+    cfg c[2] = {base(), base()};
+    c[0].c = 1, c[0].h = c[0].w = 28, c[0].o = 8;
+    c[1].c = 8, c[1].h = c[1].w = 14, c[1].o = 16;
+    cfg_weights(&c[0]);
+    cfg_weights(&c[1]);
+    tj_tensor *x = tj_randn(TJ_F32, 4, (int64_t[]){6, 1, 28, 28});
+    tj_compiled *cf = tj_compile(two_blocks, c, &(tj_compile_options){.name = "two_blocks"});
+    tj_tensor *got = tj_call(cf, &x, 1);
+    if (!got)
+        fail_msg("%s", tj_last_error());
+    tu_assert_close(got, two_blocks(c, &x, 1), 1e-5, 1e-5);
+    tu_assert_explain(cf, "pooling after conv: 2 fused");
+    tj_compiled_free(cf);
+    cfg_release(&c[0]);
+    cfg_release(&c[1]);
+}
+
+/* Refusals: the pooled value is a result of the graph, another op reads it,
+ * the indices are asked for (max_pool2d_indices reads it too). */
+static void test_refusals(void **state)
+{
+    cfg c = base();
+    c.extra = 1;
+    run_cfg(c, "pooling after conv: 0 fused", "the pooled value is a result");
+    c.extra = 1;
+    run_cfg(c, "is a result of the graph", "the pooled value is a result (why)");
+    c.extra = 2;
+    run_cfg(c, "has another reader", "another op reads the pooled value");
+    c.extra = 3;
+    run_cfg(c, "has another reader", "indices asked for");
+}
+
+/* A training graph: the weights require grad, so the forward keeps what the
+ * backward reads (the pooled value) as a result: the pool stays unfused,
+ * and the gradient is eager's. */
+static tj_tensor *model_one(void *ctx, tj_tensor *const *a, int n)
+{
+    return tj_sum(pool(ctx, pooled_value(ctx, a[0]), NULL), NULL, 0, false);
+}
+
+static void test_training_unfused(void **state)
+{
+    cfg c = base();
+    cfg_weights(&c);
+    assert_int_equal(tj_requires_grad(c.wt, true), 0);
+    tj_tensor *x = tj_randn(TJ_F32, 4, (int64_t[]){4, 3, 16, 16});
+    tj_compiled *cf = tj_compile(model_one, &c, &(tj_compile_options){.name = "train"});
+    tj_tensor *loss = tj_call(cf, &x, 1);
+    if (!loss)
+        fail_msg("%s", tj_last_error());
+    assert_int_equal(tj_backward(loss), 0);
+    tj_tensor *g1 = tj_clone(tj_grad(c.wt));
+    tj_zero_grad(c.wt);
+    assert_int_equal(tj_backward(model_one(&c, &x, 1)), 0);
+    tu_assert_close(g1, tj_grad(c.wt), 1e-4, 1e-4);
+    char *e = tj_explain(cf);
+    if (strstr(e, "pooling after conv") && !strstr(e, "0 fused"))
+        fail_msg("a training graph's pool should stay unfused:\n%s", e);
+    free(e);
+    tj_compiled_free(cf);
+    cfg_release(&c);
+}
+
+int main(void)
+{
+    tj_manual_seed(5);
+    tj_set_num_threads(2);
+    tu_use_build_cache();
+    const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
+        T(test_stem),
+        T(test_max_windows),
+        T(test_avg_windows),
+        T(test_epilogues_and_groups),
+        T(test_batch_and_threads),
+        T(test_two_blocks),
+        T(test_refusals),
+        T(test_training_unfused),
+#undef T
+    };
+    return tu_run_jit_suite("conv_pool", tests, sizeof tests / sizeof tests[0],
+                            "compiled graphs run on the graph executor");
+}
