@@ -28,6 +28,15 @@ int rt_gemm(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b, bo
  * docs/perf.md). sched/pair.c asks before cutting a GEMM for OpenBLAS. */
 bool rt_gemm_own_f32(int64_t m, int64_t n, int64_t k);
 
+/* Whether a matmul of m rows on b (a 2-D f32 right operand) runs on a form
+ * of b kept across calls (packed for tjit's GEMM, or int8): b is a weight
+ * the running compiled call names (tjg_frozen) and, unfrozen, has not
+ * changed since the last call. Makes the cache lookup the GEMM itself would
+ * make (so a weight seen changing stays on OpenBLAS, as in the GEMM). false:
+ * it runs as any operand (OpenBLAS, or rt_gemm_own_f32's rule), and
+ * sched/pair.c may cut it in column blocks. */
+bool rt_gemm_kept(const tj_tensor *b, int64_t m);
+
 /* Copies src (ndim dims, strides in elements, element size esize) into the
  * contiguous dst of shape `shape`; src dims are right-aligned to shape and a
  * src dim may be missing or have stride 0 (broadcast). */

@@ -338,6 +338,27 @@ static bool own_f32(int64_t m, int64_t n, int64_t k, unsigned flags)
     return isa >= TJG_AVX2 && own_f32_shape(m, n, k);
 }
 
+bool rt_gemm_kept(const tj_tensor *b, int64_t m)
+{
+    unsigned flags;
+    const rt_storage *st = b->storage;
+    if (!st || !tjg_frozen(st, &flags))
+        return false;
+    if (b->dtype != TJ_F32 || b->ndim != 2 || (flags & (RT_GEMM_FREEZE | RT_GEMM_INT8)))
+        return true;   /* packed once (or quantized) whatever it holds: its own path */
+    int64_t k = b->shape[0], n = b->shape[1];
+    if (!own_f32(m, n, k, flags))
+        return false;
+    /* packed_b's lookup: NULL when the weight changed since the last call */
+    void *handle;
+    const tjg_packed *p = tjg_cache_get_stable(st->serial, stamp(st),
+                                               (const char *)rt_ptr(b) - (const char *)st->data,
+                                               rt_ptr(b), b->strides[0], b->strides[1], k, n,
+                                               TJG_F32, false, &handle);
+    tjg_cache_put(handle);
+    return p != NULL;
+}
+
 static int choose_f32(void *handle, int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b,
                       const tjg_packed *p)
 {

@@ -38,9 +38,12 @@
  *             split's column blocks as the chunks of one rt_parallel_for;
  *             otherwise one step after the other, as any step. A split whose
  *             operands BLAS cannot take as they are (rt_blas_layout) runs
- *             whole, as does one on a frozen weight (tj_compile_options.freeze:
- *             packed once, autotuned or int8; its GEMM path is k_matmul.c's)
- *             and one that k_matmul.c sends to tjit's own GEMM
+ *             whole, as does one on a weight kept in another form
+ *             (rt_gemm_kept: frozen, packed once, autotuned or int8, or a
+ *             captured weight packed while it does not change; its GEMM path
+ *             is k_matmul.c's: a captured weight that changes every call, as
+ *             a trained one, runs on OpenBLAS and is split) and one that
+ *             k_matmul.c sends to tjit's own GEMM
  *             (rt_gemm_own_f32: it cuts its columns over the pool itself);
  *             a pair's steps see the caller's frozen weights on either
  *             thread (rt_gemm_frozen is per thread). A pair's step on tjit's
@@ -51,13 +54,13 @@
  *
  * Exported models (aot_load.c) run without either.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../runtime/blas.h"
 #include "../runtime/contract.h"
-#include "../runtime/gemm.h"
 #include "sched_int.h"
 
 #define SC_PAIR_MIN ((int64_t)1 << 21)   /* multiply-adds of each GEMM, at least */
@@ -229,6 +232,10 @@ static void split_range(void *c_, int64_t b, int64_t e)
     }
 }
 
+static atomic_uint_fast64_t split_count;   /* sc_split_count */
+
+uint64_t sc_split_count(void) { return atomic_load(&split_count); }
+
 /* Step i's GEMM in column blocks on the pool: 0, 1 when its operands need
  * packing (run it whole), -1 with the message in why. */
 static int run_split(const ir_graph *g, const sc_plan *p, int i, tj_tensor **vals, char *why, size_t nwhy)
@@ -237,9 +244,6 @@ static int run_split(const ir_graph *g, const sc_plan *p, int i, tj_tensor **val
     const tj_tensor *a = vals[ir_slot(g, n->in[0])], *b = vals[ir_slot(g, n->in[1])];
     tj_tensor *o = vals[ir_slot(g, n)];
     split_ctx c = {.m = o->shape[0], .n = o->shape[1], .k = a->shape[1], .ldc = o->strides[0], .nb = SC_SPLIT_BLOCKS};
-    unsigned flags;
-    if (tjg_frozen(b->storage, &flags))   /* a weight packed once, or in int8: its own path */
-        return 1;
     /* tjit's own GEMM (k_matmul.c's rule): whole, on the caller's thread,
      * where it cuts its columns over the pool itself */
     if (rt_gemm_own_f32(c.m, c.n, c.k))
@@ -247,7 +251,14 @@ static int run_split(const ir_graph *g, const sc_plan *p, int i, tj_tensor **val
     if (o->strides[1] != 1 || !rt_blas_layout(c.m, c.k, a->strides[0], a->strides[1], &c.ta, &c.lda) ||
         !rt_blas_layout(c.k, c.n, b->strides[0], b->strides[1], &c.tb, &c.ldb))
         return 1;
+    /* a weight packed once, or in int8, or kept packed while it does not
+     * change: its own path. One that changes every call (a trained weight)
+     * runs on OpenBLAS as any operand, so it is split. Asked last: the
+     * lookup moves the kept copy's state on as the GEMM's own would. */
+    if (rt_gemm_kept(b, c.m))
+        return 1;
     c.a = rt_ptr(a), c.b = rt_ptr(b), c.c = rt_ptr(o);
+    atomic_fetch_add(&split_count, 1);
     rt_blas_serial_begin();
     rt_parallel_for(c.nb, 1, split_range, &c);
     rt_blas_serial_end();

@@ -190,6 +190,8 @@ int sc_plan_pairs(const ir_graph *g, sc_plan *p);
 /* Runs step i (p->par[i]) and, for a pair, step i+1 on two threads; returns
  * the last step run, or -1 with an error. */
 int sc_pair_run(const ir_graph *g, const sc_plan *p, int i, tj_tensor **vals, sc_call_mem *m);
+/* GEMMs run in column blocks so far, by any plan of the process (tests). */
+uint64_t sc_split_count(void);
 
 /* ---- epi.c ---------------------------------------------------------------------------- */
 /* Marks matmul steps whose epilogue kernel (the next step) is a bias and an

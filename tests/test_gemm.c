@@ -144,9 +144,13 @@ static void test_f32_raw(void **state)
     int nv = variants(vs);
     /* rows not a multiple of MR, columns not of 32 or 16 (half panels),
      * k over one k-block, rows or panels too few for a task per thread,
-     * and the training step's shapes (scaled down in k) */
-    static const dims more[] = {{127, 33, 5}, {128, 512, 300}, {300, 97, 520}, {40, 10, 128},
-                                {2, 700, 9},  {26, 8, 3},      {265, 64, 257}};
+     * and the training step's shapes (scaled down in k); several row blocks
+     * with one k-block (P7's dW GEMMs: 512 rows, k = 128): an odd count of
+     * row blocks, a part panel last, k a whole k-block */
+    static const dims more[] = {{127, 33, 5},  {128, 512, 300}, {300, 97, 520},
+                                {40, 10, 128}, {2, 700, 9},     {26, 8, 3},
+                                {265, 64, 257}, {520, 200, 128}, {265, 33, 256},
+                                {600, 97, 17}};
     int threads = tj_num_threads();
     /* th 3: two threads with TJIT_GEMM_SMALL=0, so the small shapes split
      * over the pool too (they run on the calling thread by default) */
@@ -971,6 +975,46 @@ static void test_frozen_weights(void **state)
     frozen_case(false, false, true);   /* quantize_dynamic implies freeze */
 }
 
+/* rt_gemm_kept (sched/pair.c asks it before cutting a GEMM in column
+ * blocks): false for a weight the running call does not name; named and
+ * unfrozen, true while it is packed and unchanged, false for a call that
+ * sees it changed (then true again once a second call sees it unchanged),
+ * as the GEMM's own lookup decides (a transposed view is a weight of its
+ * own); true whatever it holds when frozen or
+ * int8; false where tjit's GEMM would not take it packed (few columns). */
+static void test_gemm_kept(void **state)
+{
+    (void)state;
+    tj_alloc_trim();
+    tj_scope_begin();
+    tj_tensor *w = tj_keep(tj_randn(TJ_F32, 2, (int64_t[]){192, 512}));
+    tj_tensor *wt = tj_transpose(w, 0, 1), *narrow = tj_keep(tj_randn(TJ_F32, 2, (int64_t[]){192, 64}));
+    bool avx2 = tjg_isa_current() >= TJG_AVX2;
+    assert_false(rt_gemm_kept(w, 64));
+    tj_tensor *named[2] = {w, narrow};
+    rt_gemm_frozen(named, 2, 0);
+    assert_int_equal(rt_gemm_kept(w, 64), avx2);   /* first seen: packed */
+    assert_int_equal(rt_gemm_kept(w, 64), avx2);
+    assert_int_equal(tj_mul_s_(w, 2.0), 0);
+    assert_false(rt_gemm_kept(w, 64));             /* changed: on OpenBLAS */
+    assert_int_equal(tjg_cache_bytes(), 0);
+    assert_int_equal(rt_gemm_kept(w, 64), avx2);   /* seen unchanged: packed again */
+    assert_int_equal(rt_gemm_kept(wt, 64), avx2);  /* a view of it: a weight of its own */
+    assert_int_equal(tj_mul_s_(w, 0.5), 0);
+    assert_false(rt_gemm_kept(wt, 64));
+    assert_false(rt_gemm_kept(narrow, 64));
+    rt_gemm_frozen(named, 2, RT_GEMM_FREEZE);
+    assert_true(rt_gemm_kept(narrow, 64));
+    rt_gemm_frozen(named, 2, RT_GEMM_INT8);
+    assert_true(rt_gemm_kept(w, 64));
+    rt_gemm_frozen(NULL, 0, 0);
+    assert_false(rt_gemm_kept(w, 64));
+    tjg_cache_clear();
+    tj_scope_end();
+    tj_release(w), tj_release(narrow);
+    tj_alloc_trim();
+}
+
 /* quantize_dynamic's rows are quantized at 7 bits exactly where the
  * variant's kernel wants them (tjg_u8s8_reduce_range: AVX2 without VNNI),
  * at 8 bits elsewhere: under each variant the compiled linear equals the
@@ -1032,6 +1076,7 @@ int main(void)
         cmocka_unit_test(test_bf16_rne),
         cmocka_unit_test(test_f32_variants),
         cmocka_unit_test(test_f32_raw),
+        cmocka_unit_test(test_gemm_kept),
         cmocka_unit_test(test_bf16_variants),
         cmocka_unit_test(test_bf16_widened),
         cmocka_unit_test(test_pack_transposed),

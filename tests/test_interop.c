@@ -17,8 +17,10 @@
  * 2 threads, with the pairs on and off, GEMMs by the shape rule, all on
  * tjit's own GEMM (TJIT_OWN_F32=1) and all on OpenBLAS. A GEMM alone runs in column blocks
  * (transposed operands, uneven blocks, one BLAS cannot take: whole), or whole
- * with TJIT_GEMM_SPLIT=0. Paired GEMMs on frozen int8 weights run int8 on
- * either thread.
+ * with TJIT_GEMM_SPLIT=0; one on a captured weight runs whole on the kept
+ * packed copy while the weight does not change, in column blocks in a call
+ * that sees it changed, whole when frozen. Paired GEMMs on frozen int8
+ * weights run int8 on either thread.
  */
 #include <dirent.h>
 #include <setjmp.h>
@@ -33,6 +35,7 @@
 #include <cmocka.h>
 
 #include "../sched/exec.h"
+#include "../runtime/gemm.h"
 #include "../sched/sched_int.h"
 #include "../frontend/fe.h"
 #include "util.h"
@@ -351,6 +354,47 @@ static void test_split(void **state)
                      1);
 }
 
+/* A linear on a captured weight (kept across calls: packed for tjit's GEMM
+ * while it does not change, runtime/k_matmul.c) planned in column blocks:
+ * a call that sees the weight changed (a training step's forward) runs it on
+ * OpenBLAS in column blocks; one that sees it unchanged runs the kept packed
+ * copy whole; frozen, always whole. Values as eager's on every call. */
+static tj_tensor *relu_linear(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)n;
+    return tj_relu(tj_linear(x[0], *(tj_tensor **)ctx, NULL));
+}
+
+static void kept_split_case(bool freeze)
+{
+    tj_tensor *w = tj_keep(randn(2, (int64_t[]){512, 512})), *x = randn(2, (int64_t[]){128, 512});
+    tj_compiled *f = tj_compile(relu_linear, &w, &(tj_compile_options){.name = "kept_split", .freeze = freeze});
+    /* packed where tjit's GEMM takes this shape kept (AVX2 and up) */
+    bool packs = tjg_isa_current() >= TJG_AVX2;
+    for (int call = 0; call < 6; call++) {
+        /* calls 1, 3, 5 see it changed (not frozen: freeze folds, writes unseen) */
+        if (call % 2 && !freeze)
+            assert_int_equal(tj_mul_s_(w, -0.75), 0);
+        uint64_t before = sc_split_count();
+        tj_tensor *got = tj_call(f, &x, 1);
+        if (!got)
+            fail_msg("call %d: %s", call, tj_last_error());
+        if (!freeze)
+            tu_assert_close(got, relu_linear(&w, &x, 1), 1e-4, 1e-4);
+        bool split = !freeze && (call % 2 || !packs);
+        assert_int_equal(sc_split_count() - before, split);
+    }
+    tj_compiled_free(f);
+    tj_release(w);
+    tjg_cache_clear();
+}
+
+static void test_split_kept_weight(void **state)
+{
+    kept_split_case(false);
+    kept_split_case(true);
+}
+
 /* Two linears on frozen int8 weights (tj_compile_options.quantize_dynamic):
  * paired, each GEMM runs int8 on whichever thread takes it (the caller's
  * frozen weights handed over), so the result is the unpaired plan's; an f32
@@ -507,6 +551,7 @@ int main(void)
         T(test_pair_memory),
         T(test_pair_overlap_refused),
         T(test_split),
+        T(test_split_kept_weight),
         T(test_pair_frozen_int8),
         T(test_training_step),
 #undef T
