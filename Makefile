@@ -17,6 +17,7 @@
 #   make callsites    regenerate include/tjit_callsites.h, tjit.h's call-site macros (done by every build)
 #   make deps         scripts/install-deps.sh
 #   make fuzz         fuzz the text IR parser (clang, libFuzzer) for FUZZ_TIME seconds
+#   make fuzz-programs random programs compiled against eager: PROGRAMS per mode from PROGRAMS_SEED
 #   make install      lib/libtjit.so.N (+ .a), lib/libtjit_rt.{so,a}, include/, bin/tjit, lib/pkgconfig/tjit.pc,
 #                     share/doc/tjit under $(DESTDIR)$(PREFIX) (PREFIX=/usr/local)
 #   make uninstall    removes what install put there
@@ -404,6 +405,14 @@ fuzz-onnx: $(BUILD)/fuzz/onnx_fuzz
 	@mkdir -p $(BUILD)/fuzz/onnx-corpus
 	$(BUILD)/fuzz/onnx_fuzz -max_total_time=$(FUZZ_TIME) -max_len=65536 -timeout=10 \
 	    -print_final_stats=1 -artifact_prefix=$(BUILD)/fuzz/ $(BUILD)/fuzz/onnx-corpus tests/golden/onnx
+
+# A campaign of tests/test_programs.c: PROGRAMS random programs per mode,
+# from seed PROGRAMS_SEED (make test runs 40-80 per mode from seed 1).
+PROGRAMS ?= 2000
+PROGRAMS_SEED ?= 1000
+.PHONY: fuzz-programs
+fuzz-programs: $(BUILD)/tests/test_programs
+	TJ_PROGRAMS=$(PROGRAMS) TJ_PROGRAMS_SEED=$(PROGRAMS_SEED) $(BUILD)/tests/test_programs
 
 fuzz: $(BUILD)/fuzz/parse_fuzz $(BUILD)/fuzz/tir.dict
 	@mkdir -p $(BUILD)/fuzz/corpus
