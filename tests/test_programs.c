@@ -453,7 +453,17 @@ static tj_tensor *extra(gen *g, tj_tensor *a, tj_tensor *w, bool exact)
     return tj_contiguous(a);
 }
 
-/* The program: steps over the arguments and the weight; 1-4 results. */
+/* A program's results: its last value and up to two more it made. */
+static int pick_results(gen *g, tj_tensor **v, int nv, int nin, tj_tensor **out, int max)
+{
+    int k = 1 + rnd(g, max < 3 ? max : 3);
+    out[0] = v[nv - 1];
+    for (int i = 1; i < k; i++)
+        out[i] = v[nin + rnd(g, nv - nin)];
+    return k;
+}
+
+/* The program: steps over the arguments and the weight; 1-3 results. */
 static int model(void *ctx, tj_tensor *const *in, int nin, tj_tensor **out, int max)
 {
     prog *p = ctx;
@@ -496,11 +506,7 @@ static int model(void *ctx, tj_tensor *const *in, int nin, tj_tensor **out, int 
         p->f32_seen |= p->logging && tj_dtype_of(r) == TJ_F32;
         v[nv++] = r;
     }
-    int k = 1 + rnd(&g, max < 3 ? max : 3);
-    out[0] = v[nv - 1];
-    for (int i = 1; i < k; i++)
-        out[i] = v[nin + rnd(&g, nv - nin)];
-    return k;
+    return pick_results(&g, v, nv, nin, out, max);
 }
 
 /* ---- dynamic shapes ------------------------------------------------------------------------------ */
@@ -610,11 +616,7 @@ static int model_dyn(void *ctx, tj_tensor *const *in, int nin, tj_tensor **out, 
             return -1;
         v[nv++] = r;
     }
-    int k = 1 + rnd(&g, max < 3 ? max : 3);
-    out[0] = v[nv - 1];
-    for (int i = 1; i < k; i++)
-        out[i] = v[nin + rnd(&g, nv - nin)];
-    return k;
+    return pick_results(&g, v, nv, nin, out, max);
 }
 
 /* ---- arguments ---------------------------------------------------------------------------------- */
