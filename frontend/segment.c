@@ -123,7 +123,15 @@ static bool in_graph(const ir_graph *g, const ir_node *n)
 
 /* Header h (symbolic) takes the values of concrete v: same storage, v's
  * strides and offset; it is concrete from now on. */
-static void materialize(tj_tensor *h, const tj_tensor *v) { rt_tensor_rebind(h, v); }
+static void materialize(tj_tensor *h, const tj_tensor *v)
+{
+    h->storage = v->storage;
+    atomic_fetch_add_explicit(&v->storage->refs, 1, memory_order_relaxed);
+    h->offset = v->offset;
+    memcpy(h->strides, v->strides, sizeof h->strides);
+    h->sym = NULL;
+    h->made_tracing = false;   /* a value of this call, not a constant of a graph */
+}
 
 static bool is_arg(const fe_trace *tr, const tj_tensor *h)
 {
@@ -519,95 +527,6 @@ tj_tensor *fe_seg_eager(fe_trace *tr, ir_op op, tj_tensor *const *in, int nin, c
     tj_tensor *r = fe_apply(op, in, nin, a);
     fe_trace_resume(tr);
     return r;
-}
-
-/* ---- writes into views ---------------------------------------------------------------- */
-
-/* The node under n's chain of one-input views (n itself when it is none). */
-static ir_node *view_base(ir_node *n)
-{
-    while (n && !ir_node_is_input(n) && ir_ops[n->op].kind == IR_VIEW && n->nin == 1)
-        n = n->in[0];
-    return n;
-}
-
-/* Concrete t, the value of node base, viewed as node n: the views between
- * them applied eagerly (the trace paused), so the result shares t's storage. */
-static tj_tensor *replay_views(ir_node *n, const ir_node *base, tj_tensor *t)
-{
-    if (n == base)
-        return t;
-    tj_tensor *in = replay_views(n->in[0], base, t);
-    if (!in)
-        return NULL;
-    ir_attrs a;
-    memcpy(a.a, n->attrs, sizeof(ir_attr) * (size_t)ir_ops[n->op].nattrs);
-    return fe_apply(n->op, &in, 1, &a);
-}
-
-int fe_seg_view_write(fe_trace *tr, tj_tensor *dst, tj_tensor *value)
-{
-    fe_segrun *R = tr->seg;
-    ir_node *b = view_base(dst->sym);
-    /* the base's tensor: an argument, a weight or a header this call made */
-    tj_tensor *base = NULL;
-    for (int k = 0; k < tr->nargs && !base; k++)
-        if (tr->args[k]->sym == b)
-            base = tr->args[k];
-    for (int k = 0; k < tr->ncaps && !base; k++)
-        if (tr->cap_nodes[k] == b)
-            base = tr->caps[k];
-    for (int k = 0; k < R->nhdr && !base; k++)
-        if (R->hdr[k]->sym == b && live(R->hdr[k]))
-            base = R->hdr[k];
-    if (!base) {
-        rt_error("copy_: a write into a view whose base the program no longer holds cannot run "
-                 "in a function split at graph breaks (run it eagerly)");
-        return -1;
-    }
-    /* the headers viewing the base: after the write they must show it */
-    typedef struct viewer {
-        tj_tensor *h;
-        ir_node *n;
-    } viewer;
-    viewer *vw = NULL;
-    int nv = 0, capv = 0;
-    for (int k = 0; k < R->nhdr; k++) {
-        tj_tensor *h = R->hdr[k];
-        if (h == base || !h->sym || !in_graph(tr->g, h->sym) || view_base(h->sym) != b || (h != dst && !live(h)))
-            continue;
-        if (grow((void **)&vw, nv, &capv, sizeof *vw) != 0) {
-            free(vw);
-            rt_error("out of memory while tracing");
-            return -1;
-        }
-        vw[nv++] = (viewer){h, h->sym};
-    }
-    /* a break: the piece so far runs, its values become concrete */
-    char brk[320], at[300];
-    snprintf(brk, sizeof brk, "tj_copy_ (or an in-place op) into a view%s", rt_callsite_suffix(at, sizeof at));
-    int rc = flush(tr, brk, false, NULL, 0);
-    if (rc == 0 && base->sym)
-        rc = late(tr, base);
-    if (rc == 0 && value->sym)
-        rc = late(tr, value);
-    if (rc == 0) {
-        fe_seg_used(tr, base);
-        fe_seg_used(tr, value);
-        fe_trace_pause(tr);
-        for (int k = 0; k < nv && rc == 0; k++) {
-            tj_tensor *v = replay_views(vw[k].n, b, base);
-            if (v)
-                rt_tensor_rebind(vw[k].h, v);
-            else
-                rc = -1;
-        }
-        if (rc == 0)
-            rc = tj_copy_(dst, value);
-        fe_trace_resume(tr);
-    }
-    free(vw);
-    return rc;
 }
 
 /* ---- a call ------------------------------------------------------------------------- */
