@@ -266,6 +266,26 @@ static ir_node *slot_node(const ir_graph *g, int slot)
     return slot < g->ninputs ? g->inputs[slot] : g->nodes[slot - g->ninputs];
 }
 
+/* A later read that a piece of this call did not output recomputes that
+ * piece from its inputs (late): those of in sharing storage with dst, about
+ * to be written, keep their present values as copies. 0 or -1. */
+static int keep_inputs(tj_tensor **in, int nin, const tj_tensor *dst)
+{
+    for (int k = 0; k < nin; k++) {
+        if (!in[k] || in[k]->storage != dst->storage)
+            continue;
+        tj_tensor *c = rt_tensor_new(in[k]->dtype, in[k]->ndim, in[k]->shape);
+        if (!c || rt_convert(c, in[k]) != 0) {
+            if (c)
+                tj_release(c);
+            return -1;
+        }
+        tj_release(in[k]);
+        in[k] = c;
+    }
+    return 0;
+}
+
 /* Ends the piece being traced: runs it (compiled, or on the executor when
  * new), gives the live headers their values, writes back, and starts the
  * next piece. res: the results when final. 0 or -1. */
@@ -360,7 +380,11 @@ static int flush(fe_trace *tr, const char *brk, bool final, tj_tensor *const *re
     rc = 0;
     for (int k = 0; k < tr->nwrites && rc == 0; k++) {
         tj_tensor *dst = tr->writes[k].target ? tr->writes[k].target : (tj_tensor *)R->args[tr->writes[k].arg];
-        rc = rt_convert(dst, wv[k]);
+        rc = keep_inputs(in, g->ninputs, dst);
+        for (int j = 0; j < R->nd && rc == 0; j++)
+            rc = keep_inputs(R->d[j].in, R->d[j].nin, dst);
+        if (rc == 0)
+            rc = rt_convert(dst, wv[k]);
         rt_bump_version(dst);
     }
     if (wv != wval)

@@ -144,6 +144,43 @@ static void test_late_value(void **state)
     tj_compiled_free(c);
 }
 
+/* An argument written before the break, and a path after it that reads a
+ * value of the first piece which the compiled piece does not output: the
+ * piece is recomputed (late) from the argument's value before the write,
+ * not after it (found by test_programs). */
+static tj_tensor *model_late_write(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)ctx;
+    (void)n;
+    if (tj_add_s_(x[1], 1) != 0)
+        return NULL;
+    tj_tensor *a = tj_mul(x[0], x[1]);
+    tj_tensor *b = tj_add_s(a, 0.5);
+    double flag = tj_item(x[2]);
+    return flag > 0 ? tj_mul_s(b, 2) : tj_neg(a);
+}
+
+static void test_late_value_after_write(void **state)
+{
+    (void)state;
+    tj_compiled *c = tj_compile(model_late_write, NULL, &(tj_compile_options){.name = "late_write"});
+    int64_t shape[] = {3, 5};
+    tj_tensor *x = tj_randn(TJ_F32, 2, shape);
+    double flags[] = {1, 1, 0, 0, 1};
+    for (int k = 0; k < 5; k++) {
+        tj_tensor *yc = tj_randn(TJ_F32, 2, shape), *ye = tj_clone(yc);
+        tj_tensor *flag = tj_full(TJ_F32, 0, NULL, flags[k]);
+        tj_tensor *got = tj_call(c, (tj_tensor *[]){x, yc, flag}, 3);
+        tu_assert_close(got, model_late_write(NULL, (tj_tensor *[]){x, ye, flag}, 3), 1e-6, 1e-6);
+        tu_assert_close(yc, ye, 0, 0);
+    }
+    tj_compiled_stats st;
+    assert_int_equal(tj_compiled_stats_get(c, &st), 0);
+    assert_int_equal(st.eager_calls, 0);
+    assert_true(st.split.late >= 1);
+    tj_compiled_free(c);
+}
+
 /* A captured buffer written before the break: the write lands before the
  * eager code reads it, every call. */
 static tj_tensor *model_buffer(void *ctx, tj_tensor *const *x, int n)
@@ -245,6 +282,7 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_two_breaks_three_graphs), T(test_loop_trip_count),         T(test_late_value),
         T(test_buffer_write_before_break), T(test_random_op_in_the_middle), T(test_results_across_break),
+        T(test_late_value_after_write),
 #undef T
     };
     return cmocka_run_group_tests_name("split", tests, NULL, NULL);

@@ -1,0 +1,83 @@
+/* util_programs.h - the random-program generator's state and small helpers,
+ * shared by tests/test_programs.c (the runner, the step kinds it grew with)
+ * and tests/util_programs.c (the wider op coverage: indexing, scatter,
+ * scans, attention, norms, resampling, data-dependent shapes).
+ */
+#ifndef TJ_TEST_UTIL_PROGRAMS_H
+#define TJ_TEST_UTIL_PROGRAMS_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tjit.h"
+
+enum { M_F32, M_F64, M_MIXED, M_INT, M_DYN, M_GRAD, M_AUTOCAST };
+
+#define MAX_NUMEL 4096
+/* The norms' eps: a row of equal values (a maximum against its own sum,
+ * say) normalizes its rounding residue by 1/sqrt(eps); f32 sums in another
+ * order leave another residue, so 1e-5 (x316) would flag conditioning, not
+ * bugs. */
+#define NORM_EPS 1e-2
+#define MAX_VALUES 48
+#define MAX_OUTS 4
+
+/* One program: its seed and mode, the captured weight, the steps' names. */
+typedef struct prog {
+    unsigned seed;
+    int mode;
+    tj_tensor *w;
+    bool logging;
+    bool f32_seen;   /* an f32 value in an f64 program: f32's tolerance */
+    char log[2048];
+} prog;
+
+/* The generator's state: a linear congruential sequence (local to a call,
+ * so the trace and the eager run make the same choices). */
+typedef struct gen {
+    unsigned s;
+    prog *p;
+    bool broke;   /* a graph break happened (tj_nonzero, tj_item) */
+} gen;
+
+static inline int rnd(gen *g, int n)
+{
+    g->s = g->s * 1103515245u + 12345u;
+    return (int)((g->s >> 8) % (unsigned)n);
+}
+
+static inline void note(gen *g, const char *fmt, ...)
+{
+    if (!g->p->logging)
+        return;
+    size_t len = strlen(g->p->log);
+    if (len + 2 >= sizeof g->p->log)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g->p->log + len, sizeof g->p->log - len, fmt, ap);
+    va_end(ap);
+    len = strlen(g->p->log);
+    if (len + 2 < sizeof g->p->log)
+        strcat(g->p->log, "; ");
+}
+
+static inline bool is_float(const tj_tensor *t)
+{
+    tj_dtype d = tj_dtype_of(t);
+    return d == TJ_F32 || d == TJ_F64 || d == TJ_F16 || d == TJ_BF16;
+}
+
+/* Numbers for arithmetic: bool becomes i32. */
+static inline tj_tensor *num(tj_tensor *t) { return tj_dtype_of(t) == TJ_BOOL ? tj_cast(t, TJ_I32) : t; }
+
+/* Floats for float-only ops (mean, softmax, ...): integers and bool become f32. */
+static inline tj_tensor *flt(tj_tensor *t) { return is_float(t) ? t : tj_cast(t, TJ_F32); }
+
+/* One step over a (and b, of a's broadcast shape, and the weight w) from
+ * the wider op set; NULL when the op refused its input (an error set). */
+tj_tensor *tu_program_step(gen *g, tj_tensor *a, tj_tensor *b, tj_tensor *w, bool exact);
+
+#endif
