@@ -132,6 +132,12 @@ static bool caps_check(const entry *e, char *why, size_t n)
     return true;
 }
 
+bool fe_entry_stale(const entry *e)
+{
+    char why[8];
+    return !caps_check(e, why, sizeof why);
+}
+
 /* Whether e can never pass its guards again: a capture was freed. */
 static bool entry_dead(const entry *e)
 {

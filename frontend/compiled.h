@@ -100,6 +100,9 @@ struct tj_compiled {
 
 /* Whether a weak capture's tensor was released since the trace. */
 bool fe_cap_released(const capref *r);
+/* Whether e's capture guards fail now (a capture released, or written after
+ * the trace read its values): a call would trace again, not run e. */
+bool fe_entry_stale(const entry *e);
 
 /* keep.c. fe_keep_entry: splits off e's weight-only values (not with
  * TJIT_KEEP_WEIGHT_VALUES=0); e->keep NULL when nothing is kept or the split

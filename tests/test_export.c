@@ -99,6 +99,37 @@ static void test_roundtrip(void **state)
     fixture_free(&f);
 }
 
+/* A frozen signature whose weight was written after it was traced is stale
+ * (the next call traced it again, folding the new weight): the export holds
+ * the current plan, not the stale one of the same signature (found by
+ * test_programs). */
+static tj_tensor *model_folded(void *ctx, tj_tensor *const *a, int n)
+{
+    mlp_w *m = ctx;
+    return tj_add(tj_matmul(a[0], m->w), tj_exp(m->b));   /* exp(b): folded once under freeze */
+}
+
+static void test_stale_frozen_entry(void **state)
+{
+    mlp_w w = {tj_keep(tj_randn(TJ_F32, 2, (int64_t[]){8, 4})), tj_keep(tj_randn(TJ_F32, 1, (int64_t[]){4}))};
+    tj_compiled *c =
+        tj_compile(model_folded, &w, &(tj_compile_options){.name = "frozen", .no_dynamic = true, .freeze = true});
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){3, 8});
+    assert_non_null(tj_call(c, &x, 1));
+    assert_int_equal(tj_add_s_(w.b, 0.5), 0);
+    tj_tensor *y = tj_call(c, &x, 1), *out[1];
+    tu_assert_close(y, model_folded(&w, &x, 1), 1e-5, 1e-5);
+    assert_int_equal(tj_export(c, path("frozen.so"), NULL), 0);
+    tj_aot_model *m = tj_aot_load(path("frozen.so"));
+    assert_non_null(m);
+    assert_int_equal(tj_aot_run(m, &x, 1, out, 1), 1);
+    tu_assert_close(out[0], y, 0, 0);
+    tj_aot_free(m);
+    tj_compiled_free(c);
+    tj_release(w.w);
+    tj_release(w.b);
+}
+
 static void test_no_weights(void **state)
 {
     fixture f;
@@ -229,7 +260,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_roundtrip), T(test_no_weights), T(test_export_errors), T(test_load_errors),
-        T(test_cpu_features), T(test_result_views_weight),
+        T(test_cpu_features), T(test_result_views_weight), T(test_stale_frozen_entry),
 #undef T
     };
     return cmocka_run_group_tests_name("export", tests, setup, teardown);

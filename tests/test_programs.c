@@ -7,7 +7,8 @@
  * cat, pad, matmul, casts, and in-place updates of clones, of a clone's
  * slice and of an argument, and the wider set of tests/util_programs.c
  * (indexing, scatter, scans, attention, norms, resampling, masked_select);
- * every fifth program is compiled with .freeze. It runs eagerly and through
+ * every fifth program is compiled with .freeze, every eighth also exported
+ * and run from its shared object. It runs eagerly and through
  * tj_compile_multi, and every result (dtype, shape, values; NaN and infinities by position)
  * and every argument afterwards (the in-place write-back) must agree. Each
  * program is called three times: on new argument values, then after the
@@ -32,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -735,8 +737,6 @@ static int programs_per_mode(int dflt)
     return e && atoi(e) > 0 ? atoi(e) : dflt;
 }
 
-/* Runs count programs of one mode from seed TJ_PROGRAMS_SEED (1); fails on
- * the first disagreement, or when eager refuses more than a fifth of them. */
 /* "f32[2,3]" (a static buffer: one use per call). */
 static const char *shape_text(const argspec *a)
 {
@@ -770,7 +770,7 @@ static int check_call(tj_compiled *c, tj_model_multi_fn fn, void *ectx, prog *p,
         tj_clear_error();
         return -1;
     }
-    int ng = tj_call_multi(c, ca, 3, got, MAX_OUTS);
+    int ng = p->aot ? tj_aot_run(p->aot, ca, 3, got, MAX_OUTS) : tj_call_multi(c, ca, 3, got, MAX_OUTS);
     if (ng != nw) {
         char *ex = tj_explain(c);
         fail_msg("%s program %u, call %d: %d results, eager %d (%s)\nsteps: %s\n%s", mode_name[p->mode],
@@ -805,6 +805,38 @@ static void check_refusals(int mode, int refused, int count)
     if (refused * 5 > count)
         fail_msg("%s: eager refused %d of %d programs (last error: %s)", mode_name[mode], refused, count,
                  tj_last_error());
+}
+
+/* The signatures c compiled, exported (tj_export) and loaded back
+ * (tj_aot_load), run on new arguments against eager: what the shared object
+ * holds must compute what the plans did. c's entries that cannot be exported
+ * (split at a break, ran eagerly) make tj_export refuse: nothing to check. */
+static void check_export(tj_compiled *c, prog *p, const argspec *spec)
+{
+    char path[96];
+    snprintf(path, sizeof path, "%s/tjit_programs_%d_%s_%u.so", P_tmpdir, (int)getpid(), mode_name[p->mode],
+             p->seed);
+    if (tj_export(c, path, &(tj_export_options){.name = "program"}) != 0) {
+        tj_clear_error();
+        return;
+    }
+    char header[100];
+    snprintf(header, sizeof header, "%.*s.h", (int)strlen(path) - 3, path);
+    p->aot = tj_aot_load(path);
+    if (!p->aot)
+        fail_msg("%s program %u: the exported model does not load: %s", mode_name[p->mode], p->seed,
+                 tj_last_error());
+    tj_tensor *ea[3], *ca[3], *want[MAX_OUTS], *got[MAX_OUTS];
+    for (int i = 0; i < 3; i++) {
+        ea[i] = make_arg(&spec[i], p->seed * 3u + 31u + (unsigned)i);
+        ca[i] = make_arg(&spec[i], p->seed * 3u + 31u + (unsigned)i);
+    }
+    if (check_call(c, model, p, p, ea, ca, spec, 3, want, got) < 0)
+        fail_msg("%s program %u: eager refused the exported signature", mode_name[p->mode], p->seed);
+    tj_aot_free(p->aot);
+    p->aot = NULL;
+    unlink(path);
+    unlink(header);
 }
 
 /* Runs count programs of one mode from seed TJ_PROGRAMS_SEED (1); fails on
@@ -850,6 +882,9 @@ static void run_mode(int mode, int count)
                 refused++;
                 break;
             }
+            /* every eighth program exported and run from its shared object */
+            if (call == 2 && seed % 8 == 5 && mode != M_AUTOCAST)
+                check_export(c, &p, spec);
         }
         tj_compiled_free(c);
         tj_release(p.w);

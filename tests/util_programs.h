@@ -31,6 +31,7 @@ typedef struct prog {
     tj_tensor *w;
     bool logging;
     bool f32_seen;   /* an f32 value in an f64 program: f32's tolerance */
+    tj_aot_model *aot;   /* set: calls run the exported model instead */
     char log[2048];
 } prog;
 
