@@ -80,15 +80,20 @@ void sc_node_failed(const ir_graph *g, const ir_node *n, tj_tensor *const *in, c
     rt_error("%s: %s (node %%%d of graph @%s)", head, why, n->id, g->name);
 }
 
+/* The stride of a dim of size 1 never moves an index: it is not compared (a
+ * weight exported as a contiguous copy of a [5,1] view with strides [1,5]
+ * has [1,1]). */
 bool sc_plan_matches(const sc_plan *p, tj_tensor *const *inputs)
 {
     for (int k = 0; k < p->ninputs; k++) {
         const tj_tensor *t = inputs[k];
         const ir_type *ty = &p->types[k];
         if (t->dtype != ty->dtype || t->ndim != ty->ndim ||
-            memcmp(t->shape, ty->shape, sizeof(int64_t) * (size_t)t->ndim) ||
-            memcmp(t->strides, p->in_strides[k], sizeof(int64_t) * (size_t)t->ndim))
+            memcmp(t->shape, ty->shape, sizeof(int64_t) * (size_t)t->ndim))
             return false;
+        for (int d = 0; d < t->ndim; d++)
+            if (t->shape[d] != 1 && t->strides[d] != p->in_strides[k][d])
+                return false;
     }
     return true;
 }

@@ -130,6 +130,33 @@ static void test_stale_frozen_entry(void **state)
     tj_release(w.b);
 }
 
+/* Under freeze a weight's transpose is folded into a constant view ([8,1],
+ * strides [1,8]); exported, it is a contiguous copy (strides [1,1]): the
+ * stride of a dim of size 1 must not make the plan refuse it. */
+static tj_tensor *model_column(void *ctx, tj_tensor *const *a, int n)
+{
+    mlp_w *m = ctx;
+    return tj_matmul(a[0], tj_transpose(m->b, 0, 1));
+}
+
+static void test_folded_view_weight(void **state)
+{
+    mlp_w w = {NULL, tj_keep(tj_randn(TJ_F32, 2, (int64_t[]){1, 8}))};
+    tj_compiled *c =
+        tj_compile(model_column, &w, &(tj_compile_options){.name = "column", .no_dynamic = true, .freeze = true});
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){3, 8}), *out[1];
+    tj_tensor *y = tj_call(c, &x, 1);
+    tu_assert_close(y, model_column(&w, &x, 1), 1e-5, 1e-5);
+    assert_int_equal(tj_export(c, path("column.so"), NULL), 0);
+    tj_aot_model *m = tj_aot_load(path("column.so"));
+    assert_non_null(m);
+    assert_int_equal(tj_aot_run(m, &x, 1, out, 1), 1);
+    tu_assert_close(out[0], y, 0, 0);
+    tj_aot_free(m);
+    tj_compiled_free(c);
+    tj_release(w.b);
+}
+
 static void test_no_weights(void **state)
 {
     fixture f;
@@ -261,6 +288,7 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_roundtrip), T(test_no_weights), T(test_export_errors), T(test_load_errors),
         T(test_cpu_features), T(test_result_views_weight), T(test_stale_frozen_entry),
+        T(test_folded_view_weight),
 #undef T
     };
     return cmocka_run_group_tests_name("export", tests, setup, teardown);

@@ -455,7 +455,8 @@ static int model(void *ctx, tj_tensor *const *in, int nin, tj_tensor **out, int 
             r = tu_program_step(&g, a, partner(&g, a, v, nv, true), p->w, exact);
         if (!r)
             return -1;
-        p->f32_seen |= p->logging && tj_dtype_of(r) == TJ_F32;
+        if (p->logging && tj_dtype_of(r) == TJ_F32)   /* no write while compiled calls trace */
+            p->f32_seen = true;
         v[nv++] = r;
     }
     return pick_results(&g, v, nv, nin, out, max);
@@ -748,13 +749,9 @@ static const char *shape_text(const argspec *a)
     return buf;
 }
 
-/* One call of a program eagerly (on ea) and compiled (on ca, a copy of
- * ea); fails the test where they disagree. Returns the results' count
- * (want: eager's, got: compiled's), or -1 when eager refused the program
- * (then the compiled call must fail too). ectx: eager's context (ctx, or
- * a twin with its own weights). */
-static int check_call(tj_compiled *c, tj_model_multi_fn fn, void *ectx, prog *p, tj_tensor **ea,
-                      tj_tensor **ca, const argspec *spec, int call, tj_tensor **want, tj_tensor **got)
+/* The program eagerly on ea (its steps logged): the result count, or -1
+ * (refused; the error cleared). */
+static int eager_run(tj_model_multi_fn fn, void *ectx, prog *p, tj_tensor **ea, int call, tj_tensor **want)
 {
     p->log[0] = '\0';
     p->logging = true;
@@ -764,17 +761,20 @@ static int check_call(tj_compiled *c, tj_model_multi_fn fn, void *ectx, prog *p,
     if (getenv("TJ_PROGRAMS_VERBOSE") && call == 0)
         fprintf(stderr, "%s %u: %s%s\n", mode_name[p->mode], p->seed, nw < 0 ? "refused: " : "",
                 nw < 0 ? tj_last_error() : p->log);
-    if (nw < 0) {
+    if (nw < 0)
         tj_clear_error();
-        assert_true(tj_call_multi(c, ca, 3, got, MAX_OUTS) < 0);
-        tj_clear_error();
-        return -1;
-    }
-    int ng = p->aot ? tj_aot_run(p->aot, ca, 3, got, MAX_OUTS) : tj_call_multi(c, ca, 3, got, MAX_OUTS);
+    return nw;
+}
+
+/* ng compiled results got (on ca; err: the call's error) against eager's nw
+ * in want (on ea): the same count, then every result and argument. */
+static void compare_call(tj_compiled *c, prog *p, int call, int nw, tj_tensor **want, tj_tensor **ea, int ng,
+                         tj_tensor **got, tj_tensor **ca, const char *err, const argspec *spec)
+{
     if (ng != nw) {
         char *ex = tj_explain(c);
         fail_msg("%s program %u, call %d: %d results, eager %d (%s)\nsteps: %s\n%s", mode_name[p->mode],
-                 p->seed, call, ng, nw, ng < 0 ? tj_last_error() : "", p->log, ex);
+                 p->seed, call, ng, nw, ng < 0 ? err : "", p->log, ex);
         free(ex);
     }
     char why[256];
@@ -790,7 +790,73 @@ static int check_call(tj_compiled *c, tj_model_multi_fn fn, void *ectx, prog *p,
         fail_msg("%s program %u, call %d, %s %d: %s\nsteps: %s", mode_name[p->mode], p->seed, call,
                  i < nw ? "result" : "argument", i < nw ? i : i - nw, why, p->log);
     }
+}
+
+/* One call of a program eagerly (on ea) and compiled (on ca, a copy of
+ * ea; or from the exported model p->aot); fails the test where they
+ * disagree. Returns the results' count (want: eager's, got: compiled's), or
+ * -1 when eager refused the program (then the compiled call must fail too).
+ * ectx: eager's context (ctx, or a twin with its own weights). */
+static int check_call(tj_compiled *c, tj_model_multi_fn fn, void *ectx, prog *p, tj_tensor **ea,
+                      tj_tensor **ca, const argspec *spec, int call, tj_tensor **want, tj_tensor **got)
+{
+    int nw = eager_run(fn, ectx, p, ea, call, want);
+    if (nw < 0) {
+        assert_true(tj_call_multi(c, ca, 3, got, MAX_OUTS) < 0);
+        tj_clear_error();
+        return -1;
+    }
+    int ng = p->aot ? tj_aot_run(p->aot, ca, 3, got, MAX_OUTS) : tj_call_multi(c, ca, 3, got, MAX_OUTS);
+    compare_call(c, p, call, nw, want, ea, ng, got, ca, tj_last_error(), spec);
     return nw;
+}
+
+/* A compiled call on a thread of its own: results kept past its scope. */
+typedef struct conc_job {
+    tj_compiled *c;
+    tj_tensor *ca[3], *got[MAX_OUTS];
+    int n;
+    char err[256];
+} conc_job;
+
+static void *conc_call(void *arg)
+{
+    conc_job *j = arg;
+    tj_scope_begin();
+    j->n = tj_call_multi(j->c, j->ca, 3, j->got, MAX_OUTS);
+    snprintf(j->err, sizeof j->err, "%s", j->n < 0 ? tj_last_error() : "");
+    for (int k = 0; k < j->n; k++)
+        tj_keep(j->got[k]);
+    tj_scope_end();
+    return NULL;
+}
+
+/* The first call from two threads at once, on arguments of their own (both
+ * trace, compile and run the signature concurrently), each against eager. */
+static int check_concurrent(tj_compiled *c, prog *p, const argspec *spec)
+{
+    conc_job jobs[2] = {{.c = c}, {.c = c}};
+    tj_tensor *ea[2][3];
+    for (int t = 0; t < 2; t++)
+        for (int i = 0; i < 3; i++) {
+            ea[t][i] = make_arg(&spec[i], p->seed * 5u + 77u * (unsigned)t + (unsigned)i);
+            jobs[t].ca[i] = make_arg(&spec[i], p->seed * 5u + 77u * (unsigned)t + (unsigned)i);
+        }
+    tu_run_threads(2, conc_call, jobs, sizeof jobs[0]);
+    int rc = 0;
+    for (int t = 0; t < 2; t++) {
+        tj_tensor *want[MAX_OUTS];
+        int nw = eager_run(model, p, p, ea[t], 0, want);
+        if (nw < 0) {
+            assert_true(jobs[t].n < 0);
+            rc = -1;
+        } else {
+            compare_call(c, p, -1 - t, nw, want, ea[t], jobs[t].n, jobs[t].got, jobs[t].ca, jobs[t].err, spec);
+        }
+        for (int k = 0; k < jobs[t].n; k++)
+            tj_release(jobs[t].got[k]);
+    }
+    return rc;
 }
 
 static unsigned first_seed(void)
@@ -860,7 +926,13 @@ static void run_mode(int mode, int count)
         bool freeze = seed % 5 == 3 && mode != M_INT;
         tj_compiled *c = tj_compile_multi(
             model, &p, &(tj_compile_options){.name = "program", .no_dynamic = true, .freeze = freeze});
-        for (int call = 0; call < 3; call++) {
+        /* every sixteenth program's first call from two threads at once */
+        int first = 0;
+        if (seed % 16 == 9 && mode != M_AUTOCAST && check_concurrent(c, &p, spec) < 0) {
+            refused++;
+            first = 3;
+        }
+        for (int call = first; call < 3; call++) {
             if (call == 2) {   /* the captured weight changes in place */
                 tj_tensor *nw = make_arg(&(argspec){.ndim = 1, .shape = {wlen}, .dt = wdt}, seed + 7);
                 assert_int_equal(tj_copy_(p.w, nw), 0);
