@@ -493,9 +493,27 @@ static tj_tensor *dyn_step(gen *g, tj_tensor **v, ashape *sh, int nv, ashape *ou
     ashape s = sh[ia];
     int nd = s.nd, d = nd ? rnd(g, nd) : 0;
     *out = s;
-    switch (rnd(g, 8)) {
+    switch (rnd(g, 11)) {
     case 0:
     case 1: return unary(g, a);
+    case 8:
+        if (!nd)
+            break;
+        switch (rnd(g, 3)) {
+        case 0: note(g, "cumsum %d", d); return tj_cumsum(a, d);
+        case 1: note(g, "cummax %d", d); return tj_cummax(a, d, NULL);
+        default: note(g, "logcumsumexp %d", d); return tj_logcumsumexp(a, d);
+        }
+    case 9:
+        if (!nd)
+            break;
+        note(g, "flip %d", d);
+        return tj_flip(a, &d, 1);
+    case 10:
+        if (nd < 2)
+            break;
+        note(g, "attention(a, a, a) causal");
+        return tj_scaled_dot_product_attention(a, a, a, NULL, true, 0.5);
     case 2:
     case 3:
         if (abcast(&s, &sh[ib], out))
