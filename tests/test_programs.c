@@ -1,25 +1,22 @@
 /* test_programs.c - random programs, compiled against eager.
  *
- * Each seed builds a program of 4-16 steps over three arguments and a
- * captured weight: pointwise ops with broadcasting and dtype promotion,
- * tensor-scalar ops, reductions over any set of dims, softmax, cumsum,
- * views (transpose, permute, slices with steps, expand, flip, squeeze),
- * cat, pad, matmul, casts, and in-place updates of clones, of a clone's
- * slice and of an argument, and the wider set of tests/util_programs.c
- * (indexing, scatter, scans, attention, norms, resampling, masked_select);
- * every fifth program is compiled with .freeze, every eighth also exported
- * and run from its shared object. It runs eagerly and through
- * tj_compile_multi, and every result (dtype, shape, values; NaN and infinities by position)
- * and every argument afterwards (the in-place write-back) must agree. Each
- * program is called three times: on new argument values, then after the
- * captured weight changed in place, so a plan that keeps a stale value
- * fails. Arguments come contiguous, transposed, sliced with a step, or
- * expanded (stride 0); a dim of size 0 now and then.
+ * Each seed's program (tests/util_programs.c writes it: 4-16 steps over
+ * three arguments and a captured weight) runs eagerly and through
+ * tj_compile_multi, and every result (dtype, shape, values; NaN and
+ * infinities by position) and every argument afterwards (the in-place
+ * write-back) must agree. Each program is called three times: on new
+ * argument values, then after the captured weight changed in place, so a
+ * plan that keeps a stale value fails. Arguments come contiguous,
+ * transposed, sliced with a step, or expanded (stride 0); a dim of size 0
+ * now and then. Every fifth program is compiled with .freeze, every eighth
+ * also exported and run from its shared object, every sixteenth makes its
+ * first call from two threads at once.
  *
  * Modes: f32, f64, mixed (f32, f64, f16, bf16, i32 and bool arguments:
- * promotion) and integer (i32, i64 and bool, compared exactly). Floats
- * agree within tol x max(1, max |eager|) per result: fusion changes the
- * order of sums, not the formulas.
+ * promotion), integer (i32, i64 and bool, compared exactly), dynamic
+ * (symbolic sizes), grad (the compiled backward), autocast (bf16, f16).
+ * Floats agree within tol x max(1, max |eager|) per result: fusion changes
+ * the order of sums, not the formulas.
  *
  * TJ_PROGRAMS=N runs N programs per mode, TJ_PROGRAMS_SEED=S starts at seed
  * S (a long campaign: TJ_PROGRAMS=5000). A failure names its seed and mode
@@ -41,426 +38,6 @@
 #include "util_programs.h"
 
 static const char *const mode_name[] = {"f32", "f64", "mixed", "int", "dynamic", "grad", "autocast"};
-
-/* Whether a and b broadcast, and the result's element count. */
-static bool bcast(const tj_tensor *a, const tj_tensor *b, int64_t *numel)
-{
-    int na = tj_ndim(a), nb = tj_ndim(b), n = na > nb ? na : nb;
-    int64_t total = 1;
-    for (int i = 0; i < n; i++) {
-        int64_t da = i < n - na ? 1 : tj_size(a, i - (n - na));
-        int64_t db = i < n - nb ? 1 : tj_size(b, i - (n - nb));
-        if (da != db && da != 1 && db != 1)
-            return false;
-        total *= da == 1 ? db : da;
-    }
-    *numel = total;
-    return true;
-}
-
-/* A value that broadcasts with a into at most MAX_NUMEL elements; with same,
- * one whose broadcast result has a's shape (for in-place updates of a). */
-static tj_tensor *partner(gen *g, tj_tensor *a, tj_tensor **v, int nv, bool same)
-{
-    for (int tries = 0; tries < 12; tries++) {
-        tj_tensor *b = v[rnd(g, nv)];
-        int64_t n;
-        if (!bcast(a, b, &n) || n > MAX_NUMEL)
-            continue;
-        if (same && (n != tj_numel(a) || tj_ndim(b) > tj_ndim(a)))
-            continue;
-        return b;
-    }
-    return a;
-}
-
-/* A sorted set of distinct dims of a (ndims 0 means all, for reductions). */
-static int some_dims(gen *g, tj_tensor *a, int *dims)
-{
-    int nd = tj_ndim(a), k = 0;
-    for (int d = 0; d < nd; d++)
-        if (rnd(g, 2))
-            dims[k++] = rnd(g, 2) ? d : d - nd;
-    return k;
-}
-
-static tj_tensor *unary(gen *g, tj_tensor *a)
-{
-    switch (rnd(g, 24)) {
-    case 0: note(g, "exp(clamp)"); return tj_exp(tj_clamp(num(a), -20, 20));
-    case 1: note(g, "tanh"); return tj_tanh(a);
-    case 2: note(g, "sigmoid"); return tj_sigmoid(a);
-    case 3: note(g, "relu"); return tj_relu(num(a));
-    case 4: note(g, "abs"); return tj_abs(num(a));
-    case 5: note(g, "neg"); return tj_neg(num(a));
-    case 6: note(g, "sin"); return tj_sin(a);
-    case 7: note(g, "log(|a|+0.5)"); return tj_log(tj_add_s(tj_abs(num(a)), 0.5));
-    /* |a| + 0.01: sqrt's slope at 0 turns a sum's rounding residue (1e-7)
-     * into 3e-4, over f32's tolerance: conditioning, not a fault */
-    case 8: note(g, "sqrt(|a|+0.01)"); return tj_sqrt(tj_add_s(tj_abs(num(a)), 0.01));
-    case 9: note(g, "rsqrt(|a|+1)"); return tj_rsqrt(tj_add_s(tj_abs(num(a)), 1));
-    case 10: note(g, "erf"); return tj_erf(a);
-    case 11: note(g, "gelu"); return tj_gelu(flt(a));
-    case 12: note(g, "gelu_tanh"); return tj_gelu_tanh(flt(a));
-    case 13: note(g, "silu"); return tj_silu(flt(a));
-    case 14: note(g, "softplus"); return tj_softplus(flt(a));
-    case 15: note(g, "square"); return tj_square(num(a));
-    case 16: note(g, "floor"); return tj_floor(num(a));
-    case 17: note(g, "sign"); return tj_sign(num(a));
-    case 18: note(g, "clamp"); return tj_clamp(num(a), -1.5, 2);
-    case 19: note(g, "expm1(clamp)"); return tj_expm1(tj_clamp(flt(a), -10, 10));
-    case 20: note(g, "atan"); return tj_atan(a);
-    case 21: note(g, "hardswish"); return tj_hardswish(flt(a));
-    case 22: note(g, "leaky_relu"); return tj_leaky_relu(flt(a), 0.1);
-    default: note(g, "isnan|gt0"); return tj_logical_or(tj_isnan(flt(a)), tj_gt_s(num(a), 0));
-    }
-}
-
-static tj_tensor *binary(gen *g, tj_tensor *a, tj_tensor *b)
-{
-    switch (rnd(g, 14)) {
-    case 0: note(g, "add"); return tj_add(num(a), num(b));
-    case 1: note(g, "sub"); return tj_sub(num(a), num(b));
-    case 2: note(g, "mul"); return tj_mul(num(a), num(b));
-    case 3: note(g, "div(|b|+0.5)"); return tj_div(num(a), tj_add_s(tj_abs(num(b)), 0.5));
-    case 4: note(g, "maximum"); return tj_maximum(num(a), num(b));
-    case 5: note(g, "minimum"); return tj_minimum(num(a), num(b));
-    case 6: note(g, "where(b>0)"); return tj_where(tj_gt_s(num(b), 0), a, b);
-    case 7: note(g, "add_ex(alpha 2)"); return tj_add_ex(num(a), num(b), 2);
-    case 8: note(g, "lt"); return tj_lt(num(a), num(b));
-    case 9: note(g, "atan2"); return tj_atan2(flt(a), flt(b));
-    case 10: note(g, "logaddexp"); return tj_logaddexp(flt(a), flt(b));
-    case 11: note(g, "masked_fill(a<0.3)"); return tj_masked_fill(num(a), tj_lt_s(num(a), 0.3), 3);
-    case 12: note(g, "pow(|a|+0.1, clamp b)");
-        return tj_pow(tj_add_s(tj_abs(flt(a)), 0.1), tj_clamp(flt(b), -2, 2));
-    default: note(g, "addcmul"); return tj_addcmul(num(a), num(b), num(a), 0.5);
-    }
-}
-
-/* Integer-exact binary ops (the integer mode): no float formulas. */
-static tj_tensor *binary_int(gen *g, tj_tensor *a, tj_tensor *b)
-{
-    a = num(a);
-    b = num(b);
-    switch (rnd(g, 9)) {
-    case 0: note(g, "add"); return tj_add(a, b);
-    case 1: note(g, "sub"); return tj_sub(a, b);
-    case 2: note(g, "maximum"); return tj_maximum(a, b);
-    case 3: note(g, "bitwise_xor"); return tj_bitwise_xor(a, b);
-    case 4: note(g, "remainder(|b|+1)"); return tj_remainder(a, tj_add_s(tj_abs(b), 1));
-    case 5: note(g, "floor_divide(|b|+1)"); return tj_floor_divide(a, tj_add_s(tj_abs(b), 1));
-    case 6: note(g, "where(b>0)"); return tj_where(tj_gt_s(b, 0), a, b);
-    case 7: note(g, "eq"); return tj_eq(a, b);
-    default: note(g, "mul(clamp)"); return tj_mul(tj_clamp(a, -9, 9), tj_clamp(b, -9, 9));
-    }
-}
-
-static tj_tensor *scalar_op(gen *g, tj_tensor *a, bool exact)
-{
-    double s = exact ? (double)(rnd(g, 7) - 3) : (rnd(g, 9) - 4) * 0.75;
-    switch (rnd(g, 5)) {
-    case 0: note(g, "add_s %g", s); return tj_add_s(num(a), s);
-    case 1: note(g, "mul_s %g", s); return tj_mul_s(num(a), s);
-    case 2: note(g, "rsub_s %g", s); return tj_rsub_s(num(a), s, 1);
-    case 3: note(g, "maximum_s %g", s); return tj_maximum_s(num(a), s);
-    default: note(g, "sub_s 1"); return tj_sub_s(num(a), 1);
-    }
-}
-
-static tj_tensor *reduce(gen *g, tj_tensor *a, bool exact)
-{
-    int dims[8], nd = some_dims(g, a, dims);
-    bool keep = rnd(g, 2);
-    int kinds = exact ? 4 : 9;
-    switch (rnd(g, kinds)) {
-    case 0: note(g, "sum %d dims keep %d", nd, keep); return tj_sum(num(a), dims, nd, keep);
-    case 1: note(g, "amax %d dims keep %d", nd, keep); return tj_amax(num(a), dims, nd, keep);
-    case 2: note(g, "amin %d dims keep %d", nd, keep); return tj_amin(num(a), dims, nd, keep);
-    case 3: note(g, "any %d dims", nd); return tj_any(tj_gt_s(num(a), 0), dims, nd, keep);
-    case 4: note(g, "mean %d dims keep %d", nd, keep); return tj_mean(flt(a), dims, nd, keep);
-    case 5: note(g, "var %d dims keep %d", nd, keep); return tj_var(flt(a), dims, nd, rnd(g, 2), keep);
-    case 6: note(g, "logsumexp %d dims", nd); return tj_logsumexp(flt(a), dims, nd, keep);
-    case 7: note(g, "prod(1+a/100) %d dims", nd);
-        return tj_prod(tj_add_s(tj_mul_s(flt(a), 0.01), 1), dims, nd, keep);
-    default: note(g, "std %d dims", nd); return tj_std(flt(a), dims, nd, 1, keep);
-    }
-}
-
-static tj_tensor *view(gen *g, tj_tensor *a)
-{
-    int nd = tj_ndim(a);
-    if (nd == 0) {
-        note(g, "unsqueeze 0");
-        return tj_unsqueeze(a, 0);
-    }
-    int d = rnd(g, nd), e = rnd(g, nd);
-    int64_t n = tj_size(a, d);
-    switch (rnd(g, 9)) {
-    case 0: note(g, "transpose %d %d", d, e); return tj_transpose(a, d, e);
-    case 1: {
-        int perm[8];
-        for (int i = 0; i < nd; i++)
-            perm[i] = nd - 1 - i;
-        note(g, "permute reversed");
-        return tj_permute(a, perm);
-    }
-    case 2:
-        note(g, "slice dim %d from %d step 2", d, (int)(n / 3));
-        return tj_slice(a, d, n / 3, n, 2);
-    case 3: note(g, "flip %d", d); return tj_flip(a, (int[]){d}, 1);
-    case 4: note(g, "squeeze"); return tj_squeeze(a, NULL, 0);
-    case 5:
-        if (nd < 5 && tj_numel(a) * 3 <= MAX_NUMEL) {
-            note(g, "unsqueeze %d, expand to 3", d);
-            tj_tensor *u = tj_unsqueeze(a, d);
-            int64_t shape[8];
-            for (int i = 0; i <= nd; i++)
-                shape[i] = i == d ? 3 : -1;
-            return tj_expand(u, nd + 1, shape);
-        }
-        note(g, "flatten");
-        return tj_flatten(a, 0, -1);
-    case 6: note(g, "flatten"); return tj_flatten(a, 0, -1);
-    case 7: note(g, "narrow %d", d); return tj_narrow(a, d, n > 1, n - (n > 1));
-    default: note(g, "roll %d by 1", d); return tj_roll(a, (int64_t[]){1}, (int[]){d}, 1);
-    }
-}
-
-static tj_tensor *other(gen *g, tj_tensor *a, tj_tensor *b, tj_tensor *w, bool exact)
-{
-    int nd = tj_ndim(a), d = nd ? rnd(g, nd) : 0;
-    switch (rnd(g, 8)) {
-    case 0:
-        if (nd && !exact) {
-            bool lg = rnd(g, 2);
-            note(g, lg ? "log_softmax %d" : "softmax %d", d);
-            return lg ? tj_log_softmax(flt(a), d) : tj_softmax(flt(a), d);
-        }
-        break;
-    case 1:
-        if (nd) {
-            note(g, "cumsum %d", d);
-            return tj_cumsum(num(a), d);
-        }
-        break;
-    case 2:
-        if (nd && tj_numel(a) * 2 <= MAX_NUMEL) {
-            note(g, "cat(a, f(a)) dim %d", d);
-            return tj_cat((tj_tensor *[]){num(a), tj_mul_s(num(a), 2)}, 2, d);
-        }
-        break;
-    case 3:
-        if (nd) {
-            note(g, "pad last 1,2");
-            return tj_pad(num(a), (int64_t[]){1, 2}, 1, exact ? 5.0 : 0.25);
-        }
-        break;
-    case 4:
-        if (nd >= 2 && !exact && tj_size(a, -1) <= 64 && tj_numel(a) * tj_size(a, -2) <= 4 * MAX_NUMEL) {
-            note(g, "matmul(a, a^T)");
-            tj_tensor *f = flt(a);
-            return tj_matmul(f, tj_transpose(f, -1, -2));
-        }
-        break;
-    case 5:
-        if (nd && tj_ndim(w) == 1 && tj_size(a, -1) == tj_size(w, 0) && !exact) {
-            note(g, "mul by weight");
-            return tj_mul(a, w);
-        }
-        break;
-    case 6: {
-        /* in place into a clone, or into a slice of one */
-        tj_tensor *r = tj_clone(num(a));
-        /* not after a break: a split call refuses a write into a view of a
-         * value it made (docs/tracing.md) */
-        if (nd && tj_size(a, d) > 1 && rnd(g, 2) && !g->broke) {
-            note(g, "clone, slice %d *= 2 in place", d);
-            return tj_mul_s_(tj_slice(r, d, 0, 1, 1), 2) ? NULL : r;
-        }
-        note(g, "clone += b in place");
-        return tj_add_(r, num(b)) ? NULL : r;
-    }
-    default:
-        if (nd >= 2) {
-            note(g, "tril");
-            return tj_tril(a, 0);
-        }
-        break;
-    }
-    note(g, "cast");
-    return exact ? tj_cast(a, TJ_I64) : tj_cast(a, rnd(g, 2) ? TJ_F32 : TJ_F64);
-}
-
-/* A convolution block on a 4-D value (N, C, H, W): conv2d 3x3 with a
- * weight the program makes (a constant of the trace), a per-channel affine
- * map and relu (the conv's epilogue), then maybe a max or average pool
- * (fused after the conv in compiled plans); a passes conv_ok. */
-static bool conv_ok(tj_tensor *a)
-{
-    return tj_ndim(a) == 4 && tj_size(a, 1) <= 16 && tj_size(a, 2) >= 3 && tj_size(a, 3) >= 3;
-}
-
-static tj_tensor *conv_block(gen *g, tj_tensor *a)
-{
-    int64_t ci = tj_size(a, 1), co = 1 + rnd(g, 6), groups = 1;
-    if (ci % 2 == 0 && co % 2 == 0 && rnd(g, 3) == 0)
-        groups = 2;
-    int64_t wshape[4] = {co, ci / groups, 3, 3}, n = co * (ci / groups) * 9;
-    double wv[16 * 16 * 9];
-    for (int64_t i = 0; i < n; i++)
-        wv[i] = (rnd(g, 2001) - 1000) / 3000.0;
-    int64_t st = 1 + rnd(g, 2), pad = rnd(g, 2);
-    note(g, "conv2d 3x3 %lld->%lld stride %lld pad %lld groups %lld", (long long)ci, (long long)co,
-         (long long)st, (long long)pad, (long long)groups);
-    tj_tensor *w = tj_cast(tj_from_data(TJ_F64, 4, wshape, wv), tj_dtype_of(flt(a)));
-    tj_tensor *y = tj_conv2d(flt(a), w, NULL, (int64_t[]){st, st}, (int64_t[]){pad, pad}, (int64_t[]){1, 1},
-                             groups);
-    tj_tensor *scale = tj_add_s(tj_mul_s(tj_arange(tj_dtype_of(y), 0, (double)co, 1), 0.1), 0.5);
-    y = tj_relu(tj_add_s(tj_mul(y, tj_reshape(scale, 3, (int64_t[]){co, 1, 1})), 0.05));
-    if (!y || tj_size(y, 2) < 2 || tj_size(y, 3) < 2 || rnd(g, 4) == 0)
-        return y;
-    int64_t k = 2 + (tj_size(y, 2) >= 3 && tj_size(y, 3) >= 3 && rnd(g, 2)), ps = 1 + rnd(g, 2),
-            pp = rnd(g, 2) && k == 3;
-    if (rnd(g, 2)) {
-        note(g, "max_pool2d %lld stride %lld pad %lld", (long long)k, (long long)ps, (long long)pp);
-        return tj_max_pool2d(y, (int64_t[]){k, k}, (int64_t[]){ps, ps}, (int64_t[]){pp, pp}, (int64_t[]){1, 1});
-    }
-    bool cip = rnd(g, 2);
-    note(g, "avg_pool2d %lld stride %lld pad %lld include_pad %d", (long long)k, (long long)ps, (long long)pp, cip);
-    return tj_avg_pool2d(y, (int64_t[]){k, k}, (int64_t[]){ps, ps}, (int64_t[]){pp, pp}, cip);
-}
-
-/* Norms, indexing, sorting, and data-dependent steps that break the graph
- * (tj_nonzero's shape, tj_item's value). */
-static tj_tensor *extra(gen *g, tj_tensor *a, tj_tensor *w, bool exact)
-{
-    int nd = tj_ndim(a), d = nd ? rnd(g, nd) : 0;
-    int64_t n = nd ? tj_size(a, d) : 1;
-    switch (rnd(g, 9)) {
-    case 0:
-        if (nd && !exact) {
-            note(g, "layer_norm last");
-            return tj_layer_norm(flt(a), 1, NULL, NULL, NORM_EPS);
-        }
-        break;
-    case 1:
-        if (nd && !exact) {
-            note(g, "rms_norm last");
-            return tj_rms_norm(flt(a), 1, NULL, NORM_EPS);
-        }
-        break;
-    case 2:
-        if (nd && n > 0) {
-            int64_t idx[6];
-            for (int i = 0; i < 6; i++)
-                idx[i] = rnd(g, (int)n);
-            note(g, "index_select dim %d", d);
-            return tj_index_select(a, d, tj_from_data(TJ_I64, 1, (int64_t[]){6}, idx));
-        }
-        break;
-    case 3:
-        if (nd) {
-            bool desc = rnd(g, 2);
-            note(g, "sort dim %d desc %d", d, desc);
-            return tj_sort(num(a), d, desc, NULL);
-        }
-        break;
-    case 4:
-        if (nd && n > 0) {
-            int64_t k = 1 + rnd(g, n < 3 ? (int)n : 3);
-            note(g, "topk %lld dim %d", (long long)k, d);
-            return tj_topk(num(a), k, d, true, NULL);
-        }
-        break;
-    case 5:
-        note(g, "nonzero(a > 0), summed (graph break)");
-        g->broke = true;
-        return tj_sum(tj_nonzero(tj_gt_s(num(a), 0)), NULL, 0, false);
-    case 6:
-        if (tj_numel(a) > 0) {
-            note(g, "add_s item(amax) (graph break)");
-            g->broke = true;
-            double m = tj_item(tj_amax(num(a), NULL, 0, false));
-            return isnan(m) ? NULL : tj_add_s(num(a), exact ? m : m * 0.5);   /* NaN: an error */
-        }
-        break;
-    case 7:
-        if (!exact && conv_ok(a))
-            return conv_block(g, a);
-        break;
-    default:
-        if (exact && nd) {
-            note(g, "argmax dim %d", d);
-            return tj_argmax(num(a), d, rnd(g, 2));
-        }
-        if (nd && tj_size(a, -1) == tj_size(w, 0) && !exact) {
-            note(g, "matmul by weight");
-            return tj_matmul(flt(a), w);
-        }
-        break;
-    }
-    note(g, "contiguous");
-    return tj_contiguous(a);
-}
-
-/* A program's results: its last value and up to two more it made. */
-static int pick_results(gen *g, tj_tensor **v, int nv, int nin, tj_tensor **out, int max)
-{
-    int k = 1 + rnd(g, max < 3 ? max : 3);
-    out[0] = v[nv - 1];
-    for (int i = 1; i < k; i++)
-        out[i] = v[nin + rnd(g, nv - nin)];
-    return k;
-}
-
-/* The program: steps over the arguments and the weight; 1-3 results. */
-static int model(void *ctx, tj_tensor *const *in, int nin, tj_tensor **out, int max)
-{
-    prog *p = ctx;
-    gen g = {.s = p->seed * 2654435761u + (unsigned)p->mode, .p = p};
-    bool exact = p->mode == M_INT;
-    tj_tensor *v[MAX_VALUES];
-    int nv = 0;
-    for (int i = 0; i < nin; i++)
-        v[nv++] = in[i];
-    if (!exact)
-        v[nv++] = p->w;
-    if (rnd(&g, 4) == 0) {
-        note(&g, "arg 1 += 1 in place");
-        if (tj_add_s_(in[1], 1))
-            return -1;
-    }
-    int steps = 4 + rnd(&g, 13);
-    for (int s = 0; s < steps && nv < MAX_VALUES; s++) {
-        tj_tensor *a = v[rnd(&g, nv)], *r;
-        int kind = rnd(&g, 12);
-        if (!exact && conv_ok(a) && rnd(&g, 3) == 0)
-            r = conv_block(&g, a);
-        else if (kind < 3)
-            r = exact ? tj_clamp(num(a), -1000, 1000) : unary(&g, a);
-        else if (kind < 6) {
-            tj_tensor *b = partner(&g, a, v, nv, false);
-            r = exact ? binary_int(&g, a, b) : binary(&g, a, b);
-        } else if (kind == 6)
-            r = scalar_op(&g, a, exact);
-        else if (kind == 7)
-            r = reduce(&g, a, exact);
-        else if (kind == 8)
-            r = view(&g, a);
-        else if (kind == 9)
-            r = other(&g, a, partner(&g, a, v, nv, true), p->w, exact);
-        else if (kind == 10)
-            r = extra(&g, a, p->w, exact);
-        else
-            r = tu_program_step(&g, a, partner(&g, a, v, nv, true), p->w, exact);
-        if (!r)
-            return -1;
-        if (p->logging && tj_dtype_of(r) == TJ_F32)   /* no write while compiled calls trace */
-            p->f32_seen = true;
-        v[nv++] = r;
-    }
-    return pick_results(&g, v, nv, nin, out, max);
-}
 
 /* ---- dynamic shapes ------------------------------------------------------------------------------ */
 
@@ -495,7 +72,7 @@ static tj_tensor *dyn_step(gen *g, tj_tensor **v, ashape *sh, int nv, ashape *ou
     *out = s;
     switch (rnd(g, 11)) {
     case 0:
-    case 1: return unary(g, a);
+    case 1: return tu_program_unary(g, a);
     case 8:
         if (!nd)
             break;
@@ -517,8 +94,8 @@ static tj_tensor *dyn_step(gen *g, tj_tensor **v, ashape *sh, int nv, ashape *ou
     case 2:
     case 3:
         if (abcast(&s, &sh[ib], out))
-            return binary(g, a, v[ib]);
-        return unary(g, a);
+            return tu_program_binary(g, a, v[ib]);
+        return tu_program_unary(g, a);
     case 4: {
         if (!nd)
             break;
@@ -587,7 +164,7 @@ static int model_dyn(void *ctx, tj_tensor *const *in, int nin, tj_tensor **out, 
             return -1;
         v[nv++] = r;
     }
-    return pick_results(&g, v, nv, nin, out, max);
+    return tu_program_results(&g, v, nv, nin, out, max);
 }
 
 /* ---- arguments ---------------------------------------------------------------------------------- */
@@ -864,7 +441,7 @@ static int check_concurrent(tj_compiled *c, prog *p, const argspec *spec)
     int rc = 0;
     for (int t = 0; t < 2; t++) {
         tj_tensor *want[MAX_OUTS];
-        int nw = eager_run(model, p, p, ea[t], 0, want);
+        int nw = eager_run(tu_program_model, p, p, ea[t], 0, want);
         if (nw < 0) {
             assert_true(jobs[t].n < 0);
             rc = -1;
@@ -915,7 +492,7 @@ static void check_export(tj_compiled *c, prog *p, const argspec *spec)
         ea[i] = make_arg(&spec[i], p->seed * 3u + 31u + (unsigned)i);
         ca[i] = make_arg(&spec[i], p->seed * 3u + 31u + (unsigned)i);
     }
-    if (check_call(c, model, p, p, ea, ca, spec, 3, want, got) < 0)
+    if (check_call(c, tu_program_model, p, p, ea, ca, spec, 3, want, got) < 0)
         fail_msg("%s program %u: eager refused the exported signature", mode_name[p->mode], p->seed);
     tj_aot_free(p->aot);
     p->aot = NULL;
@@ -943,7 +520,7 @@ static void run_mode(int mode, int count)
          * third call's write into the weight makes it trace again */
         bool freeze = seed % 5 == 3 && mode != M_INT;
         tj_compiled *c = tj_compile_multi(
-            model, &p, &(tj_compile_options){.name = "program", .no_dynamic = true, .freeze = freeze});
+            tu_program_model, &p, &(tj_compile_options){.name = "program", .no_dynamic = true, .freeze = freeze});
         /* every sixteenth program's first call from two threads at once */
         int first = 0;
         if (seed % 16 == 9 && mode != M_AUTOCAST && check_concurrent(c, &p, spec) < 0) {
@@ -965,7 +542,7 @@ static void run_mode(int mode, int count)
             tj_tensor *want[MAX_OUTS], *got[MAX_OUTS];
             if (mode == M_AUTOCAST)   /* matmul and conv2d in bf16 (f16 for odd seeds), eager and compiled */
                 assert_int_equal(tj_autocast(seed % 2 ? TJ_F16 : TJ_BF16), 0);
-            int n = check_call(c, model, &p, &p, ea, ca, spec, call, want, got);
+            int n = check_call(c, tu_program_model, &p, &p, ea, ca, spec, call, want, got);
             if (mode == M_AUTOCAST)
                 tj_autocast_end();
             if (n < 0) {
@@ -1095,7 +672,7 @@ static void run_grad(int count)
         pe.w = tj_keep(make_arg(&ws, seed + 99));
         assert_int_equal(tj_requires_grad(pc.w, true), 0);
         assert_int_equal(tj_requires_grad(pe.w, true), 0);
-        tj_compiled *c = tj_compile_multi(model, &pc, &(tj_compile_options){.name = "grad", .no_dynamic = true});
+        tj_compiled *c = tj_compile_multi(tu_program_model, &pc, &(tj_compile_options){.name = "grad", .no_dynamic = true});
         for (int call = 0; call < 2; call++) {
             tj_tensor *ea[3], *ca[3], *want[MAX_OUTS], *got[MAX_OUTS];
             for (int i = 0; i < 3; i++) {
@@ -1104,7 +681,7 @@ static void run_grad(int count)
             }
             assert_int_equal(tj_requires_grad(ea[0], true), 0);
             assert_int_equal(tj_requires_grad(ca[0], true), 0);
-            int n = check_call(c, model, &pe, &pe, ea, ca, spec, call, want, got);
+            int n = check_call(c, tu_program_model, &pe, &pe, ea, ca, spec, call, want, got);
             if (n < 0) {
                 refused++;
                 break;

@@ -1,7 +1,6 @@
-/* util_programs.h - the random-program generator's state and small helpers,
- * shared by tests/test_programs.c (the runner, the step kinds it grew with)
- * and tests/util_programs.c (the wider op coverage: indexing, scatter,
- * scans, attention, norms, resampling, data-dependent shapes).
+/* util_programs.h - the random-program generator (tests/util_programs.c):
+ * its state, small helpers, and the entry points tests/test_programs.c runs
+ * (the program as a model function; pointwise steps for the dynamic mode).
  */
 #ifndef TJ_TEST_UTIL_PROGRAMS_H
 #define TJ_TEST_UTIL_PROGRAMS_H
@@ -77,8 +76,15 @@ static inline tj_tensor *num(tj_tensor *t) { return tj_dtype_of(t) == TJ_BOOL ? 
 /* Floats for float-only ops (mean, softmax, ...): integers and bool become f32. */
 static inline tj_tensor *flt(tj_tensor *t) { return is_float(t) ? t : tj_cast(t, TJ_F32); }
 
-/* One step over a (and b, of a's broadcast shape, and the weight w) from
- * the wider op set; NULL when the op refused its input (an error set). */
-tj_tensor *tu_program_step(gen *g, tj_tensor *a, tj_tensor *b, tj_tensor *w, bool exact);
+/* A pointwise step over a (and b, broadcast with it): the dynamic mode's
+ * generator draws from these too. */
+tj_tensor *tu_program_unary(gen *g, tj_tensor *a);
+tj_tensor *tu_program_binary(gen *g, tj_tensor *a, tj_tensor *b);
+/* A program's results into out: its last value and up to two more it made
+ * (v[nin..nv)); their count. */
+int tu_program_results(gen *g, tj_tensor **v, int nv, int nin, tj_tensor **out, int max);
+/* The program of ctx (a prog: its seed and mode; its weight): steps over the
+ * arguments and the weight, 1-3 results (a tj_model_multi_fn). */
+int tu_program_model(void *ctx, tj_tensor *const *in, int nin, tj_tensor **out, int max);
 
 #endif
