@@ -14,7 +14,8 @@
  *
  * Modes: f32, f64, mixed (f32, f64, f16, bf16, i32 and bool arguments:
  * promotion), integer (i32, i64 and bool, compared exactly), dynamic
- * (symbolic sizes), grad (the compiled backward), autocast (bf16, f16).
+ * (symbolic sizes), grad (the compiled backward), autocast (bf16, f16),
+ * train (a whole training step compiled: backward and an optimizer).
  * Floats agree within tol x max(1, max |eager|) per result: fusion changes
  * the order of sums, not the formulas.
  *
@@ -37,7 +38,7 @@
 #include "util.h"
 #include "util_programs.h"
 
-static const char *const mode_name[] = {"f32", "f64", "mixed", "int", "dynamic", "grad", "autocast"};
+static const char *const mode_name[] = {"f32", "f64", "mixed", "int", "dynamic", "grad", "autocast", "train"};
 
 /* ---- dynamic shapes ------------------------------------------------------------------------------ */
 
@@ -317,7 +318,7 @@ static double tolerance(const prog *p, tj_tensor *want, const argspec *spec)
 {
     if (p->mode == M_INT || !is_float(want))
         return 0;
-    if ((p->mode == M_F64 || p->mode == M_GRAD) && !p->f32_seen)
+    if ((p->mode == M_F64 || p->mode == M_GRAD || p->mode == M_TRAIN) && !p->f32_seen)
         return 1e-9;
     if (p->mode == M_AUTOCAST)
         return 2e-2;
@@ -646,10 +647,10 @@ static void check_grad(const prog *p, int call, const char *what, tj_tensor *got
 {
     char why[256];
     if (!got != !want)
-        fail_msg("grad program %u, call %d: %s's gradient %s compiled, %s eagerly\nsteps: %s", p->seed, call,
-                 what, got ? "set" : "missing", want ? "set" : "missing", p->log);
+        fail_msg("%s program %u, call %d: %s %s compiled, %s eagerly\nsteps: %s", mode_name[p->mode], p->seed,
+                 call, what, got ? "set" : "missing", want ? "set" : "missing", p->log);
     if (got && mismatch(got, want, tolerance(p, want, spec), why, sizeof why))
-        fail_msg("grad program %u, call %d, %s's gradient: %s\nsteps: %s", p->seed, call, what, why, p->log);
+        fail_msg("%s program %u, call %d, %s: %s\nsteps: %s", mode_name[p->mode], p->seed, call, what, why, p->log);
 }
 
 /* The training mode: f64 programs whose argument 0 and weight require grad;
@@ -696,8 +697,8 @@ static void run_grad(int count)
                 refused++;
                 break;
             }
-            check_grad(&pe, call, "argument 0", tj_grad(ca[0]), tj_grad(ea[0]), spec);
-            check_grad(&pe, call, "the weight", tj_grad(pc.w), tj_grad(pe.w), spec);
+            check_grad(&pe, call, "argument 0's gradient", tj_grad(ca[0]), tj_grad(ea[0]), spec);
+            check_grad(&pe, call, "the weight's gradient", tj_grad(pc.w), tj_grad(pe.w), spec);
             backwards += be;
             tj_zero_grad(pc.w);
             tj_zero_grad(pe.w);
@@ -712,6 +713,100 @@ static void run_grad(int count)
         fail_msg("grad: %d backwards in %d programs", backwards, count);
 }
 
+/* ---- training steps ------------------------------------------------------------------------------ */
+
+/* A program as the forward of a training step: its weight is the parameter
+ * of an optimizer. */
+typedef struct tprog {
+    prog p;   /* first: the program's context */
+    tj_optimizer *opt;
+} tprog;
+
+/* One step, compiled whole: zero_grad, the program, a loss over its float
+ * results, backward (when the loss depends on the weight), the update. */
+static int train_step(void *ctx, tj_tensor *const *in, int nin, tj_tensor **out, int max)
+{
+    tprog *t = ctx;
+    tj_tensor *res[MAX_OUTS];
+    tj_optimizer_zero_grad(t->opt);
+    int n = tu_program_model(&t->p, in, nin, res, MAX_OUTS);
+    if (n < 0)
+        return -1;
+    tj_tensor *loss = tj_zeros(TJ_F64, 0, NULL);
+    for (int i = 0; i < n && loss; i++)
+        if (is_float(res[i]) && tj_numel(res[i]) > 0)
+            loss = tj_add(loss, tj_mul_s(tj_sum(tj_cast(res[i], TJ_F64), NULL, 0, false), 1.0 / (i + 1)));
+    if (!loss || (tj_get_requires_grad(loss) && tj_backward(loss) != 0) || tj_optimizer_step(t->opt) != 0)
+        return -1;
+    out[0] = tj_detach(loss);
+    return 1;
+}
+
+/* SGD (plain, or momentum with weight decay and Nesterov), Adam or AdamW
+ * (eps 1e-3: a gradient at rounding level must not make a full step). */
+static tj_optimizer *train_optimizer(unsigned seed, tj_tensor *w)
+{
+    switch (seed % 4) {
+    case 0: return tj_sgd(&w, 1, &(tj_sgd_options){.lr = 0.1});
+    case 1: return tj_sgd(&w, 1, &(tj_sgd_options){.lr = 0.05, .momentum = 0.9, .weight_decay = 0.01, .nesterov = true});
+    case 2: return tj_adam(&w, 1, &(tj_adam_options){.lr = 0.01, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-3});
+    default:
+        return tj_adam(&w, 1,
+                       &(tj_adam_options){.lr = 0.01, .beta1 = 0.8, .beta2 = 0.99, .eps = 1e-3, .weight_decay = 0.1,
+                                          .decoupled = true});
+    }
+}
+
+/* The training mode: f64 programs as training steps compiled whole, against
+ * the same steps eager on a twin weight and optimizer: the loss, the
+ * weight's gradient and the weight after each of three calls. */
+static void run_train(int count)
+{
+    unsigned seed0 = first_seed();
+    count = programs_per_mode(count);
+    int refused = 0;
+    for (unsigned seed = seed0; seed < seed0 + (unsigned)count; seed++) {
+        tj_scope_begin();
+        argspec spec[3];
+        make_specs(seed, M_F64, spec);
+        int64_t wlen = spec[0].ndim ? spec[0].shape[spec[0].ndim - 1] : 1;
+        argspec ws = {.ndim = 1, .shape = {wlen}, .dt = TJ_F64};
+        tprog tc = {.p = {.seed = seed, .mode = M_TRAIN}}, te = tc;
+        tc.p.w = tj_keep(make_arg(&ws, seed + 99));
+        te.p.w = tj_keep(make_arg(&ws, seed + 99));
+        assert_int_equal(tj_requires_grad(tc.p.w, true), 0);
+        assert_int_equal(tj_requires_grad(te.p.w, true), 0);
+        assert_non_null(tc.opt = train_optimizer(seed, tc.p.w));
+        assert_non_null(te.opt = train_optimizer(seed, te.p.w));
+        tj_compiled *c = tj_compile_multi(train_step, &tc, &(tj_compile_options){.name = "train", .no_dynamic = true});
+        for (int call = 0; call < 3; call++) {
+            tj_tensor *ea[3], *ca[3], *want[MAX_OUTS], *got[MAX_OUTS];
+            for (int i = 0; i < 3; i++) {
+                ea[i] = make_arg(&spec[i], seed * 3u + (unsigned)(call * 7 + i));
+                ca[i] = make_arg(&spec[i], seed * 3u + (unsigned)(call * 7 + i));
+            }
+            if (check_call(c, train_step, &te, &te.p, ea, ca, spec, call, want, got) < 0) {
+                refused++;
+                break;
+            }
+            check_grad(&te.p, call, "the weight's gradient", tj_grad(tc.p.w), tj_grad(te.p.w), spec);
+            check_grad(&te.p, call, "the weight", tc.p.w, te.p.w, spec);
+        }
+        if (getenv("TJ_PROGRAMS_VERBOSE")) {
+            tj_compiled_stats st;
+            tj_compiled_stats_get(c, &st);
+            fprintf(stderr, "  %d graphs, %d breaks, %lu eager calls\n", st.graphs, st.breaks, st.eager_calls);
+        }
+        tj_compiled_free(c);
+        tj_optimizer_free(tc.opt);
+        tj_optimizer_free(te.opt);
+        tj_release(tc.p.w);
+        tj_release(te.p.w);
+        tj_scope_end();
+    }
+    check_refusals(M_TRAIN, refused, count);
+}
+
 static void test_f32_programs(void **state) { (void)state; run_mode(M_F32, 80); }
 static void test_f64_programs(void **state) { (void)state; run_mode(M_F64, 40); }
 static void test_mixed_programs(void **state) { (void)state; run_mode(M_MIXED, 60); }
@@ -719,6 +814,7 @@ static void test_int_programs(void **state) { (void)state; run_mode(M_INT, 40); 
 static void test_dynamic_programs(void **state) { (void)state; run_dyn(40); }
 static void test_grad_programs(void **state) { (void)state; run_grad(40); }
 static void test_autocast_programs(void **state) { (void)state; run_mode(M_AUTOCAST, 40); }
+static void test_train_programs(void **state) { (void)state; run_train(40); }
 
 int main(void)
 {
@@ -731,6 +827,7 @@ int main(void)
         cmocka_unit_test(test_dynamic_programs),
         cmocka_unit_test(test_grad_programs),
         cmocka_unit_test(test_autocast_programs),
+        cmocka_unit_test(test_train_programs),
     };
     return tu_run_jit_suite("programs", tests, sizeof tests / sizeof tests[0],
                             "random programs compiled against eager");

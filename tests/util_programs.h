@@ -12,7 +12,7 @@
 
 #include "tjit.h"
 
-enum { M_F32, M_F64, M_MIXED, M_INT, M_DYN, M_GRAD, M_AUTOCAST };
+enum { M_F32, M_F64, M_MIXED, M_INT, M_DYN, M_GRAD, M_AUTOCAST, M_TRAIN };
 
 #define MAX_NUMEL 4096
 /* The norms' eps: a row of equal values (a maximum against its own sum,
