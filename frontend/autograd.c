@@ -620,28 +620,49 @@ static int run_node(walk *w, int i)
     }
     if (n->compiled)
         return run_compiled(n, w->grads[i]);
-    for (int k = 0; k < n->nin; k++) {
-        const tj_tensor *s = n->in[k].saved;
-        if (s && n->in[k].need && version_of(s) != n->in[k].version) {
-            rt_error("backward: input %d of %s (%s) was modified in place after it was saved "
-                     "(version %u, saved at %u)", k, ir_ops[n->op].name,
-                     tj_describe(s, d, sizeof d), version_of(s), n->in[k].version);
-            return -1;
+    /* A saved value written in place since (its storage's version moved):
+     * the rule gets a poisoned copy of its header (RT_STALE: shape and dtype
+     * readable, an op reading its values fails), so a backward fails where a
+     * rule needs the old values, and only there, as PyTorch's saved-tensor
+     * check: not for a clone written afterwards, always for a factor of a
+     * product, needed or not by the gradient's own input. */
+    tj_tensor *saved[FE_MAX_INPUTS], *gx[FE_MAX_INPUTS] = {0}, *out = n->out, *poisoned[8];
+    bool need[FE_MAX_INPUTS];
+    int npoison = 0, first = -2;   /* first stale: input k, or -1 the result */
+    for (int k = -1; k < n->nin; k++) {
+        tj_tensor *t = k < 0 ? n->out : n->in[k].saved;
+        if (k >= 0) {
+            saved[k] = t;
+            need[k] = n->in[k].need;
         }
+        if (!t || version_of(t) == (k < 0 ? n->out_version : n->in[k].version))
+            continue;
+        tj_tensor *p = npoison < 8 ? malloc(sizeof *p) : NULL;
+        if (!p) {
+            first = first == -2 ? k : first;
+            npoison = -1;   /* refuse: more stale values than copies */
+            break;
+        }
+        *p = *t;
+        p->magic = RT_STALE;
+        poisoned[npoison++] = p;
+        *(k < 0 ? &out : &saved[k]) = p;
+        first = first == -2 ? k : first;
     }
-    if (version_of(n->out) != n->out_version) {
+    ag_ctx c = {n->op, &n->attrs, n->nin, saved, out, need};
+    int rc = npoison < 0 ? -1 : ag_rules[n->op]->vjp(&c, w->grads[i], gx);
+    for (int k = 0; k < npoison; k++)
+        free(poisoned[k]);
+    if (rc != 0 && first >= 0) {
+        const tj_tensor *t = n->in[first].saved;
+        rt_error("backward: input %d of %s (%s) was modified in place after it was saved "
+                 "(version %u, saved at %u)", first, ir_ops[n->op].name, tj_describe(t, d, sizeof d),
+                 version_of(t), n->in[first].version);
+    } else if (rc != 0 && first == -1) {
         rt_error("backward: the result of %s (%s) was modified in place after it was saved",
                  ir_ops[n->op].name, tj_describe(n->out, d, sizeof d));
-        return -1;
     }
-    tj_tensor *saved[FE_MAX_INPUTS], *gx[FE_MAX_INPUTS] = {0};
-    bool need[FE_MAX_INPUTS];
-    for (int k = 0; k < n->nin; k++) {
-        saved[k] = n->in[k].saved;
-        need[k] = n->in[k].need;
-    }
-    ag_ctx c = {n->op, &n->attrs, n->nin, saved, n->out, need};
-    if (ag_rules[n->op]->vjp(&c, w->grads[i], gx) != 0)
+    if (rc != 0)
         return -1;
     for (int k = 0; k < n->nin; k++) {
         ag_input *e = &n->in[k];

@@ -46,6 +46,10 @@ typedef struct rt_wref {
 /* A live header's magic; tj_release sets RT_DEAD when it frees one. */
 #define RT_LIVE 0x7e115a7eu
 #define RT_DEAD 0xdeadf7eeu
+/* A copy of a header that autograd saved, its storage written in place since:
+ * a gradient rule may read its shape and dtype; an op given it fails as for a
+ * released tensor (frontend/autograd.c, run_node). */
+#define RT_STALE 0x57a1e5edu
 
 struct tj_tensor {
     uint32_t magic;                 /* RT_LIVE; RT_DEAD once released (use after release) */

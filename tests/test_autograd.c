@@ -490,6 +490,29 @@ static void test_errors(void **state)
     tj_no_grad_end();
 }
 
+/* In-place writes into saved values, as PyTorch's saved-tensor check: an
+ * error where a rule needs the old values, also those of an input that
+ * needs no gradient; none where no rule reads them (found by test_programs'
+ * training steps: a clone written in place was refused). */
+static void test_saved_values_written(void **state)
+{
+    (void)state;
+    tj_tensor *a = vec(1, 2, 3), *b = vec(10, 20, 30);
+    tj_requires_grad(a, true);
+    tj_tensor *y = tj_mul(a, b);   /* a's gradient reads b, which needs none */
+    assert_int_equal(tj_add_s_(b, 1), 0);
+    tu_assert_error(tj_backward(tj_sum(y, NULL, 0, false)) == 0 ? (void *)1 : NULL,
+                    "input 1 of mul (f32[3]) was modified in place after it was saved", NULL);
+    assert_null(tj_grad(a));
+    /* clone's and add's rules read no values: the write is not an error */
+    tj_tensor *w = vec(1, 2, 3);
+    tj_requires_grad(w, true);
+    tj_tensor *r = tj_clone(tj_mul_s(w, 2));
+    assert_int_equal(tj_add_s_(r, 1), 0);
+    assert_int_equal(tj_backward(tj_sum(tj_mul(r, r), NULL, 0, false)), 0);
+    tu_assert_close(tj_grad(w), vec(12, 20, 28), 0, 0);   /* 2 * 2 (2 w + 1) */
+}
+
 /* Integer and bool inputs (indices, masks) never get a gradient. */
 static void test_nondifferentiable_inputs(void **state)
 {
@@ -538,7 +561,7 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_accumulate_and_zero), T(test_no_grad_records_nothing), T(test_detach_and_seed),
         T(test_errors),              T(test_nondifferentiable_inputs), T(test_gradcheck),
-        T(test_golden_gradients),    T(test_cumprod_zeros),
+        T(test_golden_gradients),    T(test_cumprod_zeros),              T(test_saved_values_written),
 #undef T
     };
     return cmocka_run_group_tests_name("autograd", tests, NULL, NULL);
