@@ -275,6 +275,101 @@ typedef struct pool_job {
                   ((p) % (j)->g.c) * (j)->g.xs[1];                                       \
     T *yp = (T *)(j)->y + (p) * (j)->g.oh * (j)->g.ow
 
+/* ---- max pool windows 2x2 and 3x3 at stride 2 (the conv nets' pools): per
+ * output row, the columns whose window lies inside the input in one loop
+ * that keeps each output's running max in a register (the tap walk loads and
+ * stores the output row once per tap, and its 7-14 column rows in P12 did
+ * not vectorize); the other columns and rows through max_at. The taps are
+ * taken in the tap walk's order (row by row, then column), and a padding tap
+ * skipped there is max(v, -inf) = v here, so the bits are the tap walk's,
+ * NaN payloads and signed zeros included (docs/perf.md, Small convolutions:
+ * P11 and P12). ------------------------------------------------------------- */
+
+#define MAX_OF(T, v, x) ((x) > (v) || (x) != (x) ? (x) : (v))
+
+/* Whether max_win_planes takes g: kernel 2x2 or 3x3, stride 2, undilated,
+ * unit column stride. */
+static bool max_win_fits(const geom *g)
+{
+    const ir_window2d *w = &g->w;
+    return w->kernel[0] == w->kernel[1] && (w->kernel[0] == 2 || w->kernel[0] == 3) &&
+           w->stride[0] == 2 && w->stride[1] == 2 && w->dilation[0] == 1 &&
+           w->dilation[1] == 1 && g->xs[3] == 1;
+}
+
+/* Output [oh, q] of the plane at xp, any taps padding or past the input. */
+#define MAX_AT(T)                                                                          \
+    static inline __attribute__((always_inline)) T max_at_##T(const geom *g, const T *xp,  \
+                                                              int64_t oh, int64_t q)       \
+    {                                                                                      \
+        T v = -(T)INFINITY;                                                                \
+        for (int64_t kh = 0; kh < g->w.kernel[0]; kh++) {                                  \
+            int64_t ih = tap_row(g, oh, kh);                                               \
+            for (int64_t kw = 0; kw < g->w.kernel[1] && ih >= 0; kw++) {                   \
+                int64_t iw = q * 2 - g->w.padding[1] + kw;                                 \
+                if (iw >= 0 && iw < g->wd)                                                 \
+                    v = MAX_OF(T, v, xp[ih * g->xs[2] + iw]);                              \
+            }                                                                              \
+        }                                                                                  \
+        return v;                                                                          \
+    }
+
+/* Columns [lo, hi) of one output row from its K input rows r[] (each already
+ * offset by -padding), K x K taps at stride 2. */
+#define MAX_WIN_ROW(T, K)                                                                  \
+    static inline __attribute__((always_inline)) void max_win##K##_##T(                  \
+        T *restrict y, const T *const *r, int64_t lo,                                      \
+                                        int64_t hi)                                        \
+    {                                                                                      \
+        for (int64_t q = lo; q < hi; q++) {                                                \
+            T v = r[0][2 * q];                                                             \
+            for (int kw = 1; kw < K; kw++)                                                 \
+                v = MAX_OF(T, v, r[0][2 * q + kw]);                                        \
+            for (int kh = 1; kh < K; kh++)                                                 \
+                for (int kw = 0; kw < K; kw++)                                             \
+                    v = MAX_OF(T, v, r[kh][2 * q + kw]);                                   \
+            y[q] = v;                                                                      \
+        }                                                                                  \
+    }
+
+#define MAX_WIN_PLANE(T)                                                                   \
+    static inline __attribute__((always_inline)) void max_win_plane_##T(const geom *g,  \
+                                                    const T *xp, T *yp)                \
+    {                                                                                      \
+        int64_t k = g->w.kernel[0], pw = g->w.padding[1];                                  \
+        int64_t lo = (pw + 1) / 2, hi = g->wd - k + pw < 0 ? 0 : (g->wd - k + pw) / 2 + 1; \
+        hi = hi < g->ow ? hi : g->ow;                                                      \
+        lo = lo < hi ? lo : hi;                                                            \
+        for (int64_t oh = 0; oh < g->oh; oh++) {                                           \
+            T *yr = yp + oh * g->ow;                                                       \
+            int64_t ih = oh * 2 - g->w.padding[0];                                         \
+            bool rows = ih >= 0 && ih + k <= g->h;                                         \
+            const T *r[3] = {NULL, NULL, NULL};                                            \
+            for (int64_t kh = 0; kh < k && rows; kh++)                                     \
+                r[kh] = xp + (ih + kh) * g->xs[2] - pw;                                    \
+            int64_t l = rows ? lo : g->ow, h = rows ? hi : g->ow;                          \
+            if (k == 2 && l < h)                                                           \
+                max_win2_##T(yr, r, l, h);                                                 \
+            else if (l < h)                                                                \
+                max_win3_##T(yr, r, l, h);                                                 \
+            for (int64_t q = 0; q < l; q++)                                                \
+                yr[q] = max_at_##T(g, xp, oh, q);                                          \
+            for (int64_t q = h; q < g->ow; q++)                                            \
+                yr[q] = max_at_##T(g, xp, oh, q);                                          \
+        }                                                                                  \
+    }
+MAX_AT(float)
+MAX_AT(double)
+MAX_WIN_ROW(float, 2)
+MAX_WIN_ROW(float, 3)
+MAX_WIN_ROW(double, 2)
+MAX_WIN_ROW(double, 3)
+MAX_WIN_PLANE(float)
+MAX_WIN_PLANE(double)
+#undef MAX_AT
+#undef MAX_WIN_ROW
+#undef MAX_WIN_PLANE
+
 #define MAX_PLANES(T)                                                                    \
     CLONES static void max_planes_##T(void *ctx, int64_t p0, int64_t p1)                 \
     {                                                                                    \
@@ -283,8 +378,13 @@ typedef struct pool_job {
         grid_geom gg = grid_of(g);                                                       \
         size_t nb = 0;                                                                   \
         T *buf = grid_alloc(g, sizeof(T), &nb), ninf = -(T)INFINITY;                     \
+        bool win = max_win_fits(g);                                                      \
         for (int64_t p = p0; p < p1; p++) {                                              \
             POOL_PLANES(T, j, p);                                                        \
+            if (win) {                                                                   \
+                max_win_plane_##T(g, xp, yp);                                            \
+                continue;                                                                \
+            }                                                                            \
             if (!buf) {                                                                  \
                 FOR_TAPS(T, g, xp, yp, for (int64_t q = 0; q < g->ow; q++) yr[q] = ninf, \
                          max_row_##T(yr + lo, xr, st, hi - lo), (void)0);                \
