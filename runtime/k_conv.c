@@ -28,7 +28,9 @@
  * Inputs may have any strides; planes are split across the thread pool.
  * In ceil mode the last window may hang over the padded input: the tap walk
  * skips what lies outside the input as it skips padding (stride 1, the only
- * case of the padded grid below, has no ceil-mode windows).
+ * case of the padded grid below, has no ceil-mode windows). max_pool2d's 2x2
+ * and 3x3 windows at stride 2 on rows of unit stride (the conv nets' pools)
+ * take their own loops instead (max_win_plane), with the tap walk's bits.
  */
 #include <math.h>
 #include <string.h>
