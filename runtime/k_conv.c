@@ -415,11 +415,12 @@ MAX_WIN_PLANE(double)
         grid_geom gg = grid_of(g);                                                       \
         size_t nb = 0;                                                                   \
         T *buf = grid_alloc(g, sizeof(T), &nb), ninf = -(T)INFINITY;                     \
-        size_t hbytes = (size_t)(g->h * g->ow) * sizeof(T);                              \
-        T *hb = max_win_fits(g) ? rt_alloc(hbytes) : NULL;                               \
+        bool win = max_win_fits(g), rows3 = win && g->w.kernel[0] == 3;                   \
+        size_t hbytes = rows3 ? (size_t)(g->h * g->ow) * sizeof(T) : 0;                  \
+        T *hb = rows3 ? rt_alloc(hbytes) : NULL; /* none: the tap walk */                \
         for (int64_t p = p0; p < p1; p++) {                                              \
             POOL_PLANES(T, j, p);                                                        \
-            if (hb) {                                                                    \
+            if (win && (hb || !rows3)) {                                                 \
                 max_win_plane_##T(g, xp, yp, hb);                                        \
                 continue;                                                                \
             }                                                                            \
