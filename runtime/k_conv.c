@@ -28,7 +28,9 @@
  * Inputs may have any strides; planes are split across the thread pool.
  * In ceil mode the last window may hang over the padded input: the tap walk
  * skips what lies outside the input as it skips padding (stride 1, the only
- * case of the padded grid below, has no ceil-mode windows).
+ * case of the padded grid below, has no ceil-mode windows). max_pool2d's 2x2
+ * and 3x3 windows at stride 2 on rows of unit stride (the conv nets' pools)
+ * take their own loops instead (max_win_plane), with the tap walk's bits.
  */
 #include <math.h>
 #include <string.h>
@@ -275,6 +277,136 @@ typedef struct pool_job {
                   ((p) % (j)->g.c) * (j)->g.xs[1];                                       \
     T *yp = (T *)(j)->y + (p) * (j)->g.oh * (j)->g.ow
 
+/* ---- max pool windows 2x2 and 3x3 at stride 2 (the conv nets' pools).
+ * The tap walk loads and stores the output row once per tap, and its 7-14
+ * column rows in P12 did not vectorize. 2x2: per output row, the columns
+ * whose window lies inside the input in one loop that keeps each output's
+ * running max in a register, the rest through max_at. 3x3: two passes over
+ * the plane, each input row's maxima along its windows' columns (hb, one
+ * row of ow per input row, so a row shared by two windows is read once),
+ * then each output row the max of its three rows' maxima. Both keep the tap
+ * walk's order: a window's taps row by row, and grouping them by row
+ * (contiguous runs of that order) keeps the first maximum and the last NaN;
+ * a padding tap skipped there is max(v, -inf) = v here. So the bits are the
+ * tap walk's, NaN payloads and signed zeros included (docs/perf.md, Small
+ * convolutions: P11 and P12). -------------------------------------------- */
+
+#define MAX_OF(x, v) ((x) > (v) || (x) != (x) ? (x) : (v))
+#define AI __attribute__((always_inline))
+
+/* Whether max_win_plane takes g: kernel 2x2 or 3x3, stride 2, undilated,
+ * unit column stride. */
+static bool max_win_fits(const geom *g)
+{
+    const ir_window2d *w = &g->w;
+    return w->kernel[0] == w->kernel[1] && (w->kernel[0] == 2 || w->kernel[0] == 3) &&
+           w->stride[0] == 2 && w->stride[1] == 2 && w->dilation[0] == 1 &&
+           w->dilation[1] == 1 && g->xs[3] == 1;
+}
+
+/* h[q], q < ow, of input row x: its K taps 2q - pw + kw in order, those
+ * outside [0, wd) skipped; [lo, hi) the columns with none outside. */
+#define MAX_H_ROW(T, K)                                                                    \
+    static inline AI void max_h##K##_##T(T *restrict h, const T *restrict x, int64_t wd,   \
+                                         int64_t ow, int64_t pw, int64_t lo, int64_t hi)   \
+    {                                                                                      \
+        for (int64_t q = lo; q < hi; q++) {                                                \
+            T v = x[2 * q - pw];                                                           \
+            for (int kw = 1; kw < K; kw++)                                                 \
+                v = MAX_OF(x[2 * q - pw + kw], v);                                         \
+            h[q] = v;                                                                      \
+        }                                                                                  \
+        for (int64_t q = 0; q < ow; q++) {                                                 \
+            if (q == lo)                                                                   \
+                q = hi > lo ? hi : lo;                                                     \
+            if (q >= ow)                                                                   \
+                break;                                                                     \
+            T v = -(T)INFINITY;                                                            \
+            for (int kw = 0; kw < K; kw++) {                                               \
+                int64_t iw = 2 * q - pw + kw;                                              \
+                if (iw >= 0 && iw < wd)                                                    \
+                    v = MAX_OF(x[iw], v);                                                  \
+            }                                                                              \
+            h[q] = v;                                                                      \
+        }                                                                                  \
+    }
+
+/* Output [oh, q] of the plane at xp, any taps padding or past the input. */
+#define MAX_AT(T)                                                                          \
+    static inline AI T max_at_##T(const geom *g, const T *xp, int64_t oh, int64_t q)       \
+    {                                                                                      \
+        T v = -(T)INFINITY;                                                                \
+        for (int64_t kh = 0; kh < g->w.kernel[0]; kh++) {                                  \
+            int64_t ih = tap_row(g, oh, kh);                                               \
+            for (int64_t kw = 0; kw < g->w.kernel[1] && ih >= 0; kw++) {                   \
+                int64_t iw = q * 2 - g->w.padding[1] + kw;                                 \
+                if (iw >= 0 && iw < g->wd)                                                 \
+                    v = MAX_OF(xp[ih * g->xs[2] + iw], v);                                 \
+            }                                                                              \
+        }                                                                                  \
+        return v;                                                                          \
+    }
+
+/* Plane xp into yp. 2x2: rows whose windows lie inside the input in one
+ * loop (x0, x1 its two rows), the rest by max_at; 3x3: through hb (g->h *
+ * g->ow elements). */
+#define MAX_WIN_PLANE(T)                                                                   \
+    static inline AI void max_win_plane_##T(const geom *g, const T *xp, T *yp, T *hb)      \
+    {                                                                                      \
+        int64_t k = g->w.kernel[0], pw = g->w.padding[1], ow = g->ow;                      \
+        int64_t lo = (pw + 1) / 2, hi = g->wd - k + pw < 0 ? 0 : (g->wd - k + pw) / 2 + 1; \
+        hi = hi < ow ? hi : ow;                                                            \
+        lo = lo < hi ? lo : hi;                                                            \
+        for (int64_t ih = 0; ih < g->h && k == 3; ih++)                                    \
+            max_h3_##T(hb + ih * ow, xp + ih * g->xs[2], g->wd, ow, pw, lo, hi);           \
+        for (int64_t oh = 0; oh < g->oh; oh++) {                                           \
+            T *restrict yr = yp + oh * ow;                                                 \
+            if (k == 2) {                                                                  \
+                int64_t ih = oh * 2 - g->w.padding[0];                                     \
+                bool in = ih >= 0 && ih + 2 <= g->h;                                       \
+                int64_t l = in ? lo : ow, h = in ? hi : ow;                                \
+                const T *x0 = xp + (in ? ih : 0) * g->xs[2] - pw, *x1 = x0 + g->xs[2];     \
+                for (int64_t q = l; q < h; q++) {                                          \
+                    T v = MAX_OF(x0[2 * q + 1], x0[2 * q]);                                \
+                    v = MAX_OF(x1[2 * q], v);                                              \
+                    yr[q] = MAX_OF(x1[2 * q + 1], v);                                      \
+                }                                                                          \
+                for (int64_t q = 0; q < l; q++)                                            \
+                    yr[q] = max_at_##T(g, xp, oh, q);                                      \
+                for (int64_t q = h; q < ow; q++)                                           \
+                    yr[q] = max_at_##T(g, xp, oh, q);                                      \
+                continue;                                                                  \
+            }                                                                              \
+            bool first = true;                                                             \
+            for (int64_t kh = 0; kh < k; kh++) {                                           \
+                int64_t r = tap_row(g, oh, kh);                                            \
+                if (r < 0)                                                                 \
+                    continue;                                                              \
+                const T *restrict hr = hb + r * ow;                                        \
+                if (first)                                                                 \
+                    for (int64_t q = 0; q < ow; q++)                                       \
+                        yr[q] = hr[q];                                                     \
+                else                                                                       \
+                    for (int64_t q = 0; q < ow; q++)                                       \
+                        yr[q] = MAX_OF(hr[q], yr[q]);                                      \
+                first = false;                                                             \
+            }                                                                              \
+            for (int64_t q = 0; q < ow && first; q++)                                      \
+                yr[q] = -(T)INFINITY;                                                      \
+        }                                                                                  \
+    }
+MAX_H_ROW(float, 3)
+MAX_H_ROW(double, 3)
+MAX_AT(float)
+MAX_AT(double)
+MAX_WIN_PLANE(float)
+MAX_WIN_PLANE(double)
+#undef MAX_H_ROW
+#undef MAX_AT
+#undef MAX_WIN_PLANE
+#undef MAX_OF
+#undef AI
+
 #define MAX_PLANES(T)                                                                    \
     CLONES static void max_planes_##T(void *ctx, int64_t p0, int64_t p1)                 \
     {                                                                                    \
@@ -283,8 +415,15 @@ typedef struct pool_job {
         grid_geom gg = grid_of(g);                                                       \
         size_t nb = 0;                                                                   \
         T *buf = grid_alloc(g, sizeof(T), &nb), ninf = -(T)INFINITY;                     \
+        bool win = max_win_fits(g), rows3 = win && g->w.kernel[0] == 3;                   \
+        size_t hbytes = rows3 ? (size_t)(g->h * g->ow) * sizeof(T) : 0;                  \
+        T *hb = rows3 ? rt_alloc(hbytes) : NULL; /* none: the tap walk */                \
         for (int64_t p = p0; p < p1; p++) {                                              \
             POOL_PLANES(T, j, p);                                                        \
+            if (win && (hb || !rows3)) {                                                 \
+                max_win_plane_##T(g, xp, yp, hb);                                        \
+                continue;                                                                \
+            }                                                                            \
             if (!buf) {                                                                  \
                 FOR_TAPS(T, g, xp, yp, for (int64_t q = 0; q < g->ow; q++) yr[q] = ninf, \
                          max_row_##T(yr + lo, xr, st, hi - lo), (void)0);                \
@@ -298,6 +437,8 @@ typedef struct pool_job {
         }                                                                                \
         if (buf)                                                                         \
             rt_free(buf, nb);                                                            \
+        if (hb)                                                                          \
+            rt_free(hb, hbytes);                                                         \
     }
 MAX_PLANES(float)
 MAX_PLANES(double)

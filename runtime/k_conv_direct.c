@@ -33,7 +33,7 @@
  * so its tiles are transformed while the planes are in cache.
  *
  * Choice (rt_conv_direct_wins): the GEMM paths of k_conv.c for 1x1 and
- * depthwise stride 1 (on AVX2 also strided convs with 8+ channels per
+ * depthwise stride 1 (not a dense conv of one input channel; on AVX2 also strided convs with 8+ channels per
  * group); Winograd where it fits and keeps enough of its tiles, F(4x4)
  * where it makes at most 0.8 of F(2x2)'s products per kept output; else the
  * kernel that discards less, when it keeps at least min_keep (70%) of what
@@ -907,7 +907,9 @@ static bool choose(const rt_conv_shape *s, dj *j)
     } else {
         /* Chosen by measurement (docs/perf.md, 16 shapes, one thread): the
          * GEMM paths win on 1x1 (no taps to share loads over) and on
-         * depthwise stride 1 (their row kernel); the row kernel where it
+         * depthwise stride 1 (their row kernel; a dense conv of one input
+         * channel, P12's first, runs the grid kernel: 30 us against their
+         * 50 at [1,1,28,28] -> 32 on AVX2); the row kernel where it
          * wastes clearly less than the grid kernel (small images), given
          * two vectors of output channels per group (AVX-512: 32, AVX2: 16)
          * and 8 input channels (the 3-channel 7x7 stem and, on AVX-512,
@@ -916,7 +918,7 @@ static bool choose(const rt_conv_shape *s, dj *j)
          * win on strided convs with 8+ channels per group (3x3 stride 2,
          * 64 -> 128 at 56x56: 68 GFLOP/s against 59 for either kernel). */
         bool strided = s->sh > 1 || s->sw > 1;
-        if (j->ntap == 1 || (j->cg == 1 && !strided) ||
+        if (j->ntap == 1 || (j->cg == 1 && s->groups > 1 && !strided) ||
             (j->k->strided_gemm && strided && j->cg >= 8))
             return false;
         if (wino_fits(s, j->k, 2) && j->cg >= j->k->wino_c[0]) {

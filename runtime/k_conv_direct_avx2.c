@@ -319,10 +319,13 @@ CK_TARGET static void wino4_out(const float *m, int64_t mxs, const rt_conv_wino_
  * grid kernel as on AVX-512 (rows won at 28x28 and below, tied at 56x56);
  * the GEMM paths on strided convs with 8+ channels per group (3x3 s2 64 ->
  * 128 at 56x56: 68 GFLOP/s, both kernels 59); Winograd from 16 channels
- * when 80% of its tiles are kept (28x28 x 16-32 channels, groups of 16:
- * 10-25% faster than the best direct kernel), from 64 when 45% (14x14 x 256:
- * 1.4x, 7x7 x 512 with half its tiles kept: 1.2x; 14x14 x 32, 68% kept,
- * lost to the row kernel); F(4x4) where F(2x2) would run, from 16 channels,
+ * when 67.5% of its grid is kept (28x28 x 16-32 channels, groups of 16:
+ * 10-25% faster than the best direct kernel; 14x14, 68.1% kept: 32 -> 64
+ * at batch 1, P12's second conv, F(2x2) and F(4x4) 82-85 us against the
+ * direct kernels' 110-165, 16 -> 32 28-42 us against 33-48, docs/perf.md,
+ * Small convolutions: P11 and P12; not 7x7, 66.7% kept, where it was no
+ * faster at 16-48 channels), from 64 when 45% (14x14 x 256: 1.4x, 7x7 x 512 with half
+ * its tiles kept: 1.2x); F(4x4) where F(2x2) would run, from 16 channels,
  * when its products per kept output are at most 0.8 of F(2x2)'s (56x56,
  * 28x28 and 14x14 with 64-256 channels, 1.1-1.4x F(2x2); not 7x7, where its
  * tiles keep an eighth: 2x slower). */
@@ -340,7 +343,7 @@ const rt_conv_kernels rt_conv_avx2 = {
     .wino4_out = wino4_out,
     .strided_gemm = true,
     .wino_c = {16, 64},
-    .wino_keep = {0.8, 0.45},
+    .wino_keep = {0.675, 0.45},
     .wino4_c = 16,
     .wino4_gain = 0.8,
 };

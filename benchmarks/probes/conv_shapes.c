@@ -7,9 +7,10 @@
  * rule's choice): the best of RUNS calls (default 5) by the process's CPU
  * time, and GFLOP/s; the paths take turns call by call, so a change in the
  * machine's load falls on all of them. Built and run by `make bench-conv`
- * (one thread; arguments set the threads and the calls per path).
+ * (one thread; arguments set the threads, the calls per path and the first
+ * shape to run, counting from 0).
  *
- *     build/bench/conv_shapes [THREADS [RUNS]]
+ *     build/bench/conv_shapes [THREADS [RUNS [FIRST]]]
  *     build/bench/conv_shapes err
  *
  * err: the error of each f32 path against the f64 conv (the GEMM paths on
@@ -43,6 +44,8 @@ static const int shapes[][8] = {
     /* the ResNet 3x3 shapes at batch 1, padding 0, few channels */
     {1, 128, 28, 128, 3, 1, 1, 1},  {1, 256, 14, 256, 3, 1, 1, 1}, {1, 512, 7, 512, 3, 1, 1, 1},
     {8, 64, 56, 64, 3, 1, 0, 1},    {8, 16, 28, 16, 3, 1, 1, 1},
+    /* P11's and P12's convs as their compiled regions call them: an image at a time */
+    {1, 3, 224, 64, 7, 2, 3, 1},    {1, 1, 28, 32, 3, 1, 1, 1},    {1, 32, 14, 64, 3, 1, 1, 1},
 };
 
 enum { NSHAPE = sizeof shapes / sizeof *shapes };
@@ -103,7 +106,7 @@ int main(int argc, char **argv)
     int runs = argc > 2 ? atoi(argv[2]) : 5;
     static const char *const paths[] = {"gemm", "direct", "rows", "wino", "wino4", NULL};
     enum { NPATH = sizeof paths / sizeof *paths };
-    for (size_t k = 0; k < NSHAPE; k++) {
+    for (size_t k = argc > 3 ? (size_t)atoi(argv[3]) : 0; k < NSHAPE; k++) {
         const int *s = shapes[k];
         tj_scope_begin();
         tj_tensor *x = tj_randn(TJ_F32, 4, (int64_t[]){s[0], s[1], s[2], s[2]});
