@@ -35,7 +35,8 @@ static rt_storage *storage_new(size_t nbytes)
 static void storage_release(rt_storage *s)
 {
     if (s && atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1) {
-        rt_free(s->data, s->nbytes);
+        if (s->serial)   /* 0: borrowed memory (an exported model's weights), not ours */
+            rt_free(s->data, s->nbytes);
         free(s);
     }
 }

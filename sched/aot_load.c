@@ -231,9 +231,12 @@ static void entry_clear(aot_entry *e, bool *pinned)
         tj_release(e->weights[i]);
     free(e->weights);
     for (int i = 0; e->wst && i < e->nweights; i++) {
-        if (e->wst[i] && atomic_load(&e->wst[i]->refs) == 1)
+        /* the entry's reference; a result still viewing the weight keeps
+         * the storage (its last release frees the header, not the bytes:
+         * serial 0) and the mapping (never closed then) */
+        if (e->wst[i] && atomic_fetch_sub(&e->wst[i]->refs, 1) == 1)
             free(e->wst[i]);
-        else if (e->wst[i])   /* a result still views the weight: keep the mapping */
+        else if (e->wst[i])
             *pinned = true;
     }
     free(e->wst);
