@@ -295,6 +295,12 @@ static int flush(fe_trace *tr, const char *brk, bool final, tj_tensor *const *re
     ir_graph *g = tr->g;
     int *want = NULL, nwant = 0, capw = 0, nneed;
     int rc = -1;
+    /* views taken before an in-place write into their base: their values now */
+    for (int k = 0; tr->novw && k < R->nhdr; k++) {
+        tj_tensor *h = R->hdr[k];
+        if (h->sym && !ir_node_is_input(h->sym) && in_graph(g, h->sym) && live(h) && !fe_trace_value(tr, h))
+            return -1;
+    }
     tj_tensor **in = piece_inputs(tr, g), **vals = NULL;
     if (!in)
         return -1;

@@ -130,6 +130,48 @@ static ir_node *capture(fe_trace *tr, tj_tensor *x)
     return n;
 }
 
+/* n, x's node, when no in-place write replaced the base of its views;
+ * else the same views (permute, slice, expand, squeeze, unsqueeze) of the
+ * base's value now, x rebound to them: eager reads a view through the
+ * storage its base was written in. A chain through reshape (a copy when
+ * the strides forbid a view) or as_strided breaks the graph instead, and
+ * the call runs eagerly. NULL on error. */
+static ir_node *current_view(fe_trace *tr, tj_tensor *x, ir_node *n)
+{
+    ir_node *chain[64], *b = n;
+    int nc = 0;
+    while (!ir_node_is_input(b) && ir_ops[b->op].kind == IR_VIEW && nc < 64) {
+        chain[nc++] = b;
+        b = b->in[0];
+    }
+    ir_node *now = b;
+    for (int k = 0; k < tr->novw; k++)
+        if (tr->ovw[k].old == now)
+            now = tr->ovw[k].now;
+    if (nc == 0 || now == b)
+        return n;
+    for (int k = 0; k < nc; k++)
+        if (chain[k]->op == OP_reshape || chain[k]->op == OP_as_strided || nc == 64) {
+            fe_trace_break(tr, "a view read after an in-place write into its base, through reshape "
+                               "or as_strided");
+            rt_error("tracing: a view read after an in-place write into its base (through %s) is a "
+                     "graph break", ir_ops[chain[k]->op].name);
+            return NULL;
+        }
+    for (int k = nc - 1; k >= 0 && now; k--) {
+        ir_attrs a;
+        ir_node_attrs(chain[k], &a);
+        now = ir_graph_add(tr->g, chain[k]->op, &now, 1, &a);
+    }
+    if (!now) {
+        tr->failed = true;
+        rt_error("tracing: %s", ir_graph_error(tr->g));
+        return NULL;
+    }
+    x->sym = now;
+    return now;
+}
+
 ir_node *fe_trace_value(fe_trace *tr, tj_tensor *x)
 {
     if (!x->sym && tr->seg)
@@ -151,7 +193,7 @@ ir_node *fe_trace_value(fe_trace *tr, tj_tensor *x)
                  "outlive the call that traced them)");
         return NULL;
     }
-    return n;
+    return tr->novw ? current_view(tr, x, n) : n;
 }
 
 /* Whether the node type sym describes the example type ex of this call:

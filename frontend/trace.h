@@ -36,6 +36,12 @@ typedef struct fe_grad_guard {
     tj_tensor *prior;     /* retained; NULL: the leaf had no gradient */
 } fe_grad_guard;
 
+/* An in-place write replaced value old by now (trace_effects.c): views of old
+ * taken before the write read the base's new value (fe_trace_value). */
+typedef struct fe_overwrite {
+    ir_node *old, *now;
+} fe_overwrite;
+
 struct fe_trace {
     ir_graph *g;
     tj_tensor **caps;      /* captured concrete tensors (retained) */
@@ -57,6 +63,8 @@ struct fe_trace {
     int nwrites, write_cap;
     fe_grad_guard *grad_guards;
     int nguards, guard_cap;
+    fe_overwrite *ovw;     /* values replaced by in-place writes, in order */
+    int novw, ovw_cap;
     tj_tensor **vreads;    /* concrete tensors whose values the trace read (retained) */
     int nvreads, vread_cap;
     struct fe_segrun *seg; /* a call of a split entry (segment.c), or NULL */

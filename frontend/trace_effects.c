@@ -72,6 +72,17 @@ static tj_tensor *holder_of(fe_trace *tr, const ir_node *n)
     return NULL;
 }
 
+/* Records that a write replaced value old by now; 0 or -1. */
+static int overwrote(fe_trace *tr, ir_node *old, ir_node *now)
+{
+    if (!old || old == now)
+        return 0;
+    if (reserve((void **)&tr->ovw, tr->novw, &tr->ovw_cap, sizeof *tr->ovw) != 0)
+        return -1;
+    tr->ovw[tr->novw++] = (fe_overwrite){old, now};
+    return 0;
+}
+
 static bool static_type(const ir_type *t)
 {
     for (int d = 0; d < t->ndim; d++)
@@ -110,13 +121,9 @@ static int write_slices(fe_trace *tr, tj_tensor *dst, tj_tensor *value)
         tj_tensor *mask = tj_gt_s(tj_pad(tj_ones(TJ_F32, nd, p->type.shape), pads, nd, 0.0), 0.5);
         v = tj_where(mask, tj_pad(v, pads, nd, 0.0), whole);
     }
-    if (!v || fe_trace_write_data(tr, target, v) != 0)
-        return -1;
-    ir_node *now = fe_trace_value(tr, value);   /* later reads of dst see the value */
-    if (!now)
-        return -1;
-    dst->sym = now;
-    return 0;
+    /* dst keeps its view node: a later read replays the slices on the
+     * base's new value (fe_trace_value), so it also sees later writes */
+    return !v || fe_trace_write_data(tr, target, v) != 0 ? -1 : 0;
 }
 
 int fe_trace_write_data(fe_trace *tr, tj_tensor *dst, tj_tensor *value)
@@ -125,6 +132,8 @@ int fe_trace_write_data(fe_trace *tr, tj_tensor *dst, tj_tensor *value)
     for (int k = 0; k < tr->nargs; k++)
         is_arg |= tr->args[k] == dst;
     if (dst->sym && !is_arg && ir_ops[((ir_node *)dst->sym)->op].kind == IR_VIEW) {
+        if (!fe_trace_value(tr, dst))   /* its slices of its base's value now */
+            return -1;
         int rc = write_slices(tr, dst, value);
         if (rc <= 0)
             return rc;
@@ -142,14 +151,19 @@ int fe_trace_write_data(fe_trace *tr, tj_tensor *dst, tj_tensor *value)
         if (!fe_trace_value(tr, dst))
             return -1;
         for (int k = 0; k < tr->ncaps; k++)
-            if (tr->caps[k] == dst)
+            if (tr->caps[k] == dst) {
+                if (overwrote(tr, tr->cap_nodes[k], v) != 0)
+                    return -1;
                 tr->cap_nodes[k] = v;
+            }
         return add_write(tr, FE_WRITE_DATA, dst, -1, value);
     }
     int arg = -1;
     for (int k = 0; k < tr->nargs; k++)
         if (tr->args[k] == dst)
             arg = k;
+    if (overwrote(tr, dst->sym, v) != 0)
+        return -1;
     dst->sym = v;   /* later reads of this header see the new value */
     return arg >= 0 ? add_write(tr, FE_WRITE_DATA, NULL, arg, value) : 0;
 }
@@ -189,7 +203,9 @@ void fe_trace_writes_free(fe_trace *tr)
     }
     free(tr->writes);
     free(tr->grad_guards);
+    free(tr->ovw);
     tr->writes = NULL;
     tr->grad_guards = NULL;
-    tr->nwrites = tr->nguards = 0;
+    tr->ovw = NULL;
+    tr->nwrites = tr->nguards = tr->novw = tr->ovw_cap = 0;
 }

@@ -138,6 +138,65 @@ static void test_slices_in_place(void **state)
     tj_release(twin);
 }
 
+/* Views taken before an in-place write into their base read the written
+ * values, as eager reads them through the storage (found by the split-call
+ * work: the views kept their base's old value, silently): of an argument,
+ * of a clone, of a captured buffer written whole and then again through a
+ * slice (written twice), transposed and expanded; through a reshape the
+ * call runs eagerly. */
+static tj_tensor *model_views_before(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)n;
+    tj_tensor *buf = ctx;                                           /* [4, 3] */
+    tj_tensor *va = tj_transpose(tj_slice(x[0], 0, 0, 2, 1), 0, 1);   /* x[:2].T */
+    tj_tensor *c = tj_clone(x[0]);
+    tj_tensor *vc = tj_expand(tj_slice(c, 1, 1, 2, 1), 2, (int64_t[]){4, 3});
+    tj_tensor *vb = tj_slice(buf, 0, 1, 3, 1);
+    if (tj_add_s_(x[0], 1) != 0 || tj_mul_s_(c, 2) != 0 || tj_add_s_(buf, 0.5) != 0 ||
+        tj_copy_(vb, tj_mul_s(vb, 3)) != 0 || tj_add_s_(vb, 1) != 0)
+        return NULL;
+    tj_tensor *r = tj_add(tj_sum(va, NULL, 0, false), tj_sum(vc, NULL, 0, false));
+    return tj_add(r, tj_sum(vb, NULL, 0, false));
+}
+
+static tj_tensor *model_view_reshaped(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)ctx;
+    (void)n;
+    tj_tensor *v = tj_reshape(tj_transpose(x[0], 0, 1), 1, (int64_t[]){6});   /* a copy in eager */
+    tj_tensor *w = tj_reshape(x[0], 1, (int64_t[]){6});                        /* a view */
+    if (tj_add_s_(x[0], 1) != 0)
+        return NULL;
+    return tj_add(tj_sum(tj_mul(v, v), NULL, 0, false), tj_sum(tj_mul(w, w), NULL, 0, false));
+}
+
+static void test_views_before_writes(void **state)
+{
+    (void)state;
+    tj_tensor *buf = tj_keep(tj_ones(TJ_F32, 2, (int64_t[]){4, 3}));
+    tj_tensor *twin = tj_keep(tj_ones(TJ_F32, 2, (int64_t[]){4, 3}));
+    tj_compiled *c = tj_compile(model_views_before, buf, &(tj_compile_options){.name = "views"});
+    tj_compiled *r = tj_compile(model_view_reshaped, NULL, &(tj_compile_options){.name = "reshaped"});
+    for (int k = 0; k < 3; k++) {
+        tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){4, 3}), *xe = tj_clone(x);
+        tu_assert_close(tj_call(c, &x, 1), model_views_before(twin, &xe, 1), 1e-5, 1e-5);
+        tu_assert_close(x, xe, 0, 0);
+        tu_assert_close(buf, twin, 0, 0);
+        tj_tensor *y = tj_randn(TJ_F32, 2, (int64_t[]){2, 3}), *ye = tj_clone(y);
+        tu_assert_close(tj_call(r, &y, 1), model_view_reshaped(NULL, &ye, 1), 1e-5, 1e-5);
+    }
+    tj_compiled_stats st;
+    stats(c, &st);
+    assert_int_equal(st.graphs, 1);   /* functionalized: the views replayed */
+    assert_int_equal(st.eager_calls, 0);
+    stats(r, &st);
+    assert_int_equal(st.breaks, 1);   /* through a reshape: eager */
+    tj_compiled_free(c);
+    tj_compiled_free(r);
+    tj_release(buf);
+    tj_release(twin);
+}
+
 /* A write into a transposed view: a graph break, eager semantics. */
 static tj_tensor *model_view_write(void *ctx, tj_tensor *const *x, int n)
 {
@@ -226,6 +285,7 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_inplace_eager),       T(test_buffer_across_calls),     T(test_argument_mutation),
         T(test_slices_in_place),     T(test_other_view_write_breaks), T(test_batch_norm_running_stats),
+        T(test_views_before_writes),
 #undef T
     };
     return cmocka_run_group_tests_name("mutate", tests, NULL, NULL);

@@ -238,7 +238,15 @@ static tj_tensor *wider_step(gen *g, tj_tensor *a, tj_tensor *b, tj_tensor *w, b
     (void)w;
     int nd = tj_ndim(a), d = nd ? rnd(g, nd) : 0;
     int64_t n = nd ? tj_size(a, d) : 0;
-    switch (rnd(g, 9)) {
+    switch (rnd(g, 10)) {
+    case 8:
+        if (nd && n > 1) {   /* a view read after a write into its base */
+            tj_tensor *c = tj_clone(num(a));
+            tj_tensor *v = rnd(g, 2) ? tj_slice(c, d, 1, n, 1) : tj_transpose(c, 0, nd - 1);
+            note(g, "view of a clone, then clone += b in place");
+            return tj_add_(c, num(b)) ? NULL : v;
+        }
+        break;
     case 0:
         if (nd && n > 0 && tj_numel(a) > 0)
             return indexing(g, a, b, d, n);
@@ -281,7 +289,7 @@ static tj_tensor *wider_step(gen *g, tj_tensor *a, tj_tensor *b, tj_tensor *w, b
             return tj_vector_norm(flt(a), ord, &d, 1, keep);
         }
         break;
-    default:
+    case 9:
         note(g, "masked_select(a > 0) (graph break)");
         g->broke = true;
         return tj_masked_select(num(a), tj_gt_s(num(a), 0));
