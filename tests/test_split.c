@@ -1,7 +1,8 @@
 /* test_split.c - graphs split at graph breaks (frontend/segment.c): the
  * pieces around a tj_item, a loop whose trip count is a tensor's value, a
  * value one path reads and another does not, a write before a break, a
- * random op in the middle. Compiled results are compared with eager ones;
+ * random op in the middle, writes into views after a break (and into one of
+ * two tensors the trace made one value). Compiled results are compared with eager ones;
  * the stats say which pieces ran as kernels. */
 #include <setjmp.h>
 #include <stdarg.h>
