@@ -83,12 +83,25 @@ typedef struct mat {
     int d, slot;
 } mat;
 
+/* A header this call made as a view (par NULL: not a view): the tensor it
+ * views, held when concrete (a symbolic one is a header of this call, held
+ * by hdr: holding it here too would keep it live), its view node, and the
+ * tensor under its chain of views (eagerly, the owner of its storage). */
+typedef struct hview {
+    tj_tensor *par;
+    const ir_node *vop;
+    tj_tensor *base;
+    bool held;
+} hview;
+
 struct fe_segrun {
     fe_split *sp;
     tj_tensor *const *args;
     int nargs;
     tj_tensor **hdr;        /* symbolic headers this call made (retained) */
+    hview *view;            /* view[k]: how hdr[k] views another tensor */
     int nhdr, caphdr;
+    int *hix, nhix;         /* hdr's indices by address (open addressing; -1 empty) */
     done *d;
     int nd, capd;
     mat *m;
@@ -123,15 +136,7 @@ static bool in_graph(const ir_graph *g, const ir_node *n)
 
 /* Header h (symbolic) takes the values of concrete v: same storage, v's
  * strides and offset; it is concrete from now on. */
-static void materialize(tj_tensor *h, const tj_tensor *v)
-{
-    h->storage = v->storage;
-    atomic_fetch_add_explicit(&v->storage->refs, 1, memory_order_relaxed);
-    h->offset = v->offset;
-    memcpy(h->strides, v->strides, sizeof h->strides);
-    h->sym = NULL;
-    h->made_tracing = false;   /* a value of this call, not a constant of a graph */
-}
+static void materialize(tj_tensor *h, const tj_tensor *v) { rt_tensor_rebind(h, v); }
 
 static bool is_arg(const fe_trace *tr, const tj_tensor *h)
 {
@@ -142,6 +147,49 @@ static bool is_arg(const fe_trace *tr, const tj_tensor *h)
 }
 
 static bool live(const tj_tensor *h) { return atomic_load(&h->refs) > 1; }   /* more than ours */
+
+static size_t hix_slot(const fe_segrun *R, const tj_tensor *t)
+{
+    return (size_t)(((uintptr_t)t >> 4) * 0x9E3779B97F4A7C15ull >> 7) & (size_t)(R->nhix - 1);
+}
+
+/* t's index in hdr, or -1 when this call did not trace it. */
+static int hdr_index(const fe_segrun *R, const tj_tensor *t)
+{
+    for (size_t i = R->nhix ? hix_slot(R, t) : 0; R->nhix && R->hix[i] >= 0; i = (i + 1) & (size_t)(R->nhix - 1))
+        if (R->hdr[R->hix[i]] == t)
+            return R->hix[i];
+    return -1;
+}
+
+/* Indexes hdr[0..nhdr) in a table of n slots (a power of two). 0 or -1. */
+static int hix_build(fe_segrun *R, int n)
+{
+    int *t = malloc(sizeof *t * (size_t)n);
+    if (!t) {
+        rt_error("out of memory while tracing");
+        return -1;
+    }
+    free(R->hix);
+    R->hix = t;
+    R->nhix = n;
+    for (int i = 0; i < n; i++)
+        t[i] = -1;
+    for (int k = 0; k < R->nhdr; k++) {
+        size_t i = hix_slot(R, R->hdr[k]);
+        while (t[i] >= 0)
+            i = (i + 1) & (size_t)(n - 1);
+        t[i] = k;
+    }
+    return 0;
+}
+
+/* The tensor t views eagerly through views this call made (t when none). */
+static tj_tensor *eager_base(const fe_segrun *R, tj_tensor *t)
+{
+    int k = hdr_index(R, t);
+    return k >= 0 && R->view[k].par ? R->view[k].base : t;
+}
 
 static void piece_free(piece *p)
 {
@@ -266,6 +314,14 @@ static ir_node *slot_node(const ir_graph *g, int slot)
     return slot < g->ninputs ? g->inputs[slot] : g->nodes[slot - g->ninputs];
 }
 
+static int late(fe_trace *tr, tj_tensor *t);
+/* Before a write into dst (a tensor this call traced, concrete) runs on its
+ * storage: the tensor under dst's views comes out concrete, with a storage of
+ * its own when this call made it, and the views of it the program holds (dst
+ * among them) are made again on it, so the write shows through all of them
+ * as in eager. 0 or -1. */
+static int rebase(fe_trace *tr, tj_tensor *dst);
+
 /* A later read that a piece of this call did not output recomputes that
  * piece from its inputs (late): those of in sharing storage with dst, about
  * to be written, keep their present values as copies. 0 or -1. */
@@ -383,10 +439,16 @@ static int flush(fe_trace *tr, const char *brk, bool final, tj_tensor *const *re
             materialize(h, v);
         }
     }
+    for (int k = 0; k < tr->nargs; k++)   /* the arguments' headers view the arguments */
+        if (tr->args[k]->sym)
+            materialize((tj_tensor *)tr->args[k], R->args[k]);
     rc = 0;
     for (int k = 0; k < tr->nwrites && rc == 0; k++) {
-        tj_tensor *dst = tr->writes[k].target ? tr->writes[k].target : (tj_tensor *)R->args[tr->writes[k].arg];
-        rc = keep_inputs(in, g->ninputs, dst);
+        fe_write *w = &tr->writes[k];
+        tj_tensor *dst = w->target ? w->target : (tj_tensor *)R->args[w->arg];
+        rc = rebase(tr, w->target ? w->target : tr->args[w->arg]);
+        if (rc == 0)
+            rc = keep_inputs(in, g->ninputs, dst);
         for (int j = 0; j < R->nd && rc == 0; j++)
             rc = keep_inputs(R->d[j].in, R->d[j].nin, dst);
         if (rc == 0)
@@ -398,9 +460,6 @@ static int flush(fe_trace *tr, const char *brk, bool final, tj_tensor *const *re
     free(byslot);
     if (rc != 0)
         goto out;
-    for (int k = 0; k < tr->nargs; k++)   /* the arguments' headers view the arguments */
-        if (tr->args[k]->sym)
-            materialize((tj_tensor *)tr->args[k], R->args[k]);
     /* keep this piece's trace until the call ends */
     if (grow((void **)&R->d, R->nd, &R->capd, sizeof *R->d) != 0) {
         rc = -1;
@@ -497,12 +556,33 @@ static int late(fe_trace *tr, tj_tensor *t)
 
 /* ---- the hooks of trace.c ------------------------------------------------------------ */
 
-int fe_seg_track(fe_trace *tr, tj_tensor *t)
+int fe_seg_track(fe_trace *tr, tj_tensor *t, tj_tensor *parent)
 {
     fe_segrun *R = tr->seg;
-    if (grow((void **)&R->hdr, R->nhdr, &R->caphdr, sizeof *R->hdr) != 0)
-        return -1;
+    if (R->nhdr == R->caphdr) {
+        int nc = 2 * R->nhdr + 16;
+        tj_tensor **h = realloc(R->hdr, sizeof *h * (size_t)nc);
+        if (h)
+            R->hdr = h;
+        hview *v = h ? realloc(R->view, sizeof *v * (size_t)nc) : NULL;
+        if (!v) {
+            rt_error("out of memory while tracing");
+            return -1;
+        }
+        R->view = v;
+        R->caphdr = nc;
+    }
+    bool held = parent && !parent->sym;
+    int p = parent ? hdr_index(R, parent) : -1;
+    tj_tensor *base = p >= 0 && R->view[p].par ? R->view[p].base : parent;
+    R->view[R->nhdr] = (hview){held ? tj_retain(parent) : parent, parent ? t->sym : NULL, base, held};
     R->hdr[R->nhdr++] = tj_retain(t);
+    if (2 * R->nhdr > R->nhix)   /* at most half full */
+        return hix_build(R, R->nhix ? 2 * R->nhix : 64);
+    size_t i = hix_slot(R, t);
+    while (R->hix[i] >= 0)
+        i = (i + 1) & (size_t)(R->nhix - 1);
+    R->hix[i] = R->nhdr - 1;
     return 0;
 }
 
@@ -557,6 +637,97 @@ tj_tensor *fe_seg_eager(fe_trace *tr, ir_op op, tj_tensor *const *in, int nin, c
     tj_tensor *r = fe_apply(op, in, nin, a);
     fe_trace_resume(tr);
     return r;
+}
+
+/* ---- writes into views ------------------------------------------------------------------ */
+
+/* Eager aliasing follows the tensors, not the trace's values: one value can
+ * stand for several tensors (a copy and a clone of the same input are one
+ * node, as ir_graph_add shares equal nodes), and a flush gives each tensor
+ * the value of its node, so such twins come out sharing a storage, and the
+ * views of a tensor come out as values of their own. Harmless while nothing
+ * writes in place; before a write runs on storage (eagerly, or written back
+ * after a piece), rebase() makes them alias as in eager, from the views this
+ * call recorded (fe_seg_track). */
+
+/* Header h (eager_base(h) == base, base concrete) made again as the same
+ * chain of views of base: a new tensor (refs 1, in no scope) sharing base's
+ * storage, or base itself (retained). */
+static tj_tensor *remake_view(const fe_segrun *R, tj_tensor *h, tj_tensor *base)
+{
+    if (h == base)
+        return tj_retain(base);
+    int k = hdr_index(R, h);
+    tj_tensor *in = remake_view(R, R->view[k].par, base);
+    if (!in)
+        return NULL;
+    const ir_node *n = R->view[k].vop;
+    ir_attrs a;
+    memcpy(a.a, n->attrs, sizeof(ir_attr) * (size_t)ir_ops[n->op].nattrs);
+    tj_tensor *v = rt_eager(n->op, &in, 1, &a, &n->type);
+    tj_release(in);
+    return v;
+}
+
+/* Base (a tensor this call made) takes a storage of its own when a tensor
+ * other than its views holds its storage (a twin, a view of a twin). */
+static int own_storage(const fe_segrun *R, tj_tensor *base)
+{
+    int mine = 0;
+    for (int k = 0; k < R->nhdr; k++)
+        mine += R->hdr[k]->storage == base->storage && eager_base(R, R->hdr[k]) == base;
+    if (atomic_load(&base->storage->refs) <= mine)
+        return 0;
+    ir_type ty;
+    rt_type_of(base, &ty);
+    tj_tensor *src = base, *c = rt_eager(OP_copy, &src, 1, NULL, &ty);
+    if (!c)
+        return -1;
+    rt_tensor_rebind(base, c);
+    tj_release(c);
+    return 0;
+}
+
+static int rebase(fe_trace *tr, tj_tensor *dst)
+{
+    fe_segrun *R = tr->seg;
+    tj_tensor *base = eager_base(R, dst);
+    bool made = hdr_index(R, base) >= 0 && !is_arg(tr, base);   /* a value of this call */
+    if (made && base->sym && late(tr, base) != 0)
+        return -1;
+    if (base->sym) {
+        rt_error("copy_: a write into a view whose base this call did not trace cannot run in a "
+                 "function split at graph breaks (run it eagerly)");
+        return -1;
+    }
+    if (made && own_storage(R, base) != 0)
+        return -1;
+    for (int k = 0; k < R->nhdr; k++) {
+        tj_tensor *h = R->hdr[k];
+        if (h == base || !R->view[k].par || R->view[k].base != base || (h != dst && !live(h)))
+            continue;
+        tj_tensor *v = remake_view(R, h, base);
+        if (!v)
+            return -1;
+        rt_tensor_rebind(h, v);
+        tj_release(v);
+    }
+    return 0;
+}
+
+int fe_seg_view_write(fe_trace *tr, tj_tensor *dst, tj_tensor *value)
+{
+    /* a break: the piece so far runs, its values become concrete */
+    char brk[320], at[300];
+    snprintf(brk, sizeof brk, "tj_copy_ (or an in-place op) into a view%s", rt_callsite_suffix(at, sizeof at));
+    if (flush(tr, brk, false, NULL, 0) != 0 || (value->sym && late(tr, value) != 0) || rebase(tr, dst) != 0)
+        return -1;
+    fe_seg_used(tr, eager_base(tr->seg, dst));
+    fe_seg_used(tr, value);
+    fe_trace_pause(tr);
+    int rc = tj_copy_(dst, value);
+    fe_trace_resume(tr);
+    return rc;
 }
 
 /* ---- a call ------------------------------------------------------------------------- */
@@ -636,9 +807,14 @@ static void run_free(fe_segrun *R)
         free(d->slots);
     }
     free(R->d);
-    for (int k = 0; k < R->nhdr; k++)
+    for (int k = 0; k < R->nhdr; k++) {
+        if (R->view[k].held)
+            tj_release(R->view[k].par);
         tj_release(R->hdr[k]);
+    }
     free(R->hdr);
+    free(R->view);
+    free(R->hix);
     free(R->m);
 }
 
@@ -663,7 +839,7 @@ int fe_split_call(fe_split *sp, tj_model_fn fn, tj_model_multi_fn mfn, void *ctx
         char name[16];
         snprintf(name, sizeof name, "x%d", k);
         ir_node *in = ir_graph_input(tr->g, name, &ex, false);
-        n = in && (sargs[k] = fe_trace_arg(tr, in, &ex)) && fe_seg_track(tr, sargs[k]) == 0 ? 0 : -1;
+        n = in && (sargs[k] = fe_trace_arg(tr, in, &ex)) && fe_seg_track(tr, sargs[k], NULL) == 0 ? 0 : -1;
     }
     tj_tensor *res[64];
     if (n == 0)

@@ -262,7 +262,7 @@ tj_tensor *fe_trace_apply(fe_trace *tr, ir_op op, tj_tensor *const *in, int nin,
     tr->nops++;
     tr->last_op = op;
     tj_tensor *r = rt_own(rt_tensor_symbolic(&out, n));
-    if (r && tr->seg && fe_seg_track(tr, r) != 0) {
+    if (r && tr->seg && fe_seg_track(tr, r, ir_ops[op].kind == IR_VIEW ? in[0] : NULL) != 0) {
         tr->failed = true;
         return NULL;
     }

@@ -164,13 +164,21 @@ void fe_split_free(fe_split *sp);
  * (the current scope's), or -1 with an error set. */
 int fe_split_call(fe_split *sp, tj_model_fn fn, tj_model_multi_fn mfn, void *ctx,
                   tj_tensor *const *args, int nargs, tj_tensor **outs, int max);
-/* Hooks of trace.c while tr->seg is set: a symbolic tensor made (tracked);
+/* Hooks of trace.c while tr->seg is set: a symbolic tensor made (tracked;
+ * parent: the tensor it views when a view op made it, else NULL);
  * a concrete tensor read (its piece outputs it from now on); a symbolic
  * tensor whose values are needed by what (the piece so far runs; t gets its
  * values; 0 or -1); a random op (run eagerly on values). */
-int fe_seg_track(fe_trace *tr, tj_tensor *t);
+int fe_seg_track(fe_trace *tr, tj_tensor *t, tj_tensor *parent);
 void fe_seg_used(fe_trace *tr, const tj_tensor *t);
 int fe_seg_values(fe_trace *tr, tj_tensor *t, const char *what);
+/* A write into a view of a traced tensor (not a slice of a weight or an
+ * argument) in a split call: a break. The piece so far runs, the tensor
+ * under dst's views (the base, by the views fe_seg_track recorded) gets a
+ * storage of its own if another tensor shares it, the views of it the
+ * program holds are made again on it, and the write runs eagerly, seen
+ * through them all as in eager. 0 or -1. */
+int fe_seg_view_write(fe_trace *tr, tj_tensor *dst, tj_tensor *value);
 tj_tensor *fe_seg_eager(fe_trace *tr, ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a);
 
 typedef struct fe_split_info {

@@ -137,8 +137,9 @@ int fe_trace_write_data(fe_trace *tr, tj_tensor *dst, tj_tensor *value)
         int rc = write_slices(tr, dst, value);
         if (rc <= 0)
             return rc;
-        tr->nosplit = true;   /* eager runs it right; a split call could not */
-        fe_trace_view_write_break(tr);
+        if (tr->seg)   /* a split call breaks here and writes eagerly */
+            return fe_seg_view_write(tr, dst, value);
+        fe_trace_view_write_break(tr);   /* later calls run split at it */
         rt_error("copy_: a write into a view of a traced tensor (other than slices of a weight "
                  "or an argument) is a graph break");
         return -1;

@@ -100,6 +100,10 @@ tj_tensor *rt_tensor_view(const tj_tensor *base, int ndim, const int64_t *shape,
 /* A tensor without storage standing for a traced value (sym), with the
  * concrete example type ty; refs 1, in no scope. */
 tj_tensor *rt_tensor_symbolic(const ir_type *ty, void *sym);
+/* Header h takes v's storage (one more reference), offset and strides and
+ * drops the storage it had (none while symbolic): concrete from now on, a
+ * value of this call rather than a constant of a graph (split calls). */
+void rt_tensor_rebind(tj_tensor *h, const tj_tensor *v);
 /* Hands a fresh tensor (refs 1) to the innermost scope of this thread, or to
  * the caller when no scope is open. Returns t. */
 tj_tensor *rt_own(tj_tensor *t);

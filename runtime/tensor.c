@@ -137,6 +137,18 @@ tj_tensor *rt_tensor_symbolic(const ir_type *ty, void *sym)
     return t;
 }
 
+void rt_tensor_rebind(tj_tensor *h, const tj_tensor *v)
+{
+    rt_storage *old = h->storage;
+    h->storage = v->storage;
+    atomic_fetch_add_explicit(&v->storage->refs, 1, memory_order_relaxed);
+    h->offset = v->offset;
+    memcpy(h->strides, v->strides, sizeof h->strides);
+    h->sym = NULL;
+    h->made_tracing = false;
+    storage_release(old);
+}
+
 void rt_type_of(const tj_tensor *t, ir_type *out)
 {
     out->dtype = t->dtype;

@@ -1,7 +1,8 @@
 /* test_split.c - graphs split at graph breaks (frontend/segment.c): the
  * pieces around a tj_item, a loop whose trip count is a tensor's value, a
  * value one path reads and another does not, a write before a break, a
- * random op in the middle. Compiled results are compared with eager ones;
+ * random op in the middle, writes into views after a break (and into one of
+ * two tensors the trace made one value). Compiled results are compared with eager ones;
  * the stats say which pieces ran as kernels. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -276,6 +277,109 @@ static void test_results_across_break(void **state)
     tj_compiled_free(c);
 }
 
+/* After a break, writes into views of a clone (a slice, then a slice of its
+ * transpose) while another view of it is held, and into a transposed
+ * argument: a split call breaks at each and writes eagerly, so the base, the
+ * held view and the argument show the writes as in eager. */
+static int model_view_write(void *ctx, tj_tensor *const *x, int n, tj_tensor **out, int max)
+{
+    (void)ctx;
+    (void)n;
+    (void)max;
+    tj_tensor *a = tj_exp(x[0]);
+    double s = tj_item(tj_amax(a, NULL, 0, false));   /* break */
+    tj_tensor *r = tj_clone(tj_mul_s(a, 1.0 / s));
+    tj_tensor *rows = tj_slice(r, 0, 1, 3, 1);       /* a view the program holds */
+    if (tj_mul_s_(tj_slice(r, 1, 0, 2, 1), -2.0) != 0)
+        return -1;
+    if (tj_add_s_(tj_slice(tj_transpose(r, 0, 1), 0, 5, 6, 1), 10.0) != 0)
+        return -1;
+    if (tj_add_s_(tj_slice(tj_transpose(x[1], 0, 1), 0, 0, 1, 1), 1.0) != 0)
+        return -1;
+    out[0] = tj_add_s(r, 1.0);
+    out[1] = tj_mul_s(rows, 3.0);
+    out[2] = tj_sum(x[1], NULL, 0, false);
+    return 3;
+}
+
+static void test_view_write_after_break(void **state)
+{
+    (void)state;
+    tj_compiled *c = tj_compile_multi(model_view_write, NULL, &(tj_compile_options){.name = "vw"});
+    for (int k = 0; k < 3; k++) {
+        tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){4, 6});
+        tj_tensor *y0 = tj_randn(TJ_F32, 2, (int64_t[]){3, 5});
+        tj_tensor *ea[2] = {x, tj_clone(y0)}, *ca[2] = {x, tj_clone(y0)};
+        tj_tensor *got[3], *want[3];
+        assert_int_equal(model_view_write(NULL, ea, 2, want, 3), 3);
+        if (tj_call_multi(c, ca, 2, got, 3) != 3)
+            fail_msg("compiled: %s", tj_last_error());
+        for (int i = 0; i < 3; i++)
+            tu_assert_close(got[i], want[i], 1e-6, 1e-6);
+        tu_assert_close(ca[1], ea[1], 0, 0);   /* the argument, written through a view */
+    }
+    tj_compiled_stats st;
+    assert_int_equal(tj_compiled_stats_get(c, &st), 0);
+    assert_int_equal(st.eager_calls, 0);
+    assert_explain_has(c, "into a view");
+    if (jit())
+        assert_true(st.split.compiled >= 1);
+    tj_compiled_free(c);
+}
+
+/* The shape of random program 100177 (mixed mode): a copy of a strided
+ * argument and a clone of it are one value of the trace (the same op on the
+ * same input), but two tensors eagerly. A write into the clone must not reach
+ * the copy nor a view of it; it must reach the views of the clone. *mode: 0
+ * the write (rows 0 and 2, a view no trace can write) is the call's only
+ * break: a first trace meets it, later calls split there; 1 the same after a
+ * tj_item that gave both tensors one value of the piece before; 2 a write
+ * into rows 0..1 after the tj_item (a slice of a concrete tensor: written
+ * back when the piece ends), the view of rows 1..3 returned as it is (a
+ * trace reads a view made before a write into its base as it was; see
+ * docs/tracing.md). */
+static int model_twins(void *ctx, tj_tensor *const *x, int n, tj_tensor **out, int max)
+{
+    (void)n;
+    (void)max;
+    int mode = *(const int *)ctx;
+    tj_tensor *a = tj_contiguous(x[0]);   /* x[0] is strided: a copy */
+    tj_tensor *r = tj_clone(x[0]);
+    tj_tensor *av = tj_transpose(a, 0, 1), *rv = tj_slice(r, 0, 1, 4, 1);
+    double s = mode ? tj_item(tj_amax(x[1], NULL, 0, false)) : 1.0;
+    if (tj_mul_s_(mode == 2 ? tj_slice(r, 0, 0, 2, 1) : tj_slice(r, 0, 0, 4, 2), -2.0 * s) != 0)
+        return -1;
+    out[0] = tj_add(tj_sum(a, NULL, 0, false), x[1]);
+    out[1] = tj_mul_s(av, 3.0);
+    out[2] = mode == 2 ? rv : tj_mul_s(rv, 3.0);   /* 2: read in the piece, it would be stale */
+    out[3] = tj_add_s(r, 1.0);
+    out[4] = a;
+    return 5;
+}
+
+static void test_view_write_twins(void **state)
+{
+    (void)state;
+    for (int mode = 0; mode < 3; mode++) {
+        tj_compiled *c = tj_compile_multi(model_twins, &mode, &(tj_compile_options){.name = "twins"});
+        for (int k = 0; k < 3; k++) {
+            tj_tensor *big = tj_randn(TJ_F64, 2, (int64_t[]){62, 1});
+            tj_tensor *x[2] = {tj_slice(big, 0, 0, 62, 2), tj_randn(TJ_F64, 1, (int64_t[]){1})};
+            tj_tensor *got[5], *want[5];
+            assert_int_equal(model_twins(&mode, x, 2, want, 5), 5);
+            if (tj_call_multi(c, x, 2, got, 5) != 5)
+                fail_msg("compiled, mode %d: %s", mode, tj_last_error());
+            for (int i = 0; i < 5; i++)
+                tu_assert_close(got[i], want[i], 1e-12, 1e-12);
+        }
+        tj_compiled_stats st;
+        assert_int_equal(tj_compiled_stats_get(c, &st), 0);
+        assert_int_equal(st.eager_calls, 0);
+        assert_explain_has(c, mode == 2 ? "tj_item" : "into a view");
+        tj_compiled_free(c);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -283,6 +387,7 @@ int main(void)
         T(test_two_breaks_three_graphs), T(test_loop_trip_count),         T(test_late_value),
         T(test_buffer_write_before_break), T(test_random_op_in_the_middle), T(test_results_across_break),
         T(test_late_value_after_write),
+        T(test_view_write_after_break), T(test_view_write_twins),
 #undef T
     };
     return cmocka_run_group_tests_name("split", tests, NULL, NULL);

@@ -291,7 +291,6 @@ static tj_tensor *wider_step(gen *g, tj_tensor *a, tj_tensor *b, tj_tensor *w, b
         break;
     case 9:
         note(g, "masked_select(a > 0) (graph break)");
-        g->broke = true;
         return tj_masked_select(num(a), tj_gt_s(num(a), 0));
     }
     note(g, "contiguous");
@@ -529,9 +528,7 @@ static tj_tensor *other(gen *g, tj_tensor *a, tj_tensor *b, tj_tensor *w, bool e
     case 6: {
         /* in place into a clone, or into a slice of one */
         tj_tensor *r = tj_clone(num(a));
-        /* not after a break: a split call refuses a write into a view of a
-         * value it made (docs/tracing.md) */
-        if (nd && tj_size(a, d) > 1 && rnd(g, 2) && !g->broke) {
+        if (nd && tj_size(a, d) > 1 && rnd(g, 2)) {
             note(g, "clone, slice %d *= 2 in place", d);
             return tj_mul_s_(tj_slice(r, d, 0, 1, 1), 2) ? NULL : r;
         }
@@ -632,13 +629,11 @@ static tj_tensor *extra(gen *g, tj_tensor *a, tj_tensor *w, bool exact)
         break;
     case 5:
         note(g, "nonzero(a > 0), summed (graph break)");
-        g->broke = true;
         return tj_sum(tj_nonzero(tj_gt_s(num(a), 0)), NULL, 0, false);
     case 6:
         if (tj_numel(a) > 0) {
             note(g, "add_s item(amax) (graph break)");
-            g->broke = true;
-            double m = tj_item(tj_amax(num(a), NULL, 0, false));
+                double m = tj_item(tj_amax(num(a), NULL, 0, false));
             return isnan(m) ? NULL : tj_add_s(num(a), exact ? m : m * 0.5);   /* NaN: an error */
         }
         break;

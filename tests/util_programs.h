@@ -39,7 +39,6 @@ typedef struct prog {
 typedef struct gen {
     unsigned s;
     prog *p;
-    bool broke;   /* a graph break happened (tj_nonzero, tj_item) */
 } gen;
 
 static inline int rnd(gen *g, int n)
