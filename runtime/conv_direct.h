@@ -38,6 +38,25 @@ bool rt_conv_direct_wins(const rt_conv_shape *s);
 int rt_conv_direct(const rt_conv_shape *s, tj_dtype dt, const void *x, const tj_tensor *w,
                    const void *bias, int64_t bstride, void *y);
 
+/* Output channels in bands (a blocked region's conv, sched/block.c): while
+ * set on the calling thread, the next rt_conv_direct of one image, one
+ * group, on the grid kernel, with more than `chans` output channels (a
+ * multiple of its channel block) computes its output `chans` channels at a
+ * time, band [o0, o1) stored at y moved back by o0 planes (so every band
+ * lands where the first one starts: a small area that stays in cache), and
+ * calls done(ctx, o0, o1) after each band (nonzero: stop, the error
+ * recorded); sets `used`. Each output is the same block's same sums as
+ * without bands. Else the call runs whole and leaves `used` false. */
+typedef struct rt_conv_band {
+    int64_t chans;
+    void *ctx;
+    int (*done)(void *ctx, int64_t o0, int64_t o1);
+    bool used;
+} rt_conv_band;
+void rt_conv_band_set(rt_conv_band *b);   /* NULL: off */
+/* Tests: bands run so far (calls of done). */
+int64_t rt_conv_band_runs(void);
+
 /* ---- instruction sets ------------------------------------------------------------------ */
 
 /* The kernels' instruction set, the GEMM's (tjg_isa_current: the best the

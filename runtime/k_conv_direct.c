@@ -100,6 +100,7 @@ typedef struct dj {
     atomic_int failed;              /* a task ran out of memory */
     int64_t rp, kv, nseg;           /* row kernel: positions, vectors of channels, segments per row */
     int64_t nrc;                    /* row kernel: chunks of rows per task */
+    int64_t ob0, ob1;               /* grid kernel: the channel blocks to run */
     int64_t toff[MAX_TAPS];
 } dj;
 
@@ -613,7 +614,7 @@ static void run_blocks(void *ctx, int64_t t0, int64_t t1)
         int64_t qb = t % j->nqb, g = (t / j->nqb) % s->groups, n = t / (j->nqb * s->groups);
         int64_t q0 = qb * j->qv * j->k->vl;
         const float *xp = j->xq + (n * s->c + g * j->cg) * j->plane + q0;
-        for (int64_t ob = 0; ob < j->nob; ob++) {
+        for (int64_t ob = j->ob0; ob < j->ob1; ob++) {
             int64_t o0 = ob * ko, no = j->og - o0 < ko ? j->og - o0 : ko;
             for (int64_t o = 0; o < ko; o++)
                 bias[o] = o < no ? bias_of(j, g * j->og + o0 + o) : 0.0f;
@@ -958,9 +959,48 @@ bool rt_conv_direct_wins(const rt_conv_shape *s)
     return choose(s, &j);
 }
 
+static _Thread_local rt_conv_band *band_hook;
+
+static _Atomic int64_t band_runs;
+
+void rt_conv_band_set(rt_conv_band *b) { band_hook = b; }
+
+int64_t rt_conv_band_runs(void) { return atomic_load(&band_runs); }
+
+/* The grid kernel's blocks, whole or in the bands of the calling thread's
+ * hook (rt_conv_band). */
+static int grid_bands(dj *j)
+{
+    const rt_conv_shape *s = &j->s;
+    rt_conv_band *bd = band_hook;
+    int64_t all = s->n * s->groups * j->nqb;
+    j->ob0 = 0;
+    j->ob1 = j->nob;
+    if (!bd || s->n != 1 || s->groups != 1 || bd->chans <= 0 || bd->chans % j->ko ||
+        bd->chans >= s->o) {
+        rt_parallel_for(all, 1, run_blocks, j);
+        return 0;
+    }
+    bd->used = true;
+    char *y = j->y;
+    size_t es = tj_dtype_size(j->dt);
+    for (int64_t o0 = 0; o0 < s->o; o0 += bd->chans) {
+        int64_t o1 = o0 + bd->chans < s->o ? o0 + bd->chans : s->o;
+        j->ob0 = o0 / j->ko;
+        j->ob1 = cdiv(o1, j->ko);
+        j->y = y - (size_t)(o0 * s->oh * s->ow) * es;
+        rt_parallel_for(all, 1, run_blocks, j);
+        atomic_fetch_add(&band_runs, 1);
+        if (atomic_load(&j->failed) || bd->done(bd->ctx, o0, o1))
+            return -1;
+    }
+    return 0;
+}
+
 int rt_conv_direct(const rt_conv_shape *s, tj_dtype dt, const void *x, const tj_tensor *wt,
                    const void *bias, int64_t bstride, void *y)
 {
+    int rc = 0;
     const void *w = rt_ptr(wt);
     unsigned flags;
     const rt_storage *st = wt->storage;
@@ -1053,7 +1093,7 @@ int rt_conv_direct(const rt_conv_shape *s, tj_dtype dt, const void *x, const tj_
         rt_parallel_for(blocks * j->nrc, 1, run_rows, j);
     } else {
         rt_parallel_for(s->n * s->c, 16384 / (j->plane + 1) + 1, phase_planes, j);
-        rt_parallel_for(s->n * s->groups * j->nqb, 1, run_blocks, j);
+        rc = grid_bands(j);
     }
     int failed = atomic_load(&j->failed);
     rt_free(j->xq, xbytes);
@@ -1065,5 +1105,5 @@ int rt_conv_direct(const rt_conv_shape *s, tj_dtype dt, const void *x, const tj_
         rt_error("out of memory for the convolution's buffers");
         return -1;
     }
-    return 0;
+    return rc;
 }

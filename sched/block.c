@@ -28,6 +28,12 @@
  *           unfused plan's, bit for bit.
  *           TJIT_CONV_POOL=0 turns it off (for measuring); the plan keeps a
  *           note per pool, fused or why not (tj_explain, TJIT_DUMP=regions).
+ *   bands   a region of conv, pointwise epilogues and the pool only: the
+ *           conv (grid kernel) computes an image in bands of output
+ *           channels and calls back after each, and the epilogue and pool
+ *           run on the band while it is in L2, the band's scratch at the
+ *           start of the block's (band_chans; TJIT_CONV_BAND=0: off, =N:
+ *           N channels per band). Same sums, same bits.
  *
  * Run: the blocks in parallel (rt_parallel_for, grain 1) with OpenBLAS serial
  * inside (rt_blas_serial_begin/end); each block calls the eager kernels on
@@ -43,11 +49,13 @@
 #include <string.h>
 
 #include "../runtime/blas.h"
+#include "../runtime/conv_direct.h"
 #include "sched_int.h"
 
 #define SC_SHARED_MAX ((int64_t)256 << 10) /* bytes of a right operand every block packs */
 #define SC_BLOCK_OUT ((int64_t)64 << 10)    /* target bytes of a block of GEMM output rows */
 #define SC_BLOCK_ROWS 64                    /* GEMM rows per block, at least */
+#define SC_BAND_BYTES ((int64_t)512 << 10) /* bytes of a band of a conv's output, at most (L2) */
 #define SC_LOOKAHEAD 64                     /* steps scanned past a region's last step */
 
 static const ir_node *chain_end(const ir_node *n)
@@ -299,8 +307,11 @@ static bool pool_ok(const former *F, step *s, const sc_region *rg)
     }
     s->slice[0][0] = 0;
     p->conv_pools++;
-    pool_note(p, "%%%d %s fused after the conv (its input %%%d stays in the block's scratch)", n->id,
-              ir_ops[n->op].name, x->id);
+    const char *band = getenv("TJIT_CONV_BAND");
+    pool_note(p, "%%%d %s fused after the conv (its input %%%d stays in the block's scratch; %s)", n->id,
+              ir_ops[n->op].name, x->id,
+              band && !strcmp(band, "0") ? "no channel bands: TJIT_CONV_BAND=0"
+                                         : "the conv in bands of output channels when the grid kernel runs it");
     return true;
 }
 
@@ -522,12 +533,14 @@ typedef struct region_ctx {
     atomic_int failed;
     int fail_step;
     char msg[512];
+    int64_t band, oc;   /* the head conv's output channels per band (0: none) of oc */
 } region_ctx;
 
 /* One block: its units [q0, q1) and the index of each block dim (the last
  * one: where its chunk starts). */
 typedef struct blk {
     int64_t q0, q1, idx[TJ_MAX_DIMS], len;
+    int64_t o0, o1, oc;   /* a band: output channels [o0, o1) of oc (o1 = 0: none) */
     char *scratch;
 } blk;
 
@@ -554,10 +567,21 @@ static char *whole_base(const region_ctx *c, int s, const blk *k)
     int b = s >= p->ninputs ? p->buf_of[s] : -1;
     if (b >= 0 && p->bufs[b].where == SC_SCRATCH) {
         int64_t per_unit = ir_type_numel(&p->types[s]) / c->rg->nq;
+        int64_t skip = k->q0 * per_unit + (k->o1 ? k->o0 * (per_unit / k->oc) : 0);
         uintptr_t at = (uintptr_t)k->scratch + (uintptr_t)p->bufs[b].offset;
-        return (char *)(at - (uintptr_t)(k->q0 * per_unit * (int64_t)tj_dtype_size(p->types[s].dtype)));
+        return (char *)(at - (uintptr_t)(skip * (int64_t)tj_dtype_size(p->types[s].dtype)));
     }
     return rt_ptr(c->vals[s]);
+}
+
+/* The tile of launch l that starts at element x of its domain, or -1 when
+ * none does (x inside a tile). */
+static int64_t tile_at(const cg_launch *l, int64_t x)
+{
+    int64_t N = l->sz[0], B = l->sz[1], NB = l->sz[2];
+    if ((x % N) % B)
+        return -1;
+    return x / N * NB + x % N / B;
 }
 
 static int run_kernel_block(const region_ctx *c, const step *s, const blk *k)
@@ -568,7 +592,13 @@ static int run_kernel_block(const region_ctx *c, const step *s, const blk *k)
         int base = l->args[a].base;
         bufs[a] = whole_base(c, base, k) + l->args[a].offset * (int64_t)tj_dtype_size(c->p->types[base].dtype);
     }
-    s->fn(bufs, k->q0 * s->tq, k->q1 * s->tq, l->sz);
+    int64_t t0 = k->q0 * s->tq, t1 = k->q1 * s->tq;
+    if (k->o1) {   /* the band's tiles (band_chans checked that they are whole) */
+        int64_t e = l->ntiles / l->sz[2] * l->sz[0] / c->rg->nq;
+        t0 = tile_at(l, k->q0 * e + k->o0 * (e / k->oc));
+        t1 = tile_at(l, k->q0 * e + k->o1 * (e / k->oc));
+    }
+    s->fn(bufs, t0, t1, l->sz);
     return 0;
 }
 
@@ -598,6 +628,10 @@ static void slice_header(const region_ctx *c, int slot, const signed char *sl, c
         ptr += k->idx[d] * h->strides[sl[d]] * (int64_t)tj_dtype_size(ty->dtype);
         h->shape[sl[d]] = d == c->rg->nd - 1 ? k->len : 1;
     }
+    if (k->o1) {   /* a band: its channels (dim 1) */
+        ptr += k->o0 * h->strides[1] * (int64_t)tj_dtype_size(ty->dtype);
+        h->shape[1] = k->o1 - k->o0;
+    }
     atomic_init(&st->refs, 1);
     atomic_init(&st->version, 0);
     atomic_init(&st->raw, 0);
@@ -626,6 +660,43 @@ static int run_eager_block(const region_ctx *c, const step *s, const blk *k)
     return rt_run_kernel(n->op, &h[3], in, n->nin, &a);
 }
 
+/* Steps i0..i1 of the region on block k; -1 with the error kept in c. */
+static int run_steps(region_ctx *c, blk *k, int i0, int i1)
+{
+    bool prof = rt_prof_on();
+    for (int i = i0; i <= i1; i++) {
+        const step *s = &c->p->steps[i];
+        int64_t t0 = prof ? rt_prof_now() : 0;
+        int rc = s->kind == S_KERNEL ? run_kernel_block(c, s, k) : run_eager_block(c, s, k);
+        if (prof)   /* each block's steps in the lane of the thread that ran them */
+            rt_prof_emit(s->prof_name, RT_PROF_BLOCK, t0, rt_prof_now(), 0, -1);
+        if (rc == 0)
+            continue;
+        if (atomic_exchange(&c->failed, 1) == 0) {
+            snprintf(c->msg, sizeof c->msg, "%s", tj_last_error());
+            c->fail_step = i;
+        }
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct band_ctx {
+    region_ctx *c;
+    blk *k;
+} band_ctx;
+
+/* After the head conv's band [o0, o1): the region's other steps on it. */
+static int band_done(void *ctx, int64_t o0, int64_t o1)
+{
+    band_ctx *b = ctx;
+    b->k->o0 = o0;
+    b->k->o1 = o1;
+    int rc = run_steps(b->c, b->k, b->c->rg->first + 1, b->c->rg->last);
+    b->k->o1 = 0;
+    return rc;
+}
+
 static void region_chunk(void *c_, int64_t b0, int64_t b1)
 {
     region_ctx *c = c_;
@@ -636,25 +707,70 @@ static void region_chunk(void *c_, int64_t b0, int64_t b1)
             snprintf(c->msg, sizeof c->msg, "out of memory allocating %zu bytes of block scratch", sb);
         return;
     }
-    bool prof = rt_prof_on();
+    k.oc = c->oc;
     for (int64_t b = b0; b < b1 && !atomic_load(&c->failed); b++) {
         block_of(c->rg, b, &k);
-        for (int i = c->rg->first; i <= c->rg->last; i++) {
-            const step *s = &c->p->steps[i];
-            int64_t t0 = prof ? rt_prof_now() : 0;
-            int rc = s->kind == S_KERNEL ? run_kernel_block(c, s, &k) : run_eager_block(c, s, &k);
-            if (prof)   /* each block's steps in the lane of the thread that ran them */
-                rt_prof_emit(s->prof_name, RT_PROF_BLOCK, t0, rt_prof_now(), 0, -1);
-            if (rc == 0)
-                continue;
-            if (atomic_exchange(&c->failed, 1) == 0) {
-                snprintf(c->msg, sizeof c->msg, "%s", tj_last_error());
-                c->fail_step = i;
-            }
-            break;
+        int i0 = c->rg->first;
+        if (c->band) {   /* the conv calls band_done per band, when it can */
+            band_ctx bc = {c, &k};
+            rt_conv_band hook = {c->band, &bc, band_done, false};
+            rt_conv_band_set(&hook);
+            int rc = run_steps(c, &k, i0, i0);
+            rt_conv_band_set(NULL);
+            if (rc)
+                break;
+            i0 = hook.used ? c->rg->last + 1 : i0 + 1;
         }
+        if (run_steps(c, &k, i0, c->rg->last))
+            break;
     }
     rt_free(k.scratch, sb);
+}
+
+/* Output channels per band of the head conv of region rg (TJIT_CONV_BAND:
+ * that many; unset: the most whose output fits in SC_BAND_BYTES, a
+ * multiple of 4; 0: none) when the region is a conv2d whose value lives in
+ * scratch, then only pointwise kernels whose tiles stop at the bands'
+ * edges, then the fused pool last; else 0 (no bands). */
+static int64_t band_chans(const ir_graph *g, const sc_plan *p, const sc_region *rg, int64_t *oc)
+{
+    const char *env = getenv("TJIT_CONV_BAND");
+    if (rg->last <= rg->first || (env && !strcmp(env, "0")))
+        return 0;
+    const step *h = &p->steps[rg->first], *t = &p->steps[rg->last];
+    if (h->kind != S_EAGER || t->kind != S_EAGER)
+        return 0;
+    const ir_node *conv = g->nodes[h->node], *pool = g->nodes[t->node];
+    int cs = ir_slot(g, conv), b = p->buf_of[cs];
+    const ir_type *ty = &p->types[cs];
+    if (conv->op != OP_conv2d || (pool->op != OP_max_pool2d && pool->op != OP_avg_pool2d) ||
+        ty->ndim != 4 || ty->shape[0] != rg->nq || b < 0 || p->bufs[b].where != SC_SCRATCH)
+        return 0;
+
+    int64_t C = ty->shape[1], per = ty->shape[2] * ty->shape[3] * (int64_t)tj_dtype_size(ty->dtype);
+    int64_t chans = env ? strtoll(env, NULL, 10) : SC_BAND_BYTES / (per > 0 ? per : 1) / 4 * 4;
+    if (chans <= 0 || chans >= C)
+        return 0;
+    for (int i = rg->first + 1; i < rg->last; i++) {
+        const step *s = &p->steps[i];
+        if (s->kind != S_KERNEL || s->launch->k.kind != CG_TILES)
+            return 0;
+
+        int64_t e = s->launch->ntiles / s->launch->sz[2] * s->launch->sz[0];
+        if (e % rg->nq || e / rg->nq % C)
+            return 0;
+        e /= rg->nq;
+        for (int64_t o = chans; o <= C; o = o < C && o + chans > C ? C : o + chans)
+            if (tile_at(s->launch, o * (e / C)) < 0)
+                return 0;
+
+    }
+    for (int s = g->ninputs; s < p->nslots; s++)   /* the scratch values: the conv's size */
+        if (p->def[s] >= rg->first && p->def[s] <= rg->last && p->buf_of[s] >= 0 &&
+            p->bufs[p->buf_of[s]].where == SC_SCRATCH && ir_type_numel(&p->types[s]) != ir_type_numel(ty))
+            return 0;
+    *oc = C;
+    return chans;
 }
 
 int sc_block_run(const ir_graph *g, const sc_plan *p, int r, tj_tensor **vals, sc_call_mem *m)
@@ -666,8 +782,9 @@ int sc_block_run(const ir_graph *g, const sc_plan *p, int r, tj_tensor **vals, s
             return -1;
     if (!rt_blas_core())   /* loaded here: an error on a pool thread would be lost */
         return -1;
-    region_ctx c = {g, p, rg, vals, 0, -1, ""};
+    region_ctx c = {g, p, rg, vals, 0, -1, "", 0, 0};
     atomic_init(&c.failed, 0);
+    c.band = band_chans(g, p, rg, &c.oc);
     rt_blas_serial_begin();
     rt_parallel_for(rg->nblocks, 1, region_chunk, &c);
     rt_blas_serial_end();

@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "../runtime/conv_direct.h"
 #include "util.h"
 
 /* One case: conv2d (x [n,c,h,w], weight [o, c/groups, k, k]), then an
@@ -235,6 +236,70 @@ static void test_epilogues_and_groups(void **state)
     run_cfg(c, FUSED, "32 -> 32 3x3");
 }
 
+/* c compiled fused with the conv in bands of `chans` output channels
+ * (TJIT_CONV_BAND) and without (=0): the same bits, and bands ran (as many
+ * as `bands` per image when positive; none when negative). */
+static void check_bands(cfg c, const char *chans, int64_t bands, const char *what)
+{
+    cfg_weights(&c);
+    int64_t xs[4] = {c.n, c.c, c.h, c.w};
+    tj_tensor *x = tj_randn(TJ_F32, 4, xs), *got[2], *plain[2];
+    setenv("TJIT_CONV_BAND", chans, 1);
+    tj_compiled *cb = tj_compile_multi(model, &c, &(tj_compile_options){.name = "conv_band"});
+    int64_t before = rt_conv_band_runs();
+    int nb = tj_call_multi(cb, &x, 1, got, 2);
+    int64_t ran = rt_conv_band_runs() - before;
+    setenv("TJIT_CONV_BAND", "0", 1);
+    tj_compiled *cu = tj_compile_multi(model, &c, &(tj_compile_options){.name = "conv_band_off"});
+    before = rt_conv_band_runs();
+    int nu = tj_call_multi(cu, &x, 1, plain, 2);
+    assert_int_equal(rt_conv_band_runs(), before);
+    unsetenv("TJIT_CONV_BAND");
+    if (nb < 1 || nb != nu)
+        fail_msg("%s: %s", what, tj_last_error());
+    if (bands > 0 ? ran != bands * c.n : bands < 0 ? ran != 0 : ran == 0)
+        fail_msg("%s: %lld bands ran", what, (long long)ran);
+    for (int k = 0; k < nb; k++)
+        assert_same_bits(got[k], plain[k], what);
+    char *e = tj_explain(cu);
+    if (!strstr(e, "TJIT_CONV_BAND=0"))
+        fail_msg("%s: tj_explain should say the bands are off:\n%s", what, e);
+    free(e);
+    tj_compiled_free(cb);
+    tj_compiled_free(cu);
+    cfg_release(&c);
+}
+
+/* The conv in bands of output channels (the stem's store-bound conv):
+ * bit for bit the unbanded plan's, over odd sizes, both pools, paddings,
+ * strides 1 and 2, band sizes that do and do not divide the channels, 1
+ * and 2 threads. */
+static void test_bands(void **state)
+{
+    int threads = tj_num_threads();
+    for (int t = 1; t <= 2; t++) {
+        tj_set_num_threads(t);
+        cfg c = base();   /* the stem's shape, smaller */
+        c.h = 45, c.w = 43, c.k = 7, c.cs = 2, c.cp = 3, c.o = 16, c.bias = false;
+        c.pk[0] = c.pk[1] = 3, c.pp[0] = c.pp[1] = 1;
+        check_bands(c, "4", 4, "stem, bands of 4");
+        check_bands(c, "8", 2, "stem, bands of 8");
+        check_bands(c, "12", 2, "stem, bands of 12 and 4");
+        c.avg = true, c.cip = true;
+        check_bands(c, "4", 4, "stem, avg pool");
+        c = base(), c.h = 15, c.w = 13, c.o = 12, c.cp = 0;   /* stride 1, no padding */
+        c.pk[0] = c.pk[1] = 3, c.ps[0] = c.ps[1] = 2, c.pp[0] = c.pp[1] = 1;
+        check_bands(c, "4", 3, "3x3 stride 1, max 3x3/2");
+        c.avg = true, c.ceil = true;
+        check_bands(c, "8", 2, "3x3 stride 1, avg, ceil_mode");
+        c.bn = false;   /* bias and relu: an image per tile, so no bands */
+        check_bands(c, "8", -1, "3x3 stride 1, avg, bias only");
+        c = base(), c.h = 17, c.w = 11, c.cs = 2, c.o = 20;
+        check_bands(c, "4", 5, "3x3 stride 2 pad 1, max 2x2/2");
+    }
+    tj_set_num_threads(threads);
+}
+
 /* Batch 1 forms no region (a block is an image; the conv splits its rows over
  * the threads instead): the plan runs unfused and says nothing of pools;
  * batch 3 on one thread and two. */
@@ -334,6 +399,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_stem),
+        T(test_bands),
         T(test_max_windows),
         T(test_avg_windows),
         T(test_epilogues_and_groups),
