@@ -180,19 +180,6 @@ static void test_max_windows_bits(void **state)
 
 /* ---- the conv rule on small images ------------------------------------------------------- */
 
-/* Max over elements of |got - ref| / max(1, |ref|), ref f64. */
-static double max_err(tj_tensor *got, tj_tensor *ref)
-{
-    assert_non_null(got);
-    assert_int_equal(tj_numel(got), tj_numel(ref));
-    tj_tensor *g = tj_cast(got, TJ_F64);
-    const double *a = tj_data(g), *b = tj_data(ref);
-    double e = 0;
-    for (int64_t i = 0; i < tj_numel(ref); i++)
-        e = fmax(e, fabs(a[i] - b[i]) / fmax(1.0, fabs(b[i])));
-    return e;
-}
-
 /* The rule's conv of x [n, c, h, w] by o filters k x k (padding k / 2, bias)
  * against the f64 conv: within tol, and on AVX2 run on kernel `kind` (-1:
  * none of the direct kernels). */
@@ -216,7 +203,7 @@ static void rule_conv(const int64_t *s, int64_t o, int64_t k, int kind, double t
                  (long long)s[2], (long long)s[3], (long long)o, tj_last_error());
     tj_tensor *ref = tj_conv2d(tj_cast(x, TJ_F64), tj_cast(w, TJ_F64), tj_cast(b, TJ_F64), one,
                                pd, one, 1);
-    double e = max_err(y, ref);
+    double e = tu_max_rel_err(y, ref);
     if (e > tol)
         fail_msg("conv2d [%lld,%lld,%lld,%lld] -> %lld: error %g over %g", (long long)s[0],
                  (long long)s[1], (long long)s[2], (long long)s[3], (long long)o, e, tol);

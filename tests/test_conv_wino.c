@@ -37,19 +37,6 @@ static bool has_wino(void)
     return rt_conv_isa_current() == RT_CONV_AVX2;
 }
 
-/* Max over elements of |got - ref| / max(1, |ref|), ref f64, got f32. */
-static double max_err(tj_tensor *got, tj_tensor *ref)
-{
-    assert_non_null(got);
-    assert_int_equal(tj_numel(got), tj_numel(ref));
-    tj_tensor *g = tj_cast(got, TJ_F64);
-    const double *a = tj_data(g), *b = tj_data(ref);
-    double e = 0;
-    for (int64_t i = 0; i < tj_numel(ref); i++)
-        e = fmax(e, fabs(a[i] - b[i]) / fmax(1.0, fabs(b[i])));
-    return e;
-}
-
 /* conv2d on path (TJIT_CONV, NULL: the rule); checks that kernel `kind` ran
  * once when kind >= 0. */
 static tj_tensor *conv_on(const char *path, int kind, tj_tensor *x, tj_tensor *w, tj_tensor *b,
@@ -121,7 +108,7 @@ static void test_wino4_f64(void **state)
             tj_set_num_threads(t);
             tj_tensor *y4 = conv_on("wino4", wino ? RT_CONV_WINO4 : -1, x, w, b, s[5], s[6]);
             tj_tensor *y2 = conv_on("wino", wino ? RT_CONV_WINO : -1, x, w, b, s[5], s[6]);
-            double e4 = max_err(y4, ref), e2 = max_err(y2, ref);
+            double e4 = tu_max_rel_err(y4, ref), e2 = tu_max_rel_err(y2, ref);
             if (e4 > WINO4_TOL || e2 > WINO2_TOL)
                 fail_msg("shape %d, %d threads: F(4x4) %.3g (bound %g), F(2x2) %.3g (bound %g)",
                          k, t, e4, WINO4_TOL, e2, WINO2_TOL);
@@ -136,7 +123,7 @@ static void test_wino4_f64(void **state)
     tj_tensor *wv = tj_randn(TJ_F32, 4, (int64_t[]){6, 8, 3, 3});
     tj_tensor *ref = conv_on("gemm", -1, tj_cast(xv, TJ_F64), tj_cast(wv, TJ_F64), NULL, 1, 1);
     tj_tensor *y4 = conv_on("wino4", wino ? RT_CONV_WINO4 : -1, xv, wv, NULL, 1, 1);
-    assert_true(max_err(y4, ref) <= WINO4_TOL * 3);   /* weights N(0,1): outputs ~3 */
+    assert_true(tu_max_rel_err(y4, ref) <= WINO4_TOL * 3);   /* weights N(0,1): outputs ~3 */
     print_message("max error against f64: F(4x4) %.2e, F(2x2) %.2e\n", worst4, worst2);
     tj_set_num_threads(before);
 }

@@ -111,6 +111,18 @@ void tu_assert_error(const void *got, ...)
     tj_clear_error();
 }
 
+double tu_max_rel_err(tj_tensor *got, tj_tensor *ref)
+{
+    assert_non_null(got);
+    assert_int_equal(tj_numel(got), tj_numel(ref));
+    tj_tensor *g = tj_cast(got, TJ_F64);
+    const double *a = tj_data(g), *b = tj_data(ref);
+    double e = 0;
+    for (int64_t i = 0; i < tj_numel(ref); i++)
+        e = fmax(e, fabs(a[i] - b[i]) / fmax(1.0, fabs(b[i])));
+    return e;
+}
+
 tj_tensor *tu_tensor(tj_dtype dt, int ndim, const int64_t *shape, const double *values)
 {
     int64_t n = 1;

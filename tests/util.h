@@ -32,6 +32,9 @@ void tu_assert_error(const void *got, ...);
 void tu_assert_explain(tj_compiled *c, const char *what);
 
 /* A tensor from a literal list of doubles, cast to dt (current scope). */
+/* Max over elements of |got - ref| / max(1, |ref|); ref f64, got any float
+ * type of ref's shape (not NULL). */
+double tu_max_rel_err(tj_tensor *got, tj_tensor *ref);
 tj_tensor *tu_tensor(tj_dtype dt, int ndim, const int64_t *shape, const double *values);
 
 /* Golden case lists (tests/golden/<family>/cases.txt): a comma-separated
