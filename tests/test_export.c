@@ -99,6 +99,18 @@ static void test_roundtrip(void **state)
     fixture_free(&f);
 }
 
+/* c exported to dir/name, loaded back: on x it gives y, bit for bit. */
+static void assert_exported_gives(tj_compiled *c, const char *name, tj_tensor *x, tj_tensor *y)
+{
+    tj_tensor *out[1];
+    assert_int_equal(tj_export(c, path(name), NULL), 0);
+    tj_aot_model *m = tj_aot_load(path(name));
+    assert_non_null(m);
+    assert_int_equal(tj_aot_run(m, &x, 1, out, 1), 1);
+    tu_assert_close(out[0], y, 0, 0);
+    tj_aot_free(m);
+}
+
 /* A frozen signature whose weight was written after it was traced is stale
  * (the next call traced it again, folding the new weight): the export holds
  * the current plan, not the stale one of the same signature (found by
@@ -117,14 +129,9 @@ static void test_stale_frozen_entry(void **state)
     tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){3, 8});
     assert_non_null(tj_call(c, &x, 1));
     assert_int_equal(tj_add_s_(w.b, 0.5), 0);
-    tj_tensor *y = tj_call(c, &x, 1), *out[1];
+    tj_tensor *y = tj_call(c, &x, 1);
     tu_assert_close(y, model_folded(&w, &x, 1), 1e-5, 1e-5);
-    assert_int_equal(tj_export(c, path("frozen.so"), NULL), 0);
-    tj_aot_model *m = tj_aot_load(path("frozen.so"));
-    assert_non_null(m);
-    assert_int_equal(tj_aot_run(m, &x, 1, out, 1), 1);
-    tu_assert_close(out[0], y, 0, 0);
-    tj_aot_free(m);
+    assert_exported_gives(c, "frozen.so", x, y);
     tj_compiled_free(c);
     tj_release(w.w);
     tj_release(w.b);
@@ -144,15 +151,10 @@ static void test_folded_view_weight(void **state)
     mlp_w w = {NULL, tj_keep(tj_randn(TJ_F32, 2, (int64_t[]){1, 8}))};
     tj_compiled *c =
         tj_compile(model_column, &w, &(tj_compile_options){.name = "column", .no_dynamic = true, .freeze = true});
-    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){3, 8}), *out[1];
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){3, 8});
     tj_tensor *y = tj_call(c, &x, 1);
     tu_assert_close(y, model_column(&w, &x, 1), 1e-5, 1e-5);
-    assert_int_equal(tj_export(c, path("column.so"), NULL), 0);
-    tj_aot_model *m = tj_aot_load(path("column.so"));
-    assert_non_null(m);
-    assert_int_equal(tj_aot_run(m, &x, 1, out, 1), 1);
-    tu_assert_close(out[0], y, 0, 0);
-    tj_aot_free(m);
+    assert_exported_gives(c, "column.so", x, y);
     tj_compiled_free(c);
     tj_release(w.b);
 }

@@ -272,6 +272,16 @@ static void make_specs(unsigned seed, int mode, argspec *spec)
     }
 }
 
+/* Twin arguments from one seed: eager's (ea) and the compiled call's (ca),
+ * argument i from seed + i. */
+static void twin_args(const argspec *spec, unsigned seed, tj_tensor **ea, tj_tensor **ca)
+{
+    for (int i = 0; i < 3; i++) {
+        ea[i] = make_arg(&spec[i], seed + (unsigned)i);
+        ca[i] = make_arg(&spec[i], seed + (unsigned)i);
+    }
+}
+
 /* ---- comparing ---------------------------------------------------------------------------------- */
 
 /* NULL when got matches want, else why (written into why). */
@@ -437,10 +447,7 @@ static int check_concurrent(tj_compiled *c, prog *p, const argspec *spec)
     conc_job jobs[2] = {{.c = c}, {.c = c}};
     tj_tensor *ea[2][3];
     for (int t = 0; t < 2; t++)
-        for (int i = 0; i < 3; i++) {
-            ea[t][i] = make_arg(&spec[i], p->seed * 5u + 77u * (unsigned)t + (unsigned)i);
-            jobs[t].ca[i] = make_arg(&spec[i], p->seed * 5u + 77u * (unsigned)t + (unsigned)i);
-        }
+        twin_args(spec, p->seed * 5u + 77u * (unsigned)t, ea[t], jobs[t].ca);
     tu_run_threads(2, conc_call, jobs, sizeof jobs[0]);
     int rc = 0;
     for (int t = 0; t < 2; t++) {
@@ -493,10 +500,7 @@ static void check_export(tj_compiled *c, prog *p, const argspec *spec)
         fail_msg("%s program %u: the exported model does not load: %s", mode_name[p->mode], p->seed,
                  tj_last_error());
     tj_tensor *ea[3], *ca[3], *want[MAX_OUTS], *got[MAX_OUTS];
-    for (int i = 0; i < 3; i++) {
-        ea[i] = make_arg(&spec[i], p->seed * 3u + 31u + (unsigned)i);
-        ca[i] = make_arg(&spec[i], p->seed * 3u + 31u + (unsigned)i);
-    }
+    twin_args(spec, p->seed * 3u + 31u, ea, ca);
     if (check_call(c, tu_program_model, p, p, ea, ca, spec, 3, want, got) < 0)
         fail_msg("%s program %u: eager refused the exported signature", mode_name[p->mode], p->seed);
     tj_aot_free(p->aot);
@@ -538,12 +542,9 @@ static void run_mode(int mode, int count)
                 assert_int_equal(tj_copy_(p.w, nw), 0);
             }
             tj_tensor *ea[3], *ca[3];
-            for (int i = 0; i < 3; i++) {
-                ea[i] = make_arg(&spec[i], seed * 3u + (unsigned)(call * 7 + i));
-                ca[i] = make_arg(&spec[i], seed * 3u + (unsigned)(call * 7 + i));
-                if (getenv("TJ_PROGRAMS_VERBOSE") && call == 0)
-                    fprintf(stderr, "  arg %d: %s layout %d\n", i, shape_text(&spec[i]), spec[i].layout);
-            }
+            twin_args(spec, seed * 3u + (unsigned)(call * 7), ea, ca);
+            for (int i = 0; getenv("TJ_PROGRAMS_VERBOSE") && call == 0 && i < 3; i++)
+                fprintf(stderr, "  arg %d: %s layout %d\n", i, shape_text(&spec[i]), spec[i].layout);
             tj_tensor *want[MAX_OUTS], *got[MAX_OUTS];
             if (mode == M_AUTOCAST)   /* matmul and conv2d in bf16 (f16 for odd seeds), eager and compiled */
                 assert_int_equal(tj_autocast(seed % 2 ? TJ_F16 : TJ_BF16), 0);
@@ -680,10 +681,7 @@ static void run_grad(int count)
         tj_compiled *c = tj_compile_multi(tu_program_model, &pc, &(tj_compile_options){.name = "grad", .no_dynamic = true});
         for (int call = 0; call < 2; call++) {
             tj_tensor *ea[3], *ca[3], *want[MAX_OUTS], *got[MAX_OUTS];
-            for (int i = 0; i < 3; i++) {
-                ea[i] = make_arg(&spec[i], seed * 3u + (unsigned)(call * 7 + i));
-                ca[i] = make_arg(&spec[i], seed * 3u + (unsigned)(call * 7 + i));
-            }
+            twin_args(spec, seed * 3u + (unsigned)(call * 7), ea, ca);
             assert_int_equal(tj_requires_grad(ea[0], true), 0);
             assert_int_equal(tj_requires_grad(ca[0], true), 0);
             int n = check_call(c, tu_program_model, &pe, &pe, ea, ca, spec, call, want, got);
@@ -785,10 +783,7 @@ static void run_train(int count)
         tj_compiled *c = tj_compile_multi(train_step, &tc, &(tj_compile_options){.name = "train", .no_dynamic = true});
         for (int call = 0; call < 3; call++) {
             tj_tensor *ea[3], *ca[3], *want[MAX_OUTS], *got[MAX_OUTS];
-            for (int i = 0; i < 3; i++) {
-                ea[i] = make_arg(&spec[i], seed * 3u + (unsigned)(call * 7 + i));
-                ca[i] = make_arg(&spec[i], seed * 3u + (unsigned)(call * 7 + i));
-            }
+            twin_args(spec, seed * 3u + (unsigned)(call * 7), ea, ca);
             if (check_call(c, train_step, &te, &te.p, ea, ca, spec, call, want, got) < 0) {
                 refused++;
                 break;
