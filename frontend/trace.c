@@ -145,19 +145,22 @@ static ir_node *current_view(fe_trace *tr, tj_tensor *x, ir_node *n)
         b = b->in[0];
     }
     ir_node *now = b;
-    for (int k = 0; k < tr->novw; k++)
+    for (int k = 0; k < tr->novw; k++)   /* in order: a base written twice follows both */
         if (tr->ovw[k].old == now)
             now = tr->ovw[k].now;
-    if (nc == 0 || now == b)
+    if (nc == 0 || (now == b && nc < 64))
         return n;
-    for (int k = 0; k < nc; k++)
-        if (chain[k]->op == OP_reshape || chain[k]->op == OP_as_strided || nc == 64) {
-            fe_trace_break(tr, "a view read after an in-place write into its base, through reshape "
-                               "or as_strided");
-            rt_error("tracing: a view read after an in-place write into its base (through %s) is a "
-                     "graph break", ir_ops[chain[k]->op].name);
-            return NULL;
-        }
+    const char *copying = nc == 64 ? "64 views" : NULL;   /* too deep to follow: eager */
+    for (int k = 0; k < nc && !copying; k++)
+        if (chain[k]->op == OP_reshape || chain[k]->op == OP_as_strided)
+            copying = ir_ops[chain[k]->op].name;
+    if (copying) {
+        fe_trace_break(tr, "a view read after an in-place write into its base, through reshape, "
+                           "as_strided or 64 views");
+        rt_error("tracing: a view read after an in-place write into its base (through %s) is a graph "
+                 "break", copying);
+        return NULL;
+    }
     for (int k = nc - 1; k >= 0 && now; k--) {
         ir_attrs a;
         ir_node_attrs(chain[k], &a);
