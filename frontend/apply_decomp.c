@@ -24,10 +24,19 @@ static tj_tensor *fail(ir_op op, tj_tensor *const *in, int nin, const char *why)
 }
 
 /* Applies g's nodes to vals (inputs already set); the output, kept past the
- * scope the intermediates die in, or NULL. */
+ * scope the intermediates die in, or NULL. Autocast is off inside: it casts
+ * the composite's inputs (fe_apply) and never its prims, as in PyTorch (an
+ * op's autocast wrapper runs its body with autocast excluded) and as a
+ * compiled plan does (a trace records the composite; the passes decompose it
+ * outside any scope): a dot of f32 vectors is f32 inside an f16 scope,
+ * though its decomposition is a matmul. */
 static tj_tensor *replay(const ir_graph *g, tj_tensor **vals)
 {
     tj_tensor *ins[FE_MAX_INPUTS], *r = NULL;
+    if (tj_autocast(TJ_F32) != 0) {   /* more nested scopes than allowed: the error says so */
+        tj_autocast_end();
+        return NULL;
+    }
     tj_scope_begin();
     for (int k = 0; k < g->nnodes; k++) {
         const ir_node *n = g->nodes[k];
@@ -44,6 +53,7 @@ static tj_tensor *replay(const ir_graph *g, tj_tensor **vals)
     if (out)
         r = tj_keep(out);
     tj_scope_end();
+    tj_autocast_end();
     return r;
 }
 

@@ -502,6 +502,42 @@ static void test_autocast(void **state)
     tj_autocast_end();
 }
 
+/* A composite whose decomposition holds a matmul (dot, tensordot, mv):
+ * autocast casts a composite's inputs by the composite's own policy (none for
+ * these) and never its prims, so f32 vectors give f32 eagerly, compiled, and
+ * eagerly with gradients (the prims recorded), as in PyTorch's CPU autocast. */
+static int ac_composites(void *ctx, tj_tensor *const *args, int nargs, tj_tensor **outs, int max)
+{
+    (void)ctx;
+    (void)nargs;
+    (void)max;
+    outs[0] = tj_dot(args[0], args[0]);
+    outs[1] = tj_mv(args[1], args[0]);
+    outs[2] = tj_tensordot(args[1], args[1], (int[]){1}, (int[]){1}, 1);
+    return 3;
+}
+
+static void test_autocast_composites(void **state)
+{
+    (void)state;
+    tj_tensor *v = tj_mul_s(tj_arange(TJ_F32, 0, 8, 1), 0.3), *m = tj_reshape(tj_arange(TJ_F32, 0, 24, 1), 2, (int64_t[]){3, 8});
+    tj_tensor *args[2] = {v, m}, *eager[3], *out[3];
+    tj_compiled *c = tj_compile_multi(ac_composites, NULL, NULL);
+    for (int grad = 0; grad < 2; grad++) {
+        tj_requires_grad(v, grad);
+        assert_int_equal(tj_autocast(TJ_F16), 0);
+        assert_int_equal(ac_composites(NULL, args, 2, eager, 3), 3);
+        assert_int_equal(tj_call_multi(c, args, 2, out, 3), 3);
+        tj_autocast_end();
+        for (int k = 0; k < 3; k++) {
+            assert_int_equal(tj_dtype_of(eager[k]), TJ_F32);
+            assert_int_equal(tj_dtype_of(out[k]), TJ_F32);
+            tu_assert_close(out[k], eager[k], 1e-6, 1e-6);
+        }
+    }
+    tj_compiled_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -516,6 +552,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_matmul, tu_scope_setup, tu_scope_teardown),
         cmocka_unit_test_setup_teardown(test_create_and_npy, tu_scope_setup, tu_scope_teardown),
         cmocka_unit_test_setup_teardown(test_autocast, tu_scope_setup, tu_scope_teardown),
+        cmocka_unit_test_setup_teardown(test_autocast_composites, tu_scope_setup, tu_scope_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
