@@ -12,16 +12,16 @@
  * group and instance norm, linear, more pointwise formulas, triangles and
  * diagonals, windows (unfold), chunks, resampling (interpolate), medians
  * and vector norms, and masked_select (a shape that depends on the data: a
- * graph break). Every index is a constant of the program, drawn from the
- * generator, so eager and compiled read the same.
+ * graph break). The third family, the ops neither of these draws, is in
+ * tests/util_programs_more.c. Every index is a constant of the program,
+ * drawn from the generator, so eager and compiled read the same.
  */
 #include <math.h>
 #include <stdint.h>
 
 #include "util_programs.h"
 
-/* An i64 tensor of the given shape with values in [0, hi). */
-static tj_tensor *indices(gen *g, int nd, const int64_t *shape, int64_t hi)
+tj_tensor *tu_program_indices(gen *g, int nd, const int64_t *shape, int64_t hi)
 {
     static const int64_t none = 0;
     int64_t n = 1;
@@ -59,31 +59,31 @@ static tj_tensor *indexing(gen *g, tj_tensor *a, tj_tensor *b, int d, int64_t n)
     switch (rnd(g, 5)) {
     case 0:
         note(g, "gather dim %d", d);
-        return tj_gather(a, d, indices(g, nd, tj_shape(a), n));
+        return tj_gather(a, d, tu_program_indices(g, nd, tj_shape(a), n));
     case 1: {
         int64_t k = 1 + rnd(g, 3);
         note(g, "take_along_dim %d, %lld", d, (long long)k);
         shape_with(a, d, k, shape);
-        return tj_take_along_dim(a, indices(g, nd, shape, n), d);
+        return tj_take_along_dim(a, tu_program_indices(g, nd, shape, n), d);
     }
     case 2:
         note(g, "scatter_add dim %d", d);
-        return tj_scatter_add(num(a), d, indices(g, nd, tj_shape(a), n), src);
+        return tj_scatter_add(num(a), d, tu_program_indices(g, nd, tj_shape(a), n), src);
     case 3: {
         int64_t k = 1 + rnd(g, 3);
         note(g, "index_add dim %d, %lld rows, alpha 0.5", d, (long long)k);
         tj_tensor *rows = tj_narrow(src, d, 0, k < n ? k : n);
         int64_t m = tj_size(rows, d);
-        return tj_index_add(num(a), d, indices(g, 1, &m, n), rows, tj_dtype_is_float(tj_dtype_of(a)) ? 0.5 : 1);
+        return tj_index_add(num(a), d, tu_program_indices(g, 1, &m, n), rows, tj_dtype_is_float(tj_dtype_of(a)) ? 0.5 : 1);
     }
     default:
         if (nd == 2) {
             int64_t ishape[2] = {2, 3};
             note(g, "embedding rows of a");
-            return tj_embedding(a, indices(g, 2, ishape, tj_size(a, 0)));
+            return tj_embedding(a, tu_program_indices(g, 2, ishape, tj_size(a, 0)));
         }
         note(g, "index_select dim %d", d);
-        return tj_index_select(a, d, indices(g, 1, (int64_t[]){4}, n));
+        return tj_index_select(a, d, tu_program_indices(g, 1, (int64_t[]){4}, n));
     }
 }
 
@@ -684,7 +684,7 @@ int tu_program_model(void *ctx, tj_tensor *const *in, int nin, tj_tensor **out, 
     int steps = 4 + rnd(&g, 13);
     for (int s = 0; s < steps && nv < MAX_VALUES; s++) {
         tj_tensor *a = v[rnd(&g, nv)], *r;
-        int kind = rnd(&g, 12);
+        int kind = rnd(&g, 13);
         if (!exact && conv_ok(a) && rnd(&g, 3) == 0)
             r = conv_block(&g, a);
         else if (kind < 3)
@@ -702,8 +702,10 @@ int tu_program_model(void *ctx, tj_tensor *const *in, int nin, tj_tensor **out, 
             r = other(&g, a, partner(&g, a, v, nv, true), p->w, exact);
         else if (kind == 10)
             r = extra(&g, a, p->w, exact);
-        else
+        else if (kind == 11)
             r = wider_step(&g, a, partner(&g, a, v, nv, true), p->w, exact);
+        else
+            r = tu_program_more(&g, a, partner(&g, a, v, nv, true), exact);
         if (!r)
             return -1;
         if (p->logging && tj_dtype_of(r) == TJ_F32)   /* no write while compiled calls trace */

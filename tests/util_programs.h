@@ -78,6 +78,12 @@ static inline tj_tensor *flt(tj_tensor *t) { return is_float(t) ? t : tj_cast(t,
 /* A pointwise step over a (and b, broadcast with it): the dynamic mode's
  * generator draws from these too. */
 tj_tensor *tu_program_unary(gen *g, tj_tensor *a);
+/* An i64 tensor of the given shape with values in [0, hi), repeats allowed
+ * (NULL above MAX_NUMEL elements). */
+tj_tensor *tu_program_indices(gen *g, int nd, const int64_t *shape, int64_t hi);
+/* The third family (tests/util_programs_more.c): the ops the others do not
+ * draw; b broadcasts to a's shape. */
+tj_tensor *tu_program_more(gen *g, tj_tensor *a, tj_tensor *b, bool exact);
 tj_tensor *tu_program_binary(gen *g, tj_tensor *a, tj_tensor *b);
 /* A program's results into out: its last value and up to two more it made
  * (v[nin..nv)); their count. */
