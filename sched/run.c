@@ -82,7 +82,8 @@ void sc_node_failed(const ir_graph *g, const ir_node *n, tj_tensor *const *in, c
 
 /* The stride of a dim of size 1 never moves an index: it is not compared (a
  * weight exported as a contiguous copy of a [5,1] view with strides [1,5]
- * has [1,1]). */
+ * has [1,1]); nor are the strides of an empty tensor, which address
+ * nothing. */
 bool sc_plan_matches(const sc_plan *p, tj_tensor *const *inputs)
 {
     for (int k = 0; k < p->ninputs; k++) {
@@ -91,7 +92,10 @@ bool sc_plan_matches(const sc_plan *p, tj_tensor *const *inputs)
         if (t->dtype != ty->dtype || t->ndim != ty->ndim ||
             memcmp(t->shape, ty->shape, sizeof(int64_t) * (size_t)t->ndim))
             return false;
+        bool empty = false;
         for (int d = 0; d < t->ndim; d++)
+            empty |= t->shape[d] == 0;
+        for (int d = 0; d < t->ndim && !empty; d++)
             if (t->shape[d] != 1 && t->strides[d] != p->in_strides[k][d])
                 return false;
     }

@@ -159,6 +159,23 @@ static void test_folded_view_weight(void **state)
     tj_release(w.b);
 }
 
+/* An argument with a dim of size 0: its strides address nothing, so the
+ * loaded model takes the same shape with any strides (found by
+ * test_programs: an empty argument of another layout was refused). */
+static tj_tensor *model_double(void *ctx, tj_tensor *const *a, int n) { return tj_mul_s(a[0], 2); }
+
+static void test_empty_argument_strides(void **state)
+{
+    tj_compiled *c = tj_compile(model_double, NULL, &(tj_compile_options){.name = "empty", .no_dynamic = true});
+    tj_tensor *x = tj_zeros(TJ_F32, 2, (int64_t[]){0, 3});
+    tj_tensor *y = tj_call(c, &x, 1);
+    assert_non_null(y);
+    tj_tensor *xt = tj_transpose(tj_zeros(TJ_F32, 2, (int64_t[]){3, 0}), 0, 1);   /* [0,3], strides [1,0] */
+    assert_int_equal(tj_size(xt, 0), 0);
+    assert_exported_gives(c, "empty.so", xt, y);
+    tj_compiled_free(c);
+}
+
 static void test_no_weights(void **state)
 {
     fixture f;
@@ -291,6 +308,7 @@ int main(void)
         T(test_roundtrip), T(test_no_weights), T(test_export_errors), T(test_load_errors),
         T(test_cpu_features), T(test_result_views_weight), T(test_stale_frozen_entry),
         T(test_folded_view_weight),
+        T(test_empty_argument_strides),
 #undef T
     };
     return cmocka_run_group_tests_name("export", tests, setup, teardown);

@@ -72,8 +72,8 @@ static tj_tensor *dyn_step(gen *g, tj_tensor **v, ashape *sh, int nv, ashape *ou
     int nd = s.nd, d = nd ? rnd(g, nd) : 0;
     *out = s;
     switch (rnd(g, 11)) {
-    case 0:
-    case 1: return tu_program_unary(g, a);
+    case 0: return tu_program_unary(g, a);
+    case 1: return tu_program_unary_more(g, a, false);
     case 8:
         if (!nd)
             break;
@@ -101,14 +101,19 @@ static tj_tensor *dyn_step(gen *g, tj_tensor **v, ashape *sh, int nv, ashape *ou
         if (!nd)
             break;
         bool keep = rnd(g, 2);
-        note(g, "sum dim %d keep %d", d, keep);
         out->nd = keep ? nd : nd - 1;
         for (int i = 0, j = 0; i < nd; i++)
             if (i != d)
                 out->d[j++] = s.d[i];
             else if (keep)
                 out->d[j++] = -1;
-        return rnd(g, 2) ? tj_sum(a, &d, 1, keep) : tj_amax(a, &d, 1, keep);
+        switch (rnd(g, 5)) {
+        case 0: note(g, "sum dim %d keep %d", d, keep); return tj_sum(a, &d, 1, keep);
+        case 1: note(g, "amax dim %d keep %d", d, keep); return tj_amax(a, &d, 1, keep);
+        case 2: note(g, "mean dim %d keep %d", d, keep); return tj_mean(a, &d, 1, keep);
+        case 3: note(g, "var dim %d keep %d", d, keep); return tj_var(a, &d, 1, 1, keep);
+        default: note(g, "logsumexp dim %d keep %d", d, keep); return tj_logsumexp(a, &d, 1, keep);
+        }
     }
     case 5:
         if (!nd)

@@ -84,6 +84,8 @@ tj_tensor *tu_program_indices(gen *g, int nd, const int64_t *shape, int64_t hi);
 /* The third family (tests/util_programs_more.c): the ops the others do not
  * draw; b broadcasts to a's shape. */
 tj_tensor *tu_program_more(gen *g, tj_tensor *a, tj_tensor *b, bool exact);
+/* Its pointwise unary steps (a's shape kept: the dynamic mode draws them). */
+tj_tensor *tu_program_unary_more(gen *g, tj_tensor *a, bool exact);
 tj_tensor *tu_program_binary(gen *g, tj_tensor *a, tj_tensor *b);
 /* A program's results into out: its last value and up to two more it made
  * (v[nin..nv)); their count. */

@@ -56,7 +56,7 @@ static tj_tensor *consts(gen *g, tj_dtype dt, int nd, const int64_t *shape, doub
     return tj_cast(tj_from_data(TJ_F64, nd, shape, v), dt);
 }
 
-static tj_tensor *unary_more(gen *g, tj_tensor *a, bool exact)
+tj_tensor *tu_program_unary_more(gen *g, tj_tensor *a, bool exact)
 {
     if (exact) {
         switch (rnd(g, 4)) {
@@ -509,7 +509,7 @@ tj_tensor *tu_program_more(gen *g, tj_tensor *a, tj_tensor *b, bool exact)
     if (windowed && rnd(g, 3) == 0)   /* 3-D and 4-D values are rarer than the others */
         return windows(g, a);
     switch (rnd(g, 8)) {
-    case 0: return unary_more(g, a, exact);
+    case 0: return tu_program_unary_more(g, a, exact);
     case 1: return binary_more(g, a, b, exact);
     case 2:
         if (windowed)
