@@ -67,10 +67,16 @@ void fe_trace_resume(fe_trace *tr)
     rt_set_tracing(true);
 }
 
+/* A new storage token of this trace (fe_alias_of): odd, so never a
+ * storage's address. */
+static uint64_t new_alias(fe_trace *tr) { return ++tr->aliases << 1 | 1; }
+
 tj_tensor *fe_trace_arg(fe_trace *tr, ir_node *n, const ir_type *ex)
 {
-    (void)tr;
-    return rt_own(rt_tensor_symbolic(ex, n));
+    tj_tensor *t = rt_own(rt_tensor_symbolic(ex, n));
+    if (t)
+        t->alias = new_alias(tr);
+    return t;
 }
 
 static void trace_break(fe_trace *tr, const char *fmt, const char *what)
@@ -133,9 +139,11 @@ static ir_node *capture(fe_trace *tr, tj_tensor *x)
 /* n, x's node, when no in-place write replaced the base of its views;
  * else the same views (permute, slice, expand, squeeze, unsqueeze) of the
  * base's value now, x rebound to them: eager reads a view through the
- * storage its base was written in. A chain through reshape (a copy when
- * the strides forbid a view) or as_strided breaks the graph instead, and
- * the call runs eagerly. NULL on error. */
+ * storage its base was written in. Only writes into x's storage count: a
+ * twin of the base (one node, another tensor: clone(y) taken twice) was
+ * not written. A chain through reshape (a copy when the strides forbid a
+ * view) or as_strided breaks the graph instead, and the call runs eagerly.
+ * NULL on error. */
 static ir_node *current_view(fe_trace *tr, tj_tensor *x, ir_node *n)
 {
     ir_node *chain[64], *b = n;
@@ -145,8 +153,9 @@ static ir_node *current_view(fe_trace *tr, tj_tensor *x, ir_node *n)
         b = b->in[0];
     }
     ir_node *now = b;
+    uint64_t alias = fe_alias_of(x);
     for (int k = 0; k < tr->novw; k++)   /* in order: a base written twice follows both */
-        if (tr->ovw[k].old == now)
+        if (tr->ovw[k].old == now && (!alias || !tr->ovw[k].alias || tr->ovw[k].alias == alias))
             now = tr->ovw[k].now;
     if (nc == 0 || (now == b && nc < 64))
         return n;
@@ -265,6 +274,8 @@ tj_tensor *fe_trace_apply(fe_trace *tr, ir_op op, tj_tensor *const *in, int nin,
     tr->nops++;
     tr->last_op = op;
     tj_tensor *r = rt_own(rt_tensor_symbolic(&out, n));
+    if (r)   /* a view stands for its input's storage, any other result for one of its own */
+        r->alias = ir_ops[op].kind == IR_VIEW && in[0] ? fe_alias_of(in[0]) : new_alias(tr);
     if (r && tr->seg && fe_seg_track(tr, r, ir_ops[op].kind == IR_VIEW ? in[0] : NULL) != 0) {
         tr->failed = true;
         return NULL;

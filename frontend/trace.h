@@ -40,7 +40,18 @@ typedef struct fe_grad_guard {
  * taken before the write read the base's new value (fe_trace_value). */
 typedef struct fe_overwrite {
     ir_node *old, *now;
+    uint64_t alias;   /* the written tensor's storage (fe_alias_of) */
 } fe_overwrite;
+
+/* The storage t stands for: a concrete tensor's own, or the token a trace
+ * gave a symbolic one (fe_trace_apply: a view shares its input's, any other
+ * op's result gets a new one). Two tensors of one value (equal nodes are
+ * shared) may stand for two storages: a write into one is not seen by the
+ * other's views. */
+static inline uint64_t fe_alias_of(const tj_tensor *t)
+{
+    return t->storage ? (uint64_t)(uintptr_t)t->storage : t->alias;
+}
 
 struct fe_trace {
     ir_graph *g;
@@ -65,6 +76,7 @@ struct fe_trace {
     int nguards, guard_cap;
     fe_overwrite *ovw;     /* values replaced by in-place writes, in order */
     int novw, ovw_cap;
+    uint64_t aliases;      /* storage tokens given out (fe_alias_of) */
     tj_tensor **vreads;    /* concrete tensors whose values the trace read (retained) */
     int nvreads, vread_cap;
     struct fe_segrun *seg; /* a call of a split entry (segment.c), or NULL */

@@ -72,14 +72,14 @@ static tj_tensor *holder_of(fe_trace *tr, const ir_node *n)
     return NULL;
 }
 
-/* Records that a write replaced value old by now; 0 or -1. */
-static int overwrote(fe_trace *tr, ir_node *old, ir_node *now)
+/* Records that a write into dst replaced value old by now; 0 or -1. */
+static int overwrote(fe_trace *tr, const tj_tensor *dst, ir_node *old, ir_node *now)
 {
     if (!old || old == now)
         return 0;
     if (reserve((void **)&tr->ovw, tr->novw, &tr->ovw_cap, sizeof *tr->ovw) != 0)
         return -1;
-    tr->ovw[tr->novw++] = (fe_overwrite){old, now};
+    tr->ovw[tr->novw++] = (fe_overwrite){old, now, fe_alias_of(dst)};
     return 0;
 }
 
@@ -153,7 +153,7 @@ int fe_trace_write_data(fe_trace *tr, tj_tensor *dst, tj_tensor *value)
             return -1;
         for (int k = 0; k < tr->ncaps; k++)
             if (tr->caps[k] == dst) {
-                if (overwrote(tr, tr->cap_nodes[k], v) != 0)
+                if (overwrote(tr, dst, tr->cap_nodes[k], v) != 0)
                     return -1;
                 tr->cap_nodes[k] = v;
             }
@@ -163,7 +163,7 @@ int fe_trace_write_data(fe_trace *tr, tj_tensor *dst, tj_tensor *value)
     for (int k = 0; k < tr->nargs; k++)
         if (tr->args[k] == dst)
             arg = k;
-    if (overwrote(tr, dst->sym, v) != 0)
+    if (overwrote(tr, dst, dst->sym, v) != 0)
         return -1;
     dst->sym = v;   /* later reads of this header see the new value */
     return arg >= 0 ? add_write(tr, FE_WRITE_DATA, NULL, arg, value) : 0;

@@ -62,6 +62,8 @@ struct tj_tensor {
     int64_t offset;                 /* into storage, in elements */
     rt_storage *storage;            /* NULL only for symbolic tensors */
     void *sym;                      /* tracing: the graph value; NULL when concrete */
+    uint64_t alias;                 /* tracing: the storage a symbolic tensor stands for, its
+                                     * views' too (frontend/trace.c); 0 when concrete */
     rt_agmeta *ag;                  /* autograd state (frontend/autograd.c) or NULL */
     rt_wref *wref;                  /* its weak reference, made on first request, or NULL */
     bool made_tracing;              /* made while this thread traced (a model's constant) */

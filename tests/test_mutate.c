@@ -197,6 +197,48 @@ static void test_views_before_writes(void **state)
     tj_release(twin);
 }
 
+/* Twins: two clones of one value are one node of the trace, two storages
+ * in eager. A write into one must not reach the other's views (they read
+ * the written twin's value, silently, when writes were followed by node):
+ * a slice of the unwritten twin read after the write (one graph), and a
+ * write into such a slice (a graph break: the call runs split at it; found
+ * by test_programs, int seed 301176). */
+static tj_tensor *model_twins(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)n;
+    bool split = ctx != NULL;
+    tj_tensor *c = tj_clone(x[0]), *t = tj_clone(x[0]);
+    tj_tensor *vc = tj_slice(c, 1, 0, 2, 1);
+    if (tj_add_s_(c, 10) != 0)
+        return NULL;
+    tj_tensor *vt = tj_slice(t, 1, 0, 2, 1);
+    if (split && tj_mul_s_(vt, 2) != 0)
+        return NULL;
+    tj_tensor *r = tj_add(tj_mul_s(tj_sum(vc, NULL, 0, false), 1000), tj_sum(vt, NULL, 0, false));
+    return tj_add(r, tj_mul_s(tj_sum(t, NULL, 0, false), 1e6));
+}
+
+static void test_twin_views(void **state)
+{
+    (void)state;
+    for (int split = 0; split < 2; split++) {
+        void *ctx = split ? (void *)1 : NULL;
+        tj_compiled *c = tj_compile(model_twins, ctx, &(tj_compile_options){.name = "twins"});
+        for (int k = 0; k < 3; k++) {
+            tj_tensor *x = tj_add_s(tj_arange(TJ_F64, 0, 6, 1), k);
+            x = tj_reshape(x, 2, (int64_t[]){2, 3});
+            tu_assert_close(tj_call(c, &x, 1), model_twins(ctx, &x, 1), 0, 0);
+        }
+        tj_compiled_stats st;
+        stats(c, &st);
+        assert_int_equal(st.eager_calls, 0);
+        char *ex = tj_explain(c);
+        assert_int_equal(strstr(ex, "split at graph breaks") != NULL, split);
+        free(ex);
+        tj_compiled_free(c);
+    }
+}
+
 /* A write into a transposed view: a graph break, eager semantics; the
  * calls run split at it (the write eagerly between two pieces). */
 static tj_tensor *model_view_write(void *ctx, tj_tensor *const *x, int n)
@@ -287,7 +329,7 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_inplace_eager),       T(test_buffer_across_calls),     T(test_argument_mutation),
         T(test_slices_in_place),     T(test_other_view_write_breaks), T(test_batch_norm_running_stats),
-        T(test_views_before_writes),
+        T(test_views_before_writes),   T(test_twin_views),
 #undef T
     };
     return cmocka_run_group_tests_name("mutate", tests, NULL, NULL);
