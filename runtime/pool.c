@@ -2,10 +2,11 @@
  *
  * rt_parallel_for(n, grain, fn, ctx) cuts [0, n) into c contiguous chunks,
  * c = min(threads, n / grain), as equal as possible; rt_parallel_tasks(n, fn,
- * ctx) makes each item a chunk of its own (a few long tasks). The boundaries depend only
- * on n, grain and the thread count, never on timing, so a kernel that reduces
- * per chunk gives the same bits on every run with the same thread count. The
- * chunks are then claimed dynamically by the caller and the workers.
+ * ctx) makes each item a chunk of its own (for a few long tasks). The
+ * boundaries depend only on n, grain and the thread count, never on timing,
+ * so a kernel that reduces per chunk gives the same bits on every run with
+ * the same thread count. The chunks are then claimed dynamically by the
+ * caller and the workers.
  *
  * Hand-off: the caller writes the job, then publishes it by storing one atomic
  * word `claim` = generation(32) | chunks(16) | next chunk(16). Workers spin on
