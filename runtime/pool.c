@@ -1,10 +1,12 @@
 /* pool.c - the persistent thread pool behind rt_parallel_for.
  *
  * rt_parallel_for(n, grain, fn, ctx) cuts [0, n) into c contiguous chunks,
- * c = min(threads, n / grain), as equal as possible. The boundaries depend only
- * on n, grain and the thread count, never on timing, so a kernel that reduces
- * per chunk gives the same bits on every run with the same thread count. The
- * chunks are then claimed dynamically by the caller and the workers.
+ * c = min(threads, n / grain), as equal as possible; rt_parallel_tasks(n, fn,
+ * ctx) makes each item a chunk of its own (for a few long tasks). The
+ * boundaries depend only on n, grain and the thread count, never on timing,
+ * so a kernel that reduces per chunk gives the same bits on every run with
+ * the same thread count. The chunks are then claimed dynamically by the
+ * caller and the workers.
  *
  * Hand-off: the caller writes the job, then publishes it by storing one atomic
  * word `claim` = generation(32) | chunks(16) | next chunk(16). Workers spin on
@@ -36,6 +38,7 @@
 #include "profile.h"
 
 #define RT_MAX_THREADS 256
+#define RT_MAX_TASKS 0xffff   /* chunks of one job: claim's 16-bit fields */
 /* How long an idle worker (or a waiting caller) spins before sleeping: long
  * enough to cover the gap between two eager ops, short enough not to steal a
  * core from other work for long. Waking a sleeper costs a futex syscall
@@ -362,8 +365,9 @@ static void wait_done(int chunks)
 /* Runs a job on the pool; the caller holds run_mu. */
 static void run_parallel(int64_t n, int chunks, rt_range_fn fn, void *ctx)
 {
-    if (pool.nworkers < chunks - 1)
-        start_workers(chunks - 1);
+    int want = (chunks < rt_threads() ? chunks : rt_threads()) - 1;   /* tasks may outnumber threads */
+    if (pool.nworkers < want)
+        start_workers(want);
     pool.job = (pool_job){fn, ctx, n, rt_prof_on() ? rt_prof_label() : 0};
     atomic_store_explicit(&pool.done, 0, memory_order_relaxed);
     uint64_t old = atomic_load_explicit(&pool.claim, memory_order_relaxed);
@@ -380,15 +384,9 @@ static void run_parallel(int64_t n, int chunks, rt_range_fn fn, void *ctx)
     wait_done(chunks);
 }
 
-void rt_parallel_for(int64_t n, int64_t grain, rt_range_fn fn, void *ctx)
+/* Runs fn over [0, n) in `chunks` chunks on the pool, or serially. */
+static void run_chunked(int64_t n, int chunks, rt_range_fn fn, void *ctx)
 {
-    if (n <= 0)
-        return;
-    if (grain < 1)
-        grain = 1;
-    int threads = rt_threads();
-    int64_t c = n / grain;
-    int chunks = c < threads ? (int)(c < 1 ? 1 : c) : threads;
     if (chunks == 1) {
         fn(ctx, 0, n);
         return;
@@ -408,4 +406,22 @@ void rt_parallel_for(int64_t n, int64_t grain, rt_range_fn fn, void *ctx)
         run_serial(n, chunks, fn, ctx);
         in_pool = was;
     }
+}
+
+void rt_parallel_for(int64_t n, int64_t grain, rt_range_fn fn, void *ctx)
+{
+    if (n <= 0)
+        return;
+    if (grain < 1)
+        grain = 1;
+    int threads = rt_threads();
+    int64_t c = n / grain;
+    run_chunked(n, c < threads ? (int)(c < 1 ? 1 : c) : threads, fn, ctx);
+}
+
+void rt_parallel_tasks(int64_t n, rt_range_fn fn, void *ctx)
+{
+    if (n <= 0)
+        return;
+    run_chunked(n, rt_threads() == 1 ? 1 : (int)(n < RT_MAX_TASKS ? n : RT_MAX_TASKS), fn, ctx);
 }

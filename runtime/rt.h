@@ -192,6 +192,13 @@ typedef void (*rt_range_fn)(void *ctx, int64_t begin, int64_t end);
  * Returns when every chunk is done. Safe to call from any thread; a nested
  * call from inside a pool task runs serially. */
 void rt_parallel_for(int64_t n, int64_t grain, rt_range_fn fn, void *ctx);
+/* Like rt_parallel_for, but each of the n items is a chunk of its own (up
+ * to 65535 chunks, then contiguous groups), claimed one at a time: for a
+ * few long, independent tasks (a split GEMM's column blocks), so that a
+ * thread that starts late (woken late, or preempted on a shared machine)
+ * still takes the tasks left instead of the other thread running half of
+ * them after its own half. Serial with one thread. */
+void rt_parallel_tasks(int64_t n, rt_range_fn fn, void *ctx);
 int rt_threads(void);
 /* The threads an rt_parallel_for called here can use: 1 inside a pool task
  * (a nested call runs serially), else rt_threads(). */

@@ -34,8 +34,11 @@
  *             Not with TJIT_INTEROP=0; TJIT_GEMM_SPLIT=0 forms no split
  *             (both read when a plan is built).
  *   run       with exactly two runtime threads (rt_threads()): OpenBLAS
- *             serial (rt_blas_serial_begin), the pair's two steps or the
- *             split's column blocks as the chunks of one rt_parallel_for;
+ *             serial (rt_blas_serial_begin), the pair's two steps as the
+ *             chunks of one rt_parallel_for, the split's column blocks as
+ *             tasks claimed one at a time (rt_parallel_tasks: a thread that
+ *             starts late still takes the blocks left; before 2026-11-30 the
+ *             four blocks were two chunks of two);
  *             otherwise one step after the other, as any step. A split whose
  *             operands BLAS cannot take as they are (rt_blas_layout) runs
  *             whole, as does one on a weight kept in another form
@@ -260,7 +263,7 @@ static int run_split(const ir_graph *g, const sc_plan *p, int i, tj_tensor **val
     c.a = rt_ptr(a), c.b = rt_ptr(b), c.c = rt_ptr(o);
     atomic_fetch_add(&split_count, 1);
     rt_blas_serial_begin();
-    rt_parallel_for(c.nb, 1, split_range, &c);
+    rt_parallel_tasks(c.nb, split_range, &c);   /* each block claimed alone */
     rt_blas_serial_end();
     rt_bump_version(o);
     for (int q = 0; q < c.nb; q++)

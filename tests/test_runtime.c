@@ -407,6 +407,36 @@ static void test_pool_thread_counts(void **state)
     tj_clear_error();
 }
 
+/* rt_parallel_tasks: every item once, each item a chunk of its own (claimed
+ * one at a time) when more than one thread runs; serial with one thread. */
+static void check_tasks(int64_t n)
+{
+    static visit_ctx c;
+    memset(&c, 0, sizeof c);
+    c.grain = 1;
+    rt_parallel_tasks(n, visit, &c);
+    for (int64_t i = 0; i < n; i++)
+        if (atomic_load(&c.count[i]) != 1)
+            fail_msg("n %lld: item %lld run %d times", (long long)n, (long long)i, atomic_load(&c.count[i]));
+    int want = n <= 0 ? 0 : rt_threads() == 1 ? 1 : (int)n;
+    if (atomic_load(&c.chunks) != want)
+        fail_msg("n %lld, %d threads: %d chunks, want %d", (long long)n, rt_threads(), atomic_load(&c.chunks), want);
+}
+
+static void test_pool_tasks(void **state)
+{
+    (void)state;
+    int orig = tj_num_threads();
+    int counts[] = {2, 1, 3, 8};
+    for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
+        tj_set_num_threads(counts[k]);
+        int64_t ns[] = {0, 1, 2, 3, 4, 5, 8, 17, 100, MAX_N};
+        for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++)
+            check_tasks(ns[a]);
+    }
+    tj_set_num_threads(orig);
+}
+
 /* Chunk boundaries depend only on n, grain and the thread count. */
 typedef struct bounds_ctx {
     _Atomic int64_t begin_of[64];
@@ -988,6 +1018,7 @@ int main(int argc, char **argv)
         T(test_alloc_threads),
         T(test_pool_visits_once),
         T(test_pool_thread_counts),
+        T(test_pool_tasks),
         T(test_pool_deterministic),
         T(test_pool_nested),
         T(test_pool_concurrent_callers),
