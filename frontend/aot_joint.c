@@ -216,6 +216,7 @@ static int trace_joint(fe_joint *j, fe_trace *tr, tj_model_fn fn, tj_model_multi
 {
     tj_tensor *sargs[JOINT_MAX], *res[JOINT_MAX];
     tr->args = sargs;
+    tr->examples = args;
     tr->nargs = j->nargs;
     for (int i = 0; i < j->nargs; i++) {
         ir_type t;

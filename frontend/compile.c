@@ -529,6 +529,7 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
     tr->nsyms = e->nsyms;
     tj_tensor *sargs[FE_MAX_ARGS];
     tr->args = sargs;
+    tr->examples = args;
     tr->nargs = nargs;
     tj_scope_begin();
     bool ok = true;

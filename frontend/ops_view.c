@@ -184,14 +184,14 @@ int tj_copy_(tj_tensor *dst, tj_tensor *src)
     if (fe_ag_check_inplace(dst, "copy_"))
         return -1;
     rt_describe_inputs("copy_", in, 2, head, sizeof head);
-    for (int d = 0; d < dst->ndim; d++) {
-        if (dst->strides[d] == 0 && dst->shape[d] > 1) {
-            rt_error("%s: dst has several elements in one memory location (an expanded view)",
-                     head);
-            return -1;
-        }
-    }
     fe_trace *tr = fe_trace_current();
+    bool overlaps = tr && fe_trace_write_overlaps(tr, dst);   /* a traced argument's example */
+    for (int d = 0; d < dst->ndim; d++)
+        overlaps |= dst->strides[d] == 0 && dst->shape[d] > 1;
+    if (overlaps) {
+        rt_error("%s: dst has several elements in one memory location (an expanded view)", head);
+        return -1;
+    }
     if (tr) {
         /* Functionalized: the graph computes dst's new value; the call writes
          * it back (trace_effects.c). */

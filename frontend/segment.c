@@ -830,6 +830,7 @@ int fe_split_call(fe_split *sp, tj_model_fn fn, tj_model_multi_fn mfn, void *ctx
     tr->seg = &R;
     tj_tensor *sargs[64];
     tr->args = sargs;
+    tr->examples = args;
     tr->nargs = nargs;
     tj_scope_begin();
     int n = 0;

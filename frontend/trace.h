@@ -67,6 +67,7 @@ struct fe_trace {
     int nsyms;
     bool failed;           /* out of memory or a graph error */
     tj_tensor *const *args; /* the function's symbolic arguments (set by the caller) */
+    tj_tensor *const *examples; /* the concrete arguments they stand for, or NULL */
     int nargs;
     uint64_t exact_args;   /* bit k: as_strided read argument k as its own storage
                             * (compile.c guards whether it holds it; ops_strided.c) */
@@ -136,6 +137,11 @@ void fe_joint_stats(const fe_joint *j, tj_compiled_stats *out);
 /* dst <- value (value has dst's type): later reads of dst in this trace see
  * value, and the call writes it back when dst outlives the call. */
 int fe_trace_write_data(fe_trace *tr, tj_tensor *dst, tj_tensor *value);
+/* Whether a write into dst, an argument or slices of one, would land several
+ * of its elements in one memory location of the argument the call was given
+ * (a dim of stride 0 and size > 1: an expanded view), which eager's copy_
+ * refuses; the symbolic tensor's own strides are contiguous. */
+bool fe_trace_write_overlaps(fe_trace *tr, const tj_tensor *dst);
 /* The gradient of concrete leaf as this trace left it: *found false when the
  * trace has not set it (the caller then reads the leaf's own, guarded). */
 tj_tensor *fe_trace_grad(fe_trace *tr, const tj_tensor *leaf, bool *found);

@@ -126,6 +126,45 @@ static int write_slices(fe_trace *tr, tj_tensor *dst, tj_tensor *value)
     return !v || fe_trace_write_data(tr, target, v) != 0 ? -1 : 0;
 }
 
+/* The concrete tensor dst (an argument or a captured tensor, or slices of
+ * one: the same dims) stands for: the argument the call was given, or the
+ * capture itself; NULL if none. */
+static const tj_tensor *example_of(fe_trace *tr, const tj_tensor *dst)
+{
+    if (!dst->sym)
+        return NULL;
+    ir_node *n = dst->sym;
+    while (!ir_node_is_input(n) && n->op == OP_slice)
+        n = n->in[0];
+    const tj_tensor *h = NULL;
+    for (int k = 0; k < tr->nargs && !h; k++)
+        if (tr->args[k] == dst)
+            h = tr->examples ? tr->examples[k] : NULL;
+    if (!h && (h = holder_of(tr, n)) && h->sym) {   /* an argument's input node */
+        const tj_tensor *sym = h;
+        h = NULL;
+        for (int k = 0; k < tr->nargs; k++)
+            if (tr->args[k] == sym && tr->examples)
+                h = tr->examples[k];
+    }
+    return h && h->ndim == dst->ndim ? h : NULL;
+}
+
+/* Whether dims of size > 1 and stride 0 of ex, among those dst spans
+ * (shape), put several elements in one memory location. */
+static bool expanded(const tj_tensor *ex, const int64_t *shape)
+{
+    for (int d = 0; ex && d < ex->ndim; d++)
+        if (ex->strides[d] == 0 && shape[d] > 1)
+            return true;
+    return false;
+}
+
+bool fe_trace_write_overlaps(fe_trace *tr, const tj_tensor *dst)
+{
+    return expanded(example_of(tr, dst), dst->shape);
+}
+
 int fe_trace_write_data(fe_trace *tr, tj_tensor *dst, tj_tensor *value)
 {
     bool is_arg = false;
@@ -134,14 +173,17 @@ int fe_trace_write_data(fe_trace *tr, tj_tensor *dst, tj_tensor *value)
     if (dst->sym && !is_arg && ir_ops[((ir_node *)dst->sym)->op].kind == IR_VIEW) {
         if (!fe_trace_value(tr, dst))   /* its slices of its base's value now */
             return -1;
-        int rc = write_slices(tr, dst, value);
+        /* slices of an expanded argument: the write reaches every element that
+         * shares the memory, which a functional write-back cannot follow */
+        const tj_tensor *ex = example_of(tr, dst);
+        int rc = ex && expanded(ex, ex->shape) ? 1 : write_slices(tr, dst, value);
         if (rc <= 0)
             return rc;
         if (tr->seg)   /* a split call breaks here and writes eagerly */
             return fe_seg_view_write(tr, dst, value);
         fe_trace_view_write_break(tr);   /* later calls run split at it */
         rt_error("copy_: a write into a view of a traced tensor (other than slices of a weight "
-                 "or an argument) is a graph break");
+                 "or an argument whose elements have memory of their own) is a graph break");
         return -1;
     }
     ir_node *v = fe_trace_value(tr, value);

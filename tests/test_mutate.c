@@ -104,6 +104,61 @@ static void test_argument_mutation(void **state)
     tj_compiled_free(c);
 }
 
+/* Writes into tensors whose elements share memory (expanded views, stride
+ * 0), as eager does them: whole, refused (dst has several elements in one
+ * location) on every call; through a slice of one row, every row that shares
+ * its memory changes (a functional write-back of the whole argument wrote the
+ * old rows over it, silently: the call now runs split at the write). The
+ * argument, then a captured buffer. */
+static tj_tensor *model_expanded_whole(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)ctx;
+    (void)n;
+    return tj_mul_s_(x[0], 0.5) != 0 ? NULL : tj_mul_s(x[0], 1);
+}
+
+static tj_tensor *model_expanded_row(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)n;
+    tj_tensor *t = ctx ? ctx : x[0];
+    if (tj_mul_s_(tj_slice(t, 0, 0, 1, 1), 5) != 0)
+        return NULL;
+    return tj_add(tj_mul_s(t, 1), tj_mul_s(x[0], 0));
+}
+
+static tj_tensor *expanded_rows(void)
+{
+    tj_tensor *row = tj_reshape(tj_arange(TJ_F64, 1, 4, 1), 2, (int64_t[]){1, 3});
+    return tj_expand(row, 2, (int64_t[]){4, 3});
+}
+
+static void test_expanded_writes(void **state)
+{
+    (void)state;
+    tj_compiled *w = tj_compile(model_expanded_whole, NULL, &(tj_compile_options){.name = "whole"});
+    for (int k = 0; k < 2; k++) {
+        tj_tensor *x = expanded_rows();
+        tu_assert_error(model_expanded_whole(NULL, &x, 1), "copy_", "several elements in one memory location", NULL);
+        tu_assert_error(tj_call(w, &x, 1), "copy_", "several elements in one memory location", NULL);
+        tu_assert_close(x, expanded_rows(), 0, 0);
+    }
+    tj_compiled_free(w);
+    tj_tensor *cbuf = tj_keep(expanded_rows()), *cbufe = tj_keep(expanded_rows());
+    tj_compiled *r = tj_compile(model_expanded_row, NULL, &(tj_compile_options){.name = "row"});
+    tj_compiled *cr = tj_compile(model_expanded_row, cbuf, &(tj_compile_options){.name = "row_buf"});
+    for (int k = 0; k < 3; k++) {
+        tj_tensor *x = expanded_rows(), *xe = expanded_rows();
+        tu_assert_close(tj_call(r, &x, 1), model_expanded_row(NULL, &xe, 1), 0, 0);
+        tu_assert_close(x, xe, 0, 0);
+        tu_assert_close(tj_call(cr, &x, 1), model_expanded_row(cbufe, &xe, 1), 0, 0);
+        tu_assert_close(cbuf, cbufe, 0, 0);
+    }
+    tj_compiled_free(r);
+    tj_compiled_free(cr);
+    tj_release(cbuf);
+    tj_release(cbufe);
+}
+
 /* Slices of a captured buffer assigned in place (a ring of rows). */
 static tj_tensor *model_slices(void *ctx, tj_tensor *const *x, int n)
 {
@@ -329,7 +384,7 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_inplace_eager),       T(test_buffer_across_calls),     T(test_argument_mutation),
         T(test_slices_in_place),     T(test_other_view_write_breaks), T(test_batch_norm_running_stats),
-        T(test_views_before_writes),   T(test_twin_views),
+        T(test_views_before_writes),   T(test_twin_views),              T(test_expanded_writes),
 #undef T
     };
     return cmocka_run_group_tests_name("mutate", tests, NULL, NULL);
