@@ -533,6 +533,7 @@ static void run_mode(int mode, int count)
         /* every fifth program frozen: weights folded and packed once, and the
          * third call's write into the weight makes it trace again */
         bool freeze = seed % 5 == 3 && mode != M_INT;
+        p.inner = tj_compile(tu_program_inner, &p, &(tj_compile_options){.name = "inner"});
         tj_compiled *c = tj_compile_multi(
             tu_program_model, &p, &(tj_compile_options){.name = "program", .no_dynamic = true, .freeze = freeze});
         /* every sixteenth program's first call from two threads at once */
@@ -565,6 +566,7 @@ static void run_mode(int mode, int count)
                 check_export(c, &p, spec);
         }
         tj_compiled_free(c);
+        tj_compiled_free(p.inner);
         tj_release(p.w);
         tj_scope_end();
     }
@@ -683,6 +685,8 @@ static void run_grad(int count)
         pe.w = tj_keep(make_arg(&ws, seed + 99));
         assert_int_equal(tj_requires_grad(pc.w, true), 0);
         assert_int_equal(tj_requires_grad(pe.w, true), 0);
+        pc.inner = tj_compile(tu_program_inner, &pc, &(tj_compile_options){.name = "inner"});
+        pe.inner = tj_compile(tu_program_inner, &pe, &(tj_compile_options){.name = "inner"});
         tj_compiled *c = tj_compile_multi(tu_program_model, &pc, &(tj_compile_options){.name = "grad", .no_dynamic = true});
         for (int call = 0; call < 2; call++) {
             tj_tensor *ea[3], *ca[3], *want[MAX_OUTS], *got[MAX_OUTS];
@@ -711,6 +715,8 @@ static void run_grad(int count)
             tj_zero_grad(pe.w);
         }
         tj_compiled_free(c);
+        tj_compiled_free(pc.inner);
+        tj_compiled_free(pe.inner);
         tj_release(pc.w);
         tj_release(pe.w);
         tj_scope_end();
@@ -783,6 +789,8 @@ static void run_train(int count)
         te.p.w = tj_keep(make_arg(&ws, seed + 99));
         assert_int_equal(tj_requires_grad(tc.p.w, true), 0);
         assert_int_equal(tj_requires_grad(te.p.w, true), 0);
+        tc.p.inner = tj_compile(tu_program_inner, &tc.p, &(tj_compile_options){.name = "inner"});
+        te.p.inner = tj_compile(tu_program_inner, &te.p, &(tj_compile_options){.name = "inner"});
         assert_non_null(tc.opt = train_optimizer(seed, tc.p.w));
         assert_non_null(te.opt = train_optimizer(seed, te.p.w));
         tj_compiled *c = tj_compile_multi(train_step, &tc, &(tj_compile_options){.name = "train", .no_dynamic = true});
@@ -804,6 +812,8 @@ static void run_train(int count)
         tj_compiled_free(c);
         tj_optimizer_free(tc.opt);
         tj_optimizer_free(te.opt);
+        tj_compiled_free(tc.p.inner);
+        tj_compiled_free(te.p.inner);
         tj_release(tc.p.w);
         tj_release(te.p.w);
         tj_scope_end();

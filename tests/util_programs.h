@@ -31,6 +31,8 @@ typedef struct prog {
     bool logging;
     bool f32_seen;   /* an f32 value in an f64 program: f32's tolerance */
     tj_aot_model *aot;   /* set: calls run the exported model instead */
+    tj_compiled *inner;  /* set: a compiled function the program may call
+                          * (tu_program_inner; inlined when the program is traced) */
     char log[2048];
 } prog;
 
@@ -84,6 +86,10 @@ tj_tensor *tu_program_indices(gen *g, int nd, const int64_t *shape, int64_t hi);
 /* The third family (tests/util_programs_more.c): the ops the others do not
  * draw; b broadcasts to a's shape. */
 tj_tensor *tu_program_more(gen *g, tj_tensor *a, tj_tensor *b, bool exact);
+/* The function a program calls compiled (prog.inner, compiled with ctx the
+ * program): a few steps of its own on its argument, maybe writing the
+ * argument in place first. */
+tj_tensor *tu_program_inner(void *ctx, tj_tensor *const *in, int n);
 /* Its pointwise unary steps (a's shape kept: the dynamic mode draws them). */
 tj_tensor *tu_program_unary_more(gen *g, tj_tensor *a, bool exact);
 tj_tensor *tu_program_binary(gen *g, tj_tensor *a, tj_tensor *b);

@@ -501,10 +501,31 @@ static tj_tensor *linalg(gen *g, tj_tensor *a)
     }
 }
 
+tj_tensor *tu_program_inner(void *ctx, tj_tensor *const *in, int n)
+{
+    (void)n;
+    prog *p = ctx;
+    gen g = {.s = p->seed * 2246822519u + 5u, .p = p};
+    bool exact = p->mode == M_INT;
+    tj_tensor *x = in[0];
+    if (rnd(&g, 3) == 0 && (exact ? tj_add_s_(x, 1) : tj_mul_s_(x, 0.75)) != 0)   /* the caller's tensor */
+        return NULL;
+    for (int s = 0, steps = 1 + rnd(&g, 3); s < steps && x; s++)
+        x = exact ? tj_add_s(tj_abs(num(x)), s) : tu_program_unary(&g, x);
+    if (x && tj_ndim(x) && rnd(&g, 2))
+        x = tj_mul(x, tj_sum(num(x), (int[]){-1}, 1, true));
+    return x;
+}
+
 tj_tensor *tu_program_more(gen *g, tj_tensor *a, tj_tensor *b, bool exact)
 {
     int nd = tj_ndim(a), d = nd ? rnd(g, nd) : 0;
     int64_t n = nd ? tj_size(a, d) : 0;
+    if (g->p->inner && rnd(g, 6) == 0) {   /* it may write its argument: not the shared weight */
+        tj_tensor *x = a == g->p->w ? tj_clone(a) : a;
+        note(g, "a compiled function's call (inlined when traced)");
+        return tj_call(g->p->inner, &x, 1);
+    }
     bool windowed = !exact && (nd == 3 || nd == 4) && tj_numel(a) > 0;
     if (windowed && rnd(g, 3) == 0)   /* 3-D and 4-D values are rarer than the others */
         return windows(g, a);
