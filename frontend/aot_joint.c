@@ -224,7 +224,7 @@ static int trace_joint(fe_joint *j, fe_trace *tr, tj_model_fn fn, tj_model_multi
         char name[16];
         snprintf(name, sizeof name, "x%d", i);
         ir_node *x = ir_graph_input(tr->g, name, &t, false);
-        if (!x || !(sargs[i] = fe_trace_arg(tr, x, &t))) {
+        if (!x || !(sargs[i] = fe_trace_arg(tr, x, &t, args[i]))) {
             snprintf(why, n, "out of memory");
             return -1;
         }
@@ -249,7 +249,7 @@ static int trace_joint(fe_joint *j, fe_trace *tr, tj_model_fn fn, tj_model_multi
     ir_type t;
     rt_type_of(res[j->k], &t);
     ir_node *tn = ir_graph_input(tr->g, "tangent", &t, false);
-    tj_tensor *seed = tn ? fe_trace_arg(tr, tn, &t) : NULL;
+    tj_tensor *seed = tn ? fe_trace_arg(tr, tn, &t, NULL) : NULL;
     if (!seed || tj_backward_seed(res[j->k], seed) != 0 || tr->brk[0] || tr->failed) {
         snprintf(why, n, "%s", tr->brk[0] ? tr->brk : "the backward failed in the joint trace");
         return -1;

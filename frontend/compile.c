@@ -540,7 +540,7 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
         char name[16];
         snprintf(name, sizeof name, "x%d", k);
         ir_node *n = ir_graph_input(tr->g, name, &sym, false);
-        ok = n && (sargs[k] = fe_trace_arg(tr, n, &ex));
+        ok = n && (sargs[k] = fe_trace_arg(tr, n, &ex, args[k]));
     }
     tj_tensor *res[FE_MAX_RESULTS];
     int nres = ok ? run_fn(c, sargs, nargs, res, FE_MAX_RESULTS) : -1;

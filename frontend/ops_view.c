@@ -159,9 +159,12 @@ tj_tensor *tj_flatten(tj_tensor *x, int start_dim, int end_dim)
     return tj_reshape(x, (int)k, shape);
 }
 
+/* x itself when contiguous, as in eager: a write into the result reaches
+ * x. A symbolic tensor's strides are the ones eager would give it (an
+ * argument's, its views', trace.c), so a trace aliases the same way. */
 tj_tensor *tj_contiguous(tj_tensor *x)
 {
-    if (x && x->storage && rt_is_contiguous(x))
+    if (x && (x->storage || x->sym) && rt_is_contiguous(x))
         return rt_own(tj_retain(x));
     return fe_apply(OP_copy, &x, 1, NULL);
 }

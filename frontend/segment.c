@@ -840,7 +840,7 @@ int fe_split_call(fe_split *sp, tj_model_fn fn, tj_model_multi_fn mfn, void *ctx
         char name[16];
         snprintf(name, sizeof name, "x%d", k);
         ir_node *in = ir_graph_input(tr->g, name, &ex, false);
-        n = in && (sargs[k] = fe_trace_arg(tr, in, &ex)) && fe_seg_track(tr, sargs[k], NULL) == 0 ? 0 : -1;
+        n = in && (sargs[k] = fe_trace_arg(tr, in, &ex, args[k])) && fe_seg_track(tr, sargs[k], NULL) == 0 ? 0 : -1;
     }
     tj_tensor *res[64];
     if (n == 0)

@@ -71,11 +71,14 @@ void fe_trace_resume(fe_trace *tr)
  * storage's address. */
 static uint64_t new_alias(fe_trace *tr) { return ++tr->aliases << 1 | 1; }
 
-tj_tensor *fe_trace_arg(fe_trace *tr, ir_node *n, const ir_type *ex)
+tj_tensor *fe_trace_arg(fe_trace *tr, ir_node *n, const ir_type *ex, const tj_tensor *example)
 {
     tj_tensor *t = rt_own(rt_tensor_symbolic(ex, n));
-    if (t)
-        t->alias = new_alias(tr);
+    if (!t)
+        return NULL;
+    t->alias = new_alias(tr);
+    if (example && example->ndim == t->ndim)   /* eager's strides: what aliases what */
+        memcpy(t->strides, example->strides, sizeof t->strides);
     return t;
 }
 
@@ -274,8 +277,14 @@ tj_tensor *fe_trace_apply(fe_trace *tr, ir_op op, tj_tensor *const *in, int nin,
     tr->nops++;
     tr->last_op = op;
     tj_tensor *r = rt_own(rt_tensor_symbolic(&out, n));
-    if (r)   /* a view stands for its input's storage, any other result for one of its own */
-        r->alias = ir_ops[op].kind == IR_VIEW && in[0] ? fe_alias_of(in[0]) : new_alias(tr);
+    if (r && ir_ops[op].kind == IR_VIEW && in[0]) {
+        /* a view stands for its input's storage, with the strides eager gives
+         * it (contiguous when eager copies: a reshape the strides forbid) */
+        r->alias = fe_alias_of(in[0]);
+        rt_view_strides(op, in[0], a, &out, r->strides);
+    } else if (r) {   /* any other result: a new contiguous tensor, a storage of its own */
+        r->alias = new_alias(tr);
+    }
     if (r && tr->seg && fe_seg_track(tr, r, ir_ops[op].kind == IR_VIEW ? in[0] : NULL) != 0) {
         tr->failed = true;
         return NULL;

@@ -91,8 +91,9 @@ fe_trace *fe_trace_begin(const char *name);
 /* Stops recording and frees the trace (its graph too unless taken: set
  * tr->g = NULL first to keep it; caps are released unless taken likewise). */
 void fe_trace_end(fe_trace *tr);
-/* A symbolic tensor for graph input n of a trace, with example type ex. */
-tj_tensor *fe_trace_arg(fe_trace *tr, ir_node *n, const ir_type *ex);
+/* A symbolic tensor for graph input n of a trace, with example type ex and
+ * the strides of example (the concrete argument; NULL: contiguous). */
+tj_tensor *fe_trace_arg(fe_trace *tr, ir_node *n, const ir_type *ex, const tj_tensor *example);
 /* The graph node of a value met while tracing (symbolic: its node; concrete:
  * its param, made on first meeting); NULL on error. */
 ir_node *fe_trace_value(fe_trace *tr, tj_tensor *x);

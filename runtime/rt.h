@@ -228,6 +228,10 @@ tj_tensor *rt_half_widen(const tj_tensor *x);
  * retries); NULL with an error otherwise. */
 tj_tensor *rt_view_op(ir_op op, tj_tensor *x, const ir_attrs *a, const ir_type *out,
                       bool *need_copy);
+/* The strides rt_view_op would give its result (x's storage unused: x may be
+ * symbolic), into strides (out->ndim of them); false when it would need a
+ * copy (or op is no view). */
+bool rt_view_strides(ir_op op, const tj_tensor *x, const ir_attrs *a, const ir_type *out, int64_t *strides);
 
 /* ---- one op on concrete inputs (eager.c) ------------------------------------ */
 /* Runs op on concrete inputs whose result type ty was already inferred: makes

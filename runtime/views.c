@@ -4,6 +4,8 @@
  * rule (ir/infer_view.c); rt_view_op returns NULL with *need_copy set for a
  * reshape whose strides cannot express the new shape, and for an as_strided
  * of a non-contiguous input (the caller copies). */
+#include <string.h>
+
 #include "rt.h"
 
 typedef struct geom {
@@ -139,32 +141,39 @@ static bool view_as_strided(const tj_tensor *x, const ir_attrs *a, geom *g)
     return true;
 }
 
+/* The geometry of view op on x into g: 1, 0 when a copy is needed, -1 for
+ * an op that is no view. */
+static int view_geometry(ir_op op, const tj_tensor *x, const ir_attrs *a, const ir_type *out, geom *g)
+{
+    g->offset = x->offset;
+    switch (op) {
+    case OP_reshape: return view_reshape(x, out, g);
+    case OP_permute: view_permute(x, a, g); return 1;
+    case OP_slice: view_slice(x, a, g); return 1;
+    case OP_expand: view_expand(x, out, g); return 1;
+    case OP_squeeze: view_squeeze(x, a, g); return 1;
+    case OP_unsqueeze: view_unsqueeze(x, a, g); return 1;
+    case OP_as_strided: return view_as_strided(x, a, g);
+    default: return -1;
+    }
+}
+
 tj_tensor *rt_view_op(ir_op op, tj_tensor *x, const ir_attrs *a, const ir_type *out,
                       bool *need_copy)
 {
-    geom g = {.offset = x->offset};
-    *need_copy = false;
-    switch (op) {
-    case OP_reshape:
-        if (!view_reshape(x, out, &g)) {
-            *need_copy = true;
-            return NULL;
-        }
-        break;
-    case OP_permute: view_permute(x, a, &g); break;
-    case OP_slice: view_slice(x, a, &g); break;
-    case OP_expand: view_expand(x, out, &g); break;
-    case OP_squeeze: view_squeeze(x, a, &g); break;
-    case OP_unsqueeze: view_unsqueeze(x, a, &g); break;
-    case OP_as_strided:
-        if (!view_as_strided(x, a, &g)) {
-            *need_copy = true;
-            return NULL;
-        }
-        break;
-    default:
+    geom g;
+    int rc = view_geometry(op, x, a, out, &g);
+    *need_copy = rc == 0;
+    if (rc < 0)
         rt_error("%s is not a view op", ir_ops[op].name);
-        return NULL;
-    }
-    return rt_tensor_view(x, out->ndim, out->shape, g.strides, g.offset);
+    return rc > 0 ? rt_tensor_view(x, out->ndim, out->shape, g.strides, g.offset) : NULL;
+}
+
+bool rt_view_strides(ir_op op, const tj_tensor *x, const ir_attrs *a, const ir_type *out, int64_t *strides)
+{
+    geom g;
+    if (view_geometry(op, x, a, out, &g) <= 0)
+        return false;
+    memcpy(strides, g.strides, sizeof(int64_t) * (size_t)out->ndim);
+    return true;
 }

@@ -159,6 +159,42 @@ static void test_expanded_writes(void **state)
     tj_release(cbufe);
 }
 
+/* tj_contiguous of a contiguous tensor is that tensor (eager): a write into
+ * it reaches the argument, directly or through a leading slice; of a
+ * transposed one it is a copy, and the argument stays. A trace gave a copy
+ * every time (a symbolic tensor had no strides of its own), so the compiled
+ * call left the argument unwritten, silently. */
+static tj_tensor *model_contiguous_write(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)ctx;
+    (void)n;
+    tj_tensor *c = tj_contiguous(x[0]), *rows = tj_contiguous(tj_slice(x[1], 0, 0, 2, 1));
+    if (tj_add_s_(c, 1) != 0 || tj_mul_s_(rows, 3) != 0)
+        return NULL;
+    return tj_add(tj_sum(c, NULL, 0, false), tj_sum(rows, NULL, 0, false));
+}
+
+static void test_contiguous_aliases(void **state)
+{
+    (void)state;
+    tj_compiled *c = tj_compile(model_contiguous_write, NULL, &(tj_compile_options){.name = "contig"});
+    for (int k = 0; k < 4; k++) {
+        bool t = k % 2;   /* transposed arguments: contiguous copies */
+        tj_tensor *a = tj_randn(TJ_F32, 2, (int64_t[]){3, 4}), *b = tj_randn(TJ_F32, 2, (int64_t[]){4, 3});
+        tj_tensor *x[2] = {t ? tj_transpose(tj_clone(tj_transpose(a, 0, 1)), 0, 1) : tj_clone(a),
+                           t ? tj_transpose(tj_clone(tj_transpose(b, 0, 1)), 0, 1) : tj_clone(b)};
+        tj_tensor *xe[2] = {tj_clone(x[0]), tj_clone(x[1])};
+        if (t)
+            for (int i = 0; i < 2; i++)
+                xe[i] = tj_transpose(tj_clone(tj_transpose(xe[i], 0, 1)), 0, 1);
+        tu_assert_close(tj_call(c, x, 2), model_contiguous_write(NULL, xe, 2), 1e-5, 1e-5);
+        tu_assert_close(x[0], xe[0], 0, 0);
+        tu_assert_close(x[1], xe[1], 0, 0);
+        tu_assert_close(x[0], t ? a : tj_add_s(a, 1), 0, 0);
+    }
+    tj_compiled_free(c);
+}
+
 /* Slices of a captured buffer assigned in place (a ring of rows). */
 static tj_tensor *model_slices(void *ctx, tj_tensor *const *x, int n)
 {
@@ -385,6 +421,7 @@ int main(void)
         T(test_inplace_eager),       T(test_buffer_across_calls),     T(test_argument_mutation),
         T(test_slices_in_place),     T(test_other_view_write_breaks), T(test_batch_norm_running_stats),
         T(test_views_before_writes),   T(test_twin_views),              T(test_expanded_writes),
+        T(test_contiguous_aliases),
 #undef T
     };
     return cmocka_run_group_tests_name("mutate", tests, NULL, NULL);
