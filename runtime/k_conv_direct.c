@@ -101,6 +101,10 @@ typedef struct dj {
     int64_t rp, kv, nseg;           /* row kernel: positions, vectors of channels, segments per row */
     int64_t nrc;                    /* row kernel: chunks of rows per task */
     int64_t ob0, ob1;               /* grid kernel: the channel blocks to run */
+    int64_t qoff, qend, bnq;        /* grid kernel: its blocks start at grid position qoff,
+                                     * bnq of them per image and group, stored up to qend
+                                     * (else 0, ngrid, nqb; row bands: one band's rows) */
+    int64_t ycs;                    /* grid kernel: output elements per channel (else oh*ow) */
     int64_t toff[MAX_TAPS];
 } dj;
 
@@ -586,9 +590,9 @@ static void store_tile(const dj *j, const float *tile, int64_t n, int64_t o0, in
                        int64_t q0)
 {
     const rt_conv_shape *s = &j->s;
-    int64_t qn = j->qv * j->k->vl, q1 = q0 + qn < j->ngrid ? q0 + qn : j->ngrid;
+    int64_t qn = j->qv * j->k->vl, q1 = q0 + qn < j->qend ? q0 + qn : j->qend;
     for (int64_t o = 0; o < no; o++) {
-        int64_t yo = (n * s->o + o0 + o) * s->oh * s->ow;
+        int64_t yo = (n * s->o + o0 + o) * j->ycs;
         const float *t = tile + o * qn - q0;
         for (int64_t q = q0; q < q1;) {
             int64_t r = q / j->wq, c = q % j->wq, end = c + (q1 - q);
@@ -602,24 +606,33 @@ static void store_tile(const dj *j, const float *tile, int64_t n, int64_t o0, in
     }
 }
 
-/* Tasks t0..t1: t = (image * groups + group) * nqb + block. */
+/* Tasks t0..t1: t = (image * groups + group) * bnq + block, the block at
+ * grid position qoff + block * qv * VL. */
 static void run_blocks(void *ctx, int64_t t0, int64_t t1)
 {
     const dj *j = ctx;
     const rt_conv_shape *s = &j->s;
-    int64_t ko = j->ko;
+    int64_t ko = j->ko, qn = j->qv * j->k->vl;
     float tile[RT_CONV_TILE] __attribute__((aligned(64)));
     float bias[4];
     for (int64_t t = t0; t < t1; t++) {
-        int64_t qb = t % j->nqb, g = (t / j->nqb) % s->groups, n = t / (j->nqb * s->groups);
-        int64_t q0 = qb * j->qv * j->k->vl;
+        int64_t qb = t % j->bnq, g = (t / j->bnq) % s->groups, n = t / (j->bnq * s->groups);
+        int64_t q0 = j->qoff + qb * j->qv * j->k->vl;
         const float *xp = j->xq + (n * s->c + g * j->cg) * j->plane + q0;
+        /* f32 and the block inside one row's valid columns: straight to y */
+        int64_t r = q0 / j->wq, col = q0 % j->wq;
+        bool direct = j->dt == TJ_F32 && col + qn <= s->ow && q0 + qn <= j->qend;
+        float *yd = direct ? (float *)j->y + (n * s->o + g * j->og) * j->ycs + r * s->ow + col : NULL;
         for (int64_t ob = j->ob0; ob < j->ob1; ob++) {
             int64_t o0 = ob * ko, no = j->og - o0 < ko ? j->og - o0 : ko;
             for (int64_t o = 0; o < ko; o++)
                 bias[o] = o < no ? bias_of(j, g * j->og + o0 + o) : 0.0f;
-            j->fn(xp, j->wk + (g * j->nob + ob) * j->cg * j->ntap * ko, j->cg, j->plane,
-                  j->toff, j->ntap, bias, tile);
+            const float *wp = j->wk + (g * j->nob + ob) * j->cg * j->ntap * ko;
+            if (direct && no == ko) {
+                j->fn(xp, wp, j->cg, j->plane, j->toff, j->ntap, bias, yd + o0 * j->ycs, j->ycs);
+                continue;
+            }
+            j->fn(xp, wp, j->cg, j->plane, j->toff, j->ntap, bias, tile, qn);
             store_tile(j, tile, n, g * j->og + o0, no, q0);
         }
     }
@@ -651,7 +664,7 @@ static void run_rows(void *ctx, int64_t t0, int64_t t1)
         for (int64_t oh = oh0; oh < oh1; oh++)
             for (int64_t sg = 0; sg < j->nseg; sg++) {
                 int64_t ow0 = sg * j->rp, np = s->ow - ow0 < j->rp ? s->ow - ow0 : j->rp;
-                j->fn(xp + oh * j->wq + ow0, wp, j->cg, j->plane, j->toff, j->ntap, bias, tile);
+                j->fn(xp + oh * j->wq + ow0, wp, j->cg, j->plane, j->toff, j->ntap, bias, tile, 0);
                 for (int64_t o = 0; o < no; o++) {
                     for (int64_t p = 0; p < np; p++)
                         row[p] = tile[p * lanes + o];
@@ -768,7 +781,7 @@ static void run_wino(void *ctx, int64_t t0, int64_t t1)
                 for (int64_t kb = 0; kb < nkb; kb++)
                     j->fn(v + xi * vxs + kb * qn,
                           j->wk + xi * j->uxs + (g * j->nob + ob) * j->cg * ko, j->cg,
-                          nkb * qn, off0, 1, zero, m + xi * mxs + (ob * nb + kb) * ko * qn);
+                          nkb * qn, off0, 1, zero, m + xi * mxs + (ob * nb + kb) * ko * qn, qn);
         rt_conv_wino_out o = {
             .y = j->dt != TJ_F32 ? (void *)((uint16_t *)j->y + (n * s->o + g * j->og) * j->woh * j->wow)
                          : (void *)((float *)j->y + (n * s->o + g * j->og) * j->woh * j->wow),
@@ -805,6 +818,10 @@ static void geometry(const rt_conv_shape *s, rt_conv_isa isa, dj *j)
     j->plane = s->sh * s->sw * j->hq * j->wq;
     j->ngrid = s->oh * j->wq;
     j->nqb = cdiv(j->ngrid, j->qv * k->vl);
+    j->qoff = 0;
+    j->qend = j->ngrid;
+    j->bnq = j->nqb;
+    j->ycs = s->oh * s->ow;
     j->ntap = s->kh * s->kw;
     /* the row kernel: the segment length that fits the row best */
     j->kv = j->og > k->vl ? 2 : 1;
@@ -967,6 +984,32 @@ void rt_conv_band_set(rt_conv_band *b) { band_hook = b; }
 
 int64_t rt_conv_band_runs(void) { return atomic_load(&band_runs); }
 
+/* Row bands of the hook bd: per band of output rows [r0, r1) the blocks
+ * from grid position r0 * wq on (the last one runs past r1 * wq; what lies
+ * past is computed and dropped), every channel block, stored in the hook's
+ * buffer; then bd->done. Every output is the sum of the same products in
+ * the same order as in the whole call (a lane's sum does not depend on
+ * where its block starts), so the bits are the same. */
+static int grid_row_bands(dj *j, rt_conv_band *bd)
+{
+    const rt_conv_shape *s = &j->s;
+    size_t es = tj_dtype_size(j->dt);
+    int64_t qn = j->qv * j->k->vl;
+    j->ycs = bd->rcs;
+    for (int64_t r0 = 0; r0 < s->oh; r0 += bd->rows) {
+        int64_t r1 = r0 + bd->rows < s->oh ? r0 + bd->rows : s->oh;
+        j->qoff = r0 * j->wq;
+        j->qend = r1 * j->wq;
+        j->bnq = cdiv(j->qend - j->qoff, qn);
+        j->y = (char *)bd->ry + (bd->rtop - r0) * s->ow * (int64_t)es;
+        rt_parallel_for(j->bnq, 1, run_blocks, j);
+        atomic_fetch_add(&band_runs, 1);
+        if (atomic_load(&j->failed) || bd->done(bd->ctx, r0, r1))
+            return -1;
+    }
+    return 0;
+}
+
 /* The grid kernel's blocks, whole or in the bands of the calling thread's
  * hook (rt_conv_band). */
 static int grid_bands(dj *j)
@@ -976,8 +1019,12 @@ static int grid_bands(dj *j)
     int64_t all = s->n * s->groups * j->nqb;
     j->ob0 = 0;
     j->ob1 = j->nob;
-    if (!bd || s->n != 1 || s->groups != 1 || bd->chans <= 0 || bd->chans % j->ko ||
-        bd->chans >= s->o) {
+    if (bd && s->n == 1 && s->groups == 1 && bd->rows > 0 && bd->rows < s->oh) {
+        bd->used = true;
+        return grid_row_bands(j, bd);
+    }
+    if (!bd || s->n != 1 || s->groups != 1 || bd->rows > 0 || bd->chans <= 0 ||
+        bd->chans % j->ko || bd->chans >= s->o) {
         rt_parallel_for(all, 1, run_blocks, j);
         return 0;
     }
@@ -1046,7 +1093,7 @@ int rt_conv_direct(const rt_conv_shape *s, tj_dtype dt, const void *x, const tj_
      * last block's wnb grid blocks), shifted by maxoff */
     int64_t vl = j->k->vl, qn = j->qv * vl;
     int64_t slack = (j->wino ? j->nwb * j->wnb : j->nqb) * qn - j->ngrid + maxoff + vl +
-                    j->nseg * j->rp;
+                    j->nseg * j->rp + qn;   /* + qn: a row band's last block */
     /* F(4x4): a few images' planes at a time, transformed while they are in
      * cache (all images' first cost it at batch 8 a third more; F(2x2), with
      * a quarter of the planes per image, measured 3% slower this way): the
