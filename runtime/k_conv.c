@@ -301,6 +301,7 @@ void rt_pool_rows_set(int64_t oh0, int64_t oh1)
  * convolutions: P11 and P12). -------------------------------------------- */
 
 #define MAX_OF(x, v) ((x) > (v) || (x) != (x) ? (x) : (v))
+#define MAX_NN(x, v) ((x) > (v) ? (x) : (v))   /* MAX_OF where x is no NaN */
 #define AI __attribute__((always_inline))
 
 /* Whether max_win_plane takes g: kernel 2x2 or 3x3, stride 2, undilated,
@@ -316,10 +317,19 @@ static bool max_win_fits(const geom *g)
 /* h[q], q < ow, of input row x: its K taps 2q - pw + kw in order, those
  * outside [0, wd) skipped; [lo, hi) the columns with none outside. */
 #define MAX_H_ROW(T, K)                                                                    \
-    static inline AI void max_h##K##_##T(T *restrict h, const T *restrict x, int64_t wd,   \
-                                         int64_t ow, int64_t pw, int64_t lo, int64_t hi)   \
+    static inline AI int max_h##K##_##T(T *restrict h, const T *restrict x, int64_t wd,    \
+                                        int64_t ow, int64_t pw, int64_t lo, int64_t hi)    \
     {                                                                                      \
-        for (int64_t q = lo; q < hi; q++) {                                                \
+        int nan = 0;                                                                       \
+        for (int64_t j = 0; j < wd; j++)                                                   \
+            nan |= x[j] != x[j];                                                           \
+        for (int64_t q = lo; q < hi && !nan; q++) { /* no NaN: a plain max (maxps) */      \
+            T v = x[2 * q - pw];                                                           \
+            for (int kw = 1; kw < K; kw++)                                                 \
+                v = MAX_NN(x[2 * q - pw + kw], v);                                         \
+            h[q] = v;                                                                      \
+        }                                                                                  \
+        for (int64_t q = lo; q < hi && nan; q++) {                                         \
             T v = x[2 * q - pw];                                                           \
             for (int kw = 1; kw < K; kw++)                                                 \
                 v = MAX_OF(x[2 * q - pw + kw], v);                                         \
@@ -338,6 +348,7 @@ static bool max_win_fits(const geom *g)
             }                                                                              \
             h[q] = v;                                                                      \
         }                                                                                  \
+        return nan;                                                                        \
     }
 
 /* Output [oh, q] of the plane at xp, any taps padding or past the input. */
@@ -371,8 +382,9 @@ static bool max_win_fits(const geom *g)
         int64_t ih0 = 2 * oh0 - g->w.padding[0], ih1 = 2 * (oh1 - 1) - g->w.padding[0] + k; \
         ih0 = ih0 > 0 ? ih0 : 0;                                                           \
         ih1 = ih1 < g->h ? ih1 : g->h;                                                     \
+        int nan = 0; /* in the rows' maxima: else the plain max below */                   \
         for (int64_t ih = ih0; ih < ih1 && k == 3 && hb; ih++)                             \
-            max_h3_##T(hb + (ih - ih0) * ow, xp + ih * g->xs[2], g->wd, ow, pw, lo, hi);   \
+            nan |= max_h3_##T(hb + (ih - ih0) * ow, xp + ih * g->xs[2], g->wd, ow, pw, lo, hi); \
         for (int64_t oh = oh0; oh < oh1; oh++) {                                           \
             T *restrict yr = yp + oh * ow;                                                 \
             if (k == 2) {                                                                  \
@@ -403,7 +415,10 @@ static bool max_win_fits(const geom *g)
                 if (r >= 0)                                                                \
                     hr[nr++] = hb + (r - ih0) * ow;                                        \
             }                                                                              \
-            if (nr == 3) /* one pass, the rows' maxima in tap order */                     \
+            if (nr == 3 && !nan) /* one pass, the rows' maxima in tap order */             \
+                for (int64_t q = 0; q < ow; q++)                                           \
+                    yr[q] = MAX_NN(hr[2][q], MAX_NN(hr[1][q], hr[0][q]));                  \
+            else if (nr == 3)                                                              \
                 for (int64_t q = 0; q < ow; q++)                                           \
                     yr[q] = MAX_OF(hr[2][q], MAX_OF(hr[1][q], hr[0][q]));                  \
             else if (nr == 2)                                                              \
@@ -424,6 +439,7 @@ MAX_WIN_PLANE(double)
 #undef MAX_AT
 #undef MAX_WIN_PLANE
 #undef MAX_OF
+#undef MAX_NN
 #undef AI
 
 #define MAX_PLANES(T)                                                                    \

@@ -312,6 +312,7 @@ static bool pool_ok(const former *F, step *s, const sc_region *rg)
     pool_note(p, "%%%d %s fused after the conv (its input %%%d stays in the block's scratch; %s)", n->id,
               ir_ops[n->op].name, x->id,
               band && !strcmp(band, "0") ? "no channel bands: TJIT_CONV_BAND=0"
+              : band && band[0] == 'r'   ? "the conv in bands of output rows when the grid kernel runs it"
                                          : "the conv in bands of output channels when the grid kernel runs it");
     return true;
 }
@@ -857,18 +858,21 @@ static void region_chunk(void *c_, int64_t b0, int64_t b1)
     rt_free(k.scratch, sb);
 }
 
-/* Output channels per band of the head conv of region rg (TJIT_CONV_BAND:
- * that many; unset: the most whose output fits in SC_BAND_BYTES, a
- * multiple of 4; 0: none) when the region is a conv2d whose value lives in
- * scratch, then only pointwise kernels whose tiles stop at the bands'
- * edges, then the fused pool last; else 0 (no bands). */
+/* Output channels per band of the head conv of region rg (TJIT_CONV_BAND=N
+ * or cN: that many; unset, c, or r... where row bands do not apply: the
+ * most whose output fits in SC_BAND_BYTES, a multiple of 4; 0: none) when
+ * the region is a conv2d whose value lives in scratch, then only pointwise
+ * kernels whose tiles stop at the bands' edges, then the fused pool last;
+ * else 0 (no bands). rows: 1 when such a region could be cut into bands of
+ * any size (row bands: tiles stop at every channel edge). */
 static int64_t band_chans(const ir_graph *g, const sc_plan *p, const sc_region *rg, int64_t *oc,
                           bool rows)
 {
     const char *env = getenv("TJIT_CONV_BAND");
-    bool forced = rows && env && env[0] == 'r';   /* row bands of any size: channel edges */
+    if (env && !env[0])
+        env = NULL;
     if (rows || (env && (env[0] == 'r' || env[0] == 'c')))
-        env = env && env[0] == 'c' ? env + 1 : NULL;
+        env = env && env[0] == 'c' && env[1] ? env + 1 : NULL;
     if (rg->last <= rg->first || (env && !strcmp(env, "0")))
         return 0;
     const step *h = &p->steps[rg->first], *t = &p->steps[rg->last];
@@ -882,7 +886,7 @@ static int64_t band_chans(const ir_graph *g, const sc_plan *p, const sc_region *
         return 0;
 
     int64_t C = ty->shape[1], per = ty->shape[2] * ty->shape[3] * (int64_t)tj_dtype_size(ty->dtype);
-    int64_t chans = forced ? 1 : env ? strtoll(env, NULL, 10) : SC_BAND_BYTES / (per > 0 ? per : 1) / 4 * 4;
+    int64_t chans = rows ? 1 : env ? strtoll(env, NULL, 10) : SC_BAND_BYTES / (per > 0 ? per : 1) / 4 * 4;
     if (chans <= 0 || chans >= C)
         return 0;
     for (int i = rg->first + 1; i < rg->last; i++) {
@@ -908,9 +912,10 @@ static int64_t band_chans(const ir_graph *g, const sc_plan *p, const sc_region *
 }
 
 /* Output rows per band of the head conv of region rg (TJIT_CONV_BAND=rN:
- * N; unset: the most, even, whose rows of every scratch value, with the
- * pool's rows kept above, fit in SC_BAND_BYTES; 0 or cN: none) when
- * band_chans would band it, its pool is a max_pool2d that computes rows
+ * N; r alone: the most, even, whose rows of every scratch value, with the
+ * pool's rows kept above, fit in SC_BAND_BYTES; else none: channel bands
+ * are the default, row bands measured no faster, docs/perf.md) when
+ * band_chans would band it at any size, its pool is a max_pool2d that computes rows
  * (rt_pool_rows_fit), every epilogue kernel's tile is one channel of one
  * image (its inner extent H * W, its last outer dim the channel) and reads
  * the scratch values contiguously, and the scratch values lie at one
@@ -919,7 +924,7 @@ static int64_t rows_band(const ir_graph *g, const sc_plan *p, const sc_region *r
 {
     const char *env = getenv("TJIT_CONV_BAND");
     int64_t oc = 0;
-    if ((env && env[0] != 'r') || !band_chans(g, p, rg, &oc, true))
+    if (!env || env[0] != 'r' || !band_chans(g, p, rg, &oc, true))
         return 0;
     const ir_node *conv = g->nodes[p->steps[rg->first].node], *pool = g->nodes[p->steps[rg->last].node];
     const ir_type *ty = &p->types[ir_slot(g, conv)];
@@ -958,7 +963,7 @@ static int64_t rows_band(const ir_graph *g, const sc_plan *p, const sc_region *r
     }
     c->ov = c->pw.kernel[0] - 1;
     int64_t per = nb * C * W * (int64_t)tj_dtype_size(ty->dtype), rows;
-    rows = env ? strtoll(env + 1, NULL, 10) : (SC_BAND_BYTES / (per > 0 ? per : 1) - c->ov) / 2 * 2;
+    rows = env[1] ? strtoll(env + 1, NULL, 10) : (SC_BAND_BYTES / (per > 0 ? per : 1) - c->ov) / 2 * 2;
     if (rows < c->ov || rows < 1 || rows + c->ov > H)
         return 0;
     c->H = H;
