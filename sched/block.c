@@ -33,7 +33,9 @@
  *           channels and calls back after each, and the epilogue and pool
  *           run on the band while it is in L2, the band's scratch at the
  *           start of the block's (band_chans; TJIT_CONV_BAND=0: off, =N:
- *           N channels per band). Same sums, same bits.
+ *           N channels per band). Same sums, same bits. TJIT_CONV_BAND=rN:
+ *           bands of N output rows of every channel instead, where the
+ *           pool is a max pool that computes rows (rows_band).
  *
  * Run: the blocks in parallel (rt_parallel_for, grain 1) with OpenBLAS serial
  * inside (rt_blas_serial_begin/end); each block calls the eager kernels on
