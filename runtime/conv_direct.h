@@ -130,6 +130,9 @@ typedef struct rt_conv_wino_out {
 typedef struct rt_conv_kernels {
     int vl;
     struct { int ko, qv; rt_conv_block_fn fn; } grid[3];
+    /* grid: the first entry's ko with qv vectors, for the last positions of
+     * an output row when blocks start at every row (fn NULL: none) */
+    struct { int ko, qv; rt_conv_block_fn fn; } tail;
     int rlen[2][4];
     rt_conv_block_fn rows[2][4];
     /* Winograd F(2x2, 3x3) transforms (NULL: none): in, the 4x4 input tiles

@@ -107,6 +107,8 @@ typedef struct dj {
                                      * bnq of them per image and group, stored up to qend
                                      * (else 0, ngrid, nqb; row bands: one band's rows) */
     int64_t ycs;                    /* grid kernel: output elements per channel (else oh*ow) */
+    int64_t rseg, rbase;            /* grid kernel: blocks per output row when they start at
+                                     * every row (0: along the grid), the first row's index */
     int64_t toff[MAX_TAPS];
 } dj;
 
@@ -586,13 +588,13 @@ static void release_weights(dj *j)
 
 /* ---- the blocks ------------------------------------------------------------------------ */
 
-/* Copies output block tile [ko][qv*VL] at grid position q0 to the valid
+/* Copies output block tile [ko][qn] at grid position q0 to the valid
  * columns of output channels o0.. (at most `no` of them) of image n. */
 static void store_tile(const dj *j, const float *tile, int64_t n, int64_t o0, int64_t no,
-                       int64_t q0)
+                       int64_t q0, int64_t qn)
 {
     const rt_conv_shape *s = &j->s;
-    int64_t qn = j->qv * j->k->vl, q1 = q0 + qn < j->qend ? q0 + qn : j->qend;
+    int64_t q1 = q0 + qn < j->qend ? q0 + qn : j->qend;
     for (int64_t o = 0; o < no; o++) {
         int64_t yo = (n * s->o + o0 + o) * j->ycs;
         const float *t = tile + o * qn - q0;
@@ -609,7 +611,9 @@ static void store_tile(const dj *j, const float *tile, int64_t n, int64_t o0, in
 }
 
 /* Tasks t0..t1: t = (image * groups + group) * bnq + block, the block at
- * grid position qoff + block * qv * VL. */
+ * grid position qoff + block * qv * VL, or with rseg (blocks that start at
+ * every output row: no junk columns computed) segment block % rseg of row
+ * rbase + block / rseg, its last one on the tail kernel. */
 static void run_blocks(void *ctx, int64_t t0, int64_t t1)
 {
     const dj *j = ctx;
@@ -619,11 +623,18 @@ static void run_blocks(void *ctx, int64_t t0, int64_t t1)
     float bias[4];
     for (int64_t t = t0; t < t1; t++) {
         int64_t qb = t % j->bnq, g = (t / j->bnq) % s->groups, n = t / (j->bnq * s->groups);
-        int64_t q0 = j->qoff + qb * j->qv * j->k->vl;
+        int64_t q0 = j->qoff + qb * qn, w = qn;
+        rt_conv_block_fn fn = j->fn;
+        if (j->rseg) {
+            int64_t sg = qb % j->rseg;
+            q0 = (j->rbase + qb / j->rseg) * j->wq + sg * qn;
+            if (s->ow - sg * qn < qn)
+                w = s->ow - sg * qn, fn = j->k->tail.fn;   /* row_align: w is its width */
+        }
         const float *xp = j->xq + (n * s->c + g * j->cg) * j->plane + q0;
         /* f32 and the block inside one row's valid columns: straight to y */
         int64_t r = q0 / j->wq, col = q0 % j->wq;
-        bool direct = j->dt == TJ_F32 && col + qn <= s->ow && q0 + qn <= j->qend;
+        bool direct = j->dt == TJ_F32 && col + w <= s->ow && q0 + w <= j->qend;
         float *yd = direct ? (float *)j->y + (n * s->o + g * j->og) * j->ycs + r * s->ow + col : NULL;
         for (int64_t ob = j->ob0; ob < j->ob1; ob++) {
             int64_t o0 = ob * ko, no = j->og - o0 < ko ? j->og - o0 : ko;
@@ -631,11 +642,11 @@ static void run_blocks(void *ctx, int64_t t0, int64_t t1)
                 bias[o] = o < no ? bias_of(j, g * j->og + o0 + o) : 0.0f;
             const float *wp = j->wk + (g * j->nob + ob) * j->cg * j->ntap * ko;
             if (direct && no == ko) {
-                j->fn(xp, wp, j->cg, j->plane, j->toff, j->ntap, bias, yd + o0 * j->ycs, j->ycs);
+                fn(xp, wp, j->cg, j->plane, j->toff, j->ntap, bias, yd + o0 * j->ycs, j->ycs);
                 continue;
             }
-            j->fn(xp, wp, j->cg, j->plane, j->toff, j->ntap, bias, tile, qn);
-            store_tile(j, tile, n, g * j->og + o0, no, q0);
+            fn(xp, wp, j->cg, j->plane, j->toff, j->ntap, bias, tile, w);
+            store_tile(j, tile, n, g * j->og + o0, no, q0, w);
         }
     }
 }
@@ -824,6 +835,7 @@ static void geometry(const rt_conv_shape *s, rt_conv_isa isa, dj *j)
     j->qend = j->ngrid;
     j->bnq = j->nqb;
     j->ycs = s->oh * s->ow;
+    j->rseg = j->rbase = 0;
     j->ntap = s->kh * s->kw;
     /* the row kernel: the segment length that fits the row best */
     j->kv = j->og > k->vl ? 2 : 1;
@@ -986,6 +998,21 @@ void rt_conv_band_set(rt_conv_band *b) { band_hook = b; }
 
 int64_t rt_conv_band_runs(void) { return atomic_load(&band_runs); }
 
+/* Blocks that start at every output row (rseg) where the row's valid
+ * columns are whole blocks and at most one block of the tail kernel: no
+ * junk columns computed (the stem: 112 = 4 x 24 + 16, against 2.7% of the
+ * grid wasted), and every f32 block stored straight to the output. Each
+ * output is the same sum as on the grid's blocks. */
+static void row_align(dj *j)
+{
+    const rt_conv_shape *s = &j->s;
+    int64_t vl = j->k->vl, qn = j->qv * vl, rem = s->ow % qn;
+    if (!j->k->tail.fn || j->ko != j->k->tail.ko || (rem && rem != j->k->tail.qv * vl))
+        return;
+    j->rseg = cdiv(s->ow, qn);
+    j->nqb = j->bnq = s->oh * j->rseg;
+}
+
 /* Row bands of the hook bd: per band of output rows [r0, r1) the blocks
  * from grid position r0 * wq on (the last one runs past r1 * wq; what lies
  * past is computed and dropped), every channel block, stored in the hook's
@@ -1002,7 +1029,8 @@ static int grid_row_bands(dj *j, rt_conv_band *bd)
         int64_t r1 = r0 + bd->rows < s->oh ? r0 + bd->rows : s->oh;
         j->qoff = r0 * j->wq;
         j->qend = r1 * j->wq;
-        j->bnq = cdiv(j->qend - j->qoff, qn);
+        j->bnq = j->rseg ? (r1 - r0) * j->rseg : cdiv(j->qend - j->qoff, qn);
+        j->rbase = r0;
         j->y = (char *)bd->ry + (bd->rtop - r0) * s->ow * (int64_t)es;
         rt_parallel_for(j->bnq, 1, run_blocks, j);
         atomic_fetch_add(&band_runs, 1);
@@ -1142,6 +1170,7 @@ int rt_conv_direct(const rt_conv_shape *s, tj_dtype dt, const void *x, const tj_
         rt_parallel_for(blocks * j->nrc, 1, run_rows, j);
     } else {
         rt_parallel_for(s->n * s->c, 16384 / (j->plane + 1) + 1, phase_planes, j);
+        row_align(j);
         rc = grid_bands(j);
     }
     int failed = atomic_load(&j->failed);
