@@ -11,8 +11,9 @@
  * (oh, ow) at tap (kh, kw) then reads plane ((kh*dh) % sh, (kw*dw) % sw) at
  * (oh + kh*dh/sh, ow + kw*dw/sw): on a flat output grid q = oh*wq + ow every
  * tap is the plane shifted by a constant, toff[tap]. The grid has wq - ow
- * junk columns per row, computed and dropped; the last block reads past the
- * last plane into zeroed slack.
+ * junk columns per row, computed and dropped (not where blocks start at
+ * every row: row_align); the last block reads past the last plane into
+ * zeroed slack.
  *
  * Micro-kernel. acc[KO][QV] vector accumulators start at the bias; for
  * every input channel of the group and every tap: QV unaligned loads of the
