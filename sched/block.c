@@ -32,8 +32,8 @@
  *           conv (grid kernel) computes an image in bands of output
  *           channels and calls back after each, and the epilogue and pool
  *           run on the band while it is in L2, the band's scratch at the
- *           start of the block's (band_chans; TJIT_CONV_BAND=0: off, =N:
- *           N channels per band). Same sums, same bits. TJIT_CONV_BAND=rN:
+ *           start of the block's (band_chans; opt-in: TJIT_CONV_BAND=N or
+ *           cN: N channels per band). Same sums, same bits. TJIT_CONV_BAND=rN:
  *           bands of N output rows of every channel instead, where the
  *           pool is a max pool that computes rows (rows_band).
  *
@@ -315,7 +315,8 @@ static bool pool_ok(const former *F, step *s, const sc_region *rg)
               ir_ops[n->op].name, x->id,
               band && !strcmp(band, "0") ? "no channel bands: TJIT_CONV_BAND=0"
               : band && band[0] == 'r'   ? "the conv in bands of output rows when the grid kernel runs it"
-                                         : "the conv in bands of output channels when the grid kernel runs it");
+              : band && band[0]          ? "the conv in bands of output channels when the grid kernel runs it"
+                                         : "the conv whole: TJIT_CONV_BAND=cN or rN cuts it in bands");
     return true;
 }
 
@@ -861,8 +862,9 @@ static void region_chunk(void *c_, int64_t b0, int64_t b1)
 }
 
 /* Output channels per band of the head conv of region rg (TJIT_CONV_BAND=N
- * or cN: that many; unset, c, or r... where row bands do not apply: the
- * most whose output fits in SC_BAND_BYTES, a multiple of 4; 0: none) when
+ * or cN: that many; c: the most whose output fits in SC_BAND_BYTES, a
+ * multiple of 4; unset, 0, or r... where row bands do not apply: none,
+ * measured faster since the conv stores straight to its output) when
  * the region is a conv2d whose value lives in scratch, then only pointwise
  * kernels whose tiles stop at the bands' edges, then the fused pool last;
  * else 0 (no bands). rows: 1 when such a region could be cut into bands of
@@ -871,10 +873,9 @@ static int64_t band_chans(const ir_graph *g, const sc_plan *p, const sc_region *
                           bool rows)
 {
     const char *env = getenv("TJIT_CONV_BAND");
-    if (env && !env[0])
-        env = NULL;
-    if (rows || (env && (env[0] == 'r' || env[0] == 'c')))
-        env = env && env[0] == 'c' && env[1] ? env + 1 : NULL;
+    if (!rows && (!env || !env[0] || env[0] == 'r'))
+        return 0;   /* the default: no bands (docs/perf.md, P11: row bands, ...) */
+    env = rows ? NULL : env[0] == 'c' ? (env[1] ? env + 1 : NULL) : env;
     if (rg->last <= rg->first || (env && !strcmp(env, "0")))
         return 0;
     const step *h = &p->steps[rg->first], *t = &p->steps[rg->last];
