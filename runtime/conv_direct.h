@@ -49,6 +49,12 @@ int rt_conv_direct(const rt_conv_shape *s, tj_dtype dt, const void *x, const tj_
  * without bands. Else the call runs whole and leaves `used` false. */
 typedef struct rt_conv_band {
     int64_t chans;
+    /* Row bands instead (rows > 0, fewer than the output's): `rows` output
+     * rows of every channel at a time, row r of band [r0, r1) of channel o
+     * stored at element o * rcs + (r - r0 + rtop) * ow of ry; done(ctx, r0,
+     * r1) after each band. */
+    int64_t rows, rcs, rtop;
+    void *ry;
     void *ctx;
     int (*done)(void *ctx, int64_t o0, int64_t o1);
     bool used;
@@ -56,6 +62,14 @@ typedef struct rt_conv_band {
 void rt_conv_band_set(rt_conv_band *b);   /* NULL: off */
 /* Tests: bands run so far (calls of done). */
 int64_t rt_conv_band_runs(void);
+
+/* max_pool2d on the calling thread computes only output rows [oh0, oh1)
+ * (reading only the input rows they read) while set; (0, 0): all. Only for
+ * the windows rt_pool_rows_fit takes (k_conv.c: 2x2 and 3x3 at stride 2,
+ * undilated, on rows of unit stride); the same bits as the whole call. */
+struct ir_attrs;
+void rt_pool_rows_set(int64_t oh0, int64_t oh1);
+bool rt_pool_rows_fit(const struct ir_attrs *a);
 
 /* ---- instruction sets ------------------------------------------------------------------ */
 
@@ -85,9 +99,12 @@ int64_t rt_conv_direct_runs(rt_conv_isa isa, rt_conv_kind kind);
 int64_t rt_conv_weight_hits(void);
 
 /* out[...] = b + the sums over cg channels (planes `plane` floats apart) and
- * ntap taps (offsets toff) of packed weights wp: one micro-kernel. */
+ * ntap taps (offsets toff) of packed weights wp: one micro-kernel. The grid
+ * kernel's output channel o starts at out + o * os (its tile: os = qv*vl);
+ * the row kernel ignores os (out[P][VL*KV]). */
 typedef void (*rt_conv_block_fn)(const float *xp, const float *wp, int64_t cg, int64_t plane,
-                                 const int64_t *toff, int64_t ntap, const float *b, float *out);
+                                 const int64_t *toff, int64_t ntap, const float *b, float *out,
+                                 int64_t os);
 
 /* Where the Winograd output transform writes one block: M holds, per
  * transform position xi (mxs floats apart), [ob][kb (kbs per ob)][ko][qn]
@@ -113,6 +130,9 @@ typedef struct rt_conv_wino_out {
 typedef struct rt_conv_kernels {
     int vl;
     struct { int ko, qv; rt_conv_block_fn fn; } grid[3];
+    /* grid: the first entry's ko with qv vectors, for the last positions of
+     * an output row when blocks start at every row (fn NULL: none) */
+    struct { int ko, qv; rt_conv_block_fn fn; } tail;
     int rlen[2][4];
     rt_conv_block_fn rows[2][4];
     /* Winograd F(2x2, 3x3) transforms (NULL: none): in, the 4x4 input tiles

@@ -18,7 +18,7 @@
 #define CK_BLOCK(NAME, KO, QV, WREG)                                                        \
     CK_TARGET static void NAME(const float *xp, const float *wp, int64_t cg, int64_t plane, \
                                const int64_t *toff, int64_t ntap, const float *b,          \
-                               float *out)                                                 \
+                               float *out, int64_t os)                                     \
     {                                                                                       \
         CK_V acc[KO][QV];                                                                   \
         _Pragma("GCC unroll 8") for (int o = 0; o < KO; o++)                                \
@@ -51,7 +51,7 @@
         }                                                                                   \
         _Pragma("GCC unroll 8") for (int o = 0; o < KO; o++)                                \
             _Pragma("GCC unroll 8") for (int v = 0; v < QV; v++)                            \
-                CK_STOREU(out + (o * QV + v) * CK_VL, acc[o][v]);                           \
+                CK_STOREU(out + o * os + v * CK_VL, acc[o][v]);                             \
     }
 
 /* Row kernel: the vector runs over VL*KV output channels, a block is P
@@ -60,7 +60,7 @@
 #define CK_RBLOCK(NAME, P, KV)                                                              \
     CK_TARGET static void NAME(const float *xp, const float *wp, int64_t cg, int64_t plane, \
                                const int64_t *toff, int64_t ntap, const float *b,          \
-                               float *out)                                                 \
+                               float *out, int64_t os)                                     \
     {                                                                                       \
         CK_V acc[P][KV];                                                                    \
         _Pragma("GCC unroll 4") for (int v = 0; v < KV; v++)                                \

@@ -269,7 +269,16 @@ typedef struct pool_job {
     geom g;
     const char *x;
     char *y;
+    int64_t oh0, oh1;   /* max_pool2d: the output rows to compute (rt_pool_rows_set) */
 } pool_job;
+
+static _Thread_local int64_t pool_rows[2];   /* rt_pool_rows_set; [0, 0): all */
+
+void rt_pool_rows_set(int64_t oh0, int64_t oh1)
+{
+    pool_rows[0] = oh0;
+    pool_rows[1] = oh1;
+}
 
 /* Plane p (= image * C + channel) of the input and the output. */
 #define POOL_PLANES(T, j, p)                                                             \
@@ -292,6 +301,7 @@ typedef struct pool_job {
  * convolutions: P11 and P12). -------------------------------------------- */
 
 #define MAX_OF(x, v) ((x) > (v) || (x) != (x) ? (x) : (v))
+#define MAX_NN(x, v) ((x) > (v) ? (x) : (v))   /* MAX_OF where x is no NaN */
 #define AI __attribute__((always_inline))
 
 /* Whether max_win_plane takes g: kernel 2x2 or 3x3, stride 2, undilated,
@@ -307,10 +317,19 @@ static bool max_win_fits(const geom *g)
 /* h[q], q < ow, of input row x: its K taps 2q - pw + kw in order, those
  * outside [0, wd) skipped; [lo, hi) the columns with none outside. */
 #define MAX_H_ROW(T, K)                                                                    \
-    static inline AI void max_h##K##_##T(T *restrict h, const T *restrict x, int64_t wd,   \
-                                         int64_t ow, int64_t pw, int64_t lo, int64_t hi)   \
+    static inline AI int max_h##K##_##T(T *restrict h, const T *restrict x, int64_t wd,    \
+                                        int64_t ow, int64_t pw, int64_t lo, int64_t hi)    \
     {                                                                                      \
-        for (int64_t q = lo; q < hi; q++) {                                                \
+        int nan = 0;                                                                       \
+        for (int64_t j = 0; j < wd; j++)                                                   \
+            nan |= x[j] != x[j];                                                           \
+        for (int64_t q = lo; q < hi && !nan; q++) { /* no NaN: a plain max (maxps) */      \
+            T v = x[2 * q - pw];                                                           \
+            for (int kw = 1; kw < K; kw++)                                                 \
+                v = MAX_NN(x[2 * q - pw + kw], v);                                         \
+            h[q] = v;                                                                      \
+        }                                                                                  \
+        for (int64_t q = lo; q < hi && nan; q++) {                                         \
             T v = x[2 * q - pw];                                                           \
             for (int kw = 1; kw < K; kw++)                                                 \
                 v = MAX_OF(x[2 * q - pw + kw], v);                                         \
@@ -329,6 +348,7 @@ static bool max_win_fits(const geom *g)
             }                                                                              \
             h[q] = v;                                                                      \
         }                                                                                  \
+        return nan;                                                                        \
     }
 
 /* Output [oh, q] of the plane at xp, any taps padding or past the input. */
@@ -347,19 +367,25 @@ static bool max_win_fits(const geom *g)
         return v;                                                                          \
     }
 
-/* Plane xp into yp. 2x2: rows whose windows lie inside the input in one
- * loop (x0, x1 its two rows), the rest by max_at; 3x3: through hb (g->h *
- * g->ow elements). */
+/* Output rows [oh0, oh1) of plane xp into yp. 2x2: rows whose windows lie
+ * inside the input in one loop (x0, x1 its two rows), the rest by max_at;
+ * 3x3: through hb (a row of ow per input row the output rows read, from
+ * ih0 = max(0, 2 * oh0 - ph) on), or by max_at when hb is NULL. */
 #define MAX_WIN_PLANE(T)                                                                   \
-    static inline AI void max_win_plane_##T(const geom *g, const T *xp, T *yp, T *hb)      \
+    static inline AI void max_win_plane_##T(const geom *g, const T *xp, T *yp, T *hb,     \
+                                            int64_t oh0, int64_t oh1)                   \
     {                                                                                      \
         int64_t k = g->w.kernel[0], pw = g->w.padding[1], ow = g->ow;                      \
         int64_t lo = (pw + 1) / 2, hi = g->wd - k + pw < 0 ? 0 : (g->wd - k + pw) / 2 + 1; \
         hi = hi < ow ? hi : ow;                                                            \
         lo = lo < hi ? lo : hi;                                                            \
-        for (int64_t ih = 0; ih < g->h && k == 3; ih++)                                    \
-            max_h3_##T(hb + ih * ow, xp + ih * g->xs[2], g->wd, ow, pw, lo, hi);           \
-        for (int64_t oh = 0; oh < g->oh; oh++) {                                           \
+        int64_t ih0 = 2 * oh0 - g->w.padding[0], ih1 = 2 * (oh1 - 1) - g->w.padding[0] + k; \
+        ih0 = ih0 > 0 ? ih0 : 0;                                                           \
+        ih1 = ih1 < g->h ? ih1 : g->h;                                                     \
+        int nan = 0; /* in the rows' maxima: else the plain max below */                   \
+        for (int64_t ih = ih0; ih < ih1 && k == 3 && hb; ih++)                             \
+            nan |= max_h3_##T(hb + (ih - ih0) * ow, xp + ih * g->xs[2], g->wd, ow, pw, lo, hi); \
+        for (int64_t oh = oh0; oh < oh1; oh++) {                                           \
             T *restrict yr = yp + oh * ow;                                                 \
             if (k == 2) {                                                                  \
                 int64_t ih = oh * 2 - g->w.padding[0];                                     \
@@ -377,22 +403,30 @@ static bool max_win_fits(const geom *g)
                     yr[q] = max_at_##T(g, xp, oh, q);                                      \
                 continue;                                                                  \
             }                                                                              \
-            bool first = true;                                                             \
+            if (!hb) {                                                                     \
+                for (int64_t q = 0; q < ow; q++)                                           \
+                    yr[q] = max_at_##T(g, xp, oh, q);                                      \
+                continue;                                                                  \
+            }                                                                              \
+            const T *restrict hr[3];                                                       \
+            int nr = 0;                                                                    \
             for (int64_t kh = 0; kh < k; kh++) {                                           \
                 int64_t r = tap_row(g, oh, kh);                                            \
-                if (r < 0)                                                                 \
-                    continue;                                                              \
-                const T *restrict hr = hb + r * ow;                                        \
-                if (first)                                                                 \
-                    for (int64_t q = 0; q < ow; q++)                                       \
-                        yr[q] = hr[q];                                                     \
-                else                                                                       \
-                    for (int64_t q = 0; q < ow; q++)                                       \
-                        yr[q] = MAX_OF(hr[q], yr[q]);                                      \
-                first = false;                                                             \
+                if (r >= 0)                                                                \
+                    hr[nr++] = hb + (r - ih0) * ow;                                        \
             }                                                                              \
-            for (int64_t q = 0; q < ow && first; q++)                                      \
-                yr[q] = -(T)INFINITY;                                                      \
+            if (nr == 3 && !nan) /* one pass, the rows' maxima in tap order */             \
+                for (int64_t q = 0; q < ow; q++)                                           \
+                    yr[q] = MAX_NN(hr[2][q], MAX_NN(hr[1][q], hr[0][q]));                  \
+            else if (nr == 3)                                                              \
+                for (int64_t q = 0; q < ow; q++)                                           \
+                    yr[q] = MAX_OF(hr[2][q], MAX_OF(hr[1][q], hr[0][q]));                  \
+            else if (nr == 2)                                                              \
+                for (int64_t q = 0; q < ow; q++)                                           \
+                    yr[q] = MAX_OF(hr[1][q], hr[0][q]);                                    \
+            else                                                                           \
+                for (int64_t q = 0; q < ow; q++)                                           \
+                    yr[q] = nr ? hr[0][q] : -(T)INFINITY;                                  \
         }                                                                                  \
     }
 MAX_H_ROW(float, 3)
@@ -405,6 +439,7 @@ MAX_WIN_PLANE(double)
 #undef MAX_AT
 #undef MAX_WIN_PLANE
 #undef MAX_OF
+#undef MAX_NN
 #undef AI
 
 #define MAX_PLANES(T)                                                                    \
@@ -416,12 +451,14 @@ MAX_WIN_PLANE(double)
         size_t nb = 0;                                                                   \
         T *buf = grid_alloc(g, sizeof(T), &nb), ninf = -(T)INFINITY;                     \
         bool win = max_win_fits(g), rows3 = win && g->w.kernel[0] == 3;                   \
-        size_t hbytes = rows3 ? (size_t)(g->h * g->ow) * sizeof(T) : 0;                  \
+        bool part = j->oh1 > 0; /* some rows (max_win_fits: rt_pool_rows_set's check) */ \
+        int64_t nr = part ? 2 * (j->oh1 - j->oh0) + 1 : g->h;                            \
+        size_t hbytes = rows3 ? (size_t)(nr * g->ow) * sizeof(T) : 0;                    \
         T *hb = rows3 ? rt_alloc(hbytes) : NULL; /* none: the tap walk */                \
         for (int64_t p = p0; p < p1; p++) {                                              \
             POOL_PLANES(T, j, p);                                                        \
-            if (win && (hb || !rows3)) {                                                 \
-                max_win_plane_##T(g, xp, yp, hb);                                        \
+            if (win && (hb || !rows3 || part)) {                                         \
+                max_win_plane_##T(g, xp, yp, hb, part ? j->oh0 : 0, part ? j->oh1 : g->oh); \
                 continue;                                                                \
             }                                                                            \
             if (!buf) {                                                                  \
@@ -595,9 +632,17 @@ static int64_t plane_grain(const geom *g, int64_t taps)
     return 32768 / (work > 0 ? work : 1) + 1;
 }
 
+bool rt_pool_rows_fit(const ir_attrs *a)
+{
+    geom g = {0};
+    ir_window2d_of(OP_max_pool2d, a, NULL, &g.w, NULL, 0);
+    g.xs[3] = 1;
+    return max_win_fits(&g);
+}
+
 int rt_k_max_pool2d(RT_KERNEL_ARGS)
 {
-    pool_job j = {.x = rt_ptr(in[0]), .y = rt_ptr(out)};
+    pool_job j = {.x = rt_ptr(in[0]), .y = rt_ptr(out), .oh0 = pool_rows[0], .oh1 = pool_rows[1]};
     geom_of(op, a, in[0], out, NULL, &j.g);
     rt_parallel_for(j.g.n * j.g.c, plane_grain(&j.g, j.g.w.kernel[0] * j.g.w.kernel[1]),
                     out->dtype == TJ_F32 ? max_planes_float : max_planes_double, &j);

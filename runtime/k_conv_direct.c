@@ -11,16 +11,19 @@
  * (oh, ow) at tap (kh, kw) then reads plane ((kh*dh) % sh, (kw*dw) % sw) at
  * (oh + kh*dh/sh, ow + kw*dw/sw): on a flat output grid q = oh*wq + ow every
  * tap is the plane shifted by a constant, toff[tap]. The grid has wq - ow
- * junk columns per row, computed and dropped; the last block reads past the
- * last plane into zeroed slack.
+ * junk columns per row, computed and dropped (not where blocks start at
+ * every row: row_align); the last block reads past the last plane into
+ * zeroed slack.
  *
  * Micro-kernel. acc[KO][QV] vector accumulators start at the bias; for
  * every input channel of the group and every tap: QV unaligned loads of the
  * shifted plane, KO broadcasts of packed weights ([ob][c][tap][KO]), KO*QV
  * FMAs. AVX-512 with KO=4, QV=6: 24 accumulators, 10 loads per 24 FMAs
  * (AVX2: 4 x 3, see its file). Blocks of the grid are split over the thread
- * pool (image, group, block). The result goes through a small tile into the
- * output's valid columns.
+ * pool (image, group, block). An f32 block inside one output row's valid
+ * columns is stored by the micro-kernel straight into the output (its
+ * channels os apart); the others go through a small tile into the output's
+ * valid columns (the tile's copies cost the stem conv 5% of P11).
  *
  * Row kernel (small images, where junk columns and the tail would be a third
  * of the grid kernel's work): the vector runs over output channels instead,
@@ -101,6 +104,12 @@ typedef struct dj {
     int64_t rp, kv, nseg;           /* row kernel: positions, vectors of channels, segments per row */
     int64_t nrc;                    /* row kernel: chunks of rows per task */
     int64_t ob0, ob1;               /* grid kernel: the channel blocks to run */
+    int64_t qoff, qend, bnq;        /* grid kernel: its blocks start at grid position qoff,
+                                     * bnq of them per image and group, stored up to qend
+                                     * (else 0, ngrid, nqb; row bands: one band's rows) */
+    int64_t ycs;                    /* grid kernel: output elements per channel (else oh*ow) */
+    int64_t rseg, rbase;            /* grid kernel: blocks per output row when they start at
+                                     * every row (0: along the grid), the first row's index */
     int64_t toff[MAX_TAPS];
 } dj;
 
@@ -580,15 +589,15 @@ static void release_weights(dj *j)
 
 /* ---- the blocks ------------------------------------------------------------------------ */
 
-/* Copies output block tile [ko][qv*VL] at grid position q0 to the valid
+/* Copies output block tile [ko][qn] at grid position q0 to the valid
  * columns of output channels o0.. (at most `no` of them) of image n. */
 static void store_tile(const dj *j, const float *tile, int64_t n, int64_t o0, int64_t no,
-                       int64_t q0)
+                       int64_t q0, int64_t qn)
 {
     const rt_conv_shape *s = &j->s;
-    int64_t qn = j->qv * j->k->vl, q1 = q0 + qn < j->ngrid ? q0 + qn : j->ngrid;
+    int64_t q1 = q0 + qn < j->qend ? q0 + qn : j->qend;
     for (int64_t o = 0; o < no; o++) {
-        int64_t yo = (n * s->o + o0 + o) * s->oh * s->ow;
+        int64_t yo = (n * s->o + o0 + o) * j->ycs;
         const float *t = tile + o * qn - q0;
         for (int64_t q = q0; q < q1;) {
             int64_t r = q / j->wq, c = q % j->wq, end = c + (q1 - q);
@@ -602,25 +611,43 @@ static void store_tile(const dj *j, const float *tile, int64_t n, int64_t o0, in
     }
 }
 
-/* Tasks t0..t1: t = (image * groups + group) * nqb + block. */
+/* Tasks t0..t1: t = (image * groups + group) * bnq + block, the block at
+ * grid position qoff + block * qv * VL, or with rseg (blocks that start at
+ * every output row: no junk columns computed) segment block % rseg of row
+ * rbase + block / rseg, its last one on the tail kernel. */
 static void run_blocks(void *ctx, int64_t t0, int64_t t1)
 {
     const dj *j = ctx;
     const rt_conv_shape *s = &j->s;
-    int64_t ko = j->ko;
+    int64_t ko = j->ko, qn = j->qv * j->k->vl;
     float tile[RT_CONV_TILE] __attribute__((aligned(64)));
     float bias[4];
     for (int64_t t = t0; t < t1; t++) {
-        int64_t qb = t % j->nqb, g = (t / j->nqb) % s->groups, n = t / (j->nqb * s->groups);
-        int64_t q0 = qb * j->qv * j->k->vl;
+        int64_t qb = t % j->bnq, g = (t / j->bnq) % s->groups, n = t / (j->bnq * s->groups);
+        int64_t q0 = j->qoff + qb * qn, w = qn;
+        rt_conv_block_fn fn = j->fn;
+        if (j->rseg) {
+            int64_t sg = qb % j->rseg;
+            q0 = (j->rbase + qb / j->rseg) * j->wq + sg * qn;
+            if (s->ow - sg * qn < qn)
+                w = s->ow - sg * qn, fn = j->k->tail.fn;   /* row_align: w is its width */
+        }
         const float *xp = j->xq + (n * s->c + g * j->cg) * j->plane + q0;
+        /* f32 and the block inside one row's valid columns: straight to y */
+        int64_t r = q0 / j->wq, col = q0 % j->wq;
+        bool direct = j->dt == TJ_F32 && col + w <= s->ow && q0 + w <= j->qend;
+        float *yd = direct ? (float *)j->y + (n * s->o + g * j->og) * j->ycs + r * s->ow + col : NULL;
         for (int64_t ob = j->ob0; ob < j->ob1; ob++) {
             int64_t o0 = ob * ko, no = j->og - o0 < ko ? j->og - o0 : ko;
             for (int64_t o = 0; o < ko; o++)
                 bias[o] = o < no ? bias_of(j, g * j->og + o0 + o) : 0.0f;
-            j->fn(xp, j->wk + (g * j->nob + ob) * j->cg * j->ntap * ko, j->cg, j->plane,
-                  j->toff, j->ntap, bias, tile);
-            store_tile(j, tile, n, g * j->og + o0, no, q0);
+            const float *wp = j->wk + (g * j->nob + ob) * j->cg * j->ntap * ko;
+            if (direct && no == ko) {
+                fn(xp, wp, j->cg, j->plane, j->toff, j->ntap, bias, yd + o0 * j->ycs, j->ycs);
+                continue;
+            }
+            fn(xp, wp, j->cg, j->plane, j->toff, j->ntap, bias, tile, w);
+            store_tile(j, tile, n, g * j->og + o0, no, q0, w);
         }
     }
 }
@@ -651,7 +678,7 @@ static void run_rows(void *ctx, int64_t t0, int64_t t1)
         for (int64_t oh = oh0; oh < oh1; oh++)
             for (int64_t sg = 0; sg < j->nseg; sg++) {
                 int64_t ow0 = sg * j->rp, np = s->ow - ow0 < j->rp ? s->ow - ow0 : j->rp;
-                j->fn(xp + oh * j->wq + ow0, wp, j->cg, j->plane, j->toff, j->ntap, bias, tile);
+                j->fn(xp + oh * j->wq + ow0, wp, j->cg, j->plane, j->toff, j->ntap, bias, tile, 0);
                 for (int64_t o = 0; o < no; o++) {
                     for (int64_t p = 0; p < np; p++)
                         row[p] = tile[p * lanes + o];
@@ -768,7 +795,7 @@ static void run_wino(void *ctx, int64_t t0, int64_t t1)
                 for (int64_t kb = 0; kb < nkb; kb++)
                     j->fn(v + xi * vxs + kb * qn,
                           j->wk + xi * j->uxs + (g * j->nob + ob) * j->cg * ko, j->cg,
-                          nkb * qn, off0, 1, zero, m + xi * mxs + (ob * nb + kb) * ko * qn);
+                          nkb * qn, off0, 1, zero, m + xi * mxs + (ob * nb + kb) * ko * qn, qn);
         rt_conv_wino_out o = {
             .y = j->dt != TJ_F32 ? (void *)((uint16_t *)j->y + (n * s->o + g * j->og) * j->woh * j->wow)
                          : (void *)((float *)j->y + (n * s->o + g * j->og) * j->woh * j->wow),
@@ -805,6 +832,11 @@ static void geometry(const rt_conv_shape *s, rt_conv_isa isa, dj *j)
     j->plane = s->sh * s->sw * j->hq * j->wq;
     j->ngrid = s->oh * j->wq;
     j->nqb = cdiv(j->ngrid, j->qv * k->vl);
+    j->qoff = 0;
+    j->qend = j->ngrid;
+    j->bnq = j->nqb;
+    j->ycs = s->oh * s->ow;
+    j->rseg = j->rbase = 0;
     j->ntap = s->kh * s->kw;
     /* the row kernel: the segment length that fits the row best */
     j->kv = j->og > k->vl ? 2 : 1;
@@ -967,6 +999,48 @@ void rt_conv_band_set(rt_conv_band *b) { band_hook = b; }
 
 int64_t rt_conv_band_runs(void) { return atomic_load(&band_runs); }
 
+/* Blocks that start at every output row (rseg) where the row's valid
+ * columns are whole blocks and at most one block of the tail kernel: no
+ * junk columns computed (the stem: 112 = 4 x 24 + 16, against 2.7% of the
+ * grid wasted), and every f32 block stored straight to the output. Each
+ * output is the same sum as on the grid's blocks. */
+static void row_align(dj *j)
+{
+    const rt_conv_shape *s = &j->s;
+    int64_t vl = j->k->vl, qn = j->qv * vl, rem = s->ow % qn;
+    if (!j->k->tail.fn || j->ko != j->k->tail.ko || (rem && rem != j->k->tail.qv * vl))
+        return;
+    j->rseg = cdiv(s->ow, qn);
+    j->nqb = j->bnq = s->oh * j->rseg;
+}
+
+/* Row bands of the hook bd: per band of output rows [r0, r1) the blocks
+ * from grid position r0 * wq on (the last one runs past r1 * wq; what lies
+ * past is computed and dropped), every channel block, stored in the hook's
+ * buffer; then bd->done. Every output is the sum of the same products in
+ * the same order as in the whole call (a lane's sum does not depend on
+ * where its block starts), so the bits are the same. */
+static int grid_row_bands(dj *j, rt_conv_band *bd)
+{
+    const rt_conv_shape *s = &j->s;
+    size_t es = tj_dtype_size(j->dt);
+    int64_t qn = j->qv * j->k->vl;
+    j->ycs = bd->rcs;
+    for (int64_t r0 = 0; r0 < s->oh; r0 += bd->rows) {
+        int64_t r1 = r0 + bd->rows < s->oh ? r0 + bd->rows : s->oh;
+        j->qoff = r0 * j->wq;
+        j->qend = r1 * j->wq;
+        j->bnq = j->rseg ? (r1 - r0) * j->rseg : cdiv(j->qend - j->qoff, qn);
+        j->rbase = r0;
+        j->y = (char *)bd->ry + (bd->rtop - r0) * s->ow * (int64_t)es;
+        rt_parallel_for(j->bnq, 1, run_blocks, j);
+        atomic_fetch_add(&band_runs, 1);
+        if (atomic_load(&j->failed) || bd->done(bd->ctx, r0, r1))
+            return -1;
+    }
+    return 0;
+}
+
 /* The grid kernel's blocks, whole or in the bands of the calling thread's
  * hook (rt_conv_band). */
 static int grid_bands(dj *j)
@@ -976,8 +1050,12 @@ static int grid_bands(dj *j)
     int64_t all = s->n * s->groups * j->nqb;
     j->ob0 = 0;
     j->ob1 = j->nob;
-    if (!bd || s->n != 1 || s->groups != 1 || bd->chans <= 0 || bd->chans % j->ko ||
-        bd->chans >= s->o) {
+    if (bd && s->n == 1 && s->groups == 1 && bd->rows > 0 && bd->rows < s->oh) {
+        bd->used = true;
+        return grid_row_bands(j, bd);
+    }
+    if (!bd || s->n != 1 || s->groups != 1 || bd->rows > 0 || bd->chans <= 0 ||
+        bd->chans % j->ko || bd->chans >= s->o) {
         rt_parallel_for(all, 1, run_blocks, j);
         return 0;
     }
@@ -1046,7 +1124,7 @@ int rt_conv_direct(const rt_conv_shape *s, tj_dtype dt, const void *x, const tj_
      * last block's wnb grid blocks), shifted by maxoff */
     int64_t vl = j->k->vl, qn = j->qv * vl;
     int64_t slack = (j->wino ? j->nwb * j->wnb : j->nqb) * qn - j->ngrid + maxoff + vl +
-                    j->nseg * j->rp;
+                    j->nseg * j->rp + qn;   /* + qn: a row band's last block */
     /* F(4x4): a few images' planes at a time, transformed while they are in
      * cache (all images' first cost it at batch 8 a third more; F(2x2), with
      * a quarter of the planes per image, measured 3% slower this way): the
@@ -1093,6 +1171,7 @@ int rt_conv_direct(const rt_conv_shape *s, tj_dtype dt, const void *x, const tj_
         rt_parallel_for(blocks * j->nrc, 1, run_rows, j);
     } else {
         rt_parallel_for(s->n * s->c, 16384 / (j->plane + 1) + 1, phase_planes, j);
+        row_align(j);
         rc = grid_bands(j);
     }
     int failed = atomic_load(&j->failed);

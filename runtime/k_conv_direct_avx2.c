@@ -31,6 +31,7 @@
 #define CK_STOREU _mm256_storeu_ps
 #define CK_FMADD _mm256_fmadd_ps
 CK_BLOCK(block_4_3, 4, 3, 0)
+CK_BLOCK(block_4_2, 4, 2, 0)
 CK_BLOCK(blockw_2_6, 2, 6, 1)
 CK_BLOCK(blockw_1_8, 1, 8, 1)
 CK_RBLOCK(rblock_6_2, 6, 2)
@@ -332,6 +333,7 @@ CK_TARGET static void wino4_out(const float *m, int64_t mxs, const rt_conv_wino_
 const rt_conv_kernels rt_conv_avx2 = {
     .vl = VL,
     .grid = {{4, 3, block_4_3}, {2, 6, blockw_2_6}, {1, 8, blockw_1_8}},
+    .tail = {4, 2, block_4_2},
     .rlen = {{14, 12, 8, 7}, {6, 5, 4, 0}},
     .rows = {{rblock_14_1, rblock_12_1, rblock_8_1, rblock_7_1},
              {rblock_6_2, rblock_5_2, rblock_4_2, NULL}},

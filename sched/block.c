@@ -32,8 +32,10 @@
  *           conv (grid kernel) computes an image in bands of output
  *           channels and calls back after each, and the epilogue and pool
  *           run on the band while it is in L2, the band's scratch at the
- *           start of the block's (band_chans; TJIT_CONV_BAND=0: off, =N:
- *           N channels per band). Same sums, same bits.
+ *           start of the block's (band_chans; opt-in: TJIT_CONV_BAND=N or
+ *           cN: N channels per band). Same sums, same bits. TJIT_CONV_BAND=rN:
+ *           bands of N output rows of every channel instead, where the
+ *           pool is a max pool that computes rows (rows_band).
  *
  * Run: the blocks in parallel (rt_parallel_for, grain 1) with OpenBLAS serial
  * inside (rt_blas_serial_begin/end); each block calls the eager kernels on
@@ -49,6 +51,7 @@
 #include <string.h>
 
 #include "../runtime/blas.h"
+#include "../ir/window2d.h"
 #include "../runtime/conv_direct.h"
 #include "sched_int.h"
 
@@ -311,7 +314,9 @@ static bool pool_ok(const former *F, step *s, const sc_region *rg)
     pool_note(p, "%%%d %s fused after the conv (its input %%%d stays in the block's scratch; %s)", n->id,
               ir_ops[n->op].name, x->id,
               band && !strcmp(band, "0") ? "no channel bands: TJIT_CONV_BAND=0"
-                                         : "the conv in bands of output channels when the grid kernel runs it");
+              : band && band[0] == 'r'   ? "the conv in bands of output rows when the grid kernel runs it"
+              : band && band[0]          ? "the conv in bands of output channels when the grid kernel runs it"
+                                         : "the conv whole: TJIT_CONV_BAND=cN or rN cuts it in bands");
     return true;
 }
 
@@ -534,6 +539,10 @@ typedef struct region_ctx {
     int fail_step;
     char msg[512];
     int64_t band, oc;   /* the head conv's output channels per band (0: none) of oc */
+    int64_t rows, ov;   /* or its output rows per band (0: none) and the rows kept above
+                         * a band for the pool (rows_band) */
+    int64_t H, W, ph;   /* the conv's output rows, columns; the pool's output rows */
+    ir_window2d pw;     /* the pool's window */
 } region_ctx;
 
 /* One block: its units [q0, q1) and the index of each block dim (the last
@@ -684,6 +693,7 @@ static int run_steps(region_ctx *c, blk *k, int i0, int i1)
 typedef struct band_ctx {
     region_ctx *c;
     blk *k;
+    int64_t pnext;   /* row bands: the pool's next output row */
 } band_ctx;
 
 /* After the head conv's band [o0, o1): the region's other steps on it. */
@@ -695,6 +705,127 @@ static int band_done(void *ctx, int64_t o0, int64_t o1)
     int rc = run_steps(b->c, b->k, b->c->rg->first + 1, b->c->rg->last);
     b->k->o1 = 0;
     return rc;
+}
+
+/* ---- row bands: the head conv's output rows [r0, r1) of every channel at
+ * a time, in a buffer per scratch value at its usual offset in the block's
+ * scratch: [C][ov + rows][W], row r of the band at row r - r0 + ov, the ov
+ * rows above holding the pool's input rows of the band before (copied
+ * down after each band). ---- */
+
+static char *band_buf(const region_ctx *c, const blk *k, int slot)
+{
+    return k->scratch + c->p->bufs[c->p->buf_of[slot]].offset;
+}
+
+static bool in_scratch(const sc_plan *p, int slot)
+{
+    return slot >= p->ninputs && p->buf_of[slot] >= 0 && p->bufs[p->buf_of[slot]].where == SC_SCRATCH;
+}
+
+/* Epilogue kernel step s on rows [r0, r1) of the band: one tile per
+ * channel of the rows' (r1 - r0) * W elements (rows_band checked that a
+ * tile is a channel's H * W elements, its last outer dim the channel), the
+ * scratch values' channel stride the band buffer's. */
+static int run_kernel_rows(const region_ctx *c, const step *s, const blk *k, int64_t r0, int64_t r1)
+{
+    const cg_launch *l = s->launch;
+    const cg_kernel *kk = &l->k;
+    int no = kk->nouter;
+    int64_t sz[3 + CG_MAX_OUTER + CG_MAX_BUFS * (CG_MAX_OUTER + 1)];
+    memcpy(sz, l->sz, sizeof(int64_t) * (size_t)CG_SZ_LEN(kk));
+    sz[0] = sz[1] = (r1 - r0) * c->W;
+    sz[2] = 1;
+    char *bufs[CG_MAX_BUFS];
+    for (int a = 0; a < l->nargs; a++) {
+        int base = l->args[a].base;
+        int64_t es = (int64_t)tj_dtype_size(c->p->types[base].dtype);
+        if (in_scratch(c->p, base)) {
+            for (int d = 0; d < no - 1; d++)
+                sz[CG_SZ_STRIDE(kk, a, d)] = 0;
+            sz[CG_SZ_STRIDE(kk, a, no - 1)] = (c->rows + c->ov) * c->W;
+            bufs[a] = band_buf(c, k, base) + c->ov * c->W * es;
+        } else {
+            int64_t at = l->args[a].offset + r0 * c->W * l->sz[CG_SZ_STRIDE(kk, a, no)];
+            bufs[a] = whole_base(c, base, k) + at * es;
+        }
+    }
+    s->fn(bufs, k->q0 * c->oc, k->q1 * c->oc, sz);
+    return 0;
+}
+
+/* The pool step (the region's last) on its output rows [p0, p1), its
+ * input the band buffer (rows up to r1 - 1 of the conv's output, the band
+ * from r0). */
+static int run_pool_rows(const region_ctx *c, const step *s, const blk *k, int64_t r0,
+                         int64_t p0, int64_t p1)
+{
+    const ir_node *n = c->g->nodes[s->node];
+    tj_tensor h[2], *in[1] = {&h[0]};
+    rt_storage st[2];
+    signed char out_sl[TJ_MAX_DIMS];
+    for (int d = 0; d < TJ_MAX_DIMS; d++)
+        out_sl[d] = (signed char)(d < c->rg->nd ? d : -1);
+    int xs = ir_slot(c->g, n->in[0]);
+    int64_t es = (int64_t)tj_dtype_size(c->p->types[xs].dtype);
+    slice_header(c, xs, s->slice[0], k, &h[0], &st[0]);
+    h[0].strides[1] = (c->rows + c->ov) * c->W;
+    h[0].strides[2] = c->W;
+    h[0].strides[3] = 1;
+    st[0].data = band_buf(c, k, xs) + (c->ov - r0) * c->W * es;
+    slice_header(c, ir_slot(c->g, n), out_sl, k, &h[1], &st[1]);
+    ir_attrs a;
+    ir_node_attrs(n, &a);
+    rt_pool_rows_set(p0, p1);
+    int rc = rt_run_kernel(n->op, &h[1], in, 1, &a);
+    rt_pool_rows_set(0, 0);
+    return rc;
+}
+
+/* After the head conv's rows [r0, r1): the epilogue kernels on them, the
+ * pool on the output rows whose windows they complete, then the pool's
+ * input rows the next band's pool rows read copied to the buffer's top. */
+static int band_rows_done(void *ctx, int64_t r0, int64_t r1)
+{
+    band_ctx *b = ctx;
+    region_ctx *c = b->c;
+    const sc_plan *p = c->p;
+    bool prof = rt_prof_on();
+    int last = c->rg->last, rc = 0, i = c->rg->first + 1;
+    for (; i <= last && !rc; i++) {
+        const step *s = &p->steps[i];
+        int64_t t0 = prof ? rt_prof_now() : 0;
+        if (i < last) {
+            rc = run_kernel_rows(c, s, b->k, r0, r1);
+        } else {
+            const ir_window2d *w = &c->pw;
+            int64_t e = r1 - w->kernel[0] + w->padding[0];
+            int64_t p1 = r1 == c->H ? c->ph : e >= 0 ? e / w->stride[0] + 1 : 0;
+            p1 = p1 < c->ph ? p1 : c->ph;
+            if (p1 > b->pnext)
+                rc = run_pool_rows(c, s, b->k, r0, b->pnext, p1);
+            b->pnext = p1 > b->pnext ? p1 : b->pnext;
+        }
+        if (prof)
+            rt_prof_emit(s->prof_name, RT_PROF_BLOCK, t0, rt_prof_now(), 0, -1);
+    }
+    if (rc) {
+        if (atomic_exchange(&c->failed, 1) == 0) {
+            snprintf(c->msg, sizeof c->msg, "%s", tj_last_error());
+            c->fail_step = i - 1;
+        }
+        return -1;
+    }
+    if (r1 < c->H && c->ov) {   /* rows r1 - ov .. r1 - 1 to the top */
+        int xs = ir_slot(c->g, c->g->nodes[p->steps[last].node]->in[0]);
+        int64_t es = (int64_t)tj_dtype_size(p->types[xs].dtype), rs = c->W * es;
+        char *bb = band_buf(c, b->k, xs);
+        for (int64_t ch = 0; ch < c->oc; ch++) {
+            char *d = bb + ch * (c->rows + c->ov) * rs;
+            memcpy(d, d + (r1 - r0) * rs, (size_t)(c->ov * rs));
+        }
+    }
+    return 0;
 }
 
 static void region_chunk(void *c_, int64_t b0, int64_t b1)
@@ -711,9 +842,12 @@ static void region_chunk(void *c_, int64_t b0, int64_t b1)
     for (int64_t b = b0; b < b1 && !atomic_load(&c->failed); b++) {
         block_of(c->rg, b, &k);
         int i0 = c->rg->first;
-        if (c->band) {   /* the conv calls band_done per band, when it can */
-            band_ctx bc = {c, &k};
-            rt_conv_band hook = {c->band, &bc, band_done, false};
+        if (c->band || c->rows) {   /* the conv calls back per band, when it can */
+            band_ctx bc = {c, &k, 0};
+            int cs = ir_slot(c->g, c->g->nodes[c->p->steps[i0].node]);
+            rt_conv_band hook = {c->band, c->rows, (c->rows + c->ov) * c->W, c->ov,
+                                 c->rows ? band_buf(c, &k, cs) : NULL, &bc,
+                                 c->rows ? band_rows_done : band_done, false};
             rt_conv_band_set(&hook);
             int rc = run_steps(c, &k, i0, i0);
             rt_conv_band_set(NULL);
@@ -727,14 +861,21 @@ static void region_chunk(void *c_, int64_t b0, int64_t b1)
     rt_free(k.scratch, sb);
 }
 
-/* Output channels per band of the head conv of region rg (TJIT_CONV_BAND:
- * that many; unset: the most whose output fits in SC_BAND_BYTES, a
- * multiple of 4; 0: none) when the region is a conv2d whose value lives in
- * scratch, then only pointwise kernels whose tiles stop at the bands'
- * edges, then the fused pool last; else 0 (no bands). */
-static int64_t band_chans(const ir_graph *g, const sc_plan *p, const sc_region *rg, int64_t *oc)
+/* Output channels per band of the head conv of region rg (TJIT_CONV_BAND=N
+ * or cN: that many; c: the most whose output fits in SC_BAND_BYTES, a
+ * multiple of 4; unset, 0, or r... where row bands do not apply: none,
+ * measured faster since the conv stores straight to its output) when
+ * the region is a conv2d whose value lives in scratch, then only pointwise
+ * kernels whose tiles stop at the bands' edges, then the fused pool last;
+ * else 0 (no bands). rows: 1 when such a region could be cut into bands of
+ * any size (row bands: tiles stop at every channel edge). */
+static int64_t band_chans(const ir_graph *g, const sc_plan *p, const sc_region *rg, int64_t *oc,
+                          bool rows)
 {
     const char *env = getenv("TJIT_CONV_BAND");
+    if (!rows && (!env || !env[0] || env[0] == 'r'))
+        return 0;   /* the default: no bands (docs/perf.md, P11: row bands, ...) */
+    env = rows ? NULL : env[0] == 'c' ? (env[1] ? env + 1 : NULL) : env;
     if (rg->last <= rg->first || (env && !strcmp(env, "0")))
         return 0;
     const step *h = &p->steps[rg->first], *t = &p->steps[rg->last];
@@ -748,7 +889,7 @@ static int64_t band_chans(const ir_graph *g, const sc_plan *p, const sc_region *
         return 0;
 
     int64_t C = ty->shape[1], per = ty->shape[2] * ty->shape[3] * (int64_t)tj_dtype_size(ty->dtype);
-    int64_t chans = env ? strtoll(env, NULL, 10) : SC_BAND_BYTES / (per > 0 ? per : 1) / 4 * 4;
+    int64_t chans = rows ? 1 : env ? strtoll(env, NULL, 10) : SC_BAND_BYTES / (per > 0 ? per : 1) / 4 * 4;
     if (chans <= 0 || chans >= C)
         return 0;
     for (int i = rg->first + 1; i < rg->last; i++) {
@@ -773,6 +914,68 @@ static int64_t band_chans(const ir_graph *g, const sc_plan *p, const sc_region *
     return chans;
 }
 
+/* Output rows per band of the head conv of region rg (TJIT_CONV_BAND=rN:
+ * N; r alone: the most, even, whose rows of every scratch value, with the
+ * pool's rows kept above, fit in SC_BAND_BYTES; else none: channel bands
+ * are the default, row bands measured no faster, docs/perf.md) when
+ * band_chans would band it at any size, its pool is a max_pool2d that computes rows
+ * (rt_pool_rows_fit), every epilogue kernel's tile is one channel of one
+ * image (its inner extent H * W, its last outer dim the channel) and reads
+ * the scratch values contiguously, and the scratch values lie at one
+ * offset or apart; else 0. Fills c's geometry. */
+static int64_t rows_band(const ir_graph *g, const sc_plan *p, const sc_region *rg, region_ctx *c)
+{
+    const char *env = getenv("TJIT_CONV_BAND");
+    int64_t oc = 0;
+    if (!env || env[0] != 'r' || !band_chans(g, p, rg, &oc, true))
+        return 0;
+    const ir_node *conv = g->nodes[p->steps[rg->first].node], *pool = g->nodes[p->steps[rg->last].node];
+    const ir_type *ty = &p->types[ir_slot(g, conv)];
+    ir_attrs a;
+    ir_node_attrs(pool, &a);
+    if (pool->op != OP_max_pool2d || !rt_pool_rows_fit(&a) ||
+        ir_window2d_of(pool->op, &a, NULL, &c->pw, NULL, 0) < 0)
+        return 0;
+    int64_t C = ty->shape[1], H = ty->shape[2], W = ty->shape[3], hw = H * W;
+    for (int i = rg->first + 1; i < rg->last; i++) {
+        const cg_launch *l = p->steps[i].launch;
+        int no = l->k.nouter;
+        if (l->k.lanes || no < 1 || l->sz[0] != hw || l->sz[1] != hw || l->sz[2] != 1 ||
+            l->sz[3 + no - 1] != C || l->ntiles != rg->nq * C)
+            return 0;
+        for (int b = 0; b < l->nargs; b++)
+            if (in_scratch(p, l->args[b].base) &&
+                (l->args[b].offset || l->sz[CG_SZ_STRIDE(&l->k, b, no - 1)] != hw ||
+                 l->sz[CG_SZ_STRIDE(&l->k, b, no)] != 1))
+                return 0;
+    }
+    int64_t nb = 0, size = ir_type_numel(ty) / rg->nq * (int64_t)tj_dtype_size(ty->dtype);
+    for (int s = g->ninputs; s < p->nslots; s++) {
+        if (p->def[s] < rg->first || p->def[s] > rg->last || !in_scratch(p, s))
+            continue;
+        int64_t o = p->bufs[p->buf_of[s]].offset, seen = 0;
+        for (int t = g->ninputs; t < s; t++) {
+            if (p->def[t] < rg->first || p->def[t] > rg->last || !in_scratch(p, t))
+                continue;
+            int64_t d = p->bufs[p->buf_of[t]].offset - o;
+            if (d && d > -size && d < size)
+                return 0;   /* overlapping, not the same place */
+            seen |= !d;
+        }
+        nb += !seen;
+    }
+    c->ov = c->pw.kernel[0] - 1;
+    int64_t per = nb * C * W * (int64_t)tj_dtype_size(ty->dtype), rows;
+    rows = env[1] ? strtoll(env + 1, NULL, 10) : (SC_BAND_BYTES / (per > 0 ? per : 1) - c->ov) / 2 * 2;
+    if (rows < c->ov || rows < 1 || rows + c->ov > H)
+        return 0;
+    c->H = H;
+    c->W = W;
+    c->ph = p->types[ir_slot(g, pool)].shape[2];
+    c->oc = C;
+    return rows;
+}
+
 int sc_block_run(const ir_graph *g, const sc_plan *p, int r, tj_tensor **vals, sc_call_mem *m)
 {
     const sc_region *rg = &p->regions[r];
@@ -782,9 +985,10 @@ int sc_block_run(const ir_graph *g, const sc_plan *p, int r, tj_tensor **vals, s
             return -1;
     if (!rt_blas_core())   /* loaded here: an error on a pool thread would be lost */
         return -1;
-    region_ctx c = {g, p, rg, vals, 0, -1, "", 0, 0};
+    region_ctx c = {.g = g, .p = p, .rg = rg, .vals = vals, .fail_step = -1};
     atomic_init(&c.failed, 0);
-    c.band = band_chans(g, p, rg, &c.oc);
+    c.rows = rows_band(g, p, rg, &c);
+    c.band = c.rows ? 0 : band_chans(g, p, rg, &c.oc, false);
     rt_blas_serial_begin();
     rt_parallel_for(rg->nblocks, 1, region_chunk, &c);
     rt_blas_serial_end();

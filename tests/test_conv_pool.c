@@ -300,6 +300,54 @@ static void test_bands(void **state)
     tj_set_num_threads(threads);
 }
 
+/* The conv in bands of output rows (TJIT_CONV_BAND=rN): the epilogue and
+ * the pool on each band's rows, the pool's rows above kept across bands;
+ * bit for bit the unbanded plan's, over bands that do not divide the rows,
+ * bands shorter than the pool's overlap, both max windows, no epilogue and
+ * a gelu one, 1 and 2 threads; where it does not apply (an avg pool, an
+ * epilogue tile per image, batch 1, bands past the rows) the channel bands'
+ * rule runs, here none. */
+static void test_row_bands(void **state)
+{
+    int threads = tj_num_threads();
+    for (int t = 1; t <= 2; t++) {
+        tj_set_num_threads(t);
+        cfg c = base();   /* the stem's shape, smaller: 23 conv rows */
+        c.h = 45, c.w = 43, c.k = 7, c.cs = 2, c.cp = 3, c.o = 16, c.bias = false;
+        c.pk[0] = c.pk[1] = 3, c.pp[0] = c.pp[1] = 1;
+        check_bands(c, "r4", 6, "stem, rows of 4");
+        check_bands(c, "r5", 5, "stem, rows of 5");
+        check_bands(c, "r2", 12, "stem, rows of 2");
+        check_bands(c, "r21", 2, "stem, rows of 21 and 2");
+        check_bands(c, "r22", -1, "stem, rows past the buffer");
+        check_bands(c, "r", -1, "stem, the default rows: one band");
+        c.act = 2;
+        check_bands(c, "r4", 6, "stem, bn and gelu");
+        c.bn = false, c.act = 1;
+        check_bands(c, "r3", 8, "stem, the conv's own value");
+        c.n = 1;   /* no region: the plan as without bands */
+        setenv("TJIT_CONV_BAND", "r4", 1);
+        int64_t before = rt_conv_band_runs();
+        run_cfg(c, NULL, "stem, batch 1, rows of 4");
+        assert_int_equal(rt_conv_band_runs(), before);
+        unsetenv("TJIT_CONV_BAND");
+        c = base(), c.h = c.w = 45, c.k = 7, c.cs = 2, c.cp = 3, c.o = 16, c.bias = false;
+        c.pk[0] = c.pk[1] = 3, c.pp[0] = c.pp[1] = 1, c.avg = true;
+        check_bands(c, "r4", -1, "stem, avg pool");
+        c = base(), c.h = 15, c.w = 13, c.o = 12, c.cp = 0;   /* stride 1, no padding */
+        c.pk[0] = c.pk[1] = 3, c.ps[0] = c.ps[1] = 2, c.pp[0] = c.pp[1] = 1;
+        check_bands(c, "r3", 5, "3x3 stride 1, max 3x3/2, rows of 3");
+        c.ceil = true;
+        check_bands(c, "r4", 4, "3x3 stride 1, max 3x3/2 ceil_mode, rows of 4");
+        c.bn = false;   /* bias and relu: an image per tile, so no bands */
+        check_bands(c, "r4", -1, "3x3 stride 1, bias only");
+        c = base(), c.h = 17, c.w = 11, c.cs = 2, c.o = 20;
+        check_bands(c, "r2", 5, "3x3 stride 2 pad 1, max 2x2/2, rows of 2");
+        check_bands(c, "r1", 9, "3x3 stride 2 pad 1, max 2x2/2, rows of 1");
+    }
+    tj_set_num_threads(threads);
+}
+
 /* Batch 1 forms no region (a block is an image; the conv splits its rows over
  * the threads instead): the plan runs unfused and says nothing of pools;
  * batch 3 on one thread and two. */
@@ -400,6 +448,7 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_stem),
         T(test_bands),
+        T(test_row_bands),
         T(test_max_windows),
         T(test_avg_windows),
         T(test_epilogues_and_groups),

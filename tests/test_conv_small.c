@@ -6,7 +6,8 @@
  * threads; and the conv rule's choices for small images (runtime/
  * k_conv_direct.c): a dense conv of one input channel on the grid kernel,
  * Winograd at 14x14 with 16-48 channels (not at 7x7), each against an
- * f64 conv (the GEMM paths on f64 copies). On a CPU without AVX2 + FMA the
+ * f64 conv (the GEMM paths on f64 copies), also where its blocks start at
+ * every output row (test_row_aligned). On a CPU without AVX2 + FMA the
  * rule's kernels differ: the tests say so and check only the results. */
 #include <math.h>
 #include <setjmp.h>
@@ -251,6 +252,27 @@ static void test_wino_small_images(void **state)
     rule_conv((int64_t[]){1, 32, 7, 7}, 64, 3, RT_CONV_ROWS, 1e-5);
 }
 
+/* Grid blocks that start at every output row where its valid columns are
+ * whole blocks of 24 and one of 16 (the stem's 112, and 16, 40, 48): no junk
+ * columns computed, the last block on the 4 x 2 tail kernel, channels past
+ * a block of 4 through the tile; against the f64 conv, on 1 and 2
+ * threads. */
+static void test_row_aligned(void **state)
+{
+    (void)state;
+    if (!has_avx2())
+        print_message("skipped: the rule's kernel (AVX2 + FMA only); results checked\n");
+    int threads = tj_num_threads();
+    for (int t = 1; t <= 2; t++) {
+        tj_set_num_threads(t);
+        rule_conv((int64_t[]){1, 3, 20, 48}, 8, 3, RT_CONV_GRID, 1e-5);    /* 2 x 24 */
+        rule_conv((int64_t[]){2, 3, 17, 40}, 7, 5, RT_CONV_GRID, 1e-5);    /* 24 + 16, 4 + 3 */
+        rule_conv((int64_t[]){1, 3, 40, 16}, 12, 7, RT_CONV_GRID, 1e-5);    /* the tail alone */
+        rule_conv((int64_t[]){1, 3, 6, 112}, 64, 7, RT_CONV_GRID, 1e-5);   /* the stem's row */
+    }
+    tj_set_num_threads(threads);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -258,6 +280,7 @@ int main(void)
         T(test_max_windows_bits),
         T(test_one_channel),
         T(test_wino_small_images),
+        T(test_row_aligned),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
