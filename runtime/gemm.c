@@ -16,8 +16,8 @@
  * works in 6 x 16 sub-tiles), while the next half is prefetched, and the
  * row blocks are up to MC_HALF rows (one block for m <= 264). With one row
  * block on several threads (shared_run) A is packed once for all k-blocks
- * over the pool, then column tasks of up to SHARED_PANELS panels, each over
- * all k-blocks, are claimed one at a time.
+ * over the pool, then column tasks of up to SHARED_PANELS panels (fewer
+ * towards the end), each over all k-blocks, are claimed one at a time.
  *
  * f16 is bf16's structure (F16C widening: gemm_avx2.c), its k-blocks
  * KCG_WIDE pairs on every variant, so that the portable kernel, the F16C
@@ -338,7 +338,8 @@ typedef struct gemm_call {
     int64_t nc, nbi, nbj;        /* columns per task, task grid */
     const uint32_t *ash;         /* A packed once for all tasks (shared_run), or NULL */
     int64_t ash_block;           /* words per k-block of ash */
-    atomic_llong next;           /* shared_run: the next task to claim */
+    atomic_llong next;           /* shared_run: the next panel to claim */
+    int th;                      /* shared_run: the threads claiming */
     const float *braw;           /* tjg_gemm_f32_raw: B unpacked, (kk, j) at kk*brs + j*bcs */
     int64_t brs, bcs;
 } gemm_call;
@@ -713,11 +714,11 @@ static int scratch_get(const gemm_call *g, scratch *s)
     return 0;
 }
 
-static void task(const gemm_call *g, scratch *s, int64_t bi, int64_t bj)
+/* Row block bi, columns [j0, j0 + nj) (j0 a whole panel's, nj <= g->nc). */
+static void task(const gemm_call *g, scratch *s, int64_t bi, int64_t j0, int64_t nj)
 {
     const tjg_packed *b = g->b;
     int64_t i0 = bi * g->mc, mc = g->m - i0 < g->mc ? g->m - i0 : g->mc;
-    int64_t j0 = bj * g->nc, nj = g->n - j0 < g->nc ? g->n - j0 : g->nc;
     int64_t kgt = b->kp / group_of(b->type);
     for (int64_t kg0 = 0; kg0 < kgt || kg0 == 0; kg0 += g->kc) {
         int64_t nkg = kgt - kg0 < g->kc ? kgt - kg0 : g->kc;
@@ -853,8 +854,10 @@ static void tasks_range(void *ctx, int64_t t0, int64_t t1)
      * (256 rows = 96 + 96 + 64: 288 rows against 224 on two threads) */
     if (g->amx)   /* one tile configuration per call and thread */
         g->amx->begin(s.amx);
-    for (int64_t t = t0; t < t1; t++)
-        task(g, &s, t % g->nbi, t / g->nbi);
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t j0 = t / g->nbi * g->nc;
+        task(g, &s, t % g->nbi, j0, g->n - j0 < g->nc ? g->n - j0 : g->nc);
+    }
     if (g->amx && g->amx->end(s.amx)) {
         rt_error("gemm %lldx%lldx%lld: an invalid tile operation (AMX emulation)",
                  (long long)g->m, (long long)g->n, (long long)g->b->k);
@@ -907,6 +910,28 @@ static void shared_pack(void *ctx, int64_t t0, int64_t t1)
         rt_free(tmp, tb);
 }
 
+/* The next task's panels from g->next (the first at *p0), 0 when none is
+ * left: shrinking as the panels run out, from g->nc's down to 2 (a last
+ * single one where 1 is left), so the threads' last tasks end close together:
+ * with 8 equal tasks of 4 panels at 256x1024x2048 (1.5 ms each on a Zen 3
+ * core) a thread that started late left the other waiting up to a task's
+ * time. A task's size depends only on where it starts, and no element's
+ * sums depend on which task makes it. */
+static int64_t claim(gemm_call *g, int64_t panels, int64_t *p0)
+{
+    int64_t cur = atomic_load(&g->next), np;
+    do {
+        if (cur >= panels)
+            return 0;
+        np = (panels - cur) / (2 * g->th);
+        np = np < 2 ? 2 : np;
+        np = np > g->nc / TJG_NR ? g->nc / TJG_NR : np;
+        np = np > panels - cur ? panels - cur : np;
+    } while (!atomic_compare_exchange_weak(&g->next, &cur, cur + np));
+    *p0 = cur;
+    return np;
+}
+
 /* The product: each thread claims column tasks until none is left. Which
  * thread runs a task never changes its sums (one task makes each element). */
 static void shared_tasks(void *ctx, int64_t t0, int64_t t1)
@@ -919,8 +944,10 @@ static void shared_tasks(void *ctx, int64_t t0, int64_t t1)
         atomic_store(&sc->failed, 1);
         return;
     }
-    for (int64_t t; (t = atomic_fetch_add(&g->next, 1)) < g->nbj;)
-        task(g, &s, 0, t);
+    int64_t panels = cdiv(g->n, TJG_NR), p0, np;
+    while ((np = claim(g, panels, &p0)) > 0)
+        task(g, &s, 0, p0 * TJG_NR,
+             g->n - p0 * TJG_NR < np * TJG_NR ? g->n - p0 * TJG_NR : np * TJG_NR);
     rt_free(s.base, s.bytes);
 }
 
@@ -929,8 +956,9 @@ static void shared_tasks(void *ctx, int64_t t0, int64_t t1)
  * and packed all of A for itself: A packed th times, a thread's C (1 MB at
  * 256x2048) streamed through L2 once per k-block, and a thread slowed by
  * another process left the other waiting at the end. Now A is packed once
- * (k-blocks x row parts over the pool), then tasks of SHARED_PANELS panels
- * over all k-blocks are claimed one at a time. Returns 1 where it does not
+ * (k-blocks x row parts over the pool), then tasks of up to SHARED_PANELS
+ * panels (fewer as the panels run out: claim) over all k-blocks are claimed
+ * one at a time. Returns 1 where it does not
  * apply (the caller runs the per-thread tasks). */
 static int shared_run(gemm_call *g, int th)
 {
@@ -940,7 +968,7 @@ static int shared_run(gemm_call *g, int th)
     int64_t per = panels / (4 * th);   /* at least 4 tasks per thread where panels allow */
     per = per < 1 ? 1 : per > SHARED_PANELS ? SHARED_PANELS : per;
     g->nc = per * TJG_NR;
-    g->nbj = cdiv(panels, per);
+    g->th = th;
     int wide = g->kern.split_a ? 2 : 1;
     shared_ctx sc = {.g = g, .nkb = cdiv(kgt, g->kc), .parts = th};
     atomic_init(&sc.failed, 0);

@@ -88,12 +88,13 @@ static void f32_case(tjg_isa isa, dims d)
 /* One variant's f32 cases: the shapes, then AVX2's half-panel order: more
  * rows than one block (264), row blocks with an edge sliver, part panels,
  * two k-blocks, P4's 256 rows (a last sliver of 4; with 10 panels on two
- * threads A packed once and column tasks claimed: gemm.c, shared_run). */
+ * threads A packed once and column tasks claimed: gemm.c, shared_run; with
+ * 32, a part one last, tasks of 4, 3, 2 and 1 panels: gemm.c, claim). */
 static void f32_cases(tjg_isa isa, void *ctx)
 {
     (void)ctx;
     static const dims big[] = {{300, 97, 520}, {265, 64, 257}, {529, 40, 3}, {256, 64, 260},
-                               {256, 300, 600}};
+                               {256, 300, 600}, {256, 1000, 64}};
     for (size_t s = 0; s < NSHAPES; s++)
         f32_case(isa, shapes[s]);
     for (size_t s = 0; s < sizeof big / sizeof big[0]; s++)
@@ -562,7 +563,8 @@ static void epilogue_case(dims d)
 }
 
 /* Two panels, and (two threads) five, a part one last: AVX2's one row block
- * with A packed once and column tasks claimed (gemm.c, shared_run). */
+ * with A packed once and column tasks claimed (gemm.c, shared_run); 32
+ * panels: tasks of 4 down to 1 (gemm.c, claim), each with its epilogue. */
 static void test_epilogue_prologue(void **state)
 {
     (void)state;
@@ -570,6 +572,7 @@ static void test_epilogue_prologue(void **state)
     tj_set_num_threads(2);
     epilogue_case((dims){29, 45, 270});
     epilogue_case((dims){29, 140, 270});
+    epilogue_case((dims){29, 1000, 70});
     tj_set_num_threads(threads);
 }
 
