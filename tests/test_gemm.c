@@ -576,6 +576,48 @@ static void test_epilogue_prologue(void **state)
     tj_set_num_threads(threads);
 }
 
+/* AVX2 f32 with C's rows 1024 floats apart: the sums go to a padded scratch
+ * (gemm.c, run; tjg_padded_calls counts them) and the epilogue writes C, with
+ * the bits of the in-place run at another row stride (1040), for none and
+ * for bias + residual + gelu_tanh, on one thread and (two row blocks, the
+ * per-thread tasks) on two. */
+static void test_padded_sums(void **state)
+{
+    (void)state;
+    if (tjg_isa_current() != TJG_AVX2) {
+        printf("#summary skipped padded sums: not the avx2 variant\n");
+        return;
+    }
+    int threads = tj_num_threads();
+    static const dims ds[] = {{50, 1000, 300}, {300, 1024, 40}};
+    for (int t = 0; t < 2; t++) {
+        tj_set_num_threads(t + 1);
+        dims d = ds[t];
+        int64_t na = d.m * d.k, nb = d.k * d.n;
+        float *a = malloc((size_t)na * 4), *b = malloc((size_t)nb * 4),
+              *c1 = calloc((size_t)(d.m * 1024), 4), *c2 = calloc((size_t)(d.m * 1040), 4),
+              *res = malloc((size_t)(d.m * 1024) * 4), *bias = malloc((size_t)d.n * 4);
+        fill(a, na, 21), fill(b, nb, 22), fill(res, d.m * 1024, 23), fill(bias, d.n, 24);
+        tjg_packed p;
+        assert_int_equal(tjg_pack_f32(&p, b, d.n, 1, d.k, d.n), 0);
+        for (int epi = 0; epi < 2; epi++) {
+            tjg_epilogue e = {.bias = bias, .res = res, .ldr = 1024, .act = TJG_ACT_GELU_TANH};
+            unsigned long long before = tjg_padded_calls();
+            assert_int_equal(tjg_gemm(d.m, a, false, d.k, 1, &p, c1, 1024, epi ? &e : NULL, NULL),
+                             0);
+            assert_true(tjg_padded_calls() == before + 1);
+            assert_int_equal(tjg_gemm(d.m, a, false, d.k, 1, &p, c2, 1040, epi ? &e : NULL, NULL),
+                             0);
+            assert_true(tjg_padded_calls() == before + 1);
+            for (int64_t i = 0; i < d.m; i++)
+                assert_memory_equal(c1 + i * 1024, c2 + i * 1040, (size_t)d.n * 4);
+        }
+        tjg_packed_free(&p);
+        free(a), free(b), free(c1), free(c2), free(res), free(bias);
+    }
+    tj_set_num_threads(threads);
+}
+
 static void test_isa_select(void **state)
 {
     (void)state;
@@ -1088,6 +1130,7 @@ int main(void)
         cmocka_unit_test(test_s8_7bit),
         cmocka_unit_test(test_is_7bit),
         cmocka_unit_test(test_epilogue_prologue),
+        cmocka_unit_test(test_padded_sums),
         cmocka_unit_test(test_isa_env),
         cmocka_unit_test(test_masked_fallback),
         cmocka_unit_test(test_quantize_rows),
