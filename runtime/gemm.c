@@ -28,7 +28,8 @@
  * tiles sum a whole j-block into the task's scratch, then the epilogue.
  *
  * f32 output without a scale on an accumulated C is summed in C itself;
- * otherwise (int8's s32 sums, bf16/f16 output, alpha with accumulate) a task's
+ * otherwise (int8's s32 sums, bf16/f16 output, alpha with accumulate, and
+ * AVX2 f32 tasks whose C rows are a multiple of 1024 floats apart) a task's
  * sums go to its own scratch block and the epilogue writes C from there.
  */
 #include <math.h>
