@@ -1020,6 +1020,20 @@ static int run(gemm_call *g)
     /* 1 nested in a pool task (a pair's GEMM, a block's), or for a small
      * GEMM (tjg_small: waking the pool costs more than it saves) */
     int th = tjg_small(g->m, g->n, g->b->k) ? 1 : rt_threads_here();
+    /* AVX2 f32 on packed B with C's rows a multiple of 1024 floats apart
+     * (4 KB: every row of a 6 x 16 sub-tile in one L1 set, where A's and
+     * B's lines stream through too): the sums go to the task's scratch,
+     * rows padded (ldt), and the epilogue writes them to C. The same
+     * operations in the same order as in place (no accumulate: C's old
+     * value is not read), so the same bits. 256x2048x1024 and 256x1024x2048
+     * on one Zen 3 core: 86.0-86.2 -> 87.5-88.0 and 84.2-87.8 -> 89.4-90.1
+     * GFLOP/s; on two (the shared run, CPU time) medians 88.6 -> 89.7 and
+     * 88.1 -> 89.4 (docs/perf.md). */
+    if (g->in_place && g->half && !g->braw && !g->e.accumulate && g->b->type == TJG_F32 &&
+        g->ldc % 1024 == 0) {
+        g->in_place = false;
+        atomic_fetch_add(&padded_calls, 1);
+    }
     int r = shared_run(g, th);
     if (r <= 0)
         return r;
@@ -1040,20 +1054,6 @@ static int run(gemm_call *g)
     int64_t per = cdiv(panels, nbj);
     g->nc = per * TJG_NR;
     g->nbj = cdiv(panels, per);
-    /* AVX2 f32 on packed B with C's rows a multiple of 1024 floats apart
-     * (4 KB: every row of a 6 x 16 sub-tile in one L1 set, where A's and
-     * B's lines stream through too): the sums go to the task's scratch,
-     * rows padded (ldt), and the epilogue writes them to C. The same
-     * operations in the same order as in place (no accumulate: C's old
-     * value is not read), so the same bits. 256x2048x1024 and 256x1024x2048
-     * on one Zen 3 core: 86.0-86.2 -> 87.5-88.0 and 84.2-87.8 -> 89.4-90.1
-     * GFLOP/s (docs/perf.md). Not for the shared run above, whose C part is
-     * 128 columns (measured -1..+1%). */
-    if (g->in_place && g->half && !g->braw && !g->e.accumulate && g->b->type == TJG_F32 &&
-        g->ldc % 1024 == 0) {
-        g->in_place = false;
-        atomic_fetch_add(&padded_calls, 1);
-    }
     tasks_ctx tc = {.g = g};
     atomic_init(&tc.failed, 0);
     if (th == 1)

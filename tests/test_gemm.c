@@ -579,8 +579,8 @@ static void test_epilogue_prologue(void **state)
 /* AVX2 f32 with C's rows 1024 floats apart: the sums go to a padded scratch
  * (gemm.c, run; tjg_padded_calls counts them) and the epilogue writes C, with
  * the bits of the in-place run at another row stride (1040), for none and
- * for bias + residual + gelu_tanh, on one thread and (two row blocks, the
- * per-thread tasks) on two. */
+ * for bias + residual + gelu_tanh, on one thread, and on two with two row
+ * blocks (the per-thread tasks) and with one (the shared run). */
 static void test_padded_sums(void **state)
 {
     (void)state;
@@ -589,9 +589,9 @@ static void test_padded_sums(void **state)
         return;
     }
     int threads = tj_num_threads();
-    static const dims ds[] = {{50, 1000, 300}, {300, 1024, 40}};
-    for (int t = 0; t < 2; t++) {
-        tj_set_num_threads(t + 1);
+    static const dims ds[] = {{50, 1000, 300}, {300, 1024, 40}, {256, 1000, 300}};
+    for (int t = 0; t < 3; t++) {
+        tj_set_num_threads(t ? 2 : 1);
         dims d = ds[t];
         int64_t na = d.m * d.k, nb = d.k * d.n;
         float *a = malloc((size_t)na * 4), *b = malloc((size_t)nb * 4),
