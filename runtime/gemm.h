@@ -237,6 +237,10 @@ static inline float tjg_bf16_to_f32(uint16_t h)
     return v.f;
 }
 
+/* Calls whose f32 sums went to a padded scratch because C's rows are a
+ * multiple of 1024 floats apart (gemm.c, run; for tests). */
+unsigned long long tjg_padded_calls(void);
+
 /* ---- packed operands kept across calls (gemm_cache.c) -------------------------------- */
 /* B's packed form from the process-wide cache, keyed by its storage's serial
  * and version, byte offset, strides and size (see gemm_cache.c), or NULL

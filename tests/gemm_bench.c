@@ -1,7 +1,7 @@
 /* gemm_bench.c - GFLOP/s of the runtime's GEMMs (runtime/gemm.h) against
  * OpenBLAS's sgemm, per shape and thread count (make gemm-bench).
  *
- *   gemm_bench [--threads N] [--cpu-time] [--f32] [--ta] [--tb] [MxNxK ...]
+ *   gemm_bench [--threads N] [--cpu-time] [--f32] [--ta] [--tb] [--peak] [MxNxK ...]
  *
  * (--f32: bf16, f16, u8s8 not run; --ta, --tb: A or B stored transposed, as a
  * training step's dW = dY^T X and dX = dY W^T read them, f32 only.)
@@ -17,6 +17,14 @@
  * or AVX2's vpmaddwd on full-range A, vpmaddubsw on 7-bit A).
  * Best of several timed repetitions (all columns in turn, rep by rep);
  * times are wall clock unless --cpu-time.
+ *
+ * --peak first prints what bounds those rates on this CPU (x86-64 only):
+ * a loop of 12 independent vfmadd231ps on every thread at once (the FMA
+ * peak), and the AVX2 half-panel f32 micro-kernel (tjg_f32_half_avx2) on
+ * 22 slivers of 12 rows x 256 k against one 16-column half panel (A from
+ * L2, B from L1, as in P4's GEMMs), one copy per thread: GFLOP/s per
+ * thread (its CPU time) and the threads' sum, so a GEMM's rate reads as a
+ * fraction of both.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +37,7 @@
 #include "../runtime/gemm_amx.h"
 #include "../runtime/rt.h"
 
-static int cpu_time, f32_only, ta, tb;
+static int cpu_time, f32_only, ta, tb, want_peak;
 
 static double now(void)
 {
@@ -114,6 +122,91 @@ static void gflops_all(bufs *x, double out[9], int ncol)
         out[w] = w < ncol ? flop / best[w] * 1e-9 : 0.0;
 }
 
+/* ---- --peak -------------------------------------------------------------------------- */
+
+static double thread_cpu(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+enum { PEAK_SLIVERS = 22, PEAK_KG = 256 };
+
+/* rate[thread] = best GFLOP/s of probe `what` (0 FMA loop, 1 micro-kernel)
+ * over 5 tries on that thread's CPU time. */
+typedef struct peak_ctx {
+    int what;
+    double rate[64];
+} peak_ctx;
+
+static void peak_chunk(void *ctx, int64_t t0, int64_t t1)
+{
+    peak_ctx *pc = ctx;
+    double best = 0;
+    for (int64_t t = t0; t < t1; t++) {
+#if defined(__x86_64__) && defined(__GNUC__)
+        if (pc->what == 0) {
+            long n = 20000000;
+            for (int r = 0; r < 5; r++) {
+                double c0 = thread_cpu();
+                for (long i = 0; i < n; i++)
+                    __asm__ volatile(
+                        "vfmadd231ps %%ymm14, %%ymm15, %%ymm0\n\tvfmadd231ps %%ymm14, %%ymm15, %%ymm1\n\t"
+                        "vfmadd231ps %%ymm14, %%ymm15, %%ymm2\n\tvfmadd231ps %%ymm14, %%ymm15, %%ymm3\n\t"
+                        "vfmadd231ps %%ymm14, %%ymm15, %%ymm4\n\tvfmadd231ps %%ymm14, %%ymm15, %%ymm5\n\t"
+                        "vfmadd231ps %%ymm14, %%ymm15, %%ymm6\n\tvfmadd231ps %%ymm14, %%ymm15, %%ymm7\n\t"
+                        "vfmadd231ps %%ymm14, %%ymm15, %%ymm8\n\tvfmadd231ps %%ymm14, %%ymm15, %%ymm9\n\t"
+                        "vfmadd231ps %%ymm14, %%ymm15, %%ymm10\n\tvfmadd231ps %%ymm14, %%ymm15, %%ymm11"
+                        ::: "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",
+                            "xmm8", "xmm9", "xmm10", "xmm11");
+                double g = (double)n * 12 * 16 / (thread_cpu() - c0) * 1e-9;
+                best = g > best ? g : best;
+            }
+        }
+#endif
+        tjg_half_kernel half = tjg_f32_half_avx2();
+        if (pc->what == 1 && half && tjg_isa_current() == TJG_AVX2) {
+            float *a = malloc((size_t)PEAK_SLIVERS * TJG_MR * PEAK_KG * 4),
+                  *b = malloc((size_t)32 * PEAK_KG * 4),
+                  *c = malloc((size_t)PEAK_SLIVERS * TJG_MR * 16 * 4);
+            for (int64_t j = 0; j < (int64_t)PEAK_SLIVERS * TJG_MR * PEAK_KG; j++)
+                a[j] = (float)(j % 7) * 1e-3f;
+            for (int64_t j = 0; j < 32 * PEAK_KG; j++)
+                b[j] = (float)(j % 5) * 1e-3f;
+            memset(c, 0, (size_t)PEAK_SLIVERS * TJG_MR * 16 * 4);
+            for (int r = 0; r < 5; r++) {
+                double c0 = thread_cpu();
+                for (int i = 0; i < 200; i++)
+                    for (int sl = 0; sl < PEAK_SLIVERS; sl++)
+                        half(PEAK_KG, a + sl * TJG_MR * PEAK_KG, b, c + sl * TJG_MR * 16, 16,
+                             true, TJG_MR);
+                double g = 200.0 * PEAK_SLIVERS * TJG_MR * 16 * PEAK_KG * 2 /
+                           (thread_cpu() - c0) * 1e-9;
+                best = g > best ? g : best;
+            }
+            free(a), free(b), free(c);
+        }
+        pc->rate[t] = best;
+    }
+}
+
+static void peak(void)
+{
+    int th = rt_threads() < 64 ? rt_threads() : 64;
+    static const char *name[2] = {"FMA loop (12 x vfmadd231ps)",
+                                  "f32 half-panel micro-kernel, A in L2, B in L1"};
+    for (int w = 0; w < 2; w++) {
+        peak_ctx pc = {.what = w};
+        rt_parallel_for(th, 1, peak_chunk, &pc);
+        double sum = 0;
+        printf("peak: %s on %d threads at once, GFLOP/s per thread:", name[w], th);
+        for (int t = 0; t < th; t++)
+            printf(" %.1f", pc.rate[t]), sum += pc.rate[t];
+        printf(" (sum %.1f)\n", sum);
+    }
+}
+
 int main(int argc, char **argv)
 {
     int threads = 0;
@@ -127,6 +220,8 @@ int main(int argc, char **argv)
             cpu_time = 1;
         else if (!strcmp(argv[i], "--f32"))
             f32_only = 1;
+        else if (!strcmp(argv[i], "--peak"))
+            want_peak = 1;
         else if (!strcmp(argv[i], "--ta"))
             ta = f32_only = 1;
         else if (!strcmp(argv[i], "--tb"))
@@ -146,6 +241,8 @@ int main(int argc, char **argv)
            tjg_amx_ops_for(TJG_BF16, TJG_AMX_MIN_M) ? "yes" : "no", rt_threads(),
            cpu_time ? "CPU time" : "wall clock", rt_blas_core(), ta ? "; A transposed" : "",
            tb ? "; B transposed" : "");
+    if (want_peak)
+        peak();
     printf("| M x N x K | OpenBLAS f32 | tjg f32 | tjg f32 + pack B | tjg f32 raw B | tjg f32 small | tjg bf16 | tjg f16 | tjg u8s8 | tjg u8s8 7-bit |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < ns; i++) {
         bufs x = {.s = shapes[i]};

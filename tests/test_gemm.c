@@ -88,12 +88,13 @@ static void f32_case(tjg_isa isa, dims d)
 /* One variant's f32 cases: the shapes, then AVX2's half-panel order: more
  * rows than one block (264), row blocks with an edge sliver, part panels,
  * two k-blocks, P4's 256 rows (a last sliver of 4; with 10 panels on two
- * threads A packed once and column tasks claimed: gemm.c, shared_run). */
+ * threads A packed once and column tasks claimed: gemm.c, shared_run; with
+ * 32, a part one last, tasks of 4, 3, 2 and 1 panels: gemm.c, claim). */
 static void f32_cases(tjg_isa isa, void *ctx)
 {
     (void)ctx;
     static const dims big[] = {{300, 97, 520}, {265, 64, 257}, {529, 40, 3}, {256, 64, 260},
-                               {256, 300, 600}};
+                               {256, 300, 600}, {256, 1000, 64}};
     for (size_t s = 0; s < NSHAPES; s++)
         f32_case(isa, shapes[s]);
     for (size_t s = 0; s < sizeof big / sizeof big[0]; s++)
@@ -562,7 +563,8 @@ static void epilogue_case(dims d)
 }
 
 /* Two panels, and (two threads) five, a part one last: AVX2's one row block
- * with A packed once and column tasks claimed (gemm.c, shared_run). */
+ * with A packed once and column tasks claimed (gemm.c, shared_run); 32
+ * panels: tasks of 4 down to 1 (gemm.c, claim), each with its epilogue. */
 static void test_epilogue_prologue(void **state)
 {
     (void)state;
@@ -570,6 +572,49 @@ static void test_epilogue_prologue(void **state)
     tj_set_num_threads(2);
     epilogue_case((dims){29, 45, 270});
     epilogue_case((dims){29, 140, 270});
+    epilogue_case((dims){29, 1000, 70});
+    tj_set_num_threads(threads);
+}
+
+/* AVX2 f32 with C's rows 1024 floats apart: the sums go to a padded scratch
+ * (gemm.c, run; tjg_padded_calls counts them) and the epilogue writes C, with
+ * the bits of the in-place run at another row stride (1040), for none and
+ * for bias + residual + gelu_tanh, on one thread, and on two with two row
+ * blocks (the per-thread tasks) and with one (the shared run). */
+static void test_padded_sums(void **state)
+{
+    (void)state;
+    if (tjg_isa_current() != TJG_AVX2) {
+        printf("#summary skipped padded sums: not the avx2 variant\n");
+        return;
+    }
+    int threads = tj_num_threads();
+    static const dims ds[] = {{50, 1000, 300}, {300, 1024, 40}, {256, 1000, 300}};
+    for (int t = 0; t < 3; t++) {
+        tj_set_num_threads(t ? 2 : 1);
+        dims d = ds[t];
+        int64_t na = d.m * d.k, nb = d.k * d.n;
+        float *a = malloc((size_t)na * 4), *b = malloc((size_t)nb * 4),
+              *c1 = calloc((size_t)(d.m * 1024), 4), *c2 = calloc((size_t)(d.m * 1040), 4),
+              *res = malloc((size_t)(d.m * 1024) * 4), *bias = malloc((size_t)d.n * 4);
+        fill(a, na, 21), fill(b, nb, 22), fill(res, d.m * 1024, 23), fill(bias, d.n, 24);
+        tjg_packed p;
+        assert_int_equal(tjg_pack_f32(&p, b, d.n, 1, d.k, d.n), 0);
+        for (int epi = 0; epi < 2; epi++) {
+            tjg_epilogue e = {.bias = bias, .res = res, .ldr = 1024, .act = TJG_ACT_GELU_TANH};
+            unsigned long long before = tjg_padded_calls();
+            assert_int_equal(tjg_gemm(d.m, a, false, d.k, 1, &p, c1, 1024, epi ? &e : NULL, NULL),
+                             0);
+            assert_true(tjg_padded_calls() == before + 1);
+            assert_int_equal(tjg_gemm(d.m, a, false, d.k, 1, &p, c2, 1040, epi ? &e : NULL, NULL),
+                             0);
+            assert_true(tjg_padded_calls() == before + 1);
+            for (int64_t i = 0; i < d.m; i++)
+                assert_memory_equal(c1 + i * 1024, c2 + i * 1040, (size_t)d.n * 4);
+        }
+        tjg_packed_free(&p);
+        free(a), free(b), free(c1), free(c2), free(res), free(bias);
+    }
     tj_set_num_threads(threads);
 }
 
@@ -1085,6 +1130,7 @@ int main(void)
         cmocka_unit_test(test_s8_7bit),
         cmocka_unit_test(test_is_7bit),
         cmocka_unit_test(test_epilogue_prologue),
+        cmocka_unit_test(test_padded_sums),
         cmocka_unit_test(test_isa_env),
         cmocka_unit_test(test_masked_fallback),
         cmocka_unit_test(test_quantize_rows),
