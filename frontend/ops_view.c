@@ -42,26 +42,26 @@ tj_tensor *tj_reshape(tj_tensor *x, int ndim, const int64_t *shape)
     return fe_apply(OP_reshape, &x, 1, &at);
 }
 
-/* Whether reshaping concrete x by `at` needs no copy; a reshape the rule
- * rejects counts as possible (fe_apply then reports the rule's reason). */
+/* Whether reshaping x by `at` needs no copy (x concrete or symbolic: a
+ * symbolic tensor has eager's strides); a reshape the rule rejects counts
+ * as possible (fe_apply then reports the rule's reason). */
 static bool view_possible(tj_tensor *x, const ir_attrs *at)
 {
     ir_type in, out;
     const ir_type *tp = &in;
     char why[8];
+    int64_t strides[TJ_MAX_DIMS];
     rt_type_of(x, &in);
     if (ir_infer(OP_reshape, &tp, 1, at, &out, why, sizeof why) != 0)
         return true;
-    bool need_copy = false;
-    tj_release(rt_view_op(OP_reshape, x, at, &out, &need_copy));
-    return !need_copy;
+    return rt_view_strides(OP_reshape, x, at, &out, strides);
 }
 
 tj_tensor *tj_view(tj_tensor *x, int ndim, const int64_t *shape)
 {
     ir_attrs at = {0};
     ints_attr(&at.a[0], shape, ndim);
-    if (x && x->storage && !view_possible(x, &at)) {
+    if (x && !rt_dead(x) && !view_possible(x, &at)) {
         fail("view", x, "the input's strides cannot express this shape without a copy; use "
                         "reshape");
         return NULL;

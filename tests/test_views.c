@@ -146,6 +146,13 @@ static void test_reshape_copy_is_independent(void **state)
     assert_true(tj_get(c, S(5)) == 20);                    /* transpose(x)[0,1,0] = x[1,0,0] */
 }
 
+static tj_tensor *view_4x15(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)ctx;
+    (void)n;
+    return tj_view(x[0], 2, S(4, 15));
+}
+
 static void test_view(void **state)
 {
     (void)state;
@@ -158,6 +165,13 @@ static void test_view(void **state)
                     "use reshape", NULL);
     tu_assert_error(tj_view(x, 2, S(7, -1)), "reshape(f32[3,4,5])", "cannot take a shape", NULL);
     assert_null(tj_view(NULL, 1, S(3)));
+    /* compiled alike: a traced argument has its example's strides */
+    tj_compiled *c = tj_compile(view_4x15, NULL, NULL);
+    tj_tensor *xt = tj_transpose(x, 0, 1);
+    tu_assert_error(tj_call(c, &xt, 1), "view(f32[4,3,5])", "use reshape", NULL);
+    tj_tensor *xc = tj_contiguous(xt);
+    tu_assert_close(tj_call(c, &xc, 1), tj_view(xc, 2, S(4, 15)), 0, 0);
+    tj_compiled_free(c);
 }
 
 static void test_contiguous_and_clone(void **state)
