@@ -250,5 +250,6 @@ void fe_trace_writes_free(fe_trace *tr)
     tr->writes = NULL;
     tr->grad_guards = NULL;
     tr->ovw = NULL;
-    tr->nwrites = tr->nguards = tr->novw = tr->ovw_cap = 0;
+    tr->nwrites = tr->nguards = tr->novw = 0;
+    tr->write_cap = tr->guard_cap = tr->ovw_cap = 0;   /* a split call's next piece writes again */
 }

@@ -217,6 +217,39 @@ static void test_buffer_write_before_break(void **state)
     tj_release(twin);
 }
 
+/* Writes on both sides of a break: the argument before it, the argument and
+ * a buffer after it (a split call's second piece records writes again; it
+ * crashed, its write list freed and its capacity kept). */
+static tj_tensor *model_writes_twice(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)n;
+    tj_tensor *buf = ctx;
+    if (tj_add_s_(x[0], 1) != 0)
+        return NULL;
+    double s = tj_item(tj_sum(x[0], NULL, 0, false));
+    if (tj_mul_s_(x[0], 2) != 0 || tj_copy_(buf, tj_add_s(buf, s)) != 0)
+        return NULL;
+    return tj_mul_s(x[0], s);
+}
+
+static void test_writes_in_two_pieces(void **state)
+{
+    (void)state;
+    int64_t shape[] = {3, 5};
+    tj_tensor *buf = tj_keep(tj_zeros(TJ_F32, 2, shape)), *twin = tj_keep(tj_zeros(TJ_F32, 2, shape));
+    tj_compiled *c = tj_compile(model_writes_twice, buf, &(tj_compile_options){.name = "twice"});
+    for (int k = 0; k < 3; k++) {
+        tj_tensor *x = tj_mul_s(tj_randn(TJ_F32, 2, shape), 0.1), *xe = tj_clone(x);
+        tu_assert_close(tj_call(c, &x, 1), model_writes_twice(twin, &xe, 1), 1e-5, 1e-5);
+        tu_assert_close(x, xe, 0, 0);
+        tu_assert_close(buf, twin, 1e-5, 1e-5);
+    }
+    assert_explain_has(c, "split");
+    tj_compiled_free(c);
+    tj_release(buf);
+    tj_release(twin);
+}
+
 /* Dropout in training mode between two chains runs eagerly on values. */
 static tj_tensor *model_dropout(void *ctx, tj_tensor *const *x, int n)
 {
@@ -386,7 +419,7 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_two_breaks_three_graphs), T(test_loop_trip_count),         T(test_late_value),
         T(test_buffer_write_before_break), T(test_random_op_in_the_middle), T(test_results_across_break),
-        T(test_late_value_after_write),
+        T(test_late_value_after_write),   T(test_writes_in_two_pieces),
         T(test_view_write_after_break), T(test_view_write_twins),
 #undef T
     };
