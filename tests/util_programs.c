@@ -671,11 +671,14 @@ int tu_program_model(void *ctx, tj_tensor *const *in, int nin, tj_tensor **out, 
     gen g = {.s = p->seed * 2654435761u + (unsigned)p->mode, .p = p};
     bool exact = p->mode == M_INT;
     tj_tensor *v[MAX_VALUES];
+    bool near_w[MAX_VALUES] = {false};   /* made from the weight: may view it */
     int nv = 0;
     for (int i = 0; i < nin; i++)
         v[nv++] = in[i];
-    if (!exact)
+    if (!exact) {
+        near_w[nv] = true;
         v[nv++] = p->w;
+    }
     if (rnd(&g, 4) == 0) {
         note(&g, "arg 1 += 1 in place");
         if (tj_add_s_(in[1], 1))
@@ -683,7 +686,9 @@ int tu_program_model(void *ctx, tj_tensor *const *in, int nin, tj_tensor **out, 
     }
     int steps = 4 + rnd(&g, 13);
     for (int s = 0; s < steps && nv < MAX_VALUES; s++) {
-        tj_tensor *a = v[rnd(&g, nv)], *r;
+        int ia = rnd(&g, nv);
+        tj_tensor *a = v[ia], *r;
+        g.near_weight = near_w[ia];
         int kind = rnd(&g, 13);
         if (!exact && conv_ok(a) && rnd(&g, 3) == 0)
             r = conv_block(&g, a);
@@ -710,6 +715,7 @@ int tu_program_model(void *ctx, tj_tensor *const *in, int nin, tj_tensor **out, 
             return -1;
         if (p->logging && tj_dtype_of(r) == TJ_F32)   /* no write while compiled calls trace */
             p->f32_seen = true;
+        near_w[nv] = near_w[ia];
         v[nv++] = r;
     }
     return tu_program_results(&g, v, nv, nin, out, max);

@@ -41,6 +41,7 @@ typedef struct prog {
 typedef struct gen {
     unsigned s;
     prog *p;
+    bool near_weight;   /* the step's input was made from the weight: may view it */
 } gen;
 
 static inline int rnd(gen *g, int n)

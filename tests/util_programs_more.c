@@ -521,8 +521,9 @@ tj_tensor *tu_program_more(gen *g, tj_tensor *a, tj_tensor *b, bool exact)
 {
     int nd = tj_ndim(a), d = nd ? rnd(g, nd) : 0;
     int64_t n = nd ? tj_size(a, d) : 0;
-    if (g->p->inner && rnd(g, 6) == 0) {   /* it may write its argument: not the shared weight */
-        tj_tensor *x = a == g->p->w ? tj_clone(a) : a;
+    if (g->p->inner && rnd(g, 6) == 0) {
+        /* it may write its argument: never the weight eager and compiled share */
+        tj_tensor *x = g->near_weight ? tj_clone(a) : a;
         note(g, "a compiled function's call (inlined when traced)");
         return tj_call(g->p->inner, &x, 1);
     }
