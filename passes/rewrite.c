@@ -16,6 +16,14 @@ static ir_node *copy_node(ps_builder *b, const ir_node *old, ir_node *const *in,
     return ps_b_op(b, old->op, in, old->nin, &a);
 }
 
+/* Whether o is an input or a chain of views of one. */
+static bool views_input(const ir_node *o)
+{
+    while (!ir_node_is_input(o) && ir_ops[o->op].kind == IR_VIEW)
+        o = o->in[0];
+    return ir_node_is_input(o);
+}
+
 ir_graph *ps_rebuild(const ir_graph *g, const bool *keep, ps_node_hook hook, void *ctx, char *err,
                      size_t nerr)
 {
@@ -70,8 +78,18 @@ ir_graph *ps_rebuild(const ir_graph *g, const bool *keep, ps_node_hook hook, voi
         snprintf(err, nerr, "out of memory");
         goto fail;
     }
-    for (int k = 0; k < g->noutputs; k++)
+    for (int k = 0; k < g->noutputs && outs; k++) {
         outs[k] = map[ir_slot(g, g->outputs[k])];
+        /* a result a rule folded into an input (x * 1, a cast to x's dtype)
+         * is a tensor of its own, as eagerly: a copy, unless it viewed the
+         * input all along (a write into the input must not reach it) */
+        if (ir_node_is_input(outs[k]) && !views_input(g->outputs[k]) &&
+            !(outs[k] = ir_graph_add(h, OP_copy, &outs[k], 1, NULL))) {
+            snprintf(err, nerr, "%s", ir_graph_error(h));
+            free(outs);
+            goto fail;
+        }
+    }
     int rc = ir_graph_set_outputs(h, outs, g->noutputs);
     free(outs);
     if (rc != 0) {

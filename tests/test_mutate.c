@@ -195,6 +195,35 @@ static void test_contiguous_aliases(void **state)
     tj_compiled_free(c);
 }
 
+/* A result the passes fold into an argument (x * 1, x + 0, a cast to x's
+ * dtype) is a tensor of its own, as eagerly: the argument's write after it
+ * must not reach it (the plan returned the argument itself, silently). A
+ * view of the argument does see the write. */
+static tj_tensor *model_folded_result(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)n;
+    int kind = *(const int *)ctx;
+    tj_tensor *r = kind == 0   ? tj_mul_s(x[0], 1)
+                   : kind == 1 ? tj_add_s(x[0], 0)
+                   : kind == 2 ? tj_cast(x[0], TJ_F32)
+                               : tj_reshape(x[0], 1, (int64_t[]){6});
+    return tj_add_s_(x[0], 1) ? NULL : r;
+}
+
+static void test_folded_results(void **state)
+{
+    (void)state;
+    for (int kind = 0; kind < 4; kind++) {
+        tj_compiled *c = tj_compile(model_folded_result, &kind, &(tj_compile_options){.name = "folded"});
+        for (int k = 0; k < 2; k++) {
+            tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){2, 3}), *xe = tj_clone(x);
+            tu_assert_close(tj_call(c, &x, 1), model_folded_result(&kind, &xe, 1), 0, 0);
+            tu_assert_close(x, xe, 0, 0);
+        }
+        tj_compiled_free(c);
+    }
+}
+
 /* Slices of a captured buffer assigned in place (a ring of rows). */
 static tj_tensor *model_slices(void *ctx, tj_tensor *const *x, int n)
 {
@@ -421,7 +450,7 @@ int main(void)
         T(test_inplace_eager),       T(test_buffer_across_calls),     T(test_argument_mutation),
         T(test_slices_in_place),     T(test_other_view_write_breaks), T(test_batch_norm_running_stats),
         T(test_views_before_writes),   T(test_twin_views),              T(test_expanded_writes),
-        T(test_contiguous_aliases),
+        T(test_contiguous_aliases),    T(test_folded_results),
 #undef T
     };
     return cmocka_run_group_tests_name("mutate", tests, NULL, NULL);

@@ -620,12 +620,16 @@ static const char *const fold_cases[] = {
       " return %0, %1, %2"),
 };
 
+/* Constants, or a copy of an input (a result folded into an input stays a
+ * tensor of its own: passes/rewrite.c). */
 static bool all_constant(const ir_graph *g)
 {
-    for (int k = 0; k < g->nnodes; k++)
-        if (g->nodes[k]->op != OP_scalar && g->nodes[k]->op != OP_full &&
-            g->nodes[k]->op != OP_expand && g->nodes[k]->op != OP_cast)
+    for (int k = 0; k < g->nnodes; k++) {
+        const ir_node *n = g->nodes[k];
+        if (n->op != OP_scalar && n->op != OP_full && n->op != OP_expand && n->op != OP_cast &&
+            !(n->op == OP_copy && ir_node_is_input(n->in[0])))
             return false;
+    }
     return true;
 }
 
