@@ -294,6 +294,9 @@ typedef void (*tjg_half_kernel)(int64_t kg, const void *a, const void *b, float 
 tjg_half_kernel tjg_f32_half_avx2(void);
 /* The AVX2 vpmaddubsw int8 kernel (gemm_avx2_q8.c): exact only for A <= 127. */
 tjg_kernel tjg_kernel_avx2_q8(void);
+/* Its half-panel form (tjg_half_kernel's shape, c s32 sums in whole 6-row
+ * sub-tiles: room for rows rounded up to 6), for the same loop order. */
+tjg_half_kernel tjg_q8_half_avx2(void);
 /* The AVX2 + F16C f16 kernel (uk, split_a, widen_b: gemm_avx2.c, as
  * bf16's with vcvtph2ps); NULL ones off x86-64. Only where tjg_f16c(). */
 tjg_kernel tjg_kernel_f16c(void);

@@ -132,7 +132,22 @@ AVX2_Q8 static int64_t minmax(int64_t k, const float *x, float *lo, float *hi)
     return j;
 }
 
+/* Half a panel (16 columns): C[rows, 16] (+)= A-sliver @ B's 16 columns at
+ * b, rows <= MR, into s32 sums (a block's scratch, whole 6-row sub-tiles:
+ * the rows past `rows` are the scratch's own). gemm.c runs it over every
+ * sliver of a block per half panel (the half-panel order), so the KC x 16
+ * half (256 quads: 16 KB) stays in L1 across the slivers, where uk_q8's
+ * whole panel (32 KB with the sliver) was read from L2 by each. */
+AVX2_Q8 static void uk_q8_half(int64_t kg, const void *a, const void *b, float *c, int64_t ldc,
+                               bool acc, int rows)
+{
+    for (int r0 = 0; r0 < rows; r0 += ROWS)
+        sub_tile(kg, (const int32_t *)a + r0, b, (int32_t *)c + r0 * ldc, ldc, acc);
+}
+
 tjg_kernel tjg_kernel_avx2_q8(void) { return (tjg_kernel){uk_q8, NULL, NULL}; }
+
+tjg_half_kernel tjg_q8_half_avx2(void) { return uk_q8_half; }
 
 int64_t tjg_minmax_avx2(int64_t k, const float *x, float *lo, float *hi)
 {
@@ -142,6 +157,8 @@ int64_t tjg_minmax_avx2(int64_t k, const float *x, float *lo, float *hi)
 bool tjg_u8s8_reduce_range(tjg_isa isa) { return isa == TJG_AVX2 || isa == TJG_AVX512; }
 #else
 tjg_kernel tjg_kernel_avx2_q8(void) { return (tjg_kernel){NULL, NULL, NULL}; }
+
+tjg_half_kernel tjg_q8_half_avx2(void) { return NULL; }
 
 int64_t tjg_minmax_avx2(int64_t k, const float *x, float *lo, float *hi)
 {

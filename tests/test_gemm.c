@@ -472,6 +472,31 @@ static void test_s8_7bit(void **state)
     tjg_isa_force(-1);
 }
 
+/* The 7-bit kernel in the half-panel order (AVX2: gemm.c's half loop,
+ * uk_q8_half) at 1 and 2 threads: several row blocks (m > 264), last
+ * slivers of 1, 4, 7 and 11 rows, a part panel last, several k-blocks and
+ * k tails, and on two threads A packed once with column tasks claimed
+ * (shared_run: one row block, at least 4 panels); exact s32 sums. */
+static void test_s8_7bit_half(void **state)
+{
+    (void)state;
+    static const dims half[] = {{300, 70, 1031}, {265, 97, 40},  {256, 140, 2051},
+                                {127, 200, 9},   {19, 130, 300}, {7, 33, 5}};
+    int threads = tj_num_threads();
+    tjg_isa vs[TJG_NISA];
+    int nv = variants(vs);
+    for (int th = 1; th <= 2; th++) {
+        tj_set_num_threads(th);
+        for (int v = 0; v < nv; v++) {
+            tjg_isa_force(vs[v]);
+            for (size_t s = 0; s < sizeof half / sizeof half[0]; s++)
+                s8_case_of(vs[v], half[s], SEVEN);
+        }
+    }
+    tj_set_num_threads(threads);
+    tjg_isa_force(-1);
+}
+
 /* tjg_u8_is_7bit reads only the m x k bytes (255s between rows ignored),
  * and finds a single 128 anywhere: in a 32-byte block, in a row's tail, in
  * the last row; under each variant (AVX2's vector test and the scalar). */
@@ -1083,6 +1108,7 @@ int main(void)
         cmocka_unit_test(test_s8_variants),
         cmocka_unit_test(test_s8_extremes),
         cmocka_unit_test(test_s8_7bit),
+        cmocka_unit_test(test_s8_7bit_half),
         cmocka_unit_test(test_is_7bit),
         cmocka_unit_test(test_epilogue_prologue),
         cmocka_unit_test(test_isa_env),
