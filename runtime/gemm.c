@@ -1091,7 +1091,7 @@ TJG_CLONES static void quantize_row(int64_t k, const float *restrict r, uint8_t 
     *scale = s;
     *zp = z;
     float inv = 1.0f / s;
-    for (int64_t j = 0; j < k; j++) {
+    for (int64_t j = tjg_quantize_avx2(k, r, q, inv, z, qmax); j < k; j++) {
         float t = nearbyintf(r[j] * inv);
         float v = (t == t ? t : 0.0f) + (float)z;   /* NaN: the zero point */
         q[j] = (uint8_t)(v >= 0 ? (v <= qm ? v : qm) : 0);

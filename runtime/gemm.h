@@ -311,6 +311,10 @@ int64_t tjg_f16_to_f32_f16c(const uint16_t *s, int64_t st, float *d, int64_t n);
  * first j = k rounded down to 32 elements; returns j (0 without AVX2). The
  * row quantizer's range: gcc left its running min/max scalar. */
 int64_t tjg_minmax_avx2(int64_t k, const float *x, float *lo, float *hi);
+/* With AVX2: q[j] = clamp(nearbyint(x[j] * inv) (NaN: 0) + z, 0, qmax)
+ * over the first j = k rounded down to 32 elements, the row quantizer's
+ * bits; returns j (0 without AVX2). */
+int64_t tjg_quantize_avx2(int64_t k, const float *x, uint8_t *q, float inv, int32_t z, int qmax);
 /* With AVX2 (only where tjg_isa_current() >= TJG_AVX2): 8 rows of 32-bit
  * units (row r at byte r * ldi of in, unaligned) transposed, units q < nq:
  * out[q * ldo + r] = the unit at byte 4 * q of row r. */

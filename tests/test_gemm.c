@@ -768,6 +768,46 @@ static void test_quantize_rows(void **state)
     tjg_isa_force(-1);
 }
 
+/* The AVX2 row quantizer (tjg_quantize_avx2: 32 elements at a time, the
+ * scalar loop for the tail) gives the generic variant's bytes, scales and
+ * zero points: rows of 1-1030 elements, halves that round to even (a row
+ * of step 1), NaNs and infinities in the vector part and the tail, values
+ * at both clamps; qmax 127 and 255; 1 and 2 threads (rows split). */
+static void test_quantize_rows_avx2(void **state)
+{
+    (void)state;
+    enum { M = 150 };
+    static const int64_t ks[] = {1, 31, 32, 33, 97, 1030};
+    int threads = tj_num_threads();
+    for (size_t t = 0; t < sizeof ks / sizeof ks[0]; t++) {
+        int64_t k = ks[t];
+        float *x = malloc((size_t)(M * k) * 4);
+        uint8_t *q = malloc((size_t)(M * k)), *q0 = malloc((size_t)(M * k));
+        float s[M], s0[M];
+        int32_t zp[M], zp0[M];
+        unsigned seed = 11;
+        for (int64_t i = 0; i < M * k; i++)
+            x[i] = (frand(&seed) - 0.3f) * (float)(1 + i / k % 7);
+        for (int64_t j = 0; j < k; j++)   /* row 1: step 1, halves (j / 2 + 0.5) */
+            x[k + j] = j == 0 ? 0.0f : j == k - 1 ? 127.0f : (float)(j % 254) * 0.5f;
+        x[2 * k + k / 2] = NAN, x[3 * k + k - 1] = NAN;
+        x[4 * k] = INFINITY, x[5 * k + k / 3] = -INFINITY;
+        for (int qmax = 127; qmax <= 255; qmax += 128)
+            for (int th = 1; th <= 2; th++) {
+                tj_set_num_threads(th);
+                tjg_isa_force(TJG_GENERIC);
+                tjg_quantize_rows_u8(M, k, x, k, q0, s0, zp0, qmax);
+                tjg_isa_force(-1);
+                tjg_quantize_rows_u8(M, k, x, k, q, s, zp, qmax);
+                assert_memory_equal(q, q0, (size_t)(M * k));
+                assert_memory_equal(s, s0, sizeof s);
+                assert_memory_equal(zp, zp0, sizeof zp);
+            }
+        free(x), free(q), free(q0);
+    }
+    tj_set_num_threads(threads);
+}
+
 /* The eager matmul and linear kernels on bf16 tensors run the bf16 GEMM:
  * results within one bf16 rounding of the product of the bf16 inputs;
  * batches and a transposed weight (a w^T view) included. Called at the
@@ -1114,6 +1154,7 @@ int main(void)
         cmocka_unit_test(test_isa_env),
         cmocka_unit_test(test_masked_fallback),
         cmocka_unit_test(test_quantize_rows),
+        cmocka_unit_test(test_quantize_rows_avx2),
         cmocka_unit_test(test_bf16_tensors),
         cmocka_unit_test(test_frozen_weights),
         cmocka_unit_test(test_matmul_own_f32),
