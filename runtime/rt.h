@@ -154,7 +154,7 @@ void rt_gemm_frozen_get(tj_tensor *const **t, int *n, unsigned *flags);
  * weight (k_matmul.c): C = act(A @ B + bias[j]) in tjit's GEMM's epilogue
  * (act a tjg_act), where that GEMM runs it; rt_gemm_epi_end then says
  * whether it did (and forgets it). sched/epi.c's fused epilogues. */
-void rt_gemm_epi_begin(const float *bias, int64_t n, int act);
+void rt_gemm_epi_begin(const float *bias, int64_t n, int act, bool f32);
 bool rt_gemm_epi_end(void);
 /* How many such epilogues tjit's GEMM has applied in this process (tests). */
 uint64_t rt_gemm_epi_count(void);

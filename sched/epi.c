@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "../runtime/gemm.h"
+#include "../runtime/rt.h"
 #include "sched_int.h"
 
 static int act_of(ir_op op)
@@ -89,7 +90,10 @@ int sc_plan_epilogues(const ir_graph *g, const ir_fusion *f, sc_plan *p)
     const char *env = getenv("TJIT_GEMM_EPILOGUE");
     free(p->epi);   /* a plan built again after a kernel failed */
     p->epi = NULL;
-    if (!env || strcmp(env, "1"))
+    bool f32 = env && !strcmp(env, "1");
+    unsigned flags = 0;
+    tjg_frozen(NULL, &flags);   /* the compiled call's: plans are built in it */
+    if (!f32 && (!(flags & RT_GEMM_INT8) || (env && !strcmp(env, "0"))))
         return 0;
     for (int e = 0; e + 1 < p->nsteps; e++) {
         sc_epi x;
@@ -101,6 +105,7 @@ int sc_plan_epilogues(const ir_graph *g, const ir_fusion *f, sc_plan *p)
             for (int i = 0; i < p->nsteps; i++)
                 p->epi[i].kstep = -1;
         }
+        x.f32 = f32;
         p->epi[e] = x;
     }
     return 0;
