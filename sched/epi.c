@@ -16,6 +16,13 @@
  * the default. TJIT_GEMM_EPILOGUE=1 (read
  * when a plan is built) marks them. Exported models run without it
  * (aot_load.c: epi NULL).
+ *
+ * In a quantize_dynamic call (RT_GEMM_INT8, plans are built inside it) they
+ * are marked by default for the int8 GEMMs only (sc_epi.f32 false): Q4's
+ * epilogue already makes a pass over C to dequantize the s32 sums, so the
+ * bias and gelu_tanh join that pass and the kernel's 2 MB pass goes
+ * (docs/perf.md, "Q4: the int8 GEMM in the half-panel order").
+ * TJIT_GEMM_EPILOGUE=0 turns off both.
  */
 #include <stdlib.h>
 #include <string.h>
