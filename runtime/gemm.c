@@ -331,7 +331,7 @@ typedef struct gemm_call {
     bool has_pro, in_place;      /* in_place: sums go to C (f32) itself */
     tjg_kernel kern;
     const tjg_amx_ops *amx;      /* the tiles (gemm_amx.h), or NULL: kern */
-    tjg_half_kernel half;        /* f32 AVX2: the half-panel kernel (tjg_f32_half_avx2) */
+    tjg_half_kernel half;        /* AVX2 f32, 7-bit int8: the half-panel kernel */
     bool avx2;                   /* the variant has AVX2: packing moves 8 x 8 blocks */
     bool f16c;                   /* tjg_f16c(): f16 C rounded by vcvtps2ph */
     int64_t mc, kc;              /* rows per i-block, k groups per k-block */
@@ -1013,6 +1013,11 @@ static int run(gemm_call *g)
     /* f32, and bf16 widened to f32 per panel: the AVX2 half-panel order */
     g->half = (g->b->type == TJG_F32 || g->kern.widen_b) && tjg_isa_current() == TJG_AVX2
                   ? tjg_f32_half_avx2() : NULL;
+    /* int8 on 7-bit rows with AVX2: the same order (a 16 KB half panel in
+     * L1 across the slivers, one row block of up to MC_HALF rows, A packed
+     * once on several threads: shared_run), sums into the block's scratch */
+    if (g->a_7bit && !g->amx && tjg_isa_current() == TJG_AVX2)
+        g->half = tjg_q8_half_avx2();
     g->mc = MC, g->kc = g->kern.widen_b || g->b->type == TJG_F16 ? KCG_WIDE : KCG;
     if (g->half)   /* rows in as few even blocks as fit MC_HALF: B read once per block */
         g->mc = cdiv(cdiv(g->m, cdiv(g->m, MC_HALF)), TJG_MR) * TJG_MR;
@@ -1138,7 +1143,7 @@ TJG_CLONES static void quantize_row(int64_t k, const float *restrict r, uint8_t 
     *scale = s;
     *zp = z;
     float inv = 1.0f / s;
-    for (int64_t j = 0; j < k; j++) {
+    for (int64_t j = tjg_quantize_avx2(k, r, q, inv, z, qmax); j < k; j++) {
         float t = nearbyintf(r[j] * inv);
         float v = (t == t ? t : 0.0f) + (float)z;   /* NaN: the zero point */
         q[j] = (uint8_t)(v >= 0 ? (v <= qm ? v : qm) : 0);

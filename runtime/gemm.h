@@ -298,6 +298,9 @@ typedef void (*tjg_half_kernel)(int64_t kg, const void *a, const void *b, float 
 tjg_half_kernel tjg_f32_half_avx2(void);
 /* The AVX2 vpmaddubsw int8 kernel (gemm_avx2_q8.c): exact only for A <= 127. */
 tjg_kernel tjg_kernel_avx2_q8(void);
+/* Its half-panel form (tjg_half_kernel's shape, c s32 sums in whole 6-row
+ * sub-tiles: room for rows rounded up to 6), for the same loop order. */
+tjg_half_kernel tjg_q8_half_avx2(void);
 /* The AVX2 + F16C f16 kernel (uk, split_a, widen_b: gemm_avx2.c, as
  * bf16's with vcvtph2ps); NULL ones off x86-64. Only where tjg_f16c(). */
 tjg_kernel tjg_kernel_f16c(void);
@@ -312,6 +315,10 @@ int64_t tjg_f16_to_f32_f16c(const uint16_t *s, int64_t st, float *d, int64_t n);
  * first j = k rounded down to 32 elements; returns j (0 without AVX2). The
  * row quantizer's range: gcc left its running min/max scalar. */
 int64_t tjg_minmax_avx2(int64_t k, const float *x, float *lo, float *hi);
+/* With AVX2: q[j] = clamp(nearbyint(x[j] * inv) (NaN: 0) + z, 0, qmax)
+ * over the first j = k rounded down to 32 elements, the row quantizer's
+ * bits; returns j (0 without AVX2). */
+int64_t tjg_quantize_avx2(int64_t k, const float *x, uint8_t *q, float inv, int32_t z, int qmax);
 /* With AVX2 (only where tjg_isa_current() >= TJG_AVX2): 8 rows of 32-bit
  * units (row r at byte r * ldi of in, unaligned) transposed, units q < nq:
  * out[q * ldo + r] = the unit at byte 4 * q of row r. */

@@ -20,8 +20,8 @@
  * pipes, so the gain over the vpmaddwd kernel is in what it no longer does
  * (widening B, splitting A, half the adds), docs/perf.md.
  *
- * Also here: the 7-bit check of A (tjg_u8_is_7bit) and the AVX2 min/max of
- * the row quantizer (tjg_minmax_avx2).
+ * Also here: the 7-bit check of A (tjg_u8_is_7bit) and the AVX2 min/max and
+ * rounding of the row quantizer (tjg_minmax_avx2, tjg_quantize_avx2).
  */
 #include "gemm.h"
 
@@ -132,20 +132,76 @@ AVX2_Q8 static int64_t minmax(int64_t k, const float *x, float *lo, float *hi)
     return j;
 }
 
+/* Half a panel (16 columns): C[rows, 16] (+)= A-sliver @ B's 16 columns at
+ * b, rows <= MR, into s32 sums (a block's scratch, whole 6-row sub-tiles:
+ * the rows past `rows` are the scratch's own). gemm.c runs it over every
+ * sliver of a block per half panel (the half-panel order), so the KC x 16
+ * half (256 quads: 16 KB) stays in L1 across the slivers, where uk_q8's
+ * whole panel (32 KB with the sliver) was read from L2 by each. */
+AVX2_Q8 static void uk_q8_half(int64_t kg, const void *a, const void *b, float *c, int64_t ldc,
+                               bool acc, int rows)
+{
+    for (int r0 = 0; r0 < rows; r0 += ROWS)
+        sub_tile(kg, (const int32_t *)a + r0, b, (int32_t *)c + r0 * ldc, ldc, acc);
+}
+
+/* q[j] = clamp(round(x[j] * inv) + z, 0, qmax) for the first multiple of 32
+ * of k, the scalar loop's bits: vroundps to nearest even (nearbyintf in the
+ * default mode, which gcc called through the PLT per element), a NaN
+ * product to 0 before the zero point is added; the f32 results, whole
+ * numbers in 0..qmax, packed to bytes in order. */
+AVX2_Q8 static int64_t quantize(int64_t k, const float *x, uint8_t *q, float inv, int32_t z,
+                                int qmax)
+{
+    const __m256 vi = _mm256_set1_ps(inv), vz = _mm256_set1_ps((float)z),
+                 vq = _mm256_set1_ps((float)qmax), zero = _mm256_setzero_ps();
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    int64_t j = 0;
+    for (; j + 32 <= k; j += 32) {
+        __m256i w[4];
+        for (int u = 0; u < 4; u++) {
+            __m256 t = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + j + 8 * u), vi),
+                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            t = _mm256_andnot_ps(_mm256_cmp_ps(t, t, _CMP_UNORD_Q), t);
+            t = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(t, vz), zero), vq);
+            w[u] = _mm256_cvttps_epi32(t);
+        }
+        __m256i b = _mm256_packus_epi16(_mm256_packs_epi32(w[0], w[1]),
+                                        _mm256_packs_epi32(w[2], w[3]));
+        _mm256_storeu_si256((__m256i *)(q + j), _mm256_permutevar8x32_epi32(b, order));
+    }
+    return j;
+}
+
 tjg_kernel tjg_kernel_avx2_q8(void) { return (tjg_kernel){uk_q8, NULL, NULL}; }
+
+tjg_half_kernel tjg_q8_half_avx2(void) { return uk_q8_half; }
 
 int64_t tjg_minmax_avx2(int64_t k, const float *x, float *lo, float *hi)
 {
     return tjg_isa_current() >= TJG_AVX2 ? minmax(k, x, lo, hi) : 0;
 }
 
+int64_t tjg_quantize_avx2(int64_t k, const float *x, uint8_t *q, float inv, int32_t z, int qmax)
+{
+    return tjg_isa_current() >= TJG_AVX2 ? quantize(k, x, q, inv, z, qmax) : 0;
+}
+
 bool tjg_u8s8_reduce_range(tjg_isa isa) { return isa == TJG_AVX2 || isa == TJG_AVX512; }
 #else
 tjg_kernel tjg_kernel_avx2_q8(void) { return (tjg_kernel){NULL, NULL, NULL}; }
 
+tjg_half_kernel tjg_q8_half_avx2(void) { return NULL; }
+
 int64_t tjg_minmax_avx2(int64_t k, const float *x, float *lo, float *hi)
 {
     (void)k, (void)x, (void)lo, (void)hi;
+    return 0;
+}
+
+int64_t tjg_quantize_avx2(int64_t k, const float *x, uint8_t *q, float inv, int32_t z, int qmax)
+{
+    (void)k, (void)x, (void)q, (void)inv, (void)z, (void)qmax;
     return 0;
 }
 

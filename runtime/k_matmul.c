@@ -383,12 +383,12 @@ static _Thread_local struct {
     const float *bias;
     int64_t n;
     int act;
-    bool armed, taken;
+    bool f32, armed, taken;
 } epi_req;
 
-void rt_gemm_epi_begin(const float *bias, int64_t n, int act)
+void rt_gemm_epi_begin(const float *bias, int64_t n, int act, bool f32)
 {
-    epi_req.bias = bias, epi_req.n = n, epi_req.act = act;
+    epi_req.bias = bias, epi_req.n = n, epi_req.act = act, epi_req.f32 = f32;
     epi_req.armed = true, epi_req.taken = false;
 }
 
@@ -425,7 +425,7 @@ static int gemm_own(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_m
         tjg_epilogue e = {.accumulate = acc, .bias = bias, .out_bf16 = dt == TJ_BF16,
                           .out_f16 = dt == TJ_F16};
         /* a plan's fused bias + activation (sched/epi.c), taken once */
-        bool epi = epi_req.armed && !half && !acc && !bias && epi_req.n == n;
+        bool epi = epi_req.armed && epi_req.f32 && !half && !acc && !bias && epi_req.n == n;
         if (epi) {
             e.bias = epi_req.bias, e.act = (tjg_act)epi_req.act;
             epi_req.armed = false;
@@ -474,7 +474,15 @@ static int gemm_int8(int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b, const 
                 goto done;
         }
         tjg_epilogue e = {.accumulate = acc};
+        /* a plan's fused bias + activation (sched/epi.c: int8 takes it by
+         * default), applied by the epilogue that dequantizes the sums */
+        bool epi = epi_req.armed && !acc && epi_req.n == n;
+        if (epi) {
+            e.bias = epi_req.bias, e.act = (tjg_act)epi_req.act;
+            epi_req.armed = false;
+        }
         r = tjg_gemm_u8s8(m, q, k, zp, sa, p, c, ldc, &e);
+        epi_req.taken = epi && r == 0;
     }
 done:
     if (zp)

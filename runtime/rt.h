@@ -153,8 +153,9 @@ void rt_gemm_frozen_get(tj_tensor *const **t, int *n, unsigned *flags);
 /* For this thread's next f32 matmul of one GEMM with n columns on a kept
  * weight (k_matmul.c): C = act(A @ B + bias[j]) in tjit's GEMM's epilogue
  * (act a tjg_act), where that GEMM runs it; rt_gemm_epi_end then says
- * whether it did (and forgets it). sched/epi.c's fused epilogues. */
-void rt_gemm_epi_begin(const float *bias, int64_t n, int act);
+ * whether it did (and forgets it). sched/epi.c's fused epilogues. An int8
+ * GEMM (quantize_dynamic) takes it always, an f32 one only with f32 set. */
+void rt_gemm_epi_begin(const float *bias, int64_t n, int act, bool f32);
 bool rt_gemm_epi_end(void);
 /* How many such epilogues tjit's GEMM has applied in this process (tests). */
 uint64_t rt_gemm_epi_count(void);

@@ -16,11 +16,19 @@
  * the default. TJIT_GEMM_EPILOGUE=1 (read
  * when a plan is built) marks them. Exported models run without it
  * (aot_load.c: epi NULL).
+ *
+ * In a quantize_dynamic call (RT_GEMM_INT8, plans are built inside it) they
+ * are marked by default for the int8 GEMMs only (sc_epi.f32 false): Q4's
+ * epilogue already makes a pass over C to dequantize the s32 sums, so the
+ * bias and gelu_tanh join that pass and the kernel's 2 MB pass goes
+ * (docs/perf.md, "Q4: the int8 GEMM in the half-panel order").
+ * TJIT_GEMM_EPILOGUE=0 turns off both.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "../runtime/gemm.h"
+#include "../runtime/rt.h"
 #include "sched_int.h"
 
 static int act_of(ir_op op)
@@ -89,7 +97,10 @@ int sc_plan_epilogues(const ir_graph *g, const ir_fusion *f, sc_plan *p)
     const char *env = getenv("TJIT_GEMM_EPILOGUE");
     free(p->epi);   /* a plan built again after a kernel failed */
     p->epi = NULL;
-    if (!env || strcmp(env, "1"))
+    bool f32 = env && !strcmp(env, "1");
+    unsigned flags = 0;
+    tjg_frozen(NULL, &flags);   /* the compiled call's: plans are built in it */
+    if (!f32 && (!(flags & RT_GEMM_INT8) || (env && !strcmp(env, "0"))))
         return 0;
     for (int e = 0; e + 1 < p->nsteps; e++) {
         sc_epi x;
@@ -101,6 +112,7 @@ int sc_plan_epilogues(const ir_graph *g, const ir_fusion *f, sc_plan *p)
             for (int i = 0; i < p->nsteps; i++)
                 p->epi[i].kstep = -1;
         }
+        x.f32 = f32;
         p->epi[e] = x;
     }
     return 0;

@@ -126,7 +126,7 @@ static int run_epi(const ir_graph *g, const sc_plan *p, int i, tj_tensor **vals,
     const tj_tensor *bias = vals[e->bias];
     bool ok = bias && bias->dtype == TJ_F32 && bias->ndim == 1 && bias->strides[0] == 1;
     if (ok)
-        rt_gemm_epi_begin(rt_ptr(bias), bias->shape[0], e->act);
+        rt_gemm_epi_begin(rt_ptr(bias), bias->shape[0], e->act, e->f32);
     int rc = run_node(g, p, g->nodes[p->steps[i].node], vals, m);
     if (ok && rt_gemm_epi_end() && rc == 0)
         *skip = e->kstep;

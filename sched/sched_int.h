@@ -74,6 +74,7 @@ typedef struct sc_region {
 typedef struct sc_epi {
     int kstep, bias;
     signed char act;   /* a tjg_act */
+    bool f32;          /* f32 GEMMs take it too (TJIT_GEMM_EPILOGUE=1), not only int8 */
 } sc_epi;
 
 typedef struct sc_plan {

@@ -473,6 +473,31 @@ static void test_s8_7bit(void **state)
     tjg_isa_force(-1);
 }
 
+/* The 7-bit kernel in the half-panel order (AVX2: gemm.c's half loop,
+ * uk_q8_half) at 1 and 2 threads: several row blocks (m > 264), last
+ * slivers of 1, 4, 7 and 11 rows, a part panel last, several k-blocks and
+ * k tails, and on two threads A packed once with column tasks claimed
+ * (shared_run: one row block, at least 4 panels); exact s32 sums. */
+static void test_s8_7bit_half(void **state)
+{
+    (void)state;
+    static const dims half[] = {{300, 70, 1031}, {265, 97, 40},  {256, 140, 2051},
+                                {127, 200, 9},   {19, 130, 300}, {7, 33, 5}};
+    int threads = tj_num_threads();
+    tjg_isa vs[TJG_NISA];
+    int nv = variants(vs);
+    for (int th = 1; th <= 2; th++) {
+        tj_set_num_threads(th);
+        for (int v = 0; v < nv; v++) {
+            tjg_isa_force(vs[v]);
+            for (size_t s = 0; s < sizeof half / sizeof half[0]; s++)
+                s8_case_of(vs[v], half[s], SEVEN);
+        }
+    }
+    tj_set_num_threads(threads);
+    tjg_isa_force(-1);
+}
+
 /* tjg_u8_is_7bit reads only the m x k bytes (255s between rows ignored),
  * and finds a single 128 anywhere: in a 32-byte block, in a row's tail, in
  * the last row; under each variant (AVX2's vector test and the scalar). */
@@ -786,6 +811,46 @@ static void test_quantize_rows(void **state)
         assert_memory_equal(qz, qz0, sizeof qz);
     }
     tjg_isa_force(-1);
+}
+
+/* The AVX2 row quantizer (tjg_quantize_avx2: 32 elements at a time, the
+ * scalar loop for the tail) gives the generic variant's bytes, scales and
+ * zero points: rows of 1-1030 elements, halves that round to even (a row
+ * of step 1), NaNs and infinities in the vector part and the tail, values
+ * at both clamps; qmax 127 and 255; 1 and 2 threads (rows split). */
+static void test_quantize_rows_avx2(void **state)
+{
+    (void)state;
+    enum { M = 150 };
+    static const int64_t ks[] = {1, 31, 32, 33, 97, 1030};
+    int threads = tj_num_threads();
+    for (size_t t = 0; t < sizeof ks / sizeof ks[0]; t++) {
+        int64_t k = ks[t];
+        float *x = malloc((size_t)(M * k) * 4);
+        uint8_t *q = malloc((size_t)(M * k)), *q0 = malloc((size_t)(M * k));
+        float s[M], s0[M];
+        int32_t zp[M], zp0[M];
+        unsigned seed = 11;
+        for (int64_t i = 0; i < M * k; i++)
+            x[i] = (frand(&seed) - 0.3f) * (float)(1 + i / k % 7);
+        for (int64_t j = 0; j < k; j++)   /* row 1: step 1, halves (j / 2 + 0.5) */
+            x[k + j] = j == 0 ? 0.0f : j == k - 1 ? 127.0f : (float)(j % 254) * 0.5f;
+        x[2 * k + k / 2] = NAN, x[3 * k + k - 1] = NAN;
+        x[4 * k] = INFINITY, x[5 * k + k / 3] = -INFINITY;
+        for (int qmax = 127; qmax <= 255; qmax += 128)
+            for (int th = 1; th <= 2; th++) {
+                tj_set_num_threads(th);
+                tjg_isa_force(TJG_GENERIC);
+                tjg_quantize_rows_u8(M, k, x, k, q0, s0, zp0, qmax);
+                tjg_isa_force(-1);
+                tjg_quantize_rows_u8(M, k, x, k, q, s, zp, qmax);
+                assert_memory_equal(q, q0, (size_t)(M * k));
+                assert_memory_equal(s, s0, sizeof s);
+                assert_memory_equal(zp, zp0, sizeof zp);
+            }
+        free(x), free(q), free(q0);
+    }
+    tj_set_num_threads(threads);
 }
 
 /* The eager matmul and linear kernels on bf16 tensors run the bf16 GEMM:
@@ -1128,12 +1193,14 @@ int main(void)
         cmocka_unit_test(test_s8_variants),
         cmocka_unit_test(test_s8_extremes),
         cmocka_unit_test(test_s8_7bit),
+        cmocka_unit_test(test_s8_7bit_half),
         cmocka_unit_test(test_is_7bit),
         cmocka_unit_test(test_epilogue_prologue),
         cmocka_unit_test(test_padded_sums),
         cmocka_unit_test(test_isa_env),
         cmocka_unit_test(test_masked_fallback),
         cmocka_unit_test(test_quantize_rows),
+        cmocka_unit_test(test_quantize_rows_avx2),
         cmocka_unit_test(test_bf16_tensors),
         cmocka_unit_test(test_frozen_weights),
         cmocka_unit_test(test_matmul_own_f32),

@@ -105,11 +105,73 @@ static void test_epilogue_not_fused(void **state)
     unsetenv("TJIT_GEMM_EPILOGUE");
 }
 
+/* quantize_dynamic (int8 GEMM on the frozen weight): the plan's bias + act
+ * go to the epilogue that dequantizes the sums by default (not only with
+ * TJIT_GEMM_EPILOGUE=1), 3 of 3 calls, with the output of the unfused
+ * plan (TJIT_GEMM_EPILOGUE=0: the kernel step) within float rounding; odd
+ * sizes (weights over 256 KB: no blocked region), 1 and 2 threads.
+ * Returns the calls fused. */
+static uint64_t run_int8(act_fn act, int64_t m, int64_t k, int64_t n, double *diff)
+{
+    tj_alloc_trim();
+    tj_scope_begin();
+    mctx c = {tj_keep(tj_randn(TJ_F32, 2, (int64_t[]){n, k})),
+              tj_keep(tj_randn(TJ_F32, 1, (int64_t[]){n})), act};
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){m, k}), *y[2] = {NULL, NULL};
+    uint64_t taken = 0;
+    for (int pass = 0; pass < 2; pass++) {   /* fused (default), then not */
+        if (pass == 1)
+            setenv("TJIT_GEMM_EPILOGUE", "0", 1);
+        tj_compiled *cc = tj_compile(
+            model, &c, &(tj_compile_options){.name = "epi8", .quantize_dynamic = true});
+        assert_non_null(cc);
+        uint64_t before = rt_gemm_epi_count();
+        for (int call = 0; call < 3; call++)
+            y[pass] = tj_call(cc, &x, 1);
+        if (pass == 0)
+            taken = rt_gemm_epi_count() - before;
+        else
+            assert_int_equal(rt_gemm_epi_count(), before);
+        tj_compiled_free(cc);
+        unsetenv("TJIT_GEMM_EPILOGUE");
+    }
+    tj_tensor *d = tj_amax(tj_abs(tj_sub(y[0], y[1])), NULL, 0, false);
+    assert_non_null(d);
+    *diff = tj_item(d);
+    tj_scope_end();
+    tj_release(c.w), tj_release(c.b);
+    return taken;
+}
+
+static void test_epilogue_int8(void **state)
+{
+    (void)state;
+    static const act_fn acts[] = {tj_gelu_tanh, tj_relu, NULL};
+    static const int64_t dims[][3] = {{64, 256, 320}, {37, 700, 97}, {265, 520, 130}};
+    bool own = tjg_isa_current() >= TJG_AVX2;
+    int threads = tj_num_threads();
+    for (int th = 1; th <= 2; th++) {
+        tj_set_num_threads(th);
+        for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++)
+            for (size_t s = 0; s < sizeof dims / sizeof dims[0]; s++) {
+                double diff;
+                uint64_t n = run_int8(acts[a], dims[s][0], dims[s][1], dims[s][2], &diff);
+                if (own && n != 3)
+                    fail_msg("int8 act %zu shape %zu: %llu of 3 calls fused", a, s,
+                             (unsigned long long)n);
+                if (!(diff <= 1e-4))
+                    fail_msg("int8 act %zu shape %zu: fused - unfused %.3g", a, s, diff);
+            }
+    }
+    tj_set_num_threads(threads);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_epilogue_fused),
         cmocka_unit_test(test_epilogue_not_fused),
+        cmocka_unit_test(test_epilogue_int8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
