@@ -58,7 +58,8 @@ tj_tensor *fe_apply(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a)
         a = &none;
     }
     fe_trace *tr = fe_trace_current();
-    bool by_decomp = info->eager_decomp && (!tr || fe_ag_wants_grad(in, nin));
+    bool by_decomp = info->eager_decomp && (!tr || fe_ag_wants_grad(in, nin) ||
+                                            fe_decomp_is_view(op, in, nin, a, (const ir_type *const *)tp));
     if (tr && !by_decomp)
         return fe_ag_record(op, in, nin, a, fe_trace_apply(tr, op, in, nin, a));
     if (ir_infer(op, (const ir_type *const *)tp, nin, a, &out, reason, sizeof reason) != 0)

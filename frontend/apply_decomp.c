@@ -57,6 +57,23 @@ static tj_tensor *replay(const ir_graph *g, tj_tensor **vals)
     return r;
 }
 
+bool fe_decomp_is_view(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
+                       const ir_type *const *types)
+{
+    if (ir_ops[op].kind != IR_MOVE || nin < 1 || !in[0])
+        return false;
+    char err[64];
+    ir_graph *g = ps_decompose_one(op, types, nin, a, err, sizeof err);
+    if (!g)
+        return false;
+    const ir_node *o = g->noutputs ? g->outputs[0] : NULL;
+    while (o && !ir_node_is_input(o) && ir_ops[o->op].kind == IR_VIEW)
+        o = o->in[0];
+    bool view = o && ir_node_is_input(o) && o->id == 0;
+    ir_graph_free(g);
+    return view;
+}
+
 tj_tensor *fe_apply_decomposed(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
                                const ir_type *const *types)
 {

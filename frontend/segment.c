@@ -715,6 +715,15 @@ static int rebase(fe_trace *tr, tj_tensor *dst)
     return 0;
 }
 
+bool fe_seg_has_views(fe_trace *tr, const tj_tensor *base)
+{
+    fe_segrun *R = tr->seg;
+    for (int k = 0; k < R->nhdr; k++)
+        if (R->view[k].par && R->view[k].base == base && R->hdr[k] != base && live(R->hdr[k]))
+            return true;
+    return false;
+}
+
 int fe_seg_view_write(fe_trace *tr, tj_tensor *dst, tj_tensor *value)
 {
     /* a break: the piece so far runs, its values become concrete */

@@ -176,6 +176,19 @@ ir_node *fe_trace_result(fe_trace *tr, tj_tensor *t)
     return c;
 }
 
+/* In a split call, whether dst's slices are of a concrete tensor that
+ * headers of earlier pieces view (fe_seg_has_views). */
+static bool viewed_base(fe_trace *tr, const tj_tensor *dst)
+{
+    if (!tr->seg)
+        return false;
+    ir_node *n = dst->sym;
+    while (!ir_node_is_input(n) && n->op == OP_slice)
+        n = n->in[0];
+    const tj_tensor *h = holder_of(tr, n);
+    return h && !h->sym && fe_seg_has_views(tr, h);
+}
+
 bool fe_trace_write_overlaps(fe_trace *tr, const tj_tensor *dst)
 {
     return expanded(example_of(tr, dst), dst->shape);
@@ -192,7 +205,7 @@ int fe_trace_write_data(fe_trace *tr, tj_tensor *dst, tj_tensor *value)
         /* slices of an expanded argument: the write reaches every element that
          * shares the memory, which a functional write-back cannot follow */
         const tj_tensor *ex = example_of(tr, dst);
-        int rc = ex && expanded(ex, ex->shape) ? 1 : write_slices(tr, dst, value);
+        int rc = (ex && expanded(ex, ex->shape)) || viewed_base(tr, dst) ? 1 : write_slices(tr, dst, value);
         if (rc <= 0)
             return rc;
         if (tr->seg)   /* a split call breaks here and writes eagerly */
@@ -205,6 +218,8 @@ int fe_trace_write_data(fe_trace *tr, tj_tensor *dst, tj_tensor *value)
     ir_node *v = fe_trace_value(tr, value);
     if (!v)
         return -1;
+    if (!dst->sym && tr->seg && fe_seg_has_views(tr, dst))   /* read through storage: eagerly */
+        return fe_seg_view_write(tr, dst, value);
     if (!dst->sym) {
         /* a weight or state: its param now reads as the new value */
         if (!fe_trace_value(tr, dst))

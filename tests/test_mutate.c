@@ -224,6 +224,41 @@ static void test_folded_results(void **state)
     }
 }
 
+/* Composites that are views in eager (narrow, t, movedim): a
+ * write through one reaches the argument, and one taken before a write into
+ * the argument reads the new values. A trace recorded them as composites,
+ * values of their own: the argument was never written, silently. */
+static int model_composite_views(void *ctx, tj_tensor *const *x, int n, tj_tensor **out, int max)
+{
+    (void)ctx;
+    (void)n;
+    (void)max;
+    tj_tensor *t = tj_t(x[0]), *m = tj_movedim(x[0], (int[]){0}, (int[]){1}, 1);
+    if (tj_mul_s_(tj_narrow(x[0], 1, 1, 2), 0.5) != 0 || tj_add_s_(x[0], 1) != 0)
+        return -1;
+    out[0] = tj_mul_s(t, 1);
+    out[1] = tj_mul_s(m, 1);
+    return 2;
+}
+
+static void test_composite_views(void **state)
+{
+    (void)state;
+    tj_compiled *c = tj_compile_multi(model_composite_views, NULL, &(tj_compile_options){.name = "cviews"});
+    for (int k = 0; k < 2; k++) {
+        tj_tensor *x = tj_randn(TJ_F64, 2, (int64_t[]){2, 3}), *xe = tj_clone(x), *got[2], *want[2];
+        assert_int_equal(tj_call_multi(c, &x, 1, got, 2), 2);
+        assert_int_equal(model_composite_views(NULL, &xe, 1, want, 2), 2);
+        for (int i = 0; i < 2; i++)
+            tu_assert_close(got[i], want[i], 0, 0);
+        tu_assert_close(x, xe, 0, 0);
+    }
+    tj_compiled_stats st;
+    stats(c, &st);
+    assert_int_equal(st.eager_calls, 0);
+    tj_compiled_free(c);
+}
+
 /* Slices of a captured buffer assigned in place (a ring of rows). */
 static tj_tensor *model_slices(void *ctx, tj_tensor *const *x, int n)
 {
@@ -450,7 +485,7 @@ int main(void)
         T(test_inplace_eager),       T(test_buffer_across_calls),     T(test_argument_mutation),
         T(test_slices_in_place),     T(test_other_view_write_breaks), T(test_batch_norm_running_stats),
         T(test_views_before_writes),   T(test_twin_views),              T(test_expanded_writes),
-        T(test_contiguous_aliases),    T(test_folded_results),
+        T(test_contiguous_aliases),    T(test_folded_results),          T(test_composite_views),
 #undef T
     };
     return cmocka_run_group_tests_name("mutate", tests, NULL, NULL);
