@@ -656,6 +656,30 @@ static tj_tensor *extra(gen *g, tj_tensor *a, tj_tensor *w, bool exact)
     return tj_contiguous(a);
 }
 
+/* A write into leading rows of an argument (contiguous, transposed, strided
+ * or expanded: the argument's layout), of b broadcast to them when it
+ * broadcasts, else of a constant; the argument is the step's value. Eager
+ * refuses rows that share memory (an expanded dim among them). */
+static tj_tensor *arg_slice_write(gen *g, tj_tensor *x, tj_tensor *b, bool exact)
+{
+    int nd = tj_ndim(x);
+    if (tj_dtype_of(x) == TJ_BOOL) {
+        note(g, "arg (bool) read");
+        return x;
+    }
+    if (!nd || tj_size(x, 0) == 0) {
+        note(g, "arg += 1 in place");
+        return tj_add_s_(x, 1) ? NULL : x;
+    }
+    int64_t k = 1 + rnd(g, (int)(tj_size(x, 0) < 2 ? 1 : 2));
+    tj_tensor *rows = tj_slice(x, 0, 0, k, 1);
+    int64_t n;
+    bool fits = bcast(rows, b, &n) && n == tj_numel(rows) && tj_ndim(b) <= nd;
+    note(g, "arg rows 0..%lld %s in place", (long long)k, fits ? "+= b" : "*= 2");
+    int rc = fits ? tj_add_(rows, tj_cast(exact ? num(b) : b, tj_dtype_of(x))) : tj_mul_s_(rows, 2);
+    return rc ? NULL : x;
+}
+
 int tu_program_results(gen *g, tj_tensor **v, int nv, int nin, tj_tensor **out, int max)
 {
     int k = 1 + rnd(g, max < 3 ? max : 3);
@@ -690,7 +714,9 @@ int tu_program_model(void *ctx, tj_tensor *const *in, int nin, tj_tensor **out, 
         tj_tensor *a = v[ia], *r;
         g.near_weight = near_w[ia];
         int kind = rnd(&g, 13);
-        if (!exact && conv_ok(a) && rnd(&g, 3) == 0)
+        if (nin && rnd(&g, 16) == 0)
+            r = arg_slice_write(&g, in[rnd(&g, nin)], a, exact);
+        else if (!exact && conv_ok(a) && rnd(&g, 3) == 0)
             r = conv_block(&g, a);
         else if (kind < 3)
             r = exact ? tj_clamp(num(a), -1000, 1000) : tu_program_unary(&g, a);
