@@ -569,6 +569,16 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
                 good = (outs[nouts++] = fe_trace_value(tr, tr->writes[k].value)) != NULL;
         nouts = good ? nouts : 0;
     }
+    for (int k = 0; k < nres && k < nouts; k++) {   /* eagerly two tensors, here one value */
+        bool twin = false;
+        e->res_same[k] = -1;
+        for (int j = 0; j < k && e->res_same[k] < 0; j++) {
+            twin |= outs[j] == outs[k] && res[j] != res[k];
+            e->res_same[k] = res[j] == res[k] ? (int8_t)j : -1;   /* the same tensor again */
+        }
+        if (twin && e->res_same[k] < 0)
+            e->res_twin |= (uint64_t)1 << k;
+    }
     e->nresults = nres;
     e->grad_known = tj_grad_enabled();
     for (int k = 0; k < nres && e->grad_known; k++)
@@ -1114,6 +1124,12 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
     }
     if (rc == 0 && !grad)   /* arguments and views come back as eager's would (alias.c) */
         fe_alias_results(e->g, e->nresults, inputs, outs);
+    for (int k = 0; rc == 0 && !grad && e->res_twin && k < e->nresults; k++) {   /* twins: tensors of their own */
+        if (e->res_twin >> k & 1 && !(outs[k] = tj_clone(outs[k])))
+            rc = -1;
+        else if (e->res_same[k] >= 0)   /* the same tensor as an earlier result, as eagerly */
+            outs[k] = outs[e->res_same[k]];
+    }
     for (int k = 0; k < held; k++)
         tj_release(inputs[nargs + e->ncaps + k]);
     if (inputs && inputs != in)

@@ -57,6 +57,10 @@ typedef struct entry {
     sc_plan_set *plans;     /* compiled kernels (plan.h); NULL: graph executor */
     int nresults;           /* the function's results: outputs 0 .. nresults-1 */
     uint64_t res_grad;      /* traced in grad mode: bit k, result k required grad; */
+    uint64_t res_twin;      /* bit k: result k is another tensor than an earlier result of
+                             * the same value (equal nodes are shared): returned as a copy */
+    int8_t res_same[FE_MAX_RESULTS];   /* with twins: the first result that is the same
+                                        * tensor as result k, or -1 */
     bool grad_known;        /* false: traced in no-grad mode (every float result may) */
     tj_dtype autocast;      /* the tj_autocast dtype it was traced in (TJ_F32: none) */
     fe_write *writes;       /* written back after each call: the outputs after the

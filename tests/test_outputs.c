@@ -59,6 +59,38 @@ static void test_results_alias_like_eager(void **state)
     tj_release(w);
 }
 
+/* Two results computed alike are one value of the trace (equal nodes are
+ * shared) and two tensors in eager: a write into one after the call must not
+ * reach the other (the plan returned one tensor twice). The same tensor
+ * returned twice stays one. */
+static int model_twins(void *ctx, tj_tensor *const *x, int n, tj_tensor **out, int max)
+{
+    (void)ctx;
+    (void)n;
+    (void)max;
+    out[0] = tj_exp(x[0]);
+    out[1] = tj_exp(x[0]);
+    out[2] = out[0];
+    out[3] = out[1];
+    return 4;
+}
+
+static void test_twin_results(void **state)
+{
+    (void)state;
+    tj_compiled *c = tj_compile_multi(model_twins, NULL, &(tj_compile_options){.name = "twins"});
+    for (int k = 0; k < 2; k++) {
+        tj_tensor *x = tj_randn(TJ_F32, 1, (int64_t[]){5}), *got[4];
+        assert_int_equal(tj_call_multi(c, &x, 1, got, 4), 4);
+        assert_ptr_not_equal(got[0], got[1]);
+        assert_ptr_equal(got[0], got[2]);
+        assert_ptr_equal(got[1], got[3]);
+        assert_int_equal(tj_add_s_(got[0], 1), 0);
+        tu_assert_close(got[1], tj_exp(x), 0, 0);
+    }
+    tj_compiled_free(c);
+}
+
 /* Many results: every intermediate of a chain. */
 static int model_many(void *ctx, tj_tensor *const *x, int n, tj_tensor **out, int max)
 {
@@ -91,7 +123,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
-        T(test_results_alias_like_eager), T(test_many_results),
+        T(test_results_alias_like_eager), T(test_many_results), T(test_twin_results),
 #undef T
     };
     return cmocka_run_group_tests_name("outputs", tests, NULL, NULL);
