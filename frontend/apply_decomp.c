@@ -66,8 +66,11 @@ bool fe_decomp_is_view(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *
     ir_graph *g = ps_decompose_one(op, types, nin, a, err, sizeof err);
     if (!g)
         return false;
+    /* reshape and as_strided copy eagerly when the strides forbid a view
+     * (tile and repeat: a reshape of an expand): not followed */
     const ir_node *o = g->noutputs ? g->outputs[0] : NULL;
-    while (o && !ir_node_is_input(o) && ir_ops[o->op].kind == IR_VIEW)
+    while (o && !ir_node_is_input(o) && ir_ops[o->op].kind == IR_VIEW && o->op != OP_reshape &&
+           o->op != OP_as_strided)
         o = o->in[0];
     bool view = o && ir_node_is_input(o) && o->id == 0;
     ir_graph_free(g);

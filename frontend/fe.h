@@ -22,9 +22,10 @@ tj_tensor *fe_apply(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a);
 /* A DCOMP row (no kernel of its own) applied through its decomposition, each
  * prim through fe_apply (apply_decomp.c); types: those of in[]. */
 /* Whether the decomposition of DCOMP row op (a MOVE: narrow, movedim, t,
- * unflatten, diagonal, ...) is a chain of views of its first input, as its
- * eager result is: a trace then records those views, so that writes through
- * the result reach the input and reads of it see the input's writes. */
+ * expand_as) is a chain of views of its first input that are views whatever
+ * the strides (no reshape, no as_strided), as its eager result is: a trace
+ * then records those views, so that writes through the result reach the
+ * input and reads of it see the input's writes. */
 bool fe_decomp_is_view(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
                        const ir_type *const *types);
 tj_tensor *fe_apply_decomposed(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
