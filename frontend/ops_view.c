@@ -188,10 +188,7 @@ int tj_copy_(tj_tensor *dst, tj_tensor *src)
         return -1;
     rt_describe_inputs("copy_", in, 2, head, sizeof head);
     fe_trace *tr = fe_trace_current();
-    bool overlaps = tr && fe_trace_write_overlaps(tr, dst);   /* a traced argument's example */
-    for (int d = 0; d < dst->ndim; d++)
-        overlaps |= dst->strides[d] == 0 && dst->shape[d] > 1;
-    if (overlaps) {
+    if (fe_write_overlaps(tr, dst)) {
         rt_error("%s: dst has several elements in one memory location (an expanded view)", head);
         return -1;
     }

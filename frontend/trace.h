@@ -143,11 +143,11 @@ int fe_trace_write_data(fe_trace *tr, tj_tensor *dst, tj_tensor *value);
  * to the same dtype) that t does not view, since eager's result is a tensor
  * of its own (a write into either must not reach the other). NULL on error. */
 ir_node *fe_trace_result(fe_trace *tr, tj_tensor *t);
-/* Whether a write into dst, an argument or slices of one, would land several
- * of its elements in one memory location of the argument the call was given
- * (a dim of stride 0 and size > 1: an expanded view), which eager's copy_
- * refuses; the symbolic tensor's own strides are contiguous. */
-bool fe_trace_write_overlaps(fe_trace *tr, const tj_tensor *dst);
+/* Whether a write into dst would land several of its elements in one memory
+ * location (a dim of stride 0 and size > 1: an expanded view), which copy_
+ * refuses: by dst's strides, and while tracing (tr) by those of the
+ * argument the call was given when dst is one or slices of one. */
+bool fe_write_overlaps(fe_trace *tr, const tj_tensor *dst);
 /* The gradient of concrete leaf as this trace left it: *found false when the
  * trace has not set it (the caller then reads the leaf's own, guarded). */
 tj_tensor *fe_trace_grad(fe_trace *tr, const tj_tensor *leaf, bool *found);

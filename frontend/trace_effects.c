@@ -126,6 +126,14 @@ static int write_slices(fe_trace *tr, tj_tensor *dst, tj_tensor *value)
     return !v || fe_trace_write_data(tr, target, v) != 0 ? -1 : 0;
 }
 
+/* The node under n's chain of slices (slices keep their input's dims). */
+static ir_node *under_slices(ir_node *n)
+{
+    while (!ir_node_is_input(n) && n->op == OP_slice)
+        n = n->in[0];
+    return n;
+}
+
 /* The concrete tensor dst (an argument or a captured tensor, or slices of
  * one: the same dims) stands for: the argument the call was given, or the
  * capture itself; NULL if none. */
@@ -133,9 +141,7 @@ static const tj_tensor *example_of(fe_trace *tr, const tj_tensor *dst)
 {
     if (!dst->sym)
         return NULL;
-    ir_node *n = dst->sym;
-    while (!ir_node_is_input(n) && n->op == OP_slice)
-        n = n->in[0];
+    ir_node *n = under_slices(dst->sym);
     const tj_tensor *h = NULL;
     for (int k = 0; k < tr->nargs && !h; k++)
         if (tr->args[k] == dst)
@@ -182,16 +188,13 @@ static bool viewed_base(fe_trace *tr, const tj_tensor *dst)
 {
     if (!tr->seg)
         return false;
-    ir_node *n = dst->sym;
-    while (!ir_node_is_input(n) && n->op == OP_slice)
-        n = n->in[0];
-    const tj_tensor *h = holder_of(tr, n);
+    const tj_tensor *h = holder_of(tr, under_slices(dst->sym));
     return h && !h->sym && fe_seg_has_views(tr, h);
 }
 
-bool fe_trace_write_overlaps(fe_trace *tr, const tj_tensor *dst)
+bool fe_write_overlaps(fe_trace *tr, const tj_tensor *dst)
 {
-    return expanded(example_of(tr, dst), dst->shape);
+    return expanded(dst, dst->shape) || (tr && expanded(example_of(tr, dst), dst->shape));
 }
 
 int fe_trace_write_data(fe_trace *tr, tj_tensor *dst, tj_tensor *value)
