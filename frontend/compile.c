@@ -563,7 +563,7 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
     if (outs && !tr->brk[0] && !tr->failed) {
         bool good = true;
         for (int k = 0; k < nres && good; k++)
-            good = (outs[nouts++] = fe_trace_result(tr, res[k])) != NULL;
+            good = (outs[nouts++] = fe_trace_value(tr, res[k])) != NULL;
         for (int k = 0; k < tr->nwrites && good; k++)
             if (tr->writes[k].value)
                 good = (outs[nouts++] = fe_trace_value(tr, tr->writes[k].value)) != NULL;

@@ -138,11 +138,6 @@ void fe_joint_stats(const fe_joint *j, tj_compiled_stats *out);
 /* dst <- value (value has dst's type): later reads of dst in this trace see
  * value, and the call writes it back when dst outlives the call. */
 int fe_trace_write_data(fe_trace *tr, tj_tensor *dst, tj_tensor *value);
-/* The node a graph outputs for result t: t's value, copied when it is an
- * input's value (an argument, a weight: a no-op the graph folded away, a cast
- * to the same dtype) that t does not view, since eager's result is a tensor
- * of its own (a write into either must not reach the other). NULL on error. */
-ir_node *fe_trace_result(fe_trace *tr, tj_tensor *t);
 /* Whether a write into dst would land several of its elements in one memory
  * location (a dim of stride 0 and size > 1: an expanded view), which copy_
  * refuses: by dst's strides, and while tracing (tr) by those of the

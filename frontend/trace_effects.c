@@ -166,22 +166,6 @@ static bool expanded(const tj_tensor *ex, const int64_t *shape)
     return false;
 }
 
-ir_node *fe_trace_result(fe_trace *tr, tj_tensor *t)
-{
-    ir_node *n = fe_trace_value(tr, t);
-    if (!n || !ir_node_is_input(n))
-        return n;
-    const tj_tensor *h = holder_of(tr, n);
-    if (h && fe_alias_of(h) == fe_alias_of(t))
-        return n;   /* a view of the input: eager's result shares its storage too */
-    ir_node *c = ir_graph_add(tr->g, OP_copy, &n, 1, NULL);
-    if (!c) {
-        tr->failed = true;
-        rt_error("tracing: %s", ir_graph_error(tr->g));
-    }
-    return c;
-}
-
 /* In a split call, whether dst's slices are of a concrete tensor that
  * headers of earlier pieces view (fe_seg_has_views). */
 static bool viewed_base(fe_trace *tr, const tj_tensor *dst)
