@@ -57,14 +57,6 @@ struct fe_keep {
     atomic_ulong runs;     /* computations of the values */
 };
 
-static bool has_sym(const ir_type *t)
-{
-    for (int d = 0; d < t->ndim; d++)
-        if (IR_IS_SYM(t->shape[d]))
-            return true;
-    return false;
-}
-
 /* Ops whose value may be kept: functional, deterministic, no GEMM. */
 static bool keepable_op(ir_op op)
 {
@@ -82,7 +74,7 @@ static bool keepable_op(ir_op op)
 /* A constant node: no inputs, not random, static shape. */
 static bool pure_const(const ir_node *n)
 {
-    return !ir_node_is_input(n) && n->nin == 0 && ir_ops[n->op].kind == IR_CREATE && !has_sym(&n->type);
+    return !ir_node_is_input(n) && n->nin == 0 && ir_ops[n->op].kind == IR_CREATE && !ir_type_has_sym(&n->type);
 }
 
 void fe_keep_free(fe_keep *k)
@@ -145,7 +137,7 @@ static int select_nodes(const ir_graph *g, const bool *source, bool *kept, bool 
         srcb[k] = source[k] ? ir_type_bytes(&g->inputs[k]->type) : 0;
     for (int k = 0; k < g->nnodes; k++) {
         const ir_node *n = g->nodes[k];
-        bool ok = keepable_op(n->op) && !has_sym(&n->type) && !n->type.weak, w = false;
+        bool ok = keepable_op(n->op) && !ir_type_has_sym(&n->type) && !n->type.weak, w = false;
         for (int i = 0; ok && i < n->nin; i++) {
             if (!n->in[i])
                 continue;

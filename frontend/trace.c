@@ -162,9 +162,13 @@ static ir_node *current_view(fe_trace *tr, tj_tensor *x, ir_node *n)
             now = tr->ovw[k].now;
     if (nc == 0 || (now == b && nc < 64))
         return n;
+    /* x shares the written storage, so each reshape of its chain was a view
+     * in eager (one that copied gave x a storage of its own, fe_trace_apply),
+     * unless a symbolic dim hid the strides */
     const char *copying = nc == 64 ? "64 views" : NULL;   /* too deep to follow: eager */
     for (int k = 0; k < nc && !copying; k++)
-        if (chain[k]->op == OP_reshape || chain[k]->op == OP_as_strided)
+        if (chain[k]->op == OP_as_strided ||
+            (chain[k]->op == OP_reshape && (ir_type_has_sym(&chain[k]->in[0]->type) || ir_type_has_sym(&chain[k]->type))))
             copying = ir_ops[chain[k]->op].name;
     if (copying) {
         fe_trace_break(tr, "a view read after an in-place write into its base, through reshape, "
@@ -277,15 +281,16 @@ tj_tensor *fe_trace_apply(fe_trace *tr, ir_op op, tj_tensor *const *in, int nin,
     tr->nops++;
     tr->last_op = op;
     tj_tensor *r = rt_own(rt_tensor_symbolic(&out, n));
-    if (r && ir_ops[op].kind == IR_VIEW && in[0]) {
-        /* a view stands for its input's storage, with the strides eager gives
-         * it (contiguous when eager copies: a reshape the strides forbid) */
-        r->alias = fe_alias_of(in[0]);
-        rt_view_strides(op, in[0], a, &out, r->strides);
-    } else if (r) {   /* any other result: a new contiguous tensor, a storage of its own */
-        r->alias = new_alias(tr);
-    }
-    if (r && tr->seg && fe_seg_track(tr, r, ir_ops[op].kind == IR_VIEW ? in[0] : NULL) != 0) {
+    /* a view stands for its input's storage, with the strides eager gives it;
+     * a reshape the strides forbid is a copy in eager: a new contiguous
+     * tensor, a storage of its own, as any other op's result */
+    bool view = ir_ops[op].kind == IR_VIEW && in[0];
+    if (r && view && !rt_view_strides(op, in[0], a, &out, r->strides) && op == OP_reshape &&
+        !ir_type_has_sym(&nodes[0]->type) && !ir_type_has_sym(&out))
+        view = false;
+    if (r)
+        r->alias = view ? fe_alias_of(in[0]) : new_alias(tr);
+    if (r && tr->seg && fe_seg_track(tr, r, view ? in[0] : NULL) != 0) {
         tr->failed = true;
         return NULL;
     }

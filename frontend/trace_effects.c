@@ -83,14 +83,6 @@ static int overwrote(fe_trace *tr, const tj_tensor *dst, ir_node *old, ir_node *
     return 0;
 }
 
-static bool static_type(const ir_type *t)
-{
-    for (int d = 0; d < t->ndim; d++)
-        if (IR_IS_SYM(t->shape[d]))
-            return false;
-    return true;
-}
-
 /* A write into a traced view: dst is slices (step 1) of a capture's or an
  * argument's value. The write becomes one of the whole tensor, level by
  * level: parent' = where(mask, pad(value), parent), the mask true on the
@@ -100,7 +92,7 @@ static int write_slices(fe_trace *tr, tj_tensor *dst, tj_tensor *value)
     ir_node *n = dst->sym;
     int levels = 0;
     for (ir_node *p = n; p->op == OP_slice; p = p->in[0], levels++)
-        if (p->attrs[3].i[0] != 1 || !static_type(&p->in[0]->type) || levels >= 64)
+        if (p->attrs[3].i[0] != 1 || ir_type_has_sym(&p->in[0]->type) || levels >= 64)
             return 1;
     ir_node *base = n;
     for (int k = 0; k < levels; k++)

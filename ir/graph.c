@@ -45,6 +45,14 @@ bool ir_name_valid(const char *s, size_t n)
     return true;
 }
 
+bool ir_type_has_sym(const ir_type *t)
+{
+    for (int d = 0; d < t->ndim; d++)
+        if (IR_IS_SYM(t->shape[d]))
+            return true;
+    return false;
+}
+
 bool ir_type_same(const ir_type *a, const ir_type *b)
 {
     return ir_type_equal(a, b) && a->weak == b->weak;

@@ -172,6 +172,9 @@ int ir_attrs_check(ir_op op, const ir_attrs *a, char *err, size_t nerr);
 /* True when a name is an identifier: [A-Za-z_][A-Za-z0-9_.]*. */
 bool ir_name_valid(const char *s, size_t n);
 
+/* Whether a dim of t is symbolic (IR_IS_SYM). */
+bool ir_type_has_sym(const ir_type *t);
+
 /* Type equality including the weak flag (ir_type_equal ignores it). */
 bool ir_type_same(const ir_type *a, const ir_type *b);
 

@@ -57,14 +57,6 @@ static int tail_dims(int from, int ndim, int64_t *dims)
     return n;
 }
 
-static bool has_symbol(const ir_type *t)
-{
-    for (int d = 0; d < t->ndim; d++)
-        if (IR_IS_SYM(t->shape[d]))
-            return true;
-    return false;
-}
-
 /* The number of elements a reduction over `mask` of x combines: a wrapped
  * number when those dims are static; else an i64 tensor counting them (the
  * sum of ones shaped like x) with the reduction's result shape. */
@@ -359,7 +351,7 @@ static ir_node *ps_decomp_embedding(PS_DECOMP_ARGS)
     if (k == 0)
         return ps_b_squeeze(b, b_dim_op(b, OP_index_select, (ir_node *[]){w, idx}, 2, 0),
                             (int64_t[]){0}, 1);
-    if (has_symbol(&idx->type))
+    if (ir_type_has_sym(&idx->type))
         return ps_b_fail(b, "indices with %d dims and a symbolic dim cannot be flattened "
                             "(the shape rules cannot compute a symbolic size yet)", k);
     int64_t shape[TJ_MAX_DIMS];
@@ -377,7 +369,7 @@ static ir_node *ps_decomp_dropout(PS_DECOMP_ARGS)
     double p = a->a[0].f;
     if (p == 0)
         return x;
-    if (has_symbol(&x->type))
+    if (ir_type_has_sym(&x->type))
         return ps_b_fail(b, "the random mask needs a static shape");
     ir_attrs at;
     memset(&at, 0, sizeof at);
