@@ -511,6 +511,7 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
         return NULL;
     }
     e->nargs = nargs;
+    memset(e->res_view, -1, sizeof e->res_view);   /* no result views another until traced */
     int rc = make_guards(c, args, nargs, dynamic, e);
     if (rc != 0) {
         entry_free(e);
@@ -579,6 +580,8 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
         if (twin && e->res_same[k] < 0)
             e->res_twin |= (uint64_t)1 << k;
     }
+    if (nouts >= nres && fe_alias_viewed(tr, res, outs, nres, e->res_view) != 0)
+        nouts = 0;
     e->nresults = nres;
     e->grad_known = tj_grad_enabled();
     for (int k = 0; k < nres && e->grad_known; k++)
@@ -1122,14 +1125,14 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
         else
             tj_release(all[k]);
     }
-    if (rc == 0 && !grad)   /* arguments and views come back as eager's would (alias.c) */
-        fe_alias_results(e->g, e->nresults, inputs, outs);
-    for (int k = 0; rc == 0 && !grad && e->res_twin && k < e->nresults; k++) {   /* twins: tensors of their own */
+    for (int k = 0; rc == 0 && !grad && e->res_twin && k < e->nresults; k++)   /* twins: tensors of their own */
         if (e->res_twin >> k & 1 && !(outs[k] = tj_clone(outs[k])))
             rc = -1;
-        else if (e->res_same[k] >= 0)   /* the same tensor as an earlier result, as eagerly */
+    if (rc == 0 && !grad)   /* arguments and views come back as eager's would (alias.c) */
+        fe_alias_results(e->g, e->nresults, e->res_view, inputs, outs);
+    for (int k = 0; rc == 0 && !grad && e->res_twin && k < e->nresults; k++)
+        if (e->res_same[k] >= 0)   /* the same tensor as an earlier result, as eagerly */
             outs[k] = outs[e->res_same[k]];
-    }
     for (int k = 0; k < held; k++)
         tj_release(inputs[nargs + e->ncaps + k]);
     if (inputs && inputs != in)

@@ -57,6 +57,7 @@ typedef struct entry {
     sc_plan_set *plans;     /* compiled kernels (plan.h); NULL: graph executor */
     int nresults;           /* the function's results: outputs 0 .. nresults-1 */
     uint64_t res_grad;      /* traced in grad mode: bit k, result k required grad; */
+    int8_t res_view[FE_MAX_RESULTS];   /* what result k viewed eagerly (fe_alias_viewed) */
     uint64_t res_twin;      /* bit k: result k is another tensor than an earlier result of
                              * the same value (equal nodes are shared): returned as a copy */
     int8_t res_same[FE_MAX_RESULTS];   /* with twins: the first result that is the same

@@ -154,10 +154,18 @@ int fe_trace_guard_grad(fe_trace *tr, tj_tensor *leaf, tj_tensor *prior);
  * set the arrays to NULL first). */
 void fe_trace_writes_free(fe_trace *tr);
 
+/* view[k] for each traced result res[k] (its node outs[k]): FE_VIEWS_INPUT
+ * when it shares the storage of the argument or capture under its chain of
+ * views, as it did eagerly; j when it so views result j; -1 otherwise, and
+ * then a result whose node is, or views, an input or another result gets a
+ * copy node in outs[k]. 0 or -1 (alias.c). */
+#define FE_VIEWS_INPUT (-2)
+int fe_alias_viewed(fe_trace *tr, tj_tensor *const *res, ir_node **outs, int nres, int8_t *view);
 /* Results of a compiled call (outs[0..nresults), g's first outputs, run on
- * inputs) that are inputs or views of inputs or of other results become
- * those tensors or views of them, as eagerly (alias.c). */
-void fe_alias_results(const ir_graph *g, int nresults, tj_tensor *const *inputs, tj_tensor **outs);
+ * inputs) that viewed an input or another result eagerly (view, from
+ * fe_alias_viewed) become views of that tensor, as eagerly (alias.c). */
+void fe_alias_results(const ir_graph *g, int nresults, const int8_t *view, tj_tensor *const *inputs,
+                      tj_tensor **outs);
 /* freeze.c: folds the nodes of g that read only its params (caps, in
  * order) into constants: 1 with *out a new graph whose params are, in
  * order, (*src)[i] >= 0: the weight caps[(*src)[i]], or -1: the folded value

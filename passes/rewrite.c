@@ -24,6 +24,17 @@ static bool views_input(const ir_node *o)
     return ir_node_is_input(o);
 }
 
+/* Whether old output o, rebuilt as now (an input or views of one), was a
+ * tensor of its own eagerly: o did not view an input, and o's bottom is no
+ * DCOMP row, whose eager run replays the decomposition now comes from, views
+ * and all (an identity replays as a copy: apply_decomp.c). */
+static bool own_tensor(const ir_node *o, const ir_node *now)
+{
+    while (!ir_node_is_input(o) && ir_ops[o->op].kind == IR_VIEW)
+        o = o->in[0];
+    return !ir_node_is_input(o) && (ir_node_is_input(now) || !ir_ops[o->op].eager_decomp);
+}
+
 ir_graph *ps_rebuild(const ir_graph *g, const bool *keep, ps_node_hook hook, void *ctx, char *err,
                      size_t nerr)
 {
@@ -80,10 +91,11 @@ ir_graph *ps_rebuild(const ir_graph *g, const bool *keep, ps_node_hook hook, voi
     }
     for (int k = 0; k < g->noutputs && outs; k++) {
         outs[k] = map[ir_slot(g, g->outputs[k])];
-        /* a result a rule folded into an input (x * 1, a cast to x's dtype)
-         * is a tensor of its own, as eagerly: a copy, unless it viewed the
-         * input all along (a write into the input must not reach it) */
-        if (ir_node_is_input(outs[k]) && !views_input(g->outputs[k]) &&
+        /* a result a rule folded into an input or a view of one (x * 1, a
+         * cast to x's dtype, under a transpose) is a tensor of its own, as
+         * eagerly: a copy, unless it viewed the input all along (a write
+         * into the input must not reach it) */
+        if (views_input(outs[k]) && own_tensor(g->outputs[k], outs[k]) &&
             !(outs[k] = ir_graph_add(h, OP_copy, &outs[k], 1, NULL))) {
             snprintf(err, nerr, "%s", ir_graph_error(h));
             free(outs);

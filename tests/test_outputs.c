@@ -72,7 +72,8 @@ static int model_twins(void *ctx, tj_tensor *const *x, int n, tj_tensor **out, i
     out[1] = tj_exp(x[0]);
     out[2] = out[0];
     out[3] = out[1];
-    return 4;
+    out[4] = tj_transpose(tj_unsqueeze(tj_exp(x[0]), 0), 0, 1);   /* a view of a third twin */
+    return 5;
 }
 
 static void test_twin_results(void **state)
@@ -80,13 +81,14 @@ static void test_twin_results(void **state)
     (void)state;
     tj_compiled *c = tj_compile_multi(model_twins, NULL, &(tj_compile_options){.name = "twins"});
     for (int k = 0; k < 2; k++) {
-        tj_tensor *x = tj_randn(TJ_F32, 1, (int64_t[]){5}), *got[4];
-        assert_int_equal(tj_call_multi(c, &x, 1, got, 4), 4);
+        tj_tensor *x = tj_randn(TJ_F32, 1, (int64_t[]){5}), *got[5];
+        assert_int_equal(tj_call_multi(c, &x, 1, got, 5), 5);
         assert_ptr_not_equal(got[0], got[1]);
         assert_ptr_equal(got[0], got[2]);
         assert_ptr_equal(got[1], got[3]);
         assert_int_equal(tj_add_s_(got[0], 1), 0);
         tu_assert_close(got[1], tj_exp(x), 0, 0);
+        tu_assert_close(got[4], tj_transpose(tj_unsqueeze(tj_exp(x), 0), 0, 1), 0, 0);
     }
     tj_compiled_free(c);
 }
