@@ -713,7 +713,7 @@ int tu_program_model(void *ctx, tj_tensor *const *in, int nin, tj_tensor **out, 
         int ia = rnd(&g, nv);
         tj_tensor *a = v[ia], *r;
         g.near_weight = near_w[ia];
-        int kind = rnd(&g, 13);
+        int kind = rnd(&g, 14);
         if (nin && rnd(&g, 16) == 0)
             r = arg_slice_write(&g, in[rnd(&g, nin)], a, exact);
         else if (!exact && conv_ok(a) && rnd(&g, 3) == 0)
@@ -735,8 +735,10 @@ int tu_program_model(void *ctx, tj_tensor *const *in, int nin, tj_tensor **out, 
             r = extra(&g, a, p->w, exact);
         else if (kind == 11)
             r = wider_step(&g, a, partner(&g, a, v, nv, true), p->w, exact);
-        else
+        else if (kind == 12)
             r = tu_program_more(&g, a, partner(&g, a, v, nv, true), exact);
+        else
+            r = tu_program_views(&g, a, partner(&g, a, v, nv, true), exact);
         if (!r)
             return -1;
         if (p->logging && tj_dtype_of(r) == TJ_F32)   /* no write while compiled calls trace */

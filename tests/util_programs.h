@@ -87,6 +87,14 @@ tj_tensor *tu_program_indices(gen *g, int nd, const int64_t *shape, int64_t hi);
 /* The third family (tests/util_programs_more.c): the ops the others do not
  * draw; b broadcasts to a's shape. */
 tj_tensor *tu_program_more(gen *g, tj_tensor *a, tj_tensor *b, bool exact);
+/* M = A A^T / k + 2 I (A: x as r x k, r <= 8, *a2 = A): symmetric positive
+ * definite with eigenvalues >= 2, so well conditioned; NULL when x has more
+ * than 8 rows of its last dim, or none. */
+tj_tensor *tu_program_spd(tj_tensor *x, tj_tensor **a2);
+/* The fourth family (tests/util_programs_views.c): pieces and views, sliding
+ * windows, in-place writes with tensor operands, and the ops no earlier
+ * family draws (b: a partner of a's shape). */
+tj_tensor *tu_program_views(gen *g, tj_tensor *a, tj_tensor *b, bool exact);
 /* The function a program calls compiled (prog.inner, compiled with ctx the
  * program): a few steps of its own on its argument, maybe writing the
  * argument in place first. */

@@ -483,17 +483,24 @@ static tj_tensor *reshapes(gen *g, tj_tensor *a, tj_tensor *b, int d, int64_t n,
 
 /* det, inv, solve on M = A A^T / k + 2 I (A: a as r x k, r <= 8): symmetric
  * positive definite with eigenvalues >= 2, so well conditioned. */
+tj_tensor *tu_program_spd(tj_tensor *x, tj_tensor **a2)
+{
+    int64_t total = tj_numel(x), k = tj_ndim(x) ? tj_size(x, -1) : 1;
+    if (k == 0 || total / k == 0 || total / k > 8)
+        return NULL;
+    int64_t r = total / k;
+    tj_tensor *m2 = *a2 = tj_reshape(x, 2, (int64_t[]){r, k});
+    return tj_add(tj_mul_s(tj_matmul(m2, tj_t(m2)), 1.0 / (double)k), tj_mul_s(tj_eye(tj_dtype_of(x), r, -1), 2));
+}
+
 static tj_tensor *linalg(gen *g, tj_tensor *a)
 {
-    tj_tensor *x = flt(a);
-    int64_t total = tj_numel(x), k = tj_ndim(x) ? tj_size(x, -1) : 1;
-    if (k == 0 || total / k == 0 || total / k > 8) {
+    tj_tensor *x = flt(a), *m2, *m = tu_program_spd(x, &m2);
+    if (!m) {
         note(g, "square");
         return tj_square(x);
     }
-    int64_t r = total / k;
-    tj_tensor *m2 = tj_reshape(x, 2, (int64_t[]){r, k});
-    tj_tensor *m = tj_add(tj_mul_s(tj_matmul(m2, tj_t(m2)), 1.0 / (double)k), tj_mul_s(tj_eye(tj_dtype_of(x), r, -1), 2));
+    int64_t r = tj_size(m, 0);
     switch (rnd(g, 3)) {
     case 0: note(g, "det(A A^T/k + 2I), %lld x %lld", (long long)r, (long long)r); return tj_det(m);
     case 1: note(g, "inv(A A^T/k + 2I), %lld x %lld", (long long)r, (long long)r); return tj_inv(m);
