@@ -181,8 +181,14 @@ static void view_geom(builder *b, const ir_node *v)
     ir_node_attrs(v, &a);
     bool copy = false;
     tj_tensor *t = rt_view_op(v->op, &x, &a, &p->types[out], &copy);
-    if (!t) {   /* a reshape that needs a copy: an eager step makes it */
+    if (!t) {   /* a reshape or as_strided that needs a copy: an eager step copies, then views */
         contiguous_geom(p, out);
+        x.offset = 0;
+        rt_contiguous_strides(x.ndim, x.shape, x.strides);
+        if ((t = rt_view_op(v->op, &x, &a, &p->types[out], &copy))) {   /* as_strided's own strides */
+            memcpy(p->geom[out].strides, t->strides, sizeof t->strides);
+            tj_release(t);
+        }
         add_step(b, S_EAGER, v->id, b->f->group_of[v->id]);
         b->done[out] = true;
         return;

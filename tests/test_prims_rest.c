@@ -267,6 +267,12 @@ static tj_tensor *model_strided(void *ctx, tj_tensor *const *args, int nargs)
     return tj_mul_s(tj_as_strided(x, 2, (int64_t[]){3, 4}, (int64_t[]){2, 1}, 1), 2);
 }
 
+static tj_tensor *model_strided_folded(void *ctx, tj_tensor *const *args, int nargs)
+{
+    (void)ctx, (void)nargs;
+    return tj_neg(tj_as_strided(tj_mul_s(args[0], 1), 2, (int64_t[]){9, 3}, (int64_t[]){1, 1}, 1));
+}
+
 /* In a traced function as_strided needs x to hold its whole storage (a graph
  * has values, not storages): a view, or an argument or weight that does not,
  * is a graph break (the call runs eagerly, with PyTorch's view), said by
@@ -334,6 +340,15 @@ static void test_as_strided_compiled(void **state)
         tu_assert_close(got, tu_tensor(TJ_F32, 2, (int64_t[]){3, 4},
                                        (double[]){4, 6, 8, 10, 8, 10, 12, 14, 12, 14, 16, 18}), 0, 0);
     }
+    tj_compiled_free(c);
+    /* x * 1 folds into a strided argument: as_strided's step copies it, then
+     * views the copy with the windows' strides, which the kernel after it
+     * must read (it read the copy as contiguous rows: random programs, f32
+     * seed 520250) */
+    c = tj_compile(model_strided_folded, NULL, &(tj_compile_options){.name = "strided_folded"});
+    tj_tensor *b = ar(TJ_F32, 24), *xs = tj_slice(tj_reshape(b, 2, (int64_t[]){6, 4}), 1, 1, 4, 2);
+    for (int k = 0; k < 2; k++)
+        tu_assert_close(tj_call(c, &xs, 1), model_strided_folded(NULL, &xs, 1), 0, 0);
     tj_compiled_free(c);
 }
 
