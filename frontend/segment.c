@@ -733,6 +733,11 @@ int fe_seg_view_write(fe_trace *tr, tj_tensor *dst, tj_tensor *value)
         return -1;
     fe_seg_used(tr, eager_base(tr->seg, dst));
     fe_seg_used(tr, value);
+    /* a late recompute of an earlier piece reads dst's storage as it was */
+    fe_segrun *R = tr->seg;
+    for (int j = 0; j < R->nd; j++)
+        if (keep_inputs(R->d[j].in, R->d[j].nin, dst) != 0)
+            return -1;
     fe_trace_pause(tr);
     int rc = tj_copy_(dst, value);
     fe_trace_resume(tr);

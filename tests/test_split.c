@@ -182,6 +182,44 @@ static void test_late_value_after_write(void **state)
     tj_compiled_free(c);
 }
 
+/* The same with the write after the break, into an argument that a view
+ * of an earlier piece reads (run eagerly at a break of its own): the late
+ * recompute read the written argument (random programs, autocast seed
+ * 530623). */
+static tj_tensor *model_late_view_write(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)ctx;
+    (void)n;
+    tj_tensor *v = tj_slice(x[1], 0, 0, 2, 1);
+    tj_tensor *a = tj_mul(x[0], x[1]);
+    tj_tensor *b = tj_add_s(a, 0.5);
+    double flag = tj_item(x[2]);
+    if (tj_mul_s_(tj_slice(x[1], 0, 1, 3, 1), 2) != 0)   /* v, live, sees it */
+        return NULL;
+    return tj_add(flag > 0 ? tj_mul_s(b, 2) : tj_neg(a), tj_sum(v, NULL, 0, false));
+}
+
+static void test_late_value_after_view_write(void **state)
+{
+    (void)state;
+    tj_compiled *c = tj_compile(model_late_view_write, NULL, &(tj_compile_options){.name = "late_view"});
+    int64_t shape[] = {3, 5};
+    tj_tensor *x = tj_randn(TJ_F32, 2, shape);
+    double flags[] = {1, 1, 0, 0, 1};
+    for (int k = 0; k < 5; k++) {
+        tj_tensor *yc = tj_randn(TJ_F32, 2, shape), *ye = tj_clone(yc);
+        tj_tensor *flag = tj_full(TJ_F32, 0, NULL, flags[k]);
+        tj_tensor *got = tj_call(c, (tj_tensor *[]){x, yc, flag}, 3);
+        tu_assert_close(got, model_late_view_write(NULL, (tj_tensor *[]){x, ye, flag}, 3), 1e-6, 1e-6);
+        tu_assert_close(yc, ye, 0, 0);
+    }
+    tj_compiled_stats st;
+    assert_int_equal(tj_compiled_stats_get(c, &st), 0);
+    assert_int_equal(st.eager_calls, 0);
+    assert_true(st.split.late >= 1);
+    tj_compiled_free(c);
+}
+
 /* A captured buffer written before the break: the write lands before the
  * eager code reads it, every call. */
 static tj_tensor *model_buffer(void *ctx, tj_tensor *const *x, int n)
@@ -419,7 +457,7 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_two_breaks_three_graphs), T(test_loop_trip_count),         T(test_late_value),
         T(test_buffer_write_before_break), T(test_random_op_in_the_middle), T(test_results_across_break),
-        T(test_late_value_after_write),   T(test_writes_in_two_pieces),
+        T(test_late_value_after_write), T(test_late_value_after_view_write),   T(test_writes_in_two_pieces),
         T(test_view_write_after_break), T(test_view_write_twins),
 #undef T
     };
