@@ -47,6 +47,9 @@ bool fe_trace_needs_values(const tj_tensor *t, const char *what);
 /* Called when user code reads the shape of a traced tensor; a dynamic dim
  * read this way is specialized (the trace is redone with it static). */
 void fe_trace_shape_read(const tj_tensor *t);
+/* t's type as the trace sees it: the symbolic type of a traced tensor
+ * (symbolic dims compare as symbols, no size is read), else t's own. */
+void fe_trace_type(const tj_tensor *t, ir_type *ty);
 
 /* A wrapped scalar (weak type) for the _s ops: i64 for integral values
  * combined with integer tensors, else f64. Owned by the current scope. */

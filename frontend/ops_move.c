@@ -37,11 +37,16 @@ tj_tensor *tj_stack(tj_tensor *const *xs, int n, int dim)
             return tj_cat(xs, n, dim);   /* keeps or sets the NULL error */
     for (int k = 1; k < n; k++) {
         ir_type a, b;
-        fe_trace_shape_read(xs[0]);
-        fe_trace_shape_read(xs[k]);
-        rt_type_of(xs[0], &a);
-        rt_type_of(xs[k], &b);
+        fe_trace_type(xs[0], &a);   /* symbolic dims compare as symbols */
+        fe_trace_type(xs[k], &b);
         b.dtype = a.dtype;
+        if (!ir_type_equal(&a, &b)) {   /* a symbol against a size: the sizes decide */
+            fe_trace_shape_read(xs[0]);
+            fe_trace_shape_read(xs[k]);
+            rt_type_of(xs[0], &a);
+            rt_type_of(xs[k], &b);
+            b.dtype = a.dtype;
+        }
         if (!ir_type_equal(&a, &b)) {
             rt_describe_inputs("stack", xs, n, head, sizeof head);
             rt_error("%s: input %d has a different shape from input 0", head, k);

@@ -173,6 +173,22 @@ tj_tensor *tj_clone(tj_tensor *x) { return fe_apply(OP_copy, &x, 1, NULL); }
 
 /* In place: dst = src broadcast to dst's shape and converted to its dtype.
  * A src that shares dst's storage is copied first, so overlap is harmless. */
+/* The shape a traced copy_ expands src to: dst's, with -1 (keep) where a
+ * symbolic dim of dst is the same symbol in src, so a write stays
+ * dynamic (a size there would be the example's, which the symbolic rule
+ * refuses, and the dims would go static). */
+static void copy_shape(const tj_tensor *dst, const tj_tensor *src, int64_t *shape)
+{
+    const ir_node *dn = dst->sym, *sn = src->sym;
+    int lead = dst->ndim - src->ndim;
+    for (int d = 0; d < dst->ndim; d++) {
+        shape[d] = dst->shape[d];
+        if (dn && sn && d >= lead && IR_IS_SYM(dn->type.shape[d]) &&
+            sn->type.shape[d - lead] == dn->type.shape[d])
+            shape[d] = -1;
+    }
+}
+
 int tj_copy_(tj_tensor *dst, tj_tensor *src)
 {
     tj_tensor *in[2] = {dst, src};
@@ -195,7 +211,9 @@ int tj_copy_(tj_tensor *dst, tj_tensor *src)
     if (tr) {
         /* Functionalized: the graph computes dst's new value; the call writes
          * it back (trace_effects.c). */
-        tj_tensor *v = tj_cast(tj_expand(src, dst->ndim, dst->shape), dst->dtype);
+        int64_t shape[TJ_MAX_DIMS];
+        copy_shape(dst, src, shape);
+        tj_tensor *v = tj_cast(tj_expand(src, dst->ndim, shape), dst->dtype);
         return v && fe_trace_write_data(tr, dst, v) == 0 ? 0 : -1;
     }
     tj_tensor *tmp = NULL;

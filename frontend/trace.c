@@ -337,6 +337,14 @@ bool fe_trace_needs_values(const tj_tensor *t, const char *what)
     return true;
 }
 
+void fe_trace_type(const tj_tensor *t, ir_type *ty)
+{
+    if (t->sym)
+        *ty = ((const ir_node *)t->sym)->type;
+    else
+        rt_type_of(t, ty);
+}
+
 void fe_trace_shape_read(const tj_tensor *t)
 {
     if (!t || !t->sym || !current)

@@ -90,8 +90,21 @@ int ir_infer_slice(IR_INFER_ARGS)
     if (step <= 0)
         return ir_fail(err, nerr, "step must be positive, got %lld", (long long)step);
     int64_t n = in[0]->shape[d];
-    int64_t start = ir_slice_bound(a->a[1].i[0], n), end = ir_slice_bound(a->a[2].i[0], n);
     ir_set(out, in[0]->dtype, ndim, in[0]->shape);
+    if (n < 0) {
+        /* a symbolic size (negative) is at least 2 (the guards, frontend/compile.c): a
+         * slice within [0, 2) has a static size, the whole dim keeps the
+         * symbol; other bounds depend on the size */
+        int64_t s0 = a->a[1].i[0], e0 = a->a[2].i[0];
+        if (s0 == 0 && e0 >= INT64_MAX / 2 && step == 1)
+            return 0;
+        if (s0 < 0 || e0 < 0 || e0 > 2)
+            return ir_fail(err, nerr, "bounds %lld..%lld of symbolic dim %d depend on its size",
+                           (long long)s0, (long long)e0, d);
+        out->shape[d] = e0 > s0 ? (e0 - s0 - 1) / step + 1 : 0;
+        return 0;
+    }
+    int64_t start = ir_slice_bound(a->a[1].i[0], n), end = ir_slice_bound(a->a[2].i[0], n);
     out->shape[d] = end > start ? (end - start - 1) / step + 1 : 0;
     return 0;
 }

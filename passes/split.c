@@ -183,8 +183,13 @@ static ir_node *reduced_last(split_ctx *c, ps_builder *b, const ir_node *n)
         ir_node *r1 = ps_b_reduce(b, n->op, now_of(c, b, x), inner, ni, false);
         r = r1 ? reduce_permuted(b, n->op, r1, m & ((1u << (nd - ni)) - 1), 0) : NULL;
     }
-    if (r && !ir_type_equal(&r->type, &n->type))
-        r = ps_b_reshape(b, r, n->type.shape, n->type.ndim);
+    /* keepdim: the reduced dims back as size 1, by a reshape, or where the
+     * other sizes are symbolic (a reshape cannot spell them) by unsqueezes */
+    if (r && !ir_type_equal(&r->type, &n->type) && !ir_type_has_sym(&n->type))
+        return ps_b_reshape(b, r, n->type.shape, n->type.ndim);
+    for (int d = 0; r && n->type.ndim == nd && d < nd; d++)
+        if (m & (1u << d))
+            r = ps_b_unsqueeze(b, r, d);
     return r;
 }
 

@@ -20,7 +20,8 @@
  * the order of sums, not the formulas.
  *
  * TJ_PROGRAMS=N runs N programs per mode, TJ_PROGRAMS_SEED=S starts at seed
- * S (a long campaign: TJ_PROGRAMS=5000). A failure names its seed and mode
+ * S (a long campaign: TJ_PROGRAMS=5000), TJ_PROGRAMS_ONLY=PATTERN runs the
+ * modes whose test names match (cmocka's filter: "test_train_programs"). A failure names its seed and mode
  * and lists the program's steps.
  */
 #include <math.h>
@@ -47,7 +48,7 @@ static const char *const mode_name[] = {"f32", "f64", "mixed", "int", "dynamic",
  * the dims marked dynamic stay symbolic and one graph serves new sizes. */
 typedef struct ashape {
     int nd;
-    int d[8];   /* -1: size 1; k >= 0: the size of base dim k */
+    int d[8];   /* -1: size 1; k >= 0: the size of base dim k; -s (s >= 2): static size s */
 } ashape;
 
 static bool abcast(const ashape *a, const ashape *b, ashape *r)
@@ -71,7 +72,58 @@ static tj_tensor *dyn_step(gen *g, tj_tensor **v, ashape *sh, int nv, ashape *ou
     ashape s = sh[ia];
     int nd = s.nd, d = nd ? rnd(g, nd) : 0;
     *out = s;
-    switch (rnd(g, 11)) {
+    switch (rnd(g, 16)) {
+    case 11: {   /* a write into a clone; a view taken before it, read after */
+        tj_tensor *c = tj_clone(a), *view = nd >= 2 ? tj_transpose(c, 0, nd - 1) : tj_unsqueeze(c, 0);
+        ashape r;
+        bool into = abcast(&s, &sh[ib], &r) && r.nd == nd && !memcmp(r.d, s.d, sizeof(int) * (size_t)nd);
+        note(g, into ? "clone += b in place" : "clone *= 2 in place");
+        if ((into ? tj_add_(c, v[ib]) : tj_mul_s_(c, 2)) != 0)
+            return NULL;
+        if (rnd(g, 2))
+            return c;
+        note(g, "the view taken before");
+        if (nd >= 2) {
+            out->d[0] = s.d[nd - 1];
+            out->d[nd - 1] = s.d[0];
+        } else {
+            out->nd = nd + 1;
+            out->d[0] = -1;
+            memcpy(out->d + 1, s.d, sizeof(int) * (size_t)nd);
+        }
+        return view;
+    }
+    case 12:   /* an argument written in place (written back after the call) */
+        if (ia < 3) {
+            note(g, "arg %d *= 1.5 in place", ia);
+            return tj_mul_s_(a, 1.5) == 0 ? tj_mul_s(a, 1) : NULL;
+        }
+        break;
+    case 13:
+        if (nd) {   /* the first row along d; now and then also zeroed in a clone (a
+                     * write into a view of a value of the call: a graph break) */
+            out->d[d] = -1;
+            tj_tensor *row = tj_narrow(a, d, 0, 1), *c = tj_clone(a);
+            if (rnd(g, 4)) {
+                note(g, "narrow %d to 1", d);
+                return row;
+            }
+            note(g, "narrow %d to 1, then that row of a clone *= 0", d);
+            if (tj_mul_s_(tj_narrow(c, d, 0, 1), 0) != 0)
+                return NULL;
+            return rnd(g, 2) ? row : tj_sum(c, &d, 1, true);
+        }
+        break;
+    case 14: {
+        note(g, "stack(a, a) dim 0");
+        out->nd = nd + 1;
+        out->d[0] = -2;
+        memcpy(out->d + 1, s.d, sizeof(int) * (size_t)nd);
+        return tj_stack((tj_tensor *[]){a, a}, 2, 0);
+    }
+    case 15:
+        note(g, "masked_fill(a < 0.3, 2)");
+        return tj_masked_fill(a, tj_lt_s(a, 0.3), 2);
     case 0: return tu_program_unary(g, a);
     case 1: return tu_program_unary_more(g, a, false);
     case 8:
@@ -837,6 +889,8 @@ static void test_train_programs(void **state) { (void)state; run_train(40); }
 int main(void)
 {
     tu_use_build_cache();
+    if (getenv("TJ_PROGRAMS_ONLY"))   /* e.g. "test_train_programs", or "*_train_*" */
+        cmocka_set_test_filter(getenv("TJ_PROGRAMS_ONLY"));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_f32_programs),
         cmocka_unit_test(test_f64_programs),

@@ -114,6 +114,38 @@ static void test_dynamic_dim(void **state)
     tj_release(w);
 }
 
+/* In-place writes (into an argument, into a clone, read through a view
+ * taken before), stack, and a narrow within [0, 2) (a symbol is at least 2)
+ * keep the dim dynamic: they compared or expanded to the example's sizes,
+ * or sliced with bounds the rule could not follow, so the trace went static
+ * (found by the random programs' dynamic mode). */
+static tj_tensor *model_dynamic_writes(void *ctx, tj_tensor *const *args, int nargs)
+{
+    (void)ctx;
+    (void)nargs;
+    tj_tensor *c = tj_clone(args[0]), *v = tj_transpose(c, 0, 1);
+    if (tj_add_(c, args[1]) != 0 || tj_mul_s_(args[0], 1.5) != 0)
+        return NULL;
+    tj_tensor *r = tj_sum(tj_stack((tj_tensor *[]){tj_transpose(v, 0, 1), args[0]}, 2, 0), (int[]){0}, 1, false);
+    return tj_add(r, tj_narrow(args[0], 0, 1, 1));   /* a row within the symbol's least size */
+}
+
+static void test_dynamic_writes(void **state)
+{
+    (void)state;
+    tj_compiled *c = tj_compile(model_dynamic_writes, NULL, NULL);
+    int64_t sizes[] = {4, 6, 10};
+    for (int k = 0; k < 3; k++) {
+        tj_tensor *x[2] = {randn2(TJ_F32, sizes[k], 5), tj_randn(TJ_F32, 1, (int64_t[]){5})};
+        tj_tensor *xe[2] = {tj_clone(x[0]), x[1]};
+        tu_assert_close(tj_call(c, x, 2), model_dynamic_writes(NULL, xe, 2), 1e-6, 1e-6);
+        tu_assert_close(x[0], xe[0], 0, 0);
+    }
+    tu_assert_explain(c, "2 graphs captured");
+    tu_assert_explain(c, "guard arg 0: f32[s0,5]");
+    tj_compiled_free(c);
+}
+
 /* A strided slice along the dynamic dim: compiled must match eager whether the
  * slice rule follows the symbol or the trace falls back to static dims. */
 static tj_tensor *model_slice(void *ctx, tj_tensor *const *args, int nargs)
@@ -451,8 +483,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_weights_by_reference), T(test_guard_hit_and_miss),  T(test_recompile_limit),
-        T(test_dynamic_dim),          T(test_dynamic_read_specializes), T(test_dynamic_slice), T(test_graph_break),
-        T(test_side_effect_compiled),   T(test_random_breaks),
+        T(test_dynamic_dim), T(test_dynamic_writes), T(test_dynamic_read_specializes), T(test_dynamic_slice),
+        T(test_graph_break), T(test_side_effect_compiled),   T(test_random_breaks),
         T(test_regional_compilation), T(test_nested_call_is_inlined), T(test_errors_match_eager),
         T(test_dump_graph),           T(test_callsite_dump),        T(test_callsite_errors),           T(test_multiple_results),
 #undef T

@@ -212,7 +212,7 @@ static tj_tensor *others(gen *g, tj_tensor *a)
         }
         break;
     default:
-        if (nd >= 1 && n > 0 && n <= 64 && tj_numel(x) / n <= 64) {
+        if (nd >= 1 && n > 0 && n <= 64 && tj_numel(x) > 0 && tj_numel(x) / n <= 64) {
             int64_t rows = tj_numel(x) / n, len = 1 + rnd(g, 6), bags = 1 + rnd(g, 3);
             tj_tensor *idx = tu_program_indices(g, 1, &len, rows);
             int64_t offs[3] = {0, rnd(g, (int)len + 1), 0};
