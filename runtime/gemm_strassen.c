@@ -1,0 +1,205 @@
+/* gemm_strassen.c - one level of Strassen's product in Winograd's form (7
+ * multiplies, 15 additions) for f32 GEMMs whose B is a kept weight
+ * (runtime/gemm.h, docs/perf.md). With A, B and C cut into 2 x 2 quadrants:
+ *
+ *   B side, once per weight and version (tjg_pack_f32_strassen, kept by
+ *   gemm_cache.c):  T1 = B12 - B11, T2 = B22 - T1, T3 = B22 - B12,
+ *                   T4 = T2 - B21; B11, B21, B22, T1-T4 packed.
+ *   A side, per call (one pass):  S1 = A21 + A22, S2 = S1 - A11,
+ *                   S3 = A11 - A21, S4 = A12 - S2.
+ *   products (tjg_gemm, each on the pool):  P1 = A11 B11, P2 = A12 B21,
+ *                   P3 = S4 B22, P4 = A22 T4, P5 = S1 T1, P6 = S2 T2,
+ *                   P7 = S3 T3.
+ *   C side (one pass, the epilogue applied there, once per element):
+ *                   C11 = P1 + P2, U2 = P1 + P6, U3 = U2 + P7,
+ *                   C12 = U2 + P5 + P3, C21 = U3 - P4, C22 = U3 + P5.
+ *
+ * The products are 7/8 of the plain GEMM's multiply-adds. The rounding
+ * differs from the plain sums: the bound is normwise (|C - AB| <= c u
+ * ||A|| ||B||), not per element (tests/test_gemm_strassen.c measures it).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm.h"
+#include "rt.h"
+
+/* Set to 1 where P4 measured faster with it (docs/perf.md, tenth session). */
+enum { STRASSEN_DEFAULT = 0 };
+
+static atomic_ullong strassen_calls;
+
+unsigned long long tjg_strassen_calls(void) { return atomic_load(&strassen_calls); }
+
+bool tjg_strassen_wanted(int64_t m, int64_t n, int64_t k)
+{
+    const char *v = getenv("TJIT_STRASSEN");
+    bool on = v && (!strcmp(v, "0") || !strcmp(v, "1")) ? v[0] == '1' : STRASSEN_DEFAULT;
+    return on && m % 2 == 0 && n % 2 == 0 && k % 2 == 0 && m >= TJG_STRASSEN_MIN / 2 &&
+           n >= TJG_STRASSEN_MIN && k >= TJG_STRASSEN_MIN;
+}
+
+/* ---- B side ---------------------------------------------------------------------------- */
+
+/* d[kk, j] = x[kk, j] + s * y[kk, j] over kh x nh; x and y strided (a
+ * quadrant of B: rows rs, columns cs apart), d contiguous. */
+static void combine_b(float *d, const float *x, int64_t xrs, int64_t xcs, const float *y,
+                      int64_t yrs, int64_t ycs, float s, int64_t kh, int64_t nh)
+{
+    for (int64_t kk = 0; kk < kh; kk++)
+        for (int64_t j = 0; j < nh; j++)
+            d[kk * nh + j] = x[kk * xrs + j * xcs] + s * y[kk * yrs + j * ycs];
+}
+
+int tjg_pack_f32_strassen(tjg_packed *p, const float *b, int64_t rs, int64_t cs, int64_t k,
+                          int64_t n)
+{
+    int64_t kh = k / 2, nh = n / 2;
+    const float *b11 = b, *b12 = b + nh * cs, *b21 = b + kh * rs, *b22 = b21 + nh * cs;
+    size_t tb = (size_t)(kh * nh > 0 ? kh * nh : 1) * sizeof(float);
+    *p = (tjg_packed){.type = TJG_F32, .k = k, .n = n, .kp = k};
+    p->parts = rt_alloc(7 * sizeof *p->parts);
+    if (p->parts)
+        memset(p->parts, 0, 7 * sizeof *p->parts);
+    float *t1 = rt_alloc(tb), *t = rt_alloc(tb);
+    int r = -1;
+    if (!p->parts || !t1 || !t)
+        goto done;
+    if (tjg_pack_f32(&p->parts[0], b11, rs, cs, kh, nh) ||
+        tjg_pack_f32(&p->parts[1], b21, rs, cs, kh, nh) ||
+        tjg_pack_f32(&p->parts[2], b22, rs, cs, kh, nh))
+        goto done;
+    combine_b(t1, b12, rs, cs, b11, rs, cs, -1.0f, kh, nh);    /* T1 */
+    if (tjg_pack_f32(&p->parts[4], t1, nh, 1, kh, nh))
+        goto done;
+    combine_b(t, b22, rs, cs, b12, rs, cs, -1.0f, kh, nh);     /* T3 */
+    if (tjg_pack_f32(&p->parts[6], t, nh, 1, kh, nh))
+        goto done;
+    combine_b(t, b22, rs, cs, t1, nh, 1, -1.0f, kh, nh);       /* T2 */
+    if (tjg_pack_f32(&p->parts[5], t, nh, 1, kh, nh))
+        goto done;
+    combine_b(t, t, nh, 1, b21, rs, cs, -1.0f, kh, nh);        /* T4 = T2 - B21 */
+    if (tjg_pack_f32(&p->parts[3], t, nh, 1, kh, nh))
+        goto done;
+    for (int q = 0; q < 7; q++)
+        p->nbytes += p->parts[q].nbytes;
+    r = 0;
+done:
+    if (t1)
+        rt_free(t1, tb);
+    if (t)
+        rt_free(t, tb);
+    if (r && p->parts)
+        tjg_packed_free(p);
+    return r;
+}
+
+/* ---- A side ---------------------------------------------------------------------------- */
+
+typedef struct call {
+    int64_t mh, nh, kh;
+    const float *a;
+    int64_t rs, cs;
+    float *s;        /* S1-S4, mh x kh each, contiguous */
+    float *prod;     /* P1-P7, mh rows ldp apart each */
+    int64_t ldp;
+    float *c;
+    int64_t ldc;
+    const tjg_epilogue *e;
+} call;
+
+static void a_sums(void *ctx, int64_t i0, int64_t i1)
+{
+    const call *g = ctx;
+    int64_t kh = g->kh, cs = g->cs, sz = g->mh * kh;
+    for (int64_t i = i0; i < i1; i++) {
+        const float *a11 = g->a + i * g->rs, *a12 = a11 + kh * cs;
+        const float *a21 = a11 + g->mh * g->rs, *a22 = a21 + kh * cs;
+        float *s1 = g->s + i * kh, *s2 = s1 + sz, *s3 = s2 + sz, *s4 = s3 + sz;
+        if (cs == 1) {
+            for (int64_t kk = 0; kk < kh; kk++) {
+                float x1 = a21[kk] + a22[kk], x2 = x1 - a11[kk];
+                s1[kk] = x1, s2[kk] = x2, s3[kk] = a11[kk] - a21[kk], s4[kk] = a12[kk] - x2;
+            }
+            continue;
+        }
+        for (int64_t kk = 0; kk < kh; kk++) {
+            float v11 = a11[kk * cs], v21 = a21[kk * cs];
+            float x1 = v21 + a22[kk * cs], x2 = x1 - v11;
+            s1[kk] = x1, s2[kk] = x2, s3[kk] = v11 - v21, s4[kk] = a12[kk * cs] - x2;
+        }
+    }
+}
+
+/* ---- C side ---------------------------------------------------------------------------- */
+
+static void c_sums(void *ctx, int64_t i0, int64_t i1)
+{
+    const call *g = ctx;
+    int64_t nh = g->nh, pz = g->mh * g->ldp;
+    float alpha = g->e->alpha != 0 ? g->e->alpha : 1.0f;
+    for (int64_t i = i0; i < i1; i++) {
+        const float *p1 = g->prod + i * g->ldp, *p2 = p1 + pz, *p3 = p2 + pz, *p4 = p3 + pz;
+        const float *p5 = p4 + pz, *p6 = p5 + pz, *p7 = p6 + pz;
+        float *c11 = g->c + i * g->ldc, *c12 = c11 + nh;
+        float *c21 = c11 + g->mh * g->ldc, *c22 = c21 + nh;
+        for (int64_t j = 0; j < nh; j++) {
+            float u2 = p1[j] + p6[j], u3 = u2 + p7[j];
+            c11[j] = alpha * (p1[j] + p2[j]);
+            c12[j] = alpha * (u2 + p5[j] + p3[j]);
+            c21[j] = alpha * (u3 - p4[j]);
+            c22[j] = alpha * (u3 + p5[j]);
+        }
+        tjg_epi_tail(g->e, c11, i, 0, nh);
+        tjg_epi_tail(g->e, c12, i, nh, nh);
+        tjg_epi_tail(g->e, c21, g->mh + i, 0, nh);
+        tjg_epi_tail(g->e, c22, g->mh + i, nh, nh);
+    }
+}
+
+enum { ROWS_PER_CHUNK = 8 };
+
+int tjg_gemm_strassen(int64_t m, const float *a, int64_t rs, int64_t cs, const tjg_packed *b,
+                      float *c, int64_t ldc, const tjg_epilogue *e)
+{
+    tjg_epilogue none = {0};
+    if (!e)
+        e = &none;
+    if (!b->parts || m % 2 || e->accumulate || e->out_bf16 || e->out_f16)
+        return 1;
+    call g = {.mh = m / 2, .nh = b->n / 2, .kh = b->k / 2, .a = a, .rs = rs, .cs = cs,
+              .c = c, .ldc = ldc, .e = e};
+    if (g.mh == 0 || g.nh == 0)
+        return 1;
+    /* the products' rows padded off a multiple of 1024 floats (gemm.c's
+     * L1-set reason) and to whole cache lines */
+    g.ldp = (g.nh + 15) / 16 * 16 + 16;
+    if (g.ldp % 1024 == 0)
+        g.ldp += 16;
+    size_t sb = (size_t)(4 * g.mh * (g.kh > 0 ? g.kh : 1)) * sizeof(float);
+    size_t pb = (size_t)(7 * g.mh * g.ldp) * sizeof(float);
+    g.s = rt_alloc(sb);
+    g.prod = g.s ? rt_alloc(pb) : NULL;
+    int r = -1;
+    if (!g.prod)
+        goto done;
+    rt_parallel_for(g.mh, ROWS_PER_CHUNK, a_sums, &g);
+    int64_t sz = g.mh * g.kh, pz = g.mh * g.ldp;
+    const float *lhs[7] = {a, a + g.kh * cs, g.s + 3 * sz, a + g.mh * rs + g.kh * cs,
+                           g.s, g.s + sz, g.s + 2 * sz};
+    for (int q = 0; q < 7; q++) {
+        bool quad = q == 0 || q == 1 || q == 3;   /* a quadrant of A, else an S */
+        if (tjg_gemm(g.mh, lhs[q], false, quad ? rs : g.kh, quad ? cs : 1, &b->parts[q],
+                     g.prod + q * pz, g.ldp, NULL, NULL))
+            goto done;
+    }
+    rt_parallel_for(g.mh, ROWS_PER_CHUNK, c_sums, &g);
+    atomic_fetch_add(&strassen_calls, 1);
+    r = 0;
+done:
+    if (g.prod)
+        rt_free(g.prod, pb);
+    if (g.s)
+        rt_free(g.s, sb);
+    return r;
+}
