@@ -41,21 +41,34 @@ bool tjg_strassen_wanted(int64_t m, int64_t n, int64_t k)
 
 /* ---- B side ---------------------------------------------------------------------------- */
 
-/* d[kk, j] = x[kk, j] + s * y[kk, j] over kh x nh; x and y strided (a
- * quadrant of B: rows rs, columns cs apart), d contiguous. */
-static void combine_b(float *d, const float *x, int64_t xrs, int64_t xcs, const float *y,
-                      int64_t yrs, int64_t ycs, float s, int64_t kh, int64_t nh)
+/* A kh x nh operand: element (kk, j) at p[kk * rs + j * cs]. */
+typedef struct mat { const float *p; int64_t rs, cs; } mat;
+
+/* d = x - y over kh x nh, d in B's orientation (d's rows or columns
+ * contiguous as B's are: dr, dc), the inner loop along the unit stride
+ * (a linear's weight is B transposed: a row-major loop would read a cache
+ * line per element). */
+static void diff_b(float *d, int64_t dr, int64_t dc, mat x, mat y, int64_t kh, int64_t nh)
 {
-    for (int64_t kk = 0; kk < kh; kk++)
+    if (dc == 1) {
+        for (int64_t kk = 0; kk < kh; kk++)
+            for (int64_t j = 0; j < nh; j++)
+                d[kk * dr + j] = x.p[kk * x.rs + j * x.cs] - y.p[kk * y.rs + j * y.cs];
+    } else {
         for (int64_t j = 0; j < nh; j++)
-            d[kk * nh + j] = x[kk * xrs + j * xcs] + s * y[kk * yrs + j * ycs];
+            for (int64_t kk = 0; kk < kh; kk++)
+                d[kk + j * dc] = x.p[kk * x.rs + j * x.cs] - y.p[kk * y.rs + j * y.cs];
+    }
 }
 
 int tjg_pack_f32_strassen(tjg_packed *p, const float *b, int64_t rs, int64_t cs, int64_t k,
                           int64_t n)
 {
     int64_t kh = k / 2, nh = n / 2;
-    const float *b11 = b, *b12 = b + nh * cs, *b21 = b + kh * rs, *b22 = b21 + nh * cs;
+    bool tr = cs != 1 && rs == 1;                 /* B's columns contiguous */
+    int64_t dr = tr ? 1 : nh, dc = tr ? kh : 1;   /* T1-T4's strides */
+    mat b11 = {b, rs, cs}, b12 = {b + nh * cs, rs, cs}, b21 = {b + kh * rs, rs, cs};
+    mat b22 = {b + kh * rs + nh * cs, rs, cs};
     size_t tb = (size_t)(kh * nh > 0 ? kh * nh : 1) * sizeof(float);
     *p = (tjg_packed){.type = TJG_F32, .k = k, .n = n, .kp = k};
     p->parts = rt_alloc(7 * sizeof *p->parts);
@@ -65,21 +78,22 @@ int tjg_pack_f32_strassen(tjg_packed *p, const float *b, int64_t rs, int64_t cs,
     int r = -1;
     if (!p->parts || !t1 || !t)
         goto done;
-    if (tjg_pack_f32(&p->parts[0], b11, rs, cs, kh, nh) ||
-        tjg_pack_f32(&p->parts[1], b21, rs, cs, kh, nh) ||
-        tjg_pack_f32(&p->parts[2], b22, rs, cs, kh, nh))
+    mat m1 = {t1, dr, dc}, mt = {t, dr, dc};
+    if (tjg_pack_f32(&p->parts[0], b11.p, rs, cs, kh, nh) ||
+        tjg_pack_f32(&p->parts[1], b21.p, rs, cs, kh, nh) ||
+        tjg_pack_f32(&p->parts[2], b22.p, rs, cs, kh, nh))
         goto done;
-    combine_b(t1, b12, rs, cs, b11, rs, cs, -1.0f, kh, nh);    /* T1 */
-    if (tjg_pack_f32(&p->parts[4], t1, nh, 1, kh, nh))
+    diff_b(t1, dr, dc, b12, b11, kh, nh);   /* T1 */
+    if (tjg_pack_f32(&p->parts[4], t1, dr, dc, kh, nh))
         goto done;
-    combine_b(t, b22, rs, cs, b12, rs, cs, -1.0f, kh, nh);     /* T3 */
-    if (tjg_pack_f32(&p->parts[6], t, nh, 1, kh, nh))
+    diff_b(t, dr, dc, b22, b12, kh, nh);    /* T3 */
+    if (tjg_pack_f32(&p->parts[6], t, dr, dc, kh, nh))
         goto done;
-    combine_b(t, b22, rs, cs, t1, nh, 1, -1.0f, kh, nh);       /* T2 */
-    if (tjg_pack_f32(&p->parts[5], t, nh, 1, kh, nh))
+    diff_b(t, dr, dc, b22, m1, kh, nh);     /* T2 */
+    if (tjg_pack_f32(&p->parts[5], t, dr, dc, kh, nh))
         goto done;
-    combine_b(t, t, nh, 1, b21, rs, cs, -1.0f, kh, nh);        /* T4 = T2 - B21 */
-    if (tjg_pack_f32(&p->parts[3], t, nh, 1, kh, nh))
+    diff_b(t, dr, dc, mt, b21, kh, nh);     /* T4 = T2 - B21, in place */
+    if (tjg_pack_f32(&p->parts[3], t, dr, dc, kh, nh))
         goto done;
     for (int q = 0; q < 7; q++)
         p->nbytes += p->parts[q].nbytes;
@@ -108,7 +122,10 @@ typedef struct call {
     const tjg_epilogue *e;
 } call;
 
-static void a_sums(void *ctx, int64_t i0, int64_t i1)
+/* The passes: AVX2 (+ FMA) where the CPU has it, else SSE2 (gemm.c's clones). */
+#define SUMS_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+
+SUMS_CLONES static void a_sums(void *ctx, int64_t i0, int64_t i1)
 {
     const call *g = ctx;
     int64_t kh = g->kh, cs = g->cs, sz = g->mh * kh;
@@ -133,7 +150,7 @@ static void a_sums(void *ctx, int64_t i0, int64_t i1)
 
 /* ---- C side ---------------------------------------------------------------------------- */
 
-static void c_sums(void *ctx, int64_t i0, int64_t i1)
+SUMS_CLONES static void c_sums(void *ctx, int64_t i0, int64_t i1)
 {
     const call *g = ctx;
     int64_t nh = g->nh, pz = g->mh * g->ldp;
