@@ -7,7 +7,8 @@
  *                   T4 = T2 - B21; B11, B21, B22, T1-T4 packed.
  *   A side, per call (one pass):  S1 = A21 + A22, S2 = S1 - A11,
  *                   S3 = A11 - A21, S4 = A12 - S2.
- *   products (tjg_gemm, each on the pool):  P1 = A11 B11, P2 = A12 B21,
+ *   products (tjg_gemm; on several threads the column halves of the seven
+ *   claimed one by one):  P1 = A11 B11, P2 = A12 B21,
  *                   P3 = S4 B22, P4 = A22 T4, P5 = S1 T1, P6 = S2 T2,
  *                   P7 = S3 T3.
  *   C side (one pass, the epilogue applied there, once per element):
@@ -25,7 +26,7 @@
 #include "rt.h"
 
 /* Set to 1 where P4 measured faster with it (docs/perf.md, tenth session). */
-enum { STRASSEN_DEFAULT = 0 };
+enum { STRASSEN_DEFAULT = 1 };
 
 static atomic_ullong strassen_calls;
 
@@ -120,6 +121,9 @@ typedef struct call {
     float *c;
     int64_t ldc;
     const tjg_epilogue *e;
+    const float *lhs[7];   /* the products' left operands */
+    const tjg_packed *b;
+    atomic_int failed;
 } call;
 
 /* The passes: AVX2 (+ FMA) where the CPU has it, else SSE2 (gemm.c's clones). */
@@ -176,6 +180,33 @@ SUMS_CLONES static void c_sums(void *ctx, int64_t i0, int64_t i1)
 
 enum { ROWS_PER_CHUNK = 8 };
 
+/* Product q's columns [j0, j0 + nj) (j0 a whole panel) on this thread. */
+static int product(call *g, int q, int64_t j0, int64_t nj)
+{
+    const tjg_packed *p = &g->b->parts[q];
+    tjg_packed v = *p;
+    v.n = nj, v.data = (float *)p->data + j0 / TJG_NR * p->kp * TJG_NR;
+    bool quad = q == 0 || q == 1 || q == 3;   /* a quadrant of A, else an S */
+    return tjg_gemm(g->mh, g->lhs[q], false, quad ? g->rs : g->kh, quad ? g->cs : 1, &v,
+                    g->prod + q * g->mh * g->ldp + j0, g->ldp, NULL, NULL);
+}
+
+/* TASK_SPLIT column parts of each product, claimed one by one */
+enum { TASK_SPLIT = 2 };
+
+static void product_tasks(void *ctx, int64_t t0, int64_t t1)
+{
+    call *g = ctx;
+    int64_t panels = (g->nh + TJG_NR - 1) / TJG_NR;
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t part = t % TASK_SPLIT, p0 = panels * part / TASK_SPLIT;
+        int64_t p1 = panels * (part + 1) / TASK_SPLIT;
+        int64_t j0 = p0 * TJG_NR, j1 = p1 * TJG_NR < g->nh ? p1 * TJG_NR : g->nh;
+        if (j1 > j0 && product(g, (int)(t / TASK_SPLIT), j0, j1 - j0))
+            atomic_store(&g->failed, 1);
+    }
+}
+
 int tjg_gemm_strassen(int64_t m, const float *a, int64_t rs, int64_t cs, const tjg_packed *b,
                       float *c, int64_t ldc, const tjg_epilogue *e)
 {
@@ -201,14 +232,26 @@ int tjg_gemm_strassen(int64_t m, const float *a, int64_t rs, int64_t cs, const t
     if (!g.prod)
         goto done;
     rt_parallel_for(g.mh, ROWS_PER_CHUNK, a_sums, &g);
-    int64_t sz = g.mh * g.kh, pz = g.mh * g.ldp;
+    int64_t sz = g.mh * g.kh;
     const float *lhs[7] = {a, a + g.kh * cs, g.s + 3 * sz, a + g.mh * rs + g.kh * cs,
                            g.s, g.s + sz, g.s + 2 * sz};
-    for (int q = 0; q < 7; q++) {
-        bool quad = q == 0 || q == 1 || q == 3;   /* a quadrant of A, else an S */
-        if (tjg_gemm(g.mh, lhs[q], false, quad ? rs : g.kh, quad ? cs : 1, &b->parts[q],
-                     g.prod + q * pz, g.ldp, NULL, NULL))
+    memcpy(g.lhs, lhs, sizeof lhs);
+    g.b = b;
+    atomic_init(&g.failed, 0);
+    /* on several threads the products' column halves are claimed one by
+     * one, each run on one thread: one pool dispatch for the seven instead
+     * of two per product (A's packing, then the column tasks) and no wait
+     * at the end of each; TJIT_STRASSEN_TASKS=0 (for measuring) runs each
+     * product on the pool in turn (docs/perf.md) */
+    const char *tv = getenv("TJIT_STRASSEN_TASKS");
+    if (!(tv && tv[0] == '0') && rt_threads_here() > 1) {
+        rt_parallel_tasks(7 * TASK_SPLIT, product_tasks, &g);
+        if (atomic_load(&g.failed))
             goto done;
+    } else {
+        for (int q = 0; q < 7; q++)
+            if (product(&g, q, 0, g.nh))
+                goto done;
     }
     rt_parallel_for(g.mh, ROWS_PER_CHUNK, c_sums, &g);
     atomic_fetch_add(&strassen_calls, 1);
