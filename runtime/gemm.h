@@ -260,9 +260,13 @@ int tjg_pack_f32_strassen(tjg_packed *p, const float *b, int64_t rs, int64_t cs,
 int tjg_gemm_strassen(int64_t m, const float *a, int64_t rs, int64_t cs, const tjg_packed *b,
                       float *c, int64_t ldc, const tjg_epilogue *e);
 /* Whether an f32 GEMM of m x n x k on a kept weight takes the Strassen form:
- * m, n, k even and at least TJG_STRASSEN_MIN each (rows: half that), and
+ * m, n, k even, m >= TJG_STRASSEN_MIN_M, n and k >= TJG_STRASSEN_MIN_NK, at
+ * least TJG_STRASSEN_MIN_MNK multiply-adds (measured on one Zen 3 core: a
+ * gain from 128x512x512 up, a loss where n or k is 256 or m is 64; on two
+ * threads 2^26 multiply-adds was level or behind: docs/perf.md), and
  * TJIT_STRASSEN (1 on, 0 off; unset: the default, docs/cli.md). */
-enum { TJG_STRASSEN_MIN = 512 };
+enum { TJG_STRASSEN_MIN_M = 128, TJG_STRASSEN_MIN_NK = 512 };
+#define TJG_STRASSEN_MIN_MNK ((int64_t)1 << 27)
 bool tjg_strassen_wanted(int64_t m, int64_t n, int64_t k);
 /* Calls that ran in the Strassen form in this process (tests). */
 unsigned long long tjg_strassen_calls(void);

@@ -36,8 +36,9 @@ bool tjg_strassen_wanted(int64_t m, int64_t n, int64_t k)
 {
     const char *v = getenv("TJIT_STRASSEN");
     bool on = v && (!strcmp(v, "0") || !strcmp(v, "1")) ? v[0] == '1' : STRASSEN_DEFAULT;
-    return on && m % 2 == 0 && n % 2 == 0 && k % 2 == 0 && m >= TJG_STRASSEN_MIN / 2 &&
-           n >= TJG_STRASSEN_MIN && k >= TJG_STRASSEN_MIN;
+    return on && m % 2 == 0 && n % 2 == 0 && k % 2 == 0 && m >= TJG_STRASSEN_MIN_M &&
+           n >= TJG_STRASSEN_MIN_NK && k >= TJG_STRASSEN_MIN_NK &&
+           m * n * k >= TJG_STRASSEN_MIN_MNK;
 }
 
 /* ---- B side ---------------------------------------------------------------------------- */

@@ -156,7 +156,10 @@ static void test_strassen_wanted(void **state)
     assert_false(tjg_strassen_wanted(255, 2048, 1024));
     assert_false(tjg_strassen_wanted(256, 2048, 1023));
     assert_false(tjg_strassen_wanted(256, 2046 + 1, 1024));
-    assert_false(tjg_strassen_wanted(128, 2048, 1024));   /* below the threshold */
+    assert_true(tjg_strassen_wanted(128, 1024, 1024));
+    assert_false(tjg_strassen_wanted(64, 2048, 1024));    /* below the thresholds */
+    assert_false(tjg_strassen_wanted(256, 256, 2048));
+    assert_false(tjg_strassen_wanted(256, 512, 512));
     setenv("TJIT_STRASSEN", "0", 1);
     assert_false(tjg_strassen_wanted(256, 2048, 1024));
     unsetenv("TJIT_STRASSEN");
@@ -242,23 +245,23 @@ static void test_strassen_compiled(void **state)
         /* 12 calls, three versions of the weight: each version's form packed
          * on its second call (tjg_cache_get_stable's rule), so the first two
          * calls of each run the plain GEMM */
-        unsigned long long n = run_compiled(256, 512, 512, false, false);
+        unsigned long long n = run_compiled(256, 1024, 512, false, false);
         if (own && n < 6)
             fail_msg("threads %d: %llu of 12 calls in Strassen's form", th, n);
         /* with the fused bias + gelu_tanh epilogue, frozen */
         setenv("TJIT_GEMM_EPILOGUE", "1", 1);
         uint64_t fused = rt_gemm_epi_count();
-        n = run_compiled(256, 512, 512, true, true);
+        n = run_compiled(256, 1024, 512, true, true);
         if (own && (n < 2 || rt_gemm_epi_count() - fused != 4))
             fail_msg("threads %d frozen, fused: %llu Strassen, %llu fused of 4", th, n,
                      (unsigned long long)(rt_gemm_epi_count() - fused));
         unsetenv("TJIT_GEMM_EPILOGUE");
         /* odd k, rows below the threshold: not taken */
-        assert_int_equal(run_compiled(256, 512, 511, true, false), 0);
-        assert_int_equal(run_compiled(64, 512, 512, false, false), 0);
+        assert_int_equal(run_compiled(256, 1024, 511, true, false), 0);
+        assert_int_equal(run_compiled(64, 1024, 512, false, false), 0);
     }
     setenv("TJIT_STRASSEN", "0", 1);
-    assert_int_equal(run_compiled(256, 512, 512, true, false), 0);
+    assert_int_equal(run_compiled(256, 1024, 512, true, false), 0);
     unsetenv("TJIT_STRASSEN");
     tj_set_num_threads(threads);
 }
