@@ -411,7 +411,7 @@ bool rt_gemm_epi_end(void)
 static int strassen(int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b, const rt_storage *bst,
                     void *handle, float *c, int64_t ldc, const tjg_epilogue *e)
 {
-    if (!handle || b.p == NULL || !tjg_strassen_wanted(m, n, k))
+    if (!handle || e->accumulate || !tjg_strassen_wanted(m, n, k))
         return 1;
     void *sh;
     int64_t off = (const char *)b.p - (const char *)bst->data;
