@@ -267,6 +267,12 @@ done:
 
 void tjg_packed_free(tjg_packed *p)
 {
+    if (p->parts) {   /* the Strassen form (gemm_strassen.c) */
+        for (int q = 0; q < 7; q++)
+            tjg_packed_free(&p->parts[q]);
+        rt_free(p->parts, 7 * sizeof *p->parts);
+        p->parts = NULL;
+    }
     if (p->own_scale)
         rt_free(p->own_scale, (size_t)(p->n > 0 ? p->n : 1) * sizeof(float));
     p->own_scale = NULL;
@@ -589,6 +595,22 @@ static void round_f16(const gemm_call *g, const float *v, uint16_t *c, int64_t n
         c[j] = ir_f32_to_f16(v[j]);
 }
 
+TJG_CLONES void tjg_epi_tail(const tjg_epilogue *e, float *restrict v, int64_t i, int64_t j0,
+                             int64_t nj)
+{
+    if (e->bias)
+        for (int64_t j = 0; j < nj; j++)
+            v[j] += e->bias[j0 + j];
+    const float *res = e->res ? e->res + i * e->ldr + j0 : NULL;
+    if (res && !e->res_after_act)
+        for (int64_t j = 0; j < nj; j++)
+            v[j] += res[j];
+    act_row(e->act, v, nj);
+    if (res && e->res_after_act)
+        for (int64_t j = 0; j < nj; j++)
+            v[j] += res[j];
+}
+
 TJG_CLONES static void epi_row(const gemm_call *g, int64_t i, int64_t j0, int64_t nj,
                                const void *src, float *restrict v)
 {
@@ -647,17 +669,7 @@ TJG_CLONES static void epi_row(const gemm_call *g, int64_t i, int64_t j0, int64_
                 v[j] += c[j];
         }
     }
-    if (e->bias)
-        for (int64_t j = 0; j < nj; j++)
-            v[j] += e->bias[j0 + j];
-    const float *res = e->res ? e->res + i * e->ldr + j0 : NULL;
-    if (res && !e->res_after_act)
-        for (int64_t j = 0; j < nj; j++)
-            v[j] += res[j];
-    act_row(e->act, v, nj);
-    if (res && e->res_after_act)
-        for (int64_t j = 0; j < nj; j++)
-            v[j] += res[j];
+    tjg_epi_tail(e, v, i, j0, nj);
     if (e->out_bf16) {
         uint16_t *c = (uint16_t *)g->c + i * g->ldc + j0;
         for (int64_t j = 0; j < nj; j++)

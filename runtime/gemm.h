@@ -88,6 +88,8 @@ typedef struct tjg_packed {
     int32_t *colsum;     /* S8: sum over k of each column (for the A zero point) */
     const float *scale;  /* S8: per-column weight scale (the caller's, or own_scale) */
     float *own_scale;    /* S8 packed from f32: the scales it chose */
+    struct tjg_packed *parts;   /* F32 Strassen form (gemm_strassen.c): 7 packed
+                                   k/2 x n/2 operands, data NULL; else NULL */
 } tjg_packed;
 
 /* B element (i, j) at b[i*rs + j*cs]. bf16 input is raw uint16 (bf16 bits);
@@ -241,6 +243,38 @@ static inline float tjg_bf16_to_f32(uint16_t h)
  * multiple of 1024 floats apart (gemm.c, run; for tests). */
 unsigned long long tjg_padded_calls(void);
 
+/* ---- one level of Strassen-Winograd on a kept f32 weight (gemm_strassen.c) -------- */
+/* B[k,n] (k, n even; element (kk, j) at b[kk*rs + j*cs]) in its Strassen
+ * form: the seven k/2 x n/2 right operands of Winograd's variant (B11, B21,
+ * B22 and the B-side sums T1 = B12 - B11, T2 = B22 - T1, T3 = B22 - B12,
+ * T4 = T2 - B21), each packed as tjg_pack_f32's; p->parts holds them and
+ * p->nbytes their total. Return 0, or -1 with an error recorded. */
+int tjg_pack_f32_strassen(tjg_packed *p, const float *b, int64_t rs, int64_t cs, int64_t k,
+                          int64_t n);
+/* C[m,n] = epilogue(A[m,k] @ B) for B in its Strassen form (m even; A as
+ * tjg_gemm's f32): the A-side sums in one pass, the seven m/2 x n/2 x k/2
+ * products on tjg_gemm (each over the pool), then one pass that forms C's
+ * quadrants and applies the epilogue once. Not for accumulate or 16-bit C
+ * (returns 1: run tjg_gemm). Its error bound is normwise, not per element
+ * (docs/perf.md). Return 0, 1, or -1 with an error recorded. */
+int tjg_gemm_strassen(int64_t m, const float *a, int64_t rs, int64_t cs, const tjg_packed *b,
+                      float *c, int64_t ldc, const tjg_epilogue *e);
+/* Whether an f32 GEMM of m x n x k on a kept weight takes the Strassen form:
+ * m, n, k even, m >= TJG_STRASSEN_MIN_M, n and k >= TJG_STRASSEN_MIN_NK, at
+ * least TJG_STRASSEN_MIN_MNK multiply-adds (measured on one Zen 3 core: a
+ * gain from 128x512x512 up, a loss where n or k is 256 or m is 64; on two
+ * threads 2^26 multiply-adds was level or behind: docs/perf.md), and
+ * TJIT_STRASSEN (1 on, 0 off; unset: the default, docs/cli.md). */
+enum { TJG_STRASSEN_MIN_M = 128, TJG_STRASSEN_MIN_NK = 512 };
+#define TJG_STRASSEN_MIN_MNK ((int64_t)1 << 27)
+bool tjg_strassen_wanted(int64_t m, int64_t n, int64_t k);
+/* Calls that ran in the Strassen form in this process (tests). */
+unsigned long long tjg_strassen_calls(void);
+/* Bias, residual and activation of e on f32 values v[0, nj) of C's row i
+ * from column j0 (alpha and accumulate already applied): gemm.c's epilogue
+ * order, for gemm_strassen.c's last pass. */
+void tjg_epi_tail(const tjg_epilogue *e, float *v, int64_t i, int64_t j0, int64_t nj);
+
 /* ---- packed operands kept across calls (gemm_cache.c) -------------------------------- */
 /* B's packed form from the process-wide cache, keyed by its storage's serial
  * and version, byte offset, strides and size (see gemm_cache.c), or NULL
@@ -256,6 +290,12 @@ const tjg_packed *tjg_cache_get(uint64_t serial, unsigned version, int64_t offse
 const tjg_packed *tjg_cache_get_stable(uint64_t serial, unsigned version, int64_t offset,
                                        const void *b, int64_t rs, int64_t cs, int64_t k,
                                        int64_t n, tjg_type type, bool from_f32, void **handle);
+/* B's Strassen form (tjg_pack_f32_strassen), kept as tjg_cache_get_stable
+ * keeps a weight that may change: a new version is packed on the second
+ * call that sees it, and the old version's form is dropped then. */
+const tjg_packed *tjg_cache_get_strassen(uint64_t serial, unsigned version, int64_t offset,
+                                         const float *b, int64_t rs, int64_t cs, int64_t k,
+                                         int64_t n, void **handle);
 void tjg_cache_put(void *handle);
 /* The entry's autotune winner (0: not timed yet), or NULL for no entry. */
 atomic_int *tjg_cache_choice(void *handle);

@@ -153,10 +153,17 @@ AVX2 static void uk_f32_half(int64_t kg, const void *a, const void *b, float *c,
         _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);
         _mm_prefetch((const char *)(c + r * ldc + 15), _MM_HINT_T0);
     }
-    for (int r0 = 0; r0 < rows; r0 += ROWS) {
+    /* a rest of 7 or 8 rows as 4 + 3 or 4 + 4: a 1- or 2-row sub-tile has
+     * 2 or 4 FMA chains, a fraction of the FMA ports' rate (a 128-row
+     * block, 10 slivers and 8 rows, ran 91 GFLOP/s against 93-94 at 120,
+     * 126, 132 or 256 rows on one Zen 3 core: docs/perf.md, Strassen's
+     * half-size products). Each element's sum is the same either way. */
+    for (int r0 = 0, step; r0 < rows; r0 += step) {
         const float *ar = (const float *)a + r0;
         int32_t *cr = (int32_t *)c + r0 * ldc;
-        switch (rows - r0 < ROWS ? rows - r0 : ROWS) {
+        int left = rows - r0;
+        step = left == 7 || left == 8 ? 4 : left < ROWS ? left : ROWS;
+        switch (step) {
         case 6: sub_tile(K_F32, 6, kg, ar, b, cr, ldc, acc, false); break;
         case 5: sub_tile(K_F32, 5, kg, ar, b, cr, ldc, acc, false); break;
         case 4: sub_tile(K_F32, 4, kg, ar, b, cr, ldc, acc, false); break;

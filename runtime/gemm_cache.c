@@ -8,7 +8,8 @@
  * compiled call names (rt_gemm_frozen: its captures, frozen or not, less
  * those it writes) are kept: other operands change from call to call. Entries are reference-counted while a GEMM reads them;
  * the least recently used idle ones go beyond TJG_CACHE_BYTES. One mutex
- * guards the table (a lookup is a few dozen compares).
+ * guards the table (a lookup is a few dozen compares). A weight's Strassen
+ * form (gemm_strassen.c) is an entry of its own (key type KEY_STRASSEN).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -72,9 +73,16 @@ static wentry *slot_for(size_t bytes)
     }
 }
 
-static int pack(tjg_packed *p, tjg_type type, const void *b, int64_t rs, int64_t cs, int64_t k,
-                int64_t n, bool from_f32)
+/* key.type of a Strassen form (tjg_pack_f32_strassen); others type * 2 + from_f32 */
+enum { KEY_STRASSEN = 64 };
+
+static int pack(tjg_packed *p, int key_type, const void *b, int64_t rs, int64_t cs, int64_t k,
+                int64_t n)
 {
+    tjg_type type = (tjg_type)(key_type / 2);
+    bool from_f32 = key_type % 2;
+    if (key_type == KEY_STRASSEN)
+        return tjg_pack_f32_strassen(p, b, rs, cs, k, n);
     if (type == TJG_F32)
         return tjg_pack_f32(p, b, rs, cs, k, n);
     if (type == TJG_S8)
@@ -85,16 +93,16 @@ static int pack(tjg_packed *p, tjg_type type, const void *b, int64_t rs, int64_t
 }
 
 static const tjg_packed *get(uint64_t serial, unsigned version, int64_t offset, const void *b,
-                             int64_t rs, int64_t cs, int64_t k, int64_t n, tjg_type type,
-                             bool from_f32, void **handle, bool stable)
+                             int64_t rs, int64_t cs, int64_t k, int64_t n, int key_type,
+                             void **handle, bool stable)
 {
     *handle = NULL;
-    if (!serial || (type == TJG_S8 && !from_f32))
+    if (!serial || key_type == TJG_S8 * 2)
         return NULL;
     wkey key;
     memset(&key, 0, sizeof key);   /* padding compared by memcmp */
     key.serial = serial, key.version = version, key.offset = offset;
-    key.rs = rs, key.cs = cs, key.k = k, key.n = n, key.type = (int)type * 2 + from_f32;
+    key.rs = rs, key.cs = cs, key.k = k, key.n = n, key.type = key_type;
     pthread_mutex_lock(&lock);
     for (int i = 0; i < NENTRY; i++) {
         wentry *e = &entries[i];
@@ -129,7 +137,7 @@ static const tjg_packed *get(uint64_t serial, unsigned version, int64_t offset, 
     /* packed under the lock: rare (once per weight and version) */
     tjg_packed p;
     wentry *e = NULL;
-    if (pack(&p, type, b, rs, cs, k, n, from_f32) == 0) {
+    if (pack(&p, key_type, b, rs, cs, k, n) == 0) {
         if ((e = slot_for(p.nbytes))) {
             *e = (wentry){.key = key, .p = p, .tick = ++ticks, .users = 1, .used = true};
             atomic_init(&e->choice, 0);
@@ -147,14 +155,21 @@ const tjg_packed *tjg_cache_get(uint64_t serial, unsigned version, int64_t offse
                                 int64_t rs, int64_t cs, int64_t k, int64_t n, tjg_type type,
                                 bool from_f32, void **handle)
 {
-    return get(serial, version, offset, b, rs, cs, k, n, type, from_f32, handle, false);
+    return get(serial, version, offset, b, rs, cs, k, n, (int)type * 2 + from_f32, handle, false);
 }
 
 const tjg_packed *tjg_cache_get_stable(uint64_t serial, unsigned version, int64_t offset,
                                        const void *b, int64_t rs, int64_t cs, int64_t k,
                                        int64_t n, tjg_type type, bool from_f32, void **handle)
 {
-    return get(serial, version, offset, b, rs, cs, k, n, type, from_f32, handle, true);
+    return get(serial, version, offset, b, rs, cs, k, n, (int)type * 2 + from_f32, handle, true);
+}
+
+const tjg_packed *tjg_cache_get_strassen(uint64_t serial, unsigned version, int64_t offset,
+                                         const float *b, int64_t rs, int64_t cs, int64_t k,
+                                         int64_t n, void **handle)
+{
+    return get(serial, version, offset, b, rs, cs, k, n, KEY_STRASSEN, handle, true);
 }
 
 void tjg_cache_put(void *handle)

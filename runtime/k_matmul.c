@@ -405,6 +405,23 @@ bool rt_gemm_epi_end(void)
     return t;
 }
 
+/* f32 on a kept weight in Strassen's form (runtime/gemm_strassen.c) where
+ * tjg_strassen_wanted and the weight's plain packed form is kept (handle):
+ * 0 done, -1 failed, 1 not taken (the plain GEMM then). */
+static int strassen(int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b, const rt_storage *bst,
+                    void *handle, float *c, int64_t ldc, const tjg_epilogue *e)
+{
+    if (!handle || e->accumulate || !tjg_strassen_wanted(m, n, k))
+        return 1;
+    void *sh;
+    int64_t off = (const char *)b.p - (const char *)bst->data;
+    const tjg_packed *sp =
+        tjg_cache_get_strassen(bst->serial, stamp(bst), off, b.p, b.rs, b.cs, k, n, &sh);
+    int r = sp ? tjg_gemm_strassen(m, a.p, a.rs, a.cs, sp, c, ldc, e) : 1;
+    tjg_cache_put(sh);
+    return r;
+}
+
 /* tjit's own GEMM (runtime/gemm.h) on a packed B: bf16 and f16 always
  * (vdpbf16ps where the CPU has it, f16 widened by F16C; f32 sums rounded
  * once), f32 on a frozen weight where choose_f32 says; 1 when f32 should go
@@ -430,7 +447,9 @@ static int gemm_own(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_m
             e.bias = epi_req.bias, e.act = (tjg_act)epi_req.act;
             epi_req.armed = false;
         }
-        r = tjg_gemm(m, a.p, half, a.rs, a.cs, p, c, ldc, &e, NULL);
+        r = half ? 1 : strassen(m, n, k, a, b, bst, handle, c, ldc, &e);
+        if (r == 1)
+            r = tjg_gemm(m, a.p, half, a.rs, a.cs, p, c, ldc, &e, NULL);
         epi_req.taken = epi && r == 0;
     }
     tjg_cache_put(handle);

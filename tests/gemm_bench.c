@@ -1,7 +1,8 @@
 /* gemm_bench.c - GFLOP/s of the runtime's GEMMs (runtime/gemm.h) against
  * OpenBLAS's sgemm, per shape and thread count (make gemm-bench).
  *
- *   gemm_bench [--threads N] [--cpu-time] [--f32] [--ta] [--tb] [--peak] [MxNxK ...]
+ *   gemm_bench [--threads N] [--cpu-time] [--f32] [--ta] [--tb] [--peak] [--strassen]
+ *              [MxNxK ...]
  *
  * (--f32: bf16, f16, u8s8 not run; --ta, --tb: A or B stored transposed, as a
  * training step's dW = dY^T X and dX = dY W^T read them, f32 only.)
@@ -17,6 +18,12 @@
  * or AVX2's vpmaddwd on full-range A, vpmaddubsw on 7-bit A).
  * Best of several timed repetitions (all columns in turn, rep by rep);
  * times are wall clock unless --cpu-time.
+ *
+ * --strassen prints instead OpenBLAS, tjg f32 (B packed once), tjg f32 in
+ * Strassen's form (gemm_strassen.c, B's form packed once; GFLOP/s of the
+ * plain product's 2mnk) and its seven half-size products alone (the same
+ * 2mnk over their time), so that the two passes of sums read as the
+ * difference. M, N, K even.
  *
  * --peak first prints what bounds those rates on this CPU (x86-64 only):
  * a loop of 12 independent vfmadd231ps on every thread at once (the FMA
@@ -37,7 +44,7 @@
 #include "../runtime/gemm_amx.h"
 #include "../runtime/rt.h"
 
-static int cpu_time, f32_only, ta, tb, want_peak;
+static int cpu_time, f32_only, ta, tb, want_peak, strassen;
 
 static double now(void)
 {
@@ -55,7 +62,8 @@ typedef struct bufs {
     int8_t *bq;
     float *sa, *sb;
     int32_t *zp;
-    tjg_packed pf, ph, pq, pk;
+    tjg_packed pf, ph, pq, pk, ps;   /* ps: Strassen's form (--strassen) */
+    float *prod;                     /* --strassen: the products alone */
 } bufs;
 
 static double run(int which, bufs *x)
@@ -91,6 +99,17 @@ static double run(int which, bufs *x)
         tjg_epilogue e = {.out_f16 = true};
         return tjg_gemm(s.m, x->ah, true, s.k, 1, &x->pk, x->c16, s.n, &e, NULL);
     }
+    case 9: return tjg_gemm_strassen(s.m, x->a, ars, acs, &x->ps, x->c, s.n, NULL);
+    case 10: {   /* the seven products alone, on A's quadrants (the S sums' cost aside) */
+        int64_t mh = s.m / 2, kh = s.k / 2, nh = s.n / 2;
+        for (int q = 0; q < 7; q++) {
+            const float *a = x->a + (q & 1) * mh * ars + (q >> 1 & 1) * kh * acs;
+            if (tjg_gemm(mh, a, false, ars, acs, &x->ps.parts[q], x->prod + q * mh * (nh + 16),
+                         nh + 16, NULL, NULL))
+                return -1;
+        }
+        return 0;
+    }
     case 5: return tjg_gemm_u8s8(s.m, x->aq7, s.k, x->zp, x->sa, &x->pq, x->c, s.n, NULL);
     default: return tjg_gemm_u8s8(s.m, x->aq, s.k, x->zp, x->sa, &x->pq, x->c, s.n, NULL);
     }
@@ -105,7 +124,8 @@ static double run(int which, bufs *x)
  * where the calls interleaved in one process were level, docs/perf.md.) */
 static void gflops_all(bufs *x, double out[9], int ncol)
 {
-    static const int which[9] = {0, 1, 4, 6, 8, 2, 7, 3, 5};
+    static const int all[9] = {0, 1, 4, 6, 8, 2, 7, 3, 5}, st[4] = {0, 1, 9, 10};
+    const int *which = strassen ? st : all;
     double flop = 2.0 * (double)x->s.m * (double)x->s.n * (double)x->s.k, best[9];
     int reps = (int)(4e10 / flop) + 5;
     for (int w = 0; w < ncol; w++)
@@ -224,6 +244,8 @@ int main(int argc, char **argv)
             want_peak = 1;
         else if (!strcmp(argv[i], "--ta"))
             ta = f32_only = 1;
+        else if (!strcmp(argv[i], "--strassen"))
+            strassen = f32_only = 1;
         else if (!strcmp(argv[i], "--tb"))
             tb = f32_only = 1;
         else if (ns < 16 && sscanf(argv[i], "%lldx%lldx%lld", &m, &n, &k) == 3)
@@ -243,6 +265,10 @@ int main(int argc, char **argv)
            tb ? "; B transposed" : "");
     if (want_peak)
         peak();
+    if (strassen)
+        printf("| M x N x K | OpenBLAS f32 | tjg f32 | tjg f32 Strassen | its 7 products alone "
+               "|\n|---|---|---|---|---|\n");
+    else
     printf("| M x N x K | OpenBLAS f32 | tjg f32 | tjg f32 + pack B | tjg f32 raw B | tjg f32 small | tjg bf16 | tjg f16 | tjg u8s8 | tjg u8s8 7-bit |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < ns; i++) {
         bufs x = {.s = shapes[i]};
@@ -271,10 +297,20 @@ int main(int argc, char **argv)
         tjg_pack_s8(&x.pq, x.bq, s.n, 1, s.k, s.n, x.sb);
         tjg_pack_f32_as_f16(&x.pk, x.b, s.n, 1, s.k, s.n);
         double f[9];
+        if (strassen) {
+            tjg_pack_f32_strassen(&x.ps, x.b, tb ? 1 : s.n, tb ? s.k : 1, s.k, s.n);
+            x.prod = malloc((size_t)(7 * (s.m / 2) * (s.n / 2 + 16)) * 4);
+            gflops_all(&x, f, 4);
+            printf("| %lldx%lldx%lld | %.0f | %.0f | %.0f | %.0f |\n", (long long)s.m,
+                   (long long)s.n, (long long)s.k, f[0], f[1], f[2], f[3]);
+            tjg_packed_free(&x.ps);
+            free(x.prod);
+        } else {
         gflops_all(&x, f, f32_only ? (ta && tb ? 4 : 5) : 9);
         printf("| %lldx%lldx%lld | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n",
                (long long)s.m, (long long)s.n, (long long)s.k, f[0], f[1], f[2], f[3], f[4],
                f[5], f[6], f[7], f[8]);
+        }
         fflush(stdout);
         tjg_packed_free(&x.pf), tjg_packed_free(&x.ph), tjg_packed_free(&x.pq), tjg_packed_free(&x.pk);
         free(x.a), free(x.b), free(x.c), free(x.a16), free(x.c16), free(x.ah), free(x.aq), free(x.aq7), free(x.bq);

@@ -13,7 +13,9 @@
  * PAIRED_CONV_A and PAIRED_CONV_B, when set, are TJIT_CONV around A's and
  * B's calls ("" unsets it): one case, two conv kernels in one process
  * (cases_paired P6 P6 1 40 with PAIRED_CONV_A=wino: F(2x2) against the
- * rule's F(4x4)).
+ * rule's F(4x4)). PAIRED_STRASSEN_A and _B likewise set TJIT_STRASSEN
+ * (read per call) around A's and B's calls: cases_paired P4 P4 2 200 with
+ * PAIRED_STRASSEN_A=0 PAIRED_STRASSEN_B=1 (runtime/gemm_strassen.c).
  *
  * Built and run by `make bench-cases-paired` (BENCH_ARGS as above).
  */
@@ -40,14 +42,20 @@ static int call(tj_compiled *f, bench_args *a, double *wall, double *cpu)
     return y ? 0 : -1;
 }
 
-/* TJIT_CONV for case r's calls, from PAIRED_CONV_A / _B (unset: as is). */
-static void conv_for(int r)
+/* TJIT_CONV and TJIT_STRASSEN for case r's calls, from PAIRED_CONV_A / _B
+ * and PAIRED_STRASSEN_A / _B (unset: as is). */
+static void env_for(int r)
 {
-    const char *v = getenv(r ? "PAIRED_CONV_B" : "PAIRED_CONV_A");
-    if (v && *v)
-        setenv("TJIT_CONV", v, 1);
-    else if (v)
-        unsetenv("TJIT_CONV");
+    static const char *const vars[2][3] = {{"PAIRED_CONV_A", "PAIRED_CONV_B", "TJIT_CONV"},
+                                           {"PAIRED_STRASSEN_A", "PAIRED_STRASSEN_B",
+                                            "TJIT_STRASSEN"}};
+    for (int k = 0; k < 2; k++) {
+        const char *v = getenv(vars[k][r]);
+        if (v && *v)
+            setenv(vars[k][2], v, 1);
+        else if (v)
+            unsetenv(vars[k][2]);
+    }
 }
 
 int main(int argc, char **argv)
@@ -72,7 +80,7 @@ int main(int argc, char **argv)
         memset(&a[r], 0, sizeof a[r]);
         wall[r] = malloc(sizeof(double) * (size_t)rounds);
         cpu[r] = malloc(sizeof(double) * (size_t)rounds);
-        conv_for(r);
+        env_for(r);
         char *saved = r == 1 && var[0] && getenv(var) ? strdup(getenv(var)) : NULL;
         if (r == 1 && var[0])
             setenv(var, eq + 1, 1);
@@ -92,7 +100,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < rounds; i++)
         for (int k = 0; k < 2; k++) {
             int r = (i + k) % 2;
-            conv_for(r);
+            env_for(r);
             if (call(f[r], &a[r], &wall[r][i], &cpu[r][i]) != 0) {
                 fprintf(stderr, "cases_paired: %s round %d: %s\n", c[r]->id, i, tj_last_error());
                 return 1;
