@@ -83,10 +83,15 @@ static int overwrote(fe_trace *tr, const tj_tensor *dst, ir_node *old, ir_node *
     return 0;
 }
 
+static int overwrote(fe_trace *tr, const tj_tensor *dst, ir_node *old, ir_node *now);
+
 /* A write into a traced view: dst is slices (step 1) of a capture's or an
- * argument's value. The write becomes one of the whole tensor, level by
+ * argument's value, or of a value this trace made (buf[:, 2:4] = x into a
+ * zeros or a clone). The write becomes one of the whole tensor, level by
  * level: parent' = where(mask, pad(value), parent), the mask true on the
- * slice. 1 when dst is another view (the caller breaks the graph). */
+ * slice; a value of the trace is then read as its new value by every
+ * tensor of its storage (an overwrite, fe_trace_value). 1 when dst is
+ * another view, or in a call split at breaks (the caller breaks the graph). */
 static int write_slices(fe_trace *tr, tj_tensor *dst, tj_tensor *value)
 {
     ir_node *n = dst->sym;
@@ -98,8 +103,17 @@ static int write_slices(fe_trace *tr, tj_tensor *dst, tj_tensor *value)
     for (int k = 0; k < levels; k++)
         base = base->in[0];
     tj_tensor *target = levels ? holder_of(tr, base) : NULL;
-    if (!target)
+    bool made = !target && levels && !ir_node_is_input(base) && !tr->seg;   /* a value of the trace */
+    if (!target && !made)
         return 1;
+    ir_node *was = NULL;
+    if (made) {   /* the base's value now: the storage's, written before or not */
+        if (!(target = rt_own(rt_tensor_symbolic(&base->type, base))))
+            return -1;
+        target->alias = fe_alias_of(dst);
+        if (!(was = fe_trace_value(tr, target)))
+            return -1;
+    }
     tj_tensor *v = value;
     for (ir_node *p = n; p != base && v; p = p->in[0]) {
         ir_node *parent = p->in[0];
@@ -115,6 +129,10 @@ static int write_slices(fe_trace *tr, tj_tensor *dst, tj_tensor *value)
     }
     /* dst keeps its view node: a later read replays the slices on the
      * base's new value (fe_trace_value), so it also sees later writes */
+    if (made) {
+        ir_node *now = v ? fe_trace_value(tr, v) : NULL;
+        return now && overwrote(tr, dst, was, now) == 0 ? 0 : -1;
+    }
     return !v || fe_trace_write_data(tr, target, v) != 0 ? -1 : 0;
 }
 
