@@ -85,26 +85,65 @@ static int overwrote(fe_trace *tr, const tj_tensor *dst, ir_node *old, ir_node *
 
 static int overwrote(fe_trace *tr, const tj_tensor *dst, ir_node *old, ir_node *now);
 
+/* Whether a write through view p can be made one of p's input: a slice
+ * with step 1, a permute, a squeeze or an unsqueeze (no element twice). */
+static bool writable(const ir_node *p)
+{
+    return (p->op == OP_slice && p->attrs[3].i[0] == 1) || p->op == OP_permute || p->op == OP_squeeze ||
+           p->op == OP_unsqueeze;
+}
+
+/* parent's new value after v was written through view p of it (whole:
+ * parent's value now, for the elements p does not reach). */
+static tj_tensor *unview(const ir_node *p, tj_tensor *v, tj_tensor *whole)
+{
+    const ir_node *parent = p->in[0];
+    int nd = parent->type.ndim;
+    if (p->op == OP_permute) {
+        int inv[TJ_MAX_DIMS];
+        for (int k = 0; k < nd; k++)
+            inv[ir_norm_dim(p->attrs[0].i[k], nd)] = k;
+        return tj_permute(v, inv);
+    }
+    if (p->op == OP_unsqueeze)
+        return tj_squeeze(v, (int[]){ir_norm_dim(p->attrs[0].i[0], p->type.ndim)}, 1);
+    if (p->op == OP_squeeze)
+        return tj_reshape(v, nd, parent->type.shape);
+    int d = ir_norm_dim(p->attrs[0].i[0], nd);
+    int64_t size = parent->type.shape[d], start = ir_slice_bound(p->attrs[1].i[0], size);
+    int64_t pads[2 * TJ_MAX_DIMS] = {0};
+    pads[2 * (nd - 1 - d)] = start;
+    pads[2 * (nd - 1 - d) + 1] = size - start - p->type.shape[d];
+    tj_tensor *mask = tj_gt_s(tj_pad(tj_ones(TJ_F32, nd, p->type.shape), pads, nd, 0.0), 0.5);
+    return tj_where(mask, tj_pad(v, pads, nd, 0.0), whole);
+}
+
 /* A write into a traced view: dst is slices (step 1) of a capture's or an
- * argument's value, or of a value this trace made (buf[:, 2:4] = x into a
- * zeros or a clone). The write becomes one of the whole tensor, level by
- * level: parent' = where(mask, pad(value), parent), the mask true on the
- * slice; a value of the trace is then read as its new value by every
- * tensor of its storage (an overwrite, fe_trace_value). 1 when dst is
- * another view, or in a call split at breaks (the caller breaks the graph). */
+ * argument's value, or a chain of slices, permutes, squeezes and unsqueezes
+ * of a value this trace made (buf[:, 2:4] = x into a zeros or a clone, or
+ * into its transpose). The write becomes one of the whole tensor, level by
+ * level: a slice's parent' = where(mask, pad(value), parent), the mask true
+ * on the slice; the others' inverse views. A value of the trace is then
+ * read as its new value by every tensor of its storage (an overwrite,
+ * fe_trace_value). 1 when dst is another view, or a value of a call split
+ * at breaks (the caller breaks the graph). */
 static int write_slices(fe_trace *tr, tj_tensor *dst, tj_tensor *value)
 {
     ir_node *n = dst->sym;
     int levels = 0;
-    for (ir_node *p = n; p->op == OP_slice; p = p->in[0], levels++)
-        if (p->attrs[3].i[0] != 1 || ir_type_has_sym(&p->in[0]->type) || levels >= 64)
+    bool sliced = true;
+    for (ir_node *p = n; !ir_node_is_input(p) && writable(p); p = p->in[0], levels++) {
+        if (ir_type_has_sym(&p->in[0]->type) || levels >= 64)
             return 1;
+        sliced &= p->op == OP_slice;
+    }
     ir_node *base = n;
     for (int k = 0; k < levels; k++)
         base = base->in[0];
     tj_tensor *target = levels ? holder_of(tr, base) : NULL;
-    bool made = !target && levels && !ir_node_is_input(base) && !tr->seg;   /* a value of the trace */
-    if (!target && !made)
+    bool made = !target && levels && !ir_node_is_input(base) && ir_ops[base->op].kind != IR_VIEW &&
+                !tr->seg;   /* a value of the trace */
+    if ((!target && !made) || (target && !sliced))
         return 1;
     ir_node *was = NULL;
     if (made) {   /* the base's value now: the storage's, written before or not */
@@ -115,19 +154,9 @@ static int write_slices(fe_trace *tr, tj_tensor *dst, tj_tensor *value)
             return -1;
     }
     tj_tensor *v = value;
-    for (ir_node *p = n; p != base && v; p = p->in[0]) {
-        ir_node *parent = p->in[0];
-        int nd = parent->type.ndim, d = ir_norm_dim(p->attrs[0].i[0], nd);
-        int64_t size = parent->type.shape[d], start = ir_slice_bound(p->attrs[1].i[0], size);
-        int64_t pads[2 * TJ_MAX_DIMS] = {0};
-        pads[2 * (nd - 1 - d)] = start;
-        pads[2 * (nd - 1 - d) + 1] = size - start - p->type.shape[d];
-        tj_tensor *whole = parent == base ? target
-                                          : rt_own(rt_tensor_symbolic(&parent->type, parent));
-        tj_tensor *mask = tj_gt_s(tj_pad(tj_ones(TJ_F32, nd, p->type.shape), pads, nd, 0.0), 0.5);
-        v = tj_where(mask, tj_pad(v, pads, nd, 0.0), whole);
-    }
-    /* dst keeps its view node: a later read replays the slices on the
+    for (ir_node *p = n; p != base && v; p = p->in[0])
+        v = unview(p, v, p->in[0] == base ? target : rt_own(rt_tensor_symbolic(&p->in[0]->type, p->in[0])));
+    /* dst keeps its view node: a later read replays the views on the
      * base's new value (fe_trace_value), so it also sees later writes */
     if (made) {
         ir_node *now = v ? fe_trace_value(tr, v) : NULL;

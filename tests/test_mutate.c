@@ -297,10 +297,11 @@ static void test_slices_in_place(void **state)
 }
 
 /* Slice assignment into a value the call made (a zeros buffer filled by
- * rows, twice into one row; a clone's column block), with views taken
- * before the writes read after them: functionalized, one graph (it was a
- * graph break: writes into views were followed only for arguments and
- * captured tensors). */
+ * rows, twice into one row; a clone's column block, and its first column
+ * through its transpose; the whole buffer through an unsqueeze and a
+ * squeeze), with views taken before the writes read after them:
+ * functionalized, one graph (it was a graph break: writes into views were
+ * followed only for slices of arguments and captured tensors). */
 static int model_fill_rows(void *ctx, tj_tensor *const *x, int n, tj_tensor **out, int max)
 {
     (void)ctx, (void)n, (void)max;
@@ -308,7 +309,9 @@ static int model_fill_rows(void *ctx, tj_tensor *const *x, int n, tj_tensor **ou
     tj_tensor *c = tj_clone(x[0]), *ct = tj_transpose(c, 0, 1);
     if (tj_copy_(tj_slice(buf, 0, 1, 3, 1), tj_slice(x[0], 0, 0, 2, 1)) != 0 ||
         tj_add_s_(tj_slice(buf, 0, 1, 2, 1), 10) != 0 ||
-        tj_copy_(tj_slice(tj_slice(c, 1, 1, 3, 1), 0, 2, 4, 1), tj_full(TJ_F32, 0, NULL, -1)) != 0)
+        tj_copy_(tj_slice(tj_slice(c, 1, 1, 3, 1), 0, 2, 4, 1), tj_full(TJ_F32, 0, NULL, -1)) != 0 ||
+        tj_mul_s_(tj_slice(ct, 0, 0, 1, 1), 3) != 0 ||   /* c's first column, through c^T */
+        tj_add_s_(tj_squeeze(tj_unsqueeze(buf, 0), (int[]){0}, 1), 0.25) != 0)
         return -1;
     out[0] = buf;
     out[1] = tj_mul_s(top, 2);

@@ -3,8 +3,8 @@
  * splits, unbinds and chunks (views of their input), view and view_as,
  * sliding windows through as_strided on a value of its own, in-place
  * binary writes with a tensor operand (mul_, sub_, div_, copy_) into a
- * clone or through a transposed or sliced view of one, with views taken
- * before the write read after it; fill, expand_as, rsub; special functions
+ * clone or through a transposed, sliced or unsqueezed view of one, with
+ * views taken before the write read after it; fill, expand_as, rsub; special functions
  * (digamma, polygamma, Bessel, ndtr, ndtri, erfcx, frexp), degree
  * conversions, infinity tests and the integer forms (bitwise and logical
  * not, xor_sum, floor_divide); linspace and meshgrid; the small linear
@@ -77,7 +77,21 @@ static tj_tensor *writes(gen *g, tj_tensor *a, tj_tensor *b, bool exact)
     int nd = tj_ndim(c);
     tj_tensor *before = nd >= 2 ? tj_transpose(c, 0, nd - 1) : tj_neg(c);   /* a view, or a value */
     int rc;
-    switch (rnd(g, 4)) {
+    switch (rnd(g, 6)) {
+    case 4:
+        if (nd >= 2 && tj_size(c, nd - 1) > 0) {   /* a slice of the transposed clone: its last column */
+            note(g, "clone^T row 0 *= 3 (its first column)");
+            rc = tj_mul_s_(tj_slice(tj_transpose(c, 0, nd - 1), 0, 0, 1, 1), 3);
+            break;
+        }
+        /* fall through */
+    case 5:
+        if (nd && tj_size(c, 0) > 0) {
+            note(g, "unsqueeze(clone)[:, 0] += 1");
+            rc = tj_add_s_(tj_slice(tj_unsqueeze(c, 0), 1, 0, 1, 1), 1);
+            break;
+        }
+        /* fall through */
     case 0: note(g, "clone *= b in place"); rc = tj_mul_(c, src); break;
     case 1: note(g, "clone -= b in place"); rc = tj_sub_(c, src); break;
     case 2:
