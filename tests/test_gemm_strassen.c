@@ -370,6 +370,50 @@ static void test_strassen_plain_form_lazy(void **state)
     unsetenv("TJIT_STRASSEN");
 }
 
+/* The cache's placeholders alone: a lazy lookup keeps no bytes, a fill or
+ * a lookup that is not lazy packs the data it is given (the bits of
+ * tjg_pack_f32), and another version of the weight is never served from
+ * the placeholder or its packed form. */
+static void test_cache_placeholder(void **state)
+{
+    (void)state;
+    int64_t k = 64, n = 96;
+    uint64_t serial = UINT64_MAX - 17;   /* no storage's */
+    float *b1 = randv(k * n), *b2 = randv(k * n);
+    tjg_packed want;
+    tj_alloc_trim();
+    size_t base = tjg_cache_bytes();
+    void *h;
+    const tjg_packed *p = tjg_cache_get_lazy(serial, 1, 0, b1, n, 1, k, n, true, &h);
+    assert_non_null(p);
+    assert_null(p->data);
+    assert_int_equal(tjg_cache_bytes(), base);
+    assert_int_equal(tjg_cache_fill(h, b1), 0);
+    assert_int_equal(tjg_pack_f32(&want, b1, n, 1, k, n), 0);
+    assert_int_equal(p->nbytes, want.nbytes);
+    assert_memory_equal(p->data, want.data, want.nbytes);
+    assert_int_equal(tjg_cache_bytes(), base + want.nbytes);
+    tjg_cache_put(h);
+    tjg_packed_free(&want);
+    /* version 2: the first lookup finds it changed (nothing served) */
+    assert_null(tjg_cache_get_lazy(serial, 2, 0, b2, n, 1, k, n, true, &h));
+    assert_null(h);
+    p = tjg_cache_get_lazy(serial, 2, 0, b2, n, 1, k, n, true, &h);   /* seen twice */
+    assert_non_null(p);
+    assert_null(p->data);
+    tjg_cache_put(h);
+    /* a lookup that is not lazy packs the placeholder from version 2's data */
+    p = tjg_cache_get_stable(serial, 2, 0, b2, n, 1, k, n, TJG_F32, false, &h);
+    assert_non_null(p);
+    assert_int_equal(tjg_pack_f32(&want, b2, n, 1, k, n), 0);
+    assert_memory_equal(p->data, want.data, want.nbytes);
+    assert_int_equal(tjg_cache_bytes(), base + want.nbytes);   /* version 1's dropped */
+    tjg_cache_put(h);
+    tjg_packed_free(&want);
+    tj_alloc_trim();
+    free(b1), free(b2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -377,6 +421,7 @@ int main(void)
         cmocka_unit_test(test_strassen_wanted),
         cmocka_unit_test(test_strassen_compiled),
         cmocka_unit_test(test_strassen_plain_form_lazy),
+        cmocka_unit_test(test_cache_placeholder),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
