@@ -202,14 +202,16 @@ const tjg_packed *tjg_cache_get(uint64_t serial, unsigned version, int64_t offse
                                 int64_t rs, int64_t cs, int64_t k, int64_t n, tjg_type type,
                                 bool from_f32, void **handle)
 {
-    return get(serial, version, offset, b, rs, cs, k, n, (int)type * 2 + from_f32, handle, false, false);
+    return get(serial, version, offset, b, rs, cs, k, n, (int)type * 2 + from_f32, handle, false,
+               false);
 }
 
 const tjg_packed *tjg_cache_get_stable(uint64_t serial, unsigned version, int64_t offset,
                                        const void *b, int64_t rs, int64_t cs, int64_t k,
                                        int64_t n, tjg_type type, bool from_f32, void **handle)
 {
-    return get(serial, version, offset, b, rs, cs, k, n, (int)type * 2 + from_f32, handle, true, false);
+    return get(serial, version, offset, b, rs, cs, k, n, (int)type * 2 + from_f32, handle, true,
+               false);
 }
 
 const tjg_packed *tjg_cache_get_lazy(uint64_t serial, unsigned version, int64_t offset,
