@@ -296,6 +296,18 @@ const tjg_packed *tjg_cache_get_stable(uint64_t serial, unsigned version, int64_
 const tjg_packed *tjg_cache_get_strassen(uint64_t serial, unsigned version, int64_t offset,
                                          const float *b, int64_t rs, int64_t cs, int64_t k,
                                          int64_t n, void **handle);
+/* tjg_cache_get_stable (stable) or tjg_cache_get of an f32 B, lazily: where
+ * those would pack, a placeholder is kept instead (data NULL, nbytes 0; the
+ * same version rules), packed by tjg_cache_fill when a call needs it; a
+ * lookup that is not lazy packs it too. For a weight whose GEMMs take its
+ * Strassen form, which then need no plain form. */
+const tjg_packed *tjg_cache_get_lazy(uint64_t serial, unsigned version, int64_t offset,
+                                     const float *b, int64_t rs, int64_t cs, int64_t k, int64_t n,
+                                     bool stable, void **handle);
+/* Packs a held entry's data if it is a placeholder, from b (the data of
+ * the key it was looked up with). 0, or -1 (out of memory or over the
+ * cache's budget: the entry stays a placeholder). */
+int tjg_cache_fill(void *handle, const float *b);
 void tjg_cache_put(void *handle);
 /* The entry's autotune winner (0: not timed yet), or NULL for no entry. */
 atomic_int *tjg_cache_choice(void *handle);

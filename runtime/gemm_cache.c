@@ -10,6 +10,10 @@
  * the least recently used idle ones go beyond TJG_CACHE_BYTES. One mutex
  * guards the table (a lookup is a few dozen compares). A weight's Strassen
  * form (gemm_strassen.c) is an entry of its own (key type KEY_STRASSEN).
+ * An f32 entry looked up lazily (tjg_cache_get_lazy) is a placeholder: its
+ * key and version follow the same rules, but it is packed only when a call
+ * needs its data (tjg_cache_fill, or a lookup that is not lazy), so a weight
+ * whose GEMMs all take the Strassen form does not keep its plain form too.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -36,6 +40,7 @@ typedef struct wentry {
     bool used;
     atomic_int choice;   /* autotune's winner for this weight: 0 not timed yet */
     bool marker;         /* no data: the weight changed between calls (tjg_cache_get_stable) */
+    bool unpacked;       /* a placeholder (tjg_cache_get_lazy): not packed yet */
 } wentry;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -52,23 +57,31 @@ static void entry_drop(wentry *e)
     e->used = false;
 }
 
+/* The least recently used idle entry, or NULL. Under the lock. */
+static wentry *lru_idle(void)
+{
+    wentry *lru = NULL;
+    for (int i = 0; i < NENTRY; i++) {
+        wentry *e = &entries[i];
+        if (e->used && e->users == 0 && (!lru || e->tick < lru->tick))
+            lru = e;
+    }
+    return lru;
+}
+
 /* An idle slot, evicting the least recently used idle entries while the
  * budget is exceeded; NULL when every slot is busy. Under the lock. */
 static wentry *slot_for(size_t bytes)
 {
     for (;;) {
-        wentry *free_slot = NULL, *lru = NULL;
-        for (int i = 0; i < NENTRY; i++) {
-            wentry *e = &entries[i];
-            if (!e->used && !free_slot)
-                free_slot = e;
-            if (e->used && e->users == 0 && (!lru || e->tick < lru->tick))
-                lru = e;
-        }
+        wentry *free_slot = NULL, *lru;
+        for (int i = 0; i < NENTRY && !free_slot; i++)
+            if (!entries[i].used)
+                free_slot = &entries[i];
         if (free_slot && cached_bytes + bytes <= TJG_CACHE_BYTES)
             return free_slot;
-        if (!lru)
-            return free_slot && cached_bytes + bytes <= TJG_CACHE_BYTES ? free_slot : NULL;
+        if (!(lru = lru_idle()))
+            return NULL;
         entry_drop(lru);
     }
 }
@@ -92,9 +105,32 @@ static int pack(tjg_packed *p, int key_type, const void *b, int64_t rs, int64_t 
     return from_f32 ? tjg_pack_f32_as_bf16(p, b, rs, cs, k, n) : tjg_pack_bf16(p, b, rs, cs, k, n);
 }
 
+/* Packs placeholder e (in use by the caller) from b, which holds the data
+ * of e's key, evicting idle entries over the budget. Under the lock. */
+static int fill(wentry *e, const void *b)
+{
+    if (!e->unpacked)
+        return 0;
+    tjg_packed p;
+    const wkey *kk = &e->key;
+    if (pack(&p, kk->type, b, kk->rs, kk->cs, kk->k, kk->n))
+        return -1;
+    wentry *lru;
+    while (cached_bytes + p.nbytes > TJG_CACHE_BYTES && (lru = lru_idle()))
+        entry_drop(lru);
+    if (cached_bytes + p.nbytes > TJG_CACHE_BYTES) {
+        tjg_packed_free(&p);
+        return -1;
+    }
+    e->p = p;
+    e->unpacked = false;
+    cached_bytes += p.nbytes;
+    return 0;
+}
+
 static const tjg_packed *get(uint64_t serial, unsigned version, int64_t offset, const void *b,
                              int64_t rs, int64_t cs, int64_t k, int64_t n, int key_type,
-                             void **handle, bool stable)
+                             void **handle, bool stable, bool lazy)
 {
     *handle = NULL;
     if (!serial || key_type == TJG_S8 * 2)
@@ -107,7 +143,12 @@ static const tjg_packed *get(uint64_t serial, unsigned version, int64_t offset, 
     for (int i = 0; i < NENTRY; i++) {
         wentry *e = &entries[i];
         if (e->used && key_eq(&e->key, &key) && !e->marker) {
-            e->users++;
+            e->users++;   /* held first: fill's eviction passes it over */
+            if (!lazy && fill(e, b)) {   /* a placeholder whose data is needed now */
+                e->users--;
+                pthread_mutex_unlock(&lock);
+                return NULL;
+            }
             e->tick = ++ticks;
             pthread_mutex_unlock(&lock);
             *handle = e;
@@ -137,7 +178,13 @@ static const tjg_packed *get(uint64_t serial, unsigned version, int64_t offset, 
     /* packed under the lock: rare (once per weight and version) */
     tjg_packed p;
     wentry *e = NULL;
-    if (pack(&p, key_type, b, rs, cs, k, n) == 0) {
+    if (lazy) {   /* a placeholder: no data, no bytes */
+        if ((e = slot_for(0))) {
+            *e = (wentry){.key = key, .tick = ++ticks, .users = 1, .used = true, .unpacked = true,
+                          .p = {.type = (tjg_type)(key_type / 2), .k = k, .n = n, .kp = k}};
+            atomic_init(&e->choice, 0);
+        }
+    } else if (pack(&p, key_type, b, rs, cs, k, n) == 0) {
         if ((e = slot_for(p.nbytes))) {
             *e = (wentry){.key = key, .p = p, .tick = ++ticks, .users = 1, .used = true};
             atomic_init(&e->choice, 0);
@@ -155,21 +202,38 @@ const tjg_packed *tjg_cache_get(uint64_t serial, unsigned version, int64_t offse
                                 int64_t rs, int64_t cs, int64_t k, int64_t n, tjg_type type,
                                 bool from_f32, void **handle)
 {
-    return get(serial, version, offset, b, rs, cs, k, n, (int)type * 2 + from_f32, handle, false);
+    return get(serial, version, offset, b, rs, cs, k, n, (int)type * 2 + from_f32, handle, false,
+               false);
 }
 
 const tjg_packed *tjg_cache_get_stable(uint64_t serial, unsigned version, int64_t offset,
                                        const void *b, int64_t rs, int64_t cs, int64_t k,
                                        int64_t n, tjg_type type, bool from_f32, void **handle)
 {
-    return get(serial, version, offset, b, rs, cs, k, n, (int)type * 2 + from_f32, handle, true);
+    return get(serial, version, offset, b, rs, cs, k, n, (int)type * 2 + from_f32, handle, true,
+               false);
+}
+
+const tjg_packed *tjg_cache_get_lazy(uint64_t serial, unsigned version, int64_t offset,
+                                     const float *b, int64_t rs, int64_t cs, int64_t k, int64_t n,
+                                     bool stable, void **handle)
+{
+    return get(serial, version, offset, b, rs, cs, k, n, TJG_F32 * 2, handle, stable, true);
+}
+
+int tjg_cache_fill(void *handle, const float *b)
+{
+    pthread_mutex_lock(&lock);
+    int r = fill(handle, b);
+    pthread_mutex_unlock(&lock);
+    return r;
 }
 
 const tjg_packed *tjg_cache_get_strassen(uint64_t serial, unsigned version, int64_t offset,
                                          const float *b, int64_t rs, int64_t cs, int64_t k,
                                          int64_t n, void **handle)
 {
-    return get(serial, version, offset, b, rs, cs, k, n, KEY_STRASSEN, handle, true);
+    return get(serial, version, offset, b, rs, cs, k, n, KEY_STRASSEN, handle, true, false);
 }
 
 void tjg_cache_put(void *handle)

@@ -211,9 +211,11 @@ static unsigned stamp(const rt_storage *st) { return rt_storage_stamp(st); }
 
 /* B's packed form: kept from an earlier call when B is a kept weight
  * (runtime/gemm_cache.c; *handle then holds it), else packed now into *own.
- * NULL on failure, or with *blas set: run it on OpenBLAS. */
+ * NULL on failure, or with *blas set: run it on OpenBLAS. lazy (f32): a
+ * kept form may be a placeholder, packed by tjg_cache_fill if needed. */
 static const tjg_packed *packed_b(const rt_storage *bst, rt_mat b, int64_t k, int64_t n,
-                                  tjg_type type, tjg_packed *own, void **handle, bool *blas)
+                                  tjg_type type, bool lazy, tjg_packed *own, void **handle,
+                                  bool *blas)
 {
     unsigned flags;
     *handle = NULL;
@@ -224,10 +226,12 @@ static const tjg_packed *packed_b(const rt_storage *bst, rt_mat b, int64_t k, in
          * on OpenBLAS (NULL, handle NULL) rather than packed in every call */
         bool stable = !(flags & RT_GEMM_FREEZE) && type == TJG_F32;
         const tjg_packed *p =
-            stable ? tjg_cache_get_stable(bst->serial, stamp(bst), off, b.p, b.rs, b.cs, k, n,
-                                          type, false, handle)
-                   : tjg_cache_get(bst->serial, stamp(bst), off, b.p, b.rs, b.cs, k, n, type,
-                                   false, handle);
+            lazy     ? tjg_cache_get_lazy(bst->serial, stamp(bst), off, b.p, b.rs, b.cs, k, n,
+                                          stable, handle)
+            : stable ? tjg_cache_get_stable(bst->serial, stamp(bst), off, b.p, b.rs, b.cs, k, n,
+                                            type, false, handle)
+                     : tjg_cache_get(bst->serial, stamp(bst), off, b.p, b.rs, b.cs, k, n, type,
+                                     false, handle);
         *blas = !p && stable;
         if (p || stable)
             return p;
@@ -349,12 +353,13 @@ bool rt_gemm_kept(const tj_tensor *b, int64_t m)
     int64_t k = b->shape[0], n = b->shape[1];
     if (!own_f32(m, n, k, flags))
         return false;
-    /* packed_b's lookup: NULL when the weight changed since the last call */
+    /* packed_b's lookup: NULL when the weight changed since the last call;
+     * lazy: asking packs nothing (the GEMM packs the form it takes) */
     void *handle;
-    const tjg_packed *p = tjg_cache_get_stable(st->serial, stamp(st),
-                                               (const char *)rt_ptr(b) - (const char *)st->data,
-                                               rt_ptr(b), b->strides[0], b->strides[1], k, n,
-                                               TJG_F32, false, &handle);
+    const tjg_packed *p = tjg_cache_get_lazy(st->serial, stamp(st),
+                                             (const char *)rt_ptr(b) - (const char *)st->data,
+                                             rt_ptr(b), b->strides[0], b->strides[1], k, n, true,
+                                             &handle);
     tjg_cache_put(handle);
     return p != NULL;
 }
@@ -406,8 +411,9 @@ bool rt_gemm_epi_end(void)
 }
 
 /* f32 on a kept weight in Strassen's form (runtime/gemm_strassen.c) where
- * tjg_strassen_wanted and the weight's plain packed form is kept (handle):
- * 0 done, -1 failed, 1 not taken (the plain GEMM then). */
+ * tjg_strassen_wanted and the weight's plain packed form is kept (handle;
+ * a placeholder unless a call needed it): 0 done, -1 failed, 1 not taken
+ * (the plain GEMM then, its form packed first). */
 static int strassen(int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b, const rt_storage *bst,
                     void *handle, float *c, int64_t ldc, const tjg_epilogue *e)
 {
@@ -432,9 +438,14 @@ static int gemm_own(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_m
 {
     tjg_packed own = {0};
     void *handle;
+    unsigned flags;
     bool blas, half = dt == TJ_BF16 || dt == TJ_F16;
     tjg_type type = dt == TJ_BF16 ? TJG_BF16 : dt == TJ_F16 ? TJG_F16 : TJG_F32;
-    const tjg_packed *p = packed_b(bst, b, k, n, type, &own, &handle, &blas);
+    /* a GEMM that will take the Strassen form: the plain form not packed
+     * unless it is needed (autotune times it) */
+    tjg_frozen(NULL, &flags);
+    bool lazy = !half && !acc && !(flags & RT_GEMM_AUTOTUNE) && tjg_strassen_wanted(m, n, k);
+    const tjg_packed *p = packed_b(bst, b, k, n, type, lazy, &own, &handle, &blas);
     if (!p)
         return blas ? 2 : -1;
     int r = 1;
@@ -448,6 +459,11 @@ static int gemm_own(tj_dtype dt, int64_t m, int64_t n, int64_t k, rt_mat a, rt_m
             epi_req.armed = false;
         }
         r = half ? 1 : strassen(m, n, k, a, b, bst, handle, c, ldc, &e);
+        if (r == 1 && p != &own && lazy && tjg_cache_fill(handle, b.p)) {
+            /* the placeholder not packed (memory, budget): packed here */
+            p = tjg_pack_f32(&own, b.p, b.rs, b.cs, k, n) ? NULL : &own;
+            r = p ? 1 : -1;
+        }
         if (r == 1)
             r = tjg_gemm(m, a.p, half, a.rs, a.cs, p, c, ldc, &e, NULL);
         epi_req.taken = epi && r == 0;

@@ -9,7 +9,9 @@
  * contiguous and transposed, one and two threads. Odd shapes are not taken
  * (the plain GEMM runs); in compiled calls the form follows the kept
  * weight's version (tj_copy_ and writes through tj_data between calls), and
- * TJIT_STRASSEN=0 turns it off. */
+ * TJIT_STRASSEN=0 turns it off. A weight whose GEMMs take the form keeps no
+ * plain packed form until a GEMM that does not qualify reads it (the
+ * cache's bytes; results bit-equal to each GEMM on fresh forms). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -266,12 +268,160 @@ static void test_strassen_compiled(void **state)
     tj_set_num_threads(threads);
 }
 
+/* ---- the kept forms of one weight (gemm_cache.c's placeholders) --------------------------- */
+
+/* x @ w^T on tjit's GEMMs as the compiled call runs it: B = w^T (strides
+ * 1, k), in Strassen's form or plain, packed fresh (bits to compare). */
+static tj_tensor *direct(tj_tensor *x, tj_tensor *w, bool strassen)
+{
+    int64_t m = x->shape[0], k = x->shape[1], n = w->shape[0];
+    tj_tensor *y = tj_zeros(TJ_F32, 2, (int64_t[]){m, n});
+    tjg_packed p;
+    const float *b = rt_ptr(w), *a = rt_ptr(x);   /* not tj_data: w's stamp kept */
+    if (strassen) {
+        assert_int_equal(tjg_pack_f32_strassen(&p, b, 1, k, k, n), 0);
+        assert_int_equal(tjg_gemm_strassen(m, a, k, 1, &p, tj_data(y), n, NULL), 0);
+    } else {
+        assert_int_equal(tjg_pack_f32(&p, b, 1, k, k, n), 0);
+        assert_int_equal(tjg_gemm(m, a, false, k, 1, &p, tj_data(y), n, NULL, NULL), 0);
+    }
+    tjg_packed_free(&p);
+    return y;
+}
+
+static size_t form_bytes(int64_t k, int64_t n, bool strassen)
+{
+    float *b = calloc((size_t)(k * n), sizeof *b);
+    tjg_packed p;
+    assert_int_equal(strassen ? tjg_pack_f32_strassen(&p, b, 1, k, k, n)
+                              : tjg_pack_f32(&p, b, 1, k, k, n), 0);
+    size_t r = p.nbytes;
+    tjg_packed_free(&p);
+    free(b);
+    return r;
+}
+
+static void assert_same(tj_tensor *x, tj_tensor *y)
+{
+    assert_int_equal(tj_numel(x), tj_numel(y));
+    assert_memory_equal(tj_data(x), tj_data(y), (size_t)tj_numel(x) * sizeof(float));
+}
+
+/* One weight read by a call that takes its Strassen form (256 rows) and
+ * one that does not (64 rows): the plain form is kept only once the second
+ * needs it (the cache's bytes), each result has the bits of its GEMM on
+ * the weight's current data, and a weight written in place is never
+ * served from a stale form (placeholder or packed). */
+static void test_strassen_plain_form_lazy(void **state)
+{
+    (void)state;
+    if (tjg_isa_current() < TJG_AVX2)
+        skip();   /* kept f32 weights on OpenBLAS: no forms */
+    int64_t n = 1024, k = 512;
+    size_t plain = form_bytes(k, n, false), form = form_bytes(k, n, true);
+    setenv("TJIT_STRASSEN", "1", 1);
+    tj_alloc_trim();   /* the cache emptied */
+    assert_int_equal(tjg_cache_bytes(), 0);
+    tj_scope_begin();
+    mctx c = {tj_keep(tj_randn(TJ_F32, 2, (int64_t[]){n, k})), NULL, false};
+    tj_tensor *x256 = tj_randn(TJ_F32, 2, (int64_t[]){256, k});
+    tj_tensor *x64 = tj_randn(TJ_F32, 2, (int64_t[]){64, k});
+    tj_compiled *c256 = tj_compile(model, &c, &(tj_compile_options){.name = "s256"});
+    tj_compiled *c64 = tj_compile(model, &c, &(tj_compile_options){.name = "s64"});
+    assert_non_null(c256);
+    assert_non_null(c64);
+    /* the first call traces (eager: OpenBLAS) */
+    close_to_f64(&c, tj_call(c256, &x256, 1), x256);
+    for (int call = 0; call < 2; call++)
+        assert_same(tj_call(c256, &x256, 1), direct(x256, c.w, true));
+    assert_int_equal(tjg_cache_bytes(), form);   /* no plain form beside it */
+    close_to_f64(&c, tj_call(c64, &x64, 1), x64);
+    for (int call = 0; call < 2; call++) {
+        assert_same(tj_call(c64, &x64, 1), direct(x64, c.w, false));
+        assert_same(tj_call(c256, &x256, 1), direct(x256, c.w, true));
+    }
+    assert_int_equal(tjg_cache_bytes(), form + plain);   /* both, kept */
+    /* written in place, each call order: the first calls after a change run
+     * elsewhere (the stable rule), each result close to f64, the last
+     * calls' bits those of the new data's forms */
+    for (int v = 0; v < 4; v++) {
+        assert_int_equal(tj_copy_(c.w, tj_randn(TJ_F32, 2, (int64_t[]){n, k})), 0);
+        tj_compiled *first = v % 2 ? c64 : c256, *second = v % 2 ? c256 : c64;
+        tj_tensor *xf = v % 2 ? x64 : x256, *xs = v % 2 ? x256 : x64;
+        for (int call = 0; call < 3; call++) {
+            close_to_f64(&c, tj_call(first, &xf, 1), xf);
+            close_to_f64(&c, tj_call(second, &xs, 1), xs);
+        }
+        assert_same(tj_call(c256, &x256, 1), direct(x256, c.w, true));
+        assert_same(tj_call(c64, &x64, 1), direct(x64, c.w, false));
+        if (v == 1) {   /* through a tj_data pointer: only 256-row calls after it */
+            float *w = tj_data(c.w);
+            w[5] = -w[5];
+            for (int call = 0; call < 3; call++)
+                close_to_f64(&c, tj_call(c256, &x256, 1), x256);
+            assert_same(tj_call(c256, &x256, 1), direct(x256, c.w, true));
+        }
+    }
+    assert_int_equal(tjg_cache_bytes(), form + plain);   /* old versions dropped */
+    tj_compiled_free(c256);
+    tj_compiled_free(c64);
+    tj_scope_end();
+    tj_release(c.w);
+    unsetenv("TJIT_STRASSEN");
+}
+
+/* The cache's placeholders alone: a lazy lookup keeps no bytes, a fill or
+ * a lookup that is not lazy packs the data it is given (the bits of
+ * tjg_pack_f32), and another version of the weight is never served from
+ * the placeholder or its packed form. */
+static void test_cache_placeholder(void **state)
+{
+    (void)state;
+    int64_t k = 64, n = 96;
+    uint64_t serial = UINT64_MAX - 17;   /* no storage's */
+    float *b1 = randv(k * n), *b2 = randv(k * n);
+    tjg_packed want;
+    tj_alloc_trim();
+    size_t base = tjg_cache_bytes();
+    void *h;
+    const tjg_packed *p = tjg_cache_get_lazy(serial, 1, 0, b1, n, 1, k, n, true, &h);
+    assert_non_null(p);
+    assert_null(p->data);
+    assert_int_equal(tjg_cache_bytes(), base);
+    assert_int_equal(tjg_cache_fill(h, b1), 0);
+    assert_int_equal(tjg_pack_f32(&want, b1, n, 1, k, n), 0);
+    assert_int_equal(p->nbytes, want.nbytes);
+    assert_memory_equal(p->data, want.data, want.nbytes);
+    assert_int_equal(tjg_cache_bytes(), base + want.nbytes);
+    tjg_cache_put(h);
+    tjg_packed_free(&want);
+    /* version 2: the first lookup finds it changed (nothing served) */
+    assert_null(tjg_cache_get_lazy(serial, 2, 0, b2, n, 1, k, n, true, &h));
+    assert_null(h);
+    p = tjg_cache_get_lazy(serial, 2, 0, b2, n, 1, k, n, true, &h);   /* seen twice */
+    assert_non_null(p);
+    assert_null(p->data);
+    tjg_cache_put(h);
+    /* a lookup that is not lazy packs the placeholder from version 2's data */
+    p = tjg_cache_get_stable(serial, 2, 0, b2, n, 1, k, n, TJG_F32, false, &h);
+    assert_non_null(p);
+    assert_int_equal(tjg_pack_f32(&want, b2, n, 1, k, n), 0);
+    assert_memory_equal(p->data, want.data, want.nbytes);
+    assert_int_equal(tjg_cache_bytes(), base + want.nbytes);   /* version 1's dropped */
+    tjg_cache_put(h);
+    tjg_packed_free(&want);
+    tj_alloc_trim();
+    free(b1), free(b2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_strassen_vs_f64),
         cmocka_unit_test(test_strassen_wanted),
         cmocka_unit_test(test_strassen_compiled),
+        cmocka_unit_test(test_strassen_plain_form_lazy),
+        cmocka_unit_test(test_cache_placeholder),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
