@@ -23,6 +23,29 @@ static tj_tensor *fail(ir_op op, tj_tensor *const *in, int nin, const char *why)
     return NULL;
 }
 
+/* Whether g's output is a reshape of an expand (tile, repeat,
+ * repeat_interleave): a view when the expanded dims had size 1, a stride-0
+ * one that a write would refuse, where the composite is a copy in PyTorch. */
+static bool expands(const ir_graph *g)
+{
+    bool reshaped = false;
+    for (const ir_node *o = g->outputs[0]; !ir_node_is_input(o) && ir_ops[o->op].kind == IR_VIEW; o = o->in[0]) {
+        reshaped |= o->op == OP_reshape;
+        if (reshaped && o->op == OP_expand)
+            return true;
+    }
+    return false;
+}
+
+/* Whether out shares the storage of one of g's inputs (vals[0..ninputs)). */
+static bool shares(const ir_graph *g, tj_tensor *const *vals, const tj_tensor *out)
+{
+    for (int k = 0; k < g->ninputs; k++)
+        if (vals[k] && vals[k]->storage == out->storage)
+            return true;
+    return false;
+}
+
 /* Applies g's nodes to vals (inputs already set); the output, kept past the
  * scope the intermediates die in, or NULL. Autocast is off inside: it casts
  * the composite's inputs (fe_apply) and never its prims, as in PyTorch (an
@@ -48,8 +71,8 @@ static tj_tensor *replay(const ir_graph *g, tj_tensor **vals)
             break;
     }
     tj_tensor *out = vals[ir_slot(g, g->outputs[0])];
-    if (out && g->outputs[0]->op == IR_OP_INPUT)   /* an identity: still a new tensor */
-        out = fe_apply(OP_copy, &out, 1, NULL);
+    if (out && (g->outputs[0]->op == IR_OP_INPUT || (expands(g) && shares(g, vals, out))))
+        out = fe_apply(OP_copy, &out, 1, NULL);   /* an identity, or a repeat: still a new tensor */
     if (out)
         r = tj_keep(out);
     tj_scope_end();

@@ -296,6 +296,34 @@ static void test_slices_in_place(void **state)
     tj_release(twin);
 }
 
+/* tile, repeat and repeat_interleave are new tensors, as in PyTorch: over
+ * a dim of size 1 their decomposition (a reshape of an expand) gave eagerly
+ * a stride-0 view of the input, which refused a write (random programs,
+ * f32 seed 600305: eager refused where the compiled call wrote). */
+static tj_tensor *model_repeats(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)ctx, (void)n;
+    tj_tensor *t = tj_tile(x[0], (int64_t[]){3}, 1), *r = tj_repeat(x[0], (int64_t[]){2, 1}, 2);
+    tj_tensor *ri = tj_repeat_interleave(x[0], 2, 0);
+    if (tj_mul_s_(t, 2) != 0 || tj_add_s_(r, 1) != 0 || tj_mul_s_(ri, -1) != 0)
+        return NULL;
+    return tj_add(tj_add(tj_sum(t, NULL, 0, false), tj_sum(r, NULL, 0, false)),
+                  tj_add(tj_sum(ri, NULL, 0, false), tj_sum(x[0], NULL, 0, false)));
+}
+
+static void test_repeats_are_copies(void **state)
+{
+    (void)state;
+    tj_tensor *x = tj_randn(TJ_F32, 1, (int64_t[]){1}), *xe = tj_clone(x);
+    tj_tensor *want = model_repeats(NULL, &xe, 1);
+    assert_non_null(want);
+    tu_assert_close(xe, x, 0, 0);   /* the input is not written */
+    tj_compiled *c = tj_compile(model_repeats, NULL, &(tj_compile_options){.name = "repeats"});
+    tu_assert_close(tj_call(c, &x, 1), want, 1e-6, 1e-6);
+    tu_assert_close(x, xe, 0, 0);
+    tj_compiled_free(c);
+}
+
 /* Slice assignment into a value the call made (a zeros buffer filled by
  * rows, twice into one row; a clone's column block, and its first column
  * through its transpose; the whole buffer through an unsqueeze and a
@@ -544,7 +572,7 @@ int main(void)
         T(test_inplace_eager),       T(test_buffer_across_calls),     T(test_argument_mutation),
         T(test_slices_in_place),     T(test_other_view_write_breaks), T(test_batch_norm_running_stats),
         T(test_views_before_writes),   T(test_twin_views),              T(test_expanded_writes),
-        T(test_contiguous_aliases),    T(test_folded_results),          T(test_composite_views),   T(test_fill_rows),
+        T(test_contiguous_aliases),    T(test_folded_results),          T(test_composite_views),   T(test_fill_rows),       T(test_repeats_are_copies),
 #undef T
     };
     return cmocka_run_group_tests_name("mutate", tests, NULL, NULL);
