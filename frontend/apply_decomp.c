@@ -10,6 +10,7 @@
  * on half inputs computes in f32 and is rounded once, eager as compiled. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../passes/pass.h"
 #include "autograd.h"
@@ -89,13 +90,31 @@ bool fe_decomp_is_view(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *
     ir_graph *g = ps_decompose_one(op, types, nin, a, err, sizeof err);
     if (!g)
         return false;
-    /* reshape and as_strided copy eagerly when the strides forbid a view
-     * (tile and repeat: a reshape of an expand): not followed */
-    const ir_node *o = g->noutputs ? g->outputs[0] : NULL;
-    while (o && !ir_node_is_input(o) && ir_ops[o->op].kind == IR_VIEW && o->op != OP_reshape &&
-           o->op != OP_as_strided)
+    /* eager replays the chain on in[0]'s strides (a traced tensor has
+     * eager's): a view when every step is one (a reshape the strides forbid
+     * copies, so does a reshape of an expand: replay), and as_strided, or a
+     * reshape over symbolic dims, is not followed */
+    const ir_node *chain[64], *o = g->noutputs ? g->outputs[0] : NULL;
+    int nc = 0;
+    bool sym = false;
+    while (o && !ir_node_is_input(o) && ir_ops[o->op].kind == IR_VIEW && o->op != OP_as_strided && nc < 64) {
+        sym |= ir_type_has_sym(&o->type) || ir_type_has_sym(&o->in[0]->type);
+        chain[nc++] = o;
         o = o->in[0];
-    bool view = o && ir_node_is_input(o) && o->id == 0;
+    }
+    bool view = o && ir_node_is_input(o) && o->id == 0 && nc < 64 && !expands(g);
+    tj_tensor h = {.magic = RT_LIVE, .refs = 1, .dtype = in[0]->dtype, .ndim = in[0]->ndim};
+    memcpy(h.shape, in[0]->shape, sizeof h.shape);
+    memcpy(h.strides, in[0]->strides, sizeof h.strides);
+    for (int k = nc - 1; k >= 0 && view; k--) {   /* permutes, slices, squeezes: always views */
+        ir_attrs at;
+        ir_node_attrs(chain[k], &at);
+        int64_t st[TJ_MAX_DIMS];
+        view = !(sym && chain[k]->op == OP_reshape) && rt_view_strides(chain[k]->op, &h, &at, &chain[k]->type, st);
+        h.ndim = chain[k]->type.ndim;
+        memcpy(h.shape, chain[k]->type.shape, sizeof h.shape);
+        memcpy(h.strides, st, sizeof h.strides);
+    }
     ir_graph_free(g);
     return view;
 }

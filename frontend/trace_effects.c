@@ -154,8 +154,15 @@ static int write_slices(fe_trace *tr, tj_tensor *dst, tj_tensor *value)
             return -1;
     }
     tj_tensor *v = value;
-    for (ir_node *p = n; p != base && v; p = p->in[0])
-        v = unview(p, v, p->in[0] == base ? target : rt_own(rt_tensor_symbolic(&p->in[0]->type, p->in[0])));
+    for (ir_node *p = n; p != base && v; p = p->in[0]) {
+        tj_tensor *whole = target;
+        if (p->in[0] != base) {   /* a view between: of dst's storage, not a twin's */
+            if (!(whole = rt_own(rt_tensor_symbolic(&p->in[0]->type, p->in[0]))))
+                return -1;
+            whole->alias = fe_alias_of(dst);
+        }
+        v = unview(p, v, whole);
+    }
     /* dst keeps its view node: a later read replays the views on the
      * base's new value (fe_trace_value), so it also sees later writes */
     if (made) {
