@@ -287,6 +287,21 @@ static int run_compiled(ag_node *n, tj_tensor *g)
     return rc;
 }
 
+int fe_ag_rebase(tj_tensor *dst, const tj_tensor *value)
+{
+    ag_meta *d = meta_of(dst);
+    const ag_meta *v = meta_of(value);
+    if (no_grad_depth != 0 || ((!d || !d->fn) && (!v || !v->fn)))
+        return 0;   /* no history on either side */
+    if (!(d = meta_get(dst)))
+        return -1;
+    if (v && v->fn)
+        atomic_fetch_add(&v->fn->refs, 1);
+    node_release(d->fn);
+    d->fn = v ? v->fn : NULL;
+    return 0;
+}
+
 int fe_ag_check_inplace(const tj_tensor *dst, const char *what)
 {
     const ag_meta *m = meta_of(dst);

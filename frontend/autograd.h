@@ -97,6 +97,12 @@ bool fe_ag_is_leaf(const tj_tensor *t);
  * returns 0. The writer bumps the storage version after writing. */
 int fe_ag_check_inplace(const tj_tensor *dst, const char *what);
 
+/* A write of value over the whole of dst (not a view) happened: dst's
+ * history becomes value's (the gradient of dst goes to what made value;
+ * dst's old value gets none), as PyTorch's copy_ does. Nothing in no-grad
+ * mode or when neither has a history. 0 or -1 (out of memory). */
+int fe_ag_rebase(tj_tensor *dst, const tj_tensor *value);
+
 /* Adds g (leaf's shape and dtype) into leaf's gradient: in place when it has
  * one, else a fresh copy; while tracing, into the trace's gradient. 0 or -1. */
 int fe_ag_accumulate(tj_tensor *leaf, tj_tensor *g);

@@ -214,9 +214,10 @@ int tj_copy_(tj_tensor *dst, tj_tensor *src)
         int64_t shape[TJ_MAX_DIMS];
         copy_shape(dst, src, shape);
         tj_tensor *v = tj_cast(tj_expand(src, dst->ndim, shape), dst->dtype);
-        return v && fe_trace_write_data(tr, dst, v) == 0 ? 0 : -1;
+        bool whole = dst->sym && ir_ops[((const ir_node *)dst->sym)->op].kind != IR_VIEW;
+        return v && fe_trace_write_data(tr, dst, v) == 0 && (!whole || fe_ag_rebase(dst, v) == 0) ? 0 : -1;
     }
-    tj_tensor *tmp = NULL;
+    tj_tensor *tmp = NULL, *from = src;   /* from: the history dst takes */
     if (src->storage == dst->storage) {
         tmp = rt_tensor_new(src->dtype, src->ndim, src->shape);
         if (!tmp || rt_convert(tmp, src) != 0) {
@@ -228,6 +229,12 @@ int tj_copy_(tj_tensor *dst, tj_tensor *src)
     int rc = rt_convert(dst, src);
     tj_release(tmp);
     rt_bump_version(dst);
+    if (rc == 0 && rt_holds_storage(dst) && fe_ag_wants_grad(&from, 1)) {   /* from's history, cast and expanded */
+        tj_tensor *v = tj_cast(tj_expand(from, dst->ndim, dst->shape), dst->dtype);
+        rc = v ? fe_ag_rebase(dst, v) : -1;
+    } else if (rc == 0 && rt_holds_storage(dst)) {
+        rc = fe_ag_rebase(dst, from);   /* no history: dst's old one ends here */
+    }
     if (rc != 0) {
         char why[512];
         snprintf(why, sizeof why, "%s", tj_last_error());

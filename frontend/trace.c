@@ -143,8 +143,8 @@ static ir_node *capture(fe_trace *tr, tj_tensor *x)
  * else the same views (permute, slice, expand, squeeze, unsqueeze) of the
  * base's value now, x rebound to them: eager reads a view through the
  * storage its base was written in. x itself (no views) reads its value now
- * too: a value of the trace written through a slice of it (write_slices)
- * is replaced for every tensor of its storage. Only writes into x's storage count: a
+ * when a value of the trace was written through a slice of it (an overwrite
+ * for each tensor of its storage, write_slices). Only writes into x's storage count: a
  * twin of the base (one node, another tensor: clone(y) taken twice) was
  * not written. A chain through reshape (a copy when the strides forbid a
  * view) or as_strided breaks the graph instead, and the call runs eagerly.
@@ -160,7 +160,8 @@ static ir_node *current_view(fe_trace *tr, tj_tensor *x, ir_node *n)
     ir_node *now = b;
     uint64_t alias = fe_alias_of(x);
     for (int k = 0; k < tr->novw; k++)   /* in order: a base written twice follows both */
-        if (tr->ovw[k].old == now && (!alias || !tr->ovw[k].alias || tr->ovw[k].alias == alias))
+        if (tr->ovw[k].old == now && (nc || tr->ovw[k].each) &&
+            (!alias || !tr->ovw[k].alias || tr->ovw[k].alias == alias))
             now = tr->ovw[k].now;
     if (nc == 0) {   /* x itself, written through a view of it (write_slices) or not */
         x->sym = now;

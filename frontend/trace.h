@@ -37,10 +37,15 @@ typedef struct fe_grad_guard {
 } fe_grad_guard;
 
 /* An in-place write replaced value old by now (trace_effects.c): views of old
- * taken before the write read the base's new value (fe_trace_value). */
+ * taken before the write read the base's new value (fe_trace_value), and so
+ * does every tensor of the storage when a slice of a value of the trace was
+ * written (each: no tensor was rebound to the new value; a whole write
+ * rebinds the written tensor, and others holding old, autograd's saved
+ * values among them, keep it). */
 typedef struct fe_overwrite {
     ir_node *old, *now;
     uint64_t alias;   /* the written tensor's storage (fe_alias_of) */
+    bool each;
 } fe_overwrite;
 
 /* The storage t stands for: a concrete tensor's own, or the token a trace

@@ -72,18 +72,17 @@ static tj_tensor *holder_of(fe_trace *tr, const ir_node *n)
     return NULL;
 }
 
-/* Records that a write into dst replaced value old by now; 0 or -1. */
-static int overwrote(fe_trace *tr, const tj_tensor *dst, ir_node *old, ir_node *now)
+/* Records that a write into dst replaced value old by now (each: for every
+ * tensor of dst's storage, fe_overwrite); 0 or -1. */
+static int overwrote(fe_trace *tr, const tj_tensor *dst, ir_node *old, ir_node *now, bool each)
 {
     if (!old || old == now)
         return 0;
     if (reserve((void **)&tr->ovw, tr->novw, &tr->ovw_cap, sizeof *tr->ovw) != 0)
         return -1;
-    tr->ovw[tr->novw++] = (fe_overwrite){old, now, fe_alias_of(dst)};
+    tr->ovw[tr->novw++] = (fe_overwrite){old, now, fe_alias_of(dst), each};
     return 0;
 }
-
-static int overwrote(fe_trace *tr, const tj_tensor *dst, ir_node *old, ir_node *now);
 
 /* Whether a write through view p can be made one of p's input: a slice
  * with step 1, a permute, a squeeze or an unsqueeze (no element twice). */
@@ -167,7 +166,7 @@ static int write_slices(fe_trace *tr, tj_tensor *dst, tj_tensor *value)
      * base's new value (fe_trace_value), so it also sees later writes */
     if (made) {
         ir_node *now = v ? fe_trace_value(tr, v) : NULL;
-        return now && overwrote(tr, dst, was, now) == 0 ? 0 : -1;
+        return now && overwrote(tr, dst, was, now, true) == 0 ? 0 : -1;
     }
     return !v || fe_trace_write_data(tr, target, v) != 0 ? -1 : 0;
 }
@@ -259,7 +258,7 @@ int fe_trace_write_data(fe_trace *tr, tj_tensor *dst, tj_tensor *value)
             return -1;
         for (int k = 0; k < tr->ncaps; k++)
             if (tr->caps[k] == dst) {
-                if (overwrote(tr, dst, tr->cap_nodes[k], v) != 0)
+                if (overwrote(tr, dst, tr->cap_nodes[k], v, false) != 0)
                     return -1;
                 tr->cap_nodes[k] = v;
             }
@@ -269,7 +268,7 @@ int fe_trace_write_data(fe_trace *tr, tj_tensor *dst, tj_tensor *value)
     for (int k = 0; k < tr->nargs; k++)
         if (tr->args[k] == dst)
             arg = k;
-    if (overwrote(tr, dst, dst->sym, v) != 0)
+    if (overwrote(tr, dst, dst->sym, v, false) != 0)
         return -1;
     dst->sym = v;   /* later reads of this header see the new value */
     return arg >= 0 ? add_write(tr, FE_WRITE_DATA, NULL, arg, value) : 0;

@@ -555,13 +555,55 @@ static void test_cumprod_zeros(void **state)
     tu_assert_close(tj_grad(x), tu_tensor(TJ_F64, 2, (int64_t[]){R, N}, &want[0][0]), 1e-12, 1e-12);
 }
 
+/* An in-place write over the whole of a non-leaf (y = clone(w); y *= 0.75)
+ * takes the written value's history, as PyTorch's copy_ does: the backward
+ * ignored the write (d sum(y)/dw was 1, silently; found by the random
+ * programs' train mode, seed 714148). Eager, and in a compiled step whose
+ * backward is traced. */
+static tj_tensor *inplace_loss(tj_tensor *w, tj_tensor *x)
+{
+    tj_tensor *y = tj_clone(w), *z = tj_clone(w), *u = tj_clone(w);
+    if (tj_mul_s_(y, 0.75) != 0 || tj_add_(z, x) != 0 || tj_copy_(u, tj_full(TJ_F64, 0, NULL, 2)) != 0)
+        return NULL;
+    tj_tensor *l = tj_add(tj_sum(y, NULL, 0, false), tj_sum(tj_mul(z, z), NULL, 0, false));
+    return tj_add(l, tj_sum(tj_atan2(w, tj_abs(y)), NULL, 0, false));   /* d/dw atan2(w, .75|w|) = 0 */
+}
+
+static tj_tensor *inplace_step(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)n;
+    tj_tensor *w = ctx, *l = inplace_loss(w, x[0]);
+    return l && tj_backward(l) == 0 ? tj_detach(l) : NULL;
+}
+
+static void test_inplace_history(void **state)
+{
+    (void)state;
+    double wv[3] = {0.7, -1.3, 2.0}, xv[3] = {0.5, 1.0, -3.0}, want[3];
+    for (int k = 0; k < 3; k++)   /* 0.75 + 2 (w + x) + 0 */
+        want[k] = 0.75 + 2 * (wv[k] + xv[k]);
+    tj_tensor *x = tj_from_data(TJ_F64, 1, (int64_t[]){3}, xv);
+    tj_tensor *w = tj_keep(tj_from_data(TJ_F64, 1, (int64_t[]){3}, wv));
+    assert_int_equal(tj_requires_grad(w, true), 0);
+    assert_int_equal(tj_backward(inplace_loss(w, x)), 0);
+    tu_assert_close(tj_grad(w), tj_from_data(TJ_F64, 1, (int64_t[]){3}, want), 1e-12, 1e-12);
+    tj_compiled *c = tj_compile(inplace_step, w, &(tj_compile_options){.name = "inplace_step"});
+    for (int k = 0; k < 2; k++) {
+        tj_zero_grad(w);
+        assert_non_null(tj_call(c, &x, 1));
+        tu_assert_close(tj_grad(w), tj_from_data(TJ_F64, 1, (int64_t[]){3}, want), 1e-12, 1e-12);
+    }
+    tj_compiled_free(c);
+    tj_release(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_accumulate_and_zero), T(test_no_grad_records_nothing), T(test_detach_and_seed),
         T(test_errors),              T(test_nondifferentiable_inputs), T(test_gradcheck),
-        T(test_golden_gradients),    T(test_cumprod_zeros),              T(test_saved_values_written),
+        T(test_golden_gradients),    T(test_cumprod_zeros),              T(test_saved_values_written), T(test_inplace_history),
 #undef T
     };
     return cmocka_run_group_tests_name("autograd", tests, NULL, NULL);
