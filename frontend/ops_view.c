@@ -214,7 +214,8 @@ int tj_copy_(tj_tensor *dst, tj_tensor *src)
         int64_t shape[TJ_MAX_DIMS];
         copy_shape(dst, src, shape);
         tj_tensor *v = tj_cast(tj_expand(src, dst->ndim, shape), dst->dtype);
-        bool whole = dst->sym && ir_ops[((const ir_node *)dst->sym)->op].kind != IR_VIEW;
+        const ir_node *dn = dst->sym;
+        bool whole = dn && (ir_node_is_input(dn) || ir_ops[dn->op].kind != IR_VIEW);
         return v && fe_trace_write_data(tr, dst, v) == 0 && (!whole || fe_ag_rebase(dst, v) == 0) ? 0 : -1;
     }
     tj_tensor *tmp = NULL, *from = src;   /* from: the history dst takes */
