@@ -715,9 +715,11 @@ static int rebase(fe_trace *tr, tj_tensor *dst)
     return 0;
 }
 
-bool fe_seg_has_views(fe_trace *tr, const tj_tensor *base)
+bool fe_seg_shares_storage(fe_trace *tr, tj_tensor *base)
 {
     fe_segrun *R = tr->seg;
+    if (eager_base(R, base) != base)
+        return true;
     for (int k = 0; k < R->nhdr; k++)
         if (R->view[k].par && R->view[k].base == base && R->hdr[k] != base && live(R->hdr[k]))
             return true;

@@ -211,11 +211,12 @@ int fe_seg_values(fe_trace *tr, tj_tensor *t, const char *what);
  * program holds are made again on it, and the write runs eagerly, seen
  * through them all as in eager. 0 or -1. */
 int fe_seg_view_write(fe_trace *tr, tj_tensor *dst, tj_tensor *value);
-/* Whether a live header of this split call views base (concrete: an
- * argument or a tensor an earlier piece made), by the views it recorded: a
- * write into base must then run eagerly (fe_seg_view_write), since such a
- * header, a value of its own after its piece, reads base through storage. */
-bool fe_seg_has_views(fe_trace *tr, const tj_tensor *base);
+/* Whether t (concrete: an argument or a tensor an earlier piece made) shares
+ * its storage with other tensors of this split call, by the views it
+ * recorded: a live header views t, or t is a view of another tensor. A
+ * write into t must then run eagerly (fe_seg_view_write): the others, values
+ * of their own after their pieces (t among them), read it through storage. */
+bool fe_seg_shares_storage(fe_trace *tr, tj_tensor *t);
 tj_tensor *fe_seg_eager(fe_trace *tr, ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a);
 
 typedef struct fe_split_info {

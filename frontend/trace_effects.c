@@ -212,13 +212,13 @@ static bool expanded(const tj_tensor *ex, const int64_t *shape)
 }
 
 /* In a split call, whether dst's slices are of a concrete tensor that
- * headers of earlier pieces view (fe_seg_has_views). */
+ * shares its storage with other tensors of the call (fe_seg_shares_storage). */
 static bool viewed_base(fe_trace *tr, const tj_tensor *dst)
 {
     if (!tr->seg)
         return false;
-    const tj_tensor *h = holder_of(tr, under_slices(dst->sym));
-    return h && !h->sym && fe_seg_has_views(tr, h);
+    tj_tensor *h = (tj_tensor *)holder_of(tr, under_slices(dst->sym));
+    return h && !h->sym && fe_seg_shares_storage(tr, h);
 }
 
 bool fe_write_overlaps(fe_trace *tr, const tj_tensor *dst)
@@ -250,7 +250,7 @@ int fe_trace_write_data(fe_trace *tr, tj_tensor *dst, tj_tensor *value)
     ir_node *v = fe_trace_value(tr, value);
     if (!v)
         return -1;
-    if (!dst->sym && tr->seg && fe_seg_has_views(tr, dst))   /* read through storage: eagerly */
+    if (!dst->sym && tr->seg && fe_seg_shares_storage(tr, dst))   /* read through storage: eagerly */
         return fe_seg_view_write(tr, dst, value);
     if (!dst->sym) {
         /* a weight or state: its param now reads as the new value */
