@@ -188,7 +188,9 @@ tj_tensor *tj_cast(tj_tensor *x, tj_dtype dt);
 int tj_copy_(tj_tensor *dst, tj_tensor *src);   /* in place, src broadcast to dst; 0 or -1 */
 /* ---- in-place ops (mutation) ---- */
 /* dst = dst op src (src broadcast to dst's shape, the result converted to
- * dst's dtype), written into dst's storage like tj_copy_; 0 or -1. Inside a
+ * dst's dtype; an error, as in PyTorch, when the result is of a higher
+ * category than dst: float into an integer or bool tensor, integer into a
+ * bool one), written into dst's storage like tj_copy_; 0 or -1. Inside a
  * compiled model they are functionalized, not graph breaks: into a weight,
  * a buffer or an argument, or into slices of one (tj_slice(w, ...) as dst),
  * the graph computes the new value and each call writes it back

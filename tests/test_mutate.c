@@ -31,9 +31,29 @@ static void test_inplace_eager(void **state)
     assert_int_equal(tj_add_s_(a, 1.0), 0);                      /* 5 */
     assert_int_equal(tj_mul_s_(a, 0.5), 0);                      /* 2.5 */
     tu_assert_close(a, tj_full(TJ_F32, 2, shape, 2.5), 0, 0);
-    /* the result goes back in dst's dtype */
+    /* the result goes back in dst's dtype when its category is not above
+     * dst's (PyTorch's rule): i64 into i32 yes, a float into an integer or
+     * bool tensor no (true division, a float scalar, a float operand), as
+     * an integer into a bool one; tj_copy_ converts any */
     tj_tensor *i = tj_keep(tj_full(TJ_I32, 1, (int64_t[]){2}, 7));
-    assert_int_equal(tj_div_(i, tj_full(TJ_I32, 1, (int64_t[]){2}, 2)), 0);
+    assert_int_equal(tj_mul_(i, tj_full(TJ_I64, 1, (int64_t[]){2}, 3)), 0);
+    assert_int_equal(tj_add_s_(i, 2), 0);
+    assert_true(tj_get(i, (int64_t[]){0}) == 23);
+    assert_int_equal(tj_div_(i, tj_full(TJ_I32, 1, (int64_t[]){2}, 2)), -1);
+    tu_assert_error(NULL, "div_", "f32[2] cannot be cast to the destination i32[2]", NULL);
+    tj_clear_error();
+    assert_int_equal(tj_mul_s_(i, 0.75), -1);
+    tu_assert_error(NULL, "mul_s_", "cannot be cast", NULL);
+    tj_clear_error();
+    assert_int_equal(tj_add_(i, tj_full(TJ_F64, 0, NULL, 1)), -1);
+    tj_clear_error();
+    tj_tensor *flag = tj_full(TJ_BOOL, 1, (int64_t[]){2}, 1);
+    assert_int_equal(tj_add_s_(flag, 1), -1);
+    tu_assert_error(NULL, "add_s_", "destination bool[2]", NULL);
+    tj_clear_error();
+    assert_int_equal(tj_mul_(flag, tj_full(TJ_BOOL, 0, NULL, 0)), 0);
+    assert_true(tj_get(flag, (int64_t[]){1}) == 0);
+    assert_int_equal(tj_copy_(i, tj_full(TJ_F32, 0, NULL, 3.75)), 0);
     assert_true(tj_get(i, (int64_t[]){0}) == 3);
     /* errors: shapes, NULL */
     assert_int_equal(tj_add_(a, tj_ones(TJ_F32, 1, (int64_t[]){4})), -1);

@@ -447,15 +447,15 @@ static void test_view_write_twins(void **state)
 /* Random programs mixed seed 900607 and f64 seed 904012: a view of an
  * argument taken before a break (a value of its own after the first piece),
  * written in place after it, then the argument itself written: the second
- * write read the argument as it was before the first (arg 5: 5 * 0.75 + 1
- * eagerly, 6 compiled). *ctx: the argument's dtype. */
+ * write read the argument as it was before the first (arg 5: 5 * 3 + 1
+ * eagerly, 6 compiled). */
 static tj_tensor *model_view_then_base(void *ctx, tj_tensor *const *x, int n)
 {
     (void)ctx;
     (void)n;
     tj_tensor *v = tj_unsqueeze(x[0], 0);
     tj_tensor *s = tj_sum(tj_nonzero(tj_gt_s(x[1], 0)), NULL, 0, false);   /* the break */
-    if (tj_mul_s_(v, 0.75) != 0 || tj_add_s_(x[0], 1) != 0)
+    if (tj_mul_s_(v, 3) != 0 || tj_add_s_(x[0], 1) != 0)
         return NULL;
     return tj_add(tj_cast(tj_abs(v), TJ_F32), tj_cast(s, TJ_F32));
 }

@@ -244,7 +244,7 @@ static tj_tensor *wider_step(gen *g, tj_tensor *a, tj_tensor *b, tj_tensor *w, b
             tj_tensor *c = tj_clone(num(a));
             tj_tensor *v = rnd(g, 2) ? tj_slice(c, d, 1, n, 1) : tj_transpose(c, 0, nd - 1);
             note(g, "view of a clone, then clone += b in place");
-            return tj_add_(c, num(b)) ? NULL : v;
+            return tj_add_(c, tj_cast(num(b), tj_dtype_of(c))) ? NULL : v;
         }
         break;
     case 0:
@@ -533,7 +533,7 @@ static tj_tensor *other(gen *g, tj_tensor *a, tj_tensor *b, tj_tensor *w, bool e
             return tj_mul_s_(tj_slice(r, d, 0, 1, 1), 2) ? NULL : r;
         }
         note(g, "clone += b in place");
-        return tj_add_(r, num(b)) ? NULL : r;
+        return tj_add_(r, tj_cast(num(b), tj_dtype_of(r))) ? NULL : r;
     }
     default:
         if (nd >= 2) {
@@ -669,7 +669,7 @@ static tj_tensor *arg_slice_write(gen *g, tj_tensor *x, tj_tensor *b, bool exact
     }
     if (!nd || tj_size(x, 0) == 0) {
         note(g, "arg += 1 in place");
-        return tj_add_s_(x, 1) ? NULL : x;
+        return tu_program_bump_(x) ? NULL : x;
     }
     int64_t k = 1 + rnd(g, (int)(tj_size(x, 0) < 2 ? 1 : 2));
     tj_tensor *rows = tj_slice(x, 0, 0, k, 1);
@@ -678,6 +678,11 @@ static tj_tensor *arg_slice_write(gen *g, tj_tensor *x, tj_tensor *b, bool exact
     note(g, "arg rows 0..%lld %s in place", (long long)k, fits ? "+= b" : "*= 2");
     int rc = fits ? tj_add_(rows, tj_cast(exact ? num(b) : b, tj_dtype_of(x))) : tj_mul_s_(rows, 2);
     return rc ? NULL : x;
+}
+
+int tu_program_bump_(tj_tensor *x)
+{
+    return tj_dtype_of(x) == TJ_BOOL ? tj_copy_(x, tj_logical_not(x)) : tj_add_s_(x, 1);
 }
 
 int tu_program_results(gen *g, tj_tensor **v, int nv, int nin, tj_tensor **out, int max)
@@ -705,7 +710,7 @@ int tu_program_model(void *ctx, tj_tensor *const *in, int nin, tj_tensor **out, 
     }
     if (rnd(&g, 4) == 0) {
         note(&g, "arg 1 += 1 in place");
-        if (tj_add_s_(in[1], 1))
+        if (tu_program_bump_(in[1]))
             return -1;
     }
     int steps = 4 + rnd(&g, 13);

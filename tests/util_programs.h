@@ -95,6 +95,9 @@ tj_tensor *tu_program_spd(tj_tensor *x, tj_tensor **a2);
  * windows, in-place writes with tensor operands, and the ops no earlier
  * family draws (b: a partner of a's shape). */
 tj_tensor *tu_program_views(gen *g, tj_tensor *a, tj_tensor *b, bool exact);
+/* x += 1 in place (a bool x: x = !x, in place), as in-place ops keep x's
+ * dtype category; 0 or -1. */
+int tu_program_bump_(tj_tensor *x);
 /* The function a program calls compiled (prog.inner, compiled with ctx the
  * program): a few steps of its own on its argument, maybe writing the
  * argument in place first. */

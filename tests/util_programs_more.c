@@ -515,7 +515,9 @@ tj_tensor *tu_program_inner(void *ctx, tj_tensor *const *in, int n)
     gen g = {.s = p->seed * 2246822519u + 5u, .p = p};
     bool exact = p->mode == M_INT;
     tj_tensor *x = in[0];
-    if (rnd(&g, 3) == 0 && (exact ? tj_add_s_(x, 1) : tj_mul_s_(x, 0.75)) != 0)   /* the caller's tensor */
+    tj_dtype dt = tj_dtype_of(x);   /* in place keeps the category: floats alone take *= 0.75 */
+    bool whole = exact || !(dt == TJ_F16 || dt == TJ_BF16 || dt == TJ_F32 || dt == TJ_F64);
+    if (rnd(&g, 3) == 0 && (whole ? tu_program_bump_(x) : tj_mul_s_(x, 0.75)) != 0)   /* the caller's tensor */
         return NULL;
     for (int s = 0, steps = 1 + rnd(&g, 3); s < steps && x; s++)
         x = exact ? tj_add_s(tj_abs(num(x)), s) : tu_program_unary(&g, x);
