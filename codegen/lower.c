@@ -45,13 +45,6 @@ static bool is_member(const lw *L, const ir_node *n)
     return n && !ir_node_is_input(n) && L->in->f->group_of[n->id] == (int)(L->gr - L->in->f->groups);
 }
 
-static const ir_node *chain_end(const ir_node *n)
-{
-    while (!ir_node_is_input(n) && ir_ops[n->op].kind == IR_VIEW)
-        n = n->in[0];
-    return n;
-}
-
 /* ---- buffers ------------------------------------------------------------------------- */
 
 /* The buffer for value `slot` read (or written) at map m over its dims. */
@@ -87,7 +80,7 @@ static int val(lw *L, const ir_node *n);
 static int operand(lw *L, const ir_node *n, int j)
 {
     const ir_node *o = n->in[j];
-    const ir_node *end = chain_end(o);
+    const ir_node *end = ir_view_root(o);
     if (is_member(L, end))
         return val(L, end);
     if (!ir_node_is_input(end) && (end->op == OP_scalar || end->op == OP_full))   /* inlined */

@@ -21,14 +21,8 @@
 /* The base of n below its view ops (chain[0..*len) from n down), or NULL. */
 static const ir_node *view_base(const ir_node *n, const ir_node **chain, int *len)
 {
-    *len = 0;
-    while (!ir_node_is_input(n) && ir_ops[n->op].kind == IR_VIEW && n->nin >= 1 && n->in[0]) {
-        if (*len == ALIAS_MAX_CHAIN)
-            return NULL;
-        chain[(*len)++] = n;
-        n = n->in[0];
-    }
-    return n;
+    const ir_node *b = ir_view_chain(n, chain, ALIAS_MAX_CHAIN, len);
+    return ir_node_is_view(b) ? NULL : b;
 }
 
 int fe_alias_viewed(fe_trace *tr, tj_tensor *const *res, ir_node **outs, int nres, int8_t *view)

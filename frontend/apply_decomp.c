@@ -30,7 +30,7 @@ static tj_tensor *fail(ir_op op, tj_tensor *const *in, int nin, const char *why)
 static bool expands(const ir_graph *g)
 {
     bool reshaped = false;
-    for (const ir_node *o = g->outputs[0]; !ir_node_is_input(o) && ir_ops[o->op].kind == IR_VIEW; o = o->in[0]) {
+    for (const ir_node *o = g->outputs[0]; ir_node_is_view(o); o = o->in[0]) {
         reshaped |= o->op == OP_reshape;
         if (reshaped && o->op == OP_expand)
             return true;
@@ -94,15 +94,14 @@ bool fe_decomp_is_view(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *
      * eager's): a view when every step is one (a reshape the strides forbid
      * copies, so does a reshape of an expand: replay), and as_strided, or a
      * reshape over symbolic dims, is not followed */
-    const ir_node *chain[64], *o = g->noutputs ? g->outputs[0] : NULL;
+    const ir_node *chain[64];
     int nc = 0;
-    bool sym = false;
-    while (o && !ir_node_is_input(o) && ir_ops[o->op].kind == IR_VIEW && o->op != OP_as_strided && nc < 64) {
-        sym |= ir_type_has_sym(&o->type) || ir_type_has_sym(&o->in[0]->type);
-        chain[nc++] = o;
-        o = o->in[0];
+    const ir_node *o = g->noutputs ? ir_view_chain(g->outputs[0], chain, 64, &nc) : NULL;
+    bool view = o && ir_node_is_input(o) && o->id == 0 && nc < 64 && !expands(g), sym = false;
+    for (int k = 0; k < nc; k++) {
+        view &= chain[k]->op != OP_as_strided;
+        sym |= ir_type_has_sym(&chain[k]->type) || ir_type_has_sym(&chain[k]->in[0]->type);
     }
-    bool view = o && ir_node_is_input(o) && o->id == 0 && nc < 64 && !expands(g);
     tj_tensor h = {.magic = RT_LIVE, .refs = 1, .dtype = in[0]->dtype, .ndim = in[0]->ndim};
     memcpy(h.shape, in[0]->shape, sizeof h.shape);
     memcpy(h.strides, in[0]->strides, sizeof h.strides);

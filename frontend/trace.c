@@ -151,13 +151,9 @@ static ir_node *capture(fe_trace *tr, tj_tensor *x)
  * NULL on error. */
 static ir_node *current_view(fe_trace *tr, tj_tensor *x, ir_node *n)
 {
-    ir_node *chain[64], *b = n;
-    int nc = 0;
-    while (!ir_node_is_input(b) && ir_ops[b->op].kind == IR_VIEW && nc < 64) {
-        chain[nc++] = b;
-        b = b->in[0];
-    }
-    ir_node *now = b;
+    const ir_node *chain[64];
+    int nc;
+    ir_node *b = (ir_node *)ir_view_chain(n, chain, 64, &nc), *now = b;
     uint64_t alias = fe_alias_of(x);
     for (int k = 0; k < tr->novw; k++)   /* in order: a base written twice follows both */
         if (tr->ovw[k].old == now && (nc || tr->ovw[k].each) &&

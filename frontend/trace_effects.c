@@ -231,7 +231,7 @@ int fe_trace_write_data(fe_trace *tr, tj_tensor *dst, tj_tensor *value)
     bool is_arg = false;
     for (int k = 0; k < tr->nargs; k++)
         is_arg |= tr->args[k] == dst;
-    if (dst->sym && !is_arg && !ir_node_is_input(dst->sym) && ir_ops[((ir_node *)dst->sym)->op].kind == IR_VIEW) {
+    if (dst->sym && !is_arg && ir_node_is_view(dst->sym)) {
         if (!fe_trace_value(tr, dst))   /* its slices of its base's value now */
             return -1;
         /* slices of an expanded argument: the write reaches every element that

@@ -166,6 +166,28 @@ void ir_node_attrs(const ir_node *n, ir_attrs *out)
         out->a[k] = n->attrs[k];
 }
 
+bool ir_node_is_view(const ir_node *n)
+{
+    return !ir_node_is_input(n) && ir_ops[n->op].kind == IR_VIEW;
+}
+
+const ir_node *ir_view_root(const ir_node *n)
+{
+    while (ir_node_is_view(n))
+        n = n->in[0];
+    return n;
+}
+
+const ir_node *ir_view_chain(const ir_node *n, const ir_node **chain, int max, int *len)
+{
+    *len = 0;
+    while (ir_node_is_view(n) && *len < max) {
+        chain[(*len)++] = n;
+        n = n->in[0];
+    }
+    return n;
+}
+
 /* ---- hashing --------------------------------------------------------------- */
 
 static uint64_t mix(uint64_t h, uint64_t v)

@@ -158,6 +158,16 @@ static inline int ir_nslots(const ir_graph *g) { return g->ninputs + g->nnodes; 
 /* n's attributes as a full ir_attrs (for ir_infer and kernels). */
 void ir_node_attrs(const ir_node *n, ir_attrs *out);
 
+/* Whether n is a view op's node (its value a view of its first input). */
+bool ir_node_is_view(const ir_node *n);
+/* The node under n's chain of views (n when n is no view). */
+const ir_node *ir_view_root(const ir_node *n);
+/* The chain of views under n: chain[0] = n, chain[k + 1] = chain[k]->in[0],
+ * as long as each is a view node, at most max of them (*len: how many).
+ * Returns the node under the chain (n when n is no view), or, for a chain
+ * longer than max, the view after the last one recorded. */
+const ir_node *ir_view_chain(const ir_node *n, const ir_node **chain, int max, int *len);
+
 /* Checks a type for use as an input or result: valid dtype, 0..TJ_MAX_DIMS
  * dims, symbol numbers below IR_MAX_SYM, and the product of the nonzero
  * |shape[d]| (a symbol counts as its magnitude, -shape[d]) fits in int64, so

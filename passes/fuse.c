@@ -213,12 +213,11 @@ static bool member(const fz *F, const ir_node *n)
     return n && !ir_node_is_input(n) && F->mark[n->id] == F->stamp;
 }
 
-static bool is_view(const ir_node *n) { return !ir_node_is_input(n) && ir_ops[n->op].kind == IR_VIEW; }
 
 /* The node at the end of a chain of views starting at n. */
 static const ir_node *chain_end(const ir_node *n)
 {
-    while (is_view(n))
+    while (ir_node_is_view(n))
         n = n->in[0];
     return n;
 }
@@ -231,7 +230,7 @@ static void uses(const fz *F, int k, bool *in_union, bool *outside)
         const ir_node *u = F->g->nodes[F->cons[c]];
         if (member(F, u))
             *in_union = true;
-        else if (is_view(u))
+        else if (ir_node_is_view(u))
             uses(F, u->id, in_union, outside);
         else
             *outside = true;
@@ -309,7 +308,7 @@ static bool push_map(fz *F, const ir_node *o, const signed char *mo)
         return true;
     signed char cur[TJ_MAX_DIMS], nxt[TJ_MAX_DIMS];
     memcpy(cur, mo, TJ_MAX_DIMS);
-    for (const ir_node *v = o; is_view(v); v = v->in[0]) {
+    for (const ir_node *v = o; ir_node_is_view(v); v = v->in[0]) {
         memset(nxt, -1, sizeof nxt);
         if (!view_map(v, cur, nxt))
             return failf(F, "reads %%%d %s through %s, which moves elements", end->id, opname(end), opname(v));
@@ -348,7 +347,7 @@ static void frontier(fz *F, int k, int *stack, int *sp)
         if (F->mark[m] == F->stamp || F->seen[m] == F->seen_stamp)
             continue;
         F->seen[m] = F->seen_stamp;
-        if (is_view(F->g->nodes[m]))
+        if (ir_node_is_view(F->g->nodes[m]))
             frontier(F, m, stack, sp);
         else
             stack[(*sp)++] = m;

@@ -127,7 +127,7 @@ static void decide(part *p, const ir_node *v)
     if (ir_ops[v->op].kind == IR_VIEW) {
         /* a view is free: decide what it views, then view it again */
         const ir_node *b = v;
-        while (!ir_node_is_input(b) && ir_ops[b->op].kind == IR_VIEW) {
+        while (ir_node_is_view(b)) {
             p->st[b->id] = RECOMP;
             b = b->in[0];
         }

@@ -17,12 +17,7 @@ static ir_node *copy_node(ps_builder *b, const ir_node *old, ir_node *const *in,
 }
 
 /* Whether o is an input or a chain of views of one. */
-static bool views_input(const ir_node *o)
-{
-    while (!ir_node_is_input(o) && ir_ops[o->op].kind == IR_VIEW)
-        o = o->in[0];
-    return ir_node_is_input(o);
-}
+static bool views_input(const ir_node *o) { return ir_node_is_input(ir_view_root(o)); }
 
 /* Whether old output o, rebuilt as now (an input or views of one), was a
  * tensor of its own eagerly: o did not view an input, and o's bottom is no

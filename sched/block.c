@@ -61,13 +61,6 @@
 #define SC_BAND_BYTES ((int64_t)512 << 10) /* bytes of a band of a conv's output, at most (L2) */
 #define SC_LOOKAHEAD 64                     /* steps scanned past a region's last step */
 
-static const ir_node *chain_end(const ir_node *n)
-{
-    while (!ir_node_is_input(n) && ir_ops[n->op].kind == IR_VIEW)
-        n = n->in[0];
-    return n;
-}
-
 static bool blas_dtype(tj_dtype dt) { return dt == TJ_F32 || dt == TJ_F64; }
 
 /* Whether node n's output type suits a region: f32, f64, and bf16 or f16
@@ -94,7 +87,7 @@ static const ir_type *type_of(const former *F, const ir_node *n)
 static bool node_reads(const former *F, const ir_node *n)
 {
     for (int j = 0; j < n->nin; j++)
-        if (n->in[j] && F->produced[ir_slot(F->b->g, chain_end(n->in[j]))])
+        if (n->in[j] && F->produced[ir_slot(F->b->g, ir_view_root(n->in[j]))])
             return true;
     return false;
 }
@@ -222,7 +215,7 @@ static bool chain_ok(const former *F, step *s, const sc_region *rg)
         !F->produced[ir_slot(F->b->g, n->in[0])])
         return false;
     for (int j = 1; j < n->nin; j++)
-        if (n->in[j] && F->produced[ir_slot(F->b->g, chain_end(n->in[j]))])
+        if (n->in[j] && F->produced[ir_slot(F->b->g, ir_view_root(n->in[j]))])
             return false;
     if (o->ndim < rg->nd)
         return false;
@@ -293,7 +286,7 @@ static bool pool_ok(const former *F, step *s, const sc_region *rg)
     const char *env = getenv("TJIT_CONV_POOL"), *why = NULL;
     if (env && strcmp(env, "0") == 0)
         why = "TJIT_CONV_POOL=0";
-    else if (chain_end(x) != x || !F->produced[ir_slot(g, x)])
+    else if (ir_view_root(x) != x || !F->produced[ir_slot(g, x)])
         why = "reads the region's value through a view";
     else if (o->dtype != TJ_F32 && o->dtype != TJ_F64)
         why = "not f32 or f64";
@@ -388,7 +381,7 @@ static int prologue_of(former *F, int head, const sc_region *rg)
 {
     sc_plan *p = F->b->p;
     const ir_node *hn = F->b->g->nodes[p->steps[head].node];
-    if (hn->op != OP_conv2d || chain_end(hn->in[0]) != hn->in[0])
+    if (hn->op != OP_conv2d || ir_view_root(hn->in[0]) != hn->in[0])
         return -1;
     int x = ir_slot(F->b->g, hn->in[0]);
     memset(F->produced, 0, sizeof(bool) * (size_t)p->nslots);

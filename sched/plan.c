@@ -214,19 +214,12 @@ static void eager_node(builder *b, int k)
     b->done[slot] = true;
 }
 
-static const ir_node *chain_end(const ir_node *n)
-{
-    while (!ir_node_is_input(n) && ir_ops[n->op].kind == IR_VIEW)
-        n = n->in[0];
-    return n;
-}
-
 /* A kernel group run node by node: its members and the views between them. */
 static void eager_group(builder *b, int gi)
 {
     for (int k = 0; k < b->g->nnodes; k++) {
         const ir_node *n = b->g->nodes[k];
-        const ir_node *e = chain_end(n);
+        const ir_node *e = ir_view_root(n);
         if (b->f->group_of[k] == gi || (!ir_node_is_input(e) && b->f->group_of[e->id] == gi))
             eager_node(b, k);
     }
