@@ -365,11 +365,10 @@ AG_NONDIFF(qconv2d, "integer inputs (the quantization fold's int8 convolution)")
 /* weight [V, D], indices [...] -> [..., D]: rows summed back by index. */
 AG_VJP(embedding)
 {
-    tj_tensor *w = c->in[0], *idx = c->in[1];
-    int64_t v = w->shape[0], d = w->shape[1];
-    tj_tensor *classes = tj_arange(TJ_I64, 0, (double)v, 1);
-    tj_tensor *hot = tj_cast(tj_eq(tj_reshape(idx, 2, (int64_t[]){-1, 1}), classes), g->dtype);
-    AG_SET(0, tj_matmul(mT(hot), tj_reshape(g, 2, (int64_t[]){-1, d})));
+    tj_tensor *w = c->in[0];
+    int64_t d = w->shape[1];
+    tj_tensor *rows = tj_cast(tj_reshape(c->in[1], 1, (int64_t[]){-1}), TJ_I64);
+    AG_SET(0, tj_index_add(tj_zeros(g->dtype, 2, w->shape), 0, rows, tj_reshape(g, 2, (int64_t[]){-1, d}), 1.0));
     return 0;
 }
 

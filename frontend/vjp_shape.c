@@ -1,7 +1,7 @@
 /* vjp_shape.c - gradient rules of reductions, views and data movement. A
  * reduction's gradient is put back over the reduced dims (ag_unreduce); a
  * view's is the inverse view; a gather's is a sum of the gradient into the
- * places it read from, written as a one-hot product in tjit ops. */
+ * places it read from (scatter_add, index_add). */
 #include <string.h>
 
 #include "autograd.h"
@@ -159,54 +159,22 @@ AG_VJP(pad)
     return 0;
 }
 
-/* one_hot(index, n)[..., j] = (index[...] == j), in dtype dt. */
-static tj_tensor *one_hot(tj_tensor *index, int64_t n, tj_dtype dt)
-{
-    tj_tensor *classes = tj_arange(TJ_I64, 0, (double)n, 1);
-    return tj_cast(tj_eq(tj_unsqueeze(index, index ? index->ndim : 0), classes), dt);
-}
-
-/* x [.., J, ..] indexed along dim by index [N]: g [.., N, ..] -> [.., J, ..]
- * as g (moved to the last dim) @ one_hot [N, J]. */
-static tj_tensor *index_sum(tj_tensor *g, tj_tensor *index, int dim, int64_t J)
-{
-    int nd = g->ndim, perm[TJ_MAX_DIMS], inv[TJ_MAX_DIMS];
-    for (int k = 0, j = 0; k < nd; k++)
-        if (k != dim)
-            perm[j++] = k;
-    perm[nd - 1] = dim;
-    for (int k = 0; k < nd; k++)
-        inv[perm[k]] = k;
-    tj_tensor *r = tj_matmul(tj_permute(g, perm), one_hot(tj_reshape(index, 1, (int64_t[]){-1}), J, g->dtype));
-    return r ? tj_permute(r, inv) : NULL;
-}
-
+/* index_select: y = x indexed along dim by index [N]; g [.., N, ..] goes
+ * back to the rows index names, summed where it names one twice. */
 AG_VJP(index_select)
 {
     int d = ir_norm_dim(c->a->a[0].i[0], X->ndim);
-    AG_SET(0, index_sum(g, c->in[1], d, X->shape[d]));
+    AG_SET(0, tj_index_add(tj_zeros(g->dtype, X->ndim, X->shape), d, c->in[1], g, 1.0));
     return 0;
 }
 
 /* gather: y[..i..] = x[..index[..i..]..] along dim. Each g element goes to
- * the x element its index names: sum over i of (index == j) * g, then zeros
- * where x is larger than index in the other dims. */
+ * the x element its index names (scatter_add: summed where several name
+ * one; zeros where x is larger than index in the other dims). */
 AG_VJP(gather)
 {
     int d = ir_norm_dim(c->a->a[0].i[0], X->ndim);
-    tj_tensor *index = c->in[1];
-    int nd = X->ndim;
-    int64_t J = X->shape[d], shape[TJ_MAX_DIMS];
-    for (int k = 0; k < nd; k++)
-        shape[k] = k == d ? J : 1;
-    tj_tensor *classes = tj_reshape(tj_arange(TJ_I64, 0, (double)J, 1), nd, shape);
-    /* [.., I, 1, ..] == [.., 1, J, ..] at dims d, d+1 */
-    tj_tensor *hit = tj_eq(tj_unsqueeze(index, d + 1), tj_unsqueeze(classes, d));
-    tj_tensor *r = tj_sum(ag_masked(tj_unsqueeze(g, d + 1), hit), (int[]){d}, 1, false);
-    for (int k = 0; k < nd && r; k++)
-        if (k != d)
-            r = ag_pad_dim(r, k, 0, X->shape[k] - r->shape[k]);
-    AG_SET(0, r);
+    AG_SET(0, tj_scatter_add(tj_zeros(g->dtype, X->ndim, X->shape), d, c->in[1], g));
     return 0;
 }
 
