@@ -36,6 +36,7 @@
 #include "trace.h"
 #include "autograd.h"
 #include "../runtime/iter.h"
+#include "../runtime/random.h"
 #include "compiled.h"
 
 /* ---- guards ------------------------------------------------------------------ */
@@ -545,6 +546,10 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
     }
     tj_tensor *res[FE_MAX_RESULTS];
     int nres = ok ? run_fn(c, sargs, nargs, res, FE_MAX_RESULTS) : -1;
+    for (int k = 0; tr->rng_draws && tj_grad_enabled() && k < nres; k++)
+        if (fe_ag_requires_grad(res[k]))   /* the backward would draw in another call */
+            fe_trace_split_break(tr, "a random op in a function whose results require grad (its "
+                                     "backward runs after the call)");
     for (int k = 0; k < nargs && k < 64; k++) {   /* as_strided took it as its own storage */
         if (!(tr->exact_args >> k & 1))
             continue;
@@ -617,6 +622,7 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
         } else {
             e->g = tr->g;
             tr->g = NULL;
+            e->rng_draws = tr->rng_draws;
             e->writes = tr->writes;
             e->nwrites = tr->nwrites;
             e->grad_guards = tr->grad_guards;
@@ -1103,6 +1109,9 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
             rt_gemm_frozen(kept, nkept, c->gemm_flags | (c->freeze ? RT_GEMM_FREEZE : 0));
         uint64_t outer = h.n ? fe_ag_hooks_begin() : 0;
         sc_notify nt = {h.n, h.out, hooked_ready, &h};
+        rt_rng_frame rng;
+        if (e->rng_draws)   /* its random ops' counters, at once */
+            rt_rng_call_begin(e->rng_draws, &rng);
         /* 1: not compiled, use the executor (then the hooks run at the end) */
         rc = sc_plans_run_notify(e->plans, inputs, all, h.n ? &nt : NULL);
         rt_gemm_frozen(NULL, 0, 0);
@@ -1110,6 +1119,8 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
             free(kept);
         if (rc > 0)
             rc = sc_exec(rg, inputs, e->last_use, all);
+        if (e->rng_draws)
+            rt_rng_call_end(&rng);
         if (rc == 0 && nk && fe_keep_unalias(e->keep, inputs + nargs + e->ncaps, all, e->nresults) != 0)
             rc = -1;
         if (rc == 0 && write_back(e, args, all + e->nresults, h.done) != 0)

@@ -79,6 +79,7 @@ typedef struct entry {
                              * call in grad mode; NULL: aot.c's, because joint_why */
     bool joint_tried;
     char *joint_why;
+    uint64_t rng_draws;     /* counters its random ops draw per call (runtime/random.h) */
 } entry;
 
 struct tj_compiled {

@@ -36,6 +36,15 @@ typedef struct fe_trace fe_trace;
 
 /* The trace this thread is recording, or NULL (ops then run eagerly). */
 fe_trace *fe_trace_current(void);
+/* Reserves n counters for a random op (tj_rand, tj_randn, tj_dropout):
+ * eagerly (or between a split call's pieces) from the global generator
+ * (rt_rng_reserve); while tracing a graph, counters relative to the call
+ * (RT_RNG_CALL; the trace counts them and each run of the graph reserves
+ * them at once: runtime/random.h), *seed 0. */
+uint64_t fe_rng_reserve(uint64_t n, uint64_t *seed);
+/* tj_manual_seed: while tracing a graph also a break (a graph would not
+ * seed again on later calls; the call runs split, seeding each time). */
+void fe_rng_seed(uint64_t seed);
 /* Records op as a graph node (concrete inputs become params) and returns a
  * symbolic tensor for it in the current scope; NULL with the same message
  * eager execution would give when the op's rule rejects the inputs. */

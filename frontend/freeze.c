@@ -92,7 +92,7 @@ int fe_freeze_graph(const ir_graph *g0, tj_tensor *const *caps, ir_graph **out, 
         cst[k] = fold[k] = g->inputs[k]->param;
     for (int k = 0; k < g->nnodes; k++) {
         const ir_node *n = g->nodes[k];
-        bool c = true, w = false;
+        bool c = ir_ops[n->op].kind != IR_RANDOM, w = false;   /* a draw differs per call */
         for (int i = 0; i < n->nin; i++)
             if (n->in[i]) {
                 c &= cst[ir_slot(g, n->in[i])];

@@ -65,7 +65,7 @@ tj_tensor *tj_arange(tj_dtype dt, double start, double end, double step)
     return fe_apply(OP_arange, NULL, 0, &at);
 }
 
-void tj_manual_seed(uint64_t seed) { rt_rng_seed(seed); }
+void tj_manual_seed(uint64_t seed) { fe_rng_seed(seed); }
 
 /* Counters are reserved only for a request the rule accepts, so a failed
  * call leaves the generator where it was. */
@@ -80,7 +80,7 @@ static tj_tensor *draw(ir_op op, tj_dtype dt, int ndim, const int64_t *shape)
     ir_type ty;
     char why[8];
     if (ir_infer(op, NULL, 0, &at, &ty, why, sizeof why) == 0) {
-        uint64_t seed, offset = rt_rng_reserve((uint64_t)ir_type_numel(&ty), &seed);
+        uint64_t seed, offset = fe_rng_reserve((uint64_t)ir_type_numel(&ty), &seed);
         ir_attr_int(&at.a[2], (int64_t)seed);
         ir_attr_int(&at.a[3], (int64_t)offset);
     }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../runtime/random.h"
 #include "trace.h"
 
 static _Thread_local fe_trace *current;
@@ -95,6 +96,25 @@ static void trace_break(fe_trace *tr, const char *fmt, const char *what)
     char msg[320];
     snprintf(msg, sizeof msg, fmt, what);
     snprintf(tr->brk, sizeof tr->brk, "%s%s", msg, where);
+}
+
+void fe_trace_split_break(fe_trace *tr, const char *why) { trace_break(tr, "%s", why); }
+
+uint64_t fe_rng_reserve(uint64_t n, uint64_t *seed)
+{
+    fe_trace *tr = current;
+    if (!tr || tr->seg)   /* eagerly, or eagerly between a split call's pieces */
+        return rt_rng_reserve(n, seed);
+    *seed = 0;
+    tr->rng_draws += n;
+    return RT_RNG_CALL | (tr->rng_draws - n);
+}
+
+void fe_rng_seed(uint64_t seed)
+{
+    if (current && !current->seg)
+        trace_break(current, "%s inside a compiled function", "tj_manual_seed");
+    rt_rng_seed(seed);
 }
 
 void fe_trace_view_write_break(fe_trace *tr)
@@ -238,8 +258,15 @@ tj_tensor *fe_trace_apply(fe_trace *tr, ir_op op, tj_tensor *const *in, int nin,
 {
     if (tr->seg && (ir_ops[op].kind == IR_RANDOM || op == OP_dropout || op == OP_scalar))
         return fe_seg_eager(tr, op, in, nin, a);
-    if (ir_ops[op].kind == IR_RANDOM || op == OP_dropout)
-        trace_break(tr, "random op %s (random ops are not traced yet)", ir_ops[op].name);
+    if (ir_ops[op].kind == IR_RANDOM || op == OP_dropout) {
+        /* in the graph with counters relative to the call (fe_rng_reserve) */
+        bool rel = (uint64_t)a->a[op == OP_dropout ? 2 : 3].i[0] & RT_RNG_CALL;
+        if (!rel)
+            trace_break(tr, "random op %s drawn outside the trace", ir_ops[op].name);
+        else if (op == OP_dropout && in[0] && in[0]->sym && ir_type_has_sym(&((ir_node *)in[0]->sym)->type))
+            trace_break(tr, "random op %s over symbolic dims (its mask needs a static shape)",
+                        ir_ops[op].name);
+    }
 
     /* The example types: the same rule and message as eager. */
     ir_type ex[FE_MAX_INPUTS], out;

@@ -44,6 +44,34 @@ uint64_t rt_rng_reserve(uint64_t n, uint64_t *seed)
     return atomic_fetch_add(&rng_offset, n);
 }
 
+static _Thread_local rt_rng_frame call_rng;   /* the running compiled call's draws */
+
+void rt_rng_call_begin(uint64_t n, rt_rng_frame *save)
+{
+    *save = call_rng;
+    call_rng.on = true;
+    call_rng.base = rt_rng_reserve(n, &call_rng.seed);
+}
+
+void rt_rng_call_end(const rt_rng_frame *save) { call_rng = *save; }
+
+int rt_rng_resolve(uint64_t seed_attr, uint64_t offset_attr, uint64_t *seed, uint64_t *offset)
+{
+    if (!(offset_attr & RT_RNG_CALL)) {
+        *seed = seed_attr;
+        *offset = offset_attr;
+        return 0;
+    }
+    if (!call_rng.on) {
+        rt_error("a random op of a traced graph ran outside a compiled call (its draws are "
+                 "reserved by the call)");
+        return -1;
+    }
+    *seed = call_rng.seed;
+    *offset = call_rng.base + (offset_attr & ~RT_RNG_CALL);
+    return 0;
+}
+
 /* ---- Philox ----------------------------------------------------------------- */
 
 void rt_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4])

@@ -8,6 +8,7 @@
 #ifndef TJ_RT_RANDOM_H
 #define TJ_RT_RANDOM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Sets the global generator's seed and resets its offset to 0. */
@@ -19,6 +20,27 @@ void rt_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out
 /* Reserves n consecutive counters of the global generator; returns the first
  * and stores the current seed. Thread-safe. */
 uint64_t rt_rng_reserve(uint64_t n, uint64_t *seed);
+
+/* Draws of a compiled call. A random op traced into a graph (frontend/
+ * trace.c) carries its offset relative to the call, RT_RNG_CALL set in the
+ * offset attribute (counters never reach 2^63), and no seed: each run of the
+ * graph reserves its draws at once (rt_rng_call_begin, the total the trace
+ * counted) and the op reads counters base + relative offset of the running
+ * call's reservation, so a compiled call draws what eager draws op by op.
+ * The reservation is per thread (a call runs its ops on its own thread) and
+ * nests (a frame saves the outer one). */
+#define RT_RNG_CALL ((uint64_t)1 << 63)
+typedef struct rt_rng_frame {
+    bool on;
+    uint64_t seed, base;
+} rt_rng_frame;
+/* Reserves n counters for the call about to run; *save gets the outer frame. */
+void rt_rng_call_begin(uint64_t n, rt_rng_frame *save);
+void rt_rng_call_end(const rt_rng_frame *save);
+/* The stream of a random op's attributes (seed, offset): the counters
+ * themselves, or, with RT_RNG_CALL in offset, the running call's. 0, or -1
+ * (an error: a call-relative op run outside a compiled call). */
+int rt_rng_resolve(uint64_t seed_attr, uint64_t offset_attr, uint64_t *seed, uint64_t *offset);
 
 /* out[i] = U[0,1) / N(0,1) for counter offset + i, i in [0, n). */
 void rt_philox_uniform_f32(uint64_t seed, uint64_t offset, float *out, int64_t n);

@@ -219,6 +219,13 @@ static void test_result_views_weight(void **state)
     tj_release(w.b);
 }
 
+static tj_tensor *model_dropout(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)ctx;
+    (void)n;
+    return tj_exp(tj_dropout(x[0], 0.5, true));
+}
+
 static void test_export_errors(void **state)
 {
     mlp_w w = {tj_keep(tj_randn(TJ_F32, 2, (int64_t[]){8, 4})), tj_keep(tj_randn(TJ_F32, 1, (int64_t[]){4}))};
@@ -230,6 +237,14 @@ static void test_export_errors(void **state)
     assert_non_null(strstr(tj_last_error(), "C identifier"));
     tj_clear_error();
     assert_int_equal(tj_export(NULL, path("x.so"), NULL), -1);
+    tj_clear_error();
+    tj_compiled_free(c);
+    /* random ops: their draws are reserved by each compiled call */
+    c = tj_compile(model_dropout, NULL, &(tj_compile_options){.name = "drop"});
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){4, 8});
+    assert_non_null(tj_call(c, &x, 1));
+    assert_int_equal(tj_export(c, path("drop.so"), NULL), -1);
+    assert_non_null(strstr(tj_last_error(), "has random ops"));
     tj_clear_error();
     tj_compiled_free(c);
     tj_release(w.w);

@@ -243,28 +243,6 @@ static void test_side_effect_compiled(void **state)
     tj_release(acc);
 }
 
-/* A random op is a break: a graph would replay one draw forever; it runs
- * eagerly between the pieces. */
-static tj_tensor *model_random(void *ctx, tj_tensor *const *args, int nargs)
-{
-    (void)ctx;
-    (void)nargs;
-    return tj_dropout(args[0], 0.5, true);
-}
-
-static void test_random_breaks(void **state)
-{
-    (void)state;
-    tj_compiled *c = tj_compile(model_random, NULL, NULL);
-    tj_tensor *x = tj_ones(TJ_F32, 1, (int64_t[]){1000});
-    tj_tensor *a = tj_call(c, &x, 1), *b = tj_call(c, &x, 1);
-    assert_non_null(a);
-    assert_non_null(b);
-    assert_true(tj_item(tj_any(tj_ne(a, b), NULL, 0, false)) == 1);   /* fresh draws */
-    tu_assert_explain(c, "random op dropout (random ops are not traced yet)");
-    tj_compiled_free(c);
-}
-
 /* One layer, called for 4 layers with their own weights: one trace. */
 static tj_tensor *layer(void *ctx, tj_tensor *const *args, int nargs)
 {
@@ -484,7 +462,7 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_weights_by_reference), T(test_guard_hit_and_miss),  T(test_recompile_limit),
         T(test_dynamic_dim), T(test_dynamic_writes), T(test_dynamic_read_specializes), T(test_dynamic_slice),
-        T(test_graph_break), T(test_side_effect_compiled),   T(test_random_breaks),
+        T(test_graph_break), T(test_side_effect_compiled),
         T(test_regional_compilation), T(test_nested_call_is_inlined), T(test_errors_match_eager),
         T(test_dump_graph),           T(test_callsite_dump),        T(test_callsite_errors),           T(test_multiple_results),
 #undef T

@@ -1,0 +1,213 @@
+/* test_random_graph.c - random ops (tj_rand, tj_randn, tj_dropout) traced
+ * into compiled graphs: each call draws fresh counters, the same ones eager
+ * draws op by op from the same generator state (bit for bit), and the cases
+ * that stay graph breaks (tj_manual_seed inside, results that require grad,
+ * a mask over symbolic dims) say so and still match eager.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "util.h"
+
+static double max_diff(tj_tensor *a, tj_tensor *b)
+{
+    return tj_item(tj_amax(tj_abs(tj_sub(a, b)), NULL, 0, false));
+}
+
+/* Two dropouts, a rand and a randn around pointwise work. */
+static tj_tensor *model_draws(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)ctx;
+    (void)n;
+    tj_tensor *h = tj_dropout(tj_relu(x[0]), 0.5, true);
+    tj_tensor *u = tj_rand(TJ_F32, 1, (int64_t[]){tj_size(x[0], 1)});
+    tj_tensor *z = tj_randn(TJ_F64, 2, (int64_t[]){tj_size(x[0], 0), tj_size(x[0], 1)});
+    return tj_add(tj_mul(tj_dropout(h, 0.25, true), u), tj_cast(z, TJ_F32));
+}
+
+/* Eager and compiled from the same seed, calls apart: bit for bit, fresh
+ * draws each call, one graph without breaks; again after another draw
+ * between calls (the graph reads the generator where it is). */
+static void test_draws_match_eager(void **state)
+{
+    (void)state;
+    tj_compiled *c = tj_compile(model_draws, NULL, &(tj_compile_options){.name = "draws"});
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){48, 100});
+    tj_tensor *want[4], *got[4];
+    for (int pass = 0; pass < 2; pass++) {
+        tj_manual_seed(11);
+        for (int k = 0; k < 4; k++) {
+            if (k == 2)
+                tj_rand(TJ_F32, 1, (int64_t[]){7});   /* the generator moves between calls */
+            if (pass == 0)
+                want[k] = model_draws(NULL, &x, 1);
+            else if (!(got[k] = tj_call(c, &x, 1)))
+                fail_msg("compiled call %d: %s", k, tj_last_error());
+        }
+    }
+    for (int k = 0; k < 4; k++) {
+        tu_assert_close(got[k], want[k], 0, 0);
+        if (k)
+            assert_true(max_diff(got[k], got[k - 1]) > 0.1);
+    }
+    tj_compiled_stats st;
+    assert_int_equal(tj_compiled_stats_get(c, &st), 0);
+    assert_int_equal(st.eager_calls, 0);
+    tu_assert_explain(c, "1 graph captured, 0 graph breaks");
+    tj_compiled_free(c);
+}
+
+/* Frozen: a mask over a weight is no constant of the graph. */
+static tj_tensor *model_weight_mask(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)n;
+    return tj_matmul(x[0], tj_dropout(ctx, 0.5, true));
+}
+
+static void test_frozen_mask(void **state)
+{
+    (void)state;
+    tj_tensor *w = tj_keep(tj_randn(TJ_F32, 2, (int64_t[]){16, 8}));
+    tj_compiled *c = tj_compile(model_weight_mask, w,
+                                &(tj_compile_options){.name = "frozen_mask", .freeze = true});
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){4, 16});
+    tj_tensor *want[3], *got[3];
+    tj_manual_seed(3);
+    for (int k = 0; k < 3; k++)
+        want[k] = model_weight_mask(w, &x, 1);
+    tj_manual_seed(3);
+    for (int k = 0; k < 3; k++)
+        assert_non_null(got[k] = tj_call(c, &x, 1));
+    for (int k = 0; k < 3; k++)
+        tu_assert_close(got[k], want[k], 1e-5, 1e-5);
+    assert_true(max_diff(got[1], got[2]) > 0.01);
+    tj_compiled_free(c);
+    tj_release(w);
+}
+
+/* A training step with dropout, backward and SGD in one compiled call: the
+ * backward's mask is the forward's (the same counters of the same call). */
+typedef struct step {
+    tj_tensor *w;
+    tj_optimizer *opt;
+} step;
+
+static tj_tensor *train_step(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)n;
+    step *s = ctx;
+    tj_optimizer_zero_grad(s->opt);
+    tj_tensor *h = tj_dropout(tj_tanh(tj_matmul(x[0], s->w)), 0.3, true);
+    tj_tensor *loss = tj_sum(tj_square(h), NULL, 0, false);
+    if (tj_backward(loss) != 0 || tj_optimizer_step(s->opt) != 0)
+        return NULL;
+    return tj_detach(loss);
+}
+
+static void test_training_step(void **state)
+{
+    (void)state;
+    tj_tensor *w0 = tj_randn(TJ_F32, 2, (int64_t[]){12, 10}), *x = tj_randn(TJ_F32, 2, (int64_t[]){6, 12});
+    step se = {tj_keep(tj_clone(w0)), NULL}, sc = {tj_keep(tj_clone(w0)), NULL};
+    tj_sgd_options o = {.lr = 0.1};
+    assert_int_equal(tj_requires_grad(se.w, true), 0);
+    assert_int_equal(tj_requires_grad(sc.w, true), 0);
+    se.opt = tj_sgd(&se.w, 1, &o);
+    sc.opt = tj_sgd(&sc.w, 1, &o);
+    tj_compiled *c = tj_compile(train_step, &sc, &(tj_compile_options){.name = "dropout_step"});
+    tj_manual_seed(5);
+    tj_tensor *le[3], *lc[3];
+    for (int k = 0; k < 3; k++)
+        le[k] = train_step(&se, &x, 1);
+    tj_manual_seed(5);
+    for (int k = 0; k < 3; k++)
+        if (!(lc[k] = tj_call(c, &x, 1)))
+            fail_msg("compiled step %d: %s", k, tj_last_error());
+    for (int k = 0; k < 3; k++)
+        tu_assert_close(lc[k], le[k], 1e-5, 1e-5);
+    tu_assert_close(sc.w, se.w, 1e-5, 1e-6);
+    assert_true(max_diff(sc.w, w0) > 1e-3);
+    tu_assert_explain(c, "0 graph breaks");
+    tj_compiled_free(c);
+    tj_optimizer_free(se.opt);
+    tj_optimizer_free(sc.opt);
+    tj_release(se.w);
+    tj_release(sc.w);
+}
+
+/* Breaks: tj_manual_seed inside (a graph would not seed again), a result
+ * that requires grad (its backward would run in another call), a mask over
+ * symbolic dims. Each says why, and the calls still match eager. */
+static tj_tensor *model_seeded(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)ctx;
+    (void)n;
+    tj_manual_seed(99);
+    return tj_dropout(x[0], 0.5, true);
+}
+
+static tj_tensor *model_grad(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)n;
+    return tj_mul(tj_dropout(x[0], 0.5, true), ctx);
+}
+
+static void test_breaks(void **state)
+{
+    (void)state;
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){8, 32});
+    tj_compiled *c = tj_compile(model_seeded, NULL, &(tj_compile_options){.name = "seeded"});
+    tj_tensor *a = tj_call(c, &x, 1), *b = tj_call(c, &x, 1);
+    assert_non_null(a);
+    tu_assert_close(b, a, 0, 0);   /* seeded alike each call */
+    tu_assert_close(a, model_seeded(NULL, &x, 1), 0, 0);
+    tu_assert_explain(c, "tj_manual_seed inside a compiled function");
+    tj_compiled_free(c);
+
+    tj_tensor *w = tj_keep(tj_randn(TJ_F32, 2, (int64_t[]){8, 32}));
+    assert_int_equal(tj_requires_grad(w, true), 0);
+    c = tj_compile(model_grad, w, &(tj_compile_options){.name = "grad"});
+    tj_manual_seed(4);
+    tj_tensor *g = tj_call(c, &x, 1);
+    assert_non_null(g);
+    assert_int_equal(tj_backward(tj_sum(g, NULL, 0, false)), 0);
+    tj_tensor *gw = tj_clone(tj_grad(w));
+    tj_zero_grad(w);
+    tj_manual_seed(4);
+    tj_tensor *e = model_grad(w, &x, 1);
+    assert_int_equal(tj_backward(tj_sum(e, NULL, 0, false)), 0);
+    tu_assert_close(g, e, 0, 0);
+    tu_assert_close(gw, tj_grad(w), 0, 0);
+    tu_assert_explain(c, "a random op in a function whose results require grad");
+    tj_compiled_free(c);
+    tj_release(w);
+
+    c = tj_compile(model_draws, NULL, &(tj_compile_options){.name = "dynamic"});
+    for (int rows = 3; rows < 6; rows++) {   /* the third size traces symbolic rows */
+        tj_tensor *xr = tj_randn(TJ_F32, 2, (int64_t[]){rows, 100});
+        tj_manual_seed(8);
+        tj_tensor *want = model_draws(NULL, &xr, 1);
+        tj_manual_seed(8);
+        tj_tensor *got = tj_call(c, &xr, 1);
+        if (!got)
+            fail_msg("rows %d: %s", rows, tj_last_error());
+        tu_assert_close(got, want, 0, 0);
+    }
+    tu_assert_explain(c, "over symbolic dims");
+    tj_compiled_free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
+        T(test_draws_match_eager), T(test_frozen_mask), T(test_training_step), T(test_breaks),
+#undef T
+    };
+    return cmocka_run_group_tests_name("random_graph", tests, NULL, NULL);
+}
