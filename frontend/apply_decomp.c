@@ -24,20 +24,6 @@ static tj_tensor *fail(ir_op op, tj_tensor *const *in, int nin, const char *why)
     return NULL;
 }
 
-/* Whether g's output is a reshape of an expand (tile, repeat,
- * repeat_interleave): a view when the expanded dims had size 1, a stride-0
- * one that a write would refuse, where the composite is a copy in PyTorch. */
-static bool expands(const ir_graph *g)
-{
-    bool reshaped = false;
-    for (const ir_node *o = g->outputs[0]; ir_node_is_view(o); o = o->in[0]) {
-        reshaped |= o->op == OP_reshape;
-        if (reshaped && o->op == OP_expand)
-            return true;
-    }
-    return false;
-}
-
 /* Whether out shares the storage of one of g's inputs (vals[0..ninputs)). */
 static bool shares(const ir_graph *g, tj_tensor *const *vals, const tj_tensor *out)
 {
@@ -72,7 +58,7 @@ static tj_tensor *replay(const ir_graph *g, tj_tensor **vals)
             break;
     }
     tj_tensor *out = vals[ir_slot(g, g->outputs[0])];
-    if (out && (g->outputs[0]->op == IR_OP_INPUT || (expands(g) && shares(g, vals, out))))
+    if (out && (g->outputs[0]->op == IR_OP_INPUT || (ir_view_chain_expands(g->outputs[0]) && shares(g, vals, out))))
         out = fe_apply(OP_copy, &out, 1, NULL);   /* an identity, or a repeat: still a new tensor */
     if (out)
         r = tj_keep(out);
@@ -97,7 +83,7 @@ bool fe_decomp_is_view(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *
     const ir_node *chain[64];
     int nc = 0;
     const ir_node *o = g->noutputs ? ir_view_chain(g->outputs[0], chain, 64, &nc) : NULL;
-    bool view = o && ir_node_is_input(o) && o->id == 0 && nc < 64 && !expands(g), sym = false;
+    bool view = o && ir_node_is_input(o) && o->id == 0 && nc < 64 && !ir_view_chain_expands(g->outputs[0]), sym = false;
     for (int k = 0; k < nc; k++) {
         view &= chain[k]->op != OP_as_strided;
         sym |= ir_type_has_sym(&chain[k]->type) || ir_type_has_sym(&chain[k]->in[0]->type);

@@ -178,6 +178,17 @@ const ir_node *ir_view_root(const ir_node *n)
     return n;
 }
 
+bool ir_view_chain_expands(const ir_node *n)
+{
+    bool reshaped = false;
+    for (; ir_node_is_view(n); n = n->in[0]) {
+        reshaped |= n->op == OP_reshape;
+        if (reshaped && n->op == OP_expand)
+            return true;
+    }
+    return false;
+}
+
 const ir_node *ir_view_chain(const ir_node *n, const ir_node **chain, int max, int *len)
 {
     *len = 0;

@@ -162,6 +162,10 @@ void ir_node_attrs(const ir_node *n, ir_attrs *out);
 bool ir_node_is_view(const ir_node *n);
 /* The node under n's chain of views (n when n is no view). */
 const ir_node *ir_view_root(const ir_node *n);
+/* Whether n's chain of views has a reshape above an expand (the
+ * decomposition of tile, repeat, repeat_interleave): eagerly a copy, as in
+ * PyTorch, where a replay of the views would give a stride-0 view. */
+bool ir_view_chain_expands(const ir_node *n);
 /* The chain of views under n: chain[0] = n, chain[k + 1] = chain[k]->in[0],
  * as long as each is a view node, at most max of them (*len: how many).
  * Returns the node under the chain (n when n is no view), or, for a chain

@@ -22,12 +22,13 @@ static bool views_input(const ir_node *o) { return ir_node_is_input(ir_view_root
 /* Whether old output o, rebuilt as now (an input or views of one), was a
  * tensor of its own eagerly: o did not view an input, and o's bottom is no
  * DCOMP row, whose eager run replays the decomposition now comes from, views
- * and all (an identity replays as a copy: apply_decomp.c). */
+ * and all, except an identity and a reshape of an expand (tile, repeat),
+ * which replay as copies (apply_decomp.c). */
 static bool own_tensor(const ir_node *o, const ir_node *now)
 {
-    while (!ir_node_is_input(o) && ir_ops[o->op].kind == IR_VIEW)
-        o = o->in[0];
-    return !ir_node_is_input(o) && (ir_node_is_input(now) || !ir_ops[o->op].eager_decomp);
+    o = ir_view_root(o);
+    return !ir_node_is_input(o) &&
+           (ir_node_is_input(now) || !ir_ops[o->op].eager_decomp || ir_view_chain_expands(now));
 }
 
 ir_graph *ps_rebuild(const ir_graph *g, const bool *keep, ps_node_hook hook, void *ctx, char *err,

@@ -461,6 +461,8 @@ static void compare_call(tj_compiled *c, prog *p, int call, int nw, tj_tensor **
 static int check_call(tj_compiled *c, tj_model_multi_fn fn, void *ectx, prog *p, tj_tensor **ea,
                       tj_tensor **ca, const argspec *spec, int call, tj_tensor **want, tj_tensor **got)
 {
+    uint64_t rng = (uint64_t)p->seed * 8u + (uint64_t)call;   /* random steps draw alike */
+    tj_manual_seed(rng);
     int nw = eager_run(fn, ectx, p, ea, call, want);
     if (nw < 0) {
         char refusal[512];
@@ -476,6 +478,7 @@ static int check_call(tj_compiled *c, tj_model_multi_fn fn, void *ectx, prog *p,
         tj_clear_error();
         return -1;
     }
+    tj_manual_seed(rng);
     int ng = p->aot ? tj_aot_run(p->aot, ca, 3, got, MAX_OUTS) : tj_call_multi(c, ca, 3, got, MAX_OUTS);
     compare_call(c, p, call, nw, want, ea, ng, got, ca, tj_last_error(), spec);
     return nw;

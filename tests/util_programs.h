@@ -98,6 +98,12 @@ tj_tensor *tu_program_views(gen *g, tj_tensor *a, tj_tensor *b, bool exact);
 /* x += 1 in place (a bool x: x = !x, in place), as in-place ops keep x's
  * dtype category; 0 or -1. */
 int tu_program_bump_(tj_tensor *x);
+/* Whether program p may draw random numbers (dropout, rand, randn): not in
+ * the int, dynamic and train modes, nor in the programs whose first call
+ * runs on two threads at once (their draws interleave) or that are
+ * exported (an exported model does not draw: docs/export.md). The harness
+ * seeds the generator alike before the eager and the compiled call. */
+bool tu_program_draws(const prog *p);
 /* The function a program calls compiled (prog.inner, compiled with ctx the
  * program): a few steps of its own on its argument, maybe writing the
  * argument in place first. */

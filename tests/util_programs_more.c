@@ -526,6 +526,12 @@ tj_tensor *tu_program_inner(void *ctx, tj_tensor *const *in, int n)
     return x;
 }
 
+bool tu_program_draws(const prog *p)
+{
+    bool mode = p->mode == M_F32 || p->mode == M_F64 || p->mode == M_MIXED || p->mode == M_AUTOCAST;
+    return mode && p->seed % 16 != 9 && p->seed % 8 != 5;
+}
+
 tj_tensor *tu_program_more(gen *g, tj_tensor *a, tj_tensor *b, bool exact)
 {
     int nd = tj_ndim(a), d = nd ? rnd(g, nd) : 0;
@@ -535,6 +541,14 @@ tj_tensor *tu_program_more(gen *g, tj_tensor *a, tj_tensor *b, bool exact)
         tj_tensor *x = g->near_weight ? tj_clone(a) : a;
         note(g, "a compiled function's call (inlined when traced)");
         return tj_call(g->p->inner, &x, 1);
+    }
+    if (tu_program_draws(g->p) && rnd(g, 10) == 0) {
+        tj_tensor *f = flt(a);
+        switch (rnd(g, 3)) {
+        case 0: note(g, "dropout 0.4 (training)"); return tj_dropout(f, 0.4, true);
+        case 1: note(g, "a * rand_like(a)"); return tj_mul(f, tj_rand(tj_dtype_of(f), nd, tj_shape(f)));
+        default: note(g, "a + randn_like(a)"); return tj_add(f, tj_randn(tj_dtype_of(f), nd, tj_shape(f)));
+        }
     }
     bool windowed = !exact && (nd == 3 || nd == 4) && tj_numel(a) > 0;
     if (windowed && rnd(g, 3) == 0)   /* 3-D and 4-D values are rarer than the others */
