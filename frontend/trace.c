@@ -261,11 +261,13 @@ tj_tensor *fe_trace_apply(fe_trace *tr, ir_op op, tj_tensor *const *in, int nin,
     if (ir_ops[op].kind == IR_RANDOM || op == OP_dropout) {
         /* in the graph with counters relative to the call (fe_rng_reserve) */
         bool rel = (uint64_t)a->a[op == OP_dropout ? 2 : 3].i[0] & RT_RNG_CALL;
-        if (!rel)
+        if (!rel) {
             trace_break(tr, "random op %s drawn outside the trace", ir_ops[op].name);
-        else if (op == OP_dropout && in[0] && in[0]->sym && ir_type_has_sym(&((ir_node *)in[0]->sym)->type))
-            trace_break(tr, "random op %s over symbolic dims (its mask needs a static shape)",
-                        ir_ops[op].name);
+        } else if (op == OP_dropout && in[0] && in[0]->sym && ir_type_has_sym(&((ir_node *)in[0]->sym)->type)) {
+            tr->dyn_unsupported = true;   /* traced again with static dims */
+            rt_error("tracing: dropout cannot follow symbolic dims yet (its mask needs a static shape)");
+            return NULL;
+        }
     }
 
     /* The example types: the same rule and message as eager. */
