@@ -48,6 +48,7 @@ typedef struct piece {
     int index;              /* its position in a call: 0 is the first piece */
     bool final;             /* ends at the function's return */
     int *oslot;             /* ir_slot of each output */
+    int nout;               /* outputs (g's are set only when there are some) */
     int *last_use;
     sc_plan_set *plans;     /* NULL: no outputs (nothing to run) */
     atomic_bool retired;    /* replaced by one with more outputs */
@@ -280,12 +281,12 @@ static piece *find_piece(fe_split *sp, const ir_graph *g, int index, bool final,
     for (int k = 0; k < sp->np && !found; k++) {
         piece *p = sp->p[k];
         if (atomic_load(&p->retired) || p->index != index || p->final != final ||
-            !ir_graph_same_body(p->g, g) || (final && p->g->noutputs != nneed))
+            !ir_graph_same_body(p->g, g) || (final && p->nout != nneed))
             continue;
         bool all = true;
         for (int i = 0; i < nneed && all; i++) {
             bool has = false;
-            for (int j = 0; j < p->g->noutputs && !has; j++)
+            for (int j = 0; j < p->nout && !has; j++)
                 has = p->oslot[j] == need[i] && (!final || j == i);
             all = has;
         }
@@ -399,7 +400,7 @@ static int flush(fe_trace *tr, const char *brk, bool final, tj_tensor *const *re
             goto out;
         }
     }
-    int nout = p ? p->g->noutputs : nwant;
+    int nout = p ? p->nout : nwant;
     vals = calloc((size_t)nout + 1, sizeof *vals);
     if (!vals) {
         rt_error("out of memory while tracing");
@@ -759,12 +760,12 @@ static void keep_pieces(fe_segrun *R)
         if (!d->used && d->g->nnodes == 0 && d->nslots == 0)
             continue;   /* nothing ran: no piece */
         int n = 0;
-        int *slots = malloc(sizeof *slots * (size_t)((d->used ? d->used->g->noutputs : 0) + d->nslots + 1));
-        ir_node **on = malloc(sizeof *on * (size_t)((d->used ? d->used->g->noutputs : 0) + d->nslots + 1));
+        int *slots = malloc(sizeof *slots * (size_t)((d->used ? d->used->nout : 0) + d->nslots + 1));
+        ir_node **on = malloc(sizeof *on * (size_t)((d->used ? d->used->nout : 0) + d->nslots + 1));
         piece *p = calloc(1, sizeof *p);
         if (!slots || !on || !p)
             goto skip;
-        for (int j = 0; d->used && j < d->used->g->noutputs; j++)
+        for (int j = 0; d->used && j < d->used->nout; j++)
             slots[n++] = d->used->oslot[j];
         for (int j = 0; j < d->nslots; j++) {
             bool has = false;
@@ -781,6 +782,7 @@ static void keep_pieces(fe_segrun *R)
         p->index = k;
         p->final = d->final;
         p->oslot = slots;
+        p->nout = n;
         slots = NULL;
         snprintf(p->brk, sizeof p->brk, "%s", d->brk);
         if (n) {
@@ -931,7 +933,7 @@ void fe_split_explain(fe_split *sp, FILE *f)
         if (p->plans)
             sc_plans_info(p->plans, &pi);
         fprintf(f, "    piece %d (graph %d of a call): %d nodes, %d inputs, %d outputs, %lu runs; ",
-                k + 1, p->index + 1, p->g->nnodes, p->g->ninputs, p->g->noutputs,
+                k + 1, p->index + 1, p->g->nnodes, p->g->ninputs, p->nout,
                 (unsigned long)atomic_load(&p->runs));
         if (pi.compiled)
             fprintf(f, "%d kernel%s, %d eager call%s (built in %.1f ms)", pi.kernels,
