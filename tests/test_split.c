@@ -316,6 +316,37 @@ static void test_random_op_in_the_middle(void **state)
     tj_compiled_free(c);
 }
 
+/* A piece whose values nothing reads (a dead exp, flushed because the
+ * dropout after it reads an argument's values, in a call split at a later
+ * tj_item): the piece kept the graph's
+ * outputs without their slots, and the next call read them uninitialised
+ * (random programs, f32 seed 1102318 of the generator with random steps). */
+static tj_tensor *model_dead_piece(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)ctx;
+    (void)n;
+    tj_exp(x[0]);
+    tj_tensor *d = tj_dropout(x[0], 0.5, true);
+    return tj_mul_s(d, tj_item(tj_amax(d, NULL, 0, false)));
+}
+
+static void test_dead_piece(void **state)
+{
+    (void)state;
+    tj_compiled *c = tj_compile(model_dead_piece, NULL, &(tj_compile_options){.name = "dead"});
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){8, 16});
+    for (int k = 0; k < 4; k++) {
+        tj_manual_seed(40 + (uint64_t)k);
+        tj_tensor *y = tj_call(c, &x, 1);
+        if (!y)
+            fail_msg("call %d: %s", k, tj_last_error());
+        tj_manual_seed(40 + (uint64_t)k);
+        tu_assert_close(y, model_dead_piece(NULL, &x, 1), 0, 0);
+    }
+    assert_explain_has(c, "piece 1 (graph 1 of a call): 1 nodes, 1 inputs, 0 outputs");
+    tj_compiled_free(c);
+}
+
 /* Several results across a break, one of them an argument. */
 static int model_multi(void *ctx, tj_tensor *const *x, int n, tj_tensor **out, int max)
 {
@@ -494,7 +525,7 @@ int main(void)
         T(test_two_breaks_three_graphs), T(test_loop_trip_count),         T(test_late_value),
         T(test_buffer_write_before_break), T(test_random_op_in_the_middle), T(test_results_across_break),
         T(test_late_value_after_write), T(test_late_value_after_view_write),   T(test_writes_in_two_pieces),
-        T(test_view_write_after_break), T(test_view_write_twins), T(test_view_write_then_base),
+        T(test_view_write_after_break), T(test_view_write_twins), T(test_view_write_then_base), T(test_dead_piece),
 #undef T
     };
     return cmocka_run_group_tests_name("split", tests, NULL, NULL);
