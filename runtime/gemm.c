@@ -14,7 +14,7 @@
  * split into f32 halves) swaps the two inner loops by half panels (16 columns):
  * each half is read from L1 by every sliver of the block (the AVX2 kernel
  * works in 6 x 16 sub-tiles), while the next half is prefetched, and the
- * row blocks are up to MC_HALF rows (one block for m <= 264). With one row
+ * row blocks are up to MC_HALF rows (more with a short k: half_rows). With one row
  * block on several threads (shared_run) A is packed once for all k-blocks
  * over the pool, then column tasks of up to SHARED_PANELS panels (fewer
  * towards the end), each over all k-blocks, are claimed one at a time.
