@@ -426,15 +426,18 @@ static bool uses_inst(const cg_kernel *k, int i, int what)
 /* A full value v stored to buffer b after the reductions that reuses an
  * expensive value a reduction stage computed (softmax: exp(x - max) in the
  * sum and again in the division): that stage also stores it into b's row,
- * and v reads it back instead of computing it again. Returns the value to
+ * and v reads it back instead of computing it again. v the reduced value
+ * itself, however cheap (a training step's relu backward, where(mask, dy,
+ * 0), stored and summed over the batch for the bias gradient): stored by
+ * that stage, so no later pass reads the inputs again. Returns the value to
  * store after the reductions, or -1 when the stage's store is all. */
 static int cache_in_row(lw *L, int v, int b)
 {
     cg_kernel *k = &L->out->k;
     for (int s = k->nstages - 1; s >= 0; s--) {
         const cg_stage *st = &k->stages[s];
-        if (!st->reduce || k->inst[st->val].dt != k->bufs[b].dt || !expensive(k, st->val, 0) ||
-            !uses_inst(k, v, st->val))
+        if (!st->reduce || k->inst[st->val].dt != k->bufs[b].dt ||
+            (v != st->val && (!expensive(k, st->val, 0) || !uses_inst(k, v, st->val))))
             continue;
         if (cg_stage_store(k, s, st->val, b))
             return v;

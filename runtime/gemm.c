@@ -14,7 +14,7 @@
  * split into f32 halves) swaps the two inner loops by half panels (16 columns):
  * each half is read from L1 by every sliver of the block (the AVX2 kernel
  * works in 6 x 16 sub-tiles), while the next half is prefetched, and the
- * row blocks are up to MC_HALF rows (one block for m <= 264). With one row
+ * row blocks are up to MC_HALF rows (more with a short k: half_rows). With one row
  * block on several threads (shared_run) A is packed once for all k-blocks
  * over the pool, then column tasks of up to SHARED_PANELS panels (fewer
  * towards the end), each over all k-blocks, are claimed one at a time.
@@ -1004,6 +1004,18 @@ static int shared_run(gemm_call *g, int th)
     return atomic_load(&sc.failed) ? -1 : 0;
 }
 
+/* Rows per block in the half-panel order: MC_HALF (A's block 270 KB); with B
+ * packed in the call and k under one k-block, as many as keep that size, so
+ * a task packs B once (P7's dW, 512x784x128: one block; tjg_raw_row_blocks). */
+static int64_t half_rows(const gemm_call *g)
+{
+    int64_t kgt = g->b->kp / group_of(g->b->type);
+    return !g->braw || kgt == 0 || kgt >= g->kc ? MC_HALF : g->kc * MC_HALF / kgt / TJG_MR * TJG_MR;
+}
+
+static atomic_ullong raw_blocks;
+unsigned long long tjg_raw_row_blocks(void) { return atomic_load(&raw_blocks); }
+
 static atomic_ullong padded_calls;
 
 unsigned long long tjg_padded_calls(void) { return atomic_load(&padded_calls); }
@@ -1031,8 +1043,8 @@ static int run(gemm_call *g)
     if (g->a_7bit && !g->amx && tjg_isa_current() == TJG_AVX2)
         g->half = tjg_q8_half_avx2();
     g->mc = MC, g->kc = g->kern.widen_b || g->b->type == TJG_F16 ? KCG_WIDE : KCG;
-    if (g->half)   /* rows in as few even blocks as fit MC_HALF: B read once per block */
-        g->mc = cdiv(cdiv(g->m, cdiv(g->m, MC_HALF)), TJG_MR) * TJG_MR;
+    if (g->half)   /* rows in as few even blocks as fit: B read once per block */
+        g->mc = cdiv(cdiv(g->m, cdiv(g->m, half_rows(g))), TJG_MR) * TJG_MR;
     g->nbi = cdiv(g->m, g->mc);
     /* 1 nested in a pool task (a pair's GEMM, a block's), or for a small
      * GEMM (tjg_small: waking the pool costs more than it saves) */
@@ -1071,6 +1083,8 @@ static int run(gemm_call *g)
     int64_t per = cdiv(panels, nbj);
     g->nc = per * TJG_NR;
     g->nbj = cdiv(panels, per);
+    if (g->braw)
+        atomic_fetch_add(&raw_blocks, (unsigned long long)g->nbi);
     tasks_ctx tc = {.g = g};
     atomic_init(&tc.failed, 0);
     if (th == 1)

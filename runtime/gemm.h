@@ -243,6 +243,10 @@ static inline float tjg_bf16_to_f32(uint16_t h)
  * multiple of 1024 floats apart (gemm.c, run; for tests). */
 unsigned long long tjg_padded_calls(void);
 
+/* Row blocks of tjg_gemm_f32_raw calls so far (each block's tasks pack their
+ * columns of B once: gemm.c, half_rows; for tests). */
+unsigned long long tjg_raw_row_blocks(void);
+
 /* ---- one level of Strassen-Winograd on a kept f32 weight (gemm_strassen.c) -------- */
 /* B[k,n] (k, n even; element (kk, j) at b[kk*rs + j*cs]) in its Strassen
  * form: the seven k/2 x n/2 right operands of Winograd's variant (B11, B21,

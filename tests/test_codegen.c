@@ -608,6 +608,51 @@ static void test_dumps(void **state)
     assert_non_null(strstr(out, "dumped.kernels.txt"));   /* named by what they hold */
 }
 
+/* A relu backward and its bias gradient (a training step's): y =
+ * where(m, dy, 0), m the forward's saved bool mask, stored and summed over
+ * the batch (dim 0: a column kernel) or over the row (dim 1). The reduction
+ * stage stores y as it sums it (lower.c, cache_in_row; before, only a value
+ * with a costly call was), so no later stage reads dy and m again: the
+ * kernel's text has the store in stage 0 and no stage 1; values as eager's. */
+static int model_relu_bwd(void *ctx, tj_tensor *const *a, int n, tj_tensor **outs, int max)
+{
+    int dim = *(const int *)ctx;
+    outs[0] = tj_where(a[1], a[0], tj_zeros_like(a[0]));
+    outs[1] = tj_sum(outs[0], &dim, 1, false);
+    return 2;
+}
+
+static void test_reduced_value_stored_in_stage(void **state)
+{
+    for (int dim = 0; dim < 2; dim++) {
+        char dir[] = "/tmp/tjit-dump-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        setenv("TJIT_DUMP", "kernels", 1);
+        setenv("TJIT_DUMP_DIR", dir, 1);
+        tj_tensor *args[2] = {tj_randn(TJ_F32, 2, (int64_t[]){48, 40}),
+                              tj_gt_s(tj_randn(TJ_F32, 2, (int64_t[]){48, 40}), 0)};
+        tj_compiled *c = tj_compile_multi(model_relu_bwd, &dim, &(tj_compile_options){.name = "rb"});
+        tj_tensor *got[2], *want[2];
+        assert_int_equal(tj_call_multi(c, args, 2, got, 2), 2);
+        unsetenv("TJIT_DUMP");
+        unsetenv("TJIT_DUMP_DIR");
+        assert_int_equal(model_relu_bwd(&dim, args, 2, want, 2), 2);
+        tu_assert_close(got[0], want[0], 0, 0);
+        tu_assert_close(got[1], want[1], 1e-6, 1e-6);
+        tj_compiled_free(c);
+        char cmd[512], out[256] = "";
+        snprintf(cmd, sizeof cmd, "cd %s && grep -c 'stage 0: reduce sum %%[0-9]*; store' *kernels.txt; "
+                 "grep -c 'stage 1' *kernels.txt; rm -rf %s", dir, dir);
+        FILE *p = popen(cmd, "r");
+        size_t n = fread(out, 1, sizeof out - 1, p);
+        out[n] = '\0';
+        pclose(p);
+        if (strcmp(out, "1\n0\n"))
+            fail_msg("dim %d: want the store in the reduction stage and no stage 1; grep counts:\n%s",
+                     dim, out);
+    }
+}
+
 /* ---- random graphs ------------------------------------------------------------------------------ */
 
 static unsigned rng_state;
@@ -998,6 +1043,7 @@ int main(int argc, char **argv)
         T(test_backend_eager),
         T(test_plan_runtime_error),
         T(test_dumps),
+        T(test_reduced_value_stored_in_stage),
         T(test_random_graphs),
         T(test_threads_share_a_plan),
         T(test_perf_map),

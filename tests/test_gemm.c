@@ -175,6 +175,40 @@ static void test_f32_raw(void **state)
     tjg_isa_force(-1);
 }
 
+/* The row blocks of tjg_gemm_f32_raw on the AVX2 half-panel order
+ * (gemm.c, half_rows): with k under one k-block, A's block holds as many
+ * rows as 264 x 256 floats (P7's dW = dY^T X, 512 x 784 x 128 with A
+ * transposed: one block, so B is packed once, not twice); from one k-block
+ * of k up, 264 rows as before. One thread; the values are raw_case's. */
+static void test_raw_row_blocks(void **state)
+{
+    (void)state;
+    if (tjg_isa_current() != TJG_AVX2) {
+        printf("#summary skipped raw row blocks: not the avx2 variant\n");
+        return;
+    }
+    int threads = tj_num_threads();
+    tj_set_num_threads(1);
+    static const struct { dims d; unsigned long long blocks; } cs[] = {
+        {{512, 784, 128}, 1}, {{600, 97, 17}, 1}, {{1100, 64, 64}, 2},
+        {{512, 200, 256}, 2}, {{600, 97, 300}, 3}};
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        dims d = cs[i].d;
+        float *a = malloc((size_t)(d.m * d.k) * 4), *b = malloc((size_t)(d.k * d.n) * 4),
+              *c = malloc((size_t)(d.m * d.n) * 4);
+        fill(a, d.m * d.k, 6), fill(b, d.k * d.n, 7);
+        unsigned long long before = tjg_raw_row_blocks();
+        assert_int_equal(tjg_gemm_f32_raw(d.m, a, 1, d.m, b, d.n, 1, d.k, d.n, c, d.n, NULL, NULL),
+                         0);
+        if (tjg_raw_row_blocks() - before != cs[i].blocks)
+            fail_msg("%lldx%lldx%lld: %llu row blocks, want %llu", (long long)d.m,
+                     (long long)d.n, (long long)d.k, tjg_raw_row_blocks() - before, cs[i].blocks);
+        raw_case(d, 1, 0, false);
+        free(a), free(b), free(c);
+    }
+    tj_set_num_threads(threads);
+}
+
 static void test_bf16_rne(void **state)
 {
     (void)state;
@@ -1088,6 +1122,7 @@ int main(void)
         cmocka_unit_test(test_bf16_rne),
         cmocka_unit_test(test_f32_variants),
         cmocka_unit_test(test_f32_raw),
+        cmocka_unit_test(test_raw_row_blocks),
         cmocka_unit_test(test_gemm_kept),
         cmocka_unit_test(test_bf16_variants),
         cmocka_unit_test(test_bf16_widened),
