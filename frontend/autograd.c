@@ -198,29 +198,37 @@ static ag_node *node_new(ir_op op, int nin)
  * written. 0 or -1 (out of memory). */
 static int regen(ag_meta *m, const ag_meta *bm)
 {
-    const ag_view *v = m->view;
+    const ag_view *few[16], **c = ag_view_chain(m->view, few, 16);
+    if (!c)
+        return -1;
     ag_node *prev = NULL;   /* the history so far (one hold) */
-    bool any = fe_ag_requires_grad(v->base);
-    for (int k = 0; k < v->n && any; k++) {
-        const ag_view_step *s = &v->step[k];
+    bool any = fe_ag_requires_grad(m->view->base), failed = false;
+    for (int k = 0; k < m->view->depth && any && !failed; k++) {
+        const ag_view *s = c[k];
         ag_node *n = node_new(s->op, 1);
         if (n && !(n->in[0].saved = ag_detached(s->in))) {
             node_release(n);
             n = NULL;
         }
         if (!n) {
-            node_release(prev);
-            return -1;
+            failed = true;
+            break;
         }
         n->attrs = s->attrs;
         n->in[0].version = version_of(s->in);
         if (k == 0) {
-            link_input(&n->in[0], v->base);
+            link_input(&n->in[0], m->view->base);
         } else {
             n->in[0].need = true;
             n->in[0].fn = prev;   /* the hold passes to n */
         }
         prev = n;
+    }
+    if (c != few)
+        free(c);
+    if (failed) {
+        node_release(prev);
+        return -1;
     }
     node_release(m->fn);
     m->fn = prev;
@@ -289,7 +297,7 @@ tj_tensor *fe_ag_record(ir_op op, tj_tensor *const *in, int nin, const ir_attrs 
     rm->fn = n;
     if (ir_ops[op].kind == IR_VIEW && ag_view_shares(r, in[0])) {   /* a view of in[0]: its lineage */
         const ag_meta *im = meta_of(in[0]);
-        ag_view *v = ag_view_extend(im ? im->view : NULL, in[0], op, a, r);
+        ag_view *v = ag_view_extend(im ? im->view : NULL, in[0], n->in[0].saved, op, a, r);
         if (!v)
             return NULL;
         const ag_meta *bm = meta_of(v->base);

@@ -157,34 +157,36 @@ tj_tensor *ag_unslice(tj_tensor *g, int dim, int64_t start, int64_t step, int64_
  * state; refs 1, in no scope. */
 tj_tensor *ag_detached(const tj_tensor *t);
 
-/* One op of a view's chain: in is a detached header of its input. */
-typedef struct ag_view_step {
-    ir_op op;
-    ir_attrs attrs;
-    tj_tensor *in;
-} ag_view_step;
-
-/* How a view was made from its base (shared by the view's state and the
- * CopySlices nodes of writes through it; counted). */
-typedef struct ag_view {
+/* How a view was made from its base: the last op of its chain, and the
+ * lineage of that op's input (parent; NULL when the input is the base).
+ * Shared by the view's state, its views' lineages and the CopySlices nodes
+ * of writes through it (counted). */
+typedef struct ag_view ag_view;
+struct ag_view {
     atomic_int refs;
     tj_tensor *base;         /* retained: the chain's first input, no view itself */
+    ag_view *parent;         /* retained, or NULL */
+    int depth;               /* ops in the chain */
     bool ok;                 /* its write can be differentiated (not: as_strided
                               * of a base that does not hold its storage) */
+    ir_op op;
+    ir_attrs attrs;
+    tj_tensor *in;           /* a detached header of the op's input */
     int ndim;                /* the view's shape */
     int64_t shape[TJ_MAX_DIMS];
-    int n;
-    ag_view_step step[];
-} ag_view;
+};
 
 /* Whether r, the result of a view op of x, shares x's storage (not: a
  * reshape that copied). */
 bool ag_view_shares(const tj_tensor *r, const tj_tensor *x);
-/* The lineage of r, the result of view op `op` (attributes a) of x: parent's
- * (x's lineage, or NULL when x is no view) and one more step. NULL when out
- * of memory (error set). */
-ag_view *ag_view_extend(const ag_view *parent, tj_tensor *x, ir_op op, const ir_attrs *a,
+/* The lineage of r, the result of view op `op` (attributes a) of x: x's
+ * (parent, NULL when x is no view) and one more op; xd is a detached header
+ * of x (retained). NULL when out of memory (error set). */
+ag_view *ag_view_extend(ag_view *parent, tj_tensor *x, tj_tensor *xd, ir_op op, const ir_attrs *a,
                         const tj_tensor *r);
+/* v's chain from the base, first op first: few when it has room (nfew),
+ * else an allocation the caller frees; NULL when out of memory (error set). */
+const ag_view **ag_view_chain(const ag_view *v, const ag_view **few, int nfew);
 void ag_view_release(ag_view *v);
 /* g (the base's shape) read through the view: the view's part of it. */
 tj_tensor *ag_view_replay(const ag_view *v, tj_tensor *g);

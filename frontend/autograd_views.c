@@ -28,61 +28,70 @@ bool ag_view_shares(const tj_tensor *r, const tj_tensor *x)
     return r != x && (r->storage ? r->storage == x->storage : r->alias && fe_alias_of(r) == fe_alias_of(x));
 }
 
-ag_view *ag_view_extend(const ag_view *parent, tj_tensor *x, ir_op op, const ir_attrs *a,
+ag_view *ag_view_extend(ag_view *parent, tj_tensor *x, tj_tensor *xd, ir_op op, const ir_attrs *a,
                         const tj_tensor *r)
 {
-    int n = parent ? parent->n + 1 : 1;
-    ag_view *v = calloc(1, sizeof *v + (size_t)n * sizeof v->step[0]);
+    ag_view *v = malloc(sizeof *v);
     if (!v) {
         rt_error("%s: out of memory recording a view for autograd", ir_ops[op].name);
         return NULL;
     }
     atomic_init(&v->refs, 1);
-    v->n = n;
     v->base = tj_retain(parent ? parent->base : x);
+    v->parent = parent;
+    if (parent)
+        atomic_fetch_add(&parent->refs, 1);
+    v->depth = parent ? parent->depth + 1 : 1;
     /* as_strided reads storage positions: replayable only on a gradient laid
      * out as the base's storage (a base that holds it; traced, a fresh value) */
     v->ok = !parent || parent->ok;
     if (op == OP_as_strided)
         v->ok &= v->base->storage ? rt_holds_storage(v->base) : !parent;
-    for (int k = 0; k < n - 1; k++) {
-        v->step[k] = parent->step[k];
-        tj_retain(v->step[k].in);
-    }
-    ag_view_step *s = &v->step[n - 1];
-    s->op = op;
-    s->attrs = *a;
-    s->in = ag_detached(x);
+    v->op = op;
+    v->attrs = *a;
+    v->in = tj_retain(xd);
     v->ndim = r->ndim;
     memcpy(v->shape, r->shape, sizeof v->shape);
-    if (!s->in) {
-        ag_view_release(v);
-        return NULL;
-    }
     return v;
 }
 
 void ag_view_release(ag_view *v)
 {
-    if (!v || atomic_fetch_sub_explicit(&v->refs, 1, memory_order_acq_rel) != 1)
-        return;
-    for (int k = 0; k < v->n; k++)
-        tj_release(v->step[k].in);
-    tj_release(v->base);
-    free(v);
+    while (v && atomic_fetch_sub_explicit(&v->refs, 1, memory_order_acq_rel) == 1) {
+        ag_view *parent = v->parent;   /* iteratively: chains can be long */
+        tj_release(v->in);
+        tj_release(v->base);
+        free(v);
+        v = parent;
+    }
+}
+
+const ag_view **ag_view_chain(const ag_view *v, const ag_view **few, int nfew)
+{
+    const ag_view **c = v->depth <= nfew ? few : malloc((size_t)v->depth * sizeof *c);
+    if (!c) {
+        rt_error("out of memory replaying a view for autograd");
+        return NULL;
+    }
+    for (int k = v->depth - 1; k >= 0; k--, v = v->parent)
+        c[k] = v;
+    return c;
 }
 
 tj_tensor *ag_view_replay(const ag_view *v, tj_tensor *g)
 {
+    const ag_view *few[16], **c = ag_view_chain(v, few, 16);
+    if (!c)
+        return NULL;
     bool strided = false;
-    for (int k = 0; k < v->n; k++)
-        strided |= v->step[k].op == OP_as_strided;
+    for (int k = 0; k < v->depth; k++)
+        strided |= c[k]->op == OP_as_strided;
     /* as_strided counts positions in the base's storage: g row-major in
      * storage of its own (the base holds its storage: ag_view_extend) */
     if (strided && g->storage && !rt_holds_storage(g))
         g = tj_clone(g);
-    for (int k = 0; k < v->n && g; k++) {
-        const ag_view_step *s = &v->step[k];
+    for (int k = 0; k < v->depth && g; k++) {
+        const ag_view *s = c[k];
         if (s->op != OP_as_strided) {
             g = fe_apply(s->op, &g, 1, &s->attrs);
             continue;
@@ -90,6 +99,8 @@ tj_tensor *ag_view_replay(const ag_view *v, tj_tensor *g)
         const ir_attr *sz = &s->attrs.a[0], *st = &s->attrs.a[1];
         g = tj_as_strided(g, sz->n, sz->i, st->i, s->attrs.a[2].i[0]);
     }
+    if (c != few)
+        free(c);
     return g;
 }
 
@@ -97,8 +108,7 @@ tj_tensor *ag_view_outside(const ag_view *v, tj_tensor *g)
 {
     /* the view's elements in the base: ones through the chain's adjoints */
     tj_tensor *m = tj_ones(g->dtype, v->ndim, v->shape);
-    for (int k = v->n - 1; k >= 0 && m; k--) {
-        const ag_view_step *s = &v->step[k];
+    for (const ag_view *s = v; s && m; s = s->parent) {
         tj_tensor *in = s->in, *gx = NULL;
         bool need = true;
         ag_ctx c = {s->op, &s->attrs, 1, &in, NULL, &need};
