@@ -305,12 +305,49 @@ static void test_compiled_views(void **state)
     }
 }
 
+/* A compiled forward called in grad mode (its backward made from the joint
+ * graph, docs/training.md), then tj_backward outside: the write through the
+ * view reaches the weight's gradient as eagerly. */
+static tj_tensor *forward(void *ctx, tj_tensor *const *args, int n)
+{
+    (void)n;
+    tj_tensor *y = tj_mul(ctx, args[0]);
+    return tj_mul_s_(tj_transpose(tj_slice(y, 0, 1, 3, 1), 0, 1), -2) ? NULL : tj_tanh(y);
+}
+
+static void test_compiled_forward(void **state)
+{
+    (void)state;
+    double wv[12], xv[12], want[12];
+    fill(wv, 12, 0.5);
+    fill(xv, 12, 2.0);
+    tj_tensor *w = tj_keep(tu_tensor(TJ_F64, 2, (int64_t[]){4, 3}, wv));
+    tj_tensor *x = tu_tensor(TJ_F64, 2, (int64_t[]){4, 3}, xv);
+    assert_int_equal(tj_requires_grad(w, true), 0);
+    for (int k = 0; k < 12; k++) {   /* d sum(tanh(s w x)) / dw, s = -2 on rows 1, 2 */
+        double s = k / 3 == 1 || k / 3 == 2 ? -2 : 1, t = tanh(s * wv[k] * xv[k]);
+        want[k] = (1 - t * t) * s * xv[k];
+    }
+    tj_compiled *c = tj_compile(forward, w, &(tj_compile_options){.name = "forward"});
+    for (int call = 0; call < 3; call++) {
+        tj_zero_grad(w);
+        tj_tensor *y = call ? tj_call(c, &x, 1) : forward(w, &x, 1);
+        assert_non_null(y);
+        assert_int_equal(tj_backward(tj_sum(y, NULL, 0, false)), 0);
+        tu_assert_close(tj_grad(w), tu_tensor(TJ_F64, 2, (int64_t[]){4, 3}, want), 1e-12, 1e-12);
+    }
+    tu_assert_explain(c, "joint graph partitioned");   /* one graph, its backward from the joint */
+    tj_compiled_free(c);
+    tj_release(w);
+}
+
 int main(void)
 {
     tu_use_build_cache();
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_gradcheck_views), T(test_by_hand), T(test_view_errors), T(test_compiled_views),
+        T(test_compiled_forward),
 #undef T
     };
     return tu_run_jit_suite("autograd_views", tests, sizeof tests / sizeof tests[0], "compiled steps");
