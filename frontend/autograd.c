@@ -35,7 +35,8 @@ typedef struct ag_meta {
     int pending;             /* during a backward: recorded uses still to send a part */
     uint64_t touched;        /* the backward (bw_gen) that last wrote its gradient */
     uint64_t fired;          /* the backward its hook last ran in */
-    ag_view *view;           /* a view: its base and how it was made (autograd_views.c) */
+    ag_view *view;           /* a view: how it was made from its base (autograd_views.c) */
+    tj_tensor *view_base;    /* a view: its base (retained) */
     uint64_t view_gen;       /* a view: the base's gen its fn was made from */
     uint64_t gen;            /* a base: how many times a write replaced its history */
 } ag_meta;
@@ -83,6 +84,7 @@ static void meta_release(rt_agmeta *m)
     tj_release(am->grad);
     node_release(am->fn);
     ag_view_release(am->view);
+    tj_release(am->view_base);
     free(am);
 }
 
@@ -202,7 +204,7 @@ static int regen(ag_meta *m, const ag_meta *bm)
     if (!c)
         return -1;
     ag_node *prev = NULL;   /* the history so far (one hold) */
-    bool any = fe_ag_requires_grad(m->view->base), failed = false;
+    bool any = fe_ag_requires_grad(m->view_base), failed = false;
     for (int k = 0; k < m->view->depth && any && !failed; k++) {
         const ag_view *s = c[k];
         ag_node *n = node_new(s->op, 1);
@@ -217,7 +219,7 @@ static int regen(ag_meta *m, const ag_meta *bm)
         n->attrs = s->attrs;
         n->in[0].version = version_of(s->in);
         if (k == 0) {
-            link_input(&n->in[0], m->view->base);
+            link_input(&n->in[0], m->view_base);
         } else {
             n->in[0].need = true;
             n->in[0].fn = prev;   /* the hold passes to n */
@@ -242,7 +244,7 @@ static ag_node *fn_of(const tj_tensor *t)
 {
     ag_meta *m = meta_of(t);
     if (m && m->view) {
-        const ag_meta *bm = meta_of(m->view->base);
+        const ag_meta *bm = meta_of(m->view_base);
         if ((bm ? bm->gen : 0) != m->view_gen)
             regen(m, bm);   /* out of memory: the error is set, the old history kept */
     }
@@ -297,12 +299,15 @@ tj_tensor *fe_ag_record(ir_op op, tj_tensor *const *in, int nin, const ir_attrs 
     rm->fn = n;
     if (ir_ops[op].kind == IR_VIEW && ag_view_shares(r, in[0])) {   /* a view of in[0]: its lineage */
         const ag_meta *im = meta_of(in[0]);
-        ag_view *v = ag_view_extend(im ? im->view : NULL, in[0], n->in[0].saved, op, a, r);
+        tj_tensor *base = im && im->view ? im->view_base : in[0];
+        ag_view *v = ag_view_extend(im ? im->view : NULL, base, n->in[0].saved, op, a, r);
         if (!v)
             return NULL;
-        const ag_meta *bm = meta_of(v->base);
+        const ag_meta *bm = meta_of(base);
         ag_view_release(rm->view);
+        tj_release(rm->view_base);
         rm->view = v;
+        rm->view_base = tj_retain(base);
         rm->view_gen = bm ? bm->gen : 0;
     }
     return r;
@@ -381,9 +386,8 @@ static int run_compiled(ag_node *n, tj_tensor *g)
 
 /* A write of value through view lv of its base: the base's history becomes
  * a CopySlices node (in[0] the base's old history, in[1] value's). */
-static int rebase_view(ag_view *lv, tj_tensor *value)
+static int rebase_view(ag_view *lv, tj_tensor *base, tj_tensor *value)
 {
-    tj_tensor *base = lv->base;
     if (!fe_ag_requires_grad(base) && !(ir_dtype_is_float(value->dtype) && fe_ag_requires_grad(value)))
         return 0;   /* no history on either side */
     ag_meta *bm = meta_get(base);
@@ -411,7 +415,7 @@ int fe_ag_rebase(tj_tensor *dst, const tj_tensor *value)
 {
     ag_meta *d = meta_of(dst);
     if (no_grad_depth == 0 && d && d->view)
-        return rebase_view(d->view, (tj_tensor *)value);
+        return rebase_view(d->view, d->view_base, (tj_tensor *)value);
     ag_node *vf = fn_of(value);
     if (no_grad_depth != 0 || ((!d || !d->fn) && !vf))
         return 0;   /* no history on either side */
@@ -434,12 +438,12 @@ int fe_ag_check_inplace(const tj_tensor *dst, const char *what)
         return -1;
     }
     const ag_view *v = m && no_grad_depth == 0 ? m->view : NULL;
-    if (v && fe_ag_is_leaf(v->base)) {
+    if (v && fe_ag_is_leaf(m->view_base)) {
         rt_error("%s: a view of a leaf tensor that requires grad cannot be written in place "
                  "(use tj_no_grad_begin/end around the update)", what);
         return -1;
     }
-    if (v && !v->ok && fe_ag_requires_grad(v->base)) {
+    if (v && !v->ok && fe_ag_requires_grad(m->view_base)) {
         rt_error("%s: a write through an as_strided view of a tensor that does not hold its "
                  "whole storage cannot be differentiated", what);
         return -1;

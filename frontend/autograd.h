@@ -160,11 +160,11 @@ tj_tensor *ag_detached(const tj_tensor *t);
 /* How a view was made from its base: the last op of its chain, and the
  * lineage of that op's input (parent; NULL when the input is the base).
  * Shared by the view's state, its views' lineages and the CopySlices nodes
- * of writes through it (counted). */
+ * of writes through it (counted). It does not hold the base: the base's
+ * history holds the CopySlices node, which holds this. */
 typedef struct ag_view ag_view;
 struct ag_view {
     atomic_int refs;
-    tj_tensor *base;         /* retained: the chain's first input, no view itself */
     ag_view *parent;         /* retained, or NULL */
     int depth;               /* ops in the chain */
     bool ok;                 /* its write can be differentiated (not: as_strided
@@ -180,10 +180,11 @@ struct ag_view {
  * reshape that copied). */
 bool ag_view_shares(const tj_tensor *r, const tj_tensor *x);
 /* The lineage of r, the result of view op `op` (attributes a) of x: x's
- * (parent, NULL when x is no view) and one more op; xd is a detached header
- * of x (retained). NULL when out of memory (error set). */
-ag_view *ag_view_extend(ag_view *parent, tj_tensor *x, tj_tensor *xd, ir_op op, const ir_attrs *a,
-                        const tj_tensor *r);
+ * (parent, NULL when x is no view) and one more op; base is the chain's
+ * base, xd a detached header of x (retained). NULL when out of memory
+ * (error set). */
+ag_view *ag_view_extend(ag_view *parent, const tj_tensor *base, tj_tensor *xd, ir_op op,
+                        const ir_attrs *a, const tj_tensor *r);
 /* v's chain from the base, first op first: few when it has room (nfew),
  * else an allocation the caller frees; NULL when out of memory (error set). */
 const ag_view **ag_view_chain(const ag_view *v, const ag_view **few, int nfew);

@@ -4,8 +4,9 @@
  * A recorded view op (slice, permute, reshape as a view, squeeze, unsqueeze,
  * expand, as_strided; narrow, select, transpose, diagonal, movedim, t and
  * view_as run as these) whose result shares its input's storage gets a
- * lineage: the base (the first tensor of the chain that is no view) and the
- * chain of view ops from it. The tape (autograd.c) uses it two ways:
+ * lineage: the chain of view ops from its base (the first tensor of the
+ * chain that is no view; the view's state holds it). The tape (autograd.c)
+ * uses it two ways:
  *
  *   a write through the view: the base's history becomes a CopySlices node:
  *       the base's gradient g, read through the view (ag_view_replay), goes
@@ -28,8 +29,8 @@ bool ag_view_shares(const tj_tensor *r, const tj_tensor *x)
     return r != x && (r->storage ? r->storage == x->storage : r->alias && fe_alias_of(r) == fe_alias_of(x));
 }
 
-ag_view *ag_view_extend(ag_view *parent, tj_tensor *x, tj_tensor *xd, ir_op op, const ir_attrs *a,
-                        const tj_tensor *r)
+ag_view *ag_view_extend(ag_view *parent, const tj_tensor *base, tj_tensor *xd, ir_op op,
+                        const ir_attrs *a, const tj_tensor *r)
 {
     ag_view *v = malloc(sizeof *v);
     if (!v) {
@@ -37,7 +38,6 @@ ag_view *ag_view_extend(ag_view *parent, tj_tensor *x, tj_tensor *xd, ir_op op, 
         return NULL;
     }
     atomic_init(&v->refs, 1);
-    v->base = tj_retain(parent ? parent->base : x);
     v->parent = parent;
     if (parent)
         atomic_fetch_add(&parent->refs, 1);
@@ -46,7 +46,7 @@ ag_view *ag_view_extend(ag_view *parent, tj_tensor *x, tj_tensor *xd, ir_op op, 
      * out as the base's storage (a base that holds it; traced, a fresh value) */
     v->ok = !parent || parent->ok;
     if (op == OP_as_strided)
-        v->ok &= v->base->storage ? rt_holds_storage(v->base) : !parent;
+        v->ok &= base->storage ? rt_holds_storage(base) : !parent;
     v->op = op;
     v->attrs = *a;
     v->in = tj_retain(xd);
@@ -60,7 +60,6 @@ void ag_view_release(ag_view *v)
     while (v && atomic_fetch_sub_explicit(&v->refs, 1, memory_order_acq_rel) == 1) {
         ag_view *parent = v->parent;   /* iteratively: chains can be long */
         tj_release(v->in);
-        tj_release(v->base);
         free(v);
         v = parent;
     }

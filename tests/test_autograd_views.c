@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "../runtime/rt.h"
 #include "util.h"
 
 typedef tj_tensor *(*loss_fn)(tj_tensor *w, tj_tensor *x);
@@ -249,6 +250,30 @@ static void test_view_errors(void **state)
     tj_release(x);
 }
 
+/* The base, its write's node and the view's lineage hold each other in
+ * one direction only: once the tensors are released, the base is freed
+ * (a lineage holding its base leaked every written base and its history). */
+static void test_freed(void **state)
+{
+    (void)state;
+    double wv[12], xv[12];
+    tj_tensor *w, *x;
+    inputs(&cases[0], wv, xv, &w, &x);
+    for (int backward = 0; backward < 2; backward++) {
+        tj_scope_begin();
+        tj_tensor *y = tj_clone(w), *v = tj_slice(y, 0, 1, 3, 1);
+        rt_wref *ref = rt_wref_of(y);
+        assert_int_equal(tj_copy_(tj_transpose(v, 0, 1), tj_transpose(tj_add_s(v, 1), 0, 1)), 0);
+        if (backward)
+            assert_int_equal(tj_backward(weighted(v)), 0);
+        tj_scope_end();
+        assert_null(rt_wref_get(ref));
+        rt_wref_release(ref);
+    }
+    tj_release(w);
+    tj_release(x);
+}
+
 /* ---- compiled: a training step doing the same, traced whole ---------------------- */
 
 typedef struct step_ctx {
@@ -346,7 +371,7 @@ int main(void)
     tu_use_build_cache();
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
-        T(test_gradcheck_views), T(test_by_hand), T(test_view_errors), T(test_compiled_views),
+        T(test_gradcheck_views), T(test_by_hand), T(test_view_errors), T(test_freed), T(test_compiled_views),
         T(test_compiled_forward),
 #undef T
     };
