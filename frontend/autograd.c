@@ -35,6 +35,10 @@ typedef struct ag_meta {
     int pending;             /* during a backward: recorded uses still to send a part */
     uint64_t touched;        /* the backward (bw_gen) that last wrote its gradient */
     uint64_t fired;          /* the backward its hook last ran in */
+    ag_view *view;           /* a view: how it was made from its base (autograd_views.c) */
+    tj_tensor *view_base;    /* a view: its base (retained) */
+    uint64_t view_gen;       /* a view: the base's gen its fn was made from */
+    uint64_t gen;            /* a base: how many times a write replaced its history */
 } ag_meta;
 
 typedef struct ag_input {
@@ -51,6 +55,8 @@ struct ag_node {
     ir_attrs attrs;
     uint64_t seq;            /* creation order */
     bool released;           /* saved values dropped by a backward */
+    ag_view *slices;         /* a write through this view of in[0] (CopySlices):
+                              * in[1] is the written value */
     int walk;                /* during a backward: 1 + its index in the walk; else 0 */
     tj_tensor *out;          /* detached header of the result */
     const fe_ag_compiled *compiled;   /* a compiled call's node: its backward ... */
@@ -77,6 +83,8 @@ static void meta_release(rt_agmeta *m)
     ag_meta *am = (ag_meta *)m;
     tj_release(am->grad);
     node_release(am->fn);
+    ag_view_release(am->view);
+    tj_release(am->view_base);
     free(am);
 }
 
@@ -96,21 +104,27 @@ static ag_meta *meta_get(tj_tensor *t)
     return (ag_meta *)t->ag;
 }
 
+static ag_node *fn_of(const tj_tensor *t);
+
 bool fe_ag_is_leaf(const tj_tensor *t)
 {
     const ag_meta *m = meta_of(t);
-    return m && m->requires_grad && !m->fn;
+    return m && m->requires_grad && !fn_of(t);
 }
 
 bool fe_ag_requires_grad(const tj_tensor *t)
 {
     const ag_meta *m = meta_of(t);
-    return m && (m->requires_grad || m->fn);
+    return m && (m->requires_grad || fn_of(t));
 }
 
-/* A header for t's value (its storage, or its traced value) without autograd
- * state; refs 1, in no scope. */
-static tj_tensor *detached(const tj_tensor *t)
+bool fe_ag_is_view(const tj_tensor *t)
+{
+    const ag_meta *m = meta_of(t);
+    return m && m->view;
+}
+
+tj_tensor *ag_detached(const tj_tensor *t)
 {
     tj_tensor *d = rt_tensor_view(t, t->ndim, t->shape, t->strides, t->offset);
     if (d) {
@@ -145,11 +159,96 @@ static void node_release(ag_node *n)
     node_drop_saved(n);
     if (n->compiled)
         n->compiled->release(n->cctx);
+    ag_view_release(n->slices);
     for (int k = 0; k < n->nin; k++) {
         node_release(n->in[k].fn);
         tj_release(n->in[k].leaf);
     }
     free(n);
+}
+
+/* Where the gradient of t (an input of a node) goes: to the node that made
+ * it, or into t itself, a leaf; e->need says whether it wants one. */
+static void link_input(ag_input *e, tj_tensor *t)
+{
+    e->need = ir_dtype_is_float(t->dtype) && fe_ag_requires_grad(t);
+    ag_node *f = e->need ? fn_of(t) : NULL;
+    if (f)
+        atomic_fetch_add(&f->refs, 1);
+    e->fn = f;
+    e->leaf = e->need && !f ? tj_retain(t) : NULL;
+}
+
+/* A node of op with nin inputs (none linked), numbered now; NULL when out
+ * of memory (error set). */
+static ag_node *node_new(ir_op op, int nin)
+{
+    ag_node *n = calloc(1, sizeof *n + (size_t)nin * sizeof n->in[0]);
+    if (!n) {
+        rt_error("%s: out of memory recording a gradient", ir_ops[op].name);
+        return NULL;
+    }
+    atomic_init(&n->refs, 1);
+    n->op = op;
+    n->seq = atomic_fetch_add(&node_seq, 1) + 1;
+    n->nin = nin;
+    return n;
+}
+
+/* A view's history made again from its base's current one, one node per op
+ * of its chain, as PyTorch regenerates a view's grad_fn after its base was
+ * written. 0 or -1 (out of memory). */
+static int regen(ag_meta *m, const ag_meta *bm)
+{
+    const ag_view *few[16], **c = ag_view_chain(m->view, few, 16);
+    if (!c)
+        return -1;
+    ag_node *prev = NULL;   /* the history so far (one hold) */
+    bool any = fe_ag_requires_grad(m->view_base), failed = false;
+    for (int k = 0; k < m->view->depth && any && !failed; k++) {
+        const ag_view *s = c[k];
+        ag_node *n = node_new(s->op, 1);
+        if (n && !(n->in[0].saved = ag_detached(s->in))) {
+            node_release(n);
+            n = NULL;
+        }
+        if (!n) {
+            failed = true;
+            break;
+        }
+        n->attrs = s->attrs;
+        n->in[0].version = version_of(s->in);
+        if (k == 0) {
+            link_input(&n->in[0], m->view_base);
+        } else {
+            n->in[0].need = true;
+            n->in[0].fn = prev;   /* the hold passes to n */
+        }
+        prev = n;
+    }
+    if (c != few)
+        free(c);
+    if (failed) {
+        node_release(prev);
+        return -1;
+    }
+    node_release(m->fn);
+    m->fn = prev;
+    m->view_gen = bm ? bm->gen : 0;
+    return 0;
+}
+
+/* The node that made t, made again first when t is a view whose base was
+ * written since (regen). */
+static ag_node *fn_of(const tj_tensor *t)
+{
+    ag_meta *m = meta_of(t);
+    if (m && m->view) {
+        const ag_meta *bm = meta_of(m->view_base);
+        if ((bm ? bm->gen : 0) != m->view_gen)
+            regen(m, bm);   /* out of memory: the error is set, the old history kept */
+    }
+    return m ? m->fn : NULL;
 }
 
 bool fe_ag_wants_grad(tj_tensor *const *in, int nin)
@@ -175,37 +274,22 @@ tj_tensor *fe_ag_record(ir_op op, tj_tensor *const *in, int nin, const ir_attrs 
         rt_error("%s: no gradient rule (%s)", ir_ops[op].name, ag_rules[op]->nondiff);
         return NULL;
     }
-    ag_node *n = calloc(1, sizeof *n + (size_t)nin * sizeof n->in[0]);
-    ag_meta *rm = meta_get(r);
+    ag_node *n = node_new(op, nin);
+    ag_meta *rm = n ? meta_get(r) : NULL;
     if (!n || !rm) {
         free(n);
-        if (!rt_has_error())
-            rt_error("%s: out of memory recording a gradient", ir_ops[op].name);
         return NULL;
     }
-    atomic_init(&n->refs, 1);
-    n->op = op;
     n->attrs = *a;
-    n->seq = atomic_fetch_add(&node_seq, 1) + 1;
-    n->nin = nin;
-    bool ok = (n->out = detached(r)) != NULL;
+    bool ok = (n->out = ag_detached(r)) != NULL;
     n->out_version = version_of(r);
     for (int k = 0; k < nin && ok; k++) {
         ag_input *e = &n->in[k];
         if (!in[k])
             continue;
-        ok = (e->saved = detached(in[k])) != NULL;
+        ok = (e->saved = ag_detached(in[k])) != NULL;
         e->version = version_of(in[k]);
-        ag_meta *m = meta_of(in[k]);
-        e->need = ir_dtype_is_float(in[k]->dtype) && fe_ag_requires_grad(in[k]);
-        if (!e->need)
-            continue;
-        if (m->fn) {
-            e->fn = m->fn;
-            atomic_fetch_add(&m->fn->refs, 1);
-        } else {
-            e->leaf = tj_retain(in[k]);
-        }
+        link_input(e, in[k]);
     }
     if (!ok) {
         node_release(n);
@@ -213,6 +297,19 @@ tj_tensor *fe_ag_record(ir_op op, tj_tensor *const *in, int nin, const ir_attrs 
     }
     node_release(rm->fn);   /* r is fresh: none, but keep the invariant */
     rm->fn = n;
+    if (ir_ops[op].kind == IR_VIEW && ag_view_shares(r, in[0])) {   /* a view of in[0]: its lineage */
+        const ag_meta *im = meta_of(in[0]);
+        tj_tensor *base = im && im->view ? im->view_base : in[0];
+        ag_view *v = ag_view_extend(im ? im->view : NULL, base, n->in[0].saved, op, a, r);
+        if (!v)
+            return NULL;
+        const ag_meta *bm = meta_of(base);
+        ag_view_release(rm->view);
+        tj_release(rm->view_base);
+        rm->view = v;
+        rm->view_base = tj_retain(base);
+        rm->view_gen = bm ? bm->gen : 0;
+    }
     return r;
 }
 
@@ -237,7 +334,7 @@ tj_tensor *fe_ag_record_compiled(tj_tensor *r, tj_tensor *const *saved, int nsav
     n->nin = nsaved + nwatch;
     n->nsaved = nsaved;
     n->nargs = nargs;
-    bool ok = (n->out = detached(r)) != NULL;
+    bool ok = (n->out = ag_detached(r)) != NULL;
     n->out_version = version_of(r);
     for (int k = 0; k < n->nin && ok; k++) {
         /* the tensor itself (not a detached view): the backward runs on it */
@@ -287,18 +384,48 @@ static int run_compiled(ag_node *n, tj_tensor *g)
     return rc;
 }
 
+/* A write of value through view lv of its base: the base's history becomes
+ * a CopySlices node (in[0] the base's old history, in[1] value's). */
+static int rebase_view(ag_view *lv, tj_tensor *base, tj_tensor *value)
+{
+    if (!fe_ag_requires_grad(base) && !(ir_dtype_is_float(value->dtype) && fe_ag_requires_grad(value)))
+        return 0;   /* no history on either side */
+    ag_meta *bm = meta_get(base);
+    ag_node *n = bm ? node_new(OP_copy, 2) : NULL;
+    if (!n)
+        return -1;
+    n->slices = lv;
+    atomic_fetch_add(&lv->refs, 1);
+    tj_tensor *in[2] = {base, value};
+    for (int k = 0; k < 2; k++) {
+        if (!(n->in[k].saved = ag_detached(in[k]))) {
+            node_release(n);
+            return -1;
+        }
+        n->in[k].version = version_of(in[k]);
+        link_input(&n->in[k], in[k]);
+    }
+    node_release(bm->fn);
+    bm->fn = n;
+    bm->gen++;   /* its views' histories are made again when read */
+    return 0;
+}
+
 int fe_ag_rebase(tj_tensor *dst, const tj_tensor *value)
 {
     ag_meta *d = meta_of(dst);
-    const ag_meta *v = meta_of(value);
-    if (no_grad_depth != 0 || ((!d || !d->fn) && (!v || !v->fn)))
+    if (no_grad_depth == 0 && d && d->view)
+        return rebase_view(d->view, d->view_base, (tj_tensor *)value);
+    ag_node *vf = fn_of(value);
+    if (no_grad_depth != 0 || ((!d || !d->fn) && !vf))
         return 0;   /* no history on either side */
     if (!(d = meta_get(dst)))
         return -1;
-    if (v && v->fn)
-        atomic_fetch_add(&v->fn->refs, 1);
+    if (vf)
+        atomic_fetch_add(&vf->refs, 1);
     node_release(d->fn);
-    d->fn = v ? v->fn : NULL;
+    d->fn = vf;
+    d->gen++;   /* its views' histories are made again when read */
     return 0;
 }
 
@@ -308,6 +435,17 @@ int fe_ag_check_inplace(const tj_tensor *dst, const char *what)
     if (no_grad_depth == 0 && m && m->requires_grad && !m->fn) {
         rt_error("%s: a leaf tensor that requires grad cannot be written in place "
                  "(use tj_no_grad_begin/end around the update)", what);
+        return -1;
+    }
+    const ag_view *v = m && no_grad_depth == 0 ? m->view : NULL;
+    if (v && fe_ag_is_leaf(m->view_base)) {
+        rt_error("%s: a view of a leaf tensor that requires grad cannot be written in place "
+                 "(use tj_no_grad_begin/end around the update)", what);
+        return -1;
+    }
+    if (v && !v->ok && fe_ag_requires_grad(m->view_base)) {
+        rt_error("%s: a write through an as_strided view of a tensor that does not hold its "
+                 "whole storage cannot be differentiated", what);
         return -1;
     }
     return 0;
@@ -542,7 +680,7 @@ tj_tensor *tj_detach(tj_tensor *t)
 {
     if (!t || rt_check_live(&t, 1, "detach") != 0)
         return NULL;
-    tj_tensor *d = detached(t);
+    tj_tensor *d = ag_detached(t);
     return d ? rt_own(d) : NULL;
 }
 
@@ -623,10 +761,23 @@ static tj_tensor *fit(tj_tensor *g, const tj_tensor *x)
     return g;
 }
 
+static int run_rule(ag_node *n, tj_tensor *g, tj_tensor **gx);
+static int send(walk *w, ag_node *n, tj_tensor **gx);
+
+/* A write through a view of a base (n->slices): the view's part of the
+ * base's gradient g goes to the written value, the rest to the base's old
+ * history. Reads no saved values: a later write does not stop it. */
+static int copy_slices(ag_node *n, tj_tensor *g, tj_tensor **gx)
+{
+    if ((n->in[0].need && !(gx[0] = ag_view_outside(n->slices, g))) ||
+        (n->in[1].need && !(gx[1] = ag_view_replay(n->slices, g))))
+        return -1;
+    return 0;
+}
+
 static int run_node(walk *w, int i)
 {
     ag_node *n = w->nodes[i];
-    char d[64];
     if (n->released) {
         rt_error("backward: the graph through %s was already used by a backward and freed "
                  "(double backward is not supported)",
@@ -635,13 +786,23 @@ static int run_node(walk *w, int i)
     }
     if (n->compiled)
         return run_compiled(n, w->grads[i]);
+    tj_tensor *gx[FE_MAX_INPUTS] = {0};
+    if (n->slices ? copy_slices(n, w->grads[i], gx) : run_rule(n, w->grads[i], gx))
+        return -1;
+    return send(w, n, gx);
+}
+
+/* Runs n's gradient rule on g; 0 or -1 (error set). */
+static int run_rule(ag_node *n, tj_tensor *g, tj_tensor **gx)
+{
+    char d[64];
     /* A saved value written in place since (its storage's version moved):
      * the rule gets a poisoned copy of its header (RT_STALE: shape and dtype
      * readable, an op reading its values fails), so a backward fails where a
      * rule needs the old values, and only there, as PyTorch's saved-tensor
      * check: not for a clone written afterwards, always for a factor of a
      * product, needed or not by the gradient's own input. */
-    tj_tensor *saved[FE_MAX_INPUTS], *gx[FE_MAX_INPUTS] = {0}, *out = n->out, *poisoned[8];
+    tj_tensor *saved[FE_MAX_INPUTS], *out = n->out, *poisoned[8];
     bool need[FE_MAX_INPUTS];
     int npoison = 0, first = -2;   /* first stale: input k, or -1 the result */
     for (int k = -1; k < n->nin; k++) {
@@ -665,7 +826,7 @@ static int run_node(walk *w, int i)
         first = first == -2 ? k : first;
     }
     ag_ctx c = {n->op, &n->attrs, n->nin, saved, out, need};
-    int rc = npoison < 0 ? -1 : ag_rules[n->op]->vjp(&c, w->grads[i], gx);
+    int rc = npoison < 0 ? -1 : ag_rules[n->op]->vjp(&c, g, gx);
     for (int k = 0; k < npoison; k++)
         free(poisoned[k]);
     if (rc != 0 && first >= 0) {
@@ -677,8 +838,13 @@ static int run_node(walk *w, int i)
         rt_error("backward: the result of %s (%s) was modified in place after it was saved",
                  ir_ops[n->op].name, tj_describe(n->out, d, sizeof d));
     }
-    if (rc != 0)
-        return -1;
+    return rc != 0 ? -1 : 0;
+}
+
+/* Sends n's input gradients gx to the nodes that made its inputs, or into
+ * the leaves; 0 or -1. */
+static int send(walk *w, ag_node *n, tj_tensor **gx)
+{
     for (int k = 0; k < n->nin; k++) {
         ag_input *e = &n->in[k];
         if (!e->need || !gx[k])

@@ -97,11 +97,19 @@ bool fe_ag_is_leaf(const tj_tensor *t);
  * returns 0. The writer bumps the storage version after writing. */
 int fe_ag_check_inplace(const tj_tensor *dst, const char *what);
 
-/* A write of value over the whole of dst (not a view) happened: dst's
- * history becomes value's (the gradient of dst goes to what made value;
- * dst's old value gets none), as PyTorch's copy_ does. Nothing in no-grad
- * mode or when neither has a history. 0 or -1 (out of memory). */
+/* A write of value over the whole of dst happened: dst's history becomes
+ * value's (the gradient of dst goes to what made value; dst's old value gets
+ * none), as PyTorch's copy_ does. When dst is a view with a lineage
+ * (fe_ag_is_view), its base's history becomes a CopySlices node instead:
+ * the view's part of the base's gradient goes to value, the rest to the
+ * base's old history, and every view of the base read afterwards takes its
+ * history from that. Nothing in no-grad mode or when neither has a history.
+ * 0 or -1 (out of memory). */
 int fe_ag_rebase(tj_tensor *dst, const tj_tensor *value);
+
+/* Whether t is a view with a lineage (autograd_views.c): a write into it
+ * rebases its base's history (fe_ag_rebase). */
+bool fe_ag_is_view(const tj_tensor *t);
 
 /* Adds g (leaf's shape and dtype) into leaf's gradient: in place when it has
  * one, else a fresh copy; while tracing, into the trace's gradient. 0 or -1. */
@@ -143,5 +151,47 @@ tj_tensor *ag_interleave(tj_tensor *g, int dim, int64_t step);
 /* Places g (a slice along dim from start with step) into zeros that are len
  * long along dim: the adjoint of a strided slice. */
 tj_tensor *ag_unslice(tj_tensor *g, int dim, int64_t start, int64_t step, int64_t len);
+
+/* ---- views (autograd_views.c) ------------------------------------------------------ */
+/* A copy of t's header (its storage, or its traced value) without autograd
+ * state; refs 1, in no scope. */
+tj_tensor *ag_detached(const tj_tensor *t);
+
+/* How a view was made from its base: the last op of its chain, and the
+ * lineage of that op's input (parent; NULL when the input is the base).
+ * Shared by the view's state, its views' lineages and the CopySlices nodes
+ * of writes through it (counted). It does not hold the base: the base's
+ * history holds the CopySlices node, which holds this. */
+typedef struct ag_view ag_view;
+struct ag_view {
+    atomic_int refs;
+    ag_view *parent;         /* retained, or NULL */
+    int depth;               /* ops in the chain */
+    bool ok;                 /* its write can be differentiated (not: as_strided
+                              * of a base that does not hold its storage) */
+    ir_op op;
+    ir_attrs attrs;
+    tj_tensor *in;           /* a detached header of the op's input */
+    int ndim;                /* the view's shape */
+    int64_t shape[TJ_MAX_DIMS];
+};
+
+/* Whether r, the result of a view op of x, shares x's storage (not: a
+ * reshape that copied). */
+bool ag_view_shares(const tj_tensor *r, const tj_tensor *x);
+/* The lineage of r, the result of view op `op` (attributes a) of x: x's
+ * (parent, NULL when x is no view) and one more op; base is the chain's
+ * base, xd a detached header of x (retained). NULL when out of memory
+ * (error set). */
+ag_view *ag_view_extend(ag_view *parent, const tj_tensor *base, tj_tensor *xd, ir_op op,
+                        const ir_attrs *a, const tj_tensor *r);
+/* v's chain from the base, first op first: few when it has room (nfew),
+ * else an allocation the caller frees; NULL when out of memory (error set). */
+const ag_view **ag_view_chain(const ag_view *v, const ag_view **few, int nfew);
+void ag_view_release(ag_view *v);
+/* g (the base's shape) read through the view: the view's part of it. */
+tj_tensor *ag_view_replay(const ag_view *v, tj_tensor *g);
+/* g with zeros on the view's elements. */
+tj_tensor *ag_view_outside(const ag_view *v, tj_tensor *g);
 
 #endif

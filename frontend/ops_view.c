@@ -216,7 +216,9 @@ int tj_copy_(tj_tensor *dst, tj_tensor *src)
         tj_tensor *v = tj_cast(tj_expand(src, dst->ndim, shape), dst->dtype);
         const ir_node *dn = dst->sym;
         bool whole = dn && (ir_node_is_input(dn) || ir_ops[dn->op].kind != IR_VIEW);
-        return v && fe_trace_write_data(tr, dst, v) == 0 && (!whole || fe_ag_rebase(dst, v) == 0) ? 0 : -1;
+        /* a view's write rebases its base's history (a CopySlices node) */
+        bool rebase = whole || fe_ag_is_view(dst);
+        return v && fe_trace_write_data(tr, dst, v) == 0 && (!rebase || fe_ag_rebase(dst, v) == 0) ? 0 : -1;
     }
     tj_tensor *tmp = NULL, *from = src;   /* from: the history dst takes */
     if (src->storage == dst->storage) {
@@ -230,10 +232,12 @@ int tj_copy_(tj_tensor *dst, tj_tensor *src)
     int rc = rt_convert(dst, src);
     tj_release(tmp);
     rt_bump_version(dst);
-    if (rc == 0 && rt_holds_storage(dst) && fe_ag_wants_grad(&from, 1)) {   /* from's history, cast and expanded */
+    /* the whole of dst, or a view of a base with history (its base's is rebased) */
+    bool rebase = rt_holds_storage(dst) || fe_ag_is_view(dst);
+    if (rc == 0 && rebase && fe_ag_wants_grad(&from, 1)) {   /* from's history, cast and expanded */
         tj_tensor *v = tj_cast(tj_expand(from, dst->ndim, dst->shape), dst->dtype);
         rc = v ? fe_ag_rebase(dst, v) : -1;
-    } else if (rc == 0 && rt_holds_storage(dst)) {
+    } else if (rc == 0 && rebase) {
         rc = fe_ag_rebase(dst, from);   /* no history: dst's old one ends here */
     }
     if (rc != 0) {

@@ -676,7 +676,14 @@ static tj_tensor *arg_slice_write(gen *g, tj_tensor *x, tj_tensor *b, bool exact
     int64_t n;
     bool fits = bcast(rows, b, &n) && n == tj_numel(rows) && tj_ndim(b) <= nd;
     note(g, "arg rows 0..%lld %s in place", (long long)k, fits ? "+= b" : "*= 2");
+    /* a view of a leaf that requires grad (grad mode's argument 0) is
+     * written as PyTorch allows it: outside grad mode */
+    bool leaf = tj_get_requires_grad(x);
+    if (leaf)
+        tj_no_grad_begin();
     int rc = fits ? tj_add_(rows, tj_cast(exact ? num(b) : b, tj_dtype_of(x))) : tj_mul_s_(rows, 2);
+    if (leaf)
+        tj_no_grad_end();
     return rc ? NULL : x;
 }
 
