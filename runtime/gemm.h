@@ -243,6 +243,27 @@ static inline float tjg_bf16_to_f32(uint16_t h)
  * multiple of 1024 floats apart (gemm.c, run; for tests). */
 unsigned long long tjg_padded_calls(void);
 
+/* ---- f32 A packed once for several GEMMs (gemm.c; gemm_strassen.c's operands) ------- */
+/* Where tjg_gemm packs an f32 A of m rows for an f32 B of k rows: k-blocks
+ * of kc groups (nkb of them, `block` words apart), each [sliver of TJG_MR
+ * rows][k within the block][TJG_MR], rows past m zero; words in all. */
+typedef struct tjg_alayout {
+    int64_t m, k, kc, nkb, block, words;
+    bool avx2;   /* packed through 8 x 8 AVX2 transposes */
+} tjg_alayout;
+/* The layout for this CPU's f32 kernel, 0; 1 where its kernel reads A in
+ * another form (split, AMX tiles): pack it in the call (tjg_gemm). */
+int tjg_alayout_f32(int64_t m, int64_t k, tjg_alayout *l);
+/* Slivers [s0, s1) of k-block kb of A (m x k, (i, kk) at a[i*rs + kk*cs])
+ * into their place in dst (laid out as l): tjg_gemm's pack of A, the same
+ * words. */
+void tjg_pack_a_f32(const tjg_alayout *l, const float *a, int64_t rs, int64_t cs, int64_t kb,
+                    int64_t s0, int64_t s1, float *dst);
+/* tjg_gemm of an f32 A given packed (ap, laid out as l by tjg_alayout_f32
+ * for m = l->m and B's k): the same sums, the same bits. */
+int tjg_gemm_packed_a(const tjg_alayout *l, const float *ap, const tjg_packed *b, float *c,
+                      int64_t ldc, const tjg_epilogue *e);
+
 /* ---- one level of Strassen-Winograd on a kept f32 weight (gemm_strassen.c) -------- */
 /* B[k,n] (k, n even; element (kk, j) at b[kk*rs + j*cs]) in its Strassen
  * form: the seven k/2 x n/2 right operands of Winograd's variant (B11, B21,
