@@ -289,8 +289,10 @@ int tjg_gemm_strassen(int64_t m, const float *a, int64_t rs, int64_t cs, const t
 enum { TJG_STRASSEN_MIN_M = 128, TJG_STRASSEN_MIN_NK = 512 };
 #define TJG_STRASSEN_MIN_MNK ((int64_t)1 << 27)
 bool tjg_strassen_wanted(int64_t m, int64_t n, int64_t k);
-/* Calls that ran in the Strassen form in this process (tests). */
+/* Calls that ran in the Strassen form in this process, and those of them
+ * whose A-side operands were packed once (tjg_alayout_f32; tests). */
 unsigned long long tjg_strassen_calls(void);
+unsigned long long tjg_strassen_packed_calls(void);
 /* Bias, residual and activation of e on f32 values v[0, nj) of C's row i
  * from column j0 (alpha and accumulate already applied): gemm.c's epilogue
  * order, for gemm_strassen.c's last pass. */

@@ -6,7 +6,11 @@
  *   gemm_cache.c):  T1 = B12 - B11, T2 = B22 - T1, T3 = B22 - B12,
  *                   T4 = T2 - B21; B11, B21, B22, T1-T4 packed.
  *   A side, per call (one pass):  S1 = A21 + A22, S2 = S1 - A11,
- *                   S3 = A11 - A21, S4 = A12 - S2.
+ *                   S3 = A11 - A21, S4 = A12 - S2; where this CPU's kernel
+ *                   reads A as tjg_gemm packs it (tjg_alayout_f32), A11,
+ *                   A12, A21, A22 are packed sliver by sliver and S1-S4
+ *                   formed from the packed slivers (a_pack), and the
+ *                   products read them packed (tjg_gemm_packed_a).
  *   products (tjg_gemm; on several threads the column halves of the seven
  *   claimed one by one):  P1 = A11 B11, P2 = A12 B21,
  *                   P3 = S4 B22, P4 = A22 T4, P5 = S1 T1, P6 = S2 T2,
@@ -31,6 +35,10 @@ enum { STRASSEN_DEFAULT = 1 };
 static atomic_ullong strassen_calls;
 
 unsigned long long tjg_strassen_calls(void) { return atomic_load(&strassen_calls); }
+
+static atomic_ullong packed_calls;
+
+unsigned long long tjg_strassen_packed_calls(void) { return atomic_load(&packed_calls); }
 
 bool tjg_strassen_wanted(int64_t m, int64_t n, int64_t k)
 {
@@ -312,6 +320,8 @@ int tjg_gemm_strassen(int64_t m, const float *a, int64_t rs, int64_t cs, const t
     }
     rt_parallel_for(g.mh, ROWS_PER_CHUNK, c_sums, &g);
     atomic_fetch_add(&strassen_calls, 1);
+    if (packed)
+        atomic_fetch_add(&packed_calls, 1);
     r = 0;
 done:
     if (g.prod)
