@@ -119,6 +119,7 @@ typedef struct gemm_call {
     const uint32_t *ash;         /* A packed once for all tasks (shared_run, or the
                                   * caller's: a_packed), or NULL */
     bool a_packed;               /* ash given by the caller (tjg_gemm_packed_a) */
+    int64_t kc_packed;           /* its k-groups per block */
     int64_t ash_block;           /* words per k-block of ash */
     atomic_llong next;           /* shared_run: the next panel to claim */
     int th;                      /* shared_run: the threads claiming */
@@ -820,6 +821,8 @@ static int run(gemm_call *g)
     if (g->m == 0 || g->n == 0)
         return 0;
     configure(g);
+    if (g->a_packed)   /* the caller's layout's k-blocks */
+        g->kc = g->kc_packed;
     if (g->a_packed && (g->amx || g->kern.split_a ||
                         g->ash_block != cdiv(g->m, TJG_MR) * TJG_MR * g->kc))
         return 1;   /* not tjg_alayout_f32's layout for this call */
@@ -896,13 +899,14 @@ static void a_call(gemm_call *g, tjg_packed *b, int64_t m, int64_t k)
     configure(g);
 }
 
-int tjg_alayout_f32(int64_t m, int64_t k, tjg_alayout *l)
+int tjg_alayout_f32(int64_t m, int64_t k, int64_t kc, tjg_alayout *l)
 {
     gemm_call g;
     tjg_packed b;
     a_call(&g, &b, m, k);
-    if (g.amx || g.kern.split_a || m <= 0 || k <= 0)
+    if (g.amx || g.kern.split_a || m <= 0 || k <= 0 || kc < 0)
         return 1;
+    g.kc = kc > 0 ? kc : g.kc;
     *l = (tjg_alayout){.m = m, .k = k, .kc = g.kc, .nkb = cdiv(k, g.kc),
                        .block = cdiv(m, TJG_MR) * TJG_MR * g.kc, .avx2 = g.avx2};
     l->words = l->block * l->nkb;
@@ -925,7 +929,7 @@ int tjg_gemm_packed_a(const tjg_alayout *l, const float *ap, const tjg_packed *b
                       int64_t ldc, const tjg_epilogue *e)
 {
     gemm_call g = {.m = l->m, .n = b->n, .b = b, .c = c, .ldc = ldc, .ash = (const uint32_t *)ap,
-                   .ash_block = l->block, .a_packed = true};
+                   .ash_block = l->block, .a_packed = true, .kc_packed = l->kc};
     if (e)
         g.e = *e;
     if (b->type != TJG_F32 || b->k != l->k || g.e.out_bf16 || g.e.out_f16)

@@ -2,7 +2,7 @@
  * int8 (u8 x s8) products with packed right operands, a fused epilogue and an
  * optional pointwise prologue, chosen by CPU features at run time.
  *
- *   pack     the right operand B[k,n] is packed once (a weight: once per
+ *   pack     the right operand B[k,n] is packed once (gemm_pack.c; a weight: once per
  *            plan or per model) into panels of TJG_NR columns, in the layout
  *            its micro-kernel reads: f32 k-major, bf16 and f16 in (k, k+1)
  *            pairs (vdpbf16ps), int8 in quads (vpdpbusd) with its column sums.
@@ -251,9 +251,11 @@ typedef struct tjg_alayout {
     int64_t m, k, kc, nkb, block, words;
     bool avx2;   /* packed through 8 x 8 AVX2 transposes */
 } tjg_alayout;
-/* The layout for this CPU's f32 kernel, 0; 1 where its kernel reads A in
- * another form (split, AMX tiles): pack it in the call (tjg_gemm). */
-int tjg_alayout_f32(int64_t m, int64_t k, tjg_alayout *l);
+/* The layout for this CPU's f32 kernel with kc k per block (0: the GEMM's
+ * own choice), 0; 1 where its kernel reads A in another form (split, AMX
+ * tiles): pack it in the call (tjg_gemm). Each element's sum runs over k in
+ * order whatever kc is: the same bits. */
+int tjg_alayout_f32(int64_t m, int64_t k, int64_t kc, tjg_alayout *l);
 /* Slivers [s0, s1) of k-block kb of A (m x k, (i, kk) at a[i*rs + kk*cs])
  * into their place in dst (laid out as l): tjg_gemm's pack of A, the same
  * words. */

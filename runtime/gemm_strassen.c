@@ -31,6 +31,14 @@
 
 /* Set to 1 where P4 measured faster with it (docs/perf.md, tenth session). */
 enum { STRASSEN_DEFAULT = 1 };
+/* k per block of the products where A's operands are packed once, against
+ * the GEMM's own 256: a half panel of B is 6 KB of L1 beside the next one
+ * being prefetched (the products have half P4's rows, so B's half panels
+ * come twice as often per multiply-add). P4 paired on one Zen 3 core: 96
+ * 3.4% faster than 256, 128 1% faster, 192 and 64 2-3% slower than 128
+ * and 96 (docs/perf.md). Other rounding than 256's k-blocks (the partial
+ * sums of each block added to C's). */
+enum { STRASSEN_KC = 96 };
 
 static atomic_ullong strassen_calls;
 
@@ -282,7 +290,7 @@ int tjg_gemm_strassen(int64_t m, const float *a, int64_t rs, int64_t cs, const t
      * it (TJIT_STRASSEN_PACK=0, for measuring: the S pass and each product
      * packing its own) */
     const char *pv = getenv("TJIT_STRASSEN_PACK");
-    bool packed = !(pv && pv[0] == '0') && !tjg_alayout_f32(g.mh, g.kh, &g.l);
+    bool packed = !(pv && pv[0] == '0') && !tjg_alayout_f32(g.mh, g.kh, STRASSEN_KC, &g.l);
     size_t sb = packed ? (size_t)(7 * g.l.words) * sizeof(float)
                        : (size_t)(4 * g.mh * (g.kh > 0 ? g.kh : 1)) * sizeof(float);
     size_t pb = (size_t)(7 * g.mh * g.ldp) * sizeof(float);
