@@ -1,7 +1,7 @@
-/* gemm.c - the driver of tjit's own GEMM (runtime/gemm.h): packing of B
- * (once, or in the call by each task for its columns: tjg_gemm_f32_raw) and
- * of A (per block, with the prologue), the blocked loops split over the
- * pool, the epilogue, and the portable C micro-kernels.
+/* gemm.c - the driver of tjit's own GEMM (runtime/gemm.h): packing of A
+ * (per block, with the prologue) and of B in the call by each task for its
+ * columns (tjg_gemm_f32_raw; B packed once is gemm_pack.c), the blocked
+ * loops split over the pool, the epilogue, and the portable C micro-kernels.
  *
  *   task (i-block of MC rows, j-block of NC columns), on one thread:
  *     for each k-block of KC groups:
@@ -56,233 +56,6 @@ enum { KCG_WIDE = KCG / 2 };
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 static int group_of(tjg_type t) { return t == TJG_F32 ? 1 : t == TJG_S8 ? 4 : 2; }
-
-/* ---- packing B --------------------------------------------------------------------------- */
-
-static int packed_alloc(tjg_packed *p, tjg_type t, int64_t k, int64_t n)
-{
-    int g = group_of(t);
-    *p = (tjg_packed){.type = t, .k = k, .n = n, .kp = cdiv(k, g) * g};
-    int64_t np = cdiv(n, TJG_NR);
-    p->nbytes = (size_t)(np * (p->kp / g) * TJG_NR) * 4;
-    if (p->nbytes == 0)
-        p->nbytes = 64;
-    p->data = rt_alloc(p->nbytes);
-    if (!p->data)
-        return -1;
-    if (n % TJG_NR || p->kp != k)   /* padding columns or k rows read as 0 */
-        memset(p->data, 0, p->nbytes);
-    return 0;
-}
-
-/* Runs ELEM for every element (kk, j) of B, panel by panel, with `at`
- * its place in the panel (T elements, groups of g), along B's unit-stride
- * direction where it has one. */
-#define PACK_LOOP(T, g, ELEM)                                                             \
-    do {                                                                                  \
-        for (int64_t j0 = 0; j0 < n; j0 += TJG_NR) {                                      \
-            int64_t nj = n - j0 < TJG_NR ? n - j0 : TJG_NR;                               \
-            T *pb = (T *)p->data + j0 / TJG_NR * (p->kp / (g)) * TJG_NR * (g);             \
-            if (cs == 1 || rs != 1) {                                                     \
-                for (int64_t kk = 0; kk < k; kk++) {                                      \
-                    T *at = pb + (kk / (g)) * TJG_NR * (g) + kk % (g);                    \
-                    for (int64_t j = j0; j < j0 + nj; j++, at += (g))                     \
-                        ELEM;                                                             \
-                }                                                                         \
-            } else {                                                                      \
-                for (int64_t j = j0; j < j0 + nj; j++)                                    \
-                    for (int64_t kk = 0; kk < k; kk++) {                                  \
-                        T *at = pb + ((kk / (g)) * TJG_NR + (j - j0)) * (g) + kk % (g);   \
-                        ELEM;                                                             \
-                    }                                                                     \
-            }                                                                             \
-        }                                                                                 \
-    } while (0)
-
-int tjg_pack_f32(tjg_packed *p, const float *b, int64_t rs, int64_t cs, int64_t k, int64_t n)
-{
-    if (packed_alloc(p, TJG_F32, k, n))
-        return -1;
-    PACK_LOOP(float, 1, *at = b[kk * rs + j * cs]);
-    return 0;
-}
-
-/* bf16 or int8 B read transposed (B[kk, j] = b[kk + j*cs]: a linear's
- * weight): each (kk, kk+1) pair or quad is 4 contiguous bytes of a row of
- * b, so a panel is a transpose of 32-bit units (in 8 x 8 blocks through
- * AVX2 registers where the CPU has them), blocked so that the rows read
- * stay in L1; the panels split over the pool. About 6x faster than
- * PACK_LOOP's element by element scatter, which took a fifth of B4's time
- * (docs/perf.md); the AVX2 transposes 4x faster again. */
-typedef struct pack_t_job {
-    tjg_packed *p;
-    const char *b;
-    int64_t ld, k, n;    /* ld: bytes between rows of b (B's columns) */
-    int g, es;           /* elements per group, bytes per element */
-} pack_t_job;
-
-enum { PACK_T_UNITS = 64 };   /* groups of k per block: 32 rows x 256 bytes read */
-
-static void pack_t_range(void *ctx, int64_t p0, int64_t p1)
-{
-    const pack_t_job *t = ctx;
-    int64_t k = t->k, kg = t->p->kp / t->g, units = k / t->g;
-    bool avx2 = tjg_isa_current() >= TJG_AVX2;
-    for (int64_t pi = p0; pi < p1; pi++) {
-        int64_t j0 = pi * TJG_NR, nj = t->n - j0 < TJG_NR ? t->n - j0 : TJG_NR;
-        uint32_t *pb = (uint32_t *)t->p->data + pi * kg * TJG_NR;
-        for (int64_t q0 = 0; q0 < units; q0 += PACK_T_UNITS) {
-            int64_t q1 = q0 + PACK_T_UNITS < units ? q0 + PACK_T_UNITS : units;
-            for (int64_t jj = 0; jj < nj; jj++) {
-                const char *row = t->b + (j0 + jj) * t->ld;
-                for (int64_t l = 0; l < PACK_T_UNITS * 4 && q1 + l / 4 < units; l += 64)
-                    __builtin_prefetch(row + 4 * q1 + l);   /* the next block */
-                if (avx2 && jj % 8 == 0 && jj + 8 <= nj)   /* rows jj..jj+7 at once */
-                    tjg_transpose8_avx2(row + 4 * q0, t->ld, q1 - q0, &pb[q0 * TJG_NR + jj],
-                                        TJG_NR);
-                else if (!avx2 || jj >= nj / 8 * 8)
-                    for (int64_t q = q0; q < q1; q++)
-                        memcpy(&pb[q * TJG_NR + jj], row + 4 * q, 4);
-            }
-        }
-        if (k % t->g)   /* the last group in part: the rest stays 0 */
-            for (int64_t jj = 0; jj < nj; jj++)
-                memcpy(&pb[units * TJG_NR + jj], t->b + (j0 + jj) * t->ld + 4 * units,
-                       (size_t)(k % t->g * t->es));
-    }
-}
-
-static void pack_t(tjg_packed *p, const void *b, int64_t ld, int64_t k, int64_t n, int g, int es)
-{
-    pack_t_job t = {p, b, ld, k, n, g, es};
-    rt_parallel_for(cdiv(n, TJG_NR), cdiv(1 << 16, k * TJG_NR), pack_t_range, &t);
-}
-
-/* bf16 or f16 bits: the same panels of pairs. */
-static int pack_16(tjg_packed *p, tjg_type t, const uint16_t *b, int64_t rs, int64_t cs,
-                   int64_t k, int64_t n)
-{
-    if (packed_alloc(p, t, k, n))
-        return -1;
-    if (rs == 1 && cs != 1 && k > 1) {
-        pack_t(p, b, cs * 2, k, n, 2, 2);
-        return 0;
-    }
-    PACK_LOOP(uint16_t, 2, *at = b[kk * rs + j * cs]);
-    return 0;
-}
-
-int tjg_pack_bf16(tjg_packed *p, const uint16_t *b, int64_t rs, int64_t cs, int64_t k,
-                  int64_t n)
-{
-    return pack_16(p, TJG_BF16, b, rs, cs, k, n);
-}
-
-int tjg_pack_f16(tjg_packed *p, const uint16_t *b, int64_t rs, int64_t cs, int64_t k,
-                 int64_t n)
-{
-    return pack_16(p, TJG_F16, b, rs, cs, k, n);
-}
-
-/* f32 rounded to bf16 or f16 (RNE) as it is packed. */
-static int pack_f32_as_16(tjg_packed *p, tjg_type t, const float *b, int64_t rs, int64_t cs,
-                          int64_t k, int64_t n)
-{
-    if (packed_alloc(p, t, k, n))
-        return -1;
-    PACK_LOOP(uint16_t, 2,
-              *at = t == TJG_F16 ? ir_f32_to_f16(b[kk * rs + j * cs])
-                                 : tjg_f32_to_bf16(b[kk * rs + j * cs]));
-    return 0;
-}
-
-int tjg_pack_f32_as_f16(tjg_packed *p, const float *b, int64_t rs, int64_t cs, int64_t k,
-                        int64_t n)
-{
-    return pack_f32_as_16(p, TJG_F16, b, rs, cs, k, n);
-}
-
-int tjg_pack_f32_as_bf16(tjg_packed *p, const float *b, int64_t rs, int64_t cs, int64_t k,
-                         int64_t n)
-{
-    return pack_f32_as_16(p, TJG_BF16, b, rs, cs, k, n);
-}
-
-int tjg_pack_s8(tjg_packed *p, const int8_t *b, int64_t rs, int64_t cs, int64_t k, int64_t n,
-                const float *scale)
-{
-    if (packed_alloc(p, TJG_S8, k, n))
-        return -1;
-    p->scale = scale;
-    if (!(p->colsum = rt_alloc((size_t)(n > 0 ? n : 1) * sizeof(int32_t)))) {
-        tjg_packed_free(p);
-        return -1;
-    }
-    memset(p->colsum, 0, (size_t)(n > 0 ? n : 1) * sizeof(int32_t));
-    if (rs == 1 && cs != 1 && k > 1) {   /* each column of B a row of b */
-        pack_t(p, b, cs, k, n, 4, 1);
-        for (int64_t j = 0; j < n; j++)
-            for (int64_t kk = 0; kk < k; kk++)
-                p->colsum[j] += b[j * cs + kk];
-        return 0;
-    }
-    PACK_LOOP(int8_t, 4, (*at = b[kk * rs + j * cs], p->colsum[j] += b[kk * rs + j * cs]));
-    return 0;
-}
-
-int tjg_pack_f32_as_s8(tjg_packed *p, const float *b, int64_t rs, int64_t cs, int64_t k,
-                       int64_t n)
-{
-    size_t sb = (size_t)(n > 0 ? n : 1) * sizeof(float);
-    float *scale = rt_alloc(sb), *inv = rt_alloc(sb);
-    int8_t *q = scale && inv ? rt_alloc((size_t)(k * n > 0 ? k * n : 1)) : NULL;
-    int r = -1;
-    if (!q)
-        goto done;
-    for (int64_t j = 0; j < n; j++) {
-        float mx = 0;
-        for (int64_t kk = 0; kk < k; kk++)
-            mx = fmaxf(mx, fabsf(b[kk * rs + j * cs]));
-        scale[j] = mx > 0 ? mx / 127.0f : 1.0f;
-        inv[j] = 1.0f / scale[j];
-    }
-    for (int64_t kk = 0; kk < k; kk++)
-        for (int64_t j = 0; j < n; j++) {
-            float v = nearbyintf(b[kk * rs + j * cs] * inv[j]);
-            q[kk * n + j] = (int8_t)(v > 127 ? 127 : v < -127 ? -127 : v);
-        }
-    if ((r = tjg_pack_s8(p, q, n, 1, k, n, scale)) == 0) {
-        p->own_scale = scale;
-        scale = NULL;
-    }
-done:
-    if (scale)
-        rt_free(scale, sb);
-    if (inv)
-        rt_free(inv, sb);
-    if (q)
-        rt_free(q, (size_t)(k * n > 0 ? k * n : 1));
-    return r;
-}
-
-void tjg_packed_free(tjg_packed *p)
-{
-    if (p->parts) {   /* the Strassen form (gemm_strassen.c) */
-        for (int q = 0; q < 7; q++)
-            tjg_packed_free(&p->parts[q]);
-        rt_free(p->parts, 7 * sizeof *p->parts);
-        p->parts = NULL;
-    }
-    if (p->own_scale)
-        rt_free(p->own_scale, (size_t)(p->n > 0 ? p->n : 1) * sizeof(float));
-    p->own_scale = NULL;
-    if (p->data)
-        rt_free(p->data, p->nbytes);
-    if (p->colsum)
-        rt_free(p->colsum, (size_t)(p->n > 0 ? p->n : 1) * sizeof(int32_t));
-    p->data = NULL;
-    p->colsum = NULL;
-}
 
 /* ---- activations ------------------------------------------------------------------------- */
 
@@ -343,7 +116,10 @@ typedef struct gemm_call {
     int64_t mc, kc;              /* rows per i-block, k groups per k-block */
     bool a_7bit;                 /* S8: every byte of A <= 127 (the vpmaddubsw kernel) */
     int64_t nc, nbi, nbj;        /* columns per task, task grid */
-    const uint32_t *ash;         /* A packed once for all tasks (shared_run), or NULL */
+    const uint32_t *ash;         /* A packed once for all tasks (shared_run, or the
+                                  * caller's: a_packed), or NULL */
+    bool a_packed;               /* ash given by the caller (tjg_gemm_packed_a) */
+    int64_t kc_packed;           /* its k-groups per block */
     int64_t ash_block;           /* words per k-block of ash */
     atomic_llong next;           /* shared_run: the next panel to claim */
     int th;                      /* shared_run: the threads claiming */
@@ -754,8 +530,8 @@ static void task(const gemm_call *g, scratch *s, int64_t bi, int64_t j0, int64_t
         int wide = g->kern.split_a ? 2 : 1;
         uint32_t *packed = s->a + (wide - 1) * 2 * g->mc * g->kc;
         const uint32_t *ab = s->a;
-        if (g->ash)   /* packed before the tasks (shared_run) */
-            ab = g->ash + kg0 / g->kc * g->ash_block;
+        if (g->ash)   /* packed before the tasks (shared_run, the caller) */
+            ab = g->ash + kg0 / g->kc * g->ash_block + i0 / TJG_MR * nkg * TJG_MR * wide;
         else if (nkg > 0)
             pack_a(g, packed, i0, mc, kg0, nkg);
         if (!g->ash && nkg > 0 && wide == 2)
@@ -990,17 +766,22 @@ static int shared_run(gemm_call *g, int th)
     int wide = g->kern.split_a ? 2 : 1;
     shared_ctx sc = {.g = g, .nkb = cdiv(kgt, g->kc), .parts = th};
     atomic_init(&sc.failed, 0);
-    g->ash_block = cdiv(g->m, TJG_MR) * TJG_MR * g->kc * wide;
-    size_t ab = (size_t)(g->ash_block * sc.nkb) * 4;
-    if (!(sc.a = rt_alloc(ab)))
-        return -1;
-    rt_parallel_for(sc.nkb * sc.parts, 1, shared_pack, &sc);
-    g->ash = sc.a;
+    size_t ab = 0;
+    if (!g->a_packed) {
+        g->ash_block = cdiv(g->m, TJG_MR) * TJG_MR * g->kc * wide;
+        ab = (size_t)(g->ash_block * sc.nkb) * 4;
+        if (!(sc.a = rt_alloc(ab)))
+            return -1;
+        rt_parallel_for(sc.nkb * sc.parts, 1, shared_pack, &sc);
+        g->ash = sc.a;
+    }
     atomic_init(&g->next, 0);
     if (!atomic_load(&sc.failed))
         rt_parallel_for(th, 1, shared_tasks, &sc);
-    rt_free(sc.a, ab);
-    g->ash = NULL;
+    if (!g->a_packed) {
+        rt_free(sc.a, ab);
+        g->ash = NULL;
+    }
     return atomic_load(&sc.failed) ? -1 : 0;
 }
 
@@ -1020,10 +801,9 @@ static atomic_ullong padded_calls;
 
 unsigned long long tjg_padded_calls(void) { return atomic_load(&padded_calls); }
 
-static int run(gemm_call *g)
+/* The call's kernel and blocking for this CPU (run's first step). */
+static void configure(gemm_call *g)
 {
-    if (g->m == 0 || g->n == 0)
-        return 0;
     g->amx = g->braw ? NULL : tjg_amx_ops_for(g->b->type, g->m);
     if (g->amx) {   /* sums in scratch, the epilogue from there */
         g->in_place = false;
@@ -1046,6 +826,18 @@ static int run(gemm_call *g)
     if (g->half)   /* rows in as few even blocks as fit: B read once per block */
         g->mc = cdiv(cdiv(g->m, cdiv(g->m, half_rows(g))), TJG_MR) * TJG_MR;
     g->nbi = cdiv(g->m, g->mc);
+}
+
+static int run(gemm_call *g)
+{
+    if (g->m == 0 || g->n == 0)
+        return 0;
+    configure(g);
+    if (g->a_packed)   /* the caller's layout's k-blocks */
+        g->kc = g->kc_packed;
+    if (g->a_packed && (g->amx || g->kern.split_a ||
+                        g->ash_block != cdiv(g->m, TJG_MR) * TJG_MR * g->kc))
+        return 1;   /* not tjg_alayout_f32's layout for this call */
     /* 1 nested in a pool task (a pair's GEMM, a block's), or for a small
      * GEMM (tjg_small: waking the pool costs more than it saves) */
     int th = tjg_small(g->m, g->n, g->b->k) ? 1 : rt_threads_here();
@@ -1108,6 +900,55 @@ int tjg_gemm(int64_t m, const void *a, bool a_half, int64_t rs, int64_t cs, cons
     }
     g.in_place = !g.e.out_bf16 && !g.e.out_f16 && b->type != TJG_S8 &&
                  (!g.e.accumulate || g.e.alpha == 0 || g.e.alpha == 1);
+    return run(&g);
+}
+
+/* ---- A packed by the caller ------------------------------------------------------------------ */
+
+/* A call on an f32 B of k rows, configured: the packing's parameters. */
+static void a_call(gemm_call *g, tjg_packed *b, int64_t m, int64_t k)
+{
+    *b = (tjg_packed){.type = TJG_F32, .k = k, .n = TJG_NR, .kp = k};
+    *g = (gemm_call){.m = m, .n = TJG_NR, .b = b, .in_place = true};
+    configure(g);
+}
+
+int tjg_alayout_f32(int64_t m, int64_t k, int64_t kc, tjg_alayout *l)
+{
+    gemm_call g;
+    tjg_packed b;
+    a_call(&g, &b, m, k);
+    if (g.amx || g.kern.split_a || m <= 0 || k <= 0 || kc < 0)
+        return 1;
+    g.kc = kc > 0 ? kc : g.kc;
+    *l = (tjg_alayout){.m = m, .k = k, .kc = g.kc, .nkb = cdiv(k, g.kc),
+                       .block = cdiv(m, TJG_MR) * TJG_MR * g.kc, .avx2 = g.avx2};
+    l->words = l->block * l->nkb;
+    return 0;
+}
+
+void tjg_pack_a_f32(const tjg_alayout *l, const float *a, int64_t rs, int64_t cs, int64_t kb,
+                    int64_t s0, int64_t s1, float *dst)
+{
+    /* what pack_a reads of the call: no configure per sliver */
+    tjg_packed b = {.type = TJG_F32, .k = l->k, .n = TJG_NR, .kp = l->k};
+    gemm_call g = {.m = l->m, .b = &b, .a = a, .lda_rs = rs, .lda_cs = cs, .avx2 = l->avx2};
+    int64_t kg0 = kb * l->kc, nkg = l->k - kg0 < l->kc ? l->k - kg0 : l->kc;
+    int64_t i0 = s0 * TJG_MR, rows = (l->m < s1 * TJG_MR ? l->m : s1 * TJG_MR) - i0;
+    if (rows > 0 && nkg > 0)
+        pack_a(&g, (uint32_t *)(dst + kb * l->block + s0 * nkg * TJG_MR), i0, rows, kg0, nkg);
+}
+
+int tjg_gemm_packed_a(const tjg_alayout *l, const float *ap, const tjg_packed *b, float *c,
+                      int64_t ldc, const tjg_epilogue *e)
+{
+    gemm_call g = {.m = l->m, .n = b->n, .b = b, .c = c, .ldc = ldc, .ash = (const uint32_t *)ap,
+                   .ash_block = l->block, .a_packed = true, .kc_packed = l->kc};
+    if (e)
+        g.e = *e;
+    if (b->type != TJG_F32 || b->k != l->k || g.e.out_bf16 || g.e.out_f16)
+        return 1;
+    g.in_place = !g.e.accumulate || g.e.alpha == 0 || g.e.alpha == 1;
     return run(&g);
 }
 

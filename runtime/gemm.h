@@ -2,7 +2,7 @@
  * int8 (u8 x s8) products with packed right operands, a fused epilogue and an
  * optional pointwise prologue, chosen by CPU features at run time.
  *
- *   pack     the right operand B[k,n] is packed once (a weight: once per
+ *   pack     the right operand B[k,n] is packed once (gemm_pack.c; a weight: once per
  *            plan or per model) into panels of TJG_NR columns, in the layout
  *            its micro-kernel reads: f32 k-major, bf16 and f16 in (k, k+1)
  *            pairs (vdpbf16ps), int8 in quads (vpdpbusd) with its column sums.
@@ -247,6 +247,29 @@ unsigned long long tjg_padded_calls(void);
  * columns of B once: gemm.c, half_rows; for tests). */
 unsigned long long tjg_raw_row_blocks(void);
 
+/* ---- f32 A packed once for several GEMMs (gemm.c; gemm_strassen.c's operands) ------- */
+/* Where tjg_gemm packs an f32 A of m rows for an f32 B of k rows: k-blocks
+ * of kc groups (nkb of them, `block` words apart), each [sliver of TJG_MR
+ * rows][k within the block][TJG_MR], rows past m zero; words in all. */
+typedef struct tjg_alayout {
+    int64_t m, k, kc, nkb, block, words;
+    bool avx2;   /* packed through 8 x 8 AVX2 transposes */
+} tjg_alayout;
+/* The layout for this CPU's f32 kernel with kc k per block (0: the GEMM's
+ * own choice), 0; 1 where its kernel reads A in another form (split, AMX
+ * tiles): pack it in the call (tjg_gemm). Each element's sum runs over k in
+ * order whatever kc is: the same bits. */
+int tjg_alayout_f32(int64_t m, int64_t k, int64_t kc, tjg_alayout *l);
+/* Slivers [s0, s1) of k-block kb of A (m x k, (i, kk) at a[i*rs + kk*cs])
+ * into their place in dst (laid out as l): tjg_gemm's pack of A, the same
+ * words. */
+void tjg_pack_a_f32(const tjg_alayout *l, const float *a, int64_t rs, int64_t cs, int64_t kb,
+                    int64_t s0, int64_t s1, float *dst);
+/* tjg_gemm of an f32 A given packed (ap, laid out as l by tjg_alayout_f32
+ * for m = l->m and B's k): the same sums, the same bits. */
+int tjg_gemm_packed_a(const tjg_alayout *l, const float *ap, const tjg_packed *b, float *c,
+                      int64_t ldc, const tjg_epilogue *e);
+
 /* ---- one level of Strassen-Winograd on a kept f32 weight (gemm_strassen.c) -------- */
 /* B[k,n] (k, n even; element (kk, j) at b[kk*rs + j*cs]) in its Strassen
  * form: the seven k/2 x n/2 right operands of Winograd's variant (B11, B21,
@@ -272,8 +295,10 @@ int tjg_gemm_strassen(int64_t m, const float *a, int64_t rs, int64_t cs, const t
 enum { TJG_STRASSEN_MIN_M = 128, TJG_STRASSEN_MIN_NK = 512 };
 #define TJG_STRASSEN_MIN_MNK ((int64_t)1 << 27)
 bool tjg_strassen_wanted(int64_t m, int64_t n, int64_t k);
-/* Calls that ran in the Strassen form in this process (tests). */
+/* Calls that ran in the Strassen form in this process, and those of them
+ * whose A-side operands were packed once (tjg_alayout_f32; tests). */
 unsigned long long tjg_strassen_calls(void);
+unsigned long long tjg_strassen_packed_calls(void);
 /* Bias, residual and activation of e on f32 values v[0, nj) of C's row i
  * from column j0 (alpha and accumulate already applied): gemm.c's epilogue
  * order, for gemm_strassen.c's last pass. */

@@ -6,7 +6,11 @@
  *   gemm_cache.c):  T1 = B12 - B11, T2 = B22 - T1, T3 = B22 - B12,
  *                   T4 = T2 - B21; B11, B21, B22, T1-T4 packed.
  *   A side, per call (one pass):  S1 = A21 + A22, S2 = S1 - A11,
- *                   S3 = A11 - A21, S4 = A12 - S2.
+ *                   S3 = A11 - A21, S4 = A12 - S2; where this CPU's kernel
+ *                   reads A as tjg_gemm packs it (tjg_alayout_f32), A11,
+ *                   A12, A21, A22 are packed sliver by sliver and S1-S4
+ *                   formed from the packed slivers (a_pack), and the
+ *                   products read them packed (tjg_gemm_packed_a).
  *   products (tjg_gemm; on several threads the column halves of the seven
  *   claimed one by one):  P1 = A11 B11, P2 = A12 B21,
  *                   P3 = S4 B22, P4 = A22 T4, P5 = S1 T1, P6 = S2 T2,
@@ -27,10 +31,22 @@
 
 /* Set to 1 where P4 measured faster with it (docs/perf.md, tenth session). */
 enum { STRASSEN_DEFAULT = 1 };
+/* k per block of the products where A's operands are packed once, against
+ * the GEMM's own 256: a half panel of B is 6 KB of L1 beside the next one
+ * being prefetched (the products have half P4's rows, so B's half panels
+ * come twice as often per multiply-add). P4 paired on one Zen 3 core: 96
+ * 3.4% faster than 256, 128 1% faster, 192 and 64 2-3% slower than 128
+ * and 96 (docs/perf.md). Other rounding than 256's k-blocks (the partial
+ * sums of each block added to C's). */
+enum { STRASSEN_KC = 96 };
 
 static atomic_ullong strassen_calls;
 
 unsigned long long tjg_strassen_calls(void) { return atomic_load(&strassen_calls); }
+
+static atomic_ullong packed_calls;
+
+unsigned long long tjg_strassen_packed_calls(void) { return atomic_load(&packed_calls); }
 
 bool tjg_strassen_wanted(int64_t m, int64_t n, int64_t k)
 {
@@ -123,6 +139,8 @@ typedef struct call {
     int64_t ldc;
     const tjg_epilogue *e;
     const float *lhs[7];   /* the products' left operands */
+    tjg_alayout l;         /* where packed (ap): the operands' layout */
+    float *ap;             /* A11, A12, A22, S1, S2, S3, S4 packed, l.words apart */
     const tjg_packed *b;
     atomic_int failed;
 } call;
@@ -150,6 +168,44 @@ SUMS_CLONES static void a_sums(void *ctx, int64_t i0, int64_t i1)
             float x1 = v21 + a22[kk * cs], x2 = x1 - v11;
             s1[kk] = x1, s2[kk] = x2, s3[kk] = v11 - v21, s4[kk] = a12[kk * cs] - x2;
         }
+    }
+}
+
+/* The sums on packed slivers (pack_a copies A's elements: a sum of packed
+ * operands is the packed sum): S3's place holds A21 on entry. The same
+ * operations as a_sums', so the same bits. */
+SUMS_CLONES static void packed_sums(int64_t n, const float *restrict a11,
+                                    const float *restrict a12, const float *restrict a22,
+                                    float *restrict s1, float *restrict s2, float *restrict s3,
+                                    float *restrict s4)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float v11 = a11[i], v21 = s3[i], x1 = v21 + a22[i], x2 = x1 - v11;
+        s1[i] = x1, s2[i] = x2, s3[i] = v11 - v21, s4[i] = a12[i] - x2;
+    }
+}
+
+/* A's quadrants packed sliver by sliver (task t: k-block t / slivers, sliver
+ * t % slivers) as the products read them, and S1-S4 formed from the packed
+ * slivers while they are in L1: A is read once, packed once (as the plain
+ * GEMM packs it), and the products pack nothing. */
+static void a_pack(void *ctx, int64_t t0, int64_t t1)
+{
+    const call *g = ctx;
+    const tjg_alayout *l = &g->l;
+    int64_t rs = g->rs, cs = g->cs, w = l->words;
+    const float *a11 = g->a, *a12 = a11 + g->kh * cs, *a21 = a11 + g->mh * rs;
+    const float *a22 = a21 + g->kh * cs;
+    float *o = g->ap;
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t kb = t % l->nkb, s = t / l->nkb;
+        tjg_pack_a_f32(l, a11, rs, cs, kb, s, s + 1, o);
+        tjg_pack_a_f32(l, a12, rs, cs, kb, s, s + 1, o + w);
+        tjg_pack_a_f32(l, a22, rs, cs, kb, s, s + 1, o + 2 * w);
+        tjg_pack_a_f32(l, a21, rs, cs, kb, s, s + 1, o + 5 * w);
+        int64_t nkg = l->k - kb * l->kc < l->kc ? l->k - kb * l->kc : l->kc;
+        float *p = o + kb * l->block + s * nkg * TJG_MR;
+        packed_sums(nkg * TJG_MR, p, p + w, p + 2 * w, p + 3 * w, p + 4 * w, p + 5 * w, p + 6 * w);
     }
 }
 
@@ -187,6 +243,11 @@ static int product(call *g, int q, int64_t j0, int64_t nj)
     const tjg_packed *p = &g->b->parts[q];
     tjg_packed v = *p;
     v.n = nj, v.data = (float *)p->data + j0 / TJG_NR * p->kp * TJG_NR;
+    if (g->ap) {   /* P1-P7's operands: A11, A12, S4, A22, S1, S2, S3 */
+        static const int which[7] = {0, 1, 6, 2, 3, 4, 5};
+        return tjg_gemm_packed_a(&g->l, g->ap + which[q] * g->l.words, &v,
+                                 g->prod + q * g->mh * g->ldp + j0, g->ldp, NULL);
+    }
     bool quad = q == 0 || q == 1 || q == 3;   /* a quadrant of A, else an S */
     return tjg_gemm(g->mh, g->lhs[q], false, quad ? g->rs : g->kh, quad ? g->cs : 1, &v,
                     g->prod + q * g->mh * g->ldp + j0, g->ldp, NULL, NULL);
@@ -225,14 +286,25 @@ int tjg_gemm_strassen(int64_t m, const float *a, int64_t rs, int64_t cs, const t
     g.ldp = (g.nh + 15) / 16 * 16 + 16;
     if (g.ldp % 1024 == 0)
         g.ldp += 16;
-    size_t sb = (size_t)(4 * g.mh * (g.kh > 0 ? g.kh : 1)) * sizeof(float);
+    /* A's operands packed once where the kernel reads A as tjg_gemm packs
+     * it (TJIT_STRASSEN_PACK=0, for measuring: the S pass and each product
+     * packing its own) */
+    const char *pv = getenv("TJIT_STRASSEN_PACK");
+    bool packed = !(pv && pv[0] == '0') && !tjg_alayout_f32(g.mh, g.kh, STRASSEN_KC, &g.l);
+    size_t sb = packed ? (size_t)(7 * g.l.words) * sizeof(float)
+                       : (size_t)(4 * g.mh * (g.kh > 0 ? g.kh : 1)) * sizeof(float);
     size_t pb = (size_t)(7 * g.mh * g.ldp) * sizeof(float);
     g.s = rt_alloc(sb);
     g.prod = g.s ? rt_alloc(pb) : NULL;
     int r = -1;
     if (!g.prod)
         goto done;
-    rt_parallel_for(g.mh, ROWS_PER_CHUNK, a_sums, &g);
+    if (packed) {
+        g.ap = g.s;
+        rt_parallel_for(g.l.nkb * ((g.mh + TJG_MR - 1) / TJG_MR), 1, a_pack, &g);
+    } else {
+        rt_parallel_for(g.mh, ROWS_PER_CHUNK, a_sums, &g);
+    }
     int64_t sz = g.mh * g.kh;
     const float *lhs[7] = {a, a + g.kh * cs, g.s + 3 * sz, a + g.mh * rs + g.kh * cs,
                            g.s, g.s + sz, g.s + 2 * sz};
@@ -256,6 +328,8 @@ int tjg_gemm_strassen(int64_t m, const float *a, int64_t rs, int64_t cs, const t
     }
     rt_parallel_for(g.mh, ROWS_PER_CHUNK, c_sums, &g);
     atomic_fetch_add(&strassen_calls, 1);
+    if (packed)
+        atomic_fetch_add(&packed_calls, 1);
     r = 0;
 done:
     if (g.prod)

@@ -11,7 +11,10 @@
  * weight's version (tj_copy_ and writes through tj_data between calls), and
  * TJIT_STRASSEN=0 turns it off. A weight whose GEMMs take the form keeps no
  * plain packed form until a GEMM that does not qualify reads it (the
- * cache's bytes; results bit-equal to each GEMM on fresh forms). */
+ * cache's bytes; results bit-equal to each GEMM on fresh forms). A's
+ * operands packed once per call and the S pass both keep the bound, and a
+ * GEMM on an A packed by the caller is tjg_gemm's (bit for bit with its
+ * k-blocks). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +22,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -103,9 +107,24 @@ static void check_case(gcase g, const tjg_epilogue *e0)
         assert_false(tjg_strassen_wanted(m, n, k));
     } else {
         assert_int_equal(tjg_pack_f32_strassen(&ps, b, brs, bcs, k, n), 0);
-        unsigned long long before = tjg_strassen_calls();
+        unsigned long long before = tjg_strassen_calls(), pk = tjg_strassen_packed_calls();
         assert_int_equal(tjg_gemm_strassen(m, a, ars, acs, &ps, cs, n, &e), 0);
         assert_int_equal(tjg_strassen_calls(), before + 1);
+        /* A's operands packed once where the kernel reads tjg_gemm's
+         * packing (the products' k-blocks shorter: other rounding), and the
+         * S pass with the products' own packing: both within the bound */
+        tjg_alayout l;
+        assert_int_equal(tjg_strassen_packed_calls(), pk + !tjg_alayout_f32(m / 2, k / 2, 0, &l));
+        float *c0 = malloc((size_t)(m * n) * 4);
+        setenv("TJIT_STRASSEN_PACK", "0", 1);
+        assert_int_equal(tjg_gemm_strassen(m, a, ars, acs, &ps, c0, n, &e), 0);
+        unsetenv("TJIT_STRASSEN_PACK");
+        assert_int_equal(tjg_strassen_packed_calls(), pk + !tjg_alayout_f32(m / 2, k / 2, 0, &l));
+        double err0 = max_err(c0, ref, m, n);
+        if (!(err0 <= STRASSEN_ERR_FACTOR * plain))
+            fail_msg("%lldx%lldx%lld: S pass error %.3g > %.1f x plain %.3g", (long long)m,
+                     (long long)n, (long long)k, err0, STRASSEN_ERR_FACTOR, plain);
+        free(c0);
         double err = max_err(cs, ref, m, n);
         if (!(err <= STRASSEN_ERR_FACTOR * plain))
             fail_msg("%lldx%lldx%lld ta %d tb %d act %d: Strassen error %.3g > %.1f x plain %.3g",
@@ -131,6 +150,7 @@ static void test_strassen_vs_f64(void **state)
     static const gcase cases[] = {
         {256, 512, 512, false, false}, {128, 130, 96, false, true}, {98, 66, 200, true, false},
         {64, 2048, 64, false, false},  /* products' C rows 1024 floats apart */
+        {300, 96, 1100, false, false}, /* 150 rows (13 slivers), 550 k (3 k-blocks) */
         {61, 64, 64, false, false},    {64, 62, 63, false, false},   /* odd: plain */
     };
     const tjg_epilogue epis[] = {
@@ -145,6 +165,60 @@ static void test_strassen_vs_f64(void **state)
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
             for (size_t e = 0; e < sizeof epis / sizeof epis[0]; e++)
                 check_case(cases[c], &epis[e]);
+    }
+    tj_set_num_threads(threads);
+}
+
+/* tjg_gemm_packed_a on A packed by tjg_pack_a_f32 (k-blocks and slivers
+ * in any order, in two parts) is tjg_gemm bit for bit with the GEMM's own
+ * k-blocks, and within rounding with 128 and 100 k per block: one and several row
+ * blocks (the block's slivers found at its rows), A contiguous and
+ * transposed, with an epilogue, one and two threads. */
+static void test_packed_a(void **state)
+{
+    (void)state;
+    static const gcase cases[] = {
+        {50, 64, 100, false, false}, {256, 1000, 512, false, false}, {300, 96, 700, false, false},
+        {600, 200, 300, true, false}, {13, 40, 7, true, false},
+    };
+    int threads = tj_num_threads();
+    for (int th = 1; th <= 2; th++) {
+        tj_set_num_threads(th);
+        for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+            gcase g = cases[ci];
+            int64_t m = g.m, n = g.n, k = g.k, ars = g.ta ? 1 : k, acs = g.ta ? m : 1;
+            float *a = randv(m * k), *b = randv(k * n), *bias = randv(n);
+            float *c = malloc((size_t)(m * n) * 4), *cp = malloc((size_t)(m * n) * 4);
+            tjg_epilogue e = {.bias = bias, .act = TJG_ACT_GELU_TANH};
+            tjg_packed p;
+            tjg_alayout l;
+            assert_int_equal(tjg_pack_f32(&p, b, n, 1, k, n), 0);
+            assert_int_equal(tjg_gemm(m, a, false, ars, acs, &p, c, n, &e, NULL), 0);
+            static const int64_t kcs[] = {0, 128, 100};   /* the GEMM's own k-blocks, others */
+            for (size_t ki = 0; ki < sizeof kcs / sizeof kcs[0]; ki++) {
+                if (tjg_alayout_f32(m, k, kcs[ki], &l))
+                    continue;
+                float *ap = malloc((size_t)l.words * 4);
+                int64_t nsl = (m + TJG_MR - 1) / TJG_MR, half = nsl / 2;
+                for (int64_t kb = l.nkb - 1; kb >= 0; kb--) {
+                    tjg_pack_a_f32(&l, a, ars, acs, kb, half, nsl, ap);
+                    tjg_pack_a_f32(&l, a, ars, acs, kb, 0, half, ap);
+                }
+                memset(cp, 0, (size_t)(m * n) * 4);
+                assert_int_equal(tjg_gemm_packed_a(&l, ap, &p, cp, n, &e), 0);
+                if (kcs[ki] == 0)   /* the GEMM's own k-blocks: the same bits */
+                    assert_memory_equal(c, cp, (size_t)(m * n) * 4);
+                else   /* other k-blocks: the partial sums added in another order */
+                    for (int64_t i = 0; i < m * n; i++)
+                        if (!(fabsf(c[i] - cp[i]) <= 1e-5f * (float)k))
+                            fail_msg("%lldx%lldx%lld kc %lld: [%lld] %g against %g",
+                                     (long long)m, (long long)n, (long long)k,
+                                     (long long)kcs[ki], (long long)i, cp[i], c[i]);
+                free(ap);
+            }
+            tjg_packed_free(&p);
+            free(a), free(b), free(bias), free(c), free(cp);
+        }
     }
     tj_set_num_threads(threads);
 }
@@ -418,6 +492,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_strassen_vs_f64),
+        cmocka_unit_test(test_packed_a),
         cmocka_unit_test(test_strassen_wanted),
         cmocka_unit_test(test_strassen_compiled),
         cmocka_unit_test(test_strassen_plain_form_lazy),

@@ -15,7 +15,8 @@
  * (cases_paired P6 P6 1 40 with PAIRED_CONV_A=wino: F(2x2) against the
  * rule's F(4x4)). PAIRED_STRASSEN_A and _B likewise set TJIT_STRASSEN
  * (read per call) around A's and B's calls: cases_paired P4 P4 2 200 with
- * PAIRED_STRASSEN_A=0 PAIRED_STRASSEN_B=1 (runtime/gemm_strassen.c).
+ * PAIRED_STRASSEN_A=0 PAIRED_STRASSEN_B=1 (runtime/gemm_strassen.c);
+ * PAIRED_STRASSEN_PACK_A and _B set TJIT_STRASSEN_PACK so.
  *
  * Built and run by `make bench-cases-paired` (BENCH_ARGS as above).
  */
@@ -42,14 +43,17 @@ static int call(tj_compiled *f, bench_args *a, double *wall, double *cpu)
     return y ? 0 : -1;
 }
 
-/* TJIT_CONV and TJIT_STRASSEN for case r's calls, from PAIRED_CONV_A / _B
- * and PAIRED_STRASSEN_A / _B (unset: as is). */
+/* TJIT_CONV, TJIT_STRASSEN and TJIT_STRASSEN_PACK for case r's calls, from
+ * PAIRED_CONV_A / _B, PAIRED_STRASSEN_A / _B and PAIRED_STRASSEN_PACK_A / _B
+ * (unset: as is). */
 static void env_for(int r)
 {
-    static const char *const vars[2][3] = {{"PAIRED_CONV_A", "PAIRED_CONV_B", "TJIT_CONV"},
+    static const char *const vars[3][3] = {{"PAIRED_CONV_A", "PAIRED_CONV_B", "TJIT_CONV"},
                                            {"PAIRED_STRASSEN_A", "PAIRED_STRASSEN_B",
-                                            "TJIT_STRASSEN"}};
-    for (int k = 0; k < 2; k++) {
+                                            "TJIT_STRASSEN"},
+                                           {"PAIRED_STRASSEN_PACK_A", "PAIRED_STRASSEN_PACK_B",
+                                            "TJIT_STRASSEN_PACK"}};
+    for (int k = 0; k < 3; k++) {
         const char *v = getenv(vars[k][r]);
         if (v && *v)
             setenv(vars[k][2], v, 1);
