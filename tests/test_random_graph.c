@@ -211,11 +211,28 @@ static void test_breaks(void **state)
     tj_compiled_free(c);
 }
 
+/* A dropout over no elements: no draws, and the graph runs without a
+ * reservation (random programs, autocast seed 1102415: the rand kernel asked
+ * for the call's counters that no frame held). */
+static void test_empty_draw(void **state)
+{
+    (void)state;
+    tj_compiled *c = tj_compile(model_mask, NULL, &(tj_compile_options){.name = "empty"});
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){0, 5});
+    for (int k = 0; k < 2; k++) {
+        tj_tensor *y = tj_call(c, &x, 1);
+        if (!y)
+            fail_msg("call %d: %s", k, tj_last_error());
+        assert_int_equal(tj_numel(y), 0);
+    }
+    tj_compiled_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
-        T(test_draws_match_eager), T(test_frozen_mask), T(test_training_step), T(test_breaks),
+        T(test_draws_match_eager), T(test_frozen_mask), T(test_training_step), T(test_breaks), T(test_empty_draw),
 #undef T
     };
     return cmocka_run_group_tests_name("random_graph", tests, NULL, NULL);
