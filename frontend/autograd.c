@@ -411,11 +411,50 @@ static int rebase_view(ag_view *lv, tj_tensor *base, tj_tensor *value)
     return 0;
 }
 
+/* dst, a view made while its base had no history (no lineage recorded),
+ * written with value that requires grad: its lineage now, as_strided over
+ * the base's storage (eagerly: rt_view_op's view_of, a base that holds its
+ * storage), so the base's history becomes a CopySlices node as for a view
+ * recorded with its base's history (a traced one is a graph break:
+ * ops_view.c). 1 when dst is no such view, 0, -1. */
+static int rebase_unrecorded(tj_tensor *dst, tj_tensor *value)
+{
+    tj_tensor *base = dst->view_of ? rt_wref_get(dst->view_of) : NULL;   /* NULL: released */
+    if (!base || !ir_dtype_is_float(value->dtype) || !fe_ag_requires_grad(value))
+        return 1;
+    if (!rt_holds_storage(base)) {
+        rt_error("copy_: a value that requires grad written through a view of a tensor that does "
+                 "not hold its whole storage cannot be differentiated");
+        return -1;
+    }
+    ir_attrs a;
+    memset(&a, 0, sizeof a);
+    ir_attr_ints(&a.a[0], dst->shape, dst->ndim);
+    ir_attr_ints(&a.a[1], dst->strides, dst->ndim);
+    ir_attr_int(&a.a[2], dst->offset);
+    tj_tensor *bd = ag_detached(base);
+    ag_meta *d = bd ? meta_get(dst) : NULL;
+    ag_view *v = d ? ag_view_extend(NULL, base, bd, OP_as_strided, &a, dst) : NULL;
+    tj_release(bd);
+    if (!v)
+        return -1;
+    const ag_meta *bm = meta_of(base);
+    ag_view_release(d->view);
+    tj_release(d->view_base);
+    d->view = v;
+    d->view_base = tj_retain(base);
+    d->view_gen = bm ? bm->gen : 0;
+    return rebase_view(v, base, value);
+}
+
 int fe_ag_rebase(tj_tensor *dst, const tj_tensor *value)
 {
     ag_meta *d = meta_of(dst);
     if (no_grad_depth == 0 && d && d->view)
         return rebase_view(d->view, d->view_base, (tj_tensor *)value);
+    int rc = no_grad_depth == 0 ? rebase_unrecorded(dst, (tj_tensor *)value) : 1;
+    if (rc <= 0)
+        return rc;
     ag_node *vf = fn_of(value);
     if (no_grad_depth != 0 || ((!d || !d->fn) && !vf))
         return 0;   /* no history on either side */

@@ -218,6 +218,14 @@ int tj_copy_(tj_tensor *dst, tj_tensor *src)
         bool whole = dn && (ir_node_is_input(dn) || ir_ops[dn->op].kind != IR_VIEW);
         /* a view's write rebases its base's history (a CopySlices node) */
         bool rebase = whole || fe_ag_is_view(dst);
+        if (v && !rebase && dn && ir_node_is_view(dn) && tj_grad_enabled() && fe_ag_requires_grad(v)) {
+            /* a view of a tensor without history: its base is not known here */
+            fe_trace_break(tr, "a write of a value that requires grad through a view of a tensor "
+                               "without autograd history");
+            rt_error("%s: a write of a value that requires grad through a view of a tensor without "
+                     "autograd history is a graph break", head);
+            return -1;
+        }
         return v && fe_trace_write_data(tr, dst, v) == 0 && (!rebase || fe_ag_rebase(dst, v) == 0) ? 0 : -1;
     }
     tj_tensor *tmp = NULL, *from = src;   /* from: the history dst takes */
@@ -232,8 +240,8 @@ int tj_copy_(tj_tensor *dst, tj_tensor *src)
     int rc = rt_convert(dst, src);
     tj_release(tmp);
     rt_bump_version(dst);
-    /* the whole of dst, or a view of a base with history (its base's is rebased) */
-    bool rebase = rt_holds_storage(dst) || fe_ag_is_view(dst);
+    /* the whole of dst, or a view (its base's history is rebased) */
+    bool rebase = rt_holds_storage(dst) || fe_ag_is_view(dst) || dst->view_of;
     if (rc == 0 && rebase && fe_ag_wants_grad(&from, 1)) {   /* from's history, cast and expanded */
         tj_tensor *v = tj_cast(tj_expand(from, dst->ndim, dst->shape), dst->dtype);
         rc = v ? fe_ag_rebase(dst, v) : -1;

@@ -65,7 +65,10 @@ struct tj_tensor {
     uint64_t alias;                 /* tracing: the storage a symbolic tensor stands for, its
                                      * views' too (frontend/trace.c); 0 when concrete */
     rt_agmeta *ag;                  /* autograd state (frontend/autograd.c) or NULL */
-    rt_wref *wref;                  /* its weak reference, made on first request, or NULL */
+    rt_wref *view_of;               /* an eager view op's result (fe_apply): a weak reference
+                                     * to the tensor under its chain of views (autograd finds
+                                     * the base a write through it reaches); NULL otherwise */
+    rt_wref *_Atomic wref;          /* its weak reference, made on first request, or NULL */
     bool made_tracing;              /* made while this thread traced (a model's constant) */
     uint32_t dyn_mark, static_mark; /* tj_mark_dynamic / tj_mark_static: bit d per dim */
 };
@@ -81,13 +84,18 @@ static inline bool rt_dead(const tj_tensor *t) { return t->magic != RT_LIVE; }
  * tensor was released") when in[k] is dead; NULL entries are skipped. */
 int rt_check_live(tj_tensor *const *in, int n, const char *what);
 /* t's weak reference, retained (release with rt_wref_release); NULL when out
- * of memory. */
+ * of memory. Made once per tensor, safely from several threads. */
 rt_wref *rt_wref_of(tj_tensor *t);
 static inline tj_tensor *rt_wref_get(rt_wref *w)
 {
     return atomic_load_explicit(&w->t, memory_order_acquire);
 }
 void rt_wref_release(rt_wref *w);
+static inline rt_wref *rt_wref_retain(rt_wref *w)
+{
+    atomic_fetch_add_explicit(&w->refs, 1, memory_order_relaxed);
+    return w;
+}
 /* Tensors made while set are marked made_tracing (frontend/trace.c sets it
  * for the thread that traces). */
 void rt_set_tracing(bool on);

@@ -144,6 +144,9 @@ void rt_tensor_rebind(tj_tensor *h, const tj_tensor *v)
     atomic_fetch_add_explicit(&v->storage->refs, 1, memory_order_relaxed);
     h->offset = v->offset;
     memcpy(h->strides, v->strides, sizeof h->strides);
+    rt_wref *was = h->view_of;   /* h views what v views (unless that is h) */
+    h->view_of = v->view_of && rt_wref_get(v->view_of) != h ? rt_wref_retain(v->view_of) : NULL;
+    rt_wref_release(was);
     h->sym = NULL;
     h->made_tracing = false;
     storage_release(old);
@@ -217,7 +220,8 @@ int rt_check_live(tj_tensor *const *in, int n, const char *what)
 
 rt_wref *rt_wref_of(tj_tensor *t)
 {
-    if (!t->wref) {
+    rt_wref *have = atomic_load_explicit(&t->wref, memory_order_acquire);
+    if (!have) {
         rt_wref *w = malloc(sizeof *w);
         if (!w) {
             rt_error("out of memory making a weak reference");
@@ -225,10 +229,14 @@ rt_wref *rt_wref_of(tj_tensor *t)
         }
         atomic_init(&w->refs, 1);   /* the tensor's own */
         atomic_init(&w->t, t);
-        t->wref = w;
+        if (atomic_compare_exchange_strong_explicit(&t->wref, &have, w,
+                                                    memory_order_acq_rel, memory_order_acquire))
+            have = w;
+        else
+            free(w);   /* another thread's came first */
     }
-    atomic_fetch_add_explicit(&t->wref->refs, 1, memory_order_relaxed);
-    return t->wref;
+    atomic_fetch_add_explicit(&have->refs, 1, memory_order_relaxed);
+    return have;
 }
 
 void rt_wref_release(rt_wref *w)
@@ -253,6 +261,7 @@ void tj_release(tj_tensor *t)
     if (t && atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) == 1) {
         if (t->ag)
             t->ag->release(t->ag);
+        rt_wref_release(t->view_of);
         storage_release(t->storage);
         if (t->wref) {
             atomic_store_explicit(&t->wref->t, NULL, memory_order_release);

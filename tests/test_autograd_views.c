@@ -366,13 +366,63 @@ static void test_compiled_forward(void **state)
     tj_release(w);
 }
 
+/* A base without history (zeros) written through a view with a value that
+ * requires grad, then through its transpose: d sum(y * c) / dw is 3 c[1:3]
+ * (its gradient was lost: the base kept no history). Eagerly through
+ * as_strided over the base's storage; traced, a graph break (the call runs
+ * eagerly, the same gradient). Through a view of a view, the tensor under
+ * both gets the history. */
+static tj_tensor *no_history_loss(tj_tensor *w, tj_tensor *c)
+{
+    tj_tensor *y = tj_zeros(TJ_F64, 2, (int64_t[]){4, 3});
+    if (tj_copy_(tj_slice(y, 0, 1, 3, 1), tj_mul_s(w, 2)) != 0 || tj_mul_s_(tj_transpose(y, 0, 1), 1.5) != 0)
+        return NULL;
+    return tj_sum(tj_mul(y, c), NULL, 0, false);
+}
+
+typedef struct nh {
+    tj_tensor *w, *c;
+} nh;
+
+static tj_tensor *no_history_step(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)x, (void)n;
+    nh *s = ctx;
+    tj_zero_grad(s->w);
+    tj_tensor *l = no_history_loss(s->w, s->c);
+    return l && tj_backward(l) == 0 ? tj_clone(tj_grad(s->w)) : NULL;
+}
+
+static void test_base_without_history(void **state)
+{
+    (void)state;
+    nh s = {tj_randn(TJ_F64, 2, (int64_t[]){2, 3}), tj_randn(TJ_F64, 2, (int64_t[]){4, 3})};
+    assert_int_equal(tj_requires_grad(s.w, true), 0);
+    tj_tensor *want = tj_mul_s(tj_slice(s.c, 0, 1, 3, 1), 3);
+    tu_assert_close(no_history_step(&s, NULL, 0), want, 1e-12, 1e-12);
+    tj_compiled *c = tj_compile(no_history_step, &s, &(tj_compile_options){.name = "no_history"});
+    for (int k = 0; k < 2; k++) {
+        tj_tensor *g = tj_call(c, NULL, 0);
+        if (!g)
+            fail_msg("compiled step %d: %s", k, tj_last_error());
+        tu_assert_close(g, want, 1e-12, 1e-12);
+    }
+    tu_assert_explain(c, "through a view of a tensor without autograd history");
+    tj_compiled_free(c);
+    tj_zero_grad(s.w);   /* through a view of a view: the base is the tensor under both */
+    tj_tensor *big = tj_zeros(TJ_F64, 2, (int64_t[]){8, 3}), *part = tj_slice(big, 0, 4, 8, 1);
+    assert_int_equal(tj_copy_(tj_slice(part, 0, 1, 3, 1), tj_mul_s(s.w, 2)), 0);
+    assert_int_equal(tj_backward(tj_sum(tj_mul(big, tj_cat((tj_tensor *[]){s.c, s.c}, 2, 0)), NULL, 0, false)), 0);
+    tu_assert_close(tj_grad(s.w), tj_mul_s(tj_slice(s.c, 0, 1, 3, 1), 2), 1e-12, 1e-12);
+}
+
 int main(void)
 {
     tu_use_build_cache();
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_gradcheck_views), T(test_by_hand), T(test_view_errors), T(test_freed), T(test_compiled_views),
-        T(test_compiled_forward),
+        T(test_compiled_forward), T(test_base_without_history),
 #undef T
     };
     return tu_run_jit_suite("autograd_views", tests, sizeof tests / sizeof tests[0], "compiled steps");
