@@ -259,6 +259,17 @@ bool fe_ag_wants_grad(tj_tensor *const *in, int nin)
     return any;
 }
 
+/* m (a view's state) takes lineage v (its hold) of base. */
+static void set_lineage(ag_meta *m, ag_view *v, tj_tensor *base)
+{
+    const ag_meta *bm = meta_of(base);
+    ag_view_release(m->view);
+    tj_release(m->view_base);
+    m->view = v;
+    m->view_base = tj_retain(base);
+    m->view_gen = bm ? bm->gen : 0;
+}
+
 tj_tensor *fe_ag_record(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
                         tj_tensor *r)
 {
@@ -303,12 +314,7 @@ tj_tensor *fe_ag_record(ir_op op, tj_tensor *const *in, int nin, const ir_attrs 
         ag_view *v = ag_view_extend(im ? im->view : NULL, base, n->in[0].saved, op, a, r);
         if (!v)
             return NULL;
-        const ag_meta *bm = meta_of(base);
-        ag_view_release(rm->view);
-        tj_release(rm->view_base);
-        rm->view = v;
-        rm->view_base = tj_retain(base);
-        rm->view_gen = bm ? bm->gen : 0;
+        set_lineage(rm, v, base);
     }
     return r;
 }
@@ -438,12 +444,7 @@ static int rebase_unrecorded(tj_tensor *dst, tj_tensor *value)
     tj_release(bd);
     if (!v)
         return -1;
-    const ag_meta *bm = meta_of(base);
-    ag_view_release(d->view);
-    tj_release(d->view_base);
-    d->view = v;
-    d->view_base = tj_retain(base);
-    d->view_gen = bm ? bm->gen : 0;
+    set_lineage(d, v, base);
     return rebase_view(v, base, value);
 }
 
