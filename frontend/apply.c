@@ -67,8 +67,8 @@ tj_tensor *fe_apply(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a)
     if (by_decomp)   /* a DCOMP row: its prims run (apply_decomp.c) */
         return fe_apply_decomposed(op, in, nin, a, (const ir_type *const *)tp);
     tj_tensor *r = rt_eager(op, in, nin, a, &out);
-    if (r && info->kind == IR_VIEW && r->storage && r->storage == in[0]->storage &&
-        !(r->view_of = in[0]->view_of ? rt_wref_retain(in[0]->view_of) : rt_wref_of(in[0]))) {
+    if (r && info->kind == IR_VIEW && r->storage == in[0]->storage && ir_dtype_is_float(r->dtype) &&
+        tj_grad_enabled() && !(r->view_of = in[0]->view_of ? rt_wref_retain(in[0]->view_of) : rt_wref_of(in[0]))) {
         tj_release(r);   /* what it views, weakly: autograd's base of a write through it */
         r = NULL;
     }

@@ -215,10 +215,10 @@ int tj_copy_(tj_tensor *dst, tj_tensor *src)
         copy_shape(dst, src, shape);
         tj_tensor *v = tj_cast(tj_expand(src, dst->ndim, shape), dst->dtype);
         const ir_node *dn = dst->sym;
-        bool whole = dn && (ir_node_is_input(dn) || ir_ops[dn->op].kind != IR_VIEW);
+        bool whole = dn && !ir_node_is_view(dn);
         /* a view's write rebases its base's history (a CopySlices node) */
         bool rebase = whole || fe_ag_is_view(dst);
-        if (v && !rebase && dn && ir_node_is_view(dn) && tj_grad_enabled() && fe_ag_requires_grad(v)) {
+        if (v && !rebase && dn && tj_grad_enabled() && fe_ag_requires_grad(v)) {
             /* a view of a tensor without history: its base is not known here */
             fe_trace_break(tr, "a write of a value that requires grad through a view of a tensor "
                                "without autograd history");

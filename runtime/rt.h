@@ -65,9 +65,10 @@ struct tj_tensor {
     uint64_t alias;                 /* tracing: the storage a symbolic tensor stands for, its
                                      * views' too (frontend/trace.c); 0 when concrete */
     rt_agmeta *ag;                  /* autograd state (frontend/autograd.c) or NULL */
-    rt_wref *view_of;               /* an eager view op's result (fe_apply): a weak reference
-                                     * to the tensor under its chain of views (autograd finds
-                                     * the base a write through it reaches); NULL otherwise */
+    rt_wref *view_of;               /* an eager view op's float result made in grad mode
+                                     * (fe_apply): a weak reference to the tensor under its
+                                     * chain of views (autograd finds the base a write
+                                     * through it reaches); NULL otherwise */
     rt_wref *_Atomic wref;          /* its weak reference, made on first request, or NULL */
     bool made_tracing;              /* made while this thread traced (a model's constant) */
     uint32_t dyn_mark, static_mark; /* tj_mark_dynamic / tj_mark_static: bit d per dim */
