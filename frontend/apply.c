@@ -60,16 +60,19 @@ tj_tensor *fe_apply(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a)
     fe_trace *tr = fe_trace_current();
     bool by_decomp = info->eager_decomp && (!tr || fe_ag_wants_grad(in, nin) ||
                                             fe_decomp_is_view(op, in, nin, a, (const ir_type *const *)tp));
-    if (tr && !by_decomp)
-        return fe_ag_record(op, in, nin, a, fe_trace_apply(tr, op, in, nin, a));
+    if (tr && !by_decomp) {
+        tj_tensor *r = fe_trace_apply(tr, op, in, nin, a);
+        if (r && info->kind == IR_VIEW)
+            fe_ag_view_made(r, in[0]);   /* symbolic: marks only, allocates nothing */
+        return fe_ag_record(op, in, nin, a, r);
+    }
     if (ir_infer(op, (const ir_type *const *)tp, nin, a, &out, reason, sizeof reason) != 0)
         return op_error(op, in, nin, reason);
     if (by_decomp)   /* a DCOMP row: its prims run (apply_decomp.c) */
         return fe_apply_decomposed(op, in, nin, a, (const ir_type *const *)tp);
     tj_tensor *r = rt_eager(op, in, nin, a, &out);
-    if (r && info->kind == IR_VIEW && r->storage == in[0]->storage && ir_dtype_is_float(r->dtype) &&
-        tj_grad_enabled() && !(r->view_of = in[0]->view_of ? rt_wref_retain(in[0]->view_of) : rt_wref_of(in[0]))) {
-        tj_release(r);   /* what it views, weakly: autograd's base of a write through it */
+    if (r && info->kind == IR_VIEW && fe_ag_view_made(r, in[0]) != 0) {
+        tj_release(r);
         r = NULL;
     }
     if (!r) {

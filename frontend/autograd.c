@@ -115,7 +115,7 @@ bool fe_ag_is_leaf(const tj_tensor *t)
 bool fe_ag_requires_grad(const tj_tensor *t)
 {
     const ag_meta *m = meta_of(t);
-    return m && (m->requires_grad || fn_of(t));
+    return (m && m->requires_grad) || fn_of(t);   /* fn_of: a view may take its base's history */
 }
 
 bool fe_ag_is_view(const tj_tensor *t)
@@ -238,11 +238,28 @@ static int regen(ag_meta *m, const ag_meta *bm)
     return 0;
 }
 
+static int adopt_lineage(tj_tensor *t, tj_tensor *base, uint64_t gen);
+
+/* t (unrecorded: an eager view made while its base had no history, so no
+ * lineage) once the base was written since t was made (its gen moved past
+ * the one t saw): t takes a lineage over the base, which regen then follows,
+ * as PyTorch regenerates every view of a written base. Its state, or m. */
+static ag_meta *adopt_if_written(tj_tensor *t, ag_meta *m)
+{
+    tj_tensor *base = rt_wref_get(t->view_of);   /* NULL: released */
+    const ag_meta *bm = meta_of(base);
+    if (!bm || bm->gen == (m ? m->view_gen : 0) || !rt_holds_storage(base))
+        return m;
+    return adopt_lineage(t, base, m ? m->view_gen : 0) == 0 ? meta_of(t) : m;
+}
+
 /* The node that made t, made again first when t is a view whose base was
  * written since (regen). */
 static ag_node *fn_of(const tj_tensor *t)
 {
     ag_meta *m = meta_of(t);
+    if ((!m || !m->view) && t->view_of)
+        m = adopt_if_written((tj_tensor *)t, m);
     if (m && m->view) {
         const ag_meta *bm = meta_of(m->view_base);
         if ((bm ? bm->gen : 0) != m->view_gen)
@@ -417,10 +434,29 @@ static int rebase_view(ag_view *lv, tj_tensor *base, tj_tensor *value)
     return 0;
 }
 
-/* dst, a view made while its base had no history (no lineage recorded),
- * written with value that requires grad: its lineage now, as_strided over
- * the base's storage (eagerly: rt_view_op's view_of, a base that holds its
- * storage), so the base's history becomes a CopySlices node as for a view
+/* t, a view made while its base had no history (no lineage recorded): its
+ * lineage now, as_strided over the base's storage (eagerly: fe_ag_view_made's
+ * view_of, a base that holds its storage), made from the base's gen. 0 or -1. */
+static int adopt_lineage(tj_tensor *t, tj_tensor *base, uint64_t gen)
+{
+    ir_attrs a;
+    memset(&a, 0, sizeof a);
+    ir_attr_ints(&a.a[0], t->shape, t->ndim);
+    ir_attr_ints(&a.a[1], t->strides, t->ndim);
+    ir_attr_int(&a.a[2], t->offset);
+    tj_tensor *bd = ag_detached(base);
+    ag_meta *d = bd ? meta_get(t) : NULL;
+    ag_view *v = d ? ag_view_extend(NULL, base, bd, OP_as_strided, &a, t) : NULL;
+    tj_release(bd);
+    if (!v)
+        return -1;
+    set_lineage(d, v, base);
+    d->view_gen = gen;
+    return 0;
+}
+
+/* dst, an unrecorded view, written with value that requires grad: its
+ * lineage now, so the base's history becomes a CopySlices node as for a view
  * recorded with its base's history (a traced one is a graph break:
  * ops_view.c). 1 when dst is no such view, 0, -1. */
 static int rebase_unrecorded(tj_tensor *dst, tj_tensor *value)
@@ -433,19 +469,10 @@ static int rebase_unrecorded(tj_tensor *dst, tj_tensor *value)
                  "not hold its whole storage cannot be differentiated");
         return -1;
     }
-    ir_attrs a;
-    memset(&a, 0, sizeof a);
-    ir_attr_ints(&a.a[0], dst->shape, dst->ndim);
-    ir_attr_ints(&a.a[1], dst->strides, dst->ndim);
-    ir_attr_int(&a.a[2], dst->offset);
-    tj_tensor *bd = ag_detached(base);
-    ag_meta *d = bd ? meta_get(dst) : NULL;
-    ag_view *v = d ? ag_view_extend(NULL, base, bd, OP_as_strided, &a, dst) : NULL;
-    tj_release(bd);
-    if (!v)
+    const ag_meta *bm = meta_of(base);
+    if (adopt_lineage(dst, base, bm ? bm->gen : 0))
         return -1;
-    set_lineage(d, v, base);
-    return rebase_view(v, base, value);
+    return rebase_view(meta_of(dst)->view, base, value);
 }
 
 int fe_ag_rebase(tj_tensor *dst, const tj_tensor *value)
@@ -469,8 +496,34 @@ int fe_ag_rebase(tj_tensor *dst, const tj_tensor *value)
     return 0;
 }
 
-int fe_ag_check_inplace(const tj_tensor *dst, const char *what)
+int fe_ag_view_made(tj_tensor *r, tj_tensor *x)
 {
+    if (!ag_view_shares(r, x) || !ir_dtype_is_float(r->dtype))
+        return 0;
+    r->view_no_grad = x->view_no_grad || no_grad_depth > 0;
+    if (no_grad_depth > 0 || !r->storage)
+        return 0;   /* traced, a write of such a view's base is a graph break (ops_view.c) */
+    if (!(r->view_of = x->view_of ? rt_wref_retain(x->view_of) : rt_wref_of(x)))
+        return -1;
+    const ag_meta *bm = meta_of(rt_wref_get(r->view_of));
+    if (bm && bm->gen) {   /* the base's writes so far are not r's to follow */
+        ag_meta *m = meta_get(r);
+        if (!m)
+            return -1;
+        m->view_gen = bm->gen;
+    }
+    return 0;
+}
+
+int fe_ag_check_inplace(const tj_tensor *dst, const tj_tensor *src, const char *what)
+{
+    if (no_grad_depth == 0 && dst->view_no_grad && ir_dtype_is_float(src->dtype) &&
+        fe_ag_requires_grad(src)) {
+        rt_error("%s: a view made in no-grad mode (or a view of one) cannot be written in grad "
+                 "mode with a value that requires grad: its base would not get the gradient "
+                 "(make the view in grad mode, or write in tj_no_grad)", what);
+        return -1;
+    }
     const ag_meta *m = meta_of(dst);
     if (no_grad_depth == 0 && m && m->requires_grad && !m->fn) {
         rt_error("%s: a leaf tensor that requires grad cannot be written in place "

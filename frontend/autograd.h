@@ -92,10 +92,20 @@ bool fe_ag_wants_grad(tj_tensor *const *in, int nin);
 bool fe_ag_requires_grad(const tj_tensor *t);
 /* Whether t is a leaf that requires grad (marked so, made by no recorded op). */
 bool fe_ag_is_leaf(const tj_tensor *t);
-/* An in-place write to dst is about to happen: fails (-1, error set) when dst
- * is a leaf that requires grad while grad mode is on; else bumps nothing and
- * returns 0. The writer bumps the storage version after writing. */
-int fe_ag_check_inplace(const tj_tensor *dst, const char *what);
+/* An in-place write of src to dst is about to happen: fails (-1, error set)
+ * while grad mode is on when dst is a leaf that requires grad or a view of
+ * one, or a view made in no-grad mode and src requires grad; else bumps
+ * nothing and returns 0. The writer bumps the storage version after writing. */
+int fe_ag_check_inplace(const tj_tensor *dst, const tj_tensor *src, const char *what);
+
+/* r, the result of a view op on x, made: when it shares x's storage and is
+ * float, it is marked made in no-grad mode (or a view of such a view), and
+ * an eager one made in grad mode keeps a weak reference to the tensor under
+ * its chain of views (view_of) and the gen of that tensor's history it saw,
+ * so that a write through it, or through another view of that tensor, gives
+ * it a history (a base without history: autograd.c). 0 or -1 (out of
+ * memory; nothing to do for a symbolic r). */
+int fe_ag_view_made(tj_tensor *r, tj_tensor *x);
 
 /* A write of value over the whole of dst happened: dst's history becomes
  * value's (the gradient of dst goes to what made value; dst's old value gets

@@ -115,6 +115,13 @@ tj_tensor *tj_as_strided(tj_tensor *x, int ndim, const int64_t *size, const int6
         tj_no_grad_begin();
         r = fe_apply(OP_as_strided, &base, 1, &at);
         tj_no_grad_end();
+        if (r) {   /* a view of x made in the caller's mode, not of base in no-grad mode */
+            r->view_no_grad = false;
+            if (fe_ag_view_made(r, x) != 0) {
+                tj_release(r);
+                r = NULL;
+            }
+        }
     }
     tj_release(base);
     ir_attr_int(&at.a[3], 1);   /* not in the row's schema: the VJP counts x's storage */

@@ -200,7 +200,7 @@ int tj_copy_(tj_tensor *dst, tj_tensor *src)
     }
     if (rt_check_live(in, 2, "copy_") != 0)
         return -1;
-    if (fe_ag_check_inplace(dst, "copy_"))
+    if (fe_ag_check_inplace(dst, src, "copy_"))
         return -1;
     rt_describe_inputs("copy_", in, 2, head, sizeof head);
     fe_trace *tr = fe_trace_current();

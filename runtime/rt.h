@@ -69,6 +69,9 @@ struct tj_tensor {
                                      * (fe_apply): a weak reference to the tensor under its
                                      * chain of views (autograd finds the base a write
                                      * through it reaches); NULL otherwise */
+    bool view_no_grad;              /* a float view made in no-grad mode, or a view of one
+                                     * (fe_ag_view_made): a write of a value that requires
+                                     * grad through it is refused, as PyTorch does */
     rt_wref *_Atomic wref;          /* its weak reference, made on first request, or NULL */
     bool made_tracing;              /* made while this thread traced (a model's constant) */
     uint32_t dyn_mark, static_mark; /* tj_mark_dynamic / tj_mark_static: bit d per dim */

@@ -147,6 +147,7 @@ void rt_tensor_rebind(tj_tensor *h, const tj_tensor *v)
     rt_wref *was = h->view_of;   /* h views what v views (unless that is h) */
     h->view_of = v->view_of && rt_wref_get(v->view_of) != h ? rt_wref_retain(v->view_of) : NULL;
     rt_wref_release(was);
+    h->view_no_grad = v->view_no_grad;
     h->sym = NULL;
     h->made_tracing = false;
     storage_release(old);

@@ -416,6 +416,66 @@ static void test_base_without_history(void **state)
     tu_assert_close(tj_grad(s.w), tj_mul_s(tj_slice(s.c, 0, 1, 3, 1), 2), 1e-12, 1e-12);
 }
 
+/* Views of a base without history made *before* a write through another
+ * view (or over the whole base) and read after it: they follow the base's
+ * new history as PyTorch regenerates them (their gradient was lost). y rows
+ * 1-2 are 2w: d sum(v1 * c1)/dw with v1 = y[0:2] is 2 c1[1] in w's row 0;
+ * through the transpose of y[0:3], made before too, 2 c2^T[1:3]. */
+static void test_views_before_write(void **state)
+{
+    (void)state;
+    tj_tensor *w = tj_randn(TJ_F64, 2, (int64_t[]){2, 3}), *c1 = tj_randn(TJ_F64, 2, (int64_t[]){2, 3});
+    tj_tensor *c2 = tj_randn(TJ_F64, 2, (int64_t[]){3, 3});
+    assert_int_equal(tj_requires_grad(w, true), 0);
+    tj_tensor *y = tj_zeros(TJ_F64, 2, (int64_t[]){4, 3});
+    tj_tensor *v1 = tj_slice(y, 0, 0, 2, 1), *v2 = tj_transpose(tj_slice(y, 0, 0, 3, 1), 0, 1);
+    tj_tensor *after = tj_slice(y, 0, 3, 4, 1);   /* no part of the write: no gradient */
+    assert_false(tj_get_requires_grad(v1));
+    assert_int_equal(tj_copy_(tj_slice(y, 0, 1, 3, 1), tj_mul_s(w, 2)), 0);
+    assert_true(tj_get_requires_grad(v1));
+    tj_tensor *l = tj_add(tj_sum(tj_mul(v1, c1), NULL, 0, false), tj_sum(tj_mul(v2, c2), NULL, 0, false));
+    assert_int_equal(tj_backward(tj_add(l, tj_sum(after, NULL, 0, false))), 0);
+    /* w row r is y row r + 1: v1 reads y row 1 (c1 row 1), v2 y rows 1, 2 (c2's columns 1, 2) */
+    tj_tensor *want = tj_mul_s(tj_add(tj_pad(tj_slice(c1, 0, 1, 2, 1), (int64_t[]){0, 0, 0, 1}, 2, 0),
+                                      tj_slice(tj_transpose(c2, 0, 1), 0, 1, 3, 1)), 2);
+    tu_assert_close(tj_grad(w), want, 1e-12, 1e-12);
+    /* over the whole base: a view made before reads its history */
+    tj_zero_grad(w);
+    tj_tensor *z = tj_zeros(TJ_F64, 2, (int64_t[]){2, 3}), *zt = tj_transpose(z, 0, 1);
+    assert_int_equal(tj_copy_(z, tj_mul_s(w, 3)), 0);
+    assert_int_equal(tj_backward(tj_sum(tj_mul(zt, tj_transpose(c1, 0, 1)), NULL, 0, false)), 0);
+    tu_assert_close(tj_grad(w), tj_mul_s(c1, 3), 1e-12, 1e-12);
+    /* a base not written keeps its views without history, gen or not */
+    tj_tensor *q = tj_zeros(TJ_F64, 1, (int64_t[]){4}), *q1 = tj_slice(q, 0, 0, 2, 1);
+    assert_false(tj_get_requires_grad(q1));
+    tj_release(w);
+}
+
+/* A view made in no-grad mode (or a view of one), written in grad mode with
+ * a value that requires grad: refused, as PyTorch refuses it (its base
+ * would not get the gradient; before, the write dropped it silently). In
+ * no-grad mode, or with a value without history, the write is allowed. */
+static void test_no_grad_view_write(void **state)
+{
+    (void)state;
+    tj_tensor *w = tj_randn(TJ_F64, 1, (int64_t[]){2});
+    assert_int_equal(tj_requires_grad(w, true), 0);
+    tj_tensor *y = tj_zeros(TJ_F64, 1, (int64_t[]){6});
+    tj_no_grad_begin();
+    tj_tensor *v = tj_slice(y, 0, 0, 4, 1);
+    tj_no_grad_end();
+    tj_tensor *vv = tj_slice(v, 0, 1, 3, 1);   /* made in grad mode, of a no-grad view */
+    const char *why = "a view made in no-grad mode (or a view of one) cannot be written in grad mode";
+    tu_assert_error(tj_copy_(tj_slice(v, 0, 0, 2, 1), w) == 0 ? "" : NULL, why, NULL);
+    tu_assert_error(tj_add_(vv, w) == 0 ? "" : NULL, why, NULL);
+    assert_int_equal(tj_copy_(vv, tj_detach(w)), 0);
+    tj_no_grad_begin();
+    assert_int_equal(tj_add_(vv, w), 0);
+    tj_no_grad_end();
+    tu_assert_close(y, tj_pad(tj_mul_s(tj_detach(w), 2), (int64_t[]){1, 3}, 1, 0), 0, 0);
+    tj_release(w);
+}
+
 int main(void)
 {
     tu_use_build_cache();
@@ -423,6 +483,7 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_gradcheck_views), T(test_by_hand), T(test_view_errors), T(test_freed), T(test_compiled_views),
         T(test_compiled_forward), T(test_base_without_history),
+        T(test_views_before_write), T(test_no_grad_view_write),
 #undef T
     };
     return tu_run_jit_suite("autograd_views", tests, sizeof tests / sizeof tests[0], "compiled steps");
