@@ -62,8 +62,10 @@ tj_tensor *fe_apply(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a)
                                             fe_decomp_is_view(op, in, nin, a, (const ir_type *const *)tp));
     if (tr && !by_decomp) {
         tj_tensor *r = fe_trace_apply(tr, op, in, nin, a);
-        if (r && info->kind == IR_VIEW)
-            fe_ag_view_made(r, in[0]);   /* symbolic: marks only, allocates nothing */
+        if (r && info->kind == IR_VIEW && fe_ag_view_made(op, a, r, in[0]) != 0) {
+            tj_release(r);
+            return NULL;
+        }
         return fe_ag_record(op, in, nin, a, r);
     }
     if (ir_infer(op, (const ir_type *const *)tp, nin, a, &out, reason, sizeof reason) != 0)
@@ -71,7 +73,7 @@ tj_tensor *fe_apply(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a)
     if (by_decomp)   /* a DCOMP row: its prims run (apply_decomp.c) */
         return fe_apply_decomposed(op, in, nin, a, (const ir_type *const *)tp);
     tj_tensor *r = rt_eager(op, in, nin, a, &out);
-    if (r && info->kind == IR_VIEW && fe_ag_view_made(r, in[0]) != 0) {
+    if (r && info->kind == IR_VIEW && fe_ag_view_made(op, a, r, in[0]) != 0) {
         tj_release(r);
         r = NULL;
     }

@@ -496,13 +496,34 @@ int fe_ag_rebase(tj_tensor *dst, const tj_tensor *value)
     return 0;
 }
 
-int fe_ag_view_made(tj_tensor *r, tj_tensor *x)
+int fe_ag_view_made(ir_op op, const ir_attrs *a, tj_tensor *r, tj_tensor *x)
 {
     if (!ag_view_shares(r, x) || !ir_dtype_is_float(r->dtype))
         return 0;
     r->view_no_grad = x->view_no_grad || no_grad_depth > 0;
-    if (no_grad_depth > 0 || !r->storage)
-        return 0;   /* traced, a write of such a view's base is a graph break (ops_view.c) */
+    if (no_grad_depth > 0)
+        return 0;
+    if (!r->sym != !x->sym)
+        return 0;   /* a traced view of a concrete tensor: trace.c follows such writes */
+    if (r->sym) {
+        /* traced: the lineage itself, even while x has no history (a cost at
+         * trace time only; fe_ag_record replaces it when x has one), so a
+         * write through r, or into its base, reaches the other in the graph */
+        if (fe_ag_requires_grad(x))
+            return 0;
+        const ag_meta *im = meta_of(x);
+        tj_tensor *base = im && im->view ? im->view_base : x;
+        if (ir_node_is_input(base->sym))
+            return 0;   /* an argument's or a capture's view: writes break the graph (ops_view.c) */
+        tj_tensor *xd = ag_detached(x);
+        ag_meta *m = xd ? meta_get(r) : NULL;
+        ag_view *v = m ? ag_view_extend(im ? im->view : NULL, base, xd, op, a, r) : NULL;
+        tj_release(xd);
+        if (!v)
+            return -1;
+        set_lineage(m, v, base);
+        return 0;
+    }
     if (!(r->view_of = x->view_of ? rt_wref_retain(x->view_of) : rt_wref_of(x)))
         return -1;
     const ag_meta *bm = meta_of(rt_wref_get(r->view_of));

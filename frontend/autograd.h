@@ -98,14 +98,15 @@ bool fe_ag_is_leaf(const tj_tensor *t);
  * nothing and returns 0. The writer bumps the storage version after writing. */
 int fe_ag_check_inplace(const tj_tensor *dst, const tj_tensor *src, const char *what);
 
-/* r, the result of a view op on x, made: when it shares x's storage and is
- * float, it is marked made in no-grad mode (or a view of such a view), and
- * an eager one made in grad mode keeps a weak reference to the tensor under
- * its chain of views (view_of) and the gen of that tensor's history it saw,
- * so that a write through it, or through another view of that tensor, gives
- * it a history (a base without history: autograd.c). 0 or -1 (out of
- * memory; nothing to do for a symbolic r). */
-int fe_ag_view_made(tj_tensor *r, tj_tensor *x);
+/* r, the result of view op (attributes a) on x, made: when it shares x's
+ * storage and is float, it is marked made in no-grad mode (or a view of such
+ * a view). Made in grad mode while x has no history, an eager r keeps a weak
+ * reference to the tensor under its chain of views (view_of) and the gen of
+ * that tensor's history it saw; a traced r (of a traced x) its lineage, as
+ * fe_ag_record gives the views of tensors with history. So a write through
+ * it, or into its base, gives the other a history (autograd.c). 0 or -1 (out
+ * of memory). */
+int fe_ag_view_made(ir_op op, const ir_attrs *a, tj_tensor *r, tj_tensor *x);
 
 /* A write of value over the whole of dst happened: dst's history becomes
  * value's (the gradient of dst goes to what made value; dst's old value gets

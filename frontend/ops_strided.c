@@ -117,7 +117,7 @@ tj_tensor *tj_as_strided(tj_tensor *x, int ndim, const int64_t *size, const int6
         tj_no_grad_end();
         if (r) {   /* a view of x made in the caller's mode, not of base in no-grad mode */
             r->view_no_grad = false;
-            if (fe_ag_view_made(r, x) != 0) {
+            if (fe_ag_view_made(OP_as_strided, &at, r, x) != 0) {
                 tj_release(r);
                 r = NULL;
             }

@@ -219,7 +219,8 @@ int tj_copy_(tj_tensor *dst, tj_tensor *src)
         /* a view's write rebases its base's history (a CopySlices node) */
         bool rebase = whole || fe_ag_is_view(dst);
         if (v && !rebase && dn && tj_grad_enabled() && fe_ag_requires_grad(v)) {
-            /* a view of a tensor without history: its base is not known here */
+            /* a view of an argument or a capture without history (a view of
+             * the trace's own value keeps a lineage: fe_ag_view_made) */
             fe_trace_break(tr, "a write of a value that requires grad through a view of a tensor "
                                "without autograd history");
             rt_error("%s: a write of a value that requires grad through a view of a tensor without "

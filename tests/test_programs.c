@@ -419,6 +419,7 @@ static int eager_run(tj_model_multi_fn fn, void *ectx, prog *p, tj_tensor **ea, 
     p->log[0] = '\0';
     p->logging = true;
     p->f32_seen = false;
+    p->not_derivative = false;
     int nw = fn(ectx, ea, 3, want, MAX_OUTS);
     p->logging = false;
     if (getenv("TJ_PROGRAMS_VERBOSE") && call == 0)
@@ -700,9 +701,9 @@ static void run_dyn(int count)
     check_refusals(M_DYN, refused, count);
 }
 
-/* d loss / d (argument 0 and the weight), loss = sum_i sum(result_i) / (i + 1)
- * over the float results that require grad; 0 when none does (no backward). */
-static int backward_of(tj_tensor **res, int n)
+/* loss = sum_i sum(result_i) / (i + 1) over the float results that require
+ * grad; NULL when none does. */
+static tj_tensor *loss_of(tj_tensor **res, int n)
 {
     tj_tensor *loss = NULL;
     for (int i = 0; i < n; i++)
@@ -710,7 +711,77 @@ static int backward_of(tj_tensor **res, int n)
             tj_tensor *t = tj_mul_s(tj_sum(tj_cast(res[i], TJ_F64), NULL, 0, false), 1.0 / (i + 1));
             loss = loss ? tj_add(loss, t) : t;
         }
+    return loss;
+}
+
+/* d loss / d (argument 0 and the weight); 0 when no result requires grad
+ * (no backward). */
+static int backward_of(tj_tensor **res, int n)
+{
+    tj_tensor *loss = loss_of(res, n);
     return !loss ? 0 : tj_backward(loss) == 0 ? 1 : -1;
+}
+
+/* The loss of program p (eagerly, on arguments made from aseed as
+ * twin_args makes them) with argument 0 moved by s v; NAN when it fails. */
+static double loss_at(prog *p, const argspec *spec, unsigned aseed, tj_tensor *v, double s)
+{
+    tj_scope_begin();
+    tj_tensor *a[3], *res[MAX_OUTS];
+    for (int i = 0; i < 3; i++)
+        a[i] = make_arg(&spec[i], aseed + (unsigned)i);
+    a[0] = tj_clone(tj_add(a[0], tj_mul_s(v, s)));   /* a leaf again, as in the run */
+    double l = NAN;
+    if (tj_requires_grad(a[0], true) == 0) {
+        int n = tu_program_model(p, a, 3, res, MAX_OUTS);
+        tj_tensor *loss = n >= 0 ? loss_of(res, n) : NULL;
+        l = loss ? tj_item(loss) : NAN;
+    }
+    tj_clear_error();
+    tj_scope_end();
+    return l;
+}
+
+/* Eager's gradient g of argument 0 x (f64; NULL: none reached it, zeros)
+ * against central differences of the loss along a random direction v, at
+ * steps h and h / 4: an independent check of the tape (eager and compiled
+ * share every gradient rule, so comparing them cannot find a rule or a
+ * rebase that is wrong in both). Where the differences show the program is
+ * not smooth around x (relu or abs near 0, floor, a comparison flipping, an
+ * f32 value's rounding) it is not judged. 1 when judged, 0 when not; fails
+ * the test on a mismatch. */
+static int fd_check(prog *p, const argspec *spec, unsigned aseed, tj_tensor *x, tj_tensor *g)
+{
+    if (p->f32_seen || p->not_derivative || tj_dtype_of(x) != TJ_F64 || tj_numel(x) == 0)
+        return 0;
+    tj_scope_begin();
+    if (!g)   /* no gradient reached x: the loss must not change along v */
+        g = tj_zeros(TJ_F64, tj_ndim(x), tj_shape(x));
+    tj_manual_seed(aseed ^ 0x5bd1e995u);
+    tj_tensor *v = tj_randn(TJ_F64, tj_ndim(g), tj_shape(g));
+    double gv = tj_item(tj_sum(tj_mul(g, v), NULL, 0, false));
+    double mag = tj_item(tj_sum(tj_abs(tj_mul(g, v)), NULL, 0, false));
+    const double h = 1e-5;
+    double l0 = loss_at(p, spec, aseed, v, 0);
+    double lp = loss_at(p, spec, aseed, v, h), lm = loss_at(p, spec, aseed, v, -h);
+    double lp4 = loss_at(p, spec, aseed, v, h / 4), lm4 = loss_at(p, spec, aseed, v, -h / 4);
+    tj_scope_end();
+    double d1 = (lp - lm) / (2 * h), d2 = (lp4 - lm4) / (h / 2);
+    /* forward minus backward difference: h v^T H v where smooth (it shrinks
+     * with h), the jump of the slope at a kink in between (it does not) */
+    double a1 = (lp - 2 * l0 + lm) / h, a4 = (lp4 - 2 * l0 + lm4) / (h / 4);
+    double tol = 1e-6 * (1 + mag + fabs(l0) + fabs(d1));
+    if (!isfinite(l0) || !isfinite(d1) || !isfinite(d2) || !isfinite(gv) || fabs(d1 - d2) > tol ||
+        fabs(a4 - a1 / 4) > tol) {
+        if (getenv("TJ_PROGRAMS_VERBOSE"))
+            fprintf(stderr, "grad %u: not judged: d1 %.10g d2 %.10g gv %.10g l0 %g tol %g\n", p->seed, d1, d2, gv, l0, tol);
+        return 0;
+    }
+    if (fabs(gv - d1) > tol || fabs(gv - d2) > tol)
+        fail_msg("grad program %u: argument 0's gradient along a random direction is %.10g, central "
+                 "differences give %.10g (h = %g) and %.10g (h / 4); tolerance %.3g\nsteps: %s",
+                 p->seed, gv, d1, h, d2, tol, p->log);
+    return 1;
 }
 
 static void check_grad(const prog *p, int call, const char *what, tj_tensor *got, tj_tensor *want,
@@ -731,7 +802,7 @@ static void run_grad(int count)
 {
     unsigned seed0 = first_seed();
     count = programs_per_mode(count);
-    int refused = 0, backwards = 0;
+    int refused = 0, backwards = 0, tried = 0, judged = 0;
     for (unsigned seed = seed0; seed < seed0 + (unsigned)count; seed++) {
         tj_scope_begin();
         argspec spec[3];
@@ -769,6 +840,10 @@ static void run_grad(int count)
             }
             check_grad(&pe, call, "argument 0's gradient", tj_grad(ca[0]), tj_grad(ea[0]), spec);
             check_grad(&pe, call, "the weight's gradient", tj_grad(pc.w), tj_grad(pe.w), spec);
+            if (call == 0 && be > 0) {
+                tried++;
+                judged += fd_check(&pe, spec, seed * 3u, ea[0], tj_grad(ea[0]));
+            }
             backwards += be;
             tj_zero_grad(pc.w);
             tj_zero_grad(pe.w);
@@ -783,6 +858,11 @@ static void run_grad(int count)
     check_refusals(M_GRAD, refused, count);
     if (backwards * 2 < count)   /* most programs must reach a backward */
         fail_msg("grad: %d backwards in %d programs", backwards, count);
+    if (getenv("TJ_PROGRAMS_VERBOSE"))
+        fprintf(stderr, "grad: %d backwards; of %d first ones, %d judged against central differences\n",
+                backwards, tried, judged);
+    if (judged * 2 < tried)   /* most run in f64 and are smooth at random inputs */
+        fail_msg("grad: %d of %d backwards judged against central differences", judged, tried);
 }
 
 /* ---- training steps ------------------------------------------------------------------------------ */

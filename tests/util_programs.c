@@ -633,7 +633,8 @@ static tj_tensor *extra(gen *g, tj_tensor *a, tj_tensor *w, bool exact)
     case 6:
         if (tj_numel(a) > 0) {
             note(g, "add_s item(amax) (graph break)");
-                double m = tj_item(tj_amax(num(a), NULL, 0, false));
+            g->p->not_derivative = true;
+            double m = tj_item(tj_amax(num(a), NULL, 0, false));
             return isnan(m) ? NULL : tj_add_s(num(a), exact ? m : m * 0.5);   /* NaN: an error */
         }
         break;
@@ -679,8 +680,10 @@ static tj_tensor *arg_slice_write(gen *g, tj_tensor *x, tj_tensor *b, bool exact
     /* a view of a leaf that requires grad (grad mode's argument 0) is
      * written as PyTorch allows it: outside grad mode */
     bool leaf = tj_get_requires_grad(x);
-    if (leaf)
+    if (leaf) {
+        g->p->not_derivative = true;
         tj_no_grad_begin();
+    }
     int rc = fits ? tj_add_(rows, tj_cast(exact ? num(b) : b, tj_dtype_of(x))) : tj_mul_s_(rows, 2);
     if (leaf)
         tj_no_grad_end();

@@ -30,6 +30,9 @@ typedef struct prog {
     tj_tensor *w;
     bool logging;
     bool f32_seen;   /* an f32 value in an f64 program: f32's tolerance */
+    bool not_derivative;   /* the gradient is not the loss's derivative (as in
+                            * PyTorch): a leaf written in no-grad mode, a value
+                            * read as a number (tj_item) */
     tj_aot_model *aot;   /* set: calls run the exported model instead */
     tj_compiled *inner;  /* set: a compiled function the program may call
                           * (tu_program_inner; inlined when the program is traced) */
