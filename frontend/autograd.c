@@ -794,6 +794,24 @@ tj_tensor *tj_detach(tj_tensor *t)
 {
     if (!t || rt_check_live(&t, 1, "detach") != 0)
         return NULL;
+    if (t->sym && fe_trace_current()) {
+        /* traced: a view of t (the identity permutation) made in no-grad
+         * mode, so writes through either reach the other as eagerly (they
+         * share storage) and a split call tracks it; no history, and no
+         * no-grad view's refusal (PyTorch's detach is no differentiable view) */
+        int64_t perm[TJ_MAX_DIMS];
+        for (int k = 0; k < t->ndim; k++)
+            perm[k] = k;
+        ir_attrs a;
+        memset(&a, 0, sizeof a);
+        ir_attr_ints(&a.a[0], perm, t->ndim);
+        no_grad_depth++;
+        tj_tensor *d = fe_apply(OP_permute, &t, 1, &a);
+        no_grad_depth--;
+        if (d)
+            d->view_no_grad = t->view_no_grad;
+        return d;
+    }
     tj_tensor *d = ag_detached(t);
     return d ? rt_own(d) : NULL;
 }
