@@ -599,13 +599,18 @@ void fe_seg_used(fe_trace *tr, const tj_tensor *t)
         }
 }
 
+int fe_seg_flush(fe_trace *tr, const char *what)
+{
+    char brk[320], at[300];
+    snprintf(brk, sizeof brk, "%s reads values%s", what, rt_callsite_suffix(at, sizeof at));
+    return flush(tr, brk, false, NULL, 0);
+}
+
 int fe_seg_values(fe_trace *tr, tj_tensor *t, const char *what)
 {
     if (!in_graph(tr->g, t->sym))
         return late(tr, t);
-    char brk[320], at[300];
-    snprintf(brk, sizeof brk, "%s reads values%s", what, rt_callsite_suffix(at, sizeof at));
-    if (flush(tr, brk, false, NULL, 0) != 0)
+    if (fe_seg_flush(tr, what) != 0)
         return -1;
     return t->sym ? late(tr, t) : 0;
 }
@@ -627,6 +632,10 @@ tj_tensor *fe_seg_eager(fe_trace *tr, ir_op op, tj_tensor *const *in, int nin, c
         if (in[k] && in[k]->sym) {
             split = true;
             if (fe_seg_values(tr, in[k], what) != 0)
+                return NULL;
+        } else if (in[k] && fe_trace_written(tr, in[k])) {   /* its storage is stale until then */
+            split = true;
+            if (fe_seg_flush(tr, what) != 0)
                 return NULL;
         }
     if (!split)

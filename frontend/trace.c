@@ -356,6 +356,16 @@ bool fe_trace_needs_values(const tj_tensor *t, const char *what)
         if (fe_seg_values(current, (tj_tensor *)t, what) != 0)
             return true;
     }
+    if (t && !t->sym && current && fe_trace_written(current, t)) {
+        /* written by this trace: its storage is stale until the write-back */
+        if (!current->seg) {
+            trace_break(current, "%s reads the values of a tensor the trace wrote", what);
+            rt_error("%s: the tensor was written by the trace and has no values yet", what);
+            return true;
+        }
+        if (fe_seg_flush(current, what) != 0)
+            return true;
+    }
     if (t && !t->sym && current && current->seg)
         fe_seg_used(current, t);
     if (t && !t->sym && !t->made_tracing && current)

@@ -144,6 +144,10 @@ void fe_joint_stats(const fe_joint *j, tj_compiled_stats *out);
 /* dst <- value (value has dst's type): later reads of dst in this trace see
  * value, and the call writes it back when dst outlives the call. */
 int fe_trace_write_data(fe_trace *tr, tj_tensor *dst, tj_tensor *value);
+/* Whether t, a concrete tensor (a weight, or in a split call an argument or a
+ * tensor an earlier piece made), was written by the trace so far: its
+ * storage holds its old values until the write-back. */
+bool fe_trace_written(fe_trace *tr, const tj_tensor *t);
 /* Whether a write into dst would land several of its elements in one memory
  * location (a dim of stride 0 and size > 1: an expanded view), which copy_
  * refuses: by dst's strides, and while tracing (tr) by those of the
@@ -207,6 +211,9 @@ int fe_split_call(fe_split *sp, tj_model_fn fn, tj_model_multi_fn mfn, void *ctx
 int fe_seg_track(fe_trace *tr, tj_tensor *t, tj_tensor *parent);
 void fe_seg_used(fe_trace *tr, const tj_tensor *t);
 int fe_seg_values(fe_trace *tr, tj_tensor *t, const char *what);
+/* The piece so far runs (its writes land), for what, which reads a concrete
+ * tensor the piece wrote (fe_trace_written). 0 or -1. */
+int fe_seg_flush(fe_trace *tr, const char *what);
 /* A write into a view of a traced tensor (not a slice of a weight or an
  * argument) in a split call: a break. The piece so far runs, the tensor
  * under dst's views (the base, by the views fe_seg_track recorded) gets a

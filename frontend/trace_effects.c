@@ -274,6 +274,11 @@ int fe_trace_write_data(fe_trace *tr, tj_tensor *dst, tj_tensor *value)
     return arg >= 0 ? add_write(tr, FE_WRITE_DATA, NULL, arg, value) : 0;
 }
 
+bool fe_trace_written(fe_trace *tr, const tj_tensor *t)
+{
+    return !t->sym && find_write(tr, FE_WRITE_DATA, t, -1) != NULL;
+}
+
 tj_tensor *fe_trace_grad(fe_trace *tr, const tj_tensor *leaf, bool *found)
 {
     fe_write *w = find_write(tr, FE_WRITE_GRAD, leaf, -1);

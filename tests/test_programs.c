@@ -723,48 +723,59 @@ static int backward_of(tj_tensor **res, int n)
 }
 
 /* The loss of program p (eagerly, on arguments made from aseed as
- * twin_args makes them) with argument 0 moved by s v; NAN when it fails. */
-static double loss_at(prog *p, const argspec *spec, unsigned aseed, tj_tensor *v, double s)
+ * twin_args makes them) with argument 0 (w NULL) or the weight w (in place,
+ * then put back) moved by s v; NAN when it fails. */
+static double loss_at(prog *p, const argspec *spec, unsigned aseed, tj_tensor *w, tj_tensor *v, double s)
 {
     tj_scope_begin();
-    tj_tensor *a[3], *res[MAX_OUTS];
+    tj_tensor *a[3], *res[MAX_OUTS], *w0 = w ? tj_clone(tj_detach(w)) : NULL;
     for (int i = 0; i < 3; i++)
         a[i] = make_arg(&spec[i], aseed + (unsigned)i);
-    a[0] = tj_clone(tj_add(a[0], tj_mul_s(v, s)));   /* a leaf again, as in the run */
+    if (!w)
+        a[0] = tj_clone(tj_add(a[0], tj_mul_s(v, s)));   /* a leaf again, as in the run */
+    tj_no_grad_begin();
+    int moved = w ? tj_copy_(w, tj_add(w0, tj_mul_s(v, s))) : 0;
+    tj_no_grad_end();
     double l = NAN;
-    if (tj_requires_grad(a[0], true) == 0) {
+    if (moved == 0 && tj_requires_grad(a[0], true) == 0) {
         int n = tu_program_model(p, a, 3, res, MAX_OUTS);
         tj_tensor *loss = n >= 0 ? loss_of(res, n) : NULL;
         l = loss ? tj_item(loss) : NAN;
     }
     tj_clear_error();
+    if (w) {
+        tj_no_grad_begin();
+        if (tj_copy_(w, w0) != 0)
+            fail_msg("grad program %u: the weight not put back: %s", p->seed, tj_last_error());
+        tj_no_grad_end();
+    }
     tj_scope_end();
     return l;
 }
 
-/* Eager's gradient g of argument 0 x (f64; NULL: none reached it, zeros)
- * against central differences of the loss along a random direction v, at
- * steps h and h / 4: an independent check of the tape (eager and compiled
- * share every gradient rule, so comparing them cannot find a rule or a
- * rebase that is wrong in both). Where the differences show the program is
- * not smooth around x (relu or abs near 0, floor, a comparison flipping, an
- * f32 value's rounding) it is not judged. 1 when judged, 0 when not; fails
- * the test on a mismatch. */
-static int fd_check(prog *p, const argspec *spec, unsigned aseed, tj_tensor *x, tj_tensor *g)
+/* Eager's gradient g of x, argument 0 (w NULL) or the weight w (f64; g
+ * NULL: none reached it, zeros), against central differences of the loss
+ * along a random direction v, at steps h and h / 4: an independent check of
+ * the tape (eager and compiled share every gradient rule, so comparing them
+ * cannot find a rule or a rebase that is wrong in both). Where the
+ * differences show the program is not smooth around x (relu or abs near 0,
+ * floor, a comparison flipping, an f32 value's rounding) it is not judged.
+ * 1 when judged, 0 when not; fails the test on a mismatch. */
+static int fd_check(prog *p, const argspec *spec, unsigned aseed, tj_tensor *x, tj_tensor *w, tj_tensor *g)
 {
     if (p->f32_seen || p->not_derivative || tj_dtype_of(x) != TJ_F64 || tj_numel(x) == 0)
         return 0;
     tj_scope_begin();
     if (!g)   /* no gradient reached x: the loss must not change along v */
         g = tj_zeros(TJ_F64, tj_ndim(x), tj_shape(x));
-    tj_manual_seed(aseed ^ 0x5bd1e995u);
+    tj_manual_seed(aseed ^ (w ? 0x9e3779b9u : 0x5bd1e995u));
     tj_tensor *v = tj_randn(TJ_F64, tj_ndim(g), tj_shape(g));
     double gv = tj_item(tj_sum(tj_mul(g, v), NULL, 0, false));
     double mag = tj_item(tj_sum(tj_abs(tj_mul(g, v)), NULL, 0, false));
     const double h = 1e-5;
-    double l0 = loss_at(p, spec, aseed, v, 0);
-    double lp = loss_at(p, spec, aseed, v, h), lm = loss_at(p, spec, aseed, v, -h);
-    double lp4 = loss_at(p, spec, aseed, v, h / 4), lm4 = loss_at(p, spec, aseed, v, -h / 4);
+    double l0 = loss_at(p, spec, aseed, w, v, 0);
+    double lp = loss_at(p, spec, aseed, w, v, h), lm = loss_at(p, spec, aseed, w, v, -h);
+    double lp4 = loss_at(p, spec, aseed, w, v, h / 4), lm4 = loss_at(p, spec, aseed, w, v, -h / 4);
     tj_scope_end();
     double d1 = (lp - lm) / (2 * h), d2 = (lp4 - lm4) / (h / 2);
     /* forward minus backward difference: h v^T H v where smooth (it shrinks
@@ -774,13 +785,14 @@ static int fd_check(prog *p, const argspec *spec, unsigned aseed, tj_tensor *x, 
     if (!isfinite(l0) || !isfinite(d1) || !isfinite(d2) || !isfinite(gv) || fabs(d1 - d2) > tol ||
         fabs(a4 - a1 / 4) > tol) {
         if (getenv("TJ_PROGRAMS_VERBOSE"))
-            fprintf(stderr, "grad %u: not judged: d1 %.10g d2 %.10g gv %.10g l0 %g tol %g\n", p->seed, d1, d2, gv, l0, tol);
+            fprintf(stderr, "grad %u (%s): not judged: d1 %.10g d2 %.10g gv %.10g l0 %g tol %g\n", p->seed,
+                    w ? "weight" : "arg 0", d1, d2, gv, l0, tol);
         return 0;
     }
     if (fabs(gv - d1) > tol || fabs(gv - d2) > tol)
-        fail_msg("grad program %u: argument 0's gradient along a random direction is %.10g, central "
+        fail_msg("grad program %u: %s gradient along a random direction is %.10g, central "
                  "differences give %.10g (h = %g) and %.10g (h / 4); tolerance %.3g\nsteps: %s",
-                 p->seed, gv, d1, h, d2, tol, p->log);
+                 p->seed, w ? "the weight's" : "argument 0's", gv, d1, h, d2, tol, p->log);
     return 1;
 }
 
@@ -802,7 +814,7 @@ static void run_grad(int count)
 {
     unsigned seed0 = first_seed();
     count = programs_per_mode(count);
-    int refused = 0, backwards = 0, tried = 0, judged = 0;
+    int refused = 0, backwards = 0, tried = 0, judged = 0, wjudged = 0;
     for (unsigned seed = seed0; seed < seed0 + (unsigned)count; seed++) {
         tj_scope_begin();
         argspec spec[3];
@@ -842,7 +854,8 @@ static void run_grad(int count)
             check_grad(&pe, call, "the weight's gradient", tj_grad(pc.w), tj_grad(pe.w), spec);
             if (call == 0 && be > 0) {
                 tried++;
-                judged += fd_check(&pe, spec, seed * 3u, ea[0], tj_grad(ea[0]));
+                judged += fd_check(&pe, spec, seed * 3u, ea[0], NULL, tj_grad(ea[0]));
+                wjudged += fd_check(&pe, spec, seed * 3u, pe.w, pe.w, tj_grad(pe.w));
             }
             backwards += be;
             tj_zero_grad(pc.w);
@@ -859,10 +872,11 @@ static void run_grad(int count)
     if (backwards * 2 < count)   /* most programs must reach a backward */
         fail_msg("grad: %d backwards in %d programs", backwards, count);
     if (getenv("TJ_PROGRAMS_VERBOSE"))
-        fprintf(stderr, "grad: %d backwards; of %d first ones, %d judged against central differences\n",
-                backwards, tried, judged);
-    if (judged * 2 < tried)   /* most run in f64 and are smooth at random inputs */
-        fail_msg("grad: %d of %d backwards judged against central differences", judged, tried);
+        fprintf(stderr, "grad: %d backwards; of %d first ones, %d (arg 0) and %d (weight) judged against "
+                "central differences\n", backwards, tried, judged, wjudged);
+    if (judged * 2 < tried || wjudged * 2 < tried)   /* most run in f64 and are smooth at random inputs */
+        fail_msg("grad: of %d backwards, %d (arg 0) and %d (weight) judged against central differences", tried,
+                 judged, wjudged);
 }
 
 /* ---- training steps ------------------------------------------------------------------------------ */

@@ -556,6 +556,42 @@ static void test_detach_written(void **state)
     }
 }
 
+/* After a break an argument is concrete; written in place, its storage
+ * holds the old values until the piece's write-back. A random op on it (it
+ * ran eagerly on the storage: random programs, f64 seed 1600945) and
+ * tj_item of it read the written values. ctx: 0 dropout, 1 tj_item. */
+static tj_tensor *model_read_written(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)n;
+    double m = tj_item(tj_amax(x[1], NULL, 0, false));   /* the break */
+    if (tj_add_s_(x[0], 1) != 0)
+        return NULL;
+    if (*(int *)ctx == 0)
+        return tj_mul_s(tj_dropout(x[0], 0.4, true), m);
+    return tj_mul_s(x[0], tj_item(x[0]) + m);
+}
+
+static void test_read_written_arg(void **state)
+{
+    (void)state;
+    for (int mode = 0; mode < 2; mode++) {
+        tj_compiled *c = tj_compile(model_read_written, &mode, &(tj_compile_options){.name = "read_written"});
+        for (int k = 0; k < 3; k++) {
+            int64_t n = mode ? 1 : 64;
+            tj_tensor *ca[2] = {tj_full(TJ_F64, 1, &n, 2.0 + k), tj_full(TJ_F64, 0, NULL, 1.5)};
+            tj_tensor *ea[2] = {tj_clone(ca[0]), ca[1]};
+            tj_manual_seed(7 + (uint64_t)k);
+            tj_tensor *got = tj_call(c, ca, 2);
+            if (!got)
+                fail_msg("mode %d, call %d: %s", mode, k, tj_last_error());
+            tj_manual_seed(7 + (uint64_t)k);
+            tu_assert_close(got, model_read_written(&mode, ea, 2), 0, 0);
+            tu_assert_close(ca[0], ea[0], 0, 0);
+        }
+        tj_compiled_free(c);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -564,7 +600,7 @@ int main(void)
         T(test_buffer_write_before_break), T(test_random_op_in_the_middle), T(test_results_across_break),
         T(test_late_value_after_write), T(test_late_value_after_view_write),   T(test_writes_in_two_pieces),
         T(test_view_write_after_break), T(test_view_write_twins), T(test_view_write_then_base), T(test_dead_piece),
-        T(test_detach_written),
+        T(test_detach_written), T(test_read_written_arg),
 #undef T
     };
     return cmocka_run_group_tests_name("split", tests, NULL, NULL);

@@ -684,7 +684,11 @@ static tj_tensor *arg_slice_write(gen *g, tj_tensor *x, tj_tensor *b, bool exact
         g->p->not_derivative = true;
         tj_no_grad_begin();
     }
-    int rc = fits ? tj_add_(rows, tj_cast(exact ? num(b) : b, tj_dtype_of(x))) : tj_mul_s_(rows, 2);
+    /* a float into an integer argument: rounded, not truncated (a value
+     * within rounding of an integer, 1 - 1 ulp from a cosine, would
+     * truncate to either side) */
+    tj_tensor *add = exact ? num(b) : is_float(b) && !is_float(x) ? tj_round(b) : b;
+    int rc = fits ? tj_add_(rows, tj_cast(add, tj_dtype_of(x))) : tj_mul_s_(rows, 2);
     if (leaf)
         tj_no_grad_end();
     return rc ? NULL : x;
