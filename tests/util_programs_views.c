@@ -70,16 +70,19 @@ static tj_tensor *piece(gen *g, tj_tensor *x, int d, int64_t n)
 }
 
 /* In-place writes with a tensor operand into a clone of a (a third of the
- * time of a detached a: a base without history, which a write of a value
- * that requires grad gives one), or through a view of the clone; a view
- * taken before the write is read after it. */
+ * time a base without history, which a write of a value that requires grad
+ * gives one: a clone of a detached a, or in the grad mode, whose gradients
+ * are checked against differences of the values, a constant like a), or
+ * through a view of the clone; a view taken before the write is read after
+ * it. */
 static tj_tensor *writes(gen *g, tj_tensor *a, tj_tensor *b, bool exact)
 {
-    bool fresh = rnd(g, 3) == 0;
+    bool fresh = rnd(g, 3) == 0, grad = g->p->mode == M_GRAD;
     if (fresh)
-        note(g, "clone of a detached value (no history)");
+        note(g, grad ? "a constant like a (no history)" : "clone of a detached value (no history)");
     tj_tensor *x = exact ? num(a) : flt(a);
-    tj_tensor *c = tj_clone(fresh ? tj_detach(x) : x), *src = operand(c, b);
+    tj_tensor *c = fresh && grad ? tj_full_like(x, 0.75) : tj_clone(fresh ? tj_detach(x) : x);
+    tj_tensor *src = operand(c, b);
     int nd = tj_ndim(c);
     tj_tensor *before = nd >= 2 ? tj_transpose(c, 0, nd - 1) : tj_neg(c);   /* a view, or a value */
     int rc;
