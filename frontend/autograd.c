@@ -794,11 +794,12 @@ tj_tensor *tj_detach(tj_tensor *t)
 {
     if (!t || rt_check_live(&t, 1, "detach") != 0)
         return NULL;
-    if (t->sym && fe_trace_current()) {
+    if (fe_trace_current()) {
         /* traced: a view of t (the identity permutation) made in no-grad
          * mode, so writes through either reach the other as eagerly (they
-         * share storage) and a split call tracks it; no history, and no
-         * no-grad view's refusal (PyTorch's detach is no differentiable view) */
+         * share storage), a split call tracks it, and a concrete t the trace
+         * wrote reads as written; no history, and no no-grad view's refusal
+         * (PyTorch's detach is no differentiable view) */
         int64_t perm[TJ_MAX_DIMS];
         for (int k = 0; k < t->ndim; k++)
             perm[k] = k;

@@ -558,8 +558,10 @@ static void test_detach_written(void **state)
 
 /* After a break an argument is concrete; written in place, its storage
  * holds the old values until the piece's write-back. A random op on it (it
- * ran eagerly on the storage: random programs, f64 seed 1600945) and
- * tj_item of it read the written values. ctx: 0 dropout, 1 tj_item. */
+ * ran eagerly on the storage: random programs, f64 seed 1600945), tj_item
+ * of it and a clone of its tj_detach (a new header over the old storage:
+ * f64 seed 1801468) read the written values. ctx: 0 dropout, 1 tj_item,
+ * 2 detach. */
 static tj_tensor *model_read_written(void *ctx, tj_tensor *const *x, int n)
 {
     (void)n;
@@ -568,16 +570,18 @@ static tj_tensor *model_read_written(void *ctx, tj_tensor *const *x, int n)
         return NULL;
     if (*(int *)ctx == 0)
         return tj_mul_s(tj_dropout(x[0], 0.4, true), m);
+    if (*(int *)ctx == 2)
+        return tj_mul_s(tj_clone(tj_detach(x[0])), m);
     return tj_mul_s(x[0], tj_item(x[0]) + m);
 }
 
 static void test_read_written_arg(void **state)
 {
     (void)state;
-    for (int mode = 0; mode < 2; mode++) {
+    for (int mode = 0; mode < 3; mode++) {
         tj_compiled *c = tj_compile(model_read_written, &mode, &(tj_compile_options){.name = "read_written"});
         for (int k = 0; k < 3; k++) {
-            int64_t n = mode ? 1 : 64;
+            int64_t n = mode == 1 ? 1 : 64;
             tj_tensor *ca[2] = {tj_full(TJ_F64, 1, &n, 2.0 + k), tj_full(TJ_F64, 0, NULL, 1.5)};
             tj_tensor *ea[2] = {tj_clone(ca[0]), ca[1]};
             tj_manual_seed(7 + (uint64_t)k);
