@@ -19,16 +19,45 @@ static ir_node *copy_node(ps_builder *b, const ir_node *old, ir_node *const *in,
 /* Whether o is an input or a chain of views of one. */
 static bool views_input(const ir_node *o) { return ir_node_is_input(ir_view_root(o)); }
 
+/* Whether DCOMP node o's eager run, which replays its decomposition
+ * (apply_decomp.c), ends in views of its first input: a chain of views that
+ * is neither the input itself nor expands it (both replay as copies: an
+ * identity, tile, repeat). A roll by a multiple of its size decomposes to a
+ * cat, a copy eagerly, that simplify folds into a view. Unknown: a view. */
+static _Thread_local bool probing;   /* in decomp_views_input: its own rebuild asks again */
+
+static bool decomp_views_input(const ir_node *o)
+{
+    const ir_type *types[MAX_IN];
+    if (o->nin > MAX_IN || probing)
+        return true;
+    for (int k = 0; k < o->nin; k++)
+        types[k] = o->in[k] ? &o->in[k]->type : NULL;
+    ir_attrs a;
+    ir_node_attrs(o, &a);
+    char err[64];
+    probing = true;
+    ir_graph *g = ps_decompose_one(o->op, types, o->nin, &a, err, sizeof err);
+    probing = false;
+    if (!g)
+        return true;
+    const ir_node *chain[64];
+    int nc = 0;
+    const ir_node *r = g->noutputs ? ir_view_chain(g->outputs[0], chain, 64, &nc) : NULL;
+    bool view = r && ir_node_is_input(r) && r->id == 0 && nc > 0 && !ir_view_chain_expands(g->outputs[0]);
+    ir_graph_free(g);
+    return view;
+}
+
 /* Whether old output o, rebuilt as now (an input or views of one), was a
  * tensor of its own eagerly: o did not view an input, and o's bottom is no
- * DCOMP row, whose eager run replays the decomposition now comes from, views
- * and all, except an identity and a reshape of an expand (tile, repeat),
- * which replay as copies (apply_decomp.c). */
+ * DCOMP row whose eager replay ends in views of its input (then eagerly a
+ * view too, as now). */
 static bool own_tensor(const ir_node *o, const ir_node *now)
 {
     o = ir_view_root(o);
-    return !ir_node_is_input(o) &&
-           (ir_node_is_input(now) || !ir_ops[o->op].eager_decomp || ir_view_chain_expands(now));
+    return !ir_node_is_input(o) && (ir_node_is_input(now) || !ir_ops[o->op].eager_decomp ||
+                                    ir_view_chain_expands(now) || !decomp_views_input(o));
 }
 
 ir_graph *ps_rebuild(const ir_graph *g, const bool *keep, ps_node_hook hook, void *ctx, char *err,
