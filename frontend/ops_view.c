@@ -205,7 +205,8 @@ int tj_copy_(tj_tensor *dst, tj_tensor *src)
     rt_describe_inputs("copy_", in, 2, head, sizeof head);
     fe_trace *tr = fe_trace_current();
     if (fe_write_overlaps(tr, dst)) {
-        rt_error("%s: dst has several elements in one memory location (an expanded view)", head);
+        rt_error("%s: dst has several elements in one memory location (an expanded view, or "
+                 "overlapping as_strided windows)", head);
         return -1;
     }
     if (tr) {

@@ -149,9 +149,10 @@ int fe_trace_write_data(fe_trace *tr, tj_tensor *dst, tj_tensor *value);
  * storage holds its old values until the write-back. */
 bool fe_trace_written(fe_trace *tr, const tj_tensor *t);
 /* Whether a write into dst would land several of its elements in one memory
- * location (a dim of stride 0 and size > 1: an expanded view), which copy_
- * refuses: by dst's strides, and while tracing (tr) by those of the
- * argument the call was given when dst is one or slices of one. */
+ * location (a dim of stride 0 and size > 1: an expanded view; overlapping
+ * as_strided windows), which copy_ refuses: by dst's strides
+ * (rt_overlaps_itself), and while tracing (tr) by those of the argument the
+ * call was given when dst is one or slices of one. */
 bool fe_write_overlaps(fe_trace *tr, const tj_tensor *dst);
 /* The gradient of concrete leaf as this trace left it: *found false when the
  * trace has not set it (the caller then reads the leaf's own, guarded). */

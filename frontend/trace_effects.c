@@ -223,7 +223,7 @@ static bool viewed_base(fe_trace *tr, const tj_tensor *dst)
 
 bool fe_write_overlaps(fe_trace *tr, const tj_tensor *dst)
 {
-    return expanded(dst, dst->shape) || (tr && expanded(example_of(tr, dst), dst->shape));
+    return rt_overlaps_itself(dst) || (tr && expanded(example_of(tr, dst), dst->shape));
 }
 
 int fe_trace_write_data(fe_trace *tr, tj_tensor *dst, tj_tensor *value)

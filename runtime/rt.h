@@ -148,6 +148,10 @@ bool rt_is_contiguous(const tj_tensor *t);
 /* Whether concrete t holds its whole storage from offset 0 in row-major order
  * (its storage has exactly its elements). */
 bool rt_holds_storage(const tj_tensor *t);
+/* Whether two elements of t share one memory location (a dim of stride 0 and
+ * size > 1, or overlapping windows of as_strided), by its shape and strides:
+ * an in-place write into such a tensor has no single meaning. */
+bool rt_overlaps_itself(const tj_tensor *t);
 /* Element k (in row-major order of t's shape) converted to double. */
 double rt_load_f64(const tj_tensor *t, const int64_t *index);
 

@@ -179,6 +179,62 @@ bool rt_is_contiguous(const tj_tensor *t)
     return true;
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+bool rt_overlaps_itself(const tj_tensor *t)
+{
+    int64_t n = tj_numel(t), st[TJ_MAX_DIMS], sz[TJ_MAX_DIMS];
+    int nd = 0;
+    if (n <= 1)
+        return false;
+    for (int d = 0; d < t->ndim; d++)
+        if (t->shape[d] > 1) {
+            if (t->strides[d] == 0)
+                return true;
+            /* insertion by |stride| */
+            int64_t s = t->strides[d] < 0 ? -t->strides[d] : t->strides[d];
+            int k = nd++;
+            for (; k > 0 && st[k - 1] > s; k--)
+                st[k] = st[k - 1], sz[k] = sz[k - 1];
+            st[k] = s, sz[k] = t->shape[d];
+        }
+    /* each stride past the reach of the smaller ones: no overlap (the usual
+     * case, a permutation of a dense layout or slices of one) */
+    bool clear = true;
+    int64_t reach = 0;
+    for (int k = 0; k < nd && clear; k++) {
+        clear = st[k] > reach;
+        reach += (sz[k] - 1) * st[k];
+    }
+    if (clear)
+        return false;
+    /* else exactly: the sorted offsets, duplicates or not (interleaved
+     * strides without overlap are rare; too many to list: say it overlaps) */
+    if (n > ((int64_t)1 << 22))
+        return true;
+    int64_t *off = malloc((size_t)n * sizeof *off), idx[TJ_MAX_DIMS] = {0};
+    if (!off)
+        return true;
+    for (int64_t e = 0; e < n; e++) {
+        int64_t o = 0;
+        for (int d = 0; d < t->ndim; d++)
+            o += idx[d] * t->strides[d];
+        off[e] = o;
+        for (int d = t->ndim - 1; d >= 0 && ++idx[d] == t->shape[d]; d--)
+            idx[d] = 0;
+    }
+    qsort(off, (size_t)n, sizeof *off, cmp_i64);
+    bool dup = false;
+    for (int64_t e = 1; e < n && !dup; e++)
+        dup = off[e] == off[e - 1];
+    free(off);
+    return dup;
+}
+
 bool rt_holds_storage(const tj_tensor *t)
 {
     return t->storage && t->offset == 0 && rt_is_contiguous(t) &&

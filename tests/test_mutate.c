@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "../runtime/rt.h"
 #include "util.h"
 
 static void stats(tj_compiled *c, tj_compiled_stats *st) { assert_int_equal(tj_compiled_stats_get(c, st), 0); }
@@ -177,6 +178,44 @@ static void test_expanded_writes(void **state)
     tj_compiled_free(cr);
     tj_release(cbuf);
     tj_release(cbufe);
+}
+
+/* Overlapping as_strided windows (strides 1, 1) written in place: refused
+ * like an expanded view, eagerly and compiled (the write let each memory
+ * location take one window's value, and its gradient counted the others:
+ * random programs, grad seed 2100714). Tensors whose elements have memory
+ * of their own are written, interleaved strides among them. */
+static tj_tensor *model_window_write(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)ctx, (void)n;
+    tj_tensor *w = tj_as_strided(tj_mul_s(x[0], 1), 2, (int64_t[]){3, 4}, (int64_t[]){1, 1}, 0);
+    return tj_mul_s_(w, 0.5) == 0 ? w : NULL;
+}
+
+static void test_overlapping_writes(void **state)
+{
+    (void)state;
+    tj_compiled *c = tj_compile(model_window_write, NULL, &(tj_compile_options){.name = "windows"});
+    tj_tensor *x = tj_arange(TJ_F64, 0, 6, 1);
+    tu_assert_error(model_window_write(NULL, &x, 1), "copy_", "several elements in one memory location", NULL);
+    tu_assert_error(tj_call(c, &x, 1), "copy_", "several elements in one memory location", NULL);
+    tj_compiled_free(c);
+    static const struct { int64_t size[2], stride[2]; bool overlaps; } cases[] = {
+        {{3, 4}, {1, 1}, true},  {{2, 3}, {3, 1}, false}, {{3, 2}, {1, 3}, false}, {{3, 2}, {2, 3}, false},
+        {{2, 2}, {1, 1}, true},  {{4, 1}, {0, 1}, true},  {{1, 4}, {0, 1}, false}, {{2, 3}, {0, 0}, true},
+        {{0, 3}, {0, 0}, false}, {{2, 2}, {4, 2}, false},
+    };
+    tj_tensor *buf = tj_zeros(TJ_F64, 1, (int64_t[]){16});
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        tj_tensor *v = tj_as_strided(buf, 2, cases[k].size, cases[k].stride, 0);
+        assert_non_null(v);
+        if (rt_overlaps_itself(v) != cases[k].overlaps)
+            fail_msg("case %zu: sizes [%lld, %lld], strides [%lld, %lld]: overlaps %d, want %d", k,
+                     (long long)cases[k].size[0], (long long)cases[k].size[1], (long long)cases[k].stride[0],
+                     (long long)cases[k].stride[1], !cases[k].overlaps, cases[k].overlaps);
+        assert_int_equal(tj_add_s_(v, 1) != 0, cases[k].overlaps);
+        tj_clear_error();
+    }
 }
 
 /* tj_contiguous of a contiguous tensor is that tensor (eager): a write into
@@ -625,7 +664,7 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_inplace_eager),       T(test_buffer_across_calls),     T(test_argument_mutation),
         T(test_slices_in_place),     T(test_other_view_write_breaks), T(test_batch_norm_running_stats),
-        T(test_views_before_writes),   T(test_twin_views),              T(test_expanded_writes),
+        T(test_views_before_writes),   T(test_twin_views),              T(test_expanded_writes), T(test_overlapping_writes),
         T(test_contiguous_aliases),    T(test_folded_results),          T(test_composite_views),   T(test_fill_rows),       T(test_repeats_are_copies), T(test_repeat_results),
 #undef T
     };
