@@ -223,7 +223,8 @@ static bool viewed_base(fe_trace *tr, const tj_tensor *dst)
 
 bool fe_write_overlaps(fe_trace *tr, const tj_tensor *dst)
 {
-    return rt_overlaps_itself(dst) || (tr && expanded(example_of(tr, dst), dst->shape));
+    return tj_numel(dst) > 0 &&   /* no elements: nothing to share a location */
+           (rt_overlaps_itself(dst) || (tr && expanded(example_of(tr, dst), dst->shape)));
 }
 
 int fe_trace_write_data(fe_trace *tr, tj_tensor *dst, tj_tensor *value)

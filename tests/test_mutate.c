@@ -192,6 +192,17 @@ static tj_tensor *model_window_write(void *ctx, tj_tensor *const *x, int n)
     return tj_mul_s_(w, 0.5) == 0 ? w : NULL;
 }
 
+/* No elements of an expanded argument (rows of an f32[2,8,0]): nothing
+ * shares a location, the write is allowed eagerly and compiled alike (after
+ * a break, compiled refused it by the argument's strides: random programs,
+ * autocast seed 2101161). ctx set: the break. */
+static tj_tensor *model_empty_write(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)n;
+    double m = ctx ? tj_item(tj_sum(x[0], NULL, 0, false)) : 0;   /* a break first */
+    return tj_add_s_(tj_slice(x[0], 0, 0, 2, 1), 1) == 0 ? tj_mul_s(x[0], 2 + m) : NULL;
+}
+
 static void test_overlapping_writes(void **state)
 {
     (void)state;
@@ -200,6 +211,18 @@ static void test_overlapping_writes(void **state)
     tu_assert_error(model_window_write(NULL, &x, 1), "copy_", "several elements in one memory location", NULL);
     tu_assert_error(tj_call(c, &x, 1), "copy_", "several elements in one memory location", NULL);
     tj_compiled_free(c);
+    for (int brk = 0; brk < 2; brk++) {
+        void *ctx = brk ? &brk : NULL;
+        c = tj_compile(model_empty_write, ctx, &(tj_compile_options){.name = "empty"});
+        for (int k = 0; k < 2; k++) {
+            tj_tensor *e = tj_expand(tj_zeros(TJ_F32, 3, (int64_t[]){1, 8, 0}), 3, (int64_t[]){2, 8, 0});
+            tj_tensor *got = tj_call(c, &e, 1);
+            if (!got)
+                fail_msg("compiled, break %d: %s", brk, tj_last_error());
+            tu_assert_close(got, model_empty_write(ctx, &e, 1), 0, 0);
+        }
+        tj_compiled_free(c);
+    }
     static const struct { int64_t size[2], stride[2]; bool overlaps; } cases[] = {
         {{3, 4}, {1, 1}, true},  {{2, 3}, {3, 1}, false}, {{3, 2}, {1, 3}, false}, {{3, 2}, {2, 3}, false},
         {{2, 2}, {1, 1}, true},  {{4, 1}, {0, 1}, true},  {{1, 4}, {0, 1}, false}, {{2, 3}, {0, 0}, true},
