@@ -455,10 +455,11 @@ static int adopt_lineage(tj_tensor *t, tj_tensor *base, uint64_t gen)
     return 0;
 }
 
-/* dst, an unrecorded view, written with value that requires grad: its
- * lineage now, so the base's history becomes a CopySlices node as for a view
- * recorded with its base's history (a traced one is a graph break:
- * ops_view.c). 1 when dst is no such view, 0, -1. */
+/* dst, an unrecorded (eager) view, written with value that requires grad:
+ * its lineage now, so the base's history becomes a CopySlices node as for a
+ * view recorded with its base's history (traced views of the trace's values
+ * keep a lineage, fe_ag_view_made; of an argument or a capture, such a write
+ * is a graph break: ops_view.c). 1 when dst is no such view, 0, -1. */
 static int rebase_unrecorded(tj_tensor *dst, tj_tensor *value)
 {
     tj_tensor *base = dst->view_of ? rt_wref_get(dst->view_of) : NULL;   /* NULL: released */
