@@ -81,9 +81,8 @@ bool fe_decomp_is_view(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *
      * copies, so does a reshape of an expand: replay), and as_strided, or a
      * reshape over symbolic dims, is not followed */
     const ir_node *chain[64];
-    int nc = 0;
-    const ir_node *o = g->noutputs ? ir_view_chain(g->outputs[0], chain, 64, &nc) : NULL;
-    bool view = o && ir_node_is_input(o) && o->id == 0 && nc < 64 && !ir_view_chain_expands(g->outputs[0]), sym = false;
+    int nc;
+    bool view = ps_decomp_views_input(g, chain, 64, &nc), sym = false;
     for (int k = 0; k < nc; k++) {
         view &= chain[k]->op != OP_as_strided;
         sym |= ir_type_has_sym(&chain[k]->type) || ir_type_has_sym(&chain[k]->in[0]->type);

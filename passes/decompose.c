@@ -652,3 +652,10 @@ static ir_graph *decompose(ir_graph *g, const bool *keep, char *err, size_t nerr
         ir_graph_free(cur);
     return NULL;
 }
+
+bool ps_decomp_views_input(const ir_graph *g, const ir_node **chain, int max, int *nc)
+{
+    *nc = 0;
+    const ir_node *r = g->noutputs ? ir_view_chain(g->outputs[0], chain, max, nc) : NULL;
+    return r && ir_node_is_input(r) && r->id == 0 && *nc < max && !ir_view_chain_expands(g->outputs[0]);
+}

@@ -52,6 +52,10 @@ ir_graph *ps_decompose_codegen(ir_graph *g, char *err, size_t nerr);
  * frees it. */
 ir_graph *ps_decompose_one(ir_op op, const ir_type *const *in, int nin, const ir_attrs *a,
                            char *err, size_t nerr);
+/* Whether decomposition g (of ps_decompose_one) ends in views of its first
+ * input that do not expand it (tile, repeat replay as copies): the chain,
+ * from the output down, into chain[0..*nc) (at most max). */
+bool ps_decomp_views_input(const ir_graph *g, const ir_node **chain, int max, int *nc);
 ir_graph *ps_simplify(ir_graph *g, char *err, size_t nerr);    /* simplify.c */
 /* sum/prod/amax/amin to fewer than 16 results over 2^16+ elements each ->
  * partial reductions over a reshaped view, then a small final one (split.c). */

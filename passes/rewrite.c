@@ -42,9 +42,8 @@ static bool decomp_views_input(const ir_node *o)
     if (!g)
         return true;
     const ir_node *chain[64];
-    int nc = 0;
-    const ir_node *r = g->noutputs ? ir_view_chain(g->outputs[0], chain, 64, &nc) : NULL;
-    bool view = r && ir_node_is_input(r) && r->id == 0 && nc > 0 && !ir_view_chain_expands(g->outputs[0]);
+    int nc;
+    bool view = ps_decomp_views_input(g, chain, 64, &nc) && nc > 0;   /* an identity replays as a copy */
     ir_graph_free(g);
     return view;
 }
