@@ -599,18 +599,15 @@ void fe_seg_used(fe_trace *tr, const tj_tensor *t)
         }
 }
 
-int fe_seg_flush(fe_trace *tr, const char *what)
-{
-    char brk[320], at[300];
-    snprintf(brk, sizeof brk, "%s reads values%s", what, rt_callsite_suffix(at, sizeof at));
-    return flush(tr, brk, false, NULL, 0);
-}
-
 int fe_seg_values(fe_trace *tr, tj_tensor *t, const char *what)
 {
-    if (!in_graph(tr->g, t->sym))
+    if (!t->sym && !fe_trace_written(tr, t))
+        return 0;   /* its storage holds its values */
+    if (t->sym && !in_graph(tr->g, t->sym))
         return late(tr, t);
-    if (fe_seg_flush(tr, what) != 0)
+    char brk[320], at[300];
+    snprintf(brk, sizeof brk, "%s reads values%s", what, rt_callsite_suffix(at, sizeof at));
+    if (flush(tr, brk, false, NULL, 0) != 0)   /* a concrete tensor: the piece's writes land */
         return -1;
     return t->sym ? late(tr, t) : 0;
 }
@@ -629,13 +626,9 @@ tj_tensor *fe_seg_eager(fe_trace *tr, ir_op op, tj_tensor *const *in, int nin, c
     snprintf(what, sizeof what, "random op %s", ir_ops[op].name);
     bool split = false;
     for (int k = 0; k < nin; k++)
-        if (in[k] && in[k]->sym) {
+        if (in[k] && (in[k]->sym || fe_trace_written(tr, in[k]))) {   /* written: stale storage */
             split = true;
             if (fe_seg_values(tr, in[k], what) != 0)
-                return NULL;
-        } else if (in[k] && fe_trace_written(tr, in[k])) {   /* its storage is stale until then */
-            split = true;
-            if (fe_seg_flush(tr, what) != 0)
                 return NULL;
         }
     if (!split)

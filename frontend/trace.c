@@ -352,19 +352,15 @@ static void value_read(fe_trace *tr, const tj_tensor *t)
 
 bool fe_trace_needs_values(const tj_tensor *t, const char *what)
 {
-    if (t && t->sym && current && current->seg) {   /* a split call: the values now */
+    if (t && current && current->seg) {   /* a split call: the values now (a concrete
+                                             * tensor the piece wrote: after its writes) */
         if (fe_seg_values(current, (tj_tensor *)t, what) != 0)
             return true;
-    }
-    if (t && !t->sym && current && fe_trace_written(current, t)) {
+    } else if (t && !t->sym && current && fe_trace_written(current, t)) {
         /* written by this trace: its storage is stale until the write-back */
-        if (!current->seg) {
-            trace_break(current, "%s reads the values of a tensor the trace wrote", what);
-            rt_error("%s: the tensor was written by the trace and has no values yet", what);
-            return true;
-        }
-        if (fe_seg_flush(current, what) != 0)
-            return true;
+        trace_break(current, "%s reads the values of a tensor the trace wrote", what);
+        rt_error("%s: the tensor was written by the trace and has no values yet", what);
+        return true;
     }
     if (t && !t->sym && current && current->seg)
         fe_seg_used(current, t);

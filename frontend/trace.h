@@ -206,15 +206,13 @@ int fe_split_call(fe_split *sp, tj_model_fn fn, tj_model_multi_fn mfn, void *ctx
                   tj_tensor *const *args, int nargs, tj_tensor **outs, int max);
 /* Hooks of trace.c while tr->seg is set: a symbolic tensor made (tracked;
  * parent: the tensor it views when a view op made it, else NULL);
- * a concrete tensor read (its piece outputs it from now on); a symbolic
- * tensor whose values are needed by what (the piece so far runs; t gets its
- * values; 0 or -1); a random op (run eagerly on values). */
+ * a concrete tensor read (its piece outputs it from now on); a tensor whose
+ * values are needed by what, symbolic or a concrete one the piece wrote
+ * (fe_trace_written) (the piece so far runs; t gets its values, the writes
+ * land; 0 or -1); a random op (run eagerly on values). */
 int fe_seg_track(fe_trace *tr, tj_tensor *t, tj_tensor *parent);
 void fe_seg_used(fe_trace *tr, const tj_tensor *t);
 int fe_seg_values(fe_trace *tr, tj_tensor *t, const char *what);
-/* The piece so far runs (its writes land), for what, which reads a concrete
- * tensor the piece wrote (fe_trace_written). 0 or -1. */
-int fe_seg_flush(fe_trace *tr, const char *what);
 /* A write into a view of a traced tensor (not a slice of a weight or an
  * argument) in a split call: a break. The piece so far runs, the tensor
  * under dst's views (the base, by the views fe_seg_track recorded) gets a
