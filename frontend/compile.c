@@ -39,160 +39,6 @@
 #include "../runtime/random.h"
 #include "compiled.h"
 
-/* ---- guards ------------------------------------------------------------------ */
-
-static void guard_of(const tj_tensor *t, guard *g)
-{
-    g->dtype = t->dtype;
-    g->ndim = t->ndim;
-    g->contiguous = rt_is_contiguous(t);
-    for (int d = 0; d < t->ndim; d++) {
-        g->shape[d] = t->shape[d];
-        g->strides[d] = t->strides[d];
-    }
-}
-
-static bool fail(char *why, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static bool fail(char *why, size_t n, const char *fmt, ...)
-{
-    if (why) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, n, fmt, ap);
-        va_end(ap);
-    }
-    return false;
-}
-
-/* Whether t passes g; symval holds the sizes bound to symbols so far; *passed
- * counts the checks that held (to find the closest entry for messages). */
-static bool guard_check(const guard *g, const tj_tensor *t, int arg, int64_t *symval,
-                        char *why, size_t n, int *passed)
-{
-    if (t->dtype != g->dtype)
-        return fail(why, n, "arg %d: dtype is %s, the guard expects %s", arg,
-                    tj_dtype_name(t->dtype), tj_dtype_name(g->dtype));
-    if (t->ndim != g->ndim)
-        return fail(why, n, "arg %d: %d dims, the guard expects %d", arg, t->ndim, g->ndim);
-    *passed += 2;
-    for (int d = 0; d < g->ndim; d++, ++*passed) {
-        int64_t v = t->shape[d], s = g->shape[d];
-        if (!IR_IS_SYM(s)) {
-            if (v != s)
-                return fail(why, n, "arg %d: dim %d is %lld, the guard expects %lld", arg, d,
-                            (long long)v, (long long)s);
-            continue;
-        }
-        int64_t k = IR_SYM_INDEX(s);
-        if (v < 2)
-            return fail(why, n, "arg %d: dim %d is %lld, symbolic s%lld needs >= 2", arg, d,
-                        (long long)v, (long long)k);
-        if (symval[k] >= 0 && symval[k] != v)
-            return fail(why, n, "arg %d: dim %d is %lld, but s%lld is %lld here", arg, d,
-                        (long long)v, (long long)k, (long long)symval[k]);
-        symval[k] = v;
-    }
-    if (g->storage > 0 && !rt_holds_storage(t))
-        return fail(why, n, "arg %d: a view, where as_strided's graph reads its whole storage", arg);
-    if (g->storage < 0 && rt_holds_storage(t))
-        return fail(why, n, "arg %d: its whole storage, where as_strided's entry is for views", arg);
-    if (g->contiguous) {
-        if (!rt_is_contiguous(t))
-            return fail(why, n, "arg %d: not contiguous, the guard expects contiguous", arg);
-    } else {
-        for (int d = 0; d < g->ndim; d++)
-            if (t->shape[d] > 1 && t->strides[d] != g->strides[d])
-                return fail(why, n, "arg %d: stride %d is %lld, the guard expects %lld", arg, d,
-                            (long long)t->strides[d], (long long)g->strides[d]);
-    }
-    ++*passed;
-    return true;
-}
-
-static unsigned version_of(const tj_tensor *t)
-{
-    return atomic_load_explicit(&t->storage->version, memory_order_relaxed);
-}
-
-bool fe_cap_released(const capref *r) { return r->w && rt_wref_get(r->w) != r->t; }
-
-/* The captures' guards: each weak one still alive (the same tensor: a weak
- * reference never outlives its tensor's identity), each one whose values
- * were read unchanged. A pointer and a version compare per capture. */
-static bool caps_check(const entry *e, char *why, size_t n)
-{
-    for (int k = 0; k < e->nrefs; k++) {
-        const capref *r = &e->caps[k];
-        if (fe_cap_released(r))
-            return fail(why, n, "captured tensor %d was released", k);
-        if (r->values && version_of(r->t) != r->version)
-            return fail(why, n, "captured tensor %d was changed in place, and the trace read "
-                        "its values", k);
-    }
-    return true;
-}
-
-bool fe_entry_stale(const entry *e)
-{
-    char why[8];
-    return !caps_check(e, why, sizeof why);
-}
-
-/* Whether e can never pass its guards again: a capture was freed. */
-static bool entry_dead(const entry *e)
-{
-    for (int k = 0; k < e->nrefs; k++)
-        if (fe_cap_released(&e->caps[k]))
-            return true;
-    return false;
-}
-
-/* The tensor write k of e goes to: a capture, its target, or an argument. */
-static tj_tensor *write_dst(const entry *e, int k, tj_tensor *const *args)
-{
-    const fe_write *w = &e->writes[k];
-    return e->write_ref[k] >= 0 ? e->caps[e->write_ref[k]].t : w->target ? w->target : args[w->arg];
-}
-
-static bool entry_check(const entry *e, tj_tensor *const *args, int nargs, char *why, size_t n,
-                        int *passed)
-{
-    *passed = 0;
-    if (nargs != e->nargs)
-        return fail(why, n, "%d args, the guard expects %d", nargs, e->nargs);
-    int64_t symval[FE_MAX_SYMS];
-    for (int k = 0; k < e->nsyms; k++)
-        symval[k] = -1;
-    for (int k = 0; k < nargs; k++) {
-        if (!guard_check(&e->args[k], args[k], k, symval, why, n, passed))
-            return false;
-    }
-    if (e->autocast != fe_autocast_dtype())
-        return fail(why, n, "autocast is %s, the guard expects %s", tj_dtype_name(fe_autocast_dtype()),
-                    tj_dtype_name(e->autocast));
-    if (!caps_check(e, why, n))
-        return false;
-    *passed += e->nrefs;
-    for (int k = 0; k < e->nwrites; k++) {
-        /* a hooked gradient is set as its step ends and may not be read in the graph */
-        const fe_write *w = &e->writes[k];
-        if (w->kind != FE_WRITE_DATA && fe_ag_has_hook(write_dst(e, k, args)) != w->hooked)
-            return fail(why, n, "a gradient ready-hook was %s a leaf the graph sets the gradient of",
-                        w->hooked ? "removed from" : "set on");
-    }
-    for (int k = 0; k < e->nguards; k++) {
-        const fe_grad_guard *gg = &e->grad_guards[k];
-        tj_tensor *leaf = e->guard_ref[k] >= 0 ? e->caps[e->guard_ref[k]].t : gg->leaf;
-        if (tj_grad(leaf) != gg->prior)
-            return fail(why, n, "the gradient of a leaf is %s (traced when it %s)",
-                        tj_grad(gg->leaf) ? "another tensor" : "none",
-                        gg->prior ? "had one" : "had none");
-        ++*passed;
-    }
-    return true;
-}
-
 /* ---- entries ------------------------------------------------------------------ */
 
 static void entry_free(entry *e)
@@ -257,7 +103,7 @@ static int make_guards(tj_compiled *c, tj_tensor *const *args, int nargs, bool d
     e->autocast = fe_autocast_dtype();
     for (int k = 0; k < nargs; k++) {
         guard *g = &e->args[k];
-        guard_of(args[k], g);
+        fe_guard_of(args[k], g);
         /* dims that changed before (unless no_dynamic), dims marked dynamic,
          * never dims marked static */
         uint32_t want = ((c->no_dynamic ? 0 : c->dyn[k]) | args[k]->dyn_mark) & ~args[k]->static_mark;
@@ -277,10 +123,13 @@ static int make_guards(tj_compiled *c, tj_tensor *const *args, int nargs, bool d
             return 1;
         }
     }
-    e->symval = malloc(((size_t)e->nsyms + 1) * sizeof *e->symval);
+    e->symval = malloc((2 * (size_t)e->nsyms + 1) * sizeof *e->symval);
     if (!e->symval)
         return -1;
     memcpy(e->symval, symsize, (size_t)e->nsyms * sizeof *symsize);
+    e->symmin = e->symval + e->nsyms;
+    for (int k = 0; k < e->nsyms; k++)
+        e->symmin[k] = 2;
     return 0;
 }
 
@@ -384,7 +233,7 @@ static int take_caps(entry *e, fe_trace *tr)
         int at = cap_index(e, t);
         if (at < 0) {
             at = e->nrefs++;
-            e->caps[at] = (capref){tj_retain(t), NULL, version_of(t), false};
+            e->caps[at] = (capref){tj_retain(t), NULL, fe_version_of(t), false};
             if (!t->made_tracing) {
                 if (!(e->caps[at].w = rt_wref_of(t)))
                     return -1;
@@ -456,7 +305,7 @@ static int freeze_entry(entry *e)
     capref *nr = calloc((size_t)(nc + e->nrefs) + 1, sizeof *nr);
     for (int k = 0; nr && k < nc; k++) {
         if (src[k] < 0) {
-            nr[k] = (capref){cs[k], NULL, version_of(cs[k]), false};
+            nr[k] = (capref){cs[k], NULL, fe_version_of(cs[k]), false};
             cs[k] = NULL;
             continue;
         }
@@ -605,6 +454,7 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
         entry_free(e);
         return trace_entry(c, args, nargs, false);
     }
+    fe_symbol_mins(tr->g, e);
     if (tr->brk[0]) {
         e->eager_why = strdup(tr->brk);
         if (splittable(tr))
@@ -677,10 +527,10 @@ static entry *find_entry(tj_compiled *c, tj_tensor *const *args, int nargs, char
     for (int i = c->nentries - 1; i >= 0; i--) {
         char w[320];
         int passed;
-        if (atomic_load(&c->entries[i]->busy) == 0 && entry_dead(c->entries[i])) {
+        if (atomic_load(&c->entries[i]->busy) == 0 && fe_entry_dead(c->entries[i])) {
             /* a capture was released: it can never match again; drop it
              * (no call runs its plan: busy is only raised under the lock) */
-            caps_check(c->entries[i], w, sizeof w);
+            fe_caps_check(c->entries[i], w, sizeof w);
             snprintf(why, n, "%s (graph %d dropped)", w, i + 1);
             best = INT32_MAX;
             entry_free(c->entries[i]);
@@ -689,7 +539,7 @@ static entry *find_entry(tj_compiled *c, tj_tensor *const *args, int nargs, char
             c->nentries--;
             continue;
         }
-        if (entry_check(c->entries[i], args, nargs, w, sizeof w, &passed))
+        if (fe_entry_check(c->entries[i], args, nargs, w, sizeof w, &passed))
             return c->entries[i];
         if (passed > best) {
             best = passed;
@@ -839,7 +689,7 @@ static int write_back(const entry *e, tj_tensor *const *args, tj_tensor *const *
     int v = 0;
     for (int k = 0; k < e->nwrites; k++) {
         const fe_write *w = &e->writes[k];
-        tj_tensor *dst = write_dst(e, k, args);
+        tj_tensor *dst = fe_write_dst(e, k, args);
         if (done && done[k]) {
             v++;
             continue;
@@ -892,7 +742,7 @@ static int hooked_ready(void *ctx, int i, tj_tensor *value)
     hooked_run *h = ctx;
     int k = h->write[i];
     h->done[k] = true;
-    return fe_ag_set_grad(write_dst(h->e, k, h->args), value);
+    return fe_ag_set_grad(fe_write_dst(h->e, k, h->args), value);
 }
 
 /* Fills h for e's writes (h->n 0 when no gradient is hooked). 0 or -1. */

@@ -54,6 +54,7 @@ typedef struct entry {
     int *last_use;
     int nsyms;
     int64_t *symval;        /* the traced size of each symbol (duck sizing) */
+    int64_t *symmin;        /* its least size the graph's offsets allow (sK-2: 4; in symval's block) */
     sc_plan_set *plans;     /* compiled kernels (plan.h); NULL: graph executor */
     int nresults;           /* the function's results: outputs 0 .. nresults-1 */
     uint64_t res_grad;      /* traced in grad mode: bit k, result k required grad; */
@@ -104,6 +105,23 @@ struct tj_compiled {
                                     * on the first call in grad mode that needs it */
 };
 
+/* guards.c. fe_guard_of: the guard of t as it is (static sizes, its
+ * layout). fe_entry_check: whether args pass e's guards (symbols bound
+ * consistently and at least e->symmin); why gets the first that failed,
+ * *passed counts the checks that held (the closest entry for messages).
+ * fe_symbol_mins: e->symmin from the offset symbols of g (sK-C needs sK >=
+ * C + 2). fe_version_of: t's storage version. fe_entry_dead: a capture of e
+ * was released (e can never pass again). fe_write_dst: the tensor write k of
+ * e goes to (a capture, its target, or an argument). */
+void fe_guard_of(const tj_tensor *t, guard *g);
+bool fe_entry_check(const entry *e, tj_tensor *const *args, int nargs, char *why, size_t n,
+                    int *passed);
+void fe_symbol_mins(const ir_graph *g, entry *e);
+unsigned fe_version_of(const tj_tensor *t);
+bool fe_entry_dead(const entry *e);
+/* The captures' guards of e (why: the first that failed). */
+bool fe_caps_check(const entry *e, char *why, size_t n);
+tj_tensor *fe_write_dst(const entry *e, int k, tj_tensor *const *args);
 /* Whether a weak capture's tensor was released since the trace. */
 bool fe_cap_released(const capref *r);
 /* Whether e's capture guards fail now (a capture released, or written after

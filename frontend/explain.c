@@ -23,6 +23,10 @@ static void explain_guards(FILE *f, const entry *e)
                 : g->storage < 0 ? ", a view of its storage (as_strided reads it: eager)"
                                  : "");
     }
+    for (int k = 0; k < e->nsyms; k++)
+        if (e->symmin[k] > 2)
+            fprintf(f, "    guard s%d >= %lld (the graph has s%d-%lld)\n", k,
+                    (long long)e->symmin[k], k, (long long)e->symmin[k] - 2);
     for (int k = 0; k < e->nrefs; k++) {
         const capref *r = &e->caps[k];
         char b[IR_TYPE_BUF];

@@ -239,15 +239,18 @@ ir_node *fe_trace_value(fe_trace *tr, tj_tensor *x)
 }
 
 /* Whether the node type sym describes the example type ex of this call:
- * static dims equal, symbolic dims equal to their symbol's size. */
+ * static dims equal, symbolic dims equal to their symbol's size plus its
+ * offset, and that at least 2 (a symbolic size is never 0 or 1: x[1:] of a
+ * dim of size 2 stays static). */
 static bool symbolic_agrees(const fe_trace *tr, const ir_type *sym, const ir_type *ex)
 {
     if (sym->ndim != ex->ndim || sym->dtype != ex->dtype)
         return false;
     for (int d = 0; d < sym->ndim; d++) {
-        int64_t s = sym->shape[d];
+        int64_t s = sym->shape[d], k = IR_IS_SYM(s) ? ir_sym_index(s) : 0;
         if (!IR_IS_SYM(s) ? s != ex->shape[d]
-                          : IR_SYM_INDEX(s) >= tr->nsyms || tr->symval[IR_SYM_INDEX(s)] != ex->shape[d])
+                          : k >= tr->nsyms || tr->symval[k] + ir_sym_delta(s) != ex->shape[d] ||
+                                ex->shape[d] < 2)
             return false;
     }
     return true;

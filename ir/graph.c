@@ -66,9 +66,13 @@ int ir_type_check(const ir_type *t, char *err, size_t nerr)
     if (t->ndim < 0 || t->ndim > TJ_MAX_DIMS)
         return ir_fail(err, nerr, "%d dims (at most %d)", t->ndim, TJ_MAX_DIMS);
     for (int d = 0; d < t->ndim; d++)
-        if (IR_IS_SYM(t->shape[d]) && IR_SYM_INDEX(t->shape[d]) >= IR_MAX_SYM)
+        if (IR_IS_SYM(t->shape[d]) && ir_sym_index(t->shape[d]) >= IR_MAX_SYM)
             return ir_fail(err, nerr, "symbol number %lld out of range",
-                           (long long)IR_SYM_INDEX(t->shape[d]));
+                           (long long)ir_sym_index(t->shape[d]));
+        else if (IR_IS_SYM(t->shape[d]) && (ir_sym_delta(t->shape[d]) <= -IR_MAX_SYM_DELTA ||
+                                            ir_sym_delta(t->shape[d]) >= IR_MAX_SYM_DELTA))
+            return ir_fail(err, nerr, "symbol offset %lld out of range",
+                           (long long)ir_sym_delta(t->shape[d]));
     int64_t n;
     if (!ir_numel_checked(t->ndim, t->shape, &n))
         return ir_fail(err, nerr, "type %s has more than 2^63-1 elements", ir_type_fmt(t, e, sizeof e));
@@ -448,15 +452,19 @@ static int check_call(ir_graph *g, ir_op op, ir_node *const *in, int nin, const 
 }
 
 /* True when every symbol in t appears in some input: the rules copy symbolic
- * dims through but do not compute with them yet, so a new symbol means a rule
- * did arithmetic on the encoding (reshape's -1, cat's sum). */
+ * dims through, or offset them by ir_dim_add (slice, pad, cat: sK+C from an
+ * input's sK+D), so a symbol no input has means a rule did arithmetic on the
+ * encoding (reshape's -1, a product). */
 static bool symbols_known(const ir_type *t, ir_node *const *in, int nin)
 {
     for (int d = 0; d < t->ndim; d++) {
-        bool found = !IR_IS_SYM(t->shape[d]);
+        int64_t s = t->shape[d];
+        bool found = !IR_IS_SYM(s);
         for (int k = 0; k < nin && !found; k++)
-            for (int e = 0; in[k] && e < in[k]->type.ndim && !found; e++)
-                found = in[k]->type.shape[e] == t->shape[d];
+            for (int e = 0; in[k] && e < in[k]->type.ndim && !found; e++) {
+                int64_t v = in[k]->type.shape[e];
+                found = IR_IS_SYM(v) && ir_sym_index(v) == ir_sym_index(s);
+            }
         if (!found)
             return false;
     }

@@ -41,7 +41,9 @@
  * every NaN is stored as the one quiet NaN that prints as `nan`.
  *
  * Symbolic dims: a shape entry < 0 is symbol k = -(1 + entry), printed `sk`
- * (IR_SYM(0) == -1 prints as s0). Two equal entries are the same size.
+ * (IR_SYM(0) == -1 prints as s0), or a symbol plus a static offset (ir_sym_at,
+ * printed `s0-1`: a slice, pad or cat of a symbolic dim). Two equal entries
+ * are the same size.
  *
  * Memory: everything a graph holds lives in its arena (ir/arena.h) plus two
  * growable arrays; ir_graph_free releases all of it. Graphs are not
@@ -61,11 +63,7 @@
 /* The op of a graph input node (one past the last row of ops.def). */
 #define IR_OP_INPUT IR_NUM_OPS
 
-/* Symbolic dims inside ir_type.shape. */
-#define IR_SYM(k) (-(int64_t)(k) - 1)
-#define IR_IS_SYM(d) ((d) < 0)
-#define IR_SYM_INDEX(d) (-((d) + 1))
-#define IR_MAX_SYM ((int64_t)1 << 31)   /* symbols are s0 .. s2147483647 */
+/* Symbolic dims inside ir_type.shape: IR_SYM, ir_sym_at and the rest in ir/ir.h. */
 
 /* Buffer sizes that always suffice for ir_type_fmt and ir_double_fmt. */
 #define IR_TYPE_BUF 256

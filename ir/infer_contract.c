@@ -201,9 +201,18 @@ static int window_out(const ir_window2d *w, const ir_type *x, int64_t o[2], char
         if (__builtin_add_overflow(hw[d], 2 * w->padding[d], &padded[d]))
             return ir_fail(err, nerr, "input size %s with padding %lld is more than 2^63-1",
                            IR_DIM(hw[d]), (long long)w->padding[d]);
-    for (int d = 0; d < 2; d++)
+    for (int d = 0; d < 2; d++) {
         o[d] = ir_window_out(w, d, hw[d]);
-    if (o[0] >= 1 && o[1] >= 1)
+        /* a symbolic size: at stride 1 the output is the symbol plus a count
+         * (3x3, padding 1: s0; without padding: s0-2), which the guards hold
+         * >= 2; at other strides it is not */
+        int64_t span = w->dilation[d] * (w->kernel[d] - 1) + 1;
+        if (IR_IS_SYM(hw[d]) &&
+            (w->stride[d] != 1 || !ir_dim_add(hw[d], 2 * w->padding[d] - span + 1, &o[d])))
+            return ir_fail(err, nerr, "stride %lld over symbolic size %s: the output size is not "
+                           "the symbol plus a count", (long long)w->stride[d], IR_DIM(hw[d]));
+    }
+    if ((o[0] >= 1 || IR_IS_SYM(o[0])) && (o[1] >= 1 || IR_IS_SYM(o[1])))
         return 0;
     long long k0 = w->kernel[0], k1 = w->kernel[1];
     long long s0 = w->dilation[0] * (k0 - 1) + 1, s1 = w->dilation[1] * (k1 - 1) + 1;

@@ -47,7 +47,12 @@ int ir_infer_cat(IR_INFER_ARGS)
             if (j != d && in[k]->shape[j] != ref->shape[j])
                 return ir_fail(err, nerr, "input %d has size %s in dim %d, expected %s", k,
                                IR_DIM(in[k]->shape[j]), j, IR_DIM(ref->shape[j]));
-        if (__builtin_add_overflow(out->shape[d], in[k]->shape[d], &out->shape[d]))
+        int64_t v = in[k]->shape[d], *o = &out->shape[d];
+        if (IR_IS_SYM(v) && IR_IS_SYM(*o))   /* 0 (static) when no input added yet */
+            return ir_fail(err, nerr, "the sizes %s and %s in dim %d add two symbols",
+                           IR_DIM(*o), IR_DIM(v), d);
+        bool ok = IR_IS_SYM(v) ? ir_dim_add(v, *o, o) : ir_dim_add(*o, v, o);
+        if (!ok)
             return ir_fail(err, nerr, "the sizes in dim %d add up to more than 2^63-1", d);
     }
     return 0;
@@ -108,9 +113,9 @@ int ir_infer_pad(IR_INFER_ARGS)
     ir_set(out, in[0]->dtype, ndim, in[0]->shape);
     for (int k = 0; k < p->n / 2; k++) {
         int d = ndim - 1 - k;
-        int64_t size;
-        if (__builtin_add_overflow(in[0]->shape[d], p->i[2 * k], &size) ||
-            __builtin_add_overflow(size, p->i[2 * k + 1], &size) || size < 0)
+        int64_t size, sum;
+        if (__builtin_add_overflow(p->i[2 * k], p->i[2 * k + 1], &sum) ||
+            !ir_dim_add(in[0]->shape[d], sum, &size))
             return ir_fail(err, nerr, "padding (%lld, %lld) makes dim %d of size %s negative",
                            (long long)p->i[2 * k], (long long)p->i[2 * k + 1], d,
                            IR_DIM(in[0]->shape[d]));

@@ -92,17 +92,27 @@ int ir_infer_slice(IR_INFER_ARGS)
     int64_t n = in[0]->shape[d];
     ir_set(out, in[0]->dtype, ndim, in[0]->shape);
     if (n < 0) {
-        /* a symbolic size (negative) is at least 2 (the guards, frontend/compile.c): a
-         * slice within [0, 2) has a static size, the whole dim keeps the
-         * symbol; other bounds depend on the size */
+        /* a symbolic size (negative) is at least 2 (the guards, frontend/guards.c): a
+         * slice within [0, 2) or [-2, 0) has a static size; one from a start
+         * counted from the front to the end or to an end counted from the
+         * back (x[1:], x[1:-1]) is the symbol less a static count (the guards
+         * then hold that difference >= 2); other bounds depend on the size */
         int64_t s0 = a->a[1].i[0], e0 = a->a[2].i[0];
-        if (s0 == 0 && e0 >= INT64_MAX / 2 && step == 1)
+        bool to_end = e0 >= INT64_MAX / 2;
+        if (s0 >= 0 && e0 >= 0 && e0 <= 2) {
+            out->shape[d] = e0 > s0 ? (e0 - s0 - 1) / step + 1 : 0;
             return 0;
-        if (s0 < 0 || e0 < 0 || e0 > 2)
-            return ir_fail(err, nerr, "bounds %lld..%lld of symbolic dim %d depend on its size",
-                           (long long)s0, (long long)e0, d);
-        out->shape[d] = e0 > s0 ? (e0 - s0 - 1) / step + 1 : 0;
-        return 0;
+        }
+        if (s0 >= -2 && s0 < 0 && (to_end || (e0 < 0 && e0 >= s0))) {
+            int64_t e1 = to_end ? 0 : e0;
+            out->shape[d] = e1 > s0 ? (e1 - s0 - 1) / step + 1 : 0;
+            return 0;
+        }
+        if (step == 1 && s0 >= 0 && (to_end || e0 < 0) &&
+            ir_dim_add(n, (to_end ? 0 : e0) - s0, &out->shape[d]))
+            return 0;
+        return ir_fail(err, nerr, "bounds %lld..%lld of symbolic dim %d depend on its size",
+                       (long long)s0, (long long)e0, d);
     }
     int64_t start = ir_slice_bound(a->a[1].i[0], n), end = ir_slice_bound(a->a[2].i[0], n);
     out->shape[d] = end > start ? (end - start - 1) / step + 1 : 0;

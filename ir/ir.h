@@ -53,9 +53,36 @@ bool ir_numel_checked(int ndim, const int64_t *shape, int64_t *n);
 bool ir_type_equal(const ir_type *a, const ir_type *b);
 /* Same rank and sizes (dtype and weak flag aside). */
 bool ir_shape_equal(const ir_type *a, const ir_type *b);
-/* One dim as messages and the text IR print it: the size, or sK for the
- * symbolic dim IR_SYM(K) (a negative size); buf has IR_DIM_BUF bytes. */
-#define IR_DIM_BUF 24
+/* Symbolic dims inside ir_type.shape: a negative entry. IR_SYM(k) is symbol
+ * sk, any size >= 2 (the guards, frontend/guards.c); ir_sym_at(k, c) is sk + c
+ * for a static offset c, 0 < |c| < 2^30 (s0-1: x[1:] of a dim of size s0),
+ * also a size >= 2 wherever the graph runs (the guards hold sk >= 2 - c).
+ * The encoding is canonical: two entries are the same size exactly when they
+ * are equal. */
+#define IR_SYM(k) (-(int64_t)(k) - 1)
+#define IR_IS_SYM(d) ((d) < 0)
+#define IR_MAX_SYM ((int64_t)1 << 31)   /* symbols are s0 .. s2147483647 */
+#define IR_MAX_SYM_DELTA ((int64_t)1 << 30)
+static inline uint64_t ir_sym_bits(int64_t d) { return (uint64_t)-(d + 1); }
+/* The symbol k of a symbolic dim d, and its offset c (0 for IR_SYM(k)). */
+static inline int64_t ir_sym_index(int64_t d) { return (int64_t)(ir_sym_bits(d) & 0xffffffffu); }
+static inline int64_t ir_sym_delta(int64_t d)
+{
+    uint64_t z = ir_sym_bits(d) >> 32;   /* zigzag: 0, -1, 1, -2, ... as 0, 1, 2, 3, ... */
+    return z & 1 ? -(int64_t)(z >> 1) - 1 : (int64_t)(z >> 1);
+}
+static inline int64_t ir_sym_at(int64_t k, int64_t c)
+{
+    uint64_t z = c >= 0 ? (uint64_t)c << 1 : (((uint64_t)-(c + 1)) << 1) | 1;
+    return -(int64_t)(((uint64_t)k + 1) + (z << 32));
+}
+/* *out = d + c for a dim d (static or symbolic) and a static c: false when
+ * the sum is negative (static) or its offset leaves IR_MAX_SYM_DELTA. */
+bool ir_dim_add(int64_t d, int64_t c, int64_t *out);
+/* One dim as messages and the text IR print it: the size, sK for the
+ * symbolic dim IR_SYM(K), sK-C or sK+C for ir_sym_at(K, -C or C) (a negative
+ * size); buf has IR_DIM_BUF bytes. */
+#define IR_DIM_BUF 32
 char *ir_dim_str(int64_t d, char *buf);
 /* ir_dim_str into a temporary that lives to the end of the enclosing
  * statement: printf("%s", IR_DIM(d)). */

@@ -389,7 +389,22 @@ static int parse_dim(parser *p, int64_t *dim)
                                 (long long)IR_MAX_SYM - 1);
             k = k * 10 + (t->s[i] - '0');
         }
-        *dim = IR_SYM(k);
+        /* an offset right after the symbol: s0-1, s0+2 (ir_sym_at) */
+        size_t at = t->pos + t->len;
+        int64_t c = 0;
+        if (at + 1 < p->len && (p->src[at] == '-' || p->src[at] == '+') && is_digit(p->src[at + 1])) {
+            size_t end = scan_digits(p, at + 1);
+            for (size_t i = at + 1; i < end; i++) {
+                c = c * 10 + (p->src[i] - '0');
+                if (c >= IR_MAX_SYM_DELTA)
+                    return error_at(p, at, "symbol offset out of range (|offset| < 2^30)");
+            }
+            if (c == 0)
+                return error_at(p, at, "a symbol offset is not 0 (write s%lld)", (long long)k);
+            c = p->src[at] == '-' ? -c : c;
+            p->pos = end;
+        }
+        *dim = c ? ir_sym_at(k, c) : IR_SYM(k);
         return next(p);
     }
     if (t->kind == TK_NUM && t->s[0] == '-')

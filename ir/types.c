@@ -118,10 +118,25 @@ bool ir_type_equal(const ir_type *a, const ir_type *b)
     return a->dtype == b->dtype && ir_shape_equal(a, b);
 }
 
+bool ir_dim_add(int64_t d, int64_t c, int64_t *out)
+{
+    if (!IR_IS_SYM(d))
+        return !__builtin_add_overflow(d, c, out) && *out >= 0;
+    int64_t delta = ir_sym_delta(d);
+    if (c <= -IR_MAX_SYM_DELTA || c >= IR_MAX_SYM_DELTA || delta + c <= -IR_MAX_SYM_DELTA ||
+        delta + c >= IR_MAX_SYM_DELTA)
+        return false;
+    *out = ir_sym_at(ir_sym_index(d), delta + c);
+    return true;
+}
+
 char *ir_dim_str(int64_t d, char *buf)
 {
-    if (d < 0)   /* IR_SYM(k) == -k - 1 (ir/graph.h) */
-        snprintf(buf, IR_DIM_BUF, "s%lld", -((long long)d + 1));
+    long long c = IR_IS_SYM(d) ? (long long)ir_sym_delta(d) : 0;
+    if (IR_IS_SYM(d) && c)
+        snprintf(buf, IR_DIM_BUF, "s%lld%+lld", (long long)ir_sym_index(d), c);
+    else if (IR_IS_SYM(d))
+        snprintf(buf, IR_DIM_BUF, "s%lld", (long long)ir_sym_index(d));
     else
         snprintf(buf, IR_DIM_BUF, "%lld", (long long)d);
     return buf;

@@ -632,7 +632,7 @@ static void test_symbolic_dims(void **state)
     t.shape[1] = IR_SYM(12);
     t.weak = true;
     assert_string_equal(ir_type_fmt(&t, buf, sizeof buf), "f32[s0,s12] weak");
-    assert_int_equal(IR_SYM_INDEX(IR_SYM(12)), 12);
+    assert_int_equal(ir_sym_index(IR_SYM(12)), 12);
     assert_true(IR_IS_SYM(IR_SYM(0)) && !IR_IS_SYM(0));
     const char *src = "graph @dyn(%x: f32[s0,s1], %y: f32[s1], %n: i64[s3,2,s0] weak) {\n"
                       "  %0 = add %x, %y : f32[s0,s1]\n"
@@ -663,6 +663,53 @@ static void test_symbolic_dims(void **state)
     /* a rule that did arithmetic on the encoding (a new symbol) is refused */
     tu_check_error("graph @d(%x: f32[s0,4]) {\n  %0 = reshape %x {shape=[-1]} : f32[s0]\n}\n", 2, 8,
                 "reshape(f32[s0,4]): this shape rule cannot compute with symbolic dims yet", NULL);
+}
+
+/* A symbol plus an offset (x[1:] of s0 rows has s0-1): canonical, printed
+ * and parsed as sK-C / sK+C, made by the slice, pad and cat rules only. */
+static void test_symbol_offsets(void **state)
+{
+    (void)state;
+    int64_t d = ir_sym_at(3, -2), e;
+    assert_true(IR_IS_SYM(d) && ir_sym_index(d) == 3 && ir_sym_delta(d) == -2);
+    assert_int_equal(ir_sym_at(3, 0), IR_SYM(3));
+    assert_true(ir_dim_add(d, 2, &e) && e == IR_SYM(3));
+    assert_true(ir_dim_add(IR_SYM(7), IR_MAX_SYM_DELTA - 1, &e) && ir_sym_delta(e) == IR_MAX_SYM_DELTA - 1);
+    assert_false(ir_dim_add(IR_SYM(7), IR_MAX_SYM_DELTA, &e));
+    assert_false(ir_dim_add(ir_sym_at(7, -5), -IR_MAX_SYM_DELTA + 3, &e));
+    assert_false(ir_dim_add(4, -5, &e));
+    assert_true(ir_dim_add(4, -4, &e) && e == 0);
+    assert_int_equal(ir_sym_delta(ir_sym_at(IR_MAX_SYM - 1, 1 - IR_MAX_SYM_DELTA)), 1 - IR_MAX_SYM_DELTA);
+    assert_string_equal(IR_DIM(ir_sym_at(2147483647, -1073741823)), "s2147483647-1073741823");
+    assert_string_equal(IR_DIM(ir_sym_at(0, 5)), "s0+5");
+    const char *src = "graph @off(%x: f32[s0,3], %y: f32[s1]) {\n"
+                      "  %0 = slice %x {dim=0, start=1, end=9223372036854775807, step=1} : f32[s0-1,3]\n"
+                      "  %1 = slice %x {dim=0, start=0, end=-1, step=1} : f32[s0-1,3]\n"
+                      "  %2 = sub %0, %1 : f32[s0-1,3]\n"
+                      "  %3 = slice %2 {dim=0, start=2, end=-3, step=1} : f32[s0-6,3]\n"
+                      "  %4 = slice %x {dim=0, start=-2, end=-1, step=1} : f32[1,3]\n"
+                      "  %5 = cat %3, %4 {dim=0} : f32[s0-5,3]\n"
+                      "  %6 = pad %y {pads=[4,3], value=0} : f32[s1+7]\n"
+                      "  return %2, %5, %6\n"
+                      "}\n";
+    char err[1024];
+    ir_graph *g = ir_parse(src, strlen(src), "off.tir", err, sizeof err);
+    if (!g)
+        fail_msg("%s", err);
+    assert_int_equal(g->nodes[3]->type.shape[0], ir_sym_at(0, -6));
+    char *text = tu_round_trip(g);
+    assert_string_equal(text, src);
+    free(text);
+    ir_graph_free(g);
+    /* what the rules cannot express: a sum of symbols, a step, a static end */
+    tu_check_error("graph @d(%x: f32[s0], %y: f32[s1]) {\n  %0 = cat %x, %y {dim=0} : f32[s0]\n}\n", 2, 8,
+                   "cat(f32[s0], f32[s1]): the sizes s0 and s1 in dim 0 add two symbols", NULL);
+    tu_check_error("graph @d(%x: f32[s0]) {\n  %0 = slice %x {dim=0, start=1, end=9223372036854775807, "
+                   "step=2} : f32[s0]\n}\n", 2, 8,
+                   "slice(f32[s0]): bounds 1..9223372036854775807 of symbolic dim 0 depend on its size", NULL);
+    tu_check_error("graph @d(%x: f32[s0]) {\n  %0 = slice %x {dim=0, start=1, end=5, step=1} : f32[s0]\n}\n",
+                   2, 8, "slice(f32[s0]): bounds 1..5 of symbolic dim 0 depend on its size", NULL);
+    tu_check_error("graph @d(%x: f32[s0-0]) {\n}\n", 1, 20, "a symbol offset is not 0 (write s0)", NULL);
 }
 
 
@@ -996,6 +1043,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_trailing_none, tu_scope_setup, tu_scope_teardown),
         cmocka_unit_test_setup_teardown(test_float_attrs, tu_scope_setup, tu_scope_teardown),
         cmocka_unit_test_setup_teardown(test_symbolic_dims, tu_scope_setup, tu_scope_teardown),
+        cmocka_unit_test_setup_teardown(test_symbol_offsets, tu_scope_setup, tu_scope_teardown),
         cmocka_unit_test_setup_teardown(test_canonical_form, tu_scope_setup, tu_scope_teardown),
         cmocka_unit_test_setup_teardown(test_verify_catches_corruption, tu_scope_setup,
                                         tu_scope_teardown),

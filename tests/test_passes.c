@@ -59,7 +59,7 @@ static tj_tensor *make_input(const ir_node *n)
     int64_t shape[TJ_MAX_DIMS], numel = 1;
     for (int d = 0; d < n->type.ndim; d++) {
         int64_t s = n->type.shape[d];
-        shape[d] = IR_IS_SYM(s) ? 5 + IR_SYM_INDEX(s) : s;
+        shape[d] = IR_IS_SYM(s) ? 5 + ir_sym_index(s) : s;
         numel *= shape[d];
     }
     tj_dtype dt = n->type.dtype;

@@ -874,7 +874,10 @@ static void run_grad(int count)
     if (getenv("TJ_PROGRAMS_VERBOSE"))
         fprintf(stderr, "grad: %d backwards; of %d first ones, %d (arg 0) and %d (weight) judged against "
                 "central differences\n", backwards, tried, judged, wjudged);
-    if (judged * 2 < tried || wjudged * 2 < tried)   /* most run in f64 and are smooth at random inputs */
+    /* most run in f64 and are smooth at random inputs (about 65% judged over
+     * thousands; a third at least, so that the default few dozen do not fail
+     * by the draw) */
+    if (judged * 3 < tried || wjudged * 3 < tried)
         fail_msg("grad: of %d backwards, %d (arg 0) and %d (weight) judged against central differences", tried,
                  judged, wjudged);
 }

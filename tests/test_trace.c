@@ -166,6 +166,69 @@ static void test_dynamic_slice(void **state)
     tj_compiled_free(c);
 }
 
+/* Slices, a pad and a cat whose sizes are the dynamic dim plus or minus a
+ * count (s0-1, s0-2, s0): one symbolic graph serves every size the offsets
+ * allow; a size below that (x[2:] of 3 rows has 1) misses the guard and is
+ * traced static. */
+static tj_tensor *model_offsets(void *ctx, tj_tensor *const *args, int nargs)
+{
+    (void)ctx;
+    (void)nargs;
+    tj_tensor *x = args[0];
+    tj_tensor *y = tj_sub(tj_slice(x, 0, 1, INT64_MAX, 1), tj_slice(x, 0, 0, -1, 1));
+    tj_tensor *z = tj_cat((tj_tensor *[]){y, tj_slice(x, 0, -1, INT64_MAX, 1)}, 2, 0);
+    tj_tensor *p = tj_pad(tj_slice(y, 0, 1, INT64_MAX, 1), (int64_t[]){0, 0, 2, 0}, 2, 0.5);
+    return tj_add(tj_mul(z, x), p);
+}
+
+static void test_dynamic_offsets(void **state)
+{
+    (void)state;
+    tj_compiled *c = tj_compile(model_offsets, NULL, NULL);
+    int64_t sizes[] = {6, 7, 9, 4, 12, 3};
+    for (int k = 0; k < 6; k++) {
+        tj_tensor *x = randn2(TJ_F32, sizes[k], 3);
+        tu_assert_close(tj_call(c, &x, 1), model_offsets(NULL, &x, 1), 1e-6, 1e-6);
+    }
+    /* 6 static, then 7 symbolic for 7, 9, 4 and 12; 3 on its own */
+    tu_assert_explain(c, "3 graphs captured");
+    tu_assert_explain(c, "guard arg 0: f32[s0,3]");
+    tu_assert_explain(c, "guard s0 >= 4 (the graph has s0-2)");
+    tu_assert_explain(c, "s0 is 3, the graph's offsets of it need s0 >= 4");
+    tj_compiled_free(c);
+}
+
+/* A conv and a pool at stride 1 over a dynamic height: s0 stays s0 with
+ * padding 1, a 2x2 pool makes s0-1; at stride 2 the output is not the
+ * symbol plus a count, so that model's dims stay static. */
+static tj_tensor *model_conv_h(void *ctx, tj_tensor *const *args, int nargs)
+{
+    (void)nargs;
+    const int64_t *stride = ctx;
+    tj_tensor *y = tj_relu(tj_conv2d(args[0], args[1], NULL, stride, (int64_t[]){1, 1}, NULL, 1));
+    return tj_max_pool2d(y, (int64_t[]){2, 2}, (int64_t[]){1, 1}, NULL, NULL);
+}
+
+static void test_dynamic_conv(void **state)
+{
+    (void)state;
+    for (int64_t s = 1; s <= 2; s++) {
+        int64_t stride[2] = {s, 1};
+        tj_compiled *c = tj_compile(model_conv_h, stride, NULL);
+        tj_tensor *w = tj_randn(TJ_F32, 4, (int64_t[]){3, 2, 3, 3});
+        for (int64_t h = 5; h < 9; h++) {
+            tj_tensor *x[2] = {tj_randn(TJ_F32, 4, (int64_t[]){1, 2, h, 6}), w};
+            tu_assert_close(tj_call(c, x, 2), model_conv_h(stride, x, 2), 1e-5, 1e-5);
+        }
+        tu_assert_explain(c, s == 1 ? "2 graphs captured" : "4 graphs captured");
+        if (s == 1)
+            tu_assert_explain(c, "guard arg 0: f32[1,2,s0,6]");
+        else
+            tu_assert_explain(c, "an op cannot follow symbolic dims yet; dims stay static");
+        tj_compiled_free(c);
+    }
+}
+
 /* Reads a size to build a shape: the dynamic dim is specialized. */
 static tj_tensor *model_reads_size(void *ctx, tj_tensor *const *args, int nargs)
 {
@@ -461,7 +524,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_weights_by_reference), T(test_guard_hit_and_miss),  T(test_recompile_limit),
-        T(test_dynamic_dim), T(test_dynamic_writes), T(test_dynamic_read_specializes), T(test_dynamic_slice),
+        T(test_dynamic_dim), T(test_dynamic_writes), T(test_dynamic_read_specializes), T(test_dynamic_slice), T(test_dynamic_offsets), T(test_dynamic_conv),
         T(test_graph_break), T(test_side_effect_compiled),
         T(test_regional_compilation), T(test_nested_call_is_inlined), T(test_errors_match_eager),
         T(test_dump_graph),           T(test_callsite_dump),        T(test_callsite_errors),           T(test_multiple_results),

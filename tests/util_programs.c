@@ -451,8 +451,8 @@ static tj_tensor *view(gen *g, tj_tensor *a)
         return tj_unsqueeze(a, 0);
     }
     int d = rnd(g, nd), e = rnd(g, nd);
-    int64_t n = tj_size(a, d);
-    switch (rnd(g, 9)) {
+    int64_t n = 0;   /* read only where needed: a read size makes dynamic dims static */
+    switch (rnd(g, 11)) {
     case 0: note(g, "transpose %d %d", d, e); return tj_transpose(a, d, e);
     case 1: {
         int perm[8];
@@ -462,6 +462,7 @@ static tj_tensor *view(gen *g, tj_tensor *a)
         return tj_permute(a, perm);
     }
     case 2:
+        n = tj_size(a, d);
         note(g, "slice dim %d from %d step 2", d, (int)(n / 3));
         return tj_slice(a, d, n / 3, n, 2);
     case 3: note(g, "flip %d", d); return tj_flip(a, (int[]){d}, 1);
@@ -478,8 +479,17 @@ static tj_tensor *view(gen *g, tj_tensor *a)
         note(g, "flatten");
         return tj_flatten(a, 0, -1);
     case 6: note(g, "flatten"); return tj_flatten(a, 0, -1);
-    case 7: note(g, "narrow %d", d); return tj_narrow(a, d, n > 1, n - (n > 1));
-    default: note(g, "roll %d by 1", d); return tj_roll(a, (int64_t[]){1}, (int[]){d}, 1);
+    case 7:
+        n = tj_size(a, d);
+        note(g, "narrow %d", d);
+        return tj_narrow(a, d, n > 1, n - (n > 1));
+    case 8: note(g, "roll %d by 1", d); return tj_roll(a, (int64_t[]){1}, (int[]){d}, 1);
+    case 9:   /* sizes a symbol less a count (s0-1), without reading the size */
+        note(g, "slice dim %d [1:-1]", d);
+        return tj_slice(a, d, 1, -1, 1);
+    default:  /* a rotation as a cat of slices: s0-1 + 1 is s0 again */
+        note(g, "cat of dim %d [1:] and [:1]", d);
+        return tj_cat((tj_tensor *[]){tj_slice(a, d, 1, INT64_MAX, 1), tj_slice(a, d, 0, 1, 1)}, 2, d);
     }
 }
 
