@@ -39,7 +39,32 @@ int ir_infer_reshape(IR_INFER_ARGS)
     }
     if (!ir_numel_checked(s->n, s->i, &known))   /* the -1 counts as 1 */
         return ir_fail_numel(err, nerr, "shape", s->n, s->i);
-    int64_t numel = ir_type_numel(in[0]);
+    int64_t numel;   /* a symbolic size counts as 1 */
+    if (!ir_numel_checked(in[0]->ndim, in[0]->shape, &numel))
+        return ir_fail_numel(err, nerr, "input", in[0]->ndim, in[0]->shape);
+    int sym = -1;   /* the input's one symbolic dim */
+    for (int d = 0; d < in[0]->ndim; d++)
+        if (IR_IS_SYM(in[0]->shape[d]) && numel) {
+            if (sym >= 0)
+                return ir_fail(err, nerr, "a shape of two symbolic dims (%s, %s) is not expressed",
+                               IR_DIM(in[0]->shape[sym]), IR_DIM(in[0]->shape[d]));
+            sym = d;
+        }
+    if (sym >= 0) {
+        /* the -1 stands for the symbol where the static sizes match
+         * ([s0,768] to [-1,12,64] is [s0,12,64]); a multiple of it is not
+         * expressed */
+        if (infer < 0)
+            return ir_fail(err, nerr, "a shape without -1 cannot hold symbolic dim %s",
+                           IR_DIM(in[0]->shape[sym]));
+        if (known != numel)
+            return ir_fail(err, nerr, "the -1 would be %s times %lld/%lld: only %s itself is expressed",
+                           IR_DIM(in[0]->shape[sym]), (long long)numel, (long long)known,
+                           IR_DIM(in[0]->shape[sym]));
+        shape[infer] = in[0]->shape[sym];
+        ir_set(out, in[0]->dtype, s->n, shape);
+        return 0;
+    }
     if (infer >= 0) {
         if (known == 0)
             return ir_fail(err, nerr, "the -1 in dim %d is ambiguous with a zero-size dim", infer);

@@ -660,9 +660,21 @@ static void test_symbolic_dims(void **state)
                       "}\n";
     tu_check_error(bad, 2, 8, "add(f32[s0], f32[s1]): shapes cannot be broadcast",
                 "  %0 = add %x, %y : f32[s0]");
-    /* a rule that did arithmetic on the encoding (a new symbol) is refused */
+    /* a reshape's -1 stands for the symbol itself only */
     tu_check_error("graph @d(%x: f32[s0,4]) {\n  %0 = reshape %x {shape=[-1]} : f32[s0]\n}\n", 2, 8,
-                "reshape(f32[s0,4]): this shape rule cannot compute with symbolic dims yet", NULL);
+                "reshape(f32[s0,4]): the -1 would be s0 times 4/1: only s0 itself is expressed", NULL);
+    tu_check_error("graph @d(%x: f32[s0,4]) {\n  %0 = reshape %x {shape=[4,4]} : f32[4,4]\n}\n", 2, 8,
+                "reshape(f32[s0,4]): a shape without -1 cannot hold symbolic dim s0", NULL);
+    tu_check_error("graph @d(%x: f32[s0,s1]) {\n  %0 = reshape %x {shape=[-1]} : f32[s0]\n}\n", 2, 8,
+                "reshape(f32[s0,s1]): a shape of two symbolic dims (s0, s1) is not expressed", NULL);
+    const char *rs = "graph @r(%x: f32[s0-1,6]) {\n"
+                     "  %0 = reshape %x {shape=[3,-1,2]} : f32[3,s0-1,2]\n"
+                     "  return %0\n"
+                     "}\n";
+    ir_graph *gr = ir_parse(rs, strlen(rs), "r.tir", err, sizeof err);
+    if (!gr)
+        fail_msg("%s", err);
+    ir_graph_free(gr);
 }
 
 /* A symbol plus an offset (x[1:] of s0 rows has s0-1): canonical, printed

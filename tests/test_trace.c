@@ -198,6 +198,30 @@ static void test_dynamic_offsets(void **state)
     tj_compiled_free(c);
 }
 
+/* Heads split and merged by reshapes whose -1 stands for the dynamic dim
+ * ([s0,12] to [-1,3,4] is [s0,3,4]); a flatten of the dynamic dim with
+ * another would be a multiple of it, so that model's dims stay static. */
+static tj_tensor *model_heads(void *ctx, tj_tensor *const *args, int nargs)
+{
+    (void)nargs;
+    tj_tensor *h = tj_softmax(tj_reshape(args[0], 3, (int64_t[]){-1, 3, 4}), 2);
+    return ctx ? tj_reshape(h, 1, (int64_t[]){-1}) : tj_reshape(h, 2, (int64_t[]){-1, 12});
+}
+
+static void test_dynamic_reshape(void **state)
+{
+    (void)state;
+    for (int flat = 0; flat < 2; flat++) {
+        tj_compiled *c = tj_compile(model_heads, flat ? &flat : NULL, NULL);
+        for (int64_t n = 5; n < 9; n++) {
+            tj_tensor *x = randn2(TJ_F32, n, 12);
+            tu_assert_close(tj_call(c, &x, 1), model_heads(flat ? &flat : NULL, &x, 1), 1e-6, 1e-6);
+        }
+        tu_assert_explain(c, flat ? "4 graphs captured" : "2 graphs captured");
+        tj_compiled_free(c);
+    }
+}
+
 /* A conv and a pool at stride 1 over a dynamic height: s0 stays s0 with
  * padding 1, a 2x2 pool makes s0-1; at stride 2 the output is not the
  * symbol plus a count, so that model's dims stay static. */
@@ -524,7 +548,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_weights_by_reference), T(test_guard_hit_and_miss),  T(test_recompile_limit),
-        T(test_dynamic_dim), T(test_dynamic_writes), T(test_dynamic_read_specializes), T(test_dynamic_slice), T(test_dynamic_offsets), T(test_dynamic_conv),
+        T(test_dynamic_dim), T(test_dynamic_writes), T(test_dynamic_read_specializes), T(test_dynamic_slice), T(test_dynamic_offsets), T(test_dynamic_conv), T(test_dynamic_reshape),
         T(test_graph_break), T(test_side_effect_compiled),
         T(test_regional_compilation), T(test_nested_call_is_inlined), T(test_errors_match_eager),
         T(test_dump_graph),           T(test_callsite_dump),        T(test_callsite_errors),           T(test_multiple_results),
