@@ -446,8 +446,10 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
     if ((tr->dyn_read || tr->dyn_unsupported) && dynamic && e->nsyms && !tr->brk[0]) {
         /* The model used a symbolic size as a number, or an op's rule cannot
          * follow symbolic dims: trace it static. */
-        logf_(c, tr->dyn_read ? "the model reads the size of a dynamic dim; dims stay static"
-                              : "an op cannot follow symbolic dims yet; dims stay static");
+        if (tr->dyn_read)
+            logf_(c, "the model reads the size of a dynamic dim; dims stay static");
+        else
+            logf_(c, "an op cannot follow symbolic dims yet (%s); dims stay static", tr->dyn_why);
         c->dyn_disabled = true;
         free(outs);
         fe_trace_end(tr);

@@ -25,8 +25,8 @@ static void explain_guards(FILE *f, const entry *e)
     }
     for (int k = 0; k < e->nsyms; k++)
         if (e->symmin[k] > 2)
-            fprintf(f, "    guard s%d >= %lld (the graph has s%d-%lld)\n", k,
-                    (long long)e->symmin[k], k, (long long)e->symmin[k] - 2);
+            fprintf(f, "    guard s%d >= %lld (the graph's slices and offsets of it)\n", k,
+                    (long long)e->symmin[k]);
     for (int k = 0; k < e->nrefs; k++) {
         const capref *r = &e->caps[k];
         char b[IR_TYPE_BUF];

@@ -140,7 +140,7 @@ bool fe_entry_check(const entry *e, tj_tensor *const *args, int nargs, char *why
     }
     for (int k = 0; k < e->nsyms; k++, ++*passed)
         if (symval[k] >= 0 && symval[k] < e->symmin[k])
-            return fail(why, n, "s%d is %lld, the graph's offsets of it need s%d >= %lld", k,
+            return fail(why, n, "s%d is %lld, the graph's slices and offsets of it need s%d >= %lld", k,
                         (long long)symval[k], k, (long long)e->symmin[k]);
     if (e->autocast != fe_autocast_dtype())
         return fail(why, n, "autocast is %s, the guard expects %s", tj_dtype_name(fe_autocast_dtype()),
@@ -170,15 +170,28 @@ bool fe_entry_check(const entry *e, tj_tensor *const *args, int nargs, char *why
 /* The least size of each symbol that keeps every offset symbol of g at 2 or
  * more (sK-C needs sK >= C + 2: x[1:] of a dim of size 2 would have size 1,
  * which broadcasts, so the graph does not hold there). */
+static void need_at_least(entry *e, int64_t s, int64_t v)
+{
+    if (!IR_IS_SYM(s) || ir_sym_index(s) >= e->nsyms)
+        return;
+    int64_t *m = &e->symmin[ir_sym_index(s)];
+    *m = v - ir_sym_delta(s) > *m ? v - ir_sym_delta(s) : *m;
+}
+
 void fe_symbol_mins(const ir_graph *g, entry *e)
 {
-    for (int i = 0; g && i < g->nnodes; i++)
-        for (int d = 0; d < g->nodes[i]->type.ndim; d++) {
-            int64_t s = g->nodes[i]->type.shape[d];
-            if (!IR_IS_SYM(s) || ir_sym_index(s) >= e->nsyms)
-                continue;
-            int64_t *m = &e->symmin[ir_sym_index(s)];
-            *m = 2 - ir_sym_delta(s) > *m ? 2 - ir_sym_delta(s) : *m;
-        }
+    for (int i = 0; g && i < g->nnodes; i++) {
+        const ir_node *n = g->nodes[i];
+        for (int d = 0; d < n->type.ndim; d++)
+            need_at_least(e, n->type.shape[d], 2);
+        /* a slice with a static size of a symbolic dim holds where the dim
+         * has its end (x[0:5]: s0 >= 5) */
+        int d = n->op == OP_slice ? ir_norm_dim(n->attrs[0].i[0], n->in[0]->type.ndim) : -1;
+        int64_t size, need;
+        if (d >= 0 && IR_IS_SYM(n->in[0]->type.shape[d]) &&
+            ir_slice_symbolic(n->in[0]->type.shape[d], n->attrs[1].i[0], n->attrs[2].i[0],
+                              n->attrs[3].i[0], &size, &need))
+            need_at_least(e, n->in[0]->type.shape[d], need);
+    }
 }
 

@@ -268,6 +268,7 @@ tj_tensor *fe_trace_apply(fe_trace *tr, ir_op op, tj_tensor *const *in, int nin,
             trace_break(tr, "random op %s drawn outside the trace", ir_ops[op].name);
         } else if (op == OP_dropout && in[0] && in[0]->sym && ir_type_has_sym(&((ir_node *)in[0]->sym)->type)) {
             tr->dyn_unsupported = true;   /* traced again with static dims */
+            snprintf(tr->dyn_why, sizeof tr->dyn_why, "dropout's mask needs a static shape");
             rt_error("tracing: dropout cannot follow symbolic dims yet (its mask needs a static shape)");
             return NULL;
         }
@@ -302,6 +303,8 @@ tj_tensor *fe_trace_apply(fe_trace *tr, ir_op op, tj_tensor *const *in, int nin,
         /* The example types passed, so the symbolic ones (dynamic dims) did not. */
         char at[512];
         rt_error("tracing: %s%s", ir_graph_error(tr->g), rt_callsite_suffix(at, sizeof at));
+        if (!tr->dyn_unsupported)
+            snprintf(tr->dyn_why, sizeof tr->dyn_why, "%s", ir_graph_error(tr->g));
         tr->dyn_unsupported = true;
         return NULL;
     }
@@ -309,6 +312,9 @@ tj_tensor *fe_trace_apply(fe_trace *tr, ir_op op, tj_tensor *const *in, int nin,
         n->file = rt_callsite(&n->line);
     if (!symbolic_agrees(tr, &n->type, &out)) {
         /* The rule computed a size it cannot know for a symbolic dim. */
+        if (!tr->dyn_unsupported)
+            snprintf(tr->dyn_why, sizeof tr->dyn_why, "%s gives sizes its rule cannot express on them",
+                     ir_ops[op].name);
         tr->dyn_unsupported = true;
         rt_error("tracing: %s cannot follow symbolic dims yet", ir_ops[op].name);
         return NULL;

@@ -68,6 +68,7 @@ struct fe_trace {
     char brk[512];         /* the first graph break, "" if none */
     bool dyn_read;         /* the model read the size of a symbolic dim */
     bool dyn_unsupported;  /* an op's rule could not follow a symbolic dim */
+    char dyn_why[256];     /* the first such op and why (for explain's log) */
     const int64_t *symval; /* this call's size of each symbol (set by the caller) */
     int nsyms;
     bool failed;           /* out of memory or a graph error */

@@ -102,6 +102,28 @@ int ir_infer_permute(IR_INFER_ARGS)
     return 0;
 }
 
+bool ir_slice_symbolic(int64_t n, int64_t start, int64_t end, int64_t step, int64_t *size,
+                       int64_t *need)
+{
+    bool to_end = end >= INT64_MAX / 2;
+    int64_t e1 = to_end ? 0 : end, at_least = 0;
+    if (start >= 0 && !to_end && end >= 0) {           /* x[1:5]: 4 where n >= 5 */
+        *size = end > start ? (end - start - 1) / step + 1 : 0;
+        at_least = end > start ? end : 0;
+    } else if (start < 0 && (to_end || end < 0)) {     /* x[-3:-1]: 2 where n >= 3 */
+        *size = e1 > start ? (e1 - start - 1) / step + 1 : 0;
+        at_least = e1 > start ? -start : 0;
+    } else if (start >= 0 && (to_end || end < 0) && step == 1) {   /* x[1:-1]: n - 2 */
+        if (!ir_dim_add(n, e1 - start, size))
+            return false;
+    } else {
+        return false;
+    }
+    if (need)
+        *need = at_least;
+    return true;
+}
+
 int ir_infer_slice(IR_INFER_ARGS)
 {
     int ndim = in[0]->ndim;
@@ -117,27 +139,11 @@ int ir_infer_slice(IR_INFER_ARGS)
     int64_t n = in[0]->shape[d];
     ir_set(out, in[0]->dtype, ndim, in[0]->shape);
     if (n < 0) {
-        /* a symbolic size (negative) is at least 2 (the guards, frontend/guards.c): a
-         * slice within [0, 2) or [-2, 0) has a static size; one from a start
-         * counted from the front to the end or to an end counted from the
-         * back (x[1:], x[1:-1]) is the symbol less a static count (the guards
-         * then hold that difference >= 2); other bounds depend on the size */
-        int64_t s0 = a->a[1].i[0], e0 = a->a[2].i[0];
-        bool to_end = e0 >= INT64_MAX / 2;
-        if (s0 >= 0 && e0 >= 0 && e0 <= 2) {
-            out->shape[d] = e0 > s0 ? (e0 - s0 - 1) / step + 1 : 0;
+        if (ir_slice_symbolic(n, a->a[1].i[0], a->a[2].i[0], step, &out->shape[d], NULL))
             return 0;
-        }
-        if (s0 >= -2 && s0 < 0 && (to_end || (e0 < 0 && e0 >= s0))) {
-            int64_t e1 = to_end ? 0 : e0;
-            out->shape[d] = e1 > s0 ? (e1 - s0 - 1) / step + 1 : 0;
-            return 0;
-        }
-        if (step == 1 && s0 >= 0 && (to_end || e0 < 0) &&
-            ir_dim_add(n, (to_end ? 0 : e0) - s0, &out->shape[d]))
-            return 0;
-        return ir_fail(err, nerr, "bounds %lld..%lld of symbolic dim %d depend on its size",
-                       (long long)s0, (long long)e0, d);
+        return ir_fail(err, nerr, "bounds %lld..%lld step %lld of symbolic dim %d: the size is not "
+                       "static or the symbol plus a count", (long long)a->a[1].i[0],
+                       (long long)a->a[2].i[0], (long long)step, d);
     }
     int64_t start = ir_slice_bound(a->a[1].i[0], n), end = ir_slice_bound(a->a[2].i[0], n);
     out->shape[d] = end > start ? (end - start - 1) / step + 1 : 0;

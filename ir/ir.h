@@ -79,6 +79,14 @@ static inline int64_t ir_sym_at(int64_t k, int64_t c)
 /* *out = d + c for a dim d (static or symbolic) and a static c: false when
  * the sum is negative (static) or its offset leaves IR_MAX_SYM_DELTA. */
 bool ir_dim_add(int64_t d, int64_t c, int64_t *out);
+/* A slice [start, end) by step (Python's bounds: negative from the back,
+ * end >= INT64_MAX / 2 to the end) of a symbolic size n: *size is static
+ * where n >= *need (x[0:5]: 5 where n >= 5; x[-3:]: 3 where n >= 3), or n
+ * plus a count (x[1:-1]: n - 2, *need 0: the guards hold every offset
+ * symbol >= 2). False where the size is neither (a step to the end, a
+ * start from the back to an end from the front). need may be NULL. */
+bool ir_slice_symbolic(int64_t n, int64_t start, int64_t end, int64_t step, int64_t *size,
+                       int64_t *need);
 /* One dim as messages and the text IR print it: the size, sK for the
  * symbolic dim IR_SYM(K), sK-C or sK+C for ir_sym_at(K, -C or C) (a negative
  * size); buf has IR_DIM_BUF bytes. */

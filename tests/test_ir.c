@@ -718,9 +718,20 @@ static void test_symbol_offsets(void **state)
                    "cat(f32[s0], f32[s1]): the sizes s0 and s1 in dim 0 add two symbols", NULL);
     tu_check_error("graph @d(%x: f32[s0]) {\n  %0 = slice %x {dim=0, start=1, end=9223372036854775807, "
                    "step=2} : f32[s0]\n}\n", 2, 8,
-                   "slice(f32[s0]): bounds 1..9223372036854775807 of symbolic dim 0 depend on its size", NULL);
-    tu_check_error("graph @d(%x: f32[s0]) {\n  %0 = slice %x {dim=0, start=1, end=5, step=1} : f32[s0]\n}\n",
-                   2, 8, "slice(f32[s0]): bounds 1..5 of symbolic dim 0 depend on its size", NULL);
+                   "slice(f32[s0]): bounds 1..9223372036854775807 step 2 of symbolic dim 0: the size is "
+                   "not static or the symbol plus a count", NULL);
+    tu_check_error("graph @d(%x: f32[s0]) {\n  %0 = slice %x {dim=0, start=-3, end=5, step=1} : f32[s0]\n}\n",
+                   2, 8, "slice(f32[s0]): bounds -3..5 step 1 of symbolic dim 0: the size is not static or "
+                   "the symbol plus a count", NULL);
+    /* static sizes where the dim holds the bounds (the guards say so) */
+    int64_t size, need;
+    assert_true(ir_slice_symbolic(IR_SYM(0), 1, 5, 1, &size, &need) && size == 4 && need == 5);
+    assert_true(ir_slice_symbolic(IR_SYM(0), 1, 6, 2, &size, &need) && size == 3 && need == 6);
+    assert_true(ir_slice_symbolic(IR_SYM(0), -3, INT64_MAX, 1, &size, &need) && size == 3 && need == 3);
+    assert_true(ir_slice_symbolic(IR_SYM(0), -3, -1, 1, &size, &need) && size == 2 && need == 3);
+    assert_true(ir_slice_symbolic(IR_SYM(0), 4, 2, 1, &size, &need) && size == 0 && need == 0);
+    assert_true(ir_slice_symbolic(IR_SYM(0), 2, -1, 1, &size, &need) && size == ir_sym_at(0, -3) && need == 0);
+    assert_false(ir_slice_symbolic(IR_SYM(0), 2, -1, 2, &size, &need));
     tu_check_error("graph @d(%x: f32[s0-0]) {\n}\n", 1, 20, "a symbol offset is not 0 (write s0)", NULL);
 }
 

@@ -48,8 +48,16 @@ static const char *const mode_name[] = {"f32", "f64", "mixed", "int", "dynamic",
  * the dims marked dynamic stay symbolic and one graph serves new sizes. */
 typedef struct ashape {
     int nd;
-    int d[8];   /* -1: size 1; k >= 0: the size of base dim k; -s (s >= 2): static size s */
+    int d[8];   /* -1: size 1; k + 8 z >= 0: the size of base dim k plus offset
+                 * zigzag^-1(z) (with_offset); -s (s >= 2): static size s */
 } ashape;
+
+/* Dim d (a base dim plus an offset) plus c more: x[1:] of s0 is s0-1. */
+static int with_offset(int d, int c)
+{
+    int z = d / 8, off = (z & 1 ? -(z >> 1) - 1 : z >> 1) + c;
+    return d % 8 + 8 * (off >= 0 ? 2 * off : -2 * off - 1);
+}
 
 static bool abcast(const ashape *a, const ashape *b, ashape *r)
 {
@@ -72,7 +80,28 @@ static tj_tensor *dyn_step(gen *g, tj_tensor **v, ashape *sh, int nv, ashape *ou
     ashape s = sh[ia];
     int nd = s.nd, d = nd ? rnd(g, nd) : 0;
     *out = s;
-    switch (rnd(g, 16)) {
+    switch (rnd(g, 19)) {
+    case 16:   /* sizes a symbol plus a count (docs/tracing.md) */
+        if (nd && s.d[d] >= 0) {
+            note(g, "slice %d [1:]", d);
+            out->d[d] = with_offset(s.d[d], -1);
+            return tj_slice(a, d, 1, INT64_MAX, 1);
+        }
+        break;
+    case 17:
+        if (nd) {
+            note(g, "cat of %d [1:] and [:1]", d);
+            return tj_cat((tj_tensor *[]){tj_slice(a, d, 1, INT64_MAX, 1), tj_slice(a, d, 0, 1, 1)}, 2, d);
+        }
+        break;
+    case 18:
+        if (nd) {
+            note(g, "pad last dim by (1, 2)");
+            int e = s.d[nd - 1];
+            out->d[nd - 1] = e >= 0 ? with_offset(e, 3) : e == -1 ? -4 : e - 3;
+            return tj_pad(a, (int64_t[]){1, 2}, 1, 0.5);
+        }
+        break;
     case 11: {   /* a write into a clone; a view taken before it, read after */
         tj_tensor *c = tj_clone(a), *view = nd >= 2 ? tj_transpose(c, 0, nd - 1) : tj_unsqueeze(c, 0);
         ashape r;

@@ -452,7 +452,7 @@ static tj_tensor *view(gen *g, tj_tensor *a)
     }
     int d = rnd(g, nd), e = rnd(g, nd);
     int64_t n = 0;   /* read only where needed: a read size makes dynamic dims static */
-    switch (rnd(g, 11)) {
+    switch (rnd(g, 12)) {
     case 0: note(g, "transpose %d %d", d, e); return tj_transpose(a, d, e);
     case 1: {
         int perm[8];
@@ -487,6 +487,9 @@ static tj_tensor *view(gen *g, tj_tensor *a)
     case 9:   /* sizes a symbol less a count (s0-1), without reading the size */
         note(g, "slice dim %d [1:-1]", d);
         return tj_slice(a, d, 1, -1, 1);
+    case 10:  /* static where the dim has 3 (a guard), clamped below */
+        note(g, "slice dim %d [-3:]", d);
+        return tj_slice(a, d, -3, INT64_MAX, 1);
     default:  /* a rotation as a cat of slices: s0-1 + 1 is s0 again */
         note(g, "cat of dim %d [1:] and [:1]", d);
         return tj_cat((tj_tensor *[]){tj_slice(a, d, 1, INT64_MAX, 1), tj_slice(a, d, 0, 1, 1)}, 2, d);
