@@ -416,11 +416,12 @@ static double tolerance(const prog *p, tj_tensor *want, const argspec *spec)
         return 0;
     if ((p->mode == M_F64 || p->mode == M_GRAD || p->mode == M_TRAIN) && !p->f32_seen)
         return 1e-9;
+    double half = p->lowp_tol > 2e-2 ? p->lowp_tol : 2e-2;
     if (p->mode == M_AUTOCAST)
-        return 2e-2;
+        return half;
     for (int i = 0; i < 3; i++)
         if (spec[i].dt == TJ_F16 || spec[i].dt == TJ_BF16)
-            return 2e-2;
+            return half;
     return 2e-4;
 }
 
@@ -448,6 +449,7 @@ static int eager_run(tj_model_multi_fn fn, void *ectx, prog *p, tj_tensor **ea, 
     p->log[0] = '\0';
     p->logging = true;
     p->f32_seen = false;
+    p->lowp_tol = 0;
     p->not_derivative = false;
     int nw = fn(ectx, ea, 3, want, MAX_OUTS);
     p->logging = false;

@@ -30,6 +30,7 @@ typedef struct prog {
     tj_tensor *w;
     bool logging;
     bool f32_seen;   /* an f32 value in an f64 program: f32's tolerance */
+    double lowp_tol; /* a long product in bf16 or f16: its rounding's tolerance */
     bool not_derivative;   /* the gradient is not the loss's derivative (as in
                             * PyTorch): a leaf written in no-grad mode, a value
                             * read as a number (tj_item) */
