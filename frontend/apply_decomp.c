@@ -94,7 +94,7 @@ bool fe_decomp_is_view(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *
         ir_attrs at;
         ir_node_attrs(chain[k], &at);
         int64_t st[TJ_MAX_DIMS];
-        view = !(sym && chain[k]->op == OP_reshape) && rt_view_strides(chain[k]->op, &h, &at, &chain[k]->type, st);
+        view = !(sym && chain[k]->op == OP_reshape) && rt_view_strides(chain[k]->op, &h, &at, &chain[k]->type, st, NULL);
         h.ndim = chain[k]->type.ndim;
         memcpy(h.shape, chain[k]->type.shape, sizeof h.shape);
         memcpy(h.strides, st, sizeof h.strides);

@@ -1040,7 +1040,7 @@ int tj_backward_seed(tj_tensor *y, tj_tensor *seed)
                  "made it requires grad)", tj_describe(y, d, sizeof d));
         return -1;
     }
-    if (!seed && tj_numel(y) != 1) {
+    if (!seed && rt_numel(y) != 1) {
         rt_error("backward(%s): a gradient seed is needed for a result with more than one "
                  "element (use tj_backward_seed)", tj_describe(y, d, sizeof d));
         return -1;

@@ -81,7 +81,7 @@ static int entry_write(entry *e, bool weights, sc_wbuf *w, sc_aot_kernels *ks, c
         }
         ir_type ty;
         rt_type_of(t, &ty);
-        uint64_t nb = (uint64_t)tj_numel(t) * (uint64_t)tj_dtype_size(t->dtype);
+        uint64_t nb = (uint64_t)rt_numel(t) * (uint64_t)tj_dtype_size(t->dtype);
         sc_w_bytes(w, &ty, sizeof ty);
         sc_w_bytes(w, &nb, 8);
         if (weights) {   /* aligned to 64 from the blob's start: loaded in place */

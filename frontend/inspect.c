@@ -68,7 +68,7 @@ double tj_item(tj_tensor *t)
     }
     if (dead(t, "item") || fe_trace_needs_values(t, "tj_item"))
         return NAN;
-    if (tj_numel(t) != 1) {
+    if (rt_numel(t) != 1) {
         char b[96];
         rt_error("item: needs a tensor with one element, got %s", tj_describe(t, b, sizeof b));
         return NAN;

@@ -316,7 +316,7 @@ static int op_shape(ox_run *r, const ox_node *n, ox_val **in, ox_val **out)
 static int op_size(ox_run *r, const ox_node *n, ox_val **in, ox_val **out)
 {
     (void)n;
-    int64_t v = in[0]->host && !in[0]->t ? in[0]->n : tj_numel(T(r, in[0]));
+    int64_t v = in[0]->host && !in[0]->t ? in[0]->n : rt_numel(T(r, in[0]));
     return ox_set_host(out[0], TJ_I64, 0, NULL, &v);
 }
 
@@ -328,7 +328,7 @@ static int op_constant_of_shape(ox_run *r, const ox_node *n, ox_val **in, ox_val
         return -1;
     const ox_attr *a = ox_attr_get(n, "value");
     tj_dtype dt = a && a->t ? tj_dtype_of(a->t) : TJ_F32;
-    double v = a && a->t && tj_numel(a->t) == 1 ? tj_get(a->t, (int64_t[]){0}) : 0;
+    double v = a && a->t && rt_numel(a->t) == 1 ? tj_get(a->t, (int64_t[]){0}) : 0;
     return ox_set(out[0], tj_full(dt, (int)cnt, shape, v));
 }
 

@@ -75,9 +75,9 @@ const int64_t *ox_ints(ox_run *r, const ox_node *n, const ox_val *v, const char 
 void ox_set_const(ox_val *v, tj_tensor *t)
 {
     tj_dtype dt = tj_dtype_of(t);
-    if (!tj_dtype_is_float(dt) && tj_numel(t) <= OX_HOST_MAX) {
+    if (!tj_dtype_is_float(dt) && rt_numel(t) <= OX_HOST_MAX) {
         int64_t vals[OX_HOST_MAX], idx[TJ_MAX_DIMS] = {0};
-        int64_t n = tj_numel(t);
+        int64_t n = rt_numel(t);
         for (int64_t i = 0; i < n; i++) {
             int64_t rem = i;
             for (int k = tj_ndim(t) - 1; k >= 0; k--) {

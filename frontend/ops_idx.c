@@ -406,9 +406,9 @@ tj_tensor *tj_nonzero(tj_tensor *x)
         return NULL;
     tj_tensor *nz = tj_contiguous(tj_ne_s(x, 0));   /* NaN counts, as in torch */
     const uint8_t *p = nz ? tj_data(nz) : NULL;
-    if (!p && nz && tj_numel(nz))
+    if (!p && nz && rt_numel(nz))
         return NULL;
-    int64_t n = tj_numel(x), count = 0, nd = x->ndim;
+    int64_t n = rt_numel(x), count = 0, nd = x->ndim;
     for (int64_t k = 0; k < n; k++)
         count += p[k] != 0;
     int64_t *pos = malloc((size_t)(count * nd + 1) * sizeof *pos);

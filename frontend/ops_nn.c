@@ -35,7 +35,7 @@ tj_tensor *tj_dropout(tj_tensor *x, double p, bool training)
         return fe_apply(OP_dropout, &x, 1, &at);   /* reports the rule's error */
     }
     if (x) {
-        uint64_t seed, offset = fe_rng_reserve((uint64_t)tj_numel(x), &seed);
+        uint64_t seed, offset = fe_rng_reserve((uint64_t)rt_numel(x), &seed);
         ir_attr_int(&at.a[1], (int64_t)seed);
         ir_attr_int(&at.a[2], (int64_t)offset);
     }

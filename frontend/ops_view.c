@@ -54,7 +54,7 @@ static bool view_possible(tj_tensor *x, const ir_attrs *at)
     rt_type_of(x, &in);
     if (ir_infer(OP_reshape, &tp, 1, at, &out, why, sizeof why) != 0)
         return true;
-    return rt_view_strides(OP_reshape, x, at, &out, strides);
+    return rt_view_strides(OP_reshape, x, at, &out, strides, NULL);
 }
 
 tj_tensor *tj_view(tj_tensor *x, int ndim, const int64_t *shape)

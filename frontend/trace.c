@@ -326,7 +326,7 @@ tj_tensor *fe_trace_apply(fe_trace *tr, ir_op op, tj_tensor *const *in, int nin,
      * a reshape the strides forbid is a copy in eager: a new contiguous
      * tensor, a storage of its own, as any other op's result */
     bool view = ir_ops[op].kind == IR_VIEW && in[0];
-    if (r && view && !rt_view_strides(op, in[0], a, &out, r->strides) && op == OP_reshape &&
+    if (r && view && !rt_view_strides(op, in[0], a, &out, r->strides, &r->offset) && op == OP_reshape &&
         !ir_type_has_sym(&nodes[0]->type) && !ir_type_has_sym(&out))
         view = false;
     if (r)
@@ -390,6 +390,12 @@ void fe_trace_type(const tj_tensor *t, ir_type *ty)
         *ty = ((const ir_node *)t->sym)->type;
     else
         rt_type_of(t, ty);
+}
+
+void fe_trace_layout_read(const tj_tensor *t)
+{
+    if (t && t->sym && current && current->nsyms > 0)
+        current->dyn_read = true;
 }
 
 void fe_trace_shape_read(const tj_tensor *t)

@@ -223,7 +223,7 @@ static bool viewed_base(fe_trace *tr, const tj_tensor *dst)
 
 bool fe_write_overlaps(fe_trace *tr, const tj_tensor *dst)
 {
-    return tj_numel(dst) > 0 &&   /* no elements: nothing to share a location */
+    return rt_numel(dst) > 0 &&   /* no elements: nothing to share a location */
            (rt_overlaps_itself(dst) || (tr && expanded(example_of(tr, dst), dst->shape)));
 }
 

@@ -79,7 +79,7 @@ int rt_k_full(RT_KERNEL_ARGS)
     case TJ_I32: c.bits = (uint32_t)(int32_t)to_int(v); break;
     default: c.bits = (uint64_t)to_int(v); break;   /* i64; u8, i8, i16 keep the low bytes */
     }
-    rt_parallel_for(tj_numel(out), RT_GRAIN, fill_range, &c);
+    rt_parallel_for(rt_numel(out), RT_GRAIN, fill_range, &c);
     return 0;
 }
 
@@ -180,11 +180,11 @@ static void rng_range(void *ctx, int64_t b, int64_t e)
 static int draw(tj_tensor *out, const ir_attrs *a, bool normal)
 {
     rng_ctx c = {rt_ptr(out), out->dtype, normal, 0, 0};
-    if (tj_numel(out) == 0)   /* no draws (a traced one reserved none either) */
+    if (rt_numel(out) == 0)   /* no draws (a traced one reserved none either) */
         return 0;
     if (rt_rng_resolve((uint64_t)a->a[2].i[0], (uint64_t)a->a[3].i[0], &c.seed, &c.offset) != 0)
         return -1;
-    rt_parallel_for(tj_numel(out), normal ? RT_GRAIN / 4 : RT_GRAIN, rng_range, &c);
+    rt_parallel_for(rt_numel(out), normal ? RT_GRAIN / 4 : RT_GRAIN, rng_range, &c);
     return 0;
 }
 

@@ -67,7 +67,7 @@ tj_tensor *rt_half_widen(const tj_tensor *x)
 static void rand_below_one(tj_tensor *r, tj_dtype dt)
 {
     float top = dt == TJ_F16 ? 1.0f - 0x1p-11f : 1.0f - 0x1p-8f, *p = rt_ptr(r);
-    int64_t n = tj_numel(r);
+    int64_t n = rt_numel(r);
     for (int64_t k = 0; k < n; k++)
         p[k] = p[k] > top ? top : p[k];
 }

@@ -126,7 +126,7 @@ static void scan_range(void *ctx, int64_t begin, int64_t end)
 
 static int scan(ir_op op, tj_tensor *out, const tj_tensor *x, int64_t dim)
 {
-    if (tj_numel(x) == 0)
+    if (rt_numel(x) == 0)
         return 0;
     bool flt = ir_dtype_is_float(x->dtype);
     bool idx = op == OP_cummax_indices || op == OP_cummin_indices;
@@ -210,7 +210,7 @@ static void sort_lines(const sort_ctx *c, int64_t begin, int64_t end)
 int rt_k_argsort(RT_KERNEL_ARGS)
 {
     const tj_tensor *x = in[0];
-    if (tj_numel(x) == 0)
+    if (rt_numel(x) == 0)
         return 0;
     bool flt = ir_dtype_is_float(x->dtype);
     sort_ctx c = {lines_of(x, a->a[0].i[0]), flt, a->a[1].i[0] != 0, NULL, rt_ptr(out), NULL};
@@ -316,7 +316,7 @@ static int scatter(tj_tensor *out, tj_tensor *const *in, int64_t dim_attr, int m
         s *= src->ndim ? src->shape[k] : 1;
     }
     const int64_t *ip = rt_ptr(iw);
-    int64_t n = tj_numel(ix), nx = tj_numel(x), so;
+    int64_t n = rt_numel(ix), nx = rt_numel(x), so;
     bool counted = mode == TJ_REDUCE_MEAN || (mode != SC_SET && !include_self);
     if (counted && !(cnt = calloc((size_t)(nx ? nx : 1), sizeof *cnt))) {
         rt_error("out of memory");

@@ -340,7 +340,7 @@ static int qr(bool want_q, tj_tensor *out, const tj_tensor *x)
     }
     for (int64_t b = 0; b < M.nb; b++) {
         const char *mat = (const char *)rt_ptr(w) + b * M.m * M.n * (int64_t)M.esz;
-        char *res = (char *)rt_ptr(r) + b * tj_numel(r) / M.nb * (int64_t)M.esz;
+        char *res = (char *)rt_ptr(r) + b * rt_numel(r) / M.nb * (int64_t)M.esz;
         transpose(cm, mat, M.m, M.n, M.dbl);
         geqrf(&m, &n, cm, &m, tau, work, &lwork, &info);
         if (!want_q) {   /* R [k,n]: the upper triangle of the first k rows */

@@ -89,7 +89,7 @@ static void tcopy_range(void *ctx_, int64_t begin, int64_t end)
 static int transposed_dim(const tj_tensor *x, const tj_tensor *out)
 {
     int last = x->ndim - 1;
-    if (x->dtype != out->dtype || x->ndim < 2 || tj_numel(x) < 4 * TILE * TILE ||
+    if (x->dtype != out->dtype || x->ndim < 2 || rt_numel(x) < 4 * TILE * TILE ||
         x->strides[last] == 1 || x->shape[last] < TILE)
         return -1;
     for (int d = last - 1; d >= 0; d--)
@@ -112,7 +112,7 @@ int rt_k_copy(RT_KERNEL_ARGS)
         c.os[d] = out->strides[d];
     }
     c.bands = (x->shape[p] + TILE - 1) / TILE;
-    int64_t items = tj_numel(x) / (x->shape[p] * x->shape[x->ndim - 1]) * c.bands;
+    int64_t items = rt_numel(x) / (x->shape[p] * x->shape[x->ndim - 1]) * c.bands;
     int64_t grain = RT_GRAIN / (TILE * x->shape[x->ndim - 1]);
     rt_parallel_for(items, grain > 0 ? grain : 1, tcopy_range, &c);
     return 0;
@@ -135,7 +135,7 @@ int rt_k_cat(RT_KERNEL_ARGS)
         w.shape[d] = x->shape[d];
         w.offset += pos * out->strides[d];
         pos += x->shape[d];
-        if (tj_numel(&w) > 0 && rt_convert(&w, x) != 0)
+        if (rt_numel(&w) > 0 && rt_convert(&w, x) != 0)
             return -1;
     }
     return 0;
@@ -166,7 +166,7 @@ int rt_k_pad(RT_KERNEL_ARGS)
         dst.offset += (before > 0 ? before : 0) * out->strides[d];
         dst.shape[d] = n;
     }
-    return tj_numel(&src) > 0 ? rt_convert(&dst, &src) : 0;
+    return rt_numel(&src) > 0 ? rt_convert(&dst, &src) : 0;
 }
 
 /* ---- flip ------------------------------------------------------------------------------ */
@@ -177,7 +177,7 @@ int rt_k_flip(RT_KERNEL_ARGS)
     uint32_t mask = a->a[0].n == 0 ? ~0u : 0;   /* the rule checked the dims */
     for (int k = 0; k < a->a[0].n && x->ndim > 0; k++)
         mask |= 1u << ir_norm_dim(a->a[0].i[k], x->ndim);
-    if (tj_numel(x) == 0)
+    if (rt_numel(x) == 0)
         return 0;
     tj_tensor v;
     window(&v, x);
@@ -316,12 +316,12 @@ static int take(tj_tensor *out, const tj_tensor *x, tj_tensor *idx, int64_t dim_
         c.shape[d] = out->ndim ? out->shape[d] : 1;
         c.xs[d] = x->ndim ? x->strides[d] : 0;
     }
-    int64_t n = tj_numel(out), size = x->ndim ? x->shape[c.dim] : 1;
+    int64_t n = rt_numel(out), size = x->ndim ? x->shape[c.dim] : 1;
     if (n == 0)
         return 0;
     tj_tensor *tmp;
     c.ix = index_i64(idx, &tmp);
-    int rc = c.ix ? check_index(c.ix, tj_numel(idx), size, c.dim) : -1;
+    int rc = c.ix ? check_index(c.ix, rt_numel(idx), size, c.dim) : -1;
     if (rc == 0) {
         int64_t len = c.shape[c.ndim - 1], grain = RT_GRAIN / len;
         rt_parallel_for(n / len, grain > 0 ? grain : 1, take_rows, &c);

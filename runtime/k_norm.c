@@ -232,7 +232,7 @@ static int norm_run(tj_tensor *out, tj_tensor *const *in, int nin, const ir_attr
                    1, a->a[1].f, rms, x->dtype == TJ_F64};
         for (int d = x->ndim - (int)a->a[0].i[0]; d < x->ndim; d++)
             c.N *= x->shape[d];
-        int64_t rows = c.N ? tj_numel(x) / c.N : 0;
+        int64_t rows = c.N ? rt_numel(x) / c.N : 0;
         rt_parallel_for(rows, grain_for(c.N), norm_units, &c);
         rc = 0;
     }

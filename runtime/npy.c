@@ -445,7 +445,7 @@ static bool write_strided(const tj_tensor *t, FILE *f)
 
 static bool write_data(const tj_tensor *t, FILE *f)
 {
-    int64_t numel = tj_numel(t);
+    int64_t numel = rt_numel(t);
     if (numel == 0)
         return true;
     if (t->ndim == 0 || rt_is_contiguous(t)) {

@@ -148,6 +148,9 @@ bool rt_is_contiguous(const tj_tensor *t);
 /* Whether concrete t holds its whole storage from offset 0 in row-major order
  * (its storage has exactly its elements). */
 bool rt_holds_storage(const tj_tensor *t);
+/* tj_numel without recording a read of t's sizes (a traced t: the library's
+ * own uses, which do not bake the count into a graph); -1 for NULL. */
+int64_t rt_numel(const tj_tensor *t);
 /* Whether two elements of t share one memory location (a dim of stride 0 and
  * size > 1, or overlapping windows of as_strided), by its shape and strides:
  * an in-place write into such a tensor has no single meaning. */
@@ -246,9 +249,10 @@ tj_tensor *rt_half_widen(const tj_tensor *x);
 tj_tensor *rt_view_op(ir_op op, tj_tensor *x, const ir_attrs *a, const ir_type *out,
                       bool *need_copy);
 /* The strides rt_view_op would give its result (x's storage unused: x may be
- * symbolic), into strides (out->ndim of them); false when it would need a
- * copy (or op is no view). */
-bool rt_view_strides(ir_op op, const tj_tensor *x, const ir_attrs *a, const ir_type *out, int64_t *strides);
+ * symbolic), into strides (out->ndim of them), and its storage offset into
+ * *offset (may be NULL); false when it would need a copy (or op is no view). */
+bool rt_view_strides(ir_op op, const tj_tensor *x, const ir_attrs *a, const ir_type *out, int64_t *strides,
+                     int64_t *offset);
 
 /* ---- one op on concrete inputs (eager.c) ------------------------------------ */
 /* Runs op on concrete inputs whose result type ty was already inferred: makes

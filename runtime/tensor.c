@@ -187,7 +187,7 @@ static int cmp_i64(const void *a, const void *b)
 
 bool rt_overlaps_itself(const tj_tensor *t)
 {
-    int64_t n = tj_numel(t), st[TJ_MAX_DIMS], sz[TJ_MAX_DIMS];
+    int64_t n = rt_numel(t), st[TJ_MAX_DIMS], sz[TJ_MAX_DIMS];
     int nd = 0;
     if (n <= 1)
         return false;
@@ -238,7 +238,7 @@ bool rt_overlaps_itself(const tj_tensor *t)
 bool rt_holds_storage(const tj_tensor *t)
 {
     return t->storage && t->offset == 0 && rt_is_contiguous(t) &&
-           t->storage->nbytes == (size_t)tj_numel(t) * tj_dtype_size(t->dtype);
+           t->storage->nbytes == (size_t)rt_numel(t) * tj_dtype_size(t->dtype);
 }
 
 /* ---- liveness and weak references ---------------------------------------------- */
@@ -404,12 +404,10 @@ tj_dtype tj_dtype_of(const tj_tensor *t) { return t ? t->dtype : TJ_NUM_DTYPES; 
 
 int tj_ndim(const tj_tensor *t) { return t ? t->ndim : -1; }
 
+/* tj_shape, tj_strides, tj_offset, tj_numel: runtime/access.c (reads of
+ * sizes while tracing are recorded there). */
 
-const int64_t *tj_strides(const tj_tensor *t) { return t ? t->strides : NULL; }
-
-int64_t tj_offset(const tj_tensor *t) { return t ? t->offset : -1; }
-
-int64_t tj_numel(const tj_tensor *t)
+int64_t rt_numel(const tj_tensor *t)
 {
     if (!t)
         return -1;

@@ -169,11 +169,14 @@ tj_tensor *rt_view_op(ir_op op, tj_tensor *x, const ir_attrs *a, const ir_type *
     return rc > 0 ? rt_tensor_view(x, out->ndim, out->shape, g.strides, g.offset) : NULL;
 }
 
-bool rt_view_strides(ir_op op, const tj_tensor *x, const ir_attrs *a, const ir_type *out, int64_t *strides)
+bool rt_view_strides(ir_op op, const tj_tensor *x, const ir_attrs *a, const ir_type *out, int64_t *strides,
+                     int64_t *offset)
 {
     geom g;
     if (view_geometry(op, x, a, out, &g) <= 0)
         return false;
     memcpy(strides, g.strides, sizeof(int64_t) * (size_t)out->ndim);
+    if (offset)
+        *offset = g.offset;
     return true;
 }

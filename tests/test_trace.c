@@ -279,6 +279,34 @@ static void test_dynamic_conv(void **state)
     }
 }
 
+/* A number read off a dynamic tensor (its element count, a stride, a view's
+ * offset) is a read of its sizes: the dim specializes (it used to bake the
+ * traced size into the graph: a wrong mean at every other size). */
+static tj_tensor *model_reads_numbers(void *ctx, tj_tensor *const *args, int nargs)
+{
+    (void)nargs;
+    tj_tensor *x = args[0];   /* [3, n] */
+    switch (*(const int *)ctx) {
+    case 0: return tj_mul_s(tj_sum(x, NULL, 0, false), 1.0 / (double)tj_numel(x));
+    case 1: return tj_mul_s(x, (double)tj_strides(x)[0]);
+    default: return tj_add_s(x, (double)tj_offset(tj_slice(x, 1, -1, INT64_MAX, 1)));
+    }
+}
+
+static void test_dynamic_number_reads(void **state)
+{
+    (void)state;
+    for (int which = 0; which < 3; which++) {
+        tj_compiled *c = tj_compile(model_reads_numbers, &which, NULL);
+        for (int64_t n = 4; n < 8; n++) {
+            tj_tensor *x = randn2(TJ_F32, 3, n);
+            tu_assert_close(tj_call(c, &x, 1), model_reads_numbers(&which, &x, 1), 1e-6, 1e-6);
+        }
+        tu_assert_explain(c, "reads the size of a dynamic dim");
+        tj_compiled_free(c);
+    }
+}
+
 /* Reads a size to build a shape: the dynamic dim is specialized. */
 static tj_tensor *model_reads_size(void *ctx, tj_tensor *const *args, int nargs)
 {
@@ -574,7 +602,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_weights_by_reference), T(test_guard_hit_and_miss),  T(test_recompile_limit),
-        T(test_dynamic_dim), T(test_dynamic_writes), T(test_dynamic_read_specializes), T(test_dynamic_slice), T(test_dynamic_offsets), T(test_dynamic_conv), T(test_dynamic_reshape), T(test_dynamic_static_slices),
+        T(test_dynamic_dim), T(test_dynamic_writes), T(test_dynamic_read_specializes), T(test_dynamic_slice), T(test_dynamic_offsets), T(test_dynamic_conv), T(test_dynamic_reshape), T(test_dynamic_static_slices), T(test_dynamic_number_reads),
         T(test_graph_break), T(test_side_effect_compiled),
         T(test_regional_compilation), T(test_nested_call_is_inlined), T(test_errors_match_eager),
         T(test_dump_graph),           T(test_callsite_dump),        T(test_callsite_errors),           T(test_multiple_results),
