@@ -1050,6 +1050,7 @@ int tj_backward_seed(tj_tensor *y, tj_tensor *seed)
                  tj_describe(seed, e, sizeof e));
         return -1;
     }
+    fe_trace_any_size_read(y);   /* traced: the rules read the example's sizes */
     tj_scope_begin();
     no_grad_depth++;
     uint64_t outer_gen = bw_gen;

@@ -56,11 +56,13 @@ bool fe_trace_needs_values(const tj_tensor *t, const char *what);
 /* Called when user code reads the shape of a traced tensor; a dynamic dim
  * read this way is specialized (the trace is redone with it static). */
 void fe_trace_shape_read(const tj_tensor *t);
-/* The same for a read of t's strides or storage offset (tj_strides,
- * tj_offset): those of a view follow its base's sizes even where its own
- * are static (x[:, 0:1] of [3, s0] has strides [s0, 1]), so any symbol of
- * the trace specializes. */
-void fe_trace_layout_read(const tj_tensor *t);
+/* The same for what may follow any size of the trace, not only t's: t's
+ * strides or storage offset (tj_strides, tj_offset: those of a view follow
+ * its base's sizes even where its own are static, x[:, 0:1] of [3, s0] has
+ * strides [s0, 1]) and a backward from t run while tracing (the gradient
+ * rules compute with the sizes: a mean's count, a slice's padding). Every
+ * dynamic dim of the trace specializes. */
+void fe_trace_any_size_read(const tj_tensor *t);
 /* t's type as the trace sees it: the symbolic type of a traced tensor
  * (symbolic dims compare as symbols, no size is read), else t's own. */
 void fe_trace_type(const tj_tensor *t, ir_type *ty);

@@ -67,6 +67,8 @@ tj_tensor *tj_batch_norm_train(tj_tensor *x, tj_tensor *running_mean, tj_tensor 
     }
     int dims[TJ_MAX_DIMS], nd = 0;
     int64_t n = 1;
+    if (running_var)   /* the running variance's n / (n - 1) is a number of the sizes */
+        fe_trace_shape_read(x);
     for (int d = 0; d < x->ndim; d++)
         if (d != 1) {
             dims[nd++] = d;

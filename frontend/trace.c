@@ -392,7 +392,7 @@ void fe_trace_type(const tj_tensor *t, ir_type *ty)
         rt_type_of(t, ty);
 }
 
-void fe_trace_layout_read(const tj_tensor *t)
+void fe_trace_any_size_read(const tj_tensor *t)
 {
     if (t && t->sym && current && current->nsyms > 0)
         current->dyn_read = true;

@@ -307,6 +307,52 @@ static void test_dynamic_number_reads(void **state)
     }
 }
 
+/* Numbers of the sizes inside ops: batch_norm_train's running variance
+ * takes var * n / (n - 1) (it baked the traced n: a wrong running variance
+ * at every other batch size), and a backward run while tracing computes
+ * with the sizes (a mean's count): both specialize the dynamic dim. */
+static tj_tensor *bn_stats[2], *bn_w;
+
+static tj_tensor *model_bn_train(void *ctx, tj_tensor *const *args, int nargs)
+{
+    (void)nargs;
+    if (!ctx)
+        return tj_batch_norm_train(args[0], bn_stats[0], bn_stats[1], NULL, NULL, 0.5, 1e-5);
+    tj_zero_grad(bn_w);
+    if (tj_backward(tj_mean(tj_mul(args[0], bn_w), NULL, 0, false)) != 0)
+        return NULL;
+    return tj_clone(tj_grad(bn_w));
+}
+
+static void test_dynamic_sizes_in_ops(void **state)
+{
+    (void)state;
+    for (int bw = 0; bw < 2; bw++) {
+        tj_tensor *mine[2] = {tj_keep(tj_zeros(TJ_F32, 1, (int64_t[]){3})),
+                              tj_keep(tj_full(TJ_F32, 1, (int64_t[]){3}, 1))};
+        tj_tensor *eager[2] = {tj_keep(tj_clone(mine[0])), tj_keep(tj_clone(mine[1]))};
+        bn_w = tj_keep(tj_randn(TJ_F32, 1, (int64_t[]){3}));
+        tj_requires_grad(bn_w, true);
+        tj_compiled *c = tj_compile(model_bn_train, bw ? &bw : NULL, NULL);
+        for (int64_t n = 3; n < 8; n++) {
+            tj_tensor *x = randn2(TJ_F32, n, 3);
+            memcpy(bn_stats, mine, sizeof bn_stats);
+            tj_tensor *got = tj_call(c, &x, 1);
+            memcpy(bn_stats, eager, sizeof bn_stats);
+            tu_assert_close(got, model_bn_train(bw ? &bw : NULL, &x, 1), 1e-6, 1e-6);
+            for (int k = 0; k < 2; k++)
+                tu_assert_close(mine[k], eager[k], 1e-6, 1e-6);
+        }
+        tu_assert_explain(c, "the model reads the size of a dynamic dim; dims stay static");
+        tj_compiled_free(c);
+        for (int k = 0; k < 2; k++) {
+            tj_release(mine[k]);
+            tj_release(eager[k]);
+        }
+        tj_release(bn_w);
+    }
+}
+
 /* Reads a size to build a shape: the dynamic dim is specialized. */
 static tj_tensor *model_reads_size(void *ctx, tj_tensor *const *args, int nargs)
 {
@@ -602,7 +648,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_weights_by_reference), T(test_guard_hit_and_miss),  T(test_recompile_limit),
-        T(test_dynamic_dim), T(test_dynamic_writes), T(test_dynamic_read_specializes), T(test_dynamic_slice), T(test_dynamic_offsets), T(test_dynamic_conv), T(test_dynamic_reshape), T(test_dynamic_static_slices), T(test_dynamic_number_reads),
+        T(test_dynamic_dim), T(test_dynamic_writes), T(test_dynamic_read_specializes), T(test_dynamic_slice), T(test_dynamic_offsets), T(test_dynamic_conv), T(test_dynamic_reshape), T(test_dynamic_static_slices), T(test_dynamic_number_reads), T(test_dynamic_sizes_in_ops),
         T(test_graph_break), T(test_side_effect_compiled),
         T(test_regional_compilation), T(test_nested_call_is_inlined), T(test_errors_match_eager),
         T(test_dump_graph),           T(test_callsite_dump),        T(test_callsite_errors),           T(test_multiple_results),
