@@ -236,16 +236,25 @@ static int check_inputs(const ir_graph *g, tj_tensor *const *inputs)
                 }
                 continue;
             }
+            /* sK+C binds sK to the size less C: s0 and s0-1 are one symbol */
+            int64_t sym = ir_sym_index(want), size = got - ir_sym_delta(want);
             int j = 0;
-            while (j < nb && b[j].sym != want)
+            while (j < nb && b[j].sym != sym)
                 j++;
-            if (j == nb) {
-                b[nb++] = (sym_binding){want, got, k, d};
-            } else if (b[j].size != got) {
-                char why[256];
-                snprintf(why, sizeof why, "%s is %lld (dim %d of %%%s) but dim %d is %lld",
-                         IR_DIM(want), (long long)b[j].size, b[j].dim,
-                         g->inputs[b[j].input]->name, d, (long long)got);
+            if (size < 0) {
+                char why[128];
+                snprintf(why, sizeof why, "dim %d is %lld, less than %s's offset", d, (long long)got,
+                         IR_DIM(want));
+                rc = input_mismatch(g, k, t, why);
+            } else if (j == nb) {
+                b[nb++] = (sym_binding){sym, size, k, d};
+            } else if (b[j].size != size) {
+                char why[256], as[IR_DIM_BUF + 8] = "";
+                if (ir_sym_delta(want))
+                    snprintf(as, sizeof as, " (as %s)", IR_DIM(want));
+                snprintf(why, sizeof why, "s%lld is %lld (dim %d of %%%s) but dim %d is %lld%s",
+                         (long long)sym, (long long)b[j].size, b[j].dim, g->inputs[b[j].input]->name,
+                         d, (long long)got, as);
                 rc = input_mismatch(g, k, t, why);
             }
         }

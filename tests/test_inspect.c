@@ -291,6 +291,22 @@ static void test_run_errors(void **state)
     sx[1] = tj_randn(TJ_F32, 2, (int64_t[]){5, 64});
     assert_int_equal(tj_graph_run(g, sx, out, false), 0);
     tj_graph_free(g);
+    /* an offset symbol binds its symbol: s0-1 of 4 rows is s0 = 5 */
+    g = parse("graph @off(%x: f32[s0], %y: f32[s0-1]) {\n"
+              "  %0 = slice %x {dim=0, start=1, end=9223372036854775807, step=1} : f32[s0-1]\n"
+              "  %1 = add %0, %y : f32[s0-1]\n"
+              "  return %1\n"
+              "}\n");
+    tj_tensor *ox[2] = {tj_randn(TJ_F32, 1, (int64_t[]){5}), tj_randn(TJ_F32, 1, (int64_t[]){4})};
+    for (int eager = 0; eager < 2; eager++) {
+        assert_int_equal(tj_graph_run(g, ox, out, eager), 0);
+        tu_assert_close(out[0], tj_add(tj_slice(ox[0], 0, 1, INT64_MAX, 1), ox[1]), 0, 0);
+    }
+    ox[1] = tj_randn(TJ_F32, 1, (int64_t[]){5});
+    assert_int_equal(tj_graph_run(g, ox, out, false), -1);
+    tu_assert_error(NULL, "input %y of graph @off: expected f32[s0-1], got f32[5]: s0 is 5 (dim 0 of %x) "
+                    "but dim 0 is 5 (as s0-1)", NULL);
+    tj_graph_free(g);
 }
 
 /* A rule's message prints a symbolic dim by its name, as the type does. */
