@@ -106,7 +106,9 @@ bool ir_slice_symbolic(int64_t n, int64_t start, int64_t end, int64_t step, int6
                        int64_t *need)
 {
     bool to_end = end >= INT64_MAX / 2;
-    int64_t e1 = to_end ? 0 : end, at_least = 0;
+    int64_t e1 = to_end ? 0 : end, at_least = 0, c;
+    if (start <= -INT64_MAX / 2 || e1 <= -INT64_MAX / 2)   /* beyond any size: no negation */
+        return false;
     if (start >= 0 && !to_end && end >= 0) {           /* x[1:5]: 4 where n >= 5 */
         *size = end > start ? (end - start - 1) / step + 1 : 0;
         at_least = end > start ? end : 0;
@@ -114,7 +116,7 @@ bool ir_slice_symbolic(int64_t n, int64_t start, int64_t end, int64_t step, int6
         *size = e1 > start ? (e1 - start - 1) / step + 1 : 0;
         at_least = e1 > start ? -start : 0;
     } else if (start >= 0 && (to_end || end < 0) && step == 1) {   /* x[1:-1]: n - 2 */
-        if (!ir_dim_add(n, e1 - start, size))
+        if (__builtin_sub_overflow(e1, start, &c) || !ir_dim_add(n, c, size))
             return false;
     } else {
         return false;

@@ -732,6 +732,9 @@ static void test_symbol_offsets(void **state)
     assert_true(ir_slice_symbolic(IR_SYM(0), 4, 2, 1, &size, &need) && size == 0 && need == 0);
     assert_true(ir_slice_symbolic(IR_SYM(0), 2, -1, 1, &size, &need) && size == ir_sym_at(0, -3) && need == 0);
     assert_false(ir_slice_symbolic(IR_SYM(0), 2, -1, 2, &size, &need));
+    assert_false(ir_slice_symbolic(IR_SYM(0), INT64_MIN, INT64_MAX, 1, &size, &need));
+    assert_false(ir_slice_symbolic(IR_SYM(0), INT64_MAX - 1, INT64_MIN, 1, &size, &need));
+    assert_false(ir_slice_symbolic(IR_SYM(0), 3, -IR_MAX_SYM_DELTA, 1, &size, &need));
     tu_check_error("graph @d(%x: f32[s0-0]) {\n}\n", 1, 20, "a symbol offset is not 0 (write s0)", NULL);
 }
 
