@@ -10,7 +10,7 @@
 
 bool fe_trace_needs_values(const tj_tensor *t, const char *what) __attribute__((weak));
 void fe_trace_shape_read(const tj_tensor *t) __attribute__((weak));
-void fe_trace_layout_read(const tj_tensor *t) __attribute__((weak));
+void fe_trace_any_size_read(const tj_tensor *t) __attribute__((weak));
 
 static void shape_read(const tj_tensor *t)
 {
@@ -29,8 +29,8 @@ const int64_t *tj_shape(const tj_tensor *t)
 
 static void layout_read(const tj_tensor *t)
 {
-    if (t && fe_trace_layout_read)
-        fe_trace_layout_read(t);
+    if (t && fe_trace_any_size_read)
+        fe_trace_any_size_read(t);
 }
 
 const int64_t *tj_strides(const tj_tensor *t)
