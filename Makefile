@@ -387,7 +387,7 @@ $(BUILD)/fuzz/parse_fuzz: fuzz/parse_fuzz.c $(IR_SRCS) $(wildcard ir/*.h ir/*.de
 
 $(BUILD)/fuzz/tir.dict: ir/ops.def ir/dtypes.def
 	@mkdir -p $(dir $@)
-	@{ for w in graph return param weak none true false inf -inf nan s0 s1 '//'; do \
+	@{ for w in graph return param weak none true false inf -inf nan s0 s1 s0-1 s1+2 '//'; do \
 	    echo "\"$$w\""; done; \
 	  sed -n 's/^\(UNARY\|BINARY\|OP\)(\([a-z0-9_]*\),.*/"\2"/p' ir/ops.def; \
 	  grep -o 'A([a-z_]*' ir/ops.def | sed 's/A(\(.*\)/"\1="/' | sort -u; \

@@ -75,6 +75,8 @@ static void sb_str(strbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
 
 static void sb_fmt(strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Formatted, whatever its length (a call site's path may be long: cut, it
+ * would no longer read back as one). */
 static void sb_fmt(strbuf *b, const char *fmt, ...)
 {
     char tmp[128];
@@ -82,8 +84,22 @@ static void sb_fmt(strbuf *b, const char *fmt, ...)
     va_start(ap, fmt);
     int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
     va_end(ap);
-    if (n > 0)
-        sb_put(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+    if (n <= 0)
+        return;
+    if ((size_t)n < sizeof tmp) {
+        sb_put(b, tmp, (size_t)n);
+        return;
+    }
+    char *big = malloc((size_t)n + 1);
+    if (!big) {
+        b->oom = true;
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    sb_put(b, big, (size_t)n);
+    free(big);
 }
 
 /* ---- graphs ----------------------------------------------------------------- */
