@@ -67,6 +67,60 @@ static tj_tensor *replay(const ir_graph *g, tj_tensor **vals)
     return r;
 }
 
+/* g's text without types (each line cut at " : ", the header line dropped):
+ * its ops, uses and attributes. Malloc'd, NULL out of memory. */
+static char *untyped(const ir_graph *g)
+{
+    char *t = ir_print(g, NULL);
+    if (!t)
+        return NULL;
+    char *w = t, *line = strchr(t, '\n');   /* past the header */
+    for (line = line ? line + 1 : t + strlen(t); *line;) {
+        char *end = strchr(line, '\n'), *cut = strstr(line, " : ");
+        size_t keep = (size_t)((cut && (!end || cut < end) ? cut : end ? end : line + strlen(line)) - line);
+        memmove(w, line, keep);
+        w += keep;
+        *w++ = '\n';
+        line = end ? end + 1 : line + strlen(line);
+    }
+    *w = '\0';
+    return t;
+}
+
+bool fe_decomp_reads_sizes(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
+                           const ir_type *const *types)
+{
+    ir_type alt[FE_MAX_INPUTS];
+    const ir_type *ta[FE_MAX_INPUTS];
+    bool sym = false;
+    for (int k = 0; k < nin && k < FE_MAX_INPUTS; k++) {
+        ta[k] = types[k];
+        if (!in[k] || !types[k])
+            continue;
+        ir_type st;
+        fe_trace_type(in[k], &st);
+        alt[k] = *types[k];
+        for (int d = 0; d < st.ndim && d < alt[k].ndim; d++)
+            if (IR_IS_SYM(st.shape[d])) {   /* each symbol alike: 7 more */
+                alt[k].shape[d] += 7;
+                sym = true;
+            }
+        ta[k] = &alt[k];
+    }
+    if (!sym)
+        return false;
+    char err[64];
+    ir_graph *g1 = ps_decompose_one(op, types, nin, a, err, sizeof err);
+    ir_graph *g2 = g1 ? ps_decompose_one(op, ta, nin, a, err, sizeof err) : NULL;
+    char *t1 = g1 ? untyped(g1) : NULL, *t2 = g2 ? untyped(g2) : NULL;
+    bool reads = !t1 || !t2 || strcmp(t1, t2) != 0;
+    free(t1);
+    free(t2);
+    ir_graph_free(g1);
+    ir_graph_free(g2);
+    return reads;
+}
+
 bool fe_decomp_is_view(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
                        const ir_type *const *types)
 {

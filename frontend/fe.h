@@ -19,8 +19,6 @@
  * keeps the error that produced it. */
 tj_tensor *fe_apply(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a);
 
-/* A DCOMP row (no kernel of its own) applied through its decomposition, each
- * prim through fe_apply (apply_decomp.c); types: those of in[]. */
 /* Whether the decomposition of DCOMP row op (a MOVE: narrow, movedim, t,
  * expand_as) is a chain of views of its first input that are views whatever
  * the strides (no reshape, no as_strided), as its eager result is: a trace
@@ -28,6 +26,16 @@ tj_tensor *fe_apply(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a);
  * input and reads of it see the input's writes. */
 bool fe_decomp_is_view(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
                        const ir_type *const *types);
+/* While tracing: whether the decomposition of op on these inputs (types:
+ * their example types) depends on the size of a symbolic dim, i.e. differs
+ * when every symbolic dim is larger (narrow's negative start made absolute,
+ * a reshape to the example's sizes). Such an application reads the sizes:
+ * the dims specialize (fe_apply), else the example's sizes would be baked
+ * into the graph's prims. */
+bool fe_decomp_reads_sizes(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
+                           const ir_type *const *types);
+/* A DCOMP row (no kernel of its own) applied through its decomposition, each
+ * prim through fe_apply (apply_decomp.c); types: those of in[]. */
 tj_tensor *fe_apply_decomposed(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
                                const ir_type *const *types);
 
