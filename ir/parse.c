@@ -653,8 +653,8 @@ static int set_site(parser *p, ir_node *n, const char *s, size_t len)
     size_t colon = len;
     while (colon && s[colon - 1] != ':')
         colon--;
-    if (colon < 2 || colon == len || len - colon > 9)
-        return 0;
+    if (colon < 2 || colon == len || len - colon > 9 || memchr(s, '\0', colon - 1))
+        return 0;   /* not a call site (a NUL would cut the path: it would print otherwise) */
     int line = 0;
     for (size_t k = colon; k < len; k++) {
         if (!is_digit(s[k]))

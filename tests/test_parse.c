@@ -140,6 +140,16 @@ static void test_garbage_bytes(void **state)
                 "  %0 = exp? %x");
     tu_check_error("graph @g(%x: f32[2]) {\n\t%0 = \xc3\xa9xp %x\n", 2, 7, "unexpected byte 0xc3",
                 " %0 = ??xp %x");
+    /* a comment that looks like a call site but holds a NUL is a comment (as
+     * a site, its path would print cut at the NUL and not read back) */
+    const char site[] = "graph @g(%x: f32[2]) {\n  %0 = exp %x : f32[2]  # a\0b.c:3\n  return %0\n}\n";
+    char msg0[512];
+    ir_graph *gs = ir_parse(site, sizeof site - 1, "site", msg0, sizeof msg0);
+    if (!gs)
+        fail_msg("%s", msg0);
+    assert_null(gs->nodes[0]->file);
+    free(tu_round_trip(gs));
+    ir_graph_free(gs);
     /* a pseudo-random byte soup never crashes and always explains itself */
     uint32_t seed = 12345;
     char buf[256];
