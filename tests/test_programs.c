@@ -80,7 +80,26 @@ static tj_tensor *dyn_step(gen *g, tj_tensor **v, ashape *sh, int nv, ashape *ou
     ashape s = sh[ia];
     int nd = s.nd, d = nd ? rnd(g, nd) : 0;
     *out = s;
-    switch (rnd(g, 19)) {
+    switch (rnd(g, 22)) {
+    case 19:   /* composites over symbolic dims: the roll's decomposition reads the size */
+        if (nd) {
+            note(g, "roll %d by 2", d);
+            return tj_roll(a, (int64_t[]){2}, &d, 1);
+        }
+        break;
+    case 20:
+        if (nd >= 2) {
+            note(g, "tril -1");
+            return tj_tril(a, -1);
+        }
+        break;
+    case 21:   /* the last two rows: a start from the back (a plain dim is >= 2) */
+        if (nd && s.d[d] >= 0 && s.d[d] < 8) {
+            note(g, "narrow %d from -2 by 2", d);
+            out->d[d] = -2;
+            return tj_narrow(a, d, -2, 2);
+        }
+        break;
     case 16:   /* sizes a symbol plus a count (docs/tracing.md) */
         if (nd && s.d[d] >= 0) {
             note(g, "slice %d [1:]", d);

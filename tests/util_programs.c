@@ -362,14 +362,14 @@ tj_tensor *tu_program_unary(gen *g, tj_tensor *a)
     case 13: note(g, "silu"); return tj_silu(flt(a));
     case 14: note(g, "softplus"); return tj_softplus(flt(a));
     case 15: note(g, "square"); return tj_square(num(a));
-    case 16: note(g, "floor"); return tj_floor(num(a));
-    case 17: note(g, "sign"); return tj_sign(num(a));
+    case 16: note(g, "floor(a+0.5)"); return tj_floor(tj_add_s(num(a), 0.5));
+    case 17: note(g, "sign(a-0.25)"); return tj_sign(tj_sub_s(num(a), 0.25));
     case 18: note(g, "clamp"); return tj_clamp(num(a), -1.5, 2);
     case 19: note(g, "expm1(clamp)"); return tj_expm1(tj_clamp(flt(a), -10, 10));
     case 20: note(g, "atan"); return tj_atan(a);
     case 21: note(g, "hardswish"); return tj_hardswish(flt(a));
     case 22: note(g, "leaky_relu"); return tj_leaky_relu(flt(a), 0.1);
-    default: note(g, "isnan|gt0"); return tj_logical_or(tj_isnan(flt(a)), tj_gt_s(num(a), 0));
+    default: note(g, "isnan|gt0.25"); return tj_logical_or(tj_isnan(flt(a)), tj_gt_s(num(a), 0.25));
     }
 }
 
@@ -382,7 +382,7 @@ tj_tensor *tu_program_binary(gen *g, tj_tensor *a, tj_tensor *b)
     case 3: note(g, "div(|b|+0.5)"); return tj_div(num(a), tj_add_s(tj_abs(num(b)), 0.5));
     case 4: note(g, "maximum"); return tj_maximum(num(a), num(b));
     case 5: note(g, "minimum"); return tj_minimum(num(a), num(b));
-    case 6: note(g, "where(b>0)"); return tj_where(tj_gt_s(num(b), 0), a, b);
+    case 6: note(g, "where(b>0.25)"); return tj_where(tj_gt_s(num(b), 0.25), a, b);
     case 7: note(g, "add_ex(alpha 2)"); return tj_add_ex(num(a), num(b), 2);
     case 8: note(g, "lt"); return tj_lt(num(a), num(b));
     case 9: note(g, "atan2"); return tj_atan2(flt(a), flt(b));
