@@ -300,6 +300,7 @@ static const char *check(const sample *s, tj_tensor *got, tj_tensor *pool_want, 
 
 typedef struct counts {
     int samples, eager_ok, compiled_ok, known[2], bad;   /* known: eager, compiled */
+    int symbolic;   /* samples whose dynamic run kept a symbolic dim */
 } counts;
 
 static void report(const sample *s, const char *mode, const char *why, counts *c)
@@ -342,6 +343,31 @@ static void run_sample(sample *s, tj_tensor *pool_in, tj_tensor *pool_want, coun
         report(s, "compiled", why, c);
     } else {
         c->compiled_ok++;
+    }
+    tj_compiled_free(m);
+    tj_clear_error();
+    /* again with every dim marked dynamic: the graph traced with symbolic dims
+     * (or static again where an op cannot follow them) must compute what the
+     * static one did at these sizes (a rule or a decomposition that computed
+     * with a symbol's encoding would not) */
+    if (!got)
+        return;
+    for (int k = 0; k < nargs; k++)
+        for (int d = 0; d < tj_ndim(args[k]); d++)
+            tj_mark_dynamic(args[k], d);
+    m = tj_compile(model, s, &(tj_compile_options){.name = "opinfo_dynamic"});
+    tj_tensor *dyn = tj_call(m, args, nargs);
+    if (!dyn) {
+        print_error("%s (dynamic): %s\n", s->line, tj_last_error());
+        c->bad++;
+    } else if (tj_dtype_of(dyn) != tj_dtype_of(got) ||
+               !values_match(dyn, got, tols[s->op].ce, tols[s->op].atol, msg, sizeof msg)) {
+        print_error("%s (dynamic): %s (against the static graph)\n", s->line, msg);
+        c->bad++;
+    } else {
+        char *ex = tj_explain(m);   /* "graph 1: ..., 1 symbolic dim" or "2 symbolic dims" */
+        c->symbolic += ex && strstr(ex, "symbolic dim") && !strstr(ex, " 0 symbolic dims");
+        free(ex);
     }
     tj_compiled_free(m);
     tj_clear_error();
@@ -440,8 +466,9 @@ static void test_samples(void **state)
             print_message("note: known.txt entry \"%s %s %s\" met no sample\n", knowns[k].op,
                           knowns[k].mode, knowns[k].pattern);
     printf("#summary opinfo: %d samples, eager %d passed, compiled %d passed, %d known "
-           "differences (%d eager, %d compiled)\n",
-           c.samples, c.eager_ok, c.compiled_ok, c.known[0] + c.known[1], c.known[0], c.known[1]);
+           "differences (%d eager, %d compiled); %d compiled with symbolic dims as well\n",
+           c.samples, c.eager_ok, c.compiled_ok, c.known[0] + c.known[1], c.known[0], c.known[1],
+           c.symbolic);
     if (missing)
         fail_msg("%d rows of ops.def without samples (above)", missing);
     if (c.bad)
