@@ -301,7 +301,7 @@ static const char *check(const sample *s, tj_tensor *got, tj_tensor *pool_want, 
 typedef struct counts {
     int samples, eager_ok, compiled_ok, known[2], bad;   /* known: eager, compiled */
     int symbolic;   /* samples whose dynamic run kept a symbolic dim */
-    int grown;      /* one-input samples run again at a larger dim 0 */
+    int grown;      /* one-input samples run again at a larger first or last dim */
 } counts;
 
 static void report(const sample *s, const char *mode, const char *why, counts *c)
@@ -318,17 +318,17 @@ static void report(const sample *s, const char *mode, const char *why, counts *c
     c->bad++;
 }
 
-/* The one-input sample's dynamic model m at dim 0 three larger (new positive
+/* The one-input sample's dynamic model m at dim d three larger (new positive
  * values of x's dtype): where eager takes it, m must give eager's result (a
  * graph that baked the traced size into an attribute would not). */
-static void grown(const sample *s, tj_compiled *m, tj_tensor *x, counts *c)
+static void grown(const sample *s, tj_compiled *m, tj_tensor *x, int d, counts *c)
 {
     int nd = tj_ndim(x);
-    if (nd < 1 || tj_size(x, 0) < 2 || !tj_is_contiguous(x))
+    if (nd < 1 || tj_size(x, d) < 2 || !tj_is_contiguous(x))
         return;
     int64_t shape[TJ_MAX_DIMS];
     memcpy(shape, tj_shape(x), sizeof(int64_t) * (size_t)nd);
-    shape[0] += 3;
+    shape[d] += 3;
     /* positive values: a sum of many cancels nothing, so the op's bound on
      * compiled against eager (set for its samples' values) still applies */
     tj_tensor *big = tj_cast(tj_add_s(tj_abs(tj_randn(TJ_F32, nd, shape)), 0.25), tj_dtype_of(x));
@@ -339,11 +339,11 @@ static void grown(const sample *s, tj_compiled *m, tj_tensor *x, counts *c)
     char msg[256];
     tj_tensor *got = tj_call(m, &big, 1);
     if (!got) {
-        print_error("%s (dynamic, dim 0 + 3): %s\n", s->line, tj_last_error());
+        print_error("%s (dynamic, dim %d + 3): %s\n", s->line, d, tj_last_error());
         c->bad++;
     } else if (tj_dtype_of(got) != tj_dtype_of(want) ||
                !values_match(got, want, tols[s->op].ce, tols[s->op].atol, msg, sizeof msg)) {
-        print_error("%s (dynamic, dim 0 + 3): %s (against eager)\n", s->line, msg);
+        print_error("%s (dynamic, dim %d + 3): %s (against eager)\n", s->line, d, msg);
         c->bad++;
     } else {
         c->grown++;
@@ -401,8 +401,8 @@ static void run_sample(sample *s, tj_tensor *pool_in, tj_tensor *pool_want, coun
         char *ex = tj_explain(m);   /* "graph 1: ..., 1 symbolic dim" or "2 symbolic dims" */
         c->symbolic += ex && strstr(ex, "symbolic dim") && !strstr(ex, " 0 symbolic dims");
         free(ex);
-        if (nargs == 1)
-            grown(s, m, args[0], c);
+        for (int d = 0; nargs == 1 && d < tj_ndim(args[0]); d += tj_ndim(args[0]) > 1 ? tj_ndim(args[0]) - 1 : 1)
+            grown(s, m, args[0], d, c);
     }
     tj_compiled_free(m);
     tj_clear_error();
