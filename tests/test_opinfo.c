@@ -301,7 +301,7 @@ static const char *check(const sample *s, tj_tensor *got, tj_tensor *pool_want, 
 typedef struct counts {
     int samples, eager_ok, compiled_ok, known[2], bad;   /* known: eager, compiled */
     int symbolic;   /* samples whose dynamic run kept a symbolic dim */
-    int grown;      /* one-input samples run again at a larger first or last dim */
+    int grown;      /* runs again at a larger first or last dim */
 } counts;
 
 static void report(const sample *s, const char *mode, const char *why, counts *c)
@@ -318,26 +318,35 @@ static void report(const sample *s, const char *mode, const char *why, counts *c
     c->bad++;
 }
 
-/* The one-input sample's dynamic model m at dim d three larger (new positive
- * values of x's dtype): where eager takes it, m must give eager's result (a
- * graph that baked the traced size into an attribute would not). */
-static void grown(const sample *s, tj_compiled *m, tj_tensor *x, int d, counts *c)
+/* The sample's dynamic model m with dim d of its first input three larger,
+ * and with it the dims of the other inputs that line up with it (right
+ * aligned, as broadcasting does) and have its size; new positive values of
+ * each input's dtype. Where eager takes the new inputs, m must give eager's
+ * result (a graph that baked the traced size into an attribute would not). */
+static void grown(const sample *s, tj_compiled *m, tj_tensor *const *args, int nargs, int d, counts *c)
 {
-    int nd = tj_ndim(x);
-    if (nd < 1 || tj_size(x, d) < 2 || !tj_is_contiguous(x))
+    int nd0 = tj_ndim(args[0]);
+    int64_t n = tj_size(args[0], d);
+    if (n < 2)
         return;
-    int64_t shape[TJ_MAX_DIMS];
-    memcpy(shape, tj_shape(x), sizeof(int64_t) * (size_t)nd);
-    shape[d] += 3;
-    /* positive values: a sum of many cancels nothing, so the op's bound on
-     * compiled against eager (set for its samples' values) still applies */
-    tj_tensor *big = tj_cast(tj_add_s(tj_abs(tj_randn(TJ_F32, nd, shape)), 0.25), tj_dtype_of(x));
-    tj_tensor *want = big ? apply(s, &big) : NULL;
+    tj_tensor *big[MAX_IN];
+    for (int k = 0; k < nargs; k++) {
+        int nd = tj_ndim(args[k]), at = d - (nd0 - nd);
+        int64_t shape[TJ_MAX_DIMS];
+        memcpy(shape, tj_shape(args[k]), sizeof(int64_t) * (size_t)nd);
+        if (at >= 0 && at < nd && shape[at] == n)
+            shape[at] += 3;
+        /* positive values: a sum of many cancels nothing, so the op's bound
+         * on compiled against eager (set for its samples' values) still
+         * applies */
+        big[k] = tj_cast(tj_add_s(tj_abs(tj_randn(TJ_F32, nd, shape)), 0.25), tj_dtype_of(args[k]));
+    }
+    tj_tensor *want = apply(s, big);
     tj_clear_error();
     if (!want)
         return;
     char msg[256];
-    tj_tensor *got = tj_call(m, &big, 1);
+    tj_tensor *got = tj_call(m, big, nargs);
     if (!got) {
         print_error("%s (dynamic, dim %d + 3): %s\n", s->line, d, tj_last_error());
         c->bad++;
@@ -401,8 +410,8 @@ static void run_sample(sample *s, tj_tensor *pool_in, tj_tensor *pool_want, coun
         char *ex = tj_explain(m);   /* "graph 1: ..., 1 symbolic dim" or "2 symbolic dims" */
         c->symbolic += ex && strstr(ex, "symbolic dim") && !strstr(ex, " 0 symbolic dims");
         free(ex);
-        for (int d = 0; nargs == 1 && d < tj_ndim(args[0]); d += tj_ndim(args[0]) > 1 ? tj_ndim(args[0]) - 1 : 1)
-            grown(s, m, args[0], d, c);
+        for (int d = 0; nargs > 0 && d < tj_ndim(args[0]); d += tj_ndim(args[0]) > 1 ? tj_ndim(args[0]) - 1 : 1)
+            grown(s, m, args, nargs, d, c);
     }
     tj_compiled_free(m);
     tj_clear_error();
