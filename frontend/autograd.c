@@ -248,7 +248,16 @@ static ag_meta *adopt_if_written(tj_tensor *t, ag_meta *m)
 {
     tj_tensor *base = rt_wref_get(t->view_of);   /* NULL: released */
     const ag_meta *bm = meta_of(base);
-    if (!bm || bm->gen == (m ? m->view_gen : 0) || !rt_holds_storage(base))
+    if (!bm || bm->gen == (m ? m->view_gen : 0))
+        return m;
+    if (t->sym) {   /* a traced view of an argument or a capture (fe_ag_view_made) */
+        fe_trace *tr = fe_trace_current();
+        if (tr && fe_ag_requires_grad(base))
+            fe_trace_break(tr, "a view of an argument or a captured tensor read after a write into "
+                               "its base with a value that requires grad");
+        return m;
+    }
+    if (!rt_holds_storage(base))
         return m;
     return adopt_lineage(t, base, m ? m->view_gen : 0) == 0 ? meta_of(t) : m;
 }
@@ -513,9 +522,23 @@ int fe_ag_view_made(ir_op op, const ir_attrs *a, tj_tensor *r, tj_tensor *x)
         if (fe_ag_requires_grad(x))
             return 0;
         const ag_meta *im = meta_of(x);
-        tj_tensor *base = im && im->view ? im->view_base : x;
-        if (ir_node_is_input(base->sym))
-            return 0;   /* an argument's or a capture's view: writes break the graph (ops_view.c) */
+        tj_tensor *base = im && im->view ? im->view_base : x->view_of ? rt_wref_get(x->view_of) : x;
+        if (base && ir_node_is_input(base->sym)) {
+            /* an argument's or a capture's view: writes through it break the
+             * graph (ops_view.c); it remembers its base and the base's writes
+             * so far, as an eager view does, so that a read after a write
+             * into the base with a value that requires grad breaks too
+             * (adopt_if_written) */
+            if (!(r->view_of = x->view_of ? rt_wref_retain(x->view_of) : rt_wref_of(x)))
+                return -1;
+            const ag_meta *bm = meta_of(base);
+            ag_meta *m = bm && bm->gen ? meta_get(r) : NULL;
+            if (bm && bm->gen && !m)
+                return -1;
+            if (m)
+                m->view_gen = bm->gen;
+            return 0;
+        }
         tj_tensor *xd = ag_detached(x);
         ag_meta *m = xd ? meta_get(r) : NULL;
         ag_view *v = m ? ag_view_extend(im ? im->view : NULL, base, xd, op, a, r) : NULL;

@@ -463,6 +463,44 @@ static void test_views_before_write(void **state)
     assert_false(tj_get_requires_grad(q1));   /* a base not written: no history */
 }
 
+/* The same with the base an argument of a compiled step: v = x[None]
+ * expanded, made before x *= 2 and x's row 0 += w (writes into an argument
+ * and a slice of one, in the graph), read after them. Eagerly v follows x's new history;
+ * traced it had none (random train program 4400564: the loss did not
+ * require grad and w got no gradient); the read is a graph break now and the
+ * call runs split, the write and the read eagerly. d sum(v)/dw = 3 (three
+ * copies of row 0). */
+static tj_tensor *arg_view_step(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)n;
+    nh *s = ctx;
+    tj_zero_grad(s->w);
+    tj_tensor *v = tj_expand(tj_unsqueeze(x[0], 0), 3, (int64_t[]){3, -1, -1});
+    if (tj_mul_s_(x[0], 2) != 0 || tj_add_(tj_slice(x[0], 0, 0, 1, 1), s->w) != 0)
+        return NULL;
+    tj_tensor *l = tj_sum(v, NULL, 0, false);   /* as a training step: backward if it can */
+    if (tj_get_requires_grad(l) && tj_backward(l) != 0)
+        return NULL;
+    return tj_grad(s->w) ? tj_clone(tj_grad(s->w)) : tj_zeros(TJ_F64, 2, (int64_t[]){1, 3});
+}
+
+static void test_arg_view_before_write(void **state)
+{
+    (void)state;
+    nh s = {tj_randn(TJ_F64, 2, (int64_t[]){1, 3}), NULL};
+    assert_int_equal(tj_requires_grad(s.w, true), 0);
+    tj_tensor *want = tj_full(TJ_F64, 2, (int64_t[]){1, 3}, 3);
+    tj_compiled *cs = tj_compile(arg_view_step, &s, &(tj_compile_options){.name = "arg_view"});
+    for (int k = 0; k < 3; k++) {
+        tj_tensor *x = tj_randn(TJ_F64, 2, (int64_t[]){2, 3}), *g = k < 2 ? tj_call(cs, &x, 1) : arg_view_step(&s, &x, 1);
+        if (!g)
+            fail_msg("%s step: %s", k < 2 ? "compiled" : "eager", tj_last_error());
+        tu_assert_close(g, want, 1e-12, 1e-12);
+    }
+    tu_assert_explain(cs, "read after a write into its base with a value that requires grad");
+    tj_compiled_free(cs);
+}
+
 /* A view made in no-grad mode (or a view of one), written in grad mode with
  * a value that requires grad: refused, as PyTorch refuses it (its base
  * would not get the gradient; before, the write dropped it silently). In
@@ -495,7 +533,7 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_gradcheck_views), T(test_by_hand), T(test_view_errors), T(test_freed), T(test_compiled_views),
         T(test_compiled_forward), T(test_base_without_history),
-        T(test_views_before_write), T(test_no_grad_view_write),
+        T(test_views_before_write), T(test_arg_view_before_write), T(test_no_grad_view_write),
 #undef T
     };
     return tu_run_jit_suite("autograd_views", tests, sizeof tests / sizeof tests[0], "compiled steps");
