@@ -506,6 +506,23 @@ int fe_ag_rebase(tj_tensor *dst, const tj_tensor *value)
     return 0;
 }
 
+/* r, a view of x without a lineage, remembers x's base (x's own, or x) and
+ * the base's writes so far, which are not r's to follow (adopt_if_written
+ * compares them when r is read). 0, or -1 out of memory. */
+static int remember_base(tj_tensor *r, tj_tensor *x)
+{
+    if (!(r->view_of = x->view_of ? rt_wref_retain(x->view_of) : rt_wref_of(x)))
+        return -1;
+    const ag_meta *bm = meta_of(rt_wref_get(r->view_of));
+    if (bm && bm->gen) {
+        ag_meta *m = meta_get(r);
+        if (!m)
+            return -1;
+        m->view_gen = bm->gen;
+    }
+    return 0;
+}
+
 int fe_ag_view_made(ir_op op, const ir_attrs *a, tj_tensor *r, tj_tensor *x)
 {
     if (!ag_view_shares(r, x) || !ir_dtype_is_float(r->dtype))
@@ -515,48 +532,28 @@ int fe_ag_view_made(ir_op op, const ir_attrs *a, tj_tensor *r, tj_tensor *x)
         return 0;
     if (!r->sym != !x->sym)
         return 0;   /* a traced view of a concrete tensor: trace.c follows such writes */
-    if (r->sym) {
-        /* traced: the lineage itself, even while x has no history (a cost at
-         * trace time only; fe_ag_record replaces it when x has one), so a
-         * write through r, or into its base, reaches the other in the graph */
-        if (fe_ag_requires_grad(x))
-            return 0;
-        const ag_meta *im = meta_of(x);
-        tj_tensor *base = im && im->view ? im->view_base : x->view_of ? rt_wref_get(x->view_of) : x;
-        if (base && ir_node_is_input(base->sym)) {
-            /* an argument's or a capture's view: writes through it break the
-             * graph (ops_view.c); it remembers its base and the base's writes
-             * so far, as an eager view does, so that a read after a write
-             * into the base with a value that requires grad breaks too
-             * (adopt_if_written) */
-            if (!(r->view_of = x->view_of ? rt_wref_retain(x->view_of) : rt_wref_of(x)))
-                return -1;
-            const ag_meta *bm = meta_of(base);
-            ag_meta *m = bm && bm->gen ? meta_get(r) : NULL;
-            if (bm && bm->gen && !m)
-                return -1;
-            if (m)
-                m->view_gen = bm->gen;
-            return 0;
-        }
-        tj_tensor *xd = ag_detached(x);
-        ag_meta *m = xd ? meta_get(r) : NULL;
-        ag_view *v = m ? ag_view_extend(im ? im->view : NULL, base, xd, op, a, r) : NULL;
-        tj_release(xd);
-        if (!v)
-            return -1;
-        set_lineage(m, v, base);
+    if (!r->sym)
+        return remember_base(r, x);
+    /* traced: the lineage itself, even while x has no history (a cost at
+     * trace time only; fe_ag_record replaces it when x has one), so a write
+     * through r, or into its base, reaches the other in the graph */
+    if (fe_ag_requires_grad(x))
         return 0;
-    }
-    if (!(r->view_of = x->view_of ? rt_wref_retain(x->view_of) : rt_wref_of(x)))
+    const ag_meta *im = meta_of(x);
+    tj_tensor *base = im && im->view ? im->view_base : x;
+    if (x->view_of || ir_node_is_input(base->sym))
+        /* an argument's or a capture's view (or a view of one): writes through
+         * it break the graph (ops_view.c); it remembers its base as an eager
+         * view does, so that a read after a write into the base with a value
+         * that requires grad breaks too (adopt_if_written) */
+        return remember_base(r, x);
+    tj_tensor *xd = ag_detached(x);
+    ag_meta *m = xd ? meta_get(r) : NULL;
+    ag_view *v = m ? ag_view_extend(im ? im->view : NULL, base, xd, op, a, r) : NULL;
+    tj_release(xd);
+    if (!v)
         return -1;
-    const ag_meta *bm = meta_of(rt_wref_get(r->view_of));
-    if (bm && bm->gen) {   /* the base's writes so far are not r's to follow */
-        ag_meta *m = meta_get(r);
-        if (!m)
-            return -1;
-        m->view_gen = bm->gen;
-    }
+    set_lineage(m, v, base);
     return 0;
 }
 
