@@ -6,6 +6,7 @@
  * graph node (whose type may carry symbolic dims). The result is a symbolic
  * tensor: no storage, the example shape, and the node in t->sym.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,6 +239,21 @@ ir_node *fe_trace_value(fe_trace *tr, tj_tensor *x)
     return tr->novw ? current_view(tr, x, n) : n;
 }
 
+/* An op's rule could not follow a symbolic dim: the trace is redone with
+ * static dims (compile.c), and explain's log names the first such op. */
+static void dyn_unsupported(fe_trace *tr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void dyn_unsupported(fe_trace *tr, const char *fmt, ...)
+{
+    if (!tr->dyn_unsupported) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(tr->dyn_why, sizeof tr->dyn_why, fmt, ap);
+        va_end(ap);
+    }
+    tr->dyn_unsupported = true;
+}
+
 /* Whether the node type sym describes the example type ex of this call:
  * static dims equal, symbolic dims equal to their symbol's size plus its
  * offset, and that at least 2 (a symbolic size is never 0 or 1: x[1:] of a
@@ -267,8 +283,7 @@ tj_tensor *fe_trace_apply(fe_trace *tr, ir_op op, tj_tensor *const *in, int nin,
         if (!rel) {
             trace_break(tr, "random op %s drawn outside the trace", ir_ops[op].name);
         } else if (op == OP_dropout && in[0] && in[0]->sym && ir_type_has_sym(&((ir_node *)in[0]->sym)->type)) {
-            tr->dyn_unsupported = true;   /* traced again with static dims */
-            snprintf(tr->dyn_why, sizeof tr->dyn_why, "dropout's mask needs a static shape");
+            dyn_unsupported(tr, "dropout's mask needs a static shape");
             rt_error("tracing: dropout cannot follow symbolic dims yet (its mask needs a static shape)");
             return NULL;
         }
@@ -303,19 +318,14 @@ tj_tensor *fe_trace_apply(fe_trace *tr, ir_op op, tj_tensor *const *in, int nin,
         /* The example types passed, so the symbolic ones (dynamic dims) did not. */
         char at[512];
         rt_error("tracing: %s%s", ir_graph_error(tr->g), rt_callsite_suffix(at, sizeof at));
-        if (!tr->dyn_unsupported)
-            snprintf(tr->dyn_why, sizeof tr->dyn_why, "%s", ir_graph_error(tr->g));
-        tr->dyn_unsupported = true;
+        dyn_unsupported(tr, "%s", ir_graph_error(tr->g));
         return NULL;
     }
     if (!n->file)   /* the user's line that made it (tjit.h's call-site macros) */
         n->file = rt_callsite(&n->line);
     if (!symbolic_agrees(tr, &n->type, &out)) {
         /* The rule computed a size it cannot know for a symbolic dim. */
-        if (!tr->dyn_unsupported)
-            snprintf(tr->dyn_why, sizeof tr->dyn_why, "%s gives sizes its rule cannot express on them",
-                     ir_ops[op].name);
-        tr->dyn_unsupported = true;
+        dyn_unsupported(tr, "%s gives sizes its rule cannot express on them", ir_ops[op].name);
         rt_error("tracing: %s cannot follow symbolic dims yet", ir_ops[op].name);
         return NULL;
     }
