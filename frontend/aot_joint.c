@@ -16,9 +16,10 @@
  *   tj_backward reaching the node: the backward plan, then each gradient
  *     added into its weight's .grad
  *
- * A fe_joint belongs to one graph entry of compile.c (static shapes, the
- * entry's captures); tape nodes hold it too (it outlives a freed handle).
- * Where the joint cannot be used (several results on the tape, symbolic dims,
+ * A fe_joint belongs to one graph entry of compile.c (the entry's captures)
+ * and is traced static: a symbolic entry holds one per argument shape
+ * (fe_joint_fits picks it); tape nodes hold it too (it outlives a freed
+ * handle). Where the joint cannot be used (several results on the tape,
  * a graph break or a value read in the trace, a write to a tensor, a weight
  * that requires grad without being a leaf), the caller keeps the backward of
  * aot.c (saves the arguments, recomputes the forward) and explain says why.
@@ -49,6 +50,7 @@ struct fe_joint {
     atomic_int refs;
     char name[96];
     int nargs, k, nres;
+    ir_type *argt;        /* the arguments' types it was traced for (static) */
     ir_graph *fwd, *bwd;
     sc_plan_set *fplans, *bplans;
     int *flast, *blast;
@@ -89,6 +91,7 @@ void fe_joint_release(fe_joint *j)
     for (int i = 0; j->in && i < j->nin; i++)
         tj_release(j->in[i].held);
     free(j->in);
+    free(j->argt);
     free(j->leaf);
     free(j->flast);
     free(j->blast);
@@ -218,9 +221,14 @@ static int trace_joint(fe_joint *j, fe_trace *tr, tj_model_fn fn, tj_model_multi
     tr->args = sargs;
     tr->examples = args;
     tr->nargs = j->nargs;
+    if (!(j->argt = calloc((size_t)j->nargs + 1, sizeof *j->argt))) {
+        snprintf(why, n, "out of memory");
+        return -1;
+    }
     for (int i = 0; i < j->nargs; i++) {
         ir_type t;
         rt_type_of(args[i], &t);
+        j->argt[i] = t;
         char name[16];
         snprintf(name, sizeof name, "x%d", i);
         ir_node *x = ir_graph_input(tr->g, name, &t, false);
@@ -483,15 +491,34 @@ out:
 
 int fe_joint_results(const fe_joint *j) { return j->nres; }
 
-void fe_joint_explain(const fe_joint *j, FILE *f)
+bool fe_joint_fits(const fe_joint *j, tj_tensor *const *args, int nargs)
+{
+    if (nargs != j->nargs)
+        return false;
+    for (int i = 0; i < nargs; i++) {
+        ir_type t;
+        rt_type_of(args[i], &t);
+        if (!ir_type_equal(&t, &j->argt[i]))
+            return false;
+    }
+    return true;
+}
+
+void fe_joint_explain(const fe_joint *j, bool shapes, FILE *f)
 {
     sc_plan_info fi = {0}, bi = {0};
     sc_plans_info(j->fplans, &fi);
     sc_plans_info(j->bplans, &bi);
-    fprintf(f, "  backward of result %d: joint graph partitioned: the forward saves %d value%s "
+    char at[256] = "";
+    for (int i = 0, o = 0; shapes && i < j->nargs && o < (int)sizeof at; i++) {
+        char t[IR_TYPE_BUF];
+        o += snprintf(at + o, sizeof at - (size_t)o, "%s%s", i ? ", " : " for arguments ",
+                      ir_type_fmt(&j->argt[i], t, sizeof t));
+    }
+    fprintf(f, "  backward of result %d%s: joint graph partitioned: the forward saves %d value%s "
                "(%lld bytes), the backward recomputes %d pointwise value%s and runs %d "
                "matmul/conv2d; %lu backward runs\n",
-            j->k, j->part.nsaved, j->part.nsaved == 1 ? "" : "s", (long long)j->part.saved_bytes,
+            j->k, at, j->part.nsaved, j->part.nsaved == 1 ? "" : "s", (long long)j->part.saved_bytes,
             j->part.nrecomputed, j->part.nrecomputed == 1 ? "" : "s", j->ncontract,
             (unsigned long)atomic_load(&j->calls));
     fprintf(f, "    forward @%s: %d nodes, %d outputs; backward @%s: %d nodes, %d gradients\n",

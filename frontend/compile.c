@@ -59,7 +59,8 @@ static void entry_free(entry *e)
     free(e->eager_why);
     fe_split_free(e->split);
     free(e->symval);
-    fe_joint_release(e->joint);
+    for (int k = 0; k < e->njoints; k++)
+        fe_joint_release(e->joints[k]);
     free(e->joint_why);
     sc_plans_free(e->plans);
     fe_keep_free(e->keep);
@@ -795,14 +796,20 @@ static int attach_backward(tj_compiled *c, int k, tj_tensor *r, tj_tensor *const
     return a && fe_aot_attach(a, r, args, nargs, caps, ncaps) ? 0 : -1;
 }
 
-/* The partitioned backward of e, made on first need: one result goes on the
- * tape and the shapes are static; NULL: the caller uses aot.c's. */
+/* The partitioned backward of e for args, made on first need: one result
+ * goes on the tape; a symbolic entry gets one per argument shape (traced
+ * static), up to FE_JOINT_SHAPES. NULL: the caller uses aot.c's. */
 static fe_joint *entry_joint(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs,
                              tj_tensor *const *caps)
 {
     pthread_mutex_lock(&c->lock);
-    if (!e->joint_tried) {
-        e->joint_tried = true;
+    fe_joint *j = NULL;
+    for (int i = 0; !j && i < e->njoints; i++)
+        if (!e->nsyms || fe_joint_fits(e->joints[i], args, nargs))
+            j = e->joints[i];
+    if (!j && !e->joint_why && e->njoints == FE_JOINT_SHAPES)
+        atomic_fetch_add(&e->joint_misses, 1);
+    else if (!j && !e->joint_why) {
         int n = 0, k = -1;
         for (int r = 0; r < e->nresults; r++)
             if (ir_dtype_is_float(e->g->outputs[r]->type.dtype) &&
@@ -811,17 +818,16 @@ static fe_joint *entry_joint(tj_compiled *c, entry *e, tj_tensor *const *args, i
         char why[512] = "";
         if (n != 1)
             snprintf(why, sizeof why, "%d results on the tape (one is partitioned)", n);
-        else if (e->nsyms)
-            snprintf(why, sizeof why, "symbolic dims");
         else if (getenv("TJIT_PARTITION") && !strcmp(getenv("TJIT_PARTITION"), "0"))
             snprintf(why, sizeof why, "TJIT_PARTITION=0");
         else
-            e->joint = fe_joint_new(c->fn, c->mfn, c->ctx, c->name, k, args, nargs, caps, e->ncaps,
-                                    why, sizeof why);
-        if (!e->joint)
+            j = fe_joint_new(c->fn, c->mfn, c->ctx, c->name, k, args, nargs, caps, e->ncaps,
+                             why, sizeof why);
+        if (j)
+            e->joints[e->njoints++] = j;
+        else
             e->joint_why = strdup(why);
     }
-    fe_joint *j = e->joint;
     pthread_mutex_unlock(&c->lock);
     return j;
 }

@@ -16,6 +16,9 @@
 #define FE_MAX_ARGS 64
 #define FE_MAX_RESULTS 64
 #define FE_MAX_SYMS (FE_MAX_ARGS * TJ_MAX_DIMS)
+/* Partitioned backwards per symbolic entry: one per argument shape, at most
+ * this many (Dynamo's cache limit); other shapes recompute (aot.c). */
+#define FE_JOINT_SHAPES 8
 
 typedef struct guard {
     tj_dtype dtype;
@@ -76,10 +79,13 @@ typedef struct entry {
     int bn_folded;          /* of which batch norms into a conv/linear/matmul (fold_bn) */
     fe_keep *keep;          /* weight-only values kept across calls (keep.c), or NULL;
                              * plans then run its graph, not g */
-    fe_joint *joint;        /* the partitioned backward (aot_joint.c), made on the first
-                             * call in grad mode; NULL: aot.c's, because joint_why */
-    bool joint_tried;
-    char *joint_why;
+    fe_joint *joints[FE_JOINT_SHAPES];   /* the partitioned backwards (aot_joint.c), made
+                             * on the first call in grad mode: one for a static entry, one
+                             * per argument shape seen for a symbolic one (the joint is
+                             * traced static); none: aot.c's, because joint_why */
+    int njoints;
+    char *joint_why;        /* why not (set once: the reason holds for every shape) */
+    atomic_ulong joint_misses;   /* symbolic entry: grad-mode calls of shapes past the limit */
     uint64_t rng_draws;     /* counters its random ops draw per call (runtime/random.h) */
 } entry;
 

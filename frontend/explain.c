@@ -126,8 +126,8 @@ int tj_compiled_stats_get(const tj_compiled *c, tj_compiled_stats *out)
         sc_plans_mem(last->plans, &pm);
     }
     for (int i = 0; i < c->nentries; i++)
-        if (c->entries[i]->joint)
-            fe_joint_stats(c->entries[i]->joint, out);
+        for (int k = 0; k < c->entries[i]->njoints; k++)
+            fe_joint_stats(c->entries[i]->joints[k], out);
     const tj_compiled *bwd[FE_MAX_RESULTS];
     for (int k = 0; k < FE_MAX_RESULTS; k++)
         bwd[k] = fe_aot_compiled(m->aot[k]);   /* held until c is freed */
@@ -192,9 +192,13 @@ char *tj_explain(const tj_compiled *c)
                     (unsigned long)atomic_load(&m->entries[i]->calls));
         explain_plan(f, e);
         explain_guards(f, e);
-        if (e->joint)
-            fe_joint_explain(e->joint, f);
-        else if (e->joint_why)
+        for (int k = 0; k < e->njoints; k++)
+            fe_joint_explain(e->joints[k], e->nsyms > 0, f);
+        if (e->njoints == FE_JOINT_SHAPES && atomic_load(&e->joint_misses))
+            fprintf(f, "  backward not partitioned for %lu calls: %d argument shapes have "
+                       "partitioned backwards (the limit); other shapes recompute the forward "
+                       "(aot.c's)\n", (unsigned long)atomic_load(&e->joint_misses), FE_JOINT_SHAPES);
+        if (e->joint_why)
             fprintf(f, "  backward not partitioned: %s (aot.c's: saves the arguments, recomputes "
                        "the forward)\n", e->joint_why);
     }

@@ -125,7 +125,8 @@ const tj_compiled *fe_aot_compiled(const fe_aot *a);
 /* ---- the partitioned backward of compiled calls (aot_joint.c) -------------------- */
 typedef struct fe_joint fe_joint;
 /* Traces the joint forward + backward of result k of a model on the
- * signature of args (static), whose graph entry captured caps[0..ncaps),
+ * signature of args (static shapes: a symbolic entry makes one per argument
+ * shape, fe_joint_fits), whose graph entry captured caps[0..ncaps),
  * partitions it and compiles both parts. NULL with the reason in why when it
  * cannot be used (the caller keeps aot.c's backward); no error is left set. */
 fe_joint *fe_joint_new(tj_model_fn fn, tj_model_multi_fn mfn, void *ctx, const char *name, int k,
@@ -137,8 +138,11 @@ void fe_joint_release(fe_joint *j);
 int fe_joint_call(fe_joint *j, tj_tensor *const *args, int nargs, tj_tensor *const *caps, int ncaps,
                   tj_tensor **outs);
 int fe_joint_results(const fe_joint *j);
-/* tj_explain's lines for it, and its share of tj_compiled_stats.backward. */
-void fe_joint_explain(const fe_joint *j, FILE *f);
+/* Whether args have the types (shapes) j was traced for. */
+bool fe_joint_fits(const fe_joint *j, tj_tensor *const *args, int nargs);
+/* tj_explain's lines for it (shapes: name the argument types it is for), and
+ * its share of tj_compiled_stats.backward. */
+void fe_joint_explain(const fe_joint *j, bool shapes, FILE *f);
 void fe_joint_stats(const fe_joint *j, tj_compiled_stats *out);
 
 /* ---- writes (trace_effects.c) ---------------------------------------------------- */

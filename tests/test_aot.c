@@ -5,8 +5,8 @@
  * or a saved value changed in place before it) is an error. A model with one
  * result on the tape gets the partitioned backward: its forward plan saves
  * what the backward reads (the matmuls are not run again: the backward graph
- * holds only the gradients' matmuls); several results get aot.c's, which
- * recomputes the forward.
+ * holds only the gradients' matmuls), one per argument shape where dims are
+ * symbolic; several results get aot.c's, which recomputes the forward.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -316,10 +316,12 @@ static void test_saved_result(void **state)
     tj_scope_end();
 }
 
-/* A dim that changes between calls becomes symbolic: that entry keeps the
- * recomputing backward (explain says why), gradients still equal eager's. A
- * seed of another dtype is an error (as eagerly: the VJPs' matmuls refuse it). */
-static void test_not_partitioned(void **state)
+/* A dim that changes between calls becomes symbolic: that entry's forward is
+ * one graph, its partitioned backward one per batch size (traced static), up
+ * to FE_JOINT_SHAPES (8); a further size recomputes the forward (aot.c's) and
+ * explain counts those calls. Gradients equal eager's at every size. A seed
+ * of another dtype is an error (as eagerly: the VJPs' matmuls refuse it). */
+static void test_symbolic_shapes(void **state)
 {
     (void)state;
     tj_scope_begin();
@@ -327,12 +329,16 @@ static void test_not_partitioned(void **state)
     mlp m;
     mlp_init(&m, true);
     tj_compiled *c = tj_compile(mlp_fn, &m, NULL);
-    for (int b = 8; b <= 12; b += 4) {
+    const int sizes[] = {8, 12, 16, 12, 20, 24, 28, 32, 36, 40, 44, 16, 48};
+    for (int i = 0; i < (int)(sizeof sizes / sizeof *sizes); i++) {
+        int b = sizes[i];
         tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){b, 16}), *want[3], *got[3];
         tj_tensor *seed = tj_randn(TJ_F32, 2, (int64_t[]){b, 4});
-        if (b == 8)
+        if (i < 2)
             tu_assert_error(tj_backward_seed(tj_call(c, &x, 1), tj_cast(seed, TJ_F64)) == 0 ? (void *)1 : NULL,
-                            "the gradient is f64[8,4], the compiled backward takes f32[8,4]", NULL);
+                            i ? "the gradient is f64[12,4], the compiled backward takes f32[12,4]"
+                              : "the gradient is f64[8,4], the compiled backward takes f32[8,4]",
+                            NULL);
         assert_int_equal(tj_backward_seed(mlp_fn(&m, &x, 1), seed), 0);
         take_grads(&m, want);
         if (tj_backward_seed(tj_call(c, &x, 1), seed) != 0)
@@ -344,9 +350,18 @@ static void test_not_partitioned(void **state)
     tj_compiled_stats s;
     assert_int_equal(tj_compiled_stats_get(c, &s), 0);
     assert_int_equal(s.graphs, 2);
-    assert_int_equal(s.backward.partitioned, 1);   /* the first, static entry */
+    /* the static entry's, then one per size of the symbolic entry: 12 .. 40
+     * (8); 44 and 48 recompute */
+    assert_int_equal(s.backward.partitioned, 1 + 8);
     char *ex = tj_explain(c);
-    assert_non_null(strstr(ex, "backward not partitioned: symbolic dims"));
+    assert_non_null(strstr(ex, "backward of result 0 for arguments f32[12,16]: joint graph "
+                               "partitioned: the forward saves 2 values (3072 bytes)"));
+    assert_non_null(strstr(ex, "for arguments f32[16,16]: joint graph partitioned: the forward "
+                               "saves 2 values (4096 bytes), the backward recomputes 1 pointwise "
+                               "value and runs 3 matmul/conv2d; 2 backward runs"));
+    assert_non_null(strstr(ex, "backward not partitioned for 2 calls: 8 argument shapes have "
+                               "partitioned backwards (the limit)"));
+    assert_null(strstr(ex, "for arguments f32[44,16]"));
     free(ex);
     tj_compiled_free(c);
     mlp_free(&m);
@@ -412,7 +427,7 @@ int main(void)
         cmocka_unit_test(test_multi),     cmocka_unit_test(test_no_grad),
         cmocka_unit_test(test_errors),    cmocka_unit_test(test_arg_grad),
         cmocka_unit_test(test_writes_eager), cmocka_unit_test(test_saved_result),
-        cmocka_unit_test(test_dump_stages), cmocka_unit_test(test_not_partitioned),
+        cmocka_unit_test(test_dump_stages), cmocka_unit_test(test_symbolic_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,13 +3,15 @@
  * partitioned backward of docs/training.md. With TJIT_PARTITION=0 the
  * compiled call uses the backward that recomputes the forward instead.
  *
- *   build/bench-backward [--threads N] [--reps N] [--batch B] [--cpu-time]
+ *   build/bench-backward [--threads N] [--reps N] [--batch B] [--cpu-time] [--dynamic]
  *
  * Model: y = relu(tanh(x @ w1 + b1)) @ w2, x [B,256], w1 [256,1024],
  * w2 [1024,256]; one step = forward, backward with a ones seed, the
  * gradients dropped. Prints the median and best ms of each over --reps steps
  * (after 3 warm-up steps) and the ratio of the medians, and the compiled
  * handle's first call (trace + compile of the forward and backward plans).
+ * --dynamic marks the batch dim dynamic (tj_mark_dynamic): the forward is one
+ * symbolic graph, the backward is built per batch size seen.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +83,7 @@ static int measure(mlp *m, tj_compiled *c, tj_tensor *x, tj_tensor *seed, int re
 int main(int argc, char **argv)
 {
     int reps = 21, batch = 256;
+    bool dynamic = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads") && i + 1 < argc)
             tj_set_num_threads(atoi(argv[++i]));
@@ -90,8 +93,10 @@ int main(int argc, char **argv)
             batch = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--cpu-time"))
             cpu_time = true;
+        else if (!strcmp(argv[i], "--dynamic"))
+            dynamic = true;
         else {
-            fprintf(stderr, "usage: %s [--threads N] [--reps N] [--batch B] [--cpu-time]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--threads N] [--reps N] [--batch B] [--cpu-time] [--dynamic]\n", argv[0]);
             return 2;
         }
     }
@@ -107,6 +112,10 @@ int main(int argc, char **argv)
     tj_requires_grad(m.w2, true);
     tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){batch, 256});
     tj_tensor *seed = tj_ones(TJ_F32, 2, (int64_t[]){batch, 256});
+    if (dynamic && tj_mark_dynamic(x, 0) != 0) {
+        fprintf(stderr, "bench-backward: %s\n", tj_last_error());
+        return 1;
+    }
     tj_compiled *c = tj_compile(mlp_fn, &m, &(tj_compile_options){.name = "mlp"});
     double t0 = now_ms();
     if (step(&m, c, x, seed) != 0) {
@@ -120,8 +129,8 @@ int main(int argc, char **argv)
     }
     tj_compiled_stats s;
     tj_compiled_stats_get(c, &s);
-    printf("mlp %dx256 -> 1024 -> 256, forward + backward, %d threads, %s ms, %d steps:\n", batch,
-           tj_num_threads(), cpu_time ? "CPU" : "wall", reps);
+    printf("mlp %dx256 -> 1024 -> 256%s, forward + backward, %d threads, %s ms, %d steps:\n", batch,
+           dynamic ? " (batch dynamic)" : "", tj_num_threads(), cpu_time ? "CPU" : "wall", reps);
     printf("  eager     median %.3f  best %.3f\n", em, eb);
     printf("  compiled  median %.3f  best %.3f  (%.2fx eager)  first call %.1f ms\n", cm, cb, em / cm,
            first);
