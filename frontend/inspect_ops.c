@@ -29,7 +29,7 @@ static const char *attr_kind_name(ir_attr_kind k)
     static const char *const names[] = {
         [IR_ATTR_INT] = "int",     [IR_ATTR_INTS] = "ints",   [IR_ATTR_BOOL] = "bool",
         [IR_ATTR_FLOAT] = "float", [IR_ATTR_DTYPE] = "dtype", [IR_ATTR_REDUCTION] = "reduction",
-        [IR_ATTR_ROUNDING] = "rounding", [IR_ATTR_REDUCE_OP] = "reduce_op",
+        [IR_ATTR_ROUNDING] = "rounding", [IR_ATTR_REDUCE_OP] = "reduce_op", [IR_ATTR_RNG] = "rng",
     };
     _Static_assert(sizeof names / sizeof *names == IR_ATTR_LAST + 1, "a name per attribute kind");
     return names[k];

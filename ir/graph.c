@@ -116,6 +116,7 @@ int ir_attrs_check(ir_op op, const ir_attrs *a, char *err, size_t nerr)
             break;
         case IR_ATTR_INT:
         case IR_ATTR_FLOAT:
+        case IR_ATTR_RNG:
             break;
         }
     }
@@ -147,6 +148,7 @@ static void attr_normalize(ir_attr_kind kind, const ir_attr *v, ir_attr *out)
         out->i[0] = v->i[0] != 0;
         break;
     case IR_ATTR_INT:
+    case IR_ATTR_RNG:
     case IR_ATTR_DTYPE:
     case IR_ATTR_REDUCTION:
     case IR_ATTR_ROUNDING:

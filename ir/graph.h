@@ -199,6 +199,11 @@ char *ir_type_fmt(const ir_type *t, char *buf, size_t n);
  * Uses printf/strtod: the text form assumes LC_NUMERIC is "C" (the default). */
 char *ir_double_fmt(double v, char *buf);
 
+/* An attribute's value as the text form writes it ("[1,0]", "f32", "mean",
+ * "call+8"); returns buf. A buffer of IR_ATTR_BUF bytes always fits. */
+#define IR_ATTR_BUF (IR_MAX_LIST * 21 + 8)
+char *ir_attr_fmt(ir_attr_kind kind, const ir_attr *v, char *buf, size_t n);
+
 /* ---- text form ------------------------------------------------------------ */
 
 /* The text form of g, NUL-terminated and malloc'd (the caller frees it); its

@@ -460,6 +460,7 @@ static const char *kind_desc(ir_attr_kind k)
     case IR_ATTR_REDUCTION: return "mean, sum or none";
     case IR_ATTR_ROUNDING: return "none, trunc or floor";
     case IR_ATTR_REDUCE_OP: return "sum, prod, mean, amax or amin";
+    case IR_ATTR_RNG: return "a counter offset N >= 0 or call+N";
     }
     return "?";
 }
@@ -483,6 +484,29 @@ static int parse_ints(parser *p, ir_attr *v, const char *what)
     return next(p);
 }
 
+/* A random op's counter offset: N, or call+N (IR_RNG_CALL set). */
+static int parse_rng(parser *p, int64_t *v, const char *what)
+{
+    const token *t = &p->tok;
+    if (at_word(p, "call")) {
+        size_t at = t->pos + t->len, end = at + 1 < p->len && p->src[at] == '+' ? scan_digits(p, at + 1) : at;
+        uint64_t c = 0;
+        if (end == at || end == at + 1)
+            return error_expected(p, what);
+        for (size_t i = at + 1; i < end; i++) {
+            c = c * 10 + (uint64_t)(p->src[i] - '0');
+            if (c & IR_RNG_CALL)
+                return error_at(p, at + 1, "counter offset out of range (below 2^63)");
+        }
+        *v = (int64_t)(IR_RNG_CALL | c);
+        p->pos = end;
+        return next(p);
+    }
+    if (t->kind == TK_NUM && t->s[0] == '-')
+        return error_expected(p, what);
+    return parse_int(p, v, what);
+}
+
 static int parse_attr_value(parser *p, ir_attr_kind kind, ir_attr *v, const char *name)
 {
     char what[96];
@@ -491,6 +515,8 @@ static int parse_attr_value(parser *p, ir_attr_kind kind, ir_attr *v, const char
     switch (kind) {
     case IR_ATTR_INT:
         return parse_int(p, &v->i[0], what);
+    case IR_ATTR_RNG:
+        return parse_rng(p, &v->i[0], what);
     case IR_ATTR_INTS:
         v->n = 0;
         return parse_ints(p, v, what);

@@ -8,6 +8,7 @@
  */
 #include <math.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -121,34 +122,43 @@ static void put_type(strbuf *b, const ir_type *t)
     sb_str(b, ir_type_fmt(t, buf, sizeof buf));
 }
 
-static void put_attr(strbuf *b, ir_attr_kind kind, const ir_attr *v)
+char *ir_attr_fmt(ir_attr_kind kind, const ir_attr *v, char *buf, size_t n)
 {
-    char buf[IR_DOUBLE_BUF];
+    char d[IR_DOUBLE_BUF];
+    const char *w = NULL;
+    buf[0] = '\0';
     switch (kind) {
     case IR_ATTR_INT:
-        sb_fmt(b, "%lld", (long long)v->i[0]);
+        snprintf(buf, n, "%lld", (long long)v->i[0]);
+        break;
+    case IR_ATTR_RNG:
+        if ((uint64_t)v->i[0] & IR_RNG_CALL)
+            snprintf(buf, n, "call+%llu", (unsigned long long)((uint64_t)v->i[0] & ~IR_RNG_CALL));
+        else
+            snprintf(buf, n, "%lld", (long long)v->i[0]);
         break;
     case IR_ATTR_INTS:
-        sb_str(b, "[");
-        for (int k = 0; k < v->n && k < IR_MAX_LIST; k++)
-            sb_fmt(b, k ? ",%lld" : "%lld", (long long)v->i[k]);
-        sb_str(b, "]");
+        for (int k = 0, o = 0; o < (int)n && k < v->n && k < IR_MAX_LIST; k++)
+            o += snprintf(buf + o, n - (size_t)o, k ? ",%lld" : "[%lld", (long long)v->i[k]);
+        if (strlen(buf) + 2 <= n)
+            strcat(buf, v->n ? "]" : "[]");
         break;
-    case IR_ATTR_BOOL:
-        sb_str(b, v->i[0] ? "true" : "false");
-        break;
-    case IR_ATTR_FLOAT:
-        sb_str(b, ir_double_fmt(v->f, buf));
-        break;
-    case IR_ATTR_DTYPE:
-        sb_str(b, tj_dtype_name((tj_dtype)v->i[0]));
-        break;
+    case IR_ATTR_BOOL: w = v->i[0] ? "true" : "false"; break;
+    case IR_ATTR_FLOAT: w = ir_double_fmt(v->f, d); break;
+    case IR_ATTR_DTYPE: w = tj_dtype_name((tj_dtype)v->i[0]); break;
     case IR_ATTR_REDUCTION:
     case IR_ATTR_ROUNDING:
-    case IR_ATTR_REDUCE_OP:
-        sb_str(b, ir_attr_word(kind, v->i[0]) ? ir_attr_word(kind, v->i[0]) : "?");
-        break;
+    case IR_ATTR_REDUCE_OP: w = ir_attr_word(kind, v->i[0]) ? ir_attr_word(kind, v->i[0]) : "?"; break;
     }
+    if (w)
+        snprintf(buf, n, "%s", w);
+    return buf;
+}
+
+static void put_attr(strbuf *b, ir_attr_kind kind, const ir_attr *v)
+{
+    char buf[IR_ATTR_BUF];
+    sb_str(b, ir_attr_fmt(kind, v, buf, sizeof buf));
 }
 
 static void put_header(strbuf *b, const ir_graph *g)

@@ -158,25 +158,10 @@ typedef struct driver {
 static void put_attrs(FILE *f, const ir_node *n)
 {
     const ir_opinfo *info = &ir_ops[n->op];
-    char buf[IR_DOUBLE_BUF];
-    for (int k = 0; k < info->nattrs; k++) {
-        const ir_attr *a = &n->attrs[k];
-        fprintf(f, "%s%s=", k ? ", " : " {", info->attrs[k].name);
-        switch (info->attrs[k].kind) {
-        case IR_ATTR_INTS:
-            for (int j = 0; j < a->n; j++)
-                fprintf(f, "%s%lld", j ? "," : "[", (long long)a->i[j]);
-            fprintf(f, "%s", a->n ? "]" : "[]");
-            break;
-        case IR_ATTR_FLOAT: fprintf(f, "%s", ir_double_fmt(a->f, buf)); break;
-        case IR_ATTR_BOOL: fprintf(f, "%s", a->i[0] ? "true" : "false"); break;
-        case IR_ATTR_DTYPE: fprintf(f, "%s", tj_dtype_name((tj_dtype)a->i[0])); break;
-        case IR_ATTR_REDUCTION:
-        case IR_ATTR_ROUNDING:
-        case IR_ATTR_REDUCE_OP: fprintf(f, "%s", ir_attr_word(info->attrs[k].kind, a->i[0])); break;
-        default: fprintf(f, "%lld", (long long)a->i[0]); break;
-        }
-    }
+    char buf[IR_ATTR_BUF];
+    for (int k = 0; k < info->nattrs; k++)
+        fprintf(f, "%s%s=%s", k ? ", " : " {", info->attrs[k].name,
+                ir_attr_fmt(info->attrs[k].kind, &n->attrs[k], buf, sizeof buf));
     if (info->nattrs)
         fprintf(f, "}");
 }

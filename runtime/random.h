@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../ir/ir.h"
+
 /* Sets the global generator's seed and resets its offset to 0. */
 void rt_rng_seed(uint64_t seed);
 
@@ -29,7 +31,7 @@ uint64_t rt_rng_reserve(uint64_t n, uint64_t *seed);
  * call's reservation, so a compiled call draws what eager draws op by op.
  * The reservation is per thread (a call runs its ops on its own thread) and
  * nests (a frame saves the outer one). */
-#define RT_RNG_CALL ((uint64_t)1 << 63)
+#define RT_RNG_CALL IR_RNG_CALL
 typedef struct rt_rng_frame {
     bool on;
     uint64_t seed, base;

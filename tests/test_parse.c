@@ -94,6 +94,17 @@ static void test_parse_errors(void **state)
                 "expected a name after '%'", NULL);
     tu_check_error("graph @g(%x: f32[2]) {\n  %0 = exp %x ; f32[2]\n}\n", 2, 15,
                 "unexpected character ';'", NULL);
+    /* a random op's counter offset: N >= 0 or call+N, N below 2^63 */
+    tu_check_error("graph @g() {\n  %0 = rand {shape=[2], dtype=f32, seed=0, offset=-1} : f32[2]\n}\n",
+                   2, 51, "expected a counter offset N >= 0 or call+N for 'offset', got '-1'", NULL);
+    tu_check_error("graph @g() {\n  %0 = rand {shape=[2], dtype=f32, seed=0, offset=call} : f32[2]\n}\n",
+                   2, 51, "expected a counter offset N >= 0 or call+N for 'offset', got 'call'", NULL);
+    tu_check_error("graph @g() {\n  %0 = rand {shape=[2], dtype=f32, seed=0, offset=call+} : f32[2]\n}\n",
+                   2, 51, "expected a counter offset N >= 0 or call+N for 'offset', got 'call'", NULL);
+    tu_check_error("graph @g() {\n  %0 = rand {shape=[2], dtype=f32, seed=0, offset=call-1} : f32[2]\n}\n",
+                   2, 51, "expected a counter offset N >= 0 or call+N for 'offset', got 'call'", NULL);
+    tu_check_error("graph @g() {\n  %0 = rand {shape=[2], dtype=f32, seed=0, offset=call+9223372036854775808} "
+                   ": f32[2]\n}\n", 2, 56, "counter offset out of range (below 2^63)", NULL);
     /* CRLF line ends: the \r is not shown */
     tu_check_error("graph @g(%x: f32[2]) {\r\n  %0 = exp %z : f32[2]\r\n}\r\n", 2, 12,
                 "use of undefined value %z", "  %0 = exp %z : f32[2]");
