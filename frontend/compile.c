@@ -58,6 +58,7 @@ static void entry_free(entry *e)
     free(e->last_use);
     free(e->eager_why);
     fe_split_free(e->split);
+    fe_draws_free(&e->draws);
     free(e->symval);
     for (int k = 0; k < e->njoints; k++)
         fe_joint_release(e->joints[k]);
@@ -396,7 +397,7 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
     }
     tj_tensor *res[FE_MAX_RESULTS];
     int nres = ok ? run_fn(c, sargs, nargs, res, FE_MAX_RESULTS) : -1;
-    for (int k = 0; tr->rng_draws && tj_grad_enabled() && k < nres; k++)
+    for (int k = 0; tr->draws.n && tj_grad_enabled() && k < nres; k++)
         if (fe_ag_requires_grad(res[k]))   /* the backward would draw in another call */
             fe_trace_split_break(tr, "a random op in a function whose results require grad (its "
                                      "backward runs after the call)");
@@ -475,7 +476,8 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
         } else {
             e->g = tr->g;
             tr->g = NULL;
-            e->rng_draws = tr->rng_draws;
+            e->draws = tr->draws;
+            tr->draws = (fe_draws){0};
             e->writes = tr->writes;
             e->nwrites = tr->nwrites;
             e->grad_guards = tr->grad_guards;
@@ -878,6 +880,28 @@ static int call_once(tj_compiled *c, tj_tensor *const *args, int nargs, tj_tenso
     return rc;
 }
 
+#define DRAWS_FEW 16
+
+/* Reserves the counters of e's random draws for a call on args (their
+ * sizes follow the call's symbols): where each starts goes to few
+ * (DRAWS_FEW) or to a buffer the caller frees after rt_rng_call_end;
+ * returns it. Out of memory: nothing reserved (the call's first random op
+ * fails with a message). */
+static uint64_t *draws_begin(const entry *e, tj_tensor *const *args, uint64_t *few,
+                             rt_rng_frame *save)
+{
+    int64_t symval[FE_MAX_SYMS];
+    uint64_t *at = e->draws.n <= DRAWS_FEW ? few : malloc(sizeof *at * (size_t)e->draws.n);
+    if (!at) {
+        rt_rng_call_begin(0, NULL, 0, save);
+        return NULL;
+    }
+    if (e->nsyms)
+        fe_entry_symbols(e, args, symval);
+    rt_rng_call_begin(fe_draws_layout(&e->draws, symval, at), at, (uint64_t)e->draws.n, save);
+    return at;
+}
+
 /* Runs entry e's graph: n results, -1 with an error, -2 when e is eager. */
 static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs,
                      tj_tensor **outs, int max)
@@ -968,8 +992,9 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
         uint64_t outer = h.n ? fe_ag_hooks_begin() : 0;
         sc_notify nt = {h.n, h.out, hooked_ready, &h};
         rt_rng_frame rng;
-        if (e->rng_draws)   /* its random ops' counters, at once */
-            rt_rng_call_begin(e->rng_draws, &rng);
+        uint64_t draws_few[DRAWS_FEW], *draws_at = NULL;
+        if (e->draws.n)   /* its random ops' counters, at once */
+            draws_at = draws_begin(e, args, draws_few, &rng);
         /* 1: not compiled, use the executor (then the hooks run at the end) */
         rc = sc_plans_run_notify(e->plans, inputs, all, h.n ? &nt : NULL);
         rt_gemm_frozen(NULL, 0, 0);
@@ -977,8 +1002,10 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
             free(kept);
         if (rc > 0)
             rc = sc_exec(rg, inputs, e->last_use, all);
-        if (e->rng_draws)
+        if (e->draws.n)
             rt_rng_call_end(&rng);
+        if (draws_at != draws_few)
+            free(draws_at);
         if (rc == 0 && nk && fe_keep_unalias(e->keep, inputs + nargs + e->ncaps, all, e->nresults) != 0)
             rc = -1;
         if (rc == 0 && write_back(e, args, all + e->nresults, h.done) != 0)

@@ -86,7 +86,7 @@ typedef struct entry {
     int njoints;
     char *joint_why;        /* why not (set once: the reason holds for every shape) */
     atomic_ulong joint_misses;   /* symbolic entry: grad-mode calls of shapes past the limit */
-    uint64_t rng_draws;     /* counters its random ops draw per call (runtime/random.h) */
+    fe_draws draws;         /* its random ops' draws per call (runtime/random.h) */
 } entry;
 
 struct tj_compiled {
@@ -115,6 +115,7 @@ struct tj_compiled {
  * layout). fe_entry_check: whether args pass e's guards (symbols bound
  * consistently and at least e->symmin); why gets the first that failed,
  * *passed counts the checks that held (the closest entry for messages).
+ * fe_entry_symbols: each symbol's size in args, which passed e's guards.
  * fe_symbol_mins: e->symmin from the offset symbols of g (sK-C needs sK >=
  * C + 2). fe_version_of: t's storage version. fe_entry_dead: a capture of e
  * was released (e can never pass again). fe_write_dst: the tensor write k of
@@ -122,6 +123,7 @@ struct tj_compiled {
 void fe_guard_of(const tj_tensor *t, guard *g);
 bool fe_entry_check(const entry *e, tj_tensor *const *args, int nargs, char *why, size_t n,
                     int *passed);
+void fe_entry_symbols(const entry *e, tj_tensor *const *args, int64_t *symval);
 void fe_symbol_mins(const ir_graph *g, entry *e);
 unsigned fe_version_of(const tj_tensor *t);
 bool fe_entry_dead(const entry *e);

@@ -24,7 +24,7 @@ static bool exportable(const entry *e, bool weights, const char **why)
 {
     *why = !e->g ? "ran eagerly" : e->split ? "has a graph break" : e->nwrites ? "writes to its captures"
          : !e->plans ? "has no compiled plan"
-         : e->rng_draws ? "has random ops (their draws are reserved per compiled call, which an "
+         : e->draws.n ? "has random ops (their draws are reserved per compiled call, which an "
                           "exported model does not make)"
          : fe_entry_stale(e) ? "is stale (a captured tensor was released, or written after the trace read "
                                "its values: a call traces it again)"

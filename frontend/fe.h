@@ -46,9 +46,9 @@ typedef struct fe_trace fe_trace;
 fe_trace *fe_trace_current(void);
 /* Reserves n counters for a random op (tj_rand, tj_randn, tj_dropout):
  * eagerly (or between a split call's pieces) from the global generator
- * (rt_rng_reserve); while tracing a graph, counters relative to the call
- * (RT_RNG_CALL; the trace counts them and each run of the graph reserves
- * them at once: runtime/random.h), *seed 0. */
+ * (rt_rng_reserve); while tracing a graph, the call's next draw j
+ * (RT_RNG_CALL | j; the trace keeps its type, draws.c, and each run of the
+ * graph reserves all its draws at once: runtime/random.h), *seed 0. */
 uint64_t fe_rng_reserve(uint64_t n, uint64_t *seed);
 /* tj_manual_seed: while tracing a graph also a break (a graph would not
  * seed again on later calls; the call runs split, seeding each time). */

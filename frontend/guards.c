@@ -80,6 +80,15 @@ static bool guard_check(const guard *g, const tj_tensor *t, int arg, int64_t *sy
     return true;
 }
 
+void fe_entry_symbols(const entry *e, tj_tensor *const *args, int64_t *symval)
+{
+    int passed = 0;
+    for (int k = 0; k < e->nsyms; k++)
+        symval[k] = -1;
+    for (int k = 0; k < e->nargs; k++)
+        guard_check(&e->args[k], args[k], k, symval, NULL, 0, &passed);
+}
+
 unsigned fe_version_of(const tj_tensor *t)
 {
     return atomic_load_explicit(&t->storage->version, memory_order_relaxed);

@@ -47,6 +47,7 @@ void fe_trace_end(fe_trace *tr)
     for (int k = 0; k < tr->nvreads; k++)
         tj_release(tr->vreads[k]);
     free(tr->vreads);
+    fe_draws_free(&tr->draws);
     if (tr->caps)
         for (int k = 0; k < tr->ncaps; k++)
             tj_release(tr->caps[k]);
@@ -107,8 +108,13 @@ uint64_t fe_rng_reserve(uint64_t n, uint64_t *seed)
     if (!tr || tr->seg)   /* eagerly, or eagerly between a split call's pieces */
         return rt_rng_reserve(n, seed);
     *seed = 0;
-    tr->rng_draws += n;
-    return RT_RNG_CALL | (tr->rng_draws - n);
+    uint64_t j = fe_draws_add(&tr->draws, n);
+    if (j == UINT64_MAX) {
+        tr->failed = true;
+        rt_error("out of memory while tracing");
+        return 0;   /* not call-relative: fe_trace_apply breaks on it */
+    }
+    return RT_RNG_CALL | j;
 }
 
 void fe_rng_seed(uint64_t seed)
@@ -280,13 +286,8 @@ tj_tensor *fe_trace_apply(fe_trace *tr, ir_op op, tj_tensor *const *in, int nin,
     if (ir_ops[op].kind == IR_RANDOM || op == OP_dropout) {
         /* in the graph with counters relative to the call (fe_rng_reserve) */
         bool rel = (uint64_t)a->a[op == OP_dropout ? 2 : 3].i[0] & RT_RNG_CALL;
-        if (!rel) {
+        if (!rel)
             trace_break(tr, "random op %s drawn outside the trace", ir_ops[op].name);
-        } else if (op == OP_dropout && in[0] && in[0]->sym && ir_type_has_sym(&((ir_node *)in[0]->sym)->type)) {
-            dyn_unsupported(tr, "dropout's mask needs a static shape");
-            rt_error("tracing: dropout cannot follow symbolic dims yet (its mask needs a static shape)");
-            return NULL;
-        }
     }
 
     /* The example types: the same rule and message as eager. */
@@ -331,6 +332,9 @@ tj_tensor *fe_trace_apply(fe_trace *tr, ir_op op, tj_tensor *const *in, int nin,
     }
     tr->nops++;
     tr->last_op = op;
+    if (ir_ops[op].kind == IR_RANDOM || op == OP_dropout)   /* its count follows symbolic dims */
+        fe_draws_type(&tr->draws, (uint64_t)a->a[op == OP_dropout ? 2 : 3].i[0] & ~RT_RNG_CALL,
+                      &n->type);
     tj_tensor *r = rt_own(rt_tensor_symbolic(&out, n));
     /* a view stands for its input's storage, with the strides eager gives it;
      * a reshape the strides forbid is a copy in eager: a new contiguous

@@ -58,6 +58,22 @@ static inline uint64_t fe_alias_of(const tj_tensor *t)
     return t->storage ? (uint64_t)(uintptr_t)t->storage : t->alias;
 }
 
+/* The random draws of a traced graph, in trace order (draws.c): draw j
+ * takes numel(t[j]) counters, symbolic dims counted per call. */
+typedef struct fe_draws {
+    ir_type *t;
+    int n, cap;
+} fe_draws;
+/* Adds a draw of n counters (its type set later by fe_draws_type); its index,
+ * or UINT64_MAX when out of memory. */
+uint64_t fe_draws_add(fe_draws *d, uint64_t n);
+void fe_draws_type(fe_draws *d, uint64_t j, const ir_type *t);
+bool fe_draws_symbolic(const fe_draws *d);
+/* Where each draw starts (at[0..d->n)) with the symbols' sizes symval, and
+ * the total: what a call reserves. */
+uint64_t fe_draws_layout(const fe_draws *d, const int64_t *symval, uint64_t *at);
+void fe_draws_free(fe_draws *d);
+
 struct fe_trace {
     ir_graph *g;
     tj_tensor **caps;      /* captured concrete tensors (retained) */
@@ -88,7 +104,7 @@ struct fe_trace {
     int nvreads, vread_cap;
     struct fe_segrun *seg; /* a call of a split entry (segment.c), or NULL */
     bool nosplit;          /* broke where a split call could not run it right */
-    uint64_t rng_draws;    /* counters its random ops draw per call (fe_rng_reserve) */
+    fe_draws draws;        /* its random ops' draws, per call (fe_rng_reserve) */
 };
 
 /* Starts recording on this thread into a new graph named name; NULL when out

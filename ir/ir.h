@@ -150,8 +150,8 @@ typedef enum {
  * ir_attr_word lists (the value is the index, which is the public enum's value:
  * tj_reduction, tj_rounding, tj_reduce_op). RNG is a random op's counter
  * offset: N, the generator's counters from N, or with IR_RNG_CALL set
- * (written call+N) N past the counters the running call reserved (a traced
- * random op: each run of the graph draws anew, runtime/random.h). */
+ * (written call+N) the running call's draw N (a traced random op: each run
+ * of the graph draws anew, runtime/random.h). */
 typedef enum {
     IR_ATTR_INT, IR_ATTR_INTS, IR_ATTR_BOOL, IR_ATTR_FLOAT, IR_ATTR_DTYPE, IR_ATTR_REDUCTION,
     IR_ATTR_ROUNDING, IR_ATTR_REDUCE_OP, IR_ATTR_RNG

@@ -523,9 +523,12 @@ static bool kept(ir_op op, const bool *keep) { return !ir_ops[op].prim && keep &
 
 /* For code generation, linear with an f16/bf16 input stays whole: an eager
  * call to runtime/k_matmul.c's rt_k_linear_half, where native bf16 GEMMs
- * hook in (matmul + bias in f32, rounded once, as eager). */
-static bool kept_half(const ir_node *n, const void *keep)
+ * hook in (matmul + bias in f32, rounded once, as eager); so does dropout
+ * over symbolic dims (an eager call to rt_k_dropout, the call's draw). */
+static bool kept_node(const ir_node *n, const void *keep)
 {
+    if (keep && n->op == OP_dropout && ir_type_has_sym(&n->type))
+        return true;   /* its mask's rand needs a static shape: rt_k_dropout draws it */
     if (!keep || n->op != OP_linear)
         return false;
     for (int j = 0; j < n->nin; j++)
@@ -554,7 +557,7 @@ static ir_node *decompose_node(ps_builder *b, const ir_node *n, ir_node *const *
 {
     ir_attrs a;
     ir_node_attrs(n, &a);
-    if (ir_ops[n->op].prim || kept(n->op, ctx) || kept_half(n, ctx))
+    if (ir_ops[n->op].prim || kept(n->op, ctx) || kept_node(n, ctx))
         return ps_b_op(b, n->op, in, n->nin, &a);
     ir_node *wide[MAX_WIDE];
     ir_node *const *w = widen_half(b, n, in, wide);
@@ -577,7 +580,7 @@ static ir_node *decompose_node(ps_builder *b, const ir_node *n, ir_node *const *
 static const ir_node *first_composite(const ir_graph *g, const bool *keep)
 {
     for (int k = 0; k < g->nnodes; k++)
-        if (!ir_ops[g->nodes[k]->op].prim && !kept(g->nodes[k]->op, keep) && !kept_half(g->nodes[k], keep))
+        if (!ir_ops[g->nodes[k]->op].prim && !kept(g->nodes[k]->op, keep) && !kept_node(g->nodes[k], keep))
             return g->nodes[k];
     return NULL;
 }

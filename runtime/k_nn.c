@@ -225,8 +225,11 @@ static void drop_range(void *ctx, int64_t b, int64_t e)
 int rt_k_dropout(RT_KERNEL_ARGS)
 {
     (void)op, (void)nin;
-    drop_ctx c = {in[0], rt_ptr(out), a->a[0].f, (uint64_t)a->a[1].i[0], (uint64_t)a->a[2].i[0],
-                  rt_is_contiguous(in[0])};
+    drop_ctx c = {in[0], rt_ptr(out), a->a[0].f, 0, 0, rt_is_contiguous(in[0])};
+    if (numel_of(in[0]) == 0)   /* no draws (a traced one reserved none either) */
+        return 0;
+    if (rt_rng_resolve((uint64_t)a->a[1].i[0], (uint64_t)a->a[2].i[0], &c.seed, &c.offset) != 0)
+        return -1;
     rt_parallel_for(numel_of(in[0]), RT_GRAIN, drop_range, &c);
     return 0;
 }

@@ -46,11 +46,13 @@ uint64_t rt_rng_reserve(uint64_t n, uint64_t *seed)
 
 static _Thread_local rt_rng_frame call_rng;   /* the running compiled call's draws */
 
-void rt_rng_call_begin(uint64_t n, rt_rng_frame *save)
+void rt_rng_call_begin(uint64_t total, const uint64_t *at, uint64_t ndraws, rt_rng_frame *save)
 {
     *save = call_rng;
     call_rng.on = true;
-    call_rng.base = rt_rng_reserve(n, &call_rng.seed);
+    call_rng.at = at;
+    call_rng.ndraws = ndraws;
+    call_rng.base = rt_rng_reserve(total, &call_rng.seed);
 }
 
 void rt_rng_call_end(const rt_rng_frame *save) { call_rng = *save; }
@@ -67,8 +69,14 @@ int rt_rng_resolve(uint64_t seed_attr, uint64_t offset_attr, uint64_t *seed, uin
                  "reserved by the call)");
         return -1;
     }
+    uint64_t j = offset_attr & ~RT_RNG_CALL;
+    if (j >= call_rng.ndraws) {
+        rt_error("a random op of a traced graph is draw %llu of its call, which reserved %llu",
+                 (unsigned long long)j, (unsigned long long)call_rng.ndraws);
+        return -1;
+    }
     *seed = call_rng.seed;
-    *offset = call_rng.base + (offset_attr & ~RT_RNG_CALL);
+    *offset = call_rng.base + call_rng.at[j];
     return 0;
 }
 

@@ -24,24 +24,30 @@ void rt_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out
 uint64_t rt_rng_reserve(uint64_t n, uint64_t *seed);
 
 /* Draws of a compiled call. A random op traced into a graph (frontend/
- * trace.c) carries its offset relative to the call, RT_RNG_CALL set in the
- * offset attribute (counters never reach 2^63), and no seed: each run of the
- * graph reserves its draws at once (rt_rng_call_begin, the total the trace
- * counted) and the op reads counters base + relative offset of the running
- * call's reservation, so a compiled call draws what eager draws op by op.
- * The reservation is per thread (a call runs its ops on its own thread) and
+ * trace.c) is the call's draw j: RT_RNG_CALL | j in its offset attribute
+ * (written call+j), and no seed. Each run of the graph reserves all its
+ * counters at once (rt_rng_call_begin: the total, and where each draw starts
+ * in it, in trace order: sizes that follow symbolic dims are counted per
+ * call) and draw j reads counters base + at[j] of the running call's
+ * reservation, so a compiled call draws what eager draws op by op. The
+ * reservation is per thread (a call runs its ops on its own thread) and
  * nests (a frame saves the outer one). */
 #define RT_RNG_CALL IR_RNG_CALL
 typedef struct rt_rng_frame {
     bool on;
     uint64_t seed, base;
+    const uint64_t *at;   /* draw j starts at base + at[j] */
+    uint64_t ndraws;
 } rt_rng_frame;
-/* Reserves n counters for the call about to run; *save gets the outer frame. */
-void rt_rng_call_begin(uint64_t n, rt_rng_frame *save);
+/* Reserves total counters for the call about to run, whose draw j starts at
+ * at[j] of them (at[0..ndraws) stays valid until rt_rng_call_end); *save gets
+ * the outer frame. */
+void rt_rng_call_begin(uint64_t total, const uint64_t *at, uint64_t ndraws, rt_rng_frame *save);
 void rt_rng_call_end(const rt_rng_frame *save);
 /* The stream of a random op's attributes (seed, offset): the counters
- * themselves, or, with RT_RNG_CALL in offset, the running call's. 0, or -1
- * (an error: a call-relative op run outside a compiled call). */
+ * themselves, or, with RT_RNG_CALL in offset, the running call's draw. 0, or
+ * -1 (an error: a call-relative op run outside a compiled call, or a draw the
+ * call did not reserve). */
 int rt_rng_resolve(uint64_t seed_attr, uint64_t offset_attr, uint64_t *seed, uint64_t *offset);
 
 /* out[i] = U[0,1) / N(0,1) for counter offset + i, i in [0, n). */

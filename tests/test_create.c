@@ -302,6 +302,39 @@ static void test_rand_errors(void **state)
     tu_assert_close(a, b, 0, 0);
 }
 
+/* A call's draws (runtime/random.h): draw j reads base + at[j] of the call's
+ * reservation; outside a call, or past its draws, a call-relative offset is
+ * an error. */
+static void test_rng_call_frames(void **state)
+{
+    (void)state;
+    uint64_t seed, off, at[2] = {0, 6}, base;
+    tj_clear_error();
+    assert_int_equal(rt_rng_resolve(0, RT_RNG_CALL | 0, &seed, &off), -1);
+    assert_non_null(strstr(tj_last_error(), "ran outside a compiled call"));
+    tj_manual_seed(3);
+    base = rt_rng_reserve(0, &seed);
+    rt_rng_frame outer, inner;
+    rt_rng_call_begin(10, at, 2, &outer);
+    assert_int_equal(rt_rng_resolve(0, RT_RNG_CALL | 1, &seed, &off), 0);
+    assert_int_equal(seed, 3);
+    assert_int_equal(off, base + 6);
+    rt_rng_call_begin(4, at, 1, &inner);   /* nested: its own reservation after the outer's */
+    assert_int_equal(rt_rng_resolve(0, RT_RNG_CALL | 0, &seed, &off), 0);
+    assert_int_equal(off, base + 10);
+    tj_clear_error();
+    assert_int_equal(rt_rng_resolve(0, RT_RNG_CALL | 1, &seed, &off), -1);
+    assert_non_null(strstr(tj_last_error(), "is draw 1 of its call, which reserved 1"));
+    rt_rng_call_end(&inner);
+    assert_int_equal(rt_rng_resolve(0, RT_RNG_CALL | 1, &seed, &off), 0);
+    assert_int_equal(off, base + 6);
+    rt_rng_call_end(&outer);
+    assert_int_equal(rt_rng_resolve(5, 9, &seed, &off), 0);   /* absolute: the attributes */
+    assert_true(seed == 5 && off == 9);
+    assert_int_equal(rt_rng_reserve(0, &seed), base + 14);
+    tj_clear_error();
+}
+
 static void test_rand_empty_and_scalar(void **state)
 {
     (void)state;
@@ -331,7 +364,7 @@ int main(void)
         T(test_rand_seed_determinism),
         T(test_rand_consecutive_draws),
         T(test_rand_threads),
-        T(test_rand_errors),
+        T(test_rand_errors), T(test_rng_call_frames),
         T(test_rand_empty_and_scalar),
 #undef T
     };

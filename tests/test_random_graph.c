@@ -1,13 +1,15 @@
 /* test_random_graph.c - random ops (tj_rand, tj_randn, tj_dropout) traced
  * into compiled graphs: each call draws fresh counters, the same ones eager
  * draws op by op from the same generator state (bit for bit), and the cases
- * that stay graph breaks (tj_manual_seed inside, results that require grad,
- * a mask over symbolic dims) say so and still match eager.
+ * that stay graph breaks (tj_manual_seed inside, results that require grad)
+ * say so and still match eager; masks over symbolic dims draw as many
+ * counters as each call's sizes give.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -194,20 +196,51 @@ static void test_breaks(void **state)
     tu_assert_explain(c, "a random op in a function whose results require grad");
     tj_compiled_free(c);
     tj_release(w);
+}
 
-    c = tj_compile(model_mask, NULL, &(tj_compile_options){.name = "dynamic"});
-    for (int rows = 3; rows < 6; rows++) {   /* the second size traces symbolic rows */
-        tj_tensor *xr = tj_randn(TJ_F32, 2, (int64_t[]){rows, 100});
+/* Two dropouts over symbolic rows, then a static draw whose counters start
+ * after theirs: the call's draws are laid out with its own sizes. */
+static tj_tensor *model_dyn_draws(void *ctx, tj_tensor *const *x, int n)
+{
+    (void)ctx;
+    (void)n;
+    tj_tensor *h = tj_dropout(tj_dropout(tj_relu(x[0]), 0.5, true), 0.25, true);
+    return tj_mul(tj_exp(h), tj_sum(tj_rand(TJ_F32, 1, (int64_t[]){7}), NULL, 0, false));
+}
+
+/* One symbolic graph serves every row count and draws, call after call,
+ * what eager draws (bit for bit), leaving the generator where eager does. */
+static void test_dynamic_draws(void **state)
+{
+    (void)state;
+    tj_compiled *c = tj_compile(model_dyn_draws, NULL, &(tj_compile_options){.name = "dynamic"});
+    const int rows[] = {3, 4, 5, 9, 4, 2};
+    tj_tensor *want[6], *got[6], *after[2];
+    for (int pass = 0; pass < 2; pass++) {
         tj_manual_seed(8);
-        tj_tensor *want = model_mask(NULL, &xr, 1);
-        tj_manual_seed(8);
-        tj_tensor *got = tj_call(c, &xr, 1);
-        if (!got)
-            fail_msg("rows %d: %s", rows, tj_last_error());
-        tu_assert_close(got, want, 0, 0);
+        for (int k = 0; k < 6; k++) {
+            tj_manual_seed(8 + (uint64_t)k / 3);   /* reseeded, and calls in a row */
+            tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){rows[k], 100});
+            if (pass == 0)
+                want[k] = model_dyn_draws(NULL, &x, 1);
+            else if (!(got[k] = tj_call(c, &x, 1)))
+                fail_msg("rows %d: %s", rows[k], tj_last_error());
+        }
+        after[pass] = tj_rand(TJ_F32, 1, (int64_t[]){5});
     }
-    tu_assert_explain(c, "an op cannot follow symbolic dims yet (dropout's mask needs a static shape); dims stay static");
+    for (int k = 0; k < 6; k++)
+        tu_assert_close(got[k], want[k], 0, 0);
+    tu_assert_close(after[1], after[0], 0, 0);
+    tj_compiled_stats st;
+    assert_int_equal(tj_compiled_stats_get(c, &st), 0);
+    assert_int_equal(st.graphs, 2);   /* 3 rows static, then s0 */
+    assert_int_equal(st.eager_calls, 0);
+    tu_assert_explain(c, "1 symbolic dim, 5 calls");
     tu_assert_explain(c, "0 graph breaks");
+    char *ex = tj_explain(c);
+    assert_null(strstr(ex, "dims stay static"));
+    assert_null(strstr(ex, "graph executor"));
+    free(ex);
     tj_compiled_free(c);
 }
 
@@ -232,7 +265,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
-        T(test_draws_match_eager), T(test_frozen_mask), T(test_training_step), T(test_breaks), T(test_empty_draw),
+        T(test_draws_match_eager), T(test_frozen_mask), T(test_training_step), T(test_breaks), T(test_dynamic_draws),
+        T(test_empty_draw),
 #undef T
     };
     return cmocka_run_group_tests_name("random_graph", tests, NULL, NULL);
