@@ -80,7 +80,10 @@ static tj_tensor *dyn_step(gen *g, tj_tensor **v, ashape *sh, int nv, ashape *ou
     ashape s = sh[ia];
     int nd = s.nd, d = nd ? rnd(g, nd) : 0;
     *out = s;
-    switch (rnd(g, 22)) {
+    switch (rnd(g, 23)) {
+    case 22:   /* a mask over symbolic dims: as many draws as the call's sizes give */
+        note(g, "dropout 0.3 (training)");
+        return tj_dropout(a, 0.3, true);
     case 19:   /* composites over symbolic dims: the roll's decomposition reads the size */
         if (nd) {
             note(g, "roll %d by 2", d);
