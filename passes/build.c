@@ -28,6 +28,12 @@ ir_node *ps_b_fail(ps_builder *b, const char *fmt, ...)
     return NULL;
 }
 
+void ps_b_clear(ps_builder *b)
+{
+    b->failed = false;
+    b->err[0] = '\0';
+}
+
 ir_node *ps_b_op(ps_builder *b, ir_op op, ir_node *const *in, int nin, const ir_attrs *a)
 {
     if (b->failed)

@@ -35,6 +35,9 @@ void ps_b_init(ps_builder *b, ir_graph *g);
 
 /* Records a failure (the first one wins) and returns NULL. */
 ir_node *ps_b_fail(ps_builder *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Forgets a failure: the caller takes another way (the nodes the failed
+ * attempt added stay unused, for dce). */
+void ps_b_clear(ps_builder *b);
 
 /* Adds op(in[0..nin), attrs). NULL when the builder has failed before, when a
  * mandatory input is NULL (an earlier helper failed), or when ir_graph_add

@@ -523,12 +523,9 @@ static bool kept(ir_op op, const bool *keep) { return !ir_ops[op].prim && keep &
 
 /* For code generation, linear with an f16/bf16 input stays whole: an eager
  * call to runtime/k_matmul.c's rt_k_linear_half, where native bf16 GEMMs
- * hook in (matmul + bias in f32, rounded once, as eager); so does dropout
- * over symbolic dims (an eager call to rt_k_dropout, the call's draw). */
+ * hook in (matmul + bias in f32, rounded once, as eager). */
 static bool kept_node(const ir_node *n, const void *keep)
 {
-    if (keep && n->op == OP_dropout && ir_type_has_sym(&n->type))
-        return true;   /* its mask's rand needs a static shape: rt_k_dropout draws it */
     if (!keep || n->op != OP_linear)
         return false;
     for (int j = 0; j < n->nin; j++)
@@ -553,12 +550,10 @@ static ir_node *const *widen_half(ps_builder *b, const ir_node *n, ir_node *cons
     return wide;
 }
 
-static ir_node *decompose_node(ps_builder *b, const ir_node *n, ir_node *const *in, void *ctx)
+/* n's decomposition on in (its inputs in the graph being built). */
+static ir_node *decompose_as(ps_builder *b, const ir_node *n, ir_node *const *in, const ir_attrs *attrs)
 {
-    ir_attrs a;
-    ir_node_attrs(n, &a);
-    if (ir_ops[n->op].prim || kept(n->op, ctx) || kept_node(n, ctx))
-        return ps_b_op(b, n->op, in, n->nin, &a);
+    ir_attrs a = *attrs;
     ir_node *wide[MAX_WIDE];
     ir_node *const *w = widen_half(b, n, in, wide);
     /* Widened, the decomposition sees an f32 result type too (the dtype most
@@ -577,6 +572,41 @@ static ir_node *decompose_node(ps_builder *b, const ir_node *n, ir_node *const *
                      ir_type_fmt(&r->type, t1, sizeof t1), ir_type_fmt(&n->type, t2, sizeof t2));
 }
 
+/* What a round of decompose() keeps and what it did. */
+typedef struct decomp_ctx {
+    const bool *keep;   /* ops kept whole (NULL: none; code generation: the list above) */
+    int decomposed;     /* composites this round decomposed */
+} decomp_ctx;
+
+static bool has_sym(const ir_node *n)
+{
+    for (int k = 0; k < n->nin; k++)
+        if (n->in[k] && ir_type_has_sym(&n->in[k]->type))
+            return true;
+    return ir_type_has_sym(&n->type);
+}
+
+static ir_node *decompose_node(ps_builder *b, const ir_node *n, ir_node *const *in, void *ctx)
+{
+    decomp_ctx *dc = ctx;
+    ir_attrs a;
+    ir_node_attrs(n, &a);
+    if (ir_ops[n->op].prim || kept(n->op, dc->keep) || kept_node(n, dc->keep))
+        return ps_b_op(b, n->op, in, n->nin, &a);
+    ir_node *r = decompose_as(b, n, in, &a);
+    if (!r && dc->keep && !ir_ops[n->op].eager_decomp && has_sym(n)) {
+        /* For code generation, a composite with an eager kernel whose
+         * decomposition cannot follow symbolic dims (a mask over them,
+         * indices that would flatten to a product of sizes) stays whole:
+         * an eager call of the plan, the rest of the graph compiled. */
+        ps_b_clear(b);
+        return ps_b_op(b, n->op, in, n->nin, &a);
+    }
+    dc->decomposed += r != NULL;
+    return r;
+}
+
+/* The first composite of g that is not kept whole. */
 static const ir_node *first_composite(const ir_graph *g, const bool *keep)
 {
     for (int k = 0; k < g->nnodes; k++)
@@ -644,12 +674,15 @@ static ir_graph *decompose(ir_graph *g, const bool *keep, char *err, size_t nerr
                      ir_ops[c->op].name, MAX_ROUNDS);
             break;
         }
-        ir_graph *next = ps_rebuild(cur, NULL, decompose_node, (void *)keep, err, nerr);
+        decomp_ctx dc = {keep, 0};
+        ir_graph *next = ps_rebuild(cur, NULL, decompose_node, &dc, err, nerr);
         if (cur != g)
             ir_graph_free(cur);
         if (!next)
             return NULL;
         cur = next;
+        if (!dc.decomposed)   /* what is left stays whole (decompose_node) */
+            return cur;
     }
     if (cur != g)
         ir_graph_free(cur);

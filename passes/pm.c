@@ -9,7 +9,9 @@ const ps_pass ps_passes[] = {
     {"dce", "drop nodes no output depends on", ps_dce},
     {"cse", "merge identical nodes (rebuilds through hash-consing)", ps_cse},
     {"decompose", "rewrite composite ops (softmax, layer_norm, ...) into primitives", ps_decompose},
-    {"decompose_codegen", "decompose, keeping sdpa and pointwise rows whole (kernels inline their formulas)",
+    {"decompose_codegen",
+     "decompose, keeping sdpa and pointwise rows whole (kernels inline their formulas), and "
+     "composites whose decomposition cannot follow symbolic dims (eager calls)",
      ps_decompose_codegen},
     {"simplify", "fold constants, algebraic identities, view/cast cleanups, dce", ps_simplify},
     {"split_reductions", "split reductions to a few long rows in two, so their kernels run in parallel",

@@ -579,6 +579,51 @@ static void test_decompose_errors(void **state)
                           "decompose", "max_pool3d: a symbolic batch dim is not supported");
 }
 
+/* For code generation, a composite with an eager kernel whose decomposition
+ * cannot follow symbolic dims stays whole (an eager call of the plan) and
+ * the rest decomposes; plain decompose still reports it (above). */
+static void test_codegen_keeps_symbolic(void **state)
+{
+    (void)state;
+    expect_graph(G("%w: f32[10,4], %i: i64[2,s0], %x: f32[s0,3]",
+                   "%0 = embedding %w, %i : f32[2,s0,4]\n"
+                   " %1 = softmax %0 {dim=-1} : f32[2,s0,4]\n"
+                   " %2 = dropout %x {p=0.5, seed=0, offset=call+0} : f32[s0,3]\n"
+                   " %3 = log_softmax %2 {dim=0} : f32[s0,3]\n"
+                   " %4 = embedding %w, %i : f32[2,s0,4]\n return %1, %3"),
+                 "decompose_codegen,dce",
+                 "graph @t(%w: f32[10,4], %i: i64[2,s0], %x: f32[s0,3]) {\n"
+                 "  %0 = embedding %w, %i : f32[2,s0,4]\n"
+                 "  %1 = amax %0 {dims=[2], keepdim=true} : f32[2,s0,1]\n"
+                 "  %2 = sub %0, %1 : f32[2,s0,4]\n"
+                 "  %3 = exp %2 : f32[2,s0,4]\n"
+                 "  %4 = sum %3 {dims=[2], keepdim=true} : f32[2,s0,1]\n"
+                 "  %5 = reciprocal %4 : f32[2,s0,1]\n"
+                 "  %6 = mul %3, %5 : f32[2,s0,4]\n"
+                 "  %7 = dropout %x {p=0.5, seed=0, offset=call+0} : f32[s0,3]\n"
+                 "  %8 = amax %7 {dims=[0], keepdim=true} : f32[1,3]\n"
+                 "  %9 = sub %7, %8 : f32[s0,3]\n"
+                 "  %10 = exp %9 : f32[s0,3]\n"
+                 "  %11 = sum %10 {dims=[0], keepdim=true} : f32[1,3]\n"
+                 "  %12 = log %11 : f32[1,3]\n"
+                 "  %13 = sub %9, %12 : f32[s0,3]\n"
+                 "  return %6, %13\n"
+                 "}\n");
+    /* a static dropout still becomes its mask */
+    expect_graph(G("%x: f32[2,3]", "%0 = dropout %x {p=0.5, seed=0, offset=call+1} : f32[2,3]\n return %0"),
+                 "decompose_codegen,dce",
+                 "graph @t(%x: f32[2,3]) {\n"
+                 "  %0 = rand {shape=[2,3], dtype=f32, seed=0, offset=call+1} : f32[2,3]\n"
+                 "  %1 = scalar {value=0.5, dtype=f64} : f64[] weak\n"
+                 "  %2 = ge %0, %1 : bool[2,3]\n"
+                 "  %3 = scalar {value=2, dtype=f64} : f64[] weak\n"
+                 "  %4 = mul %x, %3 : f32[2,3]\n"
+                 "  %5 = scalar {value=0, dtype=f64} : f64[] weak\n"
+                 "  %6 = where %2, %4, %5 : f32[2,3]\n"
+                 "  return %6\n"
+                 "}\n");
+}
+
 /* ---- simplify: folding agrees with eager bit for bit ---------------------------------- */
 
 static const char *const fold_cases[] = {
@@ -910,7 +955,7 @@ int main(void)
         T(test_weak_result_is_cast),
         T(test_symbolic_mean),
         T(test_prim_graph_is_unchanged),
-        T(test_decompose_errors),
+        T(test_decompose_errors), T(test_codegen_keeps_symbolic),
         T(test_fold_matches_eager),
         T(test_matmul_zero),
         T(test_fold_refuses_inexact),

@@ -224,6 +224,35 @@ static void test_dynamic_static_slices(void **state)
     tj_compiled_free(c);
 }
 
+/* Token embeddings over a dynamic sequence length: the embedding's
+ * decomposition would flatten [2,s0] indices (2 s0, no symbol plus a
+ * count), so it stays an eager call; the rest of the graph is compiled. */
+static tj_tensor *model_tokens(void *ctx, tj_tensor *const *args, int nargs)
+{
+    (void)nargs;
+    tj_tensor *e = tj_embedding(ctx, args[0]);
+    return tj_softmax(tj_mul_s(tj_gelu(e), 0.5), 2);
+}
+
+static void test_dynamic_kept_whole(void **state)
+{
+    (void)state;
+    tj_tensor *w = tj_keep(randn2(TJ_F32, 40, 16));
+    tj_compiled *c = tj_compile(model_tokens, w, NULL);
+    for (int64_t n = 5; n < 9; n++) {
+        tj_tensor *i = tj_cast(tj_floor(tj_mul_s(tj_rand(TJ_F32, 2, (int64_t[]){2, n}), 39.9)), TJ_I64);
+        tu_assert_close(tj_call(c, &i, 1), model_tokens(w, &i, 1), 1e-6, 1e-6);
+    }
+    tu_assert_explain(c, "2 graphs captured");
+    tu_assert_explain(c, "1 symbolic dim, 3 calls");
+    tu_assert_explain(c, "compiled: 1 kernel, 1 eager call per call");
+    char *ex = tj_explain(c);
+    assert_null(strstr(ex, "graph executor"));
+    free(ex);
+    tj_compiled_free(c);
+    tj_release(w);
+}
+
 /* Heads split and merged by reshapes whose -1 stands for the dynamic dim
  * ([s0,12] to [-1,3,4] is [s0,3,4]); a flatten of the dynamic dim with
  * another would be a multiple of it, so that model's dims stay static. */
@@ -675,7 +704,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_weights_by_reference), T(test_guard_hit_and_miss),  T(test_recompile_limit),
-        T(test_dynamic_dim), T(test_dynamic_writes), T(test_dynamic_read_specializes), T(test_dynamic_slice), T(test_dynamic_offsets), T(test_dynamic_conv), T(test_dynamic_reshape), T(test_dynamic_static_slices), T(test_dynamic_number_reads), T(test_dynamic_sizes_in_ops), T(test_dynamic_decomp_reads),
+        T(test_dynamic_dim), T(test_dynamic_writes), T(test_dynamic_read_specializes), T(test_dynamic_slice), T(test_dynamic_offsets), T(test_dynamic_conv), T(test_dynamic_reshape), T(test_dynamic_kept_whole), T(test_dynamic_static_slices), T(test_dynamic_number_reads), T(test_dynamic_sizes_in_ops), T(test_dynamic_decomp_reads),
         T(test_graph_break), T(test_side_effect_compiled),
         T(test_regional_compilation), T(test_nested_call_is_inlined), T(test_errors_match_eager),
         T(test_dump_graph),           T(test_callsite_dump),        T(test_callsite_errors),           T(test_multiple_results),
