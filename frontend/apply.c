@@ -60,6 +60,9 @@ tj_tensor *fe_apply(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a)
     fe_trace *tr = fe_trace_current();
     bool by_decomp = info->eager_decomp && (!tr || fe_ag_wants_grad(in, nin) ||
                                             fe_decomp_is_view(op, in, nin, a, (const ir_type *const *)tp));
+    char fails[256];
+    if (tr && !by_decomp && info->eager_decomp && fe_decomp_fails_symbolic(op, in, nin, a, fails, sizeof fails))
+        fe_trace_dyn_unsupported(tr, "%s: %s", info->name, fails);
     if (tr && !by_decomp) {
         tj_tensor *r = fe_trace_apply(tr, op, in, nin, a);
         if (r && info->kind == IR_VIEW && fe_ag_view_made(op, a, r, in[0]) != 0) {

@@ -121,6 +121,27 @@ bool fe_decomp_reads_sizes(ir_op op, tj_tensor *const *in, int nin, const ir_att
     return reads;
 }
 
+bool fe_decomp_fails_symbolic(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
+                              char *why, size_t n)
+{
+    ir_type st[FE_MAX_INPUTS];
+    const ir_type *ts[FE_MAX_INPUTS];
+    bool sym = false;
+    for (int k = 0; k < nin && k < FE_MAX_INPUTS; k++) {
+        ts[k] = NULL;
+        if (!in[k])
+            continue;
+        fe_trace_type(in[k], &st[k]);
+        ts[k] = &st[k];
+        sym |= ir_type_has_sym(&st[k]);
+    }
+    if (!sym || nin > FE_MAX_INPUTS)
+        return false;
+    ir_graph *g = ps_decompose_one(op, ts, nin, a, why, n);
+    ir_graph_free(g);
+    return g == NULL;
+}
+
 bool fe_decomp_is_view(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
                        const ir_type *const *types)
 {

@@ -34,6 +34,12 @@ bool fe_decomp_is_view(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *
  * into the graph's prims. */
 bool fe_decomp_reads_sizes(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
                            const ir_type *const *types);
+/* While tracing a DCOMP row recorded whole (no gradients): whether its
+ * decomposition fails on the inputs' symbolic types (a reshape to a product of
+ * sizes, a count of a symbolic dim); why gets the reason. The graph could only
+ * run on the executor (it has no kernel to fall back on): the dims specialize. */
+bool fe_decomp_fails_symbolic(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
+                              char *why, size_t n);
 /* A DCOMP row (no kernel of its own) applied through its decomposition, each
  * prim through fe_apply (apply_decomp.c); types: those of in[]. */
 tj_tensor *fe_apply_decomposed(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
@@ -71,6 +77,10 @@ void fe_trace_shape_read(const tj_tensor *t);
  * rules compute with the sizes: a mean's count, a slice's padding). Every
  * dynamic dim of the trace specializes. */
 void fe_trace_any_size_read(const tj_tensor *t);
+/* An op cannot follow the trace's symbolic dims (its rule, its decomposition):
+ * the trace is redone with them static; the first such reason is logged for
+ * tj_explain ("an op cannot follow symbolic dims yet (...)"). */
+void fe_trace_dyn_unsupported(fe_trace *tr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* t's type as the trace sees it: the symbolic type of a traced tensor
  * (symbolic dims compare as symbols, no size is read), else t's own. */
 void fe_trace_type(const tj_tensor *t, ir_type *ty);

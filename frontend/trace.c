@@ -247,9 +247,7 @@ ir_node *fe_trace_value(fe_trace *tr, tj_tensor *x)
 
 /* An op's rule could not follow a symbolic dim: the trace is redone with
  * static dims (compile.c), and explain's log names the first such op. */
-static void dyn_unsupported(fe_trace *tr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void dyn_unsupported(fe_trace *tr, const char *fmt, ...)
+void fe_trace_dyn_unsupported(fe_trace *tr, const char *fmt, ...)
 {
     if (!tr->dyn_unsupported) {
         va_list ap;
@@ -319,14 +317,14 @@ tj_tensor *fe_trace_apply(fe_trace *tr, ir_op op, tj_tensor *const *in, int nin,
         /* The example types passed, so the symbolic ones (dynamic dims) did not. */
         char at[512];
         rt_error("tracing: %s%s", ir_graph_error(tr->g), rt_callsite_suffix(at, sizeof at));
-        dyn_unsupported(tr, "%s", ir_graph_error(tr->g));
+        fe_trace_dyn_unsupported(tr, "%s", ir_graph_error(tr->g));
         return NULL;
     }
     if (!n->file)   /* the user's line that made it (tjit.h's call-site macros) */
         n->file = rt_callsite(&n->line);
     if (!symbolic_agrees(tr, &n->type, &out)) {
         /* The rule computed a size it cannot know for a symbolic dim. */
-        dyn_unsupported(tr, "%s gives sizes its rule cannot express on them", ir_ops[op].name);
+        fe_trace_dyn_unsupported(tr, "%s gives sizes its rule cannot express on them", ir_ops[op].name);
         rt_error("tracing: %s cannot follow symbolic dims yet", ir_ops[op].name);
         return NULL;
     }

@@ -164,6 +164,35 @@ ir_node *ps_b_arange(ps_builder *b, int64_t n, tj_dtype dt)
     return ps_b_op(b, OP_arange, NULL, 0, &a);
 }
 
+ir_node *ps_b_arange_of(ps_builder *b, ir_node *x, int d)
+{
+    if (!x)
+        return NULL;
+    int64_t n = x->type.shape[d];
+    if (!IR_IS_SYM(n))
+        return ps_b_arange(b, n, TJ_I64);
+    ir_node *line = x;
+    for (int k = 0; k < x->type.ndim && line; k++) {
+        if (k == d || x->type.shape[k] == 1)
+            continue;
+        if (x->type.shape[k] == 0)
+            return ps_b_fail(b, "arange along a symbolic dim of an empty tensor");
+        ir_attrs a;
+        memset(&a, 0, sizeof a);
+        ir_attr_int(&a.a[0], k);
+        ir_attr_int(&a.a[1], 0);
+        ir_attr_int(&a.a[2], 1);
+        ir_attr_int(&a.a[3], 1);
+        line = ps_b_op(b, OP_slice, &line, 1, &a);
+    }
+    line = ps_b_reshape(b, line, (int64_t[]){-1}, 1);   /* [1,..,n,..,1] to [n] */
+    ir_node *one = ps_b_scalar(b, 1, TJ_I64), *ones = b_where(b, line, one, one);
+    ir_attrs a;
+    memset(&a, 0, sizeof a);
+    ir_attr_int(&a.a[0], 0);
+    return b_add_s(b, ps_b_op(b, OP_cumsum, &ones, 1, &a), -1);
+}
+
 ir_node *ps_b_index_select(ps_builder *b, ir_node *x, int64_t dim, ir_node *ix)
 {
     ir_attrs a;

@@ -69,6 +69,10 @@ ir_node *ps_b_along(ps_builder *b, ir_node *v, int d, int nd);
 
 /* 0, 1, ..., n - 1 in dtype dt (n static). */
 ir_node *ps_b_arange(ps_builder *b, int64_t n, tj_dtype dt);
+/* 0, 1, ..., n - 1 in i64, n the size of dim d of x, symbolic too: then the
+ * running count of ones along one line of x (its other dims cut to their
+ * first index), so the graph follows each call's size. */
+ir_node *ps_b_arange_of(ps_builder *b, ir_node *x, int d);
 /* index_select(x, dim, ix). */
 ir_node *ps_b_index_select(ps_builder *b, ir_node *x, int64_t dim, ir_node *ix);
 

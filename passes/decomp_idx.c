@@ -86,8 +86,11 @@ ir_node *ps_decomp_view_as(PS_DECOMP_ARGS)
 static ir_node *triangle(ps_builder *b, const ir_node *n, ir_node *x, int64_t k, ir_op cmp)
 {
     int nd = x->type.ndim;
-    ir_node *rows = ps_b_unsqueeze(b, ps_b_arange(b, x->type.shape[nd - 2], TJ_I64), 1);
-    ir_node *cols = ps_b_arange(b, x->type.shape[nd - 1], TJ_I64);
+    for (int d = 0; d < nd; d++)
+        if (x->type.shape[d] == 0)   /* no elements to mask */
+            return x;
+    ir_node *rows = ps_b_unsqueeze(b, ps_b_arange_of(b, x, nd - 2), 1);
+    ir_node *cols = ps_b_arange_of(b, x, nd - 1);
     ir_node *keep = b_bin_s(b, cmp, b_sub(b, cols, rows), (double)k);
     return b_where(b, keep, x, b_value(b, 0, n->type.dtype));
 }

@@ -15,9 +15,12 @@
  * layer_norm uses var (correction 0); constants are weak `scalar`s so type
  * promotion matches the eager _s ops. Symbolic dims survive: broadcasting
  * replaces expand, and a count over a symbolic dim is computed in the graph.
- * What cannot be expressed with symbolic dims (flattening the indices of
- * embedding, the random mask of dropout, the causal mask of sdpa) fails with
- * a message. The list with each formula is in docs/passes.md.
+ * An index along a symbolic dim counts ones along it (ps_b_arange_of: tril,
+ * sdpa's causal mask). What cannot be expressed with symbolic dims
+ * (flattening the indices of embedding, the random mask of dropout) fails
+ * with a message; for code generation such a composite stays whole when it
+ * has an eager kernel (decompose_node). The list with each formula is in
+ * docs/passes.md.
  */
 #include <math.h>
 #include <stdint.h>
@@ -400,11 +403,8 @@ static ir_node *ps_decomp_sdpa(PS_DECOMP_ARGS)
     else if (mask)
         s = b_add(b, s, mask);
     if (a->a[0].i[0]) {
-        int64_t l = q->type.shape[q->type.ndim - 2], sk = k->type.shape[k->type.ndim - 2];
-        if (IR_IS_SYM(l) || IR_IS_SYM(sk))
-            return ps_b_fail(b, "the causal mask needs static sequence lengths");
-        ir_node *vis = b_bin(b, OP_ge, ps_b_unsqueeze(b, ps_b_arange(b, l, TJ_I64), 1),
-                             ps_b_arange(b, sk, TJ_I64));
+        ir_node *vis = b_bin(b, OP_ge, ps_b_unsqueeze(b, ps_b_arange_of(b, q, q->type.ndim - 2), 1),
+                             ps_b_arange_of(b, k, k->type.ndim - 2));
         s = b_where_xs(b, vis, s, -INFINITY);
     }
     return b_matmul(b, b_dim_op(b, OP_softmax, &s, 1, -1), v);

@@ -570,9 +570,6 @@ static void test_decompose_errors(void **state)
     expect_pipeline_error(G("%x: f32[s0,3]",
                             "%0 = dropout %x {p=0.5, seed=1, offset=0} : f32[s0,3]\n return %0"),
                           "decompose", "dropout: the random mask needs a static shape");
-    expect_pipeline_error(G("%q: f32[s0,4], %k: f32[6,4], %v: f32[6,2]",
-                            "%0 = sdpa %q, %k, %v {causal=true, scale=0} : f32[s0,2]\n return %0"),
-                          "decompose", "sdpa: the causal mask needs static sequence lengths");
     /* 3-D and transposed convolution, 3-D pools: views of the batch times other dims */
     expect_pipeline_error(G("%x: f32[s0,2,3,4,4]",
                             "%0 = max_pool3d %x {kernel=[2], stride=[], padding=[], dilation=[], ceil_mode=false} : f32[s0,2,1,2,2]\n return %0"),
@@ -621,6 +618,52 @@ static void test_codegen_keeps_symbolic(void **state)
                  "  %5 = scalar {value=0, dtype=f64} : f64[] weak\n"
                  "  %6 = where %2, %4, %5 : f32[2,3]\n"
                  "  return %6\n"
+                 "}\n");
+}
+
+/* Masks over symbolic dims (tril, triu, sdpa's causal mask): the row and
+ * column indices count ones along a line of the input (ps_b_arange_of), so
+ * the graph follows every size. */
+static void test_symbolic_masks(void **state)
+{
+    (void)state;
+    expect_graph(G("%x: f32[s0,s1]", "%0 = triu %x {diagonal=1} : f32[s0,s1]\n return %0"),
+                 "decompose,dce",
+                 "graph @t(%x: f32[s0,s1]) {\n"
+                 "  %0 = slice %x {dim=1, start=0, end=1, step=1} : f32[s0,1]\n"
+                 "  %1 = reshape %0 {shape=[-1]} : f32[s0]\n"
+                 "  %2 = scalar {value=1, dtype=i64} : i64[] weak\n"
+                 "  %3 = where %1, %2, %2 : i64[s0]\n"
+                 "  %4 = cumsum %3 {dim=0} : i64[s0]\n"
+                 "  %5 = scalar {value=-1, dtype=i64} : i64[] weak\n"
+                 "  %6 = add %4, %5 : i64[s0]\n"
+                 "  %7 = unsqueeze %6 {dim=1} : i64[s0,1]\n"
+                 "  %8 = slice %x {dim=0, start=0, end=1, step=1} : f32[1,s1]\n"
+                 "  %9 = reshape %8 {shape=[-1]} : f32[s1]\n"
+                 "  %10 = where %9, %2, %2 : i64[s1]\n"
+                 "  %11 = cumsum %10 {dim=0} : i64[s1]\n"
+                 "  %12 = add %11, %5 : i64[s1]\n"
+                 "  %13 = sub %12, %7 : i64[s0,s1]\n"
+                 "  %14 = ge %13, %2 : bool[s0,s1]\n"
+                 "  %15 = scalar {value=0, dtype=f64} : f64[] weak\n"
+                 "  %16 = cast %15 {dtype=f32} : f32[]\n"
+                 "  %17 = where %14, %x, %16 : f32[s0,s1]\n"
+                 "  return %17\n"
+                 "}\n");
+    /* the same with a static size: arange, as before */
+    expect_graph(G("%x: f32[2,3]", "%0 = tril %x {diagonal=0} : f32[2,3]\n return %0"),
+                 "decompose,dce",
+                 "graph @t(%x: f32[2,3]) {\n"
+                 "  %0 = arange {start=0, end=2, step=1, dtype=i64} : i64[2]\n"
+                 "  %1 = unsqueeze %0 {dim=1} : i64[2,1]\n"
+                 "  %2 = arange {start=0, end=3, step=1, dtype=i64} : i64[3]\n"
+                 "  %3 = sub %2, %1 : i64[2,3]\n"
+                 "  %4 = scalar {value=0, dtype=i64} : i64[] weak\n"
+                 "  %5 = le %3, %4 : bool[2,3]\n"
+                 "  %6 = scalar {value=0, dtype=f64} : f64[] weak\n"
+                 "  %7 = cast %6 {dtype=f32} : f32[]\n"
+                 "  %8 = where %5, %x, %7 : f32[2,3]\n"
+                 "  return %8\n"
                  "}\n");
 }
 
@@ -955,7 +998,7 @@ int main(void)
         T(test_weak_result_is_cast),
         T(test_symbolic_mean),
         T(test_prim_graph_is_unchanged),
-        T(test_decompose_errors), T(test_codegen_keeps_symbolic),
+        T(test_decompose_errors), T(test_codegen_keeps_symbolic), T(test_symbolic_masks),
         T(test_fold_matches_eager),
         T(test_matmul_zero),
         T(test_fold_refuses_inexact),

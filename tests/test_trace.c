@@ -253,6 +253,32 @@ static void test_dynamic_kept_whole(void **state)
     tj_release(w);
 }
 
+/* A causal mask over a dynamic sequence length (tril's row and column
+ * indices follow the symbol): one compiled graph, no executor. */
+static tj_tensor *model_causal(void *ctx, tj_tensor *const *args, int nargs)
+{
+    (void)ctx, (void)nargs;
+    tj_tensor *s = tj_matmul(args[0], tj_transpose(args[0], 0, 1));
+    tj_tensor *m = tj_tril(tj_exp(tj_sub(s, tj_amax(s, (int[]){1}, 1, true))), 0);
+    return tj_div(m, tj_sum(m, (int[]){1}, 1, true));
+}
+
+static void test_dynamic_causal(void **state)
+{
+    (void)state;
+    tj_compiled *c = tj_compile(model_causal, NULL, NULL);
+    for (int64_t n = 5; n < 9; n++) {
+        tj_tensor *x = randn2(TJ_F32, n, 8);
+        tu_assert_close(tj_call(c, &x, 1), model_causal(NULL, &x, 1), 1e-5, 1e-6);
+    }
+    tu_assert_explain(c, "2 graphs captured");
+    tu_assert_explain(c, "1 symbolic dim, 3 calls");
+    char *ex = tj_explain(c);
+    assert_null(strstr(ex, "graph executor"));
+    free(ex);
+    tj_compiled_free(c);
+}
+
 /* Heads split and merged by reshapes whose -1 stands for the dynamic dim
  * ([s0,12] to [-1,3,4] is [s0,3,4]); a flatten of the dynamic dim with
  * another would be a multiple of it, so that model's dims stay static. */
@@ -704,7 +730,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_weights_by_reference), T(test_guard_hit_and_miss),  T(test_recompile_limit),
-        T(test_dynamic_dim), T(test_dynamic_writes), T(test_dynamic_read_specializes), T(test_dynamic_slice), T(test_dynamic_offsets), T(test_dynamic_conv), T(test_dynamic_reshape), T(test_dynamic_kept_whole), T(test_dynamic_static_slices), T(test_dynamic_number_reads), T(test_dynamic_sizes_in_ops), T(test_dynamic_decomp_reads),
+        T(test_dynamic_dim), T(test_dynamic_writes), T(test_dynamic_read_specializes), T(test_dynamic_slice), T(test_dynamic_offsets), T(test_dynamic_conv), T(test_dynamic_reshape), T(test_dynamic_kept_whole), T(test_dynamic_causal), T(test_dynamic_static_slices), T(test_dynamic_number_reads), T(test_dynamic_sizes_in_ops), T(test_dynamic_decomp_reads),
         T(test_graph_break), T(test_side_effect_compiled),
         T(test_regional_compilation), T(test_nested_call_is_inlined), T(test_errors_match_eager),
         T(test_dump_graph),           T(test_callsite_dump),        T(test_callsite_errors),           T(test_multiple_results),
