@@ -522,6 +522,12 @@ static void run_compiled(const bench_case *c, bench_args *a, const bench_opts *o
     callee f = {"compiled", call_compiled, comp};
     tj_tensor *yc = NULL;
     double ms;
+    for (int k = 0; o->dynamic && k < a->ninputs; k++)   /* a batch of any size >= 2 */
+        if (tj_ndim(a->t[k]) >= 1 && tj_size(a->t[k], 0) >= 2 && tj_mark_dynamic(a->t[k], 0) != 0) {
+            fail(r, "tj_mark_dynamic", tj_last_error());
+            tj_compiled_free(comp);
+            return;
+        }
     bench_restore(a, snap);
     if (checked_call(&f, a, &r->compiled.first_ms, NULL, &yc, r) == 0 &&
         max_abs_diff(ye, yc,

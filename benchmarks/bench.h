@@ -26,6 +26,8 @@ typedef struct bench_opts {
      * (packed once), autotuned, or int8 (quantize_dynamic; its compare
      * tolerance is BENCH_TOLERANCE_INT8) */
     bool freeze, autotune, int8;
+    bool dynamic;           /* the compiled path's inputs have dim 0 marked dynamic
+                               (tj_mark_dynamic): one symbolic graph for every batch */
 } bench_opts;
 
 typedef enum { BENCH_OK, BENCH_FAILED, BENCH_SKIPPED } bench_status;

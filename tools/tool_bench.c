@@ -15,7 +15,7 @@ static void bench_usage(FILE *f)
     fprintf(f,
             "usage: tjit bench [CASE...] [--json] [--threads N] [--iters N] [--min-time SEC]\n"
             "                  [--eager] [--cpu-time] [--save DIR] [--profile[=TRACE.json]] [--list]\n"
-            "                  [--freeze] [--autotune] [--int8]\n"
+            "                  [--freeze] [--autotune] [--int8] [--dynamic]\n"
             "                  [--help]\n"
             "  Runs the cases of the benchmark suite (default: all) eagerly and compiled\n"
             "  (tj_compile + tj_call) and prints per case: the median ms per iteration of\n"
@@ -40,6 +40,9 @@ static void bench_usage(FILE *f)
             "  --autotune    compile with .autotune (implies freeze: GEMM choice timed per weight)\n"
             "  --int8        compile with .quantize_dynamic (int8 GEMMs on the weights; the\n"
             "                compare tolerance becomes 5e-2 x max(1, |eager|))\n"
+            "  --dynamic     mark dim 0 of the compiled path's inputs dynamic (one symbolic\n"
+            "                graph for every batch size: what symbolic dims cost; the\n"
+            "                first-call processes stay static)\n"
             "  --save DIR    write each case's inputs, weights and first eager result as\n"
             "                .npy (<id>.arg<k>.npy, <id>.out.npy) for benchmarks/pytorch/suite.py\n"
             "  --profile[=TRACE.json]  profile the timed runs of this process (eager ops\n"
@@ -125,6 +128,8 @@ static int parse(int argc, char **argv, bench_cli *cli)
             cli->opts.autotune = true;
         else if (!strcmp(a, "--int8"))
             cli->opts.int8 = true;
+        else if (!strcmp(a, "--dynamic"))
+            cli->opts.dynamic = true;
         else if (tool_profile_flag(a, &cli->trace))
             cli->profile = true;
         else if (!strcmp(a, "--first-call")) {
