@@ -19,7 +19,9 @@
  * A fe_joint belongs to one graph entry of compile.c (the entry's captures)
  * and is traced static: a symbolic entry holds one per argument shape
  * (fe_joint_fits picks it); tape nodes hold it too (it outlives a freed
- * handle). Where the joint cannot be used (several results on the tape,
+ * handle). It is the backward of one result (k; of several on the tape,
+ * the one loss: compile.c's joint_result, the others keep aot.c's). Where
+ * the joint cannot be used (several results on the tape and no one loss,
  * a graph break or a value read in the trace, a write to a tensor, a weight
  * that requires grad without being a leaf), the caller keeps the backward of
  * aot.c (saves the arguments, recomputes the forward) and explain says why.
@@ -490,6 +492,8 @@ out:
 }
 
 int fe_joint_results(const fe_joint *j) { return j->nres; }
+
+int fe_joint_result(const fe_joint *j) { return j->k; }
 
 bool fe_joint_fits(const fe_joint *j, tj_tensor *const *args, int nargs)
 {

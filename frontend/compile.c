@@ -798,8 +798,36 @@ static int attach_backward(tj_compiled *c, int k, tj_tensor *r, tj_tensor *const
     return a && fe_aot_attach(a, r, args, nargs, caps, ncaps) ? 0 : -1;
 }
 
-/* The partitioned backward of e for args, made on first need: one result
- * goes on the tape; a symbolic entry gets one per argument shape (traced
+/* Whether result r of e goes on the tape in grad mode: a float result that
+ * required grad when traced (or may: traced in no-grad mode). */
+static bool on_tape(const entry *e, int r)
+{
+    return ir_dtype_is_float(e->g->outputs[r]->type.dtype) && (!e->grad_known || (e->res_grad >> r & 1));
+}
+
+/* The result whose backward is partitioned: the one on the tape, or among
+ * several the one 0-dim (a loss beside outputs: the outputs' backwards, rarely
+ * reached, recompute); -1 with why. */
+static int joint_result(const entry *e, char *why, size_t n)
+{
+    int k = -1, tape = 0, scalars = 0, scalar = -1;
+    for (int r = 0; r < e->nresults; r++)
+        if (on_tape(e, r)) {
+            tape++, k = r;
+            if (e->g->outputs[r]->type.ndim == 0)
+                scalars++, scalar = r;
+        }
+    if (tape == 1)
+        return k;
+    if (scalars == 1)
+        return scalar;
+    snprintf(why, n, "%d results on the tape, %d of them 0-dim (one result, or one loss, is "
+                     "partitioned)", tape, scalars);
+    return -1;
+}
+
+/* The partitioned backward of e for args, made on first need (joint_result
+ * says which result); a symbolic entry gets one per argument shape (traced
  * static), up to FE_JOINT_SHAPES. NULL: the caller uses aot.c's. */
 static fe_joint *entry_joint(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs,
                              tj_tensor *const *caps)
@@ -812,14 +840,10 @@ static fe_joint *entry_joint(tj_compiled *c, entry *e, tj_tensor *const *args, i
     if (!j && !e->joint_why && e->njoints == FE_JOINT_SHAPES)
         atomic_fetch_add(&e->joint_misses, 1);
     else if (!j && !e->joint_why) {
-        int n = 0, k = -1;
-        for (int r = 0; r < e->nresults; r++)
-            if (ir_dtype_is_float(e->g->outputs[r]->type.dtype) &&
-                (!e->grad_known || (e->res_grad >> r & 1)))
-                n++, k = r;
         char why[512] = "";
-        if (n != 1)
-            snprintf(why, sizeof why, "%d results on the tape (one is partitioned)", n);
+        int k = joint_result(e, why, sizeof why);
+        if (k < 0)
+            ;   /* why says so */
         else if (getenv("TJIT_PARTITION") && !strcmp(getenv("TJIT_PARTITION"), "0"))
             snprintf(why, sizeof why, "TJIT_PARTITION=0");
         else
@@ -951,6 +975,10 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
     fe_joint *j = grad ? entry_joint(c, e, args, nargs, caps) : NULL;
     if (j) {
         int n = fe_joint_call(j, args, nargs, caps, e->ncaps, outs);
+        for (int k = 0; n >= 0 && k < e->nresults; k++)   /* the other results: aot.c's */
+            if (k != fe_joint_result(j) && on_tape(e, k) &&
+                attach_backward(c, k, outs[k], args, nargs, caps, e->ncaps) != 0)
+                n = -1;
         if (caps != few)
             free(caps);
         return n;
@@ -1036,8 +1064,7 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
     free(all);
     hooked_free(&h);
     for (int k = 0; rc == 0 && grad && k < e->nresults; k++)
-        if (ir_dtype_is_float(outs[k]->dtype) && (!e->grad_known || (e->res_grad >> k & 1)) &&
-            attach_backward(c, k, outs[k], args, nargs, caps, e->ncaps) != 0)
+        if (on_tape(e, k) && attach_backward(c, k, outs[k], args, nargs, caps, e->ncaps) != 0)
             rc = -1;
     if (caps != few)
         free(caps);

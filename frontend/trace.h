@@ -154,6 +154,8 @@ void fe_joint_release(fe_joint *j);
 int fe_joint_call(fe_joint *j, tj_tensor *const *args, int nargs, tj_tensor *const *caps, int ncaps,
                   tj_tensor **outs);
 int fe_joint_results(const fe_joint *j);
+/* The result whose backward it is (the others' backwards are aot.c's). */
+int fe_joint_result(const fe_joint *j);
 /* Whether args have the types (shapes) j was traced for. */
 bool fe_joint_fits(const fe_joint *j, tj_tensor *const *args, int nargs);
 /* tj_explain's lines for it (shapes: name the argument types it is for), and

@@ -181,6 +181,56 @@ static void test_multi(void **state)
     tj_scope_end();
 }
 
+/* A loss and the outputs: the loss (the one 0-dim result on the tape) gets
+ * the partitioned backward, the outputs aot.c's; a backward through the loss,
+ * through the outputs, or through both gives eager's gradients. */
+static int mlp_loss_and_out(void *ctx, tj_tensor *const *args, int nargs, tj_tensor **outs, int max)
+{
+    (void)max;
+    outs[1] = mlp_fn(ctx, args, nargs);
+    outs[0] = loss_of(outs[1]);
+    return 2;
+}
+
+static void test_loss_and_outputs(void **state)
+{
+    (void)state;
+    tj_scope_begin();
+    tj_manual_seed(13);
+    mlp m;
+    mlp_init(&m, true);
+    tj_compiled *c = tj_compile_multi(mlp_loss_and_out, &m, NULL);
+    for (int through = 0; through < 3; through++) {   /* the loss, the outputs, both */
+        tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){8, 16});
+        tj_tensor *want[3], *got[3], *r[2];
+        for (int pass = 0; pass < 2; pass++) {
+            if (pass == 0)
+                assert_int_equal(mlp_loss_and_out(&m, &x, 1, r, 2), 2);
+            else
+                assert_int_equal(tj_call_multi(c, &x, 1, r, 2), 2);
+            tj_tensor *l = through == 0 ? r[0] : through == 1 ? tj_sum(r[1], NULL, 0, false)
+                                                              : tj_add(r[0], tj_sum(r[1], NULL, 0, false));
+            if (tj_backward(l) != 0)
+                fail_msg("through %d, pass %d: %s", through, pass, tj_last_error());
+            take_grads(&m, pass ? got : want);
+        }
+        for (int k = 0; k < 3; k++)
+            tu_assert_close(got[k], want[k], 1e-5, 1e-5);
+    }
+    tj_compiled_stats s;
+    assert_int_equal(tj_compiled_stats_get(c, &s), 0);
+    assert_int_equal(s.backward.partitioned, 1);
+    assert_int_equal(s.backward.graphs, 2);   /* the joint, and result 1's (aot.c) */
+    char *ex = tj_explain(c);
+    assert_non_null(strstr(ex, "backward of result 0: joint graph partitioned: the forward saves"));
+    assert_non_null(strstr(ex, "2 backward runs"));   /* through the loss, and both */
+    assert_non_null(strstr(ex, "backward of result 1: saves the call's arguments"));
+    free(ex);
+    tj_compiled_free(c);
+    mlp_free(&m);
+    tj_scope_end();
+}
+
 /* No grad mode, or no weight requiring grad: nothing goes on the tape and no
  * backward is made (inference unchanged). */
 static void test_no_grad(void **state)
@@ -428,6 +478,7 @@ int main(void)
         cmocka_unit_test(test_errors),    cmocka_unit_test(test_arg_grad),
         cmocka_unit_test(test_writes_eager), cmocka_unit_test(test_saved_result),
         cmocka_unit_test(test_dump_stages), cmocka_unit_test(test_symbolic_shapes),
+        cmocka_unit_test(test_loss_and_outputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
