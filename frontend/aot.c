@@ -96,9 +96,12 @@ void fe_aot_release(fe_aot *a)
 
 static void aot_release(void *ctx) { fe_aot_release(ctx); }
 
-static int aot_run(void *ctx, tj_tensor *const *saved, int nsaved, int nwatch, tj_tensor *g)
+static int aot_run(void *ctx, tj_tensor *const *saved, int nsaved, int nwatch, tj_tensor *g,
+                   tj_tensor **gargs)
 {
     (void)nwatch;   /* the backward reads the weights through ctx again */
+    (void)gargs;    /* no argument requires grad (compile.c runs such calls eagerly or
+                     * with the partitioned backward) */
     fe_aot *a = ctx;
     tj_tensor *args[AOT_MAX_RESULTS + 1], *out[1];
     if (nsaved >= AOT_MAX_RESULTS) {

@@ -53,6 +53,9 @@ struct fe_joint {
     char name[96];
     int nargs, k, nres;
     ir_type *argt;        /* the arguments' types it was traced for (static) */
+    uint64_t argmask;     /* bit i: argument i requires grad (it gets one) */
+    int nargg;            /* argument gradients: backward outputs ngrads.. */
+    int argg[JOINT_MAX];  /* ... for these arguments */
     ir_graph *fwd, *bwd;
     sc_plan_set *fplans, *bplans;
     int *flast, *blast;
@@ -172,7 +175,7 @@ static int map_inputs(fe_joint *j, fe_trace *tr, tj_tensor *const *caps, int nca
 static int set_outputs(fe_joint *j, fe_trace *tr, tj_tensor **res, tj_tensor *const *caps, int ncaps,
                        char *why, size_t n)
 {
-    ir_node *outs[JOINT_MAX * 2];
+    ir_node *outs[JOINT_MAX * 3];
     int no = 0;
     j->leaf = calloc((size_t)tr->nwrites + 1, sizeof *j->leaf);
     if (!j->leaf) {
@@ -193,7 +196,7 @@ static int set_outputs(fe_joint *j, fe_trace *tr, tj_tensor **res, tj_tensor *co
         if (wr->kind == FE_WRITE_GRAD_NONE)
             continue;   /* a weight the result does not reach */
         int at = index_of(caps, ncaps, wr->target);
-        if (at < 0 || no >= (int)(sizeof outs / sizeof *outs)) {
+        if (at < 0 || no >= JOINT_MAX * 2) {
             snprintf(why, n, "a gradient goes to a tensor the forward does not capture");
             return -1;
         }
@@ -203,13 +206,39 @@ static int set_outputs(fe_joint *j, fe_trace *tr, tj_tensor **res, tj_tensor *co
             return -1;
         }
     }
-    if (j->ngrads == 0) {
-        snprintf(why, n, "no weight gets a gradient");
+    for (int i = 0; i < j->nargs; i++) {   /* the arguments' that require grad */
+        tj_tensor *g = j->argmask >> i & 1 ? tj_grad(tr->args[i]) : NULL;
+        if (!g)
+            continue;   /* the result does not reach it: none, as eagerly */
+        if (!(outs[no++] = fe_trace_value(tr, g))) {
+            snprintf(why, n, "an argument's gradient is not traced");
+            return -1;
+        }
+        j->argg[j->nargg++] = i;
+    }
+    if (j->ngrads + j->nargg == 0) {
+        snprintf(why, n, "no weight or argument gets a gradient");
         return -1;
     }
     if (ir_graph_set_outputs(tr->g, outs, no) != 0 || ir_verify(tr->g, why, n) != 0) {
         if (!why[0])
             snprintf(why, n, "%s", ir_graph_error(tr->g));
+        return -1;
+    }
+    return 0;
+}
+
+/* With arguments that require grad: the one result that requires grad is
+ * k; no other may (aot.c's backward of another result would not reach the
+ * arguments); 0 or -1 with why. */
+static int choose_result(fe_joint *j, tj_tensor **res, char *why, size_t n)
+{
+    int tape = 0;
+    for (int r = 0; r < j->nres; r++)
+        if (ir_dtype_is_float(res[r]->dtype) && fe_ag_requires_grad(res[r]))
+            tape++, j->k = r;
+    if (tape != 1) {
+        snprintf(why, n, "%d results require grad, with an argument that does (one may)", tape);
         return -1;
     }
     return 0;
@@ -234,7 +263,8 @@ static int trace_joint(fe_joint *j, fe_trace *tr, tj_model_fn fn, tj_model_multi
         char name[16];
         snprintf(name, sizeof name, "x%d", i);
         ir_node *x = ir_graph_input(tr->g, name, &t, false);
-        if (!x || !(sargs[i] = fe_trace_arg(tr, x, &t, args[i]))) {
+        if (!x || !(sargs[i] = fe_trace_arg(tr, x, &t, args[i])) ||
+            (j->argmask >> i & 1 && tj_requires_grad(sargs[i], true) != 0)) {
             snprintf(why, n, "out of memory");
             return -1;
         }
@@ -244,6 +274,8 @@ static int trace_joint(fe_joint *j, fe_trace *tr, tj_model_fn fn, tj_model_multi
         snprintf(why, n, "%s", tr->brk[0] ? tr->brk : "the model failed in the joint trace");
         return -1;
     }
+    if (j->argmask && choose_result(j, res, why, n) != 0)
+        return -1;
     /* every leaf weight's gradient starts as none: the graph's gradients
      * are the call's own, added to .grad after each backward */
     for (int c = 0; c < tr->ncaps; c++) {
@@ -298,8 +330,8 @@ static int split(fe_joint *j, const ir_graph *g, char *why, size_t n)
 }
 
 fe_joint *fe_joint_new(tj_model_fn fn, tj_model_multi_fn mfn, void *ctx, const char *name, int k,
-                       tj_tensor *const *args, int nargs, tj_tensor *const *caps, int ncaps,
-                       char *why, size_t n)
+                       uint64_t argmask, tj_tensor *const *args, int nargs, tj_tensor *const *caps,
+                       int ncaps, char *why, size_t n)
 {
     why[0] = '\0';
     if (nargs > JOINT_MAX) {
@@ -314,7 +346,8 @@ fe_joint *fe_joint_new(tj_model_fn fn, tj_model_multi_fn mfn, void *ctx, const c
     atomic_init(&j->refs, 1);
     snprintf(j->name, sizeof j->name, "%s", name);
     j->nargs = nargs;
-    j->k = k;
+    j->k = argmask ? 0 : k;   /* with argmask: chosen in the trace (choose_result) */
+    j->argmask = argmask;
     char saved_err[1024] = "";
     if (rt_has_error())
         snprintf(saved_err, sizeof saved_err, "%s", tj_last_error());
@@ -394,11 +427,12 @@ static int grad_ready(void *ctx, int i, tj_tensor *value)
     return fe_ag_part_final(go->caps[go->j->leaf[o]]);
 }
 
-static int joint_run(void *ctx, tj_tensor *const *in, int nsaved, int nwatch, tj_tensor *g)
+static int joint_run(void *ctx, tj_tensor *const *in, int nsaved, int nwatch, tj_tensor *g,
+                     tj_tensor **gargs)
 {
     fe_joint *j = ctx;
     tj_tensor *const *caps = in + nsaved;
-    tj_tensor *bin[JOINT_MAX * 8], **outs = calloc((size_t)j->ngrads + 1, sizeof *outs);
+    tj_tensor *bin[JOINT_MAX * 8], **outs = calloc((size_t)(j->ngrads + j->nargg) + 1, sizeof *outs);
     int nb = j->bwd->ninputs, rc = -1;
     (void)nwatch;
     tj_scope_begin();
@@ -441,8 +475,15 @@ static int joint_run(void *ctx, tj_tensor *const *in, int nsaved, int nwatch, tj
     for (int o = 0; o < j->ngrads; o++)
         tj_release(outs[o]);
 out:
-    free(outs);
     tj_scope_end();
+    for (int i = 0; outs && i < j->nargg; i++) {   /* the arguments': the caller's scope */
+        tj_tensor *ga = outs[j->ngrads + i];
+        if (rc == 0)
+            gargs[j->argg[i]] = rt_own(ga);
+        else
+            tj_release(ga);
+    }
+    free(outs);
     return rc;
 }
 
@@ -495,9 +536,9 @@ int fe_joint_results(const fe_joint *j) { return j->nres; }
 
 int fe_joint_result(const fe_joint *j) { return j->k; }
 
-bool fe_joint_fits(const fe_joint *j, tj_tensor *const *args, int nargs)
+bool fe_joint_fits(const fe_joint *j, tj_tensor *const *args, int nargs, uint64_t argmask)
 {
-    if (nargs != j->nargs)
+    if (nargs != j->nargs || argmask != j->argmask)
         return false;
     for (int i = 0; i < nargs; i++) {
         ir_type t;
@@ -525,8 +566,12 @@ void fe_joint_explain(const fe_joint *j, bool shapes, FILE *f)
             j->k, at, j->part.nsaved, j->part.nsaved == 1 ? "" : "s", (long long)j->part.saved_bytes,
             j->part.nrecomputed, j->part.nrecomputed == 1 ? "" : "s", j->ncontract,
             (unsigned long)atomic_load(&j->calls));
-    fprintf(f, "    forward @%s: %d nodes, %d outputs; backward @%s: %d nodes, %d gradients\n",
-            j->fwd->name, j->fwd->nnodes, j->fwd->noutputs, j->bwd->name, j->bwd->nnodes, j->ngrads);
+    fprintf(f, "    forward @%s: %d nodes, %d outputs; backward @%s: %d nodes, %d gradients",
+            j->fwd->name, j->fwd->nnodes, j->fwd->noutputs, j->bwd->name, j->bwd->nnodes,
+            j->ngrads + j->nargg);
+    for (int i = 0; i < j->nargg; i++)
+        fprintf(f, "%s%d", i ? ", " : " (of arguments ", j->argg[i]);
+    fprintf(f, "%s\n", j->nargg ? ")" : "");
     if (fi.compiled && bi.compiled)
         fprintf(f, "    compiled: forward %d kernels, %d eager calls; backward %d kernels, %d eager calls\n",
                 fi.kernels, fi.eager_calls, bi.kernels, bi.eager_calls);

@@ -68,6 +68,11 @@ struct ag_node {
     ag_input in[];
 };
 
+/* A backward's walk over the nodes (below); send passes a node's input
+ * gradients on. */
+typedef struct walk walk;
+static int send(walk *w, ag_node *n, tj_tensor **gx);
+
 static atomic_uint_fast64_t node_seq;
 static _Thread_local int no_grad_depth;
 /* The backward running on this thread (a number from bw_seq), 0 outside one. */
@@ -373,6 +378,8 @@ tj_tensor *fe_ag_record_compiled(tj_tensor *r, tj_tensor *const *saved, int nsav
         tj_tensor *t = k < nsaved ? saved[k] : watch[k - nsaved];
         n->in[k].saved = tj_retain(t);
         n->in[k].version = version_of(t);
+        if (k < nargs)   /* an argument that requires grad gets one */
+            link_input(&n->in[k], t);
     }
     if (!ok) {
         node_release(n);
@@ -384,8 +391,9 @@ tj_tensor *fe_ag_record_compiled(tj_tensor *r, tj_tensor *const *saved, int nsav
 }
 
 /* A compiled call's node: its backward plan on the saved arguments, with
- * grad mode on (the backward is traced from the model's tape). */
-static int run_compiled(ag_node *n, tj_tensor *g)
+ * grad mode on (the backward is traced from the model's tape); the
+ * arguments' gradients go on as any node's. */
+static int run_compiled(walk *w, ag_node *n, tj_tensor *g)
 {
     char d[64];
     for (int k = 0; k < n->nin; k++) {
@@ -409,8 +417,14 @@ static int run_compiled(ag_node *n, tj_tensor *g)
         in[k] = n->in[k].saved;
     int depth = no_grad_depth;
     no_grad_depth = 0;
-    int rc = n->compiled->run(n->cctx, in, n->nsaved, n->nin - n->nsaved, g);
+    tj_tensor **gx = calloc((size_t)n->nin + 1, sizeof *gx);   /* gx[0..nargs): the arguments' */
+    int rc = gx ? n->compiled->run(n->cctx, in, n->nsaved, n->nin - n->nsaved, g, gx) : -1;
     no_grad_depth = depth;
+    if (!gx)
+        rt_error("backward: out of memory");
+    if (rc == 0)
+        rc = send(w, n, gx);   /* in[nargs..) need none: their gradients went into .grad */
+    free(gx);
     if (in != few)
         free(in);
     return rc;
@@ -805,6 +819,16 @@ int fe_ag_accumulate(tj_tensor *leaf, tj_tensor *g)
         tj_tensor *sum = old ? tj_add(old, g) : g;
         return sum ? fe_trace_set_grad(tr, leaf, sum) : -1;
     }
+    if (tr) {   /* a traced leaf (a joint's argument, aot_joint.c): the traced value */
+        tj_tensor *sum = old ? tj_add(old, g) : g;
+        ag_meta *m = sum ? meta_get(leaf) : NULL;
+        if (!m)
+            return -1;
+        tj_retain(sum);
+        tj_release(m->grad);
+        m->grad = sum;
+        return 0;
+    }
     /* in place when it has one, as PyTorch accumulates: the gradient keeps
      * its identity (and a compiled step's guard on it holds) */
     tj_tensor *sum = old ? tj_add(old, g) : g;
@@ -848,11 +872,11 @@ bool tj_grad_enabled(void) { return no_grad_depth == 0; }
 
 /* ---- backward ------------------------------------------------------------------------- */
 
-typedef struct walk {
+struct walk {
     ag_node **nodes;         /* reachable nodes */
     tj_tensor **grads;       /* per node: gradient of its result so far */
     int n, cap;
-} walk;
+};
 
 static int node_index(const walk *w, const ag_node *n) { (void)w; return n->walk - 1; }
 
@@ -939,7 +963,7 @@ static int run_node(walk *w, int i)
         return -1;
     }
     if (n->compiled)
-        return run_compiled(n, w->grads[i]);
+        return run_compiled(w, n, w->grads[i]);
     tj_tensor *gx[FE_MAX_INPUTS] = {0};
     if (n->slices ? copy_slices(n, w->grads[i], gx) : run_rule(n, w->grads[i], gx))
         return -1;

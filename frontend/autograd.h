@@ -72,8 +72,11 @@ tj_tensor *fe_ag_record(ir_op op, tj_tensor *const *in, int nin, const ir_attrs 
  * call and the gradient g of its result, sends the gradients to the leaves
  * (accumulating into .grad). Runs with grad mode on. 0 or -1 (error set). */
 typedef struct fe_ag_compiled {
-    /* in[0..nsaved) the saved tensors, in[nsaved..nsaved+nwatch) the watched */
-    int (*run)(void *ctx, tj_tensor *const *in, int nsaved, int nwatch, tj_tensor *g);
+    /* in[0..nsaved) the saved tensors, in[nsaved..nsaved+nwatch) the watched;
+     * gargs[0..nargs) (NULL each) gets the gradients of the arguments that
+     * require grad, sent on like any node's (in the current scope) */
+    int (*run)(void *ctx, tj_tensor *const *in, int nsaved, int nwatch, tj_tensor *g,
+               tj_tensor **gargs);
     void (*release)(void *ctx);   /* drops the node's hold on ctx */
 } fe_ag_compiled;
 /* Puts r (a compiled call's result, a fresh tensor) on the tape as a node of
@@ -82,6 +85,7 @@ typedef struct fe_ag_compiled {
  * rest values its forward saved), watch[0..nwatch) (the captured weights the
  * backward reads again: retained, versions checked), both passed to
  * kind->run, and ctx (one hold, released with the node; also on failure).
+ * The arguments that require grad get the gradients kind->run gives them.
  * Returns r, or NULL (error set). */
 tj_tensor *fe_ag_record_compiled(tj_tensor *r, tj_tensor *const *saved, int nsaved, int nargs,
                                  tj_tensor *const *watch, int nwatch,

@@ -62,7 +62,8 @@ static void entry_free(entry *e)
     free(e->symval);
     for (int k = 0; k < e->njoints; k++)
         fe_joint_release(e->joints[k]);
-    free(e->joint_why);
+    free(e->joint_why[0]);
+    free(e->joint_why[1]);
     sc_plans_free(e->plans);
     fe_keep_free(e->keep);
     ir_graph_free(e->g);
@@ -827,32 +828,35 @@ static int joint_result(const entry *e, char *why, size_t n)
 }
 
 /* The partitioned backward of e for args, made on first need (joint_result
- * says which result); a symbolic entry gets one per argument shape (traced
- * static), up to FE_JOINT_SHAPES. NULL: the caller uses aot.c's. */
+ * says which result; with arguments that require grad, argmask, the joint
+ * trace does); a symbolic entry gets one per argument shape (traced static),
+ * up to FE_JOINT_SHAPES. NULL: the caller uses aot.c's, or with argmask runs
+ * the call eagerly. */
 static fe_joint *entry_joint(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs,
-                             tj_tensor *const *caps)
+                             tj_tensor *const *caps, uint64_t argmask)
 {
     pthread_mutex_lock(&c->lock);
     fe_joint *j = NULL;
+    char **why_not = &e->joint_why[argmask != 0];
     for (int i = 0; !j && i < e->njoints; i++)
-        if (!e->nsyms || fe_joint_fits(e->joints[i], args, nargs))
+        if (fe_joint_fits(e->joints[i], args, nargs, argmask))
             j = e->joints[i];
-    if (!j && !e->joint_why && e->njoints == FE_JOINT_SHAPES)
+    if (!j && !*why_not && e->njoints == FE_JOINT_SHAPES)
         atomic_fetch_add(&e->joint_misses, 1);
-    else if (!j && !e->joint_why) {
+    else if (!j && !*why_not) {
         char why[512] = "";
-        int k = joint_result(e, why, sizeof why);
-        if (k < 0)
+        int k = argmask ? -1 : joint_result(e, why, sizeof why);
+        if (!argmask && k < 0)
             ;   /* why says so */
         else if (getenv("TJIT_PARTITION") && !strcmp(getenv("TJIT_PARTITION"), "0"))
             snprintf(why, sizeof why, "TJIT_PARTITION=0");
         else
-            j = fe_joint_new(c->fn, c->mfn, c->ctx, c->name, k, args, nargs, caps, e->ncaps,
-                             why, sizeof why);
+            j = fe_joint_new(c->fn, c->mfn, c->ctx, c->name, k, argmask, args, nargs, caps,
+                             e->ncaps, why, sizeof why);
         if (j)
             e->joints[e->njoints++] = j;
         else
-            e->joint_why = strdup(why);
+            *why_not = strdup(why);
     }
     pthread_mutex_unlock(&c->lock);
     return j;
@@ -940,10 +944,13 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
         return -2;
     /* The results go on the tape (aot.c) when a weight requires grad, unless
      * the function calls backward itself (a whole training step: its
-     * gradients are write-backs). Gradients of arguments, and functions that
-     * write to tensors (running stats; the backward would rerun the writes),
-     * run eagerly: the eager tape is right for them. */
+     * gradients are write-backs). Arguments that require grad (the output of
+     * another compiled module, a generator's sample) get theirs from the
+     * partitioned backward, or the call runs eagerly where it cannot be made;
+     * functions that write to tensors (running stats; the backward would
+     * rerun the writes) run eagerly: the eager tape is right for them. */
     bool grad = false, step = false;
+    uint64_t argmask = 0;   /* bit k: argument k requires grad */
     for (int k = 0; k < e->nwrites; k++)
         step |= e->writes[k].kind != FE_WRITE_DATA;
     if (tj_grad_enabled() && !step) {
@@ -953,8 +960,9 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
          * returns detached values): nothing goes on the tape */
         grad &= !(e->grad_known && e->res_grad == 0);
         for (int k = 0; k < nargs; k++)
-            if (fe_ag_requires_grad(args[k]))
-                return -2;
+            if (ir_dtype_is_float(args[k]->dtype) && fe_ag_requires_grad(args[k]))
+                argmask |= (uint64_t)1 << k;
+        grad |= argmask != 0;
         if (grad && e->nwrites > 0)
             return -2;
     }
@@ -972,10 +980,10 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
     }
     for (int k = 0; caps && k < e->ncaps; k++)
         caps[k] = e->caps[k].t;
-    fe_joint *j = grad ? entry_joint(c, e, args, nargs, caps) : NULL;
-    if (j) {
-        int n = fe_joint_call(j, args, nargs, caps, e->ncaps, outs);
-        for (int k = 0; n >= 0 && k < e->nresults; k++)   /* the other results: aot.c's */
+    fe_joint *j = grad ? entry_joint(c, e, args, nargs, caps, argmask) : NULL;
+    if (j || argmask) {
+        int n = j ? fe_joint_call(j, args, nargs, caps, e->ncaps, outs) : -2;   /* -2: eagerly */
+        for (int k = 0; !argmask && n >= 0 && k < e->nresults; k++)   /* the other results: aot.c's */
             if (k != fe_joint_result(j) && on_tape(e, k) &&
                 attach_backward(c, k, outs[k], args, nargs, caps, e->ncaps) != 0)
                 n = -1;

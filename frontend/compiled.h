@@ -84,7 +84,8 @@ typedef struct entry {
                              * per argument shape seen for a symbolic one (the joint is
                              * traced static); none: aot.c's, because joint_why */
     int njoints;
-    char *joint_why;        /* why not (set once: the reason holds for every shape) */
+    char *joint_why[2];     /* why not (set once: the reason holds for every shape);
+                             * [1]: with arguments that require grad (then eager) */
     atomic_ulong joint_misses;   /* symbolic entry: grad-mode calls of shapes past the limit */
     fe_draws draws;         /* its random ops' draws per call (runtime/random.h) */
 } entry;

@@ -231,6 +231,93 @@ static void test_loss_and_outputs(void **state)
     tj_scope_end();
 }
 
+/* Compiled modules in a chain: the second's argument (the first's result)
+ * requires grad, and so may the input; each call runs its partitioned
+ * backward, which gives the argument its gradient, so every weight's and the
+ * input's gradient equals eager's. */
+static tj_tensor *layer2(void *ctx, tj_tensor *const *args, int nargs)
+{
+    (void)nargs;
+    return tj_tanh(tj_matmul(args[0], ctx));
+}
+
+/* Two results that would need the argument's gradient: eager. */
+static int layer2_twice(void *ctx, tj_tensor *const *args, int nargs, tj_tensor **outs, int max)
+{
+    (void)max;
+    outs[0] = layer2(ctx, args, nargs);
+    outs[1] = tj_mul_s(args[0], 2);
+    return 2;
+}
+
+static void test_argument_grads(void **state)
+{
+    (void)state;
+    tj_scope_begin();
+    tj_manual_seed(17);
+    mlp m;
+    mlp_init(&m, true);
+    tj_tensor *w3 = tj_randn(TJ_F32, 2, (int64_t[]){4, 5});
+    assert_int_equal(tj_requires_grad(w3, true), 0);
+    tj_compiled *c1 = tj_compile(mlp_fn, &m, NULL), *c2 = tj_compile(layer2, w3, NULL);
+    for (int step = 0; step < 4; step++) {
+        tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){8, 16}), *want[5], *got[5];
+        assert_int_equal(tj_requires_grad(x, step % 2 == 1), 0);   /* the input too, every other */
+        for (int pass = 0; pass < 2; pass++) {
+            tj_tensor *h = pass ? tj_call(c1, &x, 1) : mlp_fn(&m, &x, 1);
+            tj_tensor *y = pass ? tj_call(c2, &h, 1) : layer2(w3, &h, 1);
+            if (!y || tj_backward(loss_of(y)) != 0)
+                fail_msg("step %d, pass %d: %s", step, pass, tj_last_error());
+            tj_tensor **g = pass ? got : want;
+            take_grads(&m, g);
+            g[3] = tj_clone(tj_grad(w3));
+            g[4] = step % 2 ? tj_clone(tj_grad(x)) : NULL;
+            tj_zero_grad(w3);
+            if (step % 2)
+                tj_zero_grad(x);
+        }
+        for (int k = 0; k < 5; k++)
+            if (want[k])
+                tu_assert_close(got[k], want[k], 1e-5, 1e-5);
+    }
+    tj_compiled_stats s;
+    assert_int_equal(tj_compiled_stats_get(c2, &s), 0);
+    assert_int_equal((int)s.eager_calls, 0);
+    assert_int_equal(s.backward.partitioned, 1);
+    char *ex = tj_explain(c2);
+    assert_non_null(strstr(ex, "2 gradients (of arguments 0)"));
+    free(ex);
+    assert_int_equal(tj_compiled_stats_get(c1, &s), 0);
+    assert_int_equal((int)s.eager_calls, 0);
+    assert_int_equal(s.backward.partitioned, 2);   /* x without grad, and with */
+    tj_compiled_free(c2);
+
+    /* two results: the argument's gradient would come from two backwards */
+    tj_compiled *c3 = tj_compile_multi(layer2_twice, w3, NULL);
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){8, 4}), *r[2], *want, *got;
+    assert_int_equal(tj_requires_grad(x, true), 0);
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass)
+            assert_int_equal(tj_call_multi(c3, &x, 1, r, 2), 2);
+        else
+            assert_int_equal(layer2_twice(w3, &x, 1, r, 2), 2);
+        assert_int_equal(tj_backward(tj_add(loss_of(r[0]), loss_of(r[1]))), 0);
+        *(pass ? &got : &want) = tj_clone(tj_grad(x));
+        tj_zero_grad(x);
+        tj_zero_grad(w3);
+    }
+    tu_assert_close(got, want, 1e-5, 1e-5);
+    ex = tj_explain(c3);
+    assert_non_null(strstr(ex, "calls with arguments that require grad run eagerly: 2 results "
+                               "require grad, with an argument that does (one may)"));
+    free(ex);
+    tj_compiled_free(c3);
+    tj_compiled_free(c1);
+    tj_release(w3);
+    mlp_free(&m);
+    tj_scope_end();
+}
+
 /* No grad mode, or no weight requiring grad: nothing goes on the tape and no
  * backward is made (inference unchanged). */
 static void test_no_grad(void **state)
@@ -478,7 +565,7 @@ int main(void)
         cmocka_unit_test(test_errors),    cmocka_unit_test(test_arg_grad),
         cmocka_unit_test(test_writes_eager), cmocka_unit_test(test_saved_result),
         cmocka_unit_test(test_dump_stages), cmocka_unit_test(test_symbolic_shapes),
-        cmocka_unit_test(test_loss_and_outputs),
+        cmocka_unit_test(test_loss_and_outputs), cmocka_unit_test(test_argument_grads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
