@@ -893,11 +893,27 @@ static void run_grad(int count)
                 refused++;
                 break;
             }
-            int be = backward_of(want, n), bc = backward_of(got, n);
+            int be = backward_of(want, n);
+            char eerr[512];
+            snprintf(eerr, sizeof eerr, "%s", be < 0 ? tj_last_error() : "");
+            tj_clear_error();
+            int bc = backward_of(got, n);
+            /* a value saved for the backward, written in place after: eager
+             * autograd refuses the backward, a compiled call's partitioned
+             * backward reads the value as saved (functionalized, as AOTAutograd
+             * does): its gradients are judged against central differences */
+            if (be < 0 && bc > 0 && strstr(eerr, "was modified in place after it was saved")) {
+                if (call == 0)
+                    fd_check(&pe, spec, seed * 3u, ea[0], NULL, tj_grad(ca[0])),
+                        fd_check(&pe, spec, seed * 3u, pe.w, pe.w, tj_grad(pc.w));
+                refused++;
+                break;
+            }
             if (be != bc)
                 fail_msg("grad program %u, call %d: backward %s eagerly, %s compiled (%s)\nsteps: %s", seed, call,
                          be < 0 ? "failed" : be ? "ran" : "had nothing to do",
-                         bc < 0 ? "failed" : bc ? "ran" : "had nothing to do", tj_last_error(), pe.log);
+                         bc < 0 ? "failed" : bc ? "ran" : "had nothing to do", be < 0 ? eerr : tj_last_error(),
+                         pe.log);
             if (be < 0) {   /* refused alike: a program with an op without a gradient */
                 tj_clear_error();
                 refused++;
