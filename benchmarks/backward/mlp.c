@@ -3,7 +3,7 @@
  * partitioned backward of docs/training.md. With TJIT_PARTITION=0 the
  * compiled call uses the backward that recomputes the forward instead.
  *
- *   build/bench-backward [--threads N] [--reps N] [--batch B] [--cpu-time] [--dynamic]
+ *   build/bench-backward [--threads N] [--reps N] [--batch B] [--cpu-time] [--dynamic] [--chain]
  *
  * Model: y = relu(tanh(x @ w1 + b1)) @ w2, x [B,256], w1 [256,1024],
  * w2 [1024,256]; one step = forward, backward with a ones seed, the
@@ -11,7 +11,9 @@
  * (after 3 warm-up steps) and the ratio of the medians, and the compiled
  * handle's first call (trace + compile of the forward and backward plans).
  * --dynamic marks the batch dim dynamic (tj_mark_dynamic): the forward is one
- * symbolic graph, the backward is built per batch size seen.
+ * symbolic graph, the backward is built per batch size seen. --chain compiles
+ * the two layers as two modules called one after the other: the second one's
+ * argument requires grad (its backward gives that gradient to the first's).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +34,23 @@ static tj_tensor *mlp_fn(void *ctx, tj_tensor *const *args, int nargs)
     return tj_matmul(tj_relu(h), m->w2);
 }
 
+/* The two layers as modules of their own (--chain). */
+static tj_tensor *layer1(void *ctx, tj_tensor *const *args, int nargs)
+{
+    mlp *m = ctx;
+    (void)nargs;
+    return tj_tanh(tj_add(tj_matmul(args[0], m->w1), m->b1));
+}
+
+static tj_tensor *layer2(void *ctx, tj_tensor *const *args, int nargs)
+{
+    mlp *m = ctx;
+    (void)nargs;
+    return tj_matmul(tj_relu(args[0]), m->w2);
+}
+
+static tj_compiled *second;   /* --chain: layer2's module (the handle passed is layer1's) */
+
 static bool cpu_time;
 
 static double now_ms(void)
@@ -51,7 +70,13 @@ static int cmp(const void *a, const void *b)
 static int step(mlp *m, tj_compiled *c, tj_tensor *x, tj_tensor *seed)
 {
     tj_scope_begin();
-    tj_tensor *y = c ? tj_call(c, &x, 1) : mlp_fn(m, &x, 1);
+    tj_tensor *y, *h;
+    if (!c)
+        y = mlp_fn(m, &x, 1);
+    else if (second)   /* layer2's argument requires grad */
+        y = (h = tj_call(c, &x, 1)) ? tj_call(second, &h, 1) : NULL;
+    else
+        y = tj_call(c, &x, 1);
     int rc = y && tj_backward_seed(y, seed) == 0 ? 0 : -1;
     tj_zero_grad(m->w1);
     tj_zero_grad(m->b1);
@@ -83,7 +108,7 @@ static int measure(mlp *m, tj_compiled *c, tj_tensor *x, tj_tensor *seed, int re
 int main(int argc, char **argv)
 {
     int reps = 21, batch = 256;
-    bool dynamic = false;
+    bool dynamic = false, chain = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads") && i + 1 < argc)
             tj_set_num_threads(atoi(argv[++i]));
@@ -95,8 +120,10 @@ int main(int argc, char **argv)
             cpu_time = true;
         else if (!strcmp(argv[i], "--dynamic"))
             dynamic = true;
+        else if (!strcmp(argv[i], "--chain"))
+            chain = true;
         else {
-            fprintf(stderr, "usage: %s [--threads N] [--reps N] [--batch B] [--cpu-time] [--dynamic]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--threads N] [--reps N] [--batch B] [--cpu-time] [--dynamic] [--chain]\n", argv[0]);
             return 2;
         }
     }
@@ -116,7 +143,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench-backward: %s\n", tj_last_error());
         return 1;
     }
-    tj_compiled *c = tj_compile(mlp_fn, &m, &(tj_compile_options){.name = "mlp"});
+    tj_compiled *c = tj_compile(chain ? layer1 : mlp_fn, &m, &(tj_compile_options){.name = "mlp"});
+    if (chain)
+        second = tj_compile(layer2, &m, &(tj_compile_options){.name = "mlp_layer2"});
     double t0 = now_ms();
     if (step(&m, c, x, seed) != 0) {
         fprintf(stderr, "bench-backward: %s\n", tj_last_error());
@@ -129,14 +158,21 @@ int main(int argc, char **argv)
     }
     tj_compiled_stats s;
     tj_compiled_stats_get(c, &s);
-    printf("mlp %dx256 -> 1024 -> 256%s, forward + backward, %d threads, %s ms, %d steps:\n", batch,
-           dynamic ? " (batch dynamic)" : "", tj_num_threads(), cpu_time ? "CPU" : "wall", reps);
+    printf("mlp %dx256 -> 1024 -> 256%s%s, forward + backward, %d threads, %s ms, %d steps:\n", batch,
+           dynamic ? " (batch dynamic)" : "", chain ? " (two modules chained)" : "", tj_num_threads(),
+           cpu_time ? "CPU" : "wall", reps);
     printf("  eager     median %.3f  best %.3f\n", em, eb);
     printf("  compiled  median %.3f  best %.3f  (%.2fx eager)  first call %.1f ms\n", cm, cb, em / cm,
            first);
     printf("  backward: %s, %d saved (%lld bytes), %d recomputed, %d matmuls\n",
            s.backward.partitioned ? "partitioned" : "recomputes the forward", s.backward.saved,
            (long long)s.backward.saved_bytes, s.backward.recomputed, s.backward.contractions);
+    if (second) {
+        tj_compiled_stats_get(second, &s);
+        printf("  second module: %lu of %lu calls eager; backward %s\n", (unsigned long)s.eager_calls,
+               (unsigned long)s.calls, s.backward.partitioned ? "partitioned" : "not partitioned");
+    }
+    tj_compiled_free(second);
     tj_compiled_free(c);
     tj_release(m.w1);
     tj_release(m.b1);
