@@ -137,6 +137,17 @@ ir_node *ps_b_reshape(ps_builder *b, ir_node *x, const int64_t *shape, int n)
     ir_attrs a;
     memset(&a, 0, sizeof a);
     ir_attr_ints(&a.a[0], shape, n);
+    /* A target size that is x's one symbolic dim is written -1 (the rule
+     * infers it as that symbol; a symbol cannot be an attribute's size). */
+    int xs = -1, ts = -1, nx = 0, nt = 0;
+    for (int k = 0; x && k < x->type.ndim; k++)
+        if (IR_IS_SYM(x->type.shape[k]))
+            nx++, xs = k;
+    for (int k = 0; k < n && k < IR_MAX_LIST; k++)
+        if (IR_IS_SYM(shape[k]) || shape[k] == -1)
+            nt++, ts = k;
+    if (nx == 1 && nt == 1 && shape[ts] == x->type.shape[xs])
+        a.a[0].i[ts] = -1;
     return ps_b_op(b, OP_reshape, &x, 1, &a);
 }
 

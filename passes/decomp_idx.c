@@ -306,8 +306,12 @@ ir_node *ps_decomp_take_along_dim(PS_DECOMP_ARGS)
     memset(&ei, 0, sizeof ei);
     ir_attr_ints(&ex.a[0], xs, nd);
     ir_attr_ints(&ei.a[0], is, nd);
-    x = b_op1(b, OP_expand, x, &ex);
-    ix = b_op1(b, OP_expand, ix, &ei);
+    /* broadcast only where a size differs: an expand to a symbolic size
+     * cannot be written, an operand that has it already needs none */
+    if (memcmp(x->type.shape, xs, sizeof *xs * (size_t)nd))
+        x = b_op1(b, OP_expand, x, &ex);
+    if (memcmp(ix->type.shape, is, sizeof *is * (size_t)nd))
+        ix = b_op1(b, OP_expand, ix, &ei);
     return ps_b_op(b, OP_gather, (ir_node *[]){x, ix}, 2, a);
 }
 
