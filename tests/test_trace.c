@@ -22,6 +22,17 @@ static tj_tensor *randn2(tj_dtype dt, int64_t a, int64_t b)
     return tj_randn(dt, 2, (int64_t[]){a, b});
 }
 
+/* c called on random f32 [rows[k], cols] inputs, k < n, against model run
+ * eagerly on each (within rtol, atol). */
+static void calls_match(tj_compiled *c, tj_model_fn model, void *ctx, const int64_t *rows, int n,
+                        int64_t cols, double rtol, double atol)
+{
+    for (int k = 0; k < n; k++) {
+        tj_tensor *x = randn2(TJ_F32, rows[k], cols);
+        tu_assert_close(tj_call(c, &x, 1), model(ctx, &x, 1), rtol, atol);
+    }
+}
+
 /* y = tanh(x) * w + sum(x, dim 1, keepdim) */
 static tj_tensor *model_weighted(void *ctx, tj_tensor *const *args, int nargs)
 {
@@ -79,10 +90,7 @@ static void test_recompile_limit(void **state)
     (void)state;
     tj_compiled *c = tj_compile(model_pointwise, NULL,
                                 &(tj_compile_options){.recompile_limit = 2, .no_dynamic = true});
-    for (int n = 2; n < 7; n++) {
-        tj_tensor *x = randn2(TJ_F32, n, 3);
-        tu_assert_close(tj_call(c, &x, 1), model_pointwise(NULL, &x, 1), 0, 0);
-    }
+    calls_match(c, model_pointwise, NULL, (int64_t[]){2, 3, 4, 5, 6}, 5, 3, 0, 0);
     tu_assert_explain(c, "2 graphs captured");
     tu_assert_explain(c, "recompile limit (2) reached");
     tu_assert_explain(c, "3 eager calls");
@@ -102,11 +110,7 @@ static void test_dynamic_dim(void **state)
     (void)state;
     tj_tensor *w = tj_keep(randn2(TJ_F32, 8, 6));
     tj_compiled *c = tj_compile(model_dynamic, w, NULL);
-    int64_t sizes[] = {4, 6, 10, 7, 3};
-    for (int k = 0; k < 5; k++) {
-        tj_tensor *x = randn2(TJ_F32, sizes[k], 8);
-        tu_assert_close(tj_call(c, &x, 1), model_dynamic(w, &x, 1), 1e-5, 1e-5);
-    }
+    calls_match(c, model_dynamic, w, (int64_t[]){4, 6, 10, 7, 3}, 5, 8, 1e-5, 1e-5);
     tu_assert_explain(c, "2 graphs captured");
     tu_assert_explain(c, "1 symbolic dim, 4 calls");
     tu_assert_explain(c, "guard arg 0: f32[s0,8]");
@@ -159,10 +163,7 @@ static void test_dynamic_slice(void **state)
 {
     (void)state;
     tj_compiled *c = tj_compile(model_slice, NULL, NULL);
-    for (int n = 4; n < 9; n++) {
-        tj_tensor *x = randn2(TJ_F32, n, 3);
-        tu_assert_close(tj_call(c, &x, 1), model_slice(NULL, &x, 1), 0, 0);
-    }
+    calls_match(c, model_slice, NULL, (int64_t[]){4, 5, 6, 7, 8}, 5, 3, 0, 0);
     tj_compiled_free(c);
 }
 
@@ -185,11 +186,7 @@ static void test_dynamic_offsets(void **state)
 {
     (void)state;
     tj_compiled *c = tj_compile(model_offsets, NULL, NULL);
-    int64_t sizes[] = {6, 7, 9, 4, 12, 3};
-    for (int k = 0; k < 6; k++) {
-        tj_tensor *x = randn2(TJ_F32, sizes[k], 3);
-        tu_assert_close(tj_call(c, &x, 1), model_offsets(NULL, &x, 1), 1e-6, 1e-6);
-    }
+    calls_match(c, model_offsets, NULL, (int64_t[]){6, 7, 9, 4, 12, 3}, 6, 3, 1e-6, 1e-6);
     /* 6 static, then 7 symbolic for 7, 9, 4 and 12; 3 on its own */
     tu_assert_explain(c, "3 graphs captured");
     tu_assert_explain(c, "guard arg 0: f32[s0,3]");
@@ -213,11 +210,7 @@ static void test_dynamic_static_slices(void **state)
 {
     (void)state;
     tj_compiled *c = tj_compile(model_ends, NULL, NULL);
-    int64_t sizes[] = {8, 9, 12, 5, 4};
-    for (int k = 0; k < 5; k++) {
-        tj_tensor *x = randn2(TJ_F32, sizes[k], 3);
-        tu_assert_close(tj_call(c, &x, 1), model_ends(NULL, &x, 1), 0, 0);
-    }
+    calls_match(c, model_ends, NULL, (int64_t[]){8, 9, 12, 5, 4}, 5, 3, 0, 0);
     tu_assert_explain(c, "3 graphs captured");
     tu_assert_explain(c, "guard s0 >= 5 (the graph's slices and offsets of it)");
     tu_assert_explain(c, "s0 is 4, the graph's slices and offsets of it need s0 >= 5");
@@ -274,10 +267,7 @@ static void test_dynamic_causal(void **state)
 {
     (void)state;
     tj_compiled *c = tj_compile(model_causal, NULL, NULL);
-    for (int64_t n = 5; n < 9; n++) {
-        tj_tensor *x = randn2(TJ_F32, n, 8);
-        tu_assert_close(tj_call(c, &x, 1), model_causal(NULL, &x, 1), 1e-5, 1e-6);
-    }
+    calls_match(c, model_causal, NULL, (int64_t[]){5, 6, 7, 8}, 4, 8, 1e-5, 1e-6);
     assert_one_symbolic_graph(c);
     tj_compiled_free(c);
 }
@@ -297,10 +287,7 @@ static void test_dynamic_reshape(void **state)
     (void)state;
     for (int flat = 0; flat < 2; flat++) {
         tj_compiled *c = tj_compile(model_heads, flat ? &flat : NULL, NULL);
-        for (int64_t n = 5; n < 9; n++) {
-            tj_tensor *x = randn2(TJ_F32, n, 12);
-            tu_assert_close(tj_call(c, &x, 1), model_heads(flat ? &flat : NULL, &x, 1), 1e-6, 1e-6);
-        }
+        calls_match(c, model_heads, flat ? &flat : NULL, (int64_t[]){5, 6, 7, 8}, 4, 12, 1e-6, 1e-6);
         tu_assert_explain(c, flat ? "4 graphs captured" : "2 graphs captured");
         tj_compiled_free(c);
     }
@@ -382,11 +369,7 @@ static void test_dynamic_decomp_reads(void **state)
     (void)state;
     for (int64_t start = -3; start <= 1; start += 4) {
         tj_compiled *c = tj_compile(model_narrows, &start, NULL);
-        int64_t sizes[] = {8, 9, 12, 5};
-        for (int k = 0; k < 4; k++) {
-            tj_tensor *x = randn2(TJ_F32, sizes[k], 3);
-            tu_assert_close(tj_call(c, &x, 1), model_narrows(&start, &x, 1), 0, 0);
-        }
+        calls_match(c, model_narrows, &start, (int64_t[]){8, 9, 12, 5}, 4, 3, 0, 0);
         tu_assert_explain(c, start < 0 ? "the model reads the size of a dynamic dim" : "2 graphs captured");
         tj_compiled_free(c);
     }
@@ -451,10 +434,7 @@ static void test_dynamic_read_specializes(void **state)
 {
     (void)state;
     tj_compiled *c = tj_compile(model_reads_size, NULL, NULL);
-    for (int n = 2; n < 6; n++) {
-        tj_tensor *x = randn2(TJ_F32, n, 3);
-        tu_assert_close(tj_call(c, &x, 1), model_reads_size(NULL, &x, 1), 0, 0);
-    }
+    calls_match(c, model_reads_size, NULL, (int64_t[]){2, 3, 4, 5}, 4, 3, 0, 0);
     tu_assert_explain(c, "reads the size of a dynamic dim");
     tu_assert_explain(c, "4 graphs captured");
     tj_compiled_free(c);
