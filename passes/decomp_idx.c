@@ -296,23 +296,17 @@ ir_node *ps_decomp_take_along_dim(PS_DECOMP_ARGS)
     int nd = x->type.ndim, d = ir_norm_dim(a->a[0].i[0], nd);
     if (nd == 0)
         return ps_b_op(b, OP_gather, (ir_node *[]){x, ix}, 2, a);
-    int64_t xs[TJ_MAX_DIMS], is[TJ_MAX_DIMS];
+    /* both broadcast to the result's shape, x keeping its size along d */
+    ir_type tx = x->type, ti = ix->type;
+    tx.weak = ti.weak = false;
     for (int k = 0; k < nd; k++) {
-        xs[k] = k == d ? x->type.shape[k] : n->type.shape[k];
-        is[k] = n->type.shape[k];
+        tx.shape[k] = k == d ? x->type.shape[k] : n->type.shape[k];
+        ti.shape[k] = n->type.shape[k];
     }
-    ir_attrs ex, ei;
-    memset(&ex, 0, sizeof ex);
-    memset(&ei, 0, sizeof ei);
-    ir_attr_ints(&ex.a[0], xs, nd);
-    ir_attr_ints(&ei.a[0], is, nd);
-    /* broadcast only where a size differs: an expand to a symbolic size
-     * cannot be written, an operand that has it already needs none */
-    if (memcmp(x->type.shape, xs, sizeof *xs * (size_t)nd))
-        x = b_op1(b, OP_expand, x, &ex);
-    if (memcmp(ix->type.shape, is, sizeof *is * (size_t)nd))
-        ix = b_op1(b, OP_expand, ix, &ei);
-    return ps_b_op(b, OP_gather, (ir_node *[]){x, ix}, 2, a);
+    ir_node *xe = ps_b_like(b, x, &tx), *ie = ps_b_like(b, ix, &ti);
+    if (!xe || !ie)
+        return ps_b_fail(b, "cannot broadcast the operands here (a symbolic dim?)");
+    return ps_b_op(b, OP_gather, (ir_node *[]){xe, ie}, 2, a);
 }
 
 /* Window w, element j of dim d is element w step + j: one index_select of
