@@ -119,7 +119,7 @@ tj_tensor *fe_aot_attach(fe_aot *a, tj_tensor *r, tj_tensor *const *args, int na
                          tj_tensor *const *caps, int ncaps)
 {
     atomic_fetch_add(&a->refs, 1);   /* the node's hold */
-    return fe_ag_record_compiled(r, args, nargs, nargs, caps, ncaps, &aot_kind, a);
+    return fe_ag_record_compiled(r, args, nargs, nargs, caps, ncaps, NULL, &aot_kind, a);
 }
 
 const tj_compiled *fe_aot_compiled(const fe_aot *a) { return a ? a->bwd : NULL; }

@@ -22,9 +22,15 @@
  * handle). It is the backward of one result (k; of several on the tape,
  * the one loss: compile.c's joint_result, the others keep aot.c's). Where
  * the joint cannot be used (several results on the tape and no one loss,
- * a graph break or a value read in the trace, a write to a tensor, a weight
- * that requires grad without being a leaf), the caller keeps the backward of
- * aot.c (saves the arguments, recomputes the forward) and explain says why.
+ * a graph break or a value read in the trace, a weight that requires grad
+ * without being a leaf), the caller keeps the backward of aot.c (saves the
+ * arguments, recomputes the forward) and explain says why.
+ *
+ * The model's writes to captured tensors (running statistics) are forward
+ * outputs after the results, written back by each call; the backward, run
+ * after that, must read none of them (check_writes), and the tape node does
+ * not check their versions. A model with writes that cannot take a joint
+ * runs eagerly (compile.c): aot.c's backward would write again.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -52,6 +58,9 @@ struct fe_joint {
     atomic_int refs;
     char name[96];
     int nargs, k, nres;
+    int nwv;              /* the model's writes to captures (running statistics): forward
+                             outputs after the results, written back by each call ... */
+    int *wcap;            /* ... into these captures (the backward reads none of them) */
     ir_type *argt;        /* the arguments' types it was traced for (static) */
     uint64_t argmask;     /* bit i: argument i requires grad (it gets one) */
     int nargg;            /* argument gradients: backward outputs ngrads.. */
@@ -98,6 +107,7 @@ void fe_joint_release(fe_joint *j)
     free(j->in);
     free(j->argt);
     free(j->leaf);
+    free(j->wcap);
     free(j->flast);
     free(j->blast);
     sc_plans_free(j->fplans);
@@ -141,7 +151,7 @@ static int map_inputs(fe_joint *j, fe_trace *tr, tj_tensor *const *caps, int nca
         return -1;
     }
     j->nin = g->ninputs;
-    for (int i = 0; i < g->ninputs; i++) {
+    for (int i = 0, c = 0; i < g->ninputs; i++) {
         ir_node *x = g->inputs[i];
         if (i < j->nargs) {
             j->in[i] = (src){SRC_ARG, i, NULL};
@@ -151,18 +161,18 @@ static int map_inputs(fe_joint *j, fe_trace *tr, tj_tensor *const *caps, int nca
             j->in[i] = (src){SRC_TANGENT, 0, NULL};
             continue;
         }
-        int c = 0;
-        while (c < tr->ncaps && tr->cap_nodes[c] != x)
-            c++;
-        if (c == tr->ncaps) {
+        /* params are the trace's captures in order (cap_nodes[c] is the
+         * capture's value now: a write rebinds it) */
+        if (!x->param || c == tr->ncaps) {
             snprintf(why, n, "input %%%s of the joint graph is no capture", x->name);
             return -1;
         }
-        int at = capture_of(caps, ncaps, tr->caps[c]);
+        tj_tensor *t = tr->caps[c++];
+        int at = capture_of(caps, ncaps, t);
         if (at >= 0)
             j->in[i] = (src){SRC_CAP, at, NULL};
-        else if (tr->caps[c]->made_tracing)
-            j->in[i] = (src){SRC_CONST, 0, tj_retain(tr->caps[c])};
+        else if (t->made_tracing)
+            j->in[i] = (src){SRC_CONST, 0, tj_retain(t)};
         else {
             snprintf(why, n, "the backward reads a tensor the forward does not capture");
             return -1;
@@ -175,10 +185,11 @@ static int map_inputs(fe_joint *j, fe_trace *tr, tj_tensor *const *caps, int nca
 static int set_outputs(fe_joint *j, fe_trace *tr, tj_tensor **res, tj_tensor *const *caps, int ncaps,
                        char *why, size_t n)
 {
-    ir_node *outs[JOINT_MAX * 3];
+    ir_node *outs[JOINT_MAX * 4];
     int no = 0;
     j->leaf = calloc((size_t)tr->nwrites + 1, sizeof *j->leaf);
-    if (!j->leaf) {
+    j->wcap = calloc((size_t)tr->nwrites + 1, sizeof *j->wcap);
+    if (!j->leaf || !j->wcap) {
         snprintf(why, n, "out of memory");
         return -1;
     }
@@ -187,16 +198,32 @@ static int set_outputs(fe_joint *j, fe_trace *tr, tj_tensor **res, tj_tensor *co
             snprintf(why, n, "result %d is not traced", r);
             return -1;
         }
-    for (int w = 0; w < tr->nwrites; w++) {
+    for (int w = 0; w < tr->nwrites; w++) {   /* writes: forward outputs after the results */
         const fe_write *wr = &tr->writes[w];
-        if (wr->kind == FE_WRITE_DATA) {
-            snprintf(why, n, "the model writes to a tensor");
+        if (wr->kind != FE_WRITE_DATA)
+            continue;
+        int at = wr->target ? index_of(caps, ncaps, wr->target) : -1;
+        if (!wr->target || at < 0 || fe_ag_requires_grad(wr->target) || no >= JOINT_MAX * 2) {
+            snprintf(why, n, "the model writes to %s",
+                     !wr->target ? "an argument"
+                     : at < 0    ? "a tensor it does not capture"
+                                 : "a tensor that requires grad");
             return -1;
         }
+        j->wcap[j->nwv++] = at;
+        if (!(outs[no++] = fe_trace_value(tr, wr->value))) {
+            snprintf(why, n, "a write is not traced");
+            return -1;
+        }
+    }
+    for (int w = 0; w < tr->nwrites; w++) {
+        const fe_write *wr = &tr->writes[w];
+        if (wr->kind == FE_WRITE_DATA)
+            continue;
         if (wr->kind == FE_WRITE_GRAD_NONE)
             continue;   /* a weight the result does not reach */
         int at = index_of(caps, ncaps, wr->target);
-        if (at < 0 || no >= JOINT_MAX * 2) {
+        if (at < 0 || no >= JOINT_MAX * 3) {
             snprintf(why, n, "a gradient goes to a tensor the forward does not capture");
             return -1;
         }
@@ -210,6 +237,10 @@ static int set_outputs(fe_joint *j, fe_trace *tr, tj_tensor **res, tj_tensor *co
         tj_tensor *g = j->argmask >> i & 1 ? tj_grad(tr->args[i]) : NULL;
         if (!g)
             continue;   /* the result does not reach it: none, as eagerly */
+        if (no >= JOINT_MAX * 4) {
+            snprintf(why, n, "more than %d outputs", JOINT_MAX * 4);
+            return -1;
+        }
         if (!(outs[no++] = fe_trace_value(tr, g))) {
             snprintf(why, n, "an argument's gradient is not traced");
             return -1;
@@ -309,7 +340,7 @@ static int trace_joint(fe_joint *j, fe_trace *tr, tj_model_fn fn, tj_model_multi
 static int split(fe_joint *j, const ir_graph *g, char *why, size_t n)
 {
     dump("joint", j->name, g);
-    if (ps_partition_joint(g, j->nres, &j->part, why, n) != 0)
+    if (ps_partition_joint(g, j->nres + j->nwv, &j->part, why, n) != 0)
         return -1;
     j->fwd = j->part.fwd;
     j->bwd = j->part.bwd;
@@ -325,6 +356,36 @@ static int split(fe_joint *j, const ir_graph *g, char *why, size_t n)
     if (!j->flast || !j->blast) {
         snprintf(why, n, "out of memory");
         return -1;
+    }
+    return 0;
+}
+
+/* Whether g reads x: an operand of one of its nodes, or an output. */
+static bool graph_reads(const ir_graph *g, const ir_node *x)
+{
+    for (int i = 0; i < g->nnodes; i++)
+        for (int a = 0; a < g->nodes[i]->nin; a++)
+            if (g->nodes[i]->in[a] == x)
+                return true;
+    for (int o = 0; o < g->noutputs; o++)
+        if (g->outputs[o] == x)
+            return true;
+    return false;
+}
+
+/* The backward runs after the call wrote back: it must read no capture the
+ * forward writes, nor one sharing its storage (it would see the new values);
+ * 0 or -1 with why. */
+static int check_writes(const fe_joint *j, tj_tensor *const *caps, char *why, size_t n)
+{
+    for (int i = 0; j->nwv && i < j->nin; i++) {
+        if (j->in[i].kind != SRC_CAP || !graph_reads(j->bwd, j->bwd->inputs[i]))
+            continue;
+        for (int w = 0; w < j->nwv; w++)
+            if (caps[j->in[i].idx]->storage == caps[j->wcap[w]]->storage) {
+                snprintf(why, n, "the backward reads a tensor the model writes");
+                return -1;
+            }
     }
     return 0;
 }
@@ -362,6 +423,8 @@ fe_joint *fe_joint_new(tj_model_fn fn, tj_model_multi_fn mfn, void *ctx, const c
     tj_scope_end();
     if (rc == 0)
         rc = split(j, tr->g, why, n);
+    if (rc == 0)
+        rc = check_writes(j, caps, why, n);
     fe_trace_end(tr);
     tj_clear_error();   /* the trace's messages are not the caller's */
     if (saved_err[0])
@@ -497,7 +560,8 @@ int fe_joint_call(fe_joint *j, tj_tensor *const *args, int nargs, tj_tensor *con
     int nf = j->fwd->ninputs, no = j->fwd->noutputs, rc = -1;
     tj_tensor **in = calloc((size_t)nf + 1, sizeof *in), **all = calloc((size_t)no + 1, sizeof *all);
     tj_tensor **saved = calloc((size_t)(nargs + j->part.nsaved) + 1, sizeof *saved);
-    if (!in || !all || !saved) {
+    bool *unread = calloc((size_t)ncaps + 1, sizeof *unread);   /* the captures written */
+    if (!in || !all || !saved || !unread) {
         rt_error("tj_call(%s): out of memory", j->name);
         goto out;
     }
@@ -506,13 +570,18 @@ int fe_joint_call(fe_joint *j, tj_tensor *const *args, int nargs, tj_tensor *con
             in[f++] = input_of(j, i, args, caps, NULL);
     if (run_graph(j->fwd, j->fplans, j->flast, in, all, NULL) != 0)
         goto out;
+    for (int w = 0; w < j->nwv; w++)   /* the model's writes (the backward reads none) */
+        if (fe_write_data(caps[j->wcap[w]], all[j->nres + w]) != 0)
+            goto out;
+    for (int w = 0; w < j->nwv; w++)
+        unread[j->wcap[w]] = true;
     for (int i = 0; i < nargs; i++)
         saved[i] = args[i];
     /* detached headers (same storage, so a write to it still shows in its
      * version): a saved value that is the result itself must not hold the
      * result's tape node, which holds it (a cycle) */
     for (int s = 0; s < j->part.nsaved; s++)
-        if (!(saved[nargs + s] = tj_detach(all[j->nres + s])))
+        if (!(saved[nargs + s] = tj_detach(all[j->nres + j->nwv + s])))
             goto out;
     for (int r = 0; r < j->nres; r++) {
         outs[r] = rt_own(all[r]);
@@ -520,7 +589,7 @@ int fe_joint_call(fe_joint *j, tj_tensor *const *args, int nargs, tj_tensor *con
     }
     atomic_fetch_add(&j->refs, 1);   /* the node's hold */
     rc = fe_ag_record_compiled(outs[j->k], saved, nargs + j->part.nsaved, nargs, caps, ncaps,
-                               &joint_kind, j)
+                               j->nwv ? unread : NULL, &joint_kind, j)
              ? j->nres
              : -1;
 out:
@@ -529,6 +598,7 @@ out:
     free(in);
     free(all);
     free(saved);
+    free(unread);
     return rc;
 }
 
@@ -566,8 +636,11 @@ void fe_joint_explain(const fe_joint *j, bool shapes, FILE *f)
             j->k, at, j->part.nsaved, j->part.nsaved == 1 ? "" : "s", (long long)j->part.saved_bytes,
             j->part.nrecomputed, j->part.nrecomputed == 1 ? "" : "s", j->ncontract,
             (unsigned long)atomic_load(&j->calls));
-    fprintf(f, "    forward @%s: %d nodes, %d outputs; backward @%s: %d nodes, %d gradients",
-            j->fwd->name, j->fwd->nnodes, j->fwd->noutputs, j->bwd->name, j->bwd->nnodes,
+    char wrote[32] = "";
+    if (j->nwv)
+        snprintf(wrote, sizeof wrote, " (%d written back)", j->nwv);
+    fprintf(f, "    forward @%s: %d nodes, %d outputs%s; backward @%s: %d nodes, %d gradients",
+            j->fwd->name, j->fwd->nnodes, j->fwd->noutputs, wrote, j->bwd->name, j->bwd->nnodes,
             j->ngrads + j->nargg);
     for (int i = 0; i < j->nargg; i++)
         fprintf(f, "%s%d", i ? ", " : " (of arguments ", j->argg[i]);

@@ -44,6 +44,7 @@ typedef struct ag_meta {
 typedef struct ag_input {
     tj_tensor *saved;        /* detached header */
     unsigned version;        /* storage version when saved */
+    bool unchecked;          /* a compiled node's watched weight its backward does not read */
     bool need;
     ag_node *fn;             /* gradient goes to this node (retained) ... */
     tj_tensor *leaf;         /* ... or into this leaf's .grad (retained) */
@@ -351,7 +352,7 @@ tj_tensor *fe_ag_record(ir_op op, tj_tensor *const *in, int nin, const ir_attrs 
 }
 
 tj_tensor *fe_ag_record_compiled(tj_tensor *r, tj_tensor *const *saved, int nsaved, int nargs,
-                                 tj_tensor *const *watch, int nwatch,
+                                 tj_tensor *const *watch, int nwatch, const bool *unread,
                                  const fe_ag_compiled *kind, void *ctx)
 {
     ag_node *n = calloc(1, sizeof *n + (size_t)(nsaved + nwatch) * sizeof n->in[0]);
@@ -378,6 +379,7 @@ tj_tensor *fe_ag_record_compiled(tj_tensor *r, tj_tensor *const *saved, int nsav
         tj_tensor *t = k < nsaved ? saved[k] : watch[k - nsaved];
         n->in[k].saved = tj_retain(t);
         n->in[k].version = version_of(t);
+        n->in[k].unchecked = k >= nsaved && unread && unread[k - nsaved];
         if (k < nargs)   /* an argument that requires grad gets one */
             link_input(&n->in[k], t);
     }
@@ -398,7 +400,7 @@ static int run_compiled(walk *w, ag_node *n, tj_tensor *g)
     char d[64];
     for (int k = 0; k < n->nin; k++) {
         const tj_tensor *s = n->in[k].saved;
-        if (version_of(s) != n->in[k].version) {
+        if (!n->in[k].unchecked && version_of(s) != n->in[k].version) {
             bool arg = k < n->nargs, kept = k < n->nsaved;
             rt_error("backward: %s %d of a compiled call (%s) was modified in place "
                      "after the call (version %u, saved at %u)",

@@ -83,12 +83,13 @@ typedef struct fe_ag_compiled {
  * the compiled-backward kind: it holds saved[0..nsaved) (retained, their
  * versions checked at backward; the first nargs are the call's arguments, the
  * rest values its forward saved), watch[0..nwatch) (the captured weights the
- * backward reads again: retained, versions checked), both passed to
- * kind->run, and ctx (one hold, released with the node; also on failure).
- * The arguments that require grad get the gradients kind->run gives them.
- * Returns r, or NULL (error set). */
+ * backward reads again: retained, versions checked, except those unread
+ * marks: a weight the call wrote that the backward does not read; unread may
+ * be NULL), both passed to kind->run, and ctx (one hold, released with the
+ * node; also on failure). The arguments that require grad get the gradients
+ * kind->run gives them. Returns r, or NULL (error set). */
 tj_tensor *fe_ag_record_compiled(tj_tensor *r, tj_tensor *const *saved, int nsaved, int nargs,
-                                 tj_tensor *const *watch, int nwatch,
+                                 tj_tensor *const *watch, int nwatch, const bool *unread,
                                  const fe_ag_compiled *kind, void *ctx);
 /* Whether grad mode is on and a float input of in[0..nin) requires grad. */
 bool fe_ag_wants_grad(tj_tensor *const *in, int nin);

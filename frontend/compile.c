@@ -678,15 +678,6 @@ static bool grad_guarded(const entry *e, const tj_tensor *leaf)
     return false;
 }
 
-/* Whether the plan stored val into dst already (re-inplacing): the same
- * memory, contiguous, of the same type. */
-static bool stored_in(const tj_tensor *dst, const tj_tensor *val)
-{
-    return val->storage == dst->storage && val->offset == dst->offset && val->dtype == dst->dtype &&
-           val->ndim == dst->ndim && !memcmp(val->shape, dst->shape, sizeof(int64_t) * (size_t)dst->ndim) &&
-           rt_is_contiguous(val) && rt_is_contiguous(dst);
-}
-
 /* After a call: the writes the traced function made, from the graph's extra
  * outputs vals (one per write with a value), in trace order; done[k] (when
  * not NULL): write k was made during the call (a hooked gradient). */
@@ -706,11 +697,9 @@ static int write_back(const entry *e, tj_tensor *const *args, tj_tensor *const *
             continue;
         }
         switch (w->kind) {
-        case FE_WRITE_DATA:   /* the version is bumped either way: guards and autograd see it */
-            if (!stored_in(dst, vals[v]) && rt_convert(dst, vals[v]) != 0)
+        case FE_WRITE_DATA:
+            if (fe_write_data(dst, vals[v++]) != 0)
                 return -1;
-            v++;
-            rt_bump_version(dst);
             break;
         case FE_WRITE_GRAD:
             /* the graph computed the whole new gradient (old + new when the
@@ -825,6 +814,17 @@ static int joint_result(const entry *e, char *why, size_t n)
     snprintf(why, n, "%d results on the tape, %d of them 0-dim (one result, or one loss, is "
                      "partitioned)", tape, scalars);
     return -1;
+}
+
+/* Whether a call of e, which writes to tensors, can take joint j: the one
+ * backward it needs (no other result on the tape: aot.c's backward would
+ * run the writes again). */
+static bool writes_joint(const entry *e, const fe_joint *j)
+{
+    for (int k = 0; j && k < e->nresults; k++)
+        if (k != fe_joint_result(j) && on_tape(e, k))
+            return false;
+    return j != NULL;
 }
 
 /* The partitioned backward of e for args, made on first need (joint_result
@@ -947,8 +947,9 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
      * gradients are write-backs). Arguments that require grad (the output of
      * another compiled module, a generator's sample) get theirs from the
      * partitioned backward, or the call runs eagerly where it cannot be made;
-     * functions that write to tensors (running stats; the backward would
-     * rerun the writes) run eagerly: the eager tape is right for them. */
+     * functions that write to tensors (running stats) take the partitioned
+     * backward (its forward writes back, once) or run eagerly: aot.c's
+     * backward would rerun the writes. */
     bool grad = false, step = false;
     uint64_t argmask = 0;   /* bit k: argument k requires grad */
     for (int k = 0; k < e->nwrites; k++)
@@ -963,8 +964,6 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
             if (ir_dtype_is_float(args[k]->dtype) && fe_ag_requires_grad(args[k]))
                 argmask |= (uint64_t)1 << k;
         grad |= argmask != 0;
-        if (grad && e->nwrites > 0)
-            return -2;
     }
     if (e->nresults > max) {
         rt_error("tj_call(%s): the model returns %d results, room for %d%s", c->name, e->nresults,
@@ -981,6 +980,11 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
     for (int k = 0; caps && k < e->ncaps; k++)
         caps[k] = e->caps[k].t;
     fe_joint *j = grad ? entry_joint(c, e, args, nargs, caps, argmask) : NULL;
+    if (grad && e->nwrites && !writes_joint(e, j)) {
+        if (caps != few)
+            free(caps);
+        return -2;
+    }
     if (j || argmask) {
         int n = j ? fe_joint_call(j, args, nargs, caps, e->ncaps, outs) : -2;   /* -2: eagerly */
         for (int k = 0; !argmask && n >= 0 && k < e->nresults; k++)   /* the other results: aot.c's */

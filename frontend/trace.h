@@ -171,6 +171,10 @@ void fe_joint_stats(const fe_joint *j, tj_compiled_stats *out);
 /* dst <- value (value has dst's type): later reads of dst in this trace see
  * value, and the call writes it back when dst outlives the call. */
 int fe_trace_write_data(fe_trace *tr, tj_tensor *dst, tj_tensor *value);
+/* A call's write-back of a data write: dst <- val (val has dst's shape),
+ * copied unless the plan stored it there already; dst's version is bumped
+ * either way (guards and autograd see it). 0 or -1. */
+int fe_write_data(tj_tensor *dst, const tj_tensor *val);
 /* Whether t, a concrete tensor (a weight, or in a split call an argument or a
  * tensor an earlier piece made), was written by the trace so far: its
  * storage holds its old values until the write-back. */

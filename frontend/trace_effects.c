@@ -13,9 +13,28 @@
  * holds only while the leaf's gradient is the same tensor (or still none).
  */
 #include <stdlib.h>
+#include <string.h>
 
+#include "../runtime/iter.h"
 #include "autograd.h"
 #include "trace.h"
+
+/* Whether the plan stored val into dst already (re-inplacing): the same
+ * memory, contiguous, of the same type. */
+static bool stored_in(const tj_tensor *dst, const tj_tensor *val)
+{
+    return val->storage == dst->storage && val->offset == dst->offset && val->dtype == dst->dtype &&
+           val->ndim == dst->ndim && !memcmp(val->shape, dst->shape, sizeof(int64_t) * (size_t)dst->ndim) &&
+           rt_is_contiguous(val) && rt_is_contiguous(dst);
+}
+
+int fe_write_data(tj_tensor *dst, const tj_tensor *val)
+{
+    if (!stored_in(dst, val) && rt_convert(dst, val) != 0)
+        return -1;
+    rt_bump_version(dst);
+    return 0;
+}
 
 static fe_write *find_write(fe_trace *tr, fe_write_kind kind, const tj_tensor *target, int arg)
 {

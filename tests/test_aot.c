@@ -515,45 +515,132 @@ static void test_dump_stages(void **state)
     assert_false(tj_dump_enabled("1", "forward"));
 }
 
-/* A model that writes to a tensor (a running statistic) runs eagerly when a
- * weight requires grad: the write happens once and the tape is eager's. */
+/* A model that writes to a tensor (a running statistic) takes the
+ * partitioned backward when a weight requires grad: its forward writes back
+ * once per call and the backward reads none of what it wrote, so two calls
+ * before their backwards hold (the written tensor's version is not checked). */
 typedef struct stat_model {
     mlp m;
     tj_tensor *count;
+    bool reads;   /* the result is scaled by the count before the write */
 } stat_model;
 
 static tj_tensor *stat_fn(void *ctx, tj_tensor *const *args, int nargs)
 {
     stat_model *s = ctx;
+    tj_tensor *scale = s->reads ? tj_add(s->count, tj_full(TJ_F32, 0, NULL, 1.0)) : NULL;
     if (tj_copy_(s->count, tj_add(s->count, tj_full(TJ_F32, 0, NULL, 1.0))) != 0)
         return NULL;
-    return mlp_fn(&s->m, args, nargs);
+    tj_tensor *y = mlp_fn(&s->m, args, nargs);
+    return scale ? tj_mul(y, scale) : y;
 }
 
-static void test_writes_eager(void **state)
+/* Two compiled calls, then their backwards, against one eager step doubled;
+ * the count after three calls (the third in no-grad mode). */
+static void check_writes(stat_model *s, tj_compiled *c)
 {
-    (void)state;
-    tj_scope_begin();
-    stat_model s;
-    mlp_init(&s.m, true);
-    s.count = tj_zeros(TJ_F32, 0, NULL);
-    tj_compiled *c = tj_compile(stat_fn, &s, NULL);
-    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){8, 16});
-    for (int k = 0; k < 2; k++)
-        assert_int_equal(tj_backward(loss_of(tj_call(c, &x, 1))), 0);
-    assert_true(tj_item(s.count) == 2.0);
-    assert_non_null(tj_grad(s.m.w1));
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){8, 16}), *want[3], *got[3];
+    assert_int_equal(tj_backward(loss_of(stat_fn(s, &x, 1))), 0);
+    take_grads(&s->m, want);
+    tj_copy_(s->count, tj_zeros(TJ_F32, 0, NULL));
+    tj_tensor *y1 = tj_call(c, &x, 1), *y2 = tj_call(c, &x, 1);
+    assert_non_null(y1);
+    assert_non_null(y2);
+    assert_true(tj_item(s->count) == 2.0);
+    assert_int_equal(tj_backward(loss_of(y1)), 0);
+    assert_int_equal(tj_backward(loss_of(y2)), 0);
+    take_grads(&s->m, got);
+    for (int k = 0; k < 3; k++)   /* y2's scale is the count after one call: 2 */
+        tu_assert_close(got[k], tj_mul_s(want[k], s->reads ? 1 + 4 : 2), 1e-5, 1e-5);
     tj_no_grad_begin();   /* inference: the compiled plan runs */
     assert_non_null(tj_call(c, &x, 1));
     tj_no_grad_end();
-    assert_true(tj_item(s.count) == 3.0);
+    assert_true(tj_item(s->count) == 3.0);
+}
+
+static void test_writes(void **state)
+{
+    (void)state;
+    tj_scope_begin();
+    stat_model s = {.count = tj_zeros(TJ_F32, 0, NULL)};
+    mlp_init(&s.m, true);
+    tj_compiled *c = tj_compile(stat_fn, &s, NULL);
+    check_writes(&s, c);
     tj_compiled_stats st;
+    assert_int_equal(tj_compiled_stats_get(c, &st), 0);
+    assert_int_equal((int)st.eager_calls, 0);
+    assert_int_equal((int)st.backward.calls, 2);
+    tu_assert_explain(c, "4 outputs (1 written back)");
+    tj_compiled_free(c);
+    /* the backward reads the count from before the write: eagerly */
+    s.reads = true;
+    tj_copy_(s.count, tj_zeros(TJ_F32, 0, NULL));
+    c = tj_compile(stat_fn, &s, NULL);
+    check_writes(&s, c);
     assert_int_equal(tj_compiled_stats_get(c, &st), 0);
     assert_int_equal((int)st.eager_calls, 2);
     assert_int_equal((int)st.backward.calls, 0);
+    tu_assert_explain(c, "backward not partitioned: the backward reads a tensor the model writes");
     tj_compiled_free(c);
     tj_release(s.count);
     mlp_free(&s.m);
+    tj_scope_end();
+}
+
+/* A convolution with batch norm in training mode: the running statistics
+ * and the gradients after three compiled steps are eager's. */
+typedef struct bn_model {
+    tj_tensor *w, *gamma, *beta, *mean, *var;
+} bn_model;
+
+static tj_tensor *bn_fn(void *ctx, tj_tensor *const *args, int nargs)
+{
+    bn_model *m = ctx;
+    (void)nargs;
+    tj_tensor *h = tj_conv2d(args[0], m->w, NULL, NULL, (int64_t[]){1, 1}, NULL, 1);
+    return tj_relu(tj_batch_norm_train(h, m->mean, m->var, m->gamma, m->beta, 0.1, 1e-5));
+}
+
+static void bn_init(bn_model *m)
+{
+    tj_manual_seed(11);
+    m->w = tj_randn(TJ_F32, 4, (int64_t[]){6, 3, 3, 3});
+    m->gamma = tj_rand(TJ_F32, 1, (int64_t[]){6});
+    m->beta = tj_randn(TJ_F32, 1, (int64_t[]){6});
+    m->mean = tj_zeros(TJ_F32, 1, (int64_t[]){6});
+    m->var = tj_ones(TJ_F32, 1, (int64_t[]){6});
+    tj_tensor *p[3] = {m->w, m->gamma, m->beta};
+    for (int k = 0; k < 3; k++)
+        assert_int_equal(tj_requires_grad(p[k], true), 0);
+}
+
+static void test_batch_norm_train(void **state)
+{
+    (void)state;
+    tj_scope_begin();
+    bn_model e, m;
+    bn_init(&e);
+    bn_init(&m);
+    tj_compiled *c = tj_compile(bn_fn, &m, NULL);
+    for (int step = 0; step < 3; step++) {
+        tj_tensor *x = tj_randn(TJ_F32, 4, (int64_t[]){4, 3, 8, 8});
+        assert_int_equal(tj_backward(loss_of(bn_fn(&e, &x, 1))), 0);
+        assert_int_equal(tj_backward(loss_of(tj_call(c, &x, 1))), 0);
+        tj_tensor *pe[3] = {e.w, e.gamma, e.beta}, *pm[3] = {m.w, m.gamma, m.beta};
+        for (int k = 0; k < 3; k++) {
+            tu_assert_close(tj_grad(pm[k]), tj_grad(pe[k]), 1e-4, 1e-4);
+            tj_zero_grad(pm[k]);
+            tj_zero_grad(pe[k]);
+        }
+        tu_assert_close(m.mean, e.mean, 1e-5, 1e-6);
+        tu_assert_close(m.var, e.var, 1e-5, 1e-6);
+    }
+    tj_compiled_stats st;
+    assert_int_equal(tj_compiled_stats_get(c, &st), 0);
+    assert_int_equal((int)st.eager_calls, 0);
+    assert_int_equal((int)st.backward.calls, 3);
+    tu_assert_explain(c, "(2 written back)");
+    tj_compiled_free(c);
     tj_scope_end();
 }
 
@@ -563,9 +650,10 @@ int main(void)
         cmocka_unit_test(test_mlp_grads), cmocka_unit_test(test_accumulates),
         cmocka_unit_test(test_multi),     cmocka_unit_test(test_no_grad),
         cmocka_unit_test(test_errors),    cmocka_unit_test(test_arg_grad),
-        cmocka_unit_test(test_writes_eager), cmocka_unit_test(test_saved_result),
+        cmocka_unit_test(test_writes), cmocka_unit_test(test_saved_result),
         cmocka_unit_test(test_dump_stages), cmocka_unit_test(test_symbolic_shapes),
         cmocka_unit_test(test_loss_and_outputs), cmocka_unit_test(test_argument_grads),
+        cmocka_unit_test(test_batch_norm_train),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
