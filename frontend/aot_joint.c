@@ -61,6 +61,8 @@ struct fe_joint {
     int nwv;              /* the model's writes to captures (running statistics): forward
                              outputs after the results, written back by each call ... */
     int *wcap;            /* ... into these captures (the backward reads none of them) */
+    fe_draws draws;       /* the forward's random draws (dropout): each call's own; the
+                             backward draws none (what it reads of them is saved) */
     ir_type *argt;        /* the arguments' types it was traced for (static) */
     uint64_t argmask;     /* bit i: argument i requires grad (it gets one) */
     int nargg;            /* argument gradients: backward outputs ngrads.. */
@@ -108,6 +110,7 @@ void fe_joint_release(fe_joint *j)
     free(j->argt);
     free(j->leaf);
     free(j->wcap);
+    fe_draws_free(&j->draws);
     free(j->flast);
     free(j->blast);
     sc_plans_free(j->fplans);
@@ -390,6 +393,20 @@ static int check_writes(const fe_joint *j, tj_tensor *const *caps, char *why, si
     return 0;
 }
 
+/* The backward runs outside the forward's call: it must draw nothing (the
+ * partition saves random values, dropout's mask among them); 0 or -1 with why. */
+static int check_draws(const fe_joint *j, char *why, size_t n)
+{
+    for (int i = 0; j->draws.n && i < j->bwd->nnodes; i++) {
+        ir_op op = j->bwd->nodes[i]->op;
+        if (ir_ops[op].kind == IR_RANDOM || op == OP_dropout) {
+            snprintf(why, n, "the backward draws random numbers (%s)", ir_ops[op].name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 fe_joint *fe_joint_new(tj_model_fn fn, tj_model_multi_fn mfn, void *ctx, const char *name, int k,
                        uint64_t argmask, tj_tensor *const *args, int nargs, tj_tensor *const *caps,
                        int ncaps, char *why, size_t n)
@@ -425,6 +442,10 @@ fe_joint *fe_joint_new(tj_model_fn fn, tj_model_multi_fn mfn, void *ctx, const c
         rc = split(j, tr->g, why, n);
     if (rc == 0)
         rc = check_writes(j, caps, why, n);
+    j->draws = tr->draws;   /* the forward's, in trace order */
+    tr->draws = (fe_draws){0};
+    if (rc == 0)
+        rc = check_draws(j, why, n);
     fe_trace_end(tr);
     tj_clear_error();   /* the trace's messages are not the caller's */
     if (saved_err[0])
@@ -568,7 +589,11 @@ int fe_joint_call(fe_joint *j, tj_tensor *const *args, int nargs, tj_tensor *con
     for (int i = 0, f = 0; i < j->nin; i++)
         if (j->in[i].kind != SRC_TANGENT)
             in[f++] = input_of(j, i, args, caps, NULL);
-    if (run_graph(j->fwd, j->fplans, j->flast, in, all, NULL) != 0)
+    fe_draws_run draws;   /* the call's random draws, at once (static: no symbols) */
+    fe_draws_begin(&draws, &j->draws, NULL);
+    int ran = run_graph(j->fwd, j->fplans, j->flast, in, all, NULL);
+    fe_draws_end(&draws);
+    if (ran != 0)
         goto out;
     for (int w = 0; w < j->nwv; w++)   /* the model's writes (the backward reads none) */
         if (fe_write_data(caps[j->wcap[w]], all[j->nres + w]) != 0)

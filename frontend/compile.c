@@ -398,10 +398,6 @@ static entry *trace_entry(tj_compiled *c, tj_tensor *const *args, int nargs, boo
     }
     tj_tensor *res[FE_MAX_RESULTS];
     int nres = ok ? run_fn(c, sargs, nargs, res, FE_MAX_RESULTS) : -1;
-    for (int k = 0; tr->draws.n && tj_grad_enabled() && k < nres; k++)
-        if (fe_ag_requires_grad(res[k]))   /* the backward would draw in another call */
-            fe_trace_split_break(tr, "a random op in a function whose results require grad (its "
-                                     "backward runs after the call)");
     for (int k = 0; k < nargs && k < 64; k++) {   /* as_strided took it as its own storage */
         if (!(tr->exact_args >> k & 1))
             continue;
@@ -816,10 +812,10 @@ static int joint_result(const entry *e, char *why, size_t n)
     return -1;
 }
 
-/* Whether a call of e, which writes to tensors, can take joint j: the one
- * backward it needs (no other result on the tape: aot.c's backward would
- * run the writes again). */
-static bool writes_joint(const entry *e, const fe_joint *j)
+/* Whether a call of e, which writes to tensors or draws random numbers, can
+ * take joint j: the one backward it needs (no other result on the tape:
+ * aot.c's backward would run the writes again, or draw other numbers). */
+static bool joint_alone(const entry *e, const fe_joint *j)
 {
     for (int k = 0; j && k < e->nresults; k++)
         if (k != fe_joint_result(j) && on_tape(e, k))
@@ -908,28 +904,6 @@ static int call_once(tj_compiled *c, tj_tensor *const *args, int nargs, tj_tenso
     return rc;
 }
 
-#define DRAWS_FEW 16
-
-/* Reserves the counters of e's random draws for a call on args (their
- * sizes follow the call's symbols): where each starts goes to few
- * (DRAWS_FEW) or to a buffer the caller frees after rt_rng_call_end;
- * returns it. Out of memory: nothing reserved (the call's first random op
- * fails with a message). */
-static uint64_t *draws_begin(const entry *e, tj_tensor *const *args, uint64_t *few,
-                             rt_rng_frame *save)
-{
-    int64_t symval[FE_MAX_SYMS];
-    uint64_t *at = e->draws.n <= DRAWS_FEW ? few : malloc(sizeof *at * (size_t)e->draws.n);
-    if (!at) {
-        rt_rng_call_begin(0, NULL, 0, save);
-        return NULL;
-    }
-    if (e->nsyms)
-        fe_entry_symbols(e, args, symval);
-    rt_rng_call_begin(fe_draws_layout(&e->draws, symval, at), at, (uint64_t)e->draws.n, save);
-    return at;
-}
-
 /* Runs entry e's graph: n results, -1 with an error, -2 when e is eager. */
 static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs,
                      tj_tensor **outs, int max)
@@ -947,9 +921,10 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
      * gradients are write-backs). Arguments that require grad (the output of
      * another compiled module, a generator's sample) get theirs from the
      * partitioned backward, or the call runs eagerly where it cannot be made;
-     * functions that write to tensors (running stats) take the partitioned
-     * backward (its forward writes back, once) or run eagerly: aot.c's
-     * backward would rerun the writes. */
+     * functions that write to tensors (running stats) or draw random numbers
+     * (dropout) take the partitioned backward (its forward writes back once;
+     * its backward reads the saved mask) or run eagerly: aot.c's backward
+     * would rerun the writes and draw other numbers. */
     bool grad = false, step = false;
     uint64_t argmask = 0;   /* bit k: argument k requires grad */
     for (int k = 0; k < e->nwrites; k++)
@@ -980,7 +955,13 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
     for (int k = 0; caps && k < e->ncaps; k++)
         caps[k] = e->caps[k].t;
     fe_joint *j = grad ? entry_joint(c, e, args, nargs, caps, argmask) : NULL;
-    if (grad && e->nwrites && !writes_joint(e, j)) {
+    if (grad && (e->nwrites || e->draws.n) && !joint_alone(e, j)) {
+        if (j) {   /* explain says why */
+            pthread_mutex_lock(&c->lock);
+            if (!e->joint_why[0])
+                e->joint_why[0] = strdup("another result is on the tape too");
+            pthread_mutex_unlock(&c->lock);
+        }
         if (caps != few)
             free(caps);
         return -2;
@@ -1031,10 +1012,11 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
             rt_gemm_frozen(kept, nkept, c->gemm_flags | (c->freeze ? RT_GEMM_FREEZE : 0));
         uint64_t outer = h.n ? fe_ag_hooks_begin() : 0;
         sc_notify nt = {h.n, h.out, hooked_ready, &h};
-        rt_rng_frame rng;
-        uint64_t draws_few[DRAWS_FEW], *draws_at = NULL;
-        if (e->draws.n)   /* its random ops' counters, at once */
-            draws_at = draws_begin(e, args, draws_few, &rng);
+        int64_t symval[FE_MAX_SYMS];
+        fe_draws_run draws;   /* its random ops' counters, at once */
+        if (e->draws.n && e->nsyms)
+            fe_entry_symbols(e, args, symval);
+        fe_draws_begin(&draws, &e->draws, symval);
         /* 1: not compiled, use the executor (then the hooks run at the end) */
         rc = sc_plans_run_notify(e->plans, inputs, all, h.n ? &nt : NULL);
         rt_gemm_frozen(NULL, 0, 0);
@@ -1042,10 +1024,7 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
             free(kept);
         if (rc > 0)
             rc = sc_exec(rg, inputs, e->last_use, all);
-        if (e->draws.n)
-            rt_rng_call_end(&rng);
-        if (draws_at != draws_few)
-            free(draws_at);
+        fe_draws_end(&draws);
         if (rc == 0 && nk && fe_keep_unalias(e->keep, inputs + nargs + e->ncaps, all, e->nresults) != 0)
             rc = -1;
         if (rc == 0 && write_back(e, args, all + e->nresults, h.done) != 0)

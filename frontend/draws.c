@@ -4,7 +4,7 @@
  * eager reserves them in. Each run of the graph lays them out one after the
  * other (fe_draws_layout, with this call's symbol sizes: a dropout over a
  * symbolic batch draws as many counters as that batch has elements) and
- * reserves the total at once (runtime/random.h).
+ * reserves the total at once (runtime/random.h): fe_draws_begin, _end.
  */
 #include <stdlib.h>
 
@@ -60,4 +60,26 @@ void fe_draws_free(fe_draws *d)
 {
     free(d->t);
     *d = (fe_draws){0};
+}
+
+void fe_draws_begin(fe_draws_run *r, const fe_draws *d, const int64_t *symval)
+{
+    r->on = d->n > 0;
+    if (!r->on)
+        return;
+    r->at = d->n <= FE_DRAWS_FEW ? r->few : malloc(sizeof *r->at * (size_t)d->n);
+    if (!r->at)
+        rt_rng_call_begin(0, NULL, 0, &r->save);
+    else
+        rt_rng_call_begin(fe_draws_layout(d, symval, r->at), r->at, (uint64_t)d->n, &r->save);
+}
+
+void fe_draws_end(fe_draws_run *r)
+{
+    if (!r->on)
+        return;
+    rt_rng_call_end(&r->save);
+    if (r->at != r->few)
+        free(r->at);
+    r->on = false;
 }

@@ -198,7 +198,11 @@ char *tj_explain(const tj_compiled *c)
             fprintf(f, "  backward not partitioned for %lu calls: %d argument shapes have "
                        "partitioned backwards (the limit); other shapes recompute the forward "
                        "(aot.c's)\n", (unsigned long)atomic_load(&e->joint_misses), FE_JOINT_SHAPES);
-        if (e->joint_why[0])
+        if (e->joint_why[0] && (e->nwrites || e->draws.n))
+            fprintf(f, "  calls in grad mode run eagerly: %s (the model %s, which aot.c's "
+                       "backward would do again)\n",
+                    e->joint_why[0], e->nwrites ? "writes to tensors" : "draws random numbers");
+        else if (e->joint_why[0])
             fprintf(f, "  backward not partitioned: %s (aot.c's: saves the arguments, recomputes "
                        "the forward)\n", e->joint_why[0]);
         if (e->joint_why[1])

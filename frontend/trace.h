@@ -10,6 +10,7 @@
 #define TJ_FE_TRACE_H
 
 #include "../ir/graph.h"
+#include "../runtime/random.h"
 #include "fe.h"
 
 /* A write the traced function made to a tensor that outlives the call. The
@@ -73,6 +74,18 @@ bool fe_draws_symbolic(const fe_draws *d);
  * the total: what a call reserves. */
 uint64_t fe_draws_layout(const fe_draws *d, const int64_t *symval, uint64_t *at);
 void fe_draws_free(fe_draws *d);
+/* One run of a graph with draws d: fe_draws_begin reserves their counters
+ * at once (sizes with the symbols' symval, NULL for a static graph) and
+ * makes them the thread's call frame until fe_draws_end. Out of memory:
+ * nothing reserved (the run's first random op fails with a message). */
+#define FE_DRAWS_FEW 16
+typedef struct fe_draws_run {
+    bool on;
+    rt_rng_frame save;
+    uint64_t few[FE_DRAWS_FEW], *at;
+} fe_draws_run;
+void fe_draws_begin(fe_draws_run *r, const fe_draws *d, const int64_t *symval);
+void fe_draws_end(fe_draws_run *r);
 
 struct fe_trace {
     ir_graph *g;

@@ -1,9 +1,10 @@
 /* test_random_graph.c - random ops (tj_rand, tj_randn, tj_dropout) traced
  * into compiled graphs: each call draws fresh counters, the same ones eager
  * draws op by op from the same generator state (bit for bit), and the cases
- * that stay graph breaks (tj_manual_seed inside, results that require grad)
- * say so and still match eager; masks over symbolic dims draw as many
- * counters as each call's sizes give.
+ * that stay graph breaks (tj_manual_seed inside) say so and still match
+ * eager; a forward whose results require grad keeps its masks for the
+ * backward; masks over symbolic dims draw as many counters as each call's
+ * sizes give.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -178,22 +179,68 @@ static void test_breaks(void **state)
     tu_assert_close(a, model_seeded(NULL, &x, 1), 0, 0);
     tu_assert_explain(c, "tj_manual_seed inside a compiled function");
     tj_compiled_free(c);
+}
 
+/* Two results, both on the tape: aot.c's backward would draw again. */
+static int model_grad2(void *ctx, tj_tensor *const *x, int n, tj_tensor **outs, int max)
+{
+    (void)max;
+    outs[0] = model_grad(ctx, x, n);
+    outs[1] = tj_exp(outs[0]);
+    return 2;
+}
+
+/* Dropout in a compiled forward whose results require grad: the partitioned
+ * backward reads the mask the forward drew (saved), so each call draws what
+ * eager draws, and its gradient is eager's, bit for bit; the generator ends
+ * where eager leaves it. With two results on the tape the calls run eagerly. */
+static void test_grad_draws(void **state)
+{
+    (void)state;
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){8, 32});
     tj_tensor *w = tj_keep(tj_randn(TJ_F32, 2, (int64_t[]){8, 32}));
     assert_int_equal(tj_requires_grad(w, true), 0);
-    c = tj_compile(model_grad, w, &(tj_compile_options){.name = "grad"});
-    tj_manual_seed(4);
-    tj_tensor *g = tj_call(c, &x, 1);
-    assert_non_null(g);
-    assert_int_equal(tj_backward(tj_sum(g, NULL, 0, false)), 0);
+    tj_compiled *c = tj_compile(model_grad, w, &(tj_compile_options){.name = "grad"});
+    for (int step = 0; step < 3; step++) {
+        tj_manual_seed(4 + (uint64_t)step);
+        tj_tensor *g = tj_call(c, &x, 1), *g2 = tj_call(c, &x, 1);
+        assert_non_null(g);
+        assert_non_null(g2);
+        assert_int_equal(tj_backward(tj_sum(tj_add(g, g2), NULL, 0, false)), 0);
+        tj_tensor *gw = tj_clone(tj_grad(w)), *after = tj_rand(TJ_F32, 1, (int64_t[]){3});
+        tj_zero_grad(w);
+        tj_manual_seed(4 + (uint64_t)step);
+        tj_tensor *e = model_grad(w, &x, 1), *e2 = model_grad(w, &x, 1);
+        assert_int_equal(tj_backward(tj_sum(tj_add(e, e2), NULL, 0, false)), 0);
+        tu_assert_close(g, e, 0, 0);
+        tu_assert_close(g2, e2, 0, 0);
+        assert_true(max_diff(g, g2) > 0);   /* fresh draws each call */
+        tu_assert_close(gw, tj_grad(w), 0, 0);
+        tu_assert_close(after, tj_rand(TJ_F32, 1, (int64_t[]){3}), 0, 0);
+        tj_zero_grad(w);
+    }
+    tj_compiled_stats st;
+    assert_int_equal(tj_compiled_stats_get(c, &st), 0);
+    assert_int_equal((int)st.eager_calls, 0);
+    assert_int_equal((int)st.backward.calls, 6);
+    tu_assert_explain(c, "= dropout f32[8,32]");
+    tj_compiled_free(c);
+
+    c = tj_compile_multi(model_grad2, w, &(tj_compile_options){.name = "grad2"});
+    tj_tensor *r[2], *q[2];
+    tj_manual_seed(9);
+    assert_int_equal(tj_call_multi(c, &x, 1, r, 2), 2);
+    assert_int_equal(tj_backward(tj_sum(tj_add(r[0], r[1]), NULL, 0, false)), 0);
     tj_tensor *gw = tj_clone(tj_grad(w));
     tj_zero_grad(w);
-    tj_manual_seed(4);
-    tj_tensor *e = model_grad(w, &x, 1);
-    assert_int_equal(tj_backward(tj_sum(e, NULL, 0, false)), 0);
-    tu_assert_close(g, e, 0, 0);
+    tj_manual_seed(9);
+    assert_int_equal(model_grad2(w, &x, 1, q, 2), 2);
+    assert_int_equal(tj_backward(tj_sum(tj_add(q[0], q[1]), NULL, 0, false)), 0);
+    tu_assert_close(r[1], q[1], 0, 0);
     tu_assert_close(gw, tj_grad(w), 0, 0);
-    tu_assert_explain(c, "a random op in a function whose results require grad");
+    assert_int_equal(tj_compiled_stats_get(c, &st), 0);
+    assert_int_equal((int)st.eager_calls, 1);
+    tu_assert_explain(c, "calls in grad mode run eagerly: 2 results on the tape");
     tj_compiled_free(c);
     tj_release(w);
 }
@@ -265,7 +312,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
-        T(test_draws_match_eager), T(test_frozen_mask), T(test_training_step), T(test_breaks), T(test_dynamic_draws),
+        T(test_draws_match_eager), T(test_frozen_mask), T(test_training_step), T(test_breaks), T(test_grad_draws), T(test_dynamic_draws),
         T(test_empty_draw),
 #undef T
     };

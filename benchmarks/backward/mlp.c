@@ -4,6 +4,7 @@
  * compiled call uses the backward that recomputes the forward instead.
  *
  *   build/bench-backward [--threads N] [--reps N] [--batch B] [--cpu-time] [--dynamic] [--chain]
+ *                        [--dropout] [--bn]
  *
  * Model: y = relu(tanh(x @ w1 + b1)) @ w2, x [B,256], w1 [256,1024],
  * w2 [1024,256]; one step = forward, backward with a ones seed, the
@@ -14,6 +15,9 @@
  * symbolic graph, the backward is built per batch size seen. --chain compiles
  * the two layers as two modules called one after the other: the second one's
  * argument requires grad (its backward gives that gradient to the first's).
+ * --dropout puts dropout (p 0.1, training) after the tanh: each call draws
+ * its mask. --bn replaces the bias by training-mode batch norm (gamma, beta
+ * learned; the running statistics written by every call).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,22 +28,24 @@
 
 typedef struct mlp {
     tj_tensor *w1, *b1, *w2;
+    bool dropout;
+    tj_tensor *gamma, *mean, *var;   /* --bn: b1 is beta */
 } mlp;
 
-static tj_tensor *mlp_fn(void *ctx, tj_tensor *const *args, int nargs)
-{
-    mlp *m = ctx;
-    (void)nargs;
-    tj_tensor *h = tj_tanh(tj_add(tj_matmul(args[0], m->w1), m->b1));
-    return tj_matmul(tj_relu(h), m->w2);
-}
-
-/* The two layers as modules of their own (--chain). */
+/* The first layer: tanh(x @ w1 + b1), or with --bn tanh(bn(x @ w1)); --dropout after it. */
 static tj_tensor *layer1(void *ctx, tj_tensor *const *args, int nargs)
 {
     mlp *m = ctx;
     (void)nargs;
-    return tj_tanh(tj_add(tj_matmul(args[0], m->w1), m->b1));
+    tj_tensor *a = tj_matmul(args[0], m->w1);
+    a = m->gamma ? tj_batch_norm_train(a, m->mean, m->var, m->gamma, m->b1, 0.1, 1e-5) : tj_add(a, m->b1);
+    return m->dropout ? tj_dropout(tj_tanh(a), 0.1, true) : tj_tanh(a);
+}
+
+static tj_tensor *mlp_fn(void *ctx, tj_tensor *const *args, int nargs)
+{
+    mlp *m = ctx;
+    return tj_matmul(tj_relu(layer1(ctx, args, nargs)), m->w2);
 }
 
 static tj_tensor *layer2(void *ctx, tj_tensor *const *args, int nargs)
@@ -81,6 +87,8 @@ static int step(mlp *m, tj_compiled *c, tj_tensor *x, tj_tensor *seed)
     tj_zero_grad(m->w1);
     tj_zero_grad(m->b1);
     tj_zero_grad(m->w2);
+    if (m->gamma)
+        tj_zero_grad(m->gamma);
     tj_scope_end();
     return rc;
 }
@@ -108,7 +116,7 @@ static int measure(mlp *m, tj_compiled *c, tj_tensor *x, tj_tensor *seed, int re
 int main(int argc, char **argv)
 {
     int reps = 21, batch = 256;
-    bool dynamic = false, chain = false;
+    bool dynamic = false, chain = false, dropout = false, bn = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads") && i + 1 < argc)
             tj_set_num_threads(atoi(argv[++i]));
@@ -122,8 +130,13 @@ int main(int argc, char **argv)
             dynamic = true;
         else if (!strcmp(argv[i], "--chain"))
             chain = true;
+        else if (!strcmp(argv[i], "--dropout"))
+            dropout = true;
+        else if (!strcmp(argv[i], "--bn"))
+            bn = true;
         else {
-            fprintf(stderr, "usage: %s [--threads N] [--reps N] [--batch B] [--cpu-time] [--dynamic] [--chain]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--threads N] [--reps N] [--batch B] [--cpu-time] [--dynamic] [--chain] "
+                            "[--dropout] [--bn]\n", argv[0]);
             return 2;
         }
     }
@@ -133,7 +146,13 @@ int main(int argc, char **argv)
     tj_manual_seed(1);
     mlp m = {tj_mul_s(tj_randn(TJ_F32, 2, (int64_t[]){256, 1024}), 0.06),
              tj_zeros(TJ_F32, 1, (int64_t[]){1024}),
-             tj_mul_s(tj_randn(TJ_F32, 2, (int64_t[]){1024, 256}), 0.03)};
+             tj_mul_s(tj_randn(TJ_F32, 2, (int64_t[]){1024, 256}), 0.03), dropout, NULL, NULL, NULL};
+    if (bn) {
+        m.gamma = tj_ones(TJ_F32, 1, (int64_t[]){1024});
+        m.mean = tj_zeros(TJ_F32, 1, (int64_t[]){1024});
+        m.var = tj_ones(TJ_F32, 1, (int64_t[]){1024});
+        tj_requires_grad(m.gamma, true);
+    }
     tj_requires_grad(m.w1, true);
     tj_requires_grad(m.b1, true);
     tj_requires_grad(m.w2, true);
@@ -158,9 +177,11 @@ int main(int argc, char **argv)
     }
     tj_compiled_stats s;
     tj_compiled_stats_get(c, &s);
-    printf("mlp %dx256 -> 1024 -> 256%s%s, forward + backward, %d threads, %s ms, %d steps:\n", batch,
-           dynamic ? " (batch dynamic)" : "", chain ? " (two modules chained)" : "", tj_num_threads(),
+    printf("mlp %dx256 -> 1024 -> 256%s%s%s%s, forward + backward, %d threads, %s ms, %d steps:\n", batch,
+           dynamic ? " (batch dynamic)" : "", chain ? " (two modules chained)" : "",
+           dropout ? " (dropout)" : "", bn ? " (batch norm, training)" : "", tj_num_threads(),
            cpu_time ? "CPU" : "wall", reps);
+    printf("  compiled calls run eagerly: %lu of %lu\n", (unsigned long)s.eager_calls, (unsigned long)s.calls);
     printf("  eager     median %.3f  best %.3f\n", em, eb);
     printf("  compiled  median %.3f  best %.3f  (%.2fx eager)  first call %.1f ms\n", cm, cb, em / cm,
            first);
@@ -177,6 +198,9 @@ int main(int argc, char **argv)
     tj_release(m.w1);
     tj_release(m.b1);
     tj_release(m.w2);
+    tj_release(m.gamma);
+    tj_release(m.mean);
+    tj_release(m.var);
     tj_scope_end();
     return 0;
 }
