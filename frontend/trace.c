@@ -100,7 +100,6 @@ static void trace_break(fe_trace *tr, const char *fmt, const char *what)
     snprintf(tr->brk, sizeof tr->brk, "%s%s", msg, where);
 }
 
-void fe_trace_split_break(fe_trace *tr, const char *why) { trace_break(tr, "%s", why); }
 
 uint64_t fe_rng_reserve(uint64_t n, uint64_t *seed)
 {

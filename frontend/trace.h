@@ -233,8 +233,6 @@ void fe_trace_view_write_break(fe_trace *tr);
 /* Records a graph break (the first wins) for why; the call then runs eagerly
  * (no split: what follows may depend on eager state). */
 void fe_trace_break(fe_trace *tr, const char *why);
-/* A graph break after which the call may run split (random ops eagerly). */
-void fe_trace_split_break(fe_trace *tr, const char *why);
 /* Stops and restarts recording on this thread (an eager step inside a trace). */
 void fe_trace_pause(fe_trace *tr);
 void fe_trace_resume(fe_trace *tr);
