@@ -791,6 +791,7 @@ static double loss_at(prog *p, const argspec *spec, unsigned aseed, tj_tensor *w
     tj_no_grad_end();
     double l = NAN;
     if (moved == 0 && tj_requires_grad(a[0], true) == 0) {
+        tj_manual_seed((uint64_t)p->seed * 8u);   /* random steps draw as call 0 did */
         int n = tu_program_model(p, a, 3, res, MAX_OUTS);
         tj_tensor *loss = n >= 0 ? loss_of(res, n) : NULL;
         l = loss ? tj_item(loss) : NAN;

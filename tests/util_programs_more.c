@@ -531,7 +531,8 @@ tj_tensor *tu_program_inner(void *ctx, tj_tensor *const *in, int n)
 
 bool tu_program_draws(const prog *p)
 {
-    bool mode = p->mode == M_F32 || p->mode == M_F64 || p->mode == M_MIXED || p->mode == M_AUTOCAST;
+    bool mode = p->mode == M_F32 || p->mode == M_F64 || p->mode == M_MIXED || p->mode == M_AUTOCAST ||
+                p->mode == M_GRAD || p->mode == M_TRAIN;
     return mode && p->seed % 16 != 9 && p->seed % 8 != 5;
 }
 
