@@ -96,7 +96,7 @@ void fe_aot_release(fe_aot *a)
 
 static void aot_release(void *ctx) { fe_aot_release(ctx); }
 
-static int aot_run(void *ctx, tj_tensor *const *saved, int nsaved, int nwatch, tj_tensor *g,
+static int aot_run(void *ctx, tj_tensor *const *saved, int nsaved, int nwatch, tj_tensor *const *g,
                    tj_tensor **gargs)
 {
     (void)nwatch;   /* the backward reads the weights through ctx again */
@@ -109,7 +109,7 @@ static int aot_run(void *ctx, tj_tensor *const *saved, int nsaved, int nwatch, t
         return -1;
     }
     memcpy(args, saved, (size_t)nsaved * sizeof *args);
-    args[nsaved] = g;
+    args[nsaved] = g[0];   /* its one result's */
     return tj_call_multi(a->bwd, args, nsaved + 1, out, 1) == 1 ? 0 : -1;
 }
 
@@ -119,7 +119,7 @@ tj_tensor *fe_aot_attach(fe_aot *a, tj_tensor *r, tj_tensor *const *args, int na
                          tj_tensor *const *caps, int ncaps)
 {
     atomic_fetch_add(&a->refs, 1);   /* the node's hold */
-    return fe_ag_record_compiled(r, args, nargs, nargs, caps, ncaps, NULL, &aot_kind, a);
+    return fe_ag_record_compiled(&r, 1, args, nargs, nargs, caps, ncaps, NULL, &aot_kind, a) == 0 ? r : NULL;
 }
 
 const tj_compiled *fe_aot_compiled(const fe_aot *a) { return a ? a->bwd : NULL; }

@@ -2,27 +2,30 @@
  * saves what the backward reads, the backward plan reads it instead of
  * running the forward again (AOTAutograd's joint graph and partitioner).
  *
- *   first call in grad mode of a graph entry (one result on the tape):
+ *   first call in grad mode of a graph entry:
  *     trace the joint graph: the model on symbolic arguments with grad mode
- *       on, then tj_backward_seed(result, %tangent); every leaf weight's
- *       gradient starts as none inside the trace, so the graph returns the
- *       gradients themselves (accumulated into .grad after each backward)
+ *       on, then one backward from every result that requires grad, each
+ *       seeded with a tangent input of its own (%tangent0, %tangent1, ...:
+ *       fe_ag_backward_roots); every leaf weight's gradient starts as none
+ *       inside the trace, so the graph returns the gradients themselves
+ *       (accumulated into .grad after each backward)
  *     passes/partition.c splits it: forward (results, then saved values) and
- *       backward (joint inputs, tangent, saved values -> gradients)
+ *       backward (joint inputs, tangents, saved values -> gradients)
  *     both are compiled (sched/), TJIT_DUMP=joint,forward,backward print them
- *   every call in grad mode: the forward plan; the result's tape node holds
- *     the arguments and the saved values (retained, versions checked) and
- *     watches the captured weights
- *   tj_backward reaching the node: the backward plan, then each gradient
- *     added into its weight's .grad
+ *   every call in grad mode: the forward plan; one tape node, whose outputs
+ *     are the results on the tape, holds the arguments and the saved values
+ *     (retained, versions checked) and watches the captured weights
+ *   tj_backward reaching any of those results: the backward plan, once, with
+ *     the gradients of all of them (a zero tangent for one no gradient
+ *     reached; a gradient that depends only on such tangents is none, as
+ *     eagerly), then each gradient added into its weight's .grad
  *
  * A fe_joint belongs to one graph entry of compile.c (the entry's captures)
  * and is traced static: a symbolic entry holds one per argument shape
  * (fe_joint_fits picks it); tape nodes hold it too (it outlives a freed
- * handle). It is the backward of one result (k; of several on the tape,
- * the one loss: compile.c's joint_result, the others keep aot.c's). Where
- * the joint cannot be used (several results on the tape and no one loss,
- * a graph break or a value read in the trace, a weight that requires grad
+ * handle). Results that are an argument or a weight themselves are not on
+ * the tape (the call returns that tensor). Where the joint cannot be used
+ * (a graph break or a value read in the trace, a weight that requires grad
  * without being a leaf), the caller keeps the backward of aot.c (saves the
  * arguments, recomputes the forward) and explain says why.
  *
@@ -57,7 +60,11 @@ typedef struct src {
 struct fe_joint {
     atomic_int refs;
     char name[96];
-    int nargs, k, nres;
+    int nargs, nres;
+    int ntape;            /* results on the tape (each its tangent input, in order) ... */
+    int tape[JOINT_MAX];  /* ... these */
+    uint64_t *gdep;       /* per backward output: bit k, it depends on tangent k (a gradient
+                             only results no gradient reached depend on is none, as eagerly) */
     int nwv;              /* the model's writes to captures (running statistics): forward
                              outputs after the results, written back by each call ... */
     int *wcap;            /* ... into these captures (the backward reads none of them) */
@@ -110,6 +117,7 @@ void fe_joint_release(fe_joint *j)
     free(j->argt);
     free(j->leaf);
     free(j->wcap);
+    free(j->gdep);
     fe_draws_free(&j->draws);
     free(j->flast);
     free(j->blast);
@@ -154,14 +162,14 @@ static int map_inputs(fe_joint *j, fe_trace *tr, tj_tensor *const *caps, int nca
         return -1;
     }
     j->nin = g->ninputs;
-    for (int i = 0, c = 0; i < g->ninputs; i++) {
+    for (int i = 0, c = 0, tangents = 0; i < g->ninputs; i++) {
         ir_node *x = g->inputs[i];
         if (i < j->nargs) {
             j->in[i] = (src){SRC_ARG, i, NULL};
             continue;
         }
-        if (ps_is_tangent(x)) {
-            j->in[i] = (src){SRC_TANGENT, 0, NULL};
+        if (ps_is_tangent(x)) {   /* in the order they were made: the tape's */
+            j->in[i] = (src){SRC_TANGENT, tangents++, NULL};
             continue;
         }
         /* params are the trace's captures in order (cap_nodes[c] is the
@@ -262,23 +270,22 @@ static int set_outputs(fe_joint *j, fe_trace *tr, tj_tensor **res, tj_tensor *co
     return 0;
 }
 
-/* With arguments that require grad: the one result that requires grad is
- * k; no other may (aot.c's backward of another result would not reach the
- * arguments); 0 or -1 with why. */
-static int choose_result(fe_joint *j, tj_tensor **res, char *why, size_t n)
+/* The results on the tape: those that require grad in the trace (float),
+ * but for leaves (an argument or a weight returned as it is: the call
+ * returns that tensor, whose gradient is its own); 0 or -1 with why. */
+static int tape_results(fe_joint *j, tj_tensor **res, char *why, size_t n)
 {
-    int tape = 0;
     for (int r = 0; r < j->nres; r++)
-        if (ir_dtype_is_float(res[r]->dtype) && fe_ag_requires_grad(res[r]))
-            tape++, j->k = r;
-    if (tape != 1) {
-        snprintf(why, n, "%d results require grad, with an argument that does (one may)", tape);
+        if (ir_dtype_is_float(res[r]->dtype) && fe_ag_requires_grad(res[r]) && !fe_ag_is_leaf(res[r]))
+            j->tape[j->ntape++] = r;
+    if (!j->ntape) {
+        snprintf(why, n, "no result requires grad in the joint trace");
         return -1;
     }
     return 0;
 }
 
-/* Traces the joint graph of result k into tr; 0 or -1 with why. */
+/* Traces the joint graph of the results on the tape into tr; 0 or -1 with why. */
 static int trace_joint(fe_joint *j, fe_trace *tr, tj_model_fn fn, tj_model_multi_fn mfn, void *ctx,
                        tj_tensor *const *args, tj_tensor *const *caps, int ncaps, char *why, size_t n)
 {
@@ -304,11 +311,11 @@ static int trace_joint(fe_joint *j, fe_trace *tr, tj_model_fn fn, tj_model_multi
         }
     }
     j->nres = fe_run_model(fn, mfn, ctx, j->name, sargs, j->nargs, res, JOINT_MAX);
-    if (j->nres <= j->k || tr->brk[0] || tr->failed) {
+    if (j->nres < 0 || tr->brk[0] || tr->failed) {
         snprintf(why, n, "%s", tr->brk[0] ? tr->brk : "the model failed in the joint trace");
         return -1;
     }
-    if (j->argmask && choose_result(j, res, why, n) != 0)
+    if (tape_results(j, res, why, n) != 0)
         return -1;
     /* every leaf weight's gradient starts as none: the graph's gradients
      * are the call's own, added to .grad after each backward */
@@ -322,11 +329,20 @@ static int trace_joint(fe_joint *j, fe_trace *tr, tj_model_fn fn, tj_model_multi
         if (fe_trace_set_grad(tr, tr->caps[c], NULL) != 0)
             return -1;
     }
-    ir_type t;
-    rt_type_of(res[j->k], &t);
-    ir_node *tn = ir_graph_input(tr->g, "tangent", &t, false);
-    tj_tensor *seed = tn ? fe_trace_arg(tr, tn, &t, NULL) : NULL;
-    if (!seed || tj_backward_seed(res[j->k], seed) != 0 || tr->brk[0] || tr->failed) {
+    tj_tensor *roots[JOINT_MAX], *seeds[JOINT_MAX];
+    for (int k = 0; k < j->ntape; k++) {   /* one tangent per result on the tape */
+        ir_type t;
+        char name[24];
+        roots[k] = res[j->tape[k]];
+        rt_type_of(roots[k], &t);
+        snprintf(name, sizeof name, j->ntape == 1 ? "tangent" : "tangent%d", k);
+        ir_node *tn = ir_graph_input(tr->g, name, &t, false);
+        if (!tn || !(seeds[k] = fe_trace_arg(tr, tn, &t, NULL))) {
+            snprintf(why, n, "out of memory");
+            return -1;
+        }
+    }
+    if (fe_ag_backward_roots(roots, seeds, j->ntape) != 0 || tr->brk[0] || tr->failed) {
         snprintf(why, n, "%s", tr->brk[0] ? tr->brk : "the backward failed in the joint trace");
         return -1;
     }
@@ -337,6 +353,29 @@ static int trace_joint(fe_joint *j, fe_trace *tr, tj_model_fn fn, tj_model_multi
     if (map_inputs(j, tr, caps, ncaps, why, n) != 0)
         return -1;
     return set_outputs(j, tr, res, caps, ncaps, why, n);
+}
+
+/* j->gdep: which tangents each backward output depends on; 0 or -1. */
+static int tangent_deps(fe_joint *j)
+{
+    const ir_graph *b = j->bwd;
+    uint64_t *dep = calloc((size_t)ir_nslots(b) + 1, sizeof *dep);
+    j->gdep = calloc((size_t)b->noutputs + 1, sizeof *j->gdep);
+    if (!dep || !j->gdep) {
+        free(dep);
+        return -1;
+    }
+    for (int i = 0; i < j->nin; i++)   /* the backward's first inputs are the joint's */
+        if (j->in[i].kind == SRC_TANGENT)
+            dep[ir_slot(b, b->inputs[i])] = (uint64_t)1 << j->in[i].idx;
+    for (int i = 0; i < b->nnodes; i++)
+        for (int a = 0; a < b->nodes[i]->nin; a++)
+            if (b->nodes[i]->in[a])
+                dep[ir_slot(b, b->nodes[i])] |= dep[ir_slot(b, b->nodes[i]->in[a])];
+    for (int o = 0; o < b->noutputs; o++)
+        j->gdep[o] = dep[ir_slot(b, b->outputs[o])];
+    free(dep);
+    return 0;
 }
 
 /* Splits the traced joint graph g and builds the two plans; 0 or -1. */
@@ -352,6 +391,10 @@ static int split(fe_joint *j, const ir_graph *g, char *why, size_t n)
     dump("backward", j->bwd->name, j->bwd);
     for (int i = 0; i < j->bwd->nnodes; i++)
         j->ncontract += ir_ops[j->bwd->nodes[i]->op].kind == IR_CONTRACT;
+    if (tangent_deps(j) != 0) {
+        snprintf(why, n, "out of memory");
+        return -1;
+    }
     j->flast = sc_exec_last_use(j->fwd);
     j->blast = sc_exec_last_use(j->bwd);
     j->fplans = sc_plans_new(j->fwd, j->fwd->name);
@@ -407,7 +450,7 @@ static int check_draws(const fe_joint *j, char *why, size_t n)
     return 0;
 }
 
-fe_joint *fe_joint_new(tj_model_fn fn, tj_model_multi_fn mfn, void *ctx, const char *name, int k,
+fe_joint *fe_joint_new(tj_model_fn fn, tj_model_multi_fn mfn, void *ctx, const char *name,
                        uint64_t argmask, tj_tensor *const *args, int nargs, tj_tensor *const *caps,
                        int ncaps, char *why, size_t n)
 {
@@ -424,7 +467,6 @@ fe_joint *fe_joint_new(tj_model_fn fn, tj_model_multi_fn mfn, void *ctx, const c
     atomic_init(&j->refs, 1);
     snprintf(j->name, sizeof j->name, "%s", name);
     j->nargs = nargs;
-    j->k = argmask ? 0 : k;   /* with argmask: chosen in the trace (choose_result) */
     j->argmask = argmask;
     char saved_err[1024] = "";
     if (rt_has_error())
@@ -459,12 +501,12 @@ fe_joint *fe_joint_new(tj_model_fn fn, tj_model_multi_fn mfn, void *ctx, const c
 
 /* The tensor for joint input i, given the call's arguments and captures. */
 static tj_tensor *input_of(const fe_joint *j, int i, tj_tensor *const *args, tj_tensor *const *caps,
-                           tj_tensor *tangent)
+                           tj_tensor *const *tangents)
 {
     const src *s = &j->in[i];
     switch (s->kind) {
     case SRC_ARG: return args[s->idx];
-    case SRC_TANGENT: return tangent;
+    case SRC_TANGENT: return tangents[s->idx];
     case SRC_CAP: return caps[s->idx];
     case SRC_CONST: return s->held;
     }
@@ -490,6 +532,7 @@ static int run_graph(const ir_graph *g, sc_plan_set *ps, const int *last, tj_ten
  * parallelism starts a bucket while the plan goes on). */
 typedef struct grad_out {
     fe_joint *j;
+    uint64_t reached;     /* bit k: a gradient reached result tape[k] */
     tj_tensor *const *caps;
     const int *watch;     /* the watched outputs */
     bool *done;           /* per output */
@@ -506,12 +549,40 @@ static int grad_ready(void *ctx, int i, tj_tensor *value)
     grad_out *go = ctx;
     int o = go->watch[i];
     go->done[o] = true;
-    if (give_grad(go->j, go->caps, o, value) != 0)
+    if ((go->j->gdep[o] & go->reached) && give_grad(go->j, go->caps, o, value) != 0)
         return -1;
     return fe_ag_part_final(go->caps[go->j->leaf[o]]);
 }
 
-static int joint_run(void *ctx, tj_tensor *const *in, int nsaved, int nwatch, tj_tensor *g,
+/* The tangents of the backward from the gradients g of the results on the
+ * tape (NULL: none reached it, zeros), each contiguous; 0 or -1. */
+static int tangents_of(const fe_joint *j, tj_tensor *const *g, tj_tensor **tan)
+{
+    for (int i = 0; i < j->nin; i++) {
+        if (j->in[i].kind != SRC_TANGENT)
+            continue;
+        const ir_type *tt = &j->bwd->inputs[i]->type;
+        int k = j->in[i].idx;
+        if (!g[k]) {
+            if (!(tan[k] = tj_zeros(tt->dtype, tt->ndim, tt->shape)))
+                return -1;
+            continue;
+        }
+        ir_type want;
+        rt_type_of(g[k], &want);
+        if (!ir_type_equal(tt, &want)) {
+            char a[IR_TYPE_BUF], b[IR_TYPE_BUF];
+            rt_error("backward(%s): the gradient of result %d is %s, the compiled backward takes %s",
+                     j->name, j->tape[k], ir_type_fmt(&want, a, sizeof a), ir_type_fmt(tt, b, sizeof b));
+            return -1;
+        }
+        if (!(tan[k] = rt_is_contiguous(g[k]) ? g[k] : tj_contiguous(g[k])))
+            return -1;
+    }
+    return 0;
+}
+
+static int joint_run(void *ctx, tj_tensor *const *in, int nsaved, int nwatch, tj_tensor *const *g,
                      tj_tensor **gargs)
 {
     fe_joint *j = ctx;
@@ -519,26 +590,19 @@ static int joint_run(void *ctx, tj_tensor *const *in, int nsaved, int nwatch, tj
     tj_tensor *bin[JOINT_MAX * 8], **outs = calloc((size_t)(j->ngrads + j->nargg) + 1, sizeof *outs);
     int nb = j->bwd->ninputs, rc = -1;
     (void)nwatch;
+    uint64_t reached = 0;   /* bit k: a gradient reached result tape[k] */
+    for (int k = 0; k < j->ntape; k++)
+        reached |= g[k] ? (uint64_t)1 << k : 0;
     tj_scope_begin();
-    const ir_node *tn = NULL;
-    for (int i = 0; i < j->nin; i++)
-        if (j->in[i].kind == SRC_TANGENT)
-            tn = j->bwd->inputs[i];
-    ir_type want;
-    rt_type_of(g, &want);
+    tj_tensor *tangents[JOINT_MAX];
     if (!outs || nb > (int)(sizeof bin / sizeof *bin)) {
         rt_error("backward(%s): out of memory", j->name);
         goto out;
     }
-    if (!tn || !ir_type_equal(&tn->type, &want)) {
-        char a[IR_TYPE_BUF], b[IR_TYPE_BUF];
-        rt_error("backward(%s): the gradient is %s, the compiled backward takes %s", j->name,
-                 ir_type_fmt(&want, a, sizeof a), tn ? ir_type_fmt(&tn->type, b, sizeof b) : "none");
+    if (tangents_of(j, g, tangents) != 0)
         goto out;
-    }
-    tj_tensor *tangent = rt_is_contiguous(g) ? g : tj_contiguous(g);
     for (int i = 0; i < j->nin; i++)
-        bin[i] = input_of(j, i, in, caps, tangent);
+        bin[i] = input_of(j, i, in, caps, tangents);
     for (int s = 0; s < j->part.nsaved; s++)
         bin[j->nin + s] = in[j->nargs + s];
     atomic_fetch_add(&j->calls, 1);
@@ -548,12 +612,12 @@ static int joint_run(void *ctx, tj_tensor *const *in, int nsaved, int nwatch, tj
     for (int o = 0; o < j->ngrads && o < JOINT_MAX * 8; o++)
         if (fe_ag_has_hook(caps[j->leaf[o]]))
             watch[nh++] = o;
-    grad_out go = {j, caps, watch, done};
+    grad_out go = {j, reached, caps, watch, done};
     sc_notify nt = {nh, watch, grad_ready, &go};
-    if (tangent && run_graph(j->bwd, j->bplans, j->blast, bin, outs, nh ? &nt : NULL) == 0) {
+    if (run_graph(j->bwd, j->bplans, j->blast, bin, outs, nh ? &nt : NULL) == 0) {
         rc = 0;
         for (int o = 0; o < j->ngrads && rc == 0; o++)
-            if (!done[o])
+            if (!done[o] && (j->gdep[o] & reached))
                 rc = give_grad(j, caps, o, outs[o]);
     }
     for (int o = 0; o < j->ngrads; o++)
@@ -562,7 +626,7 @@ out:
     tj_scope_end();
     for (int i = 0; outs && i < j->nargg; i++) {   /* the arguments': the caller's scope */
         tj_tensor *ga = outs[j->ngrads + i];
-        if (rc == 0)
+        if (rc == 0 && (j->gdep[j->ngrads + i] & reached))
             gargs[j->argg[i]] = rt_own(ga);
         else
             tj_release(ga);
@@ -613,8 +677,18 @@ int fe_joint_call(fe_joint *j, tj_tensor *const *args, int nargs, tj_tensor *con
         all[r] = NULL;
     }
     atomic_fetch_add(&j->refs, 1);   /* the node's hold */
-    rc = fe_ag_record_compiled(outs[j->k], saved, nargs + j->part.nsaved, nargs, caps, ncaps,
-                               j->nwv ? unread : NULL, &joint_kind, j)
+    tj_tensor *tape[JOINT_MAX];
+    for (int k = 0; k < j->ntape; k++) {
+        tape[k] = outs[j->tape[k]];
+        for (int i = 0; i < nargs + ncaps; i++)   /* never an input's history */
+            if (tape[k] == (i < nargs ? args[i] : caps[i - nargs])) {
+                rt_error("tj_call(%s): result %d is input %d itself, not a value the call made",
+                         j->name, j->tape[k], i);
+                goto out;
+            }
+    }
+    rc = fe_ag_record_compiled(tape, j->ntape, saved, nargs + j->part.nsaved, nargs, caps, ncaps,
+                               j->nwv ? unread : NULL, &joint_kind, j) == 0
              ? j->nres
              : -1;
 out:
@@ -629,7 +703,6 @@ out:
 
 int fe_joint_results(const fe_joint *j) { return j->nres; }
 
-int fe_joint_result(const fe_joint *j) { return j->k; }
 
 bool fe_joint_fits(const fe_joint *j, tj_tensor *const *args, int nargs, uint64_t argmask)
 {
@@ -655,10 +728,13 @@ void fe_joint_explain(const fe_joint *j, bool shapes, FILE *f)
         o += snprintf(at + o, sizeof at - (size_t)o, "%s%s", i ? ", " : " for arguments ",
                       ir_type_fmt(&j->argt[i], t, sizeof t));
     }
-    fprintf(f, "  backward of result %d%s: joint graph partitioned: the forward saves %d value%s "
+    char which[128] = "";
+    for (int k = 0, o = 0; k < j->ntape && o < (int)sizeof which; k++)
+        o += snprintf(which + o, sizeof which - (size_t)o, "%s%d", k ? ", " : "", j->tape[k]);
+    fprintf(f, "  backward of result%s %s%s: joint graph partitioned: the forward saves %d value%s "
                "(%lld bytes), the backward recomputes %d pointwise value%s and runs %d "
                "matmul/conv2d; %lu backward runs\n",
-            j->k, at, j->part.nsaved, j->part.nsaved == 1 ? "" : "s", (long long)j->part.saved_bytes,
+            j->ntape == 1 ? "" : "s", which, at, j->part.nsaved, j->part.nsaved == 1 ? "" : "s", (long long)j->part.saved_bytes,
             j->part.nrecomputed, j->part.nrecomputed == 1 ? "" : "s", j->ncontract,
             (unsigned long)atomic_load(&j->calls));
     char wrote[32] = "";

@@ -29,7 +29,8 @@ typedef struct ag_meta {
     rt_agmeta base;          /* first: the runtime's release hook */
     bool requires_grad;      /* a leaf the user marked */
     tj_tensor *grad;         /* leaf: accumulated gradient (retained) */
-    ag_node *fn;             /* non-leaf: the node that made it (retained) */
+    ag_node *fn;             /* non-leaf: the node that made it (retained) ... */
+    int fn_out;              /* ... its output fn_out (a compiled call's node has several) */
     tj_grad_hook_fn hook;    /* leaf: runs when its gradient of a backward is final */
     void *hook_ctx;
     int pending;             /* during a backward: recorded uses still to send a part */
@@ -46,7 +47,8 @@ typedef struct ag_input {
     unsigned version;        /* storage version when saved */
     bool unchecked;          /* a compiled node's watched weight its backward does not read */
     bool need;
-    ag_node *fn;             /* gradient goes to this node (retained) ... */
+    ag_node *fn;             /* gradient goes to this node (retained), its output out ... */
+    int out;
     tj_tensor *leaf;         /* ... or into this leaf's .grad (retained) */
 } ag_input;
 
@@ -64,6 +66,7 @@ struct ag_node {
     void *cctx;              /* ... and its state; in[0..nargs) holds the call's
                               * arguments, in[nargs..nin) the weights it read */
     int nargs, nsaved;       /* in[0..nsaved) saved (nargs of them arguments), then watched */
+    int nout;                /* a compiled call's results on the tape (else 1: the result) */
     unsigned out_version;
     int nin;
     ag_input in[];
@@ -182,6 +185,7 @@ static void link_input(ag_input *e, tj_tensor *t)
     if (f)
         atomic_fetch_add(&f->refs, 1);
     e->fn = f;
+    e->out = f ? meta_of(t)->fn_out : 0;
     e->leaf = e->need && !f ? tj_retain(t) : NULL;
 }
 
@@ -198,6 +202,7 @@ static ag_node *node_new(ir_op op, int nin)
     n->op = op;
     n->seq = atomic_fetch_add(&node_seq, 1) + 1;
     n->nin = nin;
+    n->nout = 1;
     return n;
 }
 
@@ -240,6 +245,7 @@ static int regen(ag_meta *m, const ag_meta *bm)
     }
     node_release(m->fn);
     m->fn = prev;
+    m->fn_out = 0;
     m->view_gen = bm ? bm->gen : 0;
     return 0;
 }
@@ -340,6 +346,7 @@ tj_tensor *fe_ag_record(ir_op op, tj_tensor *const *in, int nin, const ir_attrs 
     }
     node_release(rm->fn);   /* r is fresh: none, but keep the invariant */
     rm->fn = n;
+    rm->fn_out = 0;
     if (ir_ops[op].kind == IR_VIEW && ag_view_shares(r, in[0])) {   /* a view of in[0]: its lineage */
         const ag_meta *im = meta_of(in[0]);
         tj_tensor *base = im && im->view ? im->view_base : in[0];
@@ -351,18 +358,20 @@ tj_tensor *fe_ag_record(ir_op op, tj_tensor *const *in, int nin, const ir_attrs 
     return r;
 }
 
-tj_tensor *fe_ag_record_compiled(tj_tensor *r, tj_tensor *const *saved, int nsaved, int nargs,
-                                 tj_tensor *const *watch, int nwatch, const bool *unread,
-                                 const fe_ag_compiled *kind, void *ctx)
+int fe_ag_record_compiled(tj_tensor *const *r, int nr, tj_tensor *const *saved, int nsaved, int nargs,
+                          tj_tensor *const *watch, int nwatch, const bool *unread,
+                          const fe_ag_compiled *kind, void *ctx)
 {
     ag_node *n = calloc(1, sizeof *n + (size_t)(nsaved + nwatch) * sizeof n->in[0]);
-    ag_meta *rm = n ? meta_get(r) : NULL;
-    if (!n || !rm) {
+    bool ok = n != NULL;
+    for (int k = 0; k < nr && ok; k++)
+        ok = meta_get(r[k]) != NULL;
+    if (!ok) {
         free(n);
         kind->release(ctx);
         if (!rt_has_error())
             rt_error("tj_call: out of memory recording a gradient");
-        return NULL;
+        return -1;
     }
     atomic_init(&n->refs, 1);
     n->op = IR_NUM_OPS;   /* no row of ops.def: the compiled kind */
@@ -372,9 +381,8 @@ tj_tensor *fe_ag_record_compiled(tj_tensor *r, tj_tensor *const *saved, int nsav
     n->nin = nsaved + nwatch;
     n->nsaved = nsaved;
     n->nargs = nargs;
-    bool ok = (n->out = ag_detached(r)) != NULL;
-    n->out_version = version_of(r);
-    for (int k = 0; k < n->nin && ok; k++) {
+    n->nout = nr;
+    for (int k = 0; k < n->nin; k++) {
         /* the tensor itself (not a detached view): the backward runs on it */
         tj_tensor *t = k < nsaved ? saved[k] : watch[k - nsaved];
         n->in[k].saved = tj_retain(t);
@@ -383,19 +391,21 @@ tj_tensor *fe_ag_record_compiled(tj_tensor *r, tj_tensor *const *saved, int nsav
         if (k < nargs)   /* an argument that requires grad gets one */
             link_input(&n->in[k], t);
     }
-    if (!ok) {
-        node_release(n);
-        return NULL;
+    for (int k = 0; k < nr; k++) {   /* result k is output k (each holds the node) */
+        ag_meta *rm = meta_of(r[k]);
+        if (k)
+            atomic_fetch_add(&n->refs, 1);
+        node_release(rm->fn);
+        rm->fn = n;
+        rm->fn_out = k;
     }
-    node_release(rm->fn);
-    rm->fn = n;
-    return r;
+    return 0;
 }
 
 /* A compiled call's node: its backward plan on the saved arguments, with
  * grad mode on (the backward is traced from the model's tape); the
  * arguments' gradients go on as any node's. */
-static int run_compiled(walk *w, ag_node *n, tj_tensor *g)
+static int run_compiled(walk *w, ag_node *n, tj_tensor *const *g)
 {
     char d[64];
     for (int k = 0; k < n->nin; k++) {
@@ -455,6 +465,7 @@ static int rebase_view(ag_view *lv, tj_tensor *base, tj_tensor *value)
     }
     node_release(bm->fn);
     bm->fn = n;
+    bm->fn_out = 0;
     bm->gen++;   /* its views' histories are made again when read */
     return 0;
 }
@@ -518,6 +529,7 @@ int fe_ag_rebase(tj_tensor *dst, const tj_tensor *value)
         atomic_fetch_add(&vf->refs, 1);
     node_release(d->fn);
     d->fn = vf;
+    d->fn_out = vf ? meta_of(value)->fn_out : 0;
     d->gen++;   /* its views' histories are made again when read */
     return 0;
 }
@@ -876,11 +888,15 @@ bool tj_grad_enabled(void) { return no_grad_depth == 0; }
 
 struct walk {
     ag_node **nodes;         /* reachable nodes */
-    tj_tensor **grads;       /* per node: gradient of its result so far */
+    int *slot;               /* per node: where its outputs' gradients start in grads */
+    tj_tensor **grads;       /* per output of each node: its gradient so far */
     int n, cap;
 };
 
 static int node_index(const walk *w, const ag_node *n) { (void)w; return n->walk - 1; }
+
+/* Where the gradient of output out of node n accumulates. */
+static tj_tensor **grad_of(walk *w, const ag_node *n, int out) { return &w->grads[w->slot[node_index(w, n)] + out]; }
 
 static int collect(walk *w, ag_node *root)
 {
@@ -964,10 +980,11 @@ static int run_node(walk *w, int i)
                  n->compiled ? "a compiled call" : ir_ops[n->op].name);
         return -1;
     }
+    tj_tensor **g = grad_of(w, n, 0);
     if (n->compiled)
-        return run_compiled(w, n, w->grads[i]);
+        return run_compiled(w, n, g);
     tj_tensor *gx[FE_MAX_INPUTS] = {0};
-    if (n->slices ? copy_slices(n, w->grads[i], gx) : run_rule(n, w->grads[i], gx))
+    if (n->slices ? copy_slices(n, *g, gx) : run_rule(n, *g, gx))
         return -1;
     return send(w, n, gx);
 }
@@ -1033,9 +1050,8 @@ static int send(walk *w, ag_node *n, tj_tensor **gx)
         if (!g)
             return -1;
         if (e->fn) {
-            int j = node_index(w, e->fn);
-            w->grads[j] = accumulate(w->grads[j], g);
-            if (!w->grads[j])
+            tj_tensor **acc = grad_of(w, e->fn, e->out);
+            if (!(*acc = accumulate(*acc, g)))
                 return -1;
         } else if (fe_ag_accumulate(e->leaf, g) != 0) {
             return -1;
@@ -1069,7 +1085,8 @@ static int count_parts(const ag_node *n, int delta)
     return 0;
 }
 
-int tj_backward_seed(tj_tensor *y, tj_tensor *seed)
+/* Root y of a backward and its seed (NULL: ones, y of one element); 0 or -1. */
+static int check_root(tj_tensor *y, tj_tensor *seed)
 {
     char d[64], e[64];
     if (!y) {
@@ -1097,40 +1114,68 @@ int tj_backward_seed(tj_tensor *y, tj_tensor *seed)
         return -1;
     }
     fe_trace_any_size_read(y);   /* traced: the rules read the example's sizes */
-    tj_scope_begin();
-    no_grad_depth++;
-    uint64_t outer_gen = bw_gen;
-    bw_gen = atomic_fetch_add(&bw_seq, 1) + 1;
+    return 0;
+}
+
+/* Whether a gradient reached an output of node i. */
+static bool reached(walk *w, int i)
+{
+    for (int k = 0; k < w->nodes[i]->nout; k++)
+        if (*grad_of(w, w->nodes[i], k))
+            return true;
+    return false;
+}
+
+/* The backward from roots ys[0..n) (checked) with gradients g0[0..n): one
+ * walk over every node they reach, each run once with all its parts. */
+static int backward_from(tj_tensor *const *ys, tj_tensor *const *g0, int n)
+{
     int rc = -1;
     walk w = {0};
-    tj_tensor *g0 = seed ? seed : tj_ones(y->dtype, y->ndim, y->shape);
-    if (!g0)
-        goto out;
-    if (!m->fn) {   /* y is a leaf: its gradient is the seed */
-        tj_tensor *g = fit(g0, y);
-        rc = g ? fe_ag_accumulate(y, g) : -1;
-        goto out;
+    for (int r = 0; r < n; r++) {
+        ag_node *f = meta_of(ys[r])->fn;
+        if (f && collect(&w, f) != 0) {
+            rt_error("backward: out of memory");
+            goto out;
+        }
     }
-    if (collect(&w, m->fn) != 0 || !(w.grads = calloc((size_t)w.n, sizeof *w.grads))) {
+    qsort(w.nodes, (size_t)w.n, sizeof *w.nodes, by_seq_desc);
+    int nslots = 0;
+    if (w.n && !(w.slot = malloc(sizeof *w.slot * (size_t)w.n))) {
         rt_error("backward: out of memory");
         goto out;
     }
-    qsort(w.nodes, (size_t)w.n, sizeof *w.nodes, by_seq_desc);
     for (int i = 0; i < w.n; i++) {
         w.nodes[i]->walk = i + 1;
+        w.slot[i] = nslots;
+        nslots += w.nodes[i]->nout;
         count_parts(w.nodes[i], 1);
     }
-    w.grads[node_index(&w, m->fn)] = g0;
+    if (!(w.grads = calloc((size_t)nslots + 1, sizeof *w.grads))) {
+        rt_error("backward: out of memory");
+        goto out;
+    }
+    for (int r = 0; r < n; r++) {
+        ag_meta *m = meta_of(ys[r]);
+        if (!m->fn) {   /* a leaf: its gradient is the seed */
+            tj_tensor *g = fit(g0[r], ys[r]);
+            if (!g || fe_ag_accumulate(ys[r], g) != 0)
+                goto out;
+            continue;
+        }
+        tj_tensor **acc = grad_of(&w, m->fn, m->fn_out);
+        if (!(*acc = accumulate(*acc, g0[r])))
+            goto out;
+    }
     for (int i = 0; i < w.n; i++) {
-        /* no gradient flowed here when NULL: the node's parts are none */
-        if ((w.grads[i] && run_node(&w, i) != 0) || count_parts(w.nodes[i], -1) != 0)
+        /* no gradient flowed here: the node's parts are none */
+        if ((reached(&w, i) && run_node(&w, i) != 0) || count_parts(w.nodes[i], -1) != 0)
             goto out;
     }
     for (int i = 0; i < w.n; i++)
         node_drop_saved(w.nodes[i]);
     rc = 0;
 out:
-    no_grad_depth--;
     for (int i = 0; i < w.n; i++) {
         for (int k = 0; k < w.nodes[i]->nin; k++) {
             ag_meta *hm = hooked_input(w.nodes[i], k);
@@ -1139,11 +1184,34 @@ out:
         }
         w.nodes[i]->walk = 0;
     }
-    bw_gen = outer_gen;
     free(w.nodes);
+    free(w.slot);
     free(w.grads);
+    return rc;
+}
+
+int fe_ag_backward_roots(tj_tensor *const *ys, tj_tensor *const *seeds, int n)
+{
+    for (int r = 0; r < n; r++)
+        if (check_root(ys[r], seeds ? seeds[r] : NULL) != 0)
+            return -1;
+    tj_scope_begin();
+    no_grad_depth++;
+    uint64_t outer_gen = bw_gen;
+    bw_gen = atomic_fetch_add(&bw_seq, 1) + 1;
+    tj_tensor *few[8], **g0 = n <= 8 ? few : malloc(sizeof *g0 * (size_t)n);
+    bool ok = g0 != NULL;
+    for (int r = 0; r < n && ok; r++)
+        ok = (g0[r] = seeds && seeds[r] ? seeds[r] : tj_ones(ys[r]->dtype, ys[r]->ndim, ys[r]->shape)) != NULL;
+    int rc = ok ? backward_from(ys, g0, n) : -1;
+    if (g0 != few)
+        free(g0);
+    no_grad_depth--;
+    bw_gen = outer_gen;
     tj_scope_end();
     return rc;
 }
+
+int tj_backward_seed(tj_tensor *y, tj_tensor *seed) { return fe_ag_backward_roots(&y, &seed, 1); }
 
 int tj_backward(tj_tensor *y) { return tj_backward_seed(y, NULL); }

@@ -69,28 +69,35 @@ extern const ag_rule *const ag_rules[IR_NUM_OPS];
 tj_tensor *fe_ag_record(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
                         tj_tensor *r);
 /* A compiled backward (compile.c): given the saved tensors of a compiled
- * call and the gradient g of its result, sends the gradients to the leaves
- * (accumulating into .grad). Runs with grad mode on. 0 or -1 (error set). */
+ * call and the gradients g of its results on the tape, sends the gradients
+ * to the leaves (accumulating into .grad). Runs with grad mode on. 0 or -1
+ * (error set). */
 typedef struct fe_ag_compiled {
     /* in[0..nsaved) the saved tensors, in[nsaved..nsaved+nwatch) the watched;
-     * gargs[0..nargs) (NULL each) gets the gradients of the arguments that
-     * require grad, sent on like any node's (in the current scope) */
-    int (*run)(void *ctx, tj_tensor *const *in, int nsaved, int nwatch, tj_tensor *g,
+     * g[k] the gradient of result k (NULL: none reached it); gargs[0..nargs)
+     * (NULL each) gets the gradients of the arguments that require grad, sent
+     * on like any node's (in the current scope) */
+    int (*run)(void *ctx, tj_tensor *const *in, int nsaved, int nwatch, tj_tensor *const *g,
                tj_tensor **gargs);
     void (*release)(void *ctx);   /* drops the node's hold on ctx */
 } fe_ag_compiled;
-/* Puts r (a compiled call's result, a fresh tensor) on the tape as a node of
- * the compiled-backward kind: it holds saved[0..nsaved) (retained, their
+/* Puts r[0..nr) (a compiled call's results, fresh tensors) on the tape as
+ * the outputs of one node of the compiled-backward kind (a backward reaching
+ * any of them runs it once, with the gradients of all): it holds saved[0..nsaved) (retained, their
  * versions checked at backward; the first nargs are the call's arguments, the
  * rest values its forward saved), watch[0..nwatch) (the captured weights the
  * backward reads again: retained, versions checked, except those unread
  * marks: a weight the call wrote that the backward does not read; unread may
  * be NULL), both passed to kind->run, and ctx (one hold, released with the
  * node; also on failure). The arguments that require grad get the gradients
- * kind->run gives them. Returns r, or NULL (error set). */
-tj_tensor *fe_ag_record_compiled(tj_tensor *r, tj_tensor *const *saved, int nsaved, int nargs,
-                                 tj_tensor *const *watch, int nwatch, const bool *unread,
-                                 const fe_ag_compiled *kind, void *ctx);
+ * kind->run gives them. 0, or -1 (error set). */
+int fe_ag_record_compiled(tj_tensor *const *r, int nr, tj_tensor *const *saved, int nsaved, int nargs,
+                          tj_tensor *const *watch, int nwatch, const bool *unread,
+                          const fe_ag_compiled *kind, void *ctx);
+/* The backward from several roots ys[0..n) at once, each with its seed
+ * (seeds or seeds[k] NULL: ones, for one element), as tj_backward_seed does
+ * one: every node they reach runs once. 0 or -1 (error set). */
+int fe_ag_backward_roots(tj_tensor *const *ys, tj_tensor *const *seeds, int n);
 /* Whether grad mode is on and a float input of in[0..nin) requires grad. */
 bool fe_ag_wants_grad(tj_tensor *const *in, int nin);
 /* Whether t requires grad (a leaf marked so, or made by a recorded op). */

@@ -791,43 +791,11 @@ static bool on_tape(const entry *e, int r)
     return ir_dtype_is_float(e->g->outputs[r]->type.dtype) && (!e->grad_known || (e->res_grad >> r & 1));
 }
 
-/* The result whose backward is partitioned: the one on the tape, or among
- * several the one 0-dim (a loss beside outputs: the outputs' backwards, rarely
- * reached, recompute); -1 with why. */
-static int joint_result(const entry *e, char *why, size_t n)
-{
-    int k = -1, tape = 0, scalars = 0, scalar = -1;
-    for (int r = 0; r < e->nresults; r++)
-        if (on_tape(e, r)) {
-            tape++, k = r;
-            if (e->g->outputs[r]->type.ndim == 0)
-                scalars++, scalar = r;
-        }
-    if (tape == 1)
-        return k;
-    if (scalars == 1)
-        return scalar;
-    snprintf(why, n, "%d results on the tape, %d of them 0-dim (one result, or one loss, is "
-                     "partitioned)", tape, scalars);
-    return -1;
-}
-
-/* Whether a call of e, which writes to tensors or draws random numbers, can
- * take joint j: the one backward it needs (no other result on the tape:
- * aot.c's backward would run the writes again, or draw other numbers). */
-static bool joint_alone(const entry *e, const fe_joint *j)
-{
-    for (int k = 0; j && k < e->nresults; k++)
-        if (k != fe_joint_result(j) && on_tape(e, k))
-            return false;
-    return j != NULL;
-}
-
-/* The partitioned backward of e for args, made on first need (joint_result
- * says which result; with arguments that require grad, argmask, the joint
- * trace does); a symbolic entry gets one per argument shape (traced static),
- * up to FE_JOINT_SHAPES. NULL: the caller uses aot.c's, or with argmask runs
- * the call eagerly. */
+/* The partitioned backward of e for args, made on first need (of every
+ * result that requires grad; with arguments that require grad, argmask, one
+ * per pattern); a symbolic entry gets one per argument shape (traced
+ * static), up to FE_JOINT_SHAPES. NULL: the caller uses aot.c's, or runs the
+ * call eagerly. */
 static fe_joint *entry_joint(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs,
                              tj_tensor *const *caps, uint64_t argmask)
 {
@@ -841,14 +809,11 @@ static fe_joint *entry_joint(tj_compiled *c, entry *e, tj_tensor *const *args, i
         atomic_fetch_add(&e->joint_misses, 1);
     else if (!j && !*why_not) {
         char why[512] = "";
-        int k = argmask ? -1 : joint_result(e, why, sizeof why);
-        if (!argmask && k < 0)
-            ;   /* why says so */
-        else if (getenv("TJIT_PARTITION") && !strcmp(getenv("TJIT_PARTITION"), "0"))
+        if (getenv("TJIT_PARTITION") && !strcmp(getenv("TJIT_PARTITION"), "0"))
             snprintf(why, sizeof why, "TJIT_PARTITION=0");
         else
-            j = fe_joint_new(c->fn, c->mfn, c->ctx, c->name, k, argmask, args, nargs, caps,
-                             e->ncaps, why, sizeof why);
+            j = fe_joint_new(c->fn, c->mfn, c->ctx, c->name, argmask, args, nargs, caps, e->ncaps,
+                             why, sizeof why);
         if (j)
             e->joints[e->njoints++] = j;
         else
@@ -955,23 +920,10 @@ static int run_entry(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs
     for (int k = 0; caps && k < e->ncaps; k++)
         caps[k] = e->caps[k].t;
     fe_joint *j = grad ? entry_joint(c, e, args, nargs, caps, argmask) : NULL;
-    if (grad && (e->nwrites || e->draws.n) && !joint_alone(e, j)) {
-        if (j) {   /* explain says why */
-            pthread_mutex_lock(&c->lock);
-            if (!e->joint_why[0])
-                e->joint_why[0] = strdup("another result is on the tape too");
-            pthread_mutex_unlock(&c->lock);
-        }
-        if (caps != few)
-            free(caps);
-        return -2;
-    }
-    if (j || argmask) {
-        int n = j ? fe_joint_call(j, args, nargs, caps, e->ncaps, outs) : -2;   /* -2: eagerly */
-        for (int k = 0; !argmask && n >= 0 && k < e->nresults; k++)   /* the other results: aot.c's */
-            if (k != fe_joint_result(j) && on_tape(e, k) &&
-                attach_backward(c, k, outs[k], args, nargs, caps, e->ncaps) != 0)
-                n = -1;
+    /* without it: aot.c's backward gives arguments no gradient, and would
+     * write again and draw other numbers; those calls run eagerly (-2) */
+    if (j || (grad && (argmask || e->nwrites || e->draws.n))) {
+        int n = j ? fe_joint_call(j, args, nargs, caps, e->ncaps, outs) : -2;
         if (caps != few)
             free(caps);
         return n;

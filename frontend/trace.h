@@ -153,25 +153,23 @@ const tj_compiled *fe_aot_compiled(const fe_aot *a);
 
 /* ---- the partitioned backward of compiled calls (aot_joint.c) -------------------- */
 typedef struct fe_joint fe_joint;
-/* Traces the joint forward + backward of result k of a model on the
- * signature of args (static shapes: a symbolic entry makes one per argument
- * shape, fe_joint_fits), whose graph entry captured caps[0..ncaps),
- * partitions it and compiles both parts. argmask: bit i, argument i requires
- * grad: the backward gives its gradient too, and k is the one result that
- * then requires grad (chosen in the trace). NULL with the reason in why when
- * it cannot be used (the caller keeps aot.c's backward, or with argmask runs
- * the call eagerly); no error is left set. */
-fe_joint *fe_joint_new(tj_model_fn fn, tj_model_multi_fn mfn, void *ctx, const char *name, int k,
+/* Traces the joint forward + backward of a model's results that require
+ * grad (one tangent each) on the signature of args (static shapes: a
+ * symbolic entry makes one per argument shape, fe_joint_fits), whose graph
+ * entry captured caps[0..ncaps), partitions it and compiles both parts.
+ * argmask: bit i, argument i requires grad: the backward gives its gradient
+ * too. NULL with the reason in why when it cannot be used (the caller keeps
+ * aot.c's backward, or runs the call eagerly); no error is left set. */
+fe_joint *fe_joint_new(tj_model_fn fn, tj_model_multi_fn mfn, void *ctx, const char *name,
                        uint64_t argmask, tj_tensor *const *args, int nargs, tj_tensor *const *caps,
                        int ncaps, char *why, size_t n);
 void fe_joint_release(fe_joint *j);
-/* Runs the forward plan: its results in outs (the current scope's), the one
- * that requires grad on the tape with the saved values; n results or -1. */
+/* Runs the forward plan: its results in outs (the current scope's), those
+ * that require grad on the tape as one node's outputs, with the saved
+ * values; n results or -1. */
 int fe_joint_call(fe_joint *j, tj_tensor *const *args, int nargs, tj_tensor *const *caps, int ncaps,
                   tj_tensor **outs);
 int fe_joint_results(const fe_joint *j);
-/* The result whose backward it is (the others' backwards are aot.c's). */
-int fe_joint_result(const fe_joint *j);
 /* Whether args have the types (shapes) j was traced for, and argmask (bit i:
  * argument i requires grad) is its. */
 bool fe_joint_fits(const fe_joint *j, tj_tensor *const *args, int nargs, uint64_t argmask);

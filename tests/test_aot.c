@@ -149,7 +149,9 @@ static void test_accumulates(void **state)
     tj_scope_end();
 }
 
-/* Each result of a multi-result model has its own backward. */
+/* The results of a multi-result model are the outputs of one node: a
+ * backward through either or both runs the partitioned backward once (a
+ * result no gradient reached has a zero tangent). */
 static void test_multi(void **state)
 {
     (void)state;
@@ -158,32 +160,94 @@ static void test_multi(void **state)
     mlp m;
     mlp_init(&m, true);
     tj_compiled *c = tj_compile_multi(mlp_multi, &m, NULL);
-    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){8, 16});
-    tj_tensor *want[3], *got[3], *r[2];
-    assert_int_equal(mlp_multi(&m, &x, 1, r, 2), 2);
-    assert_int_equal(tj_backward(tj_add(loss_of(r[0]), loss_of(r[1]))), 0);
-    take_grads(&m, want);
-    assert_int_equal(tj_call_multi(c, &x, 1, r, 2), 2);
-    assert_int_equal(tj_backward(tj_add(loss_of(r[0]), loss_of(r[1]))), 0);
-    take_grads(&m, got);
-    for (int k = 0; k < 3; k++)
-        tu_assert_close(got[k], want[k], 1e-5, 1e-5);
+    for (int through = 0; through < 3; through++) {   /* result 0, result 1, both */
+        tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){8, 16});
+        tj_tensor *want[3], *got[3], *r[2];
+        for (int pass = 0; pass < 2; pass++) {
+            if (pass)
+                assert_int_equal(tj_call_multi(c, &x, 1, r, 2), 2);
+            else
+                assert_int_equal(mlp_multi(&m, &x, 1, r, 2), 2);
+            tj_tensor *l = through == 0 ? loss_of(r[0]) : through == 1 ? loss_of(r[1])
+                                                                        : tj_add(loss_of(r[0]), loss_of(r[1]));
+            assert_int_equal(tj_backward(l), 0);
+            tj_tensor *w[3] = {m.w1, m.b1, m.w2};
+            for (int k = 0; k < 3; k++) {   /* result 0 does not reach w2 */
+                (pass ? got : want)[k] = tj_grad(w[k]) ? tj_clone(tj_grad(w[k])) : NULL;
+                tj_zero_grad(w[k]);
+            }
+        }
+        for (int k = 0; k < 3; k++) {
+            assert_true(!got[k] == !want[k]);
+            if (want[k])
+                tu_assert_close(got[k], want[k], 1e-5, 1e-5);
+        }
+    }
     tj_compiled_stats s;
     assert_int_equal(tj_compiled_stats_get(c, &s), 0);
-    assert_int_equal(s.backward.graphs, 2);
-    assert_int_equal(s.backward.partitioned, 0);   /* two results on the tape: aot.c's */
+    assert_int_equal(s.backward.graphs, 1);
+    assert_int_equal(s.backward.partitioned, 1);
     char *ex = tj_explain(c);
-    assert_non_null(strstr(ex, "backward not partitioned: 2 results on the tape"));
-    assert_non_null(strstr(ex, "backward of result 1: saves the call's arguments"));
+    assert_non_null(strstr(ex, "backward of results 0, 1: joint graph partitioned"));
+    assert_non_null(strstr(ex, "3 backward runs"));
     free(ex);
     tj_compiled_free(c);
     mlp_free(&m);
     tj_scope_end();
 }
 
-/* A loss and the outputs: the loss (the one 0-dim result on the tape) gets
- * the partitioned backward, the outputs aot.c's; a backward through the loss,
- * through the outputs, or through both gives eager's gradients. */
+/* Results that are the inputs themselves (the argument, a weight) come back
+ * as those tensors, their gradients their own; a view of a weight is on the
+ * tape with the others. */
+static int mlp_inputs_out(void *ctx, tj_tensor *const *args, int nargs, tj_tensor **outs, int max)
+{
+    mlp *m = ctx;
+    (void)max;
+    outs[0] = mlp_fn(ctx, args, nargs);
+    outs[1] = m->w1;
+    outs[2] = args[0];
+    outs[3] = tj_transpose(m->w2, 0, 1);
+    return 4;
+}
+
+static void test_results_inputs(void **state)
+{
+    (void)state;
+    tj_scope_begin();
+    tj_manual_seed(21);
+    mlp m;
+    mlp_init(&m, true);
+    tj_compiled *c = tj_compile_multi(mlp_inputs_out, &m, NULL);
+    for (int step = 0; step < 3; step++) {
+        tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){8, 16}), *want[4], *got[4], *r[4];
+        assert_int_equal(tj_requires_grad(x, true), 0);
+        for (int pass = 0; pass < 2; pass++) {
+            if (pass)
+                assert_int_equal(tj_call_multi(c, &x, 1, r, 4), 4);
+            else
+                assert_int_equal(mlp_inputs_out(&m, &x, 1, r, 4), 4);
+            assert_true(r[1] == m.w1 && r[2] == x);
+            tj_tensor *l = loss_of(r[0]);
+            for (int k = 1; k < 4; k++)
+                l = tj_add(l, loss_of(r[k]));
+            assert_int_equal(tj_backward(l), 0);
+            tj_tensor **g = pass ? got : want;
+            take_grads(&m, g);
+            g[3] = tj_clone(tj_grad(x));
+            tj_zero_grad(x);
+        }
+        for (int k = 0; k < 4; k++)
+            tu_assert_close(got[k], want[k], 1e-5, 1e-5);
+    }
+    tu_assert_explain(c, "backward of results 0, 3: joint graph partitioned");
+    tj_compiled_free(c);
+    mlp_free(&m);
+    tj_scope_end();
+}
+
+/* A loss and the outputs: one partitioned backward for both; a backward
+ * through the loss, through the outputs, or through both gives eager's
+ * gradients. */
 static int mlp_loss_and_out(void *ctx, tj_tensor *const *args, int nargs, tj_tensor **outs, int max)
 {
     (void)max;
@@ -220,11 +284,10 @@ static void test_loss_and_outputs(void **state)
     tj_compiled_stats s;
     assert_int_equal(tj_compiled_stats_get(c, &s), 0);
     assert_int_equal(s.backward.partitioned, 1);
-    assert_int_equal(s.backward.graphs, 2);   /* the joint, and result 1's (aot.c) */
+    assert_int_equal(s.backward.graphs, 1);
     char *ex = tj_explain(c);
-    assert_non_null(strstr(ex, "backward of result 0: joint graph partitioned: the forward saves"));
-    assert_non_null(strstr(ex, "2 backward runs"));   /* through the loss, and both */
-    assert_non_null(strstr(ex, "backward of result 1: saves the call's arguments"));
+    assert_non_null(strstr(ex, "backward of results 0, 1: joint graph partitioned: the forward saves"));
+    assert_non_null(strstr(ex, "3 backward runs"));
     free(ex);
     tj_compiled_free(c);
     mlp_free(&m);
@@ -241,7 +304,7 @@ static tj_tensor *layer2(void *ctx, tj_tensor *const *args, int nargs)
     return tj_tanh(tj_matmul(args[0], ctx));
 }
 
-/* Two results that would need the argument's gradient: eager. */
+/* Two results, both reaching the argument: one backward gives its gradient. */
 static int layer2_twice(void *ctx, tj_tensor *const *args, int nargs, tj_tensor **outs, int max)
 {
     (void)max;
@@ -307,9 +370,11 @@ static void test_argument_grads(void **state)
         tj_zero_grad(w3);
     }
     tu_assert_close(got, want, 1e-5, 1e-5);
+    assert_int_equal(tj_compiled_stats_get(c3, &s), 0);
+    assert_int_equal((int)s.eager_calls, 0);
     ex = tj_explain(c3);
-    assert_non_null(strstr(ex, "calls with arguments that require grad run eagerly: 2 results "
-                               "require grad, with an argument that does (one may)"));
+    assert_non_null(strstr(ex, "backward of results 0, 1: joint graph partitioned"));
+    assert_non_null(strstr(ex, "2 gradients (of arguments 0)"));
     free(ex);
     tj_compiled_free(c3);
     tj_compiled_free(c1);
@@ -473,8 +538,8 @@ static void test_symbolic_shapes(void **state)
         tj_tensor *seed = tj_randn(TJ_F32, 2, (int64_t[]){b, 4});
         if (i < 2)
             tu_assert_error(tj_backward_seed(tj_call(c, &x, 1), tj_cast(seed, TJ_F64)) == 0 ? (void *)1 : NULL,
-                            i ? "the gradient is f64[12,4], the compiled backward takes f32[12,4]"
-                              : "the gradient is f64[8,4], the compiled backward takes f32[8,4]",
+                            i ? "the gradient of result 0 is f64[12,4], the compiled backward takes f32[12,4]"
+                              : "the gradient of result 0 is f64[8,4], the compiled backward takes f32[8,4]",
                             NULL);
         assert_int_equal(tj_backward_seed(mlp_fn(&m, &x, 1), seed), 0);
         take_grads(&m, want);
@@ -653,7 +718,7 @@ int main(void)
         cmocka_unit_test(test_writes), cmocka_unit_test(test_saved_result),
         cmocka_unit_test(test_dump_stages), cmocka_unit_test(test_symbolic_shapes),
         cmocka_unit_test(test_loss_and_outputs), cmocka_unit_test(test_argument_grads),
-        cmocka_unit_test(test_batch_norm_train),
+        cmocka_unit_test(test_batch_norm_train), cmocka_unit_test(test_results_inputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
