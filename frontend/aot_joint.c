@@ -350,9 +350,10 @@ static int trace_joint(fe_joint *j, fe_trace *tr, tj_model_fn fn, tj_model_multi
         snprintf(why, n, "the trace read a tensor's values or a gradient");
         return -1;
     }
-    if (map_inputs(j, tr, caps, ncaps, why, n) != 0)
+    /* the outputs first: a result that is a weight itself captures it there */
+    if (set_outputs(j, tr, res, caps, ncaps, why, n) != 0)
         return -1;
-    return set_outputs(j, tr, res, caps, ncaps, why, n);
+    return map_inputs(j, tr, caps, ncaps, why, n);
 }
 
 /* j->gdep: which tangents each backward output depends on; 0 or -1. */

@@ -1,11 +1,10 @@
-/* autograd.c - reverse-mode automatic differentiation on a tape.
+/* autograd.c - reverse-mode automatic differentiation on a tape: recording,
+ * leaves' gradients and ready-hooks, grad mode (the tape's records:
+ * ag_tape.h; the backward walk: backward.c).
  *
  *   fe_apply --(an input requires grad, grad mode on)--> fe_ag_record: a node
- *   tj_backward(y): nodes reachable from y, newest first (creation order is a
- *       topological order), each node's gradient summed from its consumers,
- *       its op's VJP (vjp*.c) run with grad mode off, the input gradients
- *       summed to the input's shape and cast to its dtype, then sent to the
- *       node that made the input or added into the leaf's .grad.
+ *   a compiled call --> fe_ag_record_compiled: one node, its results its outputs
+ *   tj_backward(y): backward.c
  *
  * Ownership: a tensor's state (ag_meta) holds its node (non-leaf) or its
  * accumulated gradient (leaf). A node holds its saved values (detached
@@ -19,66 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ag_tape.h"
 #include "autograd.h"
 #include "trace.h"
 #include "../runtime/iter.h"
 
-typedef struct ag_node ag_node;
-
-typedef struct ag_meta {
-    rt_agmeta base;          /* first: the runtime's release hook */
-    bool requires_grad;      /* a leaf the user marked */
-    tj_tensor *grad;         /* leaf: accumulated gradient (retained) */
-    ag_node *fn;             /* non-leaf: the node that made it (retained) ... */
-    int fn_out;              /* ... its output fn_out (a compiled call's node has several) */
-    tj_grad_hook_fn hook;    /* leaf: runs when its gradient of a backward is final */
-    void *hook_ctx;
-    int pending;             /* during a backward: recorded uses still to send a part */
-    uint64_t touched;        /* the backward (bw_gen) that last wrote its gradient */
-    uint64_t fired;          /* the backward its hook last ran in */
-    ag_view *view;           /* a view: how it was made from its base (autograd_views.c) */
-    tj_tensor *view_base;    /* a view: its base (retained) */
-    uint64_t view_gen;       /* a view: the base's gen its fn was made from */
-    uint64_t gen;            /* a base: how many times a write replaced its history */
-} ag_meta;
-
-typedef struct ag_input {
-    tj_tensor *saved;        /* detached header */
-    unsigned version;        /* storage version when saved */
-    bool unchecked;          /* a compiled node's watched weight its backward does not read */
-    bool need;
-    ag_node *fn;             /* gradient goes to this node (retained), its output out ... */
-    int out;
-    tj_tensor *leaf;         /* ... or into this leaf's .grad (retained) */
-} ag_input;
-
-struct ag_node {
-    atomic_int refs;
-    ir_op op;
-    ir_attrs attrs;
-    uint64_t seq;            /* creation order */
-    bool released;           /* saved values dropped by a backward */
-    ag_view *slices;         /* a write through this view of in[0] (CopySlices):
-                              * in[1] is the written value */
-    int walk;                /* during a backward: 1 + its index in the walk; else 0 */
-    tj_tensor *out;          /* detached header of the result */
-    const fe_ag_compiled *compiled;   /* a compiled call's node: its backward ... */
-    void *cctx;              /* ... and its state; in[0..nargs) holds the call's
-                              * arguments, in[nargs..nin) the weights it read */
-    int nargs, nsaved;       /* in[0..nsaved) saved (nargs of them arguments), then watched */
-    int nout;                /* a compiled call's results on the tape (else 1: the result) */
-    unsigned out_version;
-    int nin;
-    ag_input in[];
-};
-
-/* A backward's walk over the nodes (below); send passes a node's input
- * gradients on. */
-typedef struct walk walk;
-static int send(walk *w, ag_node *n, tj_tensor **gx);
-
 static atomic_uint_fast64_t node_seq;
-static _Thread_local int no_grad_depth;
+_Thread_local int ag_no_grad_depth;
 /* The backward running on this thread (a number from bw_seq), 0 outside one. */
 static atomic_uint_fast64_t bw_seq;
 static _Thread_local uint64_t bw_gen;
@@ -96,8 +42,6 @@ static void meta_release(rt_agmeta *m)
     tj_release(am->view_base);
     free(am);
 }
-
-static ag_meta *meta_of(const tj_tensor *t) { return t ? (ag_meta *)t->ag : NULL; }
 
 static ag_meta *meta_get(tj_tensor *t)
 {
@@ -117,19 +61,19 @@ static ag_node *fn_of(const tj_tensor *t);
 
 bool fe_ag_is_leaf(const tj_tensor *t)
 {
-    const ag_meta *m = meta_of(t);
+    const ag_meta *m = ag_meta_of(t);
     return m && m->requires_grad && !fn_of(t);
 }
 
 bool fe_ag_requires_grad(const tj_tensor *t)
 {
-    const ag_meta *m = meta_of(t);
+    const ag_meta *m = ag_meta_of(t);
     return (m && m->requires_grad) || fn_of(t);   /* fn_of: a view may take its base's history */
 }
 
 bool fe_ag_is_view(const tj_tensor *t)
 {
-    const ag_meta *m = meta_of(t);
+    const ag_meta *m = ag_meta_of(t);
     return m && m->view;
 }
 
@@ -143,14 +87,9 @@ tj_tensor *ag_detached(const tj_tensor *t)
     return d;
 }
 
-static unsigned version_of(const tj_tensor *t)
-{
-    return t->storage ? atomic_load_explicit(&t->storage->version, memory_order_relaxed) : 0;
-}
-
 /* ---- nodes ----------------------------------------------------------------------- */
 
-static void node_drop_saved(ag_node *n)
+void ag_node_drop_saved(ag_node *n)
 {
     for (int k = 0; k < n->nin; k++) {
         tj_release(n->in[k].saved);
@@ -165,7 +104,7 @@ static void node_release(ag_node *n)
 {
     if (!n || atomic_fetch_sub_explicit(&n->refs, 1, memory_order_acq_rel) != 1)
         return;
-    node_drop_saved(n);
+    ag_node_drop_saved(n);
     if (n->compiled)
         n->compiled->release(n->cctx);
     ag_view_release(n->slices);
@@ -178,14 +117,14 @@ static void node_release(ag_node *n)
 
 /* Where the gradient of t (an input of a node) goes: to the node that made
  * it, or into t itself, a leaf; e->need says whether it wants one. */
-static void link_input(ag_input *e, tj_tensor *t)
+void ag_link_input(ag_input *e, tj_tensor *t)
 {
     e->need = ir_dtype_is_float(t->dtype) && fe_ag_requires_grad(t);
     ag_node *f = e->need ? fn_of(t) : NULL;
     if (f)
         atomic_fetch_add(&f->refs, 1);
     e->fn = f;
-    e->out = f ? meta_of(t)->fn_out : 0;
+    e->out = f ? ag_meta_of(t)->fn_out : 0;
     e->leaf = e->need && !f ? tj_retain(t) : NULL;
 }
 
@@ -228,9 +167,9 @@ static int regen(ag_meta *m, const ag_meta *bm)
             break;
         }
         n->attrs = s->attrs;
-        n->in[0].version = version_of(s->in);
+        n->in[0].version = ag_version_of(s->in);
         if (k == 0) {
-            link_input(&n->in[0], m->view_base);
+            ag_link_input(&n->in[0], m->view_base);
         } else {
             n->in[0].need = true;
             n->in[0].fn = prev;   /* the hold passes to n */
@@ -259,7 +198,7 @@ static int adopt_lineage(tj_tensor *t, tj_tensor *base, uint64_t gen);
 static ag_meta *adopt_if_written(tj_tensor *t, ag_meta *m)
 {
     tj_tensor *base = rt_wref_get(t->view_of);   /* NULL: released */
-    const ag_meta *bm = meta_of(base);
+    const ag_meta *bm = ag_meta_of(base);
     if (!bm || bm->gen == (m ? m->view_gen : 0))
         return m;
     if (t->sym) {   /* a traced view of an argument or a capture (fe_ag_view_made) */
@@ -271,18 +210,18 @@ static ag_meta *adopt_if_written(tj_tensor *t, ag_meta *m)
     }
     if (!rt_holds_storage(base))
         return m;
-    return adopt_lineage(t, base, m ? m->view_gen : 0) == 0 ? meta_of(t) : m;
+    return adopt_lineage(t, base, m ? m->view_gen : 0) == 0 ? ag_meta_of(t) : m;
 }
 
 /* The node that made t, made again first when t is a view whose base was
  * written since (regen). */
 static ag_node *fn_of(const tj_tensor *t)
 {
-    ag_meta *m = meta_of(t);
+    ag_meta *m = ag_meta_of(t);
     if ((!m || !m->view) && t->view_of)
         m = adopt_if_written((tj_tensor *)t, m);
     if (m && m->view) {
-        const ag_meta *bm = meta_of(m->view_base);
+        const ag_meta *bm = ag_meta_of(m->view_base);
         if ((bm ? bm->gen : 0) != m->view_gen)
             regen(m, bm);   /* out of memory: the error is set, the old history kept */
     }
@@ -292,7 +231,7 @@ static ag_node *fn_of(const tj_tensor *t)
 bool fe_ag_wants_grad(tj_tensor *const *in, int nin)
 {
     bool any = false;
-    for (int k = 0; k < nin && no_grad_depth == 0; k++)
+    for (int k = 0; k < nin && ag_no_grad_depth == 0; k++)
         any |= in[k] && ir_dtype_is_float(in[k]->dtype) && fe_ag_requires_grad(in[k]);
     return any;
 }
@@ -300,7 +239,7 @@ bool fe_ag_wants_grad(tj_tensor *const *in, int nin)
 /* m (a view's state) takes lineage v (its hold) of base. */
 static void set_lineage(ag_meta *m, ag_view *v, tj_tensor *base)
 {
-    const ag_meta *bm = meta_of(base);
+    const ag_meta *bm = ag_meta_of(base);
     ag_view_release(m->view);
     tj_release(m->view_base);
     m->view = v;
@@ -311,7 +250,7 @@ static void set_lineage(ag_meta *m, ag_view *v, tj_tensor *base)
 tj_tensor *fe_ag_record(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
                         tj_tensor *r)
 {
-    if (!r || no_grad_depth > 0 || !ir_dtype_is_float(r->dtype))
+    if (!r || ag_no_grad_depth > 0 || !ir_dtype_is_float(r->dtype))
         return r;
     bool any = false;
     for (int k = 0; k < nin; k++)
@@ -331,14 +270,14 @@ tj_tensor *fe_ag_record(ir_op op, tj_tensor *const *in, int nin, const ir_attrs 
     }
     n->attrs = *a;
     bool ok = (n->out = ag_detached(r)) != NULL;
-    n->out_version = version_of(r);
+    n->out_version = ag_version_of(r);
     for (int k = 0; k < nin && ok; k++) {
         ag_input *e = &n->in[k];
         if (!in[k])
             continue;
         ok = (e->saved = ag_detached(in[k])) != NULL;
-        e->version = version_of(in[k]);
-        link_input(e, in[k]);
+        e->version = ag_version_of(in[k]);
+        ag_link_input(e, in[k]);
     }
     if (!ok) {
         node_release(n);
@@ -348,7 +287,7 @@ tj_tensor *fe_ag_record(ir_op op, tj_tensor *const *in, int nin, const ir_attrs 
     rm->fn = n;
     rm->fn_out = 0;
     if (ir_ops[op].kind == IR_VIEW && ag_view_shares(r, in[0])) {   /* a view of in[0]: its lineage */
-        const ag_meta *im = meta_of(in[0]);
+        const ag_meta *im = ag_meta_of(in[0]);
         tj_tensor *base = im && im->view ? im->view_base : in[0];
         ag_view *v = ag_view_extend(im ? im->view : NULL, base, n->in[0].saved, op, a, r);
         if (!v)
@@ -386,13 +325,13 @@ int fe_ag_record_compiled(tj_tensor *const *r, int nr, tj_tensor *const *saved, 
         /* the tensor itself (not a detached view): the backward runs on it */
         tj_tensor *t = k < nsaved ? saved[k] : watch[k - nsaved];
         n->in[k].saved = tj_retain(t);
-        n->in[k].version = version_of(t);
+        n->in[k].version = ag_version_of(t);
         n->in[k].unchecked = k >= nsaved && unread && unread[k - nsaved];
         if (k < nargs)   /* an argument that requires grad gets one */
-            link_input(&n->in[k], t);
+            ag_link_input(&n->in[k], t);
     }
     for (int k = 0; k < nr; k++) {   /* result k is output k (each holds the node) */
-        ag_meta *rm = meta_of(r[k]);
+        ag_meta *rm = ag_meta_of(r[k]);
         if (k)
             atomic_fetch_add(&n->refs, 1);
         node_release(rm->fn);
@@ -400,46 +339,6 @@ int fe_ag_record_compiled(tj_tensor *const *r, int nr, tj_tensor *const *saved, 
         rm->fn_out = k;
     }
     return 0;
-}
-
-/* A compiled call's node: its backward plan on the saved arguments, with
- * grad mode on (the backward is traced from the model's tape); the
- * arguments' gradients go on as any node's. */
-static int run_compiled(walk *w, ag_node *n, tj_tensor *const *g)
-{
-    char d[64];
-    for (int k = 0; k < n->nin; k++) {
-        const tj_tensor *s = n->in[k].saved;
-        if (!n->in[k].unchecked && version_of(s) != n->in[k].version) {
-            bool arg = k < n->nargs, kept = k < n->nsaved;
-            rt_error("backward: %s %d of a compiled call (%s) was modified in place "
-                     "after the call (version %u, saved at %u)",
-                     arg ? "argument" : kept ? "saved value" : "captured weight",
-                     arg ? k : kept ? k - n->nargs : k - n->nsaved,
-                     tj_describe(s, d, sizeof d), version_of(s), n->in[k].version);
-            return -1;
-        }
-    }
-    tj_tensor *few[FE_MAX_INPUTS] = {0}, **in = n->nin <= FE_MAX_INPUTS ? few : malloc(sizeof *in * (size_t)n->nin);
-    if (!in) {
-        rt_error("backward: out of memory");
-        return -1;
-    }
-    for (int k = 0; k < n->nin; k++)
-        in[k] = n->in[k].saved;
-    int depth = no_grad_depth;
-    no_grad_depth = 0;
-    tj_tensor **gx = calloc((size_t)n->nin + 1, sizeof *gx);   /* gx[0..nargs): the arguments' */
-    int rc = gx ? n->compiled->run(n->cctx, in, n->nsaved, n->nin - n->nsaved, g, gx) : -1;
-    no_grad_depth = depth;
-    if (!gx)
-        rt_error("backward: out of memory");
-    if (rc == 0)
-        rc = send(w, n, gx);   /* in[nargs..) need none: their gradients went into .grad */
-    free(gx);
-    if (in != few)
-        free(in);
-    return rc;
 }
 
 /* A write of value through view lv of its base: the base's history becomes
@@ -460,8 +359,8 @@ static int rebase_view(ag_view *lv, tj_tensor *base, tj_tensor *value)
             node_release(n);
             return -1;
         }
-        n->in[k].version = version_of(in[k]);
-        link_input(&n->in[k], in[k]);
+        n->in[k].version = ag_version_of(in[k]);
+        ag_link_input(&n->in[k], in[k]);
     }
     node_release(bm->fn);
     bm->fn = n;
@@ -506,22 +405,22 @@ static int rebase_unrecorded(tj_tensor *dst, tj_tensor *value)
                  "not hold its whole storage cannot be differentiated");
         return -1;
     }
-    const ag_meta *bm = meta_of(base);
+    const ag_meta *bm = ag_meta_of(base);
     if (adopt_lineage(dst, base, bm ? bm->gen : 0))
         return -1;
-    return rebase_view(meta_of(dst)->view, base, value);
+    return rebase_view(ag_meta_of(dst)->view, base, value);
 }
 
 int fe_ag_rebase(tj_tensor *dst, const tj_tensor *value)
 {
-    ag_meta *d = meta_of(dst);
-    if (no_grad_depth == 0 && d && d->view)
+    ag_meta *d = ag_meta_of(dst);
+    if (ag_no_grad_depth == 0 && d && d->view)
         return rebase_view(d->view, d->view_base, (tj_tensor *)value);
-    int rc = no_grad_depth == 0 ? rebase_unrecorded(dst, (tj_tensor *)value) : 1;
+    int rc = ag_no_grad_depth == 0 ? rebase_unrecorded(dst, (tj_tensor *)value) : 1;
     if (rc <= 0)
         return rc;
     ag_node *vf = fn_of(value);
-    if (no_grad_depth != 0 || ((!d || !d->fn) && !vf))
+    if (ag_no_grad_depth != 0 || ((!d || !d->fn) && !vf))
         return 0;   /* no history on either side */
     if (!(d = meta_get(dst)))
         return -1;
@@ -529,7 +428,7 @@ int fe_ag_rebase(tj_tensor *dst, const tj_tensor *value)
         atomic_fetch_add(&vf->refs, 1);
     node_release(d->fn);
     d->fn = vf;
-    d->fn_out = vf ? meta_of(value)->fn_out : 0;
+    d->fn_out = vf ? ag_meta_of(value)->fn_out : 0;
     d->gen++;   /* its views' histories are made again when read */
     return 0;
 }
@@ -541,7 +440,7 @@ static int remember_base(tj_tensor *r, tj_tensor *x)
 {
     if (!(r->view_of = x->view_of ? rt_wref_retain(x->view_of) : rt_wref_of(x)))
         return -1;
-    const ag_meta *bm = meta_of(rt_wref_get(r->view_of));
+    const ag_meta *bm = ag_meta_of(rt_wref_get(r->view_of));
     if (bm && bm->gen) {
         ag_meta *m = meta_get(r);
         if (!m)
@@ -555,8 +454,8 @@ int fe_ag_view_made(ir_op op, const ir_attrs *a, tj_tensor *r, tj_tensor *x)
 {
     if (!ag_view_shares(r, x) || !ir_dtype_is_float(r->dtype))
         return 0;
-    r->view_no_grad = x->view_no_grad || no_grad_depth > 0;
-    if (no_grad_depth > 0)
+    r->view_no_grad = x->view_no_grad || ag_no_grad_depth > 0;
+    if (ag_no_grad_depth > 0)
         return 0;
     if (!r->sym != !x->sym)
         return 0;   /* a traced view of a concrete tensor: trace.c follows such writes */
@@ -567,7 +466,7 @@ int fe_ag_view_made(ir_op op, const ir_attrs *a, tj_tensor *r, tj_tensor *x)
      * through r, or into its base, reaches the other in the graph */
     if (fe_ag_requires_grad(x))
         return 0;
-    const ag_meta *im = meta_of(x);
+    const ag_meta *im = ag_meta_of(x);
     tj_tensor *base = im && im->view ? im->view_base : x;
     if (x->view_of || ir_node_is_input(base->sym))
         /* an argument's or a capture's view (or a view of one): writes through
@@ -587,20 +486,20 @@ int fe_ag_view_made(ir_op op, const ir_attrs *a, tj_tensor *r, tj_tensor *x)
 
 int fe_ag_check_inplace(const tj_tensor *dst, const tj_tensor *src, const char *what)
 {
-    if (no_grad_depth == 0 && dst->view_no_grad && ir_dtype_is_float(src->dtype) &&
+    if (ag_no_grad_depth == 0 && dst->view_no_grad && ir_dtype_is_float(src->dtype) &&
         fe_ag_requires_grad(src)) {
         rt_error("%s: a view made in no-grad mode (or a view of one) cannot be written in grad "
                  "mode with a value that requires grad: its base would not get the gradient "
                  "(make the view in grad mode, or write in tj_no_grad)", what);
         return -1;
     }
-    const ag_meta *m = meta_of(dst);
-    if (no_grad_depth == 0 && m && m->requires_grad && !m->fn) {
+    const ag_meta *m = ag_meta_of(dst);
+    if (ag_no_grad_depth == 0 && m && m->requires_grad && !m->fn) {
         rt_error("%s: a leaf tensor that requires grad cannot be written in place "
                  "(use tj_no_grad_begin/end around the update)", what);
         return -1;
     }
-    const ag_view *v = m && no_grad_depth == 0 ? m->view : NULL;
+    const ag_view *v = m && ag_no_grad_depth == 0 ? m->view : NULL;
     if (v && fe_ag_is_leaf(m->view_base)) {
         rt_error("%s: a view of a leaf tensor that requires grad cannot be written in place "
                  "(use tj_no_grad_begin/end around the update)", what);
@@ -630,7 +529,7 @@ int tj_requires_grad(tj_tensor *t, bool on)
         rt_error("requires_grad(%s): only float tensors can require grad", tj_describe(t, d, sizeof d));
         return -1;
     }
-    ag_meta *m = on ? meta_get(t) : meta_of(t);
+    ag_meta *m = on ? meta_get(t) : ag_meta_of(t);
     if (m && m->fn) {
         rt_error("requires_grad(%s): the tensor is the result of a recorded op (not a leaf); "
                  "use tj_detach to make a leaf", tj_describe(t, d, sizeof d));
@@ -647,7 +546,7 @@ bool tj_get_requires_grad(const tj_tensor *t) { return fe_ag_requires_grad(t); }
 
 tj_tensor *tj_grad(const tj_tensor *t)
 {
-    const ag_meta *m = meta_of(t);
+    const ag_meta *m = ag_meta_of(t);
     fe_trace *tr = fe_trace_current();
     if (tr && t && !t->sym) {
         /* while tracing: the gradient as the trace left it, else the one
@@ -670,7 +569,7 @@ tj_tensor *tj_grad(const tj_tensor *t)
 
 void tj_zero_grad(tj_tensor *t)
 {
-    ag_meta *m = meta_of(t);
+    ag_meta *m = ag_meta_of(t);
     fe_trace *tr = fe_trace_current();
     if (tr && t && !t->sym) {
         if (fe_trace_set_grad(tr, t, NULL) != 0)
@@ -694,7 +593,7 @@ int tj_set_grad(tj_tensor *leaf, tj_tensor *g)
     }
     if (rt_check_live(in, 2, "set_grad") != 0)
         return -1;
-    const ag_meta *m = meta_of(leaf);
+    const ag_meta *m = ag_meta_of(leaf);
     if (!m || !m->requires_grad || m->fn || leaf->sym || g->sym ||
         leaf->ndim != g->ndim || memcmp(leaf->shape, g->shape, (size_t)g->ndim * sizeof g->shape[0]) ||
         g->dtype != leaf->dtype) {
@@ -735,7 +634,7 @@ static int set_grad(tj_tensor *leaf, tj_tensor *g)
 /* Runs leaf's ready-hook once per backward; a second part arriving after it
  * ran (possible only through a compiled call's writes) is an error rather
  * than a gradient the hook never saw. */
-static int fire_hook(tj_tensor *leaf, ag_meta *m)
+int ag_fire_hook(tj_tensor *leaf, ag_meta *m)
 {
     char d[64];
     if (m->fired == bw_gen) {
@@ -751,11 +650,11 @@ static int fire_hook(tj_tensor *leaf, ag_meta *m)
  * use of it is still to send a part. */
 static int grad_written(tj_tensor *leaf)
 {
-    ag_meta *m = meta_of(leaf);
+    ag_meta *m = ag_meta_of(leaf);
     if (!bw_gen || !m || !m->hook)
         return 0;
     m->touched = bw_gen;
-    return m->pending == 0 ? fire_hook(leaf, m) : 0;
+    return m->pending == 0 ? ag_fire_hook(leaf, m) : 0;
 }
 
 int fe_ag_set_grad(tj_tensor *leaf, tj_tensor *g)
@@ -765,17 +664,17 @@ int fe_ag_set_grad(tj_tensor *leaf, tj_tensor *g)
 
 bool fe_ag_has_hook(const tj_tensor *leaf)
 {
-    const ag_meta *m = meta_of(leaf);
+    const ag_meta *m = ag_meta_of(leaf);
     return m && m->hook;
 }
 
 int fe_ag_part_final(tj_tensor *leaf)
 {
-    ag_meta *m = meta_of(leaf);
+    ag_meta *m = ag_meta_of(leaf);
     /* the node running now is the last one still to send a part */
     if (!bw_gen || !m || !m->hook || m->pending != 1 || m->touched != bw_gen)
         return 0;
-    return fire_hook(leaf, m);
+    return ag_fire_hook(leaf, m);
 }
 
 uint64_t fe_ag_hooks_begin(void)
@@ -787,6 +686,8 @@ uint64_t fe_ag_hooks_begin(void)
 
 void fe_ag_hooks_end(uint64_t outer) { bw_gen = outer; }
 
+bool ag_hook_due(const ag_meta *m) { return m->touched == bw_gen && m->fired != bw_gen; }
+
 int tj_set_grad_hook(tj_tensor *leaf, tj_grad_hook_fn fn, void *ctx)
 {
     char d[64];
@@ -797,7 +698,7 @@ int tj_set_grad_hook(tj_tensor *leaf, tj_grad_hook_fn fn, void *ctx)
     }
     if (rt_check_live(&leaf, 1, "set_grad_hook") != 0)
         return -1;
-    ag_meta *m = meta_of(leaf);
+    ag_meta *m = ag_meta_of(leaf);
     if (!m || !m->requires_grad || m->fn) {
         rt_error("set_grad_hook(%s): only a leaf that requires grad has a gradient to watch",
                  tj_describe(leaf, d, sizeof d));
@@ -865,9 +766,9 @@ tj_tensor *tj_detach(tj_tensor *t)
         ir_attrs a;
         memset(&a, 0, sizeof a);
         ir_attr_ints(&a.a[0], perm, t->ndim);
-        no_grad_depth++;
+        ag_no_grad_depth++;
         tj_tensor *d = fe_apply(OP_permute, &t, 1, &a);
-        no_grad_depth--;
+        ag_no_grad_depth--;
         if (d)
             d->view_no_grad = t->view_no_grad;
         return d;
@@ -876,342 +777,11 @@ tj_tensor *tj_detach(tj_tensor *t)
     return d ? rt_own(d) : NULL;
 }
 
-void tj_no_grad_begin(void) { no_grad_depth++; }
+void tj_no_grad_begin(void) { ag_no_grad_depth++; }
 void tj_no_grad_end(void)
 {
-    if (no_grad_depth > 0)
-        no_grad_depth--;
+    if (ag_no_grad_depth > 0)
+        ag_no_grad_depth--;
 }
-bool tj_grad_enabled(void) { return no_grad_depth == 0; }
+bool tj_grad_enabled(void) { return ag_no_grad_depth == 0; }
 
-/* ---- backward ------------------------------------------------------------------------- */
-
-struct walk {
-    ag_node **nodes;         /* reachable nodes */
-    int *slot;               /* per node: where its outputs' gradients start in grads */
-    tj_tensor **grads;       /* per output of each node: its gradient so far */
-    int n, cap;
-};
-
-static int node_index(const walk *w, const ag_node *n) { (void)w; return n->walk - 1; }
-
-/* Where the gradient of output out of node n accumulates. */
-static tj_tensor **grad_of(walk *w, const ag_node *n, int out) { return &w->grads[w->slot[node_index(w, n)] + out]; }
-
-static int collect(walk *w, ag_node *root)
-{
-    /* Depth-first with an explicit stack: graphs can be thousands of ops deep. */
-    int sp = 0, scap = 16;
-    ag_node **stack = malloc((size_t)scap * sizeof *stack);
-    if (!stack)
-        return -1;
-    stack[sp++] = root;
-    while (sp > 0) {
-        ag_node *n = stack[--sp];
-        if (n->walk)
-            continue;
-        if (w->n == w->cap) {
-            int cap = w->cap ? 2 * w->cap : 64;
-            ag_node **nn = realloc(w->nodes, (size_t)cap * sizeof *nn);
-            if (!nn)
-                goto oom;
-            w->nodes = nn;
-            w->cap = cap;
-        }
-        w->nodes[w->n++] = n;
-        n->walk = w->n;
-        for (int k = 0; k < n->nin; k++) {
-            if (!n->in[k].fn)
-                continue;
-            if (sp == scap) {
-                ag_node **ns = realloc(stack, (size_t)(scap *= 2) * sizeof *ns);
-                if (!ns)
-                    goto oom;
-                stack = ns;
-            }
-            stack[sp++] = n->in[k].fn;
-        }
-    }
-    free(stack);
-    return 0;
-oom:
-    free(stack);
-    return -1;
-}
-
-static int by_seq_desc(const void *a, const void *b)
-{
-    uint64_t x = (*(ag_node *const *)a)->seq, y = (*(ag_node *const *)b)->seq;
-    return (x < y) - (x > y);
-}
-
-/* acc + g, or g when acc is NULL (both in the current scope). */
-static tj_tensor *accumulate(tj_tensor *acc, tj_tensor *g) { return acc ? tj_add(acc, g) : g; }
-
-/* g shaped and typed like the saved input x. */
-static tj_tensor *fit(tj_tensor *g, const tj_tensor *x)
-{
-    g = ag_sum_to(g, x->ndim, x->shape);
-    if (g && g->dtype != x->dtype)
-        g = tj_cast(g, x->dtype);
-    return g;
-}
-
-static int run_rule(ag_node *n, tj_tensor *g, tj_tensor **gx);
-static int send(walk *w, ag_node *n, tj_tensor **gx);
-
-/* A write through a view of a base (n->slices): the view's part of the
- * base's gradient g goes to the written value, the rest to the base's old
- * history. Reads no saved values: a later write does not stop it. */
-static int copy_slices(ag_node *n, tj_tensor *g, tj_tensor **gx)
-{
-    if ((n->in[0].need && !(gx[0] = ag_view_outside(n->slices, g))) ||
-        (n->in[1].need && !(gx[1] = ag_view_replay(n->slices, g))))
-        return -1;
-    return 0;
-}
-
-static int run_node(walk *w, int i)
-{
-    ag_node *n = w->nodes[i];
-    if (n->released) {
-        rt_error("backward: the graph through %s was already used by a backward and freed "
-                 "(double backward is not supported)",
-                 n->compiled ? "a compiled call" : ir_ops[n->op].name);
-        return -1;
-    }
-    tj_tensor **g = grad_of(w, n, 0);
-    if (n->compiled)
-        return run_compiled(w, n, g);
-    tj_tensor *gx[FE_MAX_INPUTS] = {0};
-    if (n->slices ? copy_slices(n, *g, gx) : run_rule(n, *g, gx))
-        return -1;
-    return send(w, n, gx);
-}
-
-/* Runs n's gradient rule on g; 0 or -1 (error set). */
-static int run_rule(ag_node *n, tj_tensor *g, tj_tensor **gx)
-{
-    char d[64];
-    /* A saved value written in place since (its storage's version moved):
-     * the rule gets a poisoned copy of its header (RT_STALE: shape and dtype
-     * readable, an op reading its values fails), so a backward fails where a
-     * rule needs the old values, and only there, as PyTorch's saved-tensor
-     * check: not for a clone written afterwards, always for a factor of a
-     * product, needed or not by the gradient's own input. */
-    tj_tensor *saved[FE_MAX_INPUTS], *out = n->out, *poisoned[8];
-    bool need[FE_MAX_INPUTS];
-    int npoison = 0, first = -2;   /* first stale: input k, or -1 the result */
-    for (int k = -1; k < n->nin; k++) {
-        tj_tensor *t = k < 0 ? n->out : n->in[k].saved;
-        if (k >= 0) {
-            saved[k] = t;
-            need[k] = n->in[k].need;
-        }
-        if (!t || version_of(t) == (k < 0 ? n->out_version : n->in[k].version))
-            continue;
-        tj_tensor *p = npoison < 8 ? malloc(sizeof *p) : NULL;
-        if (!p) {
-            first = first == -2 ? k : first;
-            npoison = -1;   /* refuse: more stale values than copies */
-            break;
-        }
-        *p = *t;
-        p->magic = RT_STALE;
-        poisoned[npoison++] = p;
-        *(k < 0 ? &out : &saved[k]) = p;
-        first = first == -2 ? k : first;
-    }
-    ag_ctx c = {n->op, &n->attrs, n->nin, saved, out, need};
-    int rc = npoison < 0 ? -1 : ag_rules[n->op]->vjp(&c, g, gx);
-    for (int k = 0; k < npoison; k++)
-        free(poisoned[k]);
-    if (rc != 0 && first >= 0) {
-        const tj_tensor *t = n->in[first].saved;
-        rt_error("backward: input %d of %s (%s) was modified in place after it was saved "
-                 "(version %u, saved at %u)", first, ir_ops[n->op].name, tj_describe(t, d, sizeof d),
-                 version_of(t), n->in[first].version);
-    } else if (rc != 0 && first == -1) {
-        rt_error("backward: the result of %s (%s) was modified in place after it was saved",
-                 ir_ops[n->op].name, tj_describe(n->out, d, sizeof d));
-    }
-    return rc != 0 ? -1 : 0;
-}
-
-/* Sends n's input gradients gx to the nodes that made its inputs, or into
- * the leaves; 0 or -1. */
-static int send(walk *w, ag_node *n, tj_tensor **gx)
-{
-    for (int k = 0; k < n->nin; k++) {
-        ag_input *e = &n->in[k];
-        if (!e->need || !gx[k])
-            continue;
-        tj_tensor *g = fit(gx[k], e->saved);
-        if (!g)
-            return -1;
-        if (e->fn) {
-            tj_tensor **acc = grad_of(w, e->fn, e->out);
-            if (!(*acc = accumulate(*acc, g)))
-                return -1;
-        } else if (fe_ag_accumulate(e->leaf, g) != 0) {
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/* Input k of n when it is a leaf with a ready-hook (a compiled call's inputs
- * are the tensors themselves), else NULL. */
-static ag_meta *hooked_input(const ag_node *n, int k)
-{
-    const tj_tensor *t = n->compiled ? n->in[k].saved : n->in[k].leaf;
-    ag_meta *m = meta_of(t);
-    return m && m->hook && !m->fn ? m : NULL;
-}
-
-/* Counts, or with done uncounts and fires, the parts n will send to hooked
- * leaves: a leaf's hook runs after the last node that uses it. */
-static int count_parts(const ag_node *n, int delta)
-{
-    for (int k = 0; k < n->nin; k++) {
-        ag_meta *m = hooked_input(n, k);
-        if (!m)
-            continue;
-        m->pending += delta;
-        if (delta < 0 && m->pending == 0 && m->touched == bw_gen && m->fired != bw_gen &&
-            fire_hook(n->compiled ? n->in[k].saved : n->in[k].leaf, m) != 0)
-            return -1;
-    }
-    return 0;
-}
-
-/* Root y of a backward and its seed (NULL: ones, y of one element); 0 or -1. */
-static int check_root(tj_tensor *y, tj_tensor *seed)
-{
-    char d[64], e[64];
-    if (!y) {
-        if (!rt_has_error())
-            rt_error("backward: tensor is NULL");
-        return -1;
-    }
-    tj_tensor *in[2] = {y, seed};
-    if (rt_check_live(in, 2, "backward") != 0)
-        return -1;
-    ag_meta *m = meta_of(y);
-    if (!m || !(m->fn || m->requires_grad)) {
-        rt_error("backward(%s): the tensor does not require grad (no input of the ops that "
-                 "made it requires grad)", tj_describe(y, d, sizeof d));
-        return -1;
-    }
-    if (!seed && rt_numel(y) != 1) {
-        rt_error("backward(%s): a gradient seed is needed for a result with more than one "
-                 "element (use tj_backward_seed)", tj_describe(y, d, sizeof d));
-        return -1;
-    }
-    if (seed && (seed->ndim != y->ndim || memcmp(seed->shape, y->shape, (size_t)y->ndim * sizeof y->shape[0]))) {
-        rt_error("backward(%s): seed %s has another shape", tj_describe(y, d, sizeof d),
-                 tj_describe(seed, e, sizeof e));
-        return -1;
-    }
-    fe_trace_any_size_read(y);   /* traced: the rules read the example's sizes */
-    return 0;
-}
-
-/* Whether a gradient reached an output of node i. */
-static bool reached(walk *w, int i)
-{
-    for (int k = 0; k < w->nodes[i]->nout; k++)
-        if (*grad_of(w, w->nodes[i], k))
-            return true;
-    return false;
-}
-
-/* The backward from roots ys[0..n) (checked) with gradients g0[0..n): one
- * walk over every node they reach, each run once with all its parts. */
-static int backward_from(tj_tensor *const *ys, tj_tensor *const *g0, int n)
-{
-    int rc = -1;
-    walk w = {0};
-    for (int r = 0; r < n; r++) {
-        ag_node *f = meta_of(ys[r])->fn;
-        if (f && collect(&w, f) != 0) {
-            rt_error("backward: out of memory");
-            goto out;
-        }
-    }
-    qsort(w.nodes, (size_t)w.n, sizeof *w.nodes, by_seq_desc);
-    int nslots = 0;
-    if (w.n && !(w.slot = malloc(sizeof *w.slot * (size_t)w.n))) {
-        rt_error("backward: out of memory");
-        goto out;
-    }
-    for (int i = 0; i < w.n; i++) {
-        w.nodes[i]->walk = i + 1;
-        w.slot[i] = nslots;
-        nslots += w.nodes[i]->nout;
-        count_parts(w.nodes[i], 1);
-    }
-    if (!(w.grads = calloc((size_t)nslots + 1, sizeof *w.grads))) {
-        rt_error("backward: out of memory");
-        goto out;
-    }
-    for (int r = 0; r < n; r++) {
-        ag_meta *m = meta_of(ys[r]);
-        if (!m->fn) {   /* a leaf: its gradient is the seed */
-            tj_tensor *g = fit(g0[r], ys[r]);
-            if (!g || fe_ag_accumulate(ys[r], g) != 0)
-                goto out;
-            continue;
-        }
-        tj_tensor **acc = grad_of(&w, m->fn, m->fn_out);
-        if (!(*acc = accumulate(*acc, g0[r])))
-            goto out;
-    }
-    for (int i = 0; i < w.n; i++) {
-        /* no gradient flowed here: the node's parts are none */
-        if ((reached(&w, i) && run_node(&w, i) != 0) || count_parts(w.nodes[i], -1) != 0)
-            goto out;
-    }
-    for (int i = 0; i < w.n; i++)
-        node_drop_saved(w.nodes[i]);
-    rc = 0;
-out:
-    for (int i = 0; i < w.n; i++) {
-        for (int k = 0; k < w.nodes[i]->nin; k++) {
-            ag_meta *hm = hooked_input(w.nodes[i], k);
-            if (hm)
-                hm->pending = 0;   /* after a failure, parts never sent */
-        }
-        w.nodes[i]->walk = 0;
-    }
-    free(w.nodes);
-    free(w.slot);
-    free(w.grads);
-    return rc;
-}
-
-int fe_ag_backward_roots(tj_tensor *const *ys, tj_tensor *const *seeds, int n)
-{
-    for (int r = 0; r < n; r++)
-        if (check_root(ys[r], seeds ? seeds[r] : NULL) != 0)
-            return -1;
-    tj_scope_begin();
-    no_grad_depth++;
-    uint64_t outer_gen = bw_gen;
-    bw_gen = atomic_fetch_add(&bw_seq, 1) + 1;
-    tj_tensor *few[8], **g0 = n <= 8 ? few : malloc(sizeof *g0 * (size_t)n);
-    bool ok = g0 != NULL;
-    for (int r = 0; r < n && ok; r++)
-        ok = (g0[r] = seeds && seeds[r] ? seeds[r] : tj_ones(ys[r]->dtype, ys[r]->ndim, ys[r]->shape)) != NULL;
-    int rc = ok ? backward_from(ys, g0, n) : -1;
-    if (g0 != few)
-        free(g0);
-    no_grad_depth--;
-    bw_gen = outer_gen;
-    tj_scope_end();
-    return rc;
-}
-
-int tj_backward_seed(tj_tensor *y, tj_tensor *seed) { return fe_ag_backward_roots(&y, &seed, 1); }
-
-int tj_backward(tj_tensor *y) { return tj_backward_seed(y, NULL); }

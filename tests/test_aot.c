@@ -196,9 +196,11 @@ static void test_multi(void **state)
     tj_scope_end();
 }
 
-/* Results that are the inputs themselves (the argument, a weight) come back
- * as those tensors, their gradients their own; a view of a weight is on the
- * tape with the others. */
+/* Results that are the inputs themselves (the argument, a weight, one the
+ * model reads nowhere else) come back as those tensors, their gradients
+ * their own; a view of a weight is on the tape with the others. */
+static tj_tensor *returned_only;
+
 static int mlp_inputs_out(void *ctx, tj_tensor *const *args, int nargs, tj_tensor **outs, int max)
 {
     mlp *m = ctx;
@@ -207,7 +209,8 @@ static int mlp_inputs_out(void *ctx, tj_tensor *const *args, int nargs, tj_tenso
     outs[1] = m->w1;
     outs[2] = args[0];
     outs[3] = tj_transpose(m->w2, 0, 1);
-    return 4;
+    outs[4] = returned_only;
+    return 5;
 }
 
 static void test_results_inputs(void **state)
@@ -217,26 +220,30 @@ static void test_results_inputs(void **state)
     tj_manual_seed(21);
     mlp m;
     mlp_init(&m, true);
+    returned_only = tj_randn(TJ_F32, 1, (int64_t[]){3});
+    assert_int_equal(tj_requires_grad(returned_only, true), 0);
     tj_compiled *c = tj_compile_multi(mlp_inputs_out, &m, NULL);
     for (int step = 0; step < 3; step++) {
-        tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){8, 16}), *want[4], *got[4], *r[4];
+        tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){8, 16}), *want[5], *got[5], *r[5];
         assert_int_equal(tj_requires_grad(x, true), 0);
         for (int pass = 0; pass < 2; pass++) {
             if (pass)
-                assert_int_equal(tj_call_multi(c, &x, 1, r, 4), 4);
+                assert_int_equal(tj_call_multi(c, &x, 1, r, 5), 5);
             else
-                assert_int_equal(mlp_inputs_out(&m, &x, 1, r, 4), 4);
-            assert_true(r[1] == m.w1 && r[2] == x);
+                assert_int_equal(mlp_inputs_out(&m, &x, 1, r, 5), 5);
+            assert_true(r[1] == m.w1 && r[2] == x && r[4] == returned_only);
             tj_tensor *l = loss_of(r[0]);
-            for (int k = 1; k < 4; k++)
+            for (int k = 1; k < 5; k++)
                 l = tj_add(l, loss_of(r[k]));
             assert_int_equal(tj_backward(l), 0);
             tj_tensor **g = pass ? got : want;
             take_grads(&m, g);
             g[3] = tj_clone(tj_grad(x));
+            g[4] = tj_clone(tj_grad(returned_only));
             tj_zero_grad(x);
+            tj_zero_grad(returned_only);
         }
-        for (int k = 0; k < 4; k++)
+        for (int k = 0; k < 5; k++)
             tu_assert_close(got[k], want[k], 1e-5, 1e-5);
     }
     tu_assert_explain(c, "backward of results 0, 3: joint graph partitioned");

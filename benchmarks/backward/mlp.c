@@ -4,7 +4,7 @@
  * compiled call uses the backward that recomputes the forward instead.
  *
  *   build/bench-backward [--threads N] [--reps N] [--batch B] [--cpu-time] [--dynamic] [--chain]
- *                        [--dropout] [--bn]
+ *                        [--dropout] [--bn] [--two]
  *
  * Model: y = relu(tanh(x @ w1 + b1)) @ w2, x [B,256], w1 [256,1024],
  * w2 [1024,256]; one step = forward, backward with a ones seed, the
@@ -17,7 +17,9 @@
  * argument requires grad (its backward gives that gradient to the first's).
  * --dropout puts dropout (p 0.1, training) after the tanh: each call draws
  * its mask. --bn replaces the bias by training-mode batch norm (gamma, beta
- * learned; the running statistics written by every call).
+ * learned; the running statistics written by every call). --two returns
+ * the output and a loss of it (sum of squares) and runs the backward through
+ * both (one seed on the output, the loss's 1 added).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +58,15 @@ static tj_tensor *layer2(void *ctx, tj_tensor *const *args, int nargs)
 }
 
 static tj_compiled *second;   /* --chain: layer2's module (the handle passed is layer1's) */
+static bool two;              /* --two: the output and its loss */
+
+static int mlp_two(void *ctx, tj_tensor *const *args, int nargs, tj_tensor **outs, int max)
+{
+    (void)max;
+    outs[0] = mlp_fn(ctx, args, nargs);
+    outs[1] = tj_sum(tj_mul(outs[0], outs[0]), NULL, 0, false);
+    return 2;
+}
 
 static bool cpu_time;
 
@@ -76,14 +87,18 @@ static int cmp(const void *a, const void *b)
 static int step(mlp *m, tj_compiled *c, tj_tensor *x, tj_tensor *seed)
 {
     tj_scope_begin();
-    tj_tensor *y, *h;
-    if (!c)
+    tj_tensor *y, *h, *r[2];
+    if (two && (c ? tj_call_multi(c, &x, 1, r, 2) : mlp_two(m, &x, 1, r, 2)) == 2)
+        y = tj_add(tj_mul(r[0], seed), r[1]);   /* seeds: seed on the output, 1 on the loss */
+    else if (two)
+        y = NULL;
+    else if (!c)
         y = mlp_fn(m, &x, 1);
     else if (second)   /* layer2's argument requires grad */
         y = (h = tj_call(c, &x, 1)) ? tj_call(second, &h, 1) : NULL;
     else
         y = tj_call(c, &x, 1);
-    int rc = y && tj_backward_seed(y, seed) == 0 ? 0 : -1;
+    int rc = y && (two ? tj_backward(tj_sum(y, NULL, 0, false)) : tj_backward_seed(y, seed)) == 0 ? 0 : -1;
     tj_zero_grad(m->w1);
     tj_zero_grad(m->b1);
     tj_zero_grad(m->w2);
@@ -134,9 +149,11 @@ int main(int argc, char **argv)
             dropout = true;
         else if (!strcmp(argv[i], "--bn"))
             bn = true;
+        else if (!strcmp(argv[i], "--two"))
+            two = true;
         else {
             fprintf(stderr, "usage: %s [--threads N] [--reps N] [--batch B] [--cpu-time] [--dynamic] [--chain] "
-                            "[--dropout] [--bn]\n", argv[0]);
+                            "[--dropout] [--bn] [--two]\n", argv[0]);
             return 2;
         }
     }
@@ -162,7 +179,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench-backward: %s\n", tj_last_error());
         return 1;
     }
-    tj_compiled *c = tj_compile(chain ? layer1 : mlp_fn, &m, &(tj_compile_options){.name = "mlp"});
+    tj_compiled *c = two ? tj_compile_multi(mlp_two, &m, &(tj_compile_options){.name = "mlp"})
+                         : tj_compile(chain ? layer1 : mlp_fn, &m, &(tj_compile_options){.name = "mlp"});
     if (chain)
         second = tj_compile(layer2, &m, &(tj_compile_options){.name = "mlp_layer2"});
     double t0 = now_ms();
@@ -177,8 +195,8 @@ int main(int argc, char **argv)
     }
     tj_compiled_stats s;
     tj_compiled_stats_get(c, &s);
-    printf("mlp %dx256 -> 1024 -> 256%s%s%s%s, forward + backward, %d threads, %s ms, %d steps:\n", batch,
-           dynamic ? " (batch dynamic)" : "", chain ? " (two modules chained)" : "",
+    printf("mlp %dx256 -> 1024 -> 256%s%s%s%s%s, forward + backward, %d threads, %s ms, %d steps:\n", batch,
+           dynamic ? " (batch dynamic)" : "", chain ? " (two modules chained)" : "", two ? " (output and loss)" : "",
            dropout ? " (dropout)" : "", bn ? " (batch norm, training)" : "", tj_num_threads(),
            cpu_time ? "CPU" : "wall", reps);
     printf("  compiled calls run eagerly: %lu of %lu\n", (unsigned long)s.eager_calls, (unsigned long)s.calls);

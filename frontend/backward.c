@@ -1,0 +1,384 @@
+/* backward.c - the backward walk over the tape (ag_tape.h): from its roots,
+ * the nodes they reach, newest first (creation order is a topological
+ * order); each node's output gradients summed from its consumers, then its
+ * op's VJP (vjp*.c) run with grad mode off, or a compiled call's backward
+ * plan (several outputs: the gradients of all of them at once); the input
+ * gradients summed to each input's shape and cast to its dtype, then sent to
+ * the node that made the input or added into the leaf's .grad. A leaf's
+ * ready-hook runs once the last node that feeds it has sent its part.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ag_tape.h"
+#include "trace.h"
+
+typedef struct walk {
+    ag_node **nodes;         /* reachable nodes */
+    int *slot;               /* per node: where its outputs' gradients start in grads */
+    tj_tensor **grads;       /* per output of each node: its gradient so far */
+    int n, cap;
+} walk;
+
+static int node_index(const walk *w, const ag_node *n) { (void)w; return n->walk - 1; }
+
+/* Where the gradient of output out of node n accumulates. */
+static tj_tensor **grad_of(walk *w, const ag_node *n, int out) { return &w->grads[w->slot[node_index(w, n)] + out]; }
+
+static int collect(walk *w, ag_node *root)
+{
+    /* Depth-first with an explicit stack: graphs can be thousands of ops deep. */
+    int sp = 0, scap = 16;
+    ag_node **stack = malloc((size_t)scap * sizeof *stack);
+    if (!stack)
+        return -1;
+    stack[sp++] = root;
+    while (sp > 0) {
+        ag_node *n = stack[--sp];
+        if (n->walk)
+            continue;
+        if (w->n == w->cap) {
+            int cap = w->cap ? 2 * w->cap : 64;
+            ag_node **nn = realloc(w->nodes, (size_t)cap * sizeof *nn);
+            if (!nn)
+                goto oom;
+            w->nodes = nn;
+            w->cap = cap;
+        }
+        w->nodes[w->n++] = n;
+        n->walk = w->n;
+        for (int k = 0; k < n->nin; k++) {
+            if (!n->in[k].fn)
+                continue;
+            if (sp == scap) {
+                ag_node **ns = realloc(stack, (size_t)(scap *= 2) * sizeof *ns);
+                if (!ns)
+                    goto oom;
+                stack = ns;
+            }
+            stack[sp++] = n->in[k].fn;
+        }
+    }
+    free(stack);
+    return 0;
+oom:
+    free(stack);
+    return -1;
+}
+
+static int by_seq_desc(const void *a, const void *b)
+{
+    uint64_t x = (*(ag_node *const *)a)->seq, y = (*(ag_node *const *)b)->seq;
+    return (x < y) - (x > y);
+}
+
+/* acc + g, or g when acc is NULL (both in the current scope). */
+static tj_tensor *accumulate(tj_tensor *acc, tj_tensor *g) { return acc ? tj_add(acc, g) : g; }
+
+/* g shaped and typed like the saved input x. */
+static tj_tensor *fit(tj_tensor *g, const tj_tensor *x)
+{
+    g = ag_sum_to(g, x->ndim, x->shape);
+    if (g && g->dtype != x->dtype)
+        g = tj_cast(g, x->dtype);
+    return g;
+}
+
+static int run_rule(ag_node *n, tj_tensor *g, tj_tensor **gx);
+static int send(walk *w, ag_node *n, tj_tensor **gx);
+
+/* A write through a view of a base (n->slices): the view's part of the
+ * base's gradient g goes to the written value, the rest to the base's old
+ * history. Reads no saved values: a later write does not stop it. */
+static int copy_slices(ag_node *n, tj_tensor *g, tj_tensor **gx)
+{
+    if ((n->in[0].need && !(gx[0] = ag_view_outside(n->slices, g))) ||
+        (n->in[1].need && !(gx[1] = ag_view_replay(n->slices, g))))
+        return -1;
+    return 0;
+}
+
+/* A compiled call's node: its backward plan on the saved arguments, with
+ * grad mode on (the backward is traced from the model's tape); the
+ * arguments' gradients go on as any node's. */
+static int run_compiled(walk *w, ag_node *n, tj_tensor *const *g)
+{
+    char d[64];
+    for (int k = 0; k < n->nin; k++) {
+        const tj_tensor *s = n->in[k].saved;
+        if (!n->in[k].unchecked && ag_version_of(s) != n->in[k].version) {
+            bool arg = k < n->nargs, kept = k < n->nsaved;
+            rt_error("backward: %s %d of a compiled call (%s) was modified in place "
+                     "after the call (version %u, saved at %u)",
+                     arg ? "argument" : kept ? "saved value" : "captured weight",
+                     arg ? k : kept ? k - n->nargs : k - n->nsaved,
+                     tj_describe(s, d, sizeof d), ag_version_of(s), n->in[k].version);
+            return -1;
+        }
+    }
+    tj_tensor *few[FE_MAX_INPUTS] = {0}, **in = n->nin <= FE_MAX_INPUTS ? few : malloc(sizeof *in * (size_t)n->nin);
+    if (!in) {
+        rt_error("backward: out of memory");
+        return -1;
+    }
+    for (int k = 0; k < n->nin; k++)
+        in[k] = n->in[k].saved;
+    int depth = ag_no_grad_depth;
+    ag_no_grad_depth = 0;
+    tj_tensor **gx = calloc((size_t)n->nin + 1, sizeof *gx);   /* gx[0..nargs): the arguments' */
+    int rc = gx ? n->compiled->run(n->cctx, in, n->nsaved, n->nin - n->nsaved, g, gx) : -1;
+    ag_no_grad_depth = depth;
+    if (!gx)
+        rt_error("backward: out of memory");
+    if (rc == 0)
+        rc = send(w, n, gx);   /* in[nargs..) need none: their gradients went into .grad */
+    free(gx);
+    if (in != few)
+        free(in);
+    return rc;
+}
+
+static int run_node(walk *w, int i)
+{
+    ag_node *n = w->nodes[i];
+    if (n->released) {
+        rt_error("backward: the graph through %s was already used by a backward and freed "
+                 "(double backward is not supported)",
+                 n->compiled ? "a compiled call" : ir_ops[n->op].name);
+        return -1;
+    }
+    tj_tensor **g = grad_of(w, n, 0);
+    if (n->compiled)
+        return run_compiled(w, n, g);
+    tj_tensor *gx[FE_MAX_INPUTS] = {0};
+    if (n->slices ? copy_slices(n, *g, gx) : run_rule(n, *g, gx))
+        return -1;
+    return send(w, n, gx);
+}
+
+/* Runs n's gradient rule on g; 0 or -1 (error set). */
+static int run_rule(ag_node *n, tj_tensor *g, tj_tensor **gx)
+{
+    char d[64];
+    /* A saved value written in place since (its storage's version moved):
+     * the rule gets a poisoned copy of its header (RT_STALE: shape and dtype
+     * readable, an op reading its values fails), so a backward fails where a
+     * rule needs the old values, and only there, as PyTorch's saved-tensor
+     * check: not for a clone written afterwards, always for a factor of a
+     * product, needed or not by the gradient's own input. */
+    tj_tensor *saved[FE_MAX_INPUTS], *out = n->out, *poisoned[8];
+    bool need[FE_MAX_INPUTS];
+    int npoison = 0, first = -2;   /* first stale: input k, or -1 the result */
+    for (int k = -1; k < n->nin; k++) {
+        tj_tensor *t = k < 0 ? n->out : n->in[k].saved;
+        if (k >= 0) {
+            saved[k] = t;
+            need[k] = n->in[k].need;
+        }
+        if (!t || ag_version_of(t) == (k < 0 ? n->out_version : n->in[k].version))
+            continue;
+        tj_tensor *p = npoison < 8 ? malloc(sizeof *p) : NULL;
+        if (!p) {
+            first = first == -2 ? k : first;
+            npoison = -1;   /* refuse: more stale values than copies */
+            break;
+        }
+        *p = *t;
+        p->magic = RT_STALE;
+        poisoned[npoison++] = p;
+        *(k < 0 ? &out : &saved[k]) = p;
+        first = first == -2 ? k : first;
+    }
+    ag_ctx c = {n->op, &n->attrs, n->nin, saved, out, need};
+    int rc = npoison < 0 ? -1 : ag_rules[n->op]->vjp(&c, g, gx);
+    for (int k = 0; k < npoison; k++)
+        free(poisoned[k]);
+    if (rc != 0 && first >= 0) {
+        const tj_tensor *t = n->in[first].saved;
+        rt_error("backward: input %d of %s (%s) was modified in place after it was saved "
+                 "(version %u, saved at %u)", first, ir_ops[n->op].name, tj_describe(t, d, sizeof d),
+                 ag_version_of(t), n->in[first].version);
+    } else if (rc != 0 && first == -1) {
+        rt_error("backward: the result of %s (%s) was modified in place after it was saved",
+                 ir_ops[n->op].name, tj_describe(n->out, d, sizeof d));
+    }
+    return rc != 0 ? -1 : 0;
+}
+
+/* Sends n's input gradients gx to the nodes that made its inputs, or into
+ * the leaves; 0 or -1. */
+static int send(walk *w, ag_node *n, tj_tensor **gx)
+{
+    for (int k = 0; k < n->nin; k++) {
+        ag_input *e = &n->in[k];
+        if (!e->need || !gx[k])
+            continue;
+        tj_tensor *g = fit(gx[k], e->saved);
+        if (!g)
+            return -1;
+        if (e->fn) {
+            tj_tensor **acc = grad_of(w, e->fn, e->out);
+            if (!(*acc = accumulate(*acc, g)))
+                return -1;
+        } else if (fe_ag_accumulate(e->leaf, g) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Input k of n when it is a leaf with a ready-hook (a compiled call's inputs
+ * are the tensors themselves), else NULL. */
+static ag_meta *hooked_input(const ag_node *n, int k)
+{
+    const tj_tensor *t = n->compiled ? n->in[k].saved : n->in[k].leaf;
+    ag_meta *m = ag_meta_of(t);
+    return m && m->hook && !m->fn ? m : NULL;
+}
+
+/* Counts, or with done uncounts and fires, the parts n will send to hooked
+ * leaves: a leaf's hook runs after the last node that uses it. */
+static int count_parts(const ag_node *n, int delta)
+{
+    for (int k = 0; k < n->nin; k++) {
+        ag_meta *m = hooked_input(n, k);
+        if (!m)
+            continue;
+        m->pending += delta;
+        if (delta < 0 && m->pending == 0 && ag_hook_due(m) &&
+            ag_fire_hook(n->compiled ? n->in[k].saved : n->in[k].leaf, m) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Root y of a backward and its seed (NULL: ones, y of one element); 0 or -1. */
+static int check_root(tj_tensor *y, tj_tensor *seed)
+{
+    char d[64], e[64];
+    if (!y) {
+        if (!rt_has_error())
+            rt_error("backward: tensor is NULL");
+        return -1;
+    }
+    tj_tensor *in[2] = {y, seed};
+    if (rt_check_live(in, 2, "backward") != 0)
+        return -1;
+    ag_meta *m = ag_meta_of(y);
+    if (!m || !(m->fn || m->requires_grad)) {
+        rt_error("backward(%s): the tensor does not require grad (no input of the ops that "
+                 "made it requires grad)", tj_describe(y, d, sizeof d));
+        return -1;
+    }
+    if (!seed && rt_numel(y) != 1) {
+        rt_error("backward(%s): a gradient seed is needed for a result with more than one "
+                 "element (use tj_backward_seed)", tj_describe(y, d, sizeof d));
+        return -1;
+    }
+    if (seed && (seed->ndim != y->ndim || memcmp(seed->shape, y->shape, (size_t)y->ndim * sizeof y->shape[0]))) {
+        rt_error("backward(%s): seed %s has another shape", tj_describe(y, d, sizeof d),
+                 tj_describe(seed, e, sizeof e));
+        return -1;
+    }
+    fe_trace_any_size_read(y);   /* traced: the rules read the example's sizes */
+    return 0;
+}
+
+/* Whether a gradient reached an output of node i. */
+static bool reached(walk *w, int i)
+{
+    for (int k = 0; k < w->nodes[i]->nout; k++)
+        if (*grad_of(w, w->nodes[i], k))
+            return true;
+    return false;
+}
+
+/* The backward from roots ys[0..n) (checked) with gradients g0[0..n): one
+ * walk over every node they reach, each run once with all its parts. */
+static int backward_from(tj_tensor *const *ys, tj_tensor *const *g0, int n)
+{
+    int rc = -1;
+    walk w = {0};
+    for (int r = 0; r < n; r++) {
+        ag_node *f = ag_meta_of(ys[r])->fn;
+        if (f && collect(&w, f) != 0) {
+            rt_error("backward: out of memory");
+            goto out;
+        }
+    }
+    qsort(w.nodes, (size_t)w.n, sizeof *w.nodes, by_seq_desc);
+    int nslots = 0;
+    if (w.n && !(w.slot = malloc(sizeof *w.slot * (size_t)w.n))) {
+        rt_error("backward: out of memory");
+        goto out;
+    }
+    for (int i = 0; i < w.n; i++) {
+        w.nodes[i]->walk = i + 1;
+        w.slot[i] = nslots;
+        nslots += w.nodes[i]->nout;
+        count_parts(w.nodes[i], 1);
+    }
+    if (!(w.grads = calloc((size_t)nslots + 1, sizeof *w.grads))) {
+        rt_error("backward: out of memory");
+        goto out;
+    }
+    for (int r = 0; r < n; r++) {
+        ag_meta *m = ag_meta_of(ys[r]);
+        if (!m->fn) {   /* a leaf: its gradient is the seed */
+            tj_tensor *g = fit(g0[r], ys[r]);
+            if (!g || fe_ag_accumulate(ys[r], g) != 0)
+                goto out;
+            continue;
+        }
+        tj_tensor **acc = grad_of(&w, m->fn, m->fn_out);
+        if (!(*acc = accumulate(*acc, g0[r])))
+            goto out;
+    }
+    for (int i = 0; i < w.n; i++) {
+        /* no gradient flowed here: the node's parts are none */
+        if ((reached(&w, i) && run_node(&w, i) != 0) || count_parts(w.nodes[i], -1) != 0)
+            goto out;
+    }
+    for (int i = 0; i < w.n; i++)
+        ag_node_drop_saved(w.nodes[i]);
+    rc = 0;
+out:
+    for (int i = 0; i < w.n; i++) {
+        for (int k = 0; k < w.nodes[i]->nin; k++) {
+            ag_meta *hm = hooked_input(w.nodes[i], k);
+            if (hm)
+                hm->pending = 0;   /* after a failure, parts never sent */
+        }
+        w.nodes[i]->walk = 0;
+    }
+    free(w.nodes);
+    free(w.slot);
+    free(w.grads);
+    return rc;
+}
+
+int fe_ag_backward_roots(tj_tensor *const *ys, tj_tensor *const *seeds, int n)
+{
+    for (int r = 0; r < n; r++)
+        if (check_root(ys[r], seeds ? seeds[r] : NULL) != 0)
+            return -1;
+    tj_scope_begin();
+    ag_no_grad_depth++;
+    uint64_t outer_gen = fe_ag_hooks_begin();   /* this backward's number */
+    tj_tensor *few[8], **g0 = n <= 8 ? few : malloc(sizeof *g0 * (size_t)n);
+    bool ok = g0 != NULL;
+    for (int r = 0; r < n && ok; r++)
+        ok = (g0[r] = seeds && seeds[r] ? seeds[r] : tj_ones(ys[r]->dtype, ys[r]->ndim, ys[r]->shape)) != NULL;
+    int rc = ok ? backward_from(ys, g0, n) : -1;
+    if (g0 != few)
+        free(g0);
+    ag_no_grad_depth--;
+    fe_ag_hooks_end(outer_gen);
+    tj_scope_end();
+    return rc;
+}
+
+int tj_backward_seed(tj_tensor *y, tj_tensor *seed) { return fe_ag_backward_roots(&y, &seed, 1); }
+
+int tj_backward(tj_tensor *y) { return tj_backward_seed(y, NULL); }
