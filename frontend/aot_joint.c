@@ -680,13 +680,21 @@ int fe_joint_call(fe_joint *j, tj_tensor *const *args, int nargs, tj_tensor *con
     atomic_fetch_add(&j->refs, 1);   /* the node's hold */
     tj_tensor *tape[JOINT_MAX];
     for (int k = 0; k < j->ntape; k++) {
-        tape[k] = outs[j->tape[k]];
-        for (int i = 0; i < nargs + ncaps; i++)   /* never an input's history */
-            if (tape[k] == (i < nargs ? args[i] : caps[i - nargs])) {
-                rt_error("tj_call(%s): result %d is input %d itself, not a value the call made",
-                         j->name, j->tape[k], i);
-                goto out;
+        tj_tensor **t = &outs[j->tape[k]];
+        for (int i = 0; i < nargs + ncaps; i++)
+            if (*t == (i < nargs ? args[i] : caps[i - nargs])) {
+                /* the plan returned an input for a value the trace made
+                 * (contiguous of a weight): a tensor of its own, as eagerly,
+                 * to carry the node (never the input's history) */
+                tj_no_grad_begin();
+                tj_tensor *copy = tj_clone(*t);
+                tj_no_grad_end();
+                if (!copy)
+                    goto out;
+                *t = copy;
+                break;
             }
+        tape[k] = *t;
     }
     rc = fe_ag_record_compiled(tape, j->ntape, saved, nargs + j->part.nsaved, nargs, caps, ncaps,
                                j->nwv ? unread : NULL, &joint_kind, j) == 0
