@@ -63,8 +63,9 @@ struct fe_joint {
     int nargs, nres;
     int ntape;            /* results on the tape (each its tangent input, in order) ... */
     int tape[JOINT_MAX];  /* ... these */
-    uint64_t *gdep;       /* per backward output: bit k, it depends on tangent k (a gradient
-                             only results no gradient reached depend on is none, as eagerly) */
+    uint64_t *gdep;       /* per backward output: bit k, result tape[k]'s backward reaches
+                             its leaf (one that only results no gradient reached reach gets
+                             none, as eagerly) */
     int nwv;              /* the model's writes to captures (running statistics): forward
                              outputs after the results, written back by each call ... */
     int *wcap;            /* ... into these captures (the backward reads none of them) */
@@ -197,6 +198,7 @@ static int set_outputs(fe_joint *j, fe_trace *tr, tj_tensor **res, tj_tensor *co
                        char *why, size_t n)
 {
     ir_node *outs[JOINT_MAX * 4];
+    tj_tensor *leaves[JOINT_MAX * 4];   /* per gradient output: its leaf */
     int no = 0;
     j->leaf = calloc((size_t)tr->nwrites + 1, sizeof *j->leaf);
     j->wcap = calloc((size_t)tr->nwrites + 1, sizeof *j->wcap);
@@ -238,6 +240,7 @@ static int set_outputs(fe_joint *j, fe_trace *tr, tj_tensor **res, tj_tensor *co
             snprintf(why, n, "a gradient goes to a tensor the forward does not capture");
             return -1;
         }
+        leaves[j->ngrads] = wr->target;
         j->leaf[j->ngrads++] = at;
         if (!(outs[no++] = fe_trace_value(tr, wr->value))) {
             snprintf(why, n, "a gradient is not traced");
@@ -256,10 +259,19 @@ static int set_outputs(fe_joint *j, fe_trace *tr, tj_tensor **res, tj_tensor *co
             snprintf(why, n, "an argument's gradient is not traced");
             return -1;
         }
+        leaves[j->ngrads + j->nargg] = tr->args[i];
         j->argg[j->nargg++] = i;
     }
     if (j->ngrads + j->nargg == 0) {
         snprintf(why, n, "no weight or argument gets a gradient");
+        return -1;
+    }
+    tj_tensor *roots[JOINT_MAX];
+    for (int k = 0; k < j->ntape; k++)
+        roots[k] = res[j->tape[k]];
+    if (!(j->gdep = calloc((size_t)(j->ngrads + j->nargg), sizeof *j->gdep)) ||
+        fe_ag_reach(roots, j->ntape, leaves, j->ngrads + j->nargg, j->gdep) != 0) {
+        snprintf(why, n, "out of memory");
         return -1;
     }
     if (ir_graph_set_outputs(tr->g, outs, no) != 0 || ir_verify(tr->g, why, n) != 0) {
@@ -356,29 +368,6 @@ static int trace_joint(fe_joint *j, fe_trace *tr, tj_model_fn fn, tj_model_multi
     return map_inputs(j, tr, caps, ncaps, why, n);
 }
 
-/* j->gdep: which tangents each backward output depends on; 0 or -1. */
-static int tangent_deps(fe_joint *j)
-{
-    const ir_graph *b = j->bwd;
-    uint64_t *dep = calloc((size_t)ir_nslots(b) + 1, sizeof *dep);
-    j->gdep = calloc((size_t)b->noutputs + 1, sizeof *j->gdep);
-    if (!dep || !j->gdep) {
-        free(dep);
-        return -1;
-    }
-    for (int i = 0; i < j->nin; i++)   /* the backward's first inputs are the joint's */
-        if (j->in[i].kind == SRC_TANGENT)
-            dep[ir_slot(b, b->inputs[i])] = (uint64_t)1 << j->in[i].idx;
-    for (int i = 0; i < b->nnodes; i++)
-        for (int a = 0; a < b->nodes[i]->nin; a++)
-            if (b->nodes[i]->in[a])
-                dep[ir_slot(b, b->nodes[i])] |= dep[ir_slot(b, b->nodes[i]->in[a])];
-    for (int o = 0; o < b->noutputs; o++)
-        j->gdep[o] = dep[ir_slot(b, b->outputs[o])];
-    free(dep);
-    return 0;
-}
-
 /* Splits the traced joint graph g and builds the two plans; 0 or -1. */
 static int split(fe_joint *j, const ir_graph *g, char *why, size_t n)
 {
@@ -392,10 +381,6 @@ static int split(fe_joint *j, const ir_graph *g, char *why, size_t n)
     dump("backward", j->bwd->name, j->bwd);
     for (int i = 0; i < j->bwd->nnodes; i++)
         j->ncontract += ir_ops[j->bwd->nodes[i]->op].kind == IR_CONTRACT;
-    if (tangent_deps(j) != 0) {
-        snprintf(why, n, "out of memory");
-        return -1;
-    }
     j->flast = sc_exec_last_use(j->fwd);
     j->blast = sc_exec_last_use(j->bwd);
     j->fplans = sc_plans_new(j->fwd, j->fwd->name);

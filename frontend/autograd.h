@@ -98,6 +98,10 @@ int fe_ag_record_compiled(tj_tensor *const *r, int nr, tj_tensor *const *saved, 
  * (seeds or seeds[k] NULL: ones, for one element), as tj_backward_seed does
  * one: every node they reach runs once. 0 or -1 (error set). */
 int fe_ag_backward_roots(tj_tensor *const *ys, tj_tensor *const *seeds, int n);
+/* For each of leaves[0..nl): bit r of reach[l], the backward from root ys[r]
+ * (r < 64) would reach it (a recorded node takes it as an input that needs
+ * a gradient), as eager's does. 0 or -1 (out of memory). */
+int fe_ag_reach(tj_tensor *const *ys, int n, tj_tensor *const *leaves, int nl, uint64_t *reach);
 /* Whether grad mode is on and a float input of in[0..nin) requires grad. */
 bool fe_ag_wants_grad(tj_tensor *const *in, int nin);
 /* Whether t requires grad (a leaf marked so, or made by a recorded op). */

@@ -358,6 +358,30 @@ out:
     return rc;
 }
 
+int fe_ag_reach(tj_tensor *const *ys, int n, tj_tensor *const *leaves, int nl, uint64_t *reach)
+{
+    memset(reach, 0, sizeof *reach * (size_t)nl);
+    for (int r = 0; r < n && r < 64; r++) {
+        ag_meta *m = ag_meta_of(ys[r]);
+        walk w = {0};
+        if (m && m->fn && collect(&w, m->fn) != 0) {
+            rt_error("backward: out of memory");
+            return -1;
+        }
+        for (int i = 0; i < w.n; i++) {
+            const ag_node *nd = w.nodes[i];
+            for (int k = 0; k < nd->nin; k++)
+                for (int l = 0; nd->in[k].need && nd->in[k].leaf && l < nl; l++)
+                    reach[l] |= leaves[l] == nd->in[k].leaf ? (uint64_t)1 << r : 0;
+            w.nodes[i]->walk = 0;
+        }
+        for (int l = 0; l < nl; l++)   /* a root that is a leaf reaches itself */
+            reach[l] |= leaves[l] == ys[r] ? (uint64_t)1 << r : 0;
+        free(w.nodes);
+    }
+    return 0;
+}
+
 int fe_ag_backward_roots(tj_tensor *const *ys, tj_tensor *const *seeds, int n)
 {
     for (int r = 0; r < n; r++)

@@ -196,6 +196,53 @@ static void test_multi(void **state)
     tj_scope_end();
 }
 
+/* A gradient that is zero by its rule (sign's) is still set, as eagerly,
+ * through the result that reaches it; a weight only an unreached result
+ * reaches gets none. */
+static int sign_and_b(void *ctx, tj_tensor *const *args, int nargs, tj_tensor **outs, int max)
+{
+    mlp *m = ctx;
+    (void)nargs;
+    (void)max;
+    outs[0] = tj_sign(tj_matmul(args[0], m->w1));
+    outs[1] = tj_mul(args[0], tj_sum(m->b1, NULL, 0, false));
+    return 2;
+}
+
+static void test_zero_gradients(void **state)
+{
+    (void)state;
+    tj_scope_begin();
+    mlp m;
+    mlp_init(&m, true);
+    tj_compiled *c = tj_compile_multi(sign_and_b, &m, NULL);
+    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){8, 16});
+    assert_int_equal(tj_requires_grad(x, true), 0);
+    for (int through = 0; through < 2; through++)
+        for (int pass = 0; pass < 2; pass++) {
+            tj_tensor *r[2];
+            if (pass)
+                assert_int_equal(tj_call_multi(c, &x, 1, r, 2), 2);
+            else
+                assert_int_equal(sign_and_b(&m, &x, 1, r, 2), 2);
+            assert_int_equal(tj_backward(loss_of(r[through])), 0);
+            assert_true(!tj_grad(m.w1) == (through == 1));
+            assert_true(!tj_grad(m.b1) == (through == 0));
+            assert_non_null(tj_grad(x));
+            if (through == 0)   /* sign's gradient: zeros */
+                tu_assert_close(tj_grad(x), tj_zeros(TJ_F32, 2, (int64_t[]){8, 16}), 0, 0);
+            tj_zero_grad(m.w1);
+            tj_zero_grad(m.b1);
+            tj_zero_grad(x);
+        }
+    tj_compiled_stats st;
+    assert_int_equal(tj_compiled_stats_get(c, &st), 0);
+    assert_int_equal((int)st.eager_calls, 0);
+    tj_compiled_free(c);
+    mlp_free(&m);
+    tj_scope_end();
+}
+
 /* Results that are the inputs themselves (the argument, a weight, one the
  * model reads nowhere else) come back as those tensors, their gradients
  * their own; a view of a weight is on the tape with the others. */
@@ -727,6 +774,7 @@ int main(void)
         cmocka_unit_test(test_dump_stages), cmocka_unit_test(test_symbolic_shapes),
         cmocka_unit_test(test_loss_and_outputs), cmocka_unit_test(test_argument_grads),
         cmocka_unit_test(test_batch_norm_train), cmocka_unit_test(test_results_inputs),
+        cmocka_unit_test(test_zero_gradients),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
