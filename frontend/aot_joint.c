@@ -17,7 +17,7 @@
  *     (retained, versions checked) and watches the captured weights
  *   tj_backward reaching any of those results: the backward plan, once, with
  *     the gradients of all of them (a zero tangent for one no gradient
- *     reached; a gradient that depends only on such tangents is none, as
+ *     reached; a leaf that only such results reach on the traced tape gets none, as
  *     eagerly), then each gradient added into its weight's .grad
  *
  * A fe_joint belongs to one graph entry of compile.c (the entry's captures)
