@@ -196,8 +196,11 @@ char *tj_explain(const tj_compiled *c)
             fe_joint_explain(e->joints[k], e->nsyms > 0, f);
         if (e->njoints == FE_JOINT_SHAPES && atomic_load(&e->joint_misses))
             fprintf(f, "  backward not partitioned for %lu calls: %d argument shapes have "
-                       "partitioned backwards (the limit); other shapes recompute the forward "
-                       "(aot.c's)\n", (unsigned long)atomic_load(&e->joint_misses), FE_JOINT_SHAPES);
+                       "partitioned backwards (the limit); other shapes %s\n",
+                    (unsigned long)atomic_load(&e->joint_misses), FE_JOINT_SHAPES,
+                    e->nwrites || e->draws.n ? "run eagerly (the model writes to tensors or draws "
+                                               "random numbers, which aot.c's backward would do again)"
+                                             : "recompute the forward (aot.c's)");
         if (e->joint_why[0] && (e->nwrites || e->draws.n))
             fprintf(f, "  calls in grad mode run eagerly: %s (the model %s, which aot.c's "
                        "backward would do again)\n",

@@ -242,6 +242,32 @@ static void test_grad_draws(void **state)
     assert_int_equal((int)st.eager_calls, 0);
     tu_assert_explain(c, "backward of results 0, 1: joint graph partitioned");
     tj_compiled_free(c);
+
+    /* a symbolic batch: a partitioned backward per row count up to the
+     * limit, then eagerly (aot.c's backward would draw again) */
+    tj_tensor *v = tj_keep(tj_randn(TJ_F32, 1, (int64_t[]){32}));
+    assert_int_equal(tj_requires_grad(v, true), 0);
+    c = tj_compile(model_grad, v, &(tj_compile_options){.name = "rows"});
+    for (int rows = 2; rows < 12; rows++) {
+        tj_tensor *xr = tj_randn(TJ_F32, 2, (int64_t[]){rows, 32}), *y[2];
+        assert_int_equal(tj_mark_dynamic(xr, 0), 0);
+        for (int pass = 0; pass < 2; pass++) {
+            tj_manual_seed(50 + (uint64_t)rows);
+            y[pass] = pass ? tj_call(c, &xr, 1) : model_grad(v, &xr, 1);
+            assert_non_null(y[pass]);
+            assert_int_equal(tj_backward(tj_sum(y[pass], NULL, 0, false)), 0);
+            gw = tj_clone(tj_grad(v));
+            tj_zero_grad(v);
+            q[pass] = gw;
+        }
+        tu_assert_close(y[1], y[0], 0, 0);
+        tu_assert_close(q[1], q[0], 1e-6, 1e-6);
+    }
+    assert_int_equal(tj_compiled_stats_get(c, &st), 0);
+    assert_int_equal((int)st.eager_calls, 2);   /* rows 10 and 11 */
+    tu_assert_explain(c, "other shapes run eagerly (the model writes to tensors or draws random numbers");
+    tj_compiled_free(c);
+    tj_release(v);
     tj_release(w);
 }
 
