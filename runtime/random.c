@@ -1,21 +1,28 @@
 /* random.c - Philox 4x32-10 (Salmon et al., "Parallel random numbers: as easy
  * as 1, 2, 3", SC'11; the Random123 reference) and the global generator.
  *
- * Element i of a draw at (seed, offset) is computed from one Philox block:
- * counter = offset + i (64 bits, words 0 and 1; words 2 and 3 zero), key =
- * seed (low word, high word). So a value depends only on (seed, counter): any
- * split of the range over threads gives the same tensor, and draws at
- * different offsets never share a block.
- *   uniform f32: the top 24 bits of word 0, times 2^-24          -> [0, 1)
- *   uniform f64: the top 53 bits of words 0 (high) and 1 (low), times 2^-53
- *   normal: Box-Muller, sqrt(-2 ln(1 - u1)) * cos(2 pi u2), u1 from words 0
- *           (and 1 for f64), u2 from word 1 (f32) or words 2 and 3 (f64);
- *           f32 computes in float with ir/vmath.h (|z| <= 5.77, the
- *           limit of a 24-bit u1), f64 in double with libm.
- * Blocks are made BATCH at a time in lane arrays, so the rounds vectorize.
+ * Element i of a draw at (seed, offset) has counter c = offset + i and is
+ * made from words of one Philox block (key = seed, low word then high word;
+ * block number in words 0 and 1 of the counter, words 2 and 3 zero); a
+ * block's four words serve as many elements as a value needs words for:
+ *   uniform f32 (one word): block c / 4, word c % 4; its top 24 bits times
+ *           2^-24                                                 -> [0, 1)
+ *   uniform f64 and normal f32 (two words): block c / 2, words 2 (c % 2) and
+ *           2 (c % 2) + 1 (the first, hi, and the second, lo)
+ *   uniform f64: the top 53 bits of hi:lo, times 2^-53
+ *   normal f64 (four words): block c
+ *   normal: Box-Muller, sqrt(-2 ln(1 - u1)) * cos(2 pi u2); f32: u1 from the
+ *           first word, u2 from the second, computed in float with
+ *           ir/vmath.h (|z| <= 5.77, the limit of a 24-bit u1); f64: u1
+ *           from words 0:1, u2 from words 2:3, in double with libm.
+ * So a value depends only on (seed, counter): any split of the range over
+ * threads gives the same tensor, and draws at different offsets never share
+ * a word. Blocks are made BATCH at a time in lane arrays, so the rounds
+ * vectorize; one block per value made four times the rounds f32 needs.
  */
 #include <math.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #include "iter.h"
 #include "random.h"
@@ -137,25 +144,66 @@ static inline double u53(uint32_t hi, uint32_t lo)
     return (double)((((uint64_t)hi << 32) | lo) >> 11) * 0x1p-53;
 }
 
+/* The blocks for counters offset .. offset+n-1 at per values a block (1, 2
+ * or 4), BATCH blocks at a time: each chunk's blocks in w, the chunk's first
+ * value at word-group skip of its first block, m values (the caller takes
+ * value j from group skip + j). */
+typedef struct chunk {
+    int64_t i;   /* the chunk's first value */
+    int skip, m;
+} chunk;
+
+static bool next_chunk(uint64_t seed, uint64_t offset, int64_t n, int per, chunk *k, uint32_t w[4][BATCH])
+{
+    k->i += k->m;
+    if (k->i >= n)
+        return false;
+    uint64_t c = offset + (uint64_t)k->i;
+    k->skip = (int)(c % (uint64_t)per);
+    int64_t left = n - k->i;
+    if (c && 0 - c < (uint64_t)left)   /* the counter wraps: block 0 follows, not the next */
+        left = (int64_t)(0 - c);
+    int64_t blocks = (k->skip + left + per - 1) / per;
+    int nb = blocks < BATCH ? (int)blocks : BATCH;
+    philox_batch(seed, c / (uint64_t)per, nb, w);
+    k->m = (int)(left < (int64_t)nb * per - k->skip ? left : (int64_t)nb * per - k->skip);
+    return true;
+}
+
+/* The four words of each block as floats, value order: f[4 b + t] = word t
+ * of block b. */
+RT_CLONES static void uniform_f32_batch(uint32_t w[4][BATCH], float *restrict f)
+{
+    for (int b = 0; b < BATCH; b++)
+        for (int t = 0; t < 4; t++)
+            f[4 * b + t] = u24(w[t][b]);
+}
+
 void rt_philox_uniform_f32(uint64_t seed, uint64_t offset, float *out, int64_t n)
 {
     uint32_t w[4][BATCH];
-    for (int64_t i = 0; i < n; i += BATCH) {
-        int m = n - i < BATCH ? (int)(n - i) : BATCH;
-        philox_batch(seed, offset + (uint64_t)i, m, w);
-        for (int j = 0; j < m; j++)
-            out[i + j] = u24(w[0][j]);
+    float f[4 * BATCH];
+    for (chunk k = {0, 0, 0}; next_chunk(seed, offset, n, 4, &k, w);) {
+        uniform_f32_batch(w, f);
+        memcpy(out + k.i, f + k.skip, sizeof *out * (size_t)k.m);
     }
+}
+
+/* Two values a block, value order: d[2 b + t] from words 2 t, 2 t + 1 of block b. */
+RT_CLONES static void uniform_f64_batch(uint32_t w[4][BATCH], double *restrict d)
+{
+    for (int b = 0; b < BATCH; b++)
+        for (int t = 0; t < 2; t++)
+            d[2 * b + t] = u53(w[2 * t][b], w[2 * t + 1][b]);
 }
 
 void rt_philox_uniform_f64(uint64_t seed, uint64_t offset, double *out, int64_t n)
 {
     uint32_t w[4][BATCH];
-    for (int64_t i = 0; i < n; i += BATCH) {
-        int m = n - i < BATCH ? (int)(n - i) : BATCH;
-        philox_batch(seed, offset + (uint64_t)i, m, w);
-        for (int j = 0; j < m; j++)
-            out[i + j] = u53(w[0][j], w[1][j]);
+    double d[2 * BATCH];
+    for (chunk k = {0, 0, 0}; next_chunk(seed, offset, n, 2, &k, w);) {
+        uniform_f64_batch(w, d);
+        memcpy(out + k.i, d + k.skip, sizeof *out * (size_t)k.m);
     }
 }
 
@@ -202,21 +250,21 @@ RT_CLONES static void normal_f32_batch(const uint32_t *restrict w0, const uint32
 
 void rt_philox_normal_f32(uint64_t seed, uint64_t offset, float *out, int64_t n)
 {
-    uint32_t w[4][BATCH];
-    for (int64_t i = 0; i < n; i += BATCH) {
-        int m = n - i < BATCH ? (int)(n - i) : BATCH;
-        philox_batch(seed, offset + (uint64_t)i, m, w);
-        normal_f32_batch(w[0], w[1], out + i, m);
+    uint32_t w[4][BATCH], u1[2 * BATCH], u2[2 * BATCH];
+    for (chunk k = {0, 0, 0}; next_chunk(seed, offset, n, 2, &k, w);) {
+        for (int j = 0; j < k.m; j++) {   /* each value's two words, in order */
+            int q = k.skip + j, h = 2 * (q & 1);
+            u1[j] = w[h][q >> 1];
+            u2[j] = w[h + 1][q >> 1];
+        }
+        normal_f32_batch(u1, u2, out + k.i, k.m);
     }
 }
 
 void rt_philox_normal_f64(uint64_t seed, uint64_t offset, double *out, int64_t n)
 {
     uint32_t w[4][BATCH];
-    for (int64_t i = 0; i < n; i += BATCH) {
-        int m = n - i < BATCH ? (int)(n - i) : BATCH;
-        philox_batch(seed, offset + (uint64_t)i, m, w);
-        for (int j = 0; j < m; j++)
-            out[i + j] = box_muller_f64(u53(w[0][j], w[1][j]), u53(w[2][j], w[3][j]));
-    }
+    for (chunk k = {0, 0, 0}; next_chunk(seed, offset, n, 1, &k, w);)
+        for (int j = 0; j < k.m; j++)
+            out[k.i + j] = box_muller_f64(u53(w[0][j], w[1][j]), u53(w[2][j], w[3][j]));
 }

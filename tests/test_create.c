@@ -137,24 +137,47 @@ static void test_philox_kat(void **state)
     }
 }
 
-/* The batched generator agrees with the reference block function: element i
- * of a draw is built from block (counter offset + i, key seed). */
+/* The batched generator agrees with the reference block function: value i
+ * of a draw has counter c = offset + i; f32 uniform takes word c % 4 of
+ * block c / 4, f64 uniform and f32 normal words 2 (c % 2) and 2 (c % 2) + 1
+ * of block c / 2, f64 normal block c (random.c). */
+static void block_of(uint64_t seed, uint64_t b, uint32_t out[4])
+{
+    uint32_t ctr[4] = {(uint32_t)b, (uint32_t)(b >> 32), 0, 0};
+    uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+    rt_philox4x32_10(ctr, key, out);
+}
+
 static void test_philox_stream_matches_blocks(void **state)
 {
     (void)state;
-    enum { N = 200 };
-    uint64_t seed = 0x123456789abcdefULL, off = 0xfffffffffffffff0ULL;   /* counter wraps 2^32 */
-    float u[N];
-    double d[N];
-    rt_philox_uniform_f32(seed, off, u, N);
-    rt_philox_uniform_f64(seed, off, d, N);
-    for (int i = 0; i < N; i++) {
-        uint64_t c = off + (uint64_t)i;
-        uint32_t ctr[4] = {(uint32_t)c, (uint32_t)(c >> 32), 0, 0}, out[4];
-        uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
-        rt_philox4x32_10(ctr, key, out);
-        assert_true(u[i] == (float)(out[0] >> 8) * 0x1p-24f);
-        assert_true(d[i] == (double)((((uint64_t)out[0] << 32) | out[1]) >> 11) * 0x1p-53);
+    enum { N = 203 };
+    uint64_t seed = 0x123456789abcdefULL;
+    const uint64_t offs[] = {0xfffffffffffffff0ULL, 0xfffffffffffffff3ULL, 5, 2};   /* wraps, unaligned */
+    for (size_t o = 0; o < sizeof offs / sizeof *offs; o++) {
+        uint64_t off = offs[o];
+        float u[N], z[N];
+        double d[N], zd[N];
+        rt_philox_uniform_f32(seed, off, u, N);
+        rt_philox_uniform_f64(seed, off, d, N);
+        rt_philox_normal_f32(seed, off, z, N);
+        rt_philox_normal_f64(seed, off, zd, N);
+        for (int i = 0; i < N; i++) {
+            uint64_t c = off + (uint64_t)i;
+            uint32_t b4[4], b2[4], b1[4];
+            block_of(seed, c / 4, b4);
+            block_of(seed, c / 2, b2);
+            block_of(seed, c, b1);
+            uint32_t hi = b2[2 * (c % 2)], lo = b2[2 * (c % 2) + 1];
+            assert_true(u[i] == (float)(b4[c % 4] >> 8) * 0x1p-24f);
+            assert_true(d[i] == (double)((((uint64_t)hi << 32) | lo) >> 11) * 0x1p-53);
+            /* the normals from the same words: their uniforms' Box-Muller */
+            double u1 = (double)(hi >> 8) * 0x1p-24, u2 = (double)(lo >> 8) * 0x1p-24;
+            assert_true(fabs(z[i] - sqrt(-2 * log(1 - u1)) * cos(2 * M_PI * u2)) < 1e-5);
+            double v1 = (double)((((uint64_t)b1[0] << 32) | b1[1]) >> 11) * 0x1p-53;
+            double v2 = (double)((((uint64_t)b1[2] << 32) | b1[3]) >> 11) * 0x1p-53;
+            assert_true(zd[i] == sqrt(-2 * log(1 - v1)) * cos(2 * M_PI * v2));
+        }
     }
 }
 
