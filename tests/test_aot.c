@@ -707,6 +707,59 @@ static void test_writes(void **state)
     tj_scope_end();
 }
 
+/* Writes the partitioned forward cannot take over: into an argument (the
+ * tape node holds the arguments as saved), into a weight that requires grad
+ * (in no-grad mode inside the model); those calls run eagerly, explain says
+ * why, and the writes happen once a call. */
+static tj_tensor *writes_arg(void *ctx, tj_tensor *const *args, int nargs)
+{
+    if (tj_copy_(args[1], tj_add_s(args[1], 1.0)) != 0)
+        return NULL;
+    return mlp_fn(ctx, args, nargs);
+}
+
+static tj_tensor *writes_weight(void *ctx, tj_tensor *const *args, int nargs)
+{
+    mlp *m = ctx;
+    tj_no_grad_begin();
+    int rc = tj_copy_(m->b1, tj_mul_s(m->b1, 0.5));
+    tj_no_grad_end();
+    return rc == 0 ? mlp_fn(ctx, args, nargs) : NULL;
+}
+
+static void test_writes_refused(void **state)
+{
+    (void)state;
+    tj_scope_begin();
+    mlp m;
+    mlp_init(&m, true);
+    tj_model_fn fns[2] = {writes_arg, writes_weight};
+    const char *why[2] = {"calls in grad mode run eagerly: the model writes to an argument",
+                          "calls in grad mode run eagerly: the model writes to a tensor that requires grad"};
+    for (int f = 0; f < 2; f++) {
+        tj_compiled *c = tj_compile(fns[f], &m, NULL);
+        tj_tensor *args[2] = {tj_randn(TJ_F32, 2, (int64_t[]){8, 16}), tj_zeros(TJ_F32, 0, NULL)};
+        tj_tensor *b0 = tj_clone(m.b1);
+        for (int k = 0; k < 2; k++)
+            assert_int_equal(tj_backward(loss_of(tj_call(c, args, 2))), 0);
+        if (f == 0)
+            assert_true(tj_item(args[1]) == 2.0);
+        else
+            tu_assert_close(m.b1, tj_mul_s(b0, 0.25), 0, 0);
+        assert_non_null(tj_grad(m.w1));
+        tj_compiled_stats st;
+        assert_int_equal(tj_compiled_stats_get(c, &st), 0);
+        assert_int_equal((int)st.eager_calls, 2);
+        tu_assert_explain(c, why[f]);
+        tj_compiled_free(c);
+        tj_zero_grad(m.w1);
+        tj_zero_grad(m.b1);
+        tj_zero_grad(m.w2);
+    }
+    mlp_free(&m);
+    tj_scope_end();
+}
+
 /* A convolution with batch norm in training mode: the running statistics
  * and the gradients after three compiled steps are eager's. */
 typedef struct bn_model {
@@ -774,7 +827,7 @@ int main(void)
         cmocka_unit_test(test_dump_stages), cmocka_unit_test(test_symbolic_shapes),
         cmocka_unit_test(test_loss_and_outputs), cmocka_unit_test(test_argument_grads),
         cmocka_unit_test(test_batch_norm_train), cmocka_unit_test(test_results_inputs),
-        cmocka_unit_test(test_zero_gradients),
+        cmocka_unit_test(test_zero_gradients), cmocka_unit_test(test_writes_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
