@@ -7,14 +7,15 @@
  * block's four words serve as many elements as a value needs words for:
  *   uniform f32 (one word): block c / 4, word c % 4; its top 24 bits times
  *           2^-24                                                 -> [0, 1)
- *   uniform f64 and normal f32 (two words): block c / 2, words 2 (c % 2) and
- *           2 (c % 2) + 1 (the first, hi, and the second, lo)
- *   uniform f64: the top 53 bits of hi:lo, times 2^-53
- *   normal f64 (four words): block c
- *   normal: Box-Muller, sqrt(-2 ln(1 - u1)) * cos(2 pi u2); f32: u1 from the
- *           first word, u2 from the second, computed in float with
- *           ir/vmath.h (|z| <= 5.77, the limit of a 24-bit u1); f64: u1
- *           from words 0:1, u2 from words 2:3, in double with libm.
+ *   uniform f64 (two words): block c / 2, words 2 (c % 2) (hi) and
+ *           2 (c % 2) + 1 (lo); the top 53 bits of hi:lo, times 2^-53
+ *   normal f32 (a pair of words gives two): block c / 4, u1 from word
+ *           2 t and u2 from word 2 t + 1, t = (c % 4) / 2; Box-Muller's
+ *           sqrt(-2 ln(1 - u1)) times cos(2 pi u2) for even c, sin for odd,
+ *           computed in float with ir/vmath.h (|z| <= 5.77, the limit of a
+ *           24-bit u1)
+ *   normal f64 (four words): block c; sqrt(-2 ln(1 - u1)) cos(2 pi u2), u1
+ *           from words 0:1, u2 from words 2:3, in double with libm
  * So a value depends only on (seed, counter): any split of the range over
  * threads gives the same tensor, and draws at different offsets never share
  * a word. Blocks are made BATCH at a time in lane arrays, so the rounds
@@ -209,17 +210,19 @@ void rt_philox_uniform_f64(uint64_t seed, uint64_t offset, double *out, int64_t 
 
 /* Box-Muller: 1 - u1 lies in (0, 1], so the log is finite. f32 uses the
  * branch-free vmath formulas so the loop vectorizes; f64 uses libm. */
-/* cos(2 pi u) for u in [0, 1) (a multiple of 2^-24): the reduction to
- * r in [-pi/4, pi/4] and a quadrant is exact, then vmath's polynomials. */
-static inline float cos_2pi_f32(float u)
+/* cos(2 pi u) and sin(2 pi u) for u in [0, 1) (a multiple of 2^-24): the
+ * reduction to r in [-pi/4, pi/4] and a quadrant is exact, then vmath's
+ * polynomials. */
+static inline void sincos_2pi_f32(float u, float *sn, float *cs)
 {
     float w = 4.0f * (u - vm_rint_small_f32(u));   /* [-2, 2] quarter turns */
     float q = vm_rint_small_f32(w);
     float r = (w - q) * 1.57079632679489662f;
     float s = vm_sinr_f32(r), c = vm_cosr_f32(r);
-    int32_t k = (int32_t)q & 3;                     /* cos(k pi/2 + r) */
-    float y = (k & 1) ? s : c;
-    return (k == 1 || k == 2) ? -y : y;
+    int32_t k = (int32_t)q & 3;                     /* k pi/2 + r */
+    float a = (k & 1) ? s : c, b = (k & 1) ? c : s;
+    *cs = (k == 1 || k == 2) ? -a : a;
+    *sn = (k == 2 || k == 3) ? -b : b;
 }
 
 /* log(x) for x in [2^-24, 1]: vm_log_f32 without its special cases (NaN,
@@ -231,33 +234,38 @@ static inline float log_unit_f32(float x)
     return s.e * -2.12194440e-4f + s.c + s.f + s.e * 0.693359375f;
 }
 
-static inline float box_muller_f32(float u1, float u2)
-{
-    return vm_sqrt_f32(-2.0f * log_unit_f32(1.0f - u1)) * cos_2pi_f32(u2);
-}
-
 static inline double box_muller_f64(double u1, double u2)
 {
     return sqrt(-2.0 * log(1.0 - u1)) * cos(2.0 * M_PI * u2);
 }
 
-RT_CLONES static void normal_f32_batch(const uint32_t *restrict w0, const uint32_t *restrict w1,
-                                    float *restrict out, int m)
+/* Four values a block, value order: the pair of words 2 t, 2 t + 1 of
+ * block b gives f[4 b + 2 t] = r cos(2 pi u2) and f[4 b + 2 t + 1] =
+ * r sin(2 pi u2), r = sqrt(-2 ln(1 - u1)). */
+RT_CLONES static void normal_f32_batch(uint32_t w[4][BATCH], float *restrict f)
 {
-    for (int j = 0; j < m; j++)
-        out[j] = box_muller_f32(u24(w0[j]), u24(w1[j]));
+    float zc[2][BATCH], zs[2][BATCH];
+    for (int t = 0; t < 2; t++)
+        for (int b = 0; b < BATCH; b++) {
+            float r = vm_sqrt_f32(-2.0f * log_unit_f32(1.0f - u24(w[2 * t][b]))), sn, cs;
+            sincos_2pi_f32(u24(w[2 * t + 1][b]), &sn, &cs);
+            zc[t][b] = r * cs;
+            zs[t][b] = r * sn;
+        }
+    for (int b = 0; b < BATCH; b++)
+        for (int t = 0; t < 2; t++) {
+            f[4 * b + 2 * t] = zc[t][b];
+            f[4 * b + 2 * t + 1] = zs[t][b];
+        }
 }
 
 void rt_philox_normal_f32(uint64_t seed, uint64_t offset, float *out, int64_t n)
 {
-    uint32_t w[4][BATCH], u1[2 * BATCH], u2[2 * BATCH];
-    for (chunk k = {0, 0, 0}; next_chunk(seed, offset, n, 2, &k, w);) {
-        for (int j = 0; j < k.m; j++) {   /* each value's two words, in order */
-            int q = k.skip + j, h = 2 * (q & 1);
-            u1[j] = w[h][q >> 1];
-            u2[j] = w[h + 1][q >> 1];
-        }
-        normal_f32_batch(u1, u2, out + k.i, k.m);
+    uint32_t w[4][BATCH];
+    float f[4 * BATCH];
+    for (chunk k = {0, 0, 0}; next_chunk(seed, offset, n, 4, &k, w);) {
+        normal_f32_batch(w, f);
+        memcpy(out + k.i, f + k.skip, sizeof *out * (size_t)k.m);
     }
 }
 
