@@ -783,6 +783,9 @@ static double loss_at(prog *p, const argspec *spec, unsigned aseed, tj_tensor *w
 {
     tj_scope_begin();
     tj_tensor *a[3], *res[MAX_OUTS], *w0 = w ? tj_clone(tj_detach(w)) : NULL;
+    tj_tensor *stat = p->stat ? tj_clone(p->stat) : NULL;   /* as call 0 found it: 0 */
+    if (stat)
+        tj_copy_(p->stat, tj_zeros(TJ_F64, 0, NULL));
     for (int i = 0; i < 3; i++)
         a[i] = make_arg(&spec[i], aseed + (unsigned)i);
     if (!w)
@@ -798,6 +801,8 @@ static double loss_at(prog *p, const argspec *spec, unsigned aseed, tj_tensor *w
         l = loss ? tj_item(loss) : NAN;
     }
     tj_clear_error();
+    if (stat)
+        tj_copy_(p->stat, stat);
     if (w) {
         tj_no_grad_begin();
         if (tj_copy_(w, w0) != 0)
@@ -882,6 +887,8 @@ static void run_grad(int count)
         pe.w = tj_keep(make_arg(&ws, seed + 99));
         assert_int_equal(tj_requires_grad(pc.w, true), 0);
         assert_int_equal(tj_requires_grad(pe.w, true), 0);
+        pc.stat = tj_keep(tj_zeros(TJ_F64, 0, NULL));
+        pe.stat = tj_keep(tj_zeros(TJ_F64, 0, NULL));
         pc.inner = tj_compile(tu_program_inner, &pc, &(tj_compile_options){.name = "inner"});
         pe.inner = tj_compile(tu_program_inner, &pe, &(tj_compile_options){.name = "inner"});
         tj_compiled *c = tj_compile_multi(tu_program_model, &pc, &(tj_compile_options){.name = "grad", .no_dynamic = true});
@@ -927,6 +934,7 @@ static void run_grad(int count)
             }
             check_grad(&pe, call, "argument 0's gradient", tj_grad(ca[0]), tj_grad(ea[0]), spec);
             check_grad(&pe, call, "the weight's gradient", tj_grad(pc.w), tj_grad(pe.w), spec);
+            check_grad(&pe, call, "the running statistic", pc.stat, pe.stat, spec);
             if (call == 0 && be > 0) {
                 tried++;
                 judged += fd_check(&pe, spec, seed * 3u, ea[0], NULL, tj_grad(ea[0]));
@@ -941,6 +949,8 @@ static void run_grad(int count)
         tj_compiled_free(pe.inner);
         tj_release(pc.w);
         tj_release(pe.w);
+        tj_release(pc.stat);
+        tj_release(pe.stat);
         tj_scope_end();
     }
     check_refusals(M_GRAD, refused, count);

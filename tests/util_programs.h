@@ -37,6 +37,8 @@ typedef struct prog {
     tj_aot_model *aot;   /* set: calls run the exported model instead */
     tj_compiled *inner;  /* set: a compiled function the program may call
                           * (tu_program_inner; inlined when the program is traced) */
+    tj_tensor *stat;     /* set (grad mode): an f64 running statistic the program may
+                          * update in place in no-grad mode, as batch norm's */
     char log[2048];
 } prog;
 

@@ -554,6 +554,21 @@ tj_tensor *tu_program_more(gen *g, tj_tensor *a, tj_tensor *b, bool exact)
         default: note(g, "a + randn_like(a)"); return tj_add(f, tj_randn(tj_dtype_of(f), nd, tj_shape(f)));
         }
     }
+    if (g->p->stat && is_float(a) && tj_numel(a) > 0 && rnd(g, 8) == 0) {
+        /* a compiled call's partitioned forward writes it back; read before
+         * the write, its old value is the backward's: those calls run eagerly */
+        tj_tensor *s = g->p->stat, *r = a;
+        if (rnd(g, 2)) {
+            note(g, "a * stat, then stat = 0.9 stat + 0.1 mean(a) in place");
+            r = tj_mul(a, tj_cast(s, tj_dtype_of(a)));
+        } else {
+            note(g, "stat = 0.9 stat + 0.1 mean(a) in place");
+        }
+        tj_no_grad_begin();
+        int rc = tj_copy_(s, tj_add(tj_mul_s(s, 0.9), tj_mul_s(tj_mean(tj_cast(a, TJ_F64), NULL, 0, false), 0.1)));
+        tj_no_grad_end();
+        return rc == 0 ? r : NULL;
+    }
     bool windowed = !exact && (nd == 3 || nd == 4) && tj_numel(a) > 0;
     if (windowed && rnd(g, 3) == 0)   /* 3-D and 4-D values are rarer than the others */
         return windows(g, a);
