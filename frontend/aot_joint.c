@@ -16,9 +16,10 @@
  *     are the results on the tape, holds the arguments and the saved values
  *     (retained, versions checked) and watches the captured weights
  *   tj_backward reaching any of those results: the backward plan, once, with
- *     the gradients of all of them (a zero tangent for one no gradient
- *     reached; a leaf that only such results reach on the traced tape gets none, as
- *     eagerly), then each gradient added into its weight's .grad
+ *     the gradients of all of them (where some got none: the plan pruned of
+ *     their tangents, passes/bwd_prune.c, one per pattern; a leaf that only
+ *     such results reach on the traced tape gets no gradient, as eagerly),
+ *     then each gradient added into its weight's .grad
  *
  * A fe_joint belongs to one graph entry of compile.c (the entry's captures)
  * and is traced static: a symbolic entry holds one per argument shape
@@ -35,6 +36,7 @@
  * not check their versions. A model with writes that cannot take a joint
  * runs eagerly (compile.c): aot.c's backward would write again.
  */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +50,16 @@
 #include "trace.h"
 
 #define JOINT_MAX 64
+#define JOINT_SUBS 4   /* backward variants kept for results no gradient reached */
+
+/* The backward for a backward that reached only some results on the tape:
+ * bwd pruned of the others' tangents (passes/bwd_prune.c). */
+typedef struct bwd_variant {
+    uint64_t reached;
+    ir_graph *g;
+    sc_plan_set *plans;
+    int *last;
+} bwd_variant;
 
 /* Where a joint input's tensor comes from. */
 typedef enum { SRC_ARG, SRC_TANGENT, SRC_CAP, SRC_CONST } src_kind;
@@ -85,6 +97,9 @@ struct fe_joint {
     ps_partition part;    /* report and counts (its graphs moved to fwd, bwd) */
     int ncontract;        /* matmul/conv2d nodes of the backward graph */
     atomic_ulong calls;   /* backward runs */
+    pthread_mutex_t mu;   /* guards sub */
+    bwd_variant sub[JOINT_SUBS];
+    int nsub;
 };
 
 static const ir_dump_stage stages[] = {
@@ -108,6 +123,14 @@ static void dump(const char *stage, const char *name, const ir_graph *g)
     free(text);
 }
 
+static void variant_free(bwd_variant *v)
+{
+    sc_plans_free(v->plans);
+    ir_graph_free(v->g);
+    free(v->last);
+    *v = (bwd_variant){0};
+}
+
 void fe_joint_release(fe_joint *j)
 {
     if (!j || atomic_fetch_sub_explicit(&j->refs, 1, memory_order_acq_rel) != 1)
@@ -124,6 +147,9 @@ void fe_joint_release(fe_joint *j)
     free(j->blast);
     sc_plans_free(j->fplans);
     sc_plans_free(j->bplans);
+    for (int i = 0; i < j->nsub; i++)
+        variant_free(&j->sub[i]);
+    pthread_mutex_destroy(&j->mu);
     ir_graph_free(j->fwd);
     ir_graph_free(j->bwd);
     ps_partition_free(&j->part);
@@ -451,6 +477,7 @@ fe_joint *fe_joint_new(tj_model_fn fn, tj_model_multi_fn mfn, void *ctx, const c
         return NULL;
     }
     atomic_init(&j->refs, 1);
+    pthread_mutex_init(&j->mu, NULL);
     snprintf(j->name, sizeof j->name, "%s", name);
     j->nargs = nargs;
     j->argmask = argmask;
@@ -568,6 +595,41 @@ static int tangents_of(const fe_joint *j, tj_tensor *const *g, tj_tensor **tan)
     return 0;
 }
 
+/* The backward for a backward that reached the results in reached (not all
+ * of them): kept (the first JOINT_SUBS patterns) or made into *tmp, which the
+ * caller frees. 0, or -1 with an error. */
+static int backward_for(fe_joint *j, uint64_t reached, bwd_variant *tmp, const bwd_variant **out)
+{
+    pthread_mutex_lock(&j->mu);
+    *out = NULL;
+    for (int i = 0; i < j->nsub && !*out; i++)
+        if (j->sub[i].reached == reached)
+            *out = &j->sub[i];
+    if (!*out) {
+        bool absent[JOINT_MAX * 8] = {false};
+        for (int i = 0; i < j->nin; i++)
+            absent[i] = j->in[i].kind == SRC_TANGENT && !(reached >> j->in[i].idx & 1);
+        char err[512];
+        bwd_variant v = {reached, ps_backward_prune(j->bwd, absent, err, sizeof err), NULL, NULL};
+        if (v.g) {
+            v.plans = sc_plans_new(v.g, v.g->name);
+            v.last = sc_exec_last_use(v.g);
+        }
+        if (!v.g || !v.last) {
+            rt_error("backward(%s): %s", j->name, v.g ? "out of memory" : err);
+            variant_free(&v);
+        } else if (j->nsub < JOINT_SUBS) {
+            j->sub[j->nsub] = v;
+            *out = &j->sub[j->nsub++];
+        } else {
+            *tmp = v;
+            *out = tmp;
+        }
+    }
+    pthread_mutex_unlock(&j->mu);
+    return *out ? 0 : -1;
+}
+
 static int joint_run(void *ctx, tj_tensor *const *in, int nsaved, int nwatch, tj_tensor *const *g,
                      tj_tensor **gargs)
 {
@@ -600,12 +662,18 @@ static int joint_run(void *ctx, tj_tensor *const *in, int nsaved, int nwatch, tj
             watch[nh++] = o;
     grad_out go = {j, reached, caps, watch, done};
     sc_notify nt = {nh, watch, grad_ready, &go};
-    if (run_graph(j->bwd, j->bplans, j->blast, bin, outs, nh ? &nt : NULL) == 0) {
+    /* results no gradient reached: the backward without their tangents */
+    bwd_variant tmp = {0};
+    const bwd_variant full = {reached, j->bwd, j->bplans, j->blast}, *bw = &full;
+    uint64_t all = j->ntape >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << j->ntape) - 1;
+    if ((reached == all || backward_for(j, reached, &tmp, &bw) == 0) &&
+        run_graph(bw->g, bw->plans, bw->last, bin, outs, nh ? &nt : NULL) == 0) {
         rc = 0;
         for (int o = 0; o < j->ngrads && rc == 0; o++)
             if (!done[o] && (j->gdep[o] & reached))
                 rc = give_grad(j, caps, o, outs[o]);
     }
+    variant_free(&tmp);
     for (int o = 0; o < j->ngrads; o++)
         tj_release(outs[o]);
 out:

@@ -59,4 +59,12 @@ void ps_partition_free(ps_partition *p);
 /* Whether input n of a joint graph is a tangent (its name starts with "tangent"). */
 bool ps_is_tangent(const ir_node *n);
 
+/* The backward graph bwd (as ps_partition_joint made it) for a backward in
+ * which the tangent inputs marked absent[i] got no gradient: what depends on
+ * tangents only through those is a structural zero and goes (an add with it
+ * is the other operand, another reader takes zeros, such an output is
+ * zeros), as eager's walk sums nothing where no gradient arrives; the same
+ * inputs in the same order (bwd_prune.c). A new graph, or NULL with err. */
+ir_graph *ps_backward_prune(const ir_graph *bwd, const bool *absent, char *err, size_t nerr);
+
 #endif

@@ -150,8 +150,8 @@ static void test_accumulates(void **state)
 }
 
 /* The results of a multi-result model are the outputs of one node: a
- * backward through either or both runs the partitioned backward once (a
- * result no gradient reached has a zero tangent). */
+ * backward through either or both runs the partitioned backward once
+ * (without the tangent of a result no gradient reached). */
 static void test_multi(void **state)
 {
     (void)state;
@@ -238,6 +238,54 @@ static void test_zero_gradients(void **state)
     tj_compiled_stats st;
     assert_int_equal(tj_compiled_stats_get(c, &st), 0);
     assert_int_equal((int)st.eager_calls, 0);
+    tj_compiled_free(c);
+    mlp_free(&m);
+    tj_scope_end();
+}
+
+/* A backward through one result only: the other's backward would divide by
+ * zero (sqrt at 0), which its zero tangent would turn into NaN; the backward
+ * without that result's tangent gives eager's finite gradient. */
+static int sqrt_and_scaled(void *ctx, tj_tensor *const *args, int nargs, tj_tensor **outs, int max)
+{
+    mlp *m = ctx;
+    (void)nargs;
+    (void)max;
+    outs[0] = tj_sqrt(tj_mul(args[0], args[0]));
+    outs[1] = tj_mul(args[0], tj_sum(m->b1, NULL, 0, false));
+    return 2;
+}
+
+static void test_unreached_result(void **state)
+{
+    (void)state;
+    tj_scope_begin();
+    mlp m;
+    mlp_init(&m, true);
+    tj_compiled *c = tj_compile_multi(sqrt_and_scaled, &m, NULL);
+    tj_tensor *x = tj_relu(tj_randn(TJ_F32, 2, (int64_t[]){8, 16}));   /* exact zeros */
+    assert_int_equal(tj_requires_grad(x, true), 0);
+    for (int through = 1; through >= 0; through--) {   /* result 1 alone, then both */
+        tj_tensor *want[2], *got[2];
+        for (int pass = 0; pass < 2; pass++) {
+            tj_tensor *r[2];
+            if (pass)
+                assert_int_equal(tj_call_multi(c, &x, 1, r, 2), 2);
+            else
+                assert_int_equal(sqrt_and_scaled(&m, &x, 1, r, 2), 2);
+            tj_tensor *l = loss_of(r[1]);
+            assert_int_equal(tj_backward(through ? l : tj_add(l, tj_sum(r[0], NULL, 0, false))), 0);
+            (pass ? got : want)[0] = tj_clone(tj_grad(x));
+            (pass ? got : want)[1] = tj_clone(tj_grad(m.b1));
+            tj_zero_grad(x);
+            tj_zero_grad(m.b1);
+        }
+        for (int k = 0; k < 2; k++)
+            tu_assert_close(got[k], want[k], 1e-5, 1e-5);
+        if (through)
+            assert_true(tj_item(tj_sum(tj_isnan(got[0]), NULL, 0, false)) == 0);
+    }
+    tu_assert_explain(c, "backward of results 0, 1: joint graph partitioned");
     tj_compiled_free(c);
     mlp_free(&m);
     tj_scope_end();
@@ -828,6 +876,7 @@ int main(void)
         cmocka_unit_test(test_loss_and_outputs), cmocka_unit_test(test_argument_grads),
         cmocka_unit_test(test_batch_norm_train), cmocka_unit_test(test_results_inputs),
         cmocka_unit_test(test_zero_gradients), cmocka_unit_test(test_writes_refused),
+        cmocka_unit_test(test_unreached_result),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
