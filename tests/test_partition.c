@@ -6,7 +6,8 @@
  * case also runs on random inputs: the joint graph, and the forward then the
  * backward on the forward's saved values, must give the same outputs bit for
  * bit (the same kernels on the same values). Error cases: forward counts out
- * of range, a forward output that reads a tangent.
+ * of range, a forward output that reads a tangent. And the backward pruned of
+ * a tangent no gradient reached (passes/bwd_prune.c), text in, text out.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -303,6 +304,53 @@ static void expect_error(const char *src, int nfwd, const char *want)
     ir_graph_free(j);
 }
 
+/* The backward for a backward that reached only tangent0: what depends on
+ * tangents only through tangent1 goes; an add with it is the other operand,
+ * a sub from it is negated, a cat takes zeros for it, an output that is it
+ * becomes zeros. On random inputs the pruned graph gives what the whole one
+ * gives with tangent1 zero (where x is finite and not 0). */
+static void test_backward_prune(void **state)
+{
+    (void)state;
+    ir_graph *g = tu_parse(
+        "graph @b(%x: f32[4], %tangent0: f32[4], %tangent1: f32[4], %saved0: f32[4]) {\n"
+        "  %0 = mul %tangent0, %saved0 : f32[4]\n"
+        "  %1 = div %tangent1, %x : f32[4]\n"
+        "  %2 = add %0, %1 : f32[4]\n"
+        "  %3 = neg %tangent1 : f32[4]\n"
+        "  %4 = cat %0, %3 {dim=0} : f32[8]\n"
+        "  %5 = sub %1, %0 : f32[4]\n"
+        "  return %2, %4, %5, %1\n"
+        "}\n");
+    char err[256];
+    bool absent[4] = {false, false, true, false};
+    ir_graph *h = ps_backward_prune(g, absent, err, sizeof err);
+    if (!h)
+        fail_msg("%s", err);
+    char *got = ir_print(h, NULL);
+    const char *want =
+        "graph @b(%x: f32[4], %tangent0: f32[4], %tangent1: f32[4], %saved0: f32[4]) {\n"
+        "  %0 = mul %tangent0, %saved0 : f32[4]\n"
+        "  %1 = full {shape=[4], value=0, dtype=f32} : f32[4]\n"
+        "  %2 = cat %0, %1 {dim=0} : f32[8]\n"
+        "  %3 = neg %0 : f32[4]\n"
+        "  return %0, %2, %3, %1\n"
+        "}\n";
+    if (strcmp(got, want) != 0)
+        fail_msg("got:\n%s\nwant:\n%s", got, want);
+    tj_tensor *in[4], *outg[4], *outh[4];
+    for (int k = 0; k < 4; k++)
+        in[k] = k == 2 ? tj_zeros(TJ_F32, 1, (int64_t[]){4}) : tj_add_s(tj_rand(TJ_F32, 1, (int64_t[]){4}), 1);
+    run(g, in, outg);
+    run(h, in, outh);
+    for (int k = 0; k < 4; k++)
+        if (!tu_all_close(outh[k], outg[k], 0))
+            fail_msg("output %d differs from the whole graph's with tangent1 zero", k);
+    free(got);
+    ir_graph_free(h);
+    ir_graph_free(g);
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -330,7 +378,7 @@ int main(void)
         T(test_pointwise_from_input),
         T(test_forward_value_as_backward_output),
         T(test_copy_recomputed_softmax_saved),
-        T(test_errors),
+        T(test_backward_prune), T(test_errors),
 #undef T
     };
     return cmocka_run_group_tests_name("partition", tests, NULL, NULL);
