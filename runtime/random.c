@@ -14,8 +14,9 @@
  *           sqrt(-2 ln(1 - u1)) times cos(2 pi u2) for even c, sin for odd,
  *           computed in float with ir/vmath.h (|z| <= 5.77, the limit of a
  *           24-bit u1)
- *   normal f64 (four words): block c; sqrt(-2 ln(1 - u1)) cos(2 pi u2), u1
- *           from words 0:1, u2 from words 2:3, in double with libm
+ *   normal f64 (a block gives two): block c / 2, u1 from words 0:1, u2 from
+ *           words 2:3; sqrt(-2 ln(1 - u1)) times cos(2 pi u2) for even c,
+ *           sin for odd, in double with libm
  * So a value depends only on (seed, counter): any split of the range over
  * threads gives the same tensor, and draws at different offsets never share
  * a word. Blocks are made BATCH at a time in lane arrays, so the rounds
@@ -234,10 +235,6 @@ static inline float log_unit_f32(float x)
     return s.e * -2.12194440e-4f + s.c + s.f + s.e * 0.693359375f;
 }
 
-static inline double box_muller_f64(double u1, double u2)
-{
-    return sqrt(-2.0 * log(1.0 - u1)) * cos(2.0 * M_PI * u2);
-}
 
 /* Four values a block, value order: the pair of words 2 t, 2 t + 1 of
  * block b gives f[4 b + 2 t] = r cos(2 pi u2) and f[4 b + 2 t + 1] =
@@ -269,10 +266,24 @@ void rt_philox_normal_f32(uint64_t seed, uint64_t offset, float *out, int64_t n)
     }
 }
 
+/* Two values a block: u1 from words 0:1, u2 from words 2:3, d[2 b] =
+ * r cos(2 pi u2) and d[2 b + 1] = r sin(2 pi u2), r = sqrt(-2 ln(1 - u1)),
+ * in double with libm. */
+static void normal_f64_batch(uint32_t w[4][BATCH], double *restrict d)
+{
+    for (int b = 0; b < BATCH; b++) {
+        double r = sqrt(-2.0 * log(1.0 - u53(w[0][b], w[1][b]))), t = 2.0 * M_PI * u53(w[2][b], w[3][b]);
+        d[2 * b] = r * cos(t);
+        d[2 * b + 1] = r * sin(t);
+    }
+}
+
 void rt_philox_normal_f64(uint64_t seed, uint64_t offset, double *out, int64_t n)
 {
     uint32_t w[4][BATCH];
-    for (chunk k = {0, 0, 0}; next_chunk(seed, offset, n, 1, &k, w);)
-        for (int j = 0; j < k.m; j++)
-            out[k.i + j] = box_muller_f64(u53(w[0][j], w[1][j]), u53(w[2][j], w[3][j]));
+    double d[2 * BATCH];
+    for (chunk k = {0, 0, 0}; next_chunk(seed, offset, n, 2, &k, w);) {
+        normal_f64_batch(w, d);
+        memcpy(out + k.i, d + k.skip, sizeof *out * (size_t)k.m);
+    }
 }
