@@ -146,36 +146,39 @@ static inline double u53(uint32_t hi, uint32_t lo)
     return (double)((((uint64_t)hi << 32) | lo) >> 11) * 0x1p-53;
 }
 
-/* The blocks for counters offset .. offset+n-1 at per values a block (1, 2
- * or 4), BATCH blocks at a time: each chunk's blocks in w, the chunk's first
- * value at word-group skip of its first block, m values (the caller takes
- * value j from group skip + j). */
-typedef struct chunk {
-    int64_t i;   /* the chunk's first value */
-    int skip, m;
-} chunk;
+/* Turns BATCH blocks w into per values each, in value order, into vals. */
+typedef void batch_fn(uint32_t w[4][BATCH], void *vals);
 
-static bool next_chunk(uint64_t seed, uint64_t offset, int64_t n, int per, chunk *k, uint32_t w[4][BATCH])
+/* Values offset .. offset+n-1 of a stream of per values a block (1, 2 or 4)
+ * of es bytes each into out: BATCH blocks at a time through batch, the
+ * first block's first skip values (those of counters before offset) left
+ * out. A chunk never runs past the counter's wrap (block 0 follows there,
+ * not the next block). */
+static void draw(uint64_t seed, uint64_t offset, void *out, int64_t n, int per, size_t es, batch_fn *batch)
 {
-    k->i += k->m;
-    if (k->i >= n)
-        return false;
-    uint64_t c = offset + (uint64_t)k->i;
-    k->skip = (int)(c % (uint64_t)per);
-    int64_t left = n - k->i;
-    if (c && 0 - c < (uint64_t)left)   /* the counter wraps: block 0 follows, not the next */
-        left = (int64_t)(0 - c);
-    int64_t blocks = (k->skip + left + per - 1) / per;
-    int nb = blocks < BATCH ? (int)blocks : BATCH;
-    philox_batch(seed, c / (uint64_t)per, nb, w);
-    k->m = (int)(left < (int64_t)nb * per - k->skip ? left : (int64_t)nb * per - k->skip);
-    return true;
+    uint32_t w[4][BATCH];
+    double vals[2 * BATCH];   /* per * BATCH values: 1 KiB for f32 and f64 alike */
+    for (int64_t i = 0; i < n;) {
+        uint64_t c = offset + (uint64_t)i;
+        int skip = (int)(c % (uint64_t)per);
+        int64_t left = n - i;
+        if (c && 0 - c < (uint64_t)left)
+            left = (int64_t)(0 - c);
+        int64_t blocks = (skip + left + per - 1) / per;
+        int nb = blocks < BATCH ? (int)blocks : BATCH;
+        philox_batch(seed, c / (uint64_t)per, nb, w);
+        batch(w, vals);
+        int64_t m = left < (int64_t)nb * per - skip ? left : (int64_t)nb * per - skip;
+        memcpy((char *)out + (size_t)i * es, (char *)vals + (size_t)skip * es, (size_t)m * es);
+        i += m;
+    }
 }
 
 /* The four words of each block as floats, value order: f[4 b + t] = word t
  * of block b. */
-RT_CLONES static void uniform_f32_batch(uint32_t w[4][BATCH], float *restrict f)
+RT_CLONES static void uniform_f32_batch(uint32_t w[4][BATCH], void *vals)
 {
+    float *restrict f = vals;
     for (int b = 0; b < BATCH; b++)
         for (int t = 0; t < 4; t++)
             f[4 * b + t] = u24(w[t][b]);
@@ -183,17 +186,13 @@ RT_CLONES static void uniform_f32_batch(uint32_t w[4][BATCH], float *restrict f)
 
 void rt_philox_uniform_f32(uint64_t seed, uint64_t offset, float *out, int64_t n)
 {
-    uint32_t w[4][BATCH];
-    float f[4 * BATCH];
-    for (chunk k = {0, 0, 0}; next_chunk(seed, offset, n, 4, &k, w);) {
-        uniform_f32_batch(w, f);
-        memcpy(out + k.i, f + k.skip, sizeof *out * (size_t)k.m);
-    }
+    draw(seed, offset, out, n, 4, sizeof *out, uniform_f32_batch);
 }
 
 /* Two values a block, value order: d[2 b + t] from words 2 t, 2 t + 1 of block b. */
-RT_CLONES static void uniform_f64_batch(uint32_t w[4][BATCH], double *restrict d)
+RT_CLONES static void uniform_f64_batch(uint32_t w[4][BATCH], void *vals)
 {
+    double *restrict d = vals;
     for (int b = 0; b < BATCH; b++)
         for (int t = 0; t < 2; t++)
             d[2 * b + t] = u53(w[2 * t][b], w[2 * t + 1][b]);
@@ -201,17 +200,13 @@ RT_CLONES static void uniform_f64_batch(uint32_t w[4][BATCH], double *restrict d
 
 void rt_philox_uniform_f64(uint64_t seed, uint64_t offset, double *out, int64_t n)
 {
-    uint32_t w[4][BATCH];
-    double d[2 * BATCH];
-    for (chunk k = {0, 0, 0}; next_chunk(seed, offset, n, 2, &k, w);) {
-        uniform_f64_batch(w, d);
-        memcpy(out + k.i, d + k.skip, sizeof *out * (size_t)k.m);
-    }
+    draw(seed, offset, out, n, 2, sizeof *out, uniform_f64_batch);
 }
 
 /* Box-Muller: 1 - u1 lies in (0, 1], so the log is finite. f32 uses the
- * branch-free vmath formulas so the loop vectorizes; f64 uses libm. */
-/* cos(2 pi u) and sin(2 pi u) for u in [0, 1) (a multiple of 2^-24): the
+ * branch-free vmath formulas so the loop vectorizes; f64 uses libm.
+ *
+ * cos(2 pi u) and sin(2 pi u) for u in [0, 1) (a multiple of 2^-24): the
  * reduction to r in [-pi/4, pi/4] and a quadrant is exact, then vmath's
  * polynomials. */
 static inline void sincos_2pi_f32(float u, float *sn, float *cs)
@@ -235,12 +230,12 @@ static inline float log_unit_f32(float x)
     return s.e * -2.12194440e-4f + s.c + s.f + s.e * 0.693359375f;
 }
 
-
 /* Four values a block, value order: the pair of words 2 t, 2 t + 1 of
  * block b gives f[4 b + 2 t] = r cos(2 pi u2) and f[4 b + 2 t + 1] =
  * r sin(2 pi u2), r = sqrt(-2 ln(1 - u1)). */
-RT_CLONES static void normal_f32_batch(uint32_t w[4][BATCH], float *restrict f)
+RT_CLONES static void normal_f32_batch(uint32_t w[4][BATCH], void *vals)
 {
+    float *restrict f = vals;
     float zc[2][BATCH], zs[2][BATCH];
     for (int t = 0; t < 2; t++)
         for (int b = 0; b < BATCH; b++) {
@@ -258,19 +253,15 @@ RT_CLONES static void normal_f32_batch(uint32_t w[4][BATCH], float *restrict f)
 
 void rt_philox_normal_f32(uint64_t seed, uint64_t offset, float *out, int64_t n)
 {
-    uint32_t w[4][BATCH];
-    float f[4 * BATCH];
-    for (chunk k = {0, 0, 0}; next_chunk(seed, offset, n, 4, &k, w);) {
-        normal_f32_batch(w, f);
-        memcpy(out + k.i, f + k.skip, sizeof *out * (size_t)k.m);
-    }
+    draw(seed, offset, out, n, 4, sizeof *out, normal_f32_batch);
 }
 
 /* Two values a block: u1 from words 0:1, u2 from words 2:3, d[2 b] =
  * r cos(2 pi u2) and d[2 b + 1] = r sin(2 pi u2), r = sqrt(-2 ln(1 - u1)),
  * in double with libm. */
-static void normal_f64_batch(uint32_t w[4][BATCH], double *restrict d)
+static void normal_f64_batch(uint32_t w[4][BATCH], void *vals)
 {
+    double *restrict d = vals;
     for (int b = 0; b < BATCH; b++) {
         double r = sqrt(-2.0 * log(1.0 - u53(w[0][b], w[1][b]))), t = 2.0 * M_PI * u53(w[2][b], w[3][b]);
         d[2 * b] = r * cos(t);
@@ -280,10 +271,5 @@ static void normal_f64_batch(uint32_t w[4][BATCH], double *restrict d)
 
 void rt_philox_normal_f64(uint64_t seed, uint64_t offset, double *out, int64_t n)
 {
-    uint32_t w[4][BATCH];
-    double d[2 * BATCH];
-    for (chunk k = {0, 0, 0}; next_chunk(seed, offset, n, 2, &k, w);) {
-        normal_f64_batch(w, d);
-        memcpy(out + k.i, d + k.skip, sizeof *out * (size_t)k.m);
-    }
+    draw(seed, offset, out, n, 2, sizeof *out, normal_f64_batch);
 }
