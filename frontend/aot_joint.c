@@ -699,8 +699,8 @@ int fe_joint_call(fe_joint *j, tj_tensor *const *args, int nargs, tj_tensor *con
     int nf = j->fwd->ninputs, no = j->fwd->noutputs, rc = -1;
     tj_tensor **in = calloc((size_t)nf + 1, sizeof *in), **all = calloc((size_t)no + 1, sizeof *all);
     tj_tensor **saved = calloc((size_t)(nargs + j->part.nsaved) + 1, sizeof *saved);
-    bool *unread = calloc((size_t)ncaps + 1, sizeof *unread);   /* the captures written */
-    if (!in || !all || !saved || !unread) {
+    bool *unread = j->nwv ? calloc((size_t)ncaps + 1, sizeof *unread) : NULL;   /* the captures written */
+    if (!in || !all || !saved || (j->nwv && !unread)) {
         rt_error("tj_call(%s): out of memory", j->name);
         goto out;
     }
@@ -750,7 +750,7 @@ int fe_joint_call(fe_joint *j, tj_tensor *const *args, int nargs, tj_tensor *con
         tape[k] = *t;
     }
     rc = fe_ag_record_compiled(tape, j->ntape, saved, nargs + j->part.nsaved, nargs, caps, ncaps,
-                               j->nwv ? unread : NULL, &joint_kind, j) == 0
+                               unread, &joint_kind, j) == 0
              ? j->nres
              : -1;
 out:
