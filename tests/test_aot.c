@@ -149,6 +149,16 @@ static void test_accumulates(void **state)
     tj_scope_end();
 }
 
+/* c's backward: one partitioned joint graph for its two results, run runs times. */
+static void assert_one_joint(tj_compiled *c, long runs)
+{
+    tj_compiled_stats s;
+    assert_int_equal(tj_compiled_stats_get(c, &s), 0);
+    assert_int_equal(s.backward.graphs, 1);
+    assert_int_equal(s.backward.partitioned, 1);
+    tu_assert_calls(c, 0, runs, "backward of results 0, 1: joint graph partitioned: the forward saves");
+}
+
 /* The results of a multi-result model are the outputs of one node: a
  * backward through either or both runs the partitioned backward once
  * (without the tangent of a result no gradient reached). */
@@ -183,14 +193,7 @@ static void test_multi(void **state)
                 tu_assert_close(got[k], want[k], 1e-5, 1e-5);
         }
     }
-    tj_compiled_stats s;
-    assert_int_equal(tj_compiled_stats_get(c, &s), 0);
-    assert_int_equal(s.backward.graphs, 1);
-    assert_int_equal(s.backward.partitioned, 1);
-    char *ex = tj_explain(c);
-    assert_non_null(strstr(ex, "backward of results 0, 1: joint graph partitioned"));
-    assert_non_null(strstr(ex, "3 backward runs"));
-    free(ex);
+    assert_one_joint(c, 3);
     tj_compiled_free(c);
     mlp_free(&m);
     tj_scope_end();
@@ -235,9 +238,7 @@ static void test_zero_gradients(void **state)
             tj_zero_grad(m.b1);
             tj_zero_grad(x);
         }
-    tj_compiled_stats st;
-    assert_int_equal(tj_compiled_stats_get(c, &st), 0);
-    assert_int_equal((int)st.eager_calls, 0);
+    tu_assert_calls(c, 0, -1, NULL);
     tj_compiled_free(c);
     mlp_free(&m);
     tj_scope_end();
@@ -384,14 +385,7 @@ static void test_loss_and_outputs(void **state)
         for (int k = 0; k < 3; k++)
             tu_assert_close(got[k], want[k], 1e-5, 1e-5);
     }
-    tj_compiled_stats s;
-    assert_int_equal(tj_compiled_stats_get(c, &s), 0);
-    assert_int_equal(s.backward.partitioned, 1);
-    assert_int_equal(s.backward.graphs, 1);
-    char *ex = tj_explain(c);
-    assert_non_null(strstr(ex, "backward of results 0, 1: joint graph partitioned: the forward saves"));
-    assert_non_null(strstr(ex, "3 backward runs"));
-    free(ex);
+    assert_one_joint(c, 3);
     tj_compiled_free(c);
     mlp_free(&m);
     tj_scope_end();
@@ -734,21 +728,14 @@ static void test_writes(void **state)
     mlp_init(&s.m, true);
     tj_compiled *c = tj_compile(stat_fn, &s, NULL);
     check_writes(&s, c);
-    tj_compiled_stats st;
-    assert_int_equal(tj_compiled_stats_get(c, &st), 0);
-    assert_int_equal((int)st.eager_calls, 0);
-    assert_int_equal((int)st.backward.calls, 2);
-    tu_assert_explain(c, "4 outputs (1 written back)");
+    tu_assert_calls(c, 0, 2, "4 outputs (1 written back)");
     tj_compiled_free(c);
     /* the backward reads the count from before the write: eagerly */
     s.reads = true;
     tj_copy_(s.count, tj_zeros(TJ_F32, 0, NULL));
     c = tj_compile(stat_fn, &s, NULL);
     check_writes(&s, c);
-    assert_int_equal(tj_compiled_stats_get(c, &st), 0);
-    assert_int_equal((int)st.eager_calls, 2);
-    assert_int_equal((int)st.backward.calls, 0);
-    tu_assert_explain(c, "calls in grad mode run eagerly: the backward reads a tensor the model writes");
+    tu_assert_calls(c, 2, 0, "calls in grad mode run eagerly: the backward reads a tensor the model writes");
     tj_compiled_free(c);
     tj_release(s.count);
     mlp_free(&s.m);
@@ -795,10 +782,7 @@ static void test_writes_refused(void **state)
         else
             tu_assert_close(m.b1, tj_mul_s(b0, 0.25), 0, 0);
         assert_non_null(tj_grad(m.w1));
-        tj_compiled_stats st;
-        assert_int_equal(tj_compiled_stats_get(c, &st), 0);
-        assert_int_equal((int)st.eager_calls, 2);
-        tu_assert_explain(c, why[f]);
+        tu_assert_calls(c, 2, -1, why[f]);
         tj_compiled_free(c);
         tj_zero_grad(m.w1);
         tj_zero_grad(m.b1);
@@ -856,11 +840,7 @@ static void test_batch_norm_train(void **state)
         tu_assert_close(m.mean, e.mean, 1e-5, 1e-6);
         tu_assert_close(m.var, e.var, 1e-5, 1e-6);
     }
-    tj_compiled_stats st;
-    assert_int_equal(tj_compiled_stats_get(c, &st), 0);
-    assert_int_equal((int)st.eager_calls, 0);
-    assert_int_equal((int)st.backward.calls, 3);
-    tu_assert_explain(c, "(2 written back)");
+    tu_assert_calls(c, 0, 3, "(2 written back)");
     tj_compiled_free(c);
     tj_scope_end();
 }

@@ -72,6 +72,18 @@ static void compare(tj_tensor *got, tj_tensor *want, double rtol, double atol, b
     } while (next_index(tj_ndim(got), tj_shape(got), idx));
 }
 
+void tu_assert_calls(tj_compiled *c, long eager_calls, long backward_calls, const char *what)
+{
+    tj_compiled_stats st;
+    assert_int_equal(tj_compiled_stats_get(c, &st), 0);
+    if (eager_calls >= 0 && (long)st.eager_calls != eager_calls)
+        fail_msg("%lu eager calls, %ld expected", (unsigned long)st.eager_calls, eager_calls);
+    if (backward_calls >= 0 && (long)st.backward.calls != backward_calls)
+        fail_msg("%lu backward runs, %ld expected", (unsigned long)st.backward.calls, backward_calls);
+    if (what)
+        tu_assert_explain(c, what);
+}
+
 void tu_assert_explain(tj_compiled *c, const char *what)
 {
     char *text = tj_explain(c);

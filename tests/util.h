@@ -30,6 +30,9 @@ void tu_assert_error(const void *got, ...);
 
 /* Fails the test unless tj_explain(c) contains what (the message shows it). */
 void tu_assert_explain(tj_compiled *c, const char *what);
+/* Fails the test unless c made eager_calls eager calls and backward_calls
+ * backward runs (-1: not checked) and, what not NULL, tu_assert_explain. */
+void tu_assert_calls(tj_compiled *c, long eager_calls, long backward_calls, const char *what);
 
 /* A tensor from a literal list of doubles, cast to dt (current scope). */
 /* Max over elements of |got - ref| / max(1, |ref|); ref f64, got any float
