@@ -1027,9 +1027,11 @@ typedef struct tj_compiled_stats {
                                  * the kernels store straight into their tensor (the
                                  * rest are copied after the call; docs/training.md) */
     } plan;
-    /* The compiled backward (docs/training.md): made for a result the first
-     * time a call in grad mode had a weight that requires grad, traced at
-     * the first tj_backward through it. Counts summed over the results. */
+    /* The compiled backward (docs/training.md): one partitioned backward for
+     * a call's results that require grad, made the first time a call in grad
+     * mode had a weight or an argument that requires grad; where that cannot
+     * be made, one per result, traced at the first tj_backward through it.
+     * Counts summed over them. */
     struct {
         int graphs;             /* signatures traced as backward graphs */
         int breaks;             /* signatures whose backward runs eagerly */
@@ -1045,7 +1047,7 @@ typedef struct tj_compiled_stats {
         int contractions;       /* matmul/conv2d in the backward graphs (none recomputed) */
     } backward;
     /* ---- graphs split at graph breaks (docs/tracing.md) ---- */
-    /* A signature whose trace broke (tj_item, tj_data, tj_get, a random op)
+    /* A signature whose trace broke (tj_item, tj_data, tj_get, tj_manual_seed)
      * runs as compiled pieces with the break eagerly between them; its
      * entries count here, not in graphs or breaks. */
     struct {
