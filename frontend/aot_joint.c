@@ -21,10 +21,13 @@
  *     such results reach on the traced tape gets no gradient, as eagerly),
  *     then each gradient added into its weight's .grad
  *
- * A fe_joint belongs to one graph entry of compile.c (the entry's captures)
- * and is traced static: a symbolic entry holds one per argument shape
- * (fe_joint_fits picks it); tape nodes hold it too (it outlives a freed
- * handle). Results that are an argument or a weight themselves are not on
+ * A fe_joint belongs to one graph entry of compile.c (the entry's captures).
+ * A symbolic entry's joint is traced on its symbols, and its plans serve
+ * every shape the entry's guards pass (each call's symbols come from its
+ * arguments: the tangents' shapes, the draws' layout); where a gradient
+ * rule reads a symbolic size, the joint is traced static and the entry holds
+ * one per argument shape (fe_joint_fits picks it). Tape nodes hold it too
+ * (it outlives a freed handle). Results that are an argument or a weight themselves are not on
  * the tape (the call returns that tensor). Where the joint cannot be used
  * (a graph break or a value read in the trace, a weight that requires grad
  * without being a leaf), the caller keeps the backward of aot.c (saves the
@@ -50,6 +53,7 @@
 #include "trace.h"
 
 #define JOINT_MAX 64
+#define JOINT_SYMS (JOINT_MAX * TJ_MAX_DIMS)
 #define JOINT_SUBS 4   /* backward variants kept for results no gradient reached */
 
 /* The backward for a backward that reached only some results on the tape:
@@ -83,7 +87,11 @@ struct fe_joint {
     int *wcap;            /* ... into these captures (the backward reads none of them) */
     fe_draws draws;       /* the forward's random draws (dropout): each call's own; the
                              backward draws none (what it reads of them is saved) */
-    ir_type *argt;        /* the arguments' types it was traced for (static) */
+    ir_type *argt;        /* the arguments' types it was traced for (with symbols) */
+    int nsyms;            /* symbols: the entry's (0: traced static) ... */
+    int64_t *symmin;      /* ... the least size of each its graph allows ... */
+    int64_t *symval;      /* ... and the traced one (saved bytes are counted at it) */
+    char *static_why;     /* a symbolic entry's joint traced static: why */
     uint64_t argmask;     /* bit i: argument i requires grad (it gets one) */
     int nargg;            /* argument gradients: backward outputs ngrads.. */
     int argg[JOINT_MAX];  /* ... for these arguments */
@@ -139,6 +147,8 @@ void fe_joint_release(fe_joint *j)
         tj_release(j->in[i].held);
     free(j->in);
     free(j->argt);
+    free(j->symmin);
+    free(j->static_why);
     free(j->leaf);
     free(j->wcap);
     free(j->gdep);
@@ -323,26 +333,31 @@ static int tape_results(fe_joint *j, tj_tensor **res, char *why, size_t n)
     return 0;
 }
 
-/* Traces the joint graph of the results on the tape into tr; 0 or -1 with why. */
+/* Traces the joint graph of the results on the tape into tr, the arguments
+ * of example types ext (the tensors examples, or NULL: contiguous); with sy
+ * on its symbols (their sizes in ext). 0 or -1 with why. */
 static int trace_joint(fe_joint *j, fe_trace *tr, tj_model_fn fn, tj_model_multi_fn mfn, void *ctx,
-                       tj_tensor *const *args, tj_tensor *const *caps, int ncaps, char *why, size_t n)
+                       const ir_type *ext, tj_tensor *const *examples, tj_tensor *const *caps, int ncaps,
+                       const fe_joint_syms *sy, char *why, size_t n)
 {
     tj_tensor *sargs[JOINT_MAX], *res[JOINT_MAX];
+    if (sy) {
+        tr->symval = sy->symval;
+        tr->nsyms = sy->nsyms;
+    }
     tr->args = sargs;
-    tr->examples = args;
+    tr->examples = examples;
     tr->nargs = j->nargs;
     if (!(j->argt = calloc((size_t)j->nargs + 1, sizeof *j->argt))) {
         snprintf(why, n, "out of memory");
         return -1;
     }
     for (int i = 0; i < j->nargs; i++) {
-        ir_type t;
-        rt_type_of(args[i], &t);
-        j->argt[i] = t;
+        j->argt[i] = sy ? sy->argt[i] : ext[i];   /* the graph's: with the symbols */
         char name[16];
         snprintf(name, sizeof name, "x%d", i);
-        ir_node *x = ir_graph_input(tr->g, name, &t, false);
-        if (!x || !(sargs[i] = fe_trace_arg(tr, x, &t, args[i])) ||
+        ir_node *x = ir_graph_input(tr->g, name, &j->argt[i], false);
+        if (!x || !(sargs[i] = fe_trace_arg(tr, x, &ext[i], examples ? examples[i] : NULL)) ||
             (j->argmask >> i & 1 && tj_requires_grad(sargs[i], true) != 0)) {
             snprintf(why, n, "out of memory");
             return -1;
@@ -369,23 +384,31 @@ static int trace_joint(fe_joint *j, fe_trace *tr, tj_model_fn fn, tj_model_multi
     }
     tj_tensor *roots[JOINT_MAX], *seeds[JOINT_MAX];
     for (int k = 0; k < j->ntape; k++) {   /* one tangent per result on the tape */
-        ir_type t;
+        ir_type t, ex;
         char name[24];
         roots[k] = res[j->tape[k]];
-        rt_type_of(roots[k], &t);
+        fe_trace_type(roots[k], &t);
+        rt_type_of(roots[k], &ex);
         snprintf(name, sizeof name, j->ntape == 1 ? "tangent" : "tangent%d", k);
         ir_node *tn = ir_graph_input(tr->g, name, &t, false);
-        if (!tn || !(seeds[k] = fe_trace_arg(tr, tn, &t, NULL))) {
+        if (!tn || !(seeds[k] = fe_trace_arg(tr, tn, &ex, NULL))) {
             snprintf(why, n, "out of memory");
             return -1;
         }
     }
     if (fe_ag_backward_roots(roots, seeds, j->ntape) != 0 || tr->brk[0] || tr->failed) {
-        snprintf(why, n, "%s", tr->brk[0] ? tr->brk : "the backward failed in the joint trace");
+        snprintf(why, n, "%s", tr->brk[0]            ? tr->brk
+                               : tr->dyn_unsupported ? tr->dyn_why
+                                                     : "the backward failed in the joint trace");
         return -1;
     }
     if (tr->nvreads || tr->nguards) {
         snprintf(why, n, "the trace read a tensor's values or a gradient");
+        return -1;
+    }
+    if (tr->dyn_read || tr->dyn_unsupported) {
+        snprintf(why, n, "%s", tr->dyn_read ? "the model or a gradient rule reads the size of a symbolic dim"
+                                            : tr->dyn_why);
         return -1;
     }
     /* the outputs first: a result that is a weight itself captures it there */
@@ -395,10 +418,10 @@ static int trace_joint(fe_joint *j, fe_trace *tr, tj_model_fn fn, tj_model_multi
 }
 
 /* Splits the traced joint graph g and builds the two plans; 0 or -1. */
-static int split(fe_joint *j, const ir_graph *g, char *why, size_t n)
+static int split(fe_joint *j, const ir_graph *g, const int64_t *sy_val, char *why, size_t n)
 {
     dump("joint", j->name, g);
-    if (ps_partition_joint(g, j->nres + j->nwv, &j->part, why, n) != 0)
+    if (ps_partition_joint(g, j->nres + j->nwv, j->nsyms ? sy_val : NULL, &j->part, why, n) != 0)
         return -1;
     j->fwd = j->part.fwd;
     j->bwd = j->part.bwd;
@@ -462,17 +485,82 @@ static int check_draws(const fe_joint *j, char *why, size_t n)
     return 0;
 }
 
-fe_joint *fe_joint_new(tj_model_fn fn, tj_model_multi_fn mfn, void *ctx, const char *name,
-                       uint64_t argmask, tj_tensor *const *args, int nargs, tj_tensor *const *caps,
-                       int ncaps, char *why, size_t n)
+/* Whether the constants two traces of a joint made hold the same values. */
+static bool same_constants(const fe_joint *a, const fe_joint *b)
+{
+    for (int i = 0; i < a->nin; i++) {
+        tj_tensor *x = a->in[i].held, *y = b->in[i].held;
+        if (!x != !y)
+            return false;
+        if (!x)
+            continue;
+        ir_type tx, ty;
+        rt_type_of(x, &tx);
+        rt_type_of(y, &ty);
+        if (!ir_type_equal(&tx, &ty) || !rt_is_contiguous(x) || !rt_is_contiguous(y) ||
+            memcmp(tj_data(x), tj_data(y), (size_t)rt_numel(x) * tj_dtype_size(x->dtype)))
+            return false;
+    }
+    return true;
+}
+
+/* A symbolic joint's graph (text: ir_print of it, j its inputs) holds at
+ * every size its guards pass only if no rule computed with the example's
+ * sizes (the size reads were not recorded: tr->sizes_checked). It is traced
+ * again with every symbol at another size, of the other parity (2v+1 or
+ * 2v): both graphs must print the same and make the same constants. 0, or
+ * -1 with why. */
+static int same_at_other_sizes(const fe_joint *j, const char *text, tj_model_fn fn, tj_model_multi_fn mfn,
+                               void *ctx, tj_tensor *const *caps, int ncaps, const fe_joint_syms *sy,
+                               char *why, size_t n)
+{
+    int64_t sv[JOINT_SYMS];
+    ir_type ext[JOINT_MAX];
+    for (int k = 0; k < sy->nsyms; k++)
+        sv[k] = sy->symval[k] & 1 ? 2 * sy->symval[k] : 2 * sy->symval[k] + 1;
+    for (int i = 0; i < j->nargs; i++) {
+        ext[i] = sy->argt[i];
+        for (int d = 0; d < ext[i].ndim; d++)
+            ext[i].shape[d] = ir_dim_at(ext[i].shape[d], sv);
+    }
+    fe_joint_syms other = {sy->argt, sv, sy->symmin, sy->nsyms};
+    fe_joint *j2 = calloc(1, sizeof *j2);
+    fe_trace *tr = j2 ? fe_trace_begin(j->name) : NULL;
+    if (!tr) {
+        free(j2);
+        snprintf(why, n, "out of memory");
+        return -1;
+    }
+    atomic_init(&j2->refs, 1);
+    pthread_mutex_init(&j2->mu, NULL);
+    snprintf(j2->name, sizeof j2->name, "%s", j->name);
+    j2->nargs = j->nargs;
+    j2->argmask = j->argmask;
+    tr->sizes_checked = true;
+    tj_scope_begin();
+    int rc = trace_joint(j2, tr, fn, mfn, ctx, ext, NULL, caps, ncaps, &other, why, n);
+    tj_scope_end();
+    char *text2 = rc == 0 ? ir_print(tr->g, NULL) : NULL;
+    fe_trace_end(tr);
+    if (rc == 0 && (!text2 || strcmp(text, text2) != 0 || j2->nin != j->nin || !same_constants(j, j2))) {
+        snprintf(why, n, "a gradient rule or the model computes with the sizes of a symbolic dim "
+                         "(the joint graph differs at other sizes)");
+        rc = -1;
+    }
+    free(text2);
+    fe_joint_release(j2);
+    return rc;
+}
+
+/* One joint: on the symbols of sy, or static (sy NULL). */
+static fe_joint *joint_make(tj_model_fn fn, tj_model_multi_fn mfn, void *ctx, const char *name,
+                            uint64_t argmask, tj_tensor *const *args, int nargs, tj_tensor *const *caps,
+                            int ncaps, const fe_joint_syms *sy, char *why, size_t n)
 {
     why[0] = '\0';
-    if (nargs > JOINT_MAX) {
-        snprintf(why, n, "more than %d arguments", JOINT_MAX);
-        return NULL;
-    }
     fe_joint *j = calloc(1, sizeof *j);
-    if (!j) {
+    if (!j || (sy && !(j->symmin = malloc(sizeof *j->symmin * (2 * (size_t)sy->nsyms + 1))))) {
+        free(j);
         snprintf(why, n, "out of memory");
         return NULL;
     }
@@ -481,20 +569,35 @@ fe_joint *fe_joint_new(tj_model_fn fn, tj_model_multi_fn mfn, void *ctx, const c
     snprintf(j->name, sizeof j->name, "%s", name);
     j->nargs = nargs;
     j->argmask = argmask;
-    char saved_err[1024] = "";
-    if (rt_has_error())
-        snprintf(saved_err, sizeof saved_err, "%s", tj_last_error());
+    if (sy) {
+        j->nsyms = sy->nsyms;
+        j->symval = j->symmin + sy->nsyms;
+        memcpy(j->symmin, sy->symmin, sizeof *j->symmin * (size_t)sy->nsyms);
+        memcpy(j->symval, sy->symval, sizeof *j->symval * (size_t)sy->nsyms);
+    }
     fe_trace *tr = fe_trace_begin(name);
+    ir_type ext[JOINT_MAX];   /* the arguments' */
+    for (int i = 0; i < nargs; i++)
+        rt_type_of(args[i], &ext[i]);
     if (!tr) {
         snprintf(why, n, "cannot trace (out of memory)");
         fe_joint_release(j);
         return NULL;
     }
+    tr->sizes_checked = sy != NULL;
     tj_scope_begin();
-    int rc = trace_joint(j, tr, fn, mfn, ctx, args, caps, ncaps, why, n);
+    int rc = trace_joint(j, tr, fn, mfn, ctx, ext, args, caps, ncaps, sy, why, n);
     tj_scope_end();
+    char *text = NULL;   /* a symbolic joint's, to check at other sizes */
+    if (rc == 0 && sy) {   /* the backward's slices and offsets may need more */
+        fe_graph_symbol_mins(tr->g, j->symmin, j->nsyms);
+        if (!(text = ir_print(tr->g, NULL))) {
+            snprintf(why, n, "out of memory");
+            rc = -1;
+        }
+    }
     if (rc == 0)
-        rc = split(j, tr->g, why, n);
+        rc = split(j, tr->g, sy ? sy->symval : NULL, why, n);
     if (rc == 0)
         rc = check_writes(j, caps, why, n);
     j->draws = tr->draws;   /* the forward's, in trace order */
@@ -502,14 +605,70 @@ fe_joint *fe_joint_new(tj_model_fn fn, tj_model_multi_fn mfn, void *ctx, const c
     if (rc == 0)
         rc = check_draws(j, why, n);
     fe_trace_end(tr);
+    if (rc == 0 && sy)
+        rc = same_at_other_sizes(j, text, fn, mfn, ctx, caps, ncaps, sy, why, n);
+    free(text);
     tj_clear_error();   /* the trace's messages are not the caller's */
-    if (saved_err[0])
-        rt_error("%s", saved_err);
     if (rc != 0) {
         fe_joint_release(j);
         return NULL;
     }
     return j;
+}
+
+fe_joint *fe_joint_new(tj_model_fn fn, tj_model_multi_fn mfn, void *ctx, const char *name,
+                       uint64_t argmask, tj_tensor *const *args, int nargs, tj_tensor *const *caps,
+                       int ncaps, const fe_joint_syms *sy, char *why, size_t n)
+{
+    why[0] = '\0';
+    if (nargs > JOINT_MAX || (sy && sy->nsyms > JOINT_SYMS)) {
+        snprintf(why, n, nargs > JOINT_MAX ? "more than %d arguments" : "more than %d symbols",
+                 nargs > JOINT_MAX ? JOINT_MAX : JOINT_SYMS);
+        return NULL;
+    }
+    char saved_err[1024] = "";
+    if (rt_has_error())
+        snprintf(saved_err, sizeof saved_err, "%s", tj_last_error());
+    fe_joint *j = joint_make(fn, mfn, ctx, name, argmask, args, nargs, caps, ncaps, sy && sy->nsyms ? sy : NULL,
+                             why, n);
+    if (!j && sy && sy->nsyms) {   /* on this call's shapes, then */
+        char *sym_why = strdup(why);
+        j = joint_make(fn, mfn, ctx, name, argmask, args, nargs, caps, ncaps, NULL, why, n);
+        if (j)
+            j->static_why = sym_why;
+        else
+            free(sym_why);
+    }
+    if (saved_err[0])
+        rt_error("%s", saved_err);
+    return j;
+}
+
+bool fe_joint_symbolic(const fe_joint *j) { return j->nsyms > 0; }
+
+/* Each symbol's size in args (which passed the entry's guards) into symval;
+ * false where args do not fit j's argument types (a static dim differs, a
+ * symbol bound twice differently, or below its least size). */
+static bool joint_symbols(const fe_joint *j, tj_tensor *const *args, int64_t *symval)
+{
+    for (int k = 0; k < j->nsyms; k++)
+        symval[k] = -1;
+    for (int i = 0; i < j->nargs; i++) {
+        const ir_type *t = &j->argt[i];
+        if (args[i]->dtype != t->dtype || args[i]->ndim != t->ndim)
+            return false;
+        for (int d = 0; d < t->ndim; d++) {
+            int64_t s = t->shape[d], v = args[i]->shape[d];
+            if (!IR_IS_SYM(s) ? v != s : symval[ir_sym_index(s)] >= 0 && symval[ir_sym_index(s)] != v)
+                return false;
+            if (IR_IS_SYM(s))   /* arguments' dims are plain symbols (the guards) */
+                symval[ir_sym_index(s)] = v;
+        }
+    }
+    for (int k = 0; k < j->nsyms; k++)
+        if (symval[k] < j->symmin[k])
+            return false;
+    return true;
 }
 
 /* The tensor for joint input i, given the call's arguments and captures. */
@@ -567,14 +726,22 @@ static int grad_ready(void *ctx, int i, tj_tensor *value)
     return fe_ag_part_final(go->caps[go->j->leaf[o]]);
 }
 
-/* The tangents of the backward from the gradients g of the results on the
- * tape (NULL: none reached it, zeros), each contiguous; 0 or -1. */
-static int tangents_of(const fe_joint *j, tj_tensor *const *g, tj_tensor **tan)
+/* The tangents of the backward of the call with arguments args from the
+ * gradients g of the results on the tape (NULL: none reached it, zeros),
+ * each contiguous; 0 or -1. */
+static int tangents_of(const fe_joint *j, tj_tensor *const *args, tj_tensor *const *g, tj_tensor **tan)
 {
+    int64_t symval[JOINT_SYMS];
+    if (j->nsyms && !joint_symbols(j, args, symval)) {
+        rt_error("backward(%s): the saved arguments do not fit its shapes", j->name);
+        return -1;
+    }
     for (int i = 0; i < j->nin; i++) {
         if (j->in[i].kind != SRC_TANGENT)
             continue;
-        const ir_type *tt = &j->bwd->inputs[i]->type;
+        ir_type at = j->bwd->inputs[i]->type, *tt = &at;   /* at this call's sizes */
+        for (int d = 0; j->nsyms && d < at.ndim; d++)
+            at.shape[d] = ir_dim_at(at.shape[d], symval);
         int k = j->in[i].idx;
         if (!g[k]) {
             if (!(tan[k] = tj_zeros(tt->dtype, tt->ndim, tt->shape)))
@@ -647,7 +814,7 @@ static int joint_run(void *ctx, tj_tensor *const *in, int nsaved, int nwatch, tj
         rt_error("backward(%s): out of memory", j->name);
         goto out;
     }
-    if (tangents_of(j, g, tangents) != 0)
+    if (tangents_of(j, in, g, tangents) != 0)
         goto out;
     for (int i = 0; i < j->nin; i++)
         bin[i] = input_of(j, i, in, caps, tangents);
@@ -707,8 +874,13 @@ int fe_joint_call(fe_joint *j, tj_tensor *const *args, int nargs, tj_tensor *con
     for (int i = 0, f = 0; i < j->nin; i++)
         if (j->in[i].kind != SRC_TANGENT)
             in[f++] = input_of(j, i, args, caps, NULL);
-    fe_draws_run draws;   /* the call's random draws, at once (static: no symbols) */
-    fe_draws_begin(&draws, &j->draws, NULL);
+    int64_t symval[JOINT_SYMS];   /* the call's size of each symbol */
+    if (j->nsyms && !joint_symbols(j, args, symval)) {
+        rt_error("tj_call(%s): the arguments do not fit the compiled backward's shapes", j->name);
+        goto out;
+    }
+    fe_draws_run draws;   /* the call's random draws, at once */
+    fe_draws_begin(&draws, &j->draws, j->nsyms ? symval : NULL);
     int ran = run_graph(j->fwd, j->fplans, j->flast, in, all, NULL);
     fe_draws_end(&draws);
     if (ran != 0)
@@ -770,6 +942,9 @@ bool fe_joint_fits(const fe_joint *j, tj_tensor *const *args, int nargs, uint64_
 {
     if (nargs != j->nargs || argmask != j->argmask)
         return false;
+    int64_t symval[JOINT_SYMS];
+    if (j->nsyms)
+        return joint_symbols(j, args, symval);
     for (int i = 0; i < nargs; i++) {
         ir_type t;
         rt_type_of(args[i], &t);
@@ -790,15 +965,20 @@ void fe_joint_explain(const fe_joint *j, bool shapes, FILE *f)
         o += snprintf(at + o, sizeof at - (size_t)o, "%s%s", i ? ", " : " for arguments ",
                       ir_type_fmt(&j->argt[i], t, sizeof t));
     }
-    char which[128] = "";
+    char which[128] = "", sizes[160] = "";
     for (int k = 0, o = 0; k < j->ntape && o < (int)sizeof which; k++)
         o += snprintf(which + o, sizeof which - (size_t)o, "%s%d", k ? ", " : "", j->tape[k]);
+    for (int k = 0, o = 0; k < j->nsyms && o < (int)sizeof sizes; k++)   /* the bytes' sizes */
+        o += snprintf(sizes + o, sizeof sizes - (size_t)o, "%ss%d=%lld", k ? ", " : " at ", k,
+                      (long long)j->symval[k]);
     fprintf(f, "  backward of result%s %s%s: joint graph partitioned: the forward saves %d value%s "
-               "(%lld bytes), the backward recomputes %d pointwise value%s and runs %d "
+               "(%lld bytes%s), the backward recomputes %d pointwise value%s and runs %d "
                "matmul/conv2d; %lu backward runs\n",
-            j->ntape == 1 ? "" : "s", which, at, j->part.nsaved, j->part.nsaved == 1 ? "" : "s", (long long)j->part.saved_bytes,
-            j->part.nrecomputed, j->part.nrecomputed == 1 ? "" : "s", j->ncontract,
+            j->ntape == 1 ? "" : "s", which, at, j->part.nsaved, j->part.nsaved == 1 ? "" : "s",
+            (long long)j->part.saved_bytes, sizes, j->part.nrecomputed, j->part.nrecomputed == 1 ? "" : "s", j->ncontract,
             (unsigned long)atomic_load(&j->calls));
+    if (j->static_why)
+        fprintf(f, "    traced on these shapes, one joint per shape: %s\n", j->static_why);
     char wrote[32] = "";
     if (j->nwv)
         snprintf(wrote, sizeof wrote, " (%d written back)", j->nwv);

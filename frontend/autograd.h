@@ -162,14 +162,25 @@ int fe_ag_part_final(tj_tensor *leaf);
 void fe_ag_hooks_end(uint64_t outer);
 
 /* ---- helpers shared by the VJP files --------------------------------------------- */
-/* g summed over the dims broadcasting added to shape (ndim dims). */
-tj_tensor *ag_sum_to(tj_tensor *g, int ndim, const int64_t *shape);
+/* Sizes in gradient rules. A rule traced on symbolic dims (a symbolic
+ * joint, aot_joint.c) must not compute with the example's sizes: these
+ * follow x's symbols where it has them (in a trace: its graph type), and are
+ * the plain sizes otherwise (eagerly, statically traced). A rule that still
+ * reads a size makes the joint static (aot_joint.c checks the graph at two
+ * sizes). */
+/* g summed over the dims broadcasting added to x's shape. */
+tj_tensor *ag_sum_to(tj_tensor *g, const tj_tensor *x);
+/* g broadcast to x's shape (g's dims are 1 or x's). */
+tj_tensor *ag_expand_to(tj_tensor *g, const tj_tensor *x);
+/* g (x's element count) reshaped to x's shape. */
+tj_tensor *ag_reshape_to(tj_tensor *g, const tj_tensor *x);
+/* Counts of elements: fe_count (fe.h). */
 /* A 0-dim constant of t's dtype. */
 tj_tensor *ag_const(const tj_tensor *t, double v);
 /* g where mask, else 0 (mask bool, broadcast). */
 tj_tensor *ag_masked(tj_tensor *g, tj_tensor *mask);
 /* g, of a reduction's result, with the reduced dims put back (size 1) when
- * the reduction dropped them, then expanded to x's shape. */
+ * the reduction dropped them, then broadcast to x's shape (ag_expand_to). */
 tj_tensor *ag_unreduce(tj_tensor *g, const ir_attr *dims, bool keepdim, const tj_tensor *x);
 /* g padded with zeros along dim: before, after (both >= 0). */
 tj_tensor *ag_pad_dim(tj_tensor *g, int dim, int64_t before, int64_t after);

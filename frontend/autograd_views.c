@@ -113,7 +113,7 @@ tj_tensor *ag_view_outside(const ag_view *v, tj_tensor *g)
         ag_ctx c = {s->op, &s->attrs, 1, &in, NULL, &need};
         if (ag_rules[s->op]->vjp(&c, m, &gx) != 0)
             return NULL;
-        m = ag_sum_to(gx, in->ndim, in->shape);
+        m = ag_sum_to(gx, in);
     }
     return m ? ag_masked(g, tj_eq_s(m, 0)) : NULL;
 }

@@ -79,7 +79,7 @@ static tj_tensor *accumulate(tj_tensor *acc, tj_tensor *g) { return acc ? tj_add
 /* g shaped and typed like the saved input x. */
 static tj_tensor *fit(tj_tensor *g, const tj_tensor *x)
 {
-    g = ag_sum_to(g, x->ndim, x->shape);
+    g = ag_sum_to(g, x);
     if (g && g->dtype != x->dtype)
         g = tj_cast(g, x->dtype);
     return g;

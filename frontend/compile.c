@@ -793,7 +793,8 @@ static bool on_tape(const entry *e, int r)
 
 /* The partitioned backward of e for args, made on first need (of every
  * result that requires grad; with arguments that require grad, argmask, one
- * per pattern); a symbolic entry gets one per argument shape (traced
+ * per pattern); a symbolic entry's serves all its shapes, or, where the
+ * backward cannot follow its symbols, one per argument shape (traced
  * static), up to FE_JOINT_SHAPES. NULL: the caller uses aot.c's, or runs the
  * call eagerly. */
 static fe_joint *entry_joint(tj_compiled *c, entry *e, tj_tensor *const *args, int nargs,
@@ -809,15 +810,23 @@ static fe_joint *entry_joint(tj_compiled *c, entry *e, tj_tensor *const *args, i
         atomic_fetch_add(&e->joint_misses, 1);
     else if (!j && !*why_not) {
         char why[512] = "";
+        ir_type argt[FE_MAX_ARGS];   /* the entry's, with its symbols */
+        for (int k = 0; k < nargs; k++) {
+            argt[k] = (ir_type){e->args[k].dtype, e->args[k].ndim, false, {0}};
+            memcpy(argt[k].shape, e->args[k].shape, sizeof argt[k].shape);
+        }
+        fe_joint_syms sy = {argt, e->symval, e->symmin, e->nsyms};
         if (getenv("TJIT_PARTITION") && !strcmp(getenv("TJIT_PARTITION"), "0"))
             snprintf(why, sizeof why, "TJIT_PARTITION=0");
         else
             j = fe_joint_new(c->fn, c->mfn, c->ctx, c->name, argmask, args, nargs, caps, e->ncaps,
-                             why, sizeof why);
-        if (j)
+                             e->nsyms && !e->joint_static ? &sy : NULL, why, sizeof why);
+        if (j) {
             e->joints[e->njoints++] = j;
-        else
+            e->joint_static |= e->nsyms && !fe_joint_symbolic(j);   /* the next shape: static too */
+        } else {
             *why_not = strdup(why);
+        }
     }
     pthread_mutex_unlock(&c->lock);
     return j;

@@ -16,8 +16,10 @@
 #define FE_MAX_ARGS 64
 #define FE_MAX_RESULTS 64
 #define FE_MAX_SYMS (FE_MAX_ARGS * TJ_MAX_DIMS)
-/* Partitioned backwards per symbolic entry: one per argument shape, at most
- * this many (Dynamo's cache limit); other shapes recompute (aot.c). */
+/* Partitioned backwards per entry: one per pattern of arguments that
+ * require grad, or, where a backward cannot follow an entry's symbols, one
+ * per argument shape, at most this many (Dynamo's cache limit); other
+ * shapes recompute (aot.c). */
 #define FE_JOINT_SHAPES 8
 
 typedef struct guard {
@@ -80,10 +82,12 @@ typedef struct entry {
     fe_keep *keep;          /* weight-only values kept across calls (keep.c), or NULL;
                              * plans then run its graph, not g */
     fe_joint *joints[FE_JOINT_SHAPES];   /* the partitioned backwards (aot_joint.c), made
-                             * on the first call in grad mode: one for a static entry, one
-                             * per argument shape seen for a symbolic one (the joint is
-                             * traced static); none: aot.c's, because joint_why */
+                             * on the first call in grad mode: one for all the entry's
+                             * shapes (per argmask), or, joint_static, one per argument
+                             * shape seen; none: aot.c's, because joint_why */
     int njoints;
+    bool joint_static;      /* a symbolic entry's backward reads a symbolic size: its
+                             * joints are traced per shape */
     char *joint_why[2];     /* why not (set once: the reason holds for every shape);
                              * [1]: with arguments that require grad (then eager) */
     atomic_ulong joint_misses;   /* symbolic entry: grad-mode calls of shapes past the limit */

@@ -46,10 +46,8 @@ uint64_t fe_draws_layout(const fe_draws *d, const int64_t *symval, uint64_t *at)
     for (int j = 0; j < d->n; j++) {
         const ir_type *t = &d->t[j];
         uint64_t n = 1;
-        for (int k = 0; k < t->ndim; k++) {
-            int64_t s = t->shape[k];
-            n *= (uint64_t)(IR_IS_SYM(s) ? symval[ir_sym_index(s)] + ir_sym_delta(s) : s);
-        }
+        for (int k = 0; k < t->ndim; k++)
+            n *= (uint64_t)ir_dim_at(t->shape[k], symval);
         at[j] = total;
         total += n;
     }

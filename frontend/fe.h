@@ -84,6 +84,16 @@ void fe_trace_dyn_unsupported(fe_trace *tr, const char *fmt, ...) __attribute__(
 /* t's type as the trace sees it: the symbolic type of a traced tensor
  * (symbolic dims compare as symbols, no size is read), else t's own. */
 void fe_trace_type(const tj_tensor *t, ir_type *ty);
+/* Sizes that follow symbolic dims while tracing, read from the arguments
+ * (which every plan has) rather than from a value that would have to be
+ * kept for its shape. fe_sym_full: a tensor of dtype dt, rank dims, all 1
+ * but dim `at`, of symbolic size dim (sK or sK-C), filled with value; NULL
+ * where no argument has the symbol (or outside a trace). fe_count: the
+ * element count of x's dims in mask as a 0-dim tensor of dtype dt; where
+ * one is symbolic, a product of sums of ones (in f64: exact), else
+ * tj_scalar of the number. */
+tj_tensor *fe_sym_full(int64_t dim, int rank, int at, double value, tj_dtype dt);
+tj_tensor *fe_count(const tj_tensor *x, uint32_t mask, tj_dtype dt);
 
 /* A wrapped scalar (weak type) for the _s ops: i64 for integral values
  * combined with integer tensors, else f64. Owned by the current scope. */

@@ -179,20 +179,20 @@ bool fe_entry_check(const entry *e, tj_tensor *const *args, int nargs, char *why
 /* The least size of each symbol that keeps every offset symbol of g at 2 or
  * more (sK-C needs sK >= C + 2: x[1:] of a dim of size 2 would have size 1,
  * which broadcasts, so the graph does not hold there). */
-static void need_at_least(entry *e, int64_t s, int64_t v)
+static void need_at_least(int64_t *symmin, int nsyms, int64_t s, int64_t v)
 {
-    if (!IR_IS_SYM(s) || ir_sym_index(s) >= e->nsyms)
+    if (!IR_IS_SYM(s) || ir_sym_index(s) >= nsyms)
         return;
-    int64_t *m = &e->symmin[ir_sym_index(s)];
+    int64_t *m = &symmin[ir_sym_index(s)];
     *m = v - ir_sym_delta(s) > *m ? v - ir_sym_delta(s) : *m;
 }
 
-void fe_symbol_mins(const ir_graph *g, entry *e)
+void fe_graph_symbol_mins(const ir_graph *g, int64_t *symmin, int nsyms)
 {
     for (int i = 0; g && i < g->nnodes; i++) {
         const ir_node *n = g->nodes[i];
         for (int d = 0; d < n->type.ndim; d++)
-            need_at_least(e, n->type.shape[d], 2);
+            need_at_least(symmin, nsyms, n->type.shape[d], 2);
         /* a slice with a static size of a symbolic dim holds where the dim
          * has its end (x[0:5]: s0 >= 5) */
         int d = n->op == OP_slice ? ir_norm_dim(n->attrs[0].i[0], n->in[0]->type.ndim) : -1;
@@ -200,7 +200,9 @@ void fe_symbol_mins(const ir_graph *g, entry *e)
         if (d >= 0 && IR_IS_SYM(n->in[0]->type.shape[d]) &&
             ir_slice_symbolic(n->in[0]->type.shape[d], n->attrs[1].i[0], n->attrs[2].i[0],
                               n->attrs[3].i[0], &size, &need))
-            need_at_least(e, n->in[0]->type.shape[d], need);
+            need_at_least(symmin, nsyms, n->in[0]->type.shape[d], need);
     }
 }
+
+void fe_symbol_mins(const ir_graph *g, entry *e) { fe_graph_symbol_mins(g, e->symmin, e->nsyms); }
 

@@ -66,14 +66,9 @@ tj_tensor *tj_batch_norm_train(tj_tensor *x, tj_tensor *running_mean, tj_tensor 
         return NULL;
     }
     int dims[TJ_MAX_DIMS], nd = 0;
-    int64_t n = 1;
-    if (running_var)   /* the running variance's n / (n - 1) is a number of the sizes */
-        fe_trace_shape_read(x);
     for (int d = 0; d < x->ndim; d++)
-        if (d != 1) {
+        if (d != 1)
             dims[nd++] = d;
-            n *= x->shape[d];
-        }
     tj_tensor *mean = tj_mean(x, dims, nd, false), *var = tj_var(x, dims, nd, 0, false);
     tj_tensor *y = tj_batch_norm(x, mean, var, w, b, eps);
     if (!y || (!running_mean && !running_var))
@@ -83,8 +78,12 @@ tj_tensor *tj_batch_norm_train(tj_tensor *x, tj_tensor *running_mean, tj_tensor 
     if (running_mean)
         rc = tj_copy_(running_mean, tj_add(tj_mul_s(running_mean, 1 - momentum), tj_mul_s(mean, momentum)));
     if (running_var && rc == 0) {
-        double unbias = n > 1 ? (double)n / (double)(n - 1) : 1.0;
-        rc = tj_copy_(running_var, tj_add(tj_mul_s(running_var, 1 - momentum), tj_mul_s(var, momentum * unbias)));
+        /* momentum n / (n - 1) (1 for n = 1), n the count over the batch's
+         * dims (a tensor over symbolic ones: fe_count) */
+        tj_tensor *n = fe_count(x, ~(uint32_t)0 >> (32 - x->ndim) & ~2u, TJ_F64);
+        tj_tensor *unbias = tj_where(tj_gt_s(n, 1), tj_div(n, tj_sub_s(n, 1)), tj_scalar(TJ_F64, 1));
+        tj_tensor *f = tj_cast(tj_mul_s(unbias, momentum), var->dtype);
+        rc = tj_copy_(running_var, tj_add(tj_mul_s(running_var, 1 - momentum), tj_mul(var, f)));
     }
     tj_no_grad_end();
     return rc == 0 ? y : NULL;

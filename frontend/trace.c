@@ -403,15 +403,70 @@ void fe_trace_type(const tj_tensor *t, ir_type *ty)
         rt_type_of(t, ty);
 }
 
+tj_tensor *fe_sym_full(int64_t dim, int rank, int at, double value, tj_dtype dt)
+{
+    fe_trace *tr = current;
+    if (!tr || !IR_IS_SYM(dim) || ir_sym_delta(dim) > 0)
+        return NULL;
+    for (int i = 0; i < tr->nargs; i++) {
+        tj_tensor *t = tr->args[i];
+        const ir_node *n = t ? t->sym : NULL;
+        int e = -1;
+        for (int d = 0; n && d < n->type.ndim && e < 0; d++)
+            e = n->type.shape[d] == IR_SYM(ir_sym_index(dim)) ? d : -1;
+        if (e < 0)
+            continue;
+        for (int d = 0; d < t->ndim && t; d++)   /* [sK] from argument i's dim e */
+            if (d != e && t->shape[d] != 1)
+                t = tj_narrow(t, d, 0, 1);
+        t = t ? tj_reshape(t, 1, (int64_t[]){-1}) : NULL;
+        if (t && ir_sym_delta(dim) < 0)   /* sK-C */
+            t = tj_slice(t, 0, 0, ir_sym_delta(dim), 1);
+        int64_t shape[TJ_MAX_DIMS];
+        for (int d = 0; d < rank; d++)
+            shape[d] = d == at ? -1 : 1;
+        t = t ? tj_cast(tj_full_like(t, value), dt) : NULL;
+        return t ? tj_reshape(t, rank, shape) : NULL;
+    }
+    return NULL;
+}
+
+tj_tensor *fe_count(const tj_tensor *x, uint32_t mask, tj_dtype dt)
+{
+    ir_type tx;
+    fe_trace_type(x, &tx);
+    int64_t n = 1;
+    tj_tensor *c = NULL;   /* the symbolic dims' product */
+    for (int d = 0; d < x->ndim; d++) {
+        if (!(mask >> d & 1))
+            continue;
+        if (!IR_IS_SYM(tx.shape[d])) {
+            n *= x->shape[d];
+            continue;
+        }
+        tj_tensor *s = fe_sym_full(tx.shape[d], 1, 0, 1.0, TJ_F64), *k = s ? tj_sum(s, NULL, 0, false) : NULL;
+        if (!k) {   /* no argument has the symbol: the example's size (a trace checked at
+                     * other sizes drops the graph) */
+            fe_trace_shape_read(x);
+            n *= x->shape[d];
+            continue;
+        }
+        c = c ? tj_mul(c, k) : k;
+    }
+    if (!c)
+        return tj_scalar(dt, (double)n);
+    return tj_cast(n == 1 ? c : tj_mul_s(c, (double)n), dt);
+}
+
 void fe_trace_any_size_read(const tj_tensor *t)
 {
-    if (t && t->sym && current && current->nsyms > 0)
+    if (t && t->sym && current && current->nsyms > 0 && !current->sizes_checked)
         current->dyn_read = true;
 }
 
 void fe_trace_shape_read(const tj_tensor *t)
 {
-    if (!t || !t->sym || !current)
+    if (!t || !t->sym || !current || current->sizes_checked)
         return;
     const ir_node *n = t->sym;
     for (int d = 0; d < n->type.ndim; d++)

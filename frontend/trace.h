@@ -96,6 +96,9 @@ struct fe_trace {
     ir_op last_op;
     char brk[512];         /* the first graph break, "" if none */
     bool dyn_read;         /* the model read the size of a symbolic dim */
+    bool sizes_checked;    /* size reads are not recorded: the caller traces again at
+                            * other sizes and keeps the graph only where both agree
+                            * (a symbolic joint, aot_joint.c) */
     bool dyn_unsupported;  /* an op's rule could not follow a symbolic dim */
     char dyn_why[256];     /* the first such op and why (for explain's log) */
     const int64_t *symval; /* this call's size of each symbol (set by the caller) */
@@ -153,16 +156,32 @@ const tj_compiled *fe_aot_compiled(const fe_aot *a);
 
 /* ---- the partitioned backward of compiled calls (aot_joint.c) -------------------- */
 typedef struct fe_joint fe_joint;
+/* A symbolic entry's dims, for a joint that serves all its shapes: the
+ * arguments' types with their symbols (IR_SYM(k)), each symbol's traced
+ * size and least size (the entry's guards). */
+typedef struct fe_joint_syms {
+    const ir_type *argt;
+    const int64_t *symval, *symmin;
+    int nsyms;
+} fe_joint_syms;
 /* Traces the joint forward + backward of a model's results that require
- * grad (one tangent each) on the signature of args (static shapes: a
- * symbolic entry makes one per argument shape, fe_joint_fits), whose graph
- * entry captured caps[0..ncaps), partitions it and compiles both parts.
- * argmask: bit i, argument i requires grad: the backward gives its gradient
- * too. NULL with the reason in why when it cannot be used (the caller keeps
- * aot.c's backward, or runs the call eagerly); no error is left set. */
+ * grad (one tangent each) on the signature of args, whose graph entry
+ * captured caps[0..ncaps), partitions it and compiles both parts. With sy,
+ * on the entry's symbols: one joint then serves every shape its guards pass
+ * (fe_joint_fits); where the backward cannot follow them (a gradient rule
+ * reads a symbolic size) it is traced static on args' shapes, and the
+ * caller makes one per shape (fe_joint_symbolic says which). argmask: bit
+ * i, argument i requires grad: the backward gives its gradient too. NULL
+ * with the reason in why when it cannot be used (the caller keeps aot.c's
+ * backward, or runs the call eagerly); no error is left set. */
 fe_joint *fe_joint_new(tj_model_fn fn, tj_model_multi_fn mfn, void *ctx, const char *name,
                        uint64_t argmask, tj_tensor *const *args, int nargs, tj_tensor *const *caps,
-                       int ncaps, char *why, size_t n);
+                       int ncaps, const fe_joint_syms *sy, char *why, size_t n);
+bool fe_joint_symbolic(const fe_joint *j);
+/* The least size of each symbol (symmin[0..nsyms), raised) that keeps the
+ * offset symbols of g at 2 or more and its static slices of symbolic dims
+ * in range (guards.c). */
+void fe_graph_symbol_mins(const ir_graph *g, int64_t *symmin, int nsyms);
 void fe_joint_release(fe_joint *j);
 /* Runs the forward plan: its results in outs (the current scope's), those
  * that require grad on the tape as one node's outputs, with the saved
@@ -170,8 +189,8 @@ void fe_joint_release(fe_joint *j);
 int fe_joint_call(fe_joint *j, tj_tensor *const *args, int nargs, tj_tensor *const *caps, int ncaps,
                   tj_tensor **outs);
 int fe_joint_results(const fe_joint *j);
-/* Whether args have the types (shapes) j was traced for, and argmask (bit i:
- * argument i requires grad) is its. */
+/* Whether args have the types (shapes, or sizes its symbols allow) j was
+ * traced for, and argmask (bit i: argument i requires grad) is its. */
 bool fe_joint_fits(const fe_joint *j, tj_tensor *const *args, int nargs, uint64_t argmask);
 /* tj_explain's lines for it (shapes: name the argument types it is for), and
  * its share of tj_compiled_stats.backward. */

@@ -59,11 +59,19 @@ tj_tensor *ag_masked(tj_tensor *g, tj_tensor *mask)
     return g && mask ? tj_where(mask, g, ag_const(g, 0)) : NULL;
 }
 
-tj_tensor *ag_sum_to(tj_tensor *g, int ndim, const int64_t *shape)
+/* x's type as the graph has it in a trace (its symbols), else its own. */
+static ir_type type_of(const tj_tensor *x)
+{
+    ir_type t;
+    fe_trace_type(x, &t);
+    return t;
+}
+
+tj_tensor *ag_sum_to(tj_tensor *g, const tj_tensor *x)
 {
     if (!g)
         return NULL;
-    int lead = g->ndim - ndim;
+    int lead = g->ndim - x->ndim;
     if (lead > 0) {
         int dims[TJ_MAX_DIMS];
         for (int d = 0; d < lead; d++)
@@ -72,14 +80,55 @@ tj_tensor *ag_sum_to(tj_tensor *g, int ndim, const int64_t *shape)
             return NULL;
     }
     int dims[TJ_MAX_DIMS], n = 0;
-    for (int d = 0; d < ndim && d < g->ndim; d++)
-        if (shape[d] == 1 && g->shape[d] != 1)
+    for (int d = 0; d < x->ndim && d < g->ndim; d++)   /* a symbolic dim is never 1 */
+        if (x->shape[d] == 1 && g->shape[d] != 1)
             dims[n++] = d;
     if (n && !(g = tj_sum(g, dims, n, true)))
         return NULL;
-    if (g->ndim != ndim || memcmp(g->shape, shape, (size_t)ndim * sizeof *shape))
-        g = tj_expand(g, ndim, shape);   /* a gradient that was broadcast itself */
+    if (g->ndim != x->ndim || memcmp(g->shape, x->shape, (size_t)x->ndim * sizeof *x->shape))
+        g = ag_expand_to(g, x);   /* a gradient that was broadcast itself */
     return g;
+}
+
+tj_tensor *ag_expand_to(tj_tensor *g, const tj_tensor *x)
+{
+    if (!g)
+        return NULL;
+    ir_type tg = type_of(g), tx = type_of(x);
+    int64_t shape[TJ_MAX_DIMS];
+    int lead = tx.ndim - tg.ndim;
+    for (int d = 0; d < tx.ndim; d++) {
+        int64_t have = d >= lead ? tg.shape[d - lead] : 1;
+        tj_tensor *z = NULL;
+        if (have == tx.shape[d] && d >= lead)
+            shape[d] = -1;   /* kept: g has it (a symbol too) */
+        else if (!IR_IS_SYM(tx.shape[d]))
+            shape[d] = tx.shape[d];
+        else if ((z = fe_sym_full(tx.shape[d], tx.ndim, d, 0.0, g->dtype))) {
+            /* onto a symbolic dim: expand cannot name it, a broadcast can */
+            if (!(g = tj_add(g, z)))
+                return NULL;
+            shape[d] = -1;
+            tg = type_of(g);   /* x's rank now */
+            lead = 0;
+        } else {   /* the example's size (a checked trace then drops the graph) */
+            fe_trace_shape_read(x);
+            shape[d] = x->shape[d];
+        }
+    }
+    return tj_expand(g, tx.ndim, shape);
+}
+
+tj_tensor *ag_reshape_to(tj_tensor *g, const tj_tensor *x)
+{
+    ir_type tx = type_of(x);
+    int nsym = 0;
+    for (int d = 0; d < tx.ndim; d++)
+        if (IR_IS_SYM(tx.shape[d])) {
+            tx.shape[d] = -1;   /* the one symbol: reshape's -1 stands for it */
+            nsym++;
+        }
+    return tj_reshape(g, x->ndim, nsym == 1 ? tx.shape : x->shape);
 }
 
 tj_tensor *ag_unreduce(tj_tensor *g, const ir_attr *dims, bool keepdim, const tj_tensor *x)
@@ -89,7 +138,7 @@ tj_tensor *ag_unreduce(tj_tensor *g, const ir_attr *dims, bool keepdim, const tj
         for (int d = 0; d < x->ndim && g; d++)
             if (mask >> d & 1)
                 g = tj_unsqueeze(g, d);
-    return g ? tj_expand(g, x->ndim, x->shape) : NULL;
+    return ag_expand_to(g, x);
 }
 
 tj_tensor *ag_pad_dim(tj_tensor *g, int dim, int64_t before, int64_t after)

@@ -391,6 +391,16 @@ AG_VJP(dropout)
     return 0;
 }
 
+/* 0 .. n-1 (i64) along dim of t, n its size: over a symbolic dim, a cumsum
+ * of ones (fe_sym_full), so the graph holds at every size. */
+static tj_tensor *positions_along(const tj_tensor *t, int dim)
+{
+    ir_type ty;
+    fe_trace_type(t, &ty);
+    tj_tensor *ones = IR_IS_SYM(ty.shape[dim]) ? fe_sym_full(ty.shape[dim], 1, 0, 1.0, TJ_I64) : NULL;
+    return ones ? tj_sub_s(tj_cumsum(ones, 0), 1) : tj_arange(TJ_I64, 0, (double)t->shape[dim], 1);
+}
+
 /* s = q k^T scale (+ mask), p = softmax(s), y = p v */
 AG_VJP(sdpa)
 {
@@ -398,14 +408,13 @@ AG_VJP(sdpa)
     tj_tensor *mask = c->nin > 3 ? c->in[3] : NULL;
     double scale = c->a->a[1].f > 0 ? c->a->a[1].f : 1.0 / sqrt((double)q->shape[q->ndim - 1]);
     tj_tensor *s = tj_mul_s(tj_matmul(q, mT(k)), scale);
-    int64_t L = q->shape[q->ndim - 2], S = k->shape[k->ndim - 2];
     if (mask && mask->dtype == TJ_BOOL)
         s = tj_where(mask, s, ag_const(q, -INFINITY));
     else if (mask)
         s = tj_add(s, mask);
     if (c->a->a[0].i[0]) {
-        tj_tensor *row = tj_reshape(tj_arange(TJ_I64, 0, (double)L, 1), 2, (int64_t[]){L, 1});
-        tj_tensor *col = tj_arange(TJ_I64, 0, (double)S, 1);
+        tj_tensor *row = tj_unsqueeze(positions_along(q, q->ndim - 2), 1);
+        tj_tensor *col = positions_along(k, k->ndim - 2);
         s = tj_where(tj_le(col, row), s, ag_const(q, -INFINITY));
     }
     tj_tensor *p = tj_softmax(s, -1);
@@ -458,8 +467,8 @@ static int ce_vjp_probs(const ag_ctx *c, const ce_parts *k, tj_tensor *g, tj_ten
     tj_tensor *t = c->in[1];
     tj_tensor *q = k->e > 0 ? tj_add_s(tj_mul_s(t, 1 - k->e), k->e / (double)k->ncls) : t;
     tj_tensor *qw = k->wb ? tj_mul(q, k->wb) : q;
-    int64_t rows = k->ncls ? tj_numel(X) / k->ncls : 0;
-    tj_tensor *s = ce_row_scale(k, g, ag_const(g, (double)rows));
+    uint32_t rows = ~(uint32_t)0 >> (32 - X->ndim) & ~(1u << k->cd);   /* every dim but the classes' */
+    tj_tensor *s = ce_row_scale(k, g, fe_count(X, rows, g->dtype));
     int cd = k->cd;
     AG_SET(0, tj_mul(s, tj_sub(tj_mul(tj_sum(qw, &cd, 1, true), k->p), qw)));
     tj_tensor *wls = k->wb ? tj_mul(k->ls, k->wb) : k->ls;

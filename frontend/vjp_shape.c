@@ -14,15 +14,13 @@ static bool keepdim_of(const ag_ctx *c) { return c->a->a[c->op == OP_var || c->o
 
 static tj_tensor *unreduce(const ag_ctx *c, tj_tensor *t) { return ag_unreduce(t, &c->a->a[0], keepdim_of(c), X); }
 
-/* Elements reduced into each result element. */
-static int64_t reduced_count(const ag_ctx *c)
+/* Elements reduced into each result element (ag_count: a 0-dim tensor of
+ * x's dtype, f32 for halves, following symbolic dims), less `less`. */
+static tj_tensor *reduced_count(const ag_ctx *c, int64_t less)
 {
-    uint32_t mask = ir_dims_of(&c->a->a[0], X->ndim);
-    int64_t n = 1;
-    for (int d = 0; d < X->ndim; d++)
-        if (mask >> d & 1)
-            n *= X->shape[d];
-    return n;
+    tj_dtype dt = ir_dtype_is_half(X->dtype) ? TJ_F32 : X->dtype;
+    tj_tensor *n = fe_count(X, ir_dims_of(&c->a->a[0], X->ndim), dt);
+    return less ? tj_sub_s(n, (double)less) : n;
 }
 
 /* The reduced dims as a list for tj_sum. */
@@ -37,7 +35,7 @@ static int reduced_dims(const ag_ctx *c, int *dims)
 }
 
 AG_VJP(sum) { AG_SET(0, unreduce(c, g)); return 0; }
-AG_VJP(mean) { AG_SET(0, tj_div_s(unreduce(c, g), (double)reduced_count(c))); return 0; }
+AG_VJP(mean) { AG_SET(0, tj_div(unreduce(c, g), reduced_count(c, 0))); return 0; }
 
 /* d prod / d x_i = prod of the others: y / x_i without zeros; with one zero,
  * the product of the non-zeros at the zero and 0 elsewhere; with more, 0. */
@@ -78,21 +76,21 @@ static tj_tensor *centered(const ag_ctx *c)
 
 AG_VJP(var)
 {
-    double dof = (double)(reduced_count(c) - c->a->a[1].i[0]);
-    AG_SET(0, tj_mul(unreduce(c, g), tj_mul_s(centered(c), 2.0 / dof)));
+    tj_tensor *dof = reduced_count(c, c->a->a[1].i[0]);
+    AG_SET(0, tj_mul(unreduce(c, g), tj_mul(centered(c), tj_div(ag_const(X, 2.0), dof))));
     return 0;
 }
 
 AG_VJP(std)
 {
-    double dof = (double)(reduced_count(c) - c->a->a[1].i[0]);
-    AG_SET(0, tj_div(tj_mul(unreduce(c, g), centered(c)), tj_mul_s(unreduce(c, Y), dof)));
+    tj_tensor *dof = reduced_count(c, c->a->a[1].i[0]);
+    AG_SET(0, tj_div(tj_mul(unreduce(c, g), centered(c)), tj_mul(unreduce(c, Y), dof)));
     return 0;
 }
 
 /* ---- views ------------------------------------------------------------------------------ */
 
-static tj_tensor *as_input(const ag_ctx *c, tj_tensor *g) { return tj_reshape(g, X->ndim, X->shape); }
+static tj_tensor *as_input(const ag_ctx *c, tj_tensor *g) { return ag_reshape_to(g, X); }
 
 AG_VJP(reshape) { AG_SET(0, as_input(c, g)); return 0; }
 AG_VJP(squeeze) { AG_SET(0, as_input(c, g)); return 0; }

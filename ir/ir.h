@@ -76,6 +76,11 @@ static inline int64_t ir_sym_at(int64_t k, int64_t c)
     uint64_t z = c >= 0 ? (uint64_t)c << 1 : (((uint64_t)-(c + 1)) << 1) | 1;
     return -(int64_t)(((uint64_t)k + 1) + (z << 32));
 }
+/* The size of dim d where symbol k has the size symval[k] (static: d). */
+static inline int64_t ir_dim_at(int64_t d, const int64_t *symval)
+{
+    return IR_IS_SYM(d) ? symval[ir_sym_index(d)] + ir_sym_delta(d) : d;
+}
 /* *out = d + c for a dim d (static or symbolic) and a static c: false when
  * the sum is negative (static) or its offset leaves IR_MAX_SYM_DELTA. */
 bool ir_dim_add(int64_t d, int64_t c, int64_t *out);

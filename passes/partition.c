@@ -27,6 +27,7 @@ typedef struct part {
     int walk;
     ir_node **stack;
     int64_t saved_bytes;
+    const int64_t *symval;   /* the traced size of each symbol, or NULL */
     FILE *rep;
 } part;
 
@@ -35,11 +36,12 @@ bool ps_is_tangent(const ir_node *n)
     return ir_node_is_input(n) && n->name && !strncmp(n->name, "tangent", 7);
 }
 
-/* Pointwise values, views and layout moves (copy, pad, flip, cat): memory
- * bound, cheap to compute again inside a fused kernel or a copy. */
+/* Pointwise values, views, layout moves (copy, pad, flip, cat) and
+ * full_like (of its input's shape: the sizes of symbolic dims, vjp.c):
+ * memory bound, cheap to compute again inside a fused kernel or a copy. */
 static bool cheap(ir_op op)
 {
-    if (op == OP_copy || op == OP_pad || op == OP_flip || op == OP_cat)
+    if (op == OP_copy || op == OP_pad || op == OP_flip || op == OP_cat || op == OP_full_like)
         return true;
     switch (ir_ops[op].kind) {
     case IR_UNARY:
@@ -52,27 +54,30 @@ static bool cheap(ir_op op)
     }
 }
 
-/* Bytes of a value (a symbolic dim counts as 1: the rule compares values of
- * one graph, where the same symbols appear on both sides). */
-static int64_t bytes_of(const ir_node *n)
+/* Bytes of a value at the traced sizes of its symbolic dims (without them
+ * a symbolic dim counts as 1: the rule compares values of one graph, where
+ * the same symbols appear on both sides). */
+static int64_t bytes_of(const part *p, const ir_node *n)
 {
     int64_t e = tj_dtype_size(n->type.dtype);
-    for (int d = 0; d < n->type.ndim; d++)
-        e *= IR_IS_SYM(n->type.shape[d]) ? 1 : n->type.shape[d];
+    for (int d = 0; d < n->type.ndim; d++) {
+        int64_t s = n->type.shape[d];
+        e *= !IR_IS_SYM(s) ? s : p->symval ? ir_dim_at(s, p->symval) : 1;
+    }
     return e;
 }
 
 /* What moving v between the plans costs: once when stored anyway. */
 static int64_t move_cost(const part *p, const ir_node *v)
 {
-    return bytes_of(v) * (p->stored[v->id] ? 1 : 2);
+    return bytes_of(p, v) * (p->stored[v->id] ? 1 : 2);
 }
 
 static void report(part *p, const char *what, const ir_node *n, const char *why)
 {
     char t[IR_TYPE_BUF];
     fprintf(p->rep, "%s %%%d = %s %s (%lld bytes)%s%s\n", what, n->id, ir_ops[n->op].name,
-            ir_type_fmt(&n->type, t, sizeof t), (long long)bytes_of(n), why[0] ? ": " : "", why);
+            ir_type_fmt(&n->type, t, sizeof t), (long long)bytes_of(p, n), why[0] ? ": " : "", why);
 }
 
 static void save(part *p, const ir_node *n, const char *why)
@@ -80,7 +85,7 @@ static void save(part *p, const ir_node *n, const char *why)
     if (p->st[n->id] == SAVED)
         return;
     p->st[n->id] = SAVED;
-    p->saved_bytes += bytes_of(n);
+    p->saved_bytes += bytes_of(p, n);
     report(p, "saved", n, why);
 }
 
@@ -348,7 +353,8 @@ static void decide_all(part *p)
     free(read);
 }
 
-int ps_partition_joint(const ir_graph *g, int nfwd, ps_partition *out, char *err, size_t nerr)
+int ps_partition_joint(const ir_graph *g, int nfwd, const int64_t *symval, ps_partition *out, char *err,
+                       size_t nerr)
 {
     memset(out, 0, sizeof *out);
     if (nfwd < 0 || nfwd >= g->noutputs) {
@@ -356,7 +362,7 @@ int ps_partition_joint(const ir_graph *g, int nfwd, ps_partition *out, char *err
                  g->noutputs);
         return -1;
     }
-    part p = {.g = g, .nfwd = nfwd};
+    part p = {.g = g, .nfwd = nfwd, .symval = symval};
     size_t n = (size_t)g->nnodes + 1;
     char *text = NULL;
     size_t len = 0;

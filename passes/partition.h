@@ -20,7 +20,7 @@
  *   - a view is viewed again in the backward: what it views is decided;
  *   - the results of matmul, conv2d, reductions, gather, index_select and
  *     the nn composites (softmax, layer_norm, ...) are saved, never recomputed;
- *   - a pointwise value, or a layout move (copy, pad, flip, cat), v is recomputed when that moves fewer bytes
+ *   - a pointwise value, a layout move (copy, pad, flip, cat) or a full_like, v is recomputed when that moves fewer bytes
  *     between the plans than saving it: its cone of pointwise/view producers
  *     (at most PS_PARTITION_MAX_CHAIN nodes) stops at inputs, at values
  *     already saved (free), at values the forward stores anyway and at the
@@ -46,14 +46,17 @@ typedef struct ps_partition {
     int nsaved;           /* forward outputs after the first nfwd */
     int nrecomputed;      /* forward op nodes the backward computes again (views and
                              constants, which are free, not counted) */
-    int64_t saved_bytes;  /* what the saved values hold (static dims; symbolic dims count 1) */
+    int64_t saved_bytes;  /* what the saved values hold (at symval's sizes) */
     char *report;         /* one line per saved or recomputed value, in the joint's
                              numbering: "saved %3 = matmul f32[4,8] (128 bytes)" */
 } ps_partition;
 
-/* Splits joint (which stays the caller's). 0, or -1 with a message in err
+/* Splits joint (which stays the caller's); the bytes of a value with
+ * symbolic dims are weighed at the sizes symval[k] of each symbol k (the
+ * traced ones; NULL: such a dim counts as 1). 0, or -1 with a message in err
  * (nfwd out of range, a forward output that reads a tangent, out of memory). */
-int ps_partition_joint(const ir_graph *joint, int nfwd, ps_partition *out, char *err, size_t nerr);
+int ps_partition_joint(const ir_graph *joint, int nfwd, const int64_t *symval, ps_partition *out,
+                       char *err, size_t nerr);
 void ps_partition_free(ps_partition *p);
 
 /* Whether input n of a joint graph is a tangent (its name starts with "tangent"). */

@@ -70,7 +70,7 @@ static void expect_partition(const char *src, int nfwd, const char *want)
     ir_graph *j = tu_parse(src);
     ps_partition p;
     char err[512];
-    if (ps_partition_joint(j, nfwd, &p, err, sizeof err) != 0)
+    if (ps_partition_joint(j, nfwd, NULL, &p, err, sizeof err) != 0)
         fail_msg("%s", err);
     char vf[512], vb[512];
     if (ir_verify(p.fwd, vf, sizeof vf) != 0 || ir_verify(p.bwd, vb, sizeof vb) != 0)
@@ -295,7 +295,7 @@ static void expect_error(const char *src, int nfwd, const char *want)
     ir_graph *j = tu_parse(src);
     ps_partition p;
     char err[512] = "";
-    assert_int_equal(ps_partition_joint(j, nfwd, &p, err, sizeof err), -1);
+    assert_int_equal(ps_partition_joint(j, nfwd, NULL, &p, err, sizeof err), -1);
     if (!strstr(err, want))
         fail_msg("got \"%s\", want \"%s\"", err, want);
     assert_null(p.fwd);
