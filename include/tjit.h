@@ -1042,7 +1042,7 @@ typedef struct tj_compiled_stats {
          * and calls too; summed over the graph entries. */
         int partitioned;        /* entries whose backward is partitioned */
         int saved;              /* values their forwards save for the backward */
-        int64_t saved_bytes;    /* what those hold per call */
+        int64_t saved_bytes;    /* what those hold per call (symbolic dims at their traced sizes) */
         int recomputed;         /* pointwise forward values the backwards compute again */
         int contractions;       /* matmul/conv2d in the backward graphs (none recomputed) */
     } backward;

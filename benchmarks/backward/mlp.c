@@ -4,15 +4,18 @@
  * compiled call uses the backward that recomputes the forward instead.
  *
  *   build/bench-backward [--threads N] [--reps N] [--batch B] [--cpu-time] [--dynamic] [--chain]
- *                        [--dropout] [--bn] [--two]
+ *                        [--dropout] [--bn] [--two] [--sizes N]
  *
  * Model: y = relu(tanh(x @ w1 + b1)) @ w2, x [B,256], w1 [256,1024],
  * w2 [1024,256]; one step = forward, backward with a ones seed, the
  * gradients dropped. Prints the median and best ms of each over --reps steps
  * (after 3 warm-up steps) and the ratio of the medians, and the compiled
  * handle's first call (trace + compile of the forward and backward plans).
- * --dynamic marks the batch dim dynamic (tj_mark_dynamic): the forward is one
- * symbolic graph, the backward is built per batch size seen. --chain compiles
+ * --dynamic marks the batch dim dynamic (tj_mark_dynamic): the forward and
+ * the partitioned backward are one symbolic graph each. --sizes N (with
+ * --dynamic) cycles the steps through N batch sizes, B, B - 8, B - 16, ...;
+ * the first call becomes the first call of each size, summed (what a
+ * training loop over batches of changing sizes pays to compile). --chain compiles
  * the two layers as two modules called one after the other: the second one's
  * argument requires grad (its backward gives that gradient to the first's).
  * --dropout puts dropout (p 0.1, training) after the tanh: each call draws
@@ -108,16 +111,17 @@ static int step(mlp *m, tj_compiled *c, tj_tensor *x, tj_tensor *seed)
     return rc;
 }
 
-static int measure(mlp *m, tj_compiled *c, tj_tensor *x, tj_tensor *seed, int reps, double *med,
+/* Steps cycle through the n inputs x[k] (seeds seed[k]). */
+static int measure(mlp *m, tj_compiled *c, tj_tensor **x, tj_tensor **seed, int n, int reps, double *med,
                    double *best)
 {
     double *t = malloc(sizeof *t * (size_t)reps);
-    for (int i = 0; i < 3; i++)
-        if (step(m, c, x, seed) != 0)
+    for (int i = 0; i < 3 * n; i++)
+        if (step(m, c, x[i % n], seed[i % n]) != 0)
             return -1;
     for (int i = 0; i < reps; i++) {
         double t0 = now_ms();
-        if (step(m, c, x, seed) != 0)
+        if (step(m, c, x[i % n], seed[i % n]) != 0)
             return -1;
         t[i] = now_ms() - t0;
     }
@@ -130,7 +134,7 @@ static int measure(mlp *m, tj_compiled *c, tj_tensor *x, tj_tensor *seed, int re
 
 int main(int argc, char **argv)
 {
-    int reps = 21, batch = 256;
+    int reps = 21, batch = 256, nsizes = 1;
     bool dynamic = false, chain = false, dropout = false, bn = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads") && i + 1 < argc)
@@ -151,14 +155,20 @@ int main(int argc, char **argv)
             bn = true;
         else if (!strcmp(argv[i], "--two"))
             two = true;
+        else if (!strcmp(argv[i], "--sizes") && i + 1 < argc)
+            nsizes = atoi(argv[++i]);
         else {
             fprintf(stderr, "usage: %s [--threads N] [--reps N] [--batch B] [--cpu-time] [--dynamic] [--chain] "
-                            "[--dropout] [--bn] [--two]\n", argv[0]);
+                            "[--dropout] [--bn] [--two] [--sizes N]\n", argv[0]);
             return 2;
         }
     }
-    if (reps < 1 || batch < 1)
+    if (reps < 1 || batch < 1 || nsizes < 1 || nsizes > 64 || batch - 8 * (nsizes - 1) < 2 ||
+        (nsizes > 1 && !dynamic)) {
+        fprintf(stderr, "bench-backward: --reps and --batch at least 1, --sizes 1 to 64 with --dynamic "
+                        "and a batch of at least 8 (N - 1) + 2\n");
         return 2;
+    }
     tj_scope_begin();
     tj_manual_seed(1);
     mlp m = {tj_mul_s(tj_randn(TJ_F32, 2, (int64_t[]){256, 1024}), 0.06),
@@ -173,36 +183,48 @@ int main(int argc, char **argv)
     tj_requires_grad(m.w1, true);
     tj_requires_grad(m.b1, true);
     tj_requires_grad(m.w2, true);
-    tj_tensor *x = tj_randn(TJ_F32, 2, (int64_t[]){batch, 256});
-    tj_tensor *seed = tj_ones(TJ_F32, 2, (int64_t[]){batch, 256});
-    if (dynamic && tj_mark_dynamic(x, 0) != 0) {
-        fprintf(stderr, "bench-backward: %s\n", tj_last_error());
-        return 1;
+    tj_tensor *x[64], *seed[64];
+    for (int k = 0; k < nsizes; k++) {
+        int64_t b = batch - 8 * k;
+        x[k] = tj_randn(TJ_F32, 2, (int64_t[]){b, 256});
+        seed[k] = tj_ones(TJ_F32, 2, (int64_t[]){b, 256});
+        if (dynamic && tj_mark_dynamic(x[k], 0) != 0) {
+            fprintf(stderr, "bench-backward: %s\n", tj_last_error());
+            return 1;
+        }
     }
     tj_compiled *c = two ? tj_compile_multi(mlp_two, &m, &(tj_compile_options){.name = "mlp"})
                          : tj_compile(chain ? layer1 : mlp_fn, &m, &(tj_compile_options){.name = "mlp"});
     if (chain)
         second = tj_compile(layer2, &m, &(tj_compile_options){.name = "mlp_layer2"});
-    double t0 = now_ms();
-    if (step(&m, c, x, seed) != 0) {
-        fprintf(stderr, "bench-backward: %s\n", tj_last_error());
-        return 1;
+    double first = 0, em, eb, cm, cb;
+    for (int k = 0; k < nsizes; k++) {
+        double t0 = now_ms();
+        if (step(&m, c, x[k], seed[k]) != 0) {
+            fprintf(stderr, "bench-backward: %s\n", tj_last_error());
+            return 1;
+        }
+        first += now_ms() - t0;
     }
-    double first = now_ms() - t0, em, eb, cm, cb;
-    if (measure(&m, NULL, x, seed, reps, &em, &eb) != 0 || measure(&m, c, x, seed, reps, &cm, &cb) != 0) {
+    if (measure(&m, NULL, x, seed, nsizes, reps, &em, &eb) != 0 ||
+        measure(&m, c, x, seed, nsizes, reps, &cm, &cb) != 0) {
         fprintf(stderr, "bench-backward: %s\n", tj_last_error());
         return 1;
     }
     tj_compiled_stats s;
     tj_compiled_stats_get(c, &s);
-    printf("mlp %dx256 -> 1024 -> 256%s%s%s%s%s, forward + backward, %d threads, %s ms, %d steps:\n", batch,
-           dynamic ? " (batch dynamic)" : "", chain ? " (two modules chained)" : "", two ? " (output and loss)" : "",
+    char many[64] = "";
+    if (nsizes > 1)
+        snprintf(many, sizeof many, " (%d batch sizes, %d to %d)", nsizes, batch - 8 * (nsizes - 1), batch);
+    printf("mlp %dx256 -> 1024 -> 256%s%s%s%s%s%s, forward + backward, %d threads, %s ms, %d steps:\n", batch,
+           many, dynamic ? " (batch dynamic)" : "", chain ? " (two modules chained)" : "", two ? " (output and loss)" : "",
            dropout ? " (dropout)" : "", bn ? " (batch norm, training)" : "", tj_num_threads(),
            cpu_time ? "CPU" : "wall", reps);
     printf("  compiled calls run eagerly: %lu of %lu\n", (unsigned long)s.eager_calls, (unsigned long)s.calls);
     printf("  eager     median %.3f  best %.3f\n", em, eb);
-    printf("  compiled  median %.3f  best %.3f  (%.2fx eager)  first call %.1f ms\n", cm, cb, em / cm,
-           first);
+    printf("  compiled  median %.3f  best %.3f  (%.2fx eager)  first call%s %.1f ms\n", cm, cb, em / cm,
+           nsizes > 1 ? " of each size, summed," : "", first);
+    printf("  joint graphs partitioned: %d\n", s.backward.partitioned);
     printf("  backward: %s, %d saved (%lld bytes), %d recomputed, %d matmuls\n",
            s.backward.partitioned ? "partitioned" : "recomputes the forward", s.backward.saved,
            (long long)s.backward.saved_bytes, s.backward.recomputed, s.backward.contractions);
