@@ -687,15 +687,21 @@ static void run_mode(int mode, int count)
     check_refusals(mode, refused, count);
 }
 
+static int backward_of(tj_tensor **res, int n, uint64_t pick);
+static void check_grad(const prog *p, int call, const char *what, tj_tensor *got, tj_tensor *want,
+                       const argspec *spec);
+
 /* The dynamic mode: f32 arguments of one rank (1-3), their dims of size > 1
  * marked dynamic, called at three sets of sizes (sizes 2-31: 0 and 1 are
- * specialized). */
+ * specialized). In a third of the programs argument 0 requires grad: a
+ * backward through every result after each call, argument 0's gradient
+ * against eager's (the partitioned backward of a symbolic entry). */
 static void run_dyn(int count)
 {
     static const int64_t sizes[] = {2, 3, 5, 7, 9, 16, 31};
     unsigned seed0 = first_seed();
     count = programs_per_mode(count);
-    int refused = 0;
+    int refused = 0, backwards = 0, tries = 0;
     for (unsigned seed = seed0; seed < seed0 + (unsigned)count; seed++) {
         tj_scope_begin();
         gen g = {.s = seed * 7919u + 3u};
@@ -723,6 +729,10 @@ static void run_dyn(int count)
                     spec[i].shape[k] = dp.arg[i].d[k] < 0 ? 1 : size[dp.arg[i].d[k]];
                 ea[i] = make_arg(&spec[i], seed * 5u + (unsigned)(call * 7 + i));
                 ca[i] = make_arg(&spec[i], seed * 5u + (unsigned)(call * 7 + i));
+                if (i == 0 && seed % 3 == 1) {
+                    assert_int_equal(tj_requires_grad(ea[0], true), 0);
+                    assert_int_equal(tj_requires_grad(ca[0], true), 0);
+                }
                 /* odd seeds unmarked: the second size makes the dims
                  * symbolic by themselves (automatic dynamic shapes) */
                 for (int k = 0; seed % 2 == 0 && k < spec[i].ndim; k++)
@@ -733,10 +743,28 @@ static void run_dyn(int count)
                 for (int i = 0; i < 3; i++)
                     fprintf(stderr, "  call %d arg %d: %s\n", call, i, shape_text(&spec[i]));
             tj_tensor *want[MAX_OUTS], *got[MAX_OUTS];
-            if (check_call(c, model_dyn, &dp, &dp.p, ea, ca, spec, call, want, got) < 0) {
+            int n = check_call(c, model_dyn, &dp, &dp.p, ea, ca, spec, call, want, got);
+            if (n < 0) {
                 refused++;
                 break;
             }
+            if (seed % 3 != 1)
+                continue;
+            int be = backward_of(want, n, ~(uint64_t)0);
+            char eerr[512];
+            snprintf(eerr, sizeof eerr, "%s", be < 0 ? tj_last_error() : "");
+            tj_clear_error();
+            int bc = backward_of(got, n, ~(uint64_t)0);
+            if (be != bc)
+                fail_msg("dynamic program %u, call %d: backward %s eagerly, %s compiled (%s)\nsteps: %s", seed,
+                         call, be < 0 ? "failed" : be ? "ran" : "had nothing to do",
+                         bc < 0 ? "failed" : bc ? "ran" : "had nothing to do", be < 0 ? eerr : tj_last_error(),
+                         dp.p.log);
+            tj_clear_error();
+            if (be > 0)
+                check_grad(&dp.p, call, "argument 0's gradient", tj_grad(ca[0]), tj_grad(ea[0]), spec);
+            backwards += be > 0;
+            tries++;
         }
         if (getenv("TJ_PROGRAMS_VERBOSE")) {
             tj_compiled_stats st;
@@ -752,6 +780,10 @@ static void run_dyn(int count)
         tj_scope_end();
     }
     check_refusals(M_DYN, refused, count);
+    if (backwards * 3 < tries)   /* a third of those calls at least must reach a backward */
+        fail_msg("dynamic: %d backwards in %d calls with argument 0 requiring grad", backwards, tries);
+    if (getenv("TJ_PROGRAMS_VERBOSE"))
+        fprintf(stderr, "dynamic: %d backwards in %d calls with argument 0 requiring grad\n", backwards, tries);
 }
 
 /* loss = sum_i sum(result_i) / (i + 1) over the float results that require
