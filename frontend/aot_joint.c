@@ -365,7 +365,9 @@ static int trace_joint(fe_joint *j, fe_trace *tr, tj_model_fn fn, tj_model_multi
     }
     j->nres = fe_run_model(fn, mfn, ctx, j->name, sargs, j->nargs, res, JOINT_MAX);
     if (j->nres < 0 || tr->brk[0] || tr->failed) {
-        snprintf(why, n, "%s", tr->brk[0] ? tr->brk : "the model failed in the joint trace");
+        snprintf(why, n, "%s", tr->brk[0]            ? tr->brk
+                               : tr->dyn_unsupported ? tr->dyn_why
+                                                     : "the model failed in the joint trace");
         return -1;
     }
     if (tape_results(j, res, why, n) != 0)
