@@ -172,6 +172,8 @@ void fe_ag_hooks_end(uint64_t outer);
 tj_tensor *ag_sum_to(tj_tensor *g, const tj_tensor *x);
 /* g broadcast to x's shape (g's dims are 1 or x's). */
 tj_tensor *ag_expand_to(tj_tensor *g, const tj_tensor *x);
+/* Zeros of x's shape (an expanded 0-dim zero of dtype dt). */
+tj_tensor *ag_zeros_of(const tj_tensor *x, tj_dtype dt);
 /* g (x's element count) reshaped to x's shape. */
 tj_tensor *ag_reshape_to(tj_tensor *g, const tj_tensor *x);
 /* Counts of elements: fe_count (fe.h). */
@@ -189,6 +191,9 @@ tj_tensor *ag_interleave(tj_tensor *g, int dim, int64_t step);
 /* Places g (a slice along dim from start with step) into zeros that are len
  * long along dim: the adjoint of a strided slice. */
 tj_tensor *ag_unslice(tj_tensor *g, int dim, int64_t start, int64_t step, int64_t len);
+/* The same for a slice of x along dim from start (the slice's attribute:
+ * negative from the back) by step, following a symbolic dim of x (step 1). */
+tj_tensor *ag_unslice_of(tj_tensor *g, const tj_tensor *x, int dim, int64_t start, int64_t step);
 
 /* ---- views (autograd_views.c) ------------------------------------------------------ */
 /* A copy of t's header (its storage, or its traced value) without autograd

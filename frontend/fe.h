@@ -87,7 +87,7 @@ void fe_trace_type(const tj_tensor *t, ir_type *ty);
 /* Sizes that follow symbolic dims while tracing, read from the arguments
  * (which every plan has) rather than from a value that would have to be
  * kept for its shape. fe_sym_full: a tensor of dtype dt, rank dims, all 1
- * but dim `at`, of symbolic size dim (sK or sK-C), filled with value; NULL
+ * but dim `at`, of symbolic size dim (sK, sK-C or sK+C), filled with value; NULL
  * where no argument has the symbol (or outside a trace). fe_count: the
  * element count of x's dims in mask as a 0-dim tensor of dtype dt; where
  * one is symbolic, a product of sums of ones (in f64: exact), else

@@ -406,7 +406,7 @@ void fe_trace_type(const tj_tensor *t, ir_type *ty)
 tj_tensor *fe_sym_full(int64_t dim, int rank, int at, double value, tj_dtype dt)
 {
     fe_trace *tr = current;
-    if (!tr || !IR_IS_SYM(dim) || ir_sym_delta(dim) > 0)
+    if (!tr || !IR_IS_SYM(dim))
         return NULL;
     for (int i = 0; i < tr->nargs; i++) {
         tj_tensor *t = tr->args[i];
@@ -426,6 +426,8 @@ tj_tensor *fe_sym_full(int64_t dim, int rank, int at, double value, tj_dtype dt)
         for (int d = 0; d < rank; d++)
             shape[d] = d == at ? -1 : 1;
         t = t ? tj_cast(tj_full_like(t, value), dt) : NULL;
+        if (t && ir_sym_delta(dim) > 0)   /* sK+C */
+            t = tj_pad(t, (int64_t[]){0, ir_sym_delta(dim)}, 1, value);
         return t ? tj_reshape(t, rank, shape) : NULL;
     }
     return NULL;

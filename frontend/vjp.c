@@ -119,6 +119,8 @@ tj_tensor *ag_expand_to(tj_tensor *g, const tj_tensor *x)
     return tj_expand(g, tx.ndim, shape);
 }
 
+tj_tensor *ag_zeros_of(const tj_tensor *x, tj_dtype dt) { return ag_expand_to(tj_scalar(dt, 0), x); }
+
 tj_tensor *ag_reshape_to(tj_tensor *g, const tj_tensor *x)
 {
     ir_type tx = type_of(x);
@@ -164,6 +166,43 @@ tj_tensor *ag_interleave(tj_tensor *g, int dim, int64_t step)
     int ndim = g->ndim;
     g = ag_pad_dim(tj_unsqueeze(g, dim + 1), dim + 1, 0, step - 1);
     return tj_slice(tj_reshape(g, ndim, shape), dim, 0, (n - 1) * step + 1, 1);
+}
+
+/* a - b for dims (static, or a symbol plus a count): false where that is
+ * neither (two symbols, or a negative count). */
+static bool dim_sub(int64_t a, int64_t b, int64_t *out)
+{
+    if (!IR_IS_SYM(b))
+        return ir_dim_add(a, -b, out);
+    if (!IR_IS_SYM(a) || ir_sym_index(a) != ir_sym_index(b))
+        return false;
+    *out = ir_sym_delta(a) - ir_sym_delta(b);
+    return *out >= 0;
+}
+
+/* Zeros of g's shape but size n (a symbol plus a count) along dim, from an argument's size
+ * (fe_sym_full); NULL where none has it. */
+static tj_tensor *zeros_along(tj_tensor *g, int dim, int64_t n)
+{
+    tj_tensor *z = fe_sym_full(n, g->ndim, dim, 0.0, g->dtype);
+    return z ? tj_add(tj_zeros_like(tj_narrow(g, dim, 0, 1)), z) : NULL;
+}
+
+tj_tensor *ag_unslice_of(tj_tensor *g, const tj_tensor *x, int dim, int64_t start, int64_t step)
+{
+    ir_type tx = type_of(x), tg = g ? type_of(g) : tx;
+    int64_t len = tx.shape[dim], glen = tg.shape[dim], before, rest, after;
+    if (!g || !IR_IS_SYM(len) || step != 1 || glen == 0 ||
+        !(start >= 0 ? (before = start, true) : ir_dim_add(len, start, &before)) ||
+        !dim_sub(len, before, &rest) || !dim_sub(rest, glen, &after))
+        return ag_unslice(g, dim, ir_slice_bound(start, x->shape[dim]), step, x->shape[dim]);
+    /* over a symbolic dim: counts padded, symbolic sizes of zeros put beside */
+    tj_tensor *r = ag_pad_dim(g, dim, IR_IS_SYM(before) ? 0 : before, IR_IS_SYM(after) ? 0 : after);
+    if (r && IR_IS_SYM(before))
+        r = tj_cat((tj_tensor *[]){zeros_along(g, dim, before), r}, 2, dim);
+    if (r && IR_IS_SYM(after))
+        r = tj_cat((tj_tensor *[]){r, zeros_along(g, dim, after)}, 2, dim);
+    return r;
 }
 
 tj_tensor *ag_unslice(tj_tensor *g, int dim, int64_t start, int64_t step, int64_t len)

@@ -110,8 +110,7 @@ AG_VJP(permute)
 AG_VJP(slice)
 {
     int d = ir_norm_dim(c->a->a[0].i[0], X->ndim);
-    int64_t start = ir_slice_bound(c->a->a[1].i[0], X->shape[d]);
-    AG_SET(0, ag_unslice(g, d, start, c->a->a[3].i[0], X->shape[d]));
+    AG_SET(0, ag_unslice_of(g, X, d, c->a->a[1].i[0], c->a->a[3].i[0]));
     return 0;
 }
 
@@ -126,16 +125,35 @@ AG_VJP(flip)
 
 /* ---- data movement ---------------------------------------------------------------------- */
 
+/* Input k's part of g: [pre, pre + len) along d, each bound counted from
+ * the front or from the back (-post), whichever is a number: a symbolic
+ * length before or after it then needs no size (lens: the example's, sym:
+ * symbolic ones). */
 AG_VJP(cat)
 {
-    int d = ir_norm_dim(c->a->a[0].i[0], Y->ndim);
-    int64_t off = 0;
-    for (int k = 0; k < c->nin; k++) {
+    int d = ir_norm_dim(c->a->a[0].i[0], Y->ndim), n = c->nin;
+    int64_t lens[FE_MAX_INPUTS], total = 0;
+    bool sym[FE_MAX_INPUTS];
+    for (int k = 0; k < n; k++) {
         const tj_tensor *x = c->in[k];
+        ir_type t;
+        fe_trace_type(x, &t);
         /* PyTorch's cat skips 1-dim empty inputs of any other shape. */
-        int64_t len = x->ndim == Y->ndim ? x->shape[d] : 0;
-        AG_SET(k, tj_slice(g, d, off, off + len, 1));
-        off += len;
+        lens[k] = x->ndim == Y->ndim ? x->shape[d] : 0;
+        sym[k] = x->ndim == Y->ndim && IR_IS_SYM(t.shape[d]);
+        total += lens[k];
+    }
+    int64_t pre = 0;
+    for (int k = 0; k < n; k++) {
+        bool pre_sym = false, post_sym = false;
+        for (int j = 0; j < n; j++)
+            *(j < k ? &pre_sym : &post_sym) |= j != k && sym[j];
+        int64_t post = total - pre - lens[k];
+        bool from_back = pre_sym && !sym[k] && !post_sym;   /* else pre (a size where pre_sym) */
+        int64_t start = !from_back ? pre : post + lens[k] ? -(post + lens[k]) : INT64_MAX;
+        int64_t end = !post_sym ? (post ? -post : INT64_MAX) : pre + lens[k];
+        AG_SET(k, tj_slice(g, d, start, end, 1));
+        pre += lens[k];
     }
     return 0;
 }
@@ -148,9 +166,8 @@ AG_VJP(pad)
     for (int k = 0; k < p->n / 2 && r; k++) {
         int d = X->ndim - 1 - k;
         int64_t before = p->i[2 * k], after = p->i[2 * k + 1];
-        int64_t kept = X->shape[d] - (before < 0 ? -before : 0) - (after < 0 ? -after : 0);
-        int64_t s = before > 0 ? before : 0;
-        r = tj_slice(r, d, s, s + (kept > 0 ? kept : 0), 1);
+        int64_t s = before > 0 ? before : 0;   /* [s, -after): no size needed */
+        r = tj_slice(r, d, s, after > 0 ? -after : INT64_MAX, 1);
         r = ag_pad_dim(r, d, before < 0 ? -before : 0, after < 0 ? -after : 0);
     }
     AG_SET(0, r);
@@ -162,7 +179,7 @@ AG_VJP(pad)
 AG_VJP(index_select)
 {
     int d = ir_norm_dim(c->a->a[0].i[0], X->ndim);
-    AG_SET(0, tj_index_add(tj_zeros(g->dtype, X->ndim, X->shape), d, c->in[1], g, 1.0));
+    AG_SET(0, tj_index_add(ag_zeros_of(X, g->dtype), d, c->in[1], g, 1.0));
     return 0;
 }
 
@@ -172,7 +189,7 @@ AG_VJP(index_select)
 AG_VJP(gather)
 {
     int d = ir_norm_dim(c->a->a[0].i[0], X->ndim);
-    AG_SET(0, tj_scatter_add(tj_zeros(g->dtype, X->ndim, X->shape), d, c->in[1], g));
+    AG_SET(0, tj_scatter_add(ag_zeros_of(X, g->dtype), d, c->in[1], g));
     return 0;
 }
 

@@ -3,12 +3,12 @@
  * a symbolic entry. Gradient rules that need a size take it from the
  * arguments (fe_sym_full, fe_count): means, variances, cross-entropy over
  * probabilities, broadcasts back onto a symbolic dim, index_select, causal
- * attention over a symbolic sequence, and batch norm's running variance in
- * the forward. Each model here is called at six sizes, its results,
+ * attention over a symbolic sequence, slices of it put back (cat, narrow,
+ * pad), and batch norm's running variance in the forward. Each model here is called at six sizes, its results,
  * gradients and running statistics against eager's (f64), with one joint
- * and no eager call. A rule that still computes with the traced size (pad's,
- * over the symbolic dim) makes the joint differ at other sizes: that entry
- * gets one static joint per shape, up to the limit, as explain says.
+ * and no eager call. Where a rule fails on the symbols (index_select's,
+ * over the symbolic dim) or the joint differs at other sizes, the entry gets
+ * one static joint per shape, up to the limit, as explain says.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,7 +22,7 @@
 
 #include "util.h"
 
-enum { W1, W2, GAMMA, BETA, NGRAD, RM = NGRAD, RV, NW };
+enum { W1, W2, GAMMA, BETA, NGRAD, RM = NGRAD, RV, IDX, NW };
 
 typedef struct model {
     const char *name;
@@ -69,13 +69,27 @@ static tj_tensor *attention_model(void *ctx, tj_tensor *const *a, int n)
     return tj_matmul(tj_scaled_dot_product_attention(q, k, v, NULL, true, -1.0), w[W2]);
 }
 
-/* Pad's gradient over the padded symbolic dim is not expressed yet. */
-static tj_tensor *pad_model(void *ctx, tj_tensor *const *a, int n)
+/* Slices of the symbolic dim whose gradients are put back at offsets that
+ * are sizes: a rotation by cat, a row, the last rows, a pad of it. */
+static tj_tensor *slices_model(void *ctx, tj_tensor *const *a, int n)
 {
     tj_tensor **w = ctx;
     (void)n;
-    tj_tensor *h = tj_pad(tj_tanh(tj_matmul(a[0], w[W1])), (int64_t[]){0, 0, 1, 2}, 2, 0.5);
-    return tj_matmul(h, w[W2]);
+    tj_tensor *h = tj_tanh(tj_matmul(a[0], w[W1]));
+    tj_tensor *rot = tj_cat((tj_tensor *[]){tj_slice(h, 0, 2, INT64_MAX, 1), tj_slice(h, 0, 0, 2, 1)}, 2, 0);
+    tj_tensor *row = tj_narrow(h, 0, 1, 1), *last = tj_slice(h, 0, -3, INT64_MAX, 1);
+    tj_tensor *p = tj_pad(tj_mul(rot, h), (int64_t[]){0, 0, 1, 2}, 2, 0.5);
+    tj_tensor *s = tj_add(tj_sum(p, (int[]){0}, 1, true), tj_sum(last, (int[]){0}, 1, true));
+    return tj_matmul(tj_add(tj_mul(h, row), s), w[W2]);
+}
+
+/* index_add (index_select's gradient) cannot follow a symbolic dim yet. */
+static tj_tensor *index_model(void *ctx, tj_tensor *const *a, int n)
+{
+    tj_tensor **w = ctx;
+    (void)n;
+    tj_tensor *rows = tj_index_select(tj_tanh(tj_matmul(a[0], w[W1])), 0, w[IDX]);
+    return tj_matmul(rows, w[W2]);
 }
 
 /* A model that is not the same function at each trace (it counts them). */
@@ -96,6 +110,7 @@ static void weights(tj_tensor **w)
     w[BETA] = tj_randn(TJ_F64, 1, (int64_t[]){8});
     w[RM] = tj_zeros(TJ_F64, 1, (int64_t[]){8});
     w[RV] = tj_ones(TJ_F64, 1, (int64_t[]){8});
+    w[IDX] = tj_from_data(TJ_I64, 1, (int64_t[]){3}, (int64_t[]){0, 4, 1});
     for (int k = 0; k < NGRAD; k++)
         assert_int_equal(tj_requires_grad(w[k], true), 0);
 }
@@ -167,6 +182,7 @@ static void test_symbolic_rules(void **state)
         {"bn", bn_model, 1, 0},
         {"ce", ce_model, 2, 0},
         {"mean", mean_model, 1, 0},
+        {"slices", slices_model, 1, 0},
         {"attention", attention_model, 1, 1},
     };
     const int64_t sizes[] = {6, 9, 14, 9, 21, 5};
@@ -191,7 +207,7 @@ static void test_symbolic_rules(void **state)
 }
 
 /* Where the joint cannot follow the symbols, one static joint per shape:
- * pad's rule fails on them (up to the limit, then aot.c's recomputing
+ * index_add fails on them (up to the limit, then aot.c's recomputing
  * backward); a model that traces differently each time fails the check at
  * other sizes. */
 static void test_static_fallback(void **state)
@@ -200,7 +216,7 @@ static void test_static_fallback(void **state)
     tj_scope_begin();
     tj_tensor *w[NW];
     weights(w);
-    const model m = {"pad", pad_model, 1, 0};
+    const model m = {"index", index_model, 1, 0};
     const int64_t sizes[] = {6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 6};
     tj_compiled *c = run_sizes(&m, w, sizes, 11);
     tj_compiled_stats s;
@@ -208,8 +224,8 @@ static void test_static_fallback(void **state)
     assert_int_equal(s.graphs, 1);
     assert_int_equal(s.backward.partitioned, 8);   /* 6 .. 13; 14 and 15 recompute */
     tu_assert_calls(c, 0, -1, "backward of result 0 for arguments f64[6,8]: joint graph partitioned");
-    tu_assert_explain(c, "traced on these shapes, one joint per shape: mul(f64[6,8], f64[s0,8]): "
-                         "shapes cannot be broadcast together");
+    tu_assert_explain(c, "traced on these shapes, one joint per shape: index_add: "
+                         "index_add(f64[s0,8], i64[3], f64[3,8]): dim 0 has a symbolic size");
     tu_assert_explain(c, "backward not partitioned for 2 calls: 8 argument shapes have partitioned "
                          "backwards (the limit)");
     tj_compiled_free(c);
