@@ -166,15 +166,21 @@ static int run_rule(ag_node *n, tj_tensor *g, tj_tensor **gx)
      * readable, an op reading its values fails), so a backward fails where a
      * rule needs the old values, and only there, as PyTorch's saved-tensor
      * check: not for a clone written afterwards, always for a factor of a
-     * product, needed or not by the gradient's own input. */
+     * product, needed or not by the gradient's own input. A traced backward
+     * (the joint's) reads each saved value as it was saved instead. */
     tj_tensor *saved[FE_MAX_INPUTS], *out = n->out, *poisoned[8];
-    bool need[FE_MAX_INPUTS];
+    bool need[FE_MAX_INPUTS], traced = fe_trace_current() != NULL;
     int npoison = 0, first = -2;   /* first stale: input k, or -1 the result */
     for (int k = -1; k < n->nin; k++) {
         tj_tensor *t = k < 0 ? n->out : n->in[k].saved;
         if (k >= 0) {
             saved[k] = t;
             need[k] = n->in[k].need;
+        }
+        if (traced && t) {   /* the values as saved (functionalized), written since or not */
+            if (!(*(k < 0 ? &out : &saved[k]) = fe_trace_pinned(t)))
+                return -1;
+            continue;
         }
         if (!t || ag_version_of(t) == (k < 0 ? n->out_version : n->in[k].version))
             continue;

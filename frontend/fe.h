@@ -84,6 +84,12 @@ void fe_trace_dyn_unsupported(fe_trace *tr, const char *fmt, ...) __attribute__(
 /* t's type as the trace sees it: the symbolic type of a traced tensor
  * (symbolic dims compare as symbols, no size is read), else t's own. */
 void fe_trace_type(const tj_tensor *t, ir_type *ty);
+/* A symbolic t as its value is now, unmoved by later writes into its storage
+ * (a new header of the current scope; t itself when not symbolic or not
+ * tracing): what a traced backward reads of a saved tensor, as AOTAutograd's
+ * functionalized graph does, where eager autograd would refuse a value
+ * written since it was saved. NULL out of memory. */
+tj_tensor *fe_trace_pinned(const tj_tensor *t);
 /* Sizes that follow symbolic dims while tracing, read from the arguments
  * (which every plan has) rather than from a value that would have to be
  * kept for its shape. fe_sym_full: a tensor of dtype dt, rank dims, all 1

@@ -85,6 +85,22 @@ tj_tensor *fe_trace_arg(fe_trace *tr, ir_node *n, const ir_type *ex, const tj_te
     return t;
 }
 
+tj_tensor *fe_trace_pinned(const tj_tensor *t)
+{
+    fe_trace *tr = current;
+    if (!tr || !t || !t->sym)
+        return (tj_tensor *)t;
+    ir_type ex;
+    rt_type_of(t, &ex);
+    tj_tensor *p = rt_own(rt_tensor_symbolic(&ex, t->sym));
+    if (!p)
+        return NULL;
+    memcpy(p->strides, t->strides, sizeof p->strides);
+    p->weak = t->weak;
+    p->alias = new_alias(tr);   /* no write of the trace is its storage's */
+    return p;
+}
+
 static void trace_break(fe_trace *tr, const char *fmt, const char *what)
 {
     if (tr->brk[0])

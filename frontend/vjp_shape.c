@@ -68,10 +68,21 @@ AG_VJP(amin) { return extreme_vjp(c, g, gx); }
 AG_VJP(logsumexp) { AG_SET(0, tj_mul(unreduce(c, g), tj_exp(tj_sub(X, unreduce(c, Y))))); return 0; }
 
 /* var: 2 (x - mean) / (N - correction); std: (x - mean) / ((N - correction) y) */
+/* x - mean over the reduced dims, shifted by a corner x0 of each reduced
+ * block first: where x is constant along them it is exactly 0 (the mean of
+ * equal values, rounded, is not always that value, and std's gradient
+ * divides the difference by a std as small; PyTorch gives 0 there). */
 static tj_tensor *centered(const ag_ctx *c)
 {
     int dims[TJ_MAX_DIMS], nd = reduced_dims(c, dims);
-    return tj_sub(X, tj_mean(X, dims, nd, true));
+    tj_tensor *x0 = X;
+    for (int k = 0; k < nd; k++)
+        if (X->shape[dims[k]] == 0)
+            return tj_sub(X, tj_mean(X, dims, nd, true));   /* no corner */
+    for (int k = 0; k < nd && x0; k++)
+        x0 = tj_narrow(x0, dims[k], 0, 1);
+    tj_tensor *s = tj_sub(X, x0);
+    return tj_sub(s, tj_mean(s, dims, nd, true));
 }
 
 AG_VJP(var)
@@ -81,10 +92,12 @@ AG_VJP(var)
     return 0;
 }
 
+/* 0 where the deviation is 0 (PyTorch's std_backward: x constant along the
+ * dims, so std stays 0 near it; x - mean, rounded, over 0 was inf or NaN) */
 AG_VJP(std)
 {
-    tj_tensor *dof = reduced_count(c, c->a->a[1].i[0]);
-    AG_SET(0, tj_div(tj_mul(unreduce(c, g), centered(c)), tj_mul(unreduce(c, Y), dof)));
+    tj_tensor *dof = reduced_count(c, c->a->a[1].i[0]), *y = unreduce(c, Y);
+    AG_SET(0, ag_masked(tj_div(tj_mul(unreduce(c, g), centered(c)), tj_mul(y, dof)), tj_ne_s(y, 0)));
     return 0;
 }
 
