@@ -121,16 +121,24 @@ tj_tensor *ag_expand_to(tj_tensor *g, const tj_tensor *x)
 
 tj_tensor *ag_zeros_of(const tj_tensor *x, tj_dtype dt) { return ag_expand_to(tj_scalar(dt, 0), x); }
 
+/* shape (of t's traced type, ndim dims) for tj_reshape: its one symbolic
+ * dim as -1, which stands for it; else the example's sizes, ex (a reshape
+ * cannot name two). */
+static const int64_t *reshape_shape(int64_t *shape, int ndim, const int64_t *ex)
+{
+    int nsym = 0;
+    for (int d = 0; d < ndim; d++)
+        if (IR_IS_SYM(shape[d])) {
+            shape[d] = -1;
+            nsym++;
+        }
+    return nsym <= 1 ? shape : ex;
+}
+
 tj_tensor *ag_reshape_to(tj_tensor *g, const tj_tensor *x)
 {
     ir_type tx = type_of(x);
-    int nsym = 0;
-    for (int d = 0; d < tx.ndim; d++)
-        if (IR_IS_SYM(tx.shape[d])) {
-            tx.shape[d] = -1;   /* the one symbol: reshape's -1 stands for it */
-            nsym++;
-        }
-    return tj_reshape(g, x->ndim, nsym == 1 ? tx.shape : x->shape);
+    return tj_reshape(g, x->ndim, reshape_shape(tx.shape, tx.ndim, x->shape));
 }
 
 tj_tensor *ag_unreduce(tj_tensor *g, const ir_attr *dims, bool keepdim, const tj_tensor *x)
@@ -160,12 +168,16 @@ tj_tensor *ag_interleave(tj_tensor *g, int dim, int64_t step)
     if (!g || step == 1 || n == 0)
         return g;
     /* [n] -> [n,1] -> [n,step] (zeros after each) -> [n*step] -> the first (n-1)*step+1 */
-    int64_t shape[TJ_MAX_DIMS];
-    memcpy(shape, g->shape, sizeof shape);
-    shape[dim] = n * step;
+    ir_type tg = type_of(g);
+    int64_t shape[TJ_MAX_DIMS], ex[TJ_MAX_DIMS];
+    memcpy(ex, g->shape, sizeof ex);
+    ex[dim] = n * step;
+    memcpy(shape, tg.shape, sizeof shape);
+    shape[dim] = IR_IS_SYM(shape[dim]) ? -2 : n * step;   /* -2: not a size, the example's then */
     int ndim = g->ndim;
     g = ag_pad_dim(tj_unsqueeze(g, dim + 1), dim + 1, 0, step - 1);
-    return tj_slice(tj_reshape(g, ndim, shape), dim, 0, (n - 1) * step + 1, 1);
+    const int64_t *to = shape[dim] == -2 ? ex : reshape_shape(shape, ndim, ex);
+    return tj_slice(tj_reshape(g, ndim, to), dim, 0, (n - 1) * step + 1, 1);
 }
 
 /* a - b for dims (static, or a symbol plus a count): false where that is

@@ -4,7 +4,8 @@
  * arguments (fe_sym_full, fe_count): means, variances, cross-entropy over
  * probabilities, broadcasts back onto a symbolic dim, index_select, causal
  * attention over a symbolic sequence, slices of it put back (cat, narrow,
- * pad), and batch norm's running variance in the forward. Each model here is called at six sizes, its results,
+ * pad), strided pools' zeros interleaved, and batch norm's running variance
+ * in the forward. Each model here is called at six sizes, its results,
  * gradients and running statistics against eager's (f64), with one joint
  * and no eager call. Where a rule fails on the symbols (index_select's,
  * over the symbolic dim) or the joint differs at other sizes, the entry gets
@@ -22,13 +23,13 @@
 
 #include "util.h"
 
-enum { W1, W2, GAMMA, BETA, NGRAD, RM = NGRAD, RV, IDX, NW };
+enum { W1, W2, GAMMA, BETA, CONV, FC, NGRAD, RM = NGRAD, RV, IDX, NW };
 
 typedef struct model {
     const char *name;
     tj_model_fn fn;
     int nargs;
-    int dyn;   /* the argument dim that changes (arguments 0 and 1) */
+    int dyn;   /* argument 0: [s, 8] (0), [2, s, 8] (1) or [s, 2, 8, 8] (2) */
 } model;
 
 /* Batch norm (training) with its running statistics, reshapes through a
@@ -83,6 +84,20 @@ static tj_tensor *slices_model(void *ctx, tj_tensor *const *a, int n)
     return tj_matmul(tj_add(tj_mul(h, row), s), w[W2]);
 }
 
+/* A small convnet over a symbolic batch (x [s0, 2, 8, 8]): convolution,
+ * training-mode batch norm, max and average pools (strided: their gradients
+ * interleave zeros, reshaping through the batch), flattened into a linear. */
+static tj_tensor *cnn_model(void *ctx, tj_tensor *const *a, int n)
+{
+    tj_tensor **w = ctx;
+    (void)n;
+    tj_tensor *h = tj_conv2d(a[0], w[CONV], NULL, NULL, (int64_t[]){1, 1}, NULL, 1);
+    h = tj_relu(tj_batch_norm_train(h, w[RM], w[RV], w[GAMMA], w[BETA], 0.1, 1e-5));
+    h = tj_add(tj_max_pool2d(h, (int64_t[]){2, 2}, NULL, NULL, NULL),
+               tj_avg_pool2d(h, (int64_t[]){2, 2}, NULL, NULL, true));
+    return tj_matmul(tj_reshape(h, 2, (int64_t[]){-1, 8 * 4 * 4}), w[FC]);
+}
+
 /* index_add (index_select's gradient) cannot follow a symbolic dim yet. */
 static tj_tensor *index_model(void *ctx, tj_tensor *const *a, int n)
 {
@@ -108,6 +123,8 @@ static void weights(tj_tensor **w)
     w[W2] = tj_randn(TJ_F64, 2, (int64_t[]){8, 4});
     w[GAMMA] = tj_randn(TJ_F64, 1, (int64_t[]){8});
     w[BETA] = tj_randn(TJ_F64, 1, (int64_t[]){8});
+    w[CONV] = tj_mul_s(tj_randn(TJ_F64, 4, (int64_t[]){8, 2, 3, 3}), 0.3);
+    w[FC] = tj_mul_s(tj_randn(TJ_F64, 2, (int64_t[]){128, 4}), 0.1);
     w[RM] = tj_zeros(TJ_F64, 1, (int64_t[]){8});
     w[RV] = tj_ones(TJ_F64, 1, (int64_t[]){8});
     w[IDX] = tj_from_data(TJ_I64, 1, (int64_t[]){3}, (int64_t[]){0, 4, 1});
@@ -118,15 +135,18 @@ static void weights(tj_tensor **w)
 /* The arguments of m at size s of its symbolic dim. */
 static void make_args(const model *m, int64_t s, tj_tensor **a)
 {
-    int64_t shape[3] = {s, 8, 0};
+    int64_t shape[4] = {s, 8, 0, 0};
     int nd = 2;
     if (m->dyn == 1) {   /* [2, s, 8] */
         shape[0] = 2, shape[1] = s, shape[2] = 8;
         nd = 3;
+    } else if (m->dyn == 2) {   /* images [s, 2, 8, 8] */
+        shape[1] = 2, shape[2] = shape[3] = 8;
+        nd = 4;
     }
     a[0] = tj_randn(TJ_F64, nd, shape);
     a[1] = tj_softmax(tj_randn(TJ_F64, 2, (int64_t[]){s, 4}), 1);
-    assert_int_equal(tj_mark_dynamic(a[0], m->dyn), 0);
+    assert_int_equal(tj_mark_dynamic(a[0], m->dyn == 1), 0);
     if (m->nargs > 1)
         assert_int_equal(tj_mark_dynamic(a[1], 0), 0);
 }
@@ -183,6 +203,7 @@ static void test_symbolic_rules(void **state)
         {"ce", ce_model, 2, 0},
         {"mean", mean_model, 1, 0},
         {"slices", slices_model, 1, 0},
+        {"cnn", cnn_model, 1, 2},
         {"attention", attention_model, 1, 1},
     };
     const int64_t sizes[] = {6, 9, 14, 9, 21, 5};
