@@ -38,9 +38,15 @@ bool ps_is_tangent(const ir_node *n)
 
 /* Pointwise values, views, layout moves (copy, pad, flip, cat) and
  * full_like (of its input's shape: the sizes of symbolic dims, vjp.c):
- * memory bound, cheap to compute again inside a fused kernel or a copy. */
+ * memory bound, cheap to compute again inside a fused kernel or a copy.
+ * Not eq and ne: they compare a value with one derived from it (amax's
+ * ties: x == max(x)), and x computed again in another kernel may round
+ * otherwise than the x the saved max came from (a reciprocal multiplied
+ * for a division): the mask is saved, a byte an element. */
 static bool cheap(ir_op op)
 {
+    if (op == OP_eq || op == OP_ne)
+        return false;
     if (op == OP_copy || op == OP_pad || op == OP_flip || op == OP_cat || op == OP_full_like)
         return true;
     switch (ir_ops[op].kind) {

@@ -18,8 +18,10 @@
  *
  *   - inputs of the joint graph are there for both: never saved;
  *   - a view is viewed again in the backward: what it views is decided;
- *   - the results of matmul, conv2d, reductions, gather, index_select and
- *     the nn composites (softmax, layer_norm, ...) are saved, never recomputed;
+ *   - the results of matmul, conv2d, reductions, gather, index_select,
+ *     the nn composites (softmax, layer_norm, ...) and eq/ne (a mask of
+ *     x == max(x) must see the x the max came from) are saved, never
+ *     recomputed;
  *   - a pointwise value, a layout move (copy, pad, flip, cat) or a full_like, v is recomputed when that moves fewer bytes
  *     between the plans than saving it: its cone of pointwise/view producers
  *     (at most PS_PARTITION_MAX_CHAIN nodes) stops at inputs, at values
