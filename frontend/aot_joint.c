@@ -333,6 +333,13 @@ static int tape_results(fe_joint *j, tj_tensor **res, char *why, size_t n)
     return 0;
 }
 
+/* Why the trace tr failed: its graph break, the op that could not follow its
+ * symbols, or what. */
+static const char *trace_failure(const fe_trace *tr, const char *what)
+{
+    return tr->brk[0] ? tr->brk : tr->dyn_unsupported ? tr->dyn_why : what;
+}
+
 /* Traces the joint graph of the results on the tape into tr, the arguments
  * of example types ext (the tensors examples, or NULL: contiguous); with sy
  * on its symbols (their sizes in ext). 0 or -1 with why. */
@@ -365,9 +372,7 @@ static int trace_joint(fe_joint *j, fe_trace *tr, tj_model_fn fn, tj_model_multi
     }
     j->nres = fe_run_model(fn, mfn, ctx, j->name, sargs, j->nargs, res, JOINT_MAX);
     if (j->nres < 0 || tr->brk[0] || tr->failed) {
-        snprintf(why, n, "%s", tr->brk[0]            ? tr->brk
-                               : tr->dyn_unsupported ? tr->dyn_why
-                                                     : "the model failed in the joint trace");
+        snprintf(why, n, "%s", trace_failure(tr, "the model failed in the joint trace"));
         return -1;
     }
     if (tape_results(j, res, why, n) != 0)
@@ -399,18 +404,15 @@ static int trace_joint(fe_joint *j, fe_trace *tr, tj_model_fn fn, tj_model_multi
         }
     }
     if (fe_ag_backward_roots(roots, seeds, j->ntape) != 0 || tr->brk[0] || tr->failed) {
-        snprintf(why, n, "%s", tr->brk[0]            ? tr->brk
-                               : tr->dyn_unsupported ? tr->dyn_why
-                                                     : "the backward failed in the joint trace");
+        snprintf(why, n, "%s", trace_failure(tr, "the backward failed in the joint trace"));
         return -1;
     }
     if (tr->nvreads || tr->nguards) {
         snprintf(why, n, "the trace read a tensor's values or a gradient");
         return -1;
     }
-    if (tr->dyn_read || tr->dyn_unsupported) {
-        snprintf(why, n, "%s", tr->dyn_read ? "the model or a gradient rule reads the size of a symbolic dim"
-                                            : tr->dyn_why);
+    if (tr->dyn_unsupported) {   /* an op kept going on the example's sizes */
+        snprintf(why, n, "%s", tr->dyn_why);
         return -1;
     }
     /* the outputs first: a result that is a weight itself captures it there */
