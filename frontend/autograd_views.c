@@ -105,8 +105,10 @@ tj_tensor *ag_view_replay(const ag_view *v, tj_tensor *g)
 
 tj_tensor *ag_view_outside(const ag_view *v, tj_tensor *g)
 {
-    /* the view's elements in the base: ones through the chain's adjoints */
-    tj_tensor *m = tj_ones(g->dtype, v->ndim, v->shape);
+    /* the view's elements in the base: ones through the chain's adjoints
+     * (ones of the view's shape: the base's replayed, so a traced chain
+     * follows symbolic dims) */
+    tj_tensor *m = ag_view_replay(v, ag_expand_to(tj_scalar(g->dtype, 1), g));
     for (const ag_view *s = v; s && m; s = s->parent) {
         tj_tensor *in = s->in, *gx = NULL;
         bool need = true;

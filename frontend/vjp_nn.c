@@ -373,20 +373,16 @@ AG_VJP(embedding)
 }
 
 /* g times the mask scaled by 1/(1-p), the mask drawn again from the op's
- * seed and offset as the kernel and the decomposition draw it (u >= p), a
- * bool read by the select itself: what a compiled backward saves, a byte an
- * element. g * 0 where dropped, as PyTorch's product (an infinite gradient
- * there gives NaN). */
+ * seed and offset (the same dropout of ones: kept where nonzero; of x's
+ * shape, symbolic dims too), a bool read by the select itself: what a
+ * compiled backward saves, a byte an element. g * 0 where dropped, as
+ * PyTorch's product (an infinite gradient there gives NaN). */
 AG_VJP(dropout)
 {
     double p = c->a->a[0].f;
-    ir_attrs at = {0};
-    ir_attr_ints(&at.a[0], X->shape, X->ndim);
-    ir_attr_int(&at.a[1], X->dtype);
-    at.a[2] = c->a->a[1];   /* seed */
-    at.a[3] = c->a->a[2];   /* offset */
-    tj_tensor *u = fe_apply(OP_rand, NULL, 0, &at);
-    tj_tensor *keep = u ? tj_ge_s(u, p) : NULL;
+    tj_tensor *ones = tj_ones_like(X);
+    tj_tensor *drawn = ones ? fe_apply(OP_dropout, &ones, 1, c->a) : NULL;
+    tj_tensor *keep = drawn ? tj_ne_s(drawn, 0) : NULL;
     AG_SET(0, keep ? tj_where(keep, tj_mul_s(g, p < 1 ? 1.0 / (1.0 - p) : 0.0), tj_mul_s(g, 0.0)) : NULL);
     return 0;
 }

@@ -4,8 +4,8 @@
  * arguments (fe_sym_full, fe_count): means, variances, cross-entropy over
  * probabilities, broadcasts back onto a symbolic dim, index_select, causal
  * attention over a symbolic sequence, slices of it put back (cat, narrow,
- * pad), strided pools' zeros interleaved, and batch norm's running variance
- * in the forward. Each model here is called at six sizes, its results,
+ * pad), strided pools' zeros interleaved, dropout's mask drawn again, and
+ * batch norm's running variance in the forward. Each model here is called at six sizes, its results,
  * gradients and running statistics against eager's (f64), with one joint
  * and no eager call. Where a rule fails on the symbols (index_select's,
  * over the symbolic dim) or the joint differs at other sizes, the entry gets
@@ -50,6 +50,14 @@ static tj_tensor *ce_model(void *ctx, tj_tensor *const *a, int n)
     tj_tensor **w = ctx;
     (void)n;
     return tj_cross_entropy(tj_matmul(tj_tanh(tj_matmul(a[0], w[W1])), w[W2]), a[1]);
+}
+
+/* Dropout over the symbolic dim: its gradient draws the mask again. */
+static tj_tensor *dropout_model(void *ctx, tj_tensor *const *a, int n)
+{
+    tj_tensor **w = ctx;
+    (void)n;
+    return tj_matmul(tj_dropout(tj_tanh(tj_matmul(a[0], w[W1])), 0.3, true), w[W2]);
 }
 
 /* A mean over the symbolic dim broadcast back onto it. */
@@ -162,6 +170,7 @@ static tj_compiled *run_sizes(const model *m, tj_tensor **w, const int64_t *size
         make_args(m, sizes[i], a);
         for (int k = 0; k < 2; k++)
             before[k] = tj_clone(w[RM + k]);
+        tj_manual_seed(100 + (uint64_t)i);   /* the same draws, eager and compiled */
         tj_tensor *y0 = m->fn(w, a, m->nargs);
         assert_non_null(y0);
         assert_int_equal(tj_backward(tj_sum(y0, NULL, 0, false)), 0);
@@ -173,6 +182,7 @@ static tj_compiled *run_sizes(const model *m, tj_tensor **w, const int64_t *size
             stat[k] = tj_clone(w[RM + k]);
             assert_int_equal(tj_copy_(w[RM + k], before[k]), 0);
         }
+        tj_manual_seed(100 + (uint64_t)i);
         tj_tensor *y1 = tj_call(c, a, m->nargs);
         if (!y1)
             fail_msg("%s at %lld: %s", m->name, (long long)sizes[i], tj_last_error());
@@ -203,6 +213,7 @@ static void test_symbolic_rules(void **state)
         {"ce", ce_model, 2, 0},
         {"mean", mean_model, 1, 0},
         {"slices", slices_model, 1, 0},
+        {"dropout", dropout_model, 1, 0},
         {"cnn", cnn_model, 1, 2},
         {"attention", attention_model, 1, 1},
     };
