@@ -73,9 +73,14 @@ tj_tensor *fe_apply(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a)
     }
     if (ir_infer(op, (const ir_type *const *)tp, nin, a, &out, reason, sizeof reason) != 0)
         return op_error(op, in, nin, reason);
-    if (by_decomp && tr && fe_decomp_reads_sizes(op, in, nin, a, (const ir_type *const *)tp))
+    if (by_decomp && tr && fe_decomp_reads_sizes(op, in, nin, a, (const ir_type *const *)tp)) {
+        bool tried;   /* built on the symbols, when none lands in an attribute */
+        tj_tensor *r = fe_apply_decomposed_symbolic(op, in, nin, a, &tried);
+        if (tried)
+            return r;
         for (int k = 0; k < nin; k++)   /* the prims would hold the example's sizes */
             fe_trace_shape_read(in[k]);
+    }
     if (by_decomp)   /* a DCOMP row: its prims run (apply_decomp.c) */
         return fe_apply_decomposed(op, in, nin, a, (const ir_type *const *)tp);
     tj_tensor *r = rt_eager(op, in, nin, a, &out);

@@ -87,6 +87,23 @@ static char *untyped(const ir_graph *g)
     return t;
 }
 
+/* Whether op decomposes on the types t1 and on t2 into the same ops and
+ * attributes (types aside); false when either fails. */
+static bool same_decomposition(ir_op op, const ir_type *const *t1, const ir_type *const *t2, int nin,
+                               const ir_attrs *a)
+{
+    char err[64];
+    ir_graph *g1 = ps_decompose_one(op, t1, nin, a, err, sizeof err);
+    ir_graph *g2 = g1 ? ps_decompose_one(op, t2, nin, a, err, sizeof err) : NULL;
+    char *s1 = g1 ? untyped(g1) : NULL, *s2 = g2 ? untyped(g2) : NULL;
+    bool same = s1 && s2 && strcmp(s1, s2) == 0;
+    free(s1);
+    free(s2);
+    ir_graph_free(g1);
+    ir_graph_free(g2);
+    return same;
+}
+
 bool fe_decomp_reads_sizes(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
                            const ir_type *const *types)
 {
@@ -107,18 +124,50 @@ bool fe_decomp_reads_sizes(ir_op op, tj_tensor *const *in, int nin, const ir_att
             }
         ta[k] = &alt[k];
     }
-    if (!sym)
-        return false;
-    char err[64];
-    ir_graph *g1 = ps_decompose_one(op, types, nin, a, err, sizeof err);
-    ir_graph *g2 = g1 ? ps_decompose_one(op, ta, nin, a, err, sizeof err) : NULL;
-    char *t1 = g1 ? untyped(g1) : NULL, *t2 = g2 ? untyped(g2) : NULL;
-    bool reads = !t1 || !t2 || strcmp(t1, t2) != 0;
-    free(t1);
-    free(t2);
-    ir_graph_free(g1);
-    ir_graph_free(g2);
-    return reads;
+    return sym && !same_decomposition(op, types, ta, nin, a);
+}
+
+/* The symbolic types of in[0..nin) into st, and whether op's decomposition
+ * on them holds no symbol in its attributes (the same text with every
+ * symbol renumbered). */
+static bool free_of_symbols(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a, ir_type *st,
+                            ir_type *alt)
+{
+    const ir_type *ts[FE_MAX_INPUTS], *ta[FE_MAX_INPUTS];
+    bool sym = false;
+    for (int k = 0; k < nin; k++) {
+        ts[k] = ta[k] = NULL;
+        if (!in[k])
+            continue;
+        fe_trace_type(in[k], &st[k]);
+        alt[k] = st[k];
+        for (int d = 0; d < alt[k].ndim; d++)   /* each symbol another one: s0 as s17 */
+            if (IR_IS_SYM(alt[k].shape[d]))
+                alt[k].shape[d] = ir_sym_at(ir_sym_index(alt[k].shape[d]) + 17, ir_sym_delta(alt[k].shape[d]));
+        sym |= ir_type_has_sym(&st[k]);
+        ts[k] = &st[k];
+        ta[k] = &alt[k];
+    }
+    return sym && same_decomposition(op, ts, ta, nin, a);
+}
+
+tj_tensor *fe_apply_decomposed_symbolic(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
+                                        bool *tried)
+{
+    *tried = false;
+    if (nin > FE_MAX_INPUTS)
+        return NULL;
+    ir_type *st = malloc(sizeof *st * 2 * ((size_t)nin + 1));
+    const ir_type *tp[FE_MAX_INPUTS];
+    tj_tensor *r = NULL;
+    if (st && free_of_symbols(op, in, nin, a, st, st + nin + 1)) {
+        for (int k = 0; k < nin; k++)
+            tp[k] = in[k] ? &st[k] : NULL;
+        *tried = true;
+        r = fe_apply_decomposed(op, in, nin, a, tp);
+    }
+    free(st);
+    return r;
 }
 
 bool fe_decomp_fails_symbolic(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,

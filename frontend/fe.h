@@ -34,6 +34,14 @@ bool fe_decomp_is_view(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *
  * into the graph's prims. */
 bool fe_decomp_reads_sizes(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
                            const ir_type *const *types);
+/* While tracing: op applied through its decomposition built on the inputs'
+ * symbolic types, when that holds no symbol in its attributes (the same
+ * text with every symbol renumbered): its prims then follow the symbolic
+ * dims (a tril's mask counted along them) where the decomposition at the
+ * example's types reads their sizes. *tried false: not so (the caller
+ * specializes); else the result, or NULL with the error. */
+tj_tensor *fe_apply_decomposed_symbolic(ir_op op, tj_tensor *const *in, int nin, const ir_attrs *a,
+                                        bool *tried);
 /* While tracing a DCOMP row recorded whole (no gradients): whether its
  * decomposition fails on the inputs' symbolic types (a reshape to a product of
  * sizes, a count of a symbolic dim); why gets the reason. The graph could only

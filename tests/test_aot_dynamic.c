@@ -4,8 +4,9 @@
  * arguments (fe_sym_full, fe_count): means, variances, cross-entropy over
  * probabilities, broadcasts back onto a symbolic dim, index_select, causal
  * attention over a symbolic sequence, slices of it put back (cat, narrow,
- * pad), strided pools' zeros interleaved, dropout's mask drawn again, and
- * batch norm's running variance in the forward. Each model here is called at six sizes, its results,
+ * pad), strided pools' zeros interleaved, dropout's mask drawn again, tril
+ * decomposed on the symbols, and batch norm's running variance in the
+ * forward. Each model here is called at six sizes, its results,
  * gradients and running statistics against eager's (f64), with one joint
  * and no eager call. Where a rule fails on the symbols (index_select's,
  * over the symbolic dim) or the joint differs at other sizes, the entry gets
@@ -58,6 +59,15 @@ static tj_tensor *dropout_model(void *ctx, tj_tensor *const *a, int n)
     tj_tensor **w = ctx;
     (void)n;
     return tj_matmul(tj_dropout(tj_tanh(tj_matmul(a[0], w[W1])), 0.3, true), w[W2]);
+}
+
+/* tril over the symbolic dim: a composite a trace recording gradients
+ * decomposes, here on the symbols (its mask counted along them). */
+static tj_tensor *tril_model(void *ctx, tj_tensor *const *a, int n)
+{
+    tj_tensor **w = ctx;
+    (void)n;
+    return tj_matmul(tj_tril(tj_tanh(tj_matmul(a[0], w[W1])), -1), w[W2]);
 }
 
 /* A mean over the symbolic dim broadcast back onto it. */
@@ -214,6 +224,7 @@ static void test_symbolic_rules(void **state)
         {"mean", mean_model, 1, 0},
         {"slices", slices_model, 1, 0},
         {"dropout", dropout_model, 1, 0},
+        {"tril", tril_model, 1, 0},
         {"cnn", cnn_model, 1, 2},
         {"attention", attention_model, 1, 1},
     };
