@@ -4,8 +4,9 @@
  * contract and the cost rule).
  *
  *   joint --(which values read a tangent)--> forward nodes | backward nodes
- *         --(the forward values backward nodes read, in graph order:
- *            save, or recompute from the cone of pointwise producers)-->
+ *         --(a minimum cut between what the forward must compute and
+ *            what the backward reads, in bytes moved: the values it
+ *            crosses are saved, the backward computes the rest again)-->
  *         forward: the forward nodes its outputs and the saved values need
  *         backward: the backward nodes, the recomputed ones, saved inputs
  */
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mincut.h"
 #include "partition.h"
 
 enum { UNDECIDED, SAVED, RECOMP };
@@ -23,10 +25,8 @@ typedef struct part {
     bool *dep;         /* per slot: reads a tangent (directly or not) */
     bool *stored;      /* per op node: the forward stores it anyway */
     unsigned char *st; /* per op node: UNDECIDED, SAVED, RECOMP */
-    int *mark;         /* per op node: the last cone walk that met it */
-    int walk;
-    ir_node **stack;
     int64_t saved_bytes;
+    int64_t moved;           /* the cut's bytes */
     const int64_t *symval;   /* the traced size of each symbol, or NULL */
     FILE *rep;
 } part;
@@ -95,76 +95,111 @@ static void save(part *p, const ir_node *n, const char *why)
     report(p, "saved", n, why);
 }
 
-/* Walks the cone of pointwise/view producers of v (v excluded when first is
- * false); apply: mark its inside RECOMP and save its edge. Returns the cost
- * of the edge (values not saved yet), or -1 when the cone is too large. */
-static int64_t cone(part *p, const ir_node *v, bool apply)
+/* The network: a source, a sink and each forward op node k as two vertices
+ * joined by what saving it moves (a view: infinite, what it views is saved
+ * instead); a node that must be computed in the forward hangs from the source,
+ * a value the backward reads hangs the sink; producers feed readers
+ * (infinite). A cut separates what the forward computes from what the
+ * backward needs; the node edges it crosses are the saved values. */
+enum { SOURCE, SINK };
+static int vin(int k) { return 2 + 2 * k; }
+static int vout(int k) { return 3 + 2 * k; }
+
+/* Whether forward op node v may be computed again in the backward: a cheap
+ * value at most PS_PARTITION_MAX_CHAIN pointwise producers deep (depth[], of
+ * the nodes before it, is filled in for v). */
+static bool recomputable(const ir_node *v, int *depth)
 {
-    int sp = 0, inside = 0;
-    int64_t cost = 0;
-    p->walk++;
-    p->stack[sp++] = (ir_node *)v;
-    p->mark[v->id] = p->walk;
-    while (sp > 0) {
-        const ir_node *n = p->stack[--sp];
-        for (int j = 0; j < n->nin; j++) {
-            const ir_node *u = n->in[j];
-            if (!u || ir_node_is_input(u) || p->mark[u->id] == p->walk)
-                continue;
-            p->mark[u->id] = p->walk;
-            if (p->st[u->id] != UNDECIDED)
-                continue;   /* saved, or computed again for another value: free */
-            if (!cheap(u->op) || p->stored[u->id]) {   /* stored anyway: stop there */
-                if (apply)
-                    save(p, u, "read by a recomputed value");
-                cost += move_cost(p, u);
-                continue;
-            }
-            if (++inside > PS_PARTITION_MAX_CHAIN)
-                return -1;
-            if (apply)
-                p->st[u->id] = RECOMP;
-            p->stack[sp++] = (ir_node *)u;
-        }
+    bool view = ir_ops[v->op].kind == IR_VIEW;
+    int d = 0;
+    for (int j = 0; j < v->nin; j++) {
+        const ir_node *u = v->in[j];
+        if (u && !ir_node_is_input(u) && depth[u->id] > d)
+            d = depth[u->id];
     }
-    return cost;
+    depth[v->id] = !cheap(v->op) ? 0 : view ? d : d + 1;
+    return cheap(v->op) && (view || depth[v->id] <= PS_PARTITION_MAX_CHAIN);
 }
 
-/* Decides one forward value the backward reads. */
-static void decide(part *p, const ir_node *v)
+static const char *why_saved(const part *p, const ir_node *v, const bool *read, const int *depth,
+                             char *buf, size_t n)
 {
-    if (p->st[v->id] != UNDECIDED)
-        return;
-    if (ir_ops[v->op].kind == IR_VIEW) {
-        /* a view is free: decide what it views, then view it again */
-        const ir_node *b = v;
-        while (ir_node_is_view(b)) {
-            p->st[b->id] = RECOMP;
-            b = b->in[0];
-        }
-        if (!ir_node_is_input(b))
-            decide(p, b);
-        return;
-    }
-    if (!cheap(v->op)) {
-        save(p, v, "");
-        return;
-    }
-    int64_t keep = move_cost(p, v), redo = cone(p, v, false);
-    char why[128];
-    if (redo < 0 || redo >= keep) {
-        if (redo < 0)
-            snprintf(why, sizeof why, "more than %d producers to recompute", PS_PARTITION_MAX_CHAIN);
-        else
-            snprintf(why, sizeof why, "recomputing moves %lld bytes, saving %lld", (long long)redo,
-                     (long long)keep);
-        save(p, v, why);
-        return;
-    }
-    p->st[v->id] = RECOMP;
-    cone(p, v, true);
+    if (!cheap(v->op))
+        return read[v->id] ? "" : "read by a recomputed value";
+    if (depth[v->id] > PS_PARTITION_MAX_CHAIN)
+        snprintf(buf, n, "more than %d pointwise producers in a chain", PS_PARTITION_MAX_CHAIN);
+    else if (p->stored[v->id])
+        snprintf(buf, n, "moves %lld bytes, the forward stores it anyway",
+                 (long long)move_cost(p, v));
+    else
+        snprintf(buf, n, "moves %lld bytes, written and read for the backward",
+                 (long long)move_cost(p, v));
+    return buf;
 }
 
+/* What computing v again costs beside bytes: 1 for arithmetic, 0 for a
+ * view, a layout move or a constant. */
+static int64_t work(const ir_node *v)
+{
+    ir_kind kind = ir_ops[v->op].kind;
+    bool move = kind == IR_VIEW || kind == IR_CREATE || v->op == OP_copy || v->op == OP_pad ||
+                v->op == OP_flip || v->op == OP_cat || v->op == OP_full_like;
+    return move ? 0 : 1;
+}
+
+/* Saves the values of a minimum cut. Capacities are bytes times scale (more
+ * than the graph's node count) plus, for each value computed again, its
+ * work(): of the cuts that move the fewest bytes, one that computes the
+ * fewest values again; of those, the one nearest the source (the fewest
+ * values held between the plans, as AOTAutograd's). 0 or -1. */
+static int cut(part *p, const bool *read, const bool *mat, char *err, size_t nerr)
+{
+    const ir_graph *g = p->g;
+    int n = g->nnodes, rc = 0;
+    int64_t scale = (int64_t)n + 1;
+    int *depth = calloc((size_t)n + 1, sizeof *depth);
+    bool *side = calloc(2 * (size_t)n + 2, sizeof *side);
+    ps_flow *f = ps_flow_new(2 * n + 2);
+    if (!depth || !side || !f)
+        rc = -1;
+    for (int k = 0; rc == 0 && k < n; k++) {
+        const ir_node *v = g->nodes[k];
+        if (p->dep[g->ninputs + k])
+            continue;
+        bool view = ir_ops[v->op].kind == IR_VIEW;
+        rc |= ps_flow_edge(f, vin(k), vout(k), view ? PS_FLOW_INF : move_cost(p, v) * scale);
+        /* an edge from the source is cut when v is computed again: its work,
+         * and its bytes written and read where a contraction reads it */
+        int64_t again = work(v) + (mat[k] ? 2 * bytes_of(p, v) * scale : 0);
+        if (!recomputable(v, depth))
+            rc |= ps_flow_edge(f, SOURCE, vin(k), PS_FLOW_INF);
+        else if (again > 0)
+            rc |= ps_flow_edge(f, SOURCE, vin(k), again);
+        if (read[k])
+            rc |= ps_flow_edge(f, vout(k), SINK, PS_FLOW_INF);
+        for (int j = 0; j < v->nin; j++)
+            if (v->in[j] && !ir_node_is_input(v->in[j]))
+                rc |= ps_flow_edge(f, vout(v->in[j]->id), vin(k), PS_FLOW_INF);
+    }
+    int64_t moved = rc == 0 ? ps_flow_max(f, SOURCE, SINK) : -1;
+    if (moved < 0)
+        snprintf(err, nerr, "out of memory");
+    else if (moved >= PS_FLOW_INF)   /* every path crosses a node edge: cannot happen */
+        snprintf(err, nerr, "partition: no cut of finite size");
+    else {
+        ps_flow_source_side(f, SOURCE, side);
+        p->moved = moved / scale;
+    }
+    for (int k = 0; moved >= 0 && moved < PS_FLOW_INF && k < n; k++) {
+        char why[128];
+        if (!p->dep[g->ninputs + k] && side[vin(k)] && !side[vout(k)])
+            save(p, g->nodes[k], why_saved(p, g->nodes[k], read, depth, why, sizeof why));
+    }
+    ps_flow_free(f);
+    free(side);
+    free(depth);
+    return moved >= 0 && moved < PS_FLOW_INF ? 0 : -1;
+}
 /* The forward's classification: dep, stored. 0 or -1. */
 static int classify(part *p, char *err, size_t nerr)
 {
@@ -240,6 +275,25 @@ static ir_graph *start(const ir_graph *g, const char *suffix, bool with_tangents
     return h;
 }
 
+/* need[k]: op node k is computed in the backward or saved for it (from the
+ * backward's outputs back, through values not saved). */
+static void backward_needs(const part *p, bool *need)
+{
+    const ir_graph *g = p->g;
+    for (int k = p->nfwd; k < g->noutputs; k++)
+        if (!ir_node_is_input(g->outputs[k]))
+            need[g->outputs[k]->id] = true;
+    for (int k = g->nnodes - 1; k >= 0; k--) {
+        if (!need[k] || p->st[k] == SAVED)
+            continue;
+        for (int j = 0; j < g->nodes[k]->nin; j++) {
+            const ir_node *u = g->nodes[k]->in[j];
+            if (u && !ir_node_is_input(u))
+                need[u->id] = true;
+        }
+    }
+}
+
 static ir_graph *build_forward(part *p, char *err, size_t nerr)
 {
     const ir_graph *g = p->g;
@@ -302,18 +356,8 @@ static ir_graph *build_backward(part *p, char *err, size_t nerr)
             h = NULL;
         }
     }
-    for (int k = p->nfwd; h && k < g->noutputs; k++)
-        if (!ir_node_is_input(g->outputs[k]))
-            need[g->outputs[k]->id] = true;
-    for (int k = g->nnodes - 1; h && k >= 0; k--) {
-        if (!need[k] || p->st[k] == SAVED)
-            continue;
-        for (int j = 0; j < g->nodes[k]->nin; j++) {
-            const ir_node *u = g->nodes[k]->in[j];
-            if (u && !ir_node_is_input(u))
-                need[u->id] = true;
-        }
-    }
+    if (h)
+        backward_needs(p, need);
     for (int k = 0; h && k < g->nnodes; k++) {
         if (!need[k] || p->st[k] == SAVED)
             continue;
@@ -335,13 +379,40 @@ static ir_graph *build_backward(part *p, char *err, size_t nerr)
     return h;
 }
 
-/* Decides every forward value the backward reads, in graph order. */
-static void decide_all(part *p)
+/* mat[k]: forward op node k is read whole by a backward matmul or conv2d
+ * (through views): a contraction reads its operands from memory, so computed
+ * again the value is written and read in the backward, where a pointwise
+ * reader fuses it. */
+static void materialized(const part *p, bool *mat)
+{
+    const ir_graph *g = p->g;
+    for (int k = 0; k < g->nnodes; k++) {
+        const ir_node *n = g->nodes[k];
+        if (!p->dep[g->ninputs + k] || ir_ops[n->op].kind != IR_CONTRACT)
+            continue;
+        for (int j = 0; j < n->nin; j++) {
+            const ir_node *u = n->in[j];
+            while (u && ir_node_is_view(u))
+                u = u->in[0];
+            if (u && !ir_node_is_input(u) && !p->dep[ir_slot(g, u)])
+                mat[u->id] = true;
+        }
+    }
+}
+
+/* Decides every forward value the backward reads: saved (the cut) or
+ * computed again (the forward nodes the backward needs otherwise). */
+static int decide_all(part *p, char *err, size_t nerr)
 {
     const ir_graph *g = p->g;
     bool *read = calloc((size_t)g->nnodes + 1, sizeof *read);
-    if (!read)
-        return;
+    bool *need = calloc((size_t)g->nnodes + 1, sizeof *need);
+    bool *mat = calloc((size_t)g->nnodes + 1, sizeof *mat);
+    int rc = -1;
+    if (!read || !need || !mat) {
+        snprintf(err, nerr, "out of memory");
+        goto out;
+    }
     for (int k = 0; k < g->nnodes; k++) {
         const ir_node *n = g->nodes[k];
         for (int j = 0; p->dep[g->ninputs + k] && j < n->nin; j++)
@@ -351,14 +422,22 @@ static void decide_all(part *p)
     for (int k = p->nfwd; k < g->noutputs; k++) {
         const ir_node *o = g->outputs[k];
         if (!ir_node_is_input(o) && !p->dep[ir_slot(g, o)])
-            read[o->id] = true;
+            read[o->id] = mat[o->id] = true;
     }
+    materialized(p, mat);
+    if (cut(p, read, mat, err, nerr) != 0)
+        goto out;
+    backward_needs(p, need);
     for (int k = 0; k < g->nnodes; k++)
-        if (read[k])
-            decide(p, g->nodes[k]);
+        if (need[k] && !p->dep[g->ninputs + k] && p->st[k] != SAVED)
+            p->st[k] = RECOMP;
+    rc = 0;
+out:
     free(read);
+    free(need);
+    free(mat);
+    return rc;
 }
-
 int ps_partition_joint(const ir_graph *g, int nfwd, const int64_t *symval, ps_partition *out, char *err,
                        size_t nerr)
 {
@@ -375,17 +454,16 @@ int ps_partition_joint(const ir_graph *g, int nfwd, const int64_t *symval, ps_pa
     p.dep = calloc((size_t)ir_nslots(g) + 1, sizeof *p.dep);
     p.stored = calloc(n, sizeof *p.stored);
     p.st = calloc(n, sizeof *p.st);
-    p.mark = calloc(n, sizeof *p.mark);
-    p.stack = calloc(n, sizeof *p.stack);
     p.rep = open_memstream(&text, &len);
     int rc = -1;
-    if (!p.dep || !p.stored || !p.st || !p.mark || !p.stack || !p.rep) {
+    if (!p.dep || !p.stored || !p.st || !p.rep) {
         snprintf(err, nerr, "out of memory");
         goto out;
     }
     if (classify(&p, err, nerr) != 0)
         goto out;
-    decide_all(&p);
+    if (decide_all(&p, err, nerr) != 0)
+        goto out;
     for (int k = 0; k < g->nnodes; k++) {
         if (p.st[k] == SAVED)
             out->nsaved++;
@@ -395,6 +473,7 @@ int ps_partition_joint(const ir_graph *g, int nfwd, const int64_t *symval, ps_pa
             report(&p, "recomputed", g->nodes[k], "");
         }
     }
+    fprintf(p.rep, "the cut: %lld bytes written and read for the backward\n", (long long)p.moved);
     out->saved_bytes = p.saved_bytes;
     if (!(out->fwd = build_forward(&p, err, nerr)) || !(out->bwd = build_backward(&p, err, nerr)))
         goto out;
@@ -415,8 +494,6 @@ out:
     free(p.dep);
     free(p.stored);
     free(p.st);
-    free(p.mark);
-    free(p.stack);
     return rc;
 }
 

@@ -11,26 +11,29 @@
  *   backward  inputs: every joint input, in order (tangents included), then
  *             saved0 .. saved<n-1>; outputs: the backward outputs
  *
- * and decides, for each forward value the backward reads, whether the
- * forward saves it or the backward computes it again from what is saved.
- * The rule (a greedy pass over those values in graph order, documented in
+ * and decides which forward values to save: a minimum cut (mincut.h) of a
+ * network in which each forward op node is an edge weighted by the bytes
+ * saving it moves, the values the backward reads hang from the sink and the
+ * values that must be computed in the forward from the source (documented in
  * docs/training.md):
  *
- *   - inputs of the joint graph are there for both: never saved;
- *   - a view is viewed again in the backward: what it views is decided;
+ *   - inputs of the joint graph are there for both: never saved, free;
+ *   - a view is viewed again in the backward: what it views is saved;
  *   - the results of matmul, conv2d, reductions, gather, index_select,
- *     the nn composites (softmax, layer_norm, ...) and eq/ne (a mask of
- *     x == max(x) must see the x the max came from) are saved, never
- *     recomputed;
- *   - a pointwise value, a layout move (copy, pad, flip, cat) or a full_like, v is recomputed when that moves fewer bytes
- *     between the plans than saving it: its cone of pointwise/view producers
- *     (at most PS_PARTITION_MAX_CHAIN nodes) stops at inputs, at values
- *     already saved (free), at values the forward stores anyway and at the
- *     results of the ops above (those two saved for it); a value costs
- *     its bytes once when the forward stores it anyway (a forward output, or
- *     read by a matmul, reduction, ...: the backward's read) and twice when it
- *     is stored only for the backward (the write and the read). Recompute
- *     when the cone's cost is strictly less than v's; a tie saves.
+ *     the nn composites (softmax, layer_norm, ...), eq/ne (a mask of
+ *     x == max(x) must see the x the max came from) and pointwise values more
+ *     than PS_PARTITION_MAX_CHAIN pointwise producers deep are never computed
+ *     again;
+ *   - a pointwise value, a layout move (copy, pad, flip, cat), a constant or a
+ *     full_like may be: saving it costs its bytes once when the forward stores
+ *     it anyway (a forward output, or read by a matmul, reduction, ...: the
+ *     backward's read) and twice when it is stored only for the backward (the
+ *     write and the read); computing it again costs nothing where pointwise
+ *     readers fuse it and twice its bytes where a backward matmul or conv2d
+ *     reads it.
+ *
+ * Of the cuts that move the fewest bytes, one that computes the fewest
+ * arithmetic values again; of those, the one nearest the source.
  */
 #ifndef TJ_PASSES_PARTITION_H
 #define TJ_PASSES_PARTITION_H
@@ -50,7 +53,8 @@ typedef struct ps_partition {
                              constants, which are free, not counted) */
     int64_t saved_bytes;  /* what the saved values hold (at symval's sizes) */
     char *report;         /* one line per saved or recomputed value, in the joint's
-                             numbering: "saved %3 = matmul f32[4,8] (128 bytes)" */
+                             numbering ("saved %3 = matmul f32[4,8] (128 bytes)"), then
+                             "the cut: N bytes written and read for the backward" */
 } ps_partition;
 
 /* Splits joint (which stays the caller's); the bytes of a value with

@@ -7,7 +7,8 @@
  * backward on the forward's saved values, must give the same outputs bit for
  * bit (the same kernels on the same values). Error cases: forward counts out
  * of range, a forward output that reads a tangent. And the backward pruned of
- * a tangent no gradient reached (passes/bwd_prune.c), text in, text out.
+ * a tangent no gradient reached (passes/bwd_prune.c), text in, text out;
+ * the minimum cut itself (passes/mincut.c) on known networks.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "../passes/mincut.h"
 #include "../passes/partition.h"
 #include "../sched/exec.h"
 #include "util.h"
@@ -133,8 +135,9 @@ static void test_mlp_relu(void **state)
         "  %7 = matmul %6, %5 : f32[3,8]\n"
         "  return %7, %1\n"
         "}\n"
-        "saved %1 = relu f32[4,8] (128 bytes): recomputing moves 256 bytes, saving 128\n"
-        "saved %8 = gt bool[4,8] (32 bytes): recomputing moves 256 bytes, saving 64\n");
+        "saved %1 = relu f32[4,8] (128 bytes): moves 128 bytes, the forward stores it anyway\n"
+        "saved %8 = gt bool[4,8] (32 bytes): moves 64 bytes, written and read for the backward\n"
+        "the cut: 192 bytes written and read for the backward\n");
 }
 
 /* tanh(x @ w1) @ w2, tanh's gradient read from its result: the tanh value is
@@ -180,9 +183,10 @@ static void test_mlp_tanh(void **state)
         "  %9 = matmul %8, %7 : f32[3,8]\n"
         "  return %9, %1\n"
         "}\n"
-        "saved %1 = tanh f32[4,8] (128 bytes): recomputing moves 256 bytes, saving 128\n"
+        "saved %1 = tanh f32[4,8] (128 bytes): moves 128 bytes, the forward stores it anyway\n"
         "recomputed %7 = mul f32[4,8] (128 bytes)\n"
-        "recomputed %9 = sub f32[4,8] (128 bytes)\n");
+        "recomputed %9 = sub f32[4,8] (128 bytes)\n"
+        "the cut: 128 bytes written and read for the backward\n");
 }
 
 /* silu(x) = x * sigmoid(x) on an input: recomputed whole (its cone is the
@@ -227,7 +231,8 @@ static void test_pointwise_from_input(void **state)
         "recomputed %0 = sigmoid f32[4,8] (128 bytes)\n"
         "recomputed %6 = sub f32[4,8] (128 bytes)\n"
         "recomputed %7 = mul f32[4,8] (128 bytes)\n"
-        "recomputed %8 = mul f32[4,8] (128 bytes)\n");
+        "recomputed %8 = mul f32[4,8] (128 bytes)\n"
+        "the cut: 0 bytes written and read for the backward\n");
 }
 
 /* A backward output that reads no tangent is computed from saved values too;
@@ -254,12 +259,15 @@ static void test_forward_value_as_backward_output(void **state)
         "  return %1, %saved0\n"
         "}\n"
         "saved %0 = amax f32[4] (16 bytes)\n"
-        "recomputed %1 = exp f32[4] (16 bytes)\n");
+        "recomputed %1 = exp f32[4] (16 bytes)\n"
+        "the cut: 32 bytes written and read for the backward\n");
 }
 
 /* A layout copy of an input (what a weight gradient's matmul reads) and a
- * softmax (an nn composite): the copy is made again in the backward, the
- * softmax's result is saved. */
+ * softmax (an nn composite): the softmax's result is saved; the copy costs
+ * as many bytes saved (written in the forward, read in the backward) as made
+ * again (the matmul reads it from memory), a move with no arithmetic: of the
+ * equal cuts, the one that holds less between the plans makes it again. */
 static void test_copy_recomputed_softmax_saved(void **state)
 {
     (void)state;
@@ -287,7 +295,127 @@ static void test_copy_recomputed_softmax_saved(void **state)
         "  return %3\n"
         "}\n"
         "saved %1 = softmax f32[4,8] (128 bytes)\n"
-        "recomputed %3 = copy f32[8,4] (128 bytes)\n");
+        "recomputed %3 = copy f32[8,4] (128 bytes)\n"
+        "the cut: 384 bytes written and read for the backward\n");
+}
+
+/* sum(sin(m) + cos(m)), m = x @ w: the backward reads both sin(m) and cos(m)
+ * (its gradient is e cos(m) - e sin(m)). Each alone costs what m costs
+ * (written and read for the backward: 256 bytes), so a choice made per value
+ * saves both (512); the cut saves m once and computes both again. */
+static void test_shared_producer_saved_once(void **state)
+{
+    (void)state;
+    expect_partition(
+        "graph @sc(%x: f32[4,3], %tangent: f32[], %w: f32[3,8] param) {\n"
+        "  %0 = matmul %x, %w : f32[4,8]\n"
+        "  %1 = sin %0 : f32[4,8]\n"
+        "  %2 = cos %0 : f32[4,8]\n"
+        "  %3 = add %1, %2 : f32[4,8]\n"
+        "  %4 = sum %3 {dims=[], keepdim=false} : f32[]\n"
+        "  %5 = expand %tangent {shape=[4,8]} : f32[4,8]\n"
+        "  %6 = mul %5, %2 : f32[4,8]\n"
+        "  %7 = mul %5, %1 : f32[4,8]\n"
+        "  %8 = sub %6, %7 : f32[4,8]\n"
+        "  %9 = permute %x {perm=[1,0]} : f32[3,4]\n"
+        "  %10 = matmul %9, %8 : f32[3,8]\n"
+        "  return %4, %10\n"
+        "}\n",
+        1,
+        "graph @sc_forward(%x: f32[4,3], %w: f32[3,8] param) {\n"
+        "  %0 = matmul %x, %w : f32[4,8]\n"
+        "  %1 = sin %0 : f32[4,8]\n"
+        "  %2 = cos %0 : f32[4,8]\n"
+        "  %3 = add %1, %2 : f32[4,8]\n"
+        "  %4 = sum %3 {dims=[], keepdim=false} : f32[]\n"
+        "  return %4, %0\n"
+        "}\n"
+        "graph @sc_backward(%x: f32[4,3], %tangent: f32[], %w: f32[3,8] param, %saved0: f32[4,8]) {\n"
+        "  %0 = sin %saved0 : f32[4,8]\n"
+        "  %1 = cos %saved0 : f32[4,8]\n"
+        "  %2 = expand %tangent {shape=[4,8]} : f32[4,8]\n"
+        "  %3 = mul %2, %1 : f32[4,8]\n"
+        "  %4 = mul %2, %0 : f32[4,8]\n"
+        "  %5 = sub %3, %4 : f32[4,8]\n"
+        "  %6 = permute %x {perm=[1,0]} : f32[3,4]\n"
+        "  %7 = matmul %6, %5 : f32[3,8]\n"
+        "  return %7\n"
+        "}\n"
+        "saved %0 = matmul f32[4,8] (128 bytes): read by a recomputed value\n"
+        "recomputed %1 = sin f32[4,8] (128 bytes)\n"
+        "recomputed %2 = cos f32[4,8] (128 bytes)\n"
+        "the cut: 256 bytes written and read for the backward\n");
+}
+
+/* A chain of pointwise ops longer than PS_PARTITION_MAX_CHAIN from an input:
+ * the values past that depth are not computed again (the backward would run
+ * the whole chain); the last one, which the backward reads, is saved. */
+static void test_long_chain_saved(void **state)
+{
+    (void)state;
+    enum { N = PS_PARTITION_MAX_CHAIN + 2 };
+    char *src = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&src, &len);
+    assert_non_null(m);
+    fprintf(m, "graph @chain(%%x: f32[4], %%tangent: f32[4]) {\n  %%0 = neg %%x : f32[4]\n");
+    for (int k = 1; k < N; k++)
+        fprintf(m, "  %%%d = neg %%%d : f32[4]\n", k, k - 1);
+    fprintf(m, "  %%%d = mul %%tangent, %%%d : f32[4]\n  return %%%d, %%%d\n}\n", N, N - 1, N - 1, N);
+    fclose(m);
+    ir_graph *j = tu_parse(src);
+    ps_partition p;
+    char err[512];
+    if (ps_partition_joint(j, 1, NULL, &p, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    char want[256];
+    snprintf(want, sizeof want,
+             "saved %%%d = neg f32[4] (16 bytes): more than %d pointwise producers in a chain\n"
+             "the cut: 16 bytes written and read for the backward\n",
+             N - 1, PS_PARTITION_MAX_CHAIN);
+    assert_string_equal(p.report, want);
+    assert_int_equal(p.nsaved, 1);
+    assert_int_equal(p.nrecomputed, 0);
+    check_values(j, 1, &p);
+    ps_partition_free(&p);
+    ir_graph_free(j);
+    free(src);
+}
+
+/* The maximum flow of the textbook network (CLRS 3rd ed., figure 26.6: 23)
+ * and its cut's sides; a network whose every path is infinite; edges past
+ * the first growth. */
+static void test_mincut(void **state)
+{
+    (void)state;
+    static const int e[][3] = {{0, 1, 16}, {0, 2, 13}, {2, 1, 4},  {1, 3, 12}, {3, 2, 9},
+                               {2, 4, 14}, {4, 3, 7},  {3, 5, 20}, {4, 5, 4}};
+    ps_flow *f = ps_flow_new(6);
+    assert_non_null(f);
+    for (int k = 0; k < 9; k++)
+        assert_int_equal(ps_flow_edge(f, e[k][0], e[k][1], e[k][2]), 0);
+    assert_int_equal(ps_flow_max(f, 0, 5), 23);
+    bool side[6];
+    ps_flow_source_side(f, 0, side);   /* the cut {s, v1, v2, v4}: 12 + 7 + 4 */
+    assert_true(side[0] && side[1] && side[2] && !side[3] && side[4] && !side[5]);
+    ps_flow_free(f);
+
+    f = ps_flow_new(3);
+    assert_int_equal(ps_flow_edge(f, 0, 1, PS_FLOW_INF), 0);
+    assert_int_equal(ps_flow_edge(f, 1, 2, INT64_MAX), 0);
+    assert_true(ps_flow_max(f, 0, 2) >= PS_FLOW_INF);
+    ps_flow_free(f);
+
+    enum { N = 200 };   /* a chain of N vertices: the cut is its thinnest edge */
+    f = ps_flow_new(N);
+    for (int v = 0; v + 1 < N; v++)
+        assert_int_equal(ps_flow_edge(f, v, v + 1, v == 123 ? 5 : 1000 + v), 0);
+    assert_int_equal(ps_flow_max(f, 0, N - 1), 5);
+    bool chain[N];
+    ps_flow_source_side(f, 0, chain);
+    for (int v = 0; v < N; v++)
+        assert_int_equal(chain[v], v <= 123);
+    ps_flow_free(f);
 }
 
 static void expect_error(const char *src, int nfwd, const char *want)
@@ -344,7 +472,8 @@ static void test_tie_mask_saved(void **state)
         "  return %3\n"
         "}\n"
         "saved %3 = eq bool[2,3] (6 bytes): read by a recomputed value\n"
-        "recomputed %4 = cast f32[2,3] (24 bytes)\n");
+        "recomputed %4 = cast f32[2,3] (24 bytes)\n"
+        "the cut: 12 bytes written and read for the backward\n");
 }
 
 static void test_backward_prune(void **state)
@@ -416,7 +545,7 @@ int main(void)
         T(test_pointwise_from_input),
         T(test_forward_value_as_backward_output),
         T(test_copy_recomputed_softmax_saved),
-        T(test_tie_mask_saved), T(test_backward_prune), T(test_errors),
+        T(test_tie_mask_saved), T(test_shared_producer_saved_once), T(test_long_chain_saved), T(test_mincut), T(test_backward_prune), T(test_errors),
 #undef T
     };
     return cmocka_run_group_tests_name("partition", tests, NULL, NULL);
