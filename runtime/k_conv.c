@@ -15,8 +15,10 @@
  *              of the input each tap's column matrix is the image shifted,
  *              read by BLAS in place; KH*KW GEMMs with K = C/g accumulate
  *              into an output grid (no im2col; see conv_shifted).
- *   im2col     the rest: a tile's columns [C/g*KH*KW, pixels], sized to
- *              stay in L2, then W_g [O/g, C/g*KH*KW] @ cols.
+ *   im2col     the rest (k_conv_gemm.c): a tile's columns [C/g*KH*KW,
+ *              pixels], sized to stay in L2, then W_g [O/g, C/g*KH*KW] @
+ *              cols; where an image's output has fewer than 64 pixels (a
+ *              weight gradient's convolution), whole images a tile.
  * The bias is preloaded into the output and the GEMMs accumulate onto it.
  * Measured on [8,64,56,56] * [64,64,3,3], pad 1, one thread: shifted 15 ms,
  * im2col 16.5 ms (OpenBLAS's kernel itself ~11 ms); parallel tiles beat
@@ -39,17 +41,8 @@
 #include "blas.h"
 #include "contract.h"
 #include "conv_direct.h"
+#include "k_conv.h"
 #include "kernels.h"
-
-#define CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-
-/* The geometry of one 2-D window op on a strided input. */
-typedef struct geom {
-    ir_window2d w;
-    int64_t n, c, h, wd;        /* input: images, channels, height, width */
-    int64_t oh, ow;             /* output height, width */
-    int64_t xs[4];              /* input strides n, c, h, w (n: 0 when 3-D) */
-} geom;
 
 static void geom_of(ir_op op, const ir_attrs *a, const tj_tensor *x, const tj_tensor *out,
                     const int64_t *conv_kernel, geom *g)
@@ -67,44 +60,8 @@ static void geom_of(ir_op op, const ir_attrs *a, const tj_tensor *x, const tj_te
         g->xs[d + 1] = x->strides[b + d];
 }
 
-/* Output columns [lo, hi) whose tap at offset `off` (input col = ow*s + off)
- * falls inside [0, n). */
-static void valid_range(int64_t off, int64_t s, int64_t n, int64_t out, int64_t *lo,
-                        int64_t *hi)
-{
-    int64_t l = off >= 0 ? 0 : (-off + s - 1) / s;
-    int64_t h = n - 1 - off < 0 ? 0 : (n - 1 - off) / s + 1;
-    *lo = l < out ? l : out;
-    *hi = h < out ? h : out;
-    if (*hi < *lo)
-        *hi = *lo;
-}
-
-/* The input row of output row oh's tap kh, or -1 when it is padding. */
-static int64_t tap_row(const geom *g, int64_t oh, int64_t kh)
-{
-    int64_t ih = oh * g->w.stride[0] - g->w.padding[0] + kh * g->w.dilation[0];
-    return ih >= 0 && ih < g->h ? ih : -1;
-}
-
 /* ---- row primitives (y[j] op= x[j * st]); inlined into the target_clones
  * plane functions below, where they vectorize ------------------------------ */
-
-/* Runs LOOP (which reads the stride as s_) with s_ a constant 1 or 2 where
- * it is, so the common strides vectorize without gathers. */
-#define BY_STRIDE(st, LOOP)           \
-    do {                              \
-        if ((st) == 1) {              \
-            const int64_t s_ = 1;     \
-            LOOP;                     \
-        } else if ((st) == 2) {       \
-            const int64_t s_ = 2;     \
-            LOOP;                     \
-        } else {                      \
-            const int64_t s_ = (st);  \
-            LOOP;                     \
-        }                             \
-    } while (0)
 
 #define MAX_ROW(T)                                                                         \
     static inline void max_row_##T(T *restrict y, const T *restrict x, int64_t st,         \
@@ -673,26 +630,8 @@ int rt_k_avg_pool2d(RT_KERNEL_ARGS)
 
 /* ---- conv2d: shared ----------------------------------------------------------------- */
 
-typedef struct conv_job {
-    geom g;
-    tj_dtype dt;
-    size_t es;
-    const char *x;
-    const char *wt;             /* weight, contiguous [O, C/g*KH*KW] */
-    const char *bias;           /* NULL or [O], stride bstride */
-    int64_t bstride;
-    char *y;                    /* output, contiguous [N, O, OH, OW] */
-    int64_t o, groups, cg, og, kdim;
-    int64_t rows;               /* output rows per tile */
-    int64_t tiles;              /* tiles per (image, group) */
-    char *xpad;                 /* shifted GEMMs: the padded input [N, C, hp, wp] */
-    int64_t hp, wp;
-    const char *wtap;           /* shifted GEMMs: the weight as [KH*KW, O, C/g] */
-    atomic_int failed;
-} conv_job;
-
 /* Fills n output values with the bias of channel o (zero without bias). */
-static void fill_bias(const conv_job *j, char *y, int64_t o, int64_t n)
+void rt_conv_fill_bias(const conv_job *j, char *y, int64_t o, int64_t n)
 {
     if (!j->bias) {
         memset(y, 0, (size_t)n * j->es);
@@ -740,14 +679,14 @@ static void fill_bias(const conv_job *j, char *y, int64_t o, int64_t n)
             const A *xp = (const A *)j->x + n * g->xs[0] + (o / j->og) * g->xs[1];       \
             A *yp = (A *)j->y + p * g->oh * g->ow;                                       \
             if (!buf) {                                                                  \
-                fill_bias(j, (char *)yp, o, g->oh * g->ow);                              \
+                rt_conv_fill_bias(j, (char *)yp, o, g->oh * g->ow);                              \
                 FOR_TAPS(A, g, xp, yp, (void)0,                                          \
                          madd_row_##A(yr + lo, xr, st, wk[kh * g->w.kernel[1] + kw],     \
                                       hi - lo),                                          \
                          (void)0);                                                       \
                 continue;                                                                \
             }                                                                            \
-            fill_bias(j, (char *)(buf + gg.npad), o, gg.ngrid);                          \
+            rt_conv_fill_bias(j, (char *)(buf + gg.npad), o, gg.ngrid);                          \
             GRID_TAPS(A, g, gg, xp, buf, 0, (void)0,                                     \
                       madd_row_##A(grid, s, 1, wk[kh * g->w.kernel[1] + kw], gg.ngrid)); \
             for (int64_t oh = 0; oh < g->oh; oh++)                                       \
@@ -776,108 +715,6 @@ static rt_range_fn direct_fn(tj_dtype dt)
     case TJ_I32: return direct_planes_i32;
     default: return direct_planes_i64;
     }
-}
-
-/* ---- conv2d: im2col + GEMM ------------------------------------------------------------ */
-
-/* Whether the image itself is the column matrix (1x1, stride 1, no padding,
- * rows of the image contiguous with each other). */
-static bool is_pointwise(const geom *g)
-{
-    const ir_window2d *w = &g->w;
-    return w->kernel[0] == 1 && w->kernel[1] == 1 && w->stride[0] == 1 && w->stride[1] == 1 &&
-           w->padding[0] == 0 && w->padding[1] == 0 &&
-           (g->h == 1 || g->xs[2] == g->wd * g->xs[3]);
-}
-
-/* cols[(c*KH + kh)*KW + kw][pixel] for channels c0.. of image n, output
- * rows r0..r1 (a row-major [kdim, (r1-r0)*OW] matrix). Elements are moved
- * as unsigned integers of their size. */
-#define IM2COL(U)                                                                          \
-    CLONES static void im2col_##U(const conv_job *j, U *cols, int64_t n, int64_t c0,       \
-                                  int64_t r0, int64_t r1)                                  \
-    {                                                                                      \
-        const geom *g = &j->g;                                                             \
-        int64_t np = (r1 - r0) * g->ow, st = g->w.stride[1] * g->xs[3];                    \
-        for (int64_t c = 0; c < j->cg; c++) {                                              \
-            const U *xp = (const U *)j->x + n * g->xs[0] + (c0 + c) * g->xs[1];            \
-            for (int64_t kh = 0; kh < g->w.kernel[0]; kh++)                                \
-                for (int64_t kw = 0; kw < g->w.kernel[1]; kw++) {                          \
-                    U *d = cols + ((c * g->w.kernel[0] + kh) * g->w.kernel[1] + kw) * np;  \
-                    int64_t off = kw * g->w.dilation[1] - g->w.padding[1], lo, hi;         \
-                    valid_range(off, g->w.stride[1], g->wd, g->ow, &lo, &hi);              \
-                    for (int64_t oh = r0; oh < r1; oh++, d += g->ow) {                     \
-                        int64_t ih = tap_row(g, oh, kh);                                   \
-                        if (ih < 0) {                                                      \
-                            memset(d, 0, (size_t)g->ow * sizeof(U));                       \
-                            continue;                                                      \
-                        }                                                                  \
-                        const U *s = xp + ih * g->xs[2] + (lo * g->w.stride[1] + off) *    \
-                                                              g->xs[3];                    \
-                        for (int64_t q = 0; q < lo; q++)                                   \
-                            d[q] = 0;                                                      \
-                        U *dl = d + lo;                                                    \
-                        BY_STRIDE(st, for (int64_t q = 0; q < hi - lo; q++) dl[q] = s[q * s_]); \
-                        for (int64_t q = hi; q < g->ow; q++)                               \
-                            d[q] = 0;                                                      \
-                    }                                                                      \
-                }                                                                          \
-        }                                                                                  \
-    }
-IM2COL(uint8_t)
-IM2COL(uint16_t)
-IM2COL(uint32_t)
-IM2COL(uint64_t)
-#undef IM2COL
-
-static void im2col(const conv_job *j, void *cols, int64_t n, int64_t c0, int64_t r0, int64_t r1)
-{
-    if (j->es == 4)
-        im2col_uint32_t(j, cols, n, c0, r0, r1);
-    else if (j->es == 8)
-        im2col_uint64_t(j, cols, n, c0, r0, r1);
-    else if (j->es == 2)
-        im2col_uint16_t(j, cols, n, c0, r0, r1);
-    else
-        im2col_uint8_t(j, cols, n, c0, r0, r1);
-}
-
-/* Runs tiles t0..t1 (t = (n * groups + g) * tiles + tile) with one cols buffer. */
-static void conv_tiles(void *ctx, int64_t t0, int64_t t1)
-{
-    conv_job *j = ctx;
-    const geom *g = &j->g;
-    bool direct = is_pointwise(g);
-    size_t cbytes = direct ? 0 : (size_t)(j->kdim * j->rows * g->ow) * j->es;
-    char *cols = cbytes ? rt_alloc(cbytes) : NULL;
-    if (cbytes && !cols) {
-        atomic_store(&j->failed, 1);
-        return;
-    }
-    int64_t ohw = g->oh * g->ow;
-    for (int64_t t = t0; t < t1 && !atomic_load(&j->failed); t++) {
-        int64_t tile = t % j->tiles, grp = (t / j->tiles) % j->groups;
-        int64_t n = t / (j->tiles * j->groups);
-        int64_t r0 = tile * j->rows, r1 = r0 + j->rows < g->oh ? r0 + j->rows : g->oh;
-        int64_t np = (r1 - r0) * g->ow, o0 = grp * j->og;
-        char *y = j->y + ((n * j->o + o0) * ohw + r0 * g->ow) * (int64_t)j->es;
-        for (int64_t o = 0; o < j->og; o++)
-            fill_bias(j, y + o * ohw * (int64_t)j->es, o0 + o, np);
-        rt_mat b;
-        if (direct)
-            b = (rt_mat){j->x + (n * g->xs[0] + grp * j->cg * g->xs[1] + r0 * g->xs[2]) *
-                                    (int64_t)j->es,
-                         g->xs[1], g->xs[3]};
-        else {
-            im2col(j, cols, n, grp * j->cg, r0, r1);
-            b = (rt_mat){cols, np, 1};
-        }
-        rt_mat w = {j->wt + o0 * j->kdim * (int64_t)j->es, j->kdim, 1};
-        if (rt_gemm(j->dt, j->og, np, j->kdim, w, b, true, y, ohw))
-            atomic_store(&j->failed, 1);
-    }
-    if (cols)
-        rt_free(cols, cbytes);
 }
 
 /* ---- conv2d: shifted GEMMs (stride 1) ------------------------------------------------ */
@@ -939,7 +776,7 @@ static void shifted_tiles(void *ctx, int64_t t0, int64_t t1)
         int64_t r0 = tile * j->rows, r1 = r0 + j->rows < g->oh ? r0 + j->rows : g->oh;
         int64_t np = (r1 - r0) * j->wp, o0 = grp * j->og;
         for (int64_t o = 0; o < j->og; o++)
-            fill_bias(j, grid + o * np * es, o0 + o, np);
+            rt_conv_fill_bias(j, grid + o * np * es, o0 + o, np);
         const char *img = j->xpad + (n * g->c + grp * j->cg) * j->hp * j->wp * es;
         for (int64_t tap = 0; tap < kh_n * kw_n; tap++) {
             int64_t shift = (r0 + tap / kw_n * g->w.dilation[0]) * j->wp +
@@ -983,7 +820,7 @@ static void run_tiles(conv_job *j, int64_t rows, rt_range_fn fn)
     j->rows = rows;
     j->tiles = (j->g.oh + rows - 1) / rows;
     rt_blas_serial_begin();
-    rt_parallel_for(j->g.n * j->groups * j->tiles, 1, fn, j);
+    rt_parallel_for((j->g.n + j->nb - 1) / j->nb * j->groups * j->tiles, 1, fn, j);
     rt_blas_serial_end();
 }
 
@@ -995,7 +832,7 @@ static bool use_shifted(const conv_job *j)
     const ir_window2d *w = &j->g.w;
     int64_t wp = j->g.wd + 2 * w->padding[1];
     return w->stride[0] == 1 && w->stride[1] == 1 && j->cg >= RT_SHIFT_MIN_CG &&
-           (wp - j->g.ow) * 8 <= wp && !is_pointwise(&j->g);
+           (wp - j->g.ow) * 8 <= wp && !rt_conv_is_pointwise(&j->g);
 }
 
 static int conv_shifted(conv_job *j, const tj_tensor *w)
@@ -1071,7 +908,7 @@ int rt_k_conv2d(RT_KERNEL_ARGS)
 {
     tj_tensor *x = in[0], *w = in[1], *bias = nin > 2 ? in[2] : NULL;
     conv_job j = {.dt = out->dtype, .es = tj_dtype_size(out->dtype), .x = rt_ptr(x),
-                  .y = rt_ptr(out)};
+                  .y = rt_ptr(out), .nb = 1};
     geom_of(op, a, x, out, &w->shape[2], &j.g);
     if (j.g.n == 0)
         return 0;
@@ -1113,8 +950,9 @@ int rt_k_conv2d(RT_KERNEL_ARGS)
         if (direct) {
             rt_parallel_for(j.g.n * j.o, plane_grain(&j.g, j.kdim), direct_fn(j.dt), &j);
         } else {
-            int64_t row = is_pointwise(&j.g) ? 0 : j.kdim * j.g.ow * (int64_t)j.es;
-            run_tiles(&j, tile_rows(&j, row), conv_tiles);
+            int64_t row = rt_conv_is_pointwise(&j.g) ? 0 : j.kdim * j.g.ow * (int64_t)j.es;
+            j.nb = rt_conv_images_per_tile(&j);
+            run_tiles(&j, j.nb > 1 ? j.g.oh : tile_rows(&j, row), rt_conv_gemm_tiles);
         }
         if (wpack)
             rt_free(wpack, wbytes);

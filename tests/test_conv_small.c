@@ -8,7 +8,9 @@
  * Winograd at 14x14 with 16-48 channels (not at 7x7), each against an
  * f64 conv (the GEMM paths on f64 copies), also where its blocks start at
  * every output row (test_row_aligned). On a CPU without AVX2 + FMA the
- * rule's kernels differ: the tests say so and check only the results. */
+ * rule's kernels differ: the tests say so and check only the results. And
+ * convolutions whose outputs are small (runtime/k_conv_gemm.c: whole images
+ * a GEMM) against the definition. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -273,6 +275,93 @@ static void test_row_aligned(void **state)
     tj_set_num_threads(threads);
 }
 
+/* ---- small outputs: whole images per GEMM ------------------------------------------- */
+
+/* conv2d by the definition, in double: x [n,c,h,w] (any strides), w
+ * [o,c/g,kh,kw], bias or NULL; stride s, padding p, dilation d, groups g. */
+static tj_tensor *conv_by_definition(tj_tensor *x, tj_tensor *w, tj_tensor *b, const int64_t *s,
+                                     const int64_t *p, const int64_t *d, int64_t g)
+{
+    x = tj_contiguous(tj_cast(x, TJ_F64));
+    w = tj_contiguous(tj_cast(w, TJ_F64));
+    const int64_t *xs = tj_shape(x), *ws = tj_shape(w);
+    int64_t oh = (xs[2] + 2 * p[0] - d[0] * (ws[2] - 1) - 1) / s[0] + 1;
+    int64_t ow = (xs[3] + 2 * p[1] - d[1] * (ws[3] - 1) - 1) / s[1] + 1, og = ws[0] / g;
+    tj_tensor *y = tj_zeros(TJ_F64, 4, (int64_t[]){xs[0], ws[0], oh, ow});
+    const double *xd = tj_data(x), *wd = tj_data(w);
+    const double *bd = b ? tj_data(tj_contiguous(tj_cast(b, TJ_F64))) : NULL;
+    double *yd = tj_data(y);
+    for (int64_t n = 0; n < xs[0]; n++)
+        for (int64_t o = 0; o < ws[0]; o++)
+            for (int64_t i = 0; i < oh; i++)
+                for (int64_t j = 0; j < ow; j++) {
+                    double acc = bd ? bd[o] : 0;
+                    for (int64_t c = 0; c < ws[1]; c++)
+                        for (int64_t u = 0; u < ws[2]; u++)
+                            for (int64_t v = 0; v < ws[3]; v++) {
+                                int64_t r = i * s[0] - p[0] + u * d[0], q = j * s[1] - p[1] + v * d[1];
+                                if (r < 0 || r >= xs[2] || q < 0 || q >= xs[3])
+                                    continue;
+                                int64_t ci = o / og * ws[1] + c;
+                                acc += xd[((n * xs[1] + ci) * xs[2] + r) * xs[3] + q] *
+                                       wd[((o * ws[1] + c) * ws[2] + u) * ws[3] + v];
+                            }
+                    yd[((n * ws[0] + o) * oh + i) * ow + j] = acc;
+                }
+    return y;
+}
+
+/* Outputs of fewer than 64 pixels an image: several whole images share a GEMM
+ * (runtime/k_conv_gemm.c), with the columns transposed where the kernel is
+ * wider than the output (a weight gradient's convolution: the kernel is the
+ * image, the output the 3x3 kernel). Against the definition, f32 and f64 (and
+ * i32, exact), bias or none, strides, padding, dilation, groups, a batch that
+ * does not divide into the tiles, a transposed input view; 1 and 2 threads. */
+static void test_small_outputs(void **state)
+{
+    (void)state;
+    typedef struct {
+        int64_t x[4], o, k[2], s[2], p[2], d[2], g;
+    } cs;
+    static const cs cases[] = {
+        {{13, 3, 10, 10}, 5, {10, 10}, {1, 1}, {1, 1}, {1, 1}, 1},   /* the weight gradient's */
+        {{9, 4, 6, 6}, 6, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1},        /* 3x3 outputs, not wide */
+        {{5, 4, 9, 9}, 6, {3, 3}, {1, 1}, {0, 0}, {2, 2}, 2},        /* dilation, groups */
+        {{7, 2, 12, 11}, 3, {9, 8}, {2, 1}, {2, 0}, {1, 1}, 1},      /* wide, uneven */
+        {{3, 6, 8, 8}, 4, {8, 8}, {1, 1}, {0, 0}, {1, 1}, 2},        /* one pixel an image */
+    };
+    int threads = tj_num_threads();
+    for (int t = 1; t <= 2; t++) {
+        tj_set_num_threads(t);
+        for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+            const cs *c = &cases[k];
+            for (int v = 0; v < 4; v++) {   /* f32, f32 + bias, f64 on a view, i32 */
+                tj_dtype dt = v == 2 ? TJ_F64 : v == 3 ? TJ_I32 : TJ_F32;
+                int64_t ts[4] = {c->x[1], c->x[0], c->x[2], c->x[3]};
+                tj_tensor *x = v == 2 ? tj_transpose(tj_randn(TJ_F64, 4, ts), 0, 1)
+                                      : tj_randn(TJ_F32, 4, c->x);
+                tj_tensor *w = tj_randn(TJ_F32, 4, (int64_t[]){c->o, c->x[1] / c->g, c->k[0], c->k[1]});
+                tj_tensor *b = v == 1 ? tj_randn(TJ_F32, 1, (int64_t[]){c->o}) : NULL;
+                if (dt == TJ_I32) {
+                    x = tj_cast(tj_round(tj_mul_s(x, 3)), TJ_I32);
+                    w = tj_cast(tj_round(tj_mul_s(w, 3)), TJ_I32);
+                }
+                tj_tensor *y = tj_conv2d(x, tj_cast(w, dt), b, c->s, c->p, c->d, c->g);
+                if (!y)
+                    fail_msg("case %zu, variant %d: %s", k, v, tj_last_error());
+                tj_tensor *ref = conv_by_definition(x, w, b, c->s, c->p, c->d, c->g);
+                assert_int_equal(tj_ndim(y), 4);
+                for (int d = 0; d < 4; d++)
+                    assert_int_equal(tj_shape(y)[d], tj_shape(ref)[d]);
+                double e = tu_max_rel_err(tj_cast(y, TJ_F64), ref);
+                if (e > (dt == TJ_I32 ? 0 : dt == TJ_F64 ? 1e-12 : 1e-4))
+                    fail_msg("case %zu, variant %d, %d threads: error %g", k, v, t, e);
+            }
+        }
+    }
+    tj_set_num_threads(threads);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -281,6 +370,7 @@ int main(void)
         T(test_one_channel),
         T(test_wino_small_images),
         T(test_row_aligned),
+        T(test_small_outputs),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
