@@ -332,11 +332,18 @@ $(BUILD)/bench/cases_paired: benchmarks/probes/cases_paired.c $(BUILD)/libtjit_b
 
 # ---- bench-backward: an MLP's forward + backward, eager vs a compiled call ----
 # (benchmarks/backward/mlp.c; docs/training.md). BENCH_ARGS: --threads N --cpu-time ...
-.PHONY: bench-backward
+# bench-backward-conv: the same for a ResNet basic block (benchmarks/backward/convblock.c).
+.PHONY: bench-backward bench-backward-conv
 bench-backward: $(BUILD)/bench-backward
 	$(BUILD)/bench-backward $(BENCH_ARGS)
 
-$(BUILD)/bench-backward: benchmarks/backward/mlp.c include/tjit.h $(BUILD)/libtjit.a
+bench-backward-conv: $(BUILD)/bench-backward-conv
+	$(BUILD)/bench-backward-conv $(BENCH_ARGS)
+
+$(BUILD)/bench-backward: benchmarks/backward/mlp.c benchmarks/backward/timing.h include/tjit.h $(BUILD)/libtjit.a
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -Iinclude $< -o $@ $(BUILD)/libtjit.a $(LDLIBS)
+
+$(BUILD)/bench-backward-conv: benchmarks/backward/convblock.c benchmarks/backward/timing.h include/tjit.h $(BUILD)/libtjit.a
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -Iinclude $< -o $@ $(BUILD)/libtjit.a $(LDLIBS)
 # ---- end bench-backward ----
 

@@ -27,9 +27,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "tjit.h"
+#include "timing.h"
 
 typedef struct mlp {
     tj_tensor *w1, *b1, *w2;
@@ -71,21 +71,6 @@ static int mlp_two(void *ctx, tj_tensor *const *args, int nargs, tj_tensor **out
     return 2;
 }
 
-static bool cpu_time;
-
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(cpu_time ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* One forward + backward; 0 or -1. */
 static int step(mlp *m, tj_compiled *c, tj_tensor *x, tj_tensor *seed)
 {
@@ -125,9 +110,7 @@ static int measure(mlp *m, tj_compiled *c, tj_tensor **x, tj_tensor **seed, int 
             return -1;
         t[i] = now_ms() - t0;
     }
-    qsort(t, (size_t)reps, sizeof *t, cmp);
-    *med = t[reps / 2];
-    *best = t[0];
+    median_best(t, reps, med, best);
     free(t);
     return 0;
 }

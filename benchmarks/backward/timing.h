@@ -1,0 +1,34 @@
+/* timing.h - what the backward benchmarks (mlp.c, convblock.c) share: a
+ * clock in ms (wall, or the process's CPU time) and the median and best of
+ * a run of step times. Header-only: each benchmark is one translation unit. */
+#ifndef TJ_BENCH_BACKWARD_TIMING_H
+#define TJ_BENCH_BACKWARD_TIMING_H
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <time.h>
+
+static bool cpu_time;   /* --cpu-time: the process's CPU time, every thread */
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(cpu_time ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static int cmp_ms(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sorts t[0..n) and gives its median and best. */
+static void median_best(double *t, int n, double *med, double *best)
+{
+    qsort(t, (size_t)n, sizeof *t, cmp_ms);
+    *med = t[n / 2];
+    *best = t[0];
+}
+
+#endif
