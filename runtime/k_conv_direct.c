@@ -37,7 +37,8 @@
  *
  * Choice (rt_conv_direct_wins): the GEMM paths of k_conv.c for 1x1 and
  * depthwise stride 1 (not a dense conv of one input channel; on AVX2 also strided convs with 8+ channels per
- * group); Winograd where it fits and keeps enough of its tiles, F(4x4)
+ * group); Winograd where it fits, keeps enough of its tiles and its
+ * transformed weights can be kept across calls (wino_kept), F(4x4)
  * where it makes at most 0.8 of F(2x2)'s products per kept output; else the
  * kernel that discards less, when it keeps at least min_keep (70%) of what
  * it computes; measured in docs/perf.md (make bench-conv), the numbers per
@@ -918,6 +919,12 @@ static double efficiency(const dj *j, bool rows)
     return pos * (double)j->og / (double)(j->nob * j->ko);
 }
 
+/* Whether Winograd's transformed weights (use_wino's) fit the kept ones
+ * (WCACHE_MAX): past that every call transforms them again, which cost
+ * [1,512,7,7] -> 512 11.5-12.2 ms against 5.0-5.5 on the row and GEMM
+ * paths, and [8,512,7,7] as much as it saved (docs/perf.md, bench-conv). */
+static bool wino_kept(const dj *j) { return (size_t)(j->wnp * j->uxs) * sizeof(float) <= WCACHE_MAX; }
+
 /* Which kernel (grid, row, Winograd F(2x2) or F(4x4)), from TJIT_CONV or
  * the rule; false: none (the GEMM paths). */
 static bool choose(const rt_conv_shape *s, dj *j)
@@ -957,13 +964,13 @@ static bool choose(const rt_conv_shape *s, dj *j)
         if (wino_fits(s, j->k, 2) && j->cg >= j->k->wino_c[0]) {
             use_wino(j, 2);
             double e2 = efficiency(j, false);
-            if (e2 >= j->k->wino_keep[j->cg >= j->k->wino_c[1]]) {
+            if (e2 >= j->k->wino_keep[j->cg >= j->k->wino_c[1]] && wino_kept(j)) {
                 /* F(4x4) when its products per kept output (36/16 over its
                  * efficiency) are at most wino4_gain of F(2x2)'s */
                 if (wino_fits(s, j->k, 4) && j->cg >= j->k->wino4_c) {
                     geometry(s, isa, j);   /* use_wino starts from the conv's own */
                     use_wino(j, 4);
-                    if (2.25 / efficiency(j, false) <= j->k->wino4_gain * 4.0 / e2)
+                    if (2.25 / efficiency(j, false) <= j->k->wino4_gain * 4.0 / e2 && wino_kept(j))
                         return true;
                     geometry(s, isa, j);
                     use_wino(j, 2);
