@@ -5,7 +5,9 @@
  * the input, or of max_pool2d's positions, and ag_unslice back), embedding,
  * dropout, attention and cross-entropy (logits, probability targets and class
  * weights). All in tjit ops, so they trace like any other op. */
+#include <limits.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "autograd.h"
@@ -91,6 +93,22 @@ static tj_tensor *conv_grad_input(const ag_ctx *c, tj_tensor *g, const int64_t *
     return gx;
 }
 
+/* The n tensors t concatenated along dim 0, at most an op's inputs
+ * (FE_MAX_INPUTS) at a time (t is overwritten with the partial results). */
+static tj_tensor *cat_many(tj_tensor **t, int64_t n)
+{
+    while (n > FE_MAX_INPUTS) {
+        int64_t m = 0;
+        for (int64_t i = 0; i < n; i += FE_MAX_INPUTS) {
+            int64_t k = n - i < FE_MAX_INPUTS ? n - i : FE_MAX_INPUTS;
+            if (!(t[m++] = k == 1 ? t[i] : tj_cat(t + i, (int)k, 0)))
+                return NULL;
+        }
+        n = m;
+    }
+    return tj_cat(t, (int)n, 0);
+}
+
 /* Weight gradient, per group: the input (channels as batch) convolved with g
  * (batch as channels), stride and dilation swapped, cut to the kernel size. */
 static tj_tensor *conv_grad_weight(const ag_ctx *c, tj_tensor *g, const int64_t *st,
@@ -98,20 +116,28 @@ static tj_tensor *conv_grad_weight(const ag_ctx *c, tj_tensor *g, const int64_t 
 {
     tj_tensor *w = c->in[1];
     int64_t Cg = w->shape[1], Og = w->shape[0] / G;
-    tj_tensor *parts[256];
-    if (G > 256) {
-        rt_error("conv2d backward: more than 256 groups");
+    if (G > INT_MAX) {   /* tj_cat's count */
+        rt_error("conv2d backward: %lld groups", (long long)G);
         return NULL;
     }
-    for (int64_t k = 0; k < G; k++) {
+    tj_tensor **parts = malloc(sizeof *parts * (size_t)G), *r = NULL;
+    if (!parts) {
+        rt_error("conv2d backward: out of memory for %lld groups", (long long)G);
+        return NULL;
+    }
+    int64_t k = 0;
+    for (; k < G; k++) {
         tj_tensor *xg = tj_contiguous(tj_transpose(tj_slice(X, 1, k * Cg, (k + 1) * Cg, 1), 0, 1));
         tj_tensor *gg = tj_contiguous(tj_transpose(tj_slice(g, 1, k * Og, (k + 1) * Og, 1), 0, 1));
-        tj_tensor *r = tj_conv2d(xg, gg, NULL, dl, pd, st, 1);
-        r = tj_slice(tj_slice(r, 2, 0, w->shape[2], 1), 3, 0, w->shape[3], 1);
-        if (!(parts[k] = tj_transpose(r, 0, 1)))
-            return NULL;
+        tj_tensor *p = tj_conv2d(xg, gg, NULL, dl, pd, st, 1);
+        p = tj_slice(tj_slice(p, 2, 0, w->shape[2], 1), 3, 0, w->shape[3], 1);
+        if (!(parts[k] = tj_transpose(p, 0, 1)))
+            break;
     }
-    return G == 1 ? tj_contiguous(parts[0]) : tj_cat(parts, (int)G, 0);
+    if (k == G)
+        r = G == 1 ? tj_contiguous(parts[0]) : cat_many(parts, G);
+    free(parts);
+    return r;
 }
 
 AG_VJP(conv2d)
