@@ -109,13 +109,36 @@ static tj_tensor *cat_many(tj_tensor **t, int64_t n)
     return tj_cat(t, (int)n, 0);
 }
 
+/* Weight gradient of G > 1 groups in one convolution: x as Cg images of
+ * G*N channels, group-major ([N,G,Cg,H,W] -> [Cg,G,N,H,W]), convolved with g
+ * as O filters of N channels in G groups: out[cl, o] sums x[n, group(o)*Cg +
+ * cl] * g[n, o] over n, a group's filters reading its own N channels. For a
+ * static batch (G*N of a symbolic one is no symbol plus a count). */
+static tj_tensor *conv_grad_weight_grouped(const ag_ctx *c, tj_tensor *g, const int64_t *st,
+                                           const int64_t *pd, const int64_t *dl, int64_t G)
+{
+    tj_tensor *w = c->in[1];
+    int64_t N = X->shape[0], Cg = w->shape[1], H = X->shape[2], W = X->shape[3];
+    tj_tensor *xg = tj_reshape(X, 5, (int64_t[]){N, G, Cg, H, W});
+    xg = tj_reshape(tj_contiguous(tj_permute(xg, (int[]){2, 1, 0, 3, 4})), 4,
+                    (int64_t[]){Cg, G * N, H, W});
+    tj_tensor *r = tj_conv2d(xg, tj_contiguous(tj_transpose(g, 0, 1)), NULL, dl, pd, st, G);
+    r = tj_slice(tj_slice(r, 2, 0, w->shape[2], 1), 3, 0, w->shape[3], 1);
+    return r ? tj_contiguous(tj_transpose(r, 0, 1)) : NULL;
+}
+
 /* Weight gradient, per group: the input (channels as batch) convolved with g
- * (batch as channels), stride and dilation swapped, cut to the kernel size. */
+ * (batch as channels), stride and dilation swapped, cut to the kernel size;
+ * groups over a static batch in one convolution. */
 static tj_tensor *conv_grad_weight(const ag_ctx *c, tj_tensor *g, const int64_t *st,
                                    const int64_t *pd, const int64_t *dl, int64_t G)
 {
     tj_tensor *w = c->in[1];
     int64_t Cg = w->shape[1], Og = w->shape[0] / G;
+    ir_type tx;
+    fe_trace_type(X, &tx);
+    if (G > 1 && !IR_IS_SYM(tx.shape[0]))
+        return conv_grad_weight_grouped(c, g, st, pd, dl, G);
     if (G > INT_MAX) {   /* tj_cat's count */
         rt_error("conv2d backward: %lld groups", (long long)G);
         return NULL;

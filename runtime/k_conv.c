@@ -951,8 +951,10 @@ int rt_k_conv2d(RT_KERNEL_ARGS)
             rt_parallel_for(j.g.n * j.o, plane_grain(&j.g, j.kdim), direct_fn(j.dt), &j);
         } else {
             int64_t row = rt_conv_is_pointwise(&j.g) ? 0 : j.kdim * j.g.ow * (int64_t)j.es;
-            j.nb = rt_conv_images_per_tile(&j);
-            run_tiles(&j, j.nb > 1 ? j.g.oh : tile_rows(&j, row), rt_conv_gemm_tiles);
+            int64_t nb = rt_conv_images_per_tile(&j);
+            j.whole = nb > 0;
+            j.nb = j.whole ? nb : 1;
+            run_tiles(&j, j.whole ? j.g.oh : tile_rows(&j, row), rt_conv_gemm_tiles);
         }
         if (wpack)
             rt_free(wpack, wbytes);

@@ -71,7 +71,8 @@ typedef struct conv_job {
     int64_t o, groups, cg, og, kdim;
     int64_t rows;               /* output rows per tile */
     int64_t tiles;              /* tiles per (image, group) */
-    int64_t nb;                 /* images per tile (more than 1: whole images) */
+    int64_t nb;                 /* images per tile */
+    bool whole;                 /* tiles of nb whole images (k_conv_gemm.c) */
     char *xpad;                 /* shifted GEMMs: the padded input [N, C, hp, wp] */
     int64_t hp, wp;
     const char *wtap;           /* shifted GEMMs: the weight as [KH*KW, O, C/g] */
@@ -90,7 +91,7 @@ static inline bool rt_conv_is_pointwise(const geom *g)
 
 /* Fills n output values with the bias of channel o (zero without bias). */
 void rt_conv_fill_bias(const conv_job *j, char *y, int64_t o, int64_t n);
-/* Images per im2col tile (j->nb): 1, or several whole images whose outputs are small. */
+/* Whole images per im2col tile where the outputs are small; 0: tiles of rows. */
 int64_t rt_conv_images_per_tile(const conv_job *j);
 /* Runs im2col + GEMM tiles t0..t1 of j (an rt_range_fn; j->rows, tiles, nb set). */
 void rt_conv_gemm_tiles(void *ctx, int64_t t0, int64_t t1);

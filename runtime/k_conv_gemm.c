@@ -118,7 +118,7 @@ static void im2col_t(const conv_job *j, void *cols, int64_t n, int64_t c0)
         im2col_t_uint8_t(j, cols, n, c0);
 }
 
-/* A tile of nb > 1 whole images (their outputs small: the weight gradient's
+/* A tile of nb whole images (their outputs small: the weight gradient's
  * convolution has a few pixels and a kernel of the whole image): one GEMM
  * over their columns side by side into tmp [og, nb * OH*OW], then each
  * image's rows copied out. Where the kernel is wider than the output, the
@@ -157,14 +157,14 @@ void rt_conv_gemm_tiles(void *ctx, int64_t t0, int64_t t1)
     bool direct = rt_conv_is_pointwise(g);
     int64_t ohw = g->oh * g->ow;
     size_t cbytes = direct ? 0 : (size_t)(j->kdim * j->rows * g->ow * j->nb) * j->es;
-    size_t tbytes = j->nb > 1 ? (size_t)(j->og * j->nb * ohw) * j->es : 0;
+    size_t tbytes = j->whole ? (size_t)(j->og * j->nb * ohw) * j->es : 0;
     char *cols = cbytes ? rt_alloc(cbytes) : NULL, *tmp = tbytes ? rt_alloc(tbytes) : NULL;
     if ((cbytes && !cols) || (tbytes && !tmp))
         atomic_store(&j->failed, 1);
     for (int64_t t = t0; t < t1 && !atomic_load(&j->failed); t++) {
         int64_t tile = t % j->tiles, grp = (t / j->tiles) % j->groups;
         int64_t n = t / (j->tiles * j->groups) * j->nb;
-        if (j->nb > 1) {
+        if (j->whole) {
             int64_t nb = g->n - n < j->nb ? g->n - n : j->nb;
             if (batched_tile(j, cols, tmp, n, nb, grp))
                 atomic_store(&j->failed, 1);
@@ -195,17 +195,19 @@ void rt_conv_gemm_tiles(void *ctx, int64_t t0, int64_t t1)
 }
 
 
-/* Images per im2col tile: 1, or where one image's GEMM would have fewer
- * than RT_CONV_MIN_COLS columns, enough whole images for that many (their
- * columns at most RT_CONV_BATCH_BYTES), keeping a tile per thread. */
+/* Whole images per im2col tile where one image's GEMM would have fewer than
+ * RT_CONV_MIN_COLS columns: enough for that many (their columns at most
+ * RT_CONV_BATCH_BYTES), keeping a tile per thread; one where the kernel is
+ * wider than the output (the transposed columns). 0: tiles of rows. */
 #define RT_CONV_MIN_COLS 64
 #define RT_CONV_BATCH_BYTES ((int64_t)8 << 20)
 
 int64_t rt_conv_images_per_tile(const conv_job *j)
 {
     int64_t ohw = j->g.oh * j->g.ow, col = j->kdim * ohw * (int64_t)j->es;
-    if (rt_conv_is_pointwise(&j->g) || ohw >= RT_CONV_MIN_COLS || j->g.n < 2 || col <= 0)
-        return 1;
+    bool wide = j->g.w.kernel[1] > j->g.ow;
+    if (rt_conv_is_pointwise(&j->g) || ohw >= RT_CONV_MIN_COLS || col <= 0 || (j->g.n < 2 && !wide))
+        return 0;
     int64_t nb = (RT_CONV_MIN_COLS + ohw - 1) / ohw, fit = RT_CONV_BATCH_BYTES / col,
             spread = (j->g.n * j->groups + rt_threads() - 1) / rt_threads();
     nb = nb < fit ? nb : fit;

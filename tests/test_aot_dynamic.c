@@ -24,7 +24,7 @@
 
 #include "util.h"
 
-enum { W1, W2, GAMMA, BETA, CONV, FC, NGRAD, RM = NGRAD, RV, IDX, NW };
+enum { W1, W2, GAMMA, BETA, CONV, GCONV, FC, NGRAD, RM = NGRAD, RV, IDX, NW };
 
 typedef struct model {
     const char *name;
@@ -103,14 +103,17 @@ static tj_tensor *slices_model(void *ctx, tj_tensor *const *a, int n)
 }
 
 /* A small convnet over a symbolic batch (x [s0, 2, 8, 8]): convolution,
- * training-mode batch norm, max and average pools (strided: their gradients
- * interleave zeros, reshaping through the batch), flattened into a linear. */
+ * training-mode batch norm, a convolution of 2 groups (its weight gradient
+ * per group: the batch is symbolic), max and average pools (strided: their
+ * gradients interleave zeros, reshaping through the batch), flattened into a
+ * linear. */
 static tj_tensor *cnn_model(void *ctx, tj_tensor *const *a, int n)
 {
     tj_tensor **w = ctx;
     (void)n;
     tj_tensor *h = tj_conv2d(a[0], w[CONV], NULL, NULL, (int64_t[]){1, 1}, NULL, 1);
     h = tj_relu(tj_batch_norm_train(h, w[RM], w[RV], w[GAMMA], w[BETA], 0.1, 1e-5));
+    h = tj_add(h, tj_conv2d(h, w[GCONV], NULL, NULL, (int64_t[]){1, 1}, NULL, 2));
     h = tj_add(tj_max_pool2d(h, (int64_t[]){2, 2}, NULL, NULL, NULL),
                tj_avg_pool2d(h, (int64_t[]){2, 2}, NULL, NULL, true));
     return tj_matmul(tj_reshape(h, 2, (int64_t[]){-1, 8 * 4 * 4}), w[FC]);
@@ -142,6 +145,7 @@ static void weights(tj_tensor **w)
     w[GAMMA] = tj_randn(TJ_F64, 1, (int64_t[]){8});
     w[BETA] = tj_randn(TJ_F64, 1, (int64_t[]){8});
     w[CONV] = tj_mul_s(tj_randn(TJ_F64, 4, (int64_t[]){8, 2, 3, 3}), 0.3);
+    w[GCONV] = tj_mul_s(tj_randn(TJ_F64, 4, (int64_t[]){8, 4, 3, 3}), 0.2);
     w[FC] = tj_mul_s(tj_randn(TJ_F64, 2, (int64_t[]){128, 4}), 0.1);
     w[RM] = tj_zeros(TJ_F64, 1, (int64_t[]){8});
     w[RV] = tj_ones(TJ_F64, 1, (int64_t[]){8});

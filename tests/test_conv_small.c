@@ -333,6 +333,8 @@ static void test_small_outputs(void **state)
         {{5, 4, 9, 9}, 6, {3, 3}, {1, 1}, {0, 0}, {2, 2}, 2},        /* dilation, groups */
         {{7, 2, 12, 11}, 3, {9, 8}, {2, 1}, {2, 0}, {1, 1}, 1},      /* wide, uneven */
         {{3, 6, 8, 8}, 4, {8, 8}, {1, 1}, {0, 0}, {1, 1}, 2},        /* one pixel an image */
+        {{1, 3, 10, 10}, 4, {10, 10}, {1, 1}, {1, 1}, {1, 1}, 1},    /* one image, wide */
+        {{1, 6, 9, 9}, 6, {8, 8}, {1, 1}, {1, 1}, {1, 1}, 6},        /* depthwise's gradient */
     };
     int threads = tj_num_threads();
     for (int t = 1; t <= 2; t++) {
