@@ -608,7 +608,9 @@ int ir_infer_scatter(IR_INFER_ARGS)
         return -1;
     for (int k = 0; k < ix->ndim; k++) {
         int64_t xs = x->ndim ? x->shape[k] : 1, ss = src->ndim ? src->shape[k] : 1;
-        if (ix->shape[k] < 0 || xs < 0 || ss < 0)
+        /* the input's size along dim bounds only the index's values (the
+         * kernel checks them): it may be symbolic */
+        if (ix->shape[k] < 0 || (xs < 0 && k != d) || ss < 0)
             return ir_fail(err, nerr, "dim %d has a symbolic size", k);
         if (ix->shape[k] > ss || (k != d && ix->shape[k] > xs))
             return ir_fail(err, nerr, "index has size %lld in dim %d, larger than %s's %lld",
@@ -654,8 +656,8 @@ int ir_infer_index_add(IR_INFER_ARGS)
     if (!ok)
         return ir_fail(err, nerr, "source must have the input's shape with %lld in dim %d",
                        (long long)n, d);
-    for (int k = 0; k < x->ndim; k++)
-        if (x->shape[k] < 0)
+    for (int k = 0; k < x->ndim; k++)   /* along dim: bounds the index's values only */
+        if (x->shape[k] < 0 && k != d)
             return ir_fail(err, nerr, "dim %d has a symbolic size", k);
     ir_set(out, x->dtype, x->ndim, x->shape);
     return 0;
