@@ -85,15 +85,9 @@ int main(int argc, char **argv)
     int reps = 11, batch = 8;
     block b = {.eval = false};
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--threads") && i + 1 < argc)
-            tj_set_num_threads(atoi(argv[++i]));
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
-            reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
-            batch = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--cpu-time"))
-            cpu_time = true;
-        else if (!strcmp(argv[i], "--eval"))
+        if (shared_flag(argc, argv, &i, &reps, &batch))
+            continue;
+        if (!strcmp(argv[i], "--eval"))
             b.eval = true;
         else {
             fprintf(stderr, "usage: %s [--threads N] [--reps N] [--batch B] [--cpu-time] [--eval]\n", argv[0]);

@@ -120,15 +120,9 @@ int main(int argc, char **argv)
     int reps = 21, batch = 256, nsizes = 1;
     bool dynamic = false, chain = false, dropout = false, bn = false;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--threads") && i + 1 < argc)
-            tj_set_num_threads(atoi(argv[++i]));
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
-            reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
-            batch = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--cpu-time"))
-            cpu_time = true;
-        else if (!strcmp(argv[i], "--dynamic"))
+        if (shared_flag(argc, argv, &i, &reps, &batch))
+            continue;
+        if (!strcmp(argv[i], "--dynamic"))
             dynamic = true;
         else if (!strcmp(argv[i], "--chain"))
             chain = true;

@@ -1,12 +1,16 @@
 /* timing.h - what the backward benchmarks (mlp.c, convblock.c) share: a
- * clock in ms (wall, or the process's CPU time) and the median and best of
- * a run of step times. Header-only: each benchmark is one translation unit. */
+ * clock in ms (wall, or the process's CPU time), the median and best of a
+ * run of step times, and the flags they both take. Header-only: each
+ * benchmark is one translation unit. */
 #ifndef TJ_BENCH_BACKWARD_TIMING_H
 #define TJ_BENCH_BACKWARD_TIMING_H
 
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+
+#include "tjit.h"
 
 static bool cpu_time;   /* --cpu-time: the process's CPU time, every thread */
 
@@ -29,6 +33,25 @@ static void median_best(double *t, int n, double *med, double *best)
     qsort(t, (size_t)n, sizeof *t, cmp_ms);
     *med = t[n / 2];
     *best = t[0];
+}
+
+/* Takes argv[*i] (and its value) when it is a flag both benchmarks take:
+ * --threads N, --reps N, --batch B, --cpu-time. Whether it did. */
+static bool shared_flag(int argc, char **argv, int *i, int *reps, int *batch)
+{
+    const char *a = argv[*i];
+    bool value = *i + 1 < argc;
+    if (!strcmp(a, "--threads") && value)
+        tj_set_num_threads(atoi(argv[++*i]));
+    else if (!strcmp(a, "--reps") && value)
+        *reps = atoi(argv[++*i]);
+    else if (!strcmp(a, "--batch") && value)
+        *batch = atoi(argv[++*i]);
+    else if (!strcmp(a, "--cpu-time"))
+        cpu_time = true;
+    else
+        return false;
+    return true;
 }
 
 #endif
