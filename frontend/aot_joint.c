@@ -489,6 +489,25 @@ static int check_draws(const fe_joint *j, char *why, size_t n)
     return 0;
 }
 
+/* A joint to trace into, of nsyms symbols (their least and traced sizes
+ * to fill in); NULL when out of memory. */
+static fe_joint *joint_alloc(const char *name, int nargs, uint64_t argmask, int nsyms)
+{
+    fe_joint *j = calloc(1, sizeof *j);
+    if (!j || (nsyms && !(j->symmin = malloc(sizeof *j->symmin * (2 * (size_t)nsyms))))) {
+        free(j);
+        return NULL;
+    }
+    atomic_init(&j->refs, 1);
+    pthread_mutex_init(&j->mu, NULL);
+    snprintf(j->name, sizeof j->name, "%s", name);
+    j->nargs = nargs;
+    j->argmask = argmask;
+    j->nsyms = nsyms;
+    j->symval = nsyms ? j->symmin + nsyms : NULL;
+    return j;
+}
+
 /* Whether the constants two traces of a joint made hold the same values. */
 static bool same_constants(const fe_joint *a, const fe_joint *b)
 {
@@ -528,18 +547,13 @@ static int same_at_other_sizes(const fe_joint *j, const char *text, tj_model_fn 
             ext[i].shape[d] = ir_dim_at(ext[i].shape[d], sv);
     }
     fe_joint_syms other = {sy->argt, sv, sy->symmin, sy->nsyms};
-    fe_joint *j2 = calloc(1, sizeof *j2);
+    fe_joint *j2 = joint_alloc(j->name, j->nargs, j->argmask, 0);
     fe_trace *tr = j2 ? fe_trace_begin(j->name) : NULL;
     if (!tr) {
-        free(j2);
+        fe_joint_release(j2);
         snprintf(why, n, "out of memory");
         return -1;
     }
-    atomic_init(&j2->refs, 1);
-    pthread_mutex_init(&j2->mu, NULL);
-    snprintf(j2->name, sizeof j2->name, "%s", j->name);
-    j2->nargs = j->nargs;
-    j2->argmask = j->argmask;
     tr->sizes_checked = true;
     tj_scope_begin();
     int rc = trace_joint(j2, tr, fn, mfn, ctx, ext, NULL, caps, ncaps, &other, why, n);
@@ -562,20 +576,12 @@ static fe_joint *joint_make(tj_model_fn fn, tj_model_multi_fn mfn, void *ctx, co
                             int ncaps, const fe_joint_syms *sy, char *why, size_t n)
 {
     why[0] = '\0';
-    fe_joint *j = calloc(1, sizeof *j);
-    if (!j || (sy && !(j->symmin = malloc(sizeof *j->symmin * (2 * (size_t)sy->nsyms + 1))))) {
-        free(j);
+    fe_joint *j = joint_alloc(name, nargs, argmask, sy ? sy->nsyms : 0);
+    if (!j) {
         snprintf(why, n, "out of memory");
         return NULL;
     }
-    atomic_init(&j->refs, 1);
-    pthread_mutex_init(&j->mu, NULL);
-    snprintf(j->name, sizeof j->name, "%s", name);
-    j->nargs = nargs;
-    j->argmask = argmask;
     if (sy) {
-        j->nsyms = sy->nsyms;
-        j->symval = j->symmin + sy->nsyms;
         memcpy(j->symmin, sy->symmin, sizeof *j->symmin * (size_t)sy->nsyms);
         memcpy(j->symval, sy->symval, sizeof *j->symval * (size_t)sy->nsyms);
     }
