@@ -169,14 +169,16 @@ tj_tensor *ag_interleave(tj_tensor *g, int dim, int64_t step)
         return g;
     /* [n] -> [n,1] -> [n,step] (zeros after each) -> [n*step] -> the first (n-1)*step+1 */
     ir_type tg = type_of(g);
-    int64_t shape[TJ_MAX_DIMS], ex[TJ_MAX_DIMS];
+    int64_t ex[TJ_MAX_DIMS];
     memcpy(ex, g->shape, sizeof ex);
     ex[dim] = n * step;
-    memcpy(shape, tg.shape, sizeof shape);
-    shape[dim] = IR_IS_SYM(shape[dim]) ? -2 : n * step;   /* -2: not a size, the example's then */
+    /* the other dims as traced; a symbolic dim itself times step is no
+     * symbol plus a count: the example's sizes */
+    bool sym = IR_IS_SYM(tg.shape[dim]);
+    tg.shape[dim] = n * step;
     int ndim = g->ndim;
     g = ag_pad_dim(tj_unsqueeze(g, dim + 1), dim + 1, 0, step - 1);
-    const int64_t *to = shape[dim] == -2 ? ex : reshape_shape(shape, ndim, ex);
+    const int64_t *to = sym ? ex : reshape_shape(tg.shape, ndim, ex);
     return tj_slice(tj_reshape(g, ndim, to), dim, 0, (n - 1) * step + 1, 1);
 }
 
