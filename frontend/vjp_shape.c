@@ -37,19 +37,34 @@ static int reduced_dims(const ag_ctx *c, int *dims)
 AG_VJP(sum) { AG_SET(0, unreduce(c, g)); return 0; }
 AG_VJP(mean) { AG_SET(0, tj_div(unreduce(c, g), reduced_count(c, 0))); return 0; }
 
-/* d prod / d x_i = prod of the others: y / x_i without zeros; with one zero,
- * the product of the non-zeros at the zero and 0 elsewhere; with more, 0. */
+/* The product of x's elements before each along d (1 for the first): the
+ * cumprod shifted by one. */
+static tj_tensor *cumprod_before(tj_tensor *x, int d)
+{
+    int64_t pads[2 * TJ_MAX_DIMS] = {0};
+    int np = x->ndim - d;   /* (before, after) pairs from the last dim down to d */
+    pads[2 * (np - 1)] = 1;
+    return tj_slice(tj_pad(tj_cumprod(x, d), pads, np, 1.0), d, 0, -1, 1);
+}
+
+/* The product over dims[0..nd) of x's elements other than each one, with no
+ * division (zeros anywhere) and from ops that differentiate again (a
+ * gradient of the gradient): along one dim, the products before and after;
+ * over more, that times the others of the products along the first dim. */
+static tj_tensor *prod_others(tj_tensor *x, const int *dims, int nd)
+{
+    int d = dims[0];
+    tj_tensor *after = tj_flip(cumprod_before(tj_flip(x, &d, 1), d), &d, 1);
+    tj_tensor *r = tj_mul(cumprod_before(x, d), after);
+    return nd > 1 ? tj_mul(r, prod_others(tj_prod(x, dims, 1, true), dims + 1, nd - 1)) : r;
+}
+
+/* d prod / d x_i = the product of the others (PyTorch's rule where x has zeros). */
 AG_VJP(prod)
 {
     int dims[TJ_MAX_DIMS], nd = reduced_dims(c, dims);
-    tj_tensor *zero = tj_eq_s(X, 0);
-    tj_tensor *nz = tj_sum(tj_cast(zero, TJ_I64), dims, nd, true);
-    tj_tensor *p1 = tj_prod(tj_where(zero, ag_const(X, 1), X), dims, nd, true);
     tj_tensor *gu = unreduce(c, g);
-    tj_tensor *at_zero = ag_masked(tj_mul(gu, p1), tj_logical_and(zero, tj_eq_s(nz, 1)));
-    tj_tensor *elsewhere = ag_masked(tj_div(tj_mul(gu, p1), X),
-                                     tj_logical_and(tj_logical_not(zero), tj_eq_s(nz, 0)));
-    AG_SET(0, tj_add(at_zero, elsewhere));
+    AG_SET(0, nd ? tj_mul(gu, prod_others(X, dims, nd)) : gu);
     return 0;
 }
 
