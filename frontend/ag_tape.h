@@ -71,6 +71,13 @@ static inline unsigned ag_version_of(const tj_tensor *t)
 /* Where the gradient of t (an input of a node) goes: to the node that made
  * it (its output), or into t itself, a leaf; e->need says whether it wants one. */
 void ag_link_input(ag_input *e, tj_tensor *t);
+/* The node that made t (made again first for a view whose base was written
+ * since), or NULL: a leaf, or no history. */
+ag_node *ag_fn_of(const tj_tensor *t);
+/* A saved value as a tensor whose history is output out of fn (a
+ * TJ_CREATE_GRAPH backward's rules record on it), in the current scope; NULL
+ * when out of memory. */
+tj_tensor *ag_with_history(const tj_tensor *saved, ag_node *fn, int out);
 /* Drops n's saved values after a backward ran it (a second one fails). */
 void ag_node_drop_saved(ag_node *n);
 /* Runs leaf's ready-hook, once per backward; 0 or -1. */

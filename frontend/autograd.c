@@ -228,6 +228,22 @@ static ag_node *fn_of(const tj_tensor *t)
     return m ? m->fn : NULL;
 }
 
+ag_node *ag_fn_of(const tj_tensor *t) { return fn_of(t); }
+
+tj_tensor *ag_with_history(const tj_tensor *saved, ag_node *fn, int out)
+{
+    tj_tensor *d = ag_detached(saved);
+    ag_meta *m = d ? meta_get(d) : NULL;
+    if (!m) {
+        tj_release(d);
+        return NULL;
+    }
+    atomic_fetch_add(&fn->refs, 1);
+    m->fn = fn;
+    m->fn_out = out;
+    return rt_own(d);
+}
+
 bool fe_ag_wants_grad(tj_tensor *const *in, int nin)
 {
     bool any = false;
@@ -615,7 +631,9 @@ static int set_grad(tj_tensor *leaf, tj_tensor *g)
     ag_meta *m = meta_get(leaf);
     if (!m)
         return -1;
-    if (m->grad && rt_is_contiguous(m->grad) && same_type(m->grad, g)) {
+    /* in place, unless the gradient has a history (TJ_CREATE_GRAPH's): its
+     * nodes saved it as it is */
+    if (m->grad && !fe_ag_requires_grad(m->grad) && rt_is_contiguous(m->grad) && same_type(m->grad, g)) {
         if (rt_convert(m->grad, g) != 0)
             return -1;
         rt_bump_version(m->grad);
@@ -748,6 +766,22 @@ int fe_ag_accumulate(tj_tensor *leaf, tj_tensor *g)
      * its identity (and a compiled step's guard on it holds) */
     tj_tensor *sum = old ? tj_add(old, g) : g;
     return sum ? fe_ag_set_grad(leaf, sum) : -1;
+}
+
+int fe_ag_accumulate_graph(tj_tensor *leaf, tj_tensor *g)
+{
+    ag_meta *m = meta_get(leaf);
+    if (!m)
+        return -1;
+    if (!fe_ag_requires_grad(g) && !(m->grad && fe_ag_requires_grad(m->grad)))
+        return fe_ag_accumulate(leaf, g);   /* no history on either side: a gradient as any */
+    tj_tensor *sum = m->grad ? tj_add(m->grad, g) : g;   /* recorded: the sum keeps both histories */
+    if (!sum)
+        return -1;
+    tj_retain(sum);
+    tj_release(m->grad);
+    m->grad = sum;
+    return grad_written(leaf);
 }
 
 tj_tensor *tj_detach(tj_tensor *t)

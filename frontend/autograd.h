@@ -141,6 +141,9 @@ bool fe_ag_is_view(const tj_tensor *t);
 /* Adds g (leaf's shape and dtype) into leaf's gradient: in place when it has
  * one, else a fresh copy; while tracing, into the trace's gradient. 0 or -1. */
 int fe_ag_accumulate(tj_tensor *leaf, tj_tensor *g);
+/* As fe_ag_accumulate, for a TJ_CREATE_GRAPH backward: a gradient with a
+ * history becomes the .grad itself (the sum recorded), not a copy. */
+int fe_ag_accumulate_graph(tj_tensor *leaf, tj_tensor *g);
 
 /* Sets leaf's gradient to g (copied into the current one in place when it
  * has one of g's type, else a fresh copy). 0 or -1. */

@@ -19,6 +19,16 @@ typedef struct walk {
     int *slot;               /* per node: where its outputs' gradients start in grads */
     tj_tensor **grads;       /* per output of each node: its gradient so far */
     int n, cap;
+    unsigned flags;          /* TJ_RETAIN_GRAPH, TJ_CREATE_GRAPH, TJ_ALLOW_UNUSED */
+    /* tj_gradients: the inputs asked for (xs; a non-leaf's node and output in
+     * xfn, xout) and their gradients so far (gx); no .grad is written */
+    tj_tensor *const *xs;
+    ag_node **xfn;
+    int *xout;
+    tj_tensor **gx;
+    int nx;
+    bool *needed;            /* tj_gradients: per node, whether it leads to an x */
+    bool *ran;               /* per node: whether it ran (its saved values go at the end) */
 } walk;
 
 static int node_index(const walk *w, const ag_node *n) { (void)w; return n->walk - 1; }
@@ -85,7 +95,7 @@ static tj_tensor *fit(tj_tensor *g, const tj_tensor *x)
     return g;
 }
 
-static int run_rule(ag_node *n, tj_tensor *g, tj_tensor **gx);
+static int run_rule(ag_node *n, tj_tensor *g, tj_tensor **gx, bool create);
 static int send(walk *w, ag_node *n, tj_tensor **gx);
 
 /* A write through a view of a base (n->slices): the view's part of the
@@ -105,6 +115,13 @@ static int copy_slices(ag_node *n, tj_tensor *g, tj_tensor **gx)
 static int run_compiled(walk *w, ag_node *n, tj_tensor *const *g)
 {
     char d[64];
+    if (w->xs || (w->flags & TJ_CREATE_GRAPH)) {
+        /* its plan sends its weights' gradients into .grad, and records nothing */
+        rt_error("%s: the graph goes through a compiled call, whose backward %s (use tj_backward, "
+                 "or call the model uncompiled)", w->xs ? "gradients" : "backward with TJ_CREATE_GRAPH",
+                 w->xs ? "writes the weights' .grad" : "is not differentiable");
+        return -1;
+    }
     for (int k = 0; k < n->nin; k++) {
         const tj_tensor *s = n->in[k].saved;
         if (!n->in[k].unchecked && ag_version_of(s) != n->in[k].version) {
@@ -144,21 +161,23 @@ static int run_node(walk *w, int i)
     ag_node *n = w->nodes[i];
     if (n->released) {
         rt_error("backward: the graph through %s was already used by a backward and freed "
-                 "(double backward is not supported)",
-                 n->compiled ? "a compiled call" : ir_ops[n->op].name);
+                 "(to run another backward through it, pass TJ_RETAIN_GRAPH to the first: "
+                 "tj_backward_ex)", n->compiled ? "a compiled call" : ir_ops[n->op].name);
         return -1;
     }
     tj_tensor **g = grad_of(w, n, 0);
     if (n->compiled)
         return run_compiled(w, n, g);
     tj_tensor *gx[FE_MAX_INPUTS] = {0};
-    if (n->slices ? copy_slices(n, *g, gx) : run_rule(n, *g, gx))
+    if (n->slices ? copy_slices(n, *g, gx) : run_rule(n, *g, gx, w->flags & TJ_CREATE_GRAPH))
         return -1;
     return send(w, n, gx);
 }
 
-/* Runs n's gradient rule on g; 0 or -1 (error set). */
-static int run_rule(ag_node *n, tj_tensor *g, tj_tensor **gx)
+/* Runs n's gradient rule on g; 0 or -1 (error set). With create (grad mode
+ * on), the rule reads its saved values with their histories: its own ops are
+ * recorded, so the gradients it makes can be differentiated again. */
+static int run_rule(ag_node *n, tj_tensor *g, tj_tensor **gx, bool create)
 {
     char d[64];
     /* A saved value written in place since (its storage's version moved):
@@ -196,8 +215,22 @@ static int run_rule(ag_node *n, tj_tensor *g, tj_tensor **gx)
         *(k < 0 ? &out : &saved[k]) = p;
         first = first == -2 ? k : first;
     }
+    bool unattached = false;
+    for (int k = -1; create && !traced && npoison >= 0 && !unattached && k < n->nin; k++) {
+        /* the values as saved (not stale), each with its history: an input's
+         * node or leaf, the result's node n itself */
+        tj_tensor **v = k < 0 ? &out : &saved[k];
+        const ag_input *e = k < 0 ? NULL : &n->in[k];
+        if (!*v || (k < 0 ? *v != n->out : *v != e->saved || !e->need))
+            continue;
+        if (!(*v = k < 0 ? ag_with_history(n->out, n, 0) : e->fn ? ag_with_history(e->saved, e->fn, e->out)
+                                                                 : e->leaf)) {
+            rt_error("backward: out of memory");
+            unattached = true;
+        }
+    }
     ag_ctx c = {n->op, &n->attrs, n->nin, saved, out, need};
-    int rc = npoison < 0 ? -1 : ag_rules[n->op]->vjp(&c, g, gx);
+    int rc = npoison < 0 || unattached ? -1 : ag_rules[n->op]->vjp(&c, g, gx);
     for (int k = 0; k < npoison; k++)
         free(poisoned[k]);
     if (rc != 0 && first >= 0) {
@@ -212,8 +245,17 @@ static int run_rule(ag_node *n, tj_tensor *g, tj_tensor **gx)
     return rc != 0 ? -1 : 0;
 }
 
+/* Which x of tj_gradients the leaf is, or -1. */
+static int leaf_index(const walk *w, const tj_tensor *leaf)
+{
+    for (int j = 0; j < w->nx; j++)
+        if (!w->xfn[j] && w->xs[j] == leaf)
+            return j;
+    return -1;
+}
+
 /* Sends n's input gradients gx to the nodes that made its inputs, or into
- * the leaves; 0 or -1. */
+ * the leaves (tj_gradients: into the xs' gradients); 0 or -1. */
 static int send(walk *w, ag_node *n, tj_tensor **gx)
 {
     for (int k = 0; k < n->nin; k++) {
@@ -227,7 +269,11 @@ static int send(walk *w, ag_node *n, tj_tensor **gx)
             tj_tensor **acc = grad_of(w, e->fn, e->out);
             if (!(*acc = accumulate(*acc, g)))
                 return -1;
-        } else if (fe_ag_accumulate(e->leaf, g) != 0) {
+        } else if (w->xs) {
+            int j = leaf_index(w, e->leaf);
+            if (j >= 0 && !(w->gx[j] = accumulate(w->gx[j], g)))
+                return -1;
+        } else if ((w->flags & TJ_CREATE_GRAPH ? fe_ag_accumulate_graph : fe_ag_accumulate)(e->leaf, g) != 0) {
             return -1;
         }
     }
@@ -300,32 +346,75 @@ static bool reached(walk *w, int i)
     return false;
 }
 
+/* tj_gradients: which nodes lead to an x (an input that is one, or that a
+ * node leading to one made); only they run. Inputs were made before their
+ * consumers: in creation order, each node's inputs are decided first. */
+static int mark_needed(walk *w)
+{
+    if (!(w->needed = calloc((size_t)w->n + 1, sizeof *w->needed)))
+        return -1;
+    for (int i = w->n - 1; i >= 0; i--) {
+        const ag_node *n = w->nodes[i];
+        for (int k = 0; k < n->nin && !w->needed[i]; k++) {
+            const ag_input *e = &n->in[k];
+            if (!e->need)
+                continue;
+            if (!e->fn) {
+                w->needed[i] = leaf_index(w, e->leaf) >= 0;
+                continue;
+            }
+            w->needed[i] = w->needed[node_index(w, e->fn)];
+            for (int j = 0; j < w->nx && !w->needed[i]; j++)
+                w->needed[i] = w->xfn[j] == e->fn && w->xout[j] == e->out;
+        }
+        /* a compiled call's captured weights (watched) get gradients too */
+        for (int k = n->nsaved; n->compiled && k < n->nin && !w->needed[i]; k++)
+            w->needed[i] = leaf_index(w, n->in[k].saved) >= 0;
+    }
+    return 0;
+}
+
+/* tj_gradients: the gradients of the non-leaf xs node i made, complete
+ * before it runs (its consumers ran first); 0 or -1. */
+static int take_results(walk *w, int i)
+{
+    for (int j = 0; j < w->nx; j++) {
+        tj_tensor *g = w->xfn[j] == w->nodes[i] ? *grad_of(w, w->nodes[i], w->xout[j]) : NULL;
+        if (g && !(w->gx[j] = accumulate(w->gx[j], g)))
+            return -1;
+    }
+    return 0;
+}
+
 /* The backward from roots ys[0..n) (checked) with gradients g0[0..n): one
- * walk over every node they reach, each run once with all its parts. */
-static int backward_from(tj_tensor *const *ys, tj_tensor *const *g0, int n)
+ * walk over every node they reach (tj_gradients: that lead to an x), each
+ * run once with all its parts. */
+static int backward_from(walk *w, tj_tensor *const *ys, tj_tensor *const *g0, int n)
 {
     int rc = -1;
-    walk w = {0};
+    bool hooks = !w->xs;   /* tj_gradients writes no .grad: no ready-hook runs */
     for (int r = 0; r < n; r++) {
         ag_node *f = ag_meta_of(ys[r])->fn;
-        if (f && collect(&w, f) != 0) {
+        if (f && collect(w, f) != 0) {
             rt_error("backward: out of memory");
             goto out;
         }
     }
-    qsort(w.nodes, (size_t)w.n, sizeof *w.nodes, by_seq_desc);
+    qsort(w->nodes, (size_t)w->n, sizeof *w->nodes, by_seq_desc);
     int nslots = 0;
-    if (w.n && !(w.slot = malloc(sizeof *w.slot * (size_t)w.n))) {
+    if (w->n && !(w->slot = malloc(sizeof *w->slot * (size_t)w->n))) {
         rt_error("backward: out of memory");
         goto out;
     }
-    for (int i = 0; i < w.n; i++) {
-        w.nodes[i]->walk = i + 1;
-        w.slot[i] = nslots;
-        nslots += w.nodes[i]->nout;
-        count_parts(w.nodes[i], 1);
+    for (int i = 0; i < w->n; i++) {
+        w->nodes[i]->walk = i + 1;
+        w->slot[i] = nslots;
+        nslots += w->nodes[i]->nout;
+        if (hooks)
+            count_parts(w->nodes[i], 1);
     }
-    if (!(w.grads = calloc((size_t)nslots + 1, sizeof *w.grads))) {
+    if (!(w->grads = calloc((size_t)nslots + 1, sizeof *w->grads)) ||
+        !(w->ran = calloc((size_t)w->n + 1, sizeof *w->ran)) || (w->xs && mark_needed(w) != 0)) {
         rt_error("backward: out of memory");
         goto out;
     }
@@ -333,34 +422,43 @@ static int backward_from(tj_tensor *const *ys, tj_tensor *const *g0, int n)
         ag_meta *m = ag_meta_of(ys[r]);
         if (!m->fn) {   /* a leaf: its gradient is the seed */
             tj_tensor *g = fit(g0[r], ys[r]);
-            if (!g || fe_ag_accumulate(ys[r], g) != 0)
+            int j = w->xs && g ? leaf_index(w, ys[r]) : -1;
+            if (!g || (j >= 0 && !(w->gx[j] = accumulate(w->gx[j], g))) ||
+                (!w->xs && (w->flags & TJ_CREATE_GRAPH ? fe_ag_accumulate_graph : fe_ag_accumulate)(ys[r], g)))
                 goto out;
             continue;
         }
-        tj_tensor **acc = grad_of(&w, m->fn, m->fn_out);
+        tj_tensor **acc = grad_of(w, m->fn, m->fn_out);
         if (!(*acc = accumulate(*acc, g0[r])))
             goto out;
     }
-    for (int i = 0; i < w.n; i++) {
-        /* no gradient flowed here: the node's parts are none */
-        if ((reached(&w, i) && run_node(&w, i) != 0) || count_parts(w.nodes[i], -1) != 0)
+    for (int i = 0; i < w->n; i++) {
+        if (w->xs && take_results(w, i) != 0)
             goto out;
+        /* no gradient flowed here: the node's parts are none */
+        bool run = reached(w, i) && (!w->needed || w->needed[i]);
+        if ((run && run_node(w, i) != 0) || (hooks && count_parts(w->nodes[i], -1) != 0))
+            goto out;
+        w->ran[i] = run;
     }
-    for (int i = 0; i < w.n; i++)
-        ag_node_drop_saved(w.nodes[i]);
+    for (int i = 0; i < w->n && !(w->flags & (TJ_RETAIN_GRAPH | TJ_CREATE_GRAPH)); i++)
+        if (w->ran[i])
+            ag_node_drop_saved(w->nodes[i]);
     rc = 0;
 out:
-    for (int i = 0; i < w.n; i++) {
-        for (int k = 0; k < w.nodes[i]->nin; k++) {
-            ag_meta *hm = hooked_input(w.nodes[i], k);
+    for (int i = 0; i < w->n; i++) {
+        for (int k = 0; hooks && k < w->nodes[i]->nin; k++) {
+            ag_meta *hm = hooked_input(w->nodes[i], k);
             if (hm)
                 hm->pending = 0;   /* after a failure, parts never sent */
         }
-        w.nodes[i]->walk = 0;
+        w->nodes[i]->walk = 0;
     }
-    free(w.nodes);
-    free(w.slot);
-    free(w.grads);
+    free(w->nodes);
+    free(w->slot);
+    free(w->grads);
+    free(w->needed);
+    free(w->ran);
     return rc;
 }
 
@@ -388,27 +486,132 @@ int fe_ag_reach(tj_tensor *const *ys, int n, tj_tensor *const *leaves, int nl, u
     return 0;
 }
 
-int fe_ag_backward_roots(tj_tensor *const *ys, tj_tensor *const *seeds, int n)
+/* The backward from roots ys[0..n) with seeds (NULL, or NULL each: ones)
+ * over walk w (its flags, and tj_gradients' xs set); 0 or -1. */
+static int backward_roots(walk *w, tj_tensor *const *ys, tj_tensor *const *seeds, int n)
 {
     for (int r = 0; r < n; r++)
         if (check_root(ys[r], seeds ? seeds[r] : NULL) != 0)
             return -1;
+    fe_trace *tr = fe_trace_current();
+    if (tr && (w->flags & TJ_CREATE_GRAPH)) {
+        /* the traced backward's graph is not itself differentiated: the call
+         * runs eagerly; the trace goes on without the history to finish */
+        fe_trace_break(tr, "a backward with TJ_CREATE_GRAPH (gradients of gradients)");
+        w->flags &= ~(unsigned)TJ_CREATE_GRAPH;
+    }
+    bool create = w->flags & TJ_CREATE_GRAPH;
     tj_scope_begin();
-    ag_no_grad_depth++;
+    if (!create)
+        ag_no_grad_depth++;
+    int depth = ag_no_grad_depth;
+    if (create)
+        ag_no_grad_depth = 0;   /* recorded, even inside tj_no_grad */
     uint64_t outer_gen = fe_ag_hooks_begin();   /* this backward's number */
     tj_tensor *few[8], **g0 = n <= 8 ? few : malloc(sizeof *g0 * (size_t)n);
     bool ok = g0 != NULL;
     for (int r = 0; r < n && ok; r++)
         ok = (g0[r] = seeds && seeds[r] ? seeds[r] : tj_ones(ys[r]->dtype, ys[r]->ndim, ys[r]->shape)) != NULL;
-    int rc = ok ? backward_from(ys, g0, n) : -1;
+    int rc = ok ? backward_from(w, ys, g0, n) : -1;
     if (g0 != few)
         free(g0);
-    ag_no_grad_depth--;
+    for (int j = 0; j < w->nx; j++)   /* the caller's, past the scope */
+        tj_retain(w->gx[j]);
+    ag_no_grad_depth = depth;
+    if (!create)
+        ag_no_grad_depth--;
     fe_ag_hooks_end(outer_gen);
     tj_scope_end();
+    for (int j = 0; j < w->nx; j++)
+        if (w->gx[j])
+            w->gx[j] = rt_own(w->gx[j]);
     return rc;
 }
 
-int tj_backward_seed(tj_tensor *y, tj_tensor *seed) { return fe_ag_backward_roots(&y, &seed, 1); }
+int fe_ag_backward_roots(tj_tensor *const *ys, tj_tensor *const *seeds, int n)
+{
+    walk w = {0};
+    return backward_roots(&w, ys, seeds, n);
+}
+
+static bool flags_ok(unsigned flags, const char *what)
+{
+    if (flags & ~(unsigned)(TJ_RETAIN_GRAPH | TJ_CREATE_GRAPH | TJ_ALLOW_UNUSED)) {
+        rt_error("%s: unknown flags 0x%x (TJ_RETAIN_GRAPH, TJ_CREATE_GRAPH, TJ_ALLOW_UNUSED)", what, flags);
+        return false;
+    }
+    return true;
+}
+
+int tj_backward_ex(tj_tensor *y, tj_tensor *seed, unsigned flags)
+{
+    walk w = {.flags = flags};
+    return flags_ok(flags, "backward") ? backward_roots(&w, &y, &seed, 1) : -1;
+}
+
+int tj_backward_seed(tj_tensor *y, tj_tensor *seed) { return tj_backward_ex(y, seed, 0); }
 
 int tj_backward(tj_tensor *y) { return tj_backward_seed(y, NULL); }
+
+/* tj_gradients' xs: live, float, requiring grad; their nodes in w. 0 or -1. */
+static int check_inputs(walk *w, tj_tensor *const *xs, int nx)
+{
+    char d[64];
+    for (int j = 0; j < nx; j++) {
+        if (!xs[j]) {
+            if (!rt_has_error())
+                rt_error("gradients: input %d is NULL", j);
+            return -1;
+        }
+        if (rt_check_live(&xs[j], 1, "gradients") != 0)
+            return -1;
+        if (!ir_dtype_is_float(xs[j]->dtype) || !fe_ag_requires_grad(xs[j])) {
+            rt_error("gradients: input %d (%s) does not require grad", j, tj_describe(xs[j], d, sizeof d));
+            return -1;
+        }
+        w->xfn[j] = ag_fn_of(xs[j]);
+        w->xout[j] = w->xfn[j] ? ag_meta_of(xs[j])->fn_out : 0;
+    }
+    return 0;
+}
+
+int tj_gradients(tj_tensor *const *ys, tj_tensor *const *seeds, int ny, tj_tensor *const *xs, int nx,
+                 unsigned flags, tj_tensor **gx)
+{
+    if (!ys || !xs || !gx || ny < 1 || nx < 1) {
+        rt_error("gradients: needs at least one output and one input, and room for the gradients "
+                 "(%d outputs, %d inputs)", ny, nx);
+        return -1;
+    }
+    if (!flags_ok(flags, "gradients"))
+        return -1;
+    walk w = {.flags = flags, .xs = xs, .nx = nx};
+    w.xfn = calloc((size_t)nx, sizeof *w.xfn);
+    w.xout = calloc((size_t)nx, sizeof *w.xout);
+    w.gx = gx;
+    for (int j = 0; j < nx; j++)
+        gx[j] = NULL;
+    int rc = -1;
+    if (!w.xfn || !w.xout)
+        rt_error("gradients: out of memory");
+    else if (check_inputs(&w, xs, nx) == 0)
+        rc = backward_roots(&w, ys, seeds, ny);
+    char d[64];
+    for (int j = 0; rc == 0 && j < nx; j++) {
+        if (gx[j])
+            continue;
+        if (!(flags & TJ_ALLOW_UNUSED)) {
+            rt_error("gradients: input %d (%s) is not reached from the outputs (pass TJ_ALLOW_UNUSED "
+                     "for zeros)", j, tj_describe(xs[j], d, sizeof d));
+            rc = -1;
+        } else if (!(gx[j] = tj_zeros(xs[j]->dtype, xs[j]->ndim, xs[j]->shape))) {
+            rc = -1;
+        }
+    }
+    if (rc != 0)
+        for (int j = 0; j < nx; j++)
+            gx[j] = NULL;   /* in the scope: released with it */
+    free(w.xfn);
+    free(w.xout);
+    return rc;
+}

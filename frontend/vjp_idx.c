@@ -118,6 +118,18 @@ static void prod_grads(const ag_ctx *c, tj_tensor *g, tj_tensor **gs, tj_tensor 
     tj_tensor *sz = tj_eq_s(s, 0);
     tj_tensor *nz = tj_gather(tj_scatter_add(tj_zeros_like(X), d, ix, tj_cast(sz, X->dtype)), d, ix);
     tj_tensor *single = tj_logical_and(sz, tj_eq_s(nz, 1));
+    if (tj_grad_enabled() && !fe_trace_current() && nz) {
+        /* recorded (TJ_CREATE_GRAPH): where two zeros meet, gradient 0 holds
+         * here but its derivative in either zero is not 0, which no mask
+         * gives; refused, as PyTorch refuses that double backward */
+        tj_tensor *many = tj_any(tj_gt_s(tj_where_xs(sz, nz, 0), 1), NULL, 0, false);
+        if (many && tj_item(many) != 0) {
+            rt_error("scatter_reduce: a gradient of the gradient (TJ_CREATE_GRAPH) of reduce prod where "
+                     "several zeros of src reach one place is not supported");
+            *gs = *gsrc = NULL;
+            return;
+        }
+    }
     tj_tensor *without = tj_scatter_reduce(X, d, ix, tj_where_sx(single, 1, s), TJ_REDUCE_PROD, self);
     *gsrc = tj_where(single, tj_gather(tj_mul(g, without), d, ix),
                      tj_div(tj_gather(tj_mul(g, Y), d, ix), tj_where_sx(sz, 1, s)));

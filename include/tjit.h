@@ -846,12 +846,33 @@ tj_tensor *tj_empty_strided(tj_dtype dt, int ndim, const int64_t *size, const in
  * requires grad is recorded on a tape (nothing is recorded otherwise). After
  * tj_backward(loss), tj_grad(w) is d loss / d w, summed over backward calls
  * until tj_zero_grad. A backward frees the tape it ran (call the forward again
- * for another backward). */
+ * for another backward, or pass TJ_RETAIN_GRAPH to tj_backward_ex). */
 int tj_requires_grad(tj_tensor *t, bool on);   /* float leaves only; 0 or -1 */
 bool tj_get_requires_grad(const tj_tensor *t);
 int tj_backward(tj_tensor *loss);              /* one-element result; 0 or -1 */
 int tj_backward_seed(tj_tensor *y, tj_tensor *seed);   /* seed: dL/dy, y's shape */
 tj_tensor *tj_grad(const tj_tensor *t);        /* borrowed, NULL before a backward */
+/* Flags of tj_backward_ex and tj_gradients (docs/training.md, "Higher-order
+ * gradients"). TJ_RETAIN_GRAPH keeps the saved values, so another backward can
+ * run through the same graph (PyTorch's retain_graph). TJ_CREATE_GRAPH records
+ * the backward itself (its gradients have a history, for gradients of
+ * gradients: PyTorch's create_graph; implies TJ_RETAIN_GRAPH; not through a
+ * compiled call, and inside tj_compile a graph break). TJ_ALLOW_UNUSED: an
+ * input of tj_gradients the outputs do not reach gets zeros instead of an
+ * error. */
+enum { TJ_RETAIN_GRAPH = 1u, TJ_CREATE_GRAPH = 2u, TJ_ALLOW_UNUSED = 4u };
+/* tj_backward_seed with flags (seed NULL: ones, y of one element). A leaf's
+ * .grad made with TJ_CREATE_GRAPH holds a history that holds the leaf: drop
+ * it with tj_zero_grad, or prefer tj_gradients. 0 or -1. */
+int tj_backward_ex(tj_tensor *y, tj_tensor *seed, unsigned flags);
+/* torch.autograd.grad: gx[j] = d(sum_i <ys[i], seeds[i]>) / d xs[j] (seeds or
+ * seeds[i] NULL: ones, ys[i] of one element), for xs that require grad, leaves
+ * or results of recorded ops; results in the current scope. No .grad changes
+ * and no ready-hook runs; only the part of the graph between the ys and the xs
+ * runs. 0 or -1 (an x not reached by the ys is an error without
+ * TJ_ALLOW_UNUSED). */
+int tj_gradients(tj_tensor *const *ys, tj_tensor *const *seeds, int ny, tj_tensor *const *xs, int nx,
+                 unsigned flags, tj_tensor **gx);
 void tj_zero_grad(tj_tensor *t);               /* drops the accumulated gradient */
 /* Sets leaf's gradient to g's values (like `p.grad = g`; into the current
  * gradient in place when shapes and dtypes match). 0 or -1. */

@@ -21,79 +21,10 @@
 #include "../frontend/autograd.h"
 #include "../ir/graph.h"
 #include "util.h"
+#include "util_gradcases.h"
 
-/* ---- running a parsed graph through the eager API --------------------------------- */
-
-/* Values of g's inputs and nodes (slots: inputs, then nodes), in the scope. */
-static int run_graph(const ir_graph *g, tj_tensor **slot)
-{
-    for (int k = 0; k < g->nnodes; k++) {
-        const ir_node *n = g->nodes[k];
-        tj_tensor *in[FE_MAX_INPUTS];
-        for (int j = 0; j < n->nin; j++) {
-            const ir_node *m = n->in[j];
-            in[j] = !m ? NULL : m->op == IR_OP_INPUT ? slot[m->id] : slot[g->ninputs + m->id];
-        }
-        ir_attrs a = {0};
-        for (int j = 0; j < ir_ops[n->op].nattrs; j++)
-            a.a[j] = n->attrs[j];
-        tj_tensor *r = fe_apply(n->op, in, n->nin, &a);
-        if (!r) {
-            fprintf(stderr, "%s: %s\n", ir_ops[n->op].name, tj_last_error());
-            return -1;
-        }
-        slot[g->ninputs + k] = r;
-    }
-    return 0;
-}
-
-static tj_tensor *output(const ir_graph *g, tj_tensor **slot, int k)
-{
-    const ir_node *o = g->outputs[k];
-    return o->op == IR_OP_INPUT ? slot[o->id] : slot[g->ninputs + o->id];
-}
-
-/* A deterministic generator for the inputs (not tjit's: independent of it). */
+/* The cases' inputs: one generator over all of test_gradcheck. */
 static uint64_t rng_state;
-static double uniform(void)
-{
-    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-    return (double)(rng_state >> 11) / 9007199254740992.0;
-}
-static double normal(void)
-{
-    double u = uniform() + 1e-12, v = uniform();
-    return sqrt(-2 * log(u)) * cos(2 * M_PI * v);
-}
-
-/* An input drawn by its name (see cases.tir). */
-static tj_tensor *make_input(const ir_node *in)
-{
-    const ir_type *t = &in->type;
-    int64_t n = 1;
-    for (int d = 0; d < t->ndim; d++)
-        n *= t->shape[d];
-    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
-    assert_non_null(v);
-    char kind = in->name[0];
-    long range = kind == 'i' ? strtol(in->name + 1, NULL, 10) : 0;
-    int64_t last = t->ndim ? t->shape[t->ndim - 1] : 1;
-    for (int64_t k = 0; k < n; k++) {
-        switch (kind) {
-        case 'p': v[k] = 0.5 + 1.5 * uniform(); break;
-        case 'u': v[k] = -0.8 + 1.6 * uniform(); break;
-        case 'g': v[k] = 1.2 + 1.8 * uniform(); break;
-        case 'm': v[k] = k % last == 0 || uniform() < 0.6; break;
-        case 'i': v[k] = (double)(int64_t)(uniform() * (double)range); break;
-        case 'z': v[k] = (k % 3 == 0 || k == 4) ? 0 : 1; break;
-        case 'o': v[k] = k % 3 == 0 ? 0 : 0.5 + 1.5 * uniform(); break;
-        default: v[k] = normal(); break;
-        }
-    }
-    tj_tensor *x = tu_tensor(t->dtype, t->ndim, t->shape, v);
-    free(v);
-    return x;
-}
 
 /* tests/golden/gradcases/<graph>.<what>.npy (scripts/golden/gradcases.py:
  * PyTorch's inputs, seeds and gradients for the graphs of cases.tir), or NULL. */
@@ -115,28 +46,11 @@ static tj_tensor *golden_case(const char *graph, const char *what)
 /* Counts of the comparisons with PyTorch's gradients. */
 static int golden_compared, golden_bad;
 
-static bool wants_grad(const ir_node *in)
-{
-    return in->type.dtype == TJ_F64 && in->name[0] != 'z';
-}
-
-/* L = sum_k sum(y_k * r_k) */
-static tj_tensor *loss_of(const ir_graph *g, tj_tensor **slot, tj_tensor **r)
-{
-    tj_tensor *l = NULL;
-    for (int k = 0; k < g->noutputs; k++) {
-        tj_tensor *y = tj_cast(output(g, slot, k), TJ_F64);
-        tj_tensor *t = tj_sum(tj_mul(y, r[k]), NULL, 0, false);
-        l = l ? tj_add(l, t) : t;
-    }
-    return l;
-}
-
 static double loss_value(const ir_graph *g, tj_tensor **slot, tj_tensor **r)
 {
     tj_no_grad_begin();
     tj_scope_begin();
-    double v = run_graph(g, slot) == 0 ? tj_item(loss_of(g, slot, r)) : NAN;
+    double v = tu_case_run(g, slot) == 0 ? tj_item(tu_case_loss(g, slot, r)) : NAN;
     tj_scope_end();
     tj_no_grad_end();
     return v;
@@ -150,27 +64,27 @@ static int check_case(const ir_graph *g, unsigned char *covered)
     assert_true(slot && r);
     bool golden = golden_case(g->name, g->inputs[0]->name) != NULL;
     for (int k = 0; k < g->ninputs; k++) {
-        slot[k] = golden ? tj_clone(golden_case(g->name, g->inputs[k]->name)) : make_input(g->inputs[k]);
+        slot[k] = golden ? tj_clone(golden_case(g->name, g->inputs[k]->name)) : tu_case_input(g->inputs[k], &rng_state);
         assert_non_null(slot[k]);
-        if (wants_grad(g->inputs[k]))
+        if (tu_case_wants_grad(g->inputs[k]))
             assert_int_equal(tj_requires_grad(slot[k], true), 0);
     }
     for (int k = 0; k < g->nnodes; k++)
         covered[g->nodes[k]->op] |= golden ? 2 : 1;
-    assert_int_equal(run_graph(g, slot), 0);
+    assert_int_equal(tu_case_run(g, slot), 0);
     for (int k = 0; k < g->noutputs; k++) {
         const ir_type *t = &g->outputs[k]->type;
         char name[16];
         snprintf(name, sizeof name, "r%d", k);
         r[k] = golden ? golden_case(g->name, name) : tj_randn(TJ_F64, t->ndim, t->shape);
     }
-    tj_tensor *l = loss_of(g, slot, r);
+    tj_tensor *l = tu_case_loss(g, slot, r);
     assert_non_null(l);
     if (tj_backward(l) != 0)
         fail_msg("@%s: backward: %s", g->name, tj_last_error());
     const double h = 1e-6;
     for (int k = 0; k < g->ninputs; k++) {
-        if (!wants_grad(g->inputs[k]))
+        if (!tu_case_wants_grad(g->inputs[k]))
             continue;
         tj_tensor *x = slot[k], *gx = tj_grad(x);
         char what[64];
@@ -204,51 +118,26 @@ static int check_case(const ir_graph *g, unsigned char *covered)
     return bad;
 }
 
-static char *read_file(const char *path, size_t *len)
+typedef struct gradcheck_run {
+    unsigned char covered[IR_NUM_OPS];   /* 1: a case; 2: a case with PyTorch's gradients */
+    int cases;
+} gradcheck_run;
+
+static int gradcheck_case(const ir_graph *g, void *ctx)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-        free(s);
-        s = NULL;
-    }
-    if (s)
-        s[n] = 0;
-    fclose(f);
-    *len = (size_t)n;
-    return s;
+    gradcheck_run *run = ctx;
+    run->cases++;
+    return check_case(g, run->covered);
 }
 
 static void test_gradcheck(void **state)
 {
     (void)state;
-    size_t len;
-    char *src = read_file("tests/grad/cases.tir", &len);
-    assert_non_null(src);
-    unsigned char covered[IR_NUM_OPS] = {0};   /* 1: a case; 2: a case with PyTorch's gradients */
-    int cases = 0, bad = 0;
+    gradcheck_run run = {{0}, 0};
+    unsigned char *covered = run.covered;
     rng_state = 1;
     tj_manual_seed(1);
-    for (char *p = strstr(src, "graph @"); p;) {
-        char *next = strstr(p + 1, "graph @");
-        size_t n = next ? (size_t)(next - p) : strlen(p);
-        char err[512];
-        ir_graph *g = ir_parse(p, n, "tests/grad/cases.tir", err, sizeof err);
-        if (!g)
-            fail_msg("%s", err);
-        tj_scope_begin();
-        bad += check_case(g, covered);
-        tj_scope_end();
-        ir_graph_free(g);
-        cases++;
-        p = next;
-    }
-    free(src);
+    int bad = tu_cases_each(gradcheck_case, &run), cases = run.cases;
     /* ops PyTorch cannot reproduce, with the reason (skipped.txt, by the script) */
     char skipped[4096] = "";
     FILE *sf = fopen("tests/golden/gradcases/skipped.txt", "r");
@@ -475,7 +364,7 @@ static void test_errors(void **state)
     /* the tape is freed by a backward: a second one through it fails */
     tj_tensor *l = tj_sum(y, NULL, 0, false);
     assert_int_equal(tj_backward(l), 0);
-    tu_assert_error(tj_backward(l) == 0 ? (void *)1 : NULL, "double backward", NULL);
+    tu_assert_error(tj_backward(l) == 0 ? (void *)1 : NULL, "TJ_RETAIN_GRAPH", NULL);
     /* a saved tensor written in place before backward */
     tj_tensor *x = vec(1, 2, 3);
     tj_requires_grad(x, true);
