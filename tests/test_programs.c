@@ -14,7 +14,8 @@
  *
  * Modes: f32, f64, mixed (f32, f64, f16, bf16, i32 and bool arguments:
  * promotion), integer (i32, i64 and bool, compared exactly), dynamic
- * (symbolic sizes), grad (the compiled backward), autocast (bf16, f16),
+ * (symbolic sizes), grad (the compiled backward; eager's gradient and its
+ * curvature v^T H v, from a double backward, against differences), autocast (bf16, f16),
  * train (a whole training step compiled: backward and an optimizer).
  * Floats agree within tol x max(1, max |eager|) per result: fusion changes
  * the order of sums, not the formulas.
@@ -811,7 +812,39 @@ static int backward_of(tj_tensor **res, int n, uint64_t pick)
 /* The loss of program p (eagerly, on arguments made from aseed as
  * twin_args makes them) with argument 0 (w NULL) or the weight w (in place,
  * then put back) moved by s v; NAN when it fails. */
+static double eval_at(prog *p, const argspec *spec, unsigned aseed, tj_tensor *w, tj_tensor *v, double s,
+                      bool curvature);
+
 static double loss_at(prog *p, const argspec *spec, unsigned aseed, tj_tensor *w, tj_tensor *v, double s)
+{
+    return eval_at(p, spec, aseed, w, v, s, false);
+}
+
+/* v^T H v of the loss in x (argument 0, or the weight w) by a backward
+ * through the recorded backward (TJ_CREATE_GRAPH, tj_gradients): 0 where the
+ * gradient does not depend on x; NAN where the double backward is refused
+ * (through the program's inner compiled call, scatter_reduce's prod with
+ * zeros meeting); any other failure fails the test. */
+static double curvature_of(prog *p, tj_tensor *loss, tj_tensor *x, tj_tensor *v)
+{
+    tj_tensor *g, *hv;
+    if (tj_gradients(&loss, NULL, 1, &x, 1, TJ_CREATE_GRAPH | TJ_ALLOW_UNUSED, &g) == 0) {
+        tj_tensor *gv = tj_sum(tj_mul(g, v), NULL, 0, false);
+        if (gv && !tj_get_requires_grad(gv))
+            return 0;
+        if (gv && tj_gradients(&gv, NULL, 1, &x, 1, TJ_ALLOW_UNUSED, &hv) == 0)
+            return tj_item(tj_sum(tj_mul(hv, v), NULL, 0, false));
+    }
+    const char *e = tj_last_error();
+    if (!strstr(e, "goes through a compiled call") && !strstr(e, "several zeros of src reach one place"))
+        fail_msg("grad program %u: double backward: %s\nsteps: %s", p->seed, e, p->log);
+    tj_clear_error();
+    return NAN;
+}
+
+/* The loss at x + s v (loss_at), or with curvature its v^T H v there. */
+static double eval_at(prog *p, const argspec *spec, unsigned aseed, tj_tensor *w, tj_tensor *v, double s,
+                      bool curvature)
 {
     tj_scope_begin();
     tj_tensor *a[3], *res[MAX_OUTS], *w0 = w ? tj_clone(tj_detach(w)) : NULL;
@@ -830,7 +863,7 @@ static double loss_at(prog *p, const argspec *spec, unsigned aseed, tj_tensor *w
         tj_manual_seed((uint64_t)p->seed * 8u);   /* random steps draw as call 0 did */
         int n = tu_program_model(p, a, 3, res, MAX_OUTS);
         tj_tensor *loss = n >= 0 ? loss_of(res, n, ~(uint64_t)0) : NULL;
-        l = loss ? tj_item(loss) : NAN;
+        l = !loss ? NAN : curvature ? curvature_of(p, loss, w ? w : a[0], v) : tj_item(loss);
     }
     tj_clear_error();
     if (stat)
@@ -888,6 +921,34 @@ static int fd_check(prog *p, const argspec *spec, unsigned aseed, tj_tensor *x, 
     return 1;
 }
 
+/* v^T H v of the loss in x (argument 0, w NULL, or the weight w) along a
+ * random v from a backward through the recorded backward, against the
+ * second central difference of the loss at steps h and h / 2 (judged only
+ * where the two agree: smooth there). 1 when judged, 0 when not; fails the
+ * test on a mismatch. */
+static int curvature_check(prog *p, const argspec *spec, unsigned aseed, tj_tensor *x, tj_tensor *w)
+{
+    if (p->f32_seen || p->not_derivative || tj_dtype_of(x) != TJ_F64 || tj_numel(x) == 0)
+        return 0;
+    tj_scope_begin();
+    tj_manual_seed(aseed ^ 0x2545f491u);
+    tj_tensor *v = tj_randn(TJ_F64, tj_ndim(x), tj_shape(x));
+    const double h = 1e-3;
+    double hvv = eval_at(p, spec, aseed, w, v, 0, true), l0 = loss_at(p, spec, aseed, w, v, 0);
+    double lp = loss_at(p, spec, aseed, w, v, h), lm = loss_at(p, spec, aseed, w, v, -h);
+    double lp2 = loss_at(p, spec, aseed, w, v, h / 2), lm2 = loss_at(p, spec, aseed, w, v, -h / 2);
+    tj_scope_end();
+    double c1 = (lp - 2 * l0 + lm) / (h * h), c2 = (lp2 - 2 * l0 + lm2) / (h * h / 4);
+    double tol = 1e-4 * (1 + fabs(c1) + fabs(l0) * 1e-2);
+    if (!isfinite(hvv) || !isfinite(c1) || !isfinite(c2) || fabs(c1 - c2) > tol)
+        return 0;
+    if (fabs(hvv - c2) > 2 * tol)
+        fail_msg("grad program %u: %s curvature v^T H v along a random direction is %.10g from the double "
+                 "backward, second differences give %.10g (h = %g) and %.10g (h / 2); tolerance %.3g\nsteps: %s",
+                 p->seed, w ? "the weight's" : "argument 0's", hvv, c1, h, c2, 2 * tol, p->log);
+    return 1;
+}
+
 static void check_grad(const prog *p, int call, const char *what, tj_tensor *got, tj_tensor *want,
                        const argspec *spec)
 {
@@ -906,7 +967,7 @@ static void run_grad(int count)
 {
     unsigned seed0 = first_seed();
     count = programs_per_mode(count);
-    int refused = 0, backwards = 0, tried = 0, judged = 0, wjudged = 0;
+    int refused = 0, backwards = 0, tried = 0, judged = 0, wjudged = 0, hjudged = 0;
     for (unsigned seed = seed0; seed < seed0 + (unsigned)count; seed++) {
         tj_scope_begin();
         argspec spec[3];
@@ -971,6 +1032,8 @@ static void run_grad(int count)
                 tried++;
                 judged += fd_check(&pe, spec, seed * 3u, ea[0], NULL, tj_grad(ea[0]));
                 wjudged += fd_check(&pe, spec, seed * 3u, pe.w, pe.w, tj_grad(pe.w));
+                hjudged += curvature_check(&pe, spec, seed * 3u, ea[0], NULL);
+                hjudged += curvature_check(&pe, spec, seed * 3u, pe.w, pe.w);
             }
             backwards += be;
             tj_zero_grad(pc.w);
@@ -990,7 +1053,8 @@ static void run_grad(int count)
         fail_msg("grad: %d backwards in %d programs", backwards, count);
     if (getenv("TJ_PROGRAMS_VERBOSE"))
         fprintf(stderr, "grad: %d backwards; of %d first ones, %d (arg 0) and %d (weight) judged against "
-                "central differences\n", backwards, tried, judged, wjudged);
+                "central differences, %d curvatures (both) against second differences\n", backwards, tried, judged,
+                wjudged, hjudged);
     /* most run in f64 and are smooth at random inputs (about 65% judged over
      * thousands; a third at least, so that the default few dozen do not fail
      * by the draw) */
