@@ -78,6 +78,9 @@ ag_node *ag_fn_of(const tj_tensor *t);
  * TJ_CREATE_GRAPH backward's rules record on it), in the current scope; NULL
  * when out of memory. */
 tj_tensor *ag_with_history(const tj_tensor *saved, ag_node *fn, int out);
+/* t itself (a fresh header: a traced backward's pinned value) given that
+ * history; NULL when out of memory. */
+tj_tensor *ag_give_history(tj_tensor *t, ag_node *fn, int out);
 /* Drops n's saved values after a backward ran it (a second one fails). */
 void ag_node_drop_saved(ag_node *n);
 /* Runs leaf's ready-hook, once per backward; 0 or -1. */

@@ -230,18 +230,26 @@ static ag_node *fn_of(const tj_tensor *t)
 
 ag_node *ag_fn_of(const tj_tensor *t) { return fn_of(t); }
 
+tj_tensor *ag_give_history(tj_tensor *t, ag_node *fn, int out)
+{
+    ag_meta *m = meta_get(t);
+    if (!m)
+        return NULL;
+    atomic_fetch_add(&fn->refs, 1);
+    node_release(m->fn);
+    m->fn = fn;
+    m->fn_out = out;
+    return t;
+}
+
 tj_tensor *ag_with_history(const tj_tensor *saved, ag_node *fn, int out)
 {
     tj_tensor *d = ag_detached(saved);
-    ag_meta *m = d ? meta_get(d) : NULL;
-    if (!m) {
+    if (d && !ag_give_history(d, fn, out)) {
         tj_release(d);
         return NULL;
     }
-    atomic_fetch_add(&fn->refs, 1);
-    m->fn = fn;
-    m->fn_out = out;
-    return rt_own(d);
+    return d ? rt_own(d) : NULL;
 }
 
 bool fe_ag_wants_grad(tj_tensor *const *in, int nin)

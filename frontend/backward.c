@@ -216,15 +216,17 @@ static int run_rule(ag_node *n, tj_tensor *g, tj_tensor **gx, bool create)
         first = first == -2 ? k : first;
     }
     bool unattached = false;
-    for (int k = -1; create && !traced && npoison >= 0 && !unattached && k < n->nin; k++) {
+    for (int k = -1; create && npoison >= 0 && !unattached && k < n->nin; k++) {
         /* the values as saved (not stale), each with its history: an input's
-         * node or leaf, the result's node n itself */
+         * node or leaf, the result's node n itself (traced: on the pinned
+         * value, a fresh header) */
         tj_tensor **v = k < 0 ? &out : &saved[k];
         const ag_input *e = k < 0 ? NULL : &n->in[k];
-        if (!*v || (k < 0 ? *v != n->out : *v != e->saved || !e->need))
+        if (!*v || (e && !e->need) || (*v)->magic == RT_STALE)
             continue;
-        if (!(*v = k < 0 ? ag_with_history(n->out, n, 0) : e->fn ? ag_with_history(e->saved, e->fn, e->out)
-                                                                 : e->leaf)) {
+        ag_node *fn = e ? e->fn : n;
+        int o = e ? e->out : 0;
+        if (!(*v = !fn ? e->leaf : traced ? ag_give_history(*v, fn, o) : ag_with_history(*v, fn, o))) {
             rt_error("backward: out of memory");
             unattached = true;
         }
@@ -494,10 +496,11 @@ static int backward_roots(walk *w, tj_tensor *const *ys, tj_tensor *const *seeds
         if (check_root(ys[r], seeds ? seeds[r] : NULL) != 0)
             return -1;
     fe_trace *tr = fe_trace_current();
-    if (tr && (w->flags & TJ_CREATE_GRAPH)) {
-        /* the traced backward's graph is not itself differentiated: the call
-         * runs eagerly; the trace goes on without the history to finish */
-        fe_trace_break(tr, "a backward with TJ_CREATE_GRAPH (gradients of gradients)");
+    if (tr && !w->xs && (w->flags & TJ_CREATE_GRAPH)) {
+        /* a traced .grad with a history is not followed: the call runs
+         * eagerly; the trace goes on without the history to finish
+         * (tj_gradients with TJ_CREATE_GRAPH is traced like any backward) */
+        fe_trace_break(tr, "a backward with TJ_CREATE_GRAPH into .grad (tj_backward_ex; tj_gradients is traced)");
         w->flags &= ~(unsigned)TJ_CREATE_GRAPH;
     }
     bool create = w->flags & TJ_CREATE_GRAPH;

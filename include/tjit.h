@@ -857,7 +857,8 @@ tj_tensor *tj_grad(const tj_tensor *t);        /* borrowed, NULL before a backwa
  * run through the same graph (PyTorch's retain_graph). TJ_CREATE_GRAPH records
  * the backward itself (its gradients have a history, for gradients of
  * gradients: PyTorch's create_graph; implies TJ_RETAIN_GRAPH; not through a
- * compiled call, and inside tj_compile a graph break). TJ_ALLOW_UNUSED: an
+ * compiled call's node; inside tj_compile traced for tj_gradients, a graph
+ * break for tj_backward_ex). TJ_ALLOW_UNUSED: an
  * input of tj_gradients the outputs do not reach gets zeros instead of an
  * error. */
 enum { TJ_RETAIN_GRAPH = 1u, TJ_CREATE_GRAPH = 2u, TJ_ALLOW_UNUSED = 4u };

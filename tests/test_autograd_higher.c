@@ -413,8 +413,9 @@ static tj_tensor *mlp(void *ctx, tj_tensor *const *a, int n)
 }
 
 /* The penalty inside a compiled function, on a leaf made there (as WGAN-GP
- * marks its interpolated inputs): a graph break, so the call runs eagerly
- * and gives eager's values and gradients. */
+ * marks its interpolated inputs): the recorded first backward is traced
+ * into the graph like any op, and a backward through the call's result
+ * differentiates it again. */
 static tj_tensor *penalty_model(void *ctx, tj_tensor *const *a, int n)
 {
     (void)ctx;
@@ -423,6 +424,18 @@ static tj_tensor *penalty_model(void *ctx, tj_tensor *const *a, int n)
     if (!x || tj_requires_grad(x, true) != 0)
         return NULL;
     return penalty(x, w_model, true);
+}
+
+/* tj_backward_ex(TJ_CREATE_GRAPH) inside: a graph break, eager's results. */
+static tj_tensor *grad_sum_model(void *ctx, tj_tensor *const *a, int n)
+{
+    (void)ctx;
+    (void)n;
+    tj_tensor *x = tj_mul_s(a[0], 1.0);
+    if (!x || tj_requires_grad(x, true) != 0 ||
+        tj_backward_ex(tj_sum(tj_tanh(tj_matmul(x, w_model)), NULL, 0, false), NULL, TJ_CREATE_GRAPH) != 0)
+        return NULL;
+    return tj_sum(tj_square(tj_grad(x)), NULL, 0, false);
 }
 
 static void test_compiled(void **state)
@@ -437,13 +450,25 @@ static void test_compiled(void **state)
     assert_int_equal(tj_gradients(&want, NULL, 1, &w_model, 1, 0, &gw), 0);
     tj_compiled *c = tj_compile(penalty_model, NULL, &(tj_compile_options){.name = "penalty"});
     for (int k = 0; k < 2; k++) {
-        tj_tensor *got = tj_call(c, &x, 1), *gg;
+        tj_tensor *got = tj_call(c, &x, 1);
         assert_non_null(got);
         tu_assert_close(got, want, 1e-12, 0);
-        assert_int_equal(tj_gradients(&got, NULL, 1, &w_model, 1, 0, &gg), 0);
-        tu_assert_close(gg, gw, 1e-12, 0);
+        assert_int_equal(tj_backward(got), 0);
+        tu_assert_close(tj_grad(w_model), gw, 1e-10, 1e-12);
+        tj_zero_grad(w_model);
     }
-    tu_assert_explain(c, "a backward with TJ_CREATE_GRAPH (gradients of gradients)");
+    tj_compiled_stats st;
+    tj_compiled_stats_get(c, &st);
+    assert_int_equal(st.graphs, 1);
+    assert_int_equal(st.breaks, 0);
+    assert_int_equal(st.eager_calls, 0);
+    tu_assert_calls(c, 0, 2, "joint graph partitioned");   /* a second-order backward, compiled */
+    tj_compiled_free(c);
+    c = tj_compile(grad_sum_model, NULL, &(tj_compile_options){.name = "grad_sum"});
+    tj_tensor *eager = grad_sum_model(NULL, &x, 1), *got = tj_call(c, &x, 1);
+    assert_true(eager && got);
+    tu_assert_close(got, eager, 1e-12, 0);
+    tu_assert_explain(c, "a backward with TJ_CREATE_GRAPH into .grad");
     tj_compiled_free(c);
     /* through a compiled call's backward (its weight requires grad): refused, with why */
     tj_compiled *m = tj_compile(mlp, NULL, &(tj_compile_options){.name = "mlp"});
