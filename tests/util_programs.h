@@ -48,6 +48,7 @@ typedef struct gen {
     unsigned s;
     prog *p;
     bool near_weight;   /* the step's input was made from the weight: may view it */
+    bool stat_written;  /* this call wrote prog.stat from its values (no grad) */
 } gen;
 
 static inline int rnd(gen *g, int n)

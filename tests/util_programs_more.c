@@ -561,12 +561,17 @@ tj_tensor *tu_program_more(gen *g, tj_tensor *a, tj_tensor *b, bool exact)
         if (rnd(g, 2)) {
             note(g, "a * stat, then stat = 0.9 stat + 0.1 mean(a) in place");
             r = tj_mul(a, tj_cast(s, tj_dtype_of(a)));
+            /* a stat this call wrote depends on the arguments through a
+             * no-grad path: the loss's derivative follows it, the gradient
+             * does not (as in PyTorch) */
+            g->p->not_derivative |= g->stat_written;
         } else {
             note(g, "stat = 0.9 stat + 0.1 mean(a) in place");
         }
         tj_no_grad_begin();
         int rc = tj_copy_(s, tj_add(tj_mul_s(s, 0.9), tj_mul_s(tj_mean(tj_cast(a, TJ_F64), NULL, 0, false), 0.1)));
         tj_no_grad_end();
+        g->stat_written = true;
         return rc == 0 ? r : NULL;
     }
     bool windowed = !exact && (nd == 3 || nd == 4) && tj_numel(a) > 0;
