@@ -1,6 +1,6 @@
-/* timing.h - what the backward benchmarks (mlp.c, convblock.c) share: a
+/* timing.h - what the backward benchmarks (mlp.c, convblock.c, penalty.c) share: a
  * clock in ms (wall, or the process's CPU time), the median and best of a
- * run of step times, and the flags they both take. Header-only: each
+ * run of step times, and the flags they all take. Header-only: each
  * benchmark is one translation unit. */
 #ifndef TJ_BENCH_BACKWARD_TIMING_H
 #define TJ_BENCH_BACKWARD_TIMING_H
@@ -35,7 +35,7 @@ static void median_best(double *t, int n, double *med, double *best)
     *best = t[0];
 }
 
-/* Takes argv[*i] (and its value) when it is a flag both benchmarks take:
+/* Takes argv[*i] (and its value) when it is a flag every benchmark here takes:
  * --threads N, --reps N, --batch B, --cpu-time. Whether it did. */
 static bool shared_flag(int argc, char **argv, int *i, int *reps, int *batch)
 {
