@@ -519,6 +519,73 @@ static void test_compiled_gradients(void **state)
     tj_compiled_free(c);
 }
 
+/* A whole WGAN-GP critic step compiled: the penalty's recorded gradient, the
+ * backward through it and Adam's update, one graph; against eager step by
+ * step (the weights and the optimizer's state written back by the plan). */
+static tj_tensor *gp_w[2];
+static tj_optimizer *gp_opt;
+
+static tj_tensor *gp_critic(tj_tensor *x)
+{
+    return tj_linear(tj_leaky_relu(tj_linear(x, gp_w[0], NULL), 0.2), gp_w[1], NULL);
+}
+
+static tj_tensor *gp_step(void *ctx, tj_tensor *const *a, int n)
+{
+    (void)ctx;
+    (void)n;
+    tj_tensor *x = tj_mul_s(a[0], 1.0), *g;
+    if (!x || tj_requires_grad(x, true) != 0)
+        return NULL;
+    tj_tensor *d = tj_sum(gp_critic(x), NULL, 0, false);
+    if (tj_gradients(&d, NULL, 1, &x, 1, TJ_CREATE_GRAPH, &g) != 0)
+        return NULL;
+    tj_tensor *norm = tj_sqrt(tj_sum(tj_square(g), (int[]){1}, 1, false));
+    tj_tensor *gp = tj_mean(tj_square(tj_sub_s(norm, 1)), NULL, 0, false);
+    tj_tensor *loss = tj_add(tj_mean(gp_critic(a[1]), NULL, 0, false), tj_mul_s(gp, 10));
+    tj_optimizer_zero_grad(gp_opt);
+    if (tj_backward(loss) != 0 || tj_optimizer_step(gp_opt) != 0)
+        return NULL;
+    return tj_detach(loss);
+}
+
+static void test_compiled_training_step(void **state)
+{
+    (void)state;
+    double loss[2][5];
+    tj_tensor *w_end[2];
+    for (int compiled = 0; compiled < 2; compiled++) {
+        tj_manual_seed(21);
+        gp_w[0] = tj_mul_s(tj_randn(TJ_F32, 2, (int64_t[]){16, 8}), 0.3);
+        gp_w[1] = tj_mul_s(tj_randn(TJ_F32, 2, (int64_t[]){1, 16}), 0.3);
+        for (int k = 0; k < 2; k++)
+            assert_int_equal(tj_requires_grad(gp_w[k], true), 0);
+        gp_opt = tj_adam(gp_w, 2, &(tj_adam_options){.lr = 1e-2, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8});
+        tj_tensor *x[2] = {tj_randn(TJ_F32, 2, (int64_t[]){4, 8}), tj_randn(TJ_F32, 2, (int64_t[]){4, 8})};
+        tj_compiled *c = compiled ? tj_compile(gp_step, NULL, &(tj_compile_options){.name = "gp_step"}) : NULL;
+        for (int k = 0; k < 5; k++) {
+            tj_tensor *l = c ? tj_call(c, x, 2) : gp_step(NULL, x, 2);
+            if (!l)
+                fail_msg("step %d: %s", k, tj_last_error());
+            loss[compiled][k] = tj_item(l);
+        }
+        w_end[compiled] = tj_clone(gp_w[0]);
+        if (c) {
+            tj_compiled_stats st;
+            tj_compiled_stats_get(c, &st);
+            assert_int_equal(st.graphs, 1);
+            assert_int_equal(st.breaks, 0);
+            assert_int_equal(st.eager_calls, 0);
+            tj_compiled_free(c);
+        }
+        tj_optimizer_free(gp_opt);
+    }
+    for (int k = 0; k < 5; k++)
+        assert_true(fabs(loss[0][k] - loss[1][k]) <= 1e-5 * (1 + fabs(loss[0][k])));
+    assert_true(loss[0][4] < loss[0][0]);   /* it trains */
+    tu_assert_close(w_end[1], w_end[0], 1e-5, 1e-6);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -526,7 +593,7 @@ int main(void)
         T(test_hessian_vector_cases), T(test_cubic_closed_form), T(test_gradient_penalty),
         T(test_backward_create_graph), T(test_gradients_inputs),  T(test_gradients_prunes),
         T(test_errors),                T(test_compiled),          T(test_pytorch_second_order),
-        T(test_compiled_gradients),
+        T(test_compiled_gradients), T(test_compiled_training_step),
 #undef T
     };
     return cmocka_run_group_tests_name("autograd_higher", tests, NULL, NULL);
