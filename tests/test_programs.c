@@ -15,7 +15,9 @@
  * Modes: f32, f64, mixed (f32, f64, f16, bf16, i32 and bool arguments:
  * promotion), integer (i32, i64 and bool, compared exactly), dynamic
  * (symbolic sizes), grad (the compiled backward; eager's gradient and its
- * curvature v^T H v, from a double backward, against differences), autocast (bf16, f16),
+ * curvature v^T H v, from a double backward, against differences; <dL/dx, v>
+ * with its recorded gradient compiled, and its backward, against eager),
+ * autocast (bf16, f16),
  * train (a whole training step compiled: backward and an optimizer).
  * Floats agree within tol x max(1, max |eager|) per result: fusion changes
  * the order of sums, not the formulas.
@@ -960,6 +962,88 @@ static void check_grad(const prog *p, int call, const char *what, tj_tensor *got
         fail_msg("%s program %u, call %d, %s: %s\nsteps: %s", mode_name[p->mode], p->seed, call, what, why, p->log);
 }
 
+/* <dL/dx0, v> as a model: argument 0 made a leaf inside, the program run on
+ * it, its loss's gradient recorded (TJ_CREATE_GRAPH): a function whose
+ * backward is of second order. */
+typedef struct gv_ctx {
+    prog *p;
+    tj_tensor *v;
+} gv_ctx;
+
+static tj_tensor *gv_model(void *ctx, tj_tensor *const *a, int n)
+{
+    gv_ctx *h = ctx;
+    (void)n;
+    tj_tensor *args[3] = {tj_mul_s(a[0], 1.0), a[1], a[2]}, *res[MAX_OUTS], *g;
+    if (!args[0] || tj_requires_grad(args[0], true) != 0)
+        return NULL;
+    int k = tu_program_model(h->p, args, 3, res, MAX_OUTS);
+    tj_tensor *loss = k >= 0 ? loss_of(res, k, ~(uint64_t)0) : NULL;
+    if (!loss || tj_gradients(&loss, NULL, 1, &args[0], 1, TJ_CREATE_GRAPH | TJ_ALLOW_UNUSED, &g) != 0)
+        return NULL;
+    return tj_sum(tj_mul(g, h->v), NULL, 0, false);
+}
+
+/* gv_model compiled (its recorded backward traced into the graph) against
+ * eager: the value, then the weight's gradient of it (a second-order
+ * backward through the compiled call). Arguments without grad (those make a
+ * call eager). 1 when compared, 0 when eager refused (the program's inner
+ * compiled call, scatter_reduce's prod with zeros meeting: see
+ * curvature_of). */
+static int second_order_check(prog *pc, prog *pe, const argspec *spec, unsigned aseed)
+{
+    if (pe->f32_seen || tj_dtype_of(pe->w) != TJ_F64)
+        return 0;
+    tj_scope_begin();
+    tj_tensor *ea[3], *ca[3];
+    twin_args(spec, aseed, ea, ca);
+    tj_manual_seed(aseed ^ 0x68e31da4u);
+    gv_ctx he = {pe, tj_randn(TJ_F64, tj_ndim(ea[0]), tj_shape(ea[0]))}, hc = {pc, tj_clone(he.v)};
+    uint64_t rng = (uint64_t)pe->seed * 8u + 5u;
+    tj_manual_seed(rng);
+    tj_tensor *want = gv_model(&he, ea, 3);
+    int judged = 0;
+    if (!want || tj_numel(ea[0]) == 0) {
+        const char *e = tj_last_error();
+        if (!want && !strstr(e, "goes through a compiled call") && !strstr(e, "several zeros of src reach one place"))
+            fail_msg("grad program %u: double backward: %s\nsteps: %s", pe->seed, e, pe->log);
+        tj_clear_error();
+        goto out;
+    }
+    tj_compiled *c = tj_compile(gv_model, &hc, &(tj_compile_options){.name = "second_order", .no_dynamic = true});
+    tj_manual_seed(rng);
+    tj_tensor *got = tj_call(c, ca, 3);
+    if (!got)
+        fail_msg("grad program %u: the compiled second-order model failed: %s\nsteps: %s", pe->seed, tj_last_error(),
+                 pe->log);
+    check_grad(pe, 0, "<dL/dx, v>", got, want, spec);
+    if (!tj_get_requires_grad(want)) {   /* <dL/dx, v> does not depend on the weight */
+        tj_compiled_free(c);
+        judged = 1;
+        goto out;
+    }
+    /* eagerly it has x's history in any case; compiled, only where it
+     * depends on the weight: else the weight's eager gradient is 0 */
+    bool on_tape = tj_get_requires_grad(got);
+    int be = tj_backward(want), bc = on_tape ? tj_backward(got) : 0;
+    if (be != 0 || bc != 0)
+        fail_msg("grad program %u: the backward of <dL/dx, v> failed %s: %s\nsteps: %s", pe->seed,
+                 be ? "eagerly" : "compiled", tj_last_error(), pe->log);
+    tj_tensor *gw = tj_grad(pe->w);
+    if (!on_tape && gw && tj_item(tj_amax(tj_abs(gw), NULL, 0, false)) != 0)
+        fail_msg("grad program %u: <dL/dx, v> compiled does not depend on the weight, eagerly its gradient is "
+                 "not 0\nsteps: %s", pe->seed, pe->log);
+    if (on_tape)
+        check_grad(pe, 0, "the weight's gradient of <dL/dx, v>", tj_grad(pc->w), gw, spec);
+    tj_zero_grad(pc->w);
+    tj_zero_grad(pe->w);
+    tj_compiled_free(c);
+    judged = 1;
+out:
+    tj_scope_end();
+    return judged;
+}
+
 /* The training mode: f64 programs whose argument 0 and weight require grad;
  * the compiled call's backward (the compiled backward graph where the call
  * made one) against eager's, over two calls. */
@@ -967,7 +1051,7 @@ static void run_grad(int count)
 {
     unsigned seed0 = first_seed();
     count = programs_per_mode(count);
-    int refused = 0, backwards = 0, tried = 0, judged = 0, wjudged = 0, hjudged = 0;
+    int refused = 0, backwards = 0, tried = 0, judged = 0, wjudged = 0, hjudged = 0, compiled2 = 0;
     for (unsigned seed = seed0; seed < seed0 + (unsigned)count; seed++) {
         tj_scope_begin();
         argspec spec[3];
@@ -1034,6 +1118,9 @@ static void run_grad(int count)
                 wjudged += fd_check(&pe, spec, seed * 3u, pe.w, pe.w, tj_grad(pe.w));
                 hjudged += curvature_check(&pe, spec, seed * 3u, ea[0], NULL);
                 hjudged += curvature_check(&pe, spec, seed * 3u, pe.w, pe.w);
+                tj_zero_grad(pc.w);
+                tj_zero_grad(pe.w);
+                compiled2 += second_order_check(&pc, &pe, spec, seed * 3u + 11u);
             }
             backwards += be;
             tj_zero_grad(pc.w);
@@ -1053,8 +1140,8 @@ static void run_grad(int count)
         fail_msg("grad: %d backwards in %d programs", backwards, count);
     if (getenv("TJ_PROGRAMS_VERBOSE"))
         fprintf(stderr, "grad: %d backwards; of %d first ones, %d (arg 0) and %d (weight) judged against "
-                "central differences, %d curvatures (both) against second differences\n", backwards, tried, judged,
-                wjudged, hjudged);
+                "central differences, %d curvatures (both) against second differences, %d second-order models "
+                "compiled against eager\n", backwards, tried, judged, wjudged, hjudged, compiled2);
     /* most run in f64 and are smooth at random inputs (about 65% judged over
      * thousands; a third at least, so that the default few dozen do not fail
      * by the draw) */
