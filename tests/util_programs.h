@@ -125,4 +125,22 @@ int tu_program_results(gen *g, tj_tensor **v, int nv, int nin, tj_tensor **out, 
  * arguments and the weight, 1-3 results (a tj_model_multi_fn). */
 int tu_program_model(void *ctx, tj_tensor *const *in, int nin, tj_tensor **out, int max);
 
+/* The dynamic mode's programs never read a size: the generator follows each
+ * value's shape abstractly (a dim is 1, or base dim k of the arguments), so
+ * the dims marked dynamic stay symbolic and one graph serves new sizes. */
+typedef struct ashape {
+    int nd;
+    int d[8];   /* -1: size 1; k + 8 z >= 0: the size of base dim k plus offset
+                 * zigzag^-1(z) (with_offset); -s (s >= 2): static size s */
+} ashape;
+
+/* A dynamic-mode program: its prog and its arguments' abstract shapes. */
+typedef struct dprog {
+    prog p;
+    ashape arg[3];
+} dprog;
+
+/* The dynamic mode's model (ctx a dprog): steps that never read a size. */
+int tu_program_model_dyn(void *ctx, tj_tensor *const *in, int nin, tj_tensor **out, int max);
+
 #endif
