@@ -310,6 +310,9 @@ tj_tensor *fe_ag_record(ir_op op, tj_tensor *const *in, int nin, const ir_attrs 
     node_release(rm->fn);   /* r is fresh: none, but keep the invariant */
     rm->fn = n;
     rm->fn_out = 0;
+    fe_trace *tr = fe_trace_current();
+    if (tr)
+        tr->taped = true;
     if (ir_ops[op].kind == IR_VIEW && ag_view_shares(r, in[0])) {   /* a view of in[0]: its lineage */
         const ag_meta *im = ag_meta_of(in[0]);
         tj_tensor *base = im && im->view ? im->view_base : in[0];
@@ -563,6 +566,9 @@ int tj_requires_grad(tj_tensor *t, bool on)
         return -1;
     if (m)
         m->requires_grad = on;
+    fe_trace *tr = on ? fe_trace_current() : NULL;
+    if (tr)
+        tr->taped = true;
     return 0;
 }
 

@@ -226,7 +226,8 @@ static int run_rule(ag_node *n, tj_tensor *g, tj_tensor **gx, bool create)
             continue;
         ag_node *fn = e ? e->fn : n;
         int o = e ? e->out : 0;
-        if (!(*v = !fn ? e->leaf : traced ? ag_give_history(*v, fn, o) : ag_with_history(*v, fn, o))) {
+        bool pinned = *v != (e ? e->saved : n->out);   /* a fresh header of a traced value */
+        if (!(*v = !fn ? e->leaf : pinned ? ag_give_history(*v, fn, o) : ag_with_history(*v, fn, o))) {
             rt_error("backward: out of memory");
             unattached = true;
         }

@@ -265,11 +265,11 @@ static int take_caps(entry *e, fe_trace *tr)
 }
 
 /* Whether a trace that broke can run split at its breaks: not a training
- * step (gradients set inside), nothing that requires grad in grad mode (the
- * pieces keep no tape). */
+ * step (gradients set inside), nothing that requires grad in grad mode, no
+ * tape made inside (the pieces keep no tape). */
 static bool splittable(const fe_trace *tr)
 {
-    if (tr->nguards || tr->nosplit)
+    if (tr->nguards || tr->nosplit || tr->taped)
         return false;
     for (int k = 0; k < tr->nwrites; k++)
         if (tr->writes[k].kind != FE_WRITE_DATA)

@@ -120,6 +120,8 @@ struct fe_trace {
     int nvreads, vread_cap;
     struct fe_segrun *seg; /* a call of a split entry (segment.c), or NULL */
     bool nosplit;          /* broke where a split call could not run it right */
+    bool taped;            /* a leaf made or an op recorded on the tape while tracing:
+                            * a split call's pieces keep no tape, so none */
     fe_draws draws;        /* its random ops' draws, per call (fe_rng_reserve) */
 };
 

@@ -440,6 +440,25 @@ static tj_tensor *grad_sum_model(void *ctx, tj_tensor *const *a, int n)
     return r;
 }
 
+/* The penalty after a graph break: a function that made a leaf (a tape
+ * inside) is not split at its break (a split call's pieces keep no tape);
+ * it runs eagerly, with eager's values (it failed, and leaked, split). */
+static tj_tensor *penalty_after_break(void *ctx, tj_tensor *const *a, int n)
+{
+    (void)ctx;
+    (void)n;
+    tj_tensor *x = tj_mul_s(a[0], 1.0), *g;
+    if (!x || tj_requires_grad(x, true) != 0)
+        return NULL;
+    double m = tj_item(tj_amax(x, NULL, 0, false));   /* a graph break */
+    if (isnan(m))
+        return NULL;
+    tj_tensor *d = tj_sum(tj_add_s(tj_tanh(tj_matmul(x, w_model)), m), NULL, 0, false);
+    if (tj_gradients(&d, NULL, 1, &x, 1, TJ_CREATE_GRAPH, &g) != 0)
+        return NULL;
+    return tj_sum(tj_square(g), NULL, 0, false);
+}
+
 static void test_compiled(void **state)
 {
     (void)state;
@@ -471,6 +490,14 @@ static void test_compiled(void **state)
     assert_true(eager && got);
     tu_assert_close(got, eager, 1e-12, 0);
     tu_assert_explain(c, "a backward with TJ_CREATE_GRAPH into .grad");
+    tj_compiled_free(c);
+    c = tj_compile(penalty_after_break, NULL, &(tj_compile_options){.name = "after_break"});
+    for (int k = 0; k < 2; k++) {
+        tj_tensor *e = penalty_after_break(NULL, &x, 1), *r = tj_call(c, &x, 1);
+        assert_true(e && r);
+        tu_assert_close(r, e, 1e-12, 0);
+    }
+    tu_assert_calls(c, 2, -1, "tj_item reads the values of a traced tensor");
     tj_compiled_free(c);
     /* through a compiled call's backward (its weight requires grad): refused, with why */
     tj_compiled *m = tj_compile(mlp, NULL, &(tj_compile_options){.name = "mlp"});
