@@ -760,6 +760,10 @@ static int second_order_check(prog *pc, prog *pe, const argspec *spec, unsigned 
     if (pe->f32_seen || tj_dtype_of(pe->w) != TJ_F64)
         return 0;
     tj_scope_begin();
+    /* the running statistic as the calls found it, put back after: the
+     * check leaves no trace on the calls that follow (eager may refuse where
+     * the compiled model never runs) */
+    tj_tensor *stat[2] = {pe->stat ? tj_clone(pe->stat) : NULL, pc->stat ? tj_clone(pc->stat) : NULL};
     tj_tensor *ea[3], *ca[3];
     twin_args(spec, aseed, ea, ca);
     tj_manual_seed(aseed ^ 0x68e31da4u);
@@ -805,6 +809,10 @@ static int second_order_check(prog *pc, prog *pe, const argspec *spec, unsigned 
     tj_compiled_free(c);
     judged = 1;
 out:
+    tj_no_grad_begin();
+    if ((stat[0] && tj_copy_(pe->stat, stat[0]) != 0) || (stat[1] && tj_copy_(pc->stat, stat[1]) != 0))
+        fail_msg("grad program %u: the running statistic not put back: %s", pe->seed, tj_last_error());
+    tj_no_grad_end();
     tj_scope_end();
     return judged;
 }
