@@ -619,3 +619,71 @@ int tj_gradients(tj_tensor *const *ys, tj_tensor *const *seeds, int ny, tj_tenso
     free(w.xout);
     return rc;
 }
+
+/* The products J v of the seeds' gradients; the ys' graph kept (a first
+ * pass with TJ_CREATE_GRAPH keeps its saved values). */
+static int jvp_passes(tj_tensor *const *ys, int ny, tj_tensor *const *xs, tj_tensor *const *vs, int nx,
+                      unsigned flags, tj_tensor **u, tj_tensor **g, tj_tensor **jv)
+{
+    for (int i = 0; i < ny; i++) {
+        if (!ys[i] || !(u[i] = tj_zeros(ys[i]->dtype, ys[i]->ndim, ys[i]->shape)) || tj_requires_grad(u[i], true) != 0)
+            return -1;
+    }
+    if (tj_gradients(ys, u, ny, xs, nx, TJ_CREATE_GRAPH | TJ_ALLOW_UNUSED, g) != 0)
+        return -1;
+    tj_tensor *s = NULL;
+    for (int j = 0; j < nx; j++) {
+        tj_tensor *t = tj_sum(tj_mul(g[j], vs[j]), NULL, 0, false);
+        if (!t || !(s = s ? tj_add(s, t) : t))
+            return -1;
+    }
+    if (fe_ag_requires_grad(s))
+        return tj_gradients(&s, NULL, 1, u, ny, TJ_ALLOW_UNUSED | (flags & TJ_CREATE_GRAPH), jv);
+    for (int i = 0; i < ny; i++)   /* no gradient depends on the seeds: the xs do not reach the ys */
+        if (!(jv[i] = tj_zeros(ys[i]->dtype, ys[i]->ndim, ys[i]->shape)))
+            return -1;
+    return 0;
+}
+
+int tj_jvp(tj_tensor *const *ys, int ny, tj_tensor *const *xs, tj_tensor *const *vs, int nx, unsigned flags,
+           tj_tensor **jv)
+{
+    char d[64], e[64];
+    if (!ys || !xs || !vs || !jv || ny < 1 || nx < 1) {
+        rt_error("jvp: needs at least one output and one input with its tangent, and room for the products "
+                 "(%d outputs, %d inputs)", ny, nx);
+        return -1;
+    }
+    if (flags & ~(unsigned)TJ_CREATE_GRAPH) {
+        rt_error("jvp: unknown flags 0x%x (TJ_CREATE_GRAPH)", flags);
+        return -1;
+    }
+    for (int j = 0; j < nx; j++) {
+        if (!xs[j] || !vs[j]) {
+            if (!rt_has_error())
+                rt_error("jvp: input or tangent %d is NULL", j);
+            return -1;
+        }
+        if (vs[j]->ndim != xs[j]->ndim || memcmp(vs[j]->shape, xs[j]->shape, sizeof xs[j]->shape[0] * (size_t)xs[j]->ndim)) {
+            rt_error("jvp: tangent %d (%s) does not have the shape of input (%s)", j, tj_describe(vs[j], d, sizeof d),
+                     tj_describe(xs[j], e, sizeof e));
+            return -1;
+        }
+    }
+    tj_tensor *few[3 * 8], **u = ny + nx <= 8 ? few : calloc(2 * (size_t)ny + (size_t)nx, sizeof *u);
+    if (!u) {
+        rt_error("jvp: out of memory");
+        return -1;
+    }
+    tj_tensor **g = u + ny, **r = g + nx;
+    tj_scope_begin();
+    int rc = jvp_passes(ys, ny, xs, vs, nx, flags, u, g, r);
+    for (int i = 0; i < ny; i++)
+        jv[i] = rc == 0 ? tj_retain(r[i]) : NULL;
+    tj_scope_end();
+    for (int i = 0; i < ny && rc == 0; i++)
+        jv[i] = rt_own(jv[i]);
+    if (u != few)
+        free(u);
+    return rc;
+}

@@ -874,6 +874,14 @@ int tj_backward_ex(tj_tensor *y, tj_tensor *seed, unsigned flags);
  * TJ_ALLOW_UNUSED). */
 int tj_gradients(tj_tensor *const *ys, tj_tensor *const *seeds, int ny, tj_tensor *const *xs, int nx,
                  unsigned flags, tj_tensor **gx);
+/* Forward-mode products (torch.autograd.functional.jvp): jv[i] = sum_j
+ * d ys[i] / d xs[j] . vs[j] (vs[j] of xs[j]'s shape), by two backward passes
+ * (the first recorded, on zero seeds that require grad: its gradients are
+ * linear in the seeds, so the second pass, from <those, vs>, gives J v). The
+ * graph of the ys is kept. flags: TJ_CREATE_GRAPH makes jv differentiable
+ * again. Results in the current scope; 0 or -1. */
+int tj_jvp(tj_tensor *const *ys, int ny, tj_tensor *const *xs, tj_tensor *const *vs, int nx, unsigned flags,
+           tj_tensor **jv);
 void tj_zero_grad(tj_tensor *t);               /* drops the accumulated gradient */
 /* Sets leaf's gradient to g's values (like `p.grad = g`; into the current
  * gradient in place when shapes and dtypes match). 0 or -1. */

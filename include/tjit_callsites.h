@@ -375,6 +375,7 @@
 #define tj_grad(...) (tj__callsite(__FILE__, __LINE__), tj_grad(__VA_ARGS__))
 #define tj_backward_ex(...) (tj__callsite(__FILE__, __LINE__), tj_backward_ex(__VA_ARGS__))
 #define tj_gradients(...) (tj__callsite(__FILE__, __LINE__), tj_gradients(__VA_ARGS__))
+#define tj_jvp(...) (tj__callsite(__FILE__, __LINE__), tj_jvp(__VA_ARGS__))
 #define tj_set_grad(...) (tj__callsite(__FILE__, __LINE__), tj_set_grad(__VA_ARGS__))
 #define tj_detach(...) (tj__callsite(__FILE__, __LINE__), tj_detach(__VA_ARGS__))
 #define tj_set_grad_hook(...) (tj__callsite(__FILE__, __LINE__), tj_set_grad_hook(__VA_ARGS__))

@@ -29,7 +29,7 @@
 
 typedef struct hvp_run {
     uint64_t rng;
-    int cases, checked, bad, refused;
+    int cases, checked, bad, refused, jvps;
 } hvp_run;
 
 /* The inputs that get gradients, into xs; how many. */
@@ -80,6 +80,52 @@ static void move_inputs(tj_tensor **xs, tj_tensor **v, int nx, double h)
         for (int64_t e = 0; e < tj_numel(xs[k]); e++)
             x[e] += h * d[e];
     }
+}
+
+/* Outputs idx[0..n) of a run at x + s v (no tape), as copies, into y. */
+static void outputs_at(const ir_graph *g, tj_tensor **slot, tj_tensor **xs, tj_tensor **v, int nx, double s,
+                       const int *idx, int n, tj_tensor **y)
+{
+    move_inputs(xs, v, nx, s);
+    tj_no_grad_begin();
+    assert_int_equal(tu_case_run(g, slot), 0);
+    for (int i = 0; i < n; i++)
+        y[i] = tj_clone(tu_case_output(g, slot, idx[i]));
+    tj_no_grad_end();
+    move_inputs(xs, v, nx, -s);
+}
+
+/* J v of the case's f64 outputs along v (tj_jvp: two backward passes)
+ * against central differences of the outputs; mismatches. */
+static int jvp_case(const ir_graph *g, tj_tensor **slot, tj_tensor **xs, tj_tensor **v, int nx, hvp_run *run)
+{
+    tj_tensor *ys[8], *jv[8], *yp[8], *ym[8];
+    int idx[8], ny = 0, bad = 0;
+    assert_int_equal(tu_case_run(g, slot), 0);   /* a tape at x */
+    for (int k = 0; k < g->noutputs && ny < 8; k++) {
+        tj_tensor *o = tu_case_output(g, slot, k);
+        if (tj_dtype_of(o) == TJ_F64 && tj_get_requires_grad(o))
+            idx[ny] = k, ys[ny++] = o;
+    }
+    if (!ny)
+        return 0;
+    if (tj_jvp(ys, ny, xs, v, nx, 0, jv) != 0)
+        fail_msg("@%s: jvp: %s", g->name, tj_last_error());
+    const double h = 1e-6;
+    outputs_at(g, slot, xs, v, nx, h, idx, ny, yp);
+    outputs_at(g, slot, xs, v, nx, -h, idx, ny, ym);
+    run->jvps++;
+    for (int k = 0; k < ny; k++) {
+        const double *a = tj_data(tj_contiguous(jv[k])), *p = tj_data(tj_contiguous(yp[k])),
+                     *m = tj_data(tj_contiguous(ym[k]));
+        for (int64_t e = 0; e < tj_numel(jv[k]); e++) {
+            double num = (p[e] - m[e]) / (2 * h);
+            if (!(fabs(num - a[e]) <= 1e-5 + 1e-4 * fabs(num)) && bad++ < 3)
+                fprintf(stderr, "@%s: J v of output %d [%lld]: jvp %.9g, differences %.9g\n", g->name, idx[k],
+                        (long long)e, a[e], num);
+        }
+    }
+    return bad;
 }
 
 static int hvp_case(const ir_graph *g, void *ctx)
@@ -140,6 +186,7 @@ static int hvp_case(const ir_graph *g, void *ctx)
                         g->name, k, (long long)e, a[e], num);
         }
     }
+    bad += jvp_case(g, slot, xs, v, nx, run);
 done:
     free(slot);
     free(r);
@@ -152,8 +199,8 @@ static void test_hessian_vector_cases(void **state)
     hvp_run run = {.rng = 7};
     tj_manual_seed(7);
     int bad = tu_cases_each(hvp_case, &run);
-    printf("double backward: %d cases (%d refused), %d Hessian-vector elements, %d mismatches with "
-           "differences\n", run.cases, run.refused, run.checked, bad);
+    printf("double backward: %d cases (%d refused), %d Hessian-vector elements, %d jvps, %d mismatches "
+           "with differences\n", run.cases, run.refused, run.checked, run.jvps, bad);
     assert_true(run.cases > 30);
     assert_int_equal(run.refused, sizeof refused / sizeof refused[0]);
     assert_int_equal(bad, 0);
@@ -183,6 +230,30 @@ static void test_cubic_closed_form(void **state)
     assert_int_equal(tj_gradients(&hw, NULL, 1, &x, 1, 0, &t), 0);
     tu_assert_close(t, vec(-6, 12, 36), 1e-15, 0);
     assert_null(tj_grad(x));   /* tj_gradients writes no .grad */
+}
+
+/* tj_jvp: y1 = x^3 elementwise, y2 = A x: J v = 3 x^2 v and A v; the ys'
+ * graph kept for a backward after; its errors. */
+static void test_jvp(void **state)
+{
+    (void)state;
+    tj_tensor *x = vec(1, -2, 0.5), *v = vec(1, 2, 3), *jv[2];
+    tj_tensor *a = tu_tensor(TJ_F64, 2, (int64_t[]){2, 3}, (double[]){1, 2, 3, 4, 5, 6});
+    assert_int_equal(tj_requires_grad(x, true), 0);
+    tj_tensor *ys[2] = {tj_mul(tj_mul(x, x), x), tj_matmul(a, x)};
+    assert_int_equal(tj_jvp(ys, 2, &x, &v, 1, 0, jv), 0);
+    tu_assert_close(jv[0], vec(3, 24, 2.25), 1e-15, 0);
+    tu_assert_close(jv[1], tu_tensor(TJ_F64, 1, (int64_t[]){2}, (double[]){14, 32}), 1e-15, 0);
+    assert_false(tj_get_requires_grad(jv[0]));
+    assert_int_equal(tj_backward(tj_sum(ys[1], NULL, 0, false)), 0);   /* the graph was kept */
+    tu_assert_close(tj_grad(x), vec(5, 7, 9), 0, 0);
+    tj_tensor *short_v = tu_tensor(TJ_F64, 1, (int64_t[]){2}, (double[]){1, 1});
+    tu_assert_error(tj_jvp(ys, 2, &x, &short_v, 1, 0, jv) == 0 ? (void *)1 : NULL,
+                    "jvp: tangent 0 (f64[2]) does not have the shape of input (f64[3])", NULL);
+    tu_assert_error(tj_jvp(ys, 2, &x, &v, 1, TJ_RETAIN_GRAPH, jv) == 0 ? (void *)1 : NULL,
+                    "jvp: unknown flags 0x1", NULL);
+    tu_assert_error(tj_jvp(ys, 0, &x, &v, 1, 0, jv) == 0 ? (void *)1 : NULL, "jvp: needs at least one output",
+                    NULL);
 }
 
 /* A gradient penalty, as WGAN-GP trains: D(x) = sum(tanh(x W)), loss =
@@ -617,7 +688,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
-        T(test_hessian_vector_cases), T(test_cubic_closed_form), T(test_gradient_penalty),
+        T(test_hessian_vector_cases), T(test_cubic_closed_form), T(test_jvp), T(test_gradient_penalty),
         T(test_backward_create_graph), T(test_gradients_inputs),  T(test_gradients_prunes),
         T(test_errors),                T(test_compiled),          T(test_pytorch_second_order),
         T(test_compiled_gradients), T(test_compiled_training_step),
