@@ -587,7 +587,8 @@ static void test_compiled(void **state)
 }
 
 /* tj_gradients (first order) inside a compiled function: traced like any
- * backward into the graph, no break (a saliency map: d out / d input). */
+ * backward into the graph, no break (a saliency map: d out / d input); and
+ * tj_jvp. */
 static tj_tensor *saliency(void *ctx, tj_tensor *const *a, int n)
 {
     (void)ctx;
@@ -597,6 +598,20 @@ static tj_tensor *saliency(void *ctx, tj_tensor *const *a, int n)
         return NULL;
     tj_tensor *y = tj_sum(tj_tanh(tj_matmul(x, w_model)), NULL, 0, false);
     return tj_gradients(&y, NULL, 1, &x, 1, 0, &g) == 0 ? g : NULL;
+}
+
+/* tj_jvp inside a compiled function: both passes traced, one graph. */
+static tj_tensor *jvp_tangent;
+
+static tj_tensor *jvp_model(void *ctx, tj_tensor *const *a, int n)
+{
+    (void)ctx;
+    (void)n;
+    tj_tensor *x = tj_mul_s(a[0], 1.0), *jv;
+    if (!x || tj_requires_grad(x, true) != 0)
+        return NULL;
+    tj_tensor *y = tj_tanh(tj_matmul(x, w_model));
+    return tj_jvp(&y, 1, &x, &jvp_tangent, 1, 0, &jv) == 0 ? jv : NULL;
 }
 
 static void test_compiled_gradients(void **state)
@@ -610,6 +625,17 @@ static void test_compiled_gradients(void **state)
     for (int k = 0; k < 2; k++)
         tu_assert_close(tj_call(c, &x, 1), want, 1e-6, 1e-7);
     tj_compiled_stats st;
+    tj_compiled_stats_get(c, &st);
+    assert_int_equal(st.graphs, 1);
+    assert_int_equal(st.breaks, 0);
+    assert_int_equal(st.eager_calls, 0);
+    tj_compiled_free(c);
+    jvp_tangent = tj_randn(TJ_F32, 2, (int64_t[]){4, 3});
+    want = jvp_model(NULL, &x, 1);
+    assert_non_null(want);
+    c = tj_compile(jvp_model, NULL, &(tj_compile_options){.name = "jvp"});
+    for (int k = 0; k < 2; k++)
+        tu_assert_close(tj_call(c, &x, 1), want, 1e-6, 1e-7);
     tj_compiled_stats_get(c, &st);
     assert_int_equal(st.graphs, 1);
     assert_int_equal(st.breaks, 0);
