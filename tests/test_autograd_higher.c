@@ -483,6 +483,14 @@ static tj_tensor *mlp(void *ctx, tj_tensor *const *a, int n)
     return tj_sum(tj_tanh(tj_matmul(a[0], w_model)), NULL, 0, false);
 }
 
+/* A leaf made inside a model from its argument (as WGAN-GP marks its
+ * interpolated inputs), or NULL. */
+static tj_tensor *leaf_of(tj_tensor *a)
+{
+    tj_tensor *x = tj_mul_s(a, 1.0);
+    return x && tj_requires_grad(x, true) == 0 ? x : NULL;
+}
+
 /* The penalty inside a compiled function, on a leaf made there (as WGAN-GP
  * marks its interpolated inputs): the recorded first backward is traced
  * into the graph like any op, and a backward through the call's result
@@ -491,10 +499,8 @@ static tj_tensor *penalty_model(void *ctx, tj_tensor *const *a, int n)
 {
     (void)ctx;
     (void)n;
-    tj_tensor *x = tj_mul_s(a[0], 1.0);
-    if (!x || tj_requires_grad(x, true) != 0)
-        return NULL;
-    return penalty(x, w_model, true);
+    tj_tensor *x = leaf_of(a[0]);
+    return x ? penalty(x, w_model, true) : NULL;
 }
 
 /* tj_backward_ex(TJ_CREATE_GRAPH) inside: a graph break, eager's results. */
@@ -502,9 +508,8 @@ static tj_tensor *grad_sum_model(void *ctx, tj_tensor *const *a, int n)
 {
     (void)ctx;
     (void)n;
-    tj_tensor *x = tj_mul_s(a[0], 1.0);
-    if (!x || tj_requires_grad(x, true) != 0 ||
-        tj_backward_ex(tj_sum(tj_tanh(tj_matmul(x, w_model)), NULL, 0, false), NULL, TJ_CREATE_GRAPH) != 0)
+    tj_tensor *x = leaf_of(a[0]);
+    if (!x || tj_backward_ex(tj_sum(tj_tanh(tj_matmul(x, w_model)), NULL, 0, false), NULL, TJ_CREATE_GRAPH) != 0)
         return NULL;
     tj_tensor *r = tj_sum(tj_square(tj_grad(x)), NULL, 0, false);
     tj_zero_grad(x);   /* the recorded .grad's history holds x: the cycle ends here */
@@ -518,8 +523,8 @@ static tj_tensor *penalty_after_break(void *ctx, tj_tensor *const *a, int n)
 {
     (void)ctx;
     (void)n;
-    tj_tensor *x = tj_mul_s(a[0], 1.0), *g;
-    if (!x || tj_requires_grad(x, true) != 0)
+    tj_tensor *x = leaf_of(a[0]), *g;
+    if (!x)
         return NULL;
     double m = tj_item(tj_amax(x, NULL, 0, false));   /* a graph break */
     if (isnan(m))
@@ -593,8 +598,8 @@ static tj_tensor *saliency(void *ctx, tj_tensor *const *a, int n)
 {
     (void)ctx;
     (void)n;
-    tj_tensor *x = tj_mul_s(a[0], 1.0), *g;
-    if (!x || tj_requires_grad(x, true) != 0)
+    tj_tensor *x = leaf_of(a[0]), *g;
+    if (!x)
         return NULL;
     tj_tensor *y = tj_sum(tj_tanh(tj_matmul(x, w_model)), NULL, 0, false);
     return tj_gradients(&y, NULL, 1, &x, 1, 0, &g) == 0 ? g : NULL;
@@ -607,8 +612,8 @@ static tj_tensor *jvp_model(void *ctx, tj_tensor *const *a, int n)
 {
     (void)ctx;
     (void)n;
-    tj_tensor *x = tj_mul_s(a[0], 1.0), *jv;
-    if (!x || tj_requires_grad(x, true) != 0)
+    tj_tensor *x = leaf_of(a[0]), *jv;
+    if (!x)
         return NULL;
     tj_tensor *y = tj_tanh(tj_matmul(x, w_model));
     return tj_jvp(&y, 1, &x, &jvp_tangent, 1, 0, &jv) == 0 ? jv : NULL;
@@ -658,8 +663,8 @@ static tj_tensor *gp_step(void *ctx, tj_tensor *const *a, int n)
 {
     (void)ctx;
     (void)n;
-    tj_tensor *x = tj_mul_s(a[0], 1.0), *g;
-    if (!x || tj_requires_grad(x, true) != 0)
+    tj_tensor *x = leaf_of(a[0]), *g;
+    if (!x)
         return NULL;
     tj_tensor *d = tj_sum(gp_critic(x), NULL, 0, false);
     if (tj_gradients(&d, NULL, 1, &x, 1, TJ_CREATE_GRAPH, &g) != 0)

@@ -60,24 +60,24 @@ static int step(block *b, tj_compiled *c, tj_tensor *x, tj_tensor *seed)
     return rc;
 }
 
+typedef struct run {
+    block *b;
+    tj_compiled *c;
+    tj_tensor *x, *seed;
+} run;
+
+static int run_step(void *ctx, int i)
+{
+    run *r = ctx;
+    (void)i;
+    return step(r->b, r->c, r->x, r->seed);
+}
+
 static int measure(block *b, tj_compiled *c, tj_tensor *x, tj_tensor *seed, int reps, double *med,
                    double *best)
 {
-    double *t = malloc(sizeof *t * (size_t)reps);
-    if (!t)
-        return -1;
-    int rc = 0;
-    for (int i = 0; i < 3 && rc == 0; i++)
-        rc = step(b, c, x, seed);
-    for (int i = 0; i < reps && rc == 0; i++) {
-        double t0 = now_ms();
-        rc = step(b, c, x, seed);
-        t[i] = now_ms() - t0;
-    }
-    if (rc == 0)
-        median_best(t, reps, med, best);
-    free(t);
-    return rc;
+    run r = {b, c, x, seed};
+    return time_steps(run_step, &r, 3, reps, med, best);
 }
 
 int main(int argc, char **argv)

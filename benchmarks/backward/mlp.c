@@ -97,22 +97,24 @@ static int step(mlp *m, tj_compiled *c, tj_tensor *x, tj_tensor *seed)
 }
 
 /* Steps cycle through the n inputs x[k] (seeds seed[k]). */
+typedef struct run {
+    mlp *m;
+    tj_compiled *c;
+    tj_tensor **x, **seed;
+    int n;
+} run;
+
+static int run_step(void *ctx, int i)
+{
+    run *r = ctx;
+    return step(r->m, r->c, r->x[i % r->n], r->seed[i % r->n]);
+}
+
 static int measure(mlp *m, tj_compiled *c, tj_tensor **x, tj_tensor **seed, int n, int reps, double *med,
                    double *best)
 {
-    double *t = malloc(sizeof *t * (size_t)reps);
-    for (int i = 0; i < 3 * n; i++)
-        if (step(m, c, x[i % n], seed[i % n]) != 0)
-            return -1;
-    for (int i = 0; i < reps; i++) {
-        double t0 = now_ms();
-        if (step(m, c, x[i % n], seed[i % n]) != 0)
-            return -1;
-        t[i] = now_ms() - t0;
-    }
-    median_best(t, reps, med, best);
-    free(t);
-    return 0;
+    run r = {m, c, x, seed, n};
+    return time_steps(run_step, &r, 3 * n, reps, med, best);
 }
 
 int main(int argc, char **argv)

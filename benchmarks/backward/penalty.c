@@ -70,23 +70,23 @@ static int step(critic *c, tj_compiled *cc, tj_tensor *const *args)
     return rc;
 }
 
+typedef struct run {
+    critic *c;
+    tj_compiled *cc;
+    tj_tensor *const *args;
+} run;
+
+static int run_step(void *ctx, int i)
+{
+    run *r = ctx;
+    (void)i;
+    return step(r->c, r->cc, r->args);
+}
+
 static int measure(critic *c, tj_compiled *cc, tj_tensor *const *args, int reps, double *med, double *best)
 {
-    double *t = malloc(sizeof *t * (size_t)reps);
-    if (!t)
-        return -1;
-    int rc = 0;
-    for (int i = 0; i < 3 && rc == 0; i++)
-        rc = step(c, cc, args);
-    for (int i = 0; i < reps && rc == 0; i++) {
-        double t0 = now_ms();
-        rc = step(c, cc, args);
-        t[i] = now_ms() - t0;
-    }
-    if (rc == 0)
-        median_best(t, reps, med, best);
-    free(t);
-    return rc;
+    run r = {c, cc, args};
+    return time_steps(run_step, &r, 3, reps, med, best);
 }
 
 int main(int argc, char **argv)

@@ -35,6 +35,28 @@ static void median_best(double *t, int n, double *med, double *best)
     *best = t[0];
 }
 
+/* Runs step(ctx, i) warm times, then reps more timed (i counting on); the
+ * median and best of the timed ones. 0, or -1 (a step failed, or out of
+ * memory). */
+static int time_steps(int (*step)(void *ctx, int i), void *ctx, int warm, int reps, double *med, double *best)
+{
+    double *t = malloc(sizeof *t * (size_t)reps);
+    if (!t)
+        return -1;
+    int rc = 0;
+    for (int i = 0; i < warm && rc == 0; i++)
+        rc = step(ctx, i);
+    for (int i = 0; i < reps && rc == 0; i++) {
+        double t0 = now_ms();
+        rc = step(ctx, warm + i);
+        t[i] = now_ms() - t0;
+    }
+    if (rc == 0)
+        median_best(t, reps, med, best);
+    free(t);
+    return rc;
+}
+
 /* Takes argv[*i] (and its value) when it is a flag every benchmark here takes:
  * --threads N, --reps N, --batch B, --cpu-time. Whether it did. */
 static bool shared_flag(int argc, char **argv, int *i, int *reps, int *batch)

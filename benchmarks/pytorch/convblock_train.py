@@ -9,10 +9,11 @@ wall ms over --reps steps after 3 warm-up steps.
     /usr/bin/python3 benchmarks/pytorch/convblock_train.py [--threads N] [--reps N] [--batch B] [--eval]
 """
 import argparse
-import time
 
 import torch
 import torch.nn.functional as F
+
+from steps import time_steps
 
 
 def main():
@@ -46,14 +47,7 @@ def main():
             for p in b[:3]:
                 p.grad = None
 
-    for _ in range(3):
-        step()
-    ts = []
-    for _ in range(a.reps):
-        t0 = time.perf_counter()
-        step()
-        ts.append((time.perf_counter() - t0) * 1e3)
-    ts.sort()
+    ts = time_steps(step, a.reps)
     print("PyTorch %s: ResNet basic block %dx64x56x56 (%s batch norm), forward + backward, %d threads, wall ms, "
           "%d steps:" % (torch.__version__, a.batch, "eval" if a.eval else "training", a.threads, a.reps))
     print("  eager     median %.2f  best %.2f" % (ts[len(ts) // 2], ts[0]))

@@ -10,10 +10,11 @@ median and best wall ms over --reps steps after 3 warm-up steps.
     /usr/bin/python3 benchmarks/pytorch/penalty_train.py [--threads N] [--reps N] [--batch B]
 """
 import argparse
-import time
 
 import torch
 import torch.nn.functional as F
+
+from steps import time_steps
 
 
 def main():
@@ -45,14 +46,7 @@ def main():
         for p in ws + bs:
             p.grad = None
 
-    for _ in range(3):
-        step()
-    ts = []
-    for _ in range(a.reps):
-        t0 = time.perf_counter()
-        step()
-        ts.append((time.perf_counter() - t0) * 1e3)
-    ts.sort()
+    ts = time_steps(step, a.reps)
     print("PyTorch %s: WGAN-GP critic step, batch %d, MLP 784-512-512-1, %d threads, wall ms, %d steps:"
           % (torch.__version__, a.batch, a.threads, a.reps))
     print("  eager     median %.3f  best %.3f" % (ts[len(ts) // 2], ts[0]))
