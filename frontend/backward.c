@@ -257,6 +257,17 @@ static int leaf_index(const walk *w, const tj_tensor *leaf)
     return -1;
 }
 
+/* g (leaf's shape and dtype) into leaf: its .grad (recorded with
+ * TJ_CREATE_GRAPH), or with tj_gradients the gradient of the x it is (other
+ * leaves get nothing); 0 or -1. */
+static int into_leaf(walk *w, tj_tensor *leaf, tj_tensor *g)
+{
+    if (!w->xs)
+        return (w->flags & TJ_CREATE_GRAPH ? fe_ag_accumulate_graph : fe_ag_accumulate)(leaf, g);
+    int j = leaf_index(w, leaf);
+    return j < 0 || (w->gx[j] = accumulate(w->gx[j], g)) ? 0 : -1;
+}
+
 /* Sends n's input gradients gx to the nodes that made its inputs, or into
  * the leaves (tj_gradients: into the xs' gradients); 0 or -1. */
 static int send(walk *w, ag_node *n, tj_tensor **gx)
@@ -272,11 +283,7 @@ static int send(walk *w, ag_node *n, tj_tensor **gx)
             tj_tensor **acc = grad_of(w, e->fn, e->out);
             if (!(*acc = accumulate(*acc, g)))
                 return -1;
-        } else if (w->xs) {
-            int j = leaf_index(w, e->leaf);
-            if (j >= 0 && !(w->gx[j] = accumulate(w->gx[j], g)))
-                return -1;
-        } else if ((w->flags & TJ_CREATE_GRAPH ? fe_ag_accumulate_graph : fe_ag_accumulate)(e->leaf, g) != 0) {
+        } else if (into_leaf(w, e->leaf, g) != 0) {
             return -1;
         }
     }
@@ -425,9 +432,7 @@ static int backward_from(walk *w, tj_tensor *const *ys, tj_tensor *const *g0, in
         ag_meta *m = ag_meta_of(ys[r]);
         if (!m->fn) {   /* a leaf: its gradient is the seed */
             tj_tensor *g = fit(g0[r], ys[r]);
-            int j = w->xs && g ? leaf_index(w, ys[r]) : -1;
-            if (!g || (j >= 0 && !(w->gx[j] = accumulate(w->gx[j], g))) ||
-                (!w->xs && (w->flags & TJ_CREATE_GRAPH ? fe_ag_accumulate_graph : fe_ag_accumulate)(ys[r], g)))
+            if (!g || into_leaf(w, ys[r], g) != 0)
                 goto out;
             continue;
         }
@@ -506,11 +511,8 @@ static int backward_roots(walk *w, tj_tensor *const *ys, tj_tensor *const *seeds
     }
     bool create = w->flags & TJ_CREATE_GRAPH;
     tj_scope_begin();
-    if (!create)
-        ag_no_grad_depth++;
     int depth = ag_no_grad_depth;
-    if (create)
-        ag_no_grad_depth = 0;   /* recorded, even inside tj_no_grad */
+    ag_no_grad_depth = create ? 0 : depth + 1;   /* create: recorded, even inside tj_no_grad */
     uint64_t outer_gen = fe_ag_hooks_begin();   /* this backward's number */
     tj_tensor *few[8], **g0 = n <= 8 ? few : malloc(sizeof *g0 * (size_t)n);
     bool ok = g0 != NULL;
@@ -522,8 +524,6 @@ static int backward_roots(walk *w, tj_tensor *const *ys, tj_tensor *const *seeds
     for (int j = 0; j < w->nx; j++)   /* the caller's, past the scope */
         tj_retain(w->gx[j]);
     ag_no_grad_depth = depth;
-    if (!create)
-        ag_no_grad_depth--;
     fe_ag_hooks_end(outer_gen);
     tj_scope_end();
     for (int j = 0; j < w->nx; j++)
@@ -670,7 +670,9 @@ int tj_jvp(tj_tensor *const *ys, int ny, tj_tensor *const *xs, tj_tensor *const 
             return -1;
         }
     }
-    tj_tensor *few[3 * 8], **u = ny + nx <= 8 ? few : calloc(2 * (size_t)ny + (size_t)nx, sizeof *u);
+    /* the seeds u, the first pass's gradients g, the products r */
+    size_t nt = 2 * (size_t)ny + (size_t)nx;
+    tj_tensor *few[24], **u = nt <= 24 ? few : calloc(nt, sizeof *u);
     if (!u) {
         rt_error("jvp: out of memory");
         return -1;
