@@ -841,99 +841,6 @@ tj_tensor *tj_as_strided(tj_tensor *x, int ndim, const int64_t *size, const int6
 tj_tensor *tj_empty_strided(tj_dtype dt, int ndim, const int64_t *size, const int64_t *stride);
 /* ==== end of remaining prims ================================================== */
 
-/* ---- autograd (reverse mode; docs/training.md) ----------------------------
- * Mark leaves (weights) with tj_requires_grad; every op on a tensor that
- * requires grad is recorded on a tape (nothing is recorded otherwise). After
- * tj_backward(loss), tj_grad(w) is d loss / d w, summed over backward calls
- * until tj_zero_grad. A backward frees the tape it ran (call the forward again
- * for another backward, or pass TJ_RETAIN_GRAPH to tj_backward_ex). */
-int tj_requires_grad(tj_tensor *t, bool on);   /* float leaves only; 0 or -1 */
-bool tj_get_requires_grad(const tj_tensor *t);
-int tj_backward(tj_tensor *loss);              /* one-element result; 0 or -1 */
-int tj_backward_seed(tj_tensor *y, tj_tensor *seed);   /* seed: dL/dy, y's shape */
-tj_tensor *tj_grad(const tj_tensor *t);        /* borrowed, NULL before a backward */
-/* Flags of tj_backward_ex and tj_gradients (docs/training.md, "Higher-order
- * gradients"). TJ_RETAIN_GRAPH keeps the saved values, so another backward can
- * run through the same graph (PyTorch's retain_graph). TJ_CREATE_GRAPH records
- * the backward itself (its gradients have a history, for gradients of
- * gradients: PyTorch's create_graph; implies TJ_RETAIN_GRAPH; not through a
- * compiled call's node; inside tj_compile traced for tj_gradients, a graph
- * break for tj_backward_ex). TJ_ALLOW_UNUSED: an
- * input of tj_gradients the outputs do not reach gets zeros instead of an
- * error. */
-enum { TJ_RETAIN_GRAPH = 1u, TJ_CREATE_GRAPH = 2u, TJ_ALLOW_UNUSED = 4u };
-/* tj_backward_seed with flags (seed NULL: ones, y of one element). A leaf's
- * .grad made with TJ_CREATE_GRAPH holds a history that holds the leaf: drop
- * it with tj_zero_grad, or prefer tj_gradients. 0 or -1. */
-int tj_backward_ex(tj_tensor *y, tj_tensor *seed, unsigned flags);
-/* torch.autograd.grad: gx[j] = d(sum_i <ys[i], seeds[i]>) / d xs[j] (seeds or
- * seeds[i] NULL: ones, ys[i] of one element), for xs that require grad, leaves
- * or results of recorded ops; results in the current scope. No .grad changes
- * and no ready-hook runs; only the part of the graph between the ys and the xs
- * runs. 0 or -1 (an x not reached by the ys is an error without
- * TJ_ALLOW_UNUSED). */
-int tj_gradients(tj_tensor *const *ys, tj_tensor *const *seeds, int ny, tj_tensor *const *xs, int nx,
-                 unsigned flags, tj_tensor **gx);
-/* Forward-mode products (torch.autograd.functional.jvp): jv[i] = sum_j
- * d ys[i] / d xs[j] . vs[j] (vs[j] of xs[j]'s shape), by two backward passes
- * (the first recorded, on zero seeds that require grad: its gradients are
- * linear in the seeds, so the second pass, from <those, vs>, gives J v). The
- * graph of the ys is kept. flags: TJ_CREATE_GRAPH makes jv differentiable
- * again. Results in the current scope; 0 or -1. */
-int tj_jvp(tj_tensor *const *ys, int ny, tj_tensor *const *xs, tj_tensor *const *vs, int nx, unsigned flags,
-           tj_tensor **jv);
-void tj_zero_grad(tj_tensor *t);               /* drops the accumulated gradient */
-/* Sets leaf's gradient to g's values (like `p.grad = g`; into the current
- * gradient in place when shapes and dtypes match). 0 or -1. */
-int tj_set_grad(tj_tensor *leaf, tj_tensor *g);
-tj_tensor *tj_detach(tj_tensor *t);            /* same data, no gradient history */
-/* A ready-hook on a leaf (what data parallelism builds on, like PyTorch's
- * post-accumulate-grad hook): during a backward, fn(leaf, ctx) runs once, as
- * soon as the leaf's gradient is final for that backward (every recorded op
- * that reads it, and every compiled call, has added its part), with
- * tj_grad(leaf) the sum. A nonzero return fails the backward. One hook per
- * leaf; fn NULL removes it. A backward traced by tj_compile into a hooked
- * leaf is no graph break: the compiled call sets that gradient, and runs the
- * hook, as soon as the plan's step that makes it has run; a read of that
- * gradient later in the same compiled function (an update) is a graph break
- * (the hook may change it after the call): compile the update separately. */
-typedef int (*tj_grad_hook_fn)(tj_tensor *leaf, void *ctx);
-int tj_set_grad_hook(tj_tensor *leaf, tj_grad_hook_fn fn, void *ctx);
-void tj_no_grad_begin(void);                   /* like torch.no_grad(): nests */
-void tj_no_grad_end(void);
-bool tj_grad_enabled(void);
-
-/* ---- autocast (mixed precision, like torch.autocast("cpu", bf16)) ------- */
-/* Opens a per-thread scope, ended by tj_autocast_end, in which matmul,
- * linear and conv2d cast their f32 inputs to dt (TJ_BF16 or TJ_F16) and run
- * in it, while softmax, log_softmax, the norms, cross_entropy and the float
- * reductions (sum, mean, prod, var, std, logsumexp) cast f16/bf16 inputs to
- * f32 and return f32; other ops promote as usual. TJ_F32 turns it off in a
- * nested scope. Scopes nest (up to 32); compiled handles guard on the dtype.
- * 0, or -1 with an error (a bad dtype still opens a scope: end it). */
-int tj_autocast(tj_dtype dt);
-void tj_autocast_end(void);
-
-/* ---- optimizers (torch.optim): update parameters in place from their .grad */
-typedef struct tj_optimizer tj_optimizer;
-typedef struct tj_sgd_options {
-    double lr;             /* learning rate */
-    double momentum;       /* 0: plain SGD (dampening is 0) */
-    double weight_decay;   /* L2: adds weight_decay * p to the gradient */
-    bool nesterov;
-} tj_sgd_options;
-typedef struct tj_adam_options {
-    double lr, beta1, beta2, eps;   /* torch's defaults: 1e-3, 0.9, 0.999, 1e-8 */
-    double weight_decay;
-    bool decoupled;                 /* true: AdamW (decay p by lr * weight_decay) */
-} tj_adam_options;
-/* The optimizer holds the parameters (retained); options NULL: the defaults. */
-tj_optimizer *tj_sgd(tj_tensor *const *params, int n, const tj_sgd_options *opt);
-tj_optimizer *tj_adam(tj_tensor *const *params, int n, const tj_adam_options *opt);
-int tj_optimizer_step(tj_optimizer *o);        /* 0 or -1; params without grad are skipped */
-void tj_optimizer_zero_grad(tj_optimizer *o);  /* tj_zero_grad of every parameter */
-void tj_optimizer_free(tj_optimizer *o);
-
 /* ---- ONNX import (docs/onnx.md) -------------------------------------------
  * tj_onnx_load reads an ONNX model file (default domain, opsets 13-17, the
  * operators tj_onnx_op_name lists; initializers become the model's weights).
@@ -1172,6 +1079,9 @@ TJ_API_END
  * here, before the call-site macros, so that its declarations are not
  * expanded by them (scripts/callsites.sh reads the parts too). */
 #include "tjit_profile.h"
+/* Training: autograd, mixed precision, optimizers, schedules, clipping
+ * (tjit_train.h, a part of this header; docs/training.md). */
+#include "tjit_train.h"
 
 /* ---- call sites ---------------------------------------------------------
  * Each op entry point above is also a function-like macro of its own name that

@@ -27,7 +27,7 @@ check "make install DESTDIR=... PREFIX=$prefix" \
 
 ver=$(sed -n 's/^Version: //p' "$root/lib/pkgconfig/tjit.pc")
 major=${ver%%.*}
-files=(lib/libtjit.so."$ver" lib/libtjit.a lib/pkgconfig/tjit.pc include/tjit.h include/tjit_profile.h include/tjit_inspect.h
+files=(lib/libtjit.so."$ver" lib/libtjit.a lib/pkgconfig/tjit.pc include/tjit.h include/tjit_profile.h include/tjit_train.h include/tjit_inspect.h
        bin/tjit share/doc/tjit/README.md share/doc/tjit/LICENSE share/doc/tjit/CHANGELOG.md)
 check "installed files present" bash -c 'cd "$1" && shift && for f; do [ -f "$f" ] || { echo "missing $f"; exit 1; }; done' \
     _ "$root" "${files[@]}"

@@ -1,5 +1,6 @@
 /* test_optim.c - optimizers against torch.optim (tests/golden/optim, from
- * scripts/golden/optim.py): three steps of each configuration on
+ * scripts/golden/optim.py): three steps of each configuration (five for
+ * amsgrad) of SGD, Adam, AdamW, RMSprop and Adagrad on
  * L = sum(w * w * c + w), eager and as one compiled training step; and K
  * steps of an MLP with cross-entropy, the whole step compiled (one graph,
  * no break, its stages dumped) against the same steps eager. */
@@ -16,26 +17,53 @@
 
 #include "util.h"
 
+typedef enum { SGD, ADAM, RMSPROP, ADAGRAD } kind;
+
 typedef struct config {
     const char *name;
-    bool adam;
+    kind kind;
+    int steps;
     tj_sgd_options sgd;
-    tj_adam_options adam_opt;
+    tj_adam_options adam;
+    tj_rmsprop_options rmsprop;
+    tj_adagrad_options adagrad;
 } config;
 
 static const config configs[] = {
-    {"sgd", false, {.lr = 0.1}, {.lr = 0}},
-    {"sgd_momentum", false, {.lr = 0.05, .momentum = 0.9, .weight_decay = 0.01}, {.lr = 0}},
-    {"sgd_nesterov", false, {.lr = 0.05, .momentum = 0.8, .nesterov = true}, {.lr = 0}},
-    {"adam", true, {.lr = 0}, {.lr = 0.1, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8}},
-    {"adam_l2", true, {.lr = 0}, {.lr = 0.05, .beta1 = 0.8, .beta2 = 0.99, .eps = 1e-6, .weight_decay = 0.1}},
-    {"adamw", true, {.lr = 0},
-     {.lr = 0.05, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.1, .decoupled = true}},
+    {"sgd", SGD, 3, .sgd = {.lr = 0.1}},
+    {"sgd_momentum", SGD, 3, .sgd = {.lr = 0.05, .momentum = 0.9, .weight_decay = 0.01}},
+    {"sgd_nesterov", SGD, 3, .sgd = {.lr = 0.05, .momentum = 0.8, .nesterov = true}},
+    {"adam", ADAM, 3, .adam = {.lr = 0.1, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8}},
+    {"adam_l2", ADAM, 3, .adam = {.lr = 0.05, .beta1 = 0.8, .beta2 = 0.99, .eps = 1e-6, .weight_decay = 0.1}},
+    {"adamw", ADAM, 3,
+     .adam = {.lr = 0.05, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.1, .decoupled = true}},
+    {"adam_amsgrad", ADAM, 5, .adam = {.lr = 0.3, .beta1 = 0.5, .beta2 = 0.6, .eps = 1e-8, .amsgrad = true}},
+    {"rmsprop", RMSPROP, 3, .rmsprop = {.lr = 0.01, .alpha = 0.99, .eps = 1e-8}},
+    {"rmsprop_centered", RMSPROP, 3,
+     .rmsprop = {.lr = 0.02, .alpha = 0.9, .eps = 1e-6, .weight_decay = 0.05, .momentum = 0.7, .centered = true}},
+    {"adagrad", ADAGRAD, 3, .adagrad = {.lr = 0.1, .eps = 1e-10}},
+    {"adagrad_decay", ADAGRAD, 3,
+     .adagrad = {.lr = 0.2, .lr_decay = 0.3, .weight_decay = 0.05, .initial_accumulator_value = 0.5, .eps = 1e-8}},
 };
+
+static tj_optimizer *make_n(const config *cf, tj_tensor **w, int n)
+{
+    switch (cf->kind) {
+    case SGD:
+        return tj_sgd(w, n, &cf->sgd);
+    case ADAM:
+        return tj_adam(w, n, &cf->adam);
+    case RMSPROP:
+        return tj_rmsprop(w, n, &cf->rmsprop);
+    case ADAGRAD:
+        return tj_adagrad(w, n, &cf->adagrad);
+    }
+    return NULL;
+}
 
 static tj_optimizer *make(const config *cf, tj_tensor *w)
 {
-    return cf->adam ? tj_adam(&w, 1, &cf->adam_opt) : tj_sgd(&w, 1, &cf->sgd);
+    return make_n(cf, &w, 1);
 }
 
 typedef struct step_ctx {
@@ -63,7 +91,7 @@ static void run_config(const config *cf, bool compiled)
     s.opt = make(cf, s.w);
     assert_non_null(s.opt);
     tj_compiled *c = compiled ? tj_compile(train_step, &s, NULL) : NULL;
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < cf->steps; k++) {
         tj_scope_begin();
         tj_tensor *l = compiled ? tj_call(c, NULL, 0) : train_step(&s, NULL, 0);
         if (!l)
@@ -124,7 +152,7 @@ static void mlp_make(mlp_step *m, const config *cf)
         m->w[k] = tj_keep(tj_mul_s(tj_randn(TJ_F32, shapes[k][1] ? 2 : 1, shapes[k]), 0.3));
         assert_int_equal(tj_requires_grad(m->w[k], true), 0);
     }
-    m->opt = cf->adam ? tj_adam(m->w, 4, &cf->adam_opt) : tj_sgd(m->w, 4, &cf->sgd);
+    m->opt = make_n(cf, m->w, 4);
     assert_non_null(m->opt);
 }
 
@@ -210,6 +238,8 @@ static void test_compiled_mlp_step(void **state)
     (void)state;
     run_mlp(&configs[1], 4);   /* sgd_momentum (weight decay): w1, w2 and their buffers */
     run_mlp(&configs[5], 6);   /* adamw: w1, w2 and their two moments each */
+    run_mlp(&configs[8], 8);   /* rmsprop_centered: w1, w2, square_avg, grad_avg, momentum_buffer */
+    run_mlp(&configs[10], 4);  /* adagrad_decay: w1, w2 and their sums */
 }
 
 static void test_bad_options(void **state)
@@ -219,6 +249,10 @@ static void test_bad_options(void **state)
     tu_assert_error(tj_sgd(&w, 1, &(tj_sgd_options){.lr = -1}), "lr", NULL);
     tu_assert_error(tj_sgd(&w, 1, &(tj_sgd_options){.lr = 1, .nesterov = true}), "nesterov", NULL);
     tu_assert_error(tj_adam(&w, 1, &(tj_adam_options){.lr = 1, .beta1 = 1}), "betas", NULL);
+    tu_assert_error(tj_rmsprop(&w, 1, &(tj_rmsprop_options){.lr = 1, .alpha = 1.5}), "alpha in [0, 1]", NULL);
+    tu_assert_error(tj_rmsprop(&w, 1, &(tj_rmsprop_options){.lr = 1, .momentum = -1}), "momentum", NULL);
+    tu_assert_error(tj_adagrad(&w, 1, &(tj_adagrad_options){.lr = 1, .lr_decay = -0.1}), "lr_decay", NULL);
+    tu_assert_error(tj_adagrad(&w, 1, &(tj_adagrad_options){.lr = NAN}), "adagrad", NULL);
     tj_tensor *i = tj_zeros(TJ_I64, 1, (int64_t[]){3});
     tu_assert_error(tj_sgd(&i, 1, NULL), "not a float", NULL);
     tj_tensor *none = NULL;

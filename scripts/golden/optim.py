@@ -1,6 +1,17 @@
 """optim.py - golden parameters after optimizer steps (torch.optim), for
-tests/test_optim.c: w0 [2,3], the loss sum(w * w * c) + sum(w) each step
-(its gradient 2 c w + 1), three steps of each configuration."""
+tests/test_optim.c and tests/test_optim_sched.c: w0 [2,3], the loss
+sum(w * w * c) + sum(w) each step (its gradient 2 c w + 1).
+
+- <config>: w after three steps of each optimizer configuration (five for
+  amsgrad, whose maximum needs a falling second moment to matter);
+- lr_<kind>: the learning rate of steps 0..11 under each lr_scheduler;
+- sched: w after 8 SGD-momentum steps under warmup then cosine;
+- clip_<norm>_grad, clip_<norm>_total: the gradient at w0 after
+  clip_grad_norm_ (max_norm 2) and its returned total norm; clip_value_grad;
+- clip_train: w after three SGD steps with clip_grad_norm_(1.5) before each.
+"""
+import math
+
 import torch
 
 from common import Family
@@ -10,6 +21,12 @@ w0 = torch.tensor([[1.0, -2.0, 3.0], [0.5, -0.25, 4.0]], dtype=torch.float64)
 c = torch.tensor([[1.0, 2.0, 0.5], [3.0, 1.0, 0.25]], dtype=torch.float64)
 f.save("w0", w0)
 f.save("c", c)
+
+
+def loss(w):
+    return (w * w * c + w).sum()
+
+
 configs = {
     "sgd": lambda p: torch.optim.SGD(p, lr=0.1),
     "sgd_momentum": lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, weight_decay=0.01),
@@ -17,13 +34,79 @@ configs = {
     "adam": lambda p: torch.optim.Adam(p, lr=0.1),
     "adam_l2": lambda p: torch.optim.Adam(p, lr=0.05, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.1),
     "adamw": lambda p: torch.optim.AdamW(p, lr=0.05, weight_decay=0.1),
+    "adam_amsgrad": lambda p: torch.optim.Adam(p, lr=0.3, betas=(0.5, 0.6), amsgrad=True),
+    "rmsprop": lambda p: torch.optim.RMSprop(p, lr=0.01),
+    "rmsprop_centered": lambda p: torch.optim.RMSprop(p, lr=0.02, alpha=0.9, eps=1e-6, weight_decay=0.05,
+                                                      momentum=0.7, centered=True),
+    "adagrad": lambda p: torch.optim.Adagrad(p, lr=0.1),
+    "adagrad_decay": lambda p: torch.optim.Adagrad(p, lr=0.2, lr_decay=0.3, weight_decay=0.05,
+                                                   initial_accumulator_value=0.5, eps=1e-8),
 }
 for name, make in configs.items():
     w = w0.clone().requires_grad_(True)
     opt = make([w])
-    for _ in range(3):
+    for _ in range(5 if "amsgrad" in name else 3):
         opt.zero_grad()
-        (w * w * c + w).sum().backward()
+        loss(w).backward()
         opt.step()
     f.save(name, w)
+
+# learning-rate schedules: the lr each of 12 steps uses (base 0.1)
+S = torch.optim.lr_scheduler
+
+
+def sequential(o):
+    return S.SequentialLR(o, [S.LinearLR(o, start_factor=0.1, end_factor=1.0, total_iters=3),
+                              S.CosineAnnealingLR(o, T_max=8, eta_min=0.01)], milestones=[3])
+
+
+schedules = {
+    "step": lambda o: S.StepLR(o, step_size=3, gamma=0.5),
+    "exponential": lambda o: S.ExponentialLR(o, gamma=0.9),
+    "cosine": lambda o: S.CosineAnnealingLR(o, T_max=10, eta_min=0.001),
+    "linear": lambda o: S.LinearLR(o, start_factor=0.25, end_factor=0.75, total_iters=4),
+    "warmup_cosine": sequential,
+}
+for name, make in schedules.items():
+    w = w0.clone().requires_grad_(True)
+    opt = torch.optim.SGD([w], lr=0.1)
+    sched = make(opt)
+    lrs = []
+    for _ in range(12):
+        lrs.append(opt.param_groups[0]["lr"])
+        opt.zero_grad()
+        loss(w).backward()
+        opt.step()
+        sched.step()
+    f.save("lr_" + name, torch.tensor(lrs, dtype=torch.float64))
+
+w = w0.clone().requires_grad_(True)
+opt = torch.optim.SGD([w], lr=0.1, momentum=0.9)
+sched = sequential(opt)
+for _ in range(8):
+    opt.zero_grad()
+    loss(w).backward()
+    opt.step()
+    sched.step()
+f.save("sched", w)
+
+# gradient clipping
+for name, p in {"2": 2.0, "inf": math.inf, "1p5": 1.5}.items():
+    w = w0.clone().requires_grad_(True)
+    loss(w).backward()
+    total = torch.nn.utils.clip_grad_norm_([w], max_norm=2.0, norm_type=p)
+    f.save(f"clip_{name}_grad", w.grad)
+    f.save(f"clip_{name}_total", total)
+w = w0.clone().requires_grad_(True)
+loss(w).backward()
+torch.nn.utils.clip_grad_value_([w], clip_value=3.0)
+f.save("clip_value_grad", w.grad)
+w = w0.clone().requires_grad_(True)
+opt = torch.optim.SGD([w], lr=0.1)
+for _ in range(3):
+    opt.zero_grad()
+    loss(w).backward()
+    torch.nn.utils.clip_grad_norm_([w], max_norm=1.5)
+    opt.step()
+f.save("clip_train", w)
 f.done()
