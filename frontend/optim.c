@@ -45,6 +45,10 @@ static tj_optimizer *opt_new(opt_kind kind, const char *what, tj_tensor *const *
         rt_error("%s: %d parameters", what, n);
         return NULL;
     }
+    if (!isfinite(lr)) {
+        rt_error("%s: lr %g: must be finite", what, lr);
+        return NULL;
+    }
     for (int k = 0; k < n; k++) {
         if (!params[k] || !ir_dtype_is_float(params[k]->dtype)) {
             if (!rt_has_error())

@@ -253,6 +253,7 @@ static void test_bad_options(void **state)
     tu_assert_error(tj_rmsprop(&w, 1, &(tj_rmsprop_options){.lr = 1, .momentum = -1}), "momentum", NULL);
     tu_assert_error(tj_adagrad(&w, 1, &(tj_adagrad_options){.lr = 1, .lr_decay = -0.1}), "lr_decay", NULL);
     tu_assert_error(tj_adagrad(&w, 1, &(tj_adagrad_options){.lr = NAN}), "adagrad", NULL);
+    tu_assert_error(tj_sgd(&w, 1, &(tj_sgd_options){.lr = INFINITY}), "sgd: lr inf: must be finite", NULL);
     tj_tensor *i = tj_zeros(TJ_I64, 1, (int64_t[]){3});
     tu_assert_error(tj_sgd(&i, 1, NULL), "not a float", NULL);
     tj_tensor *none = NULL;

@@ -18,7 +18,8 @@
  * curvature v^T H v, from a double backward, against differences; <dL/dx, v>
  * with its recorded gradient compiled, and its backward, against eager),
  * autocast (bf16, f16),
- * train (a whole training step compiled: backward and an optimizer).
+ * train (a whole training step compiled: backward, clipping and an
+ * optimizer, its learning rate set between calls).
  * Floats agree within tol x max(1, max |eager|) per result: fusion changes
  * the order of sums, not the formulas.
  *
@@ -932,6 +933,7 @@ static void run_grad(int count)
 typedef struct tprog {
     prog p;   /* first: the program's context */
     tj_optimizer *opt;
+    double max_norm;   /* > 0: the gradient clipped to that norm before the update */
 } tprog;
 
 /* One step, compiled whole: zero_grad, the program, a loss over its float
@@ -948,24 +950,33 @@ static int train_step(void *ctx, tj_tensor *const *in, int nin, tj_tensor **out,
     for (int i = 0; i < n && loss; i++)
         if (is_float(res[i]) && tj_numel(res[i]) > 0)
             loss = tj_add(loss, tj_mul_s(tj_sum(tj_cast(res[i], TJ_F64), NULL, 0, false), 1.0 / (i + 1)));
-    if (!loss || (tj_get_requires_grad(loss) && tj_backward(loss) != 0) || tj_optimizer_step(t->opt) != 0)
+    if (!loss || (tj_get_requires_grad(loss) && tj_backward(loss) != 0) ||
+        (t->max_norm > 0 && !tj_clip_grad_norm(&t->p.w, 1, t->max_norm, 2)) || tj_optimizer_step(t->opt) != 0)
         return -1;
     out[0] = tj_detach(loss);
     return 1;
 }
 
-/* SGD (plain, or momentum with weight decay and Nesterov), Adam or AdamW
+/* SGD (plain, or momentum with weight decay and Nesterov), Adam, AdamW,
+ * Adam with amsgrad, RMSprop (plain, or centered with momentum) or Adagrad
  * (eps 1e-3: a gradient at rounding level must not make a full step). */
 static tj_optimizer *train_optimizer(unsigned seed, tj_tensor *w)
 {
-    switch (seed % 4) {
+    switch (seed % 8) {
     case 0: return tj_sgd(&w, 1, &(tj_sgd_options){.lr = 0.1});
     case 1: return tj_sgd(&w, 1, &(tj_sgd_options){.lr = 0.05, .momentum = 0.9, .weight_decay = 0.01, .nesterov = true});
     case 2: return tj_adam(&w, 1, &(tj_adam_options){.lr = 0.01, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-3});
-    default:
+    case 3:
         return tj_adam(&w, 1,
                        &(tj_adam_options){.lr = 0.01, .beta1 = 0.8, .beta2 = 0.99, .eps = 1e-3, .weight_decay = 0.1,
                                           .decoupled = true});
+    case 4: return tj_adam(&w, 1, &(tj_adam_options){.lr = 0.01, .beta1 = 0.5, .beta2 = 0.6, .eps = 1e-3, .amsgrad = true});
+    case 5: return tj_rmsprop(&w, 1, &(tj_rmsprop_options){.lr = 0.01, .alpha = 0.99, .eps = 1e-3});
+    case 6:
+        return tj_rmsprop(&w, 1, &(tj_rmsprop_options){.lr = 0.01, .alpha = 0.9, .eps = 1e-3, .weight_decay = 0.05,
+                                                       .momentum = 0.5, .centered = true});
+    default:
+        return tj_adagrad(&w, 1, &(tj_adagrad_options){.lr = 0.05, .lr_decay = 0.1, .eps = 1e-3});
     }
 }
 
@@ -992,9 +1003,18 @@ static void run_train(int count)
         te.p.inner = tj_compile(tu_program_inner, &te.p, &(tj_compile_options){.name = "inner"});
         assert_non_null(tc.opt = train_optimizer(seed, tc.p.w));
         assert_non_null(te.opt = train_optimizer(seed, te.p.w));
+        /* every other seed clips the gradient inside the step, every fourth
+         * pair of them sets a falling lr between calls */
+        tc.max_norm = te.max_norm = seed / 8 % 2 ? 0.5 : 0;
+        bool schedule = seed / 16 % 2;
+        double lr0 = tj_optimizer_lr(tc.opt);
         tj_compiled *c = tj_compile_multi(train_step, &tc, &(tj_compile_options){.name = "train", .no_dynamic = true});
         for (int call = 0; call < 3; call++) {
             tj_tensor *ea[3], *ca[3], *want[MAX_OUTS], *got[MAX_OUTS];
+            if (schedule) {
+                assert_int_equal(tj_optimizer_set_lr(tc.opt, lr0 / (call + 1)), 0);
+                assert_int_equal(tj_optimizer_set_lr(te.opt, lr0 / (call + 1)), 0);
+            }
             twin_args(spec, seed * 3u + (unsigned)(call * 7), ea, ca);
             if (check_call(c, train_step, &te, &te.p, ea, ca, spec, call, want, got) < 0) {
                 refused++;
