@@ -10,6 +10,7 @@
 #include "autograd.h"
 
 typedef struct ag_node ag_node;
+typedef struct ag_ckpt ag_ckpt;
 
 typedef struct ag_meta {
     rt_agmeta base;          /* first: the runtime's release hook */
@@ -54,6 +55,10 @@ struct ag_node {
     int nargs, nsaved;       /* in[0..nsaved) saved (nargs of them arguments), then watched */
     int nout;                /* a compiled call's results on the tape (else 1: the result) */
     unsigned out_version;
+    ag_ckpt *ckpt;           /* made inside tj_checkpoint (retained): its saved values made
+                              * there were dropped ... */
+    int ckpt_k;              /* ... and come from the node made ckpt_k-th when it runs again */
+    bool deferred;           /* some saved values are dropped until then */
     int nin;
     ag_input in[];
 };
@@ -81,6 +86,16 @@ tj_tensor *ag_with_history(const tj_tensor *saved, ag_node *fn, int out);
 /* t itself (a fresh header: a traced backward's pinned value) given that
  * history; NULL when out of memory. */
 tj_tensor *ag_give_history(tj_tensor *t, ag_node *fn, int out);
+/* The checkpoint collecting the nodes this thread makes (checkpoint.c),
+ * or NULL; ag_ckpt_add is called with each. */
+extern _Thread_local ag_ckpt *ag_collect;
+void ag_ckpt_add(ag_node *n);
+/* n->deferred: its dropped saved values made again (the checkpoint's
+ * function run again once, on its first such node); 0 or -1 (error set). */
+int ag_ckpt_restore(ag_node *n);
+void ag_ckpt_release(ag_ckpt *c);
+/* Drops one hold on n (freed with its saved values at the last). */
+void ag_node_release(ag_node *n);
 /* Drops n's saved values after a backward ran it (a second one fails). */
 void ag_node_drop_saved(ag_node *n);
 /* Runs leaf's ready-hook, once per backward; 0 or -1. */

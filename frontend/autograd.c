@@ -107,6 +107,8 @@ static void node_release(ag_node *n)
     ag_node_drop_saved(n);
     if (n->compiled)
         n->compiled->release(n->cctx);
+    if (n->ckpt)
+        ag_ckpt_release(n->ckpt);
     ag_view_release(n->slices);
     for (int k = 0; k < n->nin; k++) {
         node_release(n->in[k].fn);
@@ -142,8 +144,12 @@ static ag_node *node_new(ir_op op, int nin)
     n->seq = atomic_fetch_add(&node_seq, 1) + 1;
     n->nin = nin;
     n->nout = 1;
+    if (ag_collect)
+        ag_ckpt_add(n);
     return n;
 }
+
+void ag_node_release(ag_node *n) { node_release(n); }
 
 /* A view's history made again from its base's current one, one node per op
  * of its chain, as PyTorch regenerates a view's grad_fn after its base was
@@ -289,7 +295,7 @@ tj_tensor *fe_ag_record(ir_op op, tj_tensor *const *in, int nin, const ir_attrs 
     ag_node *n = node_new(op, nin);
     ag_meta *rm = n ? meta_get(r) : NULL;
     if (!n || !rm) {
-        free(n);
+        node_release(n);   /* a checkpoint collecting it holds it too */
         return NULL;
     }
     n->attrs = *a;

@@ -17,8 +17,8 @@
 typedef struct walk {
     ag_node **nodes;         /* reachable nodes */
     int *slot;               /* per node: where its outputs' gradients start in grads */
-    tj_tensor **grads;       /* per output of each node: its gradient so far */
-    int n, cap;
+    tj_tensor **grads;       /* per output of each node: its gradient so far (held) */
+    int n, cap, nslots;
     unsigned flags;          /* TJ_RETAIN_GRAPH, TJ_CREATE_GRAPH, TJ_ALLOW_UNUSED */
     /* tj_gradients: the inputs asked for (xs; a non-leaf's node and output in
      * xfn, xout) and their gradients so far (gx); no .grad is written */
@@ -28,7 +28,6 @@ typedef struct walk {
     tj_tensor **gx;
     int nx;
     bool *needed;            /* tj_gradients: per node, whether it leads to an x */
-    bool *ran;               /* per node: whether it ran (its saved values go at the end) */
 } walk;
 
 static int node_index(const walk *w, const ag_node *n) { (void)w; return n->walk - 1; }
@@ -85,6 +84,20 @@ static int by_seq_desc(const void *a, const void *b)
 
 /* acc + g, or g when acc is NULL (both in the current scope). */
 static tj_tensor *accumulate(tj_tensor *acc, tj_tensor *g) { return acc ? tj_add(acc, g) : g; }
+
+/* *slot <- *slot + g, the slot holding its value past the scope it was made
+ * in: each node runs in a scope of its own, so what its rule makes is freed
+ * as soon as it ran, and a gradient as soon as the node it reached ran. */
+static int add_into(tj_tensor **slot, tj_tensor *g)
+{
+    tj_tensor *v = g ? accumulate(*slot, g) : NULL;
+    if (!v)
+        return -1;
+    tj_retain(v);
+    tj_release(*slot);
+    *slot = v;
+    return 0;
+}
 
 /* g shaped and typed like the saved input x. */
 static tj_tensor *fit(tj_tensor *g, const tj_tensor *x)
@@ -165,6 +178,8 @@ static int run_node(walk *w, int i)
                  "tj_backward_ex)", n->compiled ? "a compiled call" : ir_ops[n->op].name);
         return -1;
     }
+    if (n->deferred && ag_ckpt_restore(n) != 0)
+        return -1;
     tj_tensor **g = grad_of(w, n, 0);
     if (n->compiled)
         return run_compiled(w, n, g);
@@ -265,7 +280,7 @@ static int into_leaf(walk *w, tj_tensor *leaf, tj_tensor *g)
     if (!w->xs)
         return (w->flags & TJ_CREATE_GRAPH ? fe_ag_accumulate_graph : fe_ag_accumulate)(leaf, g);
     int j = leaf_index(w, leaf);
-    return j < 0 || (w->gx[j] = accumulate(w->gx[j], g)) ? 0 : -1;
+    return j < 0 ? 0 : add_into(&w->gx[j], g);
 }
 
 /* Sends n's input gradients gx to the nodes that made its inputs, or into
@@ -280,8 +295,7 @@ static int send(walk *w, ag_node *n, tj_tensor **gx)
         if (!g)
             return -1;
         if (e->fn) {
-            tj_tensor **acc = grad_of(w, e->fn, e->out);
-            if (!(*acc = accumulate(*acc, g)))
+            if (add_into(grad_of(w, e->fn, e->out), g) != 0)
                 return -1;
         } else if (into_leaf(w, e->leaf, g) != 0) {
             return -1;
@@ -390,7 +404,7 @@ static int take_results(walk *w, int i)
 {
     for (int j = 0; j < w->nx; j++) {
         tj_tensor *g = w->xfn[j] == w->nodes[i] ? *grad_of(w, w->nodes[i], w->xout[j]) : NULL;
-        if (g && !(w->gx[j] = accumulate(w->gx[j], g)))
+        if (g && add_into(&w->gx[j], g) != 0)
             return -1;
     }
     return 0;
@@ -412,6 +426,7 @@ static int backward_from(walk *w, tj_tensor *const *ys, tj_tensor *const *g0, in
     }
     qsort(w->nodes, (size_t)w->n, sizeof *w->nodes, by_seq_desc);
     int nslots = 0;
+    bool keep = w->flags & (TJ_RETAIN_GRAPH | TJ_CREATE_GRAPH);
     if (w->n && !(w->slot = malloc(sizeof *w->slot * (size_t)w->n))) {
         rt_error("backward: out of memory");
         goto out;
@@ -423,11 +438,11 @@ static int backward_from(walk *w, tj_tensor *const *ys, tj_tensor *const *g0, in
         if (hooks)
             count_parts(w->nodes[i], 1);
     }
-    if (!(w->grads = calloc((size_t)nslots + 1, sizeof *w->grads)) ||
-        !(w->ran = calloc((size_t)w->n + 1, sizeof *w->ran)) || (w->xs && mark_needed(w) != 0)) {
+    if (!(w->grads = calloc((size_t)nslots + 1, sizeof *w->grads)) || (w->xs && mark_needed(w) != 0)) {
         rt_error("backward: out of memory");
         goto out;
     }
+    w->nslots = nslots;
     for (int r = 0; r < n; r++) {
         ag_meta *m = ag_meta_of(ys[r]);
         if (!m->fn) {   /* a leaf: its gradient is the seed */
@@ -436,24 +451,31 @@ static int backward_from(walk *w, tj_tensor *const *ys, tj_tensor *const *g0, in
                 goto out;
             continue;
         }
-        tj_tensor **acc = grad_of(w, m->fn, m->fn_out);
-        if (!(*acc = accumulate(*acc, g0[r])))
+        if (add_into(grad_of(w, m->fn, m->fn_out), g0[r]) != 0)
             goto out;
     }
     for (int i = 0; i < w->n; i++) {
-        if (w->xs && take_results(w, i) != 0)
-            goto out;
+        ag_node *nd = w->nodes[i];
+        tj_scope_begin();
         /* no gradient flowed here: the node's parts are none */
         bool run = reached(w, i) && (!w->needed || w->needed[i]);
-        if ((run && run_node(w, i) != 0) || (hooks && count_parts(w->nodes[i], -1) != 0))
+        int failed = (w->xs && take_results(w, i) != 0) || (run && run_node(w, i) != 0) ||
+                     (hooks && count_parts(nd, -1) != 0);
+        tj_scope_end();
+        for (int k = 0; k < nd->nout; k++) {   /* its gradients were used */
+            tj_tensor **g = grad_of(w, nd, k);
+            tj_release(*g);
+            *g = NULL;
+        }
+        if (failed)
             goto out;
-        w->ran[i] = run;
+        if (run && !keep)   /* its saved values too, as PyTorch frees them */
+            ag_node_drop_saved(nd);
     }
-    for (int i = 0; i < w->n && !(w->flags & (TJ_RETAIN_GRAPH | TJ_CREATE_GRAPH)); i++)
-        if (w->ran[i])
-            ag_node_drop_saved(w->nodes[i]);
     rc = 0;
 out:
+    for (int k = 0; w->grads && k < w->nslots; k++)
+        tj_release(w->grads[k]);
     for (int i = 0; i < w->n; i++) {
         for (int k = 0; hooks && k < w->nodes[i]->nin; k++) {
             ag_meta *hm = hooked_input(w->nodes[i], k);
@@ -466,7 +488,6 @@ out:
     free(w->slot);
     free(w->grads);
     free(w->needed);
-    free(w->ran);
     return rc;
 }
 
@@ -521,12 +542,10 @@ static int backward_roots(walk *w, tj_tensor *const *ys, tj_tensor *const *seeds
     int rc = ok ? backward_from(w, ys, g0, n) : -1;
     if (g0 != few)
         free(g0);
-    for (int j = 0; j < w->nx; j++)   /* the caller's, past the scope */
-        tj_retain(w->gx[j]);
     ag_no_grad_depth = depth;
     fe_ag_hooks_end(outer_gen);
     tj_scope_end();
-    for (int j = 0; j < w->nx; j++)
+    for (int j = 0; j < w->nx; j++)   /* held by the walk: the caller's now */
         if (w->gx[j])
             w->gx[j] = rt_own(w->gx[j]);
     return rc;

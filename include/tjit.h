@@ -1046,6 +1046,12 @@ int tj_parallel_for(int64_t n, int64_t grain, tj_range_fn fn, void *ctx);
  * release; tj_alloc_cached_bytes is how much the cache holds now. */
 void tj_alloc_trim(void);
 size_t tj_alloc_cached_bytes(void);
+/* Bytes of tensor data (and the runtime's buffers) allocated now and not
+ * freed, cached blocks not counted (torch.cuda.memory_allocated's
+ * counterpart), and their maximum since the last reset (reset: the maximum
+ * starts again from what is allocated now; max_memory_allocated). */
+size_t tj_alloc_live_bytes(void);
+size_t tj_alloc_peak_bytes(bool reset);
 
 /* ---- ahead-of-time export (docs/export.md) --------------------------------
  * tj_export writes the signatures c has compiled so far into one shared object:

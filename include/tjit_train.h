@@ -80,6 +80,19 @@ void tj_no_grad_begin(void);                   /* like torch.no_grad(): nests */
 void tj_no_grad_end(void);
 bool tj_grad_enabled(void);
 
+/* Activation checkpointing (torch.utils.checkpoint, non-reentrant): runs
+ * fn(ctx, args, nargs, outs, max) (a tj_model_multi_fn) with its ops recorded
+ * for backward as usual, but drops the values they saved that fn made (its
+ * activations); a backward that reaches them runs fn again once, on the same
+ * args with the same random draws, to make them. fn must record the same ops
+ * when run again (else the backward fails with an error), and its side
+ * effects (a training-mode batch norm's running statistics, writes into
+ * captured tensors) happen again, as in PyTorch. Inside tj_compile, and
+ * without grad mode, it calls fn (the compiled backward's cut decides what
+ * is saved). The result count, or -1 with an error. */
+int tj_checkpoint(tj_model_multi_fn fn, void *ctx, tj_tensor *const *args, int nargs, tj_tensor **outs,
+                  int max);
+
 /* ---- autocast (mixed precision, like torch.autocast("cpu", bf16)) ------- */
 /* Opens a per-thread scope, ended by tj_autocast_end, in which matmul,
  * linear and conv2d cast their f32 inputs to dt (TJ_BF16 or TJ_F16) and run

@@ -16,6 +16,7 @@
  * tensor data stay visible.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "gemm.h"
@@ -50,6 +51,19 @@
 typedef struct free_block {
     struct free_block *next;
 } free_block;
+
+/* Bytes handed out and not freed (rounded to the alignment), and their
+ * maximum since the last reset: tj_alloc_live_bytes, tj_alloc_peak_bytes. */
+static _Atomic size_t live, peak;
+
+static void count_alloc(size_t bytes)
+{
+    size_t now = atomic_fetch_add_explicit(&live, bytes, memory_order_relaxed) + bytes;
+    size_t pk = atomic_load_explicit(&peak, memory_order_relaxed);
+    while (now > pk && !atomic_compare_exchange_weak_explicit(&peak, &pk, now, memory_order_relaxed,
+                                                             memory_order_relaxed)) {
+    }
+}
 
 static struct {
     pthread_mutex_t mu;
@@ -106,6 +120,8 @@ void *rt_alloc(size_t nbytes)
     }
     if (!p)
         rt_error("out of memory allocating %zu bytes", nbytes);
+    else
+        count_alloc(bytes);
     return p;
 }
 
@@ -114,6 +130,7 @@ void rt_free(void *p, size_t nbytes)
     if (!p)
         return;
     size_t bytes = nbytes ? (nbytes + RT_ALIGN - 1) / RT_ALIGN * RT_ALIGN : RT_ALIGN;
+    atomic_fetch_sub_explicit(&live, bytes, memory_order_relaxed);
     size_t r;
     int cls;
     if (!RT_CACHE_ON || bytes < RT_CACHE_MIN || (cls = size_class(bytes, &r)) < 0) {
@@ -170,6 +187,16 @@ void tj_alloc_trim(void)
 }
 
 size_t tj_alloc_cached_bytes(void) { return rt_alloc_cached_bytes(); }
+
+size_t tj_alloc_live_bytes(void) { return atomic_load_explicit(&live, memory_order_relaxed); }
+
+size_t tj_alloc_peak_bytes(bool reset)
+{
+    size_t p = atomic_load_explicit(&peak, memory_order_relaxed);
+    if (reset)
+        atomic_store_explicit(&peak, atomic_load_explicit(&live, memory_order_relaxed), memory_order_relaxed);
+    return p;
+}
 
 /* fork() in a threaded program: hold the lock across it so the child never
  * inherits it locked. */

@@ -24,6 +24,7 @@
  */
 #include <math.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "iter.h"
@@ -47,10 +48,60 @@ void rt_rng_seed(uint64_t seed)
     atomic_store(&rng_offset, 0);
 }
 
-uint64_t rt_rng_reserve(uint64_t n, uint64_t *seed)
+static _Thread_local rt_rng_tape *tape;   /* this thread's (checkpoints) */
+
+static uint64_t reserve(uint64_t n, uint64_t *seed)
 {
     *seed = atomic_load(&rng_seed);
     return atomic_fetch_add(&rng_offset, n);
+}
+
+uint64_t rt_rng_reserve(uint64_t n, uint64_t *seed)
+{
+    if (!tape)
+        return reserve(n, seed);
+    if (tape->replay) {
+        if (tape->pos < tape->len && tape->e[tape->pos][0] == n) {
+            *seed = tape->e[tape->pos][1];
+            return tape->e[tape->pos++][2];
+        }
+        tape->mismatch = true;
+        return reserve(n, seed);
+    }
+    uint64_t first = reserve(n, seed);
+    if (tape->len == tape->cap) {
+        int cap = tape->cap ? 2 * tape->cap : 8;
+        void *e = realloc(tape->e, sizeof *tape->e * (size_t)cap);
+        if (!e) {
+            tape->failed = true;
+            return first;
+        }
+        tape->e = e;
+        tape->cap = cap;
+    }
+    uint64_t *r = tape->e[tape->len++];
+    r[0] = n;
+    r[1] = *seed;
+    r[2] = first;
+    return first;
+}
+
+rt_rng_tape *rt_rng_tape_begin(rt_rng_tape *t, bool replay)
+{
+    rt_rng_tape *prev = tape;
+    t->replay = replay;
+    t->pos = 0;
+    tape = t;
+    return prev;
+}
+
+void rt_rng_tape_end(rt_rng_tape *prev) { tape = prev; }
+
+void rt_rng_tape_free(rt_rng_tape *t)
+{
+    free(t->e);
+    t->e = NULL;
+    t->len = t->cap = t->pos = 0;
 }
 
 static _Thread_local rt_rng_frame call_rng;   /* the running compiled call's draws */

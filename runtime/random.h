@@ -23,6 +23,22 @@ void rt_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out
  * and stores the current seed. Thread-safe. */
 uint64_t rt_rng_reserve(uint64_t n, uint64_t *seed);
 
+/* A tape of this thread's reservations (autograd's checkpoints, which run
+ * a function again and need the same draws): while one records, each
+ * rt_rng_reserve of this thread is appended to it; while one replays, the
+ * reservations return its entries in order (a reservation of another size,
+ * or past its end, reserves from the generator and sets mismatch). A tape
+ * that cannot grow sets failed. Begin returns the thread's previous tape,
+ * end puts it back. */
+typedef struct rt_rng_tape {
+    uint64_t (*e)[3];   /* n, seed, first counter */
+    int len, cap, pos;
+    bool replay, mismatch, failed;
+} rt_rng_tape;
+rt_rng_tape *rt_rng_tape_begin(rt_rng_tape *t, bool replay);
+void rt_rng_tape_end(rt_rng_tape *prev);
+void rt_rng_tape_free(rt_rng_tape *t);
+
 /* Draws of a compiled call. A random op traced into a graph (frontend/
  * trace.c) is the call's draw j: RT_RNG_CALL | j in its offset attribute
  * (written call+j), and no seed. Each run of the graph reserves all its

@@ -28,6 +28,10 @@ typedef struct rt_storage {
                         * through, which bumps no version): caches key on it too */
 } rt_storage;
 
+/* The serial the next storage will get: storages made from now on have one
+ * at least as large (autograd's checkpoints tell their own values by it). */
+uint64_t rt_storage_serial_next(void);
+
 /* A tensor's autograd state; its layout belongs to frontend/autograd.c. The
  * runtime only calls release when the tensor is freed. */
 typedef struct rt_agmeta rt_agmeta;

@@ -11,6 +11,13 @@
 
 /* ---- storage ----------------------------------------------------------------- */
 
+static atomic_uint_fast64_t serials = 1;   /* thread-safe; 2^64 never wraps */
+
+uint64_t rt_storage_serial_next(void)
+{
+    return atomic_load_explicit(&serials, memory_order_relaxed);
+}
+
 static rt_storage *storage_new(size_t nbytes)
 {
     rt_storage *s = malloc(sizeof *s);
@@ -27,7 +34,6 @@ static rt_storage *storage_new(size_t nbytes)
     atomic_init(&s->version, 0);
     atomic_init(&s->raw, 0);
     s->nbytes = nbytes;
-    static atomic_uint_fast64_t serials = 1;   /* thread-safe; 2^64 never wraps */
     s->serial = atomic_fetch_add_explicit(&serials, 1, memory_order_relaxed);
     return s;
 }

@@ -386,26 +386,17 @@ static void test_pytorch_second_order(void **state)
 
 /* ---- tj_gradients and TJ_RETAIN_GRAPH ------------------------------------------------ */
 
-static int hook_calls;
-static int count_hook(tj_tensor *leaf, void *ctx)
-{
-    (void)leaf;
-    (void)ctx;
-    hook_calls++;
-    return 0;
-}
-
 static void test_gradients_inputs(void **state)
 {
     (void)state;
     tj_tensor *x = vec(1, 2, 3), *w = vec(2, 0, -1), *u = vec(0, 0, 0), *g[3];
+    int hook_calls = 0;
     assert_int_equal(tj_requires_grad(x, true), 0);
     assert_int_equal(tj_requires_grad(w, true), 0);
     assert_int_equal(tj_requires_grad(u, true), 0);
-    assert_int_equal(tj_set_grad_hook(w, count_hook, NULL), 0);
+    assert_int_equal(tj_set_grad_hook(w, tu_count_hook, &hook_calls), 0);
     tj_tensor *h = tj_mul(x, w);   /* a non-leaf input: dL/dh */
     tj_tensor *l = tj_sum(tj_mul(h, h), NULL, 0, false);
-    hook_calls = 0;
     tj_tensor *xs[3] = {h, x, u};
     tu_assert_error(tj_gradients(&l, NULL, 1, xs, 3, TJ_RETAIN_GRAPH, g) == 0 ? (void *)1 : NULL,
                     "gradients: input 2 (f64[3]) is not reached from the outputs (pass TJ_ALLOW_UNUSED",

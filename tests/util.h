@@ -64,6 +64,8 @@ bool tu_all_close(tj_tensor *got, tj_tensor *want, double tol);
 /* Runs fn on n threads at once (n <= 16), thread i on (char *)args + i *
  * size, and waits for them all; fails the test when one cannot start. */
 void tu_run_threads(int n, void *(*fn)(void *), void *args, size_t size);
+/* A ready-hook (tj_set_grad_hook) that counts its runs in *(int *)ctx. */
+int tu_count_hook(tj_tensor *leaf, void *ctx);
 
 /* cmocka group setup/teardown that open and close a scope around each test. */
 int tu_scope_setup(void **state);
