@@ -77,6 +77,7 @@ struct fe_joint {
     atomic_int refs;
     char name[96];
     int nargs, nres;
+    int fwd_nodes;        /* the joint's op nodes the forward made (the backward's follow) */
     int ntape;            /* results on the tape (each its tangent input, in order) ... */
     int tape[JOINT_MAX];  /* ... these */
     uint64_t *gdep;       /* per backward output: bit k, result tape[k]'s backward reaches
@@ -403,6 +404,7 @@ static int trace_joint(fe_joint *j, fe_trace *tr, tj_model_fn fn, tj_model_multi
             return -1;
         }
     }
+    j->fwd_nodes = tr->g->nnodes;
     if (fe_ag_backward_roots(roots, seeds, j->ntape) != 0 || tr->brk[0] || tr->failed) {
         snprintf(why, n, "%s", trace_failure(tr, "the backward failed in the joint trace"));
         return -1;
@@ -422,10 +424,20 @@ static int trace_joint(fe_joint *j, fe_trace *tr, tj_model_fn fn, tj_model_multi
 }
 
 /* Splits the traced joint graph g and builds the two plans; 0 or -1. */
-static int split(fe_joint *j, const ir_graph *g, const int64_t *sy_val, char *why, size_t n)
+static int split(fe_joint *j, const fe_trace *tr, const int64_t *sy_val, char *why, size_t n)
 {
+    const ir_graph *g = tr->g;
     dump("joint", j->name, g);
-    if (ps_partition_joint(g, j->nres + j->nwv, j->nsyms ? sy_val : NULL, &j->part, why, n) != 0)
+    int *regions = fe_trace_checkpoint_regions(tr);   /* tj_checkpoint's nodes */
+    if (tr->nckpt && !regions) {
+        snprintf(why, n, "out of memory");
+        return -1;
+    }
+    for (int k = j->fwd_nodes; regions && k < g->nnodes; k++)
+        regions[k] = -1;   /* the backward's: no reader outside a checkpoint */
+    int rc = ps_partition_joint(g, j->nres + j->nwv, j->nsyms ? sy_val : NULL, regions, &j->part, why, n);
+    free(regions);
+    if (rc != 0)
         return -1;
     j->fwd = j->part.fwd;
     j->bwd = j->part.bwd;
@@ -607,7 +619,7 @@ static fe_joint *joint_make(tj_model_fn fn, tj_model_multi_fn mfn, void *ctx, co
         }
     }
     if (rc == 0)
-        rc = split(j, tr->g, sy ? sy->symval : NULL, why, n);
+        rc = split(j, tr, sy ? sy->symval : NULL, why, n);
     if (rc == 0)
         rc = check_writes(j, caps, why, n);
     j->draws = tr->draws;   /* the forward's, in trace order */
@@ -982,7 +994,7 @@ void fe_joint_explain(const fe_joint *j, bool shapes, FILE *f)
         o += snprintf(sizes + o, sizeof sizes - (size_t)o, "%ss%d=%lld", k ? ", " : " at ", k,
                       (long long)j->symval[k]);
     fprintf(f, "  backward of result%s %s%s: joint graph partitioned: the forward saves %d value%s "
-               "(%lld bytes%s), the backward recomputes %d pointwise value%s and runs %d "
+               "(%lld bytes%s), the backward recomputes %d value%s and runs %d "
                "matmul/conv2d; %lu backward runs\n",
             j->ntape == 1 ? "" : "s", which, at, j->part.nsaved, j->part.nsaved == 1 ? "" : "s",
             (long long)j->part.saved_bytes, sizes, j->part.nrecomputed, j->part.nrecomputed == 1 ? "" : "s", j->ncontract,

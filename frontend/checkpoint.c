@@ -218,9 +218,18 @@ int tj_checkpoint(tj_model_multi_fn fn, void *ctx, tj_tensor *const *args, int n
     }
     if (rt_check_live((tj_tensor **)args, nargs, "checkpoint") != 0)
         return -1;
-    /* nothing recorded, traced (the compiled backward's cut decides what it
-     * saves), or inside another checkpoint or its run again: fn itself */
-    if (ag_no_grad_depth > 0 || fe_trace_current() || ag_collect)
+    fe_trace *tr = fe_trace_current();
+    if (tr) {
+        /* traced: the nodes it makes are marked for the partition, which
+         * computes them again in the backward plan (partition.c) */
+        int lo = tr->g->nnodes, r = fn(ctx, args, nargs, outs, max);
+        if (r >= 0)
+            fe_trace_mark_checkpoint(tr, lo, tr->g->nnodes);
+        return r;
+    }
+    /* nothing recorded, or inside another checkpoint or its run again: fn
+     * itself */
+    if (ag_no_grad_depth > 0 || ag_collect)
         return fn(ctx, args, nargs, outs, max);
     ag_ckpt *c = calloc(1, sizeof *c);
     if (c) {

@@ -53,8 +53,39 @@ void fe_trace_end(fe_trace *tr)
             tj_release(tr->caps[k]);
     free(tr->caps);
     free(tr->cap_nodes);
+    free(tr->ckpt);
     ir_graph_free(tr->g);
     free(tr);
+}
+
+void fe_trace_mark_checkpoint(fe_trace *tr, int lo, int hi)
+{
+    if (lo >= hi)
+        return;
+    if (tr->nckpt == tr->ckpt_cap) {
+        int cap = tr->ckpt_cap ? 2 * tr->ckpt_cap : 8;
+        void *v = realloc(tr->ckpt, sizeof *tr->ckpt * (size_t)cap);
+        if (!v) {
+            tr->failed = true;
+            rt_error("out of memory while tracing");
+            return;
+        }
+        tr->ckpt = v;
+        tr->ckpt_cap = cap;
+    }
+    tr->ckpt[tr->nckpt][0] = lo;
+    tr->ckpt[tr->nckpt++][1] = hi;
+}
+
+int *fe_trace_checkpoint_regions(const fe_trace *tr)
+{
+    if (!tr->nckpt || !tr->g->nnodes)
+        return NULL;
+    int *r = calloc((size_t)tr->g->nnodes, sizeof *r);
+    for (int k = 0; r && k < tr->nckpt; k++)   /* an outer one, recorded later, wins */
+        for (int i = tr->ckpt[k][0]; i < tr->ckpt[k][1] && i < tr->g->nnodes; i++)
+            r[i] = k + 1;
+    return r;
 }
 
 void fe_trace_pause(fe_trace *tr)

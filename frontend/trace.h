@@ -123,6 +123,8 @@ struct fe_trace {
     bool taped;            /* a leaf made or an op recorded on the tape while tracing:
                             * a split call's pieces keep no tape, so none */
     fe_draws draws;        /* its random ops' draws, per call (fe_rng_reserve) */
+    int (*ckpt)[2];        /* node ids [lo, hi) made inside tj_checkpoint, innermost first */
+    int nckpt, ckpt_cap;
 };
 
 /* Starts recording on this thread into a new graph named name; NULL when out
@@ -249,6 +251,13 @@ int fe_freeze_graph(const ir_graph *g, tj_tensor *const *caps, ir_graph **out, t
                     int **src, int *nconsts, int *nbn);
 /* Records the graph break of a write into a view it cannot functionalize. */
 void fe_trace_view_write_break(fe_trace *tr);
+/* Records that the op nodes of ids [lo, hi) were made inside tj_checkpoint
+ * (the partition computes them again in the backward). */
+void fe_trace_mark_checkpoint(fe_trace *tr, int lo, int hi);
+/* The region of each op node of tr's graph (0: none; a nested checkpoint is
+ * part of its outermost), in a new array of g->nnodes entries, or NULL when
+ * there is none (or out of memory: tr->failed). */
+int *fe_trace_checkpoint_regions(const fe_trace *tr);
 /* Records a graph break (the first wins) for why; the call then runs eagerly
  * (no split: what follows may depend on eager state). */
 void fe_trace_break(fe_trace *tr, const char *why);

@@ -87,9 +87,10 @@ bool tj_grad_enabled(void);
  * args with the same random draws, to make them. fn must record the same ops
  * when run again (else the backward fails with an error), and its side
  * effects (a training-mode batch norm's running statistics, writes into
- * captured tensors) happen again, as in PyTorch. Inside tj_compile, and
- * without grad mode, it calls fn (the compiled backward's cut decides what
- * is saved). The result count, or -1 with an error. */
+ * captured tensors) happen again, as in PyTorch. Without grad mode it calls
+ * fn; inside tj_compile fn is traced inline and the compiled backward
+ * computes its values again from the block's inputs (the partition saves
+ * what enters and leaves it). The result count, or -1 with an error. */
 int tj_checkpoint(tj_model_multi_fn fn, void *ctx, tj_tensor *const *args, int nargs, tj_tensor **outs,
                   int max);
 

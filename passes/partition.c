@@ -28,6 +28,10 @@ typedef struct part {
     int64_t saved_bytes;
     int64_t moved;           /* the cut's bytes */
     const int64_t *symval;   /* the traced size of each symbol, or NULL */
+    const int *region;       /* per op node: its checkpoint (0: none, -1: the backward's), or NULL */
+    bool *escapes;           /* per op node of a checkpoint: a forward value outside it reads it */
+    bool *boundary;          /* per op node: a checkpoint's input (made outside it): saved, as
+                              * the checkpoint is computed again from its inputs */
     FILE *rep;
 } part;
 
@@ -166,12 +170,16 @@ static int cut(part *p, const bool *read, const bool *mat, char *err, size_t ner
         const ir_node *v = g->nodes[k];
         if (p->dep[g->ninputs + k])
             continue;
-        bool view = ir_ops[v->op].kind == IR_VIEW;
-        rc |= ps_flow_edge(f, vin(k), vout(k), view ? PS_FLOW_INF : move_cost(p, v) * scale);
+        bool view = ir_ops[v->op].kind == IR_VIEW, can = recomputable(v, depth);
+        /* inside a checkpoint (but a random draw): computed again, whatever
+         * it is; saved only where a value outside the checkpoint reads it */
+        bool forced = p->region && p->region[k] > 0 && ir_ops[v->op].kind != IR_RANDOM;
+        bool inner = forced && !p->escapes[k];
+        rc |= ps_flow_edge(f, vin(k), vout(k), view || inner ? PS_FLOW_INF : move_cost(p, v) * scale);
         /* an edge from the source is cut when v is computed again: its work,
          * and its bytes written and read where a contraction reads it */
-        int64_t again = work(v) + (mat[k] ? 2 * bytes_of(p, v) * scale : 0);
-        if (!recomputable(v, depth))
+        int64_t again = work(v) + (mat[k] && !forced ? 2 * bytes_of(p, v) * scale : 0);
+        if ((!can && !forced) || p->boundary[k])
             rc |= ps_flow_edge(f, SOURCE, vin(k), PS_FLOW_INF);
         else if (again > 0)
             rc |= ps_flow_edge(f, SOURCE, vin(k), again);
@@ -425,6 +433,23 @@ static int decide_all(part *p, char *err, size_t nerr)
             read[o->id] = mat[o->id] = true;
     }
     materialized(p, mat);
+    for (int k = 0; p->region && k < g->nnodes; k++) {   /* checkpoints' values read outside */
+        const ir_node *n = g->nodes[k];
+        for (int j = 0; !p->dep[g->ninputs + k] && p->region[k] >= 0 && j < n->nin; j++) {
+            const ir_node *u = n->in[j];
+            if (!u || ir_node_is_input(u) || p->region[u->id] == p->region[k])
+                continue;
+            if (p->region[u->id] > 0)
+                p->escapes[u->id] = true;
+            while (p->region[k] > 0 && u && !ir_node_is_input(u) && ir_node_is_view(u))
+                u = u->in[0];   /* a view is taken again: what it views */
+            if (p->region[k] > 0 && u && !ir_node_is_input(u))
+                p->boundary[u->id] = true;
+        }
+    }
+    for (int k = 0; p->region && k < p->nfwd; k++)
+        if (!ir_node_is_input(g->outputs[k]))
+            p->escapes[g->outputs[k]->id] = true;
     if (cut(p, read, mat, err, nerr) != 0)
         goto out;
     backward_needs(p, need);
@@ -438,8 +463,8 @@ out:
     free(mat);
     return rc;
 }
-int ps_partition_joint(const ir_graph *g, int nfwd, const int64_t *symval, ps_partition *out, char *err,
-                       size_t nerr)
+int ps_partition_joint(const ir_graph *g, int nfwd, const int64_t *symval, const int *region,
+                       ps_partition *out, char *err, size_t nerr)
 {
     memset(out, 0, sizeof *out);
     if (nfwd < 0 || nfwd >= g->noutputs) {
@@ -447,16 +472,18 @@ int ps_partition_joint(const ir_graph *g, int nfwd, const int64_t *symval, ps_pa
                  g->noutputs);
         return -1;
     }
-    part p = {.g = g, .nfwd = nfwd, .symval = symval};
+    part p = {.g = g, .nfwd = nfwd, .symval = symval, .region = region};
     size_t n = (size_t)g->nnodes + 1;
     char *text = NULL;
     size_t len = 0;
     p.dep = calloc((size_t)ir_nslots(g) + 1, sizeof *p.dep);
     p.stored = calloc(n, sizeof *p.stored);
     p.st = calloc(n, sizeof *p.st);
+    p.escapes = calloc(n, sizeof *p.escapes);
+    p.boundary = calloc(n, sizeof *p.boundary);
     p.rep = open_memstream(&text, &len);
     int rc = -1;
-    if (!p.dep || !p.stored || !p.st || !p.rep) {
+    if (!p.dep || !p.stored || !p.st || !p.escapes || !p.boundary || !p.rep) {
         snprintf(err, nerr, "out of memory");
         goto out;
     }
@@ -494,6 +521,8 @@ out:
     free(p.dep);
     free(p.stored);
     free(p.st);
+    free(p.escapes);
+    free(p.boundary);
     return rc;
 }
 

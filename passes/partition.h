@@ -34,6 +34,18 @@
  *
  * Of the cuts that move the fewest bytes, one that computes the fewest
  * arithmetic values again; of those, the one nearest the source.
+ *
+ * region (NULL: none) gives each op node its activation checkpoint
+ * (tj_checkpoint, traced: 1, 2, ...; 0 outside any; -1 for the nodes the
+ * backward made, which read the forward's values without making them escape
+ * a checkpoint): a node inside one is
+ * computed again in the backward whatever its op (a matmul too; not a random
+ * draw, whose numbers the backward's call would not draw again), and saved
+ * only where a forward value outside that checkpoint reads it (its results,
+ * the next block's input) and the cut finds that cheaper; what a checkpoint
+ * reads from outside it (its inputs: what the previous one returned) is
+ * computed in the forward and saved, so each checkpoint is computed again
+ * from its own inputs, as torch.utils.checkpoint does.
  */
 #ifndef TJ_PASSES_PARTITION_H
 #define TJ_PASSES_PARTITION_H
@@ -61,8 +73,8 @@ typedef struct ps_partition {
  * symbolic dims are weighed at the sizes symval[k] of each symbol k (the
  * traced ones; NULL: such a dim counts as 1). 0, or -1 with a message in err
  * (nfwd out of range, a forward output that reads a tangent, out of memory). */
-int ps_partition_joint(const ir_graph *joint, int nfwd, const int64_t *symval, ps_partition *out,
-                       char *err, size_t nerr);
+int ps_partition_joint(const ir_graph *joint, int nfwd, const int64_t *symval, const int *region,
+                       ps_partition *out, char *err, size_t nerr);
 void ps_partition_free(ps_partition *p);
 
 /* Whether input n of a joint graph is a tangent (its name starts with "tangent"). */

@@ -652,7 +652,7 @@ static void test_symbolic_shapes(void **state)
     assert_int_equal(s.backward.partitioned, 1 + 1);   /* the static entry's, the symbolic one's */
     tu_assert_explain(c, "backward of result 0 for arguments f32[s0,16]: joint graph partitioned: "
                          "the forward saves 2 values (3072 bytes at s0=12), the backward recomputes 1 "
-                         "pointwise value and runs 3 matmul/conv2d; 12 backward runs");
+                         "value and runs 3 matmul/conv2d; 12 backward runs");
     tj_compiled_free(c);
     mlp_free(&m);
     tj_scope_end();

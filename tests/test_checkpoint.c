@@ -3,8 +3,9 @@
  * with layer_norm, gelu and dropout, the argument and the weights needing
  * gradients; two blocks in a row; a gradient penalty through one), the
  * block runs again once per backward, what it made is freed after the
- * forward (into the allocator's cache), hooks and TJ_RETAIN_GRAPH behave as
- * without; inside tj_compile it is traced inline; and the refusals: a block
+ * forward, hooks and TJ_RETAIN_GRAPH behave as without; inside tj_compile
+ * it is traced inline and the partition computes the blocks again in the
+ * backward plan (fewer bytes saved, the same gradients); and the refusals: a block
  * that records other ops when run again, an argument written after the
  * forward, bad arguments, a failing block. */
 #include <math.h>
@@ -210,8 +211,38 @@ static tj_tensor *compiled_fn(void *ctx, tj_tensor *const *a, int n)
     return run_block(ctx, a[0], true);
 }
 
-/* Traced: the block inline, one graph, no break; the compiled backward's
- * gradients equal eager's. */
+/* Two blocks, checkpointed or not, with their own weights; compiled. */
+typedef struct two {
+    block b[2];
+    bool ckpt;
+} two;
+
+static tj_tensor *two_fn(void *ctx, tj_tensor *const *a, int n)
+{
+    (void)n;
+    two *t = ctx;
+    tj_tensor *h = run_block(&t->b[0], tj_tanh(a[0]), t->ckpt);
+    return h ? run_block(&t->b[1], h, t->ckpt) : NULL;
+}
+
+/* The bytes the partitioned forward saves, from tj_explain. */
+static long long saved_bytes(tj_compiled *c)
+{
+    char *ex = tj_explain(c);
+    const char *at = strstr(ex, "the forward saves ");
+    long long values = -1, bytes = -1;
+    if (at)
+        sscanf(at, "the forward saves %lld value%*[s ](%lld bytes", &values, &bytes);
+    if (bytes < 0)
+        fail_msg("no partitioned backward:\n%s", ex);
+    free(ex);
+    return bytes;
+}
+
+/* Traced: the block inline (one graph, no break) and its nodes marked: the
+ * partition computes them again in the backward plan (the matmuls too) and
+ * saves only what leaves a block, so the forward saves less; the gradients
+ * equal eager's. */
 static void test_compiled(void **state)
 {
     (void)state;
@@ -233,6 +264,40 @@ static void test_compiled(void **state)
     }
     tu_assert_calls(c, 0, -1, " 0 graph breaks");
     tj_compiled_free(c);
+
+    /* two blocks, with and without checkpoints: same gradients, fewer bytes saved */
+    two t[2];
+    long long bytes[2];
+    tj_tensor *g[2][6];
+    for (int ck = 0; ck < 2; ck++) {
+        tj_manual_seed(6);
+        block_make(&t[ck].b[0], TJ_F64, 0);
+        block_make(&t[ck].b[1], TJ_F64, 0);
+        t[ck].ckpt = ck;
+        tj_compiled *tc = tj_compile(two_fn, &t[ck], NULL);
+        tj_tensor *y = tj_call(tc, &x, 1);
+        assert_non_null(y);
+        assert_int_equal(tj_backward(tj_sum(tj_square(y), NULL, 0, false)), 0);
+        tj_tensor *w[6] = {t[ck].b[0].w1, t[ck].b[0].w2, t[ck].b[0].g, t[ck].b[1].w1, t[ck].b[1].b1, t[ck].b[1].beta};
+        for (int k = 0; k < 6; k++)
+            g[ck][k] = tj_clone(tj_grad(w[k]));
+        bytes[ck] = saved_bytes(tc);
+        tu_assert_calls(tc, 0, -1, " 0 graph breaks");
+        tj_compiled_free(tc);
+    }
+    for (int k = 0; k < 6; k++)
+        tu_assert_close(g[1][k], g[0][k], 1e-12, 1e-14);
+    /* without: layer_norm's result, the matmuls' inputs and gelu's, per block;
+     * with: what enters and leaves each block (f64 [16,32] each) */
+    if (getenv("TJ_VERBOSE"))
+        fprintf(stderr, "compiled: the forward saves %lld bytes with checkpoints, %lld without\n", bytes[1],
+                bytes[0]);
+    if (!(bytes[1] * 2 < bytes[0]))
+        fail_msg("the forward saves %lld bytes with checkpoints, %lld without", bytes[1], bytes[0]);
+    for (int ck = 0; ck < 2; ck++) {
+        block_free(&t[ck].b[0]);
+        block_free(&t[ck].b[1]);
+    }
     /* without grad mode: fn itself, nothing recorded */
     tj_no_grad_begin();
     tj_tensor *y = run_block(&bk, x, true);

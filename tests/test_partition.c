@@ -72,7 +72,7 @@ static void expect_partition(const char *src, int nfwd, const char *want)
     ir_graph *j = tu_parse(src);
     ps_partition p;
     char err[512];
-    if (ps_partition_joint(j, nfwd, NULL, &p, err, sizeof err) != 0)
+    if (ps_partition_joint(j, nfwd, NULL, NULL, &p, err, sizeof err) != 0)
         fail_msg("%s", err);
     char vf[512], vb[512];
     if (ir_verify(p.fwd, vf, sizeof vf) != 0 || ir_verify(p.bwd, vb, sizeof vb) != 0)
@@ -138,6 +138,53 @@ static void test_mlp_relu(void **state)
         "saved %1 = relu f32[4,8] (128 bytes): moves 128 bytes, the forward stores it anyway\n"
         "saved %8 = gt bool[4,8] (32 bytes): moves 64 bytes, written and read for the backward\n"
         "the cut: 192 bytes written and read for the backward\n");
+}
+
+/* The same joint with activation checkpoints (tj_checkpoint, traced):
+ * relu(x @ w1) one block, @ w2 another, the backward's nodes -1. The first
+ * block is computed again in the backward, its matmul too (and relu's mask
+ * from it, instead of saving the mask); the second block's input, relu's
+ * result, is saved: each block is computed again from its own inputs. */
+static void test_checkpoint_regions(void **state)
+{
+    (void)state;
+    ir_graph *j = tu_parse(
+        "graph @mlp(%x: f32[4,3], %tangent: f32[4,2], %w1: f32[3,8] param, %w2: f32[8,2] param) {\n"
+        "  %0 = matmul %x, %w1 : f32[4,8]\n"
+        "  %1 = relu %0 : f32[4,8]\n"
+        "  %2 = matmul %1, %w2 : f32[4,2]\n"
+        "  %3 = permute %1 {perm=[1,0]} : f32[8,4]\n"
+        "  %4 = matmul %3, %tangent : f32[8,2]\n"
+        "  %5 = permute %w2 {perm=[1,0]} : f32[2,8]\n"
+        "  %6 = matmul %tangent, %5 : f32[4,8]\n"
+        "  %7 = scalar {value=0, dtype=f64} : f64[] weak\n"
+        "  %8 = gt %0, %7 : bool[4,8]\n"
+        "  %9 = where %8, %6, %7 : f32[4,8]\n"
+        "  %10 = permute %x {perm=[1,0]} : f32[3,4]\n"
+        "  %11 = matmul %10, %9 : f32[3,8]\n"
+        "  return %2, %11, %4\n"
+        "}\n");
+    const int region[12] = {1, 1, 2, -1, -1, -1, -1, -1, -1, -1, -1, -1};
+    ps_partition p;
+    char err[512];
+    if (ps_partition_joint(j, 1, NULL, region, &p, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    if (p.nsaved != 1 || !strstr(p.report, "saved %1 = relu f32[4,8]") ||
+        !strstr(p.report, "recomputed %0 = matmul f32[4,8]") || !strstr(p.report, "recomputed %8 = gt") ||
+        strstr(p.report, "saved %8"))
+        fail_msg("%d saved:\n%s", p.nsaved, p.report);
+    check_values(j, 1, &p);
+    ps_partition_free(&p);
+    /* without the second block's mark, nothing leaves the first: all of it is
+     * computed again, nothing saved */
+    const int one[12] = {1, 1, 1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
+    if (ps_partition_joint(j, 1, NULL, one, &p, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    if (p.nsaved != 0 || !strstr(p.report, "recomputed %1 = relu"))
+        fail_msg("%d saved:\n%s", p.nsaved, p.report);
+    check_values(j, 1, &p);
+    ps_partition_free(&p);
+    ir_graph_free(j);
 }
 
 /* tanh(x @ w1) @ w2, tanh's gradient read from its result: the tanh value is
@@ -366,7 +413,7 @@ static void test_long_chain_saved(void **state)
     ir_graph *j = tu_parse(src);
     ps_partition p;
     char err[512];
-    if (ps_partition_joint(j, 1, NULL, &p, err, sizeof err) != 0)
+    if (ps_partition_joint(j, 1, NULL, NULL, &p, err, sizeof err) != 0)
         fail_msg("%s", err);
     char want[256];
     snprintf(want, sizeof want,
@@ -423,7 +470,7 @@ static void expect_error(const char *src, int nfwd, const char *want)
     ir_graph *j = tu_parse(src);
     ps_partition p;
     char err[512] = "";
-    assert_int_equal(ps_partition_joint(j, nfwd, NULL, &p, err, sizeof err), -1);
+    assert_int_equal(ps_partition_joint(j, nfwd, NULL, NULL, &p, err, sizeof err), -1);
     if (!strstr(err, want))
         fail_msg("got \"%s\", want \"%s\"", err, want);
     assert_null(p.fwd);
@@ -540,7 +587,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
-        T(test_mlp_relu),
+        T(test_mlp_relu), T(test_checkpoint_regions),
         T(test_mlp_tanh),
         T(test_pointwise_from_input),
         T(test_forward_value_as_backward_output),
