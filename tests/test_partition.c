@@ -91,6 +91,24 @@ static void expect_partition(const char *src, int nfwd, const char *want)
     ir_graph_free(j);
 }
 
+/* relu(x @ w1) @ w2 and its backward, a joint graph. */
+static const char mlp_relu_joint[] =
+    "graph @mlp(%x: f32[4,3], %tangent: f32[4,2], %w1: f32[3,8] param, %w2: f32[8,2] param) {\n"
+    "  %0 = matmul %x, %w1 : f32[4,8]\n"
+    "  %1 = relu %0 : f32[4,8]\n"
+    "  %2 = matmul %1, %w2 : f32[4,2]\n"
+    "  %3 = permute %1 {perm=[1,0]} : f32[8,4]\n"
+    "  %4 = matmul %3, %tangent : f32[8,2]\n"
+    "  %5 = permute %w2 {perm=[1,0]} : f32[2,8]\n"
+    "  %6 = matmul %tangent, %5 : f32[4,8]\n"
+    "  %7 = scalar {value=0, dtype=f64} : f64[] weak\n"
+    "  %8 = gt %0, %7 : bool[4,8]\n"
+    "  %9 = where %8, %6, %7 : f32[4,8]\n"
+    "  %10 = permute %x {perm=[1,0]} : f32[3,4]\n"
+    "  %11 = matmul %10, %9 : f32[3,8]\n"
+    "  return %2, %11, %4\n"
+    "}\n";
+
 /* relu(x @ w1) @ w2: relu's result is saved (the forward stores it anyway for
  * the second matmul; recomputing it would store the first matmul's result only
  * for the backward), and so is relu's mask (a bool: 1 byte an element, less
@@ -100,21 +118,7 @@ static void test_mlp_relu(void **state)
 {
     (void)state;
     expect_partition(
-        "graph @mlp(%x: f32[4,3], %tangent: f32[4,2], %w1: f32[3,8] param, %w2: f32[8,2] param) {\n"
-        "  %0 = matmul %x, %w1 : f32[4,8]\n"
-        "  %1 = relu %0 : f32[4,8]\n"
-        "  %2 = matmul %1, %w2 : f32[4,2]\n"
-        "  %3 = permute %1 {perm=[1,0]} : f32[8,4]\n"
-        "  %4 = matmul %3, %tangent : f32[8,2]\n"
-        "  %5 = permute %w2 {perm=[1,0]} : f32[2,8]\n"
-        "  %6 = matmul %tangent, %5 : f32[4,8]\n"
-        "  %7 = scalar {value=0, dtype=f64} : f64[] weak\n"
-        "  %8 = gt %0, %7 : bool[4,8]\n"
-        "  %9 = where %8, %6, %7 : f32[4,8]\n"
-        "  %10 = permute %x {perm=[1,0]} : f32[3,4]\n"
-        "  %11 = matmul %10, %9 : f32[3,8]\n"
-        "  return %2, %11, %4\n"
-        "}\n",
+        mlp_relu_joint,
         1,
         "graph @mlp_forward(%x: f32[4,3], %w1: f32[3,8] param, %w2: f32[8,2] param) {\n"
         "  %0 = matmul %x, %w1 : f32[4,8]\n"
@@ -148,22 +152,7 @@ static void test_mlp_relu(void **state)
 static void test_checkpoint_regions(void **state)
 {
     (void)state;
-    ir_graph *j = tu_parse(
-        "graph @mlp(%x: f32[4,3], %tangent: f32[4,2], %w1: f32[3,8] param, %w2: f32[8,2] param) {\n"
-        "  %0 = matmul %x, %w1 : f32[4,8]\n"
-        "  %1 = relu %0 : f32[4,8]\n"
-        "  %2 = matmul %1, %w2 : f32[4,2]\n"
-        "  %3 = permute %1 {perm=[1,0]} : f32[8,4]\n"
-        "  %4 = matmul %3, %tangent : f32[8,2]\n"
-        "  %5 = permute %w2 {perm=[1,0]} : f32[2,8]\n"
-        "  %6 = matmul %tangent, %5 : f32[4,8]\n"
-        "  %7 = scalar {value=0, dtype=f64} : f64[] weak\n"
-        "  %8 = gt %0, %7 : bool[4,8]\n"
-        "  %9 = where %8, %6, %7 : f32[4,8]\n"
-        "  %10 = permute %x {perm=[1,0]} : f32[3,4]\n"
-        "  %11 = matmul %10, %9 : f32[3,8]\n"
-        "  return %2, %11, %4\n"
-        "}\n");
+    ir_graph *j = tu_parse(mlp_relu_joint);
     const int region[12] = {1, 1, 2, -1, -1, -1, -1, -1, -1, -1, -1, -1};
     ps_partition p;
     char err[512];
