@@ -15,7 +15,8 @@
  *
  * A function that records other ops when run again (a branch on values it
  * does not take as arguments) or draws other random numbers is refused with
- * an error; an argument written in place after the forward too.
+ * an error; an argument written in place, by the function or after the
+ * forward, too.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -268,11 +269,17 @@ int tj_checkpoint(tj_model_multi_fn fn, void *ctx, tj_tensor *const *args, int n
         holes |= !outs[k];
         outs[k] = outs[k] ? rt_own(outs[k]) : NULL;
     }
-    if (r >= 0 && (c->failed || c->rng.failed || holes)) {
+    int wrote = -1;   /* an argument fn wrote in place: run again, it would start from that */
+    for (int k = 0; r >= 0 && k < nargs && wrote < 0; k++)
+        wrote = ag_version_of(args[k]) != c->versions[k] ? k : -1;
+    if (r >= 0 && (c->failed || c->rng.failed || holes || wrote >= 0)) {
         for (int k = 0; k < r && k < max; k++)
             outs[k] = NULL;   /* in the scope: released with it */
         if (holes)
             rt_error("checkpoint: the function returned %d results with room for %d, or a NULL one", r, max);
+        else if (wrote >= 0)
+            rt_error("checkpoint: the function wrote argument %d in place; run again for the backward, it "
+                     "would start from the written value (write into a clone of it instead)", wrote);
         else
             rt_error("checkpoint: out of memory");
         r = -1;

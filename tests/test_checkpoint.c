@@ -326,6 +326,17 @@ static int null_fn(void *ctx, tj_tensor *const *a, int n, tj_tensor **out, int m
     return 1;
 }
 
+static int write_fn(void *ctx, tj_tensor *const *a, int n, tj_tensor **out, int max)
+{
+    (void)ctx;
+    (void)n;
+    (void)max;
+    if (tj_mul_s_(a[0], 2) != 0)
+        return -1;
+    out[0] = tj_sin(a[0]);
+    return 1;
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -346,6 +357,11 @@ static void test_errors(void **state)
     assert_int_equal(tj_backward(loss), -1);
     assert_non_null(strstr(tj_last_error(), "argument 0"));
     assert_non_null(strstr(tj_last_error(), "modified in place after the forward"));
+    tj_clear_error();
+    /* an argument the block writes in place: refused at once */
+    tj_tensor *xw = tj_clone(x);
+    assert_int_equal(tj_checkpoint(write_fn, NULL, &xw, 1, &y, 1), -1);
+    assert_non_null(strstr(tj_last_error(), "wrote argument 0 in place"));
     tj_clear_error();
     /* bad calls */
     assert_int_equal(tj_checkpoint(NULL, NULL, &x, 1, &y, 1), -1);

@@ -16,7 +16,8 @@
  * promotion), integer (i32, i64 and bool, compared exactly), dynamic
  * (symbolic sizes), grad (the compiled backward; eager's gradient and its
  * curvature v^T H v, from a double backward, against differences; <dL/dx, v>
- * with its recorded gradient compiled, and its backward, against eager),
+ * with its recorded gradient compiled, and its backward, against eager;
+ * the gradients through tj_checkpoint against those without, to the bit),
  * autocast (bf16, f16),
  * train (a whole training step compiled: backward, clipping and an
  * optimizer, its learning rate set between calls).
@@ -823,11 +824,59 @@ out:
 /* The training mode: f64 programs whose argument 0 and weight require grad;
  * the compiled call's backward (the compiled backward graph where the call
  * made one) against eager's, over two calls. */
+/* The program run inside tj_checkpoint (its saved values dropped, made
+ * again by running it once more in the backward, with the same draws): the
+ * gradients of the loss in argument 0 and the weight equal those without, to
+ * the bit. The running statistic is put back after each forward (the run
+ * again would otherwise read the updated one, as a batch norm's in PyTorch).
+ * 1 when compared, 0 when not (no gradient, or refused alike). */
+static int checkpoint_check(prog *p, const argspec *spec, unsigned aseed)
+{
+    if (p->not_derivative)
+        return 0;
+    tj_tensor *g[2][2] = {{0}}, *res[MAX_OUTS];
+    int rc[2];
+    char err[2][512];
+    for (int ck = 0; ck < 2; ck++) {
+        tj_tensor *a[3], *stat = p->stat ? tj_clone(p->stat) : NULL;
+        for (int i = 0; i < 3; i++)
+            a[i] = make_arg(&spec[i], aseed + (unsigned)i);
+        assert_int_equal(tj_requires_grad(a[0], true), 0);
+        tj_manual_seed((uint64_t)p->seed * 8u + 5u);
+        int n = ck ? tj_checkpoint(tu_program_model, p, a, 3, res, MAX_OUTS) : tu_program_model(p, a, 3, res, MAX_OUTS);
+        tj_no_grad_begin();
+        if (stat)
+            tj_copy_(p->stat, stat);
+        tj_no_grad_end();
+        tj_tensor *loss = n >= 0 ? loss_of(res, n, ~(uint64_t)0) : NULL;
+        if (loss && !tj_get_requires_grad(loss))
+            return 0;   /* (the statistic is back: this was the first run) */
+        tj_tensor *xs[2] = {a[0], p->w};
+        rc[ck] = loss ? tj_gradients(&loss, NULL, 1, xs, 2, TJ_ALLOW_UNUSED, g[ck]) : -1;
+        snprintf(err[ck], sizeof err[ck], "%s", rc[ck] ? tj_last_error() : "");
+        tj_clear_error();
+        tj_no_grad_begin();
+        if (stat)   /* the run again wrote it too */
+            tj_copy_(p->stat, stat);
+        tj_no_grad_end();
+    }
+    if (rc[1] && strstr(err[1], "the function wrote argument"))
+        return 0;   /* refused: the program writes its argument in place */
+    if (rc[0] != rc[1])
+        fail_msg("grad program %u: the gradients %s without a checkpoint (%s), %s with one (%s)\nsteps: %s",
+                 p->seed, rc[0] ? "failed" : "ran", err[0], rc[1] ? "failed" : "ran", err[1], p->log);
+    for (int k = 0; rc[0] == 0 && k < 2; k++)
+        if (!tu_all_close(g[1][k], g[0][k], 0))
+            fail_msg("grad program %u: %s gradient through tj_checkpoint differs from the one without\nsteps: %s",
+                     p->seed, k ? "the weight's" : "argument 0's", p->log);
+    return rc[0] == 0;
+}
+
 static void run_grad(int count)
 {
     unsigned seed0 = first_seed();
     count = programs_per_mode(count);
-    int refused = 0, backwards = 0, tried = 0, judged = 0, wjudged = 0, hjudged = 0, compiled2 = 0;
+    int refused = 0, backwards = 0, tried = 0, judged = 0, wjudged = 0, hjudged = 0, compiled2 = 0, ckpts = 0;
     for (unsigned seed = seed0; seed < seed0 + (unsigned)count; seed++) {
         tj_scope_begin();
         argspec spec[3];
@@ -897,6 +946,7 @@ static void run_grad(int count)
                 tj_zero_grad(pc.w);
                 tj_zero_grad(pe.w);
                 compiled2 += second_order_check(&pc, &pe, spec, seed * 3u + 11u);
+                ckpts += checkpoint_check(&pe, spec, seed * 3u + 17u);
             }
             backwards += be;
             tj_zero_grad(pc.w);
@@ -917,7 +967,8 @@ static void run_grad(int count)
     if (getenv("TJ_PROGRAMS_VERBOSE"))
         fprintf(stderr, "grad: %d backwards; of %d first ones, %d (arg 0) and %d (weight) judged against "
                 "central differences, %d curvatures (both) against second differences, %d second-order models "
-                "compiled against eager\n", backwards, tried, judged, wjudged, hjudged, compiled2);
+                "compiled against eager, %d through tj_checkpoint against without\n", backwards, tried, judged,
+                wjudged, hjudged, compiled2, ckpts);
     /* most run in f64 and are smooth at random inputs (about 65% judged over
      * thousands; a third at least, so that the default few dozen do not fail
      * by the draw) */
