@@ -336,10 +336,15 @@ void tj_release(tj_tensor *t)
 
 /* ---- scopes ---------------------------------------------------------------------- */
 
+/* A scope's first SCOPE_INLINE results sit in the scope itself: a scope per
+ * node of a backward (frontend/backward.c) or per op costs one allocation. */
+#define SCOPE_INLINE 16
+
 typedef struct scope {
-    tj_tensor **items;
+    tj_tensor **items;       /* inline, or grown on the heap */
     size_t n, cap;
     struct scope *prev;
+    tj_tensor *inline_items[SCOPE_INLINE];
 } scope;
 
 static _Thread_local scope *scope_top;
@@ -357,6 +362,8 @@ void tj_scope_begin(void)
         rt_error("out of memory opening a scope");
         return;
     }
+    s->items = s->inline_items;
+    s->cap = SCOPE_INLINE;
     s->prev = scope_top;
     scope_top = s;
 }
@@ -373,7 +380,8 @@ void tj_scope_end(void)
     scope_top = s->prev;
     for (size_t k = 0; k < s->n; k++)
         tj_release(s->items[k]);
-    free(s->items);
+    if (s->items != s->inline_items)
+        free(s->items);
     free(s);
 }
 
@@ -388,13 +396,16 @@ tj_tensor *rt_own(tj_tensor *t)
     if (!t || !s)
         return t;
     if (s->n == s->cap) {
-        size_t cap = s->cap ? 2 * s->cap : 64;
-        tj_tensor **items = realloc(s->items, cap * sizeof *items);
+        size_t cap = 4 * s->cap;
+        bool first = s->items == s->inline_items;
+        tj_tensor **items = realloc(first ? NULL : s->items, cap * sizeof *items);
         if (!items) {
             rt_error("out of memory growing a scope");
             tj_release(t);
             return NULL;
         }
+        if (first)
+            memcpy(items, s->inline_items, sizeof s->inline_items);
         s->items = items;
         s->cap = cap;
     }
