@@ -493,7 +493,7 @@ static int check_draws(const fe_joint *j, char *why, size_t n)
 {
     for (int i = 0; j->draws.n && i < j->bwd->nnodes; i++) {
         ir_op op = j->bwd->nodes[i]->op;
-        if (ir_ops[op].kind == IR_RANDOM || op == OP_dropout) {
+        if (ir_op_draws(op)) {
             snprintf(why, n, "the backward draws random numbers (%s)", ir_ops[op].name);
             return -1;
         }

@@ -190,6 +190,9 @@ typedef struct ir_opinfo {
 } ir_opinfo;
 
 extern const ir_opinfo ir_ops[IR_NUM_OPS];
+/* Whether op draws random numbers (an attribute of kind IR_ATTR_RNG: rand,
+ * randn, dropout): run again, it would draw others. */
+bool ir_op_draws(ir_op op);
 const char *ir_kind_name(ir_kind k);
 ir_op ir_op_from_name(const char *name);   /* IR_NUM_OPS when unknown */
 

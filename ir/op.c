@@ -25,6 +25,14 @@ const ir_opinfo ir_ops[IR_NUM_OPS] = {
 };
 #undef A
 
+bool ir_op_draws(ir_op op)
+{
+    for (int a = 0; a < ir_ops[op].nattrs; a++)
+        if (ir_ops[op].attrs[a].kind == IR_ATTR_RNG)
+            return true;
+    return false;
+}
+
 const char *ir_kind_name(ir_kind k)
 {
     static const char *const names[] = {"unary",    "binary", "ternary", "pointwise",

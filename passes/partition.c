@@ -171,9 +171,10 @@ static int cut(part *p, const bool *read, const bool *mat, char *err, size_t ner
         if (p->dep[g->ninputs + k])
             continue;
         bool view = ir_ops[v->op].kind == IR_VIEW, can = recomputable(v, depth);
-        /* inside a checkpoint (but a random draw): computed again, whatever
-         * it is; saved only where a value outside the checkpoint reads it */
-        bool forced = p->region && p->region[k] > 0 && ir_ops[v->op].kind != IR_RANDOM;
+        /* inside a checkpoint (but a random draw, rand or dropout): computed
+         * again, whatever it is; saved only where a value outside the
+         * checkpoint reads it */
+        bool forced = p->region && p->region[k] > 0 && !ir_op_draws(v->op);
         bool inner = forced && !p->escapes[k];
         rc |= ps_flow_edge(f, vin(k), vout(k), view || inner ? PS_FLOW_INF : move_cost(p, v) * scale);
         /* an edge from the source is cut when v is computed again: its work,

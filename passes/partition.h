@@ -40,7 +40,8 @@
  * backward made, which read the forward's values without making them escape
  * a checkpoint): a node inside one is
  * computed again in the backward whatever its op (a matmul too; not a random
- * draw, whose numbers the backward's call would not draw again), and saved
+ * draw, rand or dropout, whose numbers the backward's call would not draw
+ * again: ir_op_draws), and saved
  * only where a forward value outside that checkpoint reads it (its results,
  * the next block's input) and the cut finds that cheaper; what a checkpoint
  * reads from outside it (its inputs: what the previous one returned) is

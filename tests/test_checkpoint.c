@@ -298,6 +298,23 @@ static void test_compiled(void **state)
         block_free(&t[ck].b[0]);
         block_free(&t[ck].b[1]);
     }
+    /* with dropout: its draw stays in the forward (saved), the rest of the
+     * block is computed again; the compiled call runs no step eagerly and
+     * draws what eager draws */
+    bk.p = 0.25;
+    tj_manual_seed(9);
+    tj_zero_grad(bk.w1);
+    assert_int_equal(tj_backward(tj_sum(tj_sin(run_block(&bk, x, true)), NULL, 0, false)), 0);
+    tj_tensor *wd = tj_clone(tj_grad(bk.w1));
+    tj_zero_grad(bk.w1);
+    c = tj_compile(compiled_fn, &bk, NULL);
+    tj_manual_seed(9);
+    assert_int_equal(tj_backward(tj_sum(tj_sin(tj_call(c, &x, 1)), NULL, 0, false)), 0);
+    tu_assert_close(tj_grad(bk.w1), wd, 1e-12, 1e-14);
+    tu_assert_calls(c, 0, -1, "saved %");
+    tu_assert_explain(c, "= dropout ");
+    tj_compiled_free(c);
+    bk.p = 0;
     /* without grad mode: fn itself, nothing recorded */
     tj_no_grad_begin();
     tj_tensor *y = run_block(&bk, x, true);
