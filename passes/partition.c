@@ -141,6 +141,16 @@ static const char *why_saved(const part *p, const ir_node *v, const bool *read, 
     return buf;
 }
 
+/* Whether v reads a random draw: its value (a dropout's mask) may be saved
+ * in a checkpoint, instead of the draw. */
+static bool reads_draw(const ir_node *v)
+{
+    for (int j = 0; j < v->nin; j++)
+        if (v->in[j] && !ir_node_is_input(v->in[j]) && ir_op_draws(v->in[j]->op))
+            return true;
+    return false;
+}
+
 /* What computing v again costs beside bytes: 1 for arithmetic, 0 for a
  * view, a layout move or a constant. */
 static int64_t work(const ir_node *v)
@@ -175,7 +185,7 @@ static int cut(part *p, const bool *read, const bool *mat, char *err, size_t ner
          * again, whatever it is; saved only where a value outside the
          * checkpoint reads it */
         bool forced = p->region && p->region[k] > 0 && !ir_op_draws(v->op);
-        bool inner = forced && !p->escapes[k];
+        bool inner = forced && !p->escapes[k] && !reads_draw(v);
         rc |= ps_flow_edge(f, vin(k), vout(k), view || inner ? PS_FLOW_INF : move_cost(p, v) * scale);
         /* an edge from the source is cut when v is computed again: its work,
          * and its bytes written and read where a contraction reads it */
