@@ -6,6 +6,10 @@
  * gradients summed to each input's shape and cast to its dtype, then sent to
  * the node that made the input or added into the leaf's .grad. A leaf's
  * ready-hook runs once the last node that feeds it has sent its part.
+ * Each node runs in a scope of its own: what its rule makes goes when it
+ * ran, its output gradients too, and its saved values (unless the graph is
+ * kept), so a backward holds what is still to be used, as PyTorch's does. A
+ * node tj_checkpoint deferred gets its saved values first (checkpoint.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -459,8 +463,8 @@ static int backward_from(walk *w, tj_tensor *const *ys, tj_tensor *const *g0, in
         tj_scope_begin();
         /* no gradient flowed here: the node's parts are none */
         bool run = reached(w, i) && (!w->needed || w->needed[i]);
-        int failed = (w->xs && take_results(w, i) != 0) || (run && run_node(w, i) != 0) ||
-                     (hooks && count_parts(nd, -1) != 0);
+        bool failed = (w->xs && take_results(w, i) != 0) || (run && run_node(w, i) != 0) ||
+                      (hooks && count_parts(nd, -1) != 0);
         tj_scope_end();
         for (int k = 0; k < nd->nout; k++) {   /* its gradients were used */
             tj_tensor **g = grad_of(w, nd, k);

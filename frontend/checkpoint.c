@@ -37,6 +37,7 @@ struct ag_ckpt {
     ag_node **nodes;         /* collected (retained): the forward's, then the run again's */
     int n, cap, nfwd;
     bool again, failed;
+    bool broken;             /* the run again failed: no values to give */
 };
 
 _Thread_local ag_ckpt *ag_collect;
@@ -179,8 +180,16 @@ static int run_again(ag_ckpt *c)
 int ag_ckpt_restore(ag_node *n)
 {
     ag_ckpt *c = n->ckpt;
-    if (!c->again && run_again(c) != 0)
+    if (c->broken) {
+        rt_error("checkpoint: the function failed when run again for an earlier backward: its "
+                 "values cannot be made");
         return -1;
+    }
+    if (!c->again && run_again(c) != 0) {
+        c->broken = true;   /* what it collected is no match: never used */
+        drop_nodes(c);
+        return -1;
+    }
     ag_node *m = n->ckpt_k < c->n ? c->nodes[n->ckpt_k] : NULL;
     if (!m || m->op != n->op || m->nin != n->nin) {
         rt_error("checkpoint: run again for the backward, the function's op %d was %s, %s in the "

@@ -366,10 +366,16 @@ static void test_errors(void **state)
     tj_tensor *x = tj_randn(TJ_F64, 2, (int64_t[]){B, D}), *y;
     /* another op when run again */
     bk.extra = 1;
-    assert_int_equal(tj_backward(tj_sum(run_block(&bk, x, true), NULL, 0, false)), -1);
+    tj_tensor *bad = tj_sum(run_block(&bk, x, true), NULL, 0, false);
+    assert_int_equal(tj_backward_ex(bad, NULL, TJ_RETAIN_GRAPH), -1);
     assert_non_null(strstr(tj_last_error(), "the function recorded"));
     tj_clear_error();
     bk.extra = 0;
+    /* a second backward through the kept graph does not use what that run made */
+    assert_int_equal(tj_backward(bad), -1);
+    if (!strstr(tj_last_error(), "failed when run again for an earlier backward"))
+        fail_msg("%s", tj_last_error());
+    tj_clear_error();
     /* the argument written after the forward */
     tj_tensor *xc = tj_clone(x);
     tj_tensor *loss = tj_sum(run_block(&bk, xc, true), NULL, 0, false);
