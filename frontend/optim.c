@@ -30,7 +30,6 @@ struct tj_optimizer {
     const char *slot_name[NSLOT];  /* torch's state_dict names */
     tj_tensor *step;               /* f64 0-dim step count, Adam and Adagrad (kept) */
     tj_tensor *lr_t;               /* f64 0-dim learning rate the steps read (kept) */
-    double lr;                     /* its value */
     double momentum, weight_decay, beta1, beta2, eps, alpha, lr_decay;
     bool nesterov, decoupled, amsgrad, centered;
 };
