@@ -104,6 +104,9 @@ int fe_ag_backward_roots(tj_tensor *const *ys, tj_tensor *const *seeds, int n);
 int fe_ag_reach(tj_tensor *const *ys, int n, tj_tensor *const *leaves, int nl, uint64_t *reach);
 /* Whether grad mode is on and a float input of in[0..nin) requires grad. */
 bool fe_ag_wants_grad(tj_tensor *const *in, int nin);
+/* Whether this thread runs a tj_checkpoint block (its forward, or its run
+ * again for a backward): a compiled call there runs its function eagerly. */
+bool fe_ag_checkpointing(void);
 /* Whether t requires grad (a leaf marked so, or made by a recorded op). */
 bool fe_ag_requires_grad(const tj_tensor *t);
 /* Whether t is a leaf that requires grad (marked so, made by no recorded op). */

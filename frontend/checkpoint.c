@@ -16,7 +16,8 @@
  * A function that records other ops when run again (a branch on values it
  * does not take as arguments) or draws other random numbers is refused with
  * an error; an argument written in place, by the function or after the
- * forward, too.
+ * forward, too. A compiled function called inside runs eagerly there (its
+ * first call, or a recompile, would record other nodes than a later call).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,8 @@ struct ag_ckpt {
 };
 
 _Thread_local ag_ckpt *ag_collect;
+
+bool fe_ag_checkpointing(void) { return ag_collect != NULL; }
 
 void ag_ckpt_add(ag_node *n)
 {

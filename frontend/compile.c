@@ -863,6 +863,14 @@ static int call_once(tj_compiled *c, tj_tensor *const *args, int nargs, tj_tenso
     }
     if (fe_trace_current())
         return run_fn(c, args, nargs, outs, max);   /* inlined into the outer trace */
+    if (fe_ag_checkpointing()) {
+        /* inside tj_checkpoint: its ops recorded one by one, the same in the
+         * forward and when the block runs again (a first call or a recompile
+         * would change what the compiled path records) */
+        atomic_fetch_add(&c->calls, 1);
+        atomic_fetch_add(&c->eager_calls, 1);
+        return run_fn(c, args, nargs, outs, max);
+    }
     atomic_fetch_add(&c->calls, 1);
     entry *e = lookup(c, args, nargs);
     if (e)

@@ -87,7 +87,8 @@ bool tj_grad_enabled(void);
  * args with the same random draws, to make them. fn must record the same ops
  * when run again (else the backward fails with an error), and its side
  * effects (a training-mode batch norm's running statistics, writes into
- * captured tensors) happen again, as in PyTorch. Without grad mode it calls
+ * captured tensors) happen again, as in PyTorch; a compiled function called
+ * inside runs eagerly there. Without grad mode it calls
  * fn; inside tj_compile fn is traced inline and the compiled backward
  * computes its values again from the block's inputs (the partition saves
  * what enters and leaves it). The result count, or -1 with an error. */

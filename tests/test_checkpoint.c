@@ -5,7 +5,8 @@
  * block runs again once per backward, what it made is freed after the
  * forward, hooks and TJ_RETAIN_GRAPH behave as without; inside tj_compile
  * it is traced inline and the partition computes the blocks again in the
- * backward plan (fewer bytes saved, the same gradients); and the refusals: a block
+ * backward plan (fewer bytes saved, the same gradients); a compiled function
+ * called inside runs eagerly there; and the refusals: a block
  * that records other ops when run again, an argument written after the
  * forward, bad arguments, a failing block. */
 #include <math.h>
@@ -327,6 +328,58 @@ static void test_compiled(void **state)
     block_free(&bk);
 }
 
+/* A block that calls a compiled function: inside the checkpoint the
+ * function runs eagerly (its first call would record other nodes than the
+ * run again's compiled one); the gradients equal those without. */
+static tj_tensor *inner_fn(void *ctx, tj_tensor *const *a, int n)
+{
+    (void)n;
+    block *bk = ctx;
+    return tj_tanh(tj_matmul(a[0], bk->w1));
+}
+
+typedef struct calls_inner {
+    block *bk;
+    tj_compiled *inner;
+} calls_inner;
+
+static int outer_fn(void *ctx, tj_tensor *const *a, int n, tj_tensor **out, int max)
+{
+    (void)n;
+    (void)max;
+    calls_inner *ci = ctx;
+    tj_tensor *h = tj_call(ci->inner, a, 1);
+    out[0] = h ? tj_matmul(h, ci->bk->w2) : NULL;
+    return out[0] ? 1 : -1;
+}
+
+static void test_compiled_inside(void **state)
+{
+    (void)state;
+    tj_manual_seed(8);
+    block bk;
+    block_make(&bk, TJ_F64, 0);
+    tj_tensor *x = tj_randn(TJ_F64, 2, (int64_t[]){B, D}), *g[2][2];
+    for (int ck = 0; ck < 2; ck++) {
+        calls_inner ci = {&bk, tj_compile(inner_fn, &bk, NULL)};
+        tj_zero_grad(bk.w1);
+        tj_zero_grad(bk.w2);
+        tj_tensor *y;
+        assert_int_equal(ck ? tj_checkpoint(outer_fn, &ci, &x, 1, &y, 1) : outer_fn(&ci, &x, 1, &y, 1), 1);
+        assert_int_equal(tj_backward(tj_sum(tj_sin(y), NULL, 0, false)), 0);
+        g[ck][0] = tj_clone(tj_grad(bk.w1));
+        g[ck][1] = tj_clone(tj_grad(bk.w2));
+        tj_compiled_stats st;
+        tj_compiled_stats_get(ci.inner, &st);
+        if (ck)   /* the forward and the run again, both eager */
+            assert_int_equal((int)st.eager_calls, 2);
+        tj_compiled_free(ci.inner);
+    }
+    for (int k = 0; k < 2; k++)
+        tu_assert_close(g[1][k], g[0][k], 0, 0);
+    block_free(&bk);
+}
+
 static int fail_fn(void *ctx, tj_tensor *const *a, int n, tj_tensor **out, int max)
 {
     (void)ctx;
@@ -414,7 +467,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_same_gradients), T(test_frees_activations), T(test_hooks_and_retain), T(test_create_graph),
-        T(test_compiled), T(test_errors),
+        T(test_compiled), T(test_compiled_inside), T(test_errors),
 #undef T
     };
     tu_use_build_cache();

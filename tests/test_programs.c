@@ -20,7 +20,8 @@
  * the gradients through tj_checkpoint against those without, to the bit),
  * autocast (bf16, f16),
  * train (a whole training step compiled: backward, clipping and an
- * optimizer, its learning rate set between calls).
+ * optimizer, its learning rate set between calls, the program inside
+ * tj_checkpoint on some seeds).
  * Floats agree within tol x max(1, max |eager|) per result: fusion changes
  * the order of sums, not the formulas.
  *
@@ -295,7 +296,10 @@ static int check_call(tj_compiled *c, tj_model_multi_fn fn, void *ectx, prog *p,
         /* a write into a value the step's own backward saved: eager autograd
          * refuses it, a compiled step reads the value as saved (functionalized,
          * docs/training.md) */
-        bool functional = strstr(refusal, "was modified in place after it was saved") != NULL;
+        if (getenv("TJ_PROGRAMS_VERBOSE"))
+            fprintf(stderr, "%s %u call %d: eager refused: %s\n", mode_name[p->mode], p->seed, call, refusal);
+        bool functional = strstr(refusal, "was modified in place after it was saved") != NULL ||
+                          strstr(refusal, "checkpoint: the function wrote argument") != NULL;
         if (tj_call_multi(c, ca, 3, got, MAX_OUTS) >= 0 && !functional)
             fail_msg("%s program %u, call %d: eager refused it (%s), compiled did not\nsteps: %s", mode_name[p->mode],
                      p->seed, call, refusal, p->log);
@@ -985,7 +989,20 @@ typedef struct tprog {
     prog p;   /* first: the program's context */
     tj_optimizer *opt;
     double max_norm;   /* > 0: the gradient clipped to that norm before the update */
+    bool ckpt;         /* the program run inside tj_checkpoint */
 } tprog;
+
+/* The program on clones of its arguments: inside tj_checkpoint, a program
+ * that writes its argument in place would be refused (run again, it would
+ * start from the written value). */
+static int cloned_model(void *ctx, tj_tensor *const *in, int nin, tj_tensor **out, int max)
+{
+    tj_tensor *c[3];
+    for (int i = 0; i < nin && i < 3; i++)
+        if (!(c[i] = tj_clone(in[i])))
+            return -1;
+    return tu_program_model(ctx, c, nin, out, max);
+}
 
 /* One step, compiled whole: zero_grad, the program, a loss over its float
  * results, backward (when the loss depends on the weight), the update. */
@@ -994,7 +1011,8 @@ static int train_step(void *ctx, tj_tensor *const *in, int nin, tj_tensor **out,
     tprog *t = ctx;
     tj_tensor *res[MAX_OUTS];
     tj_optimizer_zero_grad(t->opt);
-    int n = tu_program_model(&t->p, in, nin, res, MAX_OUTS);
+    int n = t->ckpt ? tj_checkpoint(cloned_model, &t->p, in, nin, res, MAX_OUTS)
+                    : tu_program_model(&t->p, in, nin, res, MAX_OUTS);
     if (n < 0)
         return -1;
     tj_tensor *loss = tj_zeros(TJ_F64, 0, NULL);
@@ -1058,6 +1076,7 @@ static void run_train(int count)
          * pair of them sets a falling lr between calls */
         tc.max_norm = te.max_norm = seed / 8 % 2 ? 0.5 : 0;
         bool schedule = seed / 16 % 2;
+        tc.ckpt = te.ckpt = seed / 32 % 2;   /* eager: run again in the backward; compiled: the partition's */
         double lr0 = tj_optimizer_lr(tc.opt);
         tj_compiled *c = tj_compile_multi(train_step, &tc, &(tj_compile_options){.name = "train", .no_dynamic = true});
         for (int call = 0; call < 3; call++) {
