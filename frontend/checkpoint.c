@@ -83,6 +83,19 @@ void ag_ckpt_release(ag_ckpt *c)
     free(c);
 }
 
+/* fn's results' histories settled before its scope ends: a result that is a
+ * view of a value fn made and then wrote (with a value that requires grad)
+ * takes the written base's history now, while the base lives (it holds
+ * only a weak reference to it; after the scope the base is gone and the
+ * view would keep the history it had before the write). The same in the
+ * forward and the run again, so both record the same nodes. */
+static void settle(tj_tensor **outs, int r, int max)
+{
+    for (int k = 0; k < r && k < max; k++)
+        if (outs[k])
+            (void)ag_fn_of(outs[k]);
+}
+
 /* Whether t is a value fn made (its storage is newer than the checkpoint). */
 static bool made_inside(const ag_ckpt *c, const tj_tensor *t)
 {
@@ -149,6 +162,7 @@ static int run_again(ag_ckpt *c)
     rt_rng_tape *tape = rt_rng_tape_begin(&c->rng, true);
     tj_scope_begin();
     int r = c->fn(c->ctx, c->args, c->nargs, outs, c->max);
+    settle(outs, r, c->max);
     tj_scope_end();
     rt_rng_tape_end(tape);
     ag_collect = outer;
@@ -271,6 +285,7 @@ int tj_checkpoint(tj_model_multi_fn fn, void *ctx, tj_tensor *const *args, int n
     ag_collect = c;
     tj_scope_begin();
     int r = fn(ctx, args, nargs, outs, max);
+    settle(outs, r, max);
     for (int k = 0; k < r && k < max; k++)   /* the caller's, past the scope */
         tj_retain(outs[k]);
     tj_scope_end();
