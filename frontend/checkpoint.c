@@ -249,7 +249,10 @@ int tj_checkpoint(tj_model_multi_fn fn, void *ctx, tj_tensor *const *args, int n
     if (tr) {
         /* traced: the nodes it makes are marked for the partition, which
          * computes them again in the backward plan (partition.c) */
-        int lo = tr->g->nnodes, r = fn(ctx, args, nargs, outs, max);
+        int lo = tr->g->nnodes;
+        tr->in_ckpt++;
+        int r = fn(ctx, args, nargs, outs, max);
+        tr->in_ckpt--;
         if (r >= 0)
             fe_trace_mark_checkpoint(tr, lo, tr->g->nnodes);
         return r;

@@ -40,12 +40,14 @@ tj_tensor *tj_dropout(tj_tensor *x, double p, bool training)
         ir_attr_int(&at.a[1], (int64_t)seed);
         ir_attr_int(&at.a[2], (int64_t)offset);
     }
-    if (x && fe_trace_current() && fe_ag_wants_grad(&x, 1) && p < 1) {
-        /* Traced for a backward: the draw alone, a dropout of ones (1/(1-p)
-         * where kept), its mask, and x scaled where kept: the kernel's values
-         * (x * scale or 0), but the partition can save the mask, a byte an
-         * element, and compute the result again from it and x (the draw stays
-         * in the forward: the backward's call would draw others). */
+    fe_trace *tr = fe_trace_current();
+    if (x && tr && tr->in_ckpt && fe_ag_wants_grad(&x, 1) && p < 1) {
+        /* Traced for a backward inside tj_checkpoint: the draw alone, a
+         * dropout of ones (1/(1-p) where kept), its mask, and x scaled where
+         * kept: the kernel's values (x * scale or 0), but the partition can
+         * save the mask, a byte an element, and compute the result again from
+         * it and x (the draw stays in the forward: the backward's call would
+         * draw others). Elsewhere the one kernel (measured faster there). */
         tj_tensor *ones = tj_ones_like(x);
         tj_tensor *drawn = ones ? fe_apply(OP_dropout, &ones, 1, &at) : NULL;
         return drawn ? tj_where_xs(tj_ne_s(drawn, 0), tj_mul_s(x, 1.0 / (1.0 - p)), 0) : NULL;

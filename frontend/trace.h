@@ -125,6 +125,7 @@ struct fe_trace {
     fe_draws draws;        /* its random ops' draws, per call (fe_rng_reserve) */
     int (*ckpt)[2];        /* node ids [lo, hi) made inside tj_checkpoint, innermost first */
     int nckpt, ckpt_cap;
+    int in_ckpt;           /* tj_checkpoint blocks being traced now (nested) */
 };
 
 /* Starts recording on this thread into a new graph named name; NULL when out
