@@ -399,6 +399,7 @@ static int rebase_view(ag_view *lv, tj_tensor *base, tj_tensor *value)
     bm->fn = n;
     bm->fn_out = 0;
     bm->gen++;   /* its views' histories are made again when read */
+    rt_wref_pin(base);   /* views that hold it weakly find it then */
     return 0;
 }
 
@@ -463,6 +464,7 @@ int fe_ag_rebase(tj_tensor *dst, const tj_tensor *value)
     d->fn = vf;
     d->fn_out = vf ? ag_meta_of(value)->fn_out : 0;
     d->gen++;   /* its views' histories are made again when read */
+    rt_wref_pin(dst);   /* views that hold it weakly find it then */
     return 0;
 }
 
@@ -471,7 +473,7 @@ int fe_ag_rebase(tj_tensor *dst, const tj_tensor *value)
  * compares them when r is read). 0, or -1 out of memory. */
 static int remember_base(tj_tensor *r, tj_tensor *x)
 {
-    if (!(r->view_of = x->view_of ? rt_wref_retain(x->view_of) : rt_wref_of(x)))
+    if (!(r->view_of = rt_wref_view(x->view_of ? rt_wref_retain(x->view_of) : rt_wref_of(x))))
         return -1;
     const ag_meta *bm = ag_meta_of(rt_wref_get(r->view_of));
     if (bm && bm->gen) {

@@ -45,6 +45,8 @@ struct rt_agmeta {
 typedef struct rt_wref {
     atomic_int refs;
     tj_tensor *_Atomic t;
+    atomic_int views;         /* of those, views' view_of (rt_wref_view) */
+    tj_tensor *_Atomic pin;   /* t itself, held while views hold this (rt_wref_pin) */
 } rt_wref;
 
 /* A live header's magic; tj_release sets RT_DEAD when it frees one. */
@@ -99,6 +101,14 @@ static inline tj_tensor *rt_wref_get(rt_wref *w)
     return atomic_load_explicit(&w->t, memory_order_acquire);
 }
 void rt_wref_release(rt_wref *w);
+/* A view's hold of w (its view_of): counted apart, for rt_wref_pin; the
+ * release lets the pin go with the last view. */
+rt_wref *rt_wref_view(rt_wref *w);
+void rt_wref_view_release(rt_wref *w);
+/* Holds t alive while views hold its weak reference (made while t had no
+ * history: t was just written with one, which they must find when read);
+ * let go when the last of them goes. No view: nothing to do. */
+void rt_wref_pin(tj_tensor *t);
 static inline rt_wref *rt_wref_retain(rt_wref *w)
 {
     atomic_fetch_add_explicit(&w->refs, 1, memory_order_relaxed);

@@ -151,8 +151,8 @@ void rt_tensor_rebind(tj_tensor *h, const tj_tensor *v)
     h->offset = v->offset;
     memcpy(h->strides, v->strides, sizeof h->strides);
     rt_wref *was = h->view_of;   /* h views what v views (unless that is h) */
-    h->view_of = v->view_of && rt_wref_get(v->view_of) != h ? rt_wref_retain(v->view_of) : NULL;
-    rt_wref_release(was);
+    h->view_of = v->view_of && rt_wref_get(v->view_of) != h ? rt_wref_view(rt_wref_retain(v->view_of)) : NULL;
+    rt_wref_view_release(was);
     h->view_no_grad = v->view_no_grad;
     h->sym = NULL;
     h->made_tracing = false;
@@ -292,6 +292,8 @@ rt_wref *rt_wref_of(tj_tensor *t)
         }
         atomic_init(&w->refs, 1);   /* the tensor's own */
         atomic_init(&w->t, t);
+        atomic_init(&w->views, 0);
+        atomic_init(&w->pin, NULL);
         if (atomic_compare_exchange_strong_explicit(&t->wref, &have, w,
                                                     memory_order_acq_rel, memory_order_acquire))
             have = w;
@@ -306,6 +308,33 @@ void rt_wref_release(rt_wref *w)
 {
     if (w && atomic_fetch_sub_explicit(&w->refs, 1, memory_order_acq_rel) == 1)
         free(w);
+}
+
+rt_wref *rt_wref_view(rt_wref *w)
+{
+    if (w)
+        atomic_fetch_add_explicit(&w->views, 1, memory_order_relaxed);
+    return w;
+}
+
+void rt_wref_view_release(rt_wref *w)
+{
+    if (!w)
+        return;
+    if (atomic_fetch_sub_explicit(&w->views, 1, memory_order_acq_rel) == 1)   /* the last view */
+        tj_release(atomic_exchange_explicit(&w->pin, NULL, memory_order_acq_rel));
+    rt_wref_release(w);   /* w lives until here: this view's hold */
+}
+
+void rt_wref_pin(tj_tensor *t)
+{
+    rt_wref *w = atomic_load_explicit(&t->wref, memory_order_acquire);
+    if (!w || atomic_load_explicit(&w->views, memory_order_acquire) < 1)
+        return;   /* no view holds it */
+    tj_tensor *none = NULL;
+    tj_retain(t);
+    if (!atomic_compare_exchange_strong_explicit(&w->pin, &none, t, memory_order_acq_rel, memory_order_acquire))
+        tj_release(t);   /* pinned already */
 }
 
 tj_tensor *tj_retain(tj_tensor *t)
@@ -324,7 +353,7 @@ void tj_release(tj_tensor *t)
     if (t && atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) == 1) {
         if (t->ag)
             t->ag->release(t->ag);
-        rt_wref_release(t->view_of);
+        rt_wref_view_release(t->view_of);
         storage_release(t->storage);
         if (t->wref) {
             atomic_store_explicit(&t->wref->t, NULL, memory_order_release);

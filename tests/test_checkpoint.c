@@ -409,6 +409,19 @@ static void test_view_of_written_buffer(void **state)
     /* d/da sum((2 a[:2])^2) = 8 a on the first two, 0 after */
     tu_assert_close(g[0], tu_tensor(TJ_F64, 1, (int64_t[]){4}, (double[]){8, 16, 0, 0}), 0, 0);
     tu_assert_close(g[1], g[0], 0, 0);
+    /* without a checkpoint, the buffer's scope ended before the view is read:
+     * written with a history while a view held it weakly, the buffer is
+     * pinned until the view goes, so the write's history is still found */
+    tj_tensor *a = tj_arange(TJ_F64, 1, 5, 1), *y;
+    assert_int_equal(tj_requires_grad(a, true), 0);
+    tj_scope_begin();
+    assert_int_equal(buffer_fn(NULL, &a, 1, &y, 1), 1);
+    tj_keep(y);
+    tj_scope_end();
+    tj_tensor *loss = tj_add(tj_sum(tj_square(y), NULL, 0, false), tj_sum(a, NULL, 0, false));
+    assert_int_equal(tj_backward(loss), 0);
+    tu_assert_close(tj_grad(a), tu_tensor(TJ_F64, 1, (int64_t[]){4}, (double[]){9, 17, 1, 1}), 0, 0);
+    tj_release(y);
 }
 
 static int fail_fn(void *ctx, tj_tensor *const *a, int n, tj_tensor **out, int max)
