@@ -48,16 +48,12 @@ bool fe_ag_checkpointing(void) { return ag_collect != NULL; }
 void ag_ckpt_add(ag_node *n)
 {
     ag_ckpt *c = ag_collect;
-    if (c->n == c->cap) {
-        int cap = c->cap ? 2 * c->cap : 16;
-        ag_node **v = realloc(c->nodes, sizeof *v * (size_t)cap);
-        if (!v) {
-            c->failed = true;
-            return;
-        }
-        c->nodes = v;
-        c->cap = cap;
+    ag_node **v = rt_grow(c->nodes, &c->cap, c->n, sizeof *c->nodes);
+    if (!v) {
+        c->failed = true;
+        return;
     }
+    c->nodes = v;
     atomic_fetch_add(&n->refs, 1);
     c->nodes[c->n++] = n;
 }

@@ -62,17 +62,13 @@ void fe_trace_mark_checkpoint(fe_trace *tr, int lo, int hi)
 {
     if (lo >= hi)
         return;
-    if (tr->nckpt == tr->ckpt_cap) {
-        int cap = tr->ckpt_cap ? 2 * tr->ckpt_cap : 8;
-        void *v = realloc(tr->ckpt, sizeof *tr->ckpt * (size_t)cap);
-        if (!v) {
-            tr->failed = true;
-            rt_error("out of memory while tracing");
-            return;
-        }
-        tr->ckpt = v;
-        tr->ckpt_cap = cap;
+    int (*v)[2] = rt_grow(tr->ckpt, &tr->ckpt_cap, tr->nckpt, sizeof *tr->ckpt);
+    if (!v) {
+        tr->failed = true;
+        rt_error("out of memory while tracing");
+        return;
     }
+    tr->ckpt = v;
     tr->ckpt[tr->nckpt][0] = lo;
     tr->ckpt[tr->nckpt++][1] = hi;
 }
@@ -403,17 +399,13 @@ static void value_read(fe_trace *tr, const tj_tensor *t)
     for (int k = 0; k < tr->nvreads; k++)
         if (tr->vreads[k] == t)
             return;
-    if (tr->nvreads == tr->vread_cap) {
-        int cap = tr->vread_cap ? 2 * tr->vread_cap : 8;
-        tj_tensor **v = realloc(tr->vreads, (size_t)cap * sizeof *v);
-        if (!v) {
-            tr->failed = true;
-            rt_error("out of memory while tracing");
-            return;
-        }
-        tr->vreads = v;
-        tr->vread_cap = cap;
+    tj_tensor **v = rt_grow(tr->vreads, &tr->vread_cap, tr->nvreads, sizeof *tr->vreads);
+    if (!v) {
+        tr->failed = true;
+        rt_error("out of memory while tracing");
+        return;
     }
+    tr->vreads = v;
     tr->vreads[tr->nvreads++] = tj_retain((tj_tensor *)t);
 }
 

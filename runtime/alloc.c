@@ -125,6 +125,17 @@ void *rt_alloc(size_t nbytes)
     return p;
 }
 
+void *rt_grow(void *items, int *cap, int n, size_t elem)
+{
+    if (n < *cap)
+        return items;
+    int c = *cap ? 2 * *cap : 8;
+    void *v = realloc(items, elem * (size_t)c);
+    if (v)
+        *cap = c;
+    return v;
+}
+
 void rt_free(void *p, size_t nbytes)
 {
     if (!p)

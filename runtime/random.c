@@ -69,16 +69,12 @@ uint64_t rt_rng_reserve(uint64_t n, uint64_t *seed)
         return reserve(n, seed);
     }
     uint64_t first = reserve(n, seed);
-    if (tape->len == tape->cap) {
-        int cap = tape->cap ? 2 * tape->cap : 8;
-        void *e = realloc(tape->e, sizeof *tape->e * (size_t)cap);
-        if (!e) {
-            tape->failed = true;
-            return first;
-        }
-        tape->e = e;
-        tape->cap = cap;
+    uint64_t(*e)[3] = rt_grow(tape->e, &tape->cap, tape->len, sizeof *tape->e);
+    if (!e) {
+        tape->failed = true;
+        return first;
     }
+    tape->e = e;
     uint64_t *r = tape->e[tape->len++];
     r[0] = n;
     r[1] = *seed;

@@ -209,6 +209,10 @@ char *rt_describe_inputs(const char *name, tj_tensor *const *in, int nin, char *
 /* 64-byte aligned; large blocks are cached by size class and reused.
  * NULL with an error recorded when memory runs out. */
 void *rt_alloc(size_t nbytes);
+/* items (*cap entries of size elem, n in use) with room for one more:
+ * doubled (8 at first) when full, *cap updated. NULL when out of memory (no
+ * error set; items still valid and unchanged). */
+void *rt_grow(void *items, int *cap, int n, size_t elem);
 /* nbytes must be the size given to rt_alloc (it picks the cache's size class). */
 void rt_free(void *p, size_t nbytes);
 /* Frees every cached block (tests, tools, shutdown). */
