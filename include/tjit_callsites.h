@@ -386,10 +386,16 @@
 #define tj_set_grad(...) (tj__callsite(__FILE__, __LINE__), tj_set_grad(__VA_ARGS__))
 #define tj_detach(...) (tj__callsite(__FILE__, __LINE__), tj_detach(__VA_ARGS__))
 #define tj_set_grad_hook(...) (tj__callsite(__FILE__, __LINE__), tj_set_grad_hook(__VA_ARGS__))
+#define tj_sgd_add_group(...) (tj__callsite(__FILE__, __LINE__), tj_sgd_add_group(__VA_ARGS__))
+#define tj_adam_add_group(...) (tj__callsite(__FILE__, __LINE__), tj_adam_add_group(__VA_ARGS__))
+#define tj_rmsprop_add_group(...) (tj__callsite(__FILE__, __LINE__), tj_rmsprop_add_group(__VA_ARGS__))
+#define tj_adagrad_add_group(...) (tj__callsite(__FILE__, __LINE__), tj_adagrad_add_group(__VA_ARGS__))
 #define tj_optimizer_step(...) (tj__callsite(__FILE__, __LINE__), tj_optimizer_step(__VA_ARGS__))
 #define tj_optimizer_set_lr(...) (tj__callsite(__FILE__, __LINE__), tj_optimizer_set_lr(__VA_ARGS__))
+#define tj_optimizer_set_group_lr(...) (tj__callsite(__FILE__, __LINE__), tj_optimizer_set_group_lr(__VA_ARGS__))
 #define tj_optimizer_state(...) (tj__callsite(__FILE__, __LINE__), tj_optimizer_state(__VA_ARGS__))
 #define tj_clip_grad_norm(...) (tj__callsite(__FILE__, __LINE__), tj_clip_grad_norm(__VA_ARGS__))
 #define tj_clip_grad_value(...) (tj__callsite(__FILE__, __LINE__), tj_clip_grad_value(__VA_ARGS__))
+#define tj_optimizer_schedule(...) (tj__callsite(__FILE__, __LINE__), tj_optimizer_schedule(__VA_ARGS__))
 #endif
 #endif

@@ -137,17 +137,32 @@ tj_optimizer *tj_sgd(tj_tensor *const *params, int n, const tj_sgd_options *opt)
 tj_optimizer *tj_adam(tj_tensor *const *params, int n, const tj_adam_options *opt);
 tj_optimizer *tj_rmsprop(tj_tensor *const *params, int n, const tj_rmsprop_options *opt);
 tj_optimizer *tj_adagrad(tj_tensor *const *params, int n, const tj_adagrad_options *opt);
+/* Parameter groups (torch's param_groups): the constructor's parameters and
+ * options are group 0; each tj_<kind>_add_group adds the next group, with
+ * options of its own (NULL: torch's defaults), e.g. no weight decay on
+ * biases and norms, or a smaller lr for a pretrained part. The optimizer
+ * must be of that kind; a parameter belongs to one group. Returns the
+ * group's index, or -1 with an error. Outside tj_compile. */
+int tj_sgd_add_group(tj_optimizer *o, tj_tensor *const *params, int n, const tj_sgd_options *opt);
+int tj_adam_add_group(tj_optimizer *o, tj_tensor *const *params, int n, const tj_adam_options *opt);
+int tj_rmsprop_add_group(tj_optimizer *o, tj_tensor *const *params, int n, const tj_rmsprop_options *opt);
+int tj_adagrad_add_group(tj_optimizer *o, tj_tensor *const *params, int n, const tj_adagrad_options *opt);
+int tj_optimizer_num_groups(const tj_optimizer *o);
 int tj_optimizer_step(tj_optimizer *o);        /* 0 or -1; params without grad are skipped */
 void tj_optimizer_zero_grad(tj_optimizer *o);  /* tj_zero_grad of every parameter */
 void tj_optimizer_free(tj_optimizer *o);
 /* The learning rate is a tensor the steps read: a compiled training step
  * uses the value set before each call, with no retrace. Set it between calls
  * (inside a traced function it is an error). 0 or -1 / the value (NAN). */
-int tj_optimizer_set_lr(tj_optimizer *o, double lr);
-double tj_optimizer_lr(const tj_optimizer *o);
+int tj_optimizer_set_lr(tj_optimizer *o, double lr);            /* every group's */
+double tj_optimizer_lr(const tj_optimizer *o);                   /* group 0's */
+int tj_optimizer_set_group_lr(tj_optimizer *o, int group, double lr);
+double tj_optimizer_group_lr(const tj_optimizer *o, int group);
+
 /* The optimizer's state, for checkpoints: tensors 0..num_state-1, named like
  * torch's state_dict ("lr", "step", "exp_avg.3", "momentum_buffer.0", ...;
- * the suffix is the parameter's index). Borrowed, owned by the optimizer:
+ * the suffix is the parameter's index, counted across groups in order; group
+ * G > 0's learning rate is "lr.G"; a slot only where its group keeps it). Borrowed, owned by the optimizer:
  * save them (tj_save_npy) and restore them with tj_copy_ into the same
  * tensors of a fresh optimizer made alike. NULL with an error out of range. */
 int tj_optimizer_num_state(const tj_optimizer *o);
@@ -187,6 +202,10 @@ typedef struct tj_lr_schedule {
     double start_factor, end_factor;    /* LINEAR */
 } tj_lr_schedule;
 double tj_lr_at(const tj_lr_schedule *s, double base_lr, int64_t t);
+/* Every group's lr set to tj_lr_at(s, the lr the group was made with, t):
+ * torch's scheduler.step() over all groups (their base_lrs); between calls
+ * of a compiled step, as tj_optimizer_set_lr. 0 or -1. */
+int tj_optimizer_schedule(tj_optimizer *o, const tj_lr_schedule *s, int64_t t);
 
 TJ_API_END
 

@@ -8,7 +8,11 @@ sum(w * w * c) + sum(w) each step (its gradient 2 c w + 1).
 - sched: w after 8 SGD-momentum steps under warmup then cosine;
 - clip_<norm>_grad, clip_<norm>_total: the gradient at w0 after
   clip_grad_norm_ (max_norm 2) and its returned total norm; clip_value_grad;
-- clip_train: w after three SGD steps with clip_grad_norm_(1.5) before each.
+- clip_train: w after three SGD steps with clip_grad_norm_(1.5) before each;
+- groups_<config>_w, _b: w (group 0) and b0 (group 1) after three steps of
+  an optimizer with two parameter groups, L = loss(w) + sum(b * b * cb + b);
+- groups_sched_w, _b, _lr1: the same with SGD groups at lr 0.1 and 0.02
+  under a cosine schedule for 6 steps, and group 1's lr at each step.
 """
 import math
 
@@ -109,4 +113,52 @@ for _ in range(3):
     torch.nn.utils.clip_grad_norm_([w], max_norm=1.5)
     opt.step()
 f.save("clip_train", w)
+
+# parameter groups
+b0 = torch.tensor([0.5, -1.5, 2.0], dtype=torch.float64)
+cb = torch.tensor([2.0, 0.5, 1.0], dtype=torch.float64)
+f.save("b0", b0)
+f.save("cb", cb)
+
+
+def loss2(w, b):
+    return loss(w) + (b * b * cb + b).sum()
+
+
+O = torch.optim
+group_configs = {
+    "sgd": lambda w, b: O.SGD([{"params": [w], "momentum": 0.9, "weight_decay": 0.01},
+                               {"params": [b], "lr": 0.2}], lr=0.05),
+    "adamw": lambda w, b: O.AdamW([{"params": [w]},
+                                   {"params": [b], "weight_decay": 0.0, "lr": 0.2, "betas": (0.8, 0.9)}],
+                                  lr=0.05, weight_decay=0.1),
+    "rmsprop": lambda w, b: O.RMSprop([{"params": [w], "centered": True, "momentum": 0.5},
+                                       {"params": [b]}], lr=0.01),
+    "adagrad": lambda w, b: O.Adagrad([{"params": [w], "lr_decay": 0.3}, {"params": [b], "lr": 0.3}], lr=0.1),
+}
+for name, make in group_configs.items():
+    w = w0.clone().requires_grad_(True)
+    b = b0.clone().requires_grad_(True)
+    opt = make(w, b)
+    for _ in range(3):
+        opt.zero_grad()
+        loss2(w, b).backward()
+        opt.step()
+    f.save(f"groups_{name}_w", w)
+    f.save(f"groups_{name}_b", b)
+
+w = w0.clone().requires_grad_(True)
+b = b0.clone().requires_grad_(True)
+opt = O.SGD([{"params": [w]}, {"params": [b], "lr": 0.02}], lr=0.1)
+sched = S.CosineAnnealingLR(opt, T_max=6, eta_min=0.001)
+lrs = []
+for _ in range(6):
+    lrs.append(opt.param_groups[1]["lr"])
+    opt.zero_grad()
+    loss2(w, b).backward()
+    opt.step()
+    sched.step()
+f.save("groups_sched_w", w)
+f.save("groups_sched_b", b)
+f.save("groups_sched_lr1", torch.tensor(lrs, dtype=torch.float64))
 f.done()
