@@ -168,6 +168,39 @@ double tj_optimizer_group_lr(const tj_optimizer *o, int group);
 int tj_optimizer_num_state(const tj_optimizer *o);
 tj_tensor *tj_optimizer_state(const tj_optimizer *o, int i, char *name, size_t cap);
 
+/* ---- loss scaling for f16 training (torch.cuda.amp.GradScaler) ----------
+ * Under tj_autocast(TJ_F16) a backward's small gradients flush to zero in
+ * f16; scale the loss first and let the scaler divide the gradients again:
+ *     tj_backward(tj_grad_scaler_scale(sc, loss));
+ *     tj_grad_scaler_unscale(sc, opt);   (optional: before clipping)
+ *     tj_grad_scaler_step(sc, opt);      (skipped if a gradient is inf/NaN)
+ *     tj_grad_scaler_update(sc);         (backs off or grows the scale)
+ * unscale divides opt's gradients by the scale and records whether any is
+ * inf or NaN; step unscales if that was not done, then steps unless one
+ * was; update multiplies the scale by backoff_factor after a non-finite
+ * gradient, else by growth_factor after growth_interval clean steps. Each
+ * optimizer is unscaled and stepped at most once between updates. All of
+ * it is tensor ops: a compiled step that does these has no graph break
+ * (its skip is a mask on the optimizer's writes). 0 or -1 with an error. */
+typedef struct tj_grad_scaler tj_grad_scaler;
+typedef struct tj_grad_scaler_options {
+    double init_scale;         /* 65536 (2^16) */
+    double growth_factor;      /* 2 */
+    double backoff_factor;     /* 0.5 */
+    int64_t growth_interval;   /* 2000 */
+} tj_grad_scaler_options;
+tj_grad_scaler *tj_grad_scaler_new(const tj_grad_scaler_options *opt);   /* NULL: the defaults */
+void tj_grad_scaler_free(tj_grad_scaler *s);
+tj_tensor *tj_grad_scaler_scale(tj_grad_scaler *s, tj_tensor *loss);    /* loss * scale, current scope */
+int tj_grad_scaler_unscale(tj_grad_scaler *s, tj_optimizer *o);
+int tj_grad_scaler_step(tj_grad_scaler *s, tj_optimizer *o);
+int tj_grad_scaler_update(tj_grad_scaler *s);
+double tj_grad_scaler_get_scale(const tj_grad_scaler *s);   /* outside a compiled function */
+/* For checkpoints, as the optimizer's: "scale" (f32 0-dim) and
+ * "_growth_tracker" (i32 0-dim), borrowed. */
+int tj_grad_scaler_num_state(const tj_grad_scaler *s);
+tj_tensor *tj_grad_scaler_state(const tj_grad_scaler *s, int i, char *name, size_t cap);
+
 /* ---- gradient clipping (torch.nn.utils; traced by tj_compile, no break) --
  * tj_clip_grad_norm: total = the norm_type norm of all the gradients as one
  * vector (INFINITY: the largest |g|); every gradient is scaled in place by
