@@ -992,6 +992,8 @@ typedef struct tprog {
     tj_optimizer *opt;
     double max_norm;   /* > 0: the gradient clipped to that norm before the update */
     bool ckpt;         /* the program run inside tj_checkpoint */
+    tj_grad_scaler *sc;   /* not NULL: the loss scaled, the step and the scale's update through it */
+    tj_tensor *mult;      /* with sc: f64 0-dim the loss is multiplied by (inf: a step to skip) */
 } tprog;
 
 /* The program on clones of its arguments: inside tj_checkpoint, a program
@@ -1021,8 +1023,13 @@ static int train_step(void *ctx, tj_tensor *const *in, int nin, tj_tensor **out,
     for (int i = 0; i < n && loss; i++)
         if (is_float(res[i]) && tj_numel(res[i]) > 0)
             loss = tj_add(loss, tj_mul_s(tj_sum(tj_cast(res[i], TJ_F64), NULL, 0, false), 1.0 / (i + 1)));
-    if (!loss || (tj_get_requires_grad(loss) && tj_backward(loss) != 0) ||
-        (t->max_norm > 0 && !tj_clip_grad_norm(&t->p.w, 1, t->max_norm, 2)) || tj_optimizer_step(t->opt) != 0)
+    if (!loss || (tj_get_requires_grad(loss) && tj_backward(t->sc ? tj_grad_scaler_scale(t->sc, tj_mul(loss, t->mult)) : loss) != 0))
+        return -1;
+    if (t->max_norm > 0 && ((t->sc && tj_grad_scaler_unscale(t->sc, t->opt) != 0) ||
+                            !tj_clip_grad_norm(&t->p.w, 1, t->max_norm, 2)))
+        return -1;
+    if (t->sc ? tj_grad_scaler_step(t->sc, t->opt) != 0 || tj_grad_scaler_update(t->sc) != 0
+              : tj_optimizer_step(t->opt) != 0)
         return -1;
     out[0] = tj_detach(loss);
     return 1;
@@ -1079,6 +1086,17 @@ static void run_train(int count)
         tc.max_norm = te.max_norm = seed / 8 % 2 ? 0.5 : 0;
         bool schedule = seed / 16 % 2;
         tc.ckpt = te.ckpt = seed / 32 % 2;   /* eager: run again in the backward; compiled: the partition's */
+        /* every other 64 seeds scale the loss: the scale moves within the
+         * three calls (growth every 2 clean steps), a non-finite gradient
+         * skips the step in both */
+        if (seed / 64 % 2) {
+            tj_grad_scaler_options so = {.init_scale = 16, .growth_factor = 2, .backoff_factor = 0.5,
+                                         .growth_interval = 2};
+            assert_non_null(tc.sc = tj_grad_scaler_new(&so));
+            assert_non_null(te.sc = tj_grad_scaler_new(&so));
+            tc.mult = tj_keep(tj_ones(TJ_F64, 0, NULL));
+            te.mult = tj_keep(tj_ones(TJ_F64, 0, NULL));
+        }
         double lr0 = tj_optimizer_lr(tc.opt);
         tj_compiled *c = tj_compile_multi(train_step, &tc, &(tj_compile_options){.name = "train", .no_dynamic = true});
         for (int call = 0; call < 3; call++) {
@@ -1087,6 +1105,11 @@ static void run_train(int count)
                 assert_int_equal(tj_optimizer_set_lr(tc.opt, lr0 / (call + 1)), 0);
                 assert_int_equal(tj_optimizer_set_lr(te.opt, lr0 / (call + 1)), 0);
             }
+            if (tc.sc) {   /* every other scaled seed: an inf loss on the second call, skipped */
+                double m = call == 1 && seed / 128 % 2 ? INFINITY : 1;
+                assert_int_equal(tj_copy_(tc.mult, tj_scalar(TJ_F64, m)), 0);
+                assert_int_equal(tj_copy_(te.mult, tj_scalar(TJ_F64, m)), 0);
+            }
             twin_args(spec, seed * 3u + (unsigned)(call * 7), ea, ca);
             if (check_call(c, train_step, &te, &te.p, ea, ca, spec, call, want, got) < 0) {
                 refused++;
@@ -1094,6 +1117,9 @@ static void run_train(int count)
             }
             check_grad(&te.p, call, "the weight's gradient", tj_grad(tc.p.w), tj_grad(te.p.w), spec);
             check_grad(&te.p, call, "the weight", tc.p.w, te.p.w, spec);
+            if (tc.sc && tj_grad_scaler_get_scale(tc.sc) != tj_grad_scaler_get_scale(te.sc))
+                fail_msg("seed %u call %d: the loss scale %g compiled, %g eager", seed, call,
+                         tj_grad_scaler_get_scale(tc.sc), tj_grad_scaler_get_scale(te.sc));
         }
         if (getenv("TJ_PROGRAMS_VERBOSE")) {
             tj_compiled_stats st;
@@ -1103,6 +1129,10 @@ static void run_train(int count)
         tj_compiled_free(c);
         tj_optimizer_free(tc.opt);
         tj_optimizer_free(te.opt);
+        tj_grad_scaler_free(tc.sc);
+        tj_grad_scaler_free(te.sc);
+        tj_release(tc.mult);
+        tj_release(te.mult);
         tj_compiled_free(tc.p.inner);
         tj_compiled_free(te.p.inner);
         tj_release(tc.p.w);
