@@ -6,13 +6,16 @@
  * backs off, and after growth_interval clean steps it grows.
  *
  * All of it is tensor ops on kept 0-dim tensors (the scale, the growth
- * tracker, each optimizer's found-inf flag), so a compiled training step
- * that scales, steps and updates is one graph with no break: there the
- * skip is a mask on the optimizer's writes (fe_optim_step), eagerly a
- * branch on the flag. Only the host's bookkeeping (whether an optimizer was
- * unscaled or stepped since the last update, for torch's misuse errors)
- * lives outside the tensors; it runs when the step is traced, as torch's
- * does in Python.
+ * tracker, and per optimizer a found-inf flag and its stage since the last
+ * update: ready, unscaled or stepped), so a compiled training step that
+ * scales, steps and updates is one graph with no break, and the parts may
+ * sit on either side of a compiled call (unscale inside, update outside):
+ * the stage travels as a tensor. Eagerly the flags are read on the host
+ * (torch's errors for misuse, a branch for the skip); traced, the skip is
+ * a mask on the optimizer's writes (fe_optim_step) and a step unscales
+ * under a mask of the stage. The misuse checks of a traced call use host
+ * flags of that trace alone (fe_trace_serial), so a trace that broke
+ * leaves nothing behind for the eager run after it.
  */
 #include <math.h>
 #include <stdio.h>
@@ -22,10 +25,14 @@
 #include "optim.h"
 #include "trace.h"
 
+enum { READY, UNSCALED, STEPPED };
+
 typedef struct scaler_rec {
     const tj_optimizer *o;
-    tj_tensor *found;            /* f32 0-dim: 1 where its last unscale saw inf or NaN (kept) */
-    bool unscaled, stepped;      /* since the last update */
+    tj_tensor *found;            /* f32 0-dim: 1 where its unscale since the last update saw inf/NaN (kept) */
+    tj_tensor *stage;            /* i32 0-dim: READY, UNSCALED or STEPPED since the last update (kept) */
+    uint64_t trace;              /* the trace that set the host's copy of the stage (below) */
+    int traced_stage;            /* that trace's stage, for its misuse checks */
 } scaler_rec;
 
 struct tj_grad_scaler {
@@ -52,10 +59,8 @@ tj_grad_scaler *tj_grad_scaler_new(const tj_grad_scaler_options *opt)
                  opt->init_scale, opt->growth_factor, opt->backoff_factor, (long long)opt->growth_interval);
         return NULL;
     }
-    if (fe_trace_current()) {
-        rt_error("grad_scaler: made while a compiled function is traced (make it outside)");
+    if (fe_trace_refuse_state("grad_scaler_new"))
         return NULL;
-    }
     tj_grad_scaler *s = calloc(1, sizeof *s);
     if (!s) {
         rt_error("grad_scaler: out of memory");
@@ -77,8 +82,10 @@ void tj_grad_scaler_free(tj_grad_scaler *s)
 {
     if (!s)
         return;
-    for (int k = 0; k < s->n; k++)
+    for (int k = 0; k < s->n; k++) {
         tj_release(s->recs[k].found);
+        tj_release(s->recs[k].stage);
+    }
     free(s->recs);
     tj_release(s->scale);
     tj_release(s->tracker);
@@ -114,30 +121,61 @@ static scaler_rec *rec_of(tj_grad_scaler *s, const tj_optimizer *o, const char *
         return NULL;
     }
     s->recs = r;
-    /* the flag is state kept across calls: concrete even when the first
+    /* the flags are state kept across calls: concrete even when the first
      * unscale is traced */
     fe_trace *tr = fe_trace_current();
     if (tr)
         fe_trace_pause(tr);
-    tj_tensor *found = tj_keep(tj_zeros(TJ_F32, 0, NULL));
+    tj_tensor *found = tj_keep(tj_zeros(TJ_F32, 0, NULL)), *stage = tj_keep(tj_zeros(TJ_I32, 0, NULL));
     if (tr)
         fe_trace_resume(tr);
-    if (!found)
+    if (!found || !stage) {
+        tj_release(found);
+        tj_release(stage);
         return NULL;
-    s->recs[s->n] = (scaler_rec){.o = o, .found = found};
+    }
+    s->recs[s->n] = (scaler_rec){.o = o, .found = found, .stage = stage};
     return &s->recs[s->n++];
+}
+
+/* The stage of r as this context knows it: eagerly its tensor's value;
+ * traced, what this trace did so far (READY if nothing: the stage tensor
+ * may still say otherwise, which the traced ops respect). */
+static int stage_of(const scaler_rec *r)
+{
+    uint64_t t = fe_trace_serial();
+    if (t)
+        return r->trace == t ? r->traced_stage : READY;
+    double v = tj_item(r->stage);
+    return isnan(v) ? -1 : (int)v;
+}
+
+static int set_stage(scaler_rec *r, int stage)
+{
+    r->trace = fe_trace_serial();
+    r->traced_stage = stage;
+    tj_no_grad_begin();
+    tj_scope_begin();
+    int rc = tj_copy_(r->stage, tj_scalar(TJ_I32, stage));
+    tj_scope_end();
+    tj_no_grad_end();
+    return rc;
 }
 
 /* g <- g / scale for every gradient of o (the reciprocal formed in f64 and
  * rounded to f32, as torch), and r->found <- whether any result is inf or
- * NaN. */
-static int unscale(tj_grad_scaler *s, scaler_rec *r, tj_optimizer *o)
+ * NaN. masked (traced): only where r's stage tensor is READY, so an unscale
+ * that ran before the compiled call is not done twice. */
+static int unscale(tj_grad_scaler *s, scaler_rec *r, tj_optimizer *o, bool masked)
 {
     int n;
     tj_tensor *const *params = fe_optim_params(o, &n);
     tj_no_grad_begin();
     tj_scope_begin();
     tj_tensor *inv = tj_cast(tj_reciprocal(tj_cast(s->scale, TJ_F64)), TJ_F32);
+    tj_tensor *done = masked ? tj_ne_s(r->stage, READY) : NULL;
+    if (masked)
+        inv = tj_where(done, tj_ones(TJ_F32, 0, NULL), inv);
     tj_tensor *found = tj_zeros(TJ_BOOL, 0, NULL);
     int rc = inv && found ? 0 : -1;
     for (int k = 0; k < n && rc == 0; k++) {
@@ -148,8 +186,9 @@ static int unscale(tj_grad_scaler *s, scaler_rec *r, tj_optimizer *o)
         found = tj_logical_or(found, tj_logical_not(tj_all(tj_isfinite(u), NULL, 0, false)));
         rc = u && found ? tj_copy_(g, u) : -1;
     }
+    tj_tensor *f = tj_cast(found, TJ_F32);
     if (rc == 0)
-        rc = tj_copy_(r->found, tj_cast(found, TJ_F32));
+        rc = tj_copy_(r->found, masked ? tj_where(done, r->found, f) : f);
     tj_scope_end();
     tj_no_grad_end();
     return rc;
@@ -159,42 +198,41 @@ int tj_grad_scaler_unscale(tj_grad_scaler *s, tj_optimizer *o)
 {
     const char *what = "grad_scaler unscale";
     scaler_rec *r = rec_of(s, o, what);
-    if (!r)
+    int st = r ? stage_of(r) : -1;
+    if (st < 0)
         return -1;
-    if (r->unscaled) {
+    if (st == UNSCALED) {
         rt_error("%s: this optimizer's gradients were already unscaled since the last update "
                  "(call tj_grad_scaler_update after each step)", what);
         return -1;
     }
-    if (r->stepped) {
+    if (st == STEPPED) {
         rt_error("%s: the optimizer already stepped since the last update", what);
         return -1;
     }
-    if (unscale(s, r, o) != 0)
+    if (unscale(s, r, o, fe_trace_serial() != 0) != 0)
         return -1;
-    r->unscaled = true;
-    return 0;
+    return set_stage(r, UNSCALED);
 }
 
 int tj_grad_scaler_step(tj_grad_scaler *s, tj_optimizer *o)
 {
     const char *what = "grad_scaler step";
     scaler_rec *r = rec_of(s, o, what);
-    if (!r)
+    int st = r ? stage_of(r) : -1;
+    if (st < 0)
         return -1;
-    if (r->stepped) {
+    if (st == STEPPED) {
         rt_error("%s: the optimizer already stepped since the last update (call "
                  "tj_grad_scaler_update after each step)", what);
         return -1;
     }
-    if (!r->unscaled) {
-        if (unscale(s, r, o) != 0)
-            return -1;
-        r->unscaled = true;
-    }
+    bool traced = fe_trace_serial() != 0;
+    if (st == READY && unscale(s, r, o, traced) != 0)
+        return -1;
     int rc;
-    if (fe_trace_current()) {
-        /* traced: the flag is a value of each call, so the step is masked */
+    if (traced) {
+        /* the flag is a value of each call: the step is masked */
         tj_scope_begin();
         tj_tensor *skip = tj_ne_s(r->found, 0);
         rc = skip ? fe_optim_step(o, skip) : -1;
@@ -203,15 +241,14 @@ int tj_grad_scaler_step(tj_grad_scaler *s, tj_optimizer *o)
         double f = tj_item(r->found);
         rc = isnan(f) ? -1 : f != 0 ? 0 : tj_optimizer_step(o);
     }
-    if (rc == 0)
-        r->stepped = true;
-    return rc;
+    return rc == 0 ? set_stage(r, STEPPED) : -1;
 }
 
-/* torch's _amp_update_scale_: a non-finite gradient since the last update
- * multiplies the scale by backoff_factor and zeroes the tracker; otherwise
- * the tracker counts the step, and at growth_interval the scale grows by
- * growth_factor (where that stays finite) and the tracker restarts. */
+/* torch's _amp_update_scale_: a non-finite gradient in an optimizer unscaled
+ * since the last update multiplies the scale by backoff_factor and zeroes
+ * the tracker; otherwise the tracker counts the step, and at
+ * growth_interval the scale grows by growth_factor (where that stays
+ * finite) and the tracker restarts. Every optimizer's flags start again. */
 int tj_grad_scaler_update(tj_grad_scaler *s)
 {
     const char *what = "grad_scaler update";
@@ -221,7 +258,7 @@ int tj_grad_scaler_update(tj_grad_scaler *s)
     }
     int seen = 0;
     for (int k = 0; k < s->n; k++)
-        seen += s->recs[k].unscaled;
+        seen += fe_trace_serial() ? 1 : stage_of(&s->recs[k]) > READY;
     if (!seen) {
         rt_error("%s: no optimizer was unscaled or stepped through this scaler since the last "
                  "update (nothing to learn from)", what);
@@ -231,8 +268,8 @@ int tj_grad_scaler_update(tj_grad_scaler *s)
     tj_scope_begin();
     tj_tensor *found = tj_zeros(TJ_BOOL, 0, NULL);
     for (int k = 0; k < s->n; k++)
-        if (s->recs[k].unscaled)
-            found = tj_logical_or(found, tj_ne_s(s->recs[k].found, 0));
+        found = tj_logical_or(found, tj_logical_and(tj_ne_s(s->recs[k].stage, READY),
+                                                    tj_ne_s(s->recs[k].found, 0)));
     tj_tensor *t1 = tj_add_s(s->tracker, 1);
     tj_tensor *full = tj_eq_s(t1, (double)s->growth_interval);
     tj_tensor *grown = tj_mul_s(s->scale, s->growth_factor);
@@ -245,10 +282,12 @@ int tj_grad_scaler_update(tj_grad_scaler *s)
         rc = tj_copy_(s->scale, scale);
     if (rc == 0)
         rc = tj_copy_(s->tracker, tracker);
+    for (int k = 0; k < s->n && rc == 0; k++)
+        rc = tj_copy_(s->recs[k].found, tj_zeros(TJ_F32, 0, NULL));
     tj_scope_end();
     tj_no_grad_end();
     for (int k = 0; k < s->n && rc == 0; k++)
-        s->recs[k].unscaled = s->recs[k].stepped = false;
+        rc = set_stage(&s->recs[k], READY);
     return rc;
 }
 

@@ -48,10 +48,8 @@ struct tj_optimizer {
 
 static tj_optimizer *opt_new(opt_kind kind, const char *what)
 {
-    if (fe_trace_current()) {
-        rt_error("%s: made while a compiled function is traced (make it outside)", what);
+    if (fe_trace_refuse_state(what))
         return NULL;
-    }
     tj_optimizer *o = calloc(1, sizeof *o);
     if (!o) {
         rt_error("%s: out of memory", what);
@@ -65,15 +63,10 @@ static tj_optimizer *opt_new(opt_kind kind, const char *what)
 /* The checks every group's parameters pass; then room for them. */
 static int add_params(tj_optimizer *o, const char *what, tj_tensor *const *params, int n, double lr)
 {
-    fe_trace *tr = fe_trace_current();
-    if (tr) {
-        /* new state the traced graph cannot hold: the call runs eagerly */
-        char why[128];
-        snprintf(why, sizeof why, "tj_%s_add_group inside the compiled function (add groups before "
-                 "the first call)", o->what);
-        fe_trace_break(tr, why);
+    char name[32];
+    snprintf(name, sizeof name, "%s_add_group", o->what);
+    if (fe_trace_refuse_state(name))
         return -1;
-    }
     if (n < 0 || (n && !params)) {
         rt_error("%s: %d parameters", what, n);
         return -1;

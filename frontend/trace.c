@@ -7,6 +7,7 @@
  * tensor: no storage, the example shape, and the node in t->sym.
  */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "trace.h"
 
 static _Thread_local fe_trace *current;
+static atomic_uint_least64_t serials;   /* the last trace's serial (fe_trace.serial) */
 
 fe_trace *fe_trace_current(void) { return current; }
 
@@ -30,9 +32,15 @@ fe_trace *fe_trace_begin(const char *name)
         free(tr);
         return NULL;
     }
+    tr->serial = atomic_fetch_add_explicit(&serials, 1, memory_order_relaxed) + 1;
     current = tr;
     rt_set_tracing(true);
     return tr;
+}
+
+uint64_t fe_trace_serial(void)
+{
+    return current ? current->serial : 0;
 }
 
 void fe_trace_end(fe_trace *tr)
@@ -175,6 +183,17 @@ void fe_trace_break(fe_trace *tr, const char *why)
 {
     tr->nosplit = true;   /* the rest of the call runs eagerly, as it must */
     trace_break(tr, "%s", why);
+}
+
+bool fe_trace_refuse_state(const char *what)
+{
+    fe_trace *tr = fe_trace_current();
+    if (!tr)
+        return false;
+    tr->nosplit = true;   /* the rest of the call runs eagerly, as it must */
+    trace_break(tr, "tj_%s inside the compiled function (state kept across calls: make it before the "
+                "first call)", what);
+    return true;
 }
 
 static ir_node *capture(fe_trace *tr, tj_tensor *x)

@@ -126,6 +126,7 @@ struct fe_trace {
     int (*ckpt)[2];        /* node ids [lo, hi) made inside tj_checkpoint, innermost first */
     int nckpt, ckpt_cap;
     int in_ckpt;           /* tj_checkpoint blocks being traced now (nested) */
+    uint64_t serial;       /* this trace's number, unique in the process (from 1) */
 };
 
 /* Starts recording on this thread into a new graph named name; NULL when out
@@ -262,6 +263,14 @@ int *fe_trace_checkpoint_regions(const fe_trace *tr);
 /* Records a graph break (the first wins) for why; the call then runs eagerly
  * (no split: what follows may depend on eager state). */
 void fe_trace_break(fe_trace *tr, const char *why);
+/* The serial of the trace this thread records, 0 when none: host state a
+ * traced function sets (its C code runs once, at trace time) belongs to
+ * that trace, and a trace that broke leaves it behind. */
+uint64_t fe_trace_serial(void);
+/* While tracing: a graph break for tj_<what> (an optimizer, a group, a
+ * scaler, an average: state kept across calls, which a traced call cannot
+ * make), and true; the caller returns without making it. */
+bool fe_trace_refuse_state(const char *what);
 /* Stops and restarts recording on this thread (an eager step inside a trace). */
 void fe_trace_pause(fe_trace *tr);
 void fe_trace_resume(fe_trace *tr);

@@ -66,6 +66,7 @@ typedef struct mlp {
     tj_optimizer *opt;
     tj_grad_scaler *sc;   /* NULL: plain steps */
     bool unscale_clip;    /* unscale, clip_grad_norm(0.5), then step */
+    bool brk;             /* front(): a host read after the unscale */
 } mlp;
 
 static tj_tensor *mlp_step(void *p, tj_tensor *const *a, int n)
@@ -97,6 +98,7 @@ static void mlp_make(mlp *m, const tj_grad_scaler_options *so, bool clip)
     m->opt = tj_adam(m->w, 2, &(tj_adam_options){.lr = 0.05, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8});
     m->sc = so ? tj_grad_scaler_new(so) : NULL;
     m->unscale_clip = clip;
+    m->brk = false;
     assert_non_null(m->opt);
 }
 
@@ -186,6 +188,76 @@ static void test_unscale_then_clip(void **state)
     run_skips(true);
 }
 
+/* ---- the parts on either side of a compiled call ---------------------------------- */
+
+/* The front of a step: zero_grad, forward, scaled backward, unscale (and,
+ * with brk, a host read of the loss after it: a graph break, so the traced
+ * unscale is thrown away and the call runs eagerly). */
+static tj_tensor *front(void *p, tj_tensor *const *a, int n)
+{
+    (void)n;
+    mlp *m = p;
+    tj_optimizer_zero_grad(m->opt);
+    tj_tensor *loss = tj_cross_entropy(tj_matmul(tj_tanh(tj_matmul(a[0], m->w[0])), m->w[1]), a[1]);
+    if (tj_backward(tj_grad_scaler_scale(m->sc, loss)) != 0 || tj_grad_scaler_unscale(m->sc, m->opt) != 0)
+        return NULL;
+    if (m->brk)
+        (void)tj_item(loss);   /* traced: a graph break after the unscale */
+    return tj_detach(loss);
+}
+
+static tj_tensor *back(void *p, tj_tensor *const *a, int n)
+{
+    (void)a;
+    (void)n;
+    mlp *m = p;
+    if (tj_grad_scaler_step(m->sc, m->opt) != 0 || tj_grad_scaler_update(m->sc) != 0)
+        return NULL;
+    return tj_grad_scaler_scale(m->sc, tj_ones(TJ_F32, 0, NULL));
+}
+
+/* The step split across a compiled call and eager code, three ways: the
+ * front compiled and the back eager (the stage travels as a tensor: the
+ * eager step must not unscale again); the front compiled with a graph break
+ * after its unscale (the abandoned trace's unscale must not count); the
+ * front eager and the back compiled (the compiled step must not unscale
+ * what the eager unscale did). Each matches the whole step run eagerly. */
+static void test_split_across_calls(void **state)
+{
+    (void)state;
+    static const bool bad[6] = {false, false, true, true, false, false};
+    static const double scales[6] = {1024, 2048, 1024, 512, 512, 1024};
+    tj_grad_scaler_options so = {.init_scale = 1024, .growth_factor = 2, .backoff_factor = 0.5,
+                                 .growth_interval = 2};
+    for (int way = 0; way < 3; way++) {
+        mlp e, c;
+        mlp_make(&e, &so, false);
+        mlp_make(&c, &so, false);
+        c.brk = way == 1;
+        tj_compiled *fc = way < 2 ? tj_compile(front, &c, NULL) : NULL;
+        tj_compiled *bc = way == 2 ? tj_compile(back, &c, NULL) : NULL;
+        for (int k = 0; k < 6; k++) {
+            tj_scope_begin();
+            tj_tensor *a[2];
+            batch(k, bad[k], a);
+            tj_tensor *le = mlp_step(&e, a, 2);
+            tj_tensor *lc = fc ? tj_call(fc, a, 2) : front(&c, a, 2);
+            tj_tensor *bk = lc ? bc ? tj_call(bc, NULL, 0) : back(&c, NULL, 0) : NULL;
+            if (!le || !lc || !bk)
+                fail_msg("way %d step %d: %s", way, k, tj_last_error());
+            assert_true(tj_grad_scaler_get_scale(c.sc) == scales[k]);
+            tj_scope_end();
+        }
+        for (int k = 0; k < 2; k++)
+            tu_assert_close(c.w[k], e.w[k], 2e-5, 1e-6);
+        tu_assert_calls(fc ? fc : bc, way == 1 ? 6 : 0, -1, way == 1 ? "tj_item" : " 0 graph breaks");
+        tj_compiled_free(fc);
+        tj_compiled_free(bc);
+        mlp_free(&e);
+        mlp_free(&c);
+    }
+}
+
 /* Growth stops where the scale would overflow f32. */
 static void test_growth_capped(void **state)
 {
@@ -207,9 +279,30 @@ static void test_growth_capped(void **state)
     tj_grad_scaler_free(sc);
 }
 
+/* State made inside a traced function: a graph break (the call runs eagerly). */
+static tj_tensor *made_inside(void *ctx, tj_tensor *const *args, int nargs)
+{
+    (void)nargs;
+    if (ctx) {
+        tj_grad_scaler *sc = tj_grad_scaler_new(NULL);
+        tj_grad_scaler_free(sc);
+        return sc ? tj_neg(args[0]) : NULL;
+    }
+    tj_optimizer *o = tj_adam(args, 1, NULL);
+    tj_optimizer_free(o);
+    return o ? tj_neg(args[0]) : NULL;
+}
+
 static void test_errors(void **state)
 {
     (void)state;
+    tj_tensor *x = tj_ones(TJ_F32, 1, (int64_t[]){2});
+    for (int k = 0; k < 2; k++) {
+        tj_compiled *c = tj_compile(made_inside, k ? x : NULL, NULL);
+        assert_non_null(tj_call(c, &x, 1));
+        tu_assert_calls(c, 1, -1, k ? "tj_grad_scaler_new inside the compiled function" : "tj_adam inside the compiled function");
+        tj_compiled_free(c);
+    }
     tu_assert_error(tj_grad_scaler_new(&(tj_grad_scaler_options){.init_scale = 0, .growth_factor = 2,
                                                                   .backoff_factor = 0.5, .growth_interval = 1}),
                     "grad_scaler: init_scale 0", NULL);
@@ -239,7 +332,7 @@ static void test_errors(void **state)
     assert_int_equal(tj_grad_scaler_step(sc, o), -1);
     tu_assert_error(NULL, "grad_scaler step: the optimizer already stepped", NULL);
     assert_int_equal(tj_grad_scaler_unscale(sc, o), -1);
-    tu_assert_error(NULL, "already unscaled", NULL);
+    tu_assert_error(NULL, "grad_scaler unscale: the optimizer already stepped since the last update", NULL);
     assert_int_equal(tj_grad_scaler_step(sc, NULL), -1);
     tu_assert_error(NULL, "the optimizer is NULL", NULL);
     assert_int_equal(tj_grad_scaler_update(sc), 0);
@@ -261,7 +354,8 @@ int main(void)
     tu_use_build_cache();
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
-        T(test_f16_underflow), T(test_skip_and_backoff), T(test_unscale_then_clip), T(test_growth_capped),
+        T(test_f16_underflow), T(test_skip_and_backoff), T(test_unscale_then_clip), T(test_split_across_calls),
+        T(test_growth_capped),
         T(test_errors),
 #undef T
     };
