@@ -396,6 +396,7 @@
 #define tj_optimizer_state(...) (tj__callsite(__FILE__, __LINE__), tj_optimizer_state(__VA_ARGS__))
 #define tj_grad_scaler_scale(...) (tj__callsite(__FILE__, __LINE__), tj_grad_scaler_scale(__VA_ARGS__))
 #define tj_grad_scaler_state(...) (tj__callsite(__FILE__, __LINE__), tj_grad_scaler_state(__VA_ARGS__))
+#define tj_average_get(...) (tj__callsite(__FILE__, __LINE__), tj_average_get(__VA_ARGS__))
 #define tj_clip_grad_norm(...) (tj__callsite(__FILE__, __LINE__), tj_clip_grad_norm(__VA_ARGS__))
 #define tj_clip_grad_value(...) (tj__callsite(__FILE__, __LINE__), tj_clip_grad_value(__VA_ARGS__))
 #define tj_optimizer_schedule(...) (tj__callsite(__FILE__, __LINE__), tj_optimizer_schedule(__VA_ARGS__))

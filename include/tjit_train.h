@@ -201,6 +201,24 @@ double tj_grad_scaler_get_scale(const tj_grad_scaler *s);   /* outside a compile
 int tj_grad_scaler_num_state(const tj_grad_scaler *s);
 tj_tensor *tj_grad_scaler_state(const tj_grad_scaler *s, int i, char *name, size_t cap);
 
+/* ---- weight averaging (torch.optim.swa_utils.AveragedModel) -------------
+ * An average kept beside each of n float tensors (a model's parameters; add
+ * its running statistics to average those too), made as a copy of them.
+ * tj_average_update folds their current values in: the first update copies
+ * them, later ones give avg = decay avg + (1 - decay) p (tj_average_ema) or
+ * the mean of all updates so far, avg += (p - avg) / (count + 1)
+ * (tj_average_swa). Tensor ops on kept tensors: inside a compiled training
+ * step, traced with no break. Evaluate with tj_average_get(a, k) in place of
+ * params[k] (borrowed, owned by the average), or tj_copy_ them over the
+ * parameters. Made outside tj_compile; NULL or -1 with an error. */
+typedef struct tj_average tj_average;
+tj_average *tj_average_ema(tj_tensor *const *params, int n, double decay);   /* decay in [0, 1] */
+tj_average *tj_average_swa(tj_tensor *const *params, int n);
+int tj_average_update(tj_average *a);
+tj_tensor *tj_average_get(const tj_average *a, int k);
+int64_t tj_average_count(const tj_average *a);   /* updates so far; outside a compiled function */
+void tj_average_free(tj_average *a);
+
 /* ---- gradient clipping (torch.nn.utils; traced by tj_compile, no break) --
  * tj_clip_grad_norm: total = the norm_type norm of all the gradients as one
  * vector (INFINITY: the largest |g|); every gradient is scaled in place by

@@ -12,7 +12,10 @@ sum(w * w * c) + sum(w) each step (its gradient 2 c w + 1).
 - groups_<config>_w, _b: w (group 0) and b0 (group 1) after three steps of
   an optimizer with two parameter groups, L = loss(w) + sum(b * b * cb + b);
 - groups_sched_w, _b, _lr1: the same with SGD groups at lr 0.1 and 0.02
-  under a cosine schedule for 6 steps, and group 1's lr at each step.
+  under a cosine schedule for 6 steps, and group 1's lr at each step;
+- avg_ema_w, avg_ema_b, avg_swa_w, avg_swa_b: torch.optim.swa_utils's
+  AveragedModel of (w, b) after five updates with the weights at
+  w0 * (1 + 0.3 t) + sin(t) and b0 * (1 - 0.2 t) (EMA decay 0.9; SWA's mean).
 """
 import math
 
@@ -161,4 +164,26 @@ for _ in range(6):
 f.save("groups_sched_w", w)
 f.save("groups_sched_b", b)
 f.save("groups_sched_lr1", torch.tensor(lrs, dtype=torch.float64))
+
+# weight averaging: AveragedModel over a module holding w and b
+from torch.optim.swa_utils import AveragedModel  # noqa: E402
+
+
+class Pair(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(w0.clone())
+        self.b = torch.nn.Parameter(b0.clone())
+
+
+for name, avg_fn in {"ema": lambda a, p, n: 0.9 * a + (1 - 0.9) * p, "swa": None}.items():
+    m = Pair()
+    avg = AveragedModel(m, avg_fn=avg_fn) if avg_fn else AveragedModel(m)
+    for t in range(5):
+        with torch.no_grad():
+            m.w.copy_(w0 * (1 + 0.3 * t) + math.sin(t))
+            m.b.copy_(b0 * (1 - 0.2 * t))
+        avg.update_parameters(m)
+    f.save(f"avg_{name}_w", avg.module.w.detach())
+    f.save(f"avg_{name}_b", avg.module.b.detach())
 f.done()
