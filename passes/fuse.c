@@ -38,6 +38,7 @@ typedef struct fz {
     int *parent, *next, *last, *size;
     int *mark, stamp;              /* mark[k] == stamp: in the union under test */
     int *seen, seen_stamp;
+    int *gseen;                    /* gseen[root] == seen_stamp: its group's members were reached */
     signed char (*map)[TJ_MAX_DIMS];
     bool *mapset;
     ir_fusion *f;
@@ -368,6 +369,21 @@ static bool no_cycle(fz *F, const uinfo *u)
     bool ok = true;
     while (sp && ok) {
         int k = stack[--sp], o = origin[sp];
+        /* a node reached is its whole group reached: a group runs as one
+         * kernel, after all its inputs, so a path through any member of it
+         * leads on from every member (node paths alone miss a cycle through
+         * a group of unrelated chains, e.g. an update that also holds the
+         * step's scalars) */
+        int r = find(F, k);
+        if (F->gseen[r] != F->seen_stamp) {
+            F->gseen[r] = F->seen_stamp;
+            for (int m = r; m >= 0; m = F->next[m])
+                if (F->seen[m] != F->seen_stamp) {
+                    F->seen[m] = F->seen_stamp;
+                    origin[sp] = o;
+                    stack[sp++] = m;
+                }
+        }
         for (int c = F->cstart[k]; c < F->cstart[k + 1] && ok; c++) {
             int m = F->cons[c];
             if (F->mark[m] == F->stamp)
@@ -589,6 +605,7 @@ static int fz_init(fz *F, const ir_graph *g, ir_fusion *f)
     F->size = calloc(m, sizeof(int));
     F->mark = calloc(m, sizeof(int));
     F->seen = calloc(m, sizeof(int));
+    F->gseen = calloc(m, sizeof(int));
     F->mapset = calloc(m, sizeof(bool));
     F->map = calloc(m, sizeof *F->map);
     int ncons = 0;
@@ -597,7 +614,7 @@ static int fz_init(fz *F, const ir_graph *g, ir_fusion *f)
             ncons += g->nodes[k]->in[j] != NULL;
     F->cons = calloc((size_t)ncons + 1, sizeof(int));
     if (!F->cls || !F->cstart || !F->is_out || !F->parent || !F->next || !F->last || !F->size ||
-        !F->mark || !F->seen || !F->mapset || !F->map || !F->cons)
+        !F->mark || !F->seen || !F->gseen || !F->mapset || !F->map || !F->cons)
         return -1;
     for (int k = 0; k < n; k++)
         for (int j = 0; j < g->nodes[k]->nin; j++) {
@@ -641,6 +658,7 @@ static void fz_free(fz *F)
     free(F->size);
     free(F->mark);
     free(F->seen);
+    free(F->gseen);
     free(F->mapset);
     free(F->map);
 }
@@ -728,9 +746,9 @@ static int order_groups(fz *F, ir_fusion *f, int *rg)
                 out[n++] = rg[k];
         }
     }
-    if (n != ng) {   /* cannot happen: merges keep the group graph acyclic */
+    if (n != ng) {   /* cannot happen: merges keep the group graph acyclic (no_cycle) */
         free(order), free(out), free(sorted);
-        return -1;
+        return -2;
     }
     int *newidx = order;
     for (int i = 0; i < ng; i++) {
@@ -901,7 +919,7 @@ static void find_epilogues(fz *F, ir_fusion *f)
 ir_fusion *ps_fuse(const ir_graph *g, char *err, size_t nerr)
 {
     ir_fusion *f = calloc(1, sizeof *f);
-    fz F;
+    fz F = {0};
     uinfo *u = malloc(sizeof *u);
     if (!f || !u || fz_init(&F, g, f))
         goto oom;
@@ -920,7 +938,12 @@ ir_fusion *ps_fuse(const ir_graph *g, char *err, size_t nerr)
         if (F.cls[k] == C_PW || F.cls[k] == C_RED)
             merge_producers(&F, n, u);
     }
-    if (build_groups(&F, f, u))
+    int rc = build_groups(&F, f, u);
+    if (rc == -2) {
+        snprintf(err, nerr, "fuse: the groups it formed depend on each other in a cycle (a fusion bug)");
+        goto fail;
+    }
+    if (rc)
         goto oom;
     find_epilogues(&F, f);
     fz_free(&F);
@@ -928,6 +951,7 @@ ir_fusion *ps_fuse(const ir_graph *g, char *err, size_t nerr)
     return f;
 oom:
     snprintf(err, nerr, "out of memory");
+fail:
     if (f && F.g)
         fz_free(&F);
     free(u);
