@@ -241,16 +241,26 @@ typedef enum {
     TJ_LR_EXPONENTIAL,   /* ExponentialLR: base_lr gamma^t */
     TJ_LR_COSINE,        /* CosineAnnealingLR: min_lr + (base_lr - min_lr)(1 + cos(pi t / total)) / 2 */
     TJ_LR_LINEAR,        /* LinearLR: base_lr (start + (end - start) min(t, total) / total) */
+    TJ_LR_MULTISTEP,     /* MultiStepLR: base_lr gamma^(milestones <= t) */
+    TJ_LR_POLYNOMIAL,    /* PolynomialLR: base_lr (1 - min(t, total) / total)^power */
+    TJ_LR_ONECYCLE,      /* OneCycleLR (base_lr is max_lr): from max_lr / div_factor up to max_lr over
+                          * pct_start of total steps, then down to that / final_div_factor (cosine, or
+                          * linear with anneal_linear; three_phase: up, down to the start, then lower) */
 } tj_lr_kind;
 typedef struct tj_lr_schedule {
     tj_lr_kind kind;
     int64_t warmup;                     /* steps of linear warmup first; 0: none */
     double warmup_factor;               /* the first warmup step's fraction of base_lr, in [0, 1] */
     int64_t step_size;                  /* STEP */
-    double gamma;                       /* STEP, EXPONENTIAL */
-    int64_t total;                      /* COSINE (T_max), LINEAR (total_iters) */
+    double gamma;                       /* STEP, EXPONENTIAL, MULTISTEP */
+    int64_t total;                      /* COSINE (T_max), LINEAR and POLYNOMIAL (total_iters), ONECYCLE (total_steps) */
     double min_lr;                      /* COSINE (eta_min) */
     double start_factor, end_factor;    /* LINEAR */
+    const int64_t *milestones;          /* MULTISTEP: increasing steps */
+    int nmilestones;
+    double power;                       /* POLYNOMIAL (torch's default 1) */
+    double pct_start, div_factor, final_div_factor;   /* ONECYCLE (torch's defaults 0.3, 25, 1e4) */
+    bool three_phase, anneal_linear;    /* ONECYCLE */
 } tj_lr_schedule;
 double tj_lr_at(const tj_lr_schedule *s, double base_lr, int64_t t);
 /* Every group's lr set to tj_lr_at(s, the lr the group was made with, t):

@@ -18,6 +18,7 @@
 
 #include "util.h"
 
+static const int64_t milestones[] = {2, 5, 9};
 static const tj_lr_schedule warmup_cosine = {
     .kind = TJ_LR_COSINE, .warmup = 3, .warmup_factor = 0.1, .total = 8, .min_lr = 0.01};
 
@@ -33,6 +34,12 @@ static void test_schedules(void **state)
         {"exponential", {.kind = TJ_LR_EXPONENTIAL, .gamma = 0.9}},
         {"cosine", {.kind = TJ_LR_COSINE, .total = 10, .min_lr = 0.001}},
         {"linear", {.kind = TJ_LR_LINEAR, .start_factor = 0.25, .end_factor = 0.75, .total = 4}},
+        {"multistep", {.kind = TJ_LR_MULTISTEP, .milestones = milestones, .nmilestones = 3, .gamma = 0.3}},
+        {"polynomial", {.kind = TJ_LR_POLYNOMIAL, .total = 8, .power = 2}},
+        {"onecycle", {.kind = TJ_LR_ONECYCLE, .total = 12, .pct_start = 0.3, .div_factor = 25,
+                      .final_div_factor = 1e4}},
+        {"onecycle3", {.kind = TJ_LR_ONECYCLE, .total = 12, .pct_start = 0.25, .div_factor = 10,
+                       .final_div_factor = 100, .three_phase = true, .anneal_linear = true}},
         {"warmup_cosine", warmup_cosine},
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
@@ -320,6 +327,21 @@ static void test_errors(void **state)
     assert_true(isnan(tj_lr_at(&(tj_lr_schedule){.kind = TJ_LR_CONSTANT, .warmup = 2, .warmup_factor = 2}, 1, 0)));
     assert_true(isnan(tj_lr_at(&(tj_lr_schedule){.kind = (tj_lr_kind)99}, 1, 0)));
     assert_non_null(strstr(tj_last_error(), "unknown schedule kind 99"));
+    assert_true(isnan(tj_lr_at(&(tj_lr_schedule){.kind = TJ_LR_MULTISTEP, .nmilestones = 2, .gamma = 0.5}, 1, 0)));
+    assert_non_null(strstr(tj_last_error(), "milestones for nmilestones >= 0 (MULTISTEP)"));
+    assert_true(isnan(tj_lr_at(&(tj_lr_schedule){.kind = TJ_LR_MULTISTEP, .milestones = (const int64_t[]){4, 4},
+                                                 .nmilestones = 2, .gamma = 0.5},
+                               1, 0)));
+    assert_non_null(strstr(tj_last_error(), "milestones must increase (4 after 4)"));
+    assert_true(isnan(tj_lr_at(&(tj_lr_schedule){.kind = TJ_LR_POLYNOMIAL, .total = 4, .power = -1}, 1, 0)));
+    assert_non_null(strstr(tj_last_error(), "power >= 0 (POLYNOMIAL)"));
+    tj_lr_schedule oc = {.kind = TJ_LR_ONECYCLE, .total = 10, .pct_start = 0.3, .div_factor = 25,
+                         .final_div_factor = 1e4};
+    assert_true(isnan(tj_lr_at(&oc, 1, 11)));
+    assert_non_null(strstr(tj_last_error(), "ONECYCLE step 11 past total 10"));
+    oc.div_factor = 0;
+    assert_true(isnan(tj_lr_at(&oc, 1, 0)));
+    assert_non_null(strstr(tj_last_error(), "div factors > 0 (ONECYCLE)"));
     tj_clear_error();
     tj_release(w);
 }

@@ -73,6 +73,12 @@ schedules = {
     "cosine": lambda o: S.CosineAnnealingLR(o, T_max=10, eta_min=0.001),
     "linear": lambda o: S.LinearLR(o, start_factor=0.25, end_factor=0.75, total_iters=4),
     "warmup_cosine": sequential,
+    "multistep": lambda o: S.MultiStepLR(o, milestones=[2, 5, 9], gamma=0.3),
+    "polynomial": lambda o: S.PolynomialLR(o, total_iters=8, power=2.0),
+    "onecycle": lambda o: S.OneCycleLR(o, max_lr=0.1, total_steps=12, cycle_momentum=False),
+    "onecycle3": lambda o: S.OneCycleLR(o, max_lr=0.1, total_steps=12, pct_start=0.25, anneal_strategy="linear",
+                                        div_factor=10.0, final_div_factor=100.0, three_phase=True,
+                                        cycle_momentum=False),
 }
 for name, make in schedules.items():
     w = w0.clone().requires_grad_(True)
