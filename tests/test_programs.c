@@ -309,6 +309,13 @@ static int check_call(tj_compiled *c, tj_model_multi_fn fn, void *ectx, prog *p,
     tj_manual_seed(rng);
     int ng = p->aot ? tj_aot_run(p->aot, ca, 3, got, MAX_OUTS) : tj_call_multi(c, ca, 3, got, MAX_OUTS);
     compare_call(c, p, call, nw, want, ea, ng, got, ca, tj_last_error(), spec);
+    /* a graph the planner could not build runs right but slowly (the graph
+     * executor): only a reason outside the planner's bounds is accepted */
+    tj_compiled_stats st;
+    tj_compiled_stats_get(c, &st);
+    if (st.graphs && !st.plan.compiled && (strstr(st.plan.why, "fuse") || strstr(st.plan.why, "out of memory")))
+        fail_msg("%s program %u, call %d: the plan was not built: %s\nsteps: %s", mode_name[p->mode], p->seed,
+                 call, st.plan.why, p->log);
     return nw;
 }
 
