@@ -263,6 +263,28 @@ typedef struct tj_lr_schedule {
     bool three_phase, anneal_linear;    /* ONECYCLE */
 } tj_lr_schedule;
 double tj_lr_at(const tj_lr_schedule *s, double base_lr, int64_t t);
+/* ReduceLROnPlateau: a schedule driven by a metric read on the host (a
+ * validation loss). tj_plateau_step(p, metric) between steps: after more
+ * than patience steps without an improvement beyond threshold (relative,
+ * or absolute with threshold_abs), every group's lr is multiplied by factor
+ * (not below min_lr; a change under eps is skipped), then cooldown steps
+ * pass before bad steps count again. Returns 1 when it reduced a group's lr,
+ * 0 when not (inside a traced function: a graph break), -1 with an error.
+ * The optimizer must outlive the plateau. */
+typedef struct tj_plateau tj_plateau;
+typedef struct tj_plateau_options {
+    bool maximize;            /* mode "max" (false: "min") */
+    double factor;            /* 0.1; in [0, 1) */
+    int64_t patience;         /* 10 */
+    double threshold;         /* 1e-4 */
+    bool threshold_abs;       /* threshold_mode "abs" (false: "rel") */
+    int64_t cooldown;         /* 0 */
+    double min_lr;            /* 0 */
+    double eps;               /* 1e-8 */
+} tj_plateau_options;
+tj_plateau *tj_plateau_new(tj_optimizer *o, const tj_plateau_options *opt);   /* NULL: torch's defaults */
+int tj_plateau_step(tj_plateau *p, double metric);
+void tj_plateau_free(tj_plateau *p);
 /* Every group's lr set to tj_lr_at(s, the lr the group was made with, t):
  * torch's scheduler.step() over all groups (their base_lrs); between calls
  * of a compiled step, as tj_optimizer_set_lr. 0 or -1. */

@@ -3,7 +3,8 @@
  * and b in group 1 with options of their own, three steps of SGD, AdamW,
  * RMSprop and Adagrad on L = sum(w w c + w) + sum(b b cb + b), eager and as
  * one compiled step; a cosine schedule over both groups' base lrs
- * (tj_optimizer_schedule); the state listing; the errors. */
+ * (tj_optimizer_schedule); ReduceLROnPlateau (tj_plateau) on a fixed metric
+ * sequence; the state listing; the errors. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -44,6 +45,9 @@ static tj_optimizer *make(const char *name, step_ctx *s)
     } else if (!strcmp(name, "adagrad")) {
         o = tj_adagrad(&s->w, 1, &(tj_adagrad_options){.lr = 0.1, .lr_decay = 0.3, .eps = 1e-10});
         g = o ? tj_adagrad_add_group(o, &s->b, 1, &(tj_adagrad_options){.lr = 0.3, .eps = 1e-10}) : -1;
+    } else if (!strcmp(name, "plateau")) {
+        o = tj_sgd(&s->w, 1, &(tj_sgd_options){.lr = 0.1});
+        g = o ? tj_sgd_add_group(o, &s->b, 1, &(tj_sgd_options){.lr = 0.05}) : -1;
     } else if (!strcmp(name, "sched")) {
         o = tj_sgd(&s->w, 1, &(tj_sgd_options){.lr = 0.1});
         g = o ? tj_sgd_add_group(o, &s->b, 1, &(tj_sgd_options){.lr = 0.02}) : -1;
@@ -242,13 +246,115 @@ static void test_groups_errors(void **state)
     tj_optimizer_free(o);
 }
 
+/* ReduceLROnPlateau over groups at 0.1 and 0.05 on optim.py's 14 metrics,
+ * in min mode with a relative threshold and a cooldown, and in max mode with
+ * an absolute one: both groups' lrs after each step as torch's; a compiled
+ * step between the plateau's steps reads the lr it set without a retrace. */
+static void test_groups_plateau(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *golden;
+        tj_plateau_options opt;
+    } cases[] = {
+        {"plateau_min_rel", {.factor = 0.5, .patience = 1, .threshold = 0.01, .cooldown = 1, .min_lr = 0.01,
+                             .eps = 1e-8}},
+        {"plateau_max_abs", {.maximize = true, .factor = 0.3, .patience = 2, .threshold = 0.05,
+                             .threshold_abs = true, .eps = 1e-8}},
+    };
+    tj_tensor *metrics = tu_golden("optim", "plateau_metrics");
+    const double *m = tj_data(metrics);
+    int64_t n = tj_shape(metrics)[0];
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        const double *want = tj_data(tu_golden("optim", cases[k].golden));
+        step_ctx s;
+        ctx_make(&s, "plateau");
+        tj_compiled *c = tj_compile(train_step, &s, NULL);
+        tj_plateau *p = tj_plateau_new(s.opt, &cases[k].opt);
+        assert_non_null(p);
+        int reductions = 0;
+        for (int64_t t = 0; t < n; t++) {
+            double before = tj_optimizer_group_lr(s.opt, 0);
+            int r = tj_plateau_step(p, m[t]);
+            assert_true(r == 0 || r == 1);
+            reductions += r;
+            assert_int_equal(r, tj_optimizer_group_lr(s.opt, 0) != before);
+            for (int g = 0; g < 2; g++)
+                if (fabs(tj_optimizer_group_lr(s.opt, g) - want[t * 2 + g]) > 1e-15)
+                    fail_msg("%s step %lld group %d: lr %.17g, torch's %.17g", cases[k].golden, (long long)t, g,
+                             tj_optimizer_group_lr(s.opt, g), want[t * 2 + g]);
+            tj_scope_begin();
+            if (!tj_call(c, NULL, 0))
+                fail_msg("%s step %lld: %s", cases[k].golden, (long long)t, tj_last_error());
+            tj_scope_end();
+        }
+        assert_true(reductions > 0);
+        assert_no_break(c, cases[k].golden);
+        tj_plateau_free(p);
+        tj_compiled_free(c);
+        tj_optimizer_free(s.opt);
+    }
+}
+
+static tj_tensor *plateau_inside(void *p, tj_tensor *const *args, int nargs)
+{
+    (void)nargs;
+    if (tj_plateau_step(p, 1.0) < 0)
+        return NULL;
+    return tj_add_s(args[0], 1);
+}
+
+/* Bad options, a NaN metric, NULLs; a step inside a traced function is a
+ * graph break, counted once (by the eager run after it): with patience 0 a
+ * second count of the same metric would reduce. */
+static void test_plateau_errors(void **state)
+{
+    (void)state;
+    tj_tensor *w = tj_zeros(TJ_F32, 1, (int64_t[]){3});
+    tj_optimizer *o = tj_sgd(&w, 1, &(tj_sgd_options){.lr = 0.1});
+    assert_non_null(o);
+    assert_null(tj_plateau_new(NULL, NULL));
+    tu_assert_error(NULL, "plateau: the optimizer is NULL", NULL);
+    assert_null(tj_plateau_new(o, &(tj_plateau_options){.factor = 1}));
+    tu_assert_error(NULL, "plateau: factor 1", "need factor in [0, 1)", NULL);
+    assert_null(tj_plateau_new(o, &(tj_plateau_options){.factor = 0.5, .patience = -1}));
+    tu_assert_error(NULL, "patience -1", NULL);
+    assert_null(tj_plateau_new(o, &(tj_plateau_options){.factor = 0.5, .threshold = NAN}));
+    tu_assert_error(NULL, "threshold nan", NULL);
+    assert_null(tj_plateau_new(o, &(tj_plateau_options){.factor = 0.5, .min_lr = -1}));
+    tu_assert_error(NULL, "min_lr -1", NULL);
+    assert_int_equal(tj_plateau_step(NULL, 1), -1);
+    tu_assert_error(NULL, "plateau step: the plateau is NULL", NULL);
+    tj_plateau *p = tj_plateau_new(o, &(tj_plateau_options){.factor = 0.5});
+    assert_non_null(p);
+    assert_int_equal(tj_plateau_step(p, NAN), -1);
+    tu_assert_error(NULL, "plateau step: the metric is NaN", NULL);
+    tj_compiled *c = tj_compile(plateau_inside, p, NULL);
+    assert_non_null(tj_call(c, &w, 1));
+    tu_assert_calls(c, 1, -1, "tj_plateau_step inside the compiled function");
+    tj_compiled_free(c);
+    assert_true(tj_optimizer_group_lr(o, 0) == 0.1);
+    assert_int_equal(tj_plateau_step(p, 1.0), 1);   /* a bad step past patience 0 */
+    assert_true(fabs(tj_optimizer_group_lr(o, 0) - 0.05) < 1e-17);
+    tj_plateau_free(p);
+    /* the defaults: patience 10, factor 0.1 */
+    p = tj_plateau_new(o, NULL);
+    for (int k = 0; k < 11; k++)
+        assert_int_equal(tj_plateau_step(p, 2.0), 0);
+    assert_int_equal(tj_plateau_step(p, 2.0), 1);
+    assert_true(fabs(tj_optimizer_group_lr(o, 0) - 0.005) < 1e-17);
+    tj_plateau_free(p);
+    tj_plateau_free(NULL);
+    tj_optimizer_free(o);
+}
+
 int main(void)
 {
     tu_use_build_cache();
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
         T(test_groups_eager), T(test_groups_compiled), T(test_groups_schedule), T(test_groups_state),
-        T(test_groups_errors),
+        T(test_groups_errors), T(test_groups_plateau), T(test_plateau_errors),
 #undef T
     };
     return tu_run_jit_suite("optim_groups", tests, sizeof tests / sizeof *tests, "parameter groups");

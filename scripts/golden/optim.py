@@ -15,7 +15,9 @@ sum(w * w * c) + sum(w) each step (its gradient 2 c w + 1).
   under a cosine schedule for 6 steps, and group 1's lr at each step;
 - avg_ema_w, avg_ema_b, avg_swa_w, avg_swa_b: torch.optim.swa_utils's
   AveragedModel of (w, b) after five updates with the weights at
-  w0 * (1 + 0.3 t) + sin(t) and b0 * (1 - 0.2 t) (EMA decay 0.9; SWA's mean).
+  w0 * (1 + 0.3 t) + sin(t) and b0 * (1 - 0.2 t) (EMA decay 0.9; SWA's mean);
+- plateau_<mode>: the lrs of two SGD groups (0.1, 0.05) after each of 14
+  ReduceLROnPlateau steps on the metrics plateau_metrics.
 """
 import math
 
@@ -192,4 +194,22 @@ for name, avg_fn in {"ema": lambda a, p, n: 0.9 * a + (1 - 0.9) * p, "swa": None
         avg.update_parameters(m)
     f.save(f"avg_{name}_w", avg.module.w.detach())
     f.save(f"avg_{name}_b", avg.module.b.detach())
+
+# ReduceLROnPlateau on a fixed metric sequence
+metrics = [1.0, 0.9, 0.95, 0.91, 0.899, 0.7, 0.71, 0.72, 0.7, 0.69, 0.695, 0.3, 0.31, 0.32]
+f.save("plateau_metrics", torch.tensor(metrics, dtype=torch.float64))
+plateaus = {
+    "min_rel": dict(mode="min", factor=0.5, patience=1, threshold=0.01, cooldown=1, min_lr=0.01),
+    "max_abs": dict(mode="max", factor=0.3, patience=2, threshold=0.05, threshold_mode="abs", min_lr=0.0),
+}
+for name, kw in plateaus.items():
+    w = w0.clone().requires_grad_(True)
+    b = b0.clone().requires_grad_(True)
+    opt = O.SGD([{"params": [w]}, {"params": [b], "lr": 0.05}], lr=0.1)
+    sched = S.ReduceLROnPlateau(opt, **kw)
+    lrs = []
+    for m in metrics:
+        sched.step(m)
+        lrs.append([g["lr"] for g in opt.param_groups])
+    f.save(f"plateau_{name}", torch.tensor(lrs, dtype=torch.float64))
 f.done()
