@@ -1,6 +1,6 @@
 /* conv_direct.h - internal to the runtime: the direct f32, bf16 and f16 convolution
  * (runtime/k_conv_direct.c), register-blocked micro-kernels per instruction
- * set (AVX-512 there, AVX2 + FMA in k_conv_direct_avx2.c), which k_conv.c's
+ * set (k_conv_direct_avx512.c, k_conv_direct_avx2.c), which k_conv.c's
  * conv2d chooses per shape. */
 #ifndef TJ_RT_CONV_DIRECT_H
 #define TJ_RT_CONV_DIRECT_H
@@ -161,7 +161,7 @@ typedef struct rt_conv_kernels {
     double wino4_gain;
 } rt_conv_kernels;
 
-extern const rt_conv_kernels rt_conv_avx2;
+extern const rt_conv_kernels rt_conv_avx2, rt_conv_avx512;
 
 /* d[q] = src[q] rounded to f16 (vcvtps2ph where the CPU has F16C, else
  * ir/half.h: the same bits) for q < n (k_conv_direct.c). */

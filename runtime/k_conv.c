@@ -2,7 +2,7 @@
  * avg_pool2d.
  *
  * f32 conv2d first asks runtime/k_conv_direct.c (direct AVX-512 or AVX2
- * kernels, Winograd F(2x2, 3x3) on AVX2, chosen per shape:
+ * kernels, Winograd F(2x2, 3x3) and F(4x4, 3x3), chosen per shape:
  * rt_conv_direct_wins), and so does bf16 (rt_k_conv2d_half, through
  * k_half.c: the same kernels widening as they pack, rounding as they store;
  * elsewhere f32 on widened copies); otherwise, and for other dtypes,

@@ -1,7 +1,7 @@
 /* k_conv_direct.c - the direct f32 (and bf16, f16) convolution: micro-kernels
  * register-blocked over KO output channels x QV vectors of output positions,
- * AVX-512 here (16 floats per zmm) and AVX2 + FMA in k_conv_direct_avx2.c
- * (8 per ymm), behind one geometry, packing, phase planes and rule, with the
+ * AVX-512 (16 floats per zmm, k_conv_direct_avx512.c) and AVX2 + FMA
+ * (8 per ymm, k_conv_direct_avx2.c), behind one geometry, packing, phase planes and rule, with the
  * vector length VL a parameter of the instruction set (rt_conv_kernels).
  *
  * Layout. The input is copied once per call into phase planes: for stride
@@ -29,7 +29,8 @@
  * of the grid kernel's work): the vector runs over output channels instead,
  * a block being 4-14 columns of one output row (CK_RBLOCK).
  *
- * Winograd F(2x2, 3x3) and F(4x4, 3x3) (AVX2 only, 3x3 stride 1): the same
+ * Winograd F(2x2, 3x3) and F(4x4, 3x3) (3x3 stride 1; the transforms
+ * written once, conv_wino_kernels.h): the same
  * phase planes and grid micro-kernel on transformed tiles, 16 products per
  * 4 outputs (F(4x4): 36 per 16) where the kernels above make 36 per 4 (see
  * its section below). F(4x4) makes the planes of a few images at a time,
@@ -67,15 +68,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <immintrin.h>
-
 #include "conv_direct.h"
-#include "conv_direct_kernels.h"
 #include "gemm.h"
 #include "iter.h"
 #include "rt.h"
 
-#define VL 16                       /* floats per zmm: the AVX-512 kernels */
 #define MAX_TAPS 256
 
 typedef struct dj {
@@ -140,45 +137,6 @@ static void put_out(const dj *j, int64_t at, const float *src, int64_t n)
         memcpy((float *)j->y + at, src, (size_t)n * sizeof(float));
 }
 
-/* ---- micro-kernels ----------------------------------------------------------------- */
-
-/* AVX-512F: 4 x 6 (24 zmm accumulators, 10 loads per 24 FMAs), 2 x 8 and
- * 1 x 8 by output channels per group; the row kernel (for small images,
- * where the grid kernel's junk columns and tail would be a third of its
- * work) over 16 or 32 output channels, P chosen from 14, 12, 8, 7 to fit
- * the row. */
-#define CK_TARGET __attribute__((target("avx512f")))
-#define CK_V __m512
-#define CK_VL VL
-#define CK_SET1 _mm512_set1_ps
-#define CK_LOAD _mm512_load_ps
-#define CK_LOADU _mm512_loadu_ps
-#define CK_STOREU _mm512_storeu_ps
-#define CK_FMADD _mm512_fmadd_ps
-CK_BLOCK(block_4_6, 4, 6, 0)
-CK_BLOCK(block_2_8, 2, 8, 0)
-CK_BLOCK(block_1_8, 1, 8, 0)
-CK_RBLOCK(rblock_14_2, 14, 2)
-CK_RBLOCK(rblock_12_2, 12, 2)
-CK_RBLOCK(rblock_8_2, 8, 2)
-CK_RBLOCK(rblock_7_2, 7, 2)
-CK_RBLOCK(rblock_14_1, 14, 1)
-CK_RBLOCK(rblock_12_1, 12, 1)
-CK_RBLOCK(rblock_8_1, 8, 1)
-CK_RBLOCK(rblock_7_1, 7, 1)
-
-static const rt_conv_kernels avx512 = {
-    .vl = VL,
-    .grid = {{4, 6, block_4_6}, {2, 8, block_2_8}, {1, 8, block_1_8}},
-    .rlen = {{14, 12, 8, 7}, {14, 12, 8, 7}},
-    .rows = {{rblock_14_1, rblock_12_1, rblock_8_1, rblock_7_1},
-             {rblock_14_2, rblock_12_2, rblock_8_2, rblock_7_2}},
-    .rows_gain = 0.05,
-    .min_keep = 0.7,
-    .strided_gemm = false,
-};
-#undef VL
-
 /* ---- the instruction set ----------------------------------------------------------- */
 
 static atomic_int isa_forced = -1;  /* rt_conv_isa_force */
@@ -213,7 +171,7 @@ int64_t rt_conv_direct_runs(rt_conv_isa isa, rt_conv_kind kind)
 
 static const rt_conv_kernels *kernels_of(rt_conv_isa isa)
 {
-    return isa == RT_CONV_AVX512 ? &avx512 : isa == RT_CONV_AVX2 ? &rt_conv_avx2 : NULL;
+    return isa == RT_CONV_AVX512 ? &rt_conv_avx512 : isa == RT_CONV_AVX2 ? &rt_conv_avx2 : NULL;
 }
 
 /* ---- per-call preparation ----------------------------------------------------------- */

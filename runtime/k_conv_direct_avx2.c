@@ -11,7 +11,8 @@
  * nothing spills. Row kernel (acc[P][KV], 8*KV output channels x P columns
  * of one output row): P*KV + KV + 1 <= 16, so KV = 2 takes up to 6 columns,
  * KV = 1 up to 14. Winograd's input and output transforms, F(2x2, 3x3) and
- * F(4x4, 3x3), 8 tiles per vector (their GEMMs are the grid kernel's).
+ * F(4x4, 3x3), 8 tiles per vector (conv_wino_kernels.h, with this width's
+ * shuffles and stores below; their GEMMs are the grid kernel's).
  * Measured on a Zen 3 in docs/perf.md (Convolution on AVX2 machines,
  * Winograd F(4x4, 3x3) on AVX2); every function is compiled for avx2,fma
  * (the library targets baseline x86-64).
@@ -42,37 +43,16 @@ CK_RBLOCK(rblock_12_1, 12, 1)
 CK_RBLOCK(rblock_8_1, 8, 1)
 CK_RBLOCK(rblock_7_1, 7, 1)
 
-/* ---- Winograd F(2x2, 3x3) transforms (k_conv_direct.c, run_wino) ------------------------ */
+/* ---- Winograd's width-specific helpers (conv_wino_kernels.h) ------------------------------ */
 
-/* V = B^T d B per 4x4 tile d, B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1],
- * VL tiles (consecutive grid positions) per vector. */
-CK_TARGET static void wino_in(const float *xp, int64_t cg, int64_t plane, const int64_t *toff,
-                              int64_t npos, float *v, int64_t vxs)
-{
-    for (int64_t c = 0; c < cg; c++, xp += plane, v += npos)
-        for (int64_t p = 0; p < npos; p += VL) {
-            __m256 d[4][4], t[4][4];
-            _Pragma("GCC unroll 16") for (int k = 0; k < 16; k++)
-                d[k / 4][k % 4] = _mm256_loadu_ps(xp + toff[k] + p);
-            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
-                t[0][k] = _mm256_sub_ps(d[0][k], d[2][k]);
-                t[1][k] = _mm256_add_ps(d[1][k], d[2][k]);
-                t[2][k] = _mm256_sub_ps(d[2][k], d[1][k]);
-                t[3][k] = _mm256_sub_ps(d[1][k], d[3][k]);
-            }
-            float *vp = v + p;
-            _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++, vp += 4 * vxs) {
-                _mm256_store_ps(vp, _mm256_sub_ps(t[r][0], t[r][2]));
-                _mm256_store_ps(vp + vxs, _mm256_add_ps(t[r][1], t[r][2]));
-                _mm256_store_ps(vp + 2 * vxs, _mm256_sub_ps(t[r][2], t[r][1]));
-                _mm256_store_ps(vp + 3 * vxs, _mm256_sub_ps(t[r][1], t[r][3]));
-            }
-        }
-}
+#define CK_STORE _mm256_store_ps
+#define CK_ADD _mm256_add_ps
+#define CK_SUB _mm256_sub_ps
+#define CK_FNMADD _mm256_fnmadd_ps
 
 /* d[i] = r[i] for i < n <= 4*VL, without a call (Zen 3's masked stores
  * are slow: vmaskmovps took a quarter of the output transform). */
-CK_TARGET static inline void put_row(float *d, const float *r, int64_t n)
+CK_TARGET static inline void ck_put_row(float *d, const float *r, int64_t n)
 {
     _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {   /* unrolled: not memmove */
         if (n < VL)
@@ -92,17 +72,6 @@ CK_TARGET static inline void put_row(float *d, const float *r, int64_t n)
         d[0] = r[0];
 }
 
-/* y[at..at+n) = r[0..n) of the block's output (g->y: f32, or bf16/f16
- * rounded once, rt_conv_narrow). */
-CK_TARGET static inline void put_out(const rt_conv_wino_out *g, int64_t at, const float *r,
-                                     int64_t n)
-{
-    if (g->dt != TJ_F32)
-        rt_conv_narrow(g->dt, (uint16_t *)g->y + at, r, n);
-    else
-        put_row((float *)g->y + at, r, n);
-}
-
 /* Eight f32 rounded to bf16 as ir_f32_to_bf16 (RNE, a NaN quieted), each
  * in the low 16 bits of its lane. */
 CK_TARGET static inline __m256i bf16_lanes(__m256 x)
@@ -116,7 +85,7 @@ CK_TARGET static inline __m256i bf16_lanes(__m256 x)
 }
 
 /* 16 f32 (lo, then hi) rounded to bf16 at d. */
-CK_TARGET static inline void store_bf16(uint16_t *d, __m256 lo, __m256 hi)
+CK_TARGET static inline void ck_store_bf16(uint16_t *d, __m256 lo, __m256 hi)
 {
     __m256i p = _mm256_packus_epi32(bf16_lanes(lo), bf16_lanes(hi));   /* lanes: lo0 hi0 lo1 hi1 */
     _mm256_storeu_si256((__m256i *)d, _mm256_permute4x64_epi64(p, 0xd8));
@@ -124,196 +93,34 @@ CK_TARGET static inline void store_bf16(uint16_t *d, __m256 lo, __m256 hi)
 
 /* 16 f32 (lo, then hi) rounded to f16 at d (vcvtps2ph, nearest even: the
  * bits of rt_conv_narrow); only where g->f16c says the CPU has F16C. */
-__attribute__((target("avx2,fma,f16c"))) static void store_f16(uint16_t *d, __m256 lo, __m256 hi)
+__attribute__((target("avx2,fma,f16c"))) static void ck_store_f16(uint16_t *d, __m256 lo, __m256 hi)
 {
     _mm_storeu_si128((__m128i *)d, _mm256_cvtps_ph(lo, _MM_FROUND_TO_NEAREST_INT));
     _mm_storeu_si128((__m128i *)(d + 8), _mm256_cvtps_ph(hi, _MM_FROUND_TO_NEAREST_INT));
 }
 
-/* Writes rows[a] (output row m*ty + a, a < m), each the m x m tiles of VL
- * grid positions from q interleaved (m*VL floats), to the output channel at
- * yc (elements from g->y): the parts inside the tile grid and the output,
- * row by row of tiles. */
-CK_TARGET static void wino_put(const rt_conv_wino_out *g, int64_t yc, int64_t q, int64_t m,
-                               const float *rows)
+/* Two columns of 8 tiles interleaved: r[0] tiles 0-3, r[1] tiles 4-7. */
+CK_TARGET static inline void ck_zip2(__m256 c0, __m256 c1, __m256 *r)
 {
-    for (int64_t p = 0; p < VL;) {
-        int64_t ty = (q + p) / g->wq, tx = (q + p) % g->wq;
-        int64_t cnt = VL - p < g->wq - tx ? VL - p : g->wq - tx;
-        int64_t nt = cnt < g->txn - tx ? cnt : g->txn - tx;
-        int64_t ncol = m * nt < g->ow - m * tx ? m * nt : g->ow - m * tx;
-        for (int64_t a = 0; a < m && ty < g->tyn && nt > 0; a++)
-            if (m * ty + a < g->oh)
-                put_out(g, yc + (m * ty + a) * g->ow + m * tx, rows + a * m * VL + m * p, ncol);
-        p += cnt;
-    }
+    __m256 lo = _mm256_unpacklo_ps(c0, c1), hi = _mm256_unpackhi_ps(c0, c1);
+    r[0] = _mm256_permute2f128_ps(lo, hi, 0x20);
+    r[1] = _mm256_permute2f128_ps(lo, hi, 0x31);
 }
 
-/* Y = A^T M A + bias for VL tiles of F(2x2), A^T = [1 1 1 0; 0 1 -1 -1]
- * (M at mp, its 16 positions mxs apart): r[a][0..1] = output row a of the
- * tiles, interleaved tile by tile (2 columns each). */
-CK_TARGET static inline void wino2_tile(const float *mp, int64_t mxs, __m256 b, __m256 r[4][4])
+/* Four columns of 8 tiles: r[k] tiles 2k and 2k + 1. */
+CK_TARGET static inline void ck_zip4(const __m256 *y, __m256 *r)
 {
-    __m256 d[4][4], t[2][4];
-    _Pragma("GCC unroll 16") for (int k = 0; k < 16; k++)
-        d[k / 4][k % 4] = _mm256_load_ps(mp + k * mxs);
-    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
-        t[0][k] = _mm256_add_ps(_mm256_add_ps(d[0][k], d[1][k]), d[2][k]);
-        t[1][k] = _mm256_sub_ps(_mm256_sub_ps(d[1][k], d[2][k]), d[3][k]);
-    }
-    _Pragma("GCC unroll 2") for (int a = 0; a < 2; a++) {
-        __m256 c0 = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(t[a][0], t[a][1]), t[a][2]), b);
-        __m256 c1 = _mm256_add_ps(_mm256_sub_ps(_mm256_sub_ps(t[a][1], t[a][2]), t[a][3]), b);
-        __m256 lo = _mm256_unpacklo_ps(c0, c1), hi = _mm256_unpackhi_ps(c0, c1);
-        r[a][0] = _mm256_permute2f128_ps(lo, hi, 0x20);
-        r[a][1] = _mm256_permute2f128_ps(lo, hi, 0x31);
-    }
+    __m256 l0 = _mm256_unpacklo_ps(y[0], y[1]), h0 = _mm256_unpackhi_ps(y[0], y[1]);
+    __m256 l1 = _mm256_unpacklo_ps(y[2], y[3]), h1 = _mm256_unpackhi_ps(y[2], y[3]);
+    __m256 u0 = _mm256_shuffle_ps(l0, l1, 0x44), u1 = _mm256_shuffle_ps(l0, l1, 0xee);
+    __m256 u2 = _mm256_shuffle_ps(h0, h1, 0x44), u3 = _mm256_shuffle_ps(h0, h1, 0xee);
+    r[0] = _mm256_permute2f128_ps(u0, u1, 0x20);
+    r[1] = _mm256_permute2f128_ps(u2, u3, 0x20);
+    r[2] = _mm256_permute2f128_ps(u0, u1, 0x31);
+    r[3] = _mm256_permute2f128_ps(u2, u3, 0x31);
 }
 
-/* ---- Winograd F(4x4, 3x3) transforms (k_conv_direct.c: the matrices) -------------------- */
-
-/* v = B^T d for one column (or row) of 6 vectors. */
-CK_TARGET static inline void bt6(const __m256 *d, __m256 *v)
-{
-    __m256 two = _mm256_set1_ps(2.0f), four = _mm256_set1_ps(4.0f), five = _mm256_set1_ps(5.0f);
-    __m256 a = _mm256_sub_ps(d[3], d[1]), b = _mm256_sub_ps(d[4], d[2]);
-    v[0] = _mm256_fmadd_ps(four, d[0], _mm256_fnmadd_ps(five, d[2], d[4]));
-    v[1] = _mm256_fnmadd_ps(four, _mm256_add_ps(d[1], d[2]), _mm256_add_ps(d[3], d[4]));
-    v[2] = _mm256_fmadd_ps(four, _mm256_sub_ps(d[1], d[2]), _mm256_sub_ps(d[4], d[3]));
-    v[3] = _mm256_fmadd_ps(two, a, b);
-    v[4] = _mm256_fnmadd_ps(two, a, b);
-    v[5] = _mm256_fmadd_ps(four, d[1], _mm256_fnmadd_ps(five, d[3], d[5]));
-}
-
-/* V = B^T d B per 6x6 tile d, VL tiles (consecutive grid positions) per
- * vector: the columns, then the rows, stored at the 36 positions. */
-CK_TARGET static void wino4_in(const float *xp, int64_t cg, int64_t plane, const int64_t *toff,
-                               int64_t npos, float *v, int64_t vxs)
-{
-    for (int64_t c = 0; c < cg; c++, xp += plane, v += npos)
-        for (int64_t p = 0; p < npos; p += VL) {
-            __m256 t[6][6];
-            _Pragma("GCC unroll 6") for (int k = 0; k < 6; k++) {
-                __m256 d[6], r[6];
-                _Pragma("GCC unroll 6") for (int i = 0; i < 6; i++) {
-                    d[i] = _mm256_loadu_ps(xp + toff[i * 6 + k] + p);
-                }
-                bt6(d, r);
-                _Pragma("GCC unroll 6") for (int i = 0; i < 6; i++) t[i][k] = r[i];
-            }
-            float *vp = v + p;
-            _Pragma("GCC unroll 6") for (int i = 0; i < 6; i++, vp += 6 * vxs) {
-                __m256 r[6];
-                bt6(t[i], r);
-                _Pragma("GCC unroll 6") for (int k = 0; k < 6; k++)
-                    _mm256_store_ps(vp + k * vxs, r[k]);
-            }
-        }
-}
-
-/* y = A^T d for one column (or row) of 6 vectors. */
-CK_TARGET static inline void at6(const __m256 *d, __m256 *y)
-{
-    __m256 s1 = _mm256_add_ps(d[1], d[2]), s2 = _mm256_add_ps(d[3], d[4]);
-    __m256 e1 = _mm256_sub_ps(d[1], d[2]), e2 = _mm256_sub_ps(d[3], d[4]);
-    y[0] = _mm256_add_ps(_mm256_add_ps(d[0], s1), s2);
-    y[1] = _mm256_fmadd_ps(_mm256_set1_ps(2.0f), e2, e1);
-    y[2] = _mm256_fmadd_ps(_mm256_set1_ps(4.0f), s2, s1);
-    y[3] = _mm256_add_ps(_mm256_fmadd_ps(_mm256_set1_ps(8.0f), e2, e1), d[5]);
-}
-
-/* The same for F(4x4): r[a][0..3] = output row a of VL tiles, 4 columns
- * each, the columns transposed into rows tile by tile. */
-CK_TARGET static inline void wino4_tile(const float *mp, int64_t mxs, __m256 b, __m256 r[4][4])
-{
-    __m256 t[4][6];
-    _Pragma("GCC unroll 6") for (int k = 0; k < 6; k++) {
-        __m256 d[6], y[4];
-        _Pragma("GCC unroll 6") for (int i = 0; i < 6; i++)
-            d[i] = _mm256_load_ps(mp + (i * 6 + k) * mxs);
-        at6(d, y);
-        _Pragma("GCC unroll 4") for (int a = 0; a < 4; a++) t[a][k] = y[a];
-    }
-    _Pragma("GCC unroll 4") for (int a = 0; a < 4; a++) {
-        __m256 y[4];
-        at6(t[a], y);
-        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) y[k] = _mm256_add_ps(y[k], b);
-        __m256 l0 = _mm256_unpacklo_ps(y[0], y[1]), h0 = _mm256_unpackhi_ps(y[0], y[1]);
-        __m256 l1 = _mm256_unpacklo_ps(y[2], y[3]), h1 = _mm256_unpackhi_ps(y[2], y[3]);
-        __m256 u0 = _mm256_shuffle_ps(l0, l1, 0x44), u1 = _mm256_shuffle_ps(l0, l1, 0xee);
-        __m256 u2 = _mm256_shuffle_ps(h0, h1, 0x44), u3 = _mm256_shuffle_ps(h0, h1, 0xee);
-        r[a][0] = _mm256_permute2f128_ps(u0, u1, 0x20);
-        r[a][1] = _mm256_permute2f128_ps(u2, u3, 0x20);
-        r[a][2] = _mm256_permute2f128_ps(u0, u1, 0x31);
-        r[a][3] = _mm256_permute2f128_ps(u2, u3, 0x31);
-    }
-}
-
-/* Stores r (wino2_tile's or wino4_tile's, M = 2 or 4), the tiles of VL grid
- * positions from q, to the output channel at yc: whole rows of tiles
- * straight from registers (bf16 and f16 rounded there, as rt_conv_narrow),
- * the others through wino_put. */
-CK_TARGET static inline __attribute__((always_inline)) void wino_store(
-    const rt_conv_wino_out *g, int64_t yc, int64_t q, int M, __m256 r[4][4])
-{
-    int64_t ty = q / g->wq, tx = q % g->wq;
-    bool whole = tx + VL <= g->txn && ty < g->tyn && M * ty + M - 1 < g->oh &&
-                 M * (tx + VL) <= g->ow;
-    if (whole && g->dt == TJ_BF16) {
-        uint16_t *y0 = (uint16_t *)g->y + yc + M * ty * g->ow + M * tx;
-        for (int a = 0; a < M; a++, y0 += g->ow)
-            for (int k = 0; k < M; k += 2)
-                store_bf16(y0 + k * VL, r[a][k], r[a][k + 1]);
-    } else if (whole && g->f16c) {
-        uint16_t *y0 = (uint16_t *)g->y + yc + M * ty * g->ow + M * tx;
-        for (int a = 0; a < M; a++, y0 += g->ow)
-            for (int k = 0; k < M; k += 2)
-                store_f16(y0 + k * VL, r[a][k], r[a][k + 1]);
-    } else if (whole && g->dt == TJ_F32) {
-        float *y0 = (float *)g->y + yc + M * ty * g->ow + M * tx;
-        for (int a = 0; a < M; a++, y0 += g->ow)
-            for (int k = 0; k < M; k++)
-                _mm256_storeu_ps(y0 + k * VL, r[a][k]);
-    } else {
-        float rows[4 * 4 * VL] __attribute__((aligned(32)));
-        for (int a = 0; a < M; a++)
-            for (int k = 0; k < M; k++)
-                _mm256_store_ps(rows + (a * M + k) * VL, r[a][k]);
-        wino_put(g, yc, q, M, rows);
-    }
-}
-
-/* Y = A^T M A + bias per tile of F(M x M, 3x3), M = 2 or 4, for every
- * output channel and grid block of the block (rt_conv_wino_out). */
-CK_TARGET static inline __attribute__((always_inline)) void wino_out_m(
-    const float *m, int64_t mxs, const rt_conv_wino_out *g, int M)
-{
-    for (int64_t ob = 0; ob < g->nob; ob++)
-        for (int64_t kb = 0; kb < g->nkb; kb++)
-            for (int64_t o = 0; o < g->ko && ob * g->ko + o < g->no; o++) {
-                int64_t oc = ob * g->ko + o;
-                __m256 b = _mm256_set1_ps(g->bias ? g->bias[oc] : 0.0f);
-                const float *mp = m + ((ob * g->kbs + kb) * g->ko + o) * g->qn;
-                for (int64_t v = 0; v < g->qn; v += VL) {
-                    __m256 r[4][4];
-                    if (M == 2)
-                        wino2_tile(mp + v, mxs, b, r);
-                    else
-                        wino4_tile(mp + v, mxs, b, r);
-                    wino_store(g, oc * g->oh * g->ow, g->q0 + kb * g->qn + v, M, r);
-                }
-            }
-}
-
-CK_TARGET static void wino_out(const float *m, int64_t mxs, const rt_conv_wino_out *g)
-{
-    wino_out_m(m, mxs, g, 2);
-}
-
-CK_TARGET static void wino4_out(const float *m, int64_t mxs, const rt_conv_wino_out *g)
-{
-    wino_out_m(m, mxs, g, 4);
-}
+#include "conv_wino_kernels.h"
 
 /* The rule's numbers, measured on a Zen 3 (docs/perf.md, Convolution on
  * AVX2 machines; make bench-conv, one thread): the row kernel against the

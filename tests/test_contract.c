@@ -261,7 +261,7 @@ static int64_t conv_direct_runs(void)
 
 /* The kernel TJIT_CONV=path forces on isa for a conv with kernel w, stride
  * and dilation: Winograd (wino: F(2x2, 3x3), wino4: F(4x4, 3x3)) takes 3x3
- * stride-1 undilated convs on AVX2 (else the grid kernel runs). */
+ * stride-1 undilated convs on AVX2 and AVX-512 (else the grid kernel runs). */
 static rt_conv_kind forced_kind(const char *path, rt_conv_isa isa, tj_tensor *w,
                                 const int64_t *stride, const int64_t *dilation)
 {
@@ -269,7 +269,7 @@ static rt_conv_kind forced_kind(const char *path, rt_conv_isa isa, tj_tensor *w,
         return RT_CONV_ROWS;
     bool fits = tj_shape(w)[2] == 3 && tj_shape(w)[3] == 3 && stride[0] == 1 && stride[1] == 1 &&
                 dilation[0] == 1 && dilation[1] == 1;
-    if (path[0] != 'w' || isa != RT_CONV_AVX2 || !fits)
+    if (path[0] != 'w' || isa == RT_CONV_NONE || !fits)
         return RT_CONV_GRID;
     return path[4] ? RT_CONV_WINO4 : RT_CONV_WINO;
 }

@@ -1,11 +1,12 @@
 /* test_conv_wino.c - Winograd F(4x4, 3x3) (runtime/k_conv_direct.c,
- * k_conv_direct_avx2.c: wino4_in, wino4_out) against an f64 reference and
+ * conv_wino_kernels.h: wino4_in, wino4_out) against an f64 reference and
  * against F(2x2, 3x3): output sizes that cut tiles at the border (1x1, 3x3,
  * 5x7, 57x57), padding 0 and 1, groups, bias, an NHWC view, bf16 in and
  * out, 1 and 2 threads, TJIT_CONV=wino4 forcing it (and the grid kernel where it does not
- * fit), and the rule's choice on the ResNet shapes. On a CPU without AVX2 +
- * FMA there is no Winograd: the tests say so and check only that the forced
- * path still gives the right result.
+ * fit), and the rule's choice on the ResNet shapes; on each instruction
+ * set the CPU has (AVX-512F, then AVX2 + FMA). On a CPU with neither there
+ * is no Winograd: the tests say so and check only that the forced path
+ * still gives the right result.
  *
  * The bound: data as P6's (input N(0,1), weights N(0,1)/sqrt(fan_in),
  * outputs of order 1), |F(4x4) - f64| <= WINO4_TOL * max(1, |f64|);
@@ -29,12 +30,14 @@
 #define WINO4_TOL 1e-4   /* F(4x4) against f64, times max(1, |ref|) */
 #define WINO2_TOL 1e-5   /* F(2x2) against f64 */
 
-/* Whether this CPU runs the Winograd kernels (AVX2 + FMA, not AVX-512:
- * the AVX-512 set has none). */
+/* The instruction set the tests run on (rt_conv_isa_force: each of the
+ * CPU's in turn, main). */
+static rt_conv_isa isa;
+
+/* Whether it has the Winograd kernels (AVX-512F, AVX2 + FMA). */
 static bool has_wino(void)
 {
-    rt_conv_isa_force(-1);
-    return rt_conv_isa_current() == RT_CONV_AVX2;
+    return isa != RT_CONV_NONE;
 }
 
 /* conv2d on path (TJIT_CONV, NULL: the rule); checks that kernel `kind` ran
@@ -47,12 +50,12 @@ static tj_tensor *conv_on(const char *path, int kind, tj_tensor *x, tj_tensor *w
     else
         unsetenv("TJIT_CONV");
     int64_t one[2] = {1, 1}, pd[2] = {pad, pad};
-    int64_t before = kind >= 0 ? rt_conv_direct_runs(RT_CONV_AVX2, (rt_conv_kind)kind) : 0;
+    int64_t before = kind >= 0 ? rt_conv_direct_runs(isa, (rt_conv_kind)kind) : 0;
     tj_tensor *y = tj_conv2d(x, w, b, one, pd, one, groups);
     if (!y)
         fail_msg("conv2d (%s): %s", path ? path : "rule", tj_last_error());
     if (kind >= 0)
-        assert_int_equal(rt_conv_direct_runs(RT_CONV_AVX2, (rt_conv_kind)kind), before + 1);
+        assert_int_equal(rt_conv_direct_runs(isa, (rt_conv_kind)kind), before + 1);
     unsetenv("TJIT_CONV");
     return y;
 }
@@ -93,7 +96,7 @@ static void test_wino4_f64(void **state)
     (void)state;
     bool wino = has_wino();
     if (!wino)
-        print_message("skipped: no Winograd kernels on this CPU (AVX2 + FMA only); "
+        print_message("skipped: no Winograd kernels on this CPU (AVX-512F or AVX2 + FMA); "
                       "the forced paths run the grid kernel\n");
     int before = tj_num_threads();
     tj_manual_seed(43);
@@ -183,10 +186,10 @@ static void test_wino4_forcing(void **state)
         setenv("TJIT_CONV", "gemm", 1);
         tj_tensor *ref = tj_conv2d(x, w, NULL, s2, p2, d2, 1);
         setenv("TJIT_CONV", "wino4", 1);
-        int64_t grid = rt_conv_direct_runs(RT_CONV_AVX2, RT_CONV_GRID);
+        int64_t grid = rt_conv_direct_runs(isa, RT_CONV_GRID);
         tu_assert_close(tj_conv2d(x, w, NULL, s2, p2, d2, 1), ref, 1e-5, 1e-4);
         if (wino)
-            assert_int_equal(rt_conv_direct_runs(RT_CONV_AVX2, RT_CONV_GRID), grid + 1);
+            assert_int_equal(rt_conv_direct_runs(isa, RT_CONV_GRID), grid + 1);
     }
     /* 9x10 input, padding 1: 9x10 outputs, tiles 3x3 (the last row and
      * column of tiles cut); a NaN at (2, 3), an infinity at (0, 0): without
@@ -218,16 +221,19 @@ static void test_wino4_forcing(void **state)
 }
 
 /* The rule on the ResNet 3x3 shapes (docs/perf.md): F(4x4) at 64 channels
- * 56x56, 128 at 28x28 and 256 at 14x14; not at 512 at 7x7 (its tiles
- * would keep an eighth of their outputs). */
+ * 56x56 and 128 at 28x28; at 256 at 14x14 F(4x4) on AVX2, F(2x2) on
+ * AVX-512 (16 tiles a vector: F(4x4)'s grid keeps too little of 4x4
+ * tiles); not Winograd at 512 at 7x7 (its tiles would keep an eighth of
+ * their outputs). */
 static void test_wino4_rule(void **state)
 {
     (void)state;
     if (!has_wino()) {
-        print_message("skipped: no Winograd kernels on this CPU (AVX2 + FMA only)\n");
+        print_message("skipped: no Winograd kernels on this CPU (AVX-512F or AVX2 + FMA)\n");
         return;
     }
-    static const int64_t rs[][3] = {{64, 56, 1}, {128, 28, 1}, {256, 14, 1}, {512, 7, 0}};
+    /* channels, size, F(4x4) runs on AVX2, on AVX-512, F(2x2) on AVX-512 */
+    static const int64_t rs[][5] = {{64, 56, 1, 1, 0}, {128, 28, 1, 1, 0}, {256, 14, 1, 0, 1}, {512, 7, 0, 0, 0}};
     for (int k = 0; k < 4; k++) {
         rt_conv_shape s = {.n = 1, .c = rs[k][0], .h = rs[k][1], .w = rs[k][1],
                            .o = rs[k][0], .groups = 1, .kh = 3, .kw = 3,
@@ -237,10 +243,12 @@ static void test_wino4_rule(void **state)
         s.ws[3] = 1, s.ws[2] = 3, s.ws[1] = 9, s.ws[0] = s.c * 9;
         tj_tensor *x = tj_zeros(TJ_F32, 4, (int64_t[]){1, s.c, s.h, s.w});
         tj_tensor *w = tj_zeros(TJ_F32, 4, (int64_t[]){s.o, s.c, 3, 3});
-        int64_t before = rt_conv_direct_runs(RT_CONV_AVX2, RT_CONV_WINO4);
+        int64_t before4 = rt_conv_direct_runs(isa, RT_CONV_WINO4), before2 = rt_conv_direct_runs(isa, RT_CONV_WINO);
         assert_true(rt_conv_direct_wins(&s));
         assert_non_null(conv_on(NULL, -1, x, w, NULL, 1, 1));
-        assert_int_equal(rt_conv_direct_runs(RT_CONV_AVX2, RT_CONV_WINO4), before + rs[k][2]);
+        bool avx512 = isa == RT_CONV_AVX512;
+        assert_int_equal(rt_conv_direct_runs(isa, RT_CONV_WINO4), before4 + rs[k][avx512 ? 3 : 2]);
+        assert_int_equal(rt_conv_direct_runs(isa, RT_CONV_WINO), before2 + (avx512 ? rs[k][4] : 0));
     }
 }
 
@@ -254,5 +262,15 @@ int main(void)
         T(test_wino4_rule),
 #undef T
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = 0;
+    rt_conv_isa_force(-1);
+    rt_conv_isa best = rt_conv_isa_current();
+    for (int i = best; i >= (best == RT_CONV_NONE ? RT_CONV_NONE : RT_CONV_AVX2); i--) {
+        isa = (rt_conv_isa)i;
+        rt_conv_isa_force(i);
+        print_message("conv kernels: %s\n", i == RT_CONV_AVX512 ? "AVX-512" : i == RT_CONV_AVX2 ? "AVX2" : "none");
+        failed += cmocka_run_group_tests(tests, NULL, NULL);
+    }
+    rt_conv_isa_force(-1);
+    return failed;
 }
