@@ -334,8 +334,9 @@ $(BUILD)/bench/cases_paired: benchmarks/probes/cases_paired.c $(BUILD)/libtjit_b
 # (benchmarks/backward/mlp.c; docs/training.md). BENCH_ARGS: --threads N --cpu-time ...
 # bench-backward-conv: the same for a ResNet basic block (benchmarks/backward/convblock.c);
 # bench-backward-penalty: a WGAN-GP critic's step, gradients of gradients (penalty.c);
-# bench-backward-checkpoint: residual MLP blocks with and without tj_checkpoint (checkpoint.c).
-.PHONY: bench-backward bench-backward-conv bench-backward-penalty bench-backward-checkpoint
+# bench-backward-checkpoint: residual MLP blocks with and without tj_checkpoint (checkpoint.c);
+# bench-backward-amp: an MLP's AdamW step in f32, bf16 and f16 autocast, with a gradient scaler (amp.c).
+.PHONY: bench-backward bench-backward-conv bench-backward-penalty bench-backward-checkpoint bench-backward-amp
 bench-backward: $(BUILD)/bench-backward
 	$(BUILD)/bench-backward $(BENCH_ARGS)
 
@@ -351,10 +352,13 @@ bench-backward-penalty: $(BUILD)/bench-backward-penalty
 bench-backward-checkpoint: $(BUILD)/bench-backward-checkpoint
 	$(BUILD)/bench-backward-checkpoint $(BENCH_ARGS)
 
+bench-backward-amp: $(BUILD)/bench-backward-amp
+	$(BUILD)/bench-backward-amp $(BENCH_ARGS)
+
 $(BUILD)/bench-backward-conv: benchmarks/backward/convblock.c benchmarks/backward/timing.h include/tjit.h $(BUILD)/libtjit.a
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -Iinclude $< -o $@ $(BUILD)/libtjit.a $(LDLIBS)
 
-$(BUILD)/bench-backward-penalty $(BUILD)/bench-backward-checkpoint: $(BUILD)/bench-backward-%: benchmarks/backward/%.c \
+$(BUILD)/bench-backward-penalty $(BUILD)/bench-backward-checkpoint $(BUILD)/bench-backward-amp: $(BUILD)/bench-backward-%: benchmarks/backward/%.c \
 		benchmarks/backward/timing.h include/tjit.h $(BUILD)/libtjit.a
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -Iinclude $< -o $@ $(BUILD)/libtjit.a $(LDLIBS)
 # ---- end bench-backward ----
