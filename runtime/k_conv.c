@@ -41,6 +41,7 @@
 #include "blas.h"
 #include "contract.h"
 #include "conv_direct.h"
+#include "gemm.h"
 #include "k_conv.h"
 #include "kernels.h"
 
@@ -330,7 +331,7 @@ static bool max_win_fits(const geom *g)
  * ih0 = max(0, 2 * oh0 - ph) on), or by max_at when hb is NULL. */
 #define MAX_WIN_PLANE(T)                                                                   \
     static inline AI void max_win_plane_##T(const geom *g, const T *xp, T *yp, T *hb,     \
-                                            int64_t oh0, int64_t oh1)                   \
+                                            int64_t oh0, int64_t oh1, bool v512)        \
     {                                                                                      \
         int64_t k = g->w.kernel[0], pw = g->w.padding[1], ow = g->ow;                      \
         int64_t lo = (pw + 1) / 2, hi = g->wd - k + pw < 0 ? 0 : (g->wd - k + pw) / 2 + 1; \
@@ -349,7 +350,10 @@ static bool max_win_fits(const geom *g)
                 bool in = ih >= 0 && ih + 2 <= g->h;                                       \
                 int64_t l = in ? lo : ow, h = in ? hi : ow;                                \
                 const T *x0 = xp + (in ? ih : 0) * g->xs[2] - pw, *x1 = x0 + g->xs[2];     \
-                for (int64_t q = l; q < h; q++) {                                          \
+                if (sizeof(T) == 4 && v512 && h > l)                                       \
+                    rt_max2_row_f32_avx512((const float *)x0 + 2 * l, (const float *)x1 + 2 * l, \
+                                           (float *)yr + l, h - l);                        \
+                for (int64_t q = sizeof(T) == 4 && v512 ? h : l; q < h; q++) {             \
                     T v = MAX_OF(x0[2 * q + 1], x0[2 * q]);                                \
                     v = MAX_OF(x1[2 * q], v);                                              \
                     yr[q] = MAX_OF(x1[2 * q + 1], v);                                      \
@@ -409,13 +413,14 @@ MAX_WIN_PLANE(double)
         T *buf = grid_alloc(g, sizeof(T), &nb), ninf = -(T)INFINITY;                     \
         bool win = max_win_fits(g), rows3 = win && g->w.kernel[0] == 3;                   \
         bool part = j->oh1 > 0; /* some rows (max_win_fits: rt_pool_rows_set's check) */ \
+        bool v512 = tjg_isa_current() >= TJG_AVX512;                                     \
         int64_t nr = part ? 2 * (j->oh1 - j->oh0) + 1 : g->h;                            \
         size_t hbytes = rows3 ? (size_t)(nr * g->ow) * sizeof(T) : 0;                    \
         T *hb = rows3 ? rt_alloc(hbytes) : NULL; /* none: the tap walk */                \
         for (int64_t p = p0; p < p1; p++) {                                              \
             POOL_PLANES(T, j, p);                                                        \
             if (win && (hb || !rows3 || part)) {                                         \
-                max_win_plane_##T(g, xp, yp, hb, part ? j->oh0 : 0, part ? j->oh1 : g->oh); \
+                max_win_plane_##T(g, xp, yp, hb, part ? j->oh0 : 0, part ? j->oh1 : g->oh, v512); \
                 continue;                                                                \
             }                                                                            \
             if (!buf) {                                                                  \

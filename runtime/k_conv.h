@@ -89,6 +89,11 @@ static inline bool rt_conv_is_pointwise(const geom *g)
            (g->h == 1 || g->xs[2] == g->wd * g->xs[3]);
 }
 
+/* y[q] = the max of x0[2q], x0[2q+1], x1[2q], x1[2q+1] for q < n, with
+ * k_conv.c's tap order and NaN rule (its 2x2 stride-2 max pool rows), on
+ * AVX-512F: only where tjg_isa_current() has it (k_pool_avx512.c). */
+void rt_max2_row_f32_avx512(const float *x0, const float *x1, float *y, int64_t n);
+
 /* Fills n output values with the bias of channel o (zero without bias). */
 void rt_conv_fill_bias(const conv_job *j, char *y, int64_t o, int64_t n);
 /* Whole images per im2col tile where the outputs are small; 0: tiles of rows. */

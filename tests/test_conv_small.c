@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "../runtime/conv_direct.h"
+#include "../runtime/gemm.h"
 #include "util.h"
 
 /* Whether this CPU runs the AVX2 direct kernels (the rule measured here). */
@@ -150,21 +151,29 @@ static const int64_t pools[][7] = {
     {1, 1, 1, 1, 3, 1, 0},     /* one element, all but one tap padding */
     {1, 1, 2, 3, 2, 0, 1},
     {3, 1, 4, 70, 3, 1, 0},    /* wide rows: whole vectors and a tail */
+    {1, 2, 6, 70, 2, 0, 0},    /* 2x2, 35 columns: two vectors of 16 (AVX-512) and a tail */
+    {1, 2, 4, 32, 2, 1, 0},    /* 2x2 padded: 15 inner columns, the edges by max_at */
 };
 enum { NPOOL = sizeof pools / sizeof *pools };
 
+/* On each instruction set the pools take (AVX-512: the 2x2 rows by
+ * vpermt2ps, k_pool_avx512.c; below it the plain loop), 1 and 2 threads. */
 static void test_max_windows_bits(void **state)
 {
     (void)state;
     int before = tj_num_threads();
-    for (int threads = 1; threads <= 2; threads++) {
+    tjg_isa_force(-1);
+    tjg_isa best = tjg_isa_current();
+    for (int run = 0; run < (best >= TJG_AVX512 ? 4 : 2); run++) {
+        int threads = run % 2 + 1;
+        tjg_isa_force(run < 2 ? -1 : TJG_AVX2);
         tj_set_num_threads(threads);
         for (int f64 = 0; f64 < 2; f64++)
             for (int k = 0; k < NPOOL; k++) {
                 const int64_t *s = pools[k];
                 char what[96];
-                snprintf(what, sizeof what, "pool %d (%s, %d threads)", k, f64 ? "f64" : "f32",
-                         threads);
+                snprintf(what, sizeof what, "pool %d (%s, %d threads, %s)", k, f64 ? "f64" : "f32",
+                         threads, tjg_isa_name(tjg_isa_current()));
                 tj_tensor *x = tj_zeros(f64 ? TJ_F64 : TJ_F32, 4, (int64_t[]){s[0], s[1], s[2], s[3]});
                 fill_special(x);
                 int64_t kk[2] = {s[4], s[4]}, st[2] = {2, 2}, pd[2] = {s[5], s[5]};
@@ -178,6 +187,7 @@ static void test_max_windows_bits(void **state)
                 check_pool(what, tj_max_pool2d_ex(view, kk, &o, NULL), x, s[4], s[5]);
             }
     }
+    tjg_isa_force(-1);
     tj_set_num_threads(before);
 }
 
