@@ -133,6 +133,10 @@ typedef struct rt_conv_kernels {
     /* grid: the first entry's ko with qv vectors, for the last positions of
      * an output row when blocks start at every row (fn NULL: none) */
     struct { int ko, qv; rt_conv_block_fn fn; } tail;
+    /* F(4x4)'s GEMMs: this block where its ko <= channels per group (fn
+     * NULL: the grid kernel's), so a block's 36 planes of transformed tiles
+     * and products stay in L2 */
+    struct { int ko, qv; rt_conv_block_fn fn; } wgrid;
     int rlen[2][4];
     rt_conv_block_fn rows[2][4];
     /* Winograd F(2x2, 3x3) transforms (NULL: none): in, the 4x4 input tiles

@@ -834,6 +834,13 @@ static void use_wino(dj *j, int m)
     t.oh = cdiv(oh, m);
     t.ow = cdiv(ow, m);
     geometry(&t, j->isa, j);
+    const rt_conv_kernels *k = j->k;
+    if (m == 4 && k->wgrid.fn && j->og >= k->wgrid.ko) {   /* F(4x4)'s GEMMs' block of this set, if any */
+        j->ko = k->wgrid.ko;
+        j->qv = k->wgrid.qv;
+        j->fn = k->wgrid.fn;
+        j->nob = cdiv(j->og, j->ko);
+    }
     j->hq = j->hq > t.oh + 1 ? j->hq : t.oh + 1;
     j->wq = j->wq > t.ow + 1 ? j->wq : t.ow + 1;
     j->plane = t.sh * t.sw * j->hq * j->wq;

@@ -29,6 +29,7 @@
 CK_BLOCK(block_4_6, 4, 6, 0)
 CK_BLOCK(block_2_8, 2, 8, 0)
 CK_BLOCK(block_1_8, 1, 8, 0)
+CK_BLOCK(block_4_3, 4, 3, 0)   /* F(4x4)'s GEMMs (wgrid) */
 CK_RBLOCK(rblock_14_2, 14, 2)
 CK_RBLOCK(rblock_12_2, 12, 2)
 CK_RBLOCK(rblock_8_2, 8, 2)
@@ -121,6 +122,13 @@ const rt_conv_kernels rt_conv_avx512 = {
              {rblock_14_2, rblock_12_2, rblock_8_2, rblock_7_2}},
     .rows_gain = 0.05,
     .min_keep = 0.7,
+    /* F(4x4)'s GEMMs on blocks of 48 tiles, not the grid kernel's 96: its
+     * transformed tiles and products of a block, 2 x 36 planes of 64 channels x
+     * the block, are 884 KB where 96 made 1.77 MB, past a Zen 5 core's 1 MB L2
+     * (bench-conv [8,64,56,56]: 5.4-5.9 ms against 6.1-6.6; P6 compiled
+     * 5.6-6.2 against 7.0-8.3; docs/perf.md). F(2x2) keeps 96 (16 planes:
+     * 786 KB; at 14x14 blocks of 48 ran 11.7 ms against 9.6) */
+    .wgrid = {4, 3, block_4_3},
     .wino_in = wino_in,
     .wino_out = wino_out,
     .wino4_in = wino4_in,
