@@ -3,8 +3,9 @@
  *
  * A compiled row-reduction kernel splits its rows across the thread pool; a
  * reduction to one value (sum of a whole tensor, a loss) has one row, so it
- * ran on one core. This pass rewrites, for sum, prod, amax and amin over the
- * innermost dims of an f32 or f64 tensor with a static shape,
+ * ran on one core. This pass rewrites, for sum and prod over the innermost
+ * dims of an f32 or f64 tensor with a static shape, and amax, amin, all and
+ * any of any dtype (exact),
  *
  *   r = sum(x, innermost dims)          [R results, each over L elements]
  *   ->
@@ -92,9 +93,12 @@ static ir_node *split_reduction(split_ctx *c, ps_builder *b, const ir_node *n)
     const ir_node *x = n->in[0];
     const ir_type *t = &x->type;
     int nd = t->ndim;
-    /* not f16/bf16: the partials would be rounded to the narrow type */
-    if (!ir_dtype_is_float(t->dtype) || ir_dtype_is_half(t->dtype) || n->type.dtype != t->dtype ||
-        nd == 0 || nd >= TJ_MAX_DIMS)
+    /* sum and prod: f32 and f64 (not f16/bf16: the partials would be rounded
+     * to the narrow type); amax, amin, all and any, exact, of any dtype (a
+     * gradient scaler's all(isfinite) over a whole gradient ran on one core) */
+    bool exact = n->op == OP_amax || n->op == OP_amin || n->op == OP_all || n->op == OP_any;
+    if ((!exact && (!ir_dtype_is_float(t->dtype) || ir_dtype_is_half(t->dtype))) ||
+        n->type.dtype != t->dtype || nd == 0 || nd >= TJ_MAX_DIMS)
         return NULL;
     for (int d = 0; d < nd; d++)
         if (IR_IS_SYM(t->shape[d]))
@@ -197,7 +201,8 @@ static ir_node *split_hook(ps_builder *b, const ir_node *old, ir_node *const *in
 {
     split_ctx *c = ctx;
     ir_node *r = NULL;
-    if (old->op == OP_sum || old->op == OP_prod || old->op == OP_amax || old->op == OP_amin)
+    if (old->op == OP_sum || old->op == OP_prod || old->op == OP_amax || old->op == OP_amin ||
+        old->op == OP_all || old->op == OP_any)
         r = split_reduction(c, b, old);
     if (!r && !b->failed && (old->op == OP_sum || old->op == OP_prod || old->op == OP_amax ||
                              old->op == OP_amin || old->op == OP_var))
