@@ -163,11 +163,7 @@ static void run_skips(bool clip)
     assert_string_equal(name, "step");
     assert_true(tj_item(t) == 4);
     assert_true(tj_item(tj_optimizer_state(c.opt, 1, NULL, 0)) == 4);
-    tj_compiled_stats st;
-    tj_compiled_stats_get(step, &st);
-    assert_int_equal(st.graphs, 1);
-    assert_int_equal(st.breaks, 0);
-    assert_int_equal((int)st.eager_calls, 0);
+    tu_assert_one_graph(step, 0);
     tj_compiled_free(step);
     mlp_free(&ref);
     mlp_free(&e);

@@ -84,6 +84,15 @@ void tu_assert_calls(tj_compiled *c, long eager_calls, long backward_calls, cons
         tu_assert_explain(c, what);
 }
 
+void tu_assert_one_graph(tj_compiled *c, long eager_calls)
+{
+    tj_compiled_stats st;
+    assert_int_equal(tj_compiled_stats_get(c, &st), 0);
+    if (st.graphs != 1 || st.breaks != 0)
+        fail_msg("%d graphs and %d breaks, one graph and none expected", st.graphs, st.breaks);
+    tu_assert_calls(c, eager_calls, -1, NULL);
+}
+
 void tu_assert_explain(tj_compiled *c, const char *what)
 {
     char *text = tj_explain(c);

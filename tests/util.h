@@ -33,6 +33,9 @@ void tu_assert_explain(tj_compiled *c, const char *what);
 /* Fails the test unless c made eager_calls eager calls and backward_calls
  * backward runs (-1: not checked) and, what not NULL, tu_assert_explain. */
 void tu_assert_calls(tj_compiled *c, long eager_calls, long backward_calls, const char *what);
+/* Fails the test unless c captured one graph, broke none and (eager_calls
+ * >= 0) made that many eager calls: a step that compiles whole. */
+void tu_assert_one_graph(tj_compiled *c, long eager_calls);
 
 /* A tensor from a literal list of doubles, cast to dt (current scope). */
 /* Max over elements of |got - ref| / max(1, |ref|); ref f64, got any float
