@@ -36,6 +36,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../ir/half.h"
+
 enum { TJG_NR = 32 };   /* columns per packed panel (two zmm of f32) */
 
 /* ---- variants ------------------------------------------------------------------------ */
@@ -225,19 +227,9 @@ bool tjg_u8s8_reduce_range(tjg_isa isa);
 /* Whether every A[i, kk] (i < m, kk < k, rows lda apart) is <= 127. */
 bool tjg_u8_is_7bit(int64_t m, int64_t k, const uint8_t *a, int64_t lda);
 
-/* bf16 <-> f32 (RNE; NaN stays NaN, quieted). */
-static inline uint16_t tjg_f32_to_bf16(float f)
-{
-    union { float f; uint32_t u; } v = {f};
-    if ((v.u & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((v.u >> 16) | 0x40);
-    return (uint16_t)((v.u + 0x7fffu + ((v.u >> 16) & 1)) >> 16);
-}
-static inline float tjg_bf16_to_f32(uint16_t h)
-{
-    union { uint32_t u; float f; } v = {(uint32_t)h << 16};
-    return v.f;
-}
+/* bf16 <-> f32 (RNE; NaN stays NaN, quieted): ir/half.h's, the one rule. */
+static inline uint16_t tjg_f32_to_bf16(float f) { return ir_f32_to_bf16(f); }
+static inline float tjg_bf16_to_f32(uint16_t h) { return ir_bf16_to_f32(h); }
 
 /* Calls whose f32 sums went to a padded scratch because C's rows are a
  * multiple of 1024 floats apart (gemm.c, run; for tests). */
