@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "blas.h"
 #include "rt.h"
@@ -161,6 +162,44 @@ const char *rt_blas_core(void)
     if (!blas_ready())
         return NULL;
     return blas.corename ? blas.corename() : "unknown";
+}
+
+/* 0: not known yet, 1: no, 2: yes (one answer per process: the CPU and
+ * OpenBLAS's core do not change once it is loaded) */
+static atomic_int narrow_state;
+
+static bool core_is_avx512(const char *core)
+{
+    static const char *const wide[] = {"skylakex", "cooperlake", "sapphirerapids"};
+    for (size_t i = 0; i < sizeof wide / sizeof *wide; i++)
+        if (!strcasecmp(core, wide[i]))
+            return true;
+    return false;
+}
+
+bool rt_blas_narrow(void)
+{
+    const char *v = getenv("TJIT_BLAS_NARROW");   /* read per call: tests flip it */
+    if (v && (!strcmp(v, "0") || !strcmp(v, "1")))
+        return v[0] == '1';
+    int s = atomic_load(&narrow_state);
+    if (s)
+        return s == 2;
+    if (!cpu_has_avx512()) {
+        atomic_store(&narrow_state, 1);
+        return false;
+    }
+    if (!atomic_load(&loaded)) {
+        pthread_mutex_lock(&blas.mu);
+        bool ok = atomic_load(&loaded) || blas_load();
+        pthread_mutex_unlock(&blas.mu);
+        if (!ok)
+            return false;   /* asked again next time: the load may pass then */
+    }
+    const char *core = blas.corename ? blas.corename() : NULL;
+    s = core && !core_is_avx512(core) ? 2 : 1;
+    atomic_store(&narrow_state, s);
+    return s == 2;
 }
 
 void *rt_blas_sym(const char *name)

@@ -44,4 +44,12 @@ void rt_blas_serial_end(void);
  * with an error recorded when it cannot be loaded. */
 const char *rt_blas_core(void);
 
+/* Whether OpenBLAS runs kernels narrower than the CPU's vectors: a CPU with
+ * AVX-512 (avx512f/bw/vl/dq) and a core other than OpenBLAS's AVX-512 ones
+ * (SkylakeX, Cooperlake, SapphireRapids): OPENBLAS_CORETYPE set by the user
+ * to an AVX2 core, or a build that does not know the CPU. Loads OpenBLAS;
+ * false when it cannot (the error is left to the call that needs it).
+ * TJIT_BLAS_NARROW=0/1 overrides (tests, measurements). */
+bool rt_blas_narrow(void);
+
 #endif

@@ -286,6 +286,20 @@ static int own_f32_env(void)
     return v && (!strcmp(v, "0") || !strcmp(v, "1")) ? v[0] - '0' : -1;
 }
 
+/* OpenBLAS on kernels narrower than the CPU's (rt_blas_narrow: an AVX2 core
+ * on an AVX-512 CPU, as OPENBLAS_CORETYPE=Haswell gives): tjit's AVX-512
+ * GEMM then measured ahead at every shape above these, kept or packed in
+ * the call, on two Zen 5 threads (gemm_bench --f32, GFLOP/s own kept / raw
+ * against OpenBLAS's Haswell core: 256x2048x1024 329 / 261 vs 188, P7's
+ * 128x512x784 266 / 250 vs 180, 512x784x128 369 / 336 vs 181, 128x10x512
+ * 48 / 41 vs 30, 4x512x512 101 / 56 vs 23, 64^3 153 / 137 vs 97), behind
+ * only below them (16^3 raw 19 vs 39, 1x1000x4096 raw 10 vs 14; the
+ * small GEMMs' direct tiles take most of those first). docs/perf.md,
+ * "OpenBLAS on AVX2 kernels". */
+enum { NARROW_KEPT_MNK = 1 << 15, NARROW_RAW_MNK = 1 << 16, NARROW_RAW_M = 4 };
+
+static bool narrow_blas(void) { return tjg_isa_current() >= TJG_AVX512 && rt_blas_narrow(); }
+
 /* AVX-512: the Zen 4 rule above. AVX2 alone: with the half-panel order
  * (gemm.c) and B packed once, a compiled P4 (256 rows, 8 MB weights) ran
  * about 5% faster than on OpenBLAS's sgemm and P7's shapes 8-13% on one
@@ -298,6 +312,8 @@ static int own_f32_env(void)
  * (sched/epi.c, TJIT_GEMM_EPILOGUE=1), which OpenBLAS cannot. */
 static bool own_f32_shape(int64_t m, int64_t n, int64_t k)
 {
+    if (narrow_blas())
+        return m * n * k >= NARROW_KEPT_MNK;
     if (n < 4 * TJG_NR)
         return false;
     if (tjg_isa_current() == TJG_AVX2)
@@ -317,6 +333,8 @@ static bool own_f32_shape(int64_t m, int64_t n, int64_t k)
  * (unmeasured; 2048^3 trailed by a fifth). */
 static bool own_raw_shape(int64_t m, int64_t n, int64_t k)
 {
+    if (narrow_blas())
+        return m >= NARROW_RAW_M && m * n * k >= NARROW_RAW_MNK;
     if (tjg_isa_current() != TJG_AVX2 || n < 2 * TJG_NR || m < 2 * TJG_MR ||
         m * n * k > ((int64_t)1 << 28))
         return false;

@@ -1087,15 +1087,11 @@ static int child_without_blas(void)
 
 static const char *self_path;   /* argv[0]: /proc/self/exe is valgrind under valgrind */
 
-static void run_child(const char *lib, const char *expect)
+/* This test binary run again as `self mode` with only the environment envp;
+ * its exit status. */
+static int run_self(const char *mode, char *const envp[])
 {
-    char *argv[] = {(char *)self_path, "--no-blas", NULL};
-    char e1[512], e2[512];
-    snprintf(e1, sizeof e1, "TJIT_OPENBLAS=%s", lib);
-    snprintf(e2, sizeof e2, "TJ_EXPECT=%s", expect);
-    /* TJIT_GEMM_SMALL=0: the small f32 GEMMs would otherwise run on tjit's
-     * own tiles, which need no OpenBLAS (runtime/gemm_small.c) */
-    char *envp[] = {e1, e2, "TJIT_NUM_THREADS=2", "TJIT_GEMM_SMALL=0", NULL};
+    char *argv[] = {(char *)self_path, (char *)mode, NULL};
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
@@ -1105,7 +1101,18 @@ static void run_child(const char *lib, const char *expect)
     int status = 0;
     assert_int_equal(waitpid(pid, &status, 0), pid);
     assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 0);
+    return WEXITSTATUS(status);
+}
+
+static void run_child(const char *lib, const char *expect)
+{
+    char e1[512], e2[512];
+    snprintf(e1, sizeof e1, "TJIT_OPENBLAS=%s", lib);
+    snprintf(e2, sizeof e2, "TJ_EXPECT=%s", expect);
+    /* TJIT_GEMM_SMALL=0: the small f32 GEMMs would otherwise run on tjit's
+     * own tiles, which need no OpenBLAS (runtime/gemm_small.c) */
+    char *envp[] = {e1, e2, "TJIT_NUM_THREADS=2", "TJIT_GEMM_SMALL=0", NULL};
+    assert_int_equal(run_self("--no-blas", envp), 0);
 }
 
 static void test_blas_missing(void **state)
@@ -1117,10 +1124,40 @@ static void test_blas_missing(void **state)
     run_child("libm.so.6", "libm.so.6 lacks cblas_sgemm/cblas_dgemm");
 }
 
+/* rt_blas_narrow in a child whose OpenBLAS is loaded with
+ * OPENBLAS_CORETYPE=core (and TJIT_BLAS_NARROW=narrow unless NULL): true
+ * exactly on an AVX-512 CPU with a core other than OpenBLAS's AVX-512 ones
+ * (AVX2 kernels then, which tjit's GEMM outruns: runtime/k_matmul.c). */
+static bool narrow_in_child(const char *core, const char *narrow)
+{
+    char e1[128], e2[128];
+    snprintf(e1, sizeof e1, "OPENBLAS_CORETYPE=%s", core);
+    snprintf(e2, sizeof e2, "TJIT_BLAS_NARROW=%s", narrow ? narrow : "");
+    char *envp[] = {e1, narrow ? e2 : NULL, NULL};
+    int status = run_self("--narrow", envp);
+    assert_true(status == 10 || status == 11);
+    return status == 10;
+}
+
+static void test_blas_narrow(void **state)
+{
+    (void)state;
+    bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                  __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+    assert_int_equal(narrow_in_child("Haswell", NULL), avx512);
+    assert_false(narrow_in_child("SkylakeX", NULL));
+    assert_false(narrow_in_child("skylakex", NULL));   /* OpenBLAS takes the name in any case */
+    assert_true(narrow_in_child("SkylakeX", "1"));
+    assert_false(narrow_in_child("Haswell", "0"));
+    assert_int_equal(narrow_in_child("Haswell", "2"), avx512);   /* not 0/1: the rule */
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--no-blas") == 0)
         return child_without_blas();
+    if (argc > 1 && strcmp(argv[1], "--narrow") == 0)
+        return rt_blas_narrow() ? 10 : 11;
     self_path = argv[0];
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, tu_scope_setup, tu_scope_teardown)
@@ -1134,6 +1171,7 @@ int main(int argc, char **argv)
         T(test_pool_indices_grad), T(test_pool_option_errors), T(test_window_attrs),
         T(test_blas_bridge),
         T(test_blas_missing),
+        T(test_blas_narrow),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

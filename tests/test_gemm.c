@@ -966,18 +966,21 @@ static void matmul_case(dims d, bool ta, bool tb)
             for (int64_t kk = 0; kk < d.k; kk++)
                 ref[i * d.n + j] += (double)(ta ? pa[kk * d.m + i] : pa[i * d.k + kk]) *
                                     (tb ? pb[j * d.k + kk] : pb[kk * d.n + j]);
-    static const char *env[3] = {"1", "0", NULL};
-    for (int e = 0; e < 3; e++) {
+    /* unset twice: OpenBLAS on its widest kernels, then on AVX2 ones on an
+     * AVX-512 CPU (TJIT_BLAS_NARROW: the rule that sends more to tjit's) */
+    static const char *env[4] = {"1", "0", NULL, NULL};
+    for (int e = 0; e < 4; e++) {
         if (env[e])
             setenv("TJIT_OWN_F32", env[e], 1);
         else
             unsetenv("TJIT_OWN_F32");
+        setenv("TJIT_BLAS_NARROW", e == 3 ? "1" : "0", 1);
         if (env[e])
             assert_int_equal(rt_gemm_own_f32(d.m, d.n, d.k),
                              e == 0 && tjg_isa_current() >= TJG_AVX2);
         char what[128];
-        snprintf(what, sizeof what, "matmul TJIT_OWN_F32=%s ta %d tb %d %lldx%lldx%lld",
-                 env[e] ? env[e] : "unset", ta, tb, (long long)d.m, (long long)d.n,
+        snprintf(what, sizeof what, "matmul TJIT_OWN_F32=%s narrow %d ta %d tb %d %lldx%lldx%lld",
+                 env[e] ? env[e] : "unset", e == 3, ta, tb, (long long)d.m, (long long)d.n,
                  (long long)d.k);
         tj_tensor *c = tj_matmul(a, b);
         assert_non_null(c);
@@ -993,6 +996,7 @@ static void matmul_case(dims d, bool ta, bool tb)
                 fail_msg("linear %s: element %lld: %.9g", what, (long long)i, pl[i]);
     }
     unsetenv("TJIT_OWN_F32");
+    unsetenv("TJIT_BLAS_NARROW");
     free(ref);
     tj_scope_end();
 }
@@ -1012,6 +1016,28 @@ static void test_matmul_own_f32(void **state)
     tj_set_num_threads(threads);
 }
 
+/* The rule for B packed in the call with OpenBLAS on AVX2 kernels on an
+ * AVX-512 CPU (TJIT_BLAS_NARROW=1): tjit's GEMM from 4 rows and 2^16
+ * multiply-adds; on OpenBLAS's widest kernels (=0), none on AVX-512. */
+static void test_own_rule_narrow(void **state)
+{
+    (void)state;
+    bool avx512 = tjg_isa_current() >= TJG_AVX512;
+    setenv("TJIT_BLAS_NARROW", "1", 1);
+    assert_int_equal(rt_gemm_own_f32(4, 512, 512), avx512);
+    assert_int_equal(rt_gemm_own_f32(64, 64, 16), avx512);
+    assert_false(rt_gemm_own_f32(3, 512, 512));
+    assert_false(rt_gemm_own_f32(64, 64, 15));
+    setenv("TJIT_BLAS_NARROW", "0", 1);
+    if (avx512)
+        assert_false(rt_gemm_own_f32(4, 512, 512) || rt_gemm_own_f32(128, 512, 512));
+    setenv("TJIT_OWN_F32", "0", 1);       /* the override still wins */
+    setenv("TJIT_BLAS_NARROW", "1", 1);
+    assert_false(rt_gemm_own_f32(128, 512, 512));
+    unsetenv("TJIT_OWN_F32");
+    unsetenv("TJIT_BLAS_NARROW");
+}
+
 static void test_frozen_weights(void **state)
 {
     (void)state;
@@ -1027,7 +1053,8 @@ static void test_frozen_weights(void **state)
  * sees it changed (then true again once a second call sees it unchanged),
  * as the GEMM's own lookup decides (a transposed view is a weight of its
  * own); true whatever it holds when frozen or
- * int8; false where tjit's GEMM would not take it packed (few columns). */
+ * int8; false where tjit's GEMM would not take it packed (few columns, or
+ * with OpenBLAS on AVX2 kernels on an AVX-512 CPU few multiply-adds). */
 static void test_gemm_kept(void **state)
 {
     (void)state;
@@ -1048,7 +1075,13 @@ static void test_gemm_kept(void **state)
     assert_int_equal(rt_gemm_kept(wt, 64), avx2);  /* a view of it: a weight of its own */
     assert_int_equal(tj_mul_s_(w, 0.5), 0);
     assert_false(rt_gemm_kept(wt, 64));
+    setenv("TJIT_BLAS_NARROW", "0", 1);   /* OpenBLAS on its widest kernels */
     assert_false(rt_gemm_kept(narrow, 64));
+    /* OpenBLAS on AVX2 kernels on an AVX-512 CPU: tjit's takes it */
+    setenv("TJIT_BLAS_NARROW", "1", 1);
+    assert_int_equal(rt_gemm_kept(narrow, 64), tjg_isa_current() >= TJG_AVX512);
+    assert_false(rt_gemm_kept(narrow, 2));   /* 2 * 64 * 192 multiply-adds: not */
+    unsetenv("TJIT_BLAS_NARROW");
     rt_gemm_frozen(named, 2, RT_GEMM_FREEZE);
     assert_true(rt_gemm_kept(narrow, 64));
     rt_gemm_frozen(named, 2, RT_GEMM_INT8);
@@ -1139,6 +1172,7 @@ int main(void)
         cmocka_unit_test(test_bf16_tensors),
         cmocka_unit_test(test_frozen_weights),
         cmocka_unit_test(test_matmul_own_f32),
+        cmocka_unit_test(test_own_rule_narrow),
         cmocka_unit_test(test_int8_rows_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
