@@ -29,8 +29,12 @@
 #include "gemm.h"
 #include "rt.h"
 
-/* Set to 1 where P4 measured faster with it (docs/perf.md, tenth session). */
-enum { STRASSEN_DEFAULT = 1 };
+/* On by default where P4 measured faster with it: AVX2 (Zen 3, docs/perf.md,
+ * tenth session). Not on AVX-512: on two Zen 5 threads P4 compiled ran
+ * 8.7-8.9 ms with it against 7.9-8.0 without (three alternations), and its
+ * first call 110 ms longer, packing the B-side sums (docs/perf.md,
+ * "OpenBLAS on AVX2 kernels"). */
+static bool strassen_default(void) { return tjg_isa_current() == TJG_AVX2; }
 /* k per block of the products where A's operands are packed once, against
  * the GEMM's own 256: a half panel of B is 6 KB of L1 beside the next one
  * being prefetched (the products have half P4's rows, so B's half panels
@@ -51,7 +55,7 @@ unsigned long long tjg_strassen_packed_calls(void) { return atomic_load(&packed_
 bool tjg_strassen_wanted(int64_t m, int64_t n, int64_t k)
 {
     const char *v = getenv("TJIT_STRASSEN");
-    bool on = v && (!strcmp(v, "0") || !strcmp(v, "1")) ? v[0] == '1' : STRASSEN_DEFAULT;
+    bool on = v && (!strcmp(v, "0") || !strcmp(v, "1")) ? v[0] == '1' : strassen_default();
     return on && m % 2 == 0 && n % 2 == 0 && k % 2 == 0 && m >= TJG_STRASSEN_MIN_M &&
            n >= TJG_STRASSEN_MIN_NK && k >= TJG_STRASSEN_MIN_NK &&
            m * n * k >= TJG_STRASSEN_MIN_MNK;

@@ -239,6 +239,14 @@ static void test_strassen_wanted(void **state)
     setenv("TJIT_STRASSEN", "0", 1);
     assert_false(tjg_strassen_wanted(256, 2048, 1024));
     unsetenv("TJIT_STRASSEN");
+    /* unset: on with AVX2 kernels only (measured faster there, slower on
+     * AVX-512), whichever this CPU supports */
+    tjg_isa isa = tjg_isa_current();
+    for (int v = TJG_GENERIC; v <= (int)isa; v++) {
+        tjg_isa_force(v);
+        assert_int_equal(tjg_strassen_wanted(256, 2048, 1024), v == TJG_AVX2);
+    }
+    tjg_isa_force(-1);
 }
 
 /* ---- compiled calls on a kept weight ----------------------------------------------------- */
