@@ -865,6 +865,19 @@ static int run(gemm_call *g)
      * instead. (Before: column blocks halved until 2 tasks per thread,
      * so A was packed twice per thread and 25 panels went 16 + 9.) */
     int64_t panels = cdiv(g->n, TJG_NR), nbj = cdiv(panels, NC_MAX / TJG_NR);
+    /* Row blocks of MC rows with a short last one (128 rows went 96 + 32)
+     * and fewer tasks than threads' pairs: the threads' shares were as
+     * uneven as the blocks (P7's forward, 128x512x784 with B packed in the
+     * call, on two Zen 5 threads: the caller's task 440-560 us, the
+     * other's 240-300, each packing all of B). Up to two blocks' rows go
+     * in one block, the columns cut per thread; more rows, even blocks.
+     * Not AVX2's half-panel order (its own row rule) nor AMX. */
+    if (th > 1 && !g->half && !g->amx && g->nbi > 1) {
+        if (g->nbi * nbj < 2 * th && g->m <= 2 * MC && panels >= th)
+            g->nbi = 1;
+        g->mc = cdiv(cdiv(g->m, g->nbi), TJG_MR) * TJG_MR;
+        g->nbi = cdiv(g->m, g->mc);
+    }
     while (nbj < panels && g->nbi * nbj % th)
         nbj++;
     if (g->nbi * nbj % th && g->m >= cdiv(g->nbi, th) * th * TJG_MR) {

@@ -209,6 +209,46 @@ static void test_raw_row_blocks(void **state)
     tj_set_num_threads(threads);
 }
 
+/* The row blocks of tjg_gemm_f32_raw on two threads outside AVX2's
+ * half-panel order (gemm.c, run): up to two blocks' rows (192) with fewer
+ * tasks than two per thread in one block, the columns cut per thread (P7's
+ * forward, 128 rows: 96 + 32 before, the caller's task three times the
+ * other's); more rows in even blocks (200: 72 + 72 + 56); one thread, MC's
+ * blocks. The values are raw_case's. */
+static void test_raw_row_blocks_threads(void **state)
+{
+    (void)state;
+    tjg_isa vs[TJG_NISA];
+    int nv = variants(vs), threads = tj_num_threads();
+    static const struct { dims d; int th; unsigned long long blocks; } cs[] = {
+        {{128, 512, 300}, 2, 1}, {{192, 512, 64}, 2, 1}, {{200, 512, 64}, 2, 3},
+        {{128, 40, 64}, 2, 2},   /* small (tjg_small): on the calling thread alone */
+        {{128, 512, 300}, 1, 2}};
+    for (int v = 0; v < nv; v++) {
+        if (vs[v] == TJG_AVX2 || vs[v] == TJG_AMX)
+            continue;
+        tjg_isa_force(vs[v]);
+        for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+            dims d = cs[i].d;
+            tj_set_num_threads(cs[i].th);
+            float *a = malloc((size_t)(d.m * d.k) * 4), *b = malloc((size_t)(d.k * d.n) * 4),
+                  *c = malloc((size_t)(d.m * d.n) * 4);
+            fill(a, d.m * d.k, 6), fill(b, d.k * d.n, 7);
+            unsigned long long before = tjg_raw_row_blocks();
+            assert_int_equal(tjg_gemm_f32_raw(d.m, a, d.k, 1, b, 1, d.k, d.k, d.n, c, d.n, NULL,
+                                              NULL), 0);
+            if (tjg_raw_row_blocks() - before != cs[i].blocks)
+                fail_msg("%s %lldx%lldx%lld on %d threads: %llu row blocks, want %llu",
+                         tjg_isa_name(vs[v]), (long long)d.m, (long long)d.n, (long long)d.k,
+                         cs[i].th, tjg_raw_row_blocks() - before, cs[i].blocks);
+            raw_case(d, 0, 1, false);
+            free(a), free(b), free(c);
+        }
+    }
+    tj_set_num_threads(threads);
+    tjg_isa_force(-1);
+}
+
 static void test_bf16_rne(void **state)
 {
     (void)state;
@@ -1156,6 +1196,7 @@ int main(void)
         cmocka_unit_test(test_f32_variants),
         cmocka_unit_test(test_f32_raw),
         cmocka_unit_test(test_raw_row_blocks),
+        cmocka_unit_test(test_raw_row_blocks_threads),
         cmocka_unit_test(test_gemm_kept),
         cmocka_unit_test(test_bf16_variants),
         cmocka_unit_test(test_bf16_widened),
