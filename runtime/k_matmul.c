@@ -290,12 +290,12 @@ static int own_f32_env(void)
  * on an AVX-512 CPU, as OPENBLAS_CORETYPE=Haswell gives): tjit's AVX-512
  * GEMM then measured ahead at every shape above these, kept or packed in
  * the call, on two Zen 5 threads (gemm_bench --f32, GFLOP/s own kept / raw
- * against OpenBLAS's Haswell core: 256x2048x1024 329 / 261 vs 188, P7's
- * 128x512x784 266 / 250 vs 180, 512x784x128 369 / 336 vs 181, 128x10x512
- * 48 / 41 vs 30, 4x512x512 101 / 56 vs 23, 64^3 153 / 137 vs 97), behind
- * only below them (16^3 raw 19 vs 39, 1x1000x4096 raw 10 vs 14; the
- * small GEMMs' direct tiles take most of those first). docs/perf.md,
- * "OpenBLAS on AVX2 kernels". */
+ * against OpenBLAS's Haswell core: 256x2048x1024 361 / 294 vs 202,
+ * 512x784x128 376 / 338 vs 186, 1000^3 366 / 308 vs 197, 128x10x512 49 /
+ * 43 vs 31, 4x512x512 110 / 64 vs 25, 64^3 161 / 143 vs 102), behind or
+ * even only below them (16^3 raw 16-20 vs 39, 1x1000x4096 raw 3-11 vs
+ * 11-14; the small GEMMs' direct tiles take most of those first).
+ * docs/perf.md, "OpenBLAS on AVX2 kernels". */
 enum { NARROW_KEPT_MNK = 1 << 15, NARROW_RAW_MNK = 1 << 16, NARROW_RAW_M = 4 };
 
 static bool narrow_blas(void) { return tjg_isa_current() >= TJG_AVX512 && rt_blas_narrow(); }
