@@ -293,8 +293,8 @@ static int own_f32_env(void)
  * against OpenBLAS's Haswell core: 256x2048x1024 361 / 294 vs 202,
  * 512x784x128 376 / 338 vs 186, 1000^3 366 / 308 vs 197, 128x10x512 49 /
  * 43 vs 31, 4x512x512 110 / 64 vs 25, 64^3 161 / 143 vs 102), behind or
- * even only below them (16^3 raw 16-20 vs 39, 1x1000x4096 raw 3-11 vs
- * 11-14; the small GEMMs' direct tiles take most of those first).
+ * even only below them (16^3 raw 20 vs 39, 1x1000x4096 raw 11 vs
+ * 11; the small GEMMs' direct tiles take most of those first).
  * docs/perf.md, "OpenBLAS on AVX2 kernels". */
 enum { NARROW_KEPT_MNK = 1 << 15, NARROW_RAW_MNK = 1 << 16, NARROW_RAW_M = 4 };
 
