@@ -8,7 +8,11 @@
  *   bf16 conv  avx512f alone: each pair widened to two f32 (shift, mask),
  *              two FMAs (the fallback where avx512_bf16 is missing)
  *   int8       vpdpbusd (avx512_vnni): u8 x s8 quads into s32 sums (exact)
- *   f16        gemm_avx2.c's F16C kernel (no AVX-512 f16 kernel yet)
+ *   f16        the f32 kernel on A and each k-block of a B panel widened to
+ *              f32 once by gemm_avx2.c's F16C functions (split_a, widen_b),
+ *              as AVX2's f16 is on its own f32 kernel: on two Zen 5 threads
+ *              256x2048x1024 went from 180-187 GFLOP/s (AVX2's kernel) to
+ *              342-344, f32's rate (docs/perf.md, "f16 GEMM on AVX-512")
  *
  * Each function carries its own target attribute: the library is built for
  * baseline x86-64, and gemm.c calls these only when tjg_isa_current() says
@@ -157,8 +161,12 @@ tjg_kernel tjg_kernel_x86(tjg_type t, tjg_isa isa)
     case TJG_F32: return (tjg_kernel){uk_f32, NULL, NULL};
     case TJG_BF16:
         return (tjg_kernel){isa >= TJG_AVX512_BF16 ? uk_bf16 : uk_bf16_conv, NULL, NULL};
-    case TJG_F16:   /* the AVX2 + F16C kernel (no AVX-512 one: none could be tested) */
-        return tjg_kernel_avx2(t);
+    case TJG_F16: {   /* F16C's split of A and widening of B (gemm_avx2.c), this f32 kernel */
+        tjg_kernel k = tjg_f16c() ? tjg_kernel_f16c() : (tjg_kernel){NULL, NULL, NULL};
+        if (k.uk)
+            k.uk = uk_f32;
+        return k;
+    }
     case TJG_S8:   /* without VNNI: the AVX2 kernel (AVX-512 CPUs have AVX2) */
         return isa >= TJG_AVX512_BF16 ? (tjg_kernel){uk_s8, NULL, NULL} : tjg_kernel_avx2(t);
     }

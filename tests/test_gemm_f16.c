@@ -1,7 +1,8 @@
 /* test_gemm_f16.c - tjit's own f16 GEMM (runtime/gemm.h, TJG_F16): every
  * variant this CPU supports (generic: the portable kernel; avx2: the F16C
- * kernel, where cpuid has f16c; avx512 would run the same F16C kernel, and
- * is named as skipped where the CPU lacks it) against a scalar reference bit
+ * kernel, where cpuid has f16c; avx512: its f32 kernel on operands widened
+ * by F16C; a variant the CPU lacks is named as skipped) against a scalar
+ * reference bit
  * for bit: f16 operands widened exactly, f32 FMA sums over k in order, in
  * k-blocks of 256 (the GEMM's), the bias, one rounding to nearest even
  * (ties to even, subnormal results, overflow to inf; a NaN result is
