@@ -375,7 +375,9 @@ tjg_kernel tjg_kernel_avx2_q8(void);
  * sub-tiles: room for rows rounded up to 6), for the same loop order. */
 tjg_half_kernel tjg_q8_half_avx2(void);
 /* The AVX2 + F16C f16 kernel (uk, split_a, widen_b: gemm_avx2.c, as
- * bf16's with vcvtph2ps); NULL ones off x86-64. Only where tjg_f16c(). */
+ * bf16's with vcvtph2ps); NULL ones off x86-64. Only where tjg_f16c(). The
+ * AVX-512 variants take its split_a and widen_b with their own f32 uk
+ * (gemm_x86.c). */
 tjg_kernel tjg_kernel_f16c(void);
 /* With F16C (only where tjg_f16c()): d[j] = s[j] rounded to f16 (vcvtps2ph,
  * nearest even: ir_f32_to_f16's bits) for j < n. */
