@@ -189,13 +189,8 @@ bool rt_blas_narrow(void)
         atomic_store(&narrow_state, 1);
         return false;
     }
-    if (!atomic_load(&loaded)) {
-        pthread_mutex_lock(&blas.mu);
-        bool ok = atomic_load(&loaded) || blas_load();
-        pthread_mutex_unlock(&blas.mu);
-        if (!ok)
-            return false;   /* asked again next time: the load may pass then */
-    }
+    if (!blas_ready())
+        return false;   /* asked again next time: the load may pass then */
     const char *core = blas.corename ? blas.corename() : NULL;
     s = core && !core_is_avx512(core) ? 2 : 1;
     atomic_store(&narrow_state, s);
