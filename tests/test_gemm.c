@@ -29,21 +29,10 @@
 
 typedef tu_dims dims;
 
-static const dims *const shapes = tu_gemm_shapes;
-#define NSHAPES tu_gemm_nshapes
-
 static float frand(unsigned *s) { return tu_frand(s); }
-
-static void fill(float *x, int64_t n, unsigned seed) { tu_fill(x, n, seed); }
 
 /* The variants to run: those the CPU has, named as skipped otherwise. */
 static int variants(tjg_isa *out) { return tu_gemm_variants(out, TJG_AMX, ""); }
-
-static void check_close(const float *got, const double *want, int64_t n, double tol,
-                        const char *what)
-{
-    tu_gemm_check_close(got, want, n, tol, what);
-}
 
 /* f32 GEMM against double sums. */
 static void f32_case(tjg_isa isa, dims d)
@@ -51,7 +40,7 @@ static void f32_case(tjg_isa isa, dims d)
     float *a = malloc((size_t)(d.m * d.k + 1) * 4), *b = malloc((size_t)(d.k * d.n + 1) * 4);
     float *c = malloc((size_t)(d.m * d.n + 1) * 4);
     double *ref = calloc((size_t)(d.m * d.n + 1), sizeof(double));
-    fill(a, d.m * d.k, 1), fill(b, d.k * d.n, 2);
+    tu_fill(a, d.m * d.k, 1), tu_fill(b, d.k * d.n, 2);
     for (int64_t i = 0; i < d.m; i++)
         for (int64_t j = 0; j < d.n; j++)
             for (int64_t kk = 0; kk < d.k; kk++)
@@ -67,7 +56,7 @@ static void f32_case(tjg_isa isa, dims d)
     char what[96];
     snprintf(what, sizeof what, "f32 %s %lldx%lldx%lld", tjg_isa_name(isa), (long long)d.m,
              (long long)d.n, (long long)d.k);
-    check_close(c, ref, d.m * d.n, 1e-5, what);
+    tu_gemm_check_close(c, ref, d.m * d.n, 1e-5, what);
     tjg_packed_free(&p);
     free(a), free(b), free(bt), free(c), free(ref);
 }
@@ -82,8 +71,8 @@ static void f32_cases(tjg_isa isa, void *ctx)
     (void)ctx;
     static const dims big[] = {{300, 97, 520}, {265, 64, 257}, {529, 40, 3}, {256, 64, 260},
                                {256, 300, 600}, {256, 1000, 64}};
-    for (size_t s = 0; s < NSHAPES; s++)
-        f32_case(isa, shapes[s]);
+    for (size_t s = 0; s < tu_gemm_nshapes; s++)
+        f32_case(isa, tu_gemm_shapes[s]);
     for (size_t s = 0; s < sizeof big / sizeof big[0]; s++)
         f32_case(isa, big[s]);
 }
@@ -120,7 +109,7 @@ static void bf16_case(tjg_isa isa, dims d, bool a_bits, bool out_bf16)
     uint16_t *a16 = malloc((size_t)(na + 1) * 2), *c16 = malloc((size_t)(nc + 1) * 2);
     float *c = malloc((size_t)(nc + 1) * 4);
     double *ref = calloc((size_t)(nc + 1), sizeof(double));
-    fill(a, na, 3), fill(b, nb, 4);
+    tu_fill(a, na, 3), tu_fill(b, nb, 4);
     for (int64_t i = 0; i < na; i++)
         a16[i] = tjg_f32_to_bf16(a[i]);
     for (int64_t i = 0; i < d.m; i++)
@@ -140,9 +129,9 @@ static void bf16_case(tjg_isa isa, dims d, bool a_bits, bool out_bf16)
         /* f32 sums round to bf16: within one bf16 step (2^-8 relative) */
         for (int64_t i = 0; i < nc; i++)
             c[i] = tjg_bf16_to_f32(c16[i]);
-        check_close(c, ref, nc, 1.0 / 128, what);
+        tu_gemm_check_close(c, ref, nc, 1.0 / 128, what);
     } else {
-        check_close(c, ref, nc, 1e-5, what);
+        tu_gemm_check_close(c, ref, nc, 1e-5, what);
     }
     tjg_packed_free(&p);
     free(a), free(b), free(a16), free(c16), free(c), free(ref);
@@ -158,8 +147,8 @@ static void test_pack_transposed(void **state)
     tjg_isa vs[TJG_NISA];
     int nv = variants(vs);
     static const dims more[] = {{1, 45, 300}, {1, 64, 17}, {1, 200, 130}, {1, 40, 6}};
-    for (size_t s = 0; s < NSHAPES + 4; s++) {
-        dims d = s < NSHAPES ? shapes[s] : more[s - NSHAPES];
+    for (size_t s = 0; s < tu_gemm_nshapes + 4; s++) {
+        dims d = s < tu_gemm_nshapes ? tu_gemm_shapes[s] : more[s - tu_gemm_nshapes];
         int64_t nb = d.k * d.n;
         uint16_t *b = malloc((size_t)(nb + 1) * 2), *bt = malloc((size_t)(nb + 1) * 2);
         int8_t *b8 = malloc((size_t)(nb + 1)), *bt8 = malloc((size_t)(nb + 1));
@@ -199,9 +188,9 @@ static void test_bf16_variants(void **state)
     int nv = variants(vs);
     for (int v = 0; v < nv; v++) {
         tjg_isa_force(vs[v]);
-        for (size_t s = 0; s < NSHAPES; s++) {
-            bf16_case(vs[v], shapes[s], true, false);
-            bf16_case(vs[v], shapes[s], false, true);
+        for (size_t s = 0; s < tu_gemm_nshapes; s++) {
+            bf16_case(vs[v], tu_gemm_shapes[s], true, false);
+            bf16_case(vs[v], tu_gemm_shapes[s], false, true);
         }
     }
     tjg_isa_force(-1);
@@ -228,7 +217,7 @@ static void test_bf16_widened(void **state)
         float *a = malloc((size_t)na * 4), *b = malloc((size_t)(d.k * d.n) * 4),
               *bias = malloc((size_t)d.n * 4), *c[2];
         uint16_t *a16 = malloc((size_t)na * 2), *c16[2];
-        fill(a, na, 5), fill(b, d.k * d.n, 6), fill(bias, d.n, 7);
+        tu_fill(a, na, 5), tu_fill(b, d.k * d.n, 6), tu_fill(bias, d.n, 7);
         for (int64_t i = 0; i < na; i++)
             a16[i] = tjg_f32_to_bf16(a[i]);
         tjg_packed p;
@@ -236,7 +225,7 @@ static void test_bf16_widened(void **state)
         for (int v = 0; v < 2; v++) {   /* generic, then avx2 */
             tjg_isa_force(v ? TJG_AVX2 : TJG_GENERIC);
             c[v] = malloc((size_t)nc * 4), c16[v] = malloc((size_t)nc * 2);
-            fill(c[v], nc, 8);
+            tu_fill(c[v], nc, 8);
             tjg_epilogue acc = {.accumulate = true}, e16 = {.bias = bias, .out_bf16 = true};
             assert_int_equal(tjg_gemm(d.m, a16, true, d.k, 1, &p, c[v], d.n, &acc, NULL), 0);
             assert_int_equal(tjg_gemm(d.m, a, false, d.k, 1, &p, c16[v], d.n, &e16, NULL), 0);
@@ -327,8 +316,8 @@ static void test_s8_variants(void **state)
     int nv = variants(vs);
     for (int v = 0; v < nv; v++) {
         tjg_isa_force(vs[v]);
-        for (size_t s = 0; s < NSHAPES; s++)
-            s8_case(vs[v], shapes[s]);
+        for (size_t s = 0; s < tu_gemm_nshapes; s++)
+            s8_case(vs[v], tu_gemm_shapes[s]);
     }
     tjg_isa_force(-1);
 }
@@ -383,8 +372,8 @@ static void test_s8_7bit(void **state)
     int nv = variants(vs);
     for (int v = 0; v < nv; v++) {
         tjg_isa_force(vs[v]);
-        for (size_t s = 0; s < NSHAPES; s++)
-            s8_case_of(vs[v], shapes[s], SEVEN);
+        for (size_t s = 0; s < tu_gemm_nshapes; s++)
+            s8_case_of(vs[v], tu_gemm_shapes[s], SEVEN);
         for (int kind = LOW; kind <= HIGH; kind++) {
             s8_case_of(vs[v], (dims){13, 40, 1031}, kind);
             s8_case_of(vs[v], (dims){25, 47, 37}, kind);
@@ -467,8 +456,8 @@ static void epilogue_case(dims d)
           *bias = malloc((size_t)d.n * 4), *sc = malloc((size_t)d.k * 4),
           *sh = malloc((size_t)d.k * 4);
     double *ref = malloc((size_t)nc * sizeof(double));
-    fill(a, na, 7), fill(b, nb, 8), fill(c0, nc, 9), fill(res, nc, 10), fill(bias, d.n, 11);
-    fill(sc, d.k, 12), fill(sh, d.k, 13);
+    tu_fill(a, na, 7), tu_fill(b, nb, 8), tu_fill(c0, nc, 9), tu_fill(res, nc, 10), tu_fill(bias, d.n, 11);
+    tu_fill(sc, d.k, 12), tu_fill(sh, d.k, 13);
     tjg_isa vs[TJG_NISA];
     int nv = variants(vs);
     tjg_packed p;
@@ -499,7 +488,7 @@ static void epilogue_case(dims d)
                 char what[96];
                 snprintf(what, sizeof what, "epilogue %s act %d after %d acc %d",
                          tjg_isa_name(vs[v]), act, after, accum);
-                check_close(c, ref, nc, 2e-5, what);
+                tu_gemm_check_close(c, ref, nc, 2e-5, what);
             }
     }
     tjg_isa_force(-1);
@@ -542,7 +531,7 @@ static void test_padded_sums(void **state)
         float *a = malloc((size_t)na * 4), *b = malloc((size_t)nb * 4),
               *c1 = calloc((size_t)(d.m * 1024), 4), *c2 = calloc((size_t)(d.m * 1040), 4),
               *res = malloc((size_t)(d.m * 1024) * 4), *bias = malloc((size_t)d.n * 4);
-        fill(a, na, 21), fill(b, nb, 22), fill(res, d.m * 1024, 23), fill(bias, d.n, 24);
+        tu_fill(a, na, 21), tu_fill(b, nb, 22), tu_fill(res, d.m * 1024, 23), tu_fill(bias, d.n, 24);
         tjg_packed p;
         assert_int_equal(tjg_pack_f32(&p, b, d.n, 1, d.k, d.n), 0);
         for (int epi = 0; epi < 2; epi++) {
@@ -871,7 +860,7 @@ static void matmul_case(dims d, bool ta, bool tb)
         assert_non_null(c);
         /* randn operands: sums of k products of size 1 (rounding grows as sqrt k) */
         double tol = 1e-5 * (1 + sqrt((double)d.k));
-        check_close(tj_data(c), ref, d.m * d.n, tol, what);
+        tu_gemm_check_close(tj_data(c), ref, d.m * d.n, tol, what);
         /* linear: x @ w^T + bias, w = b^T (w [n, k]) */
         tj_tensor *l = tj_linear(a, tj_transpose(b, 0, 1), bias);
         assert_non_null(l);
