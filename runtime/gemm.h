@@ -16,7 +16,8 @@
  *            where cpuid has it; else the portable kernel), int8 widened
  *            to s16 pairs, or vpmaddubsw
  *            when the call's A is 7-bit: gemm_avx2_q8.c), AVX-512 f32
- *            FMA, avx512_bf16 (vdpbf16ps), VNNI (vpdpbusd); a portable C
+ *            FMA (bf16 and f16 widened as on AVX2), avx512_bf16
+ *            (vdpbf16ps on AMD: tjg_bf16_dot), VNNI (vpdpbusd); a portable C
  *            kernel elsewhere; AMX tiles (tdpbf16ps, tdpbusd: gemm_amx.c)
  *            for bf16 and int8 from TJG_AMX_MIN_M rows, the avx512_bf16 and
  *            VNNI kernels below that and for f32/f16.
@@ -45,7 +46,7 @@ enum { TJG_NR = 32 };   /* columns per packed panel (two zmm of f32) */
 typedef enum tjg_isa {
     TJG_GENERIC = 0,     /* portable C */
     TJG_AVX2 = 1,        /* avx2 + fma: f32 FMA; bf16 and int8 widened (gemm_avx2.c) */
-    TJG_AVX512 = 2,      /* avx512f: f32 FMA; bf16 converted to f32; int8 as TJG_AVX2 */
+    TJG_AVX512 = 2,      /* avx512f: f32 FMA; bf16 widened to f32; int8 as TJG_AVX2 */
     TJG_AVX512_BF16 = 3, /* + avx512_bf16 (vdpbf16ps) and avx512_vnni (vpdpbusd) */
     TJG_AMX = 4,         /* + amx_tile/amx_bf16/amx_int8: tiles for bf16 and int8 (gemm_amx.c) */
 } tjg_isa;
@@ -67,6 +68,17 @@ unsigned tjg_cpu_features(void);
  * Pure (tests call it); tjg_f16c() is it for the process's variant. */
 bool tjg_f16c_usable(tjg_isa isa, unsigned features);
 bool tjg_f16c(void);
+/* Whether bf16 GEMMs under the avx512_bf16 variant multiply pairs with
+ * vdpbf16ps (true) or take the widened path: A split, each k-block of a B
+ * panel widened to f32 once, the f32 micro-kernel (false; the AVX2 and
+ * avx512 variants' path). vdpbf16ps ran bf16 at about twice the f32 rate
+ * on Zen 4 but at 0.55-0.7x it on an Intel Xeon (family 6 model 207, no
+ * AMX) where the widened path ran at f32's rate (docs/perf.md, "bf16 GEMM
+ * on Intel without AMX"): so on AMD CPUs, not on others. env: TJIT_BF16_DOT
+ * ("1"/"0" override; else the vendor's rule). Pure (tests call it);
+ * tjg_bf16_dot() is it for this CPU, TJIT_BF16_DOT read per call. */
+bool tjg_bf16_dot_select(bool amd, const char *env);
+bool tjg_bf16_dot(void);
 /* The variant for these features under a TJIT_ISA value (NULL or "": the
  * best); never one whose features are missing. Pure (tests call it). */
 tjg_isa tjg_isa_select(unsigned features, const char *env);

@@ -76,6 +76,37 @@ static tjg_isa isa_max(unsigned f)
     return f & TJG_F_AMX ? TJG_AMX : TJG_AVX512_BF16;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+static bool vendor_amd(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d))
+        return false;
+    return b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u;   /* "AuthenticAMD" */
+}
+#else
+static bool vendor_amd(void) { return false; }
+#endif
+
+bool tjg_bf16_dot_select(bool amd, const char *env)
+{
+    if (env && (!strcmp(env, "0") || !strcmp(env, "1")))
+        return env[0] == '1';
+    return amd;
+}
+
+static atomic_int amd_state;   /* 0: not asked yet, 1: no, 2: yes */
+
+bool tjg_bf16_dot(void)
+{
+    int s = atomic_load_explicit(&amd_state, memory_order_relaxed);
+    if (!s) {
+        s = vendor_amd() ? 2 : 1;
+        atomic_store(&amd_state, s);
+    }
+    return tjg_bf16_dot_select(s == 2, getenv("TJIT_BF16_DOT"));   /* read per call: tests flip it */
+}
+
 tjg_isa tjg_isa_select(unsigned features, const char *env)
 {
     tjg_isa best = isa_max(features);

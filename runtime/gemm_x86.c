@@ -4,9 +4,13 @@
  * packed B panel loaded per step.
  *
  *   f32        vfmadd231ps, one k per step
- *   bf16       vdpbf16ps (avx512_bf16): a (k, k+1) pair per step, f32 sums
- *   bf16 conv  avx512f alone: each pair widened to two f32 (shift, mask),
- *              two FMAs (the fallback where avx512_bf16 is missing)
+ *   bf16       vdpbf16ps (avx512_bf16, on AMD: tjg_bf16_dot): a (k, k+1)
+ *              pair per step, f32 sums; elsewhere the f32 kernel on A split
+ *              and each k-block of a B panel widened to f32 once by
+ *              gemm_avx2.c's functions, as f16 below: on two threads of an
+ *              Intel Xeon without AMX 256x2048x1024 ran at 139-140 GFLOP/s
+ *              on vdpbf16ps, 163-171 on the former in-kernel conversion (two
+ *              FMAs per pair), 238-242 widened (docs/perf.md)
  *   int8       vpdpbusd (avx512_vnni): u8 x s8 quads into s32 sums (exact)
  *   f16        the f32 kernel on A and each k-block of a B panel widened to
  *              f32 once by gemm_avx2.c's F16C functions (split_a, widen_b),
@@ -85,42 +89,6 @@ __attribute__((target("avx512f,avx512bf16"))) static void uk_bf16(int64_t kg, co
     STORE_F32(acc);
 }
 
-/* The pair's low half (element k) and high half (k + 1) as f32 vectors. */
-__attribute__((target("avx512f"))) static inline __m512 lo_f32(__m512i v)
-{
-    return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
-}
-__attribute__((target("avx512f"))) static inline __m512 hi_f32(__m512i v)
-{
-    return _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32((int)0xffff0000u)));
-}
-
-__attribute__((target("avx512f"))) static void uk_bf16_conv(int64_t kg, const void *a_,
-                                                            const void *b_, void *c,
-                                                            int64_t ldc, bool accum)
-{
-    const int32_t *a = a_, *b = b_;
-    __m512 acc[MR][2];
-    _Pragma("GCC unroll 16") for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] =
-        _mm512_setzero_ps();
-    for (int64_t p = 0; p < kg; p++) {
-        __m512i v0 = _mm512_loadu_si512(b), v1 = _mm512_loadu_si512(b + 16);
-        __m512 b0l = lo_f32(v0), b0h = hi_f32(v0), b1l = lo_f32(v1), b1h = hi_f32(v1);
-        _Pragma("GCC unroll 16") for (int r = 0; r < MR; r++)
-        {
-            __m512i av = _mm512_set1_epi32(a[r]);
-            __m512 al = lo_f32(av), ah = hi_f32(av);
-            acc[r][0] = _mm512_fmadd_ps(al, b0l, acc[r][0]);
-            acc[r][1] = _mm512_fmadd_ps(al, b1l, acc[r][1]);
-            acc[r][0] = _mm512_fmadd_ps(ah, b0h, acc[r][0]);
-            acc[r][1] = _mm512_fmadd_ps(ah, b1h, acc[r][1]);
-        }
-        a += MR;
-        b += TJG_NR;
-    }
-    STORE_F32(acc);
-}
-
 __attribute__((target("avx512f,avx512vnni"))) static void uk_s8(int64_t kg, const void *a_,
                                                                 const void *b_, void *c_,
                                                                 int64_t ldc, bool accum)
@@ -159,8 +127,13 @@ tjg_kernel tjg_kernel_x86(tjg_type t, tjg_isa isa)
         return isa == TJG_AVX2 ? tjg_kernel_avx2(t) : (tjg_kernel){NULL, NULL, NULL};
     switch (t) {
     case TJG_F32: return (tjg_kernel){uk_f32, NULL, NULL};
-    case TJG_BF16:
-        return (tjg_kernel){isa >= TJG_AVX512_BF16 ? uk_bf16 : uk_bf16_conv, NULL, NULL};
+    case TJG_BF16: {   /* vdpbf16ps, or AVX2's split of A and widening of B, this f32 kernel */
+        if (isa >= TJG_AVX512_BF16 && tjg_bf16_dot())
+            return (tjg_kernel){uk_bf16, NULL, NULL};
+        tjg_kernel k = tjg_kernel_avx2(TJG_BF16);
+        k.uk = uk_f32;
+        return k;
+    }
     case TJG_F16: {   /* F16C's split of A and widening of B (gemm_avx2.c), this f32 kernel */
         tjg_kernel k = tjg_f16c() ? tjg_kernel_f16c() : (tjg_kernel){NULL, NULL, NULL};
         if (k.uk)

@@ -188,16 +188,22 @@ static void test_bf16_variants(void **state)
     int nv = variants(vs);
     for (int v = 0; v < nv; v++) {
         tjg_isa_force(vs[v]);
-        for (size_t s = 0; s < tu_gemm_nshapes; s++) {
-            bf16_case(vs[v], tu_gemm_shapes[s], true, false);
-            bf16_case(vs[v], tu_gemm_shapes[s], false, true);
+        /* avx512_bf16 and amx (below its tile rows) both ways: vdpbf16ps and widened */
+        for (int dot = 0; dot < (vs[v] >= TJG_AVX512_BF16 ? 2 : 1); dot++) {
+            setenv("TJIT_BF16_DOT", dot ? "1" : "0", 1);
+            for (size_t s = 0; s < tu_gemm_nshapes; s++) {
+                bf16_case(vs[v], tu_gemm_shapes[s], true, false);
+                bf16_case(vs[v], tu_gemm_shapes[s], false, true);
+            }
         }
+        unsetenv("TJIT_BF16_DOT");
     }
     tjg_isa_force(-1);
 }
 
-/* AVX2's bf16 path (B widened to f32 per panel, A split, the f32 kernels in
- * the half-panel order, rows in blocks of up to 264): bit for bit the
+/* The widened bf16 path (B widened to f32 per panel, A split, the f32
+ * kernels: AVX2's in the half-panel order, rows in blocks of up to 264;
+ * AVX-512's, and avx512_bf16's with TJIT_BF16_DOT=0): bit for bit the
  * portable C kernel's result where k is one k-block of both (k <= 256: the
  * same FMAs in the same order), into f32 C (in place) and bf16 C (sums in
  * scratch, one rounding), with a bias and an accumulated f32 C; more than
@@ -205,10 +211,13 @@ static void test_bf16_variants(void **state)
 static void test_bf16_widened(void **state)
 {
     (void)state;
-    if (tjg_isa_select(tjg_cpu_features(), "avx2") != TJG_AVX2) {
+    tjg_isa best = tjg_isa_select(tjg_cpu_features(), NULL);
+    if (best < TJG_AVX2) {
         printf("#summary skipped variant avx2: this CPU lacks its features\n");
         return;
     }
+    tjg_isa top = best > TJG_AVX512_BF16 ? TJG_AVX512_BF16 : best;
+    setenv("TJIT_BF16_DOT", "0", 1);
     static const dims ws[] = {{300, 100, 256}, {13, 33, 7}, {270, 64, 200}, {24, 32, 2},
                               {600, 96, 64}};
     for (size_t s = 0; s < sizeof ws / sizeof *ws; s++) {
@@ -222,26 +231,32 @@ static void test_bf16_widened(void **state)
             a16[i] = tjg_f32_to_bf16(a[i]);
         tjg_packed p;
         assert_int_equal(tjg_pack_f32_as_bf16(&p, b, d.n, 1, d.k, d.n), 0);
-        for (int v = 0; v < 2; v++) {   /* generic, then avx2 */
-            tjg_isa_force(v ? TJG_AVX2 : TJG_GENERIC);
+        for (int v = 0; v < 2; v++) {
             c[v] = malloc((size_t)nc * 4), c16[v] = malloc((size_t)nc * 2);
+        }
+        for (int iv = TJG_GENERIC; iv <= (int)top; iv++) {
+            tjg_isa isa = (tjg_isa)iv;
+            int v = isa != TJG_GENERIC;   /* generic's result in slot 0, each other's in 1 */
+            tjg_isa_force(isa);
             tu_fill(c[v], nc, 8);
             tjg_epilogue acc = {.accumulate = true}, e16 = {.bias = bias, .out_bf16 = true};
             assert_int_equal(tjg_gemm(d.m, a16, true, d.k, 1, &p, c[v], d.n, &acc, NULL), 0);
             assert_int_equal(tjg_gemm(d.m, a, false, d.k, 1, &p, c16[v], d.n, &e16, NULL), 0);
+            for (int64_t i = 0; v && i < nc; i++) {
+                if (memcmp(&c[0][i], &c[1][i], 4) || c16[0][i] != c16[1][i])
+                    fail_msg("bf16 widened %s %lldx%lldx%lld: element %lld: f32 %a against %a, "
+                             "bf16 0x%04x against 0x%04x", tjg_isa_name(isa), (long long)d.m,
+                             (long long)d.n, (long long)d.k, (long long)i, c[1][i], c[0][i],
+                             c16[1][i], c16[0][i]);
+            }
         }
         tjg_isa_force(-1);
-        for (int64_t i = 0; i < nc; i++) {
-            if (memcmp(&c[0][i], &c[1][i], 4) || c16[0][i] != c16[1][i])
-                fail_msg("bf16 widened %lldx%lldx%lld: element %lld: f32 %a against %a, bf16 "
-                         "0x%04x against 0x%04x", (long long)d.m, (long long)d.n, (long long)d.k,
-                         (long long)i, c[1][i], c[0][i], c16[1][i], c16[0][i]);
-        }
         tjg_packed_free(&p);
         for (int v = 0; v < 2; v++)
             free(c[v]), free(c16[v]);
         free(a), free(b), free(bias), free(a16);
     }
+    unsetenv("TJIT_BF16_DOT");
 }
 
 /* u8 x s8: the s32 sums are exact, so the result equals the reference's
@@ -597,9 +612,26 @@ static void test_isa_select(void **state)
     }
     assert_ptr_equal(tjg_kernel_x86(TJG_S8, TJG_AVX512).uk, tjg_kernel_avx2(TJG_S8).uk);
     assert_ptr_not_equal(tjg_kernel_x86(TJG_F32, TJG_AVX512).uk, tjg_kernel_avx2(TJG_F32).uk);
-    assert_ptr_not_equal(tjg_kernel_x86(TJG_BF16, TJG_AVX512).uk,
-                         tjg_kernel_x86(TJG_BF16, TJG_AVX512_BF16).uk);
+    /* bf16 on AVX-512: widened (AVX2's split and widening, the AVX-512 f32
+     * kernel), or vdpbf16ps on avx512_bf16 where tjg_bf16_dot says */
+    tjg_kernel w = tjg_kernel_x86(TJG_BF16, TJG_AVX512);
+    assert_ptr_equal(w.uk, tjg_kernel_x86(TJG_F32, TJG_AVX512).uk);
+    assert_ptr_equal(w.split_a, tjg_kernel_avx2(TJG_BF16).split_a);
+    assert_ptr_equal(w.widen_b, tjg_kernel_avx2(TJG_BF16).widen_b);
+    setenv("TJIT_BF16_DOT", "0", 1);
+    assert_ptr_equal(tjg_kernel_x86(TJG_BF16, TJG_AVX512_BF16).uk, w.uk);
+    setenv("TJIT_BF16_DOT", "1", 1);
+    assert_ptr_not_equal(tjg_kernel_x86(TJG_BF16, TJG_AVX512_BF16).uk, w.uk);
     assert_null(tjg_kernel_x86(TJG_BF16, TJG_AVX512_BF16).split_a);
+    assert_ptr_equal(tjg_kernel_x86(TJG_BF16, TJG_AVX512).uk, w.uk);   /* no avx512_bf16 */
+    unsetenv("TJIT_BF16_DOT");
+    /* the rule: vdpbf16ps on AMD, widened elsewhere; TJIT_BF16_DOT=0/1 overrides */
+    assert_true(tjg_bf16_dot_select(true, NULL));
+    assert_false(tjg_bf16_dot_select(false, NULL));
+    assert_false(tjg_bf16_dot_select(true, "0"));
+    assert_true(tjg_bf16_dot_select(false, "1"));
+    assert_true(tjg_bf16_dot_select(true, "bogus"));
+    assert_false(tjg_bf16_dot_select(false, ""));
 }
 
 /* The process's variant from TJIT_ISA (read again by tjg_isa_force(-1)),
@@ -643,9 +675,9 @@ static void test_isa_env(void **state)
 }
 
 /* The best variant's own feature masked (TJIT_ISA one variant below it:
- * avx512 on a CPU with avx512_bf16, where bf16 runs the convert-and-FMA
- * kernel; generic on one with AVX2 alone): the process runs the variant
- * below and gives the same results. */
+ * avx512 on a CPU with avx512_bf16, where bf16 runs the widened path;
+ * generic on one with AVX2 alone): the process runs the variant below and
+ * gives the same results. */
 static void test_masked_fallback(void **state)
 {
     (void)state;
