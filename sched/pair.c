@@ -30,9 +30,10 @@
  *               half the larger (a GEMM twice the other's size runs
  *               single-threaded longer than the two would take on both).
  *             split: any other eager f32 matmul of two matrices with at least
- *               SC_PAIR_MIN multiply-adds and SC_SPLIT_COLS columns.
- *             Not with TJIT_INTEROP=0; TJIT_GEMM_SPLIT=0 forms no split
- *             (both read when a plan is built).
+ *               SC_PAIR_MIN multiply-adds and SC_SPLIT_COLS columns, on a
+ *               CPU without AVX-512 (split_wanted).
+ *             Not with TJIT_INTEROP=0; TJIT_GEMM_SPLIT=0 forms no split, =1
+ *             splits on any CPU (both read when a plan is built).
  *   run       with exactly two runtime threads (rt_threads()): OpenBLAS
  *             serial (rt_blas_serial_begin), the pair's two steps as the
  *             chunks of one rt_parallel_for, the split's column blocks as
@@ -64,6 +65,7 @@
 
 #include "../runtime/blas.h"
 #include "../runtime/contract.h"
+#include "../runtime/gemm.h"
 #include "sched_int.h"
 
 #define SC_PAIR_MIN ((int64_t)1 << 21)   /* multiply-adds of each GEMM, at least */
@@ -134,13 +136,29 @@ static bool splittable(const ir_graph *g, const sc_plan *p, const step *s)
            p->types[ir_slot(g, n->in[1])].ndim == 2 && o->shape[1] >= SC_SPLIT_COLS;
 }
 
+/* Whether lone GEMMs are split: TJIT_GEMM_SPLIT=1/0, else only on CPUs
+ * without AVX-512. There, an f32 GEMM that is not tjit's own runs on
+ * OpenBLAS's AVX-512 kernels, whose own two threads beat four column blocks
+ * of single-threaded calls (each packs all of A): on an Intel Xeon (family
+ * 6 model 207) split off made P7's step 3.4-6.3% faster (train_paired
+ * B/A 0.937, 0.962) and P4 0.93-1.05x eager against 1.04-1.18x; with
+ * OpenBLAS on AVX2 kernels those GEMMs are tjit's own, which no split
+ * takes (docs/perf.md, "Column blocks off on AVX-512"). */
+static bool split_wanted(void)
+{
+    const char *e = getenv("TJIT_GEMM_SPLIT");
+    if (e && (!strcmp(e, "0") || !strcmp(e, "1")))
+        return e[0] == '1';
+    return tjg_isa_current() < TJG_AVX512;
+}
+
 int sc_plan_pairs(const ir_graph *g, sc_plan *p)
 {
     free(p->par);
     p->par = NULL;
     if (env_off("TJIT_INTEROP"))
         return 0;
-    bool split = !env_off("TJIT_GEMM_SPLIT");
+    bool split = split_wanted();
     int end = p->nsteps - p->ntail;
     for (int i = 0; i < end; i++) {
         const step *s = &p->steps[i], *t = i + 1 < end ? &p->steps[i + 1] : NULL;

@@ -149,6 +149,7 @@ static const int64_t bwd_shapes[3][2] = {{128, 512}, {128, 512}, {512, 512}};
 static void test_pair_failure(void **state)
 {
     setenv("TJIT_OWN_F32", "0", 1);   /* these GEMMs on OpenBLAS, not tjit's own */
+    setenv("TJIT_GEMM_SPLIT", "1", 1);   /* the split on any CPU (read as plans are built) */
     ir_graph *g = tu_parse(bwd_src);
     sc_plan_set *ps = sc_plans_new(g, g->name);
     tj_tensor *in[3];
@@ -184,6 +185,7 @@ static void test_pair_failure(void **state)
     sc_plans_free(ps);
     ir_graph_free(g);
     unsetenv("TJIT_OWN_F32");
+    unsetenv("TJIT_GEMM_SPLIT");
 }
 
 static void test_pair_formed(void **state)
@@ -314,10 +316,11 @@ static int splits_in(const char *src, int nin, const int64_t (*shapes)[2])
     return run_src(src, nin, shapes, splits_of);
 }
 
-/* A GEMM alone in column blocks: a linear's (B transposed) and a weight
- * gradient's (A transposed, 784 columns: blocks of 192, 192, 192, 208); both
- * as the executor's; none with TJIT_GEMM_SPLIT=0, nor below 128 columns. A
- * left operand BLAS cannot take (every other column) runs whole. */
+/* A GEMM alone in column blocks (TJIT_GEMM_SPLIT=1; by default only
+ * without AVX-512): a linear's (B transposed) and a weight gradient's (A
+ * transposed, 784 columns: blocks of 192, 192, 192, 208); both as the
+ * executor's; none with TJIT_GEMM_SPLIT=0, nor below 128 columns. A left
+ * operand BLAS cannot take (every other column) runs whole. */
 static void test_split(void **state)
 {
     static const char *src =
@@ -330,6 +333,8 @@ static void test_split(void **state)
         "  return %4\n"
         "}\n";
     static const int64_t shapes[3][2] = {{128, 512}, {512, 512}, {128, 784}};
+    assert_int_equal(splits_in(src, 3, shapes), tjg_isa_current() < TJG_AVX512 ? 2 : 0);
+    setenv("TJIT_GEMM_SPLIT", "1", 1);
     assert_int_equal(splits_in(src, 3, shapes), 2);
     /* the split steps on tjit's own GEMM: whole, as the executor's */
     setenv("TJIT_OWN_F32", "1", 1);
@@ -337,7 +342,7 @@ static void test_split(void **state)
     unsetenv("TJIT_OWN_F32");
     setenv("TJIT_GEMM_SPLIT", "0", 1);
     assert_int_equal(splits_in(src, 3, shapes), 0);
-    unsetenv("TJIT_GEMM_SPLIT");
+    setenv("TJIT_GEMM_SPLIT", "1", 1);
     static const int64_t narrow[2][2] = {{1024, 512}, {512, 64}};
     assert_int_equal(splits_in("graph @narrow(%x: f32[1024,512], %w: f32[512,64]) {\n"
                                "  %0 = matmul %x, %w : f32[1024,64]\n"
@@ -353,6 +358,7 @@ static void test_split(void **state)
                                "}\n",
                                2, strided),
                      1);
+    unsetenv("TJIT_GEMM_SPLIT");
 }
 
 /* A linear on a captured weight (kept across calls: packed for tjit's GEMM
@@ -396,12 +402,14 @@ static void test_split_kept_weight(void **state)
 {
     /* both GEMM rules on an AVX-512 CPU: OpenBLAS on its AVX-512 kernels
      * and on AVX2 ones (TJIT_BLAS_NARROW, runtime/blas.h) */
+    setenv("TJIT_GEMM_SPLIT", "1", 1);   /* the split on any CPU */
     for (int narrow = 0; narrow < 2; narrow++) {
         setenv("TJIT_BLAS_NARROW", narrow ? "1" : "0", 1);
         kept_split_case(false);
         kept_split_case(true);
     }
     unsetenv("TJIT_BLAS_NARROW");
+    unsetenv("TJIT_GEMM_SPLIT");
 }
 
 /* Two linears on frozen int8 weights (tj_compile_options.quantize_dynamic):
