@@ -804,9 +804,12 @@ static int second_order_check(prog *pc, prog *pe, const argspec *spec, unsigned 
     tj_tensor *want = gv_model(&he, ea, 3);
     if (!want || tj_numel(ea[0]) == 0) {
         /* no error: no result requires grad (none reached from x, or empty) */
+        /* also refused as PyTorch refuses: a leaf written in no-grad mode
+         * after a step saved it (program 7298025) */
         const char *e = tj_last_error();
         if (!want && *e && !strstr(e, "goes through a compiled call") &&
-            !strstr(e, "several zeros of src reach one place"))
+            !strstr(e, "several zeros of src reach one place") &&
+            !(pe->not_derivative && strstr(e, "modified in place after it was saved")))
             fail_msg("grad program %u: double backward: %s\nsteps: %s", pe->seed, e, pe->log);
         tj_clear_error();
         goto out;
