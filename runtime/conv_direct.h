@@ -139,6 +139,10 @@ typedef struct rt_conv_kernels {
     struct { int ko, qv; rt_conv_block_fn fn; } wgrid;
     int rlen[2][4];
     rt_conv_block_fn rows[2][4];
+    /* the row kernel's f32 stores (NULL: element by element): y[o*ys + p] =
+     * tile[p*lanes + o] for o < no, p < np (np <= vl, lanes <= 2*vl) */
+    void (*rows_put)(const float *tile, int64_t lanes, int64_t no, int64_t np, float *y,
+                     int64_t ys);
     /* Winograd F(2x2, 3x3) transforms (NULL: none): in, the 4x4 input tiles
      * at the npos grid positions of xp (tile offsets toff, channels plane
      * floats apart) to v[xi*vxs + c*npos + p]; out, the 2x2 output tiles
@@ -152,6 +156,7 @@ typedef struct rt_conv_kernels {
                      int64_t npos, float *v, int64_t vxs);
     void (*wino4_out)(const float *m, int64_t mxs, const rt_conv_wino_out *g);
     double rows_gain;   /* rule: the row kernel when it keeps this much more */
+    int rows_c;         /* rule: ... and has at least this many input channels per group */
     double min_keep;    /* rule: direct only when it keeps this share of its work */
     bool strided_gemm;  /* rule: the GEMM paths for strides > 1 with 8+ channels per group */
     /* rule: Winograd from wino_c[0] input channels per group when it keeps

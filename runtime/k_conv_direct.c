@@ -638,6 +638,11 @@ static void run_rows(void *ctx, int64_t t0, int64_t t1)
             for (int64_t sg = 0; sg < j->nseg; sg++) {
                 int64_t ow0 = sg * j->rp, np = s->ow - ow0 < j->rp ? s->ow - ow0 : j->rp;
                 j->fn(xp + oh * j->wq + ow0, wp, j->cg, j->plane, j->toff, j->ntap, bias, tile, 0);
+                if (j->dt == TJ_F32 && j->k->rows_put) {
+                    j->k->rows_put(tile, lanes, no, np, (float *)j->y + y + oh * s->ow + ow0,
+                                   s->oh * s->ow);
+                    continue;
+                }
                 for (int64_t o = 0; o < no; o++) {
                     for (int64_t p = 0; p < np; p++)
                         row[p] = tile[p * lanes + o];
@@ -917,9 +922,13 @@ static bool choose(const rt_conv_shape *s, dj *j)
          * 50 at [1,1,28,28] -> 32 on AVX2); the row kernel where it
          * wastes clearly less than the grid kernel (small images), given
          * two vectors of output channels per group (AVX-512: 32, AVX2: 16)
-         * and 8 input channels (the 3-channel 7x7 stem and, on AVX-512,
-         * 16-channel groups run better on the grid kernel); either only
-         * when it wastes under 30%. On AVX2 (a Zen 3) the GEMM paths also
+         * and, on AVX2, 8 input channels (the 3-channel 7x7 stem runs
+         * better on the grid kernel there); on AVX-512, whose row tiles go
+         * to the output by 16 x 16 transposes (rows_put), wherever it wastes
+         * no more than the grid kernel (rows_gain, rows_c: the stem 1.46x
+         * and 64 -> 128 3x3/2 at 56x56 1.14x faster than on the grid kernel
+         * on an Intel Xeon, docs/perf.md); either only when it wastes under
+         * 30%. On AVX2 (a Zen 3) the GEMM paths also
          * win on strided convs with 8+ channels per group (3x3 stride 2,
          * 64 -> 128 at 56x56: 68 GFLOP/s against 59 for either kernel). */
         bool strided = s->sh > 1 || s->sw > 1;
@@ -945,7 +954,7 @@ static bool choose(const rt_conv_shape *s, dj *j)
             geometry(s, isa, j);
         }
         double eg = efficiency(j, false), er = efficiency(j, true);
-        rows = j->kv == 2 && j->cg >= 8 && er > eg + j->k->rows_gain;
+        rows = j->kv == 2 && j->cg >= j->k->rows_c && er > eg + j->k->rows_gain;
         if ((rows ? er : eg) < j->k->min_keep)
             return false;
     }

@@ -145,6 +145,7 @@ const rt_conv_kernels rt_conv_avx2 = {
     .rows = {{rblock_14_1, rblock_12_1, rblock_8_1, rblock_7_1},
              {rblock_6_2, rblock_5_2, rblock_4_2, NULL}},
     .rows_gain = 0.05,
+    .rows_c = 8,
     .min_keep = 0.7,
     .wino_in = wino_in,
     .wino_out = wino_out,

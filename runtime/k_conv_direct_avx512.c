@@ -111,6 +111,48 @@ CK_TARGET static inline void ck_zip4(const __m512 *y, __m512 *r)
 
 #include "conv_wino_kernels.h"
 
+/* The row kernel's tile [np][lanes] into channel rows of the output:
+ * 16 x 16 transposes in registers (rows past np zero, unused), each
+ * channel's np values one masked store; where the element-by-element copy
+ * cost about as many cycles as the kernel's FMAs on 14-column rows. */
+CK_TARGET static void rows_put(const float *tile, int64_t lanes, int64_t no, int64_t np, float *y,
+                               int64_t ys)
+{
+    __mmask16 m = (__mmask16)((1u << np) - 1);
+    for (int64_t o0 = 0; o0 < no; o0 += VL) {
+        __m512 r[VL], t[VL];
+        for (int p = 0; p < VL; p++)
+            r[p] = p < np ? _mm512_loadu_ps(tile + p * lanes + o0) : _mm512_setzero_ps();
+        /* 2 x 2 blocks of 32-bit, then 64-bit, then 128-bit lanes, then 256-bit */
+        for (int p = 0; p < VL; p += 2) {
+            t[p] = _mm512_unpacklo_ps(r[p], r[p + 1]);
+            t[p + 1] = _mm512_unpackhi_ps(r[p], r[p + 1]);
+        }
+        for (int p = 0; p < VL; p += 4)
+            for (int h = 0; h < 2; h++) {
+                __m512d a = _mm512_castps_pd(t[p + h]), b = _mm512_castps_pd(t[p + 2 + h]);
+                r[p + h] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+                r[p + 2 + h] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+            }
+        for (int p = 0; p < VL; p += 8)
+            for (int h = 0; h < 4; h++) {
+                t[p + h] = _mm512_shuffle_f32x4(r[p + h], r[p + 4 + h], 0x88);
+                t[p + 4 + h] = _mm512_shuffle_f32x4(r[p + h], r[p + 4 + h], 0xdd);
+            }
+        for (int h = 0; h < 8; h++) {
+            r[h] = _mm512_shuffle_f32x4(t[h], t[h + 8], 0x88);
+            r[h + 8] = _mm512_shuffle_f32x4(t[h], t[h + 8], 0xdd);
+        }
+        /* r[k] now holds channel o0 + c over positions 0..15, c = k with
+         * its two low bits swapped (the 64-bit step's order) */
+        for (int k = 0; k < VL; k++) {
+            int c = (k & 12) | ((k & 1) << 1) | ((k >> 1) & 1);
+            if (o0 + c < no)
+                _mm512_mask_storeu_ps(y + (o0 + c) * ys, m, r[k]);
+        }
+    }
+}
+
 /* The rule's numbers: the row kernel and min_keep measured on AVX-512
  * (docs/perf.md, Convolution); Winograd's as on AVX2 (k_conv_direct_avx2.c),
  * measured on a Zen 5 in docs/perf.md (Winograd on AVX-512). */
@@ -120,7 +162,9 @@ const rt_conv_kernels rt_conv_avx512 = {
     .rlen = {{14, 12, 8, 7}, {14, 12, 8, 7}},
     .rows = {{rblock_14_1, rblock_12_1, rblock_8_1, rblock_7_1},
              {rblock_14_2, rblock_12_2, rblock_8_2, rblock_7_2}},
-    .rows_gain = 0.05,
+    .rows_put = rows_put,
+    .rows_gain = -0.01,
+    .rows_c = 1,
     .min_keep = 0.7,
     /* F(4x4)'s GEMMs on blocks of 48 tiles, not the grid kernel's 96: its
      * transformed tiles and products of a block, 2 x 36 planes of 64 channels x
