@@ -113,8 +113,9 @@ CK_TARGET static inline void ck_zip4(const __m512 *y, __m512 *r)
 
 /* The row kernel's tile [np][lanes] into channel rows of the output:
  * 16 x 16 transposes in registers (rows past np zero, unused), each
- * channel's np values one masked store; where the element-by-element copy
- * cost about as many cycles as the kernel's FMAs on 14-column rows. */
+ * channel's np values one masked store, where k_conv_direct.c's copy makes
+ * 448 scalar moves and 32 memcpy calls per 14 x 32 tile (P12 7% faster
+ * with this, P11 on the row kernel 20%: docs/perf.md). */
 CK_TARGET static void rows_put(const float *tile, int64_t lanes, int64_t no, int64_t np, float *y,
                                int64_t ys)
 {
@@ -154,8 +155,10 @@ CK_TARGET static void rows_put(const float *tile, int64_t lanes, int64_t no, int
 }
 
 /* The rule's numbers: the row kernel and min_keep measured on AVX-512
- * (docs/perf.md, Convolution); Winograd's as on AVX2 (k_conv_direct_avx2.c),
- * measured on a Zen 5 in docs/perf.md (Winograd on AVX-512). */
+ * (docs/perf.md, Convolution; rows_gain and rows_c since rows_put on an
+ * Intel Xeon, "bf16 GEMM on Intel without AMX; ..."); Winograd's as on
+ * AVX2 (k_conv_direct_avx2.c), measured on a Zen 5 in docs/perf.md
+ * (Winograd on AVX-512). */
 const rt_conv_kernels rt_conv_avx512 = {
     .vl = VL,
     .grid = {{4, 6, block_4_6}, {2, 8, block_2_8}, {1, 8, block_1_8}},
