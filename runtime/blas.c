@@ -24,6 +24,7 @@
 #include <strings.h>
 
 #include "blas.h"
+#include "env.h"
 #include "rt.h"
 
 enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
@@ -179,9 +180,9 @@ static bool core_is_avx512(const char *core)
 
 bool rt_blas_narrow(void)
 {
-    const char *v = getenv("TJIT_BLAS_NARROW");   /* read per call: tests flip it */
-    if (v && (!strcmp(v, "0") || !strcmp(v, "1")))
-        return v[0] == '1';
+    int sw = rt_env_switch("TJIT_BLAS_NARROW");   /* read per call: tests flip it */
+    if (sw >= 0)
+        return sw;
     int s = atomic_load(&narrow_state);
     if (s)
         return s == 2;

@@ -75,10 +75,10 @@ bool tjg_f16c(void);
  * on Zen 4 but at 0.55-0.7x it on an Intel Xeon (family 6 model 207, no
  * AMX) where the widened path ran at f32's rate (docs/perf.md, "bf16 GEMM
  * on Intel without AMX; column blocks off on AVX-512"): so on AMD CPUs,
- * not on others. env: TJIT_BF16_DOT
- * ("1"/"0" override; else the vendor's rule). Pure (tests call it);
- * tjg_bf16_dot() is it for this CPU, TJIT_BF16_DOT read per call. */
-bool tjg_bf16_dot_select(bool amd, const char *env);
+ * not on others. sw: TJIT_BF16_DOT's switch (rt_env_switch: 1/0 override,
+ * -1 the vendor's rule). Pure (tests call it); tjg_bf16_dot() is it for
+ * this CPU, TJIT_BF16_DOT read per call. */
+bool tjg_bf16_dot_select(bool amd, int sw);
 bool tjg_bf16_dot(void);
 /* The variant for these features under a TJIT_ISA value (NULL or "": the
  * best); never one whose features are missing. Pure (tests call it). */

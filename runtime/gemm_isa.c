@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "env.h"
 #include "gemm.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -88,12 +89,7 @@ static bool vendor_amd(void)
 static bool vendor_amd(void) { return false; }
 #endif
 
-bool tjg_bf16_dot_select(bool amd, const char *env)
-{
-    if (env && (!strcmp(env, "0") || !strcmp(env, "1")))
-        return env[0] == '1';
-    return amd;
-}
+bool tjg_bf16_dot_select(bool amd, int sw) { return sw >= 0 ? sw : amd; }
 
 static atomic_int amd_state;   /* 0: not asked yet, 1: no, 2: yes */
 
@@ -104,7 +100,7 @@ bool tjg_bf16_dot(void)
         s = vendor_amd() ? 2 : 1;
         atomic_store(&amd_state, s);
     }
-    return tjg_bf16_dot_select(s == 2, getenv("TJIT_BF16_DOT"));   /* read per call: tests flip it */
+    return tjg_bf16_dot_select(s == 2, rt_env_switch("TJIT_BF16_DOT"));   /* per call: tests flip it */
 }
 
 tjg_isa tjg_isa_select(unsigned features, const char *env)

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "env.h"
 #include "gemm.h"
 #include "rt.h"
 
@@ -54,8 +55,8 @@ unsigned long long tjg_strassen_packed_calls(void) { return atomic_load(&packed_
 
 bool tjg_strassen_wanted(int64_t m, int64_t n, int64_t k)
 {
-    const char *v = getenv("TJIT_STRASSEN");
-    bool on = v && (!strcmp(v, "0") || !strcmp(v, "1")) ? v[0] == '1' : strassen_default();
+    int sw = rt_env_switch("TJIT_STRASSEN");
+    bool on = sw >= 0 ? sw : strassen_default();
     return on && m % 2 == 0 && n % 2 == 0 && k % 2 == 0 && m >= TJG_STRASSEN_MIN_M &&
            n >= TJG_STRASSEN_MIN_NK && k >= TJG_STRASSEN_MIN_NK &&
            m * n * k >= TJG_STRASSEN_MIN_MNK;

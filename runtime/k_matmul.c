@@ -22,6 +22,7 @@
 #include "../ir/half.h"
 #include "blas.h"
 #include "contract.h"
+#include "env.h"
 #include "gemm.h"
 #include "kernels.h"
 
@@ -280,11 +281,7 @@ static int tune(int64_t m, int64_t n, int64_t k, rt_mat a, rt_mat b, const tjg_p
 /* TJIT_OWN_F32=1 or 0 (for measuring): every f32 matmul to tjit's GEMM
  * (kept weights packed once, other operands packed in the call), or none;
  * -1 unset (the shape rules below). */
-static int own_f32_env(void)
-{
-    const char *v = getenv("TJIT_OWN_F32");
-    return v && (!strcmp(v, "0") || !strcmp(v, "1")) ? v[0] - '0' : -1;
-}
+static int own_f32_env(void) { return rt_env_switch("TJIT_OWN_F32"); }
 
 /* OpenBLAS on kernels narrower than the CPU's (rt_blas_narrow: an AVX2 core
  * on an AVX-512 CPU, as OPENBLAS_CORETYPE=Haswell gives): tjit's AVX-512

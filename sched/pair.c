@@ -65,18 +65,13 @@
 
 #include "../runtime/blas.h"
 #include "../runtime/contract.h"
+#include "../runtime/env.h"
 #include "../runtime/gemm.h"
 #include "sched_int.h"
 
 #define SC_PAIR_MIN ((int64_t)1 << 21)   /* multiply-adds of each GEMM, at least */
 #define SC_SPLIT_COLS 128                 /* columns of a split GEMM, at least */
 #define SC_SPLIT_BLOCKS 4                 /* column blocks of a split GEMM */
-
-static bool env_off(const char *name)
-{
-    const char *e = getenv(name);
-    return e && !strcmp(e, "0");
-}
 
 /* The multiply-adds of eager matmul step s, or 0 when it cannot pair: not
  * one whose GEMM applies its epilogue kernel (epi.c; asked for with
@@ -146,17 +141,15 @@ static bool splittable(const ir_graph *g, const sc_plan *p, const step *s)
  * takes (docs/perf.md, "Column blocks off on AVX-512"). */
 static bool split_wanted(void)
 {
-    const char *e = getenv("TJIT_GEMM_SPLIT");
-    if (e && (!strcmp(e, "0") || !strcmp(e, "1")))
-        return e[0] == '1';
-    return tjg_isa_current() < TJG_AVX512;
+    int sw = rt_env_switch("TJIT_GEMM_SPLIT");
+    return sw >= 0 ? sw : tjg_isa_current() < TJG_AVX512;
 }
 
 int sc_plan_pairs(const ir_graph *g, sc_plan *p)
 {
     free(p->par);
     p->par = NULL;
-    if (env_off("TJIT_INTEROP"))
+    if (rt_env_switch("TJIT_INTEROP") == 0)
         return 0;
     bool split = split_wanted();
     int end = p->nsteps - p->ntail;

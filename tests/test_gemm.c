@@ -626,12 +626,10 @@ static void test_isa_select(void **state)
     assert_ptr_equal(tjg_kernel_x86(TJG_BF16, TJG_AVX512).uk, w.uk);   /* no avx512_bf16 */
     unsetenv("TJIT_BF16_DOT");
     /* the rule: vdpbf16ps on AMD, widened elsewhere; TJIT_BF16_DOT=0/1 overrides */
-    assert_true(tjg_bf16_dot_select(true, NULL));
-    assert_false(tjg_bf16_dot_select(false, NULL));
-    assert_false(tjg_bf16_dot_select(true, "0"));
-    assert_true(tjg_bf16_dot_select(false, "1"));
-    assert_true(tjg_bf16_dot_select(true, "bogus"));
-    assert_false(tjg_bf16_dot_select(false, ""));
+    assert_true(tjg_bf16_dot_select(true, -1));
+    assert_false(tjg_bf16_dot_select(false, -1));
+    assert_false(tjg_bf16_dot_select(true, 0));
+    assert_true(tjg_bf16_dot_select(false, 1));
 }
 
 /* The process's variant from TJIT_ISA (read again by tjg_isa_force(-1)),

@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "../runtime/env.h"
 #include "../runtime/rt.h"
 #include "util.h"
 
@@ -41,6 +42,21 @@ static int refs(const tj_tensor *t) { return atomic_load(&t->refs); }
 static int storage_refs(const tj_tensor *t) { return atomic_load(&t->storage->refs); }
 
 /* ---- lifetime ---------------------------------------------------------------------- */
+
+/* rt_env_switch: exactly "1" or "0" switches; unset, empty or anything
+ * else leaves the caller's default (-1); read again on every call. */
+static void test_env_switch(void **state)
+{
+    (void)state;
+    static const struct { const char *v; int want; } cases[] = {
+        {"1", 1}, {"0", 0}, {"", -1}, {"bogus", -1}, {"10", -1}, {"01", -1}, {" 1", -1}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        setenv("TJ_TEST_SWITCH", cases[i].v, 1);
+        assert_int_equal(rt_env_switch("TJ_TEST_SWITCH"), cases[i].want);
+    }
+    unsetenv("TJ_TEST_SWITCH");
+    assert_int_equal(rt_env_switch("TJ_TEST_SWITCH"), -1);
+}
 
 static void test_retain_release(void **state)
 {
@@ -1003,6 +1019,7 @@ int main(int argc, char **argv)
         return 0;
     }
     const struct CMUnitTest tests[] = {
+        T(test_env_switch),
         T(test_retain_release),
         T(test_view_keeps_storage),
         T(test_scopes_nested),
