@@ -47,18 +47,55 @@ int rt_conv_direct(const rt_conv_shape *s, tj_dtype dt, const void *x, const tj_
  * calls done(ctx, o0, o1) after each band (nonzero: stop, the error
  * recorded); sets `used`. Each output is the same block's same sums as
  * without bands. Else the call runs whole and leaves `used` false. */
+/* A conv's pointwise epilogue and max pool run on its output rows as the
+ * row kernel makes them (sched/cpost.c plans it; runtime/k_conv_post.c):
+ * v = conv * scale[o] (scale NULL: none), v = v + shift[o] (NULL: none),
+ * v = relu(v) when relu, each rounded as the plan's kernel rounds it, then
+ * a max pool (square k x k window, 2 or 3, stride 2, undilated, padding
+ * ph, pw) into py, [o][poh][pow] contiguous: the same bits as the conv,
+ * the kernel and max_pool2d run one after the other, and the conv's output
+ * is never stored. */
+typedef struct rt_conv_post {
+    const float *scale, *shift;   /* [o] each, or NULL */
+    bool relu;
+    int k, ph, pw;
+    int64_t poh, pow;
+    float *py;
+} rt_conv_post;
+
 typedef struct rt_conv_band {
     int64_t chans;
-    /* Row bands instead (rows > 0, fewer than the output's): `rows` output
-     * rows of every channel at a time, row r of band [r0, r1) of channel o
+    /* Row bands instead (rows > 0, fewer than the output's; grid or row
+     * kernel): `rows` output rows of every channel at a time, row r of band [r0, r1) of channel o
      * stored at element o * rcs + (r - r0 + rtop) * ow of ry; done(ctx, r0,
      * r1) after each band. */
     int64_t rows, rcs, rtop;
     void *ry;
     void *ctx;
     int (*done)(void *ctx, int64_t o0, int64_t o1);
+    /* Or (post non-NULL) the epilogue and pool on the rows, where the call
+     * is f32, one image, one group, on the row kernel (else it runs whole,
+     * `used` false) */
+    const rt_conv_post *post;
     bool used;
+    bool posted;   /* the post ran (and `used`) */
 } rt_conv_band;
+
+/* The row kernel's output rows for rt_conv_post_run: row(ctx, ob, oh, buf)
+ * writes output row oh of channels [ob*lanes, ob*lanes + lanes) of the one
+ * image to buf [cols][lanes] (columns past ow computed and dropped). put:
+ * the set's rows_put (NULL: element by element). */
+typedef struct rt_conv_rowsrc {
+    int64_t o, oh, ow, lanes, nob, cols;
+    const void *ctx;
+    void (*row)(const void *ctx, int64_t ob, int64_t oh, float *buf);
+    void (*put)(const float *tile, int64_t lanes, int64_t no, int64_t np, float *y, int64_t ys);
+} rt_conv_rowsrc;
+/* Runs q over src's rows on the calling thread: 0, or -1 with the error
+ * recorded when out of memory. */
+int rt_conv_post_run(const rt_conv_rowsrc *src, const rt_conv_post *q);
+/* Tests: calls of rt_conv_post_run so far (one per image). */
+int64_t rt_conv_post_runs(void);
 void rt_conv_band_set(rt_conv_band *b);   /* NULL: off */
 /* Tests: bands run so far (calls of done). */
 int64_t rt_conv_band_runs(void);

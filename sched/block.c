@@ -235,10 +235,7 @@ static bool chain_ok(const former *F, step *s, const sc_region *rg)
 
 /* ---- pooling after a conv ------------------------------------------------------------------- */
 
-/* Adds "; text" to the plan's pool notes (cut where they run out). */
-static void pool_note(sc_plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void pool_note(sc_plan *p, const char *fmt, ...)
+void sc_pool_note(sc_plan *p, const char *fmt, ...)
 {
     size_t len = strlen(p->pool_notes);
     if (len + 2 >= sizeof p->pool_notes)
@@ -293,18 +290,18 @@ static bool pool_ok(const former *F, step *s, const sc_region *rg)
     else if (rg->nd != 1 || xt->ndim != 4 || o->ndim != 4 || o->shape[0] != rg->size[0])
         why = "not one image per block";
     else if ((why = pool_input_why(g, x, n)) != NULL) {
-        pool_note(p, "%%%d %s not fused after the conv: its input %%%d %s", n->id, ir_ops[n->op].name,
+        sc_pool_note(p, "%%%d %s not fused after the conv: its input %%%d %s", n->id, ir_ops[n->op].name,
                   x->id, why);
         return false;
     }
     if (why) {
-        pool_note(p, "%%%d %s not fused after the conv: %s", n->id, ir_ops[n->op].name, why);
+        sc_pool_note(p, "%%%d %s not fused after the conv: %s", n->id, ir_ops[n->op].name, why);
         return false;
     }
     s->slice[0][0] = 0;
     p->conv_pools++;
     const char *band = getenv("TJIT_CONV_BAND");
-    pool_note(p, "%%%d %s fused after the conv (its input %%%d stays in the block's scratch; %s)", n->id,
+    sc_pool_note(p, "%%%d %s fused after the conv (its input %%%d stays in the block's scratch; %s)", n->id,
               ir_ops[n->op].name, x->id,
               band && !strcmp(band, "0") ? "no channel bands: TJIT_CONV_BAND=0"
               : band && band[0] == 'r'   ? "the conv in bands of output rows when the grid kernel runs it"
@@ -536,6 +533,11 @@ typedef struct region_ctx {
                          * a band for the pool (rows_band) */
     int64_t H, W, ph;   /* the conv's output rows, columns; the pool's output rows */
     ir_window2d pw;     /* the pool's window */
+    float *post;        /* per step from the region's first: scale and shift of
+                         * its conv's fused epilogue and pool (cpost.c), [2][C]
+                         * at post + postat[i], or NULL */
+    int64_t *postat;    /* -1: the step runs as planned */
+    size_t postbytes;
 } region_ctx;
 
 /* One block: its units [q0, q1) and the index of each block dim (the last
@@ -662,14 +664,61 @@ static int run_eager_block(const region_ctx *c, const step *s, const blk *k)
     return rt_run_kernel(n->op, &h[3], in, n->nin, &a);
 }
 
-/* Steps i0..i1 of the region on block k; -1 with the error kept in c. */
-static int run_steps(region_ctx *c, blk *k, int i0, int i1)
+/* Conv step i on block k with its epilogue and pool on its rows (cpost.c)
+ * where its row kernel runs it, through hook (its bands, if any, for the
+ * grid kernel): 1, the steps up to the pool done; 0, the conv alone done
+ * (the rest to run as planned); -1, an error. */
+static int run_post_block(const region_ctx *c, const step *s, int i, const blk *k, rt_conv_band *hook)
+{
+    const sc_cpost *cp = &c->p->cpost[i];
+    const float *pv = c->post + c->postat[i - c->rg->first];
+    const ir_node *conv = c->g->nodes[s->node], *pool = c->g->nodes[c->p->steps[cp->pstep].node];
+    int64_t C = c->p->types[ir_slot(c->g, conv)].shape[1];
+    tj_tensor h;
+    rt_storage st;
+    signed char out_sl[TJ_MAX_DIMS];
+    for (int d = 0; d < TJ_MAX_DIMS; d++)
+        out_sl[d] = (signed char)(d < c->rg->nd ? d : -1);
+    slice_header(c, ir_slot(c->g, pool), out_sl, k, &h, &st);
+    ir_attrs a;
+    ir_window2d w;
+    ir_node_attrs(pool, &a);
+    ir_window2d_of(pool->op, &a, NULL, &w, NULL, 0);
+    rt_conv_post q = {cp->scale >= 0 ? pv : NULL, cp->shift >= 0 ? pv + C : NULL, cp->relu,
+                      (int)w.kernel[0], (int)w.padding[0], (int)w.padding[1], h.shape[2],
+                      h.shape[3], st.data};
+    bool whole = h.strides[1] == h.shape[2] * h.shape[3] && h.strides[2] == h.shape[3] && h.strides[3] == 1;
+    hook->post = whole ? &q : NULL;
+    rt_conv_band_set(hook);
+    int rc = run_eager_block(c, s, k);
+    rt_conv_band_set(NULL);
+    hook->post = NULL;
+    return rc ? -1 : hook->posted;
+}
+
+/* Steps i0..i1 of the region on block k, step i0 through hook when not
+ * NULL (rt_conv_band: the head conv's bands); -1 with the error kept in c. */
+static int run_steps(region_ctx *c, blk *k, int i0, int i1, rt_conv_band *hook)
 {
     bool prof = rt_prof_on();
     for (int i = i0; i <= i1; i++) {
         const step *s = &c->p->steps[i];
+        rt_conv_band none = {0}, *h = i == i0 && hook ? hook : &none;
         int64_t t0 = prof ? rt_prof_now() : 0;
-        int rc = s->kind == S_KERNEL ? run_kernel_block(c, s, k) : run_eager_block(c, s, k);
+        int rc;
+        if (c->post && c->postat[i - c->rg->first] >= 0) {
+            rc = run_post_block(c, s, i, k, h);
+            if (rc > 0) {   /* and the steps up to the pool */
+                if (prof)
+                    rt_prof_emit(s->prof_name, RT_PROF_BLOCK, t0, rt_prof_now(), 0, -1);
+                i = c->p->cpost[i].pstep;
+                continue;
+            }
+        } else {
+            rt_conv_band_set(h == hook ? hook : NULL);
+            rc = s->kind == S_KERNEL ? run_kernel_block(c, s, k) : run_eager_block(c, s, k);
+            rt_conv_band_set(NULL);
+        }
         if (prof)   /* each block's steps in the lane of the thread that ran them */
             rt_prof_emit(s->prof_name, RT_PROF_BLOCK, t0, rt_prof_now(), 0, -1);
         if (rc == 0)
@@ -695,7 +744,7 @@ static int band_done(void *ctx, int64_t o0, int64_t o1)
     band_ctx *b = ctx;
     b->k->o0 = o0;
     b->k->o1 = o1;
-    int rc = run_steps(b->c, b->k, b->c->rg->first + 1, b->c->rg->last);
+    int rc = run_steps(b->c, b->k, b->c->rg->first + 1, b->c->rg->last, NULL);
     b->k->o1 = 0;
     return rc;
 }
@@ -840,15 +889,12 @@ static void region_chunk(void *c_, int64_t b0, int64_t b1)
             int cs = ir_slot(c->g, c->g->nodes[c->p->steps[i0].node]);
             rt_conv_band hook = {c->band, c->rows, (c->rows + c->ov) * c->W, c->ov,
                                  c->rows ? band_buf(c, &k, cs) : NULL, &bc,
-                                 c->rows ? band_rows_done : band_done, false};
-            rt_conv_band_set(&hook);
-            int rc = run_steps(c, &k, i0, i0);
-            rt_conv_band_set(NULL);
-            if (rc)
+                                 c->rows ? band_rows_done : band_done, NULL, false, false};
+            if (run_steps(c, &k, i0, i0, &hook))
                 break;
-            i0 = hook.used ? c->rg->last + 1 : i0 + 1;
+            i0 = hook.posted ? c->p->cpost[i0].pstep + 1 : hook.used ? c->rg->last + 1 : i0 + 1;
         }
-        if (run_steps(c, &k, i0, c->rg->last))
+        if (run_steps(c, &k, i0, c->rg->last, NULL))
             break;
     }
     rt_free(k.scratch, sb);
@@ -969,6 +1015,51 @@ static int64_t rows_band(const ir_graph *g, const sc_plan *p, const sc_region *r
     return rows;
 }
 
+/* The scale and shift of each conv of region rg that takes its epilogue and
+ * pool (cpost.c), as f32 [C] from their values in vals (any strides); a
+ * value not made for this call (a constant) leaves its conv's steps as
+ * planned. 0, or -1 when out of memory. */
+static int post_values(const sc_plan *p, const sc_region *rg, tj_tensor **vals, region_ctx *c)
+{
+    int n = rg->last - rg->first + 1;
+    int64_t floats = 0;
+    for (int i = rg->first; p->cpost && i <= rg->last; i++)
+        if (p->cpost[i].pstep > i)
+            floats += 2 * p->types[ir_slot(c->g, c->g->nodes[p->steps[i].node])].shape[1];
+    if (!floats)
+        return 0;
+    c->postbytes = (size_t)floats * sizeof(float) + (size_t)n * sizeof(int64_t);
+    if (!(c->post = rt_alloc(c->postbytes)))
+        return -1;
+    c->postat = (int64_t *)(c->post + floats);
+    int64_t at = 0;
+    for (int i = rg->first; i <= rg->last; i++) {
+        const sc_cpost *cp = &p->cpost[i];
+        c->postat[i - rg->first] = -1;
+        if (cp->pstep <= i)
+            continue;
+        int64_t C = p->types[ir_slot(c->g, c->g->nodes[p->steps[i].node])].shape[1];
+        bool ok = true;
+        for (int v = 0; v < 2; v++) {
+            int slot = v ? cp->shift : cp->scale;
+            const tj_tensor *t = slot >= 0 ? vals[slot] : NULL;
+            ok = ok && (slot < 0 || t);
+            if (!t || !ok)
+                continue;
+            int64_t cs = 0;   /* the stride of the dim of C elements */
+            for (int d = 0; d < t->ndim; d++)
+                cs = t->shape[d] == C ? t->strides[d] : cs;
+            const float *x = rt_ptr(t);
+            for (int64_t o = 0; o < C; o++)
+                c->post[at + v * C + o] = x[o * cs];
+        }
+        if (ok)
+            c->postat[i - rg->first] = at;
+        at += 2 * C;
+    }
+    return 0;
+}
+
 int sc_block_run(const ir_graph *g, const sc_plan *p, int r, tj_tensor **vals, sc_call_mem *m)
 {
     const sc_region *rg = &p->regions[r];
@@ -980,11 +1071,17 @@ int sc_block_run(const ir_graph *g, const sc_plan *p, int r, tj_tensor **vals, s
         return -1;
     region_ctx c = {.g = g, .p = p, .rg = rg, .vals = vals, .fail_step = -1};
     atomic_init(&c.failed, 0);
+    if (post_values(p, rg, vals, &c) < 0) {
+        rt_error("out of memory for a conv's fused epilogue (graph @%s)", g->name);
+        return -1;
+    }
     c.rows = rows_band(g, p, rg, &c);
     c.band = c.rows ? 0 : band_chans(g, p, rg, &c.oc, false);
     rt_blas_serial_begin();
     rt_parallel_for(rg->nblocks, 1, region_chunk, &c);
     rt_blas_serial_end();
+    if (c.post)
+        rt_free(c.post, c.postbytes);
     if (!atomic_load(&c.failed))
         return 0;
     const step *s = c.fail_step >= 0 ? &p->steps[c.fail_step] : NULL;

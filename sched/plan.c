@@ -118,6 +118,7 @@ static void plan_free(sc_plan *p)
     free(p->rel_start);
     free(p->rel);
     free(p->epi);
+    free(p->cpost);
     sc_mem_free(p);
     free(p);
 }
@@ -339,7 +340,8 @@ static void finish_steps(builder *b)
         if (p->last_use[k] >= 0 && p->last_use[k] < p->nsteps)
             p->rel[p->rel_start[p->last_use[k]] + fill[p->last_use[k]]++] = k;
     free(fill);
-    if (sc_plan_epilogues(b->g, b->f, p) || sc_plan_pairs(b->g, p)) {   /* pairs leave epilogues be */
+    if (sc_plan_epilogues(b->g, b->f, p) || sc_plan_conv_posts(b->g, b->f, p) ||
+        sc_plan_pairs(b->g, p)) {   /* pairs leave epilogues and regions be */
         b->failed = true;
         return;
     }

@@ -77,6 +77,15 @@ typedef struct sc_epi {
     bool f32;          /* f32 GEMMs take it too (TJIT_GEMM_EPILOGUE=1), not only int8 */
 } sc_epi;
 
+/* A conv2d step of a region whose epilogue kernel and max pool run on the
+ * conv's rows (cpost.c): steps up to pstep skipped when its row kernel
+ * runs it. pstep -1: none. */
+typedef struct sc_cpost {
+    int pstep;
+    int scale, shift;   /* slots of f32 values of one element per channel, or -1 */
+    bool relu;
+} sc_cpost;
+
 typedef struct sc_plan {
     int ninputs, nslots;
     ir_type *types;       /* per slot, concrete */
@@ -109,6 +118,7 @@ typedef struct sc_plan {
     sc_region *regions;
     int nregions;
     sc_epi *epi;          /* per step (epi.c), or NULL: no fused epilogue */
+    sc_cpost *cpost;      /* per step (cpost.c), or NULL: no conv takes its pool */
     int conv_pools;       /* pools run inside a conv's region (block.c) */
     char pool_notes[384]; /* block.c: each pool after a conv region, fused or why not */
     int64_t prof_bytes, prof_flops;   /* the steps' sums (prof.c) */
@@ -200,7 +210,15 @@ uint64_t sc_split_count(void);
  * TJIT_GEMM_EPILOGUE=0. 0 or -1 (out of memory). */
 int sc_plan_epilogues(const ir_graph *g, const ir_fusion *f, sc_plan *p);
 
+/* ---- cpost.c -------------------------------------------------------------------------- */
+/* Marks conv2d steps of regions whose epilogue and max pool can run on the
+ * conv's rows (p->cpost); none with TJIT_CONV_POST=0. 0 or -1 (out of
+ * memory). */
+int sc_plan_conv_posts(const ir_graph *g, const ir_fusion *f, sc_plan *p);
+
 /* ---- block.c -------------------------------------------------------------------------- */
+/* Adds "; text" to the plan's notes on pools after convs (cut where they run out). */
+void sc_pool_note(sc_plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Finds blocked regions among the steps (moving steps that do not depend on
  * a region to before it) and sets up their steps. 0 or -1 (out of memory). */
 int sc_block_regions(builder *b);

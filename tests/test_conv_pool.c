@@ -9,7 +9,13 @@
  * more, groups and depthwise convs, on 1 and 2 threads. Each refusal (a
  * pooled value with another reader, a result of the graph, indices asked
  * for, a training graph, TJIT_CONV_POOL=0) is checked to leave the pool
- * outside the region, by tj_explain's note. */
+ * outside the region, by tj_explain's note.
+ *
+ * Where the conv's row kernel runs it, the epilogue (scale, shift, relu)
+ * and a 2x2 or 3x3 stride-2 max pool run on the conv's rows instead
+ * (sched/cpost.c, runtime/k_conv_post.c): test_post_rows compares that
+ * with the same plan without it (TJIT_CONV_POST=0) bit for bit, NaNs in
+ * the input included, over both instruction sets. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +25,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <math.h>
 
 #include "../runtime/conv_direct.h"
 #include "util.h"
@@ -441,6 +448,89 @@ static void test_training_unfused(void **state)
     cfg_release(&c);
 }
 
+/* c compiled with the epilogue and pool on the conv's rows and without
+ * (TJIT_CONV_POST=0), the row kernel forced (TJIT_CONV=rows), the input
+ * with NaNs at every nan-th element (0: none): the same bits, close to
+ * eager where there are no NaNs, and the rows path ran for every image
+ * when `on` (else never). */
+static void check_post(cfg c, int nan, bool on, const char *what)
+{
+    cfg_weights(&c);
+    int64_t xs[4] = {c.n, c.c, c.h, c.w};
+    tj_tensor *x = tj_contiguous(tj_randn(TJ_F32, 4, xs)), *got[2], *plain[2], *want[2];
+    for (int64_t e = nan - 1; nan && e < tj_numel(x); e += nan)
+        ((float *)tj_data(x))[e] = e % 3 ? NAN : -NAN;
+    setenv("TJIT_CONV", "rows", 1);
+    tj_compiled *cp = tj_compile_multi(model, &c, &(tj_compile_options){.name = "conv_post"});
+    int64_t before = rt_conv_post_runs();
+    int np = tj_call_multi(cp, &x, 1, got, 2);
+    int64_t ran = rt_conv_post_runs() - before;
+    setenv("TJIT_CONV_POST", "0", 1);
+    tj_compiled *cu = tj_compile_multi(model, &c, &(tj_compile_options){.name = "conv_post_off"});
+    before = rt_conv_post_runs();
+    int nu = tj_call_multi(cu, &x, 1, plain, 2);
+    assert_int_equal(rt_conv_post_runs(), before);
+    unsetenv("TJIT_CONV_POST");
+    int ne = model(&c, &x, 1, want, 2);
+    unsetenv("TJIT_CONV");
+    if (np < 1 || np != nu || np != ne)
+        fail_msg("%s: %s", what, tj_last_error());
+    if (ran != (on ? c.n : 0))
+        fail_msg("%s: the rows path ran %lld times for %lld images", what, (long long)ran, (long long)c.n);
+    for (int k = 0; k < np; k++) {
+        assert_same_bits(got[k], plain[k], what);
+        if (!nan)
+            tu_assert_close_any(got[k], want[k], 1e-5, 1e-5);
+    }
+    if (on)
+        tu_assert_explain(cp, "when its row kernel runs it");
+    tj_compiled_free(cp);
+    tj_compiled_free(cu);
+    cfg_release(&c);
+}
+
+/* The epilogue and pool on the row kernel's rows: the stem's shape and
+ * others, odd sizes, channels that fill no lane block (40, 5), both max
+ * windows with and without padding, ceil_mode, every epilogue the rows
+ * path takes (the conv alone, a bias and relu, bn without relu) and two it
+ * does not (gelu, an avg pool), NaNs, AVX-512 and AVX2 where the CPU has
+ * them, 1 and 2 threads. */
+static void test_post_rows(void **state)
+{
+    int threads = tj_num_threads();
+    const rt_conv_isa isas[2] = {RT_CONV_AVX512, RT_CONV_AVX2};
+    for (int i = 0; i < 2; i++) {
+        rt_conv_isa_force((int)isas[i]);
+        if (rt_conv_isa_current() != isas[i])
+            continue;
+        for (int t = 1; t <= 2; t++) {
+            tj_set_num_threads(t);
+            cfg c = base();   /* the stem's shape, smaller */
+            c.h = 45, c.w = 43, c.k = 7, c.cs = 2, c.cp = 3, c.o = 16, c.bias = false;
+            c.pk[0] = c.pk[1] = 3, c.pp[0] = c.pp[1] = 1;
+            check_post(c, 0, true, "stem");
+            check_post(c, 97, true, "stem, NaNs");
+            c.o = 40, c.h = 38, c.w = 41;
+            check_post(c, 0, true, "stem, 40 channels");
+            c.ceil = true, c.pp[0] = c.pp[1] = 0;
+            check_post(c, 0, true, "stem, 40 channels, unpadded pool, ceil_mode");
+            c = base(), c.h = 15, c.w = 13, c.o = 5, c.bn = false;   /* bias in the conv, relu */
+            check_post(c, 0, true, "3x3, bias and relu, max 2x2/2");
+            check_post(c, 31, true, "3x3, bias and relu, max 2x2/2, NaNs");
+            c.bias = false, c.act = 1;
+            check_post(c, 0, true, "3x3, the conv alone");
+            c = base(), c.h = 17, c.w = 19, c.act = 1, c.pk[0] = c.pk[1] = 3;
+            check_post(c, 0, true, "3x3, bn without relu, max 3x3/2");
+            c.act = 2;
+            check_post(c, 0, false, "3x3, bn and gelu");
+            c.act = 0, c.avg = true;
+            check_post(c, 0, false, "3x3, bn, relu, avg pool");
+        }
+    }
+    rt_conv_isa_force(-1);
+    tj_set_num_threads(threads);
+}
+
 int main(void)
 {
     tj_manual_seed(5);
@@ -458,6 +548,7 @@ int main(void)
         T(test_two_blocks),
         T(test_refusals),
         T(test_training_unfused),
+        T(test_post_rows),
 #undef T
     };
     return tu_run_jit_suite("conv_pool", tests, sizeof tests / sizeof tests[0],

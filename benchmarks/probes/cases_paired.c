@@ -16,7 +16,8 @@
  * rule's F(4x4)). PAIRED_STRASSEN_A and _B likewise set TJIT_STRASSEN
  * (read per call) around A's and B's calls: cases_paired P4 P4 2 200 with
  * PAIRED_STRASSEN_A=0 PAIRED_STRASSEN_B=1 (runtime/gemm_strassen.c);
- * PAIRED_STRASSEN_PACK_A and _B set TJIT_STRASSEN_PACK so.
+ * PAIRED_STRASSEN_PACK_A and _B set TJIT_STRASSEN_PACK so, PAIRED_BAND_A and
+ * _B TJIT_CONV_BAND (read per call: sched/block.c's bands of a conv region).
  *
  * Built and run by `make bench-cases-paired` (BENCH_ARGS as above).
  */
@@ -43,17 +44,18 @@ static int call(tj_compiled *f, bench_args *a, double *wall, double *cpu)
     return y ? 0 : -1;
 }
 
-/* TJIT_CONV, TJIT_STRASSEN and TJIT_STRASSEN_PACK for case r's calls, from
- * PAIRED_CONV_A / _B, PAIRED_STRASSEN_A / _B and PAIRED_STRASSEN_PACK_A / _B
- * (unset: as is). */
+/* TJIT_CONV, TJIT_CONV_BAND, TJIT_STRASSEN and TJIT_STRASSEN_PACK for case
+ * r's calls, from PAIRED_CONV_A / _B, PAIRED_BAND_A / _B, PAIRED_STRASSEN_A /
+ * _B and PAIRED_STRASSEN_PACK_A / _B (unset: as is). */
 static void env_for(int r)
 {
-    static const char *const vars[3][3] = {{"PAIRED_CONV_A", "PAIRED_CONV_B", "TJIT_CONV"},
+    static const char *const vars[][3] = {{"PAIRED_CONV_A", "PAIRED_CONV_B", "TJIT_CONV"},
+                                          {"PAIRED_BAND_A", "PAIRED_BAND_B", "TJIT_CONV_BAND"},
                                            {"PAIRED_STRASSEN_A", "PAIRED_STRASSEN_B",
                                             "TJIT_STRASSEN"},
                                            {"PAIRED_STRASSEN_PACK_A", "PAIRED_STRASSEN_PACK_B",
                                             "TJIT_STRASSEN_PACK"}};
-    for (int k = 0; k < 3; k++) {
+    for (size_t k = 0; k < sizeof vars / sizeof *vars; k++) {
         const char *v = getenv(vars[k][r]);
         if (v && *v)
             setenv(vars[k][2], v, 1);
