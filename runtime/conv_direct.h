@@ -81,14 +81,16 @@ typedef struct rt_conv_band {
     bool posted;   /* the post ran (and `used`) */
 } rt_conv_band;
 
-/* The row kernel's output rows for rt_conv_post_run: row(ctx, ob, oh, buf)
- * writes output row oh of channels [ob*lanes, ob*lanes + lanes) of the one
- * image to buf [cols][lanes] (columns past ow computed and dropped). put:
- * the set's rows_put (NULL: element by element). */
+/* The row kernel's output rows for rt_conv_post_run: bias(ctx, ob, b)
+ * sets b[lanes] to the bias of channels [ob*lanes, ob*lanes + lanes) (0
+ * past the last), row(ctx, ob, oh, b, buf) writes their output row oh of
+ * the one image to buf [cols][lanes] (columns past ow computed and
+ * dropped). put: the set's rows_put (NULL: element by element). */
 typedef struct rt_conv_rowsrc {
     int64_t o, oh, ow, lanes, nob, cols;
     const void *ctx;
-    void (*row)(const void *ctx, int64_t ob, int64_t oh, float *buf);
+    void (*bias)(const void *ctx, int64_t ob, float *b);
+    void (*row)(const void *ctx, int64_t ob, int64_t oh, const float *b, float *buf);
     void (*put)(const float *tile, int64_t lanes, int64_t no, int64_t np, float *y, int64_t ys);
 } rt_conv_rowsrc;
 /* Runs q over src's rows on the calling thread: 0, or -1 with the error

@@ -182,18 +182,24 @@ static void rows_run(dj *j, int64_t r0, int64_t r1)
     rt_parallel_for(blocks * j->nrc, 1, run_rows, j);
 }
 
-/* rt_conv_rowsrc's row: output row oh of channel block ob of the one
- * image and group into buf [nseg * rp][lanes]. */
-static void rows_row(const void *ctx, int64_t ob, int64_t oh, float *buf)
+/* rt_conv_rowsrc's bias: of channel block ob of the one group. */
+static void rows_bias(const void *ctx, int64_t ob, float *b)
 {
     const dj *j = ctx;
-    int64_t lanes = j->kv * j->k->vl, o0 = ob * lanes, no = j->og - o0 < lanes ? j->og - o0 : lanes;
-    float bias[RT_CONV_LANES];
+    int64_t lanes = j->kv * j->k->vl, o0 = ob * lanes;
     for (int64_t o = 0; o < lanes; o++)
-        bias[o] = o < no ? bias_of(j, o0 + o) : 0.0f;
+        b[o] = o0 + o < j->og ? bias_of(j, o0 + o) : 0.0f;
+}
+
+/* rt_conv_rowsrc's row: output row oh of channel block ob of the one
+ * image and group into buf [nseg * rp][lanes]. */
+static void rows_row(const void *ctx, int64_t ob, int64_t oh, const float *b, float *buf)
+{
+    const dj *j = ctx;
+    int64_t lanes = j->kv * j->k->vl;
     const float *wp = j->wk + ob * j->cg * j->ntap * lanes;
     for (int64_t sg = 0; sg < j->nseg; sg++)
-        j->fn(j->xq + oh * j->wq + sg * j->rp, wp, j->cg, j->plane, j->toff, j->ntap, bias,
+        j->fn(j->xq + oh * j->wq + sg * j->rp, wp, j->cg, j->plane, j->toff, j->ntap, b,
               buf + sg * j->rp * lanes, 0);
 }
 
@@ -272,6 +278,6 @@ int rt_convd_rows(dj *j)
         return rows_bands(j);
     bd->used = bd->posted = true;   /* the epilogue and pool on the rows (k_conv_post.c) */
     rt_conv_rowsrc src = {s->o, s->oh, s->ow, j->kv * j->k->vl, j->nob, j->nseg * j->rp,
-                          j, rows_row, j->k->rows_put};
+                          j, rows_bias, rows_row, j->k->rows_put};
     return rt_conv_post_run(&src, bd->post);
 }

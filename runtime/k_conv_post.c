@@ -83,13 +83,19 @@ static inline __attribute__((always_inline)) void cols_on(float *restrict h, con
     for (int64_t q = 0; q < pw; q++, h += L) {
         int64_t c0 = 2 * q - pad;
         if (c0 >= 0 && c0 + K <= ow) {   /* every tap inside: one pass */
-            const float *x = r + c0 * L;
-            for (int64_t l = 0; l < L; l++) {
-                float v = x[l];
-                for (int kw = 1; kw < K; kw++)
-                    v = NAN_ ? MAX_OF(x[kw * L + l], v) : MAX_NN(x[kw * L + l], v);
-                h[l] = v;
-            }
+            const float *x0 = r + c0 * L, *x1 = x0 + L, *x2 = x1 + L;
+            if (K == 3 && NAN_)
+                for (int64_t l = 0; l < L; l++)
+                    h[l] = MAX_OF(x2[l], MAX_OF(x1[l], x0[l]));
+            else if (K == 3)
+                for (int64_t l = 0; l < L; l++)
+                    h[l] = MAX_NN(x2[l], MAX_NN(x1[l], x0[l]));
+            else if (NAN_)
+                for (int64_t l = 0; l < L; l++)
+                    h[l] = MAX_OF(x1[l], x0[l]);
+            else
+                for (int64_t l = 0; l < L; l++)
+                    h[l] = MAX_NN(x1[l], x0[l]);
             continue;
         }
         for (int64_t l = 0; l < L; l++)
@@ -156,14 +162,15 @@ int rt_conv_post_run(const rt_conv_rowsrc *r, const rt_conv_post *q)
     }
     /* the row, the ring, the block's pool output [poh * pow][L] (each
      * channel's plane then stored whole: the stores run along it), the
-     * scale and shift */
-    size_t bytes = (size_t)((r->cols + RING * pw + plane + 2) * L) * sizeof(float);
+     * scale, shift and bias */
+    size_t bytes = (size_t)((r->cols + RING * pw + plane + 3) * L) * sizeof(float);
     float *buf = rt_alloc(bytes);
     if (!buf) {
         rt_error("conv2d: out of memory for the fused pool's rows (%zu bytes)", bytes);
         return -1;
     }
-    float *ring = buf + r->cols * L, *pb = ring + RING * pw * L, *sc = pb + plane * L, *sh = sc + L;
+    float *ring = buf + r->cols * L, *pb = ring + RING * pw * L, *sc = pb + plane * L, *sh = sc + L,
+          *bias = sh + L;
     void (*put)(const float *, int64_t, int64_t, int64_t, float *, int64_t) = r->put ? r->put : put_scalar;
     for (int64_t ob = 0; ob < r->nob; ob++) {
         int64_t o0 = ob * L, no = r->o - o0 < L ? r->o - o0 : L;
@@ -171,10 +178,11 @@ int rt_conv_post_run(const rt_conv_rowsrc *r, const rt_conv_post *q)
             sc[l] = q->scale && l < no ? q->scale[o0 + l] : 1.0f;
             sh[l] = q->shift && l < no ? q->shift[o0 + l] : 0.0f;
         }
+        r->bias(r->ctx, ob, bias);
         int nan[RING] = {0};
         int64_t next = 0;   /* the next pool output row */
         for (int64_t oh = 0; oh < r->oh; oh++) {
-            r->row(r->ctx, ob, oh, buf);
+            r->row(r->ctx, ob, oh, bias, buf);
             int n = post_row(buf, r->ow, L, q->scale ? sc : NULL, q->shift ? sh : NULL, q->relu);
             nan[oh % RING] = n;
             pool_cols(ring + oh % RING * pw * L, buf, r->ow, L, q->k, q->pw, pw, n);
