@@ -77,6 +77,11 @@ typedef struct rt_conv_band {
      * is f32, one image, one group, on the row kernel (else it runs whole,
      * `used` false) */
     const rt_conv_post *post;
+    /* Nonzero: the calls made under this token (one run of a region: its
+     * images) read weights that do not change between them, so kept
+     * prepared weights that one of them matched by content are found again
+     * by the weights' storage alone (k_conv_direct.c, prepare_weights) */
+    uint64_t token;
     bool used;
     bool posted;   /* the post ran (and `used`) */
 } rt_conv_band;
@@ -99,6 +104,7 @@ int rt_conv_post_run(const rt_conv_rowsrc *src, const rt_conv_post *q);
 /* Tests: calls of rt_conv_post_run so far (one per image). */
 int64_t rt_conv_post_runs(void);
 void rt_conv_band_set(rt_conv_band *b);   /* NULL: off */
+rt_conv_band *rt_conv_band_get(void);     /* the calling thread's, or NULL */
 /* Tests: bands run so far (calls of done). */
 int64_t rt_conv_band_runs(void);
 

@@ -124,6 +124,8 @@ static _Atomic int64_t band_runs;
 
 void rt_conv_band_set(rt_conv_band *b) { band_hook = b; }
 
+rt_conv_band *rt_conv_band_get(void) { return band_hook; }
+
 int64_t rt_conv_band_runs(void) { return atomic_load(&band_runs); }
 
 /* Blocks that start at every output row (rseg) where the row's valid

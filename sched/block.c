@@ -538,6 +538,7 @@ typedef struct region_ctx {
                          * at post + postat[i], or NULL */
     int64_t *postat;    /* -1: the step runs as planned */
     size_t postbytes;
+    uint64_t token;     /* this run's (rt_conv_band.token: the weights hold still) */
 } region_ctx;
 
 /* One block: its units [q0, q1) and the index of each block dim (the last
@@ -689,9 +690,10 @@ static int run_post_block(const region_ctx *c, const step *s, int i, const blk *
                       h.shape[3], st.data};
     bool whole = h.strides[1] == h.shape[2] * h.shape[3] && h.strides[2] == h.shape[3] && h.strides[3] == 1;
     hook->post = whole ? &q : NULL;
+    rt_conv_band *prev = rt_conv_band_get();
     rt_conv_band_set(hook);
     int rc = run_eager_block(c, s, k);
-    rt_conv_band_set(NULL);
+    rt_conv_band_set(prev);
     hook->post = NULL;
     return rc ? -1 : hook->posted;
 }
@@ -704,6 +706,7 @@ static int run_steps(region_ctx *c, blk *k, int i0, int i1, rt_conv_band *hook)
     for (int i = i0; i <= i1; i++) {
         const step *s = &c->p->steps[i];
         rt_conv_band none = {0}, *h = i == i0 && hook ? hook : &none;
+        h->token = c->token;
         int64_t t0 = prof ? rt_prof_now() : 0;
         int rc;
         if (c->post && c->postat[i - c->rg->first] >= 0) {
@@ -715,9 +718,10 @@ static int run_steps(region_ctx *c, blk *k, int i0, int i1, rt_conv_band *hook)
                 continue;
             }
         } else {
-            rt_conv_band_set(h == hook ? hook : NULL);
+            rt_conv_band *prev = rt_conv_band_get();
+            rt_conv_band_set(s->kind == S_EAGER ? h : prev);
             rc = s->kind == S_KERNEL ? run_kernel_block(c, s, k) : run_eager_block(c, s, k);
-            rt_conv_band_set(NULL);
+            rt_conv_band_set(prev);
         }
         if (prof)   /* each block's steps in the lane of the thread that ran them */
             rt_prof_emit(s->prof_name, RT_PROF_BLOCK, t0, rt_prof_now(), 0, -1);
@@ -889,7 +893,7 @@ static void region_chunk(void *c_, int64_t b0, int64_t b1)
             int cs = ir_slot(c->g, c->g->nodes[c->p->steps[i0].node]);
             rt_conv_band hook = {c->band, c->rows, (c->rows + c->ov) * c->W, c->ov,
                                  c->rows ? band_buf(c, &k, cs) : NULL, &bc,
-                                 c->rows ? band_rows_done : band_done, NULL, false, false};
+                                 c->rows ? band_rows_done : band_done, NULL, c->token, false, false};
             if (run_steps(c, &k, i0, i0, &hook))
                 break;
             i0 = hook.posted ? c->p->cpost[i0].pstep + 1 : hook.used ? c->rg->last + 1 : i0 + 1;
@@ -1069,7 +1073,9 @@ int sc_block_run(const ir_graph *g, const sc_plan *p, int r, tj_tensor **vals, s
             return -1;
     if (!rt_blas_core())   /* loaded here: an error on a pool thread would be lost */
         return -1;
-    region_ctx c = {.g = g, .p = p, .rg = rg, .vals = vals, .fail_step = -1};
+    static _Atomic uint64_t runs;   /* the tokens handed out */
+    region_ctx c = {.g = g, .p = p, .rg = rg, .vals = vals, .fail_step = -1,
+                    .token = atomic_fetch_add(&runs, 1) + 1};
     atomic_init(&c.failed, 0);
     if (post_values(p, rg, vals, &c) < 0) {
         rt_error("out of memory for a conv's fused epilogue (graph @%s)", g->name);

@@ -15,7 +15,8 @@
  * and a 2x2 or 3x3 stride-2 max pool run on the conv's rows instead
  * (sched/cpost.c, runtime/k_conv_post.c): test_post_rows compares that
  * with the same plan without it (TJIT_CONV_POST=0) bit for bit, NaNs in
- * the input included, over both instruction sets. */
+ * the input included, over both instruction sets. test_region_weights:
+ * the kept prepared conv weights within and across a region's runs. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -531,6 +532,54 @@ static void test_post_rows(void **state)
     tj_set_num_threads(threads);
 }
 
+/* conv2d of argument a[0] with weight argument a[1] (not a capture), then
+ * bias, bn, relu and a 3x3/2 max pool: one region. */
+static int model_w(void *ctx, tj_tensor *const *a, int n, tj_tensor **outs, int max)
+{
+    cfg c = *(const cfg *)ctx;
+    c.wt = a[1];
+    outs[0] = pool(&c, pooled_value(&c, a[0]), NULL);
+    return outs[0] ? 1 : -1;
+}
+
+/* The kept prepared weights inside a region (rt_conv_band.token): the
+ * images of a call after the first take them (every image hits once they
+ * are kept), and a write through the weight's raw pointer between calls
+ * (no version bump) is seen by the next call, on each kernel. */
+static void test_region_weights(void **state)
+{
+    static const char *const paths[3] = {"rows", "direct", "wino"};
+    for (int p = 0; p < 3; p++) {
+        cfg c = base();
+        c.n = 6, c.c = 16, c.o = 32, c.h = c.w = 14;
+        c.pk[0] = c.pk[1] = 3, c.pp[0] = c.pp[1] = 1;
+        cfg_weights(&c);
+        tj_tensor *a[2] = {tj_randn(TJ_F32, 4, (int64_t[]){c.n, c.c, c.h, c.w}),
+                           tj_contiguous(tj_randn(TJ_F32, 4, (int64_t[]){c.o, c.c, 3, 3}))}, *y[1];
+        setenv("TJIT_CONV", paths[p], 1);
+        tj_compiled *cf = tj_compile_multi(model_w, &c, &(tj_compile_options){.name = "region_w"});
+        for (int k = 0; k < 2; k++)   /* kept by now */
+            assert_int_equal(tj_call_multi(cf, a, 2, y, 1), 1);
+        int64_t hits = rt_conv_weight_hits();
+        assert_int_equal(tj_call_multi(cf, a, 2, y, 1), 1);
+        if (rt_conv_weight_hits() - hits != c.n)
+            fail_msg("%s: %lld of %lld images took the kept weights", paths[p],
+                     (long long)(rt_conv_weight_hits() - hits), (long long)c.n);
+        tj_tensor *before = y[0];
+        ((float *)tj_data(a[1]))[5 * 16 * 9 + 4] += 2.0f;   /* output channel 5 */
+        assert_int_equal(tj_call_multi(cf, a, 2, y, 1), 1);
+        tj_tensor *want[1];
+        assert_int_equal(model_w(&c, a, 2, want, 1), 1);
+        unsetenv("TJIT_CONV");
+        tu_assert_close_any(y[0], want[0], 1e-4, 1e-4);
+        tj_tensor *d = tj_amax(tj_abs(tj_sub(y[0], before)), NULL, 0, false);
+        if (tj_item(d) < 0.1)
+            fail_msg("%s: the raw write to the weights was not seen", paths[p]);
+        tj_compiled_free(cf);
+        cfg_release(&c);
+    }
+}
+
 int main(void)
 {
     tj_manual_seed(5);
@@ -549,6 +598,7 @@ int main(void)
         T(test_refusals),
         T(test_training_unfused),
         T(test_post_rows),
+        T(test_region_weights),
 #undef T
     };
     return tu_run_jit_suite("conv_pool", tests, sizeof tests / sizeof tests[0],
