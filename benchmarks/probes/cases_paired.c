@@ -18,6 +18,8 @@
  * PAIRED_STRASSEN_A=0 PAIRED_STRASSEN_B=1 (runtime/gemm_strassen.c);
  * PAIRED_STRASSEN_PACK_A and _B set TJIT_STRASSEN_PACK so, PAIRED_BAND_A and
  * _B TJIT_CONV_BAND (read per call: sched/block.c's bands of a conv region).
+ * PAIRED_ENV_A=VAR=VALUE (or _B) sets any variable for A's calls (B's) and
+ * unsets it for the other's.
  *
  * Built and run by `make bench-cases-paired` (BENCH_ARGS as above).
  */
@@ -61,6 +63,20 @@ static void env_for(int r)
             setenv(vars[k][2], v, 1);
         else if (v)
             unsetenv(vars[k][2]);
+    }
+    /* PAIRED_ENV_A / _B = VAR=VALUE: that variable set for A's calls and
+     * unset for B's, or the other way round (any setting read per call) */
+    for (int k = 0; k < 2; k++) {
+        const char *v = getenv(k ? "PAIRED_ENV_B" : "PAIRED_ENV_A"), *eq = v ? strchr(v, '=') : NULL;
+        char var[128];
+        if (!eq || eq == v || (size_t)(eq - v) >= sizeof var)
+            continue;
+        memcpy(var, v, (size_t)(eq - v));
+        var[eq - v] = '\0';
+        if (k == r)
+            setenv(var, eq + 1, 1);
+        else
+            unsetenv(var);
     }
 }
 
