@@ -52,13 +52,13 @@ int rt_conv_direct(const rt_conv_shape *s, tj_dtype dt, const void *x, const tj_
  * v = conv * scale[o] (scale NULL: none), v = v + shift[o] (NULL: none),
  * v = relu(v) when relu, each rounded as the plan's kernel rounds it, then
  * a max pool (square k x k window, 2 or 3, stride 2, undilated, padding
- * ph, pw) into py, [o][poh][pow] contiguous: the same bits as the conv,
+ * padh, padw) into py, [o][poh][pow] contiguous: the same bits as the conv,
  * the kernel and max_pool2d run one after the other, and the conv's output
  * is never stored. */
 typedef struct rt_conv_post {
     const float *scale, *shift;   /* [o] each, or NULL */
     bool relu;
-    int k, ph, pw;
+    int k, padh, padw;
     int64_t poh, pow;
     float *py;
 } rt_conv_post;

@@ -185,9 +185,9 @@ int rt_conv_post_run(const rt_conv_rowsrc *r, const rt_conv_post *q)
             r->row(r->ctx, ob, oh, bias, buf);
             int n = post_row(buf, r->ow, L, q->scale ? sc : NULL, q->shift ? sh : NULL, q->relu);
             nan[oh % RING] = n;
-            pool_cols(ring + oh % RING * pw * L, buf, r->ow, L, q->k, q->pw, pw, n);
+            pool_cols(ring + oh % RING * pw * L, buf, r->ow, L, q->k, q->padw, pw, n);
             for (; next < q->poh; next++) {
-                int64_t top = 2 * next - q->ph, last = top + q->k - 1;
+                int64_t top = 2 * next - q->padh, last = top + q->k - 1;
                 if ((last < r->oh - 1 ? last : r->oh - 1) > oh)
                     break;
                 pool_rows(pb + next * pw * L, ring, nan, top, q->k, r->oh, pw * L);
