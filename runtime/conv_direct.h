@@ -90,9 +90,10 @@ typedef struct rt_conv_band {
  * sets b[lanes] to the bias of channels [ob*lanes, ob*lanes + lanes) (0
  * past the last), row(ctx, ob, oh, b, buf) writes their output row oh of
  * the one image to buf [cols][lanes] (columns past ow computed and
- * dropped). put: the set's rows_put (NULL: element by element). */
+ * dropped). put: the set's rows_put (NULL: element by element), vl
+ * positions at a time. */
 typedef struct rt_conv_rowsrc {
-    int64_t o, oh, ow, lanes, nob, cols;
+    int64_t o, oh, ow, lanes, nob, cols, vl;
     const void *ctx;
     void (*bias)(const void *ctx, int64_t ob, float *b);
     void (*row)(const void *ctx, int64_t ob, int64_t oh, const float *b, float *buf);

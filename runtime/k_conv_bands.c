@@ -279,7 +279,7 @@ int rt_convd_rows(dj *j)
     if (!bd || !bd->post || j->dt != TJ_F32 || s->n != 1 || s->groups != 1)
         return rows_bands(j);
     bd->used = bd->posted = true;   /* the epilogue and pool on the rows (k_conv_post.c) */
-    rt_conv_rowsrc src = {s->o, s->oh, s->ow, j->kv * j->k->vl, j->nob, j->nseg * j->rp,
+    rt_conv_rowsrc src = {s->o, s->oh, s->ow, j->kv * j->k->vl, j->nob, j->nseg * j->rp, j->k->vl,
                           j, rows_bias, rows_row, j->k->rows_put};
     return rt_conv_post_run(&src, bd->post);
 }

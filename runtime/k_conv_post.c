@@ -4,8 +4,11 @@
  * it inside a conv region). Per block of `lanes` output channels and per
  * output row: the row kernel's [cols][lanes] row, the epilogue on it, the
  * pool's column taps into a ring of three pooled rows, and each pool output
- * row, as soon as its last input row is done, from the ring's rows,
- * transposed to the output's [o][poh][pow] by the set's rows_put. The
+ * row, as soon as its last input row is done, from the ring's rows into the
+ * block's pooled planes [poh * pow][lanes]; at the block's end those go to
+ * the output's [o][poh][pow] by the set's rows_put, vl positions at a time,
+ * each channel's stores running along its plane (stored row by row across
+ * the block's 32 planes they cost P11 a further 4%: docs/perf.md). The
  * channels stay in the vector lanes throughout, so every tap of the pool is
  * a whole vector, where max_pool2d on the unfused plan's NCHW rows splits
  * even and odd columns; and the conv's and the epilogue's outputs (3.2 MB an
@@ -193,8 +196,9 @@ int rt_conv_post_run(const rt_conv_rowsrc *r, const rt_conv_post *q)
                 pool_rows(pb + next * pw * L, ring, nan, top, q->k, r->oh, pw * L);
             }
         }
-        for (int64_t p0 = 0; p0 < plane; p0 += 16)
-            put(pb + p0 * L, L, no, plane - p0 < 16 ? plane - p0 : 16, q->py + o0 * plane + p0, plane);
+        for (int64_t p0 = 0; p0 < plane; p0 += r->vl)
+            put(pb + p0 * L, L, no, plane - p0 < r->vl ? plane - p0 : r->vl, q->py + o0 * plane + p0,
+                plane);
     }
     rt_free(buf, bytes);
     atomic_fetch_add(&post_runs, 1);
