@@ -685,7 +685,7 @@ static int run_post_block(const region_ctx *c, const step *s, int i, const blk *
     ir_window2d w;
     ir_node_attrs(pool, &a);
     ir_window2d_of(pool->op, &a, NULL, &w, NULL, 0);
-    rt_conv_post q = {cp->scale >= 0 ? pv : NULL, cp->shift >= 0 ? pv + C : NULL, cp->relu,
+    rt_conv_post q = {cp->scale != -1 ? pv : NULL, cp->shift != -1 ? pv + C : NULL, cp->relu,
                       (int)w.kernel[0], (int)w.padding[0], (int)w.padding[1], h.shape[2],
                       h.shape[3], st.data};
     bool whole = h.strides[1] == h.shape[2] * h.shape[3] && h.strides[2] == h.shape[3] && h.strides[3] == 1;
@@ -1046,6 +1046,8 @@ static int post_values(const sc_plan *p, const sc_region *rg, tj_tensor **vals, 
         bool ok = true;
         for (int v = 0; v < 2; v++) {
             int slot = v ? cp->shift : cp->scale;
+            for (int64_t o = 0; slot == -2 && o < C; o++)   /* a constant */
+                c->post[at + v * C + o] = v ? cp->cshift : cp->cscale;
             const tj_tensor *t = slot >= 0 ? vals[slot] : NULL;
             ok = ok && (slot < 0 || t);
             if (!t || !ok)

@@ -2,7 +2,8 @@
  * sc_plan.cpost): in a conv region (block.c, an image per block), an f32
  * conv2d step followed by its epilogue kernel computing only
  * relu(conv * scale + shift) (each part optional, scale and shift f32
- * values of one element per output channel: batch norm in eval, a bias)
+ * values of one element per output channel, batch norm in eval, a bias, or
+ * constants)
  * and then a max_pool2d of it (2x2 or 3x3 window, stride 2, undilated),
  * where nothing else reads the conv's or the kernel's value, hands the
  * epilogue and the pool to the conv: when its row kernel runs it
@@ -40,9 +41,16 @@ static bool only_reader(const ir_graph *g, const ir_node *v, const ir_node *read
 /* The slot of operand a of a node over the conv's [n, C, h, w] value when a
  * is f32 with one element per channel (aligned from the right, every other
  * dim 1), reached from its root by reshapes, squeezes and unsqueezes only,
- * the root of C elements; else -1. */
-static int channel_operand(const ir_graph *g, const sc_plan *p, const ir_node *a, int64_t C)
+ * the root of C elements; -2 with *c its value when a (through views) is a
+ * scalar or full, which the kernel inlines as a constant of that value;
+ * else -1. */
+static int channel_operand(const ir_graph *g, const sc_plan *p, const ir_node *a, int64_t C, float *c)
 {
+    const ir_node *root = ir_view_root(a);
+    if (!ir_node_is_input(root) && (root->op == OP_scalar || root->op == OP_full)) {
+        *c = (float)(root->op == OP_scalar ? root->attrs[0].f : root->attrs[1].f);
+        return -2;
+    }
     const ir_type *t = &p->types[ir_slot(g, a)];
     if (t->dtype != TJ_F32 || t->ndim > 4)
         return -1;
@@ -69,7 +77,7 @@ static bool fits(const ir_graph *g, const ir_fusion *f, const sc_plan *p, int i,
     if (conv->op != OP_conv2d || ct->dtype != TJ_F32 || ct->ndim != 4)
         return false;
     int64_t C = ct->shape[1];
-    sc_cpost x = {.pstep = -1, .scale = -1, .shift = -1, .relu = false};
+    sc_cpost x = {.pstep = -1, .scale = -1, .shift = -1, .cscale = 0.0f, .cshift = 0.0f, .relu = false};
     const ir_node *v = conv;   /* the value the pool reads */
     int k = i + 1;
     if (k < p->nsteps && p->steps[k].kind == S_KERNEL && p->steps[k].region == s->region) {
@@ -88,10 +96,12 @@ static bool fits(const ir_graph *g, const ir_fusion *f, const sc_plan *p, int i,
                 stage = 3;
             } else if ((n->op == OP_mul || n->op == OP_add) && n->nin == 2 &&
                        stage < (n->op == OP_mul ? 1 : 2) && (n->in[0] == v) != (n->in[1] == v)) {
-                int a = channel_operand(g, p, n->in[0] == v ? n->in[1] : n->in[0], C);
-                if (a < 0)
+                float cv = 0.0f;
+                int a = channel_operand(g, p, n->in[0] == v ? n->in[1] : n->in[0], C, &cv);
+                if (a == -1)
                     return false;
                 *(n->op == OP_mul ? &x.scale : &x.shift) = a;
+                *(n->op == OP_mul ? &x.cscale : &x.cshift) = cv;
                 stage = n->op == OP_mul ? 1 : 2;
             } else {
                 return false;

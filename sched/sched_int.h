@@ -82,7 +82,9 @@ typedef struct sc_epi {
  * runs it. pstep -1: none. */
 typedef struct sc_cpost {
     int pstep;
-    int scale, shift;   /* slots of f32 values of one element per channel, or -1 */
+    int scale, shift;   /* slots of f32 values of one element per channel; -2: the
+                         * constant below (a scalar or full the kernel inlines); -1: none */
+    float cscale, cshift;
     bool relu;
 } sc_cpost;
 

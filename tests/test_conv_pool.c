@@ -35,7 +35,7 @@
  * optional bias, batch norm and activation, then a pool. */
 typedef struct cfg {
     int64_t n, c, h, w, o, groups, k, cs, cp;   /* conv: kernel, stride, padding */
-    bool bias, bn;
+    bool bias, bn, konst;                       /* konst: y * 0.7 - 0.1 after the bn */
     int act;                                    /* 0 relu, 1 none, 2 gelu */
     bool avg;
     int64_t pk[2], ps[2], pp[2], pd[2];         /* pool kernel, stride, padding, dilation */
@@ -76,6 +76,8 @@ static tj_tensor *pooled_value(const cfg *c, tj_tensor *x)
     tj_tensor *y = tj_conv2d(x, c->wt, c->bias ? c->b : NULL, st, pd, one, c->groups);
     if (c->bn)
         y = tj_batch_norm(y, c->mean, c->var, c->g, c->beta, 1e-5);
+    if (c->konst)
+        y = tj_add_s(tj_mul_s(y, 0.7), -0.1);
     return c->act == 0 ? tj_relu(y) : c->act == 2 ? tj_gelu(y) : y;
 }
 
@@ -453,8 +455,8 @@ static void test_training_unfused(void **state)
  * (TJIT_CONV_POST=0), the row kernel forced (TJIT_CONV=rows), the input
  * with NaNs at every nan-th element (0: none): the same bits, close to
  * eager where there are no NaNs, and the rows path ran for every image
- * when `on` (else never). */
-static void check_post(cfg c, int nan, bool on, const char *what)
+ * when `on` is 1, never when 0 (-1: either). */
+static void check_post(cfg c, int nan, int on, const char *what)
 {
     cfg_weights(&c);
     int64_t xs[4] = {c.n, c.c, c.h, c.w};
@@ -476,14 +478,14 @@ static void check_post(cfg c, int nan, bool on, const char *what)
     unsetenv("TJIT_CONV");
     if (np < 1 || np != nu || np != ne)
         fail_msg("%s: %s", what, tj_last_error());
-    if (ran != (on ? c.n : 0))
+    if (on >= 0 && ran != (on ? c.n : 0))
         fail_msg("%s: the rows path ran %lld times for %lld images", what, (long long)ran, (long long)c.n);
     for (int k = 0; k < np; k++) {
         assert_same_bits(got[k], plain[k], what);
         if (!nan)
             tu_assert_close_any(got[k], want[k], 1e-5, 1e-5);
     }
-    if (on)
+    if (on > 0)
         tu_assert_explain(cp, "when its row kernel runs it");
     tj_compiled_free(cp);
     tj_compiled_free(cu);
@@ -493,7 +495,8 @@ static void check_post(cfg c, int nan, bool on, const char *what)
 /* The epilogue and pool on the row kernel's rows: the stem's shape and
  * others, odd sizes, channels that fill no lane block (40, 5), both max
  * windows with and without padding, ceil_mode, every epilogue the rows
- * path takes (the conv alone, a bias and relu, bn without relu) and two it
+ * path takes (the conv alone, a bias and relu, bn without relu, constants
+ * as scale and shift) and two it
  * does not (gelu, an avg pool), NaNs, AVX-512 and AVX2 where the CPU has
  * them, 1 and 2 threads. */
 static void test_post_rows(void **state)
@@ -520,6 +523,9 @@ static void test_post_rows(void **state)
             check_post(c, 31, true, "3x3, bias and relu, max 2x2/2, NaNs");
             c.bias = false, c.act = 1;
             check_post(c, 0, true, "3x3, the conv alone");
+            c.konst = true, c.act = 0;
+            check_post(c, 0, true, "3x3, constant scale and shift, relu");
+            check_post(c, 29, true, "3x3, constant scale and shift, relu, NaNs");
             c = base(), c.h = 17, c.w = 19, c.act = 1, c.pk[0] = c.pk[1] = 3;
             check_post(c, 0, true, "3x3, bn without relu, max 3x3/2");
             c.act = 2;
@@ -580,6 +586,32 @@ static void test_region_weights(void **state)
     }
 }
 
+/* Random convs and epilogues (seeded): kernel 1-7, stride 1-2, padding,
+ * 1-20 input and 1-70 output channels, odd sizes, each epilogue part and
+ * activation, both max windows, padding and ceil_mode, some NaNs, through
+ * the rows path where the plan takes it: the same bits as without it. */
+static void test_post_random(void **state)
+{
+    uint64_t r = 0x9e3779b97f4a7c15u;
+#define RND(n) ((int64_t)((r = r * 6364136223846793005u + 1442695040888963407u) >> 33) % (n))
+    for (int i = 0; i < 48; i++) {
+        cfg c = base();
+        c.n = 2 + RND(3), c.c = 1 + RND(20), c.o = 1 + RND(70);
+        c.k = 1 + 2 * RND(4), c.cs = 1 + RND(2), c.cp = RND(c.k / 2 + 1);
+        c.h = c.k + 4 + RND(30), c.w = c.k + 4 + RND(30);
+        c.bias = RND(2), c.bn = RND(2), c.konst = RND(3) == 0, c.act = (int)RND(3);
+        c.pk[0] = c.pk[1] = 2 + RND(2), c.pp[0] = c.pp[1] = c.pk[0] == 3 ? RND(2) : 0;
+        c.ceil = RND(4) == 0;
+        char what[160];
+        snprintf(what, sizeof what, "random %d: [%lld,%lld,%lld,%lld] -> %lld k%lld s%lld p%lld, bias %d bn %d konst %d act %d, "
+                 "max %lld pad %lld ceil %d", i, (long long)c.n, (long long)c.c, (long long)c.h,
+                 (long long)c.w, (long long)c.o, (long long)c.k, (long long)c.cs, (long long)c.cp, c.bias,
+                 c.bn, c.konst, c.act, (long long)c.pk[0], (long long)c.pp[0], c.ceil);
+        check_post(c, RND(3) == 0 ? 37 : 0, -1, what);
+    }
+#undef RND
+}
+
 int main(void)
 {
     tj_manual_seed(5);
@@ -599,6 +631,7 @@ int main(void)
         T(test_training_unfused),
         T(test_post_rows),
         T(test_region_weights),
+        T(test_post_random),
 #undef T
     };
     return tu_run_jit_suite("conv_pool", tests, sizeof tests / sizeof tests[0],
