@@ -80,7 +80,7 @@ typedef struct rt_conv_band {
     /* Nonzero: the calls made under this token (one run of a region: its
      * images) read weights that do not change between them, so kept
      * prepared weights that one of them matched by content are found again
-     * by the weights' storage alone (k_conv_direct.c, prepare_weights) */
+     * by the weights' address alone (k_conv_direct.c, prepare_weights) */
     uint64_t token;
     bool used;
     bool posted;   /* the post ran (and `used`) */

@@ -324,8 +324,8 @@ static void pack_weights(const dj *j, const void *w)
  * the packed GEMM weights (gemm_cache.c; tj_compile_options.freeze): the
  * compare read 2.4 MB per call at 256 channels. Within one run of a region
  * (rt_conv_band.token) an entry that matched by content once is found by
- * storage for the other images (P12: the compare was 2.4% of its samples,
- * 64 convs a call on unfrozen weights). Kept only
+ * the weights' address for the other images (P12: the compare was 2.4% of
+ * its samples, 64 convs a call on unfrozen weights). Kept only
  * when the same weights (address and layout) were among the last WCACHE_N
  * misses (a region alternates two convs per image), so a model whose many
  * convs each run once per call costs no copies. Contiguous weights only;
@@ -339,14 +339,17 @@ typedef struct wkey {
 } wkey;
 
 /* Who the weights are: a capture of the running compiled call (trusted) by
- * its storage, else by its bytes alone, or by its storage again under the
- * token (rt_conv_band) of the call that matched them by their bytes. */
+ * its storage, else by its bytes alone, or by their address under the
+ * token (rt_conv_band) of the call that matched them by their bytes (a
+ * region's calls see the weights through headers of serial 0: the address
+ * is what tells two convs' weights apart there). */
 typedef struct wid {
     uint64_t serial;
     unsigned stamp;
     int64_t offset;
     bool trusted;
     uint64_t token;
+    const void *addr;
 } wid;
 
 typedef struct wslot {
@@ -417,9 +420,9 @@ static int prepare_weights(dj *j, const void *w, const wid *id, size_t nprep)
             again = again || (wmiss[i].w == w && !memcmp(&wmiss[i].key, &k, sizeof k));
         for (int i = 0; i < WCACHE_N; i++) {
             wslot *e = &wslots[i];
-            bool same = e->id.serial == id->serial && e->id.stamp == id->stamp &&
-                        e->id.offset == id->offset &&
-                        (id->trusted || (id->token && e->id.token == id->token));
+            bool same = (id->trusted && e->id.serial == id->serial && e->id.stamp == id->stamp &&
+                         e->id.offset == id->offset) ||
+                        (id->token && e->id.token == id->token && e->id.addr == id->addr);
             if (e->used && !memcmp(&e->key, &k, sizeof k) && e->nraw == nraw &&
                 e->nprep == nprep && (same || !memcmp(e->raw, w, nraw))) {
                 e->id = *id;
@@ -818,7 +821,7 @@ int rt_conv_direct(const rt_conv_shape *s, tj_dtype dt, const void *x, const tj_
     const rt_storage *st = wt->storage;
     rt_conv_band *hook = rt_conv_band_get();
     wid id = {st->serial, rt_storage_stamp(st), wt->offset, tjg_frozen(st, &flags),
-              hook ? hook->token : 0};
+              hook ? hook->token : 0, w};
     dj *j = malloc(sizeof *j);
     if (!j) {
         rt_error("out of memory for the convolution's buffers");

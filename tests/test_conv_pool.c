@@ -15,8 +15,9 @@
  * and a 2x2 or 3x3 stride-2 max pool run on the conv's rows instead
  * (sched/cpost.c, runtime/k_conv_post.c): test_post_rows compares that
  * with the same plan without it (TJIT_CONV_POST=0) bit for bit, NaNs in
- * the input included, over both instruction sets. test_region_weights:
- * the kept prepared conv weights within and across a region's runs. */
+ * the input included, over both instruction sets. test_region_weights and
+ * test_region_two_convs: the kept prepared conv weights within and across a
+ * region's runs. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -586,6 +587,47 @@ static void test_region_weights(void **state)
     }
 }
 
+/* A basic block (conv, bn, relu, conv, bn, + x, relu) whose two convs
+ * have the same shape and weights of their own, arguments a[1] and a[2]:
+ * one region, the weights seen through headers of serial 0. */
+static tj_tensor *basic_block(void *ctx, tj_tensor *const *a, int n)
+{
+    cfg c = *(const cfg *)ctx;
+    c.wt = a[1];
+    tj_tensor *h = pooled_value(&c, a[0]);
+    c.wt = a[2];
+    c.act = 1;
+    return tj_relu(tj_add(pooled_value(&c, h), a[0]));
+}
+
+/* The kept prepared weights of two same-shaped convs in one region run
+ * (rt_conv_band.token) stay apart: compiled is eager's within rounding on
+ * each kernel, three calls in a row (the third on kept weights). */
+static void test_region_two_convs(void **state)
+{
+    static const char *const paths[4] = {"rows", "direct", "wino", "wino4"};
+    for (int p = 0; p < 4; p++) {
+        cfg c = base();
+        c.n = 4, c.c = c.o = 16, c.h = c.w = 12, c.bias = false;
+        cfg_weights(&c);
+        tj_tensor *a[3] = {tj_randn(TJ_F32, 4, (int64_t[]){c.n, c.c, c.h, c.w}),
+                           tj_mul_s(tj_randn(TJ_F32, 4, (int64_t[]){c.o, c.c, 3, 3}), 0.2),
+                           tj_mul_s(tj_randn(TJ_F32, 4, (int64_t[]){c.o, c.c, 3, 3}), 0.2)};
+        setenv("TJIT_CONV", paths[p], 1);
+        tj_compiled *cf = tj_compile(basic_block, &c, &(tj_compile_options){.name = "basic_block"});
+        tj_tensor *want = basic_block(&c, a, 3);
+        for (int k = 0; k < 3; k++) {
+            tj_tensor *y = tj_call(cf, a, 3);
+            if (!y)
+                fail_msg("%s: %s", paths[p], tj_last_error());
+            tu_assert_close_any(y, want, 1e-4, 1e-4);
+        }
+        unsetenv("TJIT_CONV");
+        tj_compiled_free(cf);
+        cfg_release(&c);
+    }
+}
+
 /* Random convs and epilogues (seeded): kernel 1-7, stride 1-2, padding,
  * 1-20 input and 1-70 output channels, odd sizes, each epilogue part and
  * activation, both max windows, padding and ceil_mode, some NaNs, through
@@ -631,6 +673,7 @@ int main(void)
         T(test_training_unfused),
         T(test_post_rows),
         T(test_region_weights),
+        T(test_region_two_convs),
         T(test_post_random),
 #undef T
     };
