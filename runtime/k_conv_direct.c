@@ -3,6 +3,10 @@
  * AVX-512 (16 floats per zmm, k_conv_direct_avx512.c) and AVX2 + FMA
  * (8 per ymm, k_conv_direct_avx2.c), behind one geometry, packing, phase planes and rule, with the
  * vector length VL a parameter of the instruction set (rt_conv_kernels).
+ * This file: geometry, phase planes, packing, kept weights, Winograd, the
+ * rule and the entry; the kernels' tasks on the thread pool, their bands
+ * and the row kernel's fused epilogue and pool are k_conv_bands.c's (one
+ * call's state, dj, in conv_direct_int.h).
  *
  * Layout. The input is copied once per call into phase planes: for stride
  * (sh, sw) each channel of the zero-padded input [Hp, Wp] becomes sh*sw
