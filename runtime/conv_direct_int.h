@@ -37,7 +37,8 @@ typedef struct dj {
                                      * a time); else 0 and all images' */
     float *wbias;                   /* Winograd: the bias, contiguous, or NULL */
     atomic_int failed;              /* a task ran out of memory */
-    int64_t rp, kv, nseg;           /* row kernel: positions, vectors of channels, segments per row */
+    int64_t rp, kv, nseg;           /* row kernel: positions, vectors of channels, segments
+                                     * per row */
     int64_t nrc;                    /* row kernel: chunks of rows per task */
     int64_t rr0, rr1;               /* row kernel: the output rows to run (row bands: a band's) */
     int64_t ob0, ob1;               /* grid kernel: the channel blocks to run */

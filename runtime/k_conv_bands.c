@@ -60,7 +60,8 @@ static void run_blocks(void *ctx, int64_t t0, int64_t t1)
         /* f32 and the block inside one row's valid columns: straight to y */
         int64_t r = q0 / j->wq, col = q0 % j->wq;
         bool direct = j->dt == TJ_F32 && col + w <= s->ow && q0 + w <= j->qend;
-        float *yd = direct ? (float *)j->y + (n * s->o + g * j->og) * j->ycs + r * s->ow + col : NULL;
+        float *yd = direct ? (float *)j->y + (n * s->o + g * j->og) * j->ycs + r * s->ow + col
+                           : NULL;
         for (int64_t ob = j->ob0; ob < j->ob1; ob++) {
             int64_t o0 = ob * ko, no = j->og - o0 < ko ? j->og - o0 : ko;
             for (int64_t o = 0; o < ko; o++)
@@ -93,7 +94,8 @@ static void run_rows(void *ctx, int64_t t0, int64_t t1)
         int64_t t = tr / j->nrc, oh0 = j->rr0 + tr % j->nrc * rows;
         int64_t oh1 = oh0 + rows < j->rr1 ? oh0 + rows : j->rr1;
         int64_t ob = t % j->nob, g = (t / j->nob) % s->groups, n = t / (j->nob * s->groups);
-        int64_t o0 = g * j->og + ob * lanes, no = j->og - ob * lanes < lanes ? j->og - ob * lanes : lanes;
+        int64_t o0 = g * j->og + ob * lanes;
+        int64_t no = j->og - ob * lanes < lanes ? j->og - ob * lanes : lanes;
         for (int64_t o = 0; o < lanes; o++)
             bias[o] = o < no ? bias_of(j, o0 + o) : 0.0f;
         const float *xp = j->xq + (n * s->c + g * j->cg) * j->plane;

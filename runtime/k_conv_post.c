@@ -79,9 +79,10 @@ RT_CLONES static int post_row(float *restrict v, int64_t n, int64_t L, const flo
 /* Pooled columns of row r ([ow][L]) into h ([pw][L]): column q the maximum
  * over input columns 2q - pad + kw, kw < K, inside [0, ow) (none: -inf);
  * NAN: whether r holds a NaN. */
-static inline __attribute__((always_inline)) void cols_on(float *restrict h, const float *restrict r,
-                                                          int64_t ow, int64_t L, int pad,
-                                                          int64_t pw, int K, bool NAN_)
+static inline __attribute__((always_inline)) void cols_on(float *restrict h,
+                                                          const float *restrict r, int64_t ow,
+                                                          int64_t L, int pad, int64_t pw, int K,
+                                                          bool NAN_)
 {
     for (int64_t q = 0; q < pw; q++, h += L) {
         int64_t c0 = 2 * q - pad;
@@ -160,7 +161,8 @@ int rt_conv_post_run(const rt_conv_rowsrc *r, const rt_conv_post *q)
 {
     int64_t L = r->lanes, pw = q->pow, plane = q->poh * q->pow;
     if (q->k < 1 || q->k > RING || L > RT_CONV_LANES) {
-        rt_error("conv2d: no fused pool for a %dx%d window over %lld lanes", q->k, q->k, (long long)L);
+        rt_error("conv2d: no fused pool for a %dx%d window over %lld lanes", q->k, q->k,
+                 (long long)L);
         return -1;
     }
     /* the row, the ring, the block's pool output [poh * pow][L] (each
@@ -174,7 +176,8 @@ int rt_conv_post_run(const rt_conv_rowsrc *r, const rt_conv_post *q)
     }
     float *ring = buf + r->cols * L, *pb = ring + RING * pw * L, *sc = pb + plane * L, *sh = sc + L,
           *bias = sh + L;
-    void (*put)(const float *, int64_t, int64_t, int64_t, float *, int64_t) = r->put ? r->put : put_scalar;
+    void (*put)(const float *, int64_t, int64_t, int64_t, float *, int64_t) =
+        r->put ? r->put : put_scalar;
     for (int64_t ob = 0; ob < r->nob; ob++) {
         int64_t o0 = ob * L, no = r->o - o0 < L ? r->o - o0 : L;
         for (int64_t l = 0; l < L; l++) {
@@ -197,8 +200,8 @@ int rt_conv_post_run(const rt_conv_rowsrc *r, const rt_conv_post *q)
             }
         }
         for (int64_t p0 = 0; p0 < plane; p0 += r->vl)
-            put(pb + p0 * L, L, no, plane - p0 < r->vl ? plane - p0 : r->vl, q->py + o0 * plane + p0,
-                plane);
+            put(pb + p0 * L, L, no, plane - p0 < r->vl ? plane - p0 : r->vl,
+                q->py + o0 * plane + p0, plane);
     }
     rt_free(buf, bytes);
     atomic_fetch_add(&post_runs, 1);

@@ -290,8 +290,8 @@ static bool pool_ok(const former *F, step *s, const sc_region *rg)
     else if (rg->nd != 1 || xt->ndim != 4 || o->ndim != 4 || o->shape[0] != rg->size[0])
         why = "not one image per block";
     else if ((why = pool_input_why(g, x, n)) != NULL) {
-        sc_pool_note(p, "%%%d %s not fused after the conv: its input %%%d %s", n->id, ir_ops[n->op].name,
-                  x->id, why);
+        sc_pool_note(p, "%%%d %s not fused after the conv: its input %%%d %s", n->id,
+                     ir_ops[n->op].name, x->id, why);
         return false;
     }
     if (why) {
@@ -301,12 +301,17 @@ static bool pool_ok(const former *F, step *s, const sc_region *rg)
     s->slice[0][0] = 0;
     p->conv_pools++;
     const char *band = getenv("TJIT_CONV_BAND");
-    sc_pool_note(p, "%%%d %s fused after the conv (its input %%%d stays in the block's scratch; %s)", n->id,
-              ir_ops[n->op].name, x->id,
-              band && !strcmp(band, "0") ? "no channel bands: TJIT_CONV_BAND=0"
-              : band && band[0] == 'r'   ? "the conv in bands of output rows when the grid kernel runs it"
-              : band && band[0]          ? "the conv in bands of output channels when the grid kernel runs it"
-                                         : "the conv whole: TJIT_CONV_BAND=cN or rN cuts it in bands");
+    sc_pool_note(p,
+                 "%%%d %s fused after the conv (its input %%%d stays in the block's scratch; "
+                 "%s)",
+                 n->id, ir_ops[n->op].name, x->id,
+                 band && !strcmp(band, "0")
+                     ? "no channel bands: TJIT_CONV_BAND=0"
+                 : band && band[0] == 'r'
+                     ? "the conv in bands of output rows when the grid or row kernel runs it"
+                 : band && band[0]
+                     ? "the conv in bands of output channels when the grid kernel runs it"
+                     : "the conv whole: TJIT_CONV_BAND=cN or rN cuts it in bands");
     return true;
 }
 
@@ -669,7 +674,8 @@ static int run_eager_block(const region_ctx *c, const step *s, const blk *k)
  * where its row kernel runs it, through hook (its bands, if any, for the
  * grid kernel): 1, the steps up to the pool done; 0, the conv alone done
  * (the rest to run as planned); -1, an error. */
-static int run_post_block(const region_ctx *c, const step *s, int i, const blk *k, rt_conv_band *hook)
+static int run_post_block(const region_ctx *c, const step *s, int i, const blk *k,
+                          rt_conv_band *hook)
 {
     const sc_cpost *cp = &c->p->cpost[i];
     const float *pv = c->post + c->postat[i - c->rg->first];
@@ -688,7 +694,8 @@ static int run_post_block(const region_ctx *c, const step *s, int i, const blk *
     rt_conv_post q = {cp->scale != -1 ? pv : NULL, cp->shift != -1 ? pv + C : NULL, cp->relu,
                       (int)w.kernel[0], (int)w.padding[0], (int)w.padding[1], h.shape[2],
                       h.shape[3], st.data};
-    bool whole = h.strides[1] == h.shape[2] * h.shape[3] && h.strides[2] == h.shape[3] && h.strides[3] == 1;
+    bool whole = h.strides[1] == h.shape[2] * h.shape[3] && h.strides[2] == h.shape[3] &&
+                 h.strides[3] == 1;
     hook->post = whole ? &q : NULL;
     rt_conv_band *prev = rt_conv_band_get();
     rt_conv_band_set(hook);
@@ -893,7 +900,8 @@ static void region_chunk(void *c_, int64_t b0, int64_t b1)
             int cs = ir_slot(c->g, c->g->nodes[c->p->steps[i0].node]);
             rt_conv_band hook = {c->band, c->rows, (c->rows + c->ov) * c->W, c->ov,
                                  c->rows ? band_buf(c, &k, cs) : NULL, &bc,
-                                 c->rows ? band_rows_done : band_done, NULL, c->token, false, false};
+                                 c->rows ? band_rows_done : band_done, NULL, c->token, false,
+                                 false};
             if (run_steps(c, &k, i0, i0, &hook))
                 break;
             i0 = hook.posted ? c->p->cpost[i0].pstep + 1 : hook.used ? c->rg->last + 1 : i0 + 1;

@@ -44,7 +44,8 @@ static bool only_reader(const ir_graph *g, const ir_node *v, const ir_node *read
  * the root of C elements; -2 with *c its value when a (through views) is a
  * scalar or full, which the kernel inlines as a constant of that value;
  * else -1. */
-static int channel_operand(const ir_graph *g, const sc_plan *p, const ir_node *a, int64_t C, float *c)
+static int channel_operand(const ir_graph *g, const sc_plan *p, const ir_node *a, int64_t C,
+                           float *c)
 {
     const ir_node *root = ir_view_root(a);
     if (!ir_node_is_input(root) && (root->op == OP_scalar || root->op == OP_full)) {
@@ -77,7 +78,8 @@ static bool fits(const ir_graph *g, const ir_fusion *f, const sc_plan *p, int i,
     if (conv->op != OP_conv2d || ct->dtype != TJ_F32 || ct->ndim != 4)
         return false;
     int64_t C = ct->shape[1];
-    sc_cpost x = {.pstep = -1, .scale = -1, .shift = -1, .cscale = 0.0f, .cshift = 0.0f, .relu = false};
+    sc_cpost x = {.pstep = -1, .scale = -1, .shift = -1, .cscale = 0.0f, .cshift = 0.0f,
+                  .relu = false};
     const ir_node *v = conv;   /* the value the pool reads */
     int k = i + 1;
     if (k < p->nsteps && p->steps[k].kind == S_KERNEL && p->steps[k].region == s->region) {
@@ -89,7 +91,8 @@ static bool fits(const ir_graph *g, const ir_fusion *f, const sc_plan *p, int i,
         for (int e = 0; e < gr->nnodes; e++) {
             const ir_node *n = g->nodes[gr->nodes[e]];
             const ir_type *nt = &p->types[ir_slot(g, n)];
-            if (nt->dtype != TJ_F32 || ir_type_numel(nt) != ir_type_numel(ct) || !only_reader(g, v, n))
+            if (nt->dtype != TJ_F32 || ir_type_numel(nt) != ir_type_numel(ct) ||
+                !only_reader(g, v, n))
                 return false;
             if (n->op == OP_relu && stage < 3 && n->nin == 1 && n->in[0] == v) {
                 x.relu = true;
@@ -151,7 +154,9 @@ int sc_plan_conv_posts(const ir_graph *g, const ir_fusion *f, sc_plan *p)
             }
             p->cpost[i] = x;
             const ir_node *pool = g->nodes[p->steps[x.pstep].node];
-            sc_pool_note(p, "%%%d max_pool2d and the conv's epilogue on %%%d's rows when its row kernel runs it",
+            sc_pool_note(p,
+                         "%%%d max_pool2d and the conv's epilogue on %%%d's rows when its row "
+                         "kernel runs it",
                          pool->id, g->nodes[p->steps[i].node]->id);
             i = x.pstep;
         }

@@ -480,7 +480,8 @@ static void check_post(cfg c, int nan, int on, const char *what)
     if (np < 1 || np != nu || np != ne)
         fail_msg("%s: %s", what, tj_last_error());
     if (on >= 0 && ran != (on ? c.n : 0))
-        fail_msg("%s: the rows path ran %lld times for %lld images", what, (long long)ran, (long long)c.n);
+        fail_msg("%s: the rows path ran %lld times for %lld images", what, (long long)ran,
+                 (long long)c.n);
     for (int k = 0; k < np; k++) {
         assert_same_bits(got[k], plain[k], what);
         if (!nan)
@@ -645,10 +646,12 @@ static void test_post_random(void **state)
         c.pk[0] = c.pk[1] = 2 + RND(2), c.pp[0] = c.pp[1] = c.pk[0] == 3 ? RND(2) : 0;
         c.ceil = RND(4) == 0;
         char what[160];
-        snprintf(what, sizeof what, "random %d: [%lld,%lld,%lld,%lld] -> %lld k%lld s%lld p%lld, bias %d bn %d konst %d act %d, "
-                 "max %lld pad %lld ceil %d", i, (long long)c.n, (long long)c.c, (long long)c.h,
-                 (long long)c.w, (long long)c.o, (long long)c.k, (long long)c.cs, (long long)c.cp, c.bias,
-                 c.bn, c.konst, c.act, (long long)c.pk[0], (long long)c.pp[0], c.ceil);
+        snprintf(what, sizeof what,
+                 "random %d: [%lld,%lld,%lld,%lld] -> %lld k%lld s%lld p%lld, bias %d bn %d "
+                 "konst %d act %d, max %lld pad %lld ceil %d",
+                 i, (long long)c.n, (long long)c.c, (long long)c.h, (long long)c.w, (long long)c.o,
+                 (long long)c.k, (long long)c.cs, (long long)c.cp, c.bias, c.bn, c.konst, c.act,
+                 (long long)c.pk[0], (long long)c.pp[0], c.ceil);
         check_post(c, RND(3) == 0 ? 37 : 0, -1, what);
     }
 #undef RND

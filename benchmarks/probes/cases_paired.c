@@ -67,7 +67,8 @@ static void env_for(int r)
     /* PAIRED_ENV_A / _B = VAR=VALUE: that variable set for A's calls and
      * unset for B's, or the other way round (any setting read per call) */
     for (int k = 0; k < 2; k++) {
-        const char *v = getenv(k ? "PAIRED_ENV_B" : "PAIRED_ENV_A"), *eq = v ? strchr(v, '=') : NULL;
+        const char *v = getenv(k ? "PAIRED_ENV_B" : "PAIRED_ENV_A");
+        const char *eq = v ? strchr(v, '=') : NULL;
         char var[128];
         if (!eq || eq == v || (size_t)(eq - v) >= sizeof var)
             continue;
