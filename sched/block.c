@@ -37,7 +37,8 @@
  *           bands of N output rows of every channel instead, where the
  *           pool is a max pool that computes rows (rows_band).
  *
- * Run: the blocks in parallel (rt_parallel_for, grain 1) with OpenBLAS serial
+ * Run: the blocks in parallel (rt_parallel_for, grain 1; claimed one by one
+ * by rt_parallel_tasks from 4 blocks per thread) with OpenBLAS serial
  * inside (rt_blas_serial_begin/end); each block calls the eager kernels on
  * slices (tensor headers over the block's part of each value) and the
  * epilogue kernels on the tiles that cover the block. A value no step after
@@ -1094,7 +1095,14 @@ int sc_block_run(const ir_graph *g, const sc_plan *p, int r, tj_tensor **vals, s
     c.rows = rows_band(g, p, rg, &c);
     c.band = c.rows ? 0 : band_chans(g, p, rg, &c.oc, false);
     rt_blas_serial_begin();
-    rt_parallel_for(rg->nblocks, 1, region_chunk, &c);
+    /* Many blocks are claimed one by one, so a thread slowed by the host
+     * takes fewer (P12's 32 images: 0.5-10% faster, the most on a busy
+     * host; regions of 16-64 blocks of P8 level); a few stay one chunk per
+     * thread (P11's 8 images: 0.7-1.2% slower one by one). docs/perf.md */
+    if (rg->nblocks >= 4 * (int64_t)rt_threads())
+        rt_parallel_tasks(rg->nblocks, region_chunk, &c);
+    else
+        rt_parallel_for(rg->nblocks, 1, region_chunk, &c);
     rt_blas_serial_end();
     if (c.post)
         rt_free(c.post, c.postbytes);
