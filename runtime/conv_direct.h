@@ -38,15 +38,6 @@ bool rt_conv_direct_wins(const rt_conv_shape *s);
 int rt_conv_direct(const rt_conv_shape *s, tj_dtype dt, const void *x, const tj_tensor *w,
                    const void *bias, int64_t bstride, void *y);
 
-/* Output channels in bands (a blocked region's conv, sched/block.c): while
- * set on the calling thread, the next rt_conv_direct of one image, one
- * group, on the grid kernel, with more than `chans` output channels (a
- * multiple of its channel block) computes its output `chans` channels at a
- * time, band [o0, o1) stored at y moved back by o0 planes (so every band
- * lands where the first one starts: a small area that stays in cache), and
- * calls done(ctx, o0, o1) after each band (nonzero: stop, the error
- * recorded); sets `used`. Each output is the same block's same sums as
- * without bands. Else the call runs whole and leaves `used` false. */
 /* A conv's pointwise epilogue and max pool run on its output rows as the
  * row kernel makes them (sched/cpost.c plans it; runtime/k_conv_post.c):
  * v = conv * scale[o] (scale NULL: none), v = v + shift[o] (NULL: none),
@@ -63,12 +54,21 @@ typedef struct rt_conv_post {
     float *py;
 } rt_conv_post;
 
+/* Output channels in bands (a blocked region's conv, sched/block.c): while
+ * set on the calling thread, the next rt_conv_direct of one image, one
+ * group, on the grid kernel, with more than `chans` output channels (a
+ * multiple of its channel block) computes its output `chans` channels at a
+ * time, band [o0, o1) stored at y moved back by o0 planes (so every band
+ * lands where the first one starts: a small area that stays in cache), and
+ * calls done(ctx, o0, o1) after each band (nonzero: stop, the error
+ * recorded); sets `used`. Each output is the same block's same sums as
+ * without bands. Else the call runs whole and leaves `used` false. */
 typedef struct rt_conv_band {
     int64_t chans;
     /* Row bands instead (rows > 0, fewer than the output's; grid or row
-     * kernel): `rows` output rows of every channel at a time, row r of band [r0, r1) of channel o
-     * stored at element o * rcs + (r - r0 + rtop) * ow of ry; done(ctx, r0,
-     * r1) after each band. */
+     * kernel): `rows` output rows of every channel at a time, row r of band
+     * [r0, r1) of channel o stored at element o * rcs + (r - r0 + rtop) * ow
+     * of ry; done(ctx, r0, r1) after each band. */
     int64_t rows, rcs, rtop;
     void *ry;
     void *ctx;
@@ -85,6 +85,11 @@ typedef struct rt_conv_band {
     bool used;
     bool posted;   /* the post ran (and `used`) */
 } rt_conv_band;
+
+void rt_conv_band_set(rt_conv_band *b);   /* NULL: off */
+rt_conv_band *rt_conv_band_get(void);     /* the calling thread's, or NULL */
+/* Tests: bands run so far (calls of done). */
+int64_t rt_conv_band_runs(void);
 
 /* The row kernel's output rows for rt_conv_post_run: bias(ctx, ob, b)
  * sets b[lanes] to the bias of channels [ob*lanes, ob*lanes + lanes) (0
@@ -104,10 +109,6 @@ typedef struct rt_conv_rowsrc {
 int rt_conv_post_run(const rt_conv_rowsrc *src, const rt_conv_post *q);
 /* Tests: calls of rt_conv_post_run so far (one per image). */
 int64_t rt_conv_post_runs(void);
-void rt_conv_band_set(rt_conv_band *b);   /* NULL: off */
-rt_conv_band *rt_conv_band_get(void);     /* the calling thread's, or NULL */
-/* Tests: bands run so far (calls of done). */
-int64_t rt_conv_band_runs(void);
 
 /* max_pool2d on the calling thread computes only output rows [oh0, oh1)
  * (reading only the input rows they read) while set; (0, 0): all. Only for
