@@ -78,7 +78,7 @@ typedef struct sc_plan_info {
     bool compiled;         /* false: the set runs on the graph executor */
     char why[512];         /* ... because */
     int conv_pools;        /* max_pool2d/avg_pool2d run per image inside a conv's region */
-    char pool_notes[384];  /* each pool after a conv's region: fused, or why not (block.c) */
+    char pool_notes[1024]; /* each pool after a conv's region: fused, or why not (block.c) */
 } sc_plan_info;
 void sc_plans_info(sc_plan_set *ps, sc_plan_info *out);
 

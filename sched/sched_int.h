@@ -122,7 +122,7 @@ typedef struct sc_plan {
     sc_epi *epi;          /* per step (epi.c), or NULL: no fused epilogue */
     sc_cpost *cpost;      /* per step (cpost.c), or NULL: no conv takes its pool */
     int conv_pools;       /* pools run inside a conv's region (block.c) */
-    char pool_notes[384]; /* block.c: each pool after a conv region, fused or why not */
+    char pool_notes[1024]; /* block.c: each pool after a conv region, fused or why not */
     int64_t prof_bytes, prof_flops;   /* the steps' sums (prof.c) */
 } sc_plan;
 
