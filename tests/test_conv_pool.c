@@ -380,7 +380,8 @@ static void test_batch_and_threads(void **state)
     tj_set_num_threads(threads);
 }
 
-/* Two conv blocks in a row (P12's shape): both pools in the one region. */
+/* Two conv blocks in a row (P12's shape): both pools in the one region,
+ * both noted by tj_explain (with the rows path's notes). */
 static tj_tensor *two_blocks(void *ctx, tj_tensor *const *a, int n)
 {
     cfg *c = ctx;
@@ -401,6 +402,13 @@ static void test_two_blocks(void **state)
         fail_msg("%s", tj_last_error());
     tu_assert_close(got, two_blocks(c, &x, 1), 1e-5, 1e-5);
     tu_assert_explain(cf, "pooling after conv: 2 fused");
+    char *e = tj_explain(cf);   /* both pools' notes, the rows path's too, whole */
+    int rows = 0;
+    for (const char *q = e; (q = strstr(q, "when its row kernel runs it")) != NULL; q++)
+        rows++;
+    if (rows != 2)
+        fail_msg("tj_explain should note both pools on the conv's rows:\n%s", e);
+    free(e);
     tj_compiled_free(cf);
     cfg_release(&c[0]);
     cfg_release(&c[1]);
