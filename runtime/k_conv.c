@@ -258,8 +258,6 @@ void rt_pool_rows_set(int64_t oh0, int64_t oh1)
  * tap walk's, NaN payloads and signed zeros included (docs/perf.md, Small
  * convolutions: P11 and P12). -------------------------------------------- */
 
-#define MAX_OF(x, v) ((x) > (v) || (x) != (x) ? (x) : (v))
-#define MAX_NN(x, v) ((x) > (v) ? (x) : (v))   /* MAX_OF where x is no NaN */
 #define AI __attribute__((always_inline))
 
 /* Whether max_win_plane takes g: kernel 2x2 or 3x3, stride 2, undilated,
@@ -399,8 +397,6 @@ MAX_WIN_PLANE(double)
 #undef MAX_H_ROW
 #undef MAX_AT
 #undef MAX_WIN_PLANE
-#undef MAX_OF
-#undef MAX_NN
 #undef AI
 
 #define MAX_PLANES(T)                                                                    \

@@ -14,6 +14,13 @@
 
 #define CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 
+/* max_pool2d's maximum of a tap x into the running v: the later tap where
+ * it is greater or a NaN, so a window's result is its first greatest tap or
+ * its last NaN, however its taps are grouped (k_conv.c's pools,
+ * k_conv_post.c's); MAX_NN where x is no NaN (vmaxps). */
+#define MAX_OF(x, v) ((x) > (v) || (x) != (x) ? (x) : (v))
+#define MAX_NN(x, v) ((x) > (v) ? (x) : (v))
+
 /* The geometry of one 2-D window op on a strided input. */
 typedef struct geom {
     ir_window2d w;

@@ -16,7 +16,7 @@
  *
  * Bits: the epilogue rounds as the plan's kernel does (a product, then a
  * sum, never an FMA: -std=c11 compiles with -ffp-contract=off; relu as
- * ir/vmath.h's vm_relu_f32), and each pool output is MAX_OF (k_conv.c) over
+ * ir/vmath.h's vm_relu_f32), and each pool output is MAX_OF (k_conv.h) over
  * its window's taps, the column taps of each row and then the rows, in
  * order: that is the first greatest tap, or the last NaN, however the taps
  * are grouped, as max_pool2d's result is.
@@ -27,14 +27,11 @@
 
 #include "conv_direct.h"
 #include "iter.h"
+#include "k_conv.h"
 #include "rt.h"
 
 #define RING 3   /* pooled rows kept: a window's rows, k <= 3 */
 
-/* v = the later tap x where it is greater or a NaN (k_conv.c's MAX_OF); where
- * no tap is a NaN, the plain maximum that keeps v on ties (MAX_NN: vmaxps) */
-#define MAX_OF(x, v) ((x) > (v) || (x) != (x) ? (x) : (v))
-#define MAX_NN(x, v) ((x) > (v) ? (x) : (v))
 
 /* The epilogue on n columns of L lanes, with the product (MUL), the sum
  * (ADD) and relu (RELU) where set; whether any result is a NaN. */
