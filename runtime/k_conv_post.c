@@ -25,6 +25,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "../ir/vmath.h"
 #include "conv_direct.h"
 #include "iter.h"
 #include "k_conv.h"
@@ -49,7 +50,7 @@ static inline __attribute__((always_inline)) int post_on(float *restrict v, int6
             if (ADD)
                 t = t + sh[l];
             if (RELU)
-                t = t < 0.0f ? 0.0f : t;
+                t = vm_relu_f32(t);
             v[l] = t;
             nan[l] |= t != t;
         }
