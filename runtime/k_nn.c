@@ -240,6 +240,27 @@ int rt_k_dropout(RT_KERNEL_ARGS)
 typedef float rt_v16f __attribute__((vector_size(64)));
 typedef int32_t rt_v16i __attribute__((vector_size(64)));
 
+/* The 16 lanes of v folded in halves (8, 4, 2, 1): four dependent steps
+ * where a lane-by-lane loop made sixteen. Causal rows are short (P5's
+ * average 128 scores), so the two folds per row are a large part of the
+ * row's cost. */
+#define RT_V16_FOLD(v, OP)                                                                       \
+    do {                                                                                         \
+        v = OP(v, __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, \
+                                          6, 7));                                                \
+        v = OP(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9,  \
+                                          10, 11));                                              \
+        v = OP(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15,  \
+                                          12, 13));                                              \
+        v = OP(v, __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12,  \
+                                          15, 14));                                              \
+    } while (0)
+
+/* Lane-wise a > b ? a : b (a NaN lane of a is not taken); a + b. Macros:
+ * a function returning a 64-byte vector changes the ABI without AVX-512. */
+#define V16_MAX(a, b) ((rt_v16f)((((a) > (b)) & (rt_v16i)(a)) | (~((a) > (b)) & (rt_v16i)(b))))
+#define V16_ADD(a, b) ((a) + (b))
+
 /* Max of x[0..n); NaN elements are skipped (the exp of the row makes them NaN again). */
 static inline float vmax_f32(const float *restrict x, int64_t n)
 {
@@ -248,12 +269,10 @@ static inline float vmax_f32(const float *restrict x, int64_t n)
     for (; j + 16 <= n; j += 16) {
         rt_v16f a;
         memcpy(&a, x + j, sizeof a);
-        rt_v16i gt = a > m;
-        m = (rt_v16f)((gt & (rt_v16i)a) | (~gt & (rt_v16i)m));
+        m = V16_MAX(a, m);
     }
-    float r = -INFINITY;
-    for (int l = 0; l < 16; l++)
-        r = m[l] > r ? m[l] : r;
+    RT_V16_FOLD(m, V16_MAX);
+    float r = m[0];
     for (; j < n; j++)
         r = x[j] > r ? x[j] : r;
     return r;
@@ -268,13 +287,15 @@ static inline float vsum_f32(const float *restrict x, int64_t n)
         memcpy(&a, x + j, sizeof a);
         s += a;
     }
-    float r = 0;
-    for (int l = 0; l < 16; l++)
-        r += s[l];
+    RT_V16_FOLD(s, V16_ADD);
+    float r = s[0];
     for (; j < n; j++)
         r += x[j];
     return r;
 }
+#undef RT_V16_FOLD
+#undef V16_MAX
+#undef V16_ADD
 
 /* ---- sdpa ------------------------------------------------------------------------------- */
 
@@ -366,14 +387,21 @@ SDPA_MASK_ROW(double)
 #undef SDPA_MASK_ROW
 
 /* Softmax over s[0..valid); s[valid..n) (keys a causal row cannot see) -> 0.
+ * The row is ld >= n floats wide, ld a multiple of 16: the scores from valid
+ * to the next multiple of 16 are set to -inf first, so every pass runs on
+ * whole vectors (exp(-inf - max) is 0 and adds nothing to the sum) instead
+ * of ending in a scalar tail of up to 15 exps, which most causal rows have.
  * A row with every score -inf gives NaN, like the formula. */
 RT_CLONES static void softmax_row_f32(float *restrict s, int64_t valid, int64_t n)
 {
-    float mx = vmax_f32(s, valid);
-    for (int64_t j = 0; j < valid; j++)
+    int64_t w = (valid + 15) & ~(int64_t)15;
+    for (int64_t j = valid; j < w; j++)
+        s[j] = -INFINITY;
+    float mx = vmax_f32(s, w);
+    for (int64_t j = 0; j < w; j++)
         s[j] = vm_exp_f32(s[j] - mx);
-    float k = 1.0f / vsum_f32(s, valid);
-    for (int64_t j = 0; j < valid; j++)
+    float k = 1.0f / vsum_f32(s, w);
+    for (int64_t j = 0; j < w; j++)
         s[j] *= k;
     for (int64_t j = valid; j < n; j++)
         s[j] = 0;
@@ -393,27 +421,31 @@ static void softmax_row_f64(double *s, int64_t valid, int64_t n)
     memset(s + valid, 0, (size_t)(n - valid) * sizeof *s);
 }
 
-/* Mask and softmax of the m x kend scores of query rows i0.. */
-static void sdpa_softmax(const sdpa_ctx *c, void *scores, int64_t m, int64_t kend, int64_t i0,
-                         int64_t mask_off)
+/* Mask and softmax of the m x kend scores of query rows i0.., rows ld apart. */
+static void sdpa_softmax(const sdpa_ctx *c, void *scores, int64_t m, int64_t kend, int64_t ld,
+                         int64_t i0, int64_t mask_off)
 {
     size_t mes = c->mask_bool ? 1 : c->es;
     for (int64_t r = 0; r < m; r++) {
         int64_t i = i0 + r, valid = c->causal ? (i + 1 < kend ? i + 1 : kend) : kend;
         const void *mrow = c->has_mask ? c->m.base + (size_t)(mask_off + i * c->m.rs) * mes : NULL;
         if (c->dt == TJ_F32) {
-            float *row = (float *)scores + r * kend;
+            float *row = (float *)scores + r * ld;
             if (c->has_mask)
                 mask_row_float(row, mrow, c->m.cs, kend, c->mask_bool);
             softmax_row_f32(row, valid, kend);
         } else {
-            double *row = (double *)scores + r * kend;
+            double *row = (double *)scores + r * ld;
             if (c->has_mask)
                 mask_row_double(row, mrow, c->m.cs, kend, c->mask_bool);
             softmax_row_f64(row, valid, kend);
         }
     }
 }
+
+/* A score row's width: kend rounded up to whole 16-float vectors
+ * (softmax_row_f32). */
+static int64_t score_ld(int64_t kend) { return (kend + 15) & ~(int64_t)15; }
 
 /* Task t: batch t / nblk, its query blocks last first (under causal the
  * later blocks cost more, so the cheap ones are left to even out the end). */
@@ -427,10 +459,11 @@ static int sdpa_task(const sdpa_ctx *c, int64_t t, void *scores)
     const char *k = c->k.base + (size_t)mat_offset(&c->k, c, bi) * es;
     const char *v = c->v.base + (size_t)mat_offset(&c->v, c, bi) * es;
     char *o = c->out + (size_t)((bi * c->l + i0) * c->ev) * es;
-    if (gemm(c, true, m, kend, c->e, c->scale, q, c->q.rs, k, c->k.rs, scores, kend) != 0)
+    int64_t ld = score_ld(kend);
+    if (gemm(c, true, m, kend, c->e, c->scale, q, c->q.rs, k, c->k.rs, scores, ld) != 0)
         return -1;
-    sdpa_softmax(c, scores, m, kend, i0, c->has_mask ? mat_offset(&c->m, c, bi) : 0);
-    return gemm(c, false, m, c->ev, kend, 1.0, scores, kend, v, c->v.rs, o, c->ev);
+    sdpa_softmax(c, scores, m, kend, ld, i0, c->has_mask ? mat_offset(&c->m, c, bi) : 0);
+    return gemm(c, false, m, c->ev, kend, 1.0, scores, ld, v, c->v.rs, o, c->ev);
 }
 
 /* One worker: claims tasks until none are left, so a thread the OS delays
@@ -439,7 +472,7 @@ static void sdpa_worker(void *p, int64_t b, int64_t e)
 {
     (void)b, (void)e;
     sdpa_ctx *c = p;
-    size_t nbytes = (size_t)(SDPA_BQ * (c->s > 0 ? c->s : 1)) * c->es;
+    size_t nbytes = (size_t)(SDPA_BQ * score_ld(c->s > 0 ? c->s : 1)) * c->es;
     void *scores = rt_alloc(nbytes);
     int rc = scores ? 0 : -1;
     for (int64_t t; rc == 0 && (t = atomic_fetch_add(&c->next, 1)) < c->ntask;)
