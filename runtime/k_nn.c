@@ -7,14 +7,17 @@
  *   sdpa           softmax(q k^T * scale + mask) v, blocked over query rows
  *
  * sdpa, for each (batch, block of SDPA_BQ query rows): S = scale * q k^T with
- * BLAS into a per-thread scratch, the mask (or the causal triangle) applied,
- * a row softmax, then O = P v with BLAS. A causal block only multiplies the
- * keys it can see (0 .. its last row), which halves the work. One worker per
- * pool thread claims blocks from a shared counter, with OpenBLAS held to one
- * thread meanwhile: concurrent multi-threaded OpenBLAS calls from two pool
- * threads oversubscribe the cores and measured 10x slower; one loop on the
- * caller letting OpenBLAS thread each small GEMM measured 2x slower (P5 shape,
- * q, k, v f32[4,8,256,64] causal, 2 cores: 2.0 ms here vs 4.2 ms that way).
+ * BLAS into a per-thread scratch (k^T transposed once per batch a worker
+ * takes up, a plain product being faster than BLAS's transposed one), the
+ * mask (or the causal triangle) applied, a row softmax, then O = P v with
+ * BLAS. A causal block only multiplies the keys it can see (0 .. its last
+ * row), which halves the work. One worker per pool thread claims blocks
+ * (or whole batches, where there are many) from a shared counter, with
+ * OpenBLAS held to one thread meanwhile: concurrent multi-threaded OpenBLAS
+ * calls from two pool threads oversubscribe the cores and measured 10x
+ * slower; one loop on the caller letting OpenBLAS thread each small GEMM
+ * measured 2x slower (P5 shape, q, k, v f32[4,8,256,64] causal, 2 cores:
+ * 2.0 ms here vs 4.2 ms that way).
  */
 #include <math.h>
 #include <stdatomic.h>
@@ -315,6 +318,7 @@ typedef struct sdpa_ctx {
     int nb;                      /* batch dims of the output */
     const int64_t *bshape;
     int64_t l, s, e, ev, nblk, ntask;
+    int64_t claim;               /* tasks a worker claims at once: 1, or a batch's nblk */
     double scale;
     bool causal, has_mask, mask_bool;
     sdpa_mat q, k, v, m;
@@ -447,23 +451,86 @@ static void sdpa_softmax(const sdpa_ctx *c, void *scores, int64_t m, int64_t ken
  * (softmax_row_f32). */
 static int64_t score_ld(int64_t kend) { return (kend + 15) & ~(int64_t)15; }
 
+/* A worker's scratch: a block of scores, and k^T of the batch whose keys
+ * it last read ([E, S], rows S apart): q k^T as a plain product (NN) runs
+ * at 1.2-1.7x OpenBLAS's rate with k^T read in place (NT) at P5's shapes,
+ * one thread (gemm_bench 64xkendx64: 160-169 against 95-104 GFLOP/s up
+ * to kend 128, 119 against 104 at 256), and consecutive tasks are one
+ * batch's query blocks, so a worker transposes each k about once. */
+typedef struct sdpa_scratch {
+    void *scores, *kt;
+    int64_t kt_off;   /* k's element offset whose transpose kt holds; -1: none */
+} sdpa_scratch;
+
+typedef float rt_v8f __attribute__((vector_size(32)));
+
+/* dst[j * rows + i] = src[i * rs + j]: 8 x 8 blocks transposed in vector
+ * registers (three rounds of shuffles), the edges element by element. */
+RT_CLONES static void transpose_float(float *restrict dst, const float *restrict src,
+                                      int64_t rows, int64_t cols, int64_t rs)
+{
+    int64_t r8 = rows & ~(int64_t)7, c8 = cols & ~(int64_t)7;
+    for (int64_t i = 0; i < r8; i += 8)
+        for (int64_t j = 0; j < c8; j += 8) {
+            rt_v8f r[8], t[8], u[8];
+            for (int k = 0; k < 8; k++)
+                memcpy(&r[k], src + (i + k) * rs + j, sizeof r[k]);
+            for (int k = 0; k < 8; k += 2) {
+                t[k] = __builtin_shufflevector(r[k], r[k + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+                t[k + 1] = __builtin_shufflevector(r[k], r[k + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+            }
+            for (int k = 0; k < 8; k += 4)
+                for (int h = 0; h < 2; h++) {
+                    u[k + 2 * h] = __builtin_shufflevector(t[k + h], t[k + 2 + h], 0, 1, 8, 9, 4,
+                                                           5, 12, 13);
+                    u[k + 2 * h + 1] = __builtin_shufflevector(t[k + h], t[k + 2 + h], 2, 3, 10,
+                                                               11, 6, 7, 14, 15);
+                }
+            for (int k = 0; k < 4; k++) {   /* u[k], u[k + 4]: columns k and k + 4 */
+                r[k] = __builtin_shufflevector(u[k], u[k + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+                r[k + 4] = __builtin_shufflevector(u[k], u[k + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+            }
+            for (int k = 0; k < 8; k++)
+                memcpy(dst + (j + k) * rows + i, &r[k], sizeof r[k]);
+        }
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = i < r8 ? c8 : 0; j < cols; j++)
+            dst[j * rows + i] = src[i * rs + j];
+}
+
+static void transpose_double(double *restrict dst, const double *restrict src, int64_t rows,
+                             int64_t cols, int64_t rs)
+{
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++)
+            dst[j * rows + i] = src[i * rs + j];
+}
+
 /* Task t: batch t / nblk, its query blocks last first (under causal the
  * later blocks cost more, so the cheap ones are left to even out the end). */
-static int sdpa_task(const sdpa_ctx *c, int64_t t, void *scores)
+static int sdpa_task(const sdpa_ctx *c, int64_t t, sdpa_scratch *w)
 {
     int64_t bi = t / c->nblk, blk = c->nblk - 1 - t % c->nblk;
     int64_t i0 = blk * SDPA_BQ, m = c->l - i0 < SDPA_BQ ? c->l - i0 : SDPA_BQ;
     int64_t kend = c->causal ? (i0 + m < c->s ? i0 + m : c->s) : c->s;
     size_t es = c->es;
+    int64_t koff = mat_offset(&c->k, c, bi);
     const char *q = c->q.base + (size_t)(mat_offset(&c->q, c, bi) + i0 * c->q.rs) * es;
-    const char *k = c->k.base + (size_t)mat_offset(&c->k, c, bi) * es;
+    const char *k = c->k.base + (size_t)koff * es;
     const char *v = c->v.base + (size_t)mat_offset(&c->v, c, bi) * es;
     char *o = c->out + (size_t)((bi * c->l + i0) * c->ev) * es;
+    if (w->kt_off != koff) {
+        if (c->dt == TJ_F32)
+            transpose_float(w->kt, (const float *)k, c->s, c->e, c->k.rs);
+        else
+            transpose_double(w->kt, (const double *)k, c->s, c->e, c->k.rs);
+        w->kt_off = koff;
+    }
     int64_t ld = score_ld(kend);
-    if (gemm(c, true, m, kend, c->e, c->scale, q, c->q.rs, k, c->k.rs, scores, ld) != 0)
+    if (gemm(c, false, m, kend, c->e, c->scale, q, c->q.rs, w->kt, c->s, w->scores, ld) != 0)
         return -1;
-    sdpa_softmax(c, scores, m, kend, ld, i0, c->has_mask ? mat_offset(&c->m, c, bi) : 0);
-    return gemm(c, false, m, c->ev, kend, 1.0, scores, ld, v, c->v.rs, o, c->ev);
+    sdpa_softmax(c, w->scores, m, kend, ld, i0, c->has_mask ? mat_offset(&c->m, c, bi) : 0);
+    return gemm(c, false, m, c->ev, kend, 1.0, w->scores, ld, v, c->v.rs, o, c->ev);
 }
 
 /* One worker: claims tasks until none are left, so a thread the OS delays
@@ -472,14 +539,19 @@ static void sdpa_worker(void *p, int64_t b, int64_t e)
 {
     (void)b, (void)e;
     sdpa_ctx *c = p;
-    size_t nbytes = (size_t)(SDPA_BQ * score_ld(c->s > 0 ? c->s : 1)) * c->es;
-    void *scores = rt_alloc(nbytes);
-    int rc = scores ? 0 : -1;
-    for (int64_t t; rc == 0 && (t = atomic_fetch_add(&c->next, 1)) < c->ntask;)
-        rc = sdpa_task(c, t, scores);
+    int64_t s1 = c->s > 0 ? c->s : 1, e1 = c->e > 0 ? c->e : 1;
+    size_t nscores = (size_t)(SDPA_BQ * score_ld(s1)) * c->es, nkt = (size_t)(s1 * e1) * c->es;
+    sdpa_scratch w = {rt_alloc(nscores), rt_alloc(nkt), -1};
+    int rc = w.scores && w.kt ? 0 : -1;
+    for (int64_t t0; rc == 0 && (t0 = atomic_fetch_add(&c->next, c->claim)) < c->ntask;)
+        for (int64_t t = t0; rc == 0 && t < t0 + c->claim && t < c->ntask; t++)
+            rc = sdpa_task(c, t, &w);
     if (rc != 0)
         atomic_store(&c->failed, true);
-    rt_free(scores, nbytes);
+    if (w.scores)
+        rt_free(w.scores, nscores);
+    if (w.kt)
+        rt_free(w.kt, nkt);
 }
 
 /* Reads t in place when BLAS can, else through a dense copy kept in *copy. */
@@ -505,6 +577,9 @@ static void sdpa_run(sdpa_ctx *c)
     int64_t work = SDPA_BQ * (c->s + 1) * (c->e + c->ev + 1);
     int64_t workers = c->ntask / (1 + (1 << 18) / work);
     workers = workers < rt_threads() ? workers : rt_threads();
+    /* a batch's blocks together (one transpose of its k) where there are
+     * batches enough to keep every worker busy to the end */
+    c->claim = c->ntask / c->nblk >= 4 * workers ? c->nblk : 1;
     if (workers < 2) {
         sdpa_worker(c, 0, 1);
         return;

@@ -277,20 +277,34 @@ static void check_large(tj_tensor *q, tj_tensor *k, tj_tensor *v, tj_tensor *mas
     tu_assert_close_any(r, want, 1e-4, 1e-5);
 }
 
+/* Random q [n,L,E], k [n,S,E], v [n,S,Ev], causal (scale cs) and under a
+ * float mask (scale ms), on 1 and 2 threads, against sdpa_naive. */
+static void check_sizes(int64_t n, int64_t L, int64_t S, int64_t E, int64_t Ev, double cs,
+                        double ms)
+{
+    tj_tensor *q = tj_randn(TJ_F32, 3, (int64_t[]){n, L, E});
+    tj_tensor *k = tj_randn(TJ_F32, 3, (int64_t[]){n, S, E});
+    tj_tensor *v = tj_randn(TJ_F32, 3, (int64_t[]){n, S, Ev});
+    tj_tensor *m = tj_randn(TJ_F32, 2, (int64_t[]){L, S});
+    for (int t = 1; t <= 2; t++) {
+        check_large(q, k, v, NULL, true, cs, t);
+        check_large(q, k, v, m, false, ms, t);
+    }
+}
+
 static void test_sdpa_large_threads(void **state)
 {
     (void)state;
     int saved = tj_num_threads();
     tj_manual_seed(7);
+    check_sizes(6, 200, 150, 40, 24, 0.1, 0);
+    /* batches enough for a worker to take one's blocks together (its k
+     * transposed once), E and S no multiples of 8 (the transpose's edges) */
+    check_sizes(10, 130, 97, 36, 20, 0, 0.2);
+    /* the same bits with 1 and 2 threads */
     tj_tensor *q = tj_randn(TJ_F32, 3, (int64_t[]){6, 200, 40});
     tj_tensor *k = tj_randn(TJ_F32, 3, (int64_t[]){6, 150, 40});
     tj_tensor *v = tj_randn(TJ_F32, 3, (int64_t[]){6, 150, 24});
-    tj_tensor *m = tj_randn(TJ_F32, 2, (int64_t[]){200, 150});
-    for (int t = 1; t <= 2; t++) {
-        check_large(q, k, v, NULL, true, 0.1, t);
-        check_large(q, k, v, m, false, 0, t);
-    }
-    /* the same bits with 1 and 2 threads */
     tj_set_num_threads(1);
     tj_tensor *r1 = tj_scaled_dot_product_attention(q, k, v, NULL, true, 0);
     tj_set_num_threads(2);
