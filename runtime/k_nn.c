@@ -6,7 +6,7 @@
  *                  (u: Philox uniform of x's dtype; dropped elements are exactly 0)
  *   sdpa           softmax(q k^T * scale + mask) v, blocked over query rows
  *
- * sdpa, for each (batch, block of SDPA_BQ query rows): S = scale * q k^T with
+ * sdpa, for each (batch, block of query rows, sdpa_bq): S = scale * q k^T with
  * BLAS into a per-thread scratch (k^T transposed once per batch a worker
  * takes up, a plain product being faster than BLAS's transposed one), the
  * mask (or the causal triangle) applied, a row softmax, then O = P v with
@@ -302,7 +302,13 @@ static inline float vsum_f32(const float *restrict x, int64_t n)
 
 /* ---- sdpa ------------------------------------------------------------------------------- */
 
-#define SDPA_BQ 64   /* query rows per block (measured best of 32..256 on P5) */
+/* Query rows per block: 32 where S is short, the block's scores (32 x S)
+ * then in L1 through the softmax's passes and a causal block's masked half
+ * smaller, else 64, where the products' larger m pays. Measured against 64
+ * (q, k, v [n, 8, L = S, 64], 2 threads, process pairs, wall): S 128 1.00
+ * causal / 1.04 not; 256 0.85 / 0.79 (P5 0.84); 512 0.88 / 1.14; 1024
+ * 1.04 / 1.11. */
+static int64_t sdpa_bq(int64_t s, bool causal) { return s <= (causal ? 512 : 256) ? 32 : 64; }
 
 /* q, k, v or mask seen through the output's batch dims [..., rows, cols]:
  * broadcast dims have stride 0; strides in elements. */
@@ -318,6 +324,7 @@ typedef struct sdpa_ctx {
     int nb;                      /* batch dims of the output */
     const int64_t *bshape;
     int64_t l, s, e, ev, nblk, ntask;
+    int64_t bq;                  /* query rows per block (sdpa_bq) */
     int64_t claim;               /* tasks a worker claims at once: 1, or a batch's nblk */
     double scale;
     bool causal, has_mask, mask_bool;
@@ -511,7 +518,7 @@ static void transpose_double(double *restrict dst, const double *restrict src, i
 static int sdpa_task(const sdpa_ctx *c, int64_t t, sdpa_scratch *w)
 {
     int64_t bi = t / c->nblk, blk = c->nblk - 1 - t % c->nblk;
-    int64_t i0 = blk * SDPA_BQ, m = c->l - i0 < SDPA_BQ ? c->l - i0 : SDPA_BQ;
+    int64_t i0 = blk * c->bq, m = c->l - i0 < c->bq ? c->l - i0 : c->bq;
     int64_t kend = c->causal ? (i0 + m < c->s ? i0 + m : c->s) : c->s;
     size_t es = c->es;
     int64_t koff = mat_offset(&c->k, c, bi);
@@ -540,7 +547,7 @@ static void sdpa_worker(void *p, int64_t b, int64_t e)
     (void)b, (void)e;
     sdpa_ctx *c = p;
     int64_t s1 = c->s > 0 ? c->s : 1, e1 = c->e > 0 ? c->e : 1;
-    size_t nscores = (size_t)(SDPA_BQ * score_ld(s1)) * c->es, nkt = (size_t)(s1 * e1) * c->es;
+    size_t nscores = (size_t)(c->bq * score_ld(s1)) * c->es, nkt = (size_t)(s1 * e1) * c->es;
     sdpa_scratch w = {rt_alloc(nscores), rt_alloc(nkt), -1};
     int rc = w.scores && w.kt ? 0 : -1;
     for (int64_t t0; rc == 0 && (t0 = atomic_fetch_add(&c->next, c->claim)) < c->ntask;)
@@ -574,7 +581,7 @@ static int sdpa_input(sdpa_mat *m, const tj_tensor *t, int nb, tj_tensor **copy)
  * too little work to split. */
 static void sdpa_run(sdpa_ctx *c)
 {
-    int64_t work = SDPA_BQ * (c->s + 1) * (c->e + c->ev + 1);
+    int64_t work = c->bq * (c->s + 1) * (c->e + c->ev + 1);
     int64_t workers = c->ntask / (1 + (1 << 18) / work);
     workers = workers < rt_threads() ? workers : rt_threads();
     /* a batch's blocks together (one transpose of its k) where there are
@@ -599,7 +606,8 @@ int rt_k_sdpa(RT_KERNEL_ARGS)
                   .e = q->shape[q->ndim - 1], .ev = v->shape[v->ndim - 1],
                   .causal = a->a[0].i[0] != 0, .has_mask = mask != NULL,
                   .mask_bool = mask && mask->dtype == TJ_BOOL, .out = rt_ptr(out)};
-    c.nblk = (c.l + SDPA_BQ - 1) / SDPA_BQ;
+    c.bq = sdpa_bq(c.s, c.causal);
+    c.nblk = (c.l + c.bq - 1) / c.bq;
     c.scale = a->a[1].f > 0 ? a->a[1].f : 1.0 / sqrt((double)c.e);
     atomic_init(&c.next, 0);
     atomic_init(&c.failed, false);

@@ -301,6 +301,8 @@ static void test_sdpa_large_threads(void **state)
     /* batches enough for a worker to take one's blocks together (its k
      * transposed once), E and S no multiples of 8 (the transpose's edges) */
     check_sizes(10, 130, 97, 36, 20, 0, 0.2);
+    /* S = 300: 32-row blocks causal, 64-row ones under the mask (sdpa_bq) */
+    check_sizes(3, 140, 300, 16, 8, 0, 0);
     /* the same bits with 1 and 2 threads */
     tj_tensor *q = tj_randn(TJ_F32, 3, (int64_t[]){6, 200, 40});
     tj_tensor *k = tj_randn(TJ_F32, 3, (int64_t[]){6, 150, 40});
